@@ -1,0 +1,363 @@
+// Package gguf reads and writes GGUF, the model file format of llama.cpp
+// and ggml.
+//
+// A GGUF file is a little-endian header followed by the tensor data:
+//
+//	magic "GGUF", version uint32 (2 or 3), tensor count uint64, metadata count uint64
+//	metadata: key (uint64 length + UTF-8 bytes), value type uint32, value
+//	tensor infos: name, n_dims uint32 (1..4), ne[n_dims] uint64, ggml type uint32, offset uint64
+//	padding to general.alignment (default 32), then the data section
+//
+// Version 1 (2023) used 32-bit counts and lengths and is not supported;
+// version 2 widened them to 64 bits; version 3 only added big-endian files
+// (which announce themselves by a byte-swapped version and are refused
+// here), so a little-endian v2 file and a v3 file are read the same way.
+// Metadata values are scalars, strings or arrays (arrays may nest); the
+// tokenizer vocabulary, for instance, is an array of strings.
+//
+// Why mmap: models are gigabytes, and a tool that scores text needs every
+// tensor, but not a copy of it. Open maps the file read-only and parses only
+// the header (a few megabytes at most, mostly the vocabulary), so opening a
+// 16 GB model reads no tensor data; File.Data returns slices of the mapping
+// and the kernel pages weights in, and shares them between processes, as
+// they are touched. The slices are read-only: writing to them faults.
+//
+// Files come from anywhere, so the parser trusts nothing: every count and
+// length is checked against the bytes left before anything is allocated,
+// shapes and sizes are checked for overflow, and each tensor's data must lie
+// inside the file at an aligned offset. A malformed file gives a one-line
+// error naming the file and the fault, never a panic. FuzzOpen keeps it so.
+//
+// Writer builds GGUF files deterministically; the test-model generator and
+// tests use it.
+package gguf
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+)
+
+// DefaultAlignment is the data alignment when general.alignment is absent.
+const DefaultAlignment = 32
+
+// KeyAlignment is the metadata key that sets the data alignment.
+const KeyAlignment = "general.alignment"
+
+// KV is one metadata entry.
+type KV struct {
+	Key   string
+	Value Value
+}
+
+// Tensor describes one tensor of a file. Its data is File.Data(t).
+type Tensor struct {
+	Name   string
+	Type   Type
+	Shape  []uint64 // ne0 first (ne0 = row length, contiguous)
+	Offset uint64   // relative to the start of the data section
+	Size   uint64   // bytes
+}
+
+// Elements returns the number of elements, the product of Shape.
+func (t *Tensor) Elements() uint64 {
+	n := uint64(1)
+	for _, d := range t.Shape {
+		n *= d
+	}
+	return n
+}
+
+// Rows returns the number of rows of Shape[0] elements: Elements()/Shape[0].
+// It is 0 when Shape is empty or Shape[0] is 0.
+func (t *Tensor) Rows() uint64 {
+	if len(t.Shape) == 0 || t.Shape[0] == 0 {
+		return 0
+	}
+	return t.Elements() / t.Shape[0]
+}
+
+// File is an open GGUF file. Its fields are filled by Open and must not be
+// changed; a File is safe for concurrent use until Close.
+type File struct {
+	Path       string
+	Version    uint32
+	Alignment  uint64
+	Metadata   []KV      // in file order
+	Tensors    []*Tensor // in file order
+	DataOffset uint64    // absolute file offset of the data section
+	FileSize   uint64
+
+	data    []byte         // the whole file (mapped)
+	release func() error   // unmaps data; nil once closed
+	kvIndex map[string]int // key -> index in Metadata
+	tensors map[string]*Tensor
+}
+
+// Open maps the GGUF file at path read-only and parses its header. The
+// File must be closed to release the mapping.
+func Open(path string) (*File, error) {
+	fd, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("gguf: %w", err)
+	}
+	defer fd.Close() // the mapping outlives the descriptor
+	st, err := fd.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("gguf: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("gguf: %s: not a regular file", path)
+	}
+	data, release, err := mapFile(fd, st.Size())
+	if err != nil {
+		return nil, fmt.Errorf("gguf: %s: %w", path, err)
+	}
+	f, err := parse(path, data)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	f.release = release
+	return f, nil
+}
+
+// Close unmaps the file. Slices returned by Data must not be used after
+// Close (reading them faults). Close is idempotent.
+func (f *File) Close() error {
+	rel := f.release
+	f.release, f.data = nil, nil
+	if rel == nil {
+		return nil
+	}
+	if err := rel(); err != nil {
+		return fmt.Errorf("gguf: %s: unmap: %w", f.Path, err)
+	}
+	return nil
+}
+
+// Data returns the bytes of t, a read-only slice of the mapped file with
+// len == t.Size. It returns nil for a tensor that does not lie in the file
+// (one of another File, say) and after Close.
+func (f *File) Data(t *Tensor) []byte {
+	start := f.DataOffset + t.Offset
+	end := start + t.Size
+	if start < f.DataOffset || end < start || end > uint64(len(f.data)) {
+		return nil
+	}
+	return f.data[start:end:end]
+}
+
+// Tensor returns the tensor called name.
+func (f *File) Tensor(name string) (*Tensor, bool) {
+	t, ok := f.tensors[name]
+	return t, ok
+}
+
+// Lookup returns the metadata value of key.
+func (f *File) Lookup(key string) (Value, bool) {
+	i, ok := f.kvIndex[key]
+	if !ok {
+		return Value{}, false
+	}
+	return f.Metadata[i].Value, true
+}
+
+func (f *File) get(key string) (Value, error) {
+	v, ok := f.Lookup(key)
+	if !ok {
+		return v, fmt.Errorf("gguf: %s: metadata %q: missing", f.Path, key)
+	}
+	return v, nil
+}
+
+func (f *File) typeErr(key string, v Value, want string) error {
+	return fmt.Errorf("gguf: %s: metadata %q: is %s, want %s", f.Path, key, v.typeName(), want)
+}
+
+// String returns the string value of key.
+func (f *File) String(key string) (string, error) {
+	v, err := f.get(key)
+	if err != nil {
+		return "", err
+	}
+	s, ok := v.v.(string)
+	if !ok {
+		return "", f.typeErr(key, v, "string")
+	}
+	return s, nil
+}
+
+// Uint returns the value of key, which may have any integer type, as a
+// uint64; it fails for a negative value.
+func (f *File) Uint(key string) (uint64, error) {
+	v, err := f.get(key)
+	if err != nil {
+		return 0, err
+	}
+	i, u, big, ok := v.asInt()
+	switch {
+	case !ok:
+		return 0, f.typeErr(key, v, "an unsigned integer")
+	case big:
+		return u, nil
+	case i < 0:
+		return 0, fmt.Errorf("gguf: %s: metadata %q: %d is negative, want an unsigned integer", f.Path, key, i)
+	}
+	return uint64(i), nil
+}
+
+// Int returns the value of key, which may have any integer type, as an
+// int64; it fails for a uint64 beyond math.MaxInt64.
+func (f *File) Int(key string) (int64, error) {
+	v, err := f.get(key)
+	if err != nil {
+		return 0, err
+	}
+	i, u, big, ok := v.asInt()
+	switch {
+	case !ok:
+		return 0, f.typeErr(key, v, "an integer")
+	case big:
+		return 0, fmt.Errorf("gguf: %s: metadata %q: %d overflows int64", f.Path, key, u)
+	}
+	return i, nil
+}
+
+// Float returns the value of key, a float32, float64 or integer, as a
+// float64 (integers beyond 2^53 round).
+func (f *File) Float(key string) (float64, error) {
+	v, err := f.get(key)
+	if err != nil {
+		return 0, err
+	}
+	switch x := v.v.(type) {
+	case float32:
+		return float64(x), nil
+	case float64:
+		return x, nil
+	}
+	i, u, big, ok := v.asInt()
+	switch {
+	case !ok:
+		return 0, f.typeErr(key, v, "a number")
+	case big:
+		return float64(u), nil
+	}
+	return float64(i), nil
+}
+
+// Bool returns the bool value of key.
+func (f *File) Bool(key string) (bool, error) {
+	v, err := f.get(key)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.v.(bool)
+	if !ok {
+		return false, f.typeErr(key, v, "bool")
+	}
+	return b, nil
+}
+
+// Strings returns a copy of the string array of key.
+func (f *File) Strings(key string) ([]string, error) {
+	v, err := f.get(key)
+	if err != nil {
+		return nil, err
+	}
+	s, ok := v.v.([]string)
+	if !ok {
+		return nil, f.typeErr(key, v, "array of string")
+	}
+	return slices.Clone(s), nil
+}
+
+// Float32s returns a copy of the float32 array of key (a float64 array is
+// converted).
+func (f *File) Float32s(key string) ([]float32, error) {
+	v, err := f.get(key)
+	if err != nil {
+		return nil, err
+	}
+	switch s := v.v.(type) {
+	case []float32:
+		return slices.Clone(s), nil
+	case []float64:
+		out := make([]float32, len(s))
+		for i, x := range s {
+			out[i] = float32(x)
+		}
+		return out, nil
+	}
+	return nil, f.typeErr(key, v, "array of float32")
+}
+
+// Int32s returns a copy of the int32 array of key. Arrays of other integer
+// types are converted when every value fits in an int32.
+func (f *File) Int32s(key string) ([]int32, error) {
+	v, err := f.get(key)
+	if err != nil {
+		return nil, err
+	}
+	var out []int32
+	switch s := v.v.(type) {
+	case []int32:
+		return slices.Clone(s), nil
+	case []uint8:
+		out = convertInts(s)
+	case []int8:
+		out = convertInts(s)
+	case []uint16:
+		out = convertInts(s)
+	case []int16:
+		out = convertInts(s)
+	case []uint32:
+		out = convertInts(s)
+	case []uint64:
+		out = convertInts(s)
+	case []int64:
+		out = convertInts(s)
+	default:
+		return nil, f.typeErr(key, v, "array of int32")
+	}
+	if out == nil && v.Len() > 0 {
+		return nil, fmt.Errorf("gguf: %s: metadata %q: %s values out of int32 range", f.Path, key, v.typeName())
+	}
+	return out, nil
+}
+
+type integer interface {
+	~uint8 | ~int8 | ~uint16 | ~int16 | ~uint32 | ~int32 | ~uint64 | ~int64
+}
+
+// convertInts converts s to int32s, or returns nil if a value does not fit.
+func convertInts[E integer](s []E) []int32 {
+	out := make([]int32, len(s))
+	for i, x := range s {
+		if x < 0 && int64(x) < math.MinInt32 || x > 0 && uint64(x) > math.MaxInt32 {
+			return nil
+		}
+		out[i] = int32(x)
+	}
+	return out
+}
+
+// FileSHA256 returns the lowercase hex SHA-256 of the file at path,
+// streaming it rather than reading it into memory.
+func FileSHA256(path string) (string, error) {
+	fd, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("gguf: %w", err)
+	}
+	defer fd.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, fd); err != nil {
+		return "", fmt.Errorf("gguf: %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,3 @@
+module ppl.dev/gguf
+
+go 1.26.8

@@ -1,0 +1,461 @@
+package gguf
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+const (
+	magic = "GGUF"
+
+	// maxDims is GGML_MAX_DIMS.
+	maxDims = 4
+
+	// maxArrayDepth bounds nested arrays (an array of arrays is depth 2).
+	// Real files use depth 1; the bound keeps recursion shallow.
+	maxArrayDepth = 8
+
+	// Fewest bytes one metadata entry takes: key length, value type, and a
+	// one-byte value; one tensor info: name length, n_dims, one dimension,
+	// type, offset.
+	minKVSize     = 8 + 4 + 1
+	minTensorSize = 8 + 4 + 8 + 4 + 8
+)
+
+// parser reads the header of a GGUF file held in memory. Every read checks
+// the bytes left, so no input can make it index out of range.
+type parser struct {
+	name string
+	b    []byte
+	off  uint64 // next byte to read
+}
+
+func (p *parser) errorf(format string, args ...any) error {
+	return fmt.Errorf("gguf: %s: "+format, append([]any{p.name}, args...)...)
+}
+
+func (p *parser) left() uint64 { return uint64(len(p.b)) - p.off }
+
+// need fails unless n more bytes are available; what names what is read.
+func (p *parser) need(n uint64, what string) error {
+	if n > p.left() {
+		return p.errorf("truncated file: %s needs %d bytes at offset %d, file size %d", what, n, p.off, len(p.b))
+	}
+	return nil
+}
+
+func (p *parser) u8(what string) (uint8, error) {
+	if err := p.need(1, what); err != nil {
+		return 0, err
+	}
+	v := p.b[p.off]
+	p.off++
+	return v, nil
+}
+
+func (p *parser) u16(what string) (uint16, error) {
+	if err := p.need(2, what); err != nil {
+		return 0, err
+	}
+	v := binary.LittleEndian.Uint16(p.b[p.off:])
+	p.off += 2
+	return v, nil
+}
+
+func (p *parser) u32(what string) (uint32, error) {
+	if err := p.need(4, what); err != nil {
+		return 0, err
+	}
+	v := binary.LittleEndian.Uint32(p.b[p.off:])
+	p.off += 4
+	return v, nil
+}
+
+func (p *parser) u64(what string) (uint64, error) {
+	if err := p.need(8, what); err != nil {
+		return 0, err
+	}
+	v := binary.LittleEndian.Uint64(p.b[p.off:])
+	p.off += 8
+	return v, nil
+}
+
+// str reads a length-prefixed string, copied out of the file so that it
+// survives Close.
+func (p *parser) str(what string) (string, error) { return p.strElem(what, -1) }
+
+// strElem is str for element i of an array (i < 0: not an element). The
+// name of what is read is formatted only for an error: vocabularies have
+// hundreds of thousands of strings.
+func (p *parser) strElem(what string, i int) (string, error) {
+	if p.left() < 8 {
+		return "", p.need(8, elemName(what, i)+" length")
+	}
+	n := binary.LittleEndian.Uint64(p.b[p.off:])
+	p.off += 8
+	if n > p.left() {
+		return "", p.errorf("%s: string length %d at offset %d exceeds the %d bytes left in the file", elemName(what, i), n, p.off-8, p.left())
+	}
+	s := string(p.b[p.off : p.off+n])
+	p.off += n
+	return s, nil
+}
+
+func elemName(what string, i int) string {
+	if i < 0 {
+		return what
+	}
+	return fmt.Sprintf("%s[%d]", what, i)
+}
+
+// count reads an element count and checks that n elements of at least min
+// bytes each fit in the rest of the file, so that allocating n is safe.
+func (p *parser) count(what string, min uint64) (uint64, error) {
+	n, err := p.u64(what)
+	if err != nil {
+		return 0, err
+	}
+	if n > p.left()/min {
+		return 0, p.errorf("%s %d at offset %d needs at least %d bytes per entry, only %d bytes left in the file", what, n, p.off-8, min, p.left())
+	}
+	return n, nil
+}
+
+// parse parses a whole GGUF file held in b (the mapped file, for Open).
+// The returned File refers to b for tensor data; strings are copied.
+func parse(name string, b []byte) (*File, error) {
+	p := &parser{name: name, b: b}
+	if len(b) < len(magic) || string(b[:len(magic)]) != magic {
+		head := b[:min(len(b), len(magic))]
+		return nil, p.errorf("not a GGUF file: magic %q, want %q", head, magic)
+	}
+	p.off = uint64(len(magic))
+	version, err := p.u32("version")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case version == 2 || version == 3:
+	case version == 1:
+		return nil, p.errorf("GGUF version 1 is not supported (only versions 2 and 3)")
+	case bits.ReverseBytes32(version) == 2 || bits.ReverseBytes32(version) == 3:
+		return nil, p.errorf("big-endian GGUF (version %d) is not supported", bits.ReverseBytes32(version))
+	default:
+		return nil, p.errorf("unsupported GGUF version %d (want 2 or 3)", version)
+	}
+	f := &File{
+		Path:      name,
+		Version:   version,
+		Alignment: DefaultAlignment,
+		FileSize:  uint64(len(b)),
+		data:      b,
+	}
+	nTensors, err := p.u64("tensor count")
+	if err != nil {
+		return nil, err
+	}
+	nKV, err := p.count("metadata count", minKVSize)
+	if err != nil {
+		return nil, err
+	}
+	if nTensors > p.left()/minTensorSize {
+		return nil, p.errorf("tensor count %d needs at least %d bytes per tensor, only %d bytes left in the file", nTensors, minTensorSize, p.left())
+	}
+
+	f.Metadata = make([]KV, 0, nKV)
+	f.kvIndex = make(map[string]int, nKV)
+	for i := range nKV {
+		key, err := p.str(fmt.Sprintf("metadata key %d", i))
+		if err != nil {
+			return nil, err
+		}
+		what := fmt.Sprintf("metadata %q", key)
+		if j, dup := f.kvIndex[key]; dup {
+			return nil, p.errorf("%s: duplicate key (entries %d and %d)", what, j, i)
+		}
+		vt, err := p.u32(what + " type")
+		if err != nil {
+			return nil, err
+		}
+		v, err := p.value(vt, 0, what)
+		if err != nil {
+			return nil, err
+		}
+		f.kvIndex[key] = len(f.Metadata)
+		f.Metadata = append(f.Metadata, KV{Key: key, Value: v})
+	}
+	if err := f.setAlignment(p); err != nil {
+		return nil, err
+	}
+
+	if nTensors > p.left()/minTensorSize {
+		return nil, p.errorf("tensor count %d needs at least %d bytes per tensor, only %d bytes left in the file", nTensors, minTensorSize, p.left())
+	}
+	f.Tensors = make([]*Tensor, 0, nTensors)
+	f.tensors = make(map[string]*Tensor, nTensors)
+	for i := range nTensors {
+		t, err := p.tensorInfo(i, f.Alignment)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := f.tensors[t.Name]; dup {
+			return nil, p.errorf("tensor %q: duplicate name (tensor %d)", t.Name, i)
+		}
+		f.tensors[t.Name] = t
+		f.Tensors = append(f.Tensors, t)
+	}
+
+	// The data section starts at the next multiple of the alignment.
+	f.DataOffset = p.off
+	if r := p.off % f.Alignment; r != 0 {
+		f.DataOffset = p.off + (f.Alignment - r)
+		if f.DataOffset < p.off {
+			return nil, p.errorf("data section offset overflows (alignment %d)", f.Alignment)
+		}
+	}
+	for _, t := range f.Tensors {
+		start := f.DataOffset + t.Offset
+		end := start + t.Size
+		if start < f.DataOffset || end < start {
+			return nil, p.errorf("tensor %q: data offset %d + size %d overflows", t.Name, t.Offset, t.Size)
+		}
+		if end > f.FileSize {
+			return nil, p.errorf("tensor %q: data [%d,%d) beyond end of file (size %d)", t.Name, start, end, f.FileSize)
+		}
+	}
+	return f, nil
+}
+
+// setAlignment applies general.alignment.
+func (f *File) setAlignment(p *parser) error {
+	v, ok := f.Lookup(KeyAlignment)
+	if !ok {
+		return nil
+	}
+	a, err := alignmentOf(v)
+	if err != nil {
+		return p.errorf("metadata %q: %v", KeyAlignment, err)
+	}
+	f.Alignment = a
+	return nil
+}
+
+// alignmentOf checks an alignment value: an integer that is a power of two.
+func alignmentOf(v Value) (uint64, error) {
+	i, u, big, isInt := v.asInt()
+	switch {
+	case !isInt:
+		return 0, fmt.Errorf("is %s, want an unsigned integer", v.typeName())
+	case big:
+		return 0, fmt.Errorf("%d is not a power of two", u)
+	case i <= 0 || i&(i-1) != 0:
+		return 0, fmt.Errorf("%d is not a power of two", i)
+	}
+	return uint64(i), nil
+}
+
+// tensorInfo reads and checks the i-th tensor info: dimensions, type,
+// overflow-free size, aligned offset. Bounds are checked by parse, once the
+// data offset is known.
+func (p *parser) tensorInfo(i uint64, align uint64) (*Tensor, error) {
+	name, err := p.str(fmt.Sprintf("tensor %d name", i))
+	if err != nil {
+		return nil, err
+	}
+	what := fmt.Sprintf("tensor %q", name)
+	nd, err := p.u32(what + " n_dims")
+	if err != nil {
+		return nil, err
+	}
+	if nd == 0 || nd > maxDims {
+		return nil, p.errorf("%s: %d dimensions, want 1 to %d", what, nd, maxDims)
+	}
+	t := &Tensor{Name: name, Shape: make([]uint64, nd)}
+	elems := uint64(1)
+	overflow := false
+	for j := range t.Shape {
+		if t.Shape[j], err = p.u64(fmt.Sprintf("%s dimension %d", what, j)); err != nil {
+			return nil, err
+		}
+		hi, lo := bits.Mul64(elems, t.Shape[j])
+		overflow = overflow || hi != 0
+		elems = lo
+	}
+	typ, err := p.u32(what + " type")
+	if err != nil {
+		return nil, err
+	}
+	t.Type = Type(typ)
+	if t.Offset, err = p.u64(what + " offset"); err != nil {
+		return nil, err
+	}
+	if overflow {
+		return nil, p.errorf("%s: shape %v overflows uint64 elements", what, t.Shape)
+	}
+	if !t.Type.Known() {
+		return nil, p.errorf("%s: unknown ggml type %d", what, typ)
+	}
+	row, err := t.Type.RowSize(t.Shape[0])
+	if err != nil {
+		return nil, p.errorf("%s: shape %v: %v", what, t.Shape, err)
+	}
+	rows := uint64(0)
+	if t.Shape[0] != 0 {
+		rows = elems / t.Shape[0]
+	}
+	hi, size := bits.Mul64(row, rows)
+	if hi != 0 {
+		return nil, p.errorf("%s: %s shape %v overflows uint64 bytes", what, t.Type, t.Shape)
+	}
+	t.Size = size
+	if t.Offset%align != 0 {
+		return nil, p.errorf("%s: offset %d is not a multiple of the alignment %d", what, t.Offset, align)
+	}
+	return t, nil
+}
+
+// value reads a value of type vt; depth counts the enclosing arrays.
+func (p *parser) value(vt uint32, depth int, what string) (Value, error) {
+	t := ValueType(vt)
+	v := Value{Type: t}
+	var err error
+	switch t {
+	case ValueUint8:
+		var x uint8
+		x, err = p.u8(what)
+		v.v = x
+	case ValueInt8:
+		var x uint8
+		x, err = p.u8(what)
+		v.v = int8(x)
+	case ValueUint16:
+		var x uint16
+		x, err = p.u16(what)
+		v.v = x
+	case ValueInt16:
+		var x uint16
+		x, err = p.u16(what)
+		v.v = int16(x)
+	case ValueUint32:
+		var x uint32
+		x, err = p.u32(what)
+		v.v = x
+	case ValueInt32:
+		var x uint32
+		x, err = p.u32(what)
+		v.v = int32(x)
+	case ValueFloat32:
+		var x uint32
+		x, err = p.u32(what)
+		v.v = math.Float32frombits(x)
+	case ValueBool:
+		var x uint8
+		x, err = p.u8(what)
+		if err == nil && x > 1 {
+			return v, p.errorf("%s: bool byte %d at offset %d, want 0 or 1", what, x, p.off-1)
+		}
+		v.v = x == 1
+	case ValueString:
+		var x string
+		x, err = p.str(what)
+		v.v = x
+	case ValueUint64:
+		var x uint64
+		x, err = p.u64(what)
+		v.v = x
+	case ValueInt64:
+		var x uint64
+		x, err = p.u64(what)
+		v.v = int64(x)
+	case ValueFloat64:
+		var x uint64
+		x, err = p.u64(what)
+		v.v = math.Float64frombits(x)
+	case ValueArray:
+		return p.array(depth+1, what)
+	default:
+		return v, p.errorf("%s: unknown value type %d", what, vt)
+	}
+	return v, err
+}
+
+func (p *parser) array(depth int, what string) (Value, error) {
+	if depth > maxArrayDepth {
+		return Value{}, p.errorf("%s: arrays nested deeper than %d", what, maxArrayDepth)
+	}
+	et, err := p.u32(what + " array type")
+	if err != nil {
+		return Value{}, err
+	}
+	t := ValueType(et)
+	if !t.Known() {
+		return Value{}, p.errorf("%s: unknown array element type %d", what, et)
+	}
+	n, err := p.count(what+" array of "+t.String()+": count", uint64(t.minSize()))
+	if err != nil {
+		return Value{}, err
+	}
+	v := Value{Type: ValueArray, ElemType: t}
+	// Fixed-size elements: n*size bytes are known to be there.
+	b := p.b[p.off:]
+	switch t {
+	case ValueUint8:
+		v.v = append(make([]uint8, 0, n), b[:n]...)
+	case ValueInt8:
+		v.v = decode(b, n, 1, func(b []byte) int8 { return int8(b[0]) })
+	case ValueBool:
+		for i, x := range b[:n] {
+			if x > 1 {
+				return v, p.errorf("%s[%d]: bool byte %d at offset %d, want 0 or 1", what, i, x, p.off+uint64(i))
+			}
+		}
+		v.v = decode(b, n, 1, func(b []byte) bool { return b[0] == 1 })
+	case ValueUint16:
+		v.v = decode(b, n, 2, binary.LittleEndian.Uint16)
+	case ValueInt16:
+		v.v = decode(b, n, 2, func(b []byte) int16 { return int16(binary.LittleEndian.Uint16(b)) })
+	case ValueUint32:
+		v.v = decode(b, n, 4, binary.LittleEndian.Uint32)
+	case ValueInt32:
+		v.v = decode(b, n, 4, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) })
+	case ValueFloat32:
+		v.v = decode(b, n, 4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
+	case ValueUint64:
+		v.v = decode(b, n, 8, binary.LittleEndian.Uint64)
+	case ValueInt64:
+		v.v = decode(b, n, 8, func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) })
+	case ValueFloat64:
+		v.v = decode(b, n, 8, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) })
+	case ValueString:
+		s := make([]string, n)
+		for i := range s {
+			if s[i], err = p.strElem(what, i); err != nil {
+				return v, err
+			}
+		}
+		v.v = s
+		return v, nil
+	case ValueArray:
+		vs := make([]Value, n)
+		for i := range vs {
+			if vs[i], err = p.array(depth+1, fmt.Sprintf("%s[%d]", what, i)); err != nil {
+				return v, err
+			}
+		}
+		v.v = vs
+		return v, nil
+	}
+	p.off += n * uint64(t.fixedSize())
+	return v, nil
+}
+
+// decode decodes n little-endian elements of size bytes each from b.
+func decode[E any](b []byte, n uint64, size int, get func([]byte) E) []E {
+	out := make([]E, n)
+	for i := range out {
+		out[i] = get(b[i*size:])
+	}
+	return out
+}

@@ -1,0 +1,3 @@
+module ppl.dev/oracle
+
+go 1.26.8

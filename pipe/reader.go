@@ -1,0 +1,402 @@
+package pipe
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/bytedance/sonic"
+)
+
+// Record is one decoded line. Exactly one of the typed pointers is set,
+// according to Type. Raw is the line as read (without its newline), valid
+// until the next call to Next.
+type Record struct {
+	Line   int
+	Type   string
+	Raw    []byte
+	Header *Header
+	Stream *Stream
+	Tokens *Tokens
+	Window *Window
+	Scores *Scores
+	End    *End
+}
+
+// Stage returns the stage the record belongs to.
+func (r *Record) Stage() string {
+	switch {
+	case r.Header != nil:
+		return r.Header.Stage
+	case r.End != nil:
+		return r.End.Stage
+	}
+	return StageOf(r.Type)
+}
+
+// Reader reads and validates records. Besides each record's own fields it
+// checks the stage accounting: a header before a stage's records, one
+// header per stage, and at the end of input an end trailer for every stage
+// whose count matches.
+type Reader struct {
+	name   string
+	r      *bufio.Reader
+	line   int
+	buf    []byte
+	count  map[string]int
+	ended  map[string]bool
+	sawAny bool
+}
+
+// NewReader reads records from r; name (a file name, or "<stdin>") starts
+// every error message.
+func NewReader(r io.Reader, name string) *Reader {
+	return &Reader{name: name, r: bufio.NewReaderSize(r, 1<<20), count: map[string]int{}, ended: map[string]bool{}}
+}
+
+// Name returns the input's name.
+func (r *Reader) Name() string { return r.name }
+
+// Errorf returns an error that names the input and the current line.
+func (r *Reader) Errorf(format string, args ...any) error {
+	return fmt.Errorf("%s:%d: %s", r.name, r.line, fmt.Sprintf(format, args...))
+}
+
+// Next returns the next record, or io.EOF after the last one when the input
+// was complete. Blank lines are skipped.
+func (r *Reader) Next() (*Record, error) {
+	for {
+		line, err := r.readLine()
+		if err == io.EOF {
+			return nil, r.finish()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: read: %w", r.name, r.line+1, err)
+		}
+		r.line++
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		rec, err := decode(line)
+		if err != nil {
+			return nil, r.Errorf("%v", err)
+		}
+		rec.Line = r.line
+		if err := r.account(rec); err != nil {
+			return nil, r.Errorf("%v", err)
+		}
+		r.sawAny = true
+		return rec, nil
+	}
+}
+
+func (r *Reader) readLine() ([]byte, error) {
+	r.buf = r.buf[:0]
+	for {
+		chunk, err := r.r.ReadSlice('\n')
+		r.buf = append(r.buf, chunk...)
+		if err == bufio.ErrBufferFull {
+			continue
+		}
+		if err == io.EOF && len(r.buf) > 0 {
+			return r.buf, nil // last line without a newline
+		}
+		if err != nil {
+			return nil, err
+		}
+		return r.buf[:len(r.buf)-1], nil
+	}
+}
+
+func (r *Reader) account(rec *Record) error {
+	st := rec.Stage()
+	switch {
+	case rec.Header != nil:
+		if _, ok := r.count[st]; ok {
+			return fmt.Errorf("second header for stage %q", st)
+		}
+		r.count[st] = 1
+		return nil
+	case rec.End != nil:
+		n, ok := r.count[st]
+		if !ok {
+			return fmt.Errorf("end record for stage %q, which has no header", st)
+		}
+		if r.ended[st] {
+			return fmt.Errorf("second end record for stage %q", st)
+		}
+		if n != rec.End.Records {
+			return fmt.Errorf("end record of stage %q counts %d records, but %d were read: records lost", st, rec.End.Records, n)
+		}
+		r.ended[st] = true
+		return nil
+	}
+	if _, ok := r.count[st]; !ok {
+		return fmt.Errorf("%s record before the header of stage %q", rec.Type, st)
+	}
+	if r.ended[st] {
+		return fmt.Errorf("%s record after the end record of stage %q", rec.Type, st)
+	}
+	r.count[st]++
+	return nil
+}
+
+func (r *Reader) finish() error {
+	if !r.sawAny {
+		return fmt.Errorf("%s: no records: empty input", r.name)
+	}
+	var open []string
+	for st := range r.count {
+		if !r.ended[st] {
+			open = append(open, st)
+		}
+	}
+	if len(open) > 0 {
+		sort.Strings(open)
+		return fmt.Errorf("%s:%d: truncated input: no end record for stage %q", r.name, r.line, open[0])
+	}
+	return io.EOF
+}
+
+// Stages returns the stages whose headers were read so far.
+func (r *Reader) Stages() []string {
+	var s []string
+	for st := range r.count {
+		s = append(s, st)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// wire is the union of all record fields; pointers tell a missing field
+// from a zero one.
+type wire struct {
+	Type *string `json:"type"`
+
+	V           *int      `json:"v"`
+	Stage       *string   `json:"stage"`
+	Tool        *string   `json:"tool"`
+	Records     *int      `json:"records"`
+	ID          *string   `json:"id"`
+	Domain      *string   `json:"domain"`
+	SHA256      *string   `json:"sha256"`
+	Bytes       *int64    `json:"bytes"`
+	NTokens     *int      `json:"n_tokens"`
+	Stream      *string   `json:"stream"`
+	Offset      *int      `json:"offset"`
+	IDs         *[]int32  `json:"ids"`
+	Index       *int      `json:"index"`
+	Begin       *int      `json:"begin"`
+	End         *int      `json:"end"`
+	ScoreFrom   *int      `json:"score_from"`
+	BOS         bool      `json:"bos"`
+	Logprobs    []float64 `json:"logprobs"`
+	Argmax      []int32   `json:"argmax"`
+	KLD         []float64 `json:"kld"`
+	RefLogprobs []float64 `json:"ref_logprobs"`
+	Top1Agree   []bool    `json:"top1_agree"`
+	Source      string    `json:"source"`
+	Words       int64     `json:"words"`
+	Replaced    int       `json:"replaced"`
+}
+
+var errMissing = errors.New("missing")
+
+func decode(line []byte) (*Record, error) {
+	var w wire
+	if err := sonic.Unmarshal(line, &w); err != nil {
+		return nil, fmt.Errorf("malformed JSON: %v", shorten(err))
+	}
+	if w.Type == nil {
+		return nil, errors.New(`record has no "type"`)
+	}
+	rec := &Record{Type: *w.Type, Raw: line}
+	var err error
+	switch rec.Type {
+	case TypeHeader:
+		err = decodeHeader(line, &w, rec)
+	case TypeStream:
+		err = decodeStream(&w, rec)
+	case TypeTokens:
+		err = decodeTokens(&w, rec)
+	case TypeWindow:
+		err = decodeWindow(&w, rec)
+	case TypeScores:
+		err = decodeScores(&w, rec)
+	case TypeEnd:
+		err = decodeEnd(&w, rec)
+	default:
+		return nil, fmt.Errorf("unknown record type %q", rec.Type)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s record: %w", rec.Type, err)
+	}
+	return rec, nil
+}
+
+func shorten(err error) string {
+	s := err.Error()
+	if i := bytes.IndexByte([]byte(s), '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 200 {
+		s = s[:200] + "..."
+	}
+	return s
+}
+
+func need(name string, ok bool) error {
+	if !ok {
+		return fmt.Errorf("field %q: %w", name, errMissing)
+	}
+	return nil
+}
+
+func decodeHeader(line []byte, w *wire, rec *Record) error {
+	if err := firstErr(need("v", w.V != nil), need("stage", w.Stage != nil), need("tool", w.Tool != nil)); err != nil {
+		return err
+	}
+	if *w.V != Version {
+		return fmt.Errorf("unsupported format version %d (this tool reads version %d)", *w.V, Version)
+	}
+	switch *w.Stage {
+	case StageTokenize, StageWindow, StageScore:
+	default:
+		return fmt.Errorf("unknown stage %q", *w.Stage)
+	}
+	var h Header
+	if err := sonic.Unmarshal(line, &h); err != nil {
+		return fmt.Errorf("malformed: %v", shorten(err))
+	}
+	rec.Header = &h
+	return nil
+}
+
+func decodeStream(w *wire, rec *Record) error {
+	if err := firstErr(need("id", w.ID != nil), need("domain", w.Domain != nil), need("sha256", w.SHA256 != nil),
+		need("bytes", w.Bytes != nil), need("n_tokens", w.NTokens != nil)); err != nil {
+		return err
+	}
+	if *w.ID == "" {
+		return errors.New(`field "id" is empty`)
+	}
+	if *w.Bytes < 0 || *w.NTokens < 0 {
+		return fmt.Errorf("negative size (bytes %d, n_tokens %d)", *w.Bytes, *w.NTokens)
+	}
+	rec.Stream = &Stream{Type: TypeStream, ID: *w.ID, Domain: *w.Domain, Source: w.Source, SHA256: *w.SHA256,
+		Bytes: *w.Bytes, Words: w.Words, NTokens: *w.NTokens, Replaced: w.Replaced}
+	return nil
+}
+
+func decodeTokens(w *wire, rec *Record) error {
+	if err := firstErr(need("stream", w.Stream != nil), need("offset", w.Offset != nil), need("ids", w.IDs != nil)); err != nil {
+		return err
+	}
+	if *w.Offset < 0 {
+		return fmt.Errorf("offset %d is negative", *w.Offset)
+	}
+	if len(*w.IDs) > MaxTokensPerRecord {
+		return fmt.Errorf("%d ids exceed the limit of %d a record", len(*w.IDs), MaxTokensPerRecord)
+	}
+	for i, id := range *w.IDs {
+		if id < 0 {
+			return fmt.Errorf("ids[%d] = %d is negative", i, id)
+		}
+	}
+	rec.Tokens = &Tokens{Type: TypeTokens, Stream: *w.Stream, Offset: *w.Offset, IDs: *w.IDs}
+	return nil
+}
+
+func checkSpan(w *wire) error {
+	if err := firstErr(need("stream", w.Stream != nil), need("index", w.Index != nil), need("begin", w.Begin != nil),
+		need("end", w.End != nil), need("score_from", w.ScoreFrom != nil)); err != nil {
+		return err
+	}
+	if *w.Index < 0 {
+		return fmt.Errorf("index %d is negative", *w.Index)
+	}
+	if b, s, e := *w.Begin, *w.ScoreFrom, *w.End; b < 0 || s <= b || e <= s {
+		return fmt.Errorf("span begin %d, score_from %d, end %d: want 0 <= begin < score_from < end", b, s, e)
+	}
+	return nil
+}
+
+func decodeWindow(w *wire, rec *Record) error {
+	if err := checkSpan(w); err != nil {
+		return err
+	}
+	rec.Window = &Window{Type: TypeWindow, Stream: *w.Stream, Index: *w.Index, Begin: *w.Begin, End: *w.End, ScoreFrom: *w.ScoreFrom, BOS: w.BOS}
+	return nil
+}
+
+func decodeScores(w *wire, rec *Record) error {
+	if err := checkSpan(w); err != nil {
+		return err
+	}
+	if err := need("logprobs", w.Logprobs != nil); err != nil {
+		return err
+	}
+	s := Scores{Type: TypeScores, Stream: *w.Stream, Index: *w.Index, Begin: *w.Begin, End: *w.End, ScoreFrom: *w.ScoreFrom,
+		BOS: w.BOS, Logprobs: w.Logprobs, Argmax: w.Argmax, KLD: w.KLD, RefLogprobs: w.RefLogprobs, Top1Agree: w.Top1Agree}
+	n := s.End - s.ScoreFrom
+	for _, f := range []struct {
+		name string
+		n    int
+		set  bool
+	}{
+		{"logprobs", len(s.Logprobs), true},
+		{"argmax", len(s.Argmax), s.Argmax != nil},
+		{"kld", len(s.KLD), s.KLD != nil},
+		{"ref_logprobs", len(s.RefLogprobs), s.RefLogprobs != nil},
+		{"top1_agree", len(s.Top1Agree), s.Top1Agree != nil},
+	} {
+		if f.set && f.n != n {
+			return fmt.Errorf("%s has %d values for %d targets", f.name, f.n, n)
+		}
+	}
+	for i, lp := range s.Logprobs {
+		if lp > 0 {
+			return fmt.Errorf("logprobs[%d] = %v is positive", i, lp)
+		}
+	}
+	for i, lp := range s.RefLogprobs {
+		if lp > 0 {
+			return fmt.Errorf("ref_logprobs[%d] = %v is positive", i, lp)
+		}
+	}
+	for i, k := range s.KLD {
+		if k < -1e-9 {
+			return fmt.Errorf("kld[%d] = %v is negative", i, k)
+		}
+	}
+	for i, a := range s.Argmax {
+		if a < 0 {
+			return fmt.Errorf("argmax[%d] = %d is negative", i, a)
+		}
+	}
+	rec.Scores = &s
+	return nil
+}
+
+func decodeEnd(w *wire, rec *Record) error {
+	if err := firstErr(need("stage", w.Stage != nil), need("records", w.Records != nil)); err != nil {
+		return err
+	}
+	if *w.Records < 0 {
+		return fmt.Errorf("records %d is negative", *w.Records)
+	}
+	rec.End = &End{Type: TypeEnd, Stage: *w.Stage, Records: *w.Records}
+	return nil
+}
+
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}

@@ -1,0 +1,3 @@
+module ppl.dev/quant
+
+go 1.26.8
