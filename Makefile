@@ -2,7 +2,6 @@
 SHELL := /bin/bash
 GO ?= go
 BIN := bin
-TOOLS := ppl-tokenize ppl-window ppl-score ppl-aggregate ppl-compare
 MODULES = $(shell $(GO) list -m -f '{{.Path}}/...')
 FUZZTIME ?= 10s
 
@@ -16,10 +15,13 @@ help:
 	@echo "make test-short  the quick subset"
 	@echo "make fuzz        run each fuzz target for FUZZTIME (default $(FUZZTIME))"
 	@echo "make demo        run the pipeline on the bundled model and corpus"
+	@echo "make eval MODEL=m.gguf [CORPUS=ppl-heldout-v1] [KV=bf16] [CONTEXT=4096] [STRIDE=2048] [QUICK=1]"
+	@echo "                 one evaluation, each stage's output kept under profiles/eval/ so"
+	@echo "                 a rerun redoes only the stages whose inputs changed"
 
 build:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./tokenize/cmd/ppl-tokenize ./window/cmd/ppl-window ./score/cmd/ppl-score ./aggregate/cmd/ppl-aggregate ./compare/cmd/ppl-compare
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./tokenize/cmd/ppl-tokenize ./window/cmd/ppl-window ./score/cmd/ppl-score ./aggregate/cmd/ppl-aggregate ./compare/cmd/ppl-compare ./cache/cmd/ppl-cache
 
 vet:
 	$(GO) vet $(MODULES)
@@ -38,6 +40,35 @@ fuzz:
 	    echo "fuzz $$pkg $$f"; $(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg; \
 	  done; \
 	done
+
+# One evaluation, stage by stage; make skips the stages whose inputs are
+# unchanged, and ppl-score's window cache skips the windows scored before.
+CORPUS ?= ppl-heldout-v1
+KV ?= bf16
+CONTEXT ?= 4096
+STRIDE ?= 2048
+QUICK ?=
+MANIFEST = eval/corpora/$(CORPUS)/manifest.json
+EVAL = profiles/eval/$(notdir $(basename $(MODEL)))/$(CORPUS)$(if $(QUICK),-quick)
+.PHONY: eval
+eval: build
+	@test -n "$(MODEL)" || { echo "make eval: set MODEL=path/to/model.gguf" >&2; exit 2; }
+	@$(MAKE) --no-print-directory $(EVAL)/report-$(KV)-c$(CONTEXT)-s$(STRIDE)/report.json
+	@cat $(EVAL)/report-$(KV)-c$(CONTEXT)-s$(STRIDE)/table.txt
+
+$(EVAL)/tokens.ndjson: $(MODEL) $(MANIFEST)
+	@mkdir -p $(@D)
+	$(BIN)/ppl-tokenize --model $(MODEL) --corpus $(MANIFEST) $(if $(QUICK),--quick) > $@.tmp && mv $@.tmp $@
+
+$(EVAL)/windows-c$(CONTEXT)-s$(STRIDE).ndjson: $(EVAL)/tokens.ndjson
+	$(BIN)/ppl-window --context $(CONTEXT) --stride $(STRIDE) $< > $@.tmp && mv $@.tmp $@
+
+$(EVAL)/scores-$(KV)-c$(CONTEXT)-s$(STRIDE).ndjson: $(EVAL)/windows-c$(CONTEXT)-s$(STRIDE).ndjson
+	$(BIN)/ppl-score --model $(MODEL) --kv-dtype $(KV) $< > $@.tmp && mv $@.tmp $@
+
+$(EVAL)/report-$(KV)-c$(CONTEXT)-s$(STRIDE)/report.json: $(EVAL)/scores-$(KV)-c$(CONTEXT)-s$(STRIDE).ndjson
+	rm -rf $(@D)
+	$(BIN)/ppl-aggregate --output $(@D) $< > $(@D).table.tmp && mv $(@D).table.tmp $(@D)/table.txt
 
 clean:
 	rm -rf $(BIN)

@@ -501,3 +501,47 @@ func TestOpenErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestNewValueAny checks that []any of one scalar type packs into the typed
+// slice of that type, as the reader produces it.
+func TestNewValueAny(t *testing.T) {
+	tests := []struct {
+		in   []any
+		want any
+		et   ValueType
+	}{
+		{[]any{uint8(1)}, []uint8{1}, ValueUint8},
+		{[]any{int8(-1)}, []int8{-1}, ValueInt8},
+		{[]any{uint16(2)}, []uint16{2}, ValueUint16},
+		{[]any{int16(-2)}, []int16{-2}, ValueInt16},
+		{[]any{uint32(3)}, []uint32{3}, ValueUint32},
+		{[]any{int32(-3), int32(4)}, []int32{-3, 4}, ValueInt32},
+		{[]any{float32(0.5)}, []float32{0.5}, ValueFloat32},
+		{[]any{true, false}, []bool{true, false}, ValueBool},
+		{[]any{"a", ""}, []string{"a", ""}, ValueString},
+		{[]any{uint64(5)}, []uint64{5}, ValueUint64},
+		{[]any{int64(-5)}, []int64{-5}, ValueInt64},
+		{[]any{2.5}, []float64{2.5}, ValueFloat64},
+		{[]any{[]any{"x"}, []uint8{}}, []any{[]string{"x"}, []uint8{}}, ValueArray},
+		{[]any{mustValue(uint16(9))}, []uint16{9}, ValueUint16},
+	}
+	for _, tt := range tests {
+		v, err := NewValue(tt.in)
+		if err != nil || v.Type != ValueArray || v.ElemType != tt.et || !reflect.DeepEqual(v.Any(), tt.want) {
+			t.Errorf("NewValue(%#v) = %v %v %#v, %v; want %v %#v", tt.in, v.Type, v.ElemType, v.Any(), err, tt.et, tt.want)
+			continue
+		}
+		w := NewWriter()
+		w.Add("k", tt.in)
+		f, err := parse("m.gguf", writeBytes(t, w))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := f.Lookup("k"); !reflect.DeepEqual(got, v) {
+			t.Errorf("%#v: read back %#v, want %#v", tt.in, got, v)
+		}
+	}
+	if v, err := NewValue([]Value{mustValue("a"), mustValue("b")}); err != nil || !reflect.DeepEqual(v.Any(), []string{"a", "b"}) {
+		t.Errorf("NewValue([]Value) = %#v, %v", v.Any(), err)
+	}
+}

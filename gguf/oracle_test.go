@@ -197,3 +197,17 @@ func TestOracleSHA256(t *testing.T) {
 		t.Errorf("%d sums, want 5", n)
 	}
 }
+
+// BenchmarkOpen opens the model with the largest vocabulary (Qwen3's 151,669
+// tokens and their merges): the header parse dominates.
+func BenchmarkOpen(b *testing.B) {
+	dir := oracle.Require(b)
+	path := filepath.Join(dir, "models", "tiny-qwen3-q8_0.gguf")
+	for b.Loop() {
+		f, err := Open(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.Close()
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"unsafe"
 )
 
 const (
@@ -84,12 +85,12 @@ func (p *parser) u64(what string) (uint64, error) {
 
 // str reads a length-prefixed string, copied out of the file so that it
 // survives Close.
-func (p *parser) str(what string) (string, error) { return p.strElem(what, -1) }
+func (p *parser) str(what string) (string, error) { return p.strElem(what, -1, true) }
 
-// strElem is str for element i of an array (i < 0: not an element). The
-// name of what is read is formatted only for an error: vocabularies have
-// hundreds of thousands of strings.
-func (p *parser) strElem(what string, i int) (string, error) {
+// strElem reads a string, element i of an array (i < 0: not an element),
+// and copies it out if copyOut is set; otherwise it only checks and skips
+// it. The name of what is read is formatted only for an error.
+func (p *parser) strElem(what string, i int, copyOut bool) (string, error) {
 	if p.left() < 8 {
 		return "", p.need(8, elemName(what, i)+" length")
 	}
@@ -98,7 +99,10 @@ func (p *parser) strElem(what string, i int) (string, error) {
 	if n > p.left() {
 		return "", p.errorf("%s: string length %d at offset %d exceeds the %d bytes left in the file", elemName(what, i), n, p.off-8, p.left())
 	}
-	s := string(p.b[p.off : p.off+n])
+	var s string
+	if copyOut {
+		s = string(p.b[p.off : p.off+n])
+	}
 	p.off += n
 	return s, nil
 }
@@ -124,7 +128,7 @@ func (p *parser) count(what string, min uint64) (uint64, error) {
 }
 
 // parse parses a whole GGUF file held in b (the mapped file, for Open).
-// The returned File refers to b for tensor data; strings are copied.
+// The returned File refers to b for tensor data; strings are copied out.
 func parse(name string, b []byte) (*File, error) {
 	p := &parser{name: name, b: b}
 	if len(b) < len(magic) || string(b[:len(magic)]) != magic {
@@ -160,8 +164,8 @@ func parse(name string, b []byte) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
-	if nTensors > p.left()/minTensorSize {
-		return nil, p.errorf("tensor count %d needs at least %d bytes per tensor, only %d bytes left in the file", nTensors, minTensorSize, p.left())
+	if err := p.checkTensorCount(nTensors); err != nil { // early, before the metadata
+		return nil, err
 	}
 
 	f.Metadata = make([]KV, 0, nKV)
@@ -190,8 +194,8 @@ func parse(name string, b []byte) (*File, error) {
 		return nil, err
 	}
 
-	if nTensors > p.left()/minTensorSize {
-		return nil, p.errorf("tensor count %d needs at least %d bytes per tensor, only %d bytes left in the file", nTensors, minTensorSize, p.left())
+	if err := p.checkTensorCount(nTensors); err != nil { // exact, after it
+		return nil, err
 	}
 	f.Tensors = make([]*Tensor, 0, nTensors)
 	f.tensors = make(map[string]*Tensor, nTensors)
@@ -228,6 +232,13 @@ func parse(name string, b []byte) (*File, error) {
 	return f, nil
 }
 
+func (p *parser) checkTensorCount(n uint64) error {
+	if n > p.left()/minTensorSize {
+		return p.errorf("tensor count %d needs at least %d bytes per tensor, only %d bytes left in the file", n, minTensorSize, p.left())
+	}
+	return nil
+}
+
 // setAlignment applies general.alignment.
 func (f *File) setAlignment(p *parser) error {
 	v, ok := f.Lookup(KeyAlignment)
@@ -248,8 +259,10 @@ func alignmentOf(v Value) (uint64, error) {
 	switch {
 	case !isInt:
 		return 0, fmt.Errorf("is %s, want an unsigned integer", v.typeName())
-	case big:
+	case big && u&(u-1) != 0:
 		return 0, fmt.Errorf("%d is not a power of two", u)
+	case big:
+		return u, nil
 	case i <= 0 || i&(i-1) != 0:
 		return 0, fmt.Errorf("%d is not a power of two", i)
 	}
@@ -429,14 +442,9 @@ func (p *parser) array(depth int, what string) (Value, error) {
 	case ValueFloat64:
 		v.v = decode(b, n, 8, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) })
 	case ValueString:
-		s := make([]string, n)
-		for i := range s {
-			if s[i], err = p.strElem(what, i); err != nil {
-				return v, err
-			}
-		}
+		s, err := p.strings(n, what)
 		v.v = s
-		return v, nil
+		return v, err
 	case ValueArray:
 		vs := make([]Value, n)
 		for i := range vs {
@@ -449,6 +457,31 @@ func (p *parser) array(depth int, what string) (Value, error) {
 	}
 	p.off += n * uint64(t.fixedSize())
 	return v, nil
+}
+
+// strings reads an array of n strings. A vocabulary has 100,000s of them,
+// so they share one copy of the array's bytes instead of one allocation
+// each: a first pass checks the lengths and finds the end of the array, a
+// second makes strings that point into the copy (which nothing writes).
+func (p *parser) strings(n uint64, what string) ([]string, error) {
+	start := p.off
+	for i := range n {
+		if _, err := p.strElem(what, int(i), false); err != nil {
+			return nil, err
+		}
+	}
+	buf := append([]byte(nil), p.b[start:p.off]...)
+	s := make([]string, n)
+	off := uint64(0)
+	for i := range s {
+		l := binary.LittleEndian.Uint64(buf[off:])
+		off += 8
+		if l > 0 {
+			s[i] = unsafe.String(&buf[off], l)
+		}
+		off += l
+	}
+	return s, nil
 }
 
 // decode decodes n little-endian elements of size bytes each from b.

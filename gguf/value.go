@@ -81,14 +81,6 @@ func (t ValueType) minSize() int {
 	return t.fixedSize()
 }
 
-func (t ValueType) isInt() bool {
-	switch t {
-	case ValueUint8, ValueInt8, ValueUint16, ValueInt16, ValueUint32, ValueInt32, ValueUint64, ValueInt64:
-		return true
-	}
-	return false
-}
-
 // Value is one decoded metadata value. Scalars hold the Go type of the same
 // name (uint8 ... float64, bool, string). Arrays of a scalar type hold a
 // typed slice ([]int32, []string, ...); arrays of arrays hold []Value.

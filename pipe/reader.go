@@ -3,10 +3,12 @@ package pipe
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/bytedance/sonic"
 )
@@ -208,7 +210,7 @@ var errMissing = errors.New("missing")
 func decode(line []byte) (*Record, error) {
 	var w wire
 	if err := sonic.Unmarshal(line, &w); err != nil {
-		return nil, fmt.Errorf("malformed JSON: %v", shorten(err))
+		return nil, fmt.Errorf("malformed JSON: %s", explain(line, err))
 	}
 	if w.Type == nil {
 		return nil, errors.New(`record has no "type"`)
@@ -237,13 +239,25 @@ func decode(line []byte) (*Record, error) {
 	return rec, nil
 }
 
-func shorten(err error) string {
-	s := err.Error()
-	if i := bytes.IndexByte([]byte(s), '\n'); i >= 0 {
-		s = s[:i]
+// explain describes why a line failed to decode. sonic's messages span
+// lines and quote the input, so the error path asks encoding/json, whose
+// messages are one short line, falling back to sonic's first line.
+func explain(line []byte, err error) string {
+	var w wire
+	if jerr := json.Unmarshal(line, &w); jerr != nil {
+		var syn *json.SyntaxError
+		if errors.As(jerr, &syn) {
+			return fmt.Sprintf("%v at byte %d", jerr, syn.Offset)
+		}
+		var typ *json.UnmarshalTypeError
+		if errors.As(jerr, &typ) {
+			return fmt.Sprintf("field %q is a JSON %s, want %s", typ.Field, typ.Value, typ.Type)
+		}
+		return jerr.Error()
 	}
-	if len(s) > 200 {
-		s = s[:200] + "..."
+	s := err.Error()
+	if i := strings.IndexAny(s, "\n"); i >= 0 {
+		s = s[:i]
 	}
 	return s
 }
@@ -269,7 +283,7 @@ func decodeHeader(line []byte, w *wire, rec *Record) error {
 	}
 	var h Header
 	if err := sonic.Unmarshal(line, &h); err != nil {
-		return fmt.Errorf("malformed: %v", shorten(err))
+		return fmt.Errorf("malformed: %s", explain(line, err))
 	}
 	rec.Header = &h
 	return nil

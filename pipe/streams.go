@@ -13,11 +13,16 @@ type Streams struct {
 // StreamTokens is a stream and the ids read for it so far.
 type StreamTokens struct {
 	Stream
-	IDs []int32
+	IDs  []int32
+	read int // ids read, which Release does not forget
 }
 
 // Complete reports whether all of the stream's ids have been read.
-func (s *StreamTokens) Complete() bool { return len(s.IDs) == s.NTokens }
+func (s *StreamTokens) Complete() bool { return s.read == s.NTokens }
+
+// Release drops the stream's ids once they are no longer needed, so a
+// long corpus is not held in memory; the stream's record and count remain.
+func (s *StreamTokens) Release() { s.IDs = nil }
 
 // NewStreams returns an empty assembler.
 func NewStreams() *Streams { return &Streams{byID: map[string]*StreamTokens{}} }
@@ -39,13 +44,14 @@ func (ss *Streams) Add(r *Record) (*StreamTokens, error) {
 		if !ok {
 			return nil, fmt.Errorf("tokens for stream %q before its stream record", r.Tokens.Stream)
 		}
-		if r.Tokens.Offset != len(st.IDs) {
-			return nil, fmt.Errorf("tokens of stream %q at offset %d, expected offset %d", st.ID, r.Tokens.Offset, len(st.IDs))
+		if r.Tokens.Offset != st.read {
+			return nil, fmt.Errorf("tokens of stream %q at offset %d, expected offset %d", st.ID, r.Tokens.Offset, st.read)
 		}
-		if len(st.IDs)+len(r.Tokens.IDs) > st.NTokens {
+		if st.read+len(r.Tokens.IDs) > st.NTokens {
 			return nil, fmt.Errorf("stream %q has more than its n_tokens %d ids", st.ID, st.NTokens)
 		}
 		st.IDs = append(st.IDs, r.Tokens.IDs...)
+		st.read += len(r.Tokens.IDs)
 		return st, nil
 	}
 	return nil, nil
@@ -70,7 +76,7 @@ func (ss *Streams) All() []*StreamTokens {
 func (ss *Streams) CheckComplete() error {
 	for _, st := range ss.All() {
 		if !st.Complete() {
-			return fmt.Errorf("stream %q: %d of its %d tokens present", st.ID, len(st.IDs), st.NTokens)
+			return fmt.Errorf("stream %q: %d of its %d tokens present", st.ID, st.read, st.NTokens)
 		}
 	}
 	return nil

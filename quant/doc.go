@@ -5,9 +5,12 @@
 // with llama.cpp's if we read those blocks exactly as ggml does, so every
 // dequantizer here reproduces ggml's dequantize_row_* (and gguf-py's numpy
 // reference) to the last bit: all products that form a weight are exact in
-// float32 (an f16 scale has 11 significant bits, sub-scales and quants at most
-// 8 and 6 more, 24 bits at most in all), so the only rounding is the one final
-// subtraction of a block minimum, which we do in the same place as ggml.
+// float32 (an f16 scale has 11 significant bits, and a sub-block scale and a
+// quant together at most 13 more, e.g. Q6_K's 7 and 6: 24 bits, float32's
+// precision), so the order of multiplications does not matter and the only
+// rounding is the final subtraction of a block minimum, which we do where
+// ggml does. (Q8_K, whose scale is a float32, rounds its one product d*q,
+// the same way in any order.)
 //
 // Quantize implements llama.cpp's reference quantizers (quantize_row_*_ref,
 // the ones llama-quantize uses without an importance matrix) so that a model

@@ -7,24 +7,14 @@ import "math"
 // exact; infinities keep their sign and NaNs keep sign and payload.
 func F16ToF32(h uint16) float32 {
 	sign := uint32(h&0x8000) << 16
-	exp := uint32(h>>10) & 0x1f
-	mant := uint32(h & 0x3ff)
-	switch exp {
-	case 0:
-		if mant == 0 {
-			return math.Float32frombits(sign)
-		}
-		// Subnormal: mant * 2^-24, exact in float32 (a normal float32 there).
-		v := float32(mant) * (1.0 / (1 << 24))
-		if sign != 0 {
-			v = -v
-		}
-		return v
-	case 0x1f:
-		return math.Float32frombits(sign | 0x7f800000 | mant<<13)
-	default:
-		return math.Float32frombits(sign | (exp+(127-15))<<23 | mant<<13)
+	switch h & 0x7c00 {
+	case 0: // zero or subnormal: mant * 2^-24, exact (a normal float32)
+		return math.Float32frombits(sign | math.Float32bits(float32(h&0x3ff)*0x1p-24))
+	case 0x7c00: // infinity or NaN
+		return math.Float32frombits(sign | 0x7f800000 | uint32(h&0x3ff)<<13)
 	}
+	// Normal: move exponent and mantissa into place and rebias 15 -> 127.
+	return math.Float32frombits(sign | (uint32(h&0x7fff)<<13 + (127-15)<<23))
 }
 
 // F32ToF16 narrows f to IEEE 754 binary16 with round-to-nearest-even, the

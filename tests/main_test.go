@@ -15,6 +15,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	aggregate "ppl.dev/aggregate/cli"
+	cachecli "ppl.dev/cache/cli"
 	compare "ppl.dev/compare/cli"
 	"ppl.dev/oracle"
 	score "ppl.dev/score/cli"
@@ -29,6 +30,7 @@ func TestMain(m *testing.M) {
 		"ppl-score":     func() { os.Exit(score.Main()) },
 		"ppl-aggregate": func() { os.Exit(aggregate.Main()) },
 		"ppl-compare":   func() { os.Exit(compare.Main()) },
+		"ppl-cache":     func() { os.Exit(cachecli.Main()) },
 	})
 }
 

@@ -1,13 +1,237 @@
-// Package cli implements ppl-aggregate.
+// Package cli implements ppl-aggregate: flags, inputs, the report
+// directory and the table on standard output. The computation is package
+// ppl.dev/aggregate; the manual is the doc comment of cmd/ppl-aggregate.
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/alecthomas/kong"
+
+	"ppl.dev/aggregate"
+	"ppl.dev/aggregate/report"
+	"ppl.dev/pipe"
 )
+
+const name = "ppl-aggregate"
+
+const description = `Aggregate the scores of a perplexity run into a report.
+
+Reads scores records (the output of ppl-tokenize | ppl-window | ppl-score) from the
+files given, or from standard input when there are none ("-" also names standard
+input); .ndjson.zst files are decompressed. Several files are merged, e.g. the
+shards of one run made with ppl-window --shard; they must agree on model sha256,
+tokenizer id, corpus, protocol, kv dtype and reference model, and together hold
+every window of the protocol exactly once, each stream's end trailer included.
+
+Writes report.json (schema 1, docs/report.md) into --output, and prints a table per
+domain and overall on standard output: streams, scored tokens, mean NLL, PPL and
+95% confidence intervals (naive, and a block bootstrap over windows), and mean
+KLD, p99 KLD and top-1 agreement when the scores carry kld.
+
+Exit status: 0 on success, 1 on failure, 2 on a usage error.`
+
+type flags struct {
+	Files     []string         `arg:"" optional:"" name:"FILE" help:"Scores files (.ndjson or .ndjson.zst); none or \"-\" reads standard input."`
+	Output    string           `short:"o" placeholder:"DIR" help:"Directory for report.json; must be empty or absent. Default: profiles/perplexity/<UTC timestamp>-<model stem>/."`
+	Bootstrap int              `default:"1000" placeholder:"N" help:"Bootstrap resamples of windows for the confidence intervals (default ${default}); 0 turns the bootstrap off."`
+	Seed      uint64           `default:"1" placeholder:"S" help:"Seed of the bootstrap's generator (default ${default}; the report records it)."`
+	Version   kong.VersionFlag `help:"Print the version and exit."`
+}
+
+type usageError struct{ error }
+
+type exitCode int
 
 // Main runs ppl-aggregate with os.Args and returns its exit status.
 func Main() int {
-	fmt.Fprintln(os.Stderr, "ppl-aggregate: not implemented yet")
-	return 1
+	return Run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+}
+
+// Run parses args, runs the tool and returns its exit status.
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+	var f flags
+	defer func() {
+		if r := recover(); r != nil {
+			c, ok := r.(exitCode)
+			if !ok {
+				panic(r)
+			}
+			code = int(c)
+		}
+	}()
+	parser, err := kong.New(&f, kong.Name(name), kong.Description(description), kong.Vars{"version": name + " " + aggregate.Version}, kong.Writers(stdout, stderr),
+		kong.Exit(func(c int) { panic(exitCode(c)) }))
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	if _, err := parser.Parse(args); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	if err := run(context.Background(), f, stdin, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, oneLine(err))
+		var u usageError
+		if errors.As(err, &u) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func oneLine(err error) string {
+	return strings.ReplaceAll(err.Error(), "\n", " ")
+}
+
+func run(ctx context.Context, f flags, stdin io.Reader, stdout, stderr io.Writer) error {
+	if f.Bootstrap < 0 || f.Bootstrap == 1 {
+		return usageError{fmt.Errorf("--bootstrap %d: want 0 (off) or at least 2 resamples", f.Bootstrap)}
+	}
+	created, err := now()
+	if err != nil {
+		return err
+	}
+	files := f.Files
+	if len(files) == 0 {
+		files = []string{"-"}
+	}
+	var srcs []aggregate.Source
+	stdinUsed := false
+	for _, path := range files {
+		if path == "-" {
+			if stdinUsed {
+				return usageError{errors.New(`standard input ("-") named twice`)}
+			}
+			stdinUsed = true
+			srcs = append(srcs, aggregate.Source{Name: "<stdin>", R: stdin})
+			continue
+		}
+		rc, err := pipe.Open(path)
+		if err != nil {
+			return err
+		}
+		defer rc.Close()
+		srcs = append(srcs, aggregate.Source{Name: path, R: rc})
+	}
+	dir := f.Output
+	if dir != "" {
+		// Refuse a non-empty directory before reading a large input.
+		if err := checkDir(dir); err != nil {
+			return err
+		}
+	}
+	rep, err := aggregate.Aggregate(srcs, aggregate.Options{Resamples: f.Bootstrap, Seed: f.Seed, Created: created})
+	if err != nil {
+		return err
+	}
+	if dir == "" {
+		dir = DefaultDir(created, rep.Workload.Model)
+	}
+	path, err := report.WriteDir(dir, rep)
+	if err != nil {
+		return err
+	}
+	if err := writeTable(stdout, rep); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%s: wrote %s\n", name, path)
+	return ctx.Err()
+}
+
+func checkDir(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err == nil && len(ents) > 0 {
+		return fmt.Errorf("output directory %s is not empty", dir)
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("output directory: %w", err)
+	}
+	return nil
+}
+
+// now returns the report's creation time: $SOURCE_DATE_EPOCH when set
+// (reproducible builds' convention), else the clock.
+func now() (time.Time, error) {
+	if s := os.Getenv("SOURCE_DATE_EPOCH"); s != "" {
+		sec, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("SOURCE_DATE_EPOCH %q: not a number of seconds", s)
+		}
+		return time.Unix(sec, 0).UTC(), nil
+	}
+	return time.Now().UTC(), nil
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._+-]+`)
+
+// DefaultDir is profiles/perplexity/<UTC timestamp>-<model stem>.
+func DefaultDir(t time.Time, m *pipe.Model) string {
+	stem := ""
+	if m != nil {
+		stem = strings.TrimSuffix(filepath.Base(m.Name), ".gguf")
+		stem = strings.Trim(unsafeChars.ReplaceAllString(stem, "_"), "._")
+	}
+	if stem == "" {
+		stem = "model"
+	}
+	return filepath.Join("profiles", "perplexity", t.UTC().Format("20060102T150405Z")+"-"+stem)
+}
+
+func writeTable(w io.Writer, r *report.Report) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	kld := r.Overall.KLD != nil
+	head := "domain\tstreams\ttokens\tmean NLL\tPPL\t95% CI naive\t95% CI bootstrap"
+	if kld {
+		head += "\tmean KLD\tp99 KLD\ttop-1"
+	}
+	fmt.Fprintln(tw, head)
+	groups := append(append([]report.Group(nil), r.Domains...), r.Overall)
+	for _, g := range groups {
+		fmt.Fprintf(tw, "%s\t%d\t%d", g.Name, g.Streams, g.ScoredTokens)
+		if p := g.Perplexity; p != nil {
+			fmt.Fprintf(tw, "\t%.6f\t%.4f\t%s\t%s", p.MeanNLL, p.PPL, naiveCI(p), bootCI(p))
+		} else {
+			fmt.Fprint(tw, "\t-\t-\t-\t-")
+		}
+		if kld {
+			if g.KLD != nil {
+				fmt.Fprintf(tw, "\t%.6f\t%.6f", g.KLD.Mean, g.KLD.P99)
+			} else {
+				fmt.Fprint(tw, "\t-\t-")
+			}
+			if g.Top1 != nil {
+				fmt.Fprintf(tw, "\t%.2f%%", 100*g.Top1.Agreement)
+			} else {
+				fmt.Fprint(tw, "\t-")
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	return tw.Flush()
+}
+
+func naiveCI(p *report.Perplexity) string {
+	if p.Naive == nil {
+		return "-"
+	}
+	return fmt.Sprintf("[%.4f, %.4f]", p.Naive.PPLCI[0], p.Naive.PPLCI[1])
+}
+
+func bootCI(p *report.Perplexity) string {
+	if p.Bootstrap == nil {
+		return "-"
+	}
+	return fmt.Sprintf("[%.4f, %.4f]", p.Bootstrap.PPLCI[0], p.Bootstrap.PPLCI[1])
 }

@@ -1,13 +1,142 @@
-// Package cli implements ppl-compare.
+// Package cli implements ppl-compare: flags, loading the reports and
+// choosing the output format. The comparison is package ppl.dev/compare,
+// the HTML page ppl.dev/compare/html; the manual is the doc comment of
+// cmd/ppl-compare.
 package cli
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
+
+	"github.com/alecthomas/kong"
+
+	"ppl.dev/compare"
+	"ppl.dev/compare/html"
+	"ppl.dev/pipe"
 )
+
+const name = "ppl-compare"
+
+const description = `Compare perplexity reports side by side.
+
+BASE and each CANDIDATE are report.json files written by ppl-aggregate (or the
+directories holding them). For each domain and overall it prints the PPL of each
+report, and for each candidate the difference and ratio to the base with a 95%
+confidence interval from a bootstrap over windows (paired when both scored the
+same windows), a verdict (equal within noise, better or worse), and the mean KLD,
+p99 KLD and top-1 agreement where the reports have them.
+
+Reports must agree on corpus, stream sha256s, protocol, context and stride;
+otherwise ppl-compare stops (exit 1) naming the field, unless
+--allow-protocol-mismatch, which compares anyway and prints the differences.
+
+Exit status: 0 on success, 1 on failure, 2 on a usage error.`
+
+type flags struct {
+	Base                  string           `arg:"" name:"BASE" help:"The base report (report.json or its directory)."`
+	Candidates            []string         `arg:"" name:"CANDIDATE" help:"Reports to compare with the base."`
+	Format                string           `short:"f" enum:"table,json,markdown,html" default:"table" help:"Output format: table, json, markdown or html (one self-contained page with inline SVG charts). Default ${default}."`
+	Output                string           `short:"o" placeholder:"FILE" help:"Write to FILE (atomically) instead of standard output."`
+	AllowProtocolMismatch bool             `help:"Compare reports whose corpus, streams or protocol differ; the differences are printed."`
+	Bootstrap             int              `default:"1000" placeholder:"N" help:"Bootstrap resamples for the paired intervals (default ${default}; 0: none, and no verdict)."`
+	Seed                  uint64           `default:"1" placeholder:"S" help:"Seed of the bootstrap (default ${default})."`
+	Version               kong.VersionFlag `help:"Print the version and exit."`
+}
+
+type usageError struct{ error }
+
+type exitCode int
 
 // Main runs ppl-compare with os.Args and returns its exit status.
 func Main() int {
-	fmt.Fprintln(os.Stderr, "ppl-compare: not implemented yet")
-	return 1
+	return Run(os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// Run parses args, runs the tool and returns its exit status.
+func Run(args []string, stdout, stderr io.Writer) (code int) {
+	var f flags
+	defer func() {
+		if r := recover(); r != nil {
+			c, ok := r.(exitCode)
+			if !ok {
+				panic(r)
+			}
+			code = int(c)
+		}
+	}()
+	parser, err := kong.New(&f, kong.Name(name), kong.Description(description), kong.Vars{"version": name + " " + compare.Version}, kong.Writers(stdout, stderr),
+		kong.Exit(func(c int) { panic(exitCode(c)) }))
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 1
+	}
+	if _, err := parser.Parse(args); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	if err := run(context.Background(), f, stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "%s: %s\n", name, strings.ReplaceAll(err.Error(), "\n", " "))
+		var u usageError
+		if errors.As(err, &u) {
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func run(ctx context.Context, f flags, stdout, stderr io.Writer) error {
+	if f.Bootstrap < 0 || f.Bootstrap == 1 {
+		return usageError{fmt.Errorf("--bootstrap %d: want 0 (off) or at least 2 resamples", f.Bootstrap)}
+	}
+	inputs, err := compare.Load(append([]string{f.Base}, f.Candidates...))
+	if err != nil {
+		return err
+	}
+	res, err := compare.Compare(inputs, compare.Options{Resamples: f.Bootstrap, Seed: f.Seed, AllowMismatch: f.AllowProtocolMismatch})
+	if err != nil {
+		return err
+	}
+	for _, w := range compare.Warnings(res) {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", name, w)
+	}
+	var buf bytes.Buffer
+	switch f.Format {
+	case "json":
+		err = compare.WriteJSON(&buf, res)
+	case "markdown":
+		err = compare.WriteMarkdown(&buf, res)
+	case "html":
+		err = html.Write(&buf, res, inputs)
+	default:
+		err = compare.WriteTable(&buf, res)
+	}
+	if err != nil {
+		return err
+	}
+	if f.Output == "" {
+		_, err = stdout.Write(buf.Bytes())
+		return err
+	}
+	out, err := pipe.Create(f.Output)
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	if _, err := out.Write(buf.Bytes()); err != nil {
+		return err
+	}
+	if err := out.Commit(); err != nil {
+		return err
+	}
+	// The temporary file was private (0600); the output is for sharing.
+	if err := os.Chmod(f.Output, 0o644); err != nil {
+		return err
+	}
+	return ctx.Err()
 }

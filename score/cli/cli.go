@@ -1,13 +1,159 @@
-// Package cli implements ppl-score.
+// Package cli implements ppl-score, the third stage of the ppl pipeline: it
+// runs the model over each window and writes the log-probability of every
+// target token.
+//
+//	ppl-tokenize ... | ppl-window ... | ppl-score --model m.gguf [flags] [FILE] | ppl-aggregate
+//
+// # Input and output
+//
+// ppl-score reads ppl-window output from FILE, or standard input when FILE
+// is absent or "-" (.zst: zstd-compressed). It writes every input record
+// through unchanged, adds its header after the upstream headers, a scores
+// record right after each window record, and its end record last.
+//
+// For a window [begin, end) scored from s, the scores record holds
+// logprobs[j] = log p(x[s+j] | x[begin..s+j)), a float64 log-softmax over
+// the whole vocabulary, and argmax[j], the model's most likely token there.
+// With --reference REF.gguf, the same windows are scored by REF as well and
+// each target also gets kld[j] = KL(REF || model), ref_logprobs[j] and
+// top1_agree[j]: the cost of a quantization without a logits file.
+// A window with "bos":true (the llama.cpp protocol) has its first token
+// replaced by the model's BOS when the model's tokenizer adds BOS.
+//
+// The model must have the tokenizer that made the tokens: ppl-score checks
+// its tokenizer identity against the tokenize header and refuses a
+// mismatch, as it refuses a reference model with another tokenizer.
+//
+// # Example
+//
+//	ppl-tokenize --model m.gguf --text a.txt | ppl-window --context 512 \
+//	  | ppl-score --model m.gguf --kv-dtype int8 > scores.ndjson
+//
+// # Flags
+//
+// --model M.gguf is required. --kv-dtype chooses how the attention cache
+// stores keys and values: f32 (exact), f16, bf16 (default), int8, fp8,
+// k8v4, nvfp4; on the CPU each format is simulated exactly as the GPU
+// stores it (package ppl.dev/score/kvcache documents the byte layouts).
+// --reference-kv-dtype sets the reference model's (default: --kv-dtype).
+//
+// RoPE: --rope-freq-base overrides the model's base. --rope-scaling-factor F
+// divides positions by F (linear scaling). --rope-yarn turns on YaRN with the
+// factor context/native, where context is the window protocol's and native
+// is --rope-scaling-original-context (default: the model's training context);
+// --rope-yarn-factor F sets the factor explicitly.
+//
+// --threads N (default: all cores). --device auto|cpu (this version scores
+// on the CPU). --cache-dir DIR (default $PPL_CACHE_DIR, else the user cache
+// directory) keeps every scored window, keyed by the model's sha256, the
+// window's tokens and every setting that changes numbers: a rerun replays
+// them, and an interrupted run resumes where it stopped. --no-cache turns
+// that off. --log-level debug|info|warn|error (default info).
+//
+// # Exit status
+//
+// 0 on success; 2 for a usage error; 1 on failure, with one line naming the
+// input line, window or file at fault. SIGINT or SIGTERM stops after the
+// current window; the scored windows stay cached and rerunning the same
+// command resumes.
 package cli
 
 import (
-	"fmt"
+	"context"
+	"io"
 	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/alecthomas/kong"
+
+	"ppl.dev/command"
+	"ppl.dev/pipe"
 )
+
+const tool = "ppl-score"
+
+// flags are ppl-score's command line; --help prints them.
+type flags struct {
+	Input           string           `arg:"" optional:"" name:"file" default:"-" help:"ppl-window output to read (.zst: zstd-compressed); - or none for standard input."`
+	Model           string           `required:"" placeholder:"M.gguf" help:"The model to score with (GGUF)."`
+	Reference       string           `placeholder:"REF.gguf" help:"Also score with this reference model and write KL(REF || model), its log-probs and top-1 agreement per target."`
+	KVDtype         string           `name:"kv-dtype" default:"bf16" enum:"f32,f16,bf16,int8,fp8,k8v4,nvfp4" help:"KV cache storage: f32, f16, bf16, int8, fp8, k8v4 or nvfp4 (default ${default})."`
+	RefKVDtype      string           `name:"reference-kv-dtype" enum:",f32,f16,bf16,int8,fp8,k8v4,nvfp4" default:"" help:"KV cache storage of the reference model (default: --kv-dtype)."`
+	Threads         int              `default:"0" help:"Worker threads (default: all cores)."`
+	Device          string           `default:"auto" enum:"auto,cpu" help:"Where to score: auto or cpu (default ${default})."`
+	RopeFreqBase    float64          `placeholder:"B" help:"Override the model's RoPE frequency base."`
+	RopeScaleFactor float64          `name:"rope-scaling-factor" placeholder:"F" help:"Linear RoPE scaling: positions divided by F."`
+	RopeOrigCtx     int              `name:"rope-scaling-original-context" placeholder:"N" help:"Native context for YaRN (default: the model's training context)."`
+	RopeYarn        bool             `name:"rope-yarn" help:"YaRN RoPE scaling with factor context/native."`
+	RopeYarnFactor  float64          `name:"rope-yarn-factor" placeholder:"F" help:"YaRN RoPE scaling with factor F."`
+	CacheDir        string           `placeholder:"DIR" help:"Cache of scored windows (default $$PPL_CACHE_DIR, else the user cache dir)."`
+	NoCache         bool             `help:"Neither read nor write the cache."`
+	LogLevel        string           `default:"info" enum:"debug,info,warn,error" help:"Least severe message to show on stderr: debug, info, warn, error."`
+	Version         kong.VersionFlag `help:"Print the version and exit."`
+}
+
+const description = `Score each window with a GGUF model: stage 3 of
+ppl-tokenize | ppl-window | ppl-score | ppl-aggregate. Reads ppl-window output
+(FILE, or standard input) and writes it through with a scores record after each
+window: per target, the log-probability of the actual token (float64 log-softmax
+over the vocabulary) and the model's top token; with --reference, also
+KL(reference || model), the reference's log-probability and top-1 agreement.
+
+Example: ppl-tokenize --model m.gguf --text a.txt | ppl-window --context 512 \
+           | ppl-score --model m.gguf --kv-dtype int8 > scores.ndjson`
 
 // Main runs ppl-score with os.Args and returns its exit status.
 func Main() int {
-	fmt.Fprintln(os.Stderr, "ppl-score: not implemented yet")
-	return 1
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return command.Exit(tool, run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr)
+}
+
+// run is ppl-score without the process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	var f flags
+	if err := command.Parse(tool, pipe.ToolVersion, description, &f, args, stdout, stderr); err != nil {
+		return err
+	}
+	if err := f.validate(); err != nil {
+		return err
+	}
+	in, name := stdin, "<stdin>"
+	if f.Input != "-" {
+		r, err := pipe.Open(f.Input)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		in, name = r, f.Input
+	}
+	s, err := newScorer(f, stderr)
+	if err != nil {
+		return err
+	}
+	defer s.close()
+	return s.run(ctx, pipe.NewReader(in, name), stdout)
+}
+
+func (f *flags) validate() error {
+	switch {
+	case f.Threads < 0:
+		return command.Usagef("--threads %d: must not be negative", f.Threads)
+	case f.RopeScaleFactor < 0 || f.RopeYarnFactor < 0:
+		return command.Usagef("RoPE scaling factors must be positive")
+	case f.RopeScaleFactor > 0 && (f.RopeYarn || f.RopeYarnFactor > 0):
+		return command.Usagef("--rope-scaling-factor (linear) conflicts with YaRN (--rope-yarn, --rope-yarn-factor)")
+	case f.RopeYarn && f.RopeYarnFactor > 0:
+		return command.Usagef("--rope-yarn and --rope-yarn-factor: give one")
+	case f.RopeOrigCtx < 0:
+		return command.Usagef("--rope-scaling-original-context %d: must be positive", f.RopeOrigCtx)
+	}
+	if f.RefKVDtype == "" {
+		f.RefKVDtype = f.KVDtype
+	}
+	if f.RefKVDtype != f.KVDtype && f.Reference == "" {
+		return command.Usagef("--reference-kv-dtype needs --reference")
+	}
+	return nil
 }

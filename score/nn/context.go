@@ -1,23 +1,3 @@
-// Package nn holds the modules a decoder-only transformer is built from:
-// Embedding, Linear, RMSNorm, RoPE, Attention and the SwiGLU MLP, each with
-// one Forward over a whole window of tokens at once.
-//
-// Why whole windows: scoring a text means running every position of a window
-// (a few hundred to a few thousand tokens) through the network from an empty
-// state. Treating the window as a matrix (rows = tokens) turns every weight
-// product into a matrix product, so each weight row is dequantized once per
-// window instead of once per token, and the work splits across goroutines
-// by output rows (Linear) or by head and query (Attention).
-//
-// This is the CPU reference: plain Go over float32 slices, with float64
-// where it is cheap and buys exactness (norms, RoPE angles, softmax sums).
-// Every kernel is a free function or a method whose doc comment gives the
-// shapes, output first; faster kernels must agree with these.
-//
-// Buffers come from a Context's arena, which is reset per window and keeps
-// its memory, so scoring many windows of one length allocates nothing after
-// the first. Shape mismatches between our own modules are programmer errors
-// and panic with both shapes; bad model data is caught when a model loads.
 package nn
 
 import (
@@ -31,7 +11,8 @@ import (
 // of goroutines and the scratch arenas. A Context is used by one forward
 // pass at a time.
 type Context struct {
-	Threads int // goroutines for parallel kernels; < 1 means GOMAXPROCS
+	Threads int     // goroutines for parallel kernels; < 1 means GOMAXPROCS
+	KV      KVStore // the attention cache's storage; nil stores float32 exactly
 
 	f32 arena[float32]
 	f64 arena[float64]
@@ -62,28 +43,59 @@ func (c *Context) Alloc(n int) []float32 { return c.f32.alloc(n) }
 // Alloc64 returns n float64s from the arena, not zeroed.
 func (c *Context) Alloc64(n int) []float64 { return c.f64.alloc(n) }
 
-// arena hands out slices of one block, reset per window.
+// Mark returns the arenas' current positions, for Release.
+func (c *Context) Mark() Mark { return Mark{c.f32.off, c.f64.off} }
+
+// Release returns the slices allocated since m to the arenas: a layer
+// releases its scratch so that the next layer reuses it, and the arenas
+// stay the size of one layer's needs, not the whole network's.
+func (c *Context) Release(m Mark) {
+	c.f32.off, c.f64.off = m.f32, m.f64
+}
+
+// Mark is a position in a Context's arenas.
+type Mark struct{ f32, f64 int }
+
+// KVStore is the attention cache as attention sees it: Store replaces one
+// layer's keys (after RoPE) and values, each (tokens, heads, headDim), with
+// what reading them back from the cache gives.
+type KVStore interface {
+	Store(layer int, k, v []float32, tokens, heads, headDim int)
+}
+
+// StoreKV passes a layer's keys and values through c.KV, if set.
+func (c *Context) StoreKV(layer int, k, v []float32, tokens, heads, headDim int) {
+	if c.KV != nil {
+		c.KV.Store(layer, k, v, tokens, heads, headDim)
+	}
+}
+
+// arena hands out slices of one block, stack-like, reset per window.
 type arena[T any] struct {
-	buf  []T // slices handed out from buf[:off]
-	off  int
-	need int // elements requested since the last reset (the high-water mark)
+	buf      []T
+	off      int  // elements handed out and not released
+	peak     int  // the most off reached since reset
+	overflow bool // buf ran out in this pass: the rest of the pass allocates
 }
 
 func (a *arena[T]) alloc(n int) []T {
-	a.need += n
-	if a.off+n <= len(a.buf) {
-		s := a.buf[a.off : a.off+n : a.off+n]
-		a.off += n
-		return s
+	var s []T
+	if !a.overflow && a.off+n <= len(a.buf) {
+		s = a.buf[a.off : a.off+n : a.off+n]
+	} else {
+		a.overflow = true // first pass of a larger shape; reset grows the block
+		s = make([]T, n)
 	}
-	return make([]T, n) // first pass of a larger shape; reset will grow the block
+	a.off += n
+	a.peak = max(a.peak, a.off)
+	return s
 }
 
 func (a *arena[T]) reset() {
-	if a.need > len(a.buf) {
-		a.buf = make([]T, a.need)
+	if a.peak > len(a.buf) {
+		a.buf = make([]T, a.peak)
 	}
-	a.off, a.need = 0, 0
+	a.off, a.peak, a.overflow = 0, 0, false
 }
 
 // threads returns the goroutine count, at least 1.

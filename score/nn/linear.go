@@ -53,15 +53,20 @@ func (l *Linear) Forward(c *Context, out, x []float32, n int) {
 	}
 	nb := (l.Out + linearBlock - 1) / linearBlock
 	w := c.Workers(nb)
-	scratch := c.Alloc(w * linearBlock * l.In)
+	per := 2 * linearBlock * l.In // per worker: dequantized rows, and their transpose
+	scratch := c.Alloc(w * per)
 	c.Parallel(nb, func(worker, lo, hi int) {
-		buf := scratch[worker*linearBlock*l.In : (worker+1)*linearBlock*l.In]
+		buf := scratch[worker*per : (worker+1)*per]
 		for b := lo; b < hi; b++ {
 			r0 := b * linearBlock
 			r1 := min(r0+linearBlock, l.Out)
 			wb := buf[:(r1-r0)*l.In]
 			l.dequantize(wb, r0, r1)
-			MatMulRows(out[r0:], l.Out, x, n, l.In, wb, r1-r0)
+			if matMul16 != nil && r1-r0 == 16 {
+				matMul16(out[r0:], l.Out, x, n, l.In, wb, buf[linearBlock*l.In:])
+			} else {
+				MatMulRows(out[r0:], l.Out, x, n, l.In, wb, r1-r0)
+			}
 			if l.Bias != nil {
 				for t := 0; t < n; t++ {
 					o := out[t*l.Out+r0 : t*l.Out+r1]
@@ -76,10 +81,8 @@ func (l *Linear) Forward(c *Context, out, x []float32, n int) {
 
 // dequantize writes rows [r0, r1) of W to dst as float32 ((r1-r0) × In).
 func (l *Linear) dequantize(dst []float32, r0, r1 int) {
-	if err := quant.Dequantize(l.Type, l.Data[r0*l.RowBytes:r1*l.RowBytes], dst); err != nil {
-		// NewLinear checked type and sizes, so this is our bug.
-		panic(fmt.Sprintf("nn: %s rows [%d,%d): %v", l.Name, r0, r1, err))
-	}
+	// NewLinear checked type and sizes; DequantizeRow panics naming both if not.
+	quant.DequantizeRow(l.Type, l.Data[r0*l.RowBytes:r1*l.RowBytes], dst)
 }
 
 // Row dequantizes row r of W into dst (In values): an embedding lookup.

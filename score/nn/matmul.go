@@ -1,5 +1,9 @@
 package nn
 
+// matMul16, when set, is a fast MatMulRows for r = 16 rows (linearBlock) on
+// this CPU; its last argument is 16·k floats of scratch.
+var matMul16 func(out []float32, stride int, x []float32, n, k int, w, scratch []float32)
+
 // MatMulRows computes r columns of a matrix product from float32 weight rows:
 // out[t*stride + j] = x[t] · w[j] for t in [0, n), j in [0, r), where
 // x (n, k) is row-major and w (r, k) holds r weight rows.

@@ -1,13 +1,363 @@
-// Package cli implements ppl-window.
+// Package cli implements ppl-window, the second stage of the ppl pipeline:
+// it cuts each tokenized stream into the windows a model will score.
+//
+//	ppl-tokenize ... | ppl-window [flags] [FILE] | ppl-score ... | ppl-aggregate
+//
+// Perplexity depends on how much history the model has seen before each
+// token, so the windowing protocol is part of the measurement. ppl-window
+// makes that choice once, explicitly, and records it in its header; the
+// scorer then only follows instructions, and the aggregator checks that
+// every window the protocol asks for was scored. The protocols themselves
+// are defined in package ppl.dev/window/protocol.
+//
+// # Input and output
+//
+// ppl-window reads the output of ppl-tokenize from FILE, or from standard
+// input when FILE is absent or "-"; a FILE ending in .zst is
+// zstd-compressed. The input must be a complete tokenize stage: a tokenize
+// header, stream and tokens records, and the tokenize end record. Input
+// that already has a window (or score) stage is refused.
+//
+// It writes to standard output every input record unchanged, its own
+// header after the upstream header, a window record for each window, and
+// its end record last. A stream's windows follow its last tokens record,
+// so ppl-window streams: a scorer downstream can start on the first
+// stream while later ones are still being tokenized.
+//
+// # Example
+//
+// A stream of 11 tokens, windowed with a context of 4 and a stride of 2:
+//
+//	$ ppl-window --context 4 --stride 2 tok.ndjson
+//	{"type":"header","v":1,"stage":"tokenize","tool":"ppl-tokenize",...}
+//	{"type":"header","v":1,"stage":"window","tool":"ppl-window","version":"0.1.0","flags":{"context":4,"protocol":"sliding","stride":2},"protocol":{"mode":"sliding","context":4,"stride":2}}
+//	{"type":"stream","id":"en-1","domain":"en",...,"n_tokens":11}
+//	{"type":"tokens","stream":"en-1","offset":0,"ids":[1,415,...]}
+//	{"type":"window","stream":"en-1","index":0,"begin":0,"end":4,"score_from":1}
+//	{"type":"window","stream":"en-1","index":1,"begin":2,"end":6,"score_from":4}
+//	{"type":"window","stream":"en-1","index":2,"begin":4,"end":8,"score_from":6}
+//	{"type":"window","stream":"en-1","index":3,"begin":6,"end":10,"score_from":8}
+//	{"type":"window","stream":"en-1","index":4,"begin":8,"end":11,"score_from":10}
+//	{"type":"end","stage":"tokenize","records":3}
+//	{"type":"end","stage":"window","records":6}
+//
+// The first window reads tokens 0-3 and scores 1-3 (token 0 has no
+// history); each later window scores the next 2 tokens after 2 tokens of
+// history. Every token but the first is scored exactly once.
+//
+// # Flags
+//
+// --protocol MODE chooses the protocol; --context N is the window length
+// N (default 4096):
+//
+//   - sliding (default): the first window is [0, N) scored from 1; each
+//     later one scores the next S targets [s, s+S) reading N-S tokens of
+//     history, with --stride S (default N/2, so 2048 for the default
+//     context; 1 <= S < N). N must be at least 2.
+//   - disjoint (or --disjoint): back-to-back windows [kN, (k+1)N), each
+//     scored from its second token; a partial window at the end is
+//     dropped. This is the GPTQ/WikiText-2 protocol. --stride is an error.
+//   - llama.cpp: llama-perplexity's protocol. Chunks [kN, (k+1)N), the
+//     first token of each replaced by BOS ("bos":true), scoring only the
+//     targets [kN + N/2 + 1, (k+1)N). A stream of fewer than 2N tokens is
+//     an error, as in llama-perplexity; N must be at least 3. --stride is
+//     an error.
+//
+// --shard K/N emits only the windows of shard K of N (1 <= K <= N): the
+// windows of all streams, in the order the streams complete in the input,
+// are dealt round-robin, the first to shard 1. Stream and tokens records
+// are still all passed through, and each window keeps its index in its
+// stream, so N ppl-score processes can share a corpus and ppl-aggregate
+// can merge their outputs. The header records the shard.
+//
+// --version prints the version; --help lists the flags.
+//
+// # Exit status
+//
+// 0 on success; 2 for a usage error (an unknown flag or a bad flag value,
+// --stride not below --context, a malformed --shard), with a one-line
+// message; 1 when the input is bad or cannot be read or written, with a
+// one-line message that names the input and line:
+//
+//	ppl-window: <stdin>:12: tokens record: field "ids": missing
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"strings"
+
+	"github.com/alecthomas/kong"
+
+	"ppl.dev/pipe"
+	"ppl.dev/window/protocol"
 )
+
+// Version is ppl-window's version, written in its header.
+const Version = "0.1.0"
+
+const (
+	tool           = "ppl-window"
+	defaultContext = 4096
+)
+
+// flags are ppl-window's command line; --help prints them.
+type flags struct {
+	Input    string           `arg:"" optional:"" name:"file" default:"-" help:"Tokenize output to read (.zst: zstd-compressed); - or none for standard input."`
+	Protocol *string          `placeholder:"MODE" help:"Windowing protocol: sliding (default), disjoint or llama.cpp."`
+	Disjoint bool             `help:"Shorthand for --protocol disjoint: back-to-back windows, each scored from its second token."`
+	Context  int              `default:"4096" placeholder:"N" help:"Window length N in tokens, at least 2 (3 for llama.cpp); default ${default}."`
+	Stride   *int             `placeholder:"S" help:"Sliding protocol only: targets scored per window after the first, 1 <= S < N (default N/2)."`
+	Shard    string           `placeholder:"K/N" help:"Emit only shard K of N (1 <= K <= N) of the windows, dealt round-robin across all streams."`
+	Version  kong.VersionFlag `help:"Print the version and exit."`
+}
+
+const description = `Cut tokenized streams into the windows a model scores: stage 2 of
+ppl-tokenize | ppl-window | ppl-score | ppl-aggregate. Reads ppl-tokenize output
+(FILE, or standard input), writes it through with a window header, window
+records after each stream's tokens, and a window end record.
+
+Protocols, for a context of N tokens:
+  sliding    first window [0,N) scored from 1, then each window scores the next
+             S targets after N-S tokens of history (--stride S, default N/2)
+  disjoint   windows [kN,(k+1)N) scored from kN+1; a partial last one dropped
+  llama.cpp  llama-perplexity: chunks [kN,(k+1)N) with BOS, scoring targets
+             from kN+N/2+1; every stream needs at least 2N tokens
+
+Example: ppl-tokenize ... | ppl-window --context 4096 --stride 2048 > win.ndjson`
+
+// usageError is a bad command line: exit status 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// errExited means kong printed --help or --version and asked to exit 0.
+var errExited = errors.New("exited")
 
 // Main runs ppl-window with os.Args and returns its exit status.
 func Main() int {
-	fmt.Fprintln(os.Stderr, "ppl-window: not implemented yet")
+	err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	return exitCode(err, os.Stderr)
+}
+
+// exitCode reports err on stderr and maps it to an exit status.
+func exitCode(err error, stderr io.Writer) int {
+	if err == nil || errors.Is(err, errExited) {
+		return 0
+	}
+	// One line, whatever the error wraps.
+	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+	fmt.Fprintf(stderr, "%s: %s\n", tool, msg)
+	var u usageError
+	if errors.As(err, &u) {
+		return 2
+	}
 	return 1
+}
+
+// config is a validated command line.
+type config struct {
+	input string
+	proto protocol.Protocol
+	shard protocol.Shard
+}
+
+// parse reads the command line; --help and --version print to stdout and
+// return errExited.
+func parse(args []string, stdout, stderr io.Writer) (config, error) {
+	var f flags
+	exited := false
+	parser, err := kong.New(&f,
+		kong.Name(tool),
+		kong.Description(description),
+		kong.Vars{"version": tool + " " + Version},
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(int) { exited = true }),
+		kong.ConfigureHelp(kong.HelpOptions{NoExpandSubcommands: true}),
+	)
+	if err != nil {
+		return config{}, fmt.Errorf("flags: %w", err) // a bug in the flags struct
+	}
+	_, perr := parser.Parse(args)
+	if exited {
+		return config{}, errExited
+	}
+	if perr != nil {
+		return config{}, usageError{perr.Error()}
+	}
+	return resolve(f)
+}
+
+// resolve turns flags into a protocol and a shard.
+func resolve(f flags) (config, error) {
+	mode := protocol.Sliding
+	switch {
+	case f.Protocol != nil && f.Disjoint && *f.Protocol != protocol.Disjoint:
+		return config{}, usagef("--disjoint conflicts with --protocol %s", *f.Protocol)
+	case f.Protocol != nil:
+		mode = *f.Protocol
+	case f.Disjoint:
+		mode = protocol.Disjoint
+	}
+	p := protocol.Protocol{Mode: mode, Context: f.Context}
+	switch mode {
+	case protocol.Sliding:
+		if f.Context < 2 {
+			return config{}, usagef("--context %d: must be at least 2", f.Context)
+		}
+		p.Stride = f.Context / 2
+		if f.Stride != nil {
+			p.Stride = *f.Stride
+		}
+		if p.Stride < 1 {
+			return config{}, usagef("--stride %d: must be at least 1", p.Stride)
+		}
+		if p.Stride >= p.Context {
+			return config{}, usagef("--stride %d: must be less than --context %d", p.Stride, p.Context)
+		}
+	case protocol.Disjoint, protocol.LlamaCpp:
+		if f.Stride != nil {
+			return config{}, usagef("--stride: the %s protocol has no stride", mode)
+		}
+		least := 2
+		if mode == protocol.LlamaCpp {
+			least = 3
+		}
+		if f.Context < least {
+			return config{}, usagef("--context %d: must be at least %d for the %s protocol", f.Context, least, mode)
+		}
+	default:
+		return config{}, usagef("--protocol %q: want sliding, disjoint or llama.cpp", mode)
+	}
+	if err := protocol.Validate(p); err != nil {
+		return config{}, usageError{err.Error()} // not reached: checked above, with flag names
+	}
+	shard, err := protocol.ParseShard(f.Shard)
+	if err != nil {
+		return config{}, usagef("--%v", err)
+	}
+	p.Shard = shard.String()
+	return config{input: f.Input, proto: p, shard: shard}, nil
+}
+
+// headerFlags are the flags recorded in the header: the effective values.
+func (c config) headerFlags() map[string]any {
+	m := map[string]any{"protocol": c.proto.Mode, "context": c.proto.Context}
+	if c.proto.Stride != 0 {
+		m["stride"] = c.proto.Stride
+	}
+	if c.proto.Shard != "" {
+		m["shard"] = c.proto.Shard
+	}
+	return m
+}
+
+// run is ppl-window without the process: args are the command line
+// without the program name.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	cfg, err := parse(args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	in, name := stdin, "<stdin>"
+	if cfg.input != "-" {
+		f, err := pipe.Open(cfg.input)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in, name = f, cfg.input
+	}
+	w := pipe.NewWriter(stdout, pipe.StageWindow)
+	err = window(ctx, pipe.NewReader(in, name), w, cfg)
+	if ferr := w.Flush(); err == nil && ferr != nil {
+		err = fmt.Errorf("write: %w", ferr)
+	}
+	return err
+}
+
+// window copies the records of r to w, adding the window stage.
+func window(ctx context.Context, r *pipe.Reader, w *pipe.Writer, cfg config) error {
+	var (
+		streams  = pipe.NewStreams()
+		done     = map[string]bool{} // streams whose windows were emitted
+		started  bool                // own header written
+		tokenize bool                // tokenize header seen
+		global   int                 // ordinal of the next window over all streams, for --shard
+	)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err // names the input and line
+		}
+		if h := rec.Header; h != nil {
+			switch h.Stage {
+			case pipe.StageTokenize:
+				tokenize = true
+			case pipe.StageWindow:
+				return r.Errorf("input is already windowed: it has a window header (written by %s)", h.Tool)
+			default:
+				return r.Errorf("input has a %s stage: ppl-window reads the output of ppl-tokenize", h.Stage)
+			}
+			if err := w.Pass(rec); err != nil {
+				return fmt.Errorf("write: %w", err)
+			}
+			continue
+		}
+		if !started {
+			if !tokenize { // the reader lets no record before its stage's header
+				return r.Errorf("no tokenize header before the first %s record", rec.Type)
+			}
+			if err := w.Header(pipe.Header{Tool: tool, Version: Version, Flags: cfg.headerFlags(), Protocol: &cfg.proto}); err != nil {
+				return fmt.Errorf("write: %w", err)
+			}
+			started = true
+		}
+		if err := w.Pass(rec); err != nil {
+			return fmt.Errorf("write: %w", err)
+		}
+		st, err := streams.Add(rec)
+		if err != nil {
+			return r.Errorf("%v", err)
+		}
+		if st == nil || !st.Complete() || done[st.ID] {
+			continue
+		}
+		done[st.ID] = true
+		st.Release() // windows need only the count
+		spans, err := protocol.Windows(st.NTokens, cfg.proto)
+		if err != nil {
+			return r.Errorf("stream %q: %v", st.ID, err)
+		}
+		for i, s := range spans {
+			if cfg.shard.Owns(global) {
+				win := pipe.Window{Stream: st.ID, Index: i, Begin: s.Begin, End: s.End, ScoreFrom: s.ScoreFrom, BOS: s.BOS}
+				if err := w.Window(&win); err != nil {
+					return fmt.Errorf("write: %w", err)
+				}
+			}
+			global++
+		}
+	}
+	if err := streams.CheckComplete(); err != nil {
+		return r.Errorf("%v", err)
+	}
+	if !started { // cannot happen: a complete tokenize stage has an end record
+		return r.Errorf("no tokenize stage in the input")
+	}
+	if err := w.End(); err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	return nil
 }

@@ -1,0 +1,111 @@
+package cache
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"time"
+)
+
+func TestKeyIsLengthPrefixed(t *testing.T) {
+	if Key("ab", "c") == Key("a", "bc") {
+		t.Fatal("keys collide across part boundaries")
+	}
+	if got := Key(); got != "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855" {
+		t.Fatalf("Key() = %s", got)
+	}
+}
+
+func TestPutGetCorrupt(t *testing.T) {
+	c, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key("x")
+	if _, ok, err := c.Get("tok", k); ok || err != nil {
+		t.Fatalf("empty cache: ok %v err %v", ok, err)
+	}
+	payload := []byte("{\"type\":\"tokens\"}\n")
+	if err := c.Put("tok", k, payload); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := c.Get("tok", k)
+	if !ok || err != nil || string(got) != string(payload) {
+		t.Fatalf("get: %q %v %v", got, ok, err)
+	}
+	// Flip a byte of the compressed file: detected, removed, reported.
+	p := c.Path("tok", k)
+	raw, _ := os.ReadFile(p)
+	raw[len(raw)/2] ^= 0x55
+	os.WriteFile(p, raw, 0o644)
+	if _, ok, err := c.Get("tok", k); ok || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("corrupt entry: ok %v err %v", ok, err)
+	}
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Fatal("corrupt entry not removed")
+	}
+	// A valid zstd frame whose payload does not match its trailer.
+	c.Put("tok", k, payload)
+	data, _ := c.dec.DecodeAll(mustRead(t, p), nil)
+	data[2] = 'X'
+	os.WriteFile(p, c.enc.EncodeAll(data, nil), 0o644)
+	if _, _, err := c.Get("tok", k); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("tampered payload: %v", err)
+	}
+}
+
+func mustRead(t *testing.T, p string) []byte {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestStatsPrune(t *testing.T) {
+	c, _ := Open(t.TempDir())
+	for i, g := range []string{"score/aaa", "score/aaa", "score/bbb", "tokenize/t"} {
+		if err := c.Put(g, Key(g, string(rune('a'+i))), []byte("x\n")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gs, err := c.Stats()
+	if err != nil || len(gs) != 3 {
+		t.Fatalf("stats %+v %v", gs, err)
+	}
+	counts := map[string]int{}
+	for _, g := range gs {
+		counts[g.Name] = g.Entries
+	}
+	if counts["score/aaa"] != 2 || counts["score/bbb"] != 1 || counts["tokenize/t"] != 1 {
+		t.Fatalf("counts %v", counts)
+	}
+	n, err := c.Prune("score/aaa", time.Now().Add(time.Hour))
+	if err != nil || n != 2 {
+		t.Fatalf("pruned %d %v", n, err)
+	}
+	if n, _ := c.Prune("", time.Now().Add(-time.Hour)); n != 0 {
+		t.Fatalf("pruned fresh entries: %d", n)
+	}
+}
+
+func TestFileSHA256(t *testing.T) {
+	dir := t.TempDir()
+	c, _ := Open(dir + "/c")
+	p := dir + "/f"
+	os.WriteFile(p, []byte("abc"), 0o644)
+	const want = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+	for i := 0; i < 2; i++ { // computed, then remembered
+		got, err := c.FileSHA256(p)
+		if err != nil || got != want {
+			t.Fatalf("run %d: %s %v", i, got, err)
+		}
+	}
+	if gs, _ := c.Stats(); len(gs) != 1 || gs[0].Name != "sha256" || gs[0].Entries != 1 {
+		t.Fatalf("stats %+v", gs)
+	}
+	var nilCache *Cache
+	if got, _ := nilCache.FileSHA256(p); got != want {
+		t.Fatal(got)
+	}
+}

@@ -1,0 +1,62 @@
+package cache
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// FileSHA256 returns the sha256 of a file, streamed, remembering it in the
+// cache under the file's absolute path, size, modification time and inode,
+// so a 16 GB model is hashed once, not on every run. A nil Cache hashes
+// without remembering.
+func (c *Cache) FileSHA256(path string) (string, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	var ino uint64
+	if st, ok := info.Sys().(*syscall.Stat_t); ok {
+		ino = st.Ino
+	}
+	key := Key("file-sha256", abs, strconv.FormatInt(info.Size(), 10),
+		strconv.FormatInt(info.ModTime().UnixNano(), 10), strconv.FormatUint(ino, 10))
+	if c != nil {
+		if b, ok, _ := c.Get("sha256", key); ok && len(b) == 65 {
+			return strings.TrimSpace(string(b)), nil
+		}
+	}
+	sum, err := hashFile(path)
+	if err != nil {
+		return "", err
+	}
+	if c != nil {
+		if err := c.Put("sha256", key, []byte(sum+"\n")); err != nil {
+			return "", err
+		}
+	}
+	return sum, nil
+}
+
+func hashFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("hash %s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

@@ -1,0 +1,256 @@
+// Causal attention with grouped KV heads, reading the KV cache in its
+// storage format.
+//
+// CPU reference: nn.Attention.Forward (score/nn/attention.go) over keys and
+// values that went through kvcache.RoundTrip (model.kvStore): out[i,h] =
+// Σ_{j<=i} softmax_j(q[i,h]·k[j,g]·scale) v[j,g], g = h / (heads/kvheads).
+//
+// Two kernels:
+//   attn_simple  one block per (query, head), float32 throughout, keys and
+//                values decoded element by element: slow (it rereads the
+//                cache for every query) but plainly right, for any head size
+//                up to 256. The reference the fast kernel is checked against
+//                when a model loads, and the fallback when that check fails.
+//   attn_faHD    FlashAttention-2 style for head sizes 16, 32, 64, 128: a
+//                block takes 64 queries of one head (4 warps of 16 rows),
+//                walks 64-key tiles up to the diagonal (tiles above it are
+//                skipped), decodes each K and V tile into shared memory as
+//                bf16, and computes S = QKᵀ and O += PV on the tensor cores
+//                (mma.sync m16n8k16 bf16, float32 accumulation) with an
+//                online softmax in registers. Memory is O(tokens × heads ×
+//                head size); the tokens × tokens matrix never exists.
+//
+// Precision (bf16 KV): q and the probabilities are rounded to bf16 for the
+// tensor cores; scores, the softmax and the sums are float32. The CPU keeps
+// q in float32 and the softmax in float64; the difference is about 2^-9
+// relative per score, far inside the end-to-end tolerance.
+// Output: bf16 (n, heads·hd), the input of the output projection.
+#include "kvformat.cuh"
+
+#define FULL 0xffffffffu
+
+// attn_simple: grid (n, heads), block 128.
+extern "C" __global__ void __launch_bounds__(128)
+    attn_simple(u16* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads, int hd, float scale,
+                int kfmt, const void* kdata, const void* kscales, const float* ktscale, int vfmt, const void* vdata,
+                const void* vscales, const float* vtscale) {
+	__shared__ float qs[256];
+	__shared__ float ps[128];
+	__shared__ float red[4];
+	const int i = blockIdx.x, h = blockIdx.y, tid = threadIdx.x;
+	if (i >= n) return;
+	const int g = h / (heads / kvheads);
+	KVPlanes K = {kfmt, kdata, kscales, ktscale, kvheads, hd};
+	KVPlanes V = {vfmt, vdata, vscales, vtscale, kvheads, hd};
+	const float* qi = q + ((i64)i * heads + h) * hd;
+	for (int d = tid; d < hd; d += 128) qs[d] = qi[d];
+	__syncthreads();
+	float m = -INFINITY, l = 0.0f, acc0 = 0.0f, acc1 = 0.0f;
+	for (int j0 = 0; j0 <= i; j0 += 128) {
+		const int j = j0 + tid;
+		float s = -INFINITY;
+		if (j <= i) {
+			float dot = 0.0f;
+			for (int d = 0; d < hd; d++) dot += qs[d] * kv_decode1(K, j, g, d);
+			s = dot * scale;
+		}
+		float mx = warp_max_f(s);
+		if ((tid & 31) == 0) red[tid >> 5] = mx;
+		__syncthreads();
+		mx = fmaxf(fmaxf(red[0], red[1]), fmaxf(red[2], red[3]));
+		const float mnew = fmaxf(m, mx); // finite: key j0 <= i is always in the chunk
+		ps[tid] = j <= i ? expf(s - mnew) : 0.0f;
+		__syncthreads();
+		const float corr = expf(m - mnew); // 0 on the first chunk
+		acc0 *= corr;
+		acc1 *= corr;
+		float lc = 0.0f;
+		const int cnt = min(128, i - j0 + 1);
+		for (int jj = 0; jj < cnt; jj++) {
+			const float p = ps[jj];
+			lc += p;
+			if (tid < hd) acc0 += p * kv_decode1(V, j0 + jj, g, tid);
+			if (tid + 128 < hd) acc1 += p * kv_decode1(V, j0 + jj, g, tid + 128);
+		}
+		l = l * corr + lc;
+		m = mnew;
+		__syncthreads(); // ps and red are rewritten by the next chunk
+	}
+	u16* o = out + ((i64)i * heads + h) * hd;
+	if (tid < hd) o[tid] = f32_to_bf16(acc0 / l);
+	if (tid + 128 < hd) o[tid + 128] = f32_to_bf16(acc1 / l);
+}
+
+__device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
+	return (u32)f32_to_bf16(lo) | ((u32)f32_to_bf16(hi) << 16);
+}
+
+// mma_bf16: c (16×8 f32) += a (16×16 bf16, row) · b (16×8 bf16, col).
+__device__ __forceinline__ void mma_bf16(float* c, const u32* a, u32 b0, u32 b1) {
+	asm volatile(
+	    "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+	    "{%0,%1,%2,%3};\n"
+	    : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// Fragment layouts of mma.m16n8k16 (PTX ISA, "Matrix Fragments for
+// mma.m16n8k16"), gid = lane/4, tig = lane%4:
+//   A regs 0..3: (row gid, cols 2tig..+1), (gid+8, 2tig..), (gid, 2tig+8..), (gid+8, 2tig+8..)
+//   B regs 0..1: (rows 2tig..+1, col gid), (rows 2tig+8..+9, col gid)
+//   C 0..3:      (gid, 2tig), (gid, 2tig+1), (gid+8, 2tig), (gid+8, 2tig+1)
+// K is kept in shared memory as [key][dim] (B for QKᵀ is then read as
+// contiguous pairs) and V transposed as [dim][key] (likewise for PV); rows
+// are padded by 8 bf16 so a warp's 32 word loads hit 32 banks. The C
+// fragments of two adjacent S tiles are exactly the A fragment of P.
+template <int HD>
+__device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float* __restrict__ q, int n, int heads,
+                                             int kvheads, float scale_log2, const KVPlanes& K, const KVPlanes& V) {
+	constexpr int BR = 64, BC = 64, KSTR = HD + 8, VSTR = BC + 8;
+	__shared__ __align__(16) u16 ks[BC * KSTR];
+	__shared__ __align__(16) u16 vt[HD * VSTR];
+	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
+	const int qtile = gridDim.x - 1 - blockIdx.x; // the longest rows first
+	const int h = blockIdx.y, g = h / (heads / kvheads);
+	const int r0 = qtile * BR + warp * 16 + gid, r1 = r0 + 8;
+	const i64 qstride = (i64)heads * HD;
+
+	u32 qf[HD / 16][4];
+#pragma unroll
+	for (int kc = 0; kc < HD / 16; kc++) {
+		const int c = kc * 16 + tig * 2;
+		float2 a = make_float2(0.0f, 0.0f), b = a, a8 = a, b8 = a;
+		if (r0 < n) {
+			a = *(const float2*)(q + r0 * qstride + h * HD + c);
+			a8 = *(const float2*)(q + r0 * qstride + h * HD + c + 8);
+		}
+		if (r1 < n) {
+			b = *(const float2*)(q + r1 * qstride + h * HD + c);
+			b8 = *(const float2*)(q + r1 * qstride + h * HD + c + 8);
+		}
+		qf[kc][0] = pack_bf16(a.x, a.y);
+		qf[kc][1] = pack_bf16(b.x, b.y);
+		qf[kc][2] = pack_bf16(a8.x, a8.y);
+		qf[kc][3] = pack_bf16(b8.x, b8.y);
+	}
+
+	float o[HD / 8][4];
+#pragma unroll
+	for (int nd = 0; nd < HD / 8; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.0f;
+	float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
+
+	const int kvEnd = min(n, (qtile + 1) * BR);
+	for (int k0 = 0; k0 < kvEnd; k0 += BC) {
+		__syncthreads(); // the previous tile is consumed
+		for (int it = tid; it < BC * (HD / 8); it += 128) {
+			const int t = it / (HD / 8), d0 = (it % (HD / 8)) * 8, tok = k0 + t;
+			float kv[8], vv[8];
+			if (tok < n) {
+				kv_decode8(K, tok, g, d0, kv);
+				kv_decode8(V, tok, g, d0, vv);
+			} else {
+#pragma unroll
+				for (int e = 0; e < 8; e++) kv[e] = vv[e] = 0.0f;
+			}
+			uint4 kp;
+			kp.x = pack_bf16(kv[0], kv[1]);
+			kp.y = pack_bf16(kv[2], kv[3]);
+			kp.z = pack_bf16(kv[4], kv[5]);
+			kp.w = pack_bf16(kv[6], kv[7]);
+			*(uint4*)&ks[t * KSTR + d0] = kp;
+#pragma unroll
+			for (int e = 0; e < 8; e++) vt[(d0 + e) * VSTR + t] = f32_to_bf16(vv[e]);
+		}
+		__syncthreads();
+
+		float s[BC / 8][4];
+#pragma unroll
+		for (int nt = 0; nt < BC / 8; nt++) {
+			s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+#pragma unroll
+			for (int kc = 0; kc < HD / 16; kc++) {
+				const u16* kp = &ks[(nt * 8 + gid) * KSTR + kc * 16 + tig * 2];
+				mma_bf16(s[nt], qf[kc], *(const u32*)kp, *(const u32*)(kp + 8));
+			}
+		}
+
+		float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+		for (int nt = 0; nt < BC / 8; nt++) {
+			const int c = k0 + nt * 8 + tig * 2;
+#pragma unroll
+			for (int e = 0; e < 4; e++) {
+				const int col = c + (e & 1), row = e < 2 ? r0 : r1;
+				float v = s[nt][e] * scale_log2;
+				if (col > row || col >= n) v = -INFINITY;
+				s[nt][e] = v;
+			}
+			mx0 = fmaxf(mx0, fmaxf(s[nt][0], s[nt][1]));
+			mx1 = fmaxf(mx1, fmaxf(s[nt][2], s[nt][3]));
+		}
+		mx0 = fmaxf(mx0, __shfl_xor_sync(FULL, mx0, 1));
+		mx0 = fmaxf(mx0, __shfl_xor_sync(FULL, mx0, 2));
+		mx1 = fmaxf(mx1, __shfl_xor_sync(FULL, mx1, 1));
+		mx1 = fmaxf(mx1, __shfl_xor_sync(FULL, mx1, 2));
+		const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+		// A row with every key so far masked keeps max -inf; subtract 0 then.
+		const float b0 = mn0 == -INFINITY ? 0.0f : mn0, b1 = mn1 == -INFINITY ? 0.0f : mn1;
+		const float c0 = exp2f(m0 - b0), c1 = exp2f(m1 - b1);
+		m0 = mn0;
+		m1 = mn1;
+		l0 *= c0;
+		l1 *= c1;
+#pragma unroll
+		for (int nd = 0; nd < HD / 8; nd++) {
+			o[nd][0] *= c0;
+			o[nd][1] *= c0;
+			o[nd][2] *= c1;
+			o[nd][3] *= c1;
+		}
+		u32 pa[BC / 16][4];
+#pragma unroll
+		for (int nt = 0; nt < BC / 8; nt++) {
+			const float p0 = exp2f(s[nt][0] - b0), p1 = exp2f(s[nt][1] - b0);
+			const float p2 = exp2f(s[nt][2] - b1), p3 = exp2f(s[nt][3] - b1);
+			l0 += p0 + p1;
+			l1 += p2 + p3;
+			pa[nt / 2][(nt & 1) * 2 + 0] = pack_bf16(p0, p1);
+			pa[nt / 2][(nt & 1) * 2 + 1] = pack_bf16(p2, p3);
+		}
+#pragma unroll
+		for (int kc = 0; kc < BC / 16; kc++) {
+#pragma unroll
+			for (int nd = 0; nd < HD / 8; nd++) {
+				const u16* vp = &vt[(nd * 8 + gid) * VSTR + kc * 16 + tig * 2];
+				mma_bf16(o[nd], pa[kc], *(const u32*)vp, *(const u32*)(vp + 8));
+			}
+		}
+	}
+
+	l0 += __shfl_xor_sync(FULL, l0, 1);
+	l0 += __shfl_xor_sync(FULL, l0, 2);
+	l1 += __shfl_xor_sync(FULL, l1, 1);
+	l1 += __shfl_xor_sync(FULL, l1, 2);
+	const float inv0 = 1.0f / l0, inv1 = 1.0f / l1;
+#pragma unroll
+	for (int nd = 0; nd < HD / 8; nd++) {
+		const int c = nd * 8 + tig * 2;
+		if (r0 < n) *(u32*)(out + r0 * qstride + h * HD + c) = pack_bf16(o[nd][0] * inv0, o[nd][1] * inv0);
+		if (r1 < n) *(u32*)(out + r1 * qstride + h * HD + c) = pack_bf16(o[nd][2] * inv1, o[nd][3] * inv1);
+	}
+}
+
+// attn_faHD: grid (ceil(n/64), heads), block 128, scale_log2 = scale·log2(e).
+#define ATTN_FA(HD)                                                                                                  \
+	extern "C" __global__ void __launch_bounds__(128)                                                                \
+	    attn_fa##HD(u16* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads,                 \
+	                float scale_log2, int kfmt, const void* kdata, const void* kscales, const float* ktscale, int vfmt, \
+	                const void* vdata, const void* vscales, const float* vtscale) {                                   \
+		KVPlanes K = {kfmt, kdata, kscales, ktscale, kvheads, HD};                                                   \
+		KVPlanes V = {vfmt, vdata, vscales, vtscale, kvheads, HD};                                                   \
+		attn_fa_body<HD>(out, q, n, heads, kvheads, scale_log2, K, V);                                               \
+	}
+ATTN_FA(16)
+ATTN_FA(32)
+ATTN_FA(64)
+ATTN_FA(128)

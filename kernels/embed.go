@@ -1,0 +1,52 @@
+// Package kernels holds ppl's CUDA kernels: CUDA C sources, one file per
+// operation (embed.cu, rmsnorm.cu, rope.cu, swiglu.cu, add.cu,
+// logsoftmax.cu, kvstore.cu, attention.cu, random.cu), and the PTX that nvcc
+// made from them, which the CUDA backend (ppl.dev/score/cuda) embeds and the
+// driver compiles for whatever GPU it finds.
+//
+// Why PTX made ahead: building ppl needs no CUDA toolkit, and one PTX file
+// targeting compute_80 runs on Ampere, Ada and Hopper (the driver compiles
+// it at module load and caches the result). `make kernels` regenerates the
+// PTX with nvcc (Debian non-free's nvidia-cuda-toolkit 11.8 is enough); each
+// .ptx file starts with the command, the nvcc version and the sha256 of its
+// sources, and a test fails when a source changed without `make kernels`.
+//
+// Each kernel's comment names its CPU reference in package ppl.dev/score
+// (nn, kvcache, model); the parity tests in ppl.dev/score/cuda compare them
+// on a GPU. Shared device code lives in common.cuh and kvformat.cuh.
+package kernels
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strings"
+)
+
+//go:embed *.ptx
+var ptx embed.FS
+
+// Modules returns the names of the embedded PTX modules ("attention" for
+// attention.ptx), sorted.
+func Modules() []string {
+	ents, _ := fs.ReadDir(ptx, ".")
+	var out []string
+	for _, e := range ents {
+		if n, ok := strings.CutSuffix(e.Name(), ".ptx"); ok {
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// PTX returns the PTX text of module name, NUL-terminated as
+// cuModuleLoadData wants it.
+func PTX(name string) ([]byte, error) {
+	b, err := ptx.ReadFile(name + ".ptx")
+	if err != nil {
+		return nil, fmt.Errorf("kernels: no module %q (have %s)", name, strings.Join(Modules(), ", "))
+	}
+	return append(b, 0), nil
+}

@@ -1,0 +1,3 @@
+module ppl.dev/kernels
+
+go 1.26.8

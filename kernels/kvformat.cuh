@@ -1,0 +1,107 @@
+// KV cache formats on the device: ids and element decoding, shared by the
+// store kernels (kvstore.cu), the attention kernels (attention.cu) and the
+// decode kernel the tests read back.
+//
+// The byte layouts are package kvcache's (score/kvcache/kvcache.go): a cache
+// tensor is one layer's keys or values of one window, tokens × heads ×
+// headDim, and each format's planes are
+//   KV_F32   data float [t][h][i]
+//   KV_F16   data binary16 [t][h][i]
+//   KV_BF16  data bfloat16 [t][h][i]
+//   KV_INT8  data int8 [t][h][i], scales float [t][h]
+//   KV_FP8   data E4M3 [t][h][i], scales float [t][h]
+//   KV_Q4    data Q4_0 blocks [t][h][b] of 18 bytes (fp16 d, 16 bytes of nibbles)
+//   KV_NVFP4 data E2M1 nibbles [t][h][ceil(i/2)], scales E4M3 [t][h][b16],
+//            tensor scale float (one, in device memory)
+#pragma once
+#include "common.cuh"
+
+#define KV_F32 0
+#define KV_F16 1
+#define KV_BF16 2
+#define KV_INT8 3
+#define KV_FP8 4
+#define KV_Q4 5
+#define KV_NVFP4 6
+
+// KVPlanes points at one cache tensor's planes.
+struct KVPlanes {
+	int fmt;
+	const void* data;
+	const void* scales;
+	const float* tscale; // KV_NVFP4 only
+	int heads, hd;       // heads and head size of the tensor
+};
+
+// kv_decode1 reads element i of head h of token t.
+__device__ __forceinline__ float kv_decode1(const KVPlanes& p, i64 t, int h, int i) {
+	i64 g = t * p.heads + h; // (token, head) group
+	switch (p.fmt) {
+	case KV_F32:
+		return ((const float*)p.data)[g * p.hd + i];
+	case KV_F16:
+		return f16_to_f32(((const u16*)p.data)[g * p.hd + i]);
+	case KV_BF16:
+		return bf16_to_f32(((const u16*)p.data)[g * p.hd + i]);
+	case KV_INT8:
+		return __fmul_rn((float)(signed char)((const u8*)p.data)[g * p.hd + i], ((const float*)p.scales)[g]);
+	case KV_FP8:
+		return __fmul_rn(e4m3_value(((const u8*)p.data)[g * p.hd + i]), ((const float*)p.scales)[g]);
+	case KV_Q4: {
+		int nb = (p.hd + 31) / 32, k = i / 32, j = i - k * 32;
+		const u8* blk = (const u8*)p.data + (g * nb + k) * 18;
+		float d = f16_to_f32((u16)(blk[0] | (blk[1] << 8)));
+		u32 nib = blk[2 + (j & 15)];
+		if (j >= 16) nib >>= 4;
+		return __fmul_rn((float)((int)(nib & 15u) - 8), d);
+	}
+	case KV_NVFP4: {
+		int pb = (p.hd + 1) / 2, nb = (p.hd + 15) / 16;
+		u32 b = ((const u8*)p.data)[g * pb + i / 2] >> (4 * (i & 1));
+		float s = e4m3_value(((const u8*)p.scales)[g * nb + i / 16]);
+		return __fmul_rn(__fmul_rn(e2m1_value(b), s), *p.tscale);
+	}
+	}
+	return 0.0f;
+}
+
+// kv_decode8 reads elements i0..i0+7 of head h of token t (i0 a multiple
+// of 8, headDim a multiple of 8), with wide loads where the format allows.
+__device__ __forceinline__ void kv_decode8(const KVPlanes& p, i64 t, int h, int i0, float* v) {
+	i64 g = t * p.heads + h;
+	switch (p.fmt) {
+	case KV_F32: {
+		const float4* s = (const float4*)((const float*)p.data + g * p.hd + i0);
+		float4 a = s[0], b = s[1];
+		v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+		return;
+	}
+	case KV_F16:
+	case KV_BF16: {
+		uint4 a = *(const uint4*)((const u16*)p.data + g * p.hd + i0);
+		u32 w[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+		for (int k = 0; k < 4; k++) {
+			u16 lo = (u16)(w[k] & 0xffffu), hi = (u16)(w[k] >> 16);
+			v[2 * k] = p.fmt == KV_BF16 ? bf16_to_f32(lo) : f16_to_f32(lo);
+			v[2 * k + 1] = p.fmt == KV_BF16 ? bf16_to_f32(hi) : f16_to_f32(hi);
+		}
+		return;
+	}
+	case KV_INT8:
+	case KV_FP8: {
+		uint2 a = *(const uint2*)((const u8*)p.data + g * p.hd + i0);
+		float d = ((const float*)p.scales)[g];
+#pragma unroll
+		for (int k = 0; k < 8; k++) {
+			u8 q = (u8)(((k < 4 ? a.x : a.y) >> (8 * (k & 3))) & 0xffu);
+			float e = p.fmt == KV_INT8 ? (float)(signed char)q : e4m3_value(q);
+			v[k] = __fmul_rn(e, d);
+		}
+		return;
+	}
+	default:
+#pragma unroll
+		for (int k = 0; k < 8; k++) v[k] = kv_decode1(p, t, h, i0 + k);
+	}
+}

@@ -1,0 +1,5 @@
+module ppl.dev/progress
+
+go 1.26.8
+
+require golang.org/x/sys v0.50.0 // indirect

@@ -1,0 +1,471 @@
+package cli
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"path/filepath"
+	"runtime"
+	"time"
+
+	"github.com/bytedance/sonic"
+
+	"ppl.dev/cache"
+	"ppl.dev/gguf"
+	"ppl.dev/pipe"
+	"ppl.dev/progress"
+	"ppl.dev/score/model"
+	"ppl.dev/tokenize/tokenizer"
+)
+
+// scorer is one run of ppl-score: the models, the cache and the counters.
+type scorer struct {
+	f     flags
+	log   *progress.Log
+	cache *cache.Cache // nil with --no-cache
+
+	m, ref       *loaded
+	last         *pipe.StreamTokens // the stream being scored
+	tokHeader    *pipe.Tokenizer    // from the tokenize header
+	settingsKey  string             // every setting that changes numbers, for cache keys
+	scored       int                // windows computed
+	replayed     int                // windows from the cache
+	targets      int                // targets written
+	computed     int                // targets computed (not replayed)
+	start        time.Time
+	computedTime time.Duration
+}
+
+// loaded is a model with its identity.
+type loaded struct {
+	*model.Model
+	info   pipe.Model
+	tok    tokenizer.Tokenizer
+	bos    int32
+	addBOS bool
+}
+
+func newScorer(f flags, stderr io.Writer) (*scorer, error) {
+	level, _ := progress.ParseLevel(f.LogLevel) // kong checked the enum
+	s := &scorer{f: f, log: progress.New(stderr, tool, level), start: time.Now()}
+	if !f.NoCache {
+		dir := f.CacheDir
+		if dir == "" {
+			d, err := cache.DefaultDir()
+			if err != nil {
+				return nil, err
+			}
+			dir = d
+		}
+		c, err := cache.Open(dir)
+		if err != nil {
+			return nil, err
+		}
+		s.cache = c
+	}
+	return s, nil
+}
+
+func (s *scorer) close() {
+	if s.m != nil {
+		s.m.Close()
+	}
+	if s.ref != nil {
+		s.ref.Close()
+	}
+}
+
+// run streams the input to out, scoring each window.
+func (s *scorer) run(ctx context.Context, r *pipe.Reader, out io.Writer) error {
+	w := pipe.NewWriter(out, pipe.StageScore)
+	headers, first, err := readHeaders(r)
+	if err != nil {
+		return err
+	}
+	proto, err := s.checkUpstream(r, headers)
+	if err != nil {
+		return err
+	}
+	if err := s.load(proto); err != nil {
+		return err
+	}
+	for _, h := range headers {
+		if err := w.Pass(h); err != nil {
+			return err
+		}
+	}
+	if err := w.Header(s.header()); err != nil {
+		return err
+	}
+	streams := pipe.NewStreams()
+	for rec := first; ; {
+		if err := s.record(ctx, r, rec, streams, w); err != nil {
+			w.Flush()
+			return err
+		}
+		rec, err = r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			w.Flush()
+			return err
+		}
+	}
+	if err := w.End(); err != nil {
+		return err
+	}
+	s.report(true)
+	s.log.Done()
+	return w.Flush()
+}
+
+// readHeaders reads the leading header records and the first other one.
+func readHeaders(r *pipe.Reader) ([]*pipe.Record, *pipe.Record, error) {
+	var hs []*pipe.Record
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			return nil, nil, fmt.Errorf("%s: no records after the headers", r.Name())
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		if rec.Header == nil {
+			return hs, rec, nil
+		}
+		rec.Raw = append([]byte(nil), rec.Raw...)
+		hs = append(hs, rec)
+	}
+}
+
+// checkUpstream requires a tokenize and a window stage and no score stage,
+// and returns the window protocol.
+func (s *scorer) checkUpstream(r *pipe.Reader, hs []*pipe.Record) (*pipe.Protocol, error) {
+	var proto *pipe.Protocol
+	for _, h := range hs {
+		switch h.Header.Stage {
+		case pipe.StageTokenize:
+			s.tokHeader = h.Header.Tokenizer
+		case pipe.StageWindow:
+			proto = h.Header.Protocol
+		case pipe.StageScore:
+			return nil, fmt.Errorf("%s:%d: input is already scored", r.Name(), h.Line)
+		}
+	}
+	if s.tokHeader == nil {
+		return nil, fmt.Errorf("%s: no tokenize header with a tokenizer: the input must come from ppl-tokenize | ppl-window", r.Name())
+	}
+	if proto == nil {
+		return nil, fmt.Errorf("%s: no window header: pipe the tokens through ppl-window first", r.Name())
+	}
+	return proto, nil
+}
+
+// load opens the model (and the reference), checking their tokenizers.
+func (s *scorer) load(proto *pipe.Protocol) error {
+	opts, err := s.options(proto)
+	if err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if s.m, err = s.open(s.f.Model, opts); err != nil {
+		return err
+	}
+	if s.m.tok.Identity() != s.tokHeader.ID {
+		return fmt.Errorf("%s: its tokenizer (%s, id %.12s) is not the one that made the tokens (%s, id %.12s): tokenize with this model",
+			s.f.Model, describe(s.m.tok), s.m.tok.Identity(), s.tokHeader.Model, s.tokHeader.ID)
+	}
+	if s.f.Reference != "" {
+		ropts := opts
+		ropts.KVDtype = s.f.RefKVDtype
+		if s.ref, err = s.open(s.f.Reference, ropts); err != nil {
+			return err
+		}
+		if s.ref.tok.Identity() != s.m.tok.Identity() {
+			return fmt.Errorf("--reference %s: its tokenizer (%s) differs from the model's (%s): KL divergence needs the same vocabulary",
+				s.f.Reference, describe(s.ref.tok), describe(s.m.tok))
+		}
+	}
+	s.settingsKey = s.cacheSettings()
+	s.log.Infof("loaded %s (%s, %d layers, %d-token vocabulary) in %s; KV cache %s, %d threads",
+		filepath.Base(s.f.Model), s.m.info.Arch, s.m.HP.Layers, s.m.Vocab(), time.Since(t0).Round(time.Millisecond), s.m.Info().KVDtype, s.threads())
+	return nil
+}
+
+func describe(t tokenizer.Tokenizer) string {
+	if t.Pre() != "" {
+		return t.Model() + "/" + t.Pre()
+	}
+	return t.Model()
+}
+
+// options maps the flags onto model options; YaRN's factor depends on the
+// protocol's context.
+func (s *scorer) options(proto *pipe.Protocol) (model.Options, error) {
+	o := model.Options{Threads: s.f.Threads, KVDtype: s.f.KVDtype, RopeFreqBase: s.f.RopeFreqBase, RopeOrigCtx: s.f.RopeOrigCtx}
+	switch {
+	case s.f.RopeScaleFactor > 0:
+		o.RopeScaling, o.RopeScaleFactor = "linear", s.f.RopeScaleFactor
+	case s.f.RopeYarnFactor > 0:
+		o.RopeScaling, o.RopeScaleFactor = "yarn", s.f.RopeYarnFactor
+	case s.f.RopeYarn:
+		native := s.f.RopeOrigCtx
+		if native == 0 {
+			f, err := gguf.Open(s.f.Model)
+			if err != nil {
+				return o, err
+			}
+			arch, _ := f.String("general.architecture")
+			n, err := f.Uint(arch + ".context_length")
+			f.Close()
+			if err != nil {
+				return o, fmt.Errorf("--rope-yarn: %w; give --rope-scaling-original-context", err)
+			}
+			native = int(n)
+		}
+		o.RopeScaling, o.RopeOrigCtx = "yarn", native
+		o.RopeScaleFactor = max(1, float64(proto.Context)/float64(native))
+	}
+	return o, nil
+}
+
+func (s *scorer) open(path string, opts model.Options) (*loaded, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := tokenizer.Load(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	sum, err := s.cache.FileSHA256(path)
+	if err != nil {
+		return nil, err
+	}
+	m, err := model.Load(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	info := m.Info()
+	return &loaded{Model: m, tok: tok, bos: tok.BOS(), addBOS: tok.AddBOS(), info: pipe.Model{
+		Name: filepath.Base(path), SHA256: sum, Arch: info.Arch, WeightTypes: info.WeightTypes,
+	}}, nil
+}
+
+func (s *scorer) threads() int {
+	if s.f.Threads > 0 {
+		return s.f.Threads
+	}
+	return runtime.GOMAXPROCS(0)
+}
+
+// header is ppl-score's header record.
+func (s *scorer) header() pipe.Header {
+	info := s.m.Info()
+	sc := &pipe.Score{Device: "cpu", Threads: s.threads(), KVDtype: info.KVDtype, Activations: "fp32", RoPE: ropeMap(info.Rope)}
+	if s.ref != nil {
+		ref := s.ref.info
+		sc.Reference, sc.RefKVDtype = &ref, s.ref.Info().KVDtype
+	}
+	m := s.m.info
+	return pipe.Header{Tool: tool, Version: pipe.ToolVersion, Flags: s.headerFlags(), Model: &m, Score: sc}
+}
+
+func ropeMap(r model.RopeInfo) map[string]any {
+	var m map[string]any
+	b, _ := sonic.Marshal(r)
+	sonic.Unmarshal(b, &m)
+	return m
+}
+
+// headerFlags records the flags that were given.
+func (s *scorer) headerFlags() map[string]any {
+	m := map[string]any{"model": s.f.Model, "kv_dtype": s.f.KVDtype, "device": s.f.Device}
+	if s.f.Reference != "" {
+		m["reference"], m["reference_kv_dtype"] = s.f.Reference, s.f.RefKVDtype
+	}
+	if s.f.Threads > 0 {
+		m["threads"] = s.f.Threads
+	}
+	for k, v := range map[string]float64{"rope_freq_base": s.f.RopeFreqBase, "rope_scaling_factor": s.f.RopeScaleFactor, "rope_yarn_factor": s.f.RopeYarnFactor} {
+		if v != 0 {
+			m[k] = v
+		}
+	}
+	if s.f.RopeYarn {
+		m["rope_yarn"] = true
+	}
+	if s.f.RopeOrigCtx != 0 {
+		m["rope_scaling_original_context"] = s.f.RopeOrigCtx
+	}
+	return m
+}
+
+// cacheSettings is everything besides the tokens that decides a window's
+// scores: a key part for the cache.
+func (s *scorer) cacheSettings() string {
+	info := s.m.Info()
+	b, _ := sonic.ConfigStd.Marshal(map[string]any{
+		"tool": pipe.ToolVersion, "model": s.m.info.SHA256, "kv": info.KVDtype, "rope": info.Rope,
+		"device": "cpu", "activations": "fp32", "ref": s.refKey(),
+	})
+	return string(b)
+}
+
+func (s *scorer) refKey() any {
+	if s.ref == nil {
+		return nil
+	}
+	info := s.ref.Info()
+	return map[string]any{"model": s.ref.info.SHA256, "kv": info.KVDtype, "rope": info.Rope}
+}
+
+// record handles one input record after the headers.
+func (s *scorer) record(ctx context.Context, r *pipe.Reader, rec *pipe.Record, streams *pipe.Streams, w *pipe.Writer) error {
+	st, err := streams.Add(rec)
+	if err != nil {
+		return r.Errorf("%v", err)
+	}
+	if rec.Stream != nil && s.last != nil {
+		s.last.Release() // windows follow their stream's tokens: the previous stream is done
+	}
+	if st != nil {
+		s.last = st
+	}
+	if err := w.Pass(rec); err != nil {
+		return err
+	}
+	if rec.End != nil && rec.End.Stage == pipe.StageTokenize {
+		if err := streams.CheckComplete(); err != nil {
+			return r.Errorf("%v", err)
+		}
+	}
+	if rec.Window == nil {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		s.log.Done()
+		return fmt.Errorf("interrupted after %d windows (%d scored, %d from the cache); they are cached: rerun the same command to resume",
+			s.scored+s.replayed, s.scored, s.replayed)
+	}
+	sc, err := s.window(r, rec.Window, streams)
+	if err != nil {
+		return err
+	}
+	if err := w.Scores(sc); err != nil {
+		return err
+	}
+	s.report(false)
+	return nil
+}
+
+// window scores one window, from the cache when it can.
+func (s *scorer) window(r *pipe.Reader, win *pipe.Window, streams *pipe.Streams) (*pipe.Scores, error) {
+	st, ok := streams.Get(win.Stream)
+	if !ok {
+		return nil, r.Errorf("window %d of unknown stream %q", win.Index, win.Stream)
+	}
+	if !st.Complete() || win.End > st.NTokens {
+		return nil, r.Errorf("window %d of stream %q: [%d,%d) beyond the tokens read", win.Index, win.Stream, win.Begin, win.End)
+	}
+	if len(st.IDs) != st.NTokens {
+		return nil, r.Errorf("window %d of stream %q comes after the next stream began: windows must follow their stream's tokens, as ppl-window writes them", win.Index, win.Stream)
+	}
+	tokens := append([]int32(nil), st.IDs[win.Begin:win.End]...)
+	if win.BOS && s.m.addBOS {
+		tokens[0] = s.m.bos
+	}
+	from := win.ScoreFrom - win.Begin
+	key := s.windowKey(tokens, from)
+	group := "score/" + s.m.info.SHA256
+	sc := &pipe.Scores{Stream: win.Stream, Index: win.Index, Begin: win.Begin, End: win.End, ScoreFrom: win.ScoreFrom, BOS: win.BOS}
+	if s.cache != nil {
+		payload, ok, err := s.cache.Get(group, key)
+		if err != nil {
+			s.log.Warnf("%v; scoring the window again", err)
+		}
+		if ok && s.fromCache(payload, sc) {
+			s.replayed++
+			s.targets += len(sc.Logprobs)
+			return sc, nil
+		}
+	}
+	t0 := time.Now()
+	var res *model.Result
+	var err error
+	if s.ref != nil {
+		res, err = s.m.ScoreWith(tokens, from, s.ref.Model)
+	} else {
+		res, err = s.m.Score(tokens, from)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("window %d of %s [%d,%d): %w", win.Index, win.Stream, win.Begin, win.End, err)
+	}
+	s.computedTime += time.Since(t0)
+	sc.Logprobs, sc.Argmax, sc.KLD, sc.RefLogprobs, sc.Top1Agree = res.Logprobs, res.Argmax, res.KLD, res.RefLogprobs, res.Top1Agree
+	s.scored++
+	s.targets += len(sc.Logprobs)
+	s.computed += len(sc.Logprobs)
+	if s.cache != nil {
+		if err := s.toCache(group, key, sc); err != nil {
+			return nil, err
+		}
+	}
+	return sc, nil
+}
+
+// windowKey hashes the settings, the tokens and where scoring starts.
+func (s *scorer) windowKey(tokens []int32, from int) string {
+	b := make([]byte, 4*len(tokens))
+	for i, t := range tokens {
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(t))
+	}
+	return cache.Key("score-window", s.settingsKey, fmt.Sprint(from), string(b))
+}
+
+// cached is what the cache keeps of a window: the results only, since the
+// same tokens may come back under another stream or index.
+type cached struct {
+	Logprobs    []float64 `json:"logprobs"`
+	Argmax      []int32   `json:"argmax"`
+	KLD         []float64 `json:"kld,omitempty"`
+	RefLogprobs []float64 `json:"ref_logprobs,omitempty"`
+	Top1Agree   []bool    `json:"top1_agree,omitempty"`
+}
+
+func (s *scorer) fromCache(payload []byte, sc *pipe.Scores) bool {
+	var c cached
+	if err := sonic.Unmarshal(payload, &c); err != nil || len(c.Logprobs) != sc.End-sc.ScoreFrom {
+		s.log.Warnf("unreadable cache entry for window %d of %s; scoring it again", sc.Index, sc.Stream)
+		return false
+	}
+	sc.Logprobs, sc.Argmax, sc.KLD, sc.RefLogprobs, sc.Top1Agree = c.Logprobs, c.Argmax, c.KLD, c.RefLogprobs, c.Top1Agree
+	return true
+}
+
+func (s *scorer) toCache(group, key string, sc *pipe.Scores) error {
+	b, err := sonic.Marshal(cached{sc.Logprobs, sc.Argmax, sc.KLD, sc.RefLogprobs, sc.Top1Agree})
+	if err != nil {
+		return err
+	}
+	return s.cache.Put(group, key, b)
+}
+
+// report shows progress: windows, targets and throughput of computed windows.
+func (s *scorer) report(final bool) {
+	rate := 0.0
+	if sec := s.computedTime.Seconds(); sec > 0 {
+		rate = float64(s.computed) / sec
+	}
+	msg := fmt.Sprintf("%d windows (%d scored, %d from the cache), %d targets, %.0f targets/s scored, %s elapsed",
+		s.scored+s.replayed, s.scored, s.replayed, s.targets, rate, time.Since(s.start).Round(time.Second))
+	if final {
+		s.log.Done()
+		s.log.Infof("%s", msg)
+		return
+	}
+	s.log.Progress(false, "%s", msg)
+}

@@ -1,0 +1,577 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+	"unsafe"
+
+	"ppl.dev/kernels"
+	"ppl.dev/score/cuda/cublas"
+	"ppl.dev/score/cuda/driver"
+)
+
+// ptr is a device address.
+type ptr = driver.DevicePtr
+
+// dim3 is a grid or block shape.
+type dim3 = [3]uint32
+
+// device is what the engine needs of a GPU: memory, copies, kernel launches
+// by name and cuBLAS's GEMM. gpuDevice is the real one; the tests also run
+// the engine on an emulation of it in Go (sim_test.go), which checks the
+// host-side code (argument lists, offsets, launch shapes, the forward pass's
+// order) on machines without a GPU.
+type device interface {
+	alloc(bytes int64) (ptr, error)
+	free(p ptr) error
+	htod(dst ptr, src unsafe.Pointer, bytes int64) error
+	dtoh(dst unsafe.Pointer, src ptr, bytes int64) error
+	memsetD32(p ptr, v uint32, n int64) error
+	launch(kernel string, grid, block dim3, args []any) error
+	// gemm is cublasGemmEx with float32 accumulation, column-major.
+	gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at cublas.DataType, lda int,
+		b ptr, bt cublas.DataType, ldb int, beta float32, c ptr, ct cublas.DataType, ldc int) error
+	sync() error
+	memInfo() (free, total uint64, err error)
+}
+
+// Engine is one GPU: its primary context, owned by one goroutine locked to
+// its OS thread (the driver's current context is per thread), which runs
+// every CUDA call handed to Do. Models on the same device share it.
+type Engine struct {
+	Ordinal int
+	Name    string // "NVIDIA H200"
+	CC      [2]int // compute capability
+	SMs     int
+	Memory  uint64 // bytes
+	Driver  string // the CUDA version the driver supports, "13.0"
+	Release string // the driver's release, "580.159.03" ("" without NVML)
+	CUBLAS  string // cuBLAS version and library
+	JIT     time.Duration // loading the kernels' PTX (the driver compiles it, or takes it from its cache)
+
+	// SyncEach synchronizes after every launch so that an asynchronous
+	// fault is reported with the kernel that caused it (slower; tests and
+	// PPL_CUDA_SYNC=1 turn it on).
+	SyncEach bool
+
+	dev  device
+	work chan func()
+
+	mu             sync.Mutex
+	used, peak     int64 // bytes allocated through the engine
+	peakDeviceUsed uint64
+}
+
+// ErrNoDevice is wrapped by Open's errors when there is no usable GPU: no
+// driver, no device, or no device with that ordinal.
+var ErrNoDevice = errors.New("no usable NVIDIA GPU")
+
+var (
+	enginesMu sync.Mutex
+	engines   = map[int]*Engine{}
+	engineErr = map[int]error{}
+)
+
+// Open returns the engine of CUDA device ordinal, starting it on first use:
+// the driver is loaded, the kernels' PTX compiled for the device, cuBLAS
+// opened. An error wraps ErrNoDevice when the machine has no usable GPU.
+// Engines live until the process ends.
+func Open(ordinal int) (*Engine, error) {
+	enginesMu.Lock()
+	defer enginesMu.Unlock()
+	if e, ok := engines[ordinal]; ok {
+		return e, nil
+	}
+	if err, ok := engineErr[ordinal]; ok {
+		return nil, err
+	}
+	e := &Engine{Ordinal: ordinal, work: make(chan func()), SyncEach: os.Getenv("PPL_CUDA_SYNC") == "1"}
+	ready := make(chan error)
+	go e.loop(func() error { return e.initGPU() }, ready)
+	if err := <-ready; err != nil {
+		engineErr[ordinal] = err
+		return nil, err
+	}
+	engines[ordinal] = e
+	return e, nil
+}
+
+// loop is the engine's goroutine: locked to its thread for good, it runs
+// init and then every function handed to Do.
+func (e *Engine) loop(init func() error, ready chan<- error) {
+	runtime.LockOSThread() // never unlocked: the thread carries the context
+	if err := init(); err != nil {
+		ready <- err
+		return
+	}
+	ready <- nil
+	for f := range e.work {
+		f()
+	}
+}
+
+// Do runs f on the engine's thread and returns its error. A panic in f
+// (a bug) comes back as an error, and the engine keeps running.
+func (e *Engine) Do(f func() error) error {
+	done := make(chan error, 1)
+	e.work <- func() {
+		defer func() {
+			if r := recover(); r != nil {
+				done <- fmt.Errorf("cuda: internal error: %v", r)
+			}
+		}()
+		done <- f()
+	}
+	return <-done
+}
+
+// Describe is a one-line description of the device.
+func (e *Engine) Describe() string {
+	return fmt.Sprintf("cuda:%d %s (compute %d.%d, %d SMs, %.0f GiB; CUDA %s, driver %s, %s)",
+		e.Ordinal, e.Name, e.CC[0], e.CC[1], e.SMs, float64(e.Memory)/(1<<30), e.Driver, orUnknown(e.Release), e.CUBLAS)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// Memory accounting: bytes allocated through the engine, and the peak.
+func (e *Engine) account(delta int64) {
+	e.mu.Lock()
+	e.used += delta
+	e.peak = max(e.peak, e.used)
+	e.mu.Unlock()
+}
+
+// PeakAllocated returns the most bytes the engine had allocated at once.
+func (e *Engine) PeakAllocated() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.peak
+}
+
+// Allocated returns the bytes the engine has allocated now.
+func (e *Engine) Allocated() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.used
+}
+
+// PeakDeviceUsed returns the most device memory in use (by anyone: the
+// context, cuBLAS's workspaces and ppl) seen at the end of a window.
+func (e *Engine) PeakDeviceUsed() uint64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.peakDeviceUsed
+}
+
+// sampleMemory records device memory in use; call on the engine's thread.
+func (e *Engine) sampleMemory() {
+	free, total, err := e.dev.memInfo()
+	if err != nil {
+		return
+	}
+	e.mu.Lock()
+	e.peakDeviceUsed = max(e.peakDeviceUsed, total-free)
+	e.mu.Unlock()
+}
+
+// ResetPeak restarts the peak counters (between benchmark runs).
+func (e *Engine) ResetPeak() {
+	e.mu.Lock()
+	e.peak, e.peakDeviceUsed = e.used, 0
+	e.mu.Unlock()
+}
+
+// buf is a device allocation.
+type buf struct {
+	p     ptr
+	bytes int64
+}
+
+// at returns the address off bytes into b.
+func (b buf) at(off int64) ptr { return b.p + ptr(off) }
+
+// alloc allocates bytes (at least 1) of device memory; on the engine's thread.
+func (e *Engine) alloc(bytes int64) (buf, error) {
+	if bytes <= 0 {
+		bytes = 1
+	}
+	bytes = (bytes + 255) &^ 255
+	p, err := e.dev.alloc(bytes)
+	if err != nil {
+		return buf{}, fmt.Errorf("cuda: allocating %s on %s (%s allocated by ppl): %w", humanBytes(bytes), e.label(), humanBytes(e.Allocated()), err)
+	}
+	e.account(bytes)
+	return buf{p, bytes}, nil
+}
+
+// release frees b and zeroes it; on the engine's thread.
+func (e *Engine) release(b *buf) error {
+	if b.p == 0 {
+		return nil
+	}
+	err := e.dev.free(b.p)
+	e.account(-b.bytes)
+	*b = buf{}
+	return err
+}
+
+func (e *Engine) label() string { return fmt.Sprintf("cuda:%d", e.Ordinal) }
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// upload copies src to device address dst.
+func upload[T any](e *Engine, dst ptr, src []T) error {
+	if len(src) == 0 {
+		return nil
+	}
+	n := int64(len(src)) * int64(unsafe.Sizeof(src[0]))
+	err := e.dev.htod(dst, unsafe.Pointer(&src[0]), n)
+	runtime.KeepAlive(src)
+	return err
+}
+
+// download copies len(dst) elements from device address src.
+func download[T any](e *Engine, dst []T, src ptr) error {
+	if len(dst) == 0 {
+		return nil
+	}
+	n := int64(len(dst)) * int64(unsafe.Sizeof(dst[0]))
+	err := e.dev.dtoh(unsafe.Pointer(&dst[0]), src, n)
+	runtime.KeepAlive(dst)
+	return err
+}
+
+// launch queues kernel over grid × block threads with args in the kernel's
+// parameter order. Go int and int32 pass as a C int, int64 as a long long,
+// float32 as float, float64 as double, ptr and buf as pointers.
+func (e *Engine) launch(kernel string, grid, block dim3, args ...any) error {
+	for i, g := range grid {
+		if g == 0 || (i > 0 && g > 65535) {
+			return fmt.Errorf("cuda: kernel %s: bad grid %v", kernel, grid)
+		}
+	}
+	if err := e.dev.launch(kernel, grid, block, args); err != nil {
+		return fmt.Errorf("cuda: kernel %s: %w", kernel, err)
+	}
+	if e.SyncEach {
+		if err := e.dev.sync(); err != nil {
+			return fmt.Errorf("cuda: kernel %s (grid %v block %v): %w", kernel, grid, block, err)
+		}
+	}
+	return nil
+}
+
+// sync waits for the device and reports an asynchronous fault, naming what
+// was running.
+func (e *Engine) sync(what string) error {
+	if err := e.dev.sync(); err != nil {
+		return fmt.Errorf("cuda: %s: %w", what, err)
+	}
+	return nil
+}
+
+// gridFor returns a 1-D grid of 256-thread blocks for a grid-stride loop
+// over n items.
+func gridFor(n int64) dim3 {
+	b := (n + 255) / 256
+	b = max(1, min(b, 1<<16))
+	return dim3{uint32(b), 1, 1}
+}
+
+var block256 = dim3{256, 1, 1}
+
+// Row-major products, as ppl stores them: W is (out, in) with rows of in
+// bf16 values, x is (rows, in) bf16, y is (rows, out).
+
+// gemm computes y = beta·y + x·Wᵀ for rows of x: x (rows, k) bf16 with row
+// stride ldx, W (nOut, k) bf16, y (rows, nOut) float32 or bf16 (yt) with row
+// stride ldy. In cuBLAS's column-major terms that is yᵀ = W·xᵀ, a "TN"
+// product: C (nOut × rows) = op(A)=Aᵀ with A = Wᵀ stored (k × nOut, lda k),
+// times B = xᵀ stored (k × rows, ldb ldx).
+func (e *Engine) gemm(y ptr, yt cublas.DataType, ldy int, x ptr, ldx int, w ptr, rows, k, nOut int, beta float32) error {
+	if rows == 0 {
+		return nil
+	}
+	err := e.dev.gemm(cublas.OpT, cublas.OpN, nOut, rows, k, 1, w, cublas.R16BF, k, x, cublas.R16BF, ldx, beta, y, yt, ldy)
+	if err != nil {
+		return fmt.Errorf("cuda: product (%d×%d)·(%d×%d)ᵀ: %w", rows, k, nOut, k, err)
+	}
+	if e.SyncEach {
+		return e.sync(fmt.Sprintf("product (%d×%d)·(%d×%d)ᵀ", rows, k, nOut, k))
+	}
+	return nil
+}
+
+// elapsed runs f between two events and returns the device time it took.
+// On the sim it returns the host time.
+func (e *Engine) elapsed(f func() error) (time.Duration, error) {
+	g, ok := e.dev.(*gpuDevice)
+	if !ok {
+		t0 := time.Now()
+		err := f()
+		return time.Since(t0), err
+	}
+	return g.elapsed(f)
+}
+
+// kernelModules maps each PTX module to the kernels it holds.
+var kernelModules = map[string][]string{
+	"embed":      {"embed_bf16"},
+	"rmsnorm":    {"rmsnorm_bf16", "rmsnorm_f32"},
+	"rope":       {"rope"},
+	"swiglu":     {"swiglu_bf16"},
+	"add":        {"add_bias", "cast_bf16"},
+	"logsoftmax": {"logsoftmax_target", "logsoftmax_kld"},
+	"kvstore":    {"kv_store_plain", "kv_store_scaled", "kv_store_q4", "kv_amax", "kv_store_nvfp4", "kv_decode"},
+	"attention":  {"attn_simple", "attn_fa16", "attn_fa32", "attn_fa64", "attn_fa128"},
+	"random":     {"fill_uniform_bf16", "fill_f32"},
+}
+
+// gpuDevice is a CUDA device through the driver API and cuBLAS.
+type gpuDevice struct {
+	dev  driver.Device
+	ctx  driver.Context
+	fns  map[string]driver.Function
+	blas cublas.Handle
+	scal *cublas.Scalars
+	args *argBlock
+	pin  runtime.Pinner
+}
+
+// argBlock holds kernel parameters: ptrs[i] points at vals[i]. It is
+// pinned, so the addresses handed to cuLaunchKernel stay valid.
+type argBlock struct {
+	vals [32]uint64
+	ptrs [32]uintptr
+}
+
+// initGPU starts the driver, the context, the kernels and cuBLAS; on the
+// engine's thread.
+func (e *Engine) initGPU() error {
+	wrap := func(err error) error { return fmt.Errorf("%w: %v", ErrNoDevice, err) }
+	if err := driver.Load(); err != nil {
+		return wrap(err)
+	}
+	if err := driver.Init(); err != nil {
+		return wrap(err)
+	}
+	n, err := driver.DeviceCount()
+	if err != nil {
+		return wrap(err)
+	}
+	if e.Ordinal < 0 || e.Ordinal >= n {
+		return fmt.Errorf("%w: device cuda:%d asked for, the driver sees %d CUDA device(s)", ErrNoDevice, e.Ordinal, n)
+	}
+	g := &gpuDevice{fns: map[string]driver.Function{}, scal: &cublas.Scalars{}, args: &argBlock{}}
+	if g.dev, err = driver.DeviceGet(e.Ordinal); err != nil {
+		return err
+	}
+	if e.Name, err = g.dev.Name(); err != nil {
+		return err
+	}
+	for _, a := range []struct {
+		attr driver.Attribute
+		dst  *int
+	}{{driver.AttrComputeCapabilityMajor, &e.CC[0]}, {driver.AttrComputeCapabilityMinor, &e.CC[1]}, {driver.AttrMultiprocessorCount, &e.SMs}} {
+		if *a.dst, err = g.dev.Attribute(a.attr); err != nil {
+			return err
+		}
+	}
+	if e.CC[0] < 8 {
+		return fmt.Errorf("%w: %s has compute capability %d.%d; the CUDA backend needs 8.0 (Ampere) or newer", ErrNoDevice, e.Name, e.CC[0], e.CC[1])
+	}
+	if e.Memory, err = g.dev.TotalMem(); err != nil {
+		return err
+	}
+	if v, err := driver.DriverVersion(); err == nil {
+		e.Driver = fmt.Sprintf("%d.%d", v/1000, v%1000/10)
+	}
+	e.Release = driver.DriverRelease()
+	if g.ctx, err = g.dev.PrimaryCtxRetain(); err != nil {
+		return err
+	}
+	if err := g.ctx.SetCurrent(); err != nil {
+		return err
+	}
+	g.pin.Pin(g.args)
+	g.pin.Pin(g.scal)
+	for i := range g.args.ptrs {
+		g.args.ptrs[i] = uintptr(unsafe.Pointer(&g.args.vals[i]))
+	}
+	t0 := time.Now()
+	for _, mod := range kernels.Modules() {
+		names, ok := kernelModules[mod]
+		if !ok {
+			return fmt.Errorf("cuda: PTX module %s has no kernel list (kernelModules)", mod)
+		}
+		src, err := kernels.PTX(mod)
+		if err != nil {
+			return err
+		}
+		m, err := driver.ModuleLoadData(src)
+		if err != nil {
+			return fmt.Errorf("cuda: loading kernels %s.ptx on %s: %w", mod, e.Name, err)
+		}
+		for _, name := range names {
+			f, err := m.Function(name)
+			if err != nil {
+				return fmt.Errorf("cuda: %s.ptx: %w", mod, err)
+			}
+			g.fns[name] = f
+		}
+	}
+	for _, names := range kernelModules {
+		for _, n := range names {
+			if _, ok := g.fns[n]; !ok {
+				return fmt.Errorf("cuda: kernel %s not found in the embedded PTX", n)
+			}
+		}
+	}
+	e.JIT = time.Since(t0)
+	if err := cublas.Load(); err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	if g.blas, err = cublas.Create(); err != nil {
+		return fmt.Errorf("cuda: %w", err)
+	}
+	if v, err := g.blas.Version(); err == nil {
+		e.CUBLAS = fmt.Sprintf("cuBLAS %d.%d.%d (%s)", v/10000, v%10000/100, v%100, cublas.Library())
+	}
+	e.dev = g
+	// A first allocation, copy and kernel, checked now rather than in the
+	// middle of a window.
+	if err := e.smokeTest(); err != nil {
+		return fmt.Errorf("cuda: first use of %s failed: %w", e.Name, err)
+	}
+	return nil
+}
+
+// smokeTest runs one small kernel and reads its result back.
+func (e *Engine) smokeTest() error {
+	b, err := e.alloc(4 * 1000)
+	if err != nil {
+		return err
+	}
+	defer e.release(&b)
+	if err := e.launch("fill_f32", gridFor(1000), block256, b.p, int64(1000), float32(2.5)); err != nil {
+		return err
+	}
+	got := make([]float32, 1000)
+	if err := download(e, got, b.p); err != nil {
+		return err
+	}
+	for i, v := range got {
+		if v != 2.5 {
+			return fmt.Errorf("fill_f32 wrote %v at %d, want 2.5", v, i)
+		}
+	}
+	return nil
+}
+
+func (g *gpuDevice) alloc(bytes int64) (ptr, error) { return driver.MemAlloc(uint64(bytes)) }
+func (g *gpuDevice) free(p ptr) error               { return driver.MemFree(p) }
+func (g *gpuDevice) htod(dst ptr, src unsafe.Pointer, n int64) error {
+	return driver.MemcpyHtoD(dst, src, uint64(n))
+}
+func (g *gpuDevice) dtoh(dst unsafe.Pointer, src ptr, n int64) error {
+	return driver.MemcpyDtoH(dst, src, uint64(n))
+}
+func (g *gpuDevice) memsetD32(p ptr, v uint32, n int64) error { return driver.MemsetD32(p, v, uint64(n)) }
+func (g *gpuDevice) sync() error                               { return driver.CtxSynchronize() }
+func (g *gpuDevice) memInfo() (uint64, uint64, error)          { return driver.MemGetInfo() }
+
+func (g *gpuDevice) launch(kernel string, grid, block dim3, args []any) error {
+	f, ok := g.fns[kernel]
+	if !ok {
+		return errors.New("no such kernel")
+	}
+	if len(args) > len(g.args.vals) {
+		return fmt.Errorf("%d arguments, at most %d", len(args), len(g.args.vals))
+	}
+	for i, a := range args {
+		v, err := argBits(a)
+		if err != nil {
+			return fmt.Errorf("argument %d: %w", i, err)
+		}
+		g.args.vals[i] = v
+	}
+	return driver.LaunchKernel(f, grid, block, 0, 0, uintptr(unsafe.Pointer(&g.args.ptrs[0])))
+}
+
+// argBits is a kernel argument's bytes, little-endian in a 64-bit slot
+// (the driver reads as many bytes as the parameter has).
+func argBits(a any) (uint64, error) {
+	switch v := a.(type) {
+	case ptr:
+		return uint64(v), nil
+	case buf:
+		return uint64(v.p), nil
+	case int:
+		if v < math.MinInt32 || v > math.MaxInt32 {
+			return 0, fmt.Errorf("int %d does not fit a C int", v)
+		}
+		return uint64(uint32(int32(v))), nil
+	case int32:
+		return uint64(uint32(v)), nil
+	case int64:
+		return uint64(v), nil
+	case uint64:
+		return v, nil
+	case float32:
+		return uint64(math.Float32bits(v)), nil
+	case float64:
+		return math.Float64bits(v), nil
+	}
+	return 0, fmt.Errorf("unsupported type %T", a)
+}
+
+func (g *gpuDevice) gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at cublas.DataType, lda int,
+	b ptr, bt cublas.DataType, ldb int, beta float32, c ptr, ct cublas.DataType, ldc int) error {
+	g.scal.Alpha, g.scal.Beta = alpha, beta
+	return g.blas.GemmEx(ta, tb, m, n, k, g.scal, a, at, lda, b, bt, ldb, c, ct, ldc)
+}
+
+func (g *gpuDevice) elapsed(f func() error) (time.Duration, error) {
+	start, err := driver.EventCreate()
+	if err != nil {
+		return 0, err
+	}
+	defer start.Destroy()
+	end, err := driver.EventCreate()
+	if err != nil {
+		return 0, err
+	}
+	defer end.Destroy()
+	if err := start.Record(0); err != nil {
+		return 0, err
+	}
+	if err := f(); err != nil {
+		return 0, err
+	}
+	if err := end.Record(0); err != nil {
+		return 0, err
+	}
+	if err := end.Synchronize(); err != nil {
+		return 0, err
+	}
+	ms, err := driver.Elapsed(start, end)
+	return time.Duration(float64(ms) * float64(time.Millisecond)), err
+}

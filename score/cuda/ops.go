@@ -1,0 +1,218 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+
+	"ppl.dev/score/kvcache"
+)
+
+// Typed launchers, one per kernel of ppl.dev/kernels, in the order of the
+// kernels' parameters. Each runs on the engine's thread.
+
+// embed: out (n, dim) f32 <- rows tokens of table (vocab, dim) bf16.
+func (e *Engine) embed(out, table, tokens ptr, n, dim int) error {
+	return e.launch("embed_bf16", dim3{uint32(n), 1, 1}, block256, out, table, tokens, n, dim)
+}
+
+// rmsnormBF16: out (rows, d) bf16 <- RMSNorm(x (rows, d) f32) · w.
+func (e *Engine) rmsnormBF16(out, x, w ptr, rows, d int, eps float64) error {
+	return e.launch("rmsnorm_bf16", dim3{uint32(rows), 1, 1}, block256, out, x, w, rows, d, eps)
+}
+
+// rmsnormF32: out (rows, d) f32 <- RMSNorm(x) · w; out may be x.
+func (e *Engine) rmsnormF32(out, x, w ptr, rows, d int, eps float64) error {
+	return e.launch("rmsnorm_f32", dim3{uint32(rows), 1, 1}, dim3{128, 1, 1}, out, x, w, rows, d, eps)
+}
+
+// rope rotates x (n, heads, hd) f32 in place with tables (n, dims/2) float64.
+func (e *Engine) rope(x, cos, sin ptr, n, heads, hd, dims int, neox bool) error {
+	return e.launch("rope", gridFor(int64(n)*int64(heads)*int64(dims/2)), block256, x, cos, sin, n, heads, hd, dims, b2i(neox))
+}
+
+// swiglu: out (rows, f) bf16 <- silu(gate)·up, gate and up rows of f with
+// strides gs and us.
+func (e *Engine) swiglu(out, gate, up ptr, rows, f, gs, us int) error {
+	return e.launch("swiglu_bf16", gridFor(int64(rows)*int64(f)), block256, out, gate, up, rows, f, gs, us)
+}
+
+// addBias: x (rows, d) f32 += b (d).
+func (e *Engine) addBias(x, b ptr, rows, d int) error {
+	return e.launch("add_bias", gridFor(int64(rows)*int64(d)), block256, x, b, rows, d)
+}
+
+// castBF16: out (count) bf16 <- x (count) f32.
+func (e *Engine) castBF16(out, x ptr, count int64) error {
+	return e.launch("cast_bf16", gridFor(count), block256, out, x, count)
+}
+
+// fillUniform: out (count) bf16 <- uniform(-a, a) from seed.
+func (e *Engine) fillUniform(out ptr, count int64, seed uint64, a float32) error {
+	return e.launch("fill_uniform_bf16", gridFor(count), block256, out, count, seed, a)
+}
+
+// fillF32: out (count) f32 <- v.
+func (e *Engine) fillF32(out ptr, count int64, v float32) error {
+	return e.launch("fill_f32", gridFor(count), block256, out, count, v)
+}
+
+const lsmThreads = 512 // LSM_THREADS in logsoftmax.cu
+
+// logsoftmax: per row r of logits (rows, vocab) f32: lp[r] (float64), arg[r]
+// and bad[r] (int32) for target targets[r].
+func (e *Engine) logsoftmax(logits ptr, rows, vocab int, targets, lp, arg, bad ptr) error {
+	return e.launch("logsoftmax_target", dim3{uint32(rows), 1, 1}, dim3{lsmThreads, 1, 1}, logits, rows, vocab, targets, lp, arg, bad)
+}
+
+// logsoftmaxKLD: logsoftmax for logits and the reference's rlogits, and
+// kld[r] = KL(ref || model).
+func (e *Engine) logsoftmaxKLD(logits, rlogits ptr, rows, vocab int, targets, lp, arg, bad, rlp, rarg, rbad, kld ptr) error {
+	return e.launch("logsoftmax_kld", dim3{uint32(rows), 1, 1}, dim3{lsmThreads, 1, 1},
+		logits, rlogits, rows, vocab, targets, lp, arg, bad, rlp, rarg, rbad, kld)
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// KV cache format ids (KV_* in kernels/kvformat.cuh), by kvcache codec name.
+const (
+	kvF32 = iota
+	kvF16
+	kvBF16
+	kvInt8
+	kvFP8
+	kvQ4
+	kvNVFP4
+)
+
+var kvIDs = map[string]int{"f32": kvF32, "f16": kvF16, "bf16": kvBF16, "int8": kvInt8, "fp8": kvFP8, "q4": kvQ4, "nvfp4": kvNVFP4}
+
+// kvFormat returns the device format ids of a --kv-dtype's key and value codecs.
+func kvFormat(name string) (k, v int, err error) {
+	f, err := kvcache.Lookup(name)
+	if err != nil {
+		return 0, 0, err
+	}
+	k, okK := kvIDs[f.K.Name()]
+	v, okV := kvIDs[f.V.Name()]
+	if !okK || !okV {
+		return 0, 0, fmt.Errorf("cuda: KV cache dtype %s (%s keys, %s values) has no kernels", f.Name, f.K.Name(), f.V.Name())
+	}
+	return k, v, nil
+}
+
+// kvSizes returns the bytes of the data and scales planes of a cache tensor
+// of groups (token, head) pairs of hd values (kvcache's layouts).
+func kvSizes(format int, groups int64, hd int) (data, scales int64) {
+	n := groups * int64(hd)
+	switch format {
+	case kvF32:
+		return 4 * n, 0
+	case kvF16, kvBF16:
+		return 2 * n, 0
+	case kvInt8, kvFP8:
+		return n, 4 * groups
+	case kvQ4:
+		return groups * int64((hd+31)/32) * 18, 0
+	case kvNVFP4:
+		return groups * int64((hd+1)/2), groups * int64((hd+15)/16)
+	}
+	panic(fmt.Sprintf("cuda: unknown KV format %d", format))
+}
+
+// kvTensor is one cache tensor (a layer's keys or values of a window) on
+// the device: its planes, sized for up to groups (token, head) pairs.
+type kvTensor struct {
+	format       int
+	groups       int64
+	hd           int
+	data, scales buf
+	words        buf // [0] the nvfp4 tensor scale (float), [1] its amax (bits)
+}
+
+func (e *Engine) newKV(format int, groups int64, hd int) (*kvTensor, error) {
+	t := &kvTensor{format: format, groups: groups, hd: hd}
+	d, s := kvSizes(format, groups, hd)
+	var err error
+	if t.data, err = e.alloc(d); err != nil {
+		return nil, err
+	}
+	if t.scales, err = e.alloc(s); err != nil {
+		e.release(&t.data)
+		return nil, err
+	}
+	if t.words, err = e.alloc(8); err != nil {
+		e.release(&t.data)
+		e.release(&t.scales)
+		return nil, err
+	}
+	return t, nil
+}
+
+func (e *Engine) freeKV(t *kvTensor) {
+	if t == nil {
+		return
+	}
+	e.release(&t.data)
+	e.release(&t.scales)
+	e.release(&t.words)
+}
+
+func (t *kvTensor) tscale() ptr { return t.words.at(0) }
+
+// kvStore encodes x (tokens, heads, hd) f32 into t's format.
+func (e *Engine) kvStore(t *kvTensor, x ptr, tokens, heads, hd int) error {
+	groups := int64(tokens) * int64(heads)
+	if groups > t.groups || hd != t.hd {
+		return fmt.Errorf("cuda: KV tensor for %d×%d values holds %d×%d", groups, hd, t.groups, t.hd)
+	}
+	count := groups * int64(hd)
+	switch t.format {
+	case kvF32, kvF16, kvBF16:
+		return e.launch("kv_store_plain", gridFor(count), block256, t.data.p, x, count, t.format)
+	case kvInt8, kvFP8:
+		return e.launch("kv_store_scaled", gridFor(groups), block256, t.data.p, t.scales.p, x, groups, hd, t.format)
+	case kvQ4:
+		return e.launch("kv_store_q4", gridFor(groups*int64((hd+31)/32)), block256, t.data.p, x, groups, hd)
+	case kvNVFP4:
+		amax := t.words.at(4)
+		if err := e.dev.memsetD32(amax, 0, 1); err != nil {
+			return fmt.Errorf("cuda: clearing the nvfp4 amax: %w", err)
+		}
+		if err := e.launch("kv_amax", gridFor(count), block256, amax, x, count); err != nil {
+			return err
+		}
+		return e.launch("kv_store_nvfp4", gridFor(groups*int64((hd+15)/16)), block256,
+			t.data.p, t.scales.p, t.tscale(), amax, x, groups, hd)
+	}
+	return fmt.Errorf("cuda: unknown KV format %d", t.format)
+}
+
+// kvDecode writes t's first tokens×heads groups back as f32 (tests).
+func (e *Engine) kvDecode(out ptr, t *kvTensor, tokens, heads int) error {
+	n := int64(tokens) * int64(heads) * int64(t.hd)
+	return e.launch("kv_decode", gridFor(n), block256, out, t.format, t.data.p, t.scales.p, t.tscale(), int64(tokens), heads, t.hd)
+}
+
+// flashHeadDims are the head sizes with a tensor-core attention kernel.
+var flashHeadDims = map[int]bool{16: true, 32: true, 64: true, 128: true}
+
+// attention: out (n, heads·hd) bf16 <- causal attention of q (n, heads, hd)
+// f32 over the cache tensors k and v (n, kvheads, hd), scores scaled by
+// scale. flash selects the tensor-core kernel (head sizes in flashHeadDims).
+func (e *Engine) attention(out, q ptr, n, heads, kvheads, hd int, scale float64, k, v *kvTensor, flash bool) error {
+	if heads%kvheads != 0 || hd > 256 {
+		return fmt.Errorf("cuda: attention with %d heads, %d KV heads of size %d not supported", heads, kvheads, hd)
+	}
+	kargs := []any{k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale()}
+	if flash && flashHeadDims[hd] {
+		args := append([]any{out, q, n, heads, kvheads, float32(scale * math.Log2E)}, kargs...)
+		return e.launch(fmt.Sprintf("attn_fa%d", hd), dim3{uint32((n + 63) / 64), uint32(heads), 1}, dim3{128, 1, 1}, args...)
+	}
+	args := append([]any{out, q, n, heads, kvheads, hd, float32(scale)}, kargs...)
+	return e.launch("attn_simple", dim3{uint32(n), uint32(heads), 1}, dim3{128, 1, 1}, args...)
+}

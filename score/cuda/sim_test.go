@@ -1,0 +1,661 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"unsafe"
+
+	"ppl.dev/quant"
+	"ppl.dev/score/cuda/cublas"
+	"ppl.dev/score/kvcache"
+	"ppl.dev/score/nn"
+)
+
+// simDevice emulates the device in Go: memory is byte slices, each kernel
+// is its CPU reference (or a port of the kernel's arithmetic) behind the
+// kernel's exact parameter list, and GEMM is cublasGemmEx's column-major
+// definition. It checks launch shapes where a kernel needs its grid to
+// cover the work. The engine and the model run on it unchanged, so every
+// host-side path (arguments, offsets, the order of the forward pass, row
+// blocks, chunks) is tested on machines without a GPU.
+type simDevice struct {
+	mu       sync.Mutex
+	mem      map[uint64][]byte
+	next     uint64
+	launches map[string]int
+	// bf16Attention rounds q, k, v to bf16 in the flash kernels' emulation,
+	// as the tensor cores see them.
+	bf16Attention bool
+}
+
+const simSpan = 1 << 40 // address space per allocation
+
+func newSimEngine() *Engine {
+	e := &Engine{Ordinal: -1, Name: "simulated GPU", CC: [2]int{9, 0}, SMs: 1, Memory: 1 << 34, Driver: "sim",
+		work: make(chan func()), SyncEach: true,
+		dev: &simDevice{mem: map[uint64][]byte{}, launches: map[string]int{}, bf16Attention: true}}
+	ready := make(chan error)
+	go e.loop(func() error { return nil }, ready)
+	<-ready
+	return e
+}
+
+func (s *simDevice) alloc(n int64) (ptr, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n >= simSpan {
+		return 0, errors.New("simulated out of memory")
+	}
+	s.next++
+	base := s.next * simSpan
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = 0xff // poison: a kernel that reads what nothing wrote sees NaNs
+	}
+	s.mem[base] = b
+	return ptr(base), nil
+}
+
+func (s *simDevice) free(p ptr) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.mem[uint64(p)]; !ok {
+		return fmt.Errorf("free of %#x: not an allocation", uint64(p))
+	}
+	delete(s.mem, uint64(p))
+	return nil
+}
+
+// view returns the bytes from p to the end of its allocation.
+func (s *simDevice) view(p ptr) []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	base := uint64(p) / simSpan * simSpan
+	b, ok := s.mem[base]
+	off := uint64(p) - base
+	if !ok || off > uint64(len(b)) {
+		panic(fmt.Sprintf("sim: address %#x is not in an allocation", uint64(p)))
+	}
+	return b[off:]
+}
+
+func (s *simDevice) htod(dst ptr, src unsafe.Pointer, n int64) error {
+	d := s.view(dst)
+	if int64(len(d)) < n {
+		return fmt.Errorf("copy of %d bytes to %#x overruns its allocation", n, uint64(dst))
+	}
+	copy(d[:n], unsafe.Slice((*byte)(src), n))
+	return nil
+}
+
+func (s *simDevice) dtoh(dst unsafe.Pointer, src ptr, n int64) error {
+	d := s.view(src)
+	if int64(len(d)) < n {
+		return fmt.Errorf("copy of %d bytes from %#x overruns its allocation", n, uint64(src))
+	}
+	copy(unsafe.Slice((*byte)(dst), n), d[:n])
+	return nil
+}
+
+func (s *simDevice) memsetD32(p ptr, v uint32, n int64) error {
+	u := u32s(s.view(p))
+	for i := range n {
+		u[i] = v
+	}
+	return nil
+}
+
+func (s *simDevice) sync() error                      { return nil }
+func (s *simDevice) memInfo() (uint64, uint64, error) { return 1 << 33, 1 << 34, nil }
+
+func f32s(b []byte) []float32 { return unsafe.Slice((*float32)(unsafe.Pointer(&b[0])), len(b)/4) }
+func f64s(b []byte) []float64 { return unsafe.Slice((*float64)(unsafe.Pointer(&b[0])), len(b)/8) }
+func u16s(b []byte) []uint16  { return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2) }
+func u32s(b []byte) []uint32  { return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4) }
+func i32s(b []byte) []int32   { return unsafe.Slice((*int32)(unsafe.Pointer(&b[0])), len(b)/4) }
+
+// simArgs reads a kernel's arguments by position, checking their Go types
+// against the C parameter types.
+type simArgs struct {
+	s    *simDevice
+	args []any
+	err  error
+}
+
+func (a *simArgs) fail(i int, want string) {
+	if a.err == nil {
+		a.err = fmt.Errorf("argument %d is %T, the kernel takes %s", i, a.args[i], want)
+	}
+}
+
+func (a *simArgs) ptr(i int) []byte {
+	switch v := a.args[i].(type) {
+	case ptr:
+		if v == 0 {
+			return nil
+		}
+		return a.s.view(v)
+	case buf:
+		return a.s.view(v.p)
+	}
+	a.fail(i, "a pointer")
+	return nil
+}
+
+func (a *simArgs) int(i int) int {
+	switch v := a.args[i].(type) {
+	case int:
+		return v
+	case int32:
+		return int(v)
+	}
+	a.fail(i, "int")
+	return 0
+}
+
+func (a *simArgs) i64(i int) int64 {
+	if v, ok := a.args[i].(int64); ok {
+		return v
+	}
+	a.fail(i, "long long")
+	return 0
+}
+
+func (a *simArgs) u64(i int) uint64 {
+	if v, ok := a.args[i].(uint64); ok {
+		return v
+	}
+	a.fail(i, "unsigned long long")
+	return 0
+}
+
+func (a *simArgs) f32(i int) float32 {
+	if v, ok := a.args[i].(float32); ok {
+		return v
+	}
+	a.fail(i, "float")
+	return 0
+}
+
+func (a *simArgs) f64(i int) float64 {
+	if v, ok := a.args[i].(float64); ok {
+		return v
+	}
+	a.fail(i, "double")
+	return 0
+}
+
+// simKernels maps kernel names to their emulation and parameter count.
+var simKernels = map[string]struct {
+	nargs int
+	run   func(s *simDevice, a *simArgs, grid dim3) error
+}{
+	"embed_bf16": {5, func(s *simDevice, a *simArgs, grid dim3) error {
+		out, table, tok, n, dim := f32s(a.ptr(0)), u16s(a.ptr(1)), i32s(a.ptr(2)), a.int(3), a.int(4)
+		if err := covers(grid[0], n, "tokens"); err != nil || a.err != nil {
+			return errors.Join(err, a.err)
+		}
+		for t := range n {
+			for i := range dim {
+				out[t*dim+i] = quant.BF16ToF32(table[int(tok[t])*dim+i])
+			}
+		}
+		return nil
+	}},
+	"rmsnorm_bf16": {6, func(s *simDevice, a *simArgs, grid dim3) error {
+		return simRMSNorm(a, grid, true)
+	}},
+	"rmsnorm_f32": {6, func(s *simDevice, a *simArgs, grid dim3) error {
+		return simRMSNorm(a, grid, false)
+	}},
+	"rope": {8, func(s *simDevice, a *simArgs, grid dim3) error {
+		x, cos, sin := f32s(a.ptr(0)), f64s(a.ptr(1)), f64s(a.ptr(2))
+		n, heads, hd, dims, neox := a.int(3), a.int(4), a.int(5), a.int(6), a.int(7)
+		if a.err != nil {
+			return a.err
+		}
+		half := dims / 2
+		for t := range n {
+			for h := range heads {
+				v := x[(t*heads+h)*hd : (t*heads+h+1)*hd]
+				for i := range half {
+					ia, ib := 2*i, 2*i+1
+					if neox != 0 {
+						ia, ib = i, i+half
+					}
+					c, s := cos[t*half+i], sin[t*half+i]
+					p, q := float64(v[ia]), float64(v[ib])
+					v[ia] = float32(p*c - q*s)
+					v[ib] = float32(p*s + q*c)
+				}
+			}
+		}
+		return nil
+	}},
+	"swiglu_bf16": {7, func(s *simDevice, a *simArgs, grid dim3) error {
+		out, gate, up := u16s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2))
+		rows, f, gs, us := a.int(3), a.int(4), a.int(5), a.int(6)
+		if a.err != nil {
+			return a.err
+		}
+		tmp := make([]float32, f)
+		for r := range rows {
+			nn.SwiGLU(tmp, gate[r*gs:r*gs+f], up[r*us:r*us+f])
+			for i, v := range tmp {
+				out[r*f+i] = quant.F32ToBF16(v)
+			}
+		}
+		return nil
+	}},
+	"add_bias": {4, func(s *simDevice, a *simArgs, grid dim3) error {
+		x, b, rows, d := f32s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3)
+		for r := range rows {
+			for j := range d {
+				x[r*d+j] += b[j]
+			}
+		}
+		return a.err
+	}},
+	"cast_bf16": {3, func(s *simDevice, a *simArgs, grid dim3) error {
+		out, x, n := u16s(a.ptr(0)), f32s(a.ptr(1)), a.i64(2)
+		for i := range n {
+			out[i] = quant.F32ToBF16(x[i])
+		}
+		return a.err
+	}},
+	"fill_uniform_bf16": {4, func(s *simDevice, a *simArgs, grid dim3) error {
+		out, n, seed, amp := u16s(a.ptr(0)), a.i64(1), a.u64(2), a.f32(3)
+		for i := range n {
+			r := mix32(seed*0x9e3779b97f4a7c15 + uint64(i))
+			u := float32(r>>8) * (1.0 / 16777216.0)
+			out[i] = quant.F32ToBF16((2*u - 1) * amp)
+		}
+		return a.err
+	}},
+	"fill_f32": {3, func(s *simDevice, a *simArgs, grid dim3) error {
+		out, n, v := f32s(a.ptr(0)), a.i64(1), a.f32(2)
+		for i := range n {
+			out[i] = v
+		}
+		return a.err
+	}},
+	"logsoftmax_target": {7, func(s *simDevice, a *simArgs, grid dim3) error {
+		logits, rows, vocab, targets := f32s(a.ptr(0)), a.int(1), a.int(2), i32s(a.ptr(3))
+		lp, arg, bad := f64s(a.ptr(4)), i32s(a.ptr(5)), i32s(a.ptr(6))
+		if err := covers(grid[0], rows, "rows"); err != nil || a.err != nil {
+			return errors.Join(err, a.err)
+		}
+		for r := range rows {
+			z := logits[r*vocab : (r+1)*vocab]
+			lse, am, b := refLogSumExp(z)
+			if b >= 0 {
+				bad[r], arg[r], lp[r] = int32(b), 0, float64(z[b])
+				continue
+			}
+			bad[r], arg[r], lp[r] = -1, int32(am), float64(z[targets[r]])-lse
+		}
+		return nil
+	}},
+	"logsoftmax_kld": {12, func(s *simDevice, a *simArgs, grid dim3) error {
+		logits, rlogits, rows, vocab, targets := f32s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), i32s(a.ptr(4))
+		lp, arg, bad := f64s(a.ptr(5)), i32s(a.ptr(6)), i32s(a.ptr(7))
+		rlp, rarg, rbad, kld := f64s(a.ptr(8)), i32s(a.ptr(9)), i32s(a.ptr(10)), f64s(a.ptr(11))
+		if err := covers(grid[0], rows, "rows"); err != nil || a.err != nil {
+			return errors.Join(err, a.err)
+		}
+		for r := range rows {
+			z, rz := logits[r*vocab:(r+1)*vocab], rlogits[r*vocab:(r+1)*vocab]
+			lse, am, b := refLogSumExp(z)
+			rlse, ram, rb := refLogSumExp(rz)
+			if b >= 0 || rb >= 0 {
+				bad[r], rbad[r] = int32(b), int32(rb)
+				lp[r], rlp[r], kld[r] = 0, 0, 0
+				if b >= 0 {
+					lp[r] = float64(z[b])
+				}
+				if rb >= 0 {
+					rlp[r] = float64(rz[rb])
+				}
+				continue
+			}
+			t := targets[r]
+			bad[r], rbad[r], arg[r], rarg[r] = -1, -1, int32(am), int32(ram)
+			lp[r], rlp[r] = float64(z[t])-lse, float64(rz[t])-rlse
+			kld[r] = refKLD(rz, rlse, z, lse)
+		}
+		return nil
+	}},
+	"kv_store_plain": {4, func(s *simDevice, a *simArgs, grid dim3) error {
+		data, x, count, format := a.ptr(0), f32s(a.ptr(1)), a.i64(2), a.int(3)
+		if a.err != nil {
+			return a.err
+		}
+		var b kvcache.Block
+		codecs[format].Encode(&b, x[:count], int(count), 1, 1)
+		copy(data, b.Data)
+		return nil
+	}},
+	"kv_store_scaled": {6, func(s *simDevice, a *simArgs, grid dim3) error {
+		data, scales, x, groups, hd, format := a.ptr(0), a.ptr(1), f32s(a.ptr(2)), a.i64(3), a.int(4), a.int(5)
+		if a.err != nil {
+			return a.err
+		}
+		var b kvcache.Block
+		codecs[format].Encode(&b, x[:groups*int64(hd)], int(groups), 1, hd)
+		copy(data, b.Data)
+		copy(scales, b.Scales)
+		return nil
+	}},
+	"kv_store_q4": {4, func(s *simDevice, a *simArgs, grid dim3) error {
+		data, x, groups, hd := a.ptr(0), f32s(a.ptr(1)), a.i64(2), a.int(3)
+		if a.err != nil {
+			return a.err
+		}
+		var b kvcache.Block
+		kvcache.Q4{}.Encode(&b, x[:groups*int64(hd)], int(groups), 1, hd)
+		copy(data, b.Data)
+		return nil
+	}},
+	"kv_amax": {3, func(s *simDevice, a *simArgs, grid dim3) error {
+		word, x, count := u32s(a.ptr(0)), f32s(a.ptr(1)), a.i64(2)
+		if a.err != nil {
+			return a.err
+		}
+		var m float32
+		bits := uint32(0)
+		for _, v := range x[:count] {
+			av := float32(math.Abs(float64(v)))
+			if !(av <= math.MaxFloat32) {
+				bits = 0x7fc00000
+				break
+			}
+			m = max(m, av)
+			bits = math.Float32bits(m)
+		}
+		word[0] = max(word[0], bits)
+		return nil
+	}},
+	"kv_store_nvfp4": {7, func(s *simDevice, a *simArgs, grid dim3) error {
+		data, scales, tscale, word := a.ptr(0), a.ptr(1), f32s(a.ptr(2)), u32s(a.ptr(3))
+		x, groups, hd := f32s(a.ptr(4)), a.i64(5), a.int(6)
+		if a.err != nil {
+			return a.err
+		}
+		var b kvcache.Block
+		kvcache.NVFP4{}.Encode(&b, x[:groups*int64(hd)], int(groups), 1, hd)
+		if g := math.Float32frombits(word[0]) / (6 * 448); math.Float32bits(g) != math.Float32bits(b.TensorScale) {
+			return fmt.Errorf("amax word gives tensor scale %v, kvcache %v", g, b.TensorScale)
+		}
+		copy(data, b.Data)
+		copy(scales, b.Scales)
+		tscale[0] = b.TensorScale
+		return nil
+	}},
+	"kv_decode": {8, func(s *simDevice, a *simArgs, grid dim3) error {
+		out := f32s(a.ptr(0))
+		p := simPlanes{format: a.int(1), data: a.ptr(2), scales: a.ptr(3), tscale: a.ptr(4)}
+		tokens, heads, hd := a.i64(5), a.int(6), a.int(7)
+		if a.err != nil {
+			return a.err
+		}
+		p.heads, p.hd = heads, hd
+		for t := range int(tokens) {
+			for h := range heads {
+				for i := range hd {
+					out[(t*heads+h)*hd+i] = p.decode(t, h, i)
+				}
+			}
+		}
+		return nil
+	}},
+	"attn_simple": {15, func(s *simDevice, a *simArgs, grid dim3) error {
+		n, heads := a.int(2), a.int(3)
+		if err := covers(grid[0], n, "queries"); err != nil {
+			return err
+		}
+		if err := covers(grid[1], heads, "heads"); err != nil {
+			return err
+		}
+		return simAttention(a, a.int(5), float64(a.f32(6)), 7, false)
+	}},
+	"attn_fa16":  {14, simFlash(16)},
+	"attn_fa32":  {14, simFlash(32)},
+	"attn_fa64":  {14, simFlash(64)},
+	"attn_fa128": {14, simFlash(128)},
+}
+
+func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
+	return func(s *simDevice, a *simArgs, grid dim3) error {
+		n, heads := a.int(2), a.int(3)
+		if err := covers(grid[0], (n+63)/64, "query tiles"); err != nil {
+			return err
+		}
+		if err := covers(grid[1], heads, "heads"); err != nil {
+			return err
+		}
+		return simAttention(a, hd, float64(a.f32(5))/math.Log2E, 6, s.bf16Attention)
+	}
+}
+
+var codecs = map[int]kvcache.Codec{kvF32: kvcache.F32{}, kvF16: kvcache.F16{}, kvBF16: kvcache.BF16{},
+	kvInt8: kvcache.Int8{}, kvFP8: kvcache.FP8{}, kvQ4: kvcache.Q4{}, kvNVFP4: kvcache.NVFP4{}}
+
+func covers(g uint32, n int, what string) error {
+	if int(g) < n {
+		return fmt.Errorf("grid of %d blocks for %d %s", g, n, what)
+	}
+	return nil
+}
+
+func simRMSNorm(a *simArgs, grid dim3, toBF16 bool) error {
+	x, w, rows, d, eps := f32s(a.ptr(1)), f32s(a.ptr(2)), a.int(3), a.int(4), a.f64(5)
+	if err := covers(grid[0], rows, "rows"); err != nil || a.err != nil {
+		return errors.Join(err, a.err)
+	}
+	norm := nn.RMSNorm{Name: "sim", W: w[:d], Eps: eps}
+	if !toBF16 {
+		out := f32s(a.ptr(0))
+		norm.Forward(nn.NewContext(1), out[:rows*d], x[:rows*d], rows)
+		return nil
+	}
+	tmp := make([]float32, rows*d)
+	norm.Forward(nn.NewContext(1), tmp, x[:rows*d], rows)
+	out := u16s(a.ptr(0))
+	for i, v := range tmp {
+		out[i] = quant.F32ToBF16(v)
+	}
+	return nil
+}
+
+// simAttention decodes the cache planes (arguments from k0 on: kfmt, kdata,
+// kscales, ktscale, vfmt, ...) and runs nn.Attention.
+func simAttention(a *simArgs, hd int, scale float64, k0 int, roundBF16 bool) error {
+	out, q, n, heads, kvheads := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
+	K := simPlanes{format: a.int(k0), data: a.ptr(k0 + 1), scales: a.ptr(k0 + 2), tscale: a.ptr(k0 + 3), heads: kvheads, hd: hd}
+	V := simPlanes{format: a.int(k0 + 4), data: a.ptr(k0 + 5), scales: a.ptr(k0 + 6), tscale: a.ptr(k0 + 7), heads: kvheads, hd: hd}
+	if a.err != nil {
+		return a.err
+	}
+	r := func(v float32) float32 {
+		if roundBF16 {
+			return quant.BF16ToF32(quant.F32ToBF16(v))
+		}
+		return v
+	}
+	qs := make([]float32, n*heads*hd)
+	for i := range qs {
+		qs[i] = r(q[i])
+	}
+	ks, vs := make([]float32, n*kvheads*hd), make([]float32, n*kvheads*hd)
+	for t := range n {
+		for h := range kvheads {
+			for i := range hd {
+				ks[(t*kvheads+h)*hd+i] = r(K.decode(t, h, i))
+				vs[(t*kvheads+h)*hd+i] = r(V.decode(t, h, i))
+			}
+		}
+	}
+	o := make([]float32, n*heads*hd)
+	att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: scale}
+	att.Forward(nn.NewContext(0), o, qs, ks, vs, n)
+	for i, v := range o {
+		out[i] = quant.F32ToBF16(v)
+	}
+	return nil
+}
+
+// simPlanes reads a cache tensor's planes as kv_decode1 (kvformat.cuh) does.
+type simPlanes struct {
+	format               int
+	data, scales, tscale []byte
+	heads, hd            int
+}
+
+func (p *simPlanes) decode(t, h, i int) float32 {
+	g := t*p.heads + h
+	switch p.format {
+	case kvF32:
+		return f32s(p.data)[g*p.hd+i]
+	case kvF16:
+		return quant.F16ToF32(u16s(p.data)[g*p.hd+i])
+	case kvBF16:
+		return quant.BF16ToF32(u16s(p.data)[g*p.hd+i])
+	case kvInt8:
+		return float32(int8(p.data[g*p.hd+i])) * f32s(p.scales)[g]
+	case kvFP8:
+		return kvcache.E4M3Value(p.data[g*p.hd+i]) * f32s(p.scales)[g]
+	case kvQ4:
+		nb, k := (p.hd+31)/32, i/32
+		j := i - k*32
+		blk := p.data[(g*nb+k)*18:]
+		d := quant.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
+		nib := blk[2+j&15]
+		if j >= 16 {
+			nib >>= 4
+		}
+		return float32(int(nib&15)-8) * d
+	case kvNVFP4:
+		pb, nb := (p.hd+1)/2, (p.hd+15)/16
+		b := p.data[g*pb+i/2] >> (4 * (i & 1))
+		s := kvcache.E4M3Value(p.scales[g*nb+i/16])
+		return kvcache.E2M1Value(b) * s * f32s(p.tscale)[0]
+	}
+	panic(fmt.Sprintf("sim: KV format %d", p.format))
+}
+
+// refLogSumExp is model.logSumExp (score/model/score.go, unexported there):
+// log Σ exp(z) in float64, the first argmax, and the first non-finite
+// index (-1 when none).
+func refLogSumExp(row []float32) (lse float64, arg, bad int) {
+	mx := row[0]
+	for i, v := range row {
+		if v-v != 0 {
+			return 0, 0, i
+		}
+		if v > mx {
+			mx, arg = v, i
+		}
+	}
+	m := float64(mx)
+	var s float64
+	for _, v := range row {
+		s += math.Exp(float64(v) - m)
+	}
+	return m + math.Log(s), arg, -1
+}
+
+// refKLD is model.kld: KL(softmax(pz) || softmax(qz)).
+func refKLD(pz []float32, plse float64, qz []float32, qlse float64) float64 {
+	var s float64
+	for i, v := range pz {
+		lp := float64(v) - plse
+		s += math.Exp(lp) * (lp - (float64(qz[i]) - qlse))
+	}
+	return s
+}
+
+func mix32(x uint64) uint32 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return uint32(x)
+}
+
+func (s *simDevice) launch(kernel string, grid, block dim3, args []any) error {
+	k, ok := simKernels[kernel]
+	if !ok {
+		return errors.New("no such kernel in the simulator")
+	}
+	if len(args) != k.nargs {
+		return fmt.Errorf("%d arguments, the kernel takes %d", len(args), k.nargs)
+	}
+	for i, v := range args {
+		if _, err := argBits(v); err != nil {
+			return fmt.Errorf("argument %d: %w", i, err)
+		}
+	}
+	if block[0]*block[1]*block[2] > 1024 || block[0]%32 != 0 {
+		return fmt.Errorf("bad block %v", block)
+	}
+	s.mu.Lock()
+	s.launches[kernel]++
+	s.mu.Unlock()
+	return k.run(s, &simArgs{s: s, args: args}, grid)
+}
+
+// gemm is cublasGemmEx's definition: C = alpha·op(A)·op(B) + beta·C,
+// column-major, float64 sums of the decoded inputs, rounded once.
+func (s *simDevice) gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at cublas.DataType, lda int,
+	b ptr, bt cublas.DataType, ldb int, beta float32, c ptr, ct cublas.DataType, ldc int) error {
+	if at != cublas.R16BF || bt != cublas.R16BF || (ct != cublas.R32F && ct != cublas.R16BF) {
+		return fmt.Errorf("sim gemm: types %d, %d, %d", at, bt, ct)
+	}
+	if lda < max(1, map[bool]int{true: m, false: k}[ta == cublas.OpN]) || ldb < max(1, map[bool]int{true: k, false: n}[tb == cublas.OpN]) || ldc < max(1, m) {
+		return fmt.Errorf("sim gemm: leading dimensions %d, %d, %d too small for %d×%d×%d", lda, ldb, ldc, m, n, k)
+	}
+	A, B, C := u16s(s.view(a)), u16s(s.view(b)), s.view(c)
+	get := func(x []uint16, t cublas.Op, ld, r, col int) float64 {
+		if t == cublas.OpN {
+			return float64(quant.BF16ToF32(x[r+col*ld]))
+		}
+		return float64(quant.BF16ToF32(x[col+r*ld]))
+	}
+	var wg sync.WaitGroup
+	workers := 8
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := w; j < n; j += workers {
+				for i := range m {
+					var acc float64
+					for l := range k {
+						acc += get(A, ta, lda, i, l) * get(B, tb, ldb, l, j)
+					}
+					idx := i + j*ldc
+					if ct == cublas.R32F {
+						cf := f32s(C)
+						old := float64(0)
+						if beta != 0 {
+							old = float64(beta) * float64(cf[idx])
+						}
+						cf[idx] = float32(float64(alpha)*acc + old)
+					} else {
+						cb := u16s(C)
+						old := float64(0)
+						if beta != 0 {
+							old = float64(beta) * float64(quant.BF16ToF32(cb[idx]))
+						}
+						cb[idx] = quant.F32ToBF16(float32(float64(alpha)*acc + old))
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return nil
+}

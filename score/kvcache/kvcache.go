@@ -1,0 +1,145 @@
+// Package kvcache defines how keys and values are stored in the attention
+// cache, and simulates each storage format on the CPU: a window's keys
+// (after RoPE) and values are encoded to the format's bytes and decoded back
+// before attention reads them, exactly as a GPU kernel that writes the cache
+// in that format and reads it back would see them.
+//
+// Why simulate: a smaller cache lets a GPU hold longer windows, at a cost in
+// accuracy that the perplexity tool measures. The CPU reference must give
+// the same numbers as the GPU kernels, so each format is pinned down here to
+// the byte and to the rounding of each float32 operation, and GPU kernels are
+// tested against Encode.
+//
+// A cache tensor is one layer's keys or values of one window: tokens × heads
+// × head size values, row-major (token, then head, then element). In the
+// layouts below, "[t][h][i]" lists array dimensions outermost first, all
+// multi-byte numbers are little-endian, and "rne" is round to nearest, ties
+// to even. A Block holds the encoded planes: Data, Scales and TensorScale.
+//
+//	f32   Data: float32 [t][h][i]. Exact (the reference).
+//	f16   Data: IEEE binary16 [t][h][i], rne; overflow becomes ±Inf.
+//	bf16  Data: bfloat16 [t][h][i], rne (ggml's GGML_FP32_TO_BF16). The default.
+//	int8  Data: int8 [t][h][i]; Scales: float32 [t][h].
+//	      Per token and head: d = amax/127 (amax = max |x| over the head's
+//	      values), q = clamp(rne(x/d), -127, 127), 0 when d = 0.
+//	      Read back as float32(q)·d.
+//	fp8   Data: E4M3 [t][h][i]; Scales: float32 [t][h].
+//	      Per token and head: d = amax/448, q = e4m3(x/d) (0 when d = 0),
+//	      read back as e4m3value(q)·d.
+//	k8v4  keys as int8; values in blocks of 32 elements of one token's head
+//	      (a head shorter than 32, or the tail of one, is a shorter block),
+//	      each block 18 bytes in ggml's Q4_0 layout: fp16 d, then 16 bytes
+//	      whose low nibbles hold elements 0..15 and high nibbles 16..31.
+//	      Data: blocks [t][h][b]. Quantized as ggml's quantize_row_q4_0_ref:
+//	      m = the element of largest magnitude (the first, on ties), d = m/-8,
+//	      id = 1/d (0 when d = 0), nibble = min(15, trunc(x·id + 8.5)),
+//	      stored d = fp16(d); read back as (nibble-8)·float32(fp16 d).
+//	nvfp4 E2M1 values in blocks of 16 elements of one token's head (shorter
+//	      tail blocks as above), an E4M3 scale per block and one float32
+//	      scale per tensor: g = amax/(6·448), amax over the whole tensor (one
+//	      layer's keys or values of the window). Per block: s = e4m3(bamax/6/g)
+//	      (bamax = max |x| over the block), e = e4m3value(s)·g,
+//	      q = e2m1(x/e) (0 when e = 0); read back as (e2m1value(q)·e4m3value(s))·g.
+//	      Data: nibbles [t][h][⌈i/2⌉], element 2j in the low nibble of byte j
+//	      (NVIDIA's __nv_fp4x2 order); Scales: E4M3 [t][h][b]; TensorScale: g.
+//
+// All arithmetic above is float32 with one rounding per operation, in the
+// order written. The minifloats are OCP's: E4M3 (bias 7, no infinities,
+// 0x7f/0xff NaN, largest 448) and E2M1 (bias 1: ±0, 0.5, 1, 1.5, 2, 3, 4, 6).
+// Conversions to them round to nearest even and saturate at the largest
+// finite value (CUDA's __NV_SATFINITE); NaN becomes E4M3 NaN.
+//
+// A NaN or infinity in a scaled group (a head for int8/fp8, a block for
+// k8v4 values, the tensor for nvfp4) reads back as NaN for the whole group,
+// so bad activations are never laundered into finite numbers.
+package kvcache
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Default is the cache format used when none is asked for.
+const Default = "bf16"
+
+// Block is one encoded cache tensor: the planes a kernel writes.
+type Block struct {
+	Tokens, Heads, HeadDim int
+	Data                   []byte  // element payload
+	Scales                 []byte  // per-group scales; nil for f32, f16, bf16, q4 (Q4_0 keeps its scales inline)
+	TensorScale            float32 // nvfp4's per-tensor scale g
+}
+
+// Codec is one storage format for keys or values.
+type Codec interface {
+	// Name is the format's name ("int8", "q4").
+	Name() string
+	// Encode stores x (tokens × heads × headDim) into b, reusing b's slices.
+	Encode(b *Block, x []float32, tokens, heads, headDim int)
+	// Decode reads b back into x (tokens × heads × headDim values).
+	Decode(b *Block, x []float32)
+}
+
+// Format is a cache dtype: the codecs for keys and for values.
+type Format struct {
+	Name string
+	K, V Codec
+}
+
+// RoundTrip replaces x (tokens × heads × headDim) with what reading it
+// back from a cache of codec c gives, using b as the encoding buffer.
+func RoundTrip(c Codec, b *Block, x []float32, tokens, heads, headDim int) {
+	if len(x) != tokens*heads*headDim {
+		panic(fmt.Sprintf("kvcache: %d values for %d×%d×%d", len(x), tokens, heads, headDim))
+	}
+	c.Encode(b, x, tokens, heads, headDim)
+	c.Decode(b, x)
+}
+
+var formats = map[string]Format{
+	"f32":   {"f32", F32{}, F32{}},
+	"f16":   {"f16", F16{}, F16{}},
+	"bf16":  {"bf16", BF16{}, BF16{}},
+	"int8":  {"int8", Int8{}, Int8{}},
+	"fp8":   {"fp8", FP8{}, FP8{}},
+	"k8v4":  {"k8v4", Int8{}, Q4{}},
+	"nvfp4": {"nvfp4", NVFP4{}, NVFP4{}},
+}
+
+// Names lists the cache formats, sorted.
+func Names() []string {
+	var out []string
+	for n := range formats {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Lookup returns the format called name; "" means Default.
+func Lookup(name string) (Format, error) {
+	if name == "" {
+		name = Default
+	}
+	f, ok := formats[strings.ToLower(name)]
+	if !ok {
+		return Format{}, fmt.Errorf("kvcache: unknown KV cache dtype %q (supported: %s)", name, strings.Join(Names(), ", "))
+	}
+	return f, nil
+}
+
+// grow returns b[:n], reallocating when its capacity is short.
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}
+
+func setShape(b *Block, tokens, heads, headDim int) {
+	b.Tokens, b.Heads, b.HeadDim = tokens, heads, headDim
+	b.TensorScale = 0
+}
+
+func (b *Block) n() int { return b.Tokens * b.Heads * b.HeadDim }

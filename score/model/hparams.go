@@ -1,0 +1,119 @@
+package model
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"ppl.dev/gguf"
+)
+
+// HParams are the hyperparameters every decoder we load shares, read from
+// the file's "<arch>.*" metadata (llama.cpp's llm_load_hparams).
+type HParams struct {
+	Arch     string  `json:"arch"`
+	Embd     int     `json:"n_embd"`      // embedding_length
+	Layers   int     `json:"n_layer"`     // block_count
+	FFN      int     `json:"n_ff"`        // feed_forward_length
+	Heads    int     `json:"n_head"`      // attention.head_count
+	KVHeads  int     `json:"n_head_kv"`   // attention.head_count_kv (default Heads)
+	HeadDim  int     `json:"head_dim"`    // attention.key_length (default Embd/Heads)
+	ValueDim int     `json:"value_dim"`   // attention.value_length (default HeadDim)
+	Vocab    int     `json:"n_vocab"`     // rows of token_embd
+	CtxTrain int     `json:"n_ctx_train"` // context_length
+	Eps      float64 `json:"rms_eps"`     // attention.layer_norm_rms_epsilon
+}
+
+// meta reads "<arch>.<key>" metadata with defaults.
+type meta struct {
+	f    *gguf.File
+	arch string
+}
+
+func (m meta) has(key string) bool {
+	_, ok := m.f.Lookup(m.arch + "." + key)
+	return ok
+}
+
+// int reads an integer key; def < 0 makes it required.
+func (m meta) int(key string, def int) (int, error) {
+	if !m.has(key) {
+		if def < 0 {
+			return 0, fmt.Errorf("missing metadata %s.%s", m.arch, key)
+		}
+		return def, nil
+	}
+	v, err := m.f.Int(m.arch + "." + key)
+	if err != nil {
+		return 0, err
+	}
+	if v < 0 || v > math.MaxInt32 {
+		return 0, fmt.Errorf("metadata %s.%s = %d out of range", m.arch, key, v)
+	}
+	return int(v), nil
+}
+
+func (m meta) float(key string, def float64) (float64, error) {
+	if !m.has(key) {
+		return def, nil
+	}
+	return m.f.Float(m.arch + "." + key)
+}
+
+func (m meta) string(key, def string) (string, error) {
+	if !m.has(key) {
+		return def, nil
+	}
+	return m.f.String(m.arch + "." + key)
+}
+
+// readHParams reads the shared hyperparameters. Vocab comes from the token
+// embedding's shape, which every architecture here has.
+func readHParams(f *gguf.File, arch string) (HParams, error) {
+	m := meta{f, arch}
+	hp := HParams{Arch: arch}
+	var errs []error
+	get := func(dst *int, key string, def int) {
+		v, err := m.int(key, def)
+		errs = append(errs, err)
+		*dst = v
+	}
+	get(&hp.Embd, "embedding_length", -1)
+	get(&hp.Layers, "block_count", -1)
+	get(&hp.FFN, "feed_forward_length", -1)
+	get(&hp.Heads, "attention.head_count", -1)
+	get(&hp.CtxTrain, "context_length", 0)
+	if err := errors.Join(errs...); err != nil {
+		return hp, err
+	}
+	if hp.Embd <= 0 || hp.Layers <= 0 || hp.FFN <= 0 || hp.Heads <= 0 {
+		return hp, fmt.Errorf("bad shape: %d wide, %d layers, FFN %d, %d heads", hp.Embd, hp.Layers, hp.FFN, hp.Heads)
+	}
+	get(&hp.KVHeads, "attention.head_count_kv", hp.Heads)
+	get(&hp.HeadDim, "attention.key_length", hp.Embd/hp.Heads)
+	get(&hp.ValueDim, "attention.value_length", hp.HeadDim)
+	eps, err := m.float("attention.layer_norm_rms_epsilon", 1e-5)
+	errs = append(errs, err)
+	hp.Eps = eps
+	if err := errors.Join(errs...); err != nil {
+		return hp, err
+	}
+	if hp.KVHeads <= 0 || hp.HeadDim <= 0 || hp.Heads%hp.KVHeads != 0 {
+		return hp, fmt.Errorf("bad attention shape: %d heads, %d KV heads, head size %d", hp.Heads, hp.KVHeads, hp.HeadDim)
+	}
+	if hp.ValueDim != hp.HeadDim {
+		return hp, fmt.Errorf("value head size %d differs from key head size %d: not supported", hp.ValueDim, hp.HeadDim)
+	}
+	if !(hp.Eps > 0) {
+		return hp, fmt.Errorf("bad RMS norm epsilon %v", hp.Eps)
+	}
+	t, ok := f.Tensor("token_embd.weight")
+	if !ok {
+		return hp, errors.New("missing tensor token_embd.weight")
+	}
+	if len(t.Shape) != 2 || t.Shape[0] != uint64(hp.Embd) || t.Shape[1] == 0 || t.Shape[1] > math.MaxInt32 {
+		return hp, fmt.Errorf("tensor token_embd.weight has shape %v, want [%d, vocabulary]", t.Shape, hp.Embd)
+	}
+	hp.Vocab = int(t.Shape[1])
+	return hp, nil
+}

@@ -1,0 +1,173 @@
+package model
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"ppl.dev/gguf"
+	"ppl.dev/quant"
+	"ppl.dev/score/nn"
+)
+
+// Loader hands an architecture's Builder the tensors it names, checked
+// against the shapes it expects. Methods return nil after an error; the
+// first error is kept and reported by Load, so a Builder reads as a plain
+// list of tensors.
+type Loader struct {
+	HP   HParams
+	Opts Options
+
+	f     *gguf.File
+	err   error
+	roles map[string]map[gguf.Type]bool // tensor role -> weight types bound
+	rinfo RopeInfo
+}
+
+// Err returns the first error met, if any.
+func (l *Loader) Err() error { return l.err }
+
+func (l *Loader) fail(err error) {
+	if l.err == nil {
+		l.err = err
+	}
+}
+
+// Failf records an error found by a Builder (a missing bias, say).
+func (l *Loader) Failf(format string, args ...any) { l.fail(fmt.Errorf(format, args...)) }
+
+// Has reports whether the file has a tensor called name.
+func (l *Loader) Has(name string) bool {
+	_, ok := l.f.Tensor(name)
+	return ok
+}
+
+// tensor returns the tensor called name with the given shape (ne0 first)
+// and its data, or records an error.
+func (l *Loader) tensor(name string, shape ...int) (*gguf.Tensor, []byte) {
+	if l.err != nil {
+		return nil, nil
+	}
+	t, ok := l.f.Tensor(name)
+	if !ok {
+		l.fail(fmt.Errorf("missing tensor %s", name))
+		return nil, nil
+	}
+	if !sameShape(t.Shape, shape) {
+		l.fail(fmt.Errorf("tensor %s has shape %v, want %v", name, t.Shape, shape))
+		return nil, nil
+	}
+	if !quant.Supported(t.Type) {
+		l.fail(fmt.Errorf("tensor %s: weight type %v not supported (supported: %s)", name, t.Type, supportedTypes()))
+		return nil, nil
+	}
+	data := l.f.Data(t)
+	if data == nil || uint64(len(data)) != t.Size {
+		l.fail(fmt.Errorf("tensor %s: data outside the file (truncated?)", name))
+		return nil, nil
+	}
+	l.noteRole(name, t.Type)
+	return t, data
+}
+
+// noteRole records the type bound for the tensor's role: its name without
+// "blk.N." and ".weight" ("attn_q", "output").
+func (l *Loader) noteRole(name string, typ gguf.Type) {
+	role := strings.TrimSuffix(name, ".weight")
+	if rest, ok := strings.CutPrefix(role, "blk."); ok {
+		if i := strings.IndexByte(rest, '.'); i >= 0 {
+			role = rest[i+1:]
+		}
+	}
+	if l.roles[role] == nil {
+		l.roles[role] = map[gguf.Type]bool{}
+	}
+	l.roles[role][typ] = true
+}
+
+func sameShape(got []uint64, want []int) bool {
+	// GGUF may carry trailing dimensions of 1.
+	for len(got) > len(want) && got[len(got)-1] == 1 {
+		got = got[:len(got)-1]
+	}
+	if len(got) != len(want) {
+		return false
+	}
+	for i := range got {
+		if got[i] != uint64(want[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// supportedTypes lists the weight types quant can decode.
+func supportedTypes() string {
+	var s []string
+	for t := gguf.Type(0); t < 64; t++ {
+		if t.Known() && quant.Supported(t) {
+			s = append(s, t.String())
+		}
+	}
+	return strings.Join(s, ", ")
+}
+
+// Linear binds name+".weight", a matrix of out rows of in elements, and
+// name+".bias" (out values) when the file has it.
+func (l *Loader) Linear(name string, in, out int) *nn.Linear {
+	t, data := l.tensor(name+".weight", in, out)
+	if t == nil {
+		return nil
+	}
+	lin, err := nn.NewLinear(t.Name, t.Type, in, out, data)
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	if l.Has(name + ".bias") {
+		lin.Bias = l.Vector(name+".bias", out)
+	}
+	return lin
+}
+
+// LinearAlt binds the first of names that the file has, like Linear: the
+// output head is "output", or the token embedding when the two are tied.
+func (l *Loader) LinearAlt(in, out int, names ...string) *nn.Linear {
+	for _, n := range names {
+		if l.Has(n + ".weight") {
+			return l.Linear(n, in, out)
+		}
+	}
+	l.fail(fmt.Errorf("missing tensor %s.weight", strings.Join(names, ".weight or ")))
+	return nil
+}
+
+// Vector binds a one-dimensional tensor of n values, decoded to float32.
+func (l *Loader) Vector(name string, n int) []float32 {
+	t, data := l.tensor(name, n)
+	if t == nil {
+		return nil
+	}
+	out := make([]float32, n)
+	if err := quant.Dequantize(t.Type, data, out); err != nil {
+		l.fail(fmt.Errorf("tensor %s: %w", name, err))
+		return nil
+	}
+	for i, v := range out {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			l.fail(fmt.Errorf("tensor %s: element %d is %v", name, i, v))
+			return nil
+		}
+	}
+	return out
+}
+
+// Norm binds name+".weight" as an RMSNorm over n elements with the model's
+// epsilon.
+func (l *Loader) Norm(name string, n int) *nn.RMSNorm {
+	w := l.Vector(name+".weight", n)
+	if w == nil {
+		return nil
+	}
+	return &nn.RMSNorm{Name: name, W: w, Eps: l.HP.Eps}
+}

@@ -1,0 +1,159 @@
+// Package model loads GGUF language models and scores token sequences with
+// them on the CPU: for each target position, the log-probability the model
+// gives the actual next token, and optionally the KL divergence from a
+// reference model's distribution.
+//
+// Architectures register themselves by name (llama.go, qwen2.go, qwen3.go);
+// each binds the tensors it names into modules of package nn and composes
+// them in Forward. Load reads the hyperparameters and the RoPE settings from
+// the file's metadata, with Options overriding what a user may change.
+//
+// Scoring follows llama.cpp's perplexity tool: a window of tokens runs from
+// an empty cache at positions 0..n-1, and the logits at position i-1 give
+// log p(tokens[i] | tokens[:i]). Only the positions that predict a scored
+// target go through the output head, a row block at a time, so the full
+// logits matrix (window × vocabulary) never exists at once. The
+// log-softmax is float64 over the float32 logits.
+package model
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"ppl.dev/gguf"
+	"ppl.dev/score/kvcache"
+	"ppl.dev/score/nn"
+)
+
+// Options are the settings a user may choose. The zero value is the
+// default: all cores, the default KV cache dtype, the model's RoPE.
+type Options struct {
+	Threads int    // goroutines for the kernels; < 1 means GOMAXPROCS
+	KVDtype string // KV cache storage (kvcache.Names); "" means kvcache.Default
+
+	// RoPE overrides; zero values keep the model's metadata.
+	RopeFreqBase    float64 // rope.freq_base
+	RopeScaling     string  // "none", "linear" or "yarn" (rope.scaling.type)
+	RopeScaleFactor float64 // context extension factor F: positions / F (rope.scaling.factor)
+	RopeOrigCtx     int     // YaRN: context the model was trained at (rope.scaling.original_context_length)
+	YarnExtFactor   float64 // YaRN extrapolation mix; 0 means 1
+	YarnAttnFactor  float64 // YaRN magnitude factor; 0 means rope.scaling.attn_factor or 1
+	YarnBetaFast    float64 // 0 means 32
+	YarnBetaSlow    float64 // 0 means 1
+}
+
+// Model is a loaded model. Its methods may be called from several
+// goroutines, but a Model scores one sequence at a time.
+type Model struct {
+	Path string
+	HP   HParams
+
+	f    *gguf.File
+	net  Network
+	kv   *kvStore
+	info Info
+
+	mu  sync.Mutex
+	ctx *nn.Context
+}
+
+// Info describes a loaded model and the settings it runs with: what a
+// result header should record so that a score can be reproduced.
+type Info struct {
+	Arch        string            `json:"arch"`
+	Name        string            `json:"name,omitempty"` // general.name
+	HParams     HParams           `json:"hparams"`
+	WeightTypes map[string]string `json:"weight_types"` // role ("attn_q", "output") -> types, comma-separated
+	Rope        RopeInfo          `json:"rope"`
+	KVDtype     string            `json:"kv_dtype"`
+}
+
+// Load opens the GGUF model at path and binds its weights (which stay in
+// the file's memory mapping). The Model must be closed.
+func Load(path string, opts Options) (*Model, error) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	m, err := load(f, opts)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("model: %s: %w", path, err)
+	}
+	m.Path = path
+	return m, nil
+}
+
+func load(f *gguf.File, opts Options) (*Model, error) {
+	format, err := kvcache.Lookup(opts.KVDtype)
+	if err != nil {
+		return nil, err
+	}
+	arch, err := f.String("general.architecture")
+	if err != nil {
+		return nil, err
+	}
+	build, ok := builder(arch)
+	if !ok {
+		return nil, fmt.Errorf("architecture %q not supported (supported: %s)", arch, strings.Join(Architectures(), ", "))
+	}
+	hp, err := readHParams(f, arch)
+	if err != nil {
+		return nil, err
+	}
+	l := &Loader{HP: hp, Opts: opts, f: f, roles: map[string]map[gguf.Type]bool{}}
+	net := build(l)
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
+	name, _ := f.String("general.name")
+	m := &Model{
+		HP:  hp,
+		f:   f,
+		net: net,
+		kv:  &kvStore{format: format},
+		ctx: nn.NewContext(opts.Threads),
+		info: Info{Arch: arch, Name: name, HParams: hp, WeightTypes: roleTypes(l.roles),
+			Rope: l.rinfo, KVDtype: format.Name},
+	}
+	m.ctx.KV = m.kv
+	return m, nil
+}
+
+func roleTypes(roles map[string]map[gguf.Type]bool) map[string]string {
+	out := map[string]string{}
+	for role, types := range roles {
+		var s []string
+		for t := range types {
+			s = append(s, t.String())
+		}
+		sort.Strings(s)
+		out[role] = strings.Join(s, ",")
+	}
+	return out
+}
+
+// Close releases the model's file mapping.
+func (m *Model) Close() error { return m.f.Close() }
+
+// Info describes the model and its settings.
+func (m *Model) Info() Info { return m.info }
+
+// Vocab returns the vocabulary size.
+func (m *Model) Vocab() int { return m.HP.Vocab }
+
+// kvStore simulates the KV cache's storage format (nn.KVStore).
+type kvStore struct {
+	format kvcache.Format
+	kb, vb kvcache.Block
+}
+
+func (s *kvStore) Store(layer int, k, v []float32, tokens, heads, headDim int) {
+	if s.format.Name == "f32" {
+		return
+	}
+	kvcache.RoundTrip(s.format.K, &s.kb, k, tokens, heads, headDim)
+	kvcache.RoundTrip(s.format.V, &s.vb, v, tokens, heads, headDim)
+}

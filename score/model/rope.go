@@ -1,0 +1,135 @@
+package model
+
+import (
+	"fmt"
+
+	"ppl.dev/score/nn"
+)
+
+// RopeInfo records the RoPE settings a model runs with, for result headers.
+type RopeInfo struct {
+	Layout      string  `json:"layout"` // "normal" (pairs 2i, 2i+1) or "neox" (pairs i, i+dims/2)
+	Dims        int     `json:"dims"`
+	FreqBase    float64 `json:"freq_base"`
+	Scaling     string  `json:"scaling"`                // "none", "linear" or "yarn"
+	Factor      float64 `json:"factor"`                 // context extension factor (1 = none)
+	OrigCtx     int     `json:"orig_ctx,omitempty"`     // YaRN
+	ExtFactor   float64 `json:"ext_factor,omitempty"`   // YaRN
+	AttnFactor  float64 `json:"attn_factor"`            // cos/sin magnitude (YaRN adds its own on top)
+	BetaFast    float64 `json:"beta_fast,omitempty"`    // YaRN
+	BetaSlow    float64 `json:"beta_slow,omitempty"`    // YaRN
+	FreqFactors bool    `json:"freq_factors,omitempty"` // rope_freqs tensor applied
+}
+
+// RoPE builds the model's rotary embedding from "<arch>.rope.*" metadata
+// and the Options' overrides, as llama.cpp resolves them. neox selects the
+// pair layout, which is fixed by the architecture.
+func (l *Loader) RoPE(neox bool) *nn.RoPE {
+	if l.err != nil {
+		return nil
+	}
+	r, info, err := l.rope(neox)
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	l.rinfo = info
+	return r
+}
+
+func (l *Loader) rope(neox bool) (*nn.RoPE, RopeInfo, error) {
+	hp, o := l.HP, l.Opts
+	m := meta{l.f, hp.Arch}
+	var info RopeInfo
+	var err error
+	num := func(key string, def float64) float64 {
+		v, e := m.float(key, def)
+		if err == nil {
+			err = e
+		}
+		return v
+	}
+	base := num("rope.freq_base", 10000)
+	// llama.cpp: rope.scale_linear, else rope.scaling.factor; 0 means 1.
+	factor := num("rope.scale_linear", 0)
+	if factor == 0 {
+		factor = num("rope.scaling.factor", 0)
+	}
+	attn := num("rope.scaling.attn_factor", 1)
+	betaFast := num("rope.scaling.yarn_beta_fast", 32)
+	betaSlow := num("rope.scaling.yarn_beta_slow", 1)
+	scaling, e := m.string("rope.scaling.type", "linear")
+	if err == nil {
+		err = e
+	}
+	dims, e := m.int("rope.dimension_count", hp.HeadDim)
+	if err == nil {
+		err = e
+	}
+	orig, e := m.int("rope.scaling.original_context_length", hp.CtxTrain)
+	if err == nil {
+		err = e
+	}
+	if err != nil {
+		return nil, info, err
+	}
+	if o.RopeFreqBase > 0 {
+		base = o.RopeFreqBase
+	}
+	if o.RopeScaling != "" {
+		scaling = o.RopeScaling
+	}
+	if o.RopeScaleFactor > 0 {
+		factor = o.RopeScaleFactor
+	}
+	if factor == 0 {
+		factor = 1
+	}
+	if o.RopeOrigCtx > 0 {
+		orig = o.RopeOrigCtx
+	}
+	if o.YarnAttnFactor > 0 {
+		attn = o.YarnAttnFactor
+	}
+	if o.YarnBetaFast > 0 {
+		betaFast = o.YarnBetaFast
+	}
+	if o.YarnBetaSlow > 0 {
+		betaSlow = o.YarnBetaSlow
+	}
+	r := &nn.RoPE{HeadDim: hp.HeadDim, Dims: dims, NeoX: neox, Base: base, FreqScale: 1 / factor, AttnFactor: attn}
+	switch scaling {
+	case "none":
+		r.FreqScale, factor = 1, 1 // llama.cpp never scales when the type is none
+	case "linear":
+	case "yarn":
+		r.ExtFactor = 1
+		if o.YarnExtFactor > 0 {
+			r.ExtFactor = o.YarnExtFactor
+		}
+		r.BetaFast, r.BetaSlow, r.OrigCtx = betaFast, betaSlow, orig
+	default:
+		return nil, info, fmt.Errorf("rope scaling type %q not supported (supported: none, linear, yarn)", scaling)
+	}
+	if l.Has("rope_freqs.weight") {
+		r.FreqFactors = l.Vector("rope_freqs.weight", dims/2)
+		if l.err != nil {
+			return nil, info, l.err
+		}
+	}
+	if err := r.Validate(); err != nil {
+		return nil, info, err
+	}
+	if scaling == "linear" && factor == 1 {
+		scaling = "none" // llama.cpp's default type with no factor
+	}
+	info = RopeInfo{Layout: "normal", Dims: dims, FreqBase: base, Scaling: scaling, Factor: factor,
+		AttnFactor: attn, FreqFactors: r.FreqFactors != nil}
+	if neox {
+		info.Layout = "neox"
+	}
+	if r.ExtFactor != 0 {
+		info.OrigCtx, info.ExtFactor, info.BetaFast, info.BetaSlow = orig, r.ExtFactor, betaFast, betaSlow
+	}
+	return r, info, nil
+}

@@ -1,0 +1,358 @@
+package nn
+
+import (
+	"math"
+	"math/cmplx"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"ppl.dev/gguf"
+	"ppl.dev/quant"
+)
+
+func randVec(r *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(r.NormFloat64())
+	}
+	return v
+}
+
+// naiveMatMul is x (n, k) @ w (r, k)ᵀ in float64, and Σ|x·w| per output
+// (the scale of float32 rounding error).
+func naiveMatMul(x []float32, n, k int, w []float32, r int) (out, mag []float64) {
+	out, mag = make([]float64, n*r), make([]float64, n*r)
+	for t := range n {
+		for j := range r {
+			for i := range k {
+				p := float64(x[t*k+i]) * float64(w[j*k+i])
+				out[t*r+j] += p
+				mag[t*r+j] += math.Abs(p)
+			}
+		}
+	}
+	return out, mag
+}
+
+// checkMatMul compares out (n, stride) columns [0, r) with the float64
+// product. A float32 sum of k products is within k·2⁻²⁴·Σ|xᵢwᵢ| of exact.
+func checkMatMul(t *testing.T, name string, out []float32, stride int, x []float32, n, k int, w []float32, r int) {
+	t.Helper()
+	want, mag := naiveMatMul(x, n, k, w, r)
+	for ti := range n {
+		for j := range r {
+			got := float64(out[ti*stride+j])
+			if d := math.Abs(got - want[ti*r+j]); d > float64(k+1)*0x1p-24*mag[ti*r+j] {
+				t.Fatalf("%s n=%d k=%d: out[%d,%d] = %v, want %v (diff %g)", name, n, k, ti, j, got, want[ti*r+j], d)
+			}
+		}
+	}
+}
+
+func TestMatMul(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, n := range []int{1, 3, 4, 5, 17} {
+		for _, k := range []int{1, 7, 64, 256} {
+			x, w := randVec(r, n*k), randVec(r, 16*k)
+			stride := 16 + 3
+			out := make([]float32, n*stride)
+			MatMulRows(out, stride, x, n, k, w, 16)
+			checkMatMul(t, "MatMulRows", out, stride, x, n, k, w, 16)
+			MatMulRows(out, stride, x, n, k, w, 5) // fewer rows than a block
+			checkMatMul(t, "MatMulRows(5 rows)", out, stride, x, n, k, w, 5)
+			if matMul16 != nil {
+				out2 := make([]float32, n*stride)
+				matMul16(out2, stride, x, n, k, w, make([]float32, 16*k))
+				checkMatMul(t, "matMul16", out2, stride, x, n, k, w, 16)
+			}
+		}
+	}
+}
+
+// FuzzMatMul16 checks the fast kernel, where this CPU has one, against the
+// float64 product on arbitrary shapes and values.
+func FuzzMatMul16(f *testing.F) {
+	f.Add(uint8(1), uint8(1), uint64(1))
+	f.Add(uint8(4), uint8(64), uint64(2))
+	f.Add(uint8(7), uint8(33), uint64(3))
+	f.Fuzz(func(t *testing.T, n8, k8 uint8, seed uint64) {
+		if matMul16 == nil {
+			t.Skip("no fast kernel on this CPU")
+		}
+		n, k := int(n8%20)+1, int(k8)+1
+		r := rand.New(rand.NewPCG(seed, 7))
+		x, w := randVec(r, n*k), randVec(r, 16*k)
+		out := make([]float32, n*16)
+		matMul16(out, 16, x, n, k, w, make([]float32, 16*k))
+		checkMatMul(t, "matMul16", out, 16, x, n, k, w, 16)
+	})
+}
+
+// TestLinear runs a Q8_0 matrix with a bias through Linear, for a row count
+// that is not a multiple of the 16-row block, and checks that the result
+// does not depend on the number of threads.
+func TestLinear(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	in, out, n := 64, 37, 6
+	wf := randVec(r, in*out)
+	data := make([]byte, out*in/32*34)
+	if err := quant.Quantize(gguf.TypeQ8_0, wf, data); err != nil {
+		t.Fatal(err)
+	}
+	l, err := NewLinear("w", gguf.TypeQ8_0, in, out, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Bias = randVec(r, out)
+	deq := make([]float32, in*out)
+	if err := quant.Dequantize(gguf.TypeQ8_0, data, deq); err != nil {
+		t.Fatal(err)
+	}
+	x := randVec(r, n*in)
+	var first []float32
+	for _, threads := range []int{1, 2, 3, 8} {
+		c := NewContext(threads)
+		y := make([]float32, n*out)
+		l.Forward(c, y, x, n)
+		for i := range y {
+			y[i] -= l.Bias[i%out]
+		}
+		checkMatMul(t, "Linear", y, out, x, n, in, deq, out)
+		if first == nil {
+			first = y
+		} else if !slices.Equal(first, y) {
+			t.Fatalf("threads=%d: result differs from threads=1", threads)
+		}
+	}
+	if _, err := NewLinear("w", gguf.TypeQ8_0, in, out, data[:len(data)-1]); err == nil {
+		t.Error("NewLinear accepted short data")
+	}
+	if _, err := NewLinear("w", gguf.TypeIQ2_XXS, 256, 1, make([]byte, 66)); err == nil {
+		t.Error("NewLinear accepted an unsupported type")
+	}
+}
+
+func TestRMSNorm(t *testing.T) {
+	m := &RMSNorm{Name: "n", W: []float32{1, 2}, Eps: 0}
+	x := []float32{3, 4, 0, -2}
+	out := make([]float32, 4)
+	m.Forward(NewContext(2), out, x, 2)
+	s1 := 1 / math.Sqrt(12.5)
+	want := []float32{float32(3 * s1), float32(4 * s1 * 2), 0, float32(-2 * 1 / math.Sqrt(2) * 2)}
+	if !slices.Equal(out, want) {
+		t.Fatalf("got %v, want %v", out, want)
+	}
+}
+
+// ropeDirect rotates one head by the textbook formula with complex numbers:
+// pair i, as (a + ib), is multiplied by e^{iθ}, θ = p·base^(-2i/dims).
+func ropeDirect(v []float32, p int, dims int, neox bool, base float64) []float32 {
+	out := slices.Clone(v)
+	h := dims / 2
+	for i := range h {
+		ia, ib := 2*i, 2*i+1
+		if neox {
+			ia, ib = i, i+h
+		}
+		z := complex(float64(v[ia]), float64(v[ib])) * cmplx.Exp(complex(0, float64(p)*math.Pow(base, -float64(2*i)/float64(dims))))
+		out[ia], out[ib] = float32(real(z)), float32(imag(z))
+	}
+	return out
+}
+
+func TestRoPE(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range []struct {
+		headDim, dims int
+		neox          bool
+		base          float64
+	}{
+		{64, 64, false, 10000},
+		{32, 32, true, 1e6},
+		{16, 8, false, 5e5}, // partial rotary: the last 8 elements stay
+		{16, 8, true, 10000},
+	} {
+		n, heads := 300, 3
+		rope := &RoPE{HeadDim: tc.headDim, Dims: tc.dims, NeoX: tc.neox, Base: tc.base, FreqScale: 1}
+		if err := rope.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		x := randVec(r, n*heads*tc.headDim)
+		orig := slices.Clone(x)
+		rope.Forward(NewContext(2), x, n, heads)
+		for p := range n {
+			for h := range heads {
+				off := (p*heads + h) * tc.headDim
+				want := ropeDirect(orig[off:off+tc.headDim], p, tc.dims, tc.neox, tc.base)
+				for i, w := range want {
+					if d := math.Abs(float64(x[off+i] - w)); d > 1e-6*(1+math.Abs(float64(w))) {
+						t.Fatalf("%+v: position %d head %d element %d: got %v, want %v", tc, p, h, i, x[off+i], w)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestRoPELinear(t *testing.T) {
+	// Linear scaling by 4 at position 4p is plain RoPE at position p.
+	scaled := &RoPE{HeadDim: 64, Dims: 64, Base: 10000, FreqScale: 0.25}
+	plain := &RoPE{HeadDim: 64, Dims: 64, Base: 10000, FreqScale: 1}
+	for _, p := range []int{0, 1, 7, 1000, 4095} {
+		for i := range 32 {
+			c1, s1 := scaled.Angle(4*p, i)
+			c2, s2 := plain.Angle(p, i)
+			if math.Abs(c1-c2) > 1e-12 || math.Abs(s1-s2) > 1e-12 {
+				t.Fatalf("p=%d i=%d: scaled (%v, %v), plain (%v, %v)", p, i, c1, s1, c2, s2)
+			}
+		}
+	}
+}
+
+func TestRoPEYaRN(t *testing.T) {
+	factor := 4.0
+	y := &RoPE{HeadDim: 128, Dims: 128, Base: 10000, FreqScale: 1 / factor, ExtFactor: 1, AttnFactor: 1,
+		BetaFast: 32, BetaSlow: 1, OrigCtx: 4096}
+	if err := y.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// corr_dim(b) = 128·ln(4096/(2πb)) / (2 ln 10000): 20.94 for b=32, 45.03 for b=1.
+	if lo, hi := y.CorrDims(); lo != 20 || hi != 46 {
+		t.Fatalf("CorrDims = %v, %v; want 20, 46", lo, hi)
+	}
+	mscale := 1 + 0.1*math.Log(factor)
+	p := 10000
+	for i := range 64 {
+		theta := float64(p) * math.Pow(10000, -float64(2*i)/128)
+		// rope_yarn: ramp 1 below the low corner (keep θ), 0 above the high one (θ/factor).
+		ramp := 1 - math.Min(1, math.Max(0, (float64(i)-20)/(46-20)))
+		want := theta/factor*(1-ramp) + theta*ramp
+		c, s := y.Angle(p, i)
+		if math.Abs(c-math.Cos(want)*mscale) > 1e-9 || math.Abs(s-math.Sin(want)*mscale) > 1e-9 {
+			t.Fatalf("pair %d: got (%v, %v), want θ=%v scaled by %v", i, c, s, want, mscale)
+		}
+	}
+	// Without YaRN the magnitude stays 1 (times AttnFactor).
+	lin := &RoPE{HeadDim: 128, Dims: 128, Base: 10000, FreqScale: 0.25, AttnFactor: 1}
+	if c, s := lin.Angle(123, 5); math.Abs(c*c+s*s-1) > 1e-12 {
+		t.Fatalf("linear RoPE changes magnitude: %v", c*c+s*s)
+	}
+	bad := &RoPE{HeadDim: 64, Dims: 65, Base: 10000, FreqScale: 1}
+	if bad.Validate() == nil {
+		t.Error("odd rotary dims accepted")
+	}
+}
+
+// naiveAttention is causal GQA attention in float64.
+func naiveAttention(q, k, v []float32, n, heads, kvHeads, hd int) []float64 {
+	out := make([]float64, n*heads*hd)
+	g := heads / kvHeads
+	for i := range n {
+		for h := range heads {
+			kh := h / g
+			s := make([]float64, i+1)
+			m := math.Inf(-1)
+			for j := range s {
+				for d := range hd {
+					s[j] += float64(q[(i*heads+h)*hd+d]) * float64(k[(j*kvHeads+kh)*hd+d])
+				}
+				s[j] /= math.Sqrt(float64(hd))
+				m = math.Max(m, s[j])
+			}
+			var z float64
+			for j := range s {
+				s[j] = math.Exp(s[j] - m)
+				z += s[j]
+			}
+			for j := range s {
+				for d := range hd {
+					out[(i*heads+h)*hd+d] += s[j] / z * float64(v[(j*kvHeads+kh)*hd+d])
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestAttention(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	n, heads, kvHeads, hd := 37, 4, 2, 16
+	a := &Attention{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Scale: 1 / math.Sqrt(float64(hd))}
+	if err := a.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	q, k, v := randVec(r, n*heads*hd), randVec(r, n*kvHeads*hd), randVec(r, n*kvHeads*hd)
+	want := naiveAttention(q, k, v, n, heads, kvHeads, hd)
+	for _, threads := range []int{1, 3} {
+		out := make([]float32, n*heads*hd)
+		a.Forward(NewContext(threads), out, q, k, v, n)
+		for i, w := range want {
+			if math.Abs(float64(out[i])-w) > 1e-5 {
+				t.Fatalf("threads=%d: out[%d] = %v, want %v", threads, i, out[i], w)
+			}
+		}
+	}
+	if (&Attention{Heads: 3, KVHeads: 2, HeadDim: 4}).Validate() == nil {
+		t.Error("3 heads over 2 KV heads accepted")
+	}
+}
+
+func TestSwiGLU(t *testing.T) {
+	out := make([]float32, 3)
+	SwiGLU(out, []float32{0, 1, -2}, []float32{5, 2, 3})
+	want := []float32{0, float32(2 / (1 + math.Exp(-1))), float32(-2 / (1 + math.Exp(2)) * 3)}
+	if !slices.Equal(out, want) {
+		t.Fatalf("got %v, want %v", out, want)
+	}
+}
+
+func TestContextArena(t *testing.T) {
+	c := NewContext(2)
+	pass := func() (a, b []float32) {
+		c.Reset()
+		a = c.Alloc(100)
+		m := c.Mark()
+		c.Alloc(50)
+		c.Release(m)
+		b = c.Alloc(30) // reuses the released space
+		c.Alloc64(10)
+		return a, b
+	}
+	pass()
+	a, b := pass() // served from the grown arena
+	if &b[0] != &c.f32.buf[100] || &a[0] != &c.f32.buf[0] {
+		t.Fatal("second pass not served from the arena in order")
+	}
+	if len(c.f32.buf) != 150 || len(c.f64.buf) != 10 {
+		t.Fatalf("arena sizes %d, %d; want 150, 10", len(c.f32.buf), len(c.f64.buf))
+	}
+	if allocs := testing.AllocsPerRun(10, func() { pass() }); allocs != 0 {
+		t.Fatalf("%v allocations per pass after the first", allocs)
+	}
+}
+
+func TestParallel(t *testing.T) {
+	for _, threads := range []int{1, 2, 5} {
+		c := NewContext(threads)
+		for _, n := range []int{0, 1, 4, 33} {
+			seen := make([]int32, n)
+			c.Parallel(n, func(_, lo, hi int) {
+				for i := lo; i < hi; i++ {
+					seen[i]++
+				}
+			})
+			dyn := make([]int32, n)
+			c.ParallelDynamic(n, 3, func(_, lo, hi int) {
+				for i := lo; i < hi; i++ {
+					dyn[i]++
+				}
+			})
+			for i := range n {
+				if seen[i] != 1 || dyn[i] != 1 {
+					t.Fatalf("threads=%d n=%d: item %d done %d/%d times", threads, n, i, seen[i], dyn[i])
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,151 @@
+package pretokenize
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func split(t testing.TB, pre, s string) []string {
+	t.Helper()
+	p, err := Lookup(pre)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var txt Text
+	txt.Reset([]byte(s))
+	bounds, _ := p.Split(nil, &txt, nil)
+	var out []string
+	start := 0
+	for _, e := range bounds {
+		if e <= start {
+			t.Fatalf("%s %q: bounds not increasing: %v", pre, s, bounds)
+		}
+		out = append(out, string(txt.Runes[start:e]))
+		start = e
+	}
+	if start != txt.Len() {
+		t.Fatalf("%s %q: bounds %v do not end at %d", pre, s, bounds, txt.Len())
+	}
+	return out
+}
+
+func TestSplit(t *testing.T) {
+	for _, c := range []struct {
+		pre, in string
+		want    []string
+	}{
+		{"llama-bpe", "Hello world", []string{"Hello", " world"}},
+		{"llama-bpe", "don't DON'T", []string{"don", "'t", " DON", "'T"}},
+		{"llama-bpe", "they'll we've I'M", []string{"they", "'ll", " we", "'ve", " I", "'M"}},
+		{"llama-bpe", "'sup", []string{"'s", "up"}},
+		{"llama-bpe", "12345", []string{"123", "45"}},
+		{"llama-bpe", "x1234567y", []string{"x", "123", "456", "7", "y"}},
+		{"llama-bpe", "  hi", []string{" ", " hi"}},
+		{"llama-bpe", "a\n\nb", []string{"a", "\n\n", "b"}},
+		{"llama-bpe", "x  \n y", []string{"x", "  \n", " y"}},
+		{"llama-bpe", "end  ", []string{"end", "  "}},
+		{"llama-bpe", "(foo) ...\n\nbar", []string{"(foo", ")", " ...\n\n", "bar"}},
+		{"llama-bpe", "\tword", []string{"\tword"}},
+		{"llama-bpe", "\u3000word", []string{"\u3000word"}},
+		{"llama-bpe", "e\u0301!", []string{"e", "\u0301!"}},
+		{"llama-bpe", "CRLF\r\nline", []string{"CRLF", "\r\n", "line"}},
+		{"llama-bpe", " ", []string{" "}},
+		{"llama-bpe", "a ", []string{"a", " "}},
+		{"qwen2", "12345 ab1", []string{"1", "2", "3", "4", "5", " ab", "1"}},
+		{"qwen2", "don't", []string{"don", "'t"}},
+		{"gpt-2", "Hello world", []string{"Hello", " world"}},
+		{"gpt-2", "don't DON'T", []string{"don", "'t", " DON", "'", "T"}},
+		{"gpt-2", "12345", []string{"12345"}},
+		{"gpt-2", "a\n\nb", []string{"a", "\n", "\n", "b"}},
+		{"gpt-2", "  hi", []string{" ", " hi"}},
+		{"gpt-2", " 42 !!", []string{" 42", " !!"}},
+		{"gpt-2", "\tword", []string{"\t", "word"}},
+		{"default", "Hello, world! 12345", []string{"Hello", ",", " world", "!", " ", "123", "45"}},
+		{"default", "a`b", []string{"a", "`", "b"}},
+		{"starcoder", "x 123", []string{"x", " ", "1", "2", "3"}},
+		{"deepseek-llm", "Hello 世界 123\n", []string{"Hello", " ", "世界", " ", "123", "\n"}},
+		{"deepseek-llm", "a, b.", []string{"a", ",", " b", "."}},
+		{"deepseek-llm", "end  ", []string{"end", "  "}},
+		{"tekken", "HelloWorld ABC abc", []string{"Hello", "World", " ABC", " abc"}},
+		{"tekken", "ÉCOLEétudiant ABCé", []string{"ÉCOLEétudiant", " ABCé"}},
+		{"tekken", "a/b\n/", []string{"a", "/b", "\n", "/"}},
+		{"tekken", "x12", []string{"x", "1", "2"}},
+	} {
+		if got := split(t, c.pre, c.in); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s %q:\n got %q\nwant %q", c.pre, c.in, got, c.want)
+		}
+	}
+}
+
+func TestLookupUnknown(t *testing.T) {
+	_, err := Lookup("no-such-pre")
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{`"no-such-pre"`, "llama-bpe", "qwen2", "gpt-2", "default", "deepseek-llm", "tekken"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not mention %s", err, want)
+		}
+	}
+}
+
+func TestFlags(t *testing.T) {
+	for _, c := range []struct {
+		r    rune
+		want uint8
+	}{
+		{'a', Letter}, {'7', Number}, {' ', Other | Whitespace}, {'\n', Other | Whitespace},
+		{'$', Symbol}, {'!', Punct}, {'\u0301', Mark}, {'\u00A0', Other | Whitespace},
+		{'\u3000', Other | Whitespace}, {'世', Letter}, {'\u0378', Undefined}, {'\uE000', Other},
+		{0x1F600, Symbol}, {'\u2028', Other | Whitespace}, {0x1C, Other}, {-1, 0}, {0x110000, 0},
+	} {
+		if got := Flags(c.r); got != c.want {
+			t.Errorf("Flags(%U) = %#x, want %#x", c.r, got, c.want)
+		}
+	}
+}
+
+// TestSplitCovers checks on assorted inputs that every pre-tokenizer
+// returns increasing bounds that cover the text.
+func TestSplitCovers(t *testing.T) {
+	inputs := []string{"", "a", " ", "\n", "\x00", "\r\n\r\n", strings.Repeat(" ", 100),
+		"a\u0301\u0302 b", "😀😀 x", "\uFFFD\uFFFD", "1 2 3 4 5 6 7 8 9 0", "'''s'S", "\u2028\u2029\u0085"}
+	for _, name := range Names() {
+		for _, in := range inputs {
+			got := split(t, name, in)
+			if strings.Join(got, "") != in {
+				t.Errorf("%s %q: pieces %q do not join to the input", name, in, got)
+			}
+		}
+	}
+}
+
+func FuzzSplit(f *testing.F) {
+	for _, s := range []string{"Hello world", "don't 123456", "a\r\n b  c\t", "世界 😀 e\u0301", "\xff\xfe"} {
+		f.Add(s)
+	}
+	names := Names()
+	f.Fuzz(func(t *testing.T, s string) {
+		var txt Text
+		txt.Reset([]byte(s))
+		for _, name := range names {
+			p, _ := Lookup(name)
+			bounds, _ := p.Split(nil, &txt, nil)
+			start := 0
+			for _, e := range bounds {
+				if e <= start || e > txt.Len() {
+					t.Fatalf("%s %q: bad bounds %v", name, s, bounds)
+				}
+				start = e
+			}
+			if start != txt.Len() {
+				t.Fatalf("%s %q: bounds %v end at %d of %d", name, s, bounds, start, txt.Len())
+			}
+		}
+		if utf8.ValidString(s) && string(txt.Runes) != s {
+			t.Fatalf("decode changed valid text")
+		}
+	})
+}

@@ -1,0 +1,305 @@
+package pretokenize
+
+// A stage splits the piece [start, end) of t and appends the end offsets of
+// its sub-pieces (in code points, absolute, ascending, the last one == end)
+// to dst. Stages never produce empty pieces.
+type stage func(dst []int, t *Text, start, end int) []int
+
+// splitGPT2 is the GPT-2 pattern
+//
+//	's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+//
+// as a scanner, decision for decision the one in llama.cpp's unicode.cpp.
+func splitGPT2(dst []int, t *Text, start, end int) []int {
+	for pos := start; pos < end; {
+		c, f := t.Runes[pos], t.Flags[pos]
+		if c == '\'' && pos+1 < end {
+			n := t.Runes[pos+1]
+			if n == 's' || n == 't' || n == 'm' || n == 'd' {
+				pos += 2
+				dst = append(dst, pos)
+				continue
+			}
+			if pos+2 < end {
+				nn := t.Runes[pos+2]
+				if (n == 'r' && nn == 'e') || (n == 'v' && nn == 'e') || (n == 'l' && nn == 'l') {
+					pos += 3
+					dst = append(dst, pos)
+					continue
+				}
+			}
+		}
+		f2 := f
+		if c == ' ' {
+			f2 = t.flag(pos+1, end)
+		}
+		switch {
+		case f2&Letter != 0: // <space>?\p{L}+
+			if c == ' ' {
+				pos++
+			}
+			for t.flag(pos, end)&Letter != 0 {
+				pos++
+			}
+		case f2&Number != 0: // <space>?\p{N}+
+			if c == ' ' {
+				pos++
+			}
+			for t.flag(pos, end)&Number != 0 {
+				pos++
+			}
+		case f2&(Whitespace|Letter|Number) == 0 && f2 != 0: // <space>?[^\s\p{L}\p{N}]+
+			if c == ' ' {
+				pos++
+			}
+			for g := t.flag(pos, end); g&(Whitespace|Letter|Number) == 0 && g != 0; g = t.flag(pos, end) {
+				pos++
+			}
+		default:
+			n := 0
+			for t.flag(pos+n, end)&Whitespace != 0 {
+				n++
+			}
+			switch {
+			case n > 1 && pos+n < end: // \s+(?!\S)
+				pos += n - 1
+			case n > 0: // \s+
+				pos += n
+			default: // no match
+				pos++
+			}
+		}
+		dst = append(dst, pos)
+	}
+	return dst
+}
+
+// llama3Splitter returns the Llama-3 pattern
+//
+//	(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,D}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//
+// with D = maxDigits as a scanner. D = 3 is llama.cpp's custom Llama-3
+// splitter; D = 1 is the Qwen2 pattern, which llama.cpp runs through
+// std::regex but which, checked alternative by alternative, matches exactly
+// what this scanner does.
+func llama3Splitter(maxDigits int) stage {
+	return func(dst []int, t *Text, start, end int) []int {
+		for pos := start; pos < end; {
+			c, f := t.Runes[pos], t.Flags[pos]
+			if c == '\'' && pos+1 < end {
+				n := asciiLower(t.Runes[pos+1])
+				if n == 's' || n == 't' || n == 'm' || n == 'd' {
+					pos += 2
+					dst = append(dst, pos)
+					continue
+				}
+				if pos+2 < end {
+					nn := asciiLower(t.Runes[pos+2])
+					if (n == 'r' && nn == 'e') || (n == 'v' && nn == 'e') || (n == 'l' && nn == 'l') {
+						pos += 3
+						dst = append(dst, pos)
+						continue
+					}
+				}
+			}
+			// [^\r\n\p{L}\p{N}]?\p{L}+
+			if !(c == '\r' || c == '\n' || f&Number != 0) && (f&Letter != 0 || t.flag(pos+1, end)&Letter != 0) {
+				pos++
+				for t.flag(pos, end)&Letter != 0 {
+					pos++
+				}
+				dst = append(dst, pos)
+				continue
+			}
+			// \p{N}{1,D}
+			if f&Number != 0 {
+				ini := pos
+				for t.flag(pos, end)&Number != 0 {
+					pos++
+					if pos-ini >= maxDigits {
+						dst = append(dst, pos)
+						ini = pos
+					}
+				}
+				if pos > ini {
+					dst = append(dst, pos)
+				}
+				continue
+			}
+			// <space>?[^\s\p{L}\p{N}]+[\r\n]*
+			f2 := f
+			if c == ' ' {
+				f2 = t.flag(pos+1, end)
+			}
+			if f2&(Whitespace|Letter|Number) == 0 && f != 0 {
+				if c == ' ' {
+					pos++
+				}
+				for g := t.flag(pos, end); g&(Whitespace|Letter|Number) == 0 && g != 0; g = t.flag(pos, end) {
+					pos++
+				}
+				for r := t.cp(pos, end); r == '\r' || r == '\n'; r = t.cp(pos, end) {
+					pos++
+				}
+				dst = append(dst, pos)
+				continue
+			}
+			n, lastRN := 0, 0
+			for t.flag(pos+n, end)&Whitespace != 0 {
+				if r := t.Runes[pos+n]; r == '\r' || r == '\n' {
+					lastRN = pos + n + 1
+				}
+				n++
+			}
+			switch {
+			case lastRN > 0: // \s*[\r\n]+
+				pos = lastRN
+			case n > 1 && pos+n < end: // \s+(?!\S)
+				pos += n - 1
+			case n > 0: // \s+
+				pos += n
+			default:
+				pos++
+			}
+			dst = append(dst, pos)
+		}
+		return dst
+	}
+}
+
+func asciiLower(r rune) rune {
+	if r >= 'A' && r <= 'Z' {
+		return r + ('a' - 'A')
+	}
+	return r
+}
+
+// matcher finds the leftmost match in [from, end) of a regular expression
+// that cannot match the empty string, as std::regex_search does.
+type matcher func(t *Text, from, end int) (ms, me int, ok bool)
+
+// regexStage turns a matcher into a stage the way llama.cpp's
+// unicode_regex_split_stl does: matches and the gaps between them both
+// become pieces.
+func regexStage(m matcher) stage {
+	return func(dst []int, t *Text, start, end int) []int {
+		pos := start
+		for pos < end {
+			ms, me, ok := m(t, pos, end)
+			if !ok {
+				break
+			}
+			if ms > pos {
+				dst = append(dst, ms)
+			}
+			dst = append(dst, me)
+			pos = me
+		}
+		if pos < end {
+			dst = append(dst, end)
+		}
+		return dst
+	}
+}
+
+// runOf returns a matcher for in+, a run of code points satisfying in.
+func runOf(in func(t *Text, p int) bool) matcher {
+	return func(t *Text, from, end int) (int, int, bool) {
+		for i := from; i < end; i++ {
+			if in(t, i) {
+				j := i + 1
+				for j < end && in(t, j) {
+					j++
+				}
+				return i, j, true
+			}
+		}
+		return 0, 0, false
+	}
+}
+
+// spaceRunOf returns a matcher for \s?in+ (\s of std::regex in the C locale,
+// applied to the text llama.cpp hands to std::wregex).
+func spaceRunOf(in func(t *Text, p int) bool) matcher {
+	return func(t *Text, from, end int) (int, int, bool) {
+		for i := from; i < end; i++ {
+			s := i
+			if isSpaceC(t.wide(i)) && i+1 < end && in(t, i+1) {
+				i++
+			} else if !in(t, i) {
+				continue
+			}
+			j := i + 1
+			for j < end && in(t, j) {
+				j++
+			}
+			return s, j, true
+		}
+		return 0, 0, false
+	}
+}
+
+// trailingSpace matches \s+$: the whitespace run that ends the piece.
+func trailingSpace(t *Text, from, end int) (int, int, bool) {
+	i := end
+	for i > from && isSpaceC(t.wide(i-1)) {
+		i--
+	}
+	if i == end {
+		return 0, 0, false
+	}
+	return i, end, true
+}
+
+// collapsed is the byte llama.cpp substitutes for a code point before
+// running a std::regex that uses \p{..} classes: ASCII stays, non-ASCII
+// whitespace becomes \v, other code points a byte per category.
+func (t *Text) collapsedIsNumber(p int) bool {
+	r := t.Runes[p]
+	if r < 0x80 {
+		return r >= '0' && r <= '9'
+	}
+	f := t.Flags[p]
+	return f&Whitespace == 0 && f&Number != 0
+}
+
+func (t *Text) collapsedIsPunct(p int) bool {
+	r := t.Runes[p]
+	if r < 0x80 {
+		// \p{P} collapses to !-#%-*,-/:-;?-@[-]_{} and the class adds $+<=>^~|.
+		return r >= '!' && r <= '/' || r >= ':' && r <= '@' || r >= '[' && r <= '_' || r >= '{' && r <= '~'
+	}
+	f := t.Flags[p]
+	return f&Whitespace == 0 && f&Punct != 0
+}
+
+func isNumberRun(t *Text, p int) bool { return t.collapsedIsNumber(p) }
+func isPunctRun(t *Text, p int) bool  { return t.collapsedIsPunct(p) }
+
+// isNumberOne matches a single \p{N}.
+func splitEachNumber(dst []int, t *Text, start, end int) []int {
+	return regexStage(func(t *Text, from, end int) (int, int, bool) {
+		for i := from; i < end; i++ {
+			if t.collapsedIsNumber(i) {
+				return i, i + 1, true
+			}
+		}
+		return 0, 0, false
+	})(dst, t, start, end)
+}
+
+// threeDigits matches [0-9][0-9][0-9].
+func threeDigits(t *Text, from, end int) (int, int, bool) {
+	run := 0
+	for i := from; i < end; i++ {
+		if r := t.Runes[i]; r >= '0' && r <= '9' {
+			run++
+			if run == 3 {
+				return i - 2, i + 1, true
+			}
+		} else {
+			run = 0
+		}
+	}
+	return 0, 0, false
+}

@@ -1,0 +1,146 @@
+package pretokenize
+
+// Tekken (Mistral Nemo and later) splits on letter case. llama.cpp runs
+//
+//	[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+
+//	|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*
+//	|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//
+// through std::regex on the collapsed text, where every non-ASCII letter is
+// the same byte: "upper" (UL) is A-Z or any non-ASCII letter, "lower" (LL)
+// is a-z or any non-ASCII letter. The scanner below follows the backtracking
+// of that expression alternative by alternative.
+
+func (t *Text) tkLetter(p, end int) bool { return p < end && t.Flags[p]&Letter != 0 }
+
+func (t *Text) tkUpper(p, end int) bool {
+	if !t.tkLetter(p, end) {
+		return false
+	}
+	r := t.Runes[p]
+	return r >= 0x80 || (r >= 'A' && r <= 'Z')
+}
+
+func (t *Text) tkLower(p, end int) bool {
+	if !t.tkLetter(p, end) {
+		return false
+	}
+	r := t.Runes[p]
+	return r >= 0x80 || (r >= 'a' && r <= 'z')
+}
+
+// tkPrefix is [^\r\n\p{L}\p{N}].
+func (t *Text) tkPrefix(p, end int) bool {
+	if p >= end {
+		return false
+	}
+	r, f := t.Runes[p], t.Flags[p]
+	return r != '\r' && r != '\n' && f&(Letter|Number) == 0
+}
+
+// tkAlt1 matches UL*LL+ at p: the greedy UL* gives back one code point at
+// a time until LL+ can start.
+func (t *Text) tkAlt1(p, end int) (int, bool) {
+	u := 0
+	for t.tkUpper(p+u, end) {
+		u++
+	}
+	for k := u; k >= 0; k-- {
+		if t.tkLower(p+k, end) {
+			e := p + k + 1
+			for t.tkLower(e, end) {
+				e++
+			}
+			return e, true
+		}
+	}
+	return 0, false
+}
+
+// tkAlt2 matches UL+LL* at p.
+func (t *Text) tkAlt2(p, end int) (int, bool) {
+	e := p
+	for t.tkUpper(e, end) {
+		e++
+	}
+	if e == p {
+		return 0, false
+	}
+	for t.tkLower(e, end) {
+		e++
+	}
+	return e, true
+}
+
+func splitTekken(dst []int, t *Text, start, end int) []int {
+	for pos := start; pos < end; {
+		c, f := t.Runes[pos], t.Flags[pos]
+		// Letters: alternatives 1 and 2, each first with the optional prefix.
+		if e, ok := t.tkWord(pos, end); ok {
+			pos = e
+			dst = append(dst, pos)
+			continue
+		}
+		if f&Number != 0 { // \p{N}
+			pos++
+			dst = append(dst, pos)
+			continue
+		}
+		// <space>?[^\s\p{L}\p{N}]+[\r\n/]*
+		f2 := f
+		if c == ' ' {
+			f2 = t.flag(pos+1, end)
+		}
+		if f2&(Whitespace|Letter|Number) == 0 && f2 != 0 {
+			if c == ' ' {
+				pos++
+			}
+			for g := t.flag(pos, end); g&(Whitespace|Letter|Number) == 0 && g != 0; g = t.flag(pos, end) {
+				pos++
+			}
+			for r := t.cp(pos, end); r == '\r' || r == '\n' || r == '/'; r = t.cp(pos, end) {
+				pos++
+			}
+			dst = append(dst, pos)
+			continue
+		}
+		n, lastRN := 0, 0
+		for t.flag(pos+n, end)&Whitespace != 0 {
+			if r := t.Runes[pos+n]; r == '\r' || r == '\n' {
+				lastRN = pos + n + 1
+			}
+			n++
+		}
+		switch {
+		case lastRN > 0:
+			pos = lastRN
+		case n > 1 && pos+n < end:
+			pos += n - 1
+		case n > 0:
+			pos += n
+		default:
+			pos++
+		}
+		dst = append(dst, pos)
+	}
+	return dst
+}
+
+// tkWord tries alternatives 1 and 2 at pos.
+func (t *Text) tkWord(pos, end int) (int, bool) {
+	pre := t.tkPrefix(pos, end)
+	if pre {
+		if e, ok := t.tkAlt1(pos+1, end); ok {
+			return e, true
+		}
+	}
+	if e, ok := t.tkAlt1(pos, end); ok {
+		return e, true
+	}
+	if pre {
+		if e, ok := t.tkAlt2(pos+1, end); ok {
+			return e, true
+		}
+	}
+	return t.tkAlt2(pos, end)
+}

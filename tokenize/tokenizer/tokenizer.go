@@ -1,0 +1,460 @@
+// Package tokenizer turns text into the token ids llama.cpp's llama_tokenize
+// produces for a GGUF model (add_special as the file says, parse_special =
+// false), bit for bit, so that perplexities measured here and there are of
+// the same token sequence.
+//
+// Load reads the tokenizer.ggml.* metadata and builds either a SentencePiece
+// model (tokenizer.ggml.model "llama", package spm) or a byte-level BPE
+// model with its pre-tokenizer (tokenizer.ggml.model "gpt2", packages bpe
+// and pretokenize). What this package adds around them is what
+// llama_vocab::impl::tokenize does around its sessions:
+//
+//   - Special and control tokens written in the text are plain text. Only
+//     user-defined tokens (type 4, e.g. Qwen's "<think>") are cut out first
+//     and emitted as themselves, because llama.cpp does that even with
+//     parse_special off.
+//   - BOS is added once at the start and EOS once at the end of each text
+//     when the model's flags say so.
+//   - SentencePiece puts a space in front of the text, and after each cut-out
+//     token, when add_space_prefix is on.
+//
+// Text must be valid UTF-8: Encode reports the byte offset of the first bad
+// byte. Sanitize replaces bad bytes with U+FFFD first, for callers that
+// prefer to go on (llama.cpp itself does that silently for BPE).
+//
+// Identity is a SHA-256 over everything that decides the tokens (model, pre,
+// vocabulary, scores, types, merges, special ids and flags), so caches and
+// reports can tell whether two models tokenize alike without comparing files.
+package tokenizer
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"ppl.dev/tokenize/bpe"
+	"ppl.dev/tokenize/pretokenize"
+	"ppl.dev/tokenize/spm"
+)
+
+// Tokenizer encodes text the way llama.cpp does for one model.
+type Tokenizer interface {
+	// Encode returns the tokens of one text (one stream): BOS and EOS as
+	// the model adds them. It fails on invalid UTF-8 (*InvalidUTF8Error).
+	Encode(text []byte) ([]int32, error)
+	// NVocab is the vocabulary size.
+	NVocab() int
+	// BOS and EOS are the special ids, -1 when the model has none.
+	BOS() int32
+	EOS() int32
+	// AddBOS and AddEOS say whether Encode adds them.
+	AddBOS() bool
+	AddEOS() bool
+	// Model and Pre are tokenizer.ggml.model and the effective pre-tokenizer.
+	Model() string
+	Pre() string
+	// Identity is the lowercase hex SHA-256 of the tokenizer definition.
+	Identity() string
+	// Decode returns the text of tokens as llama.cpp's detokenizer writes it
+	// without special tokens and without cleanup: the inverse of Encode up to
+	// SentencePiece's added spaces.
+	Decode(ids []int32) []byte
+	// Token returns the text of a vocabulary entry ("" when out of range).
+	Token(id int32) string
+}
+
+// Token types of tokenizer.ggml.token_type.
+const (
+	TypeUndefined   int32 = 0
+	TypeNormal      int32 = 1
+	TypeUnknown     int32 = 2
+	TypeControl     int32 = 3
+	TypeUserDefined int32 = 4
+	TypeUnused      int32 = 5
+	TypeByte        int32 = 6
+)
+
+// attribute bits, as llama_token_attr.
+const (
+	attrUndefined uint16 = 0
+	attrUnknown   uint16 = 1 << 0
+	attrUnused    uint16 = 1 << 1
+	attrNormal    uint16 = 1 << 2
+	attrControl   uint16 = 1 << 3
+	attrUser      uint16 = 1 << 4
+	attrByte      uint16 = 1 << 5
+)
+
+// Config is a tokenizer definition, what Load reads from GGUF metadata.
+// Nil pointers mean "key absent": the llama.cpp default applies.
+type Config struct {
+	Model  string    // tokenizer.ggml.model: "llama" or "gpt2"
+	Pre    string    // tokenizer.ggml.pre ("" = default)
+	Tokens []string  // tokenizer.ggml.tokens
+	Scores []float32 // tokenizer.ggml.scores (SentencePiece; nil = all 0)
+	Types  []int32   // tokenizer.ggml.token_type (nil = all normal)
+	Merges []string  // tokenizer.ggml.merges (BPE)
+
+	BOS, EOS, UNK *uint32 // tokenizer.ggml.{bos,eos,unknown}_token_id
+	// FIM and EOT ids: when set, llama.cpp skips guessing those tokens by
+	// text (which marks the guessed ones as control tokens).
+	EOT, EOM, FIMPre, FIMSuf, FIMMid, FIMPad, FIMRep, FIMSep *uint32
+
+	AddBOS, AddEOS *bool // tokenizer.ggml.add_{bos,eos}_token
+	AddSpacePrefix *bool // tokenizer.ggml.add_space_prefix
+}
+
+// InvalidUTF8Error reports the first byte of a text that is not UTF-8.
+type InvalidUTF8Error struct {
+	Offset int
+	Byte   byte
+}
+
+func (e *InvalidUTF8Error) Error() string {
+	return fmt.Sprintf("invalid UTF-8 at byte offset %d (0x%02X)", e.Offset, e.Byte)
+}
+
+// ValidUTF8 returns nil or an *InvalidUTF8Error for the first bad byte.
+func ValidUTF8(b []byte) error {
+	for i := 0; i < len(b); {
+		if b[i] < utf8.RuneSelf {
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return &InvalidUTF8Error{Offset: i, Byte: b[i]}
+		}
+		i += n
+	}
+	return nil
+}
+
+// Sanitize returns b with every byte that is not part of valid UTF-8
+// replaced by U+FFFD (one replacement per byte, as llama.cpp's decoder
+// does), and the number of replacements. b itself is returned when valid.
+//
+// For byte-level BPE the tokens of the result are llama.cpp's tokens of b,
+// except where b holds UTF-8-encoded surrogates (llama.cpp decodes those as
+// one code point). For SentencePiece llama.cpp instead keeps the raw bytes
+// and emits byte tokens for them, so the tokens differ there.
+func Sanitize(b []byte) ([]byte, int) {
+	if utf8.Valid(b) {
+		return b, 0
+	}
+	out := make([]byte, 0, len(b)+16)
+	n := 0
+	for i := 0; i < len(b); {
+		r, w := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && w == 1 {
+			out = append(out, "\uFFFD"...)
+			n++
+			i++
+			continue
+		}
+		out = append(out, b[i:i+w]...)
+		i += w
+	}
+	return out, n
+}
+
+type tok struct {
+	cfg      Config
+	tokens   []string
+	attrs    []uint16
+	ids      map[string]int32
+	bos, eos int32
+	addBOS   bool
+	addEOS   bool
+	prefix   bool
+	pre      string
+	spm      *spm.Model
+	bpe      *bpe.Model
+	specials []int32 // user-defined tokens cut out of text, longest first
+	identity string
+}
+
+// New builds a tokenizer from a definition.
+func New(cfg Config) (Tokenizer, error) {
+	n := len(cfg.Tokens)
+	if n == 0 {
+		return nil, fmt.Errorf("tokenizer: empty vocabulary (tokenizer.ggml.tokens)")
+	}
+	if n > 1<<31-1 {
+		return nil, fmt.Errorf("tokenizer: vocabulary of %d tokens", n)
+	}
+	if cfg.Scores != nil && len(cfg.Scores) < n {
+		return nil, fmt.Errorf("tokenizer: %d scores for %d tokens", len(cfg.Scores), n)
+	}
+	if cfg.Types != nil && len(cfg.Types) < n {
+		return nil, fmt.Errorf("tokenizer: %d token types for %d tokens", len(cfg.Types), n)
+	}
+	t := &tok{cfg: cfg, tokens: make([]string, n), attrs: make([]uint16, n), ids: make(map[string]int32, n)}
+	for i, s := range cfg.Tokens {
+		if s == "" {
+			s = fmt.Sprintf("[EMPTY_%d]", i) // llama.cpp's name for empty entries
+		}
+		if j, dup := t.ids[s]; dup {
+			return nil, fmt.Errorf("tokenizer: duplicate token %q has ids %d and %d", s, j, i)
+		}
+		t.ids[s] = int32(i)
+		t.tokens[i] = s
+		t.attrs[i] = attrNormal
+		if cfg.Types != nil {
+			t.attrs[i] = typeAttr(cfg.Types[i])
+		}
+	}
+	scores := make([]float32, n)
+	if cfg.Scores != nil {
+		copy(scores, cfg.Scores[:n])
+	}
+
+	// Defaults per model type, then the file's values (llama_vocab::impl::load).
+	var defBOS, defEOS int32
+	switch cfg.Model {
+	case "llama":
+		defBOS, defEOS = 1, 2
+		t.addBOS, t.addEOS, t.prefix = true, false, true
+		t.pre = "default"
+		m, err := spm.New(t.tokens, scores)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: %w", err)
+		}
+		t.spm = m
+	case "gpt2":
+		defBOS, defEOS = 11, 11
+		pre, err := pretokenize.Lookup(cfg.Pre)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: %w", err)
+		}
+		if cfg.Merges == nil {
+			return nil, fmt.Errorf("tokenizer: BPE model without tokenizer.ggml.merges")
+		}
+		t.pre = pre.Name
+		t.addBOS = pre.AddBOS
+		m, err := bpe.New(t.tokens, t.ids, cfg.Merges, pre)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: %w", err)
+		}
+		t.bpe = m
+	default:
+		return nil, fmt.Errorf("tokenizer: unsupported tokenizer.ggml.model %q (supported: llama, gpt2)", cfg.Model)
+	}
+	if cfg.AddSpacePrefix != nil && t.spm != nil {
+		t.prefix = *cfg.AddSpacePrefix
+	}
+	t.bos = specialID(defBOS, cfg.BOS, n)
+	t.eos = specialID(defEOS, cfg.EOS, n)
+	if cfg.AddBOS != nil {
+		t.addBOS = *cfg.AddBOS
+	}
+	if cfg.AddEOS != nil {
+		t.addEOS = *cfg.AddEOS
+	}
+	if t.addBOS && t.bos < 0 {
+		return nil, fmt.Errorf("tokenizer: tokenizer.ggml.add_bos_token is true, but tokenizer.ggml.bos_token_id is not set")
+	}
+	if t.addEOS && t.eos < 0 {
+		return nil, fmt.Errorf("tokenizer: tokenizer.ggml.add_eos_token is true, but tokenizer.ggml.eos_token_id is not set")
+	}
+	t.markControlByText()
+	for id, a := range t.attrs {
+		if a&attrUser != 0 && a&(attrControl|attrUnknown) == 0 {
+			t.specials = append(t.specials, int32(id))
+		}
+	}
+	slices.SortStableFunc(t.specials, func(a, b int32) int {
+		return cmp.Compare(len(t.tokens[b]), len(t.tokens[a]))
+	})
+	t.identity = identity(cfg, t)
+	return t, nil
+}
+
+func typeAttr(ty int32) uint16 {
+	switch ty {
+	case TypeUnknown:
+		return attrUnknown
+	case TypeUnused:
+		return attrUnused
+	case TypeNormal:
+		return attrNormal
+	case TypeControl:
+		return attrControl
+	case TypeUserDefined:
+		return attrUser
+	case TypeByte:
+		return attrByte
+	}
+	return attrUndefined
+}
+
+// specialID resolves a special token id like llama.cpp: the default is
+// dropped when out of range, a file value is used when in range.
+func specialID(def int32, file *uint32, n int) int32 {
+	id := def
+	if id >= int32(n) {
+		id = -1
+	}
+	if file != nil && uint64(*file) < uint64(n) {
+		id = int32(*file)
+	}
+	return id
+}
+
+// Texts llama.cpp treats as control tokens whatever their type says (its
+// end-of-generation list, and its FIM and EOT guesses). Marking them keeps
+// them out of the user-defined cut, as in llama.cpp.
+var (
+	eogTexts = []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
+		"<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
+		"<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~["}
+	fimPre = []string{"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>"}
+	fimSuf = []string{"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>"}
+	fimMid = []string{"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>"}
+	fimPad = []string{"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}
+	fimRep = []string{"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}
+	fimSep = []string{"<|file_sep|>"}
+	// gpt-oss: always rendered, so user-defined.
+	harmonyUser = []string{"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}
+)
+
+func (t *tok) markControlByText() {
+	mark := func(texts []string) {
+		for _, s := range texts {
+			if id, ok := t.ids[s]; ok {
+				t.attrs[id] |= attrControl
+			}
+		}
+	}
+	c := t.cfg
+	if c.FIMPre == nil {
+		mark(fimPre)
+	}
+	if c.FIMSuf == nil {
+		mark(fimSuf)
+	}
+	if c.FIMMid == nil {
+		mark(fimMid)
+	}
+	if c.FIMPad == nil {
+		mark(fimPad)
+	}
+	if c.FIMRep == nil {
+		mark(fimRep)
+	}
+	if c.FIMSep == nil {
+		mark(fimSep)
+	}
+	mark(eogTexts)
+	for _, s := range harmonyUser {
+		if id, ok := t.ids[s]; ok {
+			t.attrs[id] = attrUser
+		}
+	}
+	// o200k_harmony / solar-open: "<|end|>" is not end-of-generation there.
+	_, ret := t.ids["<|return|>"]
+	_, call := t.ids["<|call|>"]
+	_, calls := t.ids["<|calls|>"]
+	_, flush := t.ids["<|flush|>"]
+	if end, ok := t.ids["<|end|>"]; ok && ((ret && (call || calls)) || ((call || calls) && flush)) {
+		t.attrs[end] = attrUser
+	}
+}
+
+func (t *tok) NVocab() int      { return len(t.tokens) }
+func (t *tok) BOS() int32       { return t.bos }
+func (t *tok) EOS() int32       { return t.eos }
+func (t *tok) AddBOS() bool     { return t.addBOS }
+func (t *tok) AddEOS() bool     { return t.addEOS }
+func (t *tok) Model() string    { return t.cfg.Model }
+func (t *tok) Pre() string      { return t.pre }
+func (t *tok) Identity() string { return t.identity }
+func (t *tok) Token(id int32) string {
+	if id < 0 || int(id) >= len(t.tokens) {
+		return ""
+	}
+	return t.tokens[id]
+}
+
+// Encode implements Tokenizer.
+func (t *tok) Encode(text []byte) ([]int32, error) {
+	if err := ValidUTF8(text); err != nil {
+		return nil, err
+	}
+	out := make([]int32, 0, len(text)/3+4)
+	if t.addBOS {
+		out = append(out, t.bos)
+	}
+	prevSpecial := true
+	var err error
+	for _, f := range t.partition(text) {
+		if f.id >= 0 {
+			out = append(out, f.id)
+			prevSpecial = true
+			continue
+		}
+		frag := text[f.a:f.b]
+		if t.spm != nil {
+			out, err = t.spm.Encode(out, frag, t.prefix && prevSpecial)
+			if err != nil {
+				return nil, err
+			}
+		} else {
+			out = t.bpe.Encode(out, frag)
+		}
+		prevSpecial = false
+	}
+	if t.addEOS {
+		out = append(out, t.eos)
+	}
+	return out, nil
+}
+
+// fragment is text[a:b] (id < 0) or a cut-out token.
+type fragment struct {
+	a, b int
+	id   int32
+}
+
+// partition is llama.cpp's tokenizer_st_partition with parse_special off:
+// for each user-defined token, longest first, every occurrence in the text
+// fragments left so far (searched left to right, without overlap) is cut out.
+func (t *tok) partition(text []byte) []fragment {
+	frags := []fragment{{0, len(text), -1}}
+	if len(text) == 0 {
+		return nil
+	}
+	var next []fragment
+	for _, id := range t.specials {
+		s := t.tokens[id]
+		if !bytes.Contains(text, []byte(s)) {
+			continue
+		}
+		next = next[:0]
+		for _, f := range frags {
+			if f.id >= 0 {
+				next = append(next, f)
+				continue
+			}
+			a := f.a
+			for {
+				i := bytes.Index(text[a:f.b], []byte(s))
+				if i < 0 {
+					break
+				}
+				if i > 0 {
+					next = append(next, fragment{a, a + i, -1})
+				}
+				next = append(next, fragment{a + i, a + i + len(s), id})
+				a += i + len(s)
+			}
+			if a < f.b {
+				next = append(next, fragment{a, f.b, -1})
+			}
+		}
+		frags, next = next, frags
+	}
+	return frags
+}

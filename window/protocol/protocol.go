@@ -1,0 +1,223 @@
+// Package protocol decides which windows of a token stream a model reads
+// and which of their tokens it scores.
+//
+// Perplexity depends on how much history the model sees before each
+// target, so the windowing protocol is part of the measurement: the same
+// model and text give different numbers under different protocols, and
+// two results can only be compared when their protocols agree. This
+// package is the single definition of each protocol. ppl-window uses it to
+// emit window records; ppl-aggregate uses it to check that the scores it
+// reads cover exactly the windows the protocol asks for.
+//
+// A stream of n tokens x[0..n) is cut into spans. Span{Begin, End,
+// ScoreFrom} asks the model to read x[Begin..End) from an empty state and
+// to score the targets x[i] for i in [ScoreFrom, End), each conditioned on
+// x[Begin..i). Streams never share history: every span lies inside one
+// stream. Three protocols are defined, for a context of N tokens:
+//
+//   - sliding (the default; stride S, 1 <= S < N): the first span is
+//     [0, min(N, n)) scored from 1; each later span scores the next S
+//     targets [s, min(s+S, n)), s = N, N+S, N+2S, ..., and reads the N-S
+//     tokens before them as history: Begin = s-(N-S). Every token after
+//     the first is scored exactly once, and no target sees more than N-1
+//     tokens of history or (after the first span) fewer than N-S.
+//   - disjoint: back-to-back spans [kN, (k+1)N), each scored from its
+//     second token, kN+1; a partial span at the end is dropped. This is
+//     the protocol of the GPTQ paper's WikiText-2 numbers.
+//   - llama.cpp: llama-perplexity's protocol. Chunk k is [kN, (k+1)N) for
+//     k < n/N, its first token replaced by BOS (Span.BOS), and only the
+//     second half is scored: targets [kN + N/2 + 1, (k+1)N). llama-perplexity
+//     refuses inputs of fewer than 2N tokens, and so does Windows; N must
+//     be at least 3 so that every chunk has a target.
+//
+// Windows returns the spans of one stream. Sharding (Shard) splits the
+// global sequence of windows, across all streams in order, between
+// independent scorers.
+package protocol
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"ppl.dev/pipe"
+)
+
+// Protocol modes, as written in the window header's protocol.mode.
+const (
+	Sliding  = "sliding"
+	Disjoint = "disjoint"
+	LlamaCpp = "llama.cpp"
+)
+
+// MaxTokens bounds the length of one stream, so that every position fits
+// in an int32 and no window arithmetic overflows.
+const MaxTokens = math.MaxInt32
+
+// Protocol is the window header's protocol: Mode, Context (N) and, for
+// sliding only, Stride (S). Windows ignores Shard; see ParseShard.
+type Protocol = pipe.Protocol
+
+// Span is one window of a stream: read x[Begin..End) from an empty state,
+// score the targets x[i] for i in [ScoreFrom, End). BOS asks the scorer
+// to replace x[Begin] by the model's BOS token when its tokenizer adds
+// one. Always 0 <= Begin < ScoreFrom < End <= n.
+type Span struct {
+	Begin, End, ScoreFrom int
+	BOS                   bool
+}
+
+// Targets returns the number of tokens the span scores.
+func (s Span) Targets() int { return s.End - s.ScoreFrom }
+
+// Len returns the number of tokens the span reads.
+func (s Span) Len() int { return s.End - s.Begin }
+
+// ErrTooShort is returned (wrapped) by Windows for a stream the protocol
+// cannot window at all (llama.cpp with fewer than 2N tokens).
+var ErrTooShort = errors.New("stream too short")
+
+// Validate checks a protocol's mode, context and stride.
+func Validate(p Protocol) error {
+	switch p.Mode {
+	case Sliding:
+		if p.Context < 2 {
+			return fmt.Errorf("context %d: must be at least 2", p.Context)
+		}
+		if p.Stride < 1 {
+			return fmt.Errorf("stride %d: must be at least 1", p.Stride)
+		}
+		if p.Stride >= p.Context {
+			return fmt.Errorf("stride %d: must be less than the context %d", p.Stride, p.Context)
+		}
+	case Disjoint, LlamaCpp:
+		least := 2
+		if p.Mode == LlamaCpp {
+			least = 3 // N/2+1 < N: every chunk scores at least one target
+		}
+		if p.Context < least {
+			return fmt.Errorf("context %d: must be at least %d for the %s protocol", p.Context, least, p.Mode)
+		}
+		if p.Stride != 0 {
+			return fmt.Errorf("stride %d: the %s protocol has no stride", p.Stride, p.Mode)
+		}
+	default:
+		return fmt.Errorf("unknown protocol %q (want %s, %s or %s)", p.Mode, Sliding, Disjoint, LlamaCpp)
+	}
+	return nil
+}
+
+// Count returns the number of windows of a stream of n tokens, without
+// building them.
+func Count(n int, p Protocol) (int, error) {
+	if err := check(n, p); err != nil {
+		return 0, err
+	}
+	N := p.Context
+	switch p.Mode {
+	case Sliding:
+		if n < 2 {
+			return 0, nil
+		}
+		if n <= N {
+			return 1, nil
+		}
+		S := p.Stride
+		return 1 + (n-N+S-1)/S, nil
+	default: // Disjoint, LlamaCpp
+		return n / N, nil
+	}
+}
+
+// Windows returns the windows of a stream of n tokens under p, in order.
+// Index i of the result is the window's index in its stream.
+func Windows(n int, p Protocol) ([]Span, error) {
+	count, err := Count(n, p)
+	if err != nil {
+		return nil, err
+	}
+	spans := make([]Span, 0, count)
+	N := p.Context
+	switch p.Mode {
+	case Sliding:
+		if n < 2 {
+			return spans, nil
+		}
+		spans = append(spans, Span{Begin: 0, End: min(N, n), ScoreFrom: 1})
+		S, history := p.Stride, N-p.Stride
+		for s := N; s < n; s += S {
+			spans = append(spans, Span{Begin: max(0, s-history), End: s + min(S, n-s), ScoreFrom: s})
+		}
+	case Disjoint:
+		for k := 0; k < n/N; k++ {
+			spans = append(spans, Span{Begin: k * N, End: (k + 1) * N, ScoreFrom: k*N + 1})
+		}
+	case LlamaCpp:
+		for k := 0; k < n/N; k++ {
+			spans = append(spans, Span{Begin: k * N, End: (k + 1) * N, ScoreFrom: k*N + N/2 + 1, BOS: true})
+		}
+	}
+	return spans, nil
+}
+
+func check(n int, p Protocol) error {
+	if err := Validate(p); err != nil {
+		return err
+	}
+	if n < 0 || n > MaxTokens {
+		return fmt.Errorf("stream length %d: want 0 to %d tokens", n, MaxTokens)
+	}
+	// n >= 2N, written so that 2N cannot overflow.
+	if p.Mode == LlamaCpp && n/p.Context < 2 {
+		return fmt.Errorf("%w: the llama.cpp protocol needs at least twice the context (2 x %d tokens), the stream has %d",
+			ErrTooShort, p.Context, n)
+	}
+	return nil
+}
+
+// Shard selects every N-th window of the global sequence of windows (all
+// streams' windows, streams in the order they complete in the input),
+// starting with the K-th: windows are dealt round-robin to N shards. The
+// zero Shard is the whole sequence.
+type Shard struct {
+	K, N int // 1 <= K <= N
+}
+
+// ParseShard parses "k/n" (1 <= k <= n); "" is the zero Shard.
+func ParseShard(s string) (Shard, error) {
+	if s == "" {
+		return Shard{}, nil
+	}
+	ks, ns, ok := strings.Cut(s, "/")
+	if !ok {
+		return Shard{}, fmt.Errorf("shard %q: want k/n, e.g. 1/4", s)
+	}
+	k, errK := strconv.Atoi(ks)
+	n, errN := strconv.Atoi(ns)
+	if errK != nil || errN != nil {
+		return Shard{}, fmt.Errorf("shard %q: want k/n with integers k and n, e.g. 1/4", s)
+	}
+	if n < 1 || k < 1 || k > n {
+		return Shard{}, fmt.Errorf("shard %q: want 1 <= k <= n", s)
+	}
+	return Shard{K: k, N: n}, nil
+}
+
+// String returns "k/n", or "" for the zero Shard.
+func (s Shard) String() string {
+	if s.N == 0 {
+		return ""
+	}
+	return strconv.Itoa(s.K) + "/" + strconv.Itoa(s.N)
+}
+
+// Owns reports whether the window with global ordinal g (0-based, counted
+// over all streams' windows in order) belongs to the shard.
+func (s Shard) Owns(g int) bool {
+	if s.N == 0 {
+		return true
+	}
+	return g%s.N == s.K-1
+}
