@@ -2,4 +2,4 @@ module ppl.dev/aggregate
 
 go 1.26.8
 
-require github.com/alecthomas/kong v1.17.0 // indirect
+require github.com/alecthomas/kong v1.17.0

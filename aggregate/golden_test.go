@@ -1,11 +1,7 @@
 package aggregate
 
 import (
-	"bufio"
-	"encoding/json"
-	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,7 +21,7 @@ func goldenRun(t testing.TB, paths ...string) (testRun, []*oracle.File) {
 	var tr testRun
 	var files []*oracle.File
 	for _, path := range paths {
-		f, err := readGolden(path)
+		f, err := oracle.Read(path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -124,41 +120,4 @@ func TestGolden(t *testing.T) {
 	if kldFiles == 0 {
 		t.Error("no __kld-vs- golden file was checked")
 	}
-}
-
-// readGolden is oracle.Read, tolerant of top1_agree written as 0/1 (as
-// the __kld-vs- files do) rather than as booleans, which oracle.Window's
-// []bool refuses.
-func readGolden(path string) (*oracle.File, error) {
-	if f, err := oracle.Read(path); err == nil {
-		return f, nil
-	}
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	var out oracle.File
-	for line := 1; sc.Scan(); line++ {
-		if line == 1 {
-			if err := json.Unmarshal(sc.Bytes(), &out.Header); err != nil {
-				return nil, fmt.Errorf("%s:1: %w", path, err)
-			}
-			continue
-		}
-		var w struct {
-			oracle.Window
-			Top1Agree []int `json:"top1_agree"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &w); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
-		}
-		for _, a := range w.Top1Agree {
-			w.Window.Top1Agree = append(w.Window.Top1Agree, a != 0)
-		}
-		out.Windows = append(out.Windows, w.Window)
-	}
-	return &out, sc.Err()
 }

@@ -32,7 +32,6 @@ type input struct {
 	headers map[string]*pipe.Header
 	raw     map[string][]byte // normalized header JSON, by stage
 	shard   protocol.Shard
-	streams []string
 	windows map[wkey]pipe.Window // window records
 	scores  map[wkey]bool
 	checked bool // headers checked against the other inputs
@@ -94,7 +93,6 @@ func (c *corpus) read(src Source) error {
 				return r.Errorf("stream %q announced twice", rec.Stream.ID)
 			}
 			seen[rec.Stream.ID] = true
-			in.streams = append(in.streams, rec.Stream.ID)
 			if err := c.addStream(in.name, rec.Stream); err != nil {
 				return r.Errorf("%v", err)
 			}

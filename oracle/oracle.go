@@ -103,7 +103,31 @@ type Window struct {
 	Logprobs  []float64 `json:"logprobs"`
 	Argmax    []int32   `json:"argmax"`
 	KLD       []float64 `json:"kld"`
-	Top1Agree []bool    `json:"top1_agree"`
+	Top1Agree Bools     `json:"top1_agree"`
+}
+
+// Bools reads a JSON array of booleans written either as true/false or as
+// 1/0 (the golden KLD files use numbers).
+type Bools []bool
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (b *Bools) UnmarshalJSON(data []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	out := make([]bool, len(raw))
+	for i, r := range raw {
+		switch string(r) {
+		case "true", "1":
+			out[i] = true
+		case "false", "0":
+		default:
+			return fmt.Errorf("top1_agree[%d]: %s is not a boolean", i, r)
+		}
+	}
+	*b = out
+	return nil
 }
 
 // File is a whole golden or exact file.

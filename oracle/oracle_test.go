@@ -18,3 +18,15 @@ func TestReadGolden(t *testing.T) {
 		t.Fatalf("%d models", got)
 	}
 }
+
+func TestReadKLD(t *testing.T) {
+	d := Require(t)
+	f, err := Read(d + "/golden/tiny-llama-spm-q4_k_m__mixed-unicode__sliding__kld-vs-tiny-llama-spm-f16.ndjson")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := f.Windows[0]
+	if len(w.Top1Agree) != len(w.KLD) || len(w.KLD) != len(w.Logprobs) || f.Header.MeanKLD <= 0 {
+		t.Fatalf("window 0: %d top1, %d kld, %d logprobs; mean_kld %v", len(w.Top1Agree), len(w.KLD), len(w.Logprobs), f.Header.MeanKLD)
+	}
+}

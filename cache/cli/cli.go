@@ -87,7 +87,7 @@ func stats(c *cache.Cache, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "group\tentries\tMB\tlast used\t\n")
 	var n int
 	var b int64

@@ -1,6 +1,6 @@
 // Package bpe trains and applies byte-level BPE vocabularies of the GPT-2
 // kind, as llama.cpp loads them from GGUF (tokenizer.ggml.model "gpt2",
-// pre-tokenizer "gpt2").
+// pre-tokenizer "gpt-2").
 //
 // Why our own: the bundled demo model must be built from nothing but this
 // repository, deterministically, and its perplexity must mean something.

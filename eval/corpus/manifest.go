@@ -24,7 +24,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"unicode/utf8"
@@ -43,6 +45,9 @@ type Manifest struct {
 	// Dir is the directory of the manifest file; stream paths are
 	// relative to it. Not serialized.
 	Dir string `json:"-"`
+	// FS, when set, holds the streams (Dir is then a slash-separated path
+	// inside it); otherwise they are read from the operating system.
+	FS fs.FS `json:"-"`
 }
 
 // Stream is one text of a corpus.
@@ -94,6 +99,20 @@ func Load(path string) (*Manifest, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	m.Dir = filepath.Dir(path)
+	return m, nil
+}
+
+// LoadFS reads and checks a manifest stored in fsys (an embedded corpus).
+func LoadFS(fsys fs.FS, name string) (*Manifest, error) {
+	b, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		return nil, err
+	}
+	m, err := Parse(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	m.Dir, m.FS = path.Dir(name), fsys
 	return m, nil
 }
 
@@ -231,8 +250,11 @@ func (b *Build) check() error {
 	return nil
 }
 
-// File returns the path of stream s on disk.
+// File returns the path of stream s: on disk, or in FS when it is set.
 func (m *Manifest) File(s *Stream) string {
+	if m.FS != nil {
+		return path.Join(m.Dir, s.Path)
+	}
 	return filepath.Join(m.Dir, filepath.FromSlash(s.Path))
 }
 
@@ -295,20 +317,26 @@ func Measure(text []byte) Stats {
 // Read reads stream s and checks it against the manifest. A missing or
 // modified stream gives an error that names it and says how to rebuild it.
 func (m *Manifest) Read(s *Stream) ([]byte, error) {
-	path := m.File(s)
-	b, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, fmt.Errorf("corpus %s: stream %s: %s is missing%s", m.Name, s.ID, path, m.hint())
+	file := m.File(s)
+	var b []byte
+	var err error
+	if m.FS != nil {
+		b, err = fs.ReadFile(m.FS, file)
+	} else {
+		b, err = os.ReadFile(file)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("corpus %s: stream %s: %s is missing%s", m.Name, s.ID, file, m.hint())
 	}
 	if err != nil {
 		return nil, fmt.Errorf("corpus %s: stream %s: %w", m.Name, s.ID, err)
 	}
 	if st := Measure(b); st.SHA256 != s.SHA256 {
 		return nil, fmt.Errorf("corpus %s: stream %s: %s has sha256 %s, the manifest pins %s (modified or stale)%s",
-			m.Name, s.ID, path, st.SHA256, s.SHA256, m.hint())
+			m.Name, s.ID, file, st.SHA256, s.SHA256, m.hint())
 	}
 	if !utf8.Valid(b) {
-		return nil, fmt.Errorf("corpus %s: stream %s: %s is not valid UTF-8", m.Name, s.ID, path)
+		return nil, fmt.Errorf("corpus %s: stream %s: %s is not valid UTF-8", m.Name, s.ID, file)
 	}
 	return b, nil
 }
@@ -318,6 +346,20 @@ func (m *Manifest) hint() string {
 		return ""
 	}
 	return "; rebuild it with: " + m.Rebuild
+}
+
+// Texts reads every stream (or each domain's quick stream), checked, in
+// manifest order.
+func (m *Manifest) Texts(quick bool) ([][]byte, error) {
+	var out [][]byte
+	for _, s := range m.Select(quick) {
+		b, err := m.Read(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
 }
 
 // Verify reads every stream (or, with quick, every quick stream) and

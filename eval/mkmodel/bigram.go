@@ -172,3 +172,42 @@ func (g *Bigram) Embeddings(d int) (embd, out []float32, err error) {
 	}
 	return embd, out, nil
 }
+
+// BigramOptions control TrainBigram.
+type BigramOptions struct {
+	Rank   int     // rank of the factorization beyond the column-mean term
+	Alpha  float64 // smoothing toward the unigram distribution (default 0.5)
+	Beta   float64 // add-Beta smoothing of the unigram (default 0.5)
+	Refine int     // Adam steps of likelihood refinement after the SVD
+	LR     float64 // Adam step size (default 0.05)
+	Seed   uint64  // seed of the randomized SVD
+}
+
+// TrainBigram counts the bigrams of the token sequences, factors their
+// smoothed log-probabilities (truncated SVD, see Bigram), then refines the
+// factors for Refine steps by maximizing the likelihood of the counts
+// under the softmax of A·Bᵀ, which is what a model's perplexity measures:
+// the SVD minimizes squared error in log-probability, which spends most of
+// its effort on pairs that never occur. It returns the mean negative
+// log-likelihood per bigram of the result.
+func TrainBigram(v int, seqs [][]int32, opt BigramOptions) (*Bigram, float64, error) {
+	if opt.Alpha == 0 {
+		opt.Alpha = 0.5
+	}
+	if opt.Beta == 0 {
+		opt.Beta = 0.5
+	}
+	if opt.LR == 0 {
+		opt.LR = 0.05
+	}
+	counts, err := CountBigrams(v, seqs)
+	if err != nil {
+		return nil, 0, err
+	}
+	g := &Bigram{V: v, Rank: opt.Rank, Alpha: opt.Alpha, Beta: opt.Beta, Counts: counts}
+	if err := g.Factor(opt.Seed); err != nil {
+		return nil, 0, err
+	}
+	nll := g.refine(opt.Refine, opt.LR)
+	return g, nll, nil
+}

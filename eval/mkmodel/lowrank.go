@@ -195,7 +195,7 @@ func lowRank(m *Dense, r int, seed uint64) (a, b *Dense) {
 		y = mul(m, z)
 		orthonormalize(y)
 	}
-	bt := mulT(m, y) // C×k = (yᵀ m)ᵀ
+	bt := mulT(m, y)  // C×k = (yᵀ m)ᵀ
 	g := mulT(bt, bt) // k×k = (yᵀm)(yᵀm)ᵀ
 	vals, w := jacobiEigen(g)
 	u := mul(y, w)   // R×k left singular vectors

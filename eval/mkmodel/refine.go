@@ -7,16 +7,21 @@ import (
 )
 
 // refine improves A and B by maximizing the likelihood of the bigram
-// counts under logits A[i]·B[j] (full softmax), with Adam for iters steps.
-// It returns the mean NLL per counted pair after the last step.
+// counts under logits A[i]·B[j] (full softmax), with Adam for iters steps;
+// A[i][0] stays 1. It returns the mean NLL per counted pair at the last
+// step (before its update), or that of the unrefined factors when iters
+// is 0. Work is split by rows and the per-worker gradients are summed in
+// a fixed order, so the result does not depend on scheduling.
 func (g *Bigram) refine(iters int, lr float64) float64 {
 	v, k := g.V, g.A.C
 	type acc struct {
 		dB   []float64
 		loss float64
 	}
-	workers := runtime.GOMAXPROCS(0)
-	accs := make([]acc, workers)
+	// The rows are cut into a fixed number of parts, whatever the number
+	// of CPUs, so the gradient sums are the same everywhere.
+	const parts = 8
+	accs := make([]acc, parts)
 	for w := range accs {
 		accs[w].dB = make([]float64, v*k)
 	}
@@ -37,16 +42,18 @@ func (g *Bigram) refine(iters int, lr float64) float64 {
 	}
 	const b1, b2, eps = 0.9, 0.999, 1e-8
 	var loss float64
-	for it := 1; it <= iters; it++ {
+	for it := 1; it <= max(iters, 1); it++ {
 		var wg sync.WaitGroup
-		for w := 0; w < workers; w++ {
-			lo, hi := len(active)*w/workers, len(active)*(w+1)/workers
+		sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+		for w := 0; w < parts; w++ {
+			lo, hi := len(active)*w/parts, len(active)*(w+1)/parts
 			a := &accs[w]
 			clear(a.dB)
 			a.loss = 0
 			wg.Add(1)
+			sem <- struct{}{}
 			go func() {
-				defer wg.Done()
+				defer func() { <-sem; wg.Done() }()
 				z := make([]float64, v)
 				for _, i := range active[lo:hi] {
 					ai := g.A.row(i)
@@ -85,6 +92,9 @@ func (g *Bigram) refine(iters int, lr float64) float64 {
 			loss += accs[w].loss
 		}
 		loss /= total
+		if iters == 0 {
+			break
+		}
 		c1, c2 := 1-math.Pow(b1, float64(it)), 1-math.Pow(b2, float64(it))
 		for x := range dA {
 			var gb float64

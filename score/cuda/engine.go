@@ -338,7 +338,7 @@ var kernelModules = map[string][]string{
 	"rmsnorm":    {"rmsnorm_bf16", "rmsnorm_f32"},
 	"rope":       {"rope"},
 	"swiglu":     {"swiglu_bf16"},
-	"add":        {"add_bias", "cast_bf16"},
+	"add":        {"add_bias", "cast_bf16", "split_bf16"},
 	"logsoftmax": {"logsoftmax_target", "logsoftmax_kld"},
 	"kvstore":    {"kv_store_plain", "kv_store_scaled", "kv_store_q4", "kv_amax", "kv_store_nvfp4", "kv_decode"},
 	"attention":  {"attn_simple", "attn_fa16", "attn_fa32", "attn_fa64", "attn_fa128"},

@@ -92,6 +92,7 @@ type acts struct {
 	tok       buf // int32 (n)
 	x         buf // f32 (n, embd): the residual stream
 	hb        buf // bf16 (n, embd): normed x, a product's input
+	lo        buf // bf16 (n, embd): the output-normed x - hb, for the output head
 	q, k, v   buf // f32 (n, heads·hd), (n, kvheads·hd) ×2
 	att       buf // bf16 (n, heads·hd)
 	gu        buf // f32 (chunk, 2·ffn)
@@ -425,7 +426,7 @@ func (m *Model) ensure(n int) error {
 		b     *buf
 		bytes int64
 	}{
-		{&a.tok, 4 * N}, {&a.x, 4 * N * E}, {&a.hb, 2 * N * E},
+		{&a.tok, 4 * N}, {&a.x, 4 * N * E}, {&a.hb, 2 * N * E}, {&a.lo, 2 * N * E},
 		{&a.q, 4 * N * qd}, {&a.k, 4 * N * kvd}, {&a.v, 4 * N * kvd}, {&a.att, 2 * N * qd},
 		{&a.gu, 4 * int64(a.chunk) * 2 * F}, {&a.act, 2 * int64(a.chunk) * F},
 		{&a.logits, 4 * int64(a.rowBlock) * V}, {&a.res, 40 * N},
@@ -451,17 +452,24 @@ func (m *Model) ensure(n int) error {
 		m.freeActs()
 		return err
 	}
-	// RoPE angles for positions [0, capN), from nn.RoPE.Angle in float64.
-	cos, sin := make([]float64, N*half), make([]float64, N*half)
-	for p := range capN {
-		for i := range int(half) {
-			cos[int64(p)*half+int64(i)], sin[int64(p)*half+int64(i)] = m.rope.Angle(p, i)
-		}
-	}
+	cos, sin := ropeTables(m.rope, capN)
 	if err := upload(e, a.cos.p, cos); err != nil {
 		return err
 	}
 	return upload(e, a.sin.p, sin)
+}
+
+// ropeTables returns the cosines and sines of positions [0, n), dims/2 per
+// position, from nn.RoPE.Angle in float64 (as nn.RoPE's own tables).
+func ropeTables(r *nn.RoPE, n int) (cos, sin []float64) {
+	half := r.Dims / 2
+	cos, sin = make([]float64, n*half), make([]float64, n*half)
+	for p := range n {
+		for i := range half {
+			cos[p*half+i], sin[p*half+i] = r.Angle(p, i)
+		}
+	}
+	return cos, sin
 }
 
 func (m *Model) freeActs() {
@@ -532,7 +540,12 @@ func (m *Model) forward(tokens []int32) error {
 			}
 		}
 	}
-	return e.rmsnormBF16(a.hb.p, a.x.p, m.w.outNorm, n, E, hp.Eps)
+	// The output head reads the normed hidden states as hi + lo bf16 pairs
+	// (two products): float32-like activations where they turn into logits.
+	if err := e.rmsnormF32(a.x.p, a.x.p, m.w.outNorm, n, E, hp.Eps); err != nil {
+		return err
+	}
+	return e.splitBF16(a.hb.p, a.lo.p, a.x.p, int64(n)*int64(E))
 }
 
 const (
@@ -574,6 +587,17 @@ func (m *Model) mlp(l *layer, n int) error {
 		}
 	}
 	return nil
+}
+
+// head computes the logits of hidden rows [r0, r0+rows) into logits
+// (rows, vocab): hi·Woutᵀ + lo·Woutᵀ.
+func (m *Model) head(logits ptr, r0, rows int) error {
+	E, V := m.hp.Embd, m.hp.Vocab
+	off := int64(r0) * int64(E) * 2
+	if err := m.e.gemm(logits, f32, V, m.a.hb.at(off), E, m.w.out, rows, E, V, 0); err != nil {
+		return err
+	}
+	return m.e.gemm(logits, f32, V, m.a.lo.at(off), E, m.w.out, rows, E, V, 1)
 }
 
 // Score runs tokens through the model from an empty cache and scores each
@@ -645,7 +669,7 @@ func (m *Model) score(tokens []int32, scoreFrom int, ref *Model) (*model.Result,
 		for r0 := scoreFrom - 1; r0 < n-1; r0 += a.rowBlock {
 			b := min(a.rowBlock, n-1-r0)
 			off := int64(r0 - (scoreFrom - 1))
-			if err := e.gemm(a.logits.p, f32, V, a.hb.at(int64(r0)*int64(m.hp.Embd)*2), m.hp.Embd, m.w.out, b, m.hp.Embd, V, 0); err != nil {
+			if err := m.head(a.logits.p, r0, b); err != nil {
 				return err
 			}
 			targets := a.tok.at(int64(r0+1) * 4)
@@ -659,7 +683,7 @@ func (m *Model) score(tokens []int32, scoreFrom int, ref *Model) (*model.Result,
 			if b > ra.rowBlock {
 				return fmt.Errorf("cuda: reference holds %d rows of logits, model %d", ra.rowBlock, b)
 			}
-			if err := e.gemm(ra.logits.p, f32, V, ra.hb.at(int64(r0)*int64(ref.hp.Embd)*2), ref.hp.Embd, ref.w.out, b, ref.hp.Embd, V, 0); err != nil {
+			if err := ref.head(ra.logits.p, r0, b); err != nil {
 				return fmt.Errorf("reference: %w", err)
 			}
 			if err := e.logsoftmaxKLD(a.logits.p, ra.logits.p, b, V, targets, rp.lp+ptr(8*off), rp.arg+ptr(4*off), rp.bad+ptr(4*off),

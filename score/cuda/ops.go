@@ -46,6 +46,11 @@ func (e *Engine) castBF16(out, x ptr, count int64) error {
 	return e.launch("cast_bf16", gridFor(count), block256, out, x, count)
 }
 
+// splitBF16: hi, lo (count) bf16 <- x (count) f32 with x ≈ hi + lo.
+func (e *Engine) splitBF16(hi, lo, x ptr, count int64) error {
+	return e.launch("split_bf16", gridFor(count), block256, hi, lo, x, count)
+}
+
 // fillUniform: out (count) bf16 <- uniform(-a, a) from seed.
 func (e *Engine) fillUniform(out ptr, count int64, seed uint64, a float32) error {
 	return e.launch("fill_uniform_bf16", gridFor(count), block256, out, count, seed, a)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -28,6 +30,38 @@ type simDevice struct {
 	// bf16Attention rounds q, k, v to bf16 in the flash kernels' emulation,
 	// as the tensor cores see them.
 	bf16Attention bool
+	shadow        map[uint64][]float32
+	shadowKind    map[uint64]string
+}
+
+func (s *simDevice) setShadow(kind string, dst []uint16, vals []float32) {
+	if s.shadow == nil {
+		s.shadow, s.shadowKind = map[uint64][]float32{}, map[uint64]string{}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for base, b := range s.mem {
+		if uintptr(unsafe.Pointer(&b[0])) <= uintptr(unsafe.Pointer(&dst[0])) && uintptr(unsafe.Pointer(&dst[0])) < uintptr(unsafe.Pointer(&b[0]))+uintptr(len(b)) {
+			off := (uintptr(unsafe.Pointer(&dst[0])) - uintptr(unsafe.Pointer(&b[0]))) / 2
+			sh := s.shadow[base]
+			if sh == nil {
+				sh = make([]float32, len(b)/2)
+				s.shadow[base] = sh
+			}
+			copy(sh[off:], vals)
+			s.shadowKind[base] = kind
+			return
+		}
+	}
+}
+
+func contains(mode, k string) bool {
+	for _, f := range strings.Split(mode, ",") {
+		if f == k && k != "" {
+			return true
+		}
+	}
+	return false
 }
 
 const simSpan = 1 << 40 // address space per allocation
@@ -241,12 +275,15 @@ var simKernels = map[string]struct {
 			return a.err
 		}
 		tmp := make([]float32, f)
+		all := make([]float32, rows*f)
 		for r := range rows {
 			nn.SwiGLU(tmp, gate[r*gs:r*gs+f], up[r*us:r*us+f])
 			for i, v := range tmp {
 				out[r*f+i] = quant.F32ToBF16(v)
 			}
+			copy(all[r*f:], tmp)
 		}
+		s.setShadow("act", out[:rows*f], all)
 		return nil
 	}},
 	"add_bias": {4, func(s *simDevice, a *simArgs, grid dim3) error {
@@ -263,6 +300,15 @@ var simKernels = map[string]struct {
 		for i := range n {
 			out[i] = quant.F32ToBF16(x[i])
 		}
+		return a.err
+	}},
+	"split_bf16": {4, func(s *simDevice, a *simArgs, grid dim3) error {
+		hi, lo, x, n := u16s(a.ptr(0)), u16s(a.ptr(1)), f32s(a.ptr(2)), a.i64(3)
+		for i := range n {
+			h := quant.F32ToBF16(x[i])
+			hi[i], lo[i] = h, quant.F32ToBF16(x[i]-quant.BF16ToF32(h))
+		}
+		s.setShadow("split", hi[:n], x[:n])
 		return a.err
 	}},
 	"fill_uniform_bf16": {4, func(s *simDevice, a *simArgs, grid dim3) error {
@@ -466,6 +512,7 @@ func simRMSNorm(a *simArgs, grid dim3, toBF16 bool) error {
 	for i, v := range tmp {
 		out[i] = quant.F32ToBF16(v)
 	}
+	a.s.setShadow("hb", out[:len(tmp)], tmp)
 	return nil
 }
 
@@ -503,6 +550,7 @@ func simAttention(a *simArgs, hd int, scale float64, k0 int, roundBF16 bool) err
 	for i, v := range o {
 		out[i] = quant.F32ToBF16(v)
 	}
+	a.s.setShadow("att", out[:len(o)], o)
 	return nil
 }
 
@@ -618,6 +666,10 @@ func (s *simDevice) gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at
 		return fmt.Errorf("sim gemm: leading dimensions %d, %d, %d too small for %d×%d×%d", lda, ldb, ldc, m, n, k)
 	}
 	A, B, C := u16s(s.view(a)), u16s(s.view(b)), s.view(c)
+	var Bx []float32
+	if base := uint64(b) / simSpan * simSpan; s.shadow != nil && contains(os.Getenv("SIMEXACT"), s.shadowKind[base]) {
+		Bx = s.shadow[base][(uint64(b)-base)/2:]
+	}
 	get := func(x []uint16, t cublas.Op, ld, r, col int) float64 {
 		if t == cublas.OpN {
 			return float64(quant.BF16ToF32(x[r+col*ld]))
@@ -634,7 +686,11 @@ func (s *simDevice) gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at
 				for i := range m {
 					var acc float64
 					for l := range k {
-						acc += get(A, ta, lda, i, l) * get(B, tb, ldb, l, j)
+						if Bx != nil {
+							acc += get(A, ta, lda, i, l) * float64(Bx[l+j*ldb])
+						} else {
+							acc += get(A, ta, lda, i, l) * get(B, tb, ldb, l, j)
+						}
 					}
 					idx := i + j*ldc
 					if ct == cublas.R32F {

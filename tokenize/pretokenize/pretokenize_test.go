@@ -149,3 +149,18 @@ func FuzzSplit(f *testing.F) {
 		}
 	})
 }
+
+// TestTable checks the lazily built table against the direct
+// classification for every code point.
+func TestTable(t *testing.T) {
+	step := rune(1)
+	if testing.Short() {
+		step = 97
+	}
+	tab := Table()
+	for r := rune(0); r < rune(len(tab)); r += step {
+		if got, want := tab[r], computeFlags(r); got != want {
+			t.Fatalf("table[%U] = %#x, computeFlags = %#x", r, got, want)
+		}
+	}
+}

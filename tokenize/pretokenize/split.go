@@ -251,10 +251,12 @@ func trailingSpace(t *Text, from, end int) (int, int, bool) {
 	return i, end, true
 }
 
-// collapsed is the byte llama.cpp substitutes for a code point before
-// running a std::regex that uses \p{..} classes: ASCII stays, non-ASCII
-// whitespace becomes \v, other code points a byte per category.
-func (t *Text) collapsedIsNumber(p int) bool {
+// The expressions llama.cpp runs with std::regex over its "collapsed" text
+// see ASCII as is, non-ASCII whitespace as \v and every other non-ASCII
+// code point as one byte per category; these predicates are \p{N} and the
+// default pre-tokenizer's [\p{P}\$\+<=>\^~\|] on that text.
+
+func isNumberRun(t *Text, p int) bool {
 	r := t.Runes[p]
 	if r < 0x80 {
 		return r >= '0' && r <= '9'
@@ -263,30 +265,26 @@ func (t *Text) collapsedIsNumber(p int) bool {
 	return f&Whitespace == 0 && f&Number != 0
 }
 
-func (t *Text) collapsedIsPunct(p int) bool {
+func isPunctRun(t *Text, p int) bool {
 	r := t.Runes[p]
 	if r < 0x80 {
-		// \p{P} collapses to !-#%-*,-/:-;?-@[-]_{} and the class adds $+<=>^~|.
+		// \p{P} collapses to !-#%-*,-/:-;?-@[-]_{} and the class adds $+<=>^~|:
+		// every ASCII punctuation or symbol character but the backquote.
 		return r >= '!' && r <= '/' || r >= ':' && r <= '@' || r >= '[' && r <= '_' || r >= '{' && r <= '~'
 	}
 	f := t.Flags[p]
 	return f&Whitespace == 0 && f&Punct != 0
 }
 
-func isNumberRun(t *Text, p int) bool { return t.collapsedIsNumber(p) }
-func isPunctRun(t *Text, p int) bool  { return t.collapsedIsPunct(p) }
-
-// isNumberOne matches a single \p{N}.
-func splitEachNumber(dst []int, t *Text, start, end int) []int {
-	return regexStage(func(t *Text, from, end int) (int, int, bool) {
-		for i := from; i < end; i++ {
-			if t.collapsedIsNumber(i) {
-				return i, i + 1, true
-			}
+// splitEachNumber is the stage \p{N}: every number code point alone.
+var splitEachNumber = regexStage(func(t *Text, from, end int) (int, int, bool) {
+	for i := from; i < end; i++ {
+		if isNumberRun(t, i) {
+			return i, i + 1, true
 		}
-		return 0, 0, false
-	})(dst, t, start, end)
-}
+	}
+	return 0, 0, false
+})
 
 // threeDigits matches [0-9][0-9][0-9].
 func threeDigits(t *Text, from, end int) (int, int, bool) {

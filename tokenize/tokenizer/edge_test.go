@@ -37,18 +37,18 @@ func everyPlane() []byte {
 // error, identical on every run.
 func edgeTexts() map[string][]byte {
 	return map[string][]byte{
-		"empty":          {},
-		"one-char":       []byte("a"),
-		"one-space":      []byte(" "),
-		"only-space":     []byte(" \t\n\r\n\v\f  \u00a0\u3000\u2028"),
-		"nul":            []byte("a\x00b\x00\x00 \x00"),
-		"crlf":           []byte("line one\r\nline two\r\n\r\n"),
-		"every-plane":    everyPlane(),
-		"1mb-no-spaces":  bytes.Repeat([]byte("Lorem_ipsum,dolor.sit-amet;"), (1<<20)/27+1)[:1<<20],
+		"empty":           {},
+		"one-char":        []byte("a"),
+		"one-space":       []byte(" "),
+		"only-space":      []byte(" \t\n\r\n\v\f  \u00a0\u3000\u2028"),
+		"nul":             []byte("a\x00b\x00\x00 \x00"),
+		"crlf":            []byte("line one\r\nline two\r\n\r\n"),
+		"every-plane":     everyPlane(),
+		"1mb-no-spaces":   bytes.Repeat([]byte("Lorem_ipsum,dolor.sit-amet;"), (1<<20)/27+1)[:1<<20],
 		"256k-one-letter": bytes.Repeat([]byte("a"), 1<<18),
-		"100k-cjk":       bytes.Repeat([]byte("天地玄黃宇宙洪荒"), 100_000/24),
-		"specials-text":  []byte("<s></s><unk><|endoftext|><|im_start|><think></think><|begin_of_text|>"),
-		"long-digits":    bytes.Repeat([]byte("0123456789"), 1000),
+		"100k-cjk":        bytes.Repeat([]byte("天地玄黃宇宙洪荒"), 100_000/24),
+		"specials-text":   []byte("<s></s><unk><|endoftext|><|im_start|><think></think><|begin_of_text|>"),
+		"long-digits":     bytes.Repeat([]byte("0123456789"), 1000),
 	}
 }
 

@@ -269,6 +269,8 @@ func New(cfg Config) (Tokenizer, error) {
 		return cmp.Compare(len(t.tokens[b]), len(t.tokens[a]))
 	})
 	t.identity = identity(cfg, t)
+	// Keep the small fields only; the models hold what encoding needs.
+	t.cfg.Tokens, t.cfg.Scores, t.cfg.Types, t.cfg.Merges = nil, nil, nil, nil
 	return t, nil
 }
 

@@ -1,0 +1,258 @@
+// Package cli implements ppl-mkmodel, the test-model generator.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/alecthomas/kong"
+
+	"ppl.dev/eval/bpe"
+	"ppl.dev/eval/corpora"
+	"ppl.dev/eval/corpus"
+	"ppl.dev/eval/mkmodel"
+)
+
+const name = "ppl-mkmodel"
+
+type cliArgs struct {
+	Output string `short:"o" required:"" help:"The GGUF file to write (atomically)." placeholder:"FILE.gguf" type:"path"`
+
+	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3" help:"Architecture: llama, qwen2 or qwen3."`
+	Params   string  `help:"Pick the Llama-shaped preset nearest this size: 100M, 1B or 8B (shape flags override its fields)." placeholder:"SIZE"`
+	Embd     int     `help:"Embedding width (default 128, or the preset's)."`
+	Layers   int     `help:"Number of transformer blocks (default 2)."`
+	Heads    int     `help:"Attention heads (default 4)."`
+	KVHeads  int     `name:"kv-heads" help:"Key/value heads (default 2)."`
+	HeadDim  int     `name:"head-dim" help:"Dimension of one head (default 32)."`
+	FFN      int     `name:"ffn" help:"Feed-forward width (default 256)."`
+	Context  int     `help:"Context length written to the metadata (default 2048)."`
+	RopeBase float64 `name:"rope-base" help:"RoPE frequency base (default 10000 for llama, 1000000 for qwen)."`
+	Eps      float64 `help:"RMSNorm epsilon (default 1e-5 for llama, 1e-6 for qwen)."`
+	Tied     bool    `help:"Tie the output matrix to the token embedding."`
+	Untied   bool    `help:"Write a separate output matrix (overrides a tied preset)."`
+
+	VocabFrom string `name:"vocab-from" help:"Copy the tokenizer (every tokenizer.* key) from this GGUF model." placeholder:"FILE.gguf" type:"existingfile"`
+	BPETrain  string `name:"bpe-train" help:"Train a byte-level BPE vocabulary on this corpus (a manifest.json, or a text file); default: the bundled ppl-heldout-v1." placeholder:"CORPUS"`
+	VocabSize int    `name:"vocab-size" help:"Vocabulary size for --bpe-train, <|endoftext|> and reserved tokens included (default 2048, or the preset's)."`
+
+	Bigram   string  `help:"Set the embedding and output matrices from the bigram statistics of this corpus (manifest.json or text file) and make the blocks near-identity." placeholder:"CORPUS"`
+	Rank     int     `help:"Rank of the bigram factorization (default embd-2, the most that fits)."`
+	Refine   int     `default:"20" help:"Likelihood refinement steps after the SVD (--bigram)."`
+	Residual float64 `default:"-1" help:"Scale of the weights writing into the residual stream (default 1, or 0.001 with --bigram)."`
+
+	Type string `default:"F16" help:"Weight type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K."`
+	Pure bool   `help:"Give every 2-D tensor the base type, without llama.cpp's per-tensor rules."`
+	Seed uint64 `default:"1" help:"Random seed; the file depends only on the flags."`
+	Name string `help:"general.name (default: the output file's name without .gguf)."`
+}
+
+type usageError struct{ error }
+
+// Main runs ppl-mkmodel with os.Args and returns its exit status.
+func Main() int {
+	return Run(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+}
+
+// Run is Main with explicit arguments and output.
+func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	err := run(ctx, args, stdout, stderr)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintf(stderr, "%s: %v\n", name, err)
+	var ue usageError
+	if errors.As(err, &ue) {
+		return 2
+	}
+	return 1
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var a cliArgs
+	exit := -1
+	p, err := kong.New(&a, kong.Name(name),
+		kong.Description("Generate a GGUF test model: random weights of any shape and type, or the meaningful bigram demo model."),
+		kong.Writers(stdout, stderr), kong.Exit(func(code int) { exit = code }))
+	if err != nil {
+		return err
+	}
+	if _, err := p.Parse(args); exit >= 0 {
+		return nil
+	} else if err != nil {
+		return usageError{err}
+	}
+	cfg, report, err := a.config(ctx, stderr)
+	if err != nil {
+		return err
+	}
+	if err := mkmodel.Write(a.Output, cfg); err != nil {
+		return err
+	}
+	st, err := os.Stat(a.Output)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "%s: wrote %s: %s, %s parameters, %s, %d bytes%s\n", name, a.Output, cfg.Arch,
+		mkmodel.FormatCount(cfg.Params()), cfg.Type.Name, st.Size(), report)
+	return nil
+}
+
+// config turns the flags into a model configuration.
+func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, string, error) {
+	ft, err := mkmodel.LookupFileType(a.Type)
+	if err != nil {
+		return nil, "", usageError{err}
+	}
+	ft.Pure = a.Pure
+	s := mkmodel.Shape{Arch: a.Arch, Embd: 128, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 256, Context: 2048,
+		RopeBase: 10000, Eps: 1e-5}
+	if a.Arch != "llama" {
+		s.RopeBase, s.Eps = 1e6, 1e-6
+	}
+	presetVocab := 0
+	if a.Params != "" {
+		n, err := mkmodel.ParseCount(a.Params)
+		if err != nil {
+			return nil, "", usageError{err}
+		}
+		pr := mkmodel.NearestPreset(n)
+		arch := s.Arch
+		s = pr.Shape
+		s.Arch = arch
+		presetVocab = s.Vocab
+		fmt.Fprintf(log, "%s: --params %s: preset %s (%s parameters with its own vocabulary)\n", name, a.Params, pr.Name, mkmodel.FormatCount(pr.Shape.Params()))
+	}
+	set := func(dst *int, v int) {
+		if v != 0 {
+			*dst = v
+		}
+	}
+	set(&s.Embd, a.Embd)
+	set(&s.Layers, a.Layers)
+	set(&s.Heads, a.Heads)
+	set(&s.KVHeads, a.KVHeads)
+	set(&s.HeadDim, a.HeadDim)
+	set(&s.FFN, a.FFN)
+	set(&s.Context, a.Context)
+	if a.RopeBase != 0 {
+		s.RopeBase = a.RopeBase
+	}
+	if a.Eps != 0 {
+		s.Eps = a.Eps
+	}
+	switch {
+	case a.Tied && a.Untied:
+		return nil, "", usageError{errors.New("--tied and --untied contradict each other")}
+	case a.Tied:
+		s.Tied = true
+	case a.Untied:
+		s.Tied = false
+	}
+	if a.Bigram != "" && s.Tied {
+		return nil, "", usageError{errors.New("--bigram needs an untied output matrix")}
+	}
+	if a.VocabFrom != "" && (a.BPETrain != "" || a.VocabSize != 0 || a.Bigram != "") {
+		return nil, "", usageError{errors.New("--vocab-from cannot be combined with --bpe-train, --vocab-size or --bigram")}
+	}
+
+	cfg := &mkmodel.Config{Type: ft, Seed: a.Seed, Name: a.Name, Residual: a.Residual}
+	if cfg.Name == "" {
+		cfg.Name = strings.TrimSuffix(filepath.Base(a.Output), ".gguf")
+	}
+	report := ""
+	if a.VocabFrom != "" {
+		if cfg.Tokenizer, err = mkmodel.TokenizerFrom(a.VocabFrom); err != nil {
+			return nil, "", err
+		}
+	} else {
+		size := a.VocabSize
+		if size == 0 {
+			size = presetVocab
+		}
+		if size == 0 {
+			size = 2048
+		}
+		trainSpec := a.BPETrain
+		if trainSpec == "" {
+			trainSpec = a.Bigram
+		}
+		texts, err := readTexts(trainSpec)
+		if err != nil {
+			return nil, "", err
+		}
+		voc, err := bpe.Train(texts, bpe.TrainOptions{Size: size, Special: []string{"<|endoftext|>"}})
+		if err != nil {
+			return nil, "", err
+		}
+		if cfg.Tokenizer, err = mkmodel.BPETokenizer(voc); err != nil {
+			return nil, "", err
+		}
+		if a.Bigram != "" {
+			bt := texts
+			if a.Bigram != trainSpec {
+				if bt, err = readTexts(a.Bigram); err != nil {
+					return nil, "", err
+				}
+			}
+			var seqs [][]int32
+			for _, t := range bt {
+				seqs = append(seqs, voc.Encode(t))
+			}
+			rank := a.Rank
+			if rank == 0 {
+				rank = s.Embd - 2
+			}
+			g, nll, err := mkmodel.TrainBigram(voc.Size(), seqs, mkmodel.BigramOptions{Rank: rank, Refine: a.Refine, Seed: a.Seed})
+			if err != nil {
+				return nil, "", err
+			}
+			if cfg.Embed, cfg.Output, err = g.Embeddings(s.Embd); err != nil {
+				return nil, "", usageError{err}
+			}
+			report = fmt.Sprintf("; bigram rank %d, %d normal tokens, training NLL %.4f per token", rank, voc.NumNormal(), nll)
+			if cfg.Residual < 0 {
+				cfg.Residual = 0.001
+			}
+		}
+	}
+	if cfg.Residual < 0 {
+		cfg.Residual = 1
+	}
+	s.Vocab = cfg.Tokenizer.NVocab
+	cfg.Shape = s
+	if err := cfg.Check(); err != nil {
+		return nil, "", usageError{err}
+	}
+	_ = ctx
+	return cfg, report, nil
+}
+
+// readTexts reads a corpus: every stream of a manifest.json (checked
+// against its sha256), or one text file; "" is the bundled ppl-heldout-v1.
+func readTexts(spec string) ([][]byte, error) {
+	if spec == "" {
+		m, err := corpora.Heldout()
+		if err != nil {
+			return nil, err
+		}
+		return m.Texts(false)
+	}
+	if strings.HasSuffix(spec, ".json") {
+		m, err := corpus.Load(spec)
+		if err != nil {
+			return nil, err
+		}
+		return m.Texts(false)
+	}
+	b, err := os.ReadFile(spec)
+	if err != nil {
+		return nil, err
+	}
+	return [][]byte{b}, nil
+}

@@ -1,0 +1,205 @@
+package mkmodel
+
+import (
+	"fmt"
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+
+	"ppl.dev/gguf"
+)
+
+// Config describes a model to generate.
+type Config struct {
+	Shape
+	Type      FileType
+	Seed      uint64
+	Name      string // general.name
+	Tokenizer Tokenizer
+
+	// Embed and Output, when set, replace the random token embedding and
+	// output matrices (Vocab×Embd each, row-major; Output is ignored for a
+	// tied model). Norm weights are then exactly 1 rather than random.
+	Embed, Output []float32
+	// Residual scales the weights that write into the residual stream
+	// (attn_output and ffn_down): 1 for an ordinary random model, small
+	// for a model whose blocks should be near-identity.
+	Residual float64
+}
+
+// Tensor is one tensor of a generated model, before its data is written.
+type Tensor struct {
+	Name  string
+	Type  gguf.Type
+	Shape []uint64 // ne0 first
+}
+
+// Tensors lists the tensors of the model in file order with their types.
+func (c *Config) Tensors() []Tensor {
+	var out []Tensor
+	c.tensors(func(name string, shape []uint64, layer int, _ RowFunc) {
+		out = append(out, Tensor{name, c.tensorType(name, shape, layer), shape})
+	})
+	return out
+}
+
+func (c *Config) tensorType(name string, shape []uint64, layer int) gguf.Type {
+	return c.Type.TensorType(name, int(shape[0]), len(shape), layer, c.Layers, c.Heads/c.KVHeads, c.Tied)
+}
+
+// rng returns a generator for one row of one tensor: the weights depend
+// only on the seed, the tensor's name and the row, never on the order or
+// parallelism of generation.
+func (c *Config) rng(name string, row int) *rand.Rand {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return rand.New(rand.NewPCG(c.Seed^h.Sum64(), uint64(row)))
+}
+
+// normal fills rows with N(0, std²) weights.
+func (c *Config) normal(name string, std float64) RowFunc {
+	return func(r int, dst []float32) {
+		g := c.rng(name, r)
+		for i := range dst {
+			dst[i] = float32(g.NormFloat64() * std)
+		}
+	}
+}
+
+// gain fills a norm weight with base + N(0, jitter²), or exactly 1 for a
+// model with given embeddings.
+func (c *Config) gain(name string, base, jitter float64) RowFunc {
+	if c.Embed != nil {
+		return func(_ int, dst []float32) {
+			for i := range dst {
+				dst[i] = 1
+			}
+		}
+	}
+	return func(r int, dst []float32) {
+		g := c.rng(name, r)
+		for i := range dst {
+			dst[i] = float32(base + g.NormFloat64()*jitter)
+		}
+	}
+}
+
+func matrixRows(m []float32, width int) RowFunc {
+	return func(r int, dst []float32) { copy(dst, m[r*width:(r+1)*width]) }
+}
+
+// tensors calls add for each tensor in file order (the order of
+// llama.cpp's convert script: embedding, blocks, output norm, output).
+// Weight scales follow the oracle's make_models.py: projections reading
+// the residual stream have standard deviation 1/sqrt(width in), so
+// activations keep unit scale through the layers.
+func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill RowFunc)) {
+	e, v := uint64(c.Embd), uint64(c.Vocab)
+	q, kv, ff := uint64(c.Heads*c.HeadDim), uint64(c.KVHeads*c.HeadDim), uint64(c.FFN)
+	inv := func(n uint64) float64 { return 1 / math.Sqrt(float64(n)) }
+	res := c.Residual
+	if c.Embed != nil {
+		add("token_embd.weight", []uint64{e, v}, -1, matrixRows(c.Embed, c.Embd))
+	} else {
+		add("token_embd.weight", []uint64{e, v}, -1, c.normal("token_embd.weight", 1))
+	}
+	for i := 0; i < c.Layers; i++ {
+		p := fmt.Sprintf("blk.%d.", i)
+		add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
+		add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*inv(e)))
+		if c.Arch == "qwen2" {
+			add(p+"attn_q.bias", []uint64{q}, i, c.normal(p+"attn_q.bias", 0.1))
+		}
+		add(p+"attn_k.weight", []uint64{e, kv}, i, c.normal(p+"attn_k.weight", 1.2*inv(e)))
+		if c.Arch == "qwen2" {
+			add(p+"attn_k.bias", []uint64{kv}, i, c.normal(p+"attn_k.bias", 0.1))
+		}
+		add(p+"attn_v.weight", []uint64{e, kv}, i, c.normal(p+"attn_v.weight", inv(e)))
+		if c.Arch == "qwen2" {
+			add(p+"attn_v.bias", []uint64{kv}, i, c.normal(p+"attn_v.bias", 0.1))
+		}
+		add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*inv(q)))
+		if c.Arch == "qwen3" {
+			add(p+"attn_q_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
+			add(p+"attn_k_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
+		}
+		add(p+"ffn_norm.weight", []uint64{e}, i, c.gain(p+"ffn_norm.weight", 1, 0.1))
+		add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", inv(e)))
+		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", inv(e)))
+		add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*inv(ff)))
+	}
+	// Logit spread about 2: a tied head sees unit-variance embeddings, so
+	// its gain is 2/sqrt(width); an untied one has 1/sqrt(width) weights.
+	gain := 2.0
+	if c.Tied {
+		gain = 2 / math.Sqrt(float64(e))
+	}
+	add("output_norm.weight", []uint64{e}, -1, c.gain("output_norm.weight", gain, 0.15*gain))
+	if !c.Tied {
+		if c.Output != nil {
+			add("output.weight", []uint64{e, v}, -1, matrixRows(c.Output, c.Embd))
+		} else {
+			add("output.weight", []uint64{e, v}, -1, c.normal("output.weight", inv(e)))
+		}
+	}
+}
+
+// Check validates the configuration.
+func (c *Config) Check() error {
+	if err := c.Shape.Check(); err != nil {
+		return err
+	}
+	if c.Tokenizer.NVocab != c.Vocab {
+		return fmt.Errorf("tokenizer has %d tokens, shape says %d", c.Tokenizer.NVocab, c.Vocab)
+	}
+	n := c.Vocab * c.Embd
+	if c.Embed != nil && len(c.Embed) != n || c.Output != nil && len(c.Output) != n {
+		return fmt.Errorf("given embedding matrices do not have %d×%d values", c.Vocab, c.Embd)
+	}
+	if c.Residual < 0 || math.IsNaN(c.Residual) {
+		return fmt.Errorf("bad residual scale %v", c.Residual)
+	}
+	return nil
+}
+
+// Write generates the model and writes it to path atomically. Tensor data
+// is generated and quantized a chunk of rows at a time while writing, so
+// memory use stays small whatever the model's size. The file depends only
+// on the configuration.
+func Write(path string, c *Config) error {
+	if err := c.Check(); err != nil {
+		return fmt.Errorf("mkmodel: %w", err)
+	}
+	w := newStreamWriter()
+	a := c.Arch
+	w.Add("general.architecture", a)
+	w.Add("general.name", c.Name)
+	w.Add(a+".context_length", uint32(c.Context))
+	w.Add(a+".embedding_length", uint32(c.Embd))
+	w.Add(a+".block_count", uint32(c.Layers))
+	w.Add(a+".feed_forward_length", uint32(c.FFN))
+	w.Add(a+".attention.head_count", uint32(c.Heads))
+	w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))
+	w.Add(a+".attention.key_length", uint32(c.HeadDim))
+	w.Add(a+".attention.value_length", uint32(c.HeadDim))
+	w.Add(a+".rope.freq_base", float32(c.RopeBase))
+	w.Add(a+".attention.layer_norm_rms_epsilon", float32(c.Eps))
+	if a == "llama" {
+		w.Add(a+".rope.dimension_count", uint32(c.HeadDim))
+		w.Add(a+".vocab_size", uint32(c.Vocab))
+	}
+	w.Add("general.file_type", c.Type.ID)
+	for _, kv := range c.Tokenizer.KVs {
+		w.Add(kv.Key, kv.Value)
+	}
+	if c.Type.Quantized() {
+		w.Add("general.quantization_version", uint32(2))
+	}
+	c.tensors(func(name string, shape []uint64, layer int, fill RowFunc) {
+		w.AddTensor(name, c.tensorType(name, shape, layer), shape, fill)
+	})
+	if err := w.WriteFile(path); err != nil {
+		return fmt.Errorf("mkmodel: %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,182 @@
+package mkmodel
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"ppl.dev/gguf"
+)
+
+// FileType is a whole-model weight format as llama-quantize names them:
+// a base type for the 2-D weights plus llama.cpp's rules for the tensors
+// that get more bits.
+type FileType struct {
+	Name string
+	ID   uint32    // general.file_type (enum llama_ftype)
+	Base gguf.Type // type of most 2-D weights
+	// Pure gives every 2-D tensor the base type (llama-quantize --pure).
+	Pure bool
+}
+
+// FileTypes lists the supported file types.
+var FileTypes = []FileType{
+	{Name: "F32", ID: 0, Base: gguf.TypeF32},
+	{Name: "F16", ID: 1, Base: gguf.TypeF16},
+	{Name: "BF16", ID: 32, Base: gguf.TypeBF16},
+	{Name: "Q8_0", ID: 7, Base: gguf.TypeQ8_0},
+	{Name: "Q4_0", ID: 2, Base: gguf.TypeQ4_0},
+	{Name: "Q4_1", ID: 3, Base: gguf.TypeQ4_1},
+	{Name: "Q5_0", ID: 8, Base: gguf.TypeQ5_0},
+	{Name: "Q5_1", ID: 9, Base: gguf.TypeQ5_1},
+	{Name: "Q2_K", ID: 10, Base: gguf.TypeQ2_K},
+	{Name: "Q3_K_S", ID: 11, Base: gguf.TypeQ3_K},
+	{Name: "Q3_K_M", ID: 12, Base: gguf.TypeQ3_K},
+	{Name: "Q4_K_S", ID: 14, Base: gguf.TypeQ4_K},
+	{Name: "Q4_K_M", ID: 15, Base: gguf.TypeQ4_K},
+	{Name: "Q5_K_S", ID: 16, Base: gguf.TypeQ5_K},
+	{Name: "Q5_K_M", ID: 17, Base: gguf.TypeQ5_K},
+	{Name: "Q6_K", ID: 18, Base: gguf.TypeQ6_K},
+}
+
+// LookupFileType finds a file type by name, case-insensitively; Q4_K and
+// Q5_K mean Q4_K_M and Q5_K_M, Q3_K means Q3_K_M, as for llama-quantize.
+func LookupFileType(name string) (FileType, error) {
+	n := strings.ToUpper(name)
+	switch n {
+	case "Q4_K", "Q5_K", "Q3_K":
+		n += "_M"
+	}
+	for _, f := range FileTypes {
+		if f.Name == n {
+			return f, nil
+		}
+	}
+	var names []string
+	for _, f := range FileTypes {
+		names = append(names, f.Name)
+	}
+	sort.Strings(names)
+	return FileType{}, fmt.Errorf("unknown weight type %q (want one of %s)", name, strings.Join(names, ", "))
+}
+
+// Quantized reports whether the file type stores quantized blocks.
+func (f FileType) Quantized() bool {
+	return f.Base != gguf.TypeF32 && f.Base != gguf.TypeF16 && f.Base != gguf.TypeBF16
+}
+
+// useMoreBits is llama.cpp's choice of the layers that get more bits in
+// the _M mixtures: the first and last eighth, and every third in between.
+func useMoreBits(i, n int) bool {
+	return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2
+}
+
+// TensorType returns the type of a tensor of the given row length (ne0),
+// following llama_tensor_get_type in llama.cpp for the rules that apply to
+// llama-like models:
+//
+//   - 1-D tensors (norms, biases) are F32;
+//   - the output matrix (token_embd when the output is tied) is Q6_K in
+//     every quantized type but Q8_0;
+//   - Q2_K: attn_v Q4_K with 4+ query heads per KV head, else Q3_K;
+//     ffn_down Q3_K; attn_output Q3_K;
+//   - Q3_K_M: attn_v Q5_K in the first two layers, else Q4_K; ffn_down Q5_K
+//     in the first sixteenth of the layers, else Q4_K; attn_output Q4_K;
+//   - Q4_K_M and Q5_K_M: attn_v and ffn_down Q6_K in useMoreBits layers;
+//   - Q4_K_S: attn_v Q5_K in the first four layers, ffn_down Q5_K in the
+//     first eighth;
+//   - a type whose block does not divide the row length falls back as in
+//     llama.cpp (Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to Q8_0, Q2_K and Q3_K to
+//     Q4_0 where llama.cpp would use IQ4_NL, which we cannot quantize),
+//     then to F16.
+//
+// With Pure, every 2-D tensor gets the base type (still subject to the
+// fallback).
+func (f FileType) TensorType(name string, ne0, dims, layer, layers, gqa int, tiedOutput bool) gguf.Type {
+	if dims < 2 {
+		return gguf.TypeF32
+	}
+	t := f.Base
+	if f.Quantized() && !f.Pure {
+		t = f.mix(name, layer, layers, gqa, tiedOutput)
+	}
+	return fallback(t, ne0)
+}
+
+func (f FileType) mix(name string, layer, layers, gqa int, tied bool) gguf.Type {
+	isOutput := name == "output.weight" || tied && name == "token_embd.weight"
+	has := func(s string) bool { return strings.Contains(name, s) }
+	switch {
+	case isOutput:
+		if f.Base != gguf.TypeQ8_0 {
+			return gguf.TypeQ6_K
+		}
+	case has("attn_v.weight"):
+		switch f.Name {
+		case "Q2_K":
+			if gqa >= 4 {
+				return gguf.TypeQ4_K
+			}
+			return gguf.TypeQ3_K
+		case "Q3_K_M":
+			if layer < 2 {
+				return gguf.TypeQ5_K
+			}
+			return gguf.TypeQ4_K
+		case "Q4_K_M", "Q5_K_M":
+			if useMoreBits(layer, layers) {
+				return gguf.TypeQ6_K
+			}
+		case "Q4_K_S":
+			if layer < 4 {
+				return gguf.TypeQ5_K
+			}
+		}
+	case has("ffn_down"):
+		switch f.Name {
+		case "Q2_K":
+			return gguf.TypeQ3_K
+		case "Q3_K_M":
+			if layer < layers/16 {
+				return gguf.TypeQ5_K
+			}
+			return gguf.TypeQ4_K
+		case "Q4_K_M", "Q5_K_M":
+			if useMoreBits(layer, layers) {
+				return gguf.TypeQ6_K
+			}
+		case "Q4_K_S":
+			if layer < layers/8 {
+				return gguf.TypeQ5_K
+			}
+		}
+	case has("attn_output.weight"):
+		switch f.Name {
+		case "Q2_K":
+			return gguf.TypeQ3_K
+		case "Q3_K_M":
+			return gguf.TypeQ4_K
+		}
+	}
+	return f.Base
+}
+
+func fallback(t gguf.Type, ne0 int) gguf.Type {
+	for {
+		if ne0%t.BlockSize() == 0 {
+			return t
+		}
+		switch t {
+		case gguf.TypeQ2_K, gguf.TypeQ3_K:
+			t = gguf.TypeQ4_0
+		case gguf.TypeQ4_K:
+			t = gguf.TypeQ5_0
+		case gguf.TypeQ5_K:
+			t = gguf.TypeQ5_1
+		case gguf.TypeQ6_K:
+			t = gguf.TypeQ8_0
+		default:
+			return gguf.TypeF16
+		}
+	}
+}

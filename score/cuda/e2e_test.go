@@ -1,0 +1,229 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"ppl.dev/oracle"
+	"ppl.dev/score/model"
+)
+
+// End to end on the shared oracle models: the GPU's per-token
+// log-probabilities against the CPU reference scoring the same weights
+// (WriteBF16Copy: the model's matrices rounded to bf16 as Load rounds them)
+// with the same KV cache format. What remains is the GPU's bf16 activations
+// at the inputs of products and attention: the bounds are a
+// largest per-token difference of 0.02 with a bf16 cache and a perplexity
+// ratio within 0.001 of 1.
+
+var e2eModels = []string{"tiny-llama-spm-q8_0", "tiny-qwen3-q8_0", "tiny-llama3-q8_0"}
+
+// e2eWindow is a window of a test: tokens [begin, end) scored from from.
+type e2eWindow struct{ begin, end, from int }
+
+// e2eTokens returns a long token sequence for a model: the golden file's
+// tokens of the oracle's texts when present, else random tokens.
+func e2eTokens(dir, stem string, vocab, n int) []int32 {
+	var toks []int32
+	for _, text := range []string{"en-gpl3", "zh-tang", "code-go-strings", "mixed-unicode"} {
+		if f, err := oracle.Read(oracle.Golden(dir, stem, text, "sliding")); err == nil {
+			toks = append(toks, f.Header.Tokens...)
+		}
+	}
+	rng := rand.New(rand.NewPCG(11, uint64(vocab)))
+	for len(toks) < n {
+		toks = append(toks, int32(rng.IntN(vocab)))
+	}
+	return toks[:n]
+}
+
+// lpStats compares log-probabilities.
+type lpStats struct {
+	n                 int
+	maxAbs, sumAbs    float64
+	sumGot, sumWant   float64
+	argDiff           int
+	worst             string
+	kldMax, refLPMax  float64
+	top1Diff, withRef int
+}
+
+func (s *lpStats) add(got, want *model.Result, where string) {
+	for i := range want.Logprobs {
+		d := math.Abs(got.Logprobs[i] - want.Logprobs[i])
+		if d != d {
+			d = math.Inf(1)
+		}
+		if d > s.maxAbs || s.n == 0 {
+			s.maxAbs, s.worst = d, fmt.Sprintf("%s target %d", where, want.ScoreFrom+i)
+		}
+		s.n++
+		s.sumAbs += d
+		s.sumGot += got.Logprobs[i]
+		s.sumWant += want.Logprobs[i]
+		if got.Argmax[i] != want.Argmax[i] {
+			s.argDiff++
+		}
+		if want.KLD != nil {
+			s.withRef++
+			s.kldMax = max(s.kldMax, math.Abs(got.KLD[i]-want.KLD[i]))
+			s.refLPMax = max(s.refLPMax, math.Abs(got.RefLogprobs[i]-want.RefLogprobs[i]))
+			if got.Top1Agree[i] != want.Top1Agree[i] {
+				s.top1Diff++
+			}
+		}
+	}
+}
+
+func (s *lpStats) pplRatio() float64 { return math.Exp((s.sumWant - s.sumGot) / float64(s.n)) }
+
+func (s *lpStats) String() string {
+	out := fmt.Sprintf("%d targets: max |Δ log p| %.4f (%s), mean %.5f, PPL ratio %.6f, argmax differs %d",
+		s.n, s.maxAbs, s.worst, s.sumAbs/float64(s.n), s.pplRatio(), s.argDiff)
+	if s.withRef > 0 {
+		out += fmt.Sprintf("; with reference: max |Δ KLD| %.2e, max |Δ ref log p| %.4f, top-1 agreement differs %d", s.kldMax, s.refLPMax, s.top1Diff)
+	}
+	return out
+}
+
+// e2eCase scores windows with the GPU model and the CPU reference.
+func e2eCase(t *testing.T, e *Engine, path, bf16Path, kv string, windows []e2eWindow, toks []int32, withRef bool) *lpStats {
+	t.Helper()
+	cpu, err := model.Load(bf16Path, model.Options{KVDtype: kv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cpu.Close()
+	g, err := loadOn(e, path, model.Options{KVDtype: kv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	var cref *model.Model
+	var gref *Model
+	if withRef {
+		// The reference: the same weights with an exact cache.
+		if cref, err = model.Load(bf16Path, model.Options{KVDtype: "f32"}); err != nil {
+			t.Fatal(err)
+		}
+		defer cref.Close()
+		if gref, err = loadOn(e, path, model.Options{KVDtype: "f32"}); err != nil {
+			t.Fatal(err)
+		}
+		defer gref.Close()
+	}
+	t.Logf("attention: %s", g.attn)
+	var s lpStats
+	for wi, w := range windows {
+		tok := toks[w.begin:w.end]
+		from := w.from - w.begin
+		var want, got *model.Result
+		if withRef {
+			want, err = cpu.ScoreWith(tok, from, cref)
+			if err == nil {
+				got, err = g.ScoreWith(tok, from, gref)
+			}
+		} else {
+			want, err = cpu.Score(tok, from)
+			if err == nil {
+				got, err = g.Score(tok, from)
+			}
+		}
+		if err != nil {
+			t.Fatalf("window %d: %v", wi, err)
+		}
+		s.add(got, want, fmt.Sprintf("window %d [%d,%d)", wi, w.begin, w.end))
+	}
+	return &s
+}
+
+func e2eSetup(t *testing.T) (dir string, stems []string) {
+	dir = oracle.Require(t)
+	for _, s := range e2eModels {
+		if _, err := os.Stat(oracle.Model(dir, s)); err == nil {
+			stems = append(stems, s)
+		}
+	}
+	if len(stems) == 0 {
+		t.Skipf("skipping: none of %v in %s/models", e2eModels, dir)
+	}
+	return dir, stems
+}
+
+// TestEndToEnd: every oracle model, a bf16 cache, windows of 256 tokens
+// scored from the start and from the middle (a row offset), on the GPU
+// also a 2048-token window (RoPE and attention over several tiles), and
+// once with a reference model (KL divergence).
+func TestEndToEnd(t *testing.T) {
+	dir, stems := e2eSetup(t)
+	onDevices(t, func(t *testing.T, e *Engine) {
+		sim := e.Ordinal < 0
+		for _, stem := range stems {
+			t.Run(stem, func(t *testing.T) {
+				path := oracle.Model(dir, stem)
+				bf := filepath.Join(t.TempDir(), stem+"-bf16.gguf")
+				if err := WriteBF16Copy(path, bf); err != nil {
+					t.Fatal(err)
+				}
+				windows := []e2eWindow{{0, 256, 1}, {100, 356, 228}}
+				if !sim {
+					windows = append(windows, e2eWindow{0, 2048, 1024})
+				}
+				info, err := model.Load(path, model.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				toks := e2eTokens(dir, stem, info.Vocab(), 2048)
+				info.Close()
+				s := e2eCase(t, e, path, bf, "bf16", windows, toks, false)
+				t.Logf("bf16 cache: %v", s)
+				if s.maxAbs > 0.02 || math.Abs(s.pplRatio()-1) > 0.001 {
+					t.Errorf("bf16 cache: %v; want max |Δ| <= 0.02 and |PPL ratio - 1| <= 0.001", s)
+				}
+				if stem == stems[0] {
+					r := e2eCase(t, e, path, bf, "bf16", windows[1:2], toks, true)
+					t.Logf("with reference (f32 cache): %v", r)
+					if r.maxAbs > 0.02 || r.refLPMax > 0.02 || r.kldMax > 1e-3 {
+						t.Errorf("with reference: %v", r)
+					}
+				}
+			})
+		}
+	})
+}
+
+// TestEndToEndKV: every KV cache dtype on the first oracle model. The CPU
+// and the GPU quantize slightly different keys and values (their
+// activations differ by bf16 rounding), so a value near a rounding
+// boundary can land on a different code: the bounds are looser than with
+// bf16.
+func TestEndToEndKV(t *testing.T) {
+	dir, stems := e2eSetup(t)
+	onDevices(t, func(t *testing.T, e *Engine) {
+		stem := stems[0]
+		path := oracle.Model(dir, stem)
+		bf := filepath.Join(t.TempDir(), stem+"-bf16.gguf")
+		if err := WriteBF16Copy(path, bf); err != nil {
+			t.Fatal(err)
+		}
+		info, err := model.Load(path, model.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		toks := e2eTokens(dir, stem, info.Vocab(), 512)
+		info.Close()
+		for _, kv := range []string{"f32", "f16", "int8", "fp8", "k8v4", "nvfp4"} {
+			t.Run(kv, func(t *testing.T) {
+				s := e2eCase(t, e, path, bf, kv, []e2eWindow{{0, 256, 1}}, toks, false)
+				t.Logf("%s cache: %v", kv, s)
+				if s.maxAbs > 0.1 || math.Abs(s.pplRatio()-1) > 0.005 {
+					t.Errorf("%s cache: %v; want max |Δ| <= 0.1 and |PPL ratio - 1| <= 0.005", kv, s)
+				}
+			})
+		}
+	})
+}

@@ -1,0 +1,164 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"unsafe"
+
+	"ppl.dev/quant"
+)
+
+var (
+	gpuOnce sync.Once
+	gpuEng  *Engine
+	gpuErr  error
+	simOnce sync.Once
+	simEng  *Engine
+)
+
+// gpuEngine returns CUDA device 0, or skips the test saying why there is none.
+func gpuEngine(t testing.TB) *Engine {
+	t.Helper()
+	gpuOnce.Do(func() {
+		gpuEng, gpuErr = Open(0)
+		if gpuEng != nil {
+			gpuEng.SyncEach = true // name the kernel of an asynchronous fault
+		}
+	})
+	if gpuErr != nil {
+		t.Skipf("skipping GPU parity test: %v", gpuErr)
+	}
+	return gpuEng
+}
+
+func simEngine() *Engine {
+	simOnce.Do(func() { simEng = newSimEngine() })
+	return simEng
+}
+
+// onDevices runs f on the simulated device and on GPU 0 (when there is one).
+func onDevices(t *testing.T, f func(t *testing.T, e *Engine)) {
+	t.Run("sim", func(t *testing.T) { f(t, simEngine()) })
+	t.Run("gpu", func(t *testing.T) { f(t, gpuEngine(t)) })
+}
+
+// do runs f on the engine and fails the test on error.
+func do(t testing.TB, e *Engine, f func() error) {
+	t.Helper()
+	if err := e.Do(func() error {
+		if err := f(); err != nil {
+			return err
+		}
+		return e.sync("test")
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// devAlloc allocates device memory freed when the test ends.
+func devAlloc(t testing.TB, e *Engine, bytes int64) ptr {
+	t.Helper()
+	var b buf
+	do(t, e, func() error {
+		var err error
+		b, err = e.alloc(bytes)
+		return err
+	})
+	t.Cleanup(func() { e.Do(func() error { return e.release(&b) }) })
+	return b.p
+}
+
+// devPut copies v to new device memory.
+func devPut[T any](t testing.TB, e *Engine, v []T) ptr {
+	t.Helper()
+	var z T
+	p := devAlloc(t, e, int64(len(v))*int64(unsafe.Sizeof(z)))
+	do(t, e, func() error { return upload(e, p, v) })
+	return p
+}
+
+// devGet copies n values from device memory.
+func devGet[T any](t testing.TB, e *Engine, p ptr, n int) []T {
+	t.Helper()
+	out := make([]T, n)
+	do(t, e, func() error { return download(e, out, p) })
+	return out
+}
+
+func randF32(rng *rand.Rand, n int, scale float64) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(rng.NormFloat64() * scale)
+	}
+	return v
+}
+
+func randBF16(rng *rand.Rand, n int, scale float64) []uint16 {
+	v := make([]uint16, n)
+	for i := range v {
+		v[i] = quant.F32ToBF16(float32(rng.NormFloat64() * scale))
+	}
+	return v
+}
+
+func toBF16(v []float32) []uint16 {
+	out := make([]uint16, len(v))
+	for i, x := range v {
+		out[i] = quant.F32ToBF16(x)
+	}
+	return out
+}
+
+func fromBF16(v []uint16) []float32 {
+	out := make([]float32, len(v))
+	for i, x := range v {
+		out[i] = quant.BF16ToF32(x)
+	}
+	return out
+}
+
+// ulps is the distance in units of the last place between two float32s of
+// the same sign (large when the signs differ or one is NaN).
+func ulps(a, b float32) int64 {
+	if a == b || (a != a && b != b) {
+		return 0
+	}
+	if a != a || b != b || math.Signbit(float64(a)) != math.Signbit(float64(b)) {
+		return math.MaxInt64
+	}
+	d := int64(math.Float32bits(a)) - int64(math.Float32bits(b))
+	if d < 0 {
+		d = -d
+	}
+	return d
+}
+
+// bitCompare counts elements that differ and the largest ulp distance,
+// for float32 results that should be (nearly) bit-identical.
+type bitCompare struct {
+	n, differ int
+	maxULP    int64
+	worst     string
+}
+
+func (c *bitCompare) add(got, want float32, where int) {
+	c.n++
+	if u := ulps(got, want); u != 0 {
+		c.differ++
+		if u > c.maxULP {
+			c.maxULP, c.worst = u, fmt.Sprintf("element %d: got %v, want %v", where, got, want)
+		}
+	}
+}
+
+func (c *bitCompare) check(t testing.TB, what string, maxULP int64, maxFrac float64) {
+	t.Helper()
+	t.Logf("%s: %d of %d elements differ, at most %d ulp %s", what, c.differ, c.n, c.maxULP, c.worst)
+	if c.maxULP > maxULP || float64(c.differ) > maxFrac*float64(c.n) {
+		t.Errorf("%s: %d of %d elements differ (allowed %.2g%%), up to %d ulp (allowed %d); worst %s",
+			what, c.differ, c.n, 100*maxFrac, c.maxULP, maxULP, c.worst)
+	}
+}

@@ -1,0 +1,426 @@
+package cuda
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"ppl.dev/gguf"
+	"ppl.dev/quant"
+	"ppl.dev/score/kvcache"
+	"ppl.dev/score/nn"
+)
+
+// Parity of each kernel with its CPU reference (the function its comment in
+// ppl.dev/kernels names), on random input, on the simulated device and on
+// GPU 0. Tolerances sit with each check: most kernels repeat the
+// reference's float64 arithmetic and must give the same bits but for rare
+// ties after a differently ordered sum; the KV cache store must give the
+// same bytes; attention and products differ by their precision (bf16
+// inputs, float32 sums).
+
+func TestEmbedParity(t *testing.T) {
+	onDevices(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(1, 1))
+		const vocab, dim, n = 1000, 200, 37
+		table := randBF16(rng, vocab*dim, 1)
+		tokens := make([]int32, n)
+		for i := range tokens {
+			tokens[i] = int32(rng.IntN(vocab))
+		}
+		tokens[0], tokens[n-1] = 0, vocab-1
+		raw := make([]byte, 2*len(table))
+		for i, h := range table {
+			raw[2*i], raw[2*i+1] = byte(h), byte(h>>8)
+		}
+		lin, err := nn.NewLinear("token_embd", gguf.TypeBF16, dim, vocab, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float32, n*dim)
+		lin.Lookup(nn.NewContext(1), want, tokens)
+
+		out := devAlloc(t, e, 4*n*dim)
+		tp, kp := devPut(t, e, table), devPut(t, e, tokens)
+		do(t, e, func() error { return e.embed(out, tp, kp, n, dim) })
+		got := devGet[float32](t, e, out, n*dim)
+		var c bitCompare
+		for i := range got {
+			c.add(got[i], want[i], i)
+		}
+		c.check(t, "embedding (exact)", 0, 0)
+	})
+}
+
+func TestRMSNormParity(t *testing.T) {
+	onDevices(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(2, 1))
+		// bf16 output: the model's attn_norm / ffn_norm / output_norm shape.
+		const rows, d = 33, 1000
+		x, w := randF32(rng, rows*d, 3), randF32(rng, d, 1)
+		norm := nn.RMSNorm{Name: "norm", W: w, Eps: 1e-5}
+		want := make([]float32, rows*d)
+		norm.Forward(nn.NewContext(1), want, x, rows)
+		xp, wp, out := devPut(t, e, x), devPut(t, e, w), devAlloc(t, e, 2*rows*d)
+		do(t, e, func() error { return e.rmsnormBF16(out, xp, wp, rows, d, 1e-5) })
+		got := devGet[uint16](t, e, out, rows*d)
+		var c bitCompare
+		for i := range got {
+			c.add(quant.BF16ToF32(got[i]), quant.BF16ToF32(quant.F32ToBF16(want[i])), i)
+		}
+		// float64 sums in another order move the scale by a few float64
+		// ulps; a bf16 rounding flips only at an exact tie.
+		c.check(t, "rmsnorm_bf16", 1, 1e-3)
+
+		// float32 in place: the q/k norms of qwen3, one row per head.
+		const hrows, hd = 200, 64
+		hx, hw := randF32(rng, hrows*hd, 2), randF32(rng, hd, 1)
+		hnorm := nn.RMSNorm{Name: "qnorm", W: hw, Eps: 1e-6}
+		hwant := make([]float32, hrows*hd)
+		hnorm.Forward(nn.NewContext(1), hwant, hx, hrows)
+		hxp, hwp := devPut(t, e, hx), devPut(t, e, hw)
+		do(t, e, func() error { return e.rmsnormF32(hxp, hxp, hwp, hrows, hd, 1e-6) })
+		hgot := devGet[float32](t, e, hxp, hrows*hd)
+		c = bitCompare{}
+		for i := range hgot {
+			c.add(hgot[i], hwant[i], i)
+		}
+		c.check(t, "rmsnorm_f32 in place", 1, 1e-3)
+	})
+}
+
+func TestRoPEParity(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 1))
+	factors := make([]float32, 64)
+	for i := range factors {
+		factors[i] = float32(1 + 7*rng.Float64())
+	}
+	cases := []struct {
+		name string
+		r    *nn.RoPE
+	}{
+		{"normal", &nn.RoPE{HeadDim: 64, Dims: 64, Base: 10000, FreqScale: 1, AttnFactor: 1}},
+		{"neox-partial-linear", &nn.RoPE{HeadDim: 64, Dims: 32, NeoX: true, Base: 1e6, FreqScale: 0.25, AttnFactor: 1}},
+		{"yarn-freq-factors", &nn.RoPE{HeadDim: 128, Dims: 128, NeoX: true, Base: 5e5, FreqScale: 1.0 / 8, ExtFactor: 1,
+			AttnFactor: 1, BetaFast: 32, BetaSlow: 1, OrigCtx: 8192, FreqFactors: factors}},
+	}
+	onDevices(t, func(t *testing.T, e *Engine) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				if err := c.r.Validate(); err != nil {
+					t.Fatal(err)
+				}
+				const n, heads = 300, 3
+				x := randF32(rng, n*heads*c.r.HeadDim, 2)
+				want := append([]float32(nil), x...)
+				c.r.Forward(nn.NewContext(1), want, n, heads)
+				cos, sin := ropeTables(c.r, n)
+				xp, cp, sp := devPut(t, e, x), devPut(t, e, cos), devPut(t, e, sin)
+				do(t, e, func() error { return e.rope(xp, cp, sp, n, heads, c.r.HeadDim, c.r.Dims, c.r.NeoX) })
+				got := devGet[float32](t, e, xp, len(x))
+				var bc bitCompare
+				for i := range got {
+					bc.add(got[i], want[i], i)
+				}
+				// The same float64 operations on the same tables: exact.
+				bc.check(t, "rope", 0, 0)
+			})
+		}
+	})
+}
+
+func TestSwiGLUParity(t *testing.T) {
+	onDevices(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(4, 1))
+		const rows, f = 7, 300
+		gu := randF32(rng, rows*2*f, 3) // gate | up per row, as the fused product writes them
+		want := make([]float32, rows*f)
+		for r := range rows {
+			nn.SwiGLU(want[r*f:(r+1)*f], gu[r*2*f:r*2*f+f], gu[r*2*f+f:(r+1)*2*f])
+		}
+		gp, out := devPut(t, e, gu), devAlloc(t, e, 2*rows*f)
+		do(t, e, func() error { return e.swiglu(out, gp, gp+4*f, rows, f, 2*f, 2*f) })
+		got := devGet[uint16](t, e, out, rows*f)
+		var c bitCompare
+		for i := range got {
+			c.add(quant.BF16ToF32(got[i]), quant.BF16ToF32(quant.F32ToBF16(want[i])), i)
+		}
+		// exp in float64 within an ulp of Go's: equal after rounding but for ties.
+		c.check(t, "swiglu_bf16", 1, 1e-3)
+	})
+}
+
+func TestAddBiasParity(t *testing.T) {
+	onDevices(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(5, 1))
+		const rows, d = 9, 130
+		x, b := randF32(rng, rows*d, 1), randF32(rng, d, 1)
+		xp, bp := devPut(t, e, x), devPut(t, e, b)
+		do(t, e, func() error { return e.addBias(xp, bp, rows, d) })
+		got := devGet[float32](t, e, xp, rows*d)
+		var c bitCompare
+		for i := range got {
+			c.add(got[i], x[i]+b[i%d], i) // the bias loop of nn.Linear.Forward
+		}
+		c.check(t, "add_bias (exact)", 0, 0)
+	})
+}
+
+func TestGEMMParity(t *testing.T) {
+	onDevices(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(6, 1))
+		for _, s := range []struct{ rows, k, nOut int }{{70, 264, 300}, {1, 64, 5}, {130, 512, 1000}} {
+			t.Run(fmt.Sprintf("%dx%dx%d", s.rows, s.k, s.nOut), func(t *testing.T) {
+				x, w := randBF16(rng, s.rows*s.k, 1), randBF16(rng, s.nOut*s.k, 1)
+				y0 := randF32(rng, s.rows*s.nOut, 1)
+				xp, wp := devPut(t, e, x), devPut(t, e, w)
+				yp := devPut(t, e, y0)
+				ybf := devAlloc(t, e, int64(2*s.rows*s.nOut))
+				do(t, e, func() error { return e.gemm(yp, f32, s.nOut, xp, s.k, wp, s.rows, s.k, s.nOut, 1) })
+				do(t, e, func() error { return e.gemm(ybf, bf16, s.nOut, xp, s.k, wp, s.rows, s.k, s.nOut, 0) })
+				got, gotBF := devGet[float32](t, e, yp, len(y0)), devGet[uint16](t, e, ybf, len(y0))
+				xf, wf := fromBF16(x), fromBF16(w)
+				var worst, worstBF float64
+				for r := range s.rows {
+					for j := range s.nOut {
+						var dot, mag float64
+						for l := range s.k {
+							p := float64(xf[r*s.k+l]) * float64(wf[j*s.k+l])
+							dot += p
+							mag += math.Abs(p)
+						}
+						i := r*s.nOut + j
+						// float32 accumulation over k terms: within k·2^-24 of Σ|terms|
+						tol := float64(s.k)*0x1p-24*mag + 1e-6
+						worst = max(worst, math.Abs(float64(got[i])-(dot+float64(y0[i])))/tol)
+						// bf16 output: one more rounding, 2^-8 relative
+						worstBF = max(worstBF, math.Abs(float64(quant.BF16ToF32(gotBF[i]))-dot)/(tol+0x1p-8*math.Abs(dot)))
+					}
+				}
+				t.Logf("worst error / tolerance: f32 out with beta=1 %.3f, bf16 out %.3f", worst, worstBF)
+				if worst > 1 || worstBF > 1 || worst != worst || worstBF != worstBF {
+					t.Errorf("product off by %.3g (f32, beta=1) and %.3g (bf16) tolerances", worst, worstBF)
+				}
+			})
+		}
+	})
+}
+
+func TestLogSoftmaxParity(t *testing.T) {
+	onDevices(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(7, 1))
+		const rows, vocab = 5, 70001
+		z, rz := randF32(rng, rows*vocab, 3), make([]float32, rows*vocab)
+		for i := range rz {
+			rz[i] = z[i] + float32(rng.NormFloat64()*0.3)
+		}
+		z[2*vocab+100], z[2*vocab+5000] = 50, 50 // a tie: the first index wins
+		targets := make([]int32, rows)
+		for i := range targets {
+			targets[i] = int32(rng.IntN(vocab))
+		}
+		targets[2] = 5000
+		zp, rzp, tp := devPut(t, e, z), devPut(t, e, rz), devPut(t, e, targets)
+		lp, arg, bad := devAlloc(t, e, 8*rows), devAlloc(t, e, 4*rows), devAlloc(t, e, 4*rows)
+		rlp, rarg, rbad, kld := devAlloc(t, e, 8*rows), devAlloc(t, e, 4*rows), devAlloc(t, e, 4*rows), devAlloc(t, e, 8*rows)
+		check := func(name string, withRef bool) {
+			gl, ga, gb := devGet[float64](t, e, lp, rows), devGet[int32](t, e, arg, rows), devGet[int32](t, e, bad, rows)
+			grl, gra, gk := devGet[float64](t, e, rlp, rows), devGet[int32](t, e, rarg, rows), devGet[float64](t, e, kld, rows)
+			for r := range rows {
+				row, rrow := z[r*vocab:(r+1)*vocab], rz[r*vocab:(r+1)*vocab]
+				lse, am, _ := refLogSumExp(row)
+				want := float64(row[targets[r]]) - lse
+				// float64 sums in another order: far below 1e-9
+				if gb[r] != -1 || ga[r] != int32(am) || math.Abs(gl[r]-want) > 1e-9 {
+					t.Errorf("%s row %d: log p %v argmax %d bad %d, want %v %d -1", name, r, gl[r], ga[r], gb[r], want, am)
+				}
+				if !withRef {
+					continue
+				}
+				rlse, ram, _ := refLogSumExp(rrow)
+				rwant := float64(rrow[targets[r]]) - rlse
+				kw := refKLD(rrow, rlse, row, lse)
+				if gra[r] != int32(ram) || math.Abs(grl[r]-rwant) > 1e-9 || math.Abs(gk[r]-kw) > 1e-9*(1+kw) {
+					t.Errorf("%s row %d: ref log p %v argmax %d KLD %v, want %v %d %v", name, r, grl[r], gra[r], gk[r], rwant, ram, kw)
+				}
+			}
+		}
+		do(t, e, func() error { return e.logsoftmax(zp, rows, vocab, tp, lp, arg, bad) })
+		check("logsoftmax_target", false)
+		do(t, e, func() error { return e.logsoftmaxKLD(zp, rzp, rows, vocab, tp, lp, arg, bad, rlp, rarg, rbad, kld) })
+		check("logsoftmax_kld", true)
+
+		// Non-finite logits: the first bad token and its value, as the CPU's error names them.
+		z[3*vocab+777], z[3*vocab+500] = float32(math.NaN()), float32(math.Inf(1))
+		zp = devPut(t, e, z)
+		do(t, e, func() error { return e.logsoftmax(zp, rows, vocab, tp, lp, arg, bad) })
+		gb, gl := devGet[int32](t, e, bad, rows), devGet[float64](t, e, lp, rows)
+		if gb[3] != 500 || !math.IsInf(gl[3], 1) || gb[2] != -1 {
+			t.Errorf("non-finite row: bad %d value %v (row 2 bad %d), want 500 +Inf (-1)", gb[3], gl[3], gb[2])
+		}
+	})
+}
+
+// kvInput is random cache content with the cases that matter to the
+// formats: magnitudes from 1e-3 to 1e3 by (token, head) group, an all-zero
+// group, ties for Q4_0's largest-magnitude rule, values past E4M3's range.
+func kvInput(rng *rand.Rand, tokens, heads, hd int) []float32 {
+	x := make([]float32, tokens*heads*hd)
+	for g := range tokens * heads {
+		scale := math.Pow(10, rng.Float64()*6-3)
+		for i := range hd {
+			x[g*hd+i] = float32(rng.NormFloat64() * scale)
+		}
+	}
+	for i := range hd {
+		x[i] = 0 // group 0 all zero
+	}
+	if len(x) > 2*hd+20 {
+		x[hd+3], x[hd+7] = -5, 5 // a tie in magnitude: the first wins
+		x[2*hd+1] = 1e4
+	}
+	return x
+}
+
+func TestKVStoreParity(t *testing.T) {
+	onDevices(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(8, 1))
+		for name, id := range kvIDs {
+			for _, s := range []struct{ tokens, heads, hd int }{{37, 3, 64}, {5, 2, 40}, {3, 1, 16}} {
+				t.Run(fmt.Sprintf("%s/%dx%dx%d", name, s.tokens, s.heads, s.hd), func(t *testing.T) {
+					codec := codecs[id]
+					x := kvInput(rng, s.tokens, s.heads, s.hd)
+					var want kvcache.Block
+					codec.Encode(&want, x, s.tokens, s.heads, s.hd)
+					groups := int64(s.tokens * s.heads)
+					var kt *kvTensor
+					do(t, e, func() error {
+						var err error
+						kt, err = e.newKV(id, groups, s.hd)
+						return err
+					})
+					defer e.Do(func() error { e.freeKV(kt); return nil })
+					xp := devPut(t, e, x)
+					do(t, e, func() error { return e.kvStore(kt, xp, s.tokens, s.heads, s.hd) })
+					nd, ns := kvSizes(id, groups, s.hd)
+					data, scales := devGet[byte](t, e, kt.data.p, int(nd)), devGet[byte](t, e, kt.scales.p, int(ns))
+					if !bytes.Equal(data, want.Data) {
+						t.Errorf("data plane differs from kvcache's Encode (%d bytes, first difference at %d)", len(data), firstDiff(data, want.Data))
+					}
+					if !bytes.Equal(scales, want.Scales) {
+						t.Errorf("scales plane differs from kvcache's Encode (%d bytes, first difference at %d)", len(scales), firstDiff(scales, want.Scales))
+					}
+					if id == kvNVFP4 {
+						g := devGet[float32](t, e, kt.tscale(), 1)[0]
+						if math.Float32bits(g) != math.Float32bits(want.TensorScale) {
+							t.Errorf("tensor scale %v, want %v", g, want.TensorScale)
+						}
+					}
+					// Decoding, as attention reads the cache, against kvcache's Decode.
+					dec := make([]float32, len(x))
+					codec.Decode(&want, dec)
+					out := devAlloc(t, e, int64(4*len(x)))
+					do(t, e, func() error { return e.kvDecode(out, kt, s.tokens, s.heads) })
+					got := devGet[float32](t, e, out, len(x))
+					var c bitCompare
+					for i := range got {
+						c.add(got[i], dec[i], i)
+					}
+					c.check(t, "decode (exact)", 0, 0)
+				})
+			}
+		}
+	})
+}
+
+func firstDiff(a, b []byte) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
+}
+
+func TestAttentionParity(t *testing.T) {
+	onDevices(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(9, 1))
+		shapes := []struct{ n, heads, kvheads, hd int }{
+			{1, 4, 2, 64}, {65, 4, 1, 16}, {130, 2, 2, 32}, {200, 8, 2, 128}, {70, 2, 1, 80},
+		}
+		for _, dtype := range kvcache.Names() {
+			for _, s := range shapes {
+				t.Run(fmt.Sprintf("%s/n%d-h%d-kv%d-d%d", dtype, s.n, s.heads, s.kvheads, s.hd), func(t *testing.T) {
+					f, _ := kvcache.Lookup(dtype)
+					kid, vid, err := kvFormat(dtype)
+					if err != nil {
+						t.Fatal(err)
+					}
+					q := randF32(rng, s.n*s.heads*s.hd, 1)
+					k := randF32(rng, s.n*s.kvheads*s.hd, 1)
+					v := randF32(rng, s.n*s.kvheads*s.hd, 1)
+					// CPU reference: the cache round trip (model's kvStore), then nn.Attention.
+					kr, vr := append([]float32(nil), k...), append([]float32(nil), v...)
+					var b kvcache.Block
+					kvcache.RoundTrip(f.K, &b, kr, s.n, s.kvheads, s.hd)
+					kvcache.RoundTrip(f.V, &b, vr, s.n, s.kvheads, s.hd)
+					scale := 1 / math.Sqrt(float64(s.hd))
+					want := make([]float32, len(q))
+					att := nn.Attention{Heads: s.heads, KVHeads: s.kvheads, HeadDim: s.hd, Scale: scale}
+					att.Forward(nn.NewContext(0), want, q, kr, vr, s.n)
+
+					groups := int64(s.n * s.kvheads)
+					var kt, vt *kvTensor
+					do(t, e, func() error {
+						var err error
+						if kt, err = e.newKV(kid, groups, s.hd); err != nil {
+							return err
+						}
+						vt, err = e.newKV(vid, groups, s.hd)
+						return err
+					})
+					defer e.Do(func() error { e.freeKV(kt); e.freeKV(vt); return nil })
+					qp, kp, vp := devPut(t, e, q), devPut(t, e, k), devPut(t, e, v)
+					do(t, e, func() error {
+						if err := e.kvStore(kt, kp, s.n, s.kvheads, s.hd); err != nil {
+							return err
+						}
+						return e.kvStore(vt, vp, s.n, s.kvheads, s.hd)
+					})
+					for _, flash := range []bool{false, true} {
+						if flash && !flashHeadDims[s.hd] {
+							continue
+						}
+						out := devAlloc(t, e, int64(2*len(q)))
+						do(t, e, func() error { return e.attention(out, qp, s.n, s.heads, s.kvheads, s.hd, scale, kt, vt, flash) })
+						got := fromBF16(devGet[uint16](t, e, out, len(q)))
+						// plain: float32 softmax and sums, bf16 output (2^-9 relative);
+						// flash: also bf16 q, k, v and probabilities on the tensor cores.
+						rel, abs := 0x1p-7, 1e-3
+						if flash {
+							rel, abs = 0x1p-6, 1e-2
+						}
+						var worst float64
+						at := 0
+						for i := range got {
+							d := math.Abs(float64(got[i]-want[i])) / (abs + rel*math.Abs(float64(want[i])))
+							if d != d {
+								d = math.Inf(1)
+							}
+							if d > worst {
+								worst, at = d, i
+							}
+						}
+						name := map[bool]string{false: "plain", true: "flash"}[flash]
+						t.Logf("%s: worst error / tolerance %.3f (element %d: %v vs %v)", name, worst, at, got[at], want[at])
+						if worst > 1 {
+							t.Errorf("%s attention: element %d is %v, want %v (%.3g × tolerance)", name, at, got[at], want[at], worst)
+						}
+					}
+				})
+			}
+		}
+	})
+}
