@@ -14,21 +14,10 @@ extern "C" __global__ void add_bias(float* x, const float* __restrict__ b, int r
 		x[idx] = __fadd_rn(x[idx], b[idx % d]);
 }
 
-// cast_bf16: out[i] = bf16(x[i]) (quant.F32ToBF16), for tests and tools.
-extern "C" __global__ void cast_bf16(u16* __restrict__ out, const float* __restrict__ x, i64 count) {
+// cast_half: out[i] = half(x[i]) (quant.F32ToBF16, or quant.F32ToF16 when
+// f16), for tests and tools.
+extern "C" __global__ void cast_half(u16* __restrict__ out, const float* __restrict__ x, i64 count, int f16) {
 	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < count; idx += (i64)gridDim.x * blockDim.x)
-		out[idx] = f32_to_bf16(x[idx]);
+		out[idx] = f16 ? f32_to_f16(x[idx]) : f32_to_bf16(x[idx]);
 }
 
-// split_bf16: hi[i] = bf16(x[i]), lo[i] = bf16(x[i] - hi[i]): x as the sum
-// of two bf16 values (16 significant bits), so that a product with bf16
-// weights can take float32-like activations as two bf16 products
-// (x·W = hi·W + lo·W, the second accumulated with beta = 1).
-extern "C" __global__ void split_bf16(u16* __restrict__ hi, u16* __restrict__ lo, const float* __restrict__ x, i64 count) {
-	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < count; idx += (i64)gridDim.x * blockDim.x) {
-		float v = x[idx];
-		u16 h = f32_to_bf16(v);
-		hi[idx] = h;
-		lo[idx] = f32_to_bf16(__fsub_rn(v, bf16_to_f32(h)));
-	}
-}

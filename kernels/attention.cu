@@ -15,25 +15,29 @@
 //                block takes 64 queries of one head (4 warps of 16 rows),
 //                walks 64-key tiles up to the diagonal (tiles above it are
 //                skipped), decodes each K and V tile into shared memory as
-//                bf16, and computes S = QKᵀ and O += PV on the tensor cores
-//                (mma.sync m16n8k16 bf16, float32 accumulation) with an
+//                fp16, and computes S = QKᵀ and O += PV on the tensor cores
+//                (mma.sync m16n8k16 fp16, float32 accumulation) with an
 //                online softmax in registers. Memory is O(tokens × heads ×
 //                head size); the tokens × tokens matrix never exists.
 //
-// Precision (bf16 KV): q and the probabilities are rounded to bf16 for the
-// tensor cores; scores, the softmax and the sums are float32. The CPU keeps
-// q in float32 and the softmax in float64; the difference is about 2^-9
-// relative per score, far inside the end-to-end tolerance.
-// Output: bf16 (n, heads·hd), the input of the output projection.
+// Precision: q, the decoded keys and values and the probabilities are
+// rounded to fp16 for the tensor cores (exact for keys and values of a bf16
+// or f16 cache within fp16's range, 2^-11 relative for q and the
+// probabilities); scores, the softmax and the sums are float32. The CPU
+// keeps q in float32 and the softmax in float64.
+// Output: fp16 (out_f16 != 0) or bf16, (n, heads·hd): the input of the
+// output projection.
 #include "kvformat.cuh"
 
 #define FULL 0xffffffffu
+
+__device__ __forceinline__ u16 to_half(float v, int f16) { return f16 ? f32_to_f16(v) : f32_to_bf16(v); }
 
 // attn_simple: grid (n, heads), block 128.
 extern "C" __global__ void __launch_bounds__(128)
     attn_simple(u16* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads, int hd, float scale,
                 int kfmt, const void* kdata, const void* kscales, const float* ktscale, int vfmt, const void* vdata,
-                const void* vscales, const float* vtscale) {
+                const void* vscales, const float* vtscale, int out_f16) {
 	__shared__ float qs[256];
 	__shared__ float ps[128];
 	__shared__ float red[4];
@@ -77,18 +81,32 @@ extern "C" __global__ void __launch_bounds__(128)
 		__syncthreads(); // ps and red are rewritten by the next chunk
 	}
 	u16* o = out + ((i64)i * heads + h) * hd;
-	if (tid < hd) o[tid] = f32_to_bf16(acc0 / l);
-	if (tid + 128 < hd) o[tid + 128] = f32_to_bf16(acc1 / l);
+	if (tid < hd) o[tid] = to_half(acc0 / l, out_f16);
+	if (tid + 128 < hd) o[tid + 128] = to_half(acc1 / l, out_f16);
 }
 
-__device__ __forceinline__ u32 pack_bf16(float lo, float hi) {
-	return (u32)f32_to_bf16(lo) | ((u32)f32_to_bf16(hi) << 16);
+// pack_f16: two fp16 (round to nearest even; cvt.rn.f16x2.f32 puts its
+// first source in the upper half), lo in the low 16 bits.
+__device__ __forceinline__ u32 pack_f16(float lo, float hi) {
+	u32 r;
+	asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+	return r;
 }
 
-// mma_bf16: c (16×8 f32) += a (16×16 bf16, row) · b (16×8 bf16, col).
-__device__ __forceinline__ void mma_bf16(float* c, const u32* a, u32 b0, u32 b1) {
+__device__ __forceinline__ u16 one_f16(float v) {
+	unsigned short r;
+	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(v));
+	return r;
+}
+
+__device__ __forceinline__ u32 pack_out(float lo, float hi, int f16) {
+	return f16 ? pack_f16(lo, hi) : ((u32)f32_to_bf16(lo) | ((u32)f32_to_bf16(hi) << 16));
+}
+
+// mma_f16: c (16×8 f32) += a (16×16 fp16, row) · b (16×8 fp16, col).
+__device__ __forceinline__ void mma_f16(float* c, const u32* a, u32 b0, u32 b1) {
 	asm volatile(
-	    "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+	    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
 	    "{%0,%1,%2,%3};\n"
 	    : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
 	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
@@ -101,11 +119,12 @@ __device__ __forceinline__ void mma_bf16(float* c, const u32* a, u32 b0, u32 b1)
 //   C 0..3:      (gid, 2tig), (gid, 2tig+1), (gid+8, 2tig), (gid+8, 2tig+1)
 // K is kept in shared memory as [key][dim] (B for QKᵀ is then read as
 // contiguous pairs) and V transposed as [dim][key] (likewise for PV); rows
-// are padded by 8 bf16 so a warp's 32 word loads hit 32 banks. The C
+// are padded by 8 halves so a warp's 32 word loads hit 32 banks. The C
 // fragments of two adjacent S tiles are exactly the A fragment of P.
 template <int HD>
 __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float* __restrict__ q, int n, int heads,
-                                             int kvheads, float scale_log2, const KVPlanes& K, const KVPlanes& V) {
+                                             int kvheads, float scale_log2, const KVPlanes& K, const KVPlanes& V,
+                                             int out_f16) {
 	constexpr int BR = 64, BC = 64, KSTR = HD + 8, VSTR = BC + 8;
 	__shared__ __align__(16) u16 ks[BC * KSTR];
 	__shared__ __align__(16) u16 vt[HD * VSTR];
@@ -128,10 +147,10 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 			b = *(const float2*)(q + r1 * qstride + h * HD + c);
 			b8 = *(const float2*)(q + r1 * qstride + h * HD + c + 8);
 		}
-		qf[kc][0] = pack_bf16(a.x, a.y);
-		qf[kc][1] = pack_bf16(b.x, b.y);
-		qf[kc][2] = pack_bf16(a8.x, a8.y);
-		qf[kc][3] = pack_bf16(b8.x, b8.y);
+		qf[kc][0] = pack_f16(a.x, a.y);
+		qf[kc][1] = pack_f16(b.x, b.y);
+		qf[kc][2] = pack_f16(a8.x, a8.y);
+		qf[kc][3] = pack_f16(b8.x, b8.y);
 	}
 
 	float o[HD / 8][4];
@@ -153,13 +172,13 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 				for (int e = 0; e < 8; e++) kv[e] = vv[e] = 0.0f;
 			}
 			uint4 kp;
-			kp.x = pack_bf16(kv[0], kv[1]);
-			kp.y = pack_bf16(kv[2], kv[3]);
-			kp.z = pack_bf16(kv[4], kv[5]);
-			kp.w = pack_bf16(kv[6], kv[7]);
+			kp.x = pack_f16(kv[0], kv[1]);
+			kp.y = pack_f16(kv[2], kv[3]);
+			kp.z = pack_f16(kv[4], kv[5]);
+			kp.w = pack_f16(kv[6], kv[7]);
 			*(uint4*)&ks[t * KSTR + d0] = kp;
 #pragma unroll
-			for (int e = 0; e < 8; e++) vt[(d0 + e) * VSTR + t] = f32_to_bf16(vv[e]);
+			for (int e = 0; e < 8; e++) vt[(d0 + e) * VSTR + t] = one_f16(vv[e]);
 		}
 		__syncthreads();
 
@@ -170,7 +189,7 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 #pragma unroll
 			for (int kc = 0; kc < HD / 16; kc++) {
 				const u16* kp = &ks[(nt * 8 + gid) * KSTR + kc * 16 + tig * 2];
-				mma_bf16(s[nt], qf[kc], *(const u32*)kp, *(const u32*)(kp + 8));
+				mma_f16(s[nt], qf[kc], *(const u32*)kp, *(const u32*)(kp + 8));
 			}
 		}
 
@@ -214,15 +233,15 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 			const float p2 = exp2f(s[nt][2] - b1), p3 = exp2f(s[nt][3] - b1);
 			l0 += p0 + p1;
 			l1 += p2 + p3;
-			pa[nt / 2][(nt & 1) * 2 + 0] = pack_bf16(p0, p1);
-			pa[nt / 2][(nt & 1) * 2 + 1] = pack_bf16(p2, p3);
+			pa[nt / 2][(nt & 1) * 2 + 0] = pack_f16(p0, p1);
+			pa[nt / 2][(nt & 1) * 2 + 1] = pack_f16(p2, p3);
 		}
 #pragma unroll
 		for (int kc = 0; kc < BC / 16; kc++) {
 #pragma unroll
 			for (int nd = 0; nd < HD / 8; nd++) {
 				const u16* vp = &vt[(nd * 8 + gid) * VSTR + kc * 16 + tig * 2];
-				mma_bf16(o[nd], pa[kc], *(const u32*)vp, *(const u32*)(vp + 8));
+				mma_f16(o[nd], pa[kc], *(const u32*)vp, *(const u32*)(vp + 8));
 			}
 		}
 	}
@@ -235,8 +254,8 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 #pragma unroll
 	for (int nd = 0; nd < HD / 8; nd++) {
 		const int c = nd * 8 + tig * 2;
-		if (r0 < n) *(u32*)(out + r0 * qstride + h * HD + c) = pack_bf16(o[nd][0] * inv0, o[nd][1] * inv0);
-		if (r1 < n) *(u32*)(out + r1 * qstride + h * HD + c) = pack_bf16(o[nd][2] * inv1, o[nd][3] * inv1);
+		if (r0 < n) *(u32*)(out + r0 * qstride + h * HD + c) = pack_out(o[nd][0] * inv0, o[nd][1] * inv0, out_f16);
+		if (r1 < n) *(u32*)(out + r1 * qstride + h * HD + c) = pack_out(o[nd][2] * inv1, o[nd][3] * inv1, out_f16);
 	}
 }
 
@@ -245,10 +264,10 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 	extern "C" __global__ void __launch_bounds__(128)                                                                \
 	    attn_fa##HD(u16* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads,                 \
 	                float scale_log2, int kfmt, const void* kdata, const void* kscales, const float* ktscale, int vfmt, \
-	                const void* vdata, const void* vscales, const float* vtscale) {                                   \
+	                const void* vdata, const void* vscales, const float* vtscale, int out_f16) {                      \
 		KVPlanes K = {kfmt, kdata, kscales, ktscale, kvheads, HD};                                                   \
 		KVPlanes V = {vfmt, vdata, vscales, vtscale, kvheads, HD};                                                   \
-		attn_fa_body<HD>(out, q, n, heads, kvheads, scale_log2, K, V);                                               \
+		attn_fa_body<HD>(out, q, n, heads, kvheads, scale_log2, K, V, out_f16);                                      \
 	}
 ATTN_FA(16)
 ATTN_FA(32)

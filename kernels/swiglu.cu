@@ -2,15 +2,15 @@
 //
 // CPU reference: nn.SwiGLU (score/nn/mlp.go): float64 inside, rounded to
 // float32 once. The GPU's exp is within an ulp of Go's math.Exp in float64,
-// so the float32 results agree but for rare ties; swiglu_bf16 then rounds
-// to bf16, the input of the down projection.
+// so the float32 results agree but for rare ties; swiglu_half then rounds
+// to bf16 (or fp16), the input of the down projection.
 #include "common.cuh"
 
-// swiglu_bf16: out[i] = bf16(f32(silu(gate[i]) * up[i])) for i < count.
+// swiglu_half: out[i] = half(f32(silu(gate[i]) * up[i])), bf16 or (f16 != 0) fp16.
 // gate and up are rows of width f with row strides gs and us (elements), so
 // a fused gate|up product can be read in place; out is (rows, f) dense.
-extern "C" __global__ void swiglu_bf16(u16* __restrict__ out, const float* __restrict__ gate,
-                                       const float* __restrict__ up, int rows, int f, int gs, int us) {
+extern "C" __global__ void swiglu_half(u16* __restrict__ out, const float* __restrict__ gate,
+                                       const float* __restrict__ up, int rows, int f, int gs, int us, int f16) {
 	i64 total = (i64)rows * f;
 	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += (i64)gridDim.x * blockDim.x) {
 		i64 r = idx / f;
@@ -18,6 +18,6 @@ extern "C" __global__ void swiglu_bf16(u16* __restrict__ out, const float* __res
 		double g = (double)gate[r * gs + c];
 		double u = (double)up[r * us + c];
 		double v = __dmul_rn(__ddiv_rn(g, __dadd_rn(1.0, exp(-g))), u);
-		out[idx] = f32_to_bf16((float)v);
+		out[idx] = f16 ? f32_to_f16((float)v) : f32_to_bf16((float)v);
 	}
 }

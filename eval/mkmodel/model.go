@@ -84,6 +84,10 @@ func (c *Config) gain(name string, base, jitter float64) RowFunc {
 	}
 }
 
+// tiedEmbedStd is the standard deviation of a tied model's random token
+// embeddings.
+const tiedEmbedStd = 0.02
+
 func matrixRows(m []float32, width int) RowFunc {
 	return func(r int, dst []float32) { copy(dst, m[r*width:(r+1)*width]) }
 }
@@ -98,10 +102,19 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 	q, kv, ff := uint64(c.Heads*c.HeadDim), uint64(c.KVHeads*c.HeadDim), uint64(c.FFN)
 	inv := func(n uint64) float64 { return 1 / math.Sqrt(float64(n)) }
 	res := c.Residual
+	// A tied output matrix scores the current token's own embedding
+	// against itself: with unit-variance embeddings that logit grows as
+	// the width and a random model predicts "repeat the last token" with
+	// near certainty. Small embeddings (0.02, as in GPT-2's initialization)
+	// leave the residual stream to the blocks' outputs instead.
+	embStd := 1.0
+	if c.Tied {
+		embStd = tiedEmbedStd
+	}
 	if c.Embed != nil {
 		add("token_embd.weight", []uint64{e, v}, -1, matrixRows(c.Embed, c.Embd))
 	} else {
-		add("token_embd.weight", []uint64{e, v}, -1, c.normal("token_embd.weight", 1))
+		add("token_embd.weight", []uint64{e, v}, -1, c.normal("token_embd.weight", embStd))
 	}
 	for i := 0; i < c.Layers; i++ {
 		p := fmt.Sprintf("blk.%d.", i)
@@ -128,11 +141,12 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", inv(e)))
 		add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*inv(ff)))
 	}
-	// Logit spread about 2: a tied head sees unit-variance embeddings, so
-	// its gain is 2/sqrt(width); an untied one has 1/sqrt(width) weights.
+	// Logit spread about 2: a tied head's rows have standard deviation
+	// tiedEmbedStd, so its gain is 2/(tiedEmbedStd·sqrt(width)); an untied
+	// one has 1/sqrt(width) weights.
 	gain := 2.0
 	if c.Tied {
-		gain = 2 / math.Sqrt(float64(e))
+		gain = 2 / (tiedEmbedStd * math.Sqrt(float64(e)))
 	}
 	add("output_norm.weight", []uint64{e}, -1, c.gain("output_norm.weight", gain, 0.15*gain))
 	if !c.Tied {

@@ -89,6 +89,9 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: every dimension must be positive: %+v", s)
 	case s.Heads%s.KVHeads != 0:
 		return fmt.Errorf("shape: %d heads is not a multiple of %d KV heads", s.Heads, s.KVHeads)
+	case s.Arch == "qwen2" && s.Heads*s.HeadDim != s.Embd:
+		// llama.cpp's qwen2 loader expects attn_q to be Embd×Embd.
+		return fmt.Errorf("shape: qwen2 needs heads × head dimension = width (%d × %d != %d)", s.Heads, s.HeadDim, s.Embd)
 	case s.HeadDim%2 != 0:
 		return fmt.Errorf("shape: head dimension %d must be even (RoPE rotates pairs)", s.HeadDim)
 	case s.Vocab <= 0:

@@ -91,14 +91,14 @@ func (s *lpStats) String() string {
 }
 
 // e2eCase scores windows with the GPU model and the CPU reference.
-func e2eCase(t *testing.T, e *Engine, path, bf16Path, kv string, windows []e2eWindow, toks []int32, withRef bool) *lpStats {
+func e2eCase(t *testing.T, e *Engine, p Precision, path, bf16Path, kv string, windows []e2eWindow, toks []int32, withRef bool) *lpStats {
 	t.Helper()
 	cpu, err := model.Load(bf16Path, model.Options{KVDtype: kv})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cpu.Close()
-	g, err := loadOn(e, path, model.Options{KVDtype: kv})
+	g, err := loadOn(e, path, model.Options{KVDtype: kv}, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func e2eCase(t *testing.T, e *Engine, path, bf16Path, kv string, windows []e2eWi
 			t.Fatal(err)
 		}
 		defer cref.Close()
-		if gref, err = loadOn(e, path, model.Options{KVDtype: "f32"}); err != nil {
+		if gref, err = loadOn(e, path, model.Options{KVDtype: "f32"}, p); err != nil {
 			t.Fatal(err)
 		}
 		defer gref.Close()
@@ -179,13 +179,17 @@ func TestEndToEnd(t *testing.T) {
 				}
 				toks := e2eTokens(dir, stem, info.Vocab(), 2048)
 				info.Close()
-				s := e2eCase(t, e, path, bf, "bf16", windows, toks, false)
+				s := e2eCase(t, e, Mixed, path, bf, "bf16", windows, toks, false)
 				t.Logf("bf16 cache: %v", s)
 				if s.maxAbs > 0.02 || math.Abs(s.pplRatio()-1) > 0.001 {
 					t.Errorf("bf16 cache: %v; want max |Δ| <= 0.02 and |PPL ratio - 1| <= 0.001", s)
 				}
+				// For the record: everything in bf16, as the issue first
+				// described it (not checked against the bounds).
+				b := e2eCase(t, e, BF16, path, bf, "bf16", windows, toks, false)
+				t.Logf("bf16 cache, precision bf16 (not checked): %v", b)
 				if stem == stems[0] {
-					r := e2eCase(t, e, path, bf, "bf16", windows[1:2], toks, true)
+					r := e2eCase(t, e, Mixed, path, bf, "bf16", windows[1:2], toks, true)
 					t.Logf("with reference (f32 cache): %v", r)
 					if r.maxAbs > 0.02 || r.refLPMax > 0.02 || r.kldMax > 1e-3 {
 						t.Errorf("with reference: %v", r)
@@ -218,7 +222,7 @@ func TestEndToEndKV(t *testing.T) {
 		info.Close()
 		for _, kv := range []string{"f32", "f16", "int8", "fp8", "k8v4", "nvfp4"} {
 			t.Run(kv, func(t *testing.T) {
-				s := e2eCase(t, e, path, bf, kv, []e2eWindow{{0, 256, 1}}, toks, false)
+				s := e2eCase(t, e, Mixed, path, bf, kv, []e2eWindow{{0, 256, 1}}, toks, false)
 				t.Logf("%s cache: %v", kv, s)
 				if s.maxAbs > 0.1 || math.Abs(s.pplRatio()-1) > 0.005 {
 					t.Errorf("%s cache: %v; want max |Δ| <= 0.1 and |PPL ratio - 1| <= 0.005", kv, s)

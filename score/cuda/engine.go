@@ -299,18 +299,19 @@ func gridFor(n int64) dim3 {
 var block256 = dim3{256, 1, 1}
 
 // Row-major products, as ppl stores them: W is (out, in) with rows of in
-// bf16 values, x is (rows, in) bf16, y is (rows, out).
+// half-precision values, x is (rows, in) of the same type, y is (rows, out).
 
-// gemm computes y = beta·y + x·Wᵀ for rows of x: x (rows, k) bf16 with row
-// stride ldx, W (nOut, k) bf16, y (rows, nOut) float32 or bf16 (yt) with row
-// stride ldy. In cuBLAS's column-major terms that is yᵀ = W·xᵀ, a "TN"
-// product: C (nOut × rows) = op(A)=Aᵀ with A = Wᵀ stored (k × nOut, lda k),
-// times B = xᵀ stored (k × rows, ldb ldx).
-func (e *Engine) gemm(y ptr, yt cublas.DataType, ldy int, x ptr, ldx int, w ptr, rows, k, nOut int, beta float32) error {
+// gemm computes y = beta·y + x·Wᵀ for rows of x: x (rows, k) with row
+// stride ldx and W (nOut, k), both of type in (bf16 or fp16), y (rows,
+// nOut) of type yt with row stride ldy; float32 accumulation. In cuBLAS's
+// column-major terms that is yᵀ = W·xᵀ, a "TN" product: C (nOut × rows) =
+// op(A)=Aᵀ with A = Wᵀ stored (k × nOut, lda k), times B = xᵀ stored
+// (k × rows, ldb ldx).
+func (e *Engine) gemm(y ptr, yt cublas.DataType, ldy int, x ptr, ldx int, w ptr, in cublas.DataType, rows, k, nOut int, beta float32) error {
 	if rows == 0 {
 		return nil
 	}
-	err := e.dev.gemm(cublas.OpT, cublas.OpN, nOut, rows, k, 1, w, cublas.R16BF, k, x, cublas.R16BF, ldx, beta, y, yt, ldy)
+	err := e.dev.gemm(cublas.OpT, cublas.OpN, nOut, rows, k, 1, w, in, k, x, in, ldx, beta, y, yt, ldy)
 	if err != nil {
 		return fmt.Errorf("cuda: product (%d×%d)·(%d×%d)ᵀ: %w", rows, k, nOut, k, err)
 	}
@@ -334,11 +335,11 @@ func (e *Engine) elapsed(f func() error) (time.Duration, error) {
 
 // kernelModules maps each PTX module to the kernels it holds.
 var kernelModules = map[string][]string{
-	"embed":      {"embed_bf16"},
-	"rmsnorm":    {"rmsnorm_bf16", "rmsnorm_f32"},
+	"embed":      {"embed"},
+	"rmsnorm":    {"rmsnorm_half", "rmsnorm_f32"},
 	"rope":       {"rope"},
-	"swiglu":     {"swiglu_bf16"},
-	"add":        {"add_bias", "cast_bf16", "split_bf16"},
+	"swiglu":     {"swiglu_half"},
+	"add":        {"add_bias", "cast_half"},
 	"logsoftmax": {"logsoftmax_target", "logsoftmax_kld"},
 	"kvstore":    {"kv_store_plain", "kv_store_scaled", "kv_store_q4", "kv_amax", "kv_store_nvfp4", "kv_decode"},
 	"attention":  {"attn_simple", "attn_fa16", "attn_fa32", "attn_fa64", "attn_fa128"},

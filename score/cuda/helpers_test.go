@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"ppl.dev/quant"
+	"ppl.dev/score/cuda/cublas"
 )
 
 var (
@@ -112,10 +113,10 @@ func toBF16(v []float32) []uint16 {
 	return out
 }
 
-func fromBF16(v []uint16) []float32 {
+func fromHalf(v []uint16, t cublas.DataType) []float32 {
 	out := make([]float32, len(v))
 	for i, x := range v {
-		out[i] = quant.BF16ToF32(x)
+		out[i] = halfToF32(x, isF16(t))
 	}
 	return out
 }

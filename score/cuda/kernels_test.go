@@ -9,6 +9,7 @@ import (
 
 	"ppl.dev/gguf"
 	"ppl.dev/quant"
+	"ppl.dev/score/cuda/cublas"
 	"ppl.dev/score/kvcache"
 	"ppl.dev/score/nn"
 )
@@ -26,6 +27,7 @@ func TestEmbedParity(t *testing.T) {
 		rng := rand.New(rand.NewPCG(1, 1))
 		const vocab, dim, n = 1000, 200, 37
 		table := randBF16(rng, vocab*dim, 1)
+		table[5] = quant.F32ToBF16(1e-6) // below fp16's normal range
 		tokens := make([]int32, n)
 		for i := range tokens {
 			tokens[i] = int32(rng.IntN(vocab))
@@ -44,13 +46,29 @@ func TestEmbedParity(t *testing.T) {
 
 		out := devAlloc(t, e, 4*n*dim)
 		tp, kp := devPut(t, e, table), devPut(t, e, tokens)
-		do(t, e, func() error { return e.embed(out, tp, kp, n, dim) })
+		do(t, e, func() error { return e.embed(out, tp, kp, n, dim, bf16) })
 		got := devGet[float32](t, e, out, n*dim)
 		var c bitCompare
 		for i := range got {
 			c.add(got[i], want[i], i)
 		}
-		c.check(t, "embedding (exact)", 0, 0)
+		c.check(t, "embedding from bf16 (exact)", 0, 0)
+		// The same values stored as fp16, as Mixed stores them: exact but
+		// below 2^-14, where fp16 keeps 2^-24 absolutely.
+		h := make([]uint16, len(table))
+		for i, v := range table {
+			h[i] = quant.F32ToF16(quant.BF16ToF32(v))
+		}
+		tp = devPut(t, e, h)
+		do(t, e, func() error { return e.embed(out, tp, kp, n, dim, f16) })
+		got = devGet[float32](t, e, out, n*dim)
+		var worst float64
+		for i := range got {
+			worst = max(worst, math.Abs(float64(got[i]-want[i])))
+		}
+		if worst > 0x1p-25 {
+			t.Errorf("embedding from fp16: off by %g, want <= 2^-25", worst)
+		}
 	})
 }
 
@@ -64,15 +82,17 @@ func TestRMSNormParity(t *testing.T) {
 		want := make([]float32, rows*d)
 		norm.Forward(nn.NewContext(1), want, x, rows)
 		xp, wp, out := devPut(t, e, x), devPut(t, e, w), devAlloc(t, e, 2*rows*d)
-		do(t, e, func() error { return e.rmsnormBF16(out, xp, wp, rows, d, 1e-5) })
-		got := devGet[uint16](t, e, out, rows*d)
-		var c bitCompare
-		for i := range got {
-			c.add(quant.BF16ToF32(got[i]), quant.BF16ToF32(quant.F32ToBF16(want[i])), i)
+		for _, ht := range []cublas.DataType{bf16, f16} {
+			do(t, e, func() error { return e.rmsnormHalf(out, xp, wp, rows, d, 1e-5, ht) })
+			got := devGet[uint16](t, e, out, rows*d)
+			var c bitCompare
+			for i := range got {
+				c.add(halfToF32(got[i], isF16(ht)), halfToF32(f32ToHalf(want[i], isF16(ht)), isF16(ht)), i)
+			}
+			// float64 sums in another order move the scale by a few float64
+			// ulps; a half rounding flips only at an exact tie.
+			c.check(t, "rmsnorm_half "+halfName(ht), 1, 1e-3)
 		}
-		// float64 sums in another order move the scale by a few float64
-		// ulps; a bf16 rounding flips only at an exact tie.
-		c.check(t, "rmsnorm_bf16", 1, 1e-3)
 
 		// float32 in place: the q/k norms of qwen3, one row per head.
 		const hrows, hd = 200, 64
@@ -83,7 +103,7 @@ func TestRMSNormParity(t *testing.T) {
 		hxp, hwp := devPut(t, e, hx), devPut(t, e, hw)
 		do(t, e, func() error { return e.rmsnormF32(hxp, hxp, hwp, hrows, hd, 1e-6) })
 		hgot := devGet[float32](t, e, hxp, hrows*hd)
-		c = bitCompare{}
+		var c bitCompare
 		for i := range hgot {
 			c.add(hgot[i], hwant[i], i)
 		}
@@ -141,14 +161,16 @@ func TestSwiGLUParity(t *testing.T) {
 			nn.SwiGLU(want[r*f:(r+1)*f], gu[r*2*f:r*2*f+f], gu[r*2*f+f:(r+1)*2*f])
 		}
 		gp, out := devPut(t, e, gu), devAlloc(t, e, 2*rows*f)
-		do(t, e, func() error { return e.swiglu(out, gp, gp+4*f, rows, f, 2*f, 2*f) })
-		got := devGet[uint16](t, e, out, rows*f)
-		var c bitCompare
-		for i := range got {
-			c.add(quant.BF16ToF32(got[i]), quant.BF16ToF32(quant.F32ToBF16(want[i])), i)
+		for _, ht := range []cublas.DataType{bf16, f16} {
+			do(t, e, func() error { return e.swiglu(out, gp, gp+4*f, rows, f, 2*f, 2*f, ht) })
+			got := devGet[uint16](t, e, out, rows*f)
+			var c bitCompare
+			for i := range got {
+				c.add(halfToF32(got[i], isF16(ht)), halfToF32(f32ToHalf(want[i], isF16(ht)), isF16(ht)), i)
+			}
+			// exp in float64 within an ulp of Go's: equal after rounding but for ties.
+			c.check(t, "swiglu_half "+halfName(ht), 1, 1e-3)
 		}
-		// exp in float64 within an ulp of Go's: equal after rounding but for ties.
-		c.check(t, "swiglu_bf16", 1, 1e-3)
 	})
 }
 
@@ -171,17 +193,28 @@ func TestAddBiasParity(t *testing.T) {
 func TestGEMMParity(t *testing.T) {
 	onDevices(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(6, 1))
-		for _, s := range []struct{ rows, k, nOut int }{{70, 264, 300}, {1, 64, 5}, {130, 512, 1000}} {
-			t.Run(fmt.Sprintf("%dx%dx%d", s.rows, s.k, s.nOut), func(t *testing.T) {
+		for _, s := range []struct {
+			rows, k, nOut int
+			in            cublas.DataType
+		}{{70, 264, 300, bf16}, {1, 64, 5, bf16}, {130, 512, 1000, bf16}, {70, 264, 300, f16}, {130, 512, 1000, f16}} {
+			t.Run(fmt.Sprintf("%s-%dx%dx%d", halfName(s.in), s.rows, s.k, s.nOut), func(t *testing.T) {
 				x, w := randBF16(rng, s.rows*s.k, 1), randBF16(rng, s.nOut*s.k, 1)
+				if s.in == f16 {
+					for i := range x {
+						x[i] = quant.F32ToF16(float32(rng.NormFloat64()))
+					}
+					for i := range w {
+						w[i] = quant.F32ToF16(float32(rng.NormFloat64()))
+					}
+				}
 				y0 := randF32(rng, s.rows*s.nOut, 1)
 				xp, wp := devPut(t, e, x), devPut(t, e, w)
 				yp := devPut(t, e, y0)
 				ybf := devAlloc(t, e, int64(2*s.rows*s.nOut))
-				do(t, e, func() error { return e.gemm(yp, f32, s.nOut, xp, s.k, wp, s.rows, s.k, s.nOut, 1) })
-				do(t, e, func() error { return e.gemm(ybf, bf16, s.nOut, xp, s.k, wp, s.rows, s.k, s.nOut, 0) })
+				do(t, e, func() error { return e.gemm(yp, f32, s.nOut, xp, s.k, wp, s.in, s.rows, s.k, s.nOut, 1) })
+				do(t, e, func() error { return e.gemm(ybf, bf16, s.nOut, xp, s.k, wp, s.in, s.rows, s.k, s.nOut, 0) })
 				got, gotBF := devGet[float32](t, e, yp, len(y0)), devGet[uint16](t, e, ybf, len(y0))
-				xf, wf := fromBF16(x), fromBF16(w)
+				xf, wf := fromHalf(x, s.in), fromHalf(w, s.in)
 				var worst, worstBF float64
 				for r := range s.rows {
 					for j := range s.nOut {
@@ -394,13 +427,15 @@ func TestAttentionParity(t *testing.T) {
 							continue
 						}
 						out := devAlloc(t, e, int64(2*len(q)))
-						do(t, e, func() error { return e.attention(out, qp, s.n, s.heads, s.kvheads, s.hd, scale, kt, vt, flash) })
-						got := fromBF16(devGet[uint16](t, e, out, len(q)))
+						ot := []cublas.DataType{bf16, f16}[b2i(flash)] // both output types, one per kernel
+						do(t, e, func() error { return e.attention(out, qp, s.n, s.heads, s.kvheads, s.hd, scale, kt, vt, flash, ot) })
+						got := fromHalf(devGet[uint16](t, e, out, len(q)), ot)
 						// plain: float32 softmax and sums, bf16 output (2^-9 relative);
-						// flash: also bf16 q, k, v and probabilities on the tensor cores.
+						// flash: fp16 q, k, v and probabilities on the tensor cores
+						// (2^-11 each), fp16 output.
 						rel, abs := 0x1p-7, 1e-3
 						if flash {
-							rel, abs = 0x1p-6, 1e-2
+							rel, abs = 0x1p-8, 4e-3
 						}
 						var worst float64
 						at := 0

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"ppl.dev/gguf"
 	"ppl.dev/quant"
 	"ppl.dev/score/backend"
+	"ppl.dev/score/cuda/cublas"
 	"ppl.dev/score/model"
 	"ppl.dev/score/nn"
 )
@@ -41,17 +43,42 @@ const (
 	capacityRound = 256 // activation buffers hold a multiple of this many tokens
 )
 
-// Model is a GGUF model on a GPU. Weights are bf16, dequantized once at
-// load (exactly, by ppl.dev/quant, then rounded to nearest even);
-// activations are float32 between kernels and bf16 at the inputs of matrix
-// products, which accumulate in float32. Its methods may be called from
-// several goroutines; the engine runs one window at a time.
+// Precision is how a model's matrices and the inputs of its products are
+// stored. Either way every weight is first rounded to bf16 (nearest even,
+// from ppl.dev/quant's exact dequantization), so a bf16 copy of the model
+// (WriteBF16Copy) holds the GPU's weights, and every product accumulates in
+// float32.
+type Precision struct {
+	Name    string
+	Weights cublas.DataType // matrices, and the inputs of their products
+	Down    cublas.DataType // ffn_down, and its input (the SwiGLU output)
+}
+
+var (
+	// Mixed (the default) stores the bf16-rounded weights as fp16 (exact
+	// for every bf16 value of magnitude 2^-14 to 65504; smaller ones keep
+	// 2^-24 absolute precision) so that the inputs of products, normed
+	// activations and attention outputs, keep 3 more bits than bf16 gives
+	// them, at the same tensor-core speed. Only ffn_down stays bf16: its
+	// input, silu(gate)·up, is not normalized and can exceed fp16's range.
+	// The simulator measured bf16 inputs at up to 0.027 per token from the
+	// CPU on the oracle models, fp16 inputs at a third of that.
+	Mixed = Precision{"mixed", cublas.R16F, cublas.R16BF}
+	// BF16 stores every matrix and every product input as bf16.
+	BF16 = Precision{"bf16", cublas.R16BF, cublas.R16BF}
+)
+
+// Model is a GGUF model on a GPU: bf16-rounded weights (see Precision),
+// float32 activations between kernels, half-precision inputs to products
+// that accumulate in float32. Its methods may be called from several
+// goroutines; the engine runs one window at a time.
 type Model struct {
 	e      *Engine
 	path   string
 	hp     model.HParams
 	info   model.Info
 	arch   arch
+	prec   Precision
 	rope   *nn.RoPE
 	kvK    int // KV cache formats
 	kvV    int
@@ -70,16 +97,16 @@ type Model struct {
 type layer struct {
 	attnNorm, ffnNorm ptr // f32
 	qNorm, kNorm      ptr // f32 (qwen3)
-	q, k, v, o        ptr // bf16 (out, in)
+	q, k, v, o        ptr // (out, in), Precision.Weights
 	qb, kb, vb        ptr // f32 biases, 0 when absent
-	gateUp            ptr // bf16 (2·FFN, Embd): ffn_gate's rows, then ffn_up's
-	down              ptr // bf16 (Embd, FFN)
+	gateUp            ptr // (2·FFN, Embd): ffn_gate's rows, then ffn_up's
+	down              ptr // (Embd, FFN), Precision.Down
 }
 
 type weights struct {
 	bufs    []buf
-	embd    ptr // bf16 (vocab, embd)
-	out     ptr // bf16 (vocab, embd); embd when tied
+	embd    ptr // (vocab, embd)
+	out     ptr // (vocab, embd); embd when tied
 	outNorm ptr // f32
 	layers  []layer
 }
@@ -91,12 +118,11 @@ type acts struct {
 	chunk     int // rows through the MLP at once
 	tok       buf // int32 (n)
 	x         buf // f32 (n, embd): the residual stream
-	hb        buf // bf16 (n, embd): normed x, a product's input
-	lo        buf // bf16 (n, embd): the output-normed x - hb, for the output head
+	hb        buf // half (n, embd): normed x, a product's input
 	q, k, v   buf // f32 (n, heads·hd), (n, kvheads·hd) ×2
-	att       buf // bf16 (n, heads·hd)
+	att       buf // half (n, heads·hd)
 	gu        buf // f32 (chunk, 2·ffn)
-	act       buf // bf16 (chunk, ffn)
+	act       buf // half (chunk, ffn)
 	logits    buf // f32 (rowBlock, vocab)
 	res       buf // per target: lp, rlp, kld float64; arg, bad, rarg, rbad int32
 	cos, sin  buf // float64 (n, dims/2)
@@ -109,15 +135,21 @@ type acts struct {
 // the CPU's dequantization). The model is first loaded by package model,
 // which checks the file and resolves hyperparameters and RoPE exactly as
 // the CPU reference does.
+//
+// The precision is Mixed, or BF16 when $PPL_CUDA_PRECISION is "bf16".
 func Load(path string, opts model.Options, ordinal int) (*Model, error) {
 	e, err := Open(ordinal)
 	if err != nil {
 		return nil, err
 	}
-	return loadOn(e, path, opts)
+	p := Mixed
+	if os.Getenv("PPL_CUDA_PRECISION") == "bf16" {
+		p = BF16
+	}
+	return loadOn(e, path, opts, p)
 }
 
-func loadOn(e *Engine, path string, opts model.Options) (*Model, error) {
+func loadOn(e *Engine, path string, opts model.Options, p Precision) (*Model, error) {
 	t0 := time.Now()
 	cpu, err := model.Load(path, opts)
 	if err != nil {
@@ -136,7 +168,7 @@ func loadOn(e *Engine, path string, opts model.Options) (*Model, error) {
 			return nil, err
 		}
 	}
-	m, err := newModel(e, path, hp, info, factors)
+	m, err := newModel(e, path, hp, info, factors, p)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +183,7 @@ func loadOn(e *Engine, path string, opts model.Options) (*Model, error) {
 // newModel makes a model without weights: the shapes, RoPE and KV cache
 // settings, and a check of the tensor-core attention kernel against the
 // plain one on this device.
-func newModel(e *Engine, path string, hp model.HParams, info model.Info, factors []float32) (*Model, error) {
+func newModel(e *Engine, path string, hp model.HParams, info model.Info, factors []float32, p Precision) (*Model, error) {
 	a, ok := archs[info.Arch]
 	if !ok {
 		names := make([]string, 0, len(archs))
@@ -171,7 +203,7 @@ func newModel(e *Engine, path string, hp model.HParams, info model.Info, factors
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{e: e, path: path, hp: hp, info: info, arch: a, rope: r, kvK: kk, kvV: kv,
+	m := &Model{e: e, path: path, hp: hp, info: info, arch: a, prec: p, rope: r, kvK: kk, kvV: kv,
 		scale: 1 / math.Sqrt(float64(hp.HeadDim))}
 	if !flashHeadDims[hp.HeadDim] {
 		m.attn = fmt.Sprintf("plain kernel (no tensor-core kernel for head size %d)", hp.HeadDim)
@@ -225,7 +257,8 @@ func vectorF32(f *gguf.File, name string, n int) ([]float32, error) {
 }
 
 // Weight loading: each matrix is dequantized on the host, a block of rows
-// at a time on all cores, rounded to bf16 and copied to the device.
+// at a time on all cores, rounded to bf16, stored as bf16 or fp16 and
+// copied to the device.
 
 const uploadBytes = 64 << 20 // host staging per copy
 
@@ -246,8 +279,8 @@ func (m *Model) allocW(bytes int64) (ptr, error) {
 }
 
 // matrix uploads the (out, in) weight matrices names, one after another,
-// as one bf16 buffer.
-func (m *Model) matrix(f *gguf.File, threads, in int, names []string, outs []int) (ptr, error) {
+// as one buffer of half type t.
+func (m *Model) matrix(f *gguf.File, threads, in int, names []string, outs []int, t cublas.DataType) (ptr, error) {
 	total := 0
 	for _, o := range outs {
 		total += o
@@ -258,22 +291,22 @@ func (m *Model) matrix(f *gguf.File, threads, in int, names []string, outs []int
 	}
 	row := 0
 	for i, name := range names {
-		t, ok := f.Tensor(name)
+		tt, ok := f.Tensor(name)
 		if !ok {
 			return 0, fmt.Errorf("missing tensor %s", name)
 		}
-		if t.Elements() != uint64(in)*uint64(outs[i]) || len(t.Shape) < 1 || t.Shape[0] != uint64(in) {
-			return 0, fmt.Errorf("tensor %s has shape %v, want [%d, %d]", name, t.Shape, in, outs[i])
+		if tt.Elements() != uint64(in)*uint64(outs[i]) || len(tt.Shape) < 1 || tt.Shape[0] != uint64(in) {
+			return 0, fmt.Errorf("tensor %s has shape %v, want [%d, %d]", name, tt.Shape, in, outs[i])
 		}
-		rb, err := t.Type.RowSize(uint64(in))
+		rb, err := tt.Type.RowSize(uint64(in))
 		if err != nil {
 			return 0, fmt.Errorf("tensor %s: %w", name, err)
 		}
-		data := f.Data(t)
+		data := f.Data(tt)
 		if uint64(len(data)) != rb*uint64(outs[i]) {
 			return 0, fmt.Errorf("tensor %s: %d bytes, want %d", name, len(data), rb*uint64(outs[i]))
 		}
-		if err := m.uploadRows(dst+ptr(int64(row)*int64(in)*2), t.Type, data, int(rb), in, outs[i], threads); err != nil {
+		if err := m.uploadRows(dst+ptr(int64(row)*int64(in)*2), tt.Type, data, int(rb), in, outs[i], threads, t); err != nil {
 			return 0, fmt.Errorf("tensor %s: %w", name, err)
 		}
 		row += outs[i]
@@ -281,9 +314,9 @@ func (m *Model) matrix(f *gguf.File, threads, in int, names []string, outs []int
 	return dst, nil
 }
 
-// uploadRows converts rows of type typ (rb bytes each, in values) to bf16
-// and copies them to dst.
-func (m *Model) uploadRows(dst ptr, typ gguf.Type, data []byte, rb, in, rows, threads int) error {
+// uploadRows converts rows of type typ (rb bytes each, in values) to bf16,
+// stores them as half type t and copies them to dst.
+func (m *Model) uploadRows(dst ptr, typ gguf.Type, data []byte, rb, in, rows, threads int, t cublas.DataType) error {
 	if threads < 1 {
 		threads = runtime.GOMAXPROCS(0)
 	}
@@ -311,6 +344,9 @@ func (m *Model) uploadRows(dst ptr, typ gguf.Type, data []byte, rb, in, rows, th
 					o := stage[(r-r0)*in : (r-r0+1)*in]
 					for i, v := range f32 {
 						o[i] = quant.F32ToBF16(v)
+						if t == cublas.R16F {
+							o[i] = quant.F32ToF16(quant.BF16ToF32(o[i]))
+						}
 					}
 				}
 			}()
@@ -356,9 +392,10 @@ func (m *Model) loadWeights(f *gguf.File, threads int) error {
 	E, V, F := hp.Embd, hp.Vocab, hp.FFN
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	var err error
+	wt := m.prec.Weights
 	one := func(dst *ptr, in int, name string, out int) {
 		if err == nil {
-			*dst, err = m.matrix(f, threads, in, []string{name}, []int{out})
+			*dst, err = m.matrix(f, threads, in, []string{name}, []int{out}, wt)
 		}
 	}
 	vec := func(dst *ptr, name string, n int) {
@@ -400,9 +437,11 @@ func (m *Model) loadWeights(f *gguf.File, threads int) error {
 		}
 		vec(&l.ffnNorm, p+"ffn_norm.weight", E)
 		if err == nil {
-			l.gateUp, err = m.matrix(f, threads, E, []string{p + "ffn_gate.weight", p + "ffn_up.weight"}, []int{F, F})
+			l.gateUp, err = m.matrix(f, threads, E, []string{p + "ffn_gate.weight", p + "ffn_up.weight"}, []int{F, F}, wt)
 		}
-		one(&l.down, F, p+"ffn_down.weight", E)
+		if err == nil {
+			l.down, err = m.matrix(f, threads, F, []string{p + "ffn_down.weight"}, []int{E}, m.prec.Down)
+		}
 	}
 	return err
 }
@@ -426,7 +465,7 @@ func (m *Model) ensure(n int) error {
 		b     *buf
 		bytes int64
 	}{
-		{&a.tok, 4 * N}, {&a.x, 4 * N * E}, {&a.hb, 2 * N * E}, {&a.lo, 2 * N * E},
+		{&a.tok, 4 * N}, {&a.x, 4 * N * E}, {&a.hb, 2 * N * E},
 		{&a.q, 4 * N * qd}, {&a.k, 4 * N * kvd}, {&a.v, 4 * N * kvd}, {&a.att, 2 * N * qd},
 		{&a.gu, 4 * int64(a.chunk) * 2 * F}, {&a.act, 2 * int64(a.chunk) * F},
 		{&a.logits, 4 * int64(a.rowBlock) * V}, {&a.res, 40 * N},
@@ -491,7 +530,7 @@ func (a *acts) results() resultPtrs {
 }
 
 // forward runs tokens through the decoder and leaves the output-normed
-// hidden states in a.hb (bf16); on the engine's thread. The order of
+// hidden states in a.hb; on the engine's thread. The order of
 // operations is the CPU's (model/llama.go, model/qwen3.go Forward).
 func (m *Model) forward(tokens []int32) error {
 	n := len(tokens)
@@ -504,16 +543,17 @@ func (m *Model) forward(tokens []int32) error {
 	if err := upload(e, a.tok.p, tokens); err != nil {
 		return err
 	}
-	if err := e.embed(a.x.p, m.w.embd, a.tok.p, n, E); err != nil {
+	wt, dt := m.prec.Weights, m.prec.Down
+	if err := e.embed(a.x.p, m.w.embd, a.tok.p, n, E, wt); err != nil {
 		return err
 	}
 	for i := range m.w.layers {
 		l := &m.w.layers[i]
 		steps := []func() error{
-			func() error { return e.rmsnormBF16(a.hb.p, a.x.p, l.attnNorm, n, E, hp.Eps) },
-			func() error { return e.gemm(a.q.p, f32, qd, a.hb.p, E, l.q, n, E, qd, 0) },
-			func() error { return e.gemm(a.k.p, f32, kvd, a.hb.p, E, l.k, n, E, kvd, 0) },
-			func() error { return e.gemm(a.v.p, f32, kvd, a.hb.p, E, l.v, n, E, kvd, 0) },
+			func() error { return e.rmsnormHalf(a.hb.p, a.x.p, l.attnNorm, n, E, hp.Eps, wt) },
+			func() error { return e.gemm(a.q.p, f32, qd, a.hb.p, E, l.q, wt, n, E, qd, 0) },
+			func() error { return e.gemm(a.k.p, f32, kvd, a.hb.p, E, l.k, wt, n, E, kvd, 0) },
+			func() error { return e.gemm(a.v.p, f32, kvd, a.hb.p, E, l.v, wt, n, E, kvd, 0) },
 			func() error { return m.biases(l, n) },
 			func() error {
 				if !m.arch.qkNorm {
@@ -528,11 +568,11 @@ func (m *Model) forward(tokens []int32) error {
 			func() error { return e.rope(a.k.p, a.cos.p, a.sin.p, n, KVH, HD, m.rope.Dims, m.rope.NeoX) },
 			func() error { return e.kvStore(a.kk, a.k.p, n, KVH, HD) },
 			func() error { return e.kvStore(a.kv, a.v.p, n, KVH, HD) },
-			func() error { return e.attention(a.att.p, a.q.p, n, H, KVH, HD, m.scale, a.kk, a.kv, m.flash) },
+			func() error { return e.attention(a.att.p, a.q.p, n, H, KVH, HD, m.scale, a.kk, a.kv, m.flash, wt) },
 			// x += att·Woᵀ: the residual add in the product's epilogue (beta = 1)
-			func() error { return e.gemm(a.x.p, f32, E, a.att.p, qd, l.o, n, qd, E, 1) },
-			func() error { return e.rmsnormBF16(a.hb.p, a.x.p, l.ffnNorm, n, E, hp.Eps) },
-			func() error { return m.mlp(l, n) },
+			func() error { return e.gemm(a.x.p, f32, E, a.att.p, qd, l.o, wt, n, qd, E, 1) },
+			func() error { return e.rmsnormHalf(a.hb.p, a.x.p, l.ffnNorm, n, E, hp.Eps, wt) },
+			func() error { return m.mlp(l, n, dt) },
 		}
 		for _, s := range steps {
 			if err := s(); err != nil {
@@ -540,17 +580,13 @@ func (m *Model) forward(tokens []int32) error {
 			}
 		}
 	}
-	// The output head reads the normed hidden states as hi + lo bf16 pairs
-	// (two products): float32-like activations where they turn into logits.
-	if err := e.rmsnormF32(a.x.p, a.x.p, m.w.outNorm, n, E, hp.Eps); err != nil {
-		return err
-	}
-	return e.splitBF16(a.hb.p, a.lo.p, a.x.p, int64(n)*int64(E))
+	return e.rmsnormHalf(a.hb.p, a.x.p, m.w.outNorm, n, E, hp.Eps, wt)
 }
 
 const (
-	f32  = 0  // cublas.R32F
-	bf16 = 14 // cublas.R16BF
+	f32  = cublas.R32F
+	bf16 = cublas.R16BF
+	f16  = cublas.R16F
 )
 
 func (m *Model) biases(l *layer, n int) error {
@@ -569,35 +605,31 @@ func (m *Model) biases(l *layer, n int) error {
 	return nil
 }
 
-// mlp computes x += Down(silu(Gate(hb))·Up(hb)) a chunk of rows at a time.
-func (m *Model) mlp(l *layer, n int) error {
+// mlp computes x += Down(silu(Gate(hb))·Up(hb)) a chunk of rows at a
+// time; the SwiGLU output and ffn_down are of half type dt.
+func (m *Model) mlp(l *layer, n int, dt cublas.DataType) error {
 	e, hp, a := m.e, m.hp, &m.a
 	E, F := hp.Embd, hp.FFN
 	for c0 := 0; c0 < n; c0 += a.chunk {
 		c := min(a.chunk, n-c0)
 		hb := a.hb.at(int64(c0) * int64(E) * 2)
-		if err := e.gemm(a.gu.p, f32, 2*F, hb, E, l.gateUp, c, E, 2*F, 0); err != nil {
+		if err := e.gemm(a.gu.p, f32, 2*F, hb, E, l.gateUp, m.prec.Weights, c, E, 2*F, 0); err != nil {
 			return err
 		}
-		if err := e.swiglu(a.act.p, a.gu.p, a.gu.at(4*int64(F)), c, F, 2*F, 2*F); err != nil {
+		if err := e.swiglu(a.act.p, a.gu.p, a.gu.at(4*int64(F)), c, F, 2*F, 2*F, dt); err != nil {
 			return err
 		}
-		if err := e.gemm(a.x.at(int64(c0)*int64(E)*4), f32, E, a.act.p, F, l.down, c, F, E, 1); err != nil {
+		if err := e.gemm(a.x.at(int64(c0)*int64(E)*4), f32, E, a.act.p, F, l.down, dt, c, F, E, 1); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// head computes the logits of hidden rows [r0, r0+rows) into logits
-// (rows, vocab): hi·Woutᵀ + lo·Woutᵀ.
+// head computes the logits (rows, vocab) f32 of hidden rows [r0, r0+rows).
 func (m *Model) head(logits ptr, r0, rows int) error {
 	E, V := m.hp.Embd, m.hp.Vocab
-	off := int64(r0) * int64(E) * 2
-	if err := m.e.gemm(logits, f32, V, m.a.hb.at(off), E, m.w.out, rows, E, V, 0); err != nil {
-		return err
-	}
-	return m.e.gemm(logits, f32, V, m.a.lo.at(off), E, m.w.out, rows, E, V, 1)
+	return m.e.gemm(logits, f32, V, m.a.hb.at(int64(r0)*int64(E)*2), E, m.w.out, m.prec.Weights, rows, E, V, 0)
 }
 
 // Score runs tokens through the model from an empty cache and scores each
@@ -720,6 +752,20 @@ func (m *Model) score(tokens []int32, scoreFrom int, ref *Model) (*model.Result,
 	return res, nil
 }
 
+func (p Precision) describe() string {
+	if p.Weights == p.Down {
+		return fmt.Sprintf("%s: all matrices and product inputs %s", p.Name, halfName(p.Weights))
+	}
+	return fmt.Sprintf("%s: matrices and product inputs %s, ffn_down and its input %s", p.Name, halfName(p.Weights), halfName(p.Down))
+}
+
+func halfName(t cublas.DataType) string {
+	if t == cublas.R16F {
+		return "fp16"
+	}
+	return "bf16"
+}
+
 // Info describes the model and its settings.
 func (m *Model) Info() model.Info { return m.info }
 
@@ -738,7 +784,7 @@ func (m *Model) Device() backend.Device {
 		"cuda":               e.Driver,
 		"driver":             e.Release,
 		"cublas":             e.CUBLAS,
-		"weights":            "bf16",
+		"precision":          m.prec.describe(),
 		"weight_bytes":       m.weightBytes,
 		"load_seconds":       math.Round(m.loadTime.Seconds()*1000) / 1000,
 		"attention":          m.attn,
@@ -748,8 +794,8 @@ func (m *Model) Device() backend.Device {
 // Report says what the run cost on the GPU.
 func (m *Model) Report() string {
 	e := m.e
-	return fmt.Sprintf("%s: %s bf16 weights loaded in %.1fs; peak GPU memory %s allocated by ppl, %s in use on the device; attention: %s",
-		e.Describe(), humanBytes(m.weightBytes), m.loadTime.Seconds(), humanBytes(e.PeakAllocated()),
+	return fmt.Sprintf("%s: %s of bf16-rounded weights (%s) loaded in %.1fs; peak GPU memory %s allocated by ppl, %s in use on the device; attention: %s",
+		e.Describe(), humanBytes(m.weightBytes), m.prec.describe(), m.loadTime.Seconds(), humanBytes(e.PeakAllocated()),
 		humanBytes(int64(e.PeakDeviceUsed())), m.attn)
 }
 
@@ -825,8 +871,8 @@ func (m *Model) checkFlash() (float64, error) {
 		defer e.freeKV(vt)
 		for _, err := range []error{upload(e, qp, q), upload(e, kp, k), upload(e, vp, v),
 			e.kvStore(kt, kp, n, KVH, HD), e.kvStore(vt, vp, n, KVH, HD),
-			e.attention(o1, qp, n, H, KVH, HD, m.scale, kt, vt, false),
-			e.attention(o2, qp, n, H, KVH, HD, m.scale, kt, vt, true),
+			e.attention(o1, qp, n, H, KVH, HD, m.scale, kt, vt, false, f16),
+			e.attention(o2, qp, n, H, KVH, HD, m.scale, kt, vt, true, f16),
 			e.sync("checking the attention kernels")} {
 			if err != nil {
 				return err
@@ -837,7 +883,7 @@ func (m *Model) checkFlash() (float64, error) {
 			return err
 		}
 		for i := range a {
-			x, y := float64(quant.BF16ToF32(a[i])), float64(quant.BF16ToF32(b[i]))
+			x, y := float64(quant.F16ToF32(a[i])), float64(quant.F16ToF32(b[i]))
 			d := math.Abs(x - y)
 			if d != d || math.IsInf(x, 0) {
 				d = math.Inf(1)

@@ -4,20 +4,32 @@ import (
 	"fmt"
 	"math"
 
+	"ppl.dev/score/cuda/cublas"
 	"ppl.dev/score/kvcache"
 )
 
 // Typed launchers, one per kernel of ppl.dev/kernels, in the order of the
 // kernels' parameters. Each runs on the engine's thread.
 
-// embed: out (n, dim) f32 <- rows tokens of table (vocab, dim) bf16.
-func (e *Engine) embed(out, table, tokens ptr, n, dim int) error {
-	return e.launch("embed_bf16", dim3{uint32(n), 1, 1}, block256, out, table, tokens, n, dim)
+// embed: out (n, dim) f32 <- rows tokens of table (vocab, dim) of half type t.
+func (e *Engine) embed(out, table, tokens ptr, n, dim int, t cublas.DataType) error {
+	return e.launch("embed", dim3{uint32(n), 1, 1}, block256, out, table, tokens, n, dim, isF16(t))
 }
 
-// rmsnormBF16: out (rows, d) bf16 <- RMSNorm(x (rows, d) f32) · w.
-func (e *Engine) rmsnormBF16(out, x, w ptr, rows, d int, eps float64) error {
-	return e.launch("rmsnorm_bf16", dim3{uint32(rows), 1, 1}, block256, out, x, w, rows, d, eps)
+// rmsnormHalf: out (rows, d) of half type t <- RMSNorm(x (rows, d) f32) · w.
+func (e *Engine) rmsnormHalf(out, x, w ptr, rows, d int, eps float64, t cublas.DataType) error {
+	return e.launch("rmsnorm_half", dim3{uint32(rows), 1, 1}, block256, out, x, w, rows, d, eps, isF16(t))
+}
+
+// isF16 is the kernels' flag for fp16 (1) rather than bf16 (0) halves.
+func isF16(t cublas.DataType) int {
+	if t == cublas.R16F {
+		return 1
+	}
+	if t != cublas.R16BF {
+		panic(fmt.Sprintf("cuda: %d is not a half type", t))
+	}
+	return 0
 }
 
 // rmsnormF32: out (rows, d) f32 <- RMSNorm(x) · w; out may be x.
@@ -30,10 +42,10 @@ func (e *Engine) rope(x, cos, sin ptr, n, heads, hd, dims int, neox bool) error 
 	return e.launch("rope", gridFor(int64(n)*int64(heads)*int64(dims/2)), block256, x, cos, sin, n, heads, hd, dims, b2i(neox))
 }
 
-// swiglu: out (rows, f) bf16 <- silu(gate)·up, gate and up rows of f with
-// strides gs and us.
-func (e *Engine) swiglu(out, gate, up ptr, rows, f, gs, us int) error {
-	return e.launch("swiglu_bf16", gridFor(int64(rows)*int64(f)), block256, out, gate, up, rows, f, gs, us)
+// swiglu: out (rows, f) of half type t <- silu(gate)·up, gate and up rows
+// of f with strides gs and us.
+func (e *Engine) swiglu(out, gate, up ptr, rows, f, gs, us int, t cublas.DataType) error {
+	return e.launch("swiglu_half", gridFor(int64(rows)*int64(f)), block256, out, gate, up, rows, f, gs, us, isF16(t))
 }
 
 // addBias: x (rows, d) f32 += b (d).
@@ -41,14 +53,9 @@ func (e *Engine) addBias(x, b ptr, rows, d int) error {
 	return e.launch("add_bias", gridFor(int64(rows)*int64(d)), block256, x, b, rows, d)
 }
 
-// castBF16: out (count) bf16 <- x (count) f32.
-func (e *Engine) castBF16(out, x ptr, count int64) error {
-	return e.launch("cast_bf16", gridFor(count), block256, out, x, count)
-}
-
-// splitBF16: hi, lo (count) bf16 <- x (count) f32 with x ≈ hi + lo.
-func (e *Engine) splitBF16(hi, lo, x ptr, count int64) error {
-	return e.launch("split_bf16", gridFor(count), block256, hi, lo, x, count)
+// castHalf: out (count) of half type t <- x (count) f32.
+func (e *Engine) castHalf(out, x ptr, count int64, t cublas.DataType) error {
+	return e.launch("cast_half", gridFor(count), block256, out, x, count, isF16(t))
 }
 
 // fillUniform: out (count) bf16 <- uniform(-a, a) from seed.
@@ -206,14 +213,15 @@ func (e *Engine) kvDecode(out ptr, t *kvTensor, tokens, heads int) error {
 // flashHeadDims are the head sizes with a tensor-core attention kernel.
 var flashHeadDims = map[int]bool{16: true, 32: true, 64: true, 128: true}
 
-// attention: out (n, heads·hd) bf16 <- causal attention of q (n, heads, hd)
-// f32 over the cache tensors k and v (n, kvheads, hd), scores scaled by
-// scale. flash selects the tensor-core kernel (head sizes in flashHeadDims).
-func (e *Engine) attention(out, q ptr, n, heads, kvheads, hd int, scale float64, k, v *kvTensor, flash bool) error {
+// attention: out (n, heads·hd) of half type ot <- causal attention of q
+// (n, heads, hd) f32 over the cache tensors k and v (n, kvheads, hd),
+// scores scaled by scale. flash selects the tensor-core kernel (head sizes
+// in flashHeadDims).
+func (e *Engine) attention(out, q ptr, n, heads, kvheads, hd int, scale float64, k, v *kvTensor, flash bool, ot cublas.DataType) error {
 	if heads%kvheads != 0 || hd > 256 {
 		return fmt.Errorf("cuda: attention with %d heads, %d KV heads of size %d not supported", heads, kvheads, hd)
 	}
-	kargs := []any{k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale()}
+	kargs := []any{k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), isF16(ot)}
 	if flash && flashHeadDims[hd] {
 		args := append([]any{out, q, n, heads, kvheads, float32(scale * math.Log2E)}, kargs...)
 		return e.launch(fmt.Sprintf("attn_fa%d", hd), dim3{uint32((n + 63) / 64), uint32(heads), 1}, dim3{128, 1, 1}, args...)

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
-	"strings"
 	"sync"
 	"unsafe"
 
@@ -27,41 +25,9 @@ type simDevice struct {
 	mem      map[uint64][]byte
 	next     uint64
 	launches map[string]int
-	// bf16Attention rounds q, k, v to bf16 in the flash kernels' emulation,
-	// as the tensor cores see them.
-	bf16Attention bool
-	shadow        map[uint64][]float32
-	shadowKind    map[uint64]string
-}
-
-func (s *simDevice) setShadow(kind string, dst []uint16, vals []float32) {
-	if s.shadow == nil {
-		s.shadow, s.shadowKind = map[uint64][]float32{}, map[uint64]string{}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for base, b := range s.mem {
-		if uintptr(unsafe.Pointer(&b[0])) <= uintptr(unsafe.Pointer(&dst[0])) && uintptr(unsafe.Pointer(&dst[0])) < uintptr(unsafe.Pointer(&b[0]))+uintptr(len(b)) {
-			off := (uintptr(unsafe.Pointer(&dst[0])) - uintptr(unsafe.Pointer(&b[0]))) / 2
-			sh := s.shadow[base]
-			if sh == nil {
-				sh = make([]float32, len(b)/2)
-				s.shadow[base] = sh
-			}
-			copy(sh[off:], vals)
-			s.shadowKind[base] = kind
-			return
-		}
-	}
-}
-
-func contains(mode, k string) bool {
-	for _, f := range strings.Split(mode, ",") {
-		if f == k && k != "" {
-			return true
-		}
-	}
-	return false
+	// roundAttention rounds q, k, v to fp16 in the flash kernels'
+	// emulation, as the tensor cores see them.
+	roundAttention bool
 }
 
 const simSpan = 1 << 40 // address space per allocation
@@ -69,7 +35,7 @@ const simSpan = 1 << 40 // address space per allocation
 func newSimEngine() *Engine {
 	e := &Engine{Ordinal: -1, Name: "simulated GPU", CC: [2]int{9, 0}, SMs: 1, Memory: 1 << 34, Driver: "sim",
 		work: make(chan func()), SyncEach: true,
-		dev: &simDevice{mem: map[uint64][]byte{}, launches: map[string]int{}, bf16Attention: true}}
+		dev: &simDevice{mem: map[uint64][]byte{}, launches: map[string]int{}, roundAttention: true}}
 	ready := make(chan error)
 	go e.loop(func() error { return nil }, ready)
 	<-ready
@@ -226,23 +192,23 @@ var simKernels = map[string]struct {
 	nargs int
 	run   func(s *simDevice, a *simArgs, grid dim3) error
 }{
-	"embed_bf16": {5, func(s *simDevice, a *simArgs, grid dim3) error {
-		out, table, tok, n, dim := f32s(a.ptr(0)), u16s(a.ptr(1)), i32s(a.ptr(2)), a.int(3), a.int(4)
+	"embed": {6, func(s *simDevice, a *simArgs, grid dim3) error {
+		out, table, tok, n, dim, f16 := f32s(a.ptr(0)), u16s(a.ptr(1)), i32s(a.ptr(2)), a.int(3), a.int(4), a.int(5)
 		if err := covers(grid[0], n, "tokens"); err != nil || a.err != nil {
 			return errors.Join(err, a.err)
 		}
 		for t := range n {
 			for i := range dim {
-				out[t*dim+i] = quant.BF16ToF32(table[int(tok[t])*dim+i])
+				out[t*dim+i] = halfToF32(table[int(tok[t])*dim+i], f16)
 			}
 		}
 		return nil
 	}},
-	"rmsnorm_bf16": {6, func(s *simDevice, a *simArgs, grid dim3) error {
-		return simRMSNorm(a, grid, true)
+	"rmsnorm_half": {7, func(s *simDevice, a *simArgs, grid dim3) error {
+		return simRMSNorm(a, grid, 1+a.int(6))
 	}},
 	"rmsnorm_f32": {6, func(s *simDevice, a *simArgs, grid dim3) error {
-		return simRMSNorm(a, grid, false)
+		return simRMSNorm(a, grid, 0)
 	}},
 	"rope": {8, func(s *simDevice, a *simArgs, grid dim3) error {
 		x, cos, sin := f32s(a.ptr(0)), f64s(a.ptr(1)), f64s(a.ptr(2))
@@ -268,22 +234,19 @@ var simKernels = map[string]struct {
 		}
 		return nil
 	}},
-	"swiglu_bf16": {7, func(s *simDevice, a *simArgs, grid dim3) error {
+	"swiglu_half": {8, func(s *simDevice, a *simArgs, grid dim3) error {
 		out, gate, up := u16s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2))
-		rows, f, gs, us := a.int(3), a.int(4), a.int(5), a.int(6)
+		rows, f, gs, us, f16 := a.int(3), a.int(4), a.int(5), a.int(6), a.int(7)
 		if a.err != nil {
 			return a.err
 		}
 		tmp := make([]float32, f)
-		all := make([]float32, rows*f)
 		for r := range rows {
 			nn.SwiGLU(tmp, gate[r*gs:r*gs+f], up[r*us:r*us+f])
 			for i, v := range tmp {
-				out[r*f+i] = quant.F32ToBF16(v)
+				out[r*f+i] = f32ToHalf(v, f16)
 			}
-			copy(all[r*f:], tmp)
 		}
-		s.setShadow("act", out[:rows*f], all)
 		return nil
 	}},
 	"add_bias": {4, func(s *simDevice, a *simArgs, grid dim3) error {
@@ -295,10 +258,10 @@ var simKernels = map[string]struct {
 		}
 		return a.err
 	}},
-	"cast_bf16": {3, func(s *simDevice, a *simArgs, grid dim3) error {
-		out, x, n := u16s(a.ptr(0)), f32s(a.ptr(1)), a.i64(2)
+	"cast_half": {4, func(s *simDevice, a *simArgs, grid dim3) error {
+		out, x, n, f16 := u16s(a.ptr(0)), f32s(a.ptr(1)), a.i64(2), a.int(3)
 		for i := range n {
-			out[i] = quant.F32ToBF16(x[i])
+			out[i] = f32ToHalf(x[i], f16)
 		}
 		return a.err
 	}},
@@ -308,7 +271,6 @@ var simKernels = map[string]struct {
 			h := quant.F32ToBF16(x[i])
 			hi[i], lo[i] = h, quant.F32ToBF16(x[i]-quant.BF16ToF32(h))
 		}
-		s.setShadow("split", hi[:n], x[:n])
 		return a.err
 	}},
 	"fill_uniform_bf16": {4, func(s *simDevice, a *simArgs, grid dim3) error {
@@ -456,7 +418,7 @@ var simKernels = map[string]struct {
 		}
 		return nil
 	}},
-	"attn_simple": {15, func(s *simDevice, a *simArgs, grid dim3) error {
+	"attn_simple": {16, func(s *simDevice, a *simArgs, grid dim3) error {
 		n, heads := a.int(2), a.int(3)
 		if err := covers(grid[0], n, "queries"); err != nil {
 			return err
@@ -466,10 +428,10 @@ var simKernels = map[string]struct {
 		}
 		return simAttention(a, a.int(5), float64(a.f32(6)), 7, false)
 	}},
-	"attn_fa16":  {14, simFlash(16)},
-	"attn_fa32":  {14, simFlash(32)},
-	"attn_fa64":  {14, simFlash(64)},
-	"attn_fa128": {14, simFlash(128)},
+	"attn_fa16":  {15, simFlash(16)},
+	"attn_fa32":  {15, simFlash(32)},
+	"attn_fa64":  {15, simFlash(64)},
+	"attn_fa128": {15, simFlash(128)},
 }
 
 func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
@@ -481,7 +443,7 @@ func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 		if err := covers(grid[1], heads, "heads"); err != nil {
 			return err
 		}
-		return simAttention(a, hd, float64(a.f32(5))/math.Log2E, 6, s.bf16Attention)
+		return simAttention(a, hd, float64(a.f32(5))/math.Log2E, 6, s.roundAttention)
 	}
 }
 
@@ -495,13 +457,14 @@ func covers(g uint32, n int, what string) error {
 	return nil
 }
 
-func simRMSNorm(a *simArgs, grid dim3, toBF16 bool) error {
+// simRMSNorm: otype 0 float32, 1 bf16, 2 fp16.
+func simRMSNorm(a *simArgs, grid dim3, otype int) error {
 	x, w, rows, d, eps := f32s(a.ptr(1)), f32s(a.ptr(2)), a.int(3), a.int(4), a.f64(5)
 	if err := covers(grid[0], rows, "rows"); err != nil || a.err != nil {
 		return errors.Join(err, a.err)
 	}
 	norm := nn.RMSNorm{Name: "sim", W: w[:d], Eps: eps}
-	if !toBF16 {
+	if otype == 0 {
 		out := f32s(a.ptr(0))
 		norm.Forward(nn.NewContext(1), out[:rows*d], x[:rows*d], rows)
 		return nil
@@ -510,24 +473,38 @@ func simRMSNorm(a *simArgs, grid dim3, toBF16 bool) error {
 	norm.Forward(nn.NewContext(1), tmp, x[:rows*d], rows)
 	out := u16s(a.ptr(0))
 	for i, v := range tmp {
-		out[i] = quant.F32ToBF16(v)
+		out[i] = f32ToHalf(v, otype-1)
 	}
-	a.s.setShadow("hb", out[:len(tmp)], tmp)
 	return nil
+}
+
+func f32ToHalf(v float32, f16 int) uint16 {
+	if f16 != 0 {
+		return quant.F32ToF16(v)
+	}
+	return quant.F32ToBF16(v)
+}
+
+func halfToF32(h uint16, f16 int) float32 {
+	if f16 != 0 {
+		return quant.F16ToF32(h)
+	}
+	return quant.BF16ToF32(h)
 }
 
 // simAttention decodes the cache planes (arguments from k0 on: kfmt, kdata,
 // kscales, ktscale, vfmt, ...) and runs nn.Attention.
-func simAttention(a *simArgs, hd int, scale float64, k0 int, roundBF16 bool) error {
+func simAttention(a *simArgs, hd int, scale float64, k0 int, round bool) error {
 	out, q, n, heads, kvheads := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
 	K := simPlanes{format: a.int(k0), data: a.ptr(k0 + 1), scales: a.ptr(k0 + 2), tscale: a.ptr(k0 + 3), heads: kvheads, hd: hd}
 	V := simPlanes{format: a.int(k0 + 4), data: a.ptr(k0 + 5), scales: a.ptr(k0 + 6), tscale: a.ptr(k0 + 7), heads: kvheads, hd: hd}
+	f16 := a.int(k0 + 8)
 	if a.err != nil {
 		return a.err
 	}
 	r := func(v float32) float32 {
-		if roundBF16 {
-			return quant.BF16ToF32(quant.F32ToBF16(v))
+		if round {
+			return quant.F16ToF32(quant.F32ToF16(v))
 		}
 		return v
 	}
@@ -548,9 +525,8 @@ func simAttention(a *simArgs, hd int, scale float64, k0 int, roundBF16 bool) err
 	att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: scale}
 	att.Forward(nn.NewContext(0), o, qs, ks, vs, n)
 	for i, v := range o {
-		out[i] = quant.F32ToBF16(v)
+		out[i] = f32ToHalf(v, f16)
 	}
-	a.s.setShadow("att", out[:len(o)], o)
 	return nil
 }
 
@@ -659,22 +635,26 @@ func (s *simDevice) launch(kernel string, grid, block dim3, args []any) error {
 // column-major, float64 sums of the decoded inputs, rounded once.
 func (s *simDevice) gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at cublas.DataType, lda int,
 	b ptr, bt cublas.DataType, ldb int, beta float32, c ptr, ct cublas.DataType, ldc int) error {
-	if at != cublas.R16BF || bt != cublas.R16BF || (ct != cublas.R32F && ct != cublas.R16BF) {
+	if at != bt || (at != cublas.R16BF && at != cublas.R16F) || (ct != cublas.R32F && ct != cublas.R16BF) {
 		return fmt.Errorf("sim gemm: types %d, %d, %d", at, bt, ct)
 	}
-	if lda < max(1, map[bool]int{true: m, false: k}[ta == cublas.OpN]) || ldb < max(1, map[bool]int{true: k, false: n}[tb == cublas.OpN]) || ldc < max(1, m) {
+	rowsA, rowsB := k, n // rows of the stored A and B (column-major)
+	if ta == cublas.OpN {
+		rowsA = m
+	}
+	if tb == cublas.OpN {
+		rowsB = k
+	}
+	if lda < max(1, rowsA) || ldb < max(1, rowsB) || ldc < max(1, m) {
 		return fmt.Errorf("sim gemm: leading dimensions %d, %d, %d too small for %d×%d×%d", lda, ldb, ldc, m, n, k)
 	}
 	A, B, C := u16s(s.view(a)), u16s(s.view(b)), s.view(c)
-	var Bx []float32
-	if base := uint64(b) / simSpan * simSpan; s.shadow != nil && contains(os.Getenv("SIMEXACT"), s.shadowKind[base]) {
-		Bx = s.shadow[base][(uint64(b)-base)/2:]
-	}
+	f16 := b2i(at == cublas.R16F)
 	get := func(x []uint16, t cublas.Op, ld, r, col int) float64 {
 		if t == cublas.OpN {
-			return float64(quant.BF16ToF32(x[r+col*ld]))
+			return float64(halfToF32(x[r+col*ld], f16))
 		}
-		return float64(quant.BF16ToF32(x[col+r*ld]))
+		return float64(halfToF32(x[col+r*ld], f16))
 	}
 	var wg sync.WaitGroup
 	workers := 8
@@ -686,11 +666,7 @@ func (s *simDevice) gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at
 				for i := range m {
 					var acc float64
 					for l := range k {
-						if Bx != nil {
-							acc += get(A, ta, lda, i, l) * float64(Bx[l+j*ldb])
-						} else {
-							acc += get(A, ta, lda, i, l) * get(B, tb, ldb, l, j)
-						}
+						acc += get(A, ta, lda, i, l) * get(B, tb, ldb, l, j)
 					}
 					idx := i + j*ldc
 					if ct == cublas.R32F {

@@ -342,6 +342,23 @@ func TestScoreWithSelf(t *testing.T) {
 	}
 }
 
+func TestInfo(t *testing.T) {
+	s := defaultTiny()
+	s.skip = map[string]bool{"output.weight": true} // tied
+	s.types = map[string]gguf.Type{"blk.1.ffn_down.weight": gguf.TypeQ8_0}
+	m, err := loadTiny(t, s, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := m.Info()
+	if info.WeightTypes["output"] != "F32" || info.WeightTypes["ffn_down"] != "F32,Q8_0" || !slices.Equal(info.Shared, []string{"output=token_embd"}) {
+		t.Errorf("weight types %v, shared %v", info.WeightTypes, info.Shared)
+	}
+	if info.Arch != "llama" || info.HParams.Vocab != 50 || info.HParams.HeadDim != 8 || info.KVDtype != "bf16" || info.Rope.Layout != "normal" {
+		t.Errorf("info %+v", info)
+	}
+}
+
 func TestRopeOptions(t *testing.T) {
 	m, err := loadTiny(t, defaultTiny(), Options{RopeScaling: "yarn", RopeScaleFactor: 4, RopeOrigCtx: 128, KVDtype: "int8"})
 	if err != nil {

@@ -22,6 +22,7 @@ type Loader struct {
 	err   error
 	roles map[string]map[gguf.Type]bool // tensor role -> weight types bound
 	rinfo RopeInfo
+	alt   []string // "role=tensor" for roles bound to an alternative
 }
 
 // Err returns the first error met, if any.
@@ -132,10 +133,17 @@ func (l *Loader) Linear(name string, in, out int) *nn.Linear {
 
 // LinearAlt binds the first of names that the file has, like Linear: the
 // output head is "output", or the token embedding when the two are tied.
+// The weight type is recorded under names[0]'s role either way, and Info
+// says when an alternative was bound.
 func (l *Loader) LinearAlt(in, out int, names ...string) *nn.Linear {
-	for _, n := range names {
+	for i, n := range names {
 		if l.Has(n + ".weight") {
-			return l.Linear(n, in, out)
+			lin := l.Linear(n, in, out)
+			if lin != nil && i > 0 {
+				l.noteRole(names[0], lin.Type)
+				l.alt = append(l.alt, names[0]+"="+n)
+			}
+			return lin
 		}
 	}
 	l.fail(fmt.Errorf("missing tensor %s.weight", strings.Join(names, ".weight or ")))

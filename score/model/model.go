@@ -14,6 +14,15 @@
 // target go through the output head, a row block at a time, so the full
 // logits matrix (window × vocabulary) never exists at once. The
 // log-softmax is float64 over the float32 logits.
+//
+// Keys (after RoPE) and values pass through the KV cache dtype of Options
+// (package kvcache) before attention reads them, as they would through a
+// GPU's cache. Results do not depend on Options.Threads: every number is
+// computed by one goroutine in a fixed order.
+//
+// Info is what a result header should record to make a score reproducible:
+// architecture, hyperparameters, the weight types bound per tensor role, the
+// RoPE settings in force and the KV cache dtype.
 package model
 
 import (
@@ -65,7 +74,8 @@ type Info struct {
 	Arch        string            `json:"arch"`
 	Name        string            `json:"name,omitempty"` // general.name
 	HParams     HParams           `json:"hparams"`
-	WeightTypes map[string]string `json:"weight_types"` // role ("attn_q", "output") -> types, comma-separated
+	WeightTypes map[string]string `json:"weight_types"`     // role ("attn_q", "output") -> types, comma-separated
+	Shared      []string          `json:"shared,omitempty"` // roles bound to another tensor: "output=token_embd" (tied)
 	Rope        RopeInfo          `json:"rope"`
 	KVDtype     string            `json:"kv_dtype"`
 }
@@ -116,7 +126,7 @@ func load(f *gguf.File, opts Options) (*Model, error) {
 		kv:  &kvStore{format: format},
 		ctx: nn.NewContext(opts.Threads),
 		info: Info{Arch: arch, Name: name, HParams: hp, WeightTypes: roleTypes(l.roles),
-			Rope: l.rinfo, KVDtype: format.Name},
+			Shared: l.alt, Rope: l.rinfo, KVDtype: format.Name},
 	}
 	m.ctx.KV = m.kv
 	return m, nil

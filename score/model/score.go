@@ -123,8 +123,8 @@ func (m *Model) score(tokens []int32, scoreFrom int, ref *Model) (*Result, error
 				res.Top1Agree[i] = arg == rarg
 			}
 		})
-		if err := errors.Join(errs[:b]...); err != nil {
-			return nil, fmt.Errorf("model: %w", firstErr(errs[:b]))
+		if err := firstErr(errs[:b]); err != nil {
+			return nil, fmt.Errorf("model: %w", err)
 		}
 	}
 	return res, nil

@@ -1,0 +1,395 @@
+package mkmodel
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"testing"
+
+	"ppl.dev/eval/bpe"
+	"ppl.dev/eval/corpora"
+	"ppl.dev/gguf"
+	"ppl.dev/quant"
+	"ppl.dev/score/model"
+	"ppl.dev/tokenize/tokenizer"
+)
+
+func heldoutTexts(t testing.TB) [][]byte {
+	t.Helper()
+	m, err := corpora.Heldout()
+	if err != nil {
+		t.Fatal(err)
+	}
+	texts, err := m.Texts(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return texts
+}
+
+// smallVocab trains a small vocabulary on the held-out corpus.
+func smallVocab(t testing.TB, size int) *bpe.Vocab {
+	t.Helper()
+	v, err := bpe.Train(heldoutTexts(t), bpe.TrainOptions{Size: size, Special: []string{"<|endoftext|>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
+	t.Helper()
+	ft, err := LookupFileType(typ)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := BPETokenizer(voc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Config{
+		Shape: Shape{Arch: arch, Embd: 256, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 512, Context: 1024,
+			Vocab: tok.NVocab, RopeBase: 10000, Eps: 1e-5},
+		Type: ft, Seed: 7, Name: "tiny-" + arch, Tokenizer: tok, Residual: 1,
+	}
+	switch arch {
+	case "qwen2":
+		c.HeadDim = 64 // llama.cpp's qwen2 needs Heads·HeadDim = Embd
+	case "qwen3":
+		c.HeadDim = 48 // not Embd/Heads, as in Qwen3
+	}
+	return c
+}
+
+func TestParams(t *testing.T) {
+	want := map[string]int64{"100M": 100_092_672, "1B": 1_235_814_400, "8B": 8_030_261_248}
+	for _, p := range Presets {
+		if got := p.Shape.Params(); got != want[p.Name] {
+			t.Errorf("%s: %d parameters, want %d", p.Name, got, want[p.Name])
+		}
+	}
+	for _, c := range []struct {
+		in   string
+		want string
+	}{{"100M", "100M"}, {"135m", "100M"}, {"500M", "1B"}, {"1.2B", "1B"}, {"3B", "1B"}, {"7b", "8B"}, {"70B", "8B"}} {
+		n, err := ParseCount(c.in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := NearestPreset(n).Name; got != c.want {
+			t.Errorf("NearestPreset(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+	for _, bad := range []string{"", "M", "-1B", "1X", "inf"} {
+		if _, err := ParseCount(bad); err == nil {
+			t.Errorf("ParseCount(%q) accepted", bad)
+		}
+	}
+}
+
+func TestTensorTypes(t *testing.T) {
+	q4km, _ := LookupFileType("q4_k")
+	if q4km.Name != "Q4_K_M" || q4km.ID != 15 {
+		t.Fatalf("q4_k -> %+v", q4km)
+	}
+	// 8 layers: useMoreBits picks 0 (first eighth), 7 (last eighth), 3 and 6.
+	var got []string
+	for l := 0; l < 8; l++ {
+		got = append(got, q4km.TensorType("blk.x.attn_v.weight", 4096, 2, l, 8, 4, false).String())
+	}
+	want := []string{"Q6_K", "Q4_K", "Q4_K", "Q6_K", "Q4_K", "Q4_K", "Q6_K", "Q6_K"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Q4_K_M attn_v by layer: %v, want %v", got, want)
+	}
+	for _, c := range []struct {
+		ft, name      string
+		ne0, dims     int
+		tied          bool
+		want          gguf.Type
+		layer, layers int
+	}{
+		{"Q4_K_M", "output.weight", 4096, 2, false, gguf.TypeQ6_K, -1, 8},
+		{"Q4_K_M", "token_embd.weight", 4096, 2, false, gguf.TypeQ4_K, -1, 8},
+		{"Q4_K_M", "token_embd.weight", 4096, 2, true, gguf.TypeQ6_K, -1, 8},
+		{"Q4_K_M", "blk.0.attn_norm.weight", 4096, 1, false, gguf.TypeF32, 0, 8},
+		{"Q4_K_M", "blk.1.attn_q.weight", 128, 2, false, gguf.TypeQ5_0, 1, 8},
+		{"Q4_K_M", "output.weight", 128, 2, false, gguf.TypeQ8_0, -1, 8},
+		{"Q8_0", "output.weight", 4096, 2, false, gguf.TypeQ8_0, -1, 8},
+		{"Q8_0", "blk.0.ffn_up.weight", 100, 2, false, gguf.TypeF16, 0, 8},
+		{"Q4_0", "output.weight", 4096, 2, false, gguf.TypeQ6_K, -1, 8},
+		{"Q2_K", "blk.3.ffn_down.weight", 4096, 2, false, gguf.TypeQ3_K, 3, 8},
+		{"Q2_K", "blk.3.attn_q.weight", 128, 2, false, gguf.TypeQ4_0, 3, 8},
+		{"F16", "output.weight", 4096, 2, false, gguf.TypeF16, -1, 8},
+		{"BF16", "blk.0.ffn_norm.weight", 4096, 1, false, gguf.TypeF32, 0, 8},
+	} {
+		ft, err := LookupFileType(c.ft)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := ft.TensorType(c.name, c.ne0, c.dims, c.layer, c.layers, 4, c.tied); got != c.want {
+			t.Errorf("%s %s ne0 %d tied %v: %v, want %v", c.ft, c.name, c.ne0, c.tied, got, c.want)
+		}
+	}
+	pure, _ := LookupFileType("Q4_K_M")
+	pure.Pure = true
+	if got := pure.TensorType("output.weight", 4096, 2, -1, 8, 4, false); got != gguf.TypeQ4_K {
+		t.Errorf("pure Q4_K_M output: %v", got)
+	}
+	if _, err := LookupFileType("Q9_9"); err == nil {
+		t.Error("unknown type accepted")
+	}
+}
+
+// TestStreamMatchesWriter checks that the streaming writer produces the
+// bytes gguf.Writer produces for the same metadata and tensors.
+func TestStreamMatchesWriter(t *testing.T) {
+	voc := smallVocab(t, 300)
+	for _, arch := range Archs {
+		c := tinyConfig(t, arch, "Q4_K_M", voc)
+		dir := t.TempDir()
+		path := filepath.Join(dir, "s.gguf")
+		if err := Write(path, c); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := gguf.NewWriter()
+		for _, kv := range f.Metadata {
+			w.Add(kv.Key, kv.Value)
+		}
+		c.tensors(func(name string, shape []uint64, layer int, fill RowFunc) {
+			typ := c.tensorType(name, shape, layer)
+			rows := 1
+			for _, d := range shape[1:] {
+				rows *= int(d)
+			}
+			rs, _ := typ.RowSize(shape[0])
+			data := make([]byte, int(rs)*rows)
+			src := make([]float32, shape[0])
+			for r := 0; r < rows; r++ {
+				fill(r, src)
+				if err := quant.Quantize(typ, src, data[r*int(rs):(r+1)*int(rs)]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.AddTensor(name, typ, shape, data); err != nil {
+				t.Fatal(err)
+			}
+		})
+		var want bytes.Buffer
+		if _, err := w.WriteTo(&want); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Errorf("%s: streaming writer wrote %d bytes that differ from gguf.Writer's %d", arch, len(got), want.Len())
+		}
+	}
+}
+
+// TestModels writes a tiny model of every architecture and checks that
+// the metadata is what llama.cpp reads, that the file is deterministic and
+// independent of the number of CPUs, and that ppl-score's model package
+// loads it and gives finite log-probabilities.
+func TestModels(t *testing.T) {
+	voc := smallVocab(t, 400)
+	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}} {
+		t.Run(c.arch+"-"+c.typ, func(t *testing.T) {
+			cfg := tinyConfig(t, c.arch, c.typ, voc)
+			dir := t.TempDir()
+			p1, p2 := filepath.Join(dir, "a.gguf"), filepath.Join(dir, "b.gguf")
+			if err := Write(p1, cfg); err != nil {
+				t.Fatal(err)
+			}
+			old := runtime.GOMAXPROCS(1)
+			err := Write(p2, cfg)
+			runtime.GOMAXPROCS(old)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b1, _ := os.ReadFile(p1)
+			b2, _ := os.ReadFile(p2)
+			if !bytes.Equal(b1, b2) {
+				t.Fatal("two writes differ (one with GOMAXPROCS 1)")
+			}
+			f, err := gguf.Open(p1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			a := c.arch
+			for key, want := range map[string]uint64{
+				a + ".context_length": 1024, a + ".embedding_length": 256, a + ".block_count": 2,
+				a + ".feed_forward_length": 512, a + ".attention.head_count": 4, a + ".attention.head_count_kv": 2,
+				a + ".attention.key_length": uint64(cfg.HeadDim), "general.file_type": uint64(cfg.Type.ID),
+				"tokenizer.ggml.eos_token_id": 399,
+			} {
+				if got, err := f.Uint(key); err != nil || got != want {
+					t.Errorf("%s = %d (%v), want %d", key, got, err, want)
+				}
+			}
+			if s, _ := f.String("general.architecture"); s != a {
+				t.Errorf("general.architecture %q", s)
+			}
+			if s, _ := f.String("tokenizer.ggml.pre"); s != "gpt-2" {
+				t.Errorf("tokenizer.ggml.pre %q", s)
+			}
+			if len(f.Tensors) != len(cfg.Tensors()) {
+				t.Errorf("%d tensors, want %d", len(f.Tensors), len(cfg.Tensors()))
+			}
+			var n uint64
+			for _, tt := range f.Tensors {
+				n += tt.Elements()
+			}
+			if int64(n) != cfg.Params() {
+				t.Errorf("file holds %d weights, Params says %d", n, cfg.Params())
+			}
+			m, err := model.Load(p1, model.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			toks := voc.Encode([]byte("The perplexity of a model is the exponential of its mean negative log-likelihood."))
+			r, err := m.Score(toks, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var nll float64
+			for _, lp := range r.Logprobs {
+				if math.IsNaN(lp) || lp > 0 {
+					t.Fatalf("log-probability %v", lp)
+				}
+				nll -= lp
+			}
+			// A random model is about as good as uniform guessing.
+			if ppl := math.Exp(nll / float64(len(r.Logprobs))); ppl < 20 || ppl > 40000 {
+				t.Errorf("random model PPL %.1f, want roughly the vocabulary size", ppl)
+			}
+		})
+	}
+}
+
+// TestTokenizerMatches checks that a vocabulary trained here tokenizes the
+// held-out corpus exactly as the tokenize package (llama.cpp's algorithm)
+// does with the GGUF metadata written for it: the bigram statistics are
+// only right if both agree.
+func TestTokenizerMatches(t *testing.T) {
+	voc := smallVocab(t, 2048)
+	tok, err := BPETokenizer(voc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := gguf.NewWriter()
+	w.Add("general.architecture", "llama")
+	for _, kv := range tok.KVs {
+		w.Add(kv.Key, kv.Value)
+	}
+	path := filepath.Join(t.TempDir(), "tok.gguf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	tk, err := tokenizer.Load(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tk.AddBOS() || tk.NVocab() != 2048 || tk.EOS() != 2047 {
+		t.Errorf("tokenizer: add BOS %v, %d tokens, EOS %d", tk.AddBOS(), tk.NVocab(), tk.EOS())
+	}
+	texts := heldoutTexts(t)
+	texts = append(texts, []byte("Tabs\tand  spaces,   runs\n\n\nof newlines; émigré naïve 数字１２３ 😀 it's THEY'RE\r\n"))
+	for i, text := range texts {
+		want, err := tk.Encode(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := voc.Encode(text); !slices.Equal(got, want) {
+			k := 0
+			for k < min(len(got), len(want)) && got[k] == want[k] {
+				k++
+			}
+			t.Errorf("text %d: tokens differ at %d: bpe %v, tokenize %v", i, k, got[k:min(k+5, len(got))], want[k:min(k+5, len(want))])
+		}
+	}
+}
+
+func TestLowRank(t *testing.T) {
+	// A rank-3 matrix is recovered exactly at rank 3.
+	r, c := 40, 30
+	u, v := newDense(r, 3), newDense(c, 3)
+	for i := range u.D {
+		u.D[i] = math.Sin(float64(i) * 1.3)
+	}
+	for i := range v.D {
+		v.D[i] = math.Cos(float64(i) * 0.7)
+	}
+	m := mul(u, transpose(v))
+	a, b := lowRank(m, 3, 1)
+	got := mul(a, transpose(b))
+	for i := range m.D {
+		if math.Abs(got.D[i]-m.D[i]) > 1e-9 {
+			t.Fatalf("element %d: %v, want %v", i, got.D[i], m.D[i])
+		}
+	}
+	vals, _ := jacobiEigen(&Dense{R: 2, C: 2, D: []float64{2, 1, 1, 2}})
+	if math.Abs(vals[0]-3) > 1e-12 || math.Abs(vals[1]-1) > 1e-12 {
+		t.Errorf("eigenvalues %v, want [3 1]", vals)
+	}
+}
+
+// TestEmbeddings checks the RMSNorm trick: every embedding row has root
+// mean square 1, and embedding·output reproduces A·B.
+func TestEmbeddings(t *testing.T) {
+	voc := smallVocab(t, 300)
+	var seqs [][]int32
+	for _, text := range heldoutTexts(t) {
+		seqs = append(seqs, voc.Encode(text))
+	}
+	g, nll, err := TrainBigram(voc.Size(), seqs, BigramOptions{Rank: 20, Refine: 3, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nll <= 0 || nll > math.Log(300) {
+		t.Errorf("training NLL %v", nll)
+	}
+	d := 24
+	embd, out, err := g.Embeddings(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < g.V; i++ {
+		e := embd[i*d : (i+1)*d]
+		var ss float64
+		for _, x := range e {
+			ss += float64(x) * float64(x)
+		}
+		if rms := math.Sqrt(ss / float64(d)); math.Abs(rms-1) > 1e-5 {
+			t.Fatalf("row %d: rms %v", i, rms)
+		}
+		for _, j := range []int{0, 7, g.V - 1} {
+			var z float64
+			for k := 0; k < d; k++ {
+				z += float64(e[k]) * float64(out[j*d+k])
+			}
+			if want := dot(g.A.row(i), g.B.row(j)); math.Abs(z-want) > 1e-4*(1+math.Abs(want)) {
+				t.Fatalf("logit %d,%d: %v, want %v", i, j, z, want)
+			}
+		}
+	}
+	if _, _, err := g.Embeddings(21); err == nil {
+		t.Error("width 21 accepted for rank 20")
+	}
+}
