@@ -5,7 +5,7 @@ BIN := bin
 MODULES = $(shell $(GO) list -m -f '{{.Path}}/...')
 FUZZTIME ?= 10s
 
-.PHONY: all build test test-short fuzz demo help clean vet
+.PHONY: all build test test-short fuzz help clean vet
 
 all: build
 
@@ -21,7 +21,7 @@ help:
 
 build:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./tokenize/cmd/ppl-tokenize ./window/cmd/ppl-window ./score/cmd/ppl-score ./aggregate/cmd/ppl-aggregate ./compare/cmd/ppl-compare ./cache/cmd/ppl-cache
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./tokenize/cmd/ppl-tokenize ./window/cmd/ppl-window ./score/cmd/ppl-score ./aggregate/cmd/ppl-aggregate ./compare/cmd/ppl-compare ./cache/cmd/ppl-cache ./eval/cmd/ppl-mkmodel ./eval/cmd/ppl-corpus
 
 vet:
 	$(GO) vet $(MODULES)
@@ -72,3 +72,6 @@ $(EVAL)/report-$(KV)-c$(CONTEXT)-s$(STRIDE)/report.json: $(EVAL)/scores-$(KV)-c$
 
 clean:
 	rm -rf $(BIN)
+
+# demo, demo-model, corpus: the bundled model and corpora (eval/).
+include eval/eval.mk
