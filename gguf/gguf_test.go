@@ -3,6 +3,8 @@ package gguf
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -421,6 +423,15 @@ func TestWriterErrors(t *testing.T) {
 			}
 			return w.AddTensor("x", TypeF32, []uint64{1}, make([]byte, 4))
 		}, `gguf: writer: tensor "x": duplicate name`},
+		{"func short", func(w *Writer) error {
+			return w.AddTensorFunc("x", TypeF32, []uint64{4}, func(out io.Writer) error { _, err := out.Write(make([]byte, 12)); return err })
+		}, `gguf: writer: tensor "x": wrote 12 bytes, want 16`},
+		{"func error", func(w *Writer) error {
+			return w.AddTensorFunc("x", TypeF32, []uint64{4}, func(io.Writer) error { return errors.New("no data") })
+		}, `gguf: writer: tensor "x": no data`},
+		{"func shape", func(w *Writer) error {
+			return w.AddTensorFunc("x", TypeQ8_0, []uint64{16}, func(io.Writer) error { return nil })
+		}, `gguf: writer: tensor "x": row length 16 is not a multiple of the Q8_0 block size 32`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -433,6 +444,35 @@ func TestWriterErrors(t *testing.T) {
 				t.Errorf("error = %v\n want %s", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestAddTensorFunc checks that tensors whose data is produced while
+// writing, in pieces of any size, give the bytes of AddTensor.
+func TestAddTensorFunc(t *testing.T) {
+	want := writeBytes(t, testWriter(t))
+	w := NewWriter()
+	for _, kv := range allValues() {
+		w.Add(kv.Key, kv.Value)
+	}
+	src := testWriter(t)
+	for i, tn := range src.tensors {
+		data := src.data[i]
+		if err := w.AddTensorFunc(tn.Name, tn.Type, tn.Shape, func(out io.Writer) error {
+			for b := data; len(b) > 0; {
+				k := min(len(b), 7)
+				if _, err := out.Write(b[:k]); err != nil {
+					return err
+				}
+				b = b[k:]
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := writeBytes(t, w); !bytes.Equal(got, want) {
+		t.Errorf("AddTensorFunc wrote %d bytes that differ from AddTensor's %d", len(got), len(want))
 	}
 }
 

@@ -19,11 +19,16 @@ import (
 // depends only on what was added, so test models are reproducible.
 //
 // Errors from Add are kept and returned by WriteTo and WriteFile.
+//
+// Tensor data is either given as bytes (AddTensor) or produced while the
+// file is written (AddTensorFunc), so a model of any size can be generated
+// with little memory; both give the same bytes.
 type Writer struct {
 	kvs     []KV
 	kvIndex map[string]int
 	tensors []*Tensor
-	data    [][]byte
+	data    [][]byte                // AddTensor's data, nil for AddTensorFunc
+	write   []func(io.Writer) error // AddTensorFunc's writers, nil for AddTensor
 	names   map[string]bool
 	err     error
 }
@@ -61,17 +66,36 @@ func (w *Writer) setErr(err error) {
 // exactly RowSize(shape[0]) * rows bytes; it is kept, not copied, until the
 // file is written.
 func (w *Writer) AddTensor(name string, typ Type, shape []uint64, data []byte) error {
+	return w.addTensor(name, typ, shape, data, nil)
+}
+
+// AddTensorFunc adds a tensor of type typ and shape (ne0 first) whose data
+// write produces when the file is written: WriteTo calls it once, in
+// tensor order, and it must write exactly RowSize(shape[0]) * rows bytes
+// to its argument. An error from write, or a wrong number of bytes, ends
+// WriteTo with that error.
+func (w *Writer) AddTensorFunc(name string, typ Type, shape []uint64, write func(io.Writer) error) error {
+	return w.addTensor(name, typ, shape, nil, write)
+}
+
+func (w *Writer) addTensor(name string, typ Type, shape []uint64, data []byte, write func(io.Writer) error) error {
 	t := &Tensor{Name: name, Type: typ, Shape: append([]uint64(nil), shape...)}
-	if err := w.checkTensor(t, data); err != nil {
+	err := w.checkTensor(t)
+	if err == nil && write == nil && uint64(len(data)) != t.Size {
+		err = fmt.Errorf("%s shape %v needs %d bytes of data, got %d", t.Type, t.Shape, t.Size, len(data))
+	}
+	if err != nil {
 		return fmt.Errorf("gguf: writer: tensor %q: %w", name, err)
 	}
 	w.names[name] = true
 	w.tensors = append(w.tensors, t)
 	w.data = append(w.data, data)
+	w.write = append(w.write, write)
 	return nil
 }
 
-func (w *Writer) checkTensor(t *Tensor, data []byte) error {
+// checkTensor checks t's name and shape and sets its Size.
+func (w *Writer) checkTensor(t *Tensor) error {
 	if w.names[t.Name] {
 		return errors.New("duplicate name")
 	}
@@ -89,9 +113,6 @@ func (w *Writer) checkTensor(t *Tensor, data []byte) error {
 			return fmt.Errorf("shape %v overflows uint64 bytes", t.Shape)
 		}
 		size = lo
-	}
-	if uint64(len(data)) != size {
-		return fmt.Errorf("%s shape %v needs %d bytes of data, got %d", t.Type, t.Shape, size, len(data))
 	}
 	t.Size = size
 	return nil
@@ -149,7 +170,13 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 	}
 	e.zeros(pad(uint64(e.n), align) - uint64(e.n))
 	for i, t := range w.tensors {
-		e.bytes(w.data[i])
+		if w.write[i] != nil {
+			if err := e.produce(t, w.write[i]); err != nil {
+				return e.n, err
+			}
+		} else {
+			e.bytes(w.data[i])
+		}
 		e.zeros(pad(t.Size, align) - t.Size)
 	}
 	if e.err == nil {
@@ -205,6 +232,31 @@ func (e *encoder) bytes(b []byte) {
 	n, err := e.w.Write(b)
 	e.n += int64(n)
 	e.err = err
+}
+
+// Write makes the encoder the io.Writer of AddTensorFunc's functions.
+func (e *encoder) Write(b []byte) (int, error) {
+	e.bytes(b)
+	if e.err != nil {
+		return 0, e.err
+	}
+	return len(b), nil
+}
+
+// produce writes the data of t with write and checks its size.
+func (e *encoder) produce(t *Tensor, write func(io.Writer) error) error {
+	start := e.n
+	err := write(e)
+	if e.err != nil {
+		return e.err
+	}
+	if err == nil && uint64(e.n-start) != t.Size {
+		err = fmt.Errorf("wrote %d bytes, want %d", e.n-start, t.Size)
+	}
+	if err != nil {
+		return fmt.Errorf("gguf: writer: tensor %q: %w", t.Name, err)
+	}
+	return nil
 }
 
 func (e *encoder) zeros(n uint64) {

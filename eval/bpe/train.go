@@ -7,29 +7,6 @@ import (
 	"sort"
 )
 
-// Vocab is a byte-level BPE vocabulary: token i is the byte string
-// Tokens[i], and no two tokens are equal. Ids 0..255 are the single bytes
-// in byte order, then the merged tokens in order of creation, then the
-// special tokens.
-type Vocab struct {
-	Tokens [][]byte
-	// Merges[r] is the merge of rank r: it joins two tokens into
-	// Result[r]. Two merges can make the same token ("ab"+"c" and
-	// "a"+"bc"), so there may be more merges than merged tokens.
-	Merges  [][2]int32
-	Result  []int32
-	Special []string // control tokens, after the normal ones
-	normal  int      // number of byte and merged tokens
-	rank    map[[2]int32]int32
-}
-
-// NumNormal returns the number of normal (byte and merged) tokens; the
-// special tokens follow them.
-func (v *Vocab) NumNormal() int { return v.normal }
-
-// Size returns the number of tokens, special ones included.
-func (v *Vocab) Size() int { return len(v.Tokens) }
-
 // TrainOptions control Train.
 type TrainOptions struct {
 	// Size is the vocabulary size to reach, special tokens included.
@@ -45,7 +22,8 @@ type TrainOptions struct {
 	Special []string
 }
 
-// Train learns a vocabulary from texts, each pre-tokenized with Split.
+// Train learns a vocabulary from texts, each cut into pieces by the
+// "gpt-2" pre-tokenizer.
 // The result depends only on the texts and the options.
 func Train(texts [][]byte, opt TrainOptions) (*Vocab, error) {
 	if opt.MinCount <= 0 {
@@ -59,7 +37,7 @@ func Train(texts [][]byte, opt TrainOptions) (*Vocab, error) {
 	// Unique pieces with their frequencies, in a deterministic order.
 	freq := map[string]int{}
 	for _, t := range texts {
-		for _, p := range Split(t) {
+		for _, p := range gpt2.Pieces(t) {
 			freq[string(p)]++
 		}
 	}
@@ -239,13 +217,4 @@ func mergeAll(s []int32, p [2]int32, id int32) []int32 {
 		out = append(out, s[i])
 	}
 	return out
-}
-
-func (v *Vocab) index() {
-	v.rank = make(map[[2]int32]int32, len(v.Merges))
-	for r, m := range v.Merges {
-		if _, ok := v.rank[m]; !ok {
-			v.rank[m] = int32(r)
-		}
-	}
 }

@@ -20,16 +20,16 @@ func TestHeldout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Verify(false); err != nil {
+	if err := m.VerifyAll(false); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(m.Domains(), ","); got != "en,zh,code" {
 		t.Errorf("domains %s", got)
 	}
-	if n := len(m.Select(true)); n != 3 {
+	if n := len(selectStreams(t, m, true)); n != 3 {
 		t.Errorf("quick selects %d streams, want 3", n)
 	}
-	if n := len(m.Select(false)); n != 9 {
+	if n := len(selectStreams(t, m, false)); n != 9 {
 		t.Errorf("%d streams, want 9", n)
 	}
 	perDomain := map[string]int{}
@@ -76,8 +76,8 @@ func TestMixedManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Streams) != 16 || len(m.Select(true)) != 4 || len(m.Domains()) != 4 {
-		t.Fatalf("%d streams, %d quick, %d domains; want 16, 4, 4", len(m.Streams), len(m.Select(true)), len(m.Domains()))
+	if len(m.Streams) != 16 || len(selectStreams(t, m, true)) != 4 || len(m.Domains()) != 4 {
+		t.Fatalf("%d streams, %d quick, %d domains; want 16, 4, 4", len(m.Streams), len(selectStreams(t, m, true)), len(m.Domains()))
 	}
 	for _, s := range m.Streams {
 		b := s.Build
@@ -145,6 +145,17 @@ func TestParseErrors(t *testing.T) {
 	}
 }
 
+// selectStreams is m.Select(quick, nil) for a manifest that must have a
+// selection.
+func selectStreams(t *testing.T, m *Manifest, quick bool) []*Stream {
+	t.Helper()
+	sel, err := m.Select(quick, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sel
+}
+
 // copyCorpus copies a committed corpus into a temporary directory.
 func copyCorpus(t *testing.T, manifest string) string {
 	t.Helper()
@@ -168,8 +179,8 @@ func TestTampered(t *testing.T) {
 	b[100] ^= 1
 	os.WriteFile(f, b, 0o644)
 	_, err = m.Read(s)
-	if err == nil || !strings.Contains(err.Error(), "stream en-windows") || !strings.Contains(err.Error(), "the manifest pins") ||
-		!strings.Contains(err.Error(), "rebuild it with: git checkout") {
+	if err == nil || !strings.Contains(err.Error(), `stream "en-windows"`) || !strings.Contains(err.Error(), "the manifest says") ||
+		!strings.Contains(err.Error(), "rebuild the corpus with `git checkout") {
 		t.Errorf("tampered stream: %v", err)
 	}
 	os.Remove(f)
@@ -177,10 +188,10 @@ func TestTampered(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "en-windows") || !strings.Contains(err.Error(), "is missing") {
 		t.Errorf("missing stream: %v", err)
 	}
-	if err := m.Verify(true); err != nil {
+	if err := m.VerifyAll(true); err != nil {
 		t.Errorf("quick streams are intact: %v", err)
 	}
-	if err := m.Verify(false); err == nil {
+	if err := m.VerifyAll(false); err == nil {
 		t.Error("Verify passed with a missing stream")
 	}
 }
@@ -268,12 +279,14 @@ func TestBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	zero := strings.Repeat("0", 64)
-	m := &Manifest{Name: "fake", Version: "1", Rebuild: "make corpus", Dir: filepath.Join(dir, "corpus"), Streams: []Stream{
+	m := &Manifest{}
+	m.Name, m.Version, m.Rebuild, m.Dir = "fake", "1", "make corpus", filepath.Join(dir, "corpus")
+	m.Streams = []Stream{
 		{ID: "ref", Domain: "en", Path: "s/ref.txt", SHA256: zero, License: "l", Source: "s", Quick: true,
 			Build: b("usr/share/doc/fake/ref.txt.gz", []string{"gunzip"}, 1000, 3000)},
 		{ID: "poems", Domain: "zh", Path: "s/poems.txt", SHA256: zero, License: "public-domain", Source: "s", Quick: true,
 			Build: b("usr/share/doc/fake/poems", []string{"strip-ansi"}, 0, 1000)},
-	}}
+	}
 	f := Fetcher{Cache: cache, Offline: true}
 	ctx := context.Background()
 	if err := m.Pin(ctx, f); err != nil {
@@ -294,13 +307,13 @@ func TestBuild(t *testing.T) {
 	if err := m.Build(ctx, BuildOptions{Fetcher: f}); err != nil {
 		t.Fatal(err)
 	}
-	if err := m.Verify(false); err != nil {
+	if err := m.VerifyAll(false); err != nil {
 		t.Fatal(err)
 	}
 	// Tamper: Read refuses, naming the stream and the rebuild command;
 	// Build restores the pinned bytes.
 	os.WriteFile(m.File(ref), []byte("edited"), 0o644)
-	if _, err := m.Read(ref); err == nil || !strings.Contains(err.Error(), "stream ref") || !strings.Contains(err.Error(), "make corpus") {
+	if _, err := m.Read(ref); err == nil || !strings.Contains(err.Error(), `stream "ref"`) || !strings.Contains(err.Error(), "make corpus") {
 		t.Errorf("tampered: %v", err)
 	}
 	if err := m.Build(ctx, BuildOptions{Fetcher: f}); err != nil {
@@ -369,7 +382,7 @@ func TestMixedBuild(t *testing.T) {
 		if err := m.Build(context.Background(), BuildOptions{Fetcher: f}); err != nil {
 			t.Fatalf("build %d: %v", i+1, err)
 		}
-		if err := m.Verify(false); err != nil {
+		if err := m.VerifyAll(false); err != nil {
 			t.Fatalf("build %d: %v", i+1, err)
 		}
 	}

@@ -143,8 +143,9 @@ func TestTensorTypes(t *testing.T) {
 	}
 }
 
-// TestStreamMatchesWriter checks that the streaming writer produces the
-// bytes gguf.Writer produces for the same metadata and tensors.
+// TestStreamMatchesWriter checks that Write, whose tensor rows are
+// produced while the file is written (gguf.Writer.AddTensorFunc), gives
+// the bytes gguf.Writer gives for the same tensors quantized in memory.
 func TestStreamMatchesWriter(t *testing.T) {
 	voc := smallVocab(t, 300)
 	for _, arch := range Archs {

@@ -184,7 +184,7 @@ func Write(path string, c *Config) error {
 	if err := c.Check(); err != nil {
 		return fmt.Errorf("mkmodel: %w", err)
 	}
-	w := newStreamWriter()
+	w := gguf.NewWriter()
 	a := c.Arch
 	w.Add("general.architecture", a)
 	w.Add("general.name", c.Name)
@@ -209,9 +209,15 @@ func Write(path string, c *Config) error {
 	if c.Type.Quantized() {
 		w.Add("general.quantization_version", uint32(2))
 	}
+	var terr error
 	c.tensors(func(name string, shape []uint64, layer int, fill RowFunc) {
-		w.AddTensor(name, c.tensorType(name, shape, layer), shape, fill)
+		if err := addRows(w, name, c.tensorType(name, shape, layer), shape, fill); err != nil && terr == nil {
+			terr = err
+		}
 	})
+	if terr != nil {
+		return fmt.Errorf("mkmodel: %s: %w", path, terr)
+	}
 	if err := w.WriteFile(path); err != nil {
 		return fmt.Errorf("mkmodel: %s: %w", path, err)
 	}

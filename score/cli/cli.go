@@ -43,8 +43,13 @@
 // is --rope-scaling-original-context (default: the model's training context);
 // --rope-yarn-factor F sets the factor explicitly.
 //
-// --threads N (default: all cores). --device auto|cpu (this version scores
-// on the CPU). --cache-dir DIR (default $PPL_CACHE_DIR, else the user cache
+// --threads N (default: all cores). --device auto|cpu|cuda|cuda:N: auto
+// (the default) scores on the first CUDA GPU when the machine has a usable
+// one and on the CPU otherwise, saying why on stderr; cuda or cuda:N fails
+// when there is no such GPU. On a GPU, weights are rounded to bf16 and
+// products take half-precision inputs (package ppl.dev/score/cuda); the
+// header records the GPU, its driver and CUDA versions and the precision,
+// and the end of the log the peak GPU memory. --cache-dir DIR (default $PPL_CACHE_DIR, else the user cache
 // directory) keeps every scored window, keyed by the model's sha256, the
 // window's tokens and every setting that changes numbers: a rerun replays
 // them, and an interrupted run resumes where it stopped. --no-cache turns
@@ -69,6 +74,7 @@ import (
 
 	"ppl.dev/command"
 	"ppl.dev/pipe"
+	"ppl.dev/score/backend"
 )
 
 const tool = "ppl-score"
@@ -81,7 +87,7 @@ type flags struct {
 	KVDtype         string           `name:"kv-dtype" default:"bf16" enum:"f32,f16,bf16,int8,fp8,k8v4,nvfp4" help:"KV cache storage: f32, f16, bf16, int8, fp8, k8v4 or nvfp4 (default ${default})."`
 	RefKVDtype      string           `name:"reference-kv-dtype" enum:",f32,f16,bf16,int8,fp8,k8v4,nvfp4" default:"" help:"KV cache storage of the reference model (default: --kv-dtype)."`
 	Threads         int              `default:"0" help:"Worker threads (default: all cores)."`
-	Device          string           `default:"auto" enum:"auto,cpu" help:"Where to score: auto or cpu (default ${default})."`
+	Device          string           `default:"auto" placeholder:"DEV" help:"Where to score: auto (a CUDA GPU when one is usable, else the CPU), cpu, cuda or cuda:N (default ${default})."`
 	RopeFreqBase    float64          `placeholder:"B" help:"Override the model's RoPE frequency base."`
 	RopeScaleFactor float64          `name:"rope-scaling-factor" placeholder:"F" help:"Linear RoPE scaling: positions divided by F."`
 	RopeOrigCtx     int              `name:"rope-scaling-original-context" placeholder:"N" help:"Native context for YaRN (default: the model's training context)."`
@@ -148,6 +154,11 @@ func (f *flags) validate() error {
 		return command.Usagef("--rope-yarn and --rope-yarn-factor: give one")
 	case f.RopeOrigCtx < 0:
 		return command.Usagef("--rope-scaling-original-context %d: must be positive", f.RopeOrigCtx)
+	}
+	if f.Device != "auto" {
+		if _, _, err := backend.ParseDevice(f.Device); err != nil {
+			return command.Usagef("--device: %v", err)
+		}
 	}
 	if f.RefKVDtype == "" {
 		f.RefKVDtype = f.KVDtype

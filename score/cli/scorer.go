@@ -7,14 +7,18 @@ import (
 	"io"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/bytedance/sonic"
 
 	"ppl.dev/cache"
+	"ppl.dev/command"
 	"ppl.dev/gguf"
 	"ppl.dev/pipe"
 	"ppl.dev/progress"
+	"ppl.dev/score/backend"
+	_ "ppl.dev/score/cuda" // registers the cuda backend
 	"ppl.dev/score/model"
 	"ppl.dev/tokenize/tokenizer"
 )
@@ -26,6 +30,8 @@ type scorer struct {
 	cache *cache.Cache // nil with --no-cache
 
 	m, ref       *loaded
+	backend      string // the resolved --device: "cpu", "cuda"
+	devIndex     int
 	last         *pipe.StreamTokens // the stream being scored
 	tokHeader    *pipe.Tokenizer    // from the tokenize header
 	settingsKey  string             // every setting that changes numbers, for cache keys
@@ -37,9 +43,9 @@ type scorer struct {
 	computedTime time.Duration
 }
 
-// loaded is a model with its identity.
+// loaded is a model, on the device --device chose, with its identity.
 type loaded struct {
-	*model.Model
+	backend.Model
 	info   pipe.Model
 	tok    tokenizer.Tokenizer
 	bos    int32
@@ -189,8 +195,8 @@ func (s *scorer) load(proto *pipe.Protocol) error {
 		}
 	}
 	s.settingsKey = s.cacheSettings()
-	s.log.Infof("loaded %s (%s, %d layers, %d-token vocabulary) in %s; KV cache %s, %d threads",
-		filepath.Base(s.f.Model), s.m.info.Arch, s.m.HP.Layers, s.m.Vocab(), time.Since(t0).Round(time.Millisecond), s.m.Info().KVDtype, s.threads())
+	s.log.Infof("loaded %s (%s, %d layers, %d-token vocabulary) in %s; KV cache %s, %s",
+		filepath.Base(s.f.Model), s.m.info.Arch, s.m.Info().HParams.Layers, s.m.Vocab(), time.Since(t0).Round(time.Millisecond), s.m.Info().KVDtype, s.deviceLine())
 	return nil
 }
 
@@ -245,7 +251,7 @@ func (s *scorer) open(path string, opts model.Options) (*loaded, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := model.Load(path, opts)
+	m, err := s.openOn(path, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -253,6 +259,52 @@ func (s *scorer) open(path string, opts model.Options) (*loaded, error) {
 	return &loaded{Model: m, tok: tok, bos: tok.BOS(), addBOS: tok.AddBOS(), info: pipe.Model{
 		Name: filepath.Base(path), SHA256: sum, Arch: info.Arch, WeightTypes: info.WeightTypes,
 	}}, nil
+}
+
+// openOn loads a model on the device --device names. The first call
+// resolves auto: a CUDA GPU when one is usable, else the CPU, with a notice
+// saying why; the reference model then goes where the model went.
+func (s *scorer) openOn(path string, opts model.Options) (backend.Model, error) {
+	if s.backend == "" {
+		if s.f.Device == "auto" {
+			if b, ok := backend.Get("cuda"); ok {
+				m, err := b.Open(path, opts, 0)
+				if err == nil {
+					s.backend = "cuda"
+					return m, nil
+				}
+				s.log.Infof("not scoring on a GPU (%v); scoring on the CPU", err)
+			}
+			s.backend = "cpu"
+		} else {
+			name, index, err := backend.ParseDevice(s.f.Device)
+			if err != nil {
+				return nil, command.Usagef("--device %s: %v", s.f.Device, err)
+			}
+			s.backend, s.devIndex = name, index
+		}
+	}
+	b, ok := backend.Get(s.backend)
+	if !ok {
+		return nil, command.Usagef("--device %s: no such device (have auto, %s)", s.f.Device, strings.Join(backend.Names(), ", "))
+	}
+	m, err := b.Open(path, opts, s.devIndex)
+	if err != nil && s.backend != "cpu" {
+		return nil, fmt.Errorf("--device %s: %w", s.f.Device, err)
+	}
+	return m, err
+}
+
+// deviceLine describes where the model runs, for the log.
+func (s *scorer) deviceLine() string {
+	d := s.m.Device()
+	if d.Threads > 0 {
+		return fmt.Sprintf("%d threads", d.Threads)
+	}
+	if g, ok := d.Extra["gpu"]; ok {
+		return fmt.Sprintf("%s (%v), %s activations", d.Name, g, d.Activations)
+	}
+	return d.Name
 }
 
 func (s *scorer) threads() int {
@@ -264,8 +316,8 @@ func (s *scorer) threads() int {
 
 // header is ppl-score's header record.
 func (s *scorer) header() pipe.Header {
-	info := s.m.Info()
-	sc := &pipe.Score{Device: "cpu", Threads: s.threads(), KVDtype: info.KVDtype, Activations: "fp32", RoPE: ropeMap(info.Rope)}
+	info, dev := s.m.Info(), s.m.Device()
+	sc := &pipe.Score{Device: dev.Name, Threads: dev.Threads, KVDtype: info.KVDtype, Activations: dev.Activations, RoPE: ropeMap(info.Rope), Extra: dev.Extra}
 	if s.ref != nil {
 		ref := s.ref.info
 		sc.Reference, sc.RefKVDtype = &ref, s.ref.Info().KVDtype
@@ -307,10 +359,11 @@ func (s *scorer) headerFlags() map[string]any {
 // cacheSettings is everything besides the tokens that decides a window's
 // scores: a key part for the cache.
 func (s *scorer) cacheSettings() string {
-	info := s.m.Info()
+	info, dev := s.m.Info(), s.m.Device()
+	kind, _, _ := strings.Cut(dev.Name, ":") // cuda:0 and cuda:1 compute alike
 	b, _ := sonic.ConfigStd.Marshal(map[string]any{
 		"tool": pipe.ToolVersion, "model": s.m.info.SHA256, "kv": info.KVDtype, "rope": info.Rope,
-		"device": "cpu", "activations": "fp32", "ref": s.refKey(),
+		"device": kind, "activations": dev.Activations, "precision": dev.Extra["precision"], "ref": s.refKey(),
 	})
 	return string(b)
 }
@@ -465,6 +518,9 @@ func (s *scorer) report(final bool) {
 	if final {
 		s.log.Done()
 		s.log.Infof("%s", msg)
+		if r, ok := s.m.Model.(backend.Reporter); ok && s.scored > 0 {
+			s.log.Infof("%s", r.Report())
+		}
 		return
 	}
 	s.log.Progress(false, "%s", msg)

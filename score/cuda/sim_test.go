@@ -273,12 +273,16 @@ var simKernels = map[string]struct {
 		}
 		return a.err
 	}},
-	"fill_uniform_bf16": {4, func(s *simDevice, a *simArgs, grid dim3) error {
-		out, n, seed, amp := u16s(a.ptr(0)), a.i64(1), a.u64(2), a.f32(3)
+	"fill_uniform_half": {5, func(s *simDevice, a *simArgs, grid dim3) error {
+		out, n, seed, amp, f16 := u16s(a.ptr(0)), a.i64(1), a.u64(2), a.f32(3), a.int(4)
 		for i := range n {
 			r := mix32(seed*0x9e3779b97f4a7c15 + uint64(i))
 			u := float32(r>>8) * (1.0 / 16777216.0)
-			out[i] = quant.F32ToBF16((2*u - 1) * amp)
+			h := quant.F32ToBF16((2*u - 1) * amp)
+			if f16 != 0 {
+				h = quant.F32ToF16(quant.BF16ToF32(h))
+			}
+			out[i] = h
 		}
 		return a.err
 	}},
@@ -650,12 +654,24 @@ func (s *simDevice) gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at
 	}
 	A, B, C := u16s(s.view(a)), u16s(s.view(b)), s.view(c)
 	f16 := b2i(at == cublas.R16F)
-	get := func(x []uint16, t cublas.Op, ld, r, col int) float64 {
-		if t == cublas.OpN {
-			return float64(halfToF32(x[r+col*ld], f16))
+	// op(A) row i and op(B) column j as contiguous float64 vectors of k.
+	decode := func(x []uint16, t cublas.Op, ld, cols int, transposedIsRow bool) [][]float64 {
+		out := make([][]float64, cols)
+		for c := range cols {
+			v := make([]float64, k)
+			for l := range k {
+				if (t == cublas.OpT) == transposedIsRow {
+					v[l] = float64(halfToF32(x[l+c*ld], f16))
+				} else {
+					v[l] = float64(halfToF32(x[c+l*ld], f16))
+				}
+			}
+			out[c] = v
 		}
-		return float64(halfToF32(x[col+r*ld], f16))
+		return out
 	}
+	rowsOfA := decode(A, ta, lda, m, true)  // op(A)(i, l): A[l + i*lda] when transposed
+	colsOfB := decode(B, tb, ldb, n, false) // op(B)(l, j): B[l + j*ldb] when not transposed
 	var wg sync.WaitGroup
 	workers := 8
 	for w := range workers {
@@ -663,10 +679,12 @@ func (s *simDevice) gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at
 		go func() {
 			defer wg.Done()
 			for j := w; j < n; j += workers {
+				bj := colsOfB[j]
 				for i := range m {
+					ai := rowsOfA[i]
 					var acc float64
-					for l := range k {
-						acc += get(A, ta, lda, i, l) * get(B, tb, ldb, l, j)
+					for l, av := range ai {
+						acc += av * bj[l]
 					}
 					idx := i + j*ldc
 					if ct == cublas.R32F {

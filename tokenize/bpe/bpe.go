@@ -217,10 +217,22 @@ func newSession() *session { return &session{cache: make(map[string][]int32)} }
 // Encode appends the tokens of a text fragment to dst. The fragment should
 // be valid UTF-8; invalid bytes are read as U+FFFD, as llama.cpp does.
 func (m *Model) Encode(dst []int32, text []byte) []int32 {
+	return m.encode(dst, text, true)
+}
+
+// EncodeRaw is Encode without llama.cpp's repair of invalid UTF-8: an
+// invalid byte still splits as one U+FFFD code point, but its piece keeps
+// the byte, so the tokens always decode to the text exactly (what a
+// vocabulary trainer wants). On valid UTF-8 it is Encode.
+func (m *Model) EncodeRaw(dst []int32, text []byte) []int32 {
+	return m.encode(dst, text, false)
+}
+
+func (m *Model) encode(dst []int32, text []byte, repair bool) []int32 {
 	s := m.pool.Get()
 	defer m.put(s)
 	s.text.Reset(text)
-	if !utf8.Valid(text) {
+	if repair && !utf8.Valid(text) {
 		// Re-encode so that each invalid byte becomes U+FFFD's three bytes.
 		text = []byte(string(s.text.Runes))
 		s.text.Reset(text)

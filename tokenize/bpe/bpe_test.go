@@ -74,6 +74,41 @@ func TestByteAlphabet(t *testing.T) {
 	}
 }
 
+func TestEncodeBytes(t *testing.T) {
+	for _, c := range []struct {
+		in   []byte
+		want string
+	}{
+		{[]byte("abc"), "abc"},
+		{[]byte(" "), "Ġ"},
+		{[]byte("\n"), "Ċ"},
+		{[]byte("\t"), "ĉ"},
+		{[]byte{0}, "Ā"},
+		{[]byte{0x7f}, "ġ"},
+		{[]byte{0xad}, "Ń"},
+		{[]byte{0xa1, 0xff}, "¡ÿ"},
+		{[]byte("困"), "åĽ°"},
+	} {
+		if got := EncodeBytes(c.in); got != c.want {
+			t.Errorf("EncodeBytes(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// TestEncodeRaw checks that EncodeRaw keeps invalid bytes (Encode reads
+// them as U+FFFD, TestInvalidUTF8) and equals Encode on valid text.
+func TestEncodeRaw(t *testing.T) {
+	v := newVocab([]string{"ab", " ab"}, []string{"a|b", " |ab"})
+	m := v.model(t, "gpt-2")
+	if got := strings.Join(v.texts(m.EncodeRaw(nil, []byte("a\xff\xfe ab"))), "|"); got != "a|\xff|\xfe| ab" {
+		t.Errorf("EncodeRaw: %q", got)
+	}
+	in := []byte("ab ab, abab\n")
+	if raw, enc := m.EncodeRaw(nil, in), m.Encode(nil, in); !reflect.DeepEqual(raw, enc) {
+		t.Errorf("valid text: EncodeRaw %v, Encode %v", raw, enc)
+	}
+}
+
 func TestEncode(t *testing.T) {
 	v := newVocab(
 		[]string{"he", "ll", "hell", "hello", " w", " wo", "or", " wor", " world", "aa", "aaaa", "xy"},

@@ -14,9 +14,14 @@
 //	 "streams": [{"id", "domain", "path", "sha256", "bytes", "words",
 //	              "license", "source", "quick", "build"}]}
 //
-// with paths relative to the manifest. The build recipe is eval/corpus's
-// business and is not interpreted here; any other unknown field is an error,
-// so a misspelled key does not go unnoticed.
+// with paths relative to the manifest. Any unknown field is an error, so a
+// misspelled key does not go unnoticed.
+//
+// This package is the one reader of that schema. The build recipe is
+// eval/corpus's business, so the types are generic in it: Manifest keeps
+// recipes as raw JSON, uninterpreted, and eval/corpus reads the same files
+// as ManifestOf[*corpus.Build], whose recipes are checked with the rest of
+// the stream (see ManifestOf.Check).
 package corpus
 
 import (
@@ -27,7 +32,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -36,51 +43,85 @@ import (
 // does not say how to rebuild its corpus.
 const DefaultRebuild = "make corpus"
 
-// Manifest is a corpus manifest.
-type Manifest struct {
-	Name        string   `json:"name"`
-	Version     string   `json:"version"`
-	Description string   `json:"description"`
-	Rebuild     string   `json:"rebuild,omitempty"`
-	Streams     []Stream `json:"streams"`
+// Manifest is a corpus manifest whose build recipes are left as raw JSON.
+type Manifest = ManifestOf[json.RawMessage]
+
+// Stream is one text of a Manifest.
+type Stream = StreamOf[json.RawMessage]
+
+// ManifestOf is a corpus manifest with build recipes of type B.
+type ManifestOf[B any] struct {
+	Name        string `json:"name"`
+	Version     string `json:"version"`
+	Description string `json:"description"`
+	// Rebuild is the command that recreates missing or modified streams,
+	// quoted in errors ("make corpus", "git checkout -- eval/corpora/...");
+	// DefaultRebuild when empty.
+	Rebuild string        `json:"rebuild,omitempty"`
+	Streams []StreamOf[B] `json:"streams"`
 
 	// Path is the manifest file and Dir its directory, against which
 	// stream paths resolve. Set by Load.
 	Path string `json:"-"`
 	Dir  string `json:"-"`
+	// FS, when set, holds the manifest and its streams (Path and Dir are
+	// then slash-separated paths inside it, as LoadAs sets them); otherwise
+	// they are files of the operating system.
+	FS fs.FS `json:"-"`
 }
 
-// Stream is one text of a corpus.
-type Stream struct {
-	ID      string          `json:"id"`
-	Domain  string          `json:"domain"`
-	Path    string          `json:"path"`
-	SHA256  string          `json:"sha256"`
-	Bytes   int64           `json:"bytes"`
-	Words   int64           `json:"words"`
-	License string          `json:"license"`
-	Source  string          `json:"source"`
-	Quick   bool            `json:"quick"`
-	Build   json.RawMessage `json:"build,omitempty"`
+// StreamOf is one text of a corpus, with a build recipe of type B.
+type StreamOf[B any] struct {
+	ID     string `json:"id"`
+	Domain string `json:"domain"`
+	Path   string `json:"path"` // relative to the manifest, slash-separated
+	SHA256 string `json:"sha256"`
+	Bytes  int64  `json:"bytes"`
+	// Words counts whitespace-separated words (bytes.Fields). Text written
+	// without spaces, such as Chinese, counts about one word per line.
+	Words   int64  `json:"words"`
+	License string `json:"license"`
+	Source  string `json:"source"`
+	Quick   bool   `json:"quick"`
+	Build   B      `json:"build,omitempty"`
 }
 
 // Load reads and checks the manifest at path. It does not read the streams.
-func Load(path string) (*Manifest, error) {
-	b, err := os.ReadFile(path)
+func Load(path string) (*Manifest, error) { return LoadAs[json.RawMessage](nil, path) }
+
+// Parse decodes and checks a manifest.
+func Parse(b []byte) (*Manifest, error) { return ParseAs[json.RawMessage](b) }
+
+// LoadAs reads and checks the manifest at name in fsys, or with a nil fsys
+// the operating system's file name, with recipes of type B. It does not
+// read the streams.
+func LoadAs[B any](fsys fs.FS, name string) (*ManifestOf[B], error) {
+	var b []byte
+	var err error
+	if fsys != nil {
+		b, err = fs.ReadFile(fsys, name)
+	} else {
+		b, err = os.ReadFile(name)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("corpus manifest: %w", err)
 	}
-	m, err := Parse(b)
+	m, err := ParseAs[B](b)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	m.Path, m.Dir = path, filepath.Dir(path)
+	m.Path, m.FS = name, fsys
+	if fsys != nil {
+		m.Dir = path.Dir(name)
+	} else {
+		m.Dir = filepath.Dir(name)
+	}
 	return m, nil
 }
 
-// Parse decodes and checks a manifest.
-func Parse(b []byte) (*Manifest, error) {
-	var m Manifest
+// ParseAs decodes and checks a manifest with recipes of type B.
+func ParseAs[B any](b []byte) (*ManifestOf[B], error) {
+	var m ManifestOf[B]
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&m); err != nil {
@@ -89,8 +130,8 @@ func Parse(b []byte) (*Manifest, error) {
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("manifest: data after the JSON object")
 	}
-	if err := m.check(); err != nil {
-		return nil, fmt.Errorf("manifest: %w", err)
+	if err := m.Check(); err != nil {
+		return nil, err
 	}
 	return &m, nil
 }
@@ -113,7 +154,9 @@ func isID(s string) bool {
 	return true
 }
 
-func isSHA256(s string) bool {
+// IsSHA256 reports whether s is a sha256 as manifests write it: 64
+// lowercase hex digits.
+func IsSHA256(s string) bool {
 	if len(s) != 64 {
 		return false
 	}
@@ -125,8 +168,9 @@ func isSHA256(s string) bool {
 	return true
 }
 
-// checkPath accepts a clean, slash-separated path inside the corpus directory.
-func checkPath(p string) error {
+// CheckPath accepts a clean, slash-separated path inside the corpus
+// directory (and, for recipes, inside a package).
+func CheckPath(p string) error {
 	if p == "" {
 		return errors.New("empty")
 	}
@@ -137,7 +181,18 @@ func checkPath(p string) error {
 	return nil
 }
 
-func (m *Manifest) check() error {
+// Check validates the manifest's fields: names, unique ids, clean relative
+// paths, hex digests, one quick stream per domain, and each stream's recipe
+// when B has a method Check() error (called with B's zero value for a
+// stream without one).
+func (m *ManifestOf[B]) Check() error {
+	if err := m.check(); err != nil {
+		return fmt.Errorf("manifest: %w", err)
+	}
+	return nil
+}
+
+func (m *ManifestOf[B]) check() error {
 	if !isID(m.Name) {
 		return fmt.Errorf("bad corpus name %q (want [a-z0-9][a-z0-9._-]*)", m.Name)
 	}
@@ -169,14 +224,14 @@ func (m *Manifest) check() error {
 		if s.Quick {
 			quick[s.Domain]++
 		}
-		if err := checkPath(s.Path); err != nil {
+		if err := CheckPath(s.Path); err != nil {
 			return fmt.Errorf("stream %s: path %q: %w", s.ID, s.Path, err)
 		}
 		if paths[s.Path] {
 			return fmt.Errorf("stream %s: path %q used twice", s.ID, s.Path)
 		}
 		paths[s.Path] = true
-		if !isSHA256(s.SHA256) {
+		if !IsSHA256(s.SHA256) {
 			return fmt.Errorf("stream %s: sha256 %q is not 64 lowercase hex digits", s.ID, s.SHA256)
 		}
 		if s.Bytes < 0 || s.Words < 0 {
@@ -184,6 +239,11 @@ func (m *Manifest) check() error {
 		}
 		if s.License == "" || s.Source == "" {
 			return fmt.Errorf("stream %s: license and source are required", s.ID)
+		}
+		if c, ok := any(s.Build).(interface{ Check() error }); ok {
+			if err := c.Check(); err != nil {
+				return fmt.Errorf("stream %s: build: %w", s.ID, err)
+			}
 		}
 	}
 	for _, d := range domains {
@@ -197,7 +257,7 @@ func (m *Manifest) check() error {
 // Select returns the streams of a run in manifest order: with quick, the
 // quick stream of each domain; with ids, those streams (an unknown id is an
 // error that lists the known ones); both together, the quick streams among ids.
-func (m *Manifest) Select(quick bool, ids []string) ([]*Stream, error) {
+func (m *ManifestOf[B]) Select(quick bool, ids []string) ([]*StreamOf[B], error) {
 	want := map[string]bool{}
 	for _, id := range ids {
 		if m.stream(id) == nil {
@@ -209,7 +269,7 @@ func (m *Manifest) Select(quick bool, ids []string) ([]*Stream, error) {
 		}
 		want[id] = true
 	}
-	var out []*Stream
+	var out []*StreamOf[B]
 	for i := range m.Streams {
 		s := &m.Streams[i]
 		if (len(ids) == 0 || want[s.ID]) && (!quick || s.Quick) {
@@ -222,7 +282,7 @@ func (m *Manifest) Select(quick bool, ids []string) ([]*Stream, error) {
 	return out, nil
 }
 
-func (m *Manifest) stream(id string) *Stream {
+func (m *ManifestOf[B]) stream(id string) *StreamOf[B] {
 	for i := range m.Streams {
 		if m.Streams[i].ID == id {
 			return &m.Streams[i]
@@ -231,9 +291,20 @@ func (m *Manifest) stream(id string) *Stream {
 	return nil
 }
 
-// File returns the path of stream s on disk.
-func (m *Manifest) File(s *Stream) string {
+// File returns the path of stream s: on disk, or in FS when it is set.
+func (m *ManifestOf[B]) File(s *StreamOf[B]) string {
+	if m.FS != nil {
+		return path.Join(m.Dir, s.Path)
+	}
 	return filepath.Join(m.Dir, filepath.FromSlash(s.Path))
+}
+
+// open opens the file of stream s.
+func (m *ManifestOf[B]) open(s *StreamOf[B]) (io.ReadCloser, error) {
+	if m.FS != nil {
+		return m.FS.Open(m.File(s))
+	}
+	return os.Open(m.File(s))
 }
 
 // StreamError is a stream that is missing or does not match the manifest.
@@ -247,7 +318,7 @@ func (e *StreamError) Error() string {
 	return fmt.Sprintf("corpus %s: stream %q (%s) %s; rebuild the corpus with `%s`", e.Corpus, e.ID, e.File, e.Problem, e.Rebuild)
 }
 
-func (m *Manifest) streamErr(s *Stream, problem string) *StreamError {
+func (m *ManifestOf[B]) streamErr(s *StreamOf[B], problem string) *StreamError {
 	rb := m.Rebuild
 	if rb == "" {
 		rb = DefaultRebuild
@@ -257,8 +328,8 @@ func (m *Manifest) streamErr(s *Stream, problem string) *StreamError {
 
 // Verify checks that stream s is on disk with the manifest's size and
 // sha256, without keeping it in memory.
-func (m *Manifest) Verify(s *Stream) error {
-	f, err := os.Open(m.File(s))
+func (m *ManifestOf[B]) Verify(s *StreamOf[B]) error {
+	f, err := m.open(s)
 	if err != nil {
 		return m.openErr(s, err)
 	}
@@ -273,10 +344,15 @@ func (m *Manifest) Verify(s *Stream) error {
 
 // Read returns the bytes of stream s after checking them against the
 // manifest.
-func (m *Manifest) Read(s *Stream) ([]byte, error) {
-	b, err := os.ReadFile(m.File(s))
+func (m *ManifestOf[B]) Read(s *StreamOf[B]) ([]byte, error) {
+	f, err := m.open(s)
 	if err != nil {
 		return nil, m.openErr(s, err)
+	}
+	b, err := io.ReadAll(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("corpus %s: stream %q: %w", m.Name, s.ID, err)
 	}
 	sum := sha256.Sum256(b)
 	if err := m.compare(s, int64(len(b)), hex.EncodeToString(sum[:])); err != nil {
@@ -285,14 +361,14 @@ func (m *Manifest) Read(s *Stream) ([]byte, error) {
 	return b, nil
 }
 
-func (m *Manifest) openErr(s *Stream, err error) error {
-	if errors.Is(err, os.ErrNotExist) {
+func (m *ManifestOf[B]) openErr(s *StreamOf[B], err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
 		return m.streamErr(s, "is missing")
 	}
 	return fmt.Errorf("corpus %s: stream %q: %w", m.Name, s.ID, err)
 }
 
-func (m *Manifest) compare(s *Stream, n int64, sum string) error {
+func (m *ManifestOf[B]) compare(s *StreamOf[B], n int64, sum string) error {
 	if n != s.Bytes {
 		return m.streamErr(s, fmt.Sprintf("has %d bytes, the manifest says %d", n, s.Bytes))
 	}

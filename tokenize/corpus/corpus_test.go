@@ -179,7 +179,7 @@ func FuzzManifest(f *testing.F) {
 		seen := map[string]bool{}
 		for i := range m.Streams {
 			s := &m.Streams[i]
-			if !isID(s.ID) || seen[s.ID] || checkPath(s.Path) != nil || !isSHA256(s.SHA256) || s.Bytes < 0 {
+			if !isID(s.ID) || seen[s.ID] || CheckPath(s.Path) != nil || !IsSHA256(s.SHA256) || s.Bytes < 0 {
 				t.Fatalf("accepted bad stream %+v", s)
 			}
 			seen[s.ID] = true

@@ -58,6 +58,23 @@ func (p *Pretokenizer) Split(dst []int, t *Text, scratch []int) ([]int, []int) {
 	return cur, next
 }
 
+// Pieces returns the pieces of text as subslices that cover it exactly:
+// Split for callers that want the words themselves rather than code-point
+// offsets (BPE training). An invalid UTF-8 byte splits as one U+FFFD code
+// point, as in Split, but keeps its own byte in the piece.
+func (p *Pretokenizer) Pieces(text []byte) [][]byte {
+	var t Text
+	t.Reset(text)
+	bounds, _ := p.Split(nil, &t, nil)
+	var out [][]byte
+	start := 0
+	for _, end := range bounds {
+		out = append(out, text[t.Offs[start]:t.Offs[end]])
+		start = end
+	}
+	return out
+}
+
 var (
 	defaultStages = []stage{
 		regexStage(runOf(isPunctRun)), // [\p{P}\$\+<=>\^~\|]+

@@ -1,6 +1,7 @@
 package pretokenize
 
 import (
+	"bytes"
 	"reflect"
 	"strings"
 	"testing"
@@ -146,6 +147,63 @@ func FuzzSplit(f *testing.F) {
 		}
 		if utf8.ValidString(s) && string(txt.Runes) != s {
 			t.Fatalf("decode changed valid text")
+		}
+	})
+}
+
+func TestPiecesGPT2(t *testing.T) {
+	p, err := Lookup("gpt-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"Hello world", []string{"Hello", " world"}},
+		{"it's they're we'll I'd", []string{"it", "'s", " they", "'re", " we", "'ll", " I", "'d"}},
+		{"a  b", []string{"a", " ", " b"}},
+		{"a   \n\nb", []string{"a", "   \n", "\n", "b"}},
+		{"end  ", []string{"end", "  "}},
+		{"x\ny", []string{"x", "\n", "y"}},
+		{"v1.2 and 2024!", []string{"v", "1", ".", "2", " and", " 2024", "!"}},
+		{"f(x) = y;", []string{"f", "(", "x", ")", " =", " y", ";"}},
+		{"困惑度是 PPL。", []string{"困惑度是", " PPL", "。"}},
+		{"  if err != nil {", []string{" ", " if", " err", " !=", " nil", " {"}},
+		{"'", []string{"'"}},
+		{"x'S", []string{"x", "'", "S"}},
+		{"\t\tx", []string{"\t", "\t", "x"}},
+		{"½ ²", []string{"½", " ²"}},
+		{"a\xff\xfeb", []string{"a", "\xff\xfe", "b"}},
+	} {
+		var got []string
+		for _, piece := range p.Pieces([]byte(c.in)) {
+			got = append(got, string(piece))
+		}
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("Pieces(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+func FuzzPieces(f *testing.F) {
+	for _, s := range []string{"Hello world", "a  b\n\n", "it's", "困惑度 123", "\xff\xfe x"} {
+		f.Add([]byte(s))
+	}
+	names := Names()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, name := range names {
+			p, _ := Lookup(name)
+			ps := p.Pieces(b)
+			if got := bytes.Join(ps, nil); !bytes.Equal(got, b) {
+				t.Fatalf("%s: pieces %q do not cover %q", name, ps, b)
+			}
+			for _, piece := range ps {
+				if len(piece) == 0 {
+					t.Fatalf("%s: empty piece in %q", name, ps)
+				}
+			}
 		}
 	})
 }

@@ -104,7 +104,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err := m.Build(ctx, corpus.BuildOptions{Fetcher: f, Force: a.Build.Force}); err != nil {
 			return err
 		}
-		if err := m.Verify(false); err != nil {
+		if err := m.VerifyAll(false); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "%s: %d streams match the manifest\n", m.Name, len(m.Streams))
@@ -113,10 +113,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		if err := m.Verify(a.Verify.Quick); err != nil {
+		sel, err := m.Select(a.Verify.Quick, nil)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stdout, "%s: %d streams match the manifest\n", m.Name, len(m.Select(a.Verify.Quick)))
+		if err := m.VerifyAll(a.Verify.Quick); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s: %d streams match the manifest\n", m.Name, len(sel))
 	case "pin <manifest>":
 		m, err := corpus.Load(a.Pin.Manifest)
 		if err != nil {
@@ -135,7 +139,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
-		for _, s := range m.Select(a.List.Quick) {
+		sel, err := m.Select(a.List.Quick, nil)
+		if err != nil {
+			return err
+		}
+		for _, s := range sel {
 			fmt.Fprintf(stdout, "%s\t%s\t%d\t%d\t%v\n", s.ID, s.Domain, s.Bytes, s.Words, s.Quick)
 		}
 	default:

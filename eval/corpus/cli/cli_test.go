@@ -42,13 +42,13 @@ func TestErrors(t *testing.T) {
 		code int
 		msg  string
 	}{
-		{[]string{"verify", m}, 1, "stream code-pipe-reader"},
-		{[]string{"verify", "--quick", m}, 1, "rebuild it with: git checkout"},
+		{[]string{"verify", m}, 1, `stream "code-pipe-reader"`},
+		{[]string{"verify", "--quick", m}, 1, "rebuild the corpus with `git checkout"},
 		{[]string{"verify", filepath.Join(dir, "none.json")}, 1, "no such file"},
 		{[]string{"frobnicate"}, 2, "unexpected argument frobnicate"},
 		{[]string{"build"}, 2, "expected \"<manifest>\""},
 		// A committed corpus has no recipes: build checks and fails.
-		{[]string{"build", "--offline", "--cache", dir, m}, 1, "stream code-pipe-reader"},
+		{[]string{"build", "--offline", "--cache", dir, m}, 1, `stream "code-pipe-reader"`},
 	} {
 		code, _, stderr := runCLI(c.args...)
 		if code != c.code || !strings.Contains(stderr, c.msg) || !strings.HasPrefix(stderr, "ppl-corpus: ") {

@@ -1,0 +1,373 @@
+package cuda
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"ppl.dev/gguf"
+	"ppl.dev/quant"
+	"ppl.dev/score/cuda/cublas"
+	"ppl.dev/score/model"
+)
+
+// The throughput benchmark of tests/gpu/check.sh, hidden in the test
+// binary: it skips unless PPL_GPU_BENCH=1. Throughput does not depend on
+// the weights' values, so the Llama-shaped models are made from a seed
+// directly in device memory (synthetic), sized like Llama 3.2 1B and
+// Llama 3 8B; a model file's type (Q8_0, F16) only changes the host-side
+// load, which the benchmark measures separately per type.
+//
+// Reported per model and context: tokens scored per second, model FLOP/s
+// (the products, causal attention and the output head over the scored
+// rows, as counted by windowFLOPs) and their fraction of the bf16 GEMM peak
+// measured in the same run, the forward pass's share of the time, and peak
+// device memory.
+//
+// Environment: PPL_GPU_BENCH_MODELS (default "1b,8b"), PPL_GPU_BENCH_CONTEXTS
+// (default "4096/2048,32768/16384": context/stride), PPL_GPU_BENCH_WINDOWS
+// (timed windows per setting, default 3), PPL_GPU_BENCH_SECONDS (stop
+// starting new settings after this long, default 150),
+// PPL_GPU_BENCH_OUT (write the results there as JSON).
+
+type benchShape struct {
+	name string
+	hp   model.HParams
+	tied bool
+}
+
+var benchShapes = []benchShape{
+	{"llama-1b", model.HParams{Arch: "llama", Embd: 2048, Layers: 16, FFN: 8192, Heads: 32, KVHeads: 8, HeadDim: 64, ValueDim: 64, Vocab: 128256, CtxTrain: 131072, Eps: 1e-5}, true},
+	{"llama-8b", model.HParams{Arch: "llama", Embd: 4096, Layers: 32, FFN: 14336, Heads: 32, KVHeads: 8, HeadDim: 128, ValueDim: 128, Vocab: 128256, CtxTrain: 8192, Eps: 1e-5}, false},
+}
+
+// windowFLOPs counts a window's model FLOPs: 2 per multiply-add of the
+// weight products over all n tokens, of causal attention (QKᵀ and PV over
+// the n(n+1)/2 query-key pairs of each head) and of the output head over
+// the scored rows.
+func windowFLOPs(hp model.HParams, n, scored int) (linear, attn, head float64) {
+	qd, kvd := float64(hp.Heads*hp.HeadDim), float64(hp.KVHeads*hp.HeadDim)
+	E, F := float64(hp.Embd), float64(hp.FFN)
+	perTok := E*qd + 2*E*kvd + qd*E + 3*E*F
+	L, N := float64(hp.Layers), float64(n)
+	linear = 2 * perTok * N * L
+	attn = 2 * 2 * float64(hp.HeadDim) * float64(hp.Heads) * N * (N + 1) / 2 * L
+	head = 2 * E * float64(hp.Vocab) * float64(scored)
+	return
+}
+
+// syntheticModel makes a Llama-shaped model with uniform random weights of
+// the usual scale (1/sqrt(fan-in)) and unit norms in device memory.
+func syntheticModel(e *Engine, s benchShape, p Precision, kv string, seed uint64) (*Model, error) {
+	hp := s.hp
+	info := model.Info{Arch: "llama", Name: "synthetic " + s.name, HParams: hp, KVDtype: kv,
+		WeightTypes: map[string]string{"all": "synthetic"},
+		Rope:        model.RopeInfo{Layout: "normal", Dims: hp.HeadDim, FreqBase: 500000, Scaling: "none", Factor: 1, AttnFactor: 1}}
+	m, err := newModel(e, "synthetic:"+s.name, hp, info, nil, p)
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	var ferr error
+	mat := func(out, in int, t cublas.DataType) ptr {
+		if ferr != nil {
+			return 0
+		}
+		var q ptr
+		if q, ferr = m.allocW(int64(out) * int64(in) * 2); ferr == nil {
+			seed++
+			ferr = e.Do(func() error {
+				return e.fillUniform(q, int64(out)*int64(in), seed, float32(math.Sqrt(3/float64(in))), t)
+			})
+		}
+		return q
+	}
+	vec := func(n int) ptr {
+		if ferr != nil {
+			return 0
+		}
+		var q ptr
+		if q, ferr = m.allocW(int64(4 * n)); ferr == nil {
+			ferr = e.Do(func() error { return e.fillF32(q, int64(n), 1) })
+		}
+		return q
+	}
+	E, F := hp.Embd, hp.FFN
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	wt := p.Weights
+	m.w.embd = mat(hp.Vocab, E, wt)
+	m.w.out = m.w.embd
+	if !s.tied {
+		m.w.out = mat(hp.Vocab, E, wt)
+	}
+	m.w.outNorm = vec(E)
+	m.w.layers = make([]layer, hp.Layers)
+	for i := range m.w.layers {
+		l := &m.w.layers[i]
+		l.attnNorm, l.ffnNorm = vec(E), vec(E)
+		l.q, l.k, l.v, l.o = mat(qd, E, wt), mat(kvd, E, wt), mat(kvd, E, wt), mat(E, qd, wt)
+		l.gateUp, l.down = mat(2*F, E, wt), mat(E, F, p.Down)
+	}
+	if ferr == nil {
+		ferr = e.Do(func() error { return e.sync("making a synthetic model") })
+	}
+	if ferr != nil {
+		m.Close()
+		return nil, ferr
+	}
+	m.loadTime = time.Since(t0)
+	return m, nil
+}
+
+// measureGEMMPeak times 8192³ products of half type t (float32
+// accumulation, bf16 output, random inputs) and returns the median rate in
+// FLOP/s.
+func measureGEMMPeak(t *testing.T, e *Engine, typ cublas.DataType) float64 {
+	const n, reps, samples = 8192, 10, 7
+	a, b, c := devAlloc(t, e, 2*n*n), devAlloc(t, e, 2*n*n), devAlloc(t, e, 2*n*n)
+	do(t, e, func() error {
+		if err := e.fillUniform(a, n*n, 101, 1, typ); err != nil {
+			return err
+		}
+		return e.fillUniform(b, n*n, 102, 1, typ)
+	})
+	gemm := func() error { return e.gemm(c, bf16, n, a, n, b, typ, n, n, n, 0) }
+	var rates []float64
+	do(t, e, func() error {
+		for range 3 {
+			if err := gemm(); err != nil {
+				return err
+			}
+		}
+		for range samples {
+			d, err := e.elapsed(func() error {
+				for range reps {
+					if err := gemm(); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			rates = append(rates, 2*float64(n)*n*n*reps/d.Seconds())
+		}
+		return nil
+	})
+	slices.Sort(rates)
+	return rates[len(rates)/2]
+}
+
+type benchResult struct {
+	Model          string    `json:"model"`
+	Precision      string    `json:"precision"`
+	Context        int       `json:"context"`
+	Stride         int       `json:"stride"`
+	Windows        int       `json:"windows"`
+	Attention      string    `json:"attention"`
+	SecondsPerWin  float64   `json:"seconds_per_window"`
+	ForwardShare   float64   `json:"forward_share"`
+	TokensPerSec   float64   `json:"tokens_per_second_scored"`
+	ProcessedPerS  float64   `json:"tokens_per_second_processed"`
+	ModelTFLOPs    float64   `json:"model_tflop_per_s"`
+	MFU            float64   `json:"mfu_vs_bf16_gemm_peak"`
+	AttnFLOPShare  float64   `json:"attention_flop_share"`
+	PeakAllocGiB   float64   `json:"peak_allocated_gib"`
+	PeakDeviceGiB  float64   `json:"peak_device_used_gib"`
+	WeightsGiB     float64   `json:"weights_gib"`
+	MakeSeconds    float64   `json:"make_seconds"`
+	Skipped        string    `json:"skipped,omitempty"`
+	WindowsSeconds []float64 `json:"window_seconds"`
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func TestBenchmark(t *testing.T) {
+	if os.Getenv("PPL_GPU_BENCH") != "1" {
+		t.Skip("throughput benchmark: set PPL_GPU_BENCH=1 (tests/gpu/check.sh does)")
+	}
+	e := gpuEngine(t)
+	e.SyncEach = false
+	defer func() { e.SyncEach = true }()
+	start := time.Now()
+	budget := 150.0
+	fmt.Sscan(envOr("PPL_GPU_BENCH_SECONDS", "150"), &budget)
+	timed := 3
+	fmt.Sscan(envOr("PPL_GPU_BENCH_WINDOWS", "3"), &timed)
+
+	out := map[string]any{"device": e.Describe()}
+	peak := measureGEMMPeak(t, e, bf16)
+	peak16 := measureGEMMPeak(t, e, f16)
+	fmt.Printf("bench: %s\n", e.Describe())
+	fmt.Printf("bench: GEMM peak 8192³ (median of 7×10 products, random inputs): bf16 %.1f TFLOP/s, fp16 %.1f TFLOP/s\n", peak/1e12, peak16/1e12)
+	out["gemm_peak_bf16_tflops"], out["gemm_peak_fp16_tflops"] = peak/1e12, peak16/1e12
+
+	// Host-side load: dequantize and round 64 MiB of weights per file type.
+	loads := map[string]float64{}
+	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeF16} {
+		loads[typ.String()] = hostLoadRate(t, typ)
+	}
+	fmt.Printf("bench: host load (dequantize + round to bf16, all cores): Q8_0 %.2f, F16 %.2f Gweights/s; an 8B model loads in about %.0f s (Q8_0) / %.0f s (F16) plus the copy\n",
+		loads["Q8_0"]/1e9, loads["F16"]/1e9, 8e9/loads["Q8_0"], 8e9/loads["F16"])
+	out["host_load_gweights_per_s"] = loads
+
+	wantModels := strings.Split(envOr("PPL_GPU_BENCH_MODELS", "1b,8b"), ",")
+	var ctxs [][2]int
+	for _, c := range strings.Split(envOr("PPL_GPU_BENCH_CONTEXTS", "4096/2048,32768/16384"), ",") {
+		var n, s int
+		if _, err := fmt.Sscanf(c, "%d/%d", &n, &s); err != nil || n <= 0 || s <= 0 || s > n {
+			t.Fatalf("PPL_GPU_BENCH_CONTEXTS: bad %q", c)
+		}
+		ctxs = append(ctxs, [2]int{n, s})
+	}
+	var results []benchResult
+	for _, shape := range benchShapes {
+		if !slices.Contains(wantModels, strings.TrimPrefix(shape.name, "llama-")) {
+			continue
+		}
+		e.ResetPeak()
+		m, err := syntheticModel(e, shape, Mixed, "bf16", 7)
+		if err != nil {
+			t.Errorf("%s: %v", shape.name, err)
+			continue
+		}
+		fmt.Printf("bench: %s: %s of weights made on the device in %.2f s; attention: %s\n", shape.name, humanBytes(m.weightBytes), m.loadTime.Seconds(), m.attn)
+		for _, c := range ctxs {
+			r := benchResult{Model: shape.name, Precision: m.prec.Name, Context: c[0], Stride: c[1], Attention: m.attn,
+				WeightsGiB: float64(m.weightBytes) / (1 << 30), MakeSeconds: m.loadTime.Seconds()}
+			switch {
+			case time.Since(start).Seconds() > budget:
+				r.Skipped = fmt.Sprintf("time budget of %.0f s spent", budget)
+			case !m.flash && c[0] > 8192:
+				r.Skipped = "no tensor-core attention kernel: the plain one is too slow at this context"
+			default:
+				if err := benchRun(t, e, m, c[0], c[1], timed, &r); err != nil {
+					t.Errorf("%s context %d: %v", shape.name, c[0], err)
+					r.Skipped = err.Error()
+				}
+			}
+			results = append(results, r)
+			if r.Skipped != "" {
+				fmt.Printf("bench: %s context %d stride %d: skipped: %s\n", shape.name, c[0], c[1], r.Skipped)
+				continue
+			}
+			fmt.Printf("bench: %s context %d stride %d: %.0f tokens/s scored (%.0f processed), %.3f s/window (forward %.0f%%), %.1f model TFLOP/s = %.1f%% of the bf16 GEMM peak (attention %.0f%% of FLOPs); peak memory %.2f GiB allocated, %.2f GiB in use on the device\n",
+				shape.name, c[0], c[1], r.TokensPerSec, r.ProcessedPerS, r.SecondsPerWin, 100*r.ForwardShare, r.ModelTFLOPs, 100*r.MFU, 100*r.AttnFLOPShare, r.PeakAllocGiB, r.PeakDeviceGiB)
+		}
+		m.Close()
+	}
+	for i := range results {
+		results[i].MFU = results[i].ModelTFLOPs * 1e12 / peak
+	}
+	out["results"] = results
+	if p := os.Getenv("PPL_GPU_BENCH_OUT"); p != "" {
+		b, _ := json.MarshalIndent(out, "", "  ")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+	fmt.Printf("bench: %-9s %-14s %12s %12s %9s %8s %9s\n", "model", "context/stride", "tok/s", "TFLOP/s", "MFU", "fwd", "peak GiB")
+	for _, r := range results {
+		if r.Skipped != "" {
+			fmt.Printf("bench: %-9s %6d/%-7d skipped: %s\n", r.Model, r.Context, r.Stride, r.Skipped)
+			continue
+		}
+		fmt.Printf("bench: %-9s %6d/%-7d %12.0f %12.1f %8.1f%% %7.0f%% %9.2f\n", r.Model, r.Context, r.Stride, r.TokensPerSec, r.ModelTFLOPs, 100*r.MFU, 100*r.ForwardShare, r.PeakDeviceGiB)
+	}
+	if goal := findResult(results, "llama-8b", 4096); goal != nil && goal.Skipped == "" {
+		fmt.Printf("bench: goal (8B, context 4096): %.1f%% of the bf16 GEMM peak end to end (goal 40%%)\n", 100*goal.MFU)
+	}
+}
+
+func findResult(rs []benchResult, model string, ctx int) *benchResult {
+	for i := range rs {
+		if rs[i].Model == model && rs[i].Context == ctx {
+			return &rs[i]
+		}
+	}
+	return nil
+}
+
+// benchRun scores one warm-up and timed windows of random tokens.
+func benchRun(t *testing.T, e *Engine, m *Model, n, stride, timed int, r *benchResult) error {
+	rng := rand.New(rand.NewPCG(uint64(n), 3))
+	tokens := func() []int32 {
+		v := make([]int32, n)
+		for i := range v {
+			v[i] = int32(rng.IntN(m.hp.Vocab))
+		}
+		return v
+	}
+	from := n - stride
+	if from < 1 {
+		from = 1
+	}
+	if _, err := m.Score(tokens(), from); err != nil { // warm-up: buffers, tables
+		return err
+	}
+	e.ResetPeak()
+	var secs []float64
+	for range timed {
+		tok := tokens()
+		t0 := time.Now()
+		if _, err := m.Score(tok, from); err != nil {
+			return err
+		}
+		secs = append(secs, time.Since(t0).Seconds())
+	}
+	// The forward pass alone, timed on the device.
+	var fwd time.Duration
+	if err := e.Do(func() error {
+		var err error
+		fwd, err = e.elapsed(func() error { return m.forward(tokens()) })
+		return err
+	}); err != nil {
+		return err
+	}
+	slices.Sort(secs)
+	med := secs[len(secs)/2]
+	scored := n - from
+	lin, att, head := windowFLOPs(m.hp, n, scored)
+	r.Windows, r.WindowsSeconds, r.SecondsPerWin = timed, secs, med
+	r.ForwardShare = fwd.Seconds() / med
+	r.TokensPerSec, r.ProcessedPerS = float64(scored)/med, float64(n)/med
+	r.ModelTFLOPs = (lin + att + head) / med / 1e12
+	r.AttnFLOPShare = att / (lin + att + head)
+	r.PeakAllocGiB = float64(e.PeakAllocated()) / (1 << 30)
+	r.PeakDeviceGiB = float64(e.PeakDeviceUsed()) / (1 << 30)
+	return nil
+}
+
+// hostLoadRate measures dequantizing and rounding weights of type typ on
+// the host (Model.uploadRows's work without the copy), in weights per second.
+func hostLoadRate(t *testing.T, typ gguf.Type) float64 {
+	const in, rows = 4096, 4096
+	src := make([]float32, in*rows)
+	rng := rand.New(rand.NewPCG(5, 5))
+	for i := range src {
+		src[i] = float32(rng.NormFloat64() * 0.02)
+	}
+	rb, _ := typ.RowSize(in)
+	data := make([]byte, int(rb)*rows)
+	if err := quant.Quantize(typ, src, data); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]uint16, in*rows)
+	t0 := time.Now()
+	if err := convertRows(out, typ, data, int(rb), in, 0, rows, 0, f16); err != nil {
+		t.Fatal(err)
+	}
+	return float64(in*rows) / time.Since(t0).Seconds()
+}
