@@ -179,30 +179,45 @@ func (f *File) typeErr(key string, v Value, want string) error {
 	return fmt.Errorf("gguf: %s: metadata %q: is %s, want %s", f.Path, key, v.typeName(), want)
 }
 
-// String returns the string value of key.
-func (f *File) String(key string) (string, error) {
+// typed returns the value of key when it holds a T, else an error that
+// says what was wanted.
+func typed[T any](f *File, key, want string) (T, error) {
+	var zero T
 	v, err := f.get(key)
 	if err != nil {
-		return "", err
+		return zero, err
 	}
-	s, ok := v.v.(string)
+	x, ok := v.v.(T)
 	if !ok {
-		return "", f.typeErr(key, v, "string")
+		return zero, f.typeErr(key, v, want)
 	}
-	return s, nil
+	return x, nil
 }
+
+// integer returns the value of key, which may have any integer type, as
+// asInt splits it, else an error that says what was wanted.
+func (f *File) integer(key, want string) (i int64, u uint64, big bool, err error) {
+	v, err := f.get(key)
+	if err != nil {
+		return 0, 0, false, err
+	}
+	i, u, big, ok := v.asInt()
+	if !ok {
+		return 0, 0, false, f.typeErr(key, v, want)
+	}
+	return i, u, big, nil
+}
+
+// String returns the string value of key.
+func (f *File) String(key string) (string, error) { return typed[string](f, key, "string") }
 
 // Uint returns the value of key, which may have any integer type, as a
 // uint64; it fails for a negative value.
 func (f *File) Uint(key string) (uint64, error) {
-	v, err := f.get(key)
-	if err != nil {
-		return 0, err
-	}
-	i, u, big, ok := v.asInt()
+	i, u, big, err := f.integer(key, "an unsigned integer")
 	switch {
-	case !ok:
-		return 0, f.typeErr(key, v, "an unsigned integer")
+	case err != nil:
+		return 0, err
 	case big:
 		return u, nil
 	case i < 0:
@@ -214,14 +229,10 @@ func (f *File) Uint(key string) (uint64, error) {
 // Int returns the value of key, which may have any integer type, as an
 // int64; it fails for a uint64 beyond math.MaxInt64.
 func (f *File) Int(key string) (int64, error) {
-	v, err := f.get(key)
-	if err != nil {
-		return 0, err
-	}
-	i, u, big, ok := v.asInt()
+	i, u, big, err := f.integer(key, "an integer")
 	switch {
-	case !ok:
-		return 0, f.typeErr(key, v, "an integer")
+	case err != nil:
+		return 0, err
 	case big:
 		return 0, fmt.Errorf("gguf: %s: metadata %q: %d overflows int64", f.Path, key, u)
 	}
@@ -252,29 +263,12 @@ func (f *File) Float(key string) (float64, error) {
 }
 
 // Bool returns the bool value of key.
-func (f *File) Bool(key string) (bool, error) {
-	v, err := f.get(key)
-	if err != nil {
-		return false, err
-	}
-	b, ok := v.v.(bool)
-	if !ok {
-		return false, f.typeErr(key, v, "bool")
-	}
-	return b, nil
-}
+func (f *File) Bool(key string) (bool, error) { return typed[bool](f, key, "bool") }
 
 // Strings returns a copy of the string array of key.
 func (f *File) Strings(key string) ([]string, error) {
-	v, err := f.get(key)
-	if err != nil {
-		return nil, err
-	}
-	s, ok := v.v.([]string)
-	if !ok {
-		return nil, f.typeErr(key, v, "array of string")
-	}
-	return slices.Clone(s), nil
+	s, err := typed[[]string](f, key, "array of string")
+	return slices.Clone(s), err
 }
 
 // Float32s returns a copy of the float32 array of key (a float64 array is

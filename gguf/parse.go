@@ -47,41 +47,36 @@ func (p *parser) need(n uint64, what string) error {
 	return nil
 }
 
-func (p *parser) u8(what string) (uint8, error) {
-	if err := p.need(1, what); err != nil {
-		return 0, err
+// fixed reads one little-endian value of size bytes, decoded by get.
+func fixed[E any](p *parser, size uint64, what string, get func([]byte) E) (E, error) {
+	if err := p.need(size, what); err != nil {
+		var zero E
+		return zero, err
 	}
-	v := p.b[p.off]
-	p.off++
+	v := get(p.b[p.off:])
+	p.off += size
 	return v, nil
 }
 
-func (p *parser) u16(what string) (uint16, error) {
-	if err := p.need(2, what); err != nil {
-		return 0, err
-	}
-	v := binary.LittleEndian.Uint16(p.b[p.off:])
-	p.off += 2
-	return v, nil
-}
-
+func (p *parser) u8(what string) (uint8, error) { return fixed(p, 1, what, getUint8) }
 func (p *parser) u32(what string) (uint32, error) {
-	if err := p.need(4, what); err != nil {
-		return 0, err
-	}
-	v := binary.LittleEndian.Uint32(p.b[p.off:])
-	p.off += 4
-	return v, nil
+	return fixed(p, 4, what, binary.LittleEndian.Uint32)
+}
+func (p *parser) u64(what string) (uint64, error) {
+	return fixed(p, 8, what, binary.LittleEndian.Uint64)
 }
 
-func (p *parser) u64(what string) (uint64, error) {
-	if err := p.need(8, what); err != nil {
-		return 0, err
-	}
-	v := binary.LittleEndian.Uint64(p.b[p.off:])
-	p.off += 8
-	return v, nil
-}
+// Decoders of one little-endian element of the fixed-size value types
+// (with binary.LittleEndian's Uint16/32/64), shared by single values
+// (fixed) and arrays (decode).
+func getUint8(b []byte) uint8     { return b[0] }
+func getInt8(b []byte) int8       { return int8(b[0]) }
+func getBool(b []byte) bool       { return b[0] == 1 }
+func getInt16(b []byte) int16     { return int16(binary.LittleEndian.Uint16(b)) }
+func getInt32(b []byte) int32     { return int32(binary.LittleEndian.Uint32(b)) }
+func getFloat32(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) }
+func getInt64(b []byte) int64     { return int64(binary.LittleEndian.Uint64(b)) }
+func getFloat64(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) }
 
 // str reads a length-prefixed string, copied out of the file so that it
 // survives Close.
@@ -336,33 +331,19 @@ func (p *parser) value(vt uint32, depth int, what string) (Value, error) {
 	var err error
 	switch t {
 	case ValueUint8:
-		var x uint8
-		x, err = p.u8(what)
-		v.v = x
+		v.v, err = fixed(p, 1, what, getUint8)
 	case ValueInt8:
-		var x uint8
-		x, err = p.u8(what)
-		v.v = int8(x)
+		v.v, err = fixed(p, 1, what, getInt8)
 	case ValueUint16:
-		var x uint16
-		x, err = p.u16(what)
-		v.v = x
+		v.v, err = fixed(p, 2, what, binary.LittleEndian.Uint16)
 	case ValueInt16:
-		var x uint16
-		x, err = p.u16(what)
-		v.v = int16(x)
+		v.v, err = fixed(p, 2, what, getInt16)
 	case ValueUint32:
-		var x uint32
-		x, err = p.u32(what)
-		v.v = x
+		v.v, err = fixed(p, 4, what, binary.LittleEndian.Uint32)
 	case ValueInt32:
-		var x uint32
-		x, err = p.u32(what)
-		v.v = int32(x)
+		v.v, err = fixed(p, 4, what, getInt32)
 	case ValueFloat32:
-		var x uint32
-		x, err = p.u32(what)
-		v.v = math.Float32frombits(x)
+		v.v, err = fixed(p, 4, what, getFloat32)
 	case ValueBool:
 		var x uint8
 		x, err = p.u8(what)
@@ -371,21 +352,13 @@ func (p *parser) value(vt uint32, depth int, what string) (Value, error) {
 		}
 		v.v = x == 1
 	case ValueString:
-		var x string
-		x, err = p.str(what)
-		v.v = x
+		v.v, err = p.str(what)
 	case ValueUint64:
-		var x uint64
-		x, err = p.u64(what)
-		v.v = x
+		v.v, err = fixed(p, 8, what, binary.LittleEndian.Uint64)
 	case ValueInt64:
-		var x uint64
-		x, err = p.u64(what)
-		v.v = int64(x)
+		v.v, err = fixed(p, 8, what, getInt64)
 	case ValueFloat64:
-		var x uint64
-		x, err = p.u64(what)
-		v.v = math.Float64frombits(x)
+		v.v, err = fixed(p, 8, what, getFloat64)
 	case ValueArray:
 		return p.array(depth+1, what)
 	default:
@@ -417,30 +390,30 @@ func (p *parser) array(depth int, what string) (Value, error) {
 	case ValueUint8:
 		v.v = append(make([]uint8, 0, n), b[:n]...)
 	case ValueInt8:
-		v.v = decode(b, n, 1, func(b []byte) int8 { return int8(b[0]) })
+		v.v = decode(b, n, 1, getInt8)
 	case ValueBool:
 		for i, x := range b[:n] {
 			if x > 1 {
 				return v, p.errorf("%s[%d]: bool byte %d at offset %d, want 0 or 1", what, i, x, p.off+uint64(i))
 			}
 		}
-		v.v = decode(b, n, 1, func(b []byte) bool { return b[0] == 1 })
+		v.v = decode(b, n, 1, getBool)
 	case ValueUint16:
 		v.v = decode(b, n, 2, binary.LittleEndian.Uint16)
 	case ValueInt16:
-		v.v = decode(b, n, 2, func(b []byte) int16 { return int16(binary.LittleEndian.Uint16(b)) })
+		v.v = decode(b, n, 2, getInt16)
 	case ValueUint32:
 		v.v = decode(b, n, 4, binary.LittleEndian.Uint32)
 	case ValueInt32:
-		v.v = decode(b, n, 4, func(b []byte) int32 { return int32(binary.LittleEndian.Uint32(b)) })
+		v.v = decode(b, n, 4, getInt32)
 	case ValueFloat32:
-		v.v = decode(b, n, 4, func(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) })
+		v.v = decode(b, n, 4, getFloat32)
 	case ValueUint64:
 		v.v = decode(b, n, 8, binary.LittleEndian.Uint64)
 	case ValueInt64:
-		v.v = decode(b, n, 8, func(b []byte) int64 { return int64(binary.LittleEndian.Uint64(b)) })
+		v.v = decode(b, n, 8, getInt64)
 	case ValueFloat64:
-		v.v = decode(b, n, 8, func(b []byte) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b)) })
+		v.v = decode(b, n, 8, getFloat64)
 	case ValueString:
 		s, err := p.strings(n, what)
 		v.v = s

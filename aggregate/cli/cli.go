@@ -20,6 +20,7 @@ import (
 
 	"ppl.dev/aggregate"
 	"ppl.dev/aggregate/report"
+	"ppl.dev/command"
 	"ppl.dev/pipe"
 )
 
@@ -49,55 +50,23 @@ type flags struct {
 	Version   kong.VersionFlag `help:"Print the version and exit."`
 }
 
-type usageError struct{ error }
-
-type exitCode int
-
 // Main runs ppl-aggregate with os.Args and returns its exit status.
 func Main() int {
 	return Run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 }
 
 // Run parses args, runs the tool and returns its exit status.
-func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) (code int) {
+func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return command.Exit(name, run(context.Background(), args, stdin, stdout, stderr), stderr)
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	var f flags
-	defer func() {
-		if r := recover(); r != nil {
-			c, ok := r.(exitCode)
-			if !ok {
-				panic(r)
-			}
-			code = int(c)
-		}
-	}()
-	parser, err := kong.New(&f, kong.Name(name), kong.Description(description), kong.Vars{"version": name + " " + aggregate.Version}, kong.Writers(stdout, stderr),
-		kong.Exit(func(c int) { panic(exitCode(c)) }))
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
+	if err := command.Parse(name, aggregate.Version, description, &f, args, stdout, stderr); err != nil {
+		return err
 	}
-	if _, err := parser.Parse(args); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
-	}
-	if err := run(context.Background(), f, stdin, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, oneLine(err))
-		var u usageError
-		if errors.As(err, &u) {
-			return 2
-		}
-		return 1
-	}
-	return 0
-}
-
-func oneLine(err error) string {
-	return strings.ReplaceAll(err.Error(), "\n", " ")
-}
-
-func run(ctx context.Context, f flags, stdin io.Reader, stdout, stderr io.Writer) error {
 	if f.Bootstrap < 0 || f.Bootstrap == 1 {
-		return usageError{fmt.Errorf("--bootstrap %d: want 0 (off) or at least 2 resamples", f.Bootstrap)}
+		return command.Usagef("--bootstrap %d: want 0 (off) or at least 2 resamples", f.Bootstrap)
 	}
 	created, err := now()
 	if err != nil {
@@ -112,7 +81,7 @@ func run(ctx context.Context, f flags, stdin io.Reader, stdout, stderr io.Writer
 	for _, path := range files {
 		if path == "-" {
 			if stdinUsed {
-				return usageError{errors.New(`standard input ("-") named twice`)}
+				return command.Usagef(`standard input ("-") named twice`)
 			}
 			stdinUsed = true
 			srcs = append(srcs, aggregate.Source{Name: "<stdin>", R: stdin})

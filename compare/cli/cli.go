@@ -7,14 +7,13 @@ package cli
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/alecthomas/kong"
 
+	"ppl.dev/command"
 	"ppl.dev/compare"
 	"ppl.dev/compare/html"
 	"ppl.dev/pipe"
@@ -48,51 +47,23 @@ type flags struct {
 	Version               kong.VersionFlag `help:"Print the version and exit."`
 }
 
-type usageError struct{ error }
-
-type exitCode int
-
 // Main runs ppl-compare with os.Args and returns its exit status.
 func Main() int {
 	return Run(os.Args[1:], os.Stdout, os.Stderr)
 }
 
 // Run parses args, runs the tool and returns its exit status.
-func Run(args []string, stdout, stderr io.Writer) (code int) {
-	var f flags
-	defer func() {
-		if r := recover(); r != nil {
-			c, ok := r.(exitCode)
-			if !ok {
-				panic(r)
-			}
-			code = int(c)
-		}
-	}()
-	parser, err := kong.New(&f, kong.Name(name), kong.Description(description), kong.Vars{"version": name + " " + compare.Version}, kong.Writers(stdout, stderr),
-		kong.Exit(func(c int) { panic(exitCode(c)) }))
-	if err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
-	}
-	if _, err := parser.Parse(args); err != nil {
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
-	}
-	if err := run(context.Background(), f, stdout, stderr); err != nil {
-		fmt.Fprintf(stderr, "%s: %s\n", name, strings.ReplaceAll(err.Error(), "\n", " "))
-		var u usageError
-		if errors.As(err, &u) {
-			return 2
-		}
-		return 1
-	}
-	return 0
+func Run(args []string, stdout, stderr io.Writer) int {
+	return command.Exit(name, run(context.Background(), args, stdout, stderr), stderr)
 }
 
-func run(ctx context.Context, f flags, stdout, stderr io.Writer) error {
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var f flags
+	if err := command.Parse(name, compare.Version, description, &f, args, stdout, stderr); err != nil {
+		return err
+	}
 	if f.Bootstrap < 0 || f.Bootstrap == 1 {
-		return usageError{fmt.Errorf("--bootstrap %d: want 0 (off) or at least 2 resamples", f.Bootstrap)}
+		return command.Usagef("--bootstrap %d: want 0 (off) or at least 2 resamples", f.Bootstrap)
 	}
 	inputs, err := compare.Load(append([]string{f.Base}, f.Candidates...))
 	if err != nil {

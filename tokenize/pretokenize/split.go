@@ -144,27 +144,33 @@ func llama3Splitter(maxDigits int) stage {
 				dst = append(dst, pos)
 				continue
 			}
-			n, lastRN := 0, 0
-			for t.flag(pos+n, end)&Whitespace != 0 {
-				if r := t.Runes[pos+n]; r == '\r' || r == '\n' {
-					lastRN = pos + n + 1
-				}
-				n++
-			}
-			switch {
-			case lastRN > 0: // \s*[\r\n]+
-				pos = lastRN
-			case n > 1 && pos+n < end: // \s+(?!\S)
-				pos += n - 1
-			case n > 0: // \s+
-				pos += n
-			default:
-				pos++
-			}
+			pos = t.spaceTail(pos, end)
 			dst = append(dst, pos)
 		}
 		return dst
 	}
+}
+
+// spaceTail matches \s*[\r\n]+|\s+(?!\S)|\s+ at pos, the alternatives
+// that end the Llama-3 (and Tekken) pattern, and returns the end of the
+// match; pos+1 when none matches.
+func (t *Text) spaceTail(pos, end int) int {
+	n, lastRN := 0, 0
+	for t.flag(pos+n, end)&Whitespace != 0 {
+		if r := t.Runes[pos+n]; r == '\r' || r == '\n' {
+			lastRN = pos + n + 1
+		}
+		n++
+	}
+	switch {
+	case lastRN > 0: // \s*[\r\n]+
+		return lastRN
+	case n > 1 && pos+n < end: // \s+(?!\S)
+		return pos + n - 1
+	case n > 0: // \s+
+		return pos + n
+	}
+	return pos + 1
 }
 
 func asciiLower(r rune) rune {

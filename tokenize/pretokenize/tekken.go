@@ -104,23 +104,7 @@ func splitTekken(dst []int, t *Text, start, end int) []int {
 			dst = append(dst, pos)
 			continue
 		}
-		n, lastRN := 0, 0
-		for t.flag(pos+n, end)&Whitespace != 0 {
-			if r := t.Runes[pos+n]; r == '\r' || r == '\n' {
-				lastRN = pos + n + 1
-			}
-			n++
-		}
-		switch {
-		case lastRN > 0:
-			pos = lastRN
-		case n > 1 && pos+n < end:
-			pos += n - 1
-		case n > 0:
-			pos += n
-		default:
-			pos++
-		}
+		pos = t.spaceTail(pos, end) // \s*[\r\n]+|\s+(?!\S)|\s+
 		dst = append(dst, pos)
 	}
 	return dst

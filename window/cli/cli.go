@@ -84,14 +84,13 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/alecthomas/kong"
 
+	"ppl.dev/command"
 	"ppl.dev/pipe"
 	"ppl.dev/window/protocol"
 )
@@ -129,35 +128,9 @@ Protocols, for a context of N tokens:
 
 Example: ppl-tokenize ... | ppl-window --context 4096 --stride 2048 > win.ndjson`
 
-// usageError is a bad command line: exit status 2.
-type usageError struct{ msg string }
-
-func (e usageError) Error() string { return e.msg }
-
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
-
-// errExited means kong printed --help or --version and asked to exit 0.
-var errExited = errors.New("exited")
-
 // Main runs ppl-window with os.Args and returns its exit status.
 func Main() int {
-	err := run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	return exitCode(err, os.Stderr)
-}
-
-// exitCode reports err on stderr and maps it to an exit status.
-func exitCode(err error, stderr io.Writer) int {
-	if err == nil || errors.Is(err, errExited) {
-		return 0
-	}
-	// One line, whatever the error wraps.
-	msg := strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
-	fmt.Fprintf(stderr, "%s: %s\n", tool, msg)
-	var u usageError
-	if errors.As(err, &u) {
-		return 2
-	}
-	return 1
+	return command.Exit(tool, run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr)
 }
 
 // config is a validated command line.
@@ -168,27 +141,11 @@ type config struct {
 }
 
 // parse reads the command line; --help and --version print to stdout and
-// return errExited.
+// return command.ErrExited.
 func parse(args []string, stdout, stderr io.Writer) (config, error) {
 	var f flags
-	exited := false
-	parser, err := kong.New(&f,
-		kong.Name(tool),
-		kong.Description(description),
-		kong.Vars{"version": tool + " " + Version},
-		kong.Writers(stdout, stderr),
-		kong.Exit(func(int) { exited = true }),
-		kong.ConfigureHelp(kong.HelpOptions{NoExpandSubcommands: true}),
-	)
-	if err != nil {
-		return config{}, fmt.Errorf("flags: %w", err) // a bug in the flags struct
-	}
-	_, perr := parser.Parse(args)
-	if exited {
-		return config{}, errExited
-	}
-	if perr != nil {
-		return config{}, usageError{perr.Error()}
+	if err := command.Parse(tool, Version, description, &f, args, stdout, stderr); err != nil {
+		return config{}, err
 	}
 	return resolve(f)
 }
@@ -198,7 +155,7 @@ func resolve(f flags) (config, error) {
 	mode := protocol.Sliding
 	switch {
 	case f.Protocol != nil && f.Disjoint && *f.Protocol != protocol.Disjoint:
-		return config{}, usagef("--disjoint conflicts with --protocol %s", *f.Protocol)
+		return config{}, command.Usagef("--disjoint conflicts with --protocol %s", *f.Protocol)
 	case f.Protocol != nil:
 		mode = *f.Protocol
 	case f.Disjoint:
@@ -208,38 +165,38 @@ func resolve(f flags) (config, error) {
 	switch mode {
 	case protocol.Sliding:
 		if f.Context < 2 {
-			return config{}, usagef("--context %d: must be at least 2", f.Context)
+			return config{}, command.Usagef("--context %d: must be at least 2", f.Context)
 		}
 		p.Stride = f.Context / 2
 		if f.Stride != nil {
 			p.Stride = *f.Stride
 		}
 		if p.Stride < 1 {
-			return config{}, usagef("--stride %d: must be at least 1", p.Stride)
+			return config{}, command.Usagef("--stride %d: must be at least 1", p.Stride)
 		}
 		if p.Stride >= p.Context {
-			return config{}, usagef("--stride %d: must be less than --context %d", p.Stride, p.Context)
+			return config{}, command.Usagef("--stride %d: must be less than --context %d", p.Stride, p.Context)
 		}
 	case protocol.Disjoint, protocol.LlamaCpp:
 		if f.Stride != nil {
-			return config{}, usagef("--stride: the %s protocol has no stride", mode)
+			return config{}, command.Usagef("--stride: the %s protocol has no stride", mode)
 		}
 		least := 2
 		if mode == protocol.LlamaCpp {
 			least = 3
 		}
 		if f.Context < least {
-			return config{}, usagef("--context %d: must be at least %d for the %s protocol", f.Context, least, mode)
+			return config{}, command.Usagef("--context %d: must be at least %d for the %s protocol", f.Context, least, mode)
 		}
 	default:
-		return config{}, usagef("--protocol %q: want sliding, disjoint or llama.cpp", mode)
+		return config{}, command.Usagef("--protocol %q: want sliding, disjoint or llama.cpp", mode)
 	}
 	if err := protocol.Validate(p); err != nil {
-		return config{}, usageError{err.Error()} // not reached: checked above, with flag names
+		return config{}, command.UsageError{Msg: err.Error()} // not reached: checked above, with flag names
 	}
 	shard, err := protocol.ParseShard(f.Shard)
 	if err != nil {
-		return config{}, usagef("--%v", err)
+		return config{}, command.Usagef("--%v", err)
 	}
 	p.Shard = shard.String()
 	return config{input: f.Input, proto: p, shard: shard}, nil

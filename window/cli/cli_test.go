@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"ppl.dev/command"
 	"ppl.dev/pipe"
 	"ppl.dev/window/protocol"
 )
@@ -49,7 +50,7 @@ func tokenized(t testing.TB, chunk int, ns ...int) []byte {
 func runTool(args []string, stdin []byte) (int, string, string) {
 	var stdout, stderr bytes.Buffer
 	err := run(context.Background(), args, bytes.NewReader(stdin), &stdout, &stderr)
-	code := exitCode(err, &stderr)
+	code := command.Exit(tool, err, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
@@ -285,7 +286,7 @@ func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full")
 func TestWriteError(t *testing.T) {
 	var stderr bytes.Buffer
 	err := run(context.Background(), []string{"--context", "4"}, bytes.NewReader(tokenized(t, 10, 5)), failWriter{}, &stderr)
-	if code := exitCode(err, &stderr); code != 1 || stderr.String() != "ppl-window: write: disk full\n" {
+	if code := command.Exit(tool, err, &stderr); code != 1 || stderr.String() != "ppl-window: write: disk full\n" {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }

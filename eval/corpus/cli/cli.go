@@ -5,14 +5,12 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 
-	"github.com/alecthomas/kong"
-
+	"ppl.dev/command"
 	"ppl.dev/eval/corpus"
 )
 
@@ -51,8 +49,7 @@ type cliArgs struct {
 	List   listCmd   `cmd:"" help:"Print the streams: id, domain, bytes, words, quick."`
 }
 
-// usageError marks errors that exit with status 2.
-type usageError struct{ error }
+const description = "Build, verify and pin the evaluation corpora (eval/corpora/*/manifest.json)."
 
 // Main runs ppl-corpus with os.Args and returns its exit status.
 func Main() int {
@@ -61,35 +58,14 @@ func Main() int {
 
 // Run is Main with explicit arguments and output.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := run(ctx, args, stdout, stderr)
-	var ue usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 2
-	default:
-		fmt.Fprintf(stderr, "%s: %v\n", name, err)
-		return 1
-	}
+	return command.Exit(name, run(ctx, args, stdout, stderr), stderr)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var a cliArgs
-	exit := -1
-	p, err := kong.New(&a, kong.Name(name),
-		kong.Description("Build, verify and pin the evaluation corpora (eval/corpora/*/manifest.json)."),
-		kong.Writers(stdout, stderr), kong.Exit(func(code int) { exit = code }))
+	kctx, err := command.ParseCommand(name, "", description, &a, args, stdout, stderr)
 	if err != nil {
 		return err
-	}
-	kctx, err := p.Parse(args)
-	if exit >= 0 {
-		return nil // --help
-	}
-	if err != nil {
-		return usageError{err}
 	}
 	switch kctx.Command() {
 	case "build <manifest>":
@@ -147,7 +123,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%s\t%s\t%d\t%d\t%v\n", s.ID, s.Domain, s.Bytes, s.Words, s.Quick)
 		}
 	default:
-		return usageError{fmt.Errorf("unknown command %q", kctx.Command())}
+		return command.Usagef("unknown command %q", kctx.Command())
 	}
 	return nil
 }

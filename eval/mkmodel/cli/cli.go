@@ -3,15 +3,13 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/alecthomas/kong"
-
+	"ppl.dev/command"
 	"ppl.dev/eval/bpe"
 	"ppl.dev/eval/corpora"
 	"ppl.dev/eval/corpus"
@@ -52,7 +50,7 @@ type cliArgs struct {
 	Name string `help:"general.name (default: the output file's name without .gguf)."`
 }
 
-type usageError struct{ error }
+const description = "Generate a GGUF test model: random weights of any shape and type, or the meaningful bigram demo model."
 
 // Main runs ppl-mkmodel with os.Args and returns its exit status.
 func Main() int {
@@ -61,31 +59,13 @@ func Main() int {
 
 // Run is Main with explicit arguments and output.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	err := run(ctx, args, stdout, stderr)
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintf(stderr, "%s: %v\n", name, err)
-	var ue usageError
-	if errors.As(err, &ue) {
-		return 2
-	}
-	return 1
+	return command.Exit(name, run(ctx, args, stdout, stderr), stderr)
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var a cliArgs
-	exit := -1
-	p, err := kong.New(&a, kong.Name(name),
-		kong.Description("Generate a GGUF test model: random weights of any shape and type, or the meaningful bigram demo model."),
-		kong.Writers(stdout, stderr), kong.Exit(func(code int) { exit = code }))
-	if err != nil {
+	if err := command.Parse(name, "", description, &a, args, stdout, stderr); err != nil {
 		return err
-	}
-	if _, err := p.Parse(args); exit >= 0 {
-		return nil
-	} else if err != nil {
-		return usageError{err}
 	}
 	cfg, report, err := a.config(ctx, stderr)
 	if err != nil {
@@ -107,7 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, string, error) {
 	ft, err := mkmodel.LookupFileType(a.Type)
 	if err != nil {
-		return nil, "", usageError{err}
+		return nil, "", command.UsageError{Msg: err.Error()}
 	}
 	ft.Pure = a.Pure
 	s := mkmodel.Shape{Arch: a.Arch, Embd: 128, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 256, Context: 2048,
@@ -119,7 +99,7 @@ func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, s
 	if a.Params != "" {
 		n, err := mkmodel.ParseCount(a.Params)
 		if err != nil {
-			return nil, "", usageError{err}
+			return nil, "", command.UsageError{Msg: err.Error()}
 		}
 		pr := mkmodel.NearestPreset(n)
 		arch := s.Arch
@@ -148,17 +128,17 @@ func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, s
 	}
 	switch {
 	case a.Tied && a.Untied:
-		return nil, "", usageError{errors.New("--tied and --untied contradict each other")}
+		return nil, "", command.Usagef("--tied and --untied contradict each other")
 	case a.Tied:
 		s.Tied = true
 	case a.Untied:
 		s.Tied = false
 	}
 	if a.Bigram != "" && s.Tied {
-		return nil, "", usageError{errors.New("--bigram needs an untied output matrix")}
+		return nil, "", command.Usagef("--bigram needs an untied output matrix")
 	}
 	if a.VocabFrom != "" && (a.BPETrain != "" || a.VocabSize != 0 || a.Bigram != "") {
-		return nil, "", usageError{errors.New("--vocab-from cannot be combined with --bpe-train, --vocab-size or --bigram")}
+		return nil, "", command.Usagef("--vocab-from cannot be combined with --bpe-train, --vocab-size or --bigram")
 	}
 
 	cfg := &mkmodel.Config{Type: ft, Seed: a.Seed, Name: a.Name, Residual: a.Residual}
@@ -213,7 +193,7 @@ func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, s
 				return nil, "", err
 			}
 			if cfg.Embed, cfg.Output, err = g.Embeddings(s.Embd); err != nil {
-				return nil, "", usageError{err}
+				return nil, "", command.UsageError{Msg: err.Error()}
 			}
 			report = fmt.Sprintf("; bigram rank %d, %d normal tokens, training NLL %.4f per token", rank, voc.NumNormal(), nll)
 			if cfg.Residual < 0 {
@@ -227,7 +207,7 @@ func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, s
 	s.Vocab = cfg.Tokenizer.NVocab
 	cfg.Shape = s
 	if err := cfg.Check(); err != nil {
-		return nil, "", usageError{err}
+		return nil, "", command.UsageError{Msg: err.Error()}
 	}
 	_ = ctx
 	return cfg, report, nil
