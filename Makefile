@@ -15,6 +15,8 @@ help:
 	@echo "make test-short  the quick subset"
 	@echo "make fuzz        run each fuzz target for FUZZTIME (default $(FUZZTIME))"
 	@echo "make demo        run the pipeline on the bundled model and corpus"
+	@echo "make kernels     regenerate kernels/*.ptx from kernels/*.cu (needs nvcc)"
+	@echo "make gpu-bundle  build bin/gpu-bundle for tests/gpu/check.sh on a GPU machine"
 	@echo "make eval MODEL=m.gguf [CORPUS=ppl-heldout-v1] [KV=bf16] [CONTEXT=4096] [STRIDE=2048] [QUICK=1]"
 	@echo "                 one evaluation, each stage's output kept under profiles/eval/ so"
 	@echo "                 a rerun redoes only the stages whose inputs changed"
@@ -75,3 +77,19 @@ clean:
 
 # demo, demo-model, corpus: the bundled model and corpora (eval/).
 include eval/eval.mk
+
+# CUDA kernels: kernels/*.cu -> kernels/*.ptx (committed, embedded by
+# ppl.dev/score/cuda). Needs nvcc (Debian non-free: nvidia-cuda-toolkit);
+# kernels/gen.sh heads each file with the command, nvcc's version and the
+# sources' sha256, which kernels_test.go checks.
+.PHONY: kernels gpu-bundle
+KERNEL_SRC := $(wildcard kernels/*.cu)
+kernels: $(KERNEL_SRC:.cu=.ptx)
+kernels/%.ptx: kernels/%.cu $(wildcard kernels/*.cuh) kernels/gen.sh
+	kernels/gen.sh $*
+
+# The GPU check's bundle: binaries (CGO_ENABLED=0), the Q8_0 oracle models,
+# pipeline inputs and the CPU reference's outputs (under 60 MiB). Run it on
+# a GPU machine with: bash tests/gpu/check.sh bin/gpu-bundle
+gpu-bundle:
+	tests/gpu/mkbundle.sh $(BIN)/gpu-bundle

@@ -161,15 +161,16 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 	const int kvEnd = min(n, (qtile + 1) * BR);
 	for (int k0 = 0; k0 < kvEnd; k0 += BC) {
 		__syncthreads(); // the previous tile is consumed
+		// K: 8 dims per thread, dims fastest across the warp (coalesced
+		// loads, one 16-byte store per thread into a row).
 		for (int it = tid; it < BC * (HD / 8); it += 128) {
 			const int t = it / (HD / 8), d0 = (it % (HD / 8)) * 8, tok = k0 + t;
-			float kv[8], vv[8];
+			float kv[8];
 			if (tok < n) {
 				kv_decode8(K, tok, g, d0, kv);
-				kv_decode8(V, tok, g, d0, vv);
 			} else {
 #pragma unroll
-				for (int e = 0; e < 8; e++) kv[e] = vv[e] = 0.0f;
+				for (int e = 0; e < 8; e++) kv[e] = 0.0f;
 			}
 			uint4 kp;
 			kp.x = pack_f16(kv[0], kv[1]);
@@ -177,6 +178,18 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 			kp.z = pack_f16(kv[4], kv[5]);
 			kp.w = pack_f16(kv[6], kv[7]);
 			*(uint4*)&ks[t * KSTR + d0] = kp;
+		}
+		// V, transposed: tokens fastest across the warp, so that the 2-byte
+		// stores of a warp fall into consecutive words, not one bank.
+		for (int it = tid; it < BC * (HD / 8); it += 128) {
+			const int t = it % BC, d0 = (it / BC) * 8, tok = k0 + t;
+			float vv[8];
+			if (tok < n) {
+				kv_decode8(V, tok, g, d0, vv);
+			} else {
+#pragma unroll
+				for (int e = 0; e < 8; e++) vv[e] = 0.0f;
+			}
 #pragma unroll
 			for (int e = 0; e < 8; e++) vt[(d0 + e) * VSTR + t] = one_f16(vv[e]);
 		}

@@ -78,7 +78,7 @@ func Dequantize(t gguf.Type, src []byte, dst []float32) error {
 	if err := checkSizes("dequantize", t, f, len(dst), len(src)); err != nil {
 		return err
 	}
-	f.deq(src, dst)
+	f.deqFunc(t)(src, dst)
 	return nil
 }
 
@@ -87,7 +87,7 @@ func Dequantize(t gguf.Type, src []byte, dst []float32) error {
 // sizes, if they are not.
 func DequantizeRow(t gguf.Type, src []byte, dst []float32) {
 	f := mustLookup(t, len(dst), len(src))
-	f.deq(src, dst)
+	f.deqFunc(t)(src, dst)
 }
 
 // DotRow returns the dot product of the weight row w (len(x) weights of

@@ -43,5 +43,7 @@ func (m *CPU) ScoreWith(tokens []int32, scoreFrom int, ref Model) (*model.Result
 	return m.Model.ScoreWith(tokens, scoreFrom, r.Model)
 }
 
-// Device reports the CPU and its threads.
-func (m *CPU) Device() Device { return Device{Name: "cpu", Activations: "fp32", Threads: m.threads} }
+// Device reports the CPU, its threads and the activation mode (fp32 or int8).
+func (m *CPU) Device() Device {
+	return Device{Name: "cpu", Activations: m.Info().Activations, Threads: m.threads}
+}

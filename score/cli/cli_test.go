@@ -79,7 +79,7 @@ func TestScoreMatchesGolden(t *testing.T) {
 	var outs [2][]byte
 	for run := range outs {
 		var out, errb bytes.Buffer
-		err := runArgs(t, []string{"--model", model, "--kv-dtype", "f16", "--cache-dir", cacheDir}, in, &out, &errb)
+		err := runArgs(t, []string{"--model", model, "--kv-dtype", "f16", "--device", "cpu", "--cache-dir", cacheDir}, in, &out, &errb)
 		if err != nil {
 			t.Fatalf("run %d: %v\n%s", run, err, errb.String())
 		}

@@ -210,7 +210,7 @@ func describe(t tokenizer.Tokenizer) string {
 // options maps the flags onto model options; YaRN's factor depends on the
 // protocol's context.
 func (s *scorer) options(proto *pipe.Protocol) (model.Options, error) {
-	o := model.Options{Threads: s.f.Threads, KVDtype: s.f.KVDtype, RopeFreqBase: s.f.RopeFreqBase, RopeOrigCtx: s.f.RopeOrigCtx}
+	o := model.Options{Threads: s.f.Threads, KVDtype: s.f.KVDtype, Activations: s.f.Activations, RopeFreqBase: s.f.RopeFreqBase, RopeOrigCtx: s.f.RopeOrigCtx}
 	switch {
 	case s.f.RopeScaleFactor > 0:
 		o.RopeScaling, o.RopeScaleFactor = "linear", s.f.RopeScaleFactor
@@ -341,6 +341,9 @@ func (s *scorer) headerFlags() map[string]any {
 	}
 	if s.f.Threads > 0 {
 		m["threads"] = s.f.Threads
+	}
+	if s.f.Activations != "fp32" {
+		m["activations"] = s.f.Activations
 	}
 	for k, v := range map[string]float64{"rope_freq_base": s.f.RopeFreqBase, "rope_scaling_factor": s.f.RopeScaleFactor, "rope_yarn_factor": s.f.RopeYarnFactor} {
 		if v != 0 {

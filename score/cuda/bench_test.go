@@ -66,7 +66,7 @@ func windowFLOPs(hp model.HParams, n, scored int) (linear, attn, head float64) {
 // the usual scale (1/sqrt(fan-in)) and unit norms in device memory.
 func syntheticModel(e *Engine, s benchShape, p Precision, kv string, seed uint64) (*Model, error) {
 	hp := s.hp
-	info := model.Info{Arch: "llama", Name: "synthetic " + s.name, HParams: hp, KVDtype: kv,
+	info := model.Info{Arch: "llama", Name: "synthetic " + s.name, HParams: hp, KVDtype: kv, Activations: p.activations(),
 		WeightTypes: map[string]string{"all": "synthetic"},
 		Rope:        model.RopeInfo{Layout: "normal", Dims: hp.HeadDim, FreqBase: 500000, Scaling: "none", Factor: 1, AttnFactor: 1}}
 	m, err := newModel(e, "synthetic:"+s.name, hp, info, nil, p)
@@ -125,19 +125,20 @@ func syntheticModel(e *Engine, s benchShape, p Precision, kv string, seed uint64
 	return m, nil
 }
 
-// measureGEMMPeak times 8192³ products of half type t (float32
-// accumulation, bf16 output, random inputs) and returns the median rate in
-// FLOP/s.
-func measureGEMMPeak(t *testing.T, e *Engine, typ cublas.DataType) float64 {
-	const n, reps, samples = 8192, 10, 7
-	a, b, c := devAlloc(t, e, 2*n*n), devAlloc(t, e, 2*n*n), devAlloc(t, e, 2*n*n)
+// measureGEMMPeak times n³ products of half type typ (float32
+// accumulation, output of the same type, random inputs) and returns the
+// median rate in FLOP/s.
+func measureGEMMPeak(t *testing.T, e *Engine, typ cublas.DataType, n int) float64 {
+	const reps, samples = 10, 7
+	nn := int64(n) * int64(n)
+	a, b, c := devAlloc(t, e, 2*nn), devAlloc(t, e, 2*nn), devAlloc(t, e, 2*nn)
 	do(t, e, func() error {
-		if err := e.fillUniform(a, n*n, 101, 1, typ); err != nil {
+		if err := e.fillUniform(a, nn, 101, 1, typ); err != nil {
 			return err
 		}
-		return e.fillUniform(b, n*n, 102, 1, typ)
+		return e.fillUniform(b, nn, 102, 1, typ)
 	})
-	gemm := func() error { return e.gemm(c, bf16, n, a, n, b, typ, n, n, n, 0) }
+	gemm := func() error { return e.gemm(c, typ, n, a, n, b, typ, n, n, n, 0) }
 	var rates []float64
 	do(t, e, func() error {
 		for range 3 {
@@ -157,7 +158,7 @@ func measureGEMMPeak(t *testing.T, e *Engine, typ cublas.DataType) float64 {
 			if err != nil {
 				return err
 			}
-			rates = append(rates, 2*float64(n)*n*n*reps/d.Seconds())
+			rates = append(rates, 2*float64(nn)*float64(n)*reps/d.Seconds())
 		}
 		return nil
 	})
@@ -208,8 +209,8 @@ func TestBenchmark(t *testing.T) {
 	fmt.Sscan(envOr("PPL_GPU_BENCH_WINDOWS", "3"), &timed)
 
 	out := map[string]any{"device": e.Describe()}
-	peak := measureGEMMPeak(t, e, bf16)
-	peak16 := measureGEMMPeak(t, e, f16)
+	peak := measureGEMMPeak(t, e, bf16, 8192)
+	peak16 := measureGEMMPeak(t, e, f16, 8192)
 	fmt.Printf("bench: %s\n", e.Describe())
 	fmt.Printf("bench: GEMM peak 8192³ (median of 7×10 products, random inputs): bf16 %.1f TFLOP/s, fp16 %.1f TFLOP/s\n", peak/1e12, peak16/1e12)
 	out["gemm_peak_bf16_tflops"], out["gemm_peak_fp16_tflops"] = peak/1e12, peak16/1e12
@@ -370,4 +371,86 @@ func hostLoadRate(t *testing.T, typ gguf.Type) float64 {
 		t.Fatal(err)
 	}
 	return float64(in*rows) / time.Since(t0).Seconds()
+}
+
+// The benchmark's host side on the simulator, with a small shape.
+func TestBenchmarkSim(t *testing.T) {
+	e := simEngine()
+	if p := measureGEMMPeak(t, e, f16, 64); !(p > 0) {
+		t.Errorf("GEMM rate %v", p)
+	}
+	shape := benchShape{"tiny", model.HParams{Arch: "llama", Embd: 128, Layers: 2, FFN: 256, Heads: 4, KVHeads: 2, HeadDim: 32, ValueDim: 32, Vocab: 1000, Eps: 1e-5}, false}
+	m, err := syntheticModel(e, shape, Mixed, "bf16", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if !m.flash {
+		t.Fatalf("attention: %s", m.attn)
+	}
+	var r benchResult
+	if err := benchRun(t, e, m, 96, 48, 2, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.TokensPerSec <= 0 || r.ModelTFLOPs <= 0 || r.PeakAllocGiB <= 0 {
+		t.Errorf("result %+v", r)
+	}
+	res, err := m.Score(make([]int32, 64), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, lp := range res.Logprobs {
+		if !(lp < 0) || lp < -20 {
+			t.Fatalf("target %d: log p %v: synthetic activations out of scale", i, lp)
+		}
+	}
+	lin, att, head := windowFLOPs(benchShapes[1].hp, 4096, 2048)
+	t.Logf("8B at 4096/2048: %.1f TFLOP linear, %.1f attention, %.1f head", lin/1e12, att/1e12, head/1e12)
+	if math.Abs(lin/1e12-2*6.98e9*4096/1e12) > 1 {
+		t.Errorf("linear FLOPs %v", lin)
+	}
+}
+
+// Buffers grow with the window and are reused: scores do not depend on
+// what ran before (simulator).
+func TestWindowSizesSim(t *testing.T) {
+	e := simEngine()
+	shape := benchShape{"tiny", model.HParams{Arch: "llama", Embd: 64, Layers: 1, FFN: 128, Heads: 2, KVHeads: 1, HeadDim: 32, ValueDim: 32, Vocab: 500, Eps: 1e-5}, true}
+	rng := rand.New(rand.NewPCG(9, 9))
+	toks := make([]int32, 600)
+	for i := range toks {
+		toks[i] = int32(rng.IntN(500))
+	}
+	score := func(m *Model, n, from int) []float64 {
+		r, err := m.Score(toks[:n], from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Logprobs
+	}
+	m, err := syntheticModel(e, shape, Mixed, "int8", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var seq [][]float64
+	for _, w := range [][2]int{{100, 1}, {300, 200}, {50, 10}, {600, 599}} {
+		seq = append(seq, score(m, w[0], w[1]))
+	}
+	for i, w := range [][2]int{{100, 1}, {300, 200}, {50, 10}, {600, 599}} {
+		f, err := syntheticModel(e, shape, Mixed, "int8", 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fresh := score(f, w[0], w[1])
+		f.Close()
+		for j := range fresh {
+			if fresh[j] != seq[i][j] {
+				t.Fatalf("window %d target %d: %v after other windows, %v fresh", i, j, seq[i][j], fresh[j])
+			}
+		}
+	}
+	if m.a.n != 768 {
+		t.Errorf("capacity %d tokens, want 768", m.a.n)
+	}
 }

@@ -48,10 +48,10 @@ type Engine struct {
 	Name    string // "NVIDIA H200"
 	CC      [2]int // compute capability
 	SMs     int
-	Memory  uint64 // bytes
-	Driver  string // the CUDA version the driver supports, "13.0"
-	Release string // the driver's release, "580.159.03" ("" without NVML)
-	CUBLAS  string // cuBLAS version and library
+	Memory  uint64        // bytes
+	Driver  string        // the CUDA version the driver supports, "13.0"
+	Release string        // the driver's release, "580.159.03" ("" without NVML)
+	CUBLAS  string        // cuBLAS version and library
 	JIT     time.Duration // loading the kernels' PTX (the driver compiles it, or takes it from its cache)
 
 	// SyncEach synchronizes after every launch so that an asynchronous
@@ -412,11 +412,6 @@ func (e *Engine) initGPU() error {
 	if err := g.ctx.SetCurrent(); err != nil {
 		return err
 	}
-	g.pin.Pin(g.args)
-	g.pin.Pin(g.scal)
-	for i := range g.args.ptrs {
-		g.args.ptrs[i] = uintptr(unsafe.Pointer(&g.args.vals[i]))
-	}
 	t0 := time.Now()
 	for _, mod := range kernels.Modules() {
 		names, ok := kernelModules[mod]
@@ -456,10 +451,20 @@ func (e *Engine) initGPU() error {
 	if v, err := g.blas.Version(); err == nil {
 		e.CUBLAS = fmt.Sprintf("cuBLAS %d.%d.%d (%s)", v/10000, v%10000/100, v%100, cublas.Library())
 	}
+	// The kernel parameter block and GEMM scalars stay pinned for the
+	// engine's life (the whole process); on a failure below they are
+	// unpinned, since a Pinner dropped with pinned objects is a fatal error.
+	g.pin.Pin(g.args)
+	g.pin.Pin(g.scal)
+	for i := range g.args.ptrs {
+		g.args.ptrs[i] = uintptr(unsafe.Pointer(&g.args.vals[i]))
+	}
 	e.dev = g
 	// A first allocation, copy and kernel, checked now rather than in the
 	// middle of a window.
 	if err := e.smokeTest(); err != nil {
+		e.dev = nil
+		g.pin.Unpin()
 		return fmt.Errorf("cuda: first use of %s failed: %w", e.Name, err)
 	}
 	return nil
@@ -495,9 +500,11 @@ func (g *gpuDevice) htod(dst ptr, src unsafe.Pointer, n int64) error {
 func (g *gpuDevice) dtoh(dst unsafe.Pointer, src ptr, n int64) error {
 	return driver.MemcpyDtoH(dst, src, uint64(n))
 }
-func (g *gpuDevice) memsetD32(p ptr, v uint32, n int64) error { return driver.MemsetD32(p, v, uint64(n)) }
-func (g *gpuDevice) sync() error                               { return driver.CtxSynchronize() }
-func (g *gpuDevice) memInfo() (uint64, uint64, error)          { return driver.MemGetInfo() }
+func (g *gpuDevice) memsetD32(p ptr, v uint32, n int64) error {
+	return driver.MemsetD32(p, v, uint64(n))
+}
+func (g *gpuDevice) sync() error                      { return driver.CtxSynchronize() }
+func (g *gpuDevice) memInfo() (uint64, uint64, error) { return driver.MemGetInfo() }
 
 func (g *gpuDevice) launch(kernel string, grid, block dim3, args []any) error {
 	f, ok := g.fns[kernel]

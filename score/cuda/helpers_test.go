@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"sync"
 	"testing"
 	"unsafe"
@@ -30,6 +31,9 @@ func gpuEngine(t testing.TB) *Engine {
 		}
 	})
 	if gpuErr != nil {
+		if os.Getenv("PPL_REQUIRE_GPU") == "1" { // tests/gpu/check.sh: a missing GPU is a failure there
+			t.Fatalf("no GPU, and PPL_REQUIRE_GPU=1: %v", gpuErr)
+		}
 		t.Skipf("skipping GPU parity test: %v", gpuErr)
 	}
 	return gpuEng

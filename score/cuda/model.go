@@ -113,21 +113,25 @@ type weights struct {
 
 // acts are a model's buffers for windows of up to n tokens.
 type acts struct {
-	n         int
-	rowBlock  int // rows of logits at once
-	chunk     int // rows through the MLP at once
-	tok       buf // int32 (n)
-	x         buf // f32 (n, embd): the residual stream
-	hb        buf // half (n, embd): normed x, a product's input
-	q, k, v   buf // f32 (n, heads·hd), (n, kvheads·hd) ×2
-	att       buf // half (n, heads·hd)
-	gu        buf // f32 (chunk, 2·ffn)
-	act       buf // half (chunk, ffn)
-	logits    buf // f32 (rowBlock, vocab)
-	res       buf // per target: lp, rlp, kld float64; arg, bad, rarg, rbad int32
-	cos, sin  buf // float64 (n, dims/2)
-	kk, kv    *kvTensor
-	allocated []*buf
+	n        int
+	rowBlock int // rows of logits at once
+	chunk    int // rows through the MLP at once
+	tok      buf // int32 (n)
+	x        buf // f32 (n, embd): the residual stream
+	hb       buf // half (n, embd): normed x, a product's input
+	q, k, v  buf // f32 (n, heads·hd), (n, kvheads·hd) ×2
+	att      buf // half (n, heads·hd)
+	gu       buf // f32 (chunk, 2·ffn)
+	act      buf // half (chunk, ffn)
+	logits   buf // f32 (rowBlock, vocab)
+	res      buf // per target: lp, rlp, kld float64; arg, bad, rarg, rbad int32
+	cos, sin buf // float64 (n, dims/2)
+	kk, kv   *kvTensor
+}
+
+// bufs lists the buffers of a, for freeing.
+func (a *acts) bufs() []*buf {
+	return []*buf{&a.tok, &a.x, &a.hb, &a.q, &a.k, &a.v, &a.att, &a.gu, &a.act, &a.logits, &a.res, &a.cos, &a.sin}
 }
 
 // Load loads the GGUF model at path onto CUDA device ordinal with the
@@ -150,6 +154,9 @@ func Load(path string, opts model.Options, ordinal int) (*Model, error) {
 }
 
 func loadOn(e *Engine, path string, opts model.Options, p Precision) (*Model, error) {
+	if opts.Activations != "" && opts.Activations != model.ActFP32 {
+		return nil, fmt.Errorf("cuda: activations %q are the CPU's arithmetic; on a GPU products take half-precision inputs (use the CPU for %s)", opts.Activations, opts.Activations)
+	}
 	t0 := time.Now()
 	cpu, err := model.Load(path, opts)
 	if err != nil {
@@ -157,6 +164,7 @@ func loadOn(e *Engine, path string, opts model.Options, p Precision) (*Model, er
 	}
 	info, hp := cpu.Info(), cpu.HP
 	cpu.Close()
+	info.Activations = p.activations()
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
@@ -488,7 +496,6 @@ func (m *Model) ensure(n int) error {
 			return err
 		}
 		*s.b = b
-		a.allocated = append(a.allocated, s.b)
 	}
 	var err error
 	groups := N * int64(hp.KVHeads)
@@ -500,6 +507,7 @@ func (m *Model) ensure(n int) error {
 		m.freeActs()
 		return err
 	}
+	a = m.a // the buffers now live in m.a
 	cos, sin := ropeTables(m.rope, capN)
 	if err := upload(e, a.cos.p, cos); err != nil {
 		return err
@@ -521,7 +529,7 @@ func ropeTables(r *nn.RoPE, n int) (cos, sin []float64) {
 }
 
 func (m *Model) freeActs() {
-	for _, b := range m.a.allocated {
+	for _, b := range m.a.bufs() {
 		m.e.release(b)
 	}
 	m.e.freeKV(m.a.kk)
@@ -761,6 +769,14 @@ func (m *Model) score(tokens []int32, scoreFrom int, ref *Model) (*model.Result,
 	return res, nil
 }
 
+// activations names the arithmetic of products for headers and cache keys.
+func (p Precision) activations() string {
+	if p.Weights == p.Down {
+		return halfName(p.Weights)
+	}
+	return halfName(p.Weights) + "+" + halfName(p.Down)
+}
+
 func (p Precision) describe() string {
 	if p.Weights == p.Down {
 		return fmt.Sprintf("%s: all matrices and product inputs %s", p.Name, halfName(p.Weights))
@@ -787,7 +803,7 @@ func (m *Model) HParams() model.HParams { return m.hp }
 // Device describes the GPU for result headers.
 func (m *Model) Device() backend.Device {
 	e := m.e
-	return backend.Device{Name: e.label(), Activations: "bf16", Extra: map[string]any{
+	return backend.Device{Name: e.label(), Activations: m.prec.activations(), Extra: map[string]any{
 		"gpu":                e.Name,
 		"compute_capability": fmt.Sprintf("%d.%d", e.CC[0], e.CC[1]),
 		"cuda":               e.Driver,

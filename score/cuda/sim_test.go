@@ -25,9 +25,10 @@ type simDevice struct {
 	mem      map[uint64][]byte
 	next     uint64
 	launches map[string]int
-	// roundAttention rounds q, k, v to fp16 in the flash kernels'
-	// emulation, as the tensor cores see them.
-	roundAttention bool
+	// laneFlash runs the flash kernels lane by lane (flashLanes);
+	// otherwise they are nn.Attention over inputs rounded to fp16 when
+	// roundAttention is set.
+	laneFlash, roundAttention bool
 }
 
 const simSpan = 1 << 40 // address space per allocation
@@ -35,7 +36,7 @@ const simSpan = 1 << 40 // address space per allocation
 func newSimEngine() *Engine {
 	e := &Engine{Ordinal: -1, Name: "simulated GPU", CC: [2]int{9, 0}, SMs: 1, Memory: 1 << 34, Driver: "sim",
 		work: make(chan func()), SyncEach: true,
-		dev: &simDevice{mem: map[uint64][]byte{}, launches: map[string]int{}, roundAttention: true}}
+		dev: &simDevice{mem: map[uint64][]byte{}, launches: map[string]int{}, laneFlash: true, roundAttention: true}}
 	ready := make(chan error)
 	go e.loop(func() error { return nil }, ready)
 	<-ready
@@ -265,14 +266,6 @@ var simKernels = map[string]struct {
 		}
 		return a.err
 	}},
-	"split_bf16": {4, func(s *simDevice, a *simArgs, grid dim3) error {
-		hi, lo, x, n := u16s(a.ptr(0)), u16s(a.ptr(1)), f32s(a.ptr(2)), a.i64(3)
-		for i := range n {
-			h := quant.F32ToBF16(x[i])
-			hi[i], lo[i] = h, quant.F32ToBF16(x[i]-quant.BF16ToF32(h))
-		}
-		return a.err
-	}},
 	"fill_uniform_half": {5, func(s *simDevice, a *simArgs, grid dim3) error {
 		out, n, seed, amp, f16 := u16s(a.ptr(0)), a.i64(1), a.u64(2), a.f32(3), a.int(4)
 		for i := range n {
@@ -447,7 +440,22 @@ func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 		if err := covers(grid[1], heads, "heads"); err != nil {
 			return err
 		}
-		return simAttention(a, hd, float64(a.f32(5))/math.Log2E, 6, s.roundAttention)
+		if !s.laneFlash {
+			return simAttention(a, hd, float64(a.f32(5))/math.Log2E, 6, s.roundAttention)
+		}
+		out, q, kvheads := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(4)
+		K := simPlanes{format: a.int(6), data: a.ptr(7), scales: a.ptr(8), tscale: a.ptr(9), heads: kvheads, hd: hd}
+		V := simPlanes{format: a.int(10), data: a.ptr(11), scales: a.ptr(12), tscale: a.ptr(13), heads: kvheads, hd: hd}
+		f16 := a.int(14)
+		if a.err != nil {
+			return a.err
+		}
+		o := make([]float32, n*heads*hd)
+		flashLanes(o, q, K.decode, V.decode, n, heads, kvheads, hd, a.f32(5))
+		for i, v := range o {
+			out[i] = f32ToHalf(v, f16)
+		}
+		return nil
 	}
 }
 
@@ -621,6 +629,9 @@ func (s *simDevice) launch(kernel string, grid, block dim3, args []any) error {
 	if len(args) != k.nargs {
 		return fmt.Errorf("%d arguments, the kernel takes %d", len(args), k.nargs)
 	}
+	if err := checkSignature(kernel, args); err != nil {
+		return err
+	}
 	for i, v := range args {
 		if _, err := argBits(v); err != nil {
 			return fmt.Errorf("argument %d: %w", i, err)
@@ -639,8 +650,10 @@ func (s *simDevice) launch(kernel string, grid, block dim3, args []any) error {
 // column-major, float64 sums of the decoded inputs, rounded once.
 func (s *simDevice) gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at cublas.DataType, lda int,
 	b ptr, bt cublas.DataType, ldb int, beta float32, c ptr, ct cublas.DataType, ldc int) error {
-	if at != bt || (at != cublas.R16BF && at != cublas.R16F) || (ct != cublas.R32F && ct != cublas.R16BF) {
-		return fmt.Errorf("sim gemm: types %d, %d, %d", at, bt, ct)
+	// cublasGemmEx with CUBLAS_COMPUTE_32F takes half inputs of one type
+	// and writes float32 or that type.
+	if at != bt || (at != cublas.R16BF && at != cublas.R16F) || (ct != cublas.R32F && ct != at) {
+		return fmt.Errorf("sim gemm: types %d, %d, %d: not a combination cuBLAS supports", at, bt, ct)
 	}
 	rowsA, rowsB := k, n // rows of the stored A and B (column-major)
 	if ta == cublas.OpN {
@@ -698,9 +711,9 @@ func (s *simDevice) gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at
 						cb := u16s(C)
 						old := float64(0)
 						if beta != 0 {
-							old = float64(beta) * float64(quant.BF16ToF32(cb[idx]))
+							old = float64(beta) * float64(halfToF32(cb[idx], f16))
 						}
-						cb[idx] = quant.F32ToBF16(float32(float64(alpha)*acc + old))
+						cb[idx] = f32ToHalf(float32(float64(alpha)*acc+old), f16)
 					}
 				}
 			}

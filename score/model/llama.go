@@ -78,9 +78,7 @@ func (m *llama) Forward(c *nn.Context, tokens []int32) []float32 {
 		ff := c.Alloc(n * hp.Embd)
 
 		ly.attnNorm.Forward(c, h, x, n)
-		ly.q.Forward(c, q, h, n)
-		ly.k.Forward(c, k, h, n)
-		ly.v.Forward(c, v, h, n)
+		nn.ForwardShared(c, h, n, []*nn.Linear{ly.q, ly.k, ly.v}, [][]float32{q, k, v})
 		m.rope.Forward(c, q, n, hp.Heads)
 		m.rope.Forward(c, k, n, hp.KVHeads)
 		c.StoreKV(i, k, v, n, hp.KVHeads, hp.HeadDim)

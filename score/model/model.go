@@ -15,6 +15,11 @@
 // logits matrix (window × vocabulary) never exists at once. The
 // log-softmax is float64 over the float32 logits.
 //
+// Options.Activations chooses the arithmetic of products with quantized
+// weights: float32 activations ("fp32", the default, within about 1e-6 of
+// float64 per log-prob) or activations quantized to 8 bits with integer dot
+// products ("int8", llama.cpp's arithmetic and speed; see nn.Context.Int8).
+//
 // Keys (after RoPE) and values pass through the KV cache dtype of Options
 // (package kvcache) before attention reads them, as they would through a
 // GPU's cache. Results do not depend on Options.Threads: every number is
@@ -41,6 +46,11 @@ import (
 type Options struct {
 	Threads int    // goroutines for the kernels; < 1 means GOMAXPROCS
 	KVDtype string // KV cache storage (kvcache.Names); "" means kvcache.Default
+	// Activations is the arithmetic of products with quantized weights:
+	// "fp32" (or ""), float32 activations and weights decoded to float32;
+	// "int8", activations quantized to 8 bits per block of 32 and integer
+	// dot products, as llama.cpp computes (nn.Context.Int8).
+	Activations string
 
 	// RoPE overrides; zero values keep the model's metadata.
 	RopeFreqBase    float64 // rope.freq_base
@@ -78,7 +88,14 @@ type Info struct {
 	Shared      []string          `json:"shared,omitempty"` // roles bound to another tensor: "output=token_embd" (tied)
 	Rope        RopeInfo          `json:"rope"`
 	KVDtype     string            `json:"kv_dtype"`
+	Activations string            `json:"activations"` // "fp32" or "int8"
 }
+
+// Activation modes (Options.Activations).
+const (
+	ActFP32 = "fp32"
+	ActInt8 = "int8"
+)
 
 // Load opens the GGUF model at path and binds its weights (which stay in
 // the file's memory mapping). The Model must be closed.
@@ -100,6 +117,14 @@ func load(f *gguf.File, opts Options) (*Model, error) {
 	format, err := kvcache.Lookup(opts.KVDtype)
 	if err != nil {
 		return nil, err
+	}
+	act := opts.Activations
+	switch act {
+	case "":
+		act = ActFP32
+	case ActFP32, ActInt8:
+	default:
+		return nil, fmt.Errorf("activations %q: want %s or %s", opts.Activations, ActFP32, ActInt8)
 	}
 	arch, err := f.String("general.architecture")
 	if err != nil {
@@ -126,9 +151,10 @@ func load(f *gguf.File, opts Options) (*Model, error) {
 		kv:  &kvStore{format: format},
 		ctx: nn.NewContext(opts.Threads),
 		info: Info{Arch: arch, Name: name, HParams: hp, WeightTypes: roleTypes(l.roles),
-			Shared: l.alt, Rope: l.rinfo, KVDtype: format.Name},
+			Shared: l.alt, Rope: l.rinfo, KVDtype: format.Name, Activations: act},
 	}
 	m.ctx.KV = m.kv
+	m.ctx.Int8 = act == ActInt8
 	return m, nil
 }
 

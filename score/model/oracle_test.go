@@ -22,14 +22,19 @@ var (
 )
 
 func oracleModel(t *testing.T, dir, stem, kv string) *Model {
+	return oracleModelAct(t, dir, stem, kv, "")
+}
+
+// oracleModelAct is oracleModel in an activation mode ("" for the default).
+func oracleModelAct(t *testing.T, dir, stem, kv, act string) *Model {
 	t.Helper()
 	modelsMu.Lock()
 	defer modelsMu.Unlock()
-	key := stem + "/" + kv
+	key := stem + "/" + kv + "/" + act
 	if m, ok := models[key]; ok {
 		return m
 	}
-	m, err := Load(oracle.Model(dir, stem), Options{KVDtype: kv})
+	m, err := Load(oracle.Model(dir, stem), Options{KVDtype: kv, Activations: act})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,6 +200,11 @@ func goldenCases(t *testing.T, dir, sub string) []goldenCase {
 // runGolden scores each case's every window with the given KV dtype and
 // checks mean |Δ log-prob| and the PPL ratio against the bounds.
 func runGolden(t *testing.T, dir string, cases []goldenCase, kv func(stem string) string, bounds func(stem string) (float64, float64)) {
+	runGoldenAct(t, dir, cases, kv, bounds, "")
+}
+
+// runGoldenAct is runGolden in an activation mode.
+func runGoldenAct(t *testing.T, dir string, cases []goldenCase, kv func(stem string) string, bounds func(stem string) (float64, float64), act string) {
 	perModel := map[string]*diffStats{}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -205,9 +215,9 @@ func runGolden(t *testing.T, dir string, cases []goldenCase, kv func(stem string
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := oracleModel(t, dir, c.stem, kv(c.stem))
+			m := oracleModelAct(t, dir, c.stem, kv(c.stem), act)
 			d := scoreFile(t, m, f, -1)
-			t.Logf("KV %s: %v", m.Info().KVDtype, &d)
+			t.Logf("KV %s, %s activations: %v", m.Info().KVDtype, m.Info().Activations, &d)
 			meanB, pplB := bounds(c.stem)
 			if d.mean() > meanB || math.Abs(d.pplRatio()-1) > pplB {
 				t.Errorf("%v: want mean <= %g, |PPL ratio - 1| <= %g", &d, meanB, pplB)
@@ -228,6 +238,15 @@ func runGolden(t *testing.T, dir string, cases []goldenCase, kv func(stem string
 func TestGolden(t *testing.T) {
 	dir := oracle.Require(t)
 	runGolden(t, dir, goldenCases(t, dir, "golden"), goldenKV, goldenBounds)
+}
+
+// TestGoldenInt8 is TestGolden in the int8 activation mode, which computes
+// as llama.cpp does (8-bit activations per block of 32, integer dot
+// products; float32 for F16 weights): the same bounds hold, and it lands
+// closer to llama.cpp than the default mode does (see the log).
+func TestGoldenInt8(t *testing.T) {
+	dir := oracle.Require(t)
+	runGoldenAct(t, dir, goldenCases(t, dir, "golden"), goldenKV, goldenBounds, ActInt8)
 }
 
 // TestGoldenF16DefaultKV is TestGolden for the F16 model with the default

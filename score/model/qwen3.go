@@ -41,9 +41,7 @@ func (m *qwen3) Forward(c *nn.Context, tokens []int32) []float32 {
 		ff := c.Alloc(n * hp.Embd)
 
 		ly.attnNorm.Forward(c, h, x, n)
-		ly.q.Forward(c, q, h, n)
-		ly.k.Forward(c, k, h, n)
-		ly.v.Forward(c, v, h, n)
+		nn.ForwardShared(c, h, n, []*nn.Linear{ly.q, ly.k, ly.v}, [][]float32{q, k, v})
 		m.qNorm[i].Forward(c, q, q, n*hp.Heads) // one row per head
 		m.kNorm[i].Forward(c, k, k, n*hp.KVHeads)
 		m.rope.Forward(c, q, n, hp.Heads)

@@ -4,11 +4,21 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"ppl.dev/score/nn"
 )
 
-// RowBlock is how many positions' logits exist at once: RowBlock × vocabulary
-// float32s per model (8 MB for a 32k vocabulary, 39 MB for 152k).
+// RowBlock is the least number of positions whose logits exist at once;
+// rowBlock raises it to fill logitFloats.
 const RowBlock = 64
+
+// logitFloats is how many logits may exist at once per model (64 MB): the
+// output head then runs over 512 positions of a 32k vocabulary at a time,
+// or 110 of 152k, so its weights are decoded once for that many positions.
+const logitFloats = 16 << 20
+
+// rowBlock is how many positions' logits exist at once for a vocabulary.
+func rowBlock(vocab int) int { return max(RowBlock, logitFloats/vocab) }
 
 // Result holds the scores of the targets tokens[ScoreFrom:]: element i-ScoreFrom
 // of each slice belongs to target i, predicted from tokens[:i].
@@ -85,15 +95,16 @@ func (m *Model) score(tokens []int32, scoreFrom int, ref *Model) (*Result, error
 	}
 
 	vocab := m.HP.Vocab
-	logits := m.ctx.Alloc(RowBlock * vocab)
+	rb := min(rowBlock(vocab), n-scoreFrom)
+	logits := m.ctx.Alloc(rb * vocab)
 	var rlogits []float32
 	if ref != nil {
-		rlogits = ref.ctx.Alloc(RowBlock * vocab)
+		rlogits = ref.ctx.Alloc(rb * vocab)
 	}
-	errs := make([]error, RowBlock)
+	errs := make([]error, rb)
 	// Hidden row p predicts token p+1: rows [scoreFrom-1, n-1).
-	for r0 := scoreFrom - 1; r0 < n-1; r0 += RowBlock {
-		b := min(RowBlock, n-1-r0)
+	for r0 := scoreFrom - 1; r0 < n-1; r0 += rb {
+		b := min(rb, n-1-r0)
 		project(m, logits, hid, r0, b)
 		if ref != nil {
 			project(ref, rlogits, rhid, r0, b)
@@ -147,9 +158,12 @@ func firstErr(errs []error) error {
 	return nil
 }
 
-// logSumExp returns log Σ exp(row) in float64 and the index of the largest
-// logit (the first, on ties), or an error naming target p if a logit is NaN
-// or infinite.
+// logSumExp returns log Σ exp(row) and the index of the largest logit (the
+// first, on ties), or an error naming target p if a logit is NaN or
+// infinite. The maximum m is exact; each term e^(v-m) is a float32
+// exponential within 2 ulp, summed in float64 (nn.ExpSum), and the log is
+// float64: the result is within about 3e-7 relative of the float64
+// log-sum-exp, far below the float32 rounding of the logits themselves.
 func logSumExp(row []float32, p int) (lse float64, arg int, err error) {
 	mx := row[0]
 	for i, v := range row {
@@ -160,12 +174,7 @@ func logSumExp(row []float32, p int) (lse float64, arg int, err error) {
 			mx, arg = v, i
 		}
 	}
-	m := float64(mx)
-	var s float64
-	for _, v := range row {
-		s += math.Exp(float64(v) - m) // the difference of two float32s is exact in float64
-	}
-	return m + math.Log(s), arg, nil
+	return float64(mx) + math.Log(nn.ExpSum(row, mx)), arg, nil
 }
 
 // kld returns KL(p || q) = Σ p_i (log p_i - log q_i) for the distributions

@@ -20,26 +20,149 @@ func (a *Attention) Validate() error {
 	return nil
 }
 
-// attnGrain is how many (query, head) items a worker takes at a time.
-const attnGrain = 8
+// keyBlock is how many keys the online softmax takes at a time: one
+// 32-column tile of scores per query row.
+const keyBlock = 32
 
 // Forward computes, for each query row i and head h,
 // out[i,h] = Σ_{j<=i} softmax_j(q[i,h]·k[j,g]·Scale) v[j,g], g = h/(Heads/KVHeads):
 // q (n, Heads·HeadDim), k, v (n, KVHeads·HeadDim) -> out (n, Heads·HeadDim).
 //
-// Each score is a float32 dot product; scaling, the softmax and the
-// weighted sum of values are float64, rounded to float32 once per output.
+// Flash attention on the CPU: the queries of one KV head go in tiles of up
+// to 12 rows (the heads sharing the KV head, for a few positions), and each
+// tile walks the keys in blocks of 32 with an online softmax (the running
+// maximum and sum of softmaxTileGeneric), so scores never exist beyond one
+// 12 × 32 tile. Scores are float32 dot products (Gemm over the keys,
+// transposed once per call into 32-key panels), the softmax and the
+// weighted sum of values (Gemm again, rescaling the partial output by
+// alpha) are float32, and each output is divided by its sum at the end.
+// Tiles are independent, so workers take them as they finish; every output
+// is computed the same way whatever the number of threads.
+//
+// Head sizes that are not a multiple of 16 take attentionRef, the plain
+// float64 loop.
 func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
 	check("attention q", len(q), n*qs)
 	check("attention k", len(k), n*ks)
 	check("attention v", len(v), n*ks)
 	check("attention output", len(out), n*qs)
+	if n == 0 {
+		return
+	}
+	if hd%16 != 0 {
+		a.attentionRef(c, out, q, k, v, n)
+		return
+	}
+	group := a.Heads / a.KVHeads
+	nb := (n + keyBlock - 1) / keyBlock
+
+	// Keys, transposed: kt[g][b] is a hd × 32 panel of keys 32b..32b+31.
+	kt := c.Alloc(a.KVHeads * nb * hd * keyBlock)
+	c.Parallel(a.KVHeads*nb, func(_, lo, hi int) {
+		for it := lo; it < hi; it++ {
+			g, b := it/nb, it%nb
+			panel := kt[it*hd*keyBlock : (it+1)*hd*keyBlock]
+			j0 := b * keyBlock
+			for jj := range keyBlock {
+				j := j0 + jj
+				if j >= n {
+					for d := range hd {
+						panel[d*keyBlock+jj] = 0
+					}
+					continue
+				}
+				kj := k[j*ks+g*hd : j*ks+(g+1)*hd]
+				for d, x := range kj {
+					panel[d*keyBlock+jj] = x
+				}
+			}
+		}
+	})
+
+	// Tiles: tpt positions × hpt heads of one KV head's group, <= 12 rows.
+	hpt := min(group, gemmTileRows)
+	tpt := max(1, gemmTileRows/hpt)
+	hchunks := (group + hpt - 1) / hpt
+	ttiles := (n + tpt - 1) / tpt
+	perKV := ttiles * hchunks
+	const R = gemmTileRows
+	per := R*hd + R*keyBlock + R*hd + 4*R // queries, scores, outputs, m, l, alpha, limits
+	w := c.Workers(a.KVHeads * perKV)
+	scratch := c.Alloc(max(w, 1) * per)
+	scale := float32(a.Scale)
+	c.ParallelDynamic(a.KVHeads*perKV, 1, func(worker, lo, hi int) {
+		buf := scratch[worker*per : (worker+1)*per]
+		qb, sb, ob := buf[:R*hd], buf[R*hd:R*hd+R*keyBlock], buf[R*hd+R*keyBlock:2*R*hd+R*keyBlock]
+		st := buf[2*R*hd+R*keyBlock:]
+		m, l, alpha := st[:R], st[R:2*R], st[2*R:3*R]
+		var lim [R]int32
+		for it := lo; it < hi; it++ {
+			g, rest := it/perKV, it%perKV
+			i0 := (rest / hchunks) * tpt
+			i1 := min(i0+tpt, n)
+			h0 := (rest % hchunks) * hpt
+			h1 := min(h0+hpt, group)
+			nh := h1 - h0
+			rows := (i1 - i0) * nh
+			for i := i0; i < i1; i++ {
+				for h := h0; h < h1; h++ {
+					r := (i-i0)*nh + h - h0
+					qh := g*group + h
+					copy(qb[r*hd:(r+1)*hd], q[i*qs+qh*hd:i*qs+(qh+1)*hd])
+				}
+			}
+			for r := range rows {
+				m[r], l[r] = float32(math.Inf(-1)), 0
+			}
+			for b := 0; b*keyBlock < i1; b++ {
+				j0 := b * keyBlock
+				Gemm(rows, keyBlock, qb, hd, kt[(g*nb+b)*hd*keyBlock:(g*nb+b+1)*hd*keyBlock], keyBlock, hd, sb, keyBlock, nil)
+				for r := range rows {
+					i := i0 + r/nh
+					lim[r] = int32(min(keyBlock, max(0, i+1-j0)))
+				}
+				kern.softmax(&sb[0], rows, &lim[0], scale, &m[0], &l[0], &alpha[0])
+				kk := min(keyBlock, n-j0)
+				var al []float32
+				if b > 0 {
+					al = alpha
+				}
+				vb := v[j0*ks+g*hd:]
+				for d0 := 0; d0 < hd; {
+					nr := 32
+					if hd-d0 < 32 {
+						nr = 16
+					}
+					Gemm(rows, nr, sb, keyBlock, vb[d0:], ks, kk, ob[d0:], hd, al)
+					d0 += nr
+				}
+			}
+			for i := i0; i < i1; i++ {
+				for h := h0; h < h1; h++ {
+					r := (i-i0)*nh + h - h0
+					qh := g*group + h
+					o := out[i*qs+qh*hd : i*qs+(qh+1)*hd]
+					for d, x := range ob[r*hd : (r+1)*hd] {
+						o[d] = x / l[r]
+					}
+				}
+			}
+		}
+	})
+}
+
+// attentionRef is the plain attention: per query row and head, float32
+// scores, then softmax and the weighted sum of values in float64, rounded
+// to float32 once per output.
+func (a *Attention) attentionRef(c *Context, out, q, k, v []float32, n int) {
+	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
 	group := a.Heads / a.KVHeads
 	items := n * a.Heads
-	w := c.Workers((items + attnGrain - 1) / attnGrain)
+	const grain = 8
+	w := c.Workers((items + grain - 1) / grain)
 	scratch := c.Alloc64(max(w, 1) * (n + hd)) // per worker: n scores, hd sums
-	c.ParallelDynamic(items, attnGrain, func(worker, lo, hi int) {
+	c.ParallelDynamic(items, grain, func(worker, lo, hi int) {
 		sc := scratch[worker*(n+hd) : (worker+1)*(n+hd)]
 		for it := lo; it < hi; it++ {
 			i, h := it/a.Heads, it%a.Heads
@@ -48,7 +171,7 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 			s := sc[:i+1]
 			m := math.Inf(-1)
 			for j := range s {
-				s[j] = float64(Dot(qi, k[j*ks+g*hd:j*ks+(g+1)*hd])) * a.Scale
+				s[j] = float64(dot(qi, k[j*ks+g*hd:j*ks+(g+1)*hd])) * a.Scale
 				m = math.Max(m, s[j])
 			}
 			var sum float64
@@ -70,4 +193,14 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 			}
 		}
 	})
+}
+
+// dot returns a·b in float32. len(b) >= len(a).
+func dot(a, b []float32) float32 {
+	b = b[:len(a)]
+	var s float32
+	for i, v := range a {
+		s += v * b[i]
+	}
+	return s
 }

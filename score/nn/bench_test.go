@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -8,25 +9,57 @@ import (
 	"ppl.dev/quant"
 )
 
-// BenchmarkLinear is an output head's shape: 64 positions through a Q8_0
-// (32000, 256) matrix. It reports multiply-adds per second.
+// BenchmarkLinear runs a window of 512 positions through a (2048, 768)
+// matrix, the shape of a 100M model's MLP, per weight type and mode, and an
+// output head's shape. It reports multiply-adds per second.
 func BenchmarkLinear(b *testing.B) {
+	for _, sh := range []struct{ in, out, n int }{{768, 2048, 512}, {768, 32000, 256}} {
+		for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeF16} {
+			for _, int8 := range []bool{false, true} {
+				if _, ok := quant.Int8FormatOf(typ); int8 && !ok {
+					continue
+				}
+				mode := "fp32"
+				if int8 {
+					mode = "int8"
+				}
+				b.Run(fmt.Sprintf("%dx%d/n=%d/%v/%s", sh.out, sh.in, sh.n, typ, mode), func(b *testing.B) {
+					r := rand.New(rand.NewPCG(1, 1))
+					rb, _ := typ.RowSize(uint64(sh.in))
+					data := make([]byte, int(rb)*sh.out)
+					if err := quant.Quantize(typ, randVec(r, sh.in*sh.out), data); err != nil {
+						b.Fatal(err)
+					}
+					l, err := NewLinear("w", typ, sh.in, sh.out, data)
+					if err != nil {
+						b.Fatal(err)
+					}
+					c := NewContext(0)
+					c.Int8 = int8
+					x, y := randVec(r, sh.n*sh.in), make([]float32, sh.n*sh.out)
+					for b.Loop() {
+						c.Reset()
+						l.Forward(c, y, x, sh.n)
+					}
+					b.ReportMetric(float64(sh.in*sh.out*sh.n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkAttention is one layer of a 100M model's attention over 512
+// positions.
+func BenchmarkAttention(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
-	in, out, n := 256, 32000, 64
-	data := make([]byte, out*in/32*34)
-	if err := quant.Quantize(gguf.TypeQ8_0, randVec(r, in*out), data); err != nil {
-		b.Fatal(err)
-	}
-	l, err := NewLinear("w", gguf.TypeQ8_0, in, out, data)
-	if err != nil {
-		b.Fatal(err)
-	}
+	n, heads, kv, hd := 512, 12, 4, 64
+	a := &Attention{Heads: heads, KVHeads: kv, HeadDim: hd, Scale: 0.125}
+	q, k, v := randVec(r, n*heads*hd), randVec(r, n*kv*hd), randVec(r, n*kv*hd)
+	out := make([]float32, n*heads*hd)
 	c := NewContext(0)
-	x, y := randVec(r, n*in), make([]float32, n*out)
-	b.ResetTimer()
 	for b.Loop() {
 		c.Reset()
-		l.Forward(c, y, x, n)
+		a.Forward(c, out, q, k, v, n)
 	}
-	b.ReportMetric(float64(in*out*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+	b.ReportMetric(float64(2*heads*hd*n*(n+1)/2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 }

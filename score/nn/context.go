@@ -13,6 +13,11 @@ import (
 type Context struct {
 	Threads int     // goroutines for parallel kernels; < 1 means GOMAXPROCS
 	KV      KVStore // the attention cache's storage; nil stores float32 exactly
+	// Int8 selects the int8 mode for matrices of quantized weights:
+	// activations quantized to 8 bits per block of 32 and integer dot
+	// products, as llama.cpp computes (see int8.go). False keeps
+	// activations in float32.
+	Int8 bool
 
 	f32 arena[float32]
 	f64 arena[float64]
@@ -28,9 +33,7 @@ func NewContext(threads int) *Context {
 }
 
 // Reset returns every slice handed out by Alloc and Alloc64 to the arenas.
-// Slices from before the Reset must not be used afterwards. When the last
-// pass needed more than an arena held, Reset grows it, so the next window
-// of the same shape is served from one block.
+// Slices from before the Reset must not be used afterwards.
 func (c *Context) Reset() {
 	c.f32.reset()
 	c.f64.reset()
@@ -44,17 +47,18 @@ func (c *Context) Alloc(n int) []float32 { return c.f32.alloc(n) }
 func (c *Context) Alloc64(n int) []float64 { return c.f64.alloc(n) }
 
 // Mark returns the arenas' current positions, for Release.
-func (c *Context) Mark() Mark { return Mark{c.f32.off, c.f64.off} }
+func (c *Context) Mark() Mark { return Mark{c.f32.mark(), c.f64.mark()} }
 
 // Release returns the slices allocated since m to the arenas: a layer
 // releases its scratch so that the next layer reuses it, and the arenas
 // stay the size of one layer's needs, not the whole network's.
 func (c *Context) Release(m Mark) {
-	c.f32.off, c.f64.off = m.f32, m.f64
+	c.f32.release(m.f32)
+	c.f64.release(m.f64)
 }
 
 // Mark is a position in a Context's arenas.
-type Mark struct{ f32, f64 int }
+type Mark struct{ f32, f64 arenaMark }
 
 // KVStore is the attention cache as attention sees it: Store replaces one
 // layer's keys (after RoPE) and values, each (tokens, heads, headDim), with
@@ -70,33 +74,53 @@ func (c *Context) StoreKV(layer int, k, v []float32, tokens, heads, headDim int)
 	}
 }
 
-// arena hands out slices of one block, stack-like, reset per window.
+// arena hands out slices stack-like from a list of chunks that it keeps
+// across passes: a request that does not fit the rest of the current chunk
+// goes to the next chunk big enough (chunks too small for it are skipped,
+// and freed once no slice uses them), or to a new one. Memory never becomes
+// garbage while a pass runs, so the heap stays the size of the largest
+// pass's live data (no collector slack on top of it), which bounds the
+// memory of long windows.
 type arena[T any] struct {
-	buf      []T
-	off      int  // elements handed out and not released
-	peak     int  // the most off reached since reset
-	overflow bool // buf ran out in this pass: the rest of the pass allocates
+	chunks [][]T
+	cur    int // chunk in use
+	off    int // elements handed out from chunks[cur]
 }
+
+type arenaMark struct{ cur, off int }
+
+// minChunk is the smallest chunk, in elements.
+const minChunk = 1 << 20
 
 func (a *arena[T]) alloc(n int) []T {
-	var s []T
-	if !a.overflow && a.off+n <= len(a.buf) {
-		s = a.buf[a.off : a.off+n : a.off+n]
-	} else {
-		a.overflow = true // first pass of a larger shape; reset grows the block
-		s = make([]T, n)
+	for a.cur < len(a.chunks) {
+		ch := a.chunks[a.cur]
+		if a.off+n <= len(ch) {
+			s := ch[a.off : a.off+n : a.off+n]
+			a.off += n
+			return s
+		}
+		if a.off == 0 && a.cur == len(a.chunks)-1 {
+			break // an empty last chunk too small: replace it
+		}
+		a.cur++
+		a.off = 0
 	}
-	a.off += n
-	a.peak = max(a.peak, a.off)
-	return s
+	ch := make([]T, max(n, minChunk))
+	if a.cur < len(a.chunks) {
+		a.chunks[a.cur] = ch
+	} else {
+		a.chunks = append(a.chunks, ch)
+	}
+	a.off = n
+	return ch[:n:n]
 }
 
-func (a *arena[T]) reset() {
-	if a.peak > len(a.buf) {
-		a.buf = make([]T, a.peak)
-	}
-	a.off, a.peak, a.overflow = 0, 0, false
-}
+func (a *arena[T]) mark() arenaMark { return arenaMark{a.cur, a.off} }
+
+func (a *arena[T]) release(m arenaMark) { a.cur, a.off = m.cur, m.off }
+
+func (a *arena[T]) reset() { a.cur, a.off = 0, 0 }
 
 // threads returns the goroutine count, at least 1.
 func (c *Context) threads() int {

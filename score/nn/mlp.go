@@ -8,21 +8,34 @@ type MLP struct {
 	Gate, Up, Down *Linear
 }
 
-// Forward runs n rows: x (n, Gate.In) -> out (n, Down.Out).
+// mlpRows is how many rows Forward runs through the block at a time, so
+// that the two hidden activations (rows × FFN floats each) stay small for
+// long windows.
+const mlpRows = 4096
+
+// Forward runs n rows: x (n, Gate.In) -> out (n, Down.Out), mlpRows at a
+// time. The activation is swiglu32.
 func (m *MLP) Forward(c *Context, out, x []float32, n int) {
 	f := m.Gate.Out
-	g := c.Alloc(n * f)
-	u := c.Alloc(n * f)
-	m.Gate.Forward(c, g, x, n)
-	m.Up.Forward(c, u, x, n)
-	c.Parallel(n, func(_, lo, hi int) {
-		SwiGLU(g[lo*f:hi*f], g[lo*f:hi*f], u[lo*f:hi*f])
-	})
-	m.Down.Forward(c, out, g, n)
+	rows := min(n, mlpRows)
+	mark := c.Mark()
+	g := c.Alloc(rows * f)
+	u := c.Alloc(rows * f)
+	for r0 := 0; r0 < n; r0 += rows {
+		b := min(rows, n-r0)
+		xs := x[r0*m.Gate.In : (r0+b)*m.Gate.In]
+		ForwardShared(c, xs, b, []*Linear{m.Gate, m.Up}, [][]float32{g[:b*f], u[:b*f]})
+		c.Parallel(b, func(_, lo, hi int) {
+			swiglu32(g[lo*f:hi*f], g[lo*f:hi*f], u[lo*f:hi*f])
+		})
+		m.Down.Forward(c, out[r0*m.Down.Out:(r0+b)*m.Down.Out], g, b)
+	}
+	c.Release(mark)
 }
 
 // SwiGLU computes out[i] = silu(gate[i]) · up[i], silu(g) = g / (1 + e^-g),
-// in float64 rounded once. out may alias gate or up.
+// in float64 rounded once: the reference for swiglu32 (and for other
+// backends' kernels). out may alias gate or up.
 func SwiGLU(out, gate, up []float32) {
 	check("SwiGLU gate", len(gate), len(out))
 	check("SwiGLU up", len(up), len(out))
@@ -30,4 +43,63 @@ func SwiGLU(out, gate, up []float32) {
 		g := float64(gate[i])
 		out[i] = float32(g / (1 + math.Exp(-g)) * float64(up[i]))
 	}
+}
+
+// swiglu32 is SwiGLU in float32: out = (g / (1 + exp32(-g))) · u, each
+// operation rounded, within 4 ulp of SwiGLU. out may alias gate or up.
+func swiglu32(out, gate, up []float32) {
+	check("swiglu32 gate", len(gate), len(out))
+	check("swiglu32 up", len(up), len(out))
+	n := len(out)
+	i := 0
+	if f := kern.swiglu; f != nil && n >= 16 {
+		i = n &^ 15
+		f(&out[0], &gate[0], &up[0], i)
+	}
+	swiglu32Generic(out[i:], gate[i:n], up[i:n])
+}
+
+func swiglu32Generic(out, gate, up []float32) {
+	for i, g := range gate {
+		out[i] = g / (1 + exp32(-g)) * up[i]
+	}
+}
+
+// ExpSum returns Σ e^(x[i]-m) in float64, each term exp32 (float32, within
+// 2 ulp), for the log-sum-exp over a vocabulary: the terms are summed in
+// float64 in 16 lanes (element i in lane i mod 16), folded in a fixed order,
+// then the tail past the last multiple of 16 is added in order.
+func ExpSum(x []float32, m float32) float64 {
+	n := len(x) &^ 15
+	var s float64
+	if f := kern.expSum; f != nil {
+		if n > 0 {
+			s = f(&x[0], n, m)
+		}
+	} else {
+		s = expSumGeneric(x[:n], m)
+	}
+	for _, v := range x[n:] {
+		s += float64(exp32(v - m))
+	}
+	return s
+}
+
+// expSumGeneric is the vector kernels' sum for len(x) a multiple of 16.
+func expSumGeneric(x []float32, m float32) float64 {
+	var acc [16]float64
+	for i := 0; i+16 <= len(x); i += 16 {
+		for j := range 16 {
+			acc[j] += float64(exp32(x[i+j] - m))
+		}
+	}
+	for j := range 8 {
+		acc[j] += acc[j+8]
+	}
+	for j := range 4 {
+		acc[j] += acc[j+4]
+	}
+	acc[0] += acc[2]
+	acc[1] += acc[3]
+	return acc[0] + acc[1]
 }

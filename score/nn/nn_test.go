@@ -19,76 +19,6 @@ func randVec(r *rand.Rand, n int) []float32 {
 	return v
 }
 
-// naiveMatMul is x (n, k) @ w (r, k)ᵀ in float64, and Σ|x·w| per output
-// (the scale of float32 rounding error).
-func naiveMatMul(x []float32, n, k int, w []float32, r int) (out, mag []float64) {
-	out, mag = make([]float64, n*r), make([]float64, n*r)
-	for t := range n {
-		for j := range r {
-			for i := range k {
-				p := float64(x[t*k+i]) * float64(w[j*k+i])
-				out[t*r+j] += p
-				mag[t*r+j] += math.Abs(p)
-			}
-		}
-	}
-	return out, mag
-}
-
-// checkMatMul compares out (n, stride) columns [0, r) with the float64
-// product. A float32 sum of k products is within k·2⁻²⁴·Σ|xᵢwᵢ| of exact.
-func checkMatMul(t *testing.T, name string, out []float32, stride int, x []float32, n, k int, w []float32, r int) {
-	t.Helper()
-	want, mag := naiveMatMul(x, n, k, w, r)
-	for ti := range n {
-		for j := range r {
-			got := float64(out[ti*stride+j])
-			if d := math.Abs(got - want[ti*r+j]); d > float64(k+1)*0x1p-24*mag[ti*r+j] {
-				t.Fatalf("%s n=%d k=%d: out[%d,%d] = %v, want %v (diff %g)", name, n, k, ti, j, got, want[ti*r+j], d)
-			}
-		}
-	}
-}
-
-func TestMatMul(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for _, n := range []int{1, 3, 4, 5, 17} {
-		for _, k := range []int{1, 7, 64, 256} {
-			x, w := randVec(r, n*k), randVec(r, 16*k)
-			stride := 16 + 3
-			out := make([]float32, n*stride)
-			MatMulRows(out, stride, x, n, k, w, 16)
-			checkMatMul(t, "MatMulRows", out, stride, x, n, k, w, 16)
-			MatMulRows(out, stride, x, n, k, w, 5) // fewer rows than a block
-			checkMatMul(t, "MatMulRows(5 rows)", out, stride, x, n, k, w, 5)
-			if matMul16 != nil {
-				out2 := make([]float32, n*stride)
-				matMul16(out2, stride, x, n, k, w, make([]float32, 16*k))
-				checkMatMul(t, "matMul16", out2, stride, x, n, k, w, 16)
-			}
-		}
-	}
-}
-
-// FuzzMatMul16 checks the fast kernel, where this CPU has one, against the
-// float64 product on arbitrary shapes and values.
-func FuzzMatMul16(f *testing.F) {
-	f.Add(uint8(1), uint8(1), uint64(1))
-	f.Add(uint8(4), uint8(64), uint64(2))
-	f.Add(uint8(7), uint8(33), uint64(3))
-	f.Fuzz(func(t *testing.T, n8, k8 uint8, seed uint64) {
-		if matMul16 == nil {
-			t.Skip("no fast kernel on this CPU")
-		}
-		n, k := int(n8%20)+1, int(k8)+1
-		r := rand.New(rand.NewPCG(seed, 7))
-		x, w := randVec(r, n*k), randVec(r, 16*k)
-		out := make([]float32, n*16)
-		matMul16(out, 16, x, n, k, w, make([]float32, 16*k))
-		checkMatMul(t, "matMul16", out, 16, x, n, k, w, 16)
-	})
-}
-
 // TestLinear runs a Q8_0 matrix with a bias through Linear, for a row count
 // that is not a multiple of the 16-row block, and checks that the result
 // does not depend on the number of threads.
@@ -277,21 +207,37 @@ func naiveAttention(q, k, v []float32, n, heads, kvHeads, hd int) []float64 {
 
 func TestAttention(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	n, heads, kvHeads, hd := 37, 4, 2, 16
-	a := &Attention{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Scale: 1 / math.Sqrt(float64(hd))}
-	if err := a.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	q, k, v := randVec(r, n*heads*hd), randVec(r, n*kvHeads*hd), randVec(r, n*kvHeads*hd)
-	want := naiveAttention(q, k, v, n, heads, kvHeads, hd)
-	for _, threads := range []int{1, 3} {
-		out := make([]float32, n*heads*hd)
-		a.Forward(NewContext(threads), out, q, k, v, n)
-		for i, w := range want {
-			if math.Abs(float64(out[i])-w) > 1e-5 {
-				t.Fatalf("threads=%d: out[%d] = %v, want %v", threads, i, out[i], w)
-			}
+	for _, tc := range []struct{ n, heads, kvHeads, hd int }{
+		{37, 4, 2, 16}, {1, 1, 1, 16}, {70, 12, 4, 64}, {33, 4, 1, 32}, {65, 16, 1, 48},
+		{40, 6, 6, 128}, {31, 3, 1, 8}, {20, 26, 2, 16}, {100, 2, 2, 80},
+	} {
+		n, heads, kvHeads, hd := tc.n, tc.heads, tc.kvHeads, tc.hd
+		a := &Attention{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Scale: 1 / math.Sqrt(float64(hd))}
+		if err := a.Validate(); err != nil {
+			t.Fatal(err)
 		}
+		q, k, v := randVec(r, n*heads*hd), randVec(r, n*kvHeads*hd), randVec(r, n*kvHeads*hd)
+		for i := range q {
+			q[i] *= 2 // sharper softmax
+		}
+		want := naiveAttention(q, k, v, n, heads, kvHeads, hd)
+		var ref []float32
+		forEachLevel(t, func(t testing.TB, l Level) {
+			for _, threads := range []int{1, 3} {
+				out := make([]float32, n*heads*hd)
+				a.Forward(NewContext(threads), out, q, k, v, n)
+				for i, w := range want {
+					if math.Abs(float64(out[i])-w) > 1e-5 {
+						t.Fatalf("%+v level %v threads=%d: out[%d] = %v, want %v", tc, l, threads, i, out[i], w)
+					}
+				}
+				if ref == nil {
+					ref = out
+				} else if !slices.Equal(ref, out) {
+					t.Fatalf("%+v level %v threads=%d: differs from generic, 1 thread", tc, l, threads)
+				}
+			}
+		})
 	}
 	if (&Attention{Heads: 3, KVHeads: 2, HeadDim: 4}).Validate() == nil {
 		t.Error("3 heads over 2 KV heads accepted")
@@ -316,19 +262,20 @@ func TestContextArena(t *testing.T) {
 		c.Alloc(50)
 		c.Release(m)
 		b = c.Alloc(30) // reuses the released space
+		c.Alloc(3 * minChunk)
 		c.Alloc64(10)
 		return a, b
 	}
-	pass()
-	a, b := pass() // served from the grown arena
-	if &b[0] != &c.f32.buf[100] || &a[0] != &c.f32.buf[0] {
+	a1, b1 := pass()
+	a, b := pass() // served from the same chunks
+	if &a[0] != &a1[0] || &b[0] != &b1[0] || &b[0] != &c.f32.chunks[0][100] {
 		t.Fatal("second pass not served from the arena in order")
-	}
-	if len(c.f32.buf) != 150 || len(c.f64.buf) != 10 {
-		t.Fatalf("arena sizes %d, %d; want 150, 10", len(c.f32.buf), len(c.f64.buf))
 	}
 	if allocs := testing.AllocsPerRun(10, func() { pass() }); allocs != 0 {
 		t.Fatalf("%v allocations per pass after the first", allocs)
+	}
+	if len(c.f32.chunks) != 2 || len(c.f64.chunks) != 1 {
+		t.Fatalf("%d, %d chunks; want 2, 1", len(c.f32.chunks), len(c.f64.chunks))
 	}
 }
 
@@ -354,5 +301,40 @@ func TestParallel(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestRMSNormLevels checks rows of several lengths at every level against
+// the generic bits and a float64 reference.
+func TestRMSNormLevels(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 8))
+	for _, d := range []int{1, 7, 16, 33, 768} {
+		m := &RMSNorm{Name: "n", W: randVec(r, d), Eps: 1e-5}
+		x := randVec(r, 3*d)
+		var ref []float32
+		forEachLevel(t, func(t testing.TB, l Level) {
+			out := make([]float32, 3*d)
+			m.Forward(NewContext(2), out, x, 3)
+			if ref == nil {
+				ref = out
+				for row := range 3 {
+					var ss float64
+					for _, v := range x[row*d : (row+1)*d] {
+						ss += float64(v) * float64(v)
+					}
+					s := 1 / math.Sqrt(ss/float64(d)+1e-5)
+					for i := range d {
+						want := float32(float64(x[row*d+i]) * s * float64(m.W[i]))
+						if math.Abs(float64(out[row*d+i]-want)) > 1e-6*math.Abs(float64(want)) {
+							t.Fatalf("d=%d: out[%d] = %v, want %v", d, row*d+i, out[row*d+i], want)
+						}
+					}
+				}
+				return
+			}
+			if !slicesEqualBits(ref, out) {
+				t.Fatalf("d=%d level %v: differs from generic", d, l)
+			}
+		})
 	}
 }

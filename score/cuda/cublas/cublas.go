@@ -9,9 +9,12 @@
 // accumulation); cuBLASLt's descriptors would add failure modes and nothing
 // this workload needs yet. Quantized products can come later beside it.
 //
-// Bound from libcublas.so.13 or, failing that, libcublas.so.12:
+// Bound from libcublas.so.13 or, failing that, libcublas.so.12 (or, last,
+// libcublas.so.11, which works but has no Hopper-tuned kernels):
 //
-//	cublasCreate_v2 cublasDestroy_v2 cublasGetVersion_v2 cublasGemmEx
+//	cublasCreate_v2 cublasGetVersion_v2 cublasGemmEx
+//
+// (A handle lives as long as its engine, the whole process: none is destroyed.)
 //
 // The library is looked for by soname (LD_LIBRARY_PATH, the loader cache),
 // then in $PPL_CUBLAS_DIR, $CUDA_HOME/lib64, /usr/local/cuda*/lib64 and the
@@ -94,7 +97,7 @@ func statusName(s int) string {
 }
 
 var fn struct {
-	create, destroy, version, gemmEx uintptr
+	create, version, gemmEx uintptr
 }
 
 var (
@@ -116,14 +119,13 @@ func load() error {
 	var tried []string
 	h, err := open(&tried)
 	if err != nil {
-		return fmt.Errorf("cuBLAS not found (tried %s): install the CUDA toolkit's libcublas 12 or 13 (or the nvidia-cublas wheel) or set PPL_CUBLAS_DIR", summarize(tried))
+		return fmt.Errorf("cuBLAS not found (tried %s): install the CUDA toolkit's libcublas 13 or 12 (or the nvidia-cublas wheel) or set PPL_CUBLAS_DIR", summarize(tried))
 	}
 	for _, s := range []struct {
 		name string
 		addr *uintptr
 	}{
 		{"cublasCreate_v2", &fn.create},
-		{"cublasDestroy_v2", &fn.destroy},
 		{"cublasGetVersion_v2", &fn.version},
 		{"cublasGemmEx", &fn.gemmEx},
 	} {
@@ -143,9 +145,12 @@ func summarize(tried []string) string {
 	return fmt.Sprint(tried)
 }
 
+// versions are the cuBLAS sonames tried, best first.
+var versions = []string{"13", "12", "11"}
+
 // open tries the sonames, then the usual directories.
 func open(tried *[]string) (uintptr, error) {
-	for _, v := range []string{"13", "12"} {
+	for _, v := range versions {
 		name := "libcublas.so." + v
 		*tried = append(*tried, name)
 		if h, err := driver.Dlopen(name); err == nil {
@@ -174,7 +179,7 @@ func open(tried *[]string) (uintptr, error) {
 		dirs = append(dirs, m...)
 	}
 	for _, d := range dirs {
-		for _, v := range []string{"13", "12"} {
+		for _, v := range versions {
 			p := filepath.Join(d, "libcublas.so."+v)
 			if _, err := os.Stat(p); err != nil {
 				continue
@@ -215,9 +220,6 @@ func Create() (Handle, error) {
 	err := call(fn.create, "cublasCreate_v2", uintptr(unsafe.Pointer(&h)))
 	return Handle(h), err
 }
-
-// Destroy releases the handle.
-func (h Handle) Destroy() error { return call(fn.destroy, "cublasDestroy_v2", uintptr(h)) }
 
 // Version returns cuBLAS's version (major·10000 + minor·100 + patch).
 func (h Handle) Version() (int, error) {

@@ -14,16 +14,18 @@
 //
 //	cuGetErrorName cuGetErrorString cuInit cuDriverGetVersion
 //	cuDeviceGetCount cuDeviceGet cuDeviceGetName cuDeviceGetAttribute
-//	cuDeviceTotalMem_v2 cuDevicePrimaryCtxRetain cuDevicePrimaryCtxRelease_v2
-//	cuCtxSetCurrent cuCtxSynchronize
+//	cuDeviceTotalMem_v2 cuDevicePrimaryCtxRetain cuCtxSetCurrent cuCtxSynchronize
 //	cuMemAlloc_v2 cuMemFree_v2 cuMemcpyHtoD_v2 cuMemcpyDtoH_v2
-//	cuMemsetD8_v2 cuMemsetD32_v2 cuMemGetInfo_v2
-//	cuModuleLoadDataEx cuModuleUnload cuModuleGetFunction cuLaunchKernel
+//	cuMemsetD32_v2 cuMemGetInfo_v2
+//	cuModuleLoadDataEx cuModuleGetFunction cuLaunchKernel
 //	cuEventCreate cuEventRecord cuEventSynchronize cuEventElapsedTime cuEventDestroy_v2
 //
 // and, only to name the driver release in result headers, from
 // libnvidia-ml.so.1 when present: nvmlInit_v2 nvmlSystemGetDriverVersion
 // nvmlShutdown.
+//
+// (The primary context is retained for the life of the process and modules
+// are never unloaded, so neither release nor unload is bound.)
 //
 // Every CUresult other than CUDA_SUCCESS becomes an *Error naming the call.
 // The driver's current context is per OS thread: callers make every call
@@ -102,11 +104,9 @@ func IsOutOfMemory(err error) bool {
 var fn struct {
 	cuGetErrorName, cuGetErrorString, cuInit, cuDriverGetVersion                         uintptr
 	cuDeviceGetCount, cuDeviceGet, cuDeviceGetName, cuDeviceGetAttribute                 uintptr
-	cuDeviceTotalMem, cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRelease                uintptr
-	cuCtxSetCurrent, cuCtxSynchronize                                                    uintptr
-	cuMemAlloc, cuMemFree, cuMemcpyHtoD, cuMemcpyDtoH, cuMemsetD8, cuMemsetD32           uintptr
-	cuMemGetInfo, cuModuleLoadDataEx, cuModuleUnload, cuModuleGetFunction                uintptr
-	cuLaunchKernel                                                                       uintptr
+	cuDeviceTotalMem, cuDevicePrimaryCtxRetain, cuCtxSetCurrent, cuCtxSynchronize        uintptr
+	cuMemAlloc, cuMemFree, cuMemcpyHtoD, cuMemcpyDtoH, cuMemsetD32, cuMemGetInfo         uintptr
+	cuModuleLoadDataEx, cuModuleGetFunction, cuLaunchKernel                              uintptr
 	cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventElapsedTime, cuEventDestroy uintptr
 }
 
@@ -125,18 +125,15 @@ var symbols = []struct {
 	{"cuDeviceGetAttribute", &fn.cuDeviceGetAttribute},
 	{"cuDeviceTotalMem_v2", &fn.cuDeviceTotalMem},
 	{"cuDevicePrimaryCtxRetain", &fn.cuDevicePrimaryCtxRetain},
-	{"cuDevicePrimaryCtxRelease_v2", &fn.cuDevicePrimaryCtxRelease},
 	{"cuCtxSetCurrent", &fn.cuCtxSetCurrent},
 	{"cuCtxSynchronize", &fn.cuCtxSynchronize},
 	{"cuMemAlloc_v2", &fn.cuMemAlloc},
 	{"cuMemFree_v2", &fn.cuMemFree},
 	{"cuMemcpyHtoD_v2", &fn.cuMemcpyHtoD},
 	{"cuMemcpyDtoH_v2", &fn.cuMemcpyDtoH},
-	{"cuMemsetD8_v2", &fn.cuMemsetD8},
 	{"cuMemsetD32_v2", &fn.cuMemsetD32},
 	{"cuMemGetInfo_v2", &fn.cuMemGetInfo},
 	{"cuModuleLoadDataEx", &fn.cuModuleLoadDataEx},
-	{"cuModuleUnload", &fn.cuModuleUnload},
 	{"cuModuleGetFunction", &fn.cuModuleGetFunction},
 	{"cuLaunchKernel", &fn.cuLaunchKernel},
 	{"cuEventCreate", &fn.cuEventCreate},
@@ -275,11 +272,6 @@ func (d Device) PrimaryCtxRetain() (Context, error) {
 	return Context(c), err
 }
 
-// PrimaryCtxRelease releases a retained primary context.
-func (d Device) PrimaryCtxRelease() error {
-	return call(fn.cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2", uintptr(d))
-}
-
 // SetCurrent makes c the calling thread's current context.
 func (c Context) SetCurrent() error { return call(fn.cuCtxSetCurrent, "cuCtxSetCurrent", uintptr(c)) }
 
@@ -307,11 +299,6 @@ func MemcpyHtoD(dst DevicePtr, src unsafe.Pointer, bytes uint64) error {
 // work queued before it on the default stream.
 func MemcpyDtoH(dst unsafe.Pointer, src DevicePtr, bytes uint64) error {
 	return call(fn.cuMemcpyDtoH, "cuMemcpyDtoH_v2", uintptr(dst), uintptr(src), uintptr(bytes))
-}
-
-// MemsetD8 sets n bytes at p to v, in order with the default stream.
-func MemsetD8(p DevicePtr, v uint8, n uint64) error {
-	return call(fn.cuMemsetD8, "cuMemsetD8_v2", uintptr(p), uintptr(v), uintptr(n))
 }
 
 // MemsetD32 sets n 32-bit words at p to v, in order with the default stream.
@@ -359,9 +346,6 @@ func ModuleLoadData(image []byte) (Module, error) {
 	}
 	return Module(m), nil
 }
-
-// Unload unloads a module.
-func (m Module) Unload() error { return call(fn.cuModuleUnload, "cuModuleUnload", uintptr(m)) }
 
 // Function returns the kernel called name (an extern "C" name).
 func (m Module) Function(name string) (Function, error) {

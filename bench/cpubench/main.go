@@ -1,0 +1,527 @@
+// Command cpubench measures ppl-score on the CPU: tokens per second, user
+// CPU time and peak memory for synthetic Llama-architecture models of about
+// 100M parameters (ppl-mkmodel's 100M preset, in F16, Q8_0 and Q4_K_M), in
+// both activation modes, from one thread to all of them; and, when given
+// llama.cpp's llama-perplexity, the same workload through it, back to back.
+//
+//	go run ./bench/cpubench [flags]      (make bench-cpu; from the repository root)
+//
+// The workload is llama-perplexity's: chunks of --context tokens of one
+// text, the first token of each replaced by BOS, the second half of each
+// chunk scored (ppl-window --protocol llama.cpp), the first --chunks
+// chunks. Each ppl-score run is a separate process, timed by wall clock
+// with its user CPU time and peak RSS from the kernel's accounting
+// (getrusage), model loading included, as for llama-perplexity.
+// tokens/s is chunks × context / wall seconds.
+//
+// Comparison with llama.cpp (--llama "chroot /tmp/sid llama-perplexity",
+// --llama-root /tmp/sid to copy the files where a chroot sees them): for
+// each model, rounds of ppl-score fp32, ppl-score int8 and
+// llama-perplexity -c CONTEXT -b CONTEXT -t THREADS --chunks CHUNKS run
+// one after another, --reps rounds; the best wall time of each is kept (the
+// machine is shared, so the best is the least disturbed) and the ratios of
+// tokens/s are printed.
+//
+// --long N adds the memory check: one window of N tokens (the text repeated
+// as needed) scored with all threads in each mode, its peak RSS next to the
+// model file's size.
+//
+// Flags: --bin DIR (the ppl tools, built by make build; default bin),
+// --dir DIR (models and scratch; default profiles/bench-cpu), --types
+// (default F16,Q8_0,Q4_K_M), --modes (default fp32,int8), --threads
+// (comma-separated; default 1 up to the number of CPUs), --context (512),
+// --chunks (8), --text FILE (default: the shared oracle's all-texts.txt, or
+// the held-out corpus's English files), --vocab-from FILE.gguf (the
+// tokenizer; default the shared oracle's Llama-2 tokenizer model when it is
+// there), --reps (3), --llama, --llama-root, --long.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type config struct {
+	bin, dir, text, vocabFrom string
+	types, modes              []string
+	threads                   []int
+	context, chunks, reps     int
+	llama, llamaRoot          string
+	long                      int
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "cpubench:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var c config
+	var types, modes, threads string
+	flag.StringVar(&c.bin, "bin", "bin", "directory of the ppl tools")
+	flag.StringVar(&c.dir, "dir", "profiles/bench-cpu", "directory for models and scratch files")
+	flag.StringVar(&types, "types", "F16,Q8_0,Q4_K_M", "model weight types")
+	flag.StringVar(&modes, "modes", "fp32,int8", "ppl-score activation modes")
+	flag.StringVar(&threads, "threads", "", "thread counts (default 1..number of CPUs)")
+	flag.IntVar(&c.context, "context", 512, "chunk length")
+	flag.IntVar(&c.chunks, "chunks", 8, "chunks scored")
+	flag.StringVar(&c.text, "text", "", "text to score")
+	flag.StringVar(&c.vocabFrom, "vocab-from", "", "GGUF model whose tokenizer the models get")
+	flag.IntVar(&c.reps, "reps", 3, "rounds of the llama.cpp comparison (best kept)")
+	flag.StringVar(&c.llama, "llama", "", "llama-perplexity command, e.g. \"chroot /tmp/sid llama-perplexity\"")
+	flag.StringVar(&c.llamaRoot, "llama-root", "", "root directory the llama command sees (files are copied under ROOT/x)")
+	flag.IntVar(&c.long, "long", 0, "also score one window of this many tokens and report its peak RSS")
+	flag.Parse()
+	c.types, c.modes = strings.Split(types, ","), strings.Split(modes, ",")
+	if threads == "" {
+		for t := 1; t <= runtime.NumCPU(); t *= 2 {
+			c.threads = append(c.threads, t)
+		}
+		if last := c.threads[len(c.threads)-1]; last != runtime.NumCPU() {
+			c.threads = append(c.threads, runtime.NumCPU())
+		}
+	} else {
+		for _, s := range strings.Split(threads, ",") {
+			t, err := strconv.Atoi(s)
+			if err != nil || t < 1 {
+				return fmt.Errorf("--threads %q", threads)
+			}
+			c.threads = append(c.threads, t)
+		}
+	}
+	if c.text == "" {
+		c.text = defaultText()
+	}
+	if c.vocabFrom == "" {
+		if p := "../shared/oracle/models/tiny-llama-spm-q8_0.gguf"; exists(p) {
+			c.vocabFrom = p
+		}
+	}
+	if err := os.MkdirAll(c.dir, 0o755); err != nil {
+		return err
+	}
+	fmt.Printf("# ppl-score on the CPU: %d chunks of %d tokens (llama.cpp protocol), %d CPUs, %s\n", c.chunks, c.context, runtime.NumCPU(), c.text)
+	var cmp []comparison
+	for _, typ := range c.types {
+		model, err := c.makeModel(typ)
+		if err != nil {
+			return err
+		}
+		win, err := c.windows(model)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("\n## %s (%.1f MB)\n\n", filepath.Base(model), float64(fileSize(model))/1e6)
+		fmt.Printf("| mode | threads | tokens/s | wall s | user s | peak RSS MB | speed-up |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+		for _, mode := range c.modes {
+			var base float64
+			for _, th := range c.threads {
+				r, err := c.score(model, win, mode, th)
+				if err != nil {
+					return err
+				}
+				tps := float64(c.chunks*c.context) / r.wall.Seconds()
+				if base == 0 {
+					base = tps
+				}
+				fmt.Printf("| %s | %d | %.0f | %.2f | %.2f | %.0f | %.2f× |\n", mode, th, tps, r.wall.Seconds(), r.user.Seconds(), r.rssMB, tps/base)
+			}
+		}
+		if c.llama != "" {
+			cc, err := c.compare(typ, model, win)
+			if err != nil {
+				return err
+			}
+			cmp = append(cmp, cc)
+		}
+		if c.long > 0 {
+			if err := c.longWindow(model); err != nil {
+				return err
+			}
+		}
+	}
+	if len(cmp) > 0 {
+		th := c.threads[len(c.threads)-1]
+		fmt.Printf("\n## Against llama.cpp: %d threads, best of %d alternating rounds (wall clock; user CPU seconds in parentheses)\n\n", th, c.reps)
+		fmt.Printf("| model | ppl-score fp32 tokens/s | ppl-score int8 tokens/s | llama-perplexity tokens/s | fp32 / llama.cpp | int8 / llama.cpp |\n| --- | --- | --- | --- | --- | --- |\n")
+		for _, x := range cmp {
+			fmt.Printf("| %s | %.0f (%.1f s) | %.0f (%.1f s) | %.0f (%.1f s) | %.2f | %.2f |\n", x.typ,
+				x.tps(x.fp32), x.fp32.user.Seconds(), x.tps(x.int8), x.int8.user.Seconds(), x.tps(x.llama), x.llama.user.Seconds(),
+				x.tps(x.fp32)/x.tps(x.llama), x.tps(x.int8)/x.tps(x.llama))
+		}
+		for _, x := range cmp {
+			if x.llamaPPL != "" {
+				fmt.Printf("\n%s: llama-perplexity's final estimate %s; its prompt-eval rate %s\n", x.typ, x.llamaPPL, x.llamaRate)
+			}
+		}
+	}
+	return nil
+}
+
+// defaultText is the shared oracle's concatenated texts, or the held-out
+// corpus's English documents joined into one file.
+func defaultText() string {
+	if p := "../shared/oracle/golden-long/all-texts.txt"; exists(p) {
+		return p
+	}
+	return "eval/corpora/ppl-heldout-v1/en"
+}
+
+func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+func fileSize(p string) int64 {
+	st, err := os.Stat(p)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}
+
+// makeModel generates the 100M model of a type unless it exists.
+func (c *config) makeModel(typ string) (string, error) {
+	path := filepath.Join(c.dir, "llama-100m-"+strings.ToLower(typ)+".gguf")
+	if exists(path) {
+		return path, nil
+	}
+	args := []string{"--params", "100M", "--type", typ, "-o", path}
+	if c.vocabFrom != "" {
+		args = append(args, "--vocab-from", c.vocabFrom)
+	}
+	fmt.Fprintf(os.Stderr, "cpubench: generating %s\n", path)
+	cmd := exec.Command(filepath.Join(c.bin, "ppl-mkmodel"), args...)
+	cmd.Stderr = os.Stderr
+	return path, cmd.Run()
+}
+
+// textFile returns the text as one file (a directory's .txt files joined).
+func (c *config) textFile() (string, error) {
+	st, err := os.Stat(c.text)
+	if err != nil {
+		return "", err
+	}
+	if !st.IsDir() {
+		return c.text, nil
+	}
+	paths, _ := filepath.Glob(filepath.Join(c.text, "*.txt"))
+	var b bytes.Buffer
+	for _, p := range paths {
+		d, err := os.ReadFile(p)
+		if err != nil {
+			return "", err
+		}
+		b.Write(d)
+	}
+	out := filepath.Join(c.dir, "text.txt")
+	return out, os.WriteFile(out, b.Bytes(), 0o644)
+}
+
+// windows tokenizes the text with the model and cuts the first chunks.
+func (c *config) windows(model string) (string, error) {
+	text, err := c.textFile()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(c.dir, filepath.Base(model)+fmt.Sprintf(".c%d.windows.ndjson", c.context))
+	tok, err := c.output("ppl-tokenize", "--model", model, "--text", text, "--no-cache", "--log-level", "warn")
+	if err != nil {
+		return "", err
+	}
+	win, err := c.outputIn(tok, "ppl-window", "--protocol", "llama.cpp", "--context", strconv.Itoa(c.context))
+	if err != nil {
+		return "", err
+	}
+	kept, n, err := firstWindows(win, c.chunks)
+	if err != nil {
+		return "", err
+	}
+	if n < c.chunks {
+		return "", fmt.Errorf("%s gives %d chunks of %d tokens, want %d", text, n, c.context, c.chunks)
+	}
+	return out, os.WriteFile(out, kept, 0o644)
+}
+
+// firstWindows keeps the first n window records of ppl-window output and
+// fixes the window stage's record count.
+func firstWindows(in []byte, n int) ([]byte, int, error) {
+	var out bytes.Buffer
+	seen := 0
+	sc := bufio.NewScanner(bytes.NewReader(in))
+	sc.Buffer(make([]byte, 1<<20), 1<<30)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var rec struct {
+			Type  string `json:"type"`
+			Stage string `json:"stage"`
+		}
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return nil, 0, err
+		}
+		switch {
+		case rec.Type == "window":
+			seen++
+			if seen > n {
+				continue
+			}
+		case rec.Type == "end" && rec.Stage == "window":
+			fmt.Fprintf(&out, `{"type":"end","stage":"window","records":%d}`+"\n", 1+min(seen, n))
+			continue
+		}
+		out.Write(line)
+		out.WriteByte('\n')
+	}
+	return out.Bytes(), min(seen, n), sc.Err()
+}
+
+func (c *config) output(tool string, args ...string) ([]byte, error) {
+	return c.outputIn(nil, tool, args...)
+}
+
+func (c *config) outputIn(stdin []byte, tool string, args ...string) ([]byte, error) {
+	cmd := exec.Command(filepath.Join(c.bin, tool), args...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v\n%s", tool, err, errb.String())
+	}
+	return out, nil
+}
+
+// result is one timed process.
+type result struct {
+	wall, user time.Duration
+	rssMB      float64
+	stderr     string
+}
+
+// timed runs a command and returns its wall time, user time and peak RSS.
+func timed(name string, args []string, stdout io.Writer) (result, error) {
+	cmd := exec.Command(name, args...)
+	var errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = stdout, &errb
+	t0 := time.Now()
+	err := cmd.Run()
+	r := result{wall: time.Since(t0), stderr: errb.String()}
+	if err != nil {
+		return r, fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, tail(errb.String(), 2000))
+	}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.rssMB = float64(ru.Maxrss) / 1024 // KiB on Linux
+	}
+	r.user = cmd.ProcessState.UserTime()
+	return r, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// score runs ppl-score on the windows.
+func (c *config) score(model, win, mode string, threads int) (result, error) {
+	return timed(filepath.Join(c.bin, "ppl-score"), []string{"--model", model, "--device", "cpu", "--no-cache",
+		"--activations", mode, "--threads", strconv.Itoa(threads), "--log-level", "warn", win}, io.Discard)
+}
+
+// comparison is one model's best times against llama.cpp.
+type comparison struct {
+	typ                 string
+	tokens              int
+	fp32, int8, llama   result
+	llamaPPL, llamaRate string
+}
+
+func (x comparison) tps(r result) float64 { return float64(x.tokens) / r.wall.Seconds() }
+
+// compare runs ppl-score (both modes) and llama-perplexity alternately.
+func (c *config) compare(typ, model, win string) (comparison, error) {
+	th := c.threads[len(c.threads)-1]
+	x := comparison{typ: typ, tokens: c.chunks * c.context}
+	lm, lt, err := c.llamaFiles(model)
+	if err != nil {
+		return x, err
+	}
+	fields := strings.Fields(c.llama)
+	largs := append(fields[1:], "-m", lm, "-f", lt, "-c", strconv.Itoa(c.context), "-b", strconv.Itoa(c.context),
+		"-t", strconv.Itoa(th), "--chunks", strconv.Itoa(c.chunks))
+	best := func(cur *result, r result) {
+		if cur.wall == 0 || r.wall < cur.wall {
+			*cur = r
+		}
+	}
+	for rep := 0; rep < c.reps; rep++ {
+		for _, mode := range []string{"fp32", "int8"} {
+			r, err := c.score(model, win, mode, th)
+			if err != nil {
+				return x, err
+			}
+			if mode == "fp32" {
+				best(&x.fp32, r)
+			} else {
+				best(&x.int8, r)
+			}
+		}
+		var lout bytes.Buffer
+		r, err := timed(fields[0], largs, &lout)
+		if err != nil {
+			return x, err
+		}
+		r.stderr = lout.String() + r.stderr
+		best(&x.llama, r)
+		fmt.Fprintf(os.Stderr, "cpubench: %s round %d: fp32 %.2fs, int8 %.2fs, llama.cpp %.2fs\n", typ, rep+1,
+			x.fp32.wall.Seconds(), x.int8.wall.Seconds(), r.wall.Seconds())
+	}
+	for _, line := range strings.Split(x.llama.stderr, "\n") {
+		if i := strings.Index(line, "Final estimate:"); i >= 0 {
+			x.llamaPPL = strings.TrimSpace(line[i+len("Final estimate:"):])
+		}
+		if i := strings.Index(line, "prompt eval time"); i >= 0 {
+			if j := strings.LastIndex(line, ","); j > i {
+				x.llamaRate = strings.Trim(strings.TrimSpace(line[j+1:]), ")")
+			}
+		}
+	}
+	return x, nil
+}
+
+// llamaFiles puts the model and a text prefix where the llama command sees
+// them, and returns their paths as it sees them. The prefix is the text cut
+// after enough bytes for the chunks (llama-perplexity tokenizes all of it).
+func (c *config) llamaFiles(model string) (m, t string, err error) {
+	text, err := c.textFile()
+	if err != nil {
+		return "", "", err
+	}
+	data, err := os.ReadFile(text)
+	if err != nil {
+		return "", "", err
+	}
+	// 16 bytes per token is far more than any text needs here.
+	if n := 16 * (c.chunks + 1) * c.context; len(data) > n {
+		data = data[:n]
+		for len(data) > 0 && data[len(data)-1]&0xc0 == 0x80 { // whole characters
+			data = data[:len(data)-1]
+		}
+		if len(data) > 0 && data[len(data)-1] >= 0xc0 {
+			data = data[:len(data)-1]
+		}
+	}
+	dir := c.dir
+	seen := dir
+	if c.llamaRoot != "" {
+		dir = filepath.Join(c.llamaRoot, "x", "ppl-bench")
+		seen = "/x/ppl-bench"
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	tp := filepath.Join(dir, "text.txt")
+	if err := os.WriteFile(tp, data, 0o644); err != nil {
+		return "", "", err
+	}
+	mp := filepath.Join(dir, filepath.Base(model))
+	if c.llamaRoot != "" && fileSize(mp) != fileSize(model) {
+		if err := copyFile(mp, model); err != nil {
+			return "", "", err
+		}
+	}
+	if c.llamaRoot == "" {
+		return model, tp, nil
+	}
+	return filepath.Join(seen, filepath.Base(model)), filepath.Join(seen, "text.txt"), nil
+}
+
+func copyFile(dst, src string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+// longWindow scores one window of c.long tokens in each mode and reports
+// the peak RSS against the model's size plus 2 GB.
+func (c *config) longWindow(model string) error {
+	text, err := c.textFile()
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(text)
+	if err != nil {
+		return err
+	}
+	tok, err := c.output("ppl-tokenize", "--model", model, "--text", text, "--no-cache", "--log-level", "warn")
+	if err != nil {
+		return err
+	}
+	// Repeat the text until it has enough tokens.
+	n := strings.Count(string(tok), ",") + 1 // a rough token count, from the ids
+	reps := c.long/max(n, 1) + 2
+	long := filepath.Join(c.dir, fmt.Sprintf("text-x%d.txt", reps))
+	if err := os.WriteFile(long, bytes.Repeat(data, reps), 0o644); err != nil {
+		return err
+	}
+	tok, err = c.output("ppl-tokenize", "--model", model, "--text", long, "--no-cache", "--log-level", "warn")
+	if err != nil {
+		return err
+	}
+	win, err := c.outputIn(tok, "ppl-window", "--disjoint", "--context", strconv.Itoa(c.long))
+	if err != nil {
+		return err
+	}
+	kept, k, err := firstWindows(win, 1)
+	if err != nil {
+		return err
+	}
+	if k != 1 {
+		return errors.New("long window: text too short")
+	}
+	wp := filepath.Join(c.dir, fmt.Sprintf("long-%d.windows.ndjson", c.long))
+	if err := os.WriteFile(wp, kept, 0o644); err != nil {
+		return err
+	}
+	size := float64(fileSize(model)) / (1 << 20)
+	fmt.Printf("\nOne window of %d tokens (%d targets), all threads: model file %.0f MB, bound %.0f MB (model + 2 GB)\n\n",
+		c.long, c.long-1, size, size+2048)
+	fmt.Printf("| mode | wall s | user s | peak RSS MB | within bound |\n| --- | --- | --- | --- | --- |\n")
+	for _, mode := range c.modes {
+		r, err := c.score(model, wp, mode, runtime.NumCPU())
+		if err != nil {
+			return err
+		}
+		fmt.Printf("| %s | %.1f | %.1f | %.0f | %v |\n", mode, r.wall.Seconds(), r.user.Seconds(), r.rssMB, r.rssMB <= size+2048)
+	}
+	return nil
+}

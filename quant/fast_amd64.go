@@ -1,0 +1,102 @@
+package quant
+
+import (
+	"golang.org/x/sys/cpu"
+
+	"ppl.dev/gguf"
+)
+
+func archInit() {
+	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512DQ && cpu.X86.HasBMI2) {
+		return
+	}
+	hasSIMD = true
+	blocks := func(bs, ts int, k func(src *byte, dst *float32, n int)) func([]byte, []float32) {
+		return func(src []byte, dst []float32) {
+			n := len(dst) / bs
+			if n == 0 {
+				return
+			}
+			_ = src[n*ts-1]
+			k(&src[0], &dst[0], n)
+		}
+	}
+	fastDeq[gguf.TypeF16] = func(src []byte, dst []float32) {
+		n := len(dst) / 16
+		if n > 0 {
+			_ = src[32*n-1]
+			deqF16AVX512(&src[0], &dst[0], n)
+		}
+		deqF16(src[32*n:], dst[16*n:])
+	}
+	fastDeq[gguf.TypeBF16] = func(src []byte, dst []float32) {
+		n := len(dst) / 16
+		if n > 0 {
+			_ = src[32*n-1]
+			deqBF16AVX512(&src[0], &dst[0], n)
+		}
+		deqBF16(src[32*n:], dst[16*n:])
+	}
+	fastDeq[gguf.TypeQ8_0] = blocks(32, 34, deqQ8_0AVX512)
+	fastDeq[gguf.TypeQ4_0] = blocks(32, 18, deqQ4_0AVX512)
+	fastDeq[gguf.TypeQ4_K] = blocks(256, 144, deqQ4_KAVX512)
+	fastDeq[gguf.TypeQ6_K] = blocks(256, 210, deqQ6_KAVX512)
+
+	fastInt8[gguf.TypeQ8_0] = func(w, q []byte, s, _ []float32) {
+		if n := len(q) / 32; n > 0 {
+			_, _ = w[34*n-1], s[n-1]
+			i8Q8_0AVX512(&w[0], &q[0], &s[0], n)
+		}
+	}
+	fastInt8[gguf.TypeQ4_0] = func(w, q []byte, s, _ []float32) {
+		if n := len(q) / 32; n > 0 {
+			_, _ = w[18*n-1], s[n-1]
+			i8Q4_0AVX512(&w[0], &q[0], &s[0], n)
+		}
+	}
+	fastInt8[gguf.TypeQ4_K] = func(w, q []byte, s, m []float32) {
+		if n := len(q) / 256; n > 0 {
+			_, _, _ = w[144*n-1], s[8*n-1], m[8*n-1]
+			i8Q4_KAVX512(&w[0], &q[0], &s[0], &m[0], n)
+		}
+	}
+	fastInt8[gguf.TypeQ6_K] = func(w, q []byte, s, _ []float32) {
+		if n := len(q) / 256; n > 0 {
+			_, _ = w[210*n-1], s[16*n-1]
+			i8Q6_KAVX512(&w[0], &q[0], &s[0], n)
+		}
+	}
+}
+
+//go:noescape
+func i8Q8_0AVX512(w *byte, q *byte, s *float32, n int)
+
+//go:noescape
+func i8Q4_0AVX512(w *byte, q *byte, s *float32, n int)
+
+//go:noescape
+func i8Q4_KAVX512(w *byte, q *byte, s *float32, m *float32, n int)
+
+//go:noescape
+func i8Q6_KAVX512(w *byte, q *byte, s *float32, n int)
+
+// The kernels of fast_amd64.s; n is a count of blocks (of 16 values for F16
+// and BF16).
+
+//go:noescape
+func deqF16AVX512(src *byte, dst *float32, n int)
+
+//go:noescape
+func deqBF16AVX512(src *byte, dst *float32, n int)
+
+//go:noescape
+func deqQ8_0AVX512(src *byte, dst *float32, n int)
+
+//go:noescape
+func deqQ4_0AVX512(src *byte, dst *float32, n int)
+
+//go:noescape
+func deqQ4_KAVX512(src *byte, dst *float32, n int)
+
+//go:noescape
+func deqQ6_KAVX512(src *byte, dst *float32, n int)

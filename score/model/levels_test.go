@@ -1,0 +1,60 @@
+package model
+
+import (
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"ppl.dev/oracle"
+	"ppl.dev/score/nn"
+)
+
+// TestLevels scores two short windows (of 40 and 130 tokens, a few targets
+// each: the plain Go kernels are slow) of every oracle model, in both
+// activation modes, at every kernel level this CPU has (generic Go, AVX2,
+// AVX-512, AVX-512 VNNI), and requires the same log-probs to the bit:
+// every level computes the same operations in the same order, so the
+// golden checks, made at the best level, hold at all of them.
+func TestLevels(t *testing.T) {
+	dir := oracle.Require(t)
+	paths, _ := filepath.Glob(filepath.Join(dir, "exact", "*__mixed-unicode__sliding.exact.ndjson"))
+	if len(paths) == 0 {
+		t.Skip("no exact files")
+	}
+	prev := nn.CurrentLevel()
+	defer nn.SetLevel(prev)
+	for _, p := range paths {
+		stem := strings.Split(filepath.Base(p), "__")[0]
+		f, err := oracle.Read(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, act := range []string{ActFP32, ActInt8} {
+			m, err := Load(oracle.Model(dir, stem), Options{Activations: act})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ref [][]float64
+			for _, lv := range nn.Levels() {
+				nn.SetLevel(lv)
+				for wi, w := range [][2]int{{40, 36}, {130, 126}} {
+					r, err := m.Score(f.Header.Tokens[:w[0]], w[1])
+					if err != nil {
+						t.Fatal(err)
+					}
+					if lv == nn.Generic {
+						ref = append(ref, r.Logprobs)
+						continue
+					}
+					for i, lp := range r.Logprobs {
+						if math.Float64bits(lp) != math.Float64bits(ref[wi][i]) {
+							t.Fatalf("%s %s level %v: window %d target %d: %v, generic %v", stem, act, lv, wi, i, lp, ref[wi][i])
+						}
+					}
+				}
+			}
+			m.Close()
+		}
+	}
+}

@@ -1,0 +1,363 @@
+package nn
+
+import (
+	"math"
+	"unsafe"
+
+	"ppl.dev/quant"
+)
+
+// The int8 mode: matrix products with quantized weights multiply the
+// weights' integers (quant.DecodeInt8: q - Offset with a scale S and
+// minimum M per group of 16 or 32 weights) with activations quantized to 8
+// bits as llama.cpp quantizes them on the CPU: integer dot products per
+// group, exact, combined in float32.
+//
+// Activations are quantized per row, in the blocks llama.cpp uses for the
+// weight type (its vec_dot_type, quant.Int8Format.ActBlock), all float32:
+//
+//	Q8_0 (32 values; for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL weights):
+//	     amax = max |x|, d = f16(amax/127) (amax/127 itself if that
+//	     overflows f16), qx = rne(x·(127/amax))
+//	Q8_K (256 values; for the K-quants and IQ4_XS): xm = the x of largest
+//	     magnitude (the first one), iscale = -127/xm,
+//	     qx = min(127, rne(iscale·x)), d = 1/iscale for each block of 32
+//
+// where rne rounds to nearest even and qx is clamped to [-127, 127] (a NaN
+// product, from an infinite x, becomes -127). A block whose amax is below
+// actTiny gets d = 0 and qx = 0; a block with a NaN gets d = NaN (so the
+// NaN reaches the output) and qx = 0. A row's record, rec bytes, holds:
+//
+//	[0, K)                 qx, int8
+//	dOff + 4b              d of block b of 32, float32
+//	xs16Off + 4j, xs32Off  Σ qx over group j of 16 or 32 values, int32
+//	ds16Off + 4j, ds32Off  d·Σqx (float32 product) per group
+//
+// A weight row r and activation row t give, over the groups j in order,
+//
+//	f = fma(float32(T_j), S_rj·d_t, f)        T_j = Σ q·qx - Offset·Σqx (exact)
+//	f = fma(M_rj, (d·Σqx)_tj, f)              for types with a minimum
+//
+// starting from f = 0: the same bits at every level (int8Generic is the
+// reference; the vector kernels hold the 32 rows of a panel in two
+// registers and VPDPBUSD multiplies four bytes at a time).
+
+// actTiny is the smallest block maximum quantized as it is; below it a
+// block is treated as zero (127/amax would overflow).
+const actTiny = float32(1e-30)
+
+// nanBits is the one NaN a block with a NaN gets as its scale.
+const nanBits = 0x7fc00000
+
+// qacts is a window's activations quantized for the int8 kernels.
+type qacts struct {
+	n, k                                     int
+	actBlock                                 int    // 32 (Q8_0) or 256 (Q8_K)
+	rec                                      int    // bytes per row record, a multiple of 64
+	buf                                      []byte // n records
+	dOff, xs16Off, xs32Off, ds16Off, ds32Off int
+	q16Off                                   int // qx as int16, for the kernels of kernels.int8Wide; 0 if absent
+}
+
+// layout sets the record layout for rows of k values (k a multiple of 32).
+func (a *qacts) layout(n, k, actBlock int) {
+	nb := k / 32
+	a.n, a.k, a.actBlock = n, k, actBlock
+	a.dOff = k
+	a.xs16Off = a.dOff + 4*nb
+	a.xs32Off = a.xs16Off + 8*nb
+	a.ds16Off = a.xs32Off + 4*nb
+	a.ds32Off = a.ds16Off + 8*nb
+	end := a.ds32Off + 4*nb
+	a.q16Off = 0
+	if kern.int8Wide {
+		a.q16Off = (end + 63) &^ 63
+		end = a.q16Off + 2*k
+	}
+	a.rec = (end + 63) &^ 63
+}
+
+// quantizeActs quantizes x (n, k) into a in blocks of actBlock, with a
+// buffer from c.
+func (c *Context) quantizeActs(a *qacts, x []float32, n, k, actBlock int) {
+	a.layout(n, k, actBlock)
+	f := c.Alloc((n*a.rec + 63) / 4)
+	a.buf = unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), n*a.rec)
+	c.Parallel(n, func(_, lo, hi int) {
+		for t := lo; t < hi; t++ {
+			a.quantizeRow(x[t*k:(t+1)*k], a.buf[t*a.rec:(t+1)*a.rec])
+		}
+	})
+}
+
+// quantizeRow quantizes one row into its record.
+func (a *qacts) quantizeRow(x []float32, rec []byte) {
+	nb := a.k / 32
+	d := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.dOff])), nb)
+	xs16 := unsafe.Slice((*int32)(unsafe.Pointer(&rec[a.xs16Off])), 2*nb)
+	if a.actBlock == 256 {
+		if f := kern.quantQ8K; f != nil {
+			f(&x[0], nb/8, &rec[0], a.dOff, a.xs16Off)
+		} else {
+			quantQ8KGeneric(x, rec[:a.k], d, xs16)
+		}
+	} else {
+		if f := kern.quantQ80; f != nil {
+			f(&x[0], nb, &rec[0], a.dOff, a.xs16Off)
+		} else {
+			quantQ80Generic(x, rec[:a.k], d, xs16)
+		}
+	}
+	xs32 := unsafe.Slice((*int32)(unsafe.Pointer(&rec[a.xs32Off])), nb)
+	ds16 := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.ds16Off])), 2*nb)
+	ds32 := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.ds32Off])), nb)
+	for b := range nb {
+		xs32[b] = xs16[2*b] + xs16[2*b+1]
+		ds16[2*b] = d[b] * float32(xs16[2*b])
+		ds16[2*b+1] = d[b] * float32(xs16[2*b+1])
+		ds32[b] = d[b] * float32(xs32[b])
+	}
+	if a.q16Off != 0 {
+		q16 := unsafe.Slice((*int16)(unsafe.Pointer(&rec[a.q16Off])), a.k)
+		for i, v := range rec[:a.k] {
+			q16[i] = int16(int8(v))
+		}
+	}
+}
+
+// quantQ80Generic quantizes x (a multiple of 32 values) in Q8_0 blocks:
+// q, d per block, Σq per 16.
+func quantQ80Generic(x []float32, q []byte, d []float32, xs16 []int32) {
+	for b := range len(x) / 32 {
+		xb, qb := x[32*b:32*b+32], q[32*b:32*b+32]
+		var amax float32
+		nan := false
+		for _, v := range xb {
+			amax = max(amax, float32(math.Abs(float64(v))))
+			nan = nan || v != v
+		}
+		var id float32
+		switch {
+		case nan:
+			d[b] = math.Float32frombits(nanBits)
+		case amax < actTiny:
+			d[b] = 0
+		default:
+			df := amax / 127
+			d[b] = quant.F16ToF32(quant.F32ToF16(df))
+			if math.IsInf(float64(d[b]), 0) {
+				d[b] = df
+			}
+			id = 127 / amax
+		}
+		var s [2]int32
+		for i, v := range xb {
+			qi := int32(0)
+			if !nan {
+				qi = rne32(v * id)
+			}
+			qb[i] = byte(int8(qi))
+			s[i/16] += qi
+		}
+		xs16[2*b], xs16[2*b+1] = s[0], s[1]
+	}
+}
+
+// quantQ8KGeneric quantizes x (a multiple of 256 values) in Q8_K blocks:
+// q, d per block of 32 (the same for the 8 of a super-block), Σq per 16.
+func quantQ8KGeneric(x []float32, q []byte, d []float32, xs16 []int32) {
+	for sb := range len(x) / 256 {
+		xb, qb := x[256*sb:256*sb+256], q[256*sb:256*sb+256]
+		var amax, xm float32
+		nan := false
+		for _, v := range xb {
+			if a := float32(math.Abs(float64(v))); a > amax {
+				amax, xm = a, v
+			}
+			nan = nan || v != v
+		}
+		var iscale, db float32
+		switch {
+		case nan:
+			db = math.Float32frombits(nanBits)
+		case amax < actTiny:
+		default:
+			iscale = -127 / xm
+			db = 1 / iscale
+		}
+		for b := range 8 {
+			d[8*sb+b] = db
+		}
+		for j := range 16 {
+			var s int32
+			for i := 16 * j; i < 16*j+16; i++ {
+				qi := int32(0)
+				if !nan {
+					qi = rne32(iscale * xb[i])
+				}
+				qb[i] = byte(int8(qi))
+				s += qi
+			}
+			xs16[16*sb+j] = s
+		}
+	}
+}
+
+// rne32 rounds v to the nearest integer, ties to even, clamped to
+// [-127, 127], NaN to -127: VCVTPS2DQ then VPMAXSD and VPMINSD.
+func rne32(v float32) int32 {
+	if v != v || v < -2147483648 || v >= 2147483648 {
+		return -127 // the "integer indefinite", clamped
+	}
+	q := int32(math.RoundToEven(float64(v)))
+	return min(127, max(-127, q))
+}
+
+// int8Panel is a panel of 32 weight rows decoded for the int8 kernels:
+// the integers transposed four at a time, q[(b·8 + s)·32 + r] = bytes
+// 4s..4s+3 of block b of row r, and per group j, s[j·32 + r], m[j·32 + r].
+type int8Panel struct {
+	q    []uint32
+	s, m []float32
+}
+
+// int8Func computes an m-row tile of 32 columns (one panel) from a record
+// pointer x (row t at x + t·ldx) over nb blocks of 32 values.
+type int8Func func(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+// int8Generic is the reference int8 tile kernel for m rows and groups of g.
+func int8Generic(m, g int, hasMin bool, x *byte, ldx int, w *uint32, sp *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int) {
+	X := unsafe.Slice(x, (m-1)*ldx+max(dsoff, xsoff)+4*(32/g)*nb)
+	W := unsafe.Slice(w, nb*8*32)
+	ng := nb * 32 / g
+	S := unsafe.Slice(sp, ng*32)
+	var M []float32
+	if hasMin {
+		M = unsafe.Slice(mp, ng*32)
+	}
+	C := unsafe.Slice(c, (m-1)*ldc+32)
+	for t := range m {
+		rec := X[t*ldx:]
+		for r := range 32 {
+			var f float32
+			for j := range ng {
+				b := j * g / 32
+				xs := *(*int32)(unsafe.Pointer(&rec[xsoff+4*j]))
+				T := int32(negoff) * xs
+				for i := j * g; i < (j+1)*g; i++ {
+					wq := W[(i/4)*32+r] >> (8 * (i % 4)) & 0xff
+					T += int32(wq) * int32(int8(rec[i]))
+				}
+				d := *(*float32)(unsafe.Pointer(&rec[doff+4*b]))
+				f = fma32(float32(T), S[j*32+r]*d, f)
+				if hasMin {
+					ds := *(*float32)(unsafe.Pointer(&rec[dsoff+4*j]))
+					f = fma32(M[j*32+r], ds, f)
+				}
+			}
+			C[t*ldc+r] = f
+		}
+	}
+}
+
+// int8Kernels returns the tile kernels for groups of g (with minima or
+// not): index m-1 computes m rows.
+func (ks *kernels) int8Kernels(g int, hasMin bool) []int8Func {
+	i := 0
+	if g == 16 {
+		i = 2
+	}
+	if hasMin {
+		i++
+	}
+	return ks.int8[i]
+}
+
+func initGenericInt8() {
+	for i := range 4 {
+		g, hasMin := 32, i%2 == 1
+		if i >= 2 {
+			g = 16
+		}
+		for m := 1; m <= 4; m++ {
+			generic.int8[i] = append(generic.int8[i], func(x *byte, ldx int, w *uint32, sp *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int) {
+				int8Generic(m, g, hasMin, x, ldx, w, sp, mp, nb, negoff, c, ldc, doff, xsoff, dsoff)
+			})
+		}
+	}
+}
+
+// int8Scratch is the float32s panelInt8 needs for rows of k inputs:
+// decoded rows (32·k bytes), the panel (32·k bytes), row scales and minima
+// and their panels, a C tile.
+func int8Scratch(k int, f quant.Int8Format) int {
+	return 2*(32*k/4) + 4*32*(k/f.Group) + gemmTileRows*32 + 2*(32*k/2)
+}
+
+// panelInt8 computes columns [r0, r1) of out = x·Wᵀ in the int8 mode from
+// the quantized activations a.
+func (l *Linear) panelInt8(buf []float32, r0, r1 int, a *qacts, f quant.Int8Format, out []float32) {
+	n, k := a.n, l.In
+	ng := k / f.Group
+	qw := 32 * k / 4
+	rowsQ := unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), 32*k)
+	panelQ := unsafe.Slice((*uint32)(unsafe.Pointer(&buf[qw])), qw)
+	rs, rm := buf[2*qw:2*qw+32*ng], buf[2*qw+32*ng:2*qw+64*ng]
+	ps, pm := buf[2*qw+64*ng:2*qw+96*ng], buf[2*qw+96*ng:2*qw+128*ng]
+	ctile := buf[2*qw+128*ng : 2*qw+128*ng+gemmTileRows*32]
+	wide := buf[2*qw+128*ng+gemmTileRows*32:]
+	rows := r1 - r0
+	for r := range rows {
+		var mr []float32
+		if f.HasMin {
+			mr = rm[r*ng : (r+1)*ng]
+		}
+		quant.DecodeInt8(l.Type, l.Data[(r0+r)*l.RowBytes:(r0+r+1)*l.RowBytes], rowsQ[r*k:(r+1)*k], rs[r*ng:(r+1)*ng], mr)
+	}
+	x0, negoff, doff, xsOffW, dsOffW := 0, -f.Offset, a.dOff, 0, 0
+	if kern.int8Wide {
+		// Signed int16 weights, pairs transposed: the panel of the wide kernels.
+		row16 := unsafe.Slice((*int16)(unsafe.Pointer(&wide[0])), 32*k)
+		for i, v := range rowsQ[:rows*k] {
+			row16[i] = int16(v) - int16(f.Offset)
+		}
+		panelQ = unsafe.Slice((*uint32)(unsafe.Pointer(&wide[32*k/2])), 32*k/2)
+		pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&row16[0])), rows*k/2), k/2, rows)
+		x0, negoff = a.q16Off, 0
+	} else {
+		pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
+	}
+	pack32(ps, rs, ng, rows)
+	var mp *float32
+	if f.HasMin {
+		pack32(pm, rm, ng, rows)
+		mp = &pm[0]
+	}
+	xsOff, dsOff := a.xs32Off, a.ds32Off
+	if f.Group == 16 {
+		xsOff, dsOff = a.xs16Off, a.ds16Off
+	}
+	doff, xsOffW, dsOffW = doff-x0, xsOff-x0, dsOff-x0
+	kerns := kern.int8Kernels(f.Group, f.HasMin)
+	tile := len(kerns)
+	for t0 := 0; t0 < n; t0 += tile {
+		m := min(tile, n-t0)
+		dst, ldc := out[t0*l.Out+r0:], l.Out
+		if rows < panelRows {
+			dst, ldc = ctile, panelRows
+		}
+		kerns[m-1](&a.buf[t0*a.rec+x0], a.rec, &panelQ[0], &ps[0], mp, k/32, negoff, &dst[0], ldc, doff, xsOffW, dsOffW)
+		if rows < panelRows {
+			for t := range m {
+				copy(out[(t0+t)*l.Out+r0:(t0+t)*l.Out+r1], ctile[t*panelRows:t*panelRows+rows])
+			}
+		}
+	}
+}
+
+// int8Able reports whether l runs in the int8 mode: a type with an integer
+// decoding and rows of whole blocks of 32.
+func (l *Linear) int8Able() (quant.Int8Format, bool) {
+	f, ok := quant.Int8FormatOf(l.Type)
+	return f, ok && l.In%f.ActBlock == 0
+}

@@ -1,0 +1,217 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"unsafe"
+
+	"ppl.dev/gguf"
+	"ppl.dev/quant"
+)
+
+// int8Types are the weight types with an integer decoding that quant can
+// also produce (the others are checked on random bytes in package quant).
+var int8Types = []gguf.Type{
+	gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1,
+	gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
+}
+
+// dequantActs returns the activations as the int8 kernels see them:
+// d·qx per value, from the generic quantizer with blocks of actBlock.
+func dequantActs(x []float32, n, k, actBlock int) []float32 {
+	a := &qacts{}
+	a.layout(n, k, actBlock)
+	a.buf = make([]byte, n*a.rec)
+	out := make([]float32, n*k)
+	prev := SetLevel(Generic)
+	defer SetLevel(prev)
+	for t := range n {
+		rec := a.buf[t*a.rec : (t+1)*a.rec]
+		a.quantizeRow(x[t*k:(t+1)*k], rec)
+		d := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.dOff])), k/32)
+		for i := range k {
+			out[t*k+i] = d[i/32] * float32(int8(rec[i]))
+		}
+	}
+	return out
+}
+
+func randWeights(t testing.TB, r *rand.Rand, typ gguf.Type, in, out int) (data []byte, deq []float32) {
+	wf := randVec(r, in*out)
+	rb, _ := typ.RowSize(uint64(in))
+	data = make([]byte, int(rb)*out)
+	if err := quant.Quantize(typ, wf, data); err != nil {
+		t.Fatal(err)
+	}
+	deq = make([]float32, in*out)
+	if err := quant.Dequantize(typ, data, deq); err != nil {
+		t.Fatal(err)
+	}
+	return data, deq
+}
+
+// TestLinearInt8 checks the int8 mode against the float64 product of the
+// dequantized weights and the quantized activations (within float32
+// rounding), every level against the generic bits, and thread counts.
+func TestLinearInt8(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, typ := range int8Types {
+		for _, sh := range []struct{ in, out, n int }{{256, 37, 7}, {512, 64, 13}, {256, 32, 1}} {
+			name := fmt.Sprintf("%v %dx%d n=%d", typ, sh.out, sh.in, sh.n)
+			data, deq := randWeights(t, r, typ, sh.in, sh.out)
+			l, err := NewLinear("w", typ, sh.in, sh.out, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := randVec(r, sh.n*sh.in)
+			f, _ := quant.Int8FormatOf(typ)
+			xq := dequantActs(x, sh.n, sh.in, f.ActBlock)
+			var ref []float32
+			forEachLevel(t, func(t testing.TB, lv Level) {
+				for _, threads := range []int{1, 3} {
+					c := NewContext(threads)
+					c.Int8 = true
+					y := make([]float32, sh.n*sh.out)
+					l.Forward(c, y, x, sh.n)
+					if ref == nil {
+						ref = y
+						checkMatMul(t, name, y, sh.out, xq, sh.n, sh.in, deq, sh.out)
+					} else if !slices.Equal(ref, y) {
+						for i := range y {
+							if y[i] != ref[i] {
+								t.Fatalf("%s level %v threads %d: out[%d] = %v, generic %v", name, lv, threads, i, y[i], ref[i])
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestQuantActs checks both activation quantizers on zeros, tiny blocks,
+// huge values, infinities, NaNs and ties, and every level against the
+// generic record bytes.
+func TestQuantActs(t *testing.T) {
+	for _, ab := range []int{32, 256} {
+		k := 512
+		x := make([]float32, k)
+		x[0], x[1], x[2] = 3e38, -3e38, 1.5e38
+		for i := 256; i < 512; i++ {
+			x[i] = 1e-35 // a tiny block (super-block): all zero
+		}
+		got := dequantActs(x, 1, k, ab)
+		if math.Abs(float64(got[0])-3e38) > 3e38/100 || math.Abs(float64(got[1])+3e38) > 3e38/100 {
+			t.Errorf("block %d: ±3e38 -> %v, %v", ab, got[0], got[1])
+		}
+		for i := 256; i < 512; i++ {
+			if got[i] != 0 {
+				t.Fatalf("block %d: tiny block: %v", ab, got[i])
+			}
+		}
+	}
+	// Ties round to even: 127·2.5/127 = 2.5 -> 2, 3.5 -> 4.
+	y := make([]float32, 256)
+	y[0], y[1], y[2] = 127, 2.5, 3.5
+	for _, ab := range []int{32, 256} {
+		q := dequantActs(y, 1, 256, ab)
+		if q[1] != 2 || q[2] != 4 {
+			t.Errorf("block %d: ties: %v %v", ab, q[1], q[2])
+		}
+	}
+	// Q8_0 scales are f16: 127·d rounds.
+	z := make([]float32, 32)
+	z[0] = 1000.3
+	if q := dequantActs(z, 1, 32, 32); q[0] != 127*quant.F16ToF32(quant.F32ToF16(1000.3/127)) {
+		t.Errorf("Q8_0 scale not f16: %v", q[0])
+	}
+	// Q8_K: the largest magnitude is the negative one; it maps to -127.
+	w := make([]float32, 256)
+	w[3], w[7] = -2, 1
+	if q := dequantActs(w, 1, 256, 256); q[3] != -2 || math.Abs(float64(q[7])-1) > 2.0/127 {
+		t.Errorf("Q8_K: %v %v", q[3], q[7])
+	}
+	// Every level gives the same record bytes on hard input.
+	r := rand.New(rand.NewPCG(1, 1))
+	for trial := range 20 {
+		n, k := 5, 768
+		v := randVec(r, n*k)
+		for i := range v {
+			v[i] *= float32(math.Pow(10, float64(r.IntN(80)-40)))
+		}
+		switch trial % 4 {
+		case 1:
+			v[r.IntN(len(v))] = float32(math.NaN())
+		case 2:
+			v[r.IntN(len(v))] = float32(math.Inf(1 - 2*r.IntN(2)))
+		case 3: // the largest magnitude twice, with both signs, in a super-block
+			sb := r.IntN(len(v)/256) * 256
+			im := sb
+			for i := sb; i < sb+256; i++ {
+				if math.Abs(float64(v[i])) > math.Abs(float64(v[im])) {
+					im = i
+				}
+			}
+			v[sb+r.IntN(256)] = -v[im]
+		}
+		for _, ab := range []int{32, 256} {
+			var ref *qacts
+			forEachLevel(t, func(t testing.TB, lv Level) {
+				c := NewContext(2)
+				a := &qacts{}
+				c.quantizeActs(a, v, n, k, ab)
+				if ref == nil {
+					ref = a
+					ref.buf = slices.Clone(a.buf)
+					return
+				}
+				end := a.ds32Off + 4*k/32 // the fields every level writes
+				for row := range n {
+					got, want := a.buf[row*a.rec:row*a.rec+end], ref.buf[row*ref.rec:row*ref.rec+end]
+					for i := range want {
+						if got[i] != want[i] {
+							t.Fatalf("trial %d block %d level %v: row %d record byte %d = %d, generic %d", trial, ab, lv, row, i, got[i], want[i])
+						}
+					}
+					if a.q16Off != 0 {
+						q16 := unsafe.Slice((*int16)(unsafe.Pointer(&a.buf[row*a.rec+a.q16Off])), k)
+						for i, q := range q16 {
+							if q != int16(int8(got[i])) {
+								t.Fatalf("level %v: q16[%d] = %d, q %d", lv, i, q, int8(got[i]))
+							}
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestRoundHalf checks the f16 rounding of the int8 mode's float weights at
+// every level against quant's conversions, NaNs and overflow included.
+func TestRoundHalf(t *testing.T) {
+	r := rand.New(rand.NewPCG(2, 3))
+	x := randVec(r, 1000)
+	for i := range x {
+		x[i] *= float32(math.Pow(2, float64(r.IntN(60)-30)))
+	}
+	x[0], x[1], x[2] = float32(math.NaN()), 1e6, -65520
+	forEachLevel(t, func(t testing.TB, lv Level) {
+		for h := range 2 {
+			got := make([]float32, len(x))
+			roundHalf(h, got, x)
+			for i, v := range x {
+				want := quant.F16ToF32(quant.F32ToF16(v))
+				if h == 1 {
+					want = quant.BF16ToF32(quant.F32ToBF16(v))
+				}
+				if math.Float32bits(got[i]) != math.Float32bits(want) {
+					t.Fatalf("level %v rounding %d: %v -> %v, want %v", lv, h, v, got[i], want)
+				}
+			}
+		}
+	})
+}

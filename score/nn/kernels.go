@@ -1,0 +1,189 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"unsafe"
+
+	"ppl.dev/quant"
+)
+
+// Level names a set of kernels, one per class of CPU. Every level computes
+// the same operations in the same order as the plain Go kernels (Generic),
+// so all levels give the same bits; the tests hold them to that.
+type Level int
+
+const (
+	Generic    Level = iota // plain Go, any CPU
+	AVX2                    // AVX2 and FMA (Haswell, Zen 1-3)
+	AVX512                  // AVX-512 F, BW, DQ, VL (Skylake-X)
+	AVX512VNNI              // AVX-512 with VNNI integer dot products (Ice Lake, Zen 4 and 5)
+)
+
+var levelNames = [...]string{"generic", "avx2", "avx512", "avx512vnni"}
+
+func (l Level) String() string {
+	if l >= 0 && int(l) < len(levelNames) {
+		return levelNames[l]
+	}
+	return fmt.Sprintf("Level(%d)", int(l))
+}
+
+// ParseLevel reads a level's name.
+func ParseLevel(s string) (Level, error) {
+	for i, n := range levelNames {
+		if strings.EqualFold(s, n) {
+			return Level(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown kernel level %q (want %s)", s, strings.Join(levelNames[:], ", "))
+}
+
+// EnvLevel is the environment variable that caps the kernel level, for
+// tests and benchmarks of the slower paths: PPL_CPU_KERNELS=generic forces
+// plain Go on any CPU.
+const EnvLevel = "PPL_CPU_KERNELS"
+
+// maxLevel is the best level this CPU runs (set by the architecture's init).
+var maxLevel = Generic
+
+// kern is the kernel set in use.
+var kern = &generic
+
+// Levels returns the levels this CPU can run, slowest first.
+func Levels() []Level {
+	var out []Level
+	for l := Generic; l <= maxLevel; l++ {
+		out = append(out, l)
+	}
+	return out
+}
+
+// CurrentLevel returns the level in use.
+func CurrentLevel() Level { return kern.level }
+
+// SetLevel selects the kernels of level l (or the best this CPU has below
+// it) and returns the previous level. It is for tests and benchmarks and
+// must not be called while a forward pass runs.
+func SetLevel(l Level) Level {
+	prev := kern.level
+	l = min(l, maxLevel)
+	for ; l > Generic && levelKernels[l] == nil; l-- {
+	}
+	if l == Generic {
+		kern = &generic
+	} else {
+		kern = levelKernels[l]
+	}
+	quant.SetSIMD(l >= AVX512) // quant's vector decoders are AVX-512
+	return prev
+}
+
+// levelKernels holds the architecture's kernel sets by level.
+var levelKernels [AVX512VNNI + 1]*kernels
+
+// initLevel picks the best level, capped by $PPL_CPU_KERNELS.
+func initLevel() {
+	l := maxLevel
+	if s := os.Getenv(EnvLevel); s != "" {
+		if want, err := ParseLevel(s); err == nil {
+			l = want
+		} else {
+			fmt.Fprintf(os.Stderr, "nn: $%s: %v; using %v\n", EnvLevel, err, maxLevel)
+		}
+	}
+	SetLevel(l)
+}
+
+// kernels is one level's set. gemm[nr/16-1][m-1] computes an m-row tile of
+// nr columns (see gemmGeneric).
+type kernels struct {
+	level   Level
+	gemm    [2][]gemmFunc
+	softmax softmaxFunc
+	// transpose16, if set, transposes tiles of 16 × 16 32-bit elements:
+	// dst[c·dstStride + r] = src[r·srcStride + c], r < 16, c < 16·tiles.
+	transpose16 func(dst *uint32, dstStride int, src *uint32, srcStride int, tiles int)
+	// swiglu and expSum, if set, are swiglu32Generic and expSumGeneric for
+	// n a multiple of 16.
+	swiglu func(out, gate, up *float32, n int)
+	expSum func(x *float32, n int, m float32) float64
+	// sumSquares and scaleRow, if set, are the loops of rmsRow for n a
+	// multiple of 16 and 8.
+	sumSquares func(x *float32, n int) float64
+	scaleRow   func(out, x, w *float32, n int, scale float64)
+	// int8 holds the int8 tile kernels by group (32, 16) and minimum
+	// (without, with): see int8Kernels.
+	int8 [4][]int8Func
+	// int8Wide says the int8 kernels take int16: the panel holds the
+	// weights' signed integers (q - Offset) as int16 pairs, and the
+	// activations are read as int16 (the record's q16), for CPUs without
+	// VNNI (VPMADDWD multiplies two pairs where VPDPBUSD multiplies four
+	// bytes).
+	int8Wide bool
+	// quantQ80 and quantQ8K, if set, are quantQ80Generic for nb blocks of
+	// 32 and quantQ8KGeneric for nb blocks of 256, writing into a record.
+	quantQ80 func(x *float32, nb int, rec *byte, dOff, xs16Off int)
+	quantQ8K func(x *float32, nb int, rec *byte, dOff, xs16Off int)
+	// roundF16, if set, rounds n floats (a multiple of 16) to f16 and back.
+	roundF16 func(dst, x *float32, n int)
+}
+
+// gemmFunc computes C (m × nr) = A (m × k) · B (k × nr), or
+// C = alpha ⊙ C + A·B (row i of C scaled by alpha[i]) when alpha is not
+// nil, for the m and nr it was made for. A's rows are lda floats apart, B's
+// ldb, C's ldc. Each element of A·B is one chain of fused multiply-adds
+// over k in order, starting from zero.
+type gemmFunc func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+var generic = kernels{level: Generic, softmax: softmaxTileGeneric}
+
+func init() {
+	initGeneric()
+	archInit()
+	initLevel()
+}
+
+func initGeneric() {
+	initGenericInt8()
+	for z := range 2 {
+		nr := 16 * (z + 1)
+		for m := 1; m <= 4; m++ {
+			generic.gemm[z] = append(generic.gemm[z], func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32) {
+				gemmGeneric(m, nr, a, lda, b, ldb, k, c, ldc, alpha)
+			})
+		}
+	}
+}
+
+// fma32 returns a·b + c rounded once to float32, as a fused multiply-add
+// instruction does. The product is exact in float64; the sum is rounded to
+// odd there (the nearest float64 with an odd last bit unless exact), which
+// makes the final rounding to float32 a correct single rounding.
+func fma32(a, b, c float32) float32 {
+	p := float64(float64(a) * float64(b))
+	cc := float64(c)
+	s := p + cc
+	if math.IsInf(s, 0) || s != s {
+		return float32(s)
+	}
+	bb := s - p
+	e := (p - (s - bb)) + (cc - bb) // s + e = p + c exactly
+	if e != 0 {
+		bits := math.Float64bits(s)
+		if bits&1 == 0 {
+			if (e > 0) == (s > 0) {
+				bits++
+			} else {
+				bits--
+			}
+			s = math.Float64frombits(bits)
+		}
+	}
+	return float32(s)
+}
+
+// unsafeSlice is unsafe.Slice for the kernels' pointer arguments.
+func unsafeSlice[T any](p *T, n int) []T { return unsafe.Slice(p, n) }

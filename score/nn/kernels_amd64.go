@@ -1,0 +1,64 @@
+package nn
+
+import "golang.org/x/sys/cpu"
+
+//go:generate sh -c "go run ./gen > kernels_amd64.s"
+
+func archInit() {
+	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
+		return
+	}
+	avx2 := &kernels{level: AVX2, softmax: softmaxTileGeneric}
+	avx2.int8 = [4][]int8Func{
+		{int8g32m1W256},
+		{int8g32minm1W256},
+		{int8g16m1W256},
+		{int8g16minm1W256},
+	}
+	avx2.int8Wide = true
+
+	avx2.gemm[0] = []gemmFunc{gemmF32x16m1AVX2, gemmF32x16m2AVX2, gemmF32x16m3AVX2, gemmF32x16m4AVX2}
+	avx2.gemm[1] = []gemmFunc{gemmF32x32m1AVX2, gemmF32x32m2AVX2}
+	levelKernels[AVX2] = avx2
+	maxLevel = AVX2
+	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL) {
+		return
+	}
+	avx512 := &kernels{level: AVX512}
+	avx512.int8 = [4][]int8Func{
+		{int8g32m1W512, int8g32m2W512, int8g32m3W512, int8g32m4W512, int8g32m5W512, int8g32m6W512},
+		{int8g32minm1W512, int8g32minm2W512, int8g32minm3W512, int8g32minm4W512, int8g32minm5W512, int8g32minm6W512},
+		{int8g16m1W512, int8g16m2W512, int8g16m3W512, int8g16m4W512, int8g16m5W512, int8g16m6W512},
+		{int8g16minm1W512, int8g16minm2W512, int8g16minm3W512, int8g16minm4W512, int8g16minm5W512, int8g16minm6W512},
+	}
+	avx512.int8Wide = true
+
+	avx512.gemm[0] = []gemmFunc{gemmF32x16m1, gemmF32x16m2, gemmF32x16m3, gemmF32x16m4, gemmF32x16m5, gemmF32x16m6,
+		gemmF32x16m7, gemmF32x16m8, gemmF32x16m9, gemmF32x16m10, gemmF32x16m11, gemmF32x16m12}
+	avx512.gemm[1] = []gemmFunc{gemmF32x32m1, gemmF32x32m2, gemmF32x32m3, gemmF32x32m4, gemmF32x32m5, gemmF32x32m6,
+		gemmF32x32m7, gemmF32x32m8, gemmF32x32m9, gemmF32x32m10, gemmF32x32m11, gemmF32x32m12}
+	avx512.softmax = softmaxTileAVX512
+	avx512.transpose16 = transpose16AVX512
+	avx512.swiglu = swiglu32AVX512
+	avx512.expSum = expSumAVX512
+	avx512.sumSquares = sumSquaresAVX512
+	avx512.scaleRow = scaleRowAVX512
+	avx512.quantQ80 = quantQ80AVX512
+	avx512.quantQ8K = quantQ8KAVX512
+	avx512.roundF16 = roundF16AVX512
+	levelKernels[AVX512] = avx512
+	maxLevel = AVX512
+	if cpu.X86.HasAVX512VNNI {
+		vnni := *avx512
+		vnni.level = AVX512VNNI
+		vnni.int8Wide = false
+		vnni.int8 = [4][]int8Func{
+			{int8g32m1VNNI, int8g32m2VNNI, int8g32m3VNNI, int8g32m4VNNI, int8g32m5VNNI, int8g32m6VNNI},
+			{int8g32minm1VNNI, int8g32minm2VNNI, int8g32minm3VNNI, int8g32minm4VNNI, int8g32minm5VNNI, int8g32minm6VNNI},
+			{int8g16m1VNNI, int8g16m2VNNI, int8g16m3VNNI, int8g16m4VNNI, int8g16m5VNNI, int8g16m6VNNI},
+			{int8g16minm1VNNI, int8g16minm2VNNI, int8g16minm3VNNI, int8g16minm4VNNI, int8g16minm5VNNI, int8g16minm6VNNI},
+		}
+		levelKernels[AVX512VNNI] = &vnni
+		maxLevel = AVX512VNNI
+	}
+}

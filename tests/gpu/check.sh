@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# check.sh [BUNDLE]: the GPU check of ppl's CUDA backend, on a machine with an
+# NVIDIA GPU and its driver, without Go and without building anything: it
+# runs what `make gpu-bundle` put in BUNDLE (default bin/gpu-bundle, or this
+# script's folder when it lies in a bundle) and writes its results to $OUT
+# (default ./gpu-out):
+#
+#   summary.txt  one line per part and case, PASS/FAIL/SKIP/TIMEOUT (printed last)
+#   env.log      GPU, driver, the libraries found
+#   parity.log   (1) every kernel against its CPU reference (cuda.test -run Parity/gpu)
+#   cli.log      (2) ppl-score --device cuda against the CPU reference's output
+#                on every oracle model and text (bf16 cache: max |Δ log p| <= 0.02,
+#                |PPL ratio - 1| <= 0.001), other caches, a reference model (KLD),
+#                long windows
+#   bench.log    (3) throughput on synthetic Llama 1B and 8B, context 4096/2048
+#   bench.json       and 32768/16384: tokens/s, MFU against the measured bf16
+#                    GEMM peak, peak memory
+#   e2e.log      the same parity as (2) through the Go API (cuda.test -run
+#                EndToEnd/gpu), also for the all-bf16 precision, for the record
+#
+# Each part runs on its own, under its own time limit, and a failure in one
+# does not stop the others; the whole stays within PPL_GPU_CHECK_SECONDS
+# (default 360). Exit status: 0 when every part passed.
+set -u
+export LC_ALL=C
+here=$(cd "$(dirname "$0")" && pwd)
+B=${1:-}
+if [ -z "$B" ]; then
+	if [ -f "$here/cases.tsv" ]; then B=$here; else B=bin/gpu-bundle; fi
+fi
+B=$(cd "$B" 2>/dev/null && pwd) || { echo "check.sh: no bundle at ${1:-bin/gpu-bundle}: run make gpu-bundle" >&2; exit 2; }
+OUT=${OUT:-$PWD/gpu-out}
+mkdir -p "$OUT"
+W=$(mktemp -d /tmp/pplgpu.XXXXXX)
+SUM=$OUT/summary.txt
+: > "$SUM"
+start=$SECONDS
+deadline=$((SECONDS + ${PPL_GPU_CHECK_SECONDS:-360}))
+status=0
+
+note() { echo "$*" | tee -a "$SUM"; }
+
+# limit CAP: the seconds a part may take: CAP, or what is left before the
+# deadline (minus a little for the summary), whichever is less.
+limit() {
+	local left=$((deadline - SECONDS - 5))
+	if [ "$left" -lt "$1" ]; then echo "$left"; else echo "$1"; fi
+}
+
+# run LOG CAP CMD...: CMD under a time limit, output appended to LOG;
+# returns its status (124 on timeout, 125 when no time was left).
+run() {
+	local log=$1 cap
+	cap=$(limit "$2")
+	shift 2
+	if [ "$cap" -lt 10 ]; then
+		echo "(skipped: the check's time is spent)" >> "$log"
+		return 125
+	fi
+	timeout -k 5 "$cap" "$@" >> "$log" 2>&1
+}
+
+verdict() { # verdict NAME STATUS T0
+	local v=PASS
+	case $2 in
+	0) ;;
+	124 | 137) v=TIMEOUT ;;
+	125) v=SKIP ;;
+	*) v=FAIL ;;
+	esac
+	[ "$v" = PASS ] || status=1
+	note "$(printf '%-8s %-28s %4ds' "$v" "$1" $((SECONDS - $3)))"
+}
+
+# --- unpack -------------------------------------------------------------
+for f in ppl-score cuda.test; do
+	if ! gzip -dc "$B/$f.gz" > "$W/$f" 2>> "$OUT/env.log"; then
+		note "FAIL     unpacking $f.gz from $B"
+		exit 1
+	fi
+	chmod +x "$W/$f"
+done
+mkdir -p "$W/inputs" "$W/got"
+for f in "$B"/inputs/*.ndjson.gz; do gzip -dc "$f" > "$W/inputs/$(basename "$f" .gz)"; done
+export CUDA_CACHE_PATH=$W/nvcache CUDA_CACHE_MAXSIZE=1073741824 PPL_CACHE_DIR=$W/cache
+export PPL_REQUIRE_GPU=1 # the test binary fails, not skips, without a GPU
+export PPL_ORACLE_DIR=$B/oracle
+
+# --- environment ----------------------------------------------------------
+t0=$SECONDS
+{
+	echo "== $(date -u) on $(uname -a)"
+	timeout 20 nvidia-smi 2>&1 | head -20 || echo "nvidia-smi: not available"
+	echo "== libcuda and cuBLAS in the loader cache"
+	ldconfig -p 2>/dev/null | grep -E 'libcuda\.so|libcublas' || echo "(none)"
+} >> "$OUT/env.log" 2>&1
+# cuBLAS outside the loader's search path (a toolkit or a Python wheel):
+# put its folders on LD_LIBRARY_PATH (the binary also looks there itself).
+dirs=$(timeout 25 find /usr/local /usr/lib /opt -maxdepth 9 -name 'libcublas.so.1[23]' 2>/dev/null | xargs -r -n1 dirname | sort -u | head -4)
+for d in $dirs; do LD_LIBRARY_PATH=$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}; done
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
+echo "== cuBLAS folders found: ${dirs:-none}; LD_LIBRARY_PATH=$LD_LIBRARY_PATH" >> "$OUT/env.log"
+run "$OUT/env.log" 30 "$W/cuda.test" -test.run '^TestEmbedParity$/gpu' -test.v -test.count=1
+verdict "environment (first GPU use)" $? "$t0"
+
+# --- (1) kernel parity ------------------------------------------------------
+t0=$SECONDS
+PPL_CUDA_SYNC=1 run "$OUT/parity.log" 90 "$W/cuda.test" -test.run 'Parity/gpu' -test.v -test.count=1 -test.timeout 85s
+rc=$?
+verdict "kernel parity" $rc "$t0"
+# per kernel: the GPU subtest's verdict, and every failing case below it
+grep -E -e '--- (PASS|FAIL|SKIP): Test[A-Za-z]+/gpu ' -e '--- FAIL' "$OUT/parity.log" | grep -v '/sim' | sed 's/^ *//' | awk '{print "           " $0}' | head -60 >> "$SUM"
+
+# --- (2) ppl-score end to end ------------------------------------------------
+t0=$SECONDS
+cli_rc=0
+first=1
+while IFS=$'\t' read -r name model in flags class; do
+	[ -n "$name" ] || continue
+	mpath=$B/oracle/models/$model.gguf
+	# shellcheck disable=SC2086 # flags are words
+	set -- ${flags//@REF/$mpath}
+	c0=$SECONDS
+	cap=$(limit 45)
+	if [ "$cap" -lt 10 ]; then
+		note "$(printf 'SKIP     cli %-24s the check'"'"'s time is spent' "$name")"
+		cli_rc=1
+		continue
+	fi
+	timeout -k 5 "$cap" "$W/ppl-score" --device cuda --no-cache --model "$mpath" "$@" "$W/inputs/$in.ndjson" \
+		> "$W/got/$name.ndjson" 2> "$W/got/$name.err"
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		note "$(printf 'FAIL     cli %-24s ppl-score exit %d' "$name" $rc)"
+		{ echo "== $name: ppl-score exit $rc"; tail -5 "$W/got/$name.err"; } >> "$OUT/cli.log"
+		cli_rc=1
+		continue
+	fi
+	line=$(python3 "$here/compare.py" "$B/expected/$name.ndjson.gz" "$W/got/$name.ndjson" "$class" "$name" 2>&1)
+	rc=$?
+	[ $rc -eq 0 ] || cli_rc=1
+	echo "$line ($((SECONDS - c0)) s)" >> "$OUT/cli.log"
+	note "           $line"
+	if [ $first = 1 ]; then
+		first=0
+		{ echo "== ppl-score's log for $name:"; cat "$W/got/$name.err"; echo "== its score header:"; grep -m1 '"stage":"score"' "$W/got/$name.ndjson"; } >> "$OUT/cli.log"
+	fi
+done < "$B/cases.tsv"
+verdict "ppl-score vs CPU reference" $cli_rc "$t0"
+
+# --- (3) throughput -------------------------------------------------------
+t0=$SECONDS
+left=$((deadline - SECONDS - 60))
+PPL_GPU_BENCH=1 PPL_GPU_BENCH_OUT=$OUT/bench.json PPL_GPU_BENCH_SECONDS=$((left > 150 ? 120 : left - 30)) \
+	run "$OUT/bench.log" 170 "$W/cuda.test" -test.run '^TestBenchmark$' -test.v -test.count=1 -test.timeout 165s
+verdict "throughput benchmark" $? "$t0"
+grep '^bench:' "$OUT/bench.log" | sed 's/^bench: /           /' >> "$SUM"
+
+# --- (2b) the same through the Go API --------------------------------------
+t0=$SECONDS
+run "$OUT/e2e.log" 90 "$W/cuda.test" -test.run 'EndToEnd/gpu' -test.v -test.count=1 -test.timeout 85s
+verdict "end to end (Go API)" $? "$t0"
+grep -E 'cache|reference|--- (PASS|FAIL)' "$OUT/e2e.log" | grep -v '/sim' | sed 's/^ *//; s/^e2e_test.go:[0-9]*: //' | awk '{print "           " $0}' | head -40 >> "$SUM"
+
+note "$(printf '%-8s %-28s %4ds' "$([ $status = 0 ] && echo PASS || echo FAIL)" "gpu check (all parts)" $((SECONDS - start)))"
+echo "== summary ($SUM)"
+cat "$SUM"
+rm -rf "$W"
+exit $status

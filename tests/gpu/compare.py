@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""compare.py WANT GOT CLASS NAME: compare two ppl-score outputs window by
+window (the CPU reference's, WANT, and the GPU's, GOT; .gz read as gzip)
+and print one line: PASS or FAIL, the case name, and the statistics.
+
+Per target: |log p(GPU) - log p(CPU)|; over the case: its largest value,
+its mean, the perplexity ratio exp(mean NLL(GPU) - mean NLL(CPU)), argmax
+disagreements and, with a reference model, the largest KLD difference.
+CLASS picks the bounds (tests/gpu/check.sh explains them): bf16, f32 and
+f16 caches must stay within 0.02 per token and 0.001 of a PPL ratio of 1
+(the issue's bounds); coarser caches flip codes near rounding boundaries
+(the CPU and GPU quantize slightly different activations), so they get
+looser ones. Only the standard library: the GPU machine need not have more.
+"""
+import gzip
+import json
+import math
+import sys
+
+BOUNDS = {  # max |Δ log p|, |PPL ratio - 1|, max |Δ KLD|
+    "bf16": (0.02, 0.001, 1e-3),
+    "f32": (0.02, 0.001, 1e-3),
+    "f16": (0.02, 0.001, 1e-3),
+    "int8": (0.05, 0.002, 1e-2),
+    "fp8": (0.1, 0.004, 1e-2),
+    "k8v4": (0.15, 0.005, 2e-2),
+    "nvfp4": (0.5, 0.01, 5e-2),
+}
+
+
+def scores(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    out, header = {}, None
+    with opener(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)
+            if r.get("type") == "header" and r.get("stage") == "score":
+                header = r
+            if r.get("type") == "scores":
+                out[(r["stream"], r["index"])] = r
+    return header, out
+
+
+def main():
+    if len(sys.argv) != 5:
+        print("usage: compare.py WANT GOT CLASS NAME", file=sys.stderr)
+        return 2
+    want_path, got_path, cls, name = sys.argv[1:]
+    max_abs, max_ratio, max_kld = BOUNDS[cls]
+    try:
+        _, want = scores(want_path)
+        gh, got = scores(got_path)
+    except Exception as e:  # a missing or truncated GPU output
+        print(f"FAIL {name}: cannot read the outputs: {e}")
+        return 1
+    missing = sorted(set(want) - set(got))
+    if missing or not want:
+        print(f"FAIL {name}: {len(missing)} of {len(want)} windows missing from the GPU's output")
+        return 1
+    n = 0
+    worst, worst_at, sum_abs, sum_w, sum_g, argdiff, kld_worst, top1diff = 0.0, "", 0.0, 0.0, 0.0, 0, 0.0, 0
+    for key, w in want.items():
+        g = got[key]
+        for i, (a, b) in enumerate(zip(w["logprobs"], g["logprobs"])):
+            d = abs(a - b)
+            if d != d:
+                d = math.inf
+            if d > worst or n == 0:
+                worst, worst_at = d, f"{key[0]} window {key[1]} target {w['score_from'] + i}"
+            n += 1
+            sum_abs += d
+            sum_w += a
+            sum_g += b
+        argdiff += sum(1 for a, b in zip(w.get("argmax") or [], g.get("argmax") or []) if a != b)
+        for a, b in zip(w.get("kld") or [], g.get("kld") or []):
+            kld_worst = max(kld_worst, abs(a - b))
+        top1diff += sum(1 for a, b in zip(w.get("top1_agree") or [], g.get("top1_agree") or []) if a != b)
+        if len(w["logprobs"]) != len(g["logprobs"]):
+            print(f"FAIL {name}: window {key}: {len(g['logprobs'])} log-probs, want {len(w['logprobs'])}")
+            return 1
+    ratio = math.exp((sum_w - sum_g) / n)
+    ok = worst <= max_abs and abs(ratio - 1) <= max_ratio and kld_worst <= max_kld
+    dev = (gh or {}).get("score", {}).get("device", "?")
+    line = (f"{'PASS' if ok else 'FAIL'} {name}: {n} targets on {dev}: max |Δ log p| {worst:.4f} ({worst_at}), "
+            f"mean {sum_abs / n:.5f}, PPL ratio {ratio:.6f}, argmax differs {argdiff}")
+    if any(w.get("kld") for w in want.values()):
+        line += f", max |Δ KLD| {kld_worst:.2e}, top-1 agreement differs {top1diff}"
+    line += f" [bounds: {max_abs}, {max_ratio}" + (f", KLD {max_kld}]" if kld_worst else "]")
+    print(line)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# mkbundle.sh [DIR]: build the GPU check bundle (default bin/gpu-bundle), the
+# folder tests/gpu/check.sh runs on a machine with an NVIDIA GPU and no Go.
+# Run through `make gpu-bundle` on a machine with Go and ../shared/oracle.
+#
+# It holds, under 64 MiB:
+#   ppl-score.gz, cuda.test.gz  the tool and the CUDA package's test binary
+#                               (CGO_ENABLED=0, stripped, gzipped)
+#   oracle/models/*.gguf        the three Q8_0 oracle models, and a README so
+#                               the test binary's oracle lookup finds them
+#   inputs/*.ndjson.gz          ppl-window output for the oracle texts
+#   expected/*.ndjson.gz        the CPU reference's ppl-score output for each
+#                               case, made here on bf16 copies of the models
+#                               (the GPU's weights) with the case's flags
+#   cases.tsv                   name, model, input, flags, bounds class
+set -euo pipefail
+export LC_ALL=C
+cd "$(dirname "$0")/../.."
+B=${1:-bin/gpu-bundle}
+ORACLE=${PPL_ORACLE_DIR:-../shared/oracle}
+[ -f "$ORACLE/README.md" ] || { echo "mkbundle: no oracle at $ORACLE (set PPL_ORACLE_DIR)" >&2; exit 1; }
+GO=${GO:-go}
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+rm -rf "$B"
+mkdir -p "$B/oracle/models" "$B/inputs" "$B/expected"
+
+echo "mkbundle: building (CGO_ENABLED=0)"
+CGO_ENABLED=0 $GO build -trimpath -ldflags='-s -w' -o "$T/" ./score/cmd/ppl-score ./tokenize/cmd/ppl-tokenize ./window/cmd/ppl-window
+CGO_ENABLED=0 $GO test -c -trimpath -ldflags='-s -w' -o "$T/cuda.test" ./score/cuda
+$GO build -o "$T/bf16copy" ./tests/gpu/bf16copy
+gzip -9 -c "$T/ppl-score" > "$B/ppl-score.gz"
+gzip -9 -c "$T/cuda.test" > "$B/cuda.test.gz"
+
+MODELS="tiny-llama-spm-q8_0 tiny-qwen3-q8_0 tiny-llama3-q8_0"
+TEXTS="en-gpl3 zh-tang code-go-strings mixed-unicode"
+cp "$ORACLE/README.md" "$B/oracle/README.md"
+for m in $MODELS; do
+	cp "$ORACLE/models/$m.gguf" "$B/oracle/models/"
+	"$T/bf16copy" "$ORACLE/models/$m.gguf" "$T/$m-bf16.gguf"
+done
+
+# input NAME MODEL CONTEXT STRIDE TEXT...: ppl-tokenize | ppl-window
+input() {
+	local name=$1 model=$2 ctx=$3 stride=$4
+	shift 4
+	"$T/ppl-tokenize" --model "$ORACLE/models/$model.gguf" --text "$@" 2>/dev/null |
+		"$T/ppl-window" --context "$ctx" --stride "$stride" 2>/dev/null > "$T/$name.ndjson"
+	gzip -9 -c "$T/$name.ndjson" > "$B/inputs/$name.ndjson.gz"
+}
+
+# case NAME MODEL INPUT CLASS FLAGS...: the CPU reference's output on the
+# bf16 copy; check.sh runs the same flags on the GPU with the original model.
+# "@REF" in FLAGS stands for the model itself (a reference model).
+: > "$B/cases.tsv"
+case_() {
+	local name=$1 model=$2 in=$3 class=$4
+	shift 4
+	local flags=("$@") cpu=()
+	for f in "${flags[@]}"; do cpu+=("${f//@REF/$T/$model-bf16.gguf}"); done
+	local t0=$SECONDS
+	"$T/ppl-score" --device cpu --no-cache --model "$T/$model-bf16.gguf" "${cpu[@]}" "$T/$in.ndjson" 2>"$T/err" |
+		gzip -9 > "$B/expected/$name.ndjson.gz" || { cat "$T/err" >&2; exit 1; }
+	printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$model" "$in" "${flags[*]}" "$class" >> "$B/cases.tsv"
+	echo "mkbundle: case $name ($((SECONDS - t0)) s on the CPU)"
+}
+
+texts=()
+for t in $TEXTS; do texts+=("$ORACLE/texts/$t.txt"); done
+for m in $MODELS; do
+	input "$m-texts" "$m" 256 128 "${texts[@]}"
+	case_ "$m-bf16" "$m" "$m-texts" bf16 --kv-dtype bf16
+done
+# Every other KV cache dtype on one model and two texts.
+input spm-two tiny-llama-spm-q8_0 256 128 "$ORACLE/texts/en-gpl3.txt" "$ORACLE/texts/mixed-unicode.txt"
+for kv in f32 f16 int8 fp8 k8v4 nvfp4; do
+	case_ "spm-$kv" tiny-llama-spm-q8_0 spm-two "$kv" --kv-dtype "$kv"
+done
+# A reference model: the same weights with an exact cache (KL divergence).
+case_ spm-kld tiny-llama-spm-q8_0 spm-two bf16 --kv-dtype bf16 --reference @REF --reference-kv-dtype f32
+# Long windows: RoPE at large positions, attention over many tiles.
+input spm-long tiny-llama-spm-q8_0 4096 2048 "$ORACLE/golden-long/all-texts.txt"
+case_ spm-long-4096 tiny-llama-spm-q8_0 spm-long bf16 --kv-dtype bf16
+input llama3-long tiny-llama3-q8_0 8192 4096 "$ORACLE/golden-long/all-texts.txt"
+case_ llama3-long-8192 tiny-llama3-q8_0 llama3-long bf16 --kv-dtype bf16
+
+cp tests/gpu/check.sh tests/gpu/compare.py "$B/"
+du -sh "$B"
+size=$(du -sb "$B" | cut -f1)
+if [ "$size" -gt $((60 * 1024 * 1024)) ]; then
+	echo "mkbundle: $B is $size bytes, over the 60 MiB it must stay under" >&2
+	exit 1
+fi
+echo "mkbundle: $B ready ($size bytes); run: bash tests/gpu/check.sh $B"
