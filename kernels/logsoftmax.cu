@@ -11,7 +11,8 @@
 //
 // A NaN or infinite logit makes the CPU fail naming the first such token;
 // here bad[row] receives the smallest such token index (-1 when none) and
-// the host reports it the same way.
+// logprob[row] its value (NaN or ±Inf), and the host reports them the same
+// way.
 #include "common.cuh"
 
 #define LSM_THREADS 512
@@ -104,7 +105,7 @@ extern "C" __global__ void __launch_bounds__(LSM_THREADS) logsoftmax_target(
 		if (threadIdx.x == 0) {
 			bad[r] = b;
 			argmax[r] = 0;
-			logprob[r] = 0;
+			logprob[r] = (double)z[b]; // the offending value, for the host's error
 		}
 		return; // uniform: every thread saw the same b
 	}
@@ -137,7 +138,10 @@ extern "C" __global__ void __launch_bounds__(LSM_THREADS) logsoftmax_kld(
 			bad[r] = b != 0x7fffffff ? b : -1;
 			rbad[r] = rb != 0x7fffffff ? rb : -1;
 			argmax[r] = rargmax[r] = 0;
-			logprob[r] = rlogprob[r] = kld[r] = 0;
+			// the offending values, for the host's error
+			logprob[r] = b != 0x7fffffff ? (double)z[b] : 0.0;
+			rlogprob[r] = rb != 0x7fffffff ? (double)rz[rb] : 0.0;
+			kld[r] = 0;
 		}
 		return;
 	}

@@ -242,6 +242,11 @@ func TestBenchmark(t *testing.T) {
 		m, err := syntheticModel(e, shape, Mixed, "bf16", 7)
 		if err != nil {
 			t.Errorf("%s: %v", shape.name, err)
+			// its rows still appear in the table, saying why they are empty
+			for _, c := range ctxs {
+				results = append(results, benchResult{Model: shape.name, Precision: Mixed.Name, Context: c[0], Stride: c[1],
+					Skipped: "failed: " + firstLine(err.Error())})
+			}
 			continue
 		}
 		fmt.Printf("bench: %s: %s of weights made on the device in %.2f s; attention: %s\n", shape.name, humanBytes(m.weightBytes), m.loadTime.Seconds(), m.attn)
@@ -258,6 +263,7 @@ func TestBenchmark(t *testing.T) {
 					t.Errorf("%s context %d: %v", shape.name, c[0], err)
 					r.Skipped = err.Error()
 				}
+				r.MFU = r.ModelTFLOPs * 1e12 / peak
 			}
 			results = append(results, r)
 			if r.Skipped != "" {
@@ -268,9 +274,6 @@ func TestBenchmark(t *testing.T) {
 				shape.name, c[0], c[1], r.TokensPerSec, r.ProcessedPerS, r.SecondsPerWin, 100*r.ForwardShare, r.ModelTFLOPs, 100*r.MFU, 100*r.AttnFLOPShare, r.PeakAllocGiB, r.PeakDeviceGiB)
 		}
 		m.Close()
-	}
-	for i := range results {
-		results[i].MFU = results[i].ModelTFLOPs * 1e12 / peak
 	}
 	out["results"] = results
 	if p := os.Getenv("PPL_GPU_BENCH_OUT"); p != "" {
@@ -290,6 +293,14 @@ func TestBenchmark(t *testing.T) {
 	if goal := findResult(results, "llama-8b", 4096); goal != nil && goal.Skipped == "" {
 		fmt.Printf("bench: goal (8B, context 4096): %.1f%% of the bf16 GEMM peak end to end (goal 40%%)\n", 100*goal.MFU)
 	}
+}
+
+// firstLine is s up to its first newline.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
 }
 
 func findResult(rs []benchResult, model string, ctx int) *benchResult {

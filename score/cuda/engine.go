@@ -355,6 +355,31 @@ type gpuDevice struct {
 	scal *cublas.Scalars
 	args *argBlock
 	pin  runtime.Pinner
+	// broken is the first fault that left the context unusable (a kernel's
+	// illegal address): every later call fails naming it, rather than with
+	// the driver's repeat of the code from an unrelated call.
+	broken error
+	last   string // the kernel launched last, for naming a fault
+}
+
+// ErrContextUnusable is wrapped by every error after a fault that left the
+// device's context unusable for the rest of the process.
+var ErrContextUnusable = errors.New("CUDA context is unusable after an earlier error")
+
+// check records a sticky fault from the call named what; on the engine's thread.
+func (g *gpuDevice) check(what string, err error) error {
+	if err != nil && g.broken == nil && driver.IsSticky(err) {
+		g.broken = fmt.Errorf("%s: %w", what, err)
+	}
+	return err
+}
+
+// usable fails once the context is unusable.
+func (g *gpuDevice) usable() error {
+	if g.broken != nil {
+		return fmt.Errorf("%w: %v", ErrContextUnusable, g.broken)
+	}
+	return nil
 }
 
 // argBlock holds kernel parameters: ptrs[i] points at vals[i]. It is
@@ -492,19 +517,75 @@ func (e *Engine) smokeTest() error {
 	return nil
 }
 
-func (g *gpuDevice) alloc(bytes int64) (ptr, error) { return driver.MemAlloc(uint64(bytes)) }
-func (g *gpuDevice) free(p ptr) error               { return driver.MemFree(p) }
+func (g *gpuDevice) alloc(bytes int64) (ptr, error) {
+	if err := g.usable(); err != nil {
+		return 0, err
+	}
+	p, err := driver.MemAlloc(uint64(bytes))
+	return p, g.check("allocating", err)
+}
+
+func (g *gpuDevice) free(p ptr) error {
+	if g.broken != nil {
+		return nil // the context's memory is lost with it; freeing would only repeat the fault
+	}
+	return g.check("freeing", driver.MemFree(p))
+}
+
 func (g *gpuDevice) htod(dst ptr, src unsafe.Pointer, n int64) error {
-	return driver.MemcpyHtoD(dst, src, uint64(n))
+	if n == 0 {
+		return nil
+	}
+	if err := g.usable(); err != nil {
+		return err
+	}
+	if dst == 0 || src == nil || n < 0 {
+		return fmt.Errorf("cuda: copy of %d bytes from %p to device address %#x: bad arguments", n, src, uint64(dst))
+	}
+	return g.check("copying to the device", driver.MemcpyHtoD(dst, src, uint64(n)))
 }
+
 func (g *gpuDevice) dtoh(dst unsafe.Pointer, src ptr, n int64) error {
-	return driver.MemcpyDtoH(dst, src, uint64(n))
+	if n == 0 {
+		return nil
+	}
+	if err := g.usable(); err != nil {
+		return err
+	}
+	if src == 0 || dst == nil || n < 0 {
+		return fmt.Errorf("cuda: copy of %d bytes from device address %#x to %p: bad arguments", n, uint64(src), dst)
+	}
+	return g.check("copying from the device", driver.MemcpyDtoH(dst, src, uint64(n)))
 }
+
 func (g *gpuDevice) memsetD32(p ptr, v uint32, n int64) error {
-	return driver.MemsetD32(p, v, uint64(n))
+	if n == 0 {
+		return nil
+	}
+	if err := g.usable(); err != nil {
+		return err
+	}
+	return g.check("memset", driver.MemsetD32(p, v, uint64(n)))
 }
-func (g *gpuDevice) sync() error                      { return driver.CtxSynchronize() }
-func (g *gpuDevice) memInfo() (uint64, uint64, error) { return driver.MemGetInfo() }
+
+func (g *gpuDevice) sync() error {
+	if err := g.usable(); err != nil {
+		return err
+	}
+	what := "the work queued before a synchronization"
+	if g.last != "" {
+		what = "kernel " + g.last + " (or work queued before it)"
+	}
+	return g.check(what, driver.CtxSynchronize())
+}
+
+func (g *gpuDevice) memInfo() (uint64, uint64, error) {
+	if err := g.usable(); err != nil {
+		return 0, 0, err
+	}
+	f, t, err := driver.MemGetInfo()
+	return f, t, g.check("cuMemGetInfo", err)
+}
 
 func (g *gpuDevice) launch(kernel string, grid, block dim3, args []any) error {
 	f, ok := g.fns[kernel]
@@ -521,7 +602,11 @@ func (g *gpuDevice) launch(kernel string, grid, block dim3, args []any) error {
 		}
 		g.args.vals[i] = v
 	}
-	return driver.LaunchKernel(f, grid, block, 0, 0, uintptr(unsafe.Pointer(&g.args.ptrs[0])))
+	if err := g.usable(); err != nil {
+		return err
+	}
+	g.last = kernel
+	return g.check("launching "+kernel, driver.LaunchKernel(f, grid, block, 0, 0, uintptr(unsafe.Pointer(&g.args.ptrs[0]))))
 }
 
 // argBits is a kernel argument's bytes, little-endian in a 64-bit slot
@@ -553,7 +638,11 @@ func argBits(a any) (uint64, error) {
 
 func (g *gpuDevice) gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at cublas.DataType, lda int,
 	b ptr, bt cublas.DataType, ldb int, beta float32, c ptr, ct cublas.DataType, ldc int) error {
+	if err := g.usable(); err != nil {
+		return err
+	}
 	g.scal.Alpha, g.scal.Beta = alpha, beta
+	g.last = "cublasGemmEx"
 	return g.blas.GemmEx(ta, tb, m, n, k, g.scal, a, at, lda, b, bt, ldb, c, ct, ldc)
 }
 

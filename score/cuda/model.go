@@ -894,13 +894,20 @@ func (m *Model) checkFlash() (float64, error) {
 			return err
 		}
 		defer e.freeKV(vt)
-		for _, err := range []error{upload(e, qp, q), upload(e, kp, k), upload(e, vp, v),
-			e.kvStore(kt, kp, n, KVH, HD), e.kvStore(vt, vp, n, KVH, HD),
-			e.attention(o1, qp, n, H, KVH, HD, m.scale, kt, vt, false, f16),
-			e.attention(o2, qp, n, H, KVH, HD, m.scale, kt, vt, true, f16),
-			e.sync("checking the attention kernels")} {
-			if err != nil {
-				return err
+		// One step at a time, stopping at the first error (a slice of
+		// results would run every step, kernels after a failed copy too).
+		for _, step := range []func() error{
+			func() error { return upload(e, qp, q) },
+			func() error { return upload(e, kp, k) },
+			func() error { return upload(e, vp, v) },
+			func() error { return e.kvStore(kt, kp, n, KVH, HD) },
+			func() error { return e.kvStore(vt, vp, n, KVH, HD) },
+			func() error { return e.attention(o1, qp, n, H, KVH, HD, m.scale, kt, vt, false, f16) },
+			func() error { return e.attention(o2, qp, n, H, KVH, HD, m.scale, kt, vt, true, f16) },
+			func() error { return e.sync("checking the attention kernels") },
+		} {
+			if err := step(); err != nil {
+				return fmt.Errorf("cuda: checking the attention kernels: %w", err)
 			}
 		}
 		a, b := make([]uint16, len(q)), make([]uint16, len(q))

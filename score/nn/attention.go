@@ -3,6 +3,7 @@ package nn
 import (
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // Attention is causal scaled dot-product attention with grouped KV heads
@@ -115,26 +116,34 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 			for r := range rows {
 				m[r], l[r] = float32(math.Inf(-1)), 0
 			}
+			// The kernels directly, with bounds checked once per tile: the
+			// loop runs once per 32 keys.
+			qk, pv := tileKernels(rows)
+			_ = kt[(g*nb+(i1-1)/keyBlock+1)*hd*keyBlock-1]
+			_ = sb[rows*keyBlock-1]
+			_ = ob[rows*hd-1]
 			for b := 0; b*keyBlock < i1; b++ {
 				j0 := b * keyBlock
-				Gemm(rows, keyBlock, qb, hd, kt[(g*nb+b)*hd*keyBlock:(g*nb+b+1)*hd*keyBlock], keyBlock, hd, sb, keyBlock, nil)
-				for r := range rows {
-					i := i0 + r/nh
-					lim[r] = int32(min(keyBlock, max(0, i+1-j0)))
+				qk(&qb[0], hd, &kt[(g*nb+b)*hd*keyBlock], keyBlock, hd, &sb[0], keyBlock, nil)
+				if j0+keyBlock > i0 || b == 0 { // the diagonal blocks (and the first) have masked keys
+					for r := range rows {
+						i := i0 + r/nh
+						lim[r] = int32(min(keyBlock, max(0, i+1-j0)))
+					}
 				}
 				kern.softmax(&sb[0], rows, &lim[0], scale, &m[0], &l[0], &alpha[0])
 				kk := min(keyBlock, n-j0)
-				var al []float32
+				var al *float32
 				if b > 0 {
-					al = alpha
+					al = &alpha[0]
 				}
-				vb := v[j0*ks+g*hd:]
+				vb := v[j0*ks+g*hd : (j0+kk-1)*ks+(g+1)*hd]
 				for d0 := 0; d0 < hd; {
 					nr := 32
 					if hd-d0 < 32 {
 						nr = 16
 					}
-					Gemm(rows, nr, sb, keyBlock, vb[d0:], ks, kk, ob[d0:], hd, al)
+					pv[nr/16-1](&sb[0], keyBlock, &vb[d0], ks, kk, &ob[d0], hd, al)
 					d0 += nr
 				}
 			}
@@ -150,6 +159,28 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 			}
 		}
 	})
+}
+
+// tileKernels returns the Gemm tile kernels for rows rows and 32 columns,
+// and for 16 and 32 columns, or Gemm itself where the level's tiles have
+// fewer rows (AVX2).
+func tileKernels(rows int) (qk gemmFunc, pv [2]gemmFunc) {
+	for z := range 2 {
+		if fns := kern.gemm[z]; rows <= len(fns) {
+			pv[z] = fns[rows-1]
+		} else {
+			nr := 16 * (z + 1)
+			pv[z] = func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32) {
+				var al []float32
+				if alpha != nil {
+					al = unsafe.Slice(alpha, rows)
+				}
+				Gemm(rows, nr, unsafe.Slice(a, (rows-1)*lda+k), lda, unsafe.Slice(b, (k-1)*ldb+nr), ldb, k,
+					unsafe.Slice(c, (rows-1)*ldc+nr), ldc, al)
+			}
+		}
+	}
+	return pv[1], pv
 }
 
 // attentionRef is the plain attention: per query row and head, float32

@@ -150,7 +150,7 @@ func initGeneric() {
 	initGenericInt8()
 	for z := range 2 {
 		nr := 16 * (z + 1)
-		for m := 1; m <= 4; m++ {
+		for m := 1; m <= gemmTileRows; m++ {
 			generic.gemm[z] = append(generic.gemm[z], func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32) {
 				gemmGeneric(m, nr, a, lda, b, ldb, k, c, ldc, alpha)
 			})

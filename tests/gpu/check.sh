@@ -158,7 +158,7 @@ grep '^bench:' "$OUT/bench.log" | sed 's/^bench: /           /' >> "$SUM"
 
 # --- (2b) the same through the Go API --------------------------------------
 t0=$SECONDS
-run "$OUT/e2e.log" 90 "$W/cuda.test" -test.run 'EndToEnd/gpu' -test.v -test.count=1 -test.timeout 85s
+PPL_CUDA_SYNC=1 run "$OUT/e2e.log" 90 "$W/cuda.test" -test.run 'EndToEnd/gpu' -test.v -test.count=1 -test.timeout 85s
 verdict "end to end (Go API)" $? "$t0"
 grep -E 'cache|reference|--- (PASS|FAIL)' "$OUT/e2e.log" | grep -v '/sim' | sed 's/^ *//; s/^e2e_test.go:[0-9]*: //' | awk '{print "           " $0}' | head -40 >> "$SUM"
 

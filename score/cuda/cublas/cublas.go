@@ -216,16 +216,16 @@ func call(f uintptr, name string, args ...uintptr) error {
 
 // Create makes a cuBLAS handle on the current context.
 func Create() (Handle, error) {
-	var h uintptr
-	err := call(fn.create, "cublasCreate_v2", uintptr(unsafe.Pointer(&h)))
-	return Handle(h), err
+	h := driver.Out[uintptr]() // on the heap: see driver.Out
+	err := call(fn.create, "cublasCreate_v2", uintptr(unsafe.Pointer(h)))
+	return Handle(*h), err
 }
 
 // Version returns cuBLAS's version (major·10000 + minor·100 + patch).
 func (h Handle) Version() (int, error) {
-	var v int32
-	err := call(fn.version, "cublasGetVersion_v2", uintptr(h), uintptr(unsafe.Pointer(&v)))
-	return int(v), err
+	v := driver.Out[int32]()
+	err := call(fn.version, "cublasGetVersion_v2", uintptr(h), uintptr(unsafe.Pointer(v)))
+	return int(*v), err
 }
 
 // Scalars holds the alpha and beta a GEMM reads from host memory during the

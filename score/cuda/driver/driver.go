@@ -94,6 +94,30 @@ const (
 	errNoDevice    = 100
 )
 
+// IsSticky reports whether err is a fault that leaves the context unusable
+// (every later call fails the same way until the process ends): an illegal
+// or misaligned address, an illegal instruction, a trap, a launch failure
+// or timeout, an uncorrectable ECC error.
+func IsSticky(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	switch e.Code {
+	case 214, // CUDA_ERROR_ECC_UNCORRECTABLE
+		700, // CUDA_ERROR_ILLEGAL_ADDRESS
+		702, // CUDA_ERROR_LAUNCH_TIMEOUT
+		714, // CUDA_ERROR_HARDWARE_STACK_ERROR
+		715, // CUDA_ERROR_ILLEGAL_INSTRUCTION
+		716, // CUDA_ERROR_MISALIGNED_ADDRESS
+		717, // CUDA_ERROR_INVALID_ADDRESS_SPACE
+		718, // CUDA_ERROR_INVALID_PC
+		719: // CUDA_ERROR_LAUNCH_FAILED
+		return true
+	}
+	return false
+}
+
 // IsOutOfMemory reports whether err is the driver's CUDA_ERROR_OUT_OF_MEMORY.
 func IsOutOfMemory(err error) bool {
 	var e *Error
@@ -183,13 +207,13 @@ func call(f uintptr, name string, args ...uintptr) error {
 
 func newError(name string, code int) *Error {
 	e := &Error{Call: name, Code: code, Name: fmt.Sprintf("CUresult %d", code)}
-	var p uintptr
-	if fn.cuGetErrorName != 0 && syscallN(fn.cuGetErrorName, uintptr(code), uintptr(unsafe.Pointer(&p))) == 0 {
-		e.Name = cString(p)
+	p := Out[uintptr]()
+	if fn.cuGetErrorName != 0 && syscallN(fn.cuGetErrorName, uintptr(code), ptr(p)) == 0 {
+		e.Name = cString(*p)
 	}
-	p = 0
-	if fn.cuGetErrorString != 0 && syscallN(fn.cuGetErrorString, uintptr(code), uintptr(unsafe.Pointer(&p))) == 0 {
-		e.Desc = cString(p)
+	*p = 0
+	if fn.cuGetErrorString != 0 && syscallN(fn.cuGetErrorString, uintptr(code), ptr(p)) == 0 {
+		e.Desc = cString(*p)
 	}
 	return e
 }
@@ -218,58 +242,96 @@ func cBytes(b []byte) string {
 
 func ptr[T any](p *T) uintptr { return uintptr(unsafe.Pointer(p)) }
 
+// Memory the driver writes or reads during a call must not be on a
+// goroutine's stack: the stack can move (grow) between taking an address as
+// a uintptr and the C call, and the driver would then write to the old
+// stack (an out-parameter left at zero, a freed stack corrupted). Out and
+// HeapBytes allocate on the heap, which never moves.
+var (
+	alwaysFalse bool
+	heapSink    any
+)
+
+// Out returns a new zero T on the heap, for an out-parameter of a C call.
+func Out[T any]() *T {
+	p := new(T)
+	if alwaysFalse {
+		heapSink = p // escape analysis: p lives on the heap
+	}
+	return p
+}
+
+// HeapBytes returns n zero bytes on the heap.
+func HeapBytes(n int) []byte {
+	b := make([]byte, n)
+	if alwaysFalse {
+		heapSink = b
+	}
+	return b
+}
+
+// heapSlice returns a copy of v on the heap.
+func heapSlice[T any](v ...T) []T {
+	out := make([]T, len(v))
+	copy(out, v)
+	if alwaysFalse {
+		heapSink = out
+	}
+	return out
+}
+
 // Init initializes the driver (cuInit(0)).
 func Init() error { return call(fn.cuInit, "cuInit", 0) }
 
 // DriverVersion returns the CUDA version the driver supports, as
 // 1000·major + 10·minor (13000 for 13.0).
 func DriverVersion() (int, error) {
-	var v int32
-	err := call(fn.cuDriverGetVersion, "cuDriverGetVersion", ptr(&v))
-	return int(v), err
+	v := Out[int32]()
+	err := call(fn.cuDriverGetVersion, "cuDriverGetVersion", ptr(v))
+	return int(*v), err
 }
 
 // DeviceCount returns the number of CUDA devices.
 func DeviceCount() (int, error) {
-	var n int32
-	err := call(fn.cuDeviceGetCount, "cuDeviceGetCount", ptr(&n))
-	return int(n), err
+	n := Out[int32]()
+	err := call(fn.cuDeviceGetCount, "cuDeviceGetCount", ptr(n))
+	return int(*n), err
 }
 
 // DeviceGet returns the device of the given ordinal.
 func DeviceGet(ordinal int) (Device, error) {
-	var d int32
-	err := call(fn.cuDeviceGet, "cuDeviceGet", ptr(&d), uintptr(ordinal))
-	return Device(d), err
+	d := Out[int32]()
+	err := call(fn.cuDeviceGet, "cuDeviceGet", ptr(d), uintptr(ordinal))
+	return Device(*d), err
 }
 
 // Name returns the device's name ("NVIDIA H200").
 func (d Device) Name() (string, error) {
-	b := make([]byte, 256)
+	b := HeapBytes(256)
 	err := call(fn.cuDeviceGetName, "cuDeviceGetName", ptr(&b[0]), uintptr(len(b)), uintptr(d))
 	return cBytes(b), err
 }
 
 // Attribute returns one of the device's attributes.
 func (d Device) Attribute(a Attribute) (int, error) {
-	var v int32
-	err := call(fn.cuDeviceGetAttribute, "cuDeviceGetAttribute", ptr(&v), uintptr(a), uintptr(d))
-	return int(v), err
+	v := Out[int32]()
+	err := call(fn.cuDeviceGetAttribute, "cuDeviceGetAttribute", ptr(v), uintptr(a), uintptr(d))
+	return int(*v), err
 }
 
 // TotalMem returns the device's memory in bytes.
 func (d Device) TotalMem() (uint64, error) {
-	var v uint64
-	err := call(fn.cuDeviceTotalMem, "cuDeviceTotalMem_v2", ptr(&v), uintptr(d))
-	return v, err
+	v := Out[uint64]()
+	err := call(fn.cuDeviceTotalMem, "cuDeviceTotalMem_v2", ptr(v), uintptr(d))
+	return *v, err
 }
 
 // PrimaryCtxRetain retains the device's primary context, the one the CUDA
 // runtime (and so cuBLAS) uses on this device.
 func (d Device) PrimaryCtxRetain() (Context, error) {
-	var c uintptr
-	err := call(fn.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", ptr(&c), uintptr(d))
-	return Context(c), err
+	c := Out[uintptr]()
+	err := call(fn.cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain", ptr(c), uintptr(d))
+	return Context(*c), err
 }
 
 // SetCurrent makes c the calling thread's current context.
@@ -281,9 +343,12 @@ func CtxSynchronize() error { return call(fn.cuCtxSynchronize, "cuCtxSynchronize
 
 // MemAlloc allocates device memory (aligned to at least 256 bytes).
 func MemAlloc(bytes uint64) (DevicePtr, error) {
-	var p uint64
-	err := call(fn.cuMemAlloc, "cuMemAlloc_v2", ptr(&p), uintptr(bytes))
-	return DevicePtr(p), err
+	p := Out[uint64]()
+	err := call(fn.cuMemAlloc, "cuMemAlloc_v2", ptr(p), uintptr(bytes))
+	if err == nil && *p == 0 {
+		return 0, fmt.Errorf("cuMemAlloc_v2: returned success and a null pointer for %d bytes", bytes)
+	}
+	return DevicePtr(*p), err
 }
 
 // MemFree frees device memory from MemAlloc.
@@ -308,8 +373,9 @@ func MemsetD32(p DevicePtr, v uint32, n uint64) error {
 
 // MemGetInfo returns the free and total memory of the current context's device.
 func MemGetInfo() (free, total uint64, err error) {
-	err = call(fn.cuMemGetInfo, "cuMemGetInfo_v2", ptr(&free), ptr(&total))
-	return free, total, err
+	f, t := Out[uint64](), Out[uint64]()
+	err = call(fn.cuMemGetInfo, "cuMemGetInfo_v2", ptr(f), ptr(t))
+	return *f, *t, err
 }
 
 // JIT options of cuModuleLoadDataEx (CUjit_option).
@@ -327,14 +393,14 @@ func ModuleLoadData(image []byte) (Module, error) {
 	if len(image) == 0 || image[len(image)-1] != 0 {
 		return 0, errors.New("cuModuleLoadDataEx: image must be NUL-terminated")
 	}
-	logBuf := make([]byte, 16<<10)
-	opts := []int32{jitErrorLogBuffer, jitErrorLogBufferBytes}
-	vals := []uintptr{ptr(&logBuf[0]), uintptr(len(logBuf))}
+	logBuf := HeapBytes(16 << 10)
+	opts := heapSlice[int32](jitErrorLogBuffer, jitErrorLogBufferBytes)
+	vals := heapSlice(ptr(&logBuf[0]), uintptr(len(logBuf)))
 	var pin pinner
 	pin.Pin(&logBuf[0])
 	defer pin.Unpin()
-	var m uintptr
-	err := call(fn.cuModuleLoadDataEx, "cuModuleLoadDataEx", ptr(&m), ptr(&image[0]),
+	m := Out[uintptr]()
+	err := call(fn.cuModuleLoadDataEx, "cuModuleLoadDataEx", ptr(m), ptr(&image[0]),
 		uintptr(len(opts)), ptr(&opts[0]), ptr(&vals[0]))
 	keepAlive(image, opts, vals, logBuf)
 	if err != nil {
@@ -344,19 +410,20 @@ func ModuleLoadData(image []byte) (Module, error) {
 		}
 		return 0, err
 	}
-	return Module(m), nil
+	return Module(*m), nil
 }
 
 // Function returns the kernel called name (an extern "C" name).
 func (m Module) Function(name string) (Function, error) {
-	b := append([]byte(name), 0)
-	var f uintptr
-	err := call(fn.cuModuleGetFunction, "cuModuleGetFunction", ptr(&f), uintptr(m), ptr(&b[0]))
+	b := HeapBytes(len(name) + 1)
+	copy(b, name)
+	f := Out[uintptr]()
+	err := call(fn.cuModuleGetFunction, "cuModuleGetFunction", ptr(f), uintptr(m), ptr(&b[0]))
 	keepAlive(b)
 	if err != nil {
 		return 0, fmt.Errorf("kernel %s: %w", name, err)
 	}
-	return Function(f), nil
+	return Function(*f), nil
 }
 
 // LaunchKernel queues f on stream over grid blocks of block threads with
@@ -372,9 +439,9 @@ func LaunchKernel(f Function, grid, block [3]uint32, sharedBytes uint32, stream 
 
 // EventCreate creates an event that records time.
 func EventCreate() (Event, error) {
-	var e uintptr
-	err := call(fn.cuEventCreate, "cuEventCreate", ptr(&e), 0)
-	return Event(e), err
+	e := Out[uintptr]()
+	err := call(fn.cuEventCreate, "cuEventCreate", ptr(e), 0)
+	return Event(*e), err
 }
 
 // Record records e on stream s.
@@ -392,9 +459,9 @@ func (e Event) Destroy() error { return call(fn.cuEventDestroy, "cuEventDestroy_
 
 // Elapsed returns the milliseconds between two recorded events.
 func Elapsed(start, end Event) (float32, error) {
-	var ms float32
-	err := call(fn.cuEventElapsedTime, "cuEventElapsedTime", ptr(&ms), uintptr(start), uintptr(end))
-	return ms, err
+	ms := Out[float32]()
+	err := call(fn.cuEventElapsedTime, "cuEventElapsedTime", ptr(ms), uintptr(start), uintptr(end))
+	return *ms, err
 }
 
 // DriverRelease returns the driver's release ("580.159.03") from NVML, or
@@ -411,7 +478,7 @@ func DriverRelease() string {
 		return ""
 	}
 	defer syscallN(shutF)
-	b := make([]byte, 96)
+	b := HeapBytes(96)
 	if syscallN(verF, ptr(&b[0]), uintptr(len(b))) != 0 {
 		return ""
 	}
