@@ -15,6 +15,7 @@ help:
 	@echo "make test-short  the quick subset"
 	@echo "make fuzz        run each fuzz target for FUZZTIME (default $(FUZZTIME))"
 	@echo "make demo        run the pipeline on the bundled model and corpus"
+	@echo "make bench-cpu   CPU throughput on generated 100M models (bench/bench.mk)"
 	@echo "make kernels     regenerate kernels/*.ptx from kernels/*.cu (needs nvcc)"
 	@echo "make gpu-bundle  build bin/gpu-bundle for tests/gpu/check.sh on a GPU machine"
 	@echo "make eval MODEL=m.gguf [CORPUS=ppl-heldout-v1] [KV=bf16] [CONTEXT=4096] [STRIDE=2048] [QUICK=1]"
@@ -93,3 +94,6 @@ kernels/%.ptx: kernels/%.cu $(wildcard kernels/*.cuh) kernels/gen.sh
 # a GPU machine with: bash tests/gpu/check.sh bin/gpu-bundle
 gpu-bundle:
 	tests/gpu/mkbundle.sh $(BIN)/gpu-bundle
+
+# bench-cpu: ppl-score's CPU throughput, optionally against llama.cpp (bench/).
+include bench/bench.mk
