@@ -33,7 +33,7 @@ const keyBlock = 32
 // to 12 rows (the heads sharing the KV head, for a few positions), and each
 // tile walks the keys in blocks of 32 with an online softmax (the running
 // maximum and sum of softmaxTileGeneric), so scores never exist beyond one
-// 12 × 32 tile. Four consecutive tiles walk the keys together. Scores are float32 dot products (Gemm over the keys,
+// 12 × 32 tile. Scores are float32 dot products (Gemm over the keys,
 // transposed once per call into 32-key panels), the softmax and the
 // weighted sum of values (Gemm again, rescaling the partial output by
 // alpha) are float32, and each output is divided by its sum at the end.
@@ -81,121 +81,84 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 		}
 	})
 
-	// Tiles: tpt positions × hpt heads of one KV head's group, <= 12 rows;
-	// a work item is superTile consecutive tiles, which walk the keys
-	// together so that each block of keys and values is read from memory
-	// once for all of them.
+	// Tiles: tpt positions × hpt heads of one KV head's group, <= 12 rows.
 	hpt := min(group, gemmTileRows)
 	tpt := max(1, gemmTileRows/hpt)
 	hchunks := (group + hpt - 1) / hpt
 	ttiles := (n + tpt - 1) / tpt
-	supers := (ttiles + superTile - 1) / superTile
-	perKV := supers * hchunks
+	perKV := ttiles * hchunks
 	const R = gemmTileRows
-	perTile := 2*R*hd + 4*R // queries, outputs, m, l, alpha, limits
-	per := superTile*perTile + R*keyBlock
+	per := R*hd + R*keyBlock + R*hd + 4*R // queries, scores, outputs, m, l, alpha, limits
 	w := c.Workers(a.KVHeads * perKV)
 	scratch := c.Alloc(max(w, 1) * per)
 	scale := float32(a.Scale)
 	c.ParallelDynamic(a.KVHeads*perKV, 1, func(worker, lo, hi int) {
 		buf := scratch[worker*per : (worker+1)*per]
-		sb := buf[superTile*perTile:]
-		var tiles [superTile]attnTile
+		qb, sb, ob := buf[:R*hd], buf[R*hd:R*hd+R*keyBlock], buf[R*hd+R*keyBlock:2*R*hd+R*keyBlock]
+		st := buf[2*R*hd+R*keyBlock:]
+		m, l, alpha := st[:R], st[R:2*R], st[2*R:3*R]
+		var lim [R]int32
 		for it := lo; it < hi; it++ {
 			g, rest := it/perKV, it%perKV
+			i0 := (rest / hchunks) * tpt
+			i1 := min(i0+tpt, n)
 			h0 := (rest % hchunks) * hpt
 			h1 := min(h0+hpt, group)
 			nh := h1 - h0
-			s0 := (rest / hchunks) * superTile
-			nt, iEnd := 0, 0
-			for ts := s0; ts < min(s0+superTile, ttiles); ts++ {
-				tb := buf[nt*perTile : (nt+1)*perTile]
-				tl := &tiles[nt]
-				tl.i0 = ts * tpt
-				tl.i1 = min(tl.i0+tpt, n)
-				tl.rows = (tl.i1 - tl.i0) * nh
-				tl.q, tl.o = tb[:R*hd], tb[R*hd:2*R*hd]
-				tl.m, tl.l, tl.alpha = tb[2*R*hd:2*R*hd+R], tb[2*R*hd+R:2*R*hd+2*R], tb[2*R*hd+2*R:2*R*hd+3*R]
-				for i := tl.i0; i < tl.i1; i++ {
-					for h := h0; h < h1; h++ {
-						r := (i-tl.i0)*nh + h - h0
-						qh := g*group + h
-						copy(tl.q[r*hd:(r+1)*hd], q[i*qs+qh*hd:i*qs+(qh+1)*hd])
-					}
+			rows := (i1 - i0) * nh
+			for i := i0; i < i1; i++ {
+				for h := h0; h < h1; h++ {
+					r := (i-i0)*nh + h - h0
+					qh := g*group + h
+					copy(qb[r*hd:(r+1)*hd], q[i*qs+qh*hd:i*qs+(qh+1)*hd])
 				}
-				for r := range tl.rows {
-					tl.m[r], tl.l[r] = float32(math.Inf(-1)), 0
-				}
-				// The kernels directly, with bounds checked once per tile:
-				// the loop runs once per 32 keys.
-				tl.qk, tl.pv = tileKernels(tl.rows)
-				_ = tl.o[tl.rows*hd-1]
-				iEnd = tl.i1
-				nt++
 			}
-			_ = kt[(g*nb+(iEnd-1)/keyBlock+1)*hd*keyBlock-1]
-			_ = sb[R*keyBlock-1]
-			for b := 0; b*keyBlock < iEnd; b++ {
+			for r := range rows {
+				m[r], l[r] = float32(math.Inf(-1)), 0
+			}
+			// The kernels directly, with bounds checked once per tile: the
+			// loop runs once per 32 keys.
+			qk, pv := tileKernels(rows)
+			_ = kt[(g*nb+(i1-1)/keyBlock+1)*hd*keyBlock-1]
+			_ = sb[rows*keyBlock-1]
+			_ = ob[rows*hd-1]
+			for b := 0; b*keyBlock < i1; b++ {
 				j0 := b * keyBlock
-				kk := min(keyBlock, n-j0)
-				vb := v[j0*ks+g*hd : (j0+kk-1)*ks+(g+1)*hd]
-				for ti := range nt {
-					tl := &tiles[ti]
-					if j0 >= tl.i1 {
-						continue // past this tile's last position
-					}
-					tl.qk(&tl.q[0], hd, &kt[(g*nb+b)*hd*keyBlock], keyBlock, hd, &sb[0], keyBlock, nil)
-					if j0+keyBlock > tl.i0 || b == 0 { // the diagonal blocks (and the first) have masked keys
-						for r := range tl.rows {
-							i := tl.i0 + r/nh
-							tl.lim[r] = int32(min(keyBlock, max(0, i+1-j0)))
-						}
-					}
-					kern.softmax(&sb[0], tl.rows, &tl.lim[0], scale, &tl.m[0], &tl.l[0], &tl.alpha[0])
-					var al *float32
-					if b > 0 {
-						al = &tl.alpha[0]
-					}
-					for d0 := 0; d0 < hd; {
-						nr := 32
-						if hd-d0 < 32 {
-							nr = 16
-						}
-						tl.pv[nr/16-1](&sb[0], keyBlock, &vb[d0], ks, kk, &tl.o[d0], hd, al)
-						d0 += nr
+				qk(&qb[0], hd, &kt[(g*nb+b)*hd*keyBlock], keyBlock, hd, &sb[0], keyBlock, nil)
+				if j0+keyBlock > i0 || b == 0 { // the diagonal blocks (and the first) have masked keys
+					for r := range rows {
+						i := i0 + r/nh
+						lim[r] = int32(min(keyBlock, max(0, i+1-j0)))
 					}
 				}
+				kern.softmax(&sb[0], rows, &lim[0], scale, &m[0], &l[0], &alpha[0])
+				kk := min(keyBlock, n-j0)
+				var al *float32
+				if b > 0 {
+					al = &alpha[0]
+				}
+				vb := v[j0*ks+g*hd : (j0+kk-1)*ks+(g+1)*hd]
+				for d0 := 0; d0 < hd; {
+					nr := 32
+					if hd-d0 < 32 {
+						nr = 16
+					}
+					pv[nr/16-1](&sb[0], keyBlock, &vb[d0], ks, kk, &ob[d0], hd, al)
+					d0 += nr
+				}
 			}
-			for ti := range nt {
-				tl := &tiles[ti]
-				for i := tl.i0; i < tl.i1; i++ {
-					for h := h0; h < h1; h++ {
-						r := (i-tl.i0)*nh + h - h0
-						qh := g*group + h
-						o := out[i*qs+qh*hd : i*qs+(qh+1)*hd]
-						for d, x := range tl.o[r*hd : (r+1)*hd] {
-							o[d] = x / tl.l[r]
-						}
+			for i := i0; i < i1; i++ {
+				for h := h0; h < h1; h++ {
+					r := (i-i0)*nh + h - h0
+					qh := g*group + h
+					o := out[i*qs+qh*hd : i*qs+(qh+1)*hd]
+					for d, x := range ob[r*hd : (r+1)*hd] {
+						o[d] = x / l[r]
 					}
 				}
 			}
 		}
 	})
-}
-
-// superTile is how many query tiles walk the keys together.
-const superTile = 4
-
-// attnTile is one query tile's state in Attention.Forward: up to 12 rows
-// (positions [i0, i1) × a chunk of heads), their queries, outputs and
-// online-softmax state.
-type attnTile struct {
-	i0, i1, rows int
-	q, o         []float32
-	m, l, alpha  []float32
-	lim          [gemmTileRows]int32
-	qk           gemmFunc
-	pv           [2]gemmFunc
 }
 
 // tileKernels returns the Gemm tile kernels for rows rows and 32 columns,

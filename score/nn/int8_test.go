@@ -215,38 +215,3 @@ func TestRoundHalf(t *testing.T) {
 		}
 	})
 }
-
-// FuzzLinearInt8 checks every level against the generic int8 kernels on
-// arbitrary types, shapes and scales of activations.
-func FuzzLinearInt8(f *testing.F) {
-	f.Add(uint8(0), uint8(3), uint8(33), uint64(1), int8(0))
-	f.Add(uint8(7), uint8(13), uint8(64), uint64(2), int8(20))
-	f.Add(uint8(9), uint8(1), uint8(5), uint64(3), int8(-30))
-	f.Fuzz(func(t *testing.T, ti, n8, out8 uint8, seed uint64, exp int8) {
-		typ := int8Types[int(ti)%len(int8Types)]
-		n, out := int(n8%20)+1, int(out8%70)+1
-		in := 256 * (1 + int(seed%2))
-		r := rand.New(rand.NewPCG(seed, 5))
-		data, _ := randWeights(t, r, typ, in, out)
-		l, err := NewLinear("w", typ, in, out, data)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x := randVec(r, n*in)
-		for i := range x {
-			x[i] *= float32(math.Pow(2, float64(exp%40)))
-		}
-		var ref []float32
-		forEachLevel(t, func(t testing.TB, lv Level) {
-			c := NewContext(2)
-			c.Int8 = true
-			y := make([]float32, n*out)
-			l.Forward(c, y, x, n)
-			if ref == nil {
-				ref = y
-			} else if !slicesEqualBits(ref, y) {
-				t.Fatalf("%v n=%d out=%d level %v: differs from generic", typ, n, out, lv)
-			}
-		})
-	})
-}
