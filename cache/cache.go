@@ -22,10 +22,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -61,11 +62,13 @@ func Key(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Cache is a cache directory.
+// Cache is a cache directory, safe for concurrent use.
 type Cache struct {
-	dir string
-	enc *zstd.Encoder
-	dec *zstd.Decoder
+	dir    string
+	enc    *zstd.Encoder
+	dec    *zstd.Decoder
+	dirsMu sync.Mutex
+	dirs   map[string]bool // directories Put has made or found
 }
 
 // Open returns the cache rooted at dir, creating it if needed.
@@ -81,7 +84,7 @@ func Open(dir string) (*Cache, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cache{dir: dir, enc: enc, dec: dec}, nil
+	return &Cache{dir: dir, enc: enc, dec: dec, dirs: map[string]bool{}}, nil
 }
 
 // Dir returns the cache's root directory.
@@ -94,11 +97,16 @@ func (c *Cache) Path(group, key string) string {
 
 const trailerPrefix = `{"type":"cache-entry","sha256":"`
 
+// touchAfter is how old an entry's modification time may grow before Get
+// renews it: pruning by age (hours to months) keeps what is in use, and
+// most hits cost no metadata write.
+const touchAfter = time.Hour
+
 // Get returns an entry's payload. A missing entry gives (nil, false, nil);
 // a corrupt one is removed and reported with an error wrapping ErrCorrupt.
 func (c *Cache) Get(group, key string) ([]byte, bool, error) {
 	p := c.Path(group, key)
-	raw, err := os.ReadFile(p)
+	raw, mtime, err := readFile(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -110,9 +118,28 @@ func (c *Cache) Get(group, key string) ([]byte, bool, error) {
 		os.Remove(p)
 		return nil, false, fmt.Errorf("%s: %w: %v", p, ErrCorrupt, err)
 	}
-	now := time.Now()
-	os.Chtimes(p, now, now) // pruning by age keeps what is in use
+	if now := time.Now(); now.Sub(mtime) > touchAfter {
+		os.Chtimes(p, now, now)
+	}
 	return payload, true, nil
+}
+
+// readFile returns a file's contents and modification time.
+func readFile(p string) ([]byte, time.Time, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	b := make([]byte, st.Size())
+	if _, err := io.ReadFull(f, b); err != nil {
+		return nil, time.Time{}, fmt.Errorf("read %s: %w", p, err)
+	}
+	return b, st.ModTime(), nil
 }
 
 func (c *Cache) verify(raw []byte) ([]byte, error) {
@@ -136,12 +163,20 @@ func (c *Cache) verify(raw []byte) ([]byte, error) {
 // Put stores an entry atomically.
 func (c *Cache) Put(group, key string, payload []byte) error {
 	p := c.Path(group, key)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return fmt.Errorf("cache: %w", err)
+	if err := c.mkdir(filepath.Dir(p)); err != nil {
+		return err
 	}
 	sum := sha256.Sum256(payload)
 	data := append(append([]byte(nil), payload...), trailerPrefix+hex.EncodeToString(sum[:])+"\"}\n"...)
 	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp*")
+	if errors.Is(err, os.ErrNotExist) { // removed since: make it again
+		c.dirsMu.Lock()
+		clear(c.dirs)
+		c.dirsMu.Unlock()
+		if err = c.mkdir(filepath.Dir(p)); err == nil {
+			tmp, err = os.CreateTemp(filepath.Dir(p), ".tmp*")
+		}
+	}
 	if err != nil {
 		return fmt.Errorf("cache: %w", err)
 	}
@@ -156,6 +191,21 @@ func (c *Cache) Put(group, key string, payload []byte) error {
 		os.Remove(tmp.Name())
 		return fmt.Errorf("cache: write %s: %w", p, err)
 	}
+	return nil
+}
+
+// mkdir makes d unless Put made or found it before: most writes then cost
+// no directory lookups.
+func (c *Cache) mkdir(d string) error {
+	c.dirsMu.Lock()
+	defer c.dirsMu.Unlock()
+	if c.dirs[d] {
+		return nil
+	}
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		return fmt.Errorf("cache: %w", err)
+	}
+	c.dirs[d] = true
 	return nil
 }
 

@@ -3,6 +3,7 @@ package cache
 import (
 	"errors"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -107,5 +108,96 @@ func TestFileSHA256(t *testing.T) {
 	var nilCache *Cache
 	if got, _ := nilCache.FileSHA256(p); got != want {
 		t.Fatal(got)
+	}
+}
+
+// windowPayload is a cached window of n targets as ppl-score writes it:
+// log-probs with full float64 precision and argmax ids.
+func windowPayload(n int) []byte {
+	b := []byte(`{"logprobs":[`)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendFloat(b, -float64(i%97)*0.0731-1.0/float64(i+3), 'g', -1, 64)
+	}
+	b = append(b, `],"argmax":[`...)
+	for i := range n {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(i*7919%32000), 10)
+	}
+	return append(b, "]}"...)
+}
+
+// BenchmarkPut is the cost of writing one window of 256 targets (compress,
+// hash, temp file, rename): what a cold run adds per window.
+func BenchmarkPut(b *testing.B) {
+	c, err := Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	payload := windowPayload(256)
+	i := 0
+	for b.Loop() {
+		if err := c.Put("score/m", Key(strconv.Itoa(i)), payload); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
+
+// BenchmarkGet is the cost of replaying one cached window of 256 targets
+// (read, decompress, verify); BenchmarkGetMiss of looking one up in vain.
+func BenchmarkGet(b *testing.B) {
+	c, err := Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	k := Key("w")
+	if err := c.Put("score/m", k, windowPayload(256)); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, ok, err := c.Get("score/m", k); !ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+}
+
+func BenchmarkGetMiss(b *testing.B) {
+	c, err := Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	k := Key("absent")
+	for b.Loop() {
+		if _, ok, err := c.Get("score/m", k); ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+}
+
+// TestPutAfterRemoval: a cache directory removed while a tool runs (by
+// hand, or by ppl-cache prune) is made again by the next write.
+func TestPutAfterRemoval(t *testing.T) {
+	dir := t.TempDir()
+	c, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Put("score/m", Key("a"), []byte("1\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Put("score/m", Key("a"), []byte("2\n")); err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := c.Get("score/m", Key("a"))
+	if !ok || err != nil || string(got) != "2\n" {
+		t.Fatalf("after removal: %q %v %v", got, ok, err)
 	}
 }

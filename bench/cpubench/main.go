@@ -44,6 +44,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -166,7 +167,8 @@ func run() error {
 		}
 		for _, x := range cmp {
 			if x.llamaPPL != "" {
-				fmt.Printf("\n%s: llama-perplexity's final estimate %s; its prompt-eval rate %s\n", x.typ, x.llamaPPL, x.llamaRate)
+				fmt.Printf("\n%s: llama-perplexity's final estimate %s (its first pass %s s); ppl-score's PPL fp32 %.4f, int8 %.4f\n",
+					x.typ, x.llamaPPL, x.llamaPass, x.fp32.ppl, x.int8.ppl)
 			}
 		}
 	}
@@ -310,6 +312,7 @@ type result struct {
 	wall, user time.Duration
 	rssMB      float64
 	stderr     string
+	ppl        float64 // ppl-score runs: the perplexity of the scores
 }
 
 // timed runs a command and returns its wall time, user time and peak RSS.
@@ -337,10 +340,41 @@ func tail(s string, n int) string {
 	return s
 }
 
-// score runs ppl-score on the windows.
+// score runs ppl-score on the windows; r.ppl is the perplexity of its
+// scores.
 func (c *config) score(model, win, mode string, threads int) (result, error) {
-	return timed(filepath.Join(c.bin, "ppl-score"), []string{"--model", model, "--device", "cpu", "--no-cache",
-		"--activations", mode, "--threads", strconv.Itoa(threads), "--log-level", "warn", win}, io.Discard)
+	var out bytes.Buffer
+	r, err := timed(filepath.Join(c.bin, "ppl-score"), []string{"--model", model, "--device", "cpu", "--no-cache",
+		"--activations", mode, "--threads", strconv.Itoa(threads), "--log-level", "warn", win}, &out)
+	if err != nil {
+		return r, err
+	}
+	r.ppl, err = perplexity(out.Bytes())
+	return r, err
+}
+
+// perplexity is exp of the mean negative log-prob of ppl-score output.
+func perplexity(out []byte) (float64, error) {
+	sum, n := 0.0, 0
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		if !bytes.Contains(line, []byte(`"type":"scores"`)) {
+			continue
+		}
+		var rec struct {
+			Logprobs []float64 `json:"logprobs"`
+		}
+		if err := json.Unmarshal(line, &rec); err != nil {
+			return 0, fmt.Errorf("ppl-score output: %w", err)
+		}
+		for _, lp := range rec.Logprobs {
+			sum -= lp
+		}
+		n += len(rec.Logprobs)
+	}
+	if n == 0 {
+		return 0, errors.New("ppl-score output has no scores")
+	}
+	return math.Exp(sum / float64(n)), nil
 }
 
 // comparison is one model's best times against llama.cpp.
@@ -348,7 +382,7 @@ type comparison struct {
 	typ                 string
 	tokens              int
 	fp32, int8, llama   result
-	llamaPPL, llamaRate string
+	llamaPPL, llamaPass string
 }
 
 func (x comparison) tps(r result) float64 { return float64(x.tokens) / r.wall.Seconds() }
@@ -395,10 +429,9 @@ func (c *config) compare(typ, model, win string) (comparison, error) {
 		if i := strings.Index(line, "Final estimate:"); i >= 0 {
 			x.llamaPPL = strings.TrimSpace(line[i+len("Final estimate:"):])
 		}
-		if i := strings.Index(line, "prompt eval time"); i >= 0 {
-			if j := strings.LastIndex(line, ","); j > i {
-				x.llamaRate = strings.Trim(strings.TrimSpace(line[j+1:]), ")")
-			}
+		if i := strings.Index(line, " seconds per pass"); i >= 0 {
+			f := strings.Fields(line[:i])
+			x.llamaPass = f[len(f)-1]
 		}
 	}
 	return x, nil

@@ -41,6 +41,7 @@ type scorer struct {
 	computed     int                // targets computed (not replayed)
 	start        time.Time
 	computedTime time.Duration
+	cacheTime    time.Duration // in lookups, replays and writes
 }
 
 // loaded is a model, on the device --device chose, with its identity.
@@ -439,11 +440,14 @@ func (s *scorer) window(r *pipe.Reader, win *pipe.Window, streams *pipe.Streams)
 	group := "score/" + s.m.info.SHA256
 	sc := &pipe.Scores{Stream: win.Stream, Index: win.Index, Begin: win.Begin, End: win.End, ScoreFrom: win.ScoreFrom, BOS: win.BOS}
 	if s.cache != nil {
+		t0 := time.Now()
 		payload, ok, err := s.cache.Get(group, key)
 		if err != nil {
 			s.log.Warnf("%v; scoring the window again", err)
 		}
-		if ok && s.fromCache(payload, sc) {
+		ok = ok && s.fromCache(payload, sc)
+		s.cacheTime += time.Since(t0)
+		if ok {
 			s.replayed++
 			s.targets += len(sc.Logprobs)
 			return sc, nil
@@ -466,9 +470,11 @@ func (s *scorer) window(r *pipe.Reader, win *pipe.Window, streams *pipe.Streams)
 	s.targets += len(sc.Logprobs)
 	s.computed += len(sc.Logprobs)
 	if s.cache != nil {
+		t0 := time.Now()
 		if err := s.toCache(group, key, sc); err != nil {
 			return nil, err
 		}
+		s.cacheTime += time.Since(t0)
 	}
 	return sc, nil
 }
@@ -521,6 +527,10 @@ func (s *scorer) report(final bool) {
 	if final {
 		s.log.Done()
 		s.log.Infof("%s", msg)
+		if s.cache != nil {
+			s.log.Infof("window cache: %s in lookups, replays and writes (%.2f%% of the run)",
+				s.cacheTime.Round(time.Microsecond), 100*s.cacheTime.Seconds()/time.Since(s.start).Seconds())
+		}
 		if r, ok := s.m.Model.(backend.Reporter); ok && s.scored > 0 {
 			s.log.Infof("%s", r.Report())
 		}

@@ -171,8 +171,11 @@ func roleTypes(roles map[string]map[gguf.Type]bool) map[string]string {
 	return out
 }
 
-// Close releases the model's file mapping.
-func (m *Model) Close() error { return m.f.Close() }
+// Close releases the model's file mapping and its scratch memory.
+func (m *Model) Close() error {
+	m.ctx.Free()
+	return m.f.Close()
+}
 
 // Info describes the model and its settings.
 func (m *Model) Info() Info { return m.info }

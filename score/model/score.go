@@ -165,13 +165,12 @@ func firstErr(errs []error) error {
 // float64: the result is within about 3e-7 relative of the float64
 // log-sum-exp, far below the float32 rounding of the logits themselves.
 func logSumExp(row []float32, p int) (lse float64, arg int, err error) {
-	mx := row[0]
-	for i, v := range row {
-		if v-v != 0 { // NaN or ±Inf
-			return 0, 0, fmt.Errorf("logits for target %d contain %v (token %d)", p, v, i)
-		}
-		if v > mx {
-			mx, arg = v, i
+	mx, arg, ok := nn.MaxArg(row)
+	if !ok {
+		for i, v := range row {
+			if v-v != 0 { // NaN or ±Inf
+				return 0, 0, fmt.Errorf("logits for target %d contain %v (token %d)", p, v, i)
+			}
 		}
 	}
 	return float64(mx) + math.Log(nn.ExpSum(row, mx)), arg, nil

@@ -21,9 +21,9 @@ func (a *Attention) Validate() error {
 	return nil
 }
 
-// keyBlock is how many keys the online softmax takes at a time: one
-// 32-column tile of scores per query row.
-const keyBlock = 32
+// keyBlock is how many keys the online softmax takes at a time: two
+// 32-column tiles of scores per query row.
+const keyBlock = 64
 
 // Forward computes, for each query row i and head h,
 // out[i,h] = Σ_{j<=i} softmax_j(q[i,h]·k[j,g]·Scale) v[j,g], g = h/(Heads/KVHeads):
@@ -31,12 +31,13 @@ const keyBlock = 32
 //
 // Flash attention on the CPU: the queries of one KV head go in tiles of up
 // to 12 rows (the heads sharing the KV head, for a few positions), and each
-// tile walks the keys in blocks of 32 with an online softmax (the running
+// tile walks the keys in blocks of 64 with an online softmax (the running
 // maximum and sum of softmaxTileGeneric), so scores never exist beyond one
-// 12 × 32 tile. Scores are float32 dot products (Gemm over the keys,
-// transposed once per call into 32-key panels), the softmax and the
-// weighted sum of values (Gemm again, rescaling the partial output by
-// alpha) are float32, and each output is divided by its sum at the end.
+// 12 × 64 tile; four consecutive tiles walk the keys together. Scores are
+// float32 dot products (Gemm over the keys, transposed once per call into
+// 32-key panels), the softmax and the weighted sum of values (Gemm again,
+// rescaling the partial output by alpha) are float32, and each output is
+// divided by its sum at the end.
 // Tiles are independent, so workers take them as they finish; every output
 // is computed the same way whatever the number of threads.
 //
@@ -56,109 +57,151 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 		return
 	}
 	group := a.Heads / a.KVHeads
-	nb := (n + keyBlock - 1) / keyBlock
+	nb := (n + 31) / 32 // panels of 32 keys
 
 	// Keys, transposed: kt[g][b] is a hd × 32 panel of keys 32b..32b+31.
-	kt := c.Alloc(a.KVHeads * nb * hd * keyBlock)
+	kt := c.Alloc(a.KVHeads * nb * hd * 32)
 	c.Parallel(a.KVHeads*nb, func(_, lo, hi int) {
 		for it := lo; it < hi; it++ {
 			g, b := it/nb, it%nb
-			panel := kt[it*hd*keyBlock : (it+1)*hd*keyBlock]
-			j0 := b * keyBlock
-			for jj := range keyBlock {
+			panel := kt[it*hd*32 : (it+1)*hd*32]
+			j0 := b * 32
+			for jj := range 32 {
 				j := j0 + jj
 				if j >= n {
 					for d := range hd {
-						panel[d*keyBlock+jj] = 0
+						panel[d*32+jj] = 0
 					}
 					continue
 				}
 				kj := k[j*ks+g*hd : j*ks+(g+1)*hd]
 				for d, x := range kj {
-					panel[d*keyBlock+jj] = x
+					panel[d*32+jj] = x
 				}
 			}
 		}
 	})
 
-	// Tiles: tpt positions × hpt heads of one KV head's group, <= 12 rows.
+	// Tiles: tpt positions × hpt heads of one KV head's group, <= 12 rows;
+	// a work item is superTile consecutive tiles, which walk the keys
+	// together so that each block of keys and values is read from memory
+	// once for all of them.
 	hpt := min(group, gemmTileRows)
 	tpt := max(1, gemmTileRows/hpt)
 	hchunks := (group + hpt - 1) / hpt
 	ttiles := (n + tpt - 1) / tpt
-	perKV := ttiles * hchunks
+	supers := (ttiles + superTile - 1) / superTile
+	perKV := supers * hchunks
 	const R = gemmTileRows
-	per := R*hd + R*keyBlock + R*hd + 4*R // queries, scores, outputs, m, l, alpha, limits
+	perTile := 2*R*hd + 4*R // queries, outputs, m, l, alpha, limits
+	per := superTile*perTile + R*keyBlock
 	w := c.Workers(a.KVHeads * perKV)
 	scratch := c.Alloc(max(w, 1) * per)
 	scale := float32(a.Scale)
 	c.ParallelDynamic(a.KVHeads*perKV, 1, func(worker, lo, hi int) {
 		buf := scratch[worker*per : (worker+1)*per]
-		qb, sb, ob := buf[:R*hd], buf[R*hd:R*hd+R*keyBlock], buf[R*hd+R*keyBlock:2*R*hd+R*keyBlock]
-		st := buf[2*R*hd+R*keyBlock:]
-		m, l, alpha := st[:R], st[R:2*R], st[2*R:3*R]
-		var lim [R]int32
+		sb := buf[superTile*perTile:]
+		var tiles [superTile]attnTile
 		for it := lo; it < hi; it++ {
 			g, rest := it/perKV, it%perKV
-			i0 := (rest / hchunks) * tpt
-			i1 := min(i0+tpt, n)
 			h0 := (rest % hchunks) * hpt
 			h1 := min(h0+hpt, group)
 			nh := h1 - h0
-			rows := (i1 - i0) * nh
-			for i := i0; i < i1; i++ {
-				for h := h0; h < h1; h++ {
-					r := (i-i0)*nh + h - h0
-					qh := g*group + h
-					copy(qb[r*hd:(r+1)*hd], q[i*qs+qh*hd:i*qs+(qh+1)*hd])
+			s0 := (rest / hchunks) * superTile
+			nt, iEnd := 0, 0
+			for ts := s0; ts < min(s0+superTile, ttiles); ts++ {
+				tb := buf[nt*perTile : (nt+1)*perTile]
+				tl := &tiles[nt]
+				tl.i0 = ts * tpt
+				tl.i1 = min(tl.i0+tpt, n)
+				tl.rows = (tl.i1 - tl.i0) * nh
+				tl.q, tl.o = tb[:R*hd], tb[R*hd:2*R*hd]
+				tl.m, tl.l, tl.alpha = tb[2*R*hd:2*R*hd+R], tb[2*R*hd+R:2*R*hd+2*R], tb[2*R*hd+2*R:2*R*hd+3*R]
+				for i := tl.i0; i < tl.i1; i++ {
+					for h := h0; h < h1; h++ {
+						r := (i-tl.i0)*nh + h - h0
+						qh := g*group + h
+						copy(tl.q[r*hd:(r+1)*hd], q[i*qs+qh*hd:i*qs+(qh+1)*hd])
+					}
 				}
+				for r := range tl.rows {
+					tl.m[r], tl.l[r] = float32(math.Inf(-1)), 0
+				}
+				// The kernels directly, with bounds checked once per tile:
+				// the loop runs once per 64 keys.
+				tl.qk, tl.pv = tileKernels(tl.rows)
+				_ = tl.o[tl.rows*hd-1]
+				iEnd = tl.i1
+				nt++
 			}
-			for r := range rows {
-				m[r], l[r] = float32(math.Inf(-1)), 0
-			}
-			// The kernels directly, with bounds checked once per tile: the
-			// loop runs once per 32 keys.
-			qk, pv := tileKernels(rows)
-			_ = kt[(g*nb+(i1-1)/keyBlock+1)*hd*keyBlock-1]
-			_ = sb[rows*keyBlock-1]
-			_ = ob[rows*hd-1]
-			for b := 0; b*keyBlock < i1; b++ {
+			_ = kt[(g*nb+(iEnd-1)/32+1)*hd*32-1]
+			_ = sb[R*keyBlock-1]
+			for b := 0; b*keyBlock < iEnd; b++ {
 				j0 := b * keyBlock
-				qk(&qb[0], hd, &kt[(g*nb+b)*hd*keyBlock], keyBlock, hd, &sb[0], keyBlock, nil)
-				if j0+keyBlock > i0 || b == 0 { // the diagonal blocks (and the first) have masked keys
-					for r := range rows {
-						i := i0 + r/nh
-						lim[r] = int32(min(keyBlock, max(0, i+1-j0)))
-					}
-				}
-				kern.softmax(&sb[0], rows, &lim[0], scale, &m[0], &l[0], &alpha[0])
 				kk := min(keyBlock, n-j0)
-				var al *float32
-				if b > 0 {
-					al = &alpha[0]
-				}
 				vb := v[j0*ks+g*hd : (j0+kk-1)*ks+(g+1)*hd]
-				for d0 := 0; d0 < hd; {
-					nr := 32
-					if hd-d0 < 32 {
-						nr = 16
+				for ti := range nt {
+					tl := &tiles[ti]
+					if j0 >= tl.i1 {
+						continue // past this tile's last position
 					}
-					pv[nr/16-1](&sb[0], keyBlock, &vb[d0], ks, kk, &ob[d0], hd, al)
-					d0 += nr
+					// Scores of the block's two panels of 32 keys (the second
+					// may lie past the window: its keys are masked).
+					tl.qk(&tl.q[0], hd, &kt[(g*nb+2*b)*hd*32], 32, hd, &sb[0], keyBlock, nil)
+					if j0+32 < n {
+						tl.qk(&tl.q[0], hd, &kt[(g*nb+2*b+1)*hd*32], 32, hd, &sb[32], keyBlock, nil)
+					}
+					if j0+keyBlock > tl.i0 || b == 0 { // the diagonal blocks (and the first) have masked keys
+						for r := range tl.rows {
+							i := tl.i0 + r/nh
+							tl.lim[r] = int32(min(keyBlock, max(0, i+1-j0)))
+						}
+					}
+					kern.softmax(&sb[0], tl.rows, &tl.lim[0], scale, &tl.m[0], &tl.l[0], &tl.alpha[0])
+					var al *float32
+					if b > 0 {
+						al = &tl.alpha[0]
+					}
+					for d0 := 0; d0 < hd; {
+						nr := 32
+						if hd-d0 < 32 {
+							nr = 16
+						}
+						tl.pv[nr/16-1](&sb[0], keyBlock, &vb[d0], ks, kk, &tl.o[d0], hd, al)
+						d0 += nr
+					}
 				}
 			}
-			for i := i0; i < i1; i++ {
-				for h := h0; h < h1; h++ {
-					r := (i-i0)*nh + h - h0
-					qh := g*group + h
-					o := out[i*qs+qh*hd : i*qs+(qh+1)*hd]
-					for d, x := range ob[r*hd : (r+1)*hd] {
-						o[d] = x / l[r]
+			for ti := range nt {
+				tl := &tiles[ti]
+				for i := tl.i0; i < tl.i1; i++ {
+					for h := h0; h < h1; h++ {
+						r := (i-tl.i0)*nh + h - h0
+						qh := g*group + h
+						o := out[i*qs+qh*hd : i*qs+(qh+1)*hd]
+						for d, x := range tl.o[r*hd : (r+1)*hd] {
+							o[d] = x / tl.l[r]
+						}
 					}
 				}
 			}
 		}
 	})
+}
+
+// superTile is how many query tiles walk the keys together.
+const superTile = 4
+
+// attnTile is one query tile's state in Attention.Forward: up to 12 rows
+// (positions [i0, i1) × a chunk of heads), their queries, outputs and
+// online-softmax state.
+type attnTile struct {
+	i0, i1, rows int
+	q, o         []float32
+	m, l, alpha  []float32
+	lim          [gemmTileRows]int32
+	qk           gemmFunc
+	pv           [2]gemmFunc
 }
 
 // tileKernels returns the Gemm tile kernels for rows rows and 32 columns,

@@ -19,8 +19,7 @@ type Context struct {
 	// activations in float32.
 	Int8 bool
 
-	f32 arena[float32]
-	f64 arena[float64]
+	mem *arenas // created on first use; its chunks go back to the system on Free
 }
 
 // NewContext returns a Context running kernels on threads goroutines
@@ -35,26 +34,50 @@ func NewContext(threads int) *Context {
 // Reset returns every slice handed out by Alloc and Alloc64 to the arenas.
 // Slices from before the Reset must not be used afterwards.
 func (c *Context) Reset() {
-	c.f32.reset()
-	c.f64.reset()
+	if c.mem != nil {
+		c.mem.f32.reset()
+		c.mem.f64.reset()
+	}
 }
 
 // Alloc returns n float32s from the arena. They are not zeroed: kernels
-// write every element of their outputs.
-func (c *Context) Alloc(n int) []float32 { return c.f32.alloc(n) }
+// write every element of their outputs. They are valid until the Reset,
+// Release or Free that returns them: the memory is the arena's, not the
+// collector's.
+func (c *Context) Alloc(n int) []float32 { return c.arenas().f32.alloc(n) }
 
 // Alloc64 returns n float64s from the arena, not zeroed.
-func (c *Context) Alloc64(n int) []float64 { return c.f64.alloc(n) }
+func (c *Context) Alloc64(n int) []float64 { return c.arenas().f64.alloc(n) }
 
 // Mark returns the arenas' current positions, for Release.
-func (c *Context) Mark() Mark { return Mark{c.f32.mark(), c.f64.mark()} }
+func (c *Context) Mark() Mark {
+	a := c.arenas()
+	return Mark{a.f32.mark(), a.f64.mark()}
+}
 
 // Release returns the slices allocated since m to the arenas: a layer
 // releases its scratch so that the next layer reuses it, and the arenas
 // stay the size of one layer's needs, not the whole network's.
 func (c *Context) Release(m Mark) {
-	c.f32.release(m.f32)
-	c.f64.release(m.f64)
+	a := c.arenas()
+	a.f32.release(m.f32)
+	a.f64.release(m.f64)
+}
+
+// ArenaBytes returns the bytes the arenas hold: the memory of the largest
+// pass so far, for memory checks.
+func (c *Context) ArenaBytes() int {
+	if c.mem == nil {
+		return 0
+	}
+	n := 0
+	for _, ch := range c.mem.f32.chunks {
+		n += 4 * len(ch)
+	}
+	for _, ch := range c.mem.f64.chunks {
+		n += 8 * len(ch)
+	}
+	return n
 }
 
 // Mark is a position in a Context's arenas.
@@ -74,13 +97,49 @@ func (c *Context) StoreKV(layer int, k, v []float32, tokens, heads, headDim int)
 	}
 }
 
+// arenas are a Context's two arenas.
+type arenas struct {
+	f32 arena[float32]
+	f64 arena[float64]
+}
+
+// arenas returns c's arenas, making them on first use.
+func (c *Context) arenas() *arenas {
+	if c.mem == nil {
+		c.mem = &arenas{}
+	}
+	return c.mem
+}
+
+// Free gives the arenas' memory back to the operating system; every slice
+// from Alloc and Alloc64 becomes invalid. The Context stays usable: its
+// next pass maps new chunks. Freeing is explicit, never left to the
+// collector, because a slice does not keep its Context reachable: a
+// cleanup could unmap memory a kernel is still reading. A Context that is
+// never freed keeps its chunks until the process exits.
+func (c *Context) Free() {
+	if c.mem == nil {
+		return
+	}
+	for _, ch := range c.mem.f32.chunks {
+		chunkFree(ch)
+	}
+	for _, ch := range c.mem.f64.chunks {
+		chunkFree(ch)
+	}
+	c.mem = nil
+}
+
 // arena hands out slices stack-like from a list of chunks that it keeps
-// across passes: a request that does not fit the rest of the current chunk
-// goes to the next chunk big enough (chunks too small for it are skipped,
-// and freed once no slice uses them), or to a new one. Memory never becomes
-// garbage while a pass runs, so the heap stays the size of the largest
-// pass's live data (no collector slack on top of it), which bounds the
-// memory of long windows.
+// across passes. A request that does not fit the rest of the current chunk
+// goes to the next chunk; the chunks after the current one hold no live
+// slice (the stack discipline), so when the next chunk is too small for the
+// request, it and all after it are freed and replaced by one chunk that
+// holds the request and at least as much as they did. Chunks come from the operating
+// system, outside the Go heap (chunkAlloc), and go back to it when
+// replaced: memory is never garbage waiting for a collection, so the
+// process holds the largest pass's live data and a little rounding, which
+// bounds the memory of long windows.
 type arena[T any] struct {
 	chunks [][]T
 	cur    int // chunk in use
@@ -93,27 +152,28 @@ type arenaMark struct{ cur, off int }
 const minChunk = 1 << 20
 
 func (a *arena[T]) alloc(n int) []T {
-	for a.cur < len(a.chunks) {
-		ch := a.chunks[a.cur]
-		if a.off+n <= len(ch) {
-			s := ch[a.off : a.off+n : a.off+n]
-			a.off += n
-			return s
-		}
-		if a.off == 0 && a.cur == len(a.chunks)-1 {
-			break // an empty last chunk too small: replace it
-		}
-		a.cur++
+	if a.cur < len(a.chunks) && a.off+n > len(a.chunks[a.cur]) && a.off > 0 {
+		a.cur++ // the rest of this chunk is too small: on to the next
 		a.off = 0
 	}
-	ch := make([]T, max(n, minChunk))
-	if a.cur < len(a.chunks) {
-		a.chunks[a.cur] = ch
-	} else {
-		a.chunks = append(a.chunks, ch)
+	if a.cur < len(a.chunks) && n > len(a.chunks[a.cur]) {
+		// The chunks from here on are unused (past the stack's top) and
+		// this one is too small: merge them all into one that fits, so
+		// that the arena grows only to the most the stack ever holds.
+		size := 0
+		for _, ch := range a.chunks[a.cur:] {
+			size += len(ch)
+			chunkFree(ch)
+		}
+		a.chunks = append(a.chunks[:a.cur], chunkAlloc[T](max(n, size, minChunk)))
 	}
-	a.off = n
-	return ch[:n:n]
+	if a.cur == len(a.chunks) {
+		a.chunks = append(a.chunks, chunkAlloc[T](max(n, minChunk)))
+	}
+	ch := a.chunks[a.cur]
+	s := ch[a.off : a.off+n : a.off+n]
+	a.off += n
+	return s
 }
 
 func (a *arena[T]) mark() arenaMark { return arenaMark{a.cur, a.off} }

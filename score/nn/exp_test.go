@@ -3,6 +3,7 @@ package nn
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -116,6 +117,29 @@ func TestExpSum(t *testing.T) {
 				ref = got
 			} else if got != ref {
 				t.Fatalf("level %v n=%d: %v, generic %v", l, n, got, ref)
+			}
+		})
+	}
+}
+
+func TestMaxArg(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 6))
+	for _, n := range []int{1, 15, 16, 17, 100, 32000} {
+		x := randVec(r, n)
+		x[r.IntN(n)] = 50
+		x[n-1] = 50 // a tie after the first
+		forEachLevel(t, func(t testing.TB, l Level) {
+			m, arg, ok := MaxArg(x)
+			wantArg := slices.Index(x, 50)
+			if !ok || m != 50 || arg != wantArg {
+				t.Fatalf("level %v n=%d: %v %v %v, want 50 %d", l, n, m, arg, ok, wantArg)
+			}
+			for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+				y := slices.Clone(x)
+				y[r.IntN(n)] = bad
+				if _, _, ok := MaxArg(y); ok {
+					t.Fatalf("level %v n=%d: %v accepted", l, n, bad)
+				}
 			}
 		})
 	}

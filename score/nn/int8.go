@@ -314,7 +314,9 @@ func (l *Linear) panelInt8(buf []float32, r0, r1 int, a *qacts, f quant.Int8Form
 		}
 		quant.DecodeInt8(l.Type, l.Data[(r0+r)*l.RowBytes:(r0+r+1)*l.RowBytes], rowsQ[r*k:(r+1)*k], rs[r*ng:(r+1)*ng], mr)
 	}
-	x0, negoff, doff, xsOffW, dsOffW := 0, -f.Offset, a.dOff, 0, 0
+	// The kernels read the record from x0 on: qx (or its int16 copy for the
+	// wide kernels), with the other fields at offsets from there.
+	x0, negoff := 0, -f.Offset
 	if kern.int8Wide {
 		// Signed int16 weights, pairs transposed: the panel of the wide kernels.
 		row16 := unsafe.Slice((*int16)(unsafe.Pointer(&wide[0])), 32*k)
@@ -337,7 +339,6 @@ func (l *Linear) panelInt8(buf []float32, r0, r1 int, a *qacts, f quant.Int8Form
 	if f.Group == 16 {
 		xsOff, dsOff = a.xs16Off, a.ds16Off
 	}
-	doff, xsOffW, dsOffW = doff-x0, xsOff-x0, dsOff-x0
 	kerns := kern.int8Kernels(f.Group, f.HasMin)
 	tile := len(kerns)
 	for t0 := 0; t0 < n; t0 += tile {
@@ -346,7 +347,7 @@ func (l *Linear) panelInt8(buf []float32, r0, r1 int, a *qacts, f quant.Int8Form
 		if rows < panelRows {
 			dst, ldc = ctile, panelRows
 		}
-		kerns[m-1](&a.buf[t0*a.rec+x0], a.rec, &panelQ[0], &ps[0], mp, k/32, negoff, &dst[0], ldc, doff, xsOffW, dsOffW)
+		kerns[m-1](&a.buf[t0*a.rec+x0], a.rec, &panelQ[0], &ps[0], mp, k/32, negoff, &dst[0], ldc, a.dOff-x0, xsOff-x0, dsOff-x0)
 		if rows < panelRows {
 			for t := range m {
 				copy(out[(t0+t)*l.Out+r0:(t0+t)*l.Out+r1], ctile[t*panelRows:t*panelRows+rows])
@@ -356,7 +357,7 @@ func (l *Linear) panelInt8(buf []float32, r0, r1 int, a *qacts, f quant.Int8Form
 }
 
 // int8Able reports whether l runs in the int8 mode: a type with an integer
-// decoding and rows of whole blocks of 32.
+// decoding and rows of whole activation blocks.
 func (l *Linear) int8Able() (quant.Int8Format, bool) {
 	f, ok := quant.Int8FormatOf(l.Type)
 	return f, ok && l.In%f.ActBlock == 0

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"testing"
 	"unsafe"
@@ -168,7 +169,8 @@ func TestQuantActs(t *testing.T) {
 					ref.buf = slices.Clone(a.buf)
 					return
 				}
-				end := a.ds32Off + 4*k/32 // the fields every level writes
+				defer runtime.KeepAlive(c) // a.buf is c's memory
+				end := a.ds32Off + 4*k/32  // the fields every level writes
 				for row := range n {
 					got, want := a.buf[row*a.rec:row*a.rec+end], ref.buf[row*ref.rec:row*ref.rec+end]
 					for i := range want {
@@ -214,4 +216,107 @@ func TestRoundHalf(t *testing.T) {
 			}
 		}
 	})
+}
+
+// FuzzLinearInt8 checks every level against the generic int8 kernels on
+// arbitrary types, shapes and scales of activations.
+func FuzzLinearInt8(f *testing.F) {
+	f.Add(uint8(0), uint8(3), uint8(33), uint64(1), int8(0))
+	f.Add(uint8(7), uint8(13), uint8(64), uint64(2), int8(20))
+	f.Add(uint8(9), uint8(1), uint8(5), uint64(3), int8(-30))
+	f.Fuzz(func(t *testing.T, ti, n8, out8 uint8, seed uint64, exp int8) {
+		typ := int8Types[int(ti)%len(int8Types)]
+		n, out := int(n8%20)+1, int(out8%70)+1
+		in := 256 * (1 + int(seed%2))
+		r := rand.New(rand.NewPCG(seed, 5))
+		data, _ := randWeights(t, r, typ, in, out)
+		l, err := NewLinear("w", typ, in, out, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := randVec(r, n*in)
+		for i := range x {
+			x[i] *= float32(math.Pow(2, float64(exp%40)))
+		}
+		var ref []float32
+		forEachLevel(t, func(t testing.TB, lv Level) {
+			c := NewContext(2)
+			c.Int8 = true
+			y := make([]float32, n*out)
+			l.Forward(c, y, x, n)
+			if ref == nil {
+				ref = y
+			} else if !slicesEqualBits(ref, y) {
+				t.Fatalf("%v n=%d out=%d level %v: differs from generic", typ, n, out, lv)
+			}
+		})
+	})
+}
+
+// TestLinearExtremes runs both modes on weights whose block scales sit at
+// the f16 limits (65504, the smallest subnormal 2^-24, zero) with quants
+// at their extremes (-128 for Q8_0), and NaN-free activations from 1e-20 to
+// 1e20 (f16 overflows in the int8 mode's Q8_0 scales): every level gives
+// the generic bits, and the results are within float32 rounding of the
+// float64 product of the weights and the (quantized) activations.
+func TestLinearExtremes(t *testing.T) {
+	r := rand.New(rand.NewPCG(17, 18))
+	in, out, n := 256, 40, 9
+	scales := []uint16{0x7bff, 0x0001, 0x0000, 0x3c00, 0x0400}
+	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K} {
+		rb, _ := typ.RowSize(uint64(in))
+		data := make([]byte, int(rb)*out)
+		for i := range data {
+			data[i] = byte(r.Uint32())
+		}
+		bs, ts := typ.BlockSize(), typ.TypeSize()
+		for b := 0; b < len(data)/ts; b++ {
+			blk := data[b*ts : (b+1)*ts]
+			sc := scales[r.IntN(len(scales))]
+			switch typ {
+			case gguf.TypeQ8_0:
+				blk[0], blk[1] = byte(sc), byte(sc>>8)
+				blk[2] = 0x80 // -128
+			case gguf.TypeQ4_K:
+				blk[0], blk[1] = byte(sc), byte(sc>>8)
+				sm := scales[r.IntN(len(scales))]
+				blk[2], blk[3] = byte(sm), byte(sm>>8)
+			case gguf.TypeQ6_K:
+				blk[208], blk[209] = byte(sc), byte(sc>>8)
+			}
+		}
+		_ = bs
+		deq := make([]float32, in*out)
+		if err := quant.Dequantize(typ, data, deq); err != nil {
+			t.Fatal(err)
+		}
+		l, err := NewLinear("w", typ, in, out, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := randVec(r, n*in)
+		for i := range x {
+			x[i] *= float32(math.Pow(10, float64(r.IntN(41)-20)))
+		}
+		for _, int8 := range []bool{false, true} {
+			f, _ := quant.Int8FormatOf(typ)
+			xs := x
+			if int8 {
+				xs = dequantActs(x, n, in, f.ActBlock)
+			}
+			var ref []float32
+			forEachLevel(t, func(t testing.TB, lv Level) {
+				c := NewContext(2)
+				c.Int8 = int8
+				y := make([]float32, n*out)
+				l.Forward(c, y, x, n)
+				if ref == nil {
+					ref = y
+					checkMatMul(t, fmt.Sprintf("%v int8=%v extremes", typ, int8), y, out, xs, n, in, deq, out)
+				} else if !slicesEqualBits(ref, y) {
+					t.Fatalf("%v int8=%v level %v: differs from generic", typ, int8, lv)
+				}
+			})
+		}
+	}
 }

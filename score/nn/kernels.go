@@ -114,6 +114,9 @@ type kernels struct {
 	// multiple of 16 and 8.
 	sumSquares func(x *float32, n int) float64
 	scaleRow   func(out, x, w *float32, n int, scale float64)
+	// maxFinite, if set, is the largest of n floats (a multiple of 16) and
+	// whether all are finite.
+	maxFinite func(x *float32, n int) (float32, bool)
 	// int8 holds the int8 tile kernels by group (32, 16) and minimum
 	// (without, with): see int8Kernels.
 	int8 [4][]int8Func

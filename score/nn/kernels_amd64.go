@@ -2,7 +2,7 @@ package nn
 
 import "golang.org/x/sys/cpu"
 
-//go:generate sh -c "go run ./gen > kernels_amd64.s"
+//go:generate sh -c "go run ./gen > kernels_amd64.s && go run ./gen -decl > kernels_decl_amd64.go"
 
 func archInit() {
 	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
@@ -42,6 +42,7 @@ func archInit() {
 	avx512.swiglu = swiglu32AVX512
 	avx512.expSum = expSumAVX512
 	avx512.sumSquares = sumSquaresAVX512
+	avx512.maxFinite = maxFiniteAVX512
 	avx512.scaleRow = scaleRowAVX512
 	avx512.quantQ80 = quantQ80AVX512
 	avx512.quantQ8K = quantQ8KAVX512

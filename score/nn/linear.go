@@ -64,6 +64,22 @@ func ForwardShared(c *Context, x []float32, n int, ls []*Linear, outs [][]float3
 	if len(ls) == 0 {
 		return
 	}
+	if n > linearRows {
+		// Long windows a block of rows at a time, so that the rows of x
+		// that stream past each panel stay in the caches.
+		k := ls[0].In
+		sub := make([][]float32, len(outs))
+		for r0 := 0; r0 < n; r0 += linearRows {
+			b := min(linearRows, n-r0)
+			for i, l := range ls {
+				sub[i] = outs[i][r0*l.Out : (r0+b)*l.Out]
+			}
+			mark := c.Mark()
+			ForwardShared(c, x[r0*k:(r0+b)*k], b, ls, sub)
+			c.Release(mark)
+		}
+		return
+	}
 	k := ls[0].In
 	check(ls[0].Name+" input", len(x), n*k)
 	var acts [2]*qacts               // by activation block: 32, 256
@@ -164,6 +180,10 @@ func roundHalf(r int, dst, x []float32) {
 		}
 	}
 }
+
+// linearRows is the most rows of x one pass over the panels takes: 4096
+// rows of 1024 inputs are 16 MB.
+const linearRows = 4096
 
 // fp32Scratch is the float32s panelFP32 needs for rows of k inputs: the
 // decoded rows, the panel and a C tile for the last panel.

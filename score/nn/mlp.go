@@ -103,3 +103,32 @@ func expSumGeneric(x []float32, m float32) float64 {
 	acc[1] += acc[3]
 	return acc[0] + acc[1]
 }
+
+// MaxArg returns the largest of x and the index of its first occurrence,
+// or ok false if x holds a NaN or an infinity (or is empty).
+func MaxArg(x []float32) (m float32, arg int, ok bool) {
+	if len(x) == 0 {
+		return 0, 0, false
+	}
+	n := len(x) &^ 15
+	m = float32(math.Inf(-1))
+	if f := kern.maxFinite; f != nil && n > 0 {
+		if m, ok = f(&x[0], n); !ok {
+			return 0, 0, false
+		}
+	} else {
+		n = 0
+	}
+	for _, v := range x[n:] {
+		if v-v != 0 {
+			return 0, 0, false
+		}
+		m = max(m, v)
+	}
+	for i, v := range x {
+		if v == m {
+			return m, i, true
+		}
+	}
+	return 0, 0, false // not reached: m is one of x
+}

@@ -63,6 +63,30 @@ func TestLinear(t *testing.T) {
 	}
 }
 
+// TestLinearLong runs more rows than one pass over the panels takes, in
+// both modes.
+func TestLinearLong(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 5))
+	in, out, n := 64, 37, linearRows+5
+	data, deq := randWeights(t, r, gguf.TypeQ8_0, in, out)
+	l, err := NewLinear("w", gguf.TypeQ8_0, in, out, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := randVec(r, n*in)
+	for _, int8 := range []bool{false, true} {
+		c := NewContext(2)
+		c.Int8 = int8
+		y := make([]float32, n*out)
+		l.Forward(c, y, x, n)
+		xs := x
+		if int8 {
+			xs = dequantActs(x, n, in, 32)
+		}
+		checkMatMul(t, "long Linear", y, out, xs, n, in, deq, out)
+	}
+}
+
 func TestRMSNorm(t *testing.T) {
 	m := &RMSNorm{Name: "n", W: []float32{1, 2}, Eps: 0}
 	x := []float32{3, 4, 0, -2}
@@ -268,14 +292,14 @@ func TestContextArena(t *testing.T) {
 	}
 	a1, b1 := pass()
 	a, b := pass() // served from the same chunks
-	if &a[0] != &a1[0] || &b[0] != &b1[0] || &b[0] != &c.f32.chunks[0][100] {
+	if &a[0] != &a1[0] || &b[0] != &b1[0] || &b[0] != &c.mem.f32.chunks[0][100] {
 		t.Fatal("second pass not served from the arena in order")
 	}
 	if allocs := testing.AllocsPerRun(10, func() { pass() }); allocs != 0 {
 		t.Fatalf("%v allocations per pass after the first", allocs)
 	}
-	if len(c.f32.chunks) != 2 || len(c.f64.chunks) != 1 {
-		t.Fatalf("%d, %d chunks; want 2, 1", len(c.f32.chunks), len(c.f64.chunks))
+	if len(c.mem.f32.chunks) != 2 || len(c.mem.f64.chunks) != 1 {
+		t.Fatalf("%d, %d chunks; want 2, 1", len(c.mem.f32.chunks), len(c.mem.f64.chunks))
 	}
 }
 

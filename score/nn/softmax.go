@@ -2,13 +2,14 @@ package nn
 
 import "math"
 
-// softmaxFunc is one step of the online softmax over a block of 32 keys for
-// rows query rows (softmaxTileGeneric).
+// softmaxFunc is one step of the online softmax over a block of keyBlock
+// (64) keys for rows query rows (softmaxTileGeneric).
 type softmaxFunc func(s *float32, rows int, lim *int32, scale float32, m *float32, l *float32, alpha *float32)
 
 // softmaxTileGeneric advances the online softmax of rows query rows by one
-// block of 32 keys. Row r of s (32 scores, 32 floats apart) has lim[r]
-// valid keys (0..32; the rest are masked: causal attention). With
+// block of 64 keys. Row r of s (64 scores, 64 floats apart) has lim[r]
+// valid keys (0..64; the rest are masked: causal attention, or keys past
+// the window, whose scores may be anything). With
 // v = s·scale over the valid keys, it sets
 //
 //	m' = max(m, max v)           the running maximum
@@ -17,26 +18,27 @@ type softmaxFunc func(s *float32, rows int, lim *int32, scale float32, m *float3
 //	l' = l·alpha + Σp            (fused multiply-add)
 //
 // A row with no valid key gets p = 0 and alpha = 1 and keeps m and l. The
-// 32-term sum adds keys j and j+16, then halves the 16 partial sums three
-// times, and a final pair: the order of the vector kernels.
+// 64-term sum adds (keys j + j+16) + (j+32 + j+48), then halves the 16
+// partial sums three times, and a final pair: the order of the vector
+// kernels.
 func softmaxTileGeneric(sp *float32, rows int, limp *int32, scale float32, mp *float32, lp *float32, alphap *float32) {
 	if rows == 0 {
 		return
 	}
-	s := unsafeSlice(sp, rows*32)
+	s := unsafeSlice(sp, rows*keyBlock)
 	lim := unsafeSlice(limp, rows)
 	m, l, alpha := unsafeSlice(mp, rows), unsafeSlice(lp, rows), unsafeSlice(alphap, rows)
 	for r := range rows {
-		row := s[r*32 : r*32+32]
+		row := s[r*keyBlock : (r+1)*keyBlock]
 		valid := int(lim[r])
 		if valid == 0 {
 			clear(row)
 			alpha[r] = 1
 			continue
 		}
-		var v [32]float32
+		var v [keyBlock]float32
 		bm := float32(math.Inf(-1))
-		for j := range 32 {
+		for j := range keyBlock {
 			v[j] = row[j] * scale
 			if j < valid {
 				bm = max32(bm, v[j])
@@ -46,7 +48,7 @@ func softmaxTileGeneric(sp *float32, rows int, limp *int32, scale float32, mp *f
 		corr := exp32(m[r] - mn)
 		m[r] = mn
 		var t [16]float32
-		for j := range 32 {
+		for j := range keyBlock {
 			if j < valid {
 				row[j] = exp32(v[j] - mn)
 			} else {
@@ -54,7 +56,7 @@ func softmaxTileGeneric(sp *float32, rows int, limp *int32, scale float32, mp *f
 			}
 		}
 		for j := range 16 {
-			t[j] = row[j] + row[j+16]
+			t[j] = (row[j] + row[j+16]) + (row[j+32] + row[j+48])
 		}
 		for j := range 8 {
 			t[j] += t[j+8]

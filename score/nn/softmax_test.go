@@ -7,22 +7,22 @@ import (
 	"testing"
 )
 
-// TestSoftmaxTile runs two blocks of the online softmax at every level,
+// TestSoftmaxTile runs two blocks of keyBlock keys of the online softmax at every level,
 // checks that every level gives the generic bits, and checks the result
 // against float64.
 func TestSoftmaxTile(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 5))
 	const rows = 13
 	for trial := range 200 {
-		s1, s2 := randVec(r, rows*32), randVec(r, rows*32)
+		s1, s2 := randVec(r, rows*keyBlock), randVec(r, rows*keyBlock)
 		for i := range s1 {
 			s1[i] *= 20 * float32(trial%5)
 			s2[i] *= 20 * float32(trial%3)
 		}
 		lim1, lim2 := make([]int32, rows), make([]int32, rows)
 		for i := range lim1 {
-			lim1[i] = int32(1 + r.IntN(32))
-			lim2[i] = int32(r.IntN(33))
+			lim1[i] = int32(1 + r.IntN(keyBlock))
+			lim2[i] = int32(r.IntN(keyBlock + 1))
 		}
 		scale := float32(r.Float64() * 2)
 		type state struct{ p1, p2, m, l, a1, a2 []float32 }
@@ -50,21 +50,21 @@ func TestSoftmaxTile(t *testing.T) {
 		// float64: l = Σ over both blocks of e^(v - m), p2 = e^(v - m).
 		for i := range rows {
 			m := math.Inf(-1)
-			for j := range 32 {
+			for j := range keyBlock {
 				if j < int(lim1[i]) {
-					m = math.Max(m, float64(s1[i*32+j]*scale))
+					m = math.Max(m, float64(s1[i*keyBlock+j]*scale))
 				}
 				if j < int(lim2[i]) {
-					m = math.Max(m, float64(s2[i*32+j]*scale))
+					m = math.Max(m, float64(s2[i*keyBlock+j]*scale))
 				}
 			}
 			var l float64
-			for j := range 32 {
+			for j := range keyBlock {
 				if j < int(lim1[i]) {
-					l += math.Exp(float64(s1[i*32+j]*scale) - m)
+					l += math.Exp(float64(s1[i*keyBlock+j]*scale) - m)
 				}
 				if j < int(lim2[i]) {
-					l += math.Exp(float64(s2[i*32+j]*scale) - m)
+					l += math.Exp(float64(s2[i*keyBlock+j]*scale) - m)
 				}
 			}
 			if float64(ref.m[i]) != m || math.Abs(float64(ref.l[i])-l) > 1e-5*l {
