@@ -30,7 +30,7 @@
 //
 // Attention is flash attention in float32 (attention.go): scores and the
 // weighted sum of values are Gemm tiles, the softmax runs online over
-// blocks of 32 keys. Norms, RoPE angles and the float64 sums of squares
+// blocks of 64 keys. Norms, RoPE angles and the float64 sums of squares
 // stay float64 where that is cheap.
 //
 // # Kernels and levels
@@ -50,7 +50,10 @@
 //
 // Buffers come from a Context's arena, which keeps its chunks across
 // windows, so scoring many windows of one length allocates nothing after
-// the first, and the heap stays the size of one pass's live data. Shape
+// the first. The chunks are mapped from the operating system outside the
+// Go heap and given back by Context.Free (Model.Close), so the process
+// holds one pass's live data, with no collector slack on top: what bounds
+// the memory of long windows. Shape
 // mismatches between our own modules are programmer errors and panic with
 // both shapes; bad model data is caught when a model loads.
 package nn
