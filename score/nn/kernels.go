@@ -162,12 +162,28 @@ func initGeneric() {
 }
 
 // fma32 returns a·b + c rounded once to float32, as a fused multiply-add
-// instruction does. The product is exact in float64; the sum is rounded to
-// odd there (the nearest float64 with an odd last bit unless exact), which
-// makes the final rounding to float32 a correct single rounding.
+// instruction does. The product is exact in float64, so s = a·b + c in
+// float64 is rounded once; rounding s again to float32 gives the single
+// rounding of the exact sum unless s lies exactly halfway between two
+// float32s (any float32 midpoint is a float64, so the exact sum and s lie
+// on the same side of every other one). Only that case, and results
+// outside float32's normal range (where the float32 rounding drops more
+// than 29 bits), take fma32Slow.
 func fma32(a, b, c float32) float32 {
-	p := float64(float64(a) * float64(b))
-	cc := float64(c)
+	p := float64(a) * float64(b)
+	s := p + float64(c)
+	bits := math.Float64bits(s)
+	if e := bits >> 52 & 0x7ff; bits&(1<<29-1) != 1<<28 && e >= 1023-126 && e <= 1023+127 {
+		return float32(s)
+	}
+	return fma32Slow(p, float64(c))
+}
+
+// fma32Slow rounds p + c (p = a·b exactly) to float32 once: the sum is
+// rounded to odd in float64 (the nearest float64 with an odd last bit
+// unless exact), which makes the final rounding to float32 a correct single
+// rounding.
+func fma32Slow(p, cc float64) float32 {
 	s := p + cc
 	if math.IsInf(s, 0) || s != s {
 		return float32(s)

@@ -34,6 +34,9 @@ func TestFMA32(t *testing.T) {
 			b = float32(1+r.IntN(1<<12)) * 0x1p-10
 			c = float32(r.IntN(1<<24)) * 0x1p-30
 		}
+		if i%11 == 0 { // any finite bits: subnormal, huge and overflowing results
+			a, b, c = randBits(r), randBits(r), randBits(r)
+		}
 		got := fma32(a, b, c)
 		want := fmaExact(a, b, c)
 		if math.Float32bits(got) != math.Float32bits(want) {
@@ -45,6 +48,15 @@ func TestFMA32(t *testing.T) {
 	}
 	if v := fma32(3e38, 10, 0); !math.IsInf(float64(v), 1) {
 		t.Errorf("overflow: %v", v)
+	}
+}
+
+// randBits returns a finite float32 of uniformly random bits.
+func randBits(r *rand.Rand) float32 {
+	for {
+		if f := math.Float32frombits(r.Uint32()); !math.IsInf(float64(f), 0) && f == f {
+			return f
+		}
 	}
 }
 
