@@ -20,6 +20,7 @@ import (
 	"ppl.dev/score/backend"
 	_ "ppl.dev/score/cuda" // registers the cuda backend
 	"ppl.dev/score/model"
+	"ppl.dev/score/nn"
 	"ppl.dev/tokenize/tokenizer"
 )
 
@@ -300,7 +301,7 @@ func (s *scorer) openOn(path string, opts model.Options) (backend.Model, error) 
 func (s *scorer) deviceLine() string {
 	d := s.m.Device()
 	if d.Threads > 0 {
-		return fmt.Sprintf("%d threads", d.Threads)
+		return fmt.Sprintf("%d threads, %v kernels, %s activations", d.Threads, nn.CurrentLevel(), d.Activations)
 	}
 	if g, ok := d.Extra["gpu"]; ok {
 		return fmt.Sprintf("%s (%v), %s activations", d.Name, g, d.Activations)
