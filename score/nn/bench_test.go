@@ -91,3 +91,38 @@ func BenchmarkAttention4096(b *testing.B) {
 	}
 	b.ReportMetric(float64(2*heads*hd*n*(n+1)/2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 }
+
+// BenchmarkMiscKernels times the exp-based kernels at every level.
+func BenchmarkMiscKernels(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const rows = 16
+	s0 := randVec(r, rows*keyBlock)
+	lim := make([]int32, rows)
+	for i := range lim {
+		lim[i] = keyBlock
+	}
+	g, u := randVec(r, 4096), randVec(r, 4096)
+	out := make([]float32, 4096)
+	for _, l := range Levels() {
+		prev := SetLevel(l)
+		b.Run("softmax/"+l.String(), func(b *testing.B) {
+			s := make([]float32, len(s0))
+			m, ls, a := make([]float32, rows), make([]float32, rows), make([]float32, rows)
+			for range b.N {
+				copy(s, s0)
+				kern.softmax(&s[0], rows, &lim[0], 0.125, &m[0], &ls[0], &a[0])
+			}
+		})
+		b.Run("swiglu/"+l.String(), func(b *testing.B) {
+			for range b.N {
+				swiglu32(out, g, u)
+			}
+		})
+		b.Run("expsum/"+l.String(), func(b *testing.B) {
+			for range b.N {
+				ExpSum(g, 3)
+			}
+		})
+		SetLevel(prev)
+	}
+}

@@ -8,7 +8,18 @@ func archInit() {
 	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
 		return
 	}
-	avx2 := &kernels{level: AVX2, softmax: softmaxTileGeneric}
+	avx2 := &kernels{level: AVX2, softmax: softmaxTileAVX2}
+	avx2.swiglu = swiglu32AVX2
+	avx2.expSum = expSumAVX2
+	avx2.maxFinite = maxFiniteAVX2
+	avx2.sumSquares = sumSquaresAVX2
+	avx2.scaleRow = scaleRowAVX2
+	avx2.transpose16 = transpose16AVX2
+	avx2.quantQ8K = quantQ8KAVX2
+	if cpu.X86.HasF16C {
+		avx2.roundF16 = roundF16AVX2
+		avx2.quantQ80 = quantQ80AVX2
+	}
 	avx2.int8 = [4][]int8Func{
 		{int8g32m1W256},
 		{int8g32minm1W256},

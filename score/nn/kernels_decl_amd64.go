@@ -277,3 +277,33 @@ func scaleRowAVX512(out, x, w *float32, n int, scale float64)
 
 //go:noescape
 func maxFiniteAVX512(x *float32, n int) (m float32, finite bool)
+
+//go:noescape
+func softmaxTileAVX2(s *float32, rows int, lim *int32, scale float32, m *float32, l *float32, alpha *float32)
+
+//go:noescape
+func swiglu32AVX2(out *float32, gate *float32, up *float32, n int)
+
+//go:noescape
+func expSumAVX2(x *float32, n int, m float32) float64
+
+//go:noescape
+func maxFiniteAVX2(x *float32, n int) (m float32, finite bool)
+
+//go:noescape
+func sumSquaresAVX2(x *float32, n int) float64
+
+//go:noescape
+func scaleRowAVX2(out, x, w *float32, n int, scale float64)
+
+//go:noescape
+func roundF16AVX2(dst, x *float32, n int)
+
+//go:noescape
+func transpose16AVX2(dst *uint32, dstStride int, src *uint32, srcStride int, tiles int)
+
+//go:noescape
+func quantQ80AVX2(x *float32, nb int, rec *byte, dOff, xs16Off int)
+
+//go:noescape
+func quantQ8KAVX2(x *float32, nb int, rec *byte, dOff, xs16Off int)

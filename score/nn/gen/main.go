@@ -61,6 +61,7 @@ func kernels() {
 	}
 	int8Kernels()
 	misc()
+	miscAVX2()
 }
 
 // aRow returns the address of element k of row i of A, given the row
@@ -1196,6 +1197,797 @@ func softmaxAVX512() {
 	p("\tADDQ $4, R10")
 	p("\tDECQ CX")
 	p("\tJNZ row")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// The AVX2 twins of the misc kernels: 8-lane YMM registers, two per
+// 16-lane register of the AVX-512 kernels (lanes 0-7 and 8-15), with the
+// generic kernels' order of operations. Only 16 registers: the constants
+// are read from memory (expConstsY, each broadcast over 32 bytes).
+
+// expConstsY lists the constants of the AVX2 kernels, each repeated over
+// 32 bytes at 32·index in expConstsY<>.
+var expConstsY = []struct {
+	name string
+	bits uint32
+}{
+	{"hi", 0x42b20000}, {"lo", 0xc2aeac4f}, {"log2e", 0x3fb8aa3b},
+	{"ln2hi", 0x3f318000}, {"ln2lo", 0xb95e8083},
+	{"c5", 0x39506967}, {"c4", 0x3ab743ce}, {"c3", 0x3c088908},
+	{"c2", 0x3d2aa9c1}, {"c1", 0x3e2aaaaa}, {"c0", 0x3f000000},
+	{"one", 0x3f800000}, {"neginf", 0xff800000},
+	{"bias", 127},         // float32 exponent bias (int32)
+	{"sign", 0x80000000},  // sign bit
+	{"abs", 0x7fffffff},   // all but the sign bit
+	{"i127", 127},         // int32 127
+	{"im127", 0xffffff81}, // int32 -127
+	{"f127", 0x42fe0000},  // 127.0
+	{"fm127", 0xc2fe0000}, // -127.0
+	{"tiny", 0x0da24260},  // actTiny
+	{"inf", 0x7f800000},   // +Inf
+}
+
+// cY is the memory operand of constant name in expConstsY<>.
+func cY(name string) string {
+	for i, c := range expConstsY {
+		if c.name == name {
+			return fmt.Sprintf("expConstsY<>+%d(SB)", 32*i)
+		}
+	}
+	panic("no constant " + name)
+}
+
+func miscAVX2() {
+	p("")
+	for i, c := range expConstsY {
+		for j := 0; j < 8; j++ {
+			p("DATA expConstsY<>+%d(SB)/4, $0x%08x // %s", 32*i+4*j, c.bits, c.name)
+		}
+	}
+	p("GLOBL expConstsY<>(SB), RODATA|NOPTR, $%d", 32*len(expConstsY))
+	p("")
+	for j := 0; j < 64; j++ {
+		p("DATA iotaY<>+%d(SB)/4, $%d", 4*j, j)
+	}
+	p("GLOBL iotaY<>(SB), RODATA|NOPTR, $256")
+	softmaxAVX2()
+	swigluAVX2()
+	expSumAVX2()
+	maxFiniteAVX2()
+	rmsnormAVX2()
+	roundF16AVX2()
+	transposeAVX2()
+	quantActsAVX2()
+}
+
+// expY computes exp32 of Yx in place (see exp.go), with Yn, Yr, Yp as
+// scratch. consts maps some of the constants' names to registers that
+// hold them; the others are read from memory. The clamps keep a NaN
+// (the second operand of VMINPS and VMAXPS is returned when either is a
+// NaN, and x is given as the second). The final e·2ⁿ is two products,
+// e·2^⌊n/2⌋ (exact: |n| ≤ 129 and e is near 1) and then ·2^⌈n/2⌉, so the
+// only rounding is the last, as in the generic float64 product (a
+// subnormal result for n = -126, +Inf above float32's range); both powers
+// of two are normal float32s built from the integer n.
+func expY(x, n, r, pp int, consts map[string]int) {
+	c := func(name string) string {
+		if reg, ok := consts[name]; ok {
+			return fmt.Sprintf("Y%d", reg)
+		}
+		return cY(name)
+	}
+	reg := func(name string) string {
+		if r, ok := consts[name]; ok {
+			return fmt.Sprintf("Y%d", r)
+		}
+		p("\tVMOVUPS %s, Y%d", cY(name), n)
+		return fmt.Sprintf("Y%d", n)
+	}
+	p("\tVMINPS Y%d, %s, Y%d", x, reg("hi"), x)
+	p("\tVMAXPS Y%d, %s, Y%d", x, reg("lo"), x)
+	p("\tVMULPS %s, Y%d, Y%d", c("log2e"), x, n)
+	p("\tVROUNDPS $0, Y%d, Y%d", n, n)
+	p("\tVMOVAPS Y%d, Y%d", x, r)
+	p("\tVFNMADD231PS %s, Y%d, Y%d", c("ln2hi"), n, r)
+	p("\tVFNMADD231PS %s, Y%d, Y%d", c("ln2lo"), n, r)
+	p("\tVMOVUPS %s, Y%d", c("c5"), pp)
+	for _, k := range []string{"c4", "c3", "c2", "c1", "c0"} {
+		p("\tVFMADD213PS %s, Y%d, Y%d", c(k), r, pp)
+	}
+	p("\tVMULPS Y%d, Y%d, Y%d", r, r, x) // x = r²
+	p("\tVFMADD213PS Y%d, Y%d, Y%d", r, x, pp)
+	p("\tVADDPS %s, Y%d, Y%d", c("one"), pp, pp)
+	p("\tVCVTPS2DQ Y%d, Y%d", n, n)
+	p("\tVPSRAD $1, Y%d, Y%d", n, r)     // n1 = ⌊n/2⌋
+	p("\tVPSUBD Y%d, Y%d, Y%d", r, n, n) // n2 = n - n1
+	p("\tVPADDD %s, Y%d, Y%d", c("bias"), r, r)
+	p("\tVPSLLD $23, Y%d, Y%d", r, r)
+	p("\tVPADDD %s, Y%d, Y%d", c("bias"), n, n)
+	p("\tVPSLLD $23, Y%d, Y%d", n, n)
+	p("\tVMULPS Y%d, Y%d, Y%d", r, pp, x)
+	p("\tVMULPS Y%d, Y%d, Y%d", n, x, x)
+}
+
+// softmaxAVX2 writes softmaxTileAVX2, the AVX2 twin of softmaxTileGeneric:
+// a row's 64 scores in Y0..Y7. The block maximum skips NaN scores, as
+// max32 in the generic kernel does: each masked register is folded into a
+// running maximum (never a NaN) as the first operand of VMAXPS, so a NaN
+// lane keeps the maximum; the maximum of numbers does not depend on the
+// order (but for the sign of a zero, which the +0 clears).
+func softmaxAVX2() {
+	p("")
+	p("// func softmaxTileAVX2(s *float32, rows int, lim *int32, scale float32, m *float32, l *float32, alpha *float32)")
+	p("TEXT ·softmaxTileAVX2(SB), NOSPLIT, $0-56")
+	p("\tVBROADCASTSS scale+24(FP), Y15")
+	p("\tMOVQ s+0(FP), SI")
+	p("\tMOVQ rows+8(FP), CX")
+	p("\tMOVQ lim+16(FP), DX")
+	p("\tMOVQ m+32(FP), R8")
+	p("\tMOVQ l+40(FP), R9")
+	p("\tMOVQ alpha+48(FP), R10")
+	p("\tTESTQ CX, CX")
+	p("\tJZ done")
+	p("row:")
+	p("\tMOVLQZX (DX), AX")
+	p("\tTESTQ AX, AX")
+	p("\tJZ empty")
+	p("\tVPBROADCASTD (DX), Y11") // lim
+	p("\tVMOVUPS %s, Y14", cY("neginf"))
+	p("\tVMOVAPS Y14, Y13") // running maximum
+	for g := 0; g < 8; g++ {
+		p("\tVMULPS %d(SI), Y15, Y%d", 32*g, g)
+		p("\tVPCMPGTD iotaY<>+%d(SB), Y11, Y12", 32*g) // lim > j
+		p("\tVBLENDVPS Y12, Y%d, Y14, Y8", g)          // valid ? v : -Inf
+		p("\tVMAXPS Y13, Y8, Y13")                     // NaN in Y8 keeps Y13
+	}
+	p("\tVEXTRACTF128 $1, Y13, X8")
+	p("\tVMAXPS X8, X13, X13")
+	p("\tVPERMILPS $0x4e, X13, X8")
+	p("\tVMAXPS X8, X13, X13")
+	p("\tVPERMILPS $0xb1, X13, X8")
+	p("\tVMAXPS X8, X13, X13")
+	p("\tVMOVSS (R8), X8")
+	p("\tVMAXSS X13, X8, X13") // max(m, bm), bm if m is a NaN
+	p("\tVXORPS X9, X9, X9")
+	p("\tVADDSS X9, X13, X13") // -0 becomes +0, as in the generic kernel
+	p("\tVMOVSS (R8), X14")
+	p("\tVSUBSS X13, X14, X14") // m - mnew
+	p("\tVMOVSS X13, (R8)")
+	p("\tVBROADCASTSS X13, Y13")
+	expY(14, 8, 9, 10, nil)
+	for g := 0; g < 8; g++ {
+		p("\tVSUBPS Y13, Y%d, Y%d", g, g)
+		expY(g, 8, 9, 10, nil)
+		p("\tVPCMPGTD iotaY<>+%d(SB), Y11, Y12", 32*g)
+		p("\tVANDPS Y12, Y%d, Y%d", g, g)
+		p("\tVMOVUPS Y%d, %d(SI)", g, 32*g)
+	}
+	// t = (p[j] + p[j+16]) + (p[j+32] + p[j+48]) for 16 lanes: Y8 lanes 0-7, Y9 8-15.
+	p("\tVADDPS Y2, Y0, Y8")
+	p("\tVADDPS Y6, Y4, Y10")
+	p("\tVADDPS Y10, Y8, Y8")
+	p("\tVADDPS Y3, Y1, Y9")
+	p("\tVADDPS Y7, Y5, Y10")
+	p("\tVADDPS Y10, Y9, Y9")
+	p("\tVADDPS Y9, Y8, Y8")
+	p("\tVEXTRACTF128 $1, Y8, X9")
+	p("\tVADDPS X9, X8, X8")
+	p("\tVPERMILPS $0x4e, X8, X9")
+	p("\tVADDPS X9, X8, X8")
+	p("\tVPERMILPS $0xb1, X8, X9")
+	p("\tVADDSS X9, X8, X8")
+	p("\tVMOVSS (R9), X10")
+	p("\tVFMADD213SS X8, X14, X10") // l = l·corr + sum
+	p("\tVMOVSS X10, (R9)")
+	p("\tVMOVSS X14, (R10)")
+	p("\tJMP next")
+	p("empty:")
+	p("\tVXORPS Y0, Y0, Y0")
+	for g := 0; g < 8; g++ {
+		p("\tVMOVUPS Y0, %d(SI)", 32*g)
+	}
+	p("\tMOVL $0x3f800000, (R10)")
+	p("next:")
+	p("\tADDQ $256, SI")
+	p("\tADDQ $4, DX")
+	p("\tADDQ $4, R8")
+	p("\tADDQ $4, R9")
+	p("\tADDQ $4, R10")
+	p("\tDECQ CX")
+	p("\tJNZ row")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// swigluAVX2 writes swiglu32AVX2, the AVX2 twin of swiglu32Generic, 16
+// floats per iteration in two registers.
+func swigluAVX2() {
+	p("")
+	p("// func swiglu32AVX2(out *float32, gate *float32, up *float32, n int)")
+	p("TEXT ·swiglu32AVX2(SB), NOSPLIT, $0-32")
+	p("\tMOVQ out+0(FP), DI")
+	p("\tMOVQ gate+8(FP), SI")
+	p("\tMOVQ up+16(FP), DX")
+	p("\tMOVQ n+24(FP), CX")
+	p("\tSHRQ $4, CX")
+	p("\tJZ done")
+	p("\tVMOVUPS %s, Y12", cY("hi"))
+	p("\tVMOVUPS %s, Y13", cY("lo"))
+	p("\tVMOVUPS %s, Y14", cY("one"))
+	p("\tVMOVUPS %s, Y15", cY("sign"))
+	consts := map[string]int{"hi": 12, "lo": 13, "one": 14}
+	p("loop:")
+	for h := 0; h < 2; h++ {
+		p("\tVMOVUPS %d(SI), Y%d", 32*h, h)
+		p("\tVXORPS Y15, Y%d, Y%d", h, 2+h) // -g
+	}
+	// The two exps interleaved would need 8 scratch registers; run them
+	// one after the other (the CPU overlaps them).
+	expY(2, 4, 5, 6, consts)
+	expY(3, 7, 8, 9, consts)
+	for h := 0; h < 2; h++ {
+		p("\tVADDPS Y14, Y%d, Y%d", 2+h, 2+h) // 1 + e (e + 1: the same bits)
+		p("\tVDIVPS Y%d, Y%d, Y%d", 2+h, h, h)
+		p("\tVMULPS %d(DX), Y%d, Y%d", 32*h, h, h)
+		p("\tVMOVUPS Y%d, %d(DI)", h, 32*h)
+	}
+	p("\tADDQ $64, SI")
+	p("\tADDQ $64, DX")
+	p("\tADDQ $64, DI")
+	p("\tDECQ CX")
+	p("\tJNZ loop")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// expSumAVX2 writes expSumAVX2, the AVX2 twin of expSumGeneric: the 16
+// float64 lanes in Y12 (0-3), Y13 (4-7), Y14 (8-11), Y15 (12-15), folded
+// as the generic kernel folds them.
+func expSumAVX2() {
+	p("")
+	p("// func expSumAVX2(x *float32, n int, m float32) float64")
+	p("TEXT ·expSumAVX2(SB), NOSPLIT, $0-32")
+	p("\tMOVQ x+0(FP), SI")
+	p("\tMOVQ n+8(FP), CX")
+	p("\tVBROADCASTSS m+16(FP), Y11")
+	for i := 12; i < 16; i++ {
+		p("\tVXORPD Y%d, Y%d, Y%d", i, i, i)
+	}
+	p("\tSHRQ $4, CX")
+	p("\tJZ fold")
+	p("\tVMOVUPS %s, Y10", cY("hi"))
+	p("\tVMOVUPS %s, Y9", cY("lo"))
+	consts := map[string]int{"hi": 10, "lo": 9}
+	p("loop:")
+	p("\tVMOVUPS (SI), Y0")
+	p("\tVMOVUPS 32(SI), Y1")
+	p("\tVSUBPS Y11, Y0, Y0")
+	p("\tVSUBPS Y11, Y1, Y1")
+	expY(0, 2, 3, 4, consts)
+	expY(1, 5, 6, 7, consts)
+	p("\tVCVTPS2PD X0, Y2")
+	p("\tVEXTRACTF128 $1, Y0, X3")
+	p("\tVCVTPS2PD X3, Y3")
+	p("\tVCVTPS2PD X1, Y4")
+	p("\tVEXTRACTF128 $1, Y1, X5")
+	p("\tVCVTPS2PD X5, Y5")
+	p("\tVADDPD Y2, Y12, Y12")
+	p("\tVADDPD Y3, Y13, Y13")
+	p("\tVADDPD Y4, Y14, Y14")
+	p("\tVADDPD Y5, Y15, Y15")
+	p("\tADDQ $64, SI")
+	p("\tDECQ CX")
+	p("\tJNZ loop")
+	p("fold:")
+	// lanes j += j+8, j += j+4, then 0 += 2, 1 += 3, then 0 + 1.
+	p("\tVADDPD Y14, Y12, Y12")
+	p("\tVADDPD Y15, Y13, Y13")
+	p("\tVADDPD Y13, Y12, Y12")
+	p("\tVEXTRACTF128 $1, Y12, X1")
+	p("\tVADDPD X1, X12, X12")
+	p("\tVPERMILPD $1, X12, X1")
+	p("\tVADDSD X1, X12, X12")
+	p("\tVMOVSD X12, ret+24(FP)")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// maxSymY sets Ya to the larger of Ya and Yb as Go's max does for numbers
+// (+0 above -0): VMAXPS returns its second operand for two zeros, so the
+// two orders are ANDed (t is scratch). The width is "Y" or "X".
+func maxSymY(wd string, a, b, t int) {
+	p("\tVMAXPS %s%d, %s%d, %s%d", wd, b, wd, a, wd, t)
+	p("\tVMAXPS %s%d, %s%d, %s%d", wd, a, wd, b, wd, a)
+	p("\tVANDPS %s%d, %s%d, %s%d", wd, t, wd, a, wd, a)
+}
+
+// maxFiniteAVX2 writes maxFiniteAVX2, the vector part of MaxArg for AVX2:
+// the largest of n floats (a multiple of 16), +0 over -0 as Go's max
+// (which MaxArg's plain loop uses), and whether all are finite.
+func maxFiniteAVX2() {
+	p("")
+	p("// func maxFiniteAVX2(x *float32, n int) (m float32, finite bool)")
+	p("TEXT ·maxFiniteAVX2(SB), NOSPLIT, $0-21")
+	p("\tMOVQ x+0(FP), SI")
+	p("\tMOVQ n+8(FP), CX")
+	p("\tSHRQ $4, CX")
+	p("\tVMOVUPS %s, Y0", cY("neginf"))
+	p("\tVMOVAPS Y0, Y1")
+	p("\tVXORPS Y4, Y4, Y4") // lanes not finite
+	p("\tTESTQ CX, CX")
+	p("\tJZ fold")
+	p("loop:")
+	for h := 0; h < 2; h++ {
+		p("\tVMOVUPS %d(SI), Y%d", 32*h, 2+h)
+		p("\tVSUBPS Y%d, Y%d, Y5", 2+h, 2+h) // NaN for ±Inf and NaN
+		p("\tVCMPPS $3, Y5, Y5, Y5")
+		p("\tVORPS Y5, Y4, Y4")
+		maxSymY("Y", h, 2+h, 6)
+	}
+	p("\tADDQ $64, SI")
+	p("\tDECQ CX")
+	p("\tJNZ loop")
+	p("fold:")
+	maxSymY("Y", 0, 1, 6)
+	p("\tVEXTRACTF128 $1, Y0, X1")
+	maxSymY("X", 0, 1, 6)
+	p("\tVPERMILPS $0x4e, X0, X1")
+	maxSymY("X", 0, 1, 6)
+	p("\tVPERMILPS $0xb1, X0, X1")
+	maxSymY("X", 0, 1, 6)
+	p("\tVMOVSS X0, m+16(FP)")
+	p("\tVPTEST Y4, Y4")
+	p("\tSETEQ finite+20(FP)")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// rmsnormAVX2 writes sumSquaresAVX2 and scaleRowAVX2, the AVX2 twins of
+// the loops of rmsRow: the 16 float64 lanes of the sum in Y12..Y15.
+func rmsnormAVX2() {
+	p("")
+	p("// func sumSquaresAVX2(x *float32, n int) float64")
+	p("TEXT ·sumSquaresAVX2(SB), NOSPLIT, $0-24")
+	p("\tMOVQ x+0(FP), SI")
+	p("\tMOVQ n+8(FP), CX")
+	for i := 12; i < 16; i++ {
+		p("\tVXORPD Y%d, Y%d, Y%d", i, i, i)
+	}
+	p("\tSHRQ $4, CX")
+	p("\tJZ fold")
+	p("loop:")
+	for q := 0; q < 4; q++ {
+		p("\tVCVTPS2PD %d(SI), Y%d", 16*q, q)
+	}
+	for q := 0; q < 4; q++ {
+		p("\tVFMADD231PD Y%d, Y%d, Y%d", q, q, 12+q)
+	}
+	p("\tADDQ $64, SI")
+	p("\tDECQ CX")
+	p("\tJNZ loop")
+	p("fold:")
+	p("\tVADDPD Y14, Y12, Y12")
+	p("\tVADDPD Y15, Y13, Y13")
+	p("\tVADDPD Y13, Y12, Y12")
+	p("\tVEXTRACTF128 $1, Y12, X1")
+	p("\tVADDPD X1, X12, X12")
+	p("\tVPERMILPD $1, X12, X1")
+	p("\tVADDSD X1, X12, X12")
+	p("\tVMOVSD X12, ret+16(FP)")
+	p("\tVZEROUPPER")
+	p("\tRET")
+	p("")
+	p("// func scaleRowAVX2(out, x, w *float32, n int, scale float64)")
+	p("TEXT ·scaleRowAVX2(SB), NOSPLIT, $0-40")
+	p("\tMOVQ out+0(FP), DI")
+	p("\tMOVQ x+8(FP), SI")
+	p("\tMOVQ w+16(FP), DX")
+	p("\tMOVQ n+24(FP), CX")
+	p("\tVBROADCASTSD scale+32(FP), Y4")
+	p("\tSHRQ $3, CX")
+	p("\tJZ done")
+	p("loop:")
+	for h := 0; h < 2; h++ {
+		p("\tVCVTPS2PD %d(SI), Y%d", 16*h, h)
+		p("\tVCVTPS2PD %d(DX), Y%d", 16*h, 2+h)
+		p("\tVMULPD Y4, Y%d, Y%d", h, h)
+		p("\tVMULPD Y%d, Y%d, Y%d", 2+h, h, h)
+		p("\tVCVTPD2PSY Y%d, X%d", h, h)
+		p("\tVMOVUPS X%d, %d(DI)", h, 16*h)
+	}
+	p("\tADDQ $32, SI")
+	p("\tADDQ $32, DX")
+	p("\tADDQ $32, DI")
+	p("\tDECQ CX")
+	p("\tJNZ loop")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// roundF16AVX2 writes roundF16AVX2 (F16C): n floats (a multiple of 16)
+// rounded to f16, nearest even, and back.
+func roundF16AVX2() {
+	p("")
+	p("// func roundF16AVX2(dst, x *float32, n int)")
+	p("TEXT ·roundF16AVX2(SB), NOSPLIT, $0-24")
+	p("\tMOVQ dst+0(FP), DI")
+	p("\tMOVQ x+8(FP), SI")
+	p("\tMOVQ n+16(FP), CX")
+	p("\tSHRQ $4, CX")
+	p("\tJZ done")
+	p("loop:")
+	for h := 0; h < 2; h++ {
+		p("\tVMOVUPS %d(SI), Y%d", 32*h, h)
+		p("\tVCVTPS2PH $0, Y%d, X%d", h, 2+h)
+		p("\tVCVTPH2PS X%d, Y%d", 2+h, h)
+		p("\tVMOVUPS Y%d, %d(DI)", h, 32*h)
+	}
+	p("\tADDQ $64, SI")
+	p("\tADDQ $64, DI")
+	p("\tDECQ CX")
+	p("\tJNZ loop")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+type yreg [8]lane
+
+// transposeAVX2 writes transpose16AVX2: each 16 × 16 tile as four 8 × 8
+// blocks transposed in YMM registers (unpack, shuffle, 128-bit lane
+// permute); the network is simulated and checked as in transposeAVX512.
+func transposeAVX2() {
+	var reg [16]yreg
+	for r := 0; r < 8; r++ {
+		for c := 0; c < 8; c++ {
+			reg[r][c] = lane{r, c}
+		}
+	}
+	unpck := func(a, b yreg, hi bool) (d yreg) {
+		o := 0
+		if hi {
+			o = 2
+		}
+		for L := 0; L < 2; L++ {
+			d[4*L], d[4*L+1], d[4*L+2], d[4*L+3] = a[4*L+o], b[4*L+o], a[4*L+o+1], b[4*L+o+1]
+		}
+		return d
+	}
+	shuf := func(a, b yreg, imm int) (d yreg) {
+		for L := 0; L < 2; L++ {
+			d[4*L] = a[4*L+imm&3]
+			d[4*L+1] = a[4*L+imm>>2&3]
+			d[4*L+2] = b[4*L+imm>>4&3]
+			d[4*L+3] = b[4*L+imm>>6&3]
+		}
+		return d
+	}
+	perm := func(a, b yreg, imm int) (d yreg) {
+		for h := 0; h < 2; h++ {
+			sel := imm >> (4 * h) & 3
+			src := a
+			if sel >= 2 {
+				src = b
+			}
+			copy(d[4*h:4*h+4], src[4*(sel&1):4*(sel&1)+4])
+		}
+		return d
+	}
+	var ops []string
+	for i := 0; i < 4; i++ {
+		a, b := 2*i, 2*i+1
+		reg[8+2*i] = unpck(reg[a], reg[b], false)
+		reg[8+2*i+1] = unpck(reg[a], reg[b], true)
+		ops = append(ops, fmt.Sprintf("VUNPCKLPS Y%d, Y%d, Y%d", b, a, 8+2*i), fmt.Sprintf("VUNPCKHPS Y%d, Y%d, Y%d", b, a, 8+2*i+1))
+	}
+	for i := 0; i < 2; i++ {
+		t0, t1, t2, t3 := 8+4*i, 8+4*i+1, 8+4*i+2, 8+4*i+3
+		d := 4 * i
+		reg[d] = shuf(reg[t0], reg[t2], 0x44)
+		reg[d+1] = shuf(reg[t0], reg[t2], 0xee)
+		reg[d+2] = shuf(reg[t1], reg[t3], 0x44)
+		reg[d+3] = shuf(reg[t1], reg[t3], 0xee)
+		ops = append(ops,
+			fmt.Sprintf("VSHUFPS $0x44, Y%d, Y%d, Y%d", t2, t0, d),
+			fmt.Sprintf("VSHUFPS $0xee, Y%d, Y%d, Y%d", t2, t0, d+1),
+			fmt.Sprintf("VSHUFPS $0x44, Y%d, Y%d, Y%d", t3, t1, d+2),
+			fmt.Sprintf("VSHUFPS $0xee, Y%d, Y%d, Y%d", t3, t1, d+3))
+	}
+	for i := 0; i < 4; i++ {
+		a, b := i, i+4
+		reg[8+a] = perm(reg[a], reg[b], 0x20)
+		reg[8+b] = perm(reg[a], reg[b], 0x31)
+		ops = append(ops, fmt.Sprintf("VPERM2F128 $0x20, Y%d, Y%d, Y%d", b, a, 8+a), fmt.Sprintf("VPERM2F128 $0x31, Y%d, Y%d, Y%d", b, a, 8+b))
+	}
+	colReg := make([]int, 8)
+	for z := 8; z < 16; z++ {
+		c := reg[z][0].c
+		for r := 0; r < 8; r++ {
+			if reg[z][r] != (lane{r, c}) {
+				panic(fmt.Sprintf("transpose network: Y%d lane %d holds %v", z, r, reg[z][r]))
+			}
+		}
+		colReg[c] = z
+	}
+	p("")
+	p("// func transpose16AVX2(dst *uint32, dstStride int, src *uint32, srcStride int, tiles int)")
+	p("//")
+	p("// dst[c·dstStride + r] = src[r·srcStride + c] for r < 16, c < 16·tiles.")
+	p("TEXT ·transpose16AVX2(SB), NOSPLIT, $0-40")
+	p("\tMOVQ dst+0(FP), DI")
+	p("\tMOVQ dstStride+8(FP), R8")
+	p("\tSHLQ $2, R8")
+	p("\tMOVQ src+16(FP), SI")
+	p("\tMOVQ srcStride+24(FP), R9")
+	p("\tSHLQ $2, R9")
+	p("\tMOVQ tiles+32(FP), CX")
+	p("\tTESTQ CX, CX")
+	p("\tJZ done")
+	p("\tLEAQ (R9)(R9*2), R10") // 3 rows
+	p("\tLEAQ (R8)(R8*2), R11")
+	p("tile:")
+	// Block (R, C): rows 8R.. from column 8C to dst rows 8C.., column 8R.
+	for blk := 0; blk < 4; blk++ {
+		R, C := blk/2, blk%2
+		p("\tMOVQ SI, AX")
+		if R == 1 {
+			p("\tLEAQ (AX)(R9*8), AX")
+		}
+		for r := 0; r < 8; r++ {
+			off := 32 * C
+			switch r % 4 {
+			case 0:
+				p("\tVMOVUPS %d(AX), Y%d", off, r)
+			case 1:
+				p("\tVMOVUPS %d(AX)(R9*1), Y%d", off, r)
+			case 2:
+				p("\tVMOVUPS %d(AX)(R9*2), Y%d", off, r)
+			case 3:
+				p("\tVMOVUPS %d(AX)(R10*1), Y%d", off, r)
+				if r < 7 {
+					p("\tLEAQ (AX)(R9*4), AX")
+				}
+			}
+		}
+		for _, o := range ops {
+			p("\t%s", o)
+		}
+		p("\tMOVQ DI, AX")
+		if C == 1 {
+			p("\tLEAQ (AX)(R8*8), AX")
+		}
+		for c := 0; c < 8; c++ {
+			off := 32 * R
+			switch c % 4 {
+			case 0:
+				p("\tVMOVUPS Y%d, %d(AX)", colReg[c], off)
+			case 1:
+				p("\tVMOVUPS Y%d, %d(AX)(R8*1)", colReg[c], off)
+			case 2:
+				p("\tVMOVUPS Y%d, %d(AX)(R8*2)", colReg[c], off)
+			case 3:
+				p("\tVMOVUPS Y%d, %d(AX)(R11*1)", colReg[c], off)
+				if c < 7 {
+					p("\tLEAQ (AX)(R8*4), AX")
+				}
+			}
+		}
+	}
+	p("\tADDQ $64, SI")
+	p("\tLEAQ (DI)(R8*8), DI")
+	p("\tLEAQ (DI)(R8*8), DI")
+	p("\tDECQ CX")
+	p("\tJNZ tile")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// quant32Y quantizes the 32 floats in Y0..Y3 by Y7 (clamp(rne(x·Y7)) to
+// [-127, 127], a NaN product to -127, as rne32), writes the 32 bytes at dst
+// and the sums of the two halves of 16 as two int32 at sums (Y4..Y6
+// scratch; Y12 the byte order, Y13 -127, Y14 127).
+func quant32Y(dst, sums string) {
+	for i := 0; i < 4; i++ {
+		p("\tVMULPS Y7, Y%d, Y%d", i, i)
+		p("\tVCVTPS2DQ Y%d, Y%d", i, i)
+		p("\tVPMAXSD Y13, Y%d, Y%d", i, i)
+		p("\tVPMINSD Y14, Y%d, Y%d", i, i)
+	}
+	p("\tVPADDD Y1, Y0, Y4")
+	p("\tVPADDD Y3, Y2, Y5")
+	p("\tVEXTRACTI128 $1, Y4, X6")
+	p("\tVPADDD X6, X4, X4")
+	p("\tVEXTRACTI128 $1, Y5, X6")
+	p("\tVPADDD X6, X5, X5")
+	p("\tVPHADDD X5, X4, X4")
+	p("\tVPHADDD X4, X4, X4")
+	p("\tVMOVQ X4, %s", sums)
+	// Packs work within 128-bit lanes: the dwords of 4 bytes come out as
+	// q0lo q1lo q2lo q3lo q0hi q1hi q2hi q3hi; VPERMD puts them in order.
+	p("\tVPACKSSDW Y1, Y0, Y0")
+	p("\tVPACKSSDW Y3, Y2, Y2")
+	p("\tVPACKSSWB Y2, Y0, Y0")
+	p("\tVPERMD Y0, Y12, Y0")
+	p("\tVMOVDQU Y0, %s", dst)
+}
+
+// quantConstsY loads the quantizers' vector constants: Y15 |x| mask, Y14
+// 127, Y13 -127 (int32), Y12 the byte order of quant32Y.
+func quantConstsY() {
+	p("\tVMOVUPS %s, Y15", cY("abs"))
+	p("\tVMOVUPS %s, Y14", cY("i127"))
+	p("\tVMOVUPS %s, Y13", cY("im127"))
+	p("\tVMOVUPS packOrderY<>(SB), Y12")
+}
+
+// hmaxY leaves the largest of the 8 lanes of Ysrc (no NaNs) in lane 0 of
+// Xsrc (clobbers Yt).
+func hmaxY(src, t int) {
+	p("\tVEXTRACTF128 $1, Y%d, X%d", src, t)
+	p("\tVMAXPS X%d, X%d, X%d", t, src, src)
+	p("\tVPERMILPS $0x4e, X%d, X%d", src, t)
+	p("\tVMAXPS X%d, X%d, X%d", t, src, src)
+	p("\tVPERMILPS $0xb1, X%d, X%d", src, t)
+	p("\tVMAXPS X%d, X%d, X%d", t, src, src)
+}
+
+// quantActsAVX2 writes quantQ80AVX2 and quantQ8KAVX2, the AVX2 twins of
+// quantQ80Generic and quantQ8KGeneric (F16C for the Q8_0 scales).
+func quantActsAVX2() {
+	p("")
+	for i, v := range []int{0, 4, 1, 5, 2, 6, 3, 7} {
+		p("DATA packOrderY<>+%d(SB)/4, $%d", 4*i, v)
+	}
+	p("GLOBL packOrderY<>(SB), RODATA|NOPTR, $32")
+	p("")
+	p("// func quantQ80AVX2(x *float32, nb int, rec *byte, dOff, xs16Off int)")
+	p("TEXT ·quantQ80AVX2(SB), NOSPLIT, $0-40")
+	p("\tMOVQ x+0(FP), SI")
+	p("\tMOVQ nb+8(FP), CX")
+	p("\tMOVQ rec+16(FP), DI")
+	p("\tMOVQ dOff+24(FP), R8")
+	p("\tADDQ DI, R8")
+	p("\tMOVQ xs16Off+32(FP), R9")
+	p("\tADDQ DI, R9")
+	quantConstsY()
+	p("\tTESTQ CX, CX")
+	p("\tJZ done")
+	p("block:")
+	for i := 0; i < 4; i++ {
+		p("\tVMOVUPS %d(SI), Y%d", 32*i, i)
+	}
+	p("\tVANDPS Y15, Y0, Y4")
+	for i := 1; i < 4; i++ {
+		p("\tVANDPS Y15, Y%d, Y5", i)
+		p("\tVMAXPS Y5, Y4, Y4")
+	}
+	hmaxY(4, 5)                  // amax in X4
+	p("\tVCMPPS $3, Y1, Y0, Y5") // a NaN in either
+	p("\tVCMPPS $3, Y3, Y2, Y6")
+	p("\tVORPS Y6, Y5, Y5")
+	p("\tVPTEST Y5, Y5")
+	p("\tJNZ nan")
+	p("\tVUCOMISS %s, X4", cY("tiny"))
+	p("\tJAE big")
+	p("\tVXORPS X6, X6, X6") // d = 0, q = 0
+	p("\tJMP zero")
+	p("nan:")
+	p("\tMOVL $0x7fc00000, AX")
+	p("\tVMOVD AX, X6")
+	p("zero:")
+	p("\tVMOVSS X6, (R8)")
+	p("\tVPXOR Y0, Y0, Y0")
+	p("\tVMOVDQU Y0, (DI)")
+	p("\tMOVQ $0, (R9)")
+	p("\tJMP next")
+	p("big:")
+	p("\tVDIVSS %s, X4, X6", cY("f127")) // df = amax/127
+	p("\tVCVTPS2PH $0, X6, X7")          // f16, to nearest even
+	p("\tVCVTPH2PS X7, X7")
+	p("\tVUCOMISS %s, X7", cY("inf"))
+	p("\tJEQ keep") // f16 overflowed: keep df
+	p("\tVMOVAPS X7, X6")
+	p("keep:")
+	p("\tVMOVSS X6, (R8)")
+	p("\tVMOVSS %s, X7", cY("f127"))
+	p("\tVDIVSS X4, X7, X7") // id = 127/amax
+	p("\tVBROADCASTSS X7, Y7")
+	quant32Y("(DI)", "(R9)")
+	p("next:")
+	p("\tADDQ $128, SI")
+	p("\tADDQ $32, DI")
+	p("\tADDQ $4, R8")
+	p("\tADDQ $8, R9")
+	p("\tDECQ CX")
+	p("\tJNZ block")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+
+	p("")
+	p("// func quantQ8KAVX2(x *float32, nb int, rec *byte, dOff, xs16Off int)")
+	p("TEXT ·quantQ8KAVX2(SB), NOSPLIT, $0-40")
+	p("\tMOVQ x+0(FP), SI")
+	p("\tMOVQ nb+8(FP), CX")
+	p("\tMOVQ rec+16(FP), DI")
+	p("\tMOVQ dOff+24(FP), R8")
+	p("\tADDQ DI, R8")
+	p("\tMOVQ xs16Off+32(FP), R9")
+	p("\tADDQ DI, R9")
+	quantConstsY()
+	p("\tTESTQ CX, CX")
+	p("\tJZ done")
+	p("sblock:")
+	p("\tVXORPS Y4, Y4, Y4") // amax
+	p("\tVXORPS Y5, Y5, Y5") // NaN lanes
+	for i := 0; i < 32; i++ {
+		p("\tVMOVUPS %d(SI), Y0", 32*i)
+		p("\tVANDPS Y15, Y0, Y1")
+		p("\tVMAXPS Y1, Y4, Y4")
+		p("\tVCMPPS $3, Y0, Y0, Y1")
+		p("\tVORPS Y1, Y5, Y5")
+	}
+	hmaxY(4, 1) // amax in X4
+	p("\tVPTEST Y5, Y5")
+	p("\tJNZ nan")
+	p("\tVUCOMISS %s, X4", cY("tiny"))
+	p("\tJAE big")
+	p("\tVXORPS X6, X6, X6")
+	p("\tJMP zero")
+	p("nan:")
+	p("\tMOVL $0x7fc00000, AX")
+	p("\tVMOVD AX, X6")
+	p("zero:")
+	p("\tVBROADCASTSS X6, Y6")
+	p("\tVMOVUPS Y6, (R8)")
+	p("\tVPXOR Y0, Y0, Y0")
+	for i := 0; i < 8; i++ {
+		p("\tVMOVDQU Y0, %d(DI)", 32*i)
+	}
+	p("\tVMOVDQU Y0, (R9)")
+	p("\tVMOVDQU Y0, 32(R9)")
+	p("\tJMP next")
+	p("big:")
+	// The first value of largest magnitude.
+	p("\tVBROADCASTSS X4, Y4")
+	for i := 0; i < 32; i++ {
+		p("\tVANDPS %d(SI), Y15, Y1", 32*i)
+		p("\tVCMPPS $0, Y4, Y1, Y1")
+		p("\tVMOVMSKPS Y1, AX")
+		p("\tMOVQ $%d, BX", 8*i)
+		p("\tTESTL AX, AX")
+		p("\tJNZ found")
+	}
+	p("found:")
+	p("\tBSFL AX, AX")
+	p("\tADDQ BX, AX")
+	p("\tVMOVSS (SI)(AX*4), X1")
+	p("\tVMOVSS %s, X2", cY("fm127"))
+	p("\tVDIVSS X1, X2, X2") // iscale = -127/xm
+	p("\tVMOVSS %s, X3", cY("one"))
+	p("\tVDIVSS X2, X3, X3") // d = 1/iscale
+	p("\tVBROADCASTSS X3, Y3")
+	p("\tVMOVUPS Y3, (R8)")
+	p("\tVBROADCASTSS X2, Y7")
+	for g := 0; g < 8; g++ {
+		for i := 0; i < 4; i++ {
+			p("\tVMOVUPS %d(SI), Y%d", 128*g+32*i, i)
+		}
+		quant32Y(fmt.Sprintf("%d(DI)", 32*g), fmt.Sprintf("%d(R9)", 8*g))
+	}
+	p("next:")
+	p("\tADDQ $1024, SI")
+	p("\tADDQ $256, DI")
+	p("\tADDQ $32, R8")
+	p("\tADDQ $64, R9")
+	p("\tDECQ CX")
+	p("\tJNZ sblock")
 	p("done:")
 	p("\tVZEROUPPER")
 	p("\tRET")
