@@ -60,7 +60,7 @@ func randWeights(t testing.TB, r *rand.Rand, typ gguf.Type, in, out int) (data [
 func TestLinearInt8(t *testing.T) {
 	r := rand.New(rand.NewPCG(13, 14))
 	for _, typ := range int8Types {
-		for _, sh := range []struct{ in, out, n int }{{256, 37, 7}, {512, 64, 13}, {256, 32, 1}} {
+		for _, sh := range []struct{ in, out, n int }{{256, 37, 7}, {512, 64, 13}, {256, 32, 1}, {256, 33, 2}, {256, 40, 3}, {256, 37, 4}, {512, 35, 5}, {256, 32, 11}, {256, 31, 17}} {
 			name := fmt.Sprintf("%v %dx%d n=%d", typ, sh.out, sh.in, sh.n)
 			data, deq := randWeights(t, r, typ, sh.in, sh.out)
 			l, err := NewLinear("w", typ, sh.in, sh.out, data)
@@ -315,6 +315,36 @@ func TestLinearExtremes(t *testing.T) {
 					checkMatMul(t, fmt.Sprintf("%v int8=%v extremes", typ, int8), y, out, xs, n, in, deq, out)
 				} else if !slicesEqualBits(ref, y) {
 					t.Fatalf("%v int8=%v level %v: differs from generic", typ, int8, lv)
+				}
+			})
+		}
+	}
+}
+
+// TestInt8Tiles runs every tile kernel of every level (each row count m as
+// the last, partial tile of some n) for the four kinds of int8 kernels:
+// groups of 32 or 16, with minima or not, against the generic bits.
+func TestInt8Tiles(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeQ6_K, gguf.TypeQ2_K} {
+		in, out := 512, 45
+		data, _ := randWeights(t, r, typ, in, out)
+		l, err := NewLinear("w", typ, in, out, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for n := 1; n <= 14; n++ {
+			x := randVec(r, n*in)
+			var ref []float32
+			forEachLevel(t, func(t testing.TB, lv Level) {
+				c := NewContext(1)
+				c.Int8 = true
+				y := make([]float32, n*out)
+				l.Forward(c, y, x, n)
+				if ref == nil {
+					ref = y
+				} else if !slicesEqualBits(ref, y) {
+					t.Fatalf("%v n=%d level %v: differs from generic", typ, n, lv)
 				}
 			})
 		}

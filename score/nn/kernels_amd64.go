@@ -21,10 +21,10 @@ func archInit() {
 		avx2.quantQ80 = quantQ80AVX2
 	}
 	avx2.int8 = [4][]int8Func{
-		{int8g32m1W256},
-		{int8g32minm1W256},
-		{int8g16m1W256},
-		{int8g16minm1W256},
+		{int8g32m1W256, int8g32m2W256, int8g32m3W256, int8g32m4W256, int8g32m5W256, int8g32m6W256},
+		{int8g32minm1W256, int8g32minm2W256, int8g32minm3W256, int8g32minm4W256, int8g32minm5W256, int8g32minm6W256},
+		{int8g16m1W256, int8g16m2W256, int8g16m3W256, int8g16m4W256, int8g16m5W256, int8g16m6W256},
+		{int8g16minm1W256, int8g16minm2W256, int8g16minm3W256, int8g16minm4W256, int8g16minm5W256, int8g16minm6W256},
 	}
 	avx2.int8Wide = true
 

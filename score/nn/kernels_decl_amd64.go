@@ -249,6 +249,66 @@ func int8g16minm6W512(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb i
 func int8g16minm1W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
 
 //go:noescape
+func int8g32m2W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g32m3W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g32m4W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g32m5W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g32m6W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g32minm2W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g32minm3W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g32minm4W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g32minm5W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g32minm6W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g16m2W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g16m3W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g16m4W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g16m5W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g16m6W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g16minm2W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g16minm3W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g16minm4W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g16minm5W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
+func int8g16minm6W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
+
+//go:noescape
 func quantQ80AVX512(x *float32, nb int, rec *byte, dOff, xs16Off int)
 
 //go:noescape

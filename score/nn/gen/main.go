@@ -258,6 +258,13 @@ func int8Kernels() {
 			int8WideAVX2(g, hasMin)
 		}
 	}
+	for _, g := range []int{32, 16} {
+		for _, hasMin := range []bool{false, true} {
+			for m := 2; m <= int8AVX2Rows; m++ {
+				int8WideAVX2M(m, g, hasMin)
+			}
+		}
+	}
 	quantActsAVX512()
 	p("")
 	p("// func roundF16AVX512(dst, x *float32, n int)")
@@ -575,6 +582,110 @@ func int8WideAVX2(g int, hasMin bool) {
 	for z := 0; z < 4; z++ {
 		p("\tVMOVUPS Y%d, %d(AX)", 4+z, 32*z)
 	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// int8AVX2Rows is the most activation rows of the AVX2 int8 tile kernels.
+const int8AVX2Rows = 6
+
+// cRow returns the address of byte disp of row t of C, given AX = c,
+// BX = ldc, DX = 3·ldc, R11 = 5·ldc bytes.
+func cRow(disp int, t int) string {
+	idx := []string{"", "(BX*1)", "(BX*2)", "(DX*1)", "(BX*4)", "(R11*1)"}[t]
+	if disp == 0 {
+		return "(AX)" + idx
+	}
+	return fmt.Sprintf("%d(AX)%s", disp, idx)
+}
+
+// int8WideAVX2M is int8WideAVX2 for m > 1 activation rows: the 32 weight
+// rows in two passes of 16 (two YMM registers), the m × 16 integer sums of
+// a group in Y0..Y(2m-1), the weights in Y12, Y13. The float32
+// accumulators live in C itself (zeroed first): per group and output,
+// f = fma(T, S·d, f) with f loaded from C, then fma(M, d·Σqx, f), stored
+// back; the same operations in the same order as int8Generic.
+func int8WideAVX2M(m, g int, hasMin bool) {
+	int8Prologue(int8Name(m, g, hasMin, "W256"))
+	p("\tMOVQ c+56(FP), AX")
+	p("\tMOVQ ldc+64(FP), BX")
+	p("\tSHLQ $2, BX")
+	p("\tLEAQ (BX)(BX*2), DX")
+	p("\tLEAQ (BX)(BX*4), R11")
+	p("\tVPXOR Y15, Y15, Y15")
+	for t := 0; t < m; t++ {
+		for z := 0; z < 4; z++ {
+			p("\tVMOVUPS Y15, %s", cRow(32*z, t))
+		}
+	}
+	p("\tTESTQ CX, CX")
+	p("\tJZ done")
+	halves := 32 / g
+	for hc := 0; hc < 2; hc++ { // columns 16·hc .. 16·hc+15
+		if hc == 1 {
+			// Back to the first block.
+			p("\tMOVQ x+0(FP), SI")
+			p("\tMOVQ doff+72(FP), DI")
+			p("\tADDQ SI, DI")
+			p("\tMOVQ dsoff+88(FP), R12")
+			p("\tADDQ SI, R12")
+			p("\tMOVQ w+16(FP), R13")
+			p("\tMOVQ s+24(FP), R14")
+			p("\tMOVQ mp+32(FP), R15")
+			p("\tMOVQ nb+40(FP), CX")
+		}
+		p("block%d:", hc)
+		for h := 0; h < halves; h++ {
+			for t := 0; t < 2*m; t++ {
+				p("\tVPXOR Y%d, Y%d, Y%d", t, t, t)
+			}
+			p0, p1 := h*16/halves, (h+1)*16/halves
+			for pp := p0; pp < p1; pp++ {
+				p("\tVMOVDQU %d(R13), Y12", 128*pp+64*hc)
+				p("\tVMOVDQU %d(R13), Y13", 128*pp+64*hc+32)
+				for t := 0; t < m; t++ {
+					p("\tVPBROADCASTD %s, Y14", rowAddr(4*pp, "SI", t))
+					p("\tVPMADDWD Y12, Y14, Y15")
+					p("\tVPADDD Y15, Y%d, Y%d", 2*t, 2*t)
+					p("\tVPMADDWD Y13, Y14, Y15")
+					p("\tVPADDD Y15, Y%d, Y%d", 2*t+1, 2*t+1)
+				}
+			}
+			p("\tVMOVUPS %d(R14), Y12", 64*hc)
+			p("\tVMOVUPS %d(R14), Y13", 64*hc+32)
+			for t := 0; t < m; t++ {
+				p("\tVBROADCASTSS %s, Y14", rowAddr(0, "DI", t))
+				for z := 0; z < 2; z++ {
+					r := 2*t + z
+					p("\tVCVTDQ2PS Y%d, Y%d", r, r)
+					p("\tVMULPS Y%d, Y14, Y15", 12+z)
+					p("\tVFMADD213PS %s, Y15, Y%d", cRow(64*hc+32*z, t), r)
+				}
+			}
+			if hasMin {
+				for t := 0; t < m; t++ {
+					p("\tVBROADCASTSS %s, Y14", rowAddr(0, "R12", t))
+					for z := 0; z < 2; z++ {
+						p("\tVFMADD231PS %d(R15), Y14, Y%d", 64*hc+32*z, 2*t+z)
+					}
+				}
+				p("\tADDQ $128, R15")
+			}
+			for t := 0; t < m; t++ {
+				for z := 0; z < 2; z++ {
+					p("\tVMOVUPS Y%d, %s", 2*t+z, cRow(64*hc+32*z, t))
+				}
+			}
+			p("\tADDQ $128, R14")
+			p("\tADDQ $4, R12")
+		}
+		p("\tADDQ $64, SI")
+		p("\tADDQ $4, DI")
+		p("\tADDQ $2048, R13")
+		p("\tDECQ CX")
+		p("\tJNZ block%d", hc)
+	}
+	p("done:")
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
