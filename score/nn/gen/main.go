@@ -350,9 +350,16 @@ func int8VNNI(m, g int, hasMin bool) {
 		}
 		int8GroupSum(m, hasMin)
 	}
-	p("\tADDQ $32, SI")
+	int8End(m, 32, 1024)
+}
+
+// int8End closes the block loop of the 512-bit int8 kernels (advancing
+// the activations by xStep bytes and the panel by panelStep) and stores the
+// m × 32 accumulators (Z12..) to C.
+func int8End(m, xStep, panelStep int) {
+	p("\tADDQ $%d, SI", xStep)
 	p("\tADDQ $4, DI")
-	p("\tADDQ $1024, R13")
+	p("\tADDQ $%d, R13", panelStep)
 	p("\tDECQ CX")
 	p("\tJNZ block")
 	p("store:")
@@ -370,8 +377,6 @@ func int8VNNI(m, g int, hasMin bool) {
 	p("\tRET")
 }
 
-// hsumD32 sums the 16 int32 lanes of Zsrc into the low lane of Xt1
-// (clobbers Yt1, Xt2).
 // int8GroupSum ends one group of the 512-bit int8 kernels: the m × 32
 // integer sums (Z0..) converted to float32, scaled by the group's weight
 // scales (R14) times each row's activation scale (DI), added to the
@@ -402,6 +407,8 @@ func int8GroupSum(m int, hasMin bool) {
 	p("\tADDQ $4, R12")
 }
 
+// hsumD32 sums the 16 int32 lanes of Zsrc into the low lane of Xt1
+// (clobbers Yt1, Xt2).
 func hsumD32(src, t1, t2 int) {
 	p("\tVEXTRACTI32X8 $1, Z%d, Y%d", src, t1)
 	p("\tVPADDD Y%d, Y%d, Y%d", t1, src, t1)
@@ -512,24 +519,7 @@ func int8Wide(m, g int, hasMin bool) {
 		}
 		int8GroupSum(m, hasMin)
 	}
-	p("\tADDQ $64, SI")
-	p("\tADDQ $4, DI")
-	p("\tADDQ $2048, R13")
-	p("\tDECQ CX")
-	p("\tJNZ block")
-	p("store:")
-	p("\tMOVQ c+56(FP), AX")
-	p("\tMOVQ ldc+64(FP), BX")
-	p("\tSHLQ $2, BX")
-	for t := 0; t < m; t++ {
-		p("\tVMOVUPS Z%d, (AX)", 12+2*t)
-		p("\tVMOVUPS Z%d, 64(AX)", 13+2*t)
-		if t < m-1 {
-			p("\tADDQ BX, AX")
-		}
-	}
-	p("\tVZEROUPPER")
-	p("\tRET")
+	int8End(m, 64, 2048)
 }
 
 // int8WideAVX2 is int8Wide for AVX2, one activation row: 32 weight rows in
@@ -1076,9 +1066,6 @@ func transposeAVX512() {
 		for c := 0; c < 16; c++ {
 			reg[r][c] = lane{r, c}
 		}
-	}
-	type op struct {
-		text string
 	}
 	var ops []string
 	// Step 1: Z16+2i, Z16+2i+1 = unpack lo/hi of rows 2i, 2i+1.
