@@ -50,13 +50,19 @@ func BenchmarkLinear(b *testing.B) {
 
 // BenchmarkAttention is one layer of a 100M model's attention over 512
 // positions.
-func BenchmarkAttention(b *testing.B) {
+func BenchmarkAttention(b *testing.B) { benchAttention(b, 512, 0) }
+
+// BenchmarkAttention4096 is one layer of a 100M model's attention over a
+// 4096-token window, one thread.
+func BenchmarkAttention4096(b *testing.B) { benchAttention(b, 4096, 1) }
+
+func benchAttention(b *testing.B, n, threads int) {
 	r := rand.New(rand.NewPCG(1, 1))
-	n, heads, kv, hd := 512, 12, 4, 64
+	heads, kv, hd := 12, 4, 64
 	a := &Attention{Heads: heads, KVHeads: kv, HeadDim: hd, Scale: 0.125}
 	q, k, v := randVec(r, n*heads*hd), randVec(r, n*kv*hd), randVec(r, n*kv*hd)
 	out := make([]float32, n*heads*hd)
-	c := NewContext(0)
+	c := NewContext(threads)
 	for b.Loop() {
 		c.Reset()
 		a.Forward(c, out, q, k, v, n)
@@ -74,22 +80,6 @@ func BenchmarkGemmTile(b *testing.B) {
 		Gemm(120, 32, a, k, p, 32, k, c, 32, nil)
 	}
 	b.ReportMetric(float64(120*32*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
-}
-
-// BenchmarkAttention4096 is one layer of a 100M model's attention over a
-// 4096-token window, one thread.
-func BenchmarkAttention4096(b *testing.B) {
-	r := rand.New(rand.NewPCG(1, 1))
-	n, heads, kv, hd := 4096, 12, 4, 64
-	a := &Attention{Heads: heads, KVHeads: kv, HeadDim: hd, Scale: 0.125}
-	q, k, v := randVec(r, n*heads*hd), randVec(r, n*kv*hd), randVec(r, n*kv*hd)
-	out := make([]float32, n*heads*hd)
-	c := NewContext(1)
-	for b.Loop() {
-		c.Reset()
-		a.Forward(c, out, q, k, v, n)
-	}
-	b.ReportMetric(float64(2*heads*hd*n*(n+1)/2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 }
 
 // BenchmarkMiscKernels times the exp-based kernels at every level.

@@ -238,18 +238,7 @@ func FuzzLinearInt8(f *testing.F) {
 		for i := range x {
 			x[i] *= float32(math.Pow(2, float64(exp%40)))
 		}
-		var ref []float32
-		forEachLevel(t, func(t testing.TB, lv Level) {
-			c := NewContext(2)
-			c.Int8 = true
-			y := make([]float32, n*out)
-			l.Forward(c, y, x, n)
-			if ref == nil {
-				ref = y
-			} else if !slicesEqualBits(ref, y) {
-				t.Fatalf("%v n=%d out=%d level %v: differs from generic", typ, n, out, lv)
-			}
-		})
+		levelsAgree(t, fmt.Sprintf("%v n=%d out=%d", typ, n, out), l, x, n, 2, true)
 	})
 }
 
@@ -304,19 +293,8 @@ func TestLinearExtremes(t *testing.T) {
 			if int8 {
 				xs = dequantActs(x, n, in, f.ActBlock)
 			}
-			var ref []float32
-			forEachLevel(t, func(t testing.TB, lv Level) {
-				c := NewContext(2)
-				c.Int8 = int8
-				y := make([]float32, n*out)
-				l.Forward(c, y, x, n)
-				if ref == nil {
-					ref = y
-					checkMatMul(t, fmt.Sprintf("%v int8=%v extremes", typ, int8), y, out, xs, n, in, deq, out)
-				} else if !slicesEqualBits(ref, y) {
-					t.Fatalf("%v int8=%v level %v: differs from generic", typ, int8, lv)
-				}
-			})
+			y := levelsAgree(t, fmt.Sprintf("%v int8=%v", typ, int8), l, x, n, 2, int8)
+			checkMatMul(t, fmt.Sprintf("%v int8=%v extremes", typ, int8), y, out, xs, n, in, deq, out)
 		}
 	}
 }
@@ -335,18 +313,26 @@ func TestInt8Tiles(t *testing.T) {
 		}
 		for n := 1; n <= 14; n++ {
 			x := randVec(r, n*in)
-			var ref []float32
-			forEachLevel(t, func(t testing.TB, lv Level) {
-				c := NewContext(1)
-				c.Int8 = true
-				y := make([]float32, n*out)
-				l.Forward(c, y, x, n)
-				if ref == nil {
-					ref = y
-				} else if !slicesEqualBits(ref, y) {
-					t.Fatalf("%v n=%d level %v: differs from generic", typ, n, lv)
-				}
-			})
+			levelsAgree(t, fmt.Sprintf("%v n=%d", typ, n), l, x, n, 1, true)
 		}
 	}
+}
+
+// levelsAgree runs l on x (n rows) with threads goroutines in the given
+// mode at every level, fails t where a level's bits differ from the
+// generic ones, and returns the generic output.
+func levelsAgree(t testing.TB, what string, l *Linear, x []float32, n, threads int, int8 bool) []float32 {
+	var ref []float32
+	forEachLevel(t, func(t testing.TB, lv Level) {
+		c := NewContext(threads)
+		c.Int8 = int8
+		y := make([]float32, n*l.Out)
+		l.Forward(c, y, x, n)
+		if ref == nil {
+			ref = y
+		} else if !slicesEqualBits(ref, y) {
+			t.Fatalf("%s level %v: differs from generic", what, lv)
+		}
+	})
+	return ref
 }

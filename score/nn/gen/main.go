@@ -1205,6 +1205,22 @@ func expZ(x, n, r, pp int) {
 	p("\tVSCALEFPS Z%d, Z%d, Z%d", n, pp, x)
 }
 
+// softmaxNext ends the row loop of the softmax kernels: on to the next
+// row's 64 scores, limit, maximum, sum and alpha.
+func softmaxNext() {
+	p("next:")
+	p("\tADDQ $256, SI")
+	p("\tADDQ $4, DX")
+	p("\tADDQ $4, R8")
+	p("\tADDQ $4, R9")
+	p("\tADDQ $4, R10")
+	p("\tDECQ CX")
+	p("\tJNZ row")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
 // softmaxAVX512 writes softmaxTileAVX512, the vector twin of
 // softmaxTileGeneric: rows of 64 scores, four registers each.
 func softmaxAVX512() {
@@ -1287,17 +1303,7 @@ func softmaxAVX512() {
 		p("\tVMOVUPS Z0, %d(SI)", 64*z)
 	}
 	p("\tMOVL $0x3f800000, (R10)")
-	p("next:")
-	p("\tADDQ $256, SI")
-	p("\tADDQ $4, DX")
-	p("\tADDQ $4, R8")
-	p("\tADDQ $4, R9")
-	p("\tADDQ $4, R10")
-	p("\tDECQ CX")
-	p("\tJNZ row")
-	p("done:")
-	p("\tVZEROUPPER")
-	p("\tRET")
+	softmaxNext()
 }
 
 // The AVX2 twins of the misc kernels: 8-lane YMM registers, two per
@@ -1487,17 +1493,7 @@ func softmaxAVX2() {
 		p("\tVMOVUPS Y0, %d(SI)", 32*g)
 	}
 	p("\tMOVL $0x3f800000, (R10)")
-	p("next:")
-	p("\tADDQ $256, SI")
-	p("\tADDQ $4, DX")
-	p("\tADDQ $4, R8")
-	p("\tADDQ $4, R9")
-	p("\tADDQ $4, R10")
-	p("\tDECQ CX")
-	p("\tJNZ row")
-	p("done:")
-	p("\tVZEROUPPER")
-	p("\tRET")
+	softmaxNext()
 }
 
 // swigluAVX2 writes swiglu32AVX2, the AVX2 twin of swiglu32Generic, 16
