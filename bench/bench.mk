@@ -5,13 +5,15 @@
 #   make bench-cpu LLAMA="chroot /tmp/sid llama-perplexity" LLAMA_ROOT=/tmp/sid
 #                                       and against llama.cpp, back to back, best of 3
 #   make bench-cpu LONG=65536           and the peak RSS of one 64k-token window
+#   make bench-cpu BASELINE=DIR         and this build against the ppl-score in DIR, round by round
 BENCH_FLAGS ?=
 LLAMA ?=
 LLAMA_ROOT ?=
 LONG ?= 0
+BASELINE ?=
 
 .PHONY: bench-cpu
 bench-cpu:
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./tokenize/cmd/ppl-tokenize ./window/cmd/ppl-window ./score/cmd/ppl-score ./eval/cmd/ppl-mkmodel
-	$(GO) run ./bench/cpubench --bin $(BIN) --llama "$(LLAMA)" --llama-root "$(LLAMA_ROOT)" --long $(LONG) $(BENCH_FLAGS)
+	$(GO) run ./bench/cpubench --bin $(BIN) --llama "$(LLAMA)" --llama-root "$(LLAMA_ROOT)" --long $(LONG) --baseline "$(BASELINE)" $(BENCH_FLAGS)

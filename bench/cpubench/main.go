@@ -26,6 +26,11 @@
 // as needed) scored with all threads in each mode, its peak RSS next to the
 // model file's size.
 //
+// --baseline DIR compares this build's ppl-score with another build's (the
+// previous commit's, say), alternating rounds, best of --reps each: the
+// ratio of their tokens/s per model and mode, and whether both gave the same
+// perplexity to the bit.
+//
 // Flags: --bin DIR (the ppl tools, built by make build; default bin),
 // --dir DIR (models and scratch; default profiles/bench-cpu), --types
 // (default F16,Q8_0,Q4_K_M), --modes (default fp32,int8), --threads
@@ -61,6 +66,7 @@ type config struct {
 	threads                   []int
 	context, chunks, reps     int
 	llama, llamaRoot          string
+	baseline                  string
 	long                      int
 }
 
@@ -87,6 +93,7 @@ func run() error {
 	flag.StringVar(&c.llama, "llama", "", "llama-perplexity command, e.g. \"chroot /tmp/sid llama-perplexity\"")
 	flag.StringVar(&c.llamaRoot, "llama-root", "", "root directory the llama command sees (files are copied under ROOT/x)")
 	flag.IntVar(&c.long, "long", 0, "also score one window of this many tokens and report its peak RSS")
+	flag.StringVar(&c.baseline, "baseline", "", "directory of another build's ppl-score (the previous commit's) to compare with, round by round")
 	flag.Parse()
 	c.types, c.modes = strings.Split(types, ","), strings.Split(modes, ",")
 	if threads == "" {
@@ -141,6 +148,11 @@ func run() error {
 					base = tps
 				}
 				fmt.Printf("| %s | %d | %.0f | %.2f | %.2f | %.0f | %.2f× |\n", mode, th, tps, r.wall.Seconds(), r.user.Seconds(), r.rssMB, tps/base)
+			}
+		}
+		if c.baseline != "" {
+			if err := c.againstBaseline(model, win); err != nil {
+				return err
 			}
 		}
 		if c.llama != "" {
@@ -343,8 +355,44 @@ func tail(s string, n int) string {
 // score runs ppl-score on the windows; r.ppl is the perplexity of its
 // scores.
 func (c *config) score(model, win, mode string, threads int) (result, error) {
+	return c.scoreWith(c.bin, model, win, mode, threads)
+}
+
+// againstBaseline runs this build's ppl-score and the baseline's in
+// alternating rounds with all threads, and prints the best of each and
+// their ratio per mode: the no-slowdown check of a change.
+func (c *config) againstBaseline(model, win string) error {
+	th := c.threads[len(c.threads)-1]
+	fmt.Printf("\nAgainst the baseline build in %s: %d threads, best of %d alternating rounds\n\n", c.baseline, th, c.reps)
+	fmt.Printf("| mode | this build tokens/s | baseline tokens/s | ratio | user s (this / baseline) | user-time ratio | same PPL |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	for _, mode := range c.modes {
+		var cur, base result // the best of each, by wall time; user CPU time is kept too, since it is less disturbed by other load
+		for range c.reps {
+			r, err := c.scoreWith(c.bin, model, win, mode, th)
+			if err != nil {
+				return err
+			}
+			if cur.wall == 0 || r.wall < cur.wall {
+				cur = r
+			}
+			if r, err = c.scoreWith(c.baseline, model, win, mode, th); err != nil {
+				return err
+			}
+			if base.wall == 0 || r.wall < base.wall {
+				base = r
+			}
+		}
+		tok := float64(c.chunks * c.context)
+		fmt.Printf("| %s | %.0f | %.0f | %.3f | %.2f / %.2f | %.3f | %v |\n", mode, tok/cur.wall.Seconds(), tok/base.wall.Seconds(),
+			base.wall.Seconds()/cur.wall.Seconds(), cur.user.Seconds(), base.user.Seconds(), base.user.Seconds()/cur.user.Seconds(), cur.ppl == base.ppl)
+	}
+	return nil
+}
+
+// scoreWith runs the ppl-score of the tools in bin.
+func (c *config) scoreWith(bin, model, win, mode string, threads int) (result, error) {
 	var out bytes.Buffer
-	r, err := timed(filepath.Join(c.bin, "ppl-score"), []string{"--model", model, "--device", "cpu", "--no-cache",
+	r, err := timed(filepath.Join(bin, "ppl-score"), []string{"--model", model, "--device", "cpu", "--no-cache",
 		"--activations", mode, "--threads", strconv.Itoa(threads), "--log-level", "warn", win}, &out)
 	if err != nil {
 		return r, err

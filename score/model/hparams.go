@@ -22,6 +22,8 @@ type HParams struct {
 	Vocab    int     `json:"n_vocab"`     // rows of token_embd
 	CtxTrain int     `json:"n_ctx_train"` // context_length
 	Eps      float64 `json:"rms_eps"`     // attention.layer_norm_rms_epsilon
+
+	MoE *MoEParams `json:"moe,omitempty"` // mixtures of experts
 }
 
 // meta reads "<arch>.<key>" metadata with defaults.

@@ -4,93 +4,137 @@ import (
 	"fmt"
 	"math"
 
+	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
 )
 
-// llama: Llama 2 and 3, Mistral and other "llama" GGUF files. A pre-norm
-// decoder: x += Attn(RMSNorm(x)); x += MLP(RMSNorm(x)), with grouped-query
-// attention, RoPE in the normal (interleaved pairs) layout and a SwiGLU MLP.
-// The output head is output.weight, or the token embedding when tied.
-func init() { Register("llama", func(l *Loader) Network { return newLlama(l, false) }) }
+// llama: Llama 2 and 3, Mistral and other "llama" GGUF files, and the
+// variants that differ from it in a few options (qwen2, qwen3, qwen3moe:
+// see decoderOpts). A pre-norm decoder: x += Attn(RMSNorm(x)); x +=
+// FFN(RMSNorm(x)), with grouped-query attention, RoPE and a SwiGLU MLP (or
+// a mixture of experts). The output head is output.weight, or the token
+// embedding when tied.
+func init() {
+	Register("llama", func(l *Loader) Network { return newDecoder(l, decoderOpts{}) })
+	Register("qwen2", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true, qkvBias: true}) })
+	Register("qwen3", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true, qkNorm: true}) })
+	Register("qwen3moe", func(l *Loader) Network {
+		return newDecoder(l, decoderOpts{neox: true, qkNorm: true, moe: &moeOpts{gating: ml.GateSoftmax, norm: true}})
+	})
+}
 
-type llama struct {
+// decoderOpts are what the llama-style architectures add to llama:
+//   - neox: RoPE in the NeoX layout (pairs i, i+d/2) instead of adjacent pairs;
+//   - qkvBias: biases on q, k and v required (qwen2; optional elsewhere, as
+//     llama.cpp binds them);
+//   - qkNorm: an RMSNorm over each query and key head before RoPE
+//     (blk.N.attn_q_norm, attn_k_norm; qwen3);
+//   - moe: every layer's FFN is a mixture of experts (qwen3moe).
+type decoderOpts struct {
+	neox, qkvBias, qkNorm bool
+	moe                   *moeOpts
+}
+
+type decoder struct {
 	hp         HParams
-	tokenEmbd  *nn.Linear // token_embd: (vocab, embd), read by row
-	layers     []llamaLayer
-	outputNorm *nn.RMSNorm // output_norm
-	output     *nn.Linear  // output, or token_embd when tied
+	tokenEmbd  *ml.Matrix // token_embd: (vocab, embd), read by row
+	layers     []decoderLayer
+	outputNorm *ml.Vector // output_norm
+	head       Head
 	rope       *nn.RoPE
-	attn       nn.Attention
+	attn       ml.Attn
 }
 
-type llamaLayer struct {
-	attnNorm   *nn.RMSNorm // blk.N.attn_norm
-	q, k, v, o *nn.Linear  // blk.N.attn_q, attn_k, attn_v, attn_output (+ optional .bias)
-	ffnNorm    *nn.RMSNorm // blk.N.ffn_norm
-	mlp        nn.MLP      // blk.N.ffn_gate, ffn_up, ffn_down
+type decoderLayer struct {
+	attnNorm     *ml.Vector // blk.N.attn_norm
+	q, k, v, o   *ml.Matrix // blk.N.attn_q, attn_k, attn_v, attn_output (+ optional .bias)
+	qNorm, kNorm *ml.Vector // blk.N.attn_q_norm, attn_k_norm (qkNorm), over HeadDim
+	ffnNorm      *ml.Vector // blk.N.ffn_norm
+	ffn          FFN
 }
 
-// newLlama binds a llama-style decoder; neox selects the RoPE layout for
-// architectures (qwen2) that differ from llama only there.
-func newLlama(l *Loader, neox bool) *llama {
+func newDecoder(l *Loader, o decoderOpts) *decoder {
 	hp := l.HP
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
-	m := &llama{
+	m := &decoder{
 		hp:         hp,
 		tokenEmbd:  l.Linear("token_embd", hp.Embd, hp.Vocab),
 		outputNorm: l.Norm("output_norm", hp.Embd),
-		output:     l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd"),
-		rope:       l.RoPE(neox),
-		attn:       nn.Attention{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: 1 / math.Sqrt(float64(hp.HeadDim))},
+		head:       Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")},
+		rope:       l.RoPE(o.neox),
+		attn:       ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: 1 / math.Sqrt(float64(hp.HeadDim))},
+	}
+	var moe *moeParams
+	if o.moe != nil {
+		moe = l.moeParams(*o.moe)
 	}
 	for i := range hp.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
-		m.layers = append(m.layers, llamaLayer{
+		ly := decoderLayer{
 			attnNorm: l.Norm(p+"attn_norm", hp.Embd),
 			q:        l.Linear(p+"attn_q", hp.Embd, qd),
 			k:        l.Linear(p+"attn_k", hp.Embd, kvd),
 			v:        l.Linear(p+"attn_v", hp.Embd, kvd),
 			o:        l.Linear(p+"attn_output", qd, hp.Embd),
 			ffnNorm:  l.Norm(p+"ffn_norm", hp.Embd),
-			mlp: nn.MLP{
-				Gate: l.Linear(p+"ffn_gate", hp.Embd, hp.FFN),
-				Up:   l.Linear(p+"ffn_up", hp.Embd, hp.FFN),
-				Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd),
-			},
-		})
+		}
+		if o.qkvBias {
+			for _, b := range []struct {
+				name string
+				w    *ml.Matrix
+			}{{"attn_q", ly.q}, {"attn_k", ly.k}, {"attn_v", ly.v}} {
+				if l.Err() == nil && b.w.Bias == nil {
+					l.Failf("missing tensor %s%s.bias", p, b.name)
+				}
+			}
+		}
+		if o.qkNorm {
+			ly.qNorm = l.Norm(p+"attn_q_norm", hp.HeadDim)
+			ly.kNorm = l.Norm(p+"attn_k_norm", hp.HeadDim)
+		}
+		if moe != nil {
+			ly.ffn = l.MoE(p, moe)
+		} else {
+			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		}
+		m.layers = append(m.layers, ly)
 	}
 	return m
 }
 
-func (m *llama) Output() *nn.Linear { return m.output }
+func (m *decoder) Head() *Head { return &m.head }
 
-func (m *llama) Forward(c *nn.Context, tokens []int32) []float32 {
+func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	hp, n := m.hp, len(tokens)
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
-	x := c.Alloc(n * hp.Embd) // the residual stream
-	m.tokenEmbd.Lookup(c, x, tokens)
+	x := b.Alloc(n, hp.Embd) // the residual stream
+	b.Embed(x, m.tokenEmbd, tokens)
 	for i := range m.layers {
 		ly := &m.layers[i]
-		mark := c.Mark()
-		h := c.Alloc(n * hp.Embd)
-		q, k, v := c.Alloc(n*qd), c.Alloc(n*kvd), c.Alloc(n*kvd)
-		att := c.Alloc(n * qd)
-		ff := c.Alloc(n * hp.Embd)
+		mark := b.Mark()
+		h := b.Alloc(n, hp.Embd)
+		q, k, v := b.Alloc(n, qd), b.Alloc(n, kvd), b.Alloc(n, kvd)
+		att := b.Alloc(n, qd)
+		ff := b.Alloc(n, hp.Embd)
 
-		ly.attnNorm.Forward(c, h, x, n)
-		nn.ForwardShared(c, h, n, []*nn.Linear{ly.q, ly.k, ly.v}, [][]float32{q, k, v})
-		m.rope.Forward(c, q, n, hp.Heads)
-		m.rope.Forward(c, k, n, hp.KVHeads)
-		c.StoreKV(i, k, v, n, hp.KVHeads, hp.HeadDim)
-		m.attn.Forward(c, att, q, k, v, n)
-		ly.o.Forward(c, h, att, n)
-		nn.Add(x, h)
+		b.RMSNorm(h, x, ly.attnNorm, hp.Eps)
+		b.Linears([]ml.Tensor{q, k, v}, h, []*ml.Matrix{ly.q, ly.k, ly.v})
+		if ly.qNorm != nil { // one row per head
+			qh, kh := b.View(q, n*hp.Heads, hp.HeadDim), b.View(k, n*hp.KVHeads, hp.HeadDim)
+			b.RMSNorm(qh, qh, ly.qNorm, hp.Eps)
+			b.RMSNorm(kh, kh, ly.kNorm, hp.Eps)
+		}
+		b.RoPE(q, hp.Heads, m.rope)
+		b.RoPE(k, hp.KVHeads, m.rope)
+		b.Attention(att, q, k, v, i, &m.attn)
+		b.Linear(h, att, ly.o)
+		b.Add(x, h)
 
-		ly.ffnNorm.Forward(c, h, x, n)
-		ly.mlp.Forward(c, ff, h, n)
-		nn.Add(x, ff)
-		c.Release(mark)
+		b.RMSNorm(h, x, ly.ffnNorm, hp.Eps)
+		ly.ffn.Forward(b, ff, h)
+		b.Add(x, ff)
+		b.Release(mark)
 	}
-	m.outputNorm.Forward(c, x, x, n)
+	b.RMSNorm(x, x, m.outputNorm, hp.Eps)
 	return x
 }

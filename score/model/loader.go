@@ -7,6 +7,7 @@ import (
 
 	"ppl.dev/gguf"
 	"ppl.dev/quant"
+	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
 )
 
@@ -23,6 +24,10 @@ type Loader struct {
 	roles map[string]map[gguf.Type]bool // tensor role -> weight types bound
 	rinfo RopeInfo
 	alt   []string // "role=tensor" for roles bound to an alternative
+
+	mats []*ml.Matrix          // every matrix bound, in order, for the backend to prepare
+	vecs []*ml.Vector          // every vector bound
+	byName map[string]*ml.Matrix // a tensor bound twice (a tied head) is one Matrix
 }
 
 // Err returns the first error met, if any.
@@ -115,27 +120,54 @@ func supportedTypes() string {
 
 // Linear binds name+".weight", a matrix of out rows of in elements, and
 // name+".bias" (out values) when the file has it.
-func (l *Loader) Linear(name string, in, out int) *nn.Linear {
-	t, data := l.tensor(name+".weight", in, out)
+func (l *Loader) Linear(name string, in, out int) *ml.Matrix {
+	return l.matrix(name, 0, in, out)
+}
+
+// Experts binds name+".weight", a stack of n matrices of out rows of in
+// elements (GGUF shape [in, out, n]), and name+".bias" (n × out values)
+// when the file has it.
+func (l *Loader) Experts(name string, n, in, out int) *ml.Matrix {
+	return l.matrix(name, n, in, out)
+}
+
+func (l *Loader) matrix(name string, experts, in, out int) *ml.Matrix {
+	if w, ok := l.byName[name]; ok && w.In == in && w.Out == out && w.Experts == experts {
+		return w
+	}
+	shape := []int{in, out}
+	if experts > 0 {
+		shape = append(shape, experts)
+	}
+	t, data := l.tensor(name+".weight", shape...)
 	if t == nil {
 		return nil
 	}
-	lin, err := nn.NewLinear(t.Name, t.Type, in, out, data)
-	if err != nil {
+	if _, err := nn.NewLinear(t.Name, t.Type, in, out*max(experts, 1), data); err != nil {
 		l.fail(err)
 		return nil
 	}
+	w := &ml.Matrix{Name: t.Name, Type: t.Type, In: in, Out: out, Experts: experts, Data: data}
 	if l.Has(name + ".bias") {
-		lin.Bias = l.Vector(name+".bias", out)
+		if experts > 0 {
+			w.Bias = l.floats(name+".bias", out, experts)
+		} else {
+			w.Bias = l.floats(name+".bias", out)
+		}
 	}
-	return lin
+	if l.byName == nil {
+		l.byName = map[string]*ml.Matrix{}
+	}
+	l.byName[name] = w
+	l.mats = append(l.mats, w)
+	return w
 }
 
 // LinearAlt binds the first of names that the file has, like Linear: the
 // output head is "output", or the token embedding when the two are tied.
 // The weight type is recorded under names[0]'s role either way, and Info
 // says when an alternative was bound.
-func (l *Loader) LinearAlt(in, out int, names ...string) *nn.Linear {
+func (l *Loader) LinearAlt(in, out int, names ...string) *ml.Matrix {
 	for i, n := range names {
 		if l.Has(n + ".weight") {
 			lin := l.Linear(n, in, out)
@@ -151,10 +183,26 @@ func (l *Loader) LinearAlt(in, out int, names ...string) *nn.Linear {
 }
 
 // Vector binds a one-dimensional tensor of n values, decoded to float32.
-func (l *Loader) Vector(name string, n int) []float32 {
-	t, data := l.tensor(name, n)
+func (l *Loader) Vector(name string, n int) *ml.Vector {
+	v := l.floats(name, n)
+	if v == nil {
+		return nil
+	}
+	w := &ml.Vector{Name: name, V: v}
+	l.vecs = append(l.vecs, w)
+	return w
+}
+
+// floats decodes a tensor of the given shape to float32, refusing NaN and
+// infinite values.
+func (l *Loader) floats(name string, shape ...int) []float32 {
+	t, data := l.tensor(name, shape...)
 	if t == nil {
 		return nil
+	}
+	n := 1
+	for _, d := range shape {
+		n *= d
 	}
 	out := make([]float32, n)
 	if err := quant.Dequantize(t.Type, data, out); err != nil {
@@ -170,12 +218,7 @@ func (l *Loader) Vector(name string, n int) []float32 {
 	return out
 }
 
-// Norm binds name+".weight" as an RMSNorm over n elements with the model's
-// epsilon.
-func (l *Loader) Norm(name string, n int) *nn.RMSNorm {
-	w := l.Vector(name+".weight", n)
-	if w == nil {
-		return nil
-	}
-	return &nn.RMSNorm{Name: name, W: w, Eps: l.HP.Eps}
+// Norm binds name+".weight", a norm's scale of n values.
+func (l *Loader) Norm(name string, n int) *ml.Vector {
+	return l.Vector(name+".weight", n)
 }

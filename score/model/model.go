@@ -1,12 +1,20 @@
 // Package model loads GGUF language models and scores token sequences with
-// them on the CPU: for each target position, the log-probability the model
-// gives the actual next token, and optionally the KL divergence from a
-// reference model's distribution.
+// them: for each target position, the log-probability the model gives the
+// actual next token, and optionally the KL divergence from a reference
+// model's distribution.
 //
-// Architectures register themselves by name (llama.go, qwen2.go, qwen3.go);
-// each binds the tensors it names into modules of package nn and composes
-// them in Forward. Load reads the hyperparameters and the RoPE settings from
-// the file's metadata, with Options overriding what a user may change.
+// Each architecture is written once, in one file (llama.go holds llama,
+// qwen2, qwen3 and qwen3moe), and runs on every device: it binds the GGUF
+// tensors it names through the Loader (as ml.Matrix and ml.Vector values)
+// and writes its forward pass as calls of ml.Backend operations. Load runs
+// it on the CPU backend (cpu.go, over package nn's kernels); LoadOn on any
+// other backend (package cuda's). An architecture needing operations
+// beyond ml.Backend (a recurrent scan) asks for an extension interface of
+// package ml through Checker, so a backend without it refuses the model at
+// load. Layers' feed-forward blocks are dense or mixtures of experts
+// (moe.go), chosen per layer. Load reads the hyperparameters and the RoPE
+// settings from the file's metadata, with Options overriding what a user
+// may change.
 //
 // Scoring follows llama.cpp's perplexity tool: a window of tokens runs from
 // an empty cache at positions 0..n-1, and the logits at position i-1 give
@@ -31,6 +39,7 @@
 package model
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -38,6 +47,7 @@ import (
 
 	"ppl.dev/gguf"
 	"ppl.dev/score/kvcache"
+	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
 )
 
@@ -71,11 +81,10 @@ type Model struct {
 
 	f    *gguf.File
 	net  Network
-	kv   *kvStore
 	info Info
 
-	mu  sync.Mutex
-	ctx *nn.Context
+	mu sync.Mutex
+	b  ml.Backend
 }
 
 // Info describes a loaded model and the settings it runs with: what a
@@ -97,14 +106,22 @@ const (
 	ActInt8 = "int8"
 )
 
-// Load opens the GGUF model at path and binds its weights (which stay in
-// the file's memory mapping). The Model must be closed.
-func Load(path string, opts Options) (*Model, error) {
+// Load opens the GGUF model at path on the CPU and binds its weights
+// (which stay in the file's memory mapping). The Model must be closed.
+func Load(path string, opts Options) (*Model, error) { return LoadOn(path, opts, nil) }
+
+// Device makes the backend a model runs on, once the model's settings are
+// known; LoadOn calls it after binding the weights and before preparing
+// them. A nil Device is the CPU.
+type Device func(info Info, opts Options) (ml.Backend, error)
+
+// LoadOn opens the GGUF model at path on the backend dev makes.
+func LoadOn(path string, opts Options, dev Device) (*Model, error) {
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
-	m, err := load(f, opts)
+	m, err := load(f, opts, dev)
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("model: %s: %w", path, err)
@@ -113,7 +130,7 @@ func Load(path string, opts Options) (*Model, error) {
 	return m, nil
 }
 
-func load(f *gguf.File, opts Options) (*Model, error) {
+func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 	format, err := kvcache.Lookup(opts.KVDtype)
 	if err != nil {
 		return nil, err
@@ -143,19 +160,40 @@ func load(f *gguf.File, opts Options) (*Model, error) {
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
+	hp = l.HP // with what the architecture read (experts)
 	name, _ := f.String("general.name")
-	m := &Model{
-		HP:  hp,
-		f:   f,
-		net: net,
-		kv:  &kvStore{format: format},
-		ctx: nn.NewContext(opts.Threads),
-		info: Info{Arch: arch, Name: name, HParams: hp, WeightTypes: roleTypes(l.roles),
-			Shared: l.alt, Rope: l.rinfo, KVDtype: format.Name, Activations: act},
+	info := Info{Arch: arch, Name: name, HParams: hp, WeightTypes: roleTypes(l.roles),
+		Shared: l.alt, Rope: l.rinfo, KVDtype: format.Name, Activations: act}
+	var b ml.Backend
+	if dev == nil {
+		c := nn.NewContext(opts.Threads)
+		c.KV = &kvStore{format: format}
+		c.Int8 = act == ActInt8
+		b = newCPU(c)
+	} else if b, err = dev(info, opts); err != nil {
+		return nil, err
 	}
-	m.ctx.KV = m.kv
-	m.ctx.Int8 = act == ActInt8
-	return m, nil
+	if c, ok := net.(Checker); ok {
+		if err := c.Check(b); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
+	for _, w := range l.mats {
+		if err == nil {
+			err = b.Prepare(w)
+		}
+	}
+	for _, v := range l.vecs {
+		if err == nil {
+			err = b.PrepareVector(v)
+		}
+	}
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	return &Model{HP: hp, f: f, net: net, b: b, info: info}, nil
 }
 
 func roleTypes(roles map[string]map[gguf.Type]bool) map[string]string {
@@ -171,11 +209,13 @@ func roleTypes(roles map[string]map[gguf.Type]bool) map[string]string {
 	return out
 }
 
-// Close releases the model's file mapping and its scratch memory.
+// Close releases the model's device memory and its file mapping.
 func (m *Model) Close() error {
-	m.ctx.Free()
-	return m.f.Close()
+	return errors.Join(m.b.Close(), m.f.Close())
 }
+
+// Backend returns the backend the model runs on.
+func (m *Model) Backend() ml.Backend { return m.b }
 
 // Info describes the model and its settings.
 func (m *Model) Info() Info { return m.info }

@@ -5,17 +5,42 @@ import (
 	"sort"
 	"sync"
 
-	"ppl.dev/score/nn"
+	"ppl.dev/score/ml"
 )
 
 // Network is one architecture's decoder with its weights bound.
 type Network interface {
 	// Forward runs tokens at positions 0..n-1 from an empty cache and
 	// returns the final hidden states after the output norm, (n, Embd),
-	// allocated from c. Token ids are already checked against the vocabulary.
-	Forward(c *nn.Context, tokens []int32) []float32
-	// Output is the projection of hidden states onto the vocabulary.
-	Output() *nn.Linear
+	// allocated from b. Token ids are already checked against the
+	// vocabulary.
+	Forward(b ml.Backend, tokens []int32) ml.Tensor
+	// Head is the projection of hidden states onto the vocabulary.
+	Head() *Head
+}
+
+// Checker is a Network that needs operations beyond ml.Backend (an
+// extension interface of package ml, such as a recurrent scan): Check
+// reports, at load, a backend that lacks them, naming the operations, so a
+// device without them refuses the model before scoring anything.
+type Checker interface {
+	Check(b ml.Backend) error
+}
+
+// Head is a model's output head: logits = hidden·Outputᵀ, then
+// soft-capped (cap · tanh(z / cap)) when SoftCap > 0.
+type Head struct {
+	Output  *ml.Matrix // output, or token_embd when tied
+	SoftCap float64    // final_logit_softcapping; 0: none
+}
+
+// Forward computes the logits of hidden rows: h (rows, Embd) -> dst (rows,
+// vocabulary).
+func (h *Head) Forward(b ml.Backend, dst, hid ml.Tensor) {
+	b.Linear(dst, hid, h.Output)
+	if h.SoftCap > 0 {
+		b.SoftCap(dst, h.SoftCap)
+	}
 }
 
 // Builder binds a file's tensors into a Network, naming each tensor through

@@ -112,7 +112,7 @@ func (l *Loader) rope(neox bool) (*nn.RoPE, RopeInfo, error) {
 		return nil, info, fmt.Errorf("rope scaling type %q not supported (supported: none, linear, yarn)", scaling)
 	}
 	if l.Has("rope_freqs.weight") {
-		r.FreqFactors = l.Vector("rope_freqs.weight", dims/2)
+		r.FreqFactors = l.floats("rope_freqs.weight", dims/2)
 		if l.err != nil {
 			return nil, info, l.err
 		}

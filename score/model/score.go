@@ -3,9 +3,8 @@ package model
 import (
 	"errors"
 	"fmt"
-	"math"
-
-	"ppl.dev/score/nn"
+	
+	"ppl.dev/score/ml"
 )
 
 // RowBlock is the least number of positions whose logits exist at once;
@@ -84,106 +83,85 @@ func (m *Model) score(tokens []int32, scoreFrom int, ref *Model) (*Result, error
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.ctx.Reset()
-	hid := m.net.Forward(m.ctx, tokens)
-	var rhid []float32
+	hid, err := m.forward(tokens)
+	if err != nil {
+		return nil, err
+	}
+	var rhid ml.Tensor
 	if ref != nil {
 		ref.mu.Lock()
 		defer ref.mu.Unlock()
-		ref.ctx.Reset()
-		rhid = ref.net.Forward(ref.ctx, tokens)
+		if rhid, err = ref.forward(tokens); err != nil {
+			return nil, fmt.Errorf("reference: %w", err)
+		}
 	}
 
 	vocab := m.HP.Vocab
 	rb := min(rowBlock(vocab), n-scoreFrom)
-	logits := m.ctx.Alloc(rb * vocab)
-	var rlogits []float32
+	b := m.b
+	logits := b.Alloc(rb, vocab)
+	var rlogits ml.Tensor
 	if ref != nil {
-		rlogits = ref.ctx.Alloc(rb * vocab)
+		rlogits = ref.b.Alloc(rb, vocab)
 	}
-	errs := make([]error, rb)
+	targets := tokens[1:]
 	// Hidden row p predicts token p+1: rows [scoreFrom-1, n-1).
 	for r0 := scoreFrom - 1; r0 < n-1; r0 += rb {
-		b := min(rb, n-1-r0)
-		project(m, logits, hid, r0, b)
+		nb := min(rb, n-1-r0)
+		i := r0 + 1 - scoreFrom
+		out := &ml.Scores{LP: res.Logprobs[i : i+nb], Arg: res.Argmax[i : i+nb]}
+		lg := b.Slice(logits, 0, nb)
+		m.project(lg, hid, r0, nb)
+		var rlg ml.Tensor
+		var rarg []int32
 		if ref != nil {
-			project(ref, rlogits, rhid, r0, b)
+			rlg = ref.b.Slice(rlogits, 0, nb)
+			ref.project(rlg, rhid, r0, nb)
+			rarg = make([]int32, nb)
+			out.RLP, out.RArg, out.KLD = res.RefLogprobs[i:i+nb], rarg, res.KLD[i:i+nb]
 		}
-		m.ctx.Parallel(b, func(_, lo, hi int) {
-			for j := lo; j < hi; j++ {
-				p := r0 + j + 1 // the target
-				i := p - scoreFrom
-				row := logits[j*vocab : (j+1)*vocab]
-				lse, arg, err := logSumExp(row, p)
-				if errs[j] = err; err != nil {
-					continue
-				}
-				res.Logprobs[i] = float64(row[tokens[p]]) - lse
-				res.Argmax[i] = int32(arg)
-				if ref == nil {
-					continue
-				}
-				rrow := rlogits[j*vocab : (j+1)*vocab]
-				rlse, rarg, err := logSumExp(rrow, p)
-				if err != nil {
-					errs[j] = fmt.Errorf("reference %w", err)
-					continue
-				}
-				res.RefLogprobs[i] = float64(rrow[tokens[p]]) - rlse
-				res.KLD[i] = kld(rrow, rlse, row, lse)
-				res.Top1Agree[i] = arg == rarg
-			}
-		})
-		if err := firstErr(errs[:b]); err != nil {
+		if err := errors.Join(b.Err(), refErr(ref)); err != nil {
 			return nil, fmt.Errorf("model: %w", err)
+		}
+		if err := b.LogSoftmax(lg, rlg, targets[r0:r0+nb], out); err != nil {
+			var bad *ml.BadLogit
+			if errors.As(err, &bad) {
+				who := "logits"
+				if bad.Ref {
+					who = "reference logits"
+				}
+				return nil, fmt.Errorf("model: %s for target %d contain %v (token %d)", who, r0+1+bad.Row, bad.Value, bad.Token)
+			}
+			return nil, fmt.Errorf("model: %w", err)
+		}
+		for j := range rarg {
+			res.Top1Agree[i+j] = res.Argmax[i+j] == rarg[j]
 		}
 	}
 	return res, nil
 }
 
-// project computes the logits of hidden rows [r0, r0+b) of model m.
-func project(m *Model, logits, hid []float32, r0, b int) {
-	e := m.HP.Embd
-	mark := m.ctx.Mark()
-	m.net.Output().Forward(m.ctx, logits, hid[r0*e:(r0+b)*e], b)
-	m.ctx.Release(mark)
+func refErr(ref *Model) error {
+	if ref == nil {
+		return nil
+	}
+	return ref.b.Err()
 }
 
-func firstErr(errs []error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
+// forward runs tokens through the network from a fresh scratch memory and
+// returns the hidden states after the output norm.
+func (m *Model) forward(tokens []int32) (ml.Tensor, error) {
+	m.b.Reset()
+	hid := m.net.Forward(m.b, tokens)
+	if err := m.b.Err(); err != nil {
+		return nil, fmt.Errorf("model: %w", err)
 	}
-	return nil
+	return hid, nil
 }
 
-// logSumExp returns log Σ exp(row) and the index of the largest logit (the
-// first, on ties), or an error naming target p if a logit is NaN or
-// infinite. The maximum m is exact; each term e^(v-m) is a float32
-// exponential within 2 ulp, summed in float64 (nn.ExpSum), and the log is
-// float64: the result is within about 3e-7 relative of the float64
-// log-sum-exp, far below the float32 rounding of the logits themselves.
-func logSumExp(row []float32, p int) (lse float64, arg int, err error) {
-	mx, arg, ok := nn.MaxArg(row)
-	if !ok {
-		for i, v := range row {
-			if v-v != 0 { // NaN or ±Inf
-				return 0, 0, fmt.Errorf("logits for target %d contain %v (token %d)", p, v, i)
-			}
-		}
-	}
-	return float64(mx) + math.Log(nn.ExpSum(row, mx)), arg, nil
-}
-
-// kld returns KL(p || q) = Σ p_i (log p_i - log q_i) for the distributions
-// softmax(pz) and softmax(qz), given their log-sum-exps.
-func kld(pz []float32, plse float64, qz []float32, qlse float64) float64 {
-	qz = qz[:len(pz)]
-	var s float64
-	for i, v := range pz {
-		lp := float64(v) - plse
-		s += math.Exp(lp) * (lp - (float64(qz[i]) - qlse))
-	}
-	return s
+// project computes the logits of hidden rows [r0, r0+nb).
+func (m *Model) project(logits, hid ml.Tensor, r0, nb int) {
+	mark := m.b.Mark()
+	m.net.Head().Forward(m.b, logits, m.b.Slice(hid, r0, r0+nb))
+	m.b.Release(mark)
 }

@@ -10,13 +10,22 @@ import (
 // (GQA): query head h reads key/value head h / (Heads/KVHeads).
 type Attention struct {
 	Heads, KVHeads, HeadDim int
-	Scale                   float64 // score scale; 1/sqrt(HeadDim) in every model we load
+	Scale                   float64 // score scale
+	// Window > 0 restricts query i to keys j with i - j < Window (sliding
+	// window attention).
+	Window int
+	// Sinks, one logit per query head, join each softmax's denominator
+	// only: exp(Sinks[h]) is added to the sum (gpt-oss).
+	Sinks []float32
 }
 
 // Validate reports head counts that do not group.
 func (a *Attention) Validate() error {
 	if a.Heads <= 0 || a.KVHeads <= 0 || a.HeadDim <= 0 || a.Heads%a.KVHeads != 0 {
 		return fmt.Errorf("attention: %d heads, %d KV heads of size %d (heads must be a multiple of KV heads)", a.Heads, a.KVHeads, a.HeadDim)
+	}
+	if a.Window < 0 || (a.Sinks != nil && len(a.Sinks) != a.Heads) {
+		return fmt.Errorf("attention: window %d, %d sinks for %d heads", a.Window, len(a.Sinks), a.Heads)
 	}
 	return nil
 }
@@ -41,8 +50,8 @@ const keyBlock = 64
 // Tiles are independent, so workers take them as they finish; every output
 // is computed the same way whatever the number of threads.
 //
-// Head sizes that are not a multiple of 16 take attentionRef, the plain
-// float64 loop.
+// Head sizes that are not a multiple of 16, sliding windows and sinks take
+// attentionRef, the plain float64 loop.
 func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
 	check("attention q", len(q), n*qs)
@@ -52,7 +61,7 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 	if n == 0 {
 		return
 	}
-	if hd%16 != 0 {
+	if hd%16 != 0 || a.Window > 0 || a.Sinks != nil {
 		a.attentionRef(c, out, q, k, v, n)
 		return
 	}
@@ -228,7 +237,8 @@ func tileKernels(rows int) (qk gemmFunc, pv [2]gemmFunc) {
 
 // attentionRef is the plain attention: per query row and head, float32
 // scores, then softmax and the weighted sum of values in float64, rounded
-// to float32 once per output.
+// to float32 once per output. With a Window, keys before i-Window+1 are
+// left out; with Sinks, exp(sink) joins the softmax's sum.
 func (a *Attention) attentionRef(c *Context, out, q, k, v []float32, n int) {
 	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
 	group := a.Heads / a.KVHeads
@@ -242,21 +252,31 @@ func (a *Attention) attentionRef(c *Context, out, q, k, v []float32, n int) {
 			i, h := it/a.Heads, it%a.Heads
 			g := h / group
 			qi := q[i*qs+h*hd : i*qs+(h+1)*hd]
-			s := sc[:i+1]
+			j0 := 0
+			if a.Window > 0 {
+				j0 = max(0, i-a.Window+1)
+			}
+			s := sc[j0 : i+1]
 			m := math.Inf(-1)
 			for j := range s {
-				s[j] = float64(dot(qi, k[j*ks+g*hd:j*ks+(g+1)*hd])) * a.Scale
+				s[j] = float64(dot(qi, k[(j0+j)*ks+g*hd:(j0+j)*ks+(g+1)*hd])) * a.Scale
 				m = math.Max(m, s[j])
+			}
+			if a.Sinks != nil {
+				m = math.Max(m, float64(a.Sinks[h]))
 			}
 			var sum float64
 			for j := range s {
 				s[j] = math.Exp(s[j] - m)
 				sum += s[j]
 			}
+			if a.Sinks != nil {
+				sum += math.Exp(float64(a.Sinks[h]) - m)
+			}
 			acc := sc[n : n+hd]
 			clear(acc)
 			for j, p := range s {
-				vj := v[j*ks+g*hd : j*ks+(g+1)*hd]
+				vj := v[(j0+j)*ks+g*hd : (j0+j)*ks+(g+1)*hd]
 				for d := range acc {
 					acc[d] += p * float64(vj[d])
 				}

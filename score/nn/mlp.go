@@ -2,10 +2,14 @@ package nn
 
 import "math"
 
-// MLP is the SwiGLU feed-forward block of Llama-family models:
-// out = Down(silu(Gate(x)) ⊙ Up(x)).
+// MLP is a gated feed-forward block: out = Down(act(Gate(x), Up(x))), by
+// default SwiGLU, silu(g) ⊙ u, as in Llama-family models.
 type MLP struct {
 	Gate, Up, Down *Linear
+	// Act replaces SwiGLU when set: it computes out[i] = act(gate[i],
+	// up[i]) over a row block (out may alias gate). GeGLU and OAISwiGLU
+	// are the others we load.
+	Act func(out, gate, up []float32)
 }
 
 // mlpRows is how many rows Forward runs through the block at a time, so
@@ -25,8 +29,12 @@ func (m *MLP) Forward(c *Context, out, x []float32, n int) {
 		b := min(rows, n-r0)
 		xs := x[r0*m.Gate.In : (r0+b)*m.Gate.In]
 		ForwardShared(c, xs, b, []*Linear{m.Gate, m.Up}, [][]float32{g[:b*f], u[:b*f]})
+		act := m.Act
+		if act == nil {
+			act = swiglu32
+		}
 		c.Parallel(b, func(_, lo, hi int) {
-			swiglu32(g[lo*f:hi*f], g[lo*f:hi*f], u[lo*f:hi*f])
+			act(g[lo*f:hi*f], g[lo*f:hi*f], u[lo*f:hi*f])
 		})
 		m.Down.Forward(c, out[r0*m.Down.Out:(r0+b)*m.Down.Out], g, b)
 	}
@@ -42,6 +50,33 @@ func SwiGLU(out, gate, up []float32) {
 	for i := range out {
 		g := float64(gate[i])
 		out[i] = float32(g / (1 + math.Exp(-g)) * float64(up[i]))
+	}
+}
+
+// GeGLU computes out[i] = gelu(gate[i]) · up[i] with the tanh form of
+// GELU, gelu(g) = g/2 · (1 + tanh(sqrt(2/π) · (g + 0.044715 g³))), in
+// float64 rounded once (Gemma). out may alias gate or up.
+func GeGLU(out, gate, up []float32) {
+	check("GeGLU gate", len(gate), len(out))
+	check("GeGLU up", len(up), len(out))
+	const c = 0.7978845608028654 // sqrt(2/π)
+	for i := range out {
+		g := float64(gate[i])
+		out[i] = float32(0.5 * g * (1 + math.Tanh(c*(g+0.044715*g*g*g))) * float64(up[i]))
+	}
+}
+
+// OAISwiGLU is gpt-oss's clamped SwiGLU: with g = min(gate, 7) and u =
+// clamp(up, -7, 7), out = g · sigmoid(1.702 g) · (u + 1), in float64
+// rounded once. out may alias gate or up.
+func OAISwiGLU(out, gate, up []float32) {
+	check("OAISwiGLU gate", len(gate), len(out))
+	check("OAISwiGLU up", len(up), len(out))
+	const limit, alpha = 7, 1.702
+	for i := range out {
+		g := math.Min(float64(gate[i]), limit)
+		u := math.Max(-limit, math.Min(float64(up[i]), limit))
+		out[i] = float32(g / (1 + math.Exp(-alpha*g)) * (u + 1))
 	}
 }
 

@@ -1,0 +1,227 @@
+// Package ml is the line between architectures and devices: the operations
+// a decoder is made of, on tensors that live wherever a backend keeps them.
+//
+// An architecture (package model, one file each) binds GGUF tensor names to
+// Matrix and Vector values once and writes its forward pass as a sequence of
+// Backend calls; the CPU backend (package model's cpu.go, over the nn
+// kernels) and the CUDA backend (package cuda) implement the calls. So an
+// architecture runs on every device without a line of device code, and a
+// new architecture touches only its own file, unless it needs an operation
+// no backend has yet; then that operation is added here and to each
+// backend, with its plain definition in this package's doc comment as the
+// reference its implementations are tested against.
+//
+// Execution is eager: each call does its work (or queues it, on a GPU)
+// before returning. Calls do not return errors: a backend keeps the first
+// failure (a kernel launch refused, memory exhausted) and reports it from
+// Err, which the caller checks once per forward pass; later calls after a
+// failure do nothing. Shape mismatches between an architecture's own
+// tensors are programming errors and panic with both shapes named.
+//
+// Fused operations (Attention, MLP, Experts, LogSoftmax) stand for a plain
+// sequence of smaller ones; each one's doc names that sequence, and each
+// backend's test compares the fused form with it.
+package ml
+
+import (
+	"fmt"
+
+	"ppl.dev/gguf"
+	"ppl.dev/score/nn"
+)
+
+// Tensor is a row-major matrix of float32 activations on a backend: Rows
+// rows (tokens, or tokens × heads) of Cols values. A Tensor belongs to the
+// backend that allocated it.
+type Tensor interface {
+	Rows() int
+	Cols() int
+}
+
+// Matrix is a weight matrix as the file stores it: Out rows of In values of
+// Type (GGUF shape [In, Out]), and an optional bias of Out values. Experts
+// > 1 makes it a stack of Experts such matrices (GGUF shape [In, Out,
+// Experts]), expert e's rows following expert e-1's. A backend prepares it
+// once (Backend.Prepare) and keeps its own form in Impl.
+type Matrix struct {
+	Name    string // the tensor's name, for messages
+	Type    gguf.Type
+	In, Out int
+	Experts int    // 0 or 1: a plain matrix
+	Data    []byte // the file's bytes (memory-mapped)
+	Bias    []float32 // Out values, or Experts × Out for a stack
+	Impl    any       // the backend's prepared form
+}
+
+// Vector is a 1-D weight (a norm's scale), decoded to float32 at load.
+type Vector struct {
+	Name string
+	V    []float32
+	Impl any // the backend's copy, when it keeps one (a GPU)
+}
+
+// Mark is a position in a backend's scratch memory (Backend.Mark).
+type Mark any
+
+// Backend runs the operations of one loaded model on one device. A Backend
+// is used by one forward pass at a time.
+type Backend interface {
+	// Prepare makes a weight ready on the device: called once per Matrix
+	// and Vector at load, before any forward pass.
+	Prepare(w *Matrix) error
+	PrepareVector(v *Vector) error
+
+	// Alloc returns an uninitialized rows × cols tensor of scratch memory,
+	// valid until Reset or the Release of a Mark taken before it.
+	Alloc(rows, cols int) Tensor
+	// View reinterprets t's elements as rows × cols (rows·cols must equal
+	// t's size): a (tokens, heads·dim) tensor viewed as (tokens·heads, dim)
+	// for per-head norms.
+	View(t Tensor, rows, cols int) Tensor
+	// Slice returns rows [r0, r1) of t, sharing its memory.
+	Slice(t Tensor, r0, r1 int) Tensor
+	// Mark and Release scope scratch memory: a layer releases what it
+	// allocated so the next layer reuses it.
+	Mark() Mark
+	Release(Mark)
+	// Reset frees all scratch memory of the previous pass.
+	Reset()
+	// Err returns the first failure since the last Reset.
+	Err() error
+	// Fail records err as a failure of the pass (bad data an architecture
+	// found on the host, such as NaN router logits), if none is recorded.
+	Fail(err error)
+	// Close frees the backend's memory and the weights it prepared.
+	Close() error
+
+	// Embed sets dst's row i to row tokens[i] of w (the token embedding),
+	// dequantized exactly: dst (len(tokens), w.In).
+	Embed(dst Tensor, w *Matrix, tokens []int32)
+	// Linear computes dst = x·Wᵀ + bias: x (n, w.In) -> dst (n, w.Out).
+	Linear(dst, x Tensor, w *Matrix)
+	// Linears computes dsts[i] = x·ws[i]ᵀ + bias[i] for matrices that read
+	// the same input (q, k and v): the same as one Linear each.
+	Linears(dsts []Tensor, x Tensor, ws []*Matrix)
+	// RMSNorm computes dst = x / sqrt(mean(x²) + eps) · w row by row, w
+	// having Cols values; w nil means no weight (a plain norm). dst may be x.
+	RMSNorm(dst, x Tensor, w *Vector, eps float64)
+	// RoPE rotates each of x's rows in place: x (n, heads·r.HeadDim), row
+	// i at position i (nn.RoPE).
+	RoPE(x Tensor, heads int, r *nn.RoPE)
+	// Add computes dst += x elementwise.
+	Add(dst, x Tensor)
+	// Scale computes x *= s elementwise, s rounded to float32.
+	Scale(x Tensor, s float64)
+	// SigmoidMul computes x *= sigmoid(g) elementwise, g of x's shape or of
+	// one column (one gate per row); sigmoid in float64, each product
+	// rounded to float32 once.
+	SigmoidMul(x, g Tensor)
+	// SoftCap computes x = cap · tanh(x / cap) elementwise in float64, each
+	// result rounded to float32 once (logit soft-capping).
+	SoftCap(x Tensor, cap float64)
+
+	// Attention stores layer's k and v in the KV cache (in its format),
+	// then computes causal attention of q over them: for query row i, head
+	// h and its KV head g = h / (Heads/KVHeads),
+	// dst[i,h] = Σ_{j allowed} softmax_j(q[i,h]·k[j,g]·Scale) v[j,g],
+	// j allowed when j <= i (and i - j < Window when Window > 0), the
+	// softmax's denominator also holding exp(Sinks[h]) when Sinks is set. q (n,
+	// Heads·HeadDim), k, v (n, KVHeads·HeadDim), dst (n, Heads·HeadDim).
+	Attention(dst, q, k, v Tensor, layer int, a *Attn)
+	// MLP computes dst = Down(act(Gate·x) ⊙ Up·x) (the plain sequence: two
+	// Linears, the gated activation GLU, one Linear).
+	MLP(dst, x Tensor, m *MLP)
+
+	// Read copies t to the host (rows·cols values, row-major).
+	Read(t Tensor) []float32
+	// Experts computes, for token row t of x, dst[t] = Σ_j w[t,j] ·
+	// E_{e}(x[t]) over its selections j (e = r.Expert[t·K+j], w =
+	// r.Weight[t·K+j]), summed in order of j, where E_e is expert e's MLP
+	// (m's matrices are stacks of m.Gate.Experts experts). That is, per
+	// token, K MLPs of single experts scaled and added.
+	Experts(dst, x Tensor, m *MLP, r *Routing)
+
+	// LogSoftmax scores a block of rows of logits: for row j,
+	// lp[j] = logits[j, targets[j]] - log Σ exp(logits[j]) (float64 sum),
+	// arg[j] = the index of its largest logit (the first, on ties). ref,
+	// when not nil, is a reference model's logits of the same rows (on a
+	// backend of the same kind); then also rlp[j] (ref's log-probability),
+	// rarg[j] and kld[j] = KL(softmax(ref[j]) || softmax(logits[j])). A
+	// NaN or infinite logit is an error naming the row and token.
+	LogSoftmax(logits, ref Tensor, targets []int32, out *Scores) error
+}
+
+// Scores are LogSoftmax's results for a block of rows.
+type Scores struct {
+	LP   []float64
+	Arg  []int32
+	RLP  []float64 // with a reference only
+	RArg []int32
+	KLD  []float64
+}
+
+// Attn is the shape and options of one attention layer.
+type Attn struct {
+	Heads, KVHeads, HeadDim int
+	Scale                   float64 // score scale
+	Window                  int     // sliding window (keys i-Window < j <= i); 0: none
+	Sinks                   *Vector // nil, or one logit per head added to each softmax's denominator (exp(sink))
+}
+
+// Validate reports head counts that do not group.
+func (a *Attn) Validate() error {
+	if a.Heads <= 0 || a.KVHeads <= 0 || a.HeadDim <= 0 || a.Heads%a.KVHeads != 0 {
+		return fmt.Errorf("attention: %d heads, %d KV heads of size %d (heads must be a multiple of KV heads)", a.Heads, a.KVHeads, a.HeadDim)
+	}
+	if a.Window < 0 {
+		return fmt.Errorf("attention: sliding window %d", a.Window)
+	}
+	return nil
+}
+
+// Act is the gated activation of an MLP.
+type Act int
+
+const (
+	// SwiGLU: silu(g) · u, silu(g) = g / (1 + e^-g) (nn.SwiGLU).
+	SwiGLU Act = iota
+	// GeGLU: gelu(g) · u with the tanh form of GELU (nn.GeGLU; Gemma).
+	GeGLU
+	// OAISwiGLU: gpt-oss's clamped SwiGLU (nn.OAISwiGLU).
+	OAISwiGLU
+)
+
+func (a Act) String() string {
+	switch a {
+	case SwiGLU:
+		return "swiglu"
+	case GeGLU:
+		return "geglu"
+	case OAISwiGLU:
+		return "swiglu-oai"
+	}
+	return fmt.Sprintf("act(%d)", int(a))
+}
+
+// MLP is a gated feed-forward block: Down(act(Gate·x) ⊙ Up·x).
+type MLP struct {
+	Gate, Up, Down *Matrix
+	Act            Act
+}
+
+// BadLogit is LogSoftmax's error for a NaN or infinite logit: in row Row
+// of the model's logits (or of the reference's, when Ref), at Token.
+type BadLogit struct {
+	Row   int
+	Ref   bool
+	Value float64
+	Token int
+}
+
+func (e *BadLogit) Error() string {
+	who := "logits"
+	if e.Ref {
+		who = "reference logits"
+	}
+	return fmt.Sprintf("%s of row %d contain %v (token %d)", who, e.Row, e.Value, e.Token)
+}

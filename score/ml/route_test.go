@@ -1,0 +1,85 @@
+package ml
+
+import (
+	"math"
+	"strings"
+	"testing"
+)
+
+func TestRoute(t *testing.T) {
+	sm := func(xs ...float64) []float64 { // softmax
+		var s float64
+		out := make([]float64, len(xs))
+		for i, x := range xs {
+			out[i] = math.Exp(x)
+			s += out[i]
+		}
+		for i := range out {
+			out[i] /= s
+		}
+		return out
+	}
+	sig := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+	p := sm(1, 3, 2, -1)
+	cases := []struct {
+		name    string
+		r       Router
+		logits  []float32
+		experts []int32
+		weights []float64
+	}{
+		{"softmax top-2", Router{Experts: 4, K: 2, Gating: GateSoftmax},
+			[]float32{1, 3, 2, -1}, []int32{1, 2}, []float64{p[1], p[2]}},
+		{"softmax top-2 normalized", Router{Experts: 4, K: 2, Gating: GateSoftmax, Norm: true},
+			[]float32{1, 3, 2, -1}, []int32{1, 2}, []float64{p[1] / (p[1] + p[2]), p[2] / (p[1] + p[2])}},
+		{"ties take the lower index", Router{Experts: 4, K: 2, Gating: GateSoftmax},
+			[]float32{2, 2, 2, 2}, []int32{0, 1}, []float64{0.25, 0.25}},
+		{"sigmoid, selection bias moves the choice, weights without it", Router{Experts: 4, K: 1, Gating: GateSigmoid, SelBias: []float32{0, 0, 0, 1}, Scale: 2.5},
+			[]float32{1, 0.5, 0, 0}, []int32{3}, []float64{2.5 * sig(0)}},
+		{"groups: the best pair wins over the best single", Router{Experts: 4, K: 2, Gating: GateSigmoid, Groups: 2, GroupsUsed: 1, Norm: true},
+			[]float32{3, -3, 2, 2}, []int32{2, 3}, []float64{0.5, 0.5}},
+		{"softmax over the selected logits", Router{Experts: 4, K: 2, Gating: GateSoftmaxSelected},
+			[]float32{1, 3, 2, -1}, []int32{1, 2}, sm(3, 2)},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if err := c.r.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.r.Route(c.logits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range c.experts {
+				if got.Expert[j] != c.experts[j] {
+					t.Fatalf("experts %v, want %v", got.Expert, c.experts)
+				}
+				if got.Weight[j] != float32(c.weights[j]) {
+					t.Errorf("weight %d = %v, want %v", j, got.Weight[j], float32(c.weights[j]))
+				}
+			}
+		})
+	}
+}
+
+func TestRouteErrors(t *testing.T) {
+	bad := []struct {
+		r    Router
+		want string
+	}{
+		{Router{Experts: 4, K: 5, Gating: GateSoftmax}, "4 experts, 5 used"},
+		{Router{Experts: 4, K: 1, Gating: 7}, "unknown gating function 7"},
+		{Router{Experts: 4, K: 1, Gating: GateSigmoid, SelBias: []float32{1}}, "selection bias of 1 values"},
+		{Router{Experts: 6, K: 1, Gating: GateSigmoid, Groups: 4, GroupsUsed: 1}, "6 experts in 4 groups"},
+		{Router{Experts: 8, K: 3, Gating: GateSigmoid, Groups: 4, GroupsUsed: 1}, "cannot hold 3 experts"},
+	}
+	for _, c := range bad {
+		if err := c.r.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want %q", c.r, err, c.want)
+		}
+	}
+	r := Router{Experts: 2, K: 1, Gating: GateSoftmax}
+	if _, err := r.Route([]float32{0, 1, float32(math.NaN()), 0}); err == nil || !strings.Contains(err.Error(), "logit 0 of token 1 is NaN") {
+		t.Errorf("NaN logit: %v", err)
+	}
+}

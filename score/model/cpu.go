@@ -1,0 +1,374 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
+)
+
+// cpuBackend runs ml operations with the nn kernels: tensors are float32
+// slices of the nn.Context's arenas, matrices are nn.Linear views of the
+// file's mapping, and the KV cache is simulated by encoding and decoding
+// each layer's keys and values in the cache's format (kvStore).
+type cpuBackend struct {
+	c    *nn.Context
+	ones map[int]*nn.RMSNorm // weightless norms by width
+	err  error
+}
+
+func newCPU(c *nn.Context) *cpuBackend { return &cpuBackend{c: c, ones: map[int]*nn.RMSNorm{}} }
+
+// cpuT is a CPU tensor.
+type cpuT struct {
+	d          []float32
+	rows, cols int
+}
+
+func (t *cpuT) Rows() int { return t.rows }
+func (t *cpuT) Cols() int { return t.cols }
+
+func ct(t ml.Tensor) *cpuT {
+	c, ok := t.(*cpuT)
+	if !ok {
+		panic(fmt.Sprintf("cpu backend: tensor %T is not a CPU tensor", t))
+	}
+	return c
+}
+
+func shape(what string, t *cpuT, rows, cols int) {
+	if t.rows != rows || t.cols != cols {
+		panic(fmt.Sprintf("cpu backend: %s is %d×%d, want %d×%d", what, t.rows, t.cols, rows, cols))
+	}
+}
+
+// linears are a prepared Matrix: one nn.Linear, or one per expert.
+func lin(w *ml.Matrix) *nn.Linear { return w.Impl.([]*nn.Linear)[0] }
+
+func (b *cpuBackend) Prepare(w *ml.Matrix) error {
+	n := max(w.Experts, 1)
+	if len(w.Data)%n != 0 {
+		return fmt.Errorf("tensor %s: %d bytes for %d experts", w.Name, len(w.Data), n)
+	}
+	per := len(w.Data) / n
+	ls := make([]*nn.Linear, n)
+	for e := range n {
+		l, err := nn.NewLinear(w.Name, w.Type, w.In, w.Out, w.Data[e*per:(e+1)*per])
+		if err != nil {
+			return err
+		}
+		if w.Bias != nil {
+			l.Bias = w.Bias[e*w.Out : (e+1)*w.Out]
+		}
+		ls[e] = l
+	}
+	w.Impl = ls
+	return nil
+}
+
+func (b *cpuBackend) PrepareVector(v *ml.Vector) error { return nil }
+
+func (b *cpuBackend) Alloc(rows, cols int) ml.Tensor {
+	return &cpuT{d: b.c.Alloc(rows * cols), rows: rows, cols: cols}
+}
+
+func (b *cpuBackend) View(t ml.Tensor, rows, cols int) ml.Tensor {
+	x := ct(t)
+	if rows*cols != len(x.d) {
+		panic(fmt.Sprintf("cpu backend: view of %d×%d as %d×%d", x.rows, x.cols, rows, cols))
+	}
+	return &cpuT{d: x.d, rows: rows, cols: cols}
+}
+
+func (b *cpuBackend) Slice(t ml.Tensor, r0, r1 int) ml.Tensor {
+	x := ct(t)
+	if r0 < 0 || r1 < r0 || r1 > x.rows {
+		panic(fmt.Sprintf("cpu backend: rows [%d, %d) of %d", r0, r1, x.rows))
+	}
+	return &cpuT{d: x.d[r0*x.cols : r1*x.cols], rows: r1 - r0, cols: x.cols}
+}
+
+func (b *cpuBackend) Mark() ml.Mark      { return b.c.Mark() }
+func (b *cpuBackend) Release(m ml.Mark) { b.c.Release(m.(nn.Mark)) }
+func (b *cpuBackend) Reset()            { b.c.Reset(); b.err = nil }
+func (b *cpuBackend) Err() error        { return b.err }
+
+func (b *cpuBackend) Fail(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+}
+func (b *cpuBackend) Close() error      { b.c.Free(); return nil }
+
+func (b *cpuBackend) Embed(dst ml.Tensor, w *ml.Matrix, tokens []int32) {
+	d := ct(dst)
+	shape("embedding output", d, len(tokens), w.In)
+	lin(w).Lookup(b.c, d.d, tokens)
+}
+
+func (b *cpuBackend) Linear(dst, x ml.Tensor, w *ml.Matrix) {
+	d, s := ct(dst), ct(x)
+	shape(w.Name+" input", s, s.rows, w.In)
+	shape(w.Name+" output", d, s.rows, w.Out)
+	lin(w).Forward(b.c, d.d, s.d, s.rows)
+}
+
+func (b *cpuBackend) Linears(dsts []ml.Tensor, x ml.Tensor, ws []*ml.Matrix) {
+	s := ct(x)
+	ls := make([]*nn.Linear, len(ws))
+	outs := make([][]float32, len(ws))
+	for i, w := range ws {
+		d := ct(dsts[i])
+		shape(w.Name+" input", s, s.rows, w.In)
+		shape(w.Name+" output", d, s.rows, w.Out)
+		ls[i], outs[i] = lin(w), d.d
+	}
+	nn.ForwardShared(b.c, s.d, s.rows, ls, outs)
+}
+
+func (b *cpuBackend) RMSNorm(dst, x ml.Tensor, w *ml.Vector, eps float64) {
+	d, s := ct(dst), ct(x)
+	shape("norm output", d, s.rows, s.cols)
+	var m *nn.RMSNorm
+	if w == nil {
+		if m = b.ones[s.cols]; m == nil {
+			one := make([]float32, s.cols)
+			for i := range one {
+				one[i] = 1
+			}
+			m = &nn.RMSNorm{Name: "norm", W: one}
+			b.ones[s.cols] = m
+		}
+		m = &nn.RMSNorm{Name: m.Name, W: m.W, Eps: eps}
+	} else {
+		m = &nn.RMSNorm{Name: w.Name, W: w.V, Eps: eps}
+	}
+	m.Forward(b.c, d.d, s.d, s.rows)
+}
+
+func (b *cpuBackend) RoPE(x ml.Tensor, heads int, r *nn.RoPE) {
+	s := ct(x)
+	shape("rope input", s, s.rows, heads*r.HeadDim)
+	r.Forward(b.c, s.d, s.rows, heads)
+}
+
+func (b *cpuBackend) Add(dst, x ml.Tensor) {
+	d, s := ct(dst), ct(x)
+	shape("add input", s, d.rows, d.cols)
+	nn.Add(d.d, s.d)
+}
+
+func (b *cpuBackend) Scale(x ml.Tensor, s float64) {
+	v := float32(s)
+	d := ct(x).d
+	for i := range d {
+		d[i] *= v
+	}
+}
+
+func (b *cpuBackend) SigmoidMul(x, g ml.Tensor) {
+	d, s := ct(x), ct(g)
+	if s.rows != d.rows || (s.cols != d.cols && s.cols != 1) {
+		panic(fmt.Sprintf("cpu backend: gate %d×%d for %d×%d", s.rows, s.cols, d.rows, d.cols))
+	}
+	b.c.Parallel(d.rows, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			row := d.d[r*d.cols : (r+1)*d.cols]
+			for i := range row {
+				gv := s.d[r*s.cols+min(i, s.cols-1)]
+				row[i] = float32(float64(row[i]) / (1 + math.Exp(-float64(gv))))
+			}
+		}
+	})
+}
+
+func (b *cpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
+	o, qq, kk, vv := ct(dst), ct(q), ct(k), ct(v)
+	n := qq.rows
+	shape("attention q", qq, n, a.Heads*a.HeadDim)
+	shape("attention k", kk, n, a.KVHeads*a.HeadDim)
+	shape("attention v", vv, n, a.KVHeads*a.HeadDim)
+	shape("attention output", o, n, a.Heads*a.HeadDim)
+	b.c.StoreKV(layer, kk.d, vv.d, n, a.KVHeads, a.HeadDim)
+	at := nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, Scale: a.Scale, Window: a.Window}
+	if a.Sinks != nil {
+		at.Sinks = a.Sinks.V
+	}
+	at.Forward(b.c, o.d, qq.d, kk.d, vv.d, n)
+}
+
+func (b *cpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
+	d, s := ct(dst), ct(x)
+	shape("mlp input", s, s.rows, m.Gate.In)
+	shape("mlp output", d, s.rows, m.Down.Out)
+	mlp := nn.MLP{Gate: lin(m.Gate), Up: lin(m.Up), Down: lin(m.Down), Act: cpuAct(m.Act)}
+	mlp.Forward(b.c, d.d, s.d, s.rows)
+}
+
+// cpuAct is the nn activation of a; nil is nn.MLP's fast SwiGLU.
+func cpuAct(a ml.Act) func(out, gate, up []float32) {
+	switch a {
+	case ml.SwiGLU:
+		return nil
+	case ml.GeGLU:
+		return nn.GeGLU
+	case ml.OAISwiGLU:
+		return nn.OAISwiGLU
+	}
+	panic(fmt.Sprintf("cpu backend: activation %v", a))
+}
+
+func (b *cpuBackend) SoftCap(x ml.Tensor, cp float64) {
+	d := ct(x)
+	b.c.Parallel(d.rows, func(_, lo, hi int) {
+		for i := lo * d.cols; i < hi*d.cols; i++ {
+			d.d[i] = float32(cp * math.Tanh(float64(d.d[i])/cp))
+		}
+	})
+}
+
+func (b *cpuBackend) Read(t ml.Tensor) []float32 {
+	return append([]float32(nil), ct(t).d...)
+}
+
+// expertRows is how many token rows Experts handles at a time: the
+// per-choice outputs (rows × K × width) stay bounded for long windows, and
+// each expert's weights are decoded once per block of rows.
+const expertRows = 4096
+
+// Experts groups each block of rows by expert: expert e's rows are
+// gathered into one matrix and run through e's MLP once (so its weights
+// are decoded once per block, whatever the number of tokens), each result
+// row is scaled by its weight, and every token sums its K results in the
+// order of its choices. The arithmetic per token is that of K separate
+// MLPs, so the result does not depend on the grouping or the threads.
+func (b *cpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
+	d, s := ct(dst), ct(x)
+	in, out, K := m.Gate.In, m.Down.Out, r.K
+	n := s.rows
+	shape("experts input", s, n, in)
+	shape("experts output", d, n, out)
+	if len(r.Expert) != n*K {
+		panic(fmt.Sprintf("cpu backend: routing of %d choices for %d tokens × %d", len(r.Expert), n, K))
+	}
+	gates, ups, downs := m.Gate.Impl.([]*nn.Linear), m.Up.Impl.([]*nn.Linear), m.Down.Impl.([]*nn.Linear)
+	for r0 := 0; r0 < n; r0 += expertRows {
+		rows := min(expertRows, n-r0)
+		mark := b.c.Mark()
+		res := b.c.Alloc(rows * K * out) // result of choice (t, j)
+		// Choices of the block by expert, in token order.
+		byExpert := make([][]int32, len(gates))
+		for c := r0 * K; c < (r0+rows)*K; c++ {
+			e := r.Expert[c]
+			byExpert[e] = append(byExpert[e], int32(c-r0*K))
+		}
+		for e, cs := range byExpert {
+			if len(cs) == 0 {
+				continue
+			}
+			em := b.c.Mark()
+			xe := b.c.Alloc(len(cs) * in)
+			ye := b.c.Alloc(len(cs) * out)
+			for i, c := range cs {
+				t := r0 + int(c)/K
+				copy(xe[i*in:(i+1)*in], s.d[t*in:(t+1)*in])
+			}
+			mlp := nn.MLP{Gate: gates[e], Up: ups[e], Down: downs[e], Act: cpuAct(m.Act)}
+			mlp.Forward(b.c, ye, xe, len(cs))
+			for i, c := range cs {
+				w := r.Weight[r0*K+int(c)]
+				dr, yr := res[int(c)*out:(int(c)+1)*out], ye[i*out:(i+1)*out]
+				for k, v := range yr {
+					dr[k] = v * w
+				}
+			}
+			b.c.Release(em)
+		}
+		b.c.Parallel(rows, func(_, lo, hi int) {
+			for t := lo; t < hi; t++ {
+				dr := d.d[(r0+t)*out : (r0+t+1)*out]
+				copy(dr, res[t*K*out:(t*K+1)*out])
+				for j := 1; j < K; j++ {
+					nn.Add(dr, res[(t*K+j)*out:(t*K+j+1)*out])
+				}
+			}
+		})
+		b.c.Release(mark)
+	}
+}
+
+func (b *cpuBackend) LogSoftmax(logits, ref ml.Tensor, targets []int32, out *ml.Scores) error {
+	l := ct(logits)
+	var rl *cpuT
+	if ref != nil {
+		r, ok := ref.(*cpuT)
+		if !ok {
+			return fmt.Errorf("reference logits on another device (%T)", ref)
+		}
+		rl = r
+		shape("reference logits", rl, l.rows, l.cols)
+	}
+	vocab := l.cols
+	errs := make([]error, l.rows)
+	b.c.Parallel(l.rows, func(_, lo, hi int) {
+		for j := lo; j < hi; j++ {
+			row := l.d[j*vocab : (j+1)*vocab]
+			lse, arg, bad := logSumExp(row)
+			if bad >= 0 {
+				errs[j] = &ml.BadLogit{Row: j, Value: float64(row[bad]), Token: bad}
+				continue
+			}
+			out.LP[j] = float64(row[targets[j]]) - lse
+			out.Arg[j] = int32(arg)
+			if rl == nil {
+				continue
+			}
+			rrow := rl.d[j*vocab : (j+1)*vocab]
+			rlse, rarg, bad := logSumExp(rrow)
+			if bad >= 0 {
+				errs[j] = &ml.BadLogit{Row: j, Ref: true, Value: float64(rrow[bad]), Token: bad}
+				continue
+			}
+			out.RLP[j] = float64(rrow[targets[j]]) - rlse
+			out.RArg[j] = int32(rarg)
+			out.KLD[j] = kld(rrow, rlse, row, lse)
+		}
+	})
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// logSumExp returns log Σ exp(row) and the index of the largest logit (the
+// first, on ties); bad is the index of a NaN or infinite logit, or -1. The maximum m
+// is exact; each term e^(v-m) is a float32 exponential within 2 ulp, summed
+// in float64 (nn.ExpSum), and the log is float64: the result is within
+// about 3e-7 relative of the float64 log-sum-exp, far below the float32
+// rounding of the logits themselves.
+func logSumExp(row []float32) (lse float64, arg, bad int) {
+	mx, arg, ok := nn.MaxArg(row)
+	if !ok {
+		for i, v := range row {
+			if v-v != 0 { // NaN or ±Inf
+				return 0, 0, i
+			}
+		}
+	}
+	return float64(mx) + math.Log(nn.ExpSum(row, mx)), arg, -1
+}
+
+// kld returns KL(p || q) = Σ p_i (log p_i - log q_i) for the distributions
+// softmax(pz) and softmax(qz), given their log-sum-exps.
+func kld(pz []float32, plse float64, qz []float32, qlse float64) float64 {
+	qz = qz[:len(pz)]
+	var s float64
+	for i, v := range pz {
+		lp := float64(v) - plse
+		s += math.Exp(lp) * (lp - (float64(qz[i]) - qlse))
+	}
+	return s
+}

@@ -1,0 +1,184 @@
+package model
+
+import (
+	"fmt"
+
+	"ppl.dev/score/ml"
+)
+
+// FFN is a layer's feed-forward block: a dense gated MLP or a mixture of
+// experts, chosen per layer when the model is bound.
+type FFN interface {
+	// Forward computes dst = FFN(x): x, dst (n, Embd).
+	Forward(b ml.Backend, dst, x ml.Tensor)
+}
+
+// Dense is a SwiGLU MLP as an FFN.
+type Dense struct{ ml.MLP }
+
+func (d *Dense) Forward(b ml.Backend, dst, x ml.Tensor) { b.MLP(dst, x, &d.MLP) }
+
+// DenseFFN binds prefix+"ffn_gate", "ffn_up" and "ffn_down", a SwiGLU MLP
+// of width ff.
+func (l *Loader) DenseFFN(prefix string, embd, ff int) *Dense {
+	return &Dense{ml.MLP{
+		Gate: l.Linear(prefix+"ffn_gate", embd, ff),
+		Up:   l.Linear(prefix+"ffn_up", embd, ff),
+		Down: l.Linear(prefix+"ffn_down", ff, embd),
+	}}
+}
+
+// moeOpts are what an architecture fixes about its experts (llama.cpp
+// passes them to build_moe_ffn in each model's graph): the gating function
+// when the file does not say, and whether weights are renormalized.
+type moeOpts struct {
+	gating ml.Gating
+	norm   bool
+}
+
+// MoEParams are a mixture of experts' hyperparameters, from the
+// "<arch>.expert_*" metadata; they go into the model's header.
+type MoEParams struct {
+	Experts     int     `json:"n_expert"`                  // expert_count
+	Used        int     `json:"n_expert_used"`             // expert_used_count
+	FFN         int     `json:"n_ff_exp"`                  // expert_feed_forward_length
+	Shared      int     `json:"n_expert_shared,omitempty"` // expert_shared_count
+	SharedFFN   int     `json:"n_ff_shexp,omitempty"`      // expert_shared_feed_forward_length
+	Gating      string  `json:"gating"`                    // expert_gating_func
+	Norm        bool    `json:"norm_weights"`              // expert_weights_norm
+	Scale       float64 `json:"weights_scale,omitempty"`   // expert_weights_scale
+	Groups      int     `json:"n_group,omitempty"`         // expert_group_count
+	GroupsUsed  int     `json:"n_group_used,omitempty"`    // expert_group_used_count
+	DenseLayers int     `json:"n_dense_lead,omitempty"`    // leading_dense_block_count
+}
+
+type moeParams struct {
+	MoEParams
+	gating ml.Gating
+}
+
+// moeParams reads the experts' hyperparameters (and records them in HP).
+func (l *Loader) moeParams(o moeOpts) *moeParams {
+	if l.err != nil {
+		return nil
+	}
+	m := meta{l.f, l.HP.Arch}
+	p := &moeParams{gating: o.gating}
+	var err error
+	geti := func(dst *int, key string, def int) {
+		if err == nil {
+			*dst, err = m.int(key, def)
+		}
+	}
+	geti(&p.Experts, "expert_count", -1)
+	geti(&p.Used, "expert_used_count", -1)
+	geti(&p.FFN, "expert_feed_forward_length", -1)
+	geti(&p.Shared, "expert_shared_count", 0)
+	geti(&p.SharedFFN, "expert_shared_feed_forward_length", p.FFN*max(p.Shared, 1))
+	geti(&p.Groups, "expert_group_count", 0)
+	geti(&p.GroupsUsed, "expert_group_used_count", 0)
+	geti(&p.DenseLayers, "leading_dense_block_count", 0)
+	g := int(o.gating)
+	geti(&g, "expert_gating_func", g)
+	p.gating = ml.Gating(g)
+	if err == nil {
+		p.Scale, err = m.float("expert_weights_scale", 0)
+	}
+	p.Norm = o.norm
+	if err == nil && m.has("expert_weights_norm") {
+		p.Norm, err = l.f.Bool(l.HP.Arch + ".expert_weights_norm")
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	p.Gating = p.gating.String()
+	r := ml.Router{Experts: p.Experts, K: p.Used, Gating: p.gating, Groups: p.Groups, GroupsUsed: p.GroupsUsed, Scale: p.Scale}
+	if err := r.Validate(); err != nil {
+		l.fail(err)
+		return nil
+	}
+	if p.FFN <= 0 || p.DenseLayers > l.HP.Layers {
+		l.Failf("moe: expert FFN %d, %d leading dense layers of %d", p.FFN, p.DenseLayers, l.HP.Layers)
+		return nil
+	}
+	l.HP.MoE = &p.MoEParams
+	return p
+}
+
+// MoE is a mixture-of-experts FFN (llama.cpp's build_moe_ffn): router
+// logits = ffn_gate_inp·x (+ bias), routed by Router (ml.Router's doc),
+// each token's chosen SwiGLU experts weighted and summed (Backend.Experts),
+// plus an optional shared expert, itself optionally scaled by
+// sigmoid(ffn_gate_inp_shexp·x) per token.
+type MoE struct {
+	Gate    *ml.Matrix // ffn_gate_inp: (Experts, Embd)
+	Router  ml.Router
+	Experts ml.MLP     // ffn_gate_exps, ffn_up_exps, ffn_down_exps: stacks of Experts
+	Shared  *ml.MLP    // ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp, or nil
+	SGate   *ml.Matrix // ffn_gate_inp_shexp: (1, Embd), or nil
+}
+
+// MoE binds prefix's experts.
+func (l *Loader) MoE(prefix string, p *moeParams) *MoE {
+	if p == nil {
+		return nil
+	}
+	E, F, N := l.HP.Embd, p.FFN, p.Experts
+	m := &MoE{
+		Gate:   l.Linear(prefix+"ffn_gate_inp", E, N),
+		Router: ml.Router{Experts: N, K: p.Used, Gating: p.gating, Groups: p.Groups, GroupsUsed: p.GroupsUsed, Norm: p.Norm, Scale: p.Scale},
+		Experts: ml.MLP{
+			Gate: l.Experts(prefix+"ffn_gate_exps", N, E, F),
+			Up:   l.Experts(prefix+"ffn_up_exps", N, E, F),
+			Down: l.Experts(prefix+"ffn_down_exps", N, F, E),
+		},
+	}
+	if l.Has(prefix + "exp_probs_b.bias") {
+		m.Router.SelBias = l.floats(prefix+"exp_probs_b.bias", N)
+	}
+	if l.Has(prefix + "ffn_gate_up_exps.weight") {
+		l.Failf("tensor %sffn_gate_up_exps.weight: fused expert gate/up matrices are not supported yet", prefix)
+	}
+	if l.Has(prefix + "ffn_up_shexp.weight") {
+		sf := p.SharedFFN
+		m.Shared = &ml.MLP{
+			Gate: l.Linear(prefix+"ffn_gate_shexp", E, sf),
+			Up:   l.Linear(prefix+"ffn_up_shexp", E, sf),
+			Down: l.Linear(prefix+"ffn_down_shexp", sf, E),
+		}
+		if l.Has(prefix + "ffn_gate_inp_shexp.weight") {
+			m.SGate = l.Linear(prefix+"ffn_gate_inp_shexp", E, 1)
+		}
+	}
+	return m
+}
+
+func (m *MoE) Forward(b ml.Backend, dst, x ml.Tensor) {
+	n := x.Rows()
+	mark := b.Mark()
+	logits := b.Alloc(n, m.Router.Experts)
+	b.Linear(logits, x, m.Gate)
+	if b.Err() != nil {
+		b.Release(mark)
+		return
+	}
+	r, err := m.Router.Route(b.Read(logits))
+	if err != nil {
+		b.Fail(fmt.Errorf("%s: %w", m.Gate.Name, err))
+		b.Release(mark)
+		return
+	}
+	b.Experts(dst, x, &m.Experts, r)
+	if m.Shared != nil {
+		s := b.Alloc(n, dst.Cols())
+		b.MLP(s, x, m.Shared)
+		if m.SGate != nil {
+			g := b.Alloc(n, 1)
+			b.Linear(g, x, m.SGate)
+			b.SigmoidMul(s, g)
+		}
+		b.Add(dst, s)
+	}
+	b.Release(mark)
+}
