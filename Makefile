@@ -18,13 +18,13 @@ help:
 	@echo "make bench-cpu   CPU throughput on generated 100M models (bench/bench.mk)"
 	@echo "make kernels     regenerate kernels/*.ptx from kernels/*.cu (needs nvcc)"
 	@echo "make gpu-bundle  build bin/gpu-bundle for tests/gpu/check.sh on a GPU machine"
-	@echo "make eval MODEL=m.gguf [CORPUS=ppl-heldout-v1] [KV=bf16] [CONTEXT=4096] [STRIDE=2048] [QUICK=1]"
+	@echo "make eval MODEL=m.gguf [CORPUS=ppl-heldout-v1] [KV=bf16] [CONTEXT=4096] [STRIDE=2048] [QUICK=1] [REFERENCE=ref.gguf]"
 	@echo "                 one evaluation, each stage's output kept under profiles/eval/ so"
 	@echo "                 a rerun redoes only the stages whose inputs changed"
 
 build:
 	@mkdir -p $(BIN)
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./tokenize/cmd/ppl-tokenize ./window/cmd/ppl-window ./score/cmd/ppl-score ./aggregate/cmd/ppl-aggregate ./compare/cmd/ppl-compare ./cache/cmd/ppl-cache ./eval/cmd/ppl-mkmodel ./eval/cmd/ppl-corpus
+	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./tokenize/cmd/ppl-tokenize ./window/cmd/ppl-window ./score/cmd/ppl-score ./aggregate/cmd/ppl-aggregate ./compare/cmd/ppl-compare ./cache/cmd/ppl-cache ./eval/cmd/ppl-mkmodel ./eval/cmd/ppl-corpus ./run/cmd/ppl ./slurm/cmd/ppl-slurm
 
 vet:
 	$(GO) vet $(MODULES)
@@ -51,13 +51,16 @@ KV ?= bf16
 CONTEXT ?= 4096
 STRIDE ?= 2048
 QUICK ?=
+REFERENCE ?=
 MANIFEST = eval/corpora/$(CORPUS)/manifest.json
 EVAL = profiles/eval/$(notdir $(basename $(MODEL)))/$(CORPUS)$(if $(QUICK),-quick)
+# With a reference model, scores and reports are kept apart per reference.
+REFTAG = $(if $(REFERENCE),-vs-$(notdir $(basename $(REFERENCE))))
 .PHONY: eval
 eval: build
 	@test -n "$(MODEL)" || { echo "make eval: set MODEL=path/to/model.gguf" >&2; exit 2; }
-	@$(MAKE) --no-print-directory $(EVAL)/report-$(KV)-c$(CONTEXT)-s$(STRIDE)/report.json
-	@cat $(EVAL)/report-$(KV)-c$(CONTEXT)-s$(STRIDE)/table.txt
+	@$(MAKE) --no-print-directory $(EVAL)/report-$(KV)-c$(CONTEXT)-s$(STRIDE)$(REFTAG)/report.json
+	@cat $(EVAL)/report-$(KV)-c$(CONTEXT)-s$(STRIDE)$(REFTAG)/table.txt
 
 $(EVAL)/tokens.ndjson: $(MODEL) $(MANIFEST)
 	@mkdir -p $(@D)
@@ -66,10 +69,10 @@ $(EVAL)/tokens.ndjson: $(MODEL) $(MANIFEST)
 $(EVAL)/windows-c$(CONTEXT)-s$(STRIDE).ndjson: $(EVAL)/tokens.ndjson
 	$(BIN)/ppl-window --context $(CONTEXT) --stride $(STRIDE) $< > $@.tmp && mv $@.tmp $@
 
-$(EVAL)/scores-$(KV)-c$(CONTEXT)-s$(STRIDE).ndjson: $(EVAL)/windows-c$(CONTEXT)-s$(STRIDE).ndjson
-	$(BIN)/ppl-score --model $(MODEL) --kv-dtype $(KV) $< > $@.tmp && mv $@.tmp $@
+$(EVAL)/scores-$(KV)-c$(CONTEXT)-s$(STRIDE)$(REFTAG).ndjson: $(EVAL)/windows-c$(CONTEXT)-s$(STRIDE).ndjson $(REFERENCE)
+	$(BIN)/ppl-score --model $(MODEL) --kv-dtype $(KV) $(if $(REFERENCE),--reference $(REFERENCE)) $< > $@.tmp && mv $@.tmp $@
 
-$(EVAL)/report-$(KV)-c$(CONTEXT)-s$(STRIDE)/report.json: $(EVAL)/scores-$(KV)-c$(CONTEXT)-s$(STRIDE).ndjson
+$(EVAL)/report-$(KV)-c$(CONTEXT)-s$(STRIDE)$(REFTAG)/report.json: $(EVAL)/scores-$(KV)-c$(CONTEXT)-s$(STRIDE)$(REFTAG).ndjson
 	rm -rf $(@D)
 	$(BIN)/ppl-aggregate --output $(@D) $< > $(@D).table.tmp && mv $(@D).table.tmp $(@D)/table.txt
 
@@ -86,8 +89,11 @@ include eval/eval.mk
 .PHONY: kernels gpu-bundle
 KERNEL_SRC := $(wildcard kernels/*.cu)
 kernels: $(KERNEL_SRC:.cu=.ptx)
-kernels/%.ptx: kernels/%.cu $(wildcard kernels/*.cuh) kernels/gen.sh
+kernels/%.ptx: kernels/%.cu $(wildcard kernels/*.cuh) kernels/kvids.cuh kernels/gen.sh
 	kernels/gen.sh $*
+# The KV format ids' header, generated from the Go table (kernels/kvformat.go).
+kernels/kvids.cuh: kernels/kvformat.go
+	cd kernels && $(GO) generate .
 
 # The GPU check's bundle: binaries (CGO_ENABLED=0), the Q8_0 oracle models,
 # pipeline inputs and the CPU reference's outputs (under 60 MiB). Run it on

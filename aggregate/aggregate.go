@@ -16,6 +16,7 @@ package aggregate
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"sort"
 	"time"
@@ -39,6 +40,8 @@ type Options struct {
 	Seed uint64
 	// Created is the time written in the report's run object.
 	Created time.Time
+	// Build, when set, is written in the run object.
+	Build *report.Build
 }
 
 // DefaultResamples and DefaultSeed are ppl-aggregate's defaults.
@@ -76,7 +79,7 @@ func (c *corpus) report(opt Options) (*report.Report, error) {
 		Schema:  report.Schema,
 		Tool:    Tool,
 		Version: Version,
-		Run:     report.Run{Created: opt.Created.UTC().Format(time.RFC3339)},
+		Run:     report.Run{Created: opt.Created.UTC().Format(time.RFC3339), Build: opt.Build},
 		Method: report.Method{
 			Summation:  "Neumaier-compensated float64 sums over targets in stream order, then window index, then target order",
 			Percentile: "nearest rank: the ceil(q*N)-th smallest value, q*N in float64, rank clamped to [1, N]",
@@ -99,6 +102,7 @@ func (c *corpus) report(opt Options) (*report.Report, error) {
 	}
 	r.Provenance = c.provenance()
 	r.Workload = c.workload()
+	r.Warnings = c.warnings(r.Workload)
 	if r.Workload.ScoredTokens == 0 {
 		return nil, errors.New("no tokens were scored: every stream is too short for the protocol")
 	}
@@ -114,22 +118,45 @@ func (c *corpus) report(opt Options) (*report.Report, error) {
 		}
 		byDomain[sd.Domain] = append(byDomain[sd.Domain], sd)
 	}
-	r.Overall = summarize("overall", "overall", all, opt)
-	for _, d := range domains {
-		r.Domains = append(r.Domains, summarize(d, "domain:"+d, byDomain[d], opt))
-	}
+	// Streams first, windows before them, so that a non-finite result
+	// names its stream.
 	for _, sd := range all {
-		st := report.Stream{
-			Group:   summarize(sd.ID, "stream:"+sd.ID, []*streamData{sd}, opt),
-			Domain:  sd.Domain,
-			Windows: make([]report.Window, 0, len(sd.ordered)),
-		}
+		windows := make([]report.Window, 0, len(sd.ordered))
 		for _, w := range sd.ordered {
-			st.Windows = append(st.Windows, windowResult(w))
+			wr := windowResult(w)
+			if path := report.NonFinite(wr); path != "" {
+				return nil, fmt.Errorf("stream %q, window %d (%s line %d): %s is not finite: log-probs too large in magnitude to aggregate", sd.ID, w.Index, w.input, w.line, path)
+			}
+			windows = append(windows, wr)
+		}
+		st := report.Stream{Group: summarize(sd.ID, "stream:"+sd.ID, []*streamData{sd}, opt), Domain: sd.Domain, Windows: windows}
+		if err := finite(st.Group); err != nil {
+			return nil, fmt.Errorf("stream %q: %w", sd.ID, err)
 		}
 		r.Streams = append(r.Streams, st)
 	}
+	for _, d := range domains {
+		g := summarize(d, "domain:"+d, byDomain[d], opt)
+		if err := finite(g); err != nil {
+			return nil, fmt.Errorf("domain %q: %w", d, err)
+		}
+		r.Domains = append(r.Domains, g)
+	}
+	r.Overall = summarize("overall", "overall", all, opt)
+	if err := finite(r.Overall); err != nil {
+		return nil, fmt.Errorf("overall: %w", err)
+	}
 	return r, nil
+}
+
+// finite returns an error naming the first NaN or infinite number of a
+// group's results: no such number is ever published. Log-probs are finite
+// when read, but sums and exponentials of huge ones are not.
+func finite(g report.Group) error {
+	if path := report.NonFinite(g); path != "" {
+		return fmt.Errorf("%s is not finite: log-probs too large in magnitude to aggregate", path)
+	}
+	return nil
 }
 
 func (c *corpus) provenance() report.Provenance {
@@ -149,6 +176,31 @@ func addDistinct(list []json.RawMessage, raw []byte) []json.RawMessage {
 		}
 	}
 	return append(list, raw)
+}
+
+// warnings names the streams that got no window (a stream shorter than
+// the context is left out of the measurement without an error) and
+// collects ppl-score's warnings from the score headers.
+func (c *corpus) warnings(w report.Workload) []string {
+	var out []string
+	for _, s := range w.Streams {
+		if s.Windows == 0 {
+			out = append(out, fmt.Sprintf("stream %q (%d tokens) got no window under the %s protocol at context %d: it is shorter than the context and is not measured",
+				s.ID, s.Tokens, w.Protocol.Mode, w.Protocol.Context))
+		}
+	}
+	seen := map[string]bool{}
+	for _, in := range c.inputs {
+		if sc := in.headers[pipe.StageScore]; sc != nil && sc.Score != nil {
+			for _, m := range sc.Score.Warnings {
+				if !seen[m] {
+					seen[m] = true
+					out = append(out, "ppl-score: "+m)
+				}
+			}
+		}
+	}
+	return out
 }
 
 func (c *corpus) workload() report.Workload {

@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -69,7 +70,7 @@ func encodeNoRun(t testing.TB, r *report.Report) []byte {
 // the unsharded run, byte for byte outside "run", in any input order.
 func TestShardsMatchUnsharded(t *testing.T) {
 	runs := map[string]testRun{"synthetic": synthRun(t, sliding, true, 100, 37, 1, 64)}
-	if dir, err := oracle.Dir(); err == nil {
+	if dir, ok := oracle.Optional(t); ok {
 		tr, _ := goldenRun(t,
 			oracle.Golden(dir, "tiny-llama-spm-q4_k_m", "en-gpl3", "sliding__kld-vs-tiny-llama-spm-f16"),
 			oracle.Golden(dir, "tiny-llama-spm-q4_k_m", "zh-tang", "sliding__kld-vs-tiny-llama-spm-f16"))
@@ -184,6 +185,9 @@ func TestRefusals(t *testing.T) {
 
 	huge := bytes.Replace(whole, []byte(`"n_tokens":40`), []byte(`"n_tokens":2000000000`), 1)
 
+	spliced := tr
+	spliced.scoreTokID = "the-scored-one"
+
 	for _, c := range []struct {
 		name  string
 		files map[string][]byte
@@ -201,6 +205,8 @@ func TestRefusals(t *testing.T) {
 		{"no streams", map[string][]byte{"a": empty.pipeline(t, protocol.Shard{})}, []string{"a"}, "no streams in the input"},
 		{"nothing scored", map[string][]byte{"a": short.pipeline(t, protocol.Shard{})}, []string{"a"}, "no tokens were scored"},
 		{"no score stage", map[string][]byte{"a": noScore}, []string{"a"}, "a: no score stage (no header from ppl-score)"},
+		{"spliced tokenize header", map[string][]byte{"a": spliced.pipeline(t, protocol.Shard{})}, []string{"a"},
+			`a: the tokenize header's tokenizer id "tok" is not the "the-scored-one" ppl-score checked: the headers come from different runs`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Aggregate(sources(c.files, c.order...), testOptions)
@@ -298,5 +304,34 @@ func TestDeterministic(t *testing.T) {
 	c, _ := Aggregate(sources(map[string][]byte{"a": in}, "a"), opt)
 	if c.Overall.Perplexity.Bootstrap.SE == a.Overall.Perplexity.Bootstrap.SE {
 		t.Error("the seed changes nothing")
+	}
+}
+
+// Finite log-probs whose sum or exponential is not finite are refused,
+// naming the stream or window, rather than published as NaN.
+func TestNonFiniteRefused(t *testing.T) {
+	run := func(lps ...[]float64) testRun {
+		tr := testRun{model: pipe.Model{Name: "m.gguf", SHA256: "1"}, tokenizerID: "t", kv: "f32", proto: pipe.Protocol{Mode: "disjoint", Context: 3}}
+		for i, lp := range lps {
+			tr.streams = append(tr.streams, testStream{id: fmt.Sprint("s", i), domain: "d", bytes: 10, tokens: []int32{1, 2, 3},
+				windows: []pipe.Scores{{Begin: 0, End: 3, ScoreFrom: 1, Logprobs: lp}}})
+		}
+		return tr
+	}
+	for _, c := range []struct {
+		name string
+		tr   testRun
+		want string
+	}{
+		{"window overflows", run([]float64{-1e308, -1e308}), `stream "s0", window 0 (a line 7): sum_logprob = NaN is not finite`},
+		{"window ppl", run([]float64{-1000, -1000}), `stream "s0", window 0 (a line 7): ppl = +Inf is not finite`},
+		{"stream", run([]float64{-1, -2}, []float64{-1, -1e308}), `stream "s1", window 0 (a line 11): ppl = +Inf is not finite`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Aggregate(sources(map[string][]byte{"a": c.tr.pipeline(t, protocol.Shard{})}, "a"), testOptions)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v\nwant it to contain %q", err, c.want)
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"bytes"
+	"cmp"
 	"strings"
 	"testing"
 
@@ -22,6 +23,7 @@ type testStream struct {
 type testRun struct {
 	model       pipe.Model
 	tokenizerID string
+	scoreTokID  string // the tokenizer id in the score header; "": tokenizerID, as ppl-score writes
 	kv          string
 	ref         *pipe.Model
 	proto       pipe.Protocol
@@ -82,7 +84,7 @@ func (tr testRun) pipeline(t testing.TB, shard protocol.Shard) []byte {
 	must(ww.Flush())
 	sw := pipe.NewWriter(&buf, pipe.StageScore)
 	must(sw.Header(pipe.Header{Tool: "ppl-score", Version: "test", Model: &model,
-		Score: &pipe.Score{Device: "cpu", KVDtype: tr.kv, Reference: tr.ref}}))
+		Score: &pipe.Score{Tokenizer: cmp.Or(tr.scoreTokID, tr.tokenizerID), Device: "cpu", KVDtype: tr.kv, Reference: tr.ref}}))
 	for _, o := range mine {
 		must(sw.Scores(o.s))
 	}

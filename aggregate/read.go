@@ -225,6 +225,15 @@ func (c *corpus) checkHeaders(in *input) error {
 				in.name, st.stage, st.hint)
 		}
 	}
+	if sc, tok := in.headers[pipe.StageScore].Score, in.headers[pipe.StageTokenize].Tokenizer; sc != nil && sc.Tokenizer != "" {
+		if tok == nil || tok.ID != sc.Tokenizer {
+			id := ""
+			if tok != nil {
+				id = tok.ID
+			}
+			return fmt.Errorf("%s: the tokenize header's tokenizer id %q is not the %q ppl-score checked: the headers come from different runs", in.name, id, sc.Tokenizer)
+		}
+	}
 	wh := in.headers[pipe.StageWindow]
 	if wh.Protocol == nil {
 		return fmt.Errorf("%s: the window header has no protocol", in.name)
@@ -239,7 +248,7 @@ func (c *corpus) checkHeaders(in *input) error {
 	}
 	in.shard = sh
 	if len(c.inputs) == 0 {
-		c.proto = pipe.Protocol{Mode: p.Mode, Context: p.Context, Stride: p.Stride}
+		c.proto = pipe.Protocol{Mode: p.Mode, Context: p.Context, Stride: p.Stride, MaxWindows: p.MaxWindows}
 		return nil
 	}
 	if err := sameProvenance(c.inputs[0], in); err != nil {
@@ -306,7 +315,9 @@ func provenance(in *input) []struct{ field, value string } {
 		{"protocol mode", p.Mode},
 		{"protocol context", strconv.Itoa(p.Context)},
 		{"protocol stride", strconv.Itoa(p.Stride)},
+		{"protocol max windows", strconv.Itoa(p.MaxWindows)},
 		{"shard count", shards},
+		{"shard split", splitOf(p)},
 		{"kv dtype", kv},
 		{"reference model sha256", ref},
 		{"reference kv dtype", refKV},
@@ -337,6 +348,8 @@ func normalizeHeader(raw []byte, stage string) ([]byte, error) {
 		for _, k := range []string{"protocol", "flags"} {
 			if sub, ok := m[k].(map[string]any); ok {
 				delete(sub, "shard")
+				delete(sub, "split") // how the shards were dealt: provenance checks it
+				delete(sub, "split_attention")
 			}
 		}
 	}
@@ -435,7 +448,7 @@ func (c *corpus) checkComplete() error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d of %d windows have no scores", missing, total)
 	if absent := c.absentShards(); len(absent) > 0 {
-		fmt.Fprintf(&b, " (shard %s not among the inputs)", strings.Join(absent, ", "))
+		fmt.Fprintf(&b, " (shard %s not among the inputs%s)", strings.Join(absent, ", "), c.rerunHint(absent))
 	}
 	b.WriteString(": ")
 	const maxStreams = 5

@@ -8,11 +8,15 @@
 // what they belong to (for example "score/<model sha256>") so that they can
 // be counted and pruned per model.
 //
-// Each entry is the payload followed by a trailer line carrying the
-// payload's sha256. Reads verify it: a truncated or corrupt entry is
-// reported as ErrCorrupt, removed, and recomputed by the caller; it is never
-// trusted. Writes are atomic (temp file, then rename), so a killed process
-// leaves either a whole entry or none.
+// Each entry is the payload followed by a trailer line carrying the entry's
+// key and the payload's sha256. Reads verify both: a truncated or corrupt
+// entry, one copied over another key's file, one larger than MaxEntryBytes
+// (compressed or not) and anything but a regular file at an entry's path (a
+// directory, a FIFO) are reported as ErrCorrupt, removed, and recomputed by
+// the caller; never trusted. Callers check a payload as they check any
+// input before replaying it, and Remove what fails. Writes are atomic (temp
+// file, then rename), so a killed process leaves either a whole entry or
+// none.
 package cache
 
 import (
@@ -37,6 +41,14 @@ const EnvDir = "PPL_CACHE_DIR"
 
 // ErrCorrupt marks an entry that failed verification.
 var ErrCorrupt = errors.New("corrupt cache entry")
+
+// MaxEntryBytes bounds an entry, compressed and decompressed, far above
+// the largest legitimate one (a scored window takes about 100 bytes a
+// target): a decompression bomb costs at most this much memory.
+const MaxEntryBytes = 256 << 20
+
+// noCacheHint ends errors about a cache that cannot be written.
+const noCacheHint = "; fix the cache directory, or pass --no-cache (or another --cache-dir)"
 
 // DefaultDir returns $PPL_CACHE_DIR, else the user cache directory's ppl/.
 func DefaultDir() (string, error) {
@@ -74,13 +86,30 @@ type Cache struct {
 // Open returns the cache rooted at dir, creating it if needed.
 func Open(dir string) (*Cache, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("cache: %w%s", err, noCacheHint)
+	}
+	return open(dir)
+}
+
+// OpenExisting returns the cache rooted at dir without creating it:
+// os.ErrNotExist when it is absent.
+func OpenExisting(dir string) (*Cache, error) {
+	st, err := os.Stat(dir)
+	if err != nil {
 		return nil, fmt.Errorf("cache: %w", err)
 	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("cache: %s is not a directory", dir)
+	}
+	return open(dir)
+}
+
+func open(dir string) (*Cache, error) {
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return nil, err
 	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(MaxEntryBytes))
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +124,12 @@ func (c *Cache) Path(group, key string) string {
 	return filepath.Join(c.dir, filepath.FromSlash(group), key[:2], key+".ndjson.zst")
 }
 
-const trailerPrefix = `{"type":"cache-entry","sha256":"`
+const trailerPrefix = `{"type":"cache-entry","key":"`
+
+func trailer(key string, payload []byte) string {
+	sum := sha256.Sum256(payload)
+	return trailerPrefix + key + `","sha256":"` + hex.EncodeToString(sum[:]) + "\"}\n"
+}
 
 // touchAfter is how old an entry's modification time may grow before Get
 // renews it: pruning by age (hours to months) keeps what is in use, and
@@ -106,56 +140,119 @@ const touchAfter = time.Hour
 // a corrupt one is removed and reported with an error wrapping ErrCorrupt.
 func (c *Cache) Get(group, key string) ([]byte, bool, error) {
 	p := c.Path(group, key)
-	raw, mtime, err := readFile(p)
+	raw, mtime, err := readEntry(p)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
-	if err != nil {
-		return nil, false, fmt.Errorf("cache: %w", err)
+	if err == nil {
+		var payload []byte
+		if payload, err = c.verify(raw, key); err == nil {
+			if now := time.Now(); now.Sub(mtime) > touchAfter {
+				os.Chtimes(p, now, now)
+			}
+			return payload, true, nil
+		}
 	}
-	payload, err := c.verify(raw)
-	if err != nil {
-		os.Remove(p)
-		return nil, false, fmt.Errorf("%s: %w: %v", p, ErrCorrupt, err)
+	if !errors.Is(err, errUnreadable) {
+		c.remove(p)
+		return nil, false, fmt.Errorf("%s: %w: %v (removed)", p, ErrCorrupt, err)
 	}
-	if now := time.Now(); now.Sub(mtime) > touchAfter {
-		os.Chtimes(p, now, now)
-	}
-	return payload, true, nil
+	return nil, false, fmt.Errorf("cache: %w", err)
 }
 
-// readFile returns a file's contents and modification time.
-func readFile(p string) ([]byte, time.Time, error) {
+// Remove deletes an entry that its payload's reader found bad.
+func (c *Cache) Remove(group, key string) error {
+	return c.remove(c.Path(group, key))
+}
+
+func (c *Cache) remove(p string) error {
+	if st, err := os.Lstat(p); err == nil && st.IsDir() {
+		return os.RemoveAll(p) // nothing but an entry belongs at an entry's path
+	}
+	err := os.Remove(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	return err
+}
+
+// errUnreadable is an entry that exists but could not be read (permissions,
+// I/O): reported, not removed.
+var errUnreadable = errors.New("unreadable")
+
+// readEntry returns a file's contents and modification time, refusing
+// anything but a regular file of at most MaxEntryBytes before opening it:
+// opening a FIFO for reading would block.
+func readEntry(p string) ([]byte, time.Time, error) {
+	st, err := os.Lstat(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, time.Time{}, err
+		}
+		return nil, time.Time{}, fmt.Errorf("%w: %v", errUnreadable, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, time.Time{}, fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
+	}
+	if st.Size() > MaxEntryBytes {
+		return nil, time.Time{}, fmt.Errorf("%d bytes, over the limit of %d an entry", st.Size(), MaxEntryBytes)
+	}
 	f, err := os.Open(p)
 	if err != nil {
-		return nil, time.Time{}, err
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, time.Time{}, err
+		}
+		return nil, time.Time{}, fmt.Errorf("%w: %v", errUnreadable, err)
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	b, err := io.ReadAll(io.LimitReader(f, MaxEntryBytes+1))
 	if err != nil {
-		return nil, time.Time{}, err
+		return nil, time.Time{}, fmt.Errorf("%w: read %s: %v", errUnreadable, p, err)
 	}
-	b := make([]byte, st.Size())
-	if _, err := io.ReadFull(f, b); err != nil {
-		return nil, time.Time{}, fmt.Errorf("read %s: %w", p, err)
+	if len(b) > MaxEntryBytes {
+		return nil, time.Time{}, fmt.Errorf("over the limit of %d bytes an entry", MaxEntryBytes)
 	}
 	return b, st.ModTime(), nil
 }
 
-func (c *Cache) verify(raw []byte) ([]byte, error) {
+// fileKind names a file mode's type for messages.
+func fileKind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a FIFO"
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return m.Type().String()
+}
+
+func (c *Cache) verify(raw []byte, key string) ([]byte, error) {
 	data, err := c.dec.DecodeAll(raw, nil)
 	if err != nil {
 		return nil, err
 	}
+	if len(data) > MaxEntryBytes {
+		return nil, fmt.Errorf("decompresses to %d bytes, over the limit of %d an entry", len(data), MaxEntryBytes)
+	}
 	i := bytes.LastIndex(data, []byte(trailerPrefix))
 	if i < 0 {
+		if bytes.Contains(data, []byte(`{"type":"cache-entry","sha256":"`)) {
+			return nil, errors.New("an entry of the older format, not bound to its key")
+		}
 		return nil, errors.New("no trailer")
 	}
-	payload, trailer := data[:i], string(data[i:])
-	want := strings.TrimSuffix(strings.TrimPrefix(trailer, trailerPrefix), "\"}\n")
-	sum := sha256.Sum256(payload)
-	if got := hex.EncodeToString(sum[:]); got != want {
-		return nil, fmt.Errorf("payload sha256 %s, trailer says %.64s", got, want)
+	payload, got := data[:i], string(data[i:])
+	if want := trailer(key, payload); got != want {
+		if k, _, _ := strings.Cut(strings.TrimPrefix(got, trailerPrefix), `"`); k != key {
+			return nil, fmt.Errorf("entry of key %.64s found under key %s", k, key)
+		}
+		return nil, fmt.Errorf("trailer %q, want %q", strings.TrimSpace(got), strings.TrimSpace(want))
 	}
 	return payload, nil
 }
@@ -166,8 +263,10 @@ func (c *Cache) Put(group, key string, payload []byte) error {
 	if err := c.mkdir(filepath.Dir(p)); err != nil {
 		return err
 	}
-	sum := sha256.Sum256(payload)
-	data := append(append([]byte(nil), payload...), trailerPrefix+hex.EncodeToString(sum[:])+"\"}\n"...)
+	if len(payload) > MaxEntryBytes-1024 {
+		return fmt.Errorf("cache: entry of %d bytes exceeds the limit of %d", len(payload), MaxEntryBytes)
+	}
+	data := append(append([]byte(nil), payload...), trailer(key, payload)...)
 	tmp, err := os.CreateTemp(filepath.Dir(p), ".tmp*")
 	if errors.Is(err, os.ErrNotExist) { // removed since: make it again
 		c.dirsMu.Lock()
@@ -178,7 +277,7 @@ func (c *Cache) Put(group, key string, payload []byte) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("cache: %w", err)
+		return fmt.Errorf("cache: %w%s", err, noCacheHint)
 	}
 	_, err = tmp.Write(c.enc.EncodeAll(data, nil))
 	if cerr := tmp.Close(); err == nil {
@@ -189,7 +288,7 @@ func (c *Cache) Put(group, key string, payload []byte) error {
 	}
 	if err != nil {
 		os.Remove(tmp.Name())
-		return fmt.Errorf("cache: write %s: %w", p, err)
+		return fmt.Errorf("cache: write %s: %w%s", p, err, noCacheHint)
 	}
 	return nil
 }
@@ -203,7 +302,7 @@ func (c *Cache) mkdir(d string) error {
 		return nil
 	}
 	if err := os.MkdirAll(d, 0o755); err != nil {
-		return fmt.Errorf("cache: %w", err)
+		return fmt.Errorf("cache: %w%s", err, noCacheHint)
 	}
 	c.dirs[d] = true
 	return nil

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -199,5 +201,111 @@ func TestPutAfterRemoval(t *testing.T) {
 	got, ok, err := c.Get("score/m", Key("a"))
 	if !ok || err != nil || string(got) != "2\n" {
 		t.Fatalf("after removal: %q %v %v", got, ok, err)
+	}
+}
+
+// An entry is bound to its key: the file of one key copied over another's
+// is reported, removed and not replayed.
+func TestEntryBoundToKey(t *testing.T) {
+	c, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := Key("a"), Key("b")
+	must(t, c.Put("g", a, []byte("A\n")))
+	must(t, c.Put("g", b, []byte("B\n")))
+	must(t, os.WriteFile(c.Path("g", b), mustRead(t, c.Path("g", a)), 0o644))
+	_, ok, err := c.Get("g", b)
+	if ok || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "entry of key "+a+" found under key "+b) {
+		t.Fatalf("swapped entry: ok %v, %v", ok, err)
+	}
+	if _, err := os.Stat(c.Path("g", b)); !os.IsNotExist(err) {
+		t.Fatal("swapped entry not removed")
+	}
+	if got, ok, err := c.Get("g", a); !ok || err != nil || string(got) != "A\n" {
+		t.Fatalf("original: %q %v %v", got, ok, err)
+	}
+}
+
+// Anything but a regular file at an entry's path (a directory, a FIFO)
+// is reported and removed, never opened; the entry can then be written.
+func TestEntryNotRegular(t *testing.T) {
+	c, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key("k")
+	p := c.Path("g", k)
+	must(t, os.MkdirAll(p+"/sub", 0o755))
+	_, ok, err := c.Get("g", k)
+	if ok || !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "not a regular file (a directory)") {
+		t.Fatalf("directory: ok %v, %v", ok, err)
+	}
+	must(t, c.Put("g", k, []byte("x\n")))
+	if got, ok, _ := c.Get("g", k); !ok || string(got) != "x\n" {
+		t.Fatalf("after the directory: %q %v", got, ok)
+	}
+	os.Remove(p)
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Skip(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, _, err := c.Get("g", k); done <- err }()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "a FIFO") {
+			t.Fatalf("FIFO: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Get blocked on a FIFO")
+	}
+}
+
+// A small entry that decompresses beyond MaxEntryBytes is refused without
+// allocating it all.
+func TestEntryDecompressionBomb(t *testing.T) {
+	c, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := Key("bomb")
+	must(t, c.Put("g", k, []byte("x\n")))
+	bomb := c.enc.EncodeAll(make([]byte, MaxEntryBytes+1<<20), nil)
+	must(t, os.WriteFile(c.Path("g", k), bomb, 0o644))
+	if _, ok, err := c.Get("g", k); ok || !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("bomb of %d bytes: ok %v, %v", len(bomb), ok, err)
+	}
+}
+
+// OpenExisting does not create a missing cache; a write that fails
+// suggests --no-cache.
+func TestOpenExistingAndHint(t *testing.T) {
+	dir := t.TempDir() + "/absent"
+	if _, err := OpenExisting(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("absent: %v", err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatal("OpenExisting created the directory")
+	}
+	// A cache that cannot be written (a file where a directory should be:
+	// fails even for root, unlike permissions).
+	root := t.TempDir()
+	c, err := Open(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.WriteFile(root+"/g", nil, 0o644))
+	if err := c.Put("g", Key("x"), []byte("x\n")); err == nil || !strings.Contains(err.Error(), "--no-cache") {
+		t.Fatalf("unwritable cache: %v", err)
+	}
+	if _, err := Open(root + "/g/sub"); err == nil || !strings.Contains(err.Error(), "--no-cache") {
+		t.Fatalf("uncreatable cache: %v", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

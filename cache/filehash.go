@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -17,9 +18,19 @@ import (
 // so a 16 GB model is hashed once, not on every run. A nil Cache hashes
 // without remembering.
 func (c *Cache) FileSHA256(path string) (string, error) {
+	return c.FileSHA256Context(context.Background(), path)
+}
+
+// FileSHA256Context is FileSHA256 that stops, with ctx's error, when ctx
+// is cancelled: hashing a 16 GB model takes a while, and Ctrl-C must not
+// wait for it.
+func (c *Cache) FileSHA256Context(ctx context.Context, path string) (string, error) {
 	info, err := os.Stat(path)
 	if err != nil {
 		return "", err
+	}
+	if !info.Mode().IsRegular() {
+		return "", fmt.Errorf("%s: not a regular file", path)
 	}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -36,7 +47,7 @@ func (c *Cache) FileSHA256(path string) (string, error) {
 			return strings.TrimSpace(string(b)), nil
 		}
 	}
-	sum, err := hashFile(path)
+	sum, err := hashFile(ctx, path)
 	if err != nil {
 		return "", err
 	}
@@ -48,15 +59,29 @@ func (c *Cache) FileSHA256(path string) (string, error) {
 	return sum, nil
 }
 
-func hashFile(path string) (string, error) {
+func hashFile(ctx context.Context, path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
 	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
+	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {
 		return "", fmt.Errorf("hash %s: %w", path, err)
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// ctxReader is a reader that fails with ctx's error once ctx is cancelled,
+// checked before each read (io.Copy reads 32 KiB at a time).
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (r ctxReader) Read(p []byte) (int, error) {
+	if err := r.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return r.r.Read(p)
 }

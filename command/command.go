@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -53,7 +54,49 @@ func ParseCommand(tool, version, description string, flags any, args []string, s
 	if perr != nil {
 		return nil, UsageError{perr.Error()}
 	}
+	if err := checkEmpty(kctx); err != nil {
+		return nil, err
+	}
 	return kctx, nil
+}
+
+// checkEmpty refuses a string flag given an empty value (--output=""),
+// which would otherwise read as the flag's absence. Flags whose enum
+// allows "" are exempt.
+func checkEmpty(kctx *kong.Context) error {
+	for _, f := range kctx.Flags() {
+		v := f.Value
+		if !v.Set || v.Enum != "" || v.Target.Kind() != reflect.String || v.Target.String() != "" || !given(kctx, f) {
+			continue
+		}
+		return Usagef("--%s: empty value", f.Name)
+	}
+	return nil
+}
+
+// given reports whether the flag is on the command line (not just a default).
+func given(kctx *kong.Context, f *kong.Flag) bool {
+	for _, a := range kctx.Args {
+		if a == "--" {
+			break
+		}
+		if a == "--"+f.Name || strings.HasPrefix(a, "--"+f.Name+"=") ||
+			(f.Short != 0 && (a == "-"+string(f.Short) || strings.HasPrefix(a, "-"+string(f.Short)+"="))) {
+			return true
+		}
+	}
+	return false
+}
+
+// Given reports whether the flag named name (without dashes) was given on
+// the command line, telling an explicit zero (--older-than 0s) from absence.
+func Given(kctx *kong.Context, name string) bool {
+	for _, f := range kctx.Flags() {
+		if f.Name == name {
+			return given(kctx, f)
+		}
+	}
+	return false
 }
 
 // Exit reports err on stderr as one line starting with tool and returns the

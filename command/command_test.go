@@ -11,6 +11,8 @@ import (
 
 type grammar struct {
 	N       int              `default:"3" help:"A number."`
+	Output  string           `short:"o" help:"A path."`
+	Mode    string           `enum:",a" default:"" help:"A choice."`
 	Version kong.VersionFlag `help:"Print the version."`
 }
 
@@ -30,5 +32,24 @@ func TestParseAndExit(t *testing.T) {
 	}
 	if code := Exit("ppl-x", fmt.Errorf("in:3: bad\nthing"), &errb); code != 1 || errb.String() != "ppl-x: in:3: bad; thing\n" {
 		t.Fatalf("failure: %d %q", code, errb.String())
+	}
+}
+
+// An explicitly empty path is refused, not read as absence; an enum that
+// allows "" is not; Given tells an explicit zero from a default.
+func TestEmptyAndGiven(t *testing.T) {
+	var out, errb bytes.Buffer
+	for _, args := range [][]string{{"--output", ""}, {"--output="}, {"-o", ""}} {
+		err := Parse("ppl-x", "1.0", "", &grammar{}, args, &out, &errb)
+		if err == nil || err.Error() != "--output: empty value" || Exit("ppl-x", err, &errb) != 2 {
+			t.Errorf("%q: %v", args, err)
+		}
+	}
+	if err := Parse("ppl-x", "1.0", "", &grammar{}, []string{"--mode", ""}, &out, &errb); err != nil {
+		t.Errorf("enum allowing empty: %v", err)
+	}
+	kctx, err := ParseCommand("ppl-x", "1.0", "", &grammar{}, []string{"--n", "3"}, &out, &errb)
+	if err != nil || !Given(kctx, "n") || Given(kctx, "output") {
+		t.Errorf("Given: %v", err)
 	}
 }

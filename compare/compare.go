@@ -48,6 +48,9 @@ func Load(paths []string) ([]Input, error) {
 		if err != nil {
 			return nil, err
 		}
+		if path := report.NonFinite(r); path != "" {
+			return nil, fmt.Errorf("%s: %s is not a finite number (null in the file): the report cannot be compared", p, path)
+		}
 		out = append(out, Input{Path: p, Label: label(p), Report: r})
 		count[out[len(out)-1].Label]++
 	}
@@ -139,10 +142,14 @@ type Options struct {
 
 // Result is the whole comparison.
 type Result struct {
-	Reports    []ReportInfo `json:"reports"`
-	Mismatches []Mismatch   `json:"mismatches"`
-	Notes      []string     `json:"notes"`
-	Bootstrap  struct {
+	Reports []ReportInfo `json:"reports"`
+	// Differences lists the settings (KV dtype, activations, device,
+	// weight types, RoPE, reference, protocol, ...) whose values differ
+	// between the reports.
+	Differences []Setting  `json:"differences"`
+	Mismatches  []Mismatch `json:"mismatches"`
+	Notes       []string   `json:"notes"`
+	Bootstrap   struct {
 		Resamples int    `json:"resamples"`
 		Seed      uint64 `json:"seed"`
 	} `json:"bootstrap"`
@@ -187,6 +194,32 @@ type Row struct {
 	MeanKLD *report.F `json:"mean_kld,omitempty"`
 	P99KLD  *report.F `json:"p99_kld,omitempty"`
 	Top1    *report.F `json:"top1_agreement,omitempty"`
+	// KLDStats are llama-perplexity's statistics against the reference,
+	// when the report has them.
+	KLDStats *KLDStats `json:"kld_stats,omitempty"`
+}
+
+// KLDStats are the statistics llama-perplexity prints with
+// --kl-divergence, from the report: the KLD distribution, Δp and the PPL
+// ratio to the reference. DeltaP follows llama.cpp's sign: p_model −
+// p_reference of the actual token, negative when the model is worse (the
+// report's delta_p is p_reference − p_model).
+type KLDStats struct {
+	Median      report.F `json:"median"`
+	P90         report.F `json:"p90"`
+	P99         report.F `json:"p99"`
+	P999        report.F `json:"p99.9"`
+	Max         report.F `json:"max"`
+	DeltaP      report.F `json:"delta_p"` // mean p_model − p_reference, llama.cpp's "Mean Δp"
+	DeltaPSE    report.F `json:"delta_p_se"`
+	DeltaPRMS   report.F `json:"delta_p_rms"`
+	PPLRatio    report.F `json:"ppl_ratio"` // PPL(model) / PPL(reference)
+	PPLRatioSE  report.F `json:"ppl_ratio_se"`
+	SameTop     report.F `json:"same_top_p"` // llama.cpp's "Same top p": top-1 agreement
+	SameTopSE   report.F `json:"same_top_p_se"`
+	HasDeltaP   bool     `json:"has_delta_p"`
+	HasPPLRatio bool     `json:"has_ppl_ratio"`
+	HasSameTop  bool     `json:"has_same_top_p"`
 }
 
 // Delta is a candidate against the base in one domain.
@@ -199,7 +232,26 @@ type Delta struct {
 	HasCI     bool        `json:"has_ci"`
 	Paired    bool        `json:"paired"`
 	Windows   int         `json:"windows"`
-	Verdict   string      `json:"verdict"`
+	// VerdictOn says what the verdict is on: "kld" when both reports have
+	// KLD against the same reference (the mean KLD, paired over windows),
+	// "bits_per_byte" across tokenizers (PPL counts different tokens),
+	// else "ppl".
+	VerdictOn string `json:"verdict_on"`
+	Verdict   string `json:"verdict"`
+	// KLD is the candidate's mean KLD minus the base's, with its 95%
+	// interval, when the verdict is on KLD.
+	KLD *Diff `json:"kld,omitempty"`
+	// BitsPerByte is the candidate's minus the base's, with its 95%
+	// interval (unpaired), across tokenizers.
+	BitsPerByte *Diff `json:"bits_per_byte,omitempty"`
+}
+
+// Diff is a candidate's value minus the base's, with a 95% bootstrap
+// interval when HasCI.
+type Diff struct {
+	Diff  report.F    `json:"diff"`
+	CI    [2]report.F `json:"ci"`
+	HasCI bool        `json:"has_ci"`
 }
 
 // Verdicts.
@@ -239,6 +291,7 @@ func Compare(inputs []Input, opt Options) (*Result, error) {
 	for _, in := range inputs {
 		res.Reports = append(res.Reports, info(in))
 	}
+	res.Differences = Differences(inputs)
 	for _, d := range domainNames(inputs) {
 		res.Domains = append(res.Domains, compareDomain(inputs, d, false, opt))
 	}
@@ -319,6 +372,7 @@ func compareDomain(inputs []Input, name string, overall bool, opt Options) Domai
 				a := g.Top1.Agreement
 				row.Top1 = &a
 			}
+			row.KLDStats = kldStats(g)
 			if i > 0 && baseG != nil && baseG.Perplexity != nil {
 				row.Delta = delta(inputs[0], in, name, overall, i, opt)
 			}
@@ -386,22 +440,114 @@ func delta(base, cand Input, name string, overall bool, idx int, opt Options) *D
 		}
 		out.Windows = min(len(b.keys), len(c.keys))
 	}
-	if reps == nil {
+	out.VerdictOn = "ppl"
+	if reps != nil {
+		iv := stats.Summarize(reps)
+		out.HasCI = true
+		out.MeanNLLCI = [2]report.F{report.F(iv.Lo), report.F(iv.Hi)}
+		out.RatioCI = [2]report.F{report.F(math.Exp(iv.Lo)), report.F(math.Exp(iv.Hi))}
+		out.Verdict = verdict(iv)
+	}
+	cgroup, bgroup := group(cand.Report, name, overall), group(base.Report, name, overall)
+	if tokID(base.Report) != tokID(cand.Report) {
+		// PPL counts different tokens: the verdict is on bits per byte.
+		out.VerdictOn, out.Verdict = "bits_per_byte", NoCI
+		d := &Diff{Diff: cg.BitsPerByte - bg.BitsPerByte}
+		out.BitsPerByte = d
+		if bb, cb := bgroup.Bytes, cgroup.Bytes; bb > 0 && cb > 0 {
+			rb := stats.Replicates(b.nll, b.n, opt.Resamples, stats.NewRand(stats.Seed(opt.Seed, key+":base")))
+			rc := stats.Replicates(c.nll, c.n, opt.Resamples, stats.NewRand(stats.Seed(opt.Seed, key+":candidate")))
+			if rb != nil && rc != nil {
+				// A replicate of the mean NLL per token, times the tokens,
+				// over the bytes and ln 2: bits per byte.
+				kb := float64(bgroup.ScoredTokens) / (float64(bb) * math.Ln2)
+				kc := float64(cgroup.ScoredTokens) / (float64(cb) * math.Ln2)
+				reps := make([]float64, len(rb))
+				for i := range reps {
+					reps[i] = kc*rc[i] - kb*rb[i]
+				}
+				iv := stats.Summarize(reps)
+				d.CI, d.HasCI = [2]report.F{report.F(iv.Lo), report.F(iv.Hi)}, true
+				out.Verdict = verdict(iv)
+			}
+		}
 		return out
 	}
-	iv := stats.Summarize(reps)
-	out.HasCI = true
-	out.MeanNLLCI = [2]report.F{report.F(iv.Lo), report.F(iv.Hi)}
-	out.RatioCI = [2]report.F{report.F(math.Exp(iv.Lo)), report.F(math.Exp(iv.Hi))}
-	switch {
-	case iv.Lo > 0:
-		out.Verdict = Worse
-	case iv.Hi < 0:
-		out.Verdict = Better
-	default:
-		out.Verdict = Equal
+	if sameReference(base, cand) && bgroup.KLD != nil && cgroup.KLD != nil {
+		out.VerdictOn, out.Verdict = "kld", NoCI
+		d := &Diff{Diff: cgroup.KLD.Mean - bgroup.KLD.Mean}
+		out.KLD = d
+		bk, ok1 := kldSums(base.Report, name, overall)
+		ck, ok2 := kldSums(cand.Report, name, overall)
+		if ok1 && ok2 && sameKeys(bk, ck) {
+			diff := make([]float64, len(bk.nll))
+			for i := range diff {
+				diff[i] = ck.nll[i] - bk.nll[i]
+			}
+			if reps := stats.Replicates(diff, bk.n, opt.Resamples, stats.NewRand(stats.Seed(opt.Seed, key+":kld"))); reps != nil {
+				iv := stats.Summarize(reps)
+				d.CI, d.HasCI = [2]report.F{report.F(iv.Lo), report.F(iv.Hi)}, true
+				out.Verdict = verdict(iv)
+			}
+		}
 	}
 	return out
+}
+
+// verdict reads a 95% interval of candidate − base, where lower is better.
+func verdict(iv stats.Interval) string {
+	switch {
+	case iv.Lo > 0:
+		return Worse
+	case iv.Hi < 0:
+		return Better
+	}
+	return Equal
+}
+
+// sameReference reports whether both reports measured KLD against the
+// same reference model with the same reference KV cache.
+func sameReference(a, b Input) bool {
+	sa, sb := Settings(a.Report), Settings(b.Report)
+	return sa["reference"] != "" && sa["reference"] == sb["reference"] && sa["reference kv dtype"] == sb["reference kv dtype"]
+}
+
+// kldSums is sums for the KLD: each window's summed KLD (mean times
+// targets); ok is false when a window lacks its mean KLD.
+func kldSums(r *report.Report, name string, overall bool) (windowSums, bool) {
+	ws := sums(r, name, overall)
+	i := 0
+	for _, s := range r.Streams {
+		if !overall && s.Domain != name {
+			continue
+		}
+		for _, w := range s.Windows {
+			if w.MeanKLD == nil {
+				return ws, false
+			}
+			ws.nll[i] = float64(*w.MeanKLD) * float64(w.ScoredTokens)
+			i++
+		}
+	}
+	return ws, true
+}
+
+// kldStats collects llama-perplexity's KLD statistics from a group.
+func kldStats(g *report.Group) *KLDStats {
+	if g.KLD == nil {
+		return nil
+	}
+	k := &KLDStats{Median: g.KLD.P50, P90: g.KLD.P90, P99: g.KLD.P99, P999: g.KLD.P999, Max: g.KLD.Max}
+	if dp := g.DeltaP; dp != nil {
+		k.DeltaP, k.DeltaPSE, k.DeltaPRMS, k.HasDeltaP = -dp.Mean, dp.SE, dp.RMS, true
+	}
+	if ref := g.Reference; ref != nil {
+		k.PPLRatio, k.PPLRatioSE, k.HasPPLRatio = ref.PPLRatio, ref.PPLRatioSE, true
+	}
+	if t := g.Top1; t != nil {
+		k.SameTop, k.SameTopSE, k.HasSameTop = t.Agreement, t.SE, true
+	}
+	return k
 }
 
 func sameKeys(a, b windowSums) bool {

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -158,5 +161,24 @@ func TestFormats(t *testing.T) {
 	}
 	if len(back.Domains) != 3 || back.Domains[2].Rows[1].Delta.Verdict != Worse || back.Domains[2].Rows[1].MeanKLD == nil {
 		t.Errorf("json round trip: %+v", back.Domains)
+	}
+}
+
+// A report holding a non-finite number (null in the file) is refused,
+// not compared as "equal within noise".
+func TestLoadRefusesNonFinite(t *testing.T) {
+	r := reporttest.Build(t, reporttest.Default())
+	r.Overall.Perplexity.PPL = report.F(math.NaN())
+	b, err := report.Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "nan.json")
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Load([]string{p})
+	if err == nil || !strings.Contains(err.Error(), "overall.perplexity.ppl = NaN is not a finite number (null in the file)") {
+		t.Fatalf("err %v", err)
 	}
 }

@@ -33,10 +33,7 @@
 package gguf
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"slices"
@@ -101,6 +98,10 @@ type File struct {
 // Open maps the GGUF file at path read-only and parses its header. The
 // File must be closed to release the mapping.
 func Open(path string) (*File, error) {
+	// Refuse a FIFO or device before opening it: opening a FIFO blocks.
+	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("gguf: %s: not a regular file", path)
+	}
 	fd, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
@@ -339,19 +340,4 @@ func convertInts[E integer](s []E) []int32 {
 		out[i] = int32(x)
 	}
 	return out
-}
-
-// FileSHA256 returns the lowercase hex SHA-256 of the file at path,
-// streaming it rather than reading it into memory.
-func FileSHA256(path string) (string, error) {
-	fd, err := os.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("gguf: %w", err)
-	}
-	defer fd.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, fd); err != nil {
-		return "", fmt.Errorf("gguf: %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -517,9 +518,23 @@ func TestWriteFileAtomic(t *testing.T) {
 		t.Errorf("temp file left behind: %v", ents)
 	}
 	if err := testWriter(t).WriteFile(filepath.Join(dir, "no", "such", "dir.gguf")); err == nil ||
-		!strings.HasPrefix(err.Error(), "gguf: open "+dir+"/no/such/.dir.gguf.tmp") {
+		!strings.HasPrefix(err.Error(), "gguf: open "+dir+"/no/such/.gguf-tmp-") {
 		t.Errorf("WriteFile into a missing dir: %v", err)
 	}
+}
+
+// A file name of 255 bytes, the longest most file systems allow, can be
+// written: the temporary name does not grow from it.
+func TestWriteFileLongName(t *testing.T) {
+	p := filepath.Join(t.TempDir(), strings.Repeat("m", 250)+".gguf")
+	if err := testWriter(t).WriteFile(p); err != nil {
+		t.Fatal(err)
+	}
+	f, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 }
 
 func TestOpenErrors(t *testing.T) {
@@ -533,6 +548,10 @@ func TestOpenErrors(t *testing.T) {
 		{dir, "gguf: " + dir + ": not a regular file"},
 		{empty, "gguf: " + empty + `: not a GGUF file: magic "", want "GGUF"`},
 		{short, "gguf: " + short + ": truncated file: version needs 4 bytes at offset 4, file size 6"},
+	}
+	// A FIFO is refused before it is opened: opening it would block.
+	if fifo := filepath.Join(dir, "fifo.gguf"); syscall.Mkfifo(fifo, 0o644) == nil {
+		tests = append(tests, struct{ path, want string }{fifo, "gguf: " + fifo + ": not a regular file"})
 	}
 	for _, tt := range tests {
 		f, err := Open(tt.path)

@@ -2,9 +2,12 @@ package gguf
 
 import (
 	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -31,15 +34,15 @@ func TestOracleModels(t *testing.T) {
 		"tiny-llama3-q8_0":      {"llama", 128256, TypeQ8_0, []uint64{64, 128256}, tied},
 	}
 	models := oracle.Models(dir)
-	if len(models) != len(wants) {
-		t.Fatalf("oracle has models %v, want %d", models, len(wants))
+	for m := range wants {
+		if !slices.Contains(models, m) {
+			t.Errorf("oracle lacks model %s (has %v)", m, models)
+		}
 	}
+	// The oracle grows: every model must open; those the README details
+	// are checked field by field.
 	for _, m := range models {
 		t.Run(m, func(t *testing.T) {
-			w, ok := wants[m]
-			if !ok {
-				t.Fatalf("unexpected model %s", m)
-			}
 			path := filepath.Join(dir, "models", m+".gguf")
 			f, err := Open(path)
 			if err != nil {
@@ -48,6 +51,10 @@ func TestOracleModels(t *testing.T) {
 			defer f.Close()
 			if f.Version != 3 || f.Alignment != 32 {
 				t.Errorf("version %d alignment %d, want 3 and 32", f.Version, f.Alignment)
+			}
+			w, ok := wants[m]
+			if !ok {
+				return
 			}
 			if arch, err := f.String("general.architecture"); err != nil || arch != w.arch {
 				t.Errorf("general.architecture = %q, %v; want %q", arch, err, w.arch)
@@ -172,7 +179,7 @@ func TestOracleZoo(t *testing.T) {
 	}
 }
 
-// TestOracleSHA256 checks FileSHA256 against models/SHA256SUMS.
+// TestOracleSHA256 checks the oracle's models against models/SHA256SUMS.
 func TestOracleSHA256(t *testing.T) {
 	dir := oracle.Require(t)
 	sums, err := os.Open(filepath.Join(dir, "models", "SHA256SUMS"))
@@ -187,14 +194,14 @@ func TestOracleSHA256(t *testing.T) {
 		if !ok {
 			t.Fatalf("bad SHA256SUMS line %q", sc.Text())
 		}
-		got, err := FileSHA256(filepath.Join(dir, "models", name))
-		if err != nil || got != want {
-			t.Errorf("FileSHA256(%s) = %s, %v; want %s", name, got, err, want)
+		b, err := os.ReadFile(filepath.Join(dir, "models", name))
+		if sum := sha256.Sum256(b); err != nil || hex.EncodeToString(sum[:]) != want {
+			t.Errorf("sha256 of %s = %x, %v; want %s", name, sum, err, want)
 		}
 		n++
 	}
-	if n != 5 {
-		t.Errorf("%d sums, want 5", n)
+	if n < 5 { // the oracle grows: at least the five it began with
+		t.Errorf("%d sums, want at least 5", n)
 	}
 }
 

@@ -44,6 +44,7 @@ const (
 	TypeTQ1_0   Type = 34 // 31..33 (Q4_0_4_4, Q4_0_4_8, Q4_0_8_8) were removed from GGUF
 	TypeTQ2_0   Type = 35
 	TypeMXFP4   Type = 39 // 36..38 (IQ4_NL_4_4, ...) were removed from GGUF
+	TypeNVFP4   Type = 40 // 64 E2M1 values, a UE4M3 scale per 16
 )
 
 type typeTraits struct {
@@ -86,6 +87,7 @@ var typeTable = [...]typeTraits{
 	TypeTQ1_0:   {"TQ1_0", 256, 2 + 4*13},
 	TypeTQ2_0:   {"TQ2_0", 256, 2 + 64},
 	TypeMXFP4:   {"MXFP4", 32, 1 + 16},
+	TypeNVFP4:   {"NVFP4", 64, 64/16 + 64/2},
 }
 
 func (t Type) traits() typeTraits {
@@ -107,8 +109,9 @@ func (t Type) String() string {
 }
 
 // BlockSize returns the number of elements per block: 1 for F32, F16, BF16
-// and the integer types, 32 for Q4_0..Q8_1 and IQ4_NL, 256 for the K-quants
-// and most IQ types. It is 0 for an unknown type.
+// and the integer types, 32 for Q4_0..Q8_1, IQ4_NL and MXFP4, 64 for NVFP4,
+// 256 for the K-quants, the other IQ types and TQ1_0, TQ2_0. It is 0 for an
+// unknown type.
 func (t Type) BlockSize() int { return t.traits().block }
 
 // TypeSize returns the number of bytes per block; 0 for an unknown type.

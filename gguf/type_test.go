@@ -41,6 +41,7 @@ func TestTypeTraits(t *testing.T) {
 		{TypeTQ1_0, "TQ1_0", 256, 54},
 		{TypeTQ2_0, "TQ2_0", 256, 66},
 		{TypeMXFP4, "MXFP4", 32, 17},
+		{TypeNVFP4, "NVFP4", 64, 36},
 	}
 	known := map[Type]bool{}
 	for _, tt := range tests {

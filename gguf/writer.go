@@ -186,9 +186,10 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 }
 
 // WriteFile writes the file to path atomically: to a temporary file in the
-// same directory, renamed over path once complete.
+// same directory, renamed over path once complete. The temporary name is
+// short, so that a path of the longest name the file system allows works.
 func (w *Writer) WriteFile(path string) (err error) {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".gguf-tmp-*")
 	if err != nil {
 		return fmt.Errorf("gguf: %w", err)
 	}

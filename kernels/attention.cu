@@ -3,7 +3,9 @@
 //
 // CPU reference: nn.Attention.Forward (score/nn/attention.go) over keys and
 // values that went through kvcache.RoundTrip (model.kvStore): out[i,h] =
-// Σ_{j<=i} softmax_j(q[i,h]·k[j,g]·scale) v[j,g], g = h / (heads/kvheads).
+// Σ_{j<=i} softmax_j(q[i,h]·k[j,g]·scale) v[j,g], g = h / (heads/kvheads);
+// attn_simple also takes a sliding window (keys i-window < j <= i) and
+// attention sinks (exp(sinks[h]) joins each softmax's denominator).
 //
 // Two kernels:
 //   attn_simple  one block per (query, head), float32 throughout, keys and
@@ -33,11 +35,14 @@
 
 __device__ __forceinline__ u16 to_half(float v, int f16) { return f16 ? f32_to_f16(v) : f32_to_bf16(v); }
 
-// attn_simple: grid (n, heads), block 128.
+// attn_simple: grid (n, heads), block 128. window > 0 limits query i to
+// keys j > i - window; sinks, when not null, holds one logit per head that
+// joins the softmax's denominator (the running maximum starts at it).
 extern "C" __global__ void __launch_bounds__(128)
     attn_simple(u16* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads, int hd, float scale,
-                int kfmt, const void* kdata, const void* kscales, const float* ktscale, int vfmt, const void* vdata,
-                const void* vscales, const float* vtscale, int out_f16) {
+                int window, const float* __restrict__ sinks, int kfmt, const void* kdata, const void* kscales,
+                const float* ktscale, int vfmt, const void* vdata, const void* vscales, const float* vtscale,
+                int out_f16) {
 	__shared__ float qs[256];
 	__shared__ float ps[128];
 	__shared__ float red[4];
@@ -49,8 +54,10 @@ extern "C" __global__ void __launch_bounds__(128)
 	const float* qi = q + ((i64)i * heads + h) * hd;
 	for (int d = tid; d < hd; d += 128) qs[d] = qi[d];
 	__syncthreads();
-	float m = -INFINITY, l = 0.0f, acc0 = 0.0f, acc1 = 0.0f;
-	for (int j0 = 0; j0 <= i; j0 += 128) {
+	// With a sink, the sum starts at exp(sink - m) = 1 with m = sink.
+	float m = sinks ? sinks[h] : -INFINITY, l = sinks ? 1.0f : 0.0f, acc0 = 0.0f, acc1 = 0.0f;
+	const int lo = window > 0 ? max(0, i - window + 1) : 0;
+	for (int j0 = lo; j0 <= i; j0 += 128) {
 		const int j = j0 + tid;
 		float s = -INFINITY;
 		if (j <= i) {

@@ -1,8 +1,10 @@
 // Package kernels holds ppl's CUDA kernels: CUDA C sources, one file per
 // operation (embed.cu, rmsnorm.cu, rope.cu, swiglu.cu, add.cu,
-// logsoftmax.cu, kvstore.cu, attention.cu, random.cu), and the PTX that nvcc
-// made from them, which the CUDA backend (ppl.dev/score/cuda) embeds and the
-// driver compiles for whatever GPU it finds.
+// elementwise.cu, experts.cu, logsoftmax.cu, kvstore.cu, attention.cu,
+// random.cu), and the PTX that nvcc made from them, which the CUDA backend
+// (ppl.dev/score/cuda) embeds and the driver compiles for whatever GPU it
+// finds. The KV cache format ids live in kvformat.go, which generates
+// kvids.cuh for the kernels.
 //
 // Why PTX made ahead: building ppl needs no CUDA toolkit, and one PTX file
 // targeting compute_80 runs on Ampere, Ada and Hopper (the driver compiles

@@ -15,14 +15,7 @@
 //            tensor scale float (one, in device memory)
 #pragma once
 #include "common.cuh"
-
-#define KV_F32 0
-#define KV_F16 1
-#define KV_BF16 2
-#define KV_INT8 3
-#define KV_FP8 4
-#define KV_Q4 5
-#define KV_NVFP4 6
+#include "kvids.cuh" // the ids, generated from kvformat.go
 
 // KVPlanes points at one cache tensor's planes.
 struct KVPlanes {

@@ -4,7 +4,9 @@
 //
 // Tests across the workspace use it to compare our outputs with the oracle;
 // when the directory is absent they skip with a message that says where it
-// was looked for, so the project still builds and tests elsewhere.
+// was looked for, so the project still builds and tests elsewhere, unless
+// $PPL_REQUIRE_ORACLE is 1 (CI sets it): then they fail, so that a CI run
+// without the oracle cannot pass without checking a number.
 package oracle
 
 import (
@@ -22,11 +24,18 @@ import (
 // EnvDir overrides the location of the oracle directory.
 const EnvDir = "PPL_ORACLE_DIR"
 
+// EnvRequire set to 1 makes a missing oracle fail the tests that need it
+// instead of skipping them, as PPL_REQUIRE_GPU does for the GPU tests.
+const EnvRequire = "PPL_REQUIRE_ORACLE"
+
 // Dir returns the oracle directory: $PPL_ORACLE_DIR, else ../shared/oracle
 // relative to the workspace root (the directory holding go.work) found by
 // walking up from the working directory.
 func Dir() (string, error) {
 	if d := os.Getenv(EnvDir); d != "" {
+		if _, err := os.Stat(filepath.Join(d, "README.md")); err != nil {
+			return "", fmt.Errorf("oracle not found at %s=%s", EnvDir, d)
+		}
 		return d, nil
 	}
 	wd, err := os.Getwd()
@@ -47,14 +56,32 @@ func Dir() (string, error) {
 	}
 }
 
-// Require returns the oracle directory or skips the test with the reason.
+// Require returns the oracle directory or skips the test with the reason;
+// with $PPL_REQUIRE_ORACLE=1 it fails the test instead.
 func Require(t testing.TB) string {
 	t.Helper()
-	d, err := Dir()
-	if err != nil {
-		t.Skipf("skipping: shared oracle unavailable: %v", err)
+	d, ok := Optional(t)
+	if !ok {
+		t.Skipf("skipping: shared oracle unavailable: %v", dirErr())
 	}
 	return d
+}
+
+// Optional returns the oracle directory and true, or false when it is
+// absent, for tests that check more with the oracle than without; with
+// $PPL_REQUIRE_ORACLE=1 an absent oracle fails the test.
+func Optional(t testing.TB) (string, bool) {
+	t.Helper()
+	d, err := Dir()
+	if err != nil && os.Getenv(EnvRequire) == "1" {
+		t.Fatalf("shared oracle unavailable, and %s=1: %v", EnvRequire, err)
+	}
+	return d, err == nil
+}
+
+func dirErr() error {
+	_, err := Dir()
+	return err
 }
 
 // Models lists the model stems in models/ (file names without .gguf).

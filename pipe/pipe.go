@@ -34,6 +34,14 @@ const Version = 1
 // MaxTokensPerRecord bounds the ids of one tokens record.
 const MaxTokensPerRecord = 65536
 
+// MaxLineBytes bounds one record line, so that a stream without newlines
+// (/dev/zero, a decompression bomb) is an error rather than out of memory.
+// The largest legitimate records are far below it: a tokens record of
+// MaxTokensPerRecord ids is under 1 MiB, and a scores record with every
+// optional field takes about 100 bytes a target, so 256 MiB holds windows
+// of over two million targets.
+const MaxLineBytes = 256 << 20
+
 // Record types.
 const (
 	TypeHeader = "header"
@@ -90,6 +98,15 @@ type Model struct {
 	// WeightTypes maps a tensor role (attn_q, ffn_down, output, ...) to its
 	// ggml types, e.g. {"ffn_down":"Q6_K,Q4_K"}.
 	WeightTypes map[string]string `json:"weight_types,omitempty"`
+	// GeneralName is the file's general.name, and the rest its
+	// dimensions from the GGUF metadata (ppl-score fills them; absent
+	// when the file does not say).
+	GeneralName   string `json:"general_name,omitempty"`
+	Layers        int    `json:"layers,omitempty"`
+	Embedding     int    `json:"embedding_length,omitempty"`
+	Heads         int    `json:"heads,omitempty"`
+	KVHeads       int    `json:"kv_heads,omitempty"`
+	ContextLength int    `json:"context_length,omitempty"` // the training context
 }
 
 // Tokenizer identifies a tokenizer; ID is a hash over everything that
@@ -120,18 +137,50 @@ type Protocol struct {
 	Stride  int    `json:"stride,omitempty"`
 	// Shard is "k/n" when only shard k of n was emitted.
 	Shard string `json:"shard,omitempty"`
+	// Split, with Shard, says how the windows were dealt to the shards;
+	// absent, round-robin by count.
+	Split *Split `json:"split,omitempty"`
+	// Windows, when ppl-window knew it before its first window (a file
+	// input, or --split cost), is how many windows the protocol cuts from
+	// the whole input, every shard's together: progress shows done/total.
+	Windows int `json:"windows,omitempty"`
+	// MaxWindows, when positive, keeps only the first MaxWindows windows
+	// of each stream (ppl-window --max-windows, llama-perplexity's
+	// --chunks).
+	MaxWindows int `json:"max_windows,omitempty"`
+}
+
+// Split records how ppl-window --shard dealt the windows by cost: each
+// window costs its tokens plus tokens²/Attention (attention's quadratic
+// term), and the windows, largest first, each went to the least loaded
+// shard. Windows and Cost hold every shard's totals (shard k at k-1), the
+// same in every shard's header.
+type Split struct {
+	By        string  `json:"by"` // "cost"
+	Attention int     `json:"attention"`
+	Windows   []int   `json:"windows"`
+	Cost      []int64 `json:"cost"`
 }
 
 // Score records every setting of ppl-score that changes numbers.
 type Score struct {
-	Device      string         `json:"device"`
-	Threads     int            `json:"threads,omitempty"`
-	KVDtype     string         `json:"kv_dtype"`
-	Activations string         `json:"activations,omitempty"`
-	RoPE        map[string]any `json:"rope,omitempty"`
-	Reference   *Model         `json:"reference,omitempty"`
-	RefKVDtype  string         `json:"reference_kv_dtype,omitempty"`
-	Extra       map[string]any `json:"extra,omitempty"`
+	// Tokenizer is the id of the tokenizer ppl-score checked the model's
+	// against: the tokenize header's, which ppl-aggregate checks again.
+	Tokenizer   string `json:"tokenizer,omitempty"`
+	Device      string `json:"device"`
+	Threads     int    `json:"threads,omitempty"`
+	KVDtype     string `json:"kv_dtype"`
+	Activations string `json:"activations,omitempty"`
+	// SSMStateDtype is the recurrent state dtype of models with recurrent
+	// layers (Gated DeltaNet): f32, f16 or bf16.
+	SSMStateDtype string         `json:"ssm_state_dtype,omitempty"`
+	RoPE          map[string]any `json:"rope,omitempty"`
+	Reference     *Model         `json:"reference,omitempty"`
+	RefKVDtype    string         `json:"reference_kv_dtype,omitempty"`
+	Extra         map[string]any `json:"extra,omitempty"`
+	// Warnings are what ppl-score warned of about the run's settings (a
+	// context beyond the model's training context), for the report.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Stream describes one text of the corpus.

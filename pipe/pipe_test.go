@@ -156,6 +156,12 @@ func TestReaderErrors(t *testing.T) {
 		{"scores length", join(lines[0], lines[4], `{"type":"scores","stream":"a","index":0,"begin":0,"end":4,"score_from":1,"logprobs":[-1,-2]}`), `in:3: scores record: logprobs has 2 values for 3 targets`},
 		{"positive logprob", join(lines[0], lines[4], `{"type":"scores","stream":"a","index":0,"begin":0,"end":2,"score_from":1,"logprobs":[0.5]}`), `in:3: scores record: logprobs[0] = 0.5 is positive`},
 		{"string number", join(hdr, `{"type":"tokens","stream":"a","offset":"0","ids":[1]}`), `in:2: malformed JSON`},
+		{"null id", join(hdr, `{"type":"tokens","stream":"a","offset":0,"ids":[1,null,2]}`), `in:2: tokens record: ids[1] is null, want a token id`},
+		{"null logprob", join(lines[0], lines[4], `{"type":"scores","stream":"null","index":0,"begin":0,"end":3,"score_from":1,"logprobs":[-1,null]}`), `in:3: scores record: logprobs[1] is null, want a number`},
+		{"null argmax", join(lines[0], lines[4], `{"type":"scores","stream":"a","index":0,"begin":0,"end":2,"score_from":1,"logprobs":[-1],"argmax":[null]}`), `in:3: scores record: argmax[0] is null, want a token id`},
+		{"null kld", join(lines[0], lines[4], `{"type":"scores","stream":"a","index":0,"begin":0,"end":2,"score_from":1,"logprobs":[-1],"kld":[null]}`), `in:3: scores record: kld[0] is null, want a number`},
+		{"extra record", join(hdr, lines[1], `{"type":"end","stage":"tokenize","records":1}`), `in:3: end record of stage "tokenize" counts 1 records, but 2 were read: 1 extra records`},
+		{"zstd", "\x28\xb5\x2f\xfd\x00garbage\n", `in:1: zstd-compressed data: name the file *.zst`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,6 +174,97 @@ func TestReaderErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A line beyond the limit is an error, whether or not it ends.
+func TestReaderLineLimit(t *testing.T) {
+	good := writeSample(t, []float64{-1, -2})
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"long line", strings.Repeat("x", 5000) + "\n", "in:1: read: line of 5000 bytes exceeds the limit of 4096 a record"},
+		{"no newline", strings.Repeat("\x00", 3<<20), "in:1: read: line longer than the limit of 4096 bytes a record"},
+	} {
+		r := NewReader(strings.NewReader(tc.in), "in")
+		r.max = 4096
+		_, err := r.Next()
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want prefix %q", tc.name, err, tc.want)
+		}
+	}
+	r := NewReader(bytes.NewReader(good), "in")
+	r.max = 4096
+	for {
+		if _, err := r.Next(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("records under the limit: %v", err)
+		}
+	}
+}
+
+// A small .zst that decompresses to one endless line stops at the limit.
+func TestZstdBombBounded(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bomb.ndjson.zst")
+	a, err := Create(p)
+	must(t, err)
+	a.Write(make([]byte, 8<<20))
+	must(t, a.Commit())
+	rc, err := Open(p)
+	must(t, err)
+	defer rc.Close()
+	r := NewReader(rc, p)
+	r.max = 1 << 20
+	if _, err := r.Next(); err == nil || !strings.Contains(err.Error(), "line longer than the limit of 1048576 bytes a record") {
+		t.Fatal(err)
+	}
+}
+
+func TestCheckScores(t *testing.T) {
+	ok := Scores{Stream: "a", Begin: 0, ScoreFrom: 1, End: 3, Logprobs: []float64{-1, -2}, Argmax: []int32{4, 5}}
+	must(t, CheckScores(&ok))
+	for _, tc := range []struct {
+		name string
+		edit func(*Scores)
+		want string
+	}{
+		{"positive", func(s *Scores) { s.Logprobs = []float64{-1, 2} }, "logprobs[1] = 2 is positive"},
+		{"inf", func(s *Scores) { s.Logprobs = []float64{math.Inf(-1), -1} }, "logprobs[0] = -Inf is not finite"},
+		{"short argmax", func(s *Scores) { s.Argmax = []int32{1} }, "argmax has 1 values for 2 targets"},
+		{"negative kld", func(s *Scores) { s.KLD = []float64{-1, 0} }, "kld[0] = -1: want a finite value >= 0"},
+	} {
+		s := ok
+		tc.edit(&s)
+		if err := CheckScores(&s); err == nil || err.Error() != tc.want {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
+
+// Create's temporary name is short (a 255-byte output name works) and
+// recognized by IsTemp; CheckRegular and CheckNotInput refuse what they
+// should.
+func TestCreateAndInputChecks(t *testing.T) {
+	dir := t.TempDir()
+	long := filepath.Join(dir, strings.Repeat("r", 251)+".zst")
+	a, err := Create(long)
+	must(t, err)
+	if !IsTemp(filepath.Base(a.tmp.Name())) {
+		t.Errorf("temporary %s not recognized", a.tmp.Name())
+	}
+	a.Write([]byte("x\n"))
+	must(t, a.Commit())
+	if err := CheckRegular(dir); err == nil || !strings.Contains(err.Error(), "not a regular file (a directory)") {
+		t.Errorf("directory: %v", err)
+	}
+	must(t, CheckRegular(long))
+	must(t, CheckRegular(filepath.Join(dir, "absent"))) // opening it reports why
+	link := filepath.Join(dir, "link")
+	must(t, os.Symlink(long, link))
+	if err := CheckNotInput(link, "-", long); err == nil || !strings.Contains(err.Error(), "is the input") {
+		t.Errorf("link to an input: %v", err)
+	}
+	must(t, CheckNotInput(filepath.Join(dir, "new"), long))
 }
 
 func TestStreamsErrors(t *testing.T) {

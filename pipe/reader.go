@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strings"
 
@@ -48,6 +49,7 @@ type Reader struct {
 	r      *bufio.Reader
 	line   int
 	buf    []byte
+	max    int // longest line accepted, in bytes
 	count  map[string]int
 	ended  map[string]bool
 	sawAny bool
@@ -56,7 +58,7 @@ type Reader struct {
 // NewReader reads records from r; name (a file name, or "<stdin>") starts
 // every error message.
 func NewReader(r io.Reader, name string) *Reader {
-	return &Reader{name: name, r: bufio.NewReaderSize(r, 1<<20), count: map[string]int{}, ended: map[string]bool{}}
+	return &Reader{name: name, r: bufio.NewReaderSize(r, 1<<20), max: MaxLineBytes, count: map[string]int{}, ended: map[string]bool{}}
 }
 
 // Name returns the input's name.
@@ -84,6 +86,9 @@ func (r *Reader) Next() (*Record, error) {
 		}
 		rec, err := decode(line)
 		if err != nil {
+			if r.line == 1 && bytes.HasPrefix(line, zstdMagic) {
+				return nil, r.Errorf("zstd-compressed data: name the file *.zst, or decompress it")
+			}
 			return nil, r.Errorf("%v", err)
 		}
 		rec.Line = r.line
@@ -101,16 +106,35 @@ func (r *Reader) readLine() ([]byte, error) {
 		chunk, err := r.r.ReadSlice('\n')
 		r.buf = append(r.buf, chunk...)
 		if err == bufio.ErrBufferFull {
+			if len(r.buf) > r.max {
+				return nil, fmt.Errorf("line longer than the limit of %d bytes a record (%s)", r.max, noteZstd(r.buf))
+			}
 			continue
 		}
 		if err == io.EOF && len(r.buf) > 0 {
-			return r.buf, nil // last line without a newline
+			err = nil // last line without a newline
+		} else if err == nil {
+			r.buf = r.buf[:len(r.buf)-1]
 		}
 		if err != nil {
 			return nil, err
 		}
-		return r.buf[:len(r.buf)-1], nil
+		if len(r.buf) > r.max {
+			return nil, fmt.Errorf("line of %d bytes exceeds the limit of %d a record", len(r.buf), r.max)
+		}
+		return r.buf, nil
 	}
+}
+
+// zstdMagic starts every zstd frame.
+var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
+
+// noteZstd says what an overlong first line probably is.
+func noteZstd(b []byte) string {
+	if bytes.HasPrefix(b, zstdMagic) {
+		return "zstd-compressed data: name the file *.zst, or decompress it"
+	}
+	return "not a ppl record stream?"
 }
 
 func (r *Reader) account(rec *Record) error {
@@ -130,8 +154,11 @@ func (r *Reader) account(rec *Record) error {
 		if r.ended[st] {
 			return fmt.Errorf("second end record for stage %q", st)
 		}
-		if n != rec.End.Records {
+		if n < rec.End.Records {
 			return fmt.Errorf("end record of stage %q counts %d records, but %d were read: records lost", st, rec.End.Records, n)
+		}
+		if n > rec.End.Records {
+			return fmt.Errorf("end record of stage %q counts %d records, but %d were read: %d extra records (inputs concatenated or edited?)", st, rec.End.Records, n, n-rec.End.Records)
 		}
 		r.ended[st] = true
 		return nil
@@ -233,6 +260,9 @@ func decode(line []byte) (*Record, error) {
 	default:
 		return nil, fmt.Errorf("unknown record type %q", rec.Type)
 	}
+	if err == nil && bytes.Contains(line, []byte("null")) {
+		err = checkNulls(line)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s record: %w", rec.Type, err)
 	}
@@ -260,6 +290,51 @@ func explain(line []byte, err error) string {
 		s = s[:i]
 	}
 	return s
+}
+
+// nullable has the array fields with pointer elements, to find a null
+// among them: sonic, like encoding/json, reads a null element as 0.
+type nullable struct {
+	IDs         []*int32   `json:"ids"`
+	Logprobs    []*float64 `json:"logprobs"`
+	Argmax      []*int32   `json:"argmax"`
+	KLD         []*float64 `json:"kld"`
+	RefLogprobs []*float64 `json:"ref_logprobs"`
+	Top1Agree   []*bool    `json:"top1_agree"`
+}
+
+// checkNulls returns an error naming the first null array element. Only
+// lines that contain "null" at all pay for it.
+func checkNulls(line []byte) error {
+	var n nullable
+	if err := json.Unmarshal(line, &n); err != nil {
+		return nil // not about nulls: the main decode reports it
+	}
+	for _, f := range []struct {
+		name, want string
+		null       int
+	}{
+		{"ids", "a token id", firstNil(n.IDs)},
+		{"logprobs", "a number", firstNil(n.Logprobs)},
+		{"argmax", "a token id", firstNil(n.Argmax)},
+		{"kld", "a number", firstNil(n.KLD)},
+		{"ref_logprobs", "a number", firstNil(n.RefLogprobs)},
+		{"top1_agree", "true or false", firstNil(n.Top1Agree)},
+	} {
+		if f.null >= 0 {
+			return fmt.Errorf("%s[%d] is null, want %s", f.name, f.null, f.want)
+		}
+	}
+	return nil
+}
+
+func firstNil[T any](xs []*T) int {
+	for i, x := range xs {
+		if x == nil {
+			return i
+		}
+	}
+	return -1
 }
 
 func need(name string, ok bool) error {
@@ -371,19 +446,15 @@ func decodeScores(w *wire, rec *Record) error {
 			return fmt.Errorf("%s has %d values for %d targets", f.name, f.n, n)
 		}
 	}
-	for i, lp := range s.Logprobs {
-		if lp > 0 {
-			return fmt.Errorf("logprobs[%d] = %v is positive", i, lp)
-		}
+	if err := checkLogprobs("logprobs", s.Logprobs); err != nil {
+		return err
 	}
-	for i, lp := range s.RefLogprobs {
-		if lp > 0 {
-			return fmt.Errorf("ref_logprobs[%d] = %v is positive", i, lp)
-		}
+	if err := checkLogprobs("ref_logprobs", s.RefLogprobs); err != nil {
+		return err
 	}
 	for i, k := range s.KLD {
-		if k < -1e-9 {
-			return fmt.Errorf("kld[%d] = %v is negative", i, k)
+		if k < -1e-9 || math.IsNaN(k) || math.IsInf(k, 0) {
+			return fmt.Errorf("kld[%d] = %v: want a finite value >= 0", i, k)
 		}
 	}
 	for i, a := range s.Argmax {
@@ -393,6 +464,29 @@ func decodeScores(w *wire, rec *Record) error {
 	}
 	rec.Scores = &s
 	return nil
+}
+
+// checkLogprobs requires finite values <= 0 (of a probability's log).
+func checkLogprobs(name string, lps []float64) error {
+	for i, lp := range lps {
+		if lp > 0 {
+			return fmt.Errorf("%s[%d] = %v is positive", name, i, lp)
+		}
+		if math.IsNaN(lp) || math.IsInf(lp, 0) {
+			return fmt.Errorf("%s[%d] = %v is not finite", name, i, lp)
+		}
+	}
+	return nil
+}
+
+// CheckScores validates a scores record's arrays as the reader does: one
+// value per target, log-probs finite and <= 0, kld >= 0, argmax >= 0. For
+// scores that did not come through a Reader, such as a cache replay.
+func CheckScores(s *Scores) error {
+	w := wire{Stream: &s.Stream, Index: &s.Index, Begin: &s.Begin, End: &s.End, ScoreFrom: &s.ScoreFrom, BOS: s.BOS,
+		Logprobs: s.Logprobs, Argmax: s.Argmax, KLD: s.KLD, RefLogprobs: s.RefLogprobs, Top1Agree: s.Top1Agree}
+	var rec Record
+	return decodeScores(&w, &rec)
 }
 
 func decodeEnd(w *wire, rec *Record) error {

@@ -146,9 +146,6 @@ func (w *Writer) End() error {
 // Flush writes buffered records to the underlying writer.
 func (w *Writer) Flush() error { return w.w.Flush() }
 
-// Count returns the number of the stage's own records written so far.
-func (w *Writer) Count() int { return w.n }
-
 func (w *Writer) line(b []byte) error {
 	w.buf = b[:0]
 	w.n++

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 )
@@ -47,6 +48,9 @@ type Log struct {
 	tool     string
 	level    int
 	terminal bool
+	// width returns the terminal's width in columns (0: unknown); a
+	// transient line is cut to width-1 so that it never wraps.
+	width    func() int
 	interval time.Duration
 	last     time.Time
 	pending  bool // a transient line is on screen
@@ -57,8 +61,16 @@ type Log struct {
 func New(w io.Writer, tool string, level int) *Log {
 	l := &Log{w: w, tool: tool, level: level, interval: 10 * time.Second}
 	if f, ok := w.(*os.File); ok {
-		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+		fd := int(f.Fd())
+		_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 		l.terminal = err == nil
+		l.width = func() int {
+			ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
+			if err != nil {
+				return 0
+			}
+			return int(ws.Col)
+		}
 	}
 	if l.terminal {
 		l.interval = 200 * time.Millisecond
@@ -101,7 +113,11 @@ func (l *Log) Progress(force bool, format string, args ...any) {
 	l.last = now
 	msg := fmt.Sprintf(format, args...)
 	if l.terminal {
-		fmt.Fprintf(l.w, "\r\033[K%s: %s", l.tool, msg)
+		line := l.tool + ": " + msg
+		if l.width != nil {
+			line = Fit(line, l.width())
+		}
+		fmt.Fprintf(l.w, "\r\033[K%s", line)
 		l.pending = true
 		return
 	}
@@ -123,6 +139,26 @@ func (l *Log) clear() {
 		fmt.Fprint(l.w, "\r\033[K")
 		l.pending = false
 	}
+}
+
+// Fit cuts line to fewer than width columns (one per rune), ending it with
+// "…" when it was cut, so that a transient line never wraps: a wrapped
+// line would leave a stale copy behind every update. A width of 0
+// (unknown) leaves the line as it is.
+func Fit(line string, width int) string {
+	if width <= 1 || utf8.RuneCountInString(line) < width {
+		return line
+	}
+	r := []rune(line)
+	return string(r[:width-2]) + "…"
+}
+
+// Rate formats a throughput: n units done in d.
+func Rate(n int, d time.Duration, unit string) string {
+	if d <= 0 || n == 0 {
+		return "- " + unit + "/s"
+	}
+	return fmt.Sprintf("%.0f %s/s", float64(n)/d.Seconds(), unit)
 }
 
 // ETA formats the time left for done of total units at the rate since start.

@@ -20,3 +20,24 @@ func TestRedirectedLog(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A transient line on an 80-column terminal is cut to 79 columns: a wrapped
+// line would leave a stale copy behind every update.
+func TestTerminalLineFits(t *testing.T) {
+	var b bytes.Buffer
+	l := New(&b, "ppl-x", Info)
+	l.terminal, l.width = true, func() int { return 20 }
+	l.Progress(true, "12/59 windows, 652 targets/s, 24s elapsed, 1m10s left")
+	if got, want := b.String(), "\r\033[Kppl-x: 12/59 windo…"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	for _, c := range []struct {
+		in    string
+		width int
+		want  string
+	}{{"abc", 0, "abc"}, {"abc", 4, "abc"}, {"abcd", 4, "ab…"}, {"ééééé", 5, "ééé…"}} {
+		if got := Fit(c.in, c.width); got != c.want {
+			t.Errorf("Fit(%q, %d) = %q, want %q", c.in, c.width, got, c.want)
+		}
+	}
+}

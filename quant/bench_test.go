@@ -9,7 +9,7 @@ import (
 // Benchmarks over one 4096-weight row (a typical hidden size). MB/s counts
 // the quantized bytes read; weights/ns is the same work per weight.
 
-var benchTypes = []gguf.Type{gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_K}
+var benchTypes = []gguf.Type{gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeIQ2_XXS, gguf.TypeIQ3_S, gguf.TypeMXFP4}
 
 const benchN = 4096
 

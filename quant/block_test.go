@@ -252,6 +252,9 @@ func handBlocks() []struct {
 		run{0, 0, 28.25}, run{1, 15, 0.25}, run{16, 16, 3.25}, run{17, 31, 0.25}, run{32, 223, 0},
 		run{224, 238, -8}, run{239, 239, -904}, run{240, 254, -8}, run{255, 255, 1016})
 
+	for _, c := range lowbitHandBlocks() {
+		add(c.name, c.typ, c.b, c.want...)
+	}
 	return cases
 }
 

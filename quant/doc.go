@@ -116,4 +116,11 @@
 // ls = (scales_l[k/2] >> (4*(k%2)) & 15) | (scales_h >> (2*k) & 3)<<4 and
 // uses qs[16k .. 16k+15] as IQ4_NL does: y[32k+j] = (d*(ls-32))*T[qs[16k+j]&15],
 // y[32k+j+16] = (d*(ls-32))*T[qs[16k+j]>>4].
+//
+// The low-bit types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S,
+// TQ1_0, TQ2_0, MXFP4, NVFP4) are described with their decoders in
+// lowbit.go: each weight is a scale per 16 or 32 weights times a small
+// integer (a signed value of a lattice grid, a ternary digit, a doubled
+// E2M1 value), so all three entry points decode them through that integer
+// form.
 package quant

@@ -25,12 +25,13 @@ import (
 // Int8Format describes a type's integer decoding.
 type Int8Format struct {
 	Group  int  // weights per scale: 32, or 16 for Q2_K, Q3_K and Q6_K
-	Offset int  // added to each quant to make it unsigned: 0, 4, 8, 16, 32 or 128
+	Offset int  // added to each quant to make it unsigned: 0, 1, 4, 8, 16, 32 or 128
 	HasMin bool // whether M can be nonzero
 	// ActBlock is how llama.cpp quantizes the activations this type is
 	// multiplied with (its vec_dot_type): 32 for Q8_0 blocks (an f16 scale
-	// per 32 values), 256 for Q8_K blocks (a float32 scale per 256), the
-	// K-quants' and IQ4_XS's.
+	// per 32 values; also MXFP4's and NVFP4's), 256 for Q8_K blocks (a
+	// float32 scale per 256), the K-quants', the other i-quants' and the
+	// ternary types'.
 	ActBlock int
 }
 
@@ -48,6 +49,19 @@ var int8Formats = [len(formats)]Int8Format{
 	gguf.TypeQ8_K:   {32, 128, false, 256},
 	gguf.TypeIQ4_NL: {32, 128, false, 32},
 	gguf.TypeIQ4_XS: {32, 128, false, 256},
+	// llama.cpp multiplies the i-quants and the ternary types with Q8_K
+	// activations, MXFP4 and NVFP4 with Q8_0.
+	gguf.TypeIQ2_XXS: lbIQ2_XXS.int8(256),
+	gguf.TypeIQ2_XS:  lbIQ2_XS.int8(256),
+	gguf.TypeIQ2_S:   lbIQ2_S.int8(256),
+	gguf.TypeIQ3_XXS: lbIQ3_XXS.int8(256),
+	gguf.TypeIQ3_S:   lbIQ3_S.int8(256),
+	gguf.TypeIQ1_S:   lbIQ1_S.int8(256),
+	gguf.TypeIQ1_M:   lbIQ1_M.int8(256),
+	gguf.TypeTQ1_0:   lbTQ1_0.int8(256),
+	gguf.TypeTQ2_0:   lbTQ2_0.int8(256),
+	gguf.TypeMXFP4:   lbMXFP4.int8(32),
+	gguf.TypeNVFP4:   lbNVFP4.int8(32),
 }
 
 // Int8FormatOf returns t's integer decoding; ok is false for the float
@@ -84,19 +98,30 @@ func DecodeInt8(t gguf.Type, w []byte, q []byte, s, m []float32) {
 
 // int8Decoders are the reference decoders; each takes whole blocks.
 var int8Decoders = [len(formats)]func(w, q []byte, s, m []float32){
-	gguf.TypeQ4_0:   i8Q4_0,
-	gguf.TypeQ4_1:   i8Q4_1,
-	gguf.TypeQ5_0:   i8Q5_0,
-	gguf.TypeQ5_1:   i8Q5_1,
-	gguf.TypeQ8_0:   i8Q8_0,
-	gguf.TypeQ2_K:   i8Q2_K,
-	gguf.TypeQ3_K:   i8Q3_K,
-	gguf.TypeQ4_K:   i8Q4_K,
-	gguf.TypeQ5_K:   i8Q5_K,
-	gguf.TypeQ6_K:   i8Q6_K,
-	gguf.TypeQ8_K:   i8Q8_K,
-	gguf.TypeIQ4_NL: i8IQ4_NL,
-	gguf.TypeIQ4_XS: i8IQ4_XS,
+	gguf.TypeQ4_0:    i8Q4_0,
+	gguf.TypeQ4_1:    i8Q4_1,
+	gguf.TypeQ5_0:    i8Q5_0,
+	gguf.TypeQ5_1:    i8Q5_1,
+	gguf.TypeQ8_0:    i8Q8_0,
+	gguf.TypeQ2_K:    i8Q2_K,
+	gguf.TypeQ3_K:    i8Q3_K,
+	gguf.TypeQ4_K:    i8Q4_K,
+	gguf.TypeQ5_K:    i8Q5_K,
+	gguf.TypeQ6_K:    i8Q6_K,
+	gguf.TypeQ8_K:    i8Q8_K,
+	gguf.TypeIQ4_NL:  i8IQ4_NL,
+	gguf.TypeIQ4_XS:  i8IQ4_XS,
+	gguf.TypeIQ2_XXS: lbIQ2_XXS.decode,
+	gguf.TypeIQ2_XS:  lbIQ2_XS.decode,
+	gguf.TypeIQ2_S:   lbIQ2_S.decode,
+	gguf.TypeIQ3_XXS: lbIQ3_XXS.decode,
+	gguf.TypeIQ3_S:   lbIQ3_S.decode,
+	gguf.TypeIQ1_S:   lbIQ1_S.decode,
+	gguf.TypeIQ1_M:   lbIQ1_M.decode,
+	gguf.TypeTQ1_0:   lbTQ1_0.decode,
+	gguf.TypeTQ2_0:   lbTQ2_0.decode,
+	gguf.TypeMXFP4:   lbMXFP4.decode,
+	gguf.TypeNVFP4:   lbNVFP4.decode,
 }
 
 // fastInt8 holds the vector decoders this CPU has.

@@ -13,13 +13,28 @@ var supportedTypes = []gguf.Type{
 	gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0,
 	gguf.TypeQ5_1, gguf.TypeQ8_0, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K,
 	gguf.TypeQ6_K, gguf.TypeQ8_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS,
+	gguf.TypeIQ2_XXS, gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S,
+	gguf.TypeIQ1_S, gguf.TypeIQ1_M, gguf.TypeTQ1_0, gguf.TypeTQ2_0, gguf.TypeMXFP4, gguf.TypeNVFP4,
 }
 
-// quantizableTypes is every type Quantize handles.
+// quantizableTypes is every type Quantize handles with llama.cpp's
+// reference quantizer, but the low-bit types (lowbitTypes).
 var quantizableTypes = []gguf.Type{
 	gguf.TypeF32, gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0,
 	gguf.TypeQ5_1, gguf.TypeQ8_0, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K,
 	gguf.TypeQ6_K,
+}
+
+// lowbitTypes are the low-bit types, which Quantize also handles (our own
+// quantizers for the i-quants).
+var lowbitTypes = []gguf.Type{
+	gguf.TypeIQ2_XXS, gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S,
+	gguf.TypeIQ1_S, gguf.TypeIQ1_M, gguf.TypeTQ1_0, gguf.TypeTQ2_0, gguf.TypeMXFP4, gguf.TypeNVFP4,
+}
+
+// allQuantizable is every type Quantize handles.
+func allQuantizable() []gguf.Type {
+	return append(append([]gguf.Type{}, quantizableTypes...), lowbitTypes...)
 }
 
 // TestSupportedSet pins which types are supported, and that our block
@@ -47,7 +62,7 @@ func TestSupportedSet(t *testing.T) {
 		t.Error("Supported(huge type) = true")
 	}
 	canQ := map[gguf.Type]bool{}
-	for _, typ := range quantizableTypes {
+	for _, typ := range allQuantizable() {
 		canQ[typ] = true
 	}
 	for i := range 64 {

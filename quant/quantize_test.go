@@ -266,7 +266,7 @@ func TestQuantizeExtremes(t *testing.T) {
 		"below f16 range":  func(i int) float32 { return 1e-9 * float32(i%5-2) },
 		"zero":             func(int) float32 { return 0 },
 	}
-	for _, typ := range quantizableTypes {
+	for _, typ := range allQuantizable() {
 		for name, gen := range blocks {
 			x := make([]float32, 256)
 			for i := range x {

@@ -9,14 +9,18 @@
 package tests
 
 import (
+	"flag"
+	"fmt"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/rogpeppe/go-internal/testscript"
 	"github.com/tidwall/gjson"
@@ -25,6 +29,7 @@ import (
 	cachecli "ppl.dev/cache/cli"
 	compare "ppl.dev/compare/cli"
 	"ppl.dev/oracle"
+	pplrun "ppl.dev/run/cli"
 	score "ppl.dev/score/cli"
 	tokenize "ppl.dev/tokenize/cli"
 	"ppl.dev/tokenize/testmodel"
@@ -39,11 +44,17 @@ func TestMain(m *testing.M) {
 		"ppl-aggregate": func() { os.Exit(aggregate.Main()) },
 		"ppl-compare":   func() { os.Exit(compare.Main()) },
 		"ppl-cache":     func() { os.Exit(cachecli.Main()) },
+		"ppl":           func() { os.Exit(pplrun.Main()) },
 	})
 }
 
+// update rewrites a file of a script's archive that a cmp finds differing
+// from stdout or stderr (testscript's UpdateScripts): go test ./tests
+// -run TestScripts/NAME -update, then review the diff.
+var update = flag.Bool("update", false, "rewrite the files of a script that cmp finds differ")
+
 func TestScripts(t *testing.T) {
-	oracleDir, oracleErr := oracle.Dir()
+	oracleDir, haveOracle := oracle.Optional(t)
 	testscript.Run(t, testscript.Params{
 		Dir: "testdata/script",
 		Setup: func(env *testscript.Env) error {
@@ -53,19 +64,27 @@ func TestScripts(t *testing.T) {
 			return testmodel.WriteTinySPM(env.WorkDir + "/tiny.gguf")
 		},
 		// [oracle] is true when ../shared/oracle is present; scripts that
-		// need it begin with: [!oracle] skip 'shared oracle absent'
+		// need it begin with: [!oracle] skip 'shared oracle absent'.
+		// [exists:PATH] is true when PATH exists (/dev/zero).
 		Condition: func(cond string) (bool, error) {
 			if cond == "oracle" {
-				return oracleErr == nil, nil
+				return haveOracle, nil
 			}
-			return false, nil
+			if p, ok := strings.CutPrefix(cond, "exists:"); ok { // [exists:/dev/zero]
+				_, err := os.Stat(p)
+				return err == nil, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"report-ppl":    reportPPL,
 			"corrupt-cache": corruptCache,
+			"swap-cache":    swapCache,
 			"wait-cache":    waitCache,
+			"transient":     transient,
 		},
 		RequireExplicitExec: true,
+		UpdateScripts:       *update,
 	})
 }
 
@@ -122,6 +141,32 @@ func corruptCache(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
+// swapCache exchanges the files of the first two cache entries under DIR,
+// as if each had been copied over the other:
+//
+//	swap-cache DIR
+func swapCache(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: swap-cache DIR")
+	}
+	var ps []string
+	filepath.WalkDir(ts.MkAbs(args[0]), func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".ndjson.zst") {
+			ps = append(ps, p)
+		}
+		return nil
+	})
+	if len(ps) < 2 {
+		ts.Fatalf("swap-cache %s: %d entries, want 2", args[0], len(ps))
+	}
+	a, err1 := os.ReadFile(ps[0])
+	b, err2 := os.ReadFile(ps[1])
+	ts.Check(err1)
+	ts.Check(err2)
+	ts.Check(os.WriteFile(ps[0], b, 0o644))
+	ts.Check(os.WriteFile(ps[1], a, 0o644))
+}
+
 // waitCache waits until DIR holds at least N cache entries:
 //
 //	wait-cache DIR N TIMEOUT
@@ -148,5 +193,38 @@ func waitCache(ts *testscript.TestScript, neg bool, args []string) {
 		if time.Now().After(deadline) {
 			ts.Fatalf("wait-cache %s: %d entries after %s, want %d", args[0], got, timeout, n)
 		}
+	}
+}
+
+// transient checks the transient progress lines a tool wrote to a terminal
+// (recorded by script(1) in FILE): each is what follows "\r\033[K" up to
+// the next carriage return or newline.
+//
+//	transient FILE WIDTH REGEXP
+//
+// passes when there is at least one, every one is narrower than WIDTH
+// columns (it never wraps) and the first matches REGEXP.
+func transient(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: transient FILE WIDTH REGEXP")
+	}
+	width, err := strconv.Atoi(args[1])
+	ts.Check(err)
+	re, err := regexp.Compile(args[2])
+	ts.Check(err)
+	parts := strings.Split(ts.ReadFile(args[0]), "\r\033[K")
+	if len(parts) < 2 {
+		ts.Fatalf("%s: no transient line", args[0])
+	}
+	for i, p := range parts[1:] {
+		line, _, _ := strings.Cut(p, "\r")
+		line, _, _ = strings.Cut(line, "\n")
+		if n := utf8.RuneCountInString(line); n >= width {
+			ts.Fatalf("%s: transient line %d is %d columns, wraps at %d: %q", args[0], i+1, n, width, line)
+		}
+		if i == 0 && !re.MatchString(line) {
+			ts.Fatalf("%s: transient line %q does not match %q", args[0], line, args[2])
+		}
+		ts.Logf("%q", line)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -22,6 +23,7 @@ import (
 	"ppl.dev/aggregate/report"
 	"ppl.dev/command"
 	"ppl.dev/pipe"
+	"ppl.dev/progress"
 )
 
 const name = "ppl-aggregate"
@@ -42,11 +44,17 @@ KLD, p99 KLD and top-1 agreement when the scores carry kld.
 
 Exit status: 0 on success, 1 on failure, 2 on a usage error.`
 
+// MaxBootstrap bounds --bootstrap: each group keeps one float64 a
+// resample, and each resample draws every window once; 100,000 resamples
+// pin a 95% interval's ends far below any reported digit.
+const MaxBootstrap = 100000
+
 type flags struct {
 	Files     []string         `arg:"" optional:"" name:"FILE" help:"Scores files (.ndjson or .ndjson.zst); none or \"-\" reads standard input."`
 	Output    string           `short:"o" placeholder:"DIR" help:"Directory for report.json; must be empty or absent. Default: profiles/perplexity/<UTC timestamp>-<model stem>/."`
-	Bootstrap int              `default:"1000" placeholder:"N" help:"Bootstrap resamples of windows for the confidence intervals (default ${default}); 0 turns the bootstrap off."`
+	Bootstrap int              `default:"1000" placeholder:"N" help:"Bootstrap resamples of windows for the confidence intervals, at most 100000 (default ${default}); 0 turns the bootstrap off."`
 	Seed      uint64           `default:"1" placeholder:"S" help:"Seed of the bootstrap's generator (default ${default}; the report records it)."`
+	LogLevel  string           `default:"info" enum:"debug,info,warn,error" help:"Least severe message to show on stderr: debug, info, warn, error."`
 	Version   kong.VersionFlag `help:"Print the version and exit."`
 }
 
@@ -61,12 +69,13 @@ func Run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	start := time.Now()
 	var f flags
 	if err := command.Parse(name, aggregate.Version, description, &f, args, stdout, stderr); err != nil {
 		return err
 	}
-	if f.Bootstrap < 0 || f.Bootstrap == 1 {
-		return command.Usagef("--bootstrap %d: want 0 (off) or at least 2 resamples", f.Bootstrap)
+	if f.Bootstrap < 0 || f.Bootstrap == 1 || f.Bootstrap > MaxBootstrap {
+		return command.Usagef("--bootstrap %d: want 0 (off) or 2 to %d resamples", f.Bootstrap, MaxBootstrap)
 	}
 	created, err := now()
 	if err != nil {
@@ -101,12 +110,21 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return err
 		}
 	}
-	rep, err := aggregate.Aggregate(srcs, aggregate.Options{Resamples: f.Bootstrap, Seed: f.Seed, Created: created})
+	rep, err := aggregate.Aggregate(srcs, aggregate.Options{Resamples: f.Bootstrap, Seed: f.Seed, Created: created, Build: build()})
 	if err != nil {
 		return err
 	}
+	if os.Getenv("SOURCE_DATE_EPOCH") == "" { // a reproducible report has no clock in it
+		wall := time.Since(start).Seconds()
+		rep.Run.WallSeconds = report.F(wall)
+		if wall > 0 {
+			rep.Run.TokensPerSecond = report.F(float64(rep.Workload.ScoredTokens) / wall)
+		}
+	}
 	if dir == "" {
-		dir = DefaultDir(created, rep.Workload.Model)
+		if dir, err = claimDir(DefaultDir(created, rep.Workload.Model)); err != nil {
+			return err
+		}
 	}
 	path, err := report.WriteDir(dir, rep)
 	if err != nil {
@@ -115,19 +133,69 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err := writeTable(stdout, rep); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "%s: wrote %s\n", name, path)
+	level, _ := progress.ParseLevel(f.LogLevel) // kong checked the enum
+	log := progress.New(stderr, name, level)
+	for _, m := range rep.Warnings {
+		log.Warnf("warning: %s", m)
+	}
+	log.Infof("wrote %s", path)
 	return ctx.Err()
+}
+
+// claimDir creates the default output directory, or, when a run that
+// ended in the same second took it, the first free of dir-2, dir-3, ...:
+// os.Mkdir is atomic, so two runs never share one.
+func claimDir(dir string) (string, error) {
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return "", fmt.Errorf("output directory: %w", err)
+	}
+	for i := 1; ; i++ {
+		d := dir
+		if i > 1 {
+			d = fmt.Sprintf("%s-%d", dir, i)
+		}
+		err := os.Mkdir(d, 0o755)
+		if err == nil {
+			return d, nil
+		}
+		if !errors.Is(err, os.ErrExist) || i == 1000 {
+			return "", fmt.Errorf("output directory: %w", err)
+		}
+	}
 }
 
 func checkDir(dir string) error {
 	ents, err := os.ReadDir(dir)
-	if err == nil && len(ents) > 0 {
-		return fmt.Errorf("output directory %s is not empty", dir)
-	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("output directory: %w", err)
 	}
+	for _, e := range ents {
+		if !pipe.IsTemp(e.Name()) { // a killed write's leftover does not count
+			return fmt.Errorf("output directory %s is not empty", dir)
+		}
+	}
 	return nil
+}
+
+// build is this binary's build: Go version and VCS stamp (go build
+// stamps a git checkout's revision; go test and go run do not).
+func build() *report.Build {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return nil
+	}
+	b := &report.Build{Go: bi.GoVersion}
+	for _, kv := range bi.Settings {
+		switch kv.Key {
+		case "vcs.revision":
+			b.Revision = kv.Value
+		case "vcs.time":
+			b.Time = kv.Value
+		case "vcs.modified":
+			b.Modified = kv.Value == "true"
+		}
+	}
+	return b
 }
 
 // now returns the report's creation time: $SOURCE_DATE_EPOCH when set

@@ -36,7 +36,7 @@ func TestExitStatus(t *testing.T) {
 		{[]string{"--help"}, 0, ""},
 		{[]string{"--version"}, 0, ""},
 		{[]string{"--bogus"}, 2, "ppl-aggregate: unknown flag --bogus\n"},
-		{[]string{"--bootstrap=-3", "x"}, 2, "ppl-aggregate: --bootstrap -3: want 0 (off) or at least 2 resamples\n"},
+		{[]string{"--bootstrap=-3", "x"}, 2, "ppl-aggregate: --bootstrap -3: want 0 (off) or 2 to 100000 resamples\n"},
 		{[]string{"-o", t.TempDir() + "/out", "-"}, 1, "ppl-aggregate: <stdin>: no records: empty input\n"},
 	} {
 		var out, errb bytes.Buffer

@@ -24,7 +24,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
+	"strings"
 
 	"ppl.dev/pipe"
 )
@@ -76,12 +78,35 @@ type Report struct {
 	Overall    Group      `json:"overall"`
 	Domains    []Group    `json:"domains"`
 	Streams    []Stream   `json:"streams"`
+	// Warnings: streams that got no window under the protocol (shorter
+	// than the context), and ppl-score's warnings about its settings.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Run says when and from which inputs the report was made.
 type Run struct {
 	Created string  `json:"created"` // UTC, RFC 3339
 	Inputs  []Input `json:"inputs"`
+	// Build is the build of the ppl-aggregate that wrote the report.
+	Build *Build `json:"build,omitempty"`
+	// WallSeconds is ppl-aggregate's wall time, from its start to the
+	// report: in a pipeline (or under ppl run) it starts with the other
+	// stages and ends last, so this is the run's wall time; from files,
+	// only the aggregation's. TokensPerSecond is the scored tokens over
+	// it. Both absent when $SOURCE_DATE_EPOCH asks for a reproducible
+	// report.
+	WallSeconds     F `json:"wall_seconds,omitempty"`
+	TokensPerSecond F `json:"tokens_per_second,omitempty"`
+}
+
+// Build identifies a tool's build, from runtime/debug.ReadBuildInfo: the
+// Go version and, when it was built from a git checkout, the commit,
+// its time and whether the tree had uncommitted changes.
+type Build struct {
+	Go       string `json:"go"`
+	Revision string `json:"revision,omitempty"`
+	Time     string `json:"time,omitempty"`
+	Modified bool   `json:"modified,omitempty"`
 }
 
 // Input is one record file the report was made from.
@@ -321,19 +346,32 @@ func Decode(data []byte) (*Report, error) {
 	return &r, nil
 }
 
+// MaxBytes bounds a report file that Read reads. A report holds about 200
+// bytes a window, so 1 GiB is a corpus of millions of windows.
+const MaxBytes = 1 << 30
+
 // Read reads and decodes a report file (or report.json inside a directory).
 func Read(path string) (*Report, error) {
 	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
 		path = filepath.Join(path, FileName)
+	}
+	if err := pipe.CheckRegular(path); err != nil {
+		return nil, err
+	}
+	if st, err := os.Stat(path); err == nil && st.Size() > MaxBytes {
+		return nil, fmt.Errorf("%s: %d bytes, over the limit of %d a report", path, st.Size(), MaxBytes)
 	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	data, err := io.ReadAll(f)
+	data, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
 	if err != nil {
 		return nil, err
+	}
+	if len(data) > MaxBytes {
+		return nil, fmt.Errorf("%s: larger than the limit of %d bytes a report", path, MaxBytes)
 	}
 	r, err := Decode(data)
 	if err != nil {
@@ -371,13 +409,20 @@ func WriteDir(dir string, r *Report) (string, error) {
 	return path, nil
 }
 
-// PrepareDir checks that dir is empty or absent and creates it.
+// PrepareDir checks that dir is empty or absent and creates it. Temporary
+// files a killed write left behind (pipe.IsTemp) do not count, and are
+// removed.
 func PrepareDir(dir string) error {
 	ents, err := os.ReadDir(dir)
 	switch {
 	case err == nil:
-		if len(ents) > 0 {
-			return fmt.Errorf("output directory %s is not empty", dir)
+		for _, e := range ents {
+			if !pipe.IsTemp(e.Name()) || !e.Type().IsRegular() {
+				return fmt.Errorf("output directory %s is not empty", dir)
+			}
+		}
+		for _, e := range ents {
+			os.Remove(filepath.Join(dir, e.Name()))
 		}
 		return nil
 	case errors.Is(err, os.ErrNotExist):
@@ -385,4 +430,54 @@ func PrepareDir(dir string) error {
 	default:
 		return fmt.Errorf("output directory: %w", err)
 	}
+}
+
+// NonFinite returns the path of the first NaN or infinite number in v (a
+// Group, Window, Report, ...), such as "perplexity.ppl = +Inf", or "" when
+// every number is finite. A report must hold none: ppl-aggregate refuses to
+// write one, and ppl-compare to read one.
+func NonFinite(v any) string { return nonFinite(reflect.ValueOf(v), "") }
+
+// nonFinite returns the path of the first non-finite float (F included)
+// under v, or "".
+func nonFinite(v reflect.Value, path string) string {
+	switch v.Kind() {
+	case reflect.Float64:
+		if f := v.Float(); math.IsNaN(f) || math.IsInf(f, 0) {
+			return strings.TrimPrefix(path, ".") + " = " + strconv.FormatFloat(f, 'g', -1, 64)
+		}
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return nonFinite(v.Elem(), path)
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Type().Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+			if name == "" {
+				name = f.Name
+			}
+			if name == "-" {
+				continue
+			}
+			if f.Anonymous {
+				name = ""
+			} else {
+				name = "." + name
+			}
+			if p := nonFinite(v.Field(i), path+name); p != "" {
+				return p
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			if p := nonFinite(v.Index(i), fmt.Sprintf("%s[%d]", path, i)); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
 }

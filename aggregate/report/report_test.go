@@ -2,8 +2,12 @@ package report
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"ppl.dev/pipe"
 )
 
 func TestFloatEncoding(t *testing.T) {
@@ -59,4 +63,39 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decoded report does not encode: %v", err)
 		}
 	})
+}
+
+// Read refuses a report over MaxBytes without reading it, and anything but
+// a regular file; a killed write's temporary file does not make a
+// directory "not empty".
+func TestReadBoundsAndPrepareDir(t *testing.T) {
+	dir := t.TempDir()
+	big := filepath.Join(dir, "big.json")
+	f, err := os.Create(big)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(MaxBytes + 1) // sparse: costs no disk
+	f.Close()
+	if _, err := Read(big); err == nil || !strings.Contains(err.Error(), "over the limit of 1073741824 a report") {
+		t.Errorf("big report: %v", err)
+	}
+	sub := filepath.Join(dir, "out")
+	os.MkdirAll(filepath.Join(sub, FileName), 0o755)
+	if _, err := Read(sub); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("directory at report.json: %v", err)
+	}
+	left := filepath.Join(dir, "left")
+	os.MkdirAll(left, 0o755)
+	os.WriteFile(filepath.Join(left, pipe.TempPrefix+"123"), []byte("{"), 0o600)
+	if err := PrepareDir(left); err != nil {
+		t.Errorf("leftover temporary file: %v", err)
+	}
+	if ents, _ := os.ReadDir(left); len(ents) != 0 {
+		t.Errorf("leftover not cleared: %v", ents)
+	}
+	os.WriteFile(filepath.Join(left, "other"), nil, 0o644)
+	if err := PrepareDir(left); err == nil || !strings.Contains(err.Error(), "is not empty") {
+		t.Errorf("other file: %v", err)
+	}
 }

@@ -1,6 +1,7 @@
 // Command cpubench measures ppl-score on the CPU: tokens per second, user
 // CPU time and peak memory for synthetic Llama-architecture models of about
-// 100M parameters (ppl-mkmodel's 100M preset, in F16, Q8_0 and Q4_K_M), in
+// 100M parameters (ppl-mkmodel's 100M preset, in F16, Q8_0 and Q4_K_M; with
+// --arch qwen3moe, Qwen3-30B-A3B's mixture-of-experts layout at 1B), in
 // both activation modes, from one thread to all of them; and, when given
 // llama.cpp's llama-perplexity, the same workload through it, back to back.
 //
@@ -31,7 +32,7 @@
 // ratio of their tokens/s per model and mode, and whether both gave the same
 // perplexity to the bit.
 //
-// Flags: --bin DIR (the ppl tools, built by make build; default bin),
+// Flags: --arch (llama or qwen3moe), --bin DIR (the ppl tools, built by make build; default bin),
 // --dir DIR (models and scratch; default profiles/bench-cpu), --types
 // (default F16,Q8_0,Q4_K_M), --modes (default fp32,int8), --threads
 // (comma-separated; default 1 up to the number of CPUs), --context (512),
@@ -67,6 +68,7 @@ type config struct {
 	context, chunks, reps     int
 	llama, llamaRoot          string
 	baseline                  string
+	arch                      string
 	long                      int
 }
 
@@ -93,6 +95,7 @@ func run() error {
 	flag.StringVar(&c.llama, "llama", "", "llama-perplexity command, e.g. \"chroot /tmp/sid llama-perplexity\"")
 	flag.StringVar(&c.llamaRoot, "llama-root", "", "root directory the llama command sees (files are copied under ROOT/x)")
 	flag.IntVar(&c.long, "long", 0, "also score one window of this many tokens and report its peak RSS")
+	flag.StringVar(&c.arch, "arch", "llama", "architecture of the generated models: llama (100M) or qwen3moe (Qwen3-30B-A3B's layout at 1B)")
 	flag.StringVar(&c.baseline, "baseline", "", "directory of another build's ppl-score (the previous commit's) to compare with, round by round")
 	flag.Parse()
 	c.types, c.modes = strings.Split(types, ","), strings.Split(modes, ",")
@@ -206,13 +209,18 @@ func fileSize(p string) int64 {
 	return st.Size()
 }
 
-// makeModel generates the 100M model of a type unless it exists.
+// makeModel generates the model of a type unless it exists: the 100M
+// llama, or the 1B qwen3moe.
 func (c *config) makeModel(typ string) (string, error) {
-	path := filepath.Join(c.dir, "llama-100m-"+strings.ToLower(typ)+".gguf")
+	size := "100M"
+	if c.arch == "qwen3moe" {
+		size = "1B"
+	}
+	path := filepath.Join(c.dir, c.arch+"-"+strings.ToLower(size)+"-"+strings.ToLower(typ)+".gguf")
 	if exists(path) {
 		return path, nil
 	}
-	args := []string{"--params", "100M", "--type", typ, "-o", path}
+	args := []string{"--arch", c.arch, "--params", size, "--type", typ, "-o", path}
 	if c.vocabFrom != "" {
 		args = append(args, "--vocab-from", c.vocabFrom)
 	}

@@ -32,6 +32,10 @@ type section struct {
 	Chart   template.HTML
 	Columns []string
 	Rows    [][]string
+	// KLDColumns and KLDRows are llama-perplexity's KLD statistics, when
+	// a report has them.
+	KLDColumns []string
+	KLDRows    [][]string
 }
 
 type curve struct {
@@ -40,22 +44,24 @@ type curve struct {
 }
 
 type page struct {
-	Reports    []compare.ReportInfo
-	Colours    []string
-	Warnings   []string
-	Domains    []section
-	Overall    section
-	Curves     []curve
-	Histogram  template.HTML
-	Resamples  int
-	Seed       uint64
-	NumDomains int
+	Reports     []compare.ReportInfo
+	Differences []compare.Setting
+	KLDNote     string
+	Colours     []string
+	Warnings    []string
+	Domains     []section
+	Overall     section
+	Curves      []curve
+	Histogram   template.HTML
+	Resamples   int
+	Seed        uint64
+	NumDomains  int
 }
 
 // Write renders the comparison of inputs (as given to compare.Compare)
 // to w.
 func Write(w io.Writer, res *compare.Result, inputs []compare.Input) error {
-	p := page{Reports: res.Reports, Warnings: compare.Warnings(res), Resamples: res.Bootstrap.Resamples, Seed: res.Bootstrap.Seed}
+	p := page{Reports: res.Reports, Differences: res.Differences, Warnings: compare.Warnings(res), Resamples: res.Bootstrap.Resamples, Seed: res.Bootstrap.Seed}
 	for i := range res.Reports {
 		p.Colours = append(p.Colours, colour(i))
 	}
@@ -63,6 +69,13 @@ func Write(w io.Writer, res *compare.Result, inputs []compare.Input) error {
 		s := section{Title: compare.Title(d), ID: fmt.Sprintf("d%d", i), Columns: compare.Columns(d)}
 		for _, r := range d.Rows {
 			s.Rows = append(s.Rows, compare.Cells(d, r))
+		}
+		if compare.HasKLDStats(d) {
+			s.KLDColumns = compare.KLDColumns()
+			for _, r := range d.Rows {
+				s.KLDRows = append(s.KLDRows, compare.KLDCells(r))
+			}
+			p.KLDNote = compare.KLDNote
 		}
 		if d.Overall {
 			s.Chart = bars(d, "chart overall-chart")
@@ -85,31 +98,37 @@ func esc(s string) string { return template.HTMLEscapeString(s) }
 func num(x float64) string { return fmt.Sprintf("%.2f", x) }
 
 // bars draws one horizontal bar per report: PPL, with its 95% interval
-// as a whisker.
+// as a whisker. When the values lie close together (six KV dtypes within
+// 0.2% of each other), the axis starts near the smallest, not at 0, so
+// that the differences show; its first tick says where it starts.
 func bars(d compare.Domain, class string) template.HTML {
-	const width, left, right, rowH, top = 720.0, 170.0, 110.0, 30.0, 10.0
-	hi := 0.0
+	const width, left, right, rowH, top = 720.0, 170.0, 200.0, 30.0, 10.0
+	hi, lo := 0.0, math.Inf(1)
 	for _, r := range d.Rows {
 		if !r.Present {
 			continue
 		}
-		hi = math.Max(hi, float64(r.PPL))
-		if r.PPLCI != nil && finite(float64(r.PPLCI[1])) {
-			hi = math.Max(hi, float64(r.PPLCI[1]))
+		hi, lo = math.Max(hi, float64(r.PPL)), math.Min(lo, float64(r.PPL))
+		if r.PPLCI != nil && finite(float64(r.PPLCI[1])) && finite(float64(r.PPLCI[0])) {
+			hi, lo = math.Max(hi, float64(r.PPLCI[1])), math.Min(lo, float64(r.PPLCI[0]))
 		}
 	}
 	if hi <= 0 || !finite(hi) {
 		hi = 1
 	}
+	base := 0.0
+	if finite(lo) && lo > 0 && lo > 0.5*hi {
+		base = math.Max(0, lo-0.25*(hi-lo))
+	}
 	plot := width - left - right
-	x := func(v float64) float64 { return left + plot*math.Min(v, hi)/hi }
+	x := func(v float64) float64 { return left + plot*(math.Min(math.Max(v, base), hi)-base)/(hi-base) }
 	height := top*2 + rowH*float64(len(d.Rows)) + 20
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="%s" data-domain="%s" xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" viewBox="0 0 %s %s" role="img" aria-label="PPL by report, %s">`,
 		class, esc(d.Name), num(width), num(height), num(width), num(height), esc(compare.Title(d)))
 	for i, r := range d.Rows {
 		y := top + rowH*float64(i)
-		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="end" class="label">%s</text>`, num(left-8), num(y+rowH/2+4), esc(r.Report))
+		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="end" class="label"><title>%s</title>%s</text>`, num(left-8), num(y+rowH/2+4), esc(r.Report), esc(cut(r.Report, 22)))
 		if !r.Present {
 			fmt.Fprintf(&b, `<text x="%s" y="%s" class="value">absent</text>`, num(left+4), num(y+rowH/2+4))
 			continue
@@ -123,20 +142,34 @@ func bars(d compare.Domain, class string) template.HTML {
 			fmt.Fprintf(&b, `<path d="M%s %sH%sM%s %sV%sM%s %sV%s" class="whisker"><title>95%% interval [%.6g, %.6g]</title></path>`,
 				num(lo), num(ym), num(up), num(lo), num(ym-6), num(ym+6), num(up), num(ym-6), num(ym+6), float64(ci[0]), float64(ci[1]))
 		}
-		label := fmt.Sprintf("%.4g", ppl)
+		label := fmt.Sprintf("%.6g", ppl)
 		if r.Delta != nil {
-			label += fmt.Sprintf(" (×%.4f)", float64(r.Delta.Ratio))
+			label += fmt.Sprintf(" ×%.4f", float64(r.Delta.Ratio))
 		}
 		fmt.Fprintf(&b, `<text x="%s" y="%s" class="value">%s</text>`, num(x(hi)+6), num(y+rowH/2+4), esc(label))
 	}
 	axisY := top + rowH*float64(len(d.Rows)) + 4
-	fmt.Fprintf(&b, `<path d="M%s %sH%s" class="axis"/><text x="%s" y="%s" class="tick">0</text><text x="%s" y="%s" text-anchor="end" class="tick">PPL %.4g</text>`,
-		num(left), num(axisY), num(left+plot), num(left), num(axisY+14), num(left+plot), num(axisY+14), hi)
+	from := "0"
+	if base > 0 {
+		from = fmt.Sprintf("%.6g (axis not from 0)", base)
+	}
+	fmt.Fprintf(&b, `<path d="M%s %sH%s" class="axis"/><text x="%s" y="%s" class="tick axis-from">%s</text><text x="%s" y="%s" text-anchor="end" class="tick">PPL %.6g</text>`,
+		num(left), num(axisY), num(left+plot), num(left), num(axisY+14), esc(from), num(left+plot), num(axisY+14), hi)
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
 }
 
 func finite(x float64) bool { return !math.IsNaN(x) && !math.IsInf(x, 0) }
+
+// cut shortens s to n runes, ending in "…", for a label with little room
+// (the whole label is in the element's title).
+func cut(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
 
 // nllCurve draws the mean NLL of each window of a stream, one line per
 // report.
@@ -300,6 +333,9 @@ table { border-collapse: collapse; margin: 0.8em 0; font-variant-numeric: tabula
 th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #eee; text-align: right; white-space: nowrap; }
 th:first-child, td:first-child { text-align: left; }
 table.reports th, table.reports td { text-align: left; }
+.scroll { max-width: 100%; overflow-x: auto; }
+.legend { display: flex; flex-wrap: wrap; gap: 0.3em 1.2em; margin: 0.4em 0; }
+.legend span { white-space: nowrap; }
 .swatch { display: inline-block; width: 0.9em; height: 0.9em; margin-right: 0.4em; vertical-align: -0.1em; }
 .warnings li { color: #a40; }
 svg { display: block; max-width: 100%; height: auto; }
@@ -311,34 +347,47 @@ figure { margin: 1em 0; } figcaption { font-weight: 600; }
 </head>
 <body>
 <h1>Perplexity comparison</h1>
-<table class="reports">
+<div class="scroll"><table class="reports">
 <tr><th>report</th><th>model</th><th>sha256</th><th>tokenizer</th><th>protocol</th><th>created</th></tr>
-{{range $i, $r := .Reports}}<tr><td><span class="swatch" style="background: {{index $.Colours $i}}"></span>{{$r.Label}}{{if eq $i 0}} (base){{end}}</td><td>{{$r.Model}}</td><td><code title="{{$r.SHA256}}">{{printf "%.12s" $r.SHA256}}</code></td><td>{{$r.Tokenizer}}</td><td>{{$r.Protocol}}</td><td>{{$r.Created}}</td></tr>
-{{end}}</table>
-{{if .Warnings}}<ul class="warnings">{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{range $i, $r := .Reports}}<tr><td><span class="swatch" style="background: {{index $.Colours $i}}"></span>{{$r.Label}}{{if eq $i 0}} (base){{end}}</td><td>{{$r.Model}}</td><td><code title="{{$r.SHA256}}">{{printf "%.12s" $r.SHA256}}</code></td><td><code title="{{$r.Tokenizer}}">{{printf "%.12s" $r.Tokenizer}}</code></td><td>{{$r.Protocol}}</td><td>{{$r.Created}}</td></tr>
+{{end}}</table></div>
+{{if .Differences}}<h2>Settings that differ</h2>
+<div class="scroll"><table class="differences"><tr><th>setting</th>{{range .Reports}}<th>{{.Label}}</th>{{end}}</tr>
+{{range .Differences}}<tr><td>{{.Name}}</td>{{range .Values}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table></div>
+{{end}}{{if .Warnings}}<ul class="warnings">{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <p>Intervals are 95%: each report's own (bootstrap over windows when it has one), and for the ratio candidate PPL / base PPL a bootstrap over windows ({{.Resamples}} resamples, seed {{.Seed}}), paired when both reports scored the same windows.</p>
 {{range .Domains}}<section class="domain" id="{{.ID}}">
 <h2>{{.Title}}</h2>
 {{.Chart}}
-<table><tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
+<div class="scroll"><table><tr>{{range .Columns}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</table>
-</section>
+{{end}}</table></div>
+{{if .KLDColumns}}<div class="scroll"><table class="kld-stats"><tr>{{range .KLDColumns}}<th>{{.}}</th>{{end}}</tr>
+{{range .KLDRows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table></div>
+{{end}}</section>
 {{end}}<section class="overall" id="overall">
 <h2>{{.Overall.Title}}</h2>
 {{.Overall.Chart}}
-<table><tr>{{range .Overall.Columns}}<th>{{.}}</th>{{end}}</tr>
+<div class="scroll"><table><tr>{{range .Overall.Columns}}<th>{{.}}</th>{{end}}</tr>
 {{range .Overall.Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
-{{end}}</table>
+{{end}}</table></div>
+{{if .Overall.KLDColumns}}<div class="scroll"><table class="kld-stats"><tr>{{range .Overall.KLDColumns}}<th>{{.}}</th>{{end}}</tr>
+{{range .Overall.KLDRows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table></div>
+{{end}}{{if .KLDNote}}<p>{{.KLDNote}}</p>{{end}}
 </section>
 <section class="curves">
 <h2>Mean NLL per window</h2>
-<p>One line per report, coloured as in the table of reports; x: window index, y: the window's mean NLL.</p>
+<p>One line per report; x: window index, y: the window's mean NLL.</p>
+{{template "legend" .}}
 {{range .Curves}}<figure><figcaption>stream {{.Stream}}</figcaption>{{.Chart}}</figure>
 {{end}}</section>
 <section class="kld">
 <h2>KLD histogram</h2>
 <p>Fraction of each report's scored tokens per bin of KL(reference ‖ model), all domains.</p>
+{{if .Histogram}}{{template "legend" .}}{{end}}
 {{if .Histogram}}{{.Histogram}}{{else}}<p>No report has KLD statistics.</p>{{end}}
 </section>
 <script>
@@ -347,4 +396,4 @@ document.body.dataset.ready = "1";
 </script>
 </body>
 </html>
-`))
+{{define "legend"}}<p class="legend">{{range $i, $r := .Reports}}<span><span class="swatch" style="background: {{index $.Colours $i}}"></span>{{$r.Label}}</span>{{end}}</p>{{end}}`))

@@ -60,6 +60,13 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 		c.HeadDim = 64 // llama.cpp's qwen2 needs Heads·HeadDim = Embd
 	case "qwen3":
 		c.HeadDim = 48 // not Embd/Heads, as in Qwen3
+	case "qwen3moe":
+		c.HeadDim, c.Experts, c.ExpertsUsed, c.ExpertFFN = 48, 8, 2, 64
+	case "qwen35", "qwen35moe": // layer 0 Gated DeltaNet, layer 1 attention
+		c.SSMState, c.SSMKHeads, c.SSMVHeads, c.SSMConv, c.AttnInterval, c.RopeDims = 16, 2, 6, 4, 2, 8
+		if arch == "qwen35moe" {
+			c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 8, 2, 64, 96
+		}
 	}
 	return c
 }
@@ -71,6 +78,31 @@ func TestParams(t *testing.T) {
 			t.Errorf("%s: %d parameters, want %d", p.Name, got, want[p.Name])
 		}
 	}
+	// Qwen3-30B-A3B has 30.5B parameters (Qwen's model card), as our 30B
+	// preset with the GGUF files' 151,936-token vocabulary.
+	wantMoE := map[string]int64{"1B": 967_862_784, "30B": 30_532_122_624}
+	for _, p := range MoEPresets {
+		if got := p.Shape.Params(); got != wantMoE[p.Name] {
+			t.Errorf("MoE %s: %d parameters, want %d", p.Name, got, wantMoE[p.Name])
+		}
+	}
+	// The Qwen3.5 text models without their vision towers: 0.75B, 26.9B
+	// and 34.7B of the 0.8B, 27B and 35B-A3B.
+	wantQ35 := map[string]int64{"0.8B": 752_393_024, "27B": 26_895_998_464, "35B-A3B": 34_660_610_688}
+	for _, p := range append(append([]Preset(nil), Qwen35Presets...), Qwen35MoEPresets...) {
+		if err := p.Shape.Check(); err != nil {
+			t.Errorf("%s: %v", p.Name, err)
+		}
+		if got := p.Shape.Params(); got != wantQ35[p.Name] {
+			t.Errorf("%s %s: %d parameters, want %d", p.Shape.Arch, p.Name, got, wantQ35[p.Name])
+		}
+	}
+	if got := NearestPreset("qwen35", 1e9).Name; got != "0.8B" {
+		t.Errorf("NearestPreset(qwen35, 1B) = %s", got)
+	}
+	if got := NearestPreset("qwen3moe", 1e9).Name; got != "1B" {
+		t.Errorf("NearestPreset(qwen3moe, 1B) = %s", got)
+	}
 	for _, c := range []struct {
 		in   string
 		want string
@@ -79,7 +111,7 @@ func TestParams(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := NearestPreset(n).Name; got != c.want {
+		if got := NearestPreset("llama", n).Name; got != c.want {
 			t.Errorf("NearestPreset(%s) = %s, want %s", c.in, got, c.want)
 		}
 	}
@@ -203,7 +235,7 @@ func TestStreamMatchesWriter(t *testing.T) {
 // loads it and gives finite log-probabilities.
 func TestModels(t *testing.T) {
 	voc := smallVocab(t, 400)
-	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}} {
+	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}} {
 		t.Run(c.arch+"-"+c.typ, func(t *testing.T) {
 			cfg := tinyConfig(t, c.arch, c.typ, voc)
 			dir := t.TempDir()

@@ -117,6 +117,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		add("token_embd.weight", []uint64{e, v}, -1, c.normal("token_embd.weight", embStd))
 	}
 	for i := 0; i < c.Layers; i++ {
+		if c.hybrid() {
+			c.hybridLayer(add, i)
+			continue
+		}
 		p := fmt.Sprintf("blk.%d.", i)
 		add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 		add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*inv(e)))
@@ -132,11 +136,22 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			add(p+"attn_v.bias", []uint64{kv}, i, c.normal(p+"attn_v.bias", 0.1))
 		}
 		add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*inv(q)))
-		if c.Arch == "qwen3" {
+		if c.Arch == "qwen3" || c.Arch == "qwen3moe" {
 			add(p+"attn_q_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 			add(p+"attn_k_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
 		}
 		add(p+"ffn_norm.weight", []uint64{e}, i, c.gain(p+"ffn_norm.weight", 1, 0.1))
+		if c.Arch == "qwen3moe" {
+			// The router, then the experts' stacks (ne {in, out, experts}).
+			// A token's output sums ExpertsUsed experts weighted to 1, so
+			// each expert keeps the dense MLP's scale.
+			nx, fx := uint64(c.Experts), uint64(c.ExpertFFN)
+			add(p+"ffn_gate_inp.weight", []uint64{e, nx}, i, c.normal(p+"ffn_gate_inp.weight", inv(e)))
+			add(p+"ffn_gate_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_gate_exps.weight", inv(e)))
+			add(p+"ffn_up_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_up_exps.weight", inv(e)))
+			add(p+"ffn_down_exps.weight", []uint64{fx, e, nx}, i, c.normal(p+"ffn_down_exps.weight", res*inv(fx)))
+			continue
+		}
 		add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", inv(e)))
 		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", inv(e)))
 		add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*inv(ff)))
@@ -201,6 +216,14 @@ func Write(path string, c *Config) error {
 	if a == "llama" {
 		w.Add(a+".rope.dimension_count", uint32(c.HeadDim))
 		w.Add(a+".vocab_size", uint32(c.Vocab))
+	}
+	if c.hybrid() {
+		c.hybridKeys(w)
+	}
+	if a == "qwen3moe" {
+		w.Add(a+".expert_count", uint32(c.Experts))
+		w.Add(a+".expert_used_count", uint32(c.ExpertsUsed))
+		w.Add(a+".expert_feed_forward_length", uint32(c.ExpertFFN))
 	}
 	w.Add("general.file_type", c.Type.ID)
 	for _, kv := range c.Tokenizer.KVs {

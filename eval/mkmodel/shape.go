@@ -10,7 +10,7 @@ import (
 // Shape is a model's architecture and dimensions, as its GGUF metadata
 // states them.
 type Shape struct {
-	Arch     string // llama, qwen2 or qwen3
+	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe
 	Embd     int    // embedding_length
 	Layers   int    // block_count
 	Heads    int    // attention.head_count
@@ -22,10 +22,18 @@ type Shape struct {
 	RopeBase float64
 	Eps      float64 // attention.layer_norm_rms_epsilon
 	Tied     bool    // no output.weight: the output reuses token_embd
+
+	// Mixtures of experts (qwen3moe): every layer's FFN is Experts SwiGLU
+	// experts of width ExpertFFN, ExpertsUsed of them per token (FFN is
+	// then only written to the metadata, as the converter does).
+	Experts, ExpertsUsed, ExpertFFN int
+
+	// Gated DeltaNet hybrids (qwen35, qwen35moe; qwen35.go documents them).
+	SSMState, SSMKHeads, SSMVHeads, SSMConv, AttnInterval, RopeDims, SharedFFN int
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -43,6 +51,18 @@ var Presets = []Preset{
 		Context: 131072, Vocab: 128256, RopeBase: 500000, Eps: 1e-5, Tied: true}},
 	{"8B", Shape{Arch: "llama", Embd: 4096, Layers: 32, Heads: 32, KVHeads: 8, HeadDim: 128, FFN: 14336,
 		Context: 8192, Vocab: 128256, RopeBase: 500000, Eps: 1e-5, Tied: false}},
+}
+
+// MoEPresets are the qwen3moe shapes --params picks from: Qwen3-30B-A3B's
+// layout (128 experts, 8 used, expert FFN 768, 32 query and 4 KV heads of
+// 128, 48 layers) scaled to about 1B parameters with the Llama-2
+// vocabulary (64 experts, 8 used, expert FFN 384, 16 heads of 64, 12
+// layers), and the full shape.
+var MoEPresets = []Preset{
+	{"1B", Shape{Arch: "qwen3moe", Embd: 1024, Layers: 12, Heads: 16, KVHeads: 2, HeadDim: 64, FFN: 3072,
+		Context: 32768, Vocab: 32000, RopeBase: 1e6, Eps: 1e-6, Tied: true, Experts: 64, ExpertsUsed: 8, ExpertFFN: 384}},
+	{"30B", Shape{Arch: "qwen3moe", Embd: 2048, Layers: 48, Heads: 32, KVHeads: 4, HeadDim: 128, FFN: 6144,
+		Context: 32768, Vocab: 151936, RopeBase: 1e6, Eps: 1e-6, Tied: false, Experts: 128, ExpertsUsed: 8, ExpertFFN: 768}},
 }
 
 // ParseCount reads a parameter count such as "100M", "1.5B", "8B" or
@@ -65,11 +85,21 @@ func ParseCount(s string) (float64, error) {
 	return f * mult, nil
 }
 
-// NearestPreset returns the preset whose parameter count is nearest to n
-// on a log scale.
-func NearestPreset(n float64) Preset {
-	best, bd := Presets[0], math.Inf(1)
-	for _, p := range Presets {
+// NearestPreset returns the preset of the architecture whose parameter
+// count is nearest to n on a log scale: the MoE presets for qwen3moe, the
+// Llama-shaped ones otherwise.
+func NearestPreset(arch string, n float64) Preset {
+	list := Presets
+	switch arch {
+	case "qwen3moe":
+		list = MoEPresets
+	case "qwen35":
+		list = Qwen35Presets
+	case "qwen35moe":
+		list = Qwen35MoEPresets
+	}
+	best, bd := list[0], math.Inf(1)
+	for _, p := range list {
 		if d := math.Abs(math.Log(float64(p.Shape.Params()) / n)); d < bd {
 			best, bd = p, d
 		}
@@ -80,7 +110,7 @@ func NearestPreset(n float64) Preset {
 // Check validates the shape.
 func (s Shape) Check() error {
 	switch s.Arch {
-	case "llama", "qwen2", "qwen3":
+	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe":
 	default:
 		return fmt.Errorf("unknown architecture %q (want %s)", s.Arch, strings.Join(Archs, ", "))
 	}
@@ -96,20 +126,32 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: head dimension %d must be even (RoPE rotates pairs)", s.HeadDim)
 	case s.Vocab <= 0:
 		return fmt.Errorf("shape: no vocabulary")
+	case s.moe() && (s.Experts < 2 || s.ExpertsUsed < 1 || s.ExpertsUsed > s.Experts || s.ExpertFFN <= 0):
+		return fmt.Errorf("shape: %s needs experts >= 2, 1 <= experts used <= experts and an expert FFN width (%d, %d, %d)", s.Arch, s.Experts, s.ExpertsUsed, s.ExpertFFN)
+	case !s.moe() && (s.Experts != 0 || s.ExpertsUsed != 0 || s.ExpertFFN != 0):
+		return fmt.Errorf("shape: experts are for qwen3moe and qwen35moe, not %s", s.Arch)
 	case s.RopeBase <= 0, s.Eps <= 0:
 		return fmt.Errorf("shape: rope base and epsilon must be positive")
 	}
-	return nil
+	return s.checkHybrid()
 }
 
 // Params returns the number of weights.
 func (s Shape) Params() int64 {
+	if s.hybrid() {
+		return s.hybridParams()
+	}
 	e, q, kv := int64(s.Embd), int64(s.Heads*s.HeadDim), int64(s.KVHeads*s.HeadDim)
-	block := e + e*q + 2*e*kv + q*e + e + 3*e*int64(s.FFN)
+	block := e + e*q + 2*e*kv + q*e + e
+	if s.Arch == "qwen3moe" {
+		block += e*int64(s.Experts) + 3*e*int64(s.ExpertFFN)*int64(s.Experts)
+	} else {
+		block += 3 * e * int64(s.FFN)
+	}
 	switch s.Arch {
 	case "qwen2":
 		block += q + 2*kv
-	case "qwen3":
+	case "qwen3", "qwen3moe":
 		block += 2 * int64(s.HeadDim)
 	}
 	n := int64(s.Vocab)*e + int64(s.Layers)*block + e

@@ -17,6 +17,10 @@ type FileType struct {
 	Base gguf.Type // type of most 2-D weights
 	// Pure gives every 2-D tensor the base type (llama-quantize --pure).
 	Pure bool
+	// Low marks the low-bit types (IQ*, TQ*, MXFP4, NVFP4), which are
+	// always written pure: we do not reproduce llama.cpp's mixtures for
+	// them, nor its importance-matrix quantizers (see package quant).
+	Low bool
 }
 
 // FileTypes lists the supported file types.
@@ -37,6 +41,17 @@ var FileTypes = []FileType{
 	{Name: "Q5_K_S", ID: 16, Base: gguf.TypeQ5_K},
 	{Name: "Q5_K_M", ID: 17, Base: gguf.TypeQ5_K},
 	{Name: "Q6_K", ID: 18, Base: gguf.TypeQ6_K},
+	{Name: "IQ2_XXS", ID: 19, Base: gguf.TypeIQ2_XXS, Low: true},
+	{Name: "IQ2_XS", ID: 20, Base: gguf.TypeIQ2_XS, Low: true},
+	{Name: "IQ3_XXS", ID: 23, Base: gguf.TypeIQ3_XXS, Low: true},
+	{Name: "IQ1_S", ID: 24, Base: gguf.TypeIQ1_S, Low: true},
+	{Name: "IQ3_S", ID: 26, Base: gguf.TypeIQ3_S, Low: true},
+	{Name: "IQ2_S", ID: 28, Base: gguf.TypeIQ2_S, Low: true},
+	{Name: "IQ1_M", ID: 31, Base: gguf.TypeIQ1_M, Low: true},
+	{Name: "TQ1_0", ID: 36, Base: gguf.TypeTQ1_0, Low: true},
+	{Name: "TQ2_0", ID: 37, Base: gguf.TypeTQ2_0, Low: true},
+	{Name: "MXFP4", ID: 38, Base: gguf.TypeMXFP4, Low: true}, // llama.cpp's MXFP4_MOE
+	{Name: "NVFP4", ID: 39, Base: gguf.TypeNVFP4, Low: true},
 }
 
 // LookupFileType finds a file type by name, case-insensitively; Q4_K and
@@ -75,7 +90,8 @@ func useMoreBits(i, n int) bool {
 // following llama_tensor_get_type in llama.cpp for the rules that apply to
 // llama-like models:
 //
-//   - 1-D tensors (norms, biases) are F32;
+//   - 1-D tensors (norms, biases), MoE routers (ffn_gate_inp) and Gated
+//     DeltaNet convolutions (ssm_conv1d) are F32;
 //   - the output matrix (token_embd when the output is tied) is Q6_K in
 //     every quantized type but Q8_0;
 //   - Q2_K: attn_v Q4_K with 4+ query heads per KV head, else Q3_K;
@@ -94,14 +110,16 @@ func useMoreBits(i, n int) bool {
 // model, a 16-layer untied model with 4 query heads per KV head, and a
 // 128-wide model where the fallbacks apply.
 //
-// With Pure, every 2-D tensor gets the base type (still subject to the
-// fallback).
+// With Pure, and for the low-bit types (Low), every 2-D tensor gets the
+// base type (still subject to the fallback, where the i-quants and the
+// ternary types fall back to Q4_0: llama.cpp's IQ4_NL for the i-quants we
+// cannot quantize). The sentence above is about the other types only.
 func (f FileType) TensorType(name string, ne0, dims, layer, layers, gqa int, tiedOutput bool) gguf.Type {
-	if dims < 2 {
+	if dims < 2 || strings.HasSuffix(name, "ffn_gate_inp.weight") || strings.HasSuffix(name, "ssm_conv1d.weight") { // llama-quantize leaves MoE routers and convolutions F32
 		return gguf.TypeF32
 	}
 	t := f.Base
-	if f.Quantized() && !f.Pure {
+	if f.Quantized() && !f.Pure && !f.Low {
 		t = f.mix(name, layer, layers, gqa, tiedOutput)
 	}
 	return fallback(t, ne0)
@@ -171,7 +189,9 @@ func fallback(t gguf.Type, ne0 int) gguf.Type {
 			return t
 		}
 		switch t {
-		case gguf.TypeQ2_K, gguf.TypeQ3_K:
+		case gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeTQ1_0, gguf.TypeTQ2_0,
+			gguf.TypeIQ2_XXS, gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S,
+			gguf.TypeIQ1_S, gguf.TypeIQ1_M:
 			t = gguf.TypeQ4_0
 		case gguf.TypeQ4_K:
 			t = gguf.TypeQ5_0

@@ -37,8 +37,9 @@
 // stores it (package ppl.dev/score/kvcache documents the byte layouts).
 // --reference-kv-dtype sets the reference model's (default: --kv-dtype).
 //
-// RoPE: --rope-freq-base overrides the model's base. --rope-scaling-factor F
-// divides positions by F (linear scaling). --rope-yarn turns on YaRN with the
+// RoPE (each value finite and positive): --rope-freq-base overrides the
+// model's base. --rope-scaling-factor F divides positions by F (linear
+// scaling). --rope-yarn turns on YaRN with the
 // factor context/native, where context is the window protocol's and native
 // is --rope-scaling-original-context (default: the model's training context);
 // --rope-yarn-factor F sets the factor explicitly.
@@ -50,6 +51,16 @@
 // as llama.cpp does on the CPU (about twice as fast, and as far from exact
 // as llama.cpp). The header and the cache keys record the mode.
 //
+// --ssm-state-dtype f32|f16|bf16 chooses the dtype the recurrent state of
+// Gated DeltaNet layers (qwen35, qwen35moe, qwen3next) is rounded to after
+// each chunk of 64 tokens: f32 (the default), or f16 or bf16 to measure
+// what a lower-precision state costs. Models with such layers record it in
+// the header and the cache keys; others ignore it.
+//
+// -o FILE (--output) writes to FILE instead of standard output,
+// atomically (zstd-compressed when FILE ends in .zst), as every ppl tool's
+// -o does; an interrupted run leaves no partial FILE.
+//
 // --threads N (default: all cores). --device auto|cpu|cuda|cuda:N: auto
 // (the default) scores on the first CUDA GPU when the machine has a usable
 // one and on the CPU otherwise, saying why on stderr; cuda or cuda:N fails
@@ -59,24 +70,30 @@
 // and the end of the log the peak GPU memory. --cache-dir DIR (default $PPL_CACHE_DIR, else the user cache
 // directory) keeps every scored window, keyed by the model's sha256, the
 // window's tokens and every setting that changes numbers: a rerun replays
-// them, and an interrupted run resumes where it stopped. --no-cache turns
-// that off. --log-level debug|info|warn|error (default info).
+// them, and an interrupted run resumes where it stopped. A replayed entry
+// is checked as an input scores record is (and bound to its key); a bad one
+// is reported, removed and scored again. --no-cache turns the cache off. --log-level debug|info|warn|error (default info).
 //
 // # Exit status
 //
 // 0 on success; 2 for a usage error; 1 on failure, with one line naming the
-// input line, window or file at fault. SIGINT or SIGTERM stops after the
-// current window; the scored windows stay cached and rerunning the same
-// command resumes.
+// input line, window or file at fault. Each scores record is flushed as it
+// is made: when downstream has gone, the first failed write stops the run. SIGINT or SIGTERM (Ctrl-C) stops
+// after the current window, or at once while a model is hashed or loaded,
+// and exits 130 (SIGINT) or 143 (SIGTERM); the scored windows stay cached
+// and rerunning the same command resumes. A second signal stops at once.
+// After the first, a write to a reader that is gone (the whole pipeline
+// was interrupted) fails rather than killing ppl-score with SIGPIPE, so
+// the resume hint is always said. A --model that is not a regular file
+// (a FIFO) is refused.
 package cli
 
 import (
 	"context"
 	"io"
+	"math"
 	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/alecthomas/kong"
 
@@ -96,6 +113,7 @@ type flags struct {
 	RefKVDtype      string           `name:"reference-kv-dtype" enum:",f32,f16,bf16,int8,fp8,k8v4,nvfp4" default:"" help:"KV cache storage of the reference model (default: --kv-dtype)."`
 	Threads         int              `default:"0" help:"Worker threads (default: all cores)."`
 	Activations     string           `default:"fp32" enum:"fp32,int8" help:"CPU arithmetic of products with quantized weights: fp32, or int8 (8-bit activations, integer dot products, as llama.cpp) (default ${default})."`
+	SSMStateDtype   string           `name:"ssm-state-dtype" default:"f32" enum:"f32,f16,bf16" help:"Recurrent state of Gated DeltaNet layers (qwen35, qwen35moe, qwen3next): f32, f16 or bf16 (default ${default})."`
 	Device          string           `default:"auto" placeholder:"DEV" help:"Where to score: auto (a CUDA GPU when one is usable, else the CPU), cpu, cuda or cuda:N (default ${default})."`
 	RopeFreqBase    float64          `placeholder:"B" help:"Override the model's RoPE frequency base."`
 	RopeScaleFactor float64          `name:"rope-scaling-factor" placeholder:"F" help:"Linear RoPE scaling: positions divided by F."`
@@ -104,6 +122,7 @@ type flags struct {
 	RopeYarnFactor  float64          `name:"rope-yarn-factor" placeholder:"F" help:"YaRN RoPE scaling with factor F."`
 	CacheDir        string           `placeholder:"DIR" help:"Cache of scored windows (default $$PPL_CACHE_DIR, else the user cache dir)."`
 	NoCache         bool             `help:"Neither read nor write the cache."`
+	Output          string           `short:"o" placeholder:"FILE" help:"Write to FILE instead of standard output (atomically; .zst compresses)."`
 	LogLevel        string           `default:"info" enum:"debug,info,warn,error" help:"Least severe message to show on stderr: debug, info, warn, error."`
 	Version         kong.VersionFlag `help:"Print the version and exit."`
 }
@@ -120,9 +139,8 @@ Example: ppl-tokenize --model m.gguf --text a.txt | ppl-window --context 512 \
 
 // Main runs ppl-score with os.Args and returns its exit status.
 func Main() int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	return command.Exit(tool, run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr), os.Stderr)
+	ctx, in := command.Notify(tool, os.Stderr, "stopping after the current window")
+	return in.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 // run is ppl-score without the process.
@@ -148,10 +166,32 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return err
 	}
 	defer s.close()
-	return s.run(ctx, pipe.NewReader(in, name), stdout)
+	if f.Output == "" {
+		return s.run(ctx, pipe.NewReader(in, name), stdout)
+	}
+	if err := pipe.CheckNotInput(f.Output, f.Input, f.Model, f.Reference); err != nil {
+		return err
+	}
+	af, err := pipe.Create(f.Output)
+	if err != nil {
+		return err
+	}
+	defer af.Close() // removes the file unless committed
+	if err := s.run(ctx, pipe.NewReader(in, name), af); err != nil {
+		return err
+	}
+	return af.Commit()
 }
 
 func (f *flags) validate() error {
+	for _, v := range []struct {
+		name string
+		x    float64
+	}{{"--rope-freq-base", f.RopeFreqBase}, {"--rope-scaling-factor", f.RopeScaleFactor}, {"--rope-yarn-factor", f.RopeYarnFactor}} {
+		if math.IsNaN(v.x) || math.IsInf(v.x, 0) || v.x < 0 {
+			return command.Usagef("%s %v: want a finite positive number", v.name, v.x)
+		}
+	}
 	switch {
 	case f.Threads < 0:
 		return command.Usagef("--threads %d: must not be negative", f.Threads)

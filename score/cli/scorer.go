@@ -3,10 +3,11 @@ package cli
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 
@@ -36,6 +37,8 @@ type scorer struct {
 	last         *pipe.StreamTokens // the stream being scored
 	tokHeader    *pipe.Tokenizer    // from the tokenize header
 	settingsKey  string             // every setting that changes numbers, for cache keys
+	total        int                // windows in the input (this shard's), 0 when unknown
+	warnings     []string           // about the settings, for the log and the header
 	scored       int                // windows computed
 	replayed     int                // windows from the cache
 	targets      int                // targets written
@@ -95,8 +98,13 @@ func (s *scorer) run(ctx context.Context, r *pipe.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := s.load(proto); err != nil {
+	s.total = shardWindows(proto)
+	if err := s.load(ctx, proto); err != nil {
 		return err
+	}
+	s.warnings = s.contextWarnings(proto)
+	for _, m := range s.warnings {
+		s.log.Warnf("warning: %s", m)
 	}
 	for _, h := range headers {
 		if err := w.Pass(h); err != nil {
@@ -113,6 +121,11 @@ func (s *scorer) run(ctx context.Context, r *pipe.Reader, out io.Writer) error {
 			return err
 		}
 		rec, err = r.Next()
+		if err != nil && ctx.Err() != nil {
+			// Ctrl-C stopped the whole pipeline: upstream died mid-stream.
+			w.Flush()
+			return s.interrupted()
+		}
 		if err == io.EOF {
 			break
 		}
@@ -172,13 +185,13 @@ func (s *scorer) checkUpstream(r *pipe.Reader, hs []*pipe.Record) (*pipe.Protoco
 }
 
 // load opens the model (and the reference), checking their tokenizers.
-func (s *scorer) load(proto *pipe.Protocol) error {
+func (s *scorer) load(ctx context.Context, proto *pipe.Protocol) error {
 	opts, err := s.options(proto)
 	if err != nil {
 		return err
 	}
 	t0 := time.Now()
-	if s.m, err = s.open(s.f.Model, opts); err != nil {
+	if s.m, err = s.open(ctx, s.f.Model, opts); err != nil {
 		return err
 	}
 	if s.m.tok.Identity() != s.tokHeader.ID {
@@ -188,7 +201,7 @@ func (s *scorer) load(proto *pipe.Protocol) error {
 	if s.f.Reference != "" {
 		ropts := opts
 		ropts.KVDtype = s.f.RefKVDtype
-		if s.ref, err = s.open(s.f.Reference, ropts); err != nil {
+		if s.ref, err = s.open(ctx, s.f.Reference, ropts); err != nil {
 			return err
 		}
 		if s.ref.tok.Identity() != s.m.tok.Identity() {
@@ -213,6 +226,7 @@ func describe(t tokenizer.Tokenizer) string {
 // protocol's context.
 func (s *scorer) options(proto *pipe.Protocol) (model.Options, error) {
 	o := model.Options{Threads: s.f.Threads, KVDtype: s.f.KVDtype, Activations: s.f.Activations, RopeFreqBase: s.f.RopeFreqBase, RopeOrigCtx: s.f.RopeOrigCtx}
+	o.SSMStateDtype = s.f.SSMStateDtype
 	switch {
 	case s.f.RopeScaleFactor > 0:
 		o.RopeScaling, o.RopeScaleFactor = "linear", s.f.RopeScaleFactor
@@ -239,28 +253,83 @@ func (s *scorer) options(proto *pipe.Protocol) (model.Options, error) {
 	return o, nil
 }
 
-func (s *scorer) open(path string, opts model.Options) (*loaded, error) {
+func (s *scorer) open(ctx context.Context, path string, opts model.Options) (*loaded, error) {
+	// A model is read at random: a FIFO or a device would block the
+	// open (and Ctrl-C with it) waiting for a writer.
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file: a model must be a GGUF file", path)
+	}
 	f, err := gguf.Open(path)
 	if err != nil {
 		return nil, err
 	}
+	meta := metadata(f)
 	tok, err := tokenizer.Load(f)
 	f.Close()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err // it names the file
 	}
-	sum, err := s.cache.FileSHA256(path)
+	sum, err := s.cache.FileSHA256Context(ctx, path)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("interrupted while hashing %s: nothing was scored", path)
+		}
 		return nil, err
 	}
-	m, err := s.openOn(path, opts)
+	m, err := s.openCtx(ctx, path, opts)
 	if err != nil {
 		return nil, err
 	}
 	info := m.Info()
-	return &loaded{Model: m, tok: tok, bos: tok.BOS(), addBOS: tok.AddBOS(), info: pipe.Model{
-		Name: filepath.Base(path), SHA256: sum, Arch: info.Arch, WeightTypes: info.WeightTypes,
-	}}, nil
+	meta.Name, meta.SHA256, meta.Arch, meta.WeightTypes = filepath.Base(path), sum, info.Arch, info.WeightTypes
+	if abs, err := filepath.Abs(path); err == nil {
+		// For ppl-cache: its score/<sha256> group shown and pruned by name.
+		if err := s.cache.RememberModel(cache.ModelInfo{SHA256: sum, Name: meta.Name, Path: abs, GeneralName: meta.GeneralName}); err != nil {
+			s.log.Warnf("%v", err)
+		}
+	}
+	return &loaded{Model: m, tok: tok, bos: tok.BOS(), addBOS: tok.AddBOS(), info: meta}, nil
+}
+
+// metadata reads the model's name and dimensions from its GGUF metadata,
+// for the header and the report; a key the file lacks stays zero.
+func metadata(f *gguf.File) pipe.Model {
+	var m pipe.Model
+	m.GeneralName, _ = f.String("general.name")
+	arch, _ := f.String("general.architecture")
+	get := func(key string) int {
+		n, err := f.Uint(arch + "." + key)
+		if err != nil {
+			return 0
+		}
+		return int(n)
+	}
+	m.Layers, m.Embedding, m.Heads = get("block_count"), get("embedding_length"), get("attention.head_count")
+	m.KVHeads, m.ContextLength = get("attention.head_count_kv"), get("context_length")
+	return m
+}
+
+// openCtx is openOn that returns at once when ctx is cancelled: a backend
+// reads and converts gigabytes without looking at a context, so the load
+// goes on in a goroutine that the exiting process abandons.
+func (s *scorer) openCtx(ctx context.Context, path string, opts model.Options) (backend.Model, error) {
+	type result struct {
+		m   backend.Model
+		err error
+	}
+	c := make(chan result, 1)
+	go func() {
+		m, err := s.openOn(path, opts)
+		c <- result{m, err}
+	}()
+	select {
+	case r := <-c:
+		return r.m, r.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("interrupted while loading %s: nothing was scored", path)
+	}
 }
 
 // openOn loads a model on the device --device names. The first call
@@ -309,17 +378,12 @@ func (s *scorer) deviceLine() string {
 	return d.Name
 }
 
-func (s *scorer) threads() int {
-	if s.f.Threads > 0 {
-		return s.f.Threads
-	}
-	return runtime.GOMAXPROCS(0)
-}
-
 // header is ppl-score's header record.
 func (s *scorer) header() pipe.Header {
 	info, dev := s.m.Info(), s.m.Device()
-	sc := &pipe.Score{Device: dev.Name, Threads: dev.Threads, KVDtype: info.KVDtype, Activations: dev.Activations, RoPE: ropeMap(info.Rope), Extra: dev.Extra}
+	sc := &pipe.Score{Tokenizer: s.tokHeader.ID, Device: dev.Name, Threads: dev.Threads, KVDtype: info.KVDtype, Activations: dev.Activations, RoPE: ropeMap(info.Rope), Extra: dev.Extra}
+	sc.SSMStateDtype = info.SSMStateDtype
+	sc.Warnings = s.warnings
 	if s.ref != nil {
 		ref := s.ref.info
 		sc.Reference, sc.RefKVDtype = &ref, s.ref.Info().KVDtype
@@ -347,6 +411,9 @@ func (s *scorer) headerFlags() map[string]any {
 	if s.f.Activations != "fp32" {
 		m["activations"] = s.f.Activations
 	}
+	if s.f.SSMStateDtype != "f32" {
+		m["ssm_state_dtype"] = s.f.SSMStateDtype
+	}
 	for k, v := range map[string]float64{"rope_freq_base": s.f.RopeFreqBase, "rope_scaling_factor": s.f.RopeScaleFactor, "rope_yarn_factor": s.f.RopeYarnFactor} {
 		if v != 0 {
 			m[k] = v
@@ -366,10 +433,20 @@ func (s *scorer) headerFlags() map[string]any {
 func (s *scorer) cacheSettings() string {
 	info, dev := s.m.Info(), s.m.Device()
 	kind, _, _ := strings.Cut(dev.Name, ":") // cuda:0 and cuda:1 compute alike
-	b, _ := sonic.ConfigStd.Marshal(map[string]any{
+	key := map[string]any{
 		"tool": pipe.ToolVersion, "model": s.m.info.SHA256, "kv": info.KVDtype, "rope": info.Rope,
 		"device": kind, "activations": dev.Activations, "precision": dev.Extra["precision"], "ref": s.refKey(),
-	})
+	}
+	// On an accelerator the numbers also depend on the device, its driver
+	// and libraries and the attention kernel chosen: a window replays only
+	// under the same ones.
+	for _, k := range []string{"gpu", "compute_capability", "driver", "cublas", "attention"} {
+		if v, ok := dev.Extra[k]; ok {
+			key[k] = v
+		}
+	}
+	addSSM(key, info)
+	b, _ := sonic.ConfigStd.Marshal(key)
 	return string(b)
 }
 
@@ -378,7 +455,17 @@ func (s *scorer) refKey() any {
 		return nil
 	}
 	info := s.ref.Info()
-	return map[string]any{"model": s.ref.info.SHA256, "kv": info.KVDtype, "rope": info.Rope}
+	key := map[string]any{"model": s.ref.info.SHA256, "kv": info.KVDtype, "rope": info.Rope}
+	addSSM(key, info)
+	return key
+}
+
+// addSSM adds the recurrent state dtype to a cache key, for models with
+// recurrent layers only (the keys of others stay as they were).
+func addSSM(key map[string]any, info model.Info) {
+	if info.SSMStateDtype != "" {
+		key["ssm"] = info.SSMStateDtype
+	}
 }
 
 // record handles one input record after the headers.
@@ -405,19 +492,41 @@ func (s *scorer) record(ctx context.Context, r *pipe.Reader, rec *pipe.Record, s
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
-		s.log.Done()
-		return fmt.Errorf("interrupted after %d windows (%d scored, %d from the cache); they are cached: rerun the same command to resume",
-			s.scored+s.replayed, s.scored, s.replayed)
+		return s.interrupted()
 	}
 	sc, err := s.window(r, rec.Window, streams)
 	if err != nil {
 		return err
 	}
-	if err := w.Scores(sc); err != nil {
-		return err
+	err = w.Scores(sc)
+	if err == nil {
+		// Each window costs far more than a write: flushing it at once
+		// stops the run at the first failed write (downstream gone)
+		// instead of scoring on until the buffer fills.
+		err = w.Flush()
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			// Ctrl-C stopped the whole pipeline: downstream is gone, and
+			// what matters is what was kept.
+			return s.interrupted()
+		}
+		return fmt.Errorf("write: %w", err)
 	}
 	s.report(false)
 	return nil
+}
+
+// interrupted is the error of a run stopped by SIGINT or SIGTERM: what was
+// kept and how to resume.
+func (s *scorer) interrupted() error {
+	s.log.Done()
+	if s.cache == nil {
+		return fmt.Errorf("interrupted after %d windows (%d scored, %d from the cache); with --no-cache nothing was kept",
+			s.scored+s.replayed, s.scored, s.replayed)
+	}
+	return fmt.Errorf("interrupted after %d windows (%d scored, %d from the cache); they are cached: rerun the same command to resume",
+		s.scored+s.replayed, s.scored, s.replayed)
 }
 
 // window scores one window, from the cache when it can.
@@ -446,7 +555,12 @@ func (s *scorer) window(r *pipe.Reader, win *pipe.Window, streams *pipe.Streams)
 		if err != nil {
 			s.log.Warnf("%v; scoring the window again", err)
 		}
-		ok = ok && s.fromCache(payload, sc)
+		if ok && !s.fromCache(payload, sc) {
+			ok = false
+			if err := s.cache.Remove(group, key); err != nil {
+				s.log.Warnf("%v", err)
+			}
+		}
 		s.cacheTime += time.Since(t0)
 		if ok {
 			s.replayed++
@@ -499,14 +613,42 @@ type cached struct {
 	Top1Agree   []bool    `json:"top1_agree,omitempty"`
 }
 
+// fromCache fills sc from a cache entry after checking it as the reader
+// checks a scores record (one finite log-prob <= 0 and one argmax per
+// target, ...) and that it holds the reference fields exactly when there is
+// a reference model; a bad entry is reported and false returned.
 func (s *scorer) fromCache(payload []byte, sc *pipe.Scores) bool {
 	var c cached
-	if err := sonic.Unmarshal(payload, &c); err != nil || len(c.Logprobs) != sc.End-sc.ScoreFrom {
-		s.log.Warnf("unreadable cache entry for window %d of %s; scoring it again", sc.Index, sc.Stream)
+	err := sonic.Unmarshal(payload, &c)
+	if err == nil {
+		sc.Logprobs, sc.Argmax, sc.KLD, sc.RefLogprobs, sc.Top1Agree = c.Logprobs, c.Argmax, c.KLD, c.RefLogprobs, c.Top1Agree
+		err = s.checkReplay(sc)
+	}
+	if err != nil {
+		sc.Logprobs, sc.Argmax, sc.KLD, sc.RefLogprobs, sc.Top1Agree = nil, nil, nil, nil, nil
+		s.log.Warnf("bad cache entry for window %d of %s (%v): removed; scoring it again", sc.Index, sc.Stream, err)
 		return false
 	}
-	sc.Logprobs, sc.Argmax, sc.KLD, sc.RefLogprobs, sc.Top1Agree = c.Logprobs, c.Argmax, c.KLD, c.RefLogprobs, c.Top1Agree
 	return true
+}
+
+func (s *scorer) checkReplay(sc *pipe.Scores) error {
+	if sc.Logprobs == nil || sc.Argmax == nil {
+		return errors.New("no logprobs or argmax")
+	}
+	withRef := s.ref != nil
+	if (sc.KLD != nil) != withRef || (sc.RefLogprobs != nil) != withRef || (sc.Top1Agree != nil) != withRef {
+		return errors.New("reference fields do not match the run")
+	}
+	if err := pipe.CheckScores(sc); err != nil {
+		return err
+	}
+	for j, a := range sc.Argmax {
+		if int(a) >= s.m.Vocab() {
+			return fmt.Errorf("argmax[%d] = %d is beyond the vocabulary of %d", j, a, s.m.Vocab())
+		}
+	}
+	return nil
 }
 
 func (s *scorer) toCache(group, key string, sc *pipe.Scores) error {
@@ -517,14 +659,69 @@ func (s *scorer) toCache(group, key string, sc *pipe.Scores) error {
 	return s.cache.Put(group, key, b)
 }
 
-// report shows progress: windows, targets and throughput of computed windows.
-func (s *scorer) report(final bool) {
-	rate := 0.0
-	if sec := s.computedTime.Seconds(); sec > 0 {
-		rate = float64(s.computed) / sec
+// contextWarnings warns of a context beyond the model's training context
+// without RoPE scaling (positions past it were never trained: PPL says
+// little about the model), and of a YaRN flag that changes nothing at a
+// context within it.
+func (s *scorer) contextWarnings(p *pipe.Protocol) []string {
+	native := s.m.info.ContextLength
+	if s.f.RopeOrigCtx > 0 {
+		native = s.f.RopeOrigCtx
 	}
-	msg := fmt.Sprintf("%d windows (%d scored, %d from the cache), %d targets, %.0f targets/s scored, %s elapsed",
-		s.scored+s.replayed, s.scored, s.replayed, s.targets, rate, time.Since(s.start).Round(time.Second))
+	if native <= 0 {
+		return nil
+	}
+	scaled := s.f.RopeScaleFactor > 0 || s.f.RopeYarn || s.f.RopeYarnFactor > 0
+	switch {
+	case p.Context > native && !scaled:
+		return []string{fmt.Sprintf("context %d is beyond the model's training context %d: positions past %d are extrapolated; scale RoPE with --rope-yarn (YaRN, factor %d/%d) or --rope-scaling-factor %g (linear)",
+			p.Context, native, native, p.Context, native, float64(p.Context)/float64(native))}
+	case p.Context <= native && s.f.RopeYarn:
+		return []string{fmt.Sprintf("--rope-yarn changes nothing: context %d is within the training context %d, so the YaRN factor is 1", p.Context, native)}
+	}
+	return nil
+}
+
+// shardWindows is how many windows the input holds, from the window
+// header's count (of every shard's windows) and the shard; 0 when the
+// header does not say (ppl-window read a pipe).
+func shardWindows(p *pipe.Protocol) int {
+	k, n, ok := parseShard(p.Shard)
+	switch {
+	case p.Windows <= 0:
+		return 0
+	case !ok:
+		return p.Windows
+	case p.Split != nil && len(p.Split.Windows) == n:
+		return p.Split.Windows[k-1]
+	default: // round-robin: the windows of global ordinal g with g%n == k-1
+		return max(0, (p.Windows-k+n)/n)
+	}
+}
+
+// parseShard reads "k/n"; ok is false for no shard or a malformed one.
+func parseShard(s string) (k, n int, ok bool) {
+	if _, err := fmt.Sscanf(s, "%d/%d", &k, &n); err != nil || k < 1 || k > n {
+		return 0, 0, false
+	}
+	return k, n, true
+}
+
+// report shows progress: windows done of the total (when the window header
+// gives it), throughput of computed windows, elapsed and time left.
+func (s *scorer) report(final bool) {
+	done := s.scored + s.replayed
+	var msg string
+	if final {
+		rate := 0.0
+		if sec := s.computedTime.Seconds(); sec > 0 {
+			rate = float64(s.computed) / sec
+		}
+		msg = fmt.Sprintf("%d windows (%d scored, %d from the cache), %d targets, %.0f targets/s scored, %s elapsed",
+			done, s.scored, s.replayed, s.targets, rate, time.Since(s.start).Round(time.Second))
+	} else {
+		msg = s.progressLine(done)
+	}
 	if final {
 		s.log.Done()
 		s.log.Infof("%s", msg)
@@ -538,4 +735,26 @@ func (s *scorer) report(final bool) {
 		return
 	}
 	s.log.Progress(false, "%s", msg)
+}
+
+// progressLine is the transient line, the most useful facts first, since
+// a narrow terminal cuts the end off: "12/59 windows, 1m10s left, 24s
+// elapsed, 652 targets/s, 3 from the cache".
+func (s *scorer) progressLine(done int) string {
+	var b strings.Builder
+	if s.total > 0 {
+		fmt.Fprintf(&b, "%d/%d windows", done, s.total)
+	} else {
+		fmt.Fprintf(&b, "%d windows", done) // from a pipe: the total is unknown
+	}
+	if s.total > 0 && s.scored > 0 && done < s.total {
+		// The windows left cost what the computed ones did.
+		left := time.Duration(float64(s.computedTime) / float64(s.scored) * float64(s.total-done))
+		fmt.Fprintf(&b, ", %s left", left.Round(time.Second))
+	}
+	fmt.Fprintf(&b, ", %s elapsed, %s", time.Since(s.start).Round(time.Second), progress.Rate(s.computed, s.computedTime, "targets"))
+	if s.replayed > 0 {
+		fmt.Fprintf(&b, ", %d from the cache", s.replayed)
+	}
+	return b.String()
 }

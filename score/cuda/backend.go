@@ -1,23 +1,30 @@
 // Package cuda scores with GGUF models on NVIDIA GPUs: the CUDA backend of
 // ppl-score (--device cuda, cuda:N, or auto when a GPU is found).
 //
-// The forward pass is the CPU reference's (package model), operation for
-// operation, on the device:
+// The model is package model's, unchanged: Load calls model.LoadOn with a
+// Device that makes this package's ml.Backend (ml.go), so every
+// architecture written against package ml's operations (llama, qwen2,
+// qwen3, qwen3moe, ...) runs here without a line of GPU code of its own,
+// and scoring (row blocks of logits, the reference model) is model's too.
+// The backend implements each operation on the device:
 //
 //   - weights are dequantized once at load, on the host by ppl.dev/quant
 //     (exact), rounded to bf16 and copied to the GPU; matrix products are
-//     cuBLAS half-precision GEMMs (cublasGemmEx) with float32 accumulation,
-//     and the residual adds happen in their epilogue (beta = 1);
+//     cuBLAS half-precision GEMMs (cublasGemmEx) with float32 accumulation;
 //   - the other operations are the kernels of ppl.dev/kernels (CUDA C, one
 //     file per operation, compiled ahead to PTX for compute_80 and embedded),
 //     each written against a named CPU reference and tested against it:
 //     embedding gather, RMSNorm, RoPE (tables from nn.RoPE.Angle), SwiGLU,
-//     bias add, KV cache store in every --kv-dtype (byte-identical to package
-//     kvcache), causal attention (a FlashAttention-2-style tensor-core kernel
-//     that reads the cache in its format, O(tokens·heads·head size) memory),
-//     and the log-softmax over the vocabulary reduced on the device to the
-//     target's log-probability, the argmax and the KL divergence, a block of
-//     rows at a time, so full logits never reach the host.
+//     bias and residual adds, scaling, sigmoid gates, soft-capping, KV
+//     cache store in every --kv-dtype (byte-identical to package kvcache),
+//     causal attention (a FlashAttention-2-style tensor-core kernel that
+//     reads the cache in its format, O(tokens·heads·head size) memory; a
+//     plain kernel for sliding windows and sinks), a mixture of experts'
+//     gather, per-expert products and weighted sum (routing on the host,
+//     ml.Router), and the log-softmax over the vocabulary reduced on the
+//     device to the target's log-probability, the argmax and the KL
+//     divergence, a block of rows at a time, so full logits never reach
+//     the host.
 //
 // Precision: every weight is rounded to bf16, so a bf16 copy of the model
 // (WriteBF16Copy) holds exactly the GPU's weights for the CPU reference to
@@ -25,10 +32,13 @@
 // float64 where the reference uses it); the inputs of products are fp16 —
 // the bf16 weights are stored as fp16, which holds them exactly — except
 // the down projection's, which stays bf16 because silu(gate)·up is not
-// normalized and can exceed fp16's range (Precision, Mixed). All-bf16
+// normalized and can exceed fp16's range (Precision, Mixed); a mixture of
+// experts' router is float32 throughout (its logits choose experts). All-bf16
 // inputs (BF16, PPL_CUDA_PRECISION=bf16) put the oracle models up to 0.03
 // per token from the CPU; fp16 inputs keep them near 0.01, inside the 0.02
-// the GPU check demands, at the same tensor-core speed (docs/cuda.md).
+// the GPU check demands, at the same tensor-core speed (docs/cuda.md). A
+// mixture of experts is checked by its mean and perplexity only: a routing
+// choice near a tie flips on those roundings now and then.
 //
 // The engine is tested without a GPU on an emulation of the device in Go
 // (sim_test.go: memory, every kernel as its CPU reference or a lane-level

@@ -20,7 +20,15 @@ import (
 // largest per-token difference of 0.02 with a bf16 cache and a perplexity
 // ratio within 0.001 of 1.
 
-var e2eModels = []string{"tiny-llama-spm-q8_0", "tiny-qwen3-q8_0", "tiny-llama3-q8_0"}
+var e2eModels = []string{"tiny-llama-spm-q8_0", "tiny-qwen3-q8_0", "tiny-llama3-q8_0", "tiny-qwen3moe"}
+
+// e2eQuick are the models the simulator runs by default: the first, and
+// the mixture of experts (the path only it takes).
+var e2eQuick = map[string]bool{"tiny-llama-spm-q8_0": true, "tiny-qwen3moe": true}
+
+// moeBounds are the mixtures of experts, checked by mean and perplexity
+// (TestEndToEnd says why).
+var moeBounds = map[string]bool{"tiny-qwen3moe": true}
 
 // e2eWindow is a window of a test: tokens [begin, end) scored from from.
 type e2eWindow struct{ begin, end, from int }
@@ -159,8 +167,8 @@ func e2eSetup(t *testing.T) (dir string, stems []string) {
 // also a 2048-token window (RoPE and attention over several tiles), and
 // once with a reference model (KL divergence).
 //
-// The simulator (slow: its products are plain Go) runs the first model on
-// two short windows, or everything with PPL_CUDA_SIM_E2E=1.
+// The simulator (slow: its products are plain Go) runs the models of
+// e2eQuick on two short windows, or everything with PPL_CUDA_SIM_E2E=1.
 func TestEndToEnd(t *testing.T) {
 	dir, stems := e2eSetup(t)
 	onDevices(t, func(t *testing.T, e *Engine) {
@@ -168,8 +176,8 @@ func TestEndToEnd(t *testing.T) {
 		quick := sim && os.Getenv("PPL_CUDA_SIM_E2E") != "1"
 		for _, stem := range stems {
 			t.Run(stem, func(t *testing.T) {
-				if quick && stem != stems[0] {
-					t.Skip("simulator: first model only (PPL_CUDA_SIM_E2E=1 runs all)")
+				if quick && !e2eQuick[stem] {
+					t.Skip("simulator: the first model and the mixture of experts only (PPL_CUDA_SIM_E2E=1 runs all)")
 				}
 				path := oracle.Model(dir, stem)
 				bf := filepath.Join(t.TempDir(), stem+"-bf16.gguf")
@@ -191,7 +199,20 @@ func TestEndToEnd(t *testing.T) {
 				info.Close()
 				s := e2eCase(t, e, Mixed, path, bf, "bf16", windows, toks, false)
 				t.Logf("bf16 cache: %v", s)
-				if s.maxAbs > 0.02 || math.Abs(s.pplRatio()-1) > 0.001 {
+				if moeBounds[stem] {
+					// A mixture of experts: its router chooses experts on
+					// logits that the GPU's half-precision product inputs
+					// move by about 5e-3, so a choice near a tie (a few
+					// of 768 per window here) flips and changes that
+					// token by up to 0.6 and, through attention, its
+					// followers a little. The per-token maximum says
+					// nothing then; the bounds are those of the CPU
+					// against llama.cpp for these architectures
+					// (model.TestGoldenArchs): the mean and the perplexity.
+					if mean := s.sumAbs / float64(s.n); mean > 0.02 || math.Abs(s.pplRatio()-1) > 0.002 {
+						t.Errorf("bf16 cache: %v; want mean |Δ| <= 0.02 and |PPL ratio - 1| <= 0.002", s)
+					}
+				} else if s.maxAbs > 0.02 || math.Abs(s.pplRatio()-1) > 0.001 {
 					t.Errorf("bf16 cache: %v; want max |Δ| <= 0.02 and |PPL ratio - 1| <= 0.001", s)
 				}
 				if !quick {
@@ -217,8 +238,8 @@ func TestEndToEnd(t *testing.T) {
 // activations differ by the rounding of product inputs), so a value near a
 // rounding boundary can land on another code, a step of the format: the
 // coarser the format, the larger the difference a flip makes, and the
-// looser the bounds (measured on the simulator: int8 0.017, fp8 0.037,
-// k8v4 0.056, nvfp4 0.21 at most per token on 255 targets).
+// looser the bounds (measured on the simulator: int8 0.021, fp8 0.040,
+// k8v4 0.057, nvfp4 0.21 at most per token on 383 targets).
 func TestEndToEndKV(t *testing.T) {
 	dir, stems := e2eSetup(t)
 	bounds := map[string][2]float64{ // max |Δ log p|, |PPL ratio - 1|

@@ -335,15 +335,17 @@ func (e *Engine) elapsed(f func() error) (time.Duration, error) {
 
 // kernelModules maps each PTX module to the kernels it holds.
 var kernelModules = map[string][]string{
-	"embed":      {"embed"},
-	"rmsnorm":    {"rmsnorm_half", "rmsnorm_f32"},
-	"rope":       {"rope"},
-	"swiglu":     {"swiglu_half"},
-	"add":        {"add_bias", "cast_half"},
-	"logsoftmax": {"logsoftmax_target", "logsoftmax_kld"},
-	"kvstore":    {"kv_store_plain", "kv_store_scaled", "kv_store_q4", "kv_amax", "kv_store_nvfp4", "kv_decode"},
-	"attention":  {"attn_simple", "attn_fa16", "attn_fa32", "attn_fa64", "attn_fa128"},
-	"random":     {"fill_uniform_half", "fill_f32"},
+	"embed":       {"embed"},
+	"rmsnorm":     {"rmsnorm_f32"},
+	"rope":        {"rope"},
+	"swiglu":      {"swiglu_half", "glu_half"},
+	"add":         {"add_bias", "cast_half"},
+	"elementwise": {"add_f32", "scale_f32", "sigmoid_mul", "softcap", "widen_half"},
+	"experts":     {"gather_half", "scatter_scaled", "sum_choices"},
+	"logsoftmax":  {"logsoftmax_target", "logsoftmax_kld"},
+	"kvstore":     {"kv_store_plain", "kv_store_scaled", "kv_store_q4", "kv_amax", "kv_store_nvfp4", "kv_decode"},
+	"attention":   {"attn_simple", "attn_fa16", "attn_fa32", "attn_fa64", "attn_fa128"},
+	"random":      {"fill_uniform_half", "fill_f32"},
 }
 
 // gpuDevice is a CUDA device through the driver API and cuBLAS.

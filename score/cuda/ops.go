@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math"
 
+	"ppl.dev/kernels"
 	"ppl.dev/score/cuda/cublas"
 	"ppl.dev/score/kvcache"
+	"ppl.dev/score/ml"
 )
 
 // Typed launchers, one per kernel of ppl.dev/kernels, in the order of the
@@ -14,11 +16,6 @@ import (
 // embed: out (n, dim) f32 <- rows tokens of table (vocab, dim) of half type t.
 func (e *Engine) embed(out, table, tokens ptr, n, dim int, t cublas.DataType) error {
 	return e.launch("embed", dim3{uint32(n), 1, 1}, block256, out, table, tokens, n, dim, isF16(t))
-}
-
-// rmsnormHalf: out (rows, d) of half type t <- RMSNorm(x (rows, d) f32) · w.
-func (e *Engine) rmsnormHalf(out, x, w ptr, rows, d int, eps float64, t cublas.DataType) error {
-	return e.launch("rmsnorm_half", dim3{uint32(rows), 1, 1}, block256, out, x, w, rows, d, eps, isF16(t))
 }
 
 // isF16 is the kernels' flag for fp16 (1) rather than bf16 (0) halves.
@@ -48,6 +45,15 @@ func (e *Engine) swiglu(out, gate, up ptr, rows, f, gs, us int, t cublas.DataTyp
 	return e.launch("swiglu_half", gridFor(int64(rows)*int64(f)), block256, out, gate, up, rows, f, gs, us, isF16(t))
 }
 
+// glu: out (rows, f) of half type t <- act(gate)·up for ml.GeGLU or
+// ml.OAISwiGLU (act), gate and up dense (rows, f).
+func (e *Engine) glu(out, gate, up ptr, rows, f int, act ml.Act, t cublas.DataType) error {
+	if act != ml.GeGLU && act != ml.OAISwiGLU {
+		return fmt.Errorf("cuda: activation %v has no glu_half kernel", act)
+	}
+	return e.launch("glu_half", gridFor(int64(rows)*int64(f)), block256, out, gate, up, rows, f, int(act), isF16(t))
+}
+
 // addBias: x (rows, d) f32 += b (d).
 func (e *Engine) addBias(x, b ptr, rows, d int) error {
 	return e.launch("add_bias", gridFor(int64(rows)*int64(d)), block256, x, b, rows, d)
@@ -56,6 +62,47 @@ func (e *Engine) addBias(x, b ptr, rows, d int) error {
 // castHalf: out (count) of half type t <- x (count) f32.
 func (e *Engine) castHalf(out, x ptr, count int64, t cublas.DataType) error {
 	return e.launch("cast_half", gridFor(count), block256, out, x, count, isF16(t))
+}
+
+// addF32: x (count) f32 += y (count).
+func (e *Engine) addF32(x, y ptr, count int64) error {
+	return e.launch("add_f32", gridFor(count), block256, x, y, count)
+}
+
+// scaleF32: x (count) f32 *= s.
+func (e *Engine) scaleF32(x ptr, count int64, s float32) error {
+	return e.launch("scale_f32", gridFor(count), block256, x, count, s)
+}
+
+// sigmoidMul: x (rows, cols) f32 *= sigmoid(g), g (rows, gcols), gcols
+// cols or 1.
+func (e *Engine) sigmoidMul(x, g ptr, rows, cols, gcols int) error {
+	return e.launch("sigmoid_mul", gridFor(int64(rows)*int64(cols)), block256, x, g, rows, cols, gcols)
+}
+
+// softcap: x (count) f32 <- cap·tanh(x/cap).
+func (e *Engine) softcap(x ptr, count int64, cp float64) error {
+	return e.launch("softcap", gridFor(count), block256, x, count, cp)
+}
+
+// widenHalf: out (count) f32 <- h (count) of half type t, exactly.
+func (e *Engine) widenHalf(out, h ptr, count int64, t cublas.DataType) error {
+	return e.launch("widen_half", gridFor(count), block256, out, h, count, isF16(t))
+}
+
+// gatherHalf: out row i (cols, half type t) <- x row rows[i] (f32), n rows.
+func (e *Engine) gatherHalf(out, x, rows ptr, n, cols int, t cublas.DataType) error {
+	return e.launch("gather_half", gridFor(int64(n)*int64(cols)), block256, out, x, rows, n, cols, isF16(t))
+}
+
+// scatterScaled: res slot choice[i] (cols f32) <- y row i · w[choice[i]], n rows.
+func (e *Engine) scatterScaled(res, y, choice, w ptr, n, cols int) error {
+	return e.launch("scatter_scaled", gridFor(int64(n)*int64(cols)), block256, res, y, choice, w, n, cols)
+}
+
+// sumChoices: dst row t (cols f32) <- Σ_j res slot t·k+j, in order of j.
+func (e *Engine) sumChoices(dst, res ptr, rows, k, cols int) error {
+	return e.launch("sum_choices", gridFor(int64(rows)*int64(cols)), block256, dst, res, rows, k, cols)
 }
 
 // fillUniform: out (count) of half type t <- uniform(-a, a) from seed,
@@ -91,18 +138,26 @@ func b2i(b bool) int {
 	return 0
 }
 
-// KV cache format ids (KV_* in kernels/kvformat.cuh), by kvcache codec name.
+// KV cache format ids: kernels.KVFormats is their one source (it
+// generates kernels/kvids.cuh); the short names are this package's.
 const (
-	kvF32 = iota
-	kvF16
-	kvBF16
-	kvInt8
-	kvFP8
-	kvQ4
-	kvNVFP4
+	kvF32   = kernels.KVF32
+	kvF16   = kernels.KVF16
+	kvBF16  = kernels.KVBF16
+	kvInt8  = kernels.KVInt8
+	kvFP8   = kernels.KVFP8
+	kvQ4    = kernels.KVQ4
+	kvNVFP4 = kernels.KVNVFP4
 )
 
-var kvIDs = map[string]int{"f32": kvF32, "f16": kvF16, "bf16": kvBF16, "int8": kvInt8, "fp8": kvFP8, "q4": kvQ4, "nvfp4": kvNVFP4}
+// kvIDs maps a kvcache codec name to its format id.
+var kvIDs = func() map[string]int {
+	m := map[string]int{}
+	for id, name := range kernels.KVFormats {
+		m[name] = id
+	}
+	return m
+}()
 
 // kvFormat returns the device format ids of a --kv-dtype's key and value codecs.
 func kvFormat(name string) (k, v int, err error) {
@@ -227,6 +282,16 @@ func (e *Engine) attention(out, q ptr, n, heads, kvheads, hd int, scale float64,
 		args := append([]any{out, q, n, heads, kvheads, float32(scale * math.Log2E)}, kargs...)
 		return e.launch(fmt.Sprintf("attn_fa%d", hd), dim3{uint32((n + 63) / 64), uint32(heads), 1}, dim3{128, 1, 1}, args...)
 	}
-	args := append([]any{out, q, n, heads, kvheads, hd, float32(scale)}, kargs...)
+	return e.attentionPlain(out, q, n, heads, kvheads, hd, scale, 0, 0, k, v, ot)
+}
+
+// attentionPlain is the plain kernel, with a sliding window (0: none) and
+// sinks (one float32 logit per head, or 0: none).
+func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, k, v *kvTensor, ot cublas.DataType) error {
+	if heads%kvheads != 0 || hd > 256 {
+		return fmt.Errorf("cuda: attention with %d heads, %d KV heads of size %d not supported", heads, kvheads, hd)
+	}
+	args := []any{out, q, n, heads, kvheads, hd, float32(scale), window, sinks,
+		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), isF16(ot)}
 	return e.launch("attn_simple", dim3{uint32(n), uint32(heads), 1}, dim3{128, 1, 1}, args...)
 }

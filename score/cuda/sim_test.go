@@ -205,11 +205,14 @@ var simKernels = map[string]struct {
 		}
 		return nil
 	}},
-	"rmsnorm_half": {7, func(s *simDevice, a *simArgs, grid dim3) error {
-		return simRMSNorm(a, grid, 1+a.int(6))
-	}},
 	"rmsnorm_f32": {6, func(s *simDevice, a *simArgs, grid dim3) error {
-		return simRMSNorm(a, grid, 0)
+		x, w, rows, d, eps := f32s(a.ptr(1)), f32s(a.ptr(2)), a.int(3), a.int(4), a.f64(5)
+		if err := covers(grid[0], rows, "rows"); err != nil || a.err != nil {
+			return errors.Join(err, a.err)
+		}
+		norm := nn.RMSNorm{Name: "sim", W: w[:d], Eps: eps}
+		norm.Forward(nn.NewContext(1), f32s(a.ptr(0))[:rows*d], x[:rows*d], rows)
+		return nil
 	}},
 	"rope": {8, func(s *simDevice, a *simArgs, grid dim3) error {
 		x, cos, sin := f32s(a.ptr(0)), f64s(a.ptr(1)), f64s(a.ptr(2))
@@ -415,7 +418,7 @@ var simKernels = map[string]struct {
 		}
 		return nil
 	}},
-	"attn_simple": {16, func(s *simDevice, a *simArgs, grid dim3) error {
+	"attn_simple": {18, func(s *simDevice, a *simArgs, grid dim3) error {
 		n, heads := a.int(2), a.int(3)
 		if err := covers(grid[0], n, "queries"); err != nil {
 			return err
@@ -423,7 +426,11 @@ var simKernels = map[string]struct {
 		if err := covers(grid[1], heads, "heads"); err != nil {
 			return err
 		}
-		return simAttention(a, a.int(5), float64(a.f32(6)), 7, false)
+		var sinks []float32
+		if p := a.ptr(8); p != nil {
+			sinks = f32s(p)[:heads]
+		}
+		return simAttention(a, a.int(5), float64(a.f32(6)), a.int(7), sinks, 9, false)
 	}},
 	"attn_fa16":  {15, simFlash(16)},
 	"attn_fa32":  {15, simFlash(32)},
@@ -441,7 +448,7 @@ func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 			return err
 		}
 		if !s.laneFlash {
-			return simAttention(a, hd, float64(a.f32(5))/math.Log2E, 6, s.roundAttention)
+			return simAttention(a, hd, float64(a.f32(5))/math.Log2E, 0, nil, 6, s.roundAttention)
 		}
 		out, q, kvheads := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(4)
 		K := simPlanes{format: a.int(6), data: a.ptr(7), scales: a.ptr(8), tscale: a.ptr(9), heads: kvheads, hd: hd}
@@ -469,27 +476,6 @@ func covers(g uint32, n int, what string) error {
 	return nil
 }
 
-// simRMSNorm: otype 0 float32, 1 bf16, 2 fp16.
-func simRMSNorm(a *simArgs, grid dim3, otype int) error {
-	x, w, rows, d, eps := f32s(a.ptr(1)), f32s(a.ptr(2)), a.int(3), a.int(4), a.f64(5)
-	if err := covers(grid[0], rows, "rows"); err != nil || a.err != nil {
-		return errors.Join(err, a.err)
-	}
-	norm := nn.RMSNorm{Name: "sim", W: w[:d], Eps: eps}
-	if otype == 0 {
-		out := f32s(a.ptr(0))
-		norm.Forward(nn.NewContext(1), out[:rows*d], x[:rows*d], rows)
-		return nil
-	}
-	tmp := make([]float32, rows*d)
-	norm.Forward(nn.NewContext(1), tmp, x[:rows*d], rows)
-	out := u16s(a.ptr(0))
-	for i, v := range tmp {
-		out[i] = f32ToHalf(v, otype-1)
-	}
-	return nil
-}
-
 func f32ToHalf(v float32, f16 int) uint16 {
 	if f16 != 0 {
 		return quant.F32ToF16(v)
@@ -505,8 +491,9 @@ func halfToF32(h uint16, f16 int) float32 {
 }
 
 // simAttention decodes the cache planes (arguments from k0 on: kfmt, kdata,
-// kscales, ktscale, vfmt, ...) and runs nn.Attention.
-func simAttention(a *simArgs, hd int, scale float64, k0 int, round bool) error {
+// kscales, ktscale, vfmt, ...) and runs nn.Attention, with a sliding window
+// (0: none) and sinks (nil: none).
+func simAttention(a *simArgs, hd int, scale float64, window int, sinks []float32, k0 int, round bool) error {
 	out, q, n, heads, kvheads := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
 	K := simPlanes{format: a.int(k0), data: a.ptr(k0 + 1), scales: a.ptr(k0 + 2), tscale: a.ptr(k0 + 3), heads: kvheads, hd: hd}
 	V := simPlanes{format: a.int(k0 + 4), data: a.ptr(k0 + 5), scales: a.ptr(k0 + 6), tscale: a.ptr(k0 + 7), heads: kvheads, hd: hd}
@@ -534,7 +521,7 @@ func simAttention(a *simArgs, hd int, scale float64, k0 int, round bool) error {
 		}
 	}
 	o := make([]float32, n*heads*hd)
-	att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: scale}
+	att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: scale, Window: window, Sinks: sinks}
 	att.Forward(nn.NewContext(0), o, qs, ks, vs, n)
 	for i, v := range o {
 		out[i] = f32ToHalf(v, f16)
@@ -651,8 +638,8 @@ func (s *simDevice) launch(kernel string, grid, block dim3, args []any) error {
 func (s *simDevice) gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at cublas.DataType, lda int,
 	b ptr, bt cublas.DataType, ldb int, beta float32, c ptr, ct cublas.DataType, ldc int) error {
 	// cublasGemmEx with CUBLAS_COMPUTE_32F takes half inputs of one type
-	// and writes float32 or that type.
-	if at != bt || (at != cublas.R16BF && at != cublas.R16F) || (ct != cublas.R32F && ct != at) {
+	// and writes float32 or that type, or float32 inputs and output (SGEMM).
+	if at != bt || (at != cublas.R16BF && at != cublas.R16F && at != cublas.R32F) || (ct != cublas.R32F && ct != at) {
 		return fmt.Errorf("sim gemm: types %d, %d, %d: not a combination cuBLAS supports", at, bt, ct)
 	}
 	rowsA, rowsB := k, n // rows of the stored A and B (column-major)
@@ -665,18 +652,24 @@ func (s *simDevice) gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at
 	if lda < max(1, rowsA) || ldb < max(1, rowsB) || ldc < max(1, m) {
 		return fmt.Errorf("sim gemm: leading dimensions %d, %d, %d too small for %d×%d×%d", lda, ldb, ldc, m, n, k)
 	}
-	A, B, C := u16s(s.view(a)), u16s(s.view(b)), s.view(c)
+	A, B, C := s.view(a), s.view(b), s.view(c)
 	f16 := b2i(at == cublas.R16F)
+	elem := func(x []byte, i int) float64 {
+		if at == cublas.R32F {
+			return float64(f32s(x)[i])
+		}
+		return float64(halfToF32(u16s(x)[i], f16))
+	}
 	// op(A) row i and op(B) column j as contiguous float64 vectors of k.
-	decode := func(x []uint16, t cublas.Op, ld, cols int, transposedIsRow bool) [][]float64 {
+	decode := func(x []byte, t cublas.Op, ld, cols int, transposedIsRow bool) [][]float64 {
 		out := make([][]float64, cols)
 		for c := range cols {
 			v := make([]float64, k)
 			for l := range k {
 				if (t == cublas.OpT) == transposedIsRow {
-					v[l] = float64(halfToF32(x[l+c*ld], f16))
+					v[l] = elem(x, l+c*ld)
 				} else {
-					v[l] = float64(halfToF32(x[c+l*ld], f16))
+					v[l] = elem(x, c+l*ld)
 				}
 			}
 			out[c] = v

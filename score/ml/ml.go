@@ -21,6 +21,14 @@
 // Fused operations (Attention, MLP, Experts, LogSoftmax) stand for a plain
 // sequence of smaller ones; each one's doc names that sequence, and each
 // backend's test compares the fused form with it.
+//
+// Operations only some architectures need are extension interfaces beside
+// Backend, each in its own file: Recurrent (Gated DeltaNet: causal
+// convolution, L2 norms, the chunked delta rule), Latent (multi-head latent
+// attention) and Gemma4 (shared-KV attention, column gathers). An
+// architecture that needs one says so at load (model.Checker), so a
+// backend without it refuses the model naming the operations, rather than
+// failing at the first window.
 package ml
 
 import (
@@ -47,8 +55,8 @@ type Matrix struct {
 	Name    string // the tensor's name, for messages
 	Type    gguf.Type
 	In, Out int
-	Experts int    // 0 or 1: a plain matrix
-	Data    []byte // the file's bytes (memory-mapped)
+	Experts int       // 0 or 1: a plain matrix
+	Data    []byte    // the file's bytes (memory-mapped)
 	Bias    []float32 // Out values, or Experts × Out for a stack
 	Impl    any       // the backend's prepared form
 }

@@ -12,31 +12,39 @@ import "fmt"
 //
 //   - GatherCols: dst[t, j] = x[t, cols[j]].
 //   - ConvSiLU: the causal depthwise convolution over time, then SiLU:
-//     dst[t, c] = silu(Σ_{j<K} w[c·K + j] · x[t-K+1+j, c]), x[t] = 0 for
-//     t < 0 (K - 1 zeros before the window's first token; tap 0 multiplies
-//     the oldest input). w holds channels × K values (GGUF ne {K, channels}).
-//   - L2Norm: each row divided by max(‖row‖, eps) (eps a floor on the norm).
+//     dst[t, c] = silu(Σ_{j<K} w[c·K + j] · x[t-K+1+j, c]), tap 0
+//     multiplying the oldest input, where x[-K+1..-1] are the rows of hist
+//     (K - 1 rows; zeros at the window's first token). w holds channels × K
+//     values (GGUF ne {K, channels}); dst is not x. On return hist holds
+//     the last K - 1 inputs, for the next rows of the window.
+//   - Zero: x = 0.
+//   - L2Norm: each row divided by max(‖row‖, eps) (eps a floor on the
+//     norm); dst may be x.
 //   - DeltaGates, in place: beta = sigmoid(beta); alpha = a[h] ·
 //     softplus(alpha + dtBias[h]) per column h (the log-decay g, a = -exp(A_log)).
-//   - DeltaNet: the gated delta rule (DeltaRule's doc).
+//   - DeltaNet: the gated delta rule (DeltaRule's doc) from the state in
+//     state, which it leaves holding the state after the last token.
 //   - GatedRMSNorm: dst = x / sqrt(mean(x²) + eps) · w · silu(z) over rows of
-//     len(w.V) values (x, z and dst viewed as (rows·heads, len(w.V))).
+//     len(w.V) values (x, z and dst viewed as (rows·heads, len(w.V))); dst
+//     may be x.
 //
 // Each result is computed in float64 and rounded to float32 once.
 type Recurrent interface {
 	GatherCols(dst, x Tensor, cols []int)
-	ConvSiLU(dst, x Tensor, w *Vector, kernel int)
+	ConvSiLU(dst, x, hist Tensor, w *Vector)
+	Zero(x Tensor)
 	L2Norm(dst, x Tensor, eps float64)
 	DeltaGates(beta, alpha Tensor, a, dtBias *Vector)
-	DeltaNet(dst, q, k, v, g, beta Tensor, d *DeltaRule)
+	DeltaNet(dst, q, k, v, g, beta, state Tensor, d *DeltaRule)
 	GatedRMSNorm(dst, x, z Tensor, w *Vector, eps float64)
 }
 
 // DeltaRule is the shape of a gated delta rule scan. For value head h
 // (KHeads·r value heads, r = VHeads/KHeads) with key head
 // kh = h mod KHeads when Tiled (the Qwen3.5 converter's order), else
-// h div r (Qwen3-Next's), and a Dim × Dim state S starting at zero, each
-// token t in order does
+// h div r (Qwen3-Next's), and a Dim × Dim state S (zero at a window's
+// first token; rows h·Dim + i, column j of the (VHeads·Dim, Dim) state
+// tensor hold S[i][j]), each token t in order does
 //
 //	S ← exp(g[t,h]) · S
 //	S ← S + k[t,kh] ⊗ beta[t,h] · (v[t,h] - Sᵀ k[t,kh])

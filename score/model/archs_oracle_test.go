@@ -20,6 +20,15 @@ var archCases = []struct {
 	goldMean, gPPL float64
 }{
 	{"tiny-qwen3moe", 0.02, 2e-3},
+	{"tiny-qwen35", 0.02, 2e-3},
+	{"tiny-qwen35moe", 0.02, 2e-3},
+	{"tiny-qwen3next", 0.02, 2e-3},
+	{"tiny-gemma3", 0.02, 2e-3},
+	{"tiny-mistral3", 0.02, 2e-3},
+	{"tiny-gemma4", 0.04, 1e-2}, // llama.cpp's F16 GELU table and near-tie routing (oracle README)
+	{"tiny-glm4moe", 0.02, 2e-3},
+	{"tiny-deepseek2", 0.02, 2e-3},
+	{"tiny-gpt-oss", 0.08, 2e-3},
 }
 
 // TestExactArchs compares our float32 forward pass, with an f32 KV cache,

@@ -89,7 +89,7 @@ func (b *cpuBackend) Slice(t ml.Tensor, r0, r1 int) ml.Tensor {
 	return &cpuT{d: x.d[r0*x.cols : r1*x.cols], rows: r1 - r0, cols: x.cols}
 }
 
-func (b *cpuBackend) Mark() ml.Mark      { return b.c.Mark() }
+func (b *cpuBackend) Mark() ml.Mark     { return b.c.Mark() }
 func (b *cpuBackend) Release(m ml.Mark) { b.c.Release(m.(nn.Mark)) }
 func (b *cpuBackend) Reset()            { b.c.Reset(); b.err = nil }
 func (b *cpuBackend) Err() error        { return b.err }
@@ -99,7 +99,7 @@ func (b *cpuBackend) Fail(err error) {
 		b.err = err
 	}
 }
-func (b *cpuBackend) Close() error      { b.c.Free(); return nil }
+func (b *cpuBackend) Close() error { b.c.Free(); return nil }
 
 func (b *cpuBackend) Embed(dst ml.Tensor, w *ml.Matrix, tokens []int32) {
 	d := ct(dst)

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
+	"strings"
 
 	"ppl.dev/gguf"
 )
@@ -55,11 +58,17 @@ func (m meta) int(key string, def int) (int, error) {
 	return int(v), nil
 }
 
+// float reads a floating-point key; NaN and infinities are refused, naming
+// the key (no hyperparameter of a real model is either).
 func (m meta) float(key string, def float64) (float64, error) {
 	if !m.has(key) {
 		return def, nil
 	}
-	return m.f.Float(m.arch + "." + key)
+	v, err := m.f.Float(m.arch + "." + key)
+	if err == nil && (math.IsNaN(v) || math.IsInf(v, 0)) {
+		return 0, fmt.Errorf("metadata %s.%s = %v: not a finite number", m.arch, key, v)
+	}
+	return v, err
 }
 
 func (m meta) string(key, def string) (string, error) {
@@ -82,8 +91,15 @@ func readHParams(f *gguf.File, arch string) (HParams, error) {
 	}
 	get(&hp.Embd, "embedding_length", -1)
 	get(&hp.Layers, "block_count", -1)
-	get(&hp.FFN, "feed_forward_length", -1)
-	get(&hp.Heads, "attention.head_count", -1)
+	// Per-layer arrays, for the architectures that read them (perLayerArchs),
+	// give their largest value here.
+	getMax := func(dst *int, key string, def int) {
+		v, err := m.maxInt(key, def)
+		errs = append(errs, err)
+		*dst = v
+	}
+	getMax(&hp.FFN, "feed_forward_length", -1)
+	getMax(&hp.Heads, "attention.head_count", -1)
 	get(&hp.CtxTrain, "context_length", 0)
 	if err := errors.Join(errs...); err != nil {
 		return hp, err
@@ -91,7 +107,13 @@ func readHParams(f *gguf.File, arch string) (HParams, error) {
 	if hp.Embd <= 0 || hp.Layers <= 0 || hp.FFN <= 0 || hp.Heads <= 0 {
 		return hp, fmt.Errorf("bad shape: %d wide, %d layers, FFN %d, %d heads", hp.Embd, hp.Layers, hp.FFN, hp.Heads)
 	}
-	get(&hp.KVHeads, "attention.head_count_kv", hp.Heads)
+	// The declared counts against the tensors present, before anything is
+	// allocated per layer or per head: a file that claims 2^31 layers is
+	// refused here, not after the loader has sized 2^31 of everything.
+	if blocks := blockTensors(f); hp.Layers > blocks {
+		return hp, fmt.Errorf("metadata %s.block_count = %d, but the file has tensors for %d blocks (blk.0 to blk.%d)", arch, hp.Layers, blocks, blocks-1)
+	}
+	getMax(&hp.KVHeads, "attention.head_count_kv", hp.Heads)
 	get(&hp.HeadDim, "attention.key_length", hp.Embd/hp.Heads)
 	get(&hp.ValueDim, "attention.value_length", hp.HeadDim)
 	eps, err := m.float("attention.layer_norm_rms_epsilon", 1e-5)
@@ -103,7 +125,7 @@ func readHParams(f *gguf.File, arch string) (HParams, error) {
 	if hp.KVHeads <= 0 || hp.HeadDim <= 0 || hp.Heads%hp.KVHeads != 0 {
 		return hp, fmt.Errorf("bad attention shape: %d heads, %d KV heads, head size %d", hp.Heads, hp.KVHeads, hp.HeadDim)
 	}
-	if hp.ValueDim != hp.HeadDim {
+	if hp.ValueDim != hp.HeadDim && arch != "deepseek2" { // MLA reads its own head sizes (deepseek2.go)
 		return hp, fmt.Errorf("value head size %d differs from key head size %d: not supported", hp.ValueDim, hp.HeadDim)
 	}
 	if !(hp.Eps > 0) {
@@ -118,4 +140,71 @@ func readHParams(f *gguf.File, arch string) (HParams, error) {
 	}
 	hp.Vocab = int(t.Shape[1])
 	return hp, nil
+}
+
+// blockTensors returns 1 + the largest N of the file's blk.N.* tensors (0
+// when it has none).
+func blockTensors(f *gguf.File) int {
+	n := 0
+	for _, t := range f.Tensors {
+		rest, ok := strings.CutPrefix(t.Name, "blk.")
+		if !ok {
+			continue
+		}
+		i := strings.IndexByte(rest, '.')
+		if i <= 0 {
+			continue
+		}
+		if b, err := strconv.Atoi(rest[:i]); err == nil && b >= n {
+			n = b + 1
+		}
+	}
+	return n
+}
+
+// perLayerArchs are the architectures whose files may give
+// feed_forward_length and the head counts per layer (arrays of block_count
+// values); they read each layer's with meta.layerInts.
+var perLayerArchs = map[string]bool{"gemma4": true}
+
+// maxInt reads an integer key as int does, or, for an architecture of
+// perLayerArchs, the largest value of a per-layer array.
+func (m meta) maxInt(key string, def int) (int, error) {
+	v, ok := m.f.Lookup(m.arch + "." + key)
+	if !ok || v.Type != gguf.ValueArray || !perLayerArchs[m.arch] {
+		return m.int(key, def)
+	}
+	vs, err := m.layerInts(key, v.Len(), def)
+	if err != nil || len(vs) == 0 {
+		return 0, err
+	}
+	return slices.Max(vs), nil
+}
+
+// layerInts reads a key that holds either one integer for every layer or
+// an array of exactly layers integers; def < 0 makes it required.
+func (m meta) layerInts(key string, layers, def int) ([]int, error) {
+	v, ok := m.f.Lookup(m.arch + "." + key)
+	if !ok || v.Type != gguf.ValueArray {
+		x, err := m.int(key, def)
+		if err != nil {
+			return nil, err
+		}
+		return slices.Repeat([]int{x}, layers), nil
+	}
+	a, err := m.f.Int32s(m.arch + "." + key)
+	if err != nil {
+		return nil, err
+	}
+	if len(a) != layers {
+		return nil, fmt.Errorf("metadata %s.%s has %d values for %d layers", m.arch, key, len(a), layers)
+	}
+	out := make([]int, layers)
+	for i, x := range a {
+		if x < 0 {
+			return nil, fmt.Errorf("metadata %s.%s[%d] = %d out of range", m.arch, key, i, x)
+		}
+		out[i] = int(x)
+	}
+	return out, nil
 }

@@ -10,7 +10,8 @@ import (
 
 // llama: Llama 2 and 3, Mistral and other "llama" GGUF files, and the
 // variants that differ from it in a few options (qwen2, qwen3, qwen3moe:
-// see decoderOpts). A pre-norm decoder: x += Attn(RMSNorm(x)); x +=
+// see decoderOpts; glm4moe, gpt-oss and mistral3 bind their own tensors
+// into the same decoder). A pre-norm decoder: x += Attn(RMSNorm(x)); x +=
 // FFN(RMSNorm(x)), with grouped-query attention, RoPE and a SwiGLU MLP (or
 // a mixture of experts). The output head is output.weight, or the token
 // embedding when tied.
@@ -42,7 +43,10 @@ type decoder struct {
 	outputNorm *ml.Vector // output_norm
 	head       Head
 	rope       *nn.RoPE
-	attn       ml.Attn
+	attn       ml.Attn // every layer's, unless the layer has its own
+	// scaleQ, when set, scales the queries after RoPE (mistral3's
+	// attention temperature by position).
+	scaleQ func(b ml.Backend, q ml.Tensor)
 }
 
 type decoderLayer struct {
@@ -51,6 +55,7 @@ type decoderLayer struct {
 	qNorm, kNorm *ml.Vector // blk.N.attn_q_norm, attn_k_norm (qkNorm), over HeadDim
 	ffnNorm      *ml.Vector // blk.N.ffn_norm
 	ffn          FFN
+	attn         *ml.Attn // the layer's own attention options (gpt-oss: sinks, window), or nil
 }
 
 func newDecoder(l *Loader, o decoderOpts) *decoder {
@@ -126,7 +131,14 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		}
 		b.RoPE(q, hp.Heads, m.rope)
 		b.RoPE(k, hp.KVHeads, m.rope)
-		b.Attention(att, q, k, v, i, &m.attn)
+		if m.scaleQ != nil {
+			m.scaleQ(b, q)
+		}
+		at := &m.attn
+		if ly.attn != nil {
+			at = ly.attn
+		}
+		b.Attention(att, q, k, v, i, at)
 		b.Linear(h, att, ly.o)
 		b.Add(x, h)
 

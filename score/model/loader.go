@@ -25,8 +25,8 @@ type Loader struct {
 	rinfo RopeInfo
 	alt   []string // "role=tensor" for roles bound to an alternative
 
-	mats []*ml.Matrix          // every matrix bound, in order, for the backend to prepare
-	vecs []*ml.Vector          // every vector bound
+	mats   []*ml.Matrix          // every matrix bound, in order, for the backend to prepare
+	vecs   []*ml.Vector          // every vector bound
 	byName map[string]*ml.Matrix // a tensor bound twice (a tied head) is one Matrix
 }
 
@@ -95,6 +95,10 @@ func sameShape(got []uint64, want []int) bool {
 	// GGUF may carry trailing dimensions of 1.
 	for len(got) > len(want) && got[len(got)-1] == 1 {
 		got = got[:len(got)-1]
+	}
+	// And a matrix of one row may be stored as a vector.
+	for len(want) > len(got) && want[len(want)-1] == 1 {
+		want = want[:len(want)-1]
 	}
 	if len(got) != len(want) {
 		return false
@@ -221,4 +225,34 @@ func (l *Loader) floats(name string, shape ...int) []float32 {
 // Norm binds name+".weight", a norm's scale of n values.
 func (l *Loader) Norm(name string, n int) *ml.Vector {
 	return l.Vector(name+".weight", n)
+}
+
+// splitGateUp binds a fused stack of n experts' gate and up matrices
+// (GGUF shape [in, 2·out, n]: per expert, out gate rows then out up rows)
+// as two stacks, copying the rows apart.
+func (l *Loader) splitGateUp(name string, n, in, out int) (gate, up *ml.Matrix) {
+	t, data := l.tensor(name+".weight", in, 2*out, n)
+	if t == nil {
+		return nil, nil
+	}
+	if l.Has(name + ".bias") {
+		l.Failf("tensor %s.bias: biases on fused expert gate/up matrices are not supported", name)
+		return nil, nil
+	}
+	half := len(data) / (2 * n) // bytes of one expert's out rows
+	g, u := make([]byte, 0, n*half), make([]byte, 0, n*half)
+	for e := range n {
+		g = append(g, data[2*e*half:(2*e+1)*half]...)
+		u = append(u, data[(2*e+1)*half:(2*e+2)*half]...)
+	}
+	mk := func(suffix string, d []byte) *ml.Matrix {
+		if _, err := nn.NewLinear(t.Name, t.Type, in, out*n, d); err != nil {
+			l.fail(err)
+			return nil
+		}
+		w := &ml.Matrix{Name: t.Name + suffix, Type: t.Type, In: in, Out: out, Experts: n, Data: d}
+		l.mats = append(l.mats, w)
+		return w
+	}
+	return mk("[gate]", g), mk("[up]", u)
 }

@@ -61,6 +61,10 @@ type Options struct {
 	// "int8", activations quantized to 8 bits per block of 32 and integer
 	// dot products, as llama.cpp computes (nn.Context.Int8).
 	Activations string
+	// SSMStateDtype is the recurrent state of Gated DeltaNet layers,
+	// rounded to it after each chunk of tokens: "f32" (or ""), "f16" or
+	// "bf16" (ml.DeltaRule.State).
+	SSMStateDtype string
 
 	// RoPE overrides; zero values keep the model's metadata.
 	RopeFreqBase    float64 // rope.freq_base
@@ -80,6 +84,7 @@ type Model struct {
 	HP   HParams
 
 	f    *gguf.File
+	mats []*ml.Matrix // every weight matrix, for naming one that holds NaN
 	net  Network
 	info Info
 
@@ -90,14 +95,15 @@ type Model struct {
 // Info describes a loaded model and the settings it runs with: what a
 // result header should record so that a score can be reproduced.
 type Info struct {
-	Arch        string            `json:"arch"`
-	Name        string            `json:"name,omitempty"` // general.name
-	HParams     HParams           `json:"hparams"`
-	WeightTypes map[string]string `json:"weight_types"`     // role ("attn_q", "output") -> types, comma-separated
-	Shared      []string          `json:"shared,omitempty"` // roles bound to another tensor: "output=token_embd" (tied)
-	Rope        RopeInfo          `json:"rope"`
-	KVDtype     string            `json:"kv_dtype"`
-	Activations string            `json:"activations"` // "fp32" or "int8"
+	Arch          string            `json:"arch"`
+	Name          string            `json:"name,omitempty"` // general.name
+	HParams       HParams           `json:"hparams"`
+	WeightTypes   map[string]string `json:"weight_types"`     // role ("attn_q", "output") -> types, comma-separated
+	Shared        []string          `json:"shared,omitempty"` // roles bound to another tensor: "output=token_embd" (tied)
+	Rope          RopeInfo          `json:"rope"`
+	KVDtype       string            `json:"kv_dtype"`
+	Activations   string            `json:"activations"`               // "fp32" or "int8"
+	SSMStateDtype string            `json:"ssm_state_dtype,omitempty"` // recurrent models only
 }
 
 // Activation modes (Options.Activations).
@@ -164,6 +170,9 @@ func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 	name, _ := f.String("general.name")
 	info := Info{Arch: arch, Name: name, HParams: hp, WeightTypes: roleTypes(l.roles),
 		Shared: l.alt, Rope: l.rinfo, KVDtype: format.Name, Activations: act}
+	if r, ok := net.(recurrentNetwork); ok {
+		info.SSMStateDtype = r.ssmStateDtype()
+	}
 	var b ml.Backend
 	if dev == nil {
 		c := nn.NewContext(opts.Threads)
@@ -193,7 +202,7 @@ func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 		b.Close()
 		return nil, err
 	}
-	return &Model{HP: hp, f: f, net: net, b: b, info: info}, nil
+	return &Model{HP: hp, f: f, net: net, b: b, info: info, mats: l.mats}, nil
 }
 
 func roleTypes(roles map[string]map[gguf.Type]bool) map[string]string {

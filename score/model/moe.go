@@ -128,19 +128,12 @@ func (l *Loader) MoE(prefix string, p *moeParams) *MoE {
 	m := &MoE{
 		Gate:   l.Linear(prefix+"ffn_gate_inp", E, N),
 		Router: ml.Router{Experts: N, K: p.Used, Gating: p.gating, Groups: p.Groups, GroupsUsed: p.GroupsUsed, Norm: p.Norm, Scale: p.Scale},
-		Experts: ml.MLP{
-			Gate: l.Experts(prefix+"ffn_gate_exps", N, E, F),
-			Up:   l.Experts(prefix+"ffn_up_exps", N, E, F),
-			Down: l.Experts(prefix+"ffn_down_exps", N, F, E),
-		},
 	}
+	m.Experts = l.ExpertMLP(prefix, N, E, F)
 	if l.Has(prefix + "exp_probs_b.bias") {
 		m.Router.SelBias = l.floats(prefix+"exp_probs_b.bias", N)
 	}
-	if l.Has(prefix + "ffn_gate_up_exps.weight") {
-		l.Failf("tensor %sffn_gate_up_exps.weight: fused expert gate/up matrices are not supported yet", prefix)
-	}
-	if l.Has(prefix + "ffn_up_shexp.weight") {
+	if p.Shared > 0 || l.Has(prefix+"ffn_up_shexp.weight") { // required when expert_shared_count says so
 		sf := p.SharedFFN
 		m.Shared = &ml.MLP{
 			Gate: l.Linear(prefix+"ffn_gate_shexp", E, sf),
@@ -151,6 +144,21 @@ func (l *Loader) MoE(prefix string, p *moeParams) *MoE {
 			m.SGate = l.Linear(prefix+"ffn_gate_inp_shexp", E, 1)
 		}
 	}
+	return m
+}
+
+// ExpertMLP binds prefix's n SwiGLU experts of width ff: the stacks
+// ffn_gate_exps, ffn_up_exps and ffn_down_exps, or ffn_gate_up_exps (per
+// expert its gate rows, then its up rows) for the first two.
+func (l *Loader) ExpertMLP(prefix string, n, embd, ff int) ml.MLP {
+	var m ml.MLP
+	if l.Has(prefix + "ffn_gate_up_exps.weight") {
+		m.Gate, m.Up = l.splitGateUp(prefix+"ffn_gate_up_exps", n, embd, ff)
+	} else {
+		m.Gate = l.Experts(prefix+"ffn_gate_exps", n, embd, ff)
+		m.Up = l.Experts(prefix+"ffn_up_exps", n, embd, ff)
+	}
+	m.Down = l.Experts(prefix+"ffn_down_exps", n, ff, embd)
 	return m
 }
 

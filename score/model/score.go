@@ -3,7 +3,10 @@ package model
 import (
 	"errors"
 	"fmt"
-	
+	"math"
+
+	"ppl.dev/quant"
+
 	"ppl.dev/score/ml"
 )
 
@@ -130,7 +133,12 @@ func (m *Model) score(tokens []int32, scoreFrom int, ref *Model) (*Result, error
 				if bad.Ref {
 					who = "reference logits"
 				}
-				return nil, fmt.Errorf("model: %s for target %d contain %v (token %d)", who, r0+1+bad.Row, bad.Value, bad.Token)
+				src := m
+				if bad.Ref {
+					src = ref
+				}
+				cause := nonFinite(src)
+				return nil, fmt.Errorf("model: %s for target %d contain %v (token %d)%s", who, r0+1+bad.Row, bad.Value, bad.Token, cause)
 			}
 			return nil, fmt.Errorf("model: %w", err)
 		}
@@ -164,4 +172,26 @@ func (m *Model) project(logits, hid ml.Tensor, r0, nb int) {
 	mark := m.b.Mark()
 	m.net.Head().Forward(m.b, logits, m.b.Slice(hid, r0, r0+nb))
 	m.b.Release(mark)
+}
+
+// nonFinite names the first weight of m holding a NaN or an infinity, as
+// ": tensor NAME row R holds V", or returns "" when none does (the
+// activations overflowed). Norms and biases are checked at load; the
+// matrices, too large to scan at every load, are scanned only here, when
+// logits have gone bad.
+func nonFinite(m *Model) string {
+	for _, w := range m.mats {
+		rows := w.Out * max(w.Experts, 1)
+		rb := len(w.Data) / rows
+		row := make([]float32, w.In)
+		for r := range rows {
+			quant.DequantizeRow(w.Type, w.Data[r*rb:(r+1)*rb], row)
+			for _, v := range row {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					return fmt.Sprintf(": tensor %s row %d holds %v", w.Name, r, v)
+				}
+			}
+		}
+	}
+	return ""
 }

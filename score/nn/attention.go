@@ -50,8 +50,15 @@ const keyBlock = 64
 // Tiles are independent, so workers take them as they finish; every output
 // is computed the same way whatever the number of threads.
 //
-// Head sizes that are not a multiple of 16, sliding windows and sinks take
-// attentionRef, the plain float64 loop.
+// A sliding window skips the key blocks before every row's window and
+// masks the keys before a row's window start in the blocks it reads with
+// a score of -1e30 (its exponential is 0 beside any real score; a block
+// wholly masked for a row, read before the row's first real block, leaves
+// terms that the first real block's alpha = e^(-1e30 - m) = 0 erases).
+// Sinks add exp(sink - m) to each row's final sum, in float64.
+//
+// Head sizes that are not a multiple of 16 take attentionRef, the plain
+// float64 loop.
 func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
 	check("attention q", len(q), n*qs)
@@ -61,7 +68,7 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 	if n == 0 {
 		return
 	}
-	if hd%16 != 0 || a.Window > 0 || a.Sinks != nil {
+	if hd%16 != 0 {
 		a.attentionRef(c, out, q, k, v, n)
 		return
 	}
@@ -136,6 +143,7 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 				for r := range tl.rows {
 					tl.m[r], tl.l[r] = float32(math.Inf(-1)), 0
 				}
+				tl.started = false
 				// The kernels directly, with bounds checked once per tile:
 				// the loop runs once per 64 keys.
 				tl.qk, tl.pv = tileKernels(tl.rows)
@@ -145,7 +153,11 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 			}
 			_ = kt[(g*nb+(iEnd-1)/32+1)*hd*32-1]
 			_ = sb[R*keyBlock-1]
-			for b := 0; b*keyBlock < iEnd; b++ {
+			b0 := 0
+			if a.Window > 0 { // the first block in the first row's window
+				b0 = max(0, tiles[0].i0-a.Window+1) / keyBlock
+			}
+			for b := b0; b*keyBlock < iEnd; b++ {
 				j0 := b * keyBlock
 				kk := min(keyBlock, n-j0)
 				vb := v[j0*ks+g*hd : (j0+kk-1)*ks+(g+1)*hd]
@@ -154,23 +166,35 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 					if j0 >= tl.i1 {
 						continue // past this tile's last position
 					}
+					if a.Window > 0 && j0+keyBlock <= tl.i0-a.Window+1 {
+						continue // before every row's window
+					}
 					// Scores of the block's two panels of 32 keys (the second
 					// may lie past the window: its keys are masked).
 					tl.qk(&tl.q[0], hd, &kt[(g*nb+2*b)*hd*32], 32, hd, &sb[0], keyBlock, nil)
 					if j0+32 < n {
 						tl.qk(&tl.q[0], hd, &kt[(g*nb+2*b+1)*hd*32], 32, hd, &sb[32], keyBlock, nil)
 					}
-					if j0+keyBlock > tl.i0 || b == 0 { // the diagonal blocks (and the first) have masked keys
+					if j0+keyBlock > tl.i0 || !tl.started { // the diagonal blocks (and the first) have masked keys
 						for r := range tl.rows {
 							i := tl.i0 + r/nh
 							tl.lim[r] = int32(min(keyBlock, max(0, i+1-j0)))
 						}
 					}
+					if a.Window > 0 && j0 < tl.i1-a.Window { // some row's window starts after j0
+						for r := range tl.rows {
+							lo := min(keyBlock, tl.i0+r/nh-a.Window+1-j0)
+							for jj := 0; jj < lo; jj++ {
+								sb[r*keyBlock+jj] = -1e30
+							}
+						}
+					}
 					kern.softmax(&sb[0], tl.rows, &tl.lim[0], scale, &tl.m[0], &tl.l[0], &tl.alpha[0])
 					var al *float32
-					if b > 0 {
+					if tl.started {
 						al = &tl.alpha[0]
 					}
+					tl.started = true
 					for d0 := 0; d0 < hd; {
 						nr := 32
 						if hd-d0 < 32 {
@@ -188,6 +212,13 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 						r := (i-tl.i0)*nh + h - h0
 						qh := g*group + h
 						o := out[i*qs+qh*hd : i*qs+(qh+1)*hd]
+						if a.Sinks != nil {
+							sum := float64(tl.l[r]) + math.Exp(float64(a.Sinks[qh])-float64(tl.m[r]))
+							for d, x := range tl.o[r*hd : (r+1)*hd] {
+								o[d] = float32(float64(x) / sum)
+							}
+							continue
+						}
 						for d, x := range tl.o[r*hd : (r+1)*hd] {
 							o[d] = x / tl.l[r]
 						}
@@ -209,6 +240,7 @@ type attnTile struct {
 	q, o         []float32
 	m, l, alpha  []float32
 	lim          [gemmTileRows]int32
+	started      bool // a block of keys has been read (o and l hold sums)
 	qk           gemmFunc
 	pv           [2]gemmFunc
 }

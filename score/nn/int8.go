@@ -16,12 +16,14 @@ import (
 // Activations are quantized per row, in the blocks llama.cpp uses for the
 // weight type (its vec_dot_type, quant.Int8Format.ActBlock), all float32:
 //
-//	Q8_0 (32 values; for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL weights):
+//	Q8_0 (32 values; for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, IQ4_NL, MXFP4,
+//	     NVFP4 weights):
 //	     amax = max |x|, d = f16(amax/127) (amax/127 itself if that
 //	     overflows f16), qx = rne(x·(127/amax))
-//	Q8_K (256 values; for the K-quants and IQ4_XS): xm = the x of largest
-//	     magnitude (the first one), iscale = -127/xm,
-//	     qx = min(127, rne(iscale·x)), d = 1/iscale for each block of 32
+//	Q8_K (256 values; for the K-quants, the other i-quants, TQ1_0 and
+//	     TQ2_0): xm = the x of largest magnitude (the first one),
+//	     iscale = -127/xm, qx = min(127, rne(iscale·x)), d = 1/iscale for
+//	     each block of 32
 //
 // where rne rounds to nearest even and qx is clamped to [-127, 127] (a NaN
 // product, from an infinite x, becomes -127). A block whose amax is below

@@ -10,11 +10,13 @@
 #   parity.log   (1) every kernel against its CPU reference (cuda.test -run Parity/gpu)
 #   cli.log      (2) ppl-score --device cuda against the CPU reference's output
 #                on every oracle model and text (bf16 cache: max |Δ log p| <= 0.02,
-#                |PPL ratio - 1| <= 0.001), other caches, a reference model (KLD),
-#                long windows
+#                |PPL ratio - 1| <= 0.001; the mixture of experts tiny-qwen3moe:
+#                mean |Δ log p| <= 0.02, |PPL ratio - 1| <= 0.002, compare.py),
+#                other caches, a reference model (KLD), long windows
 #   bench.log    (3) throughput on synthetic Llama 1B and 8B, context 4096/2048
-#   bench.json       and 32768/16384: tokens/s, MFU against the measured bf16
-#                    GEMM peak, peak memory
+#   bench.json       and 32768/16384, and a synthetic Qwen3-30B-A3B (128 experts,
+#                    8 per token) at 4096/2048: tokens/s, MFU against the
+#                    measured bf16 GEMM peak, peak memory
 #   e2e.log      the same parity as (2) through the Go API (cuda.test -run
 #                EndToEnd/gpu), also for the all-bf16 precision, for the record
 #
@@ -80,11 +82,13 @@ for f in ppl-score cuda.test; do
 	fi
 	chmod +x "$W/$f"
 done
-mkdir -p "$W/inputs" "$W/got"
+mkdir -p "$W/inputs" "$W/got" "$W/oracle/models"
 for f in "$B"/inputs/*.ndjson.gz; do gzip -dc "$f" > "$W/inputs/$(basename "$f" .gz)"; done
+cp "$B/oracle/README.md" "$W/oracle/"
+for f in "$B"/oracle/models/*.gguf.gz; do gzip -dc "$f" > "$W/oracle/models/$(basename "$f" .gz)"; done
 export CUDA_CACHE_PATH=$W/nvcache CUDA_CACHE_MAXSIZE=1073741824 PPL_CACHE_DIR=$W/cache
 export PPL_REQUIRE_GPU=1 # the test binary fails, not skips, without a GPU
-export PPL_ORACLE_DIR=$B/oracle
+export PPL_ORACLE_DIR=$W/oracle
 
 # --- environment ----------------------------------------------------------
 t0=$SECONDS
@@ -117,7 +121,7 @@ cli_rc=0
 first=1
 while IFS=$'\t' read -r name model in flags class; do
 	[ -n "$name" ] || continue
-	mpath=$B/oracle/models/$model.gguf
+	mpath=$W/oracle/models/$model.gguf
 	# shellcheck disable=SC2086 # flags are words
 	set -- ${flags//@REF/$mpath}
 	c0=$SECONDS

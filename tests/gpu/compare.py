@@ -10,21 +10,26 @@ CLASS picks the bounds (tests/gpu/check.sh explains them): bf16, f32 and
 f16 caches must stay within 0.02 per token and 0.001 of a PPL ratio of 1
 (the issue's bounds); coarser caches flip codes near rounding boundaries
 (the CPU and GPU quantize slightly different activations), so they get
-looser ones. Only the standard library: the GPU machine need not have more.
+looser ones. A mixture of experts ("moe", bf16 cache) is bounded by its mean
+and perplexity ratio only: its router flips a choice near a tie now and
+then, which moves that token by up to about 0.6 (score/cuda's TestEndToEnd
+explains it); the bounds are those of the CPU against llama.cpp for these
+architectures. Only the standard library: the GPU machine need not have more.
 """
 import gzip
 import json
 import math
 import sys
 
-BOUNDS = {  # max |Δ log p|, |PPL ratio - 1|, max |Δ KLD|
-    "bf16": (0.02, 0.001, 1e-3),
-    "f32": (0.02, 0.001, 1e-3),
-    "f16": (0.02, 0.001, 1e-3),
-    "int8": (0.05, 0.002, 1e-2),
-    "fp8": (0.1, 0.004, 1e-2),
-    "k8v4": (0.15, 0.005, 2e-2),
-    "nvfp4": (0.5, 0.01, 5e-2),
+BOUNDS = {  # max |Δ log p|, |PPL ratio - 1|, max |Δ KLD|, mean |Δ log p|
+    "bf16": (0.02, 0.001, 1e-3, math.inf),
+    "f32": (0.02, 0.001, 1e-3, math.inf),
+    "f16": (0.02, 0.001, 1e-3, math.inf),
+    "int8": (0.05, 0.002, 1e-2, math.inf),
+    "fp8": (0.1, 0.004, 1e-2, math.inf),
+    "k8v4": (0.15, 0.005, 2e-2, math.inf),
+    "nvfp4": (0.5, 0.01, 5e-2, math.inf),
+    "moe": (math.inf, 0.002, 1e-3, 0.02),
 }
 
 
@@ -46,7 +51,7 @@ def main():
         print("usage: compare.py WANT GOT CLASS NAME", file=sys.stderr)
         return 2
     want_path, got_path, cls, name = sys.argv[1:]
-    max_abs, max_ratio, max_kld = BOUNDS[cls]
+    max_abs, max_ratio, max_kld, max_mean = BOUNDS[cls]
     try:
         _, want = scores(want_path)
         gh, got = scores(got_path)
@@ -79,13 +84,13 @@ def main():
             print(f"FAIL {name}: window {key}: {len(g['logprobs'])} log-probs, want {len(w['logprobs'])}")
             return 1
     ratio = math.exp((sum_w - sum_g) / n)
-    ok = worst <= max_abs and abs(ratio - 1) <= max_ratio and kld_worst <= max_kld
+    ok = worst <= max_abs and abs(ratio - 1) <= max_ratio and kld_worst <= max_kld and sum_abs / n <= max_mean
     dev = (gh or {}).get("score", {}).get("device", "?")
     line = (f"{'PASS' if ok else 'FAIL'} {name}: {n} targets on {dev}: max |Δ log p| {worst:.4f} ({worst_at}), "
             f"mean {sum_abs / n:.5f}, PPL ratio {ratio:.6f}, argmax differs {argdiff}")
     if any(w.get("kld") for w in want.values()):
         line += f", max |Δ KLD| {kld_worst:.2e}, top-1 agreement differs {top1diff}"
-    line += f" [bounds: {max_abs}, {max_ratio}" + (f", KLD {max_kld}]" if kld_worst else "]")
+    line += f" [bounds: {max_abs}, {max_ratio}" + (f", mean {max_mean}" if max_mean < math.inf else "") + (f", KLD {max_kld}]" if kld_worst else "]")
     print(line)
     return 0 if ok else 1
 

@@ -6,8 +6,10 @@
 # It holds, under 64 MiB:
 #   ppl-score.gz, cuda.test.gz  the tool and the CUDA package's test binary
 #                               (CGO_ENABLED=0, stripped, gzipped)
-#   oracle/models/*.gguf        the three Q8_0 oracle models, and a README so
-#                               the test binary's oracle lookup finds them
+#   oracle/models/*.gguf.gz     the three Q8_0 oracle models and tiny-qwen3moe
+#                               (a mixture of experts), gzipped, and a README so
+#                               the test binary's oracle lookup finds them once
+#                               check.sh has unpacked them
 #   inputs/*.ndjson.gz          ppl-window output for the oracle texts
 #   expected/*.ndjson.gz        the CPU reference's ppl-score output for each
 #                               case, made here on bf16 copies of the models
@@ -32,11 +34,11 @@ $GO build -o "$T/bf16copy" ./tests/gpu/bf16copy
 gzip -9 -c "$T/ppl-score" > "$B/ppl-score.gz"
 gzip -9 -c "$T/cuda.test" > "$B/cuda.test.gz"
 
-MODELS="tiny-llama-spm-q8_0 tiny-qwen3-q8_0 tiny-llama3-q8_0"
+MODELS="tiny-llama-spm-q8_0 tiny-qwen3-q8_0 tiny-llama3-q8_0 tiny-qwen3moe"
 TEXTS="en-gpl3 zh-tang code-go-strings mixed-unicode"
 cp "$ORACLE/README.md" "$B/oracle/README.md"
 for m in $MODELS; do
-	cp "$ORACLE/models/$m.gguf" "$B/oracle/models/"
+	gzip -9 -c "$ORACLE/models/$m.gguf" > "$B/oracle/models/$m.gguf.gz"
 	"$T/bf16copy" "$ORACLE/models/$m.gguf" "$T/$m-bf16.gguf"
 done
 
@@ -68,8 +70,10 @@ case_() {
 texts=()
 for t in $TEXTS; do texts+=("$ORACLE/texts/$t.txt"); done
 for m in $MODELS; do
+	class=bf16
+	case $m in *moe*) class=moe ;; esac # bounded by mean and PPL (compare.py)
 	input "$m-texts" "$m" 256 128 "${texts[@]}"
-	case_ "$m-bf16" "$m" "$m-texts" bf16 --kv-dtype bf16
+	case_ "$m-bf16" "$m" "$m-texts" "$class" --kv-dtype bf16
 done
 # Every other KV cache dtype on one model and two texts.
 input spm-two tiny-llama-spm-q8_0 256 128 "$ORACLE/texts/en-gpl3.txt" "$ORACLE/texts/mixed-unicode.txt"

@@ -126,8 +126,19 @@ func New(tokens []string, ids map[string]int32, merges []string, pre *pretokeniz
 		merges: make(map[uint64]merge, len(merges)),
 	}
 	for b := 0; b < 256; b++ {
-		m.bytePiece[b] = m.piece(byteText[b])
 		m.byteFallback[b] = [2]int32{-1, -1}
+		if pre.RawBytes {
+			// Gemma 4 style: a byte that no symbol covers is its <0xNN> token.
+			m.bytePiece[b] = -1
+			if b < utf8.RuneSelf {
+				m.bytePiece[b] = m.lookup(string(rune(b)))
+			}
+			if id, ok := ids[fmt.Sprintf("<0x%02X>", b)]; ok {
+				m.byteFallback[b][0] = id
+			}
+			continue
+		}
+		m.bytePiece[b] = m.piece(byteText[b])
 		for i := 0; i < len(byteText[b]); i++ {
 			if id, ok := ids[byteText[b][i:i+1]]; ok {
 				m.byteFallback[b][i] = id
@@ -174,6 +185,18 @@ func (m *Model) piece(s string) int32 {
 	p := m.ntok + int32(len(m.extra))
 	m.extra[s] = p
 	return p
+}
+
+// lookup is piece without interning: -1 for a text that is neither a token
+// nor a merge side or result (such a symbol never merges).
+func (m *Model) lookup(s string) int32 {
+	if id, ok := m.ids[s]; ok {
+		return id
+	}
+	if p, ok := m.extra[s]; ok {
+		return p
+	}
+	return -1
 }
 
 // Pretokenizer returns the model's pre-tokenizer.
@@ -281,9 +304,20 @@ func (m *Model) encodeWord(dst []int32, w []byte, s *session) []int32 {
 }
 
 func (m *Model) mergeWord(dst []int32, w []byte, s *session) []int32 {
+	raw := m.pre.RawBytes
 	if m.pre.IgnoreMerges {
-		s.enc = appendEncoded(s.enc[:0], w)
-		if id, ok := m.ids[string(s.enc)]; ok {
+		key := w
+		if !raw {
+			s.enc = appendEncoded(s.enc[:0], w)
+			key = s.enc
+		}
+		if id, ok := m.ids[string(key)]; ok {
+			return append(dst, id)
+		}
+	}
+	if m.pre.NewlineWords && allNewlines(w) {
+		// Gemma 4: a run of newlines that is a token is that token.
+		if id, ok := m.ids[string(w)]; ok {
 			return append(dst, id)
 		}
 	}
@@ -298,12 +332,28 @@ func (m *Model) mergeWord(dst []int32, w []byte, s *session) []int32 {
 		s.heap = make([]bigram, 0, n+n/4)
 	}
 	syms := s.syms[:0]
-	for i := 0; i < n; i++ {
-		next := int32(i + 1)
-		if i == n-1 {
-			next = -1
+	if raw {
+		// One symbol per UTF-8 character (llama.cpp: unicode_len_utf8 of
+		// its first byte, cut at the word end).
+		for i := 0; i < len(w); {
+			l := min(utf8Len(w[i]), len(w)-i)
+			p := m.bytePiece[w[i]]
+			if l > 1 {
+				p = m.lookup(string(w[i : i+l]))
+			}
+			syms = append(syms, symbol{piece: p, prev: int32(len(syms) - 1), next: int32(len(syms) + 1), start: int32(i), n: int32(l)})
+			i += l
 		}
-		syms = append(syms, symbol{piece: m.bytePiece[w[i]], prev: int32(i - 1), next: next, start: int32(i), n: 1})
+		syms[len(syms)-1].next = -1
+		n = len(syms)
+	} else {
+		for i := 0; i < n; i++ {
+			next := int32(i + 1)
+			if i == n-1 {
+				next = -1
+			}
+			syms = append(syms, symbol{piece: m.bytePiece[w[i]], prev: int32(i - 1), next: next, start: int32(i), n: 1})
+		}
 	}
 	s.syms = syms
 	h := s.heap[:0]
@@ -351,7 +401,7 @@ func (m *Model) mergeWord(dst []int32, w []byte, s *session) []int32 {
 // emit appends the token of a final symbol, or llama.cpp's per-byte
 // fallback when the symbol is not a token.
 func (m *Model) emit(dst []int32, piece int32, raw []byte) []int32 {
-	if piece < m.ntok {
+	if piece >= 0 && piece < m.ntok {
 		return append(dst, piece)
 	}
 	for _, c := range raw {
@@ -362,6 +412,29 @@ func (m *Model) emit(dst []int32, piece int32, raw []byte) []int32 {
 		}
 	}
 	return dst
+}
+
+// utf8Len is llama.cpp's unicode_len_utf8: the sequence length its first
+// byte announces (1 for a stray continuation byte).
+func utf8Len(b byte) int {
+	switch {
+	case b < 0xC0:
+		return 1
+	case b < 0xE0:
+		return 2
+	case b < 0xF0:
+		return 3
+	}
+	return 4
+}
+
+func allNewlines(w []byte) bool {
+	for _, c := range w {
+		if c != '\n' {
+			return false
+		}
+	}
+	return len(w) > 0
 }
 
 func heapify(h []bigram) {

@@ -2,6 +2,7 @@ package bpe
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -214,6 +215,9 @@ func FuzzEncode(f *testing.F) {
 	)
 	models := map[string]*Model{}
 	for _, p := range pretokenize.Names() {
+		if pp, _ := pretokenize.Lookup(p); pp.RawBytes {
+			continue // not byte-level: FuzzEncodeRaw
+		}
 		models[p] = v.model(f, p)
 	}
 	for _, s := range []string{"", "the in the", "世界 123", "a\r\n\r\n b", "\x00\xff", "don't  stop\t"} {
@@ -238,6 +242,94 @@ func FuzzEncode(f *testing.F) {
 			}
 			if got != want {
 				t.Fatalf("%s: %q encodes to %q, spelling %q", name, in, v.texts(ids), got)
+			}
+		}
+	})
+}
+
+// rawVocab is a Gemma 4 style vocabulary: <0xNN> byte tokens, then UTF-8
+// tokens with U+2581 for spaces, merges over the same texts.
+func rawVocab() ([]string, []string) {
+	var toks []string
+	for b := 0; b < 256; b++ {
+		toks = append(toks, fmt.Sprintf("<0x%02X>", b))
+	}
+	toks = append(toks, "▁", "t", "h", "e", "▁t", "he", "▁the", "世", "界", "世界", "\n", "\n\n", "a", "b")
+	merges := []string{"▁ t", "h e", "▁t he", "世 界"}
+	return toks, merges
+}
+
+func TestEncodeRawUTF8(t *testing.T) {
+	toks, merges := rawVocab()
+	p, _ := pretokenize.Lookup("gemma4")
+	m, err := New(toks, nil, merges, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := map[string]int32{}
+	for i, s := range toks {
+		id[s] = int32(i)
+	}
+	for _, c := range []struct {
+		in   string
+		want []string
+	}{
+		{"▁the", []string{"▁the"}},
+		{"the▁世界", []string{"t", "he", "▁", "世界"}},
+		{"a\n\n\nb", []string{"a", "\n", "\n", "\n", "b"}}, // "\n\n\n" is no token: merged as usual (no merge here)
+		{"a\n\nb", []string{"a", "\n\n", "b"}},
+		{"é", []string{"<0xC3>", "<0xA9>"}}, // no token: its bytes
+	} {
+		got := m.Encode(nil, []byte(c.in))
+		var want []int32
+		for _, s := range c.want {
+			want = append(want, id[s])
+		}
+		if !reflect.DeepEqual(got, want) {
+			var gs []string
+			for _, g := range got {
+				gs = append(gs, toks[g])
+			}
+			t.Errorf("%q: got %q, want %q", c.in, gs, c.want)
+		}
+	}
+}
+
+// FuzzEncodeRaw: the raw-UTF-8 models spell their (escaped) input exactly,
+// every byte no token covers coming back as its <0xNN> token.
+func FuzzEncodeRaw(f *testing.F) {
+	toks, merges := rawVocab()
+	var models []*Model
+	for _, name := range pretokenize.Names() {
+		if p, _ := pretokenize.Lookup(name); p.RawBytes {
+			m, err := New(toks, nil, merges, p)
+			if err != nil {
+				f.Fatal(err)
+			}
+			models = append(models, m)
+		}
+	}
+	for _, s := range []string{"▁the▁世界", "a\n\n\nb", "é\n", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		if !utf8.ValidString(in) {
+			return
+		}
+		for _, m := range models {
+			var b []byte
+			for _, id := range m.Encode(nil, []byte(in)) {
+				s := toks[id]
+				if len(s) == 6 && strings.HasPrefix(s, "<0x") {
+					var v byte
+					fmt.Sscanf(s[3:5], "%02X", &v)
+					b = append(b, v)
+				} else {
+					b = append(b, s...)
+				}
+			}
+			if string(b) != in {
+				t.Fatalf("%s: %q spells %q", m.pre.Name, in, b)
 			}
 		}
 	})

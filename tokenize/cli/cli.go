@@ -18,7 +18,12 @@
 // manifest order (--quick: the quick stream of each domain; --streams a,b:
 // those streams), each checked against the manifest's size and sha256 before
 // anything is written, or --text FILE...: each file one stream, with id the
-// file's base name without extension and domain "text".
+// file's base name without extension and domain "text". The model, the
+// manifest, text files and corpus streams must be regular files (not a
+// directory, a FIFO or a device such as /dev/zero); a corpus stream that
+// links outside the corpus directory is refused, and no stream is read
+// past its manifest size. --text - reads standard input, as stream "stdin".
+// An empty stream (no bytes) stops the run: there is nothing to measure.
 //
 // Each stream is tokenized as one text: BOS at its start and EOS at its end
 // when the model adds them, and special-token text in it (such as "<s>")
@@ -32,7 +37,13 @@
 // when FILE ends in .zst): the tokenize header (tool, flags, model name and
 // sha256, tokenizer identity, corpus), then per stream a stream record
 // followed by tokens records of at most 65,536 ids, and the end trailer
-// (format: docs/format.md).
+// (format: docs/format.md). An --output that is one of the inputs (the
+// model, a text file, the manifest or a stream) is refused.
+//
+// Each tokenized stream is cached (--cache-dir, --no-cache) under the
+// text's sha256, the tokenizer identity, the UTF-8 mode and the tool
+// version; an entry replays only under its own key and with ids of the
+// vocabulary, else it is reported, removed and the stream tokenized again.
 //
 //	$ ppl-tokenize --model tiny.gguf --text hello.txt
 //	{"type":"header","v":1,"stage":"tokenize","tool":"ppl-tokenize","version":"0.1.0","flags":{...},"model":{"name":"tiny.gguf","sha256":"…","arch":"llama","params":…},"tokenizer":{"model":"llama","pre":"default","id":"…","n_vocab":32000,"add_bos":true,"add_eos":false,"bos":1},"corpus":{"name":"text","streams":["hello"]}}
@@ -53,7 +64,9 @@
 package cli
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -71,6 +84,7 @@ import (
 	"ppl.dev/pipe"
 	"ppl.dev/progress"
 	"ppl.dev/tokenize/corpus"
+	"ppl.dev/tokenize/spm"
 	"ppl.dev/tokenize/tokenizer"
 )
 
@@ -82,7 +96,7 @@ type flags struct {
 	Corpus   string           `placeholder:"MANIFEST" help:"Tokenize the streams of this corpus manifest (eval/corpora/NAME/manifest.json)."`
 	Quick    bool             `help:"With --corpus: only the quick stream of each domain."`
 	Streams  []string         `placeholder:"ID" help:"With --corpus: only these streams (comma-separated ids)."`
-	Text     bool             `help:"Tokenize the FILE arguments instead: each file one stream, id = base name without extension, domain \"text\"."`
+	Text     bool             `help:"Tokenize the FILE arguments instead: each file one stream, id = base name without extension, domain \"text\"; - reads standard input (stream \"stdin\")."`
 	Files    []string         `arg:"" optional:"" name:"file" help:"Text files to tokenize (with --text)."`
 	UTF8     string           `name:"utf8" default:"strict" enum:"strict,replace" help:"Invalid UTF-8: strict (default) stops with its byte offset; replace writes U+FFFD for each bad byte and counts them."`
 	Output   string           `short:"o" placeholder:"FILE" help:"Write to FILE instead of standard output (atomically; .zst compresses)."`
@@ -127,6 +141,7 @@ type job struct {
 	header  *pipe.Corpus
 	replace bool
 	cache   *cache.Cache // nil with --no-cache
+	stdin   []byte       // the text of --text -, read once
 }
 
 func parse(args []string, stdout, stderr io.Writer) (*job, error) {
@@ -150,6 +165,14 @@ func parse(args []string, stdout, stderr io.Writer) (*job, error) {
 	if f.Text {
 		seen := map[string]string{}
 		for _, p := range f.Files {
+			if p == "-" { // standard input: stream "stdin"
+				if q, dup := seen["stdin"]; dup {
+					return nil, command.Usagef("--text %s and %s: both would be stream %q", q, p, "stdin")
+				}
+				seen["stdin"] = p
+				j.sources = append(j.sources, source{id: "stdin", domain: "text", origin: "<stdin>", file: "-", words: -1})
+				continue
+			}
 			base := filepath.Base(p)
 			id := strings.TrimSuffix(base, filepath.Ext(base))
 			if id == "" || id == "." || id == string(filepath.Separator) {
@@ -173,6 +196,9 @@ func parse(args []string, stdout, stderr io.Writer) (*job, error) {
 // loadCorpus reads the manifest, selects the streams and verifies each one
 // against it before anything is written.
 func (j *job) loadCorpus(log *progress.Log) error {
+	if err := pipe.CheckRegular(j.f.Corpus); err != nil {
+		return fmt.Errorf("--corpus: %w", err)
+	}
 	m, err := corpus.Load(j.f.Corpus)
 	if err != nil {
 		return err
@@ -231,6 +257,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if j.f.Corpus != "" {
 		if err := j.loadCorpus(log); err != nil {
 			return err
+		}
+	}
+	if err := j.checkOutput(); err != nil {
+		return err
+	}
+	for _, src := range j.sources {
+		if src.file == "-" && src.cs == nil {
+			if j.stdin, err = io.ReadAll(stdin); err != nil {
+				return fmt.Errorf("--text -: standard input: %w", err)
+			}
 		}
 	}
 	if err := j.precheck(); err != nil {
@@ -348,7 +384,7 @@ func (j *job) tokenize(ctx context.Context, log *progress.Log, tok tokenizer.Tok
 		}
 		ids, hit, err := j.encode(log, tok, &st, text)
 		if err != nil {
-			return fmt.Errorf("stream %q (%s): %w; fix the text or use --utf8 replace", src.id, src.file, err)
+			return fmt.Errorf("stream %q (%s): %w%s", src.id, src.file, err, encodeHint(err, text))
 		}
 		if hit {
 			hits++
@@ -390,12 +426,15 @@ func (j *job) encode(log *progress.Log, tok tokenizer.Tokenizer, st *pipe.Stream
 		if err != nil {
 			log.Warnf("stream %q: %v; tokenizing it again", st.ID, err)
 		}
-		var ids []int32
 		if ok {
-			if err := sonic.Unmarshal(payload, &ids); err == nil {
+			ids, err := replayIDs(payload, tok.NVocab())
+			if err == nil {
 				return ids, true, nil
 			}
-			log.Warnf("stream %q: unreadable cache entry; tokenizing it again", st.ID)
+			log.Warnf("stream %q: bad cache entry (%v): removed; tokenizing it again", st.ID, err)
+			if err := j.cache.Remove(group, key); err != nil {
+				log.Warnf("%v", err)
+			}
 		}
 	}
 	ids, err := tok.Encode(text)
@@ -418,6 +457,50 @@ func (j *job) encode(log *progress.Log, tok tokenizer.Tokenizer, st *pipe.Stream
 	return ids, false, nil
 }
 
+// encodeHint says what may fix an encoding error: --utf8 replace helps
+// only with invalid UTF-8, not with a vocabulary that lacks byte tokens.
+func encodeHint(err error, text []byte) string {
+	var be *spm.ByteError
+	switch {
+	case errors.As(err, &be):
+		return "; the model's vocabulary has no byte-fallback tokens, so it cannot tokenize this text"
+	case tokenizer.ValidUTF8(text) != nil:
+		return "; fix the text or use --utf8 replace"
+	}
+	return ""
+}
+
+// replayIDs decodes a cache entry's ids and checks each is a token of the
+// vocabulary, as ppl-score would.
+func replayIDs(payload []byte, nVocab int) ([]int32, error) {
+	if bytes.Contains(payload, []byte("null")) {
+		return nil, errors.New("null id")
+	}
+	var ids []int32
+	if err := sonic.Unmarshal(payload, &ids); err != nil {
+		return nil, errors.New("unreadable")
+	}
+	for i, id := range ids {
+		if id < 0 || int(id) >= nVocab {
+			return nil, fmt.Errorf("ids[%d] = %d is not a token of the %d-token vocabulary", i, id, nVocab)
+		}
+	}
+	return ids, nil
+}
+
+// checkOutput refuses an -o that is one of the inputs: the model, the
+// manifest or a stream.
+func (j *job) checkOutput() error {
+	in := []string{j.f.Model, j.f.Corpus}
+	for _, src := range j.sources {
+		in = append(in, src.file)
+	}
+	if err := pipe.CheckNotInput(j.f.Output, in...); err != nil {
+		return fmt.Errorf("-o: %w", err)
+	}
+	return nil
+}
+
 // precheck reads every stream once before anything is written, so that a
 // missing file or (with --utf8 strict) invalid UTF-8 stops the run with no
 // output rather than halfway through it.
@@ -429,6 +512,11 @@ func (j *job) precheck() error {
 		text, err := j.read(src)
 		if err != nil {
 			return err
+		}
+		if len(text) == 0 {
+			// Stop here rather than at the window or the score stage,
+			// where an empty stream only shows as no windows.
+			return fmt.Errorf("stream %q (%s): empty: there is no text to measure", src.id, src.file)
 		}
 		if !j.replace {
 			if err := tokenizer.ValidUTF8(text); err != nil {
@@ -444,6 +532,12 @@ func (j *job) precheck() error {
 func (j *job) read(src source) ([]byte, error) {
 	if src.cs != nil {
 		return j.m.Read(src.cs)
+	}
+	if src.file == "-" {
+		return j.stdin, nil
+	}
+	if err := pipe.CheckRegular(src.file); err != nil { // not /dev/zero, not a FIFO
+		return nil, fmt.Errorf("--text: %w", err)
 	}
 	b, err := os.ReadFile(src.file)
 	if err != nil {

@@ -299,12 +299,57 @@ func (m *ManifestOf[B]) File(s *StreamOf[B]) string {
 	return filepath.Join(m.Dir, filepath.FromSlash(s.Path))
 }
 
-// open opens the file of stream s.
+// open opens the file of stream s for reading at most one byte more than
+// the manifest's size (so a longer file is still detected, but /dev/zero
+// behind a link does not read forever). On disk, the path is resolved
+// first: a stream that links outside the corpus directory, or that is not
+// a regular file (a FIFO would block the open), is refused.
 func (m *ManifestOf[B]) open(s *StreamOf[B]) (io.ReadCloser, error) {
 	if m.FS != nil {
-		return m.FS.Open(m.File(s))
+		f, err := m.FS.Open(m.File(s))
+		if err != nil {
+			return nil, err
+		}
+		return limited(f, s.Bytes), nil
 	}
-	return os.Open(m.File(s))
+	p := m.File(s)
+	real, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := filepath.EvalSymlinks(m.Dir)
+	if err != nil {
+		return nil, err
+	}
+	realAbs, err1 := filepath.Abs(real)
+	dirAbs, err2 := filepath.Abs(dir)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, err
+	}
+	if rel, err := filepath.Rel(dirAbs, realAbs); err != nil || !filepath.IsLocal(rel) {
+		return nil, fmt.Errorf("%s resolves to %s, outside the corpus directory %s", p, real, m.Dir)
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", p)
+	}
+	f, err := os.Open(real)
+	if err != nil {
+		return nil, err
+	}
+	return limited(f, s.Bytes), nil
+}
+
+type limitedFile struct {
+	io.Reader
+	io.Closer
+}
+
+func limited(f io.ReadCloser, n int64) io.ReadCloser {
+	return limitedFile{io.LimitReader(f, n+1), f}
 }
 
 // StreamError is a stream that is missing or does not match the manifest.
@@ -369,6 +414,9 @@ func (m *ManifestOf[B]) openErr(s *StreamOf[B], err error) error {
 }
 
 func (m *ManifestOf[B]) compare(s *StreamOf[B], n int64, sum string) error {
+	if n > s.Bytes { // reads stop one byte past the manifest's size
+		return m.streamErr(s, fmt.Sprintf("has more than the %d bytes the manifest says", s.Bytes))
+	}
 	if n != s.Bytes {
 		return m.streamErr(s, fmt.Sprintf("has %d bytes, the manifest says %d", n, s.Bytes))
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -105,7 +106,7 @@ func TestBadStreams(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "en", "two.txt"), []byte("two\n"), 0o644)
 	for i, want := range []string{
 		`corpus tiny-v1: stream "en-1" (` + filepath.Join(dir, "en", "one.txt") + `) has sha256 ` + SHA256([]byte("hello, World")) + `, the manifest says ` + SHA256([]byte("hello, world")) + "; rebuild the corpus with `make corpus`",
-		`corpus tiny-v1: stream "en-2" (` + filepath.Join(dir, "en", "two.txt") + ") has 4 bytes, the manifest says 3; rebuild the corpus with `make corpus`",
+		`corpus tiny-v1: stream "en-2" (` + filepath.Join(dir, "en", "two.txt") + ") has more than the 3 bytes the manifest says; rebuild the corpus with `make corpus`",
 		`corpus tiny-v1: stream "zh-1" (` + filepath.Join(dir, "zh.txt") + ") is missing; rebuild the corpus with `make corpus`",
 	} {
 		s := &m.Streams[i]
@@ -119,6 +120,50 @@ func TestBadStreams(t *testing.T) {
 	m.Rebuild = ""
 	if _, err := m.Read(&m.Streams[2]); err == nil || !strings.HasSuffix(err.Error(), "rebuild the corpus with `make corpus`") {
 		t.Errorf("default rebuild advice: %v", err)
+	}
+}
+
+// A stream that links outside the corpus directory, or to something that
+// is not a regular file, is refused; a link to /dev/zero does not read
+// forever.
+func TestStreamLinks(t *testing.T) {
+	path := writeCorpus(t)
+	m, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(path)
+	outside := filepath.Join(t.TempDir(), "secret.txt")
+	os.WriteFile(outside, []byte("hello, world"), 0o644)
+	one := filepath.Join(dir, "en", "one.txt")
+	os.Remove(one)
+	must(t, os.Symlink(outside, one))
+	if _, err := m.Read(&m.Streams[0]); err == nil || !strings.Contains(err.Error(), "outside the corpus directory") {
+		t.Errorf("link outside: %v", err)
+	}
+	os.Remove(one)
+	must(t, os.Symlink("two.txt", one)) // inside: read, then judged by its sha256
+	if _, err := m.Read(&m.Streams[0]); err == nil || !strings.Contains(err.Error(), "has 3 bytes, the manifest says 12") {
+		t.Errorf("link inside: %v", err)
+	}
+	if _, err := os.Stat("/dev/zero"); err == nil {
+		os.Remove(one)
+		must(t, os.Symlink("/dev/zero", one))
+		if err := m.Verify(&m.Streams[0]); err == nil || !strings.Contains(err.Error(), "outside the corpus directory") {
+			t.Errorf("/dev/zero: %v", err)
+		}
+	}
+	os.Remove(one)
+	must(t, syscall.Mkfifo(one, 0o644))
+	if err := m.Verify(&m.Streams[0]); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("FIFO: %v", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

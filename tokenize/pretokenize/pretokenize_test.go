@@ -73,6 +73,53 @@ func TestSplit(t *testing.T) {
 		{"tekken", "ÉCOLEétudiant ABCé", []string{"ÉCOLEétudiant", " ABCé"}},
 		{"tekken", "a/b\n/", []string{"a", "/b", "\n", "/"}},
 		{"tekken", "x12", []string{"x", "1", "2"}},
+		// qwen35: marks count as letters, so a combining accent stays on its
+		// base and one after a space starts a word; qwen2 splits them off.
+		{"qwen35", "e\u0301t\u00e9 \u0301x", []string{"e\u0301t\u00e9", " \u0301x"}},
+		{"qwen2", "e\u0301t\u00e9 \u0301x", []string{"e", "\u0301t\u00e9", " \u0301", "x"}},
+		{"qwen35", "\u0915\u093f\u0924\u093e\u092c 12", []string{"\u0915\u093f\u0924\u093e\u092c", " ", "1", "2"}},
+		{"qwen35", "don'T\r\n\r\n  x", []string{"don", "'T", "\r\n\r\n", " ", " x"}},
+		// gpt-4o (o200k): case splits words, a contraction stays on its
+		// word, digits go in threes, '/' and newlines follow punctuation.
+		{"gpt-4o", "HelloWorld don't I'M", []string{"Hello", "World", " don't", " I'M"}},
+		{"gpt-4o", "1234567 x1", []string{"123", "456", "7", " x", "1"}},
+		{"gpt-4o", "a+/\n/b \U0001F600\u200d\U0001F600", []string{"a", "+/\n/", "b", " \U0001F600\u200d\U0001F600"}},
+		{"gpt-4o", "\u4e16\u754c\u00c9T\u00c9 e\u0301", []string{"\u4e16\u754c\u00c9T\u00c9", " e", "\u0301"}},
+		{"gpt-4o", "'s 'Sx", []string{"'s", " '", "Sx"}},
+		// falcon: punctuation runs (backquote included) first, then GPT-2,
+		// then every run of three ASCII digits.
+		{"falcon", "a`b, 12345!", []string{"a", "`", "b", ",", " ", "123", "45", "!"}},
+		// deepseek-coder: newlines alone, letters and punctuation runs with
+		// one leading space, CJK runs, single digits.
+		{"deepseek-coder", "x = foo(1, 23);\n\u4e16\u754c", []string{"x", " =", " foo", "(", "1", ",", " ", "2", "3", ");", "\n", "\u4e16\u754c"}},
+		// deepseek-v3: digits in threes, CJK and kana runs, ASCII
+		// punctuation joined to the letters after it.
+		{"deepseek-v3", "12345 x.net \u3053\u3093\u306b\u3061\u306f\u4e16\u754c x~y", []string{"123", "45", " x", ".net", " ", "\u3053\u3093\u306b\u3061\u306f\u4e16\u754c", " x", "~y"}},
+		{"deepseek-v3", "e\u0301!!\n\n  a", []string{"e\u0301", "!!\n\n", " ", " a"}},
+		// glm4: the Llama-3 split.
+		{"glm4", "don't 12345", []string{"don", "'t", " ", "123", "45"}},
+		// seed-coder: no newlines after punctuation.
+		{"seed-coder", "x;\n", []string{"x", ";", "\n"}},
+		// jais-2: whitespace in runs of powers of two.
+		{"jais-2", "a" + strings.Repeat(" ", 13) + "b", []string{"a", strings.Repeat(" ", 8), strings.Repeat(" ", 4), " b"}},
+		// kimi-k2: Han runs apart, letters regardless of case, contractions
+		// kept, digits in threes.
+		{"kimi-k2", "\u4f60\u597dHelloWorld's 12345 \u4e16x", []string{"\u4f60\u597d", "HelloWorld's", " ", "123", "45", " ", "\u4e16", "x"}},
+		// bloom and viking: words with one leading space, split at
+		// whitespace and sentence punctuation; viking splits digits too.
+		{"bloom", "hello, world. (x)12", []string{"hello", ",", " world", ". (", "x", ")", "12"}},
+		{"viking", "ab12 c", []string{"ab", "1", "2", " c"}},
+		// chameleon: image codes whole (sentinels are cut first, then
+		// split by the later stages), tabs, newlines and space pairs
+		// alone, punctuation and digits alone.
+		{"chameleon", "<sentinel:7>IMGIMGABZ  x\t1.5", []string{"<", "sentinel", ":", "7", ">", "IMGIMGABZ", "  ", "x", "\t", "1", ".", "5"}},
+		// superbpe: no word split; ASCII digit runs in threes from the right.
+		{"superbpe", "a b 1234567!", []string{"a b ", "1", "234", "567", "!"}},
+		// afmoe: digit groups take what precedes them in the piece.
+		{"afmoe", "\u200d12 x~1", []string{"\u200d12", " x", "~", "1"}},
+		// afmoe's Asian-script class runs from U+8C48 to U+FAFF, private use
+		// area included, which leaves the two spaces at a piece end.
+		{"afmoe", "x  \ue000", []string{"x", "  ", "\ue000"}},
 	} {
 		if got := split(t, c.pre, c.in); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s %q:\n got %q\nwant %q", c.pre, c.in, got, c.want)
@@ -85,7 +132,8 @@ func TestLookupUnknown(t *testing.T) {
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{`"no-such-pre"`, "llama-bpe", "qwen2", "gpt-2", "default", "deepseek-llm", "tekken"} {
+	for _, want := range []string{`"no-such-pre"`, "llama-bpe", "qwen2", "gpt-2", "default", "deepseek-llm", "tekken",
+		"qwen35", "gpt-4o", "falcon", "deepseek-coder", "deepseek-v3", "glm4"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not mention %s", err, want)
 		}

@@ -74,39 +74,67 @@ func splitGPT2(dst []int, t *Text, start, end int) []int {
 	return dst
 }
 
-// llama3Splitter returns the Llama-3 pattern
+// llamaRule is the family of patterns that Llama-3 started:
 //
-//	(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,D}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//	(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?W+|\p{N}{1,D}| ?[^\s\p{N}W]+T*|\s*[\r\n]+|\s+(?!\S)|\s+
 //
-// with D = maxDigits as a scanner. D = 3 is llama.cpp's custom Llama-3
-// splitter; D = 1 is the Qwen2 pattern, which llama.cpp runs through
-// std::regex but which, checked alternative by alternative, matches exactly
-// what this scanner does.
+// with the word class W (\p{L}, or [\p{L}\p{M}] for Qwen3.5, Youtu and
+// tiny_aya, plus ZWNJ and ZWJ for k2-horizon), the digit run D and the
+// punctuation tail T ([\r\n], [\r\n/], or nothing for Seed-Coder); Youtu
+// and tiny_aya put the contractions after the word instead (their cased
+// classes collapse to one in llama.cpp). D = 3 is llama.cpp's custom Llama-3
+// splitter (k2-horizon has one of its own); the other members it runs
+// through std::regex on its collapsed text, where, checked alternative by
+// alternative, the expression matches exactly what this scanner does: every
+// code point starts a match at the position the previous one ended, so the
+// leftmost match is always the first alternative that applies there
+// (reference_test.go checks it against the expressions themselves).
+type llamaRule struct {
+	noContractions bool  // drop the (?i:'s|...) alternative (ufakzeka)
+	word           uint8 // flag bits of W: Letter, or Letter|Mark
+	joiners        bool  // W also holds U+200C and U+200D (k2-horizon)
+	punctStop      uint8 // flags that end the punctuation run; 0: \s, \p{N} and W
+	maxDigits      int   // D; a large value for \p{N}+
+	noTail         bool  // T empty
+	slashTail      bool  // T is [\r\n/]
+	suffix         bool  // the word takes an optional contraction after it: W+(?i:'s|...)?
+	cascade        bool  // Jais-2's whitespace: \s{512}(?!\S)|...|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1}
+}
+
+// llama3Splitter is the Llama-3 pattern with D = maxDigits (1 for Qwen2).
 func llama3Splitter(maxDigits int) stage {
+	return llamaRule{word: Letter, maxDigits: maxDigits}.stage()
+}
+
+func (r llamaRule) stage() stage {
+	word := r.word
+	punctOut := r.punctStop
+	if punctOut == 0 {
+		punctOut = Whitespace | Number | word
+	}
+	joiners, contractions := r.joiners, !r.noContractions
 	return func(dst []int, t *Text, start, end int) []int {
+		// W at p, written out where used: a closure would not be inlined,
+		// and this loop is the hot path of Llama 3 and Qwen.
 		for pos := start; pos < end; {
 			c, f := t.Runes[pos], t.Flags[pos]
-			if c == '\'' && pos+1 < end {
-				n := asciiLower(t.Runes[pos+1])
-				if n == 's' || n == 't' || n == 'm' || n == 'd' {
-					pos += 2
+			if contractions && c == '\'' {
+				if e := t.contraction(pos, end); e > pos {
+					pos = e
 					dst = append(dst, pos)
 					continue
 				}
-				if pos+2 < end {
-					nn := asciiLower(t.Runes[pos+2])
-					if (n == 'r' && nn == 'e') || (n == 'v' && nn == 'e') || (n == 'l' && nn == 'l') {
-						pos += 3
-						dst = append(dst, pos)
-						continue
-					}
-				}
 			}
-			// [^\r\n\p{L}\p{N}]?\p{L}+
-			if !(c == '\r' || c == '\n' || f&Number != 0) && (f&Letter != 0 || t.flag(pos+1, end)&Letter != 0) {
+			// [^\r\n\p{L}\p{N}]?W+ (a mark as the optional prefix
+			// ends where the run from it ends)
+			if !(c == '\r' || c == '\n' || f&Number != 0) &&
+				(f&word != 0 || t.flag(pos+1, end)&word != 0 || joiners && (isJoiner(t.cp(pos, end)) || isJoiner(t.cp(pos+1, end)))) {
 				pos++
-				for t.flag(pos, end)&Letter != 0 {
+				for t.flag(pos, end)&word != 0 || joiners && isJoiner(t.cp(pos, end)) {
 					pos++
+				}
+				if r.suffix && t.cp(pos, end) == '\'' {
+					pos = t.contraction(pos, end)
 				}
 				dst = append(dst, pos)
 				continue
@@ -116,7 +144,7 @@ func llama3Splitter(maxDigits int) stage {
 				ini := pos
 				for t.flag(pos, end)&Number != 0 {
 					pos++
-					if pos-ini >= maxDigits {
+					if pos-ini >= r.maxDigits {
 						dst = append(dst, pos)
 						ini = pos
 					}
@@ -126,29 +154,90 @@ func llama3Splitter(maxDigits int) stage {
 				}
 				continue
 			}
-			// <space>?[^\s\p{L}\p{N}]+[\r\n]*
+			// <space>?[^\s\p{N}W]+T*
 			f2 := f
 			if c == ' ' {
 				f2 = t.flag(pos+1, end)
 			}
-			if f2&(Whitespace|Letter|Number) == 0 && f != 0 {
+			if f2&punctOut == 0 && f != 0 {
 				if c == ' ' {
 					pos++
 				}
-				for g := t.flag(pos, end); g&(Whitespace|Letter|Number) == 0 && g != 0; g = t.flag(pos, end) {
+				for g := t.flag(pos, end); g&punctOut == 0 && g != 0; g = t.flag(pos, end) {
 					pos++
 				}
-				for r := t.cp(pos, end); r == '\r' || r == '\n'; r = t.cp(pos, end) {
-					pos++
+				if !r.noTail {
+					for c := t.cp(pos, end); c == '\r' || c == '\n' || (r.slashTail && c == '/'); c = t.cp(pos, end) {
+						pos++
+					}
 				}
 				dst = append(dst, pos)
 				continue
 			}
-			pos = t.spaceTail(pos, end)
+			if r.cascade {
+				pos = t.cascadeTail(pos, end)
+			} else {
+				pos = t.spaceTail(pos, end)
+			}
 			dst = append(dst, pos)
 		}
 		return dst
 	}
+}
+
+// isJoiner reports ZWNJ and ZWJ, which k2-horizon counts as letters.
+func isJoiner(r rune) bool { return r == 0x200C || r == 0x200D }
+
+// contraction matches (?i:'s|'t|'re|'ve|'m|'ll|'d) at pos and returns the
+// end of the match, pos when none. (llama.cpp lowercases with Unicode's
+// table, but no other code point lowercases to one of these ASCII letters.)
+func (t *Text) contraction(pos, end int) int {
+	if t.Runes[pos] != '\'' || pos+1 >= end {
+		return pos
+	}
+	n := asciiLower(t.Runes[pos+1])
+	if n == 's' || n == 't' || n == 'm' || n == 'd' {
+		return pos + 2
+	}
+	if pos+2 < end {
+		nn := asciiLower(t.Runes[pos+2])
+		if (n == 'r' && nn == 'e') || (n == 'v' && nn == 'e') || (n == 'l' && nn == 'l') {
+			return pos + 3
+		}
+	}
+	return pos
+}
+
+// cascadeTail matches \s*[\r\n]+ or Jais-2's cascade of fixed-length
+// whitespace runs at pos: \s{k}(?!\S) for k = 512, 256, ..., 4, then
+// \s{1,2}(?!\S), then \s{1}. With n whitespace code points at pos, the
+// first k <= n whose end is followed by whitespace or the piece end wins.
+func (t *Text) cascadeTail(pos, end int) int {
+	n, lastRN := 0, 0
+	for t.flag(pos+n, end)&Whitespace != 0 {
+		if r := t.Runes[pos+n]; r == '\r' || r == '\n' {
+			lastRN = pos + n + 1
+		}
+		n++
+	}
+	if lastRN > 0 {
+		return lastRN
+	}
+	if n == 0 {
+		return pos + 1
+	}
+	ok := func(k int) bool { return k <= n && (k < n || pos+n == end) }
+	for k := 512; k >= 4; k /= 2 {
+		if ok(k) {
+			return pos + k
+		}
+	}
+	for _, k := range []int{2, 1} { // \s{1,2}(?!\S), greedy
+		if ok(k) {
+			return pos + k
+		}
+	}
+	return pos + 1 // \s{1}
 }
 
 // spaceTail matches \s*[\r\n]+|\s+(?!\S)|\s+ at pos, the alternatives
@@ -281,6 +370,10 @@ func isPunctRun(t *Text, p int) bool {
 	f := t.Flags[p]
 	return f&Whitespace == 0 && f&Punct != 0
 }
+
+// isPunctRunTick is isPunctRun with the backquote: falcon's
+// [\p{P}\$\+<=>\^~\|`], every ASCII punctuation or symbol character.
+func isPunctRunTick(t *Text, p int) bool { return t.Runes[p] == '`' || isPunctRun(t, p) }
 
 // splitEachNumber is the stage \p{N}: every number code point alone.
 var splitEachNumber = regexStage(func(t *Text, from, end int) (int, int, bool) {

@@ -72,42 +72,70 @@ func (t *Text) tkAlt2(p, end int) (int, bool) {
 	return e, true
 }
 
-func splitTekken(dst []int, t *Text, start, end int) []int {
-	for pos := start; pos < end; {
-		c, f := t.Runes[pos], t.Flags[pos]
-		// Letters: alternatives 1 and 2, each first with the optional prefix.
-		if e, ok := t.tkWord(pos, end); ok {
-			pos = e
-			dst = append(dst, pos)
-			continue
-		}
-		if f&Number != 0 { // \p{N}
-			pos++
-			dst = append(dst, pos)
-			continue
-		}
-		// <space>?[^\s\p{L}\p{N}]+[\r\n/]*
-		f2 := f
-		if c == ' ' {
-			f2 = t.flag(pos+1, end)
-		}
-		if f2&(Whitespace|Letter|Number) == 0 && f2 != 0 {
+// caseRule is the Tekken pattern and its o200k (GPT-4o, gpt-oss) sibling,
+// which llama.cpp writes
+//
+//	[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+C?
+//	|[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*C?
+//	|\p{N}{1,D}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//
+// with C = (?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD]) for
+// o200k (absent for Tekken) and D = 3 for o200k, 1 for Tekken. (The
+// tokenizer.json pattern also counts \p{M} in both letter classes;
+// llama.cpp's adaptation does not, and neither do we.) The optional C is
+// greedy and nothing after it can fail, so it extends whichever word the
+// alternatives without it found.
+type caseRule struct {
+	suffix    bool
+	maxDigits int
+}
+
+var splitTekken = caseRule{maxDigits: 1}.stage()
+
+func (r caseRule) stage() stage {
+	return func(dst []int, t *Text, start, end int) []int {
+		for pos := start; pos < end; {
+			c, f := t.Runes[pos], t.Flags[pos]
+			// Letters: alternatives 1 and 2, each first with the optional prefix.
+			if e, ok := t.tkWord(pos, end); ok {
+				pos = e
+				if r.suffix && t.cp(pos, end) == '\'' {
+					pos = t.contraction(pos, end)
+				}
+				dst = append(dst, pos)
+				continue
+			}
+			if f&Number != 0 { // \p{N}{1,D}
+				ini := pos
+				for pos < end && t.Flags[pos]&Number != 0 && pos-ini < r.maxDigits {
+					pos++
+				}
+				dst = append(dst, pos)
+				continue
+			}
+			// <space>?[^\s\p{L}\p{N}]+[\r\n/]*
+			f2 := f
 			if c == ' ' {
-				pos++
+				f2 = t.flag(pos+1, end)
 			}
-			for g := t.flag(pos, end); g&(Whitespace|Letter|Number) == 0 && g != 0; g = t.flag(pos, end) {
-				pos++
+			if f2&(Whitespace|Letter|Number) == 0 && f2 != 0 {
+				if c == ' ' {
+					pos++
+				}
+				for g := t.flag(pos, end); g&(Whitespace|Letter|Number) == 0 && g != 0; g = t.flag(pos, end) {
+					pos++
+				}
+				for r := t.cp(pos, end); r == '\r' || r == '\n' || r == '/'; r = t.cp(pos, end) {
+					pos++
+				}
+				dst = append(dst, pos)
+				continue
 			}
-			for r := t.cp(pos, end); r == '\r' || r == '\n' || r == '/'; r = t.cp(pos, end) {
-				pos++
-			}
+			pos = t.spaceTail(pos, end) // \s*[\r\n]+|\s+(?!\S)|\s+
 			dst = append(dst, pos)
-			continue
 		}
-		pos = t.spaceTail(pos, end) // \s*[\r\n]+|\s+(?!\S)|\s+
-		dst = append(dst, pos)
+		return dst
 	}
-	return dst
 }
 
 // tkWord tries alternatives 1 and 2 at pos.

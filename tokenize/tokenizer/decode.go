@@ -18,12 +18,18 @@ func (t *tok) Decode(ids []int32) []byte {
 			continue
 		}
 		a, s := t.attrs[id], t.tokens[id]
+		if t.rwkv != nil { // every token its unescaped bytes
+			out = append(out, rwkvUnescape(s)...)
+			continue
+		}
 		switch {
 		case a&(attrControl|attrUnknown) != 0:
 		case a&attrUser != 0:
 			out = append(out, s...)
 		case a&attrNormal != 0:
-			if t.spm != nil {
+			if t.plamo2 != nil {
+				out = append(out, s...)
+			} else if t.spm != nil || t.escape {
 				out = append(out, strings.ReplaceAll(s, spm.Space, " ")...)
 			} else if raw, ok := bpe.DecodeToken(s); ok {
 				out = append(out, raw...)

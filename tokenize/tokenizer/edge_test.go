@@ -93,9 +93,10 @@ func checkRoundTrip(t *testing.T, tk tokenizer.Tokenizer, text []byte, ids []int
 	got := tk.Decode(ids)
 	want := text
 	if tk.Model() == "llama" {
-		want = append([]byte(" "), bytes.ReplaceAll(text, []byte("▁"), []byte(" "))...)
-		if len(text) == 0 {
-			want = nil
+		want = bytes.ReplaceAll(text, []byte("▁"), []byte(" "))
+		// the space prefix, where the model adds one (Gemma 3 does not)
+		if probe, _ := tk.Encode([]byte("a")); len(text) > 0 && bytes.HasPrefix(tk.Decode(probe), []byte(" ")) {
+			want = append([]byte(" "), want...)
 		}
 	}
 	if !bytes.Equal(got, want) {
@@ -184,10 +185,7 @@ func TestIdentityOracle(t *testing.T) {
 // on arbitrary bytes: no panic; invalid UTF-8 is refused; valid text decodes
 // back to itself.
 func FuzzEncode(f *testing.F) {
-	dir, err := oracle.Dir()
-	if err != nil {
-		f.Skip(err)
-	}
+	dir := oracle.Require(f) // fails instead with PPL_REQUIRE_ORACLE=1, as in CI
 	var tks []tokenizer.Tokenizer
 	for _, m := range []string{"tiny-llama-spm-f16", "tiny-llama3-q8_0", "tiny-qwen3-q8_0"} {
 		tks = append(tks, load(f, dir, m))

@@ -3,11 +3,19 @@
 // false), bit for bit, so that perplexities measured here and there are of
 // the same token sequence.
 //
-// Load reads the tokenizer.ggml.* metadata and builds either a SentencePiece
-// model (tokenizer.ggml.model "llama", package spm) or a byte-level BPE
-// model with its pre-tokenizer (tokenizer.ggml.model "gpt2", packages bpe
-// and pretokenize). What this package adds around them is what
-// llama_vocab::impl::tokenize does around its sessions:
+// Load reads the tokenizer.ggml.* metadata and builds the model its
+// tokenizer.ggml.model names:
+//
+//   - "llama": SentencePiece (package spm);
+//   - "gpt2": byte-level BPE with its pre-tokenizer (packages bpe and
+//     pretokenize);
+//   - "gemma4": Gemma 4's BPE over raw UTF-8 (spaces as U+2581, <0xNN>
+//     byte fallback, BOS always added), package bpe;
+//   - "rwkv": RWKV World's greedy longest match over escaped byte tokens;
+//   - "plamo2": PLaMo-2's best-score cut with byte fallback.
+//
+// What this package adds around them is what llama_vocab::impl::tokenize
+// does around its sessions:
 //
 //   - Special and control tokens written in the text are plain text. Only
 //     user-defined tokens (type 4, e.g. Qwen's "<think>") are cut out first
@@ -169,9 +177,13 @@ type tok struct {
 	addBOS   bool
 	addEOS   bool
 	prefix   bool
+	escape   bool // BPE: spaces to U+2581 first (Gemma 4)
+	forceBOS bool
 	pre      string
 	spm      *spm.Model
 	bpe      *bpe.Model
+	rwkv     *rwkvModel
+	plamo2   *plamo2Model
 	specials []int32 // user-defined tokens cut out of text, longest first
 	identity string
 }
@@ -223,9 +235,15 @@ func New(cfg Config) (Tokenizer, error) {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
 		t.spm = m
-	case "gpt2":
+	case "gpt2", "gemma4":
 		defBOS, defEOS = 11, 11
-		pre, err := pretokenize.Lookup(cfg.Pre)
+		name := cfg.Pre
+		if cfg.Model == "gemma4" {
+			// llama.cpp reads no pre-tokenizer for this model type and has
+			// no default special tokens.
+			defBOS, defEOS, name = -1, -1, "gemma4"
+		}
+		pre, err := pretokenize.Lookup(name)
 		if err != nil {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
@@ -234,13 +252,29 @@ func New(cfg Config) (Tokenizer, error) {
 		}
 		t.pre = pre.Name
 		t.addBOS = pre.AddBOS
+		t.escape = pre.EscapeSpaces
+		t.forceBOS = pre.ForceBOS
+		if pre.NoBOS {
+			defBOS = -1
+		}
 		m, err := bpe.New(t.tokens, t.ids, cfg.Merges, pre)
 		if err != nil {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
 		t.bpe = m
+	case "rwkv":
+		defBOS, defEOS = -1, -1
+		t.pre = "rwkv"
+	case "plamo2":
+		defBOS, defEOS = 1, 2
+		t.pre = "plamo2"
+		m, err := newPLaMo2(t.tokens, scores, t.attrs)
+		if err != nil {
+			return nil, fmt.Errorf("tokenizer: %w", err)
+		}
+		t.plamo2 = m
 	default:
-		return nil, fmt.Errorf("tokenizer: unsupported tokenizer.ggml.model %q (supported: llama, gpt2)", cfg.Model)
+		return nil, fmt.Errorf("tokenizer: unsupported tokenizer.ggml.model %q (supported: llama, gpt2, gemma4, rwkv, plamo2)", cfg.Model)
 	}
 	if cfg.AddSpacePrefix != nil && t.spm != nil {
 		t.prefix = *cfg.AddSpacePrefix
@@ -252,6 +286,15 @@ func New(cfg Config) (Tokenizer, error) {
 	}
 	if cfg.AddEOS != nil {
 		t.addEOS = *cfg.AddEOS
+	}
+	if t.forceBOS {
+		t.addBOS = true // llama.cpp overrides the file for Gemma 4
+	}
+	if cfg.Model == "rwkv" {
+		// llama.cpp's RWKV path adds neither, whatever the file says.
+		t.addBOS, t.addEOS = false, false
+		unk := specialID(-1, cfg.UNK, n)
+		t.rwkv = newRWKV(t.tokens, unk)
 	}
 	if t.addBOS && t.bos < 0 {
 		return nil, fmt.Errorf("tokenizer: tokenizer.ggml.add_bos_token is true, but tokenizer.ggml.bos_token_id is not set")
@@ -403,6 +446,12 @@ func (t *tok) Encode(text []byte) ([]int32, error) {
 			if err != nil {
 				return nil, err
 			}
+		} else if t.rwkv != nil {
+			out = t.rwkv.encode(out, frag)
+		} else if t.plamo2 != nil {
+			out = t.plamo2.encode(out, frag)
+		} else if t.escape {
+			out = t.bpe.Encode(out, bytes.ReplaceAll(frag, []byte(" "), []byte(spm.Space)))
 		} else {
 			out = t.bpe.Encode(out, frag)
 		}

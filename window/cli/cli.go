@@ -63,12 +63,41 @@
 //     an error, as in llama-perplexity; N must be at least 3. --stride is
 //     an error.
 //
-// --shard K/N emits only the windows of shard K of N (1 <= K <= N): the
-// windows of all streams, in the order the streams complete in the input,
-// are dealt round-robin, the first to shard 1. Stream and tokens records
-// are still all passed through, and each window keeps its index in its
-// stream, so N ppl-score processes can share a corpus and ppl-aggregate
-// can merge their outputs. The header records the shard.
+// --shard K/N emits only the windows of shard K of N (1 <= K <= N). Stream
+// and tokens records are still all passed through, and each window keeps
+// its index in its stream, so N ppl-score processes (on N machines: see
+// ppl-slurm and docs/scale-out.md) can share a corpus and ppl-aggregate
+// can merge their outputs. --split chooses how the windows are dealt:
+//
+//   - cost (the default): by work, so that the shards take equally long
+//     when windows differ in length (short streams, a stream's last
+//     window, long contexts). A window of L tokens costs L + L²/A, the
+//     forward pass's weights plus attention's quadratic term, with A from
+//     --split-attention A (default 32768; about 12 times the model's width,
+//     where attention costs as much as the rest). The windows, largest
+//     first, each go to the least loaded shard (package protocol, Deal).
+//     This needs every stream's length before the first window, so
+//     ppl-window reads its input twice (from standard input, it keeps a
+//     temporary copy) and no longer streams. The header records the split:
+//     protocol.split holds the attention length and every shard's window
+//     count and cost.
+//   - count: round-robin over the windows of all streams, in the order
+//     the streams complete in the input, the first to shard 1. This
+//     streams, as ppl-window does without --shard.
+//
+// The header records the shard and the split.
+//
+// --max-windows N keeps only the first N windows of each stream, as
+// llama-perplexity's --chunks N does for its one text: a quick estimate.
+// The header records it (protocol.max_windows) and ppl-aggregate expects
+// exactly those windows.
+//
+// -o FILE (--output) writes to FILE instead of standard output, atomically
+// (zstd-compressed when FILE ends in .zst), as every ppl tool's -o does.
+//
+// --log-level debug|info|warn|error (default info): a stream that gets no
+// window (shorter than the context) is warned of; debug adds each
+// stream's window count.
 //
 // --version prints the version; --help lists the flags.
 //
@@ -92,6 +121,7 @@ import (
 
 	"ppl.dev/command"
 	"ppl.dev/pipe"
+	"ppl.dev/progress"
 	"ppl.dev/window/protocol"
 )
 
@@ -110,7 +140,12 @@ type flags struct {
 	Disjoint bool             `help:"Shorthand for --protocol disjoint: back-to-back windows, each scored from its second token."`
 	Context  int              `default:"4096" placeholder:"N" help:"Window length N in tokens, at least 2 (3 for llama.cpp); default ${default}."`
 	Stride   *int             `placeholder:"S" help:"Sliding protocol only: targets scored per window after the first, 1 <= S < N (default N/2)."`
-	Shard    string           `placeholder:"K/N" help:"Emit only shard K of N (1 <= K <= N) of the windows, dealt round-robin across all streams."`
+	Shard    string           `placeholder:"K/N" help:"Emit only shard K of N (1 <= K <= N) of the windows."`
+	MaxWin   int              `name:"max-windows" placeholder:"N" help:"Only the first N windows of each stream (llama-perplexity's --chunks); default all."`
+	Split    *string          `placeholder:"BY" help:"With --shard, deal the windows by cost (default: equal work, tokens + tokens²/A) or by count (round-robin across all streams)."`
+	Attn     *int             `name:"split-attention" placeholder:"A" help:"With --split cost, the window length at which attention costs as much as the rest of the model (about 12x its width; default 32768)."`
+	Output   string           `short:"o" placeholder:"FILE" help:"Write to FILE instead of standard output (atomically; .zst compresses)."`
+	LogLevel string           `default:"info" enum:"debug,info,warn,error" help:"Least severe message to show on stderr: debug, info, warn, error."`
 	Version  kong.VersionFlag `help:"Print the version and exit."`
 }
 
@@ -135,9 +170,29 @@ func Main() int {
 
 // config is a validated command line.
 type config struct {
-	input string
-	proto protocol.Protocol
-	shard protocol.Shard
+	input  string
+	output string // -o FILE; "" for standard output
+	level  int    // --log-level
+	proto  protocol.Protocol
+	shard  protocol.Shard
+	split  string // with a shard: splitCost or splitCount
+	attn   int    // with splitCost
+	// owner, with splitCost, is the shard (0-based) of each window, by
+	// global ordinal; set by plan.
+	owner []int32
+}
+
+const (
+	splitCost  = "cost"
+	splitCount = "count"
+)
+
+// owns reports whether the window of global ordinal g is in the shard.
+func (c config) owns(g int) bool {
+	if c.owner != nil {
+		return int(c.owner[g]) == c.shard.K-1
+	}
+	return c.shard.Owns(g)
 }
 
 // parse reads the command line; --help and --version print to stdout and
@@ -161,7 +216,10 @@ func resolve(f flags) (config, error) {
 	case f.Disjoint:
 		mode = protocol.Disjoint
 	}
-	p := protocol.Protocol{Mode: mode, Context: f.Context}
+	if f.MaxWin < 0 {
+		return config{}, command.Usagef("--max-windows %d: must be positive", f.MaxWin)
+	}
+	p := protocol.Protocol{Mode: mode, Context: f.Context, MaxWindows: f.MaxWin}
 	switch mode {
 	case protocol.Sliding:
 		if f.Context < 2 {
@@ -199,17 +257,55 @@ func resolve(f flags) (config, error) {
 		return config{}, command.Usagef("--%v", err)
 	}
 	p.Shard = shard.String()
-	return config{input: f.Input, proto: p, shard: shard}, nil
+	level, _ := progress.ParseLevel(f.LogLevel) // kong checked the enum
+	cfg := config{input: f.Input, output: f.Output, proto: p, shard: shard, level: level}
+	if shard.N == 0 {
+		if f.Split != nil {
+			return config{}, command.Usagef("--split: only with --shard")
+		}
+		if f.Attn != nil {
+			return config{}, command.Usagef("--split-attention: only with --shard")
+		}
+		return cfg, nil
+	}
+	cfg.split = splitCost
+	if f.Split != nil {
+		cfg.split = *f.Split
+	}
+	switch cfg.split {
+	case splitCost:
+		cfg.attn = protocol.DefaultAttention
+		if f.Attn != nil {
+			cfg.attn = *f.Attn
+		}
+		if cfg.attn < 1 {
+			return config{}, command.Usagef("--split-attention %d: must be at least 1", cfg.attn)
+		}
+	case splitCount:
+		if f.Attn != nil {
+			return config{}, command.Usagef("--split-attention: only with --split cost")
+		}
+	default:
+		return config{}, command.Usagef("--split %q: want cost or count", cfg.split)
+	}
+	return cfg, nil
 }
 
 // headerFlags are the flags recorded in the header: the effective values.
 func (c config) headerFlags() map[string]any {
 	m := map[string]any{"protocol": c.proto.Mode, "context": c.proto.Context}
+	if c.proto.MaxWindows > 0 {
+		m["max_windows"] = c.proto.MaxWindows
+	}
 	if c.proto.Stride != 0 {
 		m["stride"] = c.proto.Stride
 	}
 	if c.proto.Shard != "" {
 		m["shard"] = c.proto.Shard
+		m["split"] = c.split
+	}
+	if c.split == splitCost {
+		m["split_attention"] = c.attn
 	}
 	return m
 }
@@ -223,23 +319,73 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	in, name := stdin, "<stdin>"
 	if cfg.input != "-" {
-		f, err := pipe.Open(cfg.input)
+		name = cfg.input
+	}
+	open := func() (io.ReadCloser, error) { return pipe.Open(cfg.input) }
+	if cfg.split == splitCost && cfg.input == "-" {
+		// Two passes: keep a copy of standard input.
+		tmp, err := os.CreateTemp("", "ppl-window-*.ndjson")
+		if err != nil {
+			return fmt.Errorf("--split cost: a temporary copy of standard input: %w", err)
+		}
+		defer os.Remove(tmp.Name())
+		defer tmp.Close()
+		if _, err := io.Copy(tmp, stdin); err != nil {
+			return fmt.Errorf("--split cost: a temporary copy of standard input: %w", err)
+		}
+		open = func() (io.ReadCloser, error) {
+			_, err := tmp.Seek(0, io.SeekStart)
+			return io.NopCloser(tmp), err
+		}
+	}
+	// A file (or the kept copy for --split cost) can be read twice: the
+	// first pass counts the windows, so that the header tells ppl-score
+	// the total its progress counts towards. From a pipe ppl-window
+	// streams and the total stays unknown.
+	if cfg.split == splitCost || cfg.input != "-" {
+		f, err := open()
+		if err != nil {
+			return err
+		}
+		err = plan(ctx, pipe.NewReader(f, name), &cfg)
+		f.Close()
+		if err != nil {
+			return err
+		}
+	}
+	if cfg.input != "-" || cfg.split == splitCost {
+		f, err := open()
 		if err != nil {
 			return err
 		}
 		defer f.Close()
-		in, name = f, cfg.input
+		in = f
 	}
-	w := pipe.NewWriter(stdout, pipe.StageWindow)
-	err = window(ctx, pipe.NewReader(in, name), w, cfg)
+	out := stdout
+	var af *pipe.AtomicFile
+	if cfg.output != "" {
+		if err := pipe.CheckNotInput(cfg.output, cfg.input); err != nil {
+			return err
+		}
+		if af, err = pipe.Create(cfg.output); err != nil {
+			return err
+		}
+		defer af.Close() // removes the file unless committed
+		out = af
+	}
+	w := pipe.NewWriter(out, pipe.StageWindow)
+	err = window(ctx, pipe.NewReader(in, name), w, cfg, progress.New(stderr, tool, cfg.level))
 	if ferr := w.Flush(); err == nil && ferr != nil {
 		err = fmt.Errorf("write: %w", ferr)
+	}
+	if err == nil && af != nil {
+		err = af.Commit()
 	}
 	return err
 }
 
 // window copies the records of r to w, adding the window stage.
-func window(ctx context.Context, r *pipe.Reader, w *pipe.Writer, cfg config) error {
+func window(ctx context.Context, r *pipe.Reader, w *pipe.Writer, cfg config, log *progress.Log) error {
 	var (
 		streams  = pipe.NewStreams()
 		done     = map[string]bool{} // streams whose windows were emitted
@@ -297,8 +443,13 @@ func window(ctx context.Context, r *pipe.Reader, w *pipe.Writer, cfg config) err
 		if err != nil {
 			return r.Errorf("stream %q: %v", st.ID, err)
 		}
+		if len(spans) == 0 {
+			log.Warnf("warning: stream %q (%d tokens) gets no window under the %s protocol at context %d: it is shorter than the context and is not measured",
+				st.ID, st.NTokens, cfg.proto.Mode, cfg.proto.Context)
+		}
+		log.Debugf("stream %q: %d tokens, %d windows", st.ID, st.NTokens, len(spans))
 		for i, s := range spans {
-			if cfg.shard.Owns(global) {
+			if cfg.owns(global) {
 				win := pipe.Window{Stream: st.ID, Index: i, Begin: s.Begin, End: s.End, ScoreFrom: s.ScoreFrom, BOS: s.BOS}
 				if err := w.Window(&win); err != nil {
 					return fmt.Errorf("write: %w", err)
@@ -316,5 +467,75 @@ func window(ctx context.Context, r *pipe.Reader, w *pipe.Writer, cfg config) err
 	if err := w.End(); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
+	return nil
+}
+
+// plan reads the whole input once and counts its windows (the header's
+// protocol.windows); with --split cost it also deals them by cost: it sets
+// cfg.owner and the header's record of the split. It reads streams as
+// window does, so the global ordinals agree; errors in the input are
+// reported here, as window would.
+func plan(ctx context.Context, r *pipe.Reader, cfg *config) error {
+	var (
+		streams = pipe.NewStreams()
+		done    = map[string]bool{}
+		costs   []int64
+	)
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		if h := rec.Header; h != nil {
+			switch h.Stage {
+			case pipe.StageTokenize:
+			case pipe.StageWindow:
+				return r.Errorf("input is already windowed: it has a window header (written by %s)", h.Tool)
+			default:
+				return r.Errorf("input has a %s stage: ppl-window reads the output of ppl-tokenize", h.Stage)
+			}
+			continue
+		}
+		st, err := streams.Add(rec)
+		if err != nil {
+			return r.Errorf("%v", err)
+		}
+		if st == nil || !st.Complete() || done[st.ID] {
+			continue
+		}
+		done[st.ID] = true
+		st.Release()
+		spans, err := protocol.Windows(st.NTokens, cfg.proto)
+		if err != nil {
+			return r.Errorf("stream %q: %v", st.ID, err)
+		}
+		for _, s := range spans {
+			var c int64
+			if cfg.split == splitCost {
+				c = protocol.Cost(s, cfg.attn)
+			}
+			costs = append(costs, c)
+		}
+	}
+	if err := streams.CheckComplete(); err != nil {
+		return r.Errorf("%v", err)
+	}
+	cfg.proto.Windows = len(costs)
+	if cfg.split != splitCost {
+		return nil
+	}
+	owner, load := protocol.Deal(costs, cfg.shard.N)
+	windows := make([]int, cfg.shard.N)
+	for _, k := range owner {
+		windows[k]++
+	}
+	cfg.owner = owner
+	cfg.proto.Split = &pipe.Split{By: splitCost, Attention: cfg.attn, Windows: windows, Cost: load}
 	return nil
 }

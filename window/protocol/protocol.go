@@ -32,13 +32,19 @@
 //
 // Windows returns the spans of one stream. Sharding (Shard) splits the
 // global sequence of windows, across all streams in order, between
-// independent scorers.
+// independent scorers: round-robin by count (Shard.Owns), or by cost
+// (Deal), so that every shard gets the same work when windows differ in
+// length: a forward pass over L tokens costs about L for the weights and
+// L² for attention (Cost).
 package protocol
 
 import (
+	"cmp"
+	"container/heap"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -112,6 +118,14 @@ func Validate(p Protocol) error {
 // Count returns the number of windows of a stream of n tokens, without
 // building them.
 func Count(n int, p Protocol) (int, error) {
+	c, err := count(n, p)
+	if p.MaxWindows > 0 {
+		c = min(c, p.MaxWindows) // only the first MaxWindows (--max-windows)
+	}
+	return c, err
+}
+
+func count(n int, p Protocol) (int, error) {
 	if err := check(n, p); err != nil {
 		return 0, err
 	}
@@ -159,7 +173,7 @@ func Windows(n int, p Protocol) ([]Span, error) {
 			spans = append(spans, Span{Begin: k * N, End: (k + 1) * N, ScoreFrom: k*N + N/2 + 1, BOS: true})
 		}
 	}
-	return spans, nil
+	return spans[:count], nil
 }
 
 func check(n int, p Protocol) error {
@@ -221,3 +235,68 @@ func (s Shard) Owns(g int) bool {
 	}
 	return g%s.N == s.K-1
 }
+
+// DefaultAttention is the default attention length of Cost: the window
+// length at which attention costs as much as the rest of the forward pass.
+// In a transformer layer of width d, a window of L tokens costs about
+// 12Ld² multiply-adds in the weights (4d² for attention's projections, 8d²
+// for the MLP, a token) and L²d in attention itself (QKᵀ and AV, L/2 keys
+// a query on average), so the two meet at L = 12d: 32768 is a model about
+// 2,700 wide; a 4096-wide model's is 49152.
+const DefaultAttention = 32768
+
+// Cost is the work of scoring span s, in token units: the tokens it reads,
+// plus the quadratic term of attention, L²/attention (attention >= 1).
+func Cost(s Span, attention int) int64 {
+	L := int64(s.Len())
+	return L + L*L/int64(attention)
+}
+
+// Deal assigns items of the given costs to n shards so that the shards'
+// total costs are as even as it can: the items, largest first (ties in
+// input order), each go to the shard with the least cost so far (ties to
+// the lowest shard). This is longest-processing-time-first scheduling: the
+// largest shard exceeds the mean by less than the cost of one item, and in
+// practice by much less. owner[i] is item i's shard, 0 to n-1; load[k] is
+// shard k's total. It is deterministic, so every shard of a run computes
+// the same deal from the same input.
+func Deal(costs []int64, n int) (owner []int32, load []int64) {
+	if n < 1 {
+		panic(fmt.Sprintf("protocol.Deal: %d shards", n))
+	}
+	order := make([]int, len(costs))
+	for i := range order {
+		order[i] = i
+	}
+	// Stable: equal costs keep their input order.
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(costs[b], costs[a]) })
+	owner = make([]int32, len(costs))
+	load = make([]int64, n)
+	h := &shardHeap{load: load, ids: make([]int, n)}
+	for k := range h.ids {
+		h.ids[k] = k
+	}
+	heap.Init(h)
+	for _, i := range order {
+		k := h.ids[0]
+		owner[i] = int32(k)
+		load[k] += costs[i]
+		heap.Fix(h, 0)
+	}
+	return owner, load
+}
+
+// shardHeap orders shard numbers by load, then number.
+type shardHeap struct {
+	load []int64
+	ids  []int
+}
+
+func (h *shardHeap) Len() int { return len(h.ids) }
+func (h *shardHeap) Less(i, j int) bool {
+	a, b := h.ids[i], h.ids[j]
+	return h.load[a] < h.load[b] || h.load[a] == h.load[b] && a < b
+}
+func (h *shardHeap) Swap(i, j int) { h.ids[i], h.ids[j] = h.ids[j], h.ids[i] }
+func (h *shardHeap) Push(any)      { panic("not used") }
+func (h *shardHeap) Pop() any      { panic("not used") }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -371,4 +372,139 @@ func FuzzParseShard(f *testing.F) {
 			t.Fatalf("round trip of %q: %+v, %v", s, back, err)
 		}
 	})
+}
+
+func TestCost(t *testing.T) {
+	for _, tc := range []struct {
+		s    Span
+		attn int
+		want int64
+	}{
+		{Span{Begin: 0, End: 4, ScoreFrom: 1}, 4, 4 + 4},
+		{Span{Begin: 10, End: 20, ScoreFrom: 15}, 1000, 10},
+		{Span{Begin: 0, End: 65536, ScoreFrom: 1}, DefaultAttention, 65536 + 131072},
+		{Span{Begin: 0, End: MaxTokens, ScoreFrom: 1}, 1, MaxTokens + MaxTokens*MaxTokens}, // no overflow
+	} {
+		if got := Cost(tc.s, tc.attn); got != tc.want {
+			t.Errorf("Cost(%v, %d) = %d, want %d", tc.s, tc.attn, got, tc.want)
+		}
+	}
+}
+
+func TestDeal(t *testing.T) {
+	for _, tc := range []struct {
+		costs []int64
+		n     int
+		owner []int32
+		load  []int64
+	}{
+		{nil, 3, []int32{}, []int64{0, 0, 0}},
+		{[]int64{5}, 1, []int32{0}, []int64{5}},
+		// Largest first, each to the least loaded; ties to the lowest shard
+		// and in input order.
+		{[]int64{1, 5, 3, 3, 2}, 2, []int32{1, 0, 1, 1, 0}, []int64{7, 7}},
+		{[]int64{4, 4, 4, 4}, 3, []int32{0, 1, 2, 0}, []int64{8, 4, 4}},
+		{[]int64{7, 1, 1, 1, 1, 1, 1, 1}, 2, []int32{0, 1, 1, 1, 1, 1, 1, 1}, []int64{7, 7}},
+	} {
+		owner, load := Deal(tc.costs, tc.n)
+		if !reflect.DeepEqual(owner, tc.owner) || !reflect.DeepEqual(load, tc.load) {
+			t.Errorf("Deal(%v, %d) = %v, %v; want %v, %v", tc.costs, tc.n, owner, load, tc.owner, tc.load)
+		}
+	}
+}
+
+// TestDealBalance is the acceptance check for cost-balanced shards: on
+// corpora whose streams differ in length by orders of magnitude, the
+// largest shard's work (tokens read plus attention) is within 10% of the
+// mean, at short and long contexts, where dealing by count is not. It logs
+// the figures of both.
+func TestDealBalance(t *testing.T) {
+	// mixed: lengths from 40 tokens to 1.2M, a few long books among many
+	// short articles, in no particular order. overContext: articles just
+	// over the context, two windows each (one full, one short), which
+	// round-robin over two shards deals full to one and short to the other.
+	var mixed, overContext []int
+	for i := range 60 {
+		mixed = append(mixed, 40+(i*7919)%3000)
+	}
+	mixed = append(mixed, 1_200_000, 35_000, 400_000, 9_000, 150_000, 70_000, 640_000, 20_000)
+	for range 200 {
+		overContext = append(overContext, 4096+100)
+	}
+	for _, tc := range []struct {
+		corpus  string
+		lengths []int
+		p       Protocol
+		shards  int
+	}{
+		{"mixed", mixed, sliding(4096, 2048), 3},
+		{"mixed", mixed, sliding(4096, 2048), 16},
+		{"mixed", mixed, sliding(32768, 16384), 8},
+		{"mixed", mixed, sliding(65536, 32768), 4},
+		{"mixed", mixed, disjoint(2048), 12},
+		{"mixed", mixed, sliding(512, 256), 64},
+		{"over-context", overContext, sliding(4096, 2048), 2},
+		{"over-context", overContext, sliding(4096, 2048), 3},
+	} {
+		lengths := tc.lengths
+		var costs []int64
+		for _, n := range lengths {
+			spans, err := Windows(n, tc.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range spans {
+				costs = append(costs, Cost(s, DefaultAttention))
+			}
+		}
+		_, load := Deal(costs, tc.shards)
+		rr := make([]int64, tc.shards) // round-robin by count, for comparison
+		for g, c := range costs {
+			rr[g%tc.shards] += c
+		}
+		over := func(load []int64) float64 {
+			var sum, top int64
+			for _, l := range load {
+				sum += l
+				top = max(top, l)
+			}
+			return float64(top)/(float64(sum)/float64(len(load))) - 1
+		}
+		name := fmt.Sprintf("%s %s/N=%d/S=%d/%d shards", tc.corpus, tc.p.Mode, tc.p.Context, tc.p.Stride, tc.shards)
+		t.Logf("%s: %d windows; largest shard over the mean: by cost %.2f%%, by count %.2f%%", name, len(costs), 100*over(load), 100*over(rr))
+		if o := over(load); o > 0.10 {
+			t.Errorf("%s: the largest shard is %.1f%% over the mean (loads %v), want at most 10%%", name, 100*o, load)
+		}
+	}
+}
+
+// TestDealProperties: on random costs, every item goes to one shard, the
+// loads add up, and no shard exceeds another by more than the largest
+// item (greedy to the least loaded keeps that at every step).
+func TestDealProperties(t *testing.T) {
+	seed := uint64(1)
+	next := func() uint64 { seed = seed*6364136223846793005 + 1442695040888963407; return seed >> 33 }
+	for trial := range 300 {
+		n := 1 + int(next()%17)
+		costs := make([]int64, next()%200)
+		var top int64
+		for i := range costs {
+			costs[i] = int64(next() % (1 + uint64(trial)*1000))
+			top = max(top, costs[i])
+		}
+		owner, load := Deal(costs, n)
+		sum := make([]int64, n)
+		for i, k := range owner {
+			if k < 0 || int(k) >= n {
+				t.Fatalf("item %d to shard %d of %d", i, k, n)
+			}
+			sum[k] += costs[i]
+		}
+		if !reflect.DeepEqual(sum, load) {
+			t.Fatalf("loads %v, items add up to %v", load, sum)
+		}
+		if hi, lo := slices.Max(load), slices.Min(load); hi-lo > top {
+			t.Fatalf("%d shards, costs %v: loads %v differ by more than the largest item %d", n, costs, load, top)
+		}
+	}
 }

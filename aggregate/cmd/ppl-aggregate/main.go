@@ -33,13 +33,16 @@
 // unrounded float64 results for every window, stream, domain and the corpus:
 // sums of log-probabilities, mean NLL, PPL, errors, bits per byte, byte and word
 // perplexity, and the KLD, Δp, top-1 and PPL-ratio statistics that
-// llama-perplexity prints. It is written atomically.
+// llama-perplexity prints. It is written atomically. A result that is not a
+// finite number (log-probs so large that their sum overflows) is an error
+// naming the stream and window, never a NaN in a report.
 //
 // Flags:
 //
-//	-o, --output DIR   directory for report.json, which must be empty or absent;
+//	-o, --output DIR   directory for report.json, which must be empty or absent
+//	                   (a temporary file a killed run left there does not count);
 //	                   default profiles/perplexity/<UTC timestamp>-<model stem>/
-//	--bootstrap N      bootstrap resamples (default 1000; 0 turns it off)
+//	--bootstrap N      bootstrap resamples (default 1000, at most 100000; 0 turns it off)
 //	--seed S           seed of the bootstrap (default 1)
 //
 // The report's timestamp is the current time, or $SOURCE_DATE_EPOCH when set.

@@ -21,8 +21,8 @@ const name = "ppl-mkmodel"
 type cliArgs struct {
 	Output string `short:"o" required:"" help:"The GGUF file to write (atomically)." placeholder:"FILE.gguf" type:"path"`
 
-	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3" help:"Architecture: llama, qwen2 or qwen3."`
-	Params   string  `help:"Pick the Llama-shaped preset nearest this size: 100M, 1B or 8B (shape flags override its fields)." placeholder:"SIZE"`
+	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3,qwen3moe,qwen35,qwen35moe" help:"Architecture: llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe (Gated DeltaNet hybrids)."`
+	Params   string  `help:"Pick the preset nearest this size (shape flags override its fields): Llama-shaped 100M, 1B or 8B; for qwen3moe, Qwen3-30B-A3B's layout at 1B or its own 30B; for qwen35, Qwen3.5-0.8B or 27B; for qwen35moe, Qwen3.5-35B-A3B." placeholder:"SIZE"`
 	Embd     int     `help:"Embedding width (default 128, or the preset's)."`
 	Layers   int     `help:"Number of transformer blocks (default 2)."`
 	Heads    int     `help:"Attention heads (default 4)."`
@@ -35,6 +35,18 @@ type cliArgs struct {
 	Tied     bool    `help:"Tie the output matrix to the token embedding."`
 	Untied   bool    `help:"Write a separate output matrix (overrides a tied preset)."`
 
+	Experts     int `help:"qwen3moe: experts per layer (default 8)."`
+	ExpertsUsed int `name:"experts-used" help:"qwen3moe: experts per token (default 2)."`
+	ExpertFFN   int `name:"expert-ffn" help:"qwen3moe: an expert's feed-forward width (default 64)."`
+	SharedFFN   int `name:"shared-ffn" help:"qwen35moe: the shared expert's feed-forward width (default 64)."`
+
+	SSMState     int `name:"ssm-state" help:"qwen35, qwen35moe: Gated DeltaNet head size (default 16)."`
+	SSMKHeads    int `name:"ssm-k-heads" help:"qwen35, qwen35moe: Gated DeltaNet query/key heads (default 2)."`
+	SSMVHeads    int `name:"ssm-v-heads" help:"qwen35, qwen35moe: Gated DeltaNet value heads, a multiple of the key heads (default 4)."`
+	SSMConv      int `name:"ssm-conv" help:"qwen35, qwen35moe: convolution kernel (default 4)."`
+	AttnInterval int `name:"attn-interval" help:"qwen35, qwen35moe: every N-th layer is full attention, the others Gated DeltaNet (default 4)."`
+	RopeDims     int `name:"rope-dims" help:"qwen35, qwen35moe: rotated dimensions per head (default a quarter of the head)."`
+
 	VocabFrom string `name:"vocab-from" help:"Copy the tokenizer (every tokenizer.* key) from this GGUF model." placeholder:"FILE.gguf" type:"existingfile"`
 	BPETrain  string `name:"bpe-train" help:"Train a byte-level BPE vocabulary on this corpus (a manifest.json, or a text file); default: the bundled ppl-heldout-v1." placeholder:"CORPUS"`
 	VocabSize int    `name:"vocab-size" help:"Vocabulary size for --bpe-train, <|endoftext|> and reserved tokens included (default 2048, or the preset's)."`
@@ -44,7 +56,7 @@ type cliArgs struct {
 	Refine   int     `default:"20" help:"Likelihood refinement steps after the SVD (--bigram)."`
 	Residual float64 `default:"-1" help:"Scale of the weights writing into the residual stream (default 1, or 0.001 with --bigram)."`
 
-	Type string `default:"F16" help:"Weight type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K."`
+	Type string `default:"F16" help:"Weight type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K; low-bit (always pure): IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, TQ1_0, TQ2_0, MXFP4, NVFP4."`
 	Pure bool   `help:"Give every 2-D tensor the base type, without llama.cpp's per-tensor rules."`
 	Seed uint64 `default:"1" help:"Random seed; the file depends only on the flags."`
 	Name string `help:"general.name (default: the output file's name without .gguf)."`
@@ -95,13 +107,22 @@ func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, s
 	if a.Arch != "llama" {
 		s.RopeBase, s.Eps = 1e6, 1e-6
 	}
+	if a.Arch == "qwen3moe" || a.Arch == "qwen35moe" {
+		s.Experts, s.ExpertsUsed, s.ExpertFFN = 8, 2, 64
+	}
+	if a.Arch == "qwen35" || a.Arch == "qwen35moe" {
+		s.SSMState, s.SSMKHeads, s.SSMVHeads, s.SSMConv, s.AttnInterval, s.RopeDims = 16, 2, 4, 4, 4, 8
+	}
+	if a.Arch == "qwen35moe" {
+		s.SharedFFN = 64
+	}
 	presetVocab := 0
 	if a.Params != "" {
 		n, err := mkmodel.ParseCount(a.Params)
 		if err != nil {
 			return nil, "", command.UsageError{Msg: err.Error()}
 		}
-		pr := mkmodel.NearestPreset(n)
+		pr := mkmodel.NearestPreset(a.Arch, n)
 		arch := s.Arch
 		s = pr.Shape
 		s.Arch = arch
@@ -120,6 +141,19 @@ func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, s
 	set(&s.HeadDim, a.HeadDim)
 	set(&s.FFN, a.FFN)
 	set(&s.Context, a.Context)
+	set(&s.Experts, a.Experts)
+	set(&s.ExpertsUsed, a.ExpertsUsed)
+	set(&s.ExpertFFN, a.ExpertFFN)
+	set(&s.SharedFFN, a.SharedFFN)
+	set(&s.SSMState, a.SSMState)
+	set(&s.SSMKHeads, a.SSMKHeads)
+	set(&s.SSMVHeads, a.SSMVHeads)
+	set(&s.SSMConv, a.SSMConv)
+	set(&s.AttnInterval, a.AttnInterval)
+	if a.HeadDim != 0 && a.RopeDims == 0 && s.RopeDims != 0 {
+		s.RopeDims = s.HeadDim / 4 &^ 1
+	}
+	set(&s.RopeDims, a.RopeDims)
 	if a.RopeBase != 0 {
 		s.RopeBase = a.RopeBase
 	}

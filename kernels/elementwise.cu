@@ -1,0 +1,44 @@
+// Elementwise operations on float32 activations: the residual add, scaling,
+// a sigmoid gate, logit soft-capping, and widening halves to float32.
+//
+// CPU references (score/model/cpu.go, the CPU backend of package ml):
+// cpuBackend.Add (nn.Add: float32 adds), Scale (float32 products with the
+// scale rounded to float32), SigmoidMul and SoftCap (float64 inside, one
+// rounding to float32). The GPU's exp and tanh are within an ulp of Go's in
+// float64, so the float32 results agree but for rare ties.
+#include "common.cuh"
+
+#define GRID_STRIDE(idx, total) \
+	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < (total); idx += (i64)gridDim.x * blockDim.x)
+
+// add_f32: x[i] += y[i] for count elements (x and y may not overlap).
+extern "C" __global__ void add_f32(float* __restrict__ x, const float* __restrict__ y, i64 count) {
+	GRID_STRIDE(idx, count) x[idx] = __fadd_rn(x[idx], y[idx]);
+}
+
+// scale_f32: x[i] *= s.
+extern "C" __global__ void scale_f32(float* __restrict__ x, i64 count, float s) {
+	GRID_STRIDE(idx, count) x[idx] = __fmul_rn(x[idx], s);
+}
+
+// sigmoid_mul: x (rows, cols) *= sigmoid(g), g (rows, gcols) with gcols
+// cols (one gate per element) or 1 (one per row):
+// x = f32(x / (1 + e^-g)) in float64.
+extern "C" __global__ void sigmoid_mul(float* __restrict__ x, const float* __restrict__ g, int rows, int cols, int gcols) {
+	GRID_STRIDE(idx, (i64)rows * cols) {
+		i64 r = idx / cols;
+		int c = (int)(idx % cols);
+		double gv = (double)g[r * gcols + (gcols == 1 ? 0 : c)];
+		x[idx] = (float)__ddiv_rn((double)x[idx], __dadd_rn(1.0, exp(-gv)));
+	}
+}
+
+// softcap: x = f32(cap · tanh(x / cap)) in float64.
+extern "C" __global__ void softcap(float* __restrict__ x, i64 count, double cap) {
+	GRID_STRIDE(idx, count) x[idx] = (float)__dmul_rn(cap, tanh(__ddiv_rn((double)x[idx], cap)));
+}
+
+// widen_half: out[i] = f32(h[i]), bf16 or (f16 != 0) fp16: exact.
+extern "C" __global__ void widen_half(float* __restrict__ out, const u16* __restrict__ h, i64 count, int f16) {
+	GRID_STRIDE(idx, count) out[idx] = f16 ? f16_to_f32(h[idx]) : bf16_to_f32(h[idx]);
+}

@@ -1,0 +1,935 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+
+	"ppl.dev/quant"
+	"ppl.dev/score/cuda/cublas"
+	"ppl.dev/score/ml"
+	"ppl.dev/score/model"
+	"ppl.dev/score/nn"
+)
+
+// gpuBackend is package ml's Backend on one GPU: the architectures of
+// package model run on it unchanged (model.LoadOn with a Device that makes
+// one), each operation a kernel of ppl.dev/kernels or a cuBLAS product.
+//
+// Tensors (gt) are float32 activations in device memory: an address and a
+// shape, nothing else; views and row slices share the address. Products
+// take half-precision inputs: Linear, Linears, MLP and Experts convert
+// their input to the matrix's half type into scratch memory right before
+// the GEMM (once per call, for all the matrices of a call that share the
+// type), so a tensor never carries a half copy that a later write could
+// leave stale. Attention writes its output in the product input's half type
+// (that is what the kernels produce) and widens it to float32 exactly, so
+// the output projection's conversion gives back the same halves.
+//
+// Matrices (gmat) are stored in the type Precision gives their role,
+// chosen at Prepare from the tensor's name: ffn_down and its variants
+// (ffn_down_exps, ffn_down_shexp), whose input silu(gate)·up is not
+// normalized, take Precision.Down; a mixture of experts' router
+// (ffn_gate_inp, ffn_gate_inp_shexp) is float32 with float32 inputs, as
+// llama.cpp keeps it (a product of experts × width, negligible beside the
+// experts'), so that the logits that choose experts carry no rounding of
+// their own; every other matrix takes Precision.Weights. Every weight is
+// first dequantized exactly on the host and rounded to bf16 (convertRows),
+// so a bf16 copy of the file (WriteBF16Copy) holds the GPU's weights for
+// the CPU reference.
+//
+// The residual adds are the plain Add kernel (float32 adds, as the CPU's
+// nn.Add): the operation interface has no fused product-and-add.
+//
+// Attention uses the tensor-core kernel when its check at load passed for
+// the layer's head shape, else the plain one; a sliding window or sinks
+// always take the plain kernel. MLP and Experts have every ml.Act (SwiGLU,
+// GeGLU, gpt-oss's clamped SwiGLU). Operations of package ml's extension
+// interfaces are not implemented here: an architecture that needs one
+// refuses this backend at load (model.Checker).
+//
+// Scratch memory is an arena of device chunks (Alloc, Mark, Release,
+// Reset); it grows to the largest window seen, is made one chunk again at
+// Reset, and is reused by the next. The KV cache is one tensor pair reused
+// by every layer (the layers of a window run one after another), grown
+// with the window.
+type gpuBackend struct {
+	e       *Engine
+	prec    Precision
+	threads int // host goroutines for weight conversion
+	kvK     int // KV cache formats of keys and values
+	kvV     int
+	synth   uint64 // when not 0, Prepare fills weights from this seed (benchmarks)
+
+	weights     []buf
+	weightBytes int64
+	scratch     arena
+	kk, kv      *kvTensor
+	ropes       map[*nn.RoPE]*ropeTab
+	ones        map[int]ptr          // weightless norms by width
+	flash       map[attnShape]string // attention kernel choice by shape ("" = tensor cores)
+	attn        string               // the model's attention kernel, for headers
+	err         error
+	closed      bool
+}
+
+// attnShape is what the attention kernels' check depends on.
+type attnShape struct{ heads, kvheads, hd int }
+
+// gmat is a prepared matrix: rows (out × experts) of in values of type t
+// (a half type, or float32 for a router), and an optional float32 bias
+// (out × experts).
+type gmat struct {
+	p, bias ptr
+	t       cublas.DataType
+}
+
+// elemBytes is the size of one element of a matrix of type t.
+func elemBytes(t cublas.DataType) int64 {
+	if t == f32 {
+		return 4
+	}
+	return 2
+}
+
+// gt is a device tensor of float32.
+type gt struct {
+	p          ptr
+	rows, cols int
+}
+
+func (t *gt) Rows() int { return t.rows }
+func (t *gt) Cols() int { return t.cols }
+
+func (t *gt) count() int64    { return int64(t.rows) * int64(t.cols) }
+func (t *gt) row(r int) ptr   { return t.p + ptr(4*int64(r)*int64(t.cols)) }
+func gm(w *ml.Matrix) *gmat   { return w.Impl.(*gmat) }
+func gv(v *ml.Vector) ptr     { return v.Impl.(ptr) }
+func halfBytes(n int64) int64 { return 2 * n }
+
+func g(t ml.Tensor) *gt {
+	x, ok := t.(*gt)
+	if !ok {
+		panic(fmt.Sprintf("cuda backend: tensor %T is not a CUDA tensor", t))
+	}
+	return x
+}
+
+func gshape(what string, t *gt, rows, cols int) {
+	if t.rows != rows || t.cols != cols {
+		panic(fmt.Sprintf("cuda backend: %s is %d×%d, want %d×%d", what, t.rows, t.cols, rows, cols))
+	}
+}
+
+// newBackend makes the backend of a model with info's shapes: the KV cache
+// format, and the attention kernel check for the model's head shape.
+func newBackend(e *Engine, info model.Info, opts model.Options, p Precision) (*gpuBackend, error) {
+	kk, kv, err := kvFormat(info.KVDtype)
+	if err != nil {
+		return nil, err
+	}
+	b := &gpuBackend{e: e, prec: p, threads: opts.Threads, kvK: kk, kvV: kv,
+		ropes: map[*nn.RoPE]*ropeTab{}, ones: map[int]ptr{}, flash: map[attnShape]string{}}
+	hp := info.HParams
+	if hp.HeadDim > 256 || hp.HeadDim%2 != 0 {
+		return nil, fmt.Errorf("cuda: head size %d not supported (at most 256, even)", hp.HeadDim)
+	}
+	why, err := b.attnKernel(attnShape{hp.Heads, hp.KVHeads, hp.HeadDim})
+	if err != nil {
+		return nil, err
+	}
+	b.attn = why
+	return b, nil
+}
+
+// attnKernel checks the tensor-core attention kernel against the plain one
+// for a head shape, once, and returns the description of the kernel that
+// runs (starting "tensor-core" when it is the fast one).
+func (b *gpuBackend) attnKernel(s attnShape) (string, error) {
+	if why, ok := b.flash[s]; ok {
+		return why, nil
+	}
+	var why string
+	if !flashHeadDims[s.hd] {
+		why = fmt.Sprintf("plain kernel (no tensor-core kernel for head size %d)", s.hd)
+	} else {
+		diff, err := checkFlash(b.e, s, b.kvK, b.kvV)
+		switch {
+		case err != nil:
+			return "", err
+		case diff <= flashTolerance:
+			why = fmt.Sprintf("tensor-core flash kernel (head size %d; agrees with the plain kernel to %.1e)", s.hd, diff)
+		default:
+			why = fmt.Sprintf("plain kernel: the tensor-core kernel differs from it by %.3g (> %g) on this device", diff, flashTolerance)
+		}
+	}
+	b.flash[s] = why
+	return why, nil
+}
+
+// do runs f on the engine unless the pass already failed, and records its
+// error.
+func (b *gpuBackend) do(what string, f func() error) {
+	if b.err != nil {
+		return
+	}
+	if b.closed {
+		b.err = errors.New("cuda: model is closed")
+		return
+	}
+	if err := b.e.Do(f); err != nil {
+		b.err = fmt.Errorf("%s: %w", what, err)
+	}
+}
+
+// storage is the type a matrix is stored in, by its role (the tensor's
+// name; gpuBackend's doc).
+func (b *gpuBackend) storage(name string) cublas.DataType {
+	switch {
+	case strings.Contains(name, "ffn_gate_inp"):
+		return f32
+	case strings.Contains(name, "ffn_down"):
+		return b.prec.Down
+	}
+	return b.prec.Weights
+}
+
+func (b *gpuBackend) allocW(bytes int64) (ptr, error) {
+	var w buf
+	err := b.e.Do(func() error {
+		var err error
+		w, err = b.e.alloc(bytes)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	b.weights = append(b.weights, w)
+	b.weightBytes += w.bytes
+	return w.p, nil
+}
+
+func (b *gpuBackend) Prepare(w *ml.Matrix) error {
+	t := b.storage(w.Name)
+	rows := w.Out * max(w.Experts, 1)
+	p, err := b.allocW(elemBytes(t) * int64(rows) * int64(w.In))
+	if err != nil {
+		return err
+	}
+	m := &gmat{p: p, t: t}
+	switch {
+	case t == f32:
+		err = b.uploadF32(p, w, rows)
+	case b.synth != 0:
+		b.synth++
+		seed := b.synth
+		err = b.e.Do(func() error {
+			return b.e.fillUniform(p, int64(rows)*int64(w.In), seed, float32(math.Sqrt(3/float64(w.In))), t)
+		})
+	default:
+		var rb uint64
+		if rb, err = w.Type.RowSize(uint64(w.In)); err == nil && uint64(len(w.Data)) != rb*uint64(rows) {
+			err = fmt.Errorf("%d bytes, want %d", len(w.Data), rb*uint64(rows))
+		}
+		if err == nil {
+			err = uploadRows(b.e, p, w.Type, w.Data, int(rb), w.In, rows, b.threads, t)
+		}
+	}
+	if err == nil && w.Bias != nil {
+		m.bias, err = b.vectorData(w.Bias)
+	}
+	if err != nil {
+		return fmt.Errorf("cuda: tensor %s: %w", w.Name, err)
+	}
+	w.Impl = m
+	return nil
+}
+
+// uploadF32 stores w (rows of w.In values) as float32 at p: each weight
+// dequantized exactly and rounded to bf16, as every other matrix (a
+// synthetic model's are uniform random of the usual scale).
+func (b *gpuBackend) uploadF32(p ptr, w *ml.Matrix, rows int) error {
+	vals := make([]float32, rows*w.In)
+	if b.synth != 0 {
+		b.synth++
+		rng := rand.New(rand.NewPCG(b.synth, 1))
+		a := math.Sqrt(3 / float64(w.In))
+		for i := range vals {
+			vals[i] = float32((2*rng.Float64() - 1) * a)
+		}
+	} else if err := quant.Dequantize(w.Type, w.Data, vals); err != nil {
+		return err
+	}
+	for i, v := range vals {
+		vals[i] = quant.BF16ToF32(quant.F32ToBF16(v))
+	}
+	return b.e.Do(func() error { return upload(b.e, p, vals) })
+}
+
+func (b *gpuBackend) PrepareVector(v *ml.Vector) error {
+	var p ptr
+	var err error
+	if b.synth != 0 { // unit norms
+		if p, err = b.allocW(int64(4 * len(v.V))); err == nil {
+			err = b.e.Do(func() error { return b.e.fillF32(p, int64(len(v.V)), 1) })
+		}
+	} else {
+		p, err = b.vectorData(v.V)
+	}
+	if err != nil {
+		return fmt.Errorf("cuda: tensor %s: %w", v.Name, err)
+	}
+	v.Impl = p
+	return nil
+}
+
+func (b *gpuBackend) vectorData(v []float32) (ptr, error) {
+	p, err := b.allocW(int64(4 * len(v)))
+	if err != nil {
+		return 0, err
+	}
+	return p, b.e.Do(func() error { return upload(b.e, p, v) })
+}
+
+// Scratch memory.
+
+// arena hands out scratch memory from device chunks, in stack order.
+type arena struct {
+	chunks []buf
+	cur    int   // chunk being filled
+	off    int64 // bytes used in it
+}
+
+type arenaMark struct {
+	cur int
+	off int64
+}
+
+const arenaChunk = 64 << 20 // least bytes of a new chunk
+
+// alloc returns bytes of scratch memory; on the engine's thread.
+func (a *arena) alloc(e *Engine, bytes int64) (ptr, error) {
+	bytes = (max(bytes, 1) + 255) &^ 255
+	for ; a.cur < len(a.chunks); a.cur, a.off = a.cur+1, 0 {
+		if c := a.chunks[a.cur]; a.off+bytes <= c.bytes {
+			p := c.at(a.off)
+			a.off += bytes
+			return p, nil
+		}
+	}
+	c, err := e.alloc(max(bytes, arenaChunk))
+	if err != nil {
+		return 0, err
+	}
+	a.chunks = append(a.chunks, c)
+	a.cur, a.off = len(a.chunks)-1, bytes
+	return c.p, nil
+}
+
+// compact replaces several chunks by one of their total size, so that the
+// next pass, if it is like the last, fits in one chunk: memory stays at
+// the largest pass's, however the windows grew. On the engine's thread.
+func (a *arena) compact(e *Engine) error {
+	a.cur, a.off = 0, 0
+	if len(a.chunks) < 2 {
+		return nil
+	}
+	var total int64
+	for _, c := range a.chunks {
+		total += c.bytes
+	}
+	if err := e.sync("before freeing scratch memory"); err != nil { // no queued kernel may still read it
+		return err
+	}
+	a.free(e)
+	c, err := e.alloc(total)
+	if err != nil {
+		return err
+	}
+	a.chunks = []buf{c}
+	return nil
+}
+
+func (a *arena) free(e *Engine) {
+	for i := range a.chunks {
+		e.release(&a.chunks[i])
+	}
+	*a = arena{}
+}
+
+// scratchF32 and scratchHalf allocate scratch on the engine's thread.
+func (b *gpuBackend) scratchF32(rows, cols int) (*gt, error) {
+	p, err := b.scratch.alloc(b.e, 4*int64(rows)*int64(cols))
+	return &gt{p, rows, cols}, err
+}
+
+func (b *gpuBackend) scratchBytes(n int64) (ptr, error) { return b.scratch.alloc(b.e, n) }
+
+func (b *gpuBackend) Alloc(rows, cols int) ml.Tensor {
+	t := &gt{rows: rows, cols: cols}
+	b.do("cuda: scratch memory", func() error {
+		var err error
+		t.p, err = b.scratch.alloc(b.e, 4*int64(rows)*int64(cols))
+		return err
+	})
+	return t
+}
+
+func (b *gpuBackend) View(t ml.Tensor, rows, cols int) ml.Tensor {
+	x := g(t)
+	if int64(rows)*int64(cols) != x.count() {
+		panic(fmt.Sprintf("cuda backend: view of %d×%d as %d×%d", x.rows, x.cols, rows, cols))
+	}
+	return &gt{x.p, rows, cols}
+}
+
+func (b *gpuBackend) Slice(t ml.Tensor, r0, r1 int) ml.Tensor {
+	x := g(t)
+	if r0 < 0 || r1 < r0 || r1 > x.rows {
+		panic(fmt.Sprintf("cuda backend: rows [%d, %d) of %d", r0, r1, x.rows))
+	}
+	return &gt{x.row(r0), r1 - r0, x.cols}
+}
+
+func (b *gpuBackend) Mark() ml.Mark { return arenaMark{b.scratch.cur, b.scratch.off} }
+
+func (b *gpuBackend) Release(m ml.Mark) {
+	k := m.(arenaMark)
+	b.scratch.cur, b.scratch.off = k.cur, k.off
+}
+
+func (b *gpuBackend) Reset() {
+	b.err = nil
+	b.do("cuda: scratch memory", func() error { return b.scratch.compact(b.e) })
+}
+
+func (b *gpuBackend) Err() error { return b.err }
+
+func (b *gpuBackend) Fail(err error) {
+	if b.err == nil {
+		b.err = err
+	}
+}
+
+func (b *gpuBackend) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	return b.e.Do(func() error {
+		e := b.e
+		b.scratch.free(e)
+		e.freeKV(b.kk)
+		e.freeKV(b.kv)
+		b.kk, b.kv = nil, nil
+		for _, r := range b.ropes {
+			e.release(&r.cos)
+			e.release(&r.sin)
+		}
+		b.ropes = nil
+		var errs []error
+		for i := range b.weights {
+			errs = append(errs, e.release(&b.weights[i]))
+		}
+		b.weights = nil
+		return errors.Join(errs...)
+	})
+}
+
+// Operations.
+
+func (b *gpuBackend) Embed(dst ml.Tensor, w *ml.Matrix, tokens []int32) {
+	d := g(dst)
+	gshape("embedding output", d, len(tokens), w.In)
+	m := gm(w)
+	b.do("embedding "+w.Name, func() error {
+		tok, err := b.scratchBytes(4 * int64(len(tokens)))
+		if err == nil {
+			err = upload(b.e, tok, tokens)
+		}
+		if err != nil {
+			return err
+		}
+		return b.e.embed(d.p, m.p, tok, len(tokens), w.In, m.t)
+	})
+}
+
+// halfInput converts x to half type t in scratch memory (x itself when t
+// is float32).
+func (b *gpuBackend) halfInput(x *gt, t cublas.DataType) (ptr, error) {
+	if t == f32 {
+		return x.p, nil
+	}
+	h, err := b.scratchBytes(halfBytes(x.count()))
+	if err != nil {
+		return 0, err
+	}
+	return h, b.e.castHalf(h, x.p, x.count(), t)
+}
+
+// product computes dst = x·Wᵀ + bias, x already in w's type (rows of
+// w.In), for rows rows; w's expert e of a stack.
+func (b *gpuBackend) product(dst *gt, xh ptr, w *ml.Matrix, e, rows int) error {
+	m := gm(w)
+	wp := m.p + ptr(elemBytes(m.t)*int64(e)*int64(w.Out)*int64(w.In))
+	if err := b.e.gemm(dst.p, f32, w.Out, xh, w.In, wp, m.t, rows, w.In, w.Out, 0); err != nil {
+		return err
+	}
+	if m.bias != 0 {
+		return b.e.addBias(dst.p, m.bias+ptr(4*e*w.Out), rows, w.Out)
+	}
+	return nil
+}
+
+func (b *gpuBackend) Linear(dst, x ml.Tensor, w *ml.Matrix) {
+	b.Linears([]ml.Tensor{dst}, x, []*ml.Matrix{w})
+}
+
+func (b *gpuBackend) Linears(dsts []ml.Tensor, x ml.Tensor, ws []*ml.Matrix) {
+	s := g(x)
+	for i, w := range ws {
+		gshape(w.Name+" input", s, s.rows, w.In)
+		gshape(w.Name+" output", g(dsts[i]), s.rows, w.Out)
+	}
+	b.do("product "+ws[0].Name, func() error {
+		mark := b.Mark()
+		defer b.Release(mark)
+		halves := map[cublas.DataType]ptr{}
+		for i, w := range ws {
+			t := gm(w).t
+			xh, ok := halves[t]
+			if !ok {
+				var err error
+				if xh, err = b.halfInput(s, t); err != nil {
+					return err
+				}
+				halves[t] = xh
+			}
+			if err := b.product(g(dsts[i]), xh, w, 0, s.rows); err != nil {
+				return fmt.Errorf("%s: %w", w.Name, err)
+			}
+		}
+		return nil
+	})
+}
+
+func (b *gpuBackend) RMSNorm(dst, x ml.Tensor, w *ml.Vector, eps float64) {
+	d, s := g(dst), g(x)
+	gshape("norm output", d, s.rows, s.cols)
+	b.do("RMSNorm", func() error {
+		var wp ptr
+		if w != nil {
+			wp = gv(w)
+		} else if wp = b.ones[s.cols]; wp == 0 {
+			one := make([]float32, s.cols)
+			for i := range one {
+				one[i] = 1
+			}
+			p, err := b.e.alloc(int64(4 * s.cols))
+			if err != nil {
+				return err
+			}
+			b.weights = append(b.weights, p)
+			if err := upload(b.e, p.p, one); err != nil {
+				return err
+			}
+			wp, b.ones[s.cols] = p.p, p.p
+		}
+		return b.e.rmsnormF32(d.p, s.p, wp, s.rows, s.cols, eps)
+	})
+}
+
+// ropeTab is a RoPE's cosines and sines on the device for positions
+// [0, n).
+type ropeTab struct {
+	n        int
+	cos, sin buf
+}
+
+func (b *gpuBackend) RoPE(x ml.Tensor, heads int, r *nn.RoPE) {
+	s := g(x)
+	gshape("rope input", s, s.rows, heads*r.HeadDim)
+	n := s.rows
+	b.do("RoPE", func() error {
+		e := b.e
+		t := b.ropes[r]
+		if t == nil || t.n < n {
+			if err := e.sync("before growing the RoPE tables"); err != nil {
+				return err
+			}
+			if t != nil {
+				e.release(&t.cos)
+				e.release(&t.sin)
+			}
+			capN := (n + capacityRound - 1) / capacityRound * capacityRound
+			cos, sin := ropeTables(r, capN)
+			t = &ropeTab{n: capN}
+			b.ropes[r] = t
+			var err error
+			if t.cos, err = e.alloc(int64(8 * len(cos))); err != nil {
+				return err
+			}
+			if t.sin, err = e.alloc(int64(8 * len(sin))); err != nil {
+				return err
+			}
+			if err := errors.Join(upload(e, t.cos.p, cos), upload(e, t.sin.p, sin)); err != nil {
+				return err
+			}
+		}
+		return e.rope(s.p, t.cos.p, t.sin.p, n, heads, r.HeadDim, r.Dims, r.NeoX)
+	})
+}
+
+func (b *gpuBackend) Add(dst, x ml.Tensor) {
+	d, s := g(dst), g(x)
+	gshape("add input", s, d.rows, d.cols)
+	b.do("add", func() error { return b.e.addF32(d.p, s.p, d.count()) })
+}
+
+func (b *gpuBackend) Scale(x ml.Tensor, s float64) {
+	d := g(x)
+	b.do("scale", func() error { return b.e.scaleF32(d.p, d.count(), float32(s)) })
+}
+
+func (b *gpuBackend) SigmoidMul(x, gate ml.Tensor) {
+	d, s := g(x), g(gate)
+	if s.rows != d.rows || (s.cols != d.cols && s.cols != 1) {
+		panic(fmt.Sprintf("cuda backend: gate %d×%d for %d×%d", s.rows, s.cols, d.rows, d.cols))
+	}
+	b.do("sigmoid gate", func() error { return b.e.sigmoidMul(d.p, s.p, d.rows, d.cols, s.cols) })
+}
+
+func (b *gpuBackend) SoftCap(x ml.Tensor, cp float64) {
+	d := g(x)
+	b.do("soft-capping", func() error { return b.e.softcap(d.p, d.count(), cp) })
+}
+
+// kvFor returns the cache tensor t, grown to hold groups (token, head)
+// pairs of hd values; on the engine's thread.
+func (b *gpuBackend) kvFor(t **kvTensor, format int, groups int64, hd int) error {
+	if *t != nil && (*t).groups >= groups && (*t).hd == hd {
+		return nil
+	}
+	if err := b.e.sync("before growing the KV cache"); err != nil { // an earlier layer's kernels may still read it
+		return err
+	}
+	b.e.freeKV(*t)
+	*t = nil
+	nt, err := b.e.newKV(format, groups, hd)
+	*t = nt
+	return err
+}
+
+func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
+	o, qq, kk, vv := g(dst), g(q), g(k), g(v)
+	n := qq.rows
+	gshape("attention q", qq, n, a.Heads*a.HeadDim)
+	gshape("attention k", kk, n, a.KVHeads*a.HeadDim)
+	gshape("attention v", vv, n, a.KVHeads*a.HeadDim)
+	gshape("attention output", o, n, a.Heads*a.HeadDim)
+	if b.err != nil {
+		return
+	}
+	// A sliding window or sinks take the plain kernel (the tensor-core
+	// one has neither yet).
+	plain := a.Window > 0 || a.Sinks != nil
+	flash := false
+	if !plain {
+		why, err := b.attnKernel(attnShape{a.Heads, a.KVHeads, a.HeadDim})
+		if err != nil {
+			b.Fail(err)
+			return
+		}
+		flash = strings.HasPrefix(why, "tensor-core")
+	}
+	var sinks ptr
+	if a.Sinks != nil {
+		if len(a.Sinks.V) != a.Heads {
+			panic(fmt.Sprintf("cuda backend: %d attention sinks for %d heads", len(a.Sinks.V), a.Heads))
+		}
+		sinks = gv(a.Sinks)
+	}
+	t := b.prec.Weights // the output projection's input type
+	b.do(fmt.Sprintf("layer %d attention", layer), func() error {
+		e := b.e
+		groups := (int64(n) + capacityRound - 1) / capacityRound * capacityRound * int64(a.KVHeads)
+		if err := b.kvFor(&b.kk, b.kvK, groups, a.HeadDim); err != nil {
+			return err
+		}
+		if err := b.kvFor(&b.kv, b.kvV, groups, a.HeadDim); err != nil {
+			return err
+		}
+		if err := e.kvStore(b.kk, kk.p, n, a.KVHeads, a.HeadDim); err != nil {
+			return err
+		}
+		if err := e.kvStore(b.kv, vv.p, n, a.KVHeads, a.HeadDim); err != nil {
+			return err
+		}
+		mark := b.Mark()
+		defer b.Release(mark)
+		h, err := b.scratchBytes(halfBytes(o.count()))
+		if err != nil {
+			return err
+		}
+		if plain {
+			err = e.attentionPlain(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv, t)
+		} else {
+			err = e.attention(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, b.kk, b.kv, flash, t)
+		}
+		if err != nil {
+			return err
+		}
+		return e.widenHalf(o.p, h, o.count(), t)
+	})
+}
+
+// mlpChunk is how many rows go through an MLP at once: its intermediate
+// activations (rows × FFN) stay bounded for long windows.
+const mlpChunk = 8192
+
+func (b *gpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
+	d, s := g(dst), g(x)
+	gshape("mlp input", s, s.rows, m.Gate.In)
+	gshape("mlp output", d, s.rows, m.Down.Out)
+	b.do("MLP "+m.Gate.Name, func() error {
+		for c0 := 0; c0 < s.rows; c0 += mlpChunk {
+			c := min(mlpChunk, s.rows-c0)
+			xs := &gt{s.row(c0), c, s.cols}
+			ds := &gt{d.row(c0), c, d.cols}
+			if err := b.mlp(ds, xs, m, 0, nil); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// mlp computes dst = Down(act(Gate·x) ⊙ Up·x) for expert e of m's
+// matrices; x is f32 rows, or (xh != nil) already in Gate's half type at
+// *xh. On the engine's thread.
+func (b *gpuBackend) mlp(dst, x *gt, m *ml.MLP, e int, xh *ptr) error {
+	mark := b.Mark()
+	defer b.Release(mark)
+	rows, F := x.rows, m.Gate.Out
+	tg, ut := gm(m.Gate).t, gm(m.Up).t
+	var hx ptr
+	var err error
+	if xh != nil {
+		hx = *xh
+	} else if hx, err = b.halfInput(x, tg); err != nil {
+		return err
+	}
+	hu := hx
+	if ut != tg {
+		if xh != nil {
+			return fmt.Errorf("%s and %s: experts' gate and up of different types", m.Gate.Name, m.Up.Name)
+		}
+		if hu, err = b.halfInput(x, ut); err != nil {
+			return err
+		}
+	}
+	gate, err := b.scratchF32(rows, F)
+	if err != nil {
+		return err
+	}
+	up, err := b.scratchF32(rows, F)
+	if err != nil {
+		return err
+	}
+	dt := gm(m.Down).t
+	act, err := b.scratchBytes(halfBytes(int64(rows) * int64(F)))
+	if err != nil {
+		return err
+	}
+	if err := b.product(gate, hx, m.Gate, e, rows); err != nil {
+		return fmt.Errorf("%s: %w", m.Gate.Name, err)
+	}
+	if err := b.product(up, hu, m.Up, e, rows); err != nil {
+		return fmt.Errorf("%s: %w", m.Up.Name, err)
+	}
+	if m.Act == ml.SwiGLU {
+		err = b.e.swiglu(act, gate.p, up.p, rows, F, F, F, dt)
+	} else {
+		err = b.e.glu(act, gate.p, up.p, rows, F, m.Act, dt)
+	}
+	if err != nil {
+		return err
+	}
+	if err := b.product(dst, act, m.Down, e, rows); err != nil {
+		return fmt.Errorf("%s: %w", m.Down.Name, err)
+	}
+	return nil
+}
+
+// expertRows is how many token rows Experts handles at a time (the CPU
+// backend's block): the per-choice results (rows × K × width) stay
+// bounded for long windows.
+const expertRows = 4096
+
+// Experts orders each block of rows' choices by expert on the host; per
+// expert with work, its tokens' rows are gathered into one half-precision
+// matrix, run through the expert's MLP as three GEMMs, and each result row
+// is scaled by its choice's weight into that choice's slot; then each
+// token sums its K slots in the order of its choices (cpuBackend.Experts,
+// whose arithmetic per token this is).
+func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
+	d, s := g(dst), g(x)
+	in, out, K, n := m.Gate.In, m.Down.Out, r.K, s.rows
+	gshape("experts input", s, n, in)
+	gshape("experts output", d, n, out)
+	if len(r.Expert) != n*K {
+		panic(fmt.Sprintf("cuda backend: routing of %d choices for %d tokens × %d", len(r.Expert), n, K))
+	}
+	experts := max(m.Gate.Experts, 1)
+	b.do("experts "+m.Gate.Name, func() error {
+		e := b.e
+		tg := gm(m.Gate).t
+		for r0 := 0; r0 < n; r0 += expertRows {
+			rows := min(expertRows, n-r0)
+			// The block's choices by expert, in token order: the token
+			// row each reads and the slot its result goes to.
+			count := make([]int, experts+1)
+			for _, x := range r.Expert[r0*K : (r0+rows)*K] {
+				if x < 0 || int(x) >= experts {
+					return fmt.Errorf("routing chose expert %d of %d", x, experts)
+				}
+				count[x+1]++
+			}
+			for i := 1; i <= experts; i++ {
+				count[i] += count[i-1]
+			}
+			tokRows, slots := make([]int32, rows*K), make([]int32, rows*K)
+			fill := append([]int(nil), count[:experts]...)
+			most := 0
+			for c := range rows * K {
+				x := r.Expert[r0*K+c]
+				tokRows[fill[x]], slots[fill[x]] = int32(r0+c/K), int32(c)
+				fill[x]++
+			}
+			for x := range experts {
+				most = max(most, count[x+1]-count[x])
+			}
+			mark := b.Mark()
+			res, err := b.scratchF32(rows*K, out)
+			if err != nil {
+				return err
+			}
+			dev := make([]ptr, 3)
+			for i := range dev {
+				if dev[i], err = b.scratchBytes(4 * int64(rows*K)); err != nil {
+					return err
+				}
+			}
+			err = errors.Join(upload(e, dev[0], tokRows), upload(e, dev[1], slots), upload(e, dev[2], r.Weight[r0*K:(r0+rows)*K]))
+			if err != nil {
+				return err
+			}
+			xe, err := b.scratchBytes(halfBytes(int64(most) * int64(in)))
+			if err != nil {
+				return err
+			}
+			ye, err := b.scratchF32(most, out)
+			if err != nil {
+				return err
+			}
+			for x := range experts {
+				o, cnt := count[x], count[x+1]-count[x]
+				if cnt == 0 {
+					continue
+				}
+				if err := e.gatherHalf(xe, s.p, dev[0]+ptr(4*o), cnt, in, tg); err != nil {
+					return err
+				}
+				y := &gt{ye.p, cnt, out}
+				if err := b.mlp(y, &gt{0, cnt, in}, m, x, &xe); err != nil {
+					return fmt.Errorf("expert %d: %w", x, err)
+				}
+				if err := e.scatterScaled(res.p, ye.p, dev[1]+ptr(4*o), dev[2], cnt, out); err != nil {
+					return err
+				}
+			}
+			if err := e.sumChoices(d.row(r0), res.p, rows, K, out); err != nil {
+				return err
+			}
+			b.Release(mark)
+		}
+		return nil
+	})
+}
+
+func (b *gpuBackend) Read(t ml.Tensor) []float32 {
+	x := g(t)
+	out := make([]float32, x.count())
+	b.do("reading a tensor", func() error { return download(b.e, out, x.p) })
+	return out
+}
+
+// LogSoftmax reduces each row of logits on the device (logsoftmax.cu) and
+// copies only the per-row results to the host.
+func (b *gpuBackend) LogSoftmax(logits, ref ml.Tensor, targets []int32, out *ml.Scores) error {
+	l := g(logits)
+	var rl *gt
+	if ref != nil {
+		r, ok := ref.(*gt)
+		if !ok {
+			return fmt.Errorf("cuda: reference logits on another device (%T)", ref)
+		}
+		rl = r
+		gshape("reference logits", rl, l.rows, l.cols)
+	}
+	rows, vocab := l.rows, l.cols
+	if len(targets) != rows {
+		panic(fmt.Sprintf("cuda backend: %d targets for %d rows of logits", len(targets), rows))
+	}
+	bad, rbad := make([]int32, rows), make([]int32, rows)
+	b.do("scoring logits", func() error {
+		e := b.e
+		mark := b.Mark()
+		defer b.Release(mark)
+		// per row: lp, rlp, kld float64; arg, bad, rarg, rbad int32
+		base, err := b.scratchBytes(40 * int64(rows))
+		if err != nil {
+			return err
+		}
+		tgt, err := b.scratchBytes(4 * int64(rows))
+		if err != nil {
+			return err
+		}
+		if err := upload(e, tgt, targets); err != nil {
+			return err
+		}
+		n := ptr(rows)
+		lp, rlp, kld := base, base+8*n, base+16*n
+		arg, badp, rarg, rbadp := base+24*n, base+28*n, base+32*n, base+36*n
+		if rl == nil {
+			err = e.logsoftmax(l.p, rows, vocab, tgt, lp, arg, badp)
+		} else {
+			err = e.logsoftmaxKLD(l.p, rl.p, rows, vocab, tgt, lp, arg, badp, rlp, rarg, rbadp, kld)
+		}
+		if err != nil {
+			return err
+		}
+		if err := e.sync("scoring logits"); err != nil {
+			return err
+		}
+		errs := []error{download(e, out.LP, lp), download(e, out.Arg, arg), download(e, bad, badp)}
+		if rl != nil {
+			errs = append(errs, download(e, out.RLP, rlp), download(e, out.RArg, rarg), download(e, rbad, rbadp), download(e, out.KLD, kld))
+		}
+		return errors.Join(errs...)
+	})
+	if b.err != nil {
+		return b.err
+	}
+	for j := range rows {
+		if bad[j] >= 0 {
+			return &ml.BadLogit{Row: j, Value: out.LP[j], Token: int(bad[j])}
+		}
+		if rl != nil && rbad[j] >= 0 {
+			return &ml.BadLogit{Row: j, Ref: true, Value: out.RLP[j], Token: int(rbad[j])}
+		}
+	}
+	return nil
+}

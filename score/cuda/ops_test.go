@@ -1,0 +1,318 @@
+package cuda
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"ppl.dev/gguf"
+	"ppl.dev/quant"
+	"ppl.dev/score/cuda/cublas"
+	"ppl.dev/score/kvcache"
+	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
+)
+
+// Parity of the elementwise kernels (elementwise.cu) with the CPU
+// backend's arithmetic (score/model/cpu.go), on random and adversarial
+// input: huge and tiny values, gates far in both tails.
+func TestElementwiseParity(t *testing.T) {
+	onDevices(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(21, 1))
+		const rows, cols = 11, 97
+		n := rows * cols
+		x, y := randF32(rng, n, 3), randF32(rng, n, 3)
+		for i, v := range []float32{0, -0, 1e-30, -1e30, 3e38, 80, -80, 1e-45} {
+			x[i], y[n-1-i] = v, -v
+		}
+		check := func(what string, got, want []float32, maxULP int64, frac float64) {
+			t.Helper()
+			var c bitCompare
+			for i := range want {
+				c.add(got[i], want[i], i)
+			}
+			c.check(t, what, maxULP, frac)
+		}
+		put := func(v []float32) ptr { return devPut(t, e, v) }
+
+		xp, yp := put(x), put(y)
+		do(t, e, func() error { return e.addF32(xp, yp, int64(n)) })
+		want := make([]float32, n)
+		copy(want, x)
+		nn.Add(want, y)
+		check("add_f32 (exact)", devGet[float32](t, e, xp, n), want, 0, 0)
+
+		const s = 0.0883883476483184 // 1/sqrt(128), rounded to float32 as Scale does
+		xp = put(x)
+		do(t, e, func() error { return e.scaleF32(xp, int64(n), float32(s)) })
+		for i, v := range x {
+			want[i] = v * float32(s)
+		}
+		check("scale_f32 (exact)", devGet[float32](t, e, xp, n), want, 0, 0)
+
+		for _, gcols := range []int{cols, 1} {
+			gate := randF32(rng, rows*gcols, 4)
+			gate[0], gate[len(gate)-1] = 800, -800 // e^800 overflows: the product is 0
+			xp, gp := put(x), put(gate)
+			do(t, e, func() error { return e.sigmoidMul(xp, gp, rows, cols, gcols) })
+			for r := range rows {
+				for c := range cols {
+					gv := gate[r*gcols+min(c, gcols-1)]
+					want[r*cols+c] = float32(float64(x[r*cols+c]) / (1 + math.Exp(-float64(gv))))
+				}
+			}
+			// exp in float64 within an ulp of Go's: equal after rounding but for ties.
+			check("sigmoid_mul", devGet[float32](t, e, xp, n), want, 1, 1e-3)
+		}
+
+		const cp = 30.0
+		xp = put(x)
+		do(t, e, func() error { return e.softcap(xp, int64(n), cp) })
+		for i, v := range x {
+			want[i] = float32(cp * math.Tanh(float64(v)/cp))
+		}
+		check("softcap", devGet[float32](t, e, xp, n), want, 1, 1e-3)
+
+		for _, ht := range []struct {
+			t   int
+			enc func(float32) uint16
+			dec func(uint16) float32
+		}{{0, quant.F32ToBF16, quant.BF16ToF32}, {1, quant.F32ToF16, quant.F16ToF32}} {
+			h := make([]uint16, n)
+			for i, v := range x {
+				h[i] = ht.enc(v)
+				want[i] = ht.dec(h[i])
+			}
+			hp, out := devPut(t, e, h), devAlloc(t, e, int64(4*n))
+			typ := bf16
+			if ht.t == 1 {
+				typ = f16
+			}
+			do(t, e, func() error { return e.widenHalf(out, hp, int64(n), typ) })
+			check("widen_half "+halfName(typ)+" (exact)", devGet[float32](t, e, out, n), want, 0, 0)
+		}
+	})
+}
+
+// f32Matrix is an F32 GGUF matrix of rows × in values.
+func f32Matrix(name string, in, out, experts int, v []float32) *ml.Matrix {
+	data := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(x))
+	}
+	return &ml.Matrix{Name: name, Type: gguf.TypeF32, In: in, Out: out, Experts: experts, Data: data}
+}
+
+// testBackend is a backend without a model, for operation tests.
+func testBackend(e *Engine) *gpuBackend {
+	return &gpuBackend{e: e, prec: Mixed, kvK: kvBF16, kvV: kvBF16,
+		ropes: map[*nn.RoPE]*ropeTab{}, ones: map[int]ptr{}, flash: map[attnShape]string{}}
+}
+
+func (b *gpuBackend) put(t *testing.T, rows, cols int, v []float32) ml.Tensor {
+	x := b.Alloc(rows, cols)
+	do(t, b.e, func() error { return upload(b.e, x.(*gt).p, v) })
+	return x
+}
+
+// Experts against its plain definition: per token, the K chosen experts'
+// SwiGLU MLPs, scaled by their weights and added in the order of the
+// choices (ml.Backend.Experts), computed here in float64 from the values
+// the device's products read (bf16-rounded weights, fp16 gate and up
+// inputs, a bf16 down input) with float32 roundings where the kernels
+// round; and with more tokens than a block (expertRows), so that the
+// grouping by expert runs over several blocks, with an expert no token
+// chooses.
+func TestExpertsParity(t *testing.T) {
+	onDevices(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(22, 1))
+		const N, K, in, F, out = 6, 3, 48, 40, 24
+		n := expertRows + 37
+		if e.Ordinal < 0 {
+			n = 300 // the simulator's products are plain Go
+		}
+		gate, up, down := randF32(rng, N*F*in, 0.3), randF32(rng, N*F*in, 0.3), randF32(rng, N*out*F, 0.3)
+		bias := randF32(rng, N*out, 0.1)
+		m := &ml.MLP{Gate: f32Matrix("blk.0.ffn_gate_exps.weight", in, F, N, gate),
+			Up:   f32Matrix("blk.0.ffn_up_exps.weight", in, F, N, up),
+			Down: f32Matrix("blk.0.ffn_down_exps.weight", F, out, N, down)}
+		m.Down.Bias = bias
+		b := testBackend(e)
+		defer b.Close()
+		for _, w := range []*ml.Matrix{m.Gate, m.Up, m.Down} {
+			if err := b.Prepare(w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		x := randF32(rng, n*in, 1)
+		logits := randF32(rng, n*N, 2)
+		for i := range logits[:n] {
+			logits[i*N+N-1] = -1e3 // expert N-1: never chosen
+		}
+		router := ml.Router{Experts: N, K: K, Gating: ml.GateSoftmax, Norm: true}
+		r, err := router.Route(logits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Reset()
+		xt := b.put(t, n, in, x)
+		dst := b.Alloc(n, out)
+		b.Experts(dst, xt, m, r)
+		got := b.Read(dst)
+		if err := b.Err(); err != nil {
+			t.Fatal(err)
+		}
+
+		rb := func(v float32) float64 { return float64(quant.BF16ToF32(quant.F32ToBF16(v))) }
+		rh := func(v float32) float64 { return float64(quant.F16ToF32(quant.F32ToF16(v))) }
+		var worst float64
+		ref := make([]float32, n*out)
+		for tk := range n {
+			xh := make([]float64, in)
+			for i := range xh {
+				xh[i] = rh(x[tk*in+i])
+			}
+			for j := range K {
+				ex, w := int(r.Expert[tk*K+j]), r.Weight[tk*K+j]
+				act := make([]float64, F)
+				for f := range F {
+					var gs, us float64
+					for i := range in {
+						gs += rb(gate[(ex*F+f)*in+i]) * xh[i]
+						us += rb(up[(ex*F+f)*in+i]) * xh[i]
+					}
+					g, u := float64(float32(gs)), float64(float32(us))
+					act[f] = rb(float32(g / (1 + math.Exp(-g)) * u))
+				}
+				res := make([]float32, out)
+				for o := range out {
+					var ds float64
+					for f := range F {
+						ds += rb(down[(ex*out+o)*F+f]) * act[f]
+					}
+					res[o] = (float32(ds) + bias[ex*out+o]) * w
+				}
+				row := ref[tk*out : (tk+1)*out]
+				if j == 0 {
+					copy(row, res)
+					continue
+				}
+				for o := range out {
+					row[o] += res[o]
+				}
+			}
+			for o, want := range ref[tk*out : (tk+1)*out] {
+				d := math.Abs(float64(got[tk*out+o]-want)) / (1 + math.Abs(float64(want)))
+				worst = max(worst, d)
+			}
+		}
+		t.Logf("experts: %d tokens, %d of %d experts each: largest difference %.2g (relative to 1 + |value|)", n, K, N, worst)
+		// The same roundings; what remains is the order of float32 sums in
+		// the products (float64 here): a few float32 ulps.
+		if worst > 1e-5 {
+			t.Errorf("experts differ from their definition by %g", worst)
+		}
+	})
+}
+
+// The plain attention kernel's sliding window and sinks against
+// nn.Attention's (score/nn/attention.go) over the same bf16 cache: windows
+// shorter and longer than the kernel's 128-key chunks, sinks far above and
+// below the scores (the running maximum starts at the sink).
+func TestAttentionWindowParity(t *testing.T) {
+	onDevices(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(23, 1))
+		const n, heads, kvheads, hd = 300, 4, 2, 32
+		q := randF32(rng, n*heads*hd, 1)
+		k := randF32(rng, n*kvheads*hd, 1)
+		v := randF32(rng, n*kvheads*hd, 1)
+		kr, vr := append([]float32(nil), k...), append([]float32(nil), v...)
+		var blk kvcache.Block
+		kvcache.RoundTrip(kvcache.BF16{}, &blk, kr, n, kvheads, hd)
+		kvcache.RoundTrip(kvcache.BF16{}, &blk, vr, n, kvheads, hd)
+		var kt, vt *kvTensor
+		do(t, e, func() error {
+			var err error
+			if kt, err = e.newKV(kvBF16, n*kvheads, hd); err != nil {
+				return err
+			}
+			vt, err = e.newKV(kvBF16, n*kvheads, hd)
+			return err
+		})
+		defer e.Do(func() error { e.freeKV(kt); e.freeKV(vt); return nil })
+		qp, kp, vp := devPut(t, e, q), devPut(t, e, k), devPut(t, e, v)
+		do(t, e, func() error {
+			if err := e.kvStore(kt, kp, n, kvheads, hd); err != nil {
+				return err
+			}
+			return e.kvStore(vt, vp, n, kvheads, hd)
+		})
+		scale := 1 / math.Sqrt(float64(hd))
+		for _, c := range []struct {
+			window int
+			sinks  []float32
+		}{{32, nil}, {200, nil}, {0, []float32{-20, 0, 3, 30}}, {50, []float32{1, -1, 8, 0.5}}} {
+			want := make([]float32, len(q))
+			att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: scale, Window: c.window, Sinks: c.sinks}
+			att.Forward(nn.NewContext(0), want, q, kr, vr, n)
+			var sp ptr
+			if c.sinks != nil {
+				sp = devPut(t, e, c.sinks)
+			}
+			out := devAlloc(t, e, int64(2*len(q)))
+			do(t, e, func() error {
+				return e.attentionPlain(out, qp, n, heads, kvheads, hd, scale, c.window, sp, kt, vt, f16)
+			})
+			got := fromHalf(devGet[uint16](t, e, out, len(q)), f16)
+			// float32 softmax and sums, fp16 output (2^-11 relative).
+			const rel, abs = 0x1p-8, 1e-3
+			var worst float64
+			at := 0
+			for i := range got {
+				d := math.Abs(float64(got[i]-want[i])) / (abs + rel*math.Abs(float64(want[i])))
+				if d != d {
+					d = math.Inf(1)
+				}
+				if d > worst {
+					worst, at = d, i
+				}
+			}
+			t.Logf("window %d, sinks %v: worst error / tolerance %.3f (element %d: %v vs %v)", c.window, c.sinks, worst, at, got[at], want[at])
+			if worst > 1 {
+				t.Errorf("window %d, sinks %v: element %d is %v, want %v (%.3g × tolerance)", c.window, c.sinks, at, got[at], want[at], worst)
+			}
+		}
+	})
+}
+
+// glu_half against nn.GeGLU and nn.OAISwiGLU (score/nn/mlp.go), with
+// gates and ups past gpt-oss's clamps.
+func TestGLUParity(t *testing.T) {
+	onDevices(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(24, 1))
+		const rows, f = 7, 300
+		gate, up := randF32(rng, rows*f, 4), randF32(rng, rows*f, 4)
+		gate[0], up[1], up[2] = 9, 12, -30
+		gp, upp, out := devPut(t, e, gate), devPut(t, e, up), devAlloc(t, e, 2*rows*f)
+		for _, c := range []struct {
+			act ml.Act
+			ref func(out, gate, up []float32)
+		}{{ml.GeGLU, nn.GeGLU}, {ml.OAISwiGLU, nn.OAISwiGLU}} {
+			want := make([]float32, rows*f)
+			c.ref(want, gate, up)
+			for _, ht := range []cublas.DataType{bf16, f16} {
+				do(t, e, func() error { return e.glu(out, gp, upp, rows, f, c.act, ht) })
+				got := devGet[uint16](t, e, out, rows*f)
+				var bc bitCompare
+				for i := range got {
+					bc.add(halfToF32(got[i], isF16(ht)), halfToF32(f32ToHalf(want[i], isF16(ht)), isF16(ht)), i)
+				}
+				// tanh and exp in float64 within an ulp of Go's: equal after
+				// rounding but for ties.
+				bc.check(t, fmt.Sprintf("glu_half %v %s", c.act, halfName(ht)), 1, 1e-3)
+			}
+		}
+	})
+}

@@ -1,0 +1,146 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
+)
+
+// The emulation of the kernels of elementwise.cu, experts.cu and glu_half
+// of swiglu.cu (the
+// operations package ml adds to the decoder's): each is its CPU reference
+// in score/model/cpu.go, operation for operation.
+func init() {
+	type simKernel = struct {
+		nargs int
+		run   func(s *simDevice, a *simArgs, grid dim3) error
+	}
+	for name, k := range map[string]simKernel{
+		"add_f32": {3, func(s *simDevice, a *simArgs, grid dim3) error {
+			x, y, n := f32s(a.ptr(0)), f32s(a.ptr(1)), a.i64(2)
+			if a.err != nil {
+				return a.err
+			}
+			for i := range n {
+				x[i] += y[i]
+			}
+			return nil
+		}},
+		"scale_f32": {3, func(s *simDevice, a *simArgs, grid dim3) error {
+			x, n, v := f32s(a.ptr(0)), a.i64(1), a.f32(2)
+			if a.err != nil {
+				return a.err
+			}
+			for i := range n {
+				x[i] *= v
+			}
+			return nil
+		}},
+		"sigmoid_mul": {5, func(s *simDevice, a *simArgs, grid dim3) error {
+			x, g, rows, cols, gcols := f32s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
+			if a.err != nil {
+				return a.err
+			}
+			for r := range rows {
+				for c := range cols {
+					gv := g[r*gcols+min(c, gcols-1)]
+					x[r*cols+c] = float32(float64(x[r*cols+c]) / (1 + math.Exp(-float64(gv))))
+				}
+			}
+			return nil
+		}},
+		"softcap": {3, func(s *simDevice, a *simArgs, grid dim3) error {
+			x, n, cp := f32s(a.ptr(0)), a.i64(1), a.f64(2)
+			if a.err != nil {
+				return a.err
+			}
+			for i := range n {
+				x[i] = float32(cp * math.Tanh(float64(x[i])/cp))
+			}
+			return nil
+		}},
+		"widen_half": {4, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, h, n, f16 := f32s(a.ptr(0)), u16s(a.ptr(1)), a.i64(2), a.int(3)
+			if a.err != nil {
+				return a.err
+			}
+			for i := range n {
+				out[i] = halfToF32(h[i], f16)
+			}
+			return nil
+		}},
+		"glu_half": {7, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, gate, up, rows, f, act, f16 := u16s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), a.int(3), a.int(4), a.int(5), a.int(6)
+			if a.err != nil {
+				return a.err
+			}
+			fn := nn.GeGLU
+			switch ml.Act(act) {
+			case ml.GeGLU:
+			case ml.OAISwiGLU:
+				fn = nn.OAISwiGLU
+			default:
+				return fmt.Errorf("glu_half: activation %d", act)
+			}
+			tmp := make([]float32, rows*f)
+			fn(tmp, gate[:rows*f], up[:rows*f])
+			for i, v := range tmp {
+				out[i] = f32ToHalf(v, f16)
+			}
+			return nil
+		}},
+		"gather_half": {6, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, x, rows, n, cols, f16 := u16s(a.ptr(0)), f32s(a.ptr(1)), i32s(a.ptr(2)), a.int(3), a.int(4), a.int(5)
+			if a.err != nil {
+				return a.err
+			}
+			for i := range n {
+				r := int(rows[i])
+				if (r+1)*cols > len(x) || r < 0 {
+					return errors.New("gather_half: row outside the input")
+				}
+				for c := range cols {
+					out[i*cols+c] = f32ToHalf(x[r*cols+c], f16)
+				}
+			}
+			return nil
+		}},
+		"scatter_scaled": {6, func(s *simDevice, a *simArgs, grid dim3) error {
+			res, y, choice, w, n, cols := f32s(a.ptr(0)), f32s(a.ptr(1)), i32s(a.ptr(2)), f32s(a.ptr(3)), a.int(4), a.int(5)
+			if a.err != nil {
+				return a.err
+			}
+			for i := range n {
+				c := int(choice[i])
+				if (c+1)*cols > len(res) || c < 0 {
+					return errors.New("scatter_scaled: slot outside the result")
+				}
+				for k := range cols {
+					res[c*cols+k] = y[i*cols+k] * w[c]
+				}
+			}
+			return nil
+		}},
+		"sum_choices": {5, func(s *simDevice, a *simArgs, grid dim3) error {
+			dst, res, rows, k, cols := f32s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
+			if a.err != nil {
+				return a.err
+			}
+			for t := range rows {
+				for c := range cols {
+					v := res[t*k*cols+c]
+					for j := 1; j < k; j++ {
+						v += res[(t*k+j)*cols+c]
+					}
+					dst[t*cols+c] = v
+				}
+			}
+			return nil
+		}},
+	} {
+		simKernels[name] = k
+	}
+}

@@ -1,0 +1,87 @@
+package model
+
+import (
+	"fmt"
+
+	"ppl.dev/score/kvcache"
+	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
+)
+
+// The CPU's ml.Latent operations (multi-head latent attention).
+
+func (b *cpuBackend) Columns(dst ml.Tensor, dc int, x ml.Tensor, xc, width int) {
+	d, s := ct(dst), ct(x)
+	if d.rows != s.rows || dc < 0 || xc < 0 || width < 0 || dc+width > d.cols || xc+width > s.cols {
+		panic(fmt.Sprintf("cpu backend: columns [%d, %d) of %d×%d into [%d, %d) of %d×%d",
+			xc, xc+width, s.rows, s.cols, dc, dc+width, d.rows, d.cols))
+	}
+	for r := range d.rows {
+		copy(d.d[r*d.cols+dc:r*d.cols+dc+width], s.d[r*s.cols+xc:r*s.cols+xc+width])
+	}
+}
+
+// HeadLinear gathers each head's columns into one matrix, runs the head's
+// nn.Linear over it and scatters the result.
+func (b *cpuBackend) HeadLinear(dst, x ml.Tensor, w *ml.Matrix) {
+	d, s := ct(dst), ct(x)
+	heads, in, out := max(w.Experts, 1), w.In, w.Out
+	n := s.rows
+	shape(w.Name+" input", s, n, heads*in)
+	shape(w.Name+" output", d, n, heads*out)
+	ls := w.Impl.([]*nn.Linear)
+	mark := b.c.Mark()
+	xh, yh := b.c.Alloc(n*in), b.c.Alloc(n*out)
+	for h := range heads {
+		for r := range n {
+			copy(xh[r*in:(r+1)*in], s.d[r*heads*in+h*in:r*heads*in+(h+1)*in])
+		}
+		ls[h].Forward(b.c, yh, xh, n)
+		for r := range n {
+			copy(d.d[r*heads*out+h*out:r*heads*out+(h+1)*out], yh[r*out:(r+1)*out])
+		}
+	}
+	b.c.Release(mark)
+}
+
+// LatentAttention runs nn.Attention with the keys as values (each output
+// head then holds HeadDim values, of which it keeps the first valueDim):
+// the flash path when the key size is a multiple of 16, with neither window
+// nor sinks, else the plain loop.
+func (b *cpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn, valueDim int) {
+	o, qq, kk := ct(dst), ct(q), ct(k)
+	n := qq.rows
+	hd, vd := a.HeadDim, valueDim
+	if vd <= 0 || vd > hd {
+		panic(fmt.Sprintf("cpu backend: latent attention values of %d of %d key elements", vd, hd))
+	}
+	shape("latent attention q", qq, n, a.Heads*hd)
+	shape("latent attention k", kk, n, a.KVHeads*hd)
+	shape("latent attention output", o, n, a.Heads*vd)
+	b.storeKeys(kk.d, n, a.KVHeads, hd)
+	at := nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: hd, Scale: a.Scale, Window: a.Window}
+	if a.Sinks != nil {
+		at.Sinks = a.Sinks.V
+	}
+	mark := b.c.Mark()
+	full := b.c.Alloc(n * a.Heads * hd)
+	at.Forward(b.c, full, qq.d, kk.d, kk.d, n)
+	for r := range n * a.Heads {
+		copy(o.d[r*vd:(r+1)*vd], full[r*hd:r*hd+vd])
+	}
+	b.c.Release(mark)
+}
+
+// storeKeys passes one layer's keys (tokens, heads, headDim) through the
+// KV cache's key format: the cache a latent attention layer keeps.
+func (b *cpuBackend) storeKeys(k []float32, n, heads, hd int) {
+	switch s := b.c.KV.(type) {
+	case nil:
+	case *kvStore:
+		if s.format.Name != "f32" {
+			kvcache.RoundTrip(s.format.K, &s.kb, k, n, heads, hd)
+		}
+	default:
+		panic(fmt.Sprintf("cpu backend: KV store %T cannot hold keys alone", s))
+	}
+}

@@ -1,0 +1,406 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"ppl.dev/quant"
+	"ppl.dev/score/ml"
+)
+
+// The CPU's ml.Recurrent: the operations of Gated DeltaNet layers. Each
+// result is float64 arithmetic rounded to float32 once; the delta rule
+// runs in float64 per value head (heads in parallel), chunkLen tokens at a
+// time (deltaHead.chunk), its state rounded to the chosen dtype after each
+// chunk.
+
+var _ ml.Recurrent = (*cpuBackend)(nil)
+
+// chunkLen is the delta rule's chunk: tokens whose state updates are
+// folded into matrix products (deltaHead.chunk).
+const chunkLen = 64
+
+func (b *cpuBackend) GatherCols(dst, x ml.Tensor, cols []int) {
+	d, s := ct(dst), ct(x)
+	shape("gather output", d, s.rows, len(cols))
+	for _, c := range cols {
+		if c < 0 || c >= s.cols {
+			panic(fmt.Sprintf("cpu backend: gather of column %d from %d×%d", c, s.rows, s.cols))
+		}
+	}
+	b.c.Parallel(s.rows, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			src, out := s.d[r*s.cols:(r+1)*s.cols], d.d[r*d.cols:(r+1)*d.cols]
+			for j, c := range cols {
+				out[j] = src[c]
+			}
+		}
+	})
+}
+
+func (b *cpuBackend) ConvSiLU(dst, x, hist ml.Tensor, w *ml.Vector) {
+	d, s, hs := ct(dst), ct(x), ct(hist)
+	C, n, kernel := s.cols, s.rows, hs.rows+1
+	shape("conv output", d, n, C)
+	shape("conv history", hs, kernel-1, C)
+	if len(w.V) != C*kernel {
+		panic(fmt.Sprintf("cpu backend: %s has %d values for %d channels × kernel %d", w.Name, len(w.V), C, kernel))
+	}
+	// in returns input row tt of the window part, tt < 0 from hist.
+	in := func(tt int) []float32 {
+		if tt < 0 {
+			return hs.d[(tt+kernel-1)*C : (tt+kernel)*C]
+		}
+		return s.d[tt*C : (tt+1)*C]
+	}
+	b.c.Parallel(n, func(_, lo, hi int) {
+		for t := lo; t < hi; t++ {
+			out := d.d[t*C : (t+1)*C]
+			for c := range C {
+				var acc float64
+				for j := range kernel {
+					acc += float64(w.V[c*kernel+j]) * float64(in(t - kernel + 1 + j)[c])
+				}
+				out[c] = float32(silu(acc))
+			}
+		}
+	})
+	// The last kernel-1 inputs, oldest first (some from hist when n is short).
+	last := make([]float32, len(hs.d))
+	for r := range kernel - 1 {
+		copy(last[r*C:(r+1)*C], in(n-kernel+1+r))
+	}
+	copy(hs.d, last)
+}
+
+func (b *cpuBackend) Zero(x ml.Tensor) { clear(ct(x).d) }
+
+func (b *cpuBackend) L2Norm(dst, x ml.Tensor, eps float64) {
+	d, s := ct(dst), ct(x)
+	shape("l2 norm output", d, s.rows, s.cols)
+	b.c.Parallel(s.rows, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			src, out := s.d[r*s.cols:(r+1)*s.cols], d.d[r*s.cols:(r+1)*s.cols]
+			var ss float64
+			for _, v := range src {
+				ss += float64(v) * float64(v)
+			}
+			inv := 1 / math.Max(math.Sqrt(ss), eps)
+			for i, v := range src {
+				out[i] = float32(float64(v) * inv)
+			}
+		}
+	})
+}
+
+func (b *cpuBackend) DeltaGates(beta, alpha ml.Tensor, a, dtBias *ml.Vector) {
+	be, al := ct(beta), ct(alpha)
+	H := len(a.V)
+	shape("delta beta", be, be.rows, H)
+	shape("delta alpha", al, be.rows, H)
+	if len(dtBias.V) != H {
+		panic(fmt.Sprintf("cpu backend: %s has %d values for %d heads", dtBias.Name, len(dtBias.V), H))
+	}
+	for i, v := range be.d {
+		be.d[i] = float32(1 / (1 + math.Exp(-float64(v))))
+	}
+	for i, v := range al.d {
+		h := i % H
+		al.d[i] = float32(float64(a.V[h]) * softplus(float64(v)+float64(dtBias.V[h])))
+	}
+}
+
+func (b *cpuBackend) GatedRMSNorm(dst, x, z ml.Tensor, w *ml.Vector, eps float64) {
+	d, s, g := ct(dst), ct(x), ct(z)
+	shape("gated norm z", g, s.rows, s.cols)
+	shape("gated norm output", d, s.rows, s.cols)
+	D := len(w.V)
+	if s.cols%D != 0 {
+		panic(fmt.Sprintf("cpu backend: gated norm %s of %d over rows of %d", w.Name, D, s.cols))
+	}
+	rows := s.rows * s.cols / D
+	b.c.Parallel(rows, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			src, zz, out := s.d[r*D:(r+1)*D], g.d[r*D:(r+1)*D], d.d[r*D:(r+1)*D]
+			var ss float64
+			for _, v := range src {
+				ss += float64(v) * float64(v)
+			}
+			scale := 1 / math.Sqrt(ss/float64(D)+eps)
+			for i, v := range src {
+				out[i] = float32(float64(v) * scale * float64(w.V[i]) * silu(float64(zz[i])))
+			}
+		}
+	})
+}
+
+// DeltaNet runs the delta rule chunkLen tokens at a time (deltaHead.chunk),
+// rounding the state to dr.State after each chunk; the state is float64
+// within a call and float32 in the state tensor between calls.
+func (b *cpuBackend) DeltaNet(dst, q, k, v, g, beta, state ml.Tensor, dr *ml.DeltaRule) {
+	b.deltaNet(dst, q, k, v, g, beta, state, dr, true)
+}
+
+// deltaNet is DeltaNet in chunks, or, when !chunked, as the plain
+// recurrence (deltaHead.step), rounding the state after each token: the
+// reference the chunked form is tested against.
+func (b *cpuBackend) deltaNet(dst, q, k, v, g, beta, state ml.Tensor, dr *ml.DeltaRule, chunked bool) {
+	o, qq, kk, vv, gg, bb, ss := ct(dst), ct(q), ct(k), ct(v), ct(g), ct(beta), ct(state)
+	n, D, Hk, Hv := qq.rows, dr.Dim, dr.KHeads, dr.VHeads
+	shape("delta q", qq, n, Hk*D)
+	shape("delta k", kk, n, Hk*D)
+	shape("delta v", vv, n, Hv*D)
+	shape("delta g", gg, n, Hv)
+	shape("delta beta", bb, n, Hv)
+	shape("delta output", o, n, Hv*D)
+	shape("delta state", ss, Hv*D, D)
+	round := stateRounder(dr.State)
+	b.c.Parallel(Hv, func(_, lo, hi int) {
+		for h := lo; h < hi; h++ {
+			kh := dr.KHead(h)
+			st := make([]float64, D*D)
+			sh := ss.d[h*D*D : (h+1)*D*D]
+			for i, x := range sh {
+				st[i] = float64(x)
+			}
+			var hd deltaHead
+			hd.init(min(chunkLen, n), D)
+			for t0 := 0; t0 < n; t0 += chunkLen {
+				T := min(chunkLen, n-t0)
+				for t := range T {
+					r := t0 + t
+					for i := range D {
+						hd.q[t*D+i] = float64(qq.d[r*Hk*D+kh*D+i])
+						hd.k[t*D+i] = float64(kk.d[r*Hk*D+kh*D+i])
+						hd.v[t*D+i] = float64(vv.d[r*Hv*D+h*D+i])
+					}
+					hd.g[t], hd.beta[t] = float64(gg.d[r*Hv+h]), float64(bb.d[r*Hv+h])
+				}
+				if chunked {
+					hd.chunk(st, T)
+					round(st)
+				} else {
+					for t := range T {
+						hd.step(st, t)
+						round(st)
+					}
+				}
+				for t := range T {
+					r := t0 + t
+					for i := range D {
+						o.d[r*Hv*D+h*D+i] = float32(hd.out[t*D+i])
+					}
+				}
+			}
+			for i, x := range st {
+				sh[i] = float32(x)
+			}
+		}
+	})
+}
+
+// stateRounder rounds a state to the dtype (ml.DeltaRule.State).
+func stateRounder(dtype string) func([]float64) {
+	var f func(float32) float32
+	switch dtype {
+	case "", "f32":
+		f = func(v float32) float32 { return v }
+	case "f16":
+		f = func(v float32) float32 { return quant.F16ToF32(quant.F32ToF16(v)) }
+	case "bf16":
+		f = func(v float32) float32 { return quant.BF16ToF32(quant.F32ToBF16(v)) }
+	default:
+		panic(fmt.Sprintf("cpu backend: recurrent state dtype %q", dtype))
+	}
+	return func(s []float64) {
+		for i, v := range s {
+			s[i] = float64(f(float32(v)))
+		}
+	}
+}
+
+func silu(x float64) float64 { return x / (1 + math.Exp(-x)) }
+
+// softplus is log(1 + e^x), x itself above 20 (as ggml).
+func softplus(x float64) float64 {
+	if x > 20 {
+		return x
+	}
+	return math.Log1p(math.Exp(x))
+}
+
+// deltaHead holds one value head's chunk of inputs (T ≤ cap rows of Dim)
+// and the chunk's scratch.
+type deltaHead struct {
+	D            int
+	q, k, v, out []float64 // T × D
+	g, beta, G   []float64 // T; G the cumulative log-decay
+	kS, qS, u    []float64 // T × D
+	kk, qk       []float64 // T × T
+}
+
+func (h *deltaHead) init(T, D int) {
+	h.D = D
+	f := func(n int) []float64 { return make([]float64, n) }
+	h.q, h.k, h.v, h.out, h.kS, h.qS, h.u = f(T*D), f(T*D), f(T*D), f(T*D), f(T*D), f(T*D), f(T*D)
+	h.g, h.beta, h.G = f(T), f(T), f(T)
+	h.kk, h.qk = f(T*T), f(T*T)
+}
+
+// step is the plain recurrence for token t of the chunk (ml.DeltaRule's
+// doc), on the state st (st[i·D + j]: key dim i, value dim j).
+func (h *deltaHead) step(st []float64, t int) {
+	D := h.D
+	k, q, v, out := h.k[t*D:(t+1)*D], h.q[t*D:(t+1)*D], h.v[t*D:(t+1)*D], h.out[t*D:(t+1)*D]
+	decay := math.Exp(h.g[t])
+	for i := range st {
+		st[i] *= decay
+	}
+	d := h.u[t*D : (t+1)*D] // scratch: beta·(v - Sᵀk)
+	copy(d, v)
+	for i := range D {
+		row := st[i*D : (i+1)*D]
+		for j, s := range row {
+			d[j] -= s * k[i]
+		}
+	}
+	for j := range d {
+		d[j] *= h.beta[t]
+	}
+	for j := range out {
+		out[j] = 0
+	}
+	for i := range D {
+		row := st[i*D : (i+1)*D]
+		for j := range row {
+			row[j] += k[i] * d[j]
+		}
+		for j, s := range row {
+			out[j] += s * q[i]
+		}
+	}
+}
+
+// chunk runs T tokens through the delta rule as matrix products, from the
+// state st, and leaves the state after the last token in st. With Γ_t =
+// exp(G_t), G_t = Σ_{s≤t} g_s over the chunk, and S0 the state before it,
+// the decayed state token t updates is Γ_t S0 + Σ_{s<t} (Γ_t/Γ_s) k_s u_sᵀ,
+// so the corrections u_t = beta_t (v_t - Sᵀk_t) solve the lower-triangular
+// system
+//
+//	u_t = beta_t (v_t - Γ_t S0ᵀk_t - Σ_{s<t} e^{G_t-G_s} (k_t·k_s) u_s),
+//
+// and then o_t = Γ_t S0ᵀq_t + Σ_{s≤t} e^{G_t-G_s} (q_t·k_s) u_s and the
+// new state is Γ_{T-1} S0 + Σ_s e^{G_{T-1}-G_s} k_s u_sᵀ. Every exponent is
+// a difference G_t - G_s ≤ 0 (g ≤ 0), so nothing overflows however close
+// to 0 the decays come.
+func (h *deltaHead) chunk(st []float64, T int) {
+	D := h.D
+	var G float64
+	for t := range T {
+		G += h.g[t]
+		h.G[t] = G
+	}
+	// kS = K S0, qS = Q S0 (T × D).
+	for t := range T {
+		kt, qt := h.k[t*D:(t+1)*D], h.q[t*D:(t+1)*D]
+		ks, qs := h.kS[t*D:(t+1)*D], h.qS[t*D:(t+1)*D]
+		for j := range D {
+			ks[j], qs[j] = 0, 0
+		}
+		for i := range D {
+			axpy2(kt[i], qt[i], st[i*D:(i+1)*D], ks, qs)
+		}
+	}
+	// kk[t,s] = e^{G_t-G_s} k_t·k_s (s < t), qk[t,s] = e^{G_t-G_s} q_t·k_s (s ≤ t).
+	for t := range T {
+		kt, qt := h.k[t*D:(t+1)*D], h.q[t*D:(t+1)*D]
+		for s := 0; s <= t; s++ {
+			a, c := dot2(h.k[s*D:(s+1)*D], kt, qt)
+			e := math.Exp(h.G[t] - h.G[s])
+			h.kk[t*T+s], h.qk[t*T+s] = a*e, c*e
+		}
+	}
+	// Forward substitution for u, then the outputs.
+	for t := range T {
+		u := h.u[t*D : (t+1)*D]
+		gt := math.Exp(h.G[t])
+		vt, ks := h.v[t*D:(t+1)*D], h.kS[t*D:(t+1)*D]
+		for j := range u {
+			u[j] = vt[j] - gt*ks[j]
+		}
+		for s := range t {
+			axpy(-h.kk[t*T+s], h.u[s*D:(s+1)*D], u)
+		}
+		for j := range u {
+			u[j] *= h.beta[t]
+		}
+		out, qs := h.out[t*D:(t+1)*D], h.qS[t*D:(t+1)*D]
+		for j := range out {
+			out[j] = gt * qs[j]
+		}
+		for s := 0; s <= t; s++ {
+			axpy(h.qk[t*T+s], h.u[s*D:(s+1)*D], out)
+		}
+	}
+	// New state.
+	last := h.G[T-1]
+	gl := math.Exp(last)
+	for i := range st {
+		st[i] *= gl
+	}
+	for s := range T {
+		e := math.Exp(last - h.G[s])
+		ks, us := h.k[s*D:(s+1)*D], h.u[s*D:(s+1)*D]
+		for i := range D {
+			axpy(e*ks[i], us, st[i*D:(i+1)*D])
+		}
+	}
+}
+
+// axpy computes y += a·x.
+func axpy(a float64, x, y []float64) {
+	y = y[:len(x)]
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		x4, y4 := x[i:i+4:i+4], y[i:i+4:i+4]
+		y4[0] += a * x4[0]
+		y4[1] += a * x4[1]
+		y4[2] += a * x4[2]
+		y4[3] += a * x4[3]
+	}
+	for ; i < len(x); i++ {
+		y[i] += a * x[i]
+	}
+}
+
+// axpy2 computes y1 += a·x and y2 += c·x.
+func axpy2(a, c float64, x, y1, y2 []float64) {
+	y1, y2 = y1[:len(x)], y2[:len(x)]
+	i := 0
+	for ; i+4 <= len(x); i += 4 {
+		x4, p, q := x[i:i+4:i+4], y1[i:i+4:i+4], y2[i:i+4:i+4]
+		p[0] += a * x4[0]
+		p[1] += a * x4[1]
+		p[2] += a * x4[2]
+		p[3] += a * x4[3]
+		q[0] += c * x4[0]
+		q[1] += c * x4[1]
+		q[2] += c * x4[2]
+		q[3] += c * x4[3]
+	}
+	for ; i < len(x); i++ {
+		y1[i] += a * x[i]
+		y2[i] += c * x[i]
+	}
+}
+
+// dot2 returns x·y1 and x·y2, each summed in order.
+func dot2(x, y1, y2 []float64) (a, c float64) {
+	y1, y2 = y1[:len(x)], y2[:len(x)]
+	for i, v := range x {
+		a += y1[i] * v
+		c += y2[i] * v
+	}
+	return a, c
+}

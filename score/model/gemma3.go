@@ -1,0 +1,164 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
+)
+
+// gemma3: Gemma 3, as llama.cpp runs it (the oracle README's gemma3
+// section). What differs from llama:
+//   - the token embedding is multiplied by sqrt(n_embd);
+//   - four RMSNorms per layer: the attention's and the FFN's outputs are
+//     normed (post_attention_norm, post_ffw_norm) before they join the
+//     residual, besides the usual pre-norms;
+//   - q and k are RMS-normed per head (attn_q_norm, attn_k_norm), roped
+//     in the NeoX layout, and q is then multiplied by 1/sqrt(head_dim)
+//     (1/sqrt(n_embd/n_head) for the 62-layer 27B model, as llama.cpp
+//     decides by the layer count), with a score scale of 1;
+//   - the MLP is GeGLU (tanh GELU);
+//   - layer i is sliding-window attention (attention.sliding_window keys)
+//     when i % P < P-1, P = attention.sliding_window_pattern (6 when
+//     absent), with its own RoPE base rope.freq_base_swa (10,000 when
+//     absent) and no scaling; the other layers attend to the whole window
+//     with rope.freq_base and the file's (linear) scaling;
+//   - logits are soft-capped when final_logit_softcapping is set.
+//
+// Norm weights are used as stored (the converter folds Gemma's "+1" in).
+func init() { Register("gemma3", newGemma3) }
+
+type gemma3 struct {
+	hp        HParams
+	tokenEmbd *ml.Matrix
+	embdScale float64 // sqrt(n_embd), as a float32
+	qScale    float64 // query pre-scale
+	layers    []gemma3Layer
+	outNorm   *ml.Vector
+	head      Head
+}
+
+type gemma3Layer struct {
+	attnNorm, qNorm, kNorm, postAttnNorm *ml.Vector
+	q, k, v, o                           *ml.Matrix
+	ffnNorm, postFFNNorm                 *ml.Vector
+	mlp                                  ml.MLP
+	rope                                 *nn.RoPE // the global or the sliding RoPE
+	attn                                 ml.Attn
+}
+
+func newGemma3(l *Loader) Network {
+	hp := l.HP
+	m := meta{l.f, hp.Arch}
+	window, err := m.int("attention.sliding_window", -1)
+	if err == nil && window <= 0 {
+		err = fmt.Errorf("metadata %s.attention.sliding_window = %d, want > 0", hp.Arch, window)
+	}
+	period := 6
+	if err == nil {
+		period, err = m.int("attention.sliding_window_pattern", 6)
+		if err == nil && period < 1 {
+			err = fmt.Errorf("metadata %s.attention.sliding_window_pattern = %d, want >= 1", hp.Arch, period)
+		}
+	}
+	baseSWA := 10000.0
+	if err == nil {
+		baseSWA, err = m.float("rope.freq_base_swa", 10000)
+	}
+	softcap := 0.0
+	if err == nil {
+		softcap, err = m.float("final_logit_softcapping", 0)
+		if err == nil && (softcap < 0 || math.IsInf(softcap, 0) || math.IsNaN(softcap)) {
+			err = fmt.Errorf("metadata %s.final_logit_softcapping = %v", hp.Arch, softcap)
+		}
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	g := &gemma3{
+		hp:        hp,
+		tokenEmbd: l.Linear("token_embd", hp.Embd, hp.Vocab),
+		embdScale: float64(float32(math.Sqrt(float64(hp.Embd)))),
+		qScale:    1 / math.Sqrt(float64(hp.HeadDim)),
+		outNorm:   l.Norm("output_norm", hp.Embd),
+		head:      Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd"), SoftCap: softcap},
+	}
+	if hp.Layers == 62 { // llama.cpp's LLM_TYPE_27B
+		g.qScale = 1 / math.Sqrt(float64(hp.Embd/hp.Heads))
+	}
+	global := l.RoPE(true)
+	if global == nil {
+		return nil
+	}
+	local := &nn.RoPE{HeadDim: hp.HeadDim, Dims: global.Dims, NeoX: true, Base: baseSWA, FreqScale: 1, AttnFactor: 1}
+	if err := local.Validate(); err != nil {
+		l.Failf("sliding layers (%s.rope.freq_base_swa): %v", hp.Arch, err)
+		return nil
+	}
+	for i := range hp.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		ly := gemma3Layer{
+			attnNorm:     l.Norm(p+"attn_norm", hp.Embd),
+			q:            l.Linear(p+"attn_q", hp.Embd, qd),
+			k:            l.Linear(p+"attn_k", hp.Embd, kvd),
+			v:            l.Linear(p+"attn_v", hp.Embd, kvd),
+			o:            l.Linear(p+"attn_output", qd, hp.Embd),
+			qNorm:        l.Norm(p+"attn_q_norm", hp.HeadDim),
+			kNorm:        l.Norm(p+"attn_k_norm", hp.HeadDim),
+			postAttnNorm: l.Norm(p+"post_attention_norm", hp.Embd),
+			ffnNorm:      l.Norm(p+"ffn_norm", hp.Embd),
+			postFFNNorm:  l.Norm(p+"post_ffw_norm", hp.Embd),
+			rope:         global,
+			attn:         ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: 1},
+		}
+		ly.mlp = l.DenseFFN(p, hp.Embd, hp.FFN).MLP
+		ly.mlp.Act = ml.GeGLU
+		if i%period < period-1 {
+			ly.rope, ly.attn.Window = local, window
+		}
+		g.layers = append(g.layers, ly)
+	}
+	return g
+}
+
+func (g *gemma3) Head() *Head { return &g.head }
+
+func (g *gemma3) Forward(b ml.Backend, tokens []int32) ml.Tensor {
+	hp, n := g.hp, len(tokens)
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	x := b.Alloc(n, hp.Embd) // the residual stream
+	b.Embed(x, g.tokenEmbd, tokens)
+	b.Scale(x, g.embdScale)
+	for i := range g.layers {
+		ly := &g.layers[i]
+		mark := b.Mark()
+		h := b.Alloc(n, hp.Embd)
+		q, k, v := b.Alloc(n, qd), b.Alloc(n, kvd), b.Alloc(n, kvd)
+		att := b.Alloc(n, qd)
+
+		b.RMSNorm(h, x, ly.attnNorm, hp.Eps)
+		b.Linears([]ml.Tensor{q, k, v}, h, []*ml.Matrix{ly.q, ly.k, ly.v})
+		qh, kh := b.View(q, n*hp.Heads, hp.HeadDim), b.View(k, n*hp.KVHeads, hp.HeadDim)
+		b.RMSNorm(qh, qh, ly.qNorm, hp.Eps)
+		b.RMSNorm(kh, kh, ly.kNorm, hp.Eps)
+		b.RoPE(q, hp.Heads, ly.rope)
+		b.RoPE(k, hp.KVHeads, ly.rope)
+		b.Scale(q, g.qScale)
+		b.Attention(att, q, k, v, i, &ly.attn)
+		b.Linear(h, att, ly.o)
+		b.RMSNorm(h, h, ly.postAttnNorm, hp.Eps)
+		b.Add(x, h)
+
+		b.RMSNorm(h, x, ly.ffnNorm, hp.Eps)
+		ff := b.Alloc(n, hp.Embd)
+		b.MLP(ff, h, &ly.mlp)
+		b.RMSNorm(ff, ff, ly.postFFNNorm, hp.Eps)
+		b.Add(x, ff)
+		b.Release(mark)
+	}
+	b.RMSNorm(x, x, g.outNorm, hp.Eps)
+	return x
+}

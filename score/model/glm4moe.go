@@ -1,0 +1,82 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"ppl.dev/score/ml"
+)
+
+// glm4moe: GLM-4.5, 4.6 and 4.7. The llama decoder (llama.go) with:
+//   - q, k and v biases, and an optional per-head RMSNorm of q and k
+//     (blk.N.attn_q_norm, attn_k_norm, bound when the file has them);
+//   - NeoX RoPE on the first rope.dimension_count elements of each head
+//     only (partial rotary; the rest pass through);
+//   - the pre-FFN norm called blk.N.post_attention_norm;
+//   - the first leading_dense_block_count layers a dense SwiGLU MLP, the
+//     others a mixture of experts: sigmoid gating, selection on sigmoid +
+//     exp_probs_b, weights renormalized (expert_weights_norm) and scaled
+//     (expert_weights_scale), plus an ungated shared expert;
+//   - block_count counting the trailing next-token-prediction (NextN)
+//     block, which scoring does not run: the model has block_count -
+//     nextn_predict_layers layers (HParams.Layers), and the NextN tensors
+//     are not bound.
+func init() { Register("glm4moe", newGLM4MoE) }
+
+func newGLM4MoE(l *Loader) Network {
+	hp := &l.HP
+	nextn, err := meta{l.f, hp.Arch}.int("nextn_predict_layers", 0)
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	if nextn >= hp.Layers {
+		l.Failf("metadata %s.nextn_predict_layers = %d leaves no layer of %d", hp.Arch, nextn, hp.Layers)
+		return nil
+	}
+	hp.Layers -= nextn
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	m := &decoder{
+		hp:         *hp,
+		tokenEmbd:  l.Linear("token_embd", hp.Embd, hp.Vocab),
+		outputNorm: l.Norm("output_norm", hp.Embd),
+		head:       Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")},
+		rope:       l.RoPE(true),
+		attn:       ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: 1 / math.Sqrt(float64(hp.HeadDim))},
+	}
+	moe := l.moeParams(moeOpts{gating: ml.GateSigmoid})
+	if moe == nil {
+		return nil
+	}
+	m.hp = *hp // with the experts' parameters
+	for i := range hp.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		ly := decoderLayer{
+			attnNorm: l.Norm(p+"attn_norm", hp.Embd),
+			q:        l.Linear(p+"attn_q", hp.Embd, qd),
+			k:        l.Linear(p+"attn_k", hp.Embd, kvd),
+			v:        l.Linear(p+"attn_v", hp.Embd, kvd),
+			o:        l.Linear(p+"attn_output", qd, hp.Embd),
+			ffnNorm:  l.Norm(p+"post_attention_norm", hp.Embd),
+		}
+		for _, b := range []struct {
+			name string
+			w    *ml.Matrix
+		}{{"attn_q", ly.q}, {"attn_k", ly.k}, {"attn_v", ly.v}} {
+			if l.Err() == nil && b.w.Bias == nil {
+				l.Failf("missing tensor %s%s.bias", p, b.name)
+			}
+		}
+		if l.Has(p + "attn_q_norm.weight") {
+			ly.qNorm = l.Norm(p+"attn_q_norm", hp.HeadDim)
+			ly.kNorm = l.Norm(p+"attn_k_norm", hp.HeadDim)
+		}
+		if i < moe.DenseLayers {
+			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		} else {
+			ly.ffn = l.MoE(p, moe)
+		}
+		m.layers = append(m.layers, ly)
+	}
+	return m
+}
