@@ -71,10 +71,6 @@ type Options struct {
 	RopeScaling     string  // "none", "linear" or "yarn" (rope.scaling.type)
 	RopeScaleFactor float64 // context extension factor F: positions / F (rope.scaling.factor)
 	RopeOrigCtx     int     // YaRN: context the model was trained at (rope.scaling.original_context_length)
-	YarnExtFactor   float64 // YaRN extrapolation mix; 0 means 1
-	YarnAttnFactor  float64 // YaRN magnitude factor; 0 means rope.scaling.attn_factor or 1
-	YarnBetaFast    float64 // 0 means 32
-	YarnBetaSlow    float64 // 0 means 1
 }
 
 // Model is a loaded model. Its methods may be called from several

@@ -88,15 +88,6 @@ func (l *Loader) rope(neox bool) (*nn.RoPE, RopeInfo, error) {
 	if o.RopeOrigCtx > 0 {
 		orig = o.RopeOrigCtx
 	}
-	if o.YarnAttnFactor > 0 {
-		attn = o.YarnAttnFactor
-	}
-	if o.YarnBetaFast > 0 {
-		betaFast = o.YarnBetaFast
-	}
-	if o.YarnBetaSlow > 0 {
-		betaSlow = o.YarnBetaSlow
-	}
 	r := &nn.RoPE{HeadDim: hp.HeadDim, Dims: dims, NeoX: neox, Base: base, FreqScale: 1 / factor, AttnFactor: attn}
 	switch scaling {
 	case "none":
@@ -104,9 +95,6 @@ func (l *Loader) rope(neox bool) (*nn.RoPE, RopeInfo, error) {
 	case "linear":
 	case "yarn":
 		r.ExtFactor = 1
-		if o.YarnExtFactor > 0 {
-			r.ExtFactor = o.YarnExtFactor
-		}
 		r.BetaFast, r.BetaSlow, r.OrigCtx = betaFast, betaSlow, orig
 	default:
 		return nil, info, fmt.Errorf("rope scaling type %q not supported (supported: none, linear, yarn)", scaling)
