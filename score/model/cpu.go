@@ -184,13 +184,22 @@ func (b *cpuBackend) SigmoidMul(x, g ml.Tensor) {
 }
 
 func (b *cpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
+	b.attend("attention", dst, q, k, v, layer, a)
+}
+
+// attend checks the shapes, stores k and v as layer's cache (none when
+// layer < 0: shared keys and values, stored by their own layer), then runs
+// nn.Attention with a's options.
+func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 	o, qq, kk, vv := ct(dst), ct(q), ct(k), ct(v)
 	n := qq.rows
-	shape("attention q", qq, n, a.Heads*a.HeadDim)
-	shape("attention k", kk, n, a.KVHeads*a.HeadDim)
-	shape("attention v", vv, n, a.KVHeads*a.HeadDim)
-	shape("attention output", o, n, a.Heads*a.HeadDim)
-	b.c.StoreKV(layer, kk.d, vv.d, n, a.KVHeads, a.HeadDim)
+	shape(what+" q", qq, n, a.Heads*a.HeadDim)
+	shape(what+" k", kk, n, a.KVHeads*a.HeadDim)
+	shape(what+" v", vv, n, a.KVHeads*a.HeadDim)
+	shape(what+" output", o, n, a.Heads*a.HeadDim)
+	if layer >= 0 {
+		b.c.StoreKV(layer, kk.d, vv.d, n, a.KVHeads, a.HeadDim)
+	}
 	at := nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, Scale: a.Scale, Window: a.Window}
 	if a.Sinks != nil {
 		at.Sinks = a.Sinks.V
@@ -206,11 +215,19 @@ func (b *cpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 	mlp.Forward(b.c, d.d, s.d, s.rows)
 }
 
-// cpuAct is the nn activation of a; nil is nn.MLP's fast SwiGLU.
+// cpuAct is the activation nn.MLP runs for a; nil is its fast SwiGLU.
 func cpuAct(a ml.Act) func(out, gate, up []float32) {
+	if a == ml.SwiGLU {
+		return nil
+	}
+	return refAct(a)
+}
+
+// refAct is the nn activation of a computed in float64 and rounded once.
+func refAct(a ml.Act) func(out, gate, up []float32) {
 	switch a {
 	case ml.SwiGLU:
-		return nil
+		return nn.SwiGLU
 	case ml.GeGLU:
 		return nn.GeGLU
 	case ml.OAISwiGLU:

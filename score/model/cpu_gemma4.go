@@ -1,10 +1,7 @@
 package model
 
 import (
-	"fmt"
-
 	"ppl.dev/score/ml"
-	"ppl.dev/score/nn"
 )
 
 // The CPU's ml.Gemma4: GatherCols is Recurrent's (cpu_recurrent.go); GLU
@@ -18,16 +15,7 @@ func (b *cpuBackend) GLU(dst, g, u ml.Tensor, act ml.Act) {
 	d, gg, uu := ct(dst), ct(g), ct(u)
 	shape("glu gate", gg, d.rows, d.cols)
 	shape("glu up", uu, d.rows, d.cols)
-	f := nn.SwiGLU
-	switch act {
-	case ml.SwiGLU:
-	case ml.GeGLU:
-		f = nn.GeGLU
-	case ml.OAISwiGLU:
-		f = nn.OAISwiGLU
-	default:
-		panic(fmt.Sprintf("cpu backend: activation %v", act))
-	}
+	f := refAct(act)
 	b.c.Parallel(d.rows, func(_, lo, hi int) {
 		c := d.cols
 		f(d.d[lo*c:hi*c], gg.d[lo*c:hi*c], uu.d[lo*c:hi*c])
@@ -35,15 +23,5 @@ func (b *cpuBackend) GLU(dst, g, u ml.Tensor, act ml.Act) {
 }
 
 func (b *cpuBackend) AttentionShared(dst, q, k, v ml.Tensor, src int, a *ml.Attn) {
-	o, qq, kk, vv := ct(dst), ct(q), ct(k), ct(v)
-	n := qq.rows
-	shape("shared attention q", qq, n, a.Heads*a.HeadDim)
-	shape("shared attention k", kk, n, a.KVHeads*a.HeadDim)
-	shape("shared attention v", vv, n, a.KVHeads*a.HeadDim)
-	shape("shared attention output", o, n, a.Heads*a.HeadDim)
-	at := nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, Scale: a.Scale, Window: a.Window}
-	if a.Sinks != nil {
-		at.Sinks = a.Sinks.V
-	}
-	at.Forward(b.c, o.d, qq.d, kk.d, vv.d, n)
+	b.attend("shared attention", dst, q, k, v, -1, a)
 }

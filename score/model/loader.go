@@ -8,7 +8,6 @@ import (
 	"ppl.dev/gguf"
 	"ppl.dev/quant"
 	"ppl.dev/score/ml"
-	"ppl.dev/score/nn"
 )
 
 // Loader hands an architecture's Builder the tensors it names, checked
@@ -147,10 +146,8 @@ func (l *Loader) matrix(name string, experts, in, out int) *ml.Matrix {
 	if t == nil {
 		return nil
 	}
-	if _, err := nn.NewLinear(t.Name, t.Type, in, out*max(experts, 1), data); err != nil {
-		l.fail(err)
-		return nil
-	}
+	// tensor checked the type, the shape and the bytes (the backend's
+	// Prepare turns them into its own form).
 	w := &ml.Matrix{Name: t.Name, Type: t.Type, In: in, Out: out, Experts: experts, Data: data}
 	if l.Has(name + ".bias") {
 		if experts > 0 {
@@ -246,10 +243,6 @@ func (l *Loader) splitGateUp(name string, n, in, out int) (gate, up *ml.Matrix) 
 		u = append(u, data[(2*e+1)*half:(2*e+2)*half]...)
 	}
 	mk := func(suffix string, d []byte) *ml.Matrix {
-		if _, err := nn.NewLinear(t.Name, t.Type, in, out*n, d); err != nil {
-			l.fail(err)
-			return nil
-		}
 		w := &ml.Matrix{Name: t.Name + suffix, Type: t.Type, In: in, Out: out, Experts: n, Data: d}
 		l.mats = append(l.mats, w)
 		return w
