@@ -54,17 +54,8 @@ func splitKimiK2(dst []int, t *Text, start, end int) []int {
 			continue
 		}
 		// <space>?[^\s\p{L}\p{N}]+[\r\n]*
-		f2 := f
-		if c == ' ' {
-			f2 = t.flag(pos+1, end)
-		}
-		if f2&(Whitespace|Letter|Number) == 0 && f2 != 0 {
-			if c == ' ' {
-				pos++
-			}
-			for g := t.flag(pos, end); g&(Whitespace|Letter|Number) == 0 && g != 0; g = t.flag(pos, end) {
-				pos++
-			}
+		if p, ok := t.punctRun(pos, end); ok {
+			pos = p
 			for r := t.cp(pos, end); r == '\r' || r == '\n'; r = t.cp(pos, end) {
 				pos++
 			}

@@ -49,12 +49,7 @@ func splitGPT2(dst []int, t *Text, start, end int) []int {
 				pos++
 			}
 		case f2&(Whitespace|Letter|Number) == 0 && f2 != 0: // <space>?[^\s\p{L}\p{N}]+
-			if c == ' ' {
-				pos++
-			}
-			for g := t.flag(pos, end); g&(Whitespace|Letter|Number) == 0 && g != 0; g = t.flag(pos, end) {
-				pos++
-			}
+			pos, _ = t.punctRun(pos, end)
 		default:
 			n := 0
 			for t.flag(pos+n, end)&Whitespace != 0 {
@@ -206,6 +201,22 @@ func (t *Text) contraction(pos, end int) int {
 		}
 	}
 	return pos
+}
+
+// punctRun matches <space>?[^\s\p{L}\p{N}]+ at pos: the position after
+// the run, and whether there is one.
+func (t *Text) punctRun(pos, end int) (int, bool) {
+	p := pos
+	if t.cp(p, end) == ' ' {
+		p++
+	}
+	if g := t.flag(p, end); g&(Whitespace|Letter|Number) != 0 || g == 0 {
+		return pos, false
+	}
+	for g := t.flag(p, end); g&(Whitespace|Letter|Number) == 0 && g != 0; g = t.flag(p, end) {
+		p++
+	}
+	return p, true
 }
 
 // cascadeTail matches \s*[\r\n]+ or Jais-2's cascade of fixed-length

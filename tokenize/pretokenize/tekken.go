@@ -95,7 +95,7 @@ var splitTekken = caseRule{maxDigits: 1}.stage()
 func (r caseRule) stage() stage {
 	return func(dst []int, t *Text, start, end int) []int {
 		for pos := start; pos < end; {
-			c, f := t.Runes[pos], t.Flags[pos]
+			f := t.Flags[pos]
 			// Letters: alternatives 1 and 2, each first with the optional prefix.
 			if e, ok := t.tkWord(pos, end); ok {
 				pos = e
@@ -114,17 +114,8 @@ func (r caseRule) stage() stage {
 				continue
 			}
 			// <space>?[^\s\p{L}\p{N}]+[\r\n/]*
-			f2 := f
-			if c == ' ' {
-				f2 = t.flag(pos+1, end)
-			}
-			if f2&(Whitespace|Letter|Number) == 0 && f2 != 0 {
-				if c == ' ' {
-					pos++
-				}
-				for g := t.flag(pos, end); g&(Whitespace|Letter|Number) == 0 && g != 0; g = t.flag(pos, end) {
-					pos++
-				}
+			if p, ok := t.punctRun(pos, end); ok {
+				pos = p
 				for r := t.cp(pos, end); r == '\r' || r == '\n' || r == '/'; r = t.cp(pos, end) {
 					pos++
 				}
