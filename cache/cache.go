@@ -34,6 +34,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"ppl.dev/pipe"
 )
 
 // EnvDir overrides the default cache directory.
@@ -192,7 +194,7 @@ func readEntry(p string) ([]byte, time.Time, error) {
 		return nil, time.Time{}, fmt.Errorf("%w: %v", errUnreadable, err)
 	}
 	if !st.Mode().IsRegular() {
-		return nil, time.Time{}, fmt.Errorf("not a regular file (%s)", fileKind(st.Mode()))
+		return nil, time.Time{}, fmt.Errorf("not a regular file (%s)", pipe.FileKind(st.Mode()))
 	}
 	if st.Size() > MaxEntryBytes {
 		return nil, time.Time{}, fmt.Errorf("%d bytes, over the limit of %d an entry", st.Size(), MaxEntryBytes)
@@ -213,23 +215,6 @@ func readEntry(p string) ([]byte, time.Time, error) {
 		return nil, time.Time{}, fmt.Errorf("over the limit of %d bytes an entry", MaxEntryBytes)
 	}
 	return b, st.ModTime(), nil
-}
-
-// fileKind names a file mode's type for messages.
-func fileKind(m os.FileMode) string {
-	switch {
-	case m.IsDir():
-		return "a directory"
-	case m&os.ModeNamedPipe != 0:
-		return "a FIFO"
-	case m&os.ModeSymlink != 0:
-		return "a symbolic link"
-	case m&os.ModeDevice != 0:
-		return "a device"
-	case m&os.ModeSocket != 0:
-		return "a socket"
-	}
-	return m.Type().String()
 }
 
 func (c *Cache) verify(raw []byte, key string) ([]byte, error) {

@@ -61,17 +61,21 @@ func CheckRegular(path string) error {
 		return nil
 	}
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s: not a regular file (%s)", path, kind(st.Mode()))
+		return fmt.Errorf("%s: not a regular file (%s)", path, FileKind(st.Mode()))
 	}
 	return nil
 }
 
-func kind(m os.FileMode) string {
+// FileKind names what a non-regular file is, for messages: "a directory",
+// "a FIFO", "a symbolic link" (seen through Lstat), "a character device"...
+func FileKind(m os.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a directory"
 	case m&os.ModeNamedPipe != 0:
 		return "a FIFO"
+	case m&os.ModeSymlink != 0:
+		return "a symbolic link"
 	case m&os.ModeCharDevice != 0:
 		return "a character device"
 	case m&os.ModeDevice != 0:
