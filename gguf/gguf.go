@@ -13,14 +13,19 @@
 // (which announce themselves by a byte-swapped version and are refused
 // here), so a little-endian v2 file and a v3 file are read the same way.
 // Metadata values are scalars, strings or arrays (arrays may nest); the
-// tokenizer vocabulary, for instance, is an array of strings.
+// tokenizer vocabulary, for instance, is an array of strings, which a
+// StringArray holds in its bytes plus 4 bytes a string (millions of tokens
+// as a []string would cost 16 bytes a token more).
 //
 // Why mmap: models are gigabytes, and a tool that scores text needs every
 // tensor, but not a copy of it. Open maps the file read-only and parses only
 // the header (a few megabytes at most, mostly the vocabulary), so opening a
 // 16 GB model reads no tensor data; File.Data returns slices of the mapping
 // and the kernel pages weights in, and shares them between processes, as
-// they are touched. The slices are read-only: writing to them faults.
+// they are touched. The slices are read-only: writing to them faults. The
+// header's pages, whose contents are copied out, are given back as the
+// parser passes them (on Linux), so that a huge vocabulary is not resident
+// twice.
 //
 // Files come from anywhere, so the parser trusts nothing: every count and
 // length is checked against the bytes left before anything is allocated,
@@ -118,11 +123,13 @@ func Open(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %s: %w", path, err)
 	}
-	f, err := parse(path, data)
+	d := newPageDropper(data)
+	f, err := parseWith(path, data, func(off uint64) { d.upTo(off, 1<<20) })
 	if err != nil {
 		release()
 		return nil, err
 	}
+	d.upTo(f.DataOffset, 0)
 	f.release = release
 	return f, nil
 }
@@ -266,10 +273,20 @@ func (f *File) Float(key string) (float64, error) {
 // Bool returns the bool value of key.
 func (f *File) Bool(key string) (bool, error) { return typed[bool](f, key, "bool") }
 
-// Strings returns a copy of the string array of key.
+// Strings returns the string array of key as a new []string (whose
+// strings share the file's copy of the array).
 func (f *File) Strings(key string) ([]string, error) {
-	s, err := typed[[]string](f, key, "array of string")
-	return slices.Clone(s), err
+	a, err := f.StringArray(key)
+	if err != nil {
+		return nil, err
+	}
+	return a.Strings(), nil
+}
+
+// StringArray returns the string array of key without a copy: what a
+// reader of a large vocabulary keeps (see StringArray).
+func (f *File) StringArray(key string) (*StringArray, error) {
+	return typed[*StringArray](f, key, "array of string")
 }
 
 // Float32s returns a copy of the float32 array of key (a float64 array is

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"unsafe"
 )
 
 const (
@@ -30,7 +29,8 @@ const (
 type parser struct {
 	name string
 	b    []byte
-	off  uint64 // next byte to read
+	off  uint64           // next byte to read
+	done func(off uint64) // if set, told after each metadata entry that b[:off] is read
 }
 
 func (p *parser) errorf(format string, args ...any) error {
@@ -124,8 +124,12 @@ func (p *parser) count(what string, min uint64) (uint64, error) {
 
 // parse parses a whole GGUF file held in b (the mapped file, for Open).
 // The returned File refers to b for tensor data; strings are copied out.
-func parse(name string, b []byte) (*File, error) {
-	p := &parser{name: name, b: b}
+func parse(name string, b []byte) (*File, error) { return parseWith(name, b, nil) }
+
+// parseWith is parse that calls done(off) after each metadata entry, once
+// b[:off] will not be read again (Open gives those pages back).
+func parseWith(name string, b []byte, done func(off uint64)) (*File, error) {
+	p := &parser{name: name, b: b, done: done}
 	if len(b) < len(magic) || string(b[:len(magic)]) != magic {
 		head := b[:min(len(b), len(magic))]
 		return nil, p.errorf("not a GGUF file: magic %q, want %q", head, magic)
@@ -184,6 +188,9 @@ func parse(name string, b []byte) (*File, error) {
 		}
 		f.kvIndex[key] = len(f.Metadata)
 		f.Metadata = append(f.Metadata, KV{Key: key, Value: v})
+		if p.done != nil {
+			p.done(p.off)
+		}
 	}
 	if err := f.setAlignment(p); err != nil {
 		return nil, err
@@ -432,29 +439,33 @@ func (p *parser) array(depth int, what string) (Value, error) {
 	return v, nil
 }
 
-// strings reads an array of n strings. A vocabulary has 100,000s of them,
-// so they share one copy of the array's bytes instead of one allocation
-// each: a first pass checks the lengths and finds the end of the array, a
-// second makes strings that point into the copy (which nothing writes).
-func (p *parser) strings(n uint64, what string) ([]string, error) {
+// strings reads an array of n strings into a StringArray. A vocabulary has
+// 100,000s of them, so they share one copy of their bytes instead of one
+// allocation each: a first pass checks the lengths and counts the bytes, a
+// second copies the strings back to back, without their length prefixes.
+func (p *parser) strings(n uint64, what string) (*StringArray, error) {
 	start := p.off
+	total := uint64(0)
 	for i := range n {
+		l := p.off
 		if _, err := p.strElem(what, int(i), false); err != nil {
 			return nil, err
 		}
+		total += p.off - l - 8
 	}
-	buf := append([]byte(nil), p.b[start:p.off]...)
-	s := make([]string, n)
-	off := uint64(0)
-	for i := range s {
-		l := binary.LittleEndian.Uint64(buf[off:])
+	if total > maxStringArrayBytes {
+		return nil, p.errorf("%s: array of %d strings holds %d bytes, more than the %d this reader supports", what, n, total, uint64(maxStringArrayBytes))
+	}
+	a := &StringArray{data: make([]byte, 0, total), offs: make([]uint32, 1, n+1)}
+	off := start
+	for range n {
+		l := binary.LittleEndian.Uint64(p.b[off:])
 		off += 8
-		if l > 0 {
-			s[i] = unsafe.String(&buf[off], l)
-		}
+		a.data = append(a.data, p.b[off:off+l]...)
+		a.offs = append(a.offs, uint32(len(a.data)))
 		off += l
 	}
-	return s, nil
+	return a, nil
 }
 
 // decode decodes n little-endian elements of size bytes each from b.

@@ -83,7 +83,8 @@ func (t ValueType) minSize() int {
 
 // Value is one decoded metadata value. Scalars hold the Go type of the same
 // name (uint8 ... float64, bool, string). Arrays of a scalar type hold a
-// typed slice ([]int32, []string, ...); arrays of arrays hold []Value.
+// typed slice ([]int32, []float32, ...), arrays of strings a *StringArray;
+// arrays of arrays hold []Value.
 //
 // The zero Value is invalid (a uint8 with no value); make Values with
 // NewValue or get them from File.Lookup. Values are immutable by convention:
@@ -97,16 +98,27 @@ type Value struct {
 // Any returns the value as a Go value: uint8, int8, uint16, int16, uint32,
 // int32, float32, bool, string, uint64, int64 or float64 for scalars; a typed
 // slice ([]uint8 ... []float64, []bool, []string) for arrays of scalars;
-// []any (each element's Any) for arrays of arrays.
+// []any (each element's Any) for arrays of arrays. The []string of a string
+// array is made on each call (its strings share the array's memory);
+// StringArray returns the array itself.
 func (v Value) Any() any {
-	if vs, ok := v.v.([]Value); ok {
-		out := make([]any, len(vs))
-		for i, e := range vs {
+	switch x := v.v.(type) {
+	case []Value:
+		out := make([]any, len(x))
+		for i, e := range x {
 			out[i] = e.Any()
 		}
 		return out
+	case *StringArray:
+		return x.Strings()
 	}
 	return v.v
+}
+
+// StringArray returns the value of an array of strings without a copy.
+func (v Value) StringArray() (*StringArray, bool) {
+	a, ok := v.v.(*StringArray)
+	return a, ok
 }
 
 // Len returns the number of elements of an array, 0 for other values.
@@ -128,8 +140,8 @@ func (v Value) Len() int {
 		return len(a)
 	case []bool:
 		return len(a)
-	case []string:
-		return len(a)
+	case *StringArray:
+		return a.Len()
 	case []uint64:
 		return len(a)
 	case []int64:
@@ -151,9 +163,10 @@ func (v Value) typeName() string {
 }
 
 // NewValue converts a Go value to a Value. It accepts the Go types that Any
-// returns: uint8 ... float64, bool, string; typed slices of those; Value and
-// []Value; and []any whose elements all convert to the same value type
-// (nested arrays may differ in element type). Plain int and uint are
+// returns: uint8 ... float64, bool, string; typed slices of those (a
+// []string is stored as a StringArray); *StringArray (shared, not copied);
+// Value and []Value; and []any whose elements all convert to the same
+// value type (nested arrays may differ in element type). Plain int and uint are
 // rejected because GGUF readers insist on exact widths (llama.cpp reads
 // block counts as uint32): say uint32(2), not 2.
 func NewValue(x any) (Value, error) {
@@ -204,7 +217,16 @@ func NewValue(x any) (Value, error) {
 	case []bool:
 		return array(ValueBool, x), nil
 	case []string:
-		return array(ValueString, x), nil
+		a, err := NewStringArray(x)
+		if err != nil {
+			return Value{}, err
+		}
+		return Value{Type: ValueArray, ElemType: ValueString, v: a}, nil
+	case *StringArray:
+		if x == nil {
+			return Value{}, fmt.Errorf("nil *StringArray")
+		}
+		return Value{Type: ValueArray, ElemType: ValueString, v: x}, nil
 	case []uint64:
 		return array(ValueUint64, x), nil
 	case []int64:
@@ -270,7 +292,7 @@ func newArray(items []any) (Value, error) {
 	case ValueBool:
 		return packed[bool](et, vs), nil
 	case ValueString:
-		return packed[string](et, vs), nil
+		return NewValue(packed[string](et, vs).v)
 	case ValueUint64:
 		return packed[uint64](et, vs), nil
 	case ValueInt64:

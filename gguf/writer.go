@@ -350,9 +350,9 @@ func (e *encoder) array(v Value) {
 		for _, x := range s {
 			e.u8(b2u(x))
 		}
-	case []string:
-		for _, x := range s {
-			e.str(x)
+	case *StringArray:
+		for i := range s.Len() {
+			e.str(s.At(i))
 		}
 	case []uint64:
 		for _, x := range s {

@@ -1,7 +1,9 @@
 // Package kernels holds ppl's CUDA kernels: CUDA C sources, one file per
 // operation (embed.cu, rmsnorm.cu, rope.cu, swiglu.cu, add.cu,
 // elementwise.cu, experts.cu, logsoftmax.cu, kvstore.cu, attention.cu,
-// random.cu), and the PTX that nvcc made from them, which the CUDA backend
+// random.cu, dequant.cu: weights from their GGUF blocks; recurrent.cu,
+// latent.cu, gemma4.cu: package ml's extension interfaces), and the PTX
+// that nvcc made from them, which the CUDA backend
 // (ppl.dev/score/cuda) embeds and the driver compiles for whatever GPU it
 // finds. The KV cache format ids live in kvformat.go, which generates
 // kvids.cuh for the kernels.

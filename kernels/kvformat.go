@@ -18,6 +18,15 @@ const (
 	KVFP8
 	KVQ4
 	KVNVFP4
+	KVQ8_0
+	KVQ4_1
+	KVQ5_0
+	KVQ5_1
+	KVIQ4NL
+	KVQ2
+	KVRInt8 // int8 of Hadamard-rotated heads
+	KVRQ4   // Q4_0 of Hadamard-rotated heads
+	KVRQ2   // q2 of Hadamard-rotated heads
 )
 
 // KVFormats names each id as package kvcache names its codec (Codec.Name).
@@ -29,7 +38,20 @@ var KVFormats = [...]string{
 	KVFP8:   "fp8",
 	KVQ4:    "q4",
 	KVNVFP4: "nvfp4",
+	KVQ8_0:  "q8_0",
+	KVQ4_1:  "q4_1",
+	KVQ5_0:  "q5_0",
+	KVQ5_1:  "q5_1",
+	KVIQ4NL: "iq4_nl",
+	KVQ2:    "q2",
+	KVRInt8: "rint8",
+	KVRQ4:   "rq4",
+	KVRQ2:   "rq2",
 }
+
+// KVRotated reports whether id stores Hadamard-rotated heads (its values
+// decode in the rotated basis; attention rotates the queries to match).
+func KVRotated(id int) bool { return id == KVRInt8 || id == KVRQ4 || id == KVRQ2 }
 
 //go:generate go test -run ^TestKVHeader$ -update .
 

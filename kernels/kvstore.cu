@@ -2,7 +2,8 @@
 // cache format chosen by --kv-dtype, and decode them back (for tests).
 //
 // CPU reference: the Encode and Decode methods of package kvcache
-// (score/kvcache/float.go, int8.go, q4.go, nvfp4.go, minifloat.go), which
+// (score/kvcache/float.go, int8.go, q4.go, nvfp4.go, minifloat.go, ggml.go,
+// rotate.go), which
 // pin every format down to the byte and to the rounding of each float32
 // operation. These kernels follow them operation by operation with
 // explicitly rounded arithmetic (__fdiv_rn, __fmul_rn, ...: nvcc would
@@ -64,6 +65,39 @@ extern "C" __global__ void kv_store_scaled(u8* __restrict__ data, float* __restr
 	}
 }
 
+// q4_block: one Q4_0 block of the len (<= 32) values v (missing values
+// count as 0) at dst (18 bytes), as kvcache.encodeQ4 / ggml's
+// quantize_row_q4_0_ref.
+__device__ __forceinline__ void q4_block(u8* dst, const float* v, int len) {
+	float amax = 0.0f, m = 0.0f;
+	bool finite = true;
+	for (int i = 0; i < len; i++) {
+		float a = fabsf(v[i]);
+		if (!(a <= 3.402823466e38f)) finite = false;
+		if (a > amax) {
+			amax = a;
+			m = v[i];
+		}
+	}
+	float d = __fdiv_rn(m, -8.0f);
+	float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+	if (!finite) {
+		d = __uint_as_float(0x7fc00000u);
+		id = 0.0f;
+	}
+	u16 dh = f32_to_f16(d);
+	dst[0] = (u8)(dh & 0xffu);
+	dst[1] = (u8)(dh >> 8);
+	for (int j = 0; j < 16; j++) {
+		float x0 = j < len ? v[j] : 0.0f;
+		float x1 = j + 16 < len ? v[j + 16] : 0.0f;
+		// Go: uint8(min(15, int8(x*id+8.5))): truncation toward zero
+		int n0 = min(15, (int)__fadd_rn(__fmul_rn(x0, id), 8.5f));
+		int n1 = min(15, (int)__fadd_rn(__fmul_rn(x1, id), 8.5f));
+		dst[2 + j] = (u8)((n0 & 15) | ((n1 & 15) << 4));
+	}
+}
+
 // kv_store_q4: Q4_0 blocks of 32 values along each (token, head), the last
 // block of a head shorter when hd is not a multiple of 32 (missing values
 // count as 0), as kvcache.encodeQ4 / ggml's quantize_row_q4_0_ref: one thread
@@ -74,35 +108,228 @@ extern "C" __global__ void kv_store_q4(u8* __restrict__ data, const float* __res
 	for (i64 b = (i64)blockIdx.x * blockDim.x + threadIdx.x; b < total; b += (i64)gridDim.x * blockDim.x) {
 		i64 g = b / nb;
 		int k = (int)(b % nb);
-		int lo = k * 32, len = min(32, hd - lo);
-		const float* v = x + g * hd + lo;
+		int lo = k * 32;
+		q4_block(data + b * 18, x + g * hd + lo, min(32, hd - lo));
+	}
+}
+
+__device__ __forceinline__ void put_f16(u8* dst, float v) {
+	u16 h = f32_to_f16(v);
+	dst[0] = (u8)(h & 0xffu);
+	dst[1] = (u8)(h >> 8);
+}
+
+__device__ __forceinline__ void put_u32(u8* dst, u32 v) {
+	dst[0] = (u8)v, dst[1] = (u8)(v >> 8), dst[2] = (u8)(v >> 16), dst[3] = (u8)(v >> 24);
+}
+
+// q2_block: one q2 block of 32 values (kvcache.encodeQ2): d = amax/1.5
+// (NaN when one is NaN or infinite), id = 1/d (0 when d is 0 or NaN),
+// code = clamp(rne(x·id + 1.5), 0, 3).
+__device__ __forceinline__ void q2_block(u8* dst, const float* v) {
+	float a = amax_seq(v, 32);
+	float d = a != a ? __uint_as_float(0x7fc00000u) : __fdiv_rn(a, 1.5f);
+	float id = (d != 0.0f && d == d) ? __fdiv_rn(1.0f, d) : 0.0f;
+	put_f16(dst, d);
+	for (int j = 0; j < 8; j++) {
+		u32 byte = 0;
+		for (int e = 0; e < 4; e++) {
+			float r = rintf(__fadd_rn(__fmul_rn(v[4 * j + e], id), 1.5f));
+			int c = (int)fmaxf(0.0f, fminf(3.0f, r));
+			byte |= (u32)c << (2 * e);
+		}
+		dst[2 + j] = (u8)byte;
+	}
+}
+
+// iq4_best: ggml's best_index_int8(16, kvalues_iq4nl, x).
+__device__ __forceinline__ int iq4_best(float x) {
+	if (x <= kv_iq4nl[0]) return 0;
+	if (x >= kv_iq4nl[15]) return 15;
+	int ml = 0, mu = 15;
+	while (mu - ml > 1) {
+		int mav = (ml + mu) / 2;
+		if (x < kv_iq4nl[mav]) mu = mav;
+		else ml = mav;
+	}
+	return __fsub_rn(x, kv_iq4nl[mu - 1]) < __fsub_rn(kv_iq4nl[mu], x) ? mu - 1 : mu;
+}
+
+// ggml_block: one block of 32 finite values v in ggml format fmt at dst,
+// as ggml's quantize_row_<fmt>_ref (package quant's quantizers,
+// kvcache.quantIQ4NL with ntry -1), float32 operation by operation.
+__device__ __forceinline__ void ggml_block(u8* dst, const float* v, int fmt) {
+	switch (fmt) {
+	case KV_Q8_0: {
+		float amax = 0.0f;
+		for (int j = 0; j < 32; j++) amax = fmaxf(amax, fabsf(v[j]));
+		float d = __fdiv_rn(amax, 127.0f);
+		float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+		put_f16(dst, d);
+		for (int j = 0; j < 32; j++) {
+			float q = roundf(__fmul_rn(v[j], id)); // halves away from zero
+			dst[2 + j] = (u8)(signed char)(int)fminf(127.0f, fmaxf(-127.0f, q));
+		}
+		return;
+	}
+	case KV_Q4_1:
+	case KV_Q5_1: {
+		float lo = 3.402823466e38f, hi = -3.402823466e38f;
+		for (int j = 0; j < 32; j++) {
+			if (v[j] < lo) lo = v[j];
+			if (v[j] > hi) hi = v[j];
+		}
+		int nmax = fmt == KV_Q4_1 ? 15 : 31;
+		float d = __fdiv_rn(__fsub_rn(hi, lo), (float)nmax);
+		float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+		put_f16(dst, d);
+		put_f16(dst + 2, lo);
+		u8* qs = dst + (fmt == KV_Q4_1 ? 4 : 8);
+		u32 qh = 0;
+		for (int j = 0; j < 16; j++) {
+			int q0 = min(nmax, max(0, (int)__fadd_rn(__fmul_rn(__fsub_rn(v[j], lo), id), 0.5f)));
+			int q1 = min(nmax, max(0, (int)__fadd_rn(__fmul_rn(__fsub_rn(v[j + 16], lo), id), 0.5f)));
+			qs[j] = (u8)((q0 & 15) | ((q1 & 15) << 4));
+			qh |= (u32)(q0 >> 4) << j;
+			qh |= (u32)(q1 >> 4) << (j + 16);
+		}
+		if (fmt == KV_Q5_1) put_u32(dst + 4, qh);
+		return;
+	}
+	case KV_Q5_0: {
 		float amax = 0.0f, m = 0.0f;
-		bool finite = true;
-		for (int i = 0; i < len; i++) {
-			float a = fabsf(v[i]);
-			if (!(a <= 3.402823466e38f)) finite = false;
-			if (a > amax) {
+		for (int j = 0; j < 32; j++) {
+			float a = fabsf(v[j]);
+			if (amax < a) {
 				amax = a;
-				m = v[i];
+				m = v[j];
 			}
 		}
-		float d = __fdiv_rn(m, -8.0f);
+		float d = __fdiv_rn(m, -16.0f);
 		float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
-		if (!finite) {
-			d = __uint_as_float(0x7fc00000u);
-			id = 0.0f;
-		}
-		u8* dst = data + b * 18;
-		u16 dh = f32_to_f16(d);
-		dst[0] = (u8)(dh & 0xffu);
-		dst[1] = (u8)(dh >> 8);
+		put_f16(dst, d);
+		u32 qh = 0;
 		for (int j = 0; j < 16; j++) {
-			float x0 = j < len ? v[j] : 0.0f;
-			float x1 = j + 16 < len ? v[j + 16] : 0.0f;
-			// Go: uint8(min(15, int8(x*id+8.5))): truncation toward zero
-			int n0 = min(15, (int)__fadd_rn(__fmul_rn(x0, id), 8.5f));
-			int n1 = min(15, (int)__fadd_rn(__fmul_rn(x1, id), 8.5f));
-			dst[2 + j] = (u8)((n0 & 15) | ((n1 & 15) << 4));
+			int q0 = min(31, max(0, (int)__fadd_rn(__fmul_rn(v[j], id), 16.5f)));
+			int q1 = min(31, max(0, (int)__fadd_rn(__fmul_rn(v[j + 16], id), 16.5f)));
+			dst[6 + j] = (u8)((q0 & 15) | ((q1 & 15) << 4));
+			qh |= (u32)(q0 >> 4) << j;
+			qh |= (u32)(q1 >> 4) << (j + 16);
+		}
+		put_u32(dst + 2, qh);
+		return;
+	}
+	case KV_IQ4_NL: {
+		u8 L[32];
+		float amax = 0.0f, mx = 0.0f;
+		for (int j = 0; j < 32; j++) {
+			float a = fabsf(v[j]);
+			if (a > amax) {
+				amax = a;
+				mx = v[j];
+			}
+		}
+		float d = 0.0f;
+		if (amax < 1e-15f) {
+			for (int j = 0; j < 32; j++) L[j] = 8;
+		} else {
+			d = __fdiv_rn(mx, -127.0f);
+			float id = __fdiv_rn(1.0f, d);
+			float sumqx = 0.0f, sumq2 = 0.0f;
+			for (int j = 0; j < 32; j++) {
+				int l = iq4_best(__fmul_rn(id, v[j]));
+				L[j] = (u8)l;
+				float q = kv_iq4nl[l], w = __fmul_rn(v[j], v[j]);
+				sumqx = __fadd_rn(sumqx, __fmul_rn(__fmul_rn(w, q), v[j]));
+				sumq2 = __fadd_rn(sumq2, __fmul_rn(__fmul_rn(w, q), q));
+			}
+			d = __fdiv_rn(sumqx, sumq2);
+		}
+		put_f16(dst, d);
+		for (int j = 0; j < 16; j++) dst[2 + j] = (u8)(L[j] | (L[j + 16] << 4));
+		return;
+	}
+	case KV_Q2:
+		q2_block(dst, v);
+		return;
+	}
+}
+
+// kv_store_ggml: blocks of 32 values along each (token, head) in fmt
+// (KV_Q8_0, KV_Q4_1, KV_Q5_0, KV_Q5_1, KV_IQ4_NL, KV_Q2), a head's last block
+// padded with zeros when hd is not a multiple of 32, as kvcache.GGML /
+// kvcache.Q2 Encode: one thread per block. A block with a NaN or an
+// infinity gets NaN scales (and offsets) and zero quants (Q2: code 2).
+extern "C" __global__ void kv_store_ggml(u8* __restrict__ data, const float* __restrict__ x, i64 groups, int hd, int fmt) {
+	int nb = (hd + 31) / 32, ts = kv_block_bytes(fmt);
+	i64 total = groups * nb;
+	for (i64 b = (i64)blockIdx.x * blockDim.x + threadIdx.x; b < total; b += (i64)gridDim.x * blockDim.x) {
+		i64 g = b / nb;
+		int k = (int)(b % nb);
+		int lo = k * 32, len = min(32, hd - lo);
+		float v[32];
+		for (int j = 0; j < 32; j++) v[j] = j < len ? x[g * hd + lo + j] : 0.0f;
+		u8* dst = data + b * ts;
+		float a = amax_seq(v, 32);
+		if (fmt != KV_Q2 && a != a) {
+			for (int j = 0; j < ts; j++) dst[j] = 0;
+			u16 nan = f32_to_f16(__uint_as_float(0x7fc00000u));
+			dst[0] = (u8)(nan & 0xffu), dst[1] = (u8)(nan >> 8);
+			if (fmt == KV_Q4_1 || fmt == KV_Q5_1) dst[2] = dst[0], dst[3] = dst[1];
+			continue;
+		}
+		ggml_block(dst, v, fmt);
+	}
+}
+
+// hadamard: v (n, a power of two, at most 256) <- H·v·s as kvcache.Hadamard:
+// butterflies of stride 1, 2, …, n/2 ((a, b) -> (a+b, a-b)), then times s
+// = float32(1/√n).
+__device__ __forceinline__ void hadamard(float* v, int n, float s) {
+	for (int h = 1; h < n; h *= 2)
+		for (int i = 0; i < n; i += 2 * h)
+			for (int j = i; j < i + h; j++) {
+				float a = v[j], b = v[j + h];
+				v[j] = __fadd_rn(a, b);
+				v[j + h] = __fsub_rn(a, b);
+			}
+	for (int i = 0; i < n; i++) v[i] = __fmul_rn(v[i], s);
+}
+
+// kv_rotate: out row r <- hadamard(x row r), rows of n values (n a power
+// of two, at most 256); out may be x. One thread per row. Rotates the
+// queries for the rotated key formats, and decodes those formats back.
+extern "C" __global__ void kv_rotate(float* out, const float* x, i64 rows, int n, float s) {
+	for (i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (i64)gridDim.x * blockDim.x) {
+		float v[256];
+		for (int i = 0; i < n; i++) v[i] = x[r * n + i];
+		hadamard(v, n, s);
+		for (int i = 0; i < n; i++) out[r * n + i] = v[i];
+	}
+}
+
+// kv_store_rot: KV_RINT8, KV_RQ4 or KV_RQ2 (fmt): each (token, head) of hd
+// values (a power of two, at most 256) rotated by hadamard, then stored as
+// KV_INT8, KV_Q4 or KV_Q2 (kvcache.Rotated's Encode): one thread per group.
+extern "C" __global__ void kv_store_rot(u8* __restrict__ data, float* __restrict__ scales, const float* __restrict__ x,
+                                        i64 groups, int hd, int fmt, float s) {
+	int nb = (hd + 31) / 32;
+	for (i64 g = (i64)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += (i64)gridDim.x * blockDim.x) {
+		float v[256];
+		for (int i = 0; i < hd; i++) v[i] = x[g * hd + i];
+		hadamard(v, hd, s);
+		if (fmt == KV_RINT8) {
+			float d = __fdiv_rn(amax_seq(v, hd), 127.0f);
+			scales[g] = d;
+			for (int i = 0; i < hd; i++) data[g * hd + i] = (u8)(signed char)quant_int8(v[i], d);
+		} else if (fmt == KV_RQ4) {
+			for (int k = 0; k < nb; k++) q4_block(data + (g * nb + k) * 18, v + k * 32, min(32, hd - k * 32));
+		} else {
+			for (int k = 0; k < nb; k++) {
+				float b[32];
+				for (int j = 0; j < 32; j++) b[j] = k * 32 + j < hd ? v[k * 32 + j] : 0.0f;
+				q2_block(data + (g * nb + k) * 10, b);
+			}
 		}
 	}
 }

@@ -6,10 +6,18 @@ import (
 	"ppl.dev/gguf"
 )
 
-// Benchmarks over one 4096-weight row (a typical hidden size). MB/s counts
-// the quantized bytes read; weights/ns is the same work per weight.
+// Benchmarks over one 4096-weight row (a typical hidden size), at every
+// kernel level this CPU runs (BenchmarkDequantize/IQ2_XXS/avx512): the
+// generic run is the plain Go reference, measured in the same run, so the
+// levels' ratios are the kernels' speedups (bench/quant-kernels.sh prints
+// them). MB/s counts the quantized bytes read; weights/ns is the same work
+// per weight, and cpu-weights/ns the same per ns of the thread's CPU time
+// (on Linux), which a busy machine disturbs less.
 
-var benchTypes = []gguf.Type{gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_K, gguf.TypeIQ2_XXS, gguf.TypeIQ3_S, gguf.TypeMXFP4}
+var benchTypes = []gguf.Type{
+	gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_K,
+	gguf.TypeIQ2_XXS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S, gguf.TypeIQ1_M, gguf.TypeMXFP4, gguf.TypeNVFP4,
+}
 
 const benchN = 4096
 
@@ -21,16 +29,48 @@ func benchRow(b *testing.B, typ gguf.Type) []byte {
 	return q
 }
 
+// benchLevels runs f at each level this CPU has, as sub-benchmarks named
+// by the level, with the quantized row's bytes as the benchmark's bytes.
+func benchLevels(b *testing.B, q []byte, f func()) {
+	for _, l := range Levels() {
+		b.Run(l.String(), func(b *testing.B) {
+			prev := SetLevel(l)
+			defer SetLevel(prev)
+			b.SetBytes(int64(len(q)))
+			cpu0, unlock := threadCPU()
+			defer unlock()
+			for b.Loop() {
+				f()
+			}
+			if cpu := threadNow() - cpu0; cpu0 > 0 && cpu > 0 {
+				b.ReportMetric(float64(benchN)*float64(b.N)/float64(cpu), "cpu-weights/ns")
+			}
+			b.ReportMetric(float64(benchN)*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "weights/ns")
+		})
+	}
+}
+
 func BenchmarkDequantize(b *testing.B) {
 	for _, typ := range benchTypes {
 		b.Run(typ.String(), func(b *testing.B) {
 			q := benchRow(b, typ)
 			dst := make([]float32, benchN)
-			b.SetBytes(int64(len(q)))
-			for b.Loop() {
-				DequantizeRow(typ, q, dst)
-			}
-			b.ReportMetric(float64(benchN)*float64(b.N)/float64(b.Elapsed().Nanoseconds()), "weights/ns")
+			benchLevels(b, q, func() { DequantizeRow(typ, q, dst) })
+		})
+	}
+}
+
+func BenchmarkDecodeInt8(b *testing.B) {
+	for _, typ := range benchTypes {
+		f, ok := Int8FormatOf(typ)
+		if !ok {
+			continue
+		}
+		b.Run(typ.String(), func(b *testing.B) {
+			w := benchRow(b, typ)
+			q := make([]byte, benchN)
+			s, m := make([]float32, benchN/f.Group), make([]float32, benchN/f.Group)
+			benchLevels(b, w, func() { DecodeInt8(typ, w, q, s, m) })
 		})
 	}
 }

@@ -22,8 +22,9 @@
 // with a float32 vector block by block, never materializing the row. DotRow
 // factors each block's scale out of its sum, so it agrees with
 // Dequantize-then-dot up to float32 summation error, not bit for bit.
-// Dequantize and DequantizeRow run vector versions of the common types'
-// decoders where the CPU has AVX-512 (fast.go), with the reference's bits.
+// Dequantize, DequantizeRow and DecodeInt8 run vector versions of the
+// common types' decoders where the CPU has AVX2 or AVX-512 (fast.go; Levels
+// and SetLevel choose among them), with the reference's bits.
 //
 // DecodeInt8 (int8.go) writes a row as unsigned 8-bit integers with a
 // scale and minimum per group of 16 or 32 weights, exactly, for matrix

@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"fmt"
 	"os"
 	"strings"
 
@@ -8,48 +9,95 @@ import (
 )
 
 // Fast paths: vector versions of the dequantizers of the types models are
-// mostly made of (F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K), chosen at run time by
-// CPU feature (AVX-512 here; plain Go elsewhere). They compute each weight
+// mostly made of, chosen at run time by CPU feature. At level AVX512: F16,
+// BF16, Q8_0, Q4_0, Q4_K, Q6_K (and the integer decoders of Q8_0, Q4_0,
+// Q4_K, Q6_K); at levels AVX2 and AVX512: the low-bit types of the files
+// users quantize hardest, IQ2_XXS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_M, MXFP4 and
+// NVFP4 (dequantization and integer decoding). They compute each weight
 // with the same exact products as the reference functions, so they give the
 // same bits; the only difference is that an F16 signaling NaN comes out as
-// a quiet NaN, as the F16C instruction makes it. Dequantize and
-// DequantizeRow use them when they are on; the tests compare them with the
-// reference on random and adversarial blocks.
+// a quiet NaN, as the F16C instruction makes it. Dequantize, DequantizeRow
+// and DecodeInt8 use them when they are on; the tests compare every level
+// with the reference on random and adversarial blocks.
 
-// fastDeq holds the vector dequantizer of each type that has one on this
-// CPU, taking whole blocks.
+// Level names a set of fast paths, one per class of CPU, named as
+// package score/nn's kernel levels.
+type Level int
+
+const (
+	Generic Level = iota // plain Go, any CPU
+	AVX2                 // AVX2, FMA and F16C (Haswell, Zen 1-3)
+	AVX512               // AVX-512 F, BW, DQ and VL (Skylake-X, Zen 4)
+)
+
+var levelNames = [...]string{"generic", "avx2", "avx512"}
+
+func (l Level) String() string {
+	if l >= 0 && int(l) < len(levelNames) {
+		return levelNames[l]
+	}
+	return fmt.Sprintf("Level(%d)", int(l))
+}
+
+// levelDeq and levelInt8 hold each level's vector dequantizers and integer
+// decoders (by type, taking whole blocks); the Generic rows stay empty.
+var (
+	levelDeq  [AVX512 + 1][len(formats)]func(src []byte, dst []float32)
+	levelInt8 [AVX512 + 1][len(formats)]func(w, q []byte, s, m []float32)
+)
+
+// fastDeq and fastInt8 (int8.go) are the rows of the level in use.
 var fastDeq [len(formats)]func(src []byte, dst []float32)
 
-// simdOn is whether Dequantize and DequantizeRow use fastDeq.
-var simdOn bool
+// maxLevel is the best level this CPU runs (set by the architecture), and
+// level the one in use; simdOn is level > Generic.
+var (
+	maxLevel = Generic
+	level    = Generic
+	simdOn   bool
+)
 
-// SIMD reports whether the vector fast paths are in use.
-func SIMD() bool { return simdOn }
+// Levels returns the levels this CPU runs, slowest first.
+func Levels() []Level {
+	var out []Level
+	for l := Generic; l <= maxLevel; l++ {
+		out = append(out, l)
+	}
+	return out
+}
 
-// SetSIMD turns the vector fast paths on (where this CPU has them) or off,
-// for tests and benchmarks of the plain Go paths, and returns the previous
-// setting. It must not be called while other goroutines decode.
-func SetSIMD(on bool) bool {
-	prev := simdOn
-	simdOn = on && hasSIMD
+// CurrentLevel returns the level in use.
+func CurrentLevel() Level { return level }
+
+// SetLevel selects the fast paths of level l, or of the best level this
+// CPU has below it, and returns the previous level. A type without a
+// kernel at the level chosen takes the plain Go path. It is for start-up,
+// tests and benchmarks and must not be called while other goroutines
+// decode.
+func SetLevel(l Level) Level {
+	prev := level
+	level = max(Generic, min(l, maxLevel))
+	fastDeq, fastInt8 = levelDeq[level], levelInt8[level]
+	simdOn = level > Generic
 	return prev
 }
 
-// hasSIMD is whether this CPU has the fast paths (set by the architecture).
-var hasSIMD bool
-
 // EnvKernels is the environment variable that caps the kernels of packages
-// quant and score/nn: "generic" or "avx2" turns the AVX-512 paths here off.
+// quant and score/nn: "generic" turns the fast paths here off, "avx2"
+// keeps the AVX2 ones; "avx512" and "avx512vnni" (score/nn's best level)
+// allow all.
 const EnvKernels = "PPL_CPU_KERNELS"
 
 func init() {
 	archInit()
+	l := maxLevel
 	switch strings.ToLower(os.Getenv(EnvKernels)) {
-	case "generic", "avx2":
-		simdOn = false
-	default:
-		simdOn = hasSIMD
+	case "generic":
+		l = Generic
+	case "avx2":
+		l = AVX2
 	}
+	SetLevel(l)
 }
 
 // deqFunc returns the dequantizer of t to use: the fast path when on.

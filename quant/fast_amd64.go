@@ -6,22 +6,45 @@ import (
 	"ppl.dev/gguf"
 )
 
+// blocks makes a fastDeq entry of a kernel over n whole blocks of bs
+// weights (ts bytes).
+func blocks(bs, ts int, k func(src *byte, dst *float32, n int)) func([]byte, []float32) {
+	return func(src []byte, dst []float32) {
+		n := len(dst) / bs
+		if n == 0 {
+			return
+		}
+		_ = src[n*ts-1]
+		k(&src[0], &dst[0], n)
+	}
+}
+
+// int8Blocks makes a fastInt8 entry of a low-bit type's integer decoder,
+// n whole blocks to q and one scale per group.
+func int8Blocks(lb *lowbit, k func(w, q *byte, s *float32, n int)) func(w, q []byte, s, _ []float32) {
+	return func(w, q []byte, s, _ []float32) {
+		n := len(q) / lb.bs
+		if n == 0 {
+			return
+		}
+		_, _ = w[n*lb.ts-1], s[n*lb.bs/lb.group-1]
+		k(&w[0], &q[0], &s[0], n)
+	}
+}
+
 func archInit() {
+	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
+		return
+	}
+	maxLevel = AVX2
+	lowbitKernels(AVX2)
 	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512DQ && cpu.X86.HasBMI2) {
 		return
 	}
-	hasSIMD = true
-	blocks := func(bs, ts int, k func(src *byte, dst *float32, n int)) func([]byte, []float32) {
-		return func(src []byte, dst []float32) {
-			n := len(dst) / bs
-			if n == 0 {
-				return
-			}
-			_ = src[n*ts-1]
-			k(&src[0], &dst[0], n)
-		}
-	}
-	fastDeq[gguf.TypeF16] = func(src []byte, dst []float32) {
+	maxLevel = AVX512
+	lowbitKernels(AVX512)
+	deq, i8 := &levelDeq[AVX512], &levelInt8[AVX512]
+	deq[gguf.TypeF16] = func(src []byte, dst []float32) {
 		n := len(dst) / 16
 		if n > 0 {
 			_ = src[32*n-1]
@@ -29,7 +52,7 @@ func archInit() {
 		}
 		deqF16(src[32*n:], dst[16*n:])
 	}
-	fastDeq[gguf.TypeBF16] = func(src []byte, dst []float32) {
+	deq[gguf.TypeBF16] = func(src []byte, dst []float32) {
 		n := len(dst) / 16
 		if n > 0 {
 			_ = src[32*n-1]
@@ -37,30 +60,30 @@ func archInit() {
 		}
 		deqBF16(src[32*n:], dst[16*n:])
 	}
-	fastDeq[gguf.TypeQ8_0] = blocks(32, 34, deqQ8_0AVX512)
-	fastDeq[gguf.TypeQ4_0] = blocks(32, 18, deqQ4_0AVX512)
-	fastDeq[gguf.TypeQ4_K] = blocks(256, 144, deqQ4_KAVX512)
-	fastDeq[gguf.TypeQ6_K] = blocks(256, 210, deqQ6_KAVX512)
+	deq[gguf.TypeQ8_0] = blocks(32, 34, deqQ8_0AVX512)
+	deq[gguf.TypeQ4_0] = blocks(32, 18, deqQ4_0AVX512)
+	deq[gguf.TypeQ4_K] = blocks(256, 144, deqQ4_KAVX512)
+	deq[gguf.TypeQ6_K] = blocks(256, 210, deqQ6_KAVX512)
 
-	fastInt8[gguf.TypeQ8_0] = func(w, q []byte, s, _ []float32) {
+	i8[gguf.TypeQ8_0] = func(w, q []byte, s, _ []float32) {
 		if n := len(q) / 32; n > 0 {
 			_, _ = w[34*n-1], s[n-1]
 			i8Q8_0AVX512(&w[0], &q[0], &s[0], n)
 		}
 	}
-	fastInt8[gguf.TypeQ4_0] = func(w, q []byte, s, _ []float32) {
+	i8[gguf.TypeQ4_0] = func(w, q []byte, s, _ []float32) {
 		if n := len(q) / 32; n > 0 {
 			_, _ = w[18*n-1], s[n-1]
 			i8Q4_0AVX512(&w[0], &q[0], &s[0], n)
 		}
 	}
-	fastInt8[gguf.TypeQ4_K] = func(w, q []byte, s, m []float32) {
+	i8[gguf.TypeQ4_K] = func(w, q []byte, s, m []float32) {
 		if n := len(q) / 256; n > 0 {
 			_, _, _ = w[144*n-1], s[8*n-1], m[8*n-1]
 			i8Q4_KAVX512(&w[0], &q[0], &s[0], &m[0], n)
 		}
 	}
-	fastInt8[gguf.TypeQ6_K] = func(w, q []byte, s, _ []float32) {
+	i8[gguf.TypeQ6_K] = func(w, q []byte, s, _ []float32) {
 		if n := len(q) / 256; n > 0 {
 			_, _ = w[210*n-1], s[16*n-1]
 			i8Q6_KAVX512(&w[0], &q[0], &s[0], n)

@@ -45,7 +45,7 @@ func (v *Vocab) Encode(text []byte) []int32 {
 // index builds the encoder from the vocabulary's GGUF form.
 func (v *Vocab) index() {
 	tokens, _, merges := v.GGUF()
-	m, err := tbpe.New(tokens, nil, merges, gpt2)
+	m, err := tbpe.New(tokens, merges, gpt2)
 	if err != nil {
 		panic("bpe: " + err.Error()) // New fails only without a pre-tokenizer
 	}

@@ -18,7 +18,7 @@
 //     MANIFEST [--quick];
 //   - ppl-window: --protocol, --context, --stride, --max-windows;
 //   - ppl-score: --reference, --kv-dtype, --reference-kv-dtype,
-//     --activations, --device, --threads;
+//     --activations, --device, --devices, --gpu-weights, --threads;
 //   - every stage: --no-cache, --log-level.
 //
 // A stage that fails stops the run: ppl run names it and exits with its
@@ -68,8 +68,10 @@ type runFlags struct {
 	Reference string   `help:"A reference model: KL divergence of the model from it (ppl-score)." type:"path"`
 	KVDtype   string   `name:"kv-dtype" help:"KV cache format (ppl-score)."`
 	RefKV     string   `name:"reference-kv-dtype" help:"The reference's KV cache format (ppl-score)."`
-	Act       string   `name:"activations" help:"Arithmetic of products: fp32 or int8 (ppl-score)."`
+	Act       string   `name:"activations" help:"Arithmetic: fp32, int8 or ggml (ppl-score)."`
 	Device    string   `help:"Where to score: auto, cpu, cuda, cuda:N (ppl-score)."`
+	Devices   string   `placeholder:"N,N,..." help:"Score on several devices at once, one engine each: 0,1,2,3 (ppl-score)."`
+	GPUWts    string   `name:"gpu-weights" help:"GPU weight storage: quantized or bf16 (ppl-score)."`
 	Threads   int      `help:"CPU threads (ppl-score; default all)."`
 	Output    string   `short:"o" help:"Directory for report.json (ppl-aggregate's default when absent)."`
 	NoCache   bool     `help:"Neither read nor write the cache (every stage)."`
@@ -171,7 +173,7 @@ func plan(r *runFlags) ([]stage, error) {
 	score := []string{"--model", r.Model}
 	for _, o := range []struct{ flag, v string }{
 		{"--reference", r.Reference}, {"--kv-dtype", r.KVDtype}, {"--reference-kv-dtype", r.RefKV},
-		{"--activations", r.Act}, {"--device", r.Device},
+		{"--activations", r.Act}, {"--device", r.Device}, {"--devices", r.Devices}, {"--gpu-weights", r.GPUWts},
 	} {
 		if o.v != "" {
 			score = append(score, o.flag, o.v)

@@ -33,8 +33,12 @@
 //
 // --model M.gguf is required. --kv-dtype chooses how the attention cache
 // stores keys and values: f32 (exact), f16, bf16 (default), int8, fp8,
-// k8v4, nvfp4; on the CPU each format is simulated exactly as the GPU
-// stores it (package ppl.dev/score/kvcache documents the byte layouts).
+// k8v4, nvfp4; llama.cpp's cache types q8_0, q4_0, q4_1, q5_0, q5_1,
+// iq4_nl (as its -ctk X -ctv X, blocks of 32 along each head); rk8v4,
+// rk4v4, rk2v4 (keys rotated per head by a Walsh-Hadamard transform, then
+// 8-, 4- or 2-bit; values as k8v4's; the head size must be a power of
+// two). On the CPU each format is simulated exactly as the GPU stores it
+// (package ppl.dev/score/kvcache documents the byte layouts).
 // --reference-kv-dtype sets the reference model's (default: --kv-dtype).
 //
 // RoPE (each value finite and positive): --rope-freq-base overrides the
@@ -44,12 +48,18 @@
 // is --rope-scaling-original-context (default: the model's training context);
 // --rope-yarn-factor F sets the factor explicitly.
 //
-// --activations fp32|int8, on the CPU: fp32 (the default) keeps activations
-// in float32 and decodes quantized weights to float32 for each product
-// (within about 1e-6 of float64 per log-prob); int8 quantizes activations
-// to 8 bits per block of 32 and multiplies them with the weights' integers,
-// as llama.cpp does on the CPU (about twice as fast, and as far from exact
-// as llama.cpp). The header and the cache keys record the mode.
+// --activations fp32|int8|ggml, on the CPU: fp32 (the default) keeps
+// activations in float32 and decodes quantized weights to float32 for each
+// product (within about 1e-6 of float64 per log-prob); int8 quantizes
+// activations to 8 bits per block of 32 and multiplies them with the
+// weights' integers, as llama.cpp does on the CPU (about twice as fast, and
+// as far from exact as llama.cpp, though not in the same way: it sums in
+// its own order); ggml is int8 with every float32 operation in ggml-cpu's
+// order too (RMSNorm, RoPE with glibc's sinf/cosf, SwiGLU, flash attention
+// over an f16 cache, Q8_0 products in ggml's lanes), which gives
+// llama-perplexity's log-probs to the bit on Q8_0 models with --kv-dtype
+// f16, and is many times slower (plain Go). The header and the cache keys
+// record the mode.
 //
 // --ssm-state-dtype f32|f16|bf16 chooses the dtype the recurrent state of
 // Gated DeltaNet layers (qwen35, qwen35moe, qwen3next) is rounded to after
@@ -65,9 +75,17 @@
 // (the default) scores on the first CUDA GPU when the machine has a usable
 // one and on the CPU otherwise, saying why on stderr; cuda or cuda:N fails
 // when there is no such GPU. On a GPU, weights are rounded to bf16 and
-// products take half-precision inputs (package ppl.dev/score/cuda); the
+// products take half-precision inputs (package ppl.dev/score/cuda);
+// --gpu-weights quantized (the default) keeps the file's blocks on the GPU
+// and dequantizes them at each product, bf16 uploads a bf16 copy made on
+// the host (more memory, the same numbers); the
 // header records the GPU, its driver and CUDA versions and the precision,
-// and the end of the log the peak GPU memory. --cache-dir DIR (default $PPL_CACHE_DIR, else the user cache
+// and the end of the log the peak GPU memory. --devices 0,1,2,3 loads the
+// model (and the reference) once per listed device of --device's kind
+// (cuda when --device is auto) and deals the windows to whichever engine is
+// free; the output is written in input order and holds the same numbers as
+// one engine's (an index may repeat, for two engines on one device; CPU
+// engines share --threads). --cache-dir DIR (default $PPL_CACHE_DIR, else the user cache
 // directory) keeps every scored window, keyed by the model's sha256, the
 // window's tokens and every setting that changes numbers: a rerun replays
 // them, and an interrupted run resumes where it stopped. A replayed entry
@@ -93,6 +111,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/alecthomas/kong"
@@ -109,12 +128,14 @@ type flags struct {
 	Input           string           `arg:"" optional:"" name:"file" default:"-" help:"ppl-window output to read (.zst: zstd-compressed); - or none for standard input."`
 	Model           string           `required:"" placeholder:"M.gguf" help:"The model to score with (GGUF)."`
 	Reference       string           `placeholder:"REF.gguf" help:"Also score with this reference model and write KL(REF || model), its log-probs and top-1 agreement per target."`
-	KVDtype         string           `name:"kv-dtype" default:"bf16" enum:"f32,f16,bf16,int8,fp8,k8v4,nvfp4" help:"KV cache storage: f32, f16, bf16, int8, fp8, k8v4 or nvfp4 (default ${default})."`
-	RefKVDtype      string           `name:"reference-kv-dtype" enum:",f32,f16,bf16,int8,fp8,k8v4,nvfp4" default:"" help:"KV cache storage of the reference model (default: --kv-dtype)."`
+	KVDtype         string           `name:"kv-dtype" default:"bf16" enum:"f32,f16,bf16,int8,fp8,k8v4,nvfp4,q8_0,q4_0,q4_1,q5_0,q5_1,iq4_nl,rk8v4,rk4v4,rk2v4" help:"KV cache storage: f32, f16, bf16, int8, fp8, k8v4, nvfp4, llama.cpp's q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, or Hadamard-rotated keys rk8v4, rk4v4, rk2v4 (default ${default})."`
+	RefKVDtype      string           `name:"reference-kv-dtype" enum:",f32,f16,bf16,int8,fp8,k8v4,nvfp4,q8_0,q4_0,q4_1,q5_0,q5_1,iq4_nl,rk8v4,rk4v4,rk2v4" default:"" help:"KV cache storage of the reference model (default: --kv-dtype)."`
 	Threads         int              `default:"0" help:"Worker threads (default: all cores)."`
-	Activations     string           `default:"fp32" enum:"fp32,int8" help:"CPU arithmetic of products with quantized weights: fp32, or int8 (8-bit activations, integer dot products, as llama.cpp) (default ${default})."`
+	Activations     string           `default:"fp32" enum:"fp32,int8,ggml" help:"CPU arithmetic: fp32; int8 (8-bit activations, integer dot products, as llama.cpp); ggml (int8, and every float operation in llama.cpp's order: its digits, slowly) (default ${default})."`
 	SSMStateDtype   string           `name:"ssm-state-dtype" default:"f32" enum:"f32,f16,bf16" help:"Recurrent state of Gated DeltaNet layers (qwen35, qwen35moe, qwen3next): f32, f16 or bf16 (default ${default})."`
 	Device          string           `default:"auto" placeholder:"DEV" help:"Where to score: auto (a CUDA GPU when one is usable, else the CPU), cpu, cuda or cuda:N (default ${default})."`
+	Devices         string           `placeholder:"N,N,..." help:"Score on several devices of --device's kind at once, one engine each (GPUs 0,1,2,3); an index may repeat. The output is the same as one device's."`
+	GPUWeights      string           `name:"gpu-weights" default:"quantized" enum:"quantized,bf16" help:"How a GPU keeps the weights: quantized (the file's blocks, dequantized at each product) or bf16 (a bf16 copy made on the host, for comparison); the numbers are the same (default ${default})."`
 	RopeFreqBase    float64          `placeholder:"B" help:"Override the model's RoPE frequency base."`
 	RopeScaleFactor float64          `name:"rope-scaling-factor" placeholder:"F" help:"Linear RoPE scaling: positions divided by F."`
 	RopeOrigCtx     int              `name:"rope-scaling-original-context" placeholder:"N" help:"Native context for YaRN (default: the model's training context)."`
@@ -125,6 +146,8 @@ type flags struct {
 	Output          string           `short:"o" placeholder:"FILE" help:"Write to FILE instead of standard output (atomically; .zst compresses)."`
 	LogLevel        string           `default:"info" enum:"debug,info,warn,error" help:"Least severe message to show on stderr: debug, info, warn, error."`
 	Version         kong.VersionFlag `help:"Print the version and exit."`
+
+	devices []int // --devices, parsed; nil for one engine on --device
 }
 
 const description = `Score each window with a GGUF model: stage 3 of
@@ -213,11 +236,57 @@ func (f *flags) validate() error {
 			return command.Usagef("--device %s: no such device (have auto, %s)", f.Device, strings.Join(backend.Names(), ", "))
 		}
 	}
+	if f.Devices != "" {
+		if err := f.parseDevices(); err != nil {
+			return err
+		}
+	}
+	// The CUDA backend reads the weight storage from its environment, as
+	// it reads PPL_CUDA_PRECISION (backend.Open takes model.Options only).
+	if err := os.Setenv("PPL_CUDA_WEIGHTS", f.GPUWeights); err != nil {
+		return err
+	}
 	if f.RefKVDtype == "" {
 		f.RefKVDtype = f.KVDtype
 	}
 	if f.RefKVDtype != f.KVDtype && f.Reference == "" {
 		return command.Usagef("--reference-kv-dtype needs --reference")
+	}
+	return nil
+}
+
+// maxEngines bounds --devices: each engine holds a copy of the model's
+// working memory (and, on the CPU, of nothing else: the weights are mapped
+// once).
+const maxEngines = 64
+
+// parseDevices reads --devices ("0,1,2,3") into f.devices. The devices are
+// of --device's kind: auto means cuda (several engines are for GPUs), and
+// cuda:N, which names one device, conflicts.
+func (f *flags) parseDevices() error {
+	name, _, err := backend.ParseDevice(f.Device)
+	switch {
+	case f.Device == "auto":
+		name = "cuda"
+	case err != nil:
+		return command.Usagef("--device: %v", err)
+	case strings.Contains(f.Device, ":"):
+		return command.Usagef("--device %s names one device; with --devices give --device %s", f.Device, name)
+	}
+	if _, ok := backend.Get(name); !ok {
+		return command.Usagef("--devices: no %s backend in this build", name)
+	}
+	f.Device = name
+	parts := strings.Split(f.Devices, ",")
+	if len(parts) > maxEngines {
+		return command.Usagef("--devices %s: %d engines, at most %d", f.Devices, len(parts), maxEngines)
+	}
+	for _, p := range parts {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 0 || n > 1<<16 {
+			return command.Usagef("--devices %s: %q is not a device index", f.Devices, p)
+		}
+		f.devices = append(f.devices, n)
 	}
 	return nil
 }

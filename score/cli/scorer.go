@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -32,8 +34,10 @@ type scorer struct {
 	cache *cache.Cache // nil with --no-cache
 
 	m, ref       *loaded
-	backend      string // the resolved --device: "cpu", "cuda"
+	engines      []engine // the models on each device: engines[0] holds m and ref
+	backend      string   // the resolved --device: "cpu", "cuda"
 	devIndex     int
+	work         windowRun          // the windows being scored, and the output waiting for them
 	last         *pipe.StreamTokens // the stream being scored
 	tokHeader    *pipe.Tokenizer    // from the tokenize header
 	settingsKey  string             // every setting that changes numbers, for cache keys
@@ -79,6 +83,10 @@ func newScorer(f flags, stderr io.Writer) (*scorer, error) {
 }
 
 func (s *scorer) close() {
+	s.work.stop()
+	for _, e := range s.engines[min(1, len(s.engines)):] {
+		e.close()
+	}
 	if s.m != nil {
 		s.m.Close()
 	}
@@ -123,6 +131,7 @@ func (s *scorer) run(ctx context.Context, r *pipe.Reader, out io.Writer) error {
 		rec, err = r.Next()
 		if err != nil && ctx.Err() != nil {
 			// Ctrl-C stopped the whole pipeline: upstream died mid-stream.
+			s.settle(ctx, w)
 			w.Flush()
 			return s.interrupted()
 		}
@@ -133,6 +142,10 @@ func (s *scorer) run(ctx context.Context, r *pipe.Reader, out io.Writer) error {
 			w.Flush()
 			return err
 		}
+	}
+	if err := s.settle(ctx, w); err != nil {
+		w.Flush()
+		return err
 	}
 	if err := w.End(); err != nil {
 		return err
@@ -209,6 +222,9 @@ func (s *scorer) load(ctx context.Context, proto *pipe.Protocol) error {
 				s.f.Reference, describe(s.ref.tok), describe(s.m.tok))
 		}
 	}
+	if err := s.loadEngines(ctx, opts); err != nil {
+		return err
+	}
 	s.settingsKey = s.cacheSettings()
 	s.log.Infof("loaded %s (%s, %d layers, %d-token vocabulary) in %s; KV cache %s, %s",
 		filepath.Base(s.f.Model), s.m.info.Arch, s.m.Info().HParams.Layers, s.m.Vocab(), time.Since(t0).Round(time.Millisecond), s.m.Info().KVDtype, s.deviceLine())
@@ -226,6 +242,10 @@ func describe(t tokenizer.Tokenizer) string {
 // protocol's context.
 func (s *scorer) options(proto *pipe.Protocol) (model.Options, error) {
 	o := model.Options{Threads: s.f.Threads, KVDtype: s.f.KVDtype, Activations: s.f.Activations, RopeFreqBase: s.f.RopeFreqBase, RopeOrigCtx: s.f.RopeOrigCtx}
+	if n := len(s.f.devices); n > 1 && s.f.Device == "cpu" {
+		// CPU engines share the cores.
+		o.Threads = max(1, cmp.Or(s.f.Threads, runtime.GOMAXPROCS(0))/n)
+	}
 	o.SSMStateDtype = s.f.SSMStateDtype
 	switch {
 	case s.f.RopeScaleFactor > 0:
@@ -278,7 +298,7 @@ func (s *scorer) open(ctx context.Context, path string, opts model.Options) (*lo
 		}
 		return nil, err
 	}
-	m, err := s.openCtx(ctx, path, opts)
+	m, err := s.openCtx(ctx, path, func() (backend.Model, error) { return s.openOn(path, opts) })
 	if err != nil {
 		return nil, err
 	}
@@ -311,17 +331,18 @@ func metadata(f *gguf.File) pipe.Model {
 	return m
 }
 
-// openCtx is openOn that returns at once when ctx is cancelled: a backend
-// reads and converts gigabytes without looking at a context, so the load
-// goes on in a goroutine that the exiting process abandons.
-func (s *scorer) openCtx(ctx context.Context, path string, opts model.Options) (backend.Model, error) {
+// openCtx runs open, a model's load, and returns at once when ctx is
+// cancelled: a backend reads and converts gigabytes without looking at a
+// context, so the load goes on in a goroutine that the exiting process
+// abandons.
+func (s *scorer) openCtx(ctx context.Context, path string, open func() (backend.Model, error)) (backend.Model, error) {
 	type result struct {
 		m   backend.Model
 		err error
 	}
 	c := make(chan result, 1)
 	go func() {
-		m, err := s.openOn(path, opts)
+		m, err := open()
 		c <- result{m, err}
 	}()
 	select {
@@ -353,6 +374,9 @@ func (s *scorer) openOn(path string, opts model.Options) (backend.Model, error) 
 				return nil, command.Usagef("--device %s: %v", s.f.Device, err)
 			}
 			s.backend, s.devIndex = name, index
+			if len(s.f.devices) > 0 {
+				s.devIndex = s.f.devices[0]
+			}
 		}
 	}
 	b, ok := backend.Get(s.backend)
@@ -373,7 +397,11 @@ func (s *scorer) deviceLine() string {
 		return fmt.Sprintf("%d threads, %v kernels, %s activations", d.Threads, nn.CurrentLevel(), d.Activations)
 	}
 	if g, ok := d.Extra["gpu"]; ok {
-		return fmt.Sprintf("%s (%v), %s activations", d.Name, g, d.Activations)
+		line := fmt.Sprintf("%s (%v), %s activations", d.Name, g, d.Activations)
+		if w, ok := d.Extra["weight_storage"]; ok { // which matrices stay quantized, which take a host copy
+			line += fmt.Sprintf(", weights %v", w)
+		}
+		return line
 	}
 	return d.Name
 }
@@ -381,6 +409,9 @@ func (s *scorer) deviceLine() string {
 // header is ppl-score's header record.
 func (s *scorer) header() pipe.Header {
 	info, dev := s.m.Info(), s.m.Device()
+	if len(s.engines) > 1 {
+		dev.Name = s.deviceNames()
+	}
 	sc := &pipe.Score{Tokenizer: s.tokHeader.ID, Device: dev.Name, Threads: dev.Threads, KVDtype: info.KVDtype, Activations: dev.Activations, RoPE: ropeMap(info.Rope), Extra: dev.Extra}
 	sc.SSMStateDtype = info.SSMStateDtype
 	sc.Warnings = s.warnings
@@ -402,6 +433,9 @@ func ropeMap(r model.RopeInfo) map[string]any {
 // headerFlags records the flags that were given.
 func (s *scorer) headerFlags() map[string]any {
 	m := map[string]any{"model": s.f.Model, "kv_dtype": s.f.KVDtype, "device": s.f.Device}
+	if s.f.Devices != "" {
+		m["devices"] = s.f.Devices
+	}
 	if s.f.Reference != "" {
 		m["reference"], m["reference_kv_dtype"] = s.f.Reference, s.f.RefKVDtype
 	}
@@ -438,9 +472,9 @@ func (s *scorer) cacheSettings() string {
 		"device": kind, "activations": dev.Activations, "precision": dev.Extra["precision"], "ref": s.refKey(),
 	}
 	// On an accelerator the numbers also depend on the device, its driver
-	// and libraries and the attention kernel chosen: a window replays only
-	// under the same ones.
-	for _, k := range []string{"gpu", "compute_capability", "driver", "cublas", "attention"} {
+	// and libraries, the attention kernel chosen and the weight storage
+	// (--gpu-weights): a window replays only under the same ones.
+	for _, k := range []string{"gpu", "compute_capability", "driver", "cublas", "attention", "weights"} {
 		if v, ok := dev.Extra[k]; ok {
 			key[k] = v
 		}
@@ -480,7 +514,7 @@ func (s *scorer) record(ctx context.Context, r *pipe.Reader, rec *pipe.Record, s
 	if st != nil {
 		s.last = st
 	}
-	if err := w.Pass(rec); err != nil {
+	if err := s.pass(w, rec); err != nil {
 		return err
 	}
 	if rec.End != nil && rec.End.Stage == pipe.StageTokenize {
@@ -492,29 +526,25 @@ func (s *scorer) record(ctx context.Context, r *pipe.Reader, rec *pipe.Record, s
 		return nil
 	}
 	if err := ctx.Err(); err != nil {
+		s.settle(ctx, w) // what the engines are scoring is kept, and written when it can be
 		return s.interrupted()
 	}
-	sc, err := s.window(r, rec.Window, streams)
+	j, err := s.window(r, rec.Window, streams)
 	if err != nil {
 		return err
 	}
-	err = w.Scores(sc)
-	if err == nil {
-		// Each window costs far more than a write: flushing it at once
-		// stops the run at the first failed write (downstream gone)
-		// instead of scoring on until the buffer fills.
-		err = w.Flush()
+	return s.submit(ctx, w, j)
+}
+
+// written is the error of a failed write of output.
+func (s *scorer) written(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		// Ctrl-C stopped the whole pipeline: downstream is gone, and what
+		// matters is what was kept.
+		s.keep()
+		return s.interrupted()
 	}
-	if err != nil {
-		if ctx.Err() != nil {
-			// Ctrl-C stopped the whole pipeline: downstream is gone, and
-			// what matters is what was kept.
-			return s.interrupted()
-		}
-		return fmt.Errorf("write: %w", err)
-	}
-	s.report(false)
-	return nil
+	return fmt.Errorf("write: %w", err)
 }
 
 // interrupted is the error of a run stopped by SIGINT or SIGTERM: what was
@@ -529,8 +559,9 @@ func (s *scorer) interrupted() error {
 		s.scored+s.replayed, s.scored, s.replayed)
 }
 
-// window scores one window, from the cache when it can.
-func (s *scorer) window(r *pipe.Reader, win *pipe.Window, streams *pipe.Streams) (*pipe.Scores, error) {
+// window prepares one window's job: its scores from the cache when it can,
+// else the tokens to score.
+func (s *scorer) window(r *pipe.Reader, win *pipe.Window, streams *pipe.Streams) (*job, error) {
 	st, ok := streams.Get(win.Stream)
 	if !ok {
 		return nil, r.Errorf("window %d of unknown stream %q", win.Index, win.Stream)
@@ -565,33 +596,34 @@ func (s *scorer) window(r *pipe.Reader, win *pipe.Window, streams *pipe.Streams)
 		if ok {
 			s.replayed++
 			s.targets += len(sc.Logprobs)
-			return sc, nil
+			return &job{sc: sc, done: true}, nil
 		}
 	}
-	t0 := time.Now()
-	var res *model.Result
-	var err error
-	if s.ref != nil {
-		res, err = s.m.ScoreWith(tokens, from, s.ref.Model)
-	} else {
-		res, err = s.m.Score(tokens, from)
+	return &job{sc: sc, tokens: tokens, from: from, group: group, key: key}, nil
+}
+
+// finish takes a computed window's results: counts them and caches them.
+func (s *scorer) finish(j *job) error {
+	sc := j.sc
+	if j.err != nil {
+		return fmt.Errorf("window %d of %s [%d,%d): %w", sc.Index, sc.Stream, sc.Begin, sc.End, j.err)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("window %d of %s [%d,%d): %w", win.Index, win.Stream, win.Begin, win.End, err)
-	}
-	s.computedTime += time.Since(t0)
+	// Engines score side by side: the time a window takes them together.
+	s.computedTime += j.dur / time.Duration(len(s.engines))
+	res := j.res
 	sc.Logprobs, sc.Argmax, sc.KLD, sc.RefLogprobs, sc.Top1Agree = res.Logprobs, res.Argmax, res.KLD, res.RefLogprobs, res.Top1Agree
 	s.scored++
 	s.targets += len(sc.Logprobs)
 	s.computed += len(sc.Logprobs)
 	if s.cache != nil {
 		t0 := time.Now()
-		if err := s.toCache(group, key, sc); err != nil {
-			return nil, err
+		if err := s.toCache(j.group, j.key, sc); err != nil {
+			return err
 		}
 		s.cacheTime += time.Since(t0)
 	}
-	return sc, nil
+	j.done = true
+	return nil
 }
 
 // windowKey hashes the settings, the tokens and where scoring starts.

@@ -8,9 +8,12 @@
 // and scoring (row blocks of logits, the reference model) is model's too.
 // The backend implements each operation on the device:
 //
-//   - weights are dequantized once at load, on the host by ppl.dev/quant
-//     (exact), rounded to bf16 and copied to the GPU; matrix products are
-//     cuBLAS half-precision GEMMs (cublasGemmEx) with float32 accumulation;
+//   - weights stay in the file's GGUF blocks on the GPU and each product
+//     dequantizes the rows it multiplies on the device (qweights.go,
+//     kernels/dequant.cu: ppl.dev/quant's values, rounded to bf16), or
+//     with --gpu-weights bf16 the host makes that bf16 copy at load; matrix
+//     products are cuBLAS half-precision GEMMs (cublasGemmEx) with float32
+//     accumulation;
 //   - the other operations are the kernels of ppl.dev/kernels (CUDA C, one
 //     file per operation, compiled ahead to PTX for compute_80 and embedded),
 //     each written against a named CPU reference and tested against it:

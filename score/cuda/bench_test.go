@@ -35,7 +35,7 @@ import (
 // measured in the same run, the forward pass's share of the time, and peak
 // device memory.
 //
-// Environment: PPL_GPU_BENCH_MODELS (default "1b,8b,qwen3moe-30b-a3b"),
+// Environment: PPL_GPU_BENCH_MODELS (default "1b,8b,qwen3moe-30b-a3b,qwen35-27b"),
 // PPL_GPU_BENCH_CONTEXTS (default "4096/2048,32768/16384": context/stride;
 // the mixture of experts runs the first only), PPL_GPU_BENCH_WINDOWS
 // (timed windows per setting, default 3), PPL_GPU_BENCH_SECONDS (stop
@@ -67,6 +67,9 @@ var benchShapes = []benchShape{
 // the n(n+1)/2 query-key pairs of each head) and of the output head over
 // the scored rows.
 func windowFLOPs(hp model.HParams, n, scored int) (linear, attn, head float64) {
+	if f := archFLOPs[hp.Arch]; f != nil { // bench_qwen35_test.go
+		return f(hp, n, scored)
+	}
 	qd, kvd := float64(hp.Heads*hp.HeadDim), float64(hp.KVHeads*hp.HeadDim)
 	E, F := float64(hp.Embd), float64(hp.FFN)
 	ffn := 3 * E * F
@@ -96,12 +99,25 @@ func syntheticModel(e *Engine, s benchShape, p Precision, kv string, seed uint64
 	if err := writeSkeleton(path, s); err != nil {
 		return nil, err
 	}
+	// Matrices filled on the device in their half type, as before weights
+	// stayed quantized (the F16 skeleton would otherwise be kept as F16
+	// blocks): TestBenchmarkWeights compares the two storages.
+	if p.Storage == "" {
+		p.Storage = WeightsBF16
+	}
 	return load(e, path, model.Options{KVDtype: kv}, p, seed)
 }
 
 // writeSkeleton writes a GGUF file of shape s (F16 matrices, F32 norms)
 // whose tensor data are zeros left as a hole in a sparse file.
-func writeSkeleton(path string, s benchShape) error {
+func writeSkeleton(path string, s benchShape) error { return writeSkeletonTyped(path, s, nil) }
+
+// writeSkeletonTyped is writeSkeleton with each matrix of type typ(name)
+// (F16 when typ is nil): a quantized synthetic model (qweights_bench_test.go).
+func writeSkeletonTyped(path string, s benchShape, typ func(name string) gguf.Type) error {
+	if d, ok := qwen35Bench[s.name]; ok { // bench_qwen35_test.go
+		return writeSkeletonQwen35(path, s, d)
+	}
 	hp, arch := s.hp, s.hp.Arch
 	w := gguf.NewWriter()
 	w.Add("general.architecture", arch)
@@ -121,13 +137,16 @@ func writeSkeleton(path string, s benchShape) error {
 		w.Add(arch+".expert_feed_forward_length", uint32(m.FFN))
 	}
 	zero := make([]byte, 16<<20)
-	add := func(name string, typ gguf.Type, shape ...uint64) {
-		rs, _ := typ.RowSize(shape[0])
+	add := func(name string, typ0 gguf.Type, shape ...uint64) {
+		if typ0 == gguf.TypeF16 && typ != nil {
+			typ0 = typ(name)
+		}
+		rs, _ := typ0.RowSize(shape[0])
 		size := rs
 		for _, d := range shape[1:] {
 			size *= d
 		}
-		w.AddTensorFunc(name, typ, shape, func(out io.Writer) error {
+		w.AddTensorFunc(name, typ0, shape, func(out io.Writer) error {
 			for left := size; left > 0; {
 				n := min(left, uint64(len(zero)))
 				if _, err := out.Write(zero[:n]); err != nil {
@@ -303,7 +322,7 @@ func TestBenchmark(t *testing.T) {
 		loads["Q8_0"]/1e9, loads["F16"]/1e9, 8e9/loads["Q8_0"], 8e9/loads["F16"])
 	out["host_load_gweights_per_s"] = loads
 
-	wantModels := strings.Split(envOr("PPL_GPU_BENCH_MODELS", "1b,8b,qwen3moe-30b-a3b"), ",")
+	wantModels := strings.Split(envOr("PPL_GPU_BENCH_MODELS", "1b,8b,qwen3moe-30b-a3b,qwen35-27b"), ",")
 	var ctxs [][2]int
 	for _, c := range strings.Split(envOr("PPL_GPU_BENCH_CONTEXTS", "4096/2048,32768/16384"), ",") {
 		var n, s int

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"strings"
 
 	"ppl.dev/gguf"
 	"ppl.dev/quant"
@@ -11,7 +12,10 @@ import (
 // matrix (a tensor of two or more dimensions) stored as BF16, rounded from
 // its exact dequantized values as Load rounds weights for the GPU. Scoring
 // dst on the CPU gives the reference for the GPU's numbers: the same
-// weights, float32 activations. Metadata and vectors are copied unchanged.
+// weights, float32 activations. Metadata and vectors are copied unchanged,
+// and so are the 2-D tensors the architectures bind as vectors of weights
+// (vectorTensor: Gated DeltaNet's ssm_conv1d), which the GPU keeps in
+// float32 as the file has them.
 func WriteBF16Copy(src, dst string) error {
 	f, err := gguf.Open(src)
 	if err != nil {
@@ -25,7 +29,7 @@ func WriteBF16Copy(src, dst string) error {
 	for _, t := range f.Tensors {
 		data := f.Data(t)
 		typ := t.Type
-		if len(t.Shape) >= 2 && t.Type != gguf.TypeBF16 {
+		if len(t.Shape) >= 2 && t.Type != gguf.TypeBF16 && !vectorTensor(t.Name) {
 			vals := make([]float32, t.Elements())
 			if err := quant.Dequantize(t.Type, data, vals); err != nil {
 				return fmt.Errorf("%s: tensor %s: %w", src, t.Name, err)
@@ -42,4 +46,11 @@ func WriteBF16Copy(src, dst string) error {
 		}
 	}
 	return w.WriteFile(dst)
+}
+
+// vectorTensor reports a tensor of two or more dimensions that package
+// model binds as an ml.Vector (weights decoded to float32 at load, not a
+// Matrix): Gated DeltaNet's convolution, ne {d_conv, channels}.
+func vectorTensor(name string) bool {
+	return strings.HasSuffix(name, ".ssm_conv1d.weight")
 }

@@ -239,12 +239,16 @@ func TestEndToEnd(t *testing.T) {
 // rounding boundary can land on another code, a step of the format: the
 // coarser the format, the larger the difference a flip makes, and the
 // looser the bounds (measured on the simulator: int8 0.021, fp8 0.040,
-// k8v4 0.057, nvfp4 0.21 at most per token on 383 targets).
+// k8v4 0.057, nvfp4 0.21 at most per token on 383 targets; q8_0 0.016,
+// q4_0 0.093, q4_1 0.089, q5_0 0.048, q5_1 0.056, iq4_nl 0.128, rk8v4
+// 0.072, rk4v4 0.081, rk2v4 0.285).
 func TestEndToEndKV(t *testing.T) {
 	dir, stems := e2eSetup(t)
 	bounds := map[string][2]float64{ // max |Δ log p|, |PPL ratio - 1|
 		"f32": {0.02, 0.001}, "f16": {0.02, 0.001}, "int8": {0.05, 0.002},
 		"fp8": {0.1, 0.004}, "k8v4": {0.15, 0.005}, "nvfp4": {0.5, 0.01},
+		"q8_0": {0.05, 0.002}, "q4_0": {0.15, 0.005}, "q4_1": {0.15, 0.005}, "q5_0": {0.1, 0.003}, "q5_1": {0.1, 0.003},
+		"iq4_nl": {0.2, 0.005}, "rk8v4": {0.15, 0.005}, "rk4v4": {0.15, 0.005}, "rk2v4": {0.5, 0.01},
 	}
 	onDevices(t, func(t *testing.T, e *Engine) {
 		if e.Ordinal < 0 && os.Getenv("PPL_CUDA_SIM_E2E") != "1" {
@@ -262,7 +266,7 @@ func TestEndToEndKV(t *testing.T) {
 		}
 		toks := e2eTokens(dir, stem, info.Vocab(), 512)
 		info.Close()
-		for _, kv := range []string{"f32", "f16", "int8", "fp8", "k8v4", "nvfp4"} {
+		for _, kv := range []string{"f32", "f16", "int8", "fp8", "k8v4", "nvfp4", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "rk8v4", "rk4v4", "rk2v4"} {
 			t.Run(kv, func(t *testing.T) {
 				s := e2eCase(t, e, Mixed, path, bf, kv, []e2eWindow{{0, 256, 1}, {100, 356, 228}}, toks, false)
 				t.Logf("%s cache: %v", kv, s)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"ppl.dev/kernels"
 	"strings"
 
 	"ppl.dev/quant"
@@ -36,7 +37,8 @@ import (
 // llama.cpp keeps it (a product of experts × width, negligible beside the
 // experts'), so that the logits that choose experts carry no rounding of
 // their own; every other matrix takes Precision.Weights. Every weight is
-// first dequantized exactly on the host and rounded to bf16 (convertRows),
+// dequantized exactly and rounded to bf16 (on the device at each product
+// from the file's blocks, qweights.go, or once on the host, convertRows),
 // so a bf16 copy of the file (WriteBF16Copy) holds the GPU's weights for
 // the CPU reference.
 //
@@ -46,9 +48,9 @@ import (
 // Attention uses the tensor-core kernel when its check at load passed for
 // the layer's head shape, else the plain one; a sliding window or sinks
 // always take the plain kernel. MLP and Experts have every ml.Act (SwiGLU,
-// GeGLU, gpt-oss's clamped SwiGLU). Operations of package ml's extension
-// interfaces are not implemented here: an architecture that needs one
-// refuses this backend at load (model.Checker).
+// GeGLU, gpt-oss's clamped SwiGLU). Package ml's extension interfaces
+// live in their own files: recurrent.go (ml.Recurrent), latent.go
+// (ml.Latent), gemma4.go (ml.Gemma4).
 //
 // Scratch memory is an arena of device chunks (Alloc, Mark, Release,
 // Reset); it grows to the largest window seen, is made one chunk again at
@@ -68,9 +70,11 @@ type gpuBackend struct {
 	scratch     arena
 	kk, kv      *kvTensor
 	ropes       map[*nn.RoPE]*ropeTab
-	ones        map[int]ptr          // weightless norms by width
-	flash       map[attnShape]string // attention kernel choice by shape ("" = tensor cores)
-	attn        string               // the model's attention kernel, for headers
+	ones        map[int]ptr            // weightless norms by width
+	flash       map[attnShape]string   // attention kernel choice by shape ("" = tensor cores)
+	attn        string                 // the model's attention kernel, for headers
+	cols        map[colsKey]*colsTable // column tables on the device (recurrent.go)
+	qw          qweights               // weight storage (qweights.go)
 	err         error
 	closed      bool
 }
@@ -80,10 +84,12 @@ type attnShape struct{ heads, kvheads, hd int }
 
 // gmat is a prepared matrix: rows (out × experts) of in values of type t
 // (a half type, or float32 for a router), and an optional float32 bias
-// (out × experts).
+// (out × experts). A matrix kept in its GGUF blocks (q, qweights.go) has
+// no dense rows (p is 0): a product dequantizes them into type t first.
 type gmat struct {
 	p, bias ptr
 	t       cublas.DataType
+	q       *qmat
 }
 
 // elemBytes is the size of one element of a matrix of type t.
@@ -133,8 +139,17 @@ func newBackend(e *Engine, info model.Info, opts model.Options, p Precision) (*g
 	b := &gpuBackend{e: e, prec: p, threads: opts.Threads, kvK: kk, kvV: kv,
 		ropes: map[*nn.RoPE]*ropeTab{}, ones: map[int]ptr{}, flash: map[attnShape]string{}}
 	hp := info.HParams
-	if hp.HeadDim > 256 || hp.HeadDim%2 != 0 {
-		return nil, fmt.Errorf("cuda: head size %d not supported (at most 256, even)", hp.HeadDim)
+	maxHD := 256
+	if hp.Arch == "deepseek2" { // key_length is the latent key (kv_lora + rope), which only LatentAttention reads (latent.go)
+		maxHD = latentMaxDim
+	}
+	if hp.HeadDim > maxHD || hp.HeadDim%2 != 0 {
+		return nil, fmt.Errorf("cuda: head size %d not supported (at most %d, even)", hp.HeadDim, maxHD)
+	}
+	if kernels.KVRotated(kk) {
+		if err := checkRotated(hp.HeadDim); err != nil {
+			return nil, fmt.Errorf("--kv-dtype %s: %w", info.KVDtype, err)
+		}
 	}
 	why, err := b.attnKernel(attnShape{hp.Heads, hp.KVHeads, hp.HeadDim})
 	if err != nil {
@@ -212,6 +227,9 @@ func (b *gpuBackend) allocW(bytes int64) (ptr, error) {
 }
 
 func (b *gpuBackend) Prepare(w *ml.Matrix) error {
+	if ok, err := b.prepareQuantized(w); ok {
+		return err
+	}
 	t := b.storage(w.Name)
 	rows := w.Out * max(w.Experts, 1)
 	p, err := b.allocW(elemBytes(t) * int64(rows) * int64(w.In))
@@ -272,8 +290,12 @@ func (b *gpuBackend) PrepareVector(v *ml.Vector) error {
 	var p ptr
 	var err error
 	if b.synth != 0 { // unit norms
+		fill := float32(1)
+		if strings.HasSuffix(v.Name, ".ssm_a") {
+			fill = -1 // Gated DeltaNet's A = -exp(A_log): decays below 1, or the state grows without bound
+		}
 		if p, err = b.allocW(int64(4 * len(v.V))); err == nil {
-			err = b.e.Do(func() error { return b.e.fillF32(p, int64(len(v.V)), 1) })
+			err = b.e.Do(func() error { return b.e.fillF32(p, int64(len(v.V)), fill) })
 		}
 	} else {
 		p, err = b.vectorData(v.V)
@@ -424,6 +446,7 @@ func (b *gpuBackend) Close() error {
 		e.freeKV(b.kk)
 		e.freeKV(b.kv)
 		b.kk, b.kv = nil, nil
+		e.release(&b.qw.operand)
 		for _, r := range b.ropes {
 			e.release(&r.cos)
 			e.release(&r.sin)
@@ -452,6 +475,9 @@ func (b *gpuBackend) Embed(dst ml.Tensor, w *ml.Matrix, tokens []int32) {
 		if err != nil {
 			return err
 		}
+		if m.q != nil {
+			return b.qembed(d, w, tok, len(tokens))
+		}
 		return b.e.embed(d.p, m.p, tok, len(tokens), w.In, m.t)
 	})
 }
@@ -469,13 +495,21 @@ func (b *gpuBackend) halfInput(x *gt, t cublas.DataType) (ptr, error) {
 	return h, b.e.castHalf(h, x.p, x.count(), t)
 }
 
-// product computes dst = x·Wᵀ + bias, x already in w's type (rows of
+// product computes dst = (x·Wᵀ)·scale + bias, x already in w's type (rows of
 // w.In), for rows rows; w's expert e of a stack.
 func (b *gpuBackend) product(dst *gt, xh ptr, w *ml.Matrix, e, rows int) error {
 	m := gm(w)
-	wp := m.p + ptr(elemBytes(m.t)*int64(e)*int64(w.Out)*int64(w.In))
-	if err := b.e.gemm(dst.p, f32, w.Out, xh, w.In, wp, m.t, rows, w.In, w.Out, 0); err != nil {
+	if m.q != nil {
+		if err := b.qproduct(dst, xh, w, e, rows); err != nil {
+			return err
+		}
+	} else if err := b.e.gemm(dst.p, f32, w.Out, xh, w.In, m.p+ptr(elemBytes(m.t)*int64(e)*int64(w.Out)*int64(w.In)), m.t, rows, w.In, w.Out, 0); err != nil {
 		return err
+	}
+	if w.Scale != nil {
+		if err := b.e.scaleF32(dst.p, int64(rows)*int64(w.Out), w.Scale[e]); err != nil {
+			return err
+		}
 	}
 	if m.bias != 0 {
 		return b.e.addBias(dst.p, m.bias+ptr(4*e*w.Out), rows, w.Out)

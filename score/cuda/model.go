@@ -37,6 +37,11 @@ type Precision struct {
 	Name    string
 	Weights cublas.DataType // matrices, and the inputs of their products
 	Down    cublas.DataType // ffn_down*, and its input (the gated activation)
+	// Storage is how matrices are kept on the device (qweights.go):
+	// WeightsQuantized ("" too) as the file's blocks, dequantized at each
+	// product, or WeightsBF16, the host's bf16 copy. The halves the
+	// products multiply are the same either way.
+	Storage string
 }
 
 var (
@@ -48,9 +53,9 @@ var (
 	// input, silu(gate)·up, is not normalized and can exceed fp16's range.
 	// The simulator measured bf16 inputs at up to 0.027 per token from the
 	// CPU on the oracle models, fp16 inputs at a third of that.
-	Mixed = Precision{"mixed", cublas.R16F, cublas.R16BF}
+	Mixed = Precision{Name: "mixed", Weights: cublas.R16F, Down: cublas.R16BF}
 	// BF16 stores every matrix and every product input as bf16.
-	BF16 = Precision{"bf16", cublas.R16BF, cublas.R16BF}
+	BF16 = Precision{Name: "bf16", Weights: cublas.R16BF, Down: cublas.R16BF}
 )
 
 // Model is a GGUF model on a GPU: package model's architecture and
@@ -68,7 +73,8 @@ type Model struct {
 	attn        string // which attention kernel runs, and why
 	flash       bool   // the tensor-core one
 	loadTime    time.Duration
-	weightBytes int64
+	weightBytes int64 // on the device
+	bf16Bytes   int64 // what the bf16 copy of the matrices takes (the matrices alone)
 }
 
 // Load loads the GGUF model at path onto CUDA device ordinal with the
@@ -79,8 +85,14 @@ type Model struct {
 // GPU. An architecture that needs operations this backend lacks (a
 // model.Checker) is refused with their names.
 //
-// The precision is Mixed, or BF16 when $PPL_CUDA_PRECISION is "bf16".
+// The precision is Mixed, or BF16 when $PPL_CUDA_PRECISION is "bf16"; the
+// weights stay quantized on the device unless $PPL_CUDA_WEIGHTS is "bf16"
+// (ppl-score --gpu-weights).
 func Load(path string, opts model.Options, ordinal int) (*Model, error) {
+	storage, err := weightsFromEnv()
+	if err != nil {
+		return nil, err
+	}
 	e, err := Open(ordinal)
 	if err != nil {
 		return nil, err
@@ -89,6 +101,7 @@ func Load(path string, opts model.Options, ordinal int) (*Model, error) {
 	if os.Getenv("PPL_CUDA_PRECISION") == "bf16" {
 		p = BF16
 	}
+	p.Storage = storage
 	return loadOn(e, path, opts, p)
 }
 
@@ -110,6 +123,7 @@ func load(e *Engine, path string, opts model.Options, p Precision, synth uint64)
 		b, err = newBackend(e, info, opts, p)
 		if b != nil {
 			b.synth = synth
+			b.qw.mode = p.storage()
 		}
 		return b, err
 	}
@@ -119,7 +133,7 @@ func load(e *Engine, path string, opts model.Options, p Precision, synth uint64)
 	}
 	info := mm.Info()
 	info.Activations = p.activations()
-	m := &Model{Model: mm, e: e, b: b, info: info, prec: p, attn: b.attn, weightBytes: b.weightBytes,
+	m := &Model{Model: mm, e: e, b: b, info: info, prec: p, attn: b.attn, weightBytes: b.weightBytes, bf16Bytes: b.qw.bf16Bytes,
 		flash: strings.HasPrefix(b.attn, "tensor-core")}
 	if err := e.Do(func() error { return e.sync("loading the weights") }); err != nil {
 		mm.Close()
@@ -237,6 +251,14 @@ func (m *Model) ScoreWith(tokens []int32, scoreFrom int, ref backend.Model) (*mo
 	return res, err
 }
 
+// storage is p.Storage, WeightsQuantized when empty.
+func (p Precision) storage() string {
+	if p.Storage == "" {
+		return WeightsQuantized
+	}
+	return p.Storage
+}
+
 // activations names the arithmetic of products for headers and cache keys.
 func (p Precision) activations() string {
 	if p.Weights == p.Down {
@@ -278,14 +300,16 @@ func (m *Model) Device() backend.Device {
 		"weight_bytes":       m.weightBytes,
 		"load_seconds":       math.Round(m.loadTime.Seconds()*1000) / 1000,
 		"attention":          m.attn,
+		"weights":            m.prec.storage(),
+		"weight_storage":     m.b.qw.describe(),
 	}}
 }
 
 // Report says what the run cost on the GPU.
 func (m *Model) Report() string {
 	e := m.e
-	return fmt.Sprintf("%s: %s of bf16-rounded weights (%s) loaded in %.1fs; peak GPU memory %s allocated by ppl, %s in use on the device; attention: %s",
-		e.Describe(), humanBytes(m.weightBytes), m.prec.describe(), m.loadTime.Seconds(), humanBytes(e.PeakAllocated()),
+	return fmt.Sprintf("%s: %s of weights, %s (matrices as a bf16 copy: %s), products on bf16-rounded weights (%s), loaded in %.1fs; peak GPU memory %s allocated by ppl, %s in use on the device; attention: %s",
+		e.Describe(), humanBytes(m.weightBytes), m.b.qw.describe(), humanBytes(m.bf16Bytes), m.prec.describe(), m.loadTime.Seconds(), humanBytes(e.PeakAllocated()),
 		humanBytes(int64(e.PeakDeviceUsed())), m.attn)
 }
 

@@ -148,7 +148,20 @@ const (
 	kvFP8   = kernels.KVFP8
 	kvQ4    = kernels.KVQ4
 	kvNVFP4 = kernels.KVNVFP4
+	kvQ8_0  = kernels.KVQ8_0
+	kvQ4_1  = kernels.KVQ4_1
+	kvQ5_0  = kernels.KVQ5_0
+	kvQ5_1  = kernels.KVQ5_1
+	kvIQ4NL = kernels.KVIQ4NL
+	kvQ2    = kernels.KVQ2
+	kvRInt8 = kernels.KVRInt8
+	kvRQ4   = kernels.KVRQ4
+	kvRQ2   = kernels.KVRQ2
 )
+
+// kvBlockBytes are the bytes of one block of 32 of the ggml-style block
+// formats (kv_block_bytes in kvformat.cuh).
+var kvBlockBytes = map[int]int64{kvQ8_0: 34, kvQ4_1: 20, kvQ5_0: 22, kvQ5_1: 24, kvIQ4NL: 18, kvQ2: 10, kvRQ2: 10}
 
 // kvIDs maps a kvcache codec name to its format id.
 var kvIDs = func() map[string]int {
@@ -182,10 +195,12 @@ func kvSizes(format int, groups int64, hd int) (data, scales int64) {
 		return 4 * n, 0
 	case kvF16, kvBF16:
 		return 2 * n, 0
-	case kvInt8, kvFP8:
+	case kvInt8, kvFP8, kvRInt8:
 		return n, 4 * groups
-	case kvQ4:
+	case kvQ4, kvRQ4:
 		return groups * int64((hd+31)/32) * 18, 0
+	case kvQ8_0, kvQ4_1, kvQ5_0, kvQ5_1, kvIQ4NL, kvQ2, kvRQ2:
+		return groups * int64((hd+31)/32) * kvBlockBytes[format], 0
 	case kvNVFP4:
 		return groups * int64((hd+1)/2), groups * int64((hd+15)/16)
 	}
@@ -200,6 +215,7 @@ type kvTensor struct {
 	hd           int
 	data, scales buf
 	words        buf // [0] the nvfp4 tensor scale (float), [1] its amax (bits)
+	qrot         buf // rotated keys: the queries rotated to match (attention)
 }
 
 func (e *Engine) newKV(format int, groups int64, hd int) (*kvTensor, error) {
@@ -228,6 +244,7 @@ func (e *Engine) freeKV(t *kvTensor) {
 	e.release(&t.data)
 	e.release(&t.scales)
 	e.release(&t.words)
+	e.release(&t.qrot)
 }
 
 func (t *kvTensor) tscale() ptr { return t.words.at(0) }
@@ -246,6 +263,13 @@ func (e *Engine) kvStore(t *kvTensor, x ptr, tokens, heads, hd int) error {
 		return e.launch("kv_store_scaled", gridFor(groups), block256, t.data.p, t.scales.p, x, groups, hd, t.format)
 	case kvQ4:
 		return e.launch("kv_store_q4", gridFor(groups*int64((hd+31)/32)), block256, t.data.p, x, groups, hd)
+	case kvQ8_0, kvQ4_1, kvQ5_0, kvQ5_1, kvIQ4NL, kvQ2:
+		return e.launch("kv_store_ggml", gridFor(groups*int64((hd+31)/32)), block256, t.data.p, x, groups, hd, t.format)
+	case kvRInt8, kvRQ4, kvRQ2:
+		if err := checkRotated(hd); err != nil {
+			return err
+		}
+		return e.launch("kv_store_rot", gridFor(groups), block256, t.data.p, t.scales.p, x, groups, hd, t.format, kvcache.HadamardScale(hd))
 	case kvNVFP4:
 		amax := t.words.at(4)
 		if err := e.dev.memsetD32(amax, 0, 1); err != nil {
@@ -260,10 +284,56 @@ func (e *Engine) kvStore(t *kvTensor, x ptr, tokens, heads, hd int) error {
 	return fmt.Errorf("cuda: unknown KV format %d", t.format)
 }
 
-// kvDecode writes t's first tokens×heads groups back as f32 (tests).
+// kvDecode writes t's first tokens×heads groups back as f32 (tests), as
+// kvcache's Decode: a rotated format's heads are rotated back.
 func (e *Engine) kvDecode(out ptr, t *kvTensor, tokens, heads int) error {
 	n := int64(tokens) * int64(heads) * int64(t.hd)
-	return e.launch("kv_decode", gridFor(n), block256, out, t.format, t.data.p, t.scales.p, t.tscale(), int64(tokens), heads, t.hd)
+	if err := e.launch("kv_decode", gridFor(n), block256, out, t.format, t.data.p, t.scales.p, t.tscale(), int64(tokens), heads, t.hd); err != nil {
+		return err
+	}
+	if !kernels.KVRotated(t.format) {
+		return nil
+	}
+	return e.rotate(out, out, int64(tokens)*int64(heads), t.hd)
+}
+
+// checkRotated refuses head sizes the Hadamard kernels cannot rotate.
+func checkRotated(hd int) error {
+	if hd <= 0 || hd > 256 || hd&(hd-1) != 0 {
+		return fmt.Errorf("cuda: rotated KV cache formats need a power-of-two head size of at most 256, not %d", hd)
+	}
+	return nil
+}
+
+// rotate: out (rows, n) f32 <- each row times the normalised Walsh-Hadamard
+// matrix (kvcache.Hadamard); out may be x.
+func (e *Engine) rotate(out, x ptr, rows int64, n int) error {
+	if err := checkRotated(n); err != nil {
+		return err
+	}
+	return e.launch("kv_rotate", gridFor(rows), block256, out, x, rows, n, kvcache.HadamardScale(n))
+}
+
+// attnQuery returns the queries attention reads with the key cache k: q
+// itself, or for a rotated key format q's heads rotated into k's buffer
+// (q·(H r̂) = (H q)·r̂ with H the normalised Walsh-Hadamard matrix, its own
+// inverse), which attention then reads against the stored rotated keys.
+func (e *Engine) attnQuery(q ptr, n, heads, hd int, k *kvTensor) (ptr, error) {
+	if !kernels.KVRotated(k.format) {
+		return q, nil
+	}
+	need := 4 * int64(n) * int64(heads) * int64(hd)
+	if k.qrot.bytes < need {
+		if err := e.sync("before growing the rotated query buffer"); err != nil { // earlier kernels may still read it
+			return 0, err
+		}
+		e.release(&k.qrot)
+		var err error
+		if k.qrot, err = e.alloc(need); err != nil {
+			return 0, err
+		}
+	}
+	return k.qrot.p, e.rotate(k.qrot.p, q, int64(n)*int64(heads), hd)
 }
 
 // flashHeadDims are the head sizes with a tensor-core attention kernel.
@@ -279,6 +349,10 @@ func (e *Engine) attention(out, q ptr, n, heads, kvheads, hd int, scale float64,
 	}
 	kargs := []any{k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), isF16(ot)}
 	if flash && flashHeadDims[hd] {
+		q, err := e.attnQuery(q, n, heads, hd, k)
+		if err != nil {
+			return err
+		}
 		args := append([]any{out, q, n, heads, kvheads, float32(scale * math.Log2E)}, kargs...)
 		return e.launch(fmt.Sprintf("attn_fa%d", hd), dim3{uint32((n + 63) / 64), uint32(heads), 1}, dim3{128, 1, 1}, args...)
 	}
@@ -290,6 +364,10 @@ func (e *Engine) attention(out, q ptr, n, heads, kvheads, hd int, scale float64,
 func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, k, v *kvTensor, ot cublas.DataType) error {
 	if heads%kvheads != 0 || hd > 256 {
 		return fmt.Errorf("cuda: attention with %d heads, %d KV heads of size %d not supported", heads, kvheads, hd)
+	}
+	q, err := e.attnQuery(q, n, heads, hd, k)
+	if err != nil {
+		return err
 	}
 	args := []any{out, q, n, heads, kvheads, hd, float32(scale), window, sinks,
 		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), isF16(ot)}

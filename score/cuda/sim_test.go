@@ -7,6 +7,7 @@ import (
 	"sync"
 	"unsafe"
 
+	"ppl.dev/gguf"
 	"ppl.dev/quant"
 	"ppl.dev/score/cuda/cublas"
 	"ppl.dev/score/kvcache"
@@ -366,6 +367,46 @@ var simKernels = map[string]struct {
 		copy(data, b.Data)
 		return nil
 	}},
+	"kv_store_ggml": {5, func(s *simDevice, a *simArgs, grid dim3) error {
+		data, x, groups, hd, format := a.ptr(0), f32s(a.ptr(1)), a.i64(2), a.int(3), a.int(4)
+		if a.err != nil {
+			return a.err
+		}
+		var b kvcache.Block
+		codecs[format].Encode(&b, x[:groups*int64(hd)], int(groups), 1, hd)
+		copy(data, b.Data)
+		return nil
+	}},
+	"kv_store_rot": {7, func(s *simDevice, a *simArgs, grid dim3) error {
+		data, scales, x, groups, hd, format, sc := a.ptr(0), a.ptr(1), f32s(a.ptr(2)), a.i64(3), a.int(4), a.int(5), a.f32(6)
+		if a.err != nil {
+			return a.err
+		}
+		if sc != kvcache.HadamardScale(hd) {
+			return fmt.Errorf("rotation scale %v for head size %d, want %v", sc, hd, kvcache.HadamardScale(hd))
+		}
+		var b kvcache.Block
+		codecs[format].Encode(&b, x[:groups*int64(hd)], int(groups), 1, hd)
+		copy(data, b.Data)
+		copy(scales, b.Scales)
+		return nil
+	}},
+	"kv_rotate": {5, func(s *simDevice, a *simArgs, grid dim3) error {
+		out, x, rows, n, sc := f32s(a.ptr(0)), f32s(a.ptr(1)), a.i64(2), a.int(3), a.f32(4)
+		if a.err != nil {
+			return a.err
+		}
+		if sc != kvcache.HadamardScale(n) {
+			return fmt.Errorf("rotation scale %v for %d values, want %v", sc, n, kvcache.HadamardScale(n))
+		}
+		for r := range int(rows) {
+			row := make([]float32, n)
+			copy(row, x[r*n:(r+1)*n])
+			kvcache.Hadamard(row)
+			copy(out[r*n:(r+1)*n], row)
+		}
+		return nil
+	}},
 	"kv_amax": {3, func(s *simDevice, a *simArgs, grid dim3) error {
 		word, x, count := u32s(a.ptr(0)), f32s(a.ptr(1)), a.i64(2)
 		if a.err != nil {
@@ -467,7 +508,14 @@ func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 }
 
 var codecs = map[int]kvcache.Codec{kvF32: kvcache.F32{}, kvF16: kvcache.F16{}, kvBF16: kvcache.BF16{},
-	kvInt8: kvcache.Int8{}, kvFP8: kvcache.FP8{}, kvQ4: kvcache.Q4{}, kvNVFP4: kvcache.NVFP4{}}
+	kvInt8: kvcache.Int8{}, kvFP8: kvcache.FP8{}, kvQ4: kvcache.Q4{}, kvNVFP4: kvcache.NVFP4{},
+	kvQ8_0: kvcache.GGML{T: gguf.TypeQ8_0}, kvQ4_1: kvcache.GGML{T: gguf.TypeQ4_1}, kvQ5_0: kvcache.GGML{T: gguf.TypeQ5_0},
+	kvQ5_1: kvcache.GGML{T: gguf.TypeQ5_1}, kvIQ4NL: kvcache.GGML{T: gguf.TypeIQ4_NL}, kvQ2: kvcache.Q2{},
+	kvRInt8: kvcache.Rotated{Inner: kvcache.Int8{}}, kvRQ4: kvcache.Rotated{Inner: kvcache.Q4{}}, kvRQ2: kvcache.Rotated{Inner: kvcache.Q2{}}}
+
+// simGGMLTypes are the weight types of the ggml block formats.
+var simGGMLTypes = map[int]gguf.Type{kvQ8_0: gguf.TypeQ8_0, kvQ4_1: gguf.TypeQ4_1, kvQ5_0: gguf.TypeQ5_0,
+	kvQ5_1: gguf.TypeQ5_1, kvIQ4NL: gguf.TypeIQ4_NL}
 
 func covers(g uint32, n int, what string) error {
 	if int(g) < n {
@@ -545,11 +593,22 @@ func (p *simPlanes) decode(t, h, i int) float32 {
 		return quant.F16ToF32(u16s(p.data)[g*p.hd+i])
 	case kvBF16:
 		return quant.BF16ToF32(u16s(p.data)[g*p.hd+i])
-	case kvInt8:
+	case kvInt8, kvRInt8:
 		return float32(int8(p.data[g*p.hd+i])) * f32s(p.scales)[g]
+	case kvQ8_0, kvQ4_1, kvQ5_0, kvQ5_1, kvIQ4NL:
+		nb, k, ts := (p.hd+31)/32, i/32, int(kvBlockBytes[p.format])
+		var v [32]float32
+		quant.DequantizeRow(simGGMLTypes[p.format], p.data[(g*nb+k)*ts:(g*nb+k+1)*ts], v[:])
+		return v[i-k*32]
+	case kvQ2, kvRQ2:
+		nb, k := (p.hd+31)/32, i/32
+		j := i - k*32
+		blk := p.data[(g*nb+k)*10:]
+		d := quant.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
+		return (float32(blk[2+j/4]>>(2*(j%4))&3) - 1.5) * d
 	case kvFP8:
 		return kvcache.E4M3Value(p.data[g*p.hd+i]) * f32s(p.scales)[g]
-	case kvQ4:
+	case kvQ4, kvRQ4:
 		nb, k := (p.hd+31)/32, i/32
 		j := i - k*32
 		blk := p.data[(g*nb+k)*18:]

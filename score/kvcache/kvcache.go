@@ -43,6 +43,42 @@
 //	      Data: nibbles [t][h][⌈i/2⌉], element 2j in the low nibble of byte j
 //	      (NVIDIA's __nv_fp4x2 order); Scales: E4M3 [t][h][b]; TensorScale: g.
 //
+// llama.cpp's cache types (its -ctk X -ctv X: keys and values both):
+//
+//	q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl
+//	      ggml's block types of the same names, blocks of 32 elements of one
+//	      token's head in ggml's byte layout (34, 18, 20, 22, 24 and 18 bytes).
+//	      Data: blocks [t][h][b]. Each block is what ggml's
+//	      quantize_row_<type>_ref writes for those 32 values (package quant's
+//	      quantizers; iq4_nl's is quantIQ4NL here), read back as ggml's
+//	      dequantize_row_<type>. A head size that is not a multiple of 32
+//	      ends in a block padded with zeros to 32 before quantizing (so for
+//	      q4_1 and q5_1 the minimum counts those zeros); the padding is not
+//	      read back. (llama.cpp itself refuses such heads.) q4_0 is k8v4's
+//	      value format.
+//
+// Hadamard-rotated formats (keys rotated, values as k8v4's):
+//
+//	rk8v4, rk4v4, rk2v4
+//	      Each token's key head k (head size n, a power of two: other sizes
+//	      are refused, Format.Check) is first rotated, r = H·k/√n (Hadamard:
+//	      Sylvester order, butterflies of stride 1, 2, …, n/2 in float32,
+//	      then times float32(1/√n)), which spreads outlier channels over the
+//	      head, then r is stored as int8 (rk8v4: one float32 scale per token
+//	      and head, as int8 above), Q4_0 blocks of 32 (rk4v4, as k8v4's
+//	      values) or q2 blocks of 32 (rk2v4; a head of 16 is one block padded
+//	      with zeros): 10 bytes, fp16 d then 8 bytes of 2-bit codes, element
+//	      j in bits 2·(j%4) of byte j/4. Per block: d = amax/1.5 (NaN when
+//	      the block has a NaN or an infinity), id = 1/d (0 when d is 0 or
+//	      NaN), code = clamp(rne(x·id + 1.5), 0, 3), stored fp16(d); read
+//	      back as (code − 1.5)·float32(fp16 d).
+//	      Keys read back as H·r̂/√n (r̂ the decoded rotation; the transform
+//	      is its own inverse): that is what the CPU simulation gives
+//	      attention. Since q·(H r̂/√n) = (H q/√n)·r̂, the GPU instead rotates
+//	      each query head once and reads r̂ as stored (kernels/kvstore.cu
+//	      kv_rotate), which differs from the CPU only in float rounding.
+//	      Values: Q4_0 blocks as k8v4's.
+//
 // All arithmetic above is float32 with one rounding per operation, in the
 // order written. The minifloats are OCP's: E4M3 (bias 7, no infinities,
 // 0x7f/0xff NaN, largest 448) and E2M1 (bias 1: ±0, 0.5, 1, 1.5, 2, 3, 4, 6).
@@ -50,14 +86,17 @@
 // finite value (CUDA's __NV_SATFINITE); NaN becomes E4M3 NaN.
 //
 // A NaN or infinity in a scaled group (a head for int8/fp8, a block for
-// k8v4 values, the tensor for nvfp4) reads back as NaN for the whole group,
-// so bad activations are never laundered into finite numbers.
+// k8v4 values and the llama.cpp types, the tensor for nvfp4) reads back as
+// NaN for the whole group, so bad activations are never laundered into
+// finite numbers. A rotated head with one spreads it over the whole head.
 package kvcache
 
 import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"ppl.dev/gguf"
 )
 
 // Default is the cache format used when none is asked for.
@@ -67,8 +106,10 @@ const Default = "bf16"
 type Block struct {
 	Tokens, Heads, HeadDim int
 	Data                   []byte  // element payload
-	Scales                 []byte  // per-group scales; nil for f32, f16, bf16, q4 (Q4_0 keeps its scales inline)
+	Scales                 []byte  // per-group scales; nil for f32, f16, bf16 and the block formats (which keep their scales inline)
 	TensorScale            float32 // nvfp4's per-tensor scale g
+
+	rot []float32 // Rotated's buffer for the rotated input
 }
 
 // Codec is one storage format for keys or values.
@@ -105,6 +146,30 @@ var formats = map[string]Format{
 	"fp8":   {"fp8", FP8{}, FP8{}},
 	"k8v4":  {"k8v4", Int8{}, Q4{}},
 	"nvfp4": {"nvfp4", NVFP4{}, NVFP4{}},
+
+	"q8_0":   {"q8_0", GGML{gguf.TypeQ8_0}, GGML{gguf.TypeQ8_0}},
+	"q4_0":   {"q4_0", Q4{}, Q4{}},
+	"q4_1":   {"q4_1", GGML{gguf.TypeQ4_1}, GGML{gguf.TypeQ4_1}},
+	"q5_0":   {"q5_0", GGML{gguf.TypeQ5_0}, GGML{gguf.TypeQ5_0}},
+	"q5_1":   {"q5_1", GGML{gguf.TypeQ5_1}, GGML{gguf.TypeQ5_1}},
+	"iq4_nl": {"iq4_nl", GGML{gguf.TypeIQ4_NL}, GGML{gguf.TypeIQ4_NL}},
+
+	"rk8v4": {"rk8v4", Rotated{Int8{}}, Q4{}},
+	"rk4v4": {"rk4v4", Rotated{Q4{}}, Q4{}},
+	"rk2v4": {"rk2v4", Rotated{Q2{}}, Q4{}},
+}
+
+// Check returns an error when the format cannot store heads of headDim
+// values (the rotated formats need a power of two).
+func (f Format) Check(headDim int) error {
+	for _, c := range []Codec{f.K, f.V} {
+		if ch, ok := c.(interface{ Check(int) error }); ok {
+			if err := ch.Check(headDim); err != nil {
+				return fmt.Errorf("KV cache dtype %s: %w", f.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Names lists the cache formats, sorted.

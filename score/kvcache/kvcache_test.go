@@ -237,7 +237,7 @@ func TestRoundTripBounds(t *testing.T) {
 
 // TestNonFinite: a NaN or infinity makes its scaling group read back NaN.
 func TestNonFinite(t *testing.T) {
-	for _, c := range []Codec{F16{}, BF16{}, Int8{}, FP8{}, Q4{}, NVFP4{}} {
+	for _, c := range []Codec{F16{}, BF16{}, Int8{}, FP8{}, Q4{}, NVFP4{}, Q2{}, GGML{gguf.TypeQ8_0}, GGML{gguf.TypeQ5_1}, GGML{gguf.TypeIQ4_NL}, Rotated{Int8{}}, Rotated{Q2{}}} {
 		x := []float32{1, 2, float32(math.Inf(1)), 4}
 		got, _ := roundTrip(c, x, 1, 1, 4)
 		if c.Name() == "f16" || c.Name() == "bf16" {
@@ -263,7 +263,7 @@ func TestLookup(t *testing.T) {
 		t.Errorf("k8v4 = %s/%s", f.K.Name(), f.V.Name())
 	}
 	_, err = Lookup("q2")
-	if err == nil || err.Error() != `kvcache: unknown KV cache dtype "q2" (supported: bf16, f16, f32, fp8, int8, k8v4, nvfp4)` {
+	if err == nil || err.Error() != `kvcache: unknown KV cache dtype "q2" (supported: bf16, f16, f32, fp8, int8, iq4_nl, k8v4, nvfp4, q4_0, q4_1, q5_0, q5_1, q8_0, rk2v4, rk4v4, rk8v4)` {
 		t.Errorf("Lookup(q2) error = %v", err)
 	}
 }

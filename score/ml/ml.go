@@ -47,16 +47,18 @@ type Tensor interface {
 }
 
 // Matrix is a weight matrix as the file stores it: Out rows of In values of
-// Type (GGUF shape [In, Out]), and an optional bias of Out values. Experts
-// > 1 makes it a stack of Experts such matrices (GGUF shape [In, Out,
-// Experts]), expert e's rows following expert e-1's. A backend prepares it
-// once (Backend.Prepare) and keeps its own form in Impl.
+// Type (GGUF shape [In, Out]), an optional output scale and an optional bias
+// of Out values: y = (x·Wᵀ)·Scale + Bias. Experts > 1 makes it a stack of
+// Experts such matrices (GGUF shape [In, Out, Experts]), expert e's rows
+// following expert e-1's. A backend prepares it once (Backend.Prepare) and
+// keeps its own form in Impl.
 type Matrix struct {
 	Name    string // the tensor's name, for messages
 	Type    gguf.Type
 	In, Out int
 	Experts int       // 0 or 1: a plain matrix
 	Data    []byte    // the file's bytes (memory-mapped)
+	Scale   []float32 // nil, or one value (one per expert for a stack): the file's "<name>.scale"
 	Bias    []float32 // Out values, or Experts × Out for a stack
 	Impl    any       // the backend's prepared form
 }
@@ -105,7 +107,7 @@ type Backend interface {
 	// Embed sets dst's row i to row tokens[i] of w (the token embedding),
 	// dequantized exactly: dst (len(tokens), w.In).
 	Embed(dst Tensor, w *Matrix, tokens []int32)
-	// Linear computes dst = x·Wᵀ + bias: x (n, w.In) -> dst (n, w.Out).
+	// Linear computes dst = (x·Wᵀ)·scale + bias: x (n, w.In) -> dst (n, w.Out).
 	Linear(dst, x Tensor, w *Matrix)
 	// Linears computes dsts[i] = x·ws[i]ᵀ + bias[i] for matrices that read
 	// the same input (q, k and v): the same as one Linear each.

@@ -28,7 +28,9 @@ import "fmt"
 //     len(w.V) values (x, z and dst viewed as (rows·heads, len(w.V))); dst
 //     may be x.
 //
-// Each result is computed in float64 and rounded to float32 once.
+// The references (the CPU backend's plain forms) compute each result in
+// float64 and round it to float32 once; backends may compute in float32
+// within the bounds their tests state.
 type Recurrent interface {
 	GatherCols(dst, x Tensor, cols []int)
 	ConvSiLU(dst, x, hist Tensor, w *Vector)
@@ -58,6 +60,28 @@ type DeltaRule struct {
 	KHeads, VHeads, Dim int
 	Tiled               bool
 	State               string
+}
+
+// Shapes checks the operands of Recurrent.DeltaNet against d for n tokens
+// (q's rows): it returns the first that has another shape, for the backend
+// to report.
+func (d *DeltaRule) Shapes(dst, q, k, v, g, beta, state Tensor) error {
+	n := q.Rows()
+	for _, c := range []struct {
+		what       string
+		t          Tensor
+		rows, cols int
+	}{
+		{"delta q", q, n, d.KHeads * d.Dim}, {"delta k", k, n, d.KHeads * d.Dim},
+		{"delta v", v, n, d.VHeads * d.Dim}, {"delta g", g, n, d.VHeads},
+		{"delta beta", beta, n, d.VHeads}, {"delta output", dst, n, d.VHeads * d.Dim},
+		{"delta state", state, d.VHeads * d.Dim, d.Dim},
+	} {
+		if c.t.Rows() != c.rows || c.t.Cols() != c.cols {
+			return fmt.Errorf("%s is %d×%d, want %d×%d", c.what, c.t.Rows(), c.t.Cols(), c.rows, c.cols)
+		}
+	}
+	return nil
 }
 
 // StateDtypes are the recurrent state dtypes DeltaRule.State accepts.

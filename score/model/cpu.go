@@ -58,6 +58,9 @@ func (b *cpuBackend) Prepare(w *ml.Matrix) error {
 		if err != nil {
 			return err
 		}
+		if w.Scale != nil {
+			l.Scale = w.Scale[e]
+		}
 		if w.Bias != nil {
 			l.Bias = w.Bias[e*w.Out : (e+1)*w.Out]
 		}
@@ -200,11 +203,20 @@ func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *m
 	if layer >= 0 {
 		b.c.StoreKV(layer, kk.d, vv.d, n, a.KVHeads, a.HeadDim)
 	}
-	at := nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, Scale: a.Scale, Window: a.Window}
+	at := nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, Scale: a.Scale, Window: a.Window,
+		GGMLF16: b.ggmlF16()}
 	if a.Sinks != nil {
 		at.Sinks = a.Sinks.V
 	}
 	at.Forward(b.c, o.d, qq.d, kk.d, vv.d, n)
+}
+
+// ggmlF16 reports whether attention computes as llama.cpp's CPU flash
+// attention over an F16 cache: in the ggml mode with an f16 KV cache,
+// llama.cpp's default.
+func (b *cpuBackend) ggmlF16() bool {
+	s, ok := b.c.KV.(*kvStore)
+	return b.c.LlamaCPP && ok && s.format.Name == "f16"
 }
 
 func (b *cpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {

@@ -3,22 +3,28 @@ package model
 import (
 	"fmt"
 	"math"
+	"sync"
 
 	"ppl.dev/quant"
 	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
 )
 
-// The CPU's ml.Recurrent: the operations of Gated DeltaNet layers. Each
-// result is float64 arithmetic rounded to float32 once; the delta rule
-// runs in float64 per value head (heads in parallel), chunkLen tokens at a
-// time (deltaHead.chunk), its state rounded to the chosen dtype after each
-// chunk.
+// The CPU's ml.Recurrent: the operations of Gated DeltaNet layers. The
+// convolution, the gated norm and the delta rule run nn's float32 kernels
+// (nn.ConvSiLU, nn.GatedRMSNorm, nn.DeltaScan: vector SiLU and Gemm tiles,
+// float64 where a sum is short or a system is solved), each tested
+// against its float64 reference (nn.ConvSiLURef, nn.GatedRMSNormRef,
+// nn.DeltaRuleRef, and deltaNet's float64 forms below); the delta rule
+// runs per value head (heads in parallel), nn.DeltaChunk tokens at a time,
+// its state rounded to the chosen dtype after each chunk. The other
+// operations are float64 rounded to float32 once.
 
 var _ ml.Recurrent = (*cpuBackend)(nil)
 
 // chunkLen is the delta rule's chunk: tokens whose state updates are
 // folded into matrix products (deltaHead.chunk).
-const chunkLen = 64
+const chunkLen = nn.DeltaChunk
 
 func (b *cpuBackend) GatherCols(dst, x ml.Tensor, cols []int) {
 	d, s := ct(dst), ct(x)
@@ -46,31 +52,7 @@ func (b *cpuBackend) ConvSiLU(dst, x, hist ml.Tensor, w *ml.Vector) {
 	if len(w.V) != C*kernel {
 		panic(fmt.Sprintf("cpu backend: %s has %d values for %d channels × kernel %d", w.Name, len(w.V), C, kernel))
 	}
-	// in returns input row tt of the window part, tt < 0 from hist.
-	in := func(tt int) []float32 {
-		if tt < 0 {
-			return hs.d[(tt+kernel-1)*C : (tt+kernel)*C]
-		}
-		return s.d[tt*C : (tt+1)*C]
-	}
-	b.c.Parallel(n, func(_, lo, hi int) {
-		for t := lo; t < hi; t++ {
-			out := d.d[t*C : (t+1)*C]
-			for c := range C {
-				var acc float64
-				for j := range kernel {
-					acc += float64(w.V[c*kernel+j]) * float64(in(t - kernel + 1 + j)[c])
-				}
-				out[c] = float32(silu(acc))
-			}
-		}
-	})
-	// The last kernel-1 inputs, oldest first (some from hist when n is short).
-	last := make([]float32, len(hs.d))
-	for r := range kernel - 1 {
-		copy(last[r*C:(r+1)*C], in(n-kernel+1+r))
-	}
-	copy(hs.d, last)
+	nn.ConvSiLU(b.c, d.d, s.d, hs.d, w.V, n, C, kernel)
 }
 
 func (b *cpuBackend) Zero(x ml.Tensor) { clear(ct(x).d) }
@@ -118,42 +100,75 @@ func (b *cpuBackend) GatedRMSNorm(dst, x, z ml.Tensor, w *ml.Vector, eps float64
 	if s.cols%D != 0 {
 		panic(fmt.Sprintf("cpu backend: gated norm %s of %d over rows of %d", w.Name, D, s.cols))
 	}
-	rows := s.rows * s.cols / D
-	b.c.Parallel(rows, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			src, zz, out := s.d[r*D:(r+1)*D], g.d[r*D:(r+1)*D], d.d[r*D:(r+1)*D]
-			var ss float64
-			for _, v := range src {
-				ss += float64(v) * float64(v)
-			}
-			scale := 1 / math.Sqrt(ss/float64(D)+eps)
-			for i, v := range src {
-				out[i] = float32(float64(v) * scale * float64(w.V[i]) * silu(float64(zz[i])))
-			}
+	nn.GatedRMSNorm(b.c, d.d, s.d, g.d, w.V, s.rows*s.cols/D, eps)
+}
+
+// DeltaNet runs the delta rule per value head with nn.DeltaScan (float32
+// matrix products over chunks of nn.DeltaChunk tokens), heads in parallel,
+// rounding the state to dr.State after each chunk.
+func (b *cpuBackend) DeltaNet(dst, q, k, v, g, beta, state ml.Tensor, dr *ml.DeltaRule) {
+	o, qq, kk, vv, gg, bb, ss := ct(dst), ct(q), ct(k), ct(v), ct(g), ct(beta), ct(state)
+	n, D, Hk, Hv := qq.rows, dr.Dim, dr.KHeads, dr.VHeads
+	if err := dr.Shapes(dst, q, k, v, g, beta, state); err != nil {
+		panic("cpu backend: " + err.Error())
+	}
+	round := stateRounder32(dr.State)
+	if n == 0 {
+		return
+	}
+	b.c.Parallel(Hv, func(_, lo, hi int) {
+		sc := getDeltaScan(D)
+		defer deltaScans.Put(sc)
+		for h := lo; h < hi; h++ {
+			kh := dr.KHead(h)
+			sc.Run(o.d[h*D:], Hv*D, qq.d[kh*D:], kk.d[kh*D:], Hk*D, vv.d[h*D:], Hv*D,
+				gg.d[h:], bb.d[h:], Hv, n, ss.d[h*D*D:(h+1)*D*D], round)
 		}
 	})
 }
 
-// DeltaNet runs the delta rule chunkLen tokens at a time (deltaHead.chunk),
-// rounding the state to dr.State after each chunk; the state is float64
-// within a call and float32 in the state tensor between calls.
-func (b *cpuBackend) DeltaNet(dst, q, k, v, g, beta, state ml.Tensor, dr *ml.DeltaRule) {
-	b.deltaNet(dst, q, k, v, g, beta, state, dr, true)
+// deltaScans holds nn.DeltaScan scratch between calls.
+var deltaScans sync.Pool
+
+func getDeltaScan(D int) *nn.DeltaScan {
+	if sc, ok := deltaScans.Get().(*nn.DeltaScan); ok && sc.D == D {
+		return sc
+	}
+	return nn.NewDeltaScan(D)
 }
 
-// deltaNet is DeltaNet in chunks, or, when !chunked, as the plain
-// recurrence (deltaHead.step), rounding the state after each token: the
-// reference the chunked form is tested against.
+// stateRounder32 rounds a float32 state to the dtype in place (nil for
+// f32).
+func stateRounder32(dtype string) func([]float32) {
+	var f func(float32) float32
+	switch dtype {
+	case "", "f32":
+		return nil
+	case "f16":
+		f = func(v float32) float32 { return quant.F16ToF32(quant.F32ToF16(v)) }
+	case "bf16":
+		f = func(v float32) float32 { return quant.BF16ToF32(quant.F32ToBF16(v)) }
+	default:
+		panic(fmt.Sprintf("cpu backend: recurrent state dtype %q", dtype))
+	}
+	return func(s []float32) {
+		for i, v := range s {
+			s[i] = f(v)
+		}
+	}
+}
+
+// deltaNet is the float64 reference of DeltaNet: in chunks of chunkLen
+// (deltaHead.chunk), rounding the state after each chunk, or, when
+// !chunked, as the plain recurrence (deltaHead.step), rounding the state
+// after each token. The state is float64 within a call and float32 in the
+// state tensor between calls.
 func (b *cpuBackend) deltaNet(dst, q, k, v, g, beta, state ml.Tensor, dr *ml.DeltaRule, chunked bool) {
 	o, qq, kk, vv, gg, bb, ss := ct(dst), ct(q), ct(k), ct(v), ct(g), ct(beta), ct(state)
 	n, D, Hk, Hv := qq.rows, dr.Dim, dr.KHeads, dr.VHeads
-	shape("delta q", qq, n, Hk*D)
-	shape("delta k", kk, n, Hk*D)
-	shape("delta v", vv, n, Hv*D)
-	shape("delta g", gg, n, Hv)
-	shape("delta beta", bb, n, Hv)
-	shape("delta output", o, n, Hv*D)
-	shape("delta state", ss, Hv*D, D)
+	if err := dr.Shapes(dst, q, k, v, g, beta, state); err != nil {
+		panic("cpu backend: " + err.Error())
+	}
 	round := stateRounder(dr.State)
 	b.c.Parallel(Hv, func(_, lo, hi int) {
 		for h := lo; h < hi; h++ {
@@ -218,8 +233,6 @@ func stateRounder(dtype string) func([]float64) {
 		}
 	}
 }
-
-func silu(x float64) float64 { return x / (1 + math.Exp(-x)) }
 
 // softplus is log(1 + e^x), x itself above 20 (as ggml).
 func softplus(x float64) float64 {

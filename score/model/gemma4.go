@@ -291,8 +291,11 @@ func (l *Loader) gemma4MoE(prefix string, p *moeParams) *gemma4MoE {
 	}
 	m.experts = l.ExpertMLP(prefix, N, E, F)
 	m.experts.Act = ml.GeGLU
-	if l.Has(prefix + "ffn_down_exps.scale") {
-		m.downScale = l.floats(prefix+"ffn_down_exps.scale", N)
+	if d := m.experts.Down; d != nil {
+		// The loader bound ffn_down_exps.scale as the stack's output scale;
+		// Gemma 4 folds it into the routing weight instead, as llama.cpp
+		// does for this architecture.
+		m.downScale, d.Scale = d.Scale, nil
 	}
 	return m
 }

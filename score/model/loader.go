@@ -149,6 +149,14 @@ func (l *Loader) matrix(name string, experts, in, out int) *ml.Matrix {
 	// tensor checked the type, the shape and the bytes (the backend's
 	// Prepare turns them into its own form).
 	w := &ml.Matrix{Name: t.Name, Type: t.Type, In: in, Out: out, Experts: experts, Data: data}
+	if outputScaled(name, t.Type) && l.Has(name+".scale") {
+		w.Scale = l.floats(name+".scale", max(experts, 1))
+		for e, v := range w.Scale {
+			if v == 0 {
+				l.Failf("tensor %s.scale: element %d is 0", name, e)
+			}
+		}
+	}
 	if l.Has(name + ".bias") {
 		if experts > 0 {
 			w.Bias = l.floats(name+".bias", out, experts)
@@ -162,6 +170,36 @@ func (l *Loader) matrix(name string, experts, in, out int) *ml.Matrix {
 	l.byName[name] = w
 	l.mats = append(l.mats, w)
 	return w
+}
+
+// outputScaled says whether llama.cpp multiplies the product with matrix
+// name by the file's "<name>.scale" tensor (one float32, or one per expert):
+// NVFP4's second-level scale (ModelOpt's weight_scale_2), applied after the
+// product and before the bias. llama.cpp reads it for the projections of
+// attention, the MLPs, the experts and the recurrent layers, and for the
+// output head only when that is NVFP4; a ".scale" on any other matrix (the
+// token embedding) it does not read, and neither do we. The
+// "<name>.input_scale" tensors such files also carry are the activations'
+// FP4 scales of W4A4 kernels: llama.cpp does not apply them to the product,
+// nor do we.
+func outputScaled(name string, t gguf.Type) bool {
+	if name == "output" {
+		return t == gguf.TypeNVFP4
+	}
+	base := name
+	if rest, ok := strings.CutPrefix(name, "blk."); ok {
+		if _, b, ok := strings.Cut(rest, "."); ok {
+			base = b
+		}
+	}
+	switch base {
+	case "attn_q", "attn_k", "attn_v", "attn_output", "attn_qkv", "attn_gate",
+		"ffn_gate", "ffn_up", "ffn_down", "ffn_gate_shexp", "ffn_up_shexp", "ffn_down_shexp",
+		"ffn_gate_exps", "ffn_up_exps", "ffn_down_exps",
+		"ssm_in", "ssm_out", "ssm_alpha", "ssm_beta":
+		return true
+	}
+	return false
 }
 
 // LinearAlt binds the first of names that the file has, like Linear: the

@@ -98,14 +98,19 @@ type Info struct {
 	Shared        []string          `json:"shared,omitempty"` // roles bound to another tensor: "output=token_embd" (tied)
 	Rope          RopeInfo          `json:"rope"`
 	KVDtype       string            `json:"kv_dtype"`
-	Activations   string            `json:"activations"`               // "fp32" or "int8"
+	Activations   string            `json:"activations"`               // "fp32", "int8" or "ggml"
 	SSMStateDtype string            `json:"ssm_state_dtype,omitempty"` // recurrent models only
 }
 
-// Activation modes (Options.Activations).
+// Activation modes (Options.Activations): fp32; int8, llama.cpp's 8-bit
+// activations and integer products (fast); ggml, int8's products and every
+// float32 operation in ggml-cpu's order as well, which reproduces
+// llama.cpp's CPU log-probs to the bit where its kernels are copied (Q8_0
+// products, attention over an f16 cache) and is far slower (nn/ggml.go).
 const (
 	ActFP32 = "fp32"
 	ActInt8 = "int8"
+	ActGGML = "ggml"
 )
 
 // Load opens the GGUF model at path on the CPU and binds its weights
@@ -141,9 +146,9 @@ func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 	switch act {
 	case "":
 		act = ActFP32
-	case ActFP32, ActInt8:
+	case ActFP32, ActInt8, ActGGML:
 	default:
-		return nil, fmt.Errorf("activations %q: want %s or %s", opts.Activations, ActFP32, ActInt8)
+		return nil, fmt.Errorf("activations %q: want %s, %s or %s", opts.Activations, ActFP32, ActInt8, ActGGML)
 	}
 	arch, err := f.String("general.architecture")
 	if err != nil {
@@ -163,6 +168,9 @@ func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 		return nil, err
 	}
 	hp = l.HP // with what the architecture read (experts)
+	if err := format.Check(hp.HeadDim); err != nil {
+		return nil, err
+	}
 	name, _ := f.String("general.name")
 	info := Info{Arch: arch, Name: name, HParams: hp, WeightTypes: roleTypes(l.roles),
 		Shared: l.alt, Rope: l.rinfo, KVDtype: format.Name, Activations: act}
@@ -173,7 +181,8 @@ func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 	if dev == nil {
 		c := nn.NewContext(opts.Threads)
 		c.KV = &kvStore{format: format}
-		c.Int8 = act == ActInt8
+		c.Int8 = act == ActInt8 || act == ActGGML
+		c.LlamaCPP = act == ActGGML
 		b = newCPU(c)
 	} else if b, err = dev(info, opts); err != nil {
 		return nil, err

@@ -321,12 +321,20 @@ func (m *qwen35) gatedAttention(b ml.Backend, dst, h ml.Tensor, layer int, ly *q
 	rc := b.(ml.Recurrent)
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	mark := b.Mark()
-	qg := b.Alloc(n, 2*qd)
 	q, gate, k, v := b.Alloc(n, qd), b.Alloc(n, qd), b.Alloc(n, kvd), b.Alloc(n, kvd)
+	// The packed [q | gate] projection m.rows rows at a time, so that it
+	// costs no memory per token of a long window.
+	proj := b.Mark()
+	qg := b.Alloc(min(n, m.rows), 2*qd)
+	for r0 := 0; r0 < n; r0 += m.rows {
+		r1 := min(n, r0+m.rows)
+		blk := b.Slice(qg, 0, r1-r0)
+		b.Linears([]ml.Tensor{blk, b.Slice(k, r0, r1), b.Slice(v, r0, r1)}, b.Slice(h, r0, r1), []*ml.Matrix{ly.q, ly.k, ly.v})
+		rc.GatherCols(b.Slice(q, r0, r1), blk, m.qCols)
+		rc.GatherCols(b.Slice(gate, r0, r1), blk, m.gateCols)
+	}
+	b.Release(proj)
 	att := b.Alloc(n, qd)
-	b.Linears([]ml.Tensor{qg, k, v}, h, []*ml.Matrix{ly.q, ly.k, ly.v})
-	rc.GatherCols(q, qg, m.qCols)
-	rc.GatherCols(gate, qg, m.gateCols)
 	qh, kh := b.View(q, n*hp.Heads, hp.HeadDim), b.View(k, n*hp.KVHeads, hp.HeadDim)
 	b.RMSNorm(qh, qh, ly.qNorm, hp.Eps)
 	b.RMSNorm(kh, kh, ly.kNorm, hp.Eps)
@@ -341,8 +349,9 @@ func (m *qwen35) gatedAttention(b ml.Backend, dst, h ml.Tensor, layer int, ly *q
 // deltaRows is how many rows of a window a Gated DeltaNet layer computes
 // at a time, the convolution's history and the recurrent state carried
 // from one block to the next: its buffers stay bounded however long the
-// window. A multiple of the CPU's chunk, so that blocks do not change the
-// chunks.
+// window (gated attention computes its packed [q | gate] projection in
+// blocks of as many rows). A multiple of the CPU's chunk, so that blocks
+// do not change the chunks.
 const deltaRows = 4096
 
 // deltaNet computes a Gated DeltaNet mixer, m.rows rows at a time, from a

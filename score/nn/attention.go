@@ -17,6 +17,9 @@ type Attention struct {
 	// Sinks, one logit per query head, join each softmax's denominator
 	// only: exp(Sinks[h]) is added to the sum (gpt-oss).
 	Sinks []float32
+	// GGMLF16 computes as llama.cpp's CPU flash attention over an F16
+	// cache (ggmlAttention): the int8 mode with an f16 KV cache.
+	GGMLF16 bool
 }
 
 // Validate reports head counts that do not group.
@@ -58,7 +61,8 @@ const keyBlock = 64
 // Sinks add exp(sink - m) to each row's final sum, in float64.
 //
 // Head sizes that are not a multiple of 16 take attentionRef, the plain
-// float64 loop.
+// float64 loop. With GGMLF16 the whole computation is ggmlAttention
+// instead: llama.cpp's, to the bit.
 func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
 	check("attention q", len(q), n*qs)
@@ -66,6 +70,10 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 	check("attention v", len(v), n*ks)
 	check("attention output", len(out), n*qs)
 	if n == 0 {
+		return
+	}
+	if a.GGMLF16 {
+		a.ggmlAttention(c, out, q, k, v, n)
 		return
 	}
 	if hd%16 != 0 {

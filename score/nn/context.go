@@ -18,6 +18,12 @@ type Context struct {
 	// products, as llama.cpp computes (see int8.go). False keeps
 	// activations in float32.
 	Int8 bool
+	// LlamaCPP, with Int8, computes every float32 operation as ggml-cpu
+	// does, in its order, to reproduce llama.cpp's CPU arithmetic to the
+	// bit (ggml.go): RMSNorm, RoPE and SwiGLU, Q8_0 products in ggml's
+	// lane order, and (nn.Attention.GGMLF16) attention over an f16 cache.
+	// Those paths are plain Go loops, many times slower than the kernels.
+	LlamaCPP bool
 
 	mem *arenas // created on first use; its chunks go back to the system on Free
 }

@@ -26,7 +26,12 @@
 //     products per group of 16 or 32, combined in float32 (int8.go):
 //     llama.cpp's arithmetic, about twice as fast. F16 and BF16 weights stay
 //     float32 products, with the activations rounded to f16 or bf16 first,
-//     as llama.cpp does.
+//     as llama.cpp does. With 8-bit activations a one-ulp difference
+//     anywhere upstream flips a rounding now and then and spreads, so the
+//     int8 mode also computes the RMS norm, RoPE, SwiGLU and (with an f16
+//     KV cache, Context.LlamaCPP) flash attention and Q8_0 products with
+//     ggml-cpu's own float32 operations in its order (ggml.go, libm.go):
+//     on Q8_0 models it gives llama.cpp's log-probs to the bit.
 //
 // Attention is flash attention in float32 (attention.go): scores and the
 // weighted sum of values are Gemm tiles, the softmax runs online over

@@ -42,7 +42,13 @@ import (
 //
 // starting from f = 0: the same bits at every level (int8Generic is the
 // reference; the vector kernels hold the 32 rows of a panel in two
-// registers and VPDPBUSD multiplies four bytes at a time).
+// registers and VPDPBUSD multiplies four bytes at a time). That is
+// ggml-cpu's order for the types it repacks on x86 (Q4_0, IQ4_NL, MXFP4:
+// one FMA per block of 32, checked bit for bit against libggml's repacked
+// MXFP4 GEMM); its vec_dot kernels for the other types sum in eight or
+// sixteen float lanes instead. Q8_0 has that order in panelQ8_0 (ggml.go)
+// when Context.LlamaCPP is set; the K-quants (integer scale products per
+// super-block), the IQ types and NVFP4 (float lanes) do not yet.
 
 // actTiny is the smallest block maximum quantized as it is; below it a
 // block is treated as zero (127/amax would overflow).

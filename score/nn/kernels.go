@@ -77,7 +77,15 @@ func SetLevel(l Level) Level {
 	} else {
 		kern = levelKernels[l]
 	}
-	quant.SetSIMD(l >= AVX512) // quant's vector decoders are AVX-512
+	// quant's vector decoders have an AVX-512 and an AVX2 level of their own.
+	switch {
+	case l >= AVX512:
+		quant.SetLevel(quant.AVX512)
+	case l >= AVX2:
+		quant.SetLevel(quant.AVX2)
+	default:
+		quant.SetLevel(quant.Generic)
+	}
 	return prev
 }
 

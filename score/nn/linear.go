@@ -8,15 +8,18 @@ import (
 	"ppl.dev/quant"
 )
 
-// Linear is a weight matrix stored as GGUF rows, with an optional bias:
-// y = x·Wᵀ + b. W has Out rows of In elements (GGUF shape [In, Out], ne0 =
-// In); each row is RowBytes bytes of Type, kept where the file maps them.
+// Linear is a weight matrix stored as GGUF rows, with an optional output
+// scale and bias: y = (x·Wᵀ)·s + b, one float32 rounding for each of the
+// product, the scaling and the bias. W has Out rows of In elements (GGUF
+// shape [In, Out], ne0 = In); each row is RowBytes bytes of Type, kept
+// where the file maps them.
 type Linear struct {
 	Name     string    // the weight tensor's name, for messages
 	Type     gguf.Type // storage type of W
 	In, Out  int       // W is (Out, In)
 	Data     []byte    // Out rows of RowBytes bytes
 	RowBytes int
+	Scale    float32   // s: 0 for none (NVFP4's per-tensor second-level scale)
 	Bias     []float32 // nil, or Out values
 }
 
@@ -42,13 +45,13 @@ func NewLinear(name string, typ gguf.Type, in, out int, data []byte) (*Linear, e
 // streams past it.
 const panelRows = 32
 
-// Forward computes out = x·Wᵀ + b for n rows of x:
+// Forward computes out = (x·Wᵀ)·s + b for n rows of x:
 // x (n, In) @ Wᵀ (In, Out) -> out (n, Out). See ForwardShared.
 func (l *Linear) Forward(c *Context, out, x []float32, n int) {
 	ForwardShared(c, x, n, []*Linear{l}, [][]float32{out})
 }
 
-// ForwardShared computes outs[i] = x·ls[i]ᵀ + b for matrices that read the
+// ForwardShared computes outs[i] = (x·ls[i]ᵀ)·s + b for matrices that read the
 // same input x (n, In): the query, key and value projections, or the gate
 // and up projections. Their panels go to the workers together, and in the
 // int8 mode x is quantized once.
@@ -133,12 +136,22 @@ func ForwardShared(c *Context, x []float32, n int, ls []*Linear, outs [][]float3
 			pi := p - panels[i]
 			r0 := pi * panelRows
 			r1 := min(r0+panelRows, l.Out)
-			if f, ok := l.int8Able(); ok && c.Int8 {
+			if f, ok := l.int8Able(); ok && c.LlamaCPP && l.Type == gguf.TypeQ8_0 {
+				l.panelQ8_0(r0, r1, acts[0], out)
+			} else if ok && c.Int8 {
 				l.panelInt8(buf, r0, r1, acts[f.ActBlock/256], f, out)
 			} else if r := halfRounding(l.Type); r >= 0 && c.Int8 {
 				l.panelFP32(buf, r0, r1, rounded[r], n, out)
 			} else {
 				l.panelFP32(buf, r0, r1, x, n, out)
+			}
+			if l.Scale != 0 {
+				for t := 0; t < n; t++ {
+					o := out[t*l.Out+r0 : t*l.Out+r1]
+					for r := range o {
+						o[r] *= l.Scale
+					}
+				}
 			}
 			if l.Bias != nil {
 				for t := 0; t < n; t++ {

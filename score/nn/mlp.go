@@ -18,7 +18,8 @@ type MLP struct {
 const mlpRows = 4096
 
 // Forward runs n rows: x (n, Gate.In) -> out (n, Down.Out), mlpRows at a
-// time. The activation is swiglu32.
+// time. The activation is swiglu32 (ggmlSwiGLU, llama.cpp's, in the ggml
+// mode).
 func (m *MLP) Forward(c *Context, out, x []float32, n int) {
 	f := m.Gate.Out
 	rows := min(n, mlpRows)
@@ -32,6 +33,9 @@ func (m *MLP) Forward(c *Context, out, x []float32, n int) {
 		act := m.Act
 		if act == nil {
 			act = swiglu32
+			if c.LlamaCPP {
+				act = ggmlSwiGLU
+			}
 		}
 		c.Parallel(b, func(_, lo, hi int) {
 			act(g[lo*f:hi*f], g[lo*f:hi*f], u[lo*f:hi*f])

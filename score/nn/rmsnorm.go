@@ -12,13 +12,18 @@ type RMSNorm struct {
 
 // Forward normalizes n rows: x (n, len(W)) -> out (n, len(W)). out may be x.
 // The sum of squares, the scale and each product are float64; each output
-// is rounded to float32 once (rmsRow).
+// is rounded to float32 once (rmsRow). With Context.LlamaCPP it is
+// llama.cpp's float32 sequence instead (ggmlRMSRow).
 func (m *RMSNorm) Forward(c *Context, out, x []float32, n int) {
 	d := len(m.W)
 	check(m.Name+" input", len(x), n*d)
 	check(m.Name+" output", len(out), n*d)
 	c.Parallel(n, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
+			if c.LlamaCPP {
+				ggmlRMSRow(out[r*d:(r+1)*d], x[r*d:(r+1)*d], m.W, float32(m.Eps))
+				continue
+			}
 			rmsRow(out[r*d:(r+1)*d], x[r*d:(r+1)*d], m.W, m.Eps)
 		}
 	})

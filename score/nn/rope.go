@@ -122,7 +122,12 @@ func (r *RoPE) tables(n int) (cos, sin []float64) {
 }
 
 // Forward rotates x in place: x (n, heads, HeadDim), row t at position t.
+// With Context.LlamaCPP it computes as llama.cpp does (ggmlRoPE).
 func (r *RoPE) Forward(c *Context, x []float32, n, heads int) {
+	if c.LlamaCPP {
+		r.ggmlRoPE(c, x, n, heads)
+		return
+	}
 	check("RoPE input", len(x), n*heads*r.HeadDim)
 	cos, sin := r.tables(n)
 	h := r.Dims / 2

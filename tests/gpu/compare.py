@@ -29,7 +29,26 @@ BOUNDS = {  # max |Δ log p|, |PPL ratio - 1|, max |Δ KLD|, mean |Δ log p|
     "fp8": (0.1, 0.004, 1e-2, math.inf),
     "k8v4": (0.15, 0.005, 2e-2, math.inf),
     "nvfp4": (0.5, 0.01, 5e-2, math.inf),
+    # llama.cpp's types and the rotated ones: the bounds of score/cuda's
+    # TestEndToEndKV (about 1.5-2x the emulation's maxima).
+    "q8_0": (0.05, 0.002, 1e-2, math.inf),
+    "q4_0": (0.15, 0.005, 2e-2, math.inf),
+    "q4_1": (0.15, 0.005, 2e-2, math.inf),
+    "q5_0": (0.1, 0.003, 2e-2, math.inf),
+    "q5_1": (0.1, 0.003, 2e-2, math.inf),
+    "iq4_nl": (0.2, 0.005, 2e-2, math.inf),
+    "rk8v4": (0.15, 0.005, 2e-2, math.inf),
+    "rk4v4": (0.15, 0.005, 2e-2, math.inf),
+    "rk2v4": (0.5, 0.01, 5e-2, math.inf),
     "moe": (math.inf, 0.002, 1e-3, 0.02),
+    # Gated DeltaNet hybrids (score/cuda's TestEndToEndArchs): the
+    # recurrent state carries a perturbation on for many tokens, and a
+    # routing flip with it.
+    "recurrent": (0.03, 0.001, 1e-3, 0.005),
+    "moe-recurrent": (math.inf, 0.008, 1e-3, 0.02),
+    # gemma4: a mixture of experts whose sharp attention moves more per
+    # flip (TestEndToEndArchs).
+    "gemma4": (math.inf, 0.004, 1e-3, 0.03),
 }
 
 

@@ -7,6 +7,8 @@
 #   ppl-score.gz, cuda.test.gz  the tool and the CUDA package's test binary
 #                               (CGO_ENABLED=0, stripped, gzipped)
 #   oracle/models/*.gguf.gz     the three Q8_0 oracle models and tiny-qwen3moe
+#                               (with PPL_GPU_BUNDLE=archs instead: tiny-qwen35,
+#                               -qwen35moe, -qwen3next, -deepseek2, -gemma4)
 #                               (a mixture of experts), gzipped, and a README so
 #                               the test binary's oracle lookup finds them once
 #                               check.sh has unpacked them
@@ -35,6 +37,14 @@ gzip -9 -c "$T/ppl-score" > "$B/ppl-score.gz"
 gzip -9 -c "$T/cuda.test" > "$B/cuda.test.gz"
 
 MODELS="tiny-llama-spm-q8_0 tiny-qwen3-q8_0 tiny-llama3-q8_0 tiny-qwen3moe"
+# PPL_GPU_BUNDLE=archs: the architectures that need package ml's extension
+# interfaces instead (their float32 models do not fit beside the others
+# under 60 MiB): make gpu-bundle-archs, then check.sh on that bundle.
+ARCHS=
+if [ "${PPL_GPU_BUNDLE:-}" = archs ]; then
+	ARCHS=1
+	MODELS="tiny-qwen35 tiny-qwen35moe tiny-qwen3next tiny-deepseek2 tiny-gemma4"
+fi
 TEXTS="en-gpl3 zh-tang code-go-strings mixed-unicode"
 cp "$ORACLE/README.md" "$B/oracle/README.md"
 for m in $MODELS; do
@@ -71,13 +81,30 @@ texts=()
 for t in $TEXTS; do texts+=("$ORACLE/texts/$t.txt"); done
 for m in $MODELS; do
 	class=bf16
-	case $m in *moe*) class=moe ;; esac # bounded by mean and PPL (compare.py)
+	case $m in
+	*moe*) class=moe ;; # bounded by mean and PPL (compare.py)
+	tiny-qwen35) class=recurrent ;;
+	tiny-qwen3next | tiny-deepseek2) class=moe ;; # mixtures of experts too
+	tiny-gemma4) class=gemma4 ;;
+	esac
+	case $m in tiny-qwen35moe | tiny-qwen3next) class=moe-recurrent ;; esac
 	input "$m-texts" "$m" 256 128 "${texts[@]}"
 	case_ "$m-bf16" "$m" "$m-texts" "$class" --kv-dtype bf16
 done
+if [ -n "$ARCHS" ]; then # the KV dtypes, reference and long windows are the main bundle's
+	cp tests/gpu/check.sh tests/gpu/compare.py "$B/"
+	du -sh "$B"
+	size=$(du -sb "$B" | cut -f1)
+	if [ "$size" -gt $((60 * 1024 * 1024)) ]; then
+		echo "mkbundle: $B is $size bytes, over the 60 MiB it must stay under" >&2
+		exit 1
+	fi
+	echo "mkbundle: $B ready ($size bytes); run: bash tests/gpu/check.sh $B"
+	exit 0
+fi
 # Every other KV cache dtype on one model and two texts.
 input spm-two tiny-llama-spm-q8_0 256 128 "$ORACLE/texts/en-gpl3.txt" "$ORACLE/texts/mixed-unicode.txt"
-for kv in f32 f16 int8 fp8 k8v4 nvfp4; do
+for kv in f32 f16 int8 fp8 k8v4 nvfp4 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl rk8v4 rk4v4 rk2v4; do
 	case_ "spm-$kv" tiny-llama-spm-q8_0 spm-two "$kv" --kv-dtype "$kv"
 done
 # A reference model: the same weights with an exact cache (KL divergence).

@@ -15,9 +15,11 @@ package bpe
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	"ppl.dev/tokenize/internal/freelist"
+	"ppl.dev/tokenize/internal/vocab"
 	"ppl.dev/tokenize/pretokenize"
 )
 
@@ -26,7 +28,7 @@ import (
 type Model struct {
 	pre *pretokenize.Pretokenizer
 
-	ids       map[string]int32 // token text -> id
+	vocab     *vocab.Vocab     // token texts and ids
 	ntok      int32            // pieces below ntok are tokens
 	extra     map[string]int32 // texts of merge sides and results that are not tokens
 	bytePiece [256]int32       // piece of each single byte
@@ -99,31 +101,38 @@ func pairKey(l, r int32) uint64 { return uint64(uint32(l))<<32 | uint64(uint32(r
 
 // New builds a model from token texts (index = id, in the GPT-2 alphabet)
 // and merges ("left right", rank = index; the first of duplicates wins, as
-// llama.cpp's map emplace does). ids maps each token text to its id; it is
-// built from tokens when nil.
+// llama.cpp's map emplace does). Of duplicate token texts the first id
+// wins.
 //
 // Symbols are identified by "pieces": a token's piece is its id, and the
 // rare merge side or result that is not a token gets a piece above the
 // vocabulary. Equal pieces mean equal text, which is all the merge loop
 // needs to know.
-func New(tokens []string, ids map[string]int32, merges []string, pre *pretokenize.Pretokenizer) (*Model, error) {
+func New(tokens []string, merges []string, pre *pretokenize.Pretokenizer) (*Model, error) {
 	if pre == nil {
 		return nil, fmt.Errorf("bpe: no pre-tokenizer")
 	}
-	if ids == nil {
-		ids = make(map[string]int32, len(tokens))
-		for i, t := range tokens {
-			if _, dup := ids[t]; !dup {
-				ids[t] = int32(i)
-			}
-		}
+	v, err := vocab.New(tokens)
+	if err != nil {
+		return nil, fmt.Errorf("bpe: %w", err)
+	}
+	return FromVocab(v, len(merges), func(i int) string { return merges[i] }, pre)
+}
+
+// FromVocab is New on a vocabulary that is already indexed (package
+// tokenizer shares one between its models), with the merges given by their
+// count and mergeAt(rank) (so that they need not be a []string). The model
+// keeps v, which must not change afterwards; it does not keep the merges.
+func FromVocab(v *vocab.Vocab, nMerges int, mergeAt func(rank int) string, pre *pretokenize.Pretokenizer) (*Model, error) {
+	if pre == nil {
+		return nil, fmt.Errorf("bpe: no pre-tokenizer")
 	}
 	m := &Model{
 		pre:    pre,
-		ids:    ids,
-		ntok:   int32(len(tokens)),
+		vocab:  v,
+		ntok:   int32(v.Len()),
 		extra:  map[string]int32{},
-		merges: make(map[uint64]merge, len(merges)),
+		merges: make(map[uint64]merge, nMerges),
 	}
 	for b := 0; b < 256; b++ {
 		m.byteFallback[b] = [2]int32{-1, -1}
@@ -133,20 +142,21 @@ func New(tokens []string, ids map[string]int32, merges []string, pre *pretokeniz
 			if b < utf8.RuneSelf {
 				m.bytePiece[b] = m.lookup(string(rune(b)))
 			}
-			if id, ok := ids[fmt.Sprintf("<0x%02X>", b)]; ok {
+			if id, ok := v.ID(fmt.Sprintf("<0x%02X>", b)); ok {
 				m.byteFallback[b][0] = id
 			}
 			continue
 		}
 		m.bytePiece[b] = m.piece(byteText[b])
 		for i := 0; i < len(byteText[b]); i++ {
-			if id, ok := ids[byteText[b][i:i+1]]; ok {
+			if id, ok := v.ID(byteText[b][i : i+1]); ok {
 				m.byteFallback[b][i] = id
 			}
 		}
 	}
 	var buf []byte
-	for rank, s := range merges {
+	for rank := range nMerges {
+		s := mergeAt(rank)
 		// llama.cpp splits at the first space after the first byte.
 		sp := -1
 		for i := 1; i < len(s); i++ {
@@ -164,7 +174,7 @@ func New(tokens []string, ids map[string]int32, merges []string, pre *pretokeniz
 			continue
 		}
 		buf = append(append(buf[:0], s[:sp]...), s[sp+1:]...)
-		res, ok := ids[string(buf)]
+		res, ok := v.IDBytes(buf)
 		if !ok {
 			res = m.piece(string(buf))
 		}
@@ -176,21 +186,21 @@ func New(tokens []string, ids map[string]int32, merges []string, pre *pretokeniz
 
 // piece returns the piece of a text in the GPT-2 alphabet.
 func (m *Model) piece(s string) int32 {
-	if id, ok := m.ids[s]; ok {
+	if id, ok := m.vocab.ID(s); ok {
 		return id
 	}
 	if p, ok := m.extra[s]; ok {
 		return p
 	}
 	p := m.ntok + int32(len(m.extra))
-	m.extra[s] = p
+	m.extra[strings.Clone(s)] = p // s may point into the merges, which the model does not keep
 	return p
 }
 
 // lookup is piece without interning: -1 for a text that is neither a token
 // nor a merge side or result (such a symbol never merges).
 func (m *Model) lookup(s string) int32 {
-	if id, ok := m.ids[s]; ok {
+	if id, ok := m.vocab.ID(s); ok {
 		return id
 	}
 	if p, ok := m.extra[s]; ok {
@@ -311,13 +321,13 @@ func (m *Model) mergeWord(dst []int32, w []byte, s *session) []int32 {
 			s.enc = appendEncoded(s.enc[:0], w)
 			key = s.enc
 		}
-		if id, ok := m.ids[string(key)]; ok {
+		if id, ok := m.vocab.IDBytes(key); ok {
 			return append(dst, id)
 		}
 	}
 	if m.pre.NewlineWords && allNewlines(w) {
 		// Gemma 4: a run of newlines that is a token is that token.
-		if id, ok := m.ids[string(w)]; ok {
+		if id, ok := m.vocab.IDBytes(w); ok {
 			return append(dst, id)
 		}
 	}

@@ -12,15 +12,15 @@ import (
 	"ppl.dev/tokenize/pretokenize"
 )
 
-// vocab is a byte-level vocabulary: the 256 byte characters, then the
+// testVocab is a byte-level vocabulary: the 256 byte characters, then the
 // given tokens (plain text, encoded here), with the given merges ("left|right").
-type vocab struct {
+type testVocab struct {
 	tokens []string
 	merges []string
 }
 
-func newVocab(tokens []string, merges []string) *vocab {
-	v := &vocab{}
+func newVocab(tokens []string, merges []string) *testVocab {
+	v := &testVocab{}
 	for b := 0; b < 256; b++ {
 		v.tokens = append(v.tokens, string(byteRune[b]))
 	}
@@ -34,20 +34,20 @@ func newVocab(tokens []string, merges []string) *vocab {
 	return v
 }
 
-func (v *vocab) model(t testing.TB, pre string) *Model {
+func (v *testVocab) model(t testing.TB, pre string) *Model {
 	t.Helper()
 	p, err := pretokenize.Lookup(pre)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := New(v.tokens, nil, v.merges, p)
+	m, err := New(v.tokens, v.merges, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return m
 }
 
-func (v *vocab) texts(ids []int32) []string {
+func (v *testVocab) texts(ids []int32) []string {
 	var out []string
 	for _, id := range ids {
 		raw, _ := DecodeToken(v.tokens[id])
@@ -262,7 +262,7 @@ func rawVocab() ([]string, []string) {
 func TestEncodeRawUTF8(t *testing.T) {
 	toks, merges := rawVocab()
 	p, _ := pretokenize.Lookup("gemma4")
-	m, err := New(toks, nil, merges, p)
+	m, err := New(toks, merges, p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func FuzzEncodeRaw(f *testing.F) {
 	var models []*Model
 	for _, name := range pretokenize.Names() {
 		if p, _ := pretokenize.Lookup(name); p.RawBytes {
-			m, err := New(toks, nil, merges, p)
+			m, err := New(toks, merges, p)
 			if err != nil {
 				f.Fatal(err)
 			}

@@ -20,11 +20,12 @@ import (
 	"fmt"
 
 	"ppl.dev/tokenize/internal/freelist"
+	"ppl.dev/tokenize/internal/vocab"
 )
 
 // Model is a SentencePiece vocabulary. It is safe for concurrent use.
 type Model struct {
-	ids     map[string]int32
+	vocab   *vocab.Vocab
 	scores  []float32
 	byteTok [256]int32 // <0xNN> token (else the 1-byte token) of each byte, -1 for none
 	chunked bool
@@ -34,26 +35,36 @@ type Model struct {
 // Space is the escaped space, U+2581.
 const Space = "\u2581"
 
-// New builds a model from token texts (index = id) and their scores.
+// New builds a model from token texts (index = id) and their scores. Of
+// duplicate texts the first id is the one encoding emits.
 func New(tokens []string, scores []float32) (*Model, error) {
-	if len(scores) != len(tokens) {
-		return nil, fmt.Errorf("spm: %d scores for %d tokens", len(scores), len(tokens))
+	v, err := vocab.New(tokens)
+	if err != nil {
+		return nil, fmt.Errorf("spm: %w", err)
 	}
-	m := &Model{ids: make(map[string]int32, len(tokens)), scores: scores, chunked: true}
-	for id, t := range tokens {
-		if _, dup := m.ids[t]; !dup {
-			m.ids[t] = int32(id)
-		}
-		if m.chunked && spaceAfterOther(t) {
+	return FromVocab(v, scores)
+}
+
+// FromVocab is New on a vocabulary that is already indexed (package
+// tokenizer shares one between its models). The model keeps v and scores,
+// which must not change afterwards.
+func FromVocab(v *vocab.Vocab, scores []float32) (*Model, error) {
+	if len(scores) != v.Len() {
+		return nil, fmt.Errorf("spm: %d scores for %d tokens", len(scores), v.Len())
+	}
+	m := &Model{vocab: v, scores: scores, chunked: true}
+	for id := range v.Len() {
+		if spaceAfterOther(v.Token(int32(id))) {
 			m.chunked = false
+			break
 		}
 	}
 	const hex = "0123456789ABCDEF"
 	for b := 0; b < 256; b++ {
 		m.byteTok[b] = -1
-		if id, ok := m.ids[string([]byte{'<', '0', 'x', hex[b>>4], hex[b&15], '>'})]; ok {
+		if id, ok := v.IDBytes([]byte{'<', '0', 'x', hex[b>>4], hex[b&15], '>'}); ok {
 			m.byteTok[b] = id
-		} else if id, ok := m.ids[string([]byte{byte(b)})]; ok {
+		} else if id, ok := v.IDBytes([]byte{byte(b)}); ok {
 			m.byteTok[b] = id
 		}
 	}
@@ -236,7 +247,7 @@ func (m *Model) encodeChunk(dst []int32, text []byte, s *session) ([]int32, erro
 		}
 		a, b := &syms[l], &syms[r]
 		t := text[a.start : a.start+a.n+b.n]
-		id, ok := m.ids[string(t)]
+		id, ok := m.vocab.IDBytes(t)
 		if !ok {
 			return
 		}
@@ -265,7 +276,7 @@ func (m *Model) encodeChunk(dst []int32, text []byte, s *session) ([]int32, erro
 	for i := int32(0); i != -1; i = syms[i].next {
 		sy := &syms[i]
 		t := text[sy.start : sy.start+sy.n]
-		if id, ok := m.ids[string(t)]; ok {
+		if id, ok := m.vocab.IDBytes(t); ok {
 			dst = append(dst, id)
 			continue
 		}

@@ -9,15 +9,15 @@ import (
 	"testing"
 )
 
-// vocab is a small SentencePiece vocabulary: specials, the 256 byte
+// testVocab is a small SentencePiece vocabulary: specials, the 256 byte
 // tokens, then pieces with scores.
-type vocab struct {
+type testVocab struct {
 	tokens []string
 	scores []float32
 }
 
-func newVocab(pieces ...any) *vocab {
-	v := &vocab{tokens: []string{"<unk>", "<s>", "</s>"}, scores: []float32{0, 0, 0}}
+func newVocab(pieces ...any) *testVocab {
+	v := &testVocab{tokens: []string{"<unk>", "<s>", "</s>"}, scores: []float32{0, 0, 0}}
 	for b := 0; b < 256; b++ {
 		v.tokens = append(v.tokens, fmt.Sprintf("<0x%02X>", b))
 		v.scores = append(v.scores, 0)
@@ -29,7 +29,7 @@ func newVocab(pieces ...any) *vocab {
 	return v
 }
 
-func (v *vocab) id(t testing.TB, s string) int32 {
+func (v *testVocab) id(t testing.TB, s string) int32 {
 	for i, x := range v.tokens {
 		if x == s {
 			return int32(i)
@@ -39,7 +39,7 @@ func (v *vocab) id(t testing.TB, s string) int32 {
 	return -1
 }
 
-func (v *vocab) texts(ids []int32) []string {
+func (v *testVocab) texts(ids []int32) []string {
 	var out []string
 	for _, id := range ids {
 		out = append(out, v.tokens[id])

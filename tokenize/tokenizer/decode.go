@@ -14,10 +14,10 @@ import (
 func (t *tok) Decode(ids []int32) []byte {
 	var out []byte
 	for _, id := range ids {
-		if id < 0 || int(id) >= len(t.tokens) {
+		if id < 0 || int(id) >= t.voc.Len() {
 			continue
 		}
-		a, s := t.attrs[id], t.tokens[id]
+		a, s := t.attrs[id], t.voc.Token(id)
 		if t.rwkv != nil { // every token its unescaped bytes
 			out = append(out, rwkvUnescape(s)...)
 			continue

@@ -21,7 +21,7 @@ func identity(c Config, t *tok) string {
 	w.str(c.Model)
 	w.str(c.Pre)
 	w.str(t.pre)
-	w.strs(c.Tokens)
+	w.strs(c.tokens())
 	if c.Scores == nil {
 		w.u64(math.MaxUint64)
 	} else {
@@ -38,10 +38,10 @@ func identity(c Config, t *tok) string {
 			w.u32(uint32(x))
 		}
 	}
-	if c.Merges == nil {
+	if merges, ok := c.merges(); !ok {
 		w.u64(math.MaxUint64)
 	} else {
-		w.strs(c.Merges)
+		w.strs(merges)
 	}
 	w.u32(uint32(t.bos))
 	w.u32(uint32(t.eos))
@@ -101,9 +101,9 @@ func (w *idWriter) str(s string) {
 	w.grow()
 }
 
-func (w *idWriter) strs(ss []string) {
-	w.u64(uint64(len(ss)))
-	for _, s := range ss {
-		w.str(s)
+func (w *idWriter) strs(ss strs) {
+	w.u64(uint64(ss.len()))
+	for i := range ss.len() {
+		w.str(ss.at(i))
 	}
 }

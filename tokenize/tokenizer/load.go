@@ -31,8 +31,11 @@ const (
 )
 
 // Load builds the tokenizer of a GGUF file from its tokenizer.ggml.* keys.
+// It reads the arrays without copying them: the tokenizer keeps the file's
+// copy of the token texts (which outlives Close), and converts the scores
+// and types once.
 func Load(f *gguf.File) (Tokenizer, error) {
-	cfg, err := ReadConfig(f)
+	cfg, err := readConfig(f, true)
 	if err != nil {
 		return nil, err
 	}
@@ -43,8 +46,14 @@ func Load(f *gguf.File) (Tokenizer, error) {
 	return t, nil
 }
 
-// ReadConfig reads the tokenizer definition of a GGUF file.
-func ReadConfig(f *gguf.File) (Config, error) {
+// ReadConfig reads the tokenizer definition of a GGUF file. The slices are
+// the caller's to change.
+func ReadConfig(f *gguf.File) (Config, error) { return readConfig(f, false) }
+
+// readConfig is ReadConfig; shared leaves Tokens and Merges nil, with the
+// file's arrays in their place, and takes Scores and Types from the file
+// without a copy when they have that type (New only reads them).
+func readConfig(f *gguf.File, shared bool) (Config, error) {
 	var c Config
 	var err error
 	has := func(k string) bool { _, ok := f.Lookup(k); return ok }
@@ -57,21 +66,35 @@ func ReadConfig(f *gguf.File) (Config, error) {
 			return c, wrap(err)
 		}
 	}
-	if c.Tokens, err = f.Strings(KeyTokens); err != nil {
+	strings := func(key string, dst *[]string, arr **gguf.StringArray) error {
+		if shared {
+			*arr, err = f.StringArray(key)
+		} else {
+			*dst, err = f.Strings(key)
+		}
+		return err
+	}
+	if err := strings(KeyTokens, &c.Tokens, &c.tokenArray); err != nil {
 		return c, wrap(err)
 	}
 	if has(KeyScores) {
-		if c.Scores, err = f.Float32s(KeyScores); err != nil {
+		v, _ := f.Lookup(KeyScores)
+		if s, ok := v.Any().([]float32); ok && shared {
+			c.Scores, c.ownScores = s, true
+		} else if c.Scores, err = f.Float32s(KeyScores); err != nil {
 			return c, wrap(err)
 		}
 	}
 	if has(KeyTypes) {
-		if c.Types, err = f.Int32s(KeyTypes); err != nil {
+		v, _ := f.Lookup(KeyTypes)
+		if s, ok := v.Any().([]int32); ok && shared {
+			c.Types = s
+		} else if c.Types, err = f.Int32s(KeyTypes); err != nil {
 			return c, wrap(err)
 		}
 	}
 	if has(KeyMerges) {
-		if c.Merges, err = f.Strings(KeyMerges); err != nil {
+		if err := strings(KeyMerges, &c.Merges, &c.mergeArray); err != nil {
 			return c, wrap(err)
 		}
 	}

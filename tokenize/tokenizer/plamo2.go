@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"unicode/utf8"
+
+	"ppl.dev/tokenize/internal/vocab"
 )
 
 // plamo2Model is llama.cpp's PLaMo-2 tokenizer (llm_tokenizer_plamo2): a
@@ -30,12 +32,13 @@ const (
 	plamoUnknown = -10000000
 )
 
-func newPLaMo2(tokens []string, scores []float32, attrs []uint16) (*plamo2Model, error) {
+func newPLaMo2(v *vocab.Vocab, scores []float32, attrs []uint16) (*plamo2Model, error) {
 	m := &plamo2Model{root: &plamoNode{id: -1}}
 	for i := range m.bytes {
 		m.bytes[i] = -1
 	}
-	for id, s := range tokens {
+	for id := range v.Len() {
+		s := v.Token(int32(id))
 		if attrs[id]&attrByte != 0 {
 			if b, ok := byteTokenValue(s); ok {
 				m.bytes[b] = int32(id)

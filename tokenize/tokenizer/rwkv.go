@@ -1,5 +1,7 @@
 package tokenizer
 
+import "ppl.dev/tokenize/internal/vocab"
+
 // rwkvModel is llama.cpp's RWKV "World" tokenizer (llm_tokenizer_rwkv): the
 // token texts are escaped byte strings (\t \n \r \xNN, a backslash before
 // any other byte stands for that byte), and a text is cut greedily into the
@@ -18,11 +20,11 @@ type rwkvNode struct {
 	id   int32 // -1: no token ends here
 }
 
-func newRWKV(tokens []string, unk int32) *rwkvModel {
+func newRWKV(v *vocab.Vocab, unk int32) *rwkvModel {
 	m := &rwkvModel{nodes: []rwkvNode{{id: -1}}, unk: unk}
-	for id, s := range tokens {
+	for id := range v.Len() {
 		cur := int32(0)
-		for _, c := range rwkvUnescape(s) {
+		for _, c := range rwkvUnescape(v.Token(int32(id))) {
 			nx, ok := m.nodes[cur].next[c]
 			if !ok {
 				if m.nodes[cur].next == nil {

@@ -42,7 +42,9 @@ import (
 	"slices"
 	"unicode/utf8"
 
+	"ppl.dev/gguf"
 	"ppl.dev/tokenize/bpe"
+	"ppl.dev/tokenize/internal/vocab"
 	"ppl.dev/tokenize/pretokenize"
 	"ppl.dev/tokenize/spm"
 )
@@ -112,6 +114,40 @@ type Config struct {
 
 	AddBOS, AddEOS *bool // tokenizer.ggml.add_{bos,eos}_token
 	AddSpacePrefix *bool // tokenizer.ggml.add_space_prefix
+
+	// Load's copy-free form of Tokens and Merges, used where those are
+	// nil: the file's arrays as they are (see gguf.StringArray).
+	tokenArray, mergeArray *gguf.StringArray
+	// ownScores: Scores is the file's array, which nothing changes, so
+	// the tokenizer may keep it rather than a copy.
+	ownScores bool
+}
+
+// strs is a string array given as a []string or a *gguf.StringArray.
+type strs struct {
+	s []string
+	a *gguf.StringArray
+}
+
+func (x strs) len() int {
+	if x.s != nil {
+		return len(x.s)
+	}
+	return x.a.Len()
+}
+
+func (x strs) at(i int) string {
+	if x.s != nil {
+		return x.s[i]
+	}
+	return x.a.At(i)
+}
+
+// tokens and merges are the arrays of c, whichever form they have; ok is
+// false for merges absent in both forms.
+func (c *Config) tokens() strs { return strs{s: c.Tokens, a: c.tokenArray} }
+func (c *Config) merges() (strs, bool) {
+	return strs{s: c.Merges, a: c.mergeArray}, c.Merges != nil || c.mergeArray != nil
 }
 
 // InvalidUTF8Error reports the first byte of a text that is not UTF-8.
@@ -170,9 +206,8 @@ func Sanitize(b []byte) ([]byte, int) {
 
 type tok struct {
 	cfg      Config
-	tokens   []string
+	voc      *vocab.Vocab // token texts and ids, shared with the models
 	attrs    []uint16
-	ids      map[string]int32
 	bos, eos int32
 	addBOS   bool
 	addEOS   bool
@@ -189,12 +224,21 @@ type tok struct {
 }
 
 // New builds a tokenizer from a definition.
+//
+// Memory: a tokenizer holds, per vocabulary token, its text, a 4-byte
+// offset, 6 bytes of index (package vocab), a 2-byte attribute and, for
+// SentencePiece and PLaMo-2, a 4-byte score; BPE adds about 23 bytes a
+// merge (its pair table). Load shares the text with the file's metadata
+// instead of copying it, so loading allocates little more than that:
+// TestVocabMemory holds it to about 1.2 times the file's size for
+// SentencePiece and 1.9 times for BPE (before issue #20, 6 to 7 times).
 func New(cfg Config) (Tokenizer, error) {
-	n := len(cfg.Tokens)
+	src := cfg.tokens()
+	n := src.len()
 	if n == 0 {
 		return nil, fmt.Errorf("tokenizer: empty vocabulary (tokenizer.ggml.tokens)")
 	}
-	if n > 1<<31-1 {
+	if n > vocab.MaxTokens {
 		return nil, fmt.Errorf("tokenizer: vocabulary of %d tokens", n)
 	}
 	if cfg.Scores != nil && len(cfg.Scores) < n {
@@ -203,24 +247,31 @@ func New(cfg Config) (Tokenizer, error) {
 	if cfg.Types != nil && len(cfg.Types) < n {
 		return nil, fmt.Errorf("tokenizer: %d token types for %d tokens", len(cfg.Types), n)
 	}
-	t := &tok{cfg: cfg, tokens: make([]string, n), attrs: make([]uint16, n), ids: make(map[string]int32, n)}
-	for i, s := range cfg.Tokens {
-		if s == "" {
-			s = fmt.Sprintf("[EMPTY_%d]", i) // llama.cpp's name for empty entries
-		}
-		if j, dup := t.ids[s]; dup {
-			return nil, fmt.Errorf("tokenizer: duplicate token %q has ids %d and %d", s, j, i)
-		}
-		t.ids[s] = int32(i)
-		t.tokens[i] = s
+	voc, err := newVocab(src)
+	if err != nil {
+		return nil, err
+	}
+	if a, b, dup := voc.Duplicate(); dup {
+		return nil, fmt.Errorf("tokenizer: duplicate token %q has ids %d and %d", voc.Token(a), a, b)
+	}
+	t := &tok{cfg: cfg, voc: voc, attrs: make([]uint16, n)}
+	for i := range t.attrs {
 		t.attrs[i] = attrNormal
 		if cfg.Types != nil {
 			t.attrs[i] = typeAttr(cfg.Types[i])
 		}
 	}
-	scores := make([]float32, n)
-	if cfg.Scores != nil {
-		copy(scores, cfg.Scores[:n])
+	// Scores matter to SentencePiece and PLaMo-2 only.
+	var scores []float32
+	switch {
+	case cfg.Model != "llama" && cfg.Model != "plamo2":
+	case cfg.ownScores && len(cfg.Scores) == n:
+		scores = cfg.Scores
+	default:
+		scores = make([]float32, n)
+		if cfg.Scores != nil {
+			copy(scores, cfg.Scores[:n])
+		}
 	}
 
 	// Defaults per model type, then the file's values (llama_vocab::impl::load).
@@ -230,7 +281,7 @@ func New(cfg Config) (Tokenizer, error) {
 		defBOS, defEOS = 1, 2
 		t.addBOS, t.addEOS, t.prefix = true, false, true
 		t.pre = "default"
-		m, err := spm.New(t.tokens, scores)
+		m, err := spm.FromVocab(t.voc, scores)
 		if err != nil {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
@@ -247,7 +298,8 @@ func New(cfg Config) (Tokenizer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
-		if cfg.Merges == nil {
+		merges, ok := cfg.merges()
+		if !ok {
 			return nil, fmt.Errorf("tokenizer: BPE model without tokenizer.ggml.merges")
 		}
 		t.pre = pre.Name
@@ -257,7 +309,7 @@ func New(cfg Config) (Tokenizer, error) {
 		if pre.NoBOS {
 			defBOS = -1
 		}
-		m, err := bpe.New(t.tokens, t.ids, cfg.Merges, pre)
+		m, err := bpe.FromVocab(t.voc, merges.len(), merges.at, pre)
 		if err != nil {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
@@ -268,7 +320,7 @@ func New(cfg Config) (Tokenizer, error) {
 	case "plamo2":
 		defBOS, defEOS = 1, 2
 		t.pre = "plamo2"
-		m, err := newPLaMo2(t.tokens, scores, t.attrs)
+		m, err := newPLaMo2(t.voc, scores, t.attrs)
 		if err != nil {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
@@ -294,7 +346,7 @@ func New(cfg Config) (Tokenizer, error) {
 		// llama.cpp's RWKV path adds neither, whatever the file says.
 		t.addBOS, t.addEOS = false, false
 		unk := specialID(-1, cfg.UNK, n)
-		t.rwkv = newRWKV(t.tokens, unk)
+		t.rwkv = newRWKV(t.voc, unk)
 	}
 	if t.addBOS && t.bos < 0 {
 		return nil, fmt.Errorf("tokenizer: tokenizer.ggml.add_bos_token is true, but tokenizer.ggml.bos_token_id is not set")
@@ -309,12 +361,46 @@ func New(cfg Config) (Tokenizer, error) {
 		}
 	}
 	slices.SortStableFunc(t.specials, func(a, b int32) int {
-		return cmp.Compare(len(t.tokens[b]), len(t.tokens[a]))
+		return cmp.Compare(len(t.voc.Token(b)), len(t.voc.Token(a)))
 	})
 	t.identity = identity(cfg, t)
 	// Keep the small fields only; the models hold what encoding needs.
 	t.cfg.Tokens, t.cfg.Scores, t.cfg.Types, t.cfg.Merges = nil, nil, nil, nil
+	t.cfg.tokenArray, t.cfg.mergeArray = nil, nil
 	return t, nil
+}
+
+// newVocab indexes the token texts: the file's array as it is when it has
+// one and no empty entry, else a copy with llama.cpp's name for each empty
+// entry ("[EMPTY_<id>]").
+func newVocab(src strs) (*vocab.Vocab, error) {
+	empty := false
+	for i := range src.len() {
+		if src.at(i) == "" {
+			empty = true
+			break
+		}
+	}
+	var v *vocab.Vocab
+	var err error
+	switch {
+	case src.s == nil && !empty:
+		v, err = vocab.FromArena(src.a.Arena())
+	case empty:
+		texts := make([]string, src.len())
+		for i := range texts {
+			if texts[i] = src.at(i); texts[i] == "" {
+				texts[i] = fmt.Sprintf("[EMPTY_%d]", i) // llama.cpp's name for empty entries
+			}
+		}
+		v, err = vocab.New(texts)
+	default:
+		v, err = vocab.New(src.s)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tokenizer: %w", err)
+	}
+	return v, nil
 }
 
 func typeAttr(ty int32) uint16 {
@@ -368,7 +454,7 @@ var (
 func (t *tok) markControlByText() {
 	mark := func(texts []string) {
 		for _, s := range texts {
-			if id, ok := t.ids[s]; ok {
+			if id, ok := t.voc.ID(s); ok {
 				t.attrs[id] |= attrControl
 			}
 		}
@@ -394,21 +480,21 @@ func (t *tok) markControlByText() {
 	}
 	mark(eogTexts)
 	for _, s := range harmonyUser {
-		if id, ok := t.ids[s]; ok {
+		if id, ok := t.voc.ID(s); ok {
 			t.attrs[id] = attrUser
 		}
 	}
 	// o200k_harmony / solar-open: "<|end|>" is not end-of-generation there.
-	_, ret := t.ids["<|return|>"]
-	_, call := t.ids["<|call|>"]
-	_, calls := t.ids["<|calls|>"]
-	_, flush := t.ids["<|flush|>"]
-	if end, ok := t.ids["<|end|>"]; ok && ((ret && (call || calls)) || ((call || calls) && flush)) {
+	_, ret := t.voc.ID("<|return|>")
+	_, call := t.voc.ID("<|call|>")
+	_, calls := t.voc.ID("<|calls|>")
+	_, flush := t.voc.ID("<|flush|>")
+	if end, ok := t.voc.ID("<|end|>"); ok && ((ret && (call || calls)) || ((call || calls) && flush)) {
 		t.attrs[end] = attrUser
 	}
 }
 
-func (t *tok) NVocab() int      { return len(t.tokens) }
+func (t *tok) NVocab() int      { return t.voc.Len() }
 func (t *tok) BOS() int32       { return t.bos }
 func (t *tok) EOS() int32       { return t.eos }
 func (t *tok) AddBOS() bool     { return t.addBOS }
@@ -417,10 +503,10 @@ func (t *tok) Model() string    { return t.cfg.Model }
 func (t *tok) Pre() string      { return t.pre }
 func (t *tok) Identity() string { return t.identity }
 func (t *tok) Token(id int32) string {
-	if id < 0 || int(id) >= len(t.tokens) {
+	if id < 0 || int(id) >= t.voc.Len() {
 		return ""
 	}
-	return t.tokens[id]
+	return t.voc.Token(id)
 }
 
 // Encode implements Tokenizer.
@@ -479,7 +565,7 @@ func (t *tok) partition(text []byte) []fragment {
 	}
 	var next []fragment
 	for _, id := range t.specials {
-		s := t.tokens[id]
+		s := t.voc.Token(id)
 		if !bytes.Contains(text, []byte(s)) {
 			continue
 		}

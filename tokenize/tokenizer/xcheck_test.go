@@ -2,6 +2,8 @@ package tokenizer_test
 
 import (
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -20,13 +22,21 @@ import (
 
 // xcheck is testdata/llamacpp-xcheck.json.gz: texts of our own making
 // (edge cases, random mixes of scripts, whitespace, digits, contractions,
-// special-token look-alikes, and the first 3 KB of each oracle text) with
-// llama.cpp's tokens for them, for the oracle models and for the Llama-3
-// vocabulary under other pre-tokenizers (testdata/xcheck.md says how).
+// special-token look-alikes) and, after them, the first bytes of oracle
+// texts, with llama.cpp's tokens for them, for the oracle models and for
+// the Llama-3 vocabulary under other pre-tokenizers (testdata/xcheck.md
+// says how). The oracle texts are not copied into the file: OracleTexts
+// names each one, how many of its bytes were tokenized, and their SHA-256,
+// and the test reads them from the oracle directory.
 type xcheck struct {
-	Source string   `json:"source"`
-	Texts  []string `json:"texts"`
-	Runs   []struct {
+	Source      string   `json:"source"`
+	Texts       []string `json:"texts"`
+	OracleTexts []struct {
+		Text   string `json:"text"`   // oracle text stem (en-gpl3)
+		Bytes  int    `json:"bytes"`  // length of the prefix tokenized
+		SHA256 string `json:"sha256"` // of that prefix
+	} `json:"oracle_texts"`
+	Runs []struct {
 		Model  string    `json:"model"`
 		Pre    string    `json:"pre"`
 		Tokens [][]int32 `json:"tokens"`
@@ -62,6 +72,20 @@ func crossCheck(t *testing.T, dir, path string) {
 	if err := json.NewDecoder(r).Decode(&x); err != nil {
 		t.Fatal(err)
 	}
+	for _, o := range x.OracleTexts {
+		b, err := os.ReadFile(oracle.Text(dir, o.Text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Bytes < 0 || o.Bytes > len(b) {
+			t.Fatalf("%s: oracle text %s has %d bytes, the file wants its first %d", path, o.Text, len(b), o.Bytes)
+		}
+		b = b[:o.Bytes]
+		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != o.SHA256 {
+			t.Fatalf("%s: the first %d bytes of oracle text %s have SHA-256 %x, the file was made from %s", path, o.Bytes, o.Text, sum, o.SHA256)
+		}
+		x.Texts = append(x.Texts, string(b))
+	}
 	configs := map[string]tokenizer.Config{}
 	for _, run := range x.Runs {
 		name := run.Model
@@ -90,6 +114,9 @@ func crossCheck(t *testing.T, dir, path string) {
 			tk, err := tokenizer.New(cfg)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if len(run.Tokens) != len(x.Texts) {
+				t.Fatalf("%d token lists for %d texts", len(run.Tokens), len(x.Texts))
 			}
 			bad := 0
 			for i, text := range x.Texts {

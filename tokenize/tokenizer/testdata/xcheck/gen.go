@@ -1,10 +1,13 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand"
 	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -49,6 +52,12 @@ func main() {
 		}
 		texts = append(texts, b.String())
 	}
+	// Each oracle text named on the command line is tokenized by its first
+	// 3,000 bytes (cut back to a character boundary), but only its name,
+	// that length and the SHA-256 of those bytes go into the test data
+	// (oracle texts may not be copied into the repository): they are
+	// written to stderr, one JSON object per line, for the "oracle_texts"
+	// field, and the texts themselves stay in stdout, which llama.cpp reads.
 	for _, f := range os.Args[1:] {
 		d, err := os.ReadFile(f)
 		if err != nil {
@@ -62,6 +71,9 @@ func main() {
 			d = d[:n]
 		}
 		texts = append(texts, string(d))
+		sum := sha256.Sum256(d)
+		ref, _ := json.Marshal(map[string]any{"text": strings.TrimSuffix(filepath.Base(f), ".txt"), "bytes": len(d), "sha256": hex.EncodeToString(sum[:])})
+		fmt.Fprintln(os.Stderr, string(ref))
 	}
 	for _, t := range texts {
 		j, _ := json.Marshal(t)

@@ -1,0 +1,198 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+
+	"ppl.dev/gguf"
+	"ppl.dev/score/model"
+)
+
+// A Qwen3.5-shaped synthetic model for TestBenchmark (bench_test.go):
+// Gated DeltaNet layers with gated attention every interval-th layer,
+// made from a seed on the device like the others (PrepareVector fills
+// ssm_a with -1 so that the recurrence decays).
+
+// qwen35Dims is the recurrent shape of a synthetic qwen35 model.
+type qwen35Dims struct{ S, Hk, Hv, conv, interval int }
+
+// qwen35Bench holds the recurrent shapes of the qwen35 benchShapes, by name.
+var qwen35Bench = map[string]qwen35Dims{}
+
+// archFLOPs counts the model FLOPs of architectures windowFLOPs's
+// transformer formula does not describe.
+var archFLOPs = map[string]func(hp model.HParams, n, scored int) (linear, attn, head float64){
+	"qwen35": qwen35FLOPs,
+}
+
+func init() {
+	// Qwen3.5-27B-like: 5120 wide, 64 layers, every 4th gated attention
+	// (24 heads, 4 KV heads of 256, RoPE on 64 dims), the others Gated
+	// DeltaNet (16 K heads, 48 V heads, state 128, conv kernel 4), FFN
+	// 17,408, vocabulary 248,320. Its attention heads of 256 take the
+	// plain kernel, so only the usual context is measured.
+	s := benchShape{"qwen35-27b", model.HParams{Arch: "qwen35", Embd: 5120, Layers: 64, FFN: 17408, Heads: 24, KVHeads: 4,
+		HeadDim: 256, ValueDim: 256, Vocab: 248320, CtxTrain: 262144, Eps: 1e-6}, false, nil, 0}
+	benchShapes = append(benchShapes, s)
+	qwen35Bench[s.name] = qwen35Dims{S: 128, Hk: 16, Hv: 48, conv: 4, interval: 4}
+}
+
+// qwen35DimsOf finds the recurrent shape of hp among qwen35Bench's (by
+// width and depth: the benchmark's shapes differ in both).
+func qwen35DimsOf(hp model.HParams) qwen35Dims {
+	for _, s := range benchShapes {
+		if d, ok := qwen35Bench[s.name]; ok && s.hp.Embd == hp.Embd && s.hp.Layers == hp.Layers {
+			return d
+		}
+	}
+	return qwen35Dims{S: 128, Hk: 16, Hv: 48, conv: 4, interval: 4}
+}
+
+// qwen35FLOPs: 2 per multiply-add of the products of every layer, of
+// causal attention on the attention layers and of the delta rule (Sᵀk,
+// the rank-1 update and Sᵀq: 3·S² per value head and token) on the
+// others, counted with attention; the head over the scored rows.
+func qwen35FLOPs(hp model.HParams, n, scored int) (linear, attn, head float64) {
+	d := qwen35DimsOf(hp)
+	E, F, N := float64(hp.Embd), float64(hp.FFN), float64(n)
+	S, Hk, Hv := float64(d.S), float64(d.Hk), float64(d.Hv)
+	qd, kvd := float64(hp.Heads*hp.HeadDim), float64(hp.KVHeads*hp.HeadDim)
+	for i := range hp.Layers {
+		if (i+1)%d.interval == 0 {
+			linear += 2 * N * (E*2*qd + 2*E*kvd + qd*E + 3*E*F)
+			attn += 2 * 2 * float64(hp.HeadDim) * float64(hp.Heads) * N * (N + 1) / 2
+		} else {
+			linear += 2 * N * (E*(2*Hk*S+Hv*S) + E*Hv*S + 2*E*Hv + Hv*S*E + 3*E*F)
+			attn += 2 * 3 * S * S * Hv * N
+		}
+	}
+	head = 2 * E * float64(hp.Vocab) * float64(scored)
+	return linear, attn, head
+}
+
+// writeSkeletonQwen35 writes a qwen35 GGUF file of shape s (F16 matrices,
+// F32 vectors) whose tensor data are zeros left as a hole (writeSkeleton).
+func writeSkeletonQwen35(path string, s benchShape, d qwen35Dims) error {
+	hp, arch := s.hp, "qwen35"
+	w := gguf.NewWriter()
+	w.Add("general.architecture", arch)
+	w.Add("general.name", "synthetic "+s.name)
+	rot := max(2, hp.HeadDim/4) / 2 * 2
+	for k, v := range map[string]any{
+		"embedding_length": uint32(hp.Embd), "block_count": uint32(hp.Layers), "feed_forward_length": uint32(hp.FFN),
+		"attention.head_count": uint32(hp.Heads), "attention.head_count_kv": uint32(hp.KVHeads),
+		"attention.key_length": uint32(hp.HeadDim), "attention.value_length": uint32(hp.HeadDim),
+		"attention.layer_norm_rms_epsilon": float32(hp.Eps), "context_length": uint32(max(hp.CtxTrain, 1)),
+		"rope.freq_base": float32(1e7), "rope.dimension_count": uint32(rot),
+		"rope.dimension_sections": []int32{int32(rot / 4), int32(rot / 8), int32(rot / 8), 0},
+		"ssm.conv_kernel":         uint32(d.conv), "ssm.state_size": uint32(d.S), "ssm.group_count": uint32(d.Hk),
+		"ssm.time_step_rank": uint32(d.Hv), "ssm.inner_size": uint32(d.Hv * d.S),
+		"full_attention_interval": uint32(d.interval),
+	} {
+		w.Add(arch+"."+k, v)
+	}
+	zero := make([]byte, 16<<20)
+	add := func(name string, typ gguf.Type, shape ...uint64) {
+		rs, _ := typ.RowSize(shape[0])
+		size := rs
+		for _, x := range shape[1:] {
+			size *= x
+		}
+		w.AddTensorFunc(name, typ, shape, func(out io.Writer) error {
+			for left := size; left > 0; {
+				n := min(left, uint64(len(zero)))
+				if _, err := out.Write(zero[:n]); err != nil {
+					return err
+				}
+				left -= n
+			}
+			return nil
+		})
+	}
+	E, V, F := uint64(hp.Embd), uint64(hp.Vocab), uint64(hp.FFN)
+	S, Hk, Hv := uint64(d.S), uint64(d.Hk), uint64(d.Hv)
+	qd, kvd, hd := uint64(hp.Heads*hp.HeadDim), uint64(hp.KVHeads*hp.HeadDim), uint64(hp.HeadDim)
+	add("token_embd.weight", gguf.TypeF16, E, V)
+	add("output_norm.weight", gguf.TypeF32, E)
+	if !s.tied {
+		add("output.weight", gguf.TypeF16, E, V)
+	}
+	for i := range hp.Layers {
+		b := fmt.Sprintf("blk.%d.", i)
+		add(b+"attn_norm.weight", gguf.TypeF32, E)
+		add(b+"post_attention_norm.weight", gguf.TypeF32, E)
+		if (i+1)%d.interval == 0 {
+			add(b+"attn_q.weight", gguf.TypeF16, E, 2*qd)
+			add(b+"attn_k.weight", gguf.TypeF16, E, kvd)
+			add(b+"attn_v.weight", gguf.TypeF16, E, kvd)
+			add(b+"attn_output.weight", gguf.TypeF16, qd, E)
+			add(b+"attn_q_norm.weight", gguf.TypeF32, hd)
+			add(b+"attn_k_norm.weight", gguf.TypeF32, hd)
+		} else {
+			conv := 2*Hk*S + Hv*S
+			add(b+"attn_qkv.weight", gguf.TypeF16, E, conv)
+			add(b+"attn_gate.weight", gguf.TypeF16, E, Hv*S)
+			add(b+"ssm_conv1d.weight", gguf.TypeF32, uint64(d.conv), conv)
+			add(b+"ssm_beta.weight", gguf.TypeF16, E, Hv)
+			add(b+"ssm_alpha.weight", gguf.TypeF16, E, Hv)
+			add(b+"ssm_dt.bias", gguf.TypeF32, Hv)
+			add(b+"ssm_a", gguf.TypeF32, Hv)
+			add(b+"ssm_norm.weight", gguf.TypeF32, S)
+			add(b+"ssm_out.weight", gguf.TypeF16, Hv*S, E)
+		}
+		add(b+"ffn_gate.weight", gguf.TypeF16, E, F)
+		add(b+"ffn_up.weight", gguf.TypeF16, E, F)
+		add(b+"ffn_down.weight", gguf.TypeF16, F, E)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	sw := &sparseWriter{f: f, zero: zero}
+	if _, err := w.WriteTo(sw); err != nil {
+		f.Close()
+		return err
+	}
+	end, err := f.Seek(0, io.SeekCurrent)
+	if err == nil {
+		err = f.Truncate(end)
+	}
+	return errors.Join(err, f.Close())
+}
+
+// A small qwen35 synthetic model loads, runs on the emulation and scores
+// in the scale of the others (the benchmark's path without a GPU).
+func TestBenchmarkQwen35Sim(t *testing.T) {
+	e := simEngine()
+	s := benchShape{"tiny-qwen35", model.HParams{Arch: "qwen35", Embd: 128, Layers: 4, FFN: 256, Heads: 4, KVHeads: 2, HeadDim: 32,
+		ValueDim: 32, Vocab: 1000, Eps: 1e-6}, false, nil, 0}
+	qwen35Bench[s.name] = qwen35Dims{S: 32, Hk: 2, Hv: 4, conv: 4, interval: 2}
+	benchShapes = append(benchShapes, s)
+	defer func() { benchShapes = benchShapes[:len(benchShapes)-1]; delete(qwen35Bench, s.name) }()
+	m, err := syntheticModel(e, s, Mixed, "bf16", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var r benchResult
+	if err := benchRun(t, e, m, 96, 48, 2, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.TokensPerSec <= 0 || r.ModelTFLOPs <= 0 || r.PeakAllocGiB <= 0 {
+		t.Errorf("result %+v", r)
+	}
+	res, err := m.Score(make([]int32, 200), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, lp := range res.Logprobs {
+		if !(lp < 0) || lp < -20 {
+			t.Fatalf("target %d: log p %v: synthetic activations out of scale", i, lp)
+		}
+	}
+	lin, att, head := qwen35FLOPs(benchShapes[len(benchShapes)-2].hp, 4096, 2048)
+	t.Logf("qwen35-27b at 4096/2048: %.1f TFLOP linear, %.2f attention and delta rule, %.1f head", lin/1e12, att/1e12, head/1e12)
+}

@@ -1,0 +1,41 @@
+package cuda
+
+import (
+	"fmt"
+
+	"ppl.dev/score/ml"
+)
+
+// The GPU's ml.Gemma4 (gemma4). GatherCols is Recurrent's (recurrent.go);
+// GLU is glu_f32 (kernels/gemma4.cu); AttentionShared stores the source
+// layer's keys and values again and runs Attention: the cache is one
+// tensor pair that every layer reuses, so the source layer's codes are
+// gone by then, and encoding the same float32 tensors again gives the same
+// codes (the tensors are the ones the source layer passed to Attention,
+// which leaves them unchanged here) — the keys and values the CPU reads
+// from its cache.
+
+var _ ml.Gemma4 = (*gpuBackend)(nil)
+
+func init() {
+	kernelModules["gemma4"] = []string{"glu_f32"}
+}
+
+func (b *gpuBackend) GLU(dst, gate, up ml.Tensor, act ml.Act) {
+	d, gg, uu := g(dst), g(gate), g(up)
+	gshape("glu gate", gg, d.rows, d.cols)
+	gshape("glu up", uu, d.rows, d.cols)
+	if act != ml.SwiGLU && act != ml.GeGLU && act != ml.OAISwiGLU {
+		panic(fmt.Sprintf("cuda backend: activation %v", act))
+	}
+	if d.count() == 0 {
+		return
+	}
+	b.do("GLU", func() error {
+		return b.e.launch("glu_f32", gridFor(d.count()), block256, d.p, gg.p, uu.p, d.count(), int(act))
+	})
+}
+
+func (b *gpuBackend) AttentionShared(dst, q, k, v ml.Tensor, src int, a *ml.Attn) {
+	b.Attention(dst, q, k, v, src, a)
+}

@@ -1,0 +1,140 @@
+package cuda
+
+import (
+	"fmt"
+
+	"ppl.dev/kernels"
+	"ppl.dev/score/ml"
+)
+
+// The GPU's ml.Latent: multi-head latent attention (deepseek2). Columns is
+// a copy kernel (kernels/latent.cu); HeadLinear one cuBLAS product per
+// head over strided views of the input and output (the input converted to
+// the matrix's half type once); LatentAttention stores the keys once in
+// the key cache's format and runs attn_latent, whose values are the first
+// valueDim elements of the keys as read back, as the CPU backend
+// (cpu_mla.go) does: keys of up to 640 (DeepSeek-V3's are 576, kv_lora 512
+// + rope 64; the oracle model's 40), on the CUDA cores, one block per
+// (query, head): plainly right, slow at long windows.
+
+var _ ml.Latent = (*gpuBackend)(nil)
+
+func init() {
+	kernelModules["latent"] = []string{"copy_cols", "attn_latent"}
+}
+
+func (b *gpuBackend) Columns(dst ml.Tensor, dc int, x ml.Tensor, xc, width int) {
+	d, s := g(dst), g(x)
+	if d.rows != s.rows || dc < 0 || xc < 0 || width < 0 || dc+width > d.cols || xc+width > s.cols {
+		panic(fmt.Sprintf("cuda backend: columns [%d, %d) of %d×%d into [%d, %d) of %d×%d",
+			xc, xc+width, s.rows, s.cols, dc, dc+width, d.rows, d.cols))
+	}
+	if width == 0 || d.rows == 0 {
+		return
+	}
+	b.do("column copy", func() error {
+		return b.e.copyCols(d.p, d.cols, dc, s.p, s.cols, xc, width, d.rows)
+	})
+}
+
+// copyCols: dst[r, dc+i] = x[r, xc+i], rows of dcols and xcols values.
+func (e *Engine) copyCols(dst ptr, dcols, dc int, x ptr, xcols, xc, width, rows int) error {
+	return e.launch("copy_cols", gridFor(int64(rows)*int64(width)), block256, dst, dcols, dc, x, xcols, xc, width, rows)
+}
+
+func (b *gpuBackend) HeadLinear(dst, x ml.Tensor, w *ml.Matrix) {
+	d, s := g(dst), g(x)
+	heads, in, out := max(w.Experts, 1), w.In, w.Out
+	n := s.rows
+	gshape(w.Name+" input", s, n, heads*in)
+	gshape(w.Name+" output", d, n, heads*out)
+	if n == 0 {
+		return
+	}
+	b.do("head product "+w.Name, func() error {
+		e, m := b.e, gm(w)
+		if m.bias != 0 {
+			return fmt.Errorf("%s: a per-head product with a bias is not supported", w.Name)
+		}
+		if m.p == 0 {
+			return fmt.Errorf("%s: a per-head product needs the stack's dense rows", w.Name)
+		}
+		mark := b.Mark()
+		defer b.Release(mark)
+		xh, err := b.halfInput(s, m.t)
+		if err != nil {
+			return err
+		}
+		eb := elemBytes(m.t)
+		for h := range heads {
+			wp := m.p + ptr(eb*int64(h)*int64(out)*int64(in))
+			xp := xh + ptr(eb*int64(h)*int64(in))
+			yp := d.p + ptr(4*int64(h)*int64(out))
+			if err := e.gemm(yp, f32, heads*out, xp, heads*in, wp, m.t, n, in, out, 0); err != nil {
+				return fmt.Errorf("%s head %d: %w", w.Name, h, err)
+			}
+		}
+		return nil
+	})
+}
+
+// latentMaxDim is the widest key attn_latent takes (LAT_MAXD).
+const latentMaxDim = 640
+
+func (b *gpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn, valueDim int) {
+	o, qq, kk := g(dst), g(q), g(k)
+	n, hd, vd := qq.rows, a.HeadDim, valueDim
+	if vd <= 0 || vd > hd {
+		panic(fmt.Sprintf("cuda backend: latent attention values of %d of %d key elements", vd, hd))
+	}
+	gshape("latent attention q", qq, n, a.Heads*hd)
+	gshape("latent attention k", kk, n, a.KVHeads*hd)
+	gshape("latent attention output", o, n, a.Heads*vd)
+	if a.Heads%a.KVHeads != 0 {
+		panic(fmt.Sprintf("cuda backend: latent attention with %d heads, %d KV heads", a.Heads, a.KVHeads))
+	}
+	if b.err != nil || n == 0 {
+		return
+	}
+	if hd > latentMaxDim {
+		b.Fail(fmt.Errorf("cuda: latent attention with keys of %d: at most %d", hd, latentMaxDim))
+		return
+	}
+	if kernels.KVRotated(b.kvK) {
+		// Its values would be the rotated keys: attn_latent does not rotate back.
+		b.Fail(fmt.Errorf("cuda: latent attention cannot read a rotated key cache (%s); use another --kv-dtype", kernels.KVFormats[b.kvK]))
+		return
+	}
+	var sinks ptr
+	if a.Sinks != nil {
+		if len(a.Sinks.V) != a.Heads {
+			panic(fmt.Sprintf("cuda backend: %d attention sinks for %d heads", len(a.Sinks.V), a.Heads))
+		}
+		sinks = gv(a.Sinks)
+	}
+	t := b.prec.Weights // the value product's input type
+	b.do(fmt.Sprintf("layer %d latent attention", layer), func() error {
+		e := b.e
+		groups := (int64(n) + capacityRound - 1) / capacityRound * capacityRound * int64(a.KVHeads)
+		if err := b.kvFor(&b.kk, b.kvK, groups, hd); err != nil {
+			return err
+		}
+		if err := e.kvStore(b.kk, kk.p, n, a.KVHeads, hd); err != nil {
+			return err
+		}
+		mark := b.Mark()
+		defer b.Release(mark)
+		h, err := b.scratchBytes(halfBytes(o.count()))
+		if err != nil {
+			return err
+		}
+		kt := b.kk
+		err = e.launch("attn_latent", dim3{uint32(n), uint32(a.Heads), 1}, dim3{128, 1, 1},
+			h, qq.p, n, a.Heads, a.KVHeads, hd, vd, float32(a.Scale), a.Window, sinks,
+			kt.format, kt.data.p, kt.scales.p, kt.tscale(), isF16(t))
+		if err != nil {
+			return err
+		}
+		return e.widenHalf(o.p, h, o.count(), t)
+	})
+}

@@ -1,0 +1,130 @@
+package cuda
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"ppl.dev/quant"
+	"ppl.dev/score/kvcache"
+	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
+)
+
+// The latent attention operations (latent.go) against their plain
+// definitions (ml.Latent's doc): Columns exactly; HeadLinear as one
+// float64 product per head of the values the device reads (the input
+// rounded to the matrix's half type, the weights to bf16); LatentAttention
+// as nn.Attention over the keys as the bf16 cache gives them back, with
+// the keys as values, keeping each head's first valueDim outputs.
+func TestLatentOpsParity(t *testing.T) {
+	onDevices(t, func(t *testing.T, e *Engine) {
+		b := testBackend(e)
+		defer b.Close()
+		rng := rand.New(rand.NewPCG(43, 1))
+
+		// Columns into the middle of a wider tensor.
+		const rows = 9
+		x := randF32(rng, rows*20, 1)
+		xt := b.put(t, rows, 20, x)
+		dst := b.put(t, rows, 12, make([]float32, rows*12))
+		b.Columns(dst, 3, xt, 11, 8)
+		got := b.Read(dst)
+		var c bitCompare
+		for r := range rows {
+			for i := range 12 {
+				want := float32(0)
+				if i >= 3 && i < 11 {
+					want = x[r*20+11+i-3]
+				}
+				c.add(got[r*12+i], want, r*12+i)
+			}
+		}
+		c.check(t, "copy_cols (exact)", 0, 0)
+
+		// HeadLinear: 4 heads of 16 -> 24.
+		const H, in, out, n = 4, 16, 24, 37
+		wv := randF32(rng, H*out*in, 0.3)
+		w := f32Matrix("blk.0.attn_k_b", in, out, H, wv)
+		if err := b.Prepare(w); err != nil {
+			t.Fatal(err)
+		}
+		xv := randF32(rng, n*H*in, 2)
+		xt = b.put(t, n, H*in, xv)
+		yt := b.Alloc(n, H*out)
+		b.HeadLinear(yt, xt, w)
+		got = b.Read(yt)
+		ht := gm(w).t
+		var worst float64
+		for r := range n {
+			for h := range H {
+				for o := range out {
+					var acc float64
+					for i := range in {
+						xi := halfToF32(f32ToHalf(xv[r*H*in+h*in+i], isF16(ht)), isF16(ht))
+						wi := quant.BF16ToF32(quant.F32ToBF16(wv[(h*out+o)*in+i]))
+						acc += float64(xi) * float64(wi)
+					}
+					d := math.Abs(float64(got[r*H*out+h*out+o])-acc) / (1e-6 + math.Abs(acc))
+					worst = max(worst, d)
+				}
+			}
+		}
+		// float32 sums of exact products (the emulation: float64, one rounding).
+		t.Logf("HeadLinear: worst relative error %.2e", worst)
+		if worst > 1e-4 {
+			t.Errorf("HeadLinear: worst relative error %.3g", worst)
+		}
+
+		// LatentAttention: the oracle model's shape (4 heads over one latent
+		// head of 40, 32 values), DeepSeek-V3's (576, 512) over more keys
+		// than a 128-key chunk, and a window with sinks.
+		for _, c := range []struct {
+			heads, hd, vd, m, window int
+			sinks                    []float32
+		}{{4, 40, 32, 150, 0, nil}, {2, 576, 512, 140, 0, nil}, {4, 40, 32, 150, 20, []float32{-3, 0, 2, 9}}} {
+			q, k := randF32(rng, c.m*c.heads*c.hd, 1), randF32(rng, c.m*c.hd, 0.3)
+			kr := append([]float32(nil), k...)
+			var blk kvcache.Block
+			kvcache.RoundTrip(kvcache.BF16{}, &blk, kr, c.m, 1, c.hd)
+			a := &ml.Attn{Heads: c.heads, KVHeads: 1, HeadDim: c.hd, Scale: 1 / math.Sqrt(float64(c.hd)), Window: c.window}
+			if c.sinks != nil {
+				a.Sinks = &ml.Vector{Name: "sinks", V: c.sinks}
+				if err := b.PrepareVector(a.Sinks); err != nil {
+					t.Fatal(err)
+				}
+			}
+			full := make([]float32, c.m*c.heads*c.hd)
+			at := nn.Attention{Heads: c.heads, KVHeads: 1, HeadDim: c.hd, Scale: a.Scale, Window: c.window, Sinks: c.sinks}
+			at.Forward(nn.NewContext(0), full, q, kr, kr, c.m)
+			qt, kt := b.put(t, c.m, c.heads*c.hd, q), b.put(t, c.m, c.hd, k)
+			ot := b.Alloc(c.m, c.heads*c.vd)
+			b.LatentAttention(ot, qt, kt, 0, a, c.vd)
+			got = b.Read(ot)
+			if err := b.Err(); err != nil {
+				t.Fatal(err)
+			}
+			// float32 softmax and sums, fp16 output (2^-11 relative).
+			const rel, abs = 0x1p-8, 1e-3
+			worst = 0
+			where := ""
+			for r := range c.m * c.heads {
+				for i := range c.vd {
+					want := full[r*c.hd+i]
+					d := math.Abs(float64(got[r*c.vd+i]-want)) / (abs + rel*math.Abs(float64(want)))
+					if d != d {
+						d = math.Inf(1)
+					}
+					if d > worst {
+						worst, where = d, fmt.Sprintf("row %d value %d: %v vs %v", r, i, got[r*c.vd+i], want)
+					}
+				}
+			}
+			t.Logf("LatentAttention keys %d, values %d, window %d: worst error / tolerance %.3f (%s)", c.hd, c.vd, c.window, worst, where)
+			if worst > 1 {
+				t.Errorf("LatentAttention keys %d, values %d, window %d: %s (%.3g × tolerance)", c.hd, c.vd, c.window, where, worst)
+			}
+		}
+	})
+}

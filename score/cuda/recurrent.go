@@ -1,0 +1,205 @@
+package cuda
+
+import (
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"ppl.dev/score/ml"
+)
+
+// The GPU's ml.Recurrent: Gated DeltaNet's operations (qwen35, qwen35moe,
+// qwen3next), each a kernel of kernels/recurrent.cu. The delta rule runs
+// over the whole window part in one launch, a thread block per value head
+// and 32 columns of its state, which stays in registers (delta_net); the
+// other operations are float64 inside with one rounding to float32
+// (ml.Recurrent's plain definitions).
+
+var _ ml.Recurrent = (*gpuBackend)(nil)
+
+func init() {
+	kernelModules["recurrent"] = []string{"gather_cols", "conv_silu", "conv_hist", "l2norm_f32", "delta_gates", "gated_rmsnorm", "delta_net"}
+}
+
+// deltaMaxDim is the largest head state size delta_net takes (DN_MAXD).
+const deltaMaxDim = 128
+
+// convMaxKernel is the largest convolution kernel conv_hist takes
+// (CONV_MAX_HIST + 1).
+const convMaxKernel = 16
+
+// colsKey names a column table by its backing array: the architectures
+// build their tables once at load, so each is uploaded once.
+type colsKey struct {
+	p *int
+	n int
+}
+
+// colsTable is a column table on the device and the host values it holds.
+type colsTable struct {
+	p    ptr
+	cols []int // the caller's slice: kept, so its array is not reused
+	vals []int // its values when uploaded
+}
+
+// colTable returns cols on the device as int32, uploaded on first use
+// into weight memory (freed with the model), and again when the slice's
+// values changed since; on the engine's thread.
+func (b *gpuBackend) colTable(cols []int) (ptr, error) {
+	k := colsKey{unsafe.SliceData(cols), len(cols)}
+	if c, ok := b.cols[k]; ok && slices.Equal(c.vals, cols) {
+		return c.p, nil
+	}
+	c := make([]int32, len(cols))
+	for i, v := range cols {
+		c[i] = int32(v)
+	}
+	w, err := b.e.alloc(int64(4 * len(c)))
+	if err != nil {
+		return 0, err
+	}
+	b.weights = append(b.weights, w)
+	if err := upload(b.e, w.p, c); err != nil {
+		return 0, err
+	}
+	if b.cols == nil {
+		b.cols = map[colsKey]*colsTable{}
+	}
+	b.cols[k] = &colsTable{p: w.p, cols: cols, vals: slices.Clone(cols)}
+	return w.p, nil
+}
+
+func (b *gpuBackend) GatherCols(dst, x ml.Tensor, cols []int) {
+	d, s := g(dst), g(x)
+	gshape("gather output", d, s.rows, len(cols))
+	for _, c := range cols {
+		if c < 0 || c >= s.cols {
+			panic(fmt.Sprintf("cuda backend: gather of column %d from %d×%d", c, s.rows, s.cols))
+		}
+	}
+	if len(cols) == 0 || s.rows == 0 {
+		return
+	}
+	b.do("column gather", func() error {
+		cp, err := b.colTable(cols)
+		if err != nil {
+			return err
+		}
+		return b.e.launch("gather_cols", gridFor(int64(s.rows)*int64(len(cols))), block256, d.p, s.p, cp, s.rows, len(cols), s.cols)
+	})
+}
+
+func (b *gpuBackend) ConvSiLU(dst, x, hist ml.Tensor, w *ml.Vector) {
+	d, s, hs := g(dst), g(x), g(hist)
+	C, n, kernel := s.cols, s.rows, hs.rows+1
+	gshape("conv output", d, n, C)
+	gshape("conv history", hs, kernel-1, C)
+	if len(w.V) != C*kernel {
+		panic(fmt.Sprintf("cuda backend: %s has %d values for %d channels × kernel %d", w.Name, len(w.V), C, kernel))
+	}
+	if kernel > convMaxKernel {
+		b.Fail(fmt.Errorf("cuda: convolution kernel %d of %s: at most %d", kernel, w.Name, convMaxKernel))
+		return
+	}
+	b.do("convolution "+w.Name, func() error {
+		e := b.e
+		if err := e.launch("conv_silu", gridFor(int64(n)*int64(C)), block256, d.p, s.p, hs.p, gv(w), n, C, kernel); err != nil {
+			return err
+		}
+		if kernel == 1 {
+			return nil
+		}
+		return e.launch("conv_hist", gridFor(int64(C)), block256, hs.p, s.p, n, C, kernel)
+	})
+}
+
+func (b *gpuBackend) Zero(x ml.Tensor) {
+	t := g(x)
+	if t.count() == 0 {
+		return
+	}
+	b.do("zero", func() error { return b.e.dev.memsetD32(t.p, 0, t.count()) })
+}
+
+// normBlock is the block of the per-row norms: one warp for short rows
+// (the per-head norms of DeltaNet), 128 threads for long ones.
+func normBlock(d int) dim3 {
+	if d <= 256 {
+		return dim3{32, 1, 1}
+	}
+	return dim3{128, 1, 1}
+}
+
+func (b *gpuBackend) L2Norm(dst, x ml.Tensor, eps float64) {
+	d, s := g(dst), g(x)
+	gshape("l2 norm output", d, s.rows, s.cols)
+	if s.rows == 0 {
+		return
+	}
+	b.do("L2 norm", func() error {
+		return b.e.launch("l2norm_f32", dim3{uint32(s.rows), 1, 1}, normBlock(s.cols), d.p, s.p, s.rows, s.cols, eps)
+	})
+}
+
+func (b *gpuBackend) DeltaGates(beta, alpha ml.Tensor, a, dtBias *ml.Vector) {
+	be, al := g(beta), g(alpha)
+	H := len(a.V)
+	gshape("delta beta", be, be.rows, H)
+	gshape("delta alpha", al, be.rows, H)
+	if len(dtBias.V) != H {
+		panic(fmt.Sprintf("cuda backend: %s has %d values for %d heads", dtBias.Name, len(dtBias.V), H))
+	}
+	if be.rows == 0 {
+		return
+	}
+	b.do("delta gates", func() error {
+		return b.e.launch("delta_gates", gridFor(be.count()), block256, be.p, al.p, gv(a), gv(dtBias), be.rows, H)
+	})
+}
+
+// stateDtypes are delta_net's codes for ml.DeltaRule.State.
+var stateDtypes = map[string]int{"": 0, "f32": 0, "f16": 1, "bf16": 2}
+
+func (b *gpuBackend) DeltaNet(dst, q, k, v, gg, beta, state ml.Tensor, dr *ml.DeltaRule) {
+	o, qq, kk, vv, ga, bb, ss := g(dst), g(q), g(k), g(v), g(gg), g(beta), g(state)
+	n, D, Hk, Hv := qq.rows, dr.Dim, dr.KHeads, dr.VHeads
+	if err := dr.Shapes(dst, q, k, v, gg, beta, state); err != nil {
+		panic("cuda backend: " + err.Error())
+	}
+	sdt, ok := stateDtypes[dr.State]
+	if !ok {
+		panic(fmt.Sprintf("cuda backend: recurrent state dtype %q", dr.State))
+	}
+	if D > deltaMaxDim {
+		b.Fail(fmt.Errorf("cuda: delta rule heads of %d: at most %d", D, deltaMaxDim))
+		return
+	}
+	if n == 0 {
+		return
+	}
+	b.do("delta rule", func() error {
+		return b.e.launch("delta_net", dim3{uint32(Hv), uint32((D + deltaCols - 1) / deltaCols), 1}, dim3{128, 1, 1},
+			o.p, qq.p, kk.p, vv.p, ga.p, bb.p, ss.p, n, Hk, Hv, D, b2i(dr.Tiled), sdt)
+	})
+}
+
+// deltaCols is how many columns of a head's state one delta_net block
+// holds (DN_COLS).
+const deltaCols = 32
+
+func (b *gpuBackend) GatedRMSNorm(dst, x, z ml.Tensor, w *ml.Vector, eps float64) {
+	d, s, zz := g(dst), g(x), g(z)
+	gshape("gated norm z", zz, s.rows, s.cols)
+	gshape("gated norm output", d, s.rows, s.cols)
+	D := len(w.V)
+	if s.cols%D != 0 {
+		panic(fmt.Sprintf("cuda backend: gated norm %s of %d over rows of %d", w.Name, D, s.cols))
+	}
+	rows := s.rows * s.cols / D
+	if rows == 0 {
+		return
+	}
+	b.do("gated norm "+w.Name, func() error {
+		return b.e.launch("gated_rmsnorm", dim3{uint32(rows), 1, 1}, normBlock(D), d.p, s.p, zz.p, gv(w), rows, D, eps)
+	})
+}

@@ -1,0 +1,198 @@
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"math"
+)
+
+// The emulation of kernels/recurrent.cu. Every kernel but delta_net is
+// its plain definition (ml.Recurrent's doc), float64 inside and one
+// rounding to float32; delta_net is the kernel's own float32 arithmetic in
+// the kernel's order (simDeltaNet), so that the end-to-end parity on the
+// emulation measures what the GPU's float32 state costs.
+func init() {
+	type simKernel = struct {
+		nargs int
+		run   func(s *simDevice, a *simArgs, grid dim3) error
+	}
+	for name, k := range map[string]simKernel{
+		"gather_cols": {6, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, x, cols, rows, ncols, xcols := f32s(a.ptr(0)), f32s(a.ptr(1)), i32s(a.ptr(2)), a.int(3), a.int(4), a.int(5)
+			if a.err != nil {
+				return a.err
+			}
+			for r := range rows {
+				for j := range ncols {
+					c := int(cols[j])
+					if c < 0 || c >= xcols {
+						return fmt.Errorf("gather_cols: column %d of %d", c, xcols)
+					}
+					out[r*ncols+j] = x[r*xcols+c]
+				}
+			}
+			return nil
+		}},
+		"conv_silu": {7, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, x, hist, w := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), f32s(a.ptr(3))
+			n, C, K := a.int(4), a.int(5), a.int(6)
+			if a.err != nil {
+				return a.err
+			}
+			for t := range n {
+				for c := range C {
+					var acc float64
+					for j := range K {
+						tt := t - K + 1 + j
+						var v float32
+						if tt < 0 {
+							v = hist[(tt+K-1)*C+c]
+						} else {
+							v = x[tt*C+c]
+						}
+						acc += float64(w[c*K+j]) * float64(v)
+					}
+					out[t*C+c] = float32(acc / (1 + math.Exp(-acc)))
+				}
+			}
+			return nil
+		}},
+		"conv_hist": {5, func(s *simDevice, a *simArgs, grid dim3) error {
+			hist, x, n, C, K := f32s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
+			if a.err != nil {
+				return a.err
+			}
+			if K-1 > 15 {
+				return fmt.Errorf("conv_hist: kernel %d", K)
+			}
+			last := make([]float32, (K-1)*C)
+			for r := range K - 1 {
+				tt := n - K + 1 + r
+				for c := range C {
+					if tt < 0 {
+						last[r*C+c] = hist[(tt+K-1)*C+c]
+					} else {
+						last[r*C+c] = x[tt*C+c]
+					}
+				}
+			}
+			copy(hist, last)
+			return nil
+		}},
+		"l2norm_f32": {5, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, x, rows, d, eps := f32s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.f64(4)
+			if err := covers(grid[0], rows, "rows"); err != nil || a.err != nil {
+				return errors.Join(err, a.err)
+			}
+			for r := range rows {
+				var ss float64
+				for _, v := range x[r*d : (r+1)*d] {
+					ss += float64(v) * float64(v)
+				}
+				inv := 1 / math.Max(math.Sqrt(ss), eps)
+				for i := range d {
+					out[r*d+i] = float32(float64(x[r*d+i]) * inv)
+				}
+			}
+			return nil
+		}},
+		"delta_gates": {6, func(s *simDevice, a *simArgs, grid dim3) error {
+			beta, alpha, av, dtb, rows, H := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), f32s(a.ptr(3)), a.int(4), a.int(5)
+			if a.err != nil {
+				return a.err
+			}
+			for i := range rows * H {
+				h := i % H
+				beta[i] = float32(1 / (1 + math.Exp(-float64(beta[i]))))
+				v := float64(alpha[i]) + float64(dtb[h])
+				sp := v
+				if v <= 20 {
+					sp = math.Log1p(math.Exp(v))
+				}
+				alpha[i] = float32(float64(av[h]) * sp)
+			}
+			return nil
+		}},
+		"gated_rmsnorm": {7, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, x, z, w, rows, d, eps := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), f32s(a.ptr(3)), a.int(4), a.int(5), a.f64(6)
+			if err := covers(grid[0], rows, "rows"); err != nil || a.err != nil {
+				return errors.Join(err, a.err)
+			}
+			for r := range rows {
+				var ss float64
+				for _, v := range x[r*d : (r+1)*d] {
+					ss += float64(v) * float64(v)
+				}
+				scale := 1 / math.Sqrt(ss/float64(d)+eps)
+				for i := range d {
+					zz := float64(z[r*d+i])
+					out[r*d+i] = float32(float64(x[r*d+i]) * scale * float64(w[i]) * (zz / (1 + math.Exp(-zz))))
+				}
+			}
+			return nil
+		}},
+		"delta_net": {13, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, q, k, v, g, beta, state := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), f32s(a.ptr(3)), f32s(a.ptr(4)), f32s(a.ptr(5)), f32s(a.ptr(6))
+			n, hk, hv, d, tiled, sdt := a.int(7), a.int(8), a.int(9), a.int(10), a.int(11), a.int(12)
+			if err := errors.Join(covers(grid[0], hv, "value heads"), covers(grid[1], (d+deltaCols-1)/deltaCols, "column groups")); err != nil || a.err != nil {
+				return errors.Join(err, a.err)
+			}
+			if d > deltaMaxDim || hk <= 0 || hv%hk != 0 {
+				return fmt.Errorf("delta_net: %d K heads, %d V heads of %d", hk, hv, d)
+			}
+			simDeltaNet(out, q, k, v, g, beta, state, n, hk, hv, d, tiled != 0, sdt)
+			return nil
+		}},
+	} {
+		simKernels[name] = k
+	}
+}
+
+// simDeltaNet is delta_net's arithmetic (kernels/recurrent.cu): per
+// column j, the four row groups p (rows 4r + p) each summed in order of r,
+// then (p0 + p1) + (p2 + p3), as the kernel's butterfly shuffles add them.
+func simDeltaNet(out, q, k, v, g, beta, state []float32, n, hk, hv, d int, tiled bool, sdt int) {
+	const chunk = 64
+	kd, vd := hk*d, hv*d
+	var part [4]float32
+	sum := func() float32 { return (part[0] + part[1]) + (part[2] + part[3]) }
+	for h := range hv {
+		kh := h / (hv / hk)
+		if tiled {
+			kh = h % hk
+		}
+		st := state[h*d*d : (h+1)*d*d] // S[i][j] at st[i*d+j]
+		S := make([]float32, d*d)
+		copy(S, st)
+		for t := range n {
+			sk, sq := k[t*kd+kh*d:t*kd+kh*d+d], q[t*kd+kh*d:t*kd+kh*d+d]
+			decay := float32(math.Exp(float64(g[t*hv+h])))
+			for j := range d {
+				for p := range 4 {
+					var acc float32
+					for i := p; i < d; i += 4 {
+						S[i*d+j] *= decay
+						acc += sk[i] * S[i*d+j]
+					}
+					part[p] = acc
+				}
+				dj := beta[t*hv+h] * (v[t*vd+h*d+j] - sum())
+				for p := range 4 {
+					var acc float32
+					for i := p; i < d; i += 4 {
+						S[i*d+j] += sk[i] * dj
+						acc += sq[i] * S[i*d+j]
+					}
+					part[p] = acc
+				}
+				out[t*vd+h*d+j] = sum()
+			}
+			if sdt != 0 && ((t+1)%chunk == 0 || t == n-1) {
+				for i := range S {
+					S[i] = simRoundState(S[i], sdt)
+				}
+			}
+		}
+		copy(st, S)
+	}
+}

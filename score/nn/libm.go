@@ -1,0 +1,170 @@
+package nn
+
+import (
+	"math"
+	"math/big"
+)
+
+// glibc's sinf and cosf (ARM's optimized routines, as glibc ≥ 2.28 builds
+// them for x86-64 machines with FMA: every multiply-add fused), which
+// llama.cpp's RoPE calls. They are not correctly rounded (up to 0.56 ulp
+// off), so float32(math.Cos(x)) differs from them on about one argument
+// in a hundred; the int8 mode needs their exact bits (ggml.go).
+
+// sincosfTab is glibc's __sincosf_table[0]; entry 1 is the same with the
+// cosine coefficients negated.
+var sincosfTab = struct {
+	sign               [4]float64
+	hpiInv, hpi        float64
+	c0, c1, c2, c3, c4 float64
+	s1, s2, s3         float64
+}{
+	sign:   [4]float64{1, -1, -1, 1},
+	hpiInv: 0x1.45F306DC9C883p+23,
+	hpi:    0x1.921FB54442D18p0,
+	c0:     0x1p0, c1: -0x1.ffffffd0c621cp-2, c2: 0x1.55553e1068f19p-5, c3: -0x1.6c087e89a359dp-10, c4: 0x1.99343027bf8c3p-16,
+	s1: -0x1.555545995a603p-3, s2: 0x1.1107605230bc4p-7, s3: -0x1.994eb3774cf24p-13,
+}
+
+// invPio4 is 2/π in bits, 8 new bits per entry (glibc's __inv_pio4).
+var invPio4 = [24]uint32{
+	0xa2, 0xa2f9, 0xa2f983, 0xa2f9836e,
+	0xf9836e4e, 0x836e4e44, 0x6e4e4415, 0x4e441529,
+	0x441529fc, 0x1529fc27, 0x29fc2757, 0xfc2757d1,
+	0x2757d1f5, 0x57d1f534, 0xd1f534dd, 0xf534ddc0,
+	0x34ddc0db, 0xddc0db62, 0xc0db6295, 0xdb629599,
+	0x6295993c, 0x95993c43, 0x993c4390, 0x3c439041,
+}
+
+func abstop12(x float32) uint32 { return math.Float32bits(x) >> 20 & 0x7ff }
+
+// sinfPoly is glibc's sinf_poly: the sine polynomial for even n, the
+// cosine (negated when neg) for odd n.
+func sinfPoly(x, x2 float64, neg bool, n int) float32 {
+	t := &sincosfTab
+	if n&1 == 0 {
+		x3 := x * x2
+		s1 := math.FMA(x2, t.s3, t.s2)
+		x7 := x3 * x2
+		s := math.FMA(x3, t.s1, x)
+		return float32(math.FMA(x7, s1, s))
+	}
+	c0, c1, c2, c3, c4 := t.c0, t.c1, t.c2, t.c3, t.c4
+	if neg {
+		c0, c1, c2, c3, c4 = -c0, -c1, -c2, -c3, -c4
+	}
+	x4 := x2 * x2
+	cc2 := math.FMA(x2, c4, c3)
+	cc1 := math.FMA(x2, c1, c0)
+	x6 := x4 * x2
+	c := math.FMA(x4, c2, cc1)
+	return float32(math.FMA(x6, cc2, c))
+}
+
+func reduceFast(x float64) (float64, int) {
+	r := x * sincosfTab.hpiInv
+	n := (int32(r) + 0x800000) >> 24
+	return math.FMA(-float64(n), sincosfTab.hpi, x), int(n)
+}
+
+func reduceLarge(xi uint32) (float64, int) {
+	arr := invPio4[(xi>>26)&15:]
+	shift := (xi >> 23) & 7
+	xi = (xi&0xffffff | 0x800000) << shift
+	res0 := uint64(xi * arr[0])
+	res1 := uint64(xi) * uint64(arr[4])
+	res2 := uint64(xi) * uint64(arr[8])
+	res0 = res2>>32 | res0<<32
+	res0 += res1
+	n := (res0 + 1<<61) >> 62
+	res0 -= n << 62
+	return float64(int64(res0)) * 0x1.921FB54442D18p-62, int(n)
+}
+
+// libcSinf is glibc's sinf.
+func libcSinf(y float32) float32 { return libcSinCos(y, false) }
+
+// libcCosf is glibc's cosf.
+func libcCosf(y float32) float32 { return libcSinCos(y, true) }
+
+func libcSinCos(y float32, cos bool) float32 {
+	x := float64(y)
+	odd := 0
+	if cos {
+		odd = 1
+	}
+	switch a := abstop12(y); {
+	case a < abstop12(0x1.921FB6p-1):
+		if a < abstop12(0x1p-12) {
+			if cos {
+				return 1
+			}
+			return y
+		}
+		return sinfPoly(x, x*x, false, odd)
+	case a < abstop12(120):
+		x, n := reduceFast(x)
+		s := sincosfTab.sign[n&3]
+		return sinfPoly(x*s, x*x, n&2 != 0, n^odd)
+	case a < abstop12(float32(math.Inf(1))):
+		xi := math.Float32bits(y)
+		sign := int(xi >> 31)
+		x, n := reduceLarge(xi)
+		s := sincosfTab.sign[(n+sign)&3]
+		return sinfPoly(x*s, x*x, (n+sign)&2 != 0, n^odd)
+	}
+	return float32(math.NaN())
+}
+
+// exp2fTab is glibc's __exp2f_data.tab (N = 32): the bits of 2^(i/32)
+// minus i << 47.
+var exp2fTab = func() (t [32]uint64) {
+	r := new(big.Float).SetPrec(256).SetInt64(2)
+	for range 5 {
+		r.Sqrt(r)
+	}
+	p := new(big.Float).SetPrec(256).SetInt64(1)
+	for i := range 32 {
+		f, _ := p.Float64()
+		t[i] = math.Float64bits(f) - uint64(i)<<47
+		p.Mul(p, r)
+	}
+	return t
+}()
+
+// libcExpf is glibc's expf (ARM's optimized routines, FMA build): not
+// correctly rounded (0.502 ulp), which float32(math.Exp(x)) is.
+func libcExpf(x float32) float32 {
+	const (
+		invLn2N = 0x1.71547652b82fep+0 * 32
+		shift   = 0x1.8p+52
+		c0      = 0x1.c6af84b912394p-5 / 32 / 32 / 32
+		c1      = 0x1.ebfce50fac4f3p-3 / 32 / 32
+		c2      = 0x1.62e42ff0c52d6p-1 / 32
+	)
+	xd := float64(x)
+	if abstop12(x) >= abstop12(88) {
+		switch {
+		case x == float32(math.Inf(-1)):
+			return 0
+		case abstop12(x) >= abstop12(float32(math.Inf(1))):
+			return x + x
+		case x > 0x1.62e42ep6:
+			return float32(math.Inf(1))
+		case x < -0x1.9fe368p6:
+			return 0
+		}
+	}
+	z := invLn2N * xd
+	kd := z + shift
+	ki := math.Float64bits(kd)
+	kd -= shift
+	r := z - kd
+	t := exp2fTab[ki%32] + ki<<(52-5)
+	s := math.Float64frombits(t)
+	zz := math.FMA(c0, r, c1)
+	r2 := r * r
+	y := math.FMA(c2, r, 1)
+	y = math.FMA(zz, r2, y)
+	return float32(y * s)
+}

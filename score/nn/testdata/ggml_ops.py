@@ -1,0 +1,143 @@
+# ggml_ops.py: run single ggml-cpu operations (and glibc's libm) on inputs
+# written by a Go test, for checking nn's copies of llama.cpp's arithmetic
+# (nn/ggml.go, nn/libm.go) bit for bit. Not run by the tests: TestGGMLArithmetic
+# pins hashes of what this printed for its inputs. Run it where libggml is,
+# e.g. in a Debian sid chroot with llama.cpp 0.7.0 (libggml0 0.27.0) and
+# python3-numpy, python3-gguf installed, as
+#   chroot SID python3 /tmp/gx/ggml_ops.py OP ARGS...
+# with the inputs in /tmp/gx (x.bin, w.bin, q.bin, k.bin, v.bin: raw
+# little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
+# OPs: rms EPS | swiglu | rope N HEADS HEADDIM MODE BASE | fa N H HKV D SCALE |
+# trig | expf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1).
+# VARIANT=zen4 (default) picks the libggml-cpu build.
+import ctypes as C, numpy as np, sys, os
+base = C.CDLL("/usr/lib/x86_64-linux-gnu/libggml-base.so.0", mode=C.RTLD_GLOBAL)
+cpu = C.CDLL("/usr/lib/x86_64-linux-gnu/ggml/backends0/libggml-cpu-" + os.environ.get("VARIANT", "zen4") + ".so", mode=C.RTLD_GLOBAL)
+class IP(C.Structure):
+    _fields_ = [("mem_size", C.c_size_t), ("mem_buffer", C.c_void_p), ("no_alloc", C.c_bool)]
+base.ggml_init.restype = C.c_void_p; base.ggml_init.argtypes = [IP]
+P = C.c_void_p
+for f, n in [("ggml_new_tensor_1d", 3), ("ggml_new_tensor_2d", 4), ("ggml_new_tensor_3d", 5), ("ggml_new_tensor_4d", 6)]:
+    fn = getattr(base, f); fn.restype = P; fn.argtypes = [P, C.c_int] + [C.c_int64] * (n - 2)
+base.ggml_get_data.restype = P; base.ggml_get_data.argtypes = [P]
+base.ggml_rms_norm.restype = P; base.ggml_rms_norm.argtypes = [P, P, C.c_float]
+base.ggml_mul.restype = P; base.ggml_mul.argtypes = [P, P, P]
+base.ggml_rope_ext.restype = P; base.ggml_rope_ext.argtypes = [P, P, P, P, C.c_int, C.c_int, C.c_int] + [C.c_float] * 6
+base.ggml_flash_attn_ext.restype = P; base.ggml_flash_attn_ext.argtypes = [P, P, P, P, P, C.c_float, C.c_float, C.c_float]
+base.ggml_swiglu_split.restype = P; base.ggml_swiglu_split.argtypes = [P, P, P]
+base.ggml_mul_mat.restype = P; base.ggml_mul_mat.argtypes = [P, P, P]
+base.ggml_new_graph.restype = P; base.ggml_new_graph.argtypes = [P]
+base.ggml_build_forward_expand.argtypes = [P, P]
+cpu.ggml_graph_compute_with_ctx.argtypes = [P, P, C.c_int]
+base.ggml_nbytes.restype = C.c_size_t; base.ggml_nbytes.argtypes = [P]
+ctx = base.ggml_init(IP(1 << 30, None, False))
+F32, F16, I32 = 0, 1, 26
+def new(t, shape):  # shape in ggml order (ne0, ne1, ...)
+    return getattr(base, "ggml_new_tensor_%dd" % len(shape))(ctx, t, *shape)
+def put(tn, arr):
+    b = np.ascontiguousarray(arr).tobytes()
+    assert len(b) == base.ggml_nbytes(tn), (len(b), base.ggml_nbytes(tn))
+    C.memmove(base.ggml_get_data(tn), b, len(b))
+def get(tn, dtype=np.float32):
+    n = base.ggml_nbytes(tn)
+    return np.frombuffer(C.string_at(base.ggml_get_data(tn), n), dtype=dtype).copy()
+def run(out, threads=2):
+    g = base.ggml_new_graph(ctx)
+    base.ggml_build_forward_expand(g, out)
+    cpu.ggml_graph_compute_with_ctx(ctx, g, threads)
+d = "/tmp/gx/"
+op = sys.argv[1]
+if op == "rms":  # x (n, k) f32, w (k), eps
+    x = np.fromfile(d + "x.bin", np.float32); w = np.fromfile(d + "w.bin", np.float32)
+    k = len(w); n = len(x) // k; eps = float(sys.argv[2])
+    tx = new(F32, [k, n]); put(tx, x); tw = new(F32, [k]); put(tw, w)
+    o = base.ggml_mul(ctx, base.ggml_rms_norm(ctx, tx, eps), tw); run(o)
+    get(o).tofile(d + "out.bin")
+elif op == "rope":  # x (n, heads, hd), mode, base
+    x = np.fromfile(d + "x.bin", np.float32); n, heads, hd, mode = map(int, sys.argv[2:6]); fb = float(sys.argv[6])
+    tx = new(F32, [hd, heads, n]); put(tx, x); tp = new(I32, [n]); put(tp, np.arange(n, dtype=np.int32))
+    o = base.ggml_rope_ext(ctx, tx, tp, None, hd, mode, 0, fb, 1.0, 0.0, 1.0, 0.0, 0.0); run(o)
+    get(o).tofile(d + "out.bin")
+elif op == "fa":  # q (n, H, D) f32, k, v (n, HKV, D) f16 bits, scale
+    n, H, HKV, D = map(int, sys.argv[2:6]); scale = float(sys.argv[6])
+    q = np.fromfile(d + "q.bin", np.float32).reshape(n, H, D)
+    k = np.fromfile(d + "k.bin", np.float16).reshape(n, HKV, D)
+    v = np.fromfile(d + "v.bin", np.float16).reshape(n, HKV, D)
+    tq = new(F32, [D, n, H]); put(tq, q.transpose(1, 0, 2))
+    tk = new(F16, [D, n, HKV]); put(tk, k.transpose(1, 0, 2))
+    tv = new(F16, [D, n, HKV]); put(tv, v.transpose(1, 0, 2))
+    npad = (n + 63) // 64 * 64
+    m = np.full((npad, n), -np.inf, np.float16)
+    for i in range(n): m[i, :i + 1] = 0
+    tm = new(F16, [n, npad]); put(tm, m)
+    o = base.ggml_flash_attn_ext(ctx, tq, tk, tv, tm, scale, 0.0, 0.0); run(o)
+    get(o).tofile(d + "out.bin")  # (n, H, D)
+elif op == "swiglu":
+    g = np.fromfile(d + "x.bin", np.float32); u = np.fromfile(d + "w.bin", np.float32)
+    tg = new(F32, [len(g)]); put(tg, g); tu = new(F32, [len(u)]); put(tu, u)
+    o = base.ggml_swiglu_split(ctx, tg, tu); run(o)
+    get(o).tofile(d + "out.bin")
+print("ok")
+if op == "trig":
+    libm = C.CDLL("libm.so.6")
+    libm.cosf.restype = C.c_float; libm.cosf.argtypes = [C.c_float]
+    libm.sinf.restype = C.c_float; libm.sinf.argtypes = [C.c_float]
+    x = np.fromfile(d + "x.bin", np.float32)
+    out = np.empty(2 * len(x), np.float32)
+    for i, v in enumerate(x):
+        out[2*i] = libm.cosf(float(v)); out[2*i+1] = libm.sinf(float(v))
+    out.tofile(d + "out.bin")
+if op == "expf":
+    libm = C.CDLL("libm.so.6")
+    libm.expf.restype = C.c_float; libm.expf.argtypes = [C.c_float]
+    x = np.fromfile(d + "x.bin", np.float32)
+    np.array([libm.expf(float(v)) for v in x], np.float32).tofile(d + "out.bin")
+if op == "powf":
+    libm = C.CDLL("libm.so.6")
+    libm.powf.restype = C.c_float; libm.powf.argtypes = [C.c_float, C.c_float]
+    x = np.fromfile(d + "x.bin", np.float32)
+    np.array([libm.powf(float(x[2*i]), float(x[2*i+1])) for i in range(len(x)//2)], np.float32).tofile(d + "out.bin")
+if op == "mm":  # weight from gguf file tensor name; x (n, K) f32; repack or not
+    from gguf import GGUFReader
+    model, name, n, rep = sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5] == "1"
+    rd = GGUFReader(model)
+    ten = [t for t in rd.tensors if t.name == name][0]
+    K, N = int(ten.shape[0]), int(ten.shape[1])
+    wbytes = bytes(ten.data.tobytes())
+    open(d + "w.bin", "wb").write(wbytes)
+    if n == 0:
+        print(K, N, int(ten.tensor_type)); sys.exit(0)
+    x = np.fromfile(d + "x.bin", np.float32)
+    for f, rt, at in [("ggml_backend_buft_alloc_buffer", P, [P, C.c_size_t]), ("ggml_backend_buffer_get_base", P, [P]),
+                      ("ggml_backend_tensor_alloc", C.c_int, [P, P, P]), ("ggml_backend_tensor_set", None, [P, P, C.c_size_t, C.c_size_t]),
+                      ("ggml_backend_tensor_get", None, [P, P, C.c_size_t, C.c_size_t]), ("ggml_backend_alloc_ctx_tensors", P, [P, P]),
+                      ("ggml_backend_graph_compute", C.c_int, [P, P]), ("ggml_backend_cpu_buffer_type", P, [])]:
+        lib = base if hasattr(base, f) else cpu
+        fn = getattr(lib, f); fn.restype = rt; fn.argtypes = at
+    cpu.ggml_backend_cpu_init.restype = P
+    cpu.ggml_backend_cpu_set_n_threads.argtypes = [P, C.c_int]
+    be = cpu.ggml_backend_cpu_init(); cpu.ggml_backend_cpu_set_n_threads(be, 2)
+    wctx = base.ggml_init(IP(1 << 20, None, True))
+    tw = base.ggml_new_tensor_2d(wctx, int(ten.tensor_type), K, N)
+    if rep:
+        rb = getattr(cpu, "_Z35ggml_backend_cpu_repack_buffer_typev"); rb.restype = P
+        buft = rb()
+    else:
+        buft = cpu.ggml_backend_cpu_buffer_type()
+    sz = base.ggml_nbytes(tw) + 4096
+    buf = base.ggml_backend_buft_alloc_buffer(buft, sz)
+    base.ggml_backend_tensor_alloc(buf, tw, base.ggml_backend_buffer_get_base(buf))
+    base.ggml_backend_tensor_set(tw, wbytes, 0, len(wbytes))
+    xctx = base.ggml_init(IP(1 << 20, None, True))
+    tx = base.ggml_new_tensor_2d(xctx, F32, K, n)
+    to = base.ggml_mul_mat(xctx, tw, tx)
+    base.ggml_backend_alloc_ctx_tensors(xctx, be)
+    xb = x.tobytes(); base.ggml_backend_tensor_set(tx, xb, 0, len(xb))
+    g = base.ggml_new_graph(xctx); base.ggml_build_forward_expand(g, to)
+    base.ggml_backend_graph_compute(be, g)
+    ob = C.create_string_buffer(N * n * 4); base.ggml_backend_tensor_get(to, ob, 0, N * n * 4)
+    np.frombuffer(ob.raw, np.float32).tofile(d + "out.bin")
+    print(K, N, int(ten.tensor_type))
+if op == "f16":
+    x = np.fromfile(d + "x.bin", np.float32)
+    x.astype(np.float16).astype(np.float32).tofile(d + "out.bin")
