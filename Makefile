@@ -18,7 +18,7 @@ help:
 	@echo "make bench-cpu   CPU throughput on generated 100M models (bench/bench.mk)"
 	@echo "make kernels     regenerate kernels/*.ptx from kernels/*.cu (needs nvcc)"
 	@echo "make gpu-bundle  build bin/gpu-bundle for tests/gpu/check.sh on a GPU machine"
-	@echo "make gpu-bundle-archs  the same for qwen35, qwen35moe, qwen3next, deepseek2, gemma4"
+	@echo "make gpu-bundle-archs  the same for qwen35, qwen35moe, qwen3next, deepseek2, gemma4, mistral3, glm4moe, gpt-oss"
 	@echo "make eval MODEL=m.gguf [CORPUS=ppl-heldout-v1] [KV=bf16] [CONTEXT=4096] [STRIDE=2048] [QUICK=1] [REFERENCE=ref.gguf]"
 	@echo "                 one evaluation, each stage's output kept under profiles/eval/ so"
 	@echo "                 a rerun redoes only the stages whose inputs changed"
@@ -102,7 +102,7 @@ kernels/kvids.cuh: kernels/kvformat.go
 gpu-bundle:
 	tests/gpu/mkbundle.sh $(BIN)/gpu-bundle
 # The same for the architectures of package ml's extension interfaces
-# (qwen35, qwen35moe, qwen3next, deepseek2, gemma4): bash tests/gpu/check.sh bin/gpu-bundle-archs
+# (qwen35, qwen35moe, qwen3next, deepseek2, gemma4, mistral3, glm4moe, gpt-oss): bash tests/gpu/check.sh bin/gpu-bundle-archs
 gpu-bundle-archs:
 	PPL_GPU_BUNDLE=archs tests/gpu/mkbundle.sh $(BIN)/gpu-bundle-archs
 

@@ -193,6 +193,12 @@ func TestBenchmarkQwen35Sim(t *testing.T) {
 			t.Fatalf("target %d: log p %v: synthetic activations out of scale", i, lp)
 		}
 	}
-	lin, att, head := qwen35FLOPs(benchShapes[len(benchShapes)-2].hp, 4096, 2048)
+	var big model.HParams
+	for _, s := range benchShapes {
+		if s.name == "qwen35-27b" {
+			big = s.hp
+		}
+	}
+	lin, att, head := qwen35FLOPs(big, 4096, 2048)
 	t.Logf("qwen35-27b at 4096/2048: %.1f TFLOP linear, %.2f attention and delta rule, %.1f head", lin/1e12, att/1e12, head/1e12)
 }

@@ -22,10 +22,15 @@
 #                (--devices 0,0): the same scores as one engine
 #   bench.log    (3) throughput on synthetic Llama 1B and 8B, context 4096/2048
 #   bench.json       and 32768/16384, a synthetic Qwen3-30B-A3B (128 experts,
-#                    8 per token) and a Qwen3.5-27B-like hybrid (48 Gated
+#                    8 per token), a Qwen3.5-27B-like hybrid (48 Gated
 #                    DeltaNet layers, 16 of attention with heads of 256: the
-#                    plain kernel) at 4096/2048: tokens/s, MFU against the
-#                    measured bf16 GEMM peak, peak memory
+#                    plain kernel), a gpt-oss-20b (32 experts, 4 per token;
+#                    sinks, a 128-key window on alternate layers) and a
+#                    Gemma-3-27B (a 1,024-key window on 5 of 6 layers) at
+#                    4096/2048 (the sliding layers and gpt-oss's sinks
+#                    take the plain kernel): tokens/s, MFU against the
+#                    measured bf16 GEMM peak, peak memory; settings left
+#                    when PPL_GPU_BENCH_SECONDS is spent say "skipped"
 #   e2e.log      the same parity as (2) through the Go API (cuda.test -run
 #                EndToEnd/gpu: TestEndToEnd, TestEndToEndKV and, for the models
 #                the bundle has, TestEndToEndArchs), also for the all-bf16

@@ -8,7 +8,8 @@
 #                               (CGO_ENABLED=0, stripped, gzipped)
 #   oracle/models/*.gguf.gz     the three Q8_0 oracle models and tiny-qwen3moe
 #                               (with PPL_GPU_BUNDLE=archs instead: tiny-qwen35,
-#                               -qwen35moe, -qwen3next, -deepseek2, -gemma4)
+#                               -qwen35moe, -qwen3next, -deepseek2, -gemma4,
+#                               -mistral3, -glm4moe, -gpt-oss)
 #                               (a mixture of experts), gzipped, and a README so
 #                               the test binary's oracle lookup finds them once
 #                               check.sh has unpacked them
@@ -43,7 +44,7 @@ MODELS="tiny-llama-spm-q8_0 tiny-qwen3-q8_0 tiny-llama3-q8_0 tiny-qwen3moe"
 ARCHS=
 if [ "${PPL_GPU_BUNDLE:-}" = archs ]; then
 	ARCHS=1
-	MODELS="tiny-qwen35 tiny-qwen35moe tiny-qwen3next tiny-deepseek2 tiny-gemma4"
+	MODELS="tiny-qwen35 tiny-qwen35moe tiny-qwen3next tiny-deepseek2 tiny-gemma4 tiny-mistral3 tiny-glm4moe tiny-gpt-oss"
 fi
 TEXTS="en-gpl3 zh-tang code-go-strings mixed-unicode"
 cp "$ORACLE/README.md" "$B/oracle/README.md"
@@ -84,7 +85,7 @@ for m in $MODELS; do
 	case $m in
 	*moe*) class=moe ;; # bounded by mean and PPL (compare.py)
 	tiny-qwen35) class=recurrent ;;
-	tiny-qwen3next | tiny-deepseek2) class=moe ;; # mixtures of experts too
+	tiny-qwen3next | tiny-deepseek2 | tiny-gpt-oss) class=moe ;; # mixtures of experts too
 	tiny-gemma4) class=gemma4 ;;
 	esac
 	case $m in tiny-qwen35moe | tiny-qwen3next) class=moe-recurrent ;; esac
