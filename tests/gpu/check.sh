@@ -17,7 +17,10 @@
 #                mean 0.005, PPL 0.001), tiny-qwen35moe and -qwen3next (mean
 #                0.02, PPL 0.008: routing flips the recurrent state carries on),
 #                tiny-deepseek2 (as tiny-qwen3moe), tiny-gemma4 (mean 0.03,
-#                PPL 0.004: flips in a model of sharp attention)
+#                PPL 0.004: flips in a model of sharp attention); on that of
+#                `make gpu-bundle-core-archs` tiny-gemma3 (max 0.08, mean
+#                0.015, PPL 0.001), tiny-gpt-oss and -glm4moe (as
+#                tiny-qwen3moe), tiny-mistral3 (as llama)
 #                (2c) the first case again with two engines on the one GPU
 #                (--devices 0,0): the same scores as one engine
 #   bench.log    (3) throughput on synthetic Llama 1B and 8B, context 4096/2048

@@ -8,8 +8,9 @@
 #                               (CGO_ENABLED=0, stripped, gzipped)
 #   oracle/models/*.gguf.gz     the three Q8_0 oracle models and tiny-qwen3moe
 #                               (with PPL_GPU_BUNDLE=archs instead: tiny-qwen35,
-#                               -qwen35moe, -qwen3next, -deepseek2, -gemma4,
-#                               -mistral3, -glm4moe, -gpt-oss)
+#                               -qwen35moe, -qwen3next, -deepseek2, -gemma4;
+#                               with PPL_GPU_BUNDLE=core-archs: tiny-gemma3,
+#                               -gpt-oss, -glm4moe, -mistral3)
 #                               (a mixture of experts), gzipped, and a README so
 #                               the test binary's oracle lookup finds them once
 #                               check.sh has unpacked them
@@ -41,11 +42,19 @@ MODELS="tiny-llama-spm-q8_0 tiny-qwen3-q8_0 tiny-llama3-q8_0 tiny-qwen3moe"
 # PPL_GPU_BUNDLE=archs: the architectures that need package ml's extension
 # interfaces instead (their float32 models do not fit beside the others
 # under 60 MiB): make gpu-bundle-archs, then check.sh on that bundle.
+# PPL_GPU_BUNDLE=core-archs: the other architectures of package ml's core
+# operations, in a bundle of their own for the same reason.
 ARCHS=
-if [ "${PPL_GPU_BUNDLE:-}" = archs ]; then
+case ${PPL_GPU_BUNDLE:-} in
+archs)
 	ARCHS=1
-	MODELS="tiny-qwen35 tiny-qwen35moe tiny-qwen3next tiny-deepseek2 tiny-gemma4 tiny-mistral3 tiny-glm4moe tiny-gpt-oss"
-fi
+	MODELS="tiny-qwen35 tiny-qwen35moe tiny-qwen3next tiny-deepseek2 tiny-gemma4"
+	;;
+core-archs)
+	ARCHS=1
+	MODELS="tiny-gemma3 tiny-gpt-oss tiny-glm4moe tiny-mistral3"
+	;;
+esac
 TEXTS="en-gpl3 zh-tang code-go-strings mixed-unicode"
 cp "$ORACLE/README.md" "$B/oracle/README.md"
 for m in $MODELS; do
@@ -87,6 +96,7 @@ for m in $MODELS; do
 	tiny-qwen35) class=recurrent ;;
 	tiny-qwen3next | tiny-deepseek2 | tiny-gpt-oss) class=moe ;; # mixtures of experts too
 	tiny-gemma4) class=gemma4 ;;
+	tiny-gemma3) class=gemma3 ;;
 	esac
 	case $m in tiny-qwen35moe | tiny-qwen3next) class=moe-recurrent ;; esac
 	input "$m-texts" "$m" 256 128 "${texts[@]}"
