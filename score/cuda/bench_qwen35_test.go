@@ -1,10 +1,7 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"testing"
 
 	"ppl.dev/gguf"
@@ -94,24 +91,8 @@ func writeSkeletonQwen35(path string, s benchShape, d qwen35Dims) error {
 	} {
 		w.Add(arch+"."+k, v)
 	}
-	zero := make([]byte, 16<<20)
-	add := func(name string, typ gguf.Type, shape ...uint64) {
-		rs, _ := typ.RowSize(shape[0])
-		size := rs
-		for _, x := range shape[1:] {
-			size *= x
-		}
-		w.AddTensorFunc(name, typ, shape, func(out io.Writer) error {
-			for left := size; left > 0; {
-				n := min(left, uint64(len(zero)))
-				if _, err := out.Write(zero[:n]); err != nil {
-					return err
-				}
-				left -= n
-			}
-			return nil
-		})
-	}
+	sk := newSkeleton(w, nil)
+	add := sk.add
 	E, V, F := uint64(hp.Embd), uint64(hp.Vocab), uint64(hp.FFN)
 	S, Hk, Hv := uint64(d.S), uint64(d.Hk), uint64(d.Hv)
 	qd, kvd, hd := uint64(hp.Heads*hp.HeadDim), uint64(hp.KVHeads*hp.HeadDim), uint64(hp.HeadDim)
@@ -147,20 +128,7 @@ func writeSkeletonQwen35(path string, s benchShape, d qwen35Dims) error {
 		add(b+"ffn_up.weight", gguf.TypeF16, E, F)
 		add(b+"ffn_down.weight", gguf.TypeF16, F, E)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	sw := &sparseWriter{f: f, zero: zero}
-	if _, err := w.WriteTo(sw); err != nil {
-		f.Close()
-		return err
-	}
-	end, err := f.Seek(0, io.SeekCurrent)
-	if err == nil {
-		err = f.Truncate(end)
-	}
-	return errors.Join(err, f.Close())
+	return sk.write(path)
 }
 
 // A small qwen35 synthetic model loads, runs on the emulation and scores

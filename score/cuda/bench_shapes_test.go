@@ -1,10 +1,7 @@
 package cuda
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"os"
 	"testing"
 
 	"ppl.dev/gguf"
@@ -149,27 +146,8 @@ func writeSkeletonSliding(path string, s benchShape, d slidingDims, typ func(nam
 	for k, v := range kv {
 		w.Add(arch+"."+k, v)
 	}
-	zero := make([]byte, 16<<20)
-	add := func(name string, typ0 gguf.Type, shape ...uint64) {
-		if typ0 == gguf.TypeF16 && typ != nil {
-			typ0 = typ(name)
-		}
-		rs, _ := typ0.RowSize(shape[0])
-		size := rs
-		for _, x := range shape[1:] {
-			size *= x
-		}
-		w.AddTensorFunc(name, typ0, shape, func(out io.Writer) error {
-			for left := size; left > 0; {
-				n := min(left, uint64(len(zero)))
-				if _, err := out.Write(zero[:n]); err != nil {
-					return err
-				}
-				left -= n
-			}
-			return nil
-		})
-	}
+	sk := newSkeleton(w, typ)
+	add := sk.add
 	E, V, H := uint64(hp.Embd), uint64(hp.Vocab), uint64(hp.Heads)
 	qd, kvd, hd := uint64(hp.Heads*hp.HeadDim), uint64(hp.KVHeads*hp.HeadDim), uint64(hp.HeadDim)
 	add("token_embd.weight", gguf.TypeF16, E, V)
@@ -212,20 +190,7 @@ func writeSkeletonSliding(path string, s benchShape, d slidingDims, typ func(nam
 		add(b+"ffn_down.weight", gguf.TypeF16, F, E)
 		add(b+"post_ffw_norm.weight", gguf.TypeF32, E)
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	sw := &sparseWriter{f: f, zero: zero}
-	if _, err := w.WriteTo(sw); err != nil {
-		f.Close()
-		return err
-	}
-	end, err := f.Seek(0, io.SeekCurrent)
-	if err == nil {
-		err = f.Truncate(end)
-	}
-	return errors.Join(err, f.Close())
+	return sk.write(path)
 }
 
 // Small gpt-oss and gemma3 synthetic models load, run on the emulation and

@@ -159,27 +159,8 @@ func writeSkeletonTyped(path string, s benchShape, typ func(name string) gguf.Ty
 		w.Add(arch+".expert_used_count", uint32(m.Used))
 		w.Add(arch+".expert_feed_forward_length", uint32(m.FFN))
 	}
-	zero := make([]byte, 16<<20)
-	add := func(name string, typ0 gguf.Type, shape ...uint64) {
-		if typ0 == gguf.TypeF16 && typ != nil {
-			typ0 = typ(name)
-		}
-		rs, _ := typ0.RowSize(shape[0])
-		size := rs
-		for _, d := range shape[1:] {
-			size *= d
-		}
-		w.AddTensorFunc(name, typ0, shape, func(out io.Writer) error {
-			for left := size; left > 0; {
-				n := min(left, uint64(len(zero)))
-				if _, err := out.Write(zero[:n]); err != nil {
-					return err
-				}
-				left -= n
-			}
-			return nil
-		})
-	}
+	sk := newSkeleton(w, typ)
+	add := sk.add
 	E, V := uint64(hp.Embd), uint64(hp.Vocab)
 	qd, kvd := uint64(hp.Heads*hp.HeadDim), uint64(hp.KVHeads*hp.HeadDim)
 	add("token_embd.weight", gguf.TypeF16, E, V)
@@ -212,20 +193,7 @@ func writeSkeletonTyped(path string, s benchShape, typ func(name string) gguf.Ty
 			add(b+"ffn_down.weight", gguf.TypeF16, F, E)
 		}
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	sw := &sparseWriter{f: f, zero: zero}
-	if _, err := w.WriteTo(sw); err != nil {
-		f.Close()
-		return err
-	}
-	end, err := f.Seek(0, io.SeekCurrent)
-	if err == nil {
-		err = f.Truncate(end) // the hole up to the end
-	}
-	return errors.Join(err, f.Close())
+	return sk.write(path)
 }
 
 // sparseWriter writes to f, but seeks over writes of (a part of) zero, so
@@ -590,4 +558,56 @@ func TestWindowSizesSim(t *testing.T) {
 	if n := m.b.kk.groups / int64(shape.hp.KVHeads); n != 768 {
 		t.Errorf("capacity %d tokens, want 768", n)
 	}
+}
+
+// skeleton is a model file of zeros (a benchmark's weights, filled on the
+// device) written sparsely: its tensors take no time and no disk.
+type skeleton struct {
+	w    *gguf.Writer
+	typ  func(name string) gguf.Type
+	zero []byte
+}
+
+// newSkeleton writes w's tensors as zeros: of the type add is given, or of
+// typ(name) for the F16 matrices when typ is not nil.
+func newSkeleton(w *gguf.Writer, typ func(name string) gguf.Type) *skeleton {
+	return &skeleton{w: w, typ: typ, zero: make([]byte, 16<<20)}
+}
+
+// add adds a tensor of zeros.
+func (sk *skeleton) add(name string, t gguf.Type, shape ...uint64) {
+	if t == gguf.TypeF16 && sk.typ != nil {
+		t = sk.typ(name)
+	}
+	size, _ := t.RowSize(shape[0])
+	for _, d := range shape[1:] {
+		size *= d
+	}
+	sk.w.AddTensorFunc(name, t, shape, func(out io.Writer) error {
+		for left := size; left > 0; {
+			n := min(left, uint64(len(sk.zero)))
+			if _, err := out.Write(sk.zero[:n]); err != nil {
+				return err
+			}
+			left -= n
+		}
+		return nil
+	})
+}
+
+// write writes the file at path, the zeros as holes.
+func (sk *skeleton) write(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := sk.w.WriteTo(&sparseWriter{f: f, zero: sk.zero}); err != nil {
+		f.Close()
+		return err
+	}
+	end, err := f.Seek(0, io.SeekCurrent)
+	if err == nil {
+		err = f.Truncate(end) // the hole up to the end
+	}
+	return errors.Join(err, f.Close())
 }
