@@ -407,11 +407,13 @@ func (c *config) againstBaseline(model, win string) error {
 	return nil
 }
 
-// scoreWith runs the ppl-score of the tools in bin.
+// scoreWith runs the ppl-score of the tools in bin, with an f16 KV cache
+// as llama-perplexity's default (with it, the int8 modes compute what
+// llama.cpp computes).
 func (c *config) scoreWith(bin, model, win, mode string, threads int) (result, error) {
 	var out bytes.Buffer
 	r, err := timed(filepath.Join(bin, "ppl-score"), []string{"--model", model, "--device", "cpu", "--no-cache",
-		"--activations", mode, "--threads", strconv.Itoa(threads), "--log-level", "warn", win}, &out)
+		"--kv-dtype", "f16", "--activations", mode, "--threads", strconv.Itoa(threads), "--log-level", "warn", win}, &out)
 	if err != nil {
 		return r, err
 	}

@@ -68,7 +68,7 @@ type runFlags struct {
 	Reference string   `help:"A reference model: KL divergence of the model from it (ppl-score)." type:"path"`
 	KVDtype   string   `name:"kv-dtype" help:"KV cache format (ppl-score)."`
 	RefKV     string   `name:"reference-kv-dtype" help:"The reference's KV cache format (ppl-score)."`
-	Act       string   `name:"activations" help:"Arithmetic: fp32, int8 or ggml (ppl-score)."`
+	Act       string   `name:"activations" help:"Arithmetic: fp32, int8 or int8-avx2 (ppl-score)."`
 	Device    string   `help:"Where to score: auto, cpu, cuda, cuda:N (ppl-score)."`
 	Devices   string   `placeholder:"N,N,..." help:"Score on several devices at once, one engine each: 0,1,2,3 (ppl-score)."`
 	GPUWts    string   `name:"gpu-weights" help:"GPU weight storage: quantized or bf16 (ppl-score)."`

@@ -48,18 +48,17 @@
 // is --rope-scaling-original-context (default: the model's training context);
 // --rope-yarn-factor F sets the factor explicitly.
 //
-// --activations fp32|int8|ggml, on the CPU: fp32 (the default) keeps
-// activations in float32 and decodes quantized weights to float32 for each
-// product (within about 1e-6 of float64 per log-prob); int8 quantizes
-// activations to 8 bits per block of 32 and multiplies them with the
-// weights' integers, as llama.cpp does on the CPU (about twice as fast, and
-// as far from exact as llama.cpp, though not in the same way: it sums in
-// its own order); ggml is int8 with every float32 operation in ggml-cpu's
-// order too (RMSNorm, RoPE with glibc's sinf/cosf, SwiGLU, flash attention
-// over an f16 cache, Q8_0 products in ggml's lanes), which gives
-// llama-perplexity's log-probs to the bit on Q8_0 models with --kv-dtype
-// f16, and is many times slower (plain Go). The header and the cache keys
-// record the mode.
+// --activations fp32|int8|int8-avx2, on the CPU: fp32 (the default)
+// keeps activations in float32 and decodes quantized weights to float32 for
+// each product (within about 1e-6 of float64 per log-prob); int8 is
+// llama.cpp's CPU arithmetic: activations quantized to 8 bits as llama.cpp
+// quantizes them, integer products with the weights' integers, and every
+// float32 operation in ggml-cpu's order (RMSNorm, RoPE with glibc's
+// sinf/cosf, SwiGLU, flash attention over an f16 cache, the products of
+// every quantized weight type but TQ1_0 and TQ2_0), which gives llama-perplexity's log-probs to the bit with
+// --kv-dtype f16 as its build for AVX-512 machines computes them;
+// int8-avx2 as its build for AVX2 machines does (the two builds' digits
+// differ). The header and the cache keys record the mode.
 //
 // --ssm-state-dtype f32|f16|bf16 chooses the dtype the recurrent state of
 // Gated DeltaNet layers (qwen35, qwen35moe, qwen3next) is rounded to after
@@ -131,7 +130,7 @@ type flags struct {
 	KVDtype         string           `name:"kv-dtype" default:"bf16" enum:"f32,f16,bf16,int8,fp8,k8v4,nvfp4,q8_0,q4_0,q4_1,q5_0,q5_1,iq4_nl,rk8v4,rk4v4,rk2v4" help:"KV cache storage: f32, f16, bf16, int8, fp8, k8v4, nvfp4, llama.cpp's q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, or Hadamard-rotated keys rk8v4, rk4v4, rk2v4 (default ${default})."`
 	RefKVDtype      string           `name:"reference-kv-dtype" enum:",f32,f16,bf16,int8,fp8,k8v4,nvfp4,q8_0,q4_0,q4_1,q5_0,q5_1,iq4_nl,rk8v4,rk4v4,rk2v4" default:"" help:"KV cache storage of the reference model (default: --kv-dtype)."`
 	Threads         int              `default:"0" help:"Worker threads (default: all cores)."`
-	Activations     string           `default:"fp32" enum:"fp32,int8,ggml" help:"CPU arithmetic: fp32; int8 (8-bit activations, integer dot products, as llama.cpp); ggml (int8, and every float operation in llama.cpp's order: its digits, slowly) (default ${default})."`
+	Activations     string           `default:"fp32" enum:"fp32,int8,int8-avx2" help:"CPU arithmetic: fp32; int8 (llama.cpp's: 8-bit activations, integer products, ggml-cpu's float operations in its order, as its build for AVX-512 machines computes); int8-avx2 (as its build for AVX2 machines computes) (default ${default})."`
 	SSMStateDtype   string           `name:"ssm-state-dtype" default:"f32" enum:"f32,f16,bf16" help:"Recurrent state of Gated DeltaNet layers (qwen35, qwen35moe, qwen3next): f32, f16 or bf16 (default ${default})."`
 	Device          string           `default:"auto" placeholder:"DEV" help:"Where to score: auto (a CUDA GPU when one is usable, else the CPU), cpu, cuda or cuda:N (default ${default})."`
 	Devices         string           `placeholder:"N,N,..." help:"Score on several devices of --device's kind at once, one engine each (GPUs 0,1,2,3); an index may repeat. The output is the same as one device's."`

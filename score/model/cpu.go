@@ -212,7 +212,7 @@ func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *m
 }
 
 // ggmlF16 reports whether attention computes as llama.cpp's CPU flash
-// attention over an F16 cache: in the ggml mode with an f16 KV cache,
+// attention over an F16 cache: in the int8 modes with an f16 KV cache,
 // llama.cpp's default.
 func (b *cpuBackend) ggmlF16() bool {
 	s, ok := b.c.KV.(*kvStore)

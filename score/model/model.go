@@ -98,19 +98,22 @@ type Info struct {
 	Shared        []string          `json:"shared,omitempty"` // roles bound to another tensor: "output=token_embd" (tied)
 	Rope          RopeInfo          `json:"rope"`
 	KVDtype       string            `json:"kv_dtype"`
-	Activations   string            `json:"activations"`               // "fp32", "int8" or "ggml"
+	Activations   string            `json:"activations"`               // "fp32", "int8" or "int8-avx2"
 	SSMStateDtype string            `json:"ssm_state_dtype,omitempty"` // recurrent models only
 }
 
-// Activation modes (Options.Activations): fp32; int8, llama.cpp's 8-bit
-// activations and integer products (fast); ggml, int8's products and every
-// float32 operation in ggml-cpu's order as well, which reproduces
-// llama.cpp's CPU log-probs to the bit where its kernels are copied (Q8_0
-// products, attention over an f16 cache) and is far slower (nn/ggml.go).
+// Activation modes (Options.Activations): fp32, float32 activations and
+// weights decoded to float32 (within 1e-6 of float64 per log-prob); int8,
+// llama.cpp's CPU arithmetic: activations quantized to 8 bits as llama.cpp
+// quantizes them, integer products, and every float32 operation in
+// ggml-cpu's order (nn/ggml.go), as its build for AVX-512 machines computes
+// (its log-probs to the bit with an f16 KV cache, for the weight types
+// whose products are in its order); int8-avx2, int8 as its build for AVX2
+// machines computes.
 const (
-	ActFP32 = "fp32"
-	ActInt8 = "int8"
-	ActGGML = "ggml"
+	ActFP32     = "fp32"
+	ActInt8     = "int8"
+	ActInt8AVX2 = "int8-avx2"
 )
 
 // Load opens the GGUF model at path on the CPU and binds its weights
@@ -146,9 +149,9 @@ func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 	switch act {
 	case "":
 		act = ActFP32
-	case ActFP32, ActInt8, ActGGML:
+	case ActFP32, ActInt8, ActInt8AVX2:
 	default:
-		return nil, fmt.Errorf("activations %q: want %s, %s or %s", opts.Activations, ActFP32, ActInt8, ActGGML)
+		return nil, fmt.Errorf("activations %q: want %s, %s or %s", opts.Activations, ActFP32, ActInt8, ActInt8AVX2)
 	}
 	arch, err := f.String("general.architecture")
 	if err != nil {
@@ -181,8 +184,9 @@ func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 	if dev == nil {
 		c := nn.NewContext(opts.Threads)
 		c.KV = &kvStore{format: format}
-		c.Int8 = act == ActInt8 || act == ActGGML
-		c.LlamaCPP = act == ActGGML
+		c.Int8 = act != ActFP32
+		c.LlamaCPP = c.Int8
+		c.GGMLAVX2 = act == ActInt8AVX2
 		b = newCPU(c)
 	} else if b, err = dev(info, opts); err != nil {
 		return nil, err

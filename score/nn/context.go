@@ -20,10 +20,14 @@ type Context struct {
 	Int8 bool
 	// LlamaCPP, with Int8, computes every float32 operation as ggml-cpu
 	// does, in its order, to reproduce llama.cpp's CPU arithmetic to the
-	// bit (ggml.go): RMSNorm, RoPE and SwiGLU, Q8_0 products in ggml's
-	// lane order, and (nn.Attention.GGMLF16) attention over an f16 cache.
-	// Those paths are plain Go loops, many times slower than the kernels.
+	// bit (ggml.go): RMSNorm, RoPE and SwiGLU, the products in ggml's
+	// orders, and (nn.Attention.GGMLF16) attention over an f16 cache.
 	LlamaCPP bool
+	// GGMLAVX2, with LlamaCPP, computes as llama.cpp's CPU build for AVX2
+	// machines does (Debian's libggml-cpu-haswell) rather than its build
+	// for AVX-512 machines (libggml-cpu-zen4, the default): the two sum in
+	// lanes of 8 and 16 and have different e^x and matrix kernels.
+	GGMLAVX2 bool
 
 	mem *arenas // created on first use; its chunks go back to the system on Free
 }

@@ -4,13 +4,14 @@ import (
 	"math"
 	"unsafe"
 
+	"ppl.dev/gguf"
 	"ppl.dev/quant"
 )
 
-// llama.cpp's CPU arithmetic, for the ggml mode (Context.LlamaCPP: the int8
-// mode's products, and the rest as ggml-cpu rounds it).
+// llama.cpp's CPU arithmetic, for the model's int8 modes (Context.LlamaCPP:
+// with Int8's activations, every float32 operation as ggml-cpu rounds it).
 //
-// The ggml mode exists to reproduce llama.cpp's numbers, and with 8-bit
+// The int8 modes exist to reproduce llama.cpp's numbers, and with 8-bit
 // activations that means reproducing its float32 arithmetic to the bit:
 // an activation one ulp away from llama.cpp's rounds to another 8-bit
 // value once in a while, that step (1/127 of its block's maximum) moves
@@ -19,16 +20,23 @@ import (
 // one-ulp perturbation of the attention output alone moves the int8
 // log-probs by 5e-3 per token on average (as much as the whole budget
 // against llama.cpp), so "the same formula in another order" is not
-// enough. These are the operations of ggml-cpu (ops.cpp, vec.h, vec.cpp,
-// simd-gemm.h, the AVX-512 build that Debian's packages select on a
-// machine with AVX-512) as they round:
+// enough. llama.cpp's own numbers depend on the CPU build that it loads:
+// Debian's packages select libggml-cpu-zen4 (or another AVX-512 build,
+// which agree with it here) on a machine with AVX-512 and
+// libggml-cpu-haswell on one with AVX2 only, and the two differ in their
+// e^x and in the lanes of their sums (on the oracle's low-bit models about
+// half of the windows differ, by up to 0.09 per token). The default is the
+// AVX-512 build; Context.GGMLAVX2 selects the AVX2 build's operations
+// where they differ (SWIGLU, FLASH_ATTN_EXT). These are the operations of
+// ggml-cpu 0.27.0 (ops.cpp, vec.h, vec.cpp, tiled/, arch/x86/quants.c and
+// repack.cpp) as they round:
 //
 //   - RMS_NORM then MUL: sum = Σ double(x·x) (float32 squares, summed in
 //     order in float64), mean = float32(sum/n), scale = 1/sqrtf(mean + eps),
 //     y = (x·scale)·w, each product rounded to float32.
-//   - SWIGLU: silu(g)·u with silu(g) = g / (1 + ggml_v_expf(-g)) on lanes
-//     of 16 (the AVX-512 polynomial, ggmlExpf), g / (1 + expf(-g)) past the
-//     last multiple of 16.
+//   - SWIGLU, row by row: silu(g)·u with silu(g) = g / (1 + ggml_v_expf(-g))
+//     on lanes of 16 (AVX-512: ggmlExpf) or 8 (AVX2: ggmlExpfAVX2),
+//     g / (1 + expf(-g)) past the last multiple of the lane count.
 //   - ROPE: per position the cache of ggml_rope_cache_init in float32:
 //     θ starts at the position and is multiplied by powf(base, -2/n_dims)
 //     from pair to pair, cos and sin are glibc's cosf(θ)·mscale and
@@ -39,16 +47,27 @@ import (
 //   - FLASH_ATTN_EXT over an F16 cache (llama.cpp's default on the CPU:
 //     flash attention is on unless disabled, and then the cache is F16
 //     even when it is stored F32): see ggmlAttention.
-//   - MUL_MAT with Q8_0 weights (ggml_vec_dot_q8_0_q8_0): see panelQ8_0.
-//     The types ggml repacks on x86 (Q4_0, IQ4_NL, MXFP4) need nothing
-//     here: one float32 FMA per block of 32 in block order, as
-//     int8Generic.
+//   - MUL_MAT, by weight type (ggmlPanels; the two builds give the same
+//     bits for every type here, checked on the oracle models' and zoo's
+//     tensors): Q8_0, Q5_0, Q4_1, Q5_1 and NVFP4 in their vec_dot
+//     kernels' 8 lanes (panelLanes); the types ggml repacks on x86 when
+//     the row count is a multiple of 8: Q4_0, IQ4_NL, MXFP4 (one FMA per
+//     block of 32 in block order, as int8Generic, for the GEMM and the
+//     GEMV of the last rows alike: nothing here), Q4_K and Q2_K (their
+//     GEMM's and GEMV's orders: panelQ4K, panelQ2K); the other K-quants
+//     and the i-quants in the order of the tiled kernel for ggmlTiledRows
+//     rows or more (panelTiled, or kMinRows.tiled for the types with a
+//     minimum) and of their vec_dot kernels below (ggml_kquants*.go,
+//     ggml_iquants*.go). Not copied: TQ1_0, TQ2_0, the float types, and
+//     the vec_dot kernels of Q4_0, IQ4_NL and MXFP4 for the matrices ggml
+//     does not repack.
 //
-// All of them are plain Go loops, many times slower than the vector
-// kernels of the int8 mode (the attention and the Q8_0 products most), so
-// they run only in the ggml mode; the int8 mode rounds the activations as
-// llama.cpp does but sums in its own order. Each is checked bit for bit
-// against libggml and glibc (TestGGMLArithmetic).
+// Each is checked bit for bit against libggml and glibc
+// (TestGGMLArithmetic, TestGGMLProducts). The attention, the lanes'
+// products and those of ggml's repacked and tiled kernels have vector
+// kernels (GemmAcc, ggmlExpfAVX512, lanes32/16VNNI, q4k2/8VNNI,
+// tiled32/16VNNI); the vec_dot orders of the other types (for fewer than
+// ggmlTiledRows rows) and the AVX2 build's e^x are plain Go.
 
 // ggmlExpf is ggml_v_expf, ggml-cpu's vector e^x on AVX-512, for one lane.
 func ggmlExpf(x float32) float32 {
@@ -72,20 +91,86 @@ func ggmlExpf(x float32) float32 {
 	return float32(float64(j) * math.Ldexp(1, int(n)))
 }
 
-// ggmlSwiGLU is ggml_vec_swiglu_f32: out = silu(gate)·up. out may alias
-// gate or up.
-func ggmlSwiGLU(out, gate, up []float32) {
+// ggmlExpfAVX2 is ggml_v_expf of ggml-cpu's AVX2 build, for one lane: the
+// same polynomial as ggmlExpf's, ending in k + k·j (k = 2^n from the bits of
+// z) instead of a scaling, and |n| > 126 handled by two factors.
+func ggmlExpfAVX2(x float32) float32 {
+	const r = float32(0x1.8p23)
+	z := fma32(x, 0x1.715476p+0, r)
+	n := z - r
+	b := fma32(-n, 0x1.7f7d1cp-20, fma32(-n, 0x1.62e4p-1, x))
+	e := math.Float32bits(z) << 23
+	k := math.Float32frombits(e + 0x3f800000)
+	u := b * b
+	j := fma32(fma32(fma32(0x1.0e4020p-7, b, 0x1.573e2ep-5), u, fma32(0x1.555e66p-3, b, 0x1.fffdb6p-2)), u,
+		float32(0x1.ffffecp-1)*b)
+	an := float32(math.Abs(float64(n)))
+	if !(an > 126) { // also NaN
+		return fma32(j, k, k)
+	}
+	var g uint32
+	if n <= 0 {
+		g = 0x82000000
+	}
+	s1 := math.Float32frombits(g + 0x7f000000)
+	s2 := math.Float32frombits(e - g)
+	if an > 192 {
+		return s1 * s1
+	}
+	return fma32(s2, j, s2) * s1
+}
+
+// ggmlExpfs sets dst[i] to ggml_v_expf(x[i]) of the AVX-512 build
+// (ggmlExpf) or, with avx2, of the AVX2 build (ggmlExpfAVX2); dst may
+// alias x.
+func ggmlExpfs(dst, x []float32, avx2 bool) {
+	if avx2 {
+		for i, v := range x {
+			dst[i] = ggmlExpfAVX2(v)
+		}
+		return
+	}
+	i := 0
+	if f := kern.ggmlExpf; f != nil && len(x) >= 16 {
+		i = len(x) &^ 15
+		f(&dst[0], &x[0], i)
+	}
+	for ; i < len(x); i++ {
+		dst[i] = ggmlExpf(x[i])
+	}
+}
+
+// ggmlSwiGLU is ggml_vec_swiglu_f32 of the AVX-512 build for one row: out
+// = silu(gate)·up, silu(g) = g / (1 + ggml_v_expf(-g)) on lanes of 16 and
+// g / (1 + expf(-g)) past the last multiple of 16. out may alias gate or up.
+func ggmlSwiGLU(out, gate, up []float32) { ggmlSwiGLURow(out, gate, up, false) }
+
+// ggmlSwiGLUAVX2 is ggmlSwiGLU as the AVX2 build computes it: lanes of 8
+// and its ggml_v_expf (ggmlExpfAVX2).
+func ggmlSwiGLUAVX2(out, gate, up []float32) { ggmlSwiGLURow(out, gate, up, true) }
+
+func ggmlSwiGLURow(out, gate, up []float32, avx2 bool) {
 	check("ggmlSwiGLU gate", len(gate), len(out))
 	check("ggmlSwiGLU up", len(up), len(out))
-	n16 := len(out) &^ 15
-	for i, g := range gate {
-		var e float32
-		if i < n16 {
-			e = ggmlExpf(-g)
-		} else {
-			e = libcExpf(-g)
+	nv := len(out) &^ 15
+	if avx2 {
+		nv = len(out) &^ 7
+	}
+	var e [256]float32
+	for i0 := 0; i0 < len(out); i0 += len(e) {
+		m := min(len(e), len(out)-i0)
+		for i := range m {
+			e[i] = -gate[i0+i]
 		}
-		out[i] = g / (1 + e) * up[i]
+		v := e[:min(m, max(0, nv-i0))]
+		ggmlExpfs(v, v, avx2)
+		for i := range m {
+			g := gate[i0+i]
+			if i0+i >= nv {
+				e[i] = libcExpf(-g)
+			}
+			out[i0+i] = g / (1 + e[i]) * up[i0+i]
+		}
 	}
 }
 
@@ -189,7 +274,7 @@ const ggmlTileQ, ggmlTileKV = 64, 64
 // multiplied by expf(M - M'); p_j = ggml_v_expf(s_j - M') in lanes of 16,
 // the sum of each 16 (reduce16) added to S in float64; the output gets the
 // FMA chain of p_j·v_j over the tile's keys in order. At the end sinks as
-// below, and the output times 1/S.
+// below, and the output times 1/S. See ggmlTiled.
 //
 // n < 64 (ggml_compute_forward_flash_attn_ext_f16_one_chunk): q rounded to
 // f16; per visible key in order s = ggml_vec_dot_f16(k, q)·Scale; a new
@@ -201,14 +286,16 @@ const ggmlTileQ, ggmlTileKV = 64, 64
 // Sinks: with s the head's sink, if s > M the output is multiplied by
 // ms = expf(M - s), and S = S·ms + vs (vs = expf(s - M) otherwise).
 func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
+	if n >= ggmlTileQ && a.HeadDim%16 == 0 {
+		a.ggmlTiled(c, out, q, k, v, n)
+		return
+	}
 	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
 	group := a.Heads / a.KVHeads
 	scale := float32(a.Scale)
-	tiled := n >= ggmlTileQ && hd%16 == 0
 	c.Parallel(n*a.Heads, func(_, lo, hi int) {
 		acc := make([]float32, hd)
 		qh := make([]float32, hd)
-		var p [ggmlTileKV]float32
 		for it := lo; it < hi; it++ {
 			i, h := it/a.Heads, it%a.Heads
 			g := h / group
@@ -220,102 +307,167 @@ func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
 			M := float32(math.Inf(-1))
 			var S float32
 			clear(acc)
-			if tiled {
-				for t0 := 0; t0 <= i; t0 += ggmlTileKV {
-					if t0+ggmlTileKV <= first {
-						continue
-					}
-					tmax := float32(math.Inf(-1))
-					for jj := range ggmlTileKV {
-						j := t0 + jj
-						if j > i || j < first {
-							p[jj] = float32(math.Inf(-1))
-							continue
-						}
-						kj := k[j*ks+g*hd : j*ks+(g+1)*hd]
-						var s float32
-						for d, x := range qi {
-							s = fma32(x, kj[d], s)
-						}
-						p[jj] = s * scale
-						tmax = max(tmax, p[jj])
-					}
-					Mn := max(M, tmax)
-					if Mn > M {
-						ms := libcExpf(M - Mn)
-						for d := range acc {
-							acc[d] *= ms
-						}
-						S *= ms
-					}
-					M = Mn
-					var sum float64
-					for b := 0; b < ggmlTileKV; b += 16 {
-						var lane [16]float32
-						for l := range 16 {
-							lane[l] = ggmlExpf(p[b+l] - Mn)
-							p[b+l] = lane[l]
-						}
-						sum += float64(reduce16(&lane))
-					}
-					S = float32(float64(S) + sum)
-					for jj := range ggmlTileKV {
-						j := t0 + jj
-						if j > i || j < first {
-							continue // p = 0: the FMA leaves the output as it is
-						}
-						vj := v[j*ks+g*hd : j*ks+(g+1)*hd]
-						pj := p[jj]
-						for d := range acc {
-							acc[d] = fma32(pj, vj[d], acc[d])
-						}
-					}
-				}
-			} else {
-				for d, x := range qi {
-					qh[d] = quant.F16ToF32(quant.F32ToF16(x))
-				}
-				for j := first; j <= i; j++ {
-					kj := k[j*ks+g*hd : j*ks+(g+1)*hd]
-					s := float32(dotF16(qh, kj)) * scale
-					ms, vs := float32(1), float32(1)
-					if s > M {
-						Mold := M
-						M = s
-						ms = libcExpf(Mold - M)
-						for d := range acc {
-							acc[d] = roundF16(acc[d] * ms)
-						}
-					} else {
-						vs = libcExpf(s - M)
-					}
-					vj := v[j*ks+g*hd : j*ks+(g+1)*hd]
-					for d := range acc {
-						acc[d] = roundF16(fma32(vj[d], vs, acc[d]))
-					}
-					S = fma32(S, ms, vs)
-				}
+			for d, x := range qi {
+				qh[d] = quant.F16ToF32(quant.F32ToF16(x))
 			}
-			if a.Sinks != nil {
-				s := a.Sinks[h]
+			for j := first; j <= i; j++ {
+				kj := k[j*ks+g*hd : j*ks+(g+1)*hd]
+				s := float32(dotF16(qh, kj, c.GGMLAVX2)) * scale
 				ms, vs := float32(1), float32(1)
 				if s > M {
-					ms = libcExpf(M - s)
+					Mold := M
+					M = s
+					ms = libcExpf(Mold - M)
 					for d := range acc {
-						acc[d] *= ms
+						acc[d] = roundF16(acc[d] * ms)
 					}
 				} else {
 					vs = libcExpf(s - M)
 				}
-				S = S*ms + vs
+				vj := v[j*ks+g*hd : j*ks+(g+1)*hd]
+				for d := range acc {
+					acc[d] = roundF16(fma32(vj[d], vs, acc[d]))
+				}
+				S = fma32(S, ms, vs)
 			}
-			var inv float32
-			if S != 0 {
-				inv = 1 / S
+			a.ggmlFinish(out[i*qs+h*hd:i*qs+(h+1)*hd], acc, h, M, S)
+		}
+	})
+}
+
+// ggmlFinish applies the head's sink to a query row's output acc, maximum
+// M and sum S, and writes acc/S to o.
+func (a *Attention) ggmlFinish(o, acc []float32, h int, M, S float32) {
+	if a.Sinks != nil {
+		s := a.Sinks[h]
+		ms, vs := float32(1), float32(1)
+		if s > M {
+			ms = libcExpf(M - s)
+			for d := range acc {
+				acc[d] *= ms
 			}
-			o := out[i*qs+h*hd : i*qs+(h+1)*hd]
-			for d := range o {
-				o[d] = acc[d] * inv
+		} else {
+			vs = libcExpf(s - M)
+		}
+		S = S*ms + vs
+	}
+	var inv float32
+	if S != 0 {
+		inv = 1 / S
+	}
+	for d := range o {
+		o[d] = acc[d] * inv
+	}
+}
+
+// ggmlTiled is ggmlAttention's tiled form for blocks of up to gemmTileRows
+// query rows of one head at a time: the scores of a tile are one Gemm (each
+// an FMA chain over the head dimension from zero, as ggml's), and the
+// output one GemmAcc (each element's chain continuing over the tile's keys
+// in order). A key that a row does not see has p = 0 there, so its FMA
+// leaves that row's output as it is, as ggml's skipping it does; a tile in
+// which a row sees no key is skipped for that row, as ggml skips it.
+func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
+	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
+	group := a.Heads / a.KVHeads
+	scale := float32(a.Scale)
+	nr := 32
+	if hd%32 != 0 {
+		nr = 16
+	}
+	// Keys transposed per KV head, kt[(g·hd + d)·np + j] = k_j[d], zero past n.
+	np := (n + ggmlTileKV - 1) / ggmlTileKV * ggmlTileKV
+	kt := c.Alloc(a.KVHeads * hd * np)
+	c.Parallel(a.KVHeads*hd, func(_, lo, hi int) {
+		for gd := lo; gd < hi; gd++ {
+			g, d := gd/hd, gd%hd
+			row := kt[gd*np : (gd+1)*np]
+			for j := range n {
+				row[j] = k[j*ks+g*hd+d]
+			}
+			clear(row[n:])
+		}
+	})
+	const T = ggmlTileKV
+	rows := gemmTileRows
+	blocks := (n + rows - 1) / rows
+	c.Parallel(blocks*a.Heads, func(_, lo, hi int) {
+		sc := make([]float32, rows*T)
+		p := make([]float32, rows*T)
+		acc := make([]float32, rows*hd)
+		M := make([]float32, rows)
+		S := make([]float32, rows)
+		for it := lo; it < hi; it++ {
+			b, h := it/a.Heads, it%a.Heads
+			g := h / group
+			i0 := b * rows
+			m := min(rows, n-i0)
+			clear(acc)
+			clear(S)
+			for r := range m {
+				M[r] = float32(math.Inf(-1))
+			}
+			firstOf := func(i int) int {
+				if a.Window > 0 {
+					return max(0, i-a.Window+1)
+				}
+				return 0
+			}
+			for t0 := firstOf(i0) / T * T; t0 < i0+m; t0 += T {
+				for z := 0; z < T; z += nr {
+					Gemm(m, nr, q[i0*qs+h*hd:], qs, kt[g*hd*np+t0+z:], np, hd, sc[z:], T, nil)
+				}
+				for r := range m {
+					i := i0 + r
+					first := firstOf(i)
+					pr := p[r*T : (r+1)*T]
+					if t0 > i || t0+T <= first {
+						clear(pr)
+						continue
+					}
+					tmax := float32(math.Inf(-1))
+					for jj := range T {
+						j := t0 + jj
+						if j > i || j < first {
+							pr[jj] = float32(math.Inf(-1))
+							continue
+						}
+						pr[jj] = sc[r*T+jj] * scale
+						tmax = max(tmax, pr[jj])
+					}
+					Mn := max(M[r], tmax)
+					if Mn > M[r] {
+						ms := libcExpf(M[r] - Mn)
+						for d := range hd {
+							acc[r*hd+d] *= ms
+						}
+						S[r] *= ms
+					}
+					M[r] = Mn
+					for jj := range pr {
+						pr[jj] -= Mn
+					}
+					ggmlExpfs(pr, pr, c.GGMLAVX2)
+					var sum float64
+					if c.GGMLAVX2 {
+						for b := 0; b < T; b += 8 {
+							sum += float64(hsum8((*[8]float32)(pr[b : b+8])))
+						}
+					} else {
+						for b := 0; b < T; b += 16 {
+							sum += float64(reduce16((*[16]float32)(pr[b : b+16])))
+						}
+					}
+					S[r] = float32(float64(S[r]) + sum)
+				}
+				kk := min(T, n-t0)
+				for z := 0; z < hd; z += nr {
+					GemmAcc(m, nr, p, T, v[t0*ks+g*hd+z:], ks, kk, acc[z:], hd)
+				}
+			}
+			for r := range m {
+				i := i0 + r
+				a.ggmlFinish(out[i*qs+h*hd:i*qs+(h+1)*hd], acc[r*hd:(r+1)*hd], h, M[r], S[r])
 			}
 		}
 	})
@@ -324,32 +476,45 @@ func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
 // roundF16 rounds x to the nearest f16 value.
 func roundF16(x float32) float32 { return quant.F16ToF32(quant.F32ToF16(x)) }
 
-// dotF16 is ggml_vec_dot_f16 on AVX-512 for f16 values held as float32:
-// four accumulators of 16 lanes over each 64 elements (FMA), folded
-// (0+2, 1+3, then 0+1) and reduced (reduce16) into a float64, then the
-// elements past the last multiple of 64 added in float64 in order.
-func dotF16(x, y []float32) float64 {
+// dotF16 is ggml_vec_dot_f16 for f16 values held as float32. On AVX-512:
+// four accumulators of 16 lanes over each 64 elements (FMA), folded (0+2,
+// 1+3, then 0+1) and reduced (reduce16) into a float64, then the elements
+// past the last multiple of 64 added in float64 in order. The AVX2 build
+// (avx2): four of 8 lanes over each 32 elements, folded alike, the 8 lanes
+// summed as i + (i+4), then hadd twice ((0+1) + (2+3)), the rest past the
+// last multiple of 32.
+func dotF16(x, y []float32, avx2 bool) float64 {
+	w := 16
+	if avx2 {
+		w = 8
+	}
 	n := len(x)
-	np := n &^ 63
+	np := n / (4 * w) * (4 * w)
 	var acc [4][16]float32
-	for i := 0; i < np; i += 64 {
+	for i := 0; i < np; i += 4 * w {
 		for j := range 4 {
-			for l := range 16 {
-				e := i + 16*j + l
+			for l := range w {
+				e := i + w*j + l
 				acc[j][l] = fma32(x[e], y[e], acc[j][l])
 			}
 		}
 	}
 	var sum float64
 	if np > 0 {
-		for l := range 16 {
+		for l := range w {
 			acc[0][l] += acc[2][l]
 			acc[1][l] += acc[3][l]
 		}
-		for l := range 16 {
+		for l := range w {
 			acc[0][l] += acc[1][l]
 		}
-		sum = float64(reduce16(&acc[0]))
+		if avx2 {
+			a := &acc[0]
+			t0, t1, t2, t3 := a[0]+a[4], a[1]+a[5], a[2]+a[6], a[3]+a[7]
+			sum = float64((t0 + t1) + (t2 + t3))
+		} else {
+			sum = float64(reduce16(&acc[0]))
+		}
 	}
 	for e := np; e < n; e++ {
 		sum += float64(x[e] * y[e])
@@ -357,57 +522,136 @@ func dotF16(x, y []float32) float64 {
 	return sum
 }
 
-// panelQ8_0 is panelInt8 for Q8_0 weights in llama.cpp's order
-// (ggml_vec_dot_q8_0_q8_0 on AVX2 and AVX-512, which multiplies Q8_0
-// weights with Q8_0 activations without repacking them): per output,
-// eight float32 lanes, lane j adding fma(dw·dx, Σ of the products of
-// elements 4j..4j+3 of a block) over the blocks in order, then the lanes
-// summed as hsum_float_8 does.
-func (l *Linear) panelQ8_0(r0, r1 int, a *qacts, out []float32) {
-	k := l.In
-	nb := k / 32
-	rows := r1 - r0
-	dw := make([]float32, rows*nb)
-	wq := make([]int32, rows*k)
-	for r := range rows {
-		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
-		for b := range nb {
-			blk := row[34*b : 34*b+34]
-			dw[r*nb+b] = quant.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
-			w := wq[r*k+32*b : r*k+32*b+32]
-			for e, v := range blk[2:34] {
-				w[e] = int32(int8(v))
-			}
+// ggmlPanels holds, per weight type, the panel (panelInt8's job) that sums
+// in llama.cpp's order where that differs from panelInt8's. Each is
+// checked bit for bit against libggml's MUL_MAT on an oracle model's
+// tensors (TestGGMLProducts).
+var ggmlPanels = map[gguf.Type]ggmlPanel{
+	gguf.TypeQ8_0:    (*Linear).panelLanes,
+	gguf.TypeQ4_K:    (*Linear).panelQ4K,
+	gguf.TypeQ6_K:    (*Linear).panelQ6K,
+	gguf.TypeIQ2_XXS: (*Linear).panelIQ2XXS,
+	gguf.TypeIQ3_S:   (*Linear).panelIQ3S,
+	gguf.TypeIQ1_M:   (*Linear).panelIQ1M,
+	gguf.TypeNVFP4:   (*Linear).panelLanes,
+	gguf.TypeIQ2_XS:  (*Linear).panelIQ2XS,
+	gguf.TypeIQ2_S:   (*Linear).panelIQ2S,
+	gguf.TypeIQ3_XXS: (*Linear).panelIQ3XXS,
+	gguf.TypeIQ1_S:   (*Linear).panelIQ1S,
+	gguf.TypeIQ4_XS:  (*Linear).panelIQ4XS,
+	gguf.TypeQ2_K:    (*Linear).panelQ2K,
+	gguf.TypeQ3_K:    (*Linear).panelQ3K,
+	gguf.TypeQ5_K:    (*Linear).panelQ5K,
+	gguf.TypeQ5_0:    (*Linear).panelLanes,
+	gguf.TypeQ4_1:    (*Linear).panelLanes,
+	gguf.TypeQ5_1:    (*Linear).panelLanes,
+}
+
+// ggmlTiledRows is the number of activation rows from which ggml-cpu's
+// MUL_MAT hands the K-quants and the i-quants it does not repack to its
+// tiled kernel (ggml_compute_forward_mul_mat_tiled, ggml_tiled_min_batch;
+// GGML_CPU_TILED_MM=0 turns it off, which llama.cpp does not do by
+// default); below it they take their vec_dot kernels.
+const ggmlTiledRows = 8
+
+// ggmlPanel computes out[t·l.Out + r] for weight rows r in [r0, r1) and the
+// activation rows t in [0, a.n).
+type ggmlPanel func(l *Linear, r0, r1 int, a *qacts, out []float32)
+
+// laneSums256 is the 8 int32 lanes of ggml's AVX2 dot-product kernels over
+// one block of 256 (VPMADDUBSW then VPMADDWD leave each 4 consecutive
+// products in one lane): lane m sums w[e]·x[e] over the e with
+// (e mod 32)/4 = m.
+func laneSums256[W, X int8 | int16 | int32](w []W, x []X) (s [8]int32) {
+	w, x = w[:256], x[:256]
+	for c := 0; c < 256; c += 32 {
+		for m := range 8 {
+			e := c + 4*m
+			s[m] += int32(w[e])*int32(x[e]) + int32(w[e+1])*int32(x[e+1]) +
+				int32(w[e+2])*int32(x[e+2]) + int32(w[e+3])*int32(x[e+3])
 		}
 	}
-	qx := make([]int32, k)
+	return s
+}
+
+// panelLanes is panelInt8 for the types ggml multiplies in the 8 float
+// lanes of its AVX2 vec_dot kernels with Q8_0 activations, unrepacked:
+// Q8_0 and Q5_0 (ggml_vec_dot_q8_0_q8_0, _q5_0_q8_0, one scale per block
+// of 32) and NVFP4 (ggml_vec_dot_nvfp4_q8_0, a scale per 16). Per output,
+// eight float32 lanes from 0; for each block of 32 in order, lane s (0..7)
+// becomes fma(dw·dx, float32(p), lane) with p the exact sum of the
+// products of elements 4s..4s+3 (DecodeInt8's integers minus the offset
+// times the activations' integers), dx the activation block's scale and
+// dw the weight scale of the lane's group (of 32, or of 16: lanes 0-3 and
+// 4-7), their product rounded to float32; at the end the lanes are summed
+// as hsum_float_8 does (hsum8). NVFP4's integers are the E2M1 values
+// doubled and its scales the UE4M3 bytes' values halved (quant's decoding,
+// equal to ggml's table ggml_table_f32_ue4m3 for all 256 bytes, subnormals
+// included); ggml's NVFP4 kernel is its AVX2 one in both builds. With the
+// VNNI kernels (kern.lanes) when the records hold the sums of 4
+// (qacts.sums4).
+func (l *Linear) panelLanes(r0, r1 int, a *qacts, out []float32) {
+	f, _ := l.int8Able()
+	k, rows := l.In, r1-r0
+	ng := k / f.Group
+	buf := make([]float32, int8Scratch(k, f))
+	rowsQ, panelQ, rs, rm, ps, _ := l.decodeInt8(buf, r0, r1, f)
+	kl := kern.lanes[0]
+	if f.Group == 16 {
+		kl = kern.lanes[1]
+	}
+	if kl != nil && a.sums4 {
+		pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
+		pack32(ps, rs, ng, rows)
+		var c [32]float32
+		for t := 0; t < a.n; t++ {
+			kl(&a.buf[t*a.rec], &panelQ[0], &ps[0], k/32, -f.Offset, &c[0], a.dOff, a.xs4Off)
+			copy(out[t*l.Out+r0:t*l.Out+r1], c[:rows])
+		}
+		l.addMinSums(r0, r1, a, out, rm)
+		return
+	}
+	per := 32 / f.Group // groups per block of 32
 	for t := 0; t < a.n; t++ {
 		rec := a.buf[t*a.rec : (t+1)*a.rec]
-		for e, v := range rec[:k] {
-			qx[e] = int32(int8(v))
-		}
-		d := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.dOff])), nb)
+		d := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.dOff])), k/32)
 		o := out[t*l.Out+r0 : t*l.Out+r1]
 		for r := range rows {
-			w := wq[r*k : (r+1)*k]
-			ds := dw[r*nb : (r+1)*nb]
+			q, sc := rowsQ[r*k:(r+1)*k], rs[r*ng:(r+1)*ng]
 			var lanes [8]float32
-			for b := range nb {
-				s := float64(ds[b] * d[b])
-				x, y := qx[32*b:32*b+32], w[32*b:32*b+32]
-				for j := range 8 {
-					e := 4 * j
-					p := x[e]*y[e] + x[e+1]*y[e+1] + x[e+2]*y[e+2] + x[e+3]*y[e+3]
-					// fma32(s, p, lane), its fast case inline (see fmaLane)
-					f := s*float64(p) + float64(lanes[j])
-					if u := math.Float64bits(f); u&(1<<29-1) != 1<<28 && u>>52&0x7ff >= 1023-126 {
-						lanes[j] = float32(f)
-					} else {
-						lanes[j] = fma32(float32(s), float32(p), lanes[j])
+			for b := range k / 32 {
+				for s := range 8 {
+					var p int32
+					for e := 32*b + 4*s; e < 32*b+4*s+4; e++ {
+						p += (int32(q[e]) - int32(f.Offset)) * int32(int8(rec[e]))
 					}
+					lanes[s] = fma32(sc[per*b+s*per/8]*d[b], float32(p), lanes[s])
 				}
 			}
 			o[r] = hsum8(&lanes)
+		}
+	}
+	l.addMinSums(r0, r1, a, out, rm)
+}
+
+// addMinSums adds, for the types with a minimum per block (Q4_1, Q5_1:
+// ggml_vec_dot_q4_1_q8_1 and _q5_1_q8_1), summs = Σ m·s over the blocks
+// in order to each output of panelLanes (m the block's f16 minimum, s the
+// Q8_1 activations' f16 d·Σq): output = hsum8(lanes) + summs.
+func (l *Linear) addMinSums(r0, r1 int, a *qacts, out, rm []float32) {
+	if f, _ := l.int8Able(); !f.HasMin {
+		return
+	}
+	nb := l.In / 32
+	for t := 0; t < a.n; t++ {
+		s81 := unsafe.Slice((*float32)(unsafe.Pointer(&a.buf[t*a.rec+a.s81Off])), nb)
+		o := out[t*l.Out+r0 : t*l.Out+r1]
+		for r := range o {
+			var summs float32
+			for b, m := range rm[r*nb : (r+1)*nb] {
+				summs = fma32(m, s81[b], summs)
+			}
+			o[r] += summs
 		}
 	}
 }

@@ -4,7 +4,12 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand"
+	"path/filepath"
+	"strings"
 	"testing"
+
+	"ppl.dev/gguf"
+	"ppl.dev/oracle"
 )
 
 // ggmlInputs are the inputs of TestGGMLArithmetic.
@@ -62,7 +67,8 @@ func fnvBits(v []float32) uint64 {
 // TestGGMLArithmetic checks the ggml mode's copies of llama.cpp's CPU
 // operations (ggml.go, libm.go) against the bits llama.cpp itself gives
 // on the same inputs: the hashes are of the outputs of libggml 0.27.0's
-// CPU backend (Debian's llama.cpp 0.7.0 packages, the AVX-512 build) and
+// CPU backend (Debian's llama.cpp 0.7.0 packages, the AVX-512 build zen4,
+// and for the operations where they differ the AVX2 build haswell) and
 // of glibc's sinf, cosf and expf, computed from these inputs through ctypes
 // (testdata/ggml_ops.py).
 // Each operation agrees to the last bit on every element; a formula that
@@ -95,9 +101,26 @@ func TestGGMLArithmetic(t *testing.T) {
 	(&RMSNorm{Name: "norm", W: in.rmsW, Eps: 1e-5}).Forward(c, rms, in.rmsX, 16)
 	check("RMS_NORM, MUL", rms, 0xb22f9fa758bf055a)
 
+	// The gates times 40 take both builds' e^x past their |n| > 126 and
+	// > 192 branches (the AVX2 build's differ from the AVX-512 build's).
+	g40 := make([]float32, len(in.gate))
+	for i, g := range in.gate {
+		g40[i] = g * 40
+	}
 	sw := make([]float32, len(in.gate))
-	ggmlSwiGLU(sw, in.gate, in.up)
-	check("SWIGLU", sw, 0x4fe3a09c42836532)
+	for _, b := range []struct {
+		name string
+		f    func(out, gate, up []float32)
+		want [2]uint64
+	}{
+		{"SWIGLU", ggmlSwiGLU, [2]uint64{0x4fe3a09c42836532, 0xf33b77b62fc129d0}},
+		{"SWIGLU, AVX2 build", ggmlSwiGLUAVX2, [2]uint64{0xb38cb3a4d76f39fe, 0xcfda61db885e33c5}},
+	} {
+		b.f(sw, in.gate, in.up)
+		check(b.name, sw, b.want[0])
+		b.f(sw, g40, in.up)
+		check(b.name+", gates × 40", sw, b.want[1])
+	}
 
 	for _, neox := range []bool{false, true} {
 		x := append([]float32(nil), in.rope...)
@@ -108,8 +131,236 @@ func TestGGMLArithmetic(t *testing.T) {
 	for _, n := range []int{20, 100} {
 		q, k, v := in.fa(n)
 		o := make([]float32, len(q))
-		(&Attention{Heads: 4, KVHeads: 2, HeadDim: 64, Scale: 0.125, GGMLF16: true}).Forward(c, o, q, k, v, n)
-		want := map[int]uint64{20: 0xfeb3710730997143, 100: 0x46d49d639cede9f8}[n]
-		check(map[int]string{20: "FLASH_ATTN_EXT, one chunk (20 rows)", 100: "FLASH_ATTN_EXT, tiled (100 rows)"}[n], o, want)
+		for _, avx2 := range []bool{false, true} {
+			c.GGMLAVX2 = avx2
+			(&Attention{Heads: 4, KVHeads: 2, HeadDim: 64, Scale: 0.125, GGMLF16: true}).Forward(c, o, q, k, v, n)
+			want := map[[2]int]uint64{{20, 0}: 0xfeb3710730997143, {100, 0}: 0x46d49d639cede9f8,
+				{20, 1}: 0xf54f941741298152, {100, 1}: 0x683c46f8ca6f3354}[[2]int{n, map[bool]int{false: 0, true: 1}[avx2]}]
+			name := map[int]string{20: "FLASH_ATTN_EXT, one chunk (20 rows)", 100: "FLASH_ATTN_EXT, tiled (100 rows)"}[n]
+			if avx2 {
+				name += ", AVX2 build"
+			}
+			check(name, o, want)
+		}
+		c.GGMLAVX2 = false
+	}
+}
+
+// TestGGMLProducts checks the ggml modes' matrix products (ggmlPanels and
+// the types ggml repacks, which take panelInt8) against libggml's MUL_MAT
+// on the oracle models' and zoo's tensors: the hashes are of what libggml
+// 0.27.0's CPU backend computes for x, n rows of rand.NewSource(1) normal
+// values, through testdata/ggml_ops.py's mm (with the repacking buffer for
+// Q4_0, IQ4_NL, Q4_K and MXFP4, as llama.cpp loads them). Its AVX-512
+// (zen4) and AVX2 (haswell) builds give the same bits for each of these.
+// n < 8 takes the vec_dot kernels of the types the tiled kernel takes from
+// 8 rows on (Q6_K, the i-quants); an odd n also takes the repacked types'
+// single-row kernels for the rows past the last multiple of 4.
+//
+// Not in llama.cpp's order yet: F16, BF16, TQ1_0 and TQ2_0 (outputs within
+// about 4e-7 of libggml's, relative to the largest), and Q4_0, IQ4_NL and
+// MXFP4 matrices whose row count is not a multiple of 8 (which llama.cpp
+// does not repack and multiplies with its vec_dot kernels).
+func TestGGMLProducts(t *testing.T) {
+	dir := oracle.Require(t)
+	cases := []struct {
+		stem, tensor string
+		n            int
+		want         uint64
+	}{
+		{"tiny-llama-spm-q8_0", "blk.0.attn_q.weight", 64, 0xb9a765944b7a66cb},
+		{"tiny-llama-spm-mxfp4", "blk.0.ffn_down.weight", 64, 0xb01ee37853ef3b3a},
+		{"tiny-llama-spm-q4_k_m", "blk.0.attn_q.weight", 64, 0xf507d106f8117406},  // Q4_K
+		{"tiny-llama-spm-q4_k_m", "blk.0.ffn_down.weight", 7, 0x8fdfbcf45cd022e},  // Q4_K
+		{"tiny-llama-spm-q4_k_m", "blk.1.ffn_down.weight", 64, 0x3f0c4e52d0a221c}, // Q6_K
+		{"tiny-llama-spm-q4_k_m", "blk.1.attn_v.weight", 5, 0x1ab58f1afb181e08},   // Q6_K
+		{"tiny-llama-spm-iq2_xxs", "blk.0.attn_q.weight", 64, 0x402522578d6271d3},
+		{"tiny-llama-spm-iq2_xxs", "blk.0.ffn_down.weight", 5, 0x149102632bd33524},
+		{"tiny-llama-spm-iq3_s", "blk.0.attn_q.weight", 64, 0x9a00bf6952f3cb0e},
+		{"tiny-llama-spm-iq3_s", "blk.0.ffn_down.weight", 5, 0xf825d36d3026d7ca},
+		{"tiny-llama-spm-iq1_m", "blk.0.attn_q.weight", 64, 0x7e56642cdae831fc},
+		{"tiny-llama-spm-iq1_m", "blk.0.ffn_down.weight", 5, 0xb1715486ca172a56},
+		{"tiny-llama-spm-nvfp4", "blk.0.attn_q.weight", 64, 0x9e986ddb893449fc},
+		{"tiny-llama-spm-nvfp4", "blk.0.ffn_down.weight", 5, 0x1451a807b4e02ff9},
+		{"quant-zoo", "Q4_0", 7, 0xf23ae1854ae132e9},
+		{"quant-zoo", "IQ4_NL", 7, 0xe77dc20ffc93f252},
+		{"quant-zoo-2", "IQ2_XXS", 7, 0x45b9408bb9b0cfd5},
+		{"quant-zoo", "Q5_0", 64, 0xcfb1246ce140495c},
+		{"quant-zoo", "Q5_0", 5, 0x8bf533499012ecc0},
+		{"quant-zoo", "Q6_K", 9, 0xdfff79f7c0e01f50},
+		{"quant-zoo", "Q4_1", 64, 0xe37872722be9be35},
+		{"quant-zoo", "Q5_1", 5, 0x27361ac799d68936},
+		{"quant-zoo-2", "IQ2_XS", 8, 0x83fbfb2f5222bdbb},
+		{"quant-zoo-2", "IQ2_XS", 5, 0xacfa11c7d006a941},
+		{"quant-zoo-2", "IQ2_S", 8, 0x4e0f3d7580187f0a},
+		{"quant-zoo-2", "IQ2_S", 5, 0xe7cfa1b730a91415},
+		{"quant-zoo-2", "IQ3_XXS", 8, 0xa51864c2b2e3f4c8},
+		{"quant-zoo-2", "IQ3_XXS", 5, 0xc0055d6f974f5cff},
+		{"quant-zoo-2", "IQ1_S", 8, 0x15c68b641837fbc2},
+		{"quant-zoo-2", "IQ1_S", 5, 0xb03bad9d9e865c4f},
+		{"quant-zoo", "IQ4_XS", 8, 0xc4c91f555cd046b9},
+		{"quant-zoo", "IQ4_XS", 5, 0x83cd9871dcf98076},
+		{"quant-zoo", "Q2_K", 8, 0xcf8368b0c3353852},
+		{"quant-zoo", "Q2_K", 5, 0xd67a815a2537c89f},
+		{"quant-zoo", "Q3_K", 8, 0xba5014469fba9375},
+		{"quant-zoo", "Q3_K", 5, 0x3dbcdfbc3f97eed4},
+		{"quant-zoo", "Q5_K", 8, 0x5d73652d758f878b},
+		{"quant-zoo", "Q5_K", 5, 0x1ba4b19419a2cde6},
+	}
+	c := NewContext(2)
+	c.Int8, c.LlamaCPP = true, true
+	for _, tc := range cases {
+		path := oracle.Model(dir, tc.stem)
+		if strings.HasPrefix(tc.stem, "quant-zoo") {
+			path = filepath.Join(dir, "zoo", tc.stem+".gguf")
+		}
+		f, err := gguf.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ten, ok := f.Tensor(tc.tensor)
+		if !ok {
+			t.Fatalf("%s: no tensor %s", tc.stem, tc.tensor)
+		}
+		l, err := NewLinear(tc.tensor, ten.Type, int(ten.Shape[0]), int(ten.Shape[1]), f.Data(ten))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewSource(1))
+		x := make([]float32, tc.n*l.In)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		y := make([]float32, tc.n*l.Out)
+		l.Forward(c, y, x, tc.n)
+		if h := fnvBits(y); h != tc.want {
+			t.Errorf("%s %s (%v), %d rows: hash %#x, libggml's %#x", tc.stem, tc.tensor, l.Type, tc.n, h, tc.want)
+		}
+		f.Close()
+	}
+}
+
+// TestGGMLExpfs checks ggmlExpfs at every level against ggmlExpf (the
+// one-lane copy of ggml_v_expf that TestGGMLArithmetic pins to libggml's
+// bits) on random and edge inputs: both sides of the |n| > 192 branch,
+// overflow and underflow, infinities, NaN, zeros, subnormals.
+func TestGGMLExpfs(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	x := make([]float32, 4096+7)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * 40)
+	}
+	edge := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 88.7, 88.73, 89, -87.3, -103.9, -104, 133.1, 133.2, -133.1, -133.2,
+		200, -200, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 3.4e38, -3.4e38}
+	copy(x, edge)
+	want := make([]float32, len(x))
+	for i, v := range x {
+		want[i] = ggmlExpf(v)
+	}
+	forEachLevel(t, func(t testing.TB, l Level) {
+		got := make([]float32, len(x))
+		ggmlExpfs(got, x, false)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
+				t.Fatalf("level %v: ggmlExpfs(%v) = %v, ggmlExpf %v", l, x[i], got[i], want[i])
+			}
+		}
+	})
+}
+
+// TestTiledKernels checks every level's tiled kernels against tiledGeneric
+// on random panels and activations, with extreme scales and weights
+// (integer scales of ±127, weights 0 and 255) among them.
+func TestTiledKernels(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	const k = 768 // three super-blocks
+	c := NewContext(1)
+	x := make([]float32, 4*k)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	a := &qacts{}
+	c.quantizeActs(a, x, 4, k, 256)
+	for gi, g := range []int{32, 16} {
+		ng := k / g
+		w := make([]uint32, k/4*32)
+		for i := range w {
+			w[i] = r.Uint32()
+		}
+		w[0], w[1] = 0, 0xffffffff
+		ls := make([]int32, ng*32)
+		for i := range ls {
+			ls[i] = int32(r.Intn(255)) - 127
+		}
+		ls[0], ls[1] = 127, -127
+		d0 := make([]float32, k/256*32)
+		for i := range d0 {
+			d0[i] = float32(r.NormFloat64()) * 1e-3
+		}
+		xsOff := a.xs32Off
+		if g == 16 {
+			xsOff = a.xs16Off
+		}
+		for m := 1; m <= 4; m++ {
+			want := make([]float32, 4*32)
+			generic.tiled[gi][m-1](&a.buf[0], a.rec, &w[0], &ls[0], &d0[0], k/32, -128, &want[0], 32, a.dOff, xsOff)
+			forEachLevel(t, func(t testing.TB, l Level) {
+				if len(kern.tiled[gi]) == 0 {
+					return
+				}
+				got := make([]float32, 4*32)
+				kern.tiled[gi][m-1](&a.buf[0], a.rec, &w[0], &ls[0], &d0[0], k/32, -128, &got[0], 32, a.dOff, xsOff)
+				for i := range got[:m*32] {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("g=%d m=%d level %v: out[%d] = %v, generic %v", g, m, l, i, got[i], want[i])
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestQ4KKernels checks every level's Q4_K kernels against q4kGeneric on
+// random nibbles, scales and minima (6-bit, their extremes among them).
+func TestQ4KKernels(t *testing.T) {
+	r := rand.New(rand.NewSource(6))
+	const k = 768
+	c := NewContext(1)
+	x := make([]float32, 2*k)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	a := &qacts{}
+	c.quantizeActs(a, x, 2, k, 256)
+	w := make([]uint32, k/4*32)
+	for i := range w {
+		w[i] = r.Uint32() & 0x0f0f0f0f
+	}
+	ls, mins := make([]int32, k/32*32), make([]int32, k/32*32)
+	for i := range ls {
+		ls[i], mins[i] = int32(r.Intn(64)), int32(r.Intn(64))
+	}
+	ls[0], mins[1] = 63, 63
+	dw, dm := make([]float32, k/256*32), make([]float32, k/256*32)
+	for i := range dw {
+		dw[i], dm[i] = float32(r.NormFloat64())*1e-3, float32(r.NormFloat64())*1e-3
+	}
+	for pi := range 2 {
+		for m := 1; m <= 2; m++ {
+			want := make([]float32, 2*32)
+			generic.q4k[pi][m-1](&a.buf[0], a.rec, &w[0], &ls[0], &mins[0], &dw[0], &dm[0], k/32, &want[0], 32, a.dOff, a.xs32Off)
+			forEachLevel(t, func(t testing.TB, l Level) {
+				if len(kern.q4k[pi]) == 0 {
+					return
+				}
+				got := make([]float32, 2*32)
+				kern.q4k[pi][m-1](&a.buf[0], a.rec, &w[0], &ls[0], &mins[0], &dw[0], &dm[0], k/32, &got[0], 32, a.dOff, a.xs32Off)
+				for i := range got[:m*32] {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("pair %d m=%d level %v: out[%d] = %v, generic %v", []int{2, 8}[pi], m, l, i, got[i], want[i])
+					}
+				}
+			})
+		}
 	}
 }

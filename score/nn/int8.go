@@ -45,10 +45,8 @@ import (
 // registers and VPDPBUSD multiplies four bytes at a time). That is
 // ggml-cpu's order for the types it repacks on x86 (Q4_0, IQ4_NL, MXFP4:
 // one FMA per block of 32, checked bit for bit against libggml's repacked
-// MXFP4 GEMM); its vec_dot kernels for the other types sum in eight or
-// sixteen float lanes instead. Q8_0 has that order in panelQ8_0 (ggml.go)
-// when Context.LlamaCPP is set; the K-quants (integer scale products per
-// super-block), the IQ types and NVFP4 (float lanes) do not yet.
+// GEMMs); its other kernels sum otherwise, and with Context.LlamaCPP the
+// types whose order is copied take ggmlPanels instead (ggml.go).
 
 // actTiny is the smallest block maximum quantized as it is; below it a
 // block is treated as zero (127/amax would overflow).
@@ -65,6 +63,12 @@ type qacts struct {
 	buf                                      []byte // n records
 	dOff, xs16Off, xs32Off, ds16Off, ds32Off int
 	q16Off                                   int // qx as int16, for the kernels of kernels.int8Wide; 0 if absent
+	// With sums4 (Context.LlamaCPP), xs4Off + 4i holds Σ qx over elements
+	// 4i..4i+3, for the kernels that sum in ggml's lanes, and for blocks
+	// of 32 s81Off + 4b the s of ggml's Q8_1 activations (for Q4_1 and
+	// Q5_1 weights): f16(amax/127 · Σqx) of block b, as a float32.
+	sums4          bool
+	xs4Off, s81Off int
 }
 
 // layout sets the record layout for rows of k values (k a multiple of 32).
@@ -81,6 +85,12 @@ func (a *qacts) layout(n, k, actBlock int) {
 	if kern.int8Wide {
 		a.q16Off = (end + 63) &^ 63
 		end = a.q16Off + 2*k
+	}
+	a.xs4Off, a.s81Off = 0, 0
+	if a.sums4 {
+		a.xs4Off = (end + 63) &^ 63
+		a.s81Off = a.xs4Off + k
+		end = a.s81Off + 4*nb
 	}
 	a.rec = (end + 63) &^ 63
 }
@@ -129,6 +139,23 @@ func (a *qacts) quantizeRow(x []float32, rec []byte) {
 		q16 := unsafe.Slice((*int16)(unsafe.Pointer(&rec[a.q16Off])), a.k)
 		for i, v := range rec[:a.k] {
 			q16[i] = int16(int8(v))
+		}
+	}
+	if a.sums4 {
+		xs4 := unsafe.Slice((*int32)(unsafe.Pointer(&rec[a.xs4Off])), a.k/4)
+		for i := range xs4 {
+			q := rec[4*i : 4*i+4]
+			xs4[i] = int32(int8(q[0])) + int32(int8(q[1])) + int32(int8(q[2])) + int32(int8(q[3]))
+		}
+		if a.actBlock == 32 {
+			s81 := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.s81Off])), nb)
+			for b := range nb {
+				var amax float32
+				for _, v := range x[32*b : 32*b+32] {
+					amax = max(amax, float32(math.Abs(float64(v))))
+				}
+				s81[b] = quant.F16ToF32(quant.F32ToF16(amax / 127 * float32(xs32[b])))
+			}
 		}
 	}
 }
@@ -308,20 +335,10 @@ func (l *Linear) panelInt8(buf []float32, r0, r1 int, a *qacts, f quant.Int8Form
 	n, k := a.n, l.In
 	ng := k / f.Group
 	qw := 32 * k / 4
-	rowsQ := unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), 32*k)
-	panelQ := unsafe.Slice((*uint32)(unsafe.Pointer(&buf[qw])), qw)
-	rs, rm := buf[2*qw:2*qw+32*ng], buf[2*qw+32*ng:2*qw+64*ng]
-	ps, pm := buf[2*qw+64*ng:2*qw+96*ng], buf[2*qw+96*ng:2*qw+128*ng]
+	rowsQ, panelQ, rs, rm, ps, pm := l.decodeInt8(buf, r0, r1, f)
 	ctile := buf[2*qw+128*ng : 2*qw+128*ng+gemmTileRows*32]
 	wide := buf[2*qw+128*ng+gemmTileRows*32:]
 	rows := r1 - r0
-	for r := range rows {
-		var mr []float32
-		if f.HasMin {
-			mr = rm[r*ng : (r+1)*ng]
-		}
-		quant.DecodeInt8(l.Type, l.Data[(r0+r)*l.RowBytes:(r0+r+1)*l.RowBytes], rowsQ[r*k:(r+1)*k], rs[r*ng:(r+1)*ng], mr)
-	}
 	// The kernels read the record from x0 on: qx (or its int16 copy for the
 	// wide kernels), with the other fields at offsets from there.
 	x0, negoff := 0, -f.Offset
@@ -362,6 +379,27 @@ func (l *Linear) panelInt8(buf []float32, r0, r1 int, a *qacts, f quant.Int8Form
 			}
 		}
 	}
+}
+
+// decodeInt8 decodes rows [r0, r1) of l into buf (int8Scratch floats):
+// the integers row after row (rowsQ) and in a panel for the VNNI kernels,
+// the group scales and minima row after row (rs, rm) and in panels (ps, pm).
+func (l *Linear) decodeInt8(buf []float32, r0, r1 int, f quant.Int8Format) (rowsQ []byte, panelQ []uint32, rs, rm, ps, pm []float32) {
+	k := l.In
+	ng := k / f.Group
+	qw := 32 * k / 4
+	rowsQ = unsafe.Slice((*byte)(unsafe.Pointer(&buf[0])), 32*k)
+	panelQ = unsafe.Slice((*uint32)(unsafe.Pointer(&buf[qw])), qw)
+	rs, rm = buf[2*qw:2*qw+32*ng], buf[2*qw+32*ng:2*qw+64*ng]
+	ps, pm = buf[2*qw+64*ng:2*qw+96*ng], buf[2*qw+96*ng:2*qw+128*ng]
+	for r := range r1 - r0 {
+		var mr []float32
+		if f.HasMin {
+			mr = rm[r*ng : (r+1)*ng]
+		}
+		quant.DecodeInt8(l.Type, l.Data[(r0+r)*l.RowBytes:(r0+r+1)*l.RowBytes], rowsQ[r*k:(r+1)*k], rs[r*ng:(r+1)*ng], mr)
+	}
+	return
 }
 
 // int8Able reports whether l runs in the int8 mode: a type with an integer

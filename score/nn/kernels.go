@@ -110,6 +110,7 @@ func initLevel() {
 type kernels struct {
 	level   Level
 	gemm    [2][]gemmFunc
+	gemmAcc [2][]gemmFunc // as gemm, the chains starting from C (GemmAcc)
 	softmax softmaxFunc
 	// transpose16, if set, transposes tiles of 16 × 16 32-bit elements:
 	// dst[c·dstStride + r] = src[r·srcStride + c], r < 16, c < 16·tiles.
@@ -140,6 +141,18 @@ type kernels struct {
 	quantQ8K func(x *float32, nb int, rec *byte, dOff, xs16Off int)
 	// roundF16, if set, rounds n floats (a multiple of 16) to f16 and back.
 	roundF16 func(dst, x *float32, n int)
+	// lanes, if set, are the lane-order loops (panelLanes) for groups of
+	// 32 (Q8_0) and 16 (NVFP4): one activation row and 32 weight rows of
+	// the VNNI panel of decodeInt8, biased by -negoff.
+	lanes [2]func(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
+	// tiled holds the tiled kernels (ggml_tiled.go) by group (32, 16):
+	// index m-1 computes m rows.
+	tiled [2][]tiledFunc
+	// q4k holds the Q4_K kernels in the repacked GEMM's and GEMV's orders
+	// (ggml_kquants.go): index m-1 computes m rows.
+	q4k [2][]q4kFunc
+	// ggmlExpf, if set, is ggmlExpf of n floats (a multiple of 16).
+	ggmlExpf func(dst, x *float32, n int)
 }
 
 // gemmFunc computes C (m × nr) = A (m × k) · B (k × nr), or
@@ -159,11 +172,16 @@ func init() {
 
 func initGeneric() {
 	initGenericInt8()
+	initGenericTiled()
+	initGenericQ4K()
 	for z := range 2 {
 		nr := 16 * (z + 1)
 		for m := 1; m <= gemmTileRows; m++ {
 			generic.gemm[z] = append(generic.gemm[z], func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32) {
-				gemmGeneric(m, nr, a, lda, b, ldb, k, c, ldc, alpha)
+				gemmGeneric(m, nr, false, a, lda, b, ldb, k, c, ldc, alpha)
+			})
+			generic.gemmAcc[z] = append(generic.gemmAcc[z], func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32) {
+				gemmGeneric(m, nr, true, a, lda, b, ldb, k, c, ldc, alpha)
 			})
 		}
 	}

@@ -30,6 +30,8 @@ func archInit() {
 
 	avx2.gemm[0] = []gemmFunc{gemmF32x16m1AVX2, gemmF32x16m2AVX2, gemmF32x16m3AVX2, gemmF32x16m4AVX2}
 	avx2.gemm[1] = []gemmFunc{gemmF32x32m1AVX2, gemmF32x32m2AVX2}
+	avx2.gemmAcc[0] = []gemmFunc{gemmAccF32x16m1AVX2, gemmAccF32x16m2AVX2, gemmAccF32x16m3AVX2, gemmAccF32x16m4AVX2}
+	avx2.gemmAcc[1] = []gemmFunc{gemmAccF32x32m1AVX2, gemmAccF32x32m2AVX2}
 	levelKernels[AVX2] = avx2
 	maxLevel = AVX2
 	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL) {
@@ -48,6 +50,10 @@ func archInit() {
 		gemmF32x16m7, gemmF32x16m8, gemmF32x16m9, gemmF32x16m10, gemmF32x16m11, gemmF32x16m12}
 	avx512.gemm[1] = []gemmFunc{gemmF32x32m1, gemmF32x32m2, gemmF32x32m3, gemmF32x32m4, gemmF32x32m5, gemmF32x32m6,
 		gemmF32x32m7, gemmF32x32m8, gemmF32x32m9, gemmF32x32m10, gemmF32x32m11, gemmF32x32m12}
+	avx512.gemmAcc[0] = []gemmFunc{gemmAccF32x16m1, gemmAccF32x16m2, gemmAccF32x16m3, gemmAccF32x16m4, gemmAccF32x16m5, gemmAccF32x16m6,
+		gemmAccF32x16m7, gemmAccF32x16m8, gemmAccF32x16m9, gemmAccF32x16m10, gemmAccF32x16m11, gemmAccF32x16m12}
+	avx512.gemmAcc[1] = []gemmFunc{gemmAccF32x32m1, gemmAccF32x32m2, gemmAccF32x32m3, gemmAccF32x32m4, gemmAccF32x32m5, gemmAccF32x32m6,
+		gemmAccF32x32m7, gemmAccF32x32m8, gemmAccF32x32m9, gemmAccF32x32m10, gemmAccF32x32m11, gemmAccF32x32m12}
 	avx512.softmax = softmaxTileAVX512
 	avx512.transpose16 = transpose16AVX512
 	avx512.swiglu = swiglu32AVX512
@@ -58,12 +64,19 @@ func archInit() {
 	avx512.quantQ80 = quantQ80AVX512
 	avx512.quantQ8K = quantQ8KAVX512
 	avx512.roundF16 = roundF16AVX512
+	avx512.ggmlExpf = ggmlExpfAVX512
 	levelKernels[AVX512] = avx512
 	maxLevel = AVX512
 	if cpu.X86.HasAVX512VNNI {
 		vnni := *avx512
 		vnni.level = AVX512VNNI
 		vnni.int8Wide = false
+		vnni.lanes = [2]func(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int){lanes32VNNI, lanes16VNNI}
+		vnni.tiled = [2][]tiledFunc{
+			{tiled32m1VNNI, tiled32m2VNNI, tiled32m3VNNI, tiled32m4VNNI},
+			{tiled16m1VNNI, tiled16m2VNNI, tiled16m3VNNI, tiled16m4VNNI},
+		}
+		vnni.q4k = [2][]q4kFunc{{q4k2m1VNNI, q4k2m2VNNI}, {q4k8m1VNNI, q4k8m2VNNI}}
 		vnni.int8 = [4][]int8Func{
 			{int8g32m1VNNI, int8g32m2VNNI, int8g32m3VNNI, int8g32m4VNNI, int8g32m5VNNI, int8g32m6VNNI},
 			{int8g32minm1VNNI, int8g32minm2VNNI, int8g32minm3VNNI, int8g32minm4VNNI, int8g32minm5VNNI, int8g32minm6VNNI},

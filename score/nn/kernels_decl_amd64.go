@@ -93,6 +93,96 @@ func gemmF32x16m3AVX2(a *float32, lda int, b *float32, ldb int, k int, c *float3
 func gemmF32x16m4AVX2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
 
 //go:noescape
+func gemmAccF32x32m1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x16m1(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x32m2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x16m2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x32m3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x16m3(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x32m4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x16m4(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x32m5(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x16m5(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x32m6(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x16m6(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x32m7(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x16m7(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x32m8(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x16m8(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x32m9(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x16m9(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x32m10(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x16m10(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x32m11(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x16m11(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x32m12(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x16m12(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x32m1AVX2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x32m2AVX2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x16m1AVX2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x16m2AVX2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x16m3AVX2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
+func gemmAccF32x16m4AVX2(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
+
+//go:noescape
 func int8g32m1VNNI(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
 
 //go:noescape
@@ -309,6 +399,48 @@ func int8g16minm5W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb i
 func int8g16minm6W256(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int)
 
 //go:noescape
+func lanes32VNNI(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
+
+//go:noescape
+func lanes16VNNI(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
+
+//go:noescape
+func tiled32m1VNNI(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled32m2VNNI(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled32m3VNNI(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled32m4VNNI(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16m1VNNI(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16m2VNNI(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16m3VNNI(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16m4VNNI(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func q4k2m1VNNI(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func q4k2m2VNNI(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func q4k8m1VNNI(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func q4k8m2VNNI(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
 func quantQ80AVX512(x *float32, nb int, rec *byte, dOff, xs16Off int)
 
 //go:noescape
@@ -337,6 +469,9 @@ func scaleRowAVX512(out, x, w *float32, n int, scale float64)
 
 //go:noescape
 func maxFiniteAVX512(x *float32, n int) (m float32, finite bool)
+
+//go:noescape
+func ggmlExpfAVX512(dst, x *float32, n int)
 
 //go:noescape
 func softmaxTileAVX2(s *float32, rows int, lim *int32, scale float32, m *float32, l *float32, alpha *float32)

@@ -162,6 +162,39 @@ func TestGemm(t *testing.T) {
 	}
 }
 
+// TestGemmAcc checks GemmAcc at every level against its definition: each
+// element of C continues one fma32 chain over k from its value in C.
+func TestGemmAcc(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for _, nr := range []int{16, 32} {
+		for _, m := range []int{1, 2, 4, 5, 12, 13, 25} {
+			for _, k := range []int{0, 1, 7, 64} {
+				lda, ldb, ldc := k+3, nr+5, nr+1
+				a := randVec(r, (m-1)*lda+k)
+				b := randVec(r, max(1, (k-1)*ldb+nr))
+				c0 := randVec(r, (m-1)*ldc+nr)
+				want := slices.Clone(c0)
+				for i := range m {
+					for j := range nr {
+						for p := range k {
+							want[i*ldc+j] = fma32(a[i*lda+p], b[p*ldb+j], want[i*ldc+j])
+						}
+					}
+				}
+				forEachLevel(t, func(t testing.TB, l Level) {
+					c := slices.Clone(c0)
+					GemmAcc(m, nr, a, lda, b, ldb, k, c, ldc)
+					for i := range c {
+						if math.Float32bits(c[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("GemmAcc m=%d nr=%d k=%d at %v: c[%d] = %v, want %v", m, nr, k, l, i, c[i], want[i])
+						}
+					}
+				})
+			}
+		}
+	}
+}
+
 // FuzzGemm checks every level against the generic kernel on arbitrary
 // shapes and values.
 func FuzzGemm(f *testing.F) {

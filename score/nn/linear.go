@@ -98,7 +98,7 @@ func ForwardShared(c *Context, x []float32, n int, ls []*Linear, outs [][]float3
 		if f, ok := l.int8Able(); ok && c.Int8 {
 			per = max(per, int8Scratch(k, f))
 			if acts[f.ActBlock/256] == nil {
-				acts[f.ActBlock/256] = &qacts{actBlock: f.ActBlock}
+				acts[f.ActBlock/256] = &qacts{actBlock: f.ActBlock, sums4: c.LlamaCPP}
 			}
 		} else {
 			per = max(per, fp32Scratch(k))
@@ -136,8 +136,9 @@ func ForwardShared(c *Context, x []float32, n int, ls []*Linear, outs [][]float3
 			pi := p - panels[i]
 			r0 := pi * panelRows
 			r1 := min(r0+panelRows, l.Out)
-			if f, ok := l.int8Able(); ok && c.LlamaCPP && l.Type == gguf.TypeQ8_0 {
-				l.panelQ8_0(r0, r1, acts[0], out)
+			f, ok := l.int8Able()
+			if p := ggmlPanels[l.Type]; ok && c.LlamaCPP && p != nil {
+				p(l, r0, r1, acts[f.ActBlock/256], out)
 			} else if ok && c.Int8 {
 				l.panelInt8(buf, r0, r1, acts[f.ActBlock/256], f, out)
 			} else if r := halfRounding(l.Type); r >= 0 && c.Int8 {

@@ -15,31 +15,36 @@ import (
 
 // gemmGeneric is the reference tile kernel: C (m × nr) = A (m × k) · B
 // (k × nr), or C = fma(C, alpha, A·B) per row with alpha, each element of
-// A·B one FMA chain over k in order.
-func gemmGeneric(m, nr int, a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32) {
+// A·B one FMA chain over k in order; with acc, C = C + A·B, each chain
+// starting from C (alpha unused).
+func gemmGeneric(m, nr int, acc bool, a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32) {
 	A := unsafe.Slice(a, (m-1)*lda+k)
 	B := unsafe.Slice(b, max(0, (k-1)*ldb+nr))
 	C := unsafe.Slice(c, (m-1)*ldc+nr)
 	var al []float32
-	if alpha != nil {
+	if alpha != nil && !acc {
 		al = unsafe.Slice(alpha, m)
 	}
-	var acc [32]float32
+	var s [32]float32
 	for i := range m {
-		clear(acc[:nr])
+		ci := C[i*ldc : i*ldc+nr]
+		if acc {
+			copy(s[:nr], ci)
+		} else {
+			clear(s[:nr])
+		}
 		ai := A[i*lda : i*lda+k]
 		for p, av := range ai {
 			bp := B[p*ldb : p*ldb+nr]
 			for j, bv := range bp {
-				acc[j] = fma32(av, bv, acc[j])
+				s[j] = fma32(av, bv, s[j])
 			}
 		}
-		ci := C[i*ldc : i*ldc+nr]
 		for j := range ci {
 			if al != nil {
-				ci[j] = fma32(ci[j], al[i], acc[j])
+				ci[j] = fma32(ci[j], al[i], s[j])
 			} else {
-				ci[j] = acc[j]
+				ci[j] = s[j]
 			}
 		}
 	}
@@ -50,6 +55,17 @@ func gemmGeneric(m, nr int, a *float32, lda int, b *float32, ldb int, k int, c *
 // are lda floats apart, B's ldb and C's ldc. Each element of A·B is one
 // chain of fused multiply-adds over k in order, whatever the CPU.
 func Gemm(m, nr int, a []float32, lda int, b []float32, ldb int, k int, c []float32, ldc int, alpha []float32) {
+	gemmTiles(false, m, nr, a, lda, b, ldb, k, c, ldc, alpha)
+}
+
+// GemmAcc computes C = C + A·B, each element of C continuing one chain of
+// fused multiply-adds over k in order from its value in C (as ggml's
+// flash attention accumulates its output), with Gemm's shapes.
+func GemmAcc(m, nr int, a []float32, lda int, b []float32, ldb int, k int, c []float32, ldc int) {
+	gemmTiles(true, m, nr, a, lda, b, ldb, k, c, ldc, nil)
+}
+
+func gemmTiles(acc bool, m, nr int, a []float32, lda int, b []float32, ldb int, k int, c []float32, ldc int, alpha []float32) {
 	if m == 0 {
 		return
 	}
@@ -74,6 +90,9 @@ func Gemm(m, nr int, a []float32, lda int, b []float32, ldb int, k int, c []floa
 		bp = &c[0] // k = 0: B is never read
 	}
 	fns := kern.gemm[nr/16-1]
+	if acc {
+		fns = kern.gemmAcc[nr/16-1]
+	}
 	tile := len(fns)
 	for i := 0; i < m; i += tile {
 		mi := min(tile, m-i)

@@ -18,7 +18,7 @@ type MLP struct {
 const mlpRows = 4096
 
 // Forward runs n rows: x (n, Gate.In) -> out (n, Down.Out), mlpRows at a
-// time. The activation is swiglu32 (ggmlSwiGLU, llama.cpp's, in the ggml
+// time. The activation is swiglu32 (ggmlSwiGLU, llama.cpp's, in the int8
 // mode).
 func (m *MLP) Forward(c *Context, out, x []float32, n int) {
 	f := m.Gate.Out
@@ -35,10 +35,15 @@ func (m *MLP) Forward(c *Context, out, x []float32, n int) {
 			act = swiglu32
 			if c.LlamaCPP {
 				act = ggmlSwiGLU
+				if c.GGMLAVX2 {
+					act = ggmlSwiGLUAVX2
+				}
 			}
 		}
 		c.Parallel(b, func(_, lo, hi int) {
-			act(g[lo*f:hi*f], g[lo*f:hi*f], u[lo*f:hi*f])
+			for t := lo; t < hi; t++ { // a row at a time: ggml's lanes restart at each row
+				act(g[t*f:(t+1)*f], g[t*f:(t+1)*f], u[t*f:(t+1)*f])
+			}
 		})
 		m.Down.Forward(c, out[r0*m.Down.Out:(r0+b)*m.Down.Out], g, b)
 	}

@@ -5,7 +5,7 @@
 # e.g. in a Debian sid chroot with llama.cpp 0.7.0 (libggml0 0.27.0) and
 # python3-numpy, python3-gguf installed, as
 #   chroot SID python3 /tmp/gx/ggml_ops.py OP ARGS...
-# with the inputs in /tmp/gx (x.bin, w.bin, q.bin, k.bin, v.bin: raw
+# with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
 # OPs: rms EPS | swiglu | rope N HEADS HEADDIM MODE BASE | fa N H HKV D SCALE |
 # trig | expf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1).
@@ -45,7 +45,7 @@ def run(out, threads=2):
     g = base.ggml_new_graph(ctx)
     base.ggml_build_forward_expand(g, out)
     cpu.ggml_graph_compute_with_ctx(ctx, g, threads)
-d = "/tmp/gx/"
+d = os.environ.get("GX", "/tmp/gx") + "/"
 op = sys.argv[1]
 if op == "rms":  # x (n, k) f32, w (k), eps
     x = np.fromfile(d + "x.bin", np.float32); w = np.fromfile(d + "w.bin", np.float32)
@@ -123,7 +123,7 @@ if op == "mm":  # weight from gguf file tensor name; x (n, K) f32; repack or not
         rb = getattr(cpu, "_Z35ggml_backend_cpu_repack_buffer_typev"); rb.restype = P
         buft = rb()
     else:
-        buft = cpu.ggml_backend_cpu_buffer_type()
+        buft = (base if hasattr(base, "ggml_backend_cpu_buffer_type") else cpu).ggml_backend_cpu_buffer_type()
     sz = base.ggml_nbytes(tw) + 4096
     buf = base.ggml_backend_buft_alloc_buffer(buft, sz)
     base.ggml_backend_tensor_alloc(buf, tw, base.ggml_backend_buffer_get_base(buf))

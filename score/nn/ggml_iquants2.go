@@ -1,0 +1,149 @@
+package nn
+
+import (
+	"encoding/binary"
+
+	"ppl.dev/quant"
+)
+
+// The other i-quants' products in llama.cpp's order: IQ2_XS, IQ2_S,
+// IQ3_XXS, IQ1_S and IQ4_XS weights (none repacked on x86) times Q8_K
+// activations, by the two kernels of ggml_iquants.go's section comment
+// (ggmlIQPanel): for n >= ggmlTiledRows activation rows the tiled kernel
+// (panelTiled: S = Σ ls·Σ v·qx exact per block of 256, then acc =
+// fma(float32(S)·d0, dx, acc)), for fewer the type's vec_dot kernel (the
+// AVX2 code, which the AVX-512 build runs too): 8 int32 lanes per block,
+// lane j = Σ over the 32-weight chunks c of ls·Σ_{e<4} v[32c+4j+e]·
+// qx[32c+4j+e] (exact; 4 weights never straddle a group of 16), then lane
+// j = fma(dd, float32(lane j), lane j) with dd = float32(d·dx) in block
+// order, and the type's output from hsum8 of the lanes. v is DecodeInt8's
+// q - 128 (the signed grid value, the IQ4_NL table value, or 8·grid + δ
+// for IQ1_S), d the block's f16 scale.
+
+var iqKindIQ2XS = &iqKind{
+	bytes:      74,
+	group:      16,
+	scales:     iq2Scales16(66),
+	vecOut:     func(s1, _ float32) float32 { return 0.125 * s1 },
+	tiledScale: 0.125,
+}
+
+var iqKindIQ2S = &iqKind{
+	bytes:      82,
+	group:      16,
+	scales:     iq2Scales16(74),
+	vecOut:     func(s1, _ float32) float32 { return 0.125 * s1 },
+	tiledScale: 0.125,
+}
+
+// iq2Scales16 is the scales of IQ2_XS and IQ2_S, whose 8 scale bytes start
+// at off: ls = 2·s+1 for each 16 weights, s the low nibble of byte c/2 for
+// an even group c, the high nibble for an odd one.
+func iq2Scales16(off int) func(blk []byte, ls []int32) float32 {
+	return func(blk []byte, ls []int32) float32 {
+		for ib, s := range blk[off : off+8] {
+			ls[2*ib] = 2*int32(s&15) + 1
+			ls[2*ib+1] = 2*int32(s>>4) + 1
+		}
+		return quant.F16ToF32(binary.LittleEndian.Uint16(blk))
+	}
+}
+
+var iqKindIQ3XXS = &iqKind{
+	bytes: 98,
+	group: 32,
+	scales: func(blk []byte, ls []int32) float32 {
+		for ib := range 8 {
+			ls[ib] = int32(2*(binary.LittleEndian.Uint32(blk[66+4*ib:])>>28) + 1)
+		}
+		return quant.F16ToF32(binary.LittleEndian.Uint16(blk))
+	},
+	vecOut:     func(s1, _ float32) float32 { return 0.25 * s1 },
+	tiledScale: 0.25,
+}
+
+var iqKindIQ1S = &iqKind{
+	bytes: 50,
+	group: 32,
+	scales: func(blk []byte, ls []int32) float32 {
+		for ib := range 8 {
+			ls[ib] = int32(2*(binary.LittleEndian.Uint16(blk[34+2*ib:])>>12&7) + 1)
+		}
+		return quant.F16ToF32(binary.LittleEndian.Uint16(blk))
+	},
+	delta:       true,
+	deltaScalar: true,
+	// hsum8 + float32(0.125·acc): two roundings (the conversion keeps Go
+	// from fusing them).
+	vecOut:     func(s1, s2 float32) float32 { return s1 + float32(0.125*s2) },
+	tiledScale: 0.125,
+}
+
+var iqKindIQ4XS = &iqKind{
+	bytes: 136,
+	group: 32,
+	scales: func(blk []byte, ls []int32) float32 {
+		sh := binary.LittleEndian.Uint16(blk[2:])
+		for ib := range 8 {
+			lo := int32(blk[4+ib/2] >> (4 * (ib % 2)) & 15)
+			hi := int32(sh >> (2 * ib) & 3)
+			ls[ib] = (lo | hi<<4) - 32
+		}
+		return quant.F16ToF32(binary.LittleEndian.Uint16(blk))
+	},
+	vecOut:     func(s1, _ float32) float32 { return s1 },
+	tiledScale: 1,
+}
+
+// panelIQ2XS is panelInt8 for IQ2_XS weights in llama.cpp's order (see the
+// section comment): v = ±grid (8, 25 or 43), ls = 2·s+1 with s the 4-bit
+// scale of each 16 weights (scales[8] at byte 66, low nibble first), d the
+// block's f16. vec_dot (n < 8, ggml_vec_dot_iq2_xs_q8_K): dd =
+// float32(d·dx), the output float32(0.125·hsum8). Tiled (n >= 8): d0 =
+// float32(d·0.125), the output acc.
+func (l *Linear) panelIQ2XS(r0, r1 int, a *qacts, out []float32) {
+	l.ggmlIQPanel(r0, r1, a, out, iqKindIQ2XS)
+}
+
+// panelIQ2S is panelInt8 for IQ2_S weights in llama.cpp's order (see the
+// section comment): as IQ2_XS (ls = 2·s+1 per 16 weights, scales[8] at
+// byte 74; vec_dot: dd = float32(d·dx), the output float32(0.125·hsum8);
+// tiled: d0 = float32(d·0.125), the output acc), with its own grid and
+// sign bytes.
+func (l *Linear) panelIQ2S(r0, r1 int, a *qacts, out []float32) {
+	l.ggmlIQPanel(r0, r1, a, out, iqKindIQ2S)
+}
+
+// panelIQ3XXS is panelInt8 for IQ3_XXS weights in llama.cpp's order (see
+// the section comment): v = ±grid (4, 12, ..., 62), ls = 2·s+1 with s the
+// top 4 bits of each 32 weights' uint32 (from byte 66), d the block's f16.
+// vec_dot (n < 8, ggml_vec_dot_iq3_xxs_q8_K): dd = float32(d·dx), the
+// output float32(0.25·hsum8). Tiled (n >= 8): d0 = float32(d·0.25), the
+// output acc.
+func (l *Linear) panelIQ3XXS(r0, r1 int, a *qacts, out []float32) {
+	l.ggmlIQPanel(r0, r1, a, out, iqKindIQ3XXS)
+}
+
+// panelIQ1S is panelInt8 for IQ1_S weights in llama.cpp's order (see the
+// section comment): ls = 2·s+1 with s bits 12-14 of each 32 weights'
+// uint16 qh, δ = -1 where its bit 15 is set and +1 otherwise, d the
+// block's f16. vec_dot (n < 8, ggml_vec_dot_iq1_s_q8_K): 8 lanes over v =
+// grid (-1, 0 or 1) with dd = float32(dx·d), and beside them one exact
+// integer per block, Σ_c ls_c·δ_c·Σ_{e in c} qx_e (from the activations'
+// sums of 16), accumulated as acc = fma(dd, float32(Σ), acc) in block
+// order from 0; the output is hsum8 + float32(0.125·acc), each rounded.
+// Tiled (n >= 8): one integer sum over v = 8·grid + δ, d0 =
+// float32(d·0.125), the output acc.
+func (l *Linear) panelIQ1S(r0, r1 int, a *qacts, out []float32) {
+	l.ggmlIQPanel(r0, r1, a, out, iqKindIQ1S)
+}
+
+// panelIQ4XS is panelInt8 for IQ4_XS weights in llama.cpp's order (see the
+// section comment): v = kvalues_iq4nl[nibble] (-127 ... 113), ls = the
+// signed 6-bit scale of each 32 weights (low 4 bits from scales_l, high 2
+// from scales_h) - 32, d the block's f16. vec_dot (n < 8,
+// ggml_vec_dot_iq4_xs_q8_K): dd = float32(d·dx), the output hsum8 itself.
+// Tiled (n >= 8): d0 = d, the output acc.
+func (l *Linear) panelIQ4XS(r0, r1 int, a *qacts, out []float32) {
+	l.ggmlIQPanel(r0, r1, a, out, iqKindIQ4XS)
+}

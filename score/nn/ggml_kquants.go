@@ -1,0 +1,313 @@
+package nn
+
+import (
+	"unsafe"
+
+	"ppl.dev/quant"
+)
+
+// The K-quants with Q8_K activations in llama.cpp's order (libggml 0.27.0,
+// the AVX-512 zen4 build; the AVX2 build haswell gives the same bits).
+// ggml-cpu's MUL_MAT picks one of three kernels per call, and each sums in
+// its own order:
+//
+//   - the repacked GEMM and GEMV (repack.cpp, only Q4_K here: the x86
+//     repacking buffer takes Q4_K when its row count is a multiple of 8,
+//     never Q6_K); the 512-bit GEMM sums in the order of the 256-bit one;
+//   - otherwise, with 8 or more activation rows in the call, the tiled
+//     K-quant path (tiled/tiled.cpp, its AVX512-VNNI microkernel): one
+//     float chain over the super-blocks per output;
+//   - otherwise the vec_dot kernel per output (the AVX2 code).
+//
+// Integers and scales are the same in all three: the repack only moves the
+// weights' bytes, and the activations quantized four rows at a time for the
+// GEMM (ggml_quantize_mat_q8_K_4x8) give the Q8_K records' integers and d,
+// up to the sign of a whole super-block when +max and -max tie, which
+// flips a_e, B_j and dx together and leaves every product's bits as they
+// are.
+//
+// The integer sums below are exact (no int16 step of the kernels can
+// saturate: a pair of 4- or 6-bit weights times 8-bit activations is at
+// most 2·63·127), so only their grouping matters: the float32 operations
+// are listed as they round. Per super-block of 256, dx is the activations'
+// Q8_K scale (the d of its eight blocks of 32), q_e the weight's unsigned
+// integer (the nibble for Q4_K, the 6-bit value before the -32 offset for
+// Q6_K), sc_e the integer scale of element e's sub-block, a_e the
+// activation's integer, and "lane m" the elements e of the super-block with
+// (e mod 32)/4 = m (the int32 lane of a 256-bit register that VPMADDUBSW
+// then VPMADDWD leave them in).
+
+// q4kHeader decodes a Q4_K super-block's d and dmin (f16, as float32) and
+// its eight scales and minima.
+func q4kHeader(blk []byte) (d, dmin float32, sc, m [8]int32) {
+	sc, m = k4Scales(blk[4:16])
+	return quant.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8), quant.F16ToF32(uint16(blk[2]) | uint16(blk[3])<<8), sc, m
+}
+
+// k4Scales decodes the eight 6-bit scales and mins of a Q4_K super-block
+// (the 12 bytes of its scales field).
+func k4Scales(s []byte) (sc, m [8]int32) {
+	for j := range 4 {
+		sc[j] = int32(s[j] & 63)
+		m[j] = int32(s[j+4] & 63)
+		sc[j+4] = int32(s[j+8]&0xf | (s[j]>>6)<<4)
+		m[j+4] = int32(s[j+8]>>4 | (s[j+4]>>6)<<4)
+	}
+	return sc, m
+}
+
+// panelQ4K is panelInt8 for Q4_K weights in llama.cpp's order. With dw,
+// dmin the super-block's f16 scales as float32, w_e = sc_e·q_e, B_j the
+// activations' Σa over sub-block j (of 32) and m_j its min:
+//
+// Out a multiple of 8 (llama.cpp repacks the matrix into q4_K_8x8 and
+// multiplies 8 weight rows at a time): the activation rows [0, n - n%4)
+// of the call go through ggml_gemm_q4_K_8x8_q8_K, four at a time, which per
+// output, over the super-blocks in order and within each over the pairs of
+// sub-blocks p = 0..3, does
+//
+//	acc  = fma(float32(Σ_{e in sub-blocks 2p, 2p+1} w_e·a_e), dw·dx, acc)
+//	accm = fma(float32(m_2p·B_2p + m_2p+1·B_2p+1), dmin·dx, accm)
+//
+// (dw·dx and dmin·dx rounded to float32) and returns acc - accm. The rows
+// past the last multiple of 4 go through ggml_gemv_q4_K_8x8_q8_K, which is
+// the same with one pair of FMAs per super-block: the integers summed over
+// all 8 sub-blocks. Activation row t's output thus depends on whether t is
+// among the last n%4 rows of the call.
+//
+// Out not a multiple of 8 (the matrix stays in the plain CPU buffer), with
+// n >= 8 (the tiled path), per output over the super-blocks in order:
+//
+//	acc = fma(fma(-dmin, float32(Σ_j m_j·B_j), float32(Σ_e w_e·a_e)·dw), dx, acc)
+//
+// (the product with dw rounded, then VFNMADD, then VFMADD), starting from 0.
+//
+// Out not a multiple of 8 and n < 8 (ggml_vec_dot_q4_K_q8_K, per output):
+// eight lanes acc_m add
+// fma(dx·dw, float32(Σ_{e in lane m} w_e·a_e), acc_m) per super-block, and
+// four lanes accm_i add fma(-dx·dmin, float32(m_2i·B_2i + m_2i+1·B_2i+1),
+// accm_i) ((-dx)·dmin rounded); the result is hsum8(acc) plus
+// (accm_0 + accm_2) + (accm_1 + accm_3).
+func (l *Linear) panelQ4K(r0, r1 int, a *qacts, out []float32) {
+	if l.Out%8 == 0 {
+		l.panelQ4KRepacked(r0, r1, a, out)
+		return
+	}
+	p := l.decodeKMin(r0, r1, 144, q5kHeader)
+	l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
+		if a.n >= ggmlTiledRows {
+			return p.tiled(r, qx, xs, d)
+		}
+		return p.vecQ4K(r, qx, xs, d)
+	})
+}
+
+// vecQ4K is ggml_vec_dot_q4_K_q8_K's output for row r (see panelQ4K).
+func (p *kMinRows) vecQ4K(r int, qx, xs []int32, d []float32) float32 {
+	w := p.w[r*p.k : (r+1)*p.k]
+	var acc [8]float32
+	var accm [4]float32
+	for b := range p.nsb {
+		dx := d[8*b]
+		sd, sm := dx*p.dw[r*p.nsb+b], -dx*p.dm[r*p.nsb+b]
+		for i := range 4 {
+			accm[i] = fma32(sm, float32(p.minSum(r, xs, 8*b+2*i, 8*b+2*i+2)), accm[i])
+		}
+		lanes := laneSums256(w[256*b:256*b+256], qx[256*b:256*b+256])
+		for m := range 8 {
+			acc[m] = fma32(sd, float32(lanes[m]), acc[m])
+		}
+	}
+	return hsum8(&acc) + ((accm[0] + accm[2]) + (accm[1] + accm[3]))
+}
+
+// panelQ6K is panelInt8 for Q6_K weights in llama.cpp's order (llama.cpp
+// does not repack Q6_K on x86). With sc_j the int8 scale of sub-block j (of
+// 16), b_j the activations' Σa over it, w_e = sc_e·q_e (q_e in [0, 64)) and
+// dw the super-block's f16 scale:
+//
+// With n >= 8 activation rows in the call (the tiled path), per output over
+// the super-blocks in order, from 0,
+//
+//	acc = fma(float32(Σ_e sc_e·(q_e - 32)·a_e)·dw, dx, acc)
+//
+// (the product with dw rounded). Otherwise (ggml_vec_dot_q6_K_q8_K, per
+// output) eight lanes add, per super-block,
+//
+//	acc_m = fma(dx·dw, float32(Σ_{e in lane m} w_e·a_e - 32·(sc_2m·b_2m + sc_2m+1·b_2m+1)), acc_m)
+//
+// (dx·dw rounded to float32; the offset term of lane m is that of the
+// elements 32m..32m+31, not of lane m's own), and the result is hsum8(acc).
+func (l *Linear) panelQ6K(r0, r1 int, a *qacts, out []float32) {
+	if a.n >= ggmlTiledRows {
+		l.panelTiled(r0, r1, a, out, q6kScales)
+		return
+	}
+	k := l.In
+	nsb, nb := k/256, k/32
+	rows := r1 - r0
+	dw := make([]float32, rows*nsb)
+	scs := make([]int32, rows*2*nb)
+	wq := make([]int32, rows*k) // sc_e·q_e
+	for r := range rows {
+		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
+		for b := range nsb {
+			blk := row[210*b : 210*b+210]
+			dw[r*nsb+b] = quant.F16ToF32(uint16(blk[208]) | uint16(blk[209])<<8)
+			sc := scs[r*2*nb+16*b : r*2*nb+16*b+16]
+			for j := range 16 {
+				sc[j] = int32(int8(blk[192+j]))
+			}
+			w := wq[r*k+256*b : r*k+256*b+256]
+			for h := range 2 {
+				ql, qh := blk[64*h:64*h+64], blk[128+32*h:128+32*h+32]
+				for i := range 32 {
+					e := 128*h + i
+					w[e] = int32(ql[i]&0xf | (qh[i]&3)<<4)
+					w[e+32] = int32(ql[i+32]&0xf | (qh[i]>>2&3)<<4)
+					w[e+64] = int32(ql[i]>>4 | (qh[i]>>4&3)<<4)
+					w[e+96] = int32(ql[i+32]>>4 | (qh[i]>>6&3)<<4)
+				}
+			}
+			for e := range 256 {
+				w[e] *= sc[e/16]
+			}
+		}
+	}
+	qx := make([]int32, k)
+	for t := 0; t < a.n; t++ {
+		rec := a.buf[t*a.rec : (t+1)*a.rec]
+		for e, v := range rec[:k] {
+			qx[e] = int32(int8(v))
+		}
+		d := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.dOff])), nb)
+		xs16 := unsafe.Slice((*int32)(unsafe.Pointer(&rec[a.xs16Off])), 2*nb)
+		o := out[t*l.Out+r0 : t*l.Out+r1]
+		for r := range rows {
+			w := wq[r*k : (r+1)*k]
+			sc := scs[r*2*nb : (r+1)*2*nb]
+			var acc [8]float32
+			for b := range nsb {
+				sd := d[8*b] * dw[r*nsb+b]
+				lanes := laneSums256(w[256*b:256*b+256], qx[256*b:256*b+256])
+				for m := range 8 {
+					j := 16*b + 2*m
+					s := lanes[m] - 32*(sc[j]*xs16[j]+sc[j+1]*xs16[j+1])
+					acc[m] = fma32(sd, float32(s), acc[m])
+				}
+			}
+			o[r] = hsum8(&acc)
+		}
+	}
+}
+
+// q6kScales is panelTiled's scales for Q6_K: the sixteen int8 scales of
+// each super-block (one per 16 weights) and its f16 d.
+func q6kScales(row []byte, ls []int32, d0 []float32) {
+	for b := range d0 {
+		blk := row[210*b : 210*b+210]
+		for j := range 16 {
+			ls[16*b+j] = int32(int8(blk[192+j]))
+		}
+		d0[b] = quant.F16ToF32(uint16(blk[208]) | uint16(blk[209])<<8)
+	}
+}
+
+// q4kFunc computes an m-row tile of 32 columns of Q4_K products in the
+// repacked GEMM's (pair 2) or GEMV's (pair 8) order from a record pointer
+// x (row t at x + t·ldx) over nb blocks of 32: w is the panel of nibbles,
+// ls and mins the integer scale and minimum of sub-block j of row r at
+// j·32 + r, dw and dm the super-block's d and dmin at B·32 + r.
+type q4kFunc func(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+// q4kGeneric is the reference Q4_K kernel for m rows and sub-blocks
+// combined pair at a time (see panelQ4K).
+func q4kGeneric(m, pair int, x *byte, ldx int, w *uint32, lsp *int32, minp *int32, dwp *float32, dmp *float32, nb int, c *float32, ldc int, doff, xsoff int) {
+	X := unsafe.Slice(x, (m-1)*ldx+max(doff, xsoff)+4*nb)
+	W := unsafe.Slice(w, nb*8*32)
+	LS, MN := unsafe.Slice(lsp, nb*32), unsafe.Slice(minp, nb*32)
+	DW, DM := unsafe.Slice(dwp, nb/8*32), unsafe.Slice(dmp, nb/8*32)
+	C := unsafe.Slice(c, (m-1)*ldc+32)
+	for t := range m {
+		rec := X[t*ldx:]
+		for r := range 32 {
+			var acc, accm float32
+			for sb := range nb / 8 {
+				dx := *(*float32)(unsafe.Pointer(&rec[doff+4*8*sb]))
+				sd, sm := DW[sb*32+r]*dx, DM[sb*32+r]*dx
+				for j0 := 8 * sb; j0 < 8*sb+8; j0 += pair {
+					var s, mm int32
+					for j := j0; j < j0+pair; j++ {
+						var T int32
+						for i := 32 * j; i < 32*j+32; i++ {
+							T += int32(W[(i/4)*32+r]>>(8*(i%4))&0xff) * int32(int8(rec[i]))
+						}
+						s += LS[j*32+r] * T
+						mm += MN[j*32+r] * *(*int32)(unsafe.Pointer(&rec[xsoff+4*j]))
+					}
+					acc = fma32(float32(s), sd, acc)
+					accm = fma32(float32(mm), sm, accm)
+				}
+			}
+			C[t*ldc+r] = acc - accm
+		}
+	}
+}
+
+func initGenericQ4K() {
+	for i, pair := range []int{2, 8} {
+		for m := 1; m <= 2; m++ {
+			generic.q4k[i] = append(generic.q4k[i], func(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int) {
+				q4kGeneric(m, pair, x, ldx, w, ls, mins, dw, dm, nb, c, ldc, doff, xsoff)
+			})
+		}
+	}
+}
+
+// panelQ4KRepacked is panelQ4K for a matrix llama.cpp repacks (Out a
+// multiple of 8): the activation rows [0, n - n%4) in the GEMM's order,
+// the others in the GEMV's.
+func (l *Linear) panelQ4KRepacked(r0, r1 int, a *qacts, out []float32) {
+	f, _ := l.int8Able()
+	k, rows := l.In, r1-r0
+	nb, nsb := k/32, k/256
+	buf := make([]float32, int8Scratch(k, f)+64*nsb)
+	rowsQ, panelQ, _, _, _, _ := l.decodeInt8(buf, r0, r1, f)
+	pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
+	ls, mins := make([]uint32, rows*nb), make([]uint32, rows*nb)
+	dw, dm := make([]float32, rows*nsb), make([]float32, rows*nsb)
+	for r := range rows {
+		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
+		for b := range nsb {
+			var sc, m [8]int32
+			dw[r*nsb+b], dm[r*nsb+b], sc, m = q4kHeader(row[144*b : 144*b+144])
+			for j := range 8 {
+				ls[r*nb+8*b+j], mins[r*nb+8*b+j] = uint32(sc[j]), uint32(m[j])
+			}
+		}
+	}
+	pls, pmins := make([]uint32, 32*nb), make([]uint32, 32*nb)
+	pack32Words(pls, ls, nb, rows)
+	pack32Words(pmins, mins, nb, rows)
+	pdw, pdm := buf[int8Scratch(k, f):int8Scratch(k, f)+32*nsb], buf[int8Scratch(k, f)+32*nsb:]
+	pack32(pdw, dw, nsb, rows)
+	pack32(pdm, dm, nsb, rows)
+	nGemm := a.n - a.n%4
+	var ctile [2 * 32]float32
+	for t0 := 0; t0 < a.n; {
+		i, m := 0, min(2, nGemm-t0)
+		if t0 >= nGemm {
+			i, m = 1, min(2, a.n-t0)
+		}
+		kerns := kern.q4k[i]
+		if len(kerns) == 0 {
+			kerns = generic.q4k[i]
+		}
+		kerns[m-1](&a.buf[t0*a.rec], a.rec, &panelQ[0], (*int32)(unsafe.Pointer(&pls[0])), (*int32)(unsafe.Pointer(&pmins[0])),
+			&pdw[0], &pdm[0], nb, &ctile[0], 32, a.dOff, a.xs32Off)
+		for t := range m {
+			copy(out[(t0+t)*l.Out+r0:(t0+t)*l.Out+r1], ctile[t*32:t*32+rows])
+		}
+		t0 += m
+	}
+}

@@ -1,0 +1,328 @@
+package nn
+
+import (
+	"unsafe"
+
+	"ppl.dev/quant"
+)
+
+// Q2_K, Q3_K and Q5_K with Q8_K activations in llama.cpp's order (libggml
+// 0.27.0, the AVX-512 zen4 build), with the notation of ggml_kquants.go:
+// per super-block of 256, dx the activations' Q8_K scale, a_e their
+// integers, B_j their Σa over group j (of 16 for Q2_K and Q3_K, of 32 for
+// Q5_K), q_e DecodeInt8's unsigned integer of the weight, sc_j and m_j the
+// integer scale and minimum of group j, w_e = sc_e·q_e, dw and dmin the
+// super-block's f16 scales as float32. All integer sums are exact; only
+// the float32 operations listed round.
+
+// kMinRows is a panel of rows of a K-quant with minima (Q2_K, Q5_K),
+// decoded for the orders below.
+type kMinRows struct {
+	k, g, nsb, ng int       // inputs, group size, super-blocks, groups per row
+	w             []int32   // w_e = sc_e·q_e, row after row
+	mins          []int32   // m_j, row after row
+	dw, dm        []float32 // per super-block
+}
+
+// decodeKMin decodes rows [r0, r1) of l: header gives a super-block's
+// scales and minima (one per group) and its d and dmin.
+func (l *Linear) decodeKMin(r0, r1, bytes int, header func(blk []byte, sc, m []int32) (d, dmin float32)) *kMinRows {
+	f, _ := quant.Int8FormatOf(l.Type)
+	k, rows := l.In, r1-r0
+	p := &kMinRows{k: k, g: f.Group, nsb: k / 256, ng: k / f.Group}
+	p.w, p.mins = make([]int32, rows*k), make([]int32, rows*p.ng)
+	p.dw, p.dm = make([]float32, rows*p.nsb), make([]float32, rows*p.nsb)
+	q := make([]byte, k)
+	s, m := make([]float32, p.ng), make([]float32, p.ng)
+	sc := make([]int32, p.ng)
+	per := 256 / p.g
+	for r := range rows {
+		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
+		quant.DecodeInt8(l.Type, row, q, s, m)
+		for b := range p.nsb {
+			p.dw[r*p.nsb+b], p.dm[r*p.nsb+b] = header(row[bytes*b:bytes*(b+1)], sc[per*b:per*(b+1)], p.mins[r*p.ng+per*b:r*p.ng+per*(b+1)])
+		}
+		w := p.w[r*k : (r+1)*k]
+		for e, v := range q {
+			w[e] = sc[e/p.g] * int32(v)
+		}
+	}
+	return p
+}
+
+// sums returns, for row r and the activation record (qx, its group sums
+// xs), the exact Σ w_e·a_e and Σ m_j·B_j over the groups [j0, j1).
+func (p *kMinRows) sums(r int, qx []int32, xs []int32, j0, j1 int) (s, sm int32) {
+	w := p.w[r*p.k : (r+1)*p.k]
+	for e := j0 * p.g; e < j1*p.g; e++ {
+		s += w[e] * qx[e]
+	}
+	return s, p.minSum(r, xs, j0, j1)
+}
+
+// minSum is Σ m_j·B_j over the groups [j0, j1) of row r.
+func (p *kMinRows) minSum(r int, xs []int32, j0, j1 int) (sm int32) {
+	mr := p.mins[r*p.ng : (r+1)*p.ng]
+	for j := j0; j < j1; j++ {
+		sm += mr[j] * xs[j]
+	}
+	return sm
+}
+
+// tiled is the tiled kernel's output for row r (see panelQ5K); it is
+// Q4_K's tiled order too.
+func (p *kMinRows) tiled(r int, qx, xs []int32, d []float32) float32 {
+	per := 256 / p.g
+	var acc float32
+	for b := range p.nsb {
+		s, sm := p.sums(r, qx, xs, per*b, per*(b+1))
+		v := fma32(-p.dm[r*p.nsb+b], float32(sm), float32(s)*p.dw[r*p.nsb+b])
+		acc = fma32(v, d[8*b], acc)
+	}
+	return acc
+}
+
+// repacked is the repacked GEMM's (chunk 8) or GEMV's (chunk 16) output
+// for row r (see panelQ2K): chunk groups summed per pair of FMAs.
+func (p *kMinRows) repacked(r int, qx, xs []int32, d []float32, chunk int) float32 {
+	var acc, accm float32
+	for b := range p.nsb {
+		dx := d[8*b]
+		sd, smn := p.dw[r*p.nsb+b]*dx, p.dm[r*p.nsb+b]*dx
+		for j0 := b * 256 / p.g; j0 < (b+1)*256/p.g; j0 += chunk {
+			s, sm := p.sums(r, qx, xs, j0, j0+chunk)
+			acc = fma32(float32(s), sd, acc)
+			accm = fma32(float32(sm), smn, accm)
+		}
+	}
+	return acc - accm
+}
+
+// kMinPanel runs out for rows [r0, r1), per activation row t calling
+// value(t, qx, xs, d, r) with the record's integers, group sums (of p.g)
+// and scales.
+func (l *Linear) kMinPanel(r0, r1 int, a *qacts, out []float32, p *kMinRows, value func(t int, qx, xs []int32, d []float32, r int) float32) {
+	k, nb := l.In, l.In/32
+	qx := make([]int32, k)
+	for t := 0; t < a.n; t++ {
+		rec := a.buf[t*a.rec : (t+1)*a.rec]
+		for e, v := range rec[:k] {
+			qx[e] = int32(int8(v))
+		}
+		d := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.dOff])), nb)
+		var xs []int32
+		if p.g == 16 {
+			xs = unsafe.Slice((*int32)(unsafe.Pointer(&rec[a.xs16Off])), 2*nb)
+		} else {
+			xs = unsafe.Slice((*int32)(unsafe.Pointer(&rec[a.xs32Off])), nb)
+		}
+		o := out[t*l.Out+r0 : t*l.Out+r1]
+		for r := range o {
+			o[r] = value(t, qx, xs, d, r)
+		}
+	}
+}
+
+// q2kHeader is decodeKMin's header for Q2_K: the low and high nibbles of
+// its 16 scale bytes, d and dmin after them.
+func q2kHeader(blk []byte, sc, m []int32) (d, dmin float32) {
+	for j := range 16 {
+		sc[j], m[j] = int32(blk[j]&15), int32(blk[j]>>4)
+	}
+	return quant.F16ToF32(uint16(blk[80]) | uint16(blk[81])<<8), quant.F16ToF32(uint16(blk[82]) | uint16(blk[83])<<8)
+}
+
+// q5kHeader is decodeKMin's header for Q5_K and Q4_K (q4kHeader).
+func q5kHeader(blk []byte, sc, m []int32) (d, dmin float32) {
+	d, dmin, s8, m8 := q4kHeader(blk)
+	copy(sc, s8[:])
+	copy(m, m8[:])
+	return d, dmin
+}
+
+// panelQ2K is panelInt8 for Q2_K weights in llama.cpp's order.
+//
+// Out a multiple of 8 (llama.cpp repacks the matrix into q2_K_8x8 and
+// multiplies 8 weight rows at a time): the activation rows [0, n - n%4) of
+// the call go through ggml_gemm_q2_K_8x8_q8_K (its AVX-512 part and its
+// AVX2 part alike), four at a time, which per output, over the
+// super-blocks in order and within each over its two halves h of 128
+// (groups 8h..8h+7), does
+//
+//	acc  = fma(float32(Σ_{e in half h} w_e·a_e), dw·dx, acc)
+//	accm = fma(float32(Σ_{j in half h} m_j·B_j), dmin·dx, accm)
+//
+// (dw·dx and dmin·dx rounded to float32) and returns acc - accm. The rows
+// past the last multiple of 4 go through ggml_gemv_q2_K_8x8_q8_K, the same
+// with one pair of FMAs per super-block (the integers summed over all 16
+// groups).
+//
+// Out not a multiple of 8 (the matrix stays in the plain CPU buffer), with
+// n >= 8 (the tiled path), per output over the super-blocks in order, from
+// 0, as Q4_K's and Q5_K's tiled order with groups of 16:
+//
+//	acc = fma(fma(-dmin, float32(Σ_j m_j·B_j), float32(Σ_e w_e·a_e)·dw), dx, acc)
+//
+// Out not a multiple of 8 and n < 8 (ggml_vec_dot_q2_K_q8_K, per output):
+// eight lanes, per super-block first
+// acc_m = fma(-dx·dmin, float32(m_2m·B_2m + m_2m+1·B_2m+1), acc_m)
+// ((-dx)·dmin rounded), then acc_m = fma(dx·dw, float32(Σ_{e in lane m}
+// w_e·a_e), acc_m); the result is hsum8(acc).
+func (l *Linear) panelQ2K(r0, r1 int, a *qacts, out []float32) {
+	p := l.decodeKMin(r0, r1, 84, q2kHeader)
+	switch {
+	case l.Out%8 == 0:
+		nGemm := a.n - a.n%4
+		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
+			if t < nGemm {
+				return p.repacked(r, qx, xs, d, 8)
+			}
+			return p.repacked(r, qx, xs, d, 16)
+		})
+	case a.n >= ggmlTiledRows:
+		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
+			return p.tiled(r, qx, xs, d)
+		})
+	default:
+		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
+			return p.vecQ2K(r, qx, xs, d)
+		})
+	}
+}
+
+// panelQ3K is panelInt8 for Q3_K weights in llama.cpp's order (llama.cpp
+// does not repack Q3_K on x86). With sc_j the 6-bit scale of group j (of
+// 16) less 32 and q_e - 4 the signed 3-bit weight (DecodeInt8's q less its
+// Offset):
+//
+// With n >= 8 activation rows in the call (the tiled path), per output
+// over the super-blocks in order, from 0 (panelTiled with q3kScales),
+//
+//	acc = fma(float32(Σ_e sc_e·(q_e - 4)·a_e)·dw, dx, acc)
+//
+// (the product with dw rounded). Otherwise (ggml_vec_dot_q3_K_q8_K, per
+// output) eight lanes add, per super-block,
+//
+//	acc_m = fma(dx·dw, float32(Σ_{e in lane m} sc_e·(q_e - 4)·a_e), acc_m)
+//
+// (dx·dw rounded to float32), and the result is hsum8(acc).
+func (l *Linear) panelQ3K(r0, r1 int, a *qacts, out []float32) {
+	if a.n >= ggmlTiledRows {
+		l.panelTiled(r0, r1, a, out, q3kScales)
+		return
+	}
+	k, nsb := l.In, l.In/256
+	rows := r1 - r0
+	q := make([]byte, k)
+	s := make([]float32, k/16)
+	ls := make([]int32, k/16)
+	dw := make([]float32, rows*nsb)
+	w := make([]int32, rows*k) // sc_e·(q_e - 4)
+	for r := range rows {
+		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
+		quant.DecodeInt8(l.Type, row, q, s, nil)
+		q3kScales(row, ls, dw[r*nsb:(r+1)*nsb])
+		for e, v := range q {
+			w[r*k+e] = ls[e/16] * (int32(v) - 4)
+		}
+	}
+	qx := make([]int32, k)
+	for t := 0; t < a.n; t++ {
+		rec := a.buf[t*a.rec : (t+1)*a.rec]
+		for e, v := range rec[:k] {
+			qx[e] = int32(int8(v))
+		}
+		d := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.dOff])), k/32)
+		o := out[t*l.Out+r0 : t*l.Out+r1]
+		for r := range o {
+			var acc [8]float32
+			for b := range nsb {
+				sd := d[8*b] * dw[r*nsb+b]
+				lanes := laneSums256(w[r*k+256*b:r*k+256*b+256], qx[256*b:256*b+256])
+				for m := range 8 {
+					acc[m] = fma32(sd, float32(lanes[m]), acc[m])
+				}
+			}
+			o[r] = hsum8(&acc)
+		}
+	}
+}
+
+// q3kScales is panelTiled's scales for Q3_K: the sixteen 6-bit scales of
+// each super-block less 32 and its f16 d.
+func q3kScales(row []byte, ls []int32, d0 []float32) {
+	for b := range d0 {
+		blk := row[110*b : 110*b+110]
+		s := blk[96:108]
+		for j := range 16 {
+			lo := s[j%8] >> (4 * (j / 8)) & 15
+			hi := s[8+j%4] >> (2 * (j / 4)) & 3
+			ls[16*b+j] = int32(lo|hi<<4) - 32
+		}
+		d0[b] = quant.F16ToF32(uint16(blk[108]) | uint16(blk[109])<<8)
+	}
+}
+
+// panelQ5K is panelInt8 for Q5_K weights in llama.cpp's order (llama.cpp
+// does not repack Q5_K on x86); sc_j, m_j the 6-bit scale and minimum of
+// group j (of 32), packed as Q4_K's.
+//
+// With n >= 8 activation rows in the call (the tiled path), per output
+// over the super-blocks in order, from 0, as Q4_K's tiled order:
+//
+//	acc = fma(fma(-dmin, float32(Σ_j m_j·B_j), float32(Σ_e w_e·a_e)·dw), dx, acc)
+//
+// (the product with dw rounded, then VFNMADD, then VFMADD). Otherwise
+// (ggml_vec_dot_q5_K_q8_K, per output): eight lanes add, per super-block,
+// acc_m = fma(dx·dw, float32(Σ_{e in lane m} w_e·a_e), acc_m), and one
+// scalar adds summs = fma(float32(Σ_j m_j·B_j), -dx·dmin, summs) ((-dx)·dmin
+// rounded; the block's eight min products summed exactly); the result is
+// hsum8(acc) + summs.
+func (l *Linear) panelQ5K(r0, r1 int, a *qacts, out []float32) {
+	p := l.decodeKMin(r0, r1, 176, q5kHeader)
+	if a.n >= ggmlTiledRows {
+		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
+			return p.tiled(r, qx, xs, d)
+		})
+		return
+	}
+	l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
+		return p.vecQ5K(r, qx, xs, d)
+	})
+}
+
+// vecQ2K is ggml_vec_dot_q2_K_q8_K's output for row r (see panelQ2K).
+func (p *kMinRows) vecQ2K(r int, qx, xs []int32, d []float32) float32 {
+	w, mr := p.w[r*p.k:(r+1)*p.k], p.mins[r*p.ng:(r+1)*p.ng]
+	var acc [8]float32
+	for b := range p.nsb {
+		dx := d[8*b]
+		sd, smn := dx*p.dw[r*p.nsb+b], -dx*p.dm[r*p.nsb+b]
+		for m := range 8 {
+			j := 16*b + 2*m
+			acc[m] = fma32(smn, float32(mr[j]*xs[j]+mr[j+1]*xs[j+1]), acc[m])
+		}
+		lanes := laneSums256(w[256*b:256*b+256], qx[256*b:256*b+256])
+		for m := range 8 {
+			acc[m] = fma32(sd, float32(lanes[m]), acc[m])
+		}
+	}
+	return hsum8(&acc)
+}
+
+// vecQ5K is ggml_vec_dot_q5_K_q8_K's output for row r (see panelQ5K).
+func (p *kMinRows) vecQ5K(r int, qx, xs []int32, d []float32) float32 {
+	w := p.w[r*p.k : (r+1)*p.k]
+	var acc [8]float32
+	var summs float32
+	for b := range p.nsb {
+		dx := d[8*b]
+		sd, smn := dx*p.dw[r*p.nsb+b], -dx*p.dm[r*p.nsb+b]
+		summs = fma32(float32(p.minSum(r, xs, 8*b, 8*b+8)), smn, summs)
+		lanes := laneSums256(w[256*b:256*b+256], qx[256*b:256*b+256])
+		for m := range 8 {
+			acc[m] = fma32(sd, float32(lanes[m]), acc[m])
+		}
+	}
+	return hsum8(&acc) + summs
+}

@@ -1,0 +1,108 @@
+package nn
+
+import "unsafe"
+
+// The order of ggml-cpu's tiled kernel (ggml_compute_forward_mul_mat_tiled,
+// for ggmlTiledRows activation rows or more) for the weight types it takes
+// whose integers have no minimum (Q6_K, IQ2_XXS, IQ3_S, IQ1_M here): per
+// output and super-block of 256, one exact integer sum
+//
+//	S = Σ over the groups j of ls_j·Σ_{e in j} v_e·qx_e
+//
+// (v the weight's signed integer, DecodeInt8's q - Offset; ls_j the
+// group's integer scale), then acc = fma(float32(S)·d0, dx, acc) over the
+// super-blocks in order from acc = 0 (d0 the weight super-block's float32
+// scale, the type's constant factor folded in; dx the activations' Q8_K
+// scale); acc is the output. tiledGeneric is the reference kernel, the
+// VNNI kernels (tiledVNNI in gen) give its bits.
+
+// tiledFunc computes an m-row tile of 32 columns (one panel) from a record
+// pointer x (row t at x + t·ldx) over nb blocks of 32 values (a multiple
+// of 8): w is the panel of biased weights (q = v - negoff, decodeInt8's),
+// ls[j·32 + r] the integer scale of group j of row r, d0[B·32 + r] the
+// float32 scale of super-block B; doff and xsoff are the record's d and
+// Σqx-per-group fields.
+type tiledFunc func(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+// tiledGeneric is the reference tiled kernel for m rows and groups of g.
+func tiledGeneric(m, g int, x *byte, ldx int, w *uint32, lsp *int32, d0p *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int) {
+	X := unsafe.Slice(x, (m-1)*ldx+max(doff+4*nb, xsoff+4*(32/g)*nb))
+	W := unsafe.Slice(w, nb*8*32)
+	ng := nb * 32 / g
+	LS := unsafe.Slice(lsp, ng*32)
+	D0 := unsafe.Slice(d0p, nb/8*32)
+	C := unsafe.Slice(c, (m-1)*ldc+32)
+	gps := 256 / g // groups per super-block
+	for t := range m {
+		rec := X[t*ldx:]
+		for r := range 32 {
+			var acc float32
+			for sb := range nb / 8 {
+				var s int32
+				for j := sb * gps; j < (sb+1)*gps; j++ {
+					xs := *(*int32)(unsafe.Pointer(&rec[xsoff+4*j]))
+					T := int32(negoff) * xs
+					for i := j * g; i < (j+1)*g; i++ {
+						wq := W[(i/4)*32+r] >> (8 * (i % 4)) & 0xff
+						T += int32(wq) * int32(int8(rec[i]))
+					}
+					s += LS[j*32+r] * T
+				}
+				dx := *(*float32)(unsafe.Pointer(&rec[doff+4*8*sb]))
+				acc = fma32(float32(s)*D0[sb*32+r], dx, acc)
+			}
+			C[t*ldc+r] = acc
+		}
+	}
+}
+
+func initGenericTiled() {
+	for i, g := range []int{32, 16} {
+		for m := 1; m <= 4; m++ {
+			generic.tiled[i] = append(generic.tiled[i], func(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int) {
+				tiledGeneric(m, g, x, ldx, w, ls, d0, nb, negoff, c, ldc, doff, xsoff)
+			})
+		}
+	}
+}
+
+// panelTiled computes columns [r0, r1) of out in the tiled kernel's order
+// (see above) for a type of Int8Format f: scales writes a weight row's ls
+// (one per group of f.Group) and d0 (one per super-block).
+func (l *Linear) panelTiled(r0, r1 int, a *qacts, out []float32, scales func(row []byte, ls []int32, d0 []float32)) {
+	f, _ := l.int8Able()
+	k, rows := l.In, r1-r0
+	ng, nsb := k/f.Group, k/256
+	buf := make([]float32, int8Scratch(k, f)+64*nsb+32*ng)
+	rowsQ, panelQ, _, _, _, _ := l.decodeInt8(buf, r0, r1, f)
+	rest := buf[int8Scratch(k, f):]
+	d0, pd0 := rest[:32*nsb], rest[32*nsb:64*nsb]
+	pls := unsafe.Slice((*uint32)(unsafe.Pointer(&rest[64*nsb])), 32*ng)
+	ls := make([]int32, 32*ng)
+	for r := range rows {
+		scales(l.Data[(r0+r)*l.RowBytes:(r0+r+1)*l.RowBytes], ls[r*ng:(r+1)*ng], d0[r*nsb:(r+1)*nsb])
+	}
+	pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
+	pack32Words(pls, unsafe.Slice((*uint32)(unsafe.Pointer(&ls[0])), rows*ng), ng, rows)
+	pack32(pd0, d0, nsb, rows)
+	xsOff := a.xs32Off
+	if f.Group == 16 {
+		xsOff = a.xs16Off
+	}
+	i := 0
+	if f.Group == 16 {
+		i = 1
+	}
+	kerns := kern.tiled[i]
+	if len(kerns) == 0 {
+		kerns = generic.tiled[i]
+	}
+	var ctile [4 * 32]float32
+	for t0 := 0; t0 < a.n; t0 += len(kerns) {
+		m := min(len(kerns), a.n-t0)
+		kerns[m-1](&a.buf[t0*a.rec], a.rec, &panelQ[0], (*int32)(unsafe.Pointer(&pls[0])), &pd0[0], k/32, -f.Offset, &ctile[0], 32, a.dOff, xsOff)
+		for t := range m {
+			copy(out[(t0+t)*l.Out+r0:(t0+t)*l.Out+r1], ctile[t*32:t*32+rows])
+		}
+	}
+}
