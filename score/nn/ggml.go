@@ -47,20 +47,21 @@ import (
 //   - FLASH_ATTN_EXT over an F16 cache (llama.cpp's default on the CPU:
 //     flash attention is on unless disabled, and then the cache is F16
 //     even when it is stored F32): see ggmlAttention.
-//   - MUL_MAT, by weight type (ggmlPanels; the two builds give the same
-//     bits for every type here, checked on the oracle models' and zoo's
-//     tensors): Q8_0, Q5_0, Q4_1, Q5_1 and NVFP4 in their vec_dot
+//   - MUL_MAT, by weight type (ggmlPanels; checked on the oracle models'
+//     and zoo's tensors for both builds): Q8_0, Q5_0, Q4_1, Q5_1 and NVFP4 in their vec_dot
 //     kernels' 8 lanes (panelLanes); the types ggml repacks on x86 when
 //     the row count is a multiple of 8: Q4_0, IQ4_NL, MXFP4 (one FMA per
 //     block of 32 in block order, as int8Generic, for the GEMM and the
-//     GEMV of the last rows alike: nothing here), Q4_K and Q2_K (their
-//     GEMM's and GEMV's orders: panelQ4K, panelQ2K); the other K-quants
+//     GEMV of the last rows alike; their vec_dot lanes otherwise:
+//     panelRepackable), Q4_K and Q2_K (their
+//     GEMM's and GEMV's orders: panelQ4K, panelQ2K; the AVX2 build does
+//     not repack Q2_K, the only difference between the two builds'
+//     products); the other K-quants
 //     and the i-quants in the order of the tiled kernel for ggmlTiledRows
 //     rows or more (panelTiled, or kMinRows.tiled for the types with a
 //     minimum) and of their vec_dot kernels below (ggml_kquants*.go,
-//     ggml_iquants*.go). Not copied: TQ1_0, TQ2_0, the float types, and
-//     the vec_dot kernels of Q4_0, IQ4_NL and MXFP4 for the matrices ggml
-//     does not repack.
+//     ggml_iquants*.go); TQ2_0 in its vec_dot kernel's lanes
+//     (panelTQ2_0). Not copied: TQ1_0 and the float types.
 //
 // Each is checked bit for bit against libggml and glibc
 // (TestGGMLArithmetic, TestGGMLProducts). The attention, the lanes'
@@ -545,6 +546,16 @@ var ggmlPanels = map[gguf.Type]ggmlPanel{
 	gguf.TypeQ5_0:    (*Linear).panelLanes,
 	gguf.TypeQ4_1:    (*Linear).panelLanes,
 	gguf.TypeQ5_1:    (*Linear).panelLanes,
+	gguf.TypeQ4_0:    (*Linear).panelRepackable,
+	gguf.TypeIQ4_NL:  (*Linear).panelRepackable,
+	gguf.TypeMXFP4:   (*Linear).panelRepackable,
+	gguf.TypeTQ2_0:   (*Linear).panelTQ2_0,
+}
+
+// ggmlScratch is the scratch floats of a ggmlPanel for rows of k inputs:
+// int8Scratch's, and the tiled and Q4_K kernels' scales and their panels.
+func ggmlScratch(k int, f quant.Int8Format) int {
+	return int8Scratch(k, f) + 64*(k/256) + 32*(k/16)
 }
 
 // ggmlTiledRows is the number of activation rows from which ggml-cpu's
@@ -555,8 +566,8 @@ var ggmlPanels = map[gguf.Type]ggmlPanel{
 const ggmlTiledRows = 8
 
 // ggmlPanel computes out[t·l.Out + r] for weight rows r in [r0, r1) and the
-// activation rows t in [0, a.n).
-type ggmlPanel func(l *Linear, r0, r1 int, a *qacts, out []float32)
+// activation rows t in [0, a.n), with buf, ggmlScratch floats, as scratch.
+type ggmlPanel func(l *Linear, buf []float32, r0, r1 int, a *qacts, out []float32)
 
 // laneSums256 is the 8 int32 lanes of ggml's AVX2 dot-product kernels over
 // one block of 256 (VPMADDUBSW then VPMADDWD leave each 4 consecutive
@@ -590,17 +601,19 @@ func laneSums256[W, X int8 | int16 | int32](w []W, x []X) (s [8]int32) {
 // included); ggml's NVFP4 kernel is its AVX2 one in both builds. With the
 // VNNI kernels (kern.lanes) when the records hold the sums of 4
 // (qacts.sums4).
-func (l *Linear) panelLanes(r0, r1 int, a *qacts, out []float32) {
+func (l *Linear) panelLanes(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	f, _ := l.int8Able()
 	k, rows := l.In, r1-r0
 	ng := k / f.Group
-	buf := make([]float32, int8Scratch(k, f))
 	rowsQ, panelQ, rs, rm, ps, _ := l.decodeInt8(buf, r0, r1, f)
 	kl := kern.lanes[0]
 	if f.Group == 16 {
 		kl = kern.lanes[1]
 	}
-	if kl != nil && a.sums4 {
+	// IQ4_NL and MXFP4 (not repacked: panelRepackable) sum the even and the
+	// odd blocks of 32 in two sets of lanes.
+	pairs := l.Type == gguf.TypeIQ4_NL || l.Type == gguf.TypeMXFP4
+	if kl != nil && a.sums4 && !pairs {
 		pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
 		pack32(ps, rs, ng, rows)
 		var c [32]float32
@@ -618,20 +631,40 @@ func (l *Linear) panelLanes(r0, r1 int, a *qacts, out []float32) {
 		o := out[t*l.Out+r0 : t*l.Out+r1]
 		for r := range rows {
 			q, sc := rowsQ[r*k:(r+1)*k], rs[r*ng:(r+1)*ng]
-			var lanes [8]float32
-			for b := range k / 32 {
+			var lanes [2][8]float32
+			nb := k / 32
+			if pairs {
+				nb &^= 1
+			}
+			for b := range nb {
+				set := 0
+				if pairs {
+					set = b % 2
+				}
 				for s := range 8 {
-					var p int32
-					for e := 32*b + 4*s; e < 32*b+4*s+4; e++ {
-						p += (int32(q[e]) - int32(f.Offset)) * int32(int8(rec[e]))
-					}
-					lanes[s] = fma32(sc[per*b+s*per/8]*d[b], float32(p), lanes[s])
+					lanes[set][s] = fma32(sc[per*b+s*per/8]*d[b], float32(lanePair(q, rec, 32*b+4*s, 4, f.Offset)), lanes[set][s])
 				}
 			}
-			o[r] = hsum8(&lanes)
+			for s := range 8 {
+				lanes[0][s] += lanes[1][s]
+			}
+			o[r] = hsum8(&lanes[0])
+			if pairs && k/32%2 == 1 { // the last block, after the lanes (a scalar loop in ggml)
+				b := k/32 - 1
+				o[r] = fma32(d[b]*sc[b], float32(lanePair(q, rec, 32*b, 32, f.Offset)), o[r])
+			}
 		}
 	}
 	l.addMinSums(r0, r1, a, out, rm)
+}
+
+// lanePair is the exact Σ (q_e - off)·x_e over the n elements from e0 of
+// a weight row's integers q and an activation record's.
+func lanePair(q, rec []byte, e0, n, off int) (p int32) {
+	for e := e0; e < e0+n; e++ {
+		p += (int32(q[e]) - int32(off)) * int32(int8(rec[e]))
+	}
+	return p
 }
 
 // addMinSums adds, for the types with a minimum per block (Q4_1, Q5_1:

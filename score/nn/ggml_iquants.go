@@ -103,9 +103,9 @@ func (kind *iqKind) tiledScales(row []byte, ls []int32, d0 []float32) {
 // ggmlIQPanel is the panel of the three i-quant types (see the section
 // comment): the tiled kernel's order (panelTiled) from ggmlTiledRows
 // activation rows on, the vec_dot kernel's below.
-func (l *Linear) ggmlIQPanel(r0, r1 int, a *qacts, out []float32, kind *iqKind) {
+func (l *Linear) ggmlIQPanel(buf []float32, r0, r1 int, a *qacts, out []float32, kind *iqKind) {
 	if a.n >= ggmlTiledRows {
-		l.panelTiled(r0, r1, a, out, kind.tiledScales)
+		l.panelTiled(buf, r0, r1, a, out, kind.tiledScales)
 		return
 	}
 	k := l.In
@@ -224,8 +224,8 @@ var iqKindIQ1M = &iqKind{
 // 2·s+1 with s the top 4 bits of each 32 weights' uint32, d the block's
 // f16. vec_dot (n < 8): dd = float32(d·dx), the output float32(0.125 ·
 // hsum8). Tiled (n >= 8): d0 = float32(d·0.125), the output acc.
-func (l *Linear) panelIQ2XXS(r0, r1 int, a *qacts, out []float32) {
-	l.ggmlIQPanel(r0, r1, a, out, iqKindIQ2XXS)
+func (l *Linear) panelIQ2XXS(buf []float32, r0, r1 int, a *qacts, out []float32) {
+	l.ggmlIQPanel(buf, r0, r1, a, out, iqKindIQ2XXS)
 }
 
 // panelIQ3S is panelInt8 for IQ3_S weights in llama.cpp's order (see the
@@ -234,8 +234,8 @@ func (l *Linear) panelIQ2XXS(r0, r1 int, a *qacts, out []float32) {
 // high nibble for an odd one, d the block's f16. vec_dot (n < 8): dd =
 // float32(d·dx), the output hsum8 itself. Tiled (n >= 8): d0 = d, the
 // output acc.
-func (l *Linear) panelIQ3S(r0, r1 int, a *qacts, out []float32) {
-	l.ggmlIQPanel(r0, r1, a, out, iqKindIQ3S)
+func (l *Linear) panelIQ3S(buf []float32, r0, r1 int, a *qacts, out []float32) {
+	l.ggmlIQPanel(buf, r0, r1, a, out, iqKindIQ3S)
 }
 
 // panelIQ1M is panelInt8 for IQ1_M weights in llama.cpp's order (see the
@@ -247,6 +247,6 @@ func (l *Linear) panelIQ3S(r0, r1 int, a *qacts, out []float32) {
 // hsum8(first)), one rounding (the compiler's contraction of first +
 // 0.125·second). Tiled (n >= 8): one integer sum over v = 8·grid + δ,
 // d0 = float32(d·0.125), the output acc.
-func (l *Linear) panelIQ1M(r0, r1 int, a *qacts, out []float32) {
-	l.ggmlIQPanel(r0, r1, a, out, iqKindIQ1M)
+func (l *Linear) panelIQ1M(buf []float32, r0, r1 int, a *qacts, out []float32) {
+	l.ggmlIQPanel(buf, r0, r1, a, out, iqKindIQ1M)
 }

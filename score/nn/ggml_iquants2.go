@@ -101,8 +101,8 @@ var iqKindIQ4XS = &iqKind{
 // block's f16. vec_dot (n < 8, ggml_vec_dot_iq2_xs_q8_K): dd =
 // float32(d·dx), the output float32(0.125·hsum8). Tiled (n >= 8): d0 =
 // float32(d·0.125), the output acc.
-func (l *Linear) panelIQ2XS(r0, r1 int, a *qacts, out []float32) {
-	l.ggmlIQPanel(r0, r1, a, out, iqKindIQ2XS)
+func (l *Linear) panelIQ2XS(buf []float32, r0, r1 int, a *qacts, out []float32) {
+	l.ggmlIQPanel(buf, r0, r1, a, out, iqKindIQ2XS)
 }
 
 // panelIQ2S is panelInt8 for IQ2_S weights in llama.cpp's order (see the
@@ -110,8 +110,8 @@ func (l *Linear) panelIQ2XS(r0, r1 int, a *qacts, out []float32) {
 // byte 74; vec_dot: dd = float32(d·dx), the output float32(0.125·hsum8);
 // tiled: d0 = float32(d·0.125), the output acc), with its own grid and
 // sign bytes.
-func (l *Linear) panelIQ2S(r0, r1 int, a *qacts, out []float32) {
-	l.ggmlIQPanel(r0, r1, a, out, iqKindIQ2S)
+func (l *Linear) panelIQ2S(buf []float32, r0, r1 int, a *qacts, out []float32) {
+	l.ggmlIQPanel(buf, r0, r1, a, out, iqKindIQ2S)
 }
 
 // panelIQ3XXS is panelInt8 for IQ3_XXS weights in llama.cpp's order (see
@@ -120,8 +120,8 @@ func (l *Linear) panelIQ2S(r0, r1 int, a *qacts, out []float32) {
 // vec_dot (n < 8, ggml_vec_dot_iq3_xxs_q8_K): dd = float32(d·dx), the
 // output float32(0.25·hsum8). Tiled (n >= 8): d0 = float32(d·0.25), the
 // output acc.
-func (l *Linear) panelIQ3XXS(r0, r1 int, a *qacts, out []float32) {
-	l.ggmlIQPanel(r0, r1, a, out, iqKindIQ3XXS)
+func (l *Linear) panelIQ3XXS(buf []float32, r0, r1 int, a *qacts, out []float32) {
+	l.ggmlIQPanel(buf, r0, r1, a, out, iqKindIQ3XXS)
 }
 
 // panelIQ1S is panelInt8 for IQ1_S weights in llama.cpp's order (see the
@@ -134,8 +134,8 @@ func (l *Linear) panelIQ3XXS(r0, r1 int, a *qacts, out []float32) {
 // order from 0; the output is hsum8 + float32(0.125·acc), each rounded.
 // Tiled (n >= 8): one integer sum over v = 8·grid + δ, d0 =
 // float32(d·0.125), the output acc.
-func (l *Linear) panelIQ1S(r0, r1 int, a *qacts, out []float32) {
-	l.ggmlIQPanel(r0, r1, a, out, iqKindIQ1S)
+func (l *Linear) panelIQ1S(buf []float32, r0, r1 int, a *qacts, out []float32) {
+	l.ggmlIQPanel(buf, r0, r1, a, out, iqKindIQ1S)
 }
 
 // panelIQ4XS is panelInt8 for IQ4_XS weights in llama.cpp's order (see the
@@ -144,6 +144,45 @@ func (l *Linear) panelIQ1S(r0, r1 int, a *qacts, out []float32) {
 // from scales_h) - 32, d the block's f16. vec_dot (n < 8,
 // ggml_vec_dot_iq4_xs_q8_K): dd = float32(d·dx), the output hsum8 itself.
 // Tiled (n >= 8): d0 = d, the output acc.
-func (l *Linear) panelIQ4XS(r0, r1 int, a *qacts, out []float32) {
-	l.ggmlIQPanel(r0, r1, a, out, iqKindIQ4XS)
+func (l *Linear) panelIQ4XS(buf []float32, r0, r1 int, a *qacts, out []float32) {
+	l.ggmlIQPanel(buf, r0, r1, a, out, iqKindIQ4XS)
+}
+
+// panelTQ2_0 is panelInt8 for TQ2_0 weights in llama.cpp's order
+// (ggml_vec_dot_tq2_0_q8_K, the AVX2 code in both builds; TQ2_0 is neither
+// repacked nor tiled): per output eight float32 lanes from 0; per block of
+// 256, with t_e = v_e + 1 in {0, 1, 2} (v the ternary weight), lane m
+// (the elements e with (e mod 32)/4 = m) holds the exact integer
+// Σ t_e·qx_e minus the activations' Σqx over the block's m-th 32 values
+// (its bsums, subtracted in the int16 lanes), and becomes
+// fma(float32(lane), dd, lane) with dd = float32(dx·d) (the kernel's
+// multiply and add, which GCC contracts into one FMA); at the end hsum8.
+func (l *Linear) panelTQ2_0(buf []float32, r0, r1 int, a *qacts, out []float32) {
+	f, _ := l.int8Able()
+	k, rows, nsb := l.In, r1-r0, l.In/256
+	q := make([]byte, k)
+	sc := make([]float32, k/f.Group)
+	tq := make([]int32, rows*k)
+	dw := make([]float32, rows*nsb)
+	for r := range rows {
+		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
+		quant.DecodeInt8(l.Type, row, q, sc, nil)
+		for e, v := range q {
+			tq[r*k+e] = int32(v) - int32(f.Offset) + 1
+		}
+		for b := range nsb {
+			dw[r*nsb+b] = quant.F16ToF32(binary.LittleEndian.Uint16(row[66*b+64:]))
+		}
+	}
+	l.recordPanel(r0, r1, a, out, 32, func(_ int, qx, xs32 []int32, d []float32, r int) float32 {
+		var acc [8]float32
+		for b := range nsb {
+			dd := d[8*b] * dw[r*nsb+b]
+			lanes := laneSums256(tq[r*k+256*b:r*k+256*b+256], qx[256*b:256*b+256])
+			for m := range 8 {
+				acc[m] = fma32(float32(lanes[m]-xs32[8*b+m]), dd, acc[m])
+			}
+		}
+		return hsum8(&acc)
+	})
 }

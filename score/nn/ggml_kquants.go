@@ -88,9 +88,9 @@ func k4Scales(s []byte) (sc, m [8]int32) {
 // four lanes accm_i add fma(-dx·dmin, float32(m_2i·B_2i + m_2i+1·B_2i+1),
 // accm_i) ((-dx)·dmin rounded); the result is hsum8(acc) plus
 // (accm_0 + accm_2) + (accm_1 + accm_3).
-func (l *Linear) panelQ4K(r0, r1 int, a *qacts, out []float32) {
+func (l *Linear) panelQ4K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	if l.Out%8 == 0 {
-		l.panelQ4KRepacked(r0, r1, a, out)
+		l.panelQ4KRepacked(buf, r0, r1, a, out)
 		return
 	}
 	p := l.decodeKMin(r0, r1, 144, q5kHeader)
@@ -138,9 +138,9 @@ func (p *kMinRows) vecQ4K(r int, qx, xs []int32, d []float32) float32 {
 //
 // (dx·dw rounded to float32; the offset term of lane m is that of the
 // elements 32m..32m+31, not of lane m's own), and the result is hsum8(acc).
-func (l *Linear) panelQ6K(r0, r1 int, a *qacts, out []float32) {
+func (l *Linear) panelQ6K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	if a.n >= ggmlTiledRows {
-		l.panelTiled(r0, r1, a, out, q6kScales)
+		l.panelTiled(buf, r0, r1, a, out, q6kScales)
 		return
 	}
 	k := l.In
@@ -267,11 +267,10 @@ func initGenericQ4K() {
 // panelQ4KRepacked is panelQ4K for a matrix llama.cpp repacks (Out a
 // multiple of 8): the activation rows [0, n - n%4) in the GEMM's order,
 // the others in the GEMV's.
-func (l *Linear) panelQ4KRepacked(r0, r1 int, a *qacts, out []float32) {
+func (l *Linear) panelQ4KRepacked(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	f, _ := l.int8Able()
 	k, rows := l.In, r1-r0
 	nb, nsb := k/32, k/256
-	buf := make([]float32, int8Scratch(k, f)+64*nsb)
 	rowsQ, panelQ, _, _, _, _ := l.decodeInt8(buf, r0, r1, f)
 	pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
 	ls, mins := make([]uint32, rows*nb), make([]uint32, rows*nb)
@@ -289,7 +288,8 @@ func (l *Linear) panelQ4KRepacked(r0, r1 int, a *qacts, out []float32) {
 	pls, pmins := make([]uint32, 32*nb), make([]uint32, 32*nb)
 	pack32Words(pls, ls, nb, rows)
 	pack32Words(pmins, mins, nb, rows)
-	pdw, pdm := buf[int8Scratch(k, f):int8Scratch(k, f)+32*nsb], buf[int8Scratch(k, f)+32*nsb:]
+	s0 := int8Scratch(k, f)
+	pdw, pdm := buf[s0:s0+32*nsb], buf[s0+32*nsb:s0+64*nsb]
 	pack32(pdw, dw, nsb, rows)
 	pack32(pdm, dm, nsb, rows)
 	nGemm := a.n - a.n%4

@@ -98,10 +98,15 @@ func (p *kMinRows) repacked(r int, qx, xs []int32, d []float32, chunk int) float
 	return acc - accm
 }
 
-// kMinPanel runs out for rows [r0, r1), per activation row t calling
-// value(t, qx, xs, d, r) with the record's integers, group sums (of p.g)
-// and scales.
+// kMinPanel is recordPanel with p's group size.
 func (l *Linear) kMinPanel(r0, r1 int, a *qacts, out []float32, p *kMinRows, value func(t int, qx, xs []int32, d []float32, r int) float32) {
+	l.recordPanel(r0, r1, a, out, p.g, value)
+}
+
+// recordPanel sets out for the weight rows [r0, r1) and each activation
+// row t to value(t, qx, xs, d, r): the record's integers, its Σqx per
+// group of g (16 or 32) and its scales per block of 32.
+func (l *Linear) recordPanel(r0, r1 int, a *qacts, out []float32, g int, value func(t int, qx, xs []int32, d []float32, r int) float32) {
 	k, nb := l.In, l.In/32
 	qx := make([]int32, k)
 	for t := 0; t < a.n; t++ {
@@ -111,7 +116,7 @@ func (l *Linear) kMinPanel(r0, r1 int, a *qacts, out []float32, p *kMinRows, val
 		}
 		d := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.dOff])), nb)
 		var xs []int32
-		if p.g == 16 {
+		if g == 16 {
 			xs = unsafe.Slice((*int32)(unsafe.Pointer(&rec[a.xs16Off])), 2*nb)
 		} else {
 			xs = unsafe.Slice((*int32)(unsafe.Pointer(&rec[a.xs32Off])), nb)
@@ -142,8 +147,9 @@ func q5kHeader(blk []byte, sc, m []int32) (d, dmin float32) {
 
 // panelQ2K is panelInt8 for Q2_K weights in llama.cpp's order.
 //
-// Out a multiple of 8 (llama.cpp repacks the matrix into q2_K_8x8 and
-// multiplies 8 weight rows at a time): the activation rows [0, n - n%4) of
+// Out a multiple of 8, in the AVX-512 build (it repacks the matrix into
+// q2_K_8x8 and multiplies 8 weight rows at a time; its AVX2 build does
+// not repack Q2_K): the activation rows [0, n - n%4) of
 // the call go through ggml_gemm_q2_K_8x8_q8_K (its AVX-512 part and its
 // AVX2 part alike), four at a time, which per output, over the
 // super-blocks in order and within each over its two halves h of 128
@@ -157,21 +163,21 @@ func q5kHeader(blk []byte, sc, m []int32) (d, dmin float32) {
 // with one pair of FMAs per super-block (the integers summed over all 16
 // groups).
 //
-// Out not a multiple of 8 (the matrix stays in the plain CPU buffer), with
+// Otherwise (the matrix stays in the plain CPU buffer), with
 // n >= 8 (the tiled path), per output over the super-blocks in order, from
 // 0, as Q4_K's and Q5_K's tiled order with groups of 16:
 //
 //	acc = fma(fma(-dmin, float32(Σ_j m_j·B_j), float32(Σ_e w_e·a_e)·dw), dx, acc)
 //
-// Out not a multiple of 8 and n < 8 (ggml_vec_dot_q2_K_q8_K, per output):
+// Otherwise with n < 8 (ggml_vec_dot_q2_K_q8_K, per output):
 // eight lanes, per super-block first
 // acc_m = fma(-dx·dmin, float32(m_2m·B_2m + m_2m+1·B_2m+1), acc_m)
 // ((-dx)·dmin rounded), then acc_m = fma(dx·dw, float32(Σ_{e in lane m}
 // w_e·a_e), acc_m); the result is hsum8(acc).
-func (l *Linear) panelQ2K(r0, r1 int, a *qacts, out []float32) {
+func (l *Linear) panelQ2K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	p := l.decodeKMin(r0, r1, 84, q2kHeader)
 	switch {
-	case l.Out%8 == 0:
+	case l.Out%8 == 0 && !a.avx2:
 		nGemm := a.n - a.n%4
 		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
 			if t < nGemm {
@@ -206,9 +212,9 @@ func (l *Linear) panelQ2K(r0, r1 int, a *qacts, out []float32) {
 //	acc_m = fma(dx·dw, float32(Σ_{e in lane m} sc_e·(q_e - 4)·a_e), acc_m)
 //
 // (dx·dw rounded to float32), and the result is hsum8(acc).
-func (l *Linear) panelQ3K(r0, r1 int, a *qacts, out []float32) {
+func (l *Linear) panelQ3K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	if a.n >= ggmlTiledRows {
-		l.panelTiled(r0, r1, a, out, q3kScales)
+		l.panelTiled(buf, r0, r1, a, out, q3kScales)
 		return
 	}
 	k, nsb := l.In, l.In/256
@@ -226,26 +232,17 @@ func (l *Linear) panelQ3K(r0, r1 int, a *qacts, out []float32) {
 			w[r*k+e] = ls[e/16] * (int32(v) - 4)
 		}
 	}
-	qx := make([]int32, k)
-	for t := 0; t < a.n; t++ {
-		rec := a.buf[t*a.rec : (t+1)*a.rec]
-		for e, v := range rec[:k] {
-			qx[e] = int32(int8(v))
-		}
-		d := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.dOff])), k/32)
-		o := out[t*l.Out+r0 : t*l.Out+r1]
-		for r := range o {
-			var acc [8]float32
-			for b := range nsb {
-				sd := d[8*b] * dw[r*nsb+b]
-				lanes := laneSums256(w[r*k+256*b:r*k+256*b+256], qx[256*b:256*b+256])
-				for m := range 8 {
-					acc[m] = fma32(sd, float32(lanes[m]), acc[m])
-				}
+	l.recordPanel(r0, r1, a, out, 16, func(_ int, qx, _ []int32, d []float32, r int) float32 {
+		var acc [8]float32
+		for b := range nsb {
+			sd := d[8*b] * dw[r*nsb+b]
+			lanes := laneSums256(w[r*k+256*b:r*k+256*b+256], qx[256*b:256*b+256])
+			for m := range 8 {
+				acc[m] = fma32(sd, float32(lanes[m]), acc[m])
 			}
-			o[r] = hsum8(&acc)
 		}
-	}
+		return hsum8(&acc)
+	})
 }
 
 // q3kScales is panelTiled's scales for Q3_K: the sixteen 6-bit scales of
@@ -278,7 +275,7 @@ func q3kScales(row []byte, ls []int32, d0 []float32) {
 // scalar adds summs = fma(float32(Σ_j m_j·B_j), -dx·dmin, summs) ((-dx)·dmin
 // rounded; the block's eight min products summed exactly); the result is
 // hsum8(acc) + summs.
-func (l *Linear) panelQ5K(r0, r1 int, a *qacts, out []float32) {
+func (l *Linear) panelQ5K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	p := l.decodeKMin(r0, r1, 176, q5kHeader)
 	if a.n >= ggmlTiledRows {
 		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {

@@ -151,61 +151,64 @@ func TestGGMLArithmetic(t *testing.T) {
 // on the oracle models' and zoo's tensors: the hashes are of what libggml
 // 0.27.0's CPU backend computes for x, n rows of rand.NewSource(1) normal
 // values, through testdata/ggml_ops.py's mm (with the repacking buffer for
-// Q4_0, IQ4_NL, Q4_K and MXFP4, as llama.cpp loads them). Its AVX-512
-// (zen4) and AVX2 (haswell) builds give the same bits for each of these.
+// Q4_0, IQ4_NL, Q4_K, Q2_K and MXFP4, as llama.cpp loads them). Its
+// AVX-512 (zen4) and AVX2 (haswell) builds give the same bits for each of
+// these, but for Q2_K, which the AVX2 build does not repack.
 // n < 8 takes the vec_dot kernels of the types the tiled kernel takes from
 // 8 rows on (Q6_K, the i-quants); an odd n also takes the repacked types'
 // single-row kernels for the rows past the last multiple of 4.
 //
-// Not in llama.cpp's order yet: F16, BF16, TQ1_0 and TQ2_0 (outputs within
-// about 4e-7 of libggml's, relative to the largest), and Q4_0, IQ4_NL and
-// MXFP4 matrices whose row count is not a multiple of 8 (which llama.cpp
-// does not repack and multiplies with its vec_dot kernels).
+// Not in llama.cpp's order yet: F16, BF16 and TQ1_0 (outputs within about
+// 4e-7 of libggml's, relative to the largest).
 func TestGGMLProducts(t *testing.T) {
 	dir := oracle.Require(t)
 	cases := []struct {
 		stem, tensor string
 		n            int
 		want         uint64
+		avx2         bool // the AVX2 build's choice of kernel, where it differs
 	}{
-		{"tiny-llama-spm-q8_0", "blk.0.attn_q.weight", 64, 0xb9a765944b7a66cb},
-		{"tiny-llama-spm-mxfp4", "blk.0.ffn_down.weight", 64, 0xb01ee37853ef3b3a},
-		{"tiny-llama-spm-q4_k_m", "blk.0.attn_q.weight", 64, 0xf507d106f8117406},  // Q4_K
-		{"tiny-llama-spm-q4_k_m", "blk.0.ffn_down.weight", 7, 0x8fdfbcf45cd022e},  // Q4_K
-		{"tiny-llama-spm-q4_k_m", "blk.1.ffn_down.weight", 64, 0x3f0c4e52d0a221c}, // Q6_K
-		{"tiny-llama-spm-q4_k_m", "blk.1.attn_v.weight", 5, 0x1ab58f1afb181e08},   // Q6_K
-		{"tiny-llama-spm-iq2_xxs", "blk.0.attn_q.weight", 64, 0x402522578d6271d3},
-		{"tiny-llama-spm-iq2_xxs", "blk.0.ffn_down.weight", 5, 0x149102632bd33524},
-		{"tiny-llama-spm-iq3_s", "blk.0.attn_q.weight", 64, 0x9a00bf6952f3cb0e},
-		{"tiny-llama-spm-iq3_s", "blk.0.ffn_down.weight", 5, 0xf825d36d3026d7ca},
-		{"tiny-llama-spm-iq1_m", "blk.0.attn_q.weight", 64, 0x7e56642cdae831fc},
-		{"tiny-llama-spm-iq1_m", "blk.0.ffn_down.weight", 5, 0xb1715486ca172a56},
-		{"tiny-llama-spm-nvfp4", "blk.0.attn_q.weight", 64, 0x9e986ddb893449fc},
-		{"tiny-llama-spm-nvfp4", "blk.0.ffn_down.weight", 5, 0x1451a807b4e02ff9},
-		{"quant-zoo", "Q4_0", 7, 0xf23ae1854ae132e9},
-		{"quant-zoo", "IQ4_NL", 7, 0xe77dc20ffc93f252},
-		{"quant-zoo-2", "IQ2_XXS", 7, 0x45b9408bb9b0cfd5},
-		{"quant-zoo", "Q5_0", 64, 0xcfb1246ce140495c},
-		{"quant-zoo", "Q5_0", 5, 0x8bf533499012ecc0},
-		{"quant-zoo", "Q6_K", 9, 0xdfff79f7c0e01f50},
-		{"quant-zoo", "Q4_1", 64, 0xe37872722be9be35},
-		{"quant-zoo", "Q5_1", 5, 0x27361ac799d68936},
-		{"quant-zoo-2", "IQ2_XS", 8, 0x83fbfb2f5222bdbb},
-		{"quant-zoo-2", "IQ2_XS", 5, 0xacfa11c7d006a941},
-		{"quant-zoo-2", "IQ2_S", 8, 0x4e0f3d7580187f0a},
-		{"quant-zoo-2", "IQ2_S", 5, 0xe7cfa1b730a91415},
-		{"quant-zoo-2", "IQ3_XXS", 8, 0xa51864c2b2e3f4c8},
-		{"quant-zoo-2", "IQ3_XXS", 5, 0xc0055d6f974f5cff},
-		{"quant-zoo-2", "IQ1_S", 8, 0x15c68b641837fbc2},
-		{"quant-zoo-2", "IQ1_S", 5, 0xb03bad9d9e865c4f},
-		{"quant-zoo", "IQ4_XS", 8, 0xc4c91f555cd046b9},
-		{"quant-zoo", "IQ4_XS", 5, 0x83cd9871dcf98076},
-		{"quant-zoo", "Q2_K", 8, 0xcf8368b0c3353852},
-		{"quant-zoo", "Q2_K", 5, 0xd67a815a2537c89f},
-		{"quant-zoo", "Q3_K", 8, 0xba5014469fba9375},
-		{"quant-zoo", "Q3_K", 5, 0x3dbcdfbc3f97eed4},
-		{"quant-zoo", "Q5_K", 8, 0x5d73652d758f878b},
-		{"quant-zoo", "Q5_K", 5, 0x1ba4b19419a2cde6},
+		{"tiny-llama-spm-q8_0", "blk.0.attn_q.weight", 64, 0xb9a765944b7a66cb, false},
+		{"tiny-llama-spm-mxfp4", "blk.0.ffn_down.weight", 64, 0xb01ee37853ef3b3a, false},
+		{"tiny-llama-spm-q4_k_m", "blk.0.attn_q.weight", 64, 0xf507d106f8117406, false},  // Q4_K
+		{"tiny-llama-spm-q4_k_m", "blk.0.ffn_down.weight", 7, 0x8fdfbcf45cd022e, false},  // Q4_K
+		{"tiny-llama-spm-q4_k_m", "blk.1.ffn_down.weight", 64, 0x3f0c4e52d0a221c, false}, // Q6_K
+		{"tiny-llama-spm-q4_k_m", "blk.1.attn_v.weight", 5, 0x1ab58f1afb181e08, false},   // Q6_K
+		{"tiny-llama-spm-iq2_xxs", "blk.0.attn_q.weight", 64, 0x402522578d6271d3, false},
+		{"tiny-llama-spm-iq2_xxs", "blk.0.ffn_down.weight", 5, 0x149102632bd33524, false},
+		{"tiny-llama-spm-iq3_s", "blk.0.attn_q.weight", 64, 0x9a00bf6952f3cb0e, false},
+		{"tiny-llama-spm-iq3_s", "blk.0.ffn_down.weight", 5, 0xf825d36d3026d7ca, false},
+		{"tiny-llama-spm-iq1_m", "blk.0.attn_q.weight", 64, 0x7e56642cdae831fc, false},
+		{"tiny-llama-spm-iq1_m", "blk.0.ffn_down.weight", 5, 0xb1715486ca172a56, false},
+		{"tiny-llama-spm-nvfp4", "blk.0.attn_q.weight", 64, 0x9e986ddb893449fc, false},
+		{"tiny-llama-spm-nvfp4", "blk.0.ffn_down.weight", 5, 0x1451a807b4e02ff9, false},
+		{"quant-zoo", "Q4_0", 7, 0xf23ae1854ae132e9, false},
+		{"quant-zoo", "IQ4_NL", 7, 0xe77dc20ffc93f252, false},
+		{"quant-zoo-2", "IQ2_XXS", 7, 0x45b9408bb9b0cfd5, false},
+		{"quant-zoo", "Q5_0", 64, 0xcfb1246ce140495c, false},
+		{"quant-zoo", "Q5_0", 5, 0x8bf533499012ecc0, false},
+		{"quant-zoo", "Q6_K", 9, 0xdfff79f7c0e01f50, false},
+		{"quant-zoo", "Q4_1", 64, 0xe37872722be9be35, false},
+		{"quant-zoo", "Q5_1", 5, 0x27361ac799d68936, false},
+		{"quant-zoo-2", "IQ2_XS", 8, 0x83fbfb2f5222bdbb, false},
+		{"quant-zoo-2", "IQ2_XS", 5, 0xacfa11c7d006a941, false},
+		{"quant-zoo-2", "IQ2_S", 8, 0x4e0f3d7580187f0a, false},
+		{"quant-zoo-2", "IQ2_S", 5, 0xe7cfa1b730a91415, false},
+		{"quant-zoo-2", "IQ3_XXS", 8, 0xa51864c2b2e3f4c8, false},
+		{"quant-zoo-2", "IQ3_XXS", 5, 0xc0055d6f974f5cff, false},
+		{"quant-zoo-2", "IQ1_S", 8, 0x15c68b641837fbc2, false},
+		{"quant-zoo-2", "IQ1_S", 5, 0xb03bad9d9e865c4f, false},
+		{"quant-zoo", "IQ4_XS", 8, 0xc4c91f555cd046b9, false},
+		{"quant-zoo", "IQ4_XS", 5, 0x83cd9871dcf98076, false},
+		{"quant-zoo", "Q2_K", 8, 0xcf8368b0c3353852, false},
+		{"quant-zoo", "Q2_K", 5, 0xd67a815a2537c89f, false},
+		{"quant-zoo", "Q3_K", 8, 0xba5014469fba9375, false},
+		{"quant-zoo", "Q3_K", 5, 0x3dbcdfbc3f97eed4, false},
+		{"quant-zoo", "Q5_K", 8, 0x5d73652d758f878b, false},
+		{"quant-zoo", "Q5_K", 5, 0x1ba4b19419a2cde6, false},
+		{"quant-zoo", "Q2_K", 8, 0x5b7c01b32d8c5e55, true}, // not repacked by the AVX2 build
+		{"quant-zoo-2", "TQ2_0", 8, 0x29ba8441a3b9b798, false},
+		{"quant-zoo-2", "TQ2_0", 3, 0xca9580336e3bd5, false},
 	}
 	c := NewContext(2)
 	c.Int8, c.LlamaCPP = true, true
@@ -232,9 +235,55 @@ func TestGGMLProducts(t *testing.T) {
 			x[i] = float32(r.NormFloat64())
 		}
 		y := make([]float32, tc.n*l.Out)
+		c.GGMLAVX2 = tc.avx2
 		l.Forward(c, y, x, tc.n)
 		if h := fnvBits(y); h != tc.want {
 			t.Errorf("%s %s (%v), %d rows: hash %#x, libggml's %#x", tc.stem, tc.tensor, l.Type, tc.n, h, tc.want)
+		}
+		f.Close()
+	}
+	c.GGMLAVX2 = false
+	// The types ggml repacks, in matrices it does not repack: the first 36
+	// rows of a zoo tensor (not a multiple of 8), of their first 15 blocks
+	// of 32 too (an odd number: the last one past IQ4_NL's and MXFP4's
+	// pairs of lanes).
+	crops := []struct {
+		stem, tensor string
+		blocks, n    int
+		want         uint64
+	}{
+		{"quant-zoo", "Q4_0", 16, 8, 0xc6822767120393a4},
+		{"quant-zoo", "IQ4_NL", 16, 3, 0x133968dff08c90a2},
+		{"quant-zoo-2", "MXFP4", 16, 8, 0xf7c8ebaed949471},
+		{"quant-zoo", "IQ4_NL", 15, 8, 0x57c91bf4b309b3ab},
+		{"quant-zoo-2", "MXFP4", 15, 3, 0xbb866078ba44c3be},
+	}
+	for _, tc := range crops {
+		f, err := gguf.Open(filepath.Join(dir, "zoo", tc.stem+".gguf"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ten, _ := f.Tensor(tc.tensor)
+		src := f.Data(ten)
+		rb := len(src) / int(ten.Shape[1])
+		nb := int(ten.Shape[0]) / 32
+		var data []byte
+		for r := range 36 {
+			data = append(data, src[r*rb:r*rb+rb*tc.blocks/nb]...)
+		}
+		l, err := NewLinear(tc.tensor, ten.Type, 32*tc.blocks, 36, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewSource(1))
+		x := make([]float32, tc.n*l.In)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		y := make([]float32, tc.n*l.Out)
+		l.Forward(c, y, x, tc.n)
+		if h := fnvBits(y); h != tc.want {
+			t.Errorf("%s %s (%v), 36 rows of %d blocks, %d activation rows: hash %#x, libggml's %#x", tc.stem, tc.tensor, l.Type, tc.blocks, tc.n, h, tc.want)
 		}
 		f.Close()
 	}

@@ -69,11 +69,10 @@ func initGenericTiled() {
 // panelTiled computes columns [r0, r1) of out in the tiled kernel's order
 // (see above) for a type of Int8Format f: scales writes a weight row's ls
 // (one per group of f.Group) and d0 (one per super-block).
-func (l *Linear) panelTiled(r0, r1 int, a *qacts, out []float32, scales func(row []byte, ls []int32, d0 []float32)) {
+func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, scales func(row []byte, ls []int32, d0 []float32)) {
 	f, _ := l.int8Able()
 	k, rows := l.In, r1-r0
 	ng, nsb := k/f.Group, k/256
-	buf := make([]float32, int8Scratch(k, f)+64*nsb+32*ng)
 	rowsQ, panelQ, _, _, _, _ := l.decodeInt8(buf, r0, r1, f)
 	rest := buf[int8Scratch(k, f):]
 	d0, pd0 := rest[:32*nsb], rest[32*nsb:64*nsb]
@@ -105,4 +104,18 @@ func (l *Linear) panelTiled(r0, r1 int, a *qacts, out []float32, scales func(row
 			copy(out[(t0+t)*l.Out+r0:(t0+t)*l.Out+r1], ctile[t*32:t*32+rows])
 		}
 	}
+}
+
+// panelRepackable is the panel of the types ggml repacks on x86 when the
+// row count is a multiple of 8 (Q4_0, IQ4_NL, MXFP4): panelInt8's order
+// then (its GEMM's and GEMV's), else their vec_dot kernels' lanes: Q4_0's
+// those of panelLanes, IQ4_NL's and MXFP4's two sets of them, for the even
+// and the odd blocks of 32, added lane by lane before hsum8.
+func (l *Linear) panelRepackable(buf []float32, r0, r1 int, a *qacts, out []float32) {
+	f, _ := l.int8Able()
+	if l.Out%8 == 0 {
+		l.panelInt8(buf, r0, r1, a, f, out)
+		return
+	}
+	l.panelLanes(buf, r0, r1, a, out)
 }

@@ -69,6 +69,9 @@ type qacts struct {
 	// Q5_1 weights): f16(amax/127 · Σqx) of block b, as a float32.
 	sums4          bool
 	xs4Off, s81Off int
+	// avx2 is Context.GGMLAVX2: the panels copy the AVX2 build's choice of
+	// kernels (it does not repack Q2_K).
+	avx2 bool
 }
 
 // layout sets the record layout for rows of k values (k a multiple of 32).

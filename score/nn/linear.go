@@ -97,8 +97,11 @@ func ForwardShared(c *Context, x []float32, n int, ls []*Linear, outs [][]float3
 		panels[i+1] = panels[i] + (l.Out+panelRows-1)/panelRows
 		if f, ok := l.int8Able(); ok && c.Int8 {
 			per = max(per, int8Scratch(k, f))
+			if c.LlamaCPP {
+				per = max(per, ggmlScratch(k, f))
+			}
 			if acts[f.ActBlock/256] == nil {
-				acts[f.ActBlock/256] = &qacts{actBlock: f.ActBlock, sums4: c.LlamaCPP}
+				acts[f.ActBlock/256] = &qacts{actBlock: f.ActBlock, sums4: c.LlamaCPP, avx2: c.GGMLAVX2}
 			}
 		} else {
 			per = max(per, fp32Scratch(k))
@@ -138,7 +141,7 @@ func ForwardShared(c *Context, x []float32, n int, ls []*Linear, outs [][]float3
 			r1 := min(r0+panelRows, l.Out)
 			f, ok := l.int8Able()
 			if p := ggmlPanels[l.Type]; ok && c.LlamaCPP && p != nil {
-				p(l, r0, r1, acts[f.ActBlock/256], out)
+				p(l, buf, r0, r1, acts[f.ActBlock/256], out)
 			} else if ok && c.Int8 {
 				l.panelInt8(buf, r0, r1, acts[f.ActBlock/256], f, out)
 			} else if r := halfRounding(l.Type); r >= 0 && c.Int8 {
