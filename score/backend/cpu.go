@@ -43,7 +43,12 @@ func (m *CPU) ScoreWith(tokens []int32, scoreFrom int, ref Model) (*model.Result
 	return m.Model.ScoreWith(tokens, scoreFrom, r.Model)
 }
 
-// Device reports the CPU, its threads and the activation mode (fp32 or int8).
+// Device reports the CPU, its threads and the activation mode, and for the
+// int8 modes the ggml whose arithmetic they copy.
 func (m *CPU) Device() Device {
-	return Device{Name: "cpu", Activations: m.Info().Activations, Threads: m.threads}
+	d := Device{Name: "cpu", Activations: m.Info().Activations, Threads: m.threads}
+	if d.Activations != model.ActFP32 {
+		d.Extra = map[string]any{"arithmetic": model.Int8Arithmetic}
+	}
+	return d
 }

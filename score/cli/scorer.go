@@ -473,8 +473,9 @@ func (s *scorer) cacheSettings() string {
 	}
 	// On an accelerator the numbers also depend on the device, its driver
 	// and libraries, the attention kernel chosen and the weight storage
-	// (--gpu-weights): a window replays only under the same ones.
-	for _, k := range []string{"gpu", "compute_capability", "driver", "cublas", "attention", "weights"} {
+	// (--gpu-weights), in the CPU's int8 modes on the ggml whose arithmetic
+	// they copy: a window replays only under the same ones.
+	for _, k := range []string{"gpu", "compute_capability", "driver", "cublas", "attention", "weights", "arithmetic"} {
 		if v, ok := dev.Extra[k]; ok {
 			key[k] = v
 		}

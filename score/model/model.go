@@ -116,6 +116,12 @@ const (
 	ActInt8AVX2 = "int8-avx2"
 )
 
+// Int8Arithmetic names the ggml whose CPU arithmetic the int8 modes copy.
+// Score headers and cache keys record it, so that scores computed after
+// another ggml's order (or before the int8 modes copied one) are never
+// taken for these.
+const Int8Arithmetic = "ggml 0.27.0 (llama.cpp 0.7.0)"
+
 // Load opens the GGUF model at path on the CPU and binds its weights
 // (which stay in the file's memory mapping). The Model must be closed.
 func Load(path string, opts Options) (*Model, error) { return LoadOn(path, opts, nil) }
