@@ -55,7 +55,7 @@
 // quantizes them, integer products with the weights' integers, and every
 // float32 operation in ggml-cpu's order (RMSNorm, RoPE with glibc's
 // sinf/cosf, SwiGLU, flash attention over an f16 cache, the products of
-// every quantized weight type but TQ1_0), which gives llama-perplexity's log-probs to the bit with
+// every weight type but TQ1_0 and BF16), which gives llama-perplexity's log-probs to the bit with
 // --kv-dtype f16 as its build for AVX-512 machines computes them;
 // int8-avx2 as its build for AVX2 machines does (the two builds' digits
 // differ). The header and the cache keys record the mode.

@@ -122,11 +122,12 @@ func TestGoldenQuants(t *testing.T) {
 // (measured: 0.9977 to 0.9999 of llama.cpp's, on 2 or 6 windows; top-1
 // agreement within 0.008 of llama.cpp's). With -short, the first 2 windows.
 func TestKLDQuants(t *testing.T) {
-	quantKLD(t, "", 0.005)
+	quantKLD(t, "", 0.005, quantWindows)
 }
 
-// quantKLD is TestKLDQuants in activation mode act, with relative bound rel.
-func quantKLD(t *testing.T, act string, rel float64) {
+// quantKLD is TestKLDQuants in activation mode act on the first windows
+// windows of each file, with relative bound rel.
+func quantKLD(t *testing.T, act string, rel float64, windows int) {
 	dir := oracle.Require(t)
 	paths, _ := filepath.Glob(filepath.Join(dir, "golden-quants", "*__kld-vs-*.ndjson"))
 	if len(paths) == 0 {
@@ -144,9 +145,8 @@ func quantKLD(t *testing.T, act string, rel float64) {
 			m, ref := oracleModelAct(t, dir, stem, "f16", act), oracleModelAct(t, dir, refStem, "f16", act)
 			var ours, theirs float64
 			var n, agree, agreeT int
-			windows := quantWindows
 			if testing.Short() {
-				windows = 2
+				windows = min(windows, 2)
 			}
 			for wi, w := range f.Windows {
 				if wi == windows {
@@ -199,9 +199,10 @@ func TestGoldenQuantsInt8(t *testing.T) {
 }
 
 // TestKLDQuantsInt8 is TestKLDQuants in the int8 mode of the AVX2 build,
-// the one that wrote these files (measured: 1.0000 of llama.cpp's mean KLD
-// for each model, the F16 reference's products being the only ones not in
-// llama.cpp's order; top-1 agreement within 0.0011).
+// the one that wrote these files, on the first 2 windows (its F16
+// reference's products take the AVX2 build's plain-Go dot products).
+// Measured on 6 windows: the mean KLD 1.0000 of llama.cpp's for each model
+// and the top-1 agreement identical.
 func TestKLDQuantsInt8(t *testing.T) {
-	quantKLD(t, ActInt8AVX2, 1e-4)
+	quantKLD(t, ActInt8AVX2, 1e-5, 2)
 }

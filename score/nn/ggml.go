@@ -61,7 +61,8 @@ import (
 //     rows or more (panelTiled, or kMinRows.tiled for the types with a
 //     minimum) and of their vec_dot kernels below (ggml_kquants*.go,
 //     ggml_iquants*.go); TQ2_0 in its vec_dot kernel's lanes
-//     (panelTQ2_0). Not copied: TQ1_0 and the float types.
+//     (panelTQ2_0); F16 as ggml_vec_dot_f16 per output (panelF16; the
+//     build has no llamafile GEMM). Not copied: TQ1_0 and BF16.
 //
 // Each is checked bit for bit against libggml and glibc
 // (TestGGMLArithmetic, TestGGMLProducts). The attention, the lanes'
@@ -569,6 +570,42 @@ const ggmlTiledRows = 8
 // activation rows t in [0, a.n), with buf, ggmlScratch floats, as scratch.
 type ggmlPanel func(l *Linear, buf []float32, r0, r1 int, a *qacts, out []float32)
 
+// panelF16 computes columns [r0, r1) of out for F16 weights as ggml-cpu's
+// MUL_MAT does (Debian's build has no llamafile GEMM): per output,
+// ggml_vec_dot_f16 (dotF16, in the AVX2 build's lanes with avx2) of the
+// weight row with the activation row rounded to f16 (x, n rows), the
+// float64 result rounded to float32.
+func (l *Linear) panelF16(r0, r1 int, x []float32, n int, avx2 bool, out []float32) {
+	k := l.In
+	kd := kern.dotF16
+	if avx2 {
+		kd = nil
+	}
+	np := k &^ 63
+	w32 := make([]float32, k)
+	for r := r0; r < r1; r++ {
+		wh := unsafe.Slice((*uint16)(unsafe.Pointer(&l.Data[r*l.RowBytes])), k)
+		for e, h := range wh {
+			w32[e] = quant.F16ToF32(h)
+		}
+		for t := range n {
+			xt := x[t*k : (t+1)*k]
+			var s float64
+			if kd == nil {
+				s = dotF16(w32, xt, avx2)
+			} else {
+				if np > 0 {
+					s = float64(kd(&xt[0], &wh[0], np))
+				}
+				for e := np; e < k; e++ {
+					s += float64(xt[e] * w32[e])
+				}
+			}
+			out[t*l.Out+r] = float32(s)
+		}
+	}
+}
+
 // laneSums256 is the 8 int32 lanes of ggml's AVX2 dot-product kernels over
 // one block of 256 (VPMADDUBSW then VPMADDWD leave each 4 consecutive
 // products in one lane): lane m sums w[e]·x[e] over the e with
@@ -656,6 +693,20 @@ func (l *Linear) panelLanes(buf []float32, r0, r1 int, a *qacts, out []float32) 
 		}
 	}
 	l.addMinSums(r0, r1, a, out, rm)
+}
+
+// panelRepackable is the panel of the types ggml repacks on x86 when the
+// row count is a multiple of 8 (Q4_0, IQ4_NL, MXFP4): panelInt8's order
+// then (its GEMM's and GEMV's), else their vec_dot kernels' lanes: Q4_0's
+// those of panelLanes, IQ4_NL's and MXFP4's two sets of them, for the even
+// and the odd blocks of 32, added lane by lane before hsum8.
+func (l *Linear) panelRepackable(buf []float32, r0, r1 int, a *qacts, out []float32) {
+	f, _ := l.int8Able()
+	if l.Out%8 == 0 {
+		l.panelInt8(buf, r0, r1, a, f, out)
+		return
+	}
+	l.panelLanes(buf, r0, r1, a, out)
 }
 
 // lanePair is the exact Σ (q_e - off)·x_e over the n elements from e0 of

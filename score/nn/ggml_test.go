@@ -158,8 +158,9 @@ func TestGGMLArithmetic(t *testing.T) {
 // 8 rows on (Q6_K, the i-quants); an odd n also takes the repacked types'
 // single-row kernels for the rows past the last multiple of 4.
 //
-// Not in llama.cpp's order yet: F16, BF16 and TQ1_0 (outputs within about
-// 4e-7 of libggml's, relative to the largest).
+// F16 weights are ggml_vec_dot_f16's per output in both builds (Debian's
+// libggml has no llamafile GEMM). Not in llama.cpp's order yet: BF16 and
+// TQ1_0 (outputs within about 4e-7 of libggml's, relative to the largest).
 func TestGGMLProducts(t *testing.T) {
 	dir := oracle.Require(t)
 	cases := []struct {
@@ -209,6 +210,9 @@ func TestGGMLProducts(t *testing.T) {
 		{"quant-zoo", "Q2_K", 8, 0x5b7c01b32d8c5e55, true}, // not repacked by the AVX2 build
 		{"quant-zoo-2", "TQ2_0", 8, 0x29ba8441a3b9b798, false},
 		{"quant-zoo-2", "TQ2_0", 3, 0xca9580336e3bd5, false},
+		{"quant-zoo", "F16", 64, 0x35f8344879728505, false},
+		{"quant-zoo", "F16", 3, 0x1901e8e10d3cc18f, false},
+		{"quant-zoo", "F16", 8, 0xa326a03067fac40f, true},
 	}
 	c := NewContext(2)
 	c.Int8, c.LlamaCPP = true, true

@@ -105,17 +105,3 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 		}
 	}
 }
-
-// panelRepackable is the panel of the types ggml repacks on x86 when the
-// row count is a multiple of 8 (Q4_0, IQ4_NL, MXFP4): panelInt8's order
-// then (its GEMM's and GEMV's), else their vec_dot kernels' lanes: Q4_0's
-// those of panelLanes, IQ4_NL's and MXFP4's two sets of them, for the even
-// and the odd blocks of 32, added lane by lane before hsum8.
-func (l *Linear) panelRepackable(buf []float32, r0, r1 int, a *qacts, out []float32) {
-	f, _ := l.int8Able()
-	if l.Out%8 == 0 {
-		l.panelInt8(buf, r0, r1, a, f, out)
-		return
-	}
-	l.panelLanes(buf, r0, r1, a, out)
-}

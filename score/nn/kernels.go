@@ -151,6 +151,9 @@ type kernels struct {
 	// q4k holds the Q4_K kernels in the repacked GEMM's and GEMV's orders
 	// (ggml_kquants.go): index m-1 computes m rows.
 	q4k [2][]q4kFunc
+	// dotF16, if set, is dotF16's AVX-512 part for n a multiple of 64, the
+	// second operand in f16 (panelF16).
+	dotF16 func(x *float32, w *uint16, n int) float32
 	// ggmlExpf, if set, is ggmlExpf of n floats (a multiple of 16).
 	ggmlExpf func(dst, x *float32, n int)
 }

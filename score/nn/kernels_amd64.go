@@ -65,6 +65,7 @@ func archInit() {
 	avx512.quantQ8K = quantQ8KAVX512
 	avx512.roundF16 = roundF16AVX512
 	avx512.ggmlExpf = ggmlExpfAVX512
+	avx512.dotF16 = dotF16AVX512
 	levelKernels[AVX512] = avx512
 	maxLevel = AVX512
 	if cpu.X86.HasAVX512VNNI {

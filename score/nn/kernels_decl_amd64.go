@@ -474,6 +474,9 @@ func maxFiniteAVX512(x *float32, n int) (m float32, finite bool)
 func ggmlExpfAVX512(dst, x *float32, n int)
 
 //go:noescape
+func dotF16AVX512(x *float32, w *uint16, n int) float32
+
+//go:noescape
 func softmaxTileAVX2(s *float32, rows int, lim *int32, scale float32, m *float32, l *float32, alpha *float32)
 
 //go:noescape

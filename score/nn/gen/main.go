@@ -1198,6 +1198,50 @@ func misc() {
 	rmsnormAVX512()
 	maxFiniteAVX512()
 	ggmlExpfAVX512()
+	dotF16AVX512()
+}
+
+// dotF16AVX512 writes dotF16AVX512(x *float32, w *uint16, n int) float32:
+// dotF16's AVX-512 part for n a multiple of 64, w in f16 (VCVTPH2PS): four
+// accumulators of 16 lanes, folded (0+2, 1+3, then 0+1) and reduced as
+// _mm512_reduce_add_ps (reduce16).
+func dotF16AVX512() {
+	p("")
+	p("// func dotF16AVX512(x *float32, w *uint16, n int) float32")
+	p("TEXT ·dotF16AVX512(SB), NOSPLIT, $0-28")
+	p("\tMOVQ x+0(FP), SI")
+	p("\tMOVQ w+8(FP), DI")
+	p("\tMOVQ n+16(FP), CX")
+	p("\tSHRQ $6, CX")
+	for j := 0; j < 4; j++ {
+		p("\tVPXORD Z%d, Z%d, Z%d", j, j, j)
+	}
+	p("\tTESTQ CX, CX")
+	p("\tJZ fold")
+	p("loop:")
+	for j := 0; j < 4; j++ {
+		p("\tVCVTPH2PS %d(DI), Z%d", 32*j, 4+j)
+		p("\tVFMADD231PS %d(SI), Z%d, Z%d", 64*j, 4+j, j)
+	}
+	p("\tADDQ $256, SI")
+	p("\tADDQ $128, DI")
+	p("\tDECQ CX")
+	p("\tJNZ loop")
+	p("fold:")
+	p("\tVADDPS Z2, Z0, Z0")
+	p("\tVADDPS Z3, Z1, Z1")
+	p("\tVADDPS Z1, Z0, Z0")
+	p("\tVEXTRACTF32X8 $1, Z0, Y1")
+	p("\tVADDPS Y1, Y0, Y0")
+	p("\tVEXTRACTF128 $1, Y0, X1")
+	p("\tVADDPS X1, X0, X0")
+	p("\tVMOVHLPS X0, X0, X1")
+	p("\tVADDPS X1, X0, X0")
+	p("\tVMOVSHDUP X0, X1")
+	p("\tVADDSS X1, X0, X0")
+	p("\tVZEROUPPER")
+	p("\tMOVSS X0, ret+24(FP)")
+	p("\tRET")
 }
 
 // ggmlExpConsts are the constants of ggml_v_expf on AVX-512 (ggmlExpf in
