@@ -174,6 +174,9 @@ func CheckPath(p string) error {
 	if p == "" {
 		return errors.New("empty")
 	}
+	if p == "." {
+		return errors.New("the corpus directory itself, not a file in it")
+	}
 	if strings.Contains(p, "\\") || strings.ContainsRune(p, 0) || !filepath.IsLocal(filepath.FromSlash(p)) ||
 		p != filepath.ToSlash(filepath.Clean(filepath.FromSlash(p))) {
 		return errors.New("not a clean relative path inside the corpus directory")

@@ -185,6 +185,7 @@ func TestParseErrors(t *testing.T) {
 		{stream(`,"path":"../x.txt"`), `manifest: stream s: path "../x.txt": not a clean relative path`},
 		{stream(`,"path":"/etc/passwd"`), `not a clean relative path`},
 		{stream(`,"path":"a//b"`), `not a clean relative path`},
+		{stream(`,"path":"."`), `the corpus directory itself`},
 		{stream(`,"path":"a\\b"`), `not a clean relative path`},
 		{stream(`,"sha256":"ABC"`), `manifest: stream s: sha256 "ABC" is not 64 lowercase hex digits`},
 		{stream(`,"bytes":-1`), "manifest: stream s: negative bytes or words"},
