@@ -143,62 +143,36 @@ func (l *Linear) panelQ6K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 		l.panelTiled(buf, r0, r1, a, out, q6kScales)
 		return
 	}
-	k := l.In
-	nsb, nb := k/256, k/32
-	rows := r1 - r0
+	f, _ := l.int8Able()
+	k, nsb, rows := l.In, l.In/256, r1-r0
+	q := make([]byte, k)
+	s := make([]float32, k/16)
+	scs := make([]int32, rows*k/16)
 	dw := make([]float32, rows*nsb)
-	scs := make([]int32, rows*2*nb)
-	wq := make([]int32, rows*k) // sc_e·q_e
+	wq := make([]int32, rows*k) // sc_e·q_e, q_e the unsigned 6-bit value
 	for r := range rows {
 		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
+		quant.DecodeInt8(l.Type, row, q, s, nil)
+		sc := scs[r*k/16 : (r+1)*k/16]
+		q6kScales(row, sc, dw[r*nsb:(r+1)*nsb])
+		for e, v := range q {
+			wq[r*k+e] = sc[e/16] * int32(v)
+		}
+	}
+	l.recordPanel(r0, r1, a, out, f.Group, func(_ int, qx, xs16 []int32, d []float32, r int) float32 {
+		w, sc := wq[r*k:(r+1)*k], scs[r*k/16:(r+1)*k/16]
+		var acc [8]float32
 		for b := range nsb {
-			blk := row[210*b : 210*b+210]
-			dw[r*nsb+b] = quant.F16ToF32(uint16(blk[208]) | uint16(blk[209])<<8)
-			sc := scs[r*2*nb+16*b : r*2*nb+16*b+16]
-			for j := range 16 {
-				sc[j] = int32(int8(blk[192+j]))
-			}
-			w := wq[r*k+256*b : r*k+256*b+256]
-			for h := range 2 {
-				ql, qh := blk[64*h:64*h+64], blk[128+32*h:128+32*h+32]
-				for i := range 32 {
-					e := 128*h + i
-					w[e] = int32(ql[i]&0xf | (qh[i]&3)<<4)
-					w[e+32] = int32(ql[i+32]&0xf | (qh[i]>>2&3)<<4)
-					w[e+64] = int32(ql[i]>>4 | (qh[i]>>4&3)<<4)
-					w[e+96] = int32(ql[i+32]>>4 | (qh[i]>>6&3)<<4)
-				}
-			}
-			for e := range 256 {
-				w[e] *= sc[e/16]
+			sd := d[8*b] * dw[r*nsb+b]
+			lanes := laneSums256(w[256*b:256*b+256], qx[256*b:256*b+256])
+			for m := range 8 {
+				j := 16*b + 2*m
+				v := lanes[m] - 32*(sc[j]*xs16[j]+sc[j+1]*xs16[j+1])
+				acc[m] = fma32(sd, float32(v), acc[m])
 			}
 		}
-	}
-	qx := make([]int32, k)
-	for t := 0; t < a.n; t++ {
-		rec := a.buf[t*a.rec : (t+1)*a.rec]
-		for e, v := range rec[:k] {
-			qx[e] = int32(int8(v))
-		}
-		d := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.dOff])), nb)
-		xs16 := unsafe.Slice((*int32)(unsafe.Pointer(&rec[a.xs16Off])), 2*nb)
-		o := out[t*l.Out+r0 : t*l.Out+r1]
-		for r := range rows {
-			w := wq[r*k : (r+1)*k]
-			sc := scs[r*2*nb : (r+1)*2*nb]
-			var acc [8]float32
-			for b := range nsb {
-				sd := d[8*b] * dw[r*nsb+b]
-				lanes := laneSums256(w[256*b:256*b+256], qx[256*b:256*b+256])
-				for m := range 8 {
-					j := 16*b + 2*m
-					s := lanes[m] - 32*(sc[j]*xs16[j]+sc[j+1]*xs16[j+1])
-					acc[m] = fma32(sd, float32(s), acc[m])
-				}
-			}
-			o[r] = hsum8(&acc)
-		}
-	}
+		return hsum8(&acc)
+	})
 }
 
 // q6kScales is panelTiled's scales for Q6_K: the sixteen int8 scales of
