@@ -3,9 +3,8 @@
 package slurm
 
 import (
-	"bytes"
 	"errors"
-	"io"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,100 +13,134 @@ import (
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	k8sjson "sigs.k8s.io/json"
+	k8syaml "sigs.k8s.io/yaml"
 )
 
 const manifests = "../deploy/kubernetes"
 
-// object is the part of a Kubernetes object the checks read.
-type object struct {
-	APIVersion string                `yaml:"apiVersion"`
-	Kind       string                `yaml:"kind"`
-	Metadata   struct{ Name string } `yaml:"metadata"`
-	Data       map[string]string     `yaml:"data"`
-	Spec       struct {
-		CompletionMode       string   `yaml:"completionMode"`
-		Completions          *int     `yaml:"completions"`
-		Parallelism          *int     `yaml:"parallelism"`
-		BackoffLimit         *int     `yaml:"backoffLimit"`
-		BackoffLimitPerIndex *int     `yaml:"backoffLimitPerIndex"`
-		AccessModes          []string `yaml:"accessModes"`
-		PodFailurePolicy     *struct {
-			Rules []struct {
-				Action          string                  `yaml:"action"`
-				OnPodConditions []struct{ Type string } `yaml:"onPodConditions"`
-			} `yaml:"rules"`
-		} `yaml:"podFailurePolicy"`
-		Template struct {
-			Spec struct {
-				RestartPolicy string `yaml:"restartPolicy"`
-				Containers    []struct {
-					Name    string   `yaml:"name"`
-					Image   string   `yaml:"image"`
-					Command []string `yaml:"command"`
-					EnvFrom []struct {
-						ConfigMapRef struct{ Name string } `yaml:"configMapRef"`
-					} `yaml:"envFrom"`
-					Resources struct {
-						Limits map[string]any `yaml:"limits"`
-					} `yaml:"resources"`
-					VolumeMounts []struct {
-						Name      string `yaml:"name"`
-						MountPath string `yaml:"mountPath"`
-					} `yaml:"volumeMounts"`
-				} `yaml:"containers"`
-				Volumes []struct {
-					Name                  string `yaml:"name"`
-					PersistentVolumeClaim struct {
-						ClaimName string `yaml:"claimName"`
-					} `yaml:"persistentVolumeClaim"`
-				} `yaml:"volumes"`
-			} `yaml:"spec"`
-		} `yaml:"template"`
-	} `yaml:"spec"`
+// objects are the manifests' objects, decoded into Kubernetes' own types
+// and keyed by name.
+type objects struct {
+	configMaps map[string]*corev1.ConfigMap
+	claims     map[string]*corev1.PersistentVolumeClaim
+	jobs       map[string]*batchv1.Job
 }
 
-// load reads every document of every manifest, strictly: a misspelt
-// field of the parts above is an error, as kubectl's strict decoding
-// would make it.
-func load(t *testing.T) map[string]object {
+// decode decodes one manifest document into its Kubernetes type strictly,
+// as the API server's strict field validation (kubectl's default) does,
+// with the server's own JSON decoder (sigs.k8s.io/json: field names are
+// case-sensitive): a field the type does not have, a value of the wrong
+// type or a key given twice is an error. It returns the object, its kind and its name.
+func decode(doc []byte) (any, string, string, error) {
+	var meta struct {
+		APIVersion string `json:"apiVersion"`
+		Kind       string `json:"kind"`
+		Metadata   struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+	}
+	if err := k8syaml.Unmarshal(doc, &meta); err != nil {
+		return nil, "", "", err
+	}
+	if meta.APIVersion == "" || meta.Kind == "" || meta.Metadata.Name == "" {
+		return nil, "", "", errors.New("apiVersion, kind and metadata.name are required")
+	}
+	var obj any
+	switch meta.APIVersion + " " + meta.Kind {
+	case "v1 ConfigMap":
+		obj = new(corev1.ConfigMap)
+	case "v1 PersistentVolumeClaim":
+		obj = new(corev1.PersistentVolumeClaim)
+	case "batch/v1 Job":
+		obj = new(batchv1.Job)
+	default:
+		return nil, "", "", fmt.Errorf("%s %s: not a kind these manifests use", meta.APIVersion, meta.Kind)
+	}
+	js, err := k8syaml.YAMLToJSONStrict(doc)
+	if err != nil {
+		return nil, "", "", fmt.Errorf("%s %s: %w", meta.Kind, meta.Metadata.Name, err)
+	}
+	strict, err := k8sjson.UnmarshalStrict(js, obj)
+	if err == nil {
+		err = errors.Join(strict...)
+	}
+	if err != nil {
+		return nil, "", "", fmt.Errorf("%s %s: %w", meta.Kind, meta.Metadata.Name, err)
+	}
+	return obj, meta.Kind, meta.Metadata.Name, nil
+}
+
+// load reads every document of every manifest with decode.
+func load(t *testing.T) objects {
 	t.Helper()
 	paths, _ := filepath.Glob(filepath.Join(manifests, "*.yaml"))
 	if len(paths) == 0 {
 		t.Fatalf("no manifests in %s", manifests)
 	}
-	objs := map[string]object{}
+	objs := objects{map[string]*corev1.ConfigMap{}, map[string]*corev1.PersistentVolumeClaim{}, map[string]*batchv1.Job{}}
+	seen := map[string]bool{}
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := yaml.NewDecoder(bytes.NewReader(data))
-		for i := 0; ; i++ {
-			var o object
-			err := d.Decode(&o)
-			if errors.Is(err, io.EOF) {
-				break
-			}
+		for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
+			obj, kind, name, err := decode([]byte(doc))
 			if err != nil {
 				t.Fatalf("%s, document %d: %v", p, i+1, err)
 			}
-			if o.APIVersion == "" || o.Kind == "" || o.Metadata.Name == "" {
-				t.Fatalf("%s, document %d: apiVersion, kind and metadata.name are required", p, i+1)
-			}
-			key := o.Kind + "/" + o.Metadata.Name
-			if _, dup := objs[key]; dup {
+			if key := kind + "/" + name; seen[key] {
 				t.Fatalf("%s: %s defined twice", p, key)
+			} else {
+				seen[key] = true
 			}
-			objs[key] = o
+			switch o := obj.(type) {
+			case *corev1.ConfigMap:
+				objs.configMaps[name] = o
+			case *corev1.PersistentVolumeClaim:
+				objs.claims[name] = o
+			case *batchv1.Job:
+				objs.jobs[name] = o
+			}
 		}
 	}
 	return objs
 }
 
+// TestDecodeStrict: the decoding load relies on refuses what the API
+// server's strict validation refuses, so that the checks below read the
+// manifests as Kubernetes will.
+func TestDecodeStrict(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(manifests, "shard-job.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, _, err := decode(data); err != nil {
+		t.Fatalf("shard-job.yaml: %v", err)
+	}
+	for _, tc := range []struct{ from, to, want string }{
+		{"completionMode: Indexed", "completionMod: Indexed", `unknown field "spec.completionMod"`},
+		{"backoffLimitPerIndex: 2", "backoffLimitPerIndex: two", "spec.backoffLimitPerIndex"},
+		{"restartPolicy: Never", "restartPolicy: Never\n      restartPolicy: Never", `"restartPolicy" already set`},
+		{"          envFrom:", "          envfrom:", `unknown field "spec.template.spec.containers[0].envfrom"`},
+		{"kind: Job", "kind: CronJob", "batch/v1 CronJob: not a kind"},
+	} {
+		doc := strings.Replace(string(data), tc.from, tc.to, 1)
+		if doc == string(data) {
+			t.Fatalf("shard-job.yaml has no %q", tc.from)
+		}
+		if _, _, _, err := decode([]byte(doc)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q → %q: error %v, want one containing %q", tc.from, tc.to, err, tc.want)
+		}
+	}
+}
+
 func TestKubernetesManifests(t *testing.T) {
 	objs := load(t)
-	cm, ok := objs["ConfigMap/ppl-run"]
+	cm, ok := objs.configMaps["ppl-run"]
 	if !ok {
 		t.Fatal("no ConfigMap ppl-run")
 	}
@@ -120,14 +153,13 @@ func TestKubernetesManifests(t *testing.T) {
 	if err != nil || shards < 1 {
 		t.Fatalf("SHARDS %q", cm.Data["SHARDS"])
 	}
-	pvc, ok := objs["PersistentVolumeClaim/ppl-shared"]
-	if !ok || len(pvc.Spec.AccessModes) != 1 || pvc.Spec.AccessModes[0] != "ReadWriteMany" {
-		t.Errorf("PersistentVolumeClaim ppl-shared: want one ReadWriteMany claim, got %+v", pvc.Spec.AccessModes)
+	if pvc, ok := objs.claims["ppl-shared"]; !ok || len(pvc.Spec.AccessModes) != 1 || pvc.Spec.AccessModes[0] != corev1.ReadWriteMany {
+		t.Errorf("PersistentVolumeClaim ppl-shared: want one ReadWriteMany claim, got %+v", pvc)
 	}
 
 	jobs := map[string]string{"ppl-tokenize": "ppl-tokenize", "ppl-shard": "ppl-score", "ppl-merge": "ppl-aggregate"}
 	for name, tool := range jobs {
-		j, ok := objs["Job/"+name]
+		j, ok := objs.jobs[name]
 		if !ok {
 			t.Errorf("no Job %s", name)
 			continue
@@ -136,19 +168,21 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("Job %s: apiVersion %s", name, j.APIVersion)
 		}
 		ps := j.Spec.Template.Spec
-		if ps.RestartPolicy != "Never" {
+		if ps.RestartPolicy != corev1.RestartPolicyNever {
 			t.Errorf("Job %s: restartPolicy %q, want Never (a retry is a new pod)", name, ps.RestartPolicy)
 		}
 		if len(ps.Containers) != 1 {
 			t.Fatalf("Job %s: %d containers", name, len(ps.Containers))
 		}
 		c := ps.Containers[0]
-		if len(c.EnvFrom) != 1 || c.EnvFrom[0].ConfigMapRef.Name != "ppl-run" {
+		if len(c.EnvFrom) != 1 || c.EnvFrom[0].ConfigMapRef == nil || c.EnvFrom[0].ConfigMapRef.Name != "ppl-run" {
 			t.Errorf("Job %s: envFrom %+v, want the ConfigMap ppl-run", name, c.EnvFrom)
 		}
 		vols := map[string]string{}
 		for _, v := range ps.Volumes {
-			vols[v.Name] = v.PersistentVolumeClaim.ClaimName
+			if v.PersistentVolumeClaim != nil {
+				vols[v.Name] = v.PersistentVolumeClaim.ClaimName
+			}
 		}
 		if len(c.VolumeMounts) != 1 || c.VolumeMounts[0].MountPath != "/shared" || vols[c.VolumeMounts[0].Name] != "ppl-shared" {
 			t.Errorf("Job %s: mounts %+v of volumes %v, want claim ppl-shared at /shared", name, c.VolumeMounts, vols)
@@ -174,18 +208,21 @@ func TestKubernetesManifests(t *testing.T) {
 		}
 	}
 
-	sj := objs["Job/ppl-shard"]
-	if sj.Spec.CompletionMode != "Indexed" {
-		t.Errorf("Job ppl-shard: completionMode %q, want Indexed", sj.Spec.CompletionMode)
+	sj, ok := objs.jobs["ppl-shard"]
+	if !ok {
+		t.Fatal("no Job ppl-shard")
 	}
-	if sj.Spec.Completions == nil || *sj.Spec.Completions != shards || sj.Spec.Parallelism == nil || *sj.Spec.Parallelism != shards {
+	if m := sj.Spec.CompletionMode; m == nil || *m != batchv1.IndexedCompletion {
+		t.Errorf("Job ppl-shard: completionMode %v, want Indexed", m)
+	}
+	if sj.Spec.Completions == nil || int(*sj.Spec.Completions) != shards || sj.Spec.Parallelism == nil || int(*sj.Spec.Parallelism) != shards {
 		t.Errorf("Job ppl-shard: completions %v, parallelism %v; want SHARDS = %d", sj.Spec.Completions, sj.Spec.Parallelism, shards)
 	}
 	if sj.Spec.BackoffLimitPerIndex == nil || *sj.Spec.BackoffLimitPerIndex < 1 {
 		t.Errorf("Job ppl-shard: backoffLimitPerIndex %v, want retries per shard", sj.Spec.BackoffLimitPerIndex)
 	}
-	if p := sj.Spec.PodFailurePolicy; p == nil || len(p.Rules) == 0 || p.Rules[0].Action != "Ignore" ||
-		len(p.Rules[0].OnPodConditions) == 0 || p.Rules[0].OnPodConditions[0].Type != "DisruptionTarget" {
+	if p := sj.Spec.PodFailurePolicy; p == nil || len(p.Rules) == 0 || p.Rules[0].Action != batchv1.PodFailurePolicyActionIgnore ||
+		len(p.Rules[0].OnPodConditions) == 0 || p.Rules[0].OnPodConditions[0].Type != corev1.DisruptionTarget {
 		t.Errorf("Job ppl-shard: podFailurePolicy %+v, want evictions ignored", p)
 	}
 	c := sj.Spec.Template.Spec.Containers[0]
@@ -204,7 +241,7 @@ func TestKubernetesManifests(t *testing.T) {
 			t.Errorf("Job ppl-shard's script lacks %q:\n%s", want, script)
 		}
 	}
-	if merge := objs["Job/ppl-merge"].Spec.Template.Spec.Containers; len(merge) == 1 && !strings.Contains(merge[0].Command[2], `missing+=("$k/$SHARDS")`) {
+	if merge := objs.jobs["ppl-merge"].Spec.Template.Spec.Containers; len(merge) == 1 && !strings.Contains(merge[0].Command[2], `missing+=("$k/$SHARDS")`) {
 		t.Errorf("Job ppl-merge does not check for missing shards")
 	}
 }
@@ -231,7 +268,7 @@ func TestKubernetesShardScript(t *testing.T) {
 	env := append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "RUN_DIR="+runDir, "SHARDS=2", "MODEL=/m.gguf",
 		"WINDOW_ARGS=--context 64", "SCORE_ARGS=--kv-dtype int8", "AGGREGATE_ARGS=", "HOSTNAME=pod")
 	sh := func(job string, extra ...string) (string, error) {
-		cmd := exec.Command("bash", "-c", objs["Job/"+job].Spec.Template.Spec.Containers[0].Command[2])
+		cmd := exec.Command("bash", "-c", objs.jobs[job].Spec.Template.Spec.Containers[0].Command[2])
 		cmd.Env = append(env, extra...)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
