@@ -223,26 +223,35 @@ func (b *cpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 	d, s := ct(dst), ct(x)
 	shape("mlp input", s, s.rows, m.Gate.In)
 	shape("mlp output", d, s.rows, m.Down.Out)
-	mlp := nn.MLP{Gate: lin(m.Gate), Up: lin(m.Up), Down: lin(m.Down), Act: cpuAct(m.Act)}
+	mlp := nn.MLP{Gate: lin(m.Gate), Up: lin(m.Up), Down: lin(m.Down), Act: b.cpuAct(m.Act)}
 	mlp.Forward(b.c, d.d, s.d, s.rows)
 }
 
-// cpuAct is the activation nn.MLP runs for a; nil is its fast SwiGLU.
-func cpuAct(a ml.Act) func(out, gate, up []float32) {
+// cpuAct is the activation nn.MLP runs for a; nil is its fast SwiGLU
+// (llama.cpp's in the int8 modes).
+func (b *cpuBackend) cpuAct(a ml.Act) func(out, gate, up []float32) {
 	if a == ml.SwiGLU {
 		return nil
 	}
-	return refAct(a)
+	return b.glu(a)
 }
 
-// refAct is the nn activation of a computed in float64 and rounded once.
-func refAct(a ml.Act) func(out, gate, up []float32) {
+// glu is the nn activation of a: computed in float64 and rounded once, or
+// in the int8 modes as ggml-cpu computes it (GeGLU through its float16
+// GELU table, gpt-oss's SwiGLU with glibc's expf).
+func (b *cpuBackend) glu(a ml.Act) func(out, gate, up []float32) {
 	switch a {
 	case ml.SwiGLU:
 		return nn.SwiGLU
 	case ml.GeGLU:
+		if b.c.LlamaCPP {
+			return nn.GGMLGeGLU
+		}
 		return nn.GeGLU
 	case ml.OAISwiGLU:
+		if b.c.LlamaCPP {
+			return nn.GGMLOAISwiGLU
+		}
 		return nn.OAISwiGLU
 	}
 	panic(fmt.Sprintf("cpu backend: activation %v", a))
@@ -250,6 +259,12 @@ func refAct(a ml.Act) func(out, gate, up []float32) {
 
 func (b *cpuBackend) SoftCap(x ml.Tensor, cp float64) {
 	d := ct(x)
+	if b.c.LlamaCPP {
+		b.c.Parallel(d.rows, func(_, lo, hi int) {
+			nn.GGMLSoftCap(d.d[lo*d.cols:hi*d.cols], float32(cp))
+		})
+		return
+	}
 	b.c.Parallel(d.rows, func(_, lo, hi int) {
 		for i := lo * d.cols; i < hi*d.cols; i++ {
 			d.d[i] = float32(cp * math.Tanh(float64(d.d[i])/cp))
@@ -303,7 +318,7 @@ func (b *cpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 				t := r0 + int(c)/K
 				copy(xe[i*in:(i+1)*in], s.d[t*in:(t+1)*in])
 			}
-			mlp := nn.MLP{Gate: gates[e], Up: ups[e], Down: downs[e], Act: cpuAct(m.Act)}
+			mlp := nn.MLP{Gate: gates[e], Up: ups[e], Down: downs[e], Act: b.cpuAct(m.Act)}
 			mlp.Forward(b.c, ye, xe, len(cs))
 			for i, c := range cs {
 				w := r.Weight[r0*K+int(c)]

@@ -116,11 +116,14 @@ const (
 	ActInt8AVX2 = "int8-avx2"
 )
 
-// Int8Arithmetic names the ggml whose CPU arithmetic the int8 modes copy.
-// Score headers and cache keys record it, so that scores computed after
-// another ggml's order (or before the int8 modes copied one) are never
-// taken for these.
-const Int8Arithmetic = "ggml 0.27.0 (llama.cpp 0.7.0)"
+// Int8Arithmetic names the ggml whose CPU arithmetic the int8 modes copy,
+// and the revision of our copy: it goes up when more of ggml's operations
+// are copied (revision 2: GEGLU's float16 table, SWIGLU_OAI and the final
+// soft-cap, which change Gemma's and gpt-oss's numbers). Score headers and
+// cache keys record it, so that scores computed after another ggml's order,
+// an earlier revision, or before the int8 modes copied one, are never taken
+// for these.
+const Int8Arithmetic = "ggml 0.27.0 (llama.cpp 0.7.0), revision 2"
 
 // Load opens the GGUF model at path on the CPU and binds its weights
 // (which stay in the file's memory mapping). The Model must be closed.

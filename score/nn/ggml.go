@@ -37,6 +37,9 @@ import (
 //   - SWIGLU, row by row: silu(g)·u with silu(g) = g / (1 + ggml_v_expf(-g))
 //     on lanes of 16 (AVX-512: ggmlExpf) or 8 (AVX2: ggmlExpfAVX2),
 //     g / (1 + expf(-g)) past the last multiple of the lane count.
+//   - GEGLU through ggml's float16 GELU table, SWIGLU_OAI with glibc's
+//     expf, the final soft-cap as SCALE, TANH, SCALE (ggml_gelu.go; the two
+//     builds agree on them).
 //   - ROPE: per position the cache of ggml_rope_cache_init in float32:
 //     θ starts at the position and is multiplied by powf(base, -2/n_dims)
 //     from pair to pair, cos and sin are glibc's cosf(θ)·mscale and

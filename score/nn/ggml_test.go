@@ -10,6 +10,7 @@ import (
 
 	"ppl.dev/gguf"
 	"ppl.dev/oracle"
+	"ppl.dev/quant"
 )
 
 // ggmlInputs are the inputs of TestGGMLArithmetic.
@@ -115,12 +116,34 @@ func TestGGMLArithmetic(t *testing.T) {
 	}{
 		{"SWIGLU", ggmlSwiGLU, [2]uint64{0x4fe3a09c42836532, 0xf33b77b62fc129d0}},
 		{"SWIGLU, AVX2 build", ggmlSwiGLUAVX2, [2]uint64{0xb38cb3a4d76f39fe, 0xcfda61db885e33c5}},
+		// Both builds: the same GELU table, glibc's expf.
+		{"GEGLU", GGMLGeGLU, [2]uint64{0x953dfdafec74cb4e, 0xc726a6217f251967}},
+		{"SWIGLU_OAI", GGMLOAISwiGLU, [2]uint64{0x78fd9068fc5d86e, 0x1863adec0b85e20f}},
 	} {
 		b.f(sw, in.gate, in.up)
 		check(b.name, sw, b.want[0])
 		b.f(sw, g40, in.up)
 		check(b.name+", gates × 40", sw, b.want[1])
 	}
+
+	// GEGLU over every float16 value (up = 1): ggml's whole GELU table,
+	// and its two branches past ±10, NaNs and infinities included.
+	all := make([]float32, 1<<16)
+	ones := make([]float32, 1<<16)
+	for h := range all {
+		all[h], ones[h] = quant.F16ToF32(uint16(h)), 1
+	}
+	GGMLGeGLU(all, all, ones)
+	check("GEGLU, every float16 gate", all, 0x9101028ad05c27d)
+
+	// Logits in [-150, 150] through llama.cpp's final soft-cap at 30
+	// (SCALE, TANH, SCALE), past tanh's saturation.
+	capped := make([]float32, len(in.trig))
+	for i, v := range in.trig {
+		capped[i] = v - 150
+	}
+	GGMLSoftCap(capped, 30)
+	check("SCALE, TANH, SCALE (soft-cap 30)", capped, 0x2c69bb2221a380a3)
 
 	for _, neox := range []bool{false, true} {
 		x := append([]float32(nil), in.rope...)

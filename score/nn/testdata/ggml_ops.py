@@ -7,7 +7,7 @@
 #   chroot SID python3 /tmp/gx/ggml_ops.py OP ARGS...
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
-# OPs: rms EPS | swiglu | rope N HEADS HEADDIM MODE BASE | fa N H HKV D SCALE |
+# OPs: rms EPS | swiglu | geglu | swiglu-oai | softcap CAP | rope N HEADS HEADDIM MODE BASE | fa N H HKV D SCALE |
 # trig | expf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1).
 # VARIANT=zen4 (default) picks the libggml-cpu build.
 import ctypes as C, numpy as np, sys, os
@@ -25,6 +25,10 @@ base.ggml_mul.restype = P; base.ggml_mul.argtypes = [P, P, P]
 base.ggml_rope_ext.restype = P; base.ggml_rope_ext.argtypes = [P, P, P, P, C.c_int, C.c_int, C.c_int] + [C.c_float] * 6
 base.ggml_flash_attn_ext.restype = P; base.ggml_flash_attn_ext.argtypes = [P, P, P, P, P, C.c_float, C.c_float, C.c_float]
 base.ggml_swiglu_split.restype = P; base.ggml_swiglu_split.argtypes = [P, P, P]
+base.ggml_geglu_split.restype = P; base.ggml_geglu_split.argtypes = [P, P, P]
+base.ggml_swiglu_oai.restype = P; base.ggml_swiglu_oai.argtypes = [P, P, P, C.c_float, C.c_float]
+base.ggml_tanh.restype = P; base.ggml_tanh.argtypes = [P, P]
+base.ggml_scale.restype = P; base.ggml_scale.argtypes = [P, P, C.c_float]
 base.ggml_mul_mat.restype = P; base.ggml_mul_mat.argtypes = [P, P, P]
 base.ggml_new_graph.restype = P; base.ggml_new_graph.argtypes = [P]
 base.ggml_build_forward_expand.argtypes = [P, P]
@@ -72,10 +76,19 @@ elif op == "fa":  # q (n, H, D) f32, k, v (n, HKV, D) f16 bits, scale
     tm = new(F16, [n, npad]); put(tm, m)
     o = base.ggml_flash_attn_ext(ctx, tq, tk, tv, tm, scale, 0.0, 0.0); run(o)
     get(o).tofile(d + "out.bin")  # (n, H, D)
-elif op == "swiglu":
+elif op in ("swiglu", "geglu", "swiglu-oai"):  # gate x, up w
     g = np.fromfile(d + "x.bin", np.float32); u = np.fromfile(d + "w.bin", np.float32)
     tg = new(F32, [len(g)]); put(tg, g); tu = new(F32, [len(u)]); put(tu, u)
-    o = base.ggml_swiglu_split(ctx, tg, tu); run(o)
+    if op == "swiglu-oai":
+        o = base.ggml_swiglu_oai(ctx, tg, tu, 1.702, 7.0)
+    else:
+        o = getattr(base, "ggml_%s_split" % op)(ctx, tg, tu)
+    run(o)
+    get(o).tofile(d + "out.bin")
+elif op == "softcap":  # x, CAP: ggml_scale(1/CAP), ggml_tanh, ggml_scale(CAP), as llama.cpp's final soft-cap
+    x = np.fromfile(d + "x.bin", np.float32); cap = np.float32(float(sys.argv[2]))
+    tx = new(F32, [len(x)]); put(tx, x)
+    o = base.ggml_scale(ctx, base.ggml_tanh(ctx, base.ggml_scale(ctx, tx, np.float32(1) / cap)), cap); run(o)
     get(o).tofile(d + "out.bin")
 print("ok")
 if op == "trig":
