@@ -17,7 +17,7 @@ func (t *tok) Decode(ids []int32) []byte {
 		if id < 0 || int(id) >= t.voc.Len() {
 			continue
 		}
-		a, s := t.attrs[id], t.voc.Token(id)
+		a, s := t.attrs[id], t.text(id)
 		if t.rwkv != nil { // every token its unescaped bytes
 			out = append(out, rwkvUnescape(s)...)
 			continue

@@ -14,11 +14,19 @@ import (
 // round(score·1e4); a code point no token covers costs 1e7 and becomes the
 // <0xNN> tokens of its UTF-8 bytes. At one position the candidates are
 // tried longest first, the unknown code point last, and a later one wins
-// only with a strictly better total. A leading U+FEFF is dropped. BOS and
-// EOS follow the file's flags (default off).
+// only with a strictly better total. Every token that is not a byte token
+// takes part, control tokens too. BOS and EOS follow the file's flags
+// (default off).
+//
+// llama.cpp runs the same tokenizer for PLaMo-3, with one switch
+// (preSegment): PLaMo-2 drops a leading U+FEFF and searches the whole text;
+// PLaMo-3 keeps the U+FEFF, cuts the text into segments first
+// (plamo3Segments) and searches each segment on its own, so that no token
+// spans a cut.
 type plamo2Model struct {
-	root  *plamoNode
-	bytes [256]int32
+	root       *plamoNode
+	bytes      [256]int32
+	preSegment bool
 }
 
 type plamoNode struct {
@@ -32,8 +40,10 @@ const (
 	plamoUnknown = -10000000
 )
 
-func newPLaMo2(v *vocab.Vocab, scores []float32, attrs []uint16) (*plamo2Model, error) {
-	m := &plamo2Model{root: &plamoNode{id: -1}}
+// newPLaMo builds the tokenizer of a PLaMo-2 vocabulary, or of PLaMo-3's
+// (plamo3: segment the text first).
+func newPLaMo(v *vocab.Vocab, scores []float32, attrs []uint16, plamo3 bool) (*plamo2Model, error) {
+	m := &plamo2Model{root: &plamoNode{id: -1}, preSegment: plamo3}
 	for i := range m.bytes {
 		m.bytes[i] = -1
 	}
@@ -71,7 +81,11 @@ func newPLaMo2(v *vocab.Vocab, scores []float32, attrs []uint16) (*plamo2Model, 
 	}
 	for b, id := range m.bytes {
 		if id < 0 {
-			return nil, fmt.Errorf("PLaMo-2 vocabulary without the byte token <0x%02X>", b)
+			name := "PLaMo-2"
+			if plamo3 {
+				name = "PLaMo-3"
+			}
+			return nil, fmt.Errorf("%s vocabulary (%s) without the byte token <0x%02X>", name, KeyTokens, b)
 		}
 	}
 	return m, nil
@@ -79,9 +93,20 @@ func newPLaMo2(v *vocab.Vocab, scores []float32, attrs []uint16) (*plamo2Model, 
 
 func (m *plamo2Model) encode(dst []int32, text []byte) []int32 {
 	cps := []rune(string(text))
-	if len(cps) > 0 && cps[0] == 0xFEFF {
-		cps = cps[1:]
+	if !m.preSegment {
+		if len(cps) > 0 && cps[0] == 0xFEFF {
+			cps = cps[1:]
+		}
+		return m.search(dst, cps)
 	}
+	for _, s := range plamo3Segments(cps) {
+		dst = m.search(dst, cps[s[0]:s[1]])
+	}
+	return dst
+}
+
+// search appends the tokens of the best-scoring cut of cps.
+func (m *plamo2Model) search(dst []int32, cps []rune) []int32 {
 	n := len(cps)
 	if n == 0 {
 		return dst

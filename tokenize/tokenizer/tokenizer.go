@@ -12,7 +12,11 @@
 //   - "gemma4": Gemma 4's BPE over raw UTF-8 (spaces as U+2581, <0xNN>
 //     byte fallback, BOS always added), package bpe;
 //   - "rwkv": RWKV World's greedy longest match over escaped byte tokens;
-//   - "plamo2": PLaMo-2's best-score cut with byte fallback.
+//   - "plamo2": PLaMo-2's best-score cut with byte fallback;
+//   - "plamo3": PLaMo-3's, the same search on each segment of the text
+//     after PLaMo-3's pre-segmentation (plamo3.go);
+//   - "hybriddna": HybriDNA's byte-level BPE with DNA k-mers between
+//     <dna> and </dna> (hybriddna.go).
 //
 // What this package adds around them is what llama_vocab::impl::tokenize
 // does around its sessions:
@@ -100,7 +104,7 @@ const (
 // Config is a tokenizer definition, what Load reads from GGUF metadata.
 // Nil pointers mean "key absent": the llama.cpp default applies.
 type Config struct {
-	Model  string    // tokenizer.ggml.model: "llama" or "gpt2"
+	Model  string    // tokenizer.ggml.model: "llama", "gpt2", ... (see Load)
 	Pre    string    // tokenizer.ggml.pre ("" = default)
 	Tokens []string  // tokenizer.ggml.tokens
 	Scores []float32 // tokenizer.ggml.scores (SentencePiece; nil = all 0)
@@ -218,7 +222,11 @@ type tok struct {
 	spm      *spm.Model
 	bpe      *bpe.Model
 	rwkv     *rwkvModel
-	plamo2   *plamo2Model
+	plamo2   *plamo2Model // PLaMo-2 and PLaMo-3
+	dna      *dnaModel    // hybriddna with its tags; nil: plain BPE
+	// dnaStrip >= 0: the texts of tokens after this id ("<oov>") read
+	// without a trailing k-mer marker (hybriddna; see text).
+	dnaStrip int32
 	specials []int32 // user-defined tokens cut out of text, longest first
 	identity string
 }
@@ -227,7 +235,7 @@ type tok struct {
 //
 // Memory: a tokenizer holds, per vocabulary token, its text, a 4-byte
 // offset, 6 bytes of index (package vocab), a 2-byte attribute and, for
-// SentencePiece and PLaMo-2, a 4-byte score; BPE adds about 23 bytes a
+// SentencePiece and PLaMo, a 4-byte score; BPE adds about 23 bytes a
 // merge (its pair table). Load shares the text with the file's metadata
 // instead of copying it, so loading allocates little more than that:
 // TestVocabMemory holds it to about 1.2 times the file's size for
@@ -254,17 +262,17 @@ func New(cfg Config) (Tokenizer, error) {
 	if a, b, dup := voc.Duplicate(); dup {
 		return nil, fmt.Errorf("tokenizer: duplicate token %q has ids %d and %d", voc.Token(a), a, b)
 	}
-	t := &tok{cfg: cfg, voc: voc, attrs: make([]uint16, n)}
+	t := &tok{cfg: cfg, voc: voc, attrs: make([]uint16, n), dnaStrip: dnaStripFrom(cfg.Model, voc)}
 	for i := range t.attrs {
 		t.attrs[i] = attrNormal
 		if cfg.Types != nil {
 			t.attrs[i] = typeAttr(cfg.Types[i])
 		}
 	}
-	// Scores matter to SentencePiece and PLaMo-2 only.
+	// Scores matter to SentencePiece and PLaMo only.
 	var scores []float32
 	switch {
-	case cfg.Model != "llama" && cfg.Model != "plamo2":
+	case cfg.Model != "llama" && cfg.Model != "plamo2" && cfg.Model != "plamo3":
 	case cfg.ownScores && len(cfg.Scores) == n:
 		scores = cfg.Scores
 	default:
@@ -286,7 +294,7 @@ func New(cfg Config) (Tokenizer, error) {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
 		t.spm = m
-	case "gpt2", "gemma4":
+	case "gpt2", "gemma4", "hybriddna":
 		defBOS, defEOS = 11, 11
 		name := cfg.Pre
 		if cfg.Model == "gemma4" {
@@ -314,19 +322,23 @@ func New(cfg Config) (Tokenizer, error) {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
 		t.bpe = m
+		if cfg.Model == "hybriddna" {
+			t.dna = newDNA(t.voc, m)
+		}
 	case "rwkv":
 		defBOS, defEOS = -1, -1
 		t.pre = "rwkv"
-	case "plamo2":
+	case "plamo2", "plamo3":
+		// llama.cpp's two PLaMo vocabulary types share one tokenizer.
 		defBOS, defEOS = 1, 2
-		t.pre = "plamo2"
-		m, err := newPLaMo2(t.voc, scores, t.attrs)
+		t.pre = cfg.Model
+		m, err := newPLaMo(t.voc, scores, t.attrs, cfg.Model == "plamo3")
 		if err != nil {
 			return nil, fmt.Errorf("tokenizer: %w", err)
 		}
 		t.plamo2 = m
 	default:
-		return nil, fmt.Errorf("tokenizer: unsupported tokenizer.ggml.model %q (supported: llama, gpt2, gemma4, rwkv, plamo2)", cfg.Model)
+		return nil, fmt.Errorf("tokenizer: unsupported tokenizer.ggml.model %q (supported: llama, gpt2, gemma4, rwkv, plamo2, plamo3, hybriddna)", cfg.Model)
 	}
 	if cfg.AddSpacePrefix != nil && t.spm != nil {
 		t.prefix = *cfg.AddSpacePrefix
@@ -361,7 +373,7 @@ func New(cfg Config) (Tokenizer, error) {
 		}
 	}
 	slices.SortStableFunc(t.specials, func(a, b int32) int {
-		return cmp.Compare(len(t.voc.Token(b)), len(t.voc.Token(a)))
+		return cmp.Compare(len(t.text(b)), len(t.text(a)))
 	})
 	t.identity = identity(cfg, t)
 	// Keep the small fields only; the models hold what encoding needs.
@@ -441,22 +453,46 @@ var (
 	eogTexts = []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
 		"<end_of_turn>", "<|endoftext|>", "</s>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
 		"<|end_of_text|>", "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>", "<｜end▁of▁sentence｜>", "[e~["}
-	fimPre = []string{"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>"}
-	fimSuf = []string{"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>"}
-	fimMid = []string{"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>"}
+	fimPre = []string{"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<｜fim▁begin｜>", "<PRE>", "▁<PRE>", "<|code_prefix|>", "<|prefix|>", "<|plamo:fim_prefix|>"}
+	fimSuf = []string{"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<｜fim▁hole｜>", "<SUF>", "▁<SUF>", "<|code_suffix|>", "<|suffix|>", "<|plamo:fim_suffix|>"}
+	fimMid = []string{"<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<｜fim▁end｜>", "<MID>", "▁<MID>", "<|code_middle|>", "<|middle|>", "<|plamo:fim_middle|>"}
 	fimPad = []string{"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"}
 	fimRep = []string{"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"}
-	fimSep = []string{"<|file_sep|>"}
+	fimSep = []string{"<|file_sep|>", "<|plamo:file_separator|>"}
 	// gpt-oss: always rendered, so user-defined.
 	harmonyUser = []string{"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"}
 )
 
+// text is a token's text as llama.cpp keeps it for everything but looking
+// tokens up by text: in a hybriddna vocabulary, the tokens after "<oov>"
+// lose a trailing k-mer marker (see hybriddna.go).
+func (t *tok) text(id int32) string {
+	s := t.voc.Token(id)
+	if t.dnaStrip >= 0 && id > t.dnaStrip && len(s) > len(dnaMarker) && s[len(s)-len(dnaMarker):] == dnaMarker {
+		return s[:len(s)-len(dnaMarker)]
+	}
+	return s
+}
+
+// byText calls f with each id whose text (as text gives it) is s: at most
+// one, except in a hybriddna vocabulary, where a k-mer that lost its
+// marker can read like another token. (llama.cpp names its FIM tokens by
+// the first such id in hash order, which is unspecified; both get marked.)
+func (t *tok) byText(s string, f func(id int32)) {
+	if id, ok := t.voc.ID(s); ok && t.text(id) == s {
+		f(id)
+	}
+	if t.dnaStrip >= 0 {
+		if id, ok := t.voc.ID(s + dnaMarker); ok && t.text(id) == s {
+			f(id)
+		}
+	}
+}
+
 func (t *tok) markControlByText() {
 	mark := func(texts []string) {
 		for _, s := range texts {
-			if id, ok := t.voc.ID(s); ok {
-				t.attrs[id] |= attrControl
-			}
+			t.byText(s, func(id int32) { t.attrs[id] |= attrControl })
 		}
 	}
 	c := t.cfg
@@ -480,17 +516,16 @@ func (t *tok) markControlByText() {
 	}
 	mark(eogTexts)
 	for _, s := range harmonyUser {
-		if id, ok := t.voc.ID(s); ok {
-			t.attrs[id] = attrUser
-		}
+		t.byText(s, func(id int32) { t.attrs[id] = attrUser })
 	}
 	// o200k_harmony / solar-open: "<|end|>" is not end-of-generation there.
-	_, ret := t.voc.ID("<|return|>")
-	_, call := t.voc.ID("<|call|>")
-	_, calls := t.voc.ID("<|calls|>")
-	_, flush := t.voc.ID("<|flush|>")
-	if end, ok := t.voc.ID("<|end|>"); ok && ((ret && (call || calls)) || ((call || calls) && flush)) {
-		t.attrs[end] = attrUser
+	has := func(s string) (ok bool) {
+		t.byText(s, func(int32) { ok = true })
+		return ok
+	}
+	ret, call, calls, flush := has("<|return|>"), has("<|call|>"), has("<|calls|>"), has("<|flush|>")
+	if (ret && (call || calls)) || ((call || calls) && flush) {
+		t.byText("<|end|>", func(id int32) { t.attrs[id] = attrUser })
 	}
 }
 
@@ -506,7 +541,7 @@ func (t *tok) Token(id int32) string {
 	if id < 0 || int(id) >= t.voc.Len() {
 		return ""
 	}
-	return t.voc.Token(id)
+	return t.text(id)
 }
 
 // Encode implements Tokenizer.
@@ -527,6 +562,9 @@ func (t *tok) Encode(text []byte) ([]int32, error) {
 			continue
 		}
 		frag := text[f.a:f.b]
+		if t.escape {
+			frag = bytes.ReplaceAll(frag, []byte(" "), []byte(spm.Space))
+		}
 		if t.spm != nil {
 			out, err = t.spm.Encode(out, frag, t.prefix && prevSpecial)
 			if err != nil {
@@ -536,8 +574,8 @@ func (t *tok) Encode(text []byte) ([]int32, error) {
 			out = t.rwkv.encode(out, frag)
 		} else if t.plamo2 != nil {
 			out = t.plamo2.encode(out, frag)
-		} else if t.escape {
-			out = t.bpe.Encode(out, bytes.ReplaceAll(frag, []byte(" "), []byte(spm.Space)))
+		} else if t.dna != nil {
+			out = t.dna.encode(out, frag)
 		} else {
 			out = t.bpe.Encode(out, frag)
 		}
@@ -565,7 +603,7 @@ func (t *tok) partition(text []byte) []fragment {
 	}
 	var next []fragment
 	for _, id := range t.specials {
-		s := t.voc.Token(id)
+		s := t.text(id)
 		if !bytes.Contains(text, []byte(s)) {
 			continue
 		}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -37,8 +38,11 @@ type xcheck struct {
 		SHA256 string `json:"sha256"` // of that prefix
 	} `json:"oracle_texts"`
 	Runs []struct {
-		Model  string    `json:"model"`
-		Pre    string    `json:"pre"`
+		Model string `json:"model"`
+		Pre   string `json:"pre"`
+		// Texts are more texts for this run alone (those that exercise
+		// its vocabulary's own paths), tokenized after the shared ones.
+		Texts  []string  `json:"texts,omitempty"`
 		Tokens [][]int32 `json:"tokens"`
 	} `json:"runs"`
 }
@@ -115,11 +119,12 @@ func crossCheck(t *testing.T, dir, path string) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(run.Tokens) != len(x.Texts) {
-				t.Fatalf("%d token lists for %d texts", len(run.Tokens), len(x.Texts))
+			texts := append(x.Texts[:len(x.Texts):len(x.Texts)], run.Texts...)
+			if len(run.Tokens) != len(texts) {
+				t.Fatalf("%d token lists for %d texts", len(run.Tokens), len(texts))
 			}
 			bad := 0
-			for i, text := range x.Texts {
+			for i, text := range texts {
 				got, err := tk.Encode([]byte(text))
 				if err != nil {
 					t.Fatalf("text %d: %v", i, err)
@@ -132,7 +137,7 @@ func crossCheck(t *testing.T, dir, path string) {
 				}
 			}
 			if bad > 0 {
-				t.Errorf("%d of %d texts differ", bad, len(x.Texts))
+				t.Errorf("%d of %d texts differ", bad, len(texts))
 			}
 		})
 	}
@@ -160,6 +165,17 @@ func clipS(s string) string {
 //     read as PLaMo-2's.
 //   - sarvam (from tiny-gemma3): gemma4's merges under tokenizer.ggml.model
 //     "gpt2" with the sarvam-moe pre-tokenizer.
+//   - plamo3 (from tiny-llama-spm-f16): the SentencePiece vocabulary read as
+//     PLaMo-3's, with "▁" written as a space in normal tokens (PLaMo's
+//     vocabularies hold plain spaces) and the last 20 ids replaced by
+//     tokens that only an unsegmented text could use (across a
+//     <|plamo:…|> fence, a run of repeats or spaces, a U+EE00) and by
+//     PLaMo's FIM and EOS texts (plamo3Tokens).
+//   - hybriddna (from tiny-llama3-q8_0): tokenizer.ggml.model "hybriddna"
+//     with tokens appended: one marked k-mer (AAAAAT) before "<oov>", "<oov>",
+//     "<dna>" (control), "</dna>" (user-defined) and the 6-mers of ACGT
+//     with the U+E000 marker, every seventh left out (falls back to
+//     <oov>), TTTTTT user-defined.
 func syntheticConfig(t testing.TB, kind string, c tokenizer.Config) tokenizer.Config {
 	t.Helper()
 	switch kind {
@@ -182,10 +198,91 @@ func syntheticConfig(t testing.TB, kind string, c tokenizer.Config) tokenizer.Co
 	case "sarvam":
 		c.Model, c.Pre = "gpt2", "sarvam-moe"
 		c.Merges = deriveMerges(c.Tokens, c.Types)
+	case "plamo3":
+		c.Model = "plamo3"
+		c.Tokens = slices.Clone(c.Tokens)
+		c.Types = slices.Clone(c.Types)
+		c.Scores = slices.Clone(c.Scores)
+		for i, s := range c.Tokens {
+			if c.Types[i] == tokenizer.TypeNormal {
+				c.Tokens[i] = strings.ReplaceAll(s, "▁", " ")
+			}
+		}
+		at := map[string]int{}
+		for i, s := range c.Tokens {
+			at[s] = i
+		}
+		for k, p := range plamo3Tokens {
+			i := len(c.Tokens) - len(plamo3Tokens) + k
+			if j, ok := at[p.text]; ok {
+				i = j // already there: give it this type and score
+			}
+			c.Tokens[i], c.Types[i], c.Scores[i] = p.text, p.typ, p.score
+		}
+	case "hybriddna":
+		c.Model = "hybriddna"
+		c.Tokens = slices.Clone(c.Tokens)
+		c.Types = slices.Clone(c.Types)
+		add := func(s string, ty int32) {
+			c.Tokens = append(c.Tokens, s)
+			c.Types = append(c.Types, ty)
+			if c.Scores != nil {
+				c.Scores = append(slices.Clip(c.Scores), 0)
+			}
+		}
+		add("AAAAAT\uE000", tokenizer.TypeNormal) // a k-mer left out below
+		add("<oov>", tokenizer.TypeControl)
+		add("<dna>", tokenizer.TypeControl)
+		add("</dna>", tokenizer.TypeUserDefined)
+		for n := range 1 << 12 {
+			if n%7 == 3 {
+				continue
+			}
+			var k [6]byte
+			for j := range k {
+				k[j] = "ACGT"[n>>(2*(5-j))&3]
+			}
+			ty := tokenizer.TypeNormal
+			if string(k[:]) == "TTTTTT" {
+				ty = tokenizer.TypeUserDefined
+			}
+			add(string(k[:])+"\uE000", ty)
+		}
 	default:
 		t.Fatalf("unknown synthetic tokenizer %q", kind)
 	}
 	return c
+}
+
+// plamo3Tokens are the tokens the @plamo3 vocabulary puts in its last ids.
+var plamo3Tokens = []struct {
+	text  string
+	typ   int32
+	score float32
+}{
+	// made control by their texts, so not cut out, and scored below
+	// PLaMo's floor (-2000), so the search never picks them: they come out
+	// in pieces
+	{"<|plamo:fim_prefix|>", tokenizer.TypeUserDefined, -5000},
+	{"<|plamo:file_separator|>", tokenizer.TypeUserDefined, -5000},
+	{"<|plamo:test|>", tokenizer.TypeUserDefined, 0}, // cut out of the text
+	{"<|plamo:eos|>", tokenizer.TypeControl, 0},
+	{"<|plamo:", tokenizer.TypeNormal, -1},
+	{"|>", tokenizer.TypeNormal, -1},
+	{"|><", tokenizer.TypeNormal, -0.5},
+	{"x|><|plamo:", tokenizer.TypeNormal, 0},
+	{"aaaa", tokenizer.TypeNormal, -0.5},
+	{"aaab", tokenizer.TypeNormal, 0},
+	{"  ", tokenizer.TypeNormal, -1},
+	{"    ", tokenizer.TypeNormal, -1},
+	{"a  b", tokenizer.TypeNormal, 0},
+	{"  x", tokenizer.TypeNormal, 0},
+	{"\uEE00", tokenizer.TypeNormal, -1},
+	{"a\uEE00b", tokenizer.TypeNormal, 0},
+	{"\uFEFF", tokenizer.TypeNormal, -1},
+	{"====", tokenizer.TypeNormal, -1},
+	{"\n\n\nx", tokenizer.TypeNormal, 0},
+	{"ééé", tokenizer.TypeNormal, 0},
 }
 
 func deriveMerges(tokens []string, types []int32) []string {
@@ -255,7 +352,8 @@ func TestWriteSynthetic(t *testing.T) {
 		t.Skip("set PPL_XCHECK_WRITE to a directory to write the synthetic models")
 	}
 	dir := oracle.Require(t)
-	for kind, src := range map[string]string{"gemma4": "tiny-gemma3", "rwkv": "tiny-llama3-q8_0", "plamo2": "tiny-llama-spm-f16", "sarvam": "tiny-gemma3"} {
+	for kind, src := range map[string]string{"gemma4": "tiny-gemma3", "rwkv": "tiny-llama3-q8_0", "plamo2": "tiny-llama-spm-f16", "sarvam": "tiny-gemma3",
+		"plamo3": "tiny-llama-spm-f16", "hybriddna": "tiny-llama3-q8_0"} {
 		f, err := gguf.Open(oracle.Model(dir, src))
 		if err != nil {
 			t.Fatal(err)
@@ -277,6 +375,12 @@ func TestWriteSynthetic(t *testing.T) {
 			w.Add(tokenizer.KeyPre, cfg.Pre)
 		}
 		w.Add(tokenizer.KeyTokens, cfg.Tokens)
+		if cfg.Scores != nil {
+			w.Add(tokenizer.KeyScores, cfg.Scores)
+		}
+		if cfg.Types != nil {
+			w.Add(tokenizer.KeyTypes, cfg.Types)
+		}
 		if cfg.Merges != nil {
 			w.Add(tokenizer.KeyMerges, cfg.Merges)
 		}
