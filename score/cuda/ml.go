@@ -75,6 +75,7 @@ type gpuBackend struct {
 	attn        string                 // the model's attention kernel, for headers
 	cols        map[colsKey]*colsTable // column tables on the device (recurrent.go)
 	qw          qweights               // weight storage (qweights.go)
+	lazy        lazyWeights            // the copies of the weights, deferred (lazy.go)
 	err         error
 	closed      bool
 }
@@ -185,7 +186,7 @@ func (b *gpuBackend) attnKernel(s attnShape) (string, error) {
 }
 
 // do runs f on the engine unless the pass already failed, and records its
-// error.
+// error. The first operation copies the weights (lazy.go).
 func (b *gpuBackend) do(what string, f func() error) {
 	if b.err != nil {
 		return
@@ -193,6 +194,11 @@ func (b *gpuBackend) do(what string, f func() error) {
 	if b.closed {
 		b.err = errors.New("cuda: model is closed")
 		return
+	}
+	if !b.lazy.ready.Load() {
+		if b.err = b.upload(); b.err != nil {
+			return
+		}
 	}
 	if err := b.e.Do(f); err != nil {
 		b.err = fmt.Errorf("%s: %w", what, err)
@@ -237,14 +243,19 @@ func (b *gpuBackend) Prepare(w *ml.Matrix) error {
 		return err
 	}
 	m := &gmat{p: p, t: t}
+	var seed uint64
+	if b.synth != 0 {
+		b.synth++
+		seed = b.synth
+	}
 	switch {
 	case t == f32:
-		err = b.uploadF32(p, w, rows)
-	case b.synth != 0:
-		b.synth++
-		seed := b.synth
-		err = b.e.Do(func() error {
-			return b.e.fillUniform(p, int64(rows)*int64(w.In), seed, float32(math.Sqrt(3/float64(w.In))), t)
+		err = b.later(w.Name, func() error { return b.uploadF32(p, w, rows, seed) })
+	case seed != 0:
+		err = b.later(w.Name, func() error {
+			return b.e.Do(func() error {
+				return b.e.fillUniform(p, int64(rows)*int64(w.In), seed, float32(math.Sqrt(3/float64(w.In))), t)
+			})
 		})
 	default:
 		var rb uint64
@@ -252,11 +263,11 @@ func (b *gpuBackend) Prepare(w *ml.Matrix) error {
 			err = fmt.Errorf("%d bytes, want %d", len(w.Data), rb*uint64(rows))
 		}
 		if err == nil {
-			err = uploadRows(b.e, p, w.Type, w.Data, int(rb), w.In, rows, b.threads, t)
+			err = b.later(w.Name, func() error { return uploadRows(b.e, p, w.Type, w.Data, int(rb), w.In, rows, b.threads, t) })
 		}
 	}
 	if err == nil && w.Bias != nil {
-		m.bias, err = b.vectorData(w.Bias)
+		m.bias, err = b.vectorData(w.Name, w.Bias)
 	}
 	if err != nil {
 		return fmt.Errorf("cuda: tensor %s: %w", w.Name, err)
@@ -267,12 +278,11 @@ func (b *gpuBackend) Prepare(w *ml.Matrix) error {
 
 // uploadF32 stores w (rows of w.In values) as float32 at p: each weight
 // dequantized exactly and rounded to bf16, as every other matrix (a
-// synthetic model's are uniform random of the usual scale).
-func (b *gpuBackend) uploadF32(p ptr, w *ml.Matrix, rows int) error {
+// synthetic model's, seed not 0, are uniform random of the usual scale).
+func (b *gpuBackend) uploadF32(p ptr, w *ml.Matrix, rows int, seed uint64) error {
 	vals := make([]float32, rows*w.In)
-	if b.synth != 0 {
-		b.synth++
-		rng := rand.New(rand.NewPCG(b.synth, 1))
+	if seed != 0 {
+		rng := rand.New(rand.NewPCG(seed, 1))
 		a := math.Sqrt(3 / float64(w.In))
 		for i := range vals {
 			vals[i] = float32((2*rng.Float64() - 1) * a)
@@ -295,10 +305,10 @@ func (b *gpuBackend) PrepareVector(v *ml.Vector) error {
 			fill = -1 // Gated DeltaNet's A = -exp(A_log): decays below 1, or the state grows without bound
 		}
 		if p, err = b.allocW(int64(4 * len(v.V))); err == nil {
-			err = b.e.Do(func() error { return b.e.fillF32(p, int64(len(v.V)), fill) })
+			err = b.later(v.Name, func() error { return b.e.Do(func() error { return b.e.fillF32(p, int64(len(v.V)), fill) }) })
 		}
 	} else {
-		p, err = b.vectorData(v.V)
+		p, err = b.vectorData(v.Name, v.V)
 	}
 	if err != nil {
 		return fmt.Errorf("cuda: tensor %s: %w", v.Name, err)
@@ -307,12 +317,14 @@ func (b *gpuBackend) PrepareVector(v *ml.Vector) error {
 	return nil
 }
 
-func (b *gpuBackend) vectorData(v []float32) (ptr, error) {
+// vectorData allocates v (of tensor name) on the device; it is copied
+// there with the weights (later).
+func (b *gpuBackend) vectorData(name string, v []float32) (ptr, error) {
 	p, err := b.allocW(int64(4 * len(v)))
 	if err != nil {
 		return 0, err
 	}
-	return p, b.e.Do(func() error { return upload(b.e, p, v) })
+	return p, b.later(name, func() error { return b.e.Do(func() error { return upload(b.e, p, v) }) })
 }
 
 // Scratch memory.

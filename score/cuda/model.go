@@ -229,6 +229,9 @@ const (
 // Score runs tokens through the model from an empty cache and scores each
 // target in [scoreFrom, len(tokens)), as model.Model.Score.
 func (m *Model) Score(tokens []int32, scoreFrom int) (*model.Result, error) {
+	if err := m.Upload(); err != nil {
+		return nil, err
+	}
 	res, err := m.Model.Score(tokens, scoreFrom)
 	m.e.Do(func() error { m.e.sampleMemory(); return nil })
 	return res, err
@@ -246,10 +249,17 @@ func (m *Model) ScoreWith(tokens []int32, scoreFrom int, ref backend.Model) (*mo
 	case r.e != m.e:
 		return nil, fmt.Errorf("cuda: reference model on %s, model on %s: both must be on one device", r.e.label(), m.e.label())
 	}
+	if err := errors.Join(m.Upload(), r.Upload()); err != nil {
+		return nil, err
+	}
 	res, err := m.Model.ScoreWith(tokens, scoreFrom, r.Model)
 	m.e.Do(func() error { m.e.sampleMemory(); return nil })
 	return res, err
 }
+
+// Upload copies the weights to the device if no window has yet (lazy.go);
+// Score and ScoreWith call it first.
+func (m *Model) Upload() error { return m.b.upload() }
 
 // storage is p.Storage, WeightsQuantized when empty.
 func (p Precision) storage() string {
@@ -308,8 +318,12 @@ func (m *Model) Device() backend.Device {
 // Report says what the run cost on the GPU.
 func (m *Model) Report() string {
 	e := m.e
-	return fmt.Sprintf("%s: %s of weights, %s (matrices as a bf16 copy: %s), products on bf16-rounded weights (%s), loaded in %.1fs; peak GPU memory %s allocated by ppl, %s in use on the device; attention: %s",
-		e.Describe(), humanBytes(m.weightBytes), m.b.qw.describe(), humanBytes(m.bf16Bytes), m.prec.describe(), m.loadTime.Seconds(), humanBytes(e.PeakAllocated()),
+	copied := "weights never copied to the device: every window came from the cache"
+	if ok, took := m.b.uploaded(); ok {
+		copied = fmt.Sprintf("weights copied in %.1fs at the first window computed", took.Seconds())
+	}
+	return fmt.Sprintf("%s: %s of weights, %s (matrices as a bf16 copy: %s), products on bf16-rounded weights (%s), loaded in %.1fs, %s; peak GPU memory %s allocated by ppl, %s in use on the device; attention: %s",
+		e.Describe(), humanBytes(m.weightBytes), m.b.qw.describe(), humanBytes(m.bf16Bytes), m.prec.describe(), m.loadTime.Seconds(), copied, humanBytes(e.PeakAllocated()),
 		humanBytes(int64(e.PeakDeviceUsed())), m.attn)
 }
 

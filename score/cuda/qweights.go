@@ -195,13 +195,15 @@ func (b *gpuBackend) prepareQuantized(w *ml.Matrix) (bool, error) {
 		if b.synth != 0 {
 			err = b.synthBlocks(p, w, int(rb), rows)
 		} else {
-			err = b.e.Do(func() error { // in pieces: the file's pages are read as they go
-				for o := 0; o < len(w.Data); o += uploadBytes {
-					if err := upload(b.e, p+ptr(o), w.Data[o:min(len(w.Data), o+uploadBytes)]); err != nil {
-						return err
+			err = b.later(w.Name, func() error {
+				return b.e.Do(func() error { // in pieces: the file's pages are read as they go
+					for o := 0; o < len(w.Data); o += uploadBytes {
+						if err := upload(b.e, p+ptr(o), w.Data[o:min(len(w.Data), o+uploadBytes)]); err != nil {
+							return err
+						}
 					}
-				}
-				return nil
+					return nil
+				})
 			})
 		}
 	}
@@ -209,7 +211,8 @@ func (b *gpuBackend) prepareQuantized(w *ml.Matrix) (bool, error) {
 	if err == nil && k.grid && q.grid == 0 {
 		g := iqGrids()
 		if q.grid, err = b.allocW(int64(len(g))); err == nil {
-			err = b.e.Do(func() error { return upload(b.e, q.grid, g) })
+			grid := q.grid
+			err = b.later("the i-quant grids", func() error { return b.e.Do(func() error { return upload(b.e, grid, g) }) })
 		}
 	}
 	m := &gmat{t: t, q: &qmat{p: p, typ: w.Type, kernel: k.name, rowBytes: int64(rb)}}
@@ -217,7 +220,7 @@ func (b *gpuBackend) prepareQuantized(w *ml.Matrix) (bool, error) {
 		m.q.grid = q.grid
 	}
 	if err == nil && w.Bias != nil {
-		m.bias, err = b.vectorData(w.Bias)
+		m.bias, err = b.vectorData(w.Name, w.Bias)
 	}
 	if err != nil {
 		return true, fmt.Errorf("cuda: tensor %s: %w", w.Name, err)
@@ -257,14 +260,16 @@ func (b *gpuBackend) synthBlocks(p ptr, w *ml.Matrix, rb, rows int) error {
 		}
 		b.qw.synthSlabs[key] = slab
 	}
-	return b.e.Do(func() error {
-		for r0 := 0; r0 < rows; r0 += per {
-			n := min(per, rows-r0)
-			if err := upload(b.e, p+ptr(int64(r0)*int64(rb)), slab[:n*rb]); err != nil {
-				return err
+	return b.later(w.Name, func() error {
+		return b.e.Do(func() error {
+			for r0 := 0; r0 < rows; r0 += per {
+				n := min(per, rows-r0)
+				if err := upload(b.e, p+ptr(int64(r0)*int64(rb)), slab[:n*rb]); err != nil {
+					return err
+				}
 			}
-		}
-		return nil
+			return nil
+		})
 	})
 }
 

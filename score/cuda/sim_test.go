@@ -25,6 +25,7 @@ type simDevice struct {
 	mu       sync.Mutex
 	mem      map[uint64][]byte
 	next     uint64
+	copied   int64 // bytes copied to the device
 	launches map[string]int
 	// laneFlash runs the flash kernels lane by lane (flashLanes);
 	// otherwise they are nn.Attention over inputs rounded to fp16 when
@@ -89,6 +90,9 @@ func (s *simDevice) htod(dst ptr, src unsafe.Pointer, n int64) error {
 		return fmt.Errorf("copy of %d bytes to %#x overruns its allocation", n, uint64(dst))
 	}
 	copy(d[:n], unsafe.Slice((*byte)(src), n))
+	s.mu.Lock()
+	s.copied += n
+	s.mu.Unlock()
 	return nil
 }
 

@@ -1,0 +1,84 @@
+package cuda
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Weights reach the device when the first window is computed, not when
+// the model loads. Prepare allocates each tensor's device memory at load
+// (so a model that does not fit fails then, naming the tensor) and checks
+// its size against its shape, but leaves the copy (reading the file's
+// pages, and for matrices stored as halves their dequantization on the
+// host) to gpuBackend.upload, which Model.Score and ScoreWith run first
+// (and the first operation of any other caller).
+// A rerun whose windows all replay from the score cache therefore reads
+// none of the file's weights and copies nothing: for a 40 GB file that is
+// minutes. The numbers do not change: the copies are the same, in the same
+// order, only later.
+
+// lazyWeights holds the deferred copies of a backend's weights.
+type lazyWeights struct {
+	mu      sync.Mutex
+	pending []lazyCopy
+	done    bool
+	ready   atomic.Bool // done without error: the operations' fast check
+	err     error
+	took    time.Duration
+}
+
+type lazyCopy struct {
+	name string // the tensor's, for errors
+	copy func() error
+}
+
+// later defers f, the copy of tensor name's data to the device, or runs
+// it now when the weights were copied already (a tensor prepared after the
+// first window).
+func (b *gpuBackend) later(name string, f func() error) error {
+	l := &b.lazy
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.pending = append(l.pending, lazyCopy{name, f})
+		return nil
+	}
+	if err := f(); err != nil {
+		return fmt.Errorf("cuda: copying tensor %s to the device: %w", name, err)
+	}
+	return nil
+}
+
+// upload runs the deferred copies once, in the order Prepare made them,
+// and waits for the device; later calls return the first call's error.
+func (b *gpuBackend) upload() error {
+	l := &b.lazy
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return l.err
+	}
+	t0 := time.Now()
+	for _, c := range l.pending {
+		if err := c.copy(); err != nil {
+			l.err = fmt.Errorf("cuda: copying tensor %s to the device: %w", c.name, err)
+			break
+		}
+	}
+	if l.err == nil {
+		l.err = b.e.Do(func() error { return b.e.sync("copying the weights") })
+	}
+	l.pending, l.done, l.took = nil, true, time.Since(t0)
+	l.ready.Store(l.err == nil)
+	return l.err
+}
+
+// uploaded reports whether the weights were copied, and how long it took.
+func (b *gpuBackend) uploaded() (bool, time.Duration) {
+	l := &b.lazy
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.done && l.err == nil, l.took
+}
