@@ -10,7 +10,8 @@ import (
 // The GPU's ml.Latent: multi-head latent attention (deepseek2). Columns is
 // a copy kernel (kernels/latent.cu); HeadLinear one cuBLAS product per
 // head over strided views of the input and output (the input converted to
-// the matrix's half type once); LatentAttention stores the keys once in
+// the matrix's half type once; a stack kept quantized dequantizes each
+// head's rows into the operand first, qgemm); LatentAttention stores the keys once in
 // the key cache's format and runs attn_latent, whose values are the first
 // valueDim elements of the keys as read back, as the CPU backend
 // (cpu_mla.go) does: keys of up to 640 (DeepSeek-V3's are 576, kv_lora 512
@@ -56,9 +57,6 @@ func (b *gpuBackend) HeadLinear(dst, x ml.Tensor, w *ml.Matrix) {
 		if m.bias != 0 {
 			return fmt.Errorf("%s: a per-head product with a bias is not supported", w.Name)
 		}
-		if m.p == 0 {
-			return fmt.Errorf("%s: a per-head product needs the stack's dense rows", w.Name)
-		}
 		mark := b.Mark()
 		defer b.Release(mark)
 		xh, err := b.halfInput(s, m.t)
@@ -67,10 +65,14 @@ func (b *gpuBackend) HeadLinear(dst, x ml.Tensor, w *ml.Matrix) {
 		}
 		eb := elemBytes(m.t)
 		for h := range heads {
-			wp := m.p + ptr(eb*int64(h)*int64(out)*int64(in))
 			xp := xh + ptr(eb*int64(h)*int64(in))
 			yp := d.p + ptr(4*int64(h)*int64(out))
-			if err := e.gemm(yp, f32, heads*out, xp, heads*in, wp, m.t, n, in, out, 0); err != nil {
+			if m.q != nil { // kept quantized: the head's rows dequantized into the operand first
+				err = b.qgemm(yp, heads*out, xp, heads*in, w, h, n)
+			} else {
+				err = e.gemm(yp, f32, heads*out, xp, heads*in, m.p+ptr(eb*int64(h)*int64(out)*int64(in)), m.t, n, in, out, 0)
+			}
+			if err != nil {
 				return fmt.Errorf("%s head %d: %w", w.Name, h, err)
 			}
 		}

@@ -4,11 +4,16 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"path/filepath"
+	"strings"
 	"testing"
 
+	"ppl.dev/gguf"
+	"ppl.dev/oracle"
 	"ppl.dev/quant"
 	"ppl.dev/score/kvcache"
 	"ppl.dev/score/ml"
+	"ppl.dev/score/model"
 	"ppl.dev/score/nn"
 )
 
@@ -127,4 +132,90 @@ func TestLatentOpsParity(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestHeadLinearQuantized: deepseek2's per-head stacks (attn_k_b, attn_v_b)
+// kept in their blocks on the device give the bf16 copy's log-probs bit
+// for bit, as every other quantized matrix does (TestWeightStorageParity).
+// The oracle's model has them as F32, which stays a host copy; a copy of
+// it with attn_k_b in F16 (rows of 16) and attn_v_b in Q8_0 takes the
+// quantized path.
+func TestHeadLinearQuantized(t *testing.T) {
+	dir := oracle.Require(t)
+	src := oracle.Model(dir, "tiny-deepseek2")
+	path := filepath.Join(t.TempDir(), "deepseek2-heads.gguf")
+	retype := map[string]gguf.Type{".attn_k_b.weight": gguf.TypeF16, ".attn_v_b.weight": gguf.TypeQ8_0}
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close() // the writer reads the mapping's metadata and data
+	w := gguf.NewWriter()
+	for _, kv := range f.Metadata {
+		w.Add(kv.Key, kv.Value)
+	}
+	stacks := 0
+	for _, tn := range f.Tensors {
+		data, typ := f.Data(tn), tn.Type
+		for suffix, to := range retype {
+			if strings.HasSuffix(tn.Name, suffix) {
+				vals := make([]float32, tn.Elements())
+				if err := quant.Dequantize(typ, data, vals); err != nil {
+					t.Fatal(err)
+				}
+				rb, _ := to.RowSize(tn.Shape[0])
+				data, typ = make([]byte, int(rb)*len(vals)/int(tn.Shape[0])), to
+				if err := quant.Quantize(to, vals, data); err != nil {
+					t.Fatal(err)
+				}
+				stacks++
+			}
+		}
+		if err := w.AddTensor(tn.Name, typ, tn.Shape, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if stacks == 0 {
+		t.Fatal("no attn_k_b or attn_v_b in " + src)
+	}
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	info, err := model.Load(path, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := e2eTokens(dir, "tiny-deepseek2", info.Vocab(), 120)
+	info.Close()
+	e := simEngine()
+	score := func(storage string) ([]float64, *Model) {
+		p := Mixed
+		p.Storage = storage
+		m, err := loadOn(e, path, model.Options{KVDtype: "bf16"}, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := m.Score(toks, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.Close()
+		return r.Logprobs, m
+	}
+	want, _ := score(WeightsBF16)
+	got, mq := score(WeightsQuantized)
+	for _, name := range []string{"attn_k_b", "attn_v_b"} {
+		if why := mq.b.qw.describe(); strings.Contains(why, name) {
+			t.Errorf("%s took the host copy: %s", name, why)
+		}
+	}
+	if n := mq.b.qw.quantized["F16"] + mq.b.qw.quantized["Q8_0"]; n < stacks {
+		t.Errorf("%d matrices kept quantized as F16 or Q8_0, want at least the %d stacks: %s", n, stacks, mq.b.qw.describe())
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("target %d: quantized stacks give log p %v, the bf16 copy %v", i+1, got[i], want[i])
+		}
+	}
+	t.Logf("%d targets identical; %s", len(want), mq.b.qw.describe())
 }

@@ -40,8 +40,7 @@ import (
 // kept for comparison.
 //
 // A matrix of a type without a kernel, a router (float32 with float32
-// inputs), a per-head stack (HeadLinear reads its matrices as stored), a
-// row length not a multiple of 8 and an F32 matrix (its blocks would take
+// inputs), a row length not a multiple of 8 and an F32 matrix (its blocks would take
 // twice the halves' memory; dequant_f32 is there for products that may
 // one day take float32 operands) take the host copy in either mode; the
 // model's report names them.
@@ -153,8 +152,6 @@ func (b *gpuBackend) quantizedWhy(w *ml.Matrix, half bool) string {
 	switch {
 	case !half:
 		return "router, float32"
-	case w.Experts > 1 && !strings.Contains(w.Name, "_exps"):
-		return "per-head stack"
 	case w.In%8 != 0:
 		return "rows not a multiple of 8"
 	case w.Type == gguf.TypeF32:
@@ -319,6 +316,13 @@ func (b *gpuBackend) operandBuf(bytes int64) (ptr, error) {
 // the operand buffer (unless it holds that slab already). On the engine's
 // thread.
 func (b *gpuBackend) qproduct(dst *gt, xh ptr, w *ml.Matrix, e, rows int) error {
+	return b.qgemm(dst.p, w.Out, xh, w.In, w, e, rows)
+}
+
+// qgemm is qproduct over strided views: y (rows of ldy floats, W_e's
+// outputs at its start) = x (rows of ldx halves, W_e's inputs at its
+// start) · W_eᵀ. HeadLinear's heads are such views.
+func (b *gpuBackend) qgemm(y ptr, ldy int, xh ptr, ldx int, w *ml.Matrix, e, rows int) error {
 	m := gm(w)
 	slab := slabRows(w.Out, w.In)
 	h, err := b.operandBuf(halfBytes(int64(slab) * int64(w.In)))
@@ -335,7 +339,7 @@ func (b *gpuBackend) qproduct(dst *gt, xh ptr, w *ml.Matrix, e, rows int) error 
 			}
 			b.qw.held = key
 		}
-		if err := b.e.gemm(dst.p+ptr(4*int64(o0)), f32, w.Out, xh, w.In, h, m.t, rows, w.In, n, 0); err != nil {
+		if err := b.e.gemm(y+ptr(4*int64(o0)), f32, ldy, xh, ldx, h, m.t, rows, w.In, n, 0); err != nil {
 			return err
 		}
 	}
