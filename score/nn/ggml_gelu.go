@@ -44,7 +44,7 @@ func ggmlGELUTable() []uint16 {
 }
 
 // GGMLGeGLU is ggml_vec_geglu_f32 (llama.cpp's GeGLU, the fused
-// ggml_geglu_split): out[i] = gelu(gate[i]) · up[i] with ggmlGELU, one
+// ggml_geglu_split): out[i] = gelu(gate[i]) · up[i] through the table, one
 // float32 product. out may alias gate or up.
 func GGMLGeGLU(out, gate, up []float32) {
 	check("GGMLGeGLU gate", len(gate), len(out))
