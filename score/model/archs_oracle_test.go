@@ -17,8 +17,8 @@ import (
 // matrices, against which llama.cpp rounds activations to 8 bits, which
 // puts it about 0.01 per token from float64 (the oracle README's table);
 // the fp32 mode's distance from it is that. The int8 mode computes as
-// llama.cpp does, to within its f32-cache attention's sums (not in ggml's
-// order; about 1e-5 per token), which Gemma's float16 GELU table and
+// llama.cpp does: most windows to 5e-8, some from one token on by about
+// 1e-3 (the cause is not found yet), which Gemma's float16 GELU table and
 // gpt-oss's and gemma4's near-tie expert selections magnify. Its bounds are
 // about twice the worst file's figure (measured: see TestGoldenArchsInt8).
 var archCases = []struct {
@@ -26,16 +26,16 @@ var archCases = []struct {
 	goldMean, gPPL    float64
 	int8Mean, int8PPL float64
 }{
-	{"tiny-qwen3moe", 0.02, 2e-3, 5e-5, 3e-5},
-	{"tiny-qwen35", 0.02, 2e-3, 3e-5, 3e-5},
-	{"tiny-qwen35moe", 0.02, 2e-3, 4e-5, 1.5e-5},
-	{"tiny-qwen3next", 0.02, 2e-3, 6e-5, 4e-5},
-	{"tiny-gemma3", 0.02, 2e-3, 2.5e-3, 4e-4},
-	{"tiny-mistral3", 0.02, 2e-3, 2e-5, 2e-5},
-	{"tiny-gemma4", 0.04, 1e-2, 5e-3, 5e-4}, // fp32: llama.cpp's F16 GELU table and near-tie routing (oracle README)
+	{"tiny-qwen3moe", 0.02, 2e-3, 6e-5, 4e-5},
+	{"tiny-qwen35", 0.02, 2e-3, 3e-5, 1.5e-5},
+	{"tiny-qwen35moe", 0.02, 2e-3, 3e-5, 2.5e-5},
+	{"tiny-qwen3next", 0.02, 2e-3, 8e-5, 4e-5},
+	{"tiny-gemma3", 0.02, 2e-3, 2e-3, 3e-4},
+	{"tiny-mistral3", 0.02, 2e-3, 8e-6, 3e-6},
+	{"tiny-gemma4", 0.04, 1e-2, 5e-3, 6e-4}, // fp32: llama.cpp's F16 GELU table and near-tie routing (oracle README)
 	{"tiny-glm4moe", 0.02, 2e-3, 2e-5, 2e-5},
-	{"tiny-deepseek2", 0.02, 2e-3, 4e-5, 2e-5},
-	{"tiny-gpt-oss", 0.08, 2e-3, 5e-3, 2e-3},
+	{"tiny-deepseek2", 0.02, 2e-3, 2.5e-5, 1.5e-5},
+	{"tiny-gpt-oss", 0.08, 2e-3, 3e-3, 2e-4},
 }
 
 // TestExactArchs compares our float32 forward pass, with an f32 KV cache,
@@ -77,11 +77,15 @@ func TestGoldenArchs(t *testing.T) {
 
 // TestGoldenArchsInt8 is TestGoldenArchs in the int8 mode, llama.cpp's
 // arithmetic. Measured on every window of every file (worst file's mean,
-// worst |PPL ratio - 1|): qwen3moe 2.4e-5, 1.4e-5; qwen35 1.3e-5, 1.2e-5;
-// qwen35moe 1.8e-5, 5e-6; qwen3next 2.8e-5, 2.0e-5; gemma3 1.09e-3, 1.9e-4;
-// mistral3 1.0e-5, 1.0e-5; gemma4 2.61e-3, 2.4e-4; glm4moe 1.0e-5, 1.0e-5;
-// deepseek2 1.8e-5, 1.0e-5; gpt-oss 2.37e-3, 1.0e-3. Before GeGLU went
-// through ggml's GELU table, gemma4 was 0.019 mean and 0.46% in perplexity.
+// worst |PPL ratio - 1|): qwen3moe 2.8e-5, 1.8e-5; qwen35 1.4e-5, 6e-6;
+// qwen35moe 1.4e-5, 1.1e-5; qwen3next 4.1e-5, 1.8e-5; gemma3 9.1e-4,
+// 1.4e-4; mistral3 3.6e-6, 1e-6; gemma4 2.33e-3, 2.8e-4; glm4moe 1.0e-5,
+// 1.0e-5; deepseek2 1.2e-5, 6e-6; gpt-oss 1.42e-3, 6.7e-5. Most windows are
+// llama.cpp's to 5e-8 (all of mixed-unicode's, for mistral3); a few leave
+// it at one token and the difference stays for the window. Before GeGLU
+// went through ggml's GELU table, gemma4 was 0.019 mean and 0.46% in
+// perplexity; before the F32 products summed in ggml's order, gpt-oss was
+// 2.4e-3 and 1e-3.
 func TestGoldenArchsInt8(t *testing.T) {
 	goldenArchs(t, ActInt8, func(i int) (float64, float64) { return archCases[i].int8Mean, archCases[i].int8PPL })
 }

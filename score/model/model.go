@@ -118,8 +118,10 @@ const (
 
 // Int8Arithmetic names the ggml whose CPU arithmetic the int8 modes copy,
 // and the revision of our copy: it goes up when more of ggml's operations
-// are copied (revision 2: GEGLU's float16 table, SWIGLU_OAI and the final
-// soft-cap, which change Gemma's and gpt-oss's numbers). Score headers and
+// are copied (revision 2: GEGLU's float16 table, SWIGLU_OAI, the final
+// soft-cap and the products of F32 matrices, which change Gemma's and
+// gpt-oss's numbers and those of every model with F32 matrices, such as
+// the routers of many MoE files). Score headers and
 // cache keys record it, so that scores computed after another ggml's order,
 // an earlier revision, or before the int8 modes copied one, are never taken
 // for these.

@@ -64,8 +64,9 @@ import (
 //     rows or more (panelTiled, or kMinRows.tiled for the types with a
 //     minimum) and of their vec_dot kernels below (ggml_kquants*.go,
 //     ggml_iquants*.go); TQ2_0 in its vec_dot kernel's lanes
-//     (panelTQ2_0); F16 as ggml_vec_dot_f16 per output (panelF16; the
-//     build has no llamafile GEMM). Not copied: TQ1_0 and BF16.
+//     (panelTQ2_0); F16 and F32 as ggml_vec_dot_f16 and _f32 per output
+//     (panelF16, panelF32; the build has no llamafile GEMM). Not copied:
+//     TQ1_0 and BF16.
 //
 // Each is checked bit for bit against libggml and glibc
 // (TestGGMLArithmetic, TestGGMLProducts). The attention, the lanes'
@@ -481,20 +482,43 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 // roundF16 rounds x to the nearest f16 value.
 func roundF16(x float32) float32 { return quant.F16ToF32(quant.F32ToF16(x)) }
 
-// dotF16 is ggml_vec_dot_f16 for f16 values held as float32. On AVX-512:
-// four accumulators of 16 lanes over each 64 elements (FMA), folded (0+2,
-// 1+3, then 0+1) and reduced (reduce16) into a float64, then the elements
-// past the last multiple of 64 added in float64 in order. The AVX2 build
-// (avx2): four of 8 lanes over each 32 elements, folded alike, the 8 lanes
-// summed as i + (i+4), then hadd twice ((0+1) + (2+3)), the rest past the
-// last multiple of 32.
+// dotF16 is ggml_vec_dot_f16 for f16 values held as float32: dotLanes,
+// then the elements past its last block added in float64 in order.
 func dotF16(x, y []float32, avx2 bool) float64 {
+	sum, np := dotLanes(x, y, avx2)
+	s := float64(sum)
+	for e := np; e < len(x); e++ {
+		s += float64(x[e] * y[e])
+	}
+	return s
+}
+
+// dotF32 is ggml_vec_dot_f32: dotLanes, then the elements past its last
+// block added in float32 in order (no fused multiply-add).
+func dotF32(x, y []float32, avx2 bool) float32 {
+	sum, np := dotLanes(x, y, avx2)
+	for e := np; e < len(x); e++ {
+		sum += x[e] * y[e]
+	}
+	return sum
+}
+
+// dotLanes is the vector part of ggml's float dot products (GGML_F32_STEP
+// blocks): on AVX-512, four accumulators of 16 lanes over each 64 elements
+// (FMA), folded (0+2, 1+3, then 0+1) and reduced (reduce16); on the AVX2
+// build (avx2), four of 8 lanes over each 32 elements, folded alike, the 8
+// lanes summed as i + (i+4), then hadd twice ((0+1) + (2+3)). It returns
+// the sum and the number of elements it covered.
+func dotLanes(x, y []float32, avx2 bool) (float32, int) {
 	w := 16
 	if avx2 {
 		w = 8
 	}
 	n := len(x)
 	np := n / (4 * w) * (4 * w)
+	if np == 0 {
+		return 0, 0
+	}
 	var acc [4][16]float32
 	for i := 0; i < np; i += 4 * w {
 		for j := range 4 {
@@ -504,27 +528,19 @@ func dotF16(x, y []float32, avx2 bool) float64 {
 			}
 		}
 	}
-	var sum float64
-	if np > 0 {
-		for l := range w {
-			acc[0][l] += acc[2][l]
-			acc[1][l] += acc[3][l]
-		}
-		for l := range w {
-			acc[0][l] += acc[1][l]
-		}
-		if avx2 {
-			a := &acc[0]
-			t0, t1, t2, t3 := a[0]+a[4], a[1]+a[5], a[2]+a[6], a[3]+a[7]
-			sum = float64((t0 + t1) + (t2 + t3))
-		} else {
-			sum = float64(reduce16(&acc[0]))
-		}
+	for l := range w {
+		acc[0][l] += acc[2][l]
+		acc[1][l] += acc[3][l]
 	}
-	for e := np; e < n; e++ {
-		sum += float64(x[e] * y[e])
+	for l := range w {
+		acc[0][l] += acc[1][l]
 	}
-	return sum
+	if avx2 {
+		a := &acc[0]
+		t0, t1, t2, t3 := a[0]+a[4], a[1]+a[5], a[2]+a[6], a[3]+a[7]
+		return (t0 + t1) + (t2 + t3), np
+	}
+	return reduce16(&acc[0]), np
 }
 
 // ggmlPanels holds, per weight type, the panel (panelInt8's job) that sums
@@ -572,6 +588,38 @@ const ggmlTiledRows = 8
 // ggmlPanel computes out[t·l.Out + r] for weight rows r in [r0, r1) and the
 // activation rows t in [0, a.n), with buf, ggmlScratch floats, as scratch.
 type ggmlPanel func(l *Linear, buf []float32, r0, r1 int, a *qacts, out []float32)
+
+// panelF32 computes columns [r0, r1) of out for F32 weights as ggml-cpu's
+// MUL_MAT does: per output, ggml_vec_dot_f32 (dotF32, in the AVX2 build's
+// lanes with avx2) of the weight row with the activation row (x, n rows).
+// Routers (ffn_gate_inp) and small projections are often F32 in quantized
+// files; their products decide which experts run.
+func (l *Linear) panelF32(r0, r1 int, x []float32, n int, avx2 bool, out []float32) {
+	k := l.In
+	kd := kern.dotF32
+	if avx2 {
+		kd = nil
+	}
+	np := k &^ 63
+	for r := r0; r < r1; r++ {
+		w := unsafe.Slice((*float32)(unsafe.Pointer(&l.Data[r*l.RowBytes])), k)
+		for t := range n {
+			xt := x[t*k : (t+1)*k]
+			var s float32
+			if kd == nil {
+				s = dotF32(w, xt, avx2)
+			} else {
+				if np > 0 {
+					s = kd(&xt[0], &w[0], np)
+				}
+				for e := np; e < k; e++ {
+					s += xt[e] * w[e]
+				}
+			}
+			out[t*l.Out+r] = s
+		}
+	}
+}
 
 // panelF16 computes columns [r0, r1) of out for F16 weights as ggml-cpu's
 // MUL_MAT does (Debian's build has no llamafile GEMM): per output,

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"encoding/binary"
 	"hash/fnv"
 	"math"
 	"math/rand"
@@ -166,6 +167,46 @@ func TestGGMLArithmetic(t *testing.T) {
 			check(name, o, want)
 		}
 		c.GGMLAVX2 = false
+	}
+}
+
+// TestGGMLProductsF32 checks F32 matrices' products (panelF32) against
+// libggml's MUL_MAT (ggml_ops.py's mm on a GGUF holding these weights):
+// 24 rows of In normal values (sd 0.1, rand.NewSource(In)) times 5 rows of
+// rand.NewSource(1) normal values, for row lengths that take only the
+// lanes, only the tail, or both, in each build's lane width.
+func TestGGMLProductsF32(t *testing.T) {
+	const out, n = 24, 5
+	c := NewContext(2)
+	c.Int8, c.LlamaCPP = true, true
+	for _, tc := range []struct {
+		in   int
+		avx2 bool
+		want uint64
+	}{
+		{100, false, 0xbb1e2decd0e5f060}, {200, false, 0x60f3e8baecc017a1}, {32, false, 0x632de5f0ae98f272},
+		{100, true, 0xc0d4a7ad828a2496}, {200, true, 0x52ec253ed08c2ff}, {32, true, 0x1da7464abe406263},
+	} {
+		r := rand.New(rand.NewSource(int64(tc.in)))
+		data := make([]byte, 4*out*tc.in)
+		for i := 0; i < out*tc.in; i++ {
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(float32(r.NormFloat64()*0.1)))
+		}
+		l, err := NewLinear("w", gguf.TypeF32, tc.in, out, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r = rand.New(rand.NewSource(1))
+		x := make([]float32, n*tc.in)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		y := make([]float32, n*out)
+		c.GGMLAVX2 = tc.avx2
+		l.Forward(c, y, x, n)
+		if h := fnvBits(y); h != tc.want {
+			t.Errorf("F32, rows of %d (AVX2 build: %v): hash %#x, libggml's %#x", tc.in, tc.avx2, h, tc.want)
+		}
 	}
 }
 
@@ -439,4 +480,50 @@ func TestQ4KKernels(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestDotKernels checks the AVX-512 kernels of ggml's float dot products
+// (dotF32AVX512, dotF16AVX512) against dotLanes, bit for bit, at every
+// level that has them, on random rows and on adversarial ones: values of
+// mixed magnitudes (1e-30 to 1e30, so that lanes cancel) against signed
+// zeros and f16's extremes.
+func TestDotKernels(t *testing.T) {
+	r := rand.New(rand.NewSource(9))
+	const n = 640
+	rows := [][2][]float32{}
+	for range 20 {
+		x, y := make([]float32, n), make([]float32, n)
+		for i := range x {
+			x[i], y[i] = float32(r.NormFloat64()), roundF16(float32(r.NormFloat64()))
+		}
+		rows = append(rows, [2][]float32{x, y})
+	}
+	x, y := make([]float32, n), make([]float32, n)
+	for i := range x {
+		x[i] = float32(math.Pow(10, float64(r.Intn(61)-30)) * r.NormFloat64())
+		y[i] = []float32{1, -1, 0, float32(math.Copysign(0, -1)), 0x1p-24, 65504, -2}[i%7] // f16 values: the smallest subnormal, the largest
+	}
+	rows = append(rows, [2][]float32{x, y})
+	forEachLevel(t, func(t testing.TB, l Level) {
+		for ri, row := range rows {
+			x, y := row[0], row[1]
+			h := make([]uint16, n)
+			for i, v := range y {
+				h[i] = quant.F32ToF16(v)
+			}
+			for _, m := range []int{64, 128, 576, n} {
+				want, _ := dotLanes(x[:m], y[:m], false)
+				if f := kern.dotF32; f != nil {
+					if got := f(&x[0], &y[0], m); math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("level %v row %d, %d elements: dotF32AVX512 %v, dotLanes %v", l, ri, m, got, want)
+					}
+				}
+				if f := kern.dotF16; f != nil {
+					if got := f(&x[0], &h[0], m); math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("level %v row %d, %d elements: dotF16AVX512 %v, dotLanes %v", l, ri, m, got, want)
+					}
+				}
+			}
+		}
+	})
 }

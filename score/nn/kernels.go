@@ -154,6 +154,9 @@ type kernels struct {
 	// dotF16, if set, is dotF16's AVX-512 part for n a multiple of 64, the
 	// second operand in f16 (panelF16).
 	dotF16 func(x *float32, w *uint16, n int) float32
+	// dotF32, if set, is dotF32's AVX-512 part for n a multiple of 64
+	// (panelF32).
+	dotF32 func(x, w *float32, n int) float32
 	// ggmlExpf, if set, is ggmlExpf of n floats (a multiple of 16).
 	ggmlExpf func(dst, x *float32, n int)
 }

@@ -66,6 +66,7 @@ func archInit() {
 	avx512.roundF16 = roundF16AVX512
 	avx512.ggmlExpf = ggmlExpfAVX512
 	avx512.dotF16 = dotF16AVX512
+	avx512.dotF32 = dotF32AVX512
 	levelKernels[AVX512] = avx512
 	maxLevel = AVX512
 	if cpu.X86.HasAVX512VNNI {

@@ -477,6 +477,9 @@ func ggmlExpfAVX512(dst, x *float32, n int)
 func dotF16AVX512(x *float32, w *uint16, n int) float32
 
 //go:noescape
+func dotF32AVX512(x *float32, w *float32, n int) float32
+
+//go:noescape
 func softmaxTileAVX2(s *float32, rows int, lim *int32, scale float32, m *float32, l *float32, alpha *float32)
 
 //go:noescape

@@ -1199,16 +1199,25 @@ func misc() {
 	maxFiniteAVX512()
 	ggmlExpfAVX512()
 	dotF16AVX512()
+	dotF32AVX512()
 }
 
 // dotF16AVX512 writes dotF16AVX512(x *float32, w *uint16, n int) float32:
 // dotF16's AVX-512 part for n a multiple of 64, w in f16 (VCVTPH2PS): four
 // accumulators of 16 lanes, folded (0+2, 1+3, then 0+1) and reduced as
 // _mm512_reduce_add_ps (reduce16).
-func dotF16AVX512() {
+func dotF16AVX512() { dotAVX512("dotF16AVX512", "w *uint16", "VCVTPH2PS", 2) }
+
+// dotF32AVX512 writes dotF32AVX512(x, w *float32, n int) float32: the same
+// for float32 weights (dotF32's AVX-512 part).
+func dotF32AVX512() { dotAVX512("dotF32AVX512", "w *float32", "VMOVUPS", 4) }
+
+// dotAVX512 writes one of the dot kernels: the weights of wBytes each,
+// loaded into float32 lanes by load.
+func dotAVX512(name, wArg, load string, wBytes int) {
 	p("")
-	p("// func dotF16AVX512(x *float32, w *uint16, n int) float32")
-	p("TEXT ·dotF16AVX512(SB), NOSPLIT, $0-28")
+	p("// func %s(x *float32, %s, n int) float32", name, wArg)
+	p("TEXT ·%s(SB), NOSPLIT, $0-28", name)
 	p("\tMOVQ x+0(FP), SI")
 	p("\tMOVQ w+8(FP), DI")
 	p("\tMOVQ n+16(FP), CX")
@@ -1220,11 +1229,11 @@ func dotF16AVX512() {
 	p("\tJZ fold")
 	p("loop:")
 	for j := 0; j < 4; j++ {
-		p("\tVCVTPH2PS %d(DI), Z%d", 32*j, 4+j)
+		p("\t%s %d(DI), Z%d", load, 16*wBytes*j, 4+j)
 		p("\tVFMADD231PS %d(SI), Z%d, Z%d", 64*j, 4+j, j)
 	}
 	p("\tADDQ $256, SI")
-	p("\tADDQ $128, DI")
+	p("\tADDQ $%d, DI", 64*wBytes)
 	p("\tDECQ CX")
 	p("\tJNZ loop")
 	p("fold:")
