@@ -596,11 +596,10 @@ type ggmlPanel func(l *Linear, buf []float32, r0, r1 int, a *qacts, out []float3
 // files; their products decide which experts run.
 func (l *Linear) panelF32(r0, r1 int, x []float32, n int, avx2 bool, out []float32) {
 	k := l.In
-	kd := kern.dotF32
+	kd, np := kern.dotF32, k&^63
 	if avx2 {
-		kd = nil
+		kd, np = kern.dotF32x8, k&^31
 	}
-	np := k &^ 63
 	for r := r0; r < r1; r++ {
 		w := unsafe.Slice((*float32)(unsafe.Pointer(&l.Data[r*l.RowBytes])), k)
 		for t := range n {
@@ -628,11 +627,10 @@ func (l *Linear) panelF32(r0, r1 int, x []float32, n int, avx2 bool, out []float
 // float64 result rounded to float32.
 func (l *Linear) panelF16(r0, r1 int, x []float32, n int, avx2 bool, out []float32) {
 	k := l.In
-	kd := kern.dotF16
+	kd, np := kern.dotF16, k&^63
 	if avx2 {
-		kd = nil
+		kd, np = kern.dotF16x8, k&^31
 	}
-	np := k &^ 63
 	w32 := make([]float32, k)
 	for r := r0; r < r1; r++ {
 		wh := unsafe.Slice((*uint16)(unsafe.Pointer(&l.Data[r*l.RowBytes])), k)
@@ -708,6 +706,24 @@ func (l *Linear) panelLanes(buf []float32, r0, r1 int, a *qacts, out []float32) 
 		for t := 0; t < a.n; t++ {
 			kl(&a.buf[t*a.rec], &panelQ[0], &ps[0], k/32, -f.Offset, &c[0], a.dOff, a.xs4Off)
 			copy(out[t*l.Out+r0:t*l.Out+r1], c[:rows])
+		}
+		l.addMinSums(r0, r1, a, out, rm)
+		return
+	}
+	gi := 0
+	if f.Group == 16 {
+		gi = 1
+	}
+	if kr := kern.lanesRow[gi]; kr != nil && !pairs {
+		var lanes [8]float32
+		for t := 0; t < a.n; t++ {
+			rec := a.buf[t*a.rec : (t+1)*a.rec]
+			d := (*float32)(unsafe.Pointer(&rec[a.dOff]))
+			o := out[t*l.Out+r0 : t*l.Out+r1]
+			for r := range rows {
+				kr(&rec[0], &rowsQ[r*k], &rs[r*ng], d, k/32, f.Offset, &lanes[0])
+				o[r] = hsum8(&lanes)
+			}
 		}
 		l.addMinSums(r0, r1, a, out, rm)
 		return

@@ -482,9 +482,9 @@ func TestQ4KKernels(t *testing.T) {
 	}
 }
 
-// TestDotKernels checks the AVX-512 kernels of ggml's float dot products
-// (dotF32AVX512, dotF16AVX512) against dotLanes, bit for bit, at every
-// level that has them, on random rows and on adversarial ones: values of
+// TestDotKernels checks the kernels of ggml's float dot products (the
+// AVX-512 and AVX2 builds' lanes, for F32 and F16 weights) against
+// dotLanes, bit for bit, at every level that has them, on random rows and on adversarial ones: values of
 // mixed magnitudes (1e-30 to 1e30, so that lanes cancel) against signed
 // zeros and f16's extremes.
 func TestDotKernels(t *testing.T) {
@@ -511,16 +511,81 @@ func TestDotKernels(t *testing.T) {
 			for i, v := range y {
 				h[i] = quant.F32ToF16(v)
 			}
-			for _, m := range []int{64, 128, 576, n} {
-				want, _ := dotLanes(x[:m], y[:m], false)
-				if f := kern.dotF32; f != nil {
-					if got := f(&x[0], &y[0], m); math.Float32bits(got) != math.Float32bits(want) {
-						t.Fatalf("level %v row %d, %d elements: dotF32AVX512 %v, dotLanes %v", l, ri, m, got, want)
+			for _, m := range []int{32, 64, 96, 128, 576, n} {
+				for _, k := range []struct {
+					name string
+					f32  func(x, w *float32, n int) float32
+					f16  func(x *float32, w *uint16, n int) float32
+					avx2 bool
+				}{{"the AVX-512 build's", kern.dotF32, kern.dotF16, false}, {"the AVX2 build's", kern.dotF32x8, kern.dotF16x8, true}} {
+					if m%64 != 0 && !k.avx2 {
+						continue
+					}
+					want, _ := dotLanes(x[:m], y[:m], k.avx2)
+					if k.f32 != nil {
+						if got := k.f32(&x[0], &y[0], m); math.Float32bits(got) != math.Float32bits(want) {
+							t.Fatalf("level %v row %d, %d elements: %s F32 kernel %v, dotLanes %v", l, ri, m, k.name, got, want)
+						}
+					}
+					if k.f16 != nil {
+						if got := k.f16(&x[0], &h[0], m); math.Float32bits(got) != math.Float32bits(want) {
+							t.Fatalf("level %v row %d, %d elements: %s F16 kernel %v, dotLanes %v", l, ri, m, k.name, got, want)
+						}
 					}
 				}
-				if f := kern.dotF16; f != nil {
-					if got := f(&x[0], &h[0], m); math.Float32bits(got) != math.Float32bits(want) {
-						t.Fatalf("level %v row %d, %d elements: dotF16AVX512 %v, dotLanes %v", l, ri, m, got, want)
+			}
+		}
+	})
+}
+
+// TestLanesRowKernel checks the AVX2 lanes kernels (kern.lanesRow) against
+// panelLanes's plain lanes, bit for bit, at every level that has them: for
+// each offset of the formats, weights over their whole range (0 and the
+// extremes included) and activations in [-127, 127], scales per 32 and 16.
+func TestLanesRowKernel(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	const nb = 24
+	k := 32 * nb
+	forEachLevel(t, func(t testing.TB, l Level) {
+		for gi, group := range []int{32, 16} {
+			kr := kern.lanesRow[gi]
+			if kr == nil {
+				continue
+			}
+			for _, off := range []int{0, 1, 4, 8, 16, 32, 128} {
+				hi := 2*off - 1
+				if off == 0 {
+					hi = 31
+				} else if off == 128 {
+					hi = 255
+				}
+				q, x := make([]byte, k), make([]byte, k)
+				for i := range q {
+					q[i] = byte(r.Intn(hi + 1))
+					x[i] = byte(int8(r.Intn(255) - 127))
+				}
+				for i := 0; i < 32; i++ { // extremes in the first block
+					q[i] = byte([]int{0, hi}[i%2])
+					x[i] = byte(int8([]int{127, -127}[i/2%2]))
+				}
+				sc, d := make([]float32, k/group), make([]float32, nb)
+				for i := range sc {
+					sc[i] = float32(r.NormFloat64())
+				}
+				for i := range d {
+					d[i] = float32(r.ExpFloat64() * 0.01)
+				}
+				var want, got [8]float32
+				per := 32 / group
+				for b := range nb {
+					for s := range 8 {
+						want[s] = fma32(sc[per*b+s*per/8]*d[b], float32(lanePair(q, x, 32*b+4*s, 4, off)), want[s])
+					}
+				}
+				kr(&x[0], &q[0], &sc[0], &d[0], nb, off, &got[0])
+				for s := range 8 {
+					if math.Float32bits(got[s]) != math.Float32bits(want[s]) {
+						t.Fatalf("level %v, scales per %d, offset %d: lane %d %v, want %v", l, group, off, s, got[s], want[s])
 					}
 				}
 			}

@@ -145,18 +145,22 @@ type kernels struct {
 	// 32 (Q8_0) and 16 (NVFP4): one activation row and 32 weight rows of
 	// the VNNI panel of decodeInt8, biased by -negoff.
 	lanes [2]func(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
+	// lanesRow, if set, computes panelLanes's 8 lanes for one weight row
+	// and one activation row (index 1: scales per 16), where lanes is not
+	// set: on AVX2 and on AVX-512 without VNNI.
+	lanesRow [2]func(x, q *byte, sc, d *float32, nb, off int, lanes *float32)
 	// tiled holds the tiled kernels (ggml_tiled.go) by group (32, 16):
 	// index m-1 computes m rows.
 	tiled [2][]tiledFunc
 	// q4k holds the Q4_K kernels in the repacked GEMM's and GEMV's orders
 	// (ggml_kquants.go): index m-1 computes m rows.
 	q4k [2][]q4kFunc
-	// dotF16, if set, is dotF16's AVX-512 part for n a multiple of 64, the
-	// second operand in f16 (panelF16).
-	dotF16 func(x *float32, w *uint16, n int) float32
-	// dotF32, if set, is dotF32's AVX-512 part for n a multiple of 64
-	// (panelF32).
-	dotF32 func(x, w *float32, n int) float32
+	// dotF16 and dotF32, if set, are dotLanes in the AVX-512 build's lanes
+	// for n a multiple of 64, the second operand in f16 or float32
+	// (panelF16, panelF32); dotF16x8 and dotF32x8 in the AVX2 build's, for
+	// n a multiple of 32.
+	dotF16, dotF16x8 func(x *float32, w *uint16, n int) float32
+	dotF32, dotF32x8 func(x, w *float32, n int) float32
 	// ggmlExpf, if set, is ggmlExpf of n floats (a multiple of 16).
 	ggmlExpf func(dst, x *float32, n int)
 }

@@ -19,7 +19,10 @@ func archInit() {
 	if cpu.X86.HasF16C {
 		avx2.roundF16 = roundF16AVX2
 		avx2.quantQ80 = quantQ80AVX2
+		avx2.dotF16, avx2.dotF16x8 = dotF16W16AVX2, dotF16W8AVX2
 	}
+	avx2.dotF32, avx2.dotF32x8 = dotF32W16AVX2, dotF32W8AVX2
+	avx2.lanesRow = [2]func(x, q *byte, sc, d *float32, nb, off int, lanes *float32){lanesG32AVX2, lanesG16AVX2}
 	avx2.int8 = [4][]int8Func{
 		{int8g32m1W256, int8g32m2W256, int8g32m3W256, int8g32m4W256, int8g32m5W256, int8g32m6W256},
 		{int8g32minm1W256, int8g32minm2W256, int8g32minm3W256, int8g32minm4W256, int8g32minm5W256, int8g32minm6W256},
@@ -67,6 +70,8 @@ func archInit() {
 	avx512.ggmlExpf = ggmlExpfAVX512
 	avx512.dotF16 = dotF16AVX512
 	avx512.dotF32 = dotF32AVX512
+	avx512.dotF16x8, avx512.dotF32x8 = avx2.dotF16x8, avx2.dotF32x8
+	avx512.lanesRow = avx2.lanesRow
 	levelKernels[AVX512] = avx512
 	maxLevel = AVX512
 	if cpu.X86.HasAVX512VNNI {

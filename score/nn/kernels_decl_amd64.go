@@ -508,3 +508,21 @@ func quantQ80AVX2(x *float32, nb int, rec *byte, dOff, xs16Off int)
 
 //go:noescape
 func quantQ8KAVX2(x *float32, nb int, rec *byte, dOff, xs16Off int)
+
+//go:noescape
+func dotF16W16AVX2(x *float32, w *uint16, n int) float32
+
+//go:noescape
+func dotF16W8AVX2(x *float32, w *uint16, n int) float32
+
+//go:noescape
+func dotF32W16AVX2(x *float32, w *float32, n int) float32
+
+//go:noescape
+func dotF32W8AVX2(x *float32, w *float32, n int) float32
+
+//go:noescape
+func lanesG32AVX2(x, q *byte, sc, d *float32, nb, off int, lanes *float32)
+
+//go:noescape
+func lanesG16AVX2(x, q *byte, sc, d *float32, nb, off int, lanes *float32)

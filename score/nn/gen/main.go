@@ -1839,6 +1839,143 @@ func miscAVX2() {
 	roundF16AVX2()
 	transposeAVX2()
 	quantActsAVX2()
+	for _, w := range []struct {
+		typ, arg, load string
+		bytes          int
+	}{{"F16", "w *uint16", "VCVTPH2PS", 2}, {"F32", "w *float32", "VMOVUPS", 4}} {
+		dotAVX2("dot"+w.typ+"W16AVX2", w.arg, w.load, w.bytes, true)
+		dotAVX2("dot"+w.typ+"W8AVX2", w.arg, w.load, w.bytes, false)
+	}
+	lanesAVX2("lanesG32AVX2", false)
+	lanesAVX2("lanesG16AVX2", true)
+}
+
+// lanesAVX2 writes a kernel of panelLanes for one weight row and one
+// activation row, as ggml's AVX2 vec_dot kernels compute them: for each
+// block b of 32 (nb blocks), the weights' signed integers w = q - off
+// (VPSUBB), |w| times x signed by w (VPSIGNB, VPMADDUBSW: pairs of at most
+// 2·128·127, no saturation), pairs summed (VPMADDWD by ones) into 8 exact
+// int32 lane sums of 4 products, converted to float32 and added to the
+// lanes as fma(s, p, lane) with s = sc[b]·d[b] (group16: sc[2b]·d[b] for
+// lanes 0-3, sc[2b+1]·d[b] for 4-7), each product rounded to float32. The
+// 8 lanes are stored to lanes.
+func lanesAVX2(name string, group16 bool) {
+	p("")
+	p("// func %s(x, q *byte, sc, d *float32, nb, off int, lanes *float32)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	p("\tMOVQ x+0(FP), SI")
+	p("\tMOVQ q+8(FP), DI")
+	p("\tMOVQ sc+16(FP), R8")
+	p("\tMOVQ d+24(FP), R9")
+	p("\tMOVQ nb+32(FP), CX")
+	p("\tMOVQ off+40(FP), AX")
+	p("\tMOVQ lanes+48(FP), DX")
+	p("\tVMOVQ AX, X15")
+	p("\tVPBROADCASTB X15, Y15") // off in every byte
+	p("\tVPCMPEQW Y14, Y14, Y14")
+	p("\tVPSRLW $15, Y14, Y14") // 16-bit ones
+	p("\tVXORPS Y0, Y0, Y0")
+	p("\tTESTQ CX, CX")
+	p("\tJZ done")
+	p("loop:")
+	p("\tVMOVDQU (DI), Y1")
+	p("\tVPSUBB Y15, Y1, Y1") // w = q - off
+	p("\tVMOVDQU (SI), Y2")
+	p("\tVPABSB Y1, Y3")
+	p("\tVPSIGNB Y1, Y2, Y2")     // x · sign(w)
+	p("\tVPMADDUBSW Y2, Y3, Y3")  // |w| · x·sign(w), pairs
+	p("\tVPMADDWD Y14, Y3, Y3")   // sums of 4
+	p("\tVCVTDQ2PS Y3, Y3")
+	if group16 {
+		p("\tVMOVSS (R8), X4")
+		p("\tVMULSS (R9), X4, X4")
+		p("\tVMOVSS 4(R8), X5")
+		p("\tVMULSS (R9), X5, X5")
+		p("\tVBROADCASTSS X4, Y4")
+		p("\tVBROADCASTSS X5, Y5")
+		p("\tVBLENDPS $0xf0, Y5, Y4, Y4") // lanes 4-7 from the second scale
+		p("\tADDQ $8, R8")
+	} else {
+		p("\tVMOVSS (R8), X4")
+		p("\tVMULSS (R9), X4, X4")
+		p("\tVBROADCASTSS X4, Y4")
+		p("\tADDQ $4, R8")
+	}
+	p("\tVFMADD231PS Y3, Y4, Y0")
+	p("\tADDQ $4, R9")
+	p("\tADDQ $32, SI")
+	p("\tADDQ $32, DI")
+	p("\tDECQ CX")
+	p("\tJNZ loop")
+	p("done:")
+	p("\tVMOVUPS Y0, (DX)")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// dotAVX2 writes a dot kernel of ggml's float dot products (dotLanes) on
+// AVX2, the weights of wBytes each loaded into float32 lanes by load. With
+// lanes16 it computes as the AVX-512 build (four accumulators of 16 lanes
+// over each 64 elements, each held in two Y registers: lanes 0-7 and 8-15,
+// then _mm512_reduce_add_ps's tree), for n a multiple of 64; without, as
+// the AVX2 build (four of 8 lanes over each 32, lanes i + (i+4), then two
+// horizontal adds), for n a multiple of 32.
+func dotAVX2(name, wArg, load string, wBytes int, lanes16 bool) {
+	p("")
+	p("// func %s(x *float32, %s, n int) float32", name, wArg)
+	p("TEXT ·%s(SB), NOSPLIT, $0-28", name)
+	p("\tMOVQ x+0(FP), SI")
+	p("\tMOVQ w+8(FP), DI")
+	p("\tMOVQ n+16(FP), CX")
+	halves, shift := 1, 5
+	if lanes16 {
+		halves, shift = 2, 6
+	}
+	p("\tSHRQ $%d, CX", shift)
+	for r := 0; r < 4*halves; r++ {
+		p("\tVXORPS Y%d, Y%d, Y%d", r, r, r)
+	}
+	p("\tTESTQ CX, CX")
+	p("\tJZ fold")
+	p("loop:")
+	for j := 0; j < 4; j++ {
+		for h := 0; h < halves; h++ {
+			e := 8 * (halves*j + h) // the first element of the register
+			r := halves*j + h
+			p("\t%s %d(DI), Y%d", load, wBytes*e, 8+r)
+			p("\tVFMADD231PS %d(SI), Y%d, Y%d", 4*e, 8+r, r)
+		}
+	}
+	p("\tADDQ $%d, SI", 4*32*halves)
+	p("\tADDQ $%d, DI", wBytes*32*halves)
+	p("\tDECQ CX")
+	p("\tJNZ loop")
+	p("fold:")
+	// accumulator j, half h is Y(halves·j + h): 0 += 2, 1 += 3, 0 += 1
+	for h := 0; h < halves; h++ {
+		p("\tVADDPS Y%d, Y%d, Y%d", 2*halves+h, h, h)
+		p("\tVADDPS Y%d, Y%d, Y%d", 3*halves+h, halves+h, halves+h)
+	}
+	for h := 0; h < halves; h++ {
+		p("\tVADDPS Y%d, Y%d, Y%d", halves+h, h, h)
+	}
+	if lanes16 {
+		p("\tVADDPS Y1, Y0, Y0") // lanes i + (i+8)
+	}
+	p("\tVEXTRACTF128 $1, Y0, X1")
+	p("\tVADDPS X1, X0, X0") // lanes i + (i+4)
+	if lanes16 {
+		p("\tVMOVHLPS X0, X0, X1")
+		p("\tVADDPS X1, X0, X0")
+		p("\tVMOVSHDUP X0, X1")
+		p("\tVADDSS X1, X0, X0")
+	} else {
+		p("\tVHADDPS X0, X0, X0")
+		p("\tVHADDPS X0, X0, X0")
+	}
+	p("\tVZEROUPPER")
+	p("\tMOVSS X0, ret+24(FP)")
+	p("\tRET")
 }
 
 // expY computes exp32 of Yx in place (see exp.go), with Yn, Yr, Yp as
