@@ -94,4 +94,3 @@ func GGMLSoftCap(x []float32, cap float32) {
 		x[i] = float32(math.Tanh(float64(v*inv))) * cap
 	}
 }
-

@@ -1882,9 +1882,9 @@ func lanesAVX2(name string, group16 bool) {
 	p("\tVPSUBB Y15, Y1, Y1") // w = q - off
 	p("\tVMOVDQU (SI), Y2")
 	p("\tVPABSB Y1, Y3")
-	p("\tVPSIGNB Y1, Y2, Y2")     // x · sign(w)
-	p("\tVPMADDUBSW Y2, Y3, Y3")  // |w| · x·sign(w), pairs
-	p("\tVPMADDWD Y14, Y3, Y3")   // sums of 4
+	p("\tVPSIGNB Y1, Y2, Y2")    // x · sign(w)
+	p("\tVPMADDUBSW Y2, Y3, Y3") // |w| · x·sign(w), pairs
+	p("\tVPMADDWD Y14, Y3, Y3")  // sums of 4
 	p("\tVCVTDQ2PS Y3, Y3")
 	if group16 {
 		p("\tVMOVSS (R8), X4")
