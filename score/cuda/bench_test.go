@@ -144,7 +144,7 @@ func readyModel(m *Model, err error) (*Model, error) {
 
 // readySeconds is how long the model took to load and copy its weights.
 func (m *Model) readySeconds() float64 {
-	_, took := m.b.uploaded()
+	_, _, took := m.b.uploaded()
 	return (m.loadTime + took).Seconds()
 }
 

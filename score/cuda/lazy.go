@@ -75,10 +75,11 @@ func (b *gpuBackend) upload() error {
 	return l.err
 }
 
-// uploaded reports whether the weights were copied, and how long it took.
-func (b *gpuBackend) uploaded() (bool, time.Duration) {
+// uploaded reports whether the copy of the weights ran, its error and how
+// long it took.
+func (b *gpuBackend) uploaded() (bool, error, time.Duration) {
 	l := &b.lazy
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.done && l.err == nil, l.took
+	return l.done, l.err, l.took
 }

@@ -33,7 +33,7 @@ func TestLazyWeights(t *testing.T) {
 			}
 			defer m.Close()
 			atLoad := copied() - before
-			if ok, _ := m.b.uploaded(); ok {
+			if ran, _, _ := m.b.uploaded(); ran {
 				t.Fatal("weights copied at load")
 			}
 			if r := m.Report(); !strings.Contains(r, "weights never copied to the device") {

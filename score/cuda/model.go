@@ -319,7 +319,10 @@ func (m *Model) Device() backend.Device {
 func (m *Model) Report() string {
 	e := m.e
 	copied := "weights never copied to the device: every window came from the cache"
-	if ok, took := m.b.uploaded(); ok {
+	switch ran, err, took := m.b.uploaded(); {
+	case ran && err != nil:
+		copied = fmt.Sprintf("copying the weights failed after %.1fs: %v", took.Seconds(), err)
+	case ran:
 		copied = fmt.Sprintf("weights copied in %.1fs at the first window computed", took.Seconds())
 	}
 	return fmt.Sprintf("%s: %s of weights, %s (matrices as a bf16 copy: %s), products on bf16-rounded weights (%s), loaded in %.1fs, %s; peak GPU memory %s allocated by ppl, %s in use on the device; attention: %s",
