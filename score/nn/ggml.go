@@ -504,12 +504,29 @@ func dotF32(x, y []float32, avx2 bool) float32 {
 }
 
 // dotLanes is the vector part of ggml's float dot products (GGML_F32_STEP
-// blocks): on AVX-512, four accumulators of 16 lanes over each 64 elements
+// blocks, dotLanesGeneric), in a kernel where the level has one (kern.dotF32
+// and dotF32x8; an f16 row is multiplied as the float32 values it holds).
+// It returns the sum and the number of elements it covered.
+func dotLanes(x, y []float32, avx2 bool) (float32, int) {
+	kd, np := kern.dotF32, len(x)&^63
+	if avx2 {
+		kd, np = kern.dotF32x8, len(x)&^31
+	}
+	if kd == nil {
+		return dotLanesGeneric(x, y, avx2)
+	}
+	if np == 0 {
+		return 0, 0
+	}
+	return kd(&x[0], &y[0], np), np
+}
+
+// dotLanesGeneric is dotLanes in plain Go: on AVX-512, four accumulators of 16 lanes over each 64 elements
 // (FMA), folded (0+2, 1+3, then 0+1) and reduced (reduce16); on the AVX2
 // build (avx2), four of 8 lanes over each 32 elements, folded alike, the 8
 // lanes summed as i + (i+4), then hadd twice ((0+1) + (2+3)). It returns
 // the sum and the number of elements it covered.
-func dotLanes(x, y []float32, avx2 bool) (float32, int) {
+func dotLanesGeneric(x, y []float32, avx2 bool) (float32, int) {
 	w := 16
 	if avx2 {
 		w = 8
@@ -596,26 +613,10 @@ type ggmlPanel func(l *Linear, buf []float32, r0, r1 int, a *qacts, out []float3
 // files; their products decide which experts run.
 func (l *Linear) panelF32(r0, r1 int, x []float32, n int, avx2 bool, out []float32) {
 	k := l.In
-	kd, np := kern.dotF32, k&^63
-	if avx2 {
-		kd, np = kern.dotF32x8, k&^31
-	}
 	for r := r0; r < r1; r++ {
 		w := unsafe.Slice((*float32)(unsafe.Pointer(&l.Data[r*l.RowBytes])), k)
 		for t := range n {
-			xt := x[t*k : (t+1)*k]
-			var s float32
-			if kd == nil {
-				s = dotF32(w, xt, avx2)
-			} else {
-				if np > 0 {
-					s = kd(&xt[0], &w[0], np)
-				}
-				for e := np; e < k; e++ {
-					s += xt[e] * w[e]
-				}
-			}
-			out[t*l.Out+r] = s
+			out[t*l.Out+r] = dotF32(w, x[t*k:(t+1)*k], avx2)
 		}
 	}
 }
@@ -627,10 +628,6 @@ func (l *Linear) panelF32(r0, r1 int, x []float32, n int, avx2 bool, out []float
 // float64 result rounded to float32.
 func (l *Linear) panelF16(r0, r1 int, x []float32, n int, avx2 bool, out []float32) {
 	k := l.In
-	kd, np := kern.dotF16, k&^63
-	if avx2 {
-		kd, np = kern.dotF16x8, k&^31
-	}
 	w32 := make([]float32, k)
 	for r := r0; r < r1; r++ {
 		wh := unsafe.Slice((*uint16)(unsafe.Pointer(&l.Data[r*l.RowBytes])), k)
@@ -638,19 +635,7 @@ func (l *Linear) panelF16(r0, r1 int, x []float32, n int, avx2 bool, out []float
 			w32[e] = quant.F16ToF32(h)
 		}
 		for t := range n {
-			xt := x[t*k : (t+1)*k]
-			var s float64
-			if kd == nil {
-				s = dotF16(w32, xt, avx2)
-			} else {
-				if np > 0 {
-					s = float64(kd(&xt[0], &wh[0], np))
-				}
-				for e := np; e < k; e++ {
-					s += float64(xt[e] * w32[e])
-				}
-			}
-			out[t*l.Out+r] = float32(s)
+			out[t*l.Out+r] = float32(dotF16(w32, x[t*k:(t+1)*k], avx2))
 		}
 	}
 }

@@ -170,6 +170,20 @@ func TestGGMLArithmetic(t *testing.T) {
 	}
 }
 
+// productHash multiplies l by n rows of rand.NewSource(1) normal values,
+// the activations of the libggml runs that pinned TestGGMLProducts' and
+// TestGGMLProductsF32's hashes, and hashes the output.
+func productHash(c *Context, l *Linear, n int) uint64 {
+	r := rand.New(rand.NewSource(1))
+	x := make([]float32, n*l.In)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	y := make([]float32, n*l.Out)
+	l.Forward(c, y, x, n)
+	return fnvBits(y)
+}
+
 // TestGGMLProductsF32 checks F32 matrices' products (panelF32) against
 // libggml's MUL_MAT (ggml_ops.py's mm on a GGUF holding these weights):
 // 24 rows of In normal values (sd 0.1, rand.NewSource(In)) times 5 rows of
@@ -196,15 +210,8 @@ func TestGGMLProductsF32(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r = rand.New(rand.NewSource(1))
-		x := make([]float32, n*tc.in)
-		for i := range x {
-			x[i] = float32(r.NormFloat64())
-		}
-		y := make([]float32, n*out)
 		c.GGMLAVX2 = tc.avx2
-		l.Forward(c, y, x, n)
-		if h := fnvBits(y); h != tc.want {
+		if h := productHash(c, l, n); h != tc.want {
 			t.Errorf("F32, rows of %d (AVX2 build: %v): hash %#x, libggml's %#x", tc.in, tc.avx2, h, tc.want)
 		}
 	}
@@ -297,15 +304,8 @@ func TestGGMLProducts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := rand.New(rand.NewSource(1))
-		x := make([]float32, tc.n*l.In)
-		for i := range x {
-			x[i] = float32(r.NormFloat64())
-		}
-		y := make([]float32, tc.n*l.Out)
 		c.GGMLAVX2 = tc.avx2
-		l.Forward(c, y, x, tc.n)
-		if h := fnvBits(y); h != tc.want {
+		if h := productHash(c, l, tc.n); h != tc.want {
 			t.Errorf("%s %s (%v), %d rows: hash %#x, libggml's %#x", tc.stem, tc.tensor, l.Type, tc.n, h, tc.want)
 		}
 		f.Close()
@@ -343,14 +343,7 @@ func TestGGMLProducts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		r := rand.New(rand.NewSource(1))
-		x := make([]float32, tc.n*l.In)
-		for i := range x {
-			x[i] = float32(r.NormFloat64())
-		}
-		y := make([]float32, tc.n*l.Out)
-		l.Forward(c, y, x, tc.n)
-		if h := fnvBits(y); h != tc.want {
+		if h := productHash(c, l, tc.n); h != tc.want {
 			t.Errorf("%s %s (%v), 36 rows of %d blocks, %d activation rows: hash %#x, libggml's %#x", tc.stem, tc.tensor, l.Type, tc.blocks, tc.n, h, tc.want)
 		}
 		f.Close()
@@ -483,10 +476,10 @@ func TestQ4KKernels(t *testing.T) {
 }
 
 // TestDotKernels checks the kernels of ggml's float dot products (the
-// AVX-512 and AVX2 builds' lanes, for F32 and F16 weights) against
-// dotLanes, bit for bit, at every level that has them, on random rows and on adversarial ones: values of
-// mixed magnitudes (1e-30 to 1e30, so that lanes cancel) against signed
-// zeros and f16's extremes.
+// AVX-512 and AVX2 builds' lanes: kern.dotF32, dotF32x8) against
+// dotLanesGeneric, bit for bit, at every level that has them, on random
+// rows and on adversarial ones: values of mixed magnitudes (1e-30 to 1e30,
+// so that lanes cancel) against signed zeros and f16's extremes.
 func TestDotKernels(t *testing.T) {
 	r := rand.New(rand.NewSource(9))
 	const n = 640
@@ -507,30 +500,18 @@ func TestDotKernels(t *testing.T) {
 	forEachLevel(t, func(t testing.TB, l Level) {
 		for ri, row := range rows {
 			x, y := row[0], row[1]
-			h := make([]uint16, n)
-			for i, v := range y {
-				h[i] = quant.F32ToF16(v)
-			}
 			for _, m := range []int{32, 64, 96, 128, 576, n} {
 				for _, k := range []struct {
 					name string
-					f32  func(x, w *float32, n int) float32
-					f16  func(x *float32, w *uint16, n int) float32
+					f    func(x, w *float32, n int) float32
 					avx2 bool
-				}{{"the AVX-512 build's", kern.dotF32, kern.dotF16, false}, {"the AVX2 build's", kern.dotF32x8, kern.dotF16x8, true}} {
-					if m%64 != 0 && !k.avx2 {
+				}{{"the AVX-512 build's", kern.dotF32, false}, {"the AVX2 build's", kern.dotF32x8, true}} {
+					if k.f == nil || m%64 != 0 && !k.avx2 {
 						continue
 					}
-					want, _ := dotLanes(x[:m], y[:m], k.avx2)
-					if k.f32 != nil {
-						if got := k.f32(&x[0], &y[0], m); math.Float32bits(got) != math.Float32bits(want) {
-							t.Fatalf("level %v row %d, %d elements: %s F32 kernel %v, dotLanes %v", l, ri, m, k.name, got, want)
-						}
-					}
-					if k.f16 != nil {
-						if got := k.f16(&x[0], &h[0], m); math.Float32bits(got) != math.Float32bits(want) {
-							t.Fatalf("level %v row %d, %d elements: %s F16 kernel %v, dotLanes %v", l, ri, m, k.name, got, want)
-						}
+					want, _ := dotLanesGeneric(x[:m], y[:m], k.avx2)
+					if got := k.f(&x[0], &y[0], m); math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("level %v row %d, %d elements: %s kernel %v, dotLanesGeneric %v", l, ri, m, k.name, got, want)
 					}
 				}
 			}

@@ -155,11 +155,8 @@ type kernels struct {
 	// q4k holds the Q4_K kernels in the repacked GEMM's and GEMV's orders
 	// (ggml_kquants.go): index m-1 computes m rows.
 	q4k [2][]q4kFunc
-	// dotF16 and dotF32, if set, are dotLanes in the AVX-512 build's lanes
-	// for n a multiple of 64, the second operand in f16 or float32
-	// (panelF16, panelF32); dotF16x8 and dotF32x8 in the AVX2 build's, for
-	// n a multiple of 32.
-	dotF16, dotF16x8 func(x *float32, w *uint16, n int) float32
+	// dotF32, if set, is dotLanes in the AVX-512 build's lanes for n a
+	// multiple of 64, dotF32x8 in the AVX2 build's for n a multiple of 32.
 	dotF32, dotF32x8 func(x, w *float32, n int) float32
 	// ggmlExpf, if set, is ggmlExpf of n floats (a multiple of 16).
 	ggmlExpf func(dst, x *float32, n int)

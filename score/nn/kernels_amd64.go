@@ -19,7 +19,6 @@ func archInit() {
 	if cpu.X86.HasF16C {
 		avx2.roundF16 = roundF16AVX2
 		avx2.quantQ80 = quantQ80AVX2
-		avx2.dotF16, avx2.dotF16x8 = dotF16W16AVX2, dotF16W8AVX2
 	}
 	avx2.dotF32, avx2.dotF32x8 = dotF32W16AVX2, dotF32W8AVX2
 	avx2.lanesRow = [2]func(x, q *byte, sc, d *float32, nb, off int, lanes *float32){lanesG32AVX2, lanesG16AVX2}
@@ -68,9 +67,8 @@ func archInit() {
 	avx512.quantQ8K = quantQ8KAVX512
 	avx512.roundF16 = roundF16AVX512
 	avx512.ggmlExpf = ggmlExpfAVX512
-	avx512.dotF16 = dotF16AVX512
 	avx512.dotF32 = dotF32AVX512
-	avx512.dotF16x8, avx512.dotF32x8 = avx2.dotF16x8, avx2.dotF32x8
+	avx512.dotF32x8 = avx2.dotF32x8
 	avx512.lanesRow = avx2.lanesRow
 	levelKernels[AVX512] = avx512
 	maxLevel = AVX512

@@ -474,10 +474,7 @@ func maxFiniteAVX512(x *float32, n int) (m float32, finite bool)
 func ggmlExpfAVX512(dst, x *float32, n int)
 
 //go:noescape
-func dotF16AVX512(x *float32, w *uint16, n int) float32
-
-//go:noescape
-func dotF32AVX512(x *float32, w *float32, n int) float32
+func dotF32AVX512(x, w *float32, n int) float32
 
 //go:noescape
 func softmaxTileAVX2(s *float32, rows int, lim *int32, scale float32, m *float32, l *float32, alpha *float32)
@@ -510,16 +507,10 @@ func quantQ80AVX2(x *float32, nb int, rec *byte, dOff, xs16Off int)
 func quantQ8KAVX2(x *float32, nb int, rec *byte, dOff, xs16Off int)
 
 //go:noescape
-func dotF16W16AVX2(x *float32, w *uint16, n int) float32
+func dotF32W16AVX2(x, w *float32, n int) float32
 
 //go:noescape
-func dotF16W8AVX2(x *float32, w *uint16, n int) float32
-
-//go:noescape
-func dotF32W16AVX2(x *float32, w *float32, n int) float32
-
-//go:noescape
-func dotF32W8AVX2(x *float32, w *float32, n int) float32
+func dotF32W8AVX2(x, w *float32, n int) float32
 
 //go:noescape
 func lanesG32AVX2(x, q *byte, sc, d *float32, nb, off int, lanes *float32)

@@ -1198,26 +1198,17 @@ func misc() {
 	rmsnormAVX512()
 	maxFiniteAVX512()
 	ggmlExpfAVX512()
-	dotF16AVX512()
 	dotF32AVX512()
 }
 
-// dotF16AVX512 writes dotF16AVX512(x *float32, w *uint16, n int) float32:
-// dotF16's AVX-512 part for n a multiple of 64, w in f16 (VCVTPH2PS): four
-// accumulators of 16 lanes, folded (0+2, 1+3, then 0+1) and reduced as
-// _mm512_reduce_add_ps (reduce16).
-func dotF16AVX512() { dotAVX512("dotF16AVX512", "w *uint16", "VCVTPH2PS", 2) }
-
-// dotF32AVX512 writes dotF32AVX512(x, w *float32, n int) float32: the same
-// for float32 weights (dotF32's AVX-512 part).
-func dotF32AVX512() { dotAVX512("dotF32AVX512", "w *float32", "VMOVUPS", 4) }
-
-// dotAVX512 writes one of the dot kernels: the weights of wBytes each,
-// loaded into float32 lanes by load.
-func dotAVX512(name, wArg, load string, wBytes int) {
+// dotF32AVX512 writes dotF32AVX512(x, w *float32, n int) float32:
+// dotLanes's AVX-512 part for n a multiple of 64: four accumulators of 16
+// lanes, folded (0+2, 1+3, then 0+1) and reduced as _mm512_reduce_add_ps
+// (reduce16).
+func dotF32AVX512() {
 	p("")
-	p("// func %s(x *float32, %s, n int) float32", name, wArg)
-	p("TEXT ·%s(SB), NOSPLIT, $0-28", name)
+	p("// func dotF32AVX512(x, w *float32, n int) float32")
+	p("TEXT ·dotF32AVX512(SB), NOSPLIT, $0-28")
 	p("\tMOVQ x+0(FP), SI")
 	p("\tMOVQ w+8(FP), DI")
 	p("\tMOVQ n+16(FP), CX")
@@ -1229,11 +1220,11 @@ func dotAVX512(name, wArg, load string, wBytes int) {
 	p("\tJZ fold")
 	p("loop:")
 	for j := 0; j < 4; j++ {
-		p("\t%s %d(DI), Z%d", load, 16*wBytes*j, 4+j)
+		p("\tVMOVUPS %d(DI), Z%d", 64*j, 4+j)
 		p("\tVFMADD231PS %d(SI), Z%d, Z%d", 64*j, 4+j, j)
 	}
 	p("\tADDQ $256, SI")
-	p("\tADDQ $%d, DI", 64*wBytes)
+	p("\tADDQ $256, DI")
 	p("\tDECQ CX")
 	p("\tJNZ loop")
 	p("fold:")
@@ -1839,13 +1830,8 @@ func miscAVX2() {
 	roundF16AVX2()
 	transposeAVX2()
 	quantActsAVX2()
-	for _, w := range []struct {
-		typ, arg, load string
-		bytes          int
-	}{{"F16", "w *uint16", "VCVTPH2PS", 2}, {"F32", "w *float32", "VMOVUPS", 4}} {
-		dotAVX2("dot"+w.typ+"W16AVX2", w.arg, w.load, w.bytes, true)
-		dotAVX2("dot"+w.typ+"W8AVX2", w.arg, w.load, w.bytes, false)
-	}
+	dotAVX2("dotF32W16AVX2", true)
+	dotAVX2("dotF32W8AVX2", false)
 	lanesAVX2("lanesG32AVX2", false)
 	lanesAVX2("lanesG16AVX2", true)
 }
@@ -1913,16 +1899,16 @@ func lanesAVX2(name string, group16 bool) {
 	p("\tRET")
 }
 
-// dotAVX2 writes a dot kernel of ggml's float dot products (dotLanes) on
-// AVX2, the weights of wBytes each loaded into float32 lanes by load. With
+// dotAVX2 writes a kernel of ggml's float dot products (dotLanes) on
+// AVX2, dotF32AVX512's signature. With
 // lanes16 it computes as the AVX-512 build (four accumulators of 16 lanes
 // over each 64 elements, each held in two Y registers: lanes 0-7 and 8-15,
 // then _mm512_reduce_add_ps's tree), for n a multiple of 64; without, as
 // the AVX2 build (four of 8 lanes over each 32, lanes i + (i+4), then two
 // horizontal adds), for n a multiple of 32.
-func dotAVX2(name, wArg, load string, wBytes int, lanes16 bool) {
+func dotAVX2(name string, lanes16 bool) {
 	p("")
-	p("// func %s(x *float32, %s, n int) float32", name, wArg)
+	p("// func %s(x, w *float32, n int) float32", name)
 	p("TEXT ·%s(SB), NOSPLIT, $0-28", name)
 	p("\tMOVQ x+0(FP), SI")
 	p("\tMOVQ w+8(FP), DI")
@@ -1942,12 +1928,12 @@ func dotAVX2(name, wArg, load string, wBytes int, lanes16 bool) {
 		for h := 0; h < halves; h++ {
 			e := 8 * (halves*j + h) // the first element of the register
 			r := halves*j + h
-			p("\t%s %d(DI), Y%d", load, wBytes*e, 8+r)
+			p("\tVMOVUPS %d(DI), Y%d", 4*e, 8+r)
 			p("\tVFMADD231PS %d(SI), Y%d, Y%d", 4*e, 8+r, r)
 		}
 	}
 	p("\tADDQ $%d, SI", 4*32*halves)
-	p("\tADDQ $%d, DI", wBytes*32*halves)
+	p("\tADDQ $%d, DI", 4*32*halves)
 	p("\tDECQ CX")
 	p("\tJNZ loop")
 	p("fold:")
