@@ -17,11 +17,17 @@ import (
 // waits on), says what it kept and exits 128+signal (130 for SIGINT, 143
 // for SIGTERM); a second signal ends the process at once with that status.
 //
-// After the first signal SIGPIPE is ignored: in a pipeline that the
-// terminal interrupted as a whole, the next stage may be gone before this
-// one writes again, and a write to it must fail with an error, so that the
-// tool still says on stderr what it kept, rather than die of SIGPIPE
-// without a word.
+// SIGPIPE is caught from the start, so that a write to a reader that is
+// gone returns an error instead of killing the process at once. Before the
+// first SIGINT or SIGTERM, the tool then still dies of SIGPIPE, as a tool
+// whose downstream left (`| head`) should: the signal's handler, or Exit
+// when the write's error gets there first, restores SIGPIPE's default
+// action and raises it. After the first, the write's error stops the tool,
+// which says on stderr what it kept: in a pipeline that the terminal
+// interrupted as a whole, the next stage may be gone before this one
+// writes again. Deciding this in the handler, rather than ignoring SIGPIPE
+// once the interrupt is seen, has no race: SIGINT comes before the reader
+// closes, and the runtime delivers it first.
 type Interrupt struct {
 	tool   string
 	stderr io.Writer
@@ -36,8 +42,8 @@ type Interrupt struct {
 func Notify(tool string, stderr io.Writer, notice string) (context.Context, *Interrupt) {
 	ctx, cancel := context.WithCancel(context.Background())
 	in := &Interrupt{tool: tool, stderr: stderr}
-	c := make(chan os.Signal, 2)
-	signal.Notify(c, os.Interrupt, syscall.SIGTERM)
+	c := make(chan os.Signal, 3)
+	signal.Notify(c, os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
 	done := make(chan struct{})
 	in.stop = func() { signal.Stop(c); close(done) }
 	go func() {
@@ -46,12 +52,17 @@ func Notify(tool string, stderr io.Writer, notice string) (context.Context, *Int
 			case s := <-c:
 				in.mu.Lock()
 				first := in.sig == nil
-				if first {
+				if first && s != syscall.SIGPIPE {
 					in.sig = s
 				}
 				in.mu.Unlock()
+				if s == syscall.SIGPIPE {
+					if first {
+						diePipe()
+					}
+					continue // interrupted: the write's error stops the tool
+				}
 				if first {
-					signal.Ignore(syscall.SIGPIPE)
 					if notice != "" {
 						fmt.Fprintf(in.stderr, "%s: %s: %s (again to stop at once)\n", in.tool, SignalName(s), notice)
 					}
@@ -79,6 +90,9 @@ func (in *Interrupt) Signal() os.Signal {
 // Exit reports err as Exit does and returns the exit status: 128+signal
 // when a signal stopped the tool with an error.
 func (in *Interrupt) Exit(err error) int {
+	if in.Signal() == nil && errors.Is(err, syscall.EPIPE) {
+		diePipe() // the reader left: as SIGPIPE would have, before the handler did
+	}
 	in.stop()
 	if s := in.Signal(); s != nil && errors.Is(err, context.Canceled) {
 		err = fmt.Errorf("stopped by %s", SignalName(s))
