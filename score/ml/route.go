@@ -3,7 +3,10 @@ package ml
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
+
+	"ppl.dev/score/nn"
 )
 
 // Gating is how router logits become expert probabilities
@@ -49,8 +52,10 @@ func (g Gating) String() string {
 //     below at 2^-14, as llama.cpp), times Scale when Scale != 0.
 //
 // The probabilities and sums are float64; weights are rounded to float32
-// once. Routing runs on the host for every backend, so that every device
-// chooses the same experts from the same logits.
+// once. With GGML (the int8 modes), every step is instead the float32
+// ggml-cpu operation llama.cpp uses, in its order (routeGGML). Routing runs
+// on the host for every backend, so that every device chooses the same
+// experts from the same logits.
 type Router struct {
 	Experts, K         int
 	Gating             Gating
@@ -58,6 +63,10 @@ type Router struct {
 	Groups, GroupsUsed int       // 0 or 1: no groups
 	Norm               bool
 	Scale              float64 // 0: none
+	// GGML routes as ggml-cpu computes build_moe_ffn's graph, as the AVX-512
+	// build does or, with GGMLAVX2, as the AVX2 build does (their softmax
+	// lanes and e^x differ).
+	GGML, GGMLAVX2 bool
 }
 
 // Validate checks the router's shape.
@@ -96,6 +105,9 @@ func (r *Router) Route(logits []float32) (*Routing, error) {
 	}
 	n := len(logits) / E
 	out := &Routing{K: K, Expert: make([]int32, n*K), Weight: make([]float32, n*K)}
+	if r.GGML {
+		return out, r.routeGGML(out, logits)
+	}
 	p := make([]float64, E)
 	s := make([]float64, E)
 	idx := make([]int, E)
@@ -104,10 +116,8 @@ func (r *Router) Route(logits []float32) (*Routing, error) {
 	w := make([]float64, K)
 	for t := range n {
 		row := logits[t*E : (t+1)*E]
-		for i, v := range row {
-			if v != v {
-				return nil, fmt.Errorf("moe: router logit %d of token %d is NaN", i, t)
-			}
+		if err := checkRow(row, t); err != nil {
+			return nil, err
 		}
 		switch r.Gating {
 		case GateSoftmax:
@@ -203,4 +213,244 @@ func (r *Router) Route(logits []float32) (*Routing, error) {
 		}
 	}
 	return out, nil
+}
+
+func checkRow(row []float32, t int) error {
+	for i, v := range row {
+		if v != v {
+			return fmt.Errorf("moe: router logit %d of token %d is NaN", i, t)
+		}
+	}
+	return nil
+}
+
+// routeGGML is Route as llama.cpp's build_moe_ffn computes it on the CPU,
+// each step a float32 ggml operation:
+//
+//   - p = SOFT_MAX(logits) (nn.GGMLSoftMax) or SIGMOID (nn.GGMLSigmoid);
+//     the logits themselves for GateSoftmaxSelected;
+//   - s = p + exp_probs_b (ADD);
+//   - groups: ARGSORT of each group's s, the group's score the SUM_ROWS of
+//     its two best (a float64 sum rounded to float32), ARGSORT of the
+//     scores, the other groups' s set to -Inf;
+//   - the first K of the ARGSORT of s (ggmlArgsort: std::sort, so that ties
+//     come out in libstdc++'s order, not by index);
+//   - w = GET_ROWS of p; SOFT_MAX of w for GateSoftmaxSelected;
+//   - Norm: w / max(SUM_ROWS(w), 2^-14) (CLAMP, DIV);
+//   - w × float32(Scale) (SCALE) unless Scale is 0 or 1.
+func (r *Router) routeGGML(out *Routing, logits []float32) error {
+	E, K := r.Experts, r.K
+	p := make([]float32, E)
+	s := make([]float32, E)
+	idx := make([]int32, E)
+	per := E / max(r.Groups, 1)
+	gs := make([]float32, max(r.Groups, 1))
+	gidx := make([]int32, max(r.Groups, per))
+	for t := range len(logits) / E {
+		row := logits[t*E : (t+1)*E]
+		if err := checkRow(row, t); err != nil {
+			return err
+		}
+		switch r.Gating {
+		case GateSoftmax:
+			nn.GGMLSoftMax(p, row, r.GGMLAVX2)
+		case GateSigmoid:
+			nn.GGMLSigmoid(p, row)
+		case GateSoftmaxSelected:
+			copy(p, row)
+		}
+		copy(s, p)
+		if r.SelBias != nil {
+			for i, b := range r.SelBias {
+				s[i] += b
+			}
+		}
+		if r.Groups > 1 {
+			for g := range r.Groups {
+				sg := s[g*per : (g+1)*per]
+				ggmlArgsort(gidx[:per], sg)
+				gs[g] = float32(float64(sg[gidx[0]]) + float64(sg[gidx[1]]))
+			}
+			ggmlArgsort(gidx[:r.Groups], gs)
+			for _, g := range gidx[r.GroupsUsed:r.Groups] {
+				for i := range per {
+					s[int(g)*per+i] = float32(math.Inf(-1))
+				}
+			}
+		}
+		ggmlArgsort(idx, s)
+		e, w := out.Expert[t*K:(t+1)*K], out.Weight[t*K:(t+1)*K]
+		copy(e, idx[:K])
+		for j, x := range e {
+			w[j] = p[x]
+		}
+		if r.Gating == GateSoftmaxSelected {
+			nn.GGMLSoftMax(w, w, r.GGMLAVX2)
+		}
+		if r.Norm {
+			var sum float64 // ggml_vec_sum_f32
+			for _, v := range w {
+				sum += float64(v)
+			}
+			d := max(float32(sum), 0x1p-14)
+			for j := range w {
+				w[j] /= d
+			}
+		}
+		if r.Scale != 0 && r.Scale != 1 {
+			sc := float32(r.Scale)
+			for j := range w {
+				w[j] *= sc
+			}
+		}
+	}
+	return nil
+}
+
+// ggmlArgsort is ggml-cpu's ARGSORT in descending order: idx = 0, 1, ...,
+// then std::sort with the comparison v[a] > v[b]. std::sort is not stable,
+// and which of equal values comes first is what the model's experts are
+// (and in which order their outputs are summed), so this is libstdc++'s
+// introsort step by step: quicksort with the median of three moved to the
+// front, down to ranges of 16, with heapsort past 2·⌊log2 n⌋ levels, then
+// insertion sort.
+func ggmlArgsort(idx []int32, v []float32) {
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	stdSort{idx, func(x, y int32) bool { return v[x] > v[y] }}.sort()
+}
+
+// stdSort sorts a by less as libstdc++'s std::sort.
+type stdSort struct {
+	a    []int32
+	less func(x, y int32) bool
+}
+
+func (s stdSort) swap(i, j int) { s.a[i], s.a[j] = s.a[j], s.a[i] }
+
+// sort is std::sort: std::__introsort_loop, then std::__final_insertion_sort.
+func (s stdSort) sort() {
+	n := len(s.a)
+	if n < 2 {
+		return
+	}
+	s.introsort(0, n, 2*(bits.Len(uint(n))-1))
+	if n > 16 {
+		s.insertion(0, 16)
+		for i := 16; i < n; i++ {
+			s.linearInsert(i)
+		}
+	} else {
+		s.insertion(0, n)
+	}
+}
+
+// introsort is std::__introsort_loop on [first, last).
+func (s stdSort) introsort(first, last, depth int) {
+	for last-first > 16 {
+		if depth == 0 {
+			s.heapsort(first, last)
+			return
+		}
+		depth--
+		// __unguarded_partition_pivot: the median of first+1, the middle
+		// and last-1 moved to first, then Hoare's partition around it.
+		a, b, c := first+1, first+(last-first)/2, last-1
+		switch {
+		case s.less(s.a[a], s.a[b]):
+			switch {
+			case s.less(s.a[b], s.a[c]):
+				s.swap(first, b)
+			case s.less(s.a[a], s.a[c]):
+				s.swap(first, c)
+			default:
+				s.swap(first, a)
+			}
+		case s.less(s.a[a], s.a[c]):
+			s.swap(first, a)
+		case s.less(s.a[b], s.a[c]):
+			s.swap(first, c)
+		default:
+			s.swap(first, b)
+		}
+		lo, hi := first+1, last
+		for {
+			for s.less(s.a[lo], s.a[first]) {
+				lo++
+			}
+			hi--
+			for s.less(s.a[first], s.a[hi]) {
+				hi--
+			}
+			if lo >= hi {
+				break
+			}
+			s.swap(lo, hi)
+			lo++
+		}
+		s.introsort(lo, last, depth)
+		last = lo
+	}
+}
+
+// insertion is std::__insertion_sort on [first, last).
+func (s stdSort) insertion(first, last int) {
+	for i := first + 1; i < last; i++ {
+		if x := s.a[i]; s.less(x, s.a[first]) {
+			copy(s.a[first+1:i+1], s.a[first:i])
+			s.a[first] = x
+		} else {
+			s.linearInsert(i)
+		}
+	}
+}
+
+// linearInsert is std::__unguarded_linear_insert: a[i] moved down past
+// the elements it is less than.
+func (s stdSort) linearInsert(i int) {
+	x := s.a[i]
+	for ; s.less(x, s.a[i-1]); i-- {
+		s.a[i] = s.a[i-1]
+	}
+	s.a[i] = x
+}
+
+// heapsort is std::__partial_sort(first, last, last): std::__make_heap,
+// then std::__sort_heap.
+func (s stdSort) heapsort(first, last int) {
+	h := stdSort{s.a[first:last], s.less}
+	n := last - first
+	for p := (n - 2) / 2; p >= 0; p-- {
+		h.adjustHeap(p, n, h.a[p])
+	}
+	for n--; n > 0; n-- {
+		x := h.a[n]
+		h.a[n] = h.a[0]
+		h.adjustHeap(0, n, x)
+	}
+}
+
+// adjustHeap is std::__adjust_heap: the hole at i sifted down to a leaf
+// along the larger children, then x pushed up from there (__push_heap).
+func (s stdSort) adjustHeap(i, n int, x int32) {
+	top, c := i, i
+	for c < (n-1)/2 {
+		c = 2 * (c + 1)
+		if s.less(s.a[c], s.a[c-1]) {
+			c--
+		}
+		s.a[i] = s.a[c]
+		i = c
+	}
+	if n&1 == 0 && c == (n-2)/2 {
+		c = 2 * (c + 1)
+		s.a[i] = s.a[c-1]
+		i = c - 1
+	}
+	for p := (i - 1) / 2; i > top && s.less(s.a[p], x); p = (i - 1) / 2 {
+		s.a[i] = s.a[p]
+		i = p
+	}
+	s.a[i] = x
 }

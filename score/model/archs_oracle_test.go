@@ -18,23 +18,28 @@ import (
 // puts it about 0.01 per token from float64 (the oracle README's table);
 // the fp32 mode's distance from it is that. The int8 mode computes as
 // llama.cpp does: most windows to 5e-8, some from one token on by about
-// 1e-3 (the cause is not found yet), which Gemma's float16 GELU table and
-// gpt-oss's and gemma4's near-tie expert selections magnify. Its bounds are
-// about twice the worst file's figure (measured: see TestGoldenArchsInt8).
+// 1e-3, which Gemma's float16 GELU table and gpt-oss's and gemma4's
+// near-tie expert selections magnify. The cause is most likely the
+// attention: these goldens have an F32 cache and flash attention off
+// (MUL_MAT, SOFT_MAX_EXT, MUL_MAT), which the int8 mode does not copy; on
+// the same windows scored by llama.cpp with its default F16 cache and flash
+// attention, the int8 mode with an f16 cache gives qwen3moe's, glm4moe's
+// and gemma4's log-probs to the bit (both builds). Its bounds are about
+// twice the worst file's figure (measured: see TestGoldenArchsInt8).
 var archCases = []struct {
 	stem              string
 	goldMean, gPPL    float64
 	int8Mean, int8PPL float64
 }{
-	{"tiny-qwen3moe", 0.02, 2e-3, 6e-5, 4e-5},
+	{"tiny-qwen3moe", 0.02, 2e-3, 3e-5, 1e-5},
 	{"tiny-qwen35", 0.02, 2e-3, 3e-5, 1.5e-5},
-	{"tiny-qwen35moe", 0.02, 2e-3, 3e-5, 2.5e-5},
+	{"tiny-qwen35moe", 0.02, 2e-3, 3e-5, 1.5e-5},
 	{"tiny-qwen3next", 0.02, 2e-3, 8e-5, 4e-5},
 	{"tiny-gemma3", 0.02, 2e-3, 2e-3, 3e-4},
 	{"tiny-mistral3", 0.02, 2e-3, 8e-6, 3e-6},
 	{"tiny-gemma4", 0.04, 1e-2, 5e-3, 6e-4}, // fp32: llama.cpp's F16 GELU table and near-tie routing (oracle README)
 	{"tiny-glm4moe", 0.02, 2e-3, 2e-5, 2e-5},
-	{"tiny-deepseek2", 0.02, 2e-3, 2.5e-5, 1.5e-5},
+	{"tiny-deepseek2", 0.02, 2e-3, 2.5e-5, 4e-5}, // see TestGoldenArchsInt8
 	{"tiny-gpt-oss", 0.08, 2e-3, 3e-3, 2e-4},
 }
 
@@ -77,10 +82,16 @@ func TestGoldenArchs(t *testing.T) {
 
 // TestGoldenArchsInt8 is TestGoldenArchs in the int8 mode, llama.cpp's
 // arithmetic. Measured on every window of every file (worst file's mean,
-// worst |PPL ratio - 1|): qwen3moe 2.8e-5, 1.8e-5; qwen35 1.4e-5, 6e-6;
-// qwen35moe 1.4e-5, 1.1e-5; qwen3next 4.1e-5, 1.8e-5; gemma3 9.1e-4,
-// 1.4e-4; mistral3 3.6e-6, 1e-6; gemma4 2.33e-3, 2.8e-4; glm4moe 1.0e-5,
-// 1.0e-5; deepseek2 1.2e-5, 6e-6; gpt-oss 1.42e-3, 6.7e-5. Most windows are
+// worst |PPL ratio - 1|): qwen3moe 1.4e-5, 4e-6; qwen35 1.4e-5, 6e-6;
+// qwen35moe 1.6e-5, 7e-6; qwen3next 4.1e-5, 1.8e-5; gemma3 9.1e-4,
+// 1.4e-4; mistral3 3.6e-6, 1e-6; gemma4 2.36e-3, 2.8e-4; glm4moe 1.0e-5,
+// 1.0e-5; deepseek2 2.0e-5, 2.0e-5; gpt-oss 1.45e-3, 9.5e-5. Since the
+// router routes in ggml's float32 order (ml.Router.GGML: its experts and
+// weights are llama.cpp's to the bit on llama.cpp's own router logits for
+// every one of these models) the MoE models leave llama.cpp at other
+// tokens; deepseek2's 508-target mixed-unicode disjoint file went from
+// 6e-6 to 2e-5 in perplexity by such chance (before: 1.2e-5, 6e-6; its
+// bound was 1.5e-5). Most windows are
 // llama.cpp's to 5e-8 (all of mixed-unicode's, for mistral3); a few leave
 // it at one token and the difference stays for the window. Before GeGLU
 // went through ggml's GELU table, gemma4 was 0.019 mean and 0.46% in

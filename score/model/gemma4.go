@@ -35,7 +35,7 @@ import (
 //     post_ffw_norm_2, the router reading rmsnorm(a)/sqrt(n_embd) ⊙
 //     ffn_gate_inp.scale (softmax, top-k, renormalized), the experts
 //     reading rmsnorm(a)·pre_ffw_norm_2, each expert's output multiplied
-//     by ffn_down_exps.scale (folded into its routing weight);
+//     by ffn_down_exps.scale (fp32: folded into its routing weight);
 //   - each layer's output, residual included, is multiplied by
 //     layer_output_scale when the layer has it.
 //
@@ -284,17 +284,18 @@ func (l *Loader) gemma4MoE(prefix string, p *moeParams) *gemma4MoE {
 	m := &gemma4MoE{
 		gate:      l.Linear(prefix+"ffn_gate_inp", E, N),
 		gateScale: l.Vector(prefix+"ffn_gate_inp.scale", E),
-		router:    ml.Router{Experts: N, K: p.Used, Gating: p.gating, Norm: p.Norm, Scale: p.Scale},
+		router:    l.router(ml.Router{Experts: N, K: p.Used, Gating: p.gating, Norm: p.Norm, Scale: p.Scale}),
 		postNorm1: l.Norm(prefix+"post_ffw_norm_1", E),
 		preNorm2:  l.Norm(prefix+"pre_ffw_norm_2", E),
 		postNorm2: l.Norm(prefix+"post_ffw_norm_2", E),
 	}
 	m.experts = l.ExpertMLP(prefix, N, E, F)
 	m.experts.Act = ml.GeGLU
-	if d := m.experts.Down; d != nil {
+	if d := m.experts.Down; d != nil && !m.router.GGML {
 		// The loader bound ffn_down_exps.scale as the stack's output scale;
-		// Gemma 4 folds it into the routing weight instead, as llama.cpp
-		// does for this architecture.
+		// the fp32 mode folds it into the routing weight instead. The int8
+		// modes keep it on the stack: llama.cpp 0.7.0 multiplies each
+		// expert's output by it (build_lora_mm_id), then by the weight.
 		m.downScale, d.Scale = d.Scale, nil
 	}
 	return m

@@ -121,11 +121,14 @@ const (
 // are copied (revision 2: GEGLU's float16 table, SWIGLU_OAI, the final
 // soft-cap and the products of F32 matrices, which change Gemma's and
 // gpt-oss's numbers and those of every model with F32 matrices, such as
-// the routers of many MoE files). Score headers and
+// the routers of many MoE files; revision 3: the MoE router's softmax,
+// sigmoid, argsort and normalisation in ggml's float32 order, and Gemma
+// 4's expert output scale applied to the experts' outputs, which change
+// every mixture of experts' numbers). Score headers and
 // cache keys record it, so that scores computed after another ggml's order,
 // an earlier revision, or before the int8 modes copied one, are never taken
 // for these.
-const Int8Arithmetic = "ggml 0.27.0 (llama.cpp 0.7.0), revision 2"
+const Int8Arithmetic = "ggml 0.27.0 (llama.cpp 0.7.0), revision 3"
 
 // Load opens the GGUF model at path on the CPU and binds its weights
 // (which stay in the file's memory mapping). The Model must be closed.

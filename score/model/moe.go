@@ -127,7 +127,7 @@ func (l *Loader) MoE(prefix string, p *moeParams) *MoE {
 	E, F, N := l.HP.Embd, p.FFN, p.Experts
 	m := &MoE{
 		Gate:   l.Linear(prefix+"ffn_gate_inp", E, N),
-		Router: ml.Router{Experts: N, K: p.Used, Gating: p.gating, Groups: p.Groups, GroupsUsed: p.GroupsUsed, Norm: p.Norm, Scale: p.Scale},
+		Router: l.router(ml.Router{Experts: N, K: p.Used, Gating: p.gating, Groups: p.Groups, GroupsUsed: p.GroupsUsed, Norm: p.Norm, Scale: p.Scale}),
 	}
 	m.Experts = l.ExpertMLP(prefix, N, E, F)
 	if l.Has(prefix + "exp_probs_b.bias") {
@@ -145,6 +145,16 @@ func (l *Loader) MoE(prefix string, p *moeParams) *MoE {
 		}
 	}
 	return m
+}
+
+// router returns r routing in the model's arithmetic: in the int8 modes as
+// llama.cpp's CPU build computes (ml.Router.GGML), so that near ties choose
+// its experts and the weights are its bits.
+func (l *Loader) router(r ml.Router) ml.Router {
+	a := l.Opts.Activations
+	r.GGML = a == ActInt8 || a == ActInt8AVX2
+	r.GGMLAVX2 = a == ActInt8AVX2
+	return r
 }
 
 // ExpertMLP binds prefix's n SwiGLU experts of width ff: the stacks

@@ -1,14 +1,16 @@
 # ggml_ops.py: run single ggml-cpu operations (and glibc's libm) on inputs
 # written by a Go test, for checking nn's copies of llama.cpp's arithmetic
-# (nn/ggml.go, nn/libm.go) bit for bit. Not run by the tests: TestGGMLArithmetic
-# pins hashes of what this printed for its inputs. Run it where libggml is,
+# (nn/ggml.go, nn/libm.go; ml.Router's int8 routing: route, argsort) bit for bit.
+# Not run by the tests: TestGGMLArithmetic (and ml's TestRouteGGML*) pin hashes
+# of what this printed for their inputs. Run it where libggml is,
 # e.g. in a Debian sid chroot with llama.cpp 0.7.0 (libggml0 0.27.0) and
 # python3-numpy, python3-gguf installed, as
 #   chroot SID python3 /tmp/gx/ggml_ops.py OP ARGS...
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
 # OPs: rms EPS | swiglu | geglu | swiglu-oai | softcap CAP | rope N HEADS HEADDIM MODE BASE | fa N H HKV D SCALE |
-# trig | expf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1).
+# trig | expf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) |
+# route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
 import ctypes as C, numpy as np, sys, os
 base = C.CDLL("/usr/lib/x86_64-linux-gnu/libggml-base.so.0", mode=C.RTLD_GLOBAL)
@@ -90,6 +92,54 @@ elif op == "softcap":  # x, CAP: ggml_scale(1/CAP), ggml_tanh, ggml_scale(CAP), 
     tx = new(F32, [len(x)]); put(tx, x)
     o = base.ggml_scale(ctx, base.ggml_tanh(ctx, base.ggml_scale(ctx, tx, np.float32(1) / cap)), cap); run(o)
     get(o).tofile(d + "out.bin")
+elif op == "route":  # MoE routing as llama.cpp's build_moe_ffn: logits x (n, E), exp_probs_b w (E) when BIAS
+    # GATING 1 softmax, 2 sigmoid, 3 softmax of the selected; out.bin the weights (n, K),
+    # ids.bin the chosen experts (int32, n, K), probs.bin the gating's probabilities (n, E).
+    E, K, gating, norm = map(int, sys.argv[2:6]); wscale = float(sys.argv[6]); G, GU, hasb = map(int, sys.argv[7:10])
+    for f, at in [("ggml_soft_max", [P, P]), ("ggml_sigmoid", [P, P]), ("ggml_add", [P, P, P]), ("ggml_div", [P, P, P]),
+                  ("ggml_reshape_2d", [P, P, C.c_int64, C.c_int64]), ("ggml_reshape_3d", [P, P] + [C.c_int64] * 3),
+                  ("ggml_reshape_4d", [P, P] + [C.c_int64] * 4), ("ggml_argsort_top_k", [P, P, C.c_int]),
+                  ("ggml_get_rows", [P, P, P]), ("ggml_sum_rows", [P, P]), ("ggml_clamp", [P, P, C.c_float, C.c_float]),
+                  ("ggml_fill", [P, P, C.c_float]), ("ggml_set_rows", [P, P, P, P]), ("ggml_cont", [P, P])]:
+        fn = getattr(base, f); fn.restype = P; fn.argtypes = at
+    x = np.fromfile(d + "x.bin", np.float32); n = len(x) // E
+    tl = new(F32, [E, n]); put(tl, x)
+    probs = {1: lambda: base.ggml_soft_max(ctx, tl), 2: lambda: base.ggml_sigmoid(ctx, tl), 3: lambda: tl}[gating]()
+    sel = probs
+    if hasb:
+        tb = new(F32, [E]); put(tb, np.fromfile(d + "w.bin", np.float32)); sel = base.ggml_add(ctx, probs, tb)
+    if G > 1:
+        per = E // G
+        sg = base.ggml_reshape_3d(ctx, sel, per, G, n)
+        gs = base.ggml_argsort_top_k(ctx, sg, 2)
+        gs = base.ggml_get_rows(ctx, base.ggml_reshape_4d(ctx, sg, 1, per, G, n), gs)
+        gs = base.ggml_reshape_2d(ctx, base.ggml_sum_rows(ctx, base.ggml_reshape_3d(ctx, gs, 2, G, n)), G, n)
+        eg = base.ggml_argsort_top_k(ctx, gs, GU)
+        sp = base.ggml_get_rows(ctx, sg, eg)
+        sp = base.ggml_set_rows(ctx, base.ggml_fill(ctx, sg, -np.inf), sp, eg)
+        sel = base.ggml_reshape_2d(ctx, sp, E, n)
+    ids = base.ggml_argsort_top_k(ctx, sel, K)
+    w = base.ggml_get_rows(ctx, base.ggml_reshape_3d(ctx, probs, 1, E, n), ids)
+    if gating == 3:
+        w = base.ggml_reshape_3d(ctx, base.ggml_soft_max(ctx, base.ggml_reshape_2d(ctx, w, K, n)), 1, K, n)
+    if norm:
+        w = base.ggml_reshape_2d(ctx, w, K, n)
+        s = base.ggml_clamp(ctx, base.ggml_sum_rows(ctx, w), 6.103515625e-5, np.inf)
+        w = base.ggml_reshape_3d(ctx, base.ggml_div(ctx, w, s), 1, K, n)
+    if wscale != 0 and wscale != 1:
+        w = base.ggml_scale(ctx, w, wscale)
+    idc = base.ggml_cont(ctx, ids)
+    g = base.ggml_new_graph(ctx)
+    for t in (w, idc, probs):
+        base.ggml_build_forward_expand(g, t)
+    cpu.ggml_graph_compute_with_ctx(ctx, g, 2)
+    get(w).tofile(d + "out.bin"); get(idc, np.int32).tofile(d + "ids.bin"); get(probs).tofile(d + "probs.bin")
+elif op == "argsort":  # rows of N values x: ggml_argsort, descending (std::sort's order on ties); out.bin int32
+    N = int(sys.argv[2]); x = np.fromfile(d + "x.bin", np.float32)
+    base.ggml_argsort.restype = P; base.ggml_argsort.argtypes = [P, P, C.c_int]
+    tx = new(F32, [N, len(x) // N]); put(tx, x)
+    o = base.ggml_argsort(ctx, tx, 1); run(o)  # GGML_SORT_ORDER_DESC
+    get(o, np.int32).tofile(d + "out.bin")
 print("ok")
 if op == "trig":
     libm = C.CDLL("libm.so.6")

@@ -1,0 +1,58 @@
+package nn
+
+import "math"
+
+// The gating functions of llama.cpp's MoE router (build_moe_ffn) as
+// ggml-cpu computes them, for ml.Router in the int8 modes.
+
+// GGMLSoftMax is ggml_compute_forward_soft_max_f32 for one row, without
+// mask, scale or sinks: m = max(x); y_i = e^(x_i - m), ggml_v_expf on the
+// lanes of 16 of the AVX-512 build (ggmlExpf) or of 8 of the AVX2 build
+// (ggmlExpfAVX2) and glibc's expf past the last full lane; the sum in
+// float64 of each lane group's float32 sum (reduce16, hsum8), then of the
+// tail's terms; then y times float32(1/sum). y may alias x.
+func GGMLSoftMax(y, x []float32, avx2 bool) {
+	check("GGMLSoftMax", len(y), len(x))
+	m := float32(math.Inf(-1))
+	for _, v := range x {
+		if !(m > v) { // ggml's MAX(m, v)
+			m = v
+		}
+	}
+	lanes := 16
+	if avx2 {
+		lanes = 8
+	}
+	nv := len(x) / lanes * lanes
+	var sum float64
+	var e [16]float32
+	for i := 0; i < nv; i += lanes {
+		for l := range lanes {
+			e[l] = x[i+l] - m
+		}
+		ggmlExpfs(e[:lanes], e[:lanes], avx2)
+		copy(y[i:i+lanes], e[:lanes])
+		if avx2 {
+			sum += float64(hsum8((*[8]float32)(e[:8])))
+		} else {
+			sum += float64(reduce16(&e))
+		}
+	}
+	for i := nv; i < len(x); i++ {
+		y[i] = libcExpf(x[i] - m)
+		sum += float64(y[i])
+	}
+	inv := float32(1 / sum)
+	for i := range y {
+		y[i] *= inv
+	}
+}
+
+// GGMLSigmoid is ggml's SIGMOID: y = 1 / (1 + expf(-x)) in float32 with
+// glibc's expf (both builds). y may alias x.
+func GGMLSigmoid(y, x []float32) {
+	check("GGMLSigmoid", len(y), len(x))
+	for i, v := range x {
+		y[i] = 1 / (1 + libcExpf(-v))
+	}
+}
