@@ -35,6 +35,18 @@ __device__ __forceinline__ float f16_to_f32(u16 h) {
 	return __uint_as_float(sign | ((((u32)(h & 0x7fffu)) << 13) + ((127u - 15u) << 23)));
 }
 
+// down_exp is the power of two k that brings a largest magnitude of 2^15
+// or more, given as its float32 bits, to [2^14, 2^15); 0 for one below
+// 2^15 (no scaling) and for infinities and NaNs. See swiglu.cu.
+__device__ __forceinline__ int down_exp(u32 mbits) {
+	u32 e = (mbits >> 23) & 0xffu;
+	if (mbits < 0x47000000u || e == 0xffu) return 0;
+	return 141 - (int)e; // m in [2^(e-127), 2^(e-126))
+}
+
+// pow2f is 2^k for k in [-126, 127].
+__device__ __forceinline__ float pow2f(int k) { return __uint_as_float((u32)(k + 127) << 23); }
+
 // f32 -> f16: quant.F32ToF16, round to nearest even, overflow to infinity,
 // NaN payload kept (top bits) and quieted.
 __device__ __forceinline__ u16 f32_to_f16(float f) {

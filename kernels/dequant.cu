@@ -1,28 +1,28 @@
 // Weight dequantization on the device: rows of a matrix kept in its GGUF
 // blocks, dequantized into the half-precision operand of a cuBLAS GEMM (or
-// an embedding gather) right before it is used.
+// the float32 rows of an embedding) right before it is used.
 //
 // CPU reference: quant.Dequantize (ppl.dev/quant: legacy.go, kquants.go,
-// iq4.go, lowbit.go, float.go), then quant.F32ToBF16, then (fp16 operands)
-// quant.F32ToF16 of that bf16 value: what convertRows (score/cuda/model.go)
-// does on the host for the bf16-copy path. Each weight is computed with the
-// Go decoder's float32 operations in the Go decoder's order, each one
-// rounded (__fmul_rn, __fadd_rn, __fsub_rn: nvcc may not contract them into
-// an FMA), so the device writes the same bits as the host path. Most of
-// these products are exact anyway (a half scale times a small integer);
-// the ordered roundings matter for the subtraction of a minimum and for
-// scales that are products of two values.
+// iq4.go, lowbit.go, float.go), then one rounding to the operand's type:
+// quant.F32ToF16 or quant.F32ToBF16 (none for float32 rows). Each weight is
+// computed with the Go decoder's float32 operations in the Go decoder's
+// order, each one rounded (__fmul_rn, __fadd_rn, __fsub_rn: nvcc may not
+// contract them into an FMA), so the device writes the bits of the host's
+// decoder. Most of these products are exact anyway (a half scale times a
+// small integer); the ordered roundings matter for the subtraction of a
+// minimum and for scales that are products of two values.
 //
 // One kernel per weight type, all with the same parameters:
 //
-//   out (rows, in) half (bf16, or fp16 when f16 != 0) <- rows of w, row r
-//   being idx[r] when idx is not null (an embedding's tokens) and row0 + r
-//   otherwise (a slab of a matrix, an expert of a stack); rowbytes is the
-//   size of one row of w in its type. in is a multiple of 8 and of the
-//   type's block size; grid is the i-quants' lattices (below; unused by
-//   the other types, may be null). Each thread writes 8 consecutive
-//   halves (one 16-byte store, so a warp's stores are coalesced);
-//   grid-stride over rows · in/8, which is below 2^32 (the launcher checks).
+//   out (rows, in) <- rows of w, as bf16 (otype 0), fp16 (1) or float32
+//   (2), row r being idx[r] when idx is not null (an embedding's tokens)
+//   and row0 + r otherwise (a slab of a matrix, an expert of a stack);
+//   rowbytes is the size of one row of w in its type. in is a multiple of
+//   8 and of the type's block size; grid is the i-quants' lattices (below;
+//   unused by the other types, may be null). Each thread writes 8
+//   consecutive values (one 16-byte store of halves, two of floats, so a
+//   warp's stores are coalesced); grid-stride over rows · in/8, which is
+//   below 2^32 (the launcher checks).
 //
 // Every type's sub-blocks (the weights that share a scale) are 16 or 32
 // weights, so the 8 weights of a thread share one scale: each type's
@@ -39,19 +39,19 @@ __device__ __forceinline__ u32 ld32(const u8* b) {
 }
 __device__ __forceinline__ float h16(const u8* b) { return f16_to_f32((u16)ld16(b)); }
 
-// The operand's half: convertRows's rounding. The bf16 -> fp16 step is
-// the hardware's conversion (round to nearest even, subnormals kept,
-// overflow to infinity: quant.F32ToF16 on every finite value, and a fifth
-// of the instructions of its port f32_to_f16, which the host harness uses).
+// The operand's half, one rounding of the decoded weight: fp16 by the
+// hardware's conversion (round to nearest even, subnormals kept, overflow
+// to infinity: quant.F32ToF16 on every finite value, in a fifth of the
+// instructions of its port f32_to_f16, which the host harness uses), or
+// bf16.
 __device__ __forceinline__ u16 to_half(float v, int f16) {
-	u16 h = f32_to_bf16(v);
-	if (!f16) return h;
+	if (!f16) return f32_to_bf16(v);
 #ifdef __CUDA_ARCH__
 	u16 r;
-	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(bf16_to_f32(h)));
+	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(v));
 	return r;
 #else
-	return f32_to_f16(bf16_to_f32(h));
+	return f32_to_f16(v);
 #endif
 }
 
@@ -409,9 +409,9 @@ __device__ __forceinline__ void g_iq1_m(const u8* b, int p, float* y, const u8* 
 // weights from p of block b being fn(b, p, y) (DEQUANT_GRID: fn(b, p, y,
 // grid)).
 #define DEQUANT_GRID(name, BS, TS, fn, GRIDARG)                                                      \
-	extern "C" __global__ void name(u16* __restrict__ out, const u8* __restrict__ w,               \
+	extern "C" __global__ void name(void* __restrict__ out, const u8* __restrict__ w,              \
 	                                const int* __restrict__ idx, i64 row0, int rows, int in,       \
-	                                i64 rowbytes, int f16, const u8* __restrict__ grid) {          \
+	                                i64 rowbytes, int otype, const u8* __restrict__ grid) {        \
 		u32 per = (u32)in >> 3;                                                                \
 		u32 n = (u32)rows * per;                                                               \
 		for (u32 g = blockIdx.x * blockDim.x + threadIdx.x; g < n; g += gridDim.x * blockDim.x) { \
@@ -421,12 +421,18 @@ __device__ __forceinline__ void g_iq1_m(const u8* b, int p, float* y, const u8* 
 			const u8* b = w + src * rowbytes + (i64)(c / (BS)) * (TS);                     \
 			float y[8];                                                                    \
 			fn(b, (int)(c % (BS)), y GRIDARG);                                             \
+			if (otype == 2) {                                                              \
+				float4* o = (float4*)((float*)out + (i64)r * in + c);                  \
+				o[0] = make_float4(y[0], y[1], y[2], y[3]);                            \
+				o[1] = make_float4(y[4], y[5], y[6], y[7]);                            \
+				continue;                                                              \
+			}                                                                              \
 			uint4 v;                                                                       \
-			v.x = to_half(y[0], f16) | (u32)to_half(y[1], f16) << 16;                      \
-			v.y = to_half(y[2], f16) | (u32)to_half(y[3], f16) << 16;                      \
-			v.z = to_half(y[4], f16) | (u32)to_half(y[5], f16) << 16;                      \
-			v.w = to_half(y[6], f16) | (u32)to_half(y[7], f16) << 16;                      \
-			*(uint4*)(out + (i64)r * in + c) = v;                                          \
+			v.x = to_half(y[0], otype) | (u32)to_half(y[1], otype) << 16;                  \
+			v.y = to_half(y[2], otype) | (u32)to_half(y[3], otype) << 16;                  \
+			v.z = to_half(y[4], otype) | (u32)to_half(y[5], otype) << 16;                  \
+			v.w = to_half(y[6], otype) | (u32)to_half(y[7], otype) << 16;                  \
+			*(uint4*)((u16*)out + (i64)r * in + c) = v;                                    \
 		}                                                                                      \
 	}
 #define DEQUANT(name, BS, TS, fn) DEQUANT_GRID(name, BS, TS, fn, )

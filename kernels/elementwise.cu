@@ -21,6 +21,15 @@ extern "C" __global__ void scale_f32(float* __restrict__ x, i64 count, float s) 
 	GRID_STRIDE(idx, count) x[idx] = __fmul_rn(x[idx], s);
 }
 
+// unscale_f32: x[i] *= 2^-down_exp(*amax), the product of a down
+// projection whose fp16 input swiglu.cu scaled; nothing when it did not.
+extern "C" __global__ void unscale_f32(float* __restrict__ x, i64 count, const u32* __restrict__ amax) {
+	int k = down_exp(*amax);
+	if (k == 0) return;
+	float s = pow2f(-k);
+	GRID_STRIDE(idx, count) x[idx] = __fmul_rn(x[idx], s);
+}
+
 // sigmoid_mul: x (rows, cols) *= sigmoid(g), g (rows, gcols) with gcols
 // cols (one gate per element) or 1 (one per row):
 // x = f32(x / (1 + e^-g)) in float64.

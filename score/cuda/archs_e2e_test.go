@@ -15,9 +15,11 @@ import (
 // archCase is an architecture's oracle model in TestEndToEndArchs and its
 // bounds with a bf16 cache on windows of 256 tokens: max and mean |Δ log
 // p| per token and |PPL ratio - 1|, each a little above what the emulation
-// gives (in the comments; the CPU on the bf16 copy of the weights as the
-// reference). A mixture of experts is held by its mean and PPL ratio only
-// (maxAbs 0): routing near-ties flip (TestEndToEnd says why).
+// gives (in the comments; the CPU on the same file as the reference). A
+// mixture of experts is held by its mean and PPL ratio only (maxAbs 0):
+// routing near-ties flip (TestEndToEnd says why). The figures in brackets
+// are those of the bf16 copy's weights (--gpu-weights bf16) against the
+// same reference, for comparison.
 type archCase struct {
 	stem                  string
 	maxAbs, mean, pplDiff float64
@@ -25,75 +27,64 @@ type archCase struct {
 
 var archCases = []archCase{
 	// Gated DeltaNet (ml.Recurrent) with gated attention. Emulation:
-	// 383 targets, max 0.0224, mean 0.0035, PPL ratio 1.00014. The GPU's
-	// float32 delta rule is not what costs: with a float64 one in the
-	// emulation the figures are the same to 2 digits; the half-precision
-	// product inputs are, through the recurrent state, which carries a
-	// perturbation for many tokens.
-	{"tiny-qwen35", 0.03, 0.005, 0.001},
+	// 383 targets, max 0.0199, mean 0.0024, PPL ratio 1.00002 (the bf16
+	// copy: max 0.23, mean 0.014). The GPU's float32 delta rule is not
+	// what costs: with a float64 one in the emulation the figures are the
+	// same to 2 digits; the half-precision roundings are, through the
+	// recurrent state, which carries a perturbation for many tokens.
+	{"tiny-qwen35", 0.02, 0.004, 0.0005},
 	// The same with a mixture of experts and a gated shared expert.
-	// Emulation: 383 targets, max 1.75, mean 0.016, PPL ratio 0.99435:
-	// every target before 75 is within 0.015; at target 75 a routing
-	// choice near a tie flips (1.75), and the recurrent state carries the
-	// change on (0.05-0.28 on a dozen of the next 180 targets). Held to
-	// the mixtures' mean and a PPL ratio that one such flip in 383
-	// targets allows.
+	// Emulation: 383 targets, max 1.05, mean 0.018, PPL ratio 0.99541: a
+	// routing choice near a tie flips, and the recurrent state carries the
+	// change on for many targets. Held to the mixtures' mean and a PPL
+	// ratio that one such flip in 383 targets allows.
 	{"tiny-qwen35moe", 0, 0.02, 0.008},
 	// qwen3next: the same operations in Qwen3-Next's packings (legacy
 	// ssm_in, fused ssm_ba, grouped V heads), a mixture of experts.
-	// Emulation: 383 targets, max 0.158 (one flip, window 1), mean
-	// 0.0049, PPL ratio 1.00071 (window 0 alone: max 0.030).
+	// Emulation: 383 targets, max 0.87 (a flip), mean 0.014, PPL ratio
+	// 0.99957.
 	{"tiny-qwen3next", 0, 0.02, 0.002},
 	// Multi-head latent attention (ml.Latent), grouped sigmoid routing.
-	// Emulation: 383 targets, max 0.38, mean 0.0098, PPL ratio 0.99901;
-	// the maximum is one routing flip (target 168; the next largest
-	// 0.049), and with float32 product inputs the flips move to other
-	// targets (0.13 at 86), as for every mixture here.
-	{"tiny-deepseek2", 0, 0.02, 0.002},
+	// Emulation: 383 targets, max 0.55 (a flip), mean 0.011, PPL ratio
+	// 0.99693 (the bf16 copy: max 0.94, mean 0.031, 1.00066).
+	{"tiny-deepseek2", 0, 0.02, 0.004},
 	// Gemma 4 (ml.Gemma4): KV sharing, per-layer inputs, dense MLP and
-	// MoE in the same layers. Emulation: 383 targets, max 0.60, mean
-	// 0.0164, PPL ratio 0.99726: two routing flips (targets 26 and 172,
-	// 0.48 and 0.60; then 0.16), which alone move the PPL ratio by 0.0028;
-	// the rest is at Gemma 3's level (see gemma3's case). Which choices
-	// flip moves with any change of arithmetic upstream: with the expert
-	// output scale applied in the product as well (a later state of the
-	// loader), max 0.94, mean 0.0232, PPL ratio 0.99907. Hence the mean
-	// bound's margin.
-	{"tiny-gemma4", 0, 0.03, 0.004},
+	// MoE in the same layers. Emulation: 383 targets, max 1.92, mean
+	// 0.033, PPL ratio 1.0087 (the bf16 copy: max 1.89, mean 0.064,
+	// 1.0044): routing flips in a model of sharp attention (see gemma3's
+	// case). Which choices flip moves with any change of arithmetic
+	// upstream, hence the margins.
+	{"tiny-gemma4", 0, 0.04, 0.012},
 	// Gemma 3 (core operations only; the emulation runs it with
 	// PPL_CUDA_SIM_E2E=1: its 262,144-token head is slow there).
-	// Emulation: 383 targets, max 0.0598, mean 0.0121, PPL ratio 0.99975,
-	// five times tiny-llama-spm-q8_0's mean (0.0024 on a window of 256).
-	// No operation is off: the plain attention kernel (sliding window) is
-	// nn.Attention's arithmetic, and soft-capping, GeGLU (TestGLUParity: to
-	// the ulp) and the query pre-scale (Scale: exact) add nothing of their
-	// own. Nor is fp16's range: the attention outputs (the one fp16 product
-	// input not normalized) stay below 3.6 and above fp16's subnormals (but
-	// 1-3 of 16,384 per layer). It is the half-precision roundings every
+	// Emulation: 383 targets, max 0.086, mean 0.0127, PPL ratio 1.00029,
+	// eight times tiny-llama-spm-q8_0's mean. No operation is off: the
+	// plain attention kernel (sliding window) is nn.Attention's
+	// arithmetic, and soft-capping, GeGLU (TestGLUParity: to the ulp) and
+	// the query pre-scale (Scale: exact) add nothing of their own. Nor is
+	// fp16's range: the attention outputs (a product input not
+	// normalized) stay below 3.6. It is the half-precision roundings every
 	// model has, in a model more sensitive to them: its attention scores
-	// are 2 to 2.5 times llama's (RMS 2.7, max 11, against 1.4 and 7;
-	// qwen3's 1.1 and 4.9: q/k norm weights and the query pre-scale), over
-	// windows of 32 keys, so the same relative rounding of the q/k inputs
-	// moves its softmax more. Removing the roundings one at a time (window
-	// [0,256), mean 0.0117): q's product input 0.0103, k's 0.0101, v's
-	// 0.0109, gate/up's 0.0116; ffn_down's input in fp16 rather than bf16
-	// 0.0088; the flash kernel's fp16 internals (its global layer) 0.0116;
-	// every product input in float32 but the head's and ffn_down's (fp16):
-	// max 0.054, mean 0.0053. No one term dominates, so no one change
-	// fixes it.
-	{"tiny-gemma3", 0.08, 0.015, 0.001},
+	// are 2 to 2.5 times llama's (RMS 2.7, max 11, against 1.4 and 7:
+	// q/k norm weights and the query pre-scale), over windows of 32 keys,
+	// so the same relative rounding of the q/k inputs moves its softmax
+	// more. Removing the roundings one at a time (against the bf16 copy,
+	// before weights were rounded to fp16) showed no one term dominating:
+	// q's, k's, v's and gate/up's inputs each took the mean from 0.0117
+	// to 0.010-0.0116.
+	{"tiny-gemma3", 0.1, 0.015, 0.001},
 	// The architectures of core operations only. mistral3 (llama with YaRN
-	// and attention temperature): 383 targets, max 0.0126, mean 0.0026,
-	// PPL ratio 1.00021 (llama's level).
-	{"tiny-mistral3", 0.02, 0.004, 0.0005},
+	// and attention temperature): 383 targets, max 0.0081, mean 0.0016,
+	// PPL ratio 1.00018 (llama's level).
+	{"tiny-mistral3", 0.015, 0.003, 0.0005},
 	// glm4moe (partial RoPE, q/k/v biases, sigmoid routing with selection
-	// bias, shared expert, a dense leading layer): max 0.0093, mean 0.0023,
-	// PPL ratio 1.000000; a mixture, so held by mean and PPL ratio.
-	{"tiny-glm4moe", 0, 0.004, 0.0005},
+	// bias, shared expert, a dense leading layer): max 0.0117, mean 0.0015,
+	// PPL ratio 1.00009; a mixture, so held by mean and PPL ratio.
+	{"tiny-glm4moe", 0, 0.003, 0.0005},
 	// gpt-oss (sinks, alternate sliding windows, biases everywhere, clamped
-	// SwiGLU, MXFP4 experts): max 0.053 (routing near-ties), mean 0.0045,
-	// PPL ratio 1.00028.
-	{"tiny-gpt-oss", 0, 0.008, 0.001},
+	// SwiGLU, MXFP4 experts): max 0.73 (routing near-ties), mean 0.0154,
+	// PPL ratio 1.00004 (the bf16 copy: max 1.20, mean 0.045).
+	{"tiny-gpt-oss", 0, 0.02, 0.001},
 }
 
 // archTokens returns n tokens of the model's golden-archs files (random
@@ -128,10 +119,6 @@ func TestEndToEndArchs(t *testing.T) {
 				if _, err := os.Stat(path); err != nil {
 					t.Skipf("skipping: %v", err)
 				}
-				bf := filepath.Join(t.TempDir(), c.stem+"-bf16.gguf")
-				if err := WriteBF16Copy(path, bf); err != nil {
-					t.Fatal(err)
-				}
 				windows := []e2eWindow{{0, 256, 1}, {100, 356, 228}}
 				if e.Ordinal >= 0 {
 					windows = append(windows, e2eWindow{0, 2048, 1024})
@@ -142,7 +129,7 @@ func TestEndToEndArchs(t *testing.T) {
 				}
 				toks := archTokens(dir, c.stem, info.Vocab(), 2048)
 				info.Close()
-				s := e2eCase(t, e, Mixed, path, bf, "bf16", windows, toks, false)
+				s := e2eCase(t, e, Mixed, path, "bf16", windows, toks, false)
 				t.Logf("bf16 cache: %v", s)
 				mean := s.sumAbs / float64(s.n)
 				if (c.maxAbs > 0 && s.maxAbs > c.maxAbs) || mean > c.mean || math.Abs(s.pplRatio()-1) > c.pplDiff {
@@ -152,15 +139,18 @@ func TestEndToEndArchs(t *testing.T) {
 					return
 				}
 				// A rounded recurrent state (--ssm-state-dtype), rounded every
-				// 64 tokens on both: the same bounds. Emulation, window
-				// [0,256), 255 targets: f16 max 0.0224, mean 0.0035, PPL
-				// ratio 1.00005; bf16 max 0.0224, mean 0.0033, 0.99993.
+				// 64 tokens on both: a value near a rounding boundary of the
+				// state can round the other way, hence a looser maximum.
+				// Emulation, window [0,256), 255 targets: f16 max 0.0153,
+				// mean 0.0024, PPL ratio 0.99967; bf16 max 0.0242, mean
+				// 0.0024, 0.99977.
+				const stateMax, stateMean, statePPL = 0.03, 0.004, 0.0005
 				for _, dt := range []string{"f16", "bf16"} {
 					opts := model.Options{KVDtype: "bf16", SSMStateDtype: dt}
-					s := e2eOpts(t, e, path, bf, opts, windows[:1], toks)
+					s := e2eOpts(t, e, path, opts, windows[:1], toks)
 					t.Logf("bf16 cache, %s state: %v", dt, s)
-					if s.maxAbs > c.maxAbs || s.sumAbs/float64(s.n) > c.mean || math.Abs(s.pplRatio()-1) > c.pplDiff {
-						t.Errorf("%s state: %v; want max |Δ| <= %g, mean <= %g, |PPL ratio - 1| <= %g", dt, s, c.maxAbs, c.mean, c.pplDiff)
+					if s.maxAbs > stateMax || s.sumAbs/float64(s.n) > stateMean || math.Abs(s.pplRatio()-1) > statePPL {
+						t.Errorf("%s state: %v; want max |Δ| <= %g, mean <= %g, |PPL ratio - 1| <= %g", dt, s, stateMax, stateMean, statePPL)
 					}
 				}
 			})
@@ -169,10 +159,10 @@ func TestEndToEndArchs(t *testing.T) {
 }
 
 // e2eOpts scores windows with the GPU model and the CPU reference on the
-// bf16 copy, both with opts.
-func e2eOpts(t *testing.T, e *Engine, path, bf16Path string, opts model.Options, windows []e2eWindow, toks []int32) *lpStats {
+// same file, both with opts.
+func e2eOpts(t *testing.T, e *Engine, path string, opts model.Options, windows []e2eWindow, toks []int32) *lpStats {
 	t.Helper()
-	cpu, err := model.Load(bf16Path, opts)
+	cpu, err := model.Load(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -485,7 +485,7 @@ func hostLoadRate(t *testing.T, typ gguf.Type) float64 {
 	}
 	out := make([]uint16, in*rows)
 	t0 := time.Now()
-	if err := convertRows(out, typ, data, int(rb), in, 0, rows, 0, f16); err != nil {
+	if err := convertRows(out, typ, data, int(rb), in, 0, rows, 0, f16, false); err != nil {
 		t.Fatal(err)
 	}
 	return float64(in*rows) / time.Since(t0).Seconds()

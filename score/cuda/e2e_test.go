@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"ppl.dev/oracle"
@@ -13,12 +12,14 @@ import (
 )
 
 // End to end on the shared oracle models: the GPU's per-token
-// log-probabilities against the CPU reference scoring the same weights
-// (WriteBF16Copy: the model's matrices rounded to bf16 as Load rounds them)
-// with the same KV cache format. What remains is the GPU's bf16 activations
-// at the inputs of products and attention: the issue's bounds are a
-// largest per-token difference of 0.02 with a bf16 cache and a perplexity
-// ratio within 0.001 of 1.
+// log-probabilities against the CPU reference scoring the same file with
+// the same KV cache format. What remains is the GPU's fp16 roundings of
+// weights and of the inputs of products and attention: the bounds are a
+// largest per-token difference of 0.012 with a bf16 cache (emulation:
+// 0.0063-0.0091 on the three dense models; the bf16 copy's weights gave
+// 0.027-0.034 against the same reference, and 0.0117-0.0163 against the
+// CPU on the bf16 copy on an H200) and a perplexity ratio within 0.001 of
+// 1.
 
 var e2eModels = []string{"tiny-llama-spm-q8_0", "tiny-qwen3-q8_0", "tiny-llama3-q8_0", "tiny-qwen3moe"}
 
@@ -49,10 +50,16 @@ func e2eTokens(dir, stem string, vocab, n int) []int32 {
 	return toks[:n]
 }
 
+// flipCap is what a target counts for at most in lpStats.sumCapped: a
+// mixture of experts' routing flip moves its token by 0.1 to 2, which
+// says nothing of the roundings elsewhere.
+const flipCap = 0.05
+
 // lpStats compares log-probabilities.
 type lpStats struct {
 	n                 int
 	maxAbs, sumAbs    float64
+	sumCapped         float64 // of min(|Δ|, flipCap)
 	sumGot, sumWant   float64
 	argDiff           int
 	worst             string
@@ -71,6 +78,7 @@ func (s *lpStats) add(got, want *model.Result, where string) {
 		}
 		s.n++
 		s.sumAbs += d
+		s.sumCapped += min(d, flipCap)
 		s.sumGot += got.Logprobs[i]
 		s.sumWant += want.Logprobs[i]
 		if got.Argmax[i] != want.Argmax[i] {
@@ -99,9 +107,9 @@ func (s *lpStats) String() string {
 }
 
 // e2eCase scores windows with the GPU model and the CPU reference.
-func e2eCase(t *testing.T, e *Engine, p Precision, path, bf16Path, kv string, windows []e2eWindow, toks []int32, withRef bool) *lpStats {
+func e2eCase(t *testing.T, e *Engine, p Precision, path, kv string, windows []e2eWindow, toks []int32, withRef bool) *lpStats {
 	t.Helper()
-	cpu, err := model.Load(bf16Path, model.Options{KVDtype: kv})
+	cpu, err := model.Load(path, model.Options{KVDtype: kv})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +123,7 @@ func e2eCase(t *testing.T, e *Engine, p Precision, path, bf16Path, kv string, wi
 	var gref *Model
 	if withRef {
 		// The reference: the same weights with an exact cache.
-		if cref, err = model.Load(bf16Path, model.Options{KVDtype: "f32"}); err != nil {
+		if cref, err = model.Load(path, model.Options{KVDtype: "f32"}); err != nil {
 			t.Fatal(err)
 		}
 		defer cref.Close()
@@ -168,7 +176,7 @@ func e2eSetup(t *testing.T) (dir string, stems []string) {
 // once with a reference model (KL divergence).
 //
 // The simulator (slow: its products are plain Go) runs the models of
-// e2eQuick on two short windows, or everything with PPL_CUDA_SIM_E2E=1.
+// e2eQuick, or everything with PPL_CUDA_SIM_E2E=1.
 func TestEndToEnd(t *testing.T) {
 	dir, stems := e2eSetup(t)
 	onDevices(t, func(t *testing.T, e *Engine) {
@@ -180,14 +188,7 @@ func TestEndToEnd(t *testing.T) {
 					t.Skip("simulator: the first model and the mixture of experts only (PPL_CUDA_SIM_E2E=1 runs all)")
 				}
 				path := oracle.Model(dir, stem)
-				bf := filepath.Join(t.TempDir(), stem+"-bf16.gguf")
-				if err := WriteBF16Copy(path, bf); err != nil {
-					t.Fatal(err)
-				}
 				windows := []e2eWindow{{0, 256, 1}, {100, 356, 228}}
-				if quick {
-					windows = []e2eWindow{{0, 96, 1}, {40, 140, 100}}
-				}
 				if !sim {
 					windows = append(windows, e2eWindow{0, 2048, 1024})
 				}
@@ -197,7 +198,7 @@ func TestEndToEnd(t *testing.T) {
 				}
 				toks := e2eTokens(dir, stem, info.Vocab(), 2048)
 				info.Close()
-				s := e2eCase(t, e, Mixed, path, bf, "bf16", windows, toks, false)
+				s := e2eCase(t, e, Mixed, path, "bf16", windows, toks, false)
 				t.Logf("bf16 cache: %v", s)
 				if moeBounds[stem] {
 					// A mixture of experts: its router chooses experts on
@@ -212,17 +213,17 @@ func TestEndToEnd(t *testing.T) {
 					if mean := s.sumAbs / float64(s.n); mean > 0.02 || math.Abs(s.pplRatio()-1) > 0.002 {
 						t.Errorf("bf16 cache: %v; want mean |Δ| <= 0.02 and |PPL ratio - 1| <= 0.002", s)
 					}
-				} else if s.maxAbs > 0.02 || math.Abs(s.pplRatio()-1) > 0.001 {
-					t.Errorf("bf16 cache: %v; want max |Δ| <= 0.02 and |PPL ratio - 1| <= 0.001", s)
+				} else if s.maxAbs > 0.012 || math.Abs(s.pplRatio()-1) > 0.001 {
+					t.Errorf("bf16 cache: %v; want max |Δ| <= 0.012 and |PPL ratio - 1| <= 0.001", s)
 				}
 				if !quick {
 					// For the record: everything in bf16, as the issue first
 					// described it (not checked against the bounds).
-					b := e2eCase(t, e, BF16, path, bf, "bf16", windows, toks, false)
+					b := e2eCase(t, e, BF16, path, "bf16", windows, toks, false)
 					t.Logf("bf16 cache, precision bf16 (not checked): %v", b)
 				}
 				if stem == stems[0] {
-					r := e2eCase(t, e, Mixed, path, bf, "bf16", windows[1:2], toks, true)
+					r := e2eCase(t, e, Mixed, path, "bf16", windows[1:2], toks, true)
 					t.Logf("with reference (f32 cache): %v", r)
 					if r.maxAbs > 0.02 || r.refLPMax > 0.02 || r.kldMax > 1e-3 {
 						t.Errorf("with reference: %v", r)
@@ -238,17 +239,17 @@ func TestEndToEnd(t *testing.T) {
 // activations differ by the rounding of product inputs), so a value near a
 // rounding boundary can land on another code, a step of the format: the
 // coarser the format, the larger the difference a flip makes, and the
-// looser the bounds (measured on the simulator: int8 0.021, fp8 0.040,
-// k8v4 0.057, nvfp4 0.21 at most per token on 383 targets; q8_0 0.016,
-// q4_0 0.093, q4_1 0.089, q5_0 0.048, q5_1 0.056, iq4_nl 0.128, rk8v4
-// 0.072, rk4v4 0.081, rk2v4 0.285).
+// looser the bounds (measured on the simulator, at most per token on 383
+// targets: f32 0.0037, f16 0.0036, int8 0.018, fp8 0.034, k8v4 0.086,
+// nvfp4 0.14, q8_0 0.017, q4_0 0.091, q4_1 0.062, q5_0 0.036, q5_1 0.053,
+// iq4_nl 0.056, rk8v4 0.082, rk4v4 0.084, rk2v4 0.297).
 func TestEndToEndKV(t *testing.T) {
 	dir, stems := e2eSetup(t)
 	bounds := map[string][2]float64{ // max |Δ log p|, |PPL ratio - 1|
-		"f32": {0.02, 0.001}, "f16": {0.02, 0.001}, "int8": {0.05, 0.002},
-		"fp8": {0.1, 0.004}, "k8v4": {0.15, 0.005}, "nvfp4": {0.5, 0.01},
-		"q8_0": {0.05, 0.002}, "q4_0": {0.15, 0.005}, "q4_1": {0.15, 0.005}, "q5_0": {0.1, 0.003}, "q5_1": {0.1, 0.003},
-		"iq4_nl": {0.2, 0.005}, "rk8v4": {0.15, 0.005}, "rk4v4": {0.15, 0.005}, "rk2v4": {0.5, 0.01},
+		"f32": {0.01, 0.0005}, "f16": {0.01, 0.0005}, "int8": {0.04, 0.002},
+		"fp8": {0.07, 0.002}, "k8v4": {0.15, 0.004}, "nvfp4": {0.3, 0.004},
+		"q8_0": {0.04, 0.001}, "q4_0": {0.15, 0.002}, "q4_1": {0.12, 0.002}, "q5_0": {0.07, 0.002}, "q5_1": {0.1, 0.002},
+		"iq4_nl": {0.12, 0.002}, "rk8v4": {0.15, 0.003}, "rk4v4": {0.15, 0.003}, "rk2v4": {0.5, 0.008},
 	}
 	onDevices(t, func(t *testing.T, e *Engine) {
 		if e.Ordinal < 0 && os.Getenv("PPL_CUDA_SIM_E2E") != "1" {
@@ -256,10 +257,6 @@ func TestEndToEndKV(t *testing.T) {
 		}
 		stem := stems[0]
 		path := oracle.Model(dir, stem)
-		bf := filepath.Join(t.TempDir(), stem+"-bf16.gguf")
-		if err := WriteBF16Copy(path, bf); err != nil {
-			t.Fatal(err)
-		}
 		info, err := model.Load(path, model.Options{})
 		if err != nil {
 			t.Fatal(err)
@@ -268,7 +265,7 @@ func TestEndToEndKV(t *testing.T) {
 		info.Close()
 		for _, kv := range []string{"f32", "f16", "int8", "fp8", "k8v4", "nvfp4", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "rk8v4", "rk4v4", "rk2v4"} {
 			t.Run(kv, func(t *testing.T) {
-				s := e2eCase(t, e, Mixed, path, bf, kv, []e2eWindow{{0, 256, 1}, {100, 356, 228}}, toks, false)
+				s := e2eCase(t, e, Mixed, path, kv, []e2eWindow{{0, 256, 1}, {100, 356, 228}}, toks, false)
 				t.Logf("%s cache: %v", kv, s)
 				b := bounds[kv]
 				if s.maxAbs > b[0] || math.Abs(s.pplRatio()-1) > b[1] {

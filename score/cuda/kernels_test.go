@@ -154,23 +154,71 @@ func TestSwiGLUParity(t *testing.T) {
 	onDevices(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(4, 1))
 		const rows, f = 7, 300
-		gu := randF32(rng, rows*2*f, 3) // gate | up per row, as the fused product writes them
-		want := make([]float32, rows*f)
-		for r := range rows {
-			nn.SwiGLU(want[r*f:(r+1)*f], gu[r*2*f:r*2*f+f], gu[r*2*f+f:(r+1)*2*f])
-		}
-		gp, out := devPut(t, e, gu), devAlloc(t, e, 2*rows*f)
-		for _, ht := range []cublas.DataType{bf16, f16} {
-			do(t, e, func() error { return e.swiglu(out, gp, gp+4*f, rows, f, 2*f, 2*f, ht) })
-			got := devGet[uint16](t, e, out, rows*f)
-			var c bitCompare
-			for i := range got {
-				c.add(halfToF32(got[i], isF16(ht)), halfToF32(f32ToHalf(want[i], isF16(ht)), isF16(ht)), i)
+		amax := devAlloc(t, e, 4)
+		for _, c := range []struct {
+			scale float64 // of the gates and ups
+			amax  bool
+			wantK int // the power of two the fp16 output is scaled by
+		}{{3, false, 0}, {3, true, 0}, {3000, true, -11}} {
+			gu := randF32(rng, rows*2*f, c.scale) // gate | up per row, as the fused product writes them
+			want := make([]float32, rows*f)
+			for r := range rows {
+				nn.SwiGLU(want[r*f:(r+1)*f], gu[r*2*f:r*2*f+f], gu[r*2*f+f:(r+1)*2*f])
 			}
-			// exp in float64 within an ulp of Go's: equal after rounding but for ties.
-			c.check(t, "swiglu_half "+halfName(ht), 1, 1e-3)
+			gp, out := devPut(t, e, gu), devAlloc(t, e, 2*rows*f)
+			eachGLUHalf(t, e, fmt.Sprintf("swiglu_half (inputs ×%g)", c.scale), c.amax, amax, out, want, c.wantK, func(ht cublas.DataType, am ptr) error {
+				return e.swiglu(out, gp, gp+4*f, rows, f, 2*f, 2*f, ht, am)
+			})
 		}
 	})
+}
+
+// eachGLUHalf runs a GLU kernel (run) into bf16 and fp16, or with withMax
+// into fp16 with amax, and checks each output with checkGLUHalf.
+func eachGLUHalf(t *testing.T, e *Engine, what string, withMax bool, amax, out ptr, want []float32, wantK int, run func(ht cublas.DataType, amax ptr) error) {
+	t.Helper()
+	hts, am := []cublas.DataType{bf16, f16}, ptr(0)
+	if withMax {
+		hts, am = []cublas.DataType{f16}, amax
+	}
+	for _, ht := range hts {
+		do(t, e, func() error { return run(ht, am) })
+		checkGLUHalf(t, e, fmt.Sprintf("%s %s (amax %v)", what, halfName(ht), withMax), out, want, ht, am, wantK)
+	}
+}
+
+// checkGLUHalf compares a GLU kernel's output with the float32 results
+// want, rounded to ht after the scaling by 2^wantK that amax (when not 0)
+// must call for, and checks unscale on that amax.
+func checkGLUHalf(t *testing.T, e *Engine, what string, out ptr, want []float32, ht cublas.DataType, amax ptr, wantK int) {
+	t.Helper()
+	if amax != 0 {
+		m := devGet[uint32](t, e, amax, 1)[0]
+		var wantMax float32
+		for _, v := range want {
+			wantMax = max(wantMax, float32(math.Abs(float64(v))))
+		}
+		// exp in float64 within an ulp of Go's: the largest value too
+		if got := math.Float32frombits(m); math.Abs(float64(got-wantMax)) > 1e-6*float64(wantMax) || downExp(m) != wantK {
+			t.Errorf("%s: maximum %v (scaled by 2^%d), want %v (2^%d)", what, got, downExp(m), wantMax, wantK)
+		}
+		x := randF32(rand.New(rand.NewPCG(9, 9)), 100, 1)
+		xp := devPut(t, e, x)
+		do(t, e, func() error { return e.unscale(xp, int64(len(x)), amax) })
+		for i, v := range devGet[float32](t, e, xp, len(x)) {
+			if w := x[i] * pow2f(-wantK); v != w {
+				t.Fatalf("%s: unscale gave %v at %d, want %v", what, v, i, w)
+			}
+		}
+	}
+	got := devGet[uint16](t, e, out, len(want))
+	var c bitCompare
+	for i := range got {
+		c.add(halfToF32(got[i], isF16(ht)), halfToF32(f32ToHalf(want[i]*pow2f(wantK), isF16(ht)), isF16(ht)), i)
+	}
+	// exp and tanh in float64 within an ulp of Go's: equal after rounding
+	// but for ties.
+	c.check(t, what, 1, 1e-3)
 }
 
 func TestAddBiasParity(t *testing.T) {

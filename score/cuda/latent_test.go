@@ -68,7 +68,7 @@ func TestLatentOpsParity(t *testing.T) {
 					var acc float64
 					for i := range in {
 						xi := halfToF32(f32ToHalf(xv[r*H*in+h*in+i], isF16(ht)), isF16(ht))
-						wi := quant.BF16ToF32(quant.F32ToBF16(wv[(h*out+o)*in+i]))
+						wi := halfToF32(f32ToHalf(wv[(h*out+o)*in+i], isF16(ht)), isF16(ht))
 						acc += float64(xi) * float64(wi)
 					}
 					d := math.Abs(float64(got[r*H*out+h*out+o])-acc) / (1e-6 + math.Abs(acc))
@@ -135,63 +135,47 @@ func TestLatentOpsParity(t *testing.T) {
 }
 
 // TestHeadLinearQuantized: deepseek2's per-head stacks (attn_k_b, attn_v_b)
-// kept in their blocks on the device give the bf16 copy's log-probs bit
-// for bit, as every other quantized matrix does (TestWeightStorageParity).
-// The oracle's model has them as F32, which stays a host copy; a copy of
-// it with attn_k_b in F16 (rows of 16) and attn_v_b in Q8_0 takes the
-// quantized path.
+// kept in their blocks on the device give, bit for bit, the log-probs of
+// the same weights as F32 (a host copy rounded once to the same halves).
+// The oracle's model has them as F32; a copy of it with attn_k_b in F16
+// (rows of 16) and attn_v_b in Q8_0 takes the quantized path, and a copy
+// of that with those stacks dequantized to F32 the host copy.
 func TestHeadLinearQuantized(t *testing.T) {
 	dir := oracle.Require(t)
 	src := oracle.Model(dir, "tiny-deepseek2")
-	path := filepath.Join(t.TempDir(), "deepseek2-heads.gguf")
+	heads := filepath.Join(t.TempDir(), "deepseek2-heads.gguf")
+	flat := filepath.Join(t.TempDir(), "deepseek2-heads-f32.gguf")
 	retype := map[string]gguf.Type{".attn_k_b.weight": gguf.TypeF16, ".attn_v_b.weight": gguf.TypeQ8_0}
-	f, err := gguf.Open(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close() // the writer reads the mapping's metadata and data
-	w := gguf.NewWriter()
-	for _, kv := range f.Metadata {
-		w.Add(kv.Key, kv.Value)
-	}
 	stacks := 0
-	for _, tn := range f.Tensors {
-		data, typ := f.Data(tn), tn.Type
+	rewrite(t, src, heads, func(name string, typ gguf.Type, data []byte) (gguf.Type, []byte) {
 		for suffix, to := range retype {
-			if strings.HasSuffix(tn.Name, suffix) {
-				vals := make([]float32, tn.Elements())
-				if err := quant.Dequantize(typ, data, vals); err != nil {
-					t.Fatal(err)
-				}
-				rb, _ := to.RowSize(tn.Shape[0])
-				data, typ = make([]byte, int(rb)*len(vals)/int(tn.Shape[0])), to
-				if err := quant.Quantize(to, vals, data); err != nil {
-					t.Fatal(err)
-				}
+			if strings.HasSuffix(name, suffix) {
 				stacks++
+				return to, convertTensor(t, typ, to, data)
 			}
 		}
-		if err := w.AddTensor(tn.Name, typ, tn.Shape, data); err != nil {
-			t.Fatal(err)
-		}
-	}
+		return typ, data
+	})
 	if stacks == 0 {
 		t.Fatal("no attn_k_b or attn_v_b in " + src)
 	}
-	if err := w.WriteFile(path); err != nil {
-		t.Fatal(err)
-	}
-	info, err := model.Load(path, model.Options{})
+	rewrite(t, heads, flat, func(name string, typ gguf.Type, data []byte) (gguf.Type, []byte) {
+		for suffix := range retype {
+			if strings.HasSuffix(name, suffix) {
+				return gguf.TypeF32, convertTensor(t, typ, gguf.TypeF32, data)
+			}
+		}
+		return typ, data
+	})
+	info, err := model.Load(heads, model.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	toks := e2eTokens(dir, "tiny-deepseek2", info.Vocab(), 120)
 	info.Close()
 	e := simEngine()
-	score := func(storage string) ([]float64, *Model) {
-		p := Mixed
-		p.Storage = storage
-		m, err := loadOn(e, path, model.Options{KVDtype: "bf16"}, p)
+	score := func(path string) ([]float64, *Model) {
+		m, err := loadOn(e, path, model.Options{KVDtype: "bf16"}, Mixed)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -202,8 +186,8 @@ func TestHeadLinearQuantized(t *testing.T) {
 		m.Close()
 		return r.Logprobs, m
 	}
-	want, _ := score(WeightsBF16)
-	got, mq := score(WeightsQuantized)
+	want, _ := score(flat)
+	got, mq := score(heads)
 	for _, name := range []string{"attn_k_b", "attn_v_b"} {
 		if why := mq.b.qw.describe(); strings.Contains(why, name) {
 			t.Errorf("%s took the host copy: %s", name, why)
@@ -214,8 +198,51 @@ func TestHeadLinearQuantized(t *testing.T) {
 	}
 	for i := range want {
 		if got[i] != want[i] {
-			t.Fatalf("target %d: quantized stacks give log p %v, the bf16 copy %v", i+1, got[i], want[i])
+			t.Fatalf("target %d: quantized stacks give log p %v, the same weights as F32 %v", i+1, got[i], want[i])
 		}
 	}
 	t.Logf("%d targets identical; %s", len(want), mq.b.qw.describe())
+}
+
+// rewrite writes the GGUF file src to dst with each tensor's type and data
+// as fn returns them.
+func rewrite(t *testing.T, src, dst string, fn func(name string, typ gguf.Type, data []byte) (gguf.Type, []byte)) {
+	t.Helper()
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close() // the writer reads the mapping's metadata and data
+	w := gguf.NewWriter()
+	for _, kv := range f.Metadata {
+		w.Add(kv.Key, kv.Value)
+	}
+	for _, tn := range f.Tensors {
+		typ, data := fn(tn.Name, tn.Type, f.Data(tn))
+		if err := w.AddTensor(tn.Name, typ, tn.Shape, data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.WriteFile(dst); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// convertTensor dequantizes data of type from and quantizes it to type to.
+func convertTensor(t *testing.T, from, to gguf.Type, data []byte) []byte {
+	t.Helper()
+	n := uint64(len(data) / from.TypeSize() * from.BlockSize())
+	vals := make([]float32, n)
+	if err := quant.Dequantize(from, data, vals); err != nil {
+		t.Fatal(err)
+	}
+	rb, err := to.RowSize(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, rb)
+	if err := quant.Quantize(to, vals, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -29,18 +29,17 @@ import (
 // (that is what the kernels produce) and widens it to float32 exactly, so
 // the output projection's conversion gives back the same halves.
 //
-// Matrices (gmat) are stored in the type Precision gives their role,
-// chosen at Prepare from the tensor's name: ffn_down and its variants
-// (ffn_down_exps, ffn_down_shexp), whose input silu(gate)·up is not
-// normalized, take Precision.Down; a mixture of experts' router
-// (ffn_gate_inp, ffn_gate_inp_shexp) is float32 with float32 inputs, as
-// llama.cpp keeps it (a product of experts × width, negligible beside the
-// experts'), so that the logits that choose experts carry no rounding of
-// their own; every other matrix takes Precision.Weights. Every weight is
-// dequantized exactly and rounded to bf16 (on the device at each product
-// from the file's blocks, qweights.go, or once on the host, convertRows),
-// so a bf16 copy of the file (WriteBF16Copy) holds the GPU's weights for
-// the CPU reference.
+// Matrices (gmat) are stored in Precision.Weights, chosen at Prepare,
+// except a mixture of experts' router (ffn_gate_inp, ffn_gate_inp_shexp,
+// by the tensor's name): float32 with float32 inputs, as llama.cpp keeps
+// it (a product of experts × width, negligible beside the experts'), so
+// that the logits that choose experts carry no rounding of their own.
+// Every weight is dequantized exactly and rounded once to its half type
+// (on the device at each product from the file's blocks, qweights.go, or
+// once on the host, convertRows); with --gpu-weights bf16 it is rounded to
+// bf16 first, so that a bf16 copy of the file (WriteBF16Copy) holds the
+// GPU's weights. The input of ffn_down (silu(gate)·up, not normalized) is
+// scaled by a power of two where it would overflow fp16 (mlp).
 //
 // The residual adds are the plain Add kernel (float32 adds, as the CPU's
 // nn.Add): the operation interface has no fused product-and-add.
@@ -208,11 +207,8 @@ func (b *gpuBackend) do(what string, f func() error) {
 // storage is the type a matrix is stored in, by its role (the tensor's
 // name; gpuBackend's doc).
 func (b *gpuBackend) storage(name string) cublas.DataType {
-	switch {
-	case strings.Contains(name, "ffn_gate_inp"):
+	if strings.Contains(name, "ffn_gate_inp") {
 		return f32
-	case strings.Contains(name, "ffn_down"):
-		return b.prec.Down
 	}
 	return b.prec.Weights
 }
@@ -263,7 +259,9 @@ func (b *gpuBackend) Prepare(w *ml.Matrix) error {
 			err = fmt.Errorf("%d bytes, want %d", len(w.Data), rb*uint64(rows))
 		}
 		if err == nil {
-			err = b.later(w.Name, func() error { return uploadRows(b.e, p, w.Type, w.Data, int(rb), w.In, rows, b.threads, t) })
+			err = b.later(w.Name, func() error {
+				return uploadRows(b.e, p, w.Type, w.Data, int(rb), w.In, rows, b.threads, t, b.qw.mode == WeightsBF16)
+			})
 		}
 	}
 	if err == nil && w.Bias != nil {
@@ -508,8 +506,9 @@ func (b *gpuBackend) halfInput(x *gt, t cublas.DataType) (ptr, error) {
 }
 
 // product computes dst = (x·Wᵀ)·scale + bias, x already in w's type (rows of
-// w.In), for rows rows; w's expert e of a stack.
-func (b *gpuBackend) product(dst *gt, xh ptr, w *ml.Matrix, e, rows int) error {
+// w.In), for rows rows; w's expert e of a stack. With amax, x was scaled by
+// the power of two it names (a GLU kernel's), divided out of x·Wᵀ first.
+func (b *gpuBackend) product(dst *gt, xh ptr, w *ml.Matrix, e, rows int, amax ptr) error {
 	m := gm(w)
 	if m.q != nil {
 		if err := b.qproduct(dst, xh, w, e, rows); err != nil {
@@ -517,6 +516,11 @@ func (b *gpuBackend) product(dst *gt, xh ptr, w *ml.Matrix, e, rows int) error {
 		}
 	} else if err := b.e.gemm(dst.p, f32, w.Out, xh, w.In, m.p+ptr(elemBytes(m.t)*int64(e)*int64(w.Out)*int64(w.In)), m.t, rows, w.In, w.Out, 0); err != nil {
 		return err
+	}
+	if amax != 0 {
+		if err := b.e.unscale(dst.p, int64(rows)*int64(w.Out), amax); err != nil {
+			return err
+		}
 	}
 	if w.Scale != nil {
 		if err := b.e.scaleF32(dst.p, int64(rows)*int64(w.Out), w.Scale[e]); err != nil {
@@ -553,7 +557,7 @@ func (b *gpuBackend) Linears(dsts []ml.Tensor, x ml.Tensor, ws []*ml.Matrix) {
 				}
 				halves[t] = xh
 			}
-			if err := b.product(g(dsts[i]), xh, w, 0, s.rows); err != nil {
+			if err := b.product(g(dsts[i]), xh, w, 0, s.rows, 0); err != nil {
 				return fmt.Errorf("%s: %w", w.Name, err)
 			}
 		}
@@ -789,21 +793,27 @@ func (b *gpuBackend) mlp(dst, x *gt, m *ml.MLP, e int, xh *ptr) error {
 	if err != nil {
 		return err
 	}
-	if err := b.product(gate, hx, m.Gate, e, rows); err != nil {
+	var amax ptr // an fp16 input's maximum, for its scaling (kernels/swiglu.cu)
+	if dt == f16 {
+		if amax, err = b.scratchBytes(4); err != nil {
+			return err
+		}
+	}
+	if err := b.product(gate, hx, m.Gate, e, rows, 0); err != nil {
 		return fmt.Errorf("%s: %w", m.Gate.Name, err)
 	}
-	if err := b.product(up, hu, m.Up, e, rows); err != nil {
+	if err := b.product(up, hu, m.Up, e, rows, 0); err != nil {
 		return fmt.Errorf("%s: %w", m.Up.Name, err)
 	}
 	if m.Act == ml.SwiGLU {
-		err = b.e.swiglu(act, gate.p, up.p, rows, F, F, F, dt)
+		err = b.e.swiglu(act, gate.p, up.p, rows, F, F, F, dt, amax)
 	} else {
-		err = b.e.glu(act, gate.p, up.p, rows, F, m.Act, dt)
+		err = b.e.glu(act, gate.p, up.p, rows, F, m.Act, dt, amax)
 	}
 	if err != nil {
 		return err
 	}
-	if err := b.product(dst, act, m.Down, e, rows); err != nil {
+	if err := b.product(dst, act, m.Down, e, rows, amax); err != nil {
 		return fmt.Errorf("%s: %w", m.Down.Name, err)
 	}
 	return nil

@@ -25,18 +25,13 @@ import (
 const capacityRound = 256
 
 // Precision is how a model's matrices and the inputs of its products are
-// stored. Either way every weight is first rounded to bf16 (nearest even,
-// from ppl.dev/quant's exact dequantization), so a bf16 copy of the model
-// (WriteBF16Copy) holds the GPU's weights, and every product accumulates in
-// float32.
-//
-// Which matrices take which type is decided by role (gpuBackend.storage):
-// Down for ffn_down and its kin (ffn_down_exps, ffn_down_shexp), float32
-// for a mixture of experts' router (ffn_gate_inp), Weights for the rest.
+// stored: every weight is rounded once (nearest even, from ppl.dev/quant's
+// exact dequantization) to the half type, or to bf16 first with
+// --gpu-weights bf16, and every product accumulates in float32. A mixture
+// of experts' router (ffn_gate_inp) is float32 (gpuBackend.storage).
 type Precision struct {
 	Name    string
 	Weights cublas.DataType // matrices, and the inputs of their products
-	Down    cublas.DataType // ffn_down*, and its input (the gated activation)
 	// Storage is how matrices are kept on the device (qweights.go):
 	// WeightsQuantized ("" too) as the file's blocks, dequantized at each
 	// product, or WeightsBF16, the host's bf16 copy. The halves the
@@ -45,17 +40,19 @@ type Precision struct {
 }
 
 var (
-	// Mixed (the default) stores the bf16-rounded weights as fp16 (exact
-	// for every bf16 value of magnitude 2^-14 to 65504; smaller ones keep
-	// 2^-24 absolute precision) so that the inputs of products, normed
-	// activations and attention outputs, keep 3 more bits than bf16 gives
-	// them, at the same tensor-core speed. Only ffn_down stays bf16: its
-	// input, silu(gate)·up, is not normalized and can exceed fp16's range.
-	// The simulator measured bf16 inputs at up to 0.027 per token from the
-	// CPU on the oracle models, fp16 inputs at a third of that.
-	Mixed = Precision{Name: "mixed", Weights: cublas.R16F, Down: cublas.R16BF}
+	// Mixed (the default): every matrix and every product input in fp16
+	// (11 bits, 3 more than bf16, at the same tensor-core speed), the
+	// router's float32 aside. Quantized weights are rounded once from
+	// their decoded value (qweights.go). The input of ffn_down, silu(gate)
+	// ·up, is not normalized and can exceed fp16's range: where a
+	// product's input reaches 2^15 it is scaled by a power of two, divided
+	// out of the product (kernels/swiglu.cu). Against the CPU on the file
+	// itself (emulation, two windows of 256 tokens) that took the dense
+	// oracle models from max |Δ log p| 0.028-0.038 (the bf16 copy's
+	// weights, ffn_down in bf16) to 0.005-0.007.
+	Mixed = Precision{Name: "mixed", Weights: cublas.R16F}
 	// BF16 stores every matrix and every product input as bf16.
-	BF16 = Precision{Name: "bf16", Weights: cublas.R16BF, Down: cublas.R16BF}
+	BF16 = Precision{Name: "bf16", Weights: cublas.R16BF}
 )
 
 // Model is a GGUF model on a GPU: package model's architecture and
@@ -143,21 +140,23 @@ func load(e *Engine, path string, opts model.Options, p Precision, synth uint64)
 	return m, nil
 }
 
-// Weight loading: each matrix is dequantized on the host, a block of rows
-// at a time on all cores, rounded to bf16, stored as bf16 or fp16 and
-// copied to the device.
+// Weight loading on the host (the bf16 copy, and the matrices that take the
+// host copy with quantized storage): each matrix is dequantized, a block of
+// rows at a time on all cores, rounded to its half type (with viaBF16 to
+// bf16 first: the bf16 copy's weights) and copied to the device.
 
 const uploadBytes = 64 << 20 // host staging per copy
 
-// uploadRows converts rows of type typ (rb bytes each, in values) to bf16,
-// stores them as half type t and copies them to dst, a block at a time.
-func uploadRows(e *Engine, dst ptr, typ gguf.Type, data []byte, rb, in, rows, threads int, t cublas.DataType) error {
+// uploadRows converts rows of type typ (rb bytes each, in values) to half
+// type t (through bf16 with viaBF16) and copies them to dst, a block at a
+// time.
+func uploadRows(e *Engine, dst ptr, typ gguf.Type, data []byte, rb, in, rows, threads int, t cublas.DataType, viaBF16 bool) error {
 	per := max(1, uploadBytes/(2*in))
 	stage := make([]uint16, min(per, rows)*in)
 	for r0 := 0; r0 < rows; r0 += per {
 		r1 := min(rows, r0+per)
 		part := stage[:(r1-r0)*in]
-		if err := convertRows(part, typ, data, rb, in, r0, r1, threads, t); err != nil {
+		if err := convertRows(part, typ, data, rb, in, r0, r1, threads, t, viaBF16); err != nil {
 			return err
 		}
 		if err := e.Do(func() error { return upload(e, dst+ptr(int64(r0)*int64(in)*2), part) }); err != nil {
@@ -168,10 +167,10 @@ func uploadRows(e *Engine, dst ptr, typ gguf.Type, data []byte, rb, in, rows, th
 }
 
 // convertRows dequantizes rows [r0, r1) of data (type typ, rb bytes and in
-// values each) exactly, rounds them to bf16 and stores them in out as half
-// type t (bf16, or the same value as fp16), on threads goroutines (all
-// cores when < 1).
-func convertRows(out []uint16, typ gguf.Type, data []byte, rb, in, r0, r1, threads int, t cublas.DataType) error {
+// values each) exactly and stores them in out rounded to half type t (with
+// viaBF16, the bf16 rounding, as bf16 or the same value as fp16), on
+// threads goroutines (all cores when < 1).
+func convertRows(out []uint16, typ gguf.Type, data []byte, rb, in, r0, r1, threads int, t cublas.DataType, viaBF16 bool) error {
 	if threads < 1 {
 		threads = runtime.GOMAXPROCS(0)
 	}
@@ -194,11 +193,14 @@ func convertRows(out []uint16, typ gguf.Type, data []byte, rb, in, r0, r1, threa
 				}
 				o := out[(r-r0)*in : (r-r0+1)*in]
 				for i, v := range f32 {
-					h := quant.F32ToBF16(v)
-					if t == cublas.R16F {
-						h = quant.F32ToF16(quant.BF16ToF32(h))
+					if viaBF16 {
+						v = quant.BF16ToF32(quant.F32ToBF16(v))
 					}
-					o[i] = h
+					if t == cublas.R16F {
+						o[i] = quant.F32ToF16(v)
+					} else {
+						o[i] = quant.F32ToBF16(v)
+					}
 				}
 			}
 		}()
@@ -270,21 +272,16 @@ func (p Precision) storage() string {
 }
 
 // activations names the arithmetic of products for headers and cache keys.
-func (p Precision) activations() string {
-	if p.Weights == p.Down {
-		return halfName(p.Weights)
-	}
-	return halfName(p.Weights) + "+" + halfName(p.Down)
-}
+func (p Precision) activations() string { return halfName(p.Weights) }
 
 // describe is the precision for headers; it is part of the score cache's
 // key, so it names everything that changes the GPU's numbers.
 func (p Precision) describe() string {
-	const rest = "; expert routers float32; residual adds float32 after each product"
-	if p.Weights == p.Down {
-		return fmt.Sprintf("%s: all matrices and product inputs %s%s", p.Name, halfName(p.Weights), rest)
+	scaled := ""
+	if p.Weights == cublas.R16F {
+		scaled = "; ffn_down's input scaled by a power of two from 2^15"
 	}
-	return fmt.Sprintf("%s: matrices and product inputs %s, ffn_down and its input %s%s", p.Name, halfName(p.Weights), halfName(p.Down), rest)
+	return fmt.Sprintf("%s: all matrices and product inputs %s%s; expert routers float32; residual adds float32 after each product", p.Name, halfName(p.Weights), scaled)
 }
 
 func halfName(t cublas.DataType) string {

@@ -40,18 +40,48 @@ func (e *Engine) rope(x, cos, sin ptr, n, heads, hd, dims int, neox bool) error 
 }
 
 // swiglu: out (rows, f) of half type t <- silu(gate)·up, gate and up rows
-// of f with strides gs and us.
-func (e *Engine) swiglu(out, gate, up ptr, rows, f, gs, us int, t cublas.DataType) error {
-	return e.launch("swiglu_half", gridFor(int64(rows)*int64(f)), block256, out, gate, up, rows, f, gs, us, isF16(t))
+// of f with strides gs and us. With amax (4 bytes of device memory) an fp16
+// output is scaled by a power of two where it would overflow, which
+// unscale divides out of the product (kernels/swiglu.cu).
+func (e *Engine) swiglu(out, gate, up ptr, rows, f, gs, us int, t cublas.DataType, amax ptr) error {
+	return e.gluLaunch("swiglu_half", int64(rows)*int64(f), amax, out, gate, up, rows, f, gs, us, isF16(t))
 }
 
 // glu: out (rows, f) of half type t <- act(gate)·up for ml.GeGLU or
-// ml.OAISwiGLU (act), gate and up dense (rows, f).
-func (e *Engine) glu(out, gate, up ptr, rows, f int, act ml.Act, t cublas.DataType) error {
+// ml.OAISwiGLU (act), gate and up dense (rows, f); amax as swiglu's.
+func (e *Engine) glu(out, gate, up ptr, rows, f int, act ml.Act, t cublas.DataType, amax ptr) error {
 	if act != ml.GeGLU && act != ml.OAISwiGLU {
 		return fmt.Errorf("cuda: activation %v has no glu_half kernel", act)
 	}
-	return e.launch("glu_half", gridFor(int64(rows)*int64(f)), block256, out, gate, up, rows, f, int(act), isF16(t))
+	return e.gluLaunch("glu_half", int64(rows)*int64(f), amax, out, gate, up, rows, f, int(act), isF16(t))
+}
+
+// gluMaxBlocks bounds the grid of a launch that finds the maximum: one
+// atomic per warp.
+const gluMaxBlocks = 512
+
+// gluLaunch runs a GLU kernel over n values: once without amax; with it,
+// *amax zeroed, the launch that writes the values and their maximum, then
+// the rescaling launch.
+func (e *Engine) gluLaunch(name string, n int64, amax ptr, args ...any) error {
+	if amax == 0 {
+		return e.launch(name, gridFor(n), block256, append(args, ptr(0), 0)...)
+	}
+	if err := e.fillF32(amax, 1, 0); err != nil {
+		return err
+	}
+	grid := gridFor(n)
+	grid[0] = min(grid[0], gluMaxBlocks)
+	if err := e.launch(name, grid, block256, append(args, amax, 0)...); err != nil {
+		return err
+	}
+	return e.launch(name, gridFor(n), block256, append(args, amax, 1)...)
+}
+
+// unscale: x (count) f32 *= 2^-k for the k a GLU launch with amax scaled
+// its output by (nothing when none).
+func (e *Engine) unscale(x ptr, count int64, amax ptr) error {
+	return e.launch("unscale_f32", gridFor(count), block256, x, count, amax)
 }
 
 // addBias: x (rows, d) f32 += b (d).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"ppl.dev/gguf"
@@ -120,9 +121,8 @@ func (b *gpuBackend) put(t *testing.T, rows, cols int, v []float32) ml.Tensor {
 // Experts against its plain definition: per token, the K chosen experts'
 // SwiGLU MLPs, scaled by their weights and added in the order of the
 // choices (ml.Backend.Experts), computed here in float64 from the values
-// the device's products read (bf16-rounded weights, fp16 gate and up
-// inputs, a bf16 down input) with float32 roundings where the kernels
-// round; and with more tokens than a block (expertRows), so that the
+// the device's products read (fp16-rounded weights and inputs) with
+// float32 roundings where the kernels round; and with more tokens than a block (expertRows), so that the
 // grouping by expert runs over several blocks, with an expert no token
 // chooses.
 func TestExpertsParity(t *testing.T) {
@@ -165,7 +165,6 @@ func TestExpertsParity(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		rb := func(v float32) float64 { return float64(quant.BF16ToF32(quant.F32ToBF16(v))) }
 		rh := func(v float32) float64 { return float64(quant.F16ToF32(quant.F32ToF16(v))) }
 		var worst float64
 		ref := make([]float32, n*out)
@@ -180,17 +179,17 @@ func TestExpertsParity(t *testing.T) {
 				for f := range F {
 					var gs, us float64
 					for i := range in {
-						gs += rb(gate[(ex*F+f)*in+i]) * xh[i]
-						us += rb(up[(ex*F+f)*in+i]) * xh[i]
+						gs += rh(gate[(ex*F+f)*in+i]) * xh[i]
+						us += rh(up[(ex*F+f)*in+i]) * xh[i]
 					}
 					g, u := float64(float32(gs)), float64(float32(us))
-					act[f] = rb(float32(g / (1 + math.Exp(-g)) * u))
+					act[f] = rh(float32(g / (1 + math.Exp(-g)) * u))
 				}
 				res := make([]float32, out)
 				for o := range out {
 					var ds float64
 					for f := range F {
-						ds += rb(down[(ex*out+o)*F+f]) * act[f]
+						ds += rh(down[(ex*out+o)*F+f]) * act[f]
 					}
 					res[o] = (float32(ds) + bias[ex*out+o]) * w
 				}
@@ -295,24 +294,26 @@ func TestGLUParity(t *testing.T) {
 		const rows, f = 7, 300
 		gate, up := randF32(rng, rows*f, 4), randF32(rng, rows*f, 4)
 		gate[0], up[1], up[2] = 9, 12, -30
-		gp, upp, out := devPut(t, e, gate), devPut(t, e, up), devAlloc(t, e, 2*rows*f)
+		big := slices.Clone(gate) // GeGLU past fp16's range: scaled
+		for i := range big {
+			big[i] *= 1000
+		}
+		amax := devAlloc(t, e, 4)
+		upp, out := devPut(t, e, up), devAlloc(t, e, 2*rows*f)
 		for _, c := range []struct {
-			act ml.Act
-			ref func(out, gate, up []float32)
-		}{{ml.GeGLU, nn.GeGLU}, {ml.OAISwiGLU, nn.OAISwiGLU}} {
+			act   ml.Act
+			ref   func(out, gate, up []float32)
+			gate  []float32
+			amax  bool
+			wantK int
+		}{{ml.GeGLU, nn.GeGLU, gate, false, 0}, {ml.OAISwiGLU, nn.OAISwiGLU, gate, false, 0},
+			{ml.GeGLU, nn.GeGLU, gate, true, 0}, {ml.GeGLU, nn.GeGLU, big, true, -3}, {ml.OAISwiGLU, nn.OAISwiGLU, big, true, 0}} {
 			want := make([]float32, rows*f)
-			c.ref(want, gate, up)
-			for _, ht := range []cublas.DataType{bf16, f16} {
-				do(t, e, func() error { return e.glu(out, gp, upp, rows, f, c.act, ht) })
-				got := devGet[uint16](t, e, out, rows*f)
-				var bc bitCompare
-				for i := range got {
-					bc.add(halfToF32(got[i], isF16(ht)), halfToF32(f32ToHalf(want[i], isF16(ht)), isF16(ht)), i)
-				}
-				// tanh and exp in float64 within an ulp of Go's: equal after
-				// rounding but for ties.
-				bc.check(t, fmt.Sprintf("glu_half %v %s", c.act, halfName(ht)), 1, 1e-3)
-			}
+			c.ref(want, c.gate, up)
+			gp := devPut(t, e, c.gate)
+			eachGLUHalf(t, e, fmt.Sprintf("glu_half %v", c.act), c.amax, amax, out, want, c.wantK, func(ht cublas.DataType, am ptr) error {
+				return e.glu(out, gp, upp, rows, f, c.act, ht, am)
+			})
 		}
 	})
 }

@@ -72,8 +72,9 @@ func init() {
 			}
 			return nil
 		}},
-		"glu_half": {7, func(s *simDevice, a *simArgs, grid dim3) error {
+		"glu_half": {9, func(s *simDevice, a *simArgs, grid dim3) error {
 			out, gate, up, rows, f, act, f16 := u16s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), a.int(3), a.int(4), a.int(5), a.int(6)
+			amax, rescale := a.ptr(7), a.int(8)
 			if a.err != nil {
 				return a.err
 			}
@@ -87,9 +88,7 @@ func init() {
 			}
 			tmp := make([]float32, rows*f)
 			fn(tmp, gate[:rows*f], up[:rows*f])
-			for i, v := range tmp {
-				out[i] = f32ToHalf(v, f16)
-			}
+			simGLUHalf(out, tmp, f16, amax, rescale)
 			return nil
 		}},
 		"gather_half": {6, func(s *simDevice, a *simArgs, grid dim3) error {

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -243,17 +244,28 @@ var simKernels = map[string]struct {
 		}
 		return nil
 	}},
-	"swiglu_half": {8, func(s *simDevice, a *simArgs, grid dim3) error {
+	"swiglu_half": {10, func(s *simDevice, a *simArgs, grid dim3) error {
 		out, gate, up := u16s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2))
 		rows, f, gs, us, f16 := a.int(3), a.int(4), a.int(5), a.int(6), a.int(7)
+		amax, rescale := a.ptr(8), a.int(9)
 		if a.err != nil {
 			return a.err
 		}
-		tmp := make([]float32, f)
+		tmp := make([]float32, rows*f)
 		for r := range rows {
-			nn.SwiGLU(tmp, gate[r*gs:r*gs+f], up[r*us:r*us+f])
-			for i, v := range tmp {
-				out[r*f+i] = f32ToHalf(v, f16)
+			nn.SwiGLU(tmp[r*f:(r+1)*f], gate[r*gs:r*gs+f], up[r*us:r*us+f])
+		}
+		simGLUHalf(out, tmp, f16, amax, rescale)
+		return nil
+	}},
+	"unscale_f32": {3, func(s *simDevice, a *simArgs, grid dim3) error {
+		x, n, amax := f32s(a.ptr(0)), a.i64(1), a.ptr(2)
+		if a.err != nil {
+			return a.err
+		}
+		if k := downExp(binary.LittleEndian.Uint32(amax)); k != 0 {
+			for i := range n {
+				x[i] *= pow2f(-k)
 			}
 		}
 		return nil
@@ -527,6 +539,47 @@ func covers(g uint32, n int, what string) error {
 	}
 	return nil
 }
+
+// simGLUHalf is the GLU kernels' output (kernels/swiglu.cu): v rounded to
+// out's half type; for fp16 with amax, rescale 0 also writes the largest
+// |v| (NaNs ignored, as fmaxf) into amax, and rescale 1 writes v·2^k, k =
+// downExp(amax), when k != 0.
+func simGLUHalf(out []uint16, v []float32, f16 int, amax []byte, rescale int) {
+	if f16 != 0 && amax != nil && rescale == 1 {
+		k := downExp(binary.LittleEndian.Uint32(amax))
+		if k == 0 {
+			return
+		}
+		for i, x := range v {
+			out[i] = quant.F32ToF16(x * pow2f(k))
+		}
+		return
+	}
+	var m float32
+	for i, x := range v {
+		out[i] = f32ToHalf(x, f16)
+		if a := float32(math.Abs(float64(x))); a > m {
+			m = a
+		}
+	}
+	if f16 != 0 && amax != nil {
+		binary.LittleEndian.PutUint32(amax, max(binary.LittleEndian.Uint32(amax), math.Float32bits(m)))
+	}
+}
+
+// downExp is kernels/common.cuh's down_exp: the power of two k that
+// brings a largest magnitude m (its float32 bits) of 2^15 or more to
+// [2^14, 2^15); 0 below 2^15 and for infinities and NaNs.
+func downExp(m uint32) int {
+	e := m >> 23 & 0xff
+	if m < 0x47000000 || e == 0xff {
+		return 0
+	}
+	return 141 - int(e)
+}
+
+// pow2f is 2^k for k in [-126, 127].
+func pow2f(k int) float32 { return math.Float32frombits(uint32(k+127) << 23) }
 
 func f32ToHalf(v float32, f16 int) uint16 {
 	if f16 != 0 {

@@ -7,8 +7,9 @@ Per target: |log p(GPU) - log p(CPU)|; over the case: its largest value,
 its mean, the perplexity ratio exp(mean NLL(GPU) - mean NLL(CPU)), argmax
 disagreements and, with a reference model, the largest KLD difference.
 CLASS picks the bounds (tests/gpu/check.sh explains them): bf16, f32 and
-f16 caches must stay within 0.02 per token and 0.001 of a PPL ratio of 1
-(the issue's bounds); coarser caches flip codes near rounding boundaries
+f16 caches must stay within 0.012 per token (tighter than the 0.0117-0.0163
+that the bf16 copy's weights gave against the CPU on that copy on an H200)
+and 0.001 of a PPL ratio of 1; coarser caches flip codes near rounding boundaries
 (the CPU and GPU quantize slightly different activations), so they get
 looser ones. A mixture of experts ("moe", bf16 cache) is bounded by its mean
 and perplexity ratio only: its router flips a choice near a tie now and
@@ -22,36 +23,36 @@ import math
 import sys
 
 BOUNDS = {  # max |Δ log p|, |PPL ratio - 1|, max |Δ KLD|, mean |Δ log p|
-    "bf16": (0.02, 0.001, 1e-3, math.inf),
-    "f32": (0.02, 0.001, 1e-3, math.inf),
-    "f16": (0.02, 0.001, 1e-3, math.inf),
-    "int8": (0.05, 0.002, 1e-2, math.inf),
-    "fp8": (0.1, 0.004, 1e-2, math.inf),
-    "k8v4": (0.15, 0.005, 2e-2, math.inf),
-    "nvfp4": (0.5, 0.01, 5e-2, math.inf),
-    # llama.cpp's types and the rotated ones: the bounds of score/cuda's
-    # TestEndToEndKV (about 1.5-2x the emulation's maxima).
-    "q8_0": (0.05, 0.002, 1e-2, math.inf),
-    "q4_0": (0.15, 0.005, 2e-2, math.inf),
-    "q4_1": (0.15, 0.005, 2e-2, math.inf),
-    "q5_0": (0.1, 0.003, 2e-2, math.inf),
-    "q5_1": (0.1, 0.003, 2e-2, math.inf),
-    "iq4_nl": (0.2, 0.005, 2e-2, math.inf),
-    "rk8v4": (0.15, 0.005, 2e-2, math.inf),
-    "rk4v4": (0.15, 0.005, 2e-2, math.inf),
-    "rk2v4": (0.5, 0.01, 5e-2, math.inf),
-    "moe": (math.inf, 0.002, 1e-3, 0.02),
+    "bf16": (0.012, 0.001, 1e-3, math.inf),
+    "f32": (0.012, 0.001, 1e-3, math.inf),
+    "f16": (0.012, 0.001, 1e-3, math.inf),
+    # The other caches: the bounds of score/cuda's TestEndToEndKV (about
+    # 1.5-2x the emulation's maxima).
+    "int8": (0.04, 0.002, 1e-2, math.inf),
+    "fp8": (0.07, 0.002, 1e-2, math.inf),
+    "k8v4": (0.15, 0.004, 2e-2, math.inf),
+    "nvfp4": (0.3, 0.004, 5e-2, math.inf),
+    "q8_0": (0.04, 0.001, 1e-2, math.inf),
+    "q4_0": (0.15, 0.002, 2e-2, math.inf),
+    "q4_1": (0.12, 0.002, 2e-2, math.inf),
+    "q5_0": (0.07, 0.002, 2e-2, math.inf),
+    "q5_1": (0.1, 0.002, 2e-2, math.inf),
+    "iq4_nl": (0.12, 0.002, 2e-2, math.inf),
+    "rk8v4": (0.15, 0.003, 2e-2, math.inf),
+    "rk4v4": (0.15, 0.003, 2e-2, math.inf),
+    "rk2v4": (0.5, 0.008, 5e-2, math.inf),
+    "moe": (math.inf, 0.004, 1e-3, 0.02),
     # Gated DeltaNet hybrids (score/cuda's TestEndToEndArchs): the
     # recurrent state carries a perturbation on for many tokens, and a
-    # routing flip with it.
-    "recurrent": (0.03, 0.001, 1e-3, 0.005),
+    # routing flip with it; without experts, llama's 0.02.
+    "recurrent": (0.02, 0.001, 1e-3, 0.004),
     "moe-recurrent": (math.inf, 0.008, 1e-3, 0.02),
     # gemma4: a mixture of experts whose sharp attention moves more per
     # flip (TestEndToEndArchs).
-    "gemma4": (math.inf, 0.004, 1e-3, 0.03),
+    "gemma4": (math.inf, 0.012, 1e-3, 0.04),
     # gemma3: the same half-precision roundings as llama's, in attention
     # 2-2.5 times as sharp (TestEndToEndArchs says why).
-    "gemma3": (0.08, 0.001, 1e-3, 0.015),
+    "gemma3": (0.1, 0.001, 1e-3, 0.015),
 }
 
 

@@ -16,8 +16,8 @@
 #                               check.sh has unpacked them
 #   inputs/*.ndjson.gz          ppl-window output for the oracle texts
 #   expected/*.ndjson.gz        the CPU reference's ppl-score output for each
-#                               case, made here on bf16 copies of the models
-#                               (the GPU's weights) with the case's flags
+#                               case, made here on the same models with the
+#                               case's flags
 #   cases.tsv                   name, model, input, flags, bounds class
 set -euo pipefail
 export LC_ALL=C
@@ -34,7 +34,6 @@ mkdir -p "$B/oracle/models" "$B/inputs" "$B/expected"
 echo "mkbundle: building (CGO_ENABLED=0)"
 CGO_ENABLED=0 $GO build -trimpath -ldflags='-s -w' -o "$T/" ./score/cmd/ppl-score ./tokenize/cmd/ppl-tokenize ./window/cmd/ppl-window
 CGO_ENABLED=0 $GO test -c -trimpath -ldflags='-s -w' -o "$T/cuda.test" ./score/cuda
-$GO build -o "$T/bf16copy" ./tests/gpu/bf16copy
 gzip -9 -c "$T/ppl-score" > "$B/ppl-score.gz"
 gzip -9 -c "$T/cuda.test" > "$B/cuda.test.gz"
 
@@ -59,7 +58,6 @@ TEXTS="en-gpl3 zh-tang code-go-strings mixed-unicode"
 cp "$ORACLE/README.md" "$B/oracle/README.md"
 for m in $MODELS; do
 	gzip -9 -c "$ORACLE/models/$m.gguf" > "$B/oracle/models/$m.gguf.gz"
-	"$T/bf16copy" "$ORACLE/models/$m.gguf" "$T/$m-bf16.gguf"
 done
 
 # input NAME MODEL CONTEXT STRIDE TEXT...: ppl-tokenize | ppl-window
@@ -71,17 +69,17 @@ input() {
 	gzip -9 -c "$T/$name.ndjson" > "$B/inputs/$name.ndjson.gz"
 }
 
-# case NAME MODEL INPUT CLASS FLAGS...: the CPU reference's output on the
-# bf16 copy; check.sh runs the same flags on the GPU with the original model.
-# "@REF" in FLAGS stands for the model itself (a reference model).
+# case NAME MODEL INPUT CLASS FLAGS...: the CPU reference's output; check.sh
+# runs the same flags on the GPU with the same model. "@REF" in FLAGS stands
+# for the model itself (a reference model).
 : > "$B/cases.tsv"
 case_() {
 	local name=$1 model=$2 in=$3 class=$4
 	shift 4
 	local flags=("$@") cpu=()
-	for f in "${flags[@]}"; do cpu+=("${f//@REF/$T/$model-bf16.gguf}"); done
+	for f in "${flags[@]}"; do cpu+=("${f//@REF/$ORACLE/models/$model.gguf}"); done
 	local t0=$SECONDS
-	"$T/ppl-score" --device cpu --no-cache --model "$T/$model-bf16.gguf" "${cpu[@]}" "$T/$in.ndjson" 2>"$T/err" |
+	"$T/ppl-score" --device cpu --no-cache --model "$ORACLE/models/$model.gguf" "${cpu[@]}" "$T/$in.ndjson" 2>"$T/err" |
 		gzip -9 > "$B/expected/$name.ndjson.gz" || { cat "$T/err" >&2; exit 1; }
 	printf '%s\t%s\t%s\t%s\t%s\n' "$name" "$model" "$in" "${flags[*]}" "$class" >> "$B/cases.tsv"
 	echo "mkbundle: case $name ($((SECONDS - t0)) s on the CPU)"

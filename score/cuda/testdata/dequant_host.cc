@@ -4,9 +4,10 @@
 // kernel run over its whole grid by loops, so that its arithmetic can be
 // checked against ppl.dev/quant without a GPU.
 //
-// stdin: kernel name, rows, in, f16, rowbytes, nidx and a newline, then
+// stdin: kernel name, rows, in, otype, rowbytes, nidx and a newline, then
 // the i-quants' grids (33792 bytes), nidx int32 row indices (none: rows
-// from row 0), then the matrix bytes; stdout: the halves. Exit status 2
+// from row 0), then the matrix bytes; stdout: the halves (otype 0 bf16, 1
+// fp16) or floats (2). Exit status 2
 // on bad input.
 #include <cmath>
 #include <cstdint>
@@ -19,6 +20,8 @@
 struct uint3_ { unsigned x, y, z; };
 static uint3_ blockIdx, blockDim, threadIdx, gridDim;
 struct uint4 { unsigned x, y, z, w; };
+struct float4 { float x, y, z, w; };
+static inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
 
 #define __device__
 #define __global__
@@ -38,7 +41,7 @@ using std::min;
 
 #include "../../../kernels/dequant.cu"
 
-typedef void (*kernel)(u16*, const u8*, const int*, i64, int, int, i64, int, const u8*);
+typedef void (*kernel)(void*, const u8*, const int*, i64, int, int, i64, int, const u8*);
 static const struct { const char* name; kernel k; } kernels_[] = {
 	{"dequant_f32", dequant_f32}, {"dequant_f16", dequant_f16}, {"dequant_bf16", dequant_bf16},
 	{"dequant_q4_0", dequant_q4_0}, {"dequant_q4_1", dequant_q4_1}, {"dequant_q5_0", dequant_q5_0},
@@ -53,9 +56,9 @@ static const struct { const char* name; kernel k; } kernels_[] = {
 
 int main() {
 	char name[64];
-	int rows, in, f16, nidx;
+	int rows, in, otype, nidx;
 	long long rowbytes;
-	if (scanf("%63s %d %d %d %lld %d", name, &rows, &in, &f16, &rowbytes, &nidx) != 6) return 2;
+	if (scanf("%63s %d %d %d %lld %d", name, &rows, &in, &otype, &rowbytes, &nidx) != 6) return 2;
 	getchar(); // the newline before the binary part
 	kernel k = nullptr;
 	for (auto& e : kernels_)
@@ -69,15 +72,16 @@ int main() {
 	int c;
 	while ((c = getchar()) != EOF) w.push_back((u8)c);
 	int n = nidx ? nidx : rows;
-	std::vector<u16> out((size_t)n * in);
+	size_t size = otype == 2 ? 4 : 2;
+	std::vector<u8> out((size_t)n * in * size);
 	gridDim = {7, 1, 1}; // any grid: the kernels stride over the work
 	blockDim = {64, 1, 1};
 	for (unsigned b = 0; b < gridDim.x; b++)
 		for (unsigned t = 0; t < blockDim.x; t++) {
 			blockIdx = {b, 0, 0};
 			threadIdx = {t, 0, 0};
-			k(out.data(), w.data(), nidx ? idx.data() : nullptr, 0, n, in, rowbytes, f16, grid.data());
+			k(out.data(), w.data(), nidx ? idx.data() : nullptr, 0, n, in, rowbytes, otype, grid.data());
 		}
-	fwrite(out.data(), 2, out.size(), stdout);
+	fwrite(out.data(), 1, out.size(), stdout);
 	return 0;
 }
