@@ -37,8 +37,7 @@ import (
 // Every weight is dequantized exactly and rounded once to its half type
 // (on the device at each product from the file's blocks, qweights.go, or
 // once on the host, convertRows); with --gpu-weights bf16 it is rounded to
-// bf16 first, so that a bf16 copy of the file (WriteBF16Copy) holds the
-// GPU's weights. The input of ffn_down (silu(gate)·up, not normalized) is
+// bf16 first (the weights of earlier rounds, for comparison). The input of ffn_down (silu(gate)·up, not normalized) is
 // scaled by a power of two where it would overflow fp16 (mlp).
 //
 // The residual adds are the plain Add kernel (float32 adds, as the CPU's
