@@ -134,7 +134,7 @@ type flags struct {
 	SSMStateDtype   string           `name:"ssm-state-dtype" default:"f32" enum:"f32,f16,bf16" help:"Recurrent state of Gated DeltaNet layers (qwen35, qwen35moe, qwen3next): f32, f16 or bf16 (default ${default})."`
 	Device          string           `default:"auto" placeholder:"DEV" help:"Where to score: auto (a CUDA GPU when one is usable, else the CPU), cpu, cuda or cuda:N (default ${default})."`
 	Devices         string           `placeholder:"N,N,..." help:"Score on several devices of --device's kind at once, one engine each (GPUs 0,1,2,3); an index may repeat. The output is the same as one device's."`
-	GPUWeights      string           `name:"gpu-weights" default:"quantized" enum:"quantized,bf16" help:"How a GPU keeps the weights: quantized (the file's blocks, dequantized at each product) or bf16 (a bf16 copy made on the host, for comparison); the numbers are the same (default ${default})."`
+	GPUWeights      string           `name:"gpu-weights" default:"quantized" enum:"quantized,bf16" help:"How a GPU keeps the weights: quantized (the file's blocks, dequantized at each product, each weight rounded once to fp16) or bf16 (a bf16 copy made on the host: the earlier path, further from the CPU's numbers, for comparison) (default ${default})."`
 	RopeFreqBase    float64          `placeholder:"B" help:"Override the model's RoPE frequency base."`
 	RopeScaleFactor float64          `name:"rope-scaling-factor" placeholder:"F" help:"Linear RoPE scaling: positions divided by F."`
 	RopeOrigCtx     int              `name:"rope-scaling-original-context" placeholder:"N" help:"Native context for YaRN (default: the model's training context)."`
