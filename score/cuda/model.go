@@ -34,8 +34,8 @@ type Precision struct {
 	Weights cublas.DataType // matrices, and the inputs of their products
 	// Storage is how matrices are kept on the device (qweights.go):
 	// WeightsQuantized ("" too) as the file's blocks, dequantized at each
-	// product, or WeightsBF16, the host's bf16 copy. The halves the
-	// products multiply are the same either way.
+	// product, or WeightsBF16, the host's bf16 copy (each weight rounded
+	// to bf16 before its half type).
 	Storage string
 }
 
@@ -49,7 +49,7 @@ var (
 	// out of the product (kernels/swiglu.cu). Against the CPU on the file
 	// itself (emulation, two windows of 256 tokens) that took the dense
 	// oracle models from max |Δ log p| 0.028-0.038 (the bf16 copy's
-	// weights, ffn_down in bf16) to 0.005-0.007.
+	// weights, ffn_down in bf16) to 0.006-0.009.
 	Mixed = Precision{Name: "mixed", Weights: cublas.R16F}
 	// BF16 stores every matrix and every product input as bf16.
 	BF16 = Precision{Name: "bf16", Weights: cublas.R16BF}

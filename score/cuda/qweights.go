@@ -38,10 +38,9 @@ import (
 // BF16 (--gpu-weights bf16, PPL_CUDA_WEIGHTS=bf16): the host dequantizes
 // every matrix and uploads its bf16 rounding (uploadRows; an fp16 operand
 // holds those bf16 values): the GPU path before weights stayed quantized,
-// kept for comparison. An fp16 operand
-// rounded straight from the weight keeps 3 more bits than the bf16 value:
-// against the CPU on the file itself that took the dense oracle models
-// from max |Δ log p| 0.028-0.038 to 0.010-0.017 (emulation).
+// kept for comparison. Rounding straight to fp16 keeps 3 more bits of each
+// weight: against the CPU on the file itself, that alone took the dense
+// oracle models from max |Δ log p| 0.028-0.038 to 0.010-0.017 (emulation).
 //
 // A matrix of a type without a kernel, a router (float32 with float32
 // inputs), a row length not a multiple of 8 and an F32 matrix (its blocks would take
@@ -279,7 +278,8 @@ type synthKey struct {
 	in int
 }
 
-// The dequantization kernels' output types (their otype).
+// The dequantization kernels' output types (their otype); the two halves
+// are isF16's flag.
 const (
 	dequantBF16 = 0
 	dequantF16  = 1

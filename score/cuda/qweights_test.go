@@ -22,7 +22,7 @@ import (
 
 // The emulation of kernels/dequant.cu: each dequant_<type> kernel is
 // quant.Dequantize of the rows it reads, rounded once to its output type
-// (operandHalf), or float32. It calls the Go decoder because
+// (f32ToHalf: otype is the half kernels' fp16 flag), or float32. It calls the Go decoder because
 // the kernel must equal it bit for bit: on the emulator the parity test
 // below checks the plumbing (rows, offsets, the index list, sizes), on a
 // GPU the CUDA C itself, and the host harness (TestDequantHostHarness)
@@ -53,7 +53,7 @@ func simDequant(typ gguf.Type) func(s *simDevice, a *simArgs, grid dim3) error {
 			return fmt.Errorf("row of %d %v values is %d bytes, kernel told %d", in, typ, want, rb)
 		case otype < dequantBF16 || otype > dequantF32:
 			return fmt.Errorf("output type %d", otype)
-		case len(out) < rows*in*map[bool]int{false: 2, true: 4}[otype == dequantF32]:
+		case len(out) < rows*in*dequantBytes(otype):
 			return fmt.Errorf("output of %d bytes for %d rows of %d", len(out), rows, in)
 		}
 		var tok []int32
@@ -78,20 +78,20 @@ func simDequant(typ gguf.Type) func(s *simDevice, a *simArgs, grid dim3) error {
 			}
 			o := u16s(out)[r*in : (r+1)*in]
 			for i, v := range vals {
-				o[i] = operandHalf(v, otype == dequantF16)
+				o[i] = f32ToHalf(v, otype)
 			}
 		}
 		return nil
 	}
 }
 
-// operandHalf is the dequantization kernels' rounding of one weight (and
-// convertRows's without viaBF16).
-func operandHalf(v float32, f16 bool) uint16 {
-	if f16 {
-		return quant.F32ToF16(v)
+// dequantBytes is the size of one value of a dequantization kernel's
+// output type.
+func dequantBytes(otype int) int {
+	if otype == dequantF32 {
+		return 4
 	}
-	return quant.F32ToBF16(v)
+	return 2
 }
 
 // randomBlocks returns n rows of in weights of type typ: quantized from
@@ -193,7 +193,7 @@ func TestDequantParity(t *testing.T) {
 							v := vals[row(r)*in+c]
 							want := math.Float32bits(v)
 							if ot != dequantF32 {
-								want = uint32(operandHalf(v, ot == dequantF16))
+								want = uint32(f32ToHalf(v, ot))
 							}
 							if h != want {
 								if bad++; bad <= 3 {
@@ -292,7 +292,7 @@ func TestDequantHostHarness(t *testing.T) {
 		}
 		idx := []int32{39, 0, 17, 17, 3}
 		for _, ot := range []int{dequantBF16, dequantF16, dequantF32} {
-			size := map[bool]int{false: 2, true: 4}[ot == dequantF32]
+			size := dequantBytes(ot)
 			for _, useIdx := range []bool{false, true} {
 				var in8 bytes.Buffer
 				n := rows
@@ -320,7 +320,7 @@ func TestDequantHostHarness(t *testing.T) {
 						r = int(ix[r])
 					}
 					v := vals[r*in+c]
-					got, want := uint32(binary.LittleEndian.Uint16(out[2*i:])), uint32(operandHalf(v, ot == dequantF16))
+					got, want := uint32(binary.LittleEndian.Uint16(out[2*i:])), uint32(f32ToHalf(v, ot))
 					if ot == dequantF32 {
 						got, want = binary.LittleEndian.Uint32(out[4*i:]), math.Float32bits(v)
 					}
