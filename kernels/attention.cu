@@ -13,12 +13,13 @@
 //                cache for every query) but plainly right, for any head size
 //                up to 256. The reference the fast kernel is checked against
 //                when a model loads, and the fallback when that check fails.
-//   attn_faHD    FlashAttention-2 style for head sizes 16, 32, 64, 128: a
-//                block takes 64 queries of one head (4 warps of 16 rows),
-//                walks 64-key tiles up to the diagonal (tiles above it are
-//                skipped), decodes each K and V tile into shared memory as
-//                fp16, and computes S = QKᵀ and O += PV on the tensor cores
-//                (mma.sync m16n8k16 fp16, float32 accumulation) with an
+//   attn_faHD    FlashAttention-2 style for head sizes 16, 32, 64, 128 and
+//                256: a block takes 64 queries of one head (4 warps of 16
+//                rows), walks key tiles (64 keys, 32 for heads of 256) up
+//                to the diagonal (tiles above it are skipped), decodes each
+//                K and V tile into shared memory as fp16, and computes
+//                S = QKᵀ and O += PV on the tensor cores (mma.sync
+//                m16n8k16 fp16, float32 accumulation) with an
 //                online softmax in registers. Memory is O(tokens × heads ×
 //                head size); the tokens × tokens matrix never exists.
 //
@@ -95,15 +96,23 @@ extern "C" __global__ void __launch_bounds__(128)
 // pack_f16: two fp16 (round to nearest even; cvt.rn.f16x2.f32 puts its
 // first source in the upper half), lo in the low 16 bits.
 __device__ __forceinline__ u32 pack_f16(float lo, float hi) {
+#ifdef __CUDA_ARCH__
 	u32 r;
 	asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
 	return r;
+#else
+	return (u32)f32_to_f16(lo) | ((u32)f32_to_f16(hi) << 16); // the host harness
+#endif
 }
 
 __device__ __forceinline__ u16 one_f16(float v) {
+#ifdef __CUDA_ARCH__
 	unsigned short r;
 	asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(v));
 	return r;
+#else
+	return f32_to_f16(v);
+#endif
 }
 
 __device__ __forceinline__ u32 pack_out(float lo, float hi, int f16) {
@@ -112,11 +121,15 @@ __device__ __forceinline__ u32 pack_out(float lo, float hi, int f16) {
 
 // mma_f16: c (16×8 f32) += a (16×16 fp16, row) · b (16×8 fp16, col).
 __device__ __forceinline__ void mma_f16(float* c, const u32* a, u32 b0, u32 b1) {
+#ifdef __CUDA_ARCH__
 	asm volatile(
 	    "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
 	    "{%0,%1,%2,%3};\n"
 	    : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
 	    : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#else
+	simt_mma_m16n8k16_f16(c, a, b0, b1); // the host harness (score/cuda/testdata/simt_host.h)
+#endif
 }
 
 // Fragment layouts of mma.m16n8k16 (PTX ISA, "Matrix Fragments for
@@ -128,11 +141,20 @@ __device__ __forceinline__ void mma_f16(float* c, const u32* a, u32 b0, u32 b1) 
 // contiguous pairs) and V transposed as [dim][key] (likewise for PV); rows
 // are padded by 8 halves so a warp's 32 word loads hit 32 banks. The C
 // fragments of two adjacent S tiles are exactly the A fragment of P.
+//
+// Key tiles are BC = 64 keys for head sizes up to 128 and 32 for 256, so
+// that the tiles fit the 48 KB of static shared memory (K 32×264 and Vᵀ
+// 256×40 halves, 37 KB) and the S and P fragments leave registers for q
+// (64) and o (128). With BC < BR a tile can lie wholly above a warp's 16
+// rows (the diagonal's second half for warps 0 and 1): the warp skips it,
+// which is what computing it would give (no probability, corrections 1).
+__host__ __device__ constexpr int attn_fa_bc(int hd) { return hd > 128 ? 32 : 64; }
+
 template <int HD>
 __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float* __restrict__ q, int n, int heads,
                                              int kvheads, float scale_log2, const KVPlanes& K, const KVPlanes& V,
                                              int out_f16) {
-	constexpr int BR = 64, BC = 64, KSTR = HD + 8, VSTR = BC + 8;
+	constexpr int BR = 64, BC = attn_fa_bc(HD), KSTR = HD + 8, VSTR = BC + 8;
 	__shared__ __align__(16) u16 ks[BC * KSTR];
 	__shared__ __align__(16) u16 vt[HD * VSTR];
 	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
@@ -201,6 +223,7 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 			for (int e = 0; e < 8; e++) vt[(d0 + e) * VSTR + t] = one_f16(vv[e]);
 		}
 		__syncthreads();
+		if (BC < BR && k0 > qtile * BR + warp * 16 + 15) continue; // warp-uniform; no barrier until the loop's top
 
 		float s[BC / 8][4];
 #pragma unroll
@@ -293,3 +316,4 @@ ATTN_FA(16)
 ATTN_FA(32)
 ATTN_FA(64)
 ATTN_FA(128)
+ATTN_FA(256)

@@ -135,7 +135,7 @@ __device__ __forceinline__ void q2_block(u8* dst, const float* v) {
 		u32 byte = 0;
 		for (int e = 0; e < 4; e++) {
 			float r = rintf(__fadd_rn(__fmul_rn(v[4 * j + e], id), 1.5f));
-			int c = (int)fmaxf(0.0f, fminf(3.0f, r));
+			int c = r == r ? (int)fmaxf(0.0f, fminf(3.0f, r)) : 0; // NaN (an infinite x times 0): 0, as Go's uint8(NaN)
 			byte |= (u32)c << (2 * e);
 		}
 		dst[2 + j] = (u8)byte;
@@ -168,7 +168,8 @@ __device__ __forceinline__ void ggml_block(u8* dst, const float* v, int fmt) {
 		put_f16(dst, d);
 		for (int j = 0; j < 32; j++) {
 			float q = roundf(__fmul_rn(v[j], id)); // halves away from zero
-			dst[2 + j] = (u8)(signed char)(int)fminf(127.0f, fmaxf(-127.0f, q));
+			// NaN (0 times an infinite id, d subnormal): 0, as Go's int8(NaN) and ggml on x86
+			dst[2 + j] = q == q ? (u8)(signed char)(int)fminf(127.0f, fmaxf(-127.0f, q)) : 0;
 		}
 		return;
 	}
@@ -259,7 +260,8 @@ __device__ __forceinline__ void ggml_block(u8* dst, const float* v, int fmt) {
 // (KV_Q8_0, KV_Q4_1, KV_Q5_0, KV_Q5_1, KV_IQ4_NL, KV_Q2), a head's last block
 // padded with zeros when hd is not a multiple of 32, as kvcache.GGML /
 // kvcache.Q2 Encode: one thread per block. A block with a NaN or an
-// infinity gets NaN scales (and offsets) and zero quants (Q2: code 2).
+// infinity gets NaN scales (and offsets) and zero quants (Q2: code 2, and
+// 0 for the NaN or infinite values).
 extern "C" __global__ void kv_store_ggml(u8* __restrict__ data, const float* __restrict__ x, i64 groups, int hd, int fmt) {
 	int nb = (hd + 31) / 32, ts = kv_block_bytes(fmt);
 	i64 total = groups * nb;

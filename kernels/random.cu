@@ -3,7 +3,8 @@
 // memory from a seed instead of read from a file.
 //
 // No CPU reference: not part of scoring; the simulator in
-// ppl.dev/score/cuda repeats the hash, and TestFillUniform compares.
+// ppl.dev/score/cuda repeats the hash (uniformHalf), and TestFillUniform
+// compares.
 #include "common.cuh"
 
 __device__ __forceinline__ u32 mix32(unsigned long long x) {

@@ -177,7 +177,12 @@ type Score struct {
 	RoPE          map[string]any `json:"rope,omitempty"`
 	Reference     *Model         `json:"reference,omitempty"`
 	RefKVDtype    string         `json:"reference_kv_dtype,omitempty"`
-	Extra         map[string]any `json:"extra,omitempty"`
+	// RefDevice is where the reference ran when not on the model's device
+	// ("cuda:1"; with several engines one per engine, "cuda:4,cuda:5");
+	// Extra's reference_* entries then hold the properties of its GPU that
+	// differ from the model's.
+	RefDevice string         `json:"reference_device,omitempty"`
+	Extra     map[string]any `json:"extra,omitempty"`
 	// Warnings are what ppl-score warned of about the run's settings (a
 	// context beyond the model's training context), for the report.
 	Warnings []string `json:"warnings,omitempty"`

@@ -18,7 +18,8 @@
 //     MANIFEST [--quick];
 //   - ppl-window: --protocol, --context, --stride, --max-windows;
 //   - ppl-score: --reference, --kv-dtype, --reference-kv-dtype,
-//     --activations, --device, --devices, --gpu-weights, --threads;
+//     --reference-device, --reference-devices, --activations, --device,
+//     --devices, --gpu-weights, --threads;
 //   - every stage: --no-cache, --log-level.
 //
 // A stage that fails stops the run: ppl run names it and exits with its
@@ -71,6 +72,8 @@ type runFlags struct {
 	Act       string   `name:"activations" help:"Arithmetic: fp32, int8 or int8-avx2 (ppl-score)."`
 	Device    string   `help:"Where to score: auto, cpu, cuda, cuda:N (ppl-score)."`
 	Devices   string   `placeholder:"N,N,..." help:"Score on several devices at once, one engine each: 0,1,2,3 (ppl-score)."`
+	RefDev    string   `name:"reference-device" placeholder:"DEV" help:"Where the reference runs, cuda:N (default: the model's device; ppl-score)."`
+	RefDevs   string   `name:"reference-devices" placeholder:"N,N,..." help:"With --devices: each engine's reference device, one per engine (ppl-score)."`
 	GPUWts    string   `name:"gpu-weights" help:"GPU weight storage: quantized or bf16 (ppl-score)."`
 	Threads   int      `help:"CPU threads (ppl-score; default all)."`
 	Output    string   `short:"o" help:"Directory for report.json (ppl-aggregate's default when absent)."`
@@ -133,6 +136,10 @@ func plan(r *runFlags) ([]stage, error) {
 		return nil, command.Usagef("--quick selects a corpus's subset: give --corpus")
 	case r.RefKV != "" && r.Reference == "":
 		return nil, command.Usagef("--reference-kv-dtype needs --reference")
+	case r.RefDev != "" && r.Reference == "":
+		return nil, command.Usagef("--reference-device needs --reference")
+	case r.RefDevs != "" && r.Reference == "":
+		return nil, command.Usagef("--reference-devices needs --reference")
 	}
 	common := func(a []string) []string {
 		if r.NoCache {
@@ -174,6 +181,7 @@ func plan(r *runFlags) ([]stage, error) {
 	for _, o := range []struct{ flag, v string }{
 		{"--reference", r.Reference}, {"--kv-dtype", r.KVDtype}, {"--reference-kv-dtype", r.RefKV},
 		{"--activations", r.Act}, {"--device", r.Device}, {"--devices", r.Devices}, {"--gpu-weights", r.GPUWts},
+		{"--reference-device", r.RefDev}, {"--reference-devices", r.RefDevs},
 	} {
 		if o.v != "" {
 			score = append(score, o.flag, o.v)

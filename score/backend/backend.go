@@ -24,8 +24,9 @@ type Model interface {
 	// Score runs tokens from an empty cache and scores targets
 	// [scoreFrom, len(tokens)), as model.Model.Score.
 	Score(tokens []int32, scoreFrom int) (*model.Result, error)
-	// ScoreWith also scores against ref, a model of the same backend and
-	// device, as model.Model.ScoreWith.
+	// ScoreWith also scores against ref, a model of the same backend, as
+	// model.Model.ScoreWith; on another device of it (another GPU) as
+	// model.Model.ScoreWithApart, with the same numbers.
 	ScoreWith(tokens []int32, scoreFrom int, ref Model) (*model.Result, error)
 	// Info describes the model and its settings.
 	Info() model.Info

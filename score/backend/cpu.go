@@ -34,11 +34,12 @@ type CPU struct {
 	threads int
 }
 
-// ScoreWith scores against ref, which must be a CPU model too.
+// ScoreWith scores against ref, which must be a CPU model too (the CPU is
+// one device: the same-device path).
 func (m *CPU) ScoreWith(tokens []int32, scoreFrom int, ref Model) (*model.Result, error) {
 	r, ok := ref.(*CPU)
 	if !ok {
-		return nil, fmt.Errorf("reference model on %s, model on cpu: both must be on one device", ref.Device().Name)
+		return nil, fmt.Errorf("reference model on %s, model on cpu: a reference must be on the CPU too", ref.Device().Name)
 	}
 	return m.Model.ScoreWith(tokens, scoreFrom, r.Model)
 }

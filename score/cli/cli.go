@@ -84,7 +84,14 @@
 // (cuda when --device is auto) and deals the windows to whichever engine is
 // free; the output is written in input order and holds the same numbers as
 // one engine's (an index may repeat, for two engines on one device; CPU
-// engines share --threads). --cache-dir DIR (default $PPL_CACHE_DIR, else the user cache
+// engines share --threads). --reference-device DEV puts the reference on
+// another device of the model's kind (cuda:N): the two forward passes run
+// at once and the reference's logits are copied to the model's GPU, with
+// the same numbers as on one device (a 16-bit reference that does not fit
+// beside the model); with --devices, --reference-devices N,N,... gives one
+// index per engine, engine i's reference on the i-th. The CPU has one
+// device: --reference-device cpu changes nothing. The header records
+// where the reference ran. --cache-dir DIR (default $PPL_CACHE_DIR, else the user cache
 // directory) keeps every scored window, keyed by the model's sha256, the
 // window's tokens and every setting that changes numbers: a rerun replays
 // them, and an interrupted run resumes where it stopped. A replayed entry
@@ -134,6 +141,8 @@ type flags struct {
 	SSMStateDtype   string           `name:"ssm-state-dtype" default:"f32" enum:"f32,f16,bf16" help:"Recurrent state of Gated DeltaNet layers (qwen35, qwen35moe, qwen3next): f32, f16 or bf16 (default ${default})."`
 	Device          string           `default:"auto" placeholder:"DEV" help:"Where to score: auto (a CUDA GPU when one is usable, else the CPU), cpu, cuda or cuda:N (default ${default})."`
 	Devices         string           `placeholder:"N,N,..." help:"Score on several devices of --device's kind at once, one engine each (GPUs 0,1,2,3); an index may repeat. The output is the same as one device's."`
+	RefDevice       string           `name:"reference-device" placeholder:"DEV" help:"Where the reference model runs: a device of the model's kind, cuda:N or cpu (default: the model's device). On another GPU the two models run at once; the numbers are the same."`
+	RefDevices      string           `name:"reference-devices" placeholder:"N,N,..." help:"With --devices: the reference's device of each engine, one index per --devices entry (GPUs 4,5,6,7 for --devices 0,1,2,3)."`
 	GPUWeights      string           `name:"gpu-weights" default:"quantized" enum:"quantized,bf16" help:"How a GPU keeps the weights: quantized (the file's blocks, dequantized at each product, each weight rounded once to fp16) or bf16 (a bf16 copy made on the host: the earlier path, further from the CPU's numbers, for comparison) (default ${default})."`
 	RopeFreqBase    float64          `placeholder:"B" help:"Override the model's RoPE frequency base."`
 	RopeScaleFactor float64          `name:"rope-scaling-factor" placeholder:"F" help:"Linear RoPE scaling: positions divided by F."`
@@ -146,7 +155,8 @@ type flags struct {
 	LogLevel        string           `default:"info" enum:"debug,info,warn,error" help:"Least severe message to show on stderr: debug, info, warn, error."`
 	Version         kong.VersionFlag `help:"Print the version and exit."`
 
-	devices []int // --devices, parsed; nil for one engine on --device
+	devices    []int // --devices, parsed; nil for one engine on --device
+	refDevices []int // --reference-devices, parsed: engine i's reference on refDevices[i]
 }
 
 const description = `Score each window with a GGUF model: stage 3 of
@@ -250,6 +260,52 @@ func (f *flags) validate() error {
 	}
 	if f.RefKVDtype != f.KVDtype && f.Reference == "" {
 		return command.Usagef("--reference-kv-dtype needs --reference")
+	}
+	return f.parseRefDevices()
+}
+
+// parseRefDevices checks --reference-device and reads --reference-devices
+// into f.refDevices. A reference runs on a device of the model's kind (the
+// model's backend scores both models' logits): --reference-device names
+// one device, for one engine; with --devices, --reference-devices gives
+// each engine's, index i for the engine on --devices' i-th device. With
+// --device auto the kind is checked once the model is loaded
+// (scorer.openRef).
+func (f *flags) parseRefDevices() error {
+	switch {
+	case f.RefDevice != "" && f.Reference == "":
+		return command.Usagef("--reference-device needs --reference")
+	case f.RefDevices != "" && f.Reference == "":
+		return command.Usagef("--reference-devices needs --reference")
+	case f.RefDevice != "" && f.Devices != "":
+		return command.Usagef("--reference-device %s names one device; with --devices give --reference-devices, one per engine", f.RefDevice)
+	case f.RefDevices != "" && f.Devices == "":
+		return command.Usagef("--reference-devices needs --devices (one reference device per engine); for one engine give --reference-device")
+	}
+	if f.RefDevice != "" {
+		name, _, err := backend.ParseDevice(f.RefDevice)
+		if err != nil {
+			return command.Usagef("--reference-device: %v", err)
+		}
+		if _, ok := backend.Get(name); !ok {
+			return command.Usagef("--reference-device %s: no such device (have %s)", f.RefDevice, strings.Join(backend.Names(), ", "))
+		}
+		if kind, _, _ := backend.ParseDevice(f.Device); f.Device != "auto" && kind != name {
+			return command.Usagef("--reference-device %s with --device %s: the reference must be on a device of the model's kind (%s)", f.RefDevice, f.Device, kind)
+		}
+	}
+	if f.RefDevices != "" {
+		parts := strings.Split(f.RefDevices, ",")
+		for _, p := range parts {
+			n, err := strconv.Atoi(strings.TrimSpace(p))
+			if err != nil || n < 0 || n > 1<<16 {
+				return command.Usagef("--reference-devices %s: %q is not a device index", f.RefDevices, p)
+			}
+			f.refDevices = append(f.refDevices, n)
+		}
+		if len(f.refDevices) != len(f.devices) {
+			return command.Usagef("--reference-devices %s: want %d indices, one per engine of --devices %s", f.RefDevices, len(f.devices), f.Devices)
+		}
 	}
 	return nil
 }

@@ -84,32 +84,41 @@ func (s *scorer) loadEngines(ctx context.Context, opts model.Options) error {
 	}
 	ropts := opts
 	ropts.KVDtype = s.f.RefKVDtype
-	names := []string{s.m.Device().Name}
-	for _, index := range s.f.devices[1:] {
+	for i, index := range s.f.devices[1:] {
 		var e engine
 		var err error
-		e.m, err = s.openCtx(ctx, s.f.Model, func() (backend.Model, error) { return s.openAt(s.f.Model, opts, index) })
+		e.m, err = s.openCtx(ctx, s.f.Model, func() (backend.Model, error) { return s.openAt("--devices", s.f.Model, opts, index) })
 		if err == nil && s.ref != nil {
-			e.ref, err = s.openCtx(ctx, s.f.Reference, func() (backend.Model, error) { return s.openAt(s.f.Reference, ropts, index) })
+			flag, rindex := "--devices", index
+			if len(s.f.refDevices) > 0 {
+				flag, rindex = "--reference-devices", s.f.refDevices[i+1]
+			}
+			e.ref, err = s.openCtx(ctx, s.f.Reference, func() (backend.Model, error) { return s.openAt(flag, s.f.Reference, ropts, rindex) })
 		}
 		if err != nil {
 			e.close()
 			return err
 		}
 		s.engines = append(s.engines, e)
-		names = append(names, e.m.Device().Name)
+	}
+	names := make([]string, len(s.engines))
+	for i, e := range s.engines {
+		names[i] = e.m.Device().Name
+		if e.ref != nil && e.ref.Device().Name != names[i] {
+			names[i] += " (reference on " + e.ref.Device().Name + ")"
+		}
 	}
 	s.log.Infof("%d engines: %s", len(s.engines), strings.Join(names, ", "))
 	return nil
 }
 
 // openAt loads a model on device index of the backend the first engine is
-// on.
-func (s *scorer) openAt(path string, opts model.Options, index int) (backend.Model, error) {
+// on; flag names the flag that chose the device, for the error.
+func (s *scorer) openAt(flag, path string, opts model.Options, index int) (backend.Model, error) {
 	b, _ := backend.Get(s.backend) // the first engine's: it exists
 	m, err := b.Open(path, opts, index)
 	if err != nil {
-		return nil, fmt.Errorf("--devices: %s on %s:%d: %w", path, s.backend, index, err)
+		return nil, fmt.Errorf("%s: %s on %s:%d: %w", flag, path, s.backend, index, err)
 	}
 	return m, nil
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -204,7 +205,7 @@ func (s *scorer) load(ctx context.Context, proto *pipe.Protocol) error {
 		return err
 	}
 	t0 := time.Now()
-	if s.m, err = s.open(ctx, s.f.Model, opts); err != nil {
+	if s.m, err = s.open(ctx, s.f.Model, opts, s.openOn); err != nil {
 		return err
 	}
 	if s.m.tok.Identity() != s.tokHeader.ID {
@@ -214,7 +215,7 @@ func (s *scorer) load(ctx context.Context, proto *pipe.Protocol) error {
 	if s.f.Reference != "" {
 		ropts := opts
 		ropts.KVDtype = s.f.RefKVDtype
-		if s.ref, err = s.open(ctx, s.f.Reference, ropts); err != nil {
+		if s.ref, err = s.open(ctx, s.f.Reference, ropts, s.openRef); err != nil {
 			return err
 		}
 		if s.ref.tok.Identity() != s.m.tok.Identity() {
@@ -228,7 +229,23 @@ func (s *scorer) load(ctx context.Context, proto *pipe.Protocol) error {
 	s.settingsKey = s.cacheSettings()
 	s.log.Infof("loaded %s (%s, %d layers, %d-token vocabulary) in %s; KV cache %s, %s",
 		filepath.Base(s.f.Model), s.m.info.Arch, s.m.Info().HParams.Layers, s.m.Vocab(), time.Since(t0).Round(time.Millisecond), s.m.Info().KVDtype, s.deviceLine())
+	if s.ref != nil {
+		s.log.Infof("%s", s.refLine())
+	}
 	return nil
+}
+
+// refLine says where the reference runs, for the log.
+func (s *scorer) refLine() string {
+	name := filepath.Base(s.f.Reference)
+	if devs, _ := s.refDevice(); devs != "" {
+		return fmt.Sprintf("reference %s on %s, the model on %s: the two run at once, the reference's logits copied to the model's device", name, devs, s.deviceNames())
+	}
+	where := "the model's device"
+	if len(s.engines) > 1 {
+		where = "each engine's device"
+	}
+	return fmt.Sprintf("reference %s on %s (%s): the two run one after the other", name, where, s.deviceNames())
 }
 
 func describe(t tokenizer.Tokenizer) string {
@@ -273,7 +290,9 @@ func (s *scorer) options(proto *pipe.Protocol) (model.Options, error) {
 	return o, nil
 }
 
-func (s *scorer) open(ctx context.Context, path string, opts model.Options) (*loaded, error) {
+// open loads the model at path with on (openOn, or openRef for the
+// reference) and reads its identity.
+func (s *scorer) open(ctx context.Context, path string, opts model.Options, on func(string, model.Options) (backend.Model, error)) (*loaded, error) {
 	// A model is read at random: a FIFO or a device would block the
 	// open (and Ctrl-C with it) waiting for a writer.
 	if st, err := os.Stat(path); err != nil {
@@ -298,7 +317,7 @@ func (s *scorer) open(ctx context.Context, path string, opts model.Options) (*lo
 		}
 		return nil, err
 	}
-	m, err := s.openCtx(ctx, path, func() (backend.Model, error) { return s.openOn(path, opts) })
+	m, err := s.openCtx(ctx, path, func() (backend.Model, error) { return on(path, opts) })
 	if err != nil {
 		return nil, err
 	}
@@ -390,6 +409,23 @@ func (s *scorer) openOn(path string, opts model.Options) (backend.Model, error) 
 	return m, err
 }
 
+// openRef loads the reference model on --reference-device (with --devices,
+// on --reference-devices' first), which must be of the model's kind; by
+// default on the model's device.
+func (s *scorer) openRef(path string, opts model.Options) (backend.Model, error) {
+	switch {
+	case len(s.f.refDevices) > 0:
+		return s.openAt("--reference-devices", path, opts, s.f.refDevices[0])
+	case s.f.RefDevice != "":
+		name, index, _ := backend.ParseDevice(s.f.RefDevice) // validated
+		if name != s.backend {
+			return nil, command.Usagef("--reference-device %s: the model is on %s (--device %s): the reference must be on a device of the model's kind", s.f.RefDevice, s.m.Device().Name, s.f.Device)
+		}
+		return s.openAt("--reference-device", path, opts, index)
+	}
+	return s.openOn(path, opts)
+}
+
 // deviceLine describes where the model runs, for the log.
 func (s *scorer) deviceLine() string {
 	d := s.m.Device()
@@ -418,6 +454,16 @@ func (s *scorer) header() pipe.Header {
 	if s.ref != nil {
 		ref := s.ref.info
 		sc.Reference, sc.RefKVDtype = &ref, s.ref.Info().KVDtype
+		var differs map[string]any
+		sc.RefDevice, differs = s.refDevice()
+		if differs != nil {
+			extra := map[string]any{} // the model's own map stays as it is
+			maps.Copy(extra, sc.Extra)
+			sc.Extra = extra
+			for k, v := range differs {
+				sc.Extra["reference_"+k] = v
+			}
+		}
 	}
 	m := s.m.info
 	return pipe.Header{Tool: tool, Version: pipe.ToolVersion, Flags: s.headerFlags(), Model: &m, Score: sc}
@@ -438,6 +484,12 @@ func (s *scorer) headerFlags() map[string]any {
 	}
 	if s.f.Reference != "" {
 		m["reference"], m["reference_kv_dtype"] = s.f.Reference, s.f.RefKVDtype
+	}
+	if s.f.RefDevice != "" {
+		m["reference_device"] = s.f.RefDevice
+	}
+	if s.f.RefDevices != "" {
+		m["reference_devices"] = s.f.RefDevices
 	}
 	if s.f.Threads > 0 {
 		m["threads"] = s.f.Threads
@@ -492,7 +544,51 @@ func (s *scorer) refKey() any {
 	info := s.ref.Info()
 	key := map[string]any{"model": s.ref.info.SHA256, "kv": info.KVDtype, "rope": info.Rope}
 	addSSM(key, info)
+	// A reference on another GPU of the same kind, driver and libraries
+	// computes what it would on the model's (its logits are copied to the
+	// model's GPU bit for bit and scored there): the key stays that of the
+	// same device, and such a run replays the other's windows. A GPU that
+	// differs puts its properties in the key.
+	_, differs := s.refDevice()
+	for k, v := range differs {
+		key[k] = v
+	}
 	return key
+}
+
+// refNumerics are the properties of a reference's device that can change
+// its numbers when it runs apart from the model (the kernels' choice and
+// cuBLAS's algorithms depend on them).
+var refNumerics = []string{"gpu", "compute_capability", "driver", "cublas"}
+
+// refDevice says where the reference runs when not on the model's device
+// (of every engine): its devices' names ("cuda:1", "cuda:4,cuda:5"), and
+// those of its device's refNumerics that differ from the model's device's;
+// "" and nil when it runs beside the model.
+func (s *scorer) refDevice() (string, map[string]any) {
+	if s.ref == nil {
+		return "", nil
+	}
+	apart := false
+	names := make([]string, len(s.engines))
+	for i, e := range s.engines {
+		names[i] = e.ref.Device().Name
+		apart = apart || names[i] != e.m.Device().Name
+	}
+	if !apart {
+		return "", nil
+	}
+	var differs map[string]any
+	md, rd := s.m.Device(), s.ref.Device()
+	for _, k := range refNumerics {
+		if v, ok := rd.Extra[k]; ok && fmt.Sprint(v) != fmt.Sprint(md.Extra[k]) {
+			if differs == nil {
+				differs = map[string]any{}
+			}
+			differs[k] = v
+		}
+	}
+	return strings.Join(names, ","), differs
 }
 
 // addSSM adds the recurrent state dtype to a cache key, for models with
@@ -764,6 +860,11 @@ func (s *scorer) report(final bool) {
 		}
 		if r, ok := s.m.Model.(backend.Reporter); ok && s.scored > 0 {
 			s.log.Infof("%s", r.Report())
+			if devs, _ := s.refDevice(); devs != "" {
+				if r, ok := s.ref.Model.(backend.Reporter); ok {
+					s.log.Infof("reference: %s", r.Report())
+				}
+			}
 		}
 		return
 	}

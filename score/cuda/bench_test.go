@@ -40,20 +40,26 @@ import (
 // "1b,8b,qwen3moe-30b-a3b,qwen35-27b,gpt-oss-20b,gemma3-27b"),
 // PPL_GPU_BENCH_CONTEXTS (default "4096/2048,32768/16384": context/stride;
 // the mixtures of experts and Gemma 3 run the first only, and so do the
-// models whose attention takes the plain kernel, Qwen3.5's heads of 256),
-// PPL_GPU_BENCH_LONG=1 (lift those two limits, for runs by hand: issue
-// #14's Qwen3.5-27B at 65,536/32,768 is PPL_GPU_BENCH_LONG=1
-// PPL_GPU_BENCH_MODELS=qwen35-27b PPL_GPU_BENCH_CONTEXTS=65536/32768
-// PPL_GPU_BENCH_WINDOWS=1 PPL_GPU_BENCH_SECONDS=1200 -test.timeout 30m:
-// its 16 attention layers are about 850 TFLOP a window on the plain
-// kernel, CUDA cores at a few TFLOP/s, so expect minutes a window and
-// some 10 to 20 minutes for its three windows (warm-up, timed, forward),
-// far beyond check.sh's budget; Gemma 3 at 32768/16384 is about 1.8
-// PFLOP a window, 28 TFLOP of it sliding attention on the plain kernel,
-// some 10 s a window), PPL_GPU_BENCH_WINDOWS
-// (timed windows per setting, default 3), PPL_GPU_BENCH_SECONDS (stop
-// starting new settings after this long, default 150),
-// PPL_GPU_BENCH_OUT (write the results there as JSON).
+// models whose attention takes the plain kernel; Qwen3.5-27B's default is
+// "4096/2048,65536/32768", issue #14's long context, on the tensor-core
+// kernel for its heads of 256), PPL_GPU_BENCH_LONG=1 (lift those limits,
+// for runs by hand; Gemma 3 at 32768/16384 is about 1.8 PFLOP a window,
+// 28 TFLOP of it sliding attention on the plain kernel, some 10 s a
+// window), PPL_GPU_BENCH_WINDOWS (timed windows per setting, default 3;
+// 1 for the contexts above 32,768), PPL_GPU_BENCH_SECONDS (stop starting
+// new settings after this long, default 150), PPL_GPU_BENCH_OUT (write
+// the results there as JSON).
+//
+// Contexts above 32,768 run after every model's other settings, so that
+// they cannot take the others' turn, and each only when its time,
+// projected from the model's shorter setting (projectSeconds), ends
+// within the budget and before the test's deadline; otherwise its row says
+// "skipped" and why. Qwen3.5-27B at 65,536/32,768 is about 4.1 PFLOP a
+// window (3.2 of products, 0.84 of attention, 0.08 of head): some 10 to
+// 16 s a window on an H200 (the products near 500 TFLOP/s, attention at
+// 100 to 200), 30 to 50 s for its three windows (warm-up, one timed,
+// forward alone). On its own: PPL_GPU_BENCH_MODELS=qwen35-27b
+// PPL_GPU_BENCH_CONTEXTS=65536/32768 PPL_GPU_BENCH_SECONDS=600.
 
 type benchShape struct {
 	name string
@@ -333,6 +339,7 @@ func TestBenchmark(t *testing.T) {
 
 	wantModels := strings.Split(envOr("PPL_GPU_BENCH_MODELS", "1b,8b,qwen3moe-30b-a3b,qwen35-27b,gpt-oss-20b,gemma3-27b"), ",")
 	long := os.Getenv("PPL_GPU_BENCH_LONG") == "1"
+	ctxEnv := os.Getenv("PPL_GPU_BENCH_CONTEXTS")
 	var ctxs [][2]int
 	for _, c := range strings.Split(envOr("PPL_GPU_BENCH_CONTEXTS", "4096/2048,32768/16384"), ",") {
 		var n, s int
@@ -341,26 +348,42 @@ func TestBenchmark(t *testing.T) {
 		}
 		ctxs = append(ctxs, [2]int{n, s})
 	}
+	// The budget's end: start + PPL_GPU_BENCH_SECONDS, and no later than
+	// the test's deadline less the time to write the table.
+	end := start.Add(time.Duration(budget * float64(time.Second)))
+	if d, ok := t.Deadline(); ok && d.Add(-15*time.Second).Before(end) {
+		end = d.Add(-15 * time.Second)
+	}
 	var results []benchResult
-	for _, shape := range benchShapes {
-		if !slices.Contains(wantModels, strings.TrimPrefix(shape.name, "llama-")) && !slices.Contains(wantModels, shape.name) {
-			continue
-		}
+	// run makes shape's model and measures it at the contexts cs; a
+	// deferred pass (contexts above benchLateContext) projects each
+	// setting's time from the model's earlier result and skips it when
+	// it would not end within the budget.
+	run := func(shape benchShape, cs [][2]int, deferred bool) {
 		e.ResetPeak()
 		m, err := syntheticModel(e, shape, Mixed, "bf16", 7)
 		if err != nil {
 			t.Errorf("%s: %v", shape.name, err)
 			// its rows still appear in the table, saying why they are empty
-			for _, c := range ctxs {
+			for _, c := range cs {
 				results = append(results, benchResult{Model: shape.name, Precision: Mixed.Name, Context: c[0], Stride: c[1],
 					Skipped: "failed: " + firstLine(err.Error())})
 			}
-			continue
+			return
 		}
+		defer m.Close()
 		fmt.Printf("bench: %s: %s of weights made on the device in %.2f s; attention: %s\n", shape.name, humanBytes(m.weightBytes), m.readySeconds(), m.attn)
-		for _, c := range ctxs {
+		for _, c := range cs {
 			r := benchResult{Model: shape.name, Precision: m.prec.Name, Context: c[0], Stride: c[1], Attention: m.attn,
 				WeightsGiB: float64(m.weightBytes) / (1 << 30), MakeSeconds: m.readySeconds()}
+			n := timed
+			if deferred && os.Getenv("PPL_GPU_BENCH_WINDOWS") == "" {
+				n = 1
+			}
+			proj, from := 0.0, 0
+			if deferred {
+				proj, from = projectSeconds(results, shape.name, m.HP, c, n)
+			}
 			switch {
 			case time.Since(start).Seconds() > budget:
 				r.Skipped = fmt.Sprintf("time budget of %.0f s spent", budget)
@@ -368,8 +391,13 @@ func TestBenchmark(t *testing.T) {
 				r.Skipped = fmt.Sprintf("contexts above %d not benchmarked for this model", shape.maxContext)
 			case !long && !m.flash && c[0] > 8192:
 				r.Skipped = "no tensor-core attention kernel: the plain one is too slow at this context"
+			case deferred && proj == 0 && ctxEnv == "" && !long:
+				r.Skipped = "no shorter setting of this model measured to project its time from"
+			case proj > 0 && time.Now().Add(time.Duration(proj*float64(time.Second))).After(end):
+				r.Skipped = fmt.Sprintf("would take about %.0f s (%d windows, projected from context %d), %.0f s of the budget left",
+					proj, n+2, from, max(0, time.Until(end).Seconds()))
 			default:
-				if err := benchRun(t, e, m, c[0], c[1], timed, &r); err != nil {
+				if err := benchRun(t, e, m, c[0], c[1], n, &r); err != nil {
 					t.Errorf("%s context %d: %v", shape.name, c[0], err)
 					r.Skipped = err.Error()
 				}
@@ -383,7 +411,39 @@ func TestBenchmark(t *testing.T) {
 			fmt.Printf("bench: %s context %d stride %d: %.0f tokens/s scored (%.0f processed), %.3f s/window (forward %.0f%%), %.1f model TFLOP/s = %.1f%% of the bf16 GEMM peak (attention %.0f%% of FLOPs); peak memory %.2f GiB allocated, %.2f GiB in use on the device\n",
 				shape.name, c[0], c[1], r.TokensPerSec, r.ProcessedPerS, r.SecondsPerWin, 100*r.ForwardShare, r.ModelTFLOPs, 100*r.MFU, 100*r.AttnFLOPShare, r.PeakAllocGiB, r.PeakDeviceGiB)
 		}
-		m.Close()
+	}
+	// Contexts above benchLateContext run after every model's others, so
+	// that a long setting cannot take their turn.
+	type lateRun struct {
+		shape benchShape
+		cs    [][2]int
+	}
+	var late []lateRun
+	for _, shape := range benchShapes {
+		if !slices.Contains(wantModels, strings.TrimPrefix(shape.name, "llama-")) && !slices.Contains(wantModels, shape.name) {
+			continue
+		}
+		cs := ctxs
+		if own, ok := benchContexts[shape.name]; ok && ctxEnv == "" {
+			cs = own
+		}
+		var now, later [][2]int
+		for _, c := range cs {
+			if c[0] > benchLateContext {
+				later = append(later, c)
+			} else {
+				now = append(now, c)
+			}
+		}
+		if len(now) > 0 {
+			run(shape, now, false)
+		}
+		if len(later) > 0 {
+			late = append(late, lateRun{shape, later})
+		}
+	}
+	for _, l := range late {
+		run(l.shape, l.cs, true)
 	}
 	out["results"] = results
 	if p := os.Getenv("PPL_GPU_BENCH_OUT"); p != "" {
@@ -420,6 +480,42 @@ func findResult(rs []benchResult, model string, ctx int) *benchResult {
 		}
 	}
 	return nil
+}
+
+// benchLateContext: settings of longer contexts run last, each only when
+// its projected time fits what is left of the budget (projectSeconds).
+const benchLateContext = 32768
+
+// benchContexts are the default contexts of the models that do not take
+// PPL_GPU_BENCH_CONTEXTS's default (it still overrides them when set).
+var benchContexts = map[string][][2]int{}
+
+// projectSeconds estimates a setting of model name (a warm-up, timed
+// windows and the forward pass alone: timed+2 windows) from its measured
+// setting of the longest context below c: that setting's seconds a window
+// times the ratio of the FLOPs, attention's counted 3 times (the
+// tensor-core flash kernel runs well below the GEMMs' rate, and its share
+// grows with the context). 0 when the model has no such result.
+func projectSeconds(results []benchResult, name string, hp model.HParams, c [2]int, timed int) (secs float64, from int) {
+	var prev *benchResult
+	for i := range results {
+		r := &results[i]
+		if r.Model != name || r.Skipped != "" || r.Context >= c[0] || r.SecondsPerWin <= 0 {
+			continue
+		}
+		if prev == nil || r.Context > prev.Context {
+			prev = r
+		}
+	}
+	if prev == nil {
+		return 0, 0
+	}
+	cost := func(n, stride int) float64 {
+		lin, att, head := windowFLOPs(hp, n, min(stride, n-1)) // benchRun's scored rows
+		return lin + 3*att + head
+	}
+	perWin := prev.SecondsPerWin * cost(c[0], c[1]) / cost(prev.Context, prev.Stride)
+	return perWin * float64(timed+2), prev.Context
 }
 
 // benchRun scores one warm-up and timed windows of random tokens.
@@ -531,6 +627,34 @@ func TestBenchmarkSim(t *testing.T) {
 	t.Logf("8B at 4096/2048: %.1f TFLOP linear, %.1f attention, %.1f head", lin/1e12, att/1e12, head/1e12)
 	if math.Abs(lin/1e12-2*6.98e9*4096/1e12) > 1 {
 		t.Errorf("linear FLOPs %v", lin)
+	}
+}
+
+// projectSeconds scales the model's longest shorter setting by the
+// FLOPs, attention's counted 3 times, and finds nothing for another model.
+func TestProjectSeconds(t *testing.T) {
+	var q *benchShape
+	for i := range benchShapes {
+		if benchShapes[i].name == "qwen35-27b" {
+			q = &benchShapes[i]
+		}
+	}
+	if q == nil {
+		t.Fatal("no qwen35-27b shape")
+	}
+	rs := []benchResult{{Model: "qwen35-27b", Context: 4096, Stride: 2048, SecondsPerWin: 0.5},
+		{Model: "qwen35-27b", Context: 2048, Stride: 1024, SecondsPerWin: 9},
+		{Model: "llama-8b", Context: 32768, Stride: 16384, SecondsPerWin: 100}}
+	secs, from := projectSeconds(rs, q.name, q.hp, [2]int{65536, 32768}, 1)
+	lin, att, head := windowFLOPs(q.hp, 65536, 32768)
+	lin0, att0, head0 := windowFLOPs(q.hp, 4096, 2048)
+	want := 3 * 0.5 * (lin + 3*att + head) / (lin0 + 3*att0 + head0)
+	t.Logf("qwen35-27b at 65536/32768: %.1f PFLOP a window (%.2f of attention), projected %.0f s for 3 windows from 0.5 s at 4096", (lin+att+head)/1e15, att/1e15, secs)
+	if from != 4096 || math.Abs(secs-want) > 1e-9*want || secs < 30 || secs > 60 {
+		t.Errorf("projection %v s from %d, want %v from 4096", secs, from, want)
+	}
+	if secs, _ := projectSeconds(rs, "gemma3-27b", q.hp, [2]int{65536, 32768}, 1); secs != 0 {
+		t.Errorf("projection %v for a model without results", secs)
 	}
 }
 

@@ -1,22 +1,37 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"testing"
 
 	"ppl.dev/quant"
 )
+
+// flashBC is attn_fa_bc (kernels/attention.cu): the key tile of the flash
+// kernel for head size hd, 64 keys, 32 for heads above 128.
+func flashBC(hd int) int {
+	if hd > 128 {
+		return 32
+	}
+	return 64
+}
 
 // flashLanes runs attn_fa_body (kernels/attention.cu) as the GPU would,
 // lane by lane: the same tiles, shared-memory layouts and strides, the
 // per-lane fragments of mma.m16n8k16 as the PTX ISA defines them, the quad
 // shuffles and the online softmax, in float32 with fp16 operands. It tests
 // the kernel's indexing and arithmetic on machines without a GPU; only the
-// tensor cores' order of summation is not reproduced (float64 here).
+// tensor cores' order of summation is not reproduced (float64 here). The
+// key tile is the kernel's for the head size (flashBC), and so is the skip
+// of a tile wholly above a warp's rows when tiles are shorter than 64.
 //
 // q is (n, heads, hd) f32; K and V are the decoded cache (n, kvheads, hd);
 // out receives (n, heads, hd) f32 (before the output's half rounding).
 func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvheads, hd int, scaleLog2 float32) {
-	const BR, BC = 64, 64
+	const BR = 64
+	BC := flashBC(hd)
 	KSTR, VSTR := hd+8, BC+8
 	ks := make([]uint16, BC*KSTR)
 	vt := make([]uint16, hd*VSTR)
@@ -127,6 +142,9 @@ func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvhe
 					}
 				}
 				for w := range 4 {
+					if BC < BR && k0 > qtile*BR+w*16+15 {
+						continue // the tile lies above the warp's rows
+					}
 					st := &ws[w]
 					s := make([][32][4]float32, BC/8)
 					for nt := range BC / 8 {
@@ -236,4 +254,168 @@ func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvhe
 			}
 		}
 	}
+}
+
+// flashCase is an input of TestFlashVsPlain: q (n, heads, hd), k and v
+// (n, kvheads, hd), and the bound on the largest |flash - plain| over the
+// fp16 outputs.
+type flashCase struct {
+	name                  string
+	n, heads, kvheads, hd int
+	gen                   func(rng *rand.Rand, n, heads, kvheads, hd int) (q, k, v []float32)
+	bound                 float64
+}
+
+// uniform values in [-a, a]
+func flashUniform(rng *rand.Rand, count int, a float64) []float32 {
+	v := make([]float32, count)
+	for i := range v {
+		v[i] = float32(a * (2*rng.Float64() - 1))
+	}
+	return v
+}
+
+// flashRandom: checkFlash's input, values in [-1, 1].
+func flashRandom(rng *rand.Rand, n, heads, kvheads, hd int) (q, k, v []float32) {
+	return flashUniform(rng, n*heads*hd, 1), flashUniform(rng, n*kvheads*hd, 1), flashUniform(rng, n*kvheads*hd, 1)
+}
+
+// flashFlat: small scores, so that every row averages all its keys (long
+// sums of nearly equal probabilities).
+func flashFlat(rng *rand.Rand, n, heads, kvheads, hd int) (q, k, v []float32) {
+	return flashUniform(rng, n*heads*hd, 0.05), flashUniform(rng, n*kvheads*hd, 1), flashUniform(rng, n*kvheads*hd, 1)
+}
+
+// flashPeaked: large scores, nearly one-hot rows: query i is 3× key
+// (i·7) mod (i+1) of its group plus noise, scores up to about 3·hd/3/√hd.
+func flashPeaked(rng *rand.Rand, n, heads, kvheads, hd int) (q, k, v []float32) {
+	q, k, v = flashUniform(rng, n*heads*hd, 0.1), flashUniform(rng, n*kvheads*hd, 1), flashUniform(rng, n*kvheads*hd, 1)
+	for i := range n {
+		j := i * 7 % (i + 1)
+		for h := range heads {
+			g := h / (heads / kvheads)
+			for d := range hd {
+				q[(i*heads+h)*hd+d] += 3 * k[(j*kvheads+g)*hd+d]
+			}
+		}
+	}
+	return q, k, v
+}
+
+// flashRamp: keys whose size grows (up) or shrinks along the sequence by
+// up to 8×, so that each tile brings a new row maximum (the running sums
+// are rescaled by small corrections) or the first tile holds it (later
+// probabilities underflow).
+func flashRamp(up bool) func(rng *rand.Rand, n, heads, kvheads, hd int) (q, k, v []float32) {
+	return func(rng *rand.Rand, n, heads, kvheads, hd int) (q, k, v []float32) {
+		q, k, v = flashRandom(rng, n, heads, kvheads, hd)
+		for j := range n {
+			f := float32(j) / float32(max(1, n-1))
+			if !up {
+				f = 1 - f
+			}
+			for i := range kvheads * hd {
+				k[j*kvheads*hd+i] *= 1 + 7*f
+			}
+		}
+		for i := range q {
+			q[i] = 2 * float32(math.Abs(float64(q[i]))) // positive: scores follow the keys' sums
+		}
+		for i := range k {
+			if k[i] < 0 {
+				k[i] *= 0.25
+			}
+		}
+		return q, k, v
+	}
+}
+
+// flashCases: every head size on checkFlash's input; for heads of 256
+// (32-key tiles, warps skipping tiles above their rows) adversarial
+// inputs too: long rows (640 tokens: 10 query tiles, 20 key tiles), a
+// partial last tile of queries and keys, tiles with whole warps past the
+// last row (n 1, 20, 33), nearly one-hot rows and rising or falling
+// maxima. Outputs lie in [-1, 1], where a step of fp16 is at most 2^-11
+// (4.9e-4). Measured on the emulator: one step (4.9e-4) for every case
+// but rising (7.3e-4) and falling (1.1e-3: scores near 50 whose fp16 q
+// is off by about 1e-3, times values of 1); bounds are two steps, and
+// about 1.5× the measured difference for the ramps.
+var flashCases = []flashCase{
+	{"random", 150, 4, 2, 16, flashRandom, 1e-3},
+	{"random", 150, 4, 2, 32, flashRandom, 1e-3},
+	{"random", 150, 4, 2, 64, flashRandom, 1e-3},
+	{"random", 150, 4, 2, 128, flashRandom, 1e-3},
+	{"random", 150, 4, 2, 256, flashRandom, 1e-3},
+	{"random", 1, 2, 1, 256, flashRandom, 1e-3},
+	{"random", 20, 2, 1, 256, flashRandom, 1e-3},
+	{"random", 33, 3, 3, 256, flashRandom, 1e-3},
+	{"flat-long", 640, 2, 1, 256, flashFlat, 1e-3},
+	{"peaked", 200, 4, 1, 256, flashPeaked, 1e-3},
+	{"peaked-long", 640, 2, 1, 256, flashPeaked, 1e-3},
+	{"rising", 300, 2, 2, 256, flashRamp(true), 1.2e-3},
+	{"falling", 300, 2, 2, 256, flashRamp(false), 1.7e-3},
+}
+
+// TestFlashVsPlain runs the tensor-core kernel (on the emulator
+// flashLanes, lane by lane) and the plain one on the same bf16 cache and
+// bounds their largest difference, fp16 outputs both.
+func TestFlashVsPlain(t *testing.T) {
+	onDevices(t, func(t *testing.T, e *Engine) {
+		kid, vid, err := kvFormat("bf16")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ci, c := range flashCases {
+			t.Run(fmt.Sprintf("%s/n%d-h%d-kv%d-d%d", c.name, c.n, c.heads, c.kvheads, c.hd), func(t *testing.T) {
+				if testing.Short() && e.Ordinal < 0 && c.n*c.hd > 150*256 {
+					t.Skip("emulator: long rows in -short mode")
+				}
+				rng := rand.New(rand.NewPCG(uint64(ci), 17))
+				q, k, v := c.gen(rng, c.n, c.heads, c.kvheads, c.hd)
+				groups := int64(c.n * c.kvheads)
+				var kt, vt *kvTensor
+				do(t, e, func() error {
+					var err error
+					if kt, err = e.newKV(kid, groups, c.hd); err != nil {
+						return err
+					}
+					vt, err = e.newKV(vid, groups, c.hd)
+					return err
+				})
+				defer e.Do(func() error { e.freeKV(kt); e.freeKV(vt); return nil })
+				qp, kp, vp := devPut(t, e, q), devPut(t, e, k), devPut(t, e, v)
+				plain, flash := devAlloc(t, e, int64(2*len(q))), devAlloc(t, e, int64(2*len(q)))
+				scale := 1 / math.Sqrt(float64(c.hd))
+				do(t, e, func() error {
+					if err := e.kvStore(kt, kp, c.n, c.kvheads, c.hd); err != nil {
+						return err
+					}
+					if err := e.kvStore(vt, vp, c.n, c.kvheads, c.hd); err != nil {
+						return err
+					}
+					if err := e.attention(plain, qp, c.n, c.heads, c.kvheads, c.hd, scale, kt, vt, false, f16); err != nil {
+						return err
+					}
+					return e.attention(flash, qp, c.n, c.heads, c.kvheads, c.hd, scale, kt, vt, true, f16)
+				})
+				a := fromHalf(devGet[uint16](t, e, plain, len(q)), f16)
+				b := fromHalf(devGet[uint16](t, e, flash, len(q)), f16)
+				var worst float64
+				at := 0
+				for i := range a {
+					d := math.Abs(float64(a[i] - b[i]))
+					if d != d {
+						d = math.Inf(1)
+					}
+					if d > worst {
+						worst, at = d, i
+					}
+				}
+				t.Logf("max |flash - plain| %.3g (element %d: %v vs %v), bound %.3g", worst, at, b[at], a[at], c.bound)
+				if worst > c.bound {
+					t.Errorf("flash attention: element %d (row %d) is %v, the plain kernel's %v: |Δ| %.3g > %.3g", at, at/(c.heads*c.hd), b[at], a[at], worst, c.bound)
+				}
+			})
+		}
+	})
 }

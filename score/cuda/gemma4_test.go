@@ -12,7 +12,7 @@ import (
 // glu_f32 (gemma4.cu) against the nn activations it emulates, with gates
 // and ups past gpt-oss's clamps, in place on the gate as gemma4 calls it.
 func TestGLUF32Parity(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		b := testBackend(e)
 		defer b.Close()
 		rng := rand.New(rand.NewPCG(44, 1))

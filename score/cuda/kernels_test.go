@@ -24,7 +24,7 @@ import (
 // inputs, float32 sums).
 
 func TestEmbedParity(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(1, 1))
 		const vocab, dim, n = 1000, 200, 37
 		table := randBF16(rng, vocab*dim, 1)
@@ -74,7 +74,7 @@ func TestEmbedParity(t *testing.T) {
 }
 
 func TestRMSNormParity(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(2, 1))
 		// The model's attn_norm / ffn_norm / output_norm shape.
 		const rows, d = 33, 1000
@@ -125,7 +125,7 @@ func TestRoPEParity(t *testing.T) {
 		{"yarn-freq-factors", &nn.RoPE{HeadDim: 128, Dims: 128, NeoX: true, Base: 5e5, FreqScale: 1.0 / 8, ExtFactor: 1,
 			AttnFactor: 1, BetaFast: 32, BetaSlow: 1, OrigCtx: 8192, FreqFactors: factors}},
 	}
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		for _, c := range cases {
 			t.Run(c.name, func(t *testing.T) {
 				if err := c.r.Validate(); err != nil {
@@ -151,7 +151,7 @@ func TestRoPEParity(t *testing.T) {
 }
 
 func TestSwiGLUParity(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(4, 1))
 		const rows, f = 7, 300
 		amax := devAlloc(t, e, 4)
@@ -222,7 +222,7 @@ func checkGLUHalf(t *testing.T, e *Engine, what string, out ptr, want []float32,
 }
 
 func TestAddBiasParity(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(5, 1))
 		const rows, d = 9, 130
 		x, b := randF32(rng, rows*d, 1), randF32(rng, d, 1)
@@ -290,7 +290,7 @@ func TestGEMMParity(t *testing.T) {
 }
 
 func TestLogSoftmaxParity(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(7, 1))
 		const rows, vocab = 5, 70001
 		z, rz := randF32(rng, rows*vocab, 3), make([]float32, rows*vocab)
@@ -366,7 +366,7 @@ func kvInput(rng *rand.Rand, tokens, heads, hd int) []float32 {
 }
 
 func TestKVStoreParity(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(8, 1))
 		for name, id := range kvIDs {
 			for _, s := range []struct{ tokens, heads, hd int }{{37, 3, 64}, {5, 2, 40}, {3, 1, 16}} {
@@ -374,49 +374,56 @@ func TestKVStoreParity(t *testing.T) {
 					continue // rotated heads are powers of two (kvcache.Rotated.Check)
 				}
 				t.Run(fmt.Sprintf("%s/%dx%dx%d", name, s.tokens, s.heads, s.hd), func(t *testing.T) {
-					codec := codecs[id]
-					x := kvInput(rng, s.tokens, s.heads, s.hd)
-					var want kvcache.Block
-					codec.Encode(&want, x, s.tokens, s.heads, s.hd)
-					groups := int64(s.tokens * s.heads)
-					var kt *kvTensor
-					do(t, e, func() error {
-						var err error
-						kt, err = e.newKV(id, groups, s.hd)
-						return err
-					})
-					defer e.Do(func() error { e.freeKV(kt); return nil })
-					xp := devPut(t, e, x)
-					do(t, e, func() error { return e.kvStore(kt, xp, s.tokens, s.heads, s.hd) })
-					nd, ns := kvSizes(id, groups, s.hd)
-					data, scales := devGet[byte](t, e, kt.data.p, int(nd)), devGet[byte](t, e, kt.scales.p, int(ns))
-					if !bytes.Equal(data, want.Data) {
-						t.Errorf("data plane differs from kvcache's Encode (%d bytes, first difference at %d)", len(data), firstDiff(data, want.Data))
-					}
-					if !bytes.Equal(scales, want.Scales) {
-						t.Errorf("scales plane differs from kvcache's Encode (%d bytes, first difference at %d)", len(scales), firstDiff(scales, want.Scales))
-					}
-					if id == kvNVFP4 {
-						g := devGet[float32](t, e, kt.tscale(), 1)[0]
-						if math.Float32bits(g) != math.Float32bits(want.TensorScale) {
-							t.Errorf("tensor scale %v, want %v", g, want.TensorScale)
-						}
-					}
-					// Decoding, as attention reads the cache, against kvcache's Decode.
-					dec := make([]float32, len(x))
-					codec.Decode(&want, dec)
-					out := devAlloc(t, e, int64(4*len(x)))
-					do(t, e, func() error { return e.kvDecode(out, kt, s.tokens, s.heads) })
-					got := devGet[float32](t, e, out, len(x))
-					var c bitCompare
-					for i := range got {
-						c.add(got[i], dec[i], i)
-					}
-					c.check(t, "decode (exact)", 0, 0)
+					checkKVStore(t, e, id, kvInput(rng, s.tokens, s.heads, s.hd), s.tokens, s.heads, s.hd)
 				})
 			}
 		}
 	})
+}
+
+// checkKVStore stores x (tokens, heads, hd) in format id with the engine's
+// kvStore and compares the planes with kvcache's Encode byte for byte, and
+// the engine's kvDecode with kvcache's Decode bit for bit.
+func checkKVStore(t *testing.T, e *Engine, id int, x []float32, tokens, heads, hd int) {
+	t.Helper()
+	codec := codecs[id]
+	var want kvcache.Block
+	codec.Encode(&want, x, tokens, heads, hd)
+	groups := int64(tokens * heads)
+	var kt *kvTensor
+	do(t, e, func() error {
+		var err error
+		kt, err = e.newKV(id, groups, hd)
+		return err
+	})
+	defer e.Do(func() error { e.freeKV(kt); return nil })
+	xp := devPut(t, e, x)
+	do(t, e, func() error { return e.kvStore(kt, xp, tokens, heads, hd) })
+	nd, ns := kvSizes(id, groups, hd)
+	data, scales := devGet[byte](t, e, kt.data.p, int(nd)), devGet[byte](t, e, kt.scales.p, int(ns))
+	if !bytes.Equal(data, want.Data) {
+		t.Errorf("data plane differs from kvcache's Encode (%d bytes, first difference at %d)", len(data), firstDiff(data, want.Data))
+	}
+	if !bytes.Equal(scales, want.Scales) {
+		t.Errorf("scales plane differs from kvcache's Encode (%d bytes, first difference at %d)", len(scales), firstDiff(scales, want.Scales))
+	}
+	if id == kvNVFP4 {
+		g := devGet[float32](t, e, kt.tscale(), 1)[0]
+		if math.Float32bits(g) != math.Float32bits(want.TensorScale) {
+			t.Errorf("tensor scale %v, want %v", g, want.TensorScale)
+		}
+	}
+	// Decoding, as attention reads the cache, against kvcache's Decode.
+	dec := make([]float32, len(x))
+	codec.Decode(&want, dec)
+	out := devAlloc(t, e, int64(4*len(x)))
+	do(t, e, func() error { return e.kvDecode(out, kt, tokens, heads) })
+	got := devGet[float32](t, e, out, len(x))
+	var c bitCompare
+	for i := range got {
+		c.add(got[i], dec[i], i)
+	}
+	c.check(t, "decode (exact)", 0, 0)
 }
 
 func firstDiff(a, b []byte) int {
@@ -432,7 +439,7 @@ func TestAttentionParity(t *testing.T) {
 	onDevices(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(9, 1))
 		shapes := []struct{ n, heads, kvheads, hd int }{
-			{1, 4, 2, 64}, {65, 4, 1, 16}, {130, 2, 2, 32}, {200, 8, 2, 128}, {70, 2, 1, 80},
+			{1, 4, 2, 64}, {65, 4, 1, 16}, {130, 2, 2, 32}, {200, 8, 2, 128}, {70, 2, 1, 80}, {150, 4, 2, 256},
 		}
 		for _, dtype := range kvcache.Names() {
 			for _, s := range shapes {

@@ -24,7 +24,7 @@ import (
 // as nn.Attention over the keys as the bf16 cache gives them back, with
 // the keys as values, keeping each head's first valueDim outputs.
 func TestLatentOpsParity(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		b := testBackend(e)
 		defer b.Close()
 		rng := rand.New(rand.NewPCG(43, 1))

@@ -240,22 +240,29 @@ func (m *Model) Score(tokens []int32, scoreFrom int) (*model.Result, error) {
 }
 
 // ScoreWith is Score plus KL(ref || m), ref's log-probabilities and top-1
-// agreement per target; ref must be a CUDA model on the same device.
+// agreement per target; ref must be a CUDA model. On m's GPU both forward
+// passes run one after the other; on another GPU they run at once
+// (model.Model.ScoreWithApart), and each block of ref's logits is copied
+// to m's GPU through the host, which changes no number.
 func (m *Model) ScoreWith(tokens []int32, scoreFrom int, ref backend.Model) (*model.Result, error) {
 	r, ok := ref.(*Model)
 	switch {
 	case ref == nil:
 		return nil, errors.New("cuda: ScoreWith: no reference model")
 	case !ok:
-		return nil, fmt.Errorf("cuda: reference model on %s, model on %s: both must be on one device", ref.Device().Name, m.e.label())
-	case r.e != m.e:
-		return nil, fmt.Errorf("cuda: reference model on %s, model on %s: both must be on one device", r.e.label(), m.e.label())
+		return nil, fmt.Errorf("cuda: reference model on %s, model on %s: a reference must be on a GPU too", ref.Device().Name, m.e.label())
 	}
 	if err := errors.Join(m.Upload(), r.Upload()); err != nil {
 		return nil, err
 	}
-	res, err := m.Model.ScoreWith(tokens, scoreFrom, r.Model)
+	if r.e == m.e {
+		res, err := m.Model.ScoreWith(tokens, scoreFrom, r.Model)
+		m.e.Do(func() error { m.e.sampleMemory(); return nil })
+		return res, err
+	}
+	res, err := m.Model.ScoreWithApart(tokens, scoreFrom, r.Model)
 	m.e.Do(func() error { m.e.sampleMemory(); return nil })
+	r.e.Do(func() error { r.e.sampleMemory(); return nil })
 	return res, err
 }
 
@@ -281,7 +288,7 @@ func (p Precision) describe() string {
 	if p.Weights == cublas.R16F {
 		scaled = "; ffn_down's input scaled by a power of two from 2^15"
 	}
-	return fmt.Sprintf("%s: all matrices and product inputs %s%s; expert routers float32; residual adds float32 after each product", p.Name, halfName(p.Weights), scaled)
+	return fmt.Sprintf("%s: all matrices and product inputs %s%s; expert routers float32 with exact weights; residual adds float32 after each product", p.Name, halfName(p.Weights), scaled)
 }
 
 func halfName(t cublas.DataType) string {

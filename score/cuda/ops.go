@@ -366,8 +366,9 @@ func (e *Engine) attnQuery(q ptr, n, heads, hd int, k *kvTensor) (ptr, error) {
 	return k.qrot.p, e.rotate(k.qrot.p, q, int64(n)*int64(heads), hd)
 }
 
-// flashHeadDims are the head sizes with a tensor-core attention kernel.
-var flashHeadDims = map[int]bool{16: true, 32: true, 64: true, 128: true}
+// flashHeadDims are the head sizes with a tensor-core attention kernel
+// (attn_faHD: 64-key tiles, 32-key tiles for heads of 256).
+var flashHeadDims = map[int]bool{16: true, 32: true, 64: true, 128: true, 256: true}
 
 // attention: out (n, heads·hd) of half type ot <- causal attention of q
 // (n, heads, hd) f32 over the cache tensors k and v (n, kvheads, hd),
@@ -384,6 +385,7 @@ func (e *Engine) attention(out, q ptr, n, heads, kvheads, hd int, scale float64,
 			return err
 		}
 		args := append([]any{out, q, n, heads, kvheads, float32(scale * math.Log2E)}, kargs...)
+		// One block of 4 warps per 64 queries and head, whatever its key tile.
 		return e.launch(fmt.Sprintf("attn_fa%d", hd), dim3{uint32((n + 63) / 64), uint32(heads), 1}, dim3{128, 1, 1}, args...)
 	}
 	return e.attentionPlain(out, q, n, heads, kvheads, hd, scale, 0, 0, k, v, ot)

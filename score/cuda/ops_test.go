@@ -20,7 +20,7 @@ import (
 // backend's arithmetic (score/model/cpu.go), on random and adversarial
 // input: huge and tiny values, gates far in both tails.
 func TestElementwiseParity(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(21, 1))
 		const rows, cols = 11, 97
 		n := rows * cols
@@ -126,7 +126,7 @@ func (b *gpuBackend) put(t *testing.T, rows, cols int, v []float32) ml.Tensor {
 // grouping by expert runs over several blocks, with an expert no token
 // chooses.
 func TestExpertsParity(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(22, 1))
 		const N, K, in, F, out = 6, 3, 48, 40, 24
 		n := expertRows + 37
@@ -289,7 +289,7 @@ func TestAttentionWindowParity(t *testing.T) {
 // glu_half against nn.GeGLU and nn.OAISwiGLU (score/nn/mlp.go), with
 // gates and ups past gpt-oss's clamps.
 func TestGLUParity(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(24, 1))
 		const rows, f = 7, 300
 		gate, up := randF32(rng, rows*f, 4), randF32(rng, rows*f, 4)
@@ -314,6 +314,38 @@ func TestGLUParity(t *testing.T) {
 			eachGLUHalf(t, e, fmt.Sprintf("glu_half %v", c.act), c.amax, amax, out, want, c.wantK, func(ht cublas.DataType, am ptr) error {
 				return e.glu(out, gp, upp, rows, f, c.act, ht, am)
 			})
+		}
+	})
+}
+
+// TestFillUniform: the benchmarks' synthetic weights (fill_uniform_half),
+// bit for bit the hash of uniformHalf, within a (rounded to bf16) of 0
+// and centred, in both
+// half types, over a count that is no multiple of the block.
+func TestFillUniform(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		const n, seed, a = 10007, 42, 0.03
+		limit := float64(quant.BF16ToF32(quant.F32ToBF16(a))) // a value's bf16 rounding can reach a's
+		for _, typ := range []cublas.DataType{bf16, f16} {
+			p := devAlloc(t, e, 2*n)
+			do(t, e, func() error { return e.fillUniform(p, n, seed, a, typ) })
+			got := devGet[uint16](t, e, p, n)
+			var sum float64
+			for i, h := range got {
+				want := uniformHalf(seed, int64(i), a, isF16(typ))
+				if h != want {
+					t.Fatalf("%v element %d: %#04x, want %#04x", typ, i, h, want)
+				}
+				v := float64(halfToF32(h, isF16(typ)))
+				if math.Abs(v) > limit {
+					t.Fatalf("%v element %d: %v outside [-%v, %v]", typ, i, v, limit, limit)
+				}
+				sum += v
+			}
+			// the mean of n uniform(-a, a): standard deviation a/sqrt(3n)
+			if mean := sum / n; math.Abs(mean) > 4*a/math.Sqrt(3*n) {
+				t.Errorf("%v: mean %v, over 4 standard deviations from 0", typ, mean)
+			}
 		}
 	})
 }

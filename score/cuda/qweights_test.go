@@ -148,7 +148,7 @@ func dequantTypes() []gguf.Type {
 // by row range (a slab, an expert) and by an index list (an embedding's
 // tokens).
 func TestDequantParity(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		for _, typ := range dequantTypes() {
 			t.Run(typ.String(), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(typ), 17))
@@ -263,20 +263,7 @@ func TestWeightsFromEnv(t *testing.T) {
 // check of the kernels' arithmetic on machines without a GPU. Skips
 // without a host C++ compiler, or fails with PPL_REQUIRE_CXX=1 (CI).
 func TestDequantHostHarness(t *testing.T) {
-	cxx := ""
-	for _, c := range []string{"g++", "c++", "clang++"} {
-		if p, err := exec.LookPath(c); err == nil {
-			cxx = p
-			break
-		}
-	}
-	if cxx == "" {
-		const msg = "no host C++ compiler (g++, c++, clang++) to build testdata/dequant_host.cc"
-		if os.Getenv("PPL_REQUIRE_CXX") == "1" {
-			t.Fatal(msg + ", and PPL_REQUIRE_CXX=1")
-		}
-		t.Skip(msg)
-	}
+	cxx := hostCXX(t, "testdata/dequant_host.cc")
 	bin := filepath.Join(t.TempDir(), "dequant_host")
 	if out, err := exec.Command(cxx, "-O1", "-ffp-contract=off", "-Wno-unknown-pragmas", "-o", bin, "testdata/dequant_host.cc").CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", cxx, err, out)

@@ -17,7 +17,7 @@ import (
 // delta rule is float32 on the GPU, checked against the float64 recurrence
 // relative to the output's scale.
 func TestRecurrentOpsParity(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		b := testBackend(e)
 		defer b.Close()
 		rng := rand.New(rand.NewPCG(41, 1))
@@ -246,20 +246,7 @@ func TestDeltaNetParity(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(d.Dim), uint64(d.VHeads)))
 				n := c.n1 + c.n2
 				D, Hk, Hv := d.Dim, d.KHeads, d.VHeads
-				unit := func(m int) []float32 {
-					x := randF32(rng, m*D, 1)
-					for r := range m {
-						var ss float64
-						for _, v := range x[r*D : (r+1)*D] {
-							ss += float64(v) * float64(v)
-						}
-						for i := range D {
-							x[r*D+i] = float32(float64(x[r*D+i]) / math.Sqrt(ss))
-						}
-					}
-					return x
-				}
-				q, k := unit(n*Hk), unit(n*Hk)
+				q, k := unitRows(rng, n*Hk, D), unitRows(rng, n*Hk, D)
 				for i := range q {
 					q[i] /= float32(math.Sqrt(float64(D)))
 				}
@@ -327,4 +314,20 @@ func TestDeltaNetParity(t *testing.T) {
 			})
 		}
 	})
+}
+
+// unitRows returns rows random rows of d values, each scaled to unit
+// length (the delta rule's keys and queries after their L2 norm).
+func unitRows(rng *rand.Rand, rows, d int) []float32 {
+	x := randF32(rng, rows*d, 1)
+	for r := range rows {
+		var ss float64
+		for _, v := range x[r*d : (r+1)*d] {
+			ss += float64(v) * float64(v)
+		}
+		for i := range d {
+			x[r*d+i] = float32(float64(x[r*d+i]) / math.Sqrt(ss))
+		}
+	}
+	return x
 }

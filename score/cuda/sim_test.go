@@ -289,13 +289,7 @@ var simKernels = map[string]struct {
 	"fill_uniform_half": {5, func(s *simDevice, a *simArgs, grid dim3) error {
 		out, n, seed, amp, f16 := u16s(a.ptr(0)), a.i64(1), a.u64(2), a.f32(3), a.int(4)
 		for i := range n {
-			r := mix32(seed*0x9e3779b97f4a7c15 + uint64(i))
-			u := float32(r>>8) * (1.0 / 16777216.0)
-			h := quant.F32ToBF16((2*u - 1) * amp)
-			if f16 != 0 {
-				h = quant.F32ToF16(quant.BF16ToF32(h))
-			}
-			out[i] = h
+			out[i] = uniformHalf(seed, i, amp, f16)
 		}
 		return a.err
 	}},
@@ -493,6 +487,7 @@ var simKernels = map[string]struct {
 	"attn_fa32":  {15, simFlash(32)},
 	"attn_fa64":  {15, simFlash(64)},
 	"attn_fa128": {15, simFlash(128)},
+	"attn_fa256": {15, simFlash(256)},
 }
 
 func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
@@ -713,6 +708,17 @@ func refKLD(pz []float32, plse float64, qz []float32, qlse float64) float64 {
 		s += math.Exp(lp) * (lp - (float64(qz[i]) - qlse))
 	}
 	return s
+}
+
+// uniformHalf is fill_uniform_half's element i (kernels/random.cu).
+func uniformHalf(seed uint64, i int64, amp float32, f16 int) uint16 {
+	r := mix32(seed*0x9e3779b97f4a7c15 + uint64(i))
+	u := float32(r>>8) * (1.0 / 16777216.0)
+	h := quant.F32ToBF16((2*u - 1) * amp)
+	if f16 != 0 {
+		h = quant.F32ToF16(quant.BF16ToF32(h))
+	}
+	return h
 }
 
 func mix32(x uint64) uint32 {

@@ -144,6 +144,11 @@ type Backend interface {
 
 	// Read copies t to the host (rows·cols values, row-major).
 	Read(t Tensor) []float32
+	// Write copies v (rows·cols values, row-major) from the host into t:
+	// Read's inverse, bit for bit. A reference model on another device
+	// hands its logits to the model's backend through the host with Read
+	// and Write.
+	Write(t Tensor, v []float32)
 	// Experts computes, for token row t of x, dst[t] = Σ_j w[t,j] ·
 	// E_{e}(x[t]) over its selections j (e = r.Expert[t·K+j], w =
 	// r.Weight[t·K+j]), summed in order of j, where E_e is expert e's MLP
@@ -154,8 +159,9 @@ type Backend interface {
 	// LogSoftmax scores a block of rows of logits: for row j,
 	// lp[j] = logits[j, targets[j]] - log Σ exp(logits[j]) (float64 sum),
 	// arg[j] = the index of its largest logit (the first, on ties). ref,
-	// when not nil, is a reference model's logits of the same rows (on a
-	// backend of the same kind); then also rlp[j] (ref's log-probability),
+	// when not nil, is a reference model's logits of the same rows (on the
+	// same device: a reference elsewhere is copied over first, with Read
+	// and Write); then also rlp[j] (ref's log-probability),
 	// rarg[j] and kld[j] = KL(softmax(ref[j]) || softmax(logits[j])). A
 	// NaN or infinite logit is an error naming the row and token.
 	LogSoftmax(logits, ref Tensor, targets []int32, out *Scores) error

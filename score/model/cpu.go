@@ -276,6 +276,14 @@ func (b *cpuBackend) Read(t ml.Tensor) []float32 {
 	return append([]float32(nil), ct(t).d...)
 }
 
+func (b *cpuBackend) Write(t ml.Tensor, v []float32) {
+	d := ct(t)
+	if len(v) != len(d.d) {
+		panic(fmt.Sprintf("cpu backend: write of %d values to %d×%d", len(v), d.rows, d.cols))
+	}
+	copy(d.d, v)
+}
+
 // expertRows is how many token rows Experts handles at a time: the
 // per-choice outputs (rows × K × width) stay bounded for long windows, and
 // each expert's weights are decoded once per block of rows.

@@ -39,7 +39,7 @@ type Result struct {
 // 0..len-1, and scores each target i in [scoreFrom, len(tokens)).
 // scoreFrom must be at least 1 (target 0 has no context).
 func (m *Model) Score(tokens []int32, scoreFrom int) (*Result, error) {
-	return m.score(tokens, scoreFrom, nil)
+	return m.score(tokens, scoreFrom, nil, false)
 }
 
 // ScoreWith is Score plus, for each target, the KL divergence of the model's
@@ -48,15 +48,36 @@ func (m *Model) Score(tokens []int32, scoreFrom int) (*Result, error) {
 // vocabulary. ref is locked after m: do not score two models against each
 // other in both directions at once.
 func (m *Model) ScoreWith(tokens []int32, scoreFrom int, ref *Model) (*Result, error) {
+	if err := m.checkRef("ScoreWith", ref); err != nil {
+		return nil, err
+	}
+	return m.score(tokens, scoreFrom, ref, false)
+}
+
+// ScoreWithApart is ScoreWith for a reference on another device than m's
+// (another GPU): the two forward passes run at once, each on its own
+// device, as do the two output heads of each block of rows, and each block
+// of ref's logits comes to m's backend through the host (ref's Read, then
+// m's Write) for m's LogSoftmax. The results are ScoreWith's to the bit:
+// the same logits meet in the same LogSoftmax. It costs m's device one more
+// block of logits, and each block a copy through the host.
+func (m *Model) ScoreWithApart(tokens []int32, scoreFrom int, ref *Model) (*Result, error) {
+	if err := m.checkRef("ScoreWithApart", ref); err != nil {
+		return nil, err
+	}
+	return m.score(tokens, scoreFrom, ref, true)
+}
+
+func (m *Model) checkRef(op string, ref *Model) error {
 	switch {
 	case ref == nil:
-		return nil, errors.New("model: ScoreWith: no reference model")
+		return fmt.Errorf("model: %s: no reference model", op)
 	case ref == m:
-		return nil, errors.New("model: ScoreWith: the reference is the model itself")
+		return fmt.Errorf("model: %s: the reference is the model itself", op)
 	case ref.Vocab() != m.Vocab():
-		return nil, fmt.Errorf("model: ScoreWith: reference vocabulary has %d tokens, model %d", ref.Vocab(), m.Vocab())
+		return fmt.Errorf("model: %s: reference vocabulary has %d tokens, model %d", op, ref.Vocab(), m.Vocab())
 	}
-	return m.score(tokens, scoreFrom, ref)
+	return nil
 }
 
 func (m *Model) checkTokens(tokens []int32, scoreFrom int) error {
@@ -71,7 +92,9 @@ func (m *Model) checkTokens(tokens []int32, scoreFrom int) error {
 	return nil
 }
 
-func (m *Model) score(tokens []int32, scoreFrom int, ref *Model) (*Result, error) {
+// score scores tokens, against ref when it is not nil; apart says that ref
+// is on another device (ScoreWithApart).
+func (m *Model) score(tokens []int32, scoreFrom int, ref *Model, apart bool) (*Result, error) {
 	if err := m.checkTokens(tokens, scoreFrom); err != nil {
 		return nil, err
 	}
@@ -86,16 +109,29 @@ func (m *Model) score(tokens []int32, scoreFrom int, ref *Model) (*Result, error
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	hid, err := m.forward(tokens)
-	if err != nil {
-		return nil, err
-	}
-	var rhid ml.Tensor
-	if ref != nil {
+	var hid, rhid ml.Tensor
+	var err error
+	if apart {
 		ref.mu.Lock()
 		defer ref.mu.Unlock()
-		if rhid, err = ref.forward(tokens); err != nil {
-			return nil, fmt.Errorf("reference: %w", err)
+		var rerr error
+		concurrently(func() { hid, err = m.forward(tokens) }, func() { rhid, rerr = ref.forward(tokens) })
+		if err != nil {
+			return nil, err
+		}
+		if rerr != nil {
+			return nil, fmt.Errorf("reference: %w", rerr)
+		}
+	} else {
+		if hid, err = m.forward(tokens); err != nil {
+			return nil, err
+		}
+		if ref != nil {
+			ref.mu.Lock()
+			defer ref.mu.Unlock()
+			if rhid, err = ref.forward(tokens); err != nil {
+				return nil, fmt.Errorf("reference: %w", err)
+			}
 		}
 	}
 
@@ -103,9 +139,12 @@ func (m *Model) score(tokens []int32, scoreFrom int, ref *Model) (*Result, error
 	rb := min(rowBlock(vocab), n-scoreFrom)
 	b := m.b
 	logits := b.Alloc(rb, vocab)
-	var rlogits ml.Tensor
+	var rlogits, rcopy ml.Tensor // rcopy: ref's logits on m's backend, when apart
 	if ref != nil {
 		rlogits = ref.b.Alloc(rb, vocab)
+	}
+	if apart {
+		rcopy = b.Alloc(rb, vocab)
 	}
 	targets := tokens[1:]
 	// Hidden row p predicts token p+1: rows [scoreFrom-1, n-1).
@@ -114,12 +153,26 @@ func (m *Model) score(tokens []int32, scoreFrom int, ref *Model) (*Result, error
 		i := r0 + 1 - scoreFrom
 		out := &ml.Scores{LP: res.Logprobs[i : i+nb], Arg: res.Argmax[i : i+nb]}
 		lg := b.Slice(logits, 0, nb)
-		m.project(lg, hid, r0, nb)
 		var rlg ml.Tensor
-		var rarg []int32
-		if ref != nil {
+		switch {
+		case apart:
+			var host []float32
+			concurrently(func() { m.project(lg, hid, r0, nb) }, func() {
+				rl := ref.b.Slice(rlogits, 0, nb)
+				ref.project(rl, rhid, r0, nb)
+				host = ref.b.Read(rl)
+			})
+			rlg = b.Slice(rcopy, 0, nb)
+			b.Write(rlg, host)
+		case ref != nil:
+			m.project(lg, hid, r0, nb)
 			rlg = ref.b.Slice(rlogits, 0, nb)
 			ref.project(rlg, rhid, r0, nb)
+		default:
+			m.project(lg, hid, r0, nb)
+		}
+		var rarg []int32
+		if ref != nil {
 			rarg = make([]int32, nb)
 			out.RLP, out.RArg, out.KLD = res.RefLogprobs[i:i+nb], rarg, res.KLD[i:i+nb]
 		}
@@ -147,6 +200,26 @@ func (m *Model) score(tokens []int32, scoreFrom int, ref *Model) (*Result, error
 		}
 	}
 	return res, nil
+}
+
+// concurrently runs f here and g on another goroutine, and returns when
+// both have: the two models of ScoreWithApart, each on its own device. A
+// panic in g (a programming error) is raised again here.
+func concurrently(f, g func()) {
+	var p any
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer func() { p = recover() }()
+		g()
+	}()
+	defer func() {
+		<-done
+		if p != nil {
+			panic(p)
+		}
+	}()
+	f()
 }
 
 func refErr(ref *Model) error {

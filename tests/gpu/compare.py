@@ -43,10 +43,11 @@ BOUNDS = {  # max |Δ log p|, |PPL ratio - 1|, max |Δ KLD|, mean |Δ log p|
     "rk2v4": (0.5, 0.008, 5e-2, math.inf),
     "moe": (math.inf, 0.004, 1e-3, 0.02),
     # Gated DeltaNet hybrids (score/cuda's TestEndToEndArchs): the
-    # recurrent state carries a perturbation on for many tokens, and a
-    # routing flip with it; without experts, llama's 0.02.
+    # recurrent state carries a perturbation on for many tokens (emulation:
+    # tiny-qwen35 max 0.0199, mean 0.0024). With experts (tiny-qwen35moe,
+    # tiny-qwen3next), the mixtures' "moe" bounds: with the router's
+    # weights exact, the emulation flips no choice there (mean 0.003).
     "recurrent": (0.02, 0.001, 1e-3, 0.004),
-    "moe-recurrent": (math.inf, 0.008, 1e-3, 0.02),
     # gemma4: a mixture of experts whose sharp attention moves more per
     # flip (TestEndToEndArchs).
     "gemma4": (math.inf, 0.012, 1e-3, 0.04),

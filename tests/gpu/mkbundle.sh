@@ -19,6 +19,9 @@
 #                               case, made here on the same models with the
 #                               case's flags
 #   cases.tsv                   name, model, input, flags, bounds class
+#   bench.env                   BENCH_MODELS, the benchmark's shapes, and
+#                               BENCH_WEIGHTS (1: run the quantized-weights
+#                               part), for check.sh
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/../.."
@@ -38,6 +41,12 @@ gzip -9 -c "$T/ppl-score" > "$B/ppl-score.gz"
 gzip -9 -c "$T/cuda.test" > "$B/cuda.test.gz"
 
 MODELS="tiny-llama-spm-q8_0 tiny-qwen3-q8_0 tiny-llama3-q8_0 tiny-qwen3moe"
+# Each bundle benchmarks its own families' large shapes (check.sh's part
+# 3, score/cuda's benchShapes) and only the first the quantized weights
+# (part 4), so that a bundle's time goes to its own models: the archs
+# bundle's Qwen3.5-27B at 65,536/32,768 has the whole benchmark budget.
+BENCH_MODELS=llama-1b,llama-8b,qwen3moe-30b-a3b
+BENCH_WEIGHTS=1
 # PPL_GPU_BUNDLE=archs: the architectures that need package ml's extension
 # interfaces instead (their float32 models do not fit beside the others
 # under 60 MiB): make gpu-bundle-archs, then check.sh on that bundle.
@@ -48,14 +57,19 @@ case ${PPL_GPU_BUNDLE:-} in
 archs)
 	ARCHS=1
 	MODELS="tiny-qwen35 tiny-qwen35moe tiny-qwen3next tiny-deepseek2 tiny-gemma4"
+	BENCH_MODELS=qwen35-27b
+	BENCH_WEIGHTS=0
 	;;
 core-archs)
 	ARCHS=1
 	MODELS="tiny-gemma3 tiny-gpt-oss tiny-glm4moe tiny-mistral3"
+	BENCH_MODELS=gpt-oss-20b,gemma3-27b
+	BENCH_WEIGHTS=0
 	;;
 esac
 TEXTS="en-gpl3 zh-tang code-go-strings mixed-unicode"
 cp "$ORACLE/README.md" "$B/oracle/README.md"
+printf 'BENCH_MODELS=%s\nBENCH_WEIGHTS=%s\n' "$BENCH_MODELS" "$BENCH_WEIGHTS" > "$B/bench.env"
 for m in $MODELS; do
 	gzip -9 -c "$ORACLE/models/$m.gguf" > "$B/oracle/models/$m.gguf.gz"
 done
@@ -96,7 +110,6 @@ for m in $MODELS; do
 	tiny-gemma4) class=gemma4 ;;
 	tiny-gemma3) class=gemma3 ;;
 	esac
-	case $m in tiny-qwen35moe | tiny-qwen3next) class=moe-recurrent ;; esac
 	input "$m-texts" "$m" 256 128 "${texts[@]}"
 	case_ "$m-bf16" "$m" "$m-texts" "$class" --kv-dtype bf16
 done
