@@ -360,39 +360,23 @@ var flashCases = []flashCase{
 // flashLanes, lane by lane) and the plain one on the same bf16 cache and
 // bounds their largest difference, fp16 outputs both.
 func TestFlashVsPlain(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		kid, vid, err := kvFormat("bf16")
 		if err != nil {
 			t.Fatal(err)
 		}
 		for ci, c := range flashCases {
 			t.Run(fmt.Sprintf("%s/n%d-h%d-kv%d-d%d", c.name, c.n, c.heads, c.kvheads, c.hd), func(t *testing.T) {
-				if testing.Short() && e.Ordinal < 0 && c.n*c.hd > 150*256 {
-					t.Skip("emulator: long rows in -short mode")
+				if _, host := e.dev.(*hostDevice); host && c.n > 300 || testing.Short() && e.Ordinal < 0 && c.n*c.hd > 150*256 {
+					t.Skip("emulator in -short mode, or the CUDA C on the host: long rows")
 				}
 				rng := rand.New(rand.NewPCG(uint64(ci), 17))
 				q, k, v := c.gen(rng, c.n, c.heads, c.kvheads, c.hd)
-				groups := int64(c.n * c.kvheads)
-				var kt, vt *kvTensor
-				do(t, e, func() error {
-					var err error
-					if kt, err = e.newKV(kid, groups, c.hd); err != nil {
-						return err
-					}
-					vt, err = e.newKV(vid, groups, c.hd)
-					return err
-				})
-				defer e.Do(func() error { e.freeKV(kt); e.freeKV(vt); return nil })
-				qp, kp, vp := devPut(t, e, q), devPut(t, e, k), devPut(t, e, v)
+				kt, vt := storeKV(t, e, kid, vid, k, v, c.n, c.kvheads, c.hd)
+				qp := devPut(t, e, q)
 				plain, flash := devAlloc(t, e, int64(2*len(q))), devAlloc(t, e, int64(2*len(q)))
 				scale := 1 / math.Sqrt(float64(c.hd))
 				do(t, e, func() error {
-					if err := e.kvStore(kt, kp, c.n, c.kvheads, c.hd); err != nil {
-						return err
-					}
-					if err := e.kvStore(vt, vp, c.n, c.kvheads, c.hd); err != nil {
-						return err
-					}
 					if err := e.attention(plain, qp, c.n, c.heads, c.kvheads, c.hd, scale, kt, vt, false, f16); err != nil {
 						return err
 					}

@@ -167,3 +167,28 @@ func (c *bitCompare) check(t testing.TB, what string, maxULP int64, maxFrac floa
 			what, c.differ, c.n, 100*maxFrac, c.maxULP, maxULP, c.worst)
 	}
 }
+
+// storeKV writes k and v (n tokens × kvheads × hd) into a new cache pair
+// of formats kid and vid on e, as a layer stores them, and frees it when
+// the test ends.
+func storeKV(t *testing.T, e *Engine, kid, vid int, k, v []float32, n, kvheads, hd int) (kt, vt *kvTensor) {
+	t.Helper()
+	groups := int64(n * kvheads)
+	do(t, e, func() error {
+		var err error
+		if kt, err = e.newKV(kid, groups, hd); err != nil {
+			return err
+		}
+		vt, err = e.newKV(vid, groups, hd)
+		return err
+	})
+	t.Cleanup(func() { e.Do(func() error { e.freeKV(kt); e.freeKV(vt); return nil }) })
+	kp, vp := devPut(t, e, k), devPut(t, e, v)
+	do(t, e, func() error {
+		if err := e.kvStore(kt, kp, n, kvheads, hd); err != nil {
+			return err
+		}
+		return e.kvStore(vt, vp, n, kvheads, hd)
+	})
+	return kt, vt
+}

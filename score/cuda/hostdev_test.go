@@ -290,3 +290,43 @@ func (h *hostDevice) launch(kernel string, grid, block dim3, args []any) error {
 	h.mu.Unlock()
 	return nil
 }
+
+// hostCXX returns a host C++ compiler, skipping the test without one
+// unless PPL_REQUIRE_CXX=1 (CI) makes that a failure.
+func hostCXX(t *testing.T, what string) string {
+	t.Helper()
+	for _, c := range []string{"g++", "c++", "clang++"} {
+		if p, err := exec.LookPath(c); err == nil {
+			return p
+		}
+	}
+	msg := "no host C++ compiler (g++, c++, clang++) to build " + what
+	if os.Getenv("PPL_REQUIRE_CXX") == "1" {
+		t.Fatal(msg + ", and PPL_REQUIRE_CXX=1")
+	}
+	t.Skip(msg)
+	return ""
+}
+
+// compileSIMT compiles src, CUDA C on the SIMT runtime of
+// testdata/simt_host.h, to bin with the further arguments more (-D
+// definitions): -ffp-contract=off for the __*_rn intrinsics,
+// -fno-strict-aliasing for the kernels' vector loads through pointer
+// casts, and where the compiler has it the undefined behaviour sanitizer
+// for what faults on a GPU: a misaligned vector load or store (the vector
+// types have CUDA's alignments) and an index past a fixed-size array
+// (__shared__ ones included). note says when it had to do without the
+// sanitizer.
+func compileSIMT(cxx, src, bin string, more ...string) (note string, err error) {
+	args := append([]string{"-std=c++17", "-O1", "-ffp-contract=off", "-fno-strict-aliasing", "-Wno-unknown-pragmas", "-o", bin, src}, more...)
+	san := []string{"-fsanitize=alignment,bounds", "-fno-sanitize-recover=all"}
+	out, err := exec.Command(cxx, append(san, args...)...).CombinedOutput()
+	if err != nil {
+		note = fmt.Sprintf("%s without the sanitizer: %v\n%s", cxx, err, out)
+		out, err = exec.Command(cxx, args...).CombinedOutput()
+	}
+	if err != nil {
+		return note, fmt.Errorf("%s %s: %v\n%s", cxx, src, err, out)
+	}
+	return note, nil
+}

@@ -436,15 +436,19 @@ func firstDiff(a, b []byte) int {
 }
 
 func TestAttentionParity(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(9, 1))
 		shapes := []struct{ n, heads, kvheads, hd int }{
 			{1, 4, 2, 64}, {65, 4, 1, 16}, {130, 2, 2, 32}, {200, 8, 2, 128}, {70, 2, 1, 80}, {150, 4, 2, 256},
 		}
+		_, host := e.dev.(*hostDevice)
 		for _, dtype := range kvcache.Names() {
 			for _, s := range shapes {
 				if f, _ := kvcache.Lookup(dtype); f.Check(s.hd) != nil {
 					continue // a rotated format and a head size not a power of two
+				}
+				if host && dtype != "bf16" && s.n != 65 && s.n != 130 {
+					continue // the CUDA C on the host (slow): every shape once, every format's decoding on two
 				}
 				t.Run(fmt.Sprintf("%s/n%d-h%d-kv%d-d%d", dtype, s.n, s.heads, s.kvheads, s.hd), func(t *testing.T) {
 					f, _ := kvcache.Lookup(dtype)
@@ -465,24 +469,8 @@ func TestAttentionParity(t *testing.T) {
 					att := nn.Attention{Heads: s.heads, KVHeads: s.kvheads, HeadDim: s.hd, Scale: scale}
 					att.Forward(nn.NewContext(0), want, q, kr, vr, s.n)
 
-					groups := int64(s.n * s.kvheads)
-					var kt, vt *kvTensor
-					do(t, e, func() error {
-						var err error
-						if kt, err = e.newKV(kid, groups, s.hd); err != nil {
-							return err
-						}
-						vt, err = e.newKV(vid, groups, s.hd)
-						return err
-					})
-					defer e.Do(func() error { e.freeKV(kt); e.freeKV(vt); return nil })
-					qp, kp, vp := devPut(t, e, q), devPut(t, e, k), devPut(t, e, v)
-					do(t, e, func() error {
-						if err := e.kvStore(kt, kp, s.n, s.kvheads, s.hd); err != nil {
-							return err
-						}
-						return e.kvStore(vt, vp, s.n, s.kvheads, s.hd)
-					})
+					kt, vt := storeKV(t, e, kid, vid, k, v, s.n, s.kvheads, s.hd)
+					qp := devPut(t, e, q)
 					for _, flash := range []bool{false, true} {
 						if flash && !flashHeadDims[s.hd] {
 							continue

@@ -221,7 +221,7 @@ func TestExpertsParity(t *testing.T) {
 // shorter and longer than the kernel's 128-key chunks, sinks far above and
 // below the scores (the running maximum starts at the sink).
 func TestAttentionWindowParity(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(23, 1))
 		const n, heads, kvheads, hd = 300, 4, 2, 32
 		q := randF32(rng, n*heads*hd, 1)
@@ -231,23 +231,8 @@ func TestAttentionWindowParity(t *testing.T) {
 		var blk kvcache.Block
 		kvcache.RoundTrip(kvcache.BF16{}, &blk, kr, n, kvheads, hd)
 		kvcache.RoundTrip(kvcache.BF16{}, &blk, vr, n, kvheads, hd)
-		var kt, vt *kvTensor
-		do(t, e, func() error {
-			var err error
-			if kt, err = e.newKV(kvBF16, n*kvheads, hd); err != nil {
-				return err
-			}
-			vt, err = e.newKV(kvBF16, n*kvheads, hd)
-			return err
-		})
-		defer e.Do(func() error { e.freeKV(kt); e.freeKV(vt); return nil })
-		qp, kp, vp := devPut(t, e, q), devPut(t, e, k), devPut(t, e, v)
-		do(t, e, func() error {
-			if err := e.kvStore(kt, kp, n, kvheads, hd); err != nil {
-				return err
-			}
-			return e.kvStore(vt, vp, n, kvheads, hd)
-		})
+		kt, vt := storeKV(t, e, kvBF16, kvBF16, k, v, n, kvheads, hd)
+		qp := devPut(t, e, q)
 		scale := 1 / math.Sqrt(float64(hd))
 		for _, c := range []struct {
 			window int

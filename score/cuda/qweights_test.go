@@ -1,15 +1,11 @@
 package cuda
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -25,8 +21,7 @@ import (
 // (f32ToHalf: otype is the half kernels' fp16 flag), or float32. It calls the Go decoder because
 // the kernel must equal it bit for bit: on the emulator the parity test
 // below checks the plumbing (rows, offsets, the index list, sizes), on a
-// GPU the CUDA C itself, and the host harness (TestDequantHostHarness)
-// checks the CUDA C's arithmetic compiled for the host.
+// GPU and on the host device (hostdev_test.go) the CUDA C itself.
 func init() {
 	for typ, k := range dequantKernels {
 		simKernels[k.name] = struct {
@@ -252,75 +247,6 @@ func TestWeightsFromEnv(t *testing.T) {
 		got, err := weightsFromEnv()
 		if got != c.want || (err == nil) != (c.err == "") || (err != nil && err.Error() != c.err) {
 			t.Errorf("PPL_CUDA_WEIGHTS=%q: %q, %v; want %q, %q", c.env, got, err, c.want, c.err)
-		}
-	}
-}
-
-// The CUDA C of kernels/dequant.cu compiled for the host
-// (testdata/dequant_host.cc: the intrinsics as the host's float32
-// operations, no contraction) gives quant.Dequantize's bits, rounded once
-// to bf16 or fp16 or as float32, on random blocks of every type with a kernel: the
-// check of the kernels' arithmetic on machines without a GPU. Skips
-// without a host C++ compiler, or fails with PPL_REQUIRE_CXX=1 (CI).
-func TestDequantHostHarness(t *testing.T) {
-	cxx := hostCXX(t, "testdata/dequant_host.cc")
-	bin := filepath.Join(t.TempDir(), "dequant_host")
-	if out, err := exec.Command(cxx, "-O1", "-ffp-contract=off", "-Wno-unknown-pragmas", "-o", bin, "testdata/dequant_host.cc").CombinedOutput(); err != nil {
-		t.Fatalf("%s: %v\n%s", cxx, err, out)
-	}
-	for _, typ := range dequantTypes() {
-		rng := rand.New(rand.NewPCG(uint64(typ), 23))
-		const rows, in = 40, 1024
-		data := randomBlocks(t, rng, typ, rows, in)
-		rb := len(data) / rows
-		vals := make([]float32, rows*in)
-		if err := quant.Dequantize(typ, data, vals); err != nil {
-			t.Fatal(err)
-		}
-		idx := []int32{39, 0, 17, 17, 3}
-		for _, ot := range []int{dequantBF16, dequantF16, dequantF32} {
-			size := dequantBytes(ot)
-			for _, useIdx := range []bool{false, true} {
-				var in8 bytes.Buffer
-				n := rows
-				var ix []int32
-				if useIdx {
-					ix, n = idx, len(idx)
-				}
-				fmt.Fprintf(&in8, "%s %d %d %d %d %d\n", dequantKernels[typ].name, rows, in, ot, rb, len(ix))
-				in8.Write(iqGrids())
-				binary.Write(&in8, binary.LittleEndian, ix)
-				in8.Write(data)
-				cmd := exec.Command(bin)
-				cmd.Stdin = &in8
-				out, err := cmd.Output()
-				if err != nil {
-					t.Fatalf("%v: %v", typ, err)
-				}
-				if len(out) != size*n*in {
-					t.Fatalf("%v: %d bytes out, want %d", typ, len(out), size*n*in)
-				}
-				bad := 0
-				for i := range n * in {
-					r, c := i/in, i%in
-					if useIdx {
-						r = int(ix[r])
-					}
-					v := vals[r*in+c]
-					got, want := uint32(binary.LittleEndian.Uint16(out[2*i:])), uint32(f32ToHalf(v, ot))
-					if ot == dequantF32 {
-						got, want = binary.LittleEndian.Uint32(out[4*i:]), math.Float32bits(v)
-					}
-					if got != want {
-						if bad++; bad <= 3 {
-							t.Errorf("%v (otype %d, index list %v) row %d weight %d: got %#x, want %#x (of %v)", typ, ot, useIdx, r, c, got, want, v)
-						}
-					}
-				}
-				if bad > 0 {
-					t.Errorf("%v (otype %d, index list %v): %d of %d values differ", typ, ot, useIdx, bad, n*in)
-				}
-			}
 		}
 	}
 }

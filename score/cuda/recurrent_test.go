@@ -223,7 +223,7 @@ func simRoundState(x float32, sdt int) float32 {
 // models feed it, decays from e^-12 to 1 and beta from 0 to 1; and an f16
 // and a bf16 state.
 func TestDeltaNetParity(t *testing.T) {
-	onDevices(t, func(t *testing.T, e *Engine) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		b := testBackend(e)
 		defer b.Close()
 		for _, c := range []struct {
@@ -246,26 +246,7 @@ func TestDeltaNetParity(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(d.Dim), uint64(d.VHeads)))
 				n := c.n1 + c.n2
 				D, Hk, Hv := d.Dim, d.KHeads, d.VHeads
-				q, k := unitRows(rng, n*Hk, D), unitRows(rng, n*Hk, D)
-				for i := range q {
-					q[i] /= float32(math.Sqrt(float64(D)))
-				}
-				v := randF32(rng, n*Hv*D, 1)
-				g, beta := make([]float32, n*Hv), make([]float32, n*Hv)
-				for i := range g {
-					switch i % 5 {
-					case 0:
-						g[i] = -12 * float32(rng.Float64()) // near 0
-					case 1:
-						g[i] = -1e-4 * float32(rng.Float64()) // near 1
-					default:
-						g[i] = -float32(rng.Float64())
-					}
-					beta[i] = float32(rng.Float64())
-					if i%7 == 0 {
-						beta[i] = 1
-					}
-				}
+				q, k, v, g, beta := deltaInputs(rng, n, d)
 				st := make([]float64, Hv*D*D)
 				want := refDeltaNet(q[:c.n1*Hk*D], k[:c.n1*Hk*D], v[:c.n1*Hv*D], g[:c.n1*Hv], beta[:c.n1*Hv], st, c.n1, &d)
 				want = append(want, refDeltaNet(q[c.n1*Hk*D:], k[c.n1*Hk*D:], v[c.n1*Hv*D:], g[c.n1*Hv:], beta[c.n1*Hv:], st, c.n2, &d)...)
@@ -314,6 +295,35 @@ func TestDeltaNetParity(t *testing.T) {
 			})
 		}
 	})
+}
+
+// deltaInputs are n tokens of a delta rule's inputs: unit queries (scaled
+// by 1/sqrt(dim)) and keys, values, log-decays g near 0 (decay near 0),
+// near 0 from below (decay near 1) and between, and betas in [0, 1), every
+// seventh 1.
+func deltaInputs(rng *rand.Rand, n int, d ml.DeltaRule) (q, k, v, g, beta []float32) {
+	D, Hk, Hv := d.Dim, d.KHeads, d.VHeads
+	q, k = unitRows(rng, n*Hk, D), unitRows(rng, n*Hk, D)
+	for i := range q {
+		q[i] /= float32(math.Sqrt(float64(D)))
+	}
+	v = randF32(rng, n*Hv*D, 1)
+	g, beta = make([]float32, n*Hv), make([]float32, n*Hv)
+	for i := range g {
+		switch i % 5 {
+		case 0:
+			g[i] = -12 * float32(rng.Float64()) // decay near 0
+		case 1:
+			g[i] = -1e-4 * float32(rng.Float64()) // near 1
+		default:
+			g[i] = -float32(rng.Float64())
+		}
+		beta[i] = float32(rng.Float64())
+		if i%7 == 0 {
+			beta[i] = 1
+		}
+	}
+	return q, k, v, g, beta
 }
 
 // unitRows returns rows random rows of d values, each scaled to unit
