@@ -295,13 +295,9 @@ func (f *flags) parseRefDevices() error {
 		}
 	}
 	if f.RefDevices != "" {
-		parts := strings.Split(f.RefDevices, ",")
-		for _, p := range parts {
-			n, err := strconv.Atoi(strings.TrimSpace(p))
-			if err != nil || n < 0 || n > 1<<16 {
-				return command.Usagef("--reference-devices %s: %q is not a device index", f.RefDevices, p)
-			}
-			f.refDevices = append(f.refDevices, n)
+		var err error
+		if f.refDevices, err = deviceIndices("--reference-devices", f.RefDevices); err != nil {
+			return err
 		}
 		if len(f.refDevices) != len(f.devices) {
 			return command.Usagef("--reference-devices %s: want %d indices, one per engine of --devices %s", f.RefDevices, len(f.devices), f.Devices)
@@ -336,12 +332,19 @@ func (f *flags) parseDevices() error {
 	if len(parts) > maxEngines {
 		return command.Usagef("--devices %s: %d engines, at most %d", f.Devices, len(parts), maxEngines)
 	}
-	for _, p := range parts {
+	f.devices, err = deviceIndices("--devices", f.Devices)
+	return err
+}
+
+// deviceIndices reads flag's list of device indices ("0,1,2,3").
+func deviceIndices(flag, list string) ([]int, error) {
+	var out []int
+	for _, p := range strings.Split(list, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(p))
 		if err != nil || n < 0 || n > 1<<16 {
-			return command.Usagef("--devices %s: %q is not a device index", f.Devices, p)
+			return nil, command.Usagef("%s %s: %q is not a device index", flag, list, p)
 		}
-		f.devices = append(f.devices, n)
+		out = append(out, n)
 	}
-	return nil
+	return out, nil
 }
