@@ -24,7 +24,7 @@ import (
 // launched by testdata/simt_driver.h with the launch's grid, block and
 // arguments. Device memory is files mapped shared, which the harness maps
 // too: it runs the launch in threadIdx order and with one warp running
-// ahead ("greedy-reverse"), each on a private copy, fails when the two
+// ahead (the last, greedily), each on a private copy, fails when the two
 // differ (a race on shared memory) and writes the first back. The engine's
 // code runs unchanged on it, so a parity test that takes the "host" device
 // (onDevicesAndHost) checks the kernels with the launch shapes and

@@ -17,12 +17,12 @@
 //
 // The launch runs twice, each time on a private copy-on-write mapping of
 // the files that ends at an unmapped page (reading past an allocation
-// faults): in threadIdx order and in the order of SIMT_OTHER (default
-// "greedy-reverse", see SIMT_SCHEDULE in simt_host.h). When the two leave
-// different bytes that is a race between the block's threads (exit status
-// 6, naming the first difference); otherwise the first run's bytes are
-// written back to the files. Exit status 2 on bad input, 3 and 4 as
-// simt_host.h, 5 on a file that cannot be mapped.
+// faults): in threadIdx order, and greedy in reverse order, the last warp
+// running ahead as far as the barriers let it (Schedule in simt_host.h).
+// When the two leave different bytes that is a race between the block's
+// threads (exit status 6, naming the first difference); otherwise the
+// first run's bytes are written back to the files. Exit status 2 on bad
+// input, 3 and 4 as simt_host.h, 5 on a file that cannot be mapped.
 #pragma once
 
 #include <fcntl.h>
@@ -115,21 +115,19 @@ inline int serve(std::initializer_list<Kernel> table) {
 	if (getchar() != '\n') return 2;
 	std::vector<Arg> a(nargs);
 	if (fread(a.data(), sizeof(Arg), nargs, stdin) != (size_t)nargs || getchar() != EOF) return 2;
-	const char* other = getenv("SIMT_OTHER");
 	std::vector<char*> runs[2];
 	for (int r = 0; r < 2; r++) {
 		buffers.clear();
 		for (int i = 0; i < nbufs; i++) buffers.push_back(mapFile(paths[i], sizes[i], pads[i], false));
 		runs[r] = buffers;
-		setenv("SIMT_SCHEDULE", r == 0 ? "forward" : other ? other : "greedy-reverse", 1);
-		scheduleKind = -1, greedy = false;
+		schedule = r == 0 ? Schedule{} : Schedule{true, true};
 		k->run(g, b, a);
 	}
 	for (int i = 0; i < nbufs; i++)
 		for (size_t j = 0; j < sizes[i]; j++)
 			if (runs[0][i][j] != runs[1][i][j]) {
-				fprintf(stderr, "simt: %s: a race: buffer %d byte %zu is %#x in threadIdx order, %#x in order %s\n", name, i, j,
-				        (unsigned char)runs[0][i][j], (unsigned char)runs[1][i][j], getenv("SIMT_SCHEDULE"));
+				fprintf(stderr, "simt: %s: a race: buffer %d byte %zu is %#x in threadIdx order, %#x with the last warp running ahead\n",
+				        name, i, j, (unsigned char)runs[0][i][j], (unsigned char)runs[1][i][j]);
 				return 6;
 			}
 	for (int i = 0; i < nbufs; i++) {

@@ -7,7 +7,7 @@
 //
 // How a launch runs: the blocks of the grid one after another; within a
 // block every CUDA thread is a fiber (its own stack and threadIdx), all on
-// one OS thread. A scheduler resumes the fibers in turn (see SIMT_SCHEDULE
+// one OS thread. A scheduler resumes the fibers in turn (see Schedule
 // below); a fiber runs until it waits at a barrier or returns. So plain
 // loads and stores and atomics need nothing, and __shared__ variables are
 // function-local statics (`#define __shared__ static`): one copy, which
@@ -47,8 +47,8 @@
 // The vector types have CUDA's alignments, so that the undefined behaviour
 // sanitizer (-fsanitize=alignment,bounds) reports the misaligned vector
 // loads and stores that fault on a GPU, and indices past fixed-size arrays
-// (__shared__ ones included). SIMT_SCHEDULE varies the order of the threads
-// (see scheduleOrder): a kernel whose output changes with it has a race.
+// (__shared__ ones included). Schedule varies the order of the threads: a
+// kernel whose output changes with it has a race.
 //
 // Arithmetic: the intrinsics are the host's float32 operations; compile
 // with -ffp-contract=off (nvcc contracts a*b+c into fma by default, the
@@ -365,46 +365,18 @@ inline void installFaultHandler() {
 	sigaction(SIGFPE, &sa, nullptr);
 }
 
-// The schedule, SIMT_SCHEDULE: the order in which the scheduler resumes
-// the threads, by threadIdx ("forward", the default), "reverse" or
-// "random:SEED" (shuffled anew each pass, or each block when greedy), and
-// with a "greedy-" prefix it always resumes the first thread of that order
-// that can run, so that a warp runs ahead of the others as far as the
-// barriers let it (without, the warps advance about one collective a pass,
-// in step). A kernel whose output depends on the schedule has a race: some
-// thread reads shared memory that another writes with no barrier between.
+// The schedule: the order in which the scheduler resumes the threads, by
+// threadIdx or, reverse, from the last; greedy, it always resumes the
+// first thread of that order that can run, so that a warp runs ahead of
+// the others as far as the barriers let it (otherwise the warps advance
+// about one collective a pass, in step). A kernel whose output depends on
+// the schedule has a race: some thread reads shared memory that another
+// writes with no barrier between.
+struct Schedule {
+	bool reverse = false, greedy = false;
+};
+inline Schedule schedule;
 inline std::vector<int> order;
-inline int scheduleKind = -1; // 0 forward, 1 reverse, 2 random
-inline bool greedy = false;
-inline unsigned long long scheduleSeed = 0;
-
-inline void scheduleOrder(bool newBlock) {
-	if (scheduleKind < 0) {
-		const char* e = getenv("SIMT_SCHEDULE");
-		if (!e) e = "";
-		if (strncmp(e, "greedy-", 7) == 0) greedy = true, e += 7;
-		if (strcmp(e, "reverse") == 0) {
-			scheduleKind = 1;
-		} else if (strncmp(e, "random:", 7) == 0) {
-			scheduleKind = 2;
-			scheduleSeed = strtoull(e + 7, nullptr, 10) * 2654435761u + 1;
-		} else if (*e == 0 || strcmp(e, "forward") == 0) {
-			scheduleKind = 0;
-		} else {
-			fail(2, "SIMT_SCHEDULE is [greedy-]forward, [greedy-]reverse or [greedy-]random:SEED");
-		}
-	}
-	int n = (int)fibers.size();
-	if ((int)order.size() != n) {
-		order.resize(n);
-		for (int i = 0; i < n; i++) order[i] = scheduleKind == 1 ? n - 1 - i : i;
-	}
-	if (scheduleKind == 2 && (newBlock || !greedy))
-		for (int i = n - 1; i > 0; i--) {
-			scheduleSeed ^= scheduleSeed << 13, scheduleSeed ^= scheduleSeed >> 7, scheduleSeed ^= scheduleSeed << 17;
-			std::swap(order[i], order[scheduleSeed % (unsigned long long)(i + 1)]);
-		}
-}
 
 // launch runs kernel() (a call of the kernel with its arguments) over the
 // grid with blocks of block threads.
@@ -416,7 +388,8 @@ inline void launch(dim3 grid, dim3 block, std::function<void()> kernel) {
 	blockDim_ = block;
 	body = std::move(kernel);
 	fibers.resize(nt);
-	order.clear();
+	order.resize(nt);
+	for (int i = 0; i < nt; i++) order[i] = schedule.reverse ? nt - 1 - i : i;
 	warps.assign((nt + 31) / 32, Warp{});
 	for (int i = 0; i < (int)warps.size(); i++) warps[i].size = std::min(32, nt - 32 * i);
 	for (int i = 0; i < nt; i++) {
@@ -442,7 +415,6 @@ inline void launch(dim3 grid, dim3 block, std::function<void()> kernel) {
 					start(f.ctx, f.stack, stackBytes, entry);
 					f.state = ready;
 				}
-				scheduleOrder(true);
 				for (;;) {
 					bool progress = false, all = true;
 					for (int i : order) {
@@ -455,12 +427,11 @@ inline void launch(dim3 grid, dim3 block, std::function<void()> kernel) {
 						cur = &f;
 						jump(sched, f.ctx);
 						progress = true;
-						if (greedy) break;
+						if (schedule.greedy) break;
 					}
 					cur = nullptr;
 					if (all) break;
 					if (!progress) report("deadlock");
-					scheduleOrder(false);
 				}
 			}
 }
