@@ -28,8 +28,10 @@
 // or f16 cache within fp16's range, 2^-11 relative for q and the
 // probabilities); scores, the softmax and the sums are float32. The CPU
 // keeps q in float32 and the softmax in float64.
-// Output: fp16 (out_f16 != 0) or bf16, (n, heads·hd): the input of the
-// output projection.
+// Output: (n, heads·hd), the input of the output projection: fp16
+// (out_f16 != 0) or bf16; attn_simple's also float32 (otype 2, the int8
+// mode's, whose products quantize it: a half rounding there would move its
+// codes).
 #include "kvformat.cuh"
 
 #define FULL 0xffffffffu
@@ -38,12 +40,13 @@ __device__ __forceinline__ u16 to_half(float v, int f16) { return f16 ? f32_to_f
 
 // attn_simple: grid (n, heads), block 128. window > 0 limits query i to
 // keys j > i - window; sinks, when not null, holds one logit per head that
-// joins the softmax's denominator (the running maximum starts at it).
+// joins the softmax's denominator (the running maximum starts at it). out
+// is bf16 (otype 0), fp16 (1) or float32 (2).
 extern "C" __global__ void __launch_bounds__(128)
-    attn_simple(u16* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads, int hd, float scale,
+    attn_simple(void* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads, int hd, float scale,
                 int window, const float* __restrict__ sinks, int kfmt, const void* kdata, const void* kscales,
                 const float* ktscale, int vfmt, const void* vdata, const void* vscales, const float* vtscale,
-                int out_f16) {
+                int otype) {
 	__shared__ float qs[256];
 	__shared__ float ps[128];
 	__shared__ float red[4];
@@ -88,9 +91,16 @@ extern "C" __global__ void __launch_bounds__(128)
 		m = mnew;
 		__syncthreads(); // ps and red are rewritten by the next chunk
 	}
-	u16* o = out + ((i64)i * heads + h) * hd;
-	if (tid < hd) o[tid] = to_half(acc0 / l, out_f16);
-	if (tid + 128 < hd) o[tid + 128] = to_half(acc1 / l, out_f16);
+	const i64 at = ((i64)i * heads + h) * hd;
+	if (otype == 2) {
+		float* o = (float*)out + at;
+		if (tid < hd) o[tid] = acc0 / l;
+		if (tid + 128 < hd) o[tid + 128] = acc1 / l;
+		return;
+	}
+	u16* o = (u16*)out + at;
+	if (tid < hd) o[tid] = to_half(acc0 / l, otype);
+	if (tid + 128 < hd) o[tid + 128] = to_half(acc1 / l, otype);
 }
 
 // pack_f16: two fp16 (round to nearest even; cvt.rn.f16x2.f32 puts its

@@ -132,14 +132,19 @@ __device__ __forceinline__ void g_q2_k(const u8* b, int p, float* y) {
 	for (int j = 0; j < 8; j++) y[j] = __fsub_rn(__fmul_rn(dl, (float)((q[j] >> (2 * s)) & 3u)), ml);
 }
 
+// q3_scale: the signed 6-bit scale of sub-block k of Q3_K, from its
+// scales[12] sb (q3Scales).
+__device__ __forceinline__ int q3_scale(const u8* sb, int k) {
+	u32 low = k < 8 ? sb[k] & 15u : sb[k - 8] >> 4;
+	u32 high = (sb[8 + k % 4] >> (2 * (k / 4))) & 3u;
+	return (int)(low | high << 4) - 32;
+}
+
 // Q3_K: hmask[32], qs[64], scales[12] (sixteen 6-bit signed scales, q3Scales),
 // f16 d.
 __device__ __forceinline__ void g_q3_k(const u8* b, int p, float* y) {
 	int k = p >> 4, l = p & 15, h = k >> 3, s = (k >> 1) & 3, e = k & 1;
-	const u8* sb = b + 96;
-	u32 low = k < 8 ? sb[k] & 15u : sb[k - 8] >> 4;
-	u32 high = (sb[8 + k % 4] >> (2 * (k / 4))) & 3u;
-	float dl = __fmul_rn(h16(b + 108), (float)((int)(low | high << 4) - 32));
+	float dl = __fmul_rn(h16(b + 108), (float)q3_scale(b + 96, k));
 	const u8 *q = b + 32 + 32 * h + 16 * e + l, *hm = b + 16 * e + l;
 	for (int j = 0; j < 8; j++) {
 		int qi = (int)((q[j] >> (2 * s)) & 3u) - 4 + 4 * (int)((hm[j] >> (4 * h + s)) & 1u);
@@ -200,26 +205,30 @@ __device__ __forceinline__ void g_q6_k(const u8* b, int p, float* y) {
 
 // ---- IQ4_NL and IQ4_XS (iq4.go): ggml's kvalues_iq4nl.
 
-__constant__ float iq4_table[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+__constant__ signed char iq4_values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 // IQ4_NL: f16 d, qs[16] as Q4_0; y = d·table[q].
 __device__ __forceinline__ void g_iq4_nl(const u8* b, int p, float* y) {
 	float d = h16(b);
 	u32 q[8];
 	nibbles8(b + 2, p, q);
-	for (int k = 0; k < 8; k++) y[k] = __fmul_rn(d, iq4_table[q[k]]);
+	for (int k = 0; k < 8; k++) y[k] = __fmul_rn(d, (float)iq4_values[q[k]]);
 }
 
 // IQ4_XS: f16 d, scales_h (uint16), scales_l[4], qs[128]; sub-block k =
 // p/32 has the 6-bit scale (low nibble of scales_l[k/2] >> 4(k%2), bits 2k
-// of scales_h) - 32 and its 16 bytes of qs as IQ4_NL; y = d·scale·table[q].
+// of scales_h) - 32 (iq4xs_scale) and its 16 bytes of qs as IQ4_NL;
+// y = d·scale·table[q].
+__device__ __forceinline__ int iq4xs_scale(const u8* b, int k) {
+	u32 lo = (b[4 + k / 2] >> (4 * (k % 2))) & 15u, hi = (ld16(b + 2) >> (2 * k)) & 3u;
+	return (int)(lo | hi << 4) - 32;
+}
 __device__ __forceinline__ void g_iq4_xs(const u8* b, int p, float* y) {
 	int k = p >> 5;
-	u32 lo = (b[4 + k / 2] >> (4 * (k % 2))) & 15u, hi = (ld16(b + 2) >> (2 * k)) & 3u;
-	float dl = __fmul_rn(h16(b), (float)((int)(lo | hi << 4) - 32));
+	float dl = __fmul_rn(h16(b), (float)iq4xs_scale(b, k));
 	u32 q[8];
 	nibbles8(b + 8 + 16 * k, p & 31, q);
-	for (int j = 0; j < 8; j++) y[j] = __fmul_rn(dl, iq4_table[q[j]]);
+	for (int j = 0; j < 8; j++) y[j] = __fmul_rn(dl, (float)iq4_values[q[j]]);
 }
 
 // ---- The 4-bit floats and the ternary types (lowbit.go): y = S·v, S the
@@ -270,21 +279,22 @@ __device__ __forceinline__ void g_tq2_0(const u8* b, int p, float* y) {
 // 52; digit n of byte x is ((x·3^n mod 256)·3) >> 8. Weights 0-159 digit
 // p/32 of qs[p%32]; 160-239 digit (p-160)/16 of qs[32 + p%16]; 240-255
 // digit (p-240)/4 of qh[p%4]; y = d·(digit-1).
+__device__ __forceinline__ int tq1_digit(const u8* b, int p) {
+	int n, m;
+	if (p < 160) {
+		n = p / 32, m = p % 32;
+	} else if (p < 240) {
+		n = (p - 160) / 16, m = 32 + (p - 160) % 16;
+	} else {
+		n = (p - 240) / 4, m = 48 + (p - 240) % 4;
+	}
+	u32 pow3 = n == 0 ? 1u : n == 1 ? 3u : n == 2 ? 9u : n == 3 ? 27u : 81u;
+	u32 x = (b[m] * pow3) & 255u;
+	return (int)((x * 3u) >> 8);
+}
 __device__ __forceinline__ void g_tq1_0(const u8* b, int p0, float* y) {
 	float d = h16(b + 52);
-	for (int k = 0; k < 8; k++) {
-		int p = p0 + k, n, m;
-		if (p < 160) {
-			n = p / 32, m = p % 32;
-		} else if (p < 240) {
-			n = (p - 160) / 16, m = 32 + (p - 160) % 16;
-		} else {
-			n = (p - 240) / 4, m = 48 + (p - 240) % 4;
-		}
-		u32 pow3 = n == 0 ? 1u : n == 1 ? 3u : n == 2 ? 9u : n == 3 ? 27u : 81u;
-		u32 x = (b[m] * pow3) & 255u;
-		y[k] = __fmul_rn(d, (float)((int)((x * 3u) >> 8) - 1));
-	}
+	for (int k = 0; k < 8; k++) y[k] = __fmul_rn(d, (float)(tq1_digit(b, p0 + k) - 1));
 }
 
 // ---- The i-quants (lowbit.go): grid values with signs, times a group
@@ -395,12 +405,19 @@ __device__ __forceinline__ void g_iq1_s(const u8* b, int p, float* y, const u8* 
 // IQ1_M (56 bytes): qs[32]; qh[16] at 32, a nibble per 8 weights (3 index
 // bits, the shift's sign); four uint16 at 48: 3-bit scales per 16 weights
 // and, in their top nibbles, the f16 d.
+__device__ __forceinline__ float iq1m_d(const u8* b) {
+	u32 sc0 = ld16(b + 48), sc1 = ld16(b + 50), sc2 = ld16(b + 52), sc3 = ld16(b + 54);
+	return f16_to_f32((u16)((sc0 >> 12) | ((sc1 >> 8) & 0xf0u) | ((sc2 >> 4) & 0xf00u) | (sc3 & 0xf000u)));
+}
+// iq1m_scale: the scale of the 16 weights h (0 or 1) of group ib,
+// d·(2·ls+1)/8.
+__device__ __forceinline__ float iq1m_scale(const u8* b, float d, int ib, int h) {
+	u32 ls = (ld16(b + 48 + 2 * (ib / 2)) >> (6 * (ib % 2) + 3 * h)) & 7u;
+	return __fmul_rn(__fmul_rn(d, (float)(2 * (int)ls + 1)), 0.125f);
+}
 __device__ __forceinline__ void g_iq1_m(const u8* b, int p, float* y, const u8* grid) {
 	int ib = p >> 5, h = (p >> 4) & 1, l = (p >> 3) & 3;
-	u32 sc0 = ld16(b + 48), sc1 = ld16(b + 50), sc2 = ld16(b + 52), sc3 = ld16(b + 54);
-	float d = f16_to_f32((u16)((sc0 >> 12) | ((sc1 >> 8) & 0xf0u) | ((sc2 >> 4) & 0xf00u) | (sc3 & 0xf000u)));
-	u32 ls = (ld16(b + 48 + 2 * (ib / 2)) >> (6 * (ib % 2) + 3 * h)) & 7u;
-	float s = __fmul_rn(__fmul_rn(d, (float)(2 * (int)ls + 1)), 0.125f);
+	float s = iq1m_scale(b, iq1m_d(b), ib, h);
 	u32 nb = b[32 + 2 * ib + l / 2] >> (4 * (l % 2));
 	iq1_8(s, grid, b[4 * ib + l] | (nb & 7u) << 8, (nb & 8u) != 0, y);
 }
@@ -464,3 +481,341 @@ DEQUANT_GRID(dequant_iq3_xxs, 256, 98, g_iq3_xxs, WITH_GRID)
 DEQUANT_GRID(dequant_iq3_s, 256, 110, g_iq3_s, WITH_GRID)
 DEQUANT_GRID(dequant_iq1_s, 256, 50, g_iq1_s, WITH_GRID)
 DEQUANT_GRID(dequant_iq1_m, 256, 56, g_iq1_m, WITH_GRID)
+
+// ---- Integer decoding: the int8 operand of the weights for the int8
+// tensor-core GEMM (--activations int8).
+//
+// CPU reference: quant.DecodeInt8 (ppl.dev/quant: int8.go, lowbit.go),
+// which writes each weight as an unsigned byte Q and a scale S (and, for
+// the types with a minimum, M) per group of G weights (quant.Int8Format:
+// G = 16 or 32), weight = S·(Q - Offset) + M. The kernels write Q - Offset
+// as a signed byte (every type's fits), and S and M as float32 computed
+// with the Go decoder's operations in its order, each one rounded (the
+// dequantization kernels' scales, above, are the same expressions), so the
+// device writes the bits of the host's decoder.
+//
+// One kernel i8dec_<type> per weight type, all with the same parameters:
+//
+//   q (rows, in) signed bytes, s and m (rows, in/G) floats <- rows row0 ..
+//   row0+rows-1 of w, rowbytes bytes each; m only for the types with a
+//   minimum (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K), untouched (may be null) for
+//   the others; grid the i-quants' lattices (null for the other types). in
+//   is a multiple of 32 and of the type's block size; q is 16-byte
+//   aligned.
+//
+// Each thread decodes 32 consecutive weights of a row (a group of 32 or
+// two of 16, never across a block) and writes their bytes with two
+// 16-byte stores and their one or two scales (and minima); grid-stride
+// over rows · in/32, which is below 2^32 (the launcher checks). Each
+// type's function i8_<type>(b, p, y, s, m, grid) decodes weights p..p+31
+// of block b (p a multiple of 32) into y and the scales and minima of
+// their groups into s[0..] and m[0..].
+
+// nibbles32: the 4-bit values plus off of a 32-weight half-split block
+// whose bytes are qs (weight k < 16 the low nibble of qs[k], weight k+16
+// its high nibble).
+__device__ __forceinline__ void nibbles32(const u8* qs, int off, int* y) {
+	for (int p = 0; p < 32; p += 8) {
+		u32 q[8];
+		nibbles8(qs, p, q);
+		for (int k = 0; k < 8; k++) y[p + k] = (int)q[k] + off;
+	}
+}
+
+// signed8i: y[j] = ±g[j], negated where bit j of sign is set; g0 holds
+// the first 4 values, g1 the last 4 (signed8's integers).
+__device__ __forceinline__ void signed8i(const u8* g0, const u8* g1, u32 sign, int* y) {
+	for (int j = 0; j < 8; j++) {
+		int g = j < 4 ? g0[j] : g1[j - 4];
+		y[j] = (sign >> j) & 1u ? -g : g;
+	}
+}
+
+// iq1_8i: y[j] = 8·grid[j] ± 1 (iq1_8's integers).
+__device__ __forceinline__ void iq1_8i(const u8* grid, u32 idx, bool neg, int* y) {
+	const u8* e = grid + GRID_IQ1S + 8 * idx;
+	for (int j = 0; j < 8; j++) y[j] = 8 * (int)(signed char)e[j] + (neg ? -1 : 1);
+}
+
+// Q4_0: q - 8.
+__device__ __forceinline__ void i8_q4_0(const u8* b, int, int* y, float* s, float*, const u8*) {
+	s[0] = h16(b);
+	nibbles32(b + 2, -8, y);
+}
+
+// Q4_1: q; S = d, M = m.
+__device__ __forceinline__ void i8_q4_1(const u8* b, int, int* y, float* s, float* m, const u8*) {
+	s[0] = h16(b);
+	m[0] = h16(b + 2);
+	nibbles32(b + 4, 0, y);
+}
+
+// Q5_0: q - 16, bit k of qh weight k's fifth bit.
+__device__ __forceinline__ void i8_q5_0(const u8* b, int, int* y, float* s, float*, const u8*) {
+	s[0] = h16(b);
+	u32 qh = ld32(b + 2);
+	nibbles32(b + 6, -16, y);
+	for (int k = 0; k < 32; k++) y[k] += (int)((qh >> k) & 1u) << 4;
+}
+
+// Q5_1: q; S = d, M = m.
+__device__ __forceinline__ void i8_q5_1(const u8* b, int, int* y, float* s, float* m, const u8*) {
+	s[0] = h16(b);
+	m[0] = h16(b + 2);
+	u32 qh = ld32(b + 4);
+	nibbles32(b + 8, 0, y);
+	for (int k = 0; k < 32; k++) y[k] += (int)((qh >> k) & 1u) << 4;
+}
+
+// Q8_0: the signed bytes themselves.
+__device__ __forceinline__ void i8_q8_0(const u8* b, int, int* y, float* s, float*, const u8*) {
+	s[0] = h16(b);
+	for (int k = 0; k < 32; k++) y[k] = (signed char)b[2 + k];
+}
+
+// Q2_K: sub-blocks k = p/16 and k+1 (e = 0 and 1) are the 2-bit fields s
+// of qs[32h .. 32h+31]; S = d·(sc&15), M = -(dmin·(sc>>4)).
+__device__ __forceinline__ void i8_q2_k(const u8* b, int p, int* y, float* s, float* m, const u8*) {
+	int k = p >> 4, h = k >> 3, sh = (k >> 1) & 3;
+	float d = h16(b + 80), dmin = h16(b + 82);
+	for (int e = 0; e < 2; e++) {
+		u32 sc = b[k + e];
+		s[e] = __fmul_rn(d, (float)(sc & 15u));
+		m[e] = -__fmul_rn(dmin, (float)(sc >> 4));
+	}
+	const u8* q = b + 16 + 32 * h;
+	for (int l = 0; l < 32; l++) y[l] = (q[l] >> (2 * sh)) & 3u;
+}
+
+// Q3_K: as Q2_K, with the third bit from hmask[0..31]; q - 4; S =
+// d·scale.
+__device__ __forceinline__ void i8_q3_k(const u8* b, int p, int* y, float* s, float*, const u8*) {
+	int k = p >> 4, h = k >> 3, sh = (k >> 1) & 3;
+	float d = h16(b + 108);
+	for (int e = 0; e < 2; e++) s[e] = __fmul_rn(d, (float)q3_scale(b + 96, k + e));
+	const u8* q = b + 32 + 32 * h;
+	for (int l = 0; l < 32; l++)
+		y[l] = (int)(((q[l] >> (2 * sh)) & 3u) | ((b[l] >> (4 * h + sh)) & 1u) << 2) - 4;
+}
+
+// Q4_K: sub-block 2c+hi, the low (hi = 0) or high nibbles of qs[32c ..];
+// S = d·sc, M = -(dmin·m).
+__device__ __forceinline__ void i8_q4_k(const u8* b, int p, int* y, float* s, float* m, const u8*) {
+	int c = p >> 6, hi = (p >> 5) & 1;
+	u32 sc, mn;
+	scale_min_k4(2 * c + hi, b + 4, &sc, &mn);
+	s[0] = __fmul_rn(h16(b), (float)sc);
+	m[0] = -__fmul_rn(h16(b + 2), (float)mn);
+	const u8* q = b + 16 + 32 * c;
+	for (int l = 0; l < 32; l++) y[l] = hi ? q[l] >> 4 : q[l] & 15u;
+}
+
+// Q5_K: Q4_K plus the fifth bit, bit 2c+hi of qh[l].
+__device__ __forceinline__ void i8_q5_k(const u8* b, int p, int* y, float* s, float* m, const u8*) {
+	int c = p >> 6, hi = (p >> 5) & 1, sh = 2 * c + hi;
+	u32 sc, mn;
+	scale_min_k4(sh, b + 4, &sc, &mn);
+	s[0] = __fmul_rn(h16(b), (float)sc);
+	m[0] = -__fmul_rn(h16(b + 2), (float)mn);
+	const u8 *q = b + 48 + 32 * c, *qh = b + 16;
+	for (int l = 0; l < 32; l++) y[l] = (hi ? q[l] >> 4 : q[l] & 15u) | ((qh[l] >> sh) & 1u) << 4;
+}
+
+// Q6_K: quarter k of half h (as g_q6_k), q - 32; S = d·scale of
+// sub-blocks p/16 and p/16 + 1.
+__device__ __forceinline__ void i8_q6_k(const u8* b, int p, int* y, float* s, float*, const u8*) {
+	int h = p >> 7, k = (p >> 5) & 3;
+	float d = h16(b + 208);
+	for (int e = 0; e < 2; e++) s[e] = __fmul_rn(d, (float)(signed char)b[192 + (p >> 4) + e]);
+	const u8 *ql = b + 64 * h + ((k & 1) ? 32 : 0), *qh = b + 128 + 32 * h;
+	for (int l = 0; l < 32; l++)
+		y[l] = (int)(((k & 2) ? ql[l] >> 4 : ql[l] & 15u) | ((qh[l] >> (2 * k)) & 3u) << 4) - 32;
+}
+
+// IQ4_NL: the table's values.
+__device__ __forceinline__ void i8_iq4_nl(const u8* b, int, int* y, float* s, float*, const u8*) {
+	s[0] = h16(b);
+	nibbles32(b + 2, 0, y);
+	for (int k = 0; k < 32; k++) y[k] = iq4_values[y[k]];
+}
+
+// IQ4_XS: sub-block p/32; S = d·scale.
+__device__ __forceinline__ void i8_iq4_xs(const u8* b, int p, int* y, float* s, float*, const u8*) {
+	int k = p >> 5;
+	s[0] = __fmul_rn(h16(b), (float)iq4xs_scale(b, k));
+	nibbles32(b + 8 + 16 * k, 0, y);
+	for (int j = 0; j < 32; j++) y[j] = iq4_values[y[j]];
+}
+
+// IQ2_XXS: group p/32, four grid entries; S = d·(0.5+ls)·0.25.
+__device__ __forceinline__ void i8_iq2_xxs(const u8* b, int p, int* y, float* s, float*, const u8* grid) {
+	const u8* g = b + 2 + 8 * (p >> 5);
+	u32 aux = ld32(g + 4);
+	s[0] = iq_scale(h16(b), aux >> 28, 0.25f);
+	for (int l = 0; l < 4; l++) {
+		const u8* e = grid + GRID_IQ2XXS + 8 * g[l];
+		signed8i(e, e + 4, signs8(aux >> (7 * l)), y + 8 * l);
+	}
+}
+
+// IQ2_XS: group ib = p/32, its two 16-weight scales the nibbles of
+// scales[ib].
+__device__ __forceinline__ void i8_iq2_xs(const u8* b, int p, int* y, float* s, float*, const u8* grid) {
+	int ib = p >> 5;
+	u32 sc = b[66 + ib];
+	float d = h16(b);
+	s[0] = iq_scale(d, sc & 15u, 0.25f);
+	s[1] = iq_scale(d, sc >> 4, 0.25f);
+	for (int l = 0; l < 4; l++) {
+		u32 v = ld16(b + 2 + 8 * ib + 2 * l);
+		const u8* e = grid + GRID_IQ2XS + 8 * (v & 511u);
+		signed8i(e, e + 4, signs8(v >> 9), y + 8 * l);
+	}
+}
+
+// IQ2_S: as IQ2_XS, the index's high bits in qh and the signs stored.
+__device__ __forceinline__ void i8_iq2_s(const u8* b, int p, int* y, float* s, float*, const u8* grid) {
+	int ib = p >> 5;
+	u32 sc = b[74 + ib];
+	float d = h16(b);
+	s[0] = iq_scale(d, sc & 15u, 0.25f);
+	s[1] = iq_scale(d, sc >> 4, 0.25f);
+	for (int l = 0; l < 4; l++) {
+		u32 idx = b[2 + 4 * ib + l] | (((u32)b[66 + ib] << (8 - 2 * l)) & 0x300u);
+		const u8* e = grid + GRID_IQ2S + 8 * idx;
+		signed8i(e, e + 4, b[34 + 4 * ib + l], y + 8 * l);
+	}
+}
+
+// IQ3_XXS: group ib = p/32, two 4-value entries per 8 weights; S =
+// d·(0.5+ls)·0.5.
+__device__ __forceinline__ void i8_iq3_xxs(const u8* b, int p, int* y, float* s, float*, const u8* grid) {
+	int ib = p >> 5;
+	u32 aux = ld32(b + 66 + 4 * ib);
+	s[0] = iq_scale(h16(b), aux >> 28, 0.5f);
+	for (int l = 0; l < 4; l++) {
+		const u8* qs = b + 2 + 8 * ib + 2 * l;
+		signed8i(grid + GRID_IQ3XXS + 4 * qs[0], grid + GRID_IQ3XXS + 4 * qs[1], signs8(aux >> (7 * l)), y + 8 * l);
+	}
+}
+
+// IQ3_S: group ib = p/32; S = d·(1+2·ls).
+__device__ __forceinline__ void i8_iq3_s(const u8* b, int p, int* y, float* s, float*, const u8* grid) {
+	int ib = p >> 5;
+	u32 qh = b[66 + ib];
+	s[0] = __fmul_rn(h16(b), (float)(1 + 2 * (int)((b[106 + ib / 2] >> (4 * (ib % 2))) & 15u)));
+	for (int l = 0; l < 4; l++) {
+		u32 i1 = b[2 + 8 * ib + 2 * l] | ((qh << (8 - 2 * l)) & 256u);
+		u32 i2 = b[2 + 8 * ib + 2 * l + 1] | ((qh << (7 - 2 * l)) & 256u);
+		signed8i(grid + GRID_IQ3S + 4 * i1, grid + GRID_IQ3S + 4 * i2, b[74 + 4 * ib + l], y + 8 * l);
+	}
+}
+
+// IQ1_S: group ib = p/32, one shift sign for all 32; S = d·(2·ls+1)/8.
+__device__ __forceinline__ void i8_iq1_s(const u8* b, int p, int* y, float* s, float*, const u8* grid) {
+	int ib = p >> 5;
+	u32 qh = ld16(b + 34 + 2 * ib);
+	s[0] = __fmul_rn(__fmul_rn(h16(b), (float)(2 * (int)((qh >> 12) & 7u) + 1)), 0.125f);
+	for (int l = 0; l < 4; l++)
+		iq1_8i(grid, b[2 + 4 * ib + l] | ((qh >> (3 * l)) & 7u) << 8, (qh & 0x8000u) != 0, y + 8 * l);
+}
+
+// IQ1_M: group ib = p/32, a scale per 16 weights, a shift sign per 8.
+__device__ __forceinline__ void i8_iq1_m(const u8* b, int p, int* y, float* s, float*, const u8* grid) {
+	int ib = p >> 5;
+	float d = iq1m_d(b);
+	s[0] = iq1m_scale(b, d, ib, 0);
+	s[1] = iq1m_scale(b, d, ib, 1);
+	for (int l = 0; l < 4; l++) {
+		u32 nb = b[32 + 2 * ib + l / 2] >> (4 * (l % 2));
+		iq1_8i(grid, b[4 * ib + l] | (nb & 7u) << 8, (nb & 8u) != 0, y + 8 * l);
+	}
+}
+
+// TQ1_0: digit - 1; S = d.
+__device__ __forceinline__ void i8_tq1_0(const u8* b, int p, int* y, float* s, float*, const u8*) {
+	s[0] = h16(b + 52);
+	for (int k = 0; k < 32; k++) y[k] = tq1_digit(b, p + k) - 1;
+}
+
+// TQ2_0: digit - 1, the 2-bit fields l = p/32 % 4 of qs[32h ..]; S = d.
+__device__ __forceinline__ void i8_tq2_0(const u8* b, int p, int* y, float* s, float*, const u8*) {
+	int h = p >> 7, l = (p >> 5) & 3;
+	s[0] = h16(b + 64);
+	for (int k = 0; k < 32; k++) y[k] = (int)((b[32 * h + k] >> (2 * l)) & 3u) - 1;
+}
+
+// MXFP4: the doubled E2M1 values; S = 2^(e-128).
+__device__ __forceinline__ void i8_mxfp4(const u8* b, int, int* y, float* s, float*, const u8*) {
+	s[0] = e8m0_half(b[0]);
+	nibbles32(b + 1, 0, y);
+	for (int k = 0; k < 32; k++) y[k] = fp4_values[y[k]];
+}
+
+// NVFP4: sub-blocks p/16 and p/16 + 1, each 8 bytes of qs (low nibbles
+// the first 8 weights); S = the UE4M3 scale halved.
+__device__ __forceinline__ void i8_nvfp4(const u8* b, int p, int* y, float* s, float*, const u8*) {
+	for (int e = 0; e < 2; e++) {
+		int sb = (p >> 4) + e;
+		s[e] = ue4m3_half(b[sb]);
+		const u8* qs = b + 4 + 8 * sb;
+		for (int k = 0; k < 8; k++) {
+			y[16 * e + k] = fp4_values[qs[k] & 15u];
+			y[16 * e + 8 + k] = fp4_values[qs[k] >> 4];
+		}
+	}
+}
+
+// I8DEC defines kernel name for blocks of BS weights in TS bytes, groups
+// of G weights, with minima when MIN; fn decodes 32 weights.
+#define I8DEC(name, BS, TS, G, MIN, fn)                                                                 \
+	extern "C" __global__ void name(signed char* __restrict__ q, float* __restrict__ s,              \
+	                                float* __restrict__ m, const u8* __restrict__ w, i64 row0,      \
+	                                int rows, int in, i64 rowbytes, const u8* __restrict__ grid) {  \
+		u32 per = (u32)in >> 5;                                                                 \
+		u32 n = (u32)rows * per;                                                                \
+		for (u32 u = blockIdx.x * blockDim.x + threadIdx.x; u < n; u += gridDim.x * blockDim.x) { \
+			u32 r = u / per;                                                                \
+			u32 c = (u - r * per) << 5;                                                     \
+			const u8* b = w + (row0 + r) * rowbytes + (i64)(c / (BS)) * (TS);               \
+			int y[32];                                                                      \
+			float sc[2], mn[2];                                                             \
+			fn(b, (int)(c % (BS)), y, sc, mn, grid);                                        \
+			u32 v[8];                                                                       \
+			for (int k = 0; k < 8; k++)                                                     \
+				v[k] = (u32)(y[4 * k] & 255) | (u32)(y[4 * k + 1] & 255) << 8 |         \
+				       (u32)(y[4 * k + 2] & 255) << 16 | (u32)(y[4 * k + 3] & 255) << 24; \
+			i64 o = (i64)r * in + c;                                                        \
+			uint4* d = (uint4*)(q + o);                                                     \
+			d[0] = make_uint4(v[0], v[1], v[2], v[3]);                                      \
+			d[1] = make_uint4(v[4], v[5], v[6], v[7]);                                      \
+			for (int j = 0; j < 32 / (G); j++) {                                            \
+				s[o / (G) + j] = sc[j];                                                 \
+				if (MIN) m[o / (G) + j] = mn[j];                                        \
+			}                                                                               \
+		}                                                                                       \
+	}
+
+I8DEC(i8dec_q4_0, 32, 18, 32, 0, i8_q4_0)
+I8DEC(i8dec_q4_1, 32, 20, 32, 1, i8_q4_1)
+I8DEC(i8dec_q5_0, 32, 22, 32, 0, i8_q5_0)
+I8DEC(i8dec_q5_1, 32, 24, 32, 1, i8_q5_1)
+I8DEC(i8dec_q8_0, 32, 34, 32, 0, i8_q8_0)
+I8DEC(i8dec_q2_k, 256, 84, 16, 1, i8_q2_k)
+I8DEC(i8dec_q3_k, 256, 110, 16, 0, i8_q3_k)
+I8DEC(i8dec_q4_k, 256, 144, 32, 1, i8_q4_k)
+I8DEC(i8dec_q5_k, 256, 176, 32, 1, i8_q5_k)
+I8DEC(i8dec_q6_k, 256, 210, 16, 0, i8_q6_k)
+I8DEC(i8dec_iq4_nl, 32, 18, 32, 0, i8_iq4_nl)
+I8DEC(i8dec_iq4_xs, 256, 136, 32, 0, i8_iq4_xs)
+I8DEC(i8dec_iq2_xxs, 256, 66, 32, 0, i8_iq2_xxs)
+I8DEC(i8dec_iq2_xs, 256, 74, 16, 0, i8_iq2_xs)
+I8DEC(i8dec_iq2_s, 256, 82, 16, 0, i8_iq2_s)
+I8DEC(i8dec_iq3_xxs, 256, 98, 32, 0, i8_iq3_xxs)
+I8DEC(i8dec_iq3_s, 256, 110, 32, 0, i8_iq3_s)
+I8DEC(i8dec_iq1_s, 256, 50, 32, 0, i8_iq1_s)
+I8DEC(i8dec_iq1_m, 256, 56, 16, 0, i8_iq1_m)
+I8DEC(i8dec_tq1_0, 256, 54, 32, 0, i8_tq1_0)
+I8DEC(i8dec_tq2_0, 256, 66, 32, 0, i8_tq2_0)
+I8DEC(i8dec_mxfp4, 32, 17, 32, 0, i8_mxfp4)
+I8DEC(i8dec_nvfp4, 64, 36, 16, 0, i8_nvfp4)

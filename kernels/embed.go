@@ -1,7 +1,8 @@
 // Package kernels holds ppl's CUDA kernels: CUDA C sources, one file per
 // operation (embed.cu, rmsnorm.cu, rope.cu, swiglu.cu, add.cu,
 // elementwise.cu, experts.cu, logsoftmax.cu, kvstore.cu, attention.cu,
-// random.cu, dequant.cu: weights from their GGUF blocks; recurrent.cu,
+// random.cu, dequant.cu: weights from their GGUF blocks; int8mm.cu: the
+// int8 mode's quantized activations and integer products; recurrent.cu,
 // latent.cu, gemma4.cu: package ml's extension interfaces), and the PTX
 // that nvcc made from them, which the CUDA backend
 // (ppl.dev/score/cuda) embeds and the driver compiles for whatever GPU it

@@ -25,15 +25,24 @@ func (b *gpuBackend) GLU(dst, gate, up ml.Tensor, act ml.Act) {
 	d, gg, uu := g(dst), g(gate), g(up)
 	gshape("glu gate", gg, d.rows, d.cols)
 	gshape("glu up", uu, d.rows, d.cols)
-	if act != ml.SwiGLU && act != ml.GeGLU && act != ml.OAISwiGLU {
+	if !gluF32Acts[act] {
 		panic(fmt.Sprintf("cuda backend: activation %v", act))
 	}
 	if d.count() == 0 {
 		return
 	}
-	b.do("GLU", func() error {
-		return b.e.launch("glu_f32", gridFor(d.count()), block256, d.p, gg.p, uu.p, d.count(), int(act))
-	})
+	b.do("GLU", func() error { return b.e.gluF32(d.p, gg.p, uu.p, d.count(), act) })
+}
+
+// gluF32Acts are the activations glu_f32 computes.
+var gluF32Acts = map[ml.Act]bool{ml.SwiGLU: true, ml.GeGLU: true, ml.OAISwiGLU: true}
+
+// gluF32: out = act(gate)·up, count float32s (out may be gate or up).
+func (e *Engine) gluF32(out, gate, up ptr, count int64, act ml.Act) error {
+	if count == 0 {
+		return nil
+	}
+	return e.launch("glu_f32", gridFor(count), block256, out, gate, up, count, int(act))
 }
 
 func (b *gpuBackend) AttentionShared(dst, q, k, v ml.Tensor, src int, a *ml.Attn) {

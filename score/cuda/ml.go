@@ -150,6 +150,10 @@ func newBackend(e *Engine, info model.Info, opts model.Options, p Precision) (*g
 			return nil, fmt.Errorf("--kv-dtype %s: %w", info.KVDtype, err)
 		}
 	}
+	if p.Int8 {
+		b.attn = "plain kernel, float32 output (the int8 mode: the output projection quantizes it)"
+		return b, nil
+	}
 	why, err := b.attnKernel(attnShape{hp.Heads, hp.KVHeads, hp.HeadDim})
 	if err != nil {
 		return nil, err
@@ -504,16 +508,68 @@ func (b *gpuBackend) halfInput(x *gt, t cublas.DataType) (ptr, error) {
 	return h, b.e.castHalf(h, x.p, x.count(), t)
 }
 
-// product computes dst = (x·Wᵀ)·scale + bias, x already in w's type (rows of
-// w.In), for rows rows; w's expert e of a stack. With amax, x was scaled by
-// the power of two it names (a GLU kernel's), divided out of x·Wᵀ first.
-func (b *gpuBackend) product(dst *gt, xh ptr, w *ml.Matrix, e, rows int, amax ptr) error {
-	m := gm(w)
-	if m.q != nil {
-		if err := b.qproduct(dst, xh, w, e, rows); err != nil {
-			return err
+// operand is the input of one product: x in the matrix's half type, or in
+// the int8 mode x's quantized rows (row t being idx[t] when idx is not 0).
+type operand struct {
+	half ptr
+	acts *qacts
+	idx  ptr
+}
+
+// inputs makes the operands of the products that read one float32 input,
+// each kind once: a half copy per type, quantized rows per activation
+// block. Its scratch lives until the caller's mark is released.
+type inputs struct {
+	b      *gpuBackend
+	x      *gt
+	halves map[cublas.DataType]ptr
+	acts   map[int]*qacts
+}
+
+func (b *gpuBackend) inputs(x *gt) *inputs {
+	return &inputs{b: b, x: x, halves: map[cublas.DataType]ptr{}, acts: map[int]*qacts{}}
+}
+
+// of returns the operand of w's product; on the engine's thread.
+func (in *inputs) of(w *ml.Matrix) (operand, error) {
+	var err error
+	if f, ok := in.b.int8Format(w); ok {
+		a := in.acts[f.ActBlock]
+		if a == nil {
+			x := in.x
+			if a, err = in.b.quantActs(x.p, x.cols, x.rows, x.cols, f.ActBlock); err != nil {
+				return operand{}, err
+			}
+			in.acts[f.ActBlock] = a
 		}
-	} else if err := b.e.gemm(dst.p, f32, w.Out, xh, w.In, m.p+ptr(elemBytes(m.t)*int64(e)*int64(w.Out)*int64(w.In)), m.t, rows, w.In, w.Out, 0); err != nil {
+		return operand{acts: a}, nil
+	}
+	t := gm(w).t
+	h, ok := in.halves[t]
+	if !ok {
+		if h, err = in.b.halfInput(in.x, t); err != nil {
+			return operand{}, err
+		}
+		in.halves[t] = h
+	}
+	return operand{half: h}, nil
+}
+
+// product computes dst = (x·Wᵀ)·scale + bias from x's operand, for rows
+// rows; w's expert e of a stack. With amax, x was scaled by the power of
+// two it names (a GLU kernel's), divided out of x·Wᵀ first.
+func (b *gpuBackend) product(dst *gt, x operand, w *ml.Matrix, e, rows int, amax ptr) error {
+	m := gm(w)
+	var err error
+	switch {
+	case x.acts != nil:
+		err = b.i8product(dst.p, w.Out, x.acts, x.idx, rows, w, e)
+	case m.q != nil:
+		err = b.qproduct(dst, x.half, w, e, rows)
+	default:
+		err = b.e.gemm(dst.p, f32, w.Out, x.half, w.In, m.p+ptr(elemBytes(m.t)*int64(e)*int64(w.Out)*int64(w.In)), m.t, rows, w.In, w.Out, 0)
+	}
+	if err != nil {
 		return err
 	}
 	if amax != 0 {
@@ -545,18 +601,13 @@ func (b *gpuBackend) Linears(dsts []ml.Tensor, x ml.Tensor, ws []*ml.Matrix) {
 	b.do("product "+ws[0].Name, func() error {
 		mark := b.Mark()
 		defer b.Release(mark)
-		halves := map[cublas.DataType]ptr{}
+		in := b.inputs(s)
 		for i, w := range ws {
-			t := gm(w).t
-			xh, ok := halves[t]
-			if !ok {
-				var err error
-				if xh, err = b.halfInput(s, t); err != nil {
-					return err
-				}
-				halves[t] = xh
+			x, err := in.of(w)
+			if err == nil {
+				err = b.product(g(dsts[i]), x, w, 0, s.rows, 0)
 			}
-			if err := b.product(g(dsts[i]), xh, w, 0, s.rows, 0); err != nil {
+			if err != nil {
 				return fmt.Errorf("%s: %w", w.Name, err)
 			}
 		}
@@ -682,8 +733,9 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 		return
 	}
 	// A sliding window or sinks take the plain kernel (the tensor-core
-	// one has neither yet).
-	plain := a.Window > 0 || a.Sinks != nil
+	// one has neither yet), and so does the int8 mode: its float32 output
+	// is what the output projection quantizes (int8.go).
+	plain := a.Window > 0 || a.Sinks != nil || b.prec.Int8
 	flash := false
 	if !plain {
 		why, err := b.attnKernel(attnShape{a.Heads, a.KVHeads, a.HeadDim})
@@ -716,6 +768,9 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 		if err := e.kvStore(b.kv, vv.p, n, a.KVHeads, a.HeadDim); err != nil {
 			return err
 		}
+		if b.prec.Int8 {
+			return e.attentionPlain(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv, attnOutF32)
+		}
 		mark := b.Mark()
 		defer b.Release(mark)
 		h, err := b.scratchBytes(halfBytes(o.count()))
@@ -723,7 +778,7 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 			return err
 		}
 		if plain {
-			err = e.attentionPlain(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv, t)
+			err = e.attentionPlain(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv, isF16(t))
 		} else {
 			err = e.attention(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, b.kk, b.kv, flash, t)
 		}
@@ -745,9 +800,8 @@ func (b *gpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 	b.do("MLP "+m.Gate.Name, func() error {
 		for c0 := 0; c0 < s.rows; c0 += mlpChunk {
 			c := min(mlpChunk, s.rows-c0)
-			xs := &gt{s.row(c0), c, s.cols}
 			ds := &gt{d.row(c0), c, d.cols}
-			if err := b.mlp(ds, xs, m, 0, nil); err != nil {
+			if err := b.mlp(ds, c, b.inputs(&gt{s.row(c0), c, s.cols}).of, m, 0); err != nil {
 				return err
 			}
 		}
@@ -755,29 +809,20 @@ func (b *gpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 	})
 }
 
-// mlp computes dst = Down(act(Gate·x) ⊙ Up·x) for expert e of m's
-// matrices; x is f32 rows, or (xh != nil) already in Gate's half type at
-// *xh. On the engine's thread.
-func (b *gpuBackend) mlp(dst, x *gt, m *ml.MLP, e int, xh *ptr) error {
+// mlp computes dst = Down(act(Gate·x) ⊙ Up·x) for rows rows and expert e
+// of m's matrices, the operands of Gate and Up from in (called after mlp's
+// mark: its scratch is released on return). On the engine's thread.
+func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error), m *ml.MLP, e int) error {
 	mark := b.Mark()
 	defer b.Release(mark)
-	rows, F := x.rows, m.Gate.Out
-	tg, ut := gm(m.Gate).t, gm(m.Up).t
-	var hx ptr
-	var err error
-	if xh != nil {
-		hx = *xh
-	} else if hx, err = b.halfInput(x, tg); err != nil {
+	F := m.Gate.Out
+	xg, err := in(m.Gate)
+	if err != nil {
 		return err
 	}
-	hu := hx
-	if ut != tg {
-		if xh != nil {
-			return fmt.Errorf("%s and %s: experts' gate and up of different types", m.Gate.Name, m.Up.Name)
-		}
-		if hu, err = b.halfInput(x, ut); err != nil {
-			return err
-		}
+	xu, err := in(m.Up)
+	if err != nil {
+		return err
 	}
 	gate, err := b.scratchF32(rows, F)
 	if err != nil {
@@ -786,6 +831,26 @@ func (b *gpuBackend) mlp(dst, x *gt, m *ml.MLP, e int, xh *ptr) error {
 	up, err := b.scratchF32(rows, F)
 	if err != nil {
 		return err
+	}
+	if err := b.product(gate, xg, m.Gate, e, rows, 0); err != nil {
+		return fmt.Errorf("%s: %w", m.Gate.Name, err)
+	}
+	if err := b.product(up, xu, m.Up, e, rows, 0); err != nil {
+		return fmt.Errorf("%s: %w", m.Up.Name, err)
+	}
+	if _, ok := b.int8Format(m.Down); ok && gluF32Acts[m.Act] {
+		// The int8 mode quantizes the float32 activations for Down.
+		if err := b.e.gluF32(gate.p, gate.p, up.p, int64(rows)*int64(F), m.Act); err != nil {
+			return err
+		}
+		x, err := b.inputs(gate).of(m.Down)
+		if err == nil {
+			err = b.product(dst, x, m.Down, e, rows, 0)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.Down.Name, err)
+		}
+		return nil
 	}
 	dt := gm(m.Down).t
 	act, err := b.scratchBytes(halfBytes(int64(rows) * int64(F)))
@@ -798,12 +863,6 @@ func (b *gpuBackend) mlp(dst, x *gt, m *ml.MLP, e int, xh *ptr) error {
 			return err
 		}
 	}
-	if err := b.product(gate, hx, m.Gate, e, rows, 0); err != nil {
-		return fmt.Errorf("%s: %w", m.Gate.Name, err)
-	}
-	if err := b.product(up, hu, m.Up, e, rows, 0); err != nil {
-		return fmt.Errorf("%s: %w", m.Up.Name, err)
-	}
 	if m.Act == ml.SwiGLU {
 		err = b.e.swiglu(act, gate.p, up.p, rows, F, F, F, dt, amax)
 	} else {
@@ -812,7 +871,7 @@ func (b *gpuBackend) mlp(dst, x *gt, m *ml.MLP, e int, xh *ptr) error {
 	if err != nil {
 		return err
 	}
-	if err := b.product(dst, act, m.Down, e, rows, amax); err != nil {
+	if err := b.product(dst, operand{half: act}, m.Down, e, rows, amax); err != nil {
 		return fmt.Errorf("%s: %w", m.Down.Name, err)
 	}
 	return nil
@@ -841,6 +900,19 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 	b.do("experts "+m.Gate.Name, func() error {
 		e := b.e
 		tg := gm(m.Gate).t
+		// The int8 mode quantizes the rows once and each expert's products
+		// read its tokens' rows of them; otherwise each expert's rows are
+		// gathered into Gate's half type.
+		xs := b.inputs(s)
+		quantized := map[*ml.Matrix]operand{}
+		for _, w := range []*ml.Matrix{m.Gate, m.Up} {
+			if _, ok := b.int8Format(w); ok {
+				var err error
+				if quantized[w], err = xs.of(w); err != nil {
+					return err
+				}
+			}
+		}
 		for r0 := 0; r0 < n; r0 += expertRows {
 			rows := min(expertRows, n-r0)
 			// The block's choices by expert, in token order: the token
@@ -881,9 +953,11 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 			if err != nil {
 				return err
 			}
-			xe, err := b.scratchBytes(halfBytes(int64(most) * int64(in)))
-			if err != nil {
-				return err
+			var xe ptr
+			if len(quantized) < 2 {
+				if xe, err = b.scratchBytes(halfBytes(int64(most) * int64(in))); err != nil {
+					return err
+				}
 			}
 			ye, err := b.scratchF32(most, out)
 			if err != nil {
@@ -894,11 +968,25 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 				if cnt == 0 {
 					continue
 				}
-				if err := e.gatherHalf(xe, s.p, dev[0]+ptr(4*o), cnt, in, tg); err != nil {
-					return err
+				idx, gathered := dev[0]+ptr(4*o), false
+				src := func(w *ml.Matrix) (operand, error) {
+					if op, ok := quantized[w]; ok {
+						op.idx = idx
+						return op, nil
+					}
+					if gm(w).t != tg {
+						return operand{}, fmt.Errorf("%s and %s: experts' gate and up of different types", m.Gate.Name, m.Up.Name)
+					}
+					if !gathered {
+						if err := e.gatherHalf(xe, s.p, idx, cnt, in, tg); err != nil {
+							return operand{}, err
+						}
+						gathered = true
+					}
+					return operand{half: xe}, nil
 				}
 				y := &gt{ye.p, cnt, out}
-				if err := b.mlp(y, &gt{0, cnt, in}, m, x, &xe); err != nil {
+				if err := b.mlp(y, cnt, src, m, x); err != nil {
 					return fmt.Errorf("expert %d: %w", x, err)
 				}
 				if err := e.scatterScaled(res.p, ye.p, dev[1]+ptr(4*o), dev[2], cnt, out); err != nil {

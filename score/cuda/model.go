@@ -37,6 +37,8 @@ type Precision struct {
 	// product, or WeightsBF16, the host's bf16 copy (each weight rounded
 	// to bf16 before its half type).
 	Storage string
+	// Int8: products with quantized weights in the int8 mode (int8.go).
+	Int8 bool
 }
 
 var (
@@ -110,9 +112,10 @@ func loadOn(e *Engine, path string, opts model.Options, p Precision) (*Model, er
 // that seed instead of the file's data (the benchmark's synthetic models,
 // whose files hold only the shapes).
 func load(e *Engine, path string, opts model.Options, p Precision, synth uint64) (*Model, error) {
-	if opts.Activations != "" && opts.Activations != model.ActFP32 {
-		return nil, fmt.Errorf("cuda: activations %q are the CPU's arithmetic; on a GPU products take half-precision inputs (use the CPU for %s)", opts.Activations, opts.Activations)
+	if why := int8Refusal(opts.Activations, p.storage()); why != "" {
+		return nil, fmt.Errorf("cuda: %s", why)
 	}
+	p.Int8 = opts.Activations == model.ActInt8
 	t0 := time.Now()
 	var b *gpuBackend
 	dev := func(info model.Info, opts model.Options) (ml.Backend, error) {
@@ -279,7 +282,12 @@ func (p Precision) storage() string {
 }
 
 // activations names the arithmetic of products for headers and cache keys.
-func (p Precision) activations() string { return halfName(p.Weights) }
+func (p Precision) activations() string {
+	if p.Int8 {
+		return "int8"
+	}
+	return halfName(p.Weights)
+}
 
 // describe is the precision for headers; it is part of the score cache's
 // key, so it names everything that changes the GPU's numbers.
@@ -288,7 +296,11 @@ func (p Precision) describe() string {
 	if p.Weights == cublas.R16F {
 		scaled = "; ffn_down's input scaled by a power of two from 2^15"
 	}
-	return fmt.Sprintf("%s: all matrices and product inputs %s%s; expert routers float32 with exact weights; residual adds float32 after each product", p.Name, halfName(p.Weights), scaled)
+	int8 := ""
+	if p.Int8 {
+		int8 = "; int8 mode: products with quantized weights multiply their integers with activations quantized to Q8_0/Q8_K blocks on the integer tensor cores, one float32 multiply-add per group in order"
+	}
+	return fmt.Sprintf("%s: all matrices and product inputs %s%s%s; expert routers float32 with exact weights; residual adds float32 after each product", p.Name, halfName(p.Weights), scaled, int8)
 }
 
 func halfName(t cublas.DataType) string {

@@ -388,12 +388,17 @@ func (e *Engine) attention(out, q ptr, n, heads, kvheads, hd int, scale float64,
 		// One block of 4 warps per 64 queries and head, whatever its key tile.
 		return e.launch(fmt.Sprintf("attn_fa%d", hd), dim3{uint32((n + 63) / 64), uint32(heads), 1}, dim3{128, 1, 1}, args...)
 	}
-	return e.attentionPlain(out, q, n, heads, kvheads, hd, scale, 0, 0, k, v, ot)
+	return e.attentionPlain(out, q, n, heads, kvheads, hd, scale, 0, 0, k, v, isF16(ot))
 }
 
+// The plain kernel's output types (its otype); the two halves are isF16's
+// flag.
+const attnOutF32 = 2
+
 // attentionPlain is the plain kernel, with a sliding window (0: none) and
-// sinks (one float32 logit per head, or 0: none).
-func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, k, v *kvTensor, ot cublas.DataType) error {
+// sinks (one float32 logit per head, or 0: none), writing otype: isF16's
+// flag of a half type, or attnOutF32.
+func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, k, v *kvTensor, otype int) error {
 	if heads%kvheads != 0 || hd > 256 {
 		return fmt.Errorf("cuda: attention with %d heads, %d KV heads of size %d not supported", heads, kvheads, hd)
 	}
@@ -402,6 +407,6 @@ func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale flo
 		return err
 	}
 	args := []any{out, q, n, heads, kvheads, hd, float32(scale), window, sinks,
-		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), isF16(ot)}
+		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), otype}
 	return e.launch("attn_simple", dim3{uint32(n), uint32(heads), 1}, dim3{128, 1, 1}, args...)
 }

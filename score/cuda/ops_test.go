@@ -245,27 +245,36 @@ func TestAttentionWindowParity(t *testing.T) {
 			if c.sinks != nil {
 				sp = devPut(t, e, c.sinks)
 			}
-			out := devAlloc(t, e, int64(2*len(q)))
-			do(t, e, func() error {
-				return e.attentionPlain(out, qp, n, heads, kvheads, hd, scale, c.window, sp, kt, vt, f16)
-			})
-			got := fromHalf(devGet[uint16](t, e, out, len(q)), f16)
-			// float32 softmax and sums, fp16 output (2^-11 relative).
-			const rel, abs = 0x1p-8, 1e-3
-			var worst float64
-			at := 0
-			for i := range got {
-				d := math.Abs(float64(got[i]-want[i])) / (abs + rel*math.Abs(float64(want[i])))
-				if d != d {
-					d = math.Inf(1)
+			out := devAlloc(t, e, int64(4*len(q)))
+			for _, o := range []struct {
+				otype    int
+				rel, abs float64
+			}{
+				{isF16(f16), 0x1p-8, 1e-3},  // float32 softmax and sums, fp16 output (2^-11 relative)
+				{attnOutF32, 0x1p-17, 1e-6}, // float32 output (the int8 mode's)
+			} {
+				do(t, e, func() error {
+					return e.attentionPlain(out, qp, n, heads, kvheads, hd, scale, c.window, sp, kt, vt, o.otype)
+				})
+				got := devGet[float32](t, e, out, len(q))
+				if o.otype != attnOutF32 {
+					got = fromHalf(devGet[uint16](t, e, out, len(q)), f16)
 				}
-				if d > worst {
-					worst, at = d, i
+				var worst float64
+				at := 0
+				for i := range got {
+					d := math.Abs(float64(got[i]-want[i])) / (o.abs + o.rel*math.Abs(float64(want[i])))
+					if d != d {
+						d = math.Inf(1)
+					}
+					if d > worst {
+						worst, at = d, i
+					}
 				}
-			}
-			t.Logf("window %d, sinks %v: worst error / tolerance %.3f (element %d: %v vs %v)", c.window, c.sinks, worst, at, got[at], want[at])
-			if worst > 1 {
-				t.Errorf("window %d, sinks %v: element %d is %v, want %v (%.3g × tolerance)", c.window, c.sinks, at, got[at], want[at], worst)
+				t.Logf("window %d, sinks %v, output %d: worst error / tolerance %.3f (element %d: %v vs %v)", c.window, c.sinks, o.otype, worst, at, got[at], want[at])
+				if worst > 1 {
+					t.Errorf("window %d, sinks %v, output %d: element %d is %v, want %v (%.3g × tolerance)", c.window, c.sinks, o.otype, at, got[at], want[at], worst)
+				}
 			}
 		}
 	})

@@ -116,6 +116,9 @@ func init() {
 	for _, k := range dequantKernels {
 		names = append(names, k.name)
 	}
+	for _, k := range int8DecodeKernels { // int8dec.go
+		names = append(names, k.name)
+	}
 	slices.Sort(names)
 	kernelModules["dequant"] = names
 }
@@ -143,10 +146,12 @@ type qweights struct {
 	held       operandKey          // the rows operand holds
 }
 
-// operandKey names rows [row0, row0+rows) of a quantized matrix.
+// operandKey names rows [row0, row0+rows) of a quantized matrix,
+// dequantized to halves or (int8) decoded to their integer form.
 type operandKey struct {
 	m          *qmat
 	row0, rows int64
+	int8       bool
 }
 
 // quantizedWhy returns "" when w can be kept quantized on the device, else
@@ -343,7 +348,7 @@ func (b *gpuBackend) qgemm(y ptr, ldy int, xh ptr, ldx int, w *ml.Matrix, e, row
 	}
 	for o0 := 0; o0 < w.Out; o0 += slab {
 		n := min(slab, w.Out-o0)
-		key := operandKey{m.q, int64(e)*int64(w.Out) + int64(o0), int64(n)}
+		key := operandKey{m.q, int64(e)*int64(w.Out) + int64(o0), int64(n), false}
 		if b.qw.held != key {
 			b.qw.held = operandKey{}
 			if err := b.e.dequantRows(h, m, isF16(m.t), 0, key.row0, n, w.In); err != nil {

@@ -3,6 +3,7 @@ package cuda
 import (
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -128,23 +129,13 @@ func randomBlocks(t testing.TB, rng *rand.Rand, typ gguf.Type, rows, in int) []b
 	return out
 }
 
-// dequantTypes are the types with a device kernel, in a fixed order.
-func dequantTypes() []gguf.Type {
-	var ts []gguf.Type
-	for t := range dequantKernels {
-		ts = append(ts, t)
-	}
-	slices.Sort(ts)
-	return ts
-}
-
 // Each dequantization kernel, on random blocks of its type, writes the
 // values of quant.Dequantize rounded once to bf16 or fp16, or as float32:
 // by row range (a slab, an expert) and by an index list (an embedding's
 // tokens).
 func TestDequantParity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
-		for _, typ := range dequantTypes() {
+		for _, typ := range slices.Sorted(maps.Keys(dequantKernels)) {
 			t.Run(typ.String(), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(typ), 17))
 				const rows = 13
@@ -396,7 +387,9 @@ func TestIQGrids(t *testing.T) {
 
 // A synthetic quantized model (TestBenchmarkWeights' path: shapes in a
 // sparse file, blocks made by synthBlocks) loads and scores finite
-// log-probabilities on the simulator, in less memory than its bf16 copy.
+// log-probabilities on the simulator, in less memory than its bf16 copy;
+// in the int8 mode too, with the same bits when every product decodes its
+// weights a few rows at a time (slabBytes).
 func TestSyntheticQuantized(t *testing.T) {
 	e := simEngine()
 	s := benchShape{"tiny-q4km", model.HParams{Arch: "llama", Embd: 256, Layers: 2, FFN: 512, Heads: 4, KVHeads: 2, HeadDim: 64, ValueDim: 64,
@@ -407,28 +400,38 @@ func TestSyntheticQuantized(t *testing.T) {
 		}
 		return gguf.TypeQ4_K
 	}
-	var bytes [2]int64
-	for i, storage := range []string{WeightsQuantized, WeightsBF16} {
-		m, size, err := typedSyntheticModel(e, s, q4km, storage)
+	toks := make([]int32, 32)
+	for i := range toks {
+		toks[i] = int32(i * 7 % s.hp.Vocab)
+	}
+	score := func(storage, act string) (*model.Result, int64) {
+		m, size, err := typedSyntheticModel(e, s, q4km, storage, act)
 		if err != nil {
 			t.Fatal(err)
 		}
-		toks := make([]int32, 32)
-		for i := range toks {
-			toks[i] = int32(i * 7 % s.hp.Vocab)
-		}
+		defer m.Close()
 		r, err := m.Score(toks, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for j, lp := range r.Logprobs {
 			if math.IsNaN(lp) || math.IsInf(lp, 0) || lp > 0 {
-				t.Fatalf("%s: target %d: log p %v", storage, j, lp)
+				t.Fatalf("%s, %s: target %d: log p %v", storage, act, j, lp)
 			}
 		}
-		bytes[i] = m.weightBytes
-		t.Logf("%s: file %d bytes, weights on the device %d bytes; %s", storage, size, m.weightBytes, m.b.qw.describe())
-		m.Close()
+		t.Logf("%s, %s: file %d bytes, weights on the device %d bytes; %s", storage, act, size, m.weightBytes, m.b.qw.describe())
+		return r, m.weightBytes
+	}
+	var bytes [2]int64
+	for i, storage := range []string{WeightsQuantized, WeightsBF16} {
+		_, bytes[i] = score(storage, model.ActFP32)
+	}
+	whole, _ := score(WeightsQuantized, model.ActInt8)
+	defer func(b int64) { slabBytes = b }(slabBytes)
+	slabBytes = 3 * (256 + 4*256/16) // three decoded rows of 256 Q6_K weights
+	slabs, _ := score(WeightsQuantized, model.ActInt8)
+	if !slices.Equal(whole.Logprobs, slabs.Logprobs) {
+		t.Errorf("int8 mode: log-probs differ when products decode three rows at a time:\n%v\n%v", whole.Logprobs[:4], slabs.Logprobs[:4])
 	}
 	if bytes[0]*3 > bytes[1] {
 		t.Errorf("quantized weights take %d bytes, the bf16 copy %d", bytes[0], bytes[1])

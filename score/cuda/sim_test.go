@@ -623,6 +623,10 @@ func simAttention(a *simArgs, hd int, scale float64, window int, sinks []float32
 	o := make([]float32, n*heads*hd)
 	att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: scale, Window: window, Sinks: sinks}
 	att.Forward(nn.NewContext(0), o, qs, ks, vs, n)
+	if f16 == attnOutF32 {
+		copy(f32s(a.ptr(0)), o)
+		return nil
+	}
 	for i, v := range o {
 		out[i] = f32ToHalf(v, f16)
 	}

@@ -411,3 +411,45 @@ func (l *Linear) int8Able() (quant.Int8Format, bool) {
 	f, ok := quant.Int8FormatOf(l.Type)
 	return f, ok && l.In%f.ActBlock == 0
 }
+
+// QuantizeActs quantizes the row x (a multiple of block values, block 32
+// for Q8_0 or 256 for Q8_K) as the int8 mode does (quantQ80Generic,
+// quantQ8KGeneric): the codes q, the scale d of each 32 values and the sum
+// of the codes of each 16, xs16. It is the reference of the GPU's
+// quant_acts kernel.
+func QuantizeActs(x []float32, block int, q []int8, d []float32, xs16 []int32) {
+	qb := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(q))), len(q))
+	if block == 256 {
+		quantQ8KGeneric(x, qb, d, xs16)
+	} else {
+		quantQ80Generic(x, qb, d, xs16)
+	}
+}
+
+// Int8Output is one output of a product in the int8 mode, int8Generic's
+// arithmetic for one weight row (integers qw, the weight's code minus its
+// offset, group scales s and minima m, nil without) and one activation row
+// (codes qx, scales d per 32): over the groups j of g values in order,
+// from f = 0,
+//
+//	f = fma(float32(T_j), s[j]·d[b], f)          T_j = Σ qw·qx over group j
+//	f = fma(m[j], d[b]·float32(Σ qx over j), f)  with minima
+//
+// b being the block of 32 that holds group j. It is the reference of the
+// GPU's i8mm kernels.
+func Int8Output(qw, qx []int8, s, m, d []float32, g int) float32 {
+	var f float32
+	for j := range len(qw) / g {
+		var t, xs int32
+		for i := j * g; i < (j+1)*g; i++ {
+			t += int32(qw[i]) * int32(qx[i])
+			xs += int32(qx[i])
+		}
+		db := d[j*g/32]
+		f = fma32(float32(t), s[j]*db, f)
+		if m != nil {
+			f = fma32(m[j], db*float32(xs), f)
+		}
+	}
+	return f
+}

@@ -336,3 +336,64 @@ func levelsAgree(t testing.TB, what string, l *Linear, x []float32, n, threads i
 	})
 	return ref
 }
+
+// TestInt8Output checks the exported references of the GPU's int8 kernels,
+// QuantizeActs and Int8Output over quant.DecodeInt8, against the int8
+// mode's product at the generic level: the same bits for every weight
+// type it can quantize, on random rows and on rows of zeros, of values
+// below actTiny, of ±MaxFloat32 and with a NaN.
+func TestInt8Output(t *testing.T) {
+	prev := SetLevel(Generic)
+	defer SetLevel(prev)
+	r := rand.New(rand.NewPCG(31, 32))
+	const in, out = 512, 7
+	rows := [][]float32{randVec(r, in), randVec(r, in), make([]float32, in), make([]float32, in), make([]float32, in), randVec(r, in)}
+	for i := range in {
+		rows[3][i] = float32(r.NormFloat64()) * 1e-31
+		rows[4][i] = float32(math.MaxFloat32 * (2*float64(i%2) - 1))
+	}
+	rows[5][300] = float32(math.NaN())
+	x := slices.Concat(rows...)
+	n := len(rows)
+	for _, typ := range int8Types {
+		f, _ := quant.Int8FormatOf(typ)
+		data, _ := randWeights(t, r, typ, in, out)
+		l, err := NewLinear("w", typ, in, out, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := NewContext(1)
+		c.Int8 = true
+		want := make([]float32, n*out)
+		l.Forward(c, want, x, n)
+		qx, d, xs := make([]int8, in), make([]float32, in/32), make([]int32, in/16)
+		qw, u := make([]int8, in), make([]byte, in)
+		s, m := make([]float32, in/f.Group), make([]float32, in/f.Group)
+		for tk := range n {
+			QuantizeActs(x[tk*in:(tk+1)*in], f.ActBlock, qx, d, xs)
+			for j := range in / 16 {
+				var sum int32
+				for _, v := range qx[16*j : 16*j+16] {
+					sum += int32(v)
+				}
+				if sum != xs[j] {
+					t.Fatalf("%v row %d: xs16[%d] = %d, codes sum to %d", typ, tk, j, xs[j], sum)
+				}
+			}
+			for o := range out {
+				quant.DecodeInt8(typ, data[o*l.RowBytes:(o+1)*l.RowBytes], u, s, m)
+				for i, v := range u {
+					qw[i] = int8(int(v) - f.Offset)
+				}
+				mm := m
+				if !f.HasMin {
+					mm = nil
+				}
+				got, w := Int8Output(qw, qx, s, mm, d, f.Group), want[tk*out+o]
+				if math.Float32bits(got) != math.Float32bits(w) && !(got != got && w != w) {
+					t.Fatalf("%v row %d output %d: Int8Output %g, the int8 mode %g", typ, tk, o, got, w)
+				}
+			}
+		}
+	}
+}

@@ -44,13 +44,15 @@
 #                    core-archs bundle's
 #   e2e.log      the same parity as (2) through the Go API (cuda.test -run
 #                EndToEnd/gpu: TestEndToEnd, TestEndToEndKV and, for the models
-#                the bundle has, TestEndToEndArchs), also for the all-bf16
+#                the bundle has, TestEndToEndArchs and TestEndToEndInt8, the
+#                int8 mode against the CPU's), also for the all-bf16
 #                precision, for the record
 #   weights.log  (4) weights kept quantized on the device (issue #17): a
 #                synthetic Llama-70B-shaped Q4_K_M scores a 4096-token window
 #                within the file's size + 10 GiB of device memory; Llama-8B
 #                Q4_K_M and Q8_0 throughput, quantized against the host's bf16
-#                copy (cuda.test -run TestBenchmarkWeights); the parity of the
+#                copy, and Q4_K_M in the int8 mode (cuda.test -run
+#                TestBenchmarkWeights); the parity of the
 #                two storages against the CPU is in (1) (TestWeightStorageParity:
 #                the quantized weights closer than the bf16 copy); in `make
 #                gpu-bundle`'s bundle only (bench.env's BENCH_WEIGHTS)
@@ -226,7 +228,7 @@ fi
 
 # --- (2b) the same through the Go API --------------------------------------
 t0=$SECONDS
-PPL_CUDA_SYNC=1 run "$OUT/e2e.log" 90 "$W/cuda.test" -test.run 'EndToEnd/gpu' -test.v -test.count=1 -test.timeout 85s
+PPL_CUDA_SYNC=1 run "$OUT/e2e.log" 120 "$W/cuda.test" -test.run 'EndToEnd/gpu' -test.v -test.count=1 -test.timeout 115s
 verdict "end to end (Go API)" $? "$t0"
 grep -E 'cache|reference|--- (PASS|FAIL)' "$OUT/e2e.log" | grep -v '/sim' | sed 's/^ *//; s/^e2e_test.go:[0-9]*: //' | awk '{print "           " $0}' | head -40 >> "$SUM"
 

@@ -32,6 +32,9 @@
 //                       order and precision are unspecified; this is
 //                       flashLanes' choice, so that the two agree), then a
 //                       second wait.
+//   simt_mma_m16n8k{32,16}_s8
+//                       the integer ones (s32 += s8·s8), likewise; their
+//                       sums are exact.
 // Inline PTX cannot compile on the host: a kernel's helper that holds some
 // keeps it under #ifdef __CUDA_ARCH__ and, in the #else branch, the host's
 // equivalent (for mma.sync, a call of simt_mma_m16n8k16_f16); nvcc's
@@ -116,6 +119,10 @@ static inline double __ddiv_rn(double a, double b) { volatile double r = a / b; 
 static inline float __fdividef(float a, float b) { return a / b; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 static inline float __saturatef(float x) { return x < 0.0f ? 0.0f : x > 1.0f ? 1.0f : x != x ? 0.0f : x; }
+// __float2int_rn: nearest, ties to even (the default rounding mode) for
+// values in int's range, which is all the kernels convert.
+static inline int __float2int_rn(float x) { return (int)nearbyintf(x); }
+using std::isinf;
 using std::max;
 using std::min;
 using std::signbit;
@@ -525,6 +532,43 @@ static inline void simt_mma_m16n8k16_f16(float* c, const unsigned* a, unsigned b
 	}
 	simt::warpSync("mma.sync.m16n8k16", 0xffffffffu);
 	memcpy(c, r, sizeof r);
+}
+
+// simt_mma_m16n8k32_s8, simt_mma_m16n8k16_s8: c (16×8 s32) += a · b, the
+// warp's mma.sync.aligned.m16n8k{32,16}.row.col.s32.s8.s8.s32 (wrapping
+// int32 sums, exact: the integer tensor cores' result is defined), four
+// signed bytes per register, the lowest byte the lowest column (A) or row
+// (B):
+//   k32 A regs 0..3: (row gid, cols 4tig..+3), (gid+8, 4tig..), (gid, 4tig+16..), (gid+8, 4tig+16..)
+//       B regs 0..1: (rows 4tig..+3, col gid), (rows 4tig+16..+19, col gid)
+//   k16 A regs 0..1 and B reg 0 as k32's first ones
+//   C 0..3 as simt_mma_m16n8k16_f16's.
+static inline void simt_mma_s8(const char* what, int kdim, int* c, const unsigned* a, unsigned b0, unsigned b1) {
+	simt::Warp& w = simt::warpOf();
+	int l = simt::lane();
+	memcpy(w.a[l], a, (kdim / 8) * sizeof(unsigned));
+	w.b[l][0] = b0, w.b[l][1] = b1;
+	simt::warpSync(what, 0xffffffffu);
+	if (w.size != 32) simt::fail(3, "mma.sync in a partial warp");
+	auto byte = [](unsigned reg, int k) { return (int)(signed char)(reg >> (8 * (k & 3))); };
+	auto A = [&](int r, int k) { return byte(w.a[(r & 7) * 4 + (k & 15) / 4][(r >= 8) + 2 * (k >= 16)], k); };
+	auto B = [&](int k, int col) { return byte(w.b[col * 4 + (k & 15) / 4][k >= 16], k); };
+	const int gid = l >> 2, tig = l & 3;
+	int r[4];
+	for (int e = 0; e < 4; e++) {
+		int row = gid + (e >= 2 ? 8 : 0), col = 2 * tig + (e & 1);
+		unsigned s = (unsigned)c[e];
+		for (int k = 0; k < kdim; k++) s += (unsigned)(A(row, k) * B(k, col));
+		r[e] = (int)s;
+	}
+	simt::warpSync(what, 0xffffffffu);
+	memcpy(c, r, sizeof r);
+}
+static inline void simt_mma_m16n8k32_s8(int* c, const unsigned* a, unsigned b0, unsigned b1) {
+	simt_mma_s8("mma.sync.m16n8k32.s8", 32, c, a, b0, b1);
+}
+static inline void simt_mma_m16n8k16_s8(int* c, const unsigned* a, unsigned b0) {
+	simt_mma_s8("mma.sync.m16n8k16.s8", 16, c, a, b0, 0);
 }
 
 // simt_f16: binary16 -> float32, exact.
