@@ -4,7 +4,7 @@
 // CPU reference: nn.Attention.Forward (score/nn/attention.go) over keys and
 // values that went through kvcache.RoundTrip (model.kvStore): out[i,h] =
 // Σ_{j<=i} softmax_j(q[i,h]·k[j,g]·scale) v[j,g], g = h / (heads/kvheads);
-// attn_simple also takes a sliding window (keys i-window < j <= i) and
+// both kernels also take a sliding window (keys i-window < j <= i) and
 // attention sinks (exp(sinks[h]) joins each softmax's denominator).
 //
 // Two kernels:
@@ -16,7 +16,8 @@
 //   attn_faHD    FlashAttention-2 style for head sizes 16, 32, 64, 128 and
 //                256: a block takes 64 queries of one head (4 warps of 16
 //                rows), walks key tiles (64 keys, 32 for heads of 256) up
-//                to the diagonal (tiles above it are skipped), decodes each
+//                to the diagonal (tiles above it, and below a sliding
+//                window, are skipped), decodes each
 //                K and V tile into shared memory as fp16, and computes
 //                S = QKᵀ and O += PV on the tensor cores (mma.sync
 //                m16n8k16 fp16, float32 accumulation) with an
@@ -162,8 +163,8 @@ __host__ __device__ constexpr int attn_fa_bc(int hd) { return hd > 128 ? 32 : 64
 
 template <int HD>
 __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float* __restrict__ q, int n, int heads,
-                                             int kvheads, float scale_log2, const KVPlanes& K, const KVPlanes& V,
-                                             int out_f16) {
+                                             int kvheads, float scale_log2, int window, const float* __restrict__ sinks,
+                                             const KVPlanes& K, const KVPlanes& V, int out_f16) {
 	constexpr int BR = 64, BC = attn_fa_bc(HD), KSTR = HD + 8, VSTR = BC + 8;
 	__shared__ __align__(16) u16 ks[BC * KSTR];
 	__shared__ __align__(16) u16 vt[HD * VSTR];
@@ -197,8 +198,13 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 	for (int nd = 0; nd < HD / 8; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.0f;
 	float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
 
+	// With a sliding window, row i reads keys i-window < j <= i: the tiles
+	// below the block's first row's window are not loaded, and a warp skips
+	// those below its own first row's.
 	const int kvEnd = min(n, (qtile + 1) * BR);
-	for (int k0 = 0; k0 < kvEnd; k0 += BC) {
+	const int kvStart = window > 0 ? max(0, qtile * BR - window + 1) / BC * BC : 0;
+	const int warpLo = window > 0 ? qtile * BR + warp * 16 - window + 1 : 0;
+	for (int k0 = kvStart; k0 < kvEnd; k0 += BC) {
 		__syncthreads(); // the previous tile is consumed
 		// K: 8 dims per thread, dims fastest across the warp (coalesced
 		// loads, one 16-byte store per thread into a row).
@@ -233,7 +239,7 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 			for (int e = 0; e < 8; e++) vt[(d0 + e) * VSTR + t] = one_f16(vv[e]);
 		}
 		__syncthreads();
-		if (BC < BR && k0 > qtile * BR + warp * 16 + 15) continue; // warp-uniform; no barrier until the loop's top
+		if ((BC < BR && k0 > qtile * BR + warp * 16 + 15) || k0 + BC <= warpLo) continue; // warp-uniform; no barrier until the loop's top
 
 		float s[BC / 8][4];
 #pragma unroll
@@ -254,7 +260,7 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 			for (int e = 0; e < 4; e++) {
 				const int col = c + (e & 1), row = e < 2 ? r0 : r1;
 				float v = s[nt][e] * scale_log2;
-				if (col > row || col >= n) v = -INFINITY;
+				if (col > row || col >= n || (window > 0 && col <= row - window)) v = -INFINITY;
 				s[nt][e] = v;
 			}
 			mx0 = fmaxf(mx0, fmaxf(s[nt][0], s[nt][1]));
@@ -299,6 +305,15 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 		}
 	}
 
+	// A sink is a logit of every row that no value goes with: exp2 of it
+	// (in log2 units) joins the row's sum once, in one lane of its four,
+	// at the end. (Starting the running maximum at it would scale the
+	// probabilities down by it, into fp16's subnormals when it is large.)
+	if (sinks && tig == 0) {
+		const float sk = __fmul_rn(sinks[h], 1.44269504088896341f);
+		l0 += exp2f(sk - m0);
+		l1 += exp2f(sk - m1);
+	}
 	l0 += __shfl_xor_sync(FULL, l0, 1);
 	l0 += __shfl_xor_sync(FULL, l0, 2);
 	l1 += __shfl_xor_sync(FULL, l1, 1);
@@ -312,15 +327,17 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 	}
 }
 
-// attn_faHD: grid (ceil(n/64), heads), block 128, scale_log2 = scale·log2(e).
+// attn_faHD: grid (ceil(n/64), heads), block 128, scale_log2 = scale·log2(e);
+// window and sinks as attn_simple's.
 #define ATTN_FA(HD)                                                                                                  \
 	extern "C" __global__ void __launch_bounds__(128)                                                                \
 	    attn_fa##HD(u16* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads,                 \
-	                float scale_log2, int kfmt, const void* kdata, const void* kscales, const float* ktscale, int vfmt, \
-	                const void* vdata, const void* vscales, const float* vtscale, int out_f16) {                      \
+	                float scale_log2, int window, const float* __restrict__ sinks, int kfmt, const void* kdata,        \
+	                const void* kscales, const float* ktscale, int vfmt, const void* vdata, const void* vscales,       \
+	                const float* vtscale, int out_f16) {                                                               \
 		KVPlanes K = {kfmt, kdata, kscales, ktscale, kvheads, HD};                                                   \
 		KVPlanes V = {vfmt, vdata, vscales, vtscale, kvheads, HD};                                                   \
-		attn_fa_body<HD>(out, q, n, heads, kvheads, scale_log2, K, V, out_f16);                                      \
+		attn_fa_body<HD>(out, q, n, heads, kvheads, scale_log2, window, sinks, K, V, out_f16);                       \
 	}
 ATTN_FA(16)
 ATTN_FA(32)

@@ -21,8 +21,8 @@
 //     bias and residual adds, scaling, sigmoid gates, soft-capping, KV
 //     cache store in every --kv-dtype (byte-identical to package kvcache),
 //     causal attention (a FlashAttention-2-style tensor-core kernel that
-//     reads the cache in its format, O(tokens·heads·head size) memory; a
-//     plain kernel for sliding windows and sinks), a mixture of experts'
+//     reads the cache in its format, O(tokens·heads·head size) memory,
+//     sliding windows and sinks included), a mixture of experts'
 //     gather, per-expert products and weighted sum (routing on the host,
 //     ml.Router), and the log-softmax over the vocabulary reduced on the
 //     device to the target's log-probability, the argmax and the KL

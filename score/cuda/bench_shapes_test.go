@@ -14,11 +14,9 @@ import (
 // experts would only change the host-side load, which the synthetic path
 // skips; the device holds bf16 copies either way), vectors F32. Biases are
 // zeros (read from the file's hole), norms and gpt-oss's attention sinks
-// ones (PrepareVector). Both take the plain attention kernel on their
-// sliding-window layers (and gpt-oss on all, for its sinks): ml.go's
-// Attention; a window keeps that kernel's cost to n × window pairs. (The
-// "attention:" the benchmark prints is the kernel of the model's head
-// shape, the tensor-core one for both; Gemma 3's global layers take it.)
+// ones (PrepareVector). Both take the tensor-core attention kernel, on
+// their sliding-window layers too (which skips the key tiles below a
+// window) and with gpt-oss's sinks.
 //
 // Hyperparameters from the models' config.json (Hugging Face) as
 // llama.cpp's converter writes them:
@@ -36,13 +34,11 @@ import (
 // Model FLOPs at 4096/2048 (slidingFLOPs, printed by
 // TestBenchmarkShapesSim): gpt-oss-20b 24.8 TFLOP linear, 1.75 attention,
 // 2.4 head; gemma3-27b 209.7 linear, 4.5 attention, 5.8 head. At half the
-// H200's bf16 peak (about 500 TFLOP/s) that is 0.06 s and 0.44 s a window;
-// the plain kernel's attention (1.75 and 3.1 TFLOP on the CUDA cores, a
-// few TFLOP/s) adds about as much again or more, so the five windows of a
-// setting (warm-up, 3 timed, forward) take some 5 to 15 s each: both run
-// in the default list at 4096/2048 only (maxContext). At 32768/16384
-// Gemma 3's sliding layers alone are about 28 TFLOP on the plain kernel
-// (some 10 s a window), beyond check.sh's budget.
+// H200's bf16 peak (about 500 TFLOP/s) that is 0.06 s and 0.44 s a window
+// (when these were on the plain kernel, its attention on the CUDA cores
+// added as much again or more). Both run in the default list at 4096/2048
+// only (maxContext), for check.sh's budget; Gemma 3 at 32768/16384 is
+// about 1.8 PFLOP a window.
 
 // slidingDims is the attention pattern of a sliding-window benchShape:
 // layer i attends to the last window keys when i%period < period-1, to

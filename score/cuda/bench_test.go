@@ -39,13 +39,12 @@ import (
 // Environment: PPL_GPU_BENCH_MODELS (default
 // "1b,8b,qwen3moe-30b-a3b,qwen35-27b,gpt-oss-20b,gemma3-27b"),
 // PPL_GPU_BENCH_CONTEXTS (default "4096/2048,32768/16384": context/stride;
-// the mixtures of experts and Gemma 3 run the first only, and so do the
-// models whose attention takes the plain kernel; Qwen3.5-27B's default is
+// the mixtures of experts, gpt-oss and Gemma 3 run the first only, and so
+// do models whose attention takes the plain kernel; Qwen3.5-27B's default is
 // "4096/2048,65536/32768", issue #14's long context, on the tensor-core
 // kernel for its heads of 256), PPL_GPU_BENCH_LONG=1 (lift those limits,
-// for runs by hand; Gemma 3 at 32768/16384 is about 1.8 PFLOP a window,
-// 28 TFLOP of it sliding attention on the plain kernel, some 10 s a
-// window), PPL_GPU_BENCH_WINDOWS (timed windows per setting, default 3;
+// for runs by hand; Gemma 3 at 32768/16384 is about 1.8 PFLOP a window),
+// PPL_GPU_BENCH_WINDOWS (timed windows per setting, default 3;
 // 1 for the contexts above 32,768), PPL_GPU_BENCH_SECONDS (stop starting
 // new settings after this long, default 150), PPL_GPU_BENCH_OUT (write
 // the results there as JSON).

@@ -29,7 +29,7 @@ func flashBC(hd int) int {
 //
 // q is (n, heads, hd) f32; K and V are the decoded cache (n, kvheads, hd);
 // out receives (n, heads, hd) f32 (before the output's half rounding).
-func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvheads, hd int, scaleLog2 float32) {
+func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvheads, hd int, scaleLog2 float32, window int, sinks []float32) {
 	const BR = 64
 	BC := flashBC(hd)
 	KSTR, VSTR := hd+8, BC+8
@@ -128,7 +128,11 @@ func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvhe
 				}
 			}
 			kvEnd := min(n, (qtile+1)*BR)
-			for k0 := 0; k0 < kvEnd; k0 += BC {
+			kvStart := 0
+			if window > 0 {
+				kvStart = max(0, qtile*BR-window+1) / BC * BC
+			}
+			for k0 := kvStart; k0 < kvEnd; k0 += BC {
 				for it := 0; it < BC*(hd/8); it++ {
 					t, d0 := it/(hd/8), (it%(hd/8))*8
 					tok := k0 + t
@@ -144,6 +148,9 @@ func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvhe
 				for w := range 4 {
 					if BC < BR && k0 > qtile*BR+w*16+15 {
 						continue // the tile lies above the warp's rows
+					}
+					if window > 0 && k0+BC <= qtile*BR+w*16-window+1 {
+						continue // the tile lies below the warp's windows
 					}
 					st := &ws[w]
 					s := make([][32][4]float32, BC/8)
@@ -173,7 +180,7 @@ func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvhe
 									row = r0
 								}
 								v := s[nt][lane][e] * scaleLog2
-								if col > row || col >= n {
+								if col > row || col >= n || (window > 0 && col <= row-window) {
 									v = float32(math.Inf(-1))
 								}
 								s[nt][lane][e] = v
@@ -232,6 +239,13 @@ func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvhe
 			}
 			for w := range 4 {
 				st := &ws[w]
+				if sinks != nil { // the sink's term, in lane 0 of each row's four
+					sk := sinks[h] * float32(1.44269504088896341)
+					for lane := 0; lane < 32; lane += 4 {
+						st.l0[lane] += float32(math.Exp2(float64(sk - st.m0[lane])))
+						st.l1[lane] += float32(math.Exp2(float64(sk - st.m1[lane])))
+					}
+				}
 				quadSum(&st.l0)
 				quadSum(&st.l1)
 				for lane := range 32 {
@@ -264,6 +278,8 @@ type flashCase struct {
 	n, heads, kvheads, hd int
 	gen                   func(rng *rand.Rand, n, heads, kvheads, hd int) (q, k, v []float32)
 	bound                 float64
+	window                int       // a sliding window, 0 for none
+	sinks                 []float32 // one logit per head, or nil
 }
 
 // uniform values in [-a, a]
@@ -341,19 +357,30 @@ func flashRamp(up bool) func(rng *rand.Rand, n, heads, kvheads, hd int) (q, k, v
 // is off by about 1e-3, times values of 1); bounds are two steps, and
 // about 1.5× the measured difference for the ramps.
 var flashCases = []flashCase{
-	{"random", 150, 4, 2, 16, flashRandom, 1e-3},
-	{"random", 150, 4, 2, 32, flashRandom, 1e-3},
-	{"random", 150, 4, 2, 64, flashRandom, 1e-3},
-	{"random", 150, 4, 2, 128, flashRandom, 1e-3},
-	{"random", 150, 4, 2, 256, flashRandom, 1e-3},
-	{"random", 1, 2, 1, 256, flashRandom, 1e-3},
-	{"random", 20, 2, 1, 256, flashRandom, 1e-3},
-	{"random", 33, 3, 3, 256, flashRandom, 1e-3},
-	{"flat-long", 640, 2, 1, 256, flashFlat, 1e-3},
-	{"peaked", 200, 4, 1, 256, flashPeaked, 1e-3},
-	{"peaked-long", 640, 2, 1, 256, flashPeaked, 1e-3},
-	{"rising", 300, 2, 2, 256, flashRamp(true), 1.2e-3},
-	{"falling", 300, 2, 2, 256, flashRamp(false), 1.7e-3},
+	{"random", 150, 4, 2, 16, flashRandom, 1e-3, 0, nil},
+	{"random", 150, 4, 2, 32, flashRandom, 1e-3, 0, nil},
+	{"random", 150, 4, 2, 64, flashRandom, 1e-3, 0, nil},
+	{"random", 150, 4, 2, 128, flashRandom, 1e-3, 0, nil},
+	{"random", 150, 4, 2, 256, flashRandom, 1e-3, 0, nil},
+	{"random", 1, 2, 1, 256, flashRandom, 1e-3, 0, nil},
+	{"random", 20, 2, 1, 256, flashRandom, 1e-3, 0, nil},
+	{"random", 33, 3, 3, 256, flashRandom, 1e-3, 0, nil},
+	{"flat-long", 640, 2, 1, 256, flashFlat, 1e-3, 0, nil},
+	{"peaked", 200, 4, 1, 256, flashPeaked, 1e-3, 0, nil},
+	{"peaked-long", 640, 2, 1, 256, flashPeaked, 1e-3, 0, nil},
+	{"rising", 300, 2, 2, 256, flashRamp(true), 1.2e-3, 0, nil},
+	{"falling", 300, 2, 2, 256, flashRamp(false), 1.7e-3, 0, nil},
+	// Sliding windows (gemma3, gpt-oss) narrower than a key tile, across
+	// several, and wider than the window itself; sinks (gpt-oss) far below
+	// and above the scores; both at once.
+	{"window", 300, 2, 1, 64, flashRandom, 1e-3, 20, nil},
+	{"window", 300, 4, 2, 128, flashRandom, 1e-3, 130, nil},
+	{"window", 140, 2, 1, 256, flashPeaked, 1e-3, 45, nil},
+	{"window", 150, 2, 2, 32, flashRandom, 1e-3, 1000, nil},
+	{"sinks", 200, 4, 2, 64, flashRandom, 1e-3, 0, []float32{-20, 0, 3, 30}},
+	{"sinks", 140, 2, 1, 256, flashRamp(false), 1.7e-3, 0, []float32{1, -1}},
+	{"window-sinks", 300, 4, 2, 64, flashRandom, 1e-3, 128, []float32{1, -1, 8, 0.5}},
+	{"window-sinks", 100, 2, 1, 16, flashFlat, 1e-3, 7, []float32{0.5, 2}},
 }
 
 // TestFlashVsPlain runs the tensor-core kernel (on the emulator
@@ -366,7 +393,7 @@ func TestFlashVsPlain(t *testing.T) {
 			t.Fatal(err)
 		}
 		for ci, c := range flashCases {
-			t.Run(fmt.Sprintf("%s/n%d-h%d-kv%d-d%d", c.name, c.n, c.heads, c.kvheads, c.hd), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/n%d-h%d-kv%d-d%d-w%d", c.name, c.n, c.heads, c.kvheads, c.hd, c.window), func(t *testing.T) {
 				if _, host := e.dev.(*hostDevice); host && c.n > 300 || testing.Short() && e.Ordinal < 0 && c.n*c.hd > 150*256 {
 					t.Skip("emulator in -short mode, or the CUDA C on the host: long rows")
 				}
@@ -376,11 +403,15 @@ func TestFlashVsPlain(t *testing.T) {
 				qp := devPut(t, e, q)
 				plain, flash := devAlloc(t, e, int64(2*len(q))), devAlloc(t, e, int64(2*len(q)))
 				scale := 1 / math.Sqrt(float64(c.hd))
+				var sp ptr
+				if c.sinks != nil {
+					sp = devPut(t, e, c.sinks)
+				}
 				do(t, e, func() error {
-					if err := e.attention(plain, qp, c.n, c.heads, c.kvheads, c.hd, scale, kt, vt, false, f16); err != nil {
+					if err := e.attentionMasked(plain, qp, c.n, c.heads, c.kvheads, c.hd, scale, c.window, sp, kt, vt, false, f16); err != nil {
 						return err
 					}
-					return e.attention(flash, qp, c.n, c.heads, c.kvheads, c.hd, scale, kt, vt, true, f16)
+					return e.attentionMasked(flash, qp, c.n, c.heads, c.kvheads, c.hd, scale, c.window, sp, kt, vt, true, f16)
 				})
 				a := fromHalf(devGet[uint16](t, e, plain, len(q)), f16)
 				b := fromHalf(devGet[uint16](t, e, flash, len(q)), f16)

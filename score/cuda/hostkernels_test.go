@@ -149,10 +149,14 @@ func TestEmulationMatchesHost(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, s := range []struct{ n, heads, kvheads, hd int }{
-			{65, 2, 1, 16}, {150, 4, 2, 64}, {130, 2, 1, 128}, {140, 2, 1, 256}, {97, 3, 3, 256},
+		for _, s := range []struct {
+			n, heads, kvheads, hd, window int
+			sinks                         []float32
+		}{
+			{65, 2, 1, 16, 0, nil}, {150, 4, 2, 64, 0, nil}, {130, 2, 1, 128, 0, nil}, {140, 2, 1, 256, 0, nil}, {97, 3, 3, 256, 0, nil},
+			{150, 4, 2, 64, 70, []float32{-3, 0, 2, 9}}, {140, 2, 1, 256, 33, nil},
 		} {
-			t.Run(fmt.Sprintf("n%d-h%d-kv%d-d%d", s.n, s.heads, s.kvheads, s.hd), func(t *testing.T) {
+			t.Run(fmt.Sprintf("n%d-h%d-kv%d-d%d-w%d", s.n, s.heads, s.kvheads, s.hd, s.window), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(s.n), uint64(s.hd)))
 				q := randF32(rng, s.n*s.heads*s.hd, 1)
 				k := randF32(rng, s.n*s.kvheads*s.hd, 1)
@@ -160,8 +164,12 @@ func TestEmulationMatchesHost(t *testing.T) {
 				run := func(e *Engine) []uint16 {
 					kt, vt := storeKV(t, e, kid, vid, k, v, s.n, s.kvheads, s.hd)
 					qp, out := devPut(t, e, q), devAlloc(t, e, int64(2*len(q)))
+					var sp ptr
+					if s.sinks != nil {
+						sp = devPut(t, e, s.sinks)
+					}
 					do(t, e, func() error {
-						return e.attention(out, qp, s.n, s.heads, s.kvheads, s.hd, 1/math.Sqrt(float64(s.hd)), kt, vt, true, f16)
+						return e.attentionMasked(out, qp, s.n, s.heads, s.kvheads, s.hd, 1/math.Sqrt(float64(s.hd)), s.window, sp, kt, vt, true, f16)
 					})
 					return devGet[uint16](t, e, out, len(q))
 				}

@@ -44,8 +44,8 @@ import (
 // nn.Add): the operation interface has no fused product-and-add.
 //
 // Attention uses the tensor-core kernel when its check at load passed for
-// the layer's head shape, else the plain one; a sliding window or sinks
-// always take the plain kernel. MLP and Experts have every ml.Act (SwiGLU,
+// the layer's head shape (sliding windows and sinks included), else the
+// plain one; the int8 mode always takes the plain one. MLP and Experts have every ml.Act (SwiGLU,
 // GeGLU, gpt-oss's clamped SwiGLU). Package ml's extension interfaces
 // live in their own files: recurrent.go (ml.Recurrent), latent.go
 // (ml.Latent), gemma4.go (ml.Gemma4).
@@ -732,12 +732,10 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 	if b.err != nil {
 		return
 	}
-	// A sliding window or sinks take the plain kernel (the tensor-core
-	// one has neither yet), and so does the int8 mode: its float32 output
-	// is what the output projection quantizes (int8.go).
-	plain := a.Window > 0 || a.Sinks != nil || b.prec.Int8
+	// The int8 mode takes the plain kernel: its float32 output is what the
+	// output projection quantizes (int8.go).
 	flash := false
-	if !plain {
+	if !b.prec.Int8 {
 		why, err := b.attnKernel(attnShape{a.Heads, a.KVHeads, a.HeadDim})
 		if err != nil {
 			b.Fail(err)
@@ -777,12 +775,7 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 		if err != nil {
 			return err
 		}
-		if plain {
-			err = e.attentionPlain(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv, isF16(t))
-		} else {
-			err = e.attention(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, b.kk, b.kv, flash, t)
-		}
-		if err != nil {
+		if err := e.attentionMasked(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv, flash, t); err != nil {
 			return err
 		}
 		return e.widenHalf(o.p, h, o.count(), t)

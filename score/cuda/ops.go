@@ -375,20 +375,26 @@ var flashHeadDims = map[int]bool{16: true, 32: true, 64: true, 128: true, 256: t
 // scores scaled by scale. flash selects the tensor-core kernel (head sizes
 // in flashHeadDims).
 func (e *Engine) attention(out, q ptr, n, heads, kvheads, hd int, scale float64, k, v *kvTensor, flash bool, ot cublas.DataType) error {
+	return e.attentionMasked(out, q, n, heads, kvheads, hd, scale, 0, 0, k, v, flash, ot)
+}
+
+// attentionMasked is attention with a sliding window (0: none) and sinks
+// (one float32 logit per head, or 0: none).
+func (e *Engine) attentionMasked(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, k, v *kvTensor, flash bool, ot cublas.DataType) error {
 	if heads%kvheads != 0 || hd > 256 {
 		return fmt.Errorf("cuda: attention with %d heads, %d KV heads of size %d not supported", heads, kvheads, hd)
 	}
-	kargs := []any{k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), isF16(ot)}
 	if flash && flashHeadDims[hd] {
 		q, err := e.attnQuery(q, n, heads, hd, k)
 		if err != nil {
 			return err
 		}
-		args := append([]any{out, q, n, heads, kvheads, float32(scale * math.Log2E)}, kargs...)
+		args := []any{out, q, n, heads, kvheads, float32(scale * math.Log2E), window, sinks,
+			k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), isF16(ot)}
 		// One block of 4 warps per 64 queries and head, whatever its key tile.
 		return e.launch(fmt.Sprintf("attn_fa%d", hd), dim3{uint32((n + 63) / 64), uint32(heads), 1}, dim3{128, 1, 1}, args...)
 	}
-	return e.attentionPlain(out, q, n, heads, kvheads, hd, scale, 0, 0, k, v, isF16(ot))
+	return e.attentionPlain(out, q, n, heads, kvheads, hd, scale, window, sinks, k, v, isF16(ot))
 }
 
 // The plain kernel's output types (its otype); the two halves are isF16's

@@ -483,11 +483,11 @@ var simKernels = map[string]struct {
 		}
 		return simAttention(a, a.int(5), float64(a.f32(6)), a.int(7), sinks, 9, false)
 	}},
-	"attn_fa16":  {15, simFlash(16)},
-	"attn_fa32":  {15, simFlash(32)},
-	"attn_fa64":  {15, simFlash(64)},
-	"attn_fa128": {15, simFlash(128)},
-	"attn_fa256": {15, simFlash(256)},
+	"attn_fa16":  {17, simFlash(16)},
+	"attn_fa32":  {17, simFlash(32)},
+	"attn_fa64":  {17, simFlash(64)},
+	"attn_fa128": {17, simFlash(128)},
+	"attn_fa256": {17, simFlash(256)},
 }
 
 func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
@@ -499,18 +499,23 @@ func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 		if err := covers(grid[1], heads, "heads"); err != nil {
 			return err
 		}
+		window := a.int(6)
+		var sinks []float32
+		if p := a.ptr(7); p != nil {
+			sinks = f32s(p)[:heads]
+		}
 		if !s.laneFlash {
-			return simAttention(a, hd, float64(a.f32(5))/math.Log2E, 0, nil, 6, s.roundAttention)
+			return simAttention(a, hd, float64(a.f32(5))/math.Log2E, window, sinks, 8, s.roundAttention)
 		}
 		out, q, kvheads := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(4)
-		K := simPlanes{format: a.int(6), data: a.ptr(7), scales: a.ptr(8), tscale: a.ptr(9), heads: kvheads, hd: hd}
-		V := simPlanes{format: a.int(10), data: a.ptr(11), scales: a.ptr(12), tscale: a.ptr(13), heads: kvheads, hd: hd}
-		f16 := a.int(14)
+		K := simPlanes{format: a.int(8), data: a.ptr(9), scales: a.ptr(10), tscale: a.ptr(11), heads: kvheads, hd: hd}
+		V := simPlanes{format: a.int(12), data: a.ptr(13), scales: a.ptr(14), tscale: a.ptr(15), heads: kvheads, hd: hd}
+		f16 := a.int(16)
 		if a.err != nil {
 			return a.err
 		}
 		o := make([]float32, n*heads*hd)
-		flashLanes(o, q, K.decode, V.decode, n, heads, kvheads, hd, a.f32(5))
+		flashLanes(o, q, K.decode, V.decode, n, heads, kvheads, hd, a.f32(5), window, sinks)
 		for i, v := range o {
 			out[i] = f32ToHalf(v, f16)
 		}

@@ -30,7 +30,7 @@
 #                    per token; sinks, a 128-key window on alternate
 #                    layers) and a Gemma-3-27B (a 1,024-key window on 5 of
 #                    6 layers) at 4096/2048 (the sliding layers and
-#                    gpt-oss's sinks take the plain kernel), then the
+#                    gpt-oss's sinks on the tensor-core kernel), then the
 #                    Qwen3.5-27B at 65,536/32,768 (about 4.1 PFLOP a
 #                    window, 30 to 50 s for its three) when its time,
 #                    projected from its 4096 setting, fits what is left:
