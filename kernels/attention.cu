@@ -130,6 +130,10 @@ __device__ __forceinline__ u32 pack_out(float lo, float hi, int f16) {
 	return f16 ? pack_f16(lo, hi) : ((u32)f32_to_bf16(lo) | ((u32)f32_to_bf16(hi) << 16));
 }
 
+// lo_f16: v less its fp16 rounding (exact in float32), whose own fp16
+// rounding makes hi + lo = v to about 2^-22 relative.
+__device__ __forceinline__ float lo_f16(float v) { return v - f16_to_f32(one_f16(v)); }
+
 // mma_f16: c (16×8 f32) += a (16×16 fp16, row) · b (16×8 fp16, col).
 __device__ __forceinline__ void mma_f16(float* c, const u32* a, u32 b0, u32 b1) {
 #ifdef __CUDA_ARCH__
@@ -161,8 +165,14 @@ __device__ __forceinline__ void mma_f16(float* c, const u32* a, u32 b0, u32 b1) 
 // which is what computing it would give (no probability, corrections 1).
 __host__ __device__ constexpr int attn_fa_bc(int hd) { return hd > 128 ? 32 : 64; }
 
-template <int HD>
-__device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float* __restrict__ q, int n, int heads,
+// X (attn_fxHD): q and the probabilities as two fp16 halves each, hi and
+// lo (two products each), and float32 output: with keys and values that
+// fp16 holds exactly (an f16 cache, or bf16 within fp16's normal range)
+// every product is then float32's to about 2^-22, the plain kernel's level,
+// at twice the tensor-core work. The int8 mode's, whose next product
+// quantizes the output.
+template <int HD, bool X>
+__device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float* __restrict__ q, int n, int heads,
                                              int kvheads, float scale_log2, int window, const float* __restrict__ sinks,
                                              const KVPlanes& K, const KVPlanes& V, int out_f16) {
 	constexpr int BR = 64, BC = attn_fa_bc(HD), KSTR = HD + 8, VSTR = BC + 8;
@@ -174,7 +184,7 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 	const int r0 = qtile * BR + warp * 16 + gid, r1 = r0 + 8;
 	const i64 qstride = (i64)heads * HD;
 
-	u32 qf[HD / 16][4];
+	u32 qf[HD / 16][4], ql[X ? HD / 16 : 1][4];
 #pragma unroll
 	for (int kc = 0; kc < HD / 16; kc++) {
 		const int c = kc * 16 + tig * 2;
@@ -191,6 +201,12 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 		qf[kc][1] = pack_f16(b.x, b.y);
 		qf[kc][2] = pack_f16(a8.x, a8.y);
 		qf[kc][3] = pack_f16(b8.x, b8.y);
+		if (X) {
+			ql[kc][0] = pack_f16(lo_f16(a.x), lo_f16(a.y));
+			ql[kc][1] = pack_f16(lo_f16(b.x), lo_f16(b.y));
+			ql[kc][2] = pack_f16(lo_f16(a8.x), lo_f16(a8.y));
+			ql[kc][3] = pack_f16(lo_f16(b8.x), lo_f16(b8.y));
+		}
 	}
 
 	float o[HD / 8][4];
@@ -249,6 +265,7 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 			for (int kc = 0; kc < HD / 16; kc++) {
 				const u16* kp = &ks[(nt * 8 + gid) * KSTR + kc * 16 + tig * 2];
 				mma_f16(s[nt], qf[kc], *(const u32*)kp, *(const u32*)(kp + 8));
+				if (X) mma_f16(s[nt], ql[X ? kc : 0], *(const u32*)kp, *(const u32*)(kp + 8));
 			}
 		}
 
@@ -285,7 +302,7 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 			o[nd][2] *= c1;
 			o[nd][3] *= c1;
 		}
-		u32 pa[BC / 16][4];
+		u32 pa[BC / 16][4], pl[X ? BC / 16 : 1][4];
 #pragma unroll
 		for (int nt = 0; nt < BC / 8; nt++) {
 			const float p0 = exp2f(s[nt][0] - b0), p1 = exp2f(s[nt][1] - b0);
@@ -294,6 +311,10 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 			l1 += p2 + p3;
 			pa[nt / 2][(nt & 1) * 2 + 0] = pack_f16(p0, p1);
 			pa[nt / 2][(nt & 1) * 2 + 1] = pack_f16(p2, p3);
+			if (X) {
+				pl[X ? nt / 2 : 0][(nt & 1) * 2 + 0] = pack_f16(lo_f16(p0), lo_f16(p1));
+				pl[X ? nt / 2 : 0][(nt & 1) * 2 + 1] = pack_f16(lo_f16(p2), lo_f16(p3));
+			}
 		}
 #pragma unroll
 		for (int kc = 0; kc < BC / 16; kc++) {
@@ -301,6 +322,7 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 			for (int nd = 0; nd < HD / 8; nd++) {
 				const u16* vp = &vt[(nd * 8 + gid) * VSTR + kc * 16 + tig * 2];
 				mma_f16(o[nd], pa[kc], *(const u32*)vp, *(const u32*)(vp + 8));
+				if (X) mma_f16(o[nd], pl[X ? kc : 0], *(const u32*)vp, *(const u32*)(vp + 8));
 			}
 		}
 	}
@@ -322,8 +344,15 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 #pragma unroll
 	for (int nd = 0; nd < HD / 8; nd++) {
 		const int c = nd * 8 + tig * 2;
-		if (r0 < n) *(u32*)(out + r0 * qstride + h * HD + c) = pack_out(o[nd][0] * inv0, o[nd][1] * inv0, out_f16);
-		if (r1 < n) *(u32*)(out + r1 * qstride + h * HD + c) = pack_out(o[nd][2] * inv1, o[nd][3] * inv1, out_f16);
+		if (X) {
+			float* of = (float*)out;
+			if (r0 < n) *(float2*)(of + r0 * qstride + h * HD + c) = make_float2(o[nd][0] * inv0, o[nd][1] * inv0);
+			if (r1 < n) *(float2*)(of + r1 * qstride + h * HD + c) = make_float2(o[nd][2] * inv1, o[nd][3] * inv1);
+			continue;
+		}
+		u16* oh = (u16*)out;
+		if (r0 < n) *(u32*)(oh + r0 * qstride + h * HD + c) = pack_out(o[nd][0] * inv0, o[nd][1] * inv0, out_f16);
+		if (r1 < n) *(u32*)(oh + r1 * qstride + h * HD + c) = pack_out(o[nd][2] * inv1, o[nd][3] * inv1, out_f16);
 	}
 }
 
@@ -337,10 +366,28 @@ __device__ __forceinline__ void attn_fa_body(u16* __restrict__ out, const float*
 	                const float* vtscale, int out_f16) {                                                               \
 		KVPlanes K = {kfmt, kdata, kscales, ktscale, kvheads, HD};                                                   \
 		KVPlanes V = {vfmt, vdata, vscales, vtscale, kvheads, HD};                                                   \
-		attn_fa_body<HD>(out, q, n, heads, kvheads, scale_log2, window, sinks, K, V, out_f16);                       \
+		attn_fa_body<HD, false>(out, q, n, heads, kvheads, scale_log2, window, sinks, K, V, out_f16);                \
 	}
 ATTN_FA(16)
 ATTN_FA(32)
 ATTN_FA(64)
 ATTN_FA(128)
 ATTN_FA(256)
+
+// attn_fxHD: attn_faHD with q and the probabilities split in two fp16
+// halves (attn_fa_body's X) and float32 output (n, heads·HD); heads up to
+// 128 (the second halves' registers).
+#define ATTN_FX(HD)                                                                                                  \
+	extern "C" __global__ void __launch_bounds__(128)                                                                \
+	    attn_fx##HD(float* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads,               \
+	                float scale_log2, int window, const float* __restrict__ sinks, int kfmt, const void* kdata,        \
+	                const void* kscales, const float* ktscale, int vfmt, const void* vdata, const void* vscales,       \
+	                const float* vtscale) {                                                                            \
+		KVPlanes K = {kfmt, kdata, kscales, ktscale, kvheads, HD};                                                   \
+		KVPlanes V = {vfmt, vdata, vscales, vtscale, kvheads, HD};                                                   \
+		attn_fa_body<HD, true>(out, q, n, heads, kvheads, scale_log2, window, sinks, K, V, 0);                       \
+	}
+ATTN_FX(16)
+ATTN_FX(32)
+ATTN_FX(64)
+ATTN_FX(128)

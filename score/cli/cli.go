@@ -77,8 +77,9 @@
 // --threads N (default: all cores). --device auto|cpu|cuda|cuda:N: auto
 // (the default) scores on the first CUDA GPU when the machine has a usable
 // one and on the CPU otherwise, saying why on stderr; cuda or cuda:N fails
-// when there is no such GPU. On a GPU, weights are rounded to bf16 and
-// products take half-precision inputs (package ppl.dev/score/cuda);
+// when there is no such GPU. On a GPU, each weight is rounded once to fp16
+// and products take fp16 inputs, or with --activations int8 8-bit
+// activations and the weights' integers (package ppl.dev/score/cuda);
 // --gpu-weights quantized (the default) keeps the file's blocks on the GPU
 // and dequantizes them at each product, bf16 uploads a bf16 copy made on
 // the host (more memory, the same numbers); the

@@ -29,7 +29,7 @@ func flashBC(hd int) int {
 //
 // q is (n, heads, hd) f32; K and V are the decoded cache (n, kvheads, hd);
 // out receives (n, heads, hd) f32 (before the output's half rounding).
-func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvheads, hd int, scaleLog2 float32, window int, sinks []float32) {
+func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvheads, hd int, scaleLog2 float32, window int, sinks []float32, split bool) {
 	const BR = 64
 	BC := flashBC(hd)
 	KSTR, VSTR := hd+8, BC+8
@@ -38,6 +38,9 @@ func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvhe
 	qstride := heads * hd
 	f16 := func(v float32) uint32 { return uint32(quant.F32ToF16(v)) }
 	pack := func(lo, hi float32) uint32 { return f16(lo) | f16(hi)<<16 }
+	// the low half of attn_fx's split: v less its fp16 rounding
+	low := func(v float32) float32 { return v - quant.F16ToF32(quant.F32ToF16(v)) }
+	packLow := func(a, b float32) uint32 { return pack(low(a), low(b)) }
 	lo16 := func(w uint32) float64 { return float64(quant.F16ToF32(uint16(w))) }
 	hi16 := func(w uint32) float64 { return float64(quant.F16ToF32(uint16(w >> 16))) }
 	// mma: c[lane] (16×8 f32) += a[lane] (16×16 fp16) · b[lane] (16×8 fp16).
@@ -99,7 +102,7 @@ func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvhe
 		for h := range heads {
 			g := h / (heads / kvheads)
 			type warpState struct {
-				qf     [][32][4]uint32 // [kc]
+				qf, ql [][32][4]uint32 // [kc]; ql: the low halves (split)
 				o      [][32][4]float32
 				m0, m1 [32]float32
 				l0, l1 [32]float32
@@ -108,6 +111,7 @@ func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvhe
 			for w := range 4 {
 				st := &ws[w]
 				st.qf = make([][32][4]uint32, hd/16)
+				st.ql = make([][32][4]uint32, hd/16)
 				st.o = make([][32][4]float32, hd/8)
 				for lane := range 32 {
 					gid, tig := lane>>2, lane&3
@@ -123,6 +127,8 @@ func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvhe
 						c := kc*16 + tig*2
 						st.qf[kc][lane] = [4]uint32{pack(qv(r0, c), qv(r0, c+1)), pack(qv(r1, c), qv(r1, c+1)),
 							pack(qv(r0, c+8), qv(r0, c+9)), pack(qv(r1, c+8), qv(r1, c+9))}
+						st.ql[kc][lane] = [4]uint32{packLow(qv(r0, c), qv(r0, c+1)), packLow(qv(r1, c), qv(r1, c+1)),
+							packLow(qv(r0, c+8), qv(r0, c+9)), packLow(qv(r1, c+8), qv(r1, c+9))}
 					}
 					st.m0[lane], st.m1[lane] = float32(math.Inf(-1)), float32(math.Inf(-1))
 				}
@@ -164,6 +170,10 @@ func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvhe
 							}
 							a := st.qf[kc]
 							mma(&s[nt], &a, &b)
+							if split {
+								a = st.ql[kc]
+								mma(&s[nt], &a, &b)
+							}
 						}
 					}
 					var mx0, mx1 [32]float32
@@ -191,7 +201,7 @@ func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvhe
 					}
 					quadMax(&mx0)
 					quadMax(&mx1)
-					pa := make([][32][4]uint32, BC/16)
+					pa, pl := make([][32][4]uint32, BC/16), make([][32][4]uint32, BC/16)
 					for lane := range 32 {
 						mn0, mn1 := max(st.m0[lane], mx0[lane]), max(st.m1[lane], mx1[lane])
 						b0, b1 := mn0, mn1
@@ -221,6 +231,8 @@ func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvhe
 							st.l1[lane] += p2 + p3
 							pa[nt/2][lane][(nt&1)*2+0] = pack(p0, p1)
 							pa[nt/2][lane][(nt&1)*2+1] = pack(p2, p3)
+							pl[nt/2][lane][(nt&1)*2+0] = packLow(p0, p1)
+							pl[nt/2][lane][(nt&1)*2+1] = packLow(p2, p3)
 						}
 					}
 					for kc := range BC / 16 {
@@ -233,6 +245,10 @@ func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvhe
 							}
 							a := pa[kc]
 							mma(&st.o[nd], &a, &b)
+							if split {
+								a = pl[kc]
+								mma(&st.o[nd], &a, &b)
+							}
 						}
 					}
 				}
@@ -383,6 +399,12 @@ var flashCases = []flashCase{
 	{"window-sinks", 100, 2, 1, 16, flashFlat, 1e-3, 7, []float32{0.5, 2}},
 }
 
+// splitBound is the largest |attn_fx - plain| over float32 outputs in
+// [-1, 1] that TestFlashVsPlain allows: about 5 times the emulation's
+// largest, 1.8e-7 (1.5 float32 steps at 0.7), over every case with heads of
+// 16 to 128, windows and sinks included; the fp16 kernel's is 4.9e-4.
+const splitBound = 1e-6
+
 // TestFlashVsPlain runs the tensor-core kernel (on the emulator
 // flashLanes, lane by lane) and the plain one on the same bf16 cache and
 // bounds their largest difference, fp16 outputs both.
@@ -429,6 +451,32 @@ func TestFlashVsPlain(t *testing.T) {
 				t.Logf("max |flash - plain| %.3g (element %d: %v vs %v), bound %.3g", worst, at, b[at], a[at], c.bound)
 				if worst > c.bound {
 					t.Errorf("flash attention: element %d (row %d) is %v, the plain kernel's %v: |Δ| %.3g > %.3g", at, at/(c.heads*c.hd), b[at], a[at], worst, c.bound)
+				}
+				if !splitHeadDims[c.hd] {
+					return
+				}
+				// attn_fx against the plain kernel, float32 outputs both.
+				plain32, split := devAlloc(t, e, int64(4*len(q))), devAlloc(t, e, int64(4*len(q)))
+				do(t, e, func() error {
+					if err := e.attentionPlain(plain32, qp, c.n, c.heads, c.kvheads, c.hd, scale, c.window, sp, kt, vt, attnOutF32); err != nil {
+						return err
+					}
+					return e.attentionSplit(split, qp, c.n, c.heads, c.kvheads, c.hd, scale, c.window, sp, kt, vt)
+				})
+				a32, b32 := devGet[float32](t, e, plain32, len(q)), devGet[float32](t, e, split, len(q))
+				worst, at = 0, 0
+				for i := range a32 {
+					d := math.Abs(float64(a32[i] - b32[i]))
+					if d != d {
+						d = math.Inf(1)
+					}
+					if d > worst {
+						worst, at = d, i
+					}
+				}
+				t.Logf("max |split - plain| %.3g (element %d: %v vs %v), bound %.3g", worst, at, b32[at], a32[at], splitBound)
+				if worst > splitBound {
+					t.Errorf("split attention: element %d (row %d) is %v, the plain kernel's %v: |Δ| %.3g > %.3g", at, at/(c.heads*c.hd), b32[at], a32[at], worst, splitBound)
 				}
 			})
 		}

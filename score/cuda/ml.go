@@ -24,8 +24,9 @@ import (
 // take half-precision inputs: Linear, Linears, MLP and Experts convert
 // their input to the matrix's half type into scratch memory right before
 // the GEMM (once per call, for all the matrices of a call that share the
-// type), so a tensor never carries a half copy that a later write could
-// leave stale. Attention writes its output in the product input's half type
+// type: inputs), so a tensor never carries a half copy that a later write
+// could leave stale; in the int8 mode the products with quantized weights
+// take the input's rows quantized to 8 bits instead (int8.go). Attention writes its output in the product input's half type
 // (that is what the kernels produce) and widens it to float32 exactly, so
 // the output projection's conversion gives back the same halves.
 //
@@ -45,7 +46,9 @@ import (
 //
 // Attention uses the tensor-core kernel when its check at load passed for
 // the layer's head shape (sliding windows and sinks included), else the
-// plain one; the int8 mode always takes the plain one. MLP and Experts have every ml.Act (SwiGLU,
+// plain one; the int8 mode takes attn_fx (float32's precision on the
+// tensor cores) where the cache and head size allow, else the plain one.
+// MLP and Experts have every ml.Act (SwiGLU,
 // GeGLU, gpt-oss's clamped SwiGLU). Package ml's extension interfaces
 // live in their own files: recurrent.go (ml.Recurrent), latent.go
 // (ml.Latent), gemma4.go (ml.Gemma4).
@@ -152,6 +155,9 @@ func newBackend(e *Engine, info model.Info, opts model.Options, p Precision) (*g
 	}
 	if p.Int8 {
 		b.attn = "plain kernel, float32 output (the int8 mode: the output projection quantizes it)"
+		if splitExact(kk, kv, hp.HeadDim) {
+			b.attn = fmt.Sprintf("tensor-core kernel with q and the probabilities as two fp16 halves, float32 output (head size %d; the int8 mode: the output projection quantizes it)", hp.HeadDim)
+		}
 		return b, nil
 	}
 	why, err := b.attnKernel(attnShape{hp.Heads, hp.KVHeads, hp.HeadDim})
@@ -732,8 +738,8 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 	if b.err != nil {
 		return
 	}
-	// The int8 mode takes the plain kernel: its float32 output is what the
-	// output projection quantizes (int8.go).
+	// The int8 mode takes attn_fx or the plain kernel: their float32 output
+	// is what the output projection quantizes (int8.go).
 	flash := false
 	if !b.prec.Int8 {
 		why, err := b.attnKernel(attnShape{a.Heads, a.KVHeads, a.HeadDim})
@@ -767,6 +773,9 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 			return err
 		}
 		if b.prec.Int8 {
+			if splitExact(b.kvK, b.kvV, a.HeadDim) {
+				return e.attentionSplit(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv)
+			}
 			return e.attentionPlain(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv, attnOutF32)
 		}
 		mark := b.Mark()

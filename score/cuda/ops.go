@@ -397,6 +397,33 @@ func (e *Engine) attentionMasked(out, q ptr, n, heads, kvheads, hd int, scale fl
 	return e.attentionPlain(out, q, n, heads, kvheads, hd, scale, window, sinks, k, v, isF16(ot))
 }
 
+// splitHeadDims are the head sizes of attn_fxHD, the tensor-core kernel
+// with q and the probabilities in two fp16 halves and float32 output.
+var splitHeadDims = map[int]bool{16: true, 32: true, 64: true, 128: true}
+
+// splitExact reports whether attn_fx computes attention over a cache of
+// formats kf and vf to float32's level: fp16 must hold the keys and values
+// (f16, or bf16 within fp16's normal range).
+func splitExact(kf, vf, hd int) bool {
+	exact := func(f int) bool { return f == kvF16 || f == kvBF16 }
+	return splitHeadDims[hd] && exact(kf) && exact(vf)
+}
+
+// attentionSplit is attentionMasked on attn_fxHD: out (n, heads·hd)
+// float32.
+func (e *Engine) attentionSplit(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, k, v *kvTensor) error {
+	if heads%kvheads != 0 || !splitHeadDims[hd] {
+		return fmt.Errorf("cuda: split attention with %d heads, %d KV heads of size %d not supported", heads, kvheads, hd)
+	}
+	q, err := e.attnQuery(q, n, heads, hd, k)
+	if err != nil {
+		return err
+	}
+	return e.launch(fmt.Sprintf("attn_fx%d", hd), dim3{uint32((n + 63) / 64), uint32(heads), 1}, dim3{128, 1, 1},
+		out, q, n, heads, kvheads, float32(scale*math.Log2E), window, sinks,
+		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale())
+}
+
 // The plain kernel's output types (its otype); the two halves are isF16's
 // flag.
 const attnOutF32 = 2

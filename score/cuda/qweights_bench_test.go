@@ -25,7 +25,8 @@ import (
 //     4096/2048, weights quantized on the device against the host's bf16
 //     copy in the same run; the issue asks for at least 0.9 of the copy's
 //     tokens/s. The Q4_K_M model also in the int8 mode (--activations
-//     int8: integer tensor cores, the plain attention kernel), one window.
+//     int8: integer tensor cores, attn_fx's split-fp16 attention), one
+//     window.
 //
 // Lines start with "bench: " for the summary.
 func TestBenchmarkWeights(t *testing.T) {

@@ -488,6 +488,10 @@ var simKernels = map[string]struct {
 	"attn_fa64":  {17, simFlash(64)},
 	"attn_fa128": {17, simFlash(128)},
 	"attn_fa256": {17, simFlash(256)},
+	"attn_fx16":  {16, simFlashSplit(16)},
+	"attn_fx32":  {16, simFlashSplit(32)},
+	"attn_fx64":  {16, simFlashSplit(64)},
+	"attn_fx128": {16, simFlashSplit(128)},
 }
 
 func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
@@ -515,10 +519,33 @@ func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 			return a.err
 		}
 		o := make([]float32, n*heads*hd)
-		flashLanes(o, q, K.decode, V.decode, n, heads, kvheads, hd, a.f32(5), window, sinks)
+		flashLanes(o, q, K.decode, V.decode, n, heads, kvheads, hd, a.f32(5), window, sinks, false)
 		for i, v := range o {
 			out[i] = f32ToHalf(v, f16)
 		}
+		return nil
+	}
+}
+
+// simFlashSplit is attn_fxHD: flashLanes with q and the probabilities in
+// two fp16 halves, float32 output.
+func simFlashSplit(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
+	return func(s *simDevice, a *simArgs, grid dim3) error {
+		n, heads, kvheads, window := a.int(2), a.int(3), a.int(4), a.int(6)
+		if err := errors.Join(covers(grid[0], (n+63)/64, "query tiles"), covers(grid[1], heads, "heads")); err != nil {
+			return err
+		}
+		var sinks []float32
+		if p := a.ptr(7); p != nil {
+			sinks = f32s(p)[:heads]
+		}
+		out, q := f32s(a.ptr(0)), f32s(a.ptr(1))
+		K := simPlanes{format: a.int(8), data: a.ptr(9), scales: a.ptr(10), tscale: a.ptr(11), heads: kvheads, hd: hd}
+		V := simPlanes{format: a.int(12), data: a.ptr(13), scales: a.ptr(14), tscale: a.ptr(15), heads: kvheads, hd: hd}
+		if a.err != nil {
+			return a.err
+		}
+		flashLanes(out[:n*heads*hd], q, K.decode, V.decode, n, heads, kvheads, hd, a.f32(5), window, sinks, true)
 		return nil
 	}
 }
