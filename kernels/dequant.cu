@@ -1,6 +1,8 @@
 // Weight dequantization on the device: rows of a matrix kept in its GGUF
 // blocks, dequantized into the half-precision operand of a cuBLAS GEMM (or
-// the float32 rows of an embedding) right before it is used.
+// the float32 rows of an embedding) right before it is used, or (i8dec_*,
+// at the end) decoded into their integers and group scales for the int8
+// mode's integer GEMM (int8mm.cu).
 //
 // CPU reference: quant.Dequantize (ppl.dev/quant: legacy.go, kquants.go,
 // iq4.go, lowbit.go, float.go), then one rounding to the operand's type:

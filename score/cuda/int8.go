@@ -119,7 +119,7 @@ func (b *gpuBackend) i8product(y ptr, ldy int, a *qacts, idx ptr, rows int, w *m
 		key := operandKey{m.q, int64(e)*int64(w.Out) + int64(o0), int64(n), true}
 		if b.qw.held != key {
 			b.qw.held = operandKey{}
-			if err := b.e.int8Rows(op, sp, mp, m.q, m.q.grid, key.row0, n, k); err != nil {
+			if err := b.e.int8Rows(op, sp, mp, m.q, key.row0, n, k); err != nil {
 				return err
 			}
 			b.qw.held = key

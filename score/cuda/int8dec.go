@@ -45,22 +45,22 @@ var int8DecodeKernels = map[gguf.Type]dequantKernel{
 // int8Rows decodes rows [row0, row0+rows) of mq, of in weights each, into
 // q (rows × in signed bytes, 16-byte aligned), s (rows × in/G scales) and,
 // for the types with minima, m (rows × in/G; may be 0 for the others),
-// G the type's quant.Int8Format Group. grid is the i-quants' lattices
-// (iqGrids) for the types that read them. in must be a multiple of 32 and
-// of the type's block size. On the engine's thread.
-func (e *Engine) int8Rows(q, s, m ptr, mq *qmat, grid ptr, row0 int64, rows, in int) error {
+// G the type's quant.Int8Format Group; the i-quants read mq's lattices
+// (iqGrids). in must be a multiple of 32 and of the type's block size. On
+// the engine's thread.
+func (e *Engine) int8Rows(q, s, m ptr, mq *qmat, row0 int64, rows, in int) error {
 	k, ok := int8DecodeKernels[mq.typ]
 	switch {
 	case !ok:
 		return fmt.Errorf("cuda: no integer decoding kernel for %v", mq.typ)
 	case in%32 != 0 || in%mq.typ.BlockSize() != 0:
 		return fmt.Errorf("cuda: integer decoding of %v rows of %d weights: not a multiple of 32 and of the block size %d", mq.typ, in, mq.typ.BlockSize())
-	case k.grid && grid == 0:
+	case k.grid && mq.grid == 0:
 		return fmt.Errorf("cuda: integer decoding of %v needs the i-quant grids", mq.typ)
 	}
 	units := int64(rows) * int64(in/32)
 	if units >= 1<<32 { // the kernel counts in 32 bits
 		return fmt.Errorf("cuda: integer decoding of %d rows of %d at once: more than 2^32 groups of 32", rows, in)
 	}
-	return e.launch(k.name, gridFor(units), block256, q, s, m, mq.p, row0, rows, in, mq.rowBytes, grid)
+	return e.launch(k.name, gridFor(units), block256, q, s, m, mq.p, row0, rows, in, mq.rowBytes, mq.grid)
 }

@@ -149,8 +149,8 @@ func TestInt8DecodeParity(t *testing.T) {
 					if !f.HasMin && ci%2 == 0 {
 						passM = 0
 					}
-					mq := &qmat{p: devPut(t, e, c.data), typ: typ, rowBytes: rb}
-					do(t, e, func() error { return e.int8Rows(qp, sp, passM, mq, grid, row0, rows, in) })
+					mq := &qmat{p: devPut(t, e, c.data), typ: typ, rowBytes: rb, grid: grid}
+					do(t, e, func() error { return e.int8Rows(qp, sp, passM, mq, row0, rows, in) })
 					gotQ := devGet[byte](t, e, qp, (rows+1)*in)
 					gotS := devGet[float32](t, e, sp, (rows+1)*groups)
 					gotM := devGet[float32](t, e, mp, (rows+1)*groups)
