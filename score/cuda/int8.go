@@ -22,10 +22,10 @@ import (
 // (i8dec_* in kernels/dequant.cu: int8 codes minus the type's offset, a
 // float32 scale and minimum per group) in the operand buffer, a slab at a
 // time as the half-precision path dequantizes them (qweights.go); the
-// activations are quantized once per input and activation block. Matrices
+// activations are quantized once per input and activation block (once per
+// head for latent attention's per-head stacks, HeadLinear). Matrices
 // without an integer form (F16, BF16, F32; routers; the file's types
-// without a kernel) and latent attention's per-head products take the
-// half-precision path.
+// without a kernel) take the half-precision path.
 
 func init() {
 	kernelModules["int8mm"] = []string{"quant_acts", "i8mm_g32", "i8mm_g16"}

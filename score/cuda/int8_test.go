@@ -9,7 +9,10 @@ import (
 	"slices"
 	"testing"
 
+	"ppl.dev/gguf"
 	"ppl.dev/oracle"
+	"ppl.dev/quant"
+	"ppl.dev/score/ml"
 	"ppl.dev/score/model"
 	"ppl.dev/score/nn"
 )
@@ -201,7 +204,7 @@ var int8Bounds = map[string][2]float64{
 	"tiny-qwen35":         {0.012, 0.0005}, // 0.0078, 1.00020 (fp32 mode: 0.0091, 1.00027); heads of 256: the plain kernel
 	"tiny-qwen35moe":      {0.012, 0.001},  // 0.0078, 1.00054
 	"tiny-qwen3next":      {0.011, 0.0012}, // 0.0070, 0.99931
-	"tiny-deepseek2":      {0.025, 0.005},  // 0.0164, 0.99685 (latent attention and its per-head products stay fp16)
+	"tiny-deepseek2":      {0.025, 0.005},  // 0.0164, 0.99685 (its matrices are F32: only the head is int8; latent attention stays fp16)
 	"tiny-gemma4":         {0.05, 0.007},   // 0.0357, 1.00445
 	"tiny-gemma3":         {0.028, 0.0012}, // 0.0181, 1.00030
 	"tiny-mistral3":       {0.009, 0.0004}, // 0.0061, 1.00019 (fp32 mode: 0.0096, 1.00044)
@@ -266,4 +269,107 @@ func TestInt8Refusal(t *testing.T) {
 			t.Errorf("int8Refusal(%q, %q) = %q, want %q", c.act, c.storage, got, c.want)
 		}
 	}
+}
+
+// int8Want is the int8 mode's product of rows x (n of k values) with rows
+// [r0, r0+rows) of w's blocks (type typ), from the references: one
+// nn.Int8Output per output.
+func int8Want(t *testing.T, typ gguf.Type, w []byte, r0, rows int, x []float32, n, k, ldx int) []float32 {
+	f, _ := quant.Int8FormatOf(typ)
+	rb, err := typ.RowSize(uint64(k))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ng := k / f.Group
+	qx, d, xs := make([]int8, k), make([]float32, k/32), make([]int32, k/16)
+	u, qw := make([]byte, k), make([]int8, k)
+	s, m := make([]float32, ng), make([]float32, ng)
+	out := make([]float32, n*rows)
+	for tk := range n {
+		nn.QuantizeActs(x[tk*ldx:tk*ldx+k], f.ActBlock, qx, d, xs)
+		for r := range rows {
+			quant.DecodeInt8(typ, w[(r0+r)*int(rb):(r0+r+1)*int(rb)], u, s, m)
+			for i, v := range u {
+				qw[i] = int8(int(v) - f.Offset)
+			}
+			mm := m
+			if !f.HasMin {
+				mm = nil
+			}
+			out[tk*rows+r] = nn.Int8Output(qw, qx, s, mm, d, f.Group)
+		}
+	}
+	return out
+}
+
+// The int8 mode through the backend's operations: Linears over matrices of
+// both activation blocks (Q8_0, Q4_K: the input quantized once per block)
+// and HeadLinear over a Q8_0 stack (each head's columns quantized on their
+// own), each output the references' bits.
+func TestInt8Operations(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(51, 52))
+		b := testBackend(e)
+		b.prec.Int8 = true
+		b.qw.mode = WeightsQuantized
+		defer b.Close()
+		blocks := func(typ gguf.Type, in, rows int) []byte {
+			rb, _ := typ.RowSize(uint64(in))
+			data := make([]byte, int(rb)*rows)
+			if err := quant.Quantize(typ, randF32(rng, in*rows, 1), data); err != nil {
+				t.Fatal(err)
+			}
+			return data
+		}
+		const n, in = 70, 512
+		x := randF32(rng, n*in, 1)
+		ws := []*ml.Matrix{
+			{Name: "a.weight", Type: gguf.TypeQ8_0, In: in, Out: 40},
+			{Name: "b.weight", Type: gguf.TypeQ4_K, In: in, Out: 66},
+		}
+		for _, w := range ws {
+			w.Data = blocks(w.Type, in, w.Out)
+			if err := b.Prepare(w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		xt := b.put(t, n, in, x)
+		dsts := []ml.Tensor{b.Alloc(n, ws[0].Out), b.Alloc(n, ws[1].Out)}
+		b.Linears(dsts, xt, ws)
+		for i, w := range ws {
+			got, want := b.Read(dsts[i]), int8Want(t, w.Type, w.Data, 0, w.Out, x, n, in, in)
+			if err := b.Err(); err != nil {
+				t.Fatal(err)
+			}
+			for j := range want {
+				if !sameBits(got[j], want[j]) {
+					t.Fatalf("Linears %s: output %d (token %d, row %d) %v, the references' %v", w.Name, j, j/w.Out, j%w.Out, got[j], want[j])
+				}
+			}
+		}
+
+		const heads, hin, hout = 3, 64, 24
+		stack := &ml.Matrix{Name: "blk.0.attn_k_b.weight", Type: gguf.TypeQ8_0, In: hin, Out: hout, Experts: heads}
+		stack.Data = blocks(stack.Type, hin, hout*heads)
+		if err := b.Prepare(stack); err != nil {
+			t.Fatal(err)
+		}
+		hx := randF32(rng, n*heads*hin, 1)
+		dst := b.Alloc(n, heads*hout)
+		b.HeadLinear(dst, b.put(t, n, heads*hin, hx), stack)
+		got := b.Read(dst)
+		if err := b.Err(); err != nil {
+			t.Fatal(err)
+		}
+		for h := range heads {
+			want := int8Want(t, stack.Type, stack.Data, h*hout, hout, hx[h*hin:], n, hin, heads*hin)
+			for tk := range n {
+				for r := range hout {
+					if g, w := got[tk*heads*hout+h*hout+r], want[tk*hout+r]; !sameBits(g, w) {
+						t.Fatalf("HeadLinear head %d token %d row %d: %v, the references' %v", h, tk, r, g, w)
+					}
+				}
+			}
+		}
+	})
 }

@@ -59,6 +59,21 @@ func (b *gpuBackend) HeadLinear(dst, x ml.Tensor, w *ml.Matrix) {
 		}
 		mark := b.Mark()
 		defer b.Release(mark)
+		if f, ok := b.int8Format(w); ok {
+			// The int8 mode: each head's columns quantized on their own
+			// (the blocks a row's quantization would give, whole blocks
+			// as in is) and multiplied by the head's rows.
+			for h := range heads {
+				a, err := b.quantActs(s.p+ptr(4*int64(h)*int64(in)), heads*in, n, in, f.ActBlock)
+				if err == nil {
+					err = b.i8product(d.p+ptr(4*int64(h)*int64(out)), heads*out, a, 0, n, w, h)
+				}
+				if err != nil {
+					return fmt.Errorf("%s head %d: %w", w.Name, h, err)
+				}
+			}
+			return nil
+		}
 		xh, err := b.halfInput(s, m.t)
 		if err != nil {
 			return err
