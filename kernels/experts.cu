@@ -13,15 +13,18 @@
 #define GRID_STRIDE(idx, total) \
 	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < (total); idx += (i64)gridDim.x * blockDim.x)
 
-// gather_half: out row i (cols halves, bf16 or (f16 != 0) fp16) <- x row
-// rows[i] (f32), for n rows.
-extern "C" __global__ void gather_half(u16* __restrict__ out, const float* __restrict__ x, const int* __restrict__ rows,
-                                       int n, int cols, int f16) {
+// gather_half: out row i (cols values: bf16 (otype 0), fp16 (1) or float32
+// (2, experts stored float32)) <- x row rows[i] (f32), for n rows.
+extern "C" __global__ void gather_half(void* __restrict__ out, const float* __restrict__ x, const int* __restrict__ rows,
+                                       int n, int cols, int otype) {
 	GRID_STRIDE(idx, (i64)n * cols) {
 		i64 i = idx / cols;
 		int c = (int)(idx % cols);
 		float v = x[(i64)rows[i] * cols + c];
-		out[idx] = f16 ? f32_to_f16(v) : f32_to_bf16(v);
+		if (otype == 2)
+			((float*)out)[idx] = v;
+		else
+			((u16*)out)[idx] = otype ? f32_to_f16(v) : f32_to_bf16(v);
 	}
 }
 

@@ -182,34 +182,40 @@ func TestInt8Parity(t *testing.T) {
 
 // int8Bounds are TestEndToEndInt8's: mean |Δ log p| and |PPL ratio - 1| of
 // the GPU's int8 mode against the CPU's on the same file, a bf16 cache,
-// two windows of 256 tokens (383 targets), about 1.5 times the emulation's
-// (in the comments: mean, PPL ratio). Not the bits: the CPU's int8 mode
-// computes every float32 operation as ggml-cpu does (RMSNorm, RoPE, SwiGLU,
-// the lanes of its products; nn/ggml.go), the GPU's as package nn's
-// references and int8Generic, and a difference of one ulp upstream moves a
-// code of the next quantization by a step now and then, which the later
-// quantizations carry on; the products themselves are the CPU generic
-// int8 kernel's bits (with the attention exact on the emulator, the GPU
-// gives the generic CPU int8 mode's log-probs exactly over a window of 256
-// tokens, an f32 cache; the flash kernel's fp16 q, probabilities and
-// output alone gave a mean of 0.019 on tiny-llama-spm-q8_0, hence attn_fx
-// and the plain kernel, float32's precision and output). Held by the mean
-// and the PPL ratio: the maximum is a few flips (0.03 to 0.1 on the dense
-// models, 0.5 to 1.3 where a routing choice flips).
+// two windows of 256 tokens (383 targets): about 1.5 times the emulation's
+// (in the comments: mean, max, PPL ratio), and at least 0.0005 and 0.0002
+// (room for a GPU's float32 sums in cuBLAS's order, not measured yet).
+//
+// Not the bits: the CPU's int8 mode computes every float32 operation as
+// ggml-cpu does (RMSNorm, RoPE, SwiGLU, the lanes of its products;
+// nn/ggml.go), the GPU's as package nn's references and int8Generic, and a
+// difference of one ulp upstream moves a code of the next quantization by
+// a step now and then, which later quantizations carry on. The products
+// themselves are the CPU generic int8 kernel's bits (with exact attention,
+// the emulated GPU gives the generic CPU int8 mode's log-probs exactly over
+// a window of 256 tokens, an f32 cache), hence float32's precision
+// everywhere else: attention (attn_fx or the plain kernel; the fp16 flash
+// kernel alone gave a mean of 0.019 on tiny-llama-spm-q8_0) and F32
+// matrices (float32 products, as llama.cpp's; rounded to fp16, the tiny
+// models of F32 matrices were at means of 0.005 to 0.036). Those models
+// quantize only the head's input and sit near the CPU's bits; the Q8_0 and
+// MXFP4 ones carry the flips. Held by the mean and the PPL ratio: the
+// maximum is a few flips where codes move (0.03 to 0.14), 0.8 where a
+// routing choice flips.
 var int8Bounds = map[string][2]float64{
-	"tiny-llama-spm-q8_0": {0.018, 0.0012}, // 0.0127, 0.99979 (the GPU's fp32 mode against the CPU's int8: 0.0184, 0.99858)
-	"tiny-qwen3-q8_0":     {0.006, 0.001},  // 0.0027, 0.99971 (fp32 mode: 0.0172, 0.99892)
-	"tiny-llama3-q8_0":    {0.001, 0.0002}, // 0.00038, 1.000007
-	"tiny-qwen3moe":       {0.027, 0.004},  // 0.0178, 1.00256
-	"tiny-qwen35":         {0.012, 0.0005}, // 0.0078, 1.00020 (fp32 mode: 0.0091, 1.00027); heads of 256: the plain kernel
-	"tiny-qwen35moe":      {0.012, 0.001},  // 0.0078, 1.00054
-	"tiny-qwen3next":      {0.011, 0.0012}, // 0.0070, 0.99931
-	"tiny-deepseek2":      {0.025, 0.005},  // 0.0164, 0.99685 (its matrices are F32: only the head is int8; latent attention stays fp16)
-	"tiny-gemma4":         {0.05, 0.007},   // 0.0357, 1.00445
-	"tiny-gemma3":         {0.028, 0.0012}, // 0.0181, 1.00030
-	"tiny-mistral3":       {0.009, 0.0004}, // 0.0061, 1.00019 (fp32 mode: 0.0096, 1.00044)
-	"tiny-glm4moe":        {0.008, 0.0008}, // 0.0049, 1.00028
-	"tiny-gpt-oss":        {0.035, 0.001},  // 0.0225, 0.99980 (fp32 mode: 0.0235, 0.99929)
+	"tiny-llama-spm-q8_0": {0.018, 0.0005},  // 0.0127, 0.065, 0.99979 (the GPU's fp32 mode against the CPU's int8: 0.0184, 0.99858)
+	"tiny-qwen3-q8_0":     {0.004, 0.0005},  // 0.0027, 0.033, 0.99971 (fp32 mode: 0.0172, 0.99892)
+	"tiny-llama3-q8_0":    {0.0006, 0.0002}, // 0.00038, 0.030, 1.000007
+	"tiny-qwen3moe":       {0.008, 0.001},   // 0.0054, 0.14, 1.00063
+	"tiny-qwen35":         {0.0005, 0.0002}, // 0.00031, 0.0074, 1.00012 (heads of 256: the plain kernel)
+	"tiny-qwen35moe":      {0.0005, 0.0002}, // 0.00003, 0.0038, 1.000008
+	"tiny-qwen3next":      {0.0005, 0.0002}, // 0.00007, 0.0053, 1.000029
+	"tiny-deepseek2":      {0.011, 0.0013},  // 0.0074, 0.074, 0.99912 (its latent attention stays fp16)
+	"tiny-gemma4":         {0.027, 0.0005},  // 0.0178, 0.79, 0.99982
+	"tiny-gemma3":         {0.018, 0.0002},  // 0.0120, 0.054, 1.00013
+	"tiny-mistral3":       {0.0005, 0.0002}, // 0.00005, 0.0053, 1.000027 (fp32 mode: 0.0096, 1.00044)
+	"tiny-glm4moe":        {0.0005, 0.0002}, // 0.00006, 0.0072, 1.000008
+	"tiny-gpt-oss":        {0.006, 0.001},   // 0.0041, 0.066, 0.99933 (fp32 mode: 0.0235, 0.99929)
 }
 
 // int8Quick are the models the emulator runs by default (all with

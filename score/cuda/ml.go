@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"ppl.dev/kernels"
 	"strings"
 
+	"ppl.dev/gguf"
+	"ppl.dev/kernels"
 	"ppl.dev/quant"
 	"ppl.dev/score/cuda/cublas"
 	"ppl.dev/score/ml"
@@ -34,7 +35,8 @@ import (
 // except a mixture of experts' router (ffn_gate_inp, ffn_gate_inp_shexp,
 // by the tensor's name): float32 with float32 inputs, as llama.cpp keeps
 // it (a product of experts × width, negligible beside the experts'), so
-// that the logits that choose experts carry no rounding of their own.
+// that the logits that choose experts carry no rounding of their own; and,
+// in the int8 mode, an F32 matrix (storage).
 // Every weight is dequantized exactly and rounded once to its half type
 // (on the device at each product from the file's blocks, qweights.go, or
 // once on the host, convertRows); with --gpu-weights bf16 it is rounded to
@@ -213,10 +215,13 @@ func (b *gpuBackend) do(what string, f func() error) {
 	}
 }
 
-// storage is the type a matrix is stored in, by its role (the tensor's
-// name; gpuBackend's doc).
-func (b *gpuBackend) storage(name string) cublas.DataType {
-	if strings.Contains(name, "ffn_gate_inp") {
+// storage is the type a matrix is stored in: float32 for a router (by the
+// tensor's name; gpuBackend's doc) and, in the int8 mode, for an F32
+// matrix (llama.cpp's CPU multiplies those in float32, the int8 mode's
+// other products being exact: an fp16 rounding there moved the tiny oracle
+// models' codes); the precision's half type otherwise.
+func (b *gpuBackend) storage(w *ml.Matrix) cublas.DataType {
+	if strings.Contains(w.Name, "ffn_gate_inp") || (b.prec.Int8 && w.Type == gguf.TypeF32) {
 		return f32
 	}
 	return b.prec.Weights
@@ -241,7 +246,7 @@ func (b *gpuBackend) Prepare(w *ml.Matrix) error {
 	if ok, err := b.prepareQuantized(w); ok {
 		return err
 	}
-	t := b.storage(w.Name)
+	t := b.storage(w)
 	rows := w.Out * max(w.Experts, 1)
 	p, err := b.allocW(elemBytes(t) * int64(rows) * int64(w.In))
 	if err != nil {
@@ -840,8 +845,10 @@ func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error)
 	if err := b.product(up, xu, m.Up, e, rows, 0); err != nil {
 		return fmt.Errorf("%s: %w", m.Up.Name, err)
 	}
-	if _, ok := b.int8Format(m.Down); ok && gluF32Acts[m.Act] {
-		// The int8 mode quantizes the float32 activations for Down.
+	dt := gm(m.Down).t
+	if _, ok := b.int8Format(m.Down); (ok || dt == f32) && gluF32Acts[m.Act] {
+		// float32 activations: the int8 mode quantizes them for Down, or
+		// Down is a float32 product.
 		if err := b.e.gluF32(gate.p, gate.p, up.p, int64(rows)*int64(F), m.Act); err != nil {
 			return err
 		}
@@ -854,7 +861,6 @@ func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error)
 		}
 		return nil
 	}
-	dt := gm(m.Down).t
 	act, err := b.scratchBytes(halfBytes(int64(rows) * int64(F)))
 	if err != nil {
 		return err
@@ -957,7 +963,7 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 			}
 			var xe ptr
 			if len(quantized) < 2 {
-				if xe, err = b.scratchBytes(halfBytes(int64(most) * int64(in))); err != nil {
+				if xe, err = b.scratchBytes(elemBytes(tg) * int64(most) * int64(in)); err != nil {
 					return err
 				}
 			}

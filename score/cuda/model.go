@@ -298,7 +298,7 @@ func (p Precision) describe() string {
 	}
 	int8 := ""
 	if p.Int8 {
-		int8 = "; int8 mode: products with quantized weights multiply their integers with activations quantized to Q8_0/Q8_K blocks on the integer tensor cores, one float32 multiply-add per group in order"
+		int8 = "; int8 mode: products with quantized weights multiply their integers with activations quantized to Q8_0/Q8_K blocks on the integer tensor cores, one float32 multiply-add per group in order; F32 matrices float32 products; attention float32"
 	}
 	return fmt.Sprintf("%s: all matrices and product inputs %s%s%s; expert routers float32 with exact weights; residual adds float32 after each product", p.Name, halfName(p.Weights), scaled, int8)
 }

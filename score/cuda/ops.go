@@ -122,7 +122,11 @@ func (e *Engine) widenHalf(out, h ptr, count int64, t cublas.DataType) error {
 
 // gatherHalf: out row i (cols, half type t) <- x row rows[i] (f32), n rows.
 func (e *Engine) gatherHalf(out, x, rows ptr, n, cols int, t cublas.DataType) error {
-	return e.launch("gather_half", gridFor(int64(n)*int64(cols)), block256, out, x, rows, n, cols, isF16(t))
+	otype := 2 // float32
+	if t != f32 {
+		otype = isF16(t)
+	}
+	return e.launch("gather_half", gridFor(int64(n)*int64(cols)), block256, out, x, rows, n, cols, otype)
 }
 
 // scatterScaled: res slot choice[i] (cols f32) <- y row i · w[choice[i]], n rows.

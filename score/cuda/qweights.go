@@ -159,7 +159,7 @@ type operandKey struct {
 func (b *gpuBackend) quantizedWhy(w *ml.Matrix, half bool) string {
 	switch {
 	case !half:
-		return "router, float32"
+		return "a float32 product (a router, or F32 in the int8 mode)"
 	case w.In%8 != 0:
 		return "rows not a multiple of 8"
 	case w.Type == gguf.TypeF32:
@@ -175,7 +175,7 @@ func (b *gpuBackend) quantizedWhy(w *ml.Matrix, half bool) string {
 // quantized and w can be; it reports whether it did (or failed).
 func (b *gpuBackend) prepareQuantized(w *ml.Matrix) (bool, error) {
 	q := &b.qw
-	t := b.storage(w.Name)
+	t := b.storage(w)
 	rows := w.Out * max(w.Experts, 1)
 	q.bf16Bytes += elemBytes(t) * int64(rows) * int64(w.In)
 	if q.mode != WeightsQuantized {

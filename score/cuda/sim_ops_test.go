@@ -92,7 +92,7 @@ func init() {
 			return nil
 		}},
 		"gather_half": {6, func(s *simDevice, a *simArgs, grid dim3) error {
-			out, x, rows, n, cols, f16 := u16s(a.ptr(0)), f32s(a.ptr(1)), i32s(a.ptr(2)), a.int(3), a.int(4), a.int(5)
+			o, x, rows, n, cols, f16 := a.ptr(0), f32s(a.ptr(1)), i32s(a.ptr(2)), a.int(3), a.int(4), a.int(5)
 			if a.err != nil {
 				return a.err
 			}
@@ -102,7 +102,11 @@ func init() {
 					return errors.New("gather_half: row outside the input")
 				}
 				for c := range cols {
-					out[i*cols+c] = f32ToHalf(x[r*cols+c], f16)
+					if f16 == 2 {
+						f32s(o)[i*cols+c] = x[r*cols+c]
+					} else {
+						u16s(o)[i*cols+c] = f32ToHalf(x[r*cols+c], f16)
+					}
 				}
 			}
 			return nil
