@@ -2,7 +2,7 @@
 //
 // CPU reference: cpuBackend.Experts (score/model/cpu.go). The host routes
 // (ml.Router.Route) and orders a block of rows' choices by expert; per
-// expert, gather_half copies its tokens' rows into the product input,
+// expert, gather_rows copies its tokens' rows into the product input,
 // cuBLAS runs the expert's gate, up and down products, and scatter_scaled
 // writes each result row times its weight to its choice's slot; then
 // sum_choices adds each token's K slots in the order of its choices, as
@@ -13,9 +13,9 @@
 #define GRID_STRIDE(idx, total) \
 	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < (total); idx += (i64)gridDim.x * blockDim.x)
 
-// gather_half: out row i (cols values: bf16 (otype 0), fp16 (1) or float32
+// gather_rows: out row i (cols values: bf16 (otype 0), fp16 (1) or float32
 // (2, experts stored float32)) <- x row rows[i] (f32), for n rows.
-extern "C" __global__ void gather_half(void* __restrict__ out, const float* __restrict__ x, const int* __restrict__ rows,
+extern "C" __global__ void gather_rows(void* __restrict__ out, const float* __restrict__ x, const int* __restrict__ rows,
                                        int n, int cols, int otype) {
 	GRID_STRIDE(idx, (i64)n * cols) {
 		i64 i = idx / cols;

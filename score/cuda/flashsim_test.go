@@ -437,17 +437,7 @@ func TestFlashVsPlain(t *testing.T) {
 				})
 				a := fromHalf(devGet[uint16](t, e, plain, len(q)), f16)
 				b := fromHalf(devGet[uint16](t, e, flash, len(q)), f16)
-				var worst float64
-				at := 0
-				for i := range a {
-					d := math.Abs(float64(a[i] - b[i]))
-					if d != d {
-						d = math.Inf(1)
-					}
-					if d > worst {
-						worst, at = d, i
-					}
-				}
+				worst, at := worstError(b, a, 1, 0) // |flash - plain|
 				t.Logf("max |flash - plain| %.3g (element %d: %v vs %v), bound %.3g", worst, at, b[at], a[at], c.bound)
 				if worst > c.bound {
 					t.Errorf("flash attention: element %d (row %d) is %v, the plain kernel's %v: |Δ| %.3g > %.3g", at, at/(c.heads*c.hd), b[at], a[at], worst, c.bound)
@@ -458,22 +448,13 @@ func TestFlashVsPlain(t *testing.T) {
 				// attn_fx against the plain kernel, float32 outputs both.
 				plain32, split := devAlloc(t, e, int64(4*len(q))), devAlloc(t, e, int64(4*len(q)))
 				do(t, e, func() error {
-					if err := e.attentionPlain(plain32, qp, c.n, c.heads, c.kvheads, c.hd, scale, c.window, sp, kt, vt, attnOutF32); err != nil {
+					if err := e.attentionPlain(plain32, qp, c.n, c.heads, c.kvheads, c.hd, scale, c.window, sp, kt, vt, otypeF32); err != nil {
 						return err
 					}
 					return e.attentionSplit(split, qp, c.n, c.heads, c.kvheads, c.hd, scale, c.window, sp, kt, vt)
 				})
 				a32, b32 := devGet[float32](t, e, plain32, len(q)), devGet[float32](t, e, split, len(q))
-				worst, at = 0, 0
-				for i := range a32 {
-					d := math.Abs(float64(a32[i] - b32[i]))
-					if d != d {
-						d = math.Inf(1)
-					}
-					if d > worst {
-						worst, at = d, i
-					}
-				}
+				worst, at = worstError(b32, a32, 1, 0) // |split - plain|
 				t.Logf("max |split - plain| %.3g (element %d: %v vs %v), bound %.3g", worst, at, b32[at], a32[at], splitBound)
 				if worst > splitBound {
 					t.Errorf("split attention: element %d (row %d) is %v, the plain kernel's %v: |Δ| %.3g > %.3g", at, at/(c.heads*c.hd), b32[at], a32[at], worst, splitBound)

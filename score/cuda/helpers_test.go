@@ -141,6 +141,27 @@ func ulps(a, b float32) int64 {
 	return d
 }
 
+// worstError returns the largest |got - want| / (abs + rel·|want|) over
+// the elements, and where it is; a NaN is infinitely far.
+func worstError(got, want []float32, abs, rel float64) (worst float64, at int) {
+	for i := range want {
+		d := math.Abs(float64(got[i]-want[i])) / (abs + rel*math.Abs(float64(want[i])))
+		if d != d {
+			d = math.Inf(1)
+		}
+		if d > worst {
+			worst, at = d, i
+		}
+	}
+	return worst, at
+}
+
+// sameBits reports whether two float32s are the same bits, any two NaNs
+// counting as equal (CUDA writes its canonical NaN, whatever the payload).
+func sameBits(a, b float32) bool {
+	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
+}
+
 // bitCompare counts elements that differ and the largest ulp distance,
 // for float32 results that should be (nearly) bit-identical.
 type bitCompare struct {

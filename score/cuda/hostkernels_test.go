@@ -163,15 +163,22 @@ func TestEmulationMatchesHost(t *testing.T) {
 				q := randF32(rng, s.n*s.heads*s.hd, 1)
 				k := randF32(rng, s.n*s.kvheads*s.hd, 1)
 				v := randF32(rng, s.n*s.kvheads*s.hd, 1)
-				run := func(e *Engine) []uint16 {
+				scale := 1 / math.Sqrt(float64(s.hd))
+				// attend runs kernel (out, q, sinks, cache) on e's copy of
+				// the inputs, into an output of size bytes per value.
+				attend := func(e *Engine, size int, kernel func(out, qp, sp ptr, kt, vt *kvTensor) error) ptr {
 					kt, vt := storeKV(t, e, kid, vid, k, v, s.n, s.kvheads, s.hd)
-					qp, out := devPut(t, e, q), devAlloc(t, e, int64(2*len(q)))
+					qp, out := devPut(t, e, q), devAlloc(t, e, int64(size*len(q)))
 					var sp ptr
 					if s.sinks != nil {
 						sp = devPut(t, e, s.sinks)
 					}
-					do(t, e, func() error {
-						return e.attentionMasked(out, qp, s.n, s.heads, s.kvheads, s.hd, 1/math.Sqrt(float64(s.hd)), s.window, sp, kt, vt, true, f16)
+					do(t, e, func() error { return kernel(out, qp, sp, kt, vt) })
+					return out
+				}
+				run := func(e *Engine) []uint16 {
+					out := attend(e, 2, func(out, qp, sp ptr, kt, vt *kvTensor) error {
+						return e.attentionMasked(out, qp, s.n, s.heads, s.kvheads, s.hd, scale, s.window, sp, kt, vt, true, f16)
 					})
 					return devGet[uint16](t, e, out, len(q))
 				}
@@ -191,14 +198,8 @@ func TestEmulationMatchesHost(t *testing.T) {
 					return
 				}
 				split := func(e *Engine) []float32 {
-					kt, vt := storeKV(t, e, kid, vid, k, v, s.n, s.kvheads, s.hd)
-					qp, out := devPut(t, e, q), devAlloc(t, e, int64(4*len(q)))
-					var sp ptr
-					if s.sinks != nil {
-						sp = devPut(t, e, s.sinks)
-					}
-					do(t, e, func() error {
-						return e.attentionSplit(out, qp, s.n, s.heads, s.kvheads, s.hd, 1/math.Sqrt(float64(s.hd)), s.window, sp, kt, vt)
+					out := attend(e, 4, func(out, qp, sp ptr, kt, vt *kvTensor) error {
+						return e.attentionSplit(out, qp, s.n, s.heads, s.kvheads, s.hd, scale, s.window, sp, kt, vt)
 					})
 					return devGet[float32](t, e, out, len(q))
 				}

@@ -13,13 +13,9 @@ import (
 // references whose bits the CUDA C computes (TestInt8Parity holds the host
 // device's CUDA C to them).
 func init() {
-	type entry = struct {
-		nargs int
-		run   func(s *simDevice, a *simArgs, grid dim3) error
-	}
-	simKernels["quant_acts"] = entry{8, simQuantActs}
-	simKernels["i8mm_g32"] = entry{12, simI8mm(32)}
-	simKernels["i8mm_g16"] = entry{12, simI8mm(16)}
+	simKernels["quant_acts"] = simKernel{8, simQuantActs}
+	simKernels["i8mm_g32"] = simKernel{12, simI8mm(32)}
+	simKernels["i8mm_g16"] = simKernel{12, simI8mm(16)}
 }
 
 func i8s(b []byte) []int8 { return unsafe.Slice((*int8)(unsafe.Pointer(&b[0])), len(b)) }

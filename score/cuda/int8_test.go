@@ -17,12 +17,6 @@ import (
 	"ppl.dev/score/nn"
 )
 
-// sameBits reports whether two float32s are the same bits, any two NaNs
-// counting as equal (CUDA writes its canonical NaN).
-func sameBits(a, b float32) bool {
-	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
-}
-
 // actRows returns n rows of k activations: random ones of several scales,
 // and rows of zeros, of values below the quantizer's 1e-30, of ±MaxFloat32,
 // of exact ties (x·127/amax half-way), and with a NaN or an infinity.

@@ -13,10 +13,7 @@ import (
 // the plumbing; on a GPU and on the host device, the CUDA C.
 func init() {
 	for typ, k := range int8DecodeKernels {
-		simKernels[k.name] = struct {
-			nargs int
-			run   func(s *simDevice, a *simArgs, grid dim3) error
-		}{9, simInt8Decode(typ)}
+		simKernels[k.name] = simKernel{9, simInt8Decode(typ)}
 	}
 }
 

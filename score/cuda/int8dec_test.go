@@ -73,12 +73,6 @@ func adversarialBlocks(t testing.TB, rng *rand.Rand, typ gguf.Type, rows, in int
 	return out
 }
 
-// sameF32 reports whether two float32s have the same bits or are both
-// NaN: CUDA does not keep NaN payloads through arithmetic.
-func sameF32(a, b float32) bool {
-	return math.Float32bits(a) == math.Float32bits(b) || (a != a && b != b)
-}
-
 // Each integer decoding kernel writes what quant.DecodeInt8 writes, less
 // the format's Offset, for rows [1, 4) of a matrix: the codes byte for
 // byte, the scales and minima bit for bit (NaNs as NaNs), on blocks
@@ -166,13 +160,13 @@ func TestInt8DecodeParity(t *testing.T) {
 						}
 					}
 					for i, g := range gotS[:rows*groups] {
-						if !sameF32(g, wantS[i]) {
+						if !sameBits(g, wantS[i]) {
 							fail("row %d group %d: s %#x (%v), want %#x (%v)", row0+i/groups, i%groups, math.Float32bits(g), g, math.Float32bits(wantS[i]), wantS[i])
 						}
 					}
 					if f.HasMin {
 						for i, g := range gotM[:rows*groups] {
-							if !sameF32(g, wantM[i]) {
+							if !sameBits(g, wantM[i]) {
 								fail("row %d group %d: m %#x (%v), want %#x (%v)", row0+i/groups, i%groups, math.Float32bits(g), g, math.Float32bits(wantM[i]), wantM[i])
 							}
 						}

@@ -486,17 +486,7 @@ func TestAttentionParity(t *testing.T) {
 						if flash {
 							rel, abs = 0x1p-8, 4e-3
 						}
-						var worst float64
-						at := 0
-						for i := range got {
-							d := math.Abs(float64(got[i]-want[i])) / (abs + rel*math.Abs(float64(want[i])))
-							if d != d {
-								d = math.Inf(1)
-							}
-							if d > worst {
-								worst, at = d, i
-							}
-						}
+						worst, at := worstError(got, want, abs, rel)
 						name := map[bool]string{false: "plain", true: "flash"}[flash]
 						t.Logf("%s: worst error / tolerance %.3f (element %d: %v vs %v)", name, worst, at, got[at], want[at])
 						if worst > 1 {

@@ -781,7 +781,7 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 			if splitExact(b.kvK, b.kvV, a.HeadDim) {
 				return e.attentionSplit(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv)
 			}
-			return e.attentionPlain(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv, attnOutF32)
+			return e.attentionPlain(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv, otypeF32)
 		}
 		mark := b.Mark()
 		defer b.Release(mark)
@@ -986,7 +986,7 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 						return operand{}, fmt.Errorf("%s and %s: experts' gate and up of different types", m.Gate.Name, m.Up.Name)
 					}
 					if !gathered {
-						if err := e.gatherHalf(xe, s.p, idx, cnt, in, tg); err != nil {
+						if err := e.gatherRows(xe, s.p, idx, cnt, in, tg); err != nil {
 							return operand{}, err
 						}
 						gathered = true

@@ -29,6 +29,23 @@ func isF16(t cublas.DataType) int {
 	return 0
 }
 
+// The output types of the kernels that write halves or float32 (their
+// otype parameter: dequant_*, attn_simple, gather_rows); the two halves
+// are isF16's flag.
+const (
+	otypeBF16 = 0
+	otypeF16  = 1
+	otypeF32  = 2
+)
+
+// otypeOf is t's otype: isF16's flag for a half type, otypeF32 for float32.
+func otypeOf(t cublas.DataType) int {
+	if t == f32 {
+		return otypeF32
+	}
+	return isF16(t)
+}
+
 // rmsnormF32: out (rows, d) f32 <- RMSNorm(x) · w; out may be x.
 func (e *Engine) rmsnormF32(out, x, w ptr, rows, d int, eps float64) error {
 	return e.launch("rmsnorm_f32", dim3{uint32(rows), 1, 1}, dim3{128, 1, 1}, out, x, w, rows, d, eps)
@@ -120,13 +137,10 @@ func (e *Engine) widenHalf(out, h ptr, count int64, t cublas.DataType) error {
 	return e.launch("widen_half", gridFor(count), block256, out, h, count, isF16(t))
 }
 
-// gatherHalf: out row i (cols, half type t) <- x row rows[i] (f32), n rows.
-func (e *Engine) gatherHalf(out, x, rows ptr, n, cols int, t cublas.DataType) error {
-	otype := 2 // float32
-	if t != f32 {
-		otype = isF16(t)
-	}
-	return e.launch("gather_half", gridFor(int64(n)*int64(cols)), block256, out, x, rows, n, cols, otype)
+// gatherRows: out row i (cols of type t: a half type or float32) <- x row
+// rows[i] (f32), n rows.
+func (e *Engine) gatherRows(out, x, rows ptr, n, cols int, t cublas.DataType) error {
+	return e.launch("gather_rows", gridFor(int64(n)*int64(cols)), block256, out, x, rows, n, cols, otypeOf(t))
 }
 
 // scatterScaled: res slot choice[i] (cols f32) <- y row i · w[choice[i]], n rows.
@@ -428,13 +442,9 @@ func (e *Engine) attentionSplit(out, q ptr, n, heads, kvheads, hd int, scale flo
 		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale())
 }
 
-// The plain kernel's output types (its otype); the two halves are isF16's
-// flag.
-const attnOutF32 = 2
-
 // attentionPlain is the plain kernel, with a sliding window (0: none) and
-// sinks (one float32 logit per head, or 0: none), writing otype: isF16's
-// flag of a half type, or attnOutF32.
+// sinks (one float32 logit per head, or 0: none), writing otype (a half
+// type's or otypeF32).
 func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, k, v *kvTensor, otype int) error {
 	if heads%kvheads != 0 || hd > 256 {
 		return fmt.Errorf("cuda: attention with %d heads, %d KV heads of size %d not supported", heads, kvheads, hd)

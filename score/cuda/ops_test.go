@@ -250,27 +250,17 @@ func TestAttentionWindowParity(t *testing.T) {
 				otype    int
 				rel, abs float64
 			}{
-				{isF16(f16), 0x1p-8, 1e-3},  // float32 softmax and sums, fp16 output (2^-11 relative)
-				{attnOutF32, 0x1p-17, 1e-6}, // float32 output (the int8 mode's)
+				{isF16(f16), 0x1p-8, 1e-3}, // float32 softmax and sums, fp16 output (2^-11 relative)
+				{otypeF32, 0x1p-17, 1e-6},  // float32 output (the int8 mode's)
 			} {
 				do(t, e, func() error {
 					return e.attentionPlain(out, qp, n, heads, kvheads, hd, scale, c.window, sp, kt, vt, o.otype)
 				})
 				got := devGet[float32](t, e, out, len(q))
-				if o.otype != attnOutF32 {
+				if o.otype != otypeF32 {
 					got = fromHalf(devGet[uint16](t, e, out, len(q)), f16)
 				}
-				var worst float64
-				at := 0
-				for i := range got {
-					d := math.Abs(float64(got[i]-want[i])) / (o.abs + o.rel*math.Abs(float64(want[i])))
-					if d != d {
-						d = math.Inf(1)
-					}
-					if d > worst {
-						worst, at = d, i
-					}
-				}
+				worst, at := worstError(got, want, o.abs, o.rel)
 				t.Logf("window %d, sinks %v, output %d: worst error / tolerance %.3f (element %d: %v vs %v)", c.window, c.sinks, o.otype, worst, at, got[at], want[at])
 				if worst > 1 {
 					t.Errorf("window %d, sinks %v, output %d: element %d is %v, want %v (%.3g × tolerance)", c.window, c.sinks, o.otype, at, got[at], want[at], worst)

@@ -283,16 +283,8 @@ type synthKey struct {
 	in int
 }
 
-// The dequantization kernels' output types (their otype); the two halves
-// are isF16's flag.
-const (
-	dequantBF16 = 0
-	dequantF16  = 1
-	dequantF32  = 2
-)
-
 // dequantRows writes rows of m (row0+r, or idx[r] when idx is not 0) into
-// out as otype (dequantBF16, dequantF16 or dequantF32), rows × in values.
+// out as otype (otypeBF16, otypeF16 or otypeF32), rows × in values.
 // On the engine's thread.
 func (e *Engine) dequantRows(out ptr, m *gmat, otype int, idx ptr, row0 int64, rows, in int) error {
 	if groups := int64(rows) * int64(in/8); groups >= 1<<32 { // the kernel counts in 32 bits
@@ -367,7 +359,7 @@ func (b *gpuBackend) qgemm(y ptr, ldy int, xh ptr, ldx int, w *ml.Matrix, e, row
 // float32, the CPU's values. tok holds the tokens on the device. On the
 // engine's thread.
 func (b *gpuBackend) qembed(d *gt, w *ml.Matrix, tok ptr, n int) error {
-	return b.e.dequantRows(d.p, gm(w), dequantF32, tok, 0, n, w.In)
+	return b.e.dequantRows(d.p, gm(w), otypeF32, tok, 0, n, w.In)
 }
 
 // describe says how the weights are stored, for reports: the mode, the

@@ -25,10 +25,7 @@ import (
 // GPU and on the host device (hostdev_test.go) the CUDA C itself.
 func init() {
 	for typ, k := range dequantKernels {
-		simKernels[k.name] = struct {
-			nargs int
-			run   func(s *simDevice, a *simArgs, grid dim3) error
-		}{9, simDequant(typ)}
+		simKernels[k.name] = simKernel{9, simDequant(typ)}
 	}
 }
 
@@ -47,7 +44,7 @@ func simDequant(typ gguf.Type) func(s *simDevice, a *simArgs, grid dim3) error {
 			return fmt.Errorf("rows of %d values, not a multiple of 8", in)
 		case int64(want) != rb:
 			return fmt.Errorf("row of %d %v values is %d bytes, kernel told %d", in, typ, want, rb)
-		case otype < dequantBF16 || otype > dequantF32:
+		case otype < otypeBF16 || otype > otypeF32:
 			return fmt.Errorf("output type %d", otype)
 		case len(out) < rows*in*dequantBytes(otype):
 			return fmt.Errorf("output of %d bytes for %d rows of %d", len(out), rows, in)
@@ -68,7 +65,7 @@ func simDequant(typ gguf.Type) func(s *simDevice, a *simArgs, grid dim3) error {
 			if err := quant.Dequantize(typ, w[src*rb:(src+1)*rb], vals); err != nil {
 				return err
 			}
-			if otype == dequantF32 {
+			if otype == otypeF32 {
 				copy(f32s(out)[r*in:(r+1)*in], vals)
 				continue
 			}
@@ -84,7 +81,7 @@ func simDequant(typ gguf.Type) func(s *simDevice, a *simArgs, grid dim3) error {
 // dequantBytes is the size of one value of a dequantization kernel's
 // output type.
 func dequantBytes(otype int) int {
-	if otype == dequantF32 {
+	if otype == otypeF32 {
 		return 4
 	}
 	return 2
@@ -153,12 +150,12 @@ func TestDequantParity(t *testing.T) {
 				}
 				idx := []int32{12, 0, 5, 5, 7}
 				ip := devPut(t, e, idx)
-				for _, ot := range []int{dequantBF16, dequantF16, dequantF32} {
+				for _, ot := range []int{otypeBF16, otypeF16, otypeF32} {
 					name := []string{"bf16", "fp16", "float32"}[ot]
 					// rows [3, 11), then the rows of idx; the bits of each
 					// value as a uint32
 					get := func(p ptr, n int) []uint32 {
-						if ot == dequantF32 {
+						if ot == otypeF32 {
 							return devGet[uint32](t, e, p, n)
 						}
 						var out []uint32
@@ -178,7 +175,7 @@ func TestDequantParity(t *testing.T) {
 							r, c := i/in, i%in
 							v := vals[row(r)*in+c]
 							want := math.Float32bits(v)
-							if ot != dequantF32 {
+							if ot != otypeF32 {
 								want = uint32(f32ToHalf(v, ot))
 							}
 							if h != want {

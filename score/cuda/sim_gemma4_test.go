@@ -9,10 +9,7 @@ import (
 
 // The emulation of kernels/gemma4.cu: cpuBackend.GLU (the nn activations).
 func init() {
-	simKernels["glu_f32"] = struct {
-		nargs int
-		run   func(s *simDevice, a *simArgs, grid dim3) error
-	}{5, func(s *simDevice, a *simArgs, grid dim3) error {
+	simKernels["glu_f32"] = simKernel{5, func(s *simDevice, a *simArgs, grid dim3) error {
 		out, gate, up, n, act := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), a.i64(3), a.int(4)
 		if a.err != nil {
 			return a.err

@@ -11,10 +11,7 @@ import (
 // cpuBackend.LatentAttention (nn.Attention over the decoded keys, the keys
 // as values).
 func init() {
-	simKernels["attn_latent"] = struct {
-		nargs int
-		run   func(s *simDevice, a *simArgs, grid dim3) error
-	}{15, func(s *simDevice, a *simArgs, grid dim3) error {
+	simKernels["attn_latent"] = simKernel{15, func(s *simDevice, a *simArgs, grid dim3) error {
 		out, q, n, heads, kvheads, hd, vd := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4), a.int(5), a.int(6)
 		scale, window := a.f32(7), a.int(8)
 		K := simPlanes{format: a.int(10), data: a.ptr(11), scales: a.ptr(12), tscale: a.ptr(13), heads: kvheads, hd: hd}
@@ -47,10 +44,7 @@ func init() {
 		}
 		return nil
 	}}
-	simKernels["copy_cols"] = struct {
-		nargs int
-		run   func(s *simDevice, a *simArgs, grid dim3) error
-	}{8, func(s *simDevice, a *simArgs, grid dim3) error {
+	simKernels["copy_cols"] = simKernel{8, func(s *simDevice, a *simArgs, grid dim3) error {
 		dst, dcols, dc, x, xcols, xc, width, rows := f32s(a.ptr(0)), a.int(1), a.int(2), f32s(a.ptr(3)), a.int(4), a.int(5), a.int(6), a.int(7)
 		if a.err != nil {
 			return a.err

@@ -14,10 +14,6 @@ import (
 // operations package ml adds to the decoder's): each is its CPU reference
 // in score/model/cpu.go, operation for operation.
 func init() {
-	type simKernel = struct {
-		nargs int
-		run   func(s *simDevice, a *simArgs, grid dim3) error
-	}
 	for name, k := range map[string]simKernel{
 		"add_f32": {3, func(s *simDevice, a *simArgs, grid dim3) error {
 			x, y, n := f32s(a.ptr(0)), f32s(a.ptr(1)), a.i64(2)
@@ -91,7 +87,7 @@ func init() {
 			simGLUHalf(out, tmp, f16, amax, rescale)
 			return nil
 		}},
-		"gather_half": {6, func(s *simDevice, a *simArgs, grid dim3) error {
+		"gather_rows": {6, func(s *simDevice, a *simArgs, grid dim3) error {
 			o, x, rows, n, cols, f16 := a.ptr(0), f32s(a.ptr(1)), i32s(a.ptr(2)), a.int(3), a.int(4), a.int(5)
 			if a.err != nil {
 				return a.err
@@ -99,10 +95,10 @@ func init() {
 			for i := range n {
 				r := int(rows[i])
 				if (r+1)*cols > len(x) || r < 0 {
-					return errors.New("gather_half: row outside the input")
+					return errors.New("gather_rows: row outside the input")
 				}
 				for c := range cols {
-					if f16 == 2 {
+					if f16 == otypeF32 {
 						f32s(o)[i*cols+c] = x[r*cols+c]
 					} else {
 						u16s(o)[i*cols+c] = f32ToHalf(x[r*cols+c], f16)

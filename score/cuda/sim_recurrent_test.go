@@ -12,10 +12,6 @@ import (
 // the kernel's order (simDeltaNet), so that the end-to-end parity on the
 // emulation measures what the GPU's float32 state costs.
 func init() {
-	type simKernel = struct {
-		nargs int
-		run   func(s *simDevice, a *simArgs, grid dim3) error
-	}
 	for name, k := range map[string]simKernel{
 		"gather_cols": {6, func(s *simDevice, a *simArgs, grid dim3) error {
 			out, x, cols, rows, ncols, xcols := f32s(a.ptr(0)), f32s(a.ptr(1)), i32s(a.ptr(2)), a.int(3), a.int(4), a.int(5)

@@ -194,11 +194,15 @@ func (a *simArgs) f64(i int) float64 {
 	return 0
 }
 
-// simKernels maps kernel names to their emulation and parameter count.
-var simKernels = map[string]struct {
+// simKernel is a kernel's emulation and its parameter count.
+type simKernel struct {
 	nargs int
 	run   func(s *simDevice, a *simArgs, grid dim3) error
-}{
+}
+
+// simKernels maps kernel names to their emulation (the other sim_*_test.go
+// files add theirs in init).
+var simKernels = map[string]simKernel{
 	"embed": {6, func(s *simDevice, a *simArgs, grid dim3) error {
 		out, table, tok, n, dim, f16 := f32s(a.ptr(0)), u16s(a.ptr(1)), i32s(a.ptr(2)), a.int(3), a.int(4), a.int(5)
 		if err := covers(grid[0], n, "tokens"); err != nil || a.err != nil {
@@ -655,7 +659,7 @@ func simAttention(a *simArgs, hd int, scale float64, window int, sinks []float32
 	o := make([]float32, n*heads*hd)
 	att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: scale, Window: window, Sinks: sinks}
 	att.Forward(nn.NewContext(0), o, qs, ks, vs, n)
-	if f16 == attnOutF32 {
+	if f16 == otypeF32 {
 		copy(f32s(a.ptr(0)), o)
 		return nil
 	}
