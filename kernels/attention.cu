@@ -165,12 +165,41 @@ __device__ __forceinline__ void mma_f16(float* c, const u32* a, u32 b0, u32 b1) 
 // which is what computing it would give (no probability, corrections 1).
 __host__ __device__ constexpr int attn_fa_bc(int hd) { return hd > 128 ? 32 : 64; }
 
+// q_frag: the A fragments of q's rows r0 and r1 (zero past n), dims kc·16
+// to kc·16+15 of head h: hi rounded to fp16 and, with X, lo the remainder.
+template <bool X>
+__device__ __forceinline__ void q_frag(const float* __restrict__ q, int r0, int r1, int n, i64 qstride, int col,
+                                       u32 hi[4], u32 lo[4]) {
+	float2 a = make_float2(0.0f, 0.0f), b = a, a8 = a, b8 = a;
+	if (r0 < n) {
+		a = *(const float2*)(q + r0 * qstride + col);
+		a8 = *(const float2*)(q + r0 * qstride + col + 8);
+	}
+	if (r1 < n) {
+		b = *(const float2*)(q + r1 * qstride + col);
+		b8 = *(const float2*)(q + r1 * qstride + col + 8);
+	}
+	hi[0] = pack_f16(a.x, a.y);
+	hi[1] = pack_f16(b.x, b.y);
+	hi[2] = pack_f16(a8.x, a8.y);
+	hi[3] = pack_f16(b8.x, b8.y);
+	if (X) {
+		lo[0] = pack_f16(lo_f16(a.x), lo_f16(a.y));
+		lo[1] = pack_f16(lo_f16(b.x), lo_f16(b.y));
+		lo[2] = pack_f16(lo_f16(a8.x), lo_f16(a8.y));
+		lo[3] = pack_f16(lo_f16(b8.x), lo_f16(b8.y));
+	}
+}
+
 // X (attn_fxHD): q and the probabilities as two fp16 halves each, hi and
 // lo (two products each), and float32 output: with keys and values that
 // fp16 holds exactly (an f16 cache, or bf16 within fp16's normal range)
 // every product is then float32's to about 2^-22, the plain kernel's level,
 // at twice the tensor-core work. The int8 mode's, whose next product
-// quantizes the output.
+// quantizes the output. For heads of 256 q's two halves (128 registers)
+// do not fit beside o's 128: q's fragments are read again (from L1 and
+// L2) for each key tile, kc by kc, which gives each score the same
+// products in the same order.
 template <int HD, bool X>
 __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float* __restrict__ q, int n, int heads,
                                              int kvheads, float scale_log2, int window, const float* __restrict__ sinks,
@@ -184,29 +213,11 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 	const int r0 = qtile * BR + warp * 16 + gid, r1 = r0 + 8;
 	const i64 qstride = (i64)heads * HD;
 
-	u32 qf[HD / 16][4], ql[X ? HD / 16 : 1][4];
+	constexpr bool QREG = !(X && HD > 128); // q's fragments held in registers
+	u32 qf[QREG ? HD / 16 : 1][4], ql[X && QREG ? HD / 16 : 1][4];
+	if (QREG) {
 #pragma unroll
-	for (int kc = 0; kc < HD / 16; kc++) {
-		const int c = kc * 16 + tig * 2;
-		float2 a = make_float2(0.0f, 0.0f), b = a, a8 = a, b8 = a;
-		if (r0 < n) {
-			a = *(const float2*)(q + r0 * qstride + h * HD + c);
-			a8 = *(const float2*)(q + r0 * qstride + h * HD + c + 8);
-		}
-		if (r1 < n) {
-			b = *(const float2*)(q + r1 * qstride + h * HD + c);
-			b8 = *(const float2*)(q + r1 * qstride + h * HD + c + 8);
-		}
-		qf[kc][0] = pack_f16(a.x, a.y);
-		qf[kc][1] = pack_f16(b.x, b.y);
-		qf[kc][2] = pack_f16(a8.x, a8.y);
-		qf[kc][3] = pack_f16(b8.x, b8.y);
-		if (X) {
-			ql[kc][0] = pack_f16(lo_f16(a.x), lo_f16(a.y));
-			ql[kc][1] = pack_f16(lo_f16(b.x), lo_f16(b.y));
-			ql[kc][2] = pack_f16(lo_f16(a8.x), lo_f16(a8.y));
-			ql[kc][3] = pack_f16(lo_f16(b8.x), lo_f16(b8.y));
-		}
+		for (int kc = 0; kc < HD / 16; kc++) q_frag<X>(q, r0, r1, n, qstride, h * HD + kc * 16 + tig * 2, qf[kc], ql[X ? kc : 0]);
 	}
 
 	float o[HD / 8][4];
@@ -259,13 +270,28 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 
 		float s[BC / 8][4];
 #pragma unroll
-		for (int nt = 0; nt < BC / 8; nt++) {
-			s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+		for (int nt = 0; nt < BC / 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+		if (QREG) {
 #pragma unroll
+			for (int nt = 0; nt < BC / 8; nt++) {
+#pragma unroll
+				for (int kc = 0; kc < HD / 16; kc++) {
+					const u16* kp = &ks[(nt * 8 + gid) * KSTR + kc * 16 + tig * 2];
+					mma_f16(s[nt], qf[QREG ? kc : 0], *(const u32*)kp, *(const u32*)(kp + 8));
+					if (X) mma_f16(s[nt], ql[X && QREG ? kc : 0], *(const u32*)kp, *(const u32*)(kp + 8));
+				}
+			}
+		} else {
+#pragma unroll 1
 			for (int kc = 0; kc < HD / 16; kc++) {
-				const u16* kp = &ks[(nt * 8 + gid) * KSTR + kc * 16 + tig * 2];
-				mma_f16(s[nt], qf[kc], *(const u32*)kp, *(const u32*)(kp + 8));
-				if (X) mma_f16(s[nt], ql[X ? kc : 0], *(const u32*)kp, *(const u32*)(kp + 8));
+				u32 hi[4], lo[4];
+				q_frag<X>(q, r0, r1, n, qstride, h * HD + kc * 16 + tig * 2, hi, lo);
+#pragma unroll
+				for (int nt = 0; nt < BC / 8; nt++) {
+					const u16* kp = &ks[(nt * 8 + gid) * KSTR + kc * 16 + tig * 2];
+					mma_f16(s[nt], hi, *(const u32*)kp, *(const u32*)(kp + 8));
+					mma_f16(s[nt], lo, *(const u32*)kp, *(const u32*)(kp + 8));
+				}
 			}
 		}
 
@@ -375,8 +401,7 @@ ATTN_FA(128)
 ATTN_FA(256)
 
 // attn_fxHD: attn_faHD with q and the probabilities split in two fp16
-// halves (attn_fa_body's X) and float32 output (n, heads·HD); heads up to
-// 128 (the second halves' registers).
+// halves (attn_fa_body's X) and float32 output (n, heads·HD).
 #define ATTN_FX(HD)                                                                                                  \
 	extern "C" __global__ void __launch_bounds__(128)                                                                \
 	    attn_fx##HD(float* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads,               \
@@ -391,3 +416,4 @@ ATTN_FX(16)
 ATTN_FX(32)
 ATTN_FX(64)
 ATTN_FX(128)
+ATTN_FX(256)

@@ -57,11 +57,8 @@ __device__ __forceinline__ u16 to_half(float v, int f16) {
 #endif
 }
 
-// ---- F32, F16, BF16 (blocks of 8 values).
+// ---- F16, BF16 (blocks of 8 values).
 
-__device__ __forceinline__ void g_f32(const u8* b, int, float* y) {
-	for (int k = 0; k < 8; k++) y[k] = __uint_as_float(ld32(b + 4 * k));
-}
 __device__ __forceinline__ void g_f16(const u8* b, int, float* y) {
 	for (int k = 0; k < 8; k++) y[k] = h16(b + 2 * k);
 }
@@ -457,7 +454,6 @@ __device__ __forceinline__ void g_iq1_m(const u8* b, int p, float* y, const u8* 
 #define DEQUANT(name, BS, TS, fn) DEQUANT_GRID(name, BS, TS, fn, )
 #define WITH_GRID , grid
 
-DEQUANT(dequant_f32, 8, 32, g_f32)
 DEQUANT(dequant_f16, 8, 16, g_f16)
 DEQUANT(dequant_bf16, 8, 16, g_bf16)
 DEQUANT(dequant_q4_0, 32, 18, g_q4_0)

@@ -202,16 +202,18 @@ func TestEndToEnd(t *testing.T) {
 				t.Logf("bf16 cache: %v", s)
 				if moeBounds[stem] {
 					// A mixture of experts: its router chooses experts on
-					// logits that the GPU's half-precision product inputs
-					// move by about 5e-3, so a choice near a tie (a few
-					// of 768 per window here) flips and changes that
-					// token by up to 0.6 and, through attention, its
-					// followers a little. The per-token maximum says
-					// nothing then; the bounds are those of the CPU
-					// against llama.cpp for these architectures
-					// (model.TestGoldenArchs): the mean and the perplexity.
-					if mean := s.sumAbs / float64(s.n); mean > 0.02 || math.Abs(s.pplRatio()-1) > 0.002 {
-						t.Errorf("bf16 cache: %v; want mean |Δ| <= 0.02 and |PPL ratio - 1| <= 0.002", s)
+					// logits that the GPU's half-precision roundings
+					// upstream move (by about 5e-3 when its F32 matrices
+					// were rounded to fp16 too), so a choice near a tie
+					// flips and changes that token by up to 0.6 and,
+					// through attention, its followers a little. The
+					// per-token maximum says nothing then: the bounds are
+					// the mean and the perplexity, allowing one flip
+					// (0.0016 on each). Emulation: max 0.0135, mean
+					// 0.0025, PPL ratio 1.00013 (its F32 matrices rounded
+					// to fp16: mean 0.0096).
+					if mean := s.sumAbs / float64(s.n); mean > 0.005 || math.Abs(s.pplRatio()-1) > 0.002 {
+						t.Errorf("bf16 cache: %v; want mean |Δ| <= 0.005 and |PPL ratio - 1| <= 0.002", s)
 					}
 				} else if s.maxAbs > 0.012 || math.Abs(s.pplRatio()-1) > 0.001 {
 					t.Errorf("bf16 cache: %v; want max |Δ| <= 0.012 and |PPL ratio - 1| <= 0.001", s)

@@ -32,11 +32,13 @@ import (
 // the output projection's conversion gives back the same halves.
 //
 // Matrices (gmat) are stored in Precision.Weights, chosen at Prepare,
-// except a mixture of experts' router (ffn_gate_inp, ffn_gate_inp_shexp,
-// by the tensor's name): float32 with float32 inputs, as llama.cpp keeps
-// it (a product of experts × width, negligible beside the experts'), so
-// that the logits that choose experts carry no rounding of their own; and,
-// in the int8 mode, an F32 matrix (storage).
+// except two kinds that are float32 with float32 inputs (storage): a
+// mixture of experts' router (ffn_gate_inp, ffn_gate_inp_shexp, by the
+// tensor's name), as llama.cpp keeps it (a product of experts × width,
+// negligible beside the experts'), so that the logits that choose experts
+// carry no rounding of their own; and a matrix the file stores as F32,
+// whose own weights are float32 (llama.cpp multiplies them in float32),
+// unless --gpu-weights bf16 asks for the old copy.
 // Every weight is dequantized exactly and rounded once to its half type
 // (on the device at each product from the file's blocks, qweights.go, or
 // once on the host, convertRows); with --gpu-weights bf16 it is rounded to
@@ -49,7 +51,8 @@ import (
 // Attention uses the tensor-core kernel when its check at load passed for
 // the layer's head shape (sliding windows and sinks included), else the
 // plain one; the int8 mode takes attn_fx (float32's precision on the
-// tensor cores) where the cache and head size allow, else the plain one.
+// tensor cores) where the cache and head size allow (f16 or bf16, heads
+// of 16 to 256), else the plain one.
 // MLP and Experts have every ml.Act (SwiGLU,
 // GeGLU, gpt-oss's clamped SwiGLU). Package ml's extension interfaces
 // live in their own files: recurrent.go (ml.Recurrent), latent.go
@@ -216,12 +219,18 @@ func (b *gpuBackend) do(what string, f func() error) {
 }
 
 // storage is the type a matrix is stored in: float32 for a router (by the
-// tensor's name; gpuBackend's doc) and, in the int8 mode, for an F32
-// matrix (llama.cpp's CPU multiplies those in float32, the int8 mode's
-// other products being exact: an fp16 rounding there moved the tiny oracle
-// models' codes); the precision's half type otherwise.
-func (b *gpuBackend) storage(w *ml.Matrix) cublas.DataType {
-	if strings.Contains(w.Name, "ffn_gate_inp") || (b.prec.Int8 && w.Type == gguf.TypeF32) {
+// tensor's name; gpuBackend's doc) and for an F32 matrix, the file's own
+// weights, except in the bf16 copy, which rounds every weight as the GPU
+// path of earlier rounds did (rounded to fp16, the F32 matrices of the
+// tiny oracle models put tiny-qwen35 at a max |Δ log p| of 0.0199 from the
+// CPU, 0.0036 as float32 products; an SGEMM runs at about 1/16 of the
+// tensor cores' rate, but real files keep few matrices F32); the
+// precision's half type otherwise.
+func (b *gpuBackend) storage(w *ml.Matrix) cublas.DataType { return b.storageIn(w, b.qw.mode) }
+
+// storageIn is storage under weight storage mode (qweights.go).
+func (b *gpuBackend) storageIn(w *ml.Matrix, mode string) cublas.DataType {
+	if strings.Contains(w.Name, "ffn_gate_inp") || (w.Type == gguf.TypeF32 && mode != WeightsBF16) {
 		return f32
 	}
 	return b.prec.Weights
@@ -290,11 +299,18 @@ func (b *gpuBackend) Prepare(w *ml.Matrix) error {
 
 // uploadF32 stores w (rows of w.In values) as float32 at p: each weight
 // dequantized exactly and kept so, as the CPU multiplies it (a synthetic
-// model's, seed not 0, are uniform random of the usual scale). This is the
-// router's storage: rounding its weights moved the logits that choose
-// experts, and near-ties flipped (emulation, rounded to bf16 before:
-// tiny-qwen35moe's mean |Δ log p| 0.018, now 0.003).
+// model's, seed not 0, are uniform random of the usual scale; an F32
+// matrix's bytes are copied as they are). This is the router's storage:
+// rounding its weights moved the logits that choose experts, and
+// near-ties flipped (emulation, rounded to bf16 before: tiny-qwen35moe's
+// mean |Δ log p| 0.018, now 0.003).
 func (b *gpuBackend) uploadF32(p ptr, w *ml.Matrix, rows int, seed uint64) error {
+	if seed == 0 && w.Type == gguf.TypeF32 {
+		if want := 4 * rows * w.In; len(w.Data) != want {
+			return fmt.Errorf("%d bytes, want %d", len(w.Data), want)
+		}
+		return b.uploadPieces(p, w.Data)
+	}
 	vals := make([]float32, rows*w.In)
 	if seed != 0 {
 		rng := rand.New(rand.NewPCG(seed, 1))
@@ -306,6 +322,19 @@ func (b *gpuBackend) uploadF32(p ptr, w *ml.Matrix, rows int, seed uint64) error
 		return err
 	}
 	return b.e.Do(func() error { return upload(b.e, p, vals) })
+}
+
+// uploadPieces copies a file's bytes to p in pieces of uploadBytes, so
+// that the file's pages are read as they go.
+func (b *gpuBackend) uploadPieces(p ptr, data []byte) error {
+	return b.e.Do(func() error {
+		for o := 0; o < len(data); o += uploadBytes {
+			if err := upload(b.e, p+ptr(o), data[o:min(len(data), o+uploadBytes)]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func (b *gpuBackend) PrepareVector(v *ml.Vector) error {
@@ -499,8 +528,11 @@ func (b *gpuBackend) Embed(dst ml.Tensor, w *ml.Matrix, tokens []int32) {
 		if err != nil {
 			return err
 		}
-		if m.q != nil {
+		switch {
+		case m.q != nil:
 			return b.qembed(d, w, tok, len(tokens))
+		case m.t == f32: // an F32 table: its rows as they are
+			return b.e.gatherRows(d.p, m.p, tok, len(tokens), w.In, f32)
 		}
 		return b.e.embed(d.p, m.p, tok, len(tokens), w.In, m.t)
 	})

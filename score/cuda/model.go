@@ -28,7 +28,8 @@ const capacityRound = 256
 // stored: every weight is rounded once (nearest even, from ppl.dev/quant's
 // exact dequantization) to the half type, or to bf16 first with
 // --gpu-weights bf16, and every product accumulates in float32. A mixture
-// of experts' router (ffn_gate_inp) is float32 (gpuBackend.storage).
+// of experts' router (ffn_gate_inp) and a matrix the file stores as F32
+// are float32 products (gpuBackend.storage).
 type Precision struct {
 	Name    string
 	Weights cublas.DataType // matrices, and the inputs of their products
@@ -298,9 +299,13 @@ func (p Precision) describe() string {
 	}
 	int8 := ""
 	if p.Int8 {
-		int8 = "; int8 mode: products with quantized weights multiply their integers with activations quantized to Q8_0/Q8_K blocks on the integer tensor cores, one float32 multiply-add per group in order; F32 matrices float32 products; attention float32"
+		int8 = "; int8 mode: products with quantized weights multiply their integers with activations quantized to Q8_0/Q8_K blocks on the integer tensor cores, one float32 multiply-add per group in order; attention float32"
 	}
-	return fmt.Sprintf("%s: all matrices and product inputs %s%s%s; expert routers float32 with exact weights; residual adds float32 after each product", p.Name, halfName(p.Weights), scaled, int8)
+	exact := "F32 matrices and expert routers float32 products with exact weights"
+	if p.storage() == WeightsBF16 {
+		exact = "expert routers float32 products with exact weights"
+	}
+	return fmt.Sprintf("%s: matrices and product inputs %s%s%s; %s; residual adds float32 after each product", p.Name, halfName(p.Weights), scaled, int8, exact)
 }
 
 func halfName(t cublas.DataType) string {

@@ -417,7 +417,7 @@ func (e *Engine) attentionMasked(out, q ptr, n, heads, kvheads, hd int, scale fl
 
 // splitHeadDims are the head sizes of attn_fxHD, the tensor-core kernel
 // with q and the probabilities in two fp16 halves and float32 output.
-var splitHeadDims = map[int]bool{16: true, 32: true, 64: true, 128: true}
+var splitHeadDims = map[int]bool{16: true, 32: true, 64: true, 128: true, 256: true}
 
 // splitExact reports whether attn_fx computes attention over a cache of
 // formats kf and vf to float32's level: fp16 must hold the keys and values

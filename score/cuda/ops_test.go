@@ -97,13 +97,27 @@ func TestElementwiseParity(t *testing.T) {
 	})
 }
 
-// f32Matrix is an F32 GGUF matrix of rows × in values.
-func f32Matrix(name string, in, out, experts int, v []float32) *ml.Matrix {
-	data := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(x))
+// testMatrix is a GGUF matrix of rows × in values v, of type F32 (a
+// float32 product on the GPU) or F16 (v rounded to fp16: the half path).
+func testMatrix(name string, typ gguf.Type, in, out, experts int, v []float32) *ml.Matrix {
+	var data []byte
+	for _, x := range v {
+		if typ == gguf.TypeF16 {
+			data = binary.LittleEndian.AppendUint16(data, quant.F32ToF16(x))
+		} else {
+			data = binary.LittleEndian.AppendUint32(data, math.Float32bits(x))
+		}
 	}
-	return &ml.Matrix{Name: name, Type: gguf.TypeF32, In: in, Out: out, Experts: experts, Data: data}
+	return &ml.Matrix{Name: name, Type: typ, In: in, Out: out, Experts: experts, Data: data}
+}
+
+// operandOf is the value a product of a matrix of type typ reads for v:
+// v rounded to fp16 for F16 (weights and inputs alike), v itself for F32.
+func operandOf(typ gguf.Type) func(float32) float64 {
+	if typ == gguf.TypeF16 {
+		return func(v float32) float64 { return float64(quant.F16ToF32(quant.F32ToF16(v))) }
+	}
+	return func(v float32) float64 { return float64(v) }
 }
 
 // testBackend is a backend without a model, for operation tests.
@@ -121,99 +135,106 @@ func (b *gpuBackend) put(t *testing.T, rows, cols int, v []float32) ml.Tensor {
 // Experts against its plain definition: per token, the K chosen experts'
 // SwiGLU MLPs, scaled by their weights and added in the order of the
 // choices (ml.Backend.Experts), computed here in float64 from the values
-// the device's products read (fp16-rounded weights and inputs) with
-// float32 roundings where the kernels round; and with more tokens than a block (expertRows), so that the
-// grouping by expert runs over several blocks, with an expert no token
-// chooses.
+// the device's products read (F16 stacks: fp16 weights and inputs; F32
+// stacks: float32 products of the exact values) with float32 roundings
+// where the kernels round; and with more tokens than a block (expertRows),
+// so that the grouping by expert runs over several blocks, with an expert
+// no token chooses.
 func TestExpertsParity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
-		rng := rand.New(rand.NewPCG(22, 1))
-		const N, K, in, F, out = 6, 3, 48, 40, 24
-		n := expertRows + 37
-		if e.Ordinal < 0 {
-			n = 300 // the simulator's products are plain Go
-		}
-		gate, up, down := randF32(rng, N*F*in, 0.3), randF32(rng, N*F*in, 0.3), randF32(rng, N*out*F, 0.3)
-		bias := randF32(rng, N*out, 0.1)
-		m := &ml.MLP{Gate: f32Matrix("blk.0.ffn_gate_exps.weight", in, F, N, gate),
-			Up:   f32Matrix("blk.0.ffn_up_exps.weight", in, F, N, up),
-			Down: f32Matrix("blk.0.ffn_down_exps.weight", F, out, N, down)}
-		m.Down.Bias = bias
-		b := testBackend(e)
-		defer b.Close()
-		for _, w := range []*ml.Matrix{m.Gate, m.Up, m.Down} {
-			if err := b.Prepare(w); err != nil {
-				t.Fatal(err)
-			}
-		}
-		x := randF32(rng, n*in, 1)
-		logits := randF32(rng, n*N, 2)
-		for i := range logits[:n] {
-			logits[i*N+N-1] = -1e3 // expert N-1: never chosen
-		}
-		router := ml.Router{Experts: N, K: K, Gating: ml.GateSoftmax, Norm: true}
-		r, err := router.Route(logits)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b.Reset()
-		xt := b.put(t, n, in, x)
-		dst := b.Alloc(n, out)
-		b.Experts(dst, xt, m, r)
-		got := b.Read(dst)
-		if err := b.Err(); err != nil {
-			t.Fatal(err)
-		}
-
-		rh := func(v float32) float64 { return float64(quant.F16ToF32(quant.F32ToF16(v))) }
-		var worst float64
-		ref := make([]float32, n*out)
-		for tk := range n {
-			xh := make([]float64, in)
-			for i := range xh {
-				xh[i] = rh(x[tk*in+i])
-			}
-			for j := range K {
-				ex, w := int(r.Expert[tk*K+j]), r.Weight[tk*K+j]
-				act := make([]float64, F)
-				for f := range F {
-					var gs, us float64
-					for i := range in {
-						gs += rh(gate[(ex*F+f)*in+i]) * xh[i]
-						us += rh(up[(ex*F+f)*in+i]) * xh[i]
-					}
-					g, u := float64(float32(gs)), float64(float32(us))
-					act[f] = rh(float32(g / (1 + math.Exp(-g)) * u))
-				}
-				res := make([]float32, out)
-				for o := range out {
-					var ds float64
-					for f := range F {
-						ds += rh(down[(ex*out+o)*F+f]) * act[f]
-					}
-					res[o] = (float32(ds) + bias[ex*out+o]) * w
-				}
-				row := ref[tk*out : (tk+1)*out]
-				if j == 0 {
-					copy(row, res)
-					continue
-				}
-				for o := range out {
-					row[o] += res[o]
-				}
-			}
-			for o, want := range ref[tk*out : (tk+1)*out] {
-				d := math.Abs(float64(got[tk*out+o]-want)) / (1 + math.Abs(float64(want)))
-				worst = max(worst, d)
-			}
-		}
-		t.Logf("experts: %d tokens, %d of %d experts each: largest difference %.2g (relative to 1 + |value|)", n, K, N, worst)
-		// The same roundings; what remains is the order of float32 sums in
-		// the products (float64 here): a few float32 ulps.
-		if worst > 1e-5 {
-			t.Errorf("experts differ from their definition by %g", worst)
+		for _, typ := range []gguf.Type{gguf.TypeF16, gguf.TypeF32} {
+			t.Run(typ.String(), func(t *testing.T) { expertsParity(t, e, typ) })
 		}
 	})
+}
+
+func expertsParity(t *testing.T, e *Engine, typ gguf.Type) {
+	rng := rand.New(rand.NewPCG(22, 1))
+	const N, K, in, F, out = 6, 3, 48, 40, 24
+	n := expertRows + 37
+	if e.Ordinal < 0 {
+		n = 300 // the simulator's products are plain Go
+	}
+	gate, up, down := randF32(rng, N*F*in, 0.3), randF32(rng, N*F*in, 0.3), randF32(rng, N*out*F, 0.3)
+	bias := randF32(rng, N*out, 0.1)
+	m := &ml.MLP{Gate: testMatrix("blk.0.ffn_gate_exps.weight", typ, in, F, N, gate),
+		Up:   testMatrix("blk.0.ffn_up_exps.weight", typ, in, F, N, up),
+		Down: testMatrix("blk.0.ffn_down_exps.weight", typ, F, out, N, down)}
+	m.Down.Bias = bias
+	b := testBackend(e)
+	defer b.Close()
+	for _, w := range []*ml.Matrix{m.Gate, m.Up, m.Down} {
+		if err := b.Prepare(w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x := randF32(rng, n*in, 1)
+	logits := randF32(rng, n*N, 2)
+	for i := range logits[:n] {
+		logits[i*N+N-1] = -1e3 // expert N-1: never chosen
+	}
+	router := ml.Router{Experts: N, K: K, Gating: ml.GateSoftmax, Norm: true}
+	r, err := router.Route(logits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Reset()
+	xt := b.put(t, n, in, x)
+	dst := b.Alloc(n, out)
+	b.Experts(dst, xt, m, r)
+	got := b.Read(dst)
+	if err := b.Err(); err != nil {
+		t.Fatal(err)
+	}
+
+	rh := operandOf(typ)
+	var worst float64
+	ref := make([]float32, n*out)
+	for tk := range n {
+		xh := make([]float64, in)
+		for i := range xh {
+			xh[i] = rh(x[tk*in+i])
+		}
+		for j := range K {
+			ex, w := int(r.Expert[tk*K+j]), r.Weight[tk*K+j]
+			act := make([]float64, F)
+			for f := range F {
+				var gs, us float64
+				for i := range in {
+					gs += rh(gate[(ex*F+f)*in+i]) * xh[i]
+					us += rh(up[(ex*F+f)*in+i]) * xh[i]
+				}
+				g, u := float64(float32(gs)), float64(float32(us))
+				act[f] = rh(float32(g / (1 + math.Exp(-g)) * u))
+			}
+			res := make([]float32, out)
+			for o := range out {
+				var ds float64
+				for f := range F {
+					ds += rh(down[(ex*out+o)*F+f]) * act[f]
+				}
+				res[o] = (float32(ds) + bias[ex*out+o]) * w
+			}
+			row := ref[tk*out : (tk+1)*out]
+			if j == 0 {
+				copy(row, res)
+				continue
+			}
+			for o := range out {
+				row[o] += res[o]
+			}
+		}
+		for o, want := range ref[tk*out : (tk+1)*out] {
+			d := math.Abs(float64(got[tk*out+o]-want)) / (1 + math.Abs(float64(want)))
+			worst = max(worst, d)
+		}
+	}
+	t.Logf("experts (%v): %d tokens, %d of %d experts each: largest difference %.2g (relative to 1 + |value|)", typ, n, K, N, worst)
+	// The same roundings; what remains is the order of float32 sums in
+	// the products (float64 here): a few float32 ulps.
+	if worst > 1e-5 {
+		t.Errorf("experts differ from their definition by %g", worst)
+	}
 }
 
 // The plain attention kernel's sliding window and sinks against

@@ -42,11 +42,10 @@ import (
 // weight: against the CPU on the file itself, that alone took the dense
 // oracle models from max |Δ log p| 0.028-0.038 to 0.010-0.017 (emulation).
 //
-// A matrix of a type without a kernel, a router (float32 with float32
-// inputs), a row length not a multiple of 8 and an F32 matrix (its blocks would take
-// twice the halves' memory; dequant_f32 is there for products that may
-// one day take float32 operands) take the host copy in either mode; the
-// model's report names them.
+// A matrix of a type without a kernel and a row length not a multiple of
+// 8 take the host copy in either mode, and so do the float32 products (a
+// router, an F32 matrix: gpuBackend.storage), whose rows are copied as
+// float32; the model's report names them.
 const (
 	WeightsQuantized = "quantized"
 	WeightsBF16      = "bf16"
@@ -83,7 +82,6 @@ type dequantKernel struct {
 // dequantKernels are the types with a device kernel. The float types'
 // kernels read blocks of 8 values.
 var dequantKernels = map[gguf.Type]dequantKernel{
-	gguf.TypeF32:     {"dequant_f32", false},
 	gguf.TypeF16:     {"dequant_f16", false},
 	gguf.TypeBF16:    {"dequant_bf16", false},
 	gguf.TypeQ4_0:    {"dequant_q4_0", false},
@@ -159,11 +157,9 @@ type operandKey struct {
 func (b *gpuBackend) quantizedWhy(w *ml.Matrix, half bool) string {
 	switch {
 	case !half:
-		return "a float32 product (a router, or F32 in the int8 mode)"
+		return "a float32 product (a router, or F32 in the file)"
 	case w.In%8 != 0:
 		return "rows not a multiple of 8"
-	case w.Type == gguf.TypeF32:
-		return "F32 in the file, twice the halves' size"
 	}
 	if _, ok := dequantKernels[w.Type]; !ok {
 		return "no device kernel for " + w.Type.String()
@@ -177,7 +173,7 @@ func (b *gpuBackend) prepareQuantized(w *ml.Matrix) (bool, error) {
 	q := &b.qw
 	t := b.storage(w)
 	rows := w.Out * max(w.Experts, 1)
-	q.bf16Bytes += elemBytes(t) * int64(rows) * int64(w.In)
+	q.bf16Bytes += elemBytes(b.storageIn(w, WeightsBF16)) * int64(rows) * int64(w.In)
 	if q.mode != WeightsQuantized {
 		return false, nil
 	}
@@ -200,16 +196,7 @@ func (b *gpuBackend) prepareQuantized(w *ml.Matrix) (bool, error) {
 		if b.synth != 0 {
 			err = b.synthBlocks(p, w, int(rb), rows)
 		} else {
-			err = b.later(w.Name, func() error {
-				return b.e.Do(func() error { // in pieces: the file's pages are read as they go
-					for o := 0; o < len(w.Data); o += uploadBytes {
-						if err := upload(b.e, p+ptr(o), w.Data[o:min(len(w.Data), o+uploadBytes)]); err != nil {
-							return err
-						}
-					}
-					return nil
-				})
-			})
+			err = b.later(w.Name, func() error { return b.uploadPieces(p, w.Data) })
 		}
 	}
 	k := dequantKernels[w.Type]

@@ -197,8 +197,9 @@ func TestDequantParity(t *testing.T) {
 }
 
 // Every type the CPU decodes that has no device kernel is named, so that
-// adding one is a decision: these take the host bf16 copy (Q8_K is
-// llama.cpp's activation format, not found in model files).
+// adding one is a decision: F32 matrices are float32 products, their rows
+// copied as they are (gpuBackend.storage), and Q8_K is llama.cpp's
+// activation format, not found in model files.
 func TestDequantCoverage(t *testing.T) {
 	var without []string
 	for typ := range gguf.Type(64) {
@@ -208,7 +209,7 @@ func TestDequantCoverage(t *testing.T) {
 			}
 		}
 	}
-	want := "Q8_K"
+	want := "F32 Q8_K"
 	if got := strings.Join(without, " "); got != want {
 		t.Errorf("types without a dequantization kernel: %s, want %s", got, want)
 	}

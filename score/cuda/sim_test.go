@@ -496,6 +496,7 @@ var simKernels = map[string]simKernel{
 	"attn_fx32":  {16, simFlashSplit(32)},
 	"attn_fx64":  {16, simFlashSplit(64)},
 	"attn_fx128": {16, simFlashSplit(128)},
+	"attn_fx256": {16, simFlashSplit(256)},
 }
 
 func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {

@@ -14,8 +14,10 @@ and 0.001 of a PPL ratio of 1; coarser caches flip codes near rounding boundarie
 looser ones. A mixture of experts ("moe", bf16 cache) is bounded by its mean
 and perplexity ratio only: its router flips a choice near a tie now and
 then, which moves that token by up to about 0.6 (score/cuda's TestEndToEnd
-explains it); the bounds are those of the CPU against llama.cpp for these
-architectures. Only the standard library: the GPU machine need not have more.
+explains it). The oracle models of the other architectures store their
+matrices as F32, which the GPU multiplies in float32, so the dense ones
+(tiny-qwen35, tiny-mistral3) are held as llama. Only the standard library:
+the GPU machine need not have more.
 """
 import gzip
 import json
@@ -41,19 +43,18 @@ BOUNDS = {  # max |Δ log p|, |PPL ratio - 1|, max |Δ KLD|, mean |Δ log p|
     "rk8v4": (0.15, 0.003, 2e-2, math.inf),
     "rk4v4": (0.15, 0.003, 2e-2, math.inf),
     "rk2v4": (0.5, 0.008, 5e-2, math.inf),
-    "moe": (math.inf, 0.004, 1e-3, 0.02),
-    # Gated DeltaNet hybrids (score/cuda's TestEndToEndArchs): the
-    # recurrent state carries a perturbation on for many tokens (emulation:
-    # tiny-qwen35 max 0.0199, mean 0.0024). With experts (tiny-qwen35moe,
-    # tiny-qwen3next), the mixtures' "moe" bounds: with the router's
-    # weights exact, the emulation flips no choice there (mean 0.003).
-    "recurrent": (0.02, 0.001, 1e-3, 0.004),
+    # The mixtures (score/cuda's TestEndToEnd and TestEndToEndArchs;
+    # emulation, 383 targets: means of 0.0005 to 0.0026, no flip since
+    # their F32 matrices are float32 products, as the routers are): room
+    # for a flip or two.
+    "moe": (math.inf, 0.003, 1e-3, 0.008),
     # gemma4: a mixture of experts whose sharp attention moves more per
-    # flip (TestEndToEndArchs).
-    "gemma4": (math.inf, 0.012, 1e-3, 0.04),
-    # gemma3: the same half-precision roundings as llama's, in attention
-    # 2-2.5 times as sharp (TestEndToEndArchs says why).
-    "gemma3": (0.1, 0.001, 1e-3, 0.015),
+    # flip (emulation: mean 0.018, PPL ratio 0.99625, 12 argmax flips).
+    "gemma4": (math.inf, 0.008, 1e-3, 0.03),
+    # gemma3: attention's half-precision inputs, in attention 2-2.5 times
+    # as sharp as llama's (emulation: max 0.033, mean 0.0059;
+    # TestEndToEndArchs says why).
+    "gemma3": (0.05, 0.001, 1e-3, 0.009),
 }
 
 

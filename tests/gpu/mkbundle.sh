@@ -105,7 +105,6 @@ for m in $MODELS; do
 	class=bf16
 	case $m in
 	*moe*) class=moe ;; # bounded by mean and PPL (compare.py)
-	tiny-qwen35) class=recurrent ;;
 	tiny-qwen3next | tiny-deepseek2 | tiny-gpt-oss) class=moe ;; # mixtures of experts too
 	tiny-gemma4) class=gemma4 ;;
 	tiny-gemma3) class=gemma3 ;;
