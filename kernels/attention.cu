@@ -11,11 +11,14 @@
 //   attn_simple  one block per (query, head), float32 throughout, keys and
 //                values decoded element by element: slow (it rereads the
 //                cache for every query) but plainly right, for any head size
-//                up to 256. The reference the fast kernel is checked against
+//                up to 512. The reference the fast kernel is checked against
 //                when a model loads, and the fallback when that check fails.
-//   attn_faHD    FlashAttention-2 style for head sizes 16, 32, 64, 128 and
-//                256: a block takes 64 queries of one head (4 warps of 16
-//                rows), walks key tiles (64 keys, 32 for heads of 256) up
+//   attn_faHD    FlashAttention-2 style for head sizes 16, 32, 64, 128, 256
+//                and 512 (Gemma 4's global layers): a block takes 64
+//                queries of one head (4 warps of 16 rows) and 256 of its
+//                output dims at most (heads of 512: two blocks, each
+//                computing the scores), walks key tiles (64 keys, 32 for
+//                heads of 256, 16 for 512) up
 //                to the diagonal (tiles above it, and below a sliding
 //                window, are skipped), decodes each
 //                K and V tile into shared memory as fp16, and computes
@@ -39,6 +42,9 @@
 
 __device__ __forceinline__ u16 to_half(float v, int f16) { return f16 ? f32_to_f16(v) : f32_to_bf16(v); }
 
+// ATTN_MAXD is the largest head size of both kernels.
+#define ATTN_MAXD 512
+
 // attn_simple: grid (n, heads), block 128. window > 0 limits query i to
 // keys j > i - window; sinks, when not null, holds one logit per head that
 // joins the softmax's denominator (the running maximum starts at it). out
@@ -48,7 +54,7 @@ extern "C" __global__ void __launch_bounds__(128)
                 int window, const float* __restrict__ sinks, int kfmt, const void* kdata, const void* kscales,
                 const float* ktscale, int vfmt, const void* vdata, const void* vscales, const float* vtscale,
                 int otype) {
-	__shared__ float qs[256];
+	__shared__ float qs[ATTN_MAXD];
 	__shared__ float ps[128];
 	__shared__ float red[4];
 	const int i = blockIdx.x, h = blockIdx.y, tid = threadIdx.x;
@@ -60,7 +66,7 @@ extern "C" __global__ void __launch_bounds__(128)
 	for (int d = tid; d < hd; d += 128) qs[d] = qi[d];
 	__syncthreads();
 	// With a sink, the sum starts at exp(sink - m) = 1 with m = sink.
-	float m = sinks ? sinks[h] : -INFINITY, l = sinks ? 1.0f : 0.0f, acc0 = 0.0f, acc1 = 0.0f;
+	float m = sinks ? sinks[h] : -INFINITY, l = sinks ? 1.0f : 0.0f, acc[ATTN_MAXD / 128] = {};
 	const int lo = window > 0 ? max(0, i - window + 1) : 0;
 	for (int j0 = lo; j0 <= i; j0 += 128) {
 		const int j = j0 + tid;
@@ -78,30 +84,32 @@ extern "C" __global__ void __launch_bounds__(128)
 		ps[tid] = j <= i ? expf(s - mnew) : 0.0f;
 		__syncthreads();
 		const float corr = expf(m - mnew); // 0 on the first chunk
-		acc0 *= corr;
-		acc1 *= corr;
+#pragma unroll
+		for (int c = 0; c < ATTN_MAXD / 128; c++) acc[c] *= corr;
 		float lc = 0.0f;
 		const int cnt = min(128, i - j0 + 1);
 		for (int jj = 0; jj < cnt; jj++) {
 			const float p = ps[jj];
 			lc += p;
-			if (tid < hd) acc0 += p * kv_decode1(V, j0 + jj, g, tid);
-			if (tid + 128 < hd) acc1 += p * kv_decode1(V, j0 + jj, g, tid + 128);
+#pragma unroll
+			for (int c = 0; c < ATTN_MAXD / 128; c++)
+				if (tid + 128 * c < hd) acc[c] += p * kv_decode1(V, j0 + jj, g, tid + 128 * c);
 		}
 		l = l * corr + lc;
 		m = mnew;
 		__syncthreads(); // ps and red are rewritten by the next chunk
 	}
 	const i64 at = ((i64)i * heads + h) * hd;
-	if (otype == 2) {
-		float* o = (float*)out + at;
-		if (tid < hd) o[tid] = acc0 / l;
-		if (tid + 128 < hd) o[tid + 128] = acc1 / l;
-		return;
+#pragma unroll
+	for (int c = 0; c < ATTN_MAXD / 128; c++) {
+		const int d = tid + 128 * c;
+		if (d >= hd) break;
+		if (otype == 2) {
+			((float*)out)[at + d] = acc[c] / l;
+		} else {
+			((u16*)out)[at + d] = to_half(acc[c] / l, otype);
+		}
 	}
-	u16* o = (u16*)out + at;
-	if (tid < hd) o[tid] = to_half(acc0 / l, otype);
-	if (tid + 128 < hd) o[tid + 128] = to_half(acc1 / l, otype);
 }
 
 // pack_f16: two fp16 (round to nearest even; cvt.rn.f16x2.f32 puts its
@@ -157,13 +165,19 @@ __device__ __forceinline__ void mma_f16(float* c, const u32* a, u32 b0, u32 b1) 
 // are padded by 8 halves so a warp's 32 word loads hit 32 banks. The C
 // fragments of two adjacent S tiles are exactly the A fragment of P.
 //
-// Key tiles are BC = 64 keys for head sizes up to 128 and 32 for 256, so
-// that the tiles fit the 48 KB of static shared memory (K 32×264 and Vᵀ
-// 256×40 halves, 37 KB) and the S and P fragments leave registers for q
-// (64) and o (128). With BC < BR a tile can lie wholly above a warp's 16
-// rows (the diagonal's second half for warps 0 and 1): the warp skips it,
-// which is what computing it would give (no probability, corrections 1).
-__host__ __device__ constexpr int attn_fa_bc(int hd) { return hd > 128 ? 32 : 64; }
+// Key tiles are BC = 64 keys for head sizes up to 128, 32 for 256 and 16
+// for 512, so that the tiles fit the 48 KB of static shared memory (heads
+// of 256: K 32×264 and Vᵀ 256×40 halves, 37 KB; of 512: K 16×520 and the
+// block's 256 output dims of Vᵀ 256×24, 29 KB) and the S and P fragments
+// leave registers for q (64) and o (128). A block writes DV = 256 output
+// dims at most (o's 128 registers), so heads of 512 take two blocks
+// (grid.z), each computing all the scores: the same scores, the same
+// probabilities, half of the outputs each. With BC < BR a tile can lie
+// wholly above a warp's 16 rows (the diagonal's second half for warps 0
+// and 1): the warp skips it, which is what computing it would give (no
+// probability, corrections 1).
+__host__ __device__ constexpr int attn_fa_bc(int hd) { return hd > 256 ? 16 : hd > 128 ? 32 : 64; }
+__host__ __device__ constexpr int attn_fa_dv(int hd) { return hd > 256 ? 256 : hd; }
 
 // q_frag: the A fragments of q's rows r0 and r1 (zero past n), dims kc·16
 // to kc·16+15 of head h: hi rounded to fp16 and, with X, lo the remainder.
@@ -196,33 +210,34 @@ __device__ __forceinline__ void q_frag(const float* __restrict__ q, int r0, int 
 // fp16 holds exactly (an f16 cache, or bf16 within fp16's normal range)
 // every product is then float32's to about 2^-22, the plain kernel's level,
 // at twice the tensor-core work. The int8 mode's, whose next product
-// quantizes the output. For heads of 256 q's two halves (128 registers)
-// do not fit beside o's 128: q's fragments are read again (from L1 and
-// L2) for each key tile, kc by kc, which gives each score the same
-// products in the same order.
+// quantizes the output. Where q's fragments do not fit beside o's 128
+// registers (its two halves for heads of 256, q alone for 512) they are
+// read again (from L1 and L2) for each key tile, kc by kc, which gives each
+// score the same products in the same order.
 template <int HD, bool X>
 __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float* __restrict__ q, int n, int heads,
                                              int kvheads, float scale_log2, int window, const float* __restrict__ sinks,
                                              const KVPlanes& K, const KVPlanes& V, int out_f16) {
-	constexpr int BR = 64, BC = attn_fa_bc(HD), KSTR = HD + 8, VSTR = BC + 8;
+	constexpr int BR = 64, BC = attn_fa_bc(HD), DV = attn_fa_dv(HD), KSTR = HD + 8, VSTR = BC + 8;
 	__shared__ __align__(16) u16 ks[BC * KSTR];
-	__shared__ __align__(16) u16 vt[HD * VSTR];
+	__shared__ __align__(16) u16 vt[DV * VSTR];
+	const int dv0 = blockIdx.z * DV; // the block's first output dim
 	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
 	const int qtile = gridDim.x - 1 - blockIdx.x; // the longest rows first
 	const int h = blockIdx.y, g = h / (heads / kvheads);
 	const int r0 = qtile * BR + warp * 16 + gid, r1 = r0 + 8;
 	const i64 qstride = (i64)heads * HD;
 
-	constexpr bool QREG = !(X && HD > 128); // q's fragments held in registers
+	constexpr bool QREG = HD <= 128 || (!X && HD <= 256); // q's fragments held in registers
 	u32 qf[QREG ? HD / 16 : 1][4], ql[X && QREG ? HD / 16 : 1][4];
 	if (QREG) {
 #pragma unroll
 		for (int kc = 0; kc < HD / 16; kc++) q_frag<X>(q, r0, r1, n, qstride, h * HD + kc * 16 + tig * 2, qf[kc], ql[X ? kc : 0]);
 	}
 
-	float o[HD / 8][4];
+	float o[DV / 8][4];
 #pragma unroll
-	for (int nd = 0; nd < HD / 8; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.0f;
+	for (int nd = 0; nd < DV / 8; nd++) o[nd][0] = o[nd][1] = o[nd][2] = o[nd][3] = 0.0f;
 	float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.0f, l1 = 0.0f;
 
 	// With a sliding window, row i reads keys i-window < j <= i: the tiles
@@ -253,11 +268,11 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 		}
 		// V, transposed: tokens fastest across the warp, so that the 2-byte
 		// stores of a warp fall into consecutive words, not one bank.
-		for (int it = tid; it < BC * (HD / 8); it += 128) {
+		for (int it = tid; it < BC * (DV / 8); it += 128) {
 			const int t = it % BC, d0 = (it / BC) * 8, tok = k0 + t;
 			float vv[8];
 			if (tok < n) {
-				kv_decode8(V, tok, g, d0, vv);
+				kv_decode8(V, tok, g, dv0 + d0, vv);
 			} else {
 #pragma unroll
 				for (int e = 0; e < 8; e++) vv[e] = 0.0f;
@@ -290,7 +305,7 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 				for (int nt = 0; nt < BC / 8; nt++) {
 					const u16* kp = &ks[(nt * 8 + gid) * KSTR + kc * 16 + tig * 2];
 					mma_f16(s[nt], hi, *(const u32*)kp, *(const u32*)(kp + 8));
-					mma_f16(s[nt], lo, *(const u32*)kp, *(const u32*)(kp + 8));
+					if (X) mma_f16(s[nt], lo, *(const u32*)kp, *(const u32*)(kp + 8));
 				}
 			}
 		}
@@ -322,7 +337,7 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 		l0 *= c0;
 		l1 *= c1;
 #pragma unroll
-		for (int nd = 0; nd < HD / 8; nd++) {
+		for (int nd = 0; nd < DV / 8; nd++) {
 			o[nd][0] *= c0;
 			o[nd][1] *= c0;
 			o[nd][2] *= c1;
@@ -345,7 +360,7 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 #pragma unroll
 		for (int kc = 0; kc < BC / 16; kc++) {
 #pragma unroll
-			for (int nd = 0; nd < HD / 8; nd++) {
+			for (int nd = 0; nd < DV / 8; nd++) {
 				const u16* vp = &vt[(nd * 8 + gid) * VSTR + kc * 16 + tig * 2];
 				mma_f16(o[nd], pa[kc], *(const u32*)vp, *(const u32*)(vp + 8));
 				if (X) mma_f16(o[nd], pl[X ? kc : 0], *(const u32*)vp, *(const u32*)(vp + 8));
@@ -368,8 +383,8 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 	l1 += __shfl_xor_sync(FULL, l1, 2);
 	const float inv0 = 1.0f / l0, inv1 = 1.0f / l1;
 #pragma unroll
-	for (int nd = 0; nd < HD / 8; nd++) {
-		const int c = nd * 8 + tig * 2;
+	for (int nd = 0; nd < DV / 8; nd++) {
+		const int c = dv0 + nd * 8 + tig * 2;
 		if (X) {
 			float* of = (float*)out;
 			if (r0 < n) *(float2*)(of + r0 * qstride + h * HD + c) = make_float2(o[nd][0] * inv0, o[nd][1] * inv0);
@@ -382,8 +397,8 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 	}
 }
 
-// attn_faHD: grid (ceil(n/64), heads), block 128, scale_log2 = scale·log2(e);
-// window and sinks as attn_simple's.
+// attn_faHD: grid (ceil(n/64), heads, HD/attn_fa_dv(HD)), block 128,
+// scale_log2 = scale·log2(e); window and sinks as attn_simple's.
 #define ATTN_FA(HD)                                                                                                  \
 	extern "C" __global__ void __launch_bounds__(128)                                                                \
 	    attn_fa##HD(u16* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads,                 \
@@ -399,6 +414,7 @@ ATTN_FA(32)
 ATTN_FA(64)
 ATTN_FA(128)
 ATTN_FA(256)
+ATTN_FA(512)
 
 // attn_fxHD: attn_faHD with q and the probabilities split in two fp16
 // halves (attn_fa_body's X) and float32 output (n, heads·HD).
@@ -417,3 +433,4 @@ ATTN_FX(32)
 ATTN_FX(64)
 ATTN_FX(128)
 ATTN_FX(256)
+ATTN_FX(512)

@@ -284,7 +284,11 @@ extern "C" __global__ void kv_store_ggml(u8* __restrict__ data, const float* __r
 	}
 }
 
-// hadamard: v (n, a power of two, at most 256) <- H·v·s as kvcache.Hadamard:
+// KV_ROT_MAXD is the largest head size the rotated formats take (Gemma 4's
+// global heads of 512).
+#define KV_ROT_MAXD 512
+
+// hadamard: v (n, a power of two, at most KV_ROT_MAXD) <- H·v·s as kvcache.Hadamard:
 // butterflies of stride 1, 2, …, n/2 ((a, b) -> (a+b, a-b)), then times s
 // = float32(1/√n).
 __device__ __forceinline__ void hadamard(float* v, int n, float s) {
@@ -299,11 +303,11 @@ __device__ __forceinline__ void hadamard(float* v, int n, float s) {
 }
 
 // kv_rotate: out row r <- hadamard(x row r), rows of n values (n a power
-// of two, at most 256); out may be x. One thread per row. Rotates the
+// of two, at most KV_ROT_MAXD); out may be x. One thread per row. Rotates the
 // queries for the rotated key formats, and decodes those formats back.
 extern "C" __global__ void kv_rotate(float* out, const float* x, i64 rows, int n, float s) {
 	for (i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (i64)gridDim.x * blockDim.x) {
-		float v[256];
+		float v[KV_ROT_MAXD];
 		for (int i = 0; i < n; i++) v[i] = x[r * n + i];
 		hadamard(v, n, s);
 		for (int i = 0; i < n; i++) out[r * n + i] = v[i];
@@ -311,13 +315,13 @@ extern "C" __global__ void kv_rotate(float* out, const float* x, i64 rows, int n
 }
 
 // kv_store_rot: KV_RINT8, KV_RQ4 or KV_RQ2 (fmt): each (token, head) of hd
-// values (a power of two, at most 256) rotated by hadamard, then stored as
+// values (a power of two, at most KV_ROT_MAXD) rotated by hadamard, then stored as
 // KV_INT8, KV_Q4 or KV_Q2 (kvcache.Rotated's Encode): one thread per group.
 extern "C" __global__ void kv_store_rot(u8* __restrict__ data, float* __restrict__ scales, const float* __restrict__ x,
                                         i64 groups, int hd, int fmt, float s) {
 	int nb = (hd + 31) / 32;
 	for (i64 g = (i64)blockIdx.x * blockDim.x + threadIdx.x; g < groups; g += (i64)gridDim.x * blockDim.x) {
-		float v[256];
+		float v[KV_ROT_MAXD];
 		for (int i = 0; i < hd; i++) v[i] = x[g * hd + i];
 		hadamard(v, hd, s);
 		if (fmt == KV_RINT8) {

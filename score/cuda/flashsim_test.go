@@ -13,7 +13,10 @@ import (
 // flashBC is attn_fa_bc (kernels/attention.cu): the key tile of the flash
 // kernel for head size hd, 64 keys, 32 for heads above 128.
 func flashBC(hd int) int {
-	if hd > 128 {
+	switch {
+	case hd > 256:
+		return 16
+	case hd > 128:
 		return 32
 	}
 	return 64
@@ -387,6 +390,12 @@ var flashCases = []flashCase{
 	{"peaked-long", 640, 2, 1, 256, flashPeaked, 1e-3, 0, nil},
 	{"rising", 300, 2, 2, 256, flashRamp(true), 1.2e-3, 0, nil},
 	{"falling", 300, 2, 2, 256, flashRamp(false), 1.7e-3, 0, nil},
+	// Heads of 512 (Gemma 4's global layers): 16-key tiles, two blocks of
+	// 256 output dims per head.
+	{"random", 150, 2, 1, 512, flashRandom, 1e-3, 0, nil},
+	{"random", 33, 4, 2, 512, flashRandom, 1e-3, 0, nil},
+	{"peaked", 200, 2, 1, 512, flashPeaked, 1e-3, 0, nil},
+	{"rising", 150, 2, 2, 512, flashRamp(true), 1.7e-3, 0, nil},
 	// Sliding windows (gemma3, gpt-oss) narrower than a key tile, across
 	// several, and wider than the window itself; sinks (gpt-oss) far below
 	// and above the scores; both at once.

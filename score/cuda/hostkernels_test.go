@@ -115,7 +115,7 @@ func TestKVStoreEdgeParity(t *testing.T) {
 			for _, s := range []struct {
 				tokens, heads, hd int
 				bad               bool
-			}{{7, 2, 32, false}, {7, 2, 32, true}, {3, 5, 256, false}, {4, 4, 8, true}, {6, 3, 48, true}} {
+			}{{7, 2, 32, false}, {7, 2, 32, true}, {3, 5, 256, false}, {2, 3, 512, true}, {4, 4, 8, true}, {6, 3, 48, true}} {
 				if kernels.KVRotated(id) && s.hd&(s.hd-1) != 0 {
 					continue
 				}
@@ -156,7 +156,7 @@ func TestEmulationMatchesHost(t *testing.T) {
 			sinks                         []float32
 		}{
 			{65, 2, 1, 16, 0, nil}, {150, 4, 2, 64, 0, nil}, {130, 2, 1, 128, 0, nil}, {140, 2, 1, 256, 0, nil}, {97, 3, 3, 256, 0, nil},
-			{150, 4, 2, 64, 70, []float32{-3, 0, 2, 9}}, {140, 2, 1, 256, 33, nil},
+			{150, 4, 2, 64, 70, []float32{-3, 0, 2, 9}}, {140, 2, 1, 256, 33, nil}, {90, 2, 1, 512, 0, nil},
 		} {
 			t.Run(fmt.Sprintf("n%d-h%d-kv%d-d%d-w%d", s.n, s.heads, s.kvheads, s.hd, s.window), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(s.n), uint64(s.hd)))

@@ -439,7 +439,7 @@ func TestAttentionParity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(9, 1))
 		shapes := []struct{ n, heads, kvheads, hd int }{
-			{1, 4, 2, 64}, {65, 4, 1, 16}, {130, 2, 2, 32}, {200, 8, 2, 128}, {70, 2, 1, 80}, {150, 4, 2, 256},
+			{1, 4, 2, 64}, {65, 4, 1, 16}, {130, 2, 2, 32}, {200, 8, 2, 128}, {70, 2, 1, 80}, {150, 4, 2, 256}, {40, 2, 1, 512},
 		}
 		_, host := e.dev.(*hostDevice)
 		for _, dtype := range kvcache.Names() {

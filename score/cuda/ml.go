@@ -146,7 +146,7 @@ func newBackend(e *Engine, info model.Info, opts model.Options, p Precision) (*g
 	b := &gpuBackend{e: e, prec: p, threads: opts.Threads, kvK: kk, kvV: kv,
 		ropes: map[*nn.RoPE]*ropeTab{}, ones: map[int]ptr{}, flash: map[attnShape]string{}}
 	hp := info.HParams
-	maxHD := 256
+	maxHD := attnMaxDim
 	if hp.Arch == "deepseek2" { // key_length is the latent key (kv_lora + rope), which only LatentAttention reads (latent.go)
 		maxHD = latentMaxDim
 	}

@@ -347,8 +347,8 @@ func (e *Engine) kvDecode(out ptr, t *kvTensor, tokens, heads int) error {
 
 // checkRotated refuses head sizes the Hadamard kernels cannot rotate.
 func checkRotated(hd int) error {
-	if hd <= 0 || hd > 256 || hd&(hd-1) != 0 {
-		return fmt.Errorf("cuda: rotated KV cache formats need a power-of-two head size of at most 256, not %d", hd)
+	if hd <= 0 || hd > attnMaxDim || hd&(hd-1) != 0 {
+		return fmt.Errorf("cuda: rotated KV cache formats need a power-of-two head size of at most %d, not %d", attnMaxDim, hd)
 	}
 	return nil
 }
@@ -385,8 +385,18 @@ func (e *Engine) attnQuery(q ptr, n, heads, hd int, k *kvTensor) (ptr, error) {
 }
 
 // flashHeadDims are the head sizes with a tensor-core attention kernel
-// (attn_faHD: 64-key tiles, 32-key tiles for heads of 256).
-var flashHeadDims = map[int]bool{16: true, 32: true, 64: true, 128: true, 256: true}
+// (attn_faHD: 64-key tiles, 32-key tiles for heads of 256, 16 for 512).
+var flashHeadDims = map[int]bool{16: true, 32: true, 64: true, 128: true, 256: true, 512: true}
+
+// attnMaxDim is the largest head size of the attention kernels
+// (ATTN_MAXD): Gemma 4's global layers.
+const attnMaxDim = 512
+
+// flashGrid is the grid of attn_faHD and attn_fxHD: a block per 64 queries,
+// head and 256 output dims (heads of 512 take two).
+func flashGrid(n, heads, hd int) dim3 {
+	return dim3{uint32((n + 63) / 64), uint32(heads), uint32(max(1, hd/256))}
+}
 
 // attention: out (n, heads·hd) of half type ot <- causal attention of q
 // (n, heads, hd) f32 over the cache tensors k and v (n, kvheads, hd),
@@ -399,7 +409,7 @@ func (e *Engine) attention(out, q ptr, n, heads, kvheads, hd int, scale float64,
 // attentionMasked is attention with a sliding window (0: none) and sinks
 // (one float32 logit per head, or 0: none).
 func (e *Engine) attentionMasked(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, k, v *kvTensor, flash bool, ot cublas.DataType) error {
-	if heads%kvheads != 0 || hd > 256 {
+	if heads%kvheads != 0 || hd > attnMaxDim {
 		return fmt.Errorf("cuda: attention with %d heads, %d KV heads of size %d not supported", heads, kvheads, hd)
 	}
 	if flash && flashHeadDims[hd] {
@@ -409,15 +419,16 @@ func (e *Engine) attentionMasked(out, q ptr, n, heads, kvheads, hd int, scale fl
 		}
 		args := []any{out, q, n, heads, kvheads, float32(scale * math.Log2E), window, sinks,
 			k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), isF16(ot)}
-		// One block of 4 warps per 64 queries and head, whatever its key tile.
-		return e.launch(fmt.Sprintf("attn_fa%d", hd), dim3{uint32((n + 63) / 64), uint32(heads), 1}, dim3{128, 1, 1}, args...)
+		// One block of 4 warps per 64 queries, head and 256 output dims,
+		// whatever its key tile.
+		return e.launch(fmt.Sprintf("attn_fa%d", hd), flashGrid(n, heads, hd), dim3{128, 1, 1}, args...)
 	}
 	return e.attentionPlain(out, q, n, heads, kvheads, hd, scale, window, sinks, k, v, isF16(ot))
 }
 
 // splitHeadDims are the head sizes of attn_fxHD, the tensor-core kernel
 // with q and the probabilities in two fp16 halves and float32 output.
-var splitHeadDims = map[int]bool{16: true, 32: true, 64: true, 128: true, 256: true}
+var splitHeadDims = map[int]bool{16: true, 32: true, 64: true, 128: true, 256: true, 512: true}
 
 // splitExact reports whether attn_fx computes attention over a cache of
 // formats kf and vf to float32's level: fp16 must hold the keys and values
@@ -437,7 +448,7 @@ func (e *Engine) attentionSplit(out, q ptr, n, heads, kvheads, hd int, scale flo
 	if err != nil {
 		return err
 	}
-	return e.launch(fmt.Sprintf("attn_fx%d", hd), dim3{uint32((n + 63) / 64), uint32(heads), 1}, dim3{128, 1, 1},
+	return e.launch(fmt.Sprintf("attn_fx%d", hd), flashGrid(n, heads, hd), dim3{128, 1, 1},
 		out, q, n, heads, kvheads, float32(scale*math.Log2E), window, sinks,
 		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale())
 }
@@ -446,7 +457,7 @@ func (e *Engine) attentionSplit(out, q ptr, n, heads, kvheads, hd int, scale flo
 // sinks (one float32 logit per head, or 0: none), writing otype (a half
 // type's or otypeF32).
 func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, k, v *kvTensor, otype int) error {
-	if heads%kvheads != 0 || hd > 256 {
+	if heads%kvheads != 0 || hd > attnMaxDim {
 		return fmt.Errorf("cuda: attention with %d heads, %d KV heads of size %d not supported", heads, kvheads, hd)
 	}
 	q, err := e.attnQuery(q, n, heads, hd, k)

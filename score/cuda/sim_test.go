@@ -492,11 +492,13 @@ var simKernels = map[string]simKernel{
 	"attn_fa64":  {17, simFlash(64)},
 	"attn_fa128": {17, simFlash(128)},
 	"attn_fa256": {17, simFlash(256)},
+	"attn_fa512": {17, simFlash(512)},
 	"attn_fx16":  {16, simFlashSplit(16)},
 	"attn_fx32":  {16, simFlashSplit(32)},
 	"attn_fx64":  {16, simFlashSplit(64)},
 	"attn_fx128": {16, simFlashSplit(128)},
 	"attn_fx256": {16, simFlashSplit(256)},
+	"attn_fx512": {16, simFlashSplit(512)},
 }
 
 func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
@@ -505,7 +507,7 @@ func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 		if err := covers(grid[0], (n+63)/64, "query tiles"); err != nil {
 			return err
 		}
-		if err := covers(grid[1], heads, "heads"); err != nil {
+		if err := errors.Join(covers(grid[1], heads, "heads"), covers(grid[2], max(1, hd/256), "output dims")); err != nil {
 			return err
 		}
 		window := a.int(6)
@@ -537,7 +539,7 @@ func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 func simFlashSplit(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 	return func(s *simDevice, a *simArgs, grid dim3) error {
 		n, heads, kvheads, window := a.int(2), a.int(3), a.int(4), a.int(6)
-		if err := errors.Join(covers(grid[0], (n+63)/64, "query tiles"), covers(grid[1], heads, "heads")); err != nil {
+		if err := errors.Join(covers(grid[0], (n+63)/64, "query tiles"), covers(grid[1], heads, "heads"), covers(grid[2], max(1, hd/256), "output dims")); err != nil {
 			return err
 		}
 		var sinks []float32
