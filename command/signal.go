@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // Interrupt is how a tool stops on SIGINT (Ctrl-C) and SIGTERM: the first
@@ -18,35 +19,52 @@ import (
 // for SIGTERM); a second signal ends the process at once with that status.
 //
 // SIGPIPE is caught from the start, so that a write to a reader that is
-// gone returns an error instead of killing the process at once. Before the
-// first SIGINT or SIGTERM, the tool then still dies of SIGPIPE, as a tool
-// whose downstream left (`| head`) should: the signal's handler, or Exit
-// when the write's error gets there first, restores SIGPIPE's default
-// action and raises it. After the first, the write's error stops the tool,
-// which says on stderr what it kept: in a pipeline that the terminal
-// interrupted as a whole, the next stage may be gone before this one
-// writes again. Deciding this in the handler, rather than ignoring SIGPIPE
-// once the interrupt is seen, has no race: SIGINT comes before the reader
-// closes, and the runtime delivers it first.
+// gone returns an error instead of killing the process at once. Without a
+// SIGINT or SIGTERM, the tool then still dies of SIGPIPE, as a tool whose
+// downstream left (`| head`) should: the signal's handler restores
+// SIGPIPE's default action and raises it. With one, the write's error
+// stops the tool, which says on stderr what it kept: in a pipeline that
+// the terminal interrupted as a whole, the next stage may be gone before
+// this one writes again. The order in which the handler takes the two is
+// not the order they were sent in: SIGINT goes to the process, which may
+// take it on a thread that has to wake first, while the failed write
+// raises SIGPIPE on its own thread at once. So a SIGPIPE that comes with
+// no interrupt yet waits pipeGrace for one before it ends the process; and
+// the write's error may reach the tool before the handler has taken
+// either signal, so the tool calls Settle before it reads ctx.Err() (Exit
+// does).
 type Interrupt struct {
-	tool   string
-	stderr io.Writer
-	mu     sync.Mutex
-	sig    os.Signal
-	stop   func()
+	tool      string
+	stderr    io.Writer
+	mu        sync.Mutex
+	sig       os.Signal
+	stop      func()
+	piped     chan struct{} // closed when the handler has taken a SIGPIPE after the interrupt
+	closePipe sync.Once
 }
+
+// interruptKey is the context key of a Notify context's Interrupt.
+type interruptKey struct{}
+
+// pipeGrace is how long a SIGPIPE waits for the SIGINT or SIGTERM that
+// may have been sent before it; settleWait bounds Settle's wait for the
+// handler's decision (a write's EPIPE always raises a SIGPIPE while the
+// handler listens).
+const pipeGrace, settleWait = 300 * time.Millisecond, 2 * time.Second
 
 // Notify returns a context cancelled by the first SIGINT or SIGTERM; call
 // the Interrupt's Exit with the tool's result. A notice, when not empty, is
 // said on stderr at the first signal ("stopping after the current window").
 func Notify(tool string, stderr io.Writer, notice string) (context.Context, *Interrupt) {
-	ctx, cancel := context.WithCancel(context.Background())
-	in := &Interrupt{tool: tool, stderr: stderr}
+	in := &Interrupt{tool: tool, stderr: stderr, piped: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), interruptKey{}, in))
 	c := make(chan os.Signal, 3)
 	signal.Notify(c, os.Interrupt, syscall.SIGTERM, syscall.SIGPIPE)
 	done := make(chan struct{})
 	in.stop = func() { signal.Stop(c); close(done) }
 	go func() {
+		var grace <-chan time.Time // a SIGPIPE with no interrupt yet: it ends the process when this fires
+		piped := func() { in.closePipe.Do(func() { close(in.piped) }) }
 		for {
 			select {
 			case s := <-c:
@@ -58,8 +76,12 @@ func Notify(tool string, stderr io.Writer, notice string) (context.Context, *Int
 				in.mu.Unlock()
 				if s == syscall.SIGPIPE {
 					if first {
-						diePipe()
+						if grace == nil {
+							grace = time.After(pipeGrace)
+						}
+						continue
 					}
+					piped()
 					continue // interrupted: the write's error stops the tool
 				}
 				if first {
@@ -67,10 +89,16 @@ func Notify(tool string, stderr io.Writer, notice string) (context.Context, *Int
 						fmt.Fprintf(in.stderr, "%s: %s: %s (again to stop at once)\n", in.tool, SignalName(s), notice)
 					}
 					cancel()
+					if grace != nil { // the SIGPIPE that came first was the interrupt's
+						grace = nil
+						piped()
+					}
 					continue
 				}
 				fmt.Fprintf(in.stderr, "%s: %s again: stopping now\n", in.tool, SignalName(s))
 				os.Exit(Status(s))
+			case <-grace:
+				diePipe() // the reader left, with no interrupt
 			case <-done:
 				cancel()
 				return
@@ -78,6 +106,27 @@ func Notify(tool string, stderr io.Writer, notice string) (context.Context, *Int
 		}
 	}()
 	return ctx, in
+}
+
+// Settle waits, when err is a write's EPIPE and ctx is a Notify context,
+// until the signal handler has taken the SIGPIPE that the write raised, so
+// that an interrupt that came before it (a pipeline stopped by Ctrl-C) has
+// cancelled ctx by then: ctx.Err() then tells an interrupted run from a
+// reader that left. Without an interrupt before it, the SIGPIPE ends the
+// process there, as it would have without the handler.
+func Settle(ctx context.Context, err error) {
+	if in, ok := ctx.Value(interruptKey{}).(*Interrupt); ok && errors.Is(err, syscall.EPIPE) {
+		in.settle()
+	}
+}
+
+func (in *Interrupt) settle() {
+	t := time.NewTimer(settleWait)
+	defer t.Stop()
+	select {
+	case <-in.piped:
+	case <-t.C:
+	}
 }
 
 // Signal is the signal that cancelled the context, or nil.
@@ -91,7 +140,10 @@ func (in *Interrupt) Signal() os.Signal {
 // when a signal stopped the tool with an error.
 func (in *Interrupt) Exit(err error) int {
 	if in.Signal() == nil && errors.Is(err, syscall.EPIPE) {
-		diePipe() // the reader left: as SIGPIPE would have, before the handler did
+		in.settle() // an interrupt before the write's SIGPIPE: not a reader that left
+		if in.Signal() == nil {
+			diePipe() // the reader left: as SIGPIPE would have, before the handler did
+		}
 	}
 	in.stop()
 	if s := in.Signal(); s != nil && errors.Is(err, context.Canceled) {

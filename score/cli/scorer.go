@@ -635,6 +635,7 @@ func (s *scorer) record(ctx context.Context, r *pipe.Reader, rec *pipe.Record, s
 
 // written is the error of a failed write of output.
 func (s *scorer) written(ctx context.Context, err error) error {
+	command.Settle(ctx, err) // an interrupt before the reader left has cancelled ctx by now
 	if ctx.Err() != nil {
 		// Ctrl-C stopped the whole pipeline: downstream is gone, and what
 		// matters is what was kept.

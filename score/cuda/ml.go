@@ -52,7 +52,7 @@ import (
 // the layer's head shape (sliding windows and sinks included), else the
 // plain one; the int8 mode takes attn_fx (float32's precision on the
 // tensor cores) where the cache and head size allow (f16 or bf16, heads
-// of 16 to 256), else the plain one.
+// of 16 to 512), else the plain one.
 // MLP and Experts have every ml.Act (SwiGLU,
 // GeGLU, gpt-oss's clamped SwiGLU). Package ml's extension interfaces
 // live in their own files: recurrent.go (ml.Recurrent), latent.go

@@ -384,8 +384,9 @@ func (e *Engine) attnQuery(q ptr, n, heads, hd int, k *kvTensor) (ptr, error) {
 	return k.qrot.p, e.rotate(k.qrot.p, q, int64(n)*int64(heads), hd)
 }
 
-// flashHeadDims are the head sizes with a tensor-core attention kernel
-// (attn_faHD: 64-key tiles, 32-key tiles for heads of 256, 16 for 512).
+// flashHeadDims are the head sizes with tensor-core attention kernels,
+// attn_faHD and attn_fxHD (64-key tiles, 32-key tiles for heads of 256,
+// 16 for 512).
 var flashHeadDims = map[int]bool{16: true, 32: true, 64: true, 128: true, 256: true, 512: true}
 
 // attnMaxDim is the largest head size of the attention kernels
@@ -426,22 +427,18 @@ func (e *Engine) attentionMasked(out, q ptr, n, heads, kvheads, hd int, scale fl
 	return e.attentionPlain(out, q, n, heads, kvheads, hd, scale, window, sinks, k, v, isF16(ot))
 }
 
-// splitHeadDims are the head sizes of attn_fxHD, the tensor-core kernel
-// with q and the probabilities in two fp16 halves and float32 output.
-var splitHeadDims = map[int]bool{16: true, 32: true, 64: true, 128: true, 256: true, 512: true}
-
 // splitExact reports whether attn_fx computes attention over a cache of
 // formats kf and vf to float32's level: fp16 must hold the keys and values
 // (f16, or bf16 within fp16's normal range).
 func splitExact(kf, vf, hd int) bool {
 	exact := func(f int) bool { return f == kvF16 || f == kvBF16 }
-	return splitHeadDims[hd] && exact(kf) && exact(vf)
+	return flashHeadDims[hd] && exact(kf) && exact(vf)
 }
 
 // attentionSplit is attentionMasked on attn_fxHD: out (n, heads·hd)
 // float32.
 func (e *Engine) attentionSplit(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, k, v *kvTensor) error {
-	if heads%kvheads != 0 || !splitHeadDims[hd] {
+	if heads%kvheads != 0 || !flashHeadDims[hd] {
 		return fmt.Errorf("cuda: split attention with %d heads, %d KV heads of size %d not supported", heads, kvheads, hd)
 	}
 	q, err := e.attnQuery(q, n, heads, hd, k)

@@ -132,6 +132,41 @@ func (b *gpuBackend) put(t *testing.T, rows, cols int, v []float32) ml.Tensor {
 	return x
 }
 
+// Embed on an F32 table (a float32 matrix: its rows copied as they are,
+// gather_rows) and on an F16 one (the half path, or the table's blocks
+// with a testBackend that keeps none): the table's rows, bit for bit.
+func TestEmbedStorage(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(24, 1))
+		const vocab, dim, n = 50, 24, 9
+		tokens := []int32{0, 49, 3, 3, 17, 0, 22, 48, 1}
+		for _, typ := range []gguf.Type{gguf.TypeF32, gguf.TypeF16} {
+			v := randF32(rng, vocab*dim, 2)
+			v[3*dim+1] = 1e-30 // below fp16's range: kept by F32
+			w := testMatrix("token_embd.weight", typ, dim, vocab, 0, v)
+			b := testBackend(e)
+			if err := b.Prepare(w); err != nil {
+				t.Fatal(err)
+			}
+			dst := b.Alloc(n, dim)
+			b.Embed(dst, w, tokens)
+			got := b.Read(dst)
+			if err := b.Err(); err != nil {
+				t.Fatal(err)
+			}
+			rh := operandOf(typ)
+			var c bitCompare
+			for i, tok := range tokens {
+				for j := range dim {
+					c.add(got[i*dim+j], float32(rh(v[int(tok)*dim+j])), i*dim+j)
+				}
+			}
+			c.check(t, fmt.Sprintf("embedding from an %v table (exact)", typ), 0, 0)
+			b.Close()
+		}
+	})
+}
+
 // Experts against its plain definition: per token, the K chosen experts'
 // SwiGLU MLPs, scaled by their weights and added in the order of the
 // choices (ml.Backend.Experts), computed here in float64 from the values
