@@ -37,7 +37,7 @@ import (
 // device memory.
 //
 // Environment: PPL_GPU_BENCH_MODELS (default
-// "1b,8b,qwen3moe-30b-a3b,qwen35-27b,gpt-oss-20b,gemma3-27b"),
+// "1b,8b,qwen3moe-30b-a3b,qwen35-27b,gpt-oss-20b,gemma3-27b,gemma4-31b"),
 // PPL_GPU_BENCH_CONTEXTS (default "4096/2048,32768/16384": context/stride;
 // the mixtures of experts, gpt-oss and Gemma 3 run the first only, and so
 // do models whose attention takes the plain kernel; Qwen3.5-27B's default is
@@ -163,6 +163,9 @@ func writeSkeletonTyped(path string, s benchShape, typ func(name string) gguf.Ty
 	}
 	if d, ok := slidingBench[s.name]; ok { // bench_shapes_test.go
 		return writeSkeletonSliding(path, s, d, typ)
+	}
+	if d, ok := gemma4Bench[s.name]; ok { // bench_gemma4_test.go
+		return writeSkeletonGemma4(path, s, d, typ)
 	}
 	hp, arch := s.hp, s.hp.Arch
 	w := gguf.NewWriter()
@@ -336,7 +339,7 @@ func TestBenchmark(t *testing.T) {
 		loads["Q8_0"]/1e9, loads["F16"]/1e9, 8e9/loads["Q8_0"], 8e9/loads["F16"])
 	out["host_load_gweights_per_s"] = loads
 
-	wantModels := strings.Split(envOr("PPL_GPU_BENCH_MODELS", "1b,8b,qwen3moe-30b-a3b,qwen35-27b,gpt-oss-20b,gemma3-27b"), ",")
+	wantModels := strings.Split(envOr("PPL_GPU_BENCH_MODELS", "1b,8b,qwen3moe-30b-a3b,qwen35-27b,gpt-oss-20b,gemma3-27b,gemma4-31b"), ",")
 	long := os.Getenv("PPL_GPU_BENCH_LONG") == "1"
 	ctxEnv := os.Getenv("PPL_GPU_BENCH_CONTEXTS")
 	var ctxs [][2]int

@@ -30,8 +30,9 @@
 #                    DeltaNet layers, 16 of attention with heads of 256 on
 #                    the tensor-core kernel), a gpt-oss-20b (32 experts, 4
 #                    per token; sinks, a 128-key window on alternate
-#                    layers) and a Gemma-3-27B (a 1,024-key window on 5 of
-#                    6 layers) at 4096/2048 (the sliding layers and
+#                    layers), a Gemma-3-27B (a 1,024-key window on 5 of
+#                    6 layers) and a Gemma-4-31B-like model (its global
+#                    layers' heads of 512) at 4096/2048 (the sliding layers and
 #                    gpt-oss's sinks on the tensor-core kernel), then the
 #                    Qwen3.5-27B at 65,536/32,768 (about 4.1 PFLOP a
 #                    window, 30 to 50 s for its three) when its time,
@@ -42,8 +43,8 @@
 #                    Each bundle runs its own families' shapes (its
 #                    bench.env): Llama and Qwen3-30B-A3B in `make
 #                    gpu-bundle`'s, the Qwen3.5-27B alone in the archs
-#                    bundle's, gpt-oss-20b and Gemma-3-27B in the
-#                    core-archs bundle's
+#                    bundle's, gpt-oss-20b, Gemma-3-27B and Gemma-4-31B
+#                    in the core-archs bundle's
 #   e2e.log      the same parity as (2) through the Go API (cuda.test -run
 #                EndToEnd/gpu: TestEndToEnd, TestEndToEndKV and, for the models
 #                the bundle has, TestEndToEndArchs and TestEndToEndInt8, the

@@ -63,7 +63,7 @@ archs)
 core-archs)
 	ARCHS=1
 	MODELS="tiny-gemma3 tiny-gpt-oss tiny-glm4moe tiny-mistral3"
-	BENCH_MODELS=gpt-oss-20b,gemma3-27b
+	BENCH_MODELS=gpt-oss-20b,gemma3-27b,gemma4-31b
 	BENCH_WEIGHTS=0
 	;;
 esac
