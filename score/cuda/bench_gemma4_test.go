@@ -147,12 +147,7 @@ func writeSkeletonGemma4(path string, s benchShape, d gemma4Dims, typ func(name 
 			add(b+"attn_v.weight", gguf.TypeF16, E, kv*hd)
 		}
 		add(b+"attn_output.weight", gguf.TypeF16, qd, E)
-		add(b+"post_attention_norm.weight", gguf.TypeF32, E)
-		add(b+"ffn_norm.weight", gguf.TypeF32, E)
-		add(b+"ffn_gate.weight", gguf.TypeF16, E, F)
-		add(b+"ffn_up.weight", gguf.TypeF16, E, F)
-		add(b+"ffn_down.weight", gguf.TypeF16, F, E)
-		add(b+"post_ffw_norm.weight", gguf.TypeF32, E)
+		sk.gemmaFFN(b, E, F)
 	}
 	return sk.write(path)
 }
@@ -176,22 +171,7 @@ func TestBenchmarkGemma4Sim(t *testing.T) {
 	if m.HP.Arch != "gemma4" || m.HP.HeadDim != 512 || m.HP.Layers != 3 {
 		t.Fatalf("loaded %+v", m.HP)
 	}
-	var r benchResult
-	if err := benchRun(t, e, m, 96, 48, 2, &r); err != nil {
-		t.Fatal(err)
-	}
-	if r.TokensPerSec <= 0 || r.ModelTFLOPs <= 0 || !(r.AttnFLOPShare > 0) {
-		t.Errorf("result %+v", r)
-	}
-	res, err := m.Score(make([]int32, 64), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, lp := range res.Logprobs {
-		if !(lp < 0) || lp < -20 {
-			t.Fatalf("target %d: log p %v: synthetic activations out of scale", i, lp)
-		}
-	}
+	checkSynthetic(t, e, m, 64)
 	// 96 keys: 2 sliding layers (window 16) with heads of 64, one global
 	// layer with heads of 512.
 	_, att, _ := windowFLOPs(m.HP, 96, 48)

@@ -150,22 +150,7 @@ func TestBenchmarkQwen35Sim(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	var r benchResult
-	if err := benchRun(t, e, m, 96, 48, 2, &r); err != nil {
-		t.Fatal(err)
-	}
-	if r.TokensPerSec <= 0 || r.ModelTFLOPs <= 0 || r.PeakAllocGiB <= 0 {
-		t.Errorf("result %+v", r)
-	}
-	res, err := m.Score(make([]int32, 200), 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, lp := range res.Logprobs {
-		if !(lp < 0) || lp < -20 {
-			t.Fatalf("target %d: log p %v: synthetic activations out of scale", i, lp)
-		}
-	}
+	checkSynthetic(t, e, m, 200)
 	var big model.HParams
 	for _, s := range benchShapes {
 		if s.name == "qwen35-27b" {

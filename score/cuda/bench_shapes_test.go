@@ -176,17 +176,47 @@ func writeSkeletonSliding(path string, s benchShape, d slidingDims, typ func(nam
 			add(b+"ffn_down_exps.bias", gguf.TypeF32, E, N)
 			continue
 		}
-		F := uint64(hp.FFN)
 		add(b+"attn_q_norm.weight", gguf.TypeF32, hd)
 		add(b+"attn_k_norm.weight", gguf.TypeF32, hd)
-		add(b+"post_attention_norm.weight", gguf.TypeF32, E)
-		add(b+"ffn_norm.weight", gguf.TypeF32, E)
-		add(b+"ffn_gate.weight", gguf.TypeF16, E, F)
-		add(b+"ffn_up.weight", gguf.TypeF16, E, F)
-		add(b+"ffn_down.weight", gguf.TypeF16, F, E)
-		add(b+"post_ffw_norm.weight", gguf.TypeF32, E)
+		sk.gemmaFFN(b, E, uint64(hp.FFN))
 	}
 	return sk.write(path)
+}
+
+// gemmaFFN adds a Gemma layer's norm after attention and its GeGLU FFN
+// with the norms around it (gemma3, gemma4).
+func (sk *skeleton) gemmaFFN(b string, E, F uint64) {
+	sk.add(b+"post_attention_norm.weight", gguf.TypeF32, E)
+	sk.add(b+"ffn_norm.weight", gguf.TypeF32, E)
+	sk.add(b+"ffn_gate.weight", gguf.TypeF16, E, F)
+	sk.add(b+"ffn_up.weight", gguf.TypeF16, E, F)
+	sk.add(b+"ffn_down.weight", gguf.TypeF16, F, E)
+	sk.add(b+"post_ffw_norm.weight", gguf.TypeF32, E)
+}
+
+// checkSynthetic runs benchRun on a small synthetic model (96 tokens, 48
+// scored) and checks its result, then scores n tokens and checks that
+// every log-prob is in the scale of real models' (the seeded weights keep
+// the activations there).
+func checkSynthetic(t *testing.T, e *Engine, m *Model, n int) benchResult {
+	t.Helper()
+	var r benchResult
+	if err := benchRun(t, e, m, 96, 48, 2, &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.TokensPerSec <= 0 || r.ModelTFLOPs <= 0 || r.PeakAllocGiB <= 0 || !(r.AttnFLOPShare > 0) {
+		t.Errorf("result %+v", r)
+	}
+	res, err := m.Score(make([]int32, n), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, lp := range res.Logprobs {
+		if !(lp < 0) || lp < -20 {
+			t.Fatalf("target %d: log p %v: synthetic activations out of scale", i, lp)
+		}
+	}
+	return r
 }
 
 // Small gpt-oss and gemma3 synthetic models load, run on the emulation and
@@ -218,22 +248,7 @@ func TestBenchmarkShapesSim(t *testing.T) {
 			if m.HP.Arch != c.s.hp.Arch || m.HP.Layers != c.s.hp.Layers || (c.s.moe != nil) != (m.HP.MoE != nil) {
 				t.Fatalf("loaded %+v", m.HP)
 			}
-			var r benchResult
-			if err := benchRun(t, e, m, 96, 48, 2, &r); err != nil {
-				t.Fatal(err)
-			}
-			if r.TokensPerSec <= 0 || r.ModelTFLOPs <= 0 || r.PeakAllocGiB <= 0 || !(r.AttnFLOPShare > 0) {
-				t.Errorf("result %+v", r)
-			}
-			res, err := m.Score(make([]int32, 64), 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i, lp := range res.Logprobs {
-				if !(lp < 0) || lp < -20 {
-					t.Fatalf("target %d: log p %v: synthetic activations out of scale", i, lp)
-				}
-			}
+			checkSynthetic(t, e, m, 64)
 			// the windowed count: 96 keys, window 16, one full layer
 			_, att, _ := windowFLOPs(m.HP, 96, 48)
 			per := 2 * 2 * float64(c.s.hp.HeadDim*c.s.hp.Heads)
