@@ -21,8 +21,8 @@ import (
 // SIGPIPE is caught from the start, so that a write to a reader that is
 // gone returns an error instead of killing the process at once. Without a
 // SIGINT or SIGTERM, the tool then still dies of SIGPIPE, as a tool whose
-// downstream left (`| head`) should: the signal's handler restores
-// SIGPIPE's default action and raises it. With one, the write's error
+// downstream left (`| head`) should: the signal's handler exits with
+// PipeStatus. With one, the write's error
 // stops the tool, which says on stderr what it kept: in a pipeline that
 // the terminal interrupted as a whole, the next stage may be gone before
 // this one writes again. The order in which the handler takes the two is
@@ -128,6 +128,16 @@ func (in *Interrupt) settle() {
 	case <-t.C:
 	}
 }
+
+// PipeStatus is the exit status of a tool whose reader left: 141, what a
+// shell shows for a death by SIGPIPE. A Go program cannot die of a SIGPIPE
+// it raises itself (its runtime keeps a handler and ignores one sent by
+// kill), so a parent that tells a broken pipe from a failure checks this
+// status as well as the signal (ppl run does).
+const PipeStatus = 128 + int(syscall.SIGPIPE)
+
+// diePipe ends the process as SIGPIPE would have.
+func diePipe() { os.Exit(PipeStatus) }
 
 // Signal is the signal that cancelled the context, or nil.
 func (in *Interrupt) Signal() os.Signal {

@@ -310,7 +310,7 @@ func execute(ctx context.Context, stages []stage, stdout, stderr io.Writer) erro
 		if !errors.As(err, &ee) {
 			return fmt.Errorf("%s: %w", stages[i].tool, err)
 		}
-		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGPIPE {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && (ws.Signaled() && ws.Signal() == syscall.SIGPIPE || ws.ExitStatus() == command.PipeStatus) {
 			continue
 		}
 		return stageFailed{stages[i].tool, ee.ExitCode(), i < len(errs)-1}
