@@ -4,14 +4,15 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"ppl.dev/score/kvcache"
 	"testing"
 
 	"ppl.dev/quant"
+	"ppl.dev/score/kvcache"
+	"ppl.dev/score/nn"
 )
 
 // flashBC is attn_fa_bc (kernels/attention.cu): the key tile of the flash
-// kernel for head size hd, 64 keys, 32 for heads above 128.
+// kernel for head size hd, 64 keys, 32 for heads above 128, 16 above 256.
 func flashBC(hd int) int {
 	switch {
 	case hd > 256:
@@ -419,52 +420,6 @@ var flashCases = []flashCase{
 // may be as far as 1.5 times the plain kernel (measured: 3.6e-6).
 const splitBound = 1e-6
 
-// attentionExact is causal attention in float64 over q (n, heads·hd) and
-// the keys and values as the cache gives them back (n, kvheads·hd), with
-// a sliding window (0: none) and sinks (nil: none).
-func attentionExact(q, k, v []float32, n, heads, kvheads, hd int, scale float64, window int, sinks []float32) []float64 {
-	out := make([]float64, len(q))
-	s := make([]float64, n)
-	o := make([]float64, hd)
-	for i := range n {
-		lo := 0
-		if window > 0 {
-			lo = max(0, i-window+1)
-		}
-		for h := range heads {
-			g := h / (heads / kvheads)
-			m := math.Inf(-1)
-			if sinks != nil {
-				m = float64(sinks[h])
-			}
-			for j := lo; j <= i; j++ {
-				var d float64
-				for x := range hd {
-					d += float64(q[(i*heads+h)*hd+x]) * float64(k[(j*kvheads+g)*hd+x])
-				}
-				s[j] = d * scale
-				m = max(m, s[j])
-			}
-			var l float64
-			if sinks != nil {
-				l = math.Exp(float64(sinks[h]) - m)
-			}
-			clear(o)
-			for j := lo; j <= i; j++ {
-				p := math.Exp(s[j] - m)
-				l += p
-				for x := range o {
-					o[x] += p * float64(v[(j*kvheads+g)*hd+x])
-				}
-			}
-			for x := range o {
-				out[(i*heads+h)*hd+x] = o[x] / l
-			}
-		}
-	}
-	return out
-}
-
 // exactError is the largest |got - want| and where.
 func exactError(got []float32, want []float64) (worst float64, at int) {
 	for i, w := range want {
@@ -527,7 +482,8 @@ func TestFlashVsPlain(t *testing.T) {
 				var blk kvcache.Block
 				kvcache.RoundTrip(kvcache.BF16{}, &blk, kr, c.n, c.kvheads, c.hd)
 				kvcache.RoundTrip(kvcache.BF16{}, &blk, vr, c.n, c.kvheads, c.hd)
-				exact := attentionExact(q, kr, vr, c.n, c.heads, c.kvheads, c.hd, scale, c.window, c.sinks)
+				def := nn.Attention{Heads: c.heads, KVHeads: c.kvheads, HeadDim: c.hd, Scale: scale, Window: c.window, Sinks: c.sinks}
+				exact := def.Exact(q, kr, vr, c.n)
 				plainErr, _ := exactError(a32, exact)
 				bound := max(splitBound, 1.5*plainErr)
 				worst, at = exactError(b32, exact)

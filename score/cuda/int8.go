@@ -24,8 +24,9 @@ import (
 // time as the half-precision path dequantizes them (qweights.go); the
 // activations are quantized once per input and activation block (once per
 // head for latent attention's per-head stacks, HeadLinear). Matrices
-// without an integer form (F16, BF16, F32; routers; the file's types
-// without a kernel) take the half-precision path.
+// without an integer form take the fp32 mode's paths: F16, BF16 and the
+// file's types without a kernel the half-precision products, F32
+// matrices and routers float32 products (gpuBackend.storage).
 
 func init() {
 	kernelModules["int8mm"] = []string{"quant_acts", "i8mm_g32", "i8mm_g16"}

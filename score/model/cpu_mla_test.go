@@ -90,45 +90,17 @@ func decodeF32(b []byte, out []float32) error {
 	return nil
 }
 
-// latentPlain is LatentAttention's definition in float64.
+// latentPlain is LatentAttention's definition in float64: attention with
+// the keys as values, each head's first vd outputs.
 func latentPlain(q, k []float32, n int, a *ml.Attn, vd int) []float64 {
-	hd := a.HeadDim
+	def := nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, Scale: a.Scale, Window: a.Window}
+	if a.Sinks != nil {
+		def.Sinks = a.Sinks.V
+	}
+	full := def.Exact(q, k, k, n)
 	out := make([]float64, n*a.Heads*vd)
-	group := a.Heads / a.KVHeads
-	for i := range n {
-		for h := range a.Heads {
-			g := h / group
-			j0 := 0
-			if a.Window > 0 {
-				j0 = max(0, i-a.Window+1)
-			}
-			s := make([]float64, i+1-j0)
-			m := math.Inf(-1)
-			for j := range s {
-				var d float64
-				for e := range hd {
-					d += float64(q[(i*a.Heads+h)*hd+e]) * float64(k[((j0+j)*a.KVHeads+g)*hd+e])
-				}
-				s[j] = d * a.Scale
-				m = math.Max(m, s[j])
-			}
-			if a.Sinks != nil {
-				m = math.Max(m, float64(a.Sinks.V[h]))
-			}
-			var sum float64
-			for j := range s {
-				s[j] = math.Exp(s[j] - m)
-				sum += s[j]
-			}
-			if a.Sinks != nil {
-				sum += math.Exp(float64(a.Sinks.V[h]) - m)
-			}
-			for j, p := range s {
-				for e := range vd {
-					out[(i*a.Heads+h)*vd+e] += p / sum * float64(k[((j0+j)*a.KVHeads+g)*hd+e])
-				}
-			}
-		}
+	for r := range n * a.Heads {
+		copy(out[r*vd:(r+1)*vd], full[r*a.HeadDim:])
 	}
 	return out
 }

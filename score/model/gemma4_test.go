@@ -246,39 +246,11 @@ func TestCPUGemma4Ops(t *testing.T) {
 			o1, o2 := b.Alloc(n, heads*hd), b.Alloc(n, heads*hd)
 			b.Attention(o1, q1, k, v, 1, a) // stores k, v (rounded to int8 in place)
 			b.AttentionShared(o2, q2, k, v, 1, a)
-			want := make([]float32, n*heads*hd)
-			kd, vd := k.(*cpuT).d, v.(*cpuT).d
-			for i := range n {
-				for h := range heads {
-					gh := h / (heads / kvHeads)
-					qi := q2d[(i*heads+h)*hd : (i*heads+h+1)*hd]
-					var s []float64
-					var js []int
-					mx := math.Inf(-1)
-					for j := 0; j <= i; j++ {
-						if window > 0 && i-j >= window {
-							continue
-						}
-						var dot float64
-						for e := range hd {
-							dot += float64(qi[e]) * float64(kd[(j*kvHeads+gh)*hd+e])
-						}
-						s, js = append(s, dot), append(js, j)
-						mx = math.Max(mx, dot)
-					}
-					var sum float64
-					for x := range s {
-						s[x] = math.Exp(s[x] - mx)
-						sum += s[x]
-					}
-					for e := range hd {
-						var acc float64
-						for x, j := range js {
-							acc += s[x] / sum * float64(vd[(j*kvHeads+gh)*hd+e])
-						}
-						want[(i*heads+h)*hd+e] = float32(acc)
-					}
-				}
+			def := nn.Attention{Heads: heads, KVHeads: kvHeads, HeadDim: hd, Scale: 1, Window: window}
+			exact := def.Exact(q2d, k.(*cpuT).d, v.(*cpuT).d, n)
+			want := make([]float32, len(exact))
+			for i, x := range exact {
+				want[i] = float32(x)
 			}
 			for i, got := range o2.(*cpuT).d {
 				if d := math.Abs(float64(got - want[i])); d > 1e-5*(1+math.Abs(float64(want[i]))) {

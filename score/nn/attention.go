@@ -338,3 +338,51 @@ func dot(a, b []float32) float32 {
 	}
 	return s
 }
+
+// Exact is Forward's definition in float64 over n rows of q and of k and
+// v (the keys and values as the cache gives them back): for each query
+// row i and head h, Σ_j softmax_j(q·k_j·Scale) v_j over the keys the
+// window leaves, with the head's sink in the denominator. It is the
+// reference the CPU's and the GPU's attention kernels are tested against.
+func (a *Attention) Exact(q, k, v []float32, n int) []float64 {
+	heads, kvheads, hd := a.Heads, a.KVHeads, a.HeadDim
+	out := make([]float64, n*heads*hd)
+	s := make([]float64, n)
+	for i := range n {
+		lo := 0
+		if a.Window > 0 {
+			lo = max(0, i-a.Window+1)
+		}
+		for h := range heads {
+			g := h / (heads / kvheads)
+			m := math.Inf(-1)
+			if a.Sinks != nil {
+				m = float64(a.Sinks[h])
+			}
+			for j := lo; j <= i; j++ {
+				var d float64
+				for x := range hd {
+					d += float64(q[(i*heads+h)*hd+x]) * float64(k[(j*kvheads+g)*hd+x])
+				}
+				s[j] = d * a.Scale
+				m = max(m, s[j])
+			}
+			var l float64
+			if a.Sinks != nil {
+				l = math.Exp(float64(a.Sinks[h]) - m)
+			}
+			o := out[(i*heads+h)*hd : (i*heads+h+1)*hd]
+			for j := lo; j <= i; j++ {
+				p := math.Exp(s[j] - m)
+				l += p
+				for x := range o {
+					o[x] += p * float64(v[(j*kvheads+g)*hd+x])
+				}
+			}
+			for x := range o {
+				o[x] /= l
+			}
+		}
+	}
+	return out
+}

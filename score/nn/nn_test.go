@@ -198,37 +198,6 @@ func TestRoPEYaRN(t *testing.T) {
 	}
 }
 
-// naiveAttention is causal GQA attention in float64.
-func naiveAttention(q, k, v []float32, n, heads, kvHeads, hd int) []float64 {
-	out := make([]float64, n*heads*hd)
-	g := heads / kvHeads
-	for i := range n {
-		for h := range heads {
-			kh := h / g
-			s := make([]float64, i+1)
-			m := math.Inf(-1)
-			for j := range s {
-				for d := range hd {
-					s[j] += float64(q[(i*heads+h)*hd+d]) * float64(k[(j*kvHeads+kh)*hd+d])
-				}
-				s[j] /= math.Sqrt(float64(hd))
-				m = math.Max(m, s[j])
-			}
-			var z float64
-			for j := range s {
-				s[j] = math.Exp(s[j] - m)
-				z += s[j]
-			}
-			for j := range s {
-				for d := range hd {
-					out[(i*heads+h)*hd+d] += s[j] / z * float64(v[(j*kvHeads+kh)*hd+d])
-				}
-			}
-		}
-	}
-	return out
-}
-
 func TestAttention(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	for _, tc := range []struct{ n, heads, kvHeads, hd int }{
@@ -244,7 +213,7 @@ func TestAttention(t *testing.T) {
 		for i := range q {
 			q[i] *= 2 // sharper softmax
 		}
-		want := naiveAttention(q, k, v, n, heads, kvHeads, hd)
+		want := a.Exact(q, k, v, n)
 		var ref []float32
 		forEachLevel(t, func(t testing.TB, l Level) {
 			for _, threads := range []int{1, 3} {
@@ -363,48 +332,6 @@ func TestRMSNormLevels(t *testing.T) {
 	}
 }
 
-// naiveWindowSinks is attention with a sliding window (keys i-window < j
-// <= i; 0 for none) and per-head sinks (nil for none) in float64.
-func naiveWindowSinks(q, k, v []float32, n, heads, kvHeads, hd, window int, sinks []float32, scale float64) []float64 {
-	out := make([]float64, n*heads*hd)
-	g := heads / kvHeads
-	for i := range n {
-		j0 := 0
-		if window > 0 {
-			j0 = max(0, i-window+1)
-		}
-		for h := range heads {
-			kh := h / g
-			s := make([]float64, i+1-j0)
-			m := math.Inf(-1)
-			for j := range s {
-				for d := range hd {
-					s[j] += float64(q[(i*heads+h)*hd+d]) * float64(k[((j0+j)*kvHeads+kh)*hd+d])
-				}
-				s[j] *= scale
-				m = math.Max(m, s[j])
-			}
-			if sinks != nil {
-				m = math.Max(m, float64(sinks[h]))
-			}
-			var z float64
-			for j := range s {
-				s[j] = math.Exp(s[j] - m)
-				z += s[j]
-			}
-			if sinks != nil {
-				z += math.Exp(float64(sinks[h]) - m)
-			}
-			for j := range s {
-				for d := range hd {
-					out[(i*heads+h)*hd+d] += s[j] / z * float64(v[((j0+j)*kvHeads+kh)*hd+d])
-				}
-			}
-		}
-	}
-	return out
-}
-
 // TestAttentionWindowSinks checks sliding windows (narrower and wider than
 // a 64-key block, of one key, wider than the sequence) and sinks (small,
 // and large enough to take most of the mass) in the flash path and the
@@ -436,7 +363,7 @@ func TestAttentionWindowSinks(t *testing.T) {
 		for i := range q {
 			q[i] *= 3
 		}
-		want := naiveWindowSinks(q, k, v, tc.n, tc.heads, tc.kvHeads, tc.hd, tc.window, sinks, scale)
+		want := a.Exact(q, k, v, tc.n)
 		// Both paths take float32 dot products for scores: about 1e-6
 		// from float64 here (measured: at most 3.8e-6).
 		plain := make([]float32, len(q))
