@@ -13,44 +13,51 @@ import (
 	"syscall"
 )
 
-// FileSHA256 returns the sha256 of a file, streamed, remembering it in the
-// cache under the file's absolute path, size, modification time and inode,
-// so a 16 GB model is hashed once, not on every run. A nil Cache hashes
-// without remembering.
-func (c *Cache) FileSHA256(path string) (string, error) {
-	return c.FileSHA256Context(context.Background(), path)
-}
-
-// FileSHA256Context is FileSHA256 that stops, with ctx's error, when ctx
-// is cancelled: hashing a 16 GB model takes a while, and Ctrl-C must not
-// wait for it.
-func (c *Cache) FileSHA256Context(ctx context.Context, path string) (string, error) {
-	info, err := os.Stat(path)
-	if err != nil {
-		return "", err
+// FileSHA256 returns the sha256 of the files' bytes one after another:
+// of one file, its sha256; of a model split into shards (gguf.File.Shards,
+// first shard first), what `cat` of the shards piped to sha256sum prints.
+// It is streamed, and remembered in the cache under each file's absolute
+// path, size, modification time and inode, so a 16 GB model is hashed
+// once, not on every run; a nil Cache hashes without remembering. It stops
+// with ctx's error when ctx is cancelled: hashing a large model takes a
+// while, and Ctrl-C must not wait for it.
+func (c *Cache) FileSHA256(ctx context.Context, paths ...string) (string, error) {
+	if len(paths) == 0 {
+		return "", fmt.Errorf("cache: no file to hash")
 	}
-	if !info.Mode().IsRegular() {
-		return "", fmt.Errorf("%s: not a regular file", path)
+	parts := []string{"file-sha256"}
+	for _, path := range paths {
+		info, err := os.Stat(path)
+		if err != nil {
+			return "", err
+		}
+		if !info.Mode().IsRegular() {
+			return "", fmt.Errorf("%s: not a regular file", path)
+		}
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return "", err
+		}
+		var ino uint64
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			ino = st.Ino
+		}
+		parts = append(parts, abs, strconv.FormatInt(info.Size(), 10),
+			strconv.FormatInt(info.ModTime().UnixNano(), 10), strconv.FormatUint(ino, 10))
 	}
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return "", err
-	}
-	var ino uint64
-	if st, ok := info.Sys().(*syscall.Stat_t); ok {
-		ino = st.Ino
-	}
-	key := Key("file-sha256", abs, strconv.FormatInt(info.Size(), 10),
-		strconv.FormatInt(info.ModTime().UnixNano(), 10), strconv.FormatUint(ino, 10))
+	key := Key(parts...)
 	if c != nil {
 		if b, ok, _ := c.Get("sha256", key); ok && len(b) == 65 {
 			return strings.TrimSpace(string(b)), nil
 		}
 	}
-	sum, err := hashFile(ctx, path)
-	if err != nil {
-		return "", err
+	h := sha256.New()
+	for _, path := range paths {
+		if err := hashFile(ctx, h, path); err != nil {
+			return "", err
+		}
 	}
+	sum := hex.EncodeToString(h.Sum(nil))
 	if c != nil {
 		if err := c.Put("sha256", key, []byte(sum+"\n")); err != nil {
 			return "", err
@@ -59,17 +66,17 @@ func (c *Cache) FileSHA256Context(ctx context.Context, path string) (string, err
 	return sum, nil
 }
 
-func hashFile(ctx context.Context, path string) (string, error) {
+// hashFile adds the bytes of the file at path to h.
+func hashFile(ctx context.Context, h io.Writer, path string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer f.Close()
-	h := sha256.New()
 	if _, err := io.Copy(h, ctxReader{ctx, f}); err != nil {
-		return "", fmt.Errorf("hash %s: %w", path, err)
+		return fmt.Errorf("hash %s: %w", path, err)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return nil
 }
 
 // ctxReader is a reader that fails with ctx's error once ctx is cancelled,

@@ -33,6 +33,12 @@
 // inside the file at an aligned offset. A malformed file gives a one-line
 // error naming the file and the fault, never a panic. FuzzOpen keeps it so.
 //
+// A model too large for one file (Hugging Face takes files of up to 50 GB)
+// comes split into shards by llama.cpp's gguf-split or gguf-py:
+// NAME-00001-of-00003.gguf holds the metadata and the first tensors, the
+// others only split.* keys and more tensors. Open takes the first shard and
+// gives the whole model as one File, as llama.cpp does (split.go).
+//
 // Writer builds GGUF files deterministically; the test-model generator and
 // tests use it.
 package gguf
@@ -61,8 +67,10 @@ type Tensor struct {
 	Name   string
 	Type   Type
 	Shape  []uint64 // ne0 first (ne0 = row length, contiguous)
-	Offset uint64   // relative to the start of the data section
+	Offset uint64   // relative to the start of its shard's data section
 	Size   uint64   // bytes
+
+	shard int // the index of its file in File.Shards
 }
 
 // Elements returns the number of elements, the product of Shape.
@@ -83,26 +91,43 @@ func (t *Tensor) Rows() uint64 {
 	return t.Elements() / t.Shape[0]
 }
 
-// File is an open GGUF file. Its fields are filled by Open and must not be
-// changed; a File is safe for concurrent use until Close.
+// File is an open GGUF file, or a model split into shards (Shards). Its
+// fields are filled by Open and must not be changed; a File is safe for
+// concurrent use until Close.
 type File struct {
-	Path       string
+	Path       string   // the file opened: a split model's first shard
+	Shards     []string // every file of the model, Path first: [Path] unless split
 	Version    uint32
 	Alignment  uint64
-	Metadata   []KV      // in file order
-	Tensors    []*Tensor // in file order
-	DataOffset uint64    // absolute file offset of the data section
-	FileSize   uint64
+	Metadata   []KV      // in file order (of the first shard)
+	Tensors    []*Tensor // in file order, shard after shard
+	DataOffset uint64    // absolute offset of Path's data section
+	FileSize   uint64    // of Path
 
 	data    []byte         // the whole file (mapped)
 	release func() error   // unmaps data; nil once closed
 	kvIndex map[string]int // key -> index in Metadata
 	tensors map[string]*Tensor
+	rest    []*File // the other shards, in order
 }
 
-// Open maps the GGUF file at path read-only and parses its header. The
-// File must be closed to release the mapping.
+// Open maps the GGUF file at path read-only and parses its header; for the
+// first shard of a split model, those of every shard (split.go). The File
+// must be closed to release the mappings.
 func Open(path string) (*File, error) {
+	f, err := openFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.openShards(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// openFile maps and parses one file.
+func openFile(path string) (*File, error) {
 	// Refuse a FIFO or device before opening it: opening a FIFO blocks.
 	if st, err := os.Stat(path); err == nil && !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("gguf: %s: not a regular file", path)
@@ -134,24 +159,37 @@ func Open(path string) (*File, error) {
 	return f, nil
 }
 
-// Close unmaps the file. Slices returned by Data must not be used after
-// Close (reading them faults). Close is idempotent.
+// Close unmaps the file (every shard). Slices returned by Data must not be
+// used after Close (reading them faults). Close is idempotent.
 func (f *File) Close() error {
+	var first error
+	for _, s := range f.rest {
+		if err := s.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	f.rest = nil
 	rel := f.release
 	f.release, f.data = nil, nil
 	if rel == nil {
-		return nil
+		return first
 	}
 	if err := rel(); err != nil {
 		return fmt.Errorf("gguf: %s: unmap: %w", f.Path, err)
 	}
-	return nil
+	return first
 }
 
-// Data returns the bytes of t, a read-only slice of the mapped file with
-// len == t.Size. It returns nil for a tensor that does not lie in the file
-// (one of another File, say) and after Close.
+// Data returns the bytes of t, a read-only slice of the mapped file (of
+// t's shard) with len == t.Size. It returns nil for a tensor that does not
+// lie in the file (one of another File, say) and after Close.
 func (f *File) Data(t *Tensor) []byte {
+	if t.shard > 0 {
+		if t.shard > len(f.rest) {
+			return nil
+		}
+		f = f.rest[t.shard-1]
+	}
 	start := f.DataOffset + t.Offset
 	end := start + t.Size
 	if start < f.DataOffset || end < start || end > uint64(len(f.data)) {

@@ -150,6 +150,7 @@ func parseWith(name string, b []byte, done func(off uint64)) (*File, error) {
 	}
 	f := &File{
 		Path:      name,
+		Shards:    []string{name},
 		Version:   version,
 		Alignment: DefaultAlignment,
 		FileSize:  uint64(len(b)),

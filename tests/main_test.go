@@ -28,6 +28,7 @@ import (
 	aggregate "ppl.dev/aggregate/cli"
 	cachecli "ppl.dev/cache/cli"
 	compare "ppl.dev/compare/cli"
+	"ppl.dev/gguf"
 	"ppl.dev/oracle"
 	pplrun "ppl.dev/run/cli"
 	score "ppl.dev/score/cli"
@@ -82,6 +83,8 @@ func TestScripts(t *testing.T) {
 			"swap-cache":    swapCache,
 			"wait-cache":    waitCache,
 			"transient":     transient,
+			"gguf-split":    ggufSplit,
+			"cmp-records":   cmpRecords,
 		},
 		RequireExplicitExec: true,
 		UpdateScripts:       *update,
@@ -138,6 +141,54 @@ func corruptCache(ts *testscript.TestScript, neg bool, args []string) {
 	})
 	if err != nil || n == 0 {
 		ts.Fatalf("corrupt-cache %s: %d entries, %v", args[0], n, err)
+	}
+}
+
+// ggufSplit writes a model as shards of up to MAX_TENSORS tensors named
+// from PREFIX, as llama.cpp's llama-gguf-split --split-max-tensors does:
+//
+//	gguf-split MODEL PREFIX MAX_TENSORS
+func ggufSplit(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: gguf-split MODEL PREFIX MAX_TENSORS")
+	}
+	n, err := strconv.Atoi(args[2])
+	ts.Check(err)
+	f, err := gguf.Open(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	paths, err := gguf.WriteShards(f, ts.MkAbs(args[1]), n)
+	ts.Check(err)
+	ts.Logf("%d shards", len(paths))
+}
+
+// cmpRecords compares two outputs of the tools record by record, leaving
+// out their headers (which name the model, its file and the flags):
+//
+//	cmp-records A B
+func cmpRecords(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: cmp-records A B")
+	}
+	records := func(name string) []string {
+		var out []string
+		for _, l := range strings.Split(ts.ReadFile(name), "\n") {
+			if !strings.HasPrefix(l, `{"type":"header"`) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
+	a, b := records(args[0]), records(args[1])
+	same := len(a) == len(b)
+	for i := 0; same && i < len(a); i++ {
+		same = a[i] == b[i]
+	}
+	switch {
+	case same && neg:
+		ts.Fatalf("%s and %s have the same %d records", args[0], args[1], len(a))
+	case !same && !neg:
+		ts.Fatalf("%s and %s differ beyond their headers (%d and %d records)", args[0], args[1], len(a), len(b))
 	}
 }
 

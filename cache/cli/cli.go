@@ -36,6 +36,7 @@ import (
 
 	"ppl.dev/cache"
 	"ppl.dev/command"
+	"ppl.dev/gguf"
 	"ppl.dev/pipe"
 )
 
@@ -178,13 +179,20 @@ func parseAge(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// resolveModel finds the sha256 that --model names: a model file, a full
+// resolveModel finds the sha256 that --model names: a model file (the
+// first shard of a split one), a full
 // sha256, a prefix of the sha256 of a scored model in the cache, or a
 // name recorded for one (file name, with or without .gguf, or
 // general.name).
 func resolveModel(c *cache.Cache, arg string) (string, error) {
 	if st, err := os.Stat(arg); err == nil && st.Mode().IsRegular() {
-		return c.FileSHA256(arg)
+		f, err := gguf.Open(arg) // a split model is hashed whole
+		if err != nil {
+			return "", err
+		}
+		shards := f.Shards
+		f.Close()
+		return c.FileSHA256(context.Background(), shards...)
 	}
 	if hexSHA.MatchString(arg) {
 		return arg, nil

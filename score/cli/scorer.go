@@ -306,11 +306,15 @@ func (s *scorer) open(ctx context.Context, path string, opts model.Options, on f
 	}
 	meta := metadata(f)
 	tok, err := tokenizer.Load(f)
+	shards := f.Shards
 	f.Close()
 	if err != nil {
 		return nil, err // it names the file
 	}
-	sum, err := s.cache.FileSHA256Context(ctx, path)
+	if len(shards) > 1 {
+		s.log.Infof("%s: a model split into %d shards", filepath.Base(path), len(shards))
+	}
+	sum, err := s.cache.FileSHA256(ctx, shards...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("interrupted while hashing %s: nothing was scored", path)
