@@ -58,20 +58,23 @@ MANIFEST = eval/corpora/$(CORPUS)/manifest.json
 EVAL = profiles/eval/$(notdir $(basename $(MODEL)))/$(CORPUS)$(if $(QUICK),-quick)
 # With a reference model, scores and reports are kept apart per reference.
 REFTAG = $(if $(REFERENCE),-vs-$(notdir $(basename $(REFERENCE))))
+# A split model's shards (M-00001-of-0000N.gguf names the first): all of
+# them are the stages' inputs.
+shards = $(sort $(1) $(wildcard $(subst -00001-of-,-?????-of-,$(1))))
 .PHONY: eval
 eval: build
 	@test -n "$(MODEL)" || { echo "make eval: set MODEL=path/to/model.gguf" >&2; exit 2; }
 	@$(MAKE) --no-print-directory $(EVAL)/report-$(KV)-c$(CONTEXT)-s$(STRIDE)$(REFTAG)/report.json
 	@cat $(EVAL)/report-$(KV)-c$(CONTEXT)-s$(STRIDE)$(REFTAG)/table.txt
 
-$(EVAL)/tokens.ndjson: $(MODEL) $(MANIFEST)
+$(EVAL)/tokens.ndjson: $(call shards,$(MODEL)) $(MANIFEST)
 	@mkdir -p $(@D)
 	$(BIN)/ppl-tokenize --model $(MODEL) --corpus $(MANIFEST) $(if $(QUICK),--quick) > $@.tmp && mv $@.tmp $@
 
 $(EVAL)/windows-c$(CONTEXT)-s$(STRIDE).ndjson: $(EVAL)/tokens.ndjson
 	$(BIN)/ppl-window --context $(CONTEXT) --stride $(STRIDE) $< > $@.tmp && mv $@.tmp $@
 
-$(EVAL)/scores-$(KV)-c$(CONTEXT)-s$(STRIDE)$(REFTAG).ndjson: $(EVAL)/windows-c$(CONTEXT)-s$(STRIDE).ndjson $(REFERENCE)
+$(EVAL)/scores-$(KV)-c$(CONTEXT)-s$(STRIDE)$(REFTAG).ndjson: $(EVAL)/windows-c$(CONTEXT)-s$(STRIDE).ndjson $(call shards,$(REFERENCE))
 	$(BIN)/ppl-score --model $(MODEL) --kv-dtype $(KV) $(if $(REFERENCE),--reference $(REFERENCE)) $< > $@.tmp && mv $@.tmp $@
 
 $(EVAL)/report-$(KV)-c$(CONTEXT)-s$(STRIDE)$(REFTAG)/report.json: $(EVAL)/scores-$(KV)-c$(CONTEXT)-s$(STRIDE)$(REFTAG).ndjson

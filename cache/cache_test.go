@@ -100,7 +100,7 @@ func TestFileSHA256(t *testing.T) {
 	os.WriteFile(p, []byte("abc"), 0o644)
 	const want = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
 	for i := 0; i < 2; i++ { // computed, then remembered
-		got, err := c.FileSHA256(context.Background(), p)
+		got, err := c.FileSHA256(context.Background(), nil, p)
 		if err != nil || got != want {
 			t.Fatalf("run %d: %s %v", i, got, err)
 		}
@@ -109,7 +109,7 @@ func TestFileSHA256(t *testing.T) {
 		t.Fatalf("stats %+v", gs)
 	}
 	var nilCache *Cache
-	if got, _ := nilCache.FileSHA256(context.Background(), p); got != want {
+	if got, _ := nilCache.FileSHA256(context.Background(), nil, p); got != want {
 		t.Fatal(got)
 	}
 	// A split model: its shards' bytes one after another, sha256("abcdef"),
@@ -118,7 +118,7 @@ func TestFileSHA256(t *testing.T) {
 	os.WriteFile(q, []byte("def"), 0o644)
 	const both = "bef57ec7f53a6d40beb640a780a639c83bc29ac8a9816f1fc6c5c6dcd93c4721"
 	for i := 0; i < 2; i++ {
-		if got, err := c.FileSHA256(context.Background(), p, q); err != nil || got != both {
+		if got, err := c.FileSHA256(context.Background(), nil, p, q); err != nil || got != both {
 			t.Fatalf("two files, run %d: %s %v", i, got, err)
 		}
 	}
@@ -126,7 +126,7 @@ func TestFileSHA256(t *testing.T) {
 		t.Fatalf("stats %+v", gs)
 	}
 	os.WriteFile(q, []byte("deg"), 0o644) // the second file changed: hashed again
-	if got, _ := c.FileSHA256(context.Background(), p, q); got == both {
+	if got, _ := c.FileSHA256(context.Background(), nil, p, q); got == both {
 		t.Errorf("a changed shard gave the old sum")
 	}
 }

@@ -20,12 +20,14 @@ import (
 // path, size, modification time and inode, so a 16 GB model is hashed
 // once, not on every run; a nil Cache hashes without remembering. It stops
 // with ctx's error when ctx is cancelled: hashing a large model takes a
-// while, and Ctrl-C must not wait for it.
-func (c *Cache) FileSHA256(ctx context.Context, paths ...string) (string, error) {
+// while, and Ctrl-C must not wait for it. hashing, when not nil, is told
+// the bytes to read before a sum not remembered is computed, for the log.
+func (c *Cache) FileSHA256(ctx context.Context, hashing func(bytes int64), paths ...string) (string, error) {
 	if len(paths) == 0 {
 		return "", fmt.Errorf("cache: no file to hash")
 	}
 	parts := []string{"file-sha256"}
+	var total int64
 	for _, path := range paths {
 		info, err := os.Stat(path)
 		if err != nil {
@@ -42,6 +44,7 @@ func (c *Cache) FileSHA256(ctx context.Context, paths ...string) (string, error)
 		if st, ok := info.Sys().(*syscall.Stat_t); ok {
 			ino = st.Ino
 		}
+		total += info.Size()
 		parts = append(parts, abs, strconv.FormatInt(info.Size(), 10),
 			strconv.FormatInt(info.ModTime().UnixNano(), 10), strconv.FormatUint(ino, 10))
 	}
@@ -50,6 +53,9 @@ func (c *Cache) FileSHA256(ctx context.Context, paths ...string) (string, error)
 		if b, ok, _ := c.Get("sha256", key); ok && len(b) == 65 {
 			return strings.TrimSpace(string(b)), nil
 		}
+	}
+	if hashing != nil {
+		hashing(total)
 	}
 	h := sha256.New()
 	for _, path := range paths {
@@ -91,4 +97,12 @@ func (r ctxReader) Read(p []byte) (int, error) {
 		return 0, err
 	}
 	return r.r.Read(p)
+}
+
+// LogHashing returns a hashing function for FileSHA256 that says, with
+// logf, that the model called name is being hashed and how much there is.
+func LogHashing(logf func(format string, args ...any), name string) func(bytes int64) {
+	return func(n int64) {
+		logf("%s: computing its sha256 (%.2f GB)", name, float64(n)/1e9)
+	}
 }

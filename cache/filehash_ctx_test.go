@@ -22,10 +22,10 @@ func TestFileSHA256Cancelled(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := c.FileSHA256(ctx, path); !errors.Is(err, context.Canceled) {
+	if _, err := c.FileSHA256(ctx, nil, path); !errors.Is(err, context.Canceled) {
 		t.Fatalf("got %v, want context.Canceled", err)
 	}
-	sum, err := c.FileSHA256(context.Background(), path)
+	sum, err := c.FileSHA256(context.Background(), nil, path)
 	if err != nil || sum != "30e14955ebf1352266dc2ff8067e68104607e750abb9d3b36582b8af909fcb58" {
 		t.Fatalf("got %q, %v", sum, err)
 	}

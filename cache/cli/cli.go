@@ -192,7 +192,7 @@ func resolveModel(c *cache.Cache, arg string) (string, error) {
 		}
 		shards := f.Shards
 		f.Close()
-		return c.FileSHA256(context.Background(), shards...)
+		return c.FileSHA256(context.Background(), nil, shards...)
 	}
 	if hexSHA.MatchString(arg) {
 		return arg, nil

@@ -314,7 +314,7 @@ func (s *scorer) open(ctx context.Context, path string, opts model.Options, on f
 	if len(shards) > 1 {
 		s.log.Infof("%s: a model split into %d shards", filepath.Base(path), len(shards))
 	}
-	sum, err := s.cache.FileSHA256(ctx, shards...)
+	sum, err := s.cache.FileSHA256(ctx, cache.LogHashing(s.log.Infof, filepath.Base(path)), shards...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("interrupted while hashing %s: nothing was scored", path)

@@ -332,7 +332,7 @@ func (j *job) open(log *progress.Log) (tokenizer.Tokenizer, *pipe.Model, error) 
 			c = nil
 		}
 	}
-	if model.SHA256, err = c.FileSHA256(context.Background(), f.Shards...); err != nil {
+	if model.SHA256, err = c.FileSHA256(context.Background(), cache.LogHashing(log.Infof, model.Name), f.Shards...); err != nil {
 		return nil, nil, err
 	}
 	pre := tok.Model()
