@@ -2,6 +2,7 @@ package gguf
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -202,6 +203,51 @@ func TestOracleSHA256(t *testing.T) {
 	}
 	if n < 5 { // the oracle grows: at least the five it began with
 		t.Errorf("%d sums, want at least 5", n)
+	}
+}
+
+// TestOracleSplit splits tiny-qwen3-q8_0 into shards of 6 tensors and
+// checks them against those llama.cpp 0.7.0's llama-gguf-split
+// --split-max-tensors 6 writes (their sha256s), then opens them as the
+// whole file.
+func TestOracleSplit(t *testing.T) {
+	dir := oracle.Require(t)
+	whole, err := Open(filepath.Join(dir, "models", "tiny-qwen3-q8_0.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer whole.Close()
+	paths, err := WriteShards(whole, filepath.Join(t.TempDir(), "ll"), 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{ // sha256sum ll-0000?-of-00004.gguf
+		"aaebb753c7373b42fe2ea6f435bed51853c89d9a597eb8b97714cf9a293330a0",
+		"5f4af0535ca7e200800335ff425e733d13dbf652eee426a84b3e0ad04e6035a6",
+		"ac6d6adf31ff14303ed6527155963a067c1131cee189f0ffcd91b318329753cc",
+		"1062f544755f8f6096f4da8d73b35c60ae933d02ec95c0716c1f36dea0aab86b",
+	}
+	if len(paths) != len(want) {
+		t.Fatalf("%d shards, want %d", len(paths), len(want))
+	}
+	for i, p := range paths {
+		b, err := os.ReadFile(p)
+		if sum := sha256.Sum256(b); err != nil || hex.EncodeToString(sum[:]) != want[i] {
+			t.Errorf("sha256 of %s = %x, %v; want llama-gguf-split's %s", filepath.Base(p), sum, err, want[i])
+		}
+	}
+	f, err := Open(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if len(f.Tensors) != len(whole.Tensors) || len(f.Shards) != 4 {
+		t.Fatalf("%d tensors in %d shards, want %d in 4", len(f.Tensors), len(f.Shards), len(whole.Tensors))
+	}
+	for i, tn := range f.Tensors {
+		if w := whole.Tensors[i]; tn.Name != w.Name || !bytes.Equal(f.Data(tn), whole.Data(w)) {
+			t.Errorf("tensor %d %s: differs from the whole file's %s", i, tn.Name, w.Name)
+		}
 	}
 }
 

@@ -116,9 +116,9 @@ func (f *File) splitKey(key string) (uint64, bool, error) {
 
 // WriteShards writes the model f as shards of up to maxTensors tensors
 // each, named from prefix (ShardName), as llama.cpp's gguf-split
-// --split-max-tensors writes them: the first shard has f's metadata and the
-// split keys, the others only split.no, split.count and
-// split.tensors.count. It returns the shards' paths.
+// --split-max-tensors writes them, byte for byte: the first shard has f's
+// metadata and the split keys, the others only split.no,
+// split.tensors.count and split.count. It returns the shards' paths.
 func WriteShards(f *File, prefix string, maxTensors int) ([]string, error) {
 	if maxTensors < 1 || len(f.Tensors) == 0 {
 		return nil, fmt.Errorf("gguf: split %s: %d tensors in shards of %d", f.Path, len(f.Tensors), maxTensors)
@@ -136,8 +136,8 @@ func WriteShards(f *File, prefix string, maxTensors int) ([]string, error) {
 			}
 		}
 		w.Add(KeySplitNo, uint16(i))
-		w.Add(KeySplitCount, uint16(n))
 		w.Add(KeySplitTensors, int32(len(f.Tensors)))
+		w.Add(KeySplitCount, uint16(n)) // last, as gguf-split leaves it
 		for _, t := range f.Tensors[i*maxTensors : min(len(f.Tensors), (i+1)*maxTensors)] {
 			if err := w.AddTensor(t.Name, t.Type, t.Shape, f.Data(t)); err != nil {
 				return nil, err

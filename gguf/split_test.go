@@ -49,7 +49,7 @@ func TestSplitRoundTrip(t *testing.T) {
 	}
 	// The first shard's metadata is the model's, then the split keys.
 	want := append(append([]KV(nil), whole.Metadata...),
-		KV{KeySplitNo, mustValue(uint16(0))}, KV{KeySplitCount, mustValue(uint16(3))}, KV{KeySplitTensors, mustValue(int32(5))})
+		KV{KeySplitNo, mustValue(uint16(0))}, KV{KeySplitTensors, mustValue(int32(5))}, KV{KeySplitCount, mustValue(uint16(3))})
 	if len(f.Metadata) != len(want) {
 		t.Fatalf("%d keys in the first shard, want %d", len(f.Metadata), len(want))
 	}
@@ -82,7 +82,7 @@ func TestSplitRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []KV{{KeySplitNo, mustValue(uint16(2))}, {KeySplitCount, mustValue(uint16(3))}, {KeySplitTensors, mustValue(int32(5))}}; !reflect.DeepEqual(s.Metadata, want) {
+	if want := []KV{{KeySplitNo, mustValue(uint16(2))}, {KeySplitTensors, mustValue(int32(5))}, {KeySplitCount, mustValue(uint16(3))}}; !reflect.DeepEqual(s.Metadata, want) {
 		t.Errorf("third shard's metadata %v, want %v", s.Metadata, want)
 	}
 	if err := f.Close(); err != nil {
