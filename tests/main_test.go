@@ -28,6 +28,7 @@ import (
 	aggregate "ppl.dev/aggregate/cli"
 	cachecli "ppl.dev/cache/cli"
 	compare "ppl.dev/compare/cli"
+	mkmodel "ppl.dev/eval/mkmodel/cli"
 	"ppl.dev/gguf"
 	"ppl.dev/oracle"
 	pplrun "ppl.dev/run/cli"
@@ -46,6 +47,7 @@ func TestMain(m *testing.M) {
 		"ppl-compare":   func() { os.Exit(compare.Main()) },
 		"ppl-cache":     func() { os.Exit(cachecli.Main()) },
 		"ppl":           func() { os.Exit(pplrun.Main()) },
+		"ppl-mkmodel":   func() { os.Exit(mkmodel.Main()) },
 	})
 }
 

@@ -121,6 +121,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.hybridLayer(add, i)
 			continue
 		}
+		if c.phi3() {
+			c.phi3Layer(add, i)
+			continue
+		}
 		p := fmt.Sprintf("blk.%d.", i)
 		add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 		add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*inv(e)))
@@ -171,6 +175,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			add("output.weight", []uint64{e, v}, -1, c.normal("output.weight", inv(e)))
 		}
 	}
+	c.phi3Factors(add)
 }
 
 // Check validates the configuration.
@@ -219,6 +224,9 @@ func Write(path string, c *Config) error {
 	}
 	if c.hybrid() {
 		c.hybridKeys(w)
+	}
+	if c.phi3() {
+		c.phi3Keys(w)
 	}
 	if a == "qwen3moe" {
 		w.Add(a+".expert_count", uint32(c.Experts))

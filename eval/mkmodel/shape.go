@@ -10,7 +10,7 @@ import (
 // Shape is a model's architecture and dimensions, as its GGUF metadata
 // states them.
 type Shape struct {
-	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe
+	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe or phi3
 	Embd     int    // embedding_length
 	Layers   int    // block_count
 	Heads    int    // attention.head_count
@@ -30,10 +30,13 @@ type Shape struct {
 
 	// Gated DeltaNet hybrids (qwen35, qwen35moe; qwen35.go documents them).
 	SSMState, SSMKHeads, SSMVHeads, SSMConv, AttnInterval, RopeDims, SharedFFN int
+
+	// Phi-3's LongRoPE (phi3.go documents it; RopeDims too).
+	OrigContext int
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -110,7 +113,7 @@ func NearestPreset(arch string, n float64) Preset {
 // Check validates the shape.
 func (s Shape) Check() error {
 	switch s.Arch {
-	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe":
+	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3":
 	default:
 		return fmt.Errorf("unknown architecture %q (want %s)", s.Arch, strings.Join(Archs, ", "))
 	}
@@ -132,6 +135,9 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: experts are for qwen3moe and qwen35moe, not %s", s.Arch)
 	case s.RopeBase <= 0, s.Eps <= 0:
 		return fmt.Errorf("shape: rope base and epsilon must be positive")
+	}
+	if err := s.checkPhi3(); err != nil {
+		return err
 	}
 	return s.checkHybrid()
 }
@@ -157,6 +163,9 @@ func (s Shape) Params() int64 {
 	n := int64(s.Vocab)*e + int64(s.Layers)*block + e
 	if !s.Tied {
 		n += int64(s.Vocab) * e
+	}
+	if s.OrigContext > 0 { // LongRoPE's long and short factors
+		n += int64(s.ropeDims())
 	}
 	return n
 }

@@ -264,6 +264,7 @@ func (s *scorer) options(proto *pipe.Protocol) (model.Options, error) {
 		o.Threads = max(1, cmp.Or(s.f.Threads, runtime.GOMAXPROCS(0))/n)
 	}
 	o.SSMStateDtype = s.f.SSMStateDtype
+	o.Context = proto.Context
 	switch {
 	case s.f.RopeScaleFactor > 0:
 		o.RopeScaling, o.RopeScaleFactor = "linear", s.f.RopeScaleFactor

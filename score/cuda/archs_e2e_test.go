@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"ppl.dev/eval/mkmodel"
 	"ppl.dev/gguf"
 	"ppl.dev/oracle"
 	"ppl.dev/quant"
@@ -357,6 +358,50 @@ func TestEndToEndWideHeads(t *testing.T) {
 			if mean := s.sumAbs / float64(s.n); mean > c.mean || math.Abs(s.pplRatio()-1) > c.pplDiff {
 				t.Errorf("%s: %v; want mean |Δ| <= %g, |PPL ratio - 1| <= %g", c.act, s, c.mean, c.pplDiff)
 			}
+		}
+	})
+}
+
+// TestEndToEndPhi3: a phi3 model (ppl-mkmodel's generator, Q8_0, fused
+// attn_qkv and ffn_up, LongRoPE over 24 of each head's 32 dims, its long
+// factors for windows of 256 beyond the original context of 200; the
+// oracle's tiny-llama-spm vocabulary, random tokens) on the GPU against
+// the CPU, bf16 cache, the windows of TestEndToEndArchs. phi3 uses only core operations;
+// package model's TestPhi3Llama holds the CPU to llama.cpp.
+func TestEndToEndPhi3(t *testing.T) {
+	dir := oracle.Require(t)
+	vocab := oracle.Model(dir, "tiny-llama-spm-q8_0")
+	if _, err := os.Stat(vocab); err != nil {
+		t.Skipf("skipping: %v", err) // a GPU bundle without it
+	}
+	tok, err := mkmodel.TokenizerFrom(vocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft, err := mkmodel.LookupFileType("Q8_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "phi3.gguf")
+	s := mkmodel.Shape{Arch: "phi3", Embd: 128, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 256,
+		Context: 4096, OrigContext: 200, RopeDims: 24, Vocab: tok.NVocab, RopeBase: 10000, Eps: 1e-5}
+	if err := mkmodel.Write(path, &mkmodel.Config{Shape: s, Type: ft, Seed: 1, Tokenizer: tok, Residual: 1}); err != nil {
+		t.Fatal(err)
+	}
+	toks := archTokens(dir, "tiny-llama-spm-q8_0", tok.NVocab, 2048)
+	onDevices(t, func(t *testing.T, e *Engine) {
+		windows := []e2eWindow{{0, 256, 1}, {100, 356, 228}}
+		if e.Ordinal >= 0 {
+			windows = append(windows, e2eWindow{0, 2048, 1024})
+		}
+		s := e2eOpts(t, e, path, model.Options{KVDtype: "bf16", Context: 256}, windows, toks)
+		t.Logf("bf16 cache: %v", s)
+		// Emulation: max 0.0141, mean 0.0023, PPL ratio 0.99980; on
+		// en-gpl3's tokens 0.0135, 0.0025, and without LongRoPE 0.0066,
+		// 0.0016 (llama's shape: 0.0060, 0.0016): its attn_factor of 1.25
+		// scales q and k, so the scores are 1.56 times as sharp.
+		if mean := s.sumAbs / float64(s.n); s.maxAbs > 0.02 || mean > 0.004 || math.Abs(s.pplRatio()-1) > 0.0003 {
+			t.Errorf("bf16 cache: %v; want max |Δ| <= 0.02, mean <= 0.004, |PPL ratio - 1| <= 0.0003", s)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"ppl.dev/gguf"
@@ -170,6 +171,41 @@ func (l *Loader) matrix(name string, experts, in, out int) *ml.Matrix {
 	l.byName[name] = w
 	l.mats = append(l.mats, w)
 	return w
+}
+
+// LinearRows binds name+".weight", a matrix of the parts' rows (out[0]
+// rows, then out[1], ...) of in elements, as one matrix per part: the
+// fused projections some files store (Phi-3's attn_qkv, [q | k | v], and
+// ffn_up, [gate | up]). Each part is its own rows of the file's bytes (a
+// row is whole blocks), with its share of the bias and the matrix's
+// scale: the products are those of the fused matrix, row for row.
+func (l *Loader) LinearRows(name string, in int, out ...int) []*ml.Matrix {
+	total := 0
+	for _, o := range out {
+		total += o
+	}
+	w := l.Linear(name, in, total)
+	if w == nil {
+		return nil
+	}
+	rowBytes := len(w.Data) / total
+	parts := make([]*ml.Matrix, len(out))
+	r := 0
+	for i, o := range out {
+		p := *w
+		p.Name = fmt.Sprintf("%s[%d:%d]", w.Name, r, r+o)
+		p.Out, p.Data = o, w.Data[r*rowBytes:(r+o)*rowBytes:(r+o)*rowBytes]
+		if w.Bias != nil {
+			p.Bias = w.Bias[r : r+o]
+		}
+		parts[i] = &p
+		r += o
+	}
+	// The parts, not the fused matrix, are what the backend prepares.
+	l.mats = slices.DeleteFunc(l.mats, func(m *ml.Matrix) bool { return m == w })
+	l.mats = append(l.mats, parts...)
+	delete(l.byName, name)
+	return parts
 }
 
 // outputScaled says whether llama.cpp multiplies the product with matrix

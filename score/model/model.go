@@ -71,6 +71,11 @@ type Options struct {
 	RopeScaling     string  // "none", "linear" or "yarn" (rope.scaling.type)
 	RopeScaleFactor float64 // context extension factor F: positions / F (rope.scaling.factor)
 	RopeOrigCtx     int     // YaRN: context the model was trained at (rope.scaling.original_context_length)
+
+	// Context is the windows' context (llama.cpp's context per sequence,
+	// llama-perplexity's -c), 0 when unknown: Phi-3's LongRoPE takes its
+	// long factors when it exceeds the original context (phi3.go).
+	Context int
 }
 
 // Model is a loaded model. Its methods may be called from several

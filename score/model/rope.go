@@ -19,6 +19,7 @@ type RopeInfo struct {
 	BetaFast    float64 `json:"beta_fast,omitempty"`    // YaRN
 	BetaSlow    float64 `json:"beta_slow,omitempty"`    // YaRN
 	FreqFactors bool    `json:"freq_factors,omitempty"` // rope_freqs tensor applied
+	Factors     string  `json:"factors,omitempty"`      // Phi-3's LongRoPE: "long" or "short" factors applied
 }
 
 // RoPE builds the model's rotary embedding from "<arch>.rope.*" metadata

@@ -11,7 +11,12 @@
 // of Llama-3-8B, 128,256 tokens), and --arch, --embd, --layers, --heads,
 // --kv-heads, --head-dim, --ffn, --context, --rope-base, --eps, --tied and
 // --untied override its fields (without --params: llama, 128 wide, 2
-// layers, 4 heads, 2 KV heads, head 32, FFN 256). Weights are Gaussian with
+// layers, 4 heads, 2 KV heads, head 32, FFN 256). --arch phi3 writes
+// Phi-3's fused attn_qkv and ffn_up, with LongRoPE's factors when
+// --orig-context is set (rotating --rope-dims of each head, default all);
+// llama.cpp 0.7.0 loads a phi3 file only when its vocabulary has Phi-3's
+// added tokens (<|endoftext|> to <|user|>; <|end|> alone is not enough).
+// Weights are Gaussian with
 // the scales of the shared oracle's models, generated and quantized a chunk
 // of rows at a time while the file is written, so an 8B F16 model (16 GB)
 // never sits in memory.

@@ -1,0 +1,98 @@
+package mkmodel
+
+import (
+	"fmt"
+	"math"
+
+	"ppl.dev/gguf"
+)
+
+// Phi-3 (arch phi3: Phi-3, Phi-3.5, Phi-4) is llama's block with fused
+// projections, as Microsoft's checkpoints and llama.cpp's converter store
+// them: attn_qkv ([q | k | v] rows) and ffn_up ([gate | up], 2·FFN rows).
+// Its own fields:
+//
+//	RopeDims     rope.dimension_count (0: the whole head; Phi-4-mini
+//	             rotates 3/4 of it)
+//	OrigContext  LongRoPE (Phi-3-*-128k, Phi-3.5, Phi-4-mini): the
+//	             original context, rope.scaling.original_context_length;
+//	             the file then has rope_factors_long and
+//	             rope_factors_short (one factor per rotated pair) and
+//	             rope.scaling.attn_factor sqrt(1 + ln(s)/ln(OrigContext)),
+//	             s = Context/OrigContext, as the converter computes it.
+//	             0: no LongRoPE (Phi-4).
+func (s Shape) phi3() bool { return s.Arch == "phi3" }
+
+// checkPhi3 validates phi3's fields (and that other architectures leave
+// OrigContext zero).
+func (s Shape) checkPhi3() error {
+	switch {
+	case !s.phi3() && s.OrigContext != 0:
+		return fmt.Errorf("shape: LongRoPE's original context is for phi3, not %s", s.Arch)
+	case !s.phi3():
+		return nil
+	case s.RopeDims < 0 || s.RopeDims%2 != 0 || s.RopeDims > s.HeadDim:
+		return fmt.Errorf("shape: rope dims %d (want even, 2..head dimension %d)", s.RopeDims, s.HeadDim)
+	case s.OrigContext < 0 || s.OrigContext >= s.Context:
+		return fmt.Errorf("shape: LongRoPE's original context %d must be below the context %d", s.OrigContext, s.Context)
+	}
+	return nil
+}
+
+// ropeDims is the rotated dimensions of a head.
+func (s Shape) ropeDims() int {
+	if s.RopeDims != 0 {
+		return s.RopeDims
+	}
+	return s.HeadDim
+}
+
+// phi3Keys writes phi3's own metadata.
+func (c *Config) phi3Keys(w *gguf.Writer) {
+	a := c.Arch
+	w.Add(a+".rope.dimension_count", uint32(c.ropeDims()))
+	if c.OrigContext > 0 {
+		w.Add(a+".rope.scaling.original_context_length", uint32(c.OrigContext))
+		scale := float64(c.Context) / float64(c.OrigContext)
+		w.Add(a+".rope.scaling.attn_factor", float32(math.Sqrt(1+math.Log(scale)/math.Log(float64(c.OrigContext)))))
+	}
+}
+
+// phi3Layer adds layer i's tensors: llama's, with q, k and v in one
+// attn_qkv and gate and up in one ffn_up.
+func (c *Config) phi3Layer(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
+	e, q, kv, ff := uint64(c.Embd), uint64(c.Heads*c.HeadDim), uint64(c.KVHeads*c.HeadDim), uint64(c.FFN)
+	inv := 1 / math.Sqrt(float64(e))
+	p := fmt.Sprintf("blk.%d.", i)
+	add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
+	qk := c.normal(p+"attn_qkv.weight", 1.2*inv)
+	v := c.normal(p+"attn_qkv.weight", inv)
+	add(p+"attn_qkv.weight", []uint64{e, q + 2*kv}, i, func(r int, dst []float32) {
+		if uint64(r) < q+kv {
+			qk(r, dst)
+		} else {
+			v(r, dst)
+		}
+	})
+	add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", c.Residual/math.Sqrt(float64(q))))
+	add(p+"ffn_norm.weight", []uint64{e}, i, c.gain(p+"ffn_norm.weight", 1, 0.1))
+	add(p+"ffn_up.weight", []uint64{e, 2 * ff}, i, c.normal(p+"ffn_up.weight", inv))
+	add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", c.Residual/math.Sqrt(float64(ff))))
+}
+
+// phi3Factors adds LongRoPE's factors (after the output matrices, where
+// the converter writes them): short ones near 1, long ones growing from 1
+// to about Context/OrigContext over the pairs, as the real ones do.
+func (c *Config) phi3Factors(add func(name string, shape []uint64, layer int, fill RowFunc)) {
+	if c.OrigContext == 0 {
+		return
+	}
+	pairs := uint64(c.ropeDims() / 2)
+	s := float64(c.Context) / float64(c.OrigContext)
+	add("rope_factors_long.weight", []uint64{pairs}, -1, func(_ int, dst []float32) {
+		for j := range dst {
+			dst[j] = float32(1 + (s-1)*float64(j)/float64(len(dst)))
+		}
+	})
+	add("rope_factors_short.weight", []uint64{pairs}, -1, c.gain("rope_factors_short.weight", 1, 0.05))
+}

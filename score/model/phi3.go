@@ -1,0 +1,102 @@
+package model
+
+import (
+	"fmt"
+	"math"
+
+	"ppl.dev/score/ml"
+)
+
+// phi3: Phi-3, Phi-3.5 and Phi-4 (mini and the 14B), as llama.cpp 0.7.0
+// runs them. The block is llama's (newDecoder's forward pass), with:
+//   - fused projections: attn_qkv holds [q | k | v] (or attn_q, attn_k and
+//     attn_v are separate) and ffn_up holds [gate | up], 2·n_ff rows, for
+//     SwiGLU(gate, up); each part is bound as its own rows (LinearRows);
+//   - RoPE in the NeoX layout over rope.dimension_count dims (Phi-4-mini
+//     rotates 3/4 of each head);
+//   - q multiplied by float32(1/sqrt(head)) after RoPE, and attention
+//     scores taken unscaled (llama.cpp's ggml_scale, then kq_scale 1);
+//   - LongRoPE (Phi-3-*-128k, Phi-3.5, Phi-4-mini): frequency factors per
+//     rotated pair, rope_factors_long when the context (Options.Context,
+//     ppl-window's --context, rounded up to a multiple of 256 as
+//     llama.cpp pads it) exceeds rope.scaling.original_context_length,
+//     else rope_factors_short, and cos/sin scaled by
+//     rope.scaling.attn_factor.
+//
+// llama.cpp ignores phi3.attention.sliding_window (its Phi SWA is
+// disabled), and so do we.
+func init() { Register("phi3", newPhi3) }
+
+func newPhi3(l *Loader) Network {
+	hp := l.HP
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	d := &decoder{
+		hp:         hp,
+		tokenEmbd:  l.Linear("token_embd", hp.Embd, hp.Vocab),
+		outputNorm: l.Norm("output_norm", hp.Embd),
+		head:       Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")},
+		rope:       l.RoPE(true),
+		attn:       ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: 1},
+	}
+	l.longRoPE(d)
+	scale := 1 / float32(math.Sqrt(float64(hp.HeadDim))) // 1.0f/sqrtf(float(n_embd_head))
+	d.scaleQ = func(b ml.Backend, q ml.Tensor) { b.Scale(q, float64(scale)) }
+	for i := range hp.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		ly := decoderLayer{
+			attnNorm: l.Norm(p+"attn_norm", hp.Embd),
+			o:        l.Linear(p+"attn_output", qd, hp.Embd),
+			ffnNorm:  l.Norm(p+"ffn_norm", hp.Embd),
+		}
+		if l.Has(p + "attn_qkv.weight") {
+			if qkv := l.LinearRows(p+"attn_qkv", hp.Embd, qd, kvd, kvd); qkv != nil {
+				ly.q, ly.k, ly.v = qkv[0], qkv[1], qkv[2]
+			}
+		} else {
+			ly.q = l.Linear(p+"attn_q", hp.Embd, qd)
+			ly.k = l.Linear(p+"attn_k", hp.Embd, kvd)
+			ly.v = l.Linear(p+"attn_v", hp.Embd, kvd)
+		}
+		if gu := l.LinearRows(p+"ffn_up", hp.Embd, hp.FFN, hp.FFN); gu != nil {
+			ly.ffn = &Dense{ml.MLP{Gate: gu[0], Up: gu[1], Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd)}}
+		}
+		d.layers = append(d.layers, ly)
+	}
+	if l.Err() != nil {
+		return nil
+	}
+	return d
+}
+
+// longRoPE applies Phi-3's LongRoPE factors, when the file has them: the
+// long ones when Options.Context exceeds the original context (llama.cpp's
+// get_rope_factors: n_ctx_seq > n_ctx_orig_yarn), else the short ones.
+func (l *Loader) longRoPE(d *decoder) {
+	long, short := l.Has("rope_factors_long.weight"), l.Has("rope_factors_short.weight")
+	if l.err != nil || !long && !short {
+		return
+	}
+	if l.Has("rope_freqs.weight") {
+		l.Failf("tensors rope_freqs and rope_factors_long/short: one set of RoPE factors, not both")
+		return
+	}
+	orig, err := meta{l.f, l.HP.Arch}.int("rope.scaling.original_context_length", l.HP.CtxTrain)
+	if err != nil {
+		l.fail(err)
+		return
+	}
+	// llama.cpp pads its context to a multiple of 256 (llama_context's
+	// n_ctx), so windows of 128 tokens take the long factors of a model
+	// whose original context is 200.
+	ctx := (l.Opts.Context + 255) &^ 255
+	name := "rope_factors_short"
+	if ctx > orig {
+		name = "rope_factors_long"
+	}
+	if !l.Has(name + ".weight") {
+		l.Failf("missing tensor %s.weight (context %d, original context %d)", name, l.Opts.Context, orig)
+		return
+	}
+	d.rope.FreqFactors = l.floats(name+".weight", d.rope.Dims/2)
+	l.rinfo.FreqFactors, l.rinfo.Factors = true, name[len("rope_factors_"):]
+}

@@ -1,0 +1,223 @@
+package model
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"ppl.dev/eval/mkmodel"
+	"ppl.dev/gguf"
+	"ppl.dev/oracle"
+)
+
+// phi3Model writes a small phi3 model (ppl-mkmodel's generator: 128 wide,
+// 2 layers, 4 heads and 2 KV heads of 32, FFN 256, Q8_0, seed 1) with the
+// oracle's tiny-llama-spm vocabulary and Phi-3's added tokens (llama.cpp
+// 0.7.0 refuses a phi3 vocabulary without them); origCtx > 0 gives it
+// LongRoPE over 24 of each head's 32 dims. It returns the file's path.
+func phi3Model(t *testing.T, dir string, origCtx int) string {
+	t.Helper()
+	src, err := gguf.Open(oracle.Model(dir, "tiny-llama-spm-q8_0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	added := []string{"<|endoftext|>", "<|assistant|>", "<|placeholder1|>", "<|placeholder2|>", "<|placeholder3|>",
+		"<|placeholder4|>", "<|system|>", "<|end|>", "<|placeholder5|>", "<|placeholder6|>", "<|user|>"}
+	toks, err1 := src.Strings("tokenizer.ggml.tokens")
+	scores, err2 := src.Float32s("tokenizer.ggml.scores")
+	types, err3 := src.Int32s("tokenizer.ggml.token_type")
+	if err := firstErr(err1, err2, err3); err != nil {
+		t.Fatal(err)
+	}
+	toks = append(toks, added...)
+	for range added {
+		scores, types = append(scores, 0), append(types, 3) // control tokens
+	}
+	tok := mkmodel.Tokenizer{NVocab: len(toks)}
+	for _, kv := range src.Metadata {
+		v := kv.Value
+		switch kv.Key {
+		case "tokenizer.ggml.tokens":
+			v, err = gguf.NewValue(toks)
+		case "tokenizer.ggml.scores":
+			v, err = gguf.NewValue(scores)
+		case "tokenizer.ggml.token_type":
+			v, err = gguf.NewValue(types)
+		default:
+			if len(kv.Key) < 10 || kv.Key[:10] != "tokenizer." {
+				continue
+			}
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok.KVs = append(tok.KVs, gguf.KV{Key: kv.Key, Value: v})
+	}
+	ft, err := mkmodel.LookupFileType("Q8_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := mkmodel.Shape{Arch: "phi3", Embd: 128, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 256,
+		Context: 2048, Vocab: len(toks), RopeBase: 10000, Eps: 1e-5}
+	if origCtx > 0 {
+		s.Context, s.OrigContext, s.RopeDims = 4096, origCtx, 24
+	}
+	path := filepath.Join(t.TempDir(), "phi3.gguf")
+	if err := mkmodel.Write(path, &mkmodel.Config{Shape: s, Type: ft, Seed: 1, Tokenizer: tok, Residual: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestPhi3Llama holds phi3 to llama.cpp: phi3Model's models scored in the
+// int8 mode with an f16 cache over the first windows of 128 tokens
+// (stride 64) of en-gpl3 (the oracle's tiny-llama-spm tokens: the added
+// tokens do not occur in it), against the sums of log-probs per window
+// that llama.cpp 0.7.0 gives on the same files (the oracle's
+// tools/oracle.cpp over Debian's libllama, its default F16 cache, n_ctx
+// 128). The sha256 pins the bytes those figures were computed on. The
+// cases: fused attn_qkv and ffn_up; LongRoPE with original context 200,
+// where llama.cpp's context of 128 padded to 256 takes the long factors;
+// and with 300, the short ones. Per token the log-probs are llama.cpp's
+// to 5.3e-8, the precision of its printed figures.
+func TestPhi3Llama(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := golden.Header.Tokens
+	for _, c := range []struct {
+		name    string
+		origCtx int
+		factors string
+		sha256  string
+		sums    []float64 // llama.cpp's, windows [0,128) from 1, [64,192) from 128, ...
+	}{
+		{"fused", 0, "", "f763930ac62fa4c96265199939b0bef532b258c66e3686a70eb59d62342ec7f1",
+			[]float64{-1613.0497539, -806.8140917, -790.4604465, -749.2969640}},
+		{"longrope-long", 200, "long", "43907c204c6447bf41bc89ecdbe021ade1329b6f55f6d46fe1c60b4f83b8c316",
+			[]float64{-1592.4506238, -816.0697587}},
+		{"longrope-short", 300, "short", "06571c0d07979f725a0e20b009a9f05bb2e305f48da84e19dae6041520391dbc",
+			[]float64{-1596.7501170, -800.5208942}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			path := phi3Model(t, dir, c.origCtx)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != c.sha256 {
+				t.Fatalf("the generated model's sha256 is %x, not that of the file llama.cpp scored (%s)", sum, c.sha256)
+			}
+			m, err := Load(path, Options{KVDtype: "f16", Activations: ActInt8, Context: 128})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			if got := m.Info().Rope.Factors; got != c.factors {
+				t.Errorf("LongRoPE factors %q, want %q", got, c.factors)
+			}
+			worst := 0.0
+			for w, want := range c.sums {
+				begin, from := 64*w, 64*w+64
+				if w == 0 {
+					from = 1
+				}
+				r, err := m.Score(tokens[begin:begin+128], from-begin)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := 0.0
+				for _, lp := range r.Logprobs {
+					got += lp
+				}
+				worst = max(worst, math.Abs(got-want))
+				if math.Abs(got-want) > 1e-6 {
+					t.Errorf("window [%d,%d) from %d: sum of log-probs %.7f, llama.cpp's %.7f", begin, begin+128, from, got, want)
+				}
+			}
+			t.Logf("worst |Δ sum of log-probs| per window %.2g", worst)
+		})
+	}
+}
+
+// TestPhi3Layouts: the same weights with q, k and v as three tensors
+// (attn_q, attn_k, attn_v, as some converters write them) score bit for
+// bit as with the fused attn_qkv, in both modes: LinearRows's parts are
+// the fused matrix's rows.
+func TestPhi3Layouts(t *testing.T) {
+	dir := oracle.Require(t)
+	fused := phi3Model(t, dir, 0)
+	f, err := gguf.Open(fused)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, kv := range f.Metadata {
+		w.Add(kv.Key, kv.Value)
+	}
+	for _, tn := range f.Tensors {
+		data := f.Data(tn)
+		base, ok := strings.CutSuffix(tn.Name, "attn_qkv.weight")
+		if !ok {
+			if err := w.AddTensor(tn.Name, tn.Type, tn.Shape, data); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		row := len(data) / int(tn.Shape[1])
+		r := 0
+		for _, p := range []struct {
+			name string
+			rows int
+		}{{"attn_q", 128}, {"attn_k", 64}, {"attn_v", 64}} {
+			if err := w.AddTensor(base+p.name+".weight", tn.Type, []uint64{tn.Shape[0], uint64(p.rows)}, data[r*row:(r+p.rows)*row]); err != nil {
+				t.Fatal(err)
+			}
+			r += p.rows
+		}
+	}
+	split := filepath.Join(t.TempDir(), "split.gguf")
+	if err := w.WriteFile(split); err != nil {
+		t.Fatal(err)
+	}
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, act := range []string{ActFP32, ActInt8} {
+		var lps [2][]float64
+		for i, p := range []string{fused, split} {
+			m, err := Load(p, Options{Activations: act})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := m.Score(golden.Header.Tokens[:200], 1)
+			m.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			lps[i] = r.Logprobs
+		}
+		if !slices.Equal(lps[0], lps[1]) {
+			t.Errorf("%s: attn_q/k/v and attn_qkv score differently", act)
+		}
+	}
+}
