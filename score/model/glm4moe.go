@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"math"
 
 	"ppl.dev/score/ml"
 )
@@ -36,14 +35,7 @@ func newGLM4MoE(l *Loader) Network {
 	}
 	hp.Layers -= nextn
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
-	m := &decoder{
-		hp:         *hp,
-		tokenEmbd:  l.Linear("token_embd", hp.Embd, hp.Vocab),
-		outputNorm: l.Norm("output_norm", hp.Embd),
-		head:       Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")},
-		rope:       l.RoPE(true),
-		attn:       ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: 1 / math.Sqrt(float64(hp.HeadDim))},
-	}
+	m := l.baseDecoder(true)
 	moe := l.moeParams(moeOpts{gating: ml.GateSigmoid})
 	if moe == nil {
 		return nil

@@ -61,14 +61,7 @@ type decoderLayer struct {
 func newDecoder(l *Loader, o decoderOpts) *decoder {
 	hp := l.HP
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
-	m := &decoder{
-		hp:         hp,
-		tokenEmbd:  l.Linear("token_embd", hp.Embd, hp.Vocab),
-		outputNorm: l.Norm("output_norm", hp.Embd),
-		head:       Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")},
-		rope:       l.RoPE(o.neox),
-		attn:       ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: 1 / math.Sqrt(float64(hp.HeadDim))},
-	}
+	m := l.baseDecoder(o.neox)
 	var moe *moeParams
 	if o.moe != nil {
 		moe = l.moeParams(*o.moe)
@@ -105,6 +98,22 @@ func newDecoder(l *Loader, o decoderOpts) *decoder {
 		m.layers = append(m.layers, ly)
 	}
 	return m
+}
+
+// baseDecoder binds what every llama-style decoder has: the token
+// embedding, the final norm, the output head (or the tied embedding), RoPE
+// in the given layout and attention scaled by 1/sqrt(head size). The
+// architecture binds its layers.
+func (l *Loader) baseDecoder(neox bool) *decoder {
+	hp := l.HP
+	return &decoder{
+		hp:         hp,
+		tokenEmbd:  l.Linear("token_embd", hp.Embd, hp.Vocab),
+		outputNorm: l.Norm("output_norm", hp.Embd),
+		head:       Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")},
+		rope:       l.RoPE(neox),
+		attn:       ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: 1 / math.Sqrt(float64(hp.HeadDim))},
+	}
 }
 
 func (m *decoder) Head() *Head { return &m.head }

@@ -30,14 +30,8 @@ func init() { Register("phi3", newPhi3) }
 func newPhi3(l *Loader) Network {
 	hp := l.HP
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
-	d := &decoder{
-		hp:         hp,
-		tokenEmbd:  l.Linear("token_embd", hp.Embd, hp.Vocab),
-		outputNorm: l.Norm("output_norm", hp.Embd),
-		head:       Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")},
-		rope:       l.RoPE(true),
-		attn:       ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: 1},
-	}
+	d := l.baseDecoder(true)
+	d.attn.Scale = 1 // q is scaled instead
 	l.longRoPE(d)
 	scale := 1 / float32(math.Sqrt(float64(hp.HeadDim))) // 1.0f/sqrtf(float(n_embd_head))
 	d.scaleQ = func(b ml.Backend, q ml.Tensor) { b.Scale(q, float64(scale)) }
