@@ -121,8 +121,8 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.hybridLayer(add, i)
 			continue
 		}
-		if c.phi3() {
-			c.phi3Layer(add, i)
+		if c.fused() {
+			c.fusedLayer(add, i)
 			continue
 		}
 		p := fmt.Sprintf("blk.%d.", i)
@@ -225,8 +225,8 @@ func Write(path string, c *Config) error {
 	if c.hybrid() {
 		c.hybridKeys(w)
 	}
-	if c.phi3() {
-		c.phi3Keys(w)
+	if c.fused() {
+		c.fusedKeys(w)
 	}
 	if a == "qwen3moe" {
 		w.Add(a+".expert_count", uint32(c.Experts))

@@ -54,7 +54,7 @@ func (s Shape) recurrent(i int) bool { return (i+1)%s.AttnInterval != 0 }
 // leave them zero).
 func (s Shape) checkHybrid() error {
 	if !s.hybrid() {
-		if s.SSMState != 0 || s.SSMKHeads != 0 || s.SSMVHeads != 0 || s.SSMConv != 0 || s.AttnInterval != 0 || s.RopeDims != 0 && !s.phi3() || s.SharedFFN != 0 {
+		if s.SSMState != 0 || s.SSMKHeads != 0 || s.SSMVHeads != 0 || s.SSMConv != 0 || s.AttnInterval != 0 || s.RopeDims != 0 && !s.fused() || s.SharedFFN != 0 {
 			return fmt.Errorf("shape: Gated DeltaNet fields are for qwen35 and qwen35moe, not %s", s.Arch)
 		}
 		return nil

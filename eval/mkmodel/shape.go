@@ -10,7 +10,7 @@ import (
 // Shape is a model's architecture and dimensions, as its GGUF metadata
 // states them.
 type Shape struct {
-	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe or phi3
+	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3 or glm4
 	Embd     int    // embedding_length
 	Layers   int    // block_count
 	Heads    int    // attention.head_count
@@ -36,7 +36,7 @@ type Shape struct {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -113,7 +113,7 @@ func NearestPreset(arch string, n float64) Preset {
 // Check validates the shape.
 func (s Shape) Check() error {
 	switch s.Arch {
-	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3":
+	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4":
 	default:
 		return fmt.Errorf("unknown architecture %q (want %s)", s.Arch, strings.Join(Archs, ", "))
 	}
@@ -166,6 +166,9 @@ func (s Shape) Params() int64 {
 	}
 	if s.OrigContext > 0 { // LongRoPE's long and short factors
 		n += int64(s.ropeDims())
+	}
+	if s.Arch == "glm4" { // attn_qkv's bias, the post-norms
+		n += int64(s.Layers) * (q + 2*kv + 2*e)
 	}
 	return n
 }

@@ -362,13 +362,14 @@ func TestEndToEndWideHeads(t *testing.T) {
 	})
 }
 
-// TestEndToEndPhi3: a phi3 model (ppl-mkmodel's generator, Q8_0, fused
-// attn_qkv and ffn_up, LongRoPE over 24 of each head's 32 dims, its long
-// factors for windows of 256 beyond the original context of 200; the
-// oracle's tiny-llama-spm vocabulary, random tokens) on the GPU against
-// the CPU, bf16 cache, the windows of TestEndToEndArchs. phi3 uses only core operations;
-// package model's TestPhi3Llama holds the CPU to llama.cpp.
-func TestEndToEndPhi3(t *testing.T) {
+// TestEndToEndFused: the architectures of fused projections on models of
+// ppl-mkmodel's generator (Q8_0, the oracle's tiny-llama-spm vocabulary,
+// random tokens) on the GPU against the CPU, bf16 cache, the windows of
+// TestEndToEndArchs: phi3 with LongRoPE over 24 of each head's 32 dims,
+// its long factors for windows of 256 beyond the original context of 200,
+// and glm4 (biased attn_qkv, post-norms). Both use only core operations;
+// package model's TestFusedLlama holds the CPU to llama.cpp.
+func TestEndToEndFused(t *testing.T) {
 	dir := oracle.Require(t)
 	vocab := oracle.Model(dir, "tiny-llama-spm-q8_0")
 	if _, err := os.Stat(vocab); err != nil {
@@ -382,26 +383,42 @@ func TestEndToEndPhi3(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "phi3.gguf")
-	s := mkmodel.Shape{Arch: "phi3", Embd: 128, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 256,
-		Context: 4096, OrigContext: 200, RopeDims: 24, Vocab: tok.NVocab, RopeBase: 10000, Eps: 1e-5}
-	if err := mkmodel.Write(path, &mkmodel.Config{Shape: s, Type: ft, Seed: 1, Tokenizer: tok, Residual: 1}); err != nil {
-		t.Fatal(err)
-	}
 	toks := archTokens(dir, "tiny-llama-spm-q8_0", tok.NVocab, 2048)
-	onDevices(t, func(t *testing.T, e *Engine) {
-		windows := []e2eWindow{{0, 256, 1}, {100, 356, 228}}
-		if e.Ordinal >= 0 {
-			windows = append(windows, e2eWindow{0, 2048, 1024})
-		}
-		s := e2eOpts(t, e, path, model.Options{KVDtype: "bf16", Context: 256}, windows, toks)
-		t.Logf("bf16 cache: %v", s)
+	cases := []struct {
+		arch                   string
+		origCtx, ropeDims      int
+		maxAbs, mean, pplRatio float64
+		path                   string
+	}{
 		// Emulation: max 0.0141, mean 0.0023, PPL ratio 0.99980; on
 		// en-gpl3's tokens 0.0135, 0.0025, and without LongRoPE 0.0066,
 		// 0.0016 (llama's shape: 0.0060, 0.0016): its attn_factor of 1.25
 		// scales q and k, so the scores are 1.56 times as sharp.
-		if mean := s.sumAbs / float64(s.n); s.maxAbs > 0.02 || mean > 0.004 || math.Abs(s.pplRatio()-1) > 0.0003 {
-			t.Errorf("bf16 cache: %v; want max |Δ| <= 0.02, mean <= 0.004, |PPL ratio - 1| <= 0.0003", s)
+		{"phi3", 200, 24, 0.02, 0.004, 0.0003, ""},
+		// Emulation: max 0.0148, mean 0.0028, PPL ratio 0.99993.
+		{"glm4", 0, 0, 0.02, 0.004, 0.0003, ""},
+	}
+	for i, c := range cases {
+		cases[i].path = filepath.Join(t.TempDir(), c.arch+".gguf")
+		s := mkmodel.Shape{Arch: c.arch, Embd: 128, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 256,
+			Context: 4096, OrigContext: c.origCtx, RopeDims: c.ropeDims, Vocab: tok.NVocab, RopeBase: 10000, Eps: 1e-5}
+		if err := mkmodel.Write(cases[i].path, &mkmodel.Config{Shape: s, Type: ft, Seed: 1, Tokenizer: tok, Residual: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	onDevices(t, func(t *testing.T, e *Engine) {
+		for _, c := range cases {
+			t.Run(c.arch, func(t *testing.T) {
+				windows := []e2eWindow{{0, 256, 1}, {100, 356, 228}}
+				if e.Ordinal >= 0 {
+					windows = append(windows, e2eWindow{0, 2048, 1024})
+				}
+				s := e2eOpts(t, e, c.path, model.Options{KVDtype: "bf16", Context: 256}, windows, toks)
+				t.Logf("bf16 cache: %v", s)
+				if mean := s.sumAbs / float64(s.n); s.maxAbs > c.maxAbs || mean > c.mean || math.Abs(s.pplRatio()-1) > c.pplRatio {
+					t.Errorf("bf16 cache: %v; want max |Δ| <= %g, mean <= %g, |PPL ratio - 1| <= %g", s, c.maxAbs, c.mean, c.pplRatio)
+				}
+			})
 		}
 	})
 }

@@ -56,6 +56,10 @@ type decoderLayer struct {
 	ffnNorm      *ml.Vector // blk.N.ffn_norm
 	ffn          FFN
 	attn         *ml.Attn // the layer's own attention options (gpt-oss: sinks, window), or nil
+	// postAttnNorm and postFFNNorm, when set, norm the attention's and
+	// the FFN's outputs before they join the residual stream (glm4:
+	// post_attention_norm, post_ffw_norm).
+	postAttnNorm, postFFNNorm *ml.Vector
 }
 
 func newDecoder(l *Loader, o decoderOpts) *decoder {
@@ -149,10 +153,16 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		}
 		b.Attention(att, q, k, v, i, at)
 		b.Linear(h, att, ly.o)
+		if ly.postAttnNorm != nil {
+			b.RMSNorm(h, h, ly.postAttnNorm, hp.Eps)
+		}
 		b.Add(x, h)
 
 		b.RMSNorm(h, x, ly.ffnNorm, hp.Eps)
 		ly.ffn.Forward(b, ff, h)
+		if ly.postFFNNorm != nil {
+			b.RMSNorm(ff, ff, ly.postFFNNorm, hp.Eps)
+		}
 		b.Add(x, ff)
 		b.Release(mark)
 	}

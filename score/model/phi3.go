@@ -1,7 +1,6 @@
 package model
 
 import (
-	"fmt"
 	"math"
 
 	"ppl.dev/score/ml"
@@ -29,37 +28,12 @@ func init() { Register("phi3", newPhi3) }
 
 func newPhi3(l *Loader) Network {
 	hp := l.HP
-	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	d := l.baseDecoder(true)
 	d.attn.Scale = 1 // q is scaled instead
 	l.longRoPE(d)
 	scale := 1 / float32(math.Sqrt(float64(hp.HeadDim))) // 1.0f/sqrtf(float(n_embd_head))
 	d.scaleQ = func(b ml.Backend, q ml.Tensor) { b.Scale(q, float64(scale)) }
-	for i := range hp.Layers {
-		p := fmt.Sprintf("blk.%d.", i)
-		ly := decoderLayer{
-			attnNorm: l.Norm(p+"attn_norm", hp.Embd),
-			o:        l.Linear(p+"attn_output", qd, hp.Embd),
-			ffnNorm:  l.Norm(p+"ffn_norm", hp.Embd),
-		}
-		if l.Has(p + "attn_qkv.weight") {
-			if qkv := l.LinearRows(p+"attn_qkv", hp.Embd, qd, kvd, kvd); qkv != nil {
-				ly.q, ly.k, ly.v = qkv[0], qkv[1], qkv[2]
-			}
-		} else {
-			ly.q = l.Linear(p+"attn_q", hp.Embd, qd)
-			ly.k = l.Linear(p+"attn_k", hp.Embd, kvd)
-			ly.v = l.Linear(p+"attn_v", hp.Embd, kvd)
-		}
-		if gu := l.LinearRows(p+"ffn_up", hp.Embd, hp.FFN, hp.FFN); gu != nil {
-			ly.ffn = &Dense{ml.MLP{Gate: gu[0], Up: gu[1], Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd)}}
-		}
-		d.layers = append(d.layers, ly)
-	}
-	if l.Err() != nil {
-		return nil
-	}
-	return d
+	return l.fusedLayers(d, false)
 }
 
 // longRoPE applies Phi-3's LongRoPE factors, when the file has them: the

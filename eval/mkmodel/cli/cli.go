@@ -21,7 +21,7 @@ const name = "ppl-mkmodel"
 type cliArgs struct {
 	Output string `short:"o" required:"" help:"The GGUF file to write (atomically)." placeholder:"FILE.gguf" type:"path"`
 
-	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3,qwen3moe,qwen35,qwen35moe,phi3" help:"Architecture: llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe (Gated DeltaNet hybrids), phi3 (Phi-3, Phi-4: fused projections)."`
+	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3,qwen3moe,qwen35,qwen35moe,phi3,glm4" help:"Architecture: llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe (Gated DeltaNet hybrids), phi3 (Phi-3, Phi-4) or glm4 (GLM-4-0414: fused projections)."`
 	Params   string  `help:"Pick the preset nearest this size (shape flags override its fields): Llama-shaped 100M, 1B or 8B; for qwen3moe, Qwen3-30B-A3B's layout at 1B or its own 30B; for qwen35, Qwen3.5-0.8B or 27B; for qwen35moe, Qwen3.5-35B-A3B." placeholder:"SIZE"`
 	Embd     int     `help:"Embedding width (default 128, or the preset's)."`
 	Layers   int     `help:"Number of transformer blocks (default 2)."`
@@ -45,7 +45,7 @@ type cliArgs struct {
 	SSMVHeads    int `name:"ssm-v-heads" help:"qwen35, qwen35moe: Gated DeltaNet value heads, a multiple of the key heads (default 4)."`
 	SSMConv      int `name:"ssm-conv" help:"qwen35, qwen35moe: convolution kernel (default 4)."`
 	AttnInterval int `name:"attn-interval" help:"qwen35, qwen35moe: every N-th layer is full attention, the others Gated DeltaNet (default 4)."`
-	RopeDims     int `name:"rope-dims" help:"qwen35, qwen35moe: rotated dimensions per head (default a quarter of the head); phi3: the same (default the whole head)."`
+	RopeDims     int `name:"rope-dims" help:"qwen35, qwen35moe: rotated dimensions per head (default a quarter of the head); phi3, glm4: the same (default the whole head, half for glm4)."`
 	OrigContext  int `name:"orig-context" help:"phi3: LongRoPE's original context, below --context (writes rope_factors_long and rope_factors_short; default none)."`
 
 	VocabFrom string `name:"vocab-from" help:"Copy the tokenizer (every tokenizer.* key) from this GGUF model." placeholder:"FILE.gguf" type:"existingfile"`

@@ -3,6 +3,7 @@ package model
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -15,12 +16,12 @@ import (
 	"ppl.dev/oracle"
 )
 
-// phi3Model writes a small phi3 model (ppl-mkmodel's generator: 128 wide,
-// 2 layers, 4 heads and 2 KV heads of 32, FFN 256, Q8_0, seed 1) with the
+// fusedModel writes a small phi3 or glm4 model (ppl-mkmodel's generator:
+// 128 wide, 2 layers, 4 heads and 2 KV heads of 32, FFN 256, Q8_0, seed 1) with the
 // oracle's tiny-llama-spm vocabulary and Phi-3's added tokens (llama.cpp
 // 0.7.0 refuses a phi3 vocabulary without them); origCtx > 0 gives it
 // LongRoPE over 24 of each head's 32 dims. It returns the file's path.
-func phi3Model(t *testing.T, dir string, origCtx int) string {
+func fusedModel(t *testing.T, dir, arch string, origCtx int) string {
 	t.Helper()
 	src, err := gguf.Open(oracle.Model(dir, "tiny-llama-spm-q8_0"))
 	if err != nil {
@@ -32,7 +33,7 @@ func phi3Model(t *testing.T, dir string, origCtx int) string {
 	toks, err1 := src.Strings("tokenizer.ggml.tokens")
 	scores, err2 := src.Float32s("tokenizer.ggml.scores")
 	types, err3 := src.Int32s("tokenizer.ggml.token_type")
-	if err := firstErr(err1, err2, err3); err != nil {
+	if err := errors.Join(err1, err2, err3); err != nil {
 		t.Fatal(err)
 	}
 	toks = append(toks, added...)
@@ -63,39 +64,32 @@ func phi3Model(t *testing.T, dir string, origCtx int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := mkmodel.Shape{Arch: "phi3", Embd: 128, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 256,
+	s := mkmodel.Shape{Arch: arch, Embd: 128, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 256,
 		Context: 2048, Vocab: len(toks), RopeBase: 10000, Eps: 1e-5}
 	if origCtx > 0 {
 		s.Context, s.OrigContext, s.RopeDims = 4096, origCtx, 24
 	}
-	path := filepath.Join(t.TempDir(), "phi3.gguf")
+	path := filepath.Join(t.TempDir(), arch+".gguf")
 	if err := mkmodel.Write(path, &mkmodel.Config{Shape: s, Type: ft, Seed: 1, Tokenizer: tok, Residual: 1}); err != nil {
 		t.Fatal(err)
 	}
 	return path
 }
 
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// TestPhi3Llama holds phi3 to llama.cpp: phi3Model's models scored in the
+// TestFusedLlama holds phi3 and glm4 to llama.cpp: fusedModel's models scored in the
 // int8 mode with an f16 cache over the first windows of 128 tokens
 // (stride 64) of en-gpl3 (the oracle's tiny-llama-spm tokens: the added
 // tokens do not occur in it), against the sums of log-probs per window
 // that llama.cpp 0.7.0 gives on the same files (the oracle's
 // tools/oracle.cpp over Debian's libllama, its default F16 cache, n_ctx
 // 128). The sha256 pins the bytes those figures were computed on. The
-// cases: fused attn_qkv and ffn_up; LongRoPE with original context 200,
-// where llama.cpp's context of 128 padded to 256 takes the long factors;
-// and with 300, the short ones. Per token the log-probs are llama.cpp's
-// to 5.3e-8, the precision of its printed figures.
-func TestPhi3Llama(t *testing.T) {
+// cases: phi3's fused attn_qkv and ffn_up; LongRoPE with original context
+// 200, where llama.cpp's context of 128 padded to 256 takes the long
+// factors; with 300, the short ones; glm4 (biased attn_qkv, post-norms,
+// adjacent-pair RoPE over half the head: the NeoX layout would put it
+// 0.94 per token off). Per token the log-probs are llama.cpp's to 5.3e-8,
+// the precision of its printed figures.
+func TestFusedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
 	if err != nil {
@@ -104,20 +98,23 @@ func TestPhi3Llama(t *testing.T) {
 	tokens := golden.Header.Tokens
 	for _, c := range []struct {
 		name    string
+		arch    string
 		origCtx int
 		factors string
 		sha256  string
 		sums    []float64 // llama.cpp's, windows [0,128) from 1, [64,192) from 128, ...
 	}{
-		{"fused", 0, "", "f763930ac62fa4c96265199939b0bef532b258c66e3686a70eb59d62342ec7f1",
+		{"phi3", "phi3", 0, "", "f763930ac62fa4c96265199939b0bef532b258c66e3686a70eb59d62342ec7f1",
 			[]float64{-1613.0497539, -806.8140917, -790.4604465, -749.2969640}},
-		{"longrope-long", 200, "long", "43907c204c6447bf41bc89ecdbe021ade1329b6f55f6d46fe1c60b4f83b8c316",
+		{"phi3-longrope-long", "phi3", 200, "long", "43907c204c6447bf41bc89ecdbe021ade1329b6f55f6d46fe1c60b4f83b8c316",
 			[]float64{-1592.4506238, -816.0697587}},
-		{"longrope-short", 300, "short", "06571c0d07979f725a0e20b009a9f05bb2e305f48da84e19dae6041520391dbc",
+		{"phi3-longrope-short", "phi3", 300, "short", "06571c0d07979f725a0e20b009a9f05bb2e305f48da84e19dae6041520391dbc",
 			[]float64{-1596.7501170, -800.5208942}},
+		{"glm4", "glm4", 0, "", "ef352ba6fb70002dd821125120355d8b5979692fda38f6bdfb34a335d4f600a6",
+			[]float64{-1593.8240037, -802.8170295, -784.3202637, -765.2153713}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			path := phi3Model(t, dir, c.origCtx)
+			path := fusedModel(t, dir, c.arch, c.origCtx)
 			b, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -163,7 +160,7 @@ func TestPhi3Llama(t *testing.T) {
 // the fused matrix's rows.
 func TestPhi3Layouts(t *testing.T) {
 	dir := oracle.Require(t)
-	fused := phi3Model(t, dir, 0)
+	fused := fusedModel(t, dir, "phi3", 0)
 	f, err := gguf.Open(fused)
 	if err != nil {
 		t.Fatal(err)

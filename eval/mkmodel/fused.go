@@ -21,7 +21,15 @@ import (
 //	             rope.scaling.attn_factor sqrt(1 + ln(s)/ln(OrigContext)),
 //	             s = Context/OrigContext, as the converter computes it.
 //	             0: no LongRoPE (Phi-4).
+//
+// GLM-4 (arch glm4: GLM-4-0414, GLM-Z1) fuses the same tensors, with a
+// bias on attn_qkv, RMS-norms the attention's and the FFN's outputs
+// (post_attention_norm, post_ffw_norm), and rotates half of each head by
+// default (RopeDims).
 func (s Shape) phi3() bool { return s.Arch == "phi3" }
+
+// fused reports an architecture with fused attn_qkv and ffn_up.
+func (s Shape) fused() bool { return s.Arch == "phi3" || s.Arch == "glm4" }
 
 // checkPhi3 validates phi3's fields (and that other architectures leave
 // OrigContext zero).
@@ -29,7 +37,7 @@ func (s Shape) checkPhi3() error {
 	switch {
 	case !s.phi3() && s.OrigContext != 0:
 		return fmt.Errorf("shape: LongRoPE's original context is for phi3, not %s", s.Arch)
-	case !s.phi3():
+	case !s.fused():
 		return nil
 	case s.RopeDims < 0 || s.RopeDims%2 != 0 || s.RopeDims > s.HeadDim:
 		return fmt.Errorf("shape: rope dims %d (want even, 2..head dimension %d)", s.RopeDims, s.HeadDim)
@@ -41,14 +49,17 @@ func (s Shape) checkPhi3() error {
 
 // ropeDims is the rotated dimensions of a head.
 func (s Shape) ropeDims() int {
-	if s.RopeDims != 0 {
+	switch {
+	case s.RopeDims != 0:
 		return s.RopeDims
+	case s.Arch == "glm4":
+		return s.HeadDim / 2
 	}
 	return s.HeadDim
 }
 
-// phi3Keys writes phi3's own metadata.
-func (c *Config) phi3Keys(w *gguf.Writer) {
+// fusedKeys writes phi3's and glm4's own metadata.
+func (c *Config) fusedKeys(w *gguf.Writer) {
 	a := c.Arch
 	w.Add(a+".rope.dimension_count", uint32(c.ropeDims()))
 	if c.OrigContext > 0 {
@@ -58,9 +69,9 @@ func (c *Config) phi3Keys(w *gguf.Writer) {
 	}
 }
 
-// phi3Layer adds layer i's tensors: llama's, with q, k and v in one
-// attn_qkv and gate and up in one ffn_up.
-func (c *Config) phi3Layer(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
+// fusedLayer adds layer i's tensors: llama's, with q, k and v in one
+// attn_qkv and gate and up in one ffn_up (and glm4's bias and post-norms).
+func (c *Config) fusedLayer(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
 	e, q, kv, ff := uint64(c.Embd), uint64(c.Heads*c.HeadDim), uint64(c.KVHeads*c.HeadDim), uint64(c.FFN)
 	inv := 1 / math.Sqrt(float64(e))
 	p := fmt.Sprintf("blk.%d.", i)
@@ -74,10 +85,20 @@ func (c *Config) phi3Layer(add func(name string, shape []uint64, layer int, fill
 			v(r, dst)
 		}
 	})
+	glm := c.Arch == "glm4"
+	if glm {
+		add(p+"attn_qkv.bias", []uint64{q + 2*kv}, i, c.normal(p+"attn_qkv.bias", 0.1))
+	}
 	add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", c.Residual/math.Sqrt(float64(q))))
+	if glm {
+		add(p+"post_attention_norm.weight", []uint64{e}, i, c.gain(p+"post_attention_norm.weight", c.Residual, 0.1*c.Residual))
+	}
 	add(p+"ffn_norm.weight", []uint64{e}, i, c.gain(p+"ffn_norm.weight", 1, 0.1))
 	add(p+"ffn_up.weight", []uint64{e, 2 * ff}, i, c.normal(p+"ffn_up.weight", inv))
 	add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", c.Residual/math.Sqrt(float64(ff))))
+	if glm {
+		add(p+"post_ffw_norm.weight", []uint64{e}, i, c.gain(p+"post_ffw_norm.weight", c.Residual, 0.1*c.Residual))
+	}
 }
 
 // phi3Factors adds LongRoPE's factors (after the output matrices, where
