@@ -145,7 +145,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			add(p+"attn_k_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
 		}
 		add(p+"ffn_norm.weight", []uint64{e}, i, c.gain(p+"ffn_norm.weight", 1, 0.1))
-		if c.Arch == "qwen3moe" {
+		if c.moe() {
 			// The router, then the experts' stacks (ne {in, out, experts}).
 			// A token's output sums ExpertsUsed experts weighted to 1, so
 			// each expert keeps the dense MLP's scale.
@@ -228,10 +228,12 @@ func Write(path string, c *Config) error {
 	if c.fused() {
 		c.fusedKeys(w)
 	}
-	if a == "qwen3moe" {
+	if c.moe() && !c.hybrid() {
 		w.Add(a+".expert_count", uint32(c.Experts))
 		w.Add(a+".expert_used_count", uint32(c.ExpertsUsed))
-		w.Add(a+".expert_feed_forward_length", uint32(c.ExpertFFN))
+		if a == "qwen3moe" { // Mixtral's files give feed_forward_length only
+			w.Add(a+".expert_feed_forward_length", uint32(c.ExpertFFN))
+		}
 	}
 	w.Add("general.file_type", c.Type.ID)
 	for _, kv := range c.Tokenizer.KVs {

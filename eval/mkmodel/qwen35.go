@@ -45,7 +45,10 @@ var Qwen35MoEPresets = []Preset{
 func (s Shape) hybrid() bool { return s.Arch == "qwen35" || s.Arch == "qwen35moe" }
 
 // moe reports an architecture whose FFNs are mixtures of experts.
-func (s Shape) moe() bool { return s.Arch == "qwen3moe" || s.Arch == "qwen35moe" }
+// llama's are Mixtral's layout: a llama file with expert_count.
+func (s Shape) moe() bool {
+	return s.Arch == "qwen3moe" || s.Arch == "qwen35moe" || s.Arch == "llama" && s.Experts > 0
+}
 
 // recurrent reports whether layer i is Gated DeltaNet.
 func (s Shape) recurrent(i int) bool { return (i+1)%s.AttnInterval != 0 }

@@ -23,7 +23,8 @@ type Shape struct {
 	Eps      float64 // attention.layer_norm_rms_epsilon
 	Tied     bool    // no output.weight: the output reuses token_embd
 
-	// Mixtures of experts (qwen3moe): every layer's FFN is Experts SwiGLU
+	// Mixtures of experts (qwen3moe, and llama in Mixtral's layout, where
+	// ExpertFFN = FFN): every layer's FFN is Experts SwiGLU
 	// experts of width ExpertFFN, ExpertsUsed of them per token (FFN is
 	// then only written to the metadata, as the converter does).
 	Experts, ExpertsUsed, ExpertFFN int
@@ -132,7 +133,9 @@ func (s Shape) Check() error {
 	case s.moe() && (s.Experts < 2 || s.ExpertsUsed < 1 || s.ExpertsUsed > s.Experts || s.ExpertFFN <= 0):
 		return fmt.Errorf("shape: %s needs experts >= 2, 1 <= experts used <= experts and an expert FFN width (%d, %d, %d)", s.Arch, s.Experts, s.ExpertsUsed, s.ExpertFFN)
 	case !s.moe() && (s.Experts != 0 || s.ExpertsUsed != 0 || s.ExpertFFN != 0):
-		return fmt.Errorf("shape: experts are for qwen3moe and qwen35moe, not %s", s.Arch)
+		return fmt.Errorf("shape: experts are for qwen3moe, qwen35moe and llama (Mixtral's layout), not %s", s.Arch)
+	case s.Arch == "llama" && s.moe() && s.FFN != s.ExpertFFN:
+		return fmt.Errorf("shape: llama's experts (Mixtral's layout) have the FFN width, feed_forward_length (%d != %d)", s.ExpertFFN, s.FFN)
 	case s.RopeBase <= 0, s.Eps <= 0:
 		return fmt.Errorf("shape: rope base and epsilon must be positive")
 	}
@@ -149,7 +152,7 @@ func (s Shape) Params() int64 {
 	}
 	e, q, kv := int64(s.Embd), int64(s.Heads*s.HeadDim), int64(s.KVHeads*s.HeadDim)
 	block := e + e*q + 2*e*kv + q*e + e
-	if s.Arch == "qwen3moe" {
+	if s.moe() {
 		block += e*int64(s.Experts) + 3*e*int64(s.ExpertFFN)*int64(s.Experts)
 	} else {
 		block += 3 * e * int64(s.FFN)

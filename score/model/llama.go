@@ -8,7 +8,7 @@ import (
 	"ppl.dev/score/nn"
 )
 
-// llama: Llama 2 and 3, Mistral and other "llama" GGUF files, and the
+// llama: Llama 2 and 3, Mistral, Mixtral and other "llama" GGUF files, and the
 // variants that differ from it in a few options (qwen2, qwen3, qwen3moe:
 // see decoderOpts; glm4moe, gpt-oss and mistral3 bind their own tensors
 // into the same decoder). A pre-norm decoder: x += Attn(RMSNorm(x)); x +=
@@ -16,7 +16,19 @@ import (
 // a mixture of experts). The output head is output.weight, or the token
 // embedding when tied.
 func init() {
-	Register("llama", func(l *Loader) Network { return newDecoder(l, decoderOpts{}) })
+	Register("llama", func(l *Loader) Network {
+		// A llama file with experts is Mixtral's layout: softmax routing,
+		// the chosen weights renormalized, experts of feed_forward_length.
+		n, err := meta{l.f, l.HP.Arch}.int("expert_count", 0)
+		if err != nil {
+			l.fail(err)
+			return nil
+		}
+		if n > 0 {
+			return newDecoder(l, decoderOpts{moe: &moeOpts{gating: ml.GateSoftmax, norm: true, ffn: l.HP.FFN}})
+		}
+		return newDecoder(l, decoderOpts{})
+	})
 	Register("qwen2", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true, qkvBias: true}) })
 	Register("qwen3", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true, qkNorm: true}) })
 	Register("qwen3moe", func(l *Loader) Network {

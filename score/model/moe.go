@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 
 	"ppl.dev/score/ml"
@@ -34,6 +35,7 @@ func (l *Loader) DenseFFN(prefix string, embd, ff int) *Dense {
 type moeOpts struct {
 	gating ml.Gating
 	norm   bool
+	ffn    int // the experts' width when the file has no expert_feed_forward_length (Mixtral's llama files); 0: required
 }
 
 // MoEParams are a mixture of experts' hyperparameters, from the
@@ -72,7 +74,7 @@ func (l *Loader) moeParams(o moeOpts) *moeParams {
 	}
 	geti(&p.Experts, "expert_count", -1)
 	geti(&p.Used, "expert_used_count", -1)
-	geti(&p.FFN, "expert_feed_forward_length", -1)
+	geti(&p.FFN, "expert_feed_forward_length", cmp.Or(o.ffn, -1))
 	geti(&p.Shared, "expert_shared_count", 0)
 	geti(&p.SharedFFN, "expert_shared_feed_forward_length", p.FFN*max(p.Shared, 1))
 	geti(&p.Groups, "expert_group_count", 0)

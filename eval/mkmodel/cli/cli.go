@@ -35,8 +35,8 @@ type cliArgs struct {
 	Tied     bool    `help:"Tie the output matrix to the token embedding."`
 	Untied   bool    `help:"Write a separate output matrix (overrides a tied preset)."`
 
-	Experts     int `help:"qwen3moe: experts per layer (default 8)."`
-	ExpertsUsed int `name:"experts-used" help:"qwen3moe: experts per token (default 2)."`
+	Experts     int `help:"qwen3moe: experts per layer (default 8); llama: makes it a mixture of experts in Mixtral's layout, of --ffn wide experts."`
+	ExpertsUsed int `name:"experts-used" help:"qwen3moe, llama: experts per token (default 2)."`
 	ExpertFFN   int `name:"expert-ffn" help:"qwen3moe: an expert's feed-forward width (default 64)."`
 	SharedFFN   int `name:"shared-ffn" help:"qwen35moe: the shared expert's feed-forward width (default 64)."`
 
@@ -155,6 +155,14 @@ func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, s
 		s.RopeDims = s.HeadDim / 4 &^ 1
 	}
 	set(&s.RopeDims, a.RopeDims)
+	if s.Arch == "llama" && s.Experts > 0 { // Mixtral's layout
+		if s.ExpertsUsed == 0 {
+			s.ExpertsUsed = 2
+		}
+		if s.ExpertFFN == 0 {
+			s.ExpertFFN = s.FFN
+		}
+	}
 	set(&s.OrigContext, a.OrigContext)
 	if a.RopeBase != 0 {
 		s.RopeBase = a.RopeBase

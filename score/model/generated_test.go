@@ -16,12 +16,14 @@ import (
 	"ppl.dev/oracle"
 )
 
-// fusedModel writes a small phi3 or glm4 model (ppl-mkmodel's generator:
-// 128 wide, 2 layers, 4 heads and 2 KV heads of 32, FFN 256, Q8_0, seed 1) with the
-// oracle's tiny-llama-spm vocabulary and Phi-3's added tokens (llama.cpp
-// 0.7.0 refuses a phi3 vocabulary without them); origCtx > 0 gives it
-// LongRoPE over 24 of each head's 32 dims. It returns the file's path.
-func fusedModel(t *testing.T, dir, arch string, origCtx int) string {
+// genModel writes a small model of an architecture the oracle has no
+// model of (ppl-mkmodel's generator: 128 wide, 2 layers, 4 heads and 2 KV
+// heads of 32, FFN 256, Q8_0, seed 1) with the oracle's tiny-llama-spm
+// vocabulary and Phi-3's added tokens (llama.cpp 0.7.0 refuses a phi3
+// vocabulary without them); origCtx > 0 gives a phi3 model LongRoPE over
+// 24 of each head's 32 dims, experts > 0 a llama model Mixtral's experts
+// (2 used). It returns the file's path.
+func genModel(t *testing.T, dir, arch string, origCtx, experts int) string {
 	t.Helper()
 	src, err := gguf.Open(oracle.Model(dir, "tiny-llama-spm-q8_0"))
 	if err != nil {
@@ -69,6 +71,9 @@ func fusedModel(t *testing.T, dir, arch string, origCtx int) string {
 	if origCtx > 0 {
 		s.Context, s.OrigContext, s.RopeDims = 4096, origCtx, 24
 	}
+	if experts > 0 {
+		s.Experts, s.ExpertsUsed, s.ExpertFFN = experts, 2, s.FFN
+	}
 	path := filepath.Join(t.TempDir(), arch+".gguf")
 	if err := mkmodel.Write(path, &mkmodel.Config{Shape: s, Type: ft, Seed: 1, Tokenizer: tok, Residual: 1}); err != nil {
 		t.Fatal(err)
@@ -76,7 +81,8 @@ func fusedModel(t *testing.T, dir, arch string, origCtx int) string {
 	return path
 }
 
-// TestFusedLlama holds phi3 and glm4 to llama.cpp: fusedModel's models scored in the
+// TestGeneratedLlama holds the architectures the oracle has no model of to
+// llama.cpp: genModel's models scored in the
 // int8 mode with an f16 cache over the first windows of 128 tokens
 // (stride 64) of en-gpl3 (the oracle's tiny-llama-spm tokens: the added
 // tokens do not occur in it), against the sums of log-probs per window
@@ -87,9 +93,10 @@ func fusedModel(t *testing.T, dir, arch string, origCtx int) string {
 // 200, where llama.cpp's context of 128 padded to 256 takes the long
 // factors; with 300, the short ones; glm4 (biased attn_qkv, post-norms,
 // adjacent-pair RoPE over half the head: the NeoX layout would put it
-// 0.94 per token off). Per token the log-probs are llama.cpp's to 5.3e-8,
-// the precision of its printed figures.
-func TestFusedLlama(t *testing.T) {
+// 0.94 per token off); llama with Mixtral's experts (4, 2 used). Per
+// token the log-probs are llama.cpp's to 5.3e-8, the precision of its
+// printed figures.
+func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
 	if err != nil {
@@ -100,21 +107,24 @@ func TestFusedLlama(t *testing.T) {
 		name    string
 		arch    string
 		origCtx int
+		experts int
 		factors string
 		sha256  string
 		sums    []float64 // llama.cpp's, windows [0,128) from 1, [64,192) from 128, ...
 	}{
-		{"phi3", "phi3", 0, "", "f763930ac62fa4c96265199939b0bef532b258c66e3686a70eb59d62342ec7f1",
+		{"phi3", "phi3", 0, 0, "", "f763930ac62fa4c96265199939b0bef532b258c66e3686a70eb59d62342ec7f1",
 			[]float64{-1613.0497539, -806.8140917, -790.4604465, -749.2969640}},
-		{"phi3-longrope-long", "phi3", 200, "long", "43907c204c6447bf41bc89ecdbe021ade1329b6f55f6d46fe1c60b4f83b8c316",
+		{"phi3-longrope-long", "phi3", 200, 0, "long", "43907c204c6447bf41bc89ecdbe021ade1329b6f55f6d46fe1c60b4f83b8c316",
 			[]float64{-1592.4506238, -816.0697587}},
-		{"phi3-longrope-short", "phi3", 300, "short", "06571c0d07979f725a0e20b009a9f05bb2e305f48da84e19dae6041520391dbc",
+		{"phi3-longrope-short", "phi3", 300, 0, "short", "06571c0d07979f725a0e20b009a9f05bb2e305f48da84e19dae6041520391dbc",
 			[]float64{-1596.7501170, -800.5208942}},
-		{"glm4", "glm4", 0, "", "ef352ba6fb70002dd821125120355d8b5979692fda38f6bdfb34a335d4f600a6",
+		{"glm4", "glm4", 0, 0, "", "ef352ba6fb70002dd821125120355d8b5979692fda38f6bdfb34a335d4f600a6",
 			[]float64{-1593.8240037, -802.8170295, -784.3202637, -765.2153713}},
+		{"llama-moe", "llama", 0, 4, "", "aa64536f54c6977cd14717ed00c42518a62b7877ac1d7fe43b842ae489fa1170",
+			[]float64{-1614.7332503, -781.1640027, -799.8686711, -750.9039352}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			path := fusedModel(t, dir, c.arch, c.origCtx)
+			path := genModel(t, dir, c.arch, c.origCtx, c.experts)
 			b, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -160,7 +170,7 @@ func TestFusedLlama(t *testing.T) {
 // the fused matrix's rows.
 func TestPhi3Layouts(t *testing.T) {
 	dir := oracle.Require(t)
-	fused := fusedModel(t, dir, "phi3", 0)
+	fused := genModel(t, dir, "phi3", 0, 0)
 	f, err := gguf.Open(fused)
 	if err != nil {
 		t.Fatal(err)
