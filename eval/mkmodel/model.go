@@ -228,6 +228,12 @@ func Write(path string, c *Config) error {
 	if c.fused() {
 		c.fusedKeys(w)
 	}
+	if a == "granite" { // Granite-3.3-8B's multipliers, its attention's 1/head
+		w.Add(a+".embedding_scale", float32(12))
+		w.Add(a+".residual_scale", float32(0.22))
+		w.Add(a+".attention.scale", float32(1/float64(c.HeadDim)))
+		w.Add(a+".logit_scale", float32(16))
+	}
 	if c.moe() && !c.hybrid() {
 		w.Add(a+".expert_count", uint32(c.Experts))
 		w.Add(a+".expert_used_count", uint32(c.ExpertsUsed))

@@ -368,7 +368,7 @@ func TestEndToEndWideHeads(t *testing.T) {
 // windows of TestEndToEndArchs: phi3 with LongRoPE over 24 of each head's
 // 32 dims, its long factors for windows of 256 beyond the original context
 // of 200; glm4 (biased attn_qkv, post-norms); llama with Mixtral's
-// experts. All use only core operations; package model's
+// experts; granite; smollm3. All use only core operations; package model's
 // TestGeneratedLlama holds the CPU to llama.cpp.
 func TestEndToEndGenerated(t *testing.T) {
 	dir := oracle.Require(t)
@@ -386,28 +386,33 @@ func TestEndToEndGenerated(t *testing.T) {
 	}
 	toks := archTokens(dir, "tiny-llama-spm-q8_0", tok.NVocab, 2048)
 	cases := []struct {
-		arch                       string
-		origCtx, ropeDims, experts int
-		maxAbs, mean, pplRatio     float64
-		path                       string
+		arch                   string
+		set                    func(*mkmodel.Shape)
+		maxAbs, mean, pplRatio float64
+		path                   string
 	}{
 		// Emulation: max 0.0141, mean 0.0023, PPL ratio 0.99980; on
 		// en-gpl3's tokens 0.0135, 0.0025, and without LongRoPE 0.0066,
 		// 0.0016 (llama's shape: 0.0060, 0.0016): its attn_factor of 1.25
 		// scales q and k, so the scores are 1.56 times as sharp.
-		{"phi3", 200, 24, 0, 0.02, 0.004, 0.0003, ""},
+		{"phi3", func(s *mkmodel.Shape) { s.OrigContext, s.RopeDims = 200, 24 }, 0.02, 0.004, 0.0003, ""},
 		// Emulation: max 0.0148, mean 0.0028, PPL ratio 0.99993.
-		{"glm4", 0, 0, 0, 0.02, 0.004, 0.0003, ""},
+		{"glm4", nil, 0.02, 0.004, 0.0003, ""},
 		// Emulation: max 0.0059, mean 0.0014, PPL ratio 1.00004; held as
 		// a mixture, by its mean (a near-tie routing choice can flip).
-		{"llama", 0, 0, 4, 1, 0.003, 0.0003, ""},
+		{"llama", func(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 2, s.FFN }, 1, 0.003, 0.0003, ""},
+		// Emulation: max 0.0001, mean 0.00003, PPL ratio 0.999999: its
+		// logits are divided by 16, and so are their differences.
+		{"granite", nil, 0.0003, 0.0001, 0.00002, ""},
+		// Emulation: max 0.0088, mean 0.0021, PPL ratio 1.00012.
+		{"smollm3", func(s *mkmodel.Shape) { s.Layers = 4 }, 0.015, 0.004, 0.0003, ""},
 	}
 	for i, c := range cases {
 		cases[i].path = filepath.Join(t.TempDir(), c.arch+".gguf")
 		s := mkmodel.Shape{Arch: c.arch, Embd: 128, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 256,
-			Context: 4096, OrigContext: c.origCtx, RopeDims: c.ropeDims, Vocab: tok.NVocab, RopeBase: 10000, Eps: 1e-5}
-		if c.experts > 0 { // Mixtral's layout
-			s.Experts, s.ExpertsUsed, s.ExpertFFN = c.experts, 2, s.FFN
+			Context: 4096, Vocab: tok.NVocab, RopeBase: 10000, Eps: 1e-5}
+		if c.set != nil {
+			c.set(&s)
 		}
 		if err := mkmodel.Write(cases[i].path, &mkmodel.Config{Shape: s, Type: ft, Seed: 1, Tokenizer: tok, Residual: 1}); err != nil {
 			t.Fatal(err)

@@ -20,10 +20,9 @@ import (
 // model of (ppl-mkmodel's generator: 128 wide, 2 layers, 4 heads and 2 KV
 // heads of 32, FFN 256, Q8_0, seed 1) with the oracle's tiny-llama-spm
 // vocabulary and Phi-3's added tokens (llama.cpp 0.7.0 refuses a phi3
-// vocabulary without them); origCtx > 0 gives a phi3 model LongRoPE over
-// 24 of each head's 32 dims, experts > 0 a llama model Mixtral's experts
-// (2 used). It returns the file's path.
-func genModel(t *testing.T, dir, arch string, origCtx, experts int) string {
+// vocabulary without them), changed by set when not nil. It returns the
+// file's path.
+func genModel(t *testing.T, dir, arch string, set func(*mkmodel.Shape)) string {
 	t.Helper()
 	src, err := gguf.Open(oracle.Model(dir, "tiny-llama-spm-q8_0"))
 	if err != nil {
@@ -68,17 +67,20 @@ func genModel(t *testing.T, dir, arch string, origCtx, experts int) string {
 	}
 	s := mkmodel.Shape{Arch: arch, Embd: 128, Layers: 2, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 256,
 		Context: 2048, Vocab: len(toks), RopeBase: 10000, Eps: 1e-5}
-	if origCtx > 0 {
-		s.Context, s.OrigContext, s.RopeDims = 4096, origCtx, 24
-	}
-	if experts > 0 {
-		s.Experts, s.ExpertsUsed, s.ExpertFFN = experts, 2, s.FFN
+	if set != nil {
+		set(&s)
 	}
 	path := filepath.Join(t.TempDir(), arch+".gguf")
 	if err := mkmodel.Write(path, &mkmodel.Config{Shape: s, Type: ft, Seed: 1, Tokenizer: tok, Residual: 1}); err != nil {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// longRoPE gives a phi3 model LongRoPE over 24 of each head's 32 dims with
+// the original context orig.
+func longRoPE(orig int) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) { s.Context, s.OrigContext, s.RopeDims = 4096, orig, 24 }
 }
 
 // TestGeneratedLlama holds the architectures the oracle has no model of to
@@ -93,9 +95,10 @@ func genModel(t *testing.T, dir, arch string, origCtx, experts int) string {
 // 200, where llama.cpp's context of 128 padded to 256 takes the long
 // factors; with 300, the short ones; glm4 (biased attn_qkv, post-norms,
 // adjacent-pair RoPE over half the head: the NeoX layout would put it
-// 0.94 per token off); llama with Mixtral's experts (4, 2 used). Per
-// token the log-probs are llama.cpp's to 5.3e-8, the precision of its
-// printed figures.
+// 0.94 per token off); llama with Mixtral's experts (4, 2 used); granite
+// (Granite-3.3-8B's multipliers); smollm3 (4 layers, the last without
+// RoPE: with it, 0.26 per token off). Per token the log-probs are
+// llama.cpp's to 5.3e-8, the precision of its printed figures.
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -106,25 +109,28 @@ func TestGeneratedLlama(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		arch    string
-		origCtx int
-		experts int
+		set     func(*mkmodel.Shape)
 		factors string
 		sha256  string
 		sums    []float64 // llama.cpp's, windows [0,128) from 1, [64,192) from 128, ...
 	}{
-		{"phi3", "phi3", 0, 0, "", "f763930ac62fa4c96265199939b0bef532b258c66e3686a70eb59d62342ec7f1",
+		{"phi3", "phi3", nil, "", "f763930ac62fa4c96265199939b0bef532b258c66e3686a70eb59d62342ec7f1",
 			[]float64{-1613.0497539, -806.8140917, -790.4604465, -749.2969640}},
-		{"phi3-longrope-long", "phi3", 200, 0, "long", "43907c204c6447bf41bc89ecdbe021ade1329b6f55f6d46fe1c60b4f83b8c316",
+		{"phi3-longrope-long", "phi3", longRoPE(200), "long", "43907c204c6447bf41bc89ecdbe021ade1329b6f55f6d46fe1c60b4f83b8c316",
 			[]float64{-1592.4506238, -816.0697587}},
-		{"phi3-longrope-short", "phi3", 300, 0, "short", "06571c0d07979f725a0e20b009a9f05bb2e305f48da84e19dae6041520391dbc",
+		{"phi3-longrope-short", "phi3", longRoPE(300), "short", "06571c0d07979f725a0e20b009a9f05bb2e305f48da84e19dae6041520391dbc",
 			[]float64{-1596.7501170, -800.5208942}},
-		{"glm4", "glm4", 0, 0, "", "ef352ba6fb70002dd821125120355d8b5979692fda38f6bdfb34a335d4f600a6",
+		{"glm4", "glm4", nil, "", "ef352ba6fb70002dd821125120355d8b5979692fda38f6bdfb34a335d4f600a6",
 			[]float64{-1593.8240037, -802.8170295, -784.3202637, -765.2153713}},
-		{"llama-moe", "llama", 0, 4, "", "aa64536f54c6977cd14717ed00c42518a62b7877ac1d7fe43b842ae489fa1170",
+		{"llama-moe", "llama", func(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 2, s.FFN }, "", "aa64536f54c6977cd14717ed00c42518a62b7877ac1d7fe43b842ae489fa1170",
 			[]float64{-1614.7332503, -781.1640027, -799.8686711, -750.9039352}},
+		{"granite", "granite", nil, "", "d4407f9fee9e0a42e09b0495fc6186d15f089fc9319547992cfdf2eb21485a21",
+			[]float64{-1320.9851444, -664.4920246, -664.8032345, -661.9266161}},
+		{"smollm3", "smollm3", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "7a0a0b4c54da5ea908bc09a1f7726add0ac603b238f98d5009e1a3d0eaa93753",
+			[]float64{-1637.8157283, -789.8684227, -791.0530267, -772.6302671}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			path := genModel(t, dir, c.arch, c.origCtx, c.experts)
+			path := genModel(t, dir, c.arch, c.set)
 			b, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -170,7 +176,7 @@ func TestGeneratedLlama(t *testing.T) {
 // the fused matrix's rows.
 func TestPhi3Layouts(t *testing.T) {
 	dir := oracle.Require(t)
-	fused := genModel(t, dir, "phi3", 0, 0)
+	fused := genModel(t, dir, "phi3", nil)
 	f, err := gguf.Open(fused)
 	if err != nil {
 		t.Fatal(err)

@@ -59,6 +59,10 @@ type decoder struct {
 	// scaleQ, when set, scales the queries after RoPE (mistral3's
 	// attention temperature by position).
 	scaleQ func(b ml.Backend, q ml.Tensor)
+	// embScale and resScale, when not 0, multiply the token embeddings
+	// and each attention and FFN output before it joins the residual
+	// stream (granite's embedding_scale and residual_scale).
+	embScale, resScale float64
 }
 
 type decoderLayer struct {
@@ -72,6 +76,7 @@ type decoderLayer struct {
 	// the FFN's outputs before they join the residual stream (glm4:
 	// post_attention_norm, post_ffw_norm).
 	postAttnNorm, postFFNNorm *ml.Vector
+	noRoPE                    bool // no positions in this layer's q and k (smollm3's NoPE layers)
 }
 
 func newDecoder(l *Loader, o decoderOpts) *decoder {
@@ -139,6 +144,9 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	x := b.Alloc(n, hp.Embd) // the residual stream
 	b.Embed(x, m.tokenEmbd, tokens)
+	if m.embScale != 0 {
+		b.Scale(x, m.embScale)
+	}
 	for i := range m.layers {
 		ly := &m.layers[i]
 		mark := b.Mark()
@@ -154,8 +162,10 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			b.RMSNorm(qh, qh, ly.qNorm, hp.Eps)
 			b.RMSNorm(kh, kh, ly.kNorm, hp.Eps)
 		}
-		b.RoPE(q, hp.Heads, m.rope)
-		b.RoPE(k, hp.KVHeads, m.rope)
+		if !ly.noRoPE {
+			b.RoPE(q, hp.Heads, m.rope)
+			b.RoPE(k, hp.KVHeads, m.rope)
+		}
 		if m.scaleQ != nil {
 			m.scaleQ(b, q)
 		}
@@ -168,12 +178,18 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		if ly.postAttnNorm != nil {
 			b.RMSNorm(h, h, ly.postAttnNorm, hp.Eps)
 		}
+		if m.resScale != 0 {
+			b.Scale(h, m.resScale)
+		}
 		b.Add(x, h)
 
 		b.RMSNorm(h, x, ly.ffnNorm, hp.Eps)
 		ly.ffn.Forward(b, ff, h)
 		if ly.postFFNNorm != nil {
 			b.RMSNorm(ff, ff, ly.postFFNNorm, hp.Eps)
+		}
+		if m.resScale != 0 {
+			b.Scale(ff, m.resScale)
 		}
 		b.Add(x, ff)
 		b.Release(mark)

@@ -31,6 +31,7 @@ type Checker interface {
 // soft-capped (cap · tanh(z / cap)) when SoftCap > 0.
 type Head struct {
 	Output  *ml.Matrix // output, or token_embd when tied
+	Scale   float64    // multiplies the logits (granite: 1/logit_scale); 0: none
 	SoftCap float64    // final_logit_softcapping; 0: none
 }
 
@@ -38,6 +39,9 @@ type Head struct {
 // vocabulary).
 func (h *Head) Forward(b ml.Backend, dst, hid ml.Tensor) {
 	b.Linear(dst, hid, h.Output)
+	if h.Scale != 0 {
+		b.Scale(dst, h.Scale)
+	}
 	if h.SoftCap > 0 {
 		b.SoftCap(dst, h.SoftCap)
 	}
