@@ -126,7 +126,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			continue
 		}
 		p := fmt.Sprintf("blk.%d.", i)
-		add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
+		olmo := c.Arch == "olmo2" // norms after the attention and the FFN, none before
+		if !olmo {
+			add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
+		}
 		add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*inv(e)))
 		if c.Arch == "qwen2" {
 			add(p+"attn_q.bias", []uint64{q}, i, c.normal(p+"attn_q.bias", 0.1))
@@ -144,7 +147,13 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			add(p+"attn_q_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 			add(p+"attn_k_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
 		}
-		add(p+"ffn_norm.weight", []uint64{e}, i, c.gain(p+"ffn_norm.weight", 1, 0.1))
+		if olmo { // q and k normed whole, not per head
+			add(p+"attn_q_norm.weight", []uint64{q}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
+			add(p+"attn_k_norm.weight", []uint64{kv}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
+			add(p+"post_attention_norm.weight", []uint64{e}, i, c.gain(p+"post_attention_norm.weight", res, 0.1*res))
+		} else {
+			add(p+"ffn_norm.weight", []uint64{e}, i, c.gain(p+"ffn_norm.weight", 1, 0.1))
+		}
 		if c.moe() {
 			// The router, then the experts' stacks (ne {in, out, experts}).
 			// A token's output sums ExpertsUsed experts weighted to 1, so
@@ -159,6 +168,9 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", inv(e)))
 		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", inv(e)))
 		add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*inv(ff)))
+		if olmo {
+			add(p+"post_ffw_norm.weight", []uint64{e}, i, c.gain(p+"post_ffw_norm.weight", res, 0.1*res))
+		}
 	}
 	// Logit spread about 2: a tied head's rows have standard deviation
 	// tiedEmbedStd, so its gain is 2/(tiedEmbedStd·sqrt(width)); an untied

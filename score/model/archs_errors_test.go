@@ -27,7 +27,13 @@ type f32Tensor struct {
 // rewriteModelAdd is rewriteModel that also adds tensors.
 func rewriteModelAdd(t *testing.T, dir, stem string, set map[string]any, add map[string]f32Tensor, drop ...string) string {
 	t.Helper()
-	src, err := gguf.Open(oracle.Model(dir, stem))
+	return rewriteFile(t, oracle.Model(dir, stem), set, add, drop...)
+}
+
+// rewriteFile is rewriteModelAdd of the model at path.
+func rewriteFile(t *testing.T, path string, set map[string]any, add map[string]f32Tensor, drop ...string) string {
+	t.Helper()
+	src, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,11 +69,11 @@ func rewriteModelAdd(t *testing.T, dir, stem string, set map[string]any, add map
 			t.Fatal(err)
 		}
 	}
-	path := filepath.Join(t.TempDir(), stem+".gguf")
-	if err := w.WriteFile(path); err != nil {
+	out := filepath.Join(t.TempDir(), filepath.Base(path))
+	if err := w.WriteFile(out); err != nil {
 		t.Fatal(err)
 	}
-	return path
+	return out
 }
 
 // TestArchLoadErrors checks that glm4moe, deepseek2 and gpt-oss files with

@@ -97,7 +97,8 @@ func longRoPE(orig int) func(*mkmodel.Shape) {
 // adjacent-pair RoPE over half the head: the NeoX layout would put it
 // 0.94 per token off); llama with Mixtral's experts (4, 2 used); granite
 // (Granite-3.3-8B's multipliers); smollm3 (4 layers, the last without
-// RoPE: with it, 0.26 per token off). Per token the log-probs are
+// RoPE: with it, 0.26 per token off); olmo2 (no pre-norms, whole-row q
+// and k norms, post-norms). Per token the log-probs are
 // llama.cpp's to 5.3e-8, the precision of its printed figures.
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
@@ -128,6 +129,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1320.9851444, -664.4920246, -664.8032345, -661.9266161}},
 		{"smollm3", "smollm3", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "7a0a0b4c54da5ea908bc09a1f7726add0ac603b238f98d5009e1a3d0eaa93753",
 			[]float64{-1637.8157283, -789.8684227, -791.0530267, -772.6302671}},
+		{"olmo2", "olmo2", nil, "", "0ee2c78feb20ea0eae7972fdfd22781d0eaa3c30a2dd6cec4c4513bab869ac65",
+			[]float64{-1585.6523620, -800.8191864, -780.0288633, -794.3312015}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := genModel(t, dir, c.arch, c.set)
@@ -232,5 +235,16 @@ func TestPhi3Layouts(t *testing.T) {
 		if !slices.Equal(lps[0], lps[1]) {
 			t.Errorf("%s: attn_q/k/v and attn_qkv score differently", act)
 		}
+	}
+}
+
+// TestOLMo3Refused: an olmo2 file with sliding-window layers (OLMo 3) is
+// refused at load, naming the key, rather than run as full attention.
+func TestOLMo3Refused(t *testing.T) {
+	dir := oracle.Require(t)
+	path := rewriteFile(t, genModel(t, dir, "olmo2", nil), map[string]any{"olmo2.attention.sliding_window": uint32(4096)}, nil)
+	_, err := Load(path, Options{})
+	if err == nil || !strings.Contains(err.Error(), "olmo2.attention.sliding_window = 4096: OLMo 3's sliding-window layers are not supported") {
+		t.Errorf("got %v", err)
 	}
 }

@@ -77,6 +77,10 @@ type decoderLayer struct {
 	// post_attention_norm, post_ffw_norm).
 	postAttnNorm, postFFNNorm *ml.Vector
 	noRoPE                    bool // no positions in this layer's q and k (smollm3's NoPE layers)
+	// noPreNorms: the attention and the FFN read the residual stream
+	// itself (olmo2, whose attnNorm and ffnNorm are nil); qkNormRows:
+	// qNorm and kNorm norm q's and k's whole rows, not each head.
+	noPreNorms, qkNormRows bool
 }
 
 func newDecoder(l *Loader, o decoderOpts) *decoder {
@@ -155,9 +159,17 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		att := b.Alloc(n, qd)
 		ff := b.Alloc(n, hp.Embd)
 
-		b.RMSNorm(h, x, ly.attnNorm, hp.Eps)
-		b.Linears([]ml.Tensor{q, k, v}, h, []*ml.Matrix{ly.q, ly.k, ly.v})
-		if ly.qNorm != nil { // one row per head
+		in := h
+		if ly.noPreNorms {
+			in = x
+		} else {
+			b.RMSNorm(h, x, ly.attnNorm, hp.Eps)
+		}
+		b.Linears([]ml.Tensor{q, k, v}, in, []*ml.Matrix{ly.q, ly.k, ly.v})
+		if ly.qkNormRows {
+			b.RMSNorm(q, q, ly.qNorm, hp.Eps)
+			b.RMSNorm(k, k, ly.kNorm, hp.Eps)
+		} else if ly.qNorm != nil { // one row per head
 			qh, kh := b.View(q, n*hp.Heads, hp.HeadDim), b.View(k, n*hp.KVHeads, hp.HeadDim)
 			b.RMSNorm(qh, qh, ly.qNorm, hp.Eps)
 			b.RMSNorm(kh, kh, ly.kNorm, hp.Eps)
@@ -183,8 +195,13 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		}
 		b.Add(x, h)
 
-		b.RMSNorm(h, x, ly.ffnNorm, hp.Eps)
-		ly.ffn.Forward(b, ff, h)
+		in = h
+		if ly.noPreNorms {
+			in = x
+		} else {
+			b.RMSNorm(h, x, ly.ffnNorm, hp.Eps)
+		}
+		ly.ffn.Forward(b, ff, in)
 		if ly.postFFNNorm != nil {
 			b.RMSNorm(ff, ff, ly.postFFNNorm, hp.Eps)
 		}

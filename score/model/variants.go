@@ -1,0 +1,99 @@
+package model
+
+import "fmt"
+
+// Architectures that are llama's decoder with a few of its options set
+// (decoder's fields and decoderLayer's): granite, smollm3 and olmo2.
+
+// granite: IBM's dense Granite 3.x models, as llama.cpp 0.7.0 runs them:
+// llama's decoder (adjacent-pair RoPE) with four multipliers from the
+// metadata, each a float32 product where llama.cpp scales:
+//   - embedding_scale on the token embeddings;
+//   - attention.scale as the attention's score scale, instead of
+//     1/sqrt(head);
+//   - residual_scale on each attention and FFN output before it joins the
+//     residual stream;
+//   - the logits multiplied by float32(1/logit_scale).
+//
+// smollm3: SmolLM3, llama's decoder with no RoPE in every fourth layer
+// (llama.cpp's n_no_rope_layer_step, 4 for SmolLM3 and read from no key).
+func init() {
+	Register("granite", newGranite)
+	Register("olmo2", newOLMo2)
+	Register("smollm3", func(l *Loader) Network {
+		d := newDecoder(l, decoderOpts{})
+		if l.Err() != nil {
+			return nil
+		}
+		for i := range d.layers {
+			d.layers[i].noRoPE = (i+1)%4 == 0
+		}
+		return d
+	})
+}
+
+func newGranite(l *Loader) Network {
+	d := newDecoder(l, decoderOpts{})
+	if l.Err() != nil {
+		return nil
+	}
+	m := meta{l.f, l.HP.Arch}
+	var err error
+	get := func(key string) float64 {
+		v := 0.0
+		if err == nil {
+			v, err = m.float(key, 0)
+		}
+		return v
+	}
+	d.embScale, d.resScale = get("embedding_scale"), get("residual_scale")
+	attn, logit := get("attention.scale"), get("logit_scale")
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	if attn != 0 {
+		d.attn.Scale = attn
+	}
+	if logit != 0 {
+		d.head.Scale = float64(1 / float32(logit)) // 1.0f / f_logit_scale
+	}
+	return d
+}
+
+// olmo2: OLMo 2, as llama.cpp 0.7.0 runs it: llama's attention and SwiGLU
+// MLP (NeoX RoPE) without norms before them; instead q and k are
+// RMS-normed over their whole rows (attn_q_norm of the model's width,
+// attn_k_norm of the KV width) before RoPE, and the attention's and the
+// FFN's outputs by post_attention_norm and post_ffw_norm before they join
+// the residual stream. OLMo 3's sliding-window layers are refused, not
+// run as full attention.
+func newOLMo2(l *Loader) Network {
+	hp := l.HP
+	if w, err := (meta{l.f, hp.Arch}).int("attention.sliding_window", 0); err != nil {
+		l.fail(err)
+		return nil
+	} else if w > 0 {
+		l.Failf("metadata %s.attention.sliding_window = %d: OLMo 3's sliding-window layers are not supported", hp.Arch, w)
+		return nil
+	}
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	d := l.baseDecoder(true)
+	for i := range hp.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		d.layers = append(d.layers, decoderLayer{
+			q: l.Linear(p+"attn_q", hp.Embd, qd), k: l.Linear(p+"attn_k", hp.Embd, kvd), v: l.Linear(p+"attn_v", hp.Embd, kvd),
+			o:            l.Linear(p+"attn_output", qd, hp.Embd),
+			qNorm:        l.Norm(p+"attn_q_norm", qd),
+			kNorm:        l.Norm(p+"attn_k_norm", kvd),
+			postAttnNorm: l.Norm(p+"post_attention_norm", hp.Embd),
+			ffn:          l.DenseFFN(p, hp.Embd, hp.FFN),
+			postFFNNorm:  l.Norm(p+"post_ffw_norm", hp.Embd),
+			noPreNorms:   true, qkNormRows: true,
+		})
+	}
+	if l.Err() != nil {
+		return nil
+	}
+	return d
+}
