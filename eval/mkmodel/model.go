@@ -131,15 +131,15 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 		}
 		add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*inv(e)))
-		if c.Arch == "qwen2" {
+		if c.Arch == "qwen2" || c.Arch == "seed_oss" {
 			add(p+"attn_q.bias", []uint64{q}, i, c.normal(p+"attn_q.bias", 0.1))
 		}
 		add(p+"attn_k.weight", []uint64{e, kv}, i, c.normal(p+"attn_k.weight", 1.2*inv(e)))
-		if c.Arch == "qwen2" {
+		if c.Arch == "qwen2" || c.Arch == "seed_oss" {
 			add(p+"attn_k.bias", []uint64{kv}, i, c.normal(p+"attn_k.bias", 0.1))
 		}
 		add(p+"attn_v.weight", []uint64{e, kv}, i, c.normal(p+"attn_v.weight", inv(e)))
-		if c.Arch == "qwen2" {
+		if c.Arch == "qwen2" || c.Arch == "seed_oss" {
 			add(p+"attn_v.bias", []uint64{kv}, i, c.normal(p+"attn_v.bias", 0.1))
 		}
 		add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*inv(q)))
@@ -152,7 +152,11 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			add(p+"attn_k_norm.weight", []uint64{kv}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
 			add(p+"post_attention_norm.weight", []uint64{e}, i, c.gain(p+"post_attention_norm.weight", res, 0.1*res))
 		} else {
-			add(p+"ffn_norm.weight", []uint64{e}, i, c.gain(p+"ffn_norm.weight", 1, 0.1))
+			ffnNorm := p + "ffn_norm.weight"
+			if c.Arch == "seed_oss" { // its FFN pre-norm's name
+				ffnNorm = p + "post_attention_norm.weight"
+			}
+			add(ffnNorm, []uint64{e}, i, c.gain(ffnNorm, 1, 0.1))
 		}
 		if c.moe() {
 			// The router, then the experts' stacks (ne {in, out, experts}).

@@ -10,7 +10,7 @@ import (
 // Shape is a model's architecture and dimensions, as its GGUF metadata
 // states them.
 type Shape struct {
-	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3 or olmo2
+	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2 or seed_oss
 	Embd     int    // embedding_length
 	Layers   int    // block_count
 	Heads    int    // attention.head_count
@@ -37,7 +37,7 @@ type Shape struct {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -114,7 +114,7 @@ func NearestPreset(arch string, n float64) Preset {
 // Check validates the shape.
 func (s Shape) Check() error {
 	switch s.Arch {
-	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2":
+	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss":
 	default:
 		return fmt.Errorf("unknown architecture %q (want %s)", s.Arch, strings.Join(Archs, ", "))
 	}
@@ -160,7 +160,7 @@ func (s Shape) Params() int64 {
 	switch s.Arch {
 	case "olmo2": // whole-row q and k norms; two post-norms for the two pre-norms
 		block += q + kv
-	case "qwen2":
+	case "qwen2", "seed_oss":
 		block += q + 2*kv
 	case "qwen3", "qwen3moe":
 		block += 2 * int64(s.HeadDim)

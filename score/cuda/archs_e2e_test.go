@@ -368,7 +368,7 @@ func TestEndToEndWideHeads(t *testing.T) {
 // windows of TestEndToEndArchs: phi3 with LongRoPE over 24 of each head's
 // 32 dims, its long factors for windows of 256 beyond the original context
 // of 200; glm4 (biased attn_qkv, post-norms); llama with Mixtral's
-// experts; granite; smollm3; olmo2. All use only core operations; package model's
+// experts; granite; smollm3; olmo2; seed_oss. All use only core operations; package model's
 // TestGeneratedLlama holds the CPU to llama.cpp.
 func TestEndToEndGenerated(t *testing.T) {
 	dir := oracle.Require(t)
@@ -408,6 +408,8 @@ func TestEndToEndGenerated(t *testing.T) {
 		{"smollm3", func(s *mkmodel.Shape) { s.Layers = 4 }, 0.015, 0.004, 0.0003, ""},
 		// Emulation: max 0.0118, mean 0.0028, PPL ratio 1.00011.
 		{"olmo2", nil, 0.02, 0.004, 0.0003, ""},
+		// Emulation: max 0.0085, mean 0.0015, PPL ratio 0.99989.
+		{"seed_oss", nil, 0.015, 0.003, 0.0003, ""},
 	}
 	for i, c := range cases {
 		cases[i].path = filepath.Join(t.TempDir(), c.arch+".gguf")

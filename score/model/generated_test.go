@@ -98,7 +98,7 @@ func longRoPE(orig int) func(*mkmodel.Shape) {
 // 0.94 per token off); llama with Mixtral's experts (4, 2 used); granite
 // (Granite-3.3-8B's multipliers); smollm3 (4 layers, the last without
 // RoPE: with it, 0.26 per token off); olmo2 (no pre-norms, whole-row q
-// and k norms, post-norms). Per token the log-probs are
+// and k norms, post-norms); seed_oss (q/k/v biases, its FFN norm's name). Per token the log-probs are
 // llama.cpp's to 5.3e-8, the precision of its printed figures.
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
@@ -131,6 +131,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1637.8157283, -789.8684227, -791.0530267, -772.6302671}},
 		{"olmo2", "olmo2", nil, "", "0ee2c78feb20ea0eae7972fdfd22781d0eaa3c30a2dd6cec4c4513bab869ac65",
 			[]float64{-1585.6523620, -800.8191864, -780.0288633, -794.3312015}},
+		{"seed_oss", "seed_oss", nil, "", "1797c79af005588ab01f0717c1dbb2f9aa28381e9f73108c2ebae7bda081dc6b",
+			[]float64{-1616.6979037, -808.3433645, -792.2225686, -764.9003702}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := genModel(t, dir, c.arch, c.set)

@@ -3,7 +3,8 @@ package model
 import "fmt"
 
 // Architectures that are llama's decoder with a few of its options set
-// (decoder's fields and decoderLayer's): granite, smollm3 and olmo2.
+// (decoder's fields and decoderLayer's): granite, smollm3, olmo2 and
+// seed_oss.
 
 // granite: IBM's dense Granite 3.x models, as llama.cpp 0.7.0 runs them:
 // llama's decoder (adjacent-pair RoPE) with four multipliers from the
@@ -20,6 +21,7 @@ import "fmt"
 func init() {
 	Register("granite", newGranite)
 	Register("olmo2", newOLMo2)
+	Register("seed_oss", newSeedOSS)
 	Register("smollm3", func(l *Loader) Network {
 		d := newDecoder(l, decoderOpts{})
 		if l.Err() != nil {
@@ -90,6 +92,38 @@ func newOLMo2(l *Loader) Network {
 			ffn:          l.DenseFFN(p, hp.Embd, hp.FFN),
 			postFFNNorm:  l.Norm(p+"post_ffw_norm", hp.Embd),
 			noPreNorms:   true, qkNormRows: true,
+		})
+	}
+	if l.Err() != nil {
+		return nil
+	}
+	return d
+}
+
+// seed_oss: ByteDance's Seed-OSS, as llama.cpp 0.7.0 runs it: llama's
+// decoder (NeoX RoPE; q, k and v biases) whose FFN pre-norm is stored as
+// post_attention_norm, with attention.scale as the score scale when the
+// file gives one.
+func newSeedOSS(l *Loader) Network {
+	hp := l.HP
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	d := l.baseDecoder(true)
+	scale, err := meta{l.f, hp.Arch}.float("attention.scale", 0)
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	if scale != 0 {
+		d.attn.Scale = scale
+	}
+	for i := range hp.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		d.layers = append(d.layers, decoderLayer{
+			attnNorm: l.Norm(p+"attn_norm", hp.Embd),
+			q:        l.Linear(p+"attn_q", hp.Embd, qd), k: l.Linear(p+"attn_k", hp.Embd, kvd), v: l.Linear(p+"attn_v", hp.Embd, kvd),
+			o:       l.Linear(p+"attn_output", qd, hp.Embd),
+			ffnNorm: l.Norm(p+"post_attention_norm", hp.Embd),
+			ffn:     l.DenseFFN(p, hp.Embd, hp.FFN),
 		})
 	}
 	if l.Err() != nil {

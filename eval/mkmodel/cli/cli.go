@@ -21,7 +21,7 @@ const name = "ppl-mkmodel"
 type cliArgs struct {
 	Output string `short:"o" required:"" help:"The GGUF file to write (atomically)." placeholder:"FILE.gguf" type:"path"`
 
-	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3,qwen3moe,qwen35,qwen35moe,phi3,glm4,granite,smollm3,olmo2" help:"Architecture: llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe (Gated DeltaNet hybrids), phi3 (Phi-3, Phi-4) or glm4 (GLM-4-0414: fused projections), granite (Granite 3: llama with Granite-3.3-8B's multipliers), smollm3 (llama, no RoPE in every fourth layer), olmo2 (OLMo 2: norms after the attention and the FFN)."`
+	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3,qwen3moe,qwen35,qwen35moe,phi3,glm4,granite,smollm3,olmo2,seed_oss" help:"Architecture: llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe (Gated DeltaNet hybrids), phi3 (Phi-3, Phi-4) or glm4 (GLM-4-0414: fused projections), granite (Granite 3: llama with Granite-3.3-8B's multipliers), smollm3 (llama, no RoPE in every fourth layer), olmo2 (OLMo 2: norms after the attention and the FFN), seed_oss (Seed-OSS: q/k/v biases)."`
 	Params   string  `help:"Pick the preset nearest this size (shape flags override its fields): Llama-shaped 100M, 1B or 8B; for qwen3moe, Qwen3-30B-A3B's layout at 1B or its own 30B; for qwen35, Qwen3.5-0.8B or 27B; for qwen35moe, Qwen3.5-35B-A3B." placeholder:"SIZE"`
 	Embd     int     `help:"Embedding width (default 128, or the preset's)."`
 	Layers   int     `help:"Number of transformer blocks (default 2)."`
