@@ -126,7 +126,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			continue
 		}
 		p := fmt.Sprintf("blk.%d.", i)
-		olmo := c.Arch == "olmo2" // norms after the attention and the FFN, none before
+		olmo := c.Arch == "olmo2" || c.Arch == "exaone4" // norms after the attention and the FFN, none before
 		if !olmo {
 			add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 		}
@@ -143,13 +143,15 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			add(p+"attn_v.bias", []uint64{kv}, i, c.normal(p+"attn_v.bias", 0.1))
 		}
 		add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*inv(q)))
-		if c.Arch == "qwen3" || c.Arch == "qwen3moe" {
+		if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "exaone4" {
 			add(p+"attn_q_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 			add(p+"attn_k_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
 		}
-		if olmo { // q and k normed whole, not per head
+		if c.Arch == "olmo2" { // q and k normed whole, not per head
 			add(p+"attn_q_norm.weight", []uint64{q}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 			add(p+"attn_k_norm.weight", []uint64{kv}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
+		}
+		if olmo {
 			add(p+"post_attention_norm.weight", []uint64{e}, i, c.gain(p+"post_attention_norm.weight", res, 0.1*res))
 		} else {
 			ffnNorm := p + "ffn_norm.weight"
@@ -243,6 +245,9 @@ func Write(path string, c *Config) error {
 	}
 	if c.fused() {
 		c.fusedKeys(w)
+	}
+	if c.Window > 0 {
+		w.Add(a+".attention.sliding_window", uint32(c.Window))
 	}
 	if a == "granite" { // Granite-3.3-8B's multipliers, its attention's 1/head
 		w.Add(a+".embedding_scale", float32(12))

@@ -10,7 +10,7 @@ import (
 // Shape is a model's architecture and dimensions, as its GGUF metadata
 // states them.
 type Shape struct {
-	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2 or seed_oss
+	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss or exaone4
 	Embd     int    // embedding_length
 	Layers   int    // block_count
 	Heads    int    // attention.head_count
@@ -34,10 +34,12 @@ type Shape struct {
 
 	// Phi-3's LongRoPE (phi3.go documents it; RopeDims too).
 	OrigContext int
+	// Window is exaone4's attention.sliding_window (0: not written).
+	Window int
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -114,7 +116,7 @@ func NearestPreset(arch string, n float64) Preset {
 // Check validates the shape.
 func (s Shape) Check() error {
 	switch s.Arch {
-	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss":
+	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4":
 	default:
 		return fmt.Errorf("unknown architecture %q (want %s)", s.Arch, strings.Join(Archs, ", "))
 	}
@@ -138,6 +140,8 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: llama's experts (Mixtral's layout) have the FFN width, feed_forward_length (%d != %d)", s.ExpertFFN, s.FFN)
 	case s.RopeBase <= 0, s.Eps <= 0:
 		return fmt.Errorf("shape: rope base and epsilon must be positive")
+	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4":
+		return fmt.Errorf("shape: a sliding window (%d) is for exaone4", s.Window)
 	}
 	if err := s.checkPhi3(); err != nil {
 		return err
@@ -162,7 +166,7 @@ func (s Shape) Params() int64 {
 		block += q + kv
 	case "qwen2", "seed_oss":
 		block += q + 2*kv
-	case "qwen3", "qwen3moe":
+	case "qwen3", "qwen3moe", "exaone4":
 		block += 2 * int64(s.HeadDim)
 	}
 	n := int64(s.Vocab)*e + int64(s.Layers)*block + e

@@ -368,7 +368,9 @@ func TestEndToEndWideHeads(t *testing.T) {
 // windows of TestEndToEndArchs: phi3 with LongRoPE over 24 of each head's
 // 32 dims, its long factors for windows of 256 beyond the original context
 // of 200; glm4 (biased attn_qkv, post-norms); llama with Mixtral's
-// experts; granite; smollm3; olmo2; seed_oss. All use only core operations; package model's
+// experts; granite; smollm3; olmo2; seed_oss; exaone4 in its 64-layer
+// layout (sliding-window layers of 40 keys, global ones without RoPE). All
+// use only core operations; package model's
 // TestGeneratedLlama holds the CPU to llama.cpp.
 func TestEndToEndGenerated(t *testing.T) {
 	dir := oracle.Require(t)
@@ -410,6 +412,12 @@ func TestEndToEndGenerated(t *testing.T) {
 		{"olmo2", nil, 0.02, 0.004, 0.0003, ""},
 		// Emulation: max 0.0085, mean 0.0015, PPL ratio 0.99989.
 		{"seed_oss", nil, 0.015, 0.003, 0.0003, ""},
+		// Emulation: max 0.063, mean 0.0083, PPL ratio 1.00084. Depth, not
+		// the window: the same 64 layers with a window wider than the
+		// text give 0.045, 0.0080, and olmo2 at that depth 0.058, 0.0071.
+		{"exaone4", func(s *mkmodel.Shape) {
+			s.Layers, s.Embd, s.Heads, s.KVHeads, s.FFN, s.Window = 64, 64, 2, 1, 128, 40
+		}, 0.1, 0.012, 0.0015, ""},
 	}
 	for i, c := range cases {
 		cases[i].path = filepath.Join(t.TempDir(), c.arch+".gguf")

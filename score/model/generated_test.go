@@ -83,6 +83,13 @@ func longRoPE(orig int) func(*mkmodel.Shape) {
 	return func(s *mkmodel.Shape) { s.Context, s.OrigContext, s.RopeDims = 4096, orig, 24 }
 }
 
+// exaone4SWA is EXAONE 4.0's 32B layout, which alone has sliding-window
+// layers in llama.cpp: 64 layers (here narrow), a window of 40 keys so
+// that windows of 128 tokens feel it.
+func exaone4SWA(s *mkmodel.Shape) {
+	s.Layers, s.Embd, s.Heads, s.KVHeads, s.FFN, s.Window = 64, 64, 2, 1, 128, 40
+}
+
 // TestGeneratedLlama holds the architectures the oracle has no model of to
 // llama.cpp: genModel's models scored in the
 // int8 mode with an f16 cache over the first windows of 128 tokens
@@ -98,7 +105,9 @@ func longRoPE(orig int) func(*mkmodel.Shape) {
 // 0.94 per token off); llama with Mixtral's experts (4, 2 used); granite
 // (Granite-3.3-8B's multipliers); smollm3 (4 layers, the last without
 // RoPE: with it, 0.26 per token off); olmo2 (no pre-norms, whole-row q
-// and k norms, post-norms); seed_oss (q/k/v biases, its FFN norm's name). Per token the log-probs are
+// and k norms, post-norms); seed_oss (q/k/v biases, its FFN norm's name);
+// exaone4, and its 64-layer layout (3 sliding-window layers of 4, the 4th
+// global and without RoPE). Per token the log-probs are
 // llama.cpp's to 5.3e-8, the precision of its printed figures.
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
@@ -133,6 +142,10 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1585.6523620, -800.8191864, -780.0288633, -794.3312015}},
 		{"seed_oss", "seed_oss", nil, "", "1797c79af005588ab01f0717c1dbb2f9aa28381e9f73108c2ebae7bda081dc6b",
 			[]float64{-1616.6979037, -808.3433645, -792.2225686, -764.9003702}},
+		{"exaone4", "exaone4", nil, "", "f59d17e524bc28601aa878acbfa649cd457599dc40f30febd2f2919135401fa4",
+			[]float64{-1594.1678054, -799.4227752, -774.9046986, -795.9612369}},
+		{"exaone4-swa", "exaone4", exaone4SWA, "", "a3414c0d05af05a8a0118cfcc9c2f806f7b7b7e19b0d6afbb3bf411d69246034",
+			[]float64{-1553.1447689, -767.1372408, -807.6626281, -748.7717701}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := genModel(t, dir, c.arch, c.set)

@@ -3,8 +3,8 @@ package model
 import "fmt"
 
 // Architectures that are llama's decoder with a few of its options set
-// (decoder's fields and decoderLayer's): granite, smollm3, olmo2 and
-// seed_oss.
+// (decoder's fields and decoderLayer's): granite, smollm3, olmo2,
+// seed_oss and exaone4.
 
 // granite: IBM's dense Granite 3.x models, as llama.cpp 0.7.0 runs them:
 // llama's decoder (adjacent-pair RoPE) with four multipliers from the
@@ -22,6 +22,7 @@ func init() {
 	Register("granite", newGranite)
 	Register("olmo2", newOLMo2)
 	Register("seed_oss", newSeedOSS)
+	Register("exaone4", newEXAONE4)
 	Register("smollm3", func(l *Loader) Network {
 		d := newDecoder(l, decoderOpts{})
 		if l.Err() != nil {
@@ -125,6 +126,54 @@ func newSeedOSS(l *Loader) Network {
 			ffnNorm: l.Norm(p+"post_attention_norm", hp.Embd),
 			ffn:     l.DenseFFN(p, hp.Embd, hp.FFN),
 		})
+	}
+	if l.Err() != nil {
+		return nil
+	}
+	return d
+}
+
+// exaone4: LG's EXAONE 4.0, as llama.cpp 0.7.0 runs it: olmo2's layer (no
+// pre-norms, post_attention_norm and post_ffw_norm) with q and k
+// RMS-normed per head before RoPE (NeoX, with rope_freqs when the file
+// has them). llama.cpp gives sliding-window layers only to the 64-layer
+// model (the 32B): three of every four layers attend to the last
+// attention.sliding_window keys (4096 when the file does not say), and the
+// fourth is global, without RoPE.
+func newEXAONE4(l *Loader) Network {
+	hp := l.HP
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	window, err := meta{l.f, hp.Arch}.int("attention.sliding_window", 4096)
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	swa := hp.Layers == 64
+	if swa && window <= 0 {
+		l.Failf("metadata %s.attention.sliding_window = %d: want a positive window", hp.Arch, window)
+		return nil
+	}
+	d := l.baseDecoder(true)
+	local := d.attn
+	local.Window = window
+	for i := range hp.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		ly := decoderLayer{
+			q: l.Linear(p+"attn_q", hp.Embd, qd), k: l.Linear(p+"attn_k", hp.Embd, kvd), v: l.Linear(p+"attn_v", hp.Embd, kvd),
+			o:            l.Linear(p+"attn_output", qd, hp.Embd),
+			qNorm:        l.Norm(p+"attn_q_norm", hp.HeadDim),
+			kNorm:        l.Norm(p+"attn_k_norm", hp.HeadDim),
+			postAttnNorm: l.Norm(p+"post_attention_norm", hp.Embd),
+			ffn:          l.DenseFFN(p, hp.Embd, hp.FFN),
+			postFFNNorm:  l.Norm(p+"post_ffw_norm", hp.Embd),
+			noPreNorms:   true,
+		}
+		if swa && i%4 < 3 {
+			ly.attn = &local
+		} else if swa {
+			ly.noRoPE = true
+		}
+		d.layers = append(d.layers, ly)
 	}
 	if l.Err() != nil {
 		return nil

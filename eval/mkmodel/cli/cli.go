@@ -21,7 +21,7 @@ const name = "ppl-mkmodel"
 type cliArgs struct {
 	Output string `short:"o" required:"" help:"The GGUF file to write (atomically)." placeholder:"FILE.gguf" type:"path"`
 
-	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3,qwen3moe,qwen35,qwen35moe,phi3,glm4,granite,smollm3,olmo2,seed_oss" help:"Architecture: llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe (Gated DeltaNet hybrids), phi3 (Phi-3, Phi-4) or glm4 (GLM-4-0414: fused projections), granite (Granite 3: llama with Granite-3.3-8B's multipliers), smollm3 (llama, no RoPE in every fourth layer), olmo2 (OLMo 2: norms after the attention and the FFN), seed_oss (Seed-OSS: q/k/v biases)."`
+	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3,qwen3moe,qwen35,qwen35moe,phi3,glm4,granite,smollm3,olmo2,seed_oss,exaone4" help:"Architecture: llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe (Gated DeltaNet hybrids), phi3 (Phi-3, Phi-4) or glm4 (GLM-4-0414: fused projections), granite (Granite 3: llama with Granite-3.3-8B's multipliers), smollm3 (llama, no RoPE in every fourth layer), olmo2 (OLMo 2: norms after the attention and the FFN), seed_oss (Seed-OSS: q/k/v biases), exaone4 (EXAONE 4.0: olmo2's norms, q/k norms per head; 64 layers: 3 sliding-window layers of 4)."`
 	Params   string  `help:"Pick the preset nearest this size (shape flags override its fields): Llama-shaped 100M, 1B or 8B; for qwen3moe, Qwen3-30B-A3B's layout at 1B or its own 30B; for qwen35, Qwen3.5-0.8B or 27B; for qwen35moe, Qwen3.5-35B-A3B." placeholder:"SIZE"`
 	Embd     int     `help:"Embedding width (default 128, or the preset's)."`
 	Layers   int     `help:"Number of transformer blocks (default 2)."`
@@ -46,6 +46,7 @@ type cliArgs struct {
 	SSMConv      int `name:"ssm-conv" help:"qwen35, qwen35moe: convolution kernel (default 4)."`
 	AttnInterval int `name:"attn-interval" help:"qwen35, qwen35moe: every N-th layer is full attention, the others Gated DeltaNet (default 4)."`
 	RopeDims     int `name:"rope-dims" help:"qwen35, qwen35moe: rotated dimensions per head (default a quarter of the head); phi3, glm4: the same (default the whole head, half for glm4)."`
+	Window       int `name:"window" help:"exaone4: attention.sliding_window, the window of its sliding layers when it has 64 (default none: llama.cpp's 4096)."`
 	OrigContext  int `name:"orig-context" help:"phi3: LongRoPE's original context, below --context (writes rope_factors_long and rope_factors_short; default none)."`
 
 	VocabFrom string `name:"vocab-from" help:"Copy the tokenizer (every tokenizer.* key) from this GGUF model." placeholder:"FILE.gguf" type:"existingfile"`
@@ -164,6 +165,7 @@ func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, s
 		}
 	}
 	set(&s.OrigContext, a.OrigContext)
+	set(&s.Window, a.Window)
 	if a.RopeBase != 0 {
 		s.RopeBase = a.RopeBase
 	}
