@@ -31,13 +31,17 @@ func (s Shape) phi3() bool { return s.Arch == "phi3" }
 // fused reports an architecture with fused attn_qkv and ffn_up.
 func (s Shape) fused() bool { return s.Arch == "phi3" || s.Arch == "glm4" }
 
+// partialRoPE reports an attention architecture whose RopeDims may be
+// set (the hybrids check theirs apart).
+func (s Shape) partialRoPE() bool { return s.fused() || s.Arch == "minimax-m2" }
+
 // checkPhi3 validates phi3's fields (and that other architectures leave
 // OrigContext zero).
 func (s Shape) checkPhi3() error {
 	switch {
 	case !s.phi3() && s.OrigContext != 0:
 		return fmt.Errorf("shape: LongRoPE's original context is for phi3, not %s", s.Arch)
-	case !s.fused():
+	case !s.partialRoPE():
 		return nil
 	case s.RopeDims < 0 || s.RopeDims%2 != 0 || s.RopeDims > s.HeadDim:
 		return fmt.Errorf("shape: rope dims %d (want even, 2..head dimension %d)", s.RopeDims, s.HeadDim)
@@ -52,7 +56,7 @@ func (s Shape) ropeDims() int {
 	switch {
 	case s.RopeDims != 0:
 		return s.RopeDims
-	case s.Arch == "glm4":
+	case s.Arch == "glm4" || s.Arch == "minimax-m2":
 		return s.HeadDim / 2
 	}
 	return s.HeadDim

@@ -147,7 +147,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			add(p+"attn_q_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 			add(p+"attn_k_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
 		}
-		if c.Arch == "olmo2" { // q and k normed whole, not per head
+		if c.Arch == "olmo2" || c.Arch == "minimax-m2" { // q and k normed whole, not per head
 			add(p+"attn_q_norm.weight", []uint64{q}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 			add(p+"attn_k_norm.weight", []uint64{kv}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
 		}
@@ -169,6 +169,9 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			add(p+"ffn_gate_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_gate_exps.weight", inv(e)))
 			add(p+"ffn_up_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_up_exps.weight", inv(e)))
 			add(p+"ffn_down_exps.weight", []uint64{fx, e, nx}, i, c.normal(p+"ffn_down_exps.weight", res*inv(fx)))
+			if c.Arch == "minimax-m2" { // the selection bias of its sigmoid routing
+				add(p+"exp_probs_b.bias", []uint64{nx}, i, c.normal(p+"exp_probs_b.bias", 0.1))
+			}
 			continue
 		}
 		add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", inv(e)))
@@ -258,8 +261,12 @@ func Write(path string, c *Config) error {
 	if c.moe() && !c.hybrid() {
 		w.Add(a+".expert_count", uint32(c.Experts))
 		w.Add(a+".expert_used_count", uint32(c.ExpertsUsed))
-		if a == "qwen3moe" { // Mixtral's files give feed_forward_length only
+		if a != "llama" { // Mixtral's files give feed_forward_length only
 			w.Add(a+".expert_feed_forward_length", uint32(c.ExpertFFN))
+		}
+		if a == "minimax-m2" {
+			w.Add(a+".expert_gating_func", uint32(2)) // sigmoid
+			w.Add(a+".rope.dimension_count", uint32(c.ropeDims()))
 		}
 	}
 	w.Add("general.file_type", c.Type.ID)

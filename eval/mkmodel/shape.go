@@ -10,7 +10,7 @@ import (
 // Shape is a model's architecture and dimensions, as its GGUF metadata
 // states them.
 type Shape struct {
-	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss or exaone4
+	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss, exaone4 or minimax-m2
 	Embd     int    // embedding_length
 	Layers   int    // block_count
 	Heads    int    // attention.head_count
@@ -39,7 +39,7 @@ type Shape struct {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -116,7 +116,7 @@ func NearestPreset(arch string, n float64) Preset {
 // Check validates the shape.
 func (s Shape) Check() error {
 	switch s.Arch {
-	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4":
+	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2":
 	default:
 		return fmt.Errorf("unknown architecture %q (want %s)", s.Arch, strings.Join(Archs, ", "))
 	}
@@ -135,9 +135,10 @@ func (s Shape) Check() error {
 	case s.moe() && (s.Experts < 2 || s.ExpertsUsed < 1 || s.ExpertsUsed > s.Experts || s.ExpertFFN <= 0):
 		return fmt.Errorf("shape: %s needs experts >= 2, 1 <= experts used <= experts and an expert FFN width (%d, %d, %d)", s.Arch, s.Experts, s.ExpertsUsed, s.ExpertFFN)
 	case !s.moe() && (s.Experts != 0 || s.ExpertsUsed != 0 || s.ExpertFFN != 0):
-		return fmt.Errorf("shape: experts are for qwen3moe, qwen35moe and llama (Mixtral's layout), not %s", s.Arch)
-	case s.Arch == "llama" && s.moe() && s.FFN != s.ExpertFFN:
-		return fmt.Errorf("shape: llama's experts (Mixtral's layout) have the FFN width, feed_forward_length (%d != %d)", s.ExpertFFN, s.FFN)
+		return fmt.Errorf("shape: experts are for qwen3moe, qwen35moe, minimax-m2 and llama (Mixtral's layout), not %s", s.Arch)
+	case (s.Arch == "llama" || s.Arch == "minimax-m2") && s.moe() && s.FFN != s.ExpertFFN:
+		// llama.cpp shapes their experts by feed_forward_length.
+		return fmt.Errorf("shape: %s's experts have the FFN width, feed_forward_length (%d != %d)", s.Arch, s.ExpertFFN, s.FFN)
 	case s.RopeBase <= 0, s.Eps <= 0:
 		return fmt.Errorf("shape: rope base and epsilon must be positive")
 	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4":
@@ -164,6 +165,8 @@ func (s Shape) Params() int64 {
 	switch s.Arch {
 	case "olmo2": // whole-row q and k norms; two post-norms for the two pre-norms
 		block += q + kv
+	case "minimax-m2": // whole-row q and k norms, the routing's selection bias
+		block += q + kv + int64(s.Experts)
 	case "qwen2", "seed_oss":
 		block += q + 2*kv
 	case "qwen3", "qwen3moe", "exaone4":

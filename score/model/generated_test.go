@@ -90,6 +90,10 @@ func exaone4SWA(s *mkmodel.Shape) {
 	s.Layers, s.Embd, s.Heads, s.KVHeads, s.FFN, s.Window = 64, 64, 2, 1, 128, 40
 }
 
+// minimaxM2 gives a minimax-m2 model 8 experts of the FFN's width, 2 used
+// (llama.cpp shapes its experts by feed_forward_length).
+func minimaxM2(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN = 8, 2, s.FFN }
+
 // TestGeneratedLlama holds the architectures the oracle has no model of to
 // llama.cpp: genModel's models scored in the
 // int8 mode with an f16 cache over the first windows of 128 tokens
@@ -107,7 +111,8 @@ func exaone4SWA(s *mkmodel.Shape) {
 // RoPE: with it, 0.26 per token off); olmo2 (no pre-norms, whole-row q
 // and k norms, post-norms); seed_oss (q/k/v biases, its FFN norm's name);
 // exaone4, and its 64-layer layout (3 sliding-window layers of 4, the 4th
-// global and without RoPE). Per token the log-probs are
+// global and without RoPE); minimax-m2 (whole-row q/k norms, sigmoid
+// routing with a selection bias). Per token the log-probs are
 // llama.cpp's to 5.3e-8, the precision of its printed figures.
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
@@ -146,6 +151,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1594.1678054, -799.4227752, -774.9046986, -795.9612369}},
 		{"exaone4-swa", "exaone4", exaone4SWA, "", "a3414c0d05af05a8a0118cfcc9c2f806f7b7b7e19b0d6afbb3bf411d69246034",
 			[]float64{-1553.1447689, -767.1372408, -807.6626281, -748.7717701}},
+		{"minimax-m2", "minimax-m2", minimaxM2, "", "e430b6840400de40c7672acfb2481efa2bfcce27b386c6c2bd943f1334ac166b",
+			[]float64{-1614.3307480, -793.3232589, -807.5795735, -749.5829583}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := genModel(t, dir, c.arch, c.set)

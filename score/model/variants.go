@@ -1,10 +1,14 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+
+	"ppl.dev/score/ml"
+)
 
 // Architectures that are llama's decoder with a few of its options set
 // (decoder's fields and decoderLayer's): granite, smollm3, olmo2,
-// seed_oss and exaone4.
+// seed_oss, exaone4 and minimax-m2.
 
 // granite: IBM's dense Granite 3.x models, as llama.cpp 0.7.0 runs them:
 // llama's decoder (adjacent-pair RoPE) with four multipliers from the
@@ -23,6 +27,7 @@ func init() {
 	Register("olmo2", newOLMo2)
 	Register("seed_oss", newSeedOSS)
 	Register("exaone4", newEXAONE4)
+	Register("minimax-m2", newMiniMaxM2)
 	Register("smollm3", func(l *Loader) Network {
 		d := newDecoder(l, decoderOpts{})
 		if l.Err() != nil {
@@ -174,6 +179,34 @@ func newEXAONE4(l *Loader) Network {
 			ly.noRoPE = true
 		}
 		d.layers = append(d.layers, ly)
+	}
+	if l.Err() != nil {
+		return nil
+	}
+	return d
+}
+
+// minimax-m2: MiniMax-M2, as llama.cpp 0.7.0 runs it: llama's decoder
+// (NeoX RoPE over rope.dimension_count dims, half of each head) with q and
+// k RMS-normed over their whole rows before RoPE, and every FFN a mixture
+// of experts routed by expert_gating_func (sigmoid) with the selection
+// bias exp_probs_b, the chosen weights renormalized and scaled by
+// expert_weights_scale.
+func newMiniMaxM2(l *Loader) Network {
+	hp := l.HP
+	d := newDecoder(l, decoderOpts{neox: true, moe: &moeOpts{gating: ml.GateSigmoid, norm: true}})
+	if l.Err() != nil {
+		return nil
+	}
+	for i := range d.layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		ly := &d.layers[i]
+		ly.qNorm = l.Norm(p+"attn_q_norm", hp.Heads*hp.HeadDim)
+		ly.kNorm = l.Norm(p+"attn_k_norm", hp.KVHeads*hp.HeadDim)
+		ly.qkNormRows = true
+		if ly.ffn.(*MoE).Router.SelBias == nil {
+			l.Failf("missing tensor %sexp_probs_b.bias", p)
+		}
 	}
 	if l.Err() != nil {
 		return nil
