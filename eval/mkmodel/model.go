@@ -160,7 +160,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			}
 			add(ffnNorm, []uint64{e}, i, c.gain(ffnNorm, 1, 0.1))
 		}
-		if c.moe() {
+		if c.moe() && i >= c.DenseLead {
 			// The router, then the experts' stacks (ne {in, out, experts}).
 			// A token's output sums ExpertsUsed experts weighted to 1, so
 			// each expert keeps the dense MLP's scale.
@@ -169,8 +169,14 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			add(p+"ffn_gate_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_gate_exps.weight", inv(e)))
 			add(p+"ffn_up_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_up_exps.weight", inv(e)))
 			add(p+"ffn_down_exps.weight", []uint64{fx, e, nx}, i, c.normal(p+"ffn_down_exps.weight", res*inv(fx)))
-			if c.Arch == "minimax-m2" { // the selection bias of its sigmoid routing
+			if c.Arch == "minimax-m2" || c.Arch == "ernie4_5-moe" { // the routing's selection bias
 				add(p+"exp_probs_b.bias", []uint64{nx}, i, c.normal(p+"exp_probs_b.bias", 0.1))
+			}
+			if c.SharedFFN > 0 && !c.hybrid() { // one shared expert
+				sf := uint64(c.SharedFFN)
+				add(p+"ffn_gate_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_gate_shexp.weight", inv(e)))
+				add(p+"ffn_up_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_up_shexp.weight", inv(e)))
+				add(p+"ffn_down_shexp.weight", []uint64{sf, e}, i, c.normal(p+"ffn_down_shexp.weight", res*inv(sf)))
 			}
 			continue
 		}
@@ -267,6 +273,14 @@ func Write(path string, c *Config) error {
 		if a == "minimax-m2" {
 			w.Add(a+".expert_gating_func", uint32(2)) // sigmoid
 			w.Add(a+".rope.dimension_count", uint32(c.ropeDims()))
+		}
+		if a == "ernie4_5-moe" {
+			w.Add(a+".leading_dense_block_count", uint32(c.DenseLead))
+			w.Add(a+".interleave_moe_layer_step", uint32(1))
+			if c.SharedFFN > 0 {
+				w.Add(a+".expert_shared_count", uint32(1))
+				w.Add(a+".expert_shared_feed_forward_length", uint32(c.SharedFFN))
+			}
 		}
 	}
 	w.Add("general.file_type", c.Type.ID)

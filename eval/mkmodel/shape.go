@@ -10,7 +10,7 @@ import (
 // Shape is a model's architecture and dimensions, as its GGUF metadata
 // states them.
 type Shape struct {
-	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss, exaone4 or minimax-m2
+	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss, exaone4, minimax-m2 or ernie4_5-moe
 	Embd     int    // embedding_length
 	Layers   int    // block_count
 	Heads    int    // attention.head_count
@@ -36,10 +36,13 @@ type Shape struct {
 	OrigContext int
 	// Window is exaone4's attention.sliding_window (0: not written).
 	Window int
+	// DenseLead is ernie4_5-moe's leading dense layers (SharedFFN, when
+	// not 0, its shared expert's width).
+	DenseLead int
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -116,7 +119,7 @@ func NearestPreset(arch string, n float64) Preset {
 // Check validates the shape.
 func (s Shape) Check() error {
 	switch s.Arch {
-	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2":
+	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe":
 	default:
 		return fmt.Errorf("unknown architecture %q (want %s)", s.Arch, strings.Join(Archs, ", "))
 	}
@@ -135,7 +138,9 @@ func (s Shape) Check() error {
 	case s.moe() && (s.Experts < 2 || s.ExpertsUsed < 1 || s.ExpertsUsed > s.Experts || s.ExpertFFN <= 0):
 		return fmt.Errorf("shape: %s needs experts >= 2, 1 <= experts used <= experts and an expert FFN width (%d, %d, %d)", s.Arch, s.Experts, s.ExpertsUsed, s.ExpertFFN)
 	case !s.moe() && (s.Experts != 0 || s.ExpertsUsed != 0 || s.ExpertFFN != 0):
-		return fmt.Errorf("shape: experts are for qwen3moe, qwen35moe, minimax-m2 and llama (Mixtral's layout), not %s", s.Arch)
+		return fmt.Errorf("shape: experts are for qwen3moe, qwen35moe, minimax-m2, ernie4_5-moe and llama (Mixtral's layout), not %s", s.Arch)
+	case s.DenseLead < 0 || s.DenseLead > 0 && s.Arch != "ernie4_5-moe" || s.DenseLead > s.Layers:
+		return fmt.Errorf("shape: %d leading dense layers (ernie4_5-moe only, at most the layers)", s.DenseLead)
 	case (s.Arch == "llama" || s.Arch == "minimax-m2") && s.moe() && s.FFN != s.ExpertFFN:
 		// llama.cpp shapes their experts by feed_forward_length.
 		return fmt.Errorf("shape: %s's experts have the FFN width, feed_forward_length (%d != %d)", s.Arch, s.ExpertFFN, s.FFN)
@@ -157,22 +162,29 @@ func (s Shape) Params() int64 {
 	}
 	e, q, kv := int64(s.Embd), int64(s.Heads*s.HeadDim), int64(s.KVHeads*s.HeadDim)
 	block := e + e*q + 2*e*kv + q*e + e
+	dense := 3 * e * int64(s.FFN)
 	if s.moe() {
 		block += e*int64(s.Experts) + 3*e*int64(s.ExpertFFN)*int64(s.Experts)
 	} else {
-		block += 3 * e * int64(s.FFN)
+		block += dense
 	}
 	switch s.Arch {
 	case "olmo2": // whole-row q and k norms; two post-norms for the two pre-norms
 		block += q + kv
 	case "minimax-m2": // whole-row q and k norms, the routing's selection bias
 		block += q + kv + int64(s.Experts)
+	case "ernie4_5-moe": // the selection bias, the shared expert
+		block += int64(s.Experts) + 3*e*int64(s.SharedFFN)
 	case "qwen2", "seed_oss":
 		block += q + 2*kv
 	case "qwen3", "qwen3moe", "exaone4":
 		block += 2 * int64(s.HeadDim)
 	}
 	n := int64(s.Vocab)*e + int64(s.Layers)*block + e
+	if s.DenseLead > 0 { // dense FFNs for the leading layers' MoE blocks
+		moe := e*int64(s.Experts) + 3*e*int64(s.ExpertFFN)*int64(s.Experts) + int64(s.Experts) + 3*e*int64(s.SharedFFN)
+		n += int64(s.DenseLead) * (dense - moe)
+	}
 	if !s.Tied {
 		n += int64(s.Vocab) * e
 	}

@@ -370,7 +370,7 @@ func TestEndToEndWideHeads(t *testing.T) {
 // of 200; glm4 (biased attn_qkv, post-norms); llama with Mixtral's
 // experts; granite; smollm3; olmo2; seed_oss; exaone4 in its 64-layer
 // layout (sliding-window layers of 40 keys, global ones without RoPE);
-// minimax-m2. All
+// minimax-m2; ernie4_5-moe. All
 // use only core operations; package model's
 // TestGeneratedLlama holds the CPU to llama.cpp.
 func TestEndToEndGenerated(t *testing.T) {
@@ -425,6 +425,11 @@ func TestEndToEndGenerated(t *testing.T) {
 		// check the choosing. Emulation: max 0.0050, mean 0.00095, PPL
 		// ratio 0.99997.
 		{"minimax-m2", func(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN = 8, 8, s.FFN }, 0.01, 0.002, 0.0002, ""},
+		// Emulation: max 0.012, mean 0.0019, PPL ratio 1.00017; held as a
+		// mixture, by its mean.
+		{"ernie4_5-moe", func(s *mkmodel.Shape) {
+			s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 3, 1, 8, 2, 64, 64
+		}, 1, 0.004, 0.0004, ""},
 	}
 	for i, c := range cases {
 		cases[i].path = filepath.Join(t.TempDir(), c.arch+".gguf")

@@ -51,16 +51,10 @@ type gemma3Layer struct {
 func newGemma3(l *Loader) Network {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
-	window, err := m.int("attention.sliding_window", -1)
-	if err == nil && window <= 0 {
-		err = fmt.Errorf("metadata %s.attention.sliding_window = %d, want > 0", hp.Arch, window)
-	}
+	window, err := m.positive("attention.sliding_window", -1)
 	period := 6
 	if err == nil {
-		period, err = m.int("attention.sliding_window_pattern", 6)
-		if err == nil && period < 1 {
-			err = fmt.Errorf("metadata %s.attention.sliding_window_pattern = %d, want >= 1", hp.Arch, period)
-		}
+		period, err = m.positive("attention.sliding_window_pattern", 6)
 	}
 	baseSWA := 10000.0
 	if err == nil {

@@ -94,6 +94,12 @@ func exaone4SWA(s *mkmodel.Shape) {
 // (llama.cpp shapes its experts by feed_forward_length).
 func minimaxM2(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN = 8, 2, s.FFN }
 
+// ernie45MoE gives an ernie4_5-moe model 3 layers, the first dense, 8
+// experts (2 used) and a shared expert.
+func ernie45MoE(s *mkmodel.Shape) {
+	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 3, 1, 8, 2, 64, 64
+}
+
 // TestGeneratedLlama holds the architectures the oracle has no model of to
 // llama.cpp: genModel's models scored in the
 // int8 mode with an f16 cache over the first windows of 128 tokens
@@ -112,7 +118,8 @@ func minimaxM2(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN = 8, 2,
 // and k norms, post-norms); seed_oss (q/k/v biases, its FFN norm's name);
 // exaone4, and its 64-layer layout (3 sliding-window layers of 4, the 4th
 // global and without RoPE); minimax-m2 (whole-row q/k norms, sigmoid
-// routing with a selection bias). Per token the log-probs are
+// routing with a selection bias); ernie4_5-moe (a dense first layer,
+// softmax routing with a selection bias, a shared expert). Per token the log-probs are
 // llama.cpp's to 5.3e-8, the precision of its printed figures.
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
@@ -153,6 +160,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1553.1447689, -767.1372408, -807.6626281, -748.7717701}},
 		{"minimax-m2", "minimax-m2", minimaxM2, "", "e430b6840400de40c7672acfb2481efa2bfcce27b386c6c2bd943f1334ac166b",
 			[]float64{-1614.3307480, -793.3232589, -807.5795735, -749.5829583}},
+		{"ernie4_5-moe", "ernie4_5-moe", ernie45MoE, "", "bd84c20c70d3c699cb57c30a310ca54e9d629d23461d30b4474a8242fb0e8da8",
+			[]float64{-1597.8855739, -792.8150315, -793.6422511, -784.2241778}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := genModel(t, dir, c.arch, c.set)

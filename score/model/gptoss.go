@@ -27,13 +27,9 @@ func init() { Register("gpt-oss", newGPTOSS) }
 
 func newGPTOSS(l *Loader) Network {
 	hp := l.HP
-	window, err := meta{l.f, hp.Arch}.int("attention.sliding_window", -1)
+	window, err := meta{l.f, hp.Arch}.positive("attention.sliding_window", -1)
 	if err != nil {
 		l.fail(err)
-		return nil
-	}
-	if window <= 0 {
-		l.Failf("metadata %s.attention.sliding_window = %d", hp.Arch, window)
 		return nil
 	}
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim

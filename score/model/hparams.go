@@ -58,6 +58,16 @@ func (m meta) int(key string, def int) (int, error) {
 	return int(v), nil
 }
 
+// positive reads an integer key (def < 0 makes it required) that must be
+// above 0: a window, a period, a step.
+func (m meta) positive(key string, def int) (int, error) {
+	v, err := m.int(key, def)
+	if err == nil && v <= 0 {
+		err = fmt.Errorf("metadata %s.%s = %d, want > 0", m.arch, key, v)
+	}
+	return v, err
+}
+
 // float reads a floating-point key; NaN and infinities are refused, naming
 // the key (no hyperparameter of a real model is either).
 func (m meta) float(key string, def float64) (float64, error) {

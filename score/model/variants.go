@@ -8,7 +8,7 @@ import (
 
 // Architectures that are llama's decoder with a few of its options set
 // (decoder's fields and decoderLayer's): granite, smollm3, olmo2,
-// seed_oss, exaone4 and minimax-m2.
+// seed_oss, exaone4, minimax-m2 and ernie4_5-moe.
 
 // granite: IBM's dense Granite 3.x models, as llama.cpp 0.7.0 runs them:
 // llama's decoder (adjacent-pair RoPE) with four multipliers from the
@@ -28,6 +28,7 @@ func init() {
 	Register("seed_oss", newSeedOSS)
 	Register("exaone4", newEXAONE4)
 	Register("minimax-m2", newMiniMaxM2)
+	Register("ernie4_5-moe", newERNIE45MoE)
 	Register("smollm3", func(l *Loader) Network {
 		d := newDecoder(l, decoderOpts{})
 		if l.Err() != nil {
@@ -148,15 +149,14 @@ func newSeedOSS(l *Loader) Network {
 func newEXAONE4(l *Loader) Network {
 	hp := l.HP
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
-	window, err := meta{l.f, hp.Arch}.int("attention.sliding_window", 4096)
-	if err != nil {
-		l.fail(err)
-		return nil
-	}
 	swa := hp.Layers == 64
-	if swa && window <= 0 {
-		l.Failf("metadata %s.attention.sliding_window = %d: want a positive window", hp.Arch, window)
-		return nil
+	window := 0
+	if swa {
+		var err error
+		if window, err = (meta{l.f, hp.Arch}).positive("attention.sliding_window", 4096); err != nil {
+			l.fail(err)
+			return nil
+		}
 	}
 	d := l.baseDecoder(true)
 	local := d.attn
@@ -207,6 +207,49 @@ func newMiniMaxM2(l *Loader) Network {
 		if ly.ffn.(*MoE).Router.SelBias == nil {
 			l.Failf("missing tensor %sexp_probs_b.bias", p)
 		}
+	}
+	if l.Err() != nil {
+		return nil
+	}
+	return d
+}
+
+// ernie4_5-moe: Baidu's ERNIE 4.5 mixtures (21B-A3B, 300B-A47B), as
+// llama.cpp 0.7.0 runs them: llama's decoder (adjacent-pair RoPE, q/k/v
+// biases when present) whose FFN is a mixture of experts in the layers from
+// leading_dense_block_count on, every interleave_moe_layer_step-th, and a
+// dense MLP in the others. Routing: softmax, the experts chosen on the
+// probabilities plus the selection bias exp_probs_b, weights renormalized
+// and never scaled (llama.cpp fixes both, whatever the metadata says);
+// shared experts added when the file has them.
+func newERNIE45MoE(l *Loader) Network {
+	hp := l.HP
+	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax, norm: true})
+	if moe == nil {
+		return nil
+	}
+	moe.Norm, moe.Scale = true, 0
+	step, err := meta{l.f, hp.Arch}.positive("interleave_moe_layer_step", 1)
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	d := l.baseDecoder(false)
+	for i := range hp.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		ly := decoderLayer{
+			attnNorm: l.Norm(p+"attn_norm", hp.Embd),
+			q:        l.Linear(p+"attn_q", hp.Embd, qd), k: l.Linear(p+"attn_k", hp.Embd, kvd), v: l.Linear(p+"attn_v", hp.Embd, kvd),
+			o:       l.Linear(p+"attn_output", qd, hp.Embd),
+			ffnNorm: l.Norm(p+"ffn_norm", hp.Embd),
+		}
+		if i >= moe.DenseLayers && (i+1)%step == 0 {
+			ly.ffn = l.MoE(p, moe)
+		} else {
+			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		}
+		d.layers = append(d.layers, ly)
 	}
 	if l.Err() != nil {
 		return nil
