@@ -71,6 +71,8 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 		c.Experts, c.ExpertsUsed, c.ExpertFFN = 8, 2, c.FFN
 	case "ernie4_5-moe":
 		c.DenseLead, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 1, 8, 2, 64, 96
+	case "dots1":
+		c.DenseLead, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN, c.KVHeads = 1, 8, 2, 64, 64, c.Heads
 	case "phi3": // LongRoPE over 3/4 of the head, as Phi-4-mini
 		c.OrigContext, c.RopeDims = 512, 24
 	}
@@ -241,7 +243,7 @@ func TestStreamMatchesWriter(t *testing.T) {
 // loads it and gives finite log-probabilities.
 func TestModels(t *testing.T) {
 	voc := smallVocab(t, 400)
-	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}} {
+	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}} {
 		t.Run(c.arch+"-"+c.typ, func(t *testing.T) {
 			cfg := tinyConfig(t, c.arch, c.typ, voc)
 			dir := t.TempDir()
@@ -268,7 +270,7 @@ func TestModels(t *testing.T) {
 			a := c.arch
 			for key, want := range map[string]uint64{
 				a + ".context_length": 1024, a + ".embedding_length": 256, a + ".block_count": 2,
-				a + ".feed_forward_length": 512, a + ".attention.head_count": 4, a + ".attention.head_count_kv": 2,
+				a + ".feed_forward_length": 512, a + ".attention.head_count": 4, a + ".attention.head_count_kv": uint64(cfg.KVHeads),
 				a + ".attention.key_length": uint64(cfg.HeadDim), "general.file_type": uint64(cfg.Type.ID),
 				"tokenizer.ggml.eos_token_id": 399,
 			} {

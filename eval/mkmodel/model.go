@@ -143,7 +143,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			add(p+"attn_v.bias", []uint64{kv}, i, c.normal(p+"attn_v.bias", 0.1))
 		}
 		add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*inv(q)))
-		if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "exaone4" {
+		if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "exaone4" || c.Arch == "dots1" {
 			add(p+"attn_q_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 			add(p+"attn_k_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
 		}
@@ -169,7 +169,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			add(p+"ffn_gate_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_gate_exps.weight", inv(e)))
 			add(p+"ffn_up_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_up_exps.weight", inv(e)))
 			add(p+"ffn_down_exps.weight", []uint64{fx, e, nx}, i, c.normal(p+"ffn_down_exps.weight", res*inv(fx)))
-			if c.Arch == "minimax-m2" || c.Arch == "ernie4_5-moe" { // the routing's selection bias
+			if c.Arch == "minimax-m2" || c.Arch == "ernie4_5-moe" || c.Arch == "dots1" { // the routing's selection bias
 				add(p+"exp_probs_b.bias", []uint64{nx}, i, c.normal(p+"exp_probs_b.bias", 0.1))
 			}
 			if c.SharedFFN > 0 && !c.hybrid() { // one shared expert
@@ -281,6 +281,13 @@ func Write(path string, c *Config) error {
 				w.Add(a+".expert_shared_count", uint32(1))
 				w.Add(a+".expert_shared_feed_forward_length", uint32(c.SharedFFN))
 			}
+		}
+		if a == "dots1" { // its shared expert is as wide as an expert (llama.cpp: n_ff_exp · count)
+			w.Add(a+".leading_dense_block_count", uint32(c.DenseLead))
+			w.Add(a+".expert_shared_count", uint32(1))
+			w.Add(a+".expert_gating_func", uint32(2)) // sigmoid
+			w.Add(a+".expert_weights_norm", true)
+			w.Add(a+".expert_weights_scale", float32(2.5))
 		}
 	}
 	w.Add("general.file_type", c.Type.ID)

@@ -10,7 +10,7 @@ import (
 // Shape is a model's architecture and dimensions, as its GGUF metadata
 // states them.
 type Shape struct {
-	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss, exaone4, minimax-m2 or ernie4_5-moe
+	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe or dots1
 	Embd     int    // embedding_length
 	Layers   int    // block_count
 	Heads    int    // attention.head_count
@@ -42,7 +42,7 @@ type Shape struct {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -119,7 +119,7 @@ func NearestPreset(arch string, n float64) Preset {
 // Check validates the shape.
 func (s Shape) Check() error {
 	switch s.Arch {
-	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe":
+	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1":
 	default:
 		return fmt.Errorf("unknown architecture %q (want %s)", s.Arch, strings.Join(Archs, ", "))
 	}
@@ -138,9 +138,13 @@ func (s Shape) Check() error {
 	case s.moe() && (s.Experts < 2 || s.ExpertsUsed < 1 || s.ExpertsUsed > s.Experts || s.ExpertFFN <= 0):
 		return fmt.Errorf("shape: %s needs experts >= 2, 1 <= experts used <= experts and an expert FFN width (%d, %d, %d)", s.Arch, s.Experts, s.ExpertsUsed, s.ExpertFFN)
 	case !s.moe() && (s.Experts != 0 || s.ExpertsUsed != 0 || s.ExpertFFN != 0):
-		return fmt.Errorf("shape: experts are for qwen3moe, qwen35moe, minimax-m2, ernie4_5-moe and llama (Mixtral's layout), not %s", s.Arch)
-	case s.DenseLead < 0 || s.DenseLead > 0 && s.Arch != "ernie4_5-moe" || s.DenseLead > s.Layers:
-		return fmt.Errorf("shape: %d leading dense layers (ernie4_5-moe only, at most the layers)", s.DenseLead)
+		return fmt.Errorf("shape: experts are for qwen3moe, qwen35moe, minimax-m2, ernie4_5-moe, dots1 and llama (Mixtral's layout), not %s", s.Arch)
+	case s.DenseLead < 0 || s.DenseLead > 0 && s.Arch != "ernie4_5-moe" && s.Arch != "dots1" || s.DenseLead > s.Layers:
+		return fmt.Errorf("shape: %d leading dense layers (ernie4_5-moe and dots1 only, at most the layers)", s.DenseLead)
+	case s.Arch == "dots1" && s.KVHeads != s.Heads:
+		return fmt.Errorf("shape: llama.cpp's dots1 shapes k and v as q: %d KV heads must be the %d heads", s.KVHeads, s.Heads)
+	case s.Arch == "dots1" && s.SharedFFN != s.ExpertFFN:
+		return fmt.Errorf("shape: dots1's shared expert is as wide as an expert (%d != %d)", s.SharedFFN, s.ExpertFFN)
 	case (s.Arch == "llama" || s.Arch == "minimax-m2") && s.moe() && s.FFN != s.ExpertFFN:
 		// llama.cpp shapes their experts by feed_forward_length.
 		return fmt.Errorf("shape: %s's experts have the FFN width, feed_forward_length (%d != %d)", s.Arch, s.ExpertFFN, s.FFN)
@@ -175,6 +179,8 @@ func (s Shape) Params() int64 {
 		block += q + kv + int64(s.Experts)
 	case "ernie4_5-moe": // the selection bias, the shared expert
 		block += int64(s.Experts) + 3*e*int64(s.SharedFFN)
+	case "dots1": // per-head q and k norms, the selection bias, the shared expert
+		block += 2*int64(s.HeadDim) + int64(s.Experts) + 3*e*int64(s.SharedFFN)
 	case "qwen2", "seed_oss":
 		block += q + 2*kv
 	case "qwen3", "qwen3moe", "exaone4":

@@ -100,6 +100,13 @@ func ernie45MoE(s *mkmodel.Shape) {
 	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 3, 1, 8, 2, 64, 64
 }
 
+// dots1 gives a dots1 model 3 layers, the first dense, 8 experts (2 used)
+// of 64 and a shared expert as wide, and as many KV heads as heads
+// (llama.cpp's dots1 has no grouped-query attention).
+func dots1(s *mkmodel.Shape) {
+	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.KVHeads = 3, 1, 8, 2, 64, 64, s.Heads
+}
+
 // TestGeneratedLlama holds the architectures the oracle has no model of to
 // llama.cpp: genModel's models scored in the
 // int8 mode with an f16 cache over the first windows of 128 tokens
@@ -119,7 +126,9 @@ func ernie45MoE(s *mkmodel.Shape) {
 // exaone4, and its 64-layer layout (3 sliding-window layers of 4, the 4th
 // global and without RoPE); minimax-m2 (whole-row q/k norms, sigmoid
 // routing with a selection bias); ernie4_5-moe (a dense first layer,
-// softmax routing with a selection bias, a shared expert). Per token the log-probs are
+// softmax routing with a selection bias, a shared expert); dots1 (qwen3's
+// attention, a dense first layer, sigmoid routing with a selection bias,
+// normed and scaled by 2.5, a shared expert). Per token the log-probs are
 // llama.cpp's to 5.3e-8, the precision of its printed figures.
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
@@ -162,6 +171,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1614.3307480, -793.3232589, -807.5795735, -749.5829583}},
 		{"ernie4_5-moe", "ernie4_5-moe", ernie45MoE, "", "bd84c20c70d3c699cb57c30a310ca54e9d629d23461d30b4474a8242fb0e8da8",
 			[]float64{-1597.8855739, -792.8150315, -793.6422511, -784.2241778}},
+		{"dots1", "dots1", dots1, "", "d3161a2092e9986ca0e48398266e9ca40df5971ec878aeae4ff704ece414a244",
+			[]float64{-1596.2779101, -798.2577378, -801.0536592, -768.1562814}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := genModel(t, dir, c.arch, c.set)

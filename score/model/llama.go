@@ -85,7 +85,6 @@ type decoderLayer struct {
 
 func newDecoder(l *Loader, o decoderOpts) *decoder {
 	hp := l.HP
-	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	m := l.baseDecoder(o.neox)
 	var moe *moeParams
 	if o.moe != nil {
@@ -93,14 +92,7 @@ func newDecoder(l *Loader, o decoderOpts) *decoder {
 	}
 	for i := range hp.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
-		ly := decoderLayer{
-			attnNorm: l.Norm(p+"attn_norm", hp.Embd),
-			q:        l.Linear(p+"attn_q", hp.Embd, qd),
-			k:        l.Linear(p+"attn_k", hp.Embd, kvd),
-			v:        l.Linear(p+"attn_v", hp.Embd, kvd),
-			o:        l.Linear(p+"attn_output", qd, hp.Embd),
-			ffnNorm:  l.Norm(p+"ffn_norm", hp.Embd),
-		}
+		ly := l.preNormLayer(p, "ffn_norm")
 		if o.qkvBias {
 			for _, b := range []struct {
 				name string
@@ -123,6 +115,23 @@ func newDecoder(l *Loader, o decoderOpts) *decoder {
 		m.layers = append(m.layers, ly)
 	}
 	return m
+}
+
+// preNormLayer binds a llama layer's attention and norms: attn_norm,
+// attn_q, attn_k and attn_v (each with its bias when the file has one),
+// attn_output and the FFN's pre-norm called ffnNorm ("ffn_norm"; seed_oss
+// names it post_attention_norm). The architecture binds the FFN.
+func (l *Loader) preNormLayer(p, ffnNorm string) decoderLayer {
+	hp := l.HP
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	return decoderLayer{
+		attnNorm: l.Norm(p+"attn_norm", hp.Embd),
+		q:        l.Linear(p+"attn_q", hp.Embd, qd),
+		k:        l.Linear(p+"attn_k", hp.Embd, kvd),
+		v:        l.Linear(p+"attn_v", hp.Embd, kvd),
+		o:        l.Linear(p+"attn_output", qd, hp.Embd),
+		ffnNorm:  l.Norm(p+ffnNorm, hp.Embd),
+	}
 }
 
 // baseDecoder binds what every llama-style decoder has: the token

@@ -8,7 +8,7 @@ import (
 
 // Architectures that are llama's decoder with a few of its options set
 // (decoder's fields and decoderLayer's): granite, smollm3, olmo2,
-// seed_oss, exaone4, minimax-m2 and ernie4_5-moe.
+// seed_oss, exaone4, minimax-m2, ernie4_5-moe and dots1.
 
 // granite: IBM's dense Granite 3.x models, as llama.cpp 0.7.0 runs them:
 // llama's decoder (adjacent-pair RoPE) with four multipliers from the
@@ -29,6 +29,7 @@ func init() {
 	Register("exaone4", newEXAONE4)
 	Register("minimax-m2", newMiniMaxM2)
 	Register("ernie4_5-moe", newERNIE45MoE)
+	Register("dots1", newDots1)
 	Register("smollm3", func(l *Loader) Network {
 		d := newDecoder(l, decoderOpts{})
 		if l.Err() != nil {
@@ -113,7 +114,6 @@ func newOLMo2(l *Loader) Network {
 // file gives one.
 func newSeedOSS(l *Loader) Network {
 	hp := l.HP
-	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	d := l.baseDecoder(true)
 	scale, err := meta{l.f, hp.Arch}.float("attention.scale", 0)
 	if err != nil {
@@ -125,13 +125,9 @@ func newSeedOSS(l *Loader) Network {
 	}
 	for i := range hp.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
-		d.layers = append(d.layers, decoderLayer{
-			attnNorm: l.Norm(p+"attn_norm", hp.Embd),
-			q:        l.Linear(p+"attn_q", hp.Embd, qd), k: l.Linear(p+"attn_k", hp.Embd, kvd), v: l.Linear(p+"attn_v", hp.Embd, kvd),
-			o:       l.Linear(p+"attn_output", qd, hp.Embd),
-			ffnNorm: l.Norm(p+"post_attention_norm", hp.Embd),
-			ffn:     l.DenseFFN(p, hp.Embd, hp.FFN),
-		})
+		ly := l.preNormLayer(p, "post_attention_norm")
+		ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		d.layers = append(d.layers, ly)
 	}
 	if l.Err() != nil {
 		return nil
@@ -234,20 +230,51 @@ func newERNIE45MoE(l *Loader) Network {
 		l.fail(err)
 		return nil
 	}
-	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	d := l.baseDecoder(false)
 	for i := range hp.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
-		ly := decoderLayer{
-			attnNorm: l.Norm(p+"attn_norm", hp.Embd),
-			q:        l.Linear(p+"attn_q", hp.Embd, qd), k: l.Linear(p+"attn_k", hp.Embd, kvd), v: l.Linear(p+"attn_v", hp.Embd, kvd),
-			o:       l.Linear(p+"attn_output", qd, hp.Embd),
-			ffnNorm: l.Norm(p+"ffn_norm", hp.Embd),
-		}
+		ly := l.preNormLayer(p, "ffn_norm")
 		if i >= moe.DenseLayers && (i+1)%step == 0 {
 			ly.ffn = l.MoE(p, moe)
 		} else {
 			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		}
+		d.layers = append(d.layers, ly)
+	}
+	if l.Err() != nil {
+		return nil
+	}
+	return d
+}
+
+// dots1: rednote's dots.llm1, as llama.cpp 0.7.0 runs it: qwen3's
+// attention (q and k RMS-normed per head, NeoX RoPE; an attention output
+// bias when present), dense MLPs in the leading_dense_block_count first
+// layers and in the others a mixture of experts routed by
+// expert_gating_func with the selection bias exp_probs_b, normed when
+// expert_weights_norm says so and scaled by expert_weights_scale, plus its
+// shared expert (required).
+func newDots1(l *Loader) Network {
+	hp := l.HP
+	moe := l.moeParams(moeOpts{gating: ml.GateSigmoid})
+	if moe == nil {
+		return nil
+	}
+	d := l.baseDecoder(true)
+	for i := range hp.Layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		ly := l.preNormLayer(p, "ffn_norm")
+		ly.qNorm, ly.kNorm = l.Norm(p+"attn_q_norm", hp.HeadDim), l.Norm(p+"attn_k_norm", hp.HeadDim)
+		if i < moe.DenseLayers {
+			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		} else if m := l.MoE(p, moe); m != nil {
+			if m.Shared == nil {
+				l.Failf("missing tensor %sffn_up_shexp.weight", p)
+			}
+			if m.Router.SelBias == nil {
+				l.Failf("missing tensor %sexp_probs_b.bias", p)
+			}
+			ly.ffn = m
 		}
 		d.layers = append(d.layers, ly)
 	}

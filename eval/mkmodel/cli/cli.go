@@ -21,7 +21,7 @@ const name = "ppl-mkmodel"
 type cliArgs struct {
 	Output string `short:"o" required:"" help:"The GGUF file to write (atomically)." placeholder:"FILE.gguf" type:"path"`
 
-	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3,qwen3moe,qwen35,qwen35moe,phi3,glm4,granite,smollm3,olmo2,seed_oss,exaone4,minimax-m2,ernie4_5-moe" help:"Architecture: llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe (Gated DeltaNet hybrids), phi3 (Phi-3, Phi-4) or glm4 (GLM-4-0414: fused projections), granite (Granite 3: llama with Granite-3.3-8B's multipliers), smollm3 (llama, no RoPE in every fourth layer), olmo2 (OLMo 2: norms after the attention and the FFN), seed_oss (Seed-OSS: q/k/v biases), exaone4 (EXAONE 4.0: olmo2's norms, q/k norms per head; 64 layers: 3 sliding-window layers of 4), minimax-m2 (MiniMax-M2: whole-row q/k norms, half-head RoPE, sigmoid-routed experts with a selection bias), ernie4_5-moe (ERNIE 4.5: a dense first layer, softmax-routed experts with a selection bias and a shared expert)."`
+	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3,qwen3moe,qwen35,qwen35moe,phi3,glm4,granite,smollm3,olmo2,seed_oss,exaone4,minimax-m2,ernie4_5-moe,dots1" help:"Architecture: llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe (Gated DeltaNet hybrids), phi3 (Phi-3, Phi-4) or glm4 (GLM-4-0414: fused projections), granite (Granite 3: llama with Granite-3.3-8B's multipliers), smollm3 (llama, no RoPE in every fourth layer), olmo2 (OLMo 2: norms after the attention and the FFN), seed_oss (Seed-OSS: q/k/v biases), exaone4 (EXAONE 4.0: olmo2's norms, q/k norms per head; 64 layers: 3 sliding-window layers of 4), minimax-m2 (MiniMax-M2: whole-row q/k norms, half-head RoPE, sigmoid-routed experts with a selection bias), ernie4_5-moe (ERNIE 4.5: a dense first layer, softmax-routed experts with a selection bias and a shared expert), dots1 (dots.llm1: qwen3's attention, a dense first layer, sigmoid-routed experts with a selection bias and a shared expert)."`
 	Params   string  `help:"Pick the preset nearest this size (shape flags override its fields): Llama-shaped 100M, 1B or 8B; for qwen3moe, Qwen3-30B-A3B's layout at 1B or its own 30B; for qwen35, Qwen3.5-0.8B or 27B; for qwen35moe, Qwen3.5-35B-A3B." placeholder:"SIZE"`
 	Embd     int     `help:"Embedding width (default 128, or the preset's)."`
 	Layers   int     `help:"Number of transformer blocks (default 2)."`
@@ -109,17 +109,20 @@ func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, s
 	if a.Arch == "qwen2" || a.Arch == "qwen3" || a.Arch == "qwen3moe" || a.Arch == "qwen35" || a.Arch == "qwen35moe" {
 		s.RopeBase, s.Eps = 1e6, 1e-6
 	}
-	if a.Arch == "qwen3moe" || a.Arch == "qwen35moe" || a.Arch == "minimax-m2" || a.Arch == "ernie4_5-moe" {
+	if a.Arch == "qwen3moe" || a.Arch == "qwen35moe" || a.Arch == "minimax-m2" || a.Arch == "ernie4_5-moe" || a.Arch == "dots1" {
 		s.Experts, s.ExpertsUsed, s.ExpertFFN = 8, 2, 64
 	}
 	if a.Arch == "qwen35" || a.Arch == "qwen35moe" {
 		s.SSMState, s.SSMKHeads, s.SSMVHeads, s.SSMConv, s.AttnInterval, s.RopeDims = 16, 2, 4, 4, 4, 8
 	}
-	if a.Arch == "qwen35moe" || a.Arch == "ernie4_5-moe" {
+	if a.Arch == "qwen35moe" || a.Arch == "ernie4_5-moe" || a.Arch == "dots1" {
 		s.SharedFFN = 64
 	}
-	if a.Arch == "ernie4_5-moe" {
+	if a.Arch == "ernie4_5-moe" || a.Arch == "dots1" {
 		s.DenseLead = 1
+	}
+	if a.Arch == "dots1" { // llama.cpp's dots1 has no grouped-query attention
+		s.KVHeads = s.Heads
 	}
 	presetVocab := 0
 	if a.Params != "" {
