@@ -4,7 +4,9 @@
 // model's distribution.
 //
 // Each architecture is written once, in one file (llama.go holds llama,
-// qwen2, qwen3 and qwen3moe), and runs on every device: it binds the GGUF
+// qwen2, qwen3 and qwen3moe; variants.go those that are llama's decoder
+// with a few options set; fused.go what phi3 and glm4 share), and runs on
+// every device: it binds the GGUF
 // tensors it names through the Loader (as ml.Matrix and ml.Vector values)
 // and writes its forward pass as calls of ml.Backend operations. Load runs
 // it on the CPU backend (cpu.go, over package nn's kernels); LoadOn on any
