@@ -6,9 +6,19 @@ import (
 	"ppl.dev/score/ml"
 )
 
-// Architectures that are llama's decoder with a few of its options set
-// (decoder's fields and decoderLayer's): granite, smollm3, olmo2,
-// seed_oss, exaone4, minimax-m2, ernie4_5-moe and dots1.
+// The architectures that are llama's decoder with a few of its options
+// set (decoder's fields and decoderLayer's) register here: granite,
+// smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe and dots1.
+func init() {
+	Register("granite", newGranite)
+	Register("smollm3", newSmolLM3)
+	Register("olmo2", newOLMo2)
+	Register("seed_oss", newSeedOSS)
+	Register("exaone4", newEXAONE4)
+	Register("minimax-m2", newMiniMaxM2)
+	Register("ernie4_5-moe", newERNIE45MoE)
+	Register("dots1", newDots1)
+}
 
 // granite: IBM's dense Granite 3.x models, as llama.cpp 0.7.0 runs them:
 // llama's decoder (adjacent-pair RoPE) with four multipliers from the
@@ -19,29 +29,6 @@ import (
 //   - residual_scale on each attention and FFN output before it joins the
 //     residual stream;
 //   - the logits multiplied by float32(1/logit_scale).
-//
-// smollm3: SmolLM3, llama's decoder with no RoPE in every fourth layer
-// (llama.cpp's n_no_rope_layer_step, 4 for SmolLM3 and read from no key).
-func init() {
-	Register("granite", newGranite)
-	Register("olmo2", newOLMo2)
-	Register("seed_oss", newSeedOSS)
-	Register("exaone4", newEXAONE4)
-	Register("minimax-m2", newMiniMaxM2)
-	Register("ernie4_5-moe", newERNIE45MoE)
-	Register("dots1", newDots1)
-	Register("smollm3", func(l *Loader) Network {
-		d := newDecoder(l, decoderOpts{})
-		if l.Err() != nil {
-			return nil
-		}
-		for i := range d.layers {
-			d.layers[i].noRoPE = (i+1)%4 == 0
-		}
-		return d
-	})
-}
-
 func newGranite(l *Loader) Network {
 	d := newDecoder(l, decoderOpts{})
 	if l.Err() != nil {
@@ -67,6 +54,19 @@ func newGranite(l *Loader) Network {
 	}
 	if logit != 0 {
 		d.head.Scale = float64(1 / float32(logit)) // 1.0f / f_logit_scale
+	}
+	return d
+}
+
+// smollm3: SmolLM3, llama's decoder with no RoPE in every fourth layer
+// (llama.cpp's n_no_rope_layer_step, 4 for SmolLM3 and read from no key).
+func newSmolLM3(l *Loader) Network {
+	d := newDecoder(l, decoderOpts{})
+	if l.Err() != nil {
+		return nil
+	}
+	for i := range d.layers {
+		d.layers[i].noRoPE = (i+1)%4 == 0
 	}
 	return d
 }
