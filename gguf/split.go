@@ -35,6 +35,9 @@ func (f *File) openShards() error {
 	if err != nil || !split || n <= 1 {
 		return err
 	}
+	if n > 1<<16-1 {
+		return fmt.Errorf("gguf: %s: metadata %q is %d, more than a uint16 holds", f.Path, KeySplitCount, n)
+	}
 	no, ok, err := f.splitKey(KeySplitNo)
 	if err == nil && !ok {
 		err = fmt.Errorf("gguf: %s: metadata %q missing in a model of %d shards", f.Path, KeySplitNo, n)

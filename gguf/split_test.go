@@ -169,6 +169,9 @@ func TestSplitErrors(t *testing.T) {
 		{"negative count", "", func(t *testing.T, dir string) {
 			writeShard(t, filepath.Join(dir, "m-00001-of-00003.gguf"), []KV{{KeySplitCount, mustValue(int32(-2))}}, "a")
 		}, `m-00001-of-00003.gguf: metadata "split.count": -2 is negative`},
+		{"count beyond uint16", "", func(t *testing.T, dir string) {
+			writeShard(t, filepath.Join(dir, "m-00001-of-00003.gguf"), []KV{{KeySplitCount, mustValue(uint32(70000))}}, "a")
+		}, `m-00001-of-00003.gguf: metadata "split.count" is 70000, more than a uint16 holds`},
 		{"truncated shard", "", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, "m-00002-of-00003.gguf")
 			st, _ := os.Stat(p)
