@@ -1,10 +1,6 @@
 package model
 
-import (
-	"fmt"
-
-	"ppl.dev/score/ml"
-)
+import "ppl.dev/score/ml"
 
 // fusedLayers binds the layers of a decoder whose files fuse projections
 // (phi3, glm4): attn_norm, q, k and v (qkv), attn_output, ffn_norm and a
@@ -14,8 +10,7 @@ import (
 func (l *Loader) fusedLayers(d *decoder, postNorms bool) Network {
 	hp := l.HP
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
-	for i := range hp.Layers {
-		p := fmt.Sprintf("blk.%d.", i)
+	return l.bindLayers(d, func(_ int, p string) decoderLayer {
 		ly := decoderLayer{
 			attnNorm: l.Norm(p+"attn_norm", hp.Embd),
 			o:        l.Linear(p+"attn_output", qd, hp.Embd),
@@ -27,12 +22,8 @@ func (l *Loader) fusedLayers(d *decoder, postNorms bool) Network {
 		}
 		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
 		ly.ffn = l.fusedFFN(p, hp.Embd, hp.FFN)
-		d.layers = append(d.layers, ly)
-	}
-	if l.Err() != nil {
-		return nil
-	}
-	return d
+		return ly
+	})
 }
 
 // qkv binds a layer's q, k and v projections: the rows of prefix+

@@ -66,10 +66,15 @@ type decoder struct {
 }
 
 type decoderLayer struct {
-	attnNorm     *ml.Vector // blk.N.attn_norm
-	q, k, v, o   *ml.Matrix // blk.N.attn_q, attn_k, attn_v, attn_output (+ optional .bias)
-	qNorm, kNorm *ml.Vector // blk.N.attn_q_norm, attn_k_norm (qkNorm), over HeadDim
-	ffnNorm      *ml.Vector // blk.N.ffn_norm
+	// attnNorm and ffnNorm (blk.N.attn_norm, ffn_norm) norm the residual
+	// stream for the attention and the FFN; nil, they read it as it is
+	// (olmo2, exaone4).
+	attnNorm, ffnNorm *ml.Vector
+	q, k, v, o        *ml.Matrix // blk.N.attn_q, attn_k, attn_v, attn_output (+ optional .bias)
+	// qNorm and kNorm (blk.N.attn_q_norm, attn_k_norm), when set, norm q
+	// and k before RoPE: over each head (HeadDim values) or over the whole
+	// row (the row's values: olmo2, minimax-m2).
+	qNorm, kNorm *ml.Vector
 	ffn          FFN
 	attn         *ml.Attn // the layer's own attention options (gpt-oss: sinks, window), or nil
 	// postAttnNorm and postFFNNorm, when set, norm the attention's and
@@ -77,10 +82,6 @@ type decoderLayer struct {
 	// post_attention_norm, post_ffw_norm).
 	postAttnNorm, postFFNNorm *ml.Vector
 	noRoPE                    bool // no positions in this layer's q and k (smollm3's NoPE layers)
-	// noPreNorms: the attention and the FFN read the residual stream
-	// itself (olmo2, whose attnNorm and ffnNorm are nil); qkNormRows:
-	// qNorm and kNorm norm q's and k's whole rows, not each head.
-	noPreNorms, qkNormRows bool
 }
 
 func newDecoder(l *Loader, o decoderOpts) *decoder {
@@ -104,8 +105,7 @@ func newDecoder(l *Loader, o decoderOpts) *decoder {
 			}
 		}
 		if o.qkNorm {
-			ly.qNorm = l.Norm(p+"attn_q_norm", hp.HeadDim)
-			ly.kNorm = l.Norm(p+"attn_k_norm", hp.HeadDim)
+			ly.qNorm, ly.kNorm = l.qkNorms(p, false)
 		}
 		if moe != nil {
 			ly.ffn = l.MoE(p, moe)
@@ -115,6 +115,49 @@ func newDecoder(l *Loader, o decoderOpts) *decoder {
 		m.layers = append(m.layers, ly)
 	}
 	return m
+}
+
+// bindLayers appends layer(i, "blk.i.") to d for every layer and returns
+// d, or nil after an error.
+func (l *Loader) bindLayers(d *decoder, layer func(i int, p string) decoderLayer) Network {
+	for i := range l.HP.Layers {
+		d.layers = append(d.layers, layer(i, fmt.Sprintf("blk.%d.", i)))
+	}
+	if l.Err() != nil {
+		return nil
+	}
+	return d
+}
+
+// qkNorms binds attn_q_norm and attn_k_norm: a head's values each, or, with
+// rows, q's and k's whole rows.
+func (l *Loader) qkNorms(p string, rows bool) (q, k *ml.Vector) {
+	hp := l.HP
+	qn, kn := hp.HeadDim, hp.HeadDim
+	if rows {
+		qn, kn = hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	}
+	return l.Norm(p+"attn_q_norm", qn), l.Norm(p+"attn_k_norm", kn)
+}
+
+// postNormLayer binds a layer that norms outputs rather than inputs
+// (olmo2, exaone4): attn_q, attn_k, attn_v and attn_output, q and k norms
+// (per head, or with rows over whole rows), post_attention_norm, a SwiGLU
+// MLP and post_ffw_norm.
+func (l *Loader) postNormLayer(p string, rows bool) decoderLayer {
+	hp := l.HP
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	ly := decoderLayer{
+		q:            l.Linear(p+"attn_q", hp.Embd, qd),
+		k:            l.Linear(p+"attn_k", hp.Embd, kvd),
+		v:            l.Linear(p+"attn_v", hp.Embd, kvd),
+		o:            l.Linear(p+"attn_output", qd, hp.Embd),
+		postAttnNorm: l.Norm(p+"post_attention_norm", hp.Embd),
+		ffn:          l.DenseFFN(p, hp.Embd, hp.FFN),
+		postFFNNorm:  l.Norm(p+"post_ffw_norm", hp.Embd),
+	}
+	ly.qNorm, ly.kNorm = l.qkNorms(p, rows)
+	return ly
 }
 
 // preNormLayer binds a llama layer's attention and norms: attn_norm,
@@ -152,6 +195,15 @@ func (l *Loader) baseDecoder(neox bool) *decoder {
 
 func (m *decoder) Head() *Head { return &m.head }
 
+// normSpans RMS-norms each span of len(w.V) values of t's rows by w: each
+// head of q or k, or the whole row.
+func normSpans(b ml.Backend, t ml.Tensor, w *ml.Vector, eps float64) {
+	if span := len(w.V); span != t.Cols() {
+		t = b.View(t, t.Rows()*t.Cols()/span, span)
+	}
+	b.RMSNorm(t, t, w, eps)
+}
+
 func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	hp, n := m.hp, len(tokens)
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
@@ -168,20 +220,18 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		att := b.Alloc(n, qd)
 		ff := b.Alloc(n, hp.Embd)
 
-		in := h
-		if ly.noPreNorms {
-			in = x
-		} else {
-			b.RMSNorm(h, x, ly.attnNorm, hp.Eps)
+		// normed is the residual stream normed by w into h, or itself.
+		normed := func(w *ml.Vector) ml.Tensor {
+			if w == nil {
+				return x
+			}
+			b.RMSNorm(h, x, w, hp.Eps)
+			return h
 		}
-		b.Linears([]ml.Tensor{q, k, v}, in, []*ml.Matrix{ly.q, ly.k, ly.v})
-		if ly.qkNormRows {
-			b.RMSNorm(q, q, ly.qNorm, hp.Eps)
-			b.RMSNorm(k, k, ly.kNorm, hp.Eps)
-		} else if ly.qNorm != nil { // one row per head
-			qh, kh := b.View(q, n*hp.Heads, hp.HeadDim), b.View(k, n*hp.KVHeads, hp.HeadDim)
-			b.RMSNorm(qh, qh, ly.qNorm, hp.Eps)
-			b.RMSNorm(kh, kh, ly.kNorm, hp.Eps)
+		b.Linears([]ml.Tensor{q, k, v}, normed(ly.attnNorm), []*ml.Matrix{ly.q, ly.k, ly.v})
+		if ly.qNorm != nil {
+			normSpans(b, q, ly.qNorm, hp.Eps)
+			normSpans(b, k, ly.kNorm, hp.Eps)
 		}
 		if !ly.noRoPE {
 			b.RoPE(q, hp.Heads, m.rope)
@@ -204,13 +254,7 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		}
 		b.Add(x, h)
 
-		in = h
-		if ly.noPreNorms {
-			in = x
-		} else {
-			b.RMSNorm(h, x, ly.ffnNorm, hp.Eps)
-		}
-		ly.ffn.Forward(b, ff, in)
+		ly.ffn.Forward(b, ff, normed(ly.ffnNorm))
 		if ly.postFFNNorm != nil {
 			b.RMSNorm(ff, ff, ly.postFFNNorm, hp.Eps)
 		}

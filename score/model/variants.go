@@ -87,25 +87,7 @@ func newOLMo2(l *Loader) Network {
 		l.Failf("metadata %s.attention.sliding_window = %d: OLMo 3's sliding-window layers are not supported", hp.Arch, w)
 		return nil
 	}
-	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
-	d := l.baseDecoder(true)
-	for i := range hp.Layers {
-		p := fmt.Sprintf("blk.%d.", i)
-		d.layers = append(d.layers, decoderLayer{
-			q: l.Linear(p+"attn_q", hp.Embd, qd), k: l.Linear(p+"attn_k", hp.Embd, kvd), v: l.Linear(p+"attn_v", hp.Embd, kvd),
-			o:            l.Linear(p+"attn_output", qd, hp.Embd),
-			qNorm:        l.Norm(p+"attn_q_norm", qd),
-			kNorm:        l.Norm(p+"attn_k_norm", kvd),
-			postAttnNorm: l.Norm(p+"post_attention_norm", hp.Embd),
-			ffn:          l.DenseFFN(p, hp.Embd, hp.FFN),
-			postFFNNorm:  l.Norm(p+"post_ffw_norm", hp.Embd),
-			noPreNorms:   true, qkNormRows: true,
-		})
-	}
-	if l.Err() != nil {
-		return nil
-	}
-	return d
+	return l.bindLayers(l.baseDecoder(true), func(_ int, p string) decoderLayer { return l.postNormLayer(p, true) })
 }
 
 // seed_oss: ByteDance's Seed-OSS, as llama.cpp 0.7.0 runs it: llama's
@@ -123,16 +105,11 @@ func newSeedOSS(l *Loader) Network {
 	if scale != 0 {
 		d.attn.Scale = scale
 	}
-	for i := range hp.Layers {
-		p := fmt.Sprintf("blk.%d.", i)
+	return l.bindLayers(d, func(_ int, p string) decoderLayer {
 		ly := l.preNormLayer(p, "post_attention_norm")
 		ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
-		d.layers = append(d.layers, ly)
-	}
-	if l.Err() != nil {
-		return nil
-	}
-	return d
+		return ly
+	})
 }
 
 // exaone4: LG's EXAONE 4.0, as llama.cpp 0.7.0 runs it: olmo2's layer (no
@@ -144,7 +121,6 @@ func newSeedOSS(l *Loader) Network {
 // fourth is global, without RoPE.
 func newEXAONE4(l *Loader) Network {
 	hp := l.HP
-	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	swa := hp.Layers == 64
 	window := 0
 	if swa {
@@ -157,29 +133,15 @@ func newEXAONE4(l *Loader) Network {
 	d := l.baseDecoder(true)
 	local := d.attn
 	local.Window = window
-	for i := range hp.Layers {
-		p := fmt.Sprintf("blk.%d.", i)
-		ly := decoderLayer{
-			q: l.Linear(p+"attn_q", hp.Embd, qd), k: l.Linear(p+"attn_k", hp.Embd, kvd), v: l.Linear(p+"attn_v", hp.Embd, kvd),
-			o:            l.Linear(p+"attn_output", qd, hp.Embd),
-			qNorm:        l.Norm(p+"attn_q_norm", hp.HeadDim),
-			kNorm:        l.Norm(p+"attn_k_norm", hp.HeadDim),
-			postAttnNorm: l.Norm(p+"post_attention_norm", hp.Embd),
-			ffn:          l.DenseFFN(p, hp.Embd, hp.FFN),
-			postFFNNorm:  l.Norm(p+"post_ffw_norm", hp.Embd),
-			noPreNorms:   true,
-		}
+	return l.bindLayers(d, func(i int, p string) decoderLayer {
+		ly := l.postNormLayer(p, false)
 		if swa && i%4 < 3 {
 			ly.attn = &local
 		} else if swa {
 			ly.noRoPE = true
 		}
-		d.layers = append(d.layers, ly)
-	}
-	if l.Err() != nil {
-		return nil
-	}
-	return d
+		return ly
+	})
 }
 
 // minimax-m2: MiniMax-M2, as llama.cpp 0.7.0 runs it: llama's decoder
@@ -189,7 +151,6 @@ func newEXAONE4(l *Loader) Network {
 // bias exp_probs_b, the chosen weights renormalized and scaled by
 // expert_weights_scale.
 func newMiniMaxM2(l *Loader) Network {
-	hp := l.HP
 	d := newDecoder(l, decoderOpts{neox: true, moe: &moeOpts{gating: ml.GateSigmoid, norm: true}})
 	if l.Err() != nil {
 		return nil
@@ -197,9 +158,7 @@ func newMiniMaxM2(l *Loader) Network {
 	for i := range d.layers {
 		p := fmt.Sprintf("blk.%d.", i)
 		ly := &d.layers[i]
-		ly.qNorm = l.Norm(p+"attn_q_norm", hp.Heads*hp.HeadDim)
-		ly.kNorm = l.Norm(p+"attn_k_norm", hp.KVHeads*hp.HeadDim)
-		ly.qkNormRows = true
+		ly.qNorm, ly.kNorm = l.qkNorms(p, true)
 		if ly.ffn.(*MoE).Router.SelBias == nil {
 			l.Failf("missing tensor %sexp_probs_b.bias", p)
 		}
@@ -231,20 +190,15 @@ func newERNIE45MoE(l *Loader) Network {
 		return nil
 	}
 	d := l.baseDecoder(false)
-	for i := range hp.Layers {
-		p := fmt.Sprintf("blk.%d.", i)
+	return l.bindLayers(d, func(i int, p string) decoderLayer {
 		ly := l.preNormLayer(p, "ffn_norm")
 		if i >= moe.DenseLayers && (i+1)%step == 0 {
 			ly.ffn = l.MoE(p, moe)
 		} else {
 			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
 		}
-		d.layers = append(d.layers, ly)
-	}
-	if l.Err() != nil {
-		return nil
-	}
-	return d
+		return ly
+	})
 }
 
 // dots1: rednote's dots.llm1, as llama.cpp 0.7.0 runs it: qwen3's
@@ -261,10 +215,9 @@ func newDots1(l *Loader) Network {
 		return nil
 	}
 	d := l.baseDecoder(true)
-	for i := range hp.Layers {
-		p := fmt.Sprintf("blk.%d.", i)
+	return l.bindLayers(d, func(i int, p string) decoderLayer {
 		ly := l.preNormLayer(p, "ffn_norm")
-		ly.qNorm, ly.kNorm = l.Norm(p+"attn_q_norm", hp.HeadDim), l.Norm(p+"attn_k_norm", hp.HeadDim)
+		ly.qNorm, ly.kNorm = l.qkNorms(p, false)
 		if i < moe.DenseLayers {
 			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
 		} else if m := l.MoE(p, moe); m != nil {
@@ -276,10 +229,6 @@ func newDots1(l *Loader) Network {
 			}
 			ly.ffn = m
 		}
-		d.layers = append(d.layers, ly)
-	}
-	if l.Err() != nil {
-		return nil
-	}
-	return d
+		return ly
+	})
 }
