@@ -1,15 +1,16 @@
-// Gated DeltaNet (package ml's Recurrent extension: qwen35, qwen35moe,
+// Package ml's Recurrent extension: Gated DeltaNet (qwen35, qwen35moe,
 // qwen3next): column gathers, the causal depthwise convolution with SiLU,
 // L2 norms, the delta rule's gates, the delta rule itself and the gated
-// RMSNorm.
+// RMSNorm; Mamba-2 (granitehybrid): the convolution with a bias, the
+// selective scan and the gated group norm.
 //
 // References: the plain definitions of ml.Recurrent (score/ml/recurrent.go:
 // float64, rounded to float32 once), which the CPU backend
 // (score/model/cpu_recurrent.go) is tested against. Every operation but
-// the delta rule computes so here (sums in another order: a few float64
-// ulps). The delta rule keeps its state in float32 registers and
-// accumulates in float32, token by token: a few float32 ulps per step,
-// damped by the decay.
+// the two scans computes so here (sums in another order: a few float64
+// ulps). The delta rule and the selective scan keep their state in float32
+// registers and accumulate in float32, token by token (as the CPU's
+// nn.SSMScan): a few float32 ulps per step, damped by the decay.
 #include "common.cuh"
 
 #define GRID_STRIDE(idx, total) \
@@ -27,11 +28,13 @@ extern "C" __global__ void gather_cols(float* __restrict__ out, const float* __r
 	}
 }
 
-// conv_silu: out (n, C) <- silu(Σ_j w[c·K + j] · x[t-K+1+j, c]), rows
-// before the first taken from hist (K - 1 rows of C, oldest first); float64
-// sum in tap order. out is not x.
+// conv_silu: out (n, C) <- silu(Σ_j w[c·K + j] · x[t-K+1+j, c] + bias[c]),
+// rows before the first taken from hist (K - 1 rows of C, oldest first);
+// float64 sum in tap order. bias may be null (none); else, as nn.ConvSiLU
+// and llama.cpp, the sum is rounded to float32 and the bias added in
+// float32 before silu (float64, rounded once). out is not x.
 extern "C" __global__ void conv_silu(float* __restrict__ out, const float* __restrict__ x, const float* __restrict__ hist,
-                                     const float* __restrict__ w, int n, int C, int K) {
+                                     const float* __restrict__ w, const float* __restrict__ bias, int n, int C, int K) {
 	GRID_STRIDE(idx, (i64)n * C) {
 		int t = (int)(idx / C), c = (int)(idx % C);
 		double acc = 0;
@@ -40,6 +43,7 @@ extern "C" __global__ void conv_silu(float* __restrict__ out, const float* __res
 			float v = tt < 0 ? hist[(i64)(tt + K - 1) * C + c] : x[(i64)tt * C + c];
 			acc += (double)w[(i64)c * K + j] * (double)v;
 		}
+		if (bias) acc = (double)((float)acc + bias[c]);
 		out[idx] = (float)silu_d(acc);
 	}
 }
@@ -212,5 +216,153 @@ extern "C" __global__ void __launch_bounds__(128) delta_net(float* __restrict__ 
 	for (int r = 0; r < R; r++) {
 		int i = 4 * r + p;
 		if (col && i < d) st[(i64)i * d + j] = s[r];
+	}
+}
+
+// gated_groupnorm: Mamba-2's output norm (nn.GatedGroupNormRef): per run
+// of group values of a row of d, u = x·silu(z) rounded to float32, then
+// out = u / sqrt(mean(u²) + eps) · w[column], float64; out may be x.
+// grid.x = rows · (d / group), one block a group; blockDim a multiple of 32.
+__device__ __forceinline__ double gate_u(float x, float z) { return (double)(float)(silu_d((double)z) * (double)x); }
+
+extern "C" __global__ void gated_groupnorm(float* out, const float* x, const float* __restrict__ z,
+                                           const float* __restrict__ w, int rows, int d, int group, double eps) {
+	__shared__ double sh[32];
+	int ng = d / group;
+	i64 r = blockIdx.x / ng;
+	int c0 = (int)(blockIdx.x % ng) * group;
+	if (r >= rows) return;
+	i64 o = r * d + c0;
+	double ss = 0;
+	for (int i = threadIdx.x; i < group; i += blockDim.x) {
+		double u = gate_u(x[o + i], z[o + i]);
+		ss += u * u;
+	}
+	ss = block_sum_d(ss, sh);
+	double scale = 1.0 / sqrt(ss / (double)group + eps);
+	for (int i = threadIdx.x; i < group; i += blockDim.x)
+		out[o + i] = (float)(gate_u(x[o + i], z[o + i]) * scale * (double)w[c0 + i]);
+}
+
+#define SS_MAXN 256 // largest state size (columns of a head's state)
+#define SS_MAXK (SS_MAXN / 32)
+#define SS_ROWS 4              // state rows per warp (ssm_scan's reduction is written for 4)
+#define SS_BROWS (4 * SS_ROWS) // state rows per block (4 warps)
+#define SS_T 16                // tokens staged in shared memory at a time
+
+// ssm_scan: the Mamba-2 selective scan (ml.SSM; nn.SSMScan the CPU's) for
+// head h = blockIdx.x and its state rows [i0, i0 + SS_BROWS), i0 =
+// blockIdx.y · SS_BROWS, tokens in order, from the state in state (rows
+// h·P + i, column s: S[i][s]), which it leaves holding the state after
+// the last token. Per token, with group g = h div (H/G):
+//
+//	d = softplus(dt[t,h] + dtb[h])   (a for a > 20, else log1p(e^a))
+//	S[i][s] ← S[i][s]·e^(d·A[h]) + B[t,g,s]·(x[t,h,i]·d)
+//	out[t,h,i] = Σ_s S[i][s]·C[t,g,s] + D[h]·x[t,h,i]
+//
+// Each row of S evolves on its own, so blocks split the rows. 128
+// threads: warp w holds rows i0 + SS_ROWS·w + r (r < SS_ROWS), lane l
+// columns s = l + 32k (k < ceil(N/32)) in registers. d and e^(d·A) are
+// float32 roundings of float64 (as nn.SSMScan), the state and the sums
+// float32: each lane sums its columns in order of k, then the warp adds
+// the SS_ROWS rows' sums together in 6 butterfly shuffles (halving the
+// rows a lane keeps twice, xor 16 and 8, then xor 4, 2, 1): lane 8r holds
+// row r's sum. sdt rounds the state after each token (0 f32, 1 f16, 2
+// bf16). B, C, x and the gates of SS_T tokens are staged in shared memory
+// (33 KB), two barriers per SS_T tokens. x, out (n, H·P); dt (n, H); B, C
+// (n, G·N); A, D, dtb (H). N <= SS_MAXN. grid (H, ceil(P/SS_BROWS)), block
+// 128.
+extern "C" __global__ void __launch_bounds__(128) ssm_scan(float* __restrict__ out, const float* __restrict__ x,
+                                                           const float* __restrict__ dt, const float* __restrict__ B,
+                                                           const float* __restrict__ C, float* __restrict__ state,
+                                                           const float* __restrict__ A, const float* __restrict__ D,
+                                                           const float* __restrict__ dtb, int n, int H, int P, int G,
+                                                           int N, int sdt) {
+	__shared__ float sB[SS_T][SS_MAXN], sC[SS_T][SS_MAXN], sx[SS_T][SS_BROWS], sd[SS_T], sdA[SS_T];
+	int h = blockIdx.x, i0 = blockIdx.y * SS_BROWS;
+	int g = h / (H / G);
+	int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+	int nk = (N + 31) / 32, ncols = 32 * nk; // the columns staged: B and C zero past N, so those of S stay 0
+	float a = A[h], dd = D[h], bias = dtb[h];
+	float s[SS_ROWS][SS_MAXK];
+	float* st = state + ((i64)h * P + i0 + SS_ROWS * w) * N;
+#pragma unroll
+	for (int r = 0; r < SS_ROWS; r++) {
+#pragma unroll
+		for (int k = 0; k < SS_MAXK; k++) {
+			int c = lane + 32 * k;
+			s[r][k] = k < nk && c < N && i0 + SS_ROWS * w + r < P ? st[(i64)r * N + c] : 0.0f;
+		}
+	}
+	const i64 xd = (i64)H * P, bd = (i64)G * N;
+	for (int t0 = 0; t0 < n; t0 += SS_T) {
+		int T = min(SS_T, n - t0);
+		__syncthreads(); // the previous tokens' stage is read
+		for (int q = threadIdx.x; q < T * ncols; q += blockDim.x) {
+			int tt = q / ncols, c = q % ncols;
+			i64 at = (i64)(t0 + tt) * bd + (i64)g * N + c;
+			sB[tt][c] = c < N ? B[at] : 0.0f;
+			sC[tt][c] = c < N ? C[at] : 0.0f;
+		}
+		for (int q = threadIdx.x; q < T * SS_BROWS; q += blockDim.x) {
+			int tt = q / SS_BROWS, i = i0 + q % SS_BROWS;
+			sx[tt][q % SS_BROWS] = i < P ? x[(i64)(t0 + tt) * xd + (i64)h * P + i] : 0.0f;
+		}
+		if (threadIdx.x < T) {
+			float v = dt[(i64)(t0 + threadIdx.x) * H + h] + bias;
+			float d = v > 20.0f ? v : (float)log1p(exp((double)v));
+			sd[threadIdx.x] = d;
+			sdA[threadIdx.x] = (float)exp((double)(d * a));
+		}
+		__syncthreads();
+		for (int tt = 0; tt < T; tt++) {
+			float d = sd[tt], dA = sdA[tt], xv[SS_ROWS], y[SS_ROWS];
+#pragma unroll
+			for (int r = 0; r < SS_ROWS; r++) {
+				xv[r] = sx[tt][SS_ROWS * w + r];
+				y[r] = 0.0f;
+			}
+#pragma unroll
+			for (int k = 0; k < SS_MAXK; k++) {
+				if (k < nk) {
+					float b = sB[tt][lane + 32 * k], c = sC[tt][lane + 32 * k];
+#pragma unroll
+					for (int r = 0; r < SS_ROWS; r++) {
+						float v = s[r][k] * dA + b * (xv[r] * d);
+						y[r] += v * c;
+						s[r][k] = v;
+					}
+				}
+			}
+			if (sdt != 0) {
+#pragma unroll
+				for (int r = 0; r < SS_ROWS; r++) {
+#pragma unroll
+					for (int k = 0; k < SS_MAXK; k++) s[r][k] = round_state(s[r][k], sdt);
+				}
+			}
+			// Rows 0, 1 stay on lanes without bit 16, rows 2, 3 on those with.
+			bool hi = lane & 16;
+			float p0 = hi ? y[2] : y[0], p1 = hi ? y[3] : y[1];
+			p0 += __shfl_xor_sync(0xffffffffu, hi ? y[0] : y[2], 16);
+			p1 += __shfl_xor_sync(0xffffffffu, hi ? y[1] : y[3], 16);
+			// Then the even row on lanes without bit 8, the odd one on those with.
+			bool odd = lane & 8;
+			float sum = odd ? p1 : p0;
+			sum += __shfl_xor_sync(0xffffffffu, odd ? p0 : p1, 8);
+			sum += __shfl_xor_sync(0xffffffffu, sum, 4);
+			sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+			sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+			int r = lane >> 3, i = i0 + SS_ROWS * w + r;
+			if ((lane & 7) == 0 && i < P) out[(i64)(t0 + tt) * xd + (i64)h * P + i] = sum + dd * sx[tt][SS_ROWS * w + r];
+		}
+	}
+#pragma unroll
+	for (int r = 0; r < SS_ROWS; r++) {
+#pragma unroll
+		for (int k = 0; k < SS_MAXK; k++) {
+			int c = lane + 32 * k;
+			if (k < nk && c < N && i0 + SS_ROWS * w + r < P) st[(i64)r * N + c] = s[r][k];
+		}
 	}
 }

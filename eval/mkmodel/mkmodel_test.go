@@ -75,6 +75,15 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 		c.DenseLead, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN, c.KVHeads = 1, 8, 2, 64, 64, c.Heads
 	case "phi3": // LongRoPE over 3/4 of the head, as Phi-4-mini
 		c.OrigContext, c.RopeDims = 512, 24
+	case "nemotron_h", "nemotron_h_moe": // Mamba-2, attention, the MLP (or experts and a shared one)
+		c.Layers, c.Layout = 3, "MAF"
+		c.SSMState, c.SSMKHeads, c.SSMVHeads, c.SSMHeadDim, c.SSMConv = 16, 2, 4, 16, 4
+		if arch == "nemotron_h_moe" {
+			c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 8, 2, 64, 96
+		}
+	case "granitehybrid": // layer 0 Mamba-2, layer 1 attention; experts and a shared one
+		c.SSMState, c.SSMKHeads, c.SSMVHeads, c.SSMHeadDim, c.SSMConv, c.AttnInterval = 16, 2, 4, 16, 4, 2
+		c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 8, 2, c.FFN, 96
 	}
 	return c
 }

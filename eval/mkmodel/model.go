@@ -121,6 +121,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.hybridLayer(add, i)
 			continue
 		}
+		if c.nemotron() {
+			c.nemotronLayer(add, i)
+			continue
+		}
 		if c.fused() {
 			c.fusedLayer(add, i)
 			continue
@@ -130,26 +134,30 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if !olmo {
 			add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 		}
-		add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*inv(e)))
-		if c.Arch == "qwen2" || c.Arch == "seed_oss" {
-			add(p+"attn_q.bias", []uint64{q}, i, c.normal(p+"attn_q.bias", 0.1))
-		}
-		add(p+"attn_k.weight", []uint64{e, kv}, i, c.normal(p+"attn_k.weight", 1.2*inv(e)))
-		if c.Arch == "qwen2" || c.Arch == "seed_oss" {
-			add(p+"attn_k.bias", []uint64{kv}, i, c.normal(p+"attn_k.bias", 0.1))
-		}
-		add(p+"attn_v.weight", []uint64{e, kv}, i, c.normal(p+"attn_v.weight", inv(e)))
-		if c.Arch == "qwen2" || c.Arch == "seed_oss" {
-			add(p+"attn_v.bias", []uint64{kv}, i, c.normal(p+"attn_v.bias", 0.1))
-		}
-		add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*inv(q)))
-		if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "exaone4" || c.Arch == "dots1" {
-			add(p+"attn_q_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
-			add(p+"attn_k_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
-		}
-		if c.Arch == "olmo2" || c.Arch == "minimax-m2" { // q and k normed whole, not per head
-			add(p+"attn_q_norm.weight", []uint64{q}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
-			add(p+"attn_k_norm.weight", []uint64{kv}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
+		if c.mamba() && c.recurrent(i) {
+			c.mambaMixer(add, i)
+		} else {
+			add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*inv(e)))
+			if c.Arch == "qwen2" || c.Arch == "seed_oss" {
+				add(p+"attn_q.bias", []uint64{q}, i, c.normal(p+"attn_q.bias", 0.1))
+			}
+			add(p+"attn_k.weight", []uint64{e, kv}, i, c.normal(p+"attn_k.weight", 1.2*inv(e)))
+			if c.Arch == "qwen2" || c.Arch == "seed_oss" {
+				add(p+"attn_k.bias", []uint64{kv}, i, c.normal(p+"attn_k.bias", 0.1))
+			}
+			add(p+"attn_v.weight", []uint64{e, kv}, i, c.normal(p+"attn_v.weight", inv(e)))
+			if c.Arch == "qwen2" || c.Arch == "seed_oss" {
+				add(p+"attn_v.bias", []uint64{kv}, i, c.normal(p+"attn_v.bias", 0.1))
+			}
+			add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*inv(q)))
+			if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "exaone4" || c.Arch == "dots1" {
+				add(p+"attn_q_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
+				add(p+"attn_k_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
+			}
+			if c.Arch == "olmo2" || c.Arch == "minimax-m2" { // q and k normed whole, not per head
+				add(p+"attn_q_norm.weight", []uint64{q}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
+				add(p+"attn_k_norm.weight", []uint64{kv}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
+			}
 		}
 		if olmo {
 			add(p+"post_attention_norm.weight", []uint64{e}, i, c.gain(p+"post_attention_norm.weight", res, 0.1*res))
@@ -238,9 +246,13 @@ func Write(path string, c *Config) error {
 	w.Add(a+".context_length", uint32(c.Context))
 	w.Add(a+".embedding_length", uint32(c.Embd))
 	w.Add(a+".block_count", uint32(c.Layers))
-	w.Add(a+".feed_forward_length", uint32(c.FFN))
+	if !c.nemotron() { // per layer (mambaKeys)
+		w.Add(a+".feed_forward_length", uint32(c.FFN))
+	}
 	w.Add(a+".attention.head_count", uint32(c.Heads))
-	w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))
+	if !c.mamba() { // per layer (mambaKeys)
+		w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))
+	}
 	w.Add(a+".attention.key_length", uint32(c.HeadDim))
 	w.Add(a+".attention.value_length", uint32(c.HeadDim))
 	w.Add(a+".rope.freq_base", float32(c.RopeBase))
@@ -251,6 +263,9 @@ func Write(path string, c *Config) error {
 	}
 	if c.hybrid() {
 		c.hybridKeys(w)
+	}
+	if c.mamba() {
+		c.mambaKeys(w)
 	}
 	if c.fused() {
 		c.fusedKeys(w)
@@ -267,7 +282,7 @@ func Write(path string, c *Config) error {
 	if c.moe() && !c.hybrid() {
 		w.Add(a+".expert_count", uint32(c.Experts))
 		w.Add(a+".expert_used_count", uint32(c.ExpertsUsed))
-		if a != "llama" { // Mixtral's files give feed_forward_length only
+		if a != "llama" && a != "granitehybrid" { // Mixtral's and Granite's files give feed_forward_length only
 			w.Add(a+".expert_feed_forward_length", uint32(c.ExpertFFN))
 		}
 		if a == "minimax-m2" {

@@ -10,7 +10,7 @@ import (
 // Shape is a model's architecture and dimensions, as its GGUF metadata
 // states them.
 type Shape struct {
-	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe or dots1
+	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe, dots1, granitehybrid, nemotron_h or nemotron_h_moe
 	Embd     int    // embedding_length
 	Layers   int    // block_count
 	Heads    int    // attention.head_count
@@ -39,10 +39,17 @@ type Shape struct {
 	// DenseLead is ernie4_5-moe's leading dense layers (SharedFFN, when
 	// not 0, its shared expert's width).
 	DenseLead int
+
+	// Mamba-2 hybrids (granitehybrid; mamba2.go documents them, with
+	// SSMState, SSMKHeads, SSMVHeads, SSMConv and AttnInterval).
+	SSMHeadDim int
+	NoPE       bool
+	// Layout is Nemotron-H's blocks, one letter a layer (mamba2.go).
+	Layout string
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -119,7 +126,7 @@ func NearestPreset(arch string, n float64) Preset {
 // Check validates the shape.
 func (s Shape) Check() error {
 	switch s.Arch {
-	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1":
+	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe":
 	default:
 		return fmt.Errorf("unknown architecture %q (want %s)", s.Arch, strings.Join(Archs, ", "))
 	}
@@ -138,14 +145,14 @@ func (s Shape) Check() error {
 	case s.moe() && (s.Experts < 2 || s.ExpertsUsed < 1 || s.ExpertsUsed > s.Experts || s.ExpertFFN <= 0):
 		return fmt.Errorf("shape: %s needs experts >= 2, 1 <= experts used <= experts and an expert FFN width (%d, %d, %d)", s.Arch, s.Experts, s.ExpertsUsed, s.ExpertFFN)
 	case !s.moe() && (s.Experts != 0 || s.ExpertsUsed != 0 || s.ExpertFFN != 0):
-		return fmt.Errorf("shape: experts are for qwen3moe, qwen35moe, minimax-m2, ernie4_5-moe, dots1 and llama (Mixtral's layout), not %s", s.Arch)
+		return fmt.Errorf("shape: experts are for qwen3moe, qwen35moe, minimax-m2, ernie4_5-moe, dots1, granitehybrid, nemotron_h_moe and llama (Mixtral's layout), not %s", s.Arch)
 	case s.DenseLead < 0 || s.DenseLead > 0 && s.Arch != "ernie4_5-moe" && s.Arch != "dots1" || s.DenseLead > s.Layers:
 		return fmt.Errorf("shape: %d leading dense layers (ernie4_5-moe and dots1 only, at most the layers)", s.DenseLead)
 	case s.Arch == "dots1" && s.KVHeads != s.Heads:
 		return fmt.Errorf("shape: llama.cpp's dots1 shapes k and v as q: %d KV heads must be the %d heads", s.KVHeads, s.Heads)
 	case s.Arch == "dots1" && s.SharedFFN != s.ExpertFFN:
 		return fmt.Errorf("shape: dots1's shared expert is as wide as an expert (%d != %d)", s.SharedFFN, s.ExpertFFN)
-	case (s.Arch == "llama" || s.Arch == "minimax-m2") && s.moe() && s.FFN != s.ExpertFFN:
+	case (s.Arch == "llama" || s.Arch == "minimax-m2" || s.Arch == "granitehybrid") && s.moe() && s.FFN != s.ExpertFFN:
 		// llama.cpp shapes their experts by feed_forward_length.
 		return fmt.Errorf("shape: %s's experts have the FFN width, feed_forward_length (%d != %d)", s.Arch, s.ExpertFFN, s.FFN)
 	case s.RopeBase <= 0, s.Eps <= 0:
@@ -156,6 +163,9 @@ func (s Shape) Check() error {
 	if err := s.checkPhi3(); err != nil {
 		return err
 	}
+	if err := s.checkMamba(); err != nil {
+		return err
+	}
 	return s.checkHybrid()
 }
 
@@ -163,6 +173,9 @@ func (s Shape) Check() error {
 func (s Shape) Params() int64 {
 	if s.hybrid() {
 		return s.hybridParams()
+	}
+	if s.nemotron() {
+		return s.nemotronParams()
 	}
 	e, q, kv := int64(s.Embd), int64(s.Heads*s.HeadDim), int64(s.KVHeads*s.HeadDim)
 	block := e + e*q + 2*e*kv + q*e + e
@@ -199,6 +212,14 @@ func (s Shape) Params() int64 {
 	}
 	if s.Arch == "glm4" { // attn_qkv's bias, the post-norms
 		n += int64(s.Layers) * (q + 2*kv + 2*e)
+	}
+	if s.Arch == "granitehybrid" { // Mamba-2 mixers instead of attention; the shared experts
+		for i := range s.Layers {
+			if s.recurrent(i) {
+				n += s.mambaParams() - (2*e*q + 2*e*kv)
+			}
+		}
+		n += int64(s.Layers) * 3 * e * int64(s.SharedFFN)
 	}
 	return n
 }

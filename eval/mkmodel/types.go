@@ -118,6 +118,9 @@ func (f FileType) TensorType(name string, ne0, dims, layer, layers, gqa int, tie
 	if dims < 2 || strings.HasSuffix(name, "ffn_gate_inp.weight") || strings.HasSuffix(name, "ssm_conv1d.weight") { // llama-quantize leaves MoE routers and convolutions F32
 		return gguf.TypeF32
 	}
+	if strings.HasSuffix(name, "ssm_a") || strings.HasSuffix(name, "ssm_d") || strings.HasSuffix(name, "ssm_norm.weight") {
+		return gguf.TypeF32 // Mamba-2's per-head values and grouped norm, 2-D but F32 as converted
+	}
 	t := f.Base
 	if f.Quantized() && !f.Pure && !f.Low {
 		t = f.mix(name, layer, layers, gqa, tiedOutput)

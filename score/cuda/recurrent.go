@@ -9,16 +9,18 @@ import (
 )
 
 // The GPU's ml.Recurrent: Gated DeltaNet's operations (qwen35, qwen35moe,
-// qwen3next), each a kernel of kernels/recurrent.cu. The delta rule runs
-// over the whole window part in one launch, a thread block per value head
-// and 32 columns of its state, which stays in registers (delta_net); the
-// other operations are float64 inside with one rounding to float32
-// (ml.Recurrent's plain definitions).
+// qwen3next) and Mamba-2's (granitehybrid), each a kernel of
+// kernels/recurrent.cu. The delta rule runs over the whole window part in
+// one launch, a thread block per value head and 32 columns of its state,
+// which stays in registers (delta_net); the selective scan likewise, a
+// block per head and 16 rows of its state (ssm_scan); both are float32
+// inside. The other operations are float64 inside with one rounding to
+// float32 (ml.Recurrent's plain definitions).
 
 var _ ml.Recurrent = (*gpuBackend)(nil)
 
 func init() {
-	kernelModules["recurrent"] = []string{"gather_cols", "conv_silu", "conv_hist", "l2norm_f32", "delta_gates", "gated_rmsnorm", "delta_net"}
+	kernelModules["recurrent"] = []string{"gather_cols", "conv_silu", "conv_hist", "l2norm_f32", "delta_gates", "gated_rmsnorm", "delta_net", "ssm_scan", "gated_groupnorm"}
 }
 
 // deltaMaxDim is the largest head state size delta_net takes (DN_MAXD).
@@ -89,7 +91,7 @@ func (b *gpuBackend) GatherCols(dst, x ml.Tensor, cols []int) {
 	})
 }
 
-func (b *gpuBackend) ConvSiLU(dst, x, hist ml.Tensor, w *ml.Vector) {
+func (b *gpuBackend) ConvSiLU(dst, x, hist ml.Tensor, w, bias *ml.Vector) {
 	d, s, hs := g(dst), g(x), g(hist)
 	C, n, kernel := s.cols, s.rows, hs.rows+1
 	gshape("conv output", d, n, C)
@@ -97,13 +99,20 @@ func (b *gpuBackend) ConvSiLU(dst, x, hist ml.Tensor, w *ml.Vector) {
 	if len(w.V) != C*kernel {
 		panic(fmt.Sprintf("cuda backend: %s has %d values for %d channels × kernel %d", w.Name, len(w.V), C, kernel))
 	}
+	var bp ptr // none
+	if bias != nil {
+		if len(bias.V) != C {
+			panic(fmt.Sprintf("cuda backend: %s has %d values for %d channels", bias.Name, len(bias.V), C))
+		}
+		bp = gv(bias)
+	}
 	if kernel > convMaxKernel {
 		b.Fail(fmt.Errorf("cuda: convolution kernel %d of %s: at most %d", kernel, w.Name, convMaxKernel))
 		return
 	}
 	b.do("convolution "+w.Name, func() error {
 		e := b.e
-		if err := e.launch("conv_silu", gridFor(int64(n)*int64(C)), block256, d.p, s.p, hs.p, gv(w), n, C, kernel); err != nil {
+		if err := e.launch("conv_silu", gridFor(int64(n)*int64(C)), block256, d.p, s.p, hs.p, gv(w), bp, n, C, kernel); err != nil {
 			return err
 		}
 		if kernel == 1 {
@@ -157,7 +166,8 @@ func (b *gpuBackend) DeltaGates(beta, alpha ml.Tensor, a, dtBias *ml.Vector) {
 	})
 }
 
-// stateDtypes are delta_net's codes for ml.DeltaRule.State.
+// stateDtypes are delta_net's and ssm_scan's codes for ml.DeltaRule.State
+// and ml.SSM.StateDtype.
 var stateDtypes = map[string]int{"": 0, "f32": 0, "f16": 1, "bf16": 2}
 
 func (b *gpuBackend) DeltaNet(dst, q, k, v, gg, beta, state ml.Tensor, dr *ml.DeltaRule) {
@@ -201,5 +211,59 @@ func (b *gpuBackend) GatedRMSNorm(dst, x, z ml.Tensor, w *ml.Vector, eps float64
 	}
 	b.do("gated norm "+w.Name, func() error {
 		return b.e.launch("gated_rmsnorm", dim3{uint32(rows), 1, 1}, normBlock(D), d.p, s.p, zz.p, gv(w), rows, D, eps)
+	})
+}
+
+// ssmMaxState is the largest state size ssm_scan takes (SS_MAXN), and
+// ssmRows the state rows of a head one ssm_scan block holds (SS_BROWS).
+const (
+	ssmMaxState = 256
+	ssmRows     = 16
+)
+
+// SSMScan is one ssm_scan launch over the window part, a block per head
+// and 16 rows of its state; a state wider than ssmMaxState is refused.
+func (b *gpuBackend) SSMScan(dst, x, dt, bm, cm, state ml.Tensor, s *ml.SSM) {
+	if err := s.Shapes(dst, x, dt, bm, cm, state); err != nil {
+		panic("cuda backend: " + err.Error())
+	}
+	if err := s.Validate(); err != nil {
+		b.Fail(fmt.Errorf("cuda: %w", err))
+		return
+	}
+	if s.A == nil || s.D == nil || s.DtBias == nil {
+		b.Fail(fmt.Errorf("cuda: selective scan without its A, D or dt bias"))
+		return
+	}
+	if s.State > ssmMaxState {
+		b.Fail(fmt.Errorf("cuda: selective scan with a state of %d: at most %d", s.State, ssmMaxState))
+		return
+	}
+	o, xx, d, bb, cc, ss := g(dst), g(x), g(dt), g(bm), g(cm), g(state)
+	n := xx.rows
+	if n == 0 {
+		return
+	}
+	b.do("selective scan", func() error {
+		return b.e.launch("ssm_scan", dim3{uint32(s.Heads), uint32((s.HeadDim + ssmRows - 1) / ssmRows), 1}, dim3{128, 1, 1},
+			o.p, xx.p, d.p, bb.p, cc.p, ss.p, gv(s.A), gv(s.D), gv(s.DtBias), n, s.Heads, s.HeadDim, s.Groups, s.State, stateDtypes[s.StateDtype])
+	})
+}
+
+// GatedGroupNorm is one gated_groupnorm launch, a block per group of a
+// row.
+func (b *gpuBackend) GatedGroupNorm(dst, x, z ml.Tensor, w *ml.Vector, group int, eps float64) {
+	d, s, zz := g(dst), g(x), g(z)
+	gshape("group norm z", zz, s.rows, s.cols)
+	gshape("group norm output", d, s.rows, s.cols)
+	if len(w.V) != s.cols || group <= 0 || s.cols%group != 0 {
+		panic(fmt.Sprintf("cuda backend: group norm %s of %d in groups of %d over rows of %d", w.Name, len(w.V), group, s.cols))
+	}
+	blocks := s.rows * (s.cols / group)
+	if blocks == 0 {
+		return
+	}
+	b.do("group norm "+w.Name, func() error {
+		return b.e.launch("gated_groupnorm", dim3{uint32(blocks), 1, 1}, normBlock(group), d.p, s.p, zz.p, gv(w), s.rows, s.cols, group, eps)
 	})
 }

@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"ppl.dev/quant"
 	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
 )
 
 // The recurrent operations (recurrent.go, kernels/recurrent.cu) against
@@ -48,41 +50,51 @@ func TestRecurrentOpsParity(t *testing.T) {
 		check("gather_cols (exact)", b.Read(gt), want)
 
 		// ConvSiLU over three parts of a window (the history carried), one
-		// shorter than the kernel.
+		// shorter than the kernel; without a bias (Gated DeltaNet) and with
+		// one (Mamba-2: added to the sum rounded to float32, in float32).
 		const C, K = 24, 4
 		w := &ml.Vector{Name: "conv", V: randF32(rng, C*K, 0.7)}
-		if err := b.PrepareVector(w); err != nil {
-			t.Fatal(err)
-		}
-		hist := b.Alloc(K-1, C)
-		b.Zero(hist)
-		all := randF32(rng, 20*C, 1.5)
-		var wantConv []float64
-		for tt := range 20 {
-			for c := range C {
-				var acc float64
-				for j := range K {
-					if s := tt - K + 1 + j; s >= 0 {
-						acc += float64(w.V[c*K+j]) * float64(all[s*C+c])
-					}
-				}
-				wantConv = append(wantConv, silu(acc))
+		cb := &ml.Vector{Name: "conv bias", V: randF32(rng, C, 1)}
+		for _, v := range []*ml.Vector{w, cb} {
+			if err := b.PrepareVector(v); err != nil {
+				t.Fatal(err)
 			}
 		}
-		var gotConv []float32
-		for _, part := range [][2]int{{0, 9}, {9, 11}, {11, 20}} {
-			n := part[1] - part[0]
-			xp := b.put(t, n, C, all[part[0]*C:part[1]*C])
-			out := b.Alloc(n, C)
-			b.ConvSiLU(out, xp, hist, w)
-			gotConv = append(gotConv, b.Read(out)...)
+		for _, bias := range []*ml.Vector{nil, cb} {
+			hist := b.Alloc(K-1, C)
+			b.Zero(hist)
+			all := randF32(rng, 20*C, 1.5)
+			var wantConv []float64
+			for tt := range 20 {
+				for c := range C {
+					var acc float64
+					for j := range K {
+						if s := tt - K + 1 + j; s >= 0 {
+							acc += float64(w.V[c*K+j]) * float64(all[s*C+c])
+						}
+					}
+					if bias != nil {
+						acc = float64(float32(acc) + bias.V[c])
+					}
+					wantConv = append(wantConv, silu(acc))
+				}
+			}
+			var gotConv []float32
+			for _, part := range [][2]int{{0, 9}, {9, 11}, {11, 20}} {
+				n := part[1] - part[0]
+				xp := b.put(t, n, C, all[part[0]*C:part[1]*C])
+				out := b.Alloc(n, C)
+				b.ConvSiLU(out, xp, hist, w, bias)
+				gotConv = append(gotConv, b.Read(out)...)
+			}
+			what := fmt.Sprintf("conv_silu (bias %v) and conv_hist over 3 parts", bias != nil)
+			check(what, gotConv, wantConv)
+			wantHist := make([]float64, (K-1)*C)
+			for i := range wantHist {
+				wantHist[i] = float64(all[(20-K+1)*C+i])
+			}
+			check("conv history", b.Read(hist), wantHist)
 		}
-		check("conv_silu and conv_hist over 3 parts", gotConv, wantConv)
-		wantHist := make([]float64, (K-1)*C)
-		for i := range wantHist {
-			wantHist[i] = float64(all[(20-K+1)*C+i])
-		}
-		check("conv history", b.Read(hist), wantHist)
 
 		// L2Norm in place, with a zero row (eps is a floor on the norm).
 		const hr, hd = 9, 16
@@ -340,4 +352,237 @@ func unitRows(rng *rand.Rand, rows, d int) []float32 {
 		}
 	}
 	return x
+}
+
+// refSSMScan is ml.SSM's recurrence in float64 over n tokens from the
+// state st (updated; rounded to the state dtype after each token when sdt
+// is not 0, as the backends). It returns the outputs and each output's
+// magnitude Σ_s |S[i][s]·C[s]| + |D·x|, the scale a float32 sum's rounding
+// errors are relative to.
+func refSSMScan(x, dt, bm, cm []float32, st []float64, n int, s *ml.SSM) (out, mag []float64) {
+	H, P, G, N := s.Heads, s.HeadDim, s.Groups, s.State
+	sdt := stateDtypes[s.StateDtype]
+	out, mag = make([]float64, n*H*P), make([]float64, n*H*P)
+	for h := range H {
+		g, S := s.Group(h), st[h*P*N:(h+1)*P*N]
+		for t := range n {
+			d := float64(dt[t*H+h]) + float64(s.DtBias.V[h])
+			if d <= 20 {
+				d = math.Log1p(math.Exp(d))
+			}
+			dA := math.Exp(d * float64(s.A.V[h]))
+			b, c := bm[t*G*N+g*N:], cm[t*G*N+g*N:]
+			for i := range P {
+				xv := float64(x[t*H*P+h*P+i])
+				y, m := float64(s.D.V[h])*xv, math.Abs(float64(s.D.V[h])*xv)
+				for k := range N {
+					v := S[i*N+k]*dA + float64(b[k])*xv*d
+					if sdt != 0 {
+						v = float64(simRoundState(float32(v), sdt))
+					}
+					S[i*N+k] = v
+					y += v * float64(c[k])
+					m += math.Abs(v * float64(c[k]))
+				}
+				out[t*H*P+h*P+i], mag[t*H*P+h*P+i] = y, m
+			}
+		}
+	}
+	return out, mag
+}
+
+// TestSSMScanParity: ssm_scan against the float64 recurrence
+// (refSSMScan), each window split over three calls (the state carried,
+// across ssm_scan's 16-token stage), from a random state: Granite 4.0's
+// and Nemotron-H's heads (64 rows, state 128) with 8 heads in 2 groups,
+// odd shapes (rows and state columns past a block's 16 rows and a warp's
+// 32 lanes), the largest state (256), steps dt + bias past softplus's cut
+// at 20 and far below 0 (d near 0: no decay, no input), and an f16 and a
+// bf16 state. Outputs are compared relative to their magnitude (the sum of
+// the magnitudes of their terms), the state to the head's largest value;
+// the sim device runs the CPU's own float32 scan (nn.SSMScan), host the
+// CUDA C.
+func TestSSMScanParity(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		b := testBackend(e)
+		defer b.Close()
+		for _, c := range []struct {
+			heads, dim, groups, state int
+			dtype                     string
+			parts                     []int // the calls' ends
+			outTol, stateTol          float64
+		}{
+			// float32 state and sums. Measured on the host (the CUDA C
+			// without fused multiply-adds) outputs 0.6e-7 to 2.2e-7,
+			// states 0.8e-7 to 1.7e-7; on sim (the CPU's scan, its sums
+			// in state order) outputs 1.9e-7 to 3.0e-7, the same states.
+			{8, 64, 2, 128, "", []int{7, 40, 70}, 6e-7, 4e-7},
+			{3, 5, 1, 7, "f32", []int{1, 17, 50}, 6e-7, 4e-7},
+			{4, 20, 4, 40, "", []int{16, 33, 34}, 6e-7, 4e-7},
+			{2, 16, 1, 256, "", []int{5, 21, 40}, 6e-7, 4e-7},
+			// A rounded state: the float32 and float64 states round to
+			// neighbouring codes now and then (one step: 2^-11 to 2^-10
+			// of a value in f16, 2^-8 to 2^-7 in bf16), and the step
+			// carries on, decaying. Measured: outputs 1.6e-4 (f16) and
+			// 1.1e-3 (bf16), the last states equal; allowed about two
+			// steps.
+			{4, 16, 2, 64, "f16", []int{10, 30, 60}, 1e-3, 1e-3},
+			{4, 16, 2, 64, "bf16", []int{10, 30, 60}, 8e-3, 8e-3},
+		} {
+			t.Run(fmt.Sprintf("h%d_p%d_g%d_n%d_%s", c.heads, c.dim, c.groups, c.state, c.dtype), func(t *testing.T) {
+				H, P, G, N := c.heads, c.dim, c.groups, c.state
+				n := c.parts[len(c.parts)-1]
+				rng := rand.New(rand.NewPCG(uint64(P), uint64(N)))
+				x, bm, cm := randF32(rng, n*H*P, 1), randF32(rng, n*G*N, 1), randF32(rng, n*G*N, 1)
+				dt := randF32(rng, n*H, 2)
+				for i := range dt {
+					switch i % 11 {
+					case 3:
+						dt[i] = 20.5 + float32(rng.Float64()*10) // d = dt + bias > 20: d itself
+					case 7:
+						dt[i] = -30 - float32(rng.Float64()*20) // d near 0
+					}
+				}
+				vec := func(name string, v []float32) *ml.Vector {
+					mv := &ml.Vector{Name: name, V: v}
+					if err := b.PrepareVector(mv); err != nil {
+						t.Fatal(err)
+					}
+					return mv
+				}
+				a := make([]float32, H)
+				for h := range a {
+					a[h] = -float32(math.Exp(rng.Float64()*3 - 1)) // -exp(A_log), A_log in [-1, 2)
+				}
+				s := ml.SSM{Heads: H, HeadDim: P, Groups: G, State: N, StateDtype: c.dtype,
+					A: vec("ssm_a", a), D: vec("ssm_d", randF32(rng, H, 1)), DtBias: vec("ssm_dt.bias", randF32(rng, H, 0.5))}
+				state0 := randF32(rng, H*P*N, 0.5)
+				wantState := make([]float64, len(state0))
+				for i, v := range state0 {
+					wantState[i] = float64(v)
+				}
+				st := b.put(t, H*P, N, state0)
+				var got []float32
+				var want, mag []float64
+				t0 := 0
+				for _, t1 := range c.parts {
+					m := t1 - t0
+					xs, dts := x[t0*H*P:t1*H*P], dt[t0*H:t1*H]
+					bs, cs := bm[t0*G*N:t1*G*N], cm[t0*G*N:t1*G*N]
+					w, mg := refSSMScan(xs, dts, bs, cs, wantState, m, &s)
+					want, mag = append(want, w...), append(mag, mg...)
+					o := b.Alloc(m, H*P)
+					b.SSMScan(o, b.put(t, m, H*P, xs), b.put(t, m, H, dts), b.put(t, m, G*N, bs), b.put(t, m, G*N, cs), st, &s)
+					got = append(got, b.Read(o)...)
+					t0 = t1
+				}
+				gotState := b.Read(st)
+				if err := b.Err(); err != nil {
+					t.Fatal(err)
+				}
+				cmp := func(what string, got []float32, want []float64, scale func(i int) float64, tol float64) {
+					worst, at := 0.0, 0
+					for i := range want {
+						d := math.Abs(float64(got[i])-want[i]) / scale(i)
+						if d != d {
+							d = math.Inf(1)
+						}
+						if d > worst {
+							worst, at = d, i
+						}
+					}
+					t.Logf("%s: max |Δ| / scale %.2e (element %d: %v vs %v)", what, worst, at, got[at], want[at])
+					if worst > tol {
+						t.Errorf("%s: element %d is %v, want %v (%.2e of its scale; allowed %g)", what, at, got[at], want[at], worst, tol)
+					}
+				}
+				cmp("output", got, want, func(i int) float64 { return mag[i] }, c.outTol)
+				headMax := make([]float64, H)
+				for i, v := range wantState {
+					headMax[i/(P*N)] = max(headMax[i/(P*N)], math.Abs(v))
+				}
+				cmp("state", gotState, wantState, func(i int) float64 { return headMax[i/(P*N)] }, c.stateTol)
+			})
+		}
+	})
+}
+
+// TestSSMScanRefuses: a state past ssm_scan's 256 columns and heads that
+// do not group are errors, not launches.
+func TestSSMScanRefuses(t *testing.T) {
+	b := testBackend(simEngine())
+	defer b.Close()
+	for _, c := range []struct {
+		s    ml.SSM
+		want string
+	}{
+		{ml.SSM{Heads: 2, HeadDim: 4, Groups: 1, State: 512}, "state of 512: at most 256"},
+		{ml.SSM{Heads: 3, HeadDim: 4, Groups: 2, State: 8}, "heads must be a multiple of groups"},
+		{ml.SSM{Heads: 2, HeadDim: 4, Groups: 1, State: 8, StateDtype: "f8"}, `state dtype "f8"`},
+	} {
+		b.err = nil
+		H, P, G, N := c.s.Heads, c.s.HeadDim, c.s.Groups, c.s.State
+		v := &ml.Vector{Name: "v", V: make([]float32, H)}
+		if err := b.PrepareVector(v); err != nil {
+			t.Fatal(err)
+		}
+		c.s.A, c.s.D, c.s.DtBias = v, v, v
+		b.SSMScan(b.Alloc(3, H*P), b.Alloc(3, H*P), b.Alloc(3, H), b.Alloc(3, G*N), b.Alloc(3, G*N), b.Alloc(H*P, N), &c.s)
+		if err := b.Err(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: error %v, want one containing %q", c.s, err, c.want)
+		}
+	}
+}
+
+// TestGatedGroupNormParity: gated_groupnorm against nn.GatedGroupNormRef
+// (float64 from u = x·silu(z) rounded to float32, as the kernel): groups
+// of 128 (one warp), 512 (128 threads) and 20 (a partial warp), in place
+// and not, with a zero group (its outputs 0) and gates past where silu
+// saturates. Measured: bit for bit but a few elements 1 ulp apart (float64
+// sums in another order).
+func TestGatedGroupNormParity(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		b := testBackend(e)
+		defer b.Close()
+		rng := rand.New(rand.NewPCG(17, 3))
+		for _, c := range []struct {
+			rows, group, groups int
+			inPlace             bool
+		}{{5, 128, 4, true}, {3, 512, 2, false}, {7, 20, 3, true}} {
+			d := c.group * c.groups
+			x, z := randF32(rng, c.rows*d, 1), randF32(rng, c.rows*d, 3)
+			for i := range z {
+				if i%13 == 0 {
+					z[i] *= 60 // silu(z) = z, or 0
+				}
+			}
+			clear(x[d+c.group : d+2*c.group]) // row 1's second group
+			w := &ml.Vector{Name: "ssm_norm", V: randF32(rng, d, 1)}
+			if err := b.PrepareVector(w); err != nil {
+				t.Fatal(err)
+			}
+			want := make([]float32, c.rows*d)
+			nn.GatedGroupNormRef(want, x, z, w.V, c.rows, c.group, 1e-5)
+			xt, zt := b.put(t, c.rows, d, x), b.put(t, c.rows, d, z)
+			out := xt
+			if !c.inPlace {
+				out = b.Alloc(c.rows, d)
+			}
+			b.GatedGroupNorm(out, xt, zt, w, c.group, 1e-5)
+			got := b.Read(out)
+			if err := b.Err(); err != nil {
+				t.Fatal(err)
+			}
+			var bc bitCompare
+			for i := range want {
+				bc.add(got[i], want[i], i)
+			}
+			bc.check(t, fmt.Sprintf("gated_groupnorm rows %d of %d groups of %d", c.rows, c.groups, c.group), 1, 0.01)
+			for i := d + c.group; i < d+2*c.group; i++ {
+				if got[i] != 0 {
+					t.Errorf("zero group: element %d is %v", i, got[i])
+				}
+			}
+		}
+	})
 }

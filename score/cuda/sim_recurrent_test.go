@@ -4,13 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"ppl.dev/score/nn"
 )
 
-// The emulation of kernels/recurrent.cu. Every kernel but delta_net is
+// The emulation of kernels/recurrent.cu. Every kernel but the two scans is
 // its plain definition (ml.Recurrent's doc), float64 inside and one
 // rounding to float32; delta_net is the kernel's own float32 arithmetic in
 // the kernel's order (simDeltaNet), so that the end-to-end parity on the
-// emulation measures what the GPU's float32 state costs.
+// emulation measures what the GPU's float32 state costs; ssm_scan is the
+// CPU's float32 scan (nn.SSMScan: the kernel's arithmetic, its sums over
+// the state in another order).
 func init() {
 	for name, k := range map[string]simKernel{
 		"gather_cols": {6, func(s *simDevice, a *simArgs, grid dim3) error {
@@ -29,9 +33,13 @@ func init() {
 			}
 			return nil
 		}},
-		"conv_silu": {7, func(s *simDevice, a *simArgs, grid dim3) error {
+		"conv_silu": {8, func(s *simDevice, a *simArgs, grid dim3) error {
 			out, x, hist, w := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), f32s(a.ptr(3))
-			n, C, K := a.int(4), a.int(5), a.int(6)
+			var bias []float32 // none
+			if p := a.ptr(4); p != nil {
+				bias = f32s(p)
+			}
+			n, C, K := a.int(5), a.int(6), a.int(7)
 			if a.err != nil {
 				return a.err
 			}
@@ -47,6 +55,9 @@ func init() {
 							v = x[tt*C+c]
 						}
 						acc += float64(w[c*K+j]) * float64(v)
+					}
+					if bias != nil {
+						acc = float64(float32(acc) + bias[c])
 					}
 					out[t*C+c] = float32(acc / (1 + math.Exp(-acc)))
 				}
@@ -137,6 +148,48 @@ func init() {
 				return fmt.Errorf("delta_net: %d K heads, %d V heads of %d", hk, hv, d)
 			}
 			simDeltaNet(out, q, k, v, g, beta, state, n, hk, hv, d, tiled != 0, sdt)
+			return nil
+		}},
+		"ssm_scan": {15, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, x, dt, bm, cm, state := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), f32s(a.ptr(3)), f32s(a.ptr(4)), f32s(a.ptr(5))
+			av, dv, dtb := f32s(a.ptr(6)), f32s(a.ptr(7)), f32s(a.ptr(8))
+			n, H, P, G, N, sdt := a.int(9), a.int(10), a.int(11), a.int(12), a.int(13), a.int(14)
+			if err := errors.Join(covers(grid[0], H, "heads"), covers(grid[1], (P+ssmRows-1)/ssmRows, "row groups")); err != nil || a.err != nil {
+				return errors.Join(err, a.err)
+			}
+			if N > ssmMaxState || G <= 0 || H%G != 0 {
+				return fmt.Errorf("ssm_scan: %d heads in %d groups, state %d", H, G, N)
+			}
+			var round func([]float32)
+			if sdt != 0 {
+				round = func(st []float32) {
+					for i, v := range st {
+						st[i] = simRoundState(v, sdt)
+					}
+				}
+			}
+			for h := range H {
+				g := h / (H / G)
+				nn.SSMScan(&nn.SSMHead{Out: out[h*P:], X: x[h*P:], Dt: dt[h:], B: bm[g*N:], C: cm[g*N:],
+					XS: H * P, DS: H, BS: G * N, N: N, P: P, T: n,
+					A: av[h], D: dv[h], DtBias: dtb[h], S: state[h*P*N : (h+1)*P*N]}, round)
+			}
+			return nil
+		}},
+		"gated_groupnorm": {8, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, x, z, w, rows, d, group, eps := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), f32s(a.ptr(3)), a.int(4), a.int(5), a.int(6), a.f64(7)
+			if a.err != nil {
+				return a.err
+			}
+			if group <= 0 || d%group != 0 {
+				return fmt.Errorf("gated_groupnorm: groups of %d in rows of %d", group, d)
+			}
+			if err := covers(grid[0], rows*(d/group), "groups"); err != nil {
+				return err
+			}
+			u := make([]float32, rows*d) // out may be x
+			nn.GatedGroupNormRef(u, x[:rows*d], z[:rows*d], w[:d], rows, group, eps)
+			copy(out, u)
 			return nil
 		}},
 	} {

@@ -23,8 +23,9 @@
 // backend's test compares the fused form with it.
 //
 // Operations only some architectures need are extension interfaces beside
-// Backend, each in its own file: Recurrent (Gated DeltaNet: causal
-// convolution, L2 norms, the chunked delta rule), Latent (multi-head latent
+// Backend, each in its own file: Recurrent (Gated DeltaNet and Mamba-2:
+// causal convolution, L2 norms, the chunked delta rule, the selective
+// scan), Latent (multi-head latent
 // attention) and Gemma4 (shared-KV attention, column gathers). An
 // architecture that needs one says so at load (model.Checker), so a
 // backend without it refuses the model naming the operations, rather than

@@ -3,7 +3,8 @@ package ml
 import "fmt"
 
 // Recurrent is the extension a backend implements to run linear-attention
-// recurrent layers (Gated DeltaNet: qwen35, qwen35moe, qwen3next). A
+// and state-space recurrent layers (Gated DeltaNet: qwen35, qwen35moe,
+// qwen3next; Mamba-2: granitehybrid). A
 // Network that needs it checks for it at load (model.Checker), so a
 // backend without it refuses such a model by name.
 //
@@ -12,11 +13,13 @@ import "fmt"
 //
 //   - GatherCols: dst[t, j] = x[t, cols[j]].
 //   - ConvSiLU: the causal depthwise convolution over time, then SiLU:
-//     dst[t, c] = silu(Σ_{j<K} w[c·K + j] · x[t-K+1+j, c]), tap 0
-//     multiplying the oldest input, where x[-K+1..-1] are the rows of hist
-//     (K - 1 rows; zeros at the window's first token). w holds channels × K
-//     values (GGUF ne {K, channels}); dst is not x. On return hist holds
-//     the last K - 1 inputs, for the next rows of the window.
+//     dst[t, c] = silu(Σ_{j<K} w[c·K + j] · x[t-K+1+j, c] + bias[c]), tap
+//     0 multiplying the oldest input, where x[-K+1..-1] are the rows of
+//     hist (K - 1 rows; zeros at the window's first token). w holds
+//     channels × K values (GGUF ne {K, channels}); bias, nil for none,
+//     one value per channel, added to the rounded sum in float32 as
+//     llama.cpp adds it; dst is not x. On return hist holds the last K - 1
+//     inputs, for the next rows of the window.
 //   - Zero: x = 0.
 //   - L2Norm: each row divided by max(‖row‖, eps) (eps a floor on the
 //     norm); dst may be x.
@@ -27,18 +30,27 @@ import "fmt"
 //   - GatedRMSNorm: dst = x / sqrt(mean(x²) + eps) · w · silu(z) over rows of
 //     len(w.V) values (x, z and dst viewed as (rows·heads, len(w.V))); dst
 //     may be x.
+//   - SSMScan: the Mamba-2 selective scan (SSM's doc) from the state in
+//     state, which it leaves holding the state after the last token.
+//   - GatedGroupNorm: Mamba-2's output norm, the gate before the norm:
+//     with u = x ⊙ silu(z) (rounded to float32), dst = u / sqrt(mean(u²) +
+//     eps) · w over each run of group values of a row, w holding a row's
+//     values (one weight per column, not per position in the group); dst
+//     may be x.
 //
 // The references (the CPU backend's plain forms) compute each result in
 // float64 and round it to float32 once; backends may compute in float32
 // within the bounds their tests state.
 type Recurrent interface {
 	GatherCols(dst, x Tensor, cols []int)
-	ConvSiLU(dst, x, hist Tensor, w *Vector)
+	ConvSiLU(dst, x, hist Tensor, w, bias *Vector)
 	Zero(x Tensor)
 	L2Norm(dst, x Tensor, eps float64)
 	DeltaGates(beta, alpha Tensor, a, dtBias *Vector)
 	DeltaNet(dst, q, k, v, g, beta, state Tensor, d *DeltaRule)
 	GatedRMSNorm(dst, x, z Tensor, w *Vector, eps float64)
+	SSMScan(dst, x, dt, b, c, state Tensor, s *SSM)
+	GatedGroupNorm(dst, x, z Tensor, w *Vector, group int, eps float64)
 }
 
 // DeltaRule is the shape of a gated delta rule scan. For value head h
@@ -106,3 +118,69 @@ func (d *DeltaRule) KHead(h int) int {
 	}
 	return h / (d.VHeads / d.KHeads)
 }
+
+// SSM is the shape and weights of a Mamba-2 selective scan, as llama.cpp's
+// ggml_ssm_scan computes it. Head h of Heads reads group g = h div
+// (Heads/Groups) of B and C and keeps a HeadDim × State state S (zero at a
+// window's first token; rows h·HeadDim + i, column s of the
+// (Heads·HeadDim, State) state tensor hold S[i][s]). Each token t in order
+// does
+//
+//	d = softplus(dt[t,h] + DtBias[h])     (softplus(a) = a for a > 20)
+//	S ← exp(d · A[h]) · S + (d · x[t,h]) ⊗ B[t,g]
+//	dst[t,h,i] = Σ_s S[i][s] · C[t,g][s] + D[h] · x[t,h,i]
+//
+// x, dst (tokens, Heads·HeadDim); dt (tokens, Heads); B, C (tokens,
+// Groups·State). A (the decay, -exp(A_log) as converters store it), D (the
+// skip) and DtBias hold one value per head. State names the dtype the state
+// is rounded to after each token: "f32" (or ""), "f16" or "bf16".
+type SSM struct {
+	Heads, HeadDim, Groups, State int
+	A, D, DtBias                  *Vector
+	StateDtype                    string
+}
+
+// Validate reports heads that do not group, missing weights or weights of
+// the wrong length, and unknown state dtypes.
+func (s *SSM) Validate() error {
+	if s.Heads <= 0 || s.HeadDim <= 0 || s.Groups <= 0 || s.State <= 0 || s.Heads%s.Groups != 0 {
+		return fmt.Errorf("selective scan: %d heads of %d in %d groups, state %d (heads must be a multiple of groups)", s.Heads, s.HeadDim, s.Groups, s.State)
+	}
+	for i, v := range []*Vector{s.A, s.D, s.DtBias} {
+		if v == nil {
+			return fmt.Errorf("selective scan: no %s", [...]string{"decays A", "skip D", "dt bias"}[i])
+		}
+		if len(v.V) != s.Heads {
+			return fmt.Errorf("%s has %d values for %d heads", v.Name, len(v.V), s.Heads)
+		}
+	}
+	switch s.StateDtype {
+	case "", "f32", "f16", "bf16":
+		return nil
+	}
+	return fmt.Errorf("recurrent state dtype %q: want one of %v", s.StateDtype, StateDtypes)
+}
+
+// Shapes checks the operands of Recurrent.SSMScan against s for n tokens
+// (x's rows): it returns the first that has another shape, for the backend
+// to report.
+func (s *SSM) Shapes(dst, x, dt, b, c, state Tensor) error {
+	n := x.Rows()
+	for _, o := range []struct {
+		what       string
+		t          Tensor
+		rows, cols int
+	}{
+		{"scan x", x, n, s.Heads * s.HeadDim}, {"scan dt", dt, n, s.Heads},
+		{"scan B", b, n, s.Groups * s.State}, {"scan C", c, n, s.Groups * s.State},
+		{"scan output", dst, n, s.Heads * s.HeadDim}, {"scan state", state, s.Heads * s.HeadDim, s.State},
+	} {
+		if o.t.Rows() != o.rows || o.t.Cols() != o.cols {
+			return fmt.Errorf("%s is %d×%d, want %d×%d", o.what, o.t.Rows(), o.t.Cols(), o.rows, o.cols)
+		}
+	}
+	return nil
+}
+
+// Group returns the group of B and C head h reads.
+func (s *SSM) Group(h int) int { return h / (s.Heads / s.Groups) }

@@ -44,7 +44,7 @@ func (b *cpuBackend) GatherCols(dst, x ml.Tensor, cols []int) {
 	})
 }
 
-func (b *cpuBackend) ConvSiLU(dst, x, hist ml.Tensor, w *ml.Vector) {
+func (b *cpuBackend) ConvSiLU(dst, x, hist ml.Tensor, w, bias *ml.Vector) {
 	d, s, hs := ct(dst), ct(x), ct(hist)
 	C, n, kernel := s.cols, s.rows, hs.rows+1
 	shape("conv output", d, n, C)
@@ -52,7 +52,61 @@ func (b *cpuBackend) ConvSiLU(dst, x, hist ml.Tensor, w *ml.Vector) {
 	if len(w.V) != C*kernel {
 		panic(fmt.Sprintf("cpu backend: %s has %d values for %d channels × kernel %d", w.Name, len(w.V), C, kernel))
 	}
-	nn.ConvSiLU(b.c, d.d, s.d, hs.d, w.V, n, C, kernel)
+	var bv []float32
+	if bias != nil {
+		if len(bias.V) != C {
+			panic(fmt.Sprintf("cpu backend: %s has %d values for %d channels", bias.Name, len(bias.V), C))
+		}
+		bv = bias.V
+	}
+	nn.ConvSiLU(b.c, d.d, s.d, hs.d, w.V, bv, n, C, kernel)
+}
+
+// SSMScan runs the selective scan per head with nn.SSMScan (float32), or
+// in the int8 modes nn.SSMScanGGML (ggml-cpu's roundings), heads in
+// parallel.
+func (b *cpuBackend) SSMScan(dst, x, dt, bm, cm, state ml.Tensor, s *ml.SSM) {
+	if b.c.LlamaCPP {
+		avx2 := b.c.GGMLAVX2
+		b.ssmScan(dst, x, dt, bm, cm, state, s, func(h *nn.SSMHead, round func([]float32)) { nn.SSMScanGGML(h, avx2, round) })
+		return
+	}
+	b.ssmScan(dst, x, dt, bm, cm, state, s, nn.SSMScan)
+}
+
+// ssmScan runs scan (nn.SSMScan, or nn.SSMScanRef for the reference) on
+// every head.
+func (b *cpuBackend) ssmScan(dst, x, dt, bm, cm, state ml.Tensor, s *ml.SSM, scan func(*nn.SSMHead, func([]float32))) {
+	if err := s.Shapes(dst, x, dt, bm, cm, state); err != nil {
+		panic("cpu backend: " + err.Error())
+	}
+	if err := s.Validate(); err != nil {
+		panic("cpu backend: " + err.Error())
+	}
+	o, xx, dd, bb, cc, ss := ct(dst), ct(x), ct(dt), ct(bm), ct(cm), ct(state)
+	n, H, P, N, G := xx.rows, s.Heads, s.HeadDim, s.State, s.Groups
+	if n == 0 {
+		return
+	}
+	round := stateRounder32(s.StateDtype)
+	b.c.Parallel(H, func(_, lo, hi int) {
+		for h := lo; h < hi; h++ {
+			g := s.Group(h)
+			scan(&nn.SSMHead{Out: o.d[h*P:], X: xx.d[h*P:], Dt: dd.d[h:], B: bb.d[g*N:], C: cc.d[g*N:],
+				XS: H * P, DS: H, BS: G * N, N: N, P: P, T: n,
+				A: s.A.V[h], D: s.D.V[h], DtBias: s.DtBias.V[h], S: ss.d[h*P*N : (h+1)*P*N]}, round)
+		}
+	})
+}
+
+func (b *cpuBackend) GatedGroupNorm(dst, x, z ml.Tensor, w *ml.Vector, group int, eps float64) {
+	d, s, g := ct(dst), ct(x), ct(z)
+	shape("group norm z", g, s.rows, s.cols)
+	shape("group norm output", d, s.rows, s.cols)
+	if len(w.V) != s.cols || group <= 0 || s.cols%group != 0 {
+		panic(fmt.Sprintf("cpu backend: group norm %s of %d in groups of %d over rows of %d", w.Name, len(w.V), group, s.cols))
+	}
+	nn.GatedGroupNorm(b.c, d.d, s.d, g.d, w.V, s.rows, group, eps)
 }
 
 func (b *cpuBackend) Zero(x ml.Tensor) { clear(ct(x).d) }

@@ -244,7 +244,7 @@ func TestRecurrentOps(t *testing.T) {
 	conv, hist := b.Alloc(n, C), b.Alloc(K-1, C)
 	b.Zero(hist)
 	for _, r := range [][2]int{{0, 2}, {2, 3}, {3, n}} { // the history carried across calls, one shorter than it
-		b.ConvSiLU(b.Slice(conv, r[0], r[1]), b.Slice(x, r[0], r[1]), hist, w)
+		b.ConvSiLU(b.Slice(conv, r[0], r[1]), b.Slice(x, r[0], r[1]), hist, w, nil)
 	}
 	near("ConvSiLU history", hist, func(i int) float64 { return float64(xd[(n-K+1)*C+i]) })
 	near("ConvSiLU", conv, func(i int) float64 {

@@ -107,6 +107,42 @@ func dots1(s *mkmodel.Shape) {
 	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.KVHeads = 3, 1, 8, 2, 64, 64, s.Heads
 }
 
+// generatedScores scores the first len(sums) windows of 128 tokens (stride
+// 64) of tokens in the int8 mode with an f16 cache, checks each window's
+// sum of log-probs against sums (llama.cpp's) to 1e-6, and returns the
+// log-probs and the model's Info.
+func generatedScores(t *testing.T, path string, tokens []int32, sums []float64) ([][]float64, Info) {
+	t.Helper()
+	m, err := Load(path, Options{KVDtype: "f16", Activations: ActInt8, Context: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	var lps [][]float64
+	worst := 0.0
+	for w, want := range sums {
+		begin, from := 64*w, 64*w+64
+		if w == 0 {
+			from = 1
+		}
+		r, err := m.Score(tokens[begin:begin+128], from-begin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0.0
+		for _, lp := range r.Logprobs {
+			got += lp
+		}
+		worst = max(worst, math.Abs(got-want))
+		if math.Abs(got-want) > 1e-6 {
+			t.Errorf("%s: window [%d,%d) from %d: sum of log-probs %.7f, llama.cpp's %.7f", filepath.Base(path), begin, begin+128, from, got, want)
+		}
+		lps = append(lps, r.Logprobs)
+	}
+	t.Logf("%s: worst |Δ sum of log-probs| per window %.2g", filepath.Base(path), worst)
+	return lps, m.Info()
+}
+
 // TestGeneratedLlama holds the architectures the oracle has no model of to
 // llama.cpp: genModel's models scored in the
 // int8 mode with an f16 cache over the first windows of 128 tokens
@@ -128,8 +164,13 @@ func dots1(s *mkmodel.Shape) {
 // routing with a selection bias); ernie4_5-moe (a dense first layer,
 // softmax routing with a selection bias, a shared expert); dots1 (qwen3's
 // attention, a dense first layer, sigmoid routing with a selection bias,
-// normed and scaled by 2.5, a shared expert). Per token the log-probs are
-// llama.cpp's to 5.3e-8, the precision of its printed figures.
+// normed and scaled by 2.5, a shared expert); granitehybrid, Mamba-2
+// layers and an attention layer, without positions and with states of 128,
+// and with RoPE, experts and a shared expert and states of 16 (granite's
+// multipliers). Per token the log-probs are llama.cpp's to 5.3e-8, the
+// precision of its printed figures (granitehybrid's over 24 windows of
+// each of five such files: its scan, convolution and norms as ggml-cpu
+// rounds them, nn.SSMScanGGML).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -173,6 +214,10 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1597.8855739, -792.8150315, -793.6422511, -784.2241778}},
 		{"dots1", "dots1", dots1, "", "d3161a2092e9986ca0e48398266e9ca40df5971ec878aeae4ff704ece414a244",
 			[]float64{-1596.2779101, -798.2577378, -801.0536592, -768.1562814}},
+		{"granitehybrid", "granitehybrid", graniteHybrid(false), "", "7f3813492e7b3fd1907b9dd27512f60d0dd66efaf312d90ca8e08809410e7227",
+			[]float64{-1331.3606611, -667.7893020, -668.4289747, -660.6184767}},
+		{"granitehybrid-moe", "granitehybrid", graniteHybrid(true), "", "d2faa8cd2f4b497770d0107ef6ca45806d5147579f3d4126df56f193c506806b",
+			[]float64{-1331.0002091, -667.7616140, -668.3976316, -660.7869631}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := genModel(t, dir, c.arch, c.set)
@@ -183,34 +228,9 @@ func TestGeneratedLlama(t *testing.T) {
 			if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != c.sha256 {
 				t.Fatalf("the generated model's sha256 is %x, not that of the file llama.cpp scored (%s)", sum, c.sha256)
 			}
-			m, err := Load(path, Options{KVDtype: "f16", Activations: ActInt8, Context: 128})
-			if err != nil {
-				t.Fatal(err)
+			if _, info := generatedScores(t, path, tokens, c.sums); info.Rope.Factors != c.factors {
+				t.Errorf("LongRoPE factors %q, want %q", info.Rope.Factors, c.factors)
 			}
-			defer m.Close()
-			if got := m.Info().Rope.Factors; got != c.factors {
-				t.Errorf("LongRoPE factors %q, want %q", got, c.factors)
-			}
-			worst := 0.0
-			for w, want := range c.sums {
-				begin, from := 64*w, 64*w+64
-				if w == 0 {
-					from = 1
-				}
-				r, err := m.Score(tokens[begin:begin+128], from-begin)
-				if err != nil {
-					t.Fatal(err)
-				}
-				got := 0.0
-				for _, lp := range r.Logprobs {
-					got += lp
-				}
-				worst = max(worst, math.Abs(got-want))
-				if math.Abs(got-want) > 1e-6 {
-					t.Errorf("window [%d,%d) from %d: sum of log-probs %.7f, llama.cpp's %.7f", begin, begin+128, from, got, want)
-				}
-			}
-			t.Logf("worst |Δ sum of log-probs| per window %.2g", worst)
 		})
 	}
 }
@@ -288,5 +308,50 @@ func TestOLMo3Refused(t *testing.T) {
 	_, err := Load(path, Options{})
 	if err == nil || !strings.Contains(err.Error(), "olmo2.attention.sliding_window = 4096: OLMo 3's sliding-window layers are not supported") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// graniteHybrid gives a granitehybrid model 4 layers, the 4th attention
+// and the others Mamba-2 (8 heads of 32 in 2 groups, kernel 4): without
+// positions (as Granite-4.0-H's files) and with states of 128, Granite
+// 4.0's (ggml's scan in whole vector steps); or with RoPE, experts (8, 2
+// used) and a shared expert, and states of 16 (its scan's element loop).
+func graniteHybrid(moe bool) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) {
+		s.Layers, s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.AttnInterval = 4, 2, 8, 32, 4, 4
+		s.SSMState, s.NoPE = 128, true
+		if moe {
+			s.SSMState, s.NoPE = 16, false
+			s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 8, 2, s.FFN, 64
+		}
+	}
+}
+
+// TestGraniteHybridRefused: granitehybrid files whose Mamba-2 metadata or
+// tensors do not fit are refused at load with a one-line error naming the
+// key or tensor, not run.
+func TestGraniteHybridRefused(t *testing.T) {
+	dir := oracle.Require(t)
+	path := genModel(t, dir, "granitehybrid", graniteHybrid(true))
+	for _, c := range []struct {
+		name string
+		set  map[string]any
+		drop []string
+		want string
+	}{
+		{"no state size", map[string]any{"granitehybrid.ssm.state_size": nil}, nil, "granitehybrid.ssm.state_size"},
+		{"inner not heads", map[string]any{"granitehybrid.ssm.inner_size": uint32(250)}, nil, "ssm.inner_size = 250 is not a multiple of ssm.time_step_rank = 8"},
+		{"heads not groups", map[string]any{"granitehybrid.ssm.group_count": uint32(3), "granitehybrid.ssm.inner_size": uint32(255)}, nil, "not a multiple of ssm.time_step_rank"},
+		{"KV heads disagree", map[string]any{"granitehybrid.block_count": uint32(4), "granitehybrid.attention.head_count_kv": []uint32{0, 1, 0, 2}}, nil, "layer 1 has 1 KV heads"},
+		{"no conv bias", nil, []string{"blk.1.ssm_conv1d.bias"}, "missing tensor blk.1.ssm_conv1d.bias"},
+		{"no shared expert", nil, []string{"blk.0.ffn_up_shexp.weight", "blk.0.ffn_gate_shexp.weight", "blk.0.ffn_down_shexp.weight"}, "blk.0.ffn_"},
+		{"rope switch not a bool", map[string]any{"granitehybrid.rope.scaling.finetuned": uint32(1)}, nil, "rope.scaling.finetuned"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load(rewriteFile(t, path, c.set, nil, c.drop...), Options{})
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("got %v, want a line with %q", err, c.want)
+			}
+		})
 	}
 }

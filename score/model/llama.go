@@ -3,18 +3,21 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 
+	"ppl.dev/gguf"
 	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
 )
 
 // llama: Llama 2 and 3, Mistral, Mixtral and other "llama" GGUF files, and the
 // variants that differ from it in a few options (qwen2, qwen3, qwen3moe:
-// see decoderOpts; glm4moe, gpt-oss and mistral3 bind their own tensors
-// into the same decoder). A pre-norm decoder: x += Attn(RMSNorm(x)); x +=
-// FFN(RMSNorm(x)), with grouped-query attention, RoPE and a SwiGLU MLP (or
-// a mixture of experts). The output head is output.weight, or the token
-// embedding when tied.
+// see decoderOpts; their vision-language files' text decoders qwen2vl,
+// qwen3vl, qwen3vlmoe: see newVL; glm4moe, gpt-oss and mistral3 bind their
+// own tensors into the same decoder). A pre-norm decoder: x +=
+// Attn(RMSNorm(x)); x += FFN(RMSNorm(x)), with grouped-query attention,
+// RoPE and a SwiGLU MLP (or a mixture of experts). The output head is
+// output.weight, or the token embedding when tied.
 func init() {
 	Register("llama", func(l *Loader) Network {
 		// A llama file with experts is Mixtral's layout: softmax routing,
@@ -33,6 +36,15 @@ func init() {
 	Register("qwen3", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true, qkNorm: true}) })
 	Register("qwen3moe", func(l *Loader) Network {
 		return newDecoder(l, decoderOpts{neox: true, qkNorm: true, moe: &moeOpts{gating: ml.GateSoftmax, norm: true}})
+	})
+	// The text decoders of Qwen's vision-language files (the vision tower
+	// is the separate mmproj file, not read): qwen2vl (Qwen2-VL,
+	// Qwen2.5-VL), qwen3vl and qwen3vlmoe (Qwen3-VL) are qwen2, qwen3 and
+	// qwen3moe with llama.cpp's multi-section RoPE (newVL).
+	Register("qwen2vl", func(l *Loader) Network { return newVL(l, decoderOpts{neox: true, qkvBias: true}, false) })
+	Register("qwen3vl", func(l *Loader) Network { return newVL(l, decoderOpts{neox: true, qkNorm: true}, true) })
+	Register("qwen3vlmoe", func(l *Loader) Network {
+		return newVL(l, decoderOpts{neox: true, qkNorm: true, moe: &moeOpts{gating: ml.GateSoftmax, norm: true}}, true)
 	})
 }
 
@@ -82,6 +94,9 @@ type decoderLayer struct {
 	// post_attention_norm, post_ffw_norm).
 	postAttnNorm, postFFNNorm *ml.Vector
 	noRoPE                    bool // no positions in this layer's q and k (smollm3's NoPE layers)
+	// mamba, when set, is the layer's mixer instead of attention
+	// (granitehybrid's Mamba-2 layers): q, k, v and o are nil.
+	mamba *mamba2
 }
 
 func newDecoder(l *Loader, o decoderOpts) *decoder {
@@ -115,6 +130,104 @@ func newDecoder(l *Loader, o decoderOpts) *decoder {
 		m.layers = append(m.layers, ly)
 	}
 	return m
+}
+
+// newVL is newDecoder for the text of a Qwen vision-language file, as
+// llama.cpp 0.7.0 runs text tokens:
+//   - RoPE by rope.dimension_sections (required; vlRoPE): qwen2vl's MRoPE,
+//     or with interleaved qwen3vl's IMRoPE;
+//   - qwen3vl's n_deepstack_layers (optional) only widens llama.cpp's input
+//     rows for image features: a token's row is its embedding padded with
+//     zeros, so the deepstack layers add zeros to text;
+//   - qwen2vl's RMS norms with epsilon 0: llama.cpp 0.7.0's qwen2vl never
+//     reads attention.layer_norm_rms_epsilon.
+func newVL(l *Loader, o decoderOpts, interleaved bool) Network {
+	d := newDecoder(l, o)
+	if l.Err() != nil {
+		return nil
+	}
+	err := vlRoPE(l, d.rope, interleaved)
+	if err == nil && interleaved {
+		_, err = meta{l.f, l.HP.Arch}.int("n_deepstack_layers", 0)
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	if !interleaved {
+		d.hp.Eps = 0
+	}
+	return d
+}
+
+// vlRoPE makes r, NeoX RoPE over whole heads, llama.cpp's multi-section
+// RoPE for text tokens. The 4 sections (t, h, w, e) count rotary pairs;
+// pair i falls in sector s = i mod their sum and turns by the position of
+// the sector's section: in MRoPE (qwen2vl) the sections in turn; in IMRoPE
+// (qwen3vl) h where s mod 3 = 1 and s < 3h, w where s mod 3 = 2 and s <
+// 3w, t where s mod 3 = 0 and s < 3t, else e. A text token's t, h and w
+// are its position, its e is 0: the pairs of e do not turn, so their
+// frequency factor is +Inf (θ/∞ = 0). Qwen2-VL's [16, 24, 24, 0] leaves
+// plain NeoX RoPE; Qwen3-VL's [24, 20, 20, 0] leaves pairs 61 and 62 of 64
+// unturned. llama.cpp reads one integer as 4 equal sections, and aborts
+// where no section of the first 3 is above 0 or they sum beyond the head.
+func vlRoPE(l *Loader, r *nn.RoPE, interleaved bool) error {
+	hp := l.HP
+	if r.Dims != hp.HeadDim {
+		return fmt.Errorf("metadata %s.rope.dimension_count = %d, want the head size %d", hp.Arch, r.Dims, hp.HeadDim)
+	}
+	key := hp.Arch + ".rope.dimension_sections"
+	v, ok := l.f.Lookup(key)
+	var s []int32
+	switch {
+	case !ok:
+		return fmt.Errorf("missing metadata %s", key)
+	case v.Type == gguf.ValueArray:
+		a, err := l.f.Int32s(key)
+		if err != nil {
+			return err
+		}
+		if len(a) != 4 {
+			return fmt.Errorf("metadata %s has %d values, want 4", key, len(a))
+		}
+		s = a
+	default:
+		x, err := l.f.Int(key)
+		if err != nil {
+			return err
+		}
+		if x < 0 || x > math.MaxInt32 {
+			return fmt.Errorf("metadata %s = %d out of range", key, x)
+		}
+		s = []int32{int32(x), int32(x), int32(x), int32(x)}
+	}
+	t, h, w, e := int(s[0]), int(s[1]), int(s[2]), int(s[3])
+	sum := t + h + w + e
+	if t < 0 || h < 0 || w < 0 || e < 0 || t+h+w == 0 || sum > hp.HeadDim {
+		return fmt.Errorf("metadata %s = %v: want counts of rotary pairs, none below 0, one of the first 3 above 0, summing to at most the head size %d", key, s, hp.HeadDim)
+	}
+	var ff []float32
+	for i := range r.Dims / 2 {
+		sec := i % sum
+		turns := sec < t+h+w
+		if interleaved {
+			turns = sec%3 == 1 && sec < 3*h || sec%3 == 2 && sec < 3*w || sec%3 == 0 && sec < 3*t
+		}
+		if turns {
+			continue
+		}
+		if ff == nil {
+			ff = slices.Clone(r.FreqFactors)
+			if ff == nil {
+				ff = slices.Repeat([]float32{1}, r.Dims/2)
+			}
+		}
+		ff[i] = float32(math.Inf(1))
+	}
+	if ff != nil {
+		r.FreqFactors = ff
+	}
+	return nil
 }
 
 // bindLayers appends layer(i, "blk.i.") to d for every layer and returns
@@ -206,7 +319,6 @@ func normSpans(b ml.Backend, t ml.Tensor, w *ml.Vector, eps float64) {
 
 func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	hp, n := m.hp, len(tokens)
-	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	x := b.Alloc(n, hp.Embd) // the residual stream
 	b.Embed(x, m.tokenEmbd, tokens)
 	if m.embScale != 0 {
@@ -216,8 +328,6 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		ly := &m.layers[i]
 		mark := b.Mark()
 		h := b.Alloc(n, hp.Embd)
-		q, k, v := b.Alloc(n, qd), b.Alloc(n, kvd), b.Alloc(n, kvd)
-		att := b.Alloc(n, qd)
 		ff := b.Alloc(n, hp.Embd)
 
 		// normed is the residual stream normed by w into h, or itself.
@@ -228,31 +338,20 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			b.RMSNorm(h, x, w, hp.Eps)
 			return h
 		}
-		b.Linears([]ml.Tensor{q, k, v}, normed(ly.attnNorm), []*ml.Matrix{ly.q, ly.k, ly.v})
-		if ly.qNorm != nil {
-			normSpans(b, q, ly.qNorm, hp.Eps)
-			normSpans(b, k, ly.kNorm, hp.Eps)
+		mix := h // the mixer's output
+		if ly.mamba != nil {
+			mix = ff
+			ly.mamba.forward(b, mix, normed(ly.attnNorm))
+		} else {
+			m.attention(b, h, normed(ly.attnNorm), i, ly)
 		}
-		if !ly.noRoPE {
-			b.RoPE(q, hp.Heads, m.rope)
-			b.RoPE(k, hp.KVHeads, m.rope)
-		}
-		if m.scaleQ != nil {
-			m.scaleQ(b, q)
-		}
-		at := &m.attn
-		if ly.attn != nil {
-			at = ly.attn
-		}
-		b.Attention(att, q, k, v, i, at)
-		b.Linear(h, att, ly.o)
 		if ly.postAttnNorm != nil {
-			b.RMSNorm(h, h, ly.postAttnNorm, hp.Eps)
+			b.RMSNorm(mix, mix, ly.postAttnNorm, hp.Eps)
 		}
 		if m.resScale != 0 {
-			b.Scale(h, m.resScale)
+			b.Scale(mix, m.resScale)
 		}
-		b.Add(x, h)
+		b.Add(x, mix)
 
 		ly.ffn.Forward(b, ff, normed(ly.ffnNorm))
 		if ly.postFFNNorm != nil {
@@ -266,4 +365,32 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	}
 	b.RMSNorm(x, x, m.outputNorm, hp.Eps)
 	return x
+}
+
+// attention computes layer i's attention over the normed rows h into dst.
+func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLayer) {
+	hp, n := m.hp, h.Rows()
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	mark := b.Mark()
+	q, k, v := b.Alloc(n, qd), b.Alloc(n, kvd), b.Alloc(n, kvd)
+	att := b.Alloc(n, qd)
+	b.Linears([]ml.Tensor{q, k, v}, h, []*ml.Matrix{ly.q, ly.k, ly.v})
+	if ly.qNorm != nil {
+		normSpans(b, q, ly.qNorm, hp.Eps)
+		normSpans(b, k, ly.kNorm, hp.Eps)
+	}
+	if !ly.noRoPE {
+		b.RoPE(q, hp.Heads, m.rope)
+		b.RoPE(k, hp.KVHeads, m.rope)
+	}
+	if m.scaleQ != nil {
+		m.scaleQ(b, q)
+	}
+	at := &m.attn
+	if ly.attn != nil {
+		at = ly.attn
+	}
+	b.Attention(att, q, k, v, i, at)
+	b.Linear(dst, att, ly.o)
+	b.Release(mark)
 }

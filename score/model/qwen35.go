@@ -400,7 +400,7 @@ func (m *qwen35) deltaBlock(b ml.Backend, dst, h ml.Tensor, ly *qwen35Layer, sta
 	}
 	rc.DeltaGates(beta, g, ly.a, ly.dt)
 	u := b.Alloc(n, 2*kd+vd)
-	rc.ConvSiLU(u, mixed, hist, ly.conv)
+	rc.ConvSiLU(u, mixed, hist, ly.conv, nil)
 	rc.GatherCols(q, u, m.convQ)
 	rc.GatherCols(k, u, m.convK)
 	rc.GatherCols(v, u, m.convV)

@@ -34,6 +34,16 @@ func newGranite(l *Loader) Network {
 	if l.Err() != nil {
 		return nil
 	}
+	if err := graniteScales(l, d); err != nil {
+		l.fail(err)
+		return nil
+	}
+	return d
+}
+
+// graniteScales sets granite's multipliers on d from the metadata (each
+// optional).
+func graniteScales(l *Loader, d *decoder) error {
 	m := meta{l.f, l.HP.Arch}
 	var err error
 	get := func(key string) float64 {
@@ -46,8 +56,7 @@ func newGranite(l *Loader) Network {
 	d.embScale, d.resScale = get("embedding_scale"), get("residual_scale")
 	attn, logit := get("attention.scale"), get("logit_scale")
 	if err != nil {
-		l.fail(err)
-		return nil
+		return err
 	}
 	if attn != 0 {
 		d.attn.Scale = attn
@@ -55,7 +64,7 @@ func newGranite(l *Loader) Network {
 	if logit != 0 {
 		d.head.Scale = float64(1 / float32(logit)) // 1.0f / f_logit_scale
 	}
-	return d
+	return nil
 }
 
 // smollm3: SmolLM3, llama's decoder with no RoPE in every fourth layer

@@ -6,15 +6,22 @@ import (
 )
 
 // ConvSiLU is the causal depthwise convolution over time of Gated DeltaNet
-// layers, then SiLU: out[t, c] = silu(Σ_{j<K} w[c·K + j] · x[t-K+1+j, c]),
-// tap 0 multiplying the oldest input, where the rows x[-K+1..-1] are hist
-// (K - 1 rows of C; zeros at a window's first token). x and out are n × C;
-// out is not x. On return hist holds the last K - 1 inputs. Each sum is
-// float64 rounded once, then silu in float32 (swiglu32's, within 4 ulp of
-// float64): within 5 ulp of ConvSiLURef times silu's condition number at
-// the sum a, 1 + |a| (the rounding of a before silu).
-func ConvSiLU(c *Context, out, x, hist, w []float32, n, C, K int) {
-	checkConv(out, x, hist, w, n, C, K)
+// and Mamba-2 layers, then SiLU: out[t, c] = silu(Σ_{j<K} w[c·K + j] ·
+// x[t-K+1+j, c] + bias[c]), tap 0 multiplying the oldest input, where the
+// rows x[-K+1..-1] are hist (K - 1 rows of C; zeros at a window's first
+// token); bias is nil (none) or C values. x and out are n × C; out is not
+// x. On return hist holds the last K - 1 inputs. Each sum is float64
+// rounded once, the bias added in float32 (as llama.cpp adds it), then silu
+// in float32 (swiglu32's, within 4 ulp of float64): within 5 ulp of
+// ConvSiLURef times silu's condition number at the sum a, 1 + |a| (the
+// roundings of a before silu). With Context.LlamaCPP it is llama.cpp's
+// float32 sequence instead (ggmlConvSiLU).
+func ConvSiLU(c *Context, out, x, hist, w, bias []float32, n, C, K int) {
+	checkConv(out, x, hist, w, bias, n, C, K)
+	if c.LlamaCPP {
+		ggmlConvSiLU(c, out, x, hist, w, bias, n, C, K)
+		return
+	}
 	// The taps by row: wt[j·C + c] = w[c·K + j].
 	wt := make([]float64, K*C)
 	for ch := range C {
@@ -42,7 +49,48 @@ func ConvSiLU(c *Context, out, x, hist, w []float32, n, C, K int) {
 			for ch, a := range acc {
 				o[ch] = float32(a)
 			}
+			if bias != nil {
+				for ch, b := range bias[:C] {
+					o[ch] += b
+				}
+			}
 			SiLU(o, o)
+		}
+	})
+	shiftHist(x, hist, n, C, K)
+}
+
+// ggmlConvSiLU is SSM_CONV, then ADD of the bias, then SILU, as ggml-cpu
+// rounds them: per channel its taps over time from the oldest, each
+// product and each sum rounded to float32 (the build does not contract
+// sumf += s·c), the bias added in float32,
+// then silu per row as ggml_vec_silu_f32 (ggmlSwiGLURow with up = 1).
+func ggmlConvSiLU(c *Context, out, x, hist, w, bias []float32, n, C, K int) {
+	in := func(tt int) []float32 {
+		if tt < 0 {
+			return hist[(tt+K-1)*C : (tt+K)*C]
+		}
+		return x[tt*C : (tt+1)*C]
+	}
+	c.Parallel(n, func(_, lo, hi int) {
+		ones := make([]float32, C)
+		for i := range ones {
+			ones[i] = 1
+		}
+		for t := lo; t < hi; t++ {
+			o := out[t*C : (t+1)*C]
+			clear(o)
+			for j := range K {
+				for ch, v := range in(t - K + 1 + j)[:C] {
+					o[ch] += v * w[ch*K+j]
+				}
+			}
+			if bias != nil {
+				for ch, b := range bias[:C] {
+					o[ch] += b
+				}
+			}
+			ggmlSwiGLURow(o, o, ones, c.GGMLAVX2)
 		}
 	})
 	shiftHist(x, hist, n, C, K)
@@ -50,8 +98,8 @@ func ConvSiLU(c *Context, out, x, hist, w []float32, n, C, K int) {
 
 // ConvSiLURef is ConvSiLU in float64, each output rounded once: the
 // reference.
-func ConvSiLURef(out, x, hist, w []float32, n, C, K int) {
-	checkConv(out, x, hist, w, n, C, K)
+func ConvSiLURef(out, x, hist, w, bias []float32, n, C, K int) {
+	checkConv(out, x, hist, w, bias, n, C, K)
 	for t := range n {
 		for ch := range C {
 			var acc float64
@@ -65,13 +113,16 @@ func ConvSiLURef(out, x, hist, w []float32, n, C, K int) {
 				}
 				acc += float64(w[ch*K+j]) * float64(v)
 			}
+			if bias != nil {
+				acc += float64(bias[ch])
+			}
 			out[t*C+ch] = float32(acc / (1 + math.Exp(-acc)))
 		}
 	}
 	shiftHist(x, hist, n, C, K)
 }
 
-func checkConv(out, x, hist, w []float32, n, C, K int) {
+func checkConv(out, x, hist, w, bias []float32, n, C, K int) {
 	if K < 1 {
 		panic(fmt.Sprintf("nn: convolution kernel %d", K))
 	}
@@ -79,6 +130,9 @@ func checkConv(out, x, hist, w []float32, n, C, K int) {
 	check("conv output", len(out), n*C)
 	check("conv history", len(hist), (K-1)*C)
 	check("conv weights", len(w), C*K)
+	if bias != nil {
+		check("conv bias", len(bias), C)
+	}
 }
 
 // shiftHist leaves in hist the last K - 1 inputs, oldest first (some from

@@ -9,7 +9,7 @@
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
 # OPs: rms EPS | swiglu | geglu | swiglu-oai | softcap CAP | rope N HEADS HEADDIM MODE BASE | fa N H HKV D SCALE |
-# trig | expf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) |
+# trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N |
 # route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
 import ctypes as C, numpy as np, sys, os
@@ -204,3 +204,41 @@ if op == "mm":  # weight from gguf file tensor name; x (n, K) f32; repack or not
 if op == "f16":
     x = np.fromfile(d + "x.bin", np.float32)
     x.astype(np.float16).astype(np.float32).tofile(d + "out.bin")
+if op == "logf":
+    libm = C.CDLL("libm.so.6")
+    libm.logf.restype = C.c_float; libm.logf.argtypes = [C.c_float]
+    x = np.fromfile(d + "x.bin", np.float32)
+    np.array([libm.logf(float(v)) for v in x], np.float32).tofile(d + "out.bin")
+if op == "conv":  # Mamba-2's SSM_CONV from a zero state, ADD of the bias, SILU: x (n, C), taps w (C, K), bias q (C)
+    n, Cc, K = map(int, sys.argv[2:5])
+    base.ggml_ssm_conv.restype = P; base.ggml_ssm_conv.argtypes = [P, P, P]
+    base.ggml_add.restype = P; base.ggml_add.argtypes = [P, P, P]
+    base.ggml_silu.restype = P; base.ggml_silu.argtypes = [P, P]
+    x = np.fromfile(d + "x.bin", np.float32).reshape(n, Cc)
+    sx = np.concatenate([np.zeros((K - 1, Cc), np.float32), x]).T  # (C, K-1+n): ne0 time
+    tx = new(F32, [K - 1 + n, Cc, 1]); put(tx, sx)
+    tw = new(F32, [K, Cc]); put(tw, np.fromfile(d + "w.bin", np.float32))
+    tb = new(F32, [Cc]); put(tb, np.fromfile(d + "q.bin", np.float32))
+    o = base.ggml_silu(ctx, base.ggml_add(ctx, base.ggml_ssm_conv(ctx, tx, tw), tb)); run(o)
+    get(o).tofile(d + "out.bin")  # (n, C)
+if op == "scan":  # Mamba-2's SSM_SCAN from a zero state after ADD of dt's bias, then + x·D (MUL, ADD)
+    # x (n, H·P), dt (n, H), B and C (n, G·N) in k.bin and v.bin as float32, A, D, dt bias in w.bin (3·H)
+    n, H, Pp, G, N = map(int, sys.argv[2:7])
+    base.ggml_ssm_scan.restype = P; base.ggml_ssm_scan.argtypes = [P] + [P] * 7
+    base.ggml_add.restype = P; base.ggml_add.argtypes = [P, P, P]
+    base.ggml_view_1d.restype = P; base.ggml_view_1d.argtypes = [P, P, C.c_int64, C.c_size_t]
+    base.ggml_reshape_4d.restype = P; base.ggml_reshape_4d.argtypes = [P, P] + [C.c_int64] * 4
+    w = np.fromfile(d + "w.bin", np.float32).reshape(3, H)
+    tx = new(F32, [Pp, H, n, 1]); put(tx, np.fromfile(d + "x.bin", np.float32))
+    tdt = new(F32, [H, n, 1]); put(tdt, np.fromfile(d + "q.bin", np.float32))
+    tB = new(F32, [N, G, n, 1]); put(tB, np.fromfile(d + "k.bin", np.float32))
+    tC = new(F32, [N, G, n, 1]); put(tC, np.fromfile(d + "v.bin", np.float32))
+    tA = new(F32, [1, H]); put(tA, w[0]); tD = new(F32, [1, H]); put(tD, w[1]); tdb = new(F32, [H]); put(tdb, w[2])
+    ts = new(F32, [N, Pp, H, 1]); put(ts, np.zeros(N * Pp * H, np.float32))
+    ti = new(I32, [1]); put(ti, np.zeros(1, np.int32))
+    ys = base.ggml_ssm_scan(ctx, ts, tx, base.ggml_add(ctx, tdt, tdb), tA, tB, tC, ti)
+    y = base.ggml_reshape_4d(ctx, base.ggml_view_1d(ctx, ys, n * H * Pp, 0), Pp, H, n, 1)
+    o = base.ggml_add(ctx, y, base.ggml_mul(ctx, tx, tD))
+    g = base.ggml_new_graph(ctx); base.ggml_build_forward_expand(g, o); base.ggml_build_forward_expand(g, ys)
+    cpu.ggml_graph_compute_with_ctx(ctx, g, 2)
+    np.concatenate([get(o), get(ys)[n * H * Pp:n * H * Pp + N * Pp * H]]).tofile(d + "out.bin")  # outputs, then the final state

@@ -1,0 +1,212 @@
+package model
+
+import (
+	"fmt"
+
+	"ppl.dev/score/ml"
+)
+
+// granitehybrid: IBM's Granite 4.0 hybrids (Granite-4.0-H-Micro, -Tiny,
+// -Small), as llama.cpp 0.7.0 runs them: granite's decoder (its four
+// multipliers, adjacent-pair RoPE) whose mixer is Mamba-2 in the layers
+// whose attention.head_count_kv is 0 (a per-layer array) and attention in
+// the others; RoPE only when rope.scaling.finetuned is absent or true
+// (Granite-4.0-H's files say false: attention without positions). The FFN
+// is a SwiGLU MLP, or a mixture of experts (softmax routing, renormalized,
+// experts of feed_forward_length) plus the shared expert of
+// expert_shared_feed_forward_length.
+//
+// The Mamba-2 mixer (llama.cpp's build_mamba2_layer): [z | x | B | C | dt]
+// = ssm_in·h (ssm.inner_size = d values of z and x, ssm.group_count = G
+// groups of ssm.state_size = N values of B and C, ssm.time_step_rank = H
+// heads of dt); [x | B | C] through the causal depthwise convolution
+// ssm_conv1d (ssm.conv_kernel taps) plus its bias, then SiLU; the selective
+// scan (ml.SSM: heads of d/H values, decays ssm_a, skip ssm_d, dt bias
+// ssm_dt.bias); y ⊙ silu(z) RMS-normed in G groups by ssm_norm; out =
+// ssm_out·y.
+func init() { Register("granitehybrid", newGraniteHybrid) }
+
+// mamba2 is one layer's Mamba-2 mixer.
+type mamba2 struct {
+	in       *ml.Matrix // ssm_in: [z | x | B | C | dt]
+	conv     *ml.Vector // ssm_conv1d: channels × kernel
+	convBias *ml.Vector // ssm_conv1d.bias
+	ssm      ml.SSM     // with the layer's ssm_a, ssm_d, ssm_dt.bias
+	norm     *ml.Vector // ssm_norm: d values, G groups
+	out      *ml.Matrix // ssm_out
+	cols     *mamba2Cols
+	eps      float64
+}
+
+// mamba2Cols are the column tables every Mamba-2 layer of a model shares
+// (ml.Recurrent.GatherCols), and the convolution's kernel.
+type mamba2Cols struct {
+	z, xbc, dt, x, b, c []int
+	kernel              int
+}
+
+// ssmDecoder is a decoder some of whose layers are Mamba-2 mixers: it
+// needs ml.Recurrent and has a recurrent state dtype.
+type ssmDecoder struct{ *decoder }
+
+func (m ssmDecoder) Check(b ml.Backend) error {
+	if _, ok := b.(ml.Recurrent); !ok {
+		return fmt.Errorf("%s needs the recurrent operations (ml.Recurrent: GatherCols, ConvSiLU, Zero, SSMScan, GatedGroupNorm), which backend %T lacks", m.hp.Arch, b)
+	}
+	return nil
+}
+
+func (m ssmDecoder) ssmStateDtype() string {
+	for _, ly := range m.layers {
+		if ly.mamba != nil && ly.mamba.ssm.StateDtype != "" {
+			return ly.mamba.ssm.StateDtype
+		}
+	}
+	return "f32"
+}
+
+func newGraniteHybrid(l *Loader) Network {
+	hp := l.HP
+	m := meta{l.f, hp.Arch}
+	var err error
+	geti := func(key string) int {
+		v := 0
+		if err == nil {
+			v, err = m.positive(key, -1)
+		}
+		return v
+	}
+	K, d, N := geti("ssm.conv_kernel"), geti("ssm.inner_size"), geti("ssm.state_size")
+	H, G := geti("ssm.time_step_rank"), geti("ssm.group_count")
+	var kv []int
+	if err == nil {
+		kv, err = m.layerInts("attention.head_count_kv", hp.Layers, -1)
+	}
+	rope := true
+	if err == nil && m.has("rope.scaling.finetuned") {
+		rope, err = l.f.Bool(hp.Arch + ".rope.scaling.finetuned")
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	if d%H != 0 {
+		l.Failf("metadata %s.ssm.inner_size = %d is not a multiple of ssm.time_step_rank = %d", hp.Arch, d, H)
+		return nil
+	}
+	if d%G != 0 {
+		l.Failf("metadata %s.ssm.inner_size = %d is not a multiple of ssm.group_count = %d", hp.Arch, d, G)
+		return nil
+	}
+	for i, n := range kv {
+		if n != 0 && n != hp.KVHeads {
+			l.Failf("metadata %s.attention.head_count_kv: layer %d has %d KV heads, layer of the most %d (attention layers must agree)", hp.Arch, i, n, hp.KVHeads)
+			return nil
+		}
+	}
+	ssm := ml.SSM{Heads: H, HeadDim: d / H, Groups: G, State: N, StateDtype: l.Opts.SSMStateDtype}
+	gn, conv := G*N, d+2*G*N
+	cols := &mamba2Cols{z: colRange(0, d), xbc: colRange(d, conv), dt: colRange(d+conv, H),
+		x: colRange(0, d), b: colRange(d, gn), c: colRange(d+gn, gn), kernel: K}
+
+	var moe *moeParams
+	if n, e := m.int("expert_count", 0); e != nil {
+		l.fail(e)
+		return nil
+	} else if n > 0 {
+		if moe = l.moeParams(moeOpts{gating: ml.GateSoftmax, norm: true, ffn: hp.FFN}); moe == nil {
+			return nil
+		}
+	}
+	dec := l.baseDecoder(false)
+	if err := graniteScales(l, dec); err != nil {
+		l.fail(err)
+		return nil
+	}
+	net := l.bindLayers(dec, func(i int, p string) decoderLayer {
+		var ly decoderLayer
+		if kv[i] == 0 {
+			ly = decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), ffnNorm: l.Norm(p+"ffn_norm", hp.Embd)}
+			ly.mamba = &mamba2{
+				in:       l.Linear(p+"ssm_in", hp.Embd, d+conv+H),
+				conv:     l.vector2(p+"ssm_conv1d.weight", K, conv),
+				convBias: l.Vector(p+"ssm_conv1d.bias", conv),
+				ssm:      ssm,
+				norm:     l.vector2(p+"ssm_norm.weight", d/G, G),
+				out:      l.Linear(p+"ssm_out", d, hp.Embd),
+				cols:     cols,
+				eps:      hp.Eps,
+			}
+			ly.mamba.ssm.A = l.vector2(p+"ssm_a", 1, H)
+			ly.mamba.ssm.D = l.vector2(p+"ssm_d", 1, H)
+			ly.mamba.ssm.DtBias = l.Vector(p+"ssm_dt.bias", H)
+			if l.Err() == nil {
+				if e := ly.mamba.ssm.Validate(); e != nil {
+					l.fail(fmt.Errorf("%s.ssm.*: %w", hp.Arch, e))
+				}
+			}
+		} else {
+			ly = l.preNormLayer(p, "ffn_norm")
+			ly.noRoPE = !rope
+		}
+		if moe != nil {
+			ly.ffn = l.MoE(p, moe)
+			if mo, ok := ly.ffn.(*MoE); ok && mo != nil && mo.Shared == nil && l.Err() == nil {
+				l.Failf("missing tensor %sffn_up_shexp.weight (granitehybrid's shared expert)", p)
+			}
+		} else {
+			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		}
+		return ly
+	})
+	if net == nil {
+		return nil
+	}
+	return ssmDecoder{dec}
+}
+
+// forward computes the mixer for a window's rows h into dst, deltaRows
+// rows at a time (as Gated DeltaNet's), from a zero convolution history
+// and state.
+func (m *mamba2) forward(b ml.Backend, dst, h ml.Tensor) {
+	n, s := h.Rows(), &m.ssm
+	rc := b.(ml.Recurrent)
+	mark := b.Mark()
+	state := b.Alloc(s.Heads*s.HeadDim, s.State)
+	hist := b.Alloc(m.cols.kernel-1, len(m.cols.xbc))
+	rc.Zero(state)
+	rc.Zero(hist)
+	for r0 := 0; r0 < n; r0 += deltaRows {
+		r1 := min(n, r0+deltaRows)
+		m.block(b, b.Slice(dst, r0, r1), b.Slice(h, r0, r1), state, hist)
+	}
+	b.Release(mark)
+}
+
+// block computes the mixer for consecutive rows of a window; the
+// projection and the convolution's buffers are released before the scan.
+func (m *mamba2) block(b ml.Backend, dst, h, state, hist ml.Tensor) {
+	n, s, c := h.Rows(), &m.ssm, m.cols
+	rc := b.(ml.Recurrent)
+	d, gn := len(c.x), len(c.b)
+	mark := b.Mark()
+	z, dt := b.Alloc(n, d), b.Alloc(n, s.Heads)
+	x, bm, cm := b.Alloc(n, d), b.Alloc(n, gn), b.Alloc(n, gn)
+	proj := b.Mark()
+	all := b.Alloc(n, m.in.Out)
+	b.Linear(all, h, m.in)
+	xbc, u := b.Alloc(n, len(c.xbc)), b.Alloc(n, len(c.xbc))
+	rc.GatherCols(z, all, c.z)
+	rc.GatherCols(xbc, all, c.xbc)
+	rc.GatherCols(dt, all, c.dt)
+	rc.ConvSiLU(u, xbc, hist, m.conv, m.convBias)
+	rc.GatherCols(x, u, c.x)
+	rc.GatherCols(bm, u, c.b)
+	rc.GatherCols(cm, u, c.c)
+	b.Release(proj)
+	y := b.Alloc(n, d)
+	rc.SSMScan(y, x, dt, bm, cm, state, s)
+	rc.GatedGroupNorm(y, y, z, m.norm, d/s.Groups, m.eps)
+	b.Linear(dst, y, m.out)
+	b.Release(mark)
+}

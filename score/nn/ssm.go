@@ -1,0 +1,263 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+)
+
+// SSMHead is one head's operands of a Mamba-2 selective scan (ml.SSM's
+// definition) over n tokens: x and out rows of the head's P values at
+// stride XS, dt at stride DS, B and C rows of the head's group's N values
+// at stride BS; A, D and DtBias the head's scalars; S the head's P × N
+// state (row i holds S[i][·]).
+type SSMHead struct {
+	Out, X, Dt, B, C []float32
+	XS, DS, BS       int
+	N, P, T          int // state size, head size, tokens
+	A, D, DtBias     float32
+	S                []float32
+}
+
+func (h *SSMHead) check() {
+	if h.T == 0 {
+		return
+	}
+	check("scan x", len(h.X), (h.T-1)*h.XS+h.P)
+	check("scan output", len(h.Out), (h.T-1)*h.XS+h.P)
+	check("scan dt", len(h.Dt), (h.T-1)*h.DS+1)
+	check("scan B", len(h.B), (h.T-1)*h.BS+h.N)
+	check("scan C", len(h.C), (h.T-1)*h.BS+h.N)
+	check("scan state", len(h.S), h.P*h.N)
+	if h.XS < h.P || h.BS < h.N || h.DS < 1 {
+		panic(fmt.Sprintf("nn: scan strides %d, %d, %d for head %d, state %d", h.XS, h.DS, h.BS, h.P, h.N))
+	}
+}
+
+// Softplus32 is ggml's float32 softplus: a for a > 20, else log(1 + e^a)
+// rounded once.
+func Softplus32(a float32) float32 {
+	if a > 20 {
+		return a
+	}
+	return float32(math.Log1p(math.Exp(float64(a))))
+}
+
+// SSMScan runs the scan in float32 as ggml's ssm_scan does: per token d =
+// softplus(dt + DtBias), dA = e^(d·A) and x·d rounded once each, each
+// state element s·dA + B·(x·d) and the output's sum over the state in
+// float32 in state order, then out = y + D·x. round, when not nil, rounds
+// the state after each token (a narrower state dtype).
+func SSMScan(h *SSMHead, round func([]float32)) {
+	h.check()
+	N, P := h.N, h.P
+	for t := range h.T {
+		d := Softplus32(h.Dt[t*h.DS] + h.DtBias)
+		dA := float32(math.Exp(float64(d * h.A)))
+		b, c := h.B[t*h.BS:t*h.BS+N], h.C[t*h.BS:t*h.BS+N]
+		x, out := h.X[t*h.XS:t*h.XS+P], h.Out[t*h.XS:t*h.XS+P]
+		for i, xv := range x {
+			xd := xv * d
+			s := h.S[i*N : (i+1)*N]
+			var y float32
+			for k, bv := range b {
+				v := s[k]*dA + bv*xd
+				s[k] = v
+				y += v * c[k]
+			}
+			out[i] = y + h.D*xv
+		}
+		if round != nil {
+			round(h.S)
+		}
+	}
+}
+
+// ggmlLanes are ggml-cpu's float32 vector shape: lanes of a vector (EPR)
+// and vectors of a step (ARR), AVX-512's or AVX2's.
+func ggmlLanes(avx2 bool) (epr, arr int) {
+	if avx2 {
+		return 8, 4
+	}
+	return 16, 4
+}
+
+// SSMScanGGML is SSM_SCAN (Mamba-2's scalar decay per head) as ggml-cpu
+// rounds it, with dt's bias added first (ADD): d = logf(1 + expf(dt)) for
+// dt ≤ 20 (glibc's logf and expf: libcLogf, libcExpf), dA = expf(d·A), xd
+// = x·d, each state element fma(s, dA, B·xd); the output's sum over the
+// state FMA-accumulated per lane in steps of ARR vectors of EPR lanes
+// (ggmlLanes) as long as they fill the state, then folded as
+// GGML_F32_VEC_REDUCE, and the rest of the state added one element at a
+// time, sum = fma(state, C, sum); out = y + D·x (MUL, ADD). Checked bit
+// for bit against llama.cpp 0.7.0's tensors on states of 16, 80 and 128.
+// round as SSMScan's.
+func SSMScanGGML(h *SSMHead, avx2 bool, round func([]float32)) {
+	h.check()
+	N, P := h.N, h.P
+	epr, arr := ggmlLanes(avx2)
+	step := epr * arr
+	np := N &^ (step - 1)
+	acc := make([]float32, step)
+	for t := range h.T {
+		a := h.Dt[t*h.DS] + h.DtBias
+		d := a
+		if a <= 20 {
+			d = libcLogf(1 + libcExpf(a))
+		}
+		dA := libcExpf(d * h.A)
+		b, c := h.B[t*h.BS:t*h.BS+N], h.C[t*h.BS:t*h.BS+N]
+		x, out := h.X[t*h.XS:t*h.XS+P], h.Out[t*h.XS:t*h.XS+P]
+		for i, xv := range x {
+			xd := xv * d
+			s := h.S[i*N : (i+1)*N]
+			clear(acc)
+			for k0 := 0; k0 < np; k0 += step {
+				for l := range step {
+					k := k0 + l
+					v := fma32(s[k], dA, float32(b[k]*xd))
+					s[k] = v
+					acc[l] = fma32(v, c[k], acc[l])
+				}
+			}
+			var y float32
+			if np > 0 {
+				y = ggmlReduce(acc, epr, arr, avx2)
+			}
+			for k := np; k < N; k++ {
+				v := fma32(s[k], dA, float32(b[k]*xd))
+				s[k] = v
+				y = fma32(v, c[k], y)
+			}
+			out[i] = y + float32(h.D*xv)
+		}
+		if round != nil {
+			round(h.S)
+		}
+	}
+}
+
+// ggmlReduce is GGML_F32_VEC_REDUCE of arr vectors of epr lanes (vector j
+// holding acc[j·epr:]): the vectors added pairwise by halves, then the
+// lanes of the first as _mm512_reduce_add_ps (reduce16) or, on AVX2, as
+// the 128-bit halves added and two horizontal adds.
+func ggmlReduce(acc []float32, epr, arr int, avx2 bool) float32 {
+	for off := arr / 2; off > 0; off /= 2 {
+		for j := range off {
+			for l := range epr {
+				acc[j*epr+l] += acc[(j+off)*epr+l]
+			}
+		}
+	}
+	if !avx2 {
+		return reduce16((*[16]float32)(acc[:16]))
+	}
+	var t [4]float32
+	for l := range 4 {
+		t[l] = acc[l] + acc[l+4]
+	}
+	return (t[0] + t[1]) + (t[2] + t[3])
+}
+
+// SSMScanRef is SSMScan in float64, each output rounded once and the state
+// rounded to float32 (then by round, when not nil) after the last token
+// only, or after each token when round is not nil: the reference.
+func SSMScanRef(h *SSMHead, round func([]float32)) {
+	h.check()
+	N, P := h.N, h.P
+	s := make([]float64, P*N)
+	for i, v := range h.S[:P*N] {
+		s[i] = float64(v)
+	}
+	sync := func() {
+		for i, v := range s {
+			h.S[i] = float32(v)
+		}
+	}
+	for t := range h.T {
+		a := float64(h.Dt[t*h.DS]) + float64(h.DtBias)
+		d := a
+		if a <= 20 {
+			d = math.Log1p(math.Exp(a))
+		}
+		dA := math.Exp(d * float64(h.A))
+		b, c := h.B[t*h.BS:t*h.BS+N], h.C[t*h.BS:t*h.BS+N]
+		x, out := h.X[t*h.XS:t*h.XS+P], h.Out[t*h.XS:t*h.XS+P]
+		for i, xv := range x {
+			xd := float64(xv) * d
+			row := s[i*N : (i+1)*N]
+			var y float64
+			for k, bv := range b {
+				row[k] = row[k]*dA + float64(bv)*xd
+				y += row[k] * float64(c[k])
+			}
+			out[i] = float32(y + float64(h.D)*float64(xv))
+		}
+		if round != nil {
+			sync()
+			round(h.S[:P*N])
+			for i, v := range h.S[:P*N] {
+				s[i] = float64(v)
+			}
+		}
+	}
+	sync()
+}
+
+// GatedGroupNorm is Mamba-2's output norm, the gate first: u = x ⊙ silu(z)
+// in float32 (swiglu32), then each run of group values of u RMS-normed and
+// multiplied by w (rows × len(w) values; w's length a multiple of group)
+// as RMSNorm's rmsRow (float64 rounded once): within 6 ulp of
+// GatedGroupNormRef. With Context.LlamaCPP it is llama.cpp's float32
+// sequence (ggmlSwiGLURow, ggmlRMSRow). out may be x.
+func GatedGroupNorm(c *Context, out, x, z, w []float32, rows, group int, eps float64) {
+	d := len(w)
+	checkGroupNorm(out, x, z, rows, d, group)
+	c.Parallel(rows, func(_, lo, hi int) {
+		for r := lo; r < hi; r++ {
+			o := out[r*d : (r+1)*d]
+			if c.LlamaCPP { // SWIGLU, then RMS_NORM and MUL per group
+				ggmlSwiGLURow(o, z[r*d:(r+1)*d], x[r*d:(r+1)*d], c.GGMLAVX2)
+				for g := 0; g < d; g += group {
+					ggmlRMSRow(o[g:g+group], o[g:g+group], w[g:g+group], float32(eps))
+				}
+				continue
+			}
+			swiglu32(o, z[r*d:(r+1)*d], x[r*d:(r+1)*d])
+			for g := 0; g < d; g += group {
+				rmsRow(o[g:g+group], o[g:g+group], w[g:g+group], eps)
+			}
+		}
+	})
+}
+
+// GatedGroupNormRef is GatedGroupNorm in float64 from u rounded to float32,
+// each output rounded once: the reference.
+func GatedGroupNormRef(out, x, z, w []float32, rows, group int, eps float64) {
+	d := len(w)
+	checkGroupNorm(out, x, z, rows, d, group)
+	u := make([]float64, group)
+	for r := range rows {
+		for g := 0; g < d; g += group {
+			var ss float64
+			for i := range group {
+				c := r*d + g + i
+				zz := float64(z[c])
+				u[i] = float64(float32(zz / (1 + math.Exp(-zz)) * float64(x[c])))
+				ss += u[i] * u[i]
+			}
+			scale := 1 / math.Sqrt(ss/float64(group)+eps)
+			for i := range group {
+				out[r*d+g+i] = float32(u[i] * scale * float64(w[g+i]))
+			}
+		}
+	}
+}
+
+func checkGroupNorm(out, x, z []float32, rows, d, group int) {
+	if group <= 0 || d%group != 0 {
+		panic(fmt.Sprintf("nn: group norm of groups of %d over rows of %d", group, d))
+	}
+	check("group norm input", len(x), rows*d)
+	check("group norm gate", len(z), rows*d)
+	check("group norm output", len(out), rows*d)
+}
