@@ -5,15 +5,26 @@
 // CPU reference: cpuBackend.GLU (score/model/cpu_gemma4.go), i.e.
 // nn.SwiGLU, nn.GeGLU and nn.OAISwiGLU (score/nn/mlp.go): float64 inside,
 // rounded to float32 once, the same arithmetic as swiglu.cu's kernels
-// (whose outputs are halves).
+// (whose outputs are halves). glu_f32 is also MLP's and Experts'
+// activation where ffn_down reads float32 (the int8 mode, an F32 matrix),
+// the ungated ReLU² (nn.ReLUSqr) included.
 #include "common.cuh"
 
 // glu_f32: out[i] = f32(act(gate[i]) · up[i]) for count elements; act 0
-// SwiGLU, 1 GeGLU (tanh form), 2 gpt-oss's clamped SwiGLU (ml.Act). out
-// may be gate or up (each element is read and written by one thread).
+// SwiGLU, 1 GeGLU (tanh form), 2 gpt-oss's clamped SwiGLU (ml.Act); act 3
+// the ungated ReLU², out[i] = f32(max(gate[i], 0)²) (nn.ReLUSqr: gate is
+// an ungated MLP's Up·x, up unused and may be null; the float64 product of
+// two floats is exact, so this is the float32 product). out may be gate or
+// up (each element is read and written by one thread).
 extern "C" __global__ void glu_f32(float* out, const float* gate, const float* up, i64 count, int act) {
 	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < count; idx += (i64)gridDim.x * blockDim.x) {
-		double g = (double)gate[idx], u = (double)up[idx], v;
+		double g = (double)gate[idx], v;
+		if (act == 3) {
+			double r = g < 0.0 ? 0.0 : g; // Go's max(g, 0): a NaN stays NaN
+			out[idx] = (float)__dmul_rn(r, r);
+			continue;
+		}
+		double u = (double)up[idx];
 		if (act == 0) {
 			v = __dmul_rn(__ddiv_rn(g, __dadd_rn(1.0, exp(-g))), u);
 		} else if (act == 1) {

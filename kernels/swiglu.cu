@@ -4,7 +4,9 @@
 // float32 once. The GPU's exp is within an ulp of Go's math.Exp in float64,
 // so the float32 results agree but for rare ties; swiglu_half then rounds
 // to fp16 (times a power of two where it would overflow, below) or bf16,
-// the input of the down projection.
+// the input of the down projection. glu_half computes the other
+// activations of ml.Act the same way (nn.GeGLU, nn.OAISwiGLU, and the
+// ungated nn.ReLUSqr).
 #include "common.cuh"
 
 // The down projection's input in fp16 (amax not null): silu(g)·u is not
@@ -54,12 +56,14 @@ extern "C" __global__ void swiglu_half(u16* __restrict__ out, const float* __res
 	if (amax && !rescale) glu_max(amax, m);
 }
 
-// glu_half: the other gated activations of ml.Act, act 1 GeGLU (nn.GeGLU:
-// 0.5·g·(1 + tanh(sqrt(2/π)·(g + 0.044715·g³)))·u) and act 2 gpt-oss's
+// glu_half: the other activations of ml.Act, act 1 GeGLU (nn.GeGLU:
+// 0.5·g·(1 + tanh(sqrt(2/π)·(g + 0.044715·g³)))·u), act 2 gpt-oss's
 // clamped SwiGLU (nn.OAISwiGLU: g = min(gate, 7), u = clamp(up, -7, 7),
-// g·sigmoid(1.702·g)·(u + 1)), in float64 rounded to float32 once, then to
-// bf16 or (f16 != 0) fp16. gate and up are dense (rows, f). amax and
-// rescale: above.
+// g·sigmoid(1.702·g)·(u + 1)) and act 3 the ungated ReLU² (nn.ReLUSqr:
+// max(g, 0)², g being an ungated MLP's Up·x, up unused and may be null),
+// in float64 rounded to float32 once (ReLU²'s product of two floats is
+// exact in float64: the float32 product), then to bf16 or (f16 != 0)
+// fp16. gate and up are dense (rows, f). amax and rescale: above.
 extern "C" __global__ void glu_half(u16* __restrict__ out, const float* __restrict__ gate, const float* __restrict__ up,
                                     int rows, int f, int act, int f16, u32* amax, int rescale) {
 	int k = rescale ? down_exp(*amax) : 0;
@@ -67,7 +71,13 @@ extern "C" __global__ void glu_half(u16* __restrict__ out, const float* __restri
 	float m = 0;
 	i64 total = (i64)rows * f;
 	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += (i64)gridDim.x * blockDim.x) {
-		double g = (double)gate[idx], u = (double)up[idx], v;
+		double g = (double)gate[idx], v;
+		if (act == 3) {
+			double r = g < 0.0 ? 0.0 : g; // Go's max(g, 0): a NaN stays NaN
+			out[idx] = out_half((float)__dmul_rn(r, r), f16, k, &m);
+			continue;
+		}
+		double u = (double)up[idx];
 		if (act == 1) {
 			const double c = 0.7978845608028654; // sqrt(2/π)
 			double inner = __dmul_rn(c, __dadd_rn(g, __dmul_rn(__dmul_rn(__dmul_rn(0.044715, g), g), g)));

@@ -40,7 +40,7 @@ func (s Shape) nemotron() bool { return s.Arch == "nemotron_h" || s.Arch == "nem
 // checkMamba validates the Mamba-2 fields.
 func (s Shape) checkMamba() error {
 	if !s.mamba() {
-		if s.SSMHeadDim != 0 || s.NoPE || s.Layout != "" {
+		if s.SSMHeadDim != 0 || s.NoPE || s.Layout != "" || s.MoELatent != 0 {
 			return fmt.Errorf("shape: Mamba-2 fields are for granitehybrid, nemotron_h and nemotron_h_moe, not %s", s.Arch)
 		}
 		return nil
@@ -64,8 +64,13 @@ func (s Shape) checkMamba() error {
 			return fmt.Errorf("shape: %s's layout %q has no attention layer", s.Arch, s.Layout)
 		case s.AttnInterval != 0 || s.NoPE:
 			return fmt.Errorf("shape: %s places its attention by its layout and never rotates", s.Arch)
+		case s.MoELatent < 0 || s.MoELatent > 0 && !s.moe():
+			return fmt.Errorf("shape: a latent width (%d) is for nemotron_h_moe's experts", s.MoELatent)
 		}
 		return nil
+	}
+	if s.MoELatent != 0 {
+		return fmt.Errorf("shape: a latent width is for nemotron_h_moe")
 	}
 	switch {
 	case s.AttnInterval <= 0:
@@ -123,10 +128,14 @@ func (c *Config) mambaKeys(w *gguf.Writer) {
 	w.Add(a+".attention.head_count_kv", kv)
 	if c.nemotron() {
 		w.Add(a+".feed_forward_length", ff)
-		if c.moe() { // Nemotron 3 Nano's routing: normalized, scaled by 2.5
+		w.Add(a+".attention.layer_norm_epsilon", float32(1e-3)) // llama.cpp 0.7.0 requires it; its norms are RMS norms of layer_norm_rms_epsilon
+		if c.moe() {                                            // Nemotron 3 Nano's routing: normalized, scaled by 2.5
 			w.Add(a+".expert_shared_feed_forward_length", uint32(c.SharedFFN))
 			w.Add(a+".expert_weights_norm", true)
 			w.Add(a+".expert_weights_scale", float32(2.5))
+			if c.MoELatent > 0 {
+				w.Add(a+".moe_latent_size", uint32(c.MoELatent))
+			}
 		}
 		return
 	}
@@ -195,8 +204,14 @@ func (c *Config) nemotronLayer(add func(name string, shape []uint64, layer int, 
 		nx, fx, sf := uint64(c.Experts), uint64(c.ExpertFFN), uint64(c.SharedFFN)
 		add(p+"ffn_gate_inp.weight", []uint64{e, nx}, i, c.normal(p+"ffn_gate_inp.weight", inv(e)))
 		add(p+"exp_probs_b.bias", []uint64{nx}, i, c.normal(p+"exp_probs_b.bias", 0.1))
-		add(p+"ffn_up_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_up_exps.weight", 1.5*inv(e)))
-		add(p+"ffn_down_exps.weight", []uint64{fx, e, nx}, i, c.normal(p+"ffn_down_exps.weight", res*inv(fx)))
+		x := e // the experts' width
+		if c.MoELatent > 0 {
+			x = uint64(c.MoELatent)
+			add(p+"ffn_latent_down.weight", []uint64{e, x}, i, c.normal(p+"ffn_latent_down.weight", inv(e)))
+			add(p+"ffn_latent_up.weight", []uint64{x, e}, i, c.normal(p+"ffn_latent_up.weight", inv(x)))
+		}
+		add(p+"ffn_up_exps.weight", []uint64{x, fx, nx}, i, c.normal(p+"ffn_up_exps.weight", 1.5*inv(x)))
+		add(p+"ffn_down_exps.weight", []uint64{fx, x, nx}, i, c.normal(p+"ffn_down_exps.weight", res*inv(fx)))
 		add(p+"ffn_up_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_up_shexp.weight", 1.5*inv(e)))
 		add(p+"ffn_down_shexp.weight", []uint64{sf, e}, i, c.normal(p+"ffn_down_shexp.weight", res*inv(sf)))
 	}
@@ -218,8 +233,12 @@ func (s Shape) nemotronParams() int64 {
 			n += 2*e*q + 2*e*kv
 		case 'F':
 			if s.moe() {
-				nx := int64(s.Experts)
-				n += e*nx + nx + 2*e*int64(s.ExpertFFN)*nx + 2*e*int64(s.SharedFFN)
+				nx, x := int64(s.Experts), e
+				if s.MoELatent > 0 {
+					x = int64(s.MoELatent)
+					n += 2 * e * x
+				}
+				n += e*nx + nx + 2*x*int64(s.ExpertFFN)*nx + 2*e*int64(s.SharedFFN)
 			} else {
 				n += 2 * e * int64(s.FFN)
 			}

@@ -78,8 +78,8 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 	case "nemotron_h", "nemotron_h_moe": // Mamba-2, attention, the MLP (or experts and a shared one)
 		c.Layers, c.Layout = 3, "MAF"
 		c.SSMState, c.SSMKHeads, c.SSMVHeads, c.SSMHeadDim, c.SSMConv = 16, 2, 4, 16, 4
-		if arch == "nemotron_h_moe" {
-			c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 8, 2, 64, 96
+		if arch == "nemotron_h_moe" { // with a latent width, as Nemotron 3 Super
+			c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN, c.MoELatent = 8, 2, 64, 96, 64
 		}
 	case "granitehybrid": // layer 0 Mamba-2, layer 1 attention; experts and a shared one
 		c.SSMState, c.SSMKHeads, c.SSMVHeads, c.SSMHeadDim, c.SSMConv, c.AttnInterval = 16, 2, 4, 16, 4, 2

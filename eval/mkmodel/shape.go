@@ -44,8 +44,10 @@ type Shape struct {
 	// SSMState, SSMKHeads, SSMVHeads, SSMConv and AttnInterval).
 	SSMHeadDim int
 	NoPE       bool
-	// Layout is Nemotron-H's blocks, one letter a layer (mamba2.go).
-	Layout string
+	// Layout is Nemotron-H's blocks, one letter a layer (mamba2.go);
+	// MoELatent nemotron_h_moe's moe_latent_size (0: none).
+	Layout    string
+	MoELatent int
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).

@@ -370,8 +370,10 @@ func TestEndToEndWideHeads(t *testing.T) {
 // of 200; glm4 (biased attn_qkv, post-norms); llama with Mixtral's
 // experts; granite; smollm3; olmo2; seed_oss; exaone4 in its 64-layer
 // layout (sliding-window layers of 40 keys, global ones without RoPE);
-// minimax-m2; ernie4_5-moe; dots1; granitehybrid (Mamba-2: ml.Recurrent's
-// SSMScan and GatedGroupNorm, the others only core operations). Package model's
+// minimax-m2; ernie4_5-moe; dots1; granitehybrid, nemotron_h and
+// nemotron_h_moe (Mamba-2: ml.Recurrent's SSMScan and GatedGroupNorm;
+// Nemotron-H's ungated ReLU² MLPs and experts; the others only core
+// operations). Package model's
 // TestGeneratedLlama holds the CPU to llama.cpp.
 func TestEndToEndGenerated(t *testing.T) {
 	dir := oracle.Require(t)
@@ -448,6 +450,13 @@ func TestEndToEndGenerated(t *testing.T) {
 			s.Layers, s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.AttnInterval, s.SSMState = 4, 2, 8, 32, 4, 4, 16
 			s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 8, 2, s.FFN, 64
 		}, 0.0006, 0.00015, 0.00001, ""},
+		// Mamba-2, ReLU² MLP, attention without positions, MLP blocks; the
+		// MLPs experts (8, all used: no routing flip) and a shared one, and
+		// with latent experts of 64. Emulation: max 0.0060, 0.0064, 0.0072,
+		// mean 0.0012, 0.0014, 0.0013, PPL ratio 0.99997, 1.00005, 1.00008.
+		{"nemotron_h", nemotronShape(false, 0), 0.012, 0.0025, 0.0001, ""},
+		{"nemotron_h_moe", nemotronShape(true, 0), 0.013, 0.0027, 0.00015, ""},
+		{"nemotron_h_moe", nemotronShape(true, 64), 0.015, 0.0027, 0.00015, ""},
 	}
 	for i, c := range cases {
 		cases[i].path = filepath.Join(t.TempDir(), fmt.Sprintf("%s-%d.gguf", c.arch, i))
@@ -475,4 +484,17 @@ func TestEndToEndGenerated(t *testing.T) {
 			})
 		}
 	})
+}
+
+// nemotronShape is a Nemotron-H layout of 4 blocks (Mamba-2 with states of
+// 16, MLP, attention, MLP), the MLPs every one of 8 experts of 64 and a
+// shared one when moe, of latent width latent when not 0.
+func nemotronShape(moe bool, latent int) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) {
+		s.Layers, s.Layout = 4, "MFAF"
+		s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.SSMState = 2, 8, 32, 4, 16
+		if moe {
+			s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.MoELatent = 8, 8, 64, 64, latent
+		}
+	}
 }

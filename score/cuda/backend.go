@@ -17,8 +17,9 @@
 //   - the other operations are the kernels of ppl.dev/kernels (CUDA C, one
 //     file per operation, compiled ahead to PTX for compute_80 and embedded),
 //     each written against a named CPU reference and tested against it:
-//     embedding gather, RMSNorm, RoPE (tables from nn.RoPE.Angle), SwiGLU,
-//     bias and residual adds, scaling, sigmoid gates, soft-capping, KV
+//     embedding gather, RMSNorm, RoPE (tables from nn.RoPE.Angle), SwiGLU
+//     and the other MLP activations (GeGLU, gpt-oss's clamped SwiGLU, the
+//     ungated ReLU²), bias and residual adds, scaling, sigmoid gates, soft-capping, KV
 //     cache store in every --kv-dtype (byte-identical to package kvcache),
 //     causal attention (a FlashAttention-2-style tensor-core kernel that
 //     reads the cache in its format, O(tokens·heads·head size) memory,

@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 
@@ -10,7 +11,8 @@ import (
 )
 
 // glu_f32 (gemma4.cu) against the nn activations it emulates, with gates
-// and ups past gpt-oss's clamps, in place on the gate as gemma4 calls it.
+// and ups past gpt-oss's clamps, in place on the gate as gemma4 calls it;
+// and its ungated ReLU², which GLU refuses.
 func TestGLUF32Parity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		b := testBackend(e)
@@ -39,5 +41,28 @@ func TestGLUF32Parity(t *testing.T) {
 		if err := b.Err(); err != nil {
 			t.Fatal(err)
 		}
+
+		// The ungated ReLU² (an MLP's glu_f32, up 0) in place, exact:
+		// negatives, both zeros, NaN, infinities, squares that underflow
+		// to subnormals and 0 and that overflow.
+		x := randF32(rng, rows*f, 4)
+		copy(x, []float32{float32(math.NaN()), float32(math.Copysign(0, -1)), 0, float32(math.Inf(1)), float32(math.Inf(-1)),
+			1e-30, -1e-30, 1e-20, 3e19, -3e19, math.MaxFloat32, math.SmallestNonzeroFloat32, -7})
+		want := make([]float32, rows*f)
+		nn.ReLUSqr(want, x, nil)
+		xp := devPut(t, e, x)
+		do(t, e, func() error { return e.gluF32(xp, xp, 0, int64(len(x)), ml.ReLUSqr) })
+		var bc bitCompare
+		for i, v := range devGet[float32](t, e, xp, len(x)) {
+			bc.add(v, want[i], i)
+		}
+		bc.check(t, "glu_f32 relu2 (exact)", 0, 0)
+
+		defer func() {
+			if recover() == nil {
+				t.Error("GLU with the ungated ReLU² did not panic")
+			}
+		}()
+		b.GLU(b.Alloc(rows, f), b.Alloc(rows, f), b.Alloc(rows, f), ml.ReLUSqr)
 	})
 }

@@ -315,14 +315,7 @@ func TestInt8Operations(t *testing.T) {
 		b.prec.Int8 = true
 		b.qw.mode = WeightsQuantized
 		defer b.Close()
-		blocks := func(typ gguf.Type, in, rows int) []byte {
-			rb, _ := typ.RowSize(uint64(in))
-			data := make([]byte, int(rb)*rows)
-			if err := quant.Quantize(typ, randF32(rng, in*rows, 1), data); err != nil {
-				t.Fatal(err)
-			}
-			return data
-		}
+		blocks := func(typ gguf.Type, in, rows int) []byte { return randBlocks(t, rng, typ, in, rows) }
 		const n, in = 70, 512
 		x := randF32(rng, n*in, 1)
 		ws := []*ml.Matrix{
@@ -374,4 +367,149 @@ func TestInt8Operations(t *testing.T) {
 			}
 		}
 	})
+}
+
+// MLP and Experts in the int8 mode: Up (and Gate) and Down with integer
+// forms (Q8_0, Q4_K), the activation in float32 between them (glu_f32),
+// quantized again for Down. Ungated (ReLU², Nemotron-H's) every output is
+// the references' bits: int8Want's Up, max(u, 0)² in float32 (exact),
+// int8Want's Down, and for Experts each choice's times its weight, added
+// in the order of the choices (float32, as scatter_scaled and
+// sum_choices). Gated (SwiGLU) the same with nn.SwiGLU between. The rows
+// are actRows' (zeros, NaN, infinities, ±MaxFloat32, ties), 70 tokens (a
+// 64-token tile and a part), widths of 96 (no multiple of the 64-row
+// tile), experts chosen by uneven numbers of tokens.
+func TestInt8MLP(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		for _, c := range []struct {
+			act      ml.Act
+			up, down gguf.Type
+		}{
+			{ml.ReLUSqr, gguf.TypeQ8_0, gguf.TypeQ8_0},
+			{ml.ReLUSqr, gguf.TypeQ4_K, gguf.TypeQ8_0},
+			{ml.SwiGLU, gguf.TypeQ8_0, gguf.TypeQ8_0},
+		} {
+			t.Run(fmt.Sprintf("%v/%v/%v", c.act, c.up, c.down), func(t *testing.T) { int8MLP(t, e, c.act, c.up, c.down) })
+		}
+	})
+}
+
+func int8MLP(t *testing.T, e *Engine, act ml.Act, upType, downType gguf.Type) {
+	rng := rand.New(rand.NewPCG(53, uint64(upType)))
+	b := testBackend(e)
+	b.prec.Int8 = true
+	b.qw.mode = WeightsQuantized
+	defer b.Close()
+	const n, in, F, out, N, K = 70, 256, 96, 72, 5, 2
+	blocks := func(typ gguf.Type, in, rows int) []byte { return randBlocks(t, rng, typ, in, rows) }
+	// mlp is the references' MLP of the matrices' expert ex for x's rows:
+	// n rows of in values.
+	mlp := func(m *ml.MLP, ex int, x []float32, n int) []float32 {
+		u := int8Want(t, m.Up.Type, m.Up.Data, ex*F, F, x, n, in, in)
+		a := make([]float32, len(u))
+		if m.Gate == nil {
+			for i, v := range u {
+				r := max(v, 0)
+				a[i] = r * r
+			}
+		} else {
+			nn.SwiGLU(a, int8Want(t, m.Gate.Type, m.Gate.Data, ex*F, F, x, n, in, in), u)
+		}
+		return int8Want(t, m.Down.Type, m.Down.Data, ex*out, out, a, n, F, F)
+	}
+	x := actRows(rng, n, in)
+	check := func(what string, got, want []float32) {
+		t.Helper()
+		var c bitCompare
+		for i := range want {
+			c.add(got[i], want[i], i)
+		}
+		c.check(t, what, 0, 0)
+	}
+	for _, experts := range []int{0, N} {
+		exps, stack := "", 1
+		if experts > 0 {
+			exps, stack = "_exps", N
+		}
+		m := &ml.MLP{Act: act,
+			Up:   &ml.Matrix{Name: "blk.0.ffn_up" + exps + ".weight", Type: upType, In: in, Out: F, Experts: experts},
+			Down: &ml.Matrix{Name: "blk.0.ffn_down" + exps + ".weight", Type: downType, In: F, Out: out, Experts: experts}}
+		if act != ml.ReLUSqr {
+			m.Gate = &ml.Matrix{Name: "blk.0.ffn_gate" + exps + ".weight", Type: upType, In: in, Out: F, Experts: experts}
+		}
+		for _, w := range []*ml.Matrix{m.Gate, m.Up, m.Down} {
+			if w == nil {
+				continue
+			}
+			w.Data = blocks(w.Type, w.In, w.Out*stack)
+			if err := b.Prepare(w); err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := b.int8Format(w); !ok {
+				t.Fatalf("%s: no int8 product", w.Name)
+			}
+		}
+		b.Reset()
+		xt, dst := b.put(t, n, in, x), b.Alloc(n, out)
+		if experts == 0 {
+			b.MLP(dst, xt, m)
+			got := b.Read(dst)
+			if err := b.Err(); err != nil {
+				t.Fatal(err)
+			}
+			check(fmt.Sprintf("MLP %v (int8)", act), got, mlp(m, 0, x, n))
+			continue
+		}
+		logits := randF32(rng, n*N, 2)
+		for i := range n {
+			logits[i*N] += 3 // expert 0: chosen by most tokens
+			if logits[i*N+1] -= 3; i%20 == 0 {
+				logits[i*N+1] = 10 // expert 1: by few, at least these
+			}
+		}
+		router := ml.Router{Experts: N, K: K, Gating: ml.GateSoftmax, Norm: true}
+		r, err := router.Route(logits)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts := make([]int, N)
+		for _, x := range r.Expert {
+			counts[x]++
+		}
+		if counts[1] == 0 || counts[1]*4 > counts[0] {
+			t.Fatalf("tokens per expert %v: want them uneven", counts)
+		}
+		b.Experts(dst, xt, m, r)
+		got := b.Read(dst)
+		if err := b.Err(); err != nil {
+			t.Fatal(err)
+		}
+		want := make([]float32, n*out)
+		for tk := range n {
+			row := want[tk*out : (tk+1)*out]
+			for j := range K {
+				y := mlp(m, int(r.Expert[tk*K+j]), x[tk*in:(tk+1)*in], 1)
+				for o, v := range y {
+					if v *= r.Weight[tk*K+j]; j == 0 {
+						row[o] = v
+					} else {
+						row[o] += v
+					}
+				}
+			}
+		}
+		check(fmt.Sprintf("Experts %v (int8, tokens per expert %v)", act, counts), got, want)
+	}
+}
+
+// randBlocks returns rows rows of in random weights (standard deviation
+// 1) quantized to typ.
+func randBlocks(t testing.TB, rng *rand.Rand, typ gguf.Type, in, rows int) []byte {
+	t.Helper()
+	rb, _ := typ.RowSize(uint64(in))
+	data := make([]byte, int(rb)*rows)
+	if err := quant.Quantize(typ, randF32(rng, in*rows, 1), data); err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

@@ -54,7 +54,8 @@ import (
 // tensor cores) where the cache and head size allow (f16 or bf16, heads
 // of 16 to 512), else the plain one.
 // MLP and Experts have every ml.Act (SwiGLU,
-// GeGLU, gpt-oss's clamped SwiGLU). Package ml's extension interfaces
+// GeGLU, gpt-oss's clamped SwiGLU, and the ungated ReLU², whose MLP has
+// no gate product). Package ml's extension interfaces
 // live in their own files: recurrent.go (ml.Recurrent), latent.go
 // (ml.Latent), gemma4.go (ml.Gemma4).
 //
@@ -834,9 +835,10 @@ const mlpChunk = 8192
 
 func (b *gpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 	d, s := g(dst), g(x)
-	gshape("mlp input", s, s.rows, m.Gate.In)
+	m.Gated() // a gate and an activation of different kinds panic here
+	gshape("mlp input", s, s.rows, m.Up.In)
 	gshape("mlp output", d, s.rows, m.Down.Out)
-	b.do("MLP "+m.Gate.Name, func() error {
+	b.do("MLP "+m.Up.Name, func() error {
 		for c0 := 0; c0 < s.rows; c0 += mlpChunk {
 			c := min(mlpChunk, s.rows-c0)
 			ds := &gt{d.row(c0), c, d.cols}
@@ -848,43 +850,46 @@ func (b *gpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 	})
 }
 
-// mlp computes dst = Down(act(Gate·x) ⊙ Up·x) for rows rows and expert e
-// of m's matrices, the operands of Gate and Up from in (called after mlp's
-// mark: its scratch is released on return). On the engine's thread.
+// mlp computes dst = Down(act(Gate·x) ⊙ Up·x), or for an ungated m
+// Down(act(Up·x)), for rows rows and expert e of m's matrices, the
+// operands of Gate and Up from in (called after mlp's mark: its scratch is
+// released on return). On the engine's thread.
+//
+// The activation kernels take the product they activate as their gate:
+// an ungated MLP's Up·x goes where a gated one's Gate·x goes (the
+// activation's input, written over in the float32 path), and its up is 0.
 func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error), m *ml.MLP, e int) error {
 	mark := b.Mark()
 	defer b.Release(mark)
-	F := m.Gate.Out
-	xg, err := in(m.Gate)
-	if err != nil {
-		return err
+	F := m.Up.Out
+	ws := []*ml.Matrix{m.Up} // the products of the activation's gate, then up
+	if m.Gated() {
+		ws = []*ml.Matrix{m.Gate, m.Up}
 	}
-	xu, err := in(m.Up)
-	if err != nil {
-		return err
+	var ys [2]ptr
+	for i, w := range ws {
+		x, err := in(w)
+		if err != nil {
+			return err
+		}
+		y, err := b.scratchF32(rows, F)
+		if err == nil {
+			err = b.product(y, x, w, e, rows, 0)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", w.Name, err)
+		}
+		ys[i] = y.p
 	}
-	gate, err := b.scratchF32(rows, F)
-	if err != nil {
-		return err
-	}
-	up, err := b.scratchF32(rows, F)
-	if err != nil {
-		return err
-	}
-	if err := b.product(gate, xg, m.Gate, e, rows, 0); err != nil {
-		return fmt.Errorf("%s: %w", m.Gate.Name, err)
-	}
-	if err := b.product(up, xu, m.Up, e, rows, 0); err != nil {
-		return fmt.Errorf("%s: %w", m.Up.Name, err)
-	}
+	gate, up := ys[0], ys[1]
 	dt := gm(m.Down).t
 	if _, ok := b.int8Format(m.Down); (ok || dt == f32) && gluF32Acts[m.Act] {
 		// float32 activations: the int8 mode quantizes them for Down, or
 		// Down is a float32 product.
-		if err := b.e.gluF32(gate.p, gate.p, up.p, int64(rows)*int64(F), m.Act); err != nil {
+		if err := b.e.gluF32(gate, gate, up, int64(rows)*int64(F), m.Act); err != nil {
 			return err
 		}
-		x, err := b.inputs(gate).of(m.Down)
+		x, err := b.inputs(&gt{gate, rows, F}).of(m.Down)
 		if err == nil {
 			err = b.product(dst, x, m.Down, e, rows, 0)
 		}
@@ -904,9 +909,9 @@ func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error)
 		}
 	}
 	if m.Act == ml.SwiGLU {
-		err = b.e.swiglu(act, gate.p, up.p, rows, F, F, F, dt, amax)
+		err = b.e.swiglu(act, gate, up, rows, F, F, F, dt, amax)
 	} else {
-		err = b.e.glu(act, gate.p, up.p, rows, F, m.Act, dt, amax)
+		err = b.e.glu(act, gate, up, rows, F, m.Act, dt, amax)
 	}
 	if err != nil {
 		return err
@@ -924,28 +929,32 @@ const expertRows = 4096
 
 // Experts orders each block of rows' choices by expert on the host; per
 // expert with work, its tokens' rows are gathered into one half-precision
-// matrix, run through the expert's MLP as three GEMMs, and each result row
+// matrix, run through the expert's MLP as three GEMMs (two, ungated), and each result row
 // is scaled by its choice's weight into that choice's slot; then each
 // token sums its K slots in the order of its choices (cpuBackend.Experts,
 // whose arithmetic per token this is).
 func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 	d, s := g(dst), g(x)
-	in, out, K, n := m.Gate.In, m.Down.Out, r.K, s.rows
+	ws := []*ml.Matrix{m.Up} // the products that read x
+	if m.Gated() {
+		ws = []*ml.Matrix{m.Gate, m.Up}
+	}
+	in, out, K, n := m.Up.In, m.Down.Out, r.K, s.rows
 	gshape("experts input", s, n, in)
 	gshape("experts output", d, n, out)
 	if len(r.Expert) != n*K {
 		panic(fmt.Sprintf("cuda backend: routing of %d choices for %d tokens × %d", len(r.Expert), n, K))
 	}
-	experts := max(m.Gate.Experts, 1)
-	b.do("experts "+m.Gate.Name, func() error {
+	experts := max(m.Up.Experts, 1)
+	b.do("experts "+m.Up.Name, func() error {
 		e := b.e
-		tg := gm(m.Gate).t
+		tg := gm(ws[0]).t
 		// The int8 mode quantizes the rows once and each expert's products
 		// read its tokens' rows of them; otherwise each expert's rows are
-		// gathered into Gate's half type.
+		// gathered into the half type of Gate (or of Up, ungated).
 		xs := b.inputs(s)
 		quantized := map[*ml.Matrix]operand{}
-		for _, w := range []*ml.Matrix{m.Gate, m.Up} {
+		for _, w := range ws {
 			if _, ok := b.int8Format(w); ok {
 				var err error
 				if quantized[w], err = xs.of(w); err != nil {
@@ -994,7 +1003,7 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 				return err
 			}
 			var xe ptr
-			if len(quantized) < 2 {
+			if len(quantized) < len(ws) {
 				if xe, err = b.scratchBytes(elemBytes(tg) * int64(most) * int64(in)); err != nil {
 					return err
 				}

@@ -167,51 +167,246 @@ func TestEmbedStorage(t *testing.T) {
 	})
 }
 
-// Experts against its plain definition: per token, the K chosen experts'
-// SwiGLU MLPs, scaled by their weights and added in the order of the
-// choices (ml.Backend.Experts), computed here in float64 from the values
-// the device's products read (F16 stacks: fp16 weights and inputs; F32
-// stacks: float32 products of the exact values) with float32 roundings
-// where the kernels round; and with more tokens than a block (expertRows),
-// so that the grouping by expert runs over several blocks, with an expert
-// no token chooses.
-func TestExpertsParity(t *testing.T) {
-	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
-		for _, typ := range []gguf.Type{gguf.TypeF16, gguf.TypeF32} {
-			t.Run(typ.String(), func(t *testing.T) { expertsParity(t, e, typ) })
-		}
-	})
+// mlpVals are the values of an MLP's matrices as a test made them (stacks
+// of experts of in → F → out; gate nil for an ungated MLP) and Down's bias.
+type mlpVals struct {
+	act          ml.Act
+	in, F, out   int
+	gate, up, dn []float32
+	bias         []float32 // out per expert
+	rh           func(float32) float64
+	cut, seen    int // Up outputs ReLU² set to 0, of all it saw
 }
 
-func expertsParity(t *testing.T, e *Engine, typ gguf.Type) {
-	rng := rand.New(rand.NewPCG(22, 1))
-	const N, K, in, F, out = 6, 3, 48, 40, 24
-	n := expertRows + 37
-	if e.Ordinal < 0 {
-		n = 300 // the simulator's products are plain Go
+// The plain definition of an MLP (ml.Backend.MLP) in float64 from the
+// values the device's products read (rh: fp16 weights and inputs for F16
+// matrices, the exact values for F32), with float32 roundings where the
+// kernels round: each product, the activation, ffn_down's input (rh again,
+// times the power of two amax's scaling chose: 2^k, then 2^-k on the
+// product's float32), Down's bias.
+
+// acts is expert e's activations (F float32s) of the token row x.
+func (v *mlpVals) acts(x []float32, e int) []float32 {
+	in, F := v.in, v.F
+	act := make([]float32, F)
+	for f := range F {
+		var gs, us float64
+		for i := range in {
+			xi := v.rh(x[i])
+			if v.gate != nil {
+				gs += v.rh(v.gate[(e*F+f)*in+i]) * xi
+			}
+			us += v.rh(v.up[(e*F+f)*in+i]) * xi
+		}
+		g, u := float64(float32(gs)), float64(float32(us))
+		switch v.act {
+		case ml.SwiGLU:
+			act[f] = float32(g / (1 + math.Exp(-g)) * u)
+		case ml.ReLUSqr:
+			r := max(u, 0)
+			act[f] = float32(r * r)
+			if u < 0 {
+				v.cut++
+			}
+			v.seen++
+		default:
+			panic(fmt.Sprintf("mlpVals: activation %v", v.act))
+		}
 	}
-	gate, up, down := randF32(rng, N*F*in, 0.3), randF32(rng, N*F*in, 0.3), randF32(rng, N*out*F, 0.3)
-	bias := randF32(rng, N*out, 0.1)
-	m := &ml.MLP{Gate: testMatrix("blk.0.ffn_gate_exps.weight", typ, in, F, N, gate),
-		Up:   testMatrix("blk.0.ffn_up_exps.weight", typ, in, F, N, up),
-		Down: testMatrix("blk.0.ffn_down_exps.weight", typ, F, out, N, down)}
-	m.Down.Bias = bias
-	b := testBackend(e)
-	defer b.Close()
+	return act
+}
+
+// down is expert e's output from its activations act, scaled by 2^k
+// before their rounding to ffn_down's input.
+func (v *mlpVals) down(act []float32, e, k int) []float32 {
+	F, out := v.F, v.out
+	res := make([]float32, out)
+	for o := range out {
+		var ds float64
+		for f, a := range act {
+			ds += v.rh(v.dn[(e*out+o)*F+f]) * v.rh(a*pow2f(k))
+		}
+		res[o] = float32(ds)*pow2f(-k) + v.bias[e*out+o]
+	}
+	return res
+}
+
+// mlpCase makes an MLP of act (gated unless ReLU²) of experts experts
+// (0: a plain MLP) with random values of type typ, prepared on b.
+func mlpCase(t *testing.T, b *gpuBackend, rng *rand.Rand, act ml.Act, typ gguf.Type, experts, in, F, out int) (*ml.MLP, *mlpVals) {
+	N := max(experts, 1)
+	v := &mlpVals{act: act, in: in, F: F, out: out, rh: operandOf(typ),
+		up: randF32(rng, N*F*in, 0.3), dn: randF32(rng, N*out*F, 0.3), bias: randF32(rng, N*out, 0.1)}
+	exps := ""
+	if experts > 0 {
+		exps = "_exps"
+	}
+	m := &ml.MLP{Act: act,
+		Up:   testMatrix("blk.0.ffn_up"+exps+".weight", typ, in, F, experts, v.up),
+		Down: testMatrix("blk.0.ffn_down"+exps+".weight", typ, F, out, experts, v.dn)}
+	m.Down.Bias = v.bias
+	if act != ml.ReLUSqr {
+		v.gate = randF32(rng, N*F*in, 0.3)
+		m.Gate = testMatrix("blk.0.ffn_gate"+exps+".weight", typ, in, F, experts, v.gate)
+	}
 	for _, w := range []*ml.Matrix{m.Gate, m.Up, m.Down} {
+		if w == nil {
+			continue
+		}
 		if err := b.Prepare(w); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return m, v
+}
+
+// mlpBound is how far an MLP's outputs of activation act may be from
+// mlpVals' (relative to 1 + |value|): the same roundings, so on the
+// emulated devices (whose GEMM sums in float64) none, but on the host
+// device for SwiGLU, whose CUDA C takes libm's exp (within an ulp of Go's:
+// an activation an ulp off on a rare tie); on a GPU cuBLAS's float32 sums
+// in its own order, a few float32 ulps.
+func mlpBound(e *Engine, act ml.Act) float64 {
+	_, host := e.dev.(*hostDevice)
+	switch {
+	case e.Ordinal >= 0:
+		return 1e-5
+	case host && act != ml.ReLUSqr:
+		return 1e-6
+	}
+	return 0
+}
+
+// MLP against its plain definition (mlpVals), gated (SwiGLU) and ungated
+// (ReLU²: Up's outputs of both signs, the negatives cut to 0), on F16
+// matrices (fp16 products, the activation into ffn_down's fp16 input:
+// swiglu_half, glu_half) and F32 ones (float32 products, the activation in
+// float32: glu_f32), with widths no multiple of the kernels' 256 threads
+// or of a 64-row tile; and ReLU² past fp16's range (inputs ×150: Up's
+// outputs to about 10³, their squares to 10⁶, ffn_down's input scaled by
+// 2^k, k < 0).
+func TestMLPParity(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		for _, c := range []struct {
+			act        ml.Act
+			typ        gguf.Type
+			in, F, out int
+			xscale     float64
+			scaled     bool // ffn_down's fp16 input scaled by amax
+		}{
+			{ml.SwiGLU, gguf.TypeF16, 48, 100, 24, 1, false},
+			{ml.ReLUSqr, gguf.TypeF16, 48, 100, 24, 1, false},
+			{ml.ReLUSqr, gguf.TypeF16, 64, 37, 70, 1, false},
+			{ml.ReLUSqr, gguf.TypeF16, 48, 100, 24, 150, true},
+			{ml.SwiGLU, gguf.TypeF32, 48, 100, 24, 1, false},
+			{ml.ReLUSqr, gguf.TypeF32, 48, 100, 24, 1, false},
+			{ml.ReLUSqr, gguf.TypeF32, 64, 37, 70, 1, false},
+			{ml.ReLUSqr, gguf.TypeF32, 48, 100, 24, 150, false},
+		} {
+			t.Run(fmt.Sprintf("%v/%v/%dx%dx%d/x%g", c.act, c.typ, c.in, c.F, c.out, c.xscale), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(25, uint64(c.F)))
+				const n = 70
+				b := testBackend(e)
+				defer b.Close()
+				m, v := mlpCase(t, b, rng, c.act, c.typ, 0, c.in, c.F, c.out)
+				x := randF32(rng, n*c.in, c.xscale)
+				xt, dst := b.put(t, n, c.in, x), b.Alloc(n, c.out)
+				b.MLP(dst, xt, m)
+				got := b.Read(dst)
+				if err := b.Err(); err != nil {
+					t.Fatal(err)
+				}
+				acts := make([][]float32, n)
+				var amax float32
+				for tk := range n {
+					acts[tk] = v.acts(x[tk*c.in:(tk+1)*c.in], 0)
+					for _, a := range acts[tk] {
+						amax = max(amax, float32(math.Abs(float64(a))))
+					}
+				}
+				k := 0
+				if c.typ == gguf.TypeF16 {
+					k = downExp(math.Float32bits(amax))
+				}
+				if (k != 0) != c.scaled {
+					t.Fatalf("largest activation %v: ffn_down's input scaled by 2^%d", amax, k)
+				}
+				var worst float64
+				for tk := range n {
+					for o, want := range v.down(acts[tk], 0, k) {
+						worst = max(worst, math.Abs(float64(got[tk*c.out+o]-want))/(1+math.Abs(float64(want))))
+					}
+				}
+				checkMLP(t, fmt.Sprintf("MLP (largest activation %.3g, scaled by 2^%d)", amax, k), v, worst, mlpBound(e, v.act))
+			})
+		}
+	})
+}
+
+// checkMLP reports an MLP test's largest difference (relative to
+// 1 + |value|) and fails past bound; an ungated one must have seen
+// pre-activations of both signs.
+func checkMLP(t *testing.T, what string, v *mlpVals, worst, bound float64) {
+	t.Helper()
+	t.Logf("%s %v: largest difference %.2g (relative to 1 + |value|)", what, v.act, worst)
+	if v.act == ml.ReLUSqr {
+		t.Logf("ReLU² cut %d of %d pre-activations", v.cut, v.seen)
+		if v.cut == 0 || v.cut == v.seen {
+			t.Errorf("%s: ReLU² cut %d of %d pre-activations: want both signs", what, v.cut, v.seen)
+		}
+	}
+	if worst > bound {
+		t.Errorf("%s differs from its definition by %g (bound %g)", what, worst, bound)
+	}
+}
+
+// Experts against its plain definition: per token, the K chosen experts'
+// MLPs (mlpVals), scaled by their weights and added in the order of the
+// choices (ml.Backend.Experts), gated (SwiGLU) and ungated (ReLU²), on F16
+// and F32 stacks as TestMLPParity; with more tokens than a block
+// (expertRows) on a GPU, so that the grouping by expert runs over several
+// blocks, with uneven token counts per expert and an expert no token
+// chooses.
+func TestExpertsParity(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		for _, c := range []struct {
+			act ml.Act
+			typ gguf.Type
+			F   int
+		}{{ml.SwiGLU, gguf.TypeF16, 40}, {ml.SwiGLU, gguf.TypeF32, 40}, {ml.ReLUSqr, gguf.TypeF16, 37}, {ml.ReLUSqr, gguf.TypeF32, 37}} {
+			t.Run(fmt.Sprintf("%v/%v", c.act, c.typ), func(t *testing.T) { expertsParity(t, e, c.act, c.typ, c.F) })
+		}
+	})
+}
+
+func expertsParity(t *testing.T, e *Engine, act ml.Act, typ gguf.Type, F int) {
+	rng := rand.New(rand.NewPCG(22, 1))
+	const N, K, in, out = 6, 3, 48, 24
+	n := expertRows + 37
+	if e.Ordinal < 0 {
+		n = 300 // the simulator's products are plain Go
+	}
+	b := testBackend(e)
+	defer b.Close()
+	m, v := mlpCase(t, b, rng, act, typ, N, in, F, out)
 	x := randF32(rng, n*in, 1)
 	logits := randF32(rng, n*N, 2)
-	for i := range logits[:n] {
-		logits[i*N+N-1] = -1e3 // expert N-1: never chosen
+	for i := range n {
+		logits[i*N] += 3       // expert 0: chosen by most tokens
+		logits[i*N+1] -= 3     // expert 1: by few
+		logits[i*N+N-1] = -1e3 // expert N-1: by none
 	}
 	router := ml.Router{Experts: N, K: K, Gating: ml.GateSoftmax, Norm: true}
 	r, err := router.Route(logits)
 	if err != nil {
 		t.Fatal(err)
+	}
+	counts := make([]int, N)
+	for _, x := range r.Expert {
+		counts[x]++
+	}
+	if counts[N-1] != 0 || counts[1] == 0 || counts[1]*4 > counts[0] {
+		t.Fatalf("tokens per expert %v: want them uneven, none for the last", counts)
 	}
 	b.Reset()
 	xt := b.put(t, n, in, x)
@@ -222,54 +417,33 @@ func expertsParity(t *testing.T, e *Engine, typ gguf.Type) {
 		t.Fatal(err)
 	}
 
-	rh := operandOf(typ)
 	var worst float64
-	ref := make([]float32, n*out)
+	var amax float32
+	ref := make([]float32, out)
 	for tk := range n {
-		xh := make([]float64, in)
-		for i := range xh {
-			xh[i] = rh(x[tk*in+i])
-		}
 		for j := range K {
-			ex, w := int(r.Expert[tk*K+j]), r.Weight[tk*K+j]
-			act := make([]float64, F)
-			for f := range F {
-				var gs, us float64
-				for i := range in {
-					gs += rh(gate[(ex*F+f)*in+i]) * xh[i]
-					us += rh(up[(ex*F+f)*in+i]) * xh[i]
-				}
-				g, u := float64(float32(gs)), float64(float32(us))
-				act[f] = rh(float32(g / (1 + math.Exp(-g)) * u))
+			a := v.acts(x[tk*in:(tk+1)*in], int(r.Expert[tk*K+j]))
+			for _, x := range a {
+				amax = max(amax, float32(math.Abs(float64(x))))
 			}
-			res := make([]float32, out)
+			res := v.down(a, int(r.Expert[tk*K+j]), 0)
 			for o := range out {
-				var ds float64
-				for f := range F {
-					ds += rh(down[(ex*out+o)*F+f]) * act[f]
+				res[o] *= r.Weight[tk*K+j]
+				if j == 0 {
+					ref[o] = res[o]
+				} else {
+					ref[o] += res[o]
 				}
-				res[o] = (float32(ds) + bias[ex*out+o]) * w
-			}
-			row := ref[tk*out : (tk+1)*out]
-			if j == 0 {
-				copy(row, res)
-				continue
-			}
-			for o := range out {
-				row[o] += res[o]
 			}
 		}
-		for o, want := range ref[tk*out : (tk+1)*out] {
-			d := math.Abs(float64(got[tk*out+o]-want)) / (1 + math.Abs(float64(want)))
-			worst = max(worst, d)
+		for o, want := range ref {
+			worst = max(worst, math.Abs(float64(got[tk*out+o]-want))/(1+math.Abs(float64(want))))
 		}
 	}
-	t.Logf("experts (%v): %d tokens, %d of %d experts each: largest difference %.2g (relative to 1 + |value|)", typ, n, K, N, worst)
-	// The same roundings; what remains is the order of float32 sums in
-	// the products (float64 here): a few float32 ulps.
-	if worst > 1e-5 {
-		t.Errorf("experts differ from their definition by %g", worst)
+	if k := downExp(math.Float32bits(amax)); k != 0 {
+		t.Fatalf("largest activation %v: ffn_down's input scaled by 2^%d, which the reference leaves out", amax, k)
 	}
+	checkMLP(t, fmt.Sprintf("experts (%v, %d tokens, %d of %d experts each, tokens per expert %v)", typ, n, K, N, counts), v, worst, mlpBound(e, v.act))
 }
 
 // The plain attention kernel's sliding window and sinks against
@@ -326,18 +500,23 @@ func TestAttentionWindowParity(t *testing.T) {
 	})
 }
 
-// glu_half against nn.GeGLU and nn.OAISwiGLU (score/nn/mlp.go), with
-// gates and ups past gpt-oss's clamps.
+// glu_half against nn.GeGLU, nn.OAISwiGLU and the ungated nn.ReLUSqr
+// (score/nn/mlp.go), with gates and ups past gpt-oss's clamps, and for
+// ReLU² (which reads no up: 0) negatives, NaN, infinities and squares
+// below fp16's subnormals and past its range.
 func TestGLUParity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(24, 1))
 		const rows, f = 7, 300
 		gate, up := randF32(rng, rows*f, 4), randF32(rng, rows*f, 4)
 		gate[0], up[1], up[2] = 9, 12, -30
-		big := slices.Clone(gate) // GeGLU past fp16's range: scaled
+		big := slices.Clone(gate) // GeGLU and ReLU² past fp16's range: scaled
 		for i := range big {
 			big[i] *= 1000
 		}
+		odd := slices.Clone(gate) // ReLU² without amax
+		copy(odd, []float32{float32(math.NaN()), float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+			1e-30, -1e-30, 1e-4, 300, 3e19, -3e19})
 		amax := devAlloc(t, e, 4)
 		upp, out := devPut(t, e, up), devAlloc(t, e, 2*rows*f)
 		for _, c := range []struct {
@@ -347,8 +526,14 @@ func TestGLUParity(t *testing.T) {
 			amax  bool
 			wantK int
 		}{{ml.GeGLU, nn.GeGLU, gate, false, 0}, {ml.OAISwiGLU, nn.OAISwiGLU, gate, false, 0},
-			{ml.GeGLU, nn.GeGLU, gate, true, 0}, {ml.GeGLU, nn.GeGLU, big, true, -3}, {ml.OAISwiGLU, nn.OAISwiGLU, big, true, 0}} {
+			{ml.GeGLU, nn.GeGLU, gate, true, 0}, {ml.GeGLU, nn.GeGLU, big, true, -3}, {ml.OAISwiGLU, nn.OAISwiGLU, big, true, 0},
+			{ml.ReLUSqr, nn.ReLUSqr, gate, false, 0}, {ml.ReLUSqr, nn.ReLUSqr, odd, false, 0},
+			{ml.ReLUSqr, nn.ReLUSqr, gate, true, 0}, {ml.ReLUSqr, nn.ReLUSqr, big, true, -13}} {
 			want := make([]float32, rows*f)
+			up, upp := up, upp
+			if c.act == ml.ReLUSqr {
+				up, upp = nil, 0
+			}
 			c.ref(want, c.gate, up)
 			gp := devPut(t, e, c.gate)
 			eachGLUHalf(t, e, fmt.Sprintf("glu_half %v", c.act), c.amax, amax, out, want, c.wantK, func(ht cublas.DataType, am ptr) error {

@@ -231,10 +231,6 @@ func (b *gpuBackend) SSMScan(dst, x, dt, bm, cm, state ml.Tensor, s *ml.SSM) {
 		b.Fail(fmt.Errorf("cuda: %w", err))
 		return
 	}
-	if s.A == nil || s.D == nil || s.DtBias == nil {
-		b.Fail(fmt.Errorf("cuda: selective scan without its A, D or dt bias"))
-		return
-	}
 	if s.State > ssmMaxState {
 		b.Fail(fmt.Errorf("cuda: selective scan with a state of %d: at most %d", s.State, ssmMaxState))
 		return

@@ -7,25 +7,48 @@ import (
 	"ppl.dev/score/nn"
 )
 
-// The emulation of kernels/gemma4.cu: cpuBackend.GLU (the nn activations).
+// The emulation of kernels/gemma4.cu: cpuBackend.GLU (the nn activations),
+// and the ungated ReLU² of MLP's float32 path (nn.ReLUSqr).
 func init() {
 	simKernels["glu_f32"] = simKernel{5, func(s *simDevice, a *simArgs, grid dim3) error {
-		out, gate, up, n, act := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), a.i64(3), a.int(4)
+		out, gate, upb, n, act := f32s(a.ptr(0)), f32s(a.ptr(1)), a.ptr(2), a.i64(3), a.int(4)
 		if a.err != nil {
 			return a.err
 		}
-		var fn func(out, gate, up []float32)
-		switch ml.Act(act) {
-		case ml.SwiGLU:
-			fn = nn.SwiGLU
-		case ml.GeGLU:
-			fn = nn.GeGLU
-		case ml.OAISwiGLU:
-			fn = nn.OAISwiGLU
-		default:
-			return fmt.Errorf("glu_f32: activation %d", act)
+		fn, err := simGLU("glu_f32", ml.Act(act))
+		if err != nil {
+			return err
 		}
-		fn(out[:n], gate[:n], up[:n])
+		fn(out[:n], gate[:n], simUp(upb, ml.Act(act), int(n)))
 		return nil
 	}}
+}
+
+// simGLU is the nn activation the GLU kernels compute for act (their CPU
+// reference, cpuBackend.glu's outside the int8 modes): the gated ones
+// act(gate)·up, the ungated ReLU² max(gate, 0)² (up nil).
+func simGLU(kernel string, act ml.Act) (func(out, gate, up []float32), error) {
+	switch act {
+	case ml.SwiGLU:
+		if kernel == "glu_half" { // swiglu_half's
+			break
+		}
+		return nn.SwiGLU, nil
+	case ml.GeGLU:
+		return nn.GeGLU, nil
+	case ml.OAISwiGLU:
+		return nn.OAISwiGLU, nil
+	case ml.ReLUSqr:
+		return nn.ReLUSqr, nil
+	}
+	return nil, fmt.Errorf("%s: activation %d", kernel, act)
+}
+
+// simUp is a GLU kernel's up operand of n values: nil for the ungated
+// ReLU², which reads none (its up pointer may be null).
+func simUp(up []byte, act ml.Act, n int) []float32 {
+	if act == ml.ReLUSqr {
+		return nil
+	}
+	return f32s(up)[:n]
 }

@@ -2,11 +2,9 @@ package cuda
 
 import (
 	"errors"
-	"fmt"
 	"math"
 
 	"ppl.dev/score/ml"
-	"ppl.dev/score/nn"
 )
 
 // The emulation of the kernels of elementwise.cu, experts.cu and glu_half
@@ -69,21 +67,17 @@ func init() {
 			return nil
 		}},
 		"glu_half": {9, func(s *simDevice, a *simArgs, grid dim3) error {
-			out, gate, up, rows, f, act, f16 := u16s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), a.int(3), a.int(4), a.int(5), a.int(6)
+			out, gate, upb, rows, f, act, f16 := u16s(a.ptr(0)), f32s(a.ptr(1)), a.ptr(2), a.int(3), a.int(4), a.int(5), a.int(6)
 			amax, rescale := a.ptr(7), a.int(8)
 			if a.err != nil {
 				return a.err
 			}
-			fn := nn.GeGLU
-			switch ml.Act(act) {
-			case ml.GeGLU:
-			case ml.OAISwiGLU:
-				fn = nn.OAISwiGLU
-			default:
-				return fmt.Errorf("glu_half: activation %d", act)
+			fn, err := simGLU("glu_half", ml.Act(act))
+			if err != nil {
+				return err
 			}
 			tmp := make([]float32, rows*f)
-			fn(tmp, gate[:rows*f], up[:rows*f])
+			fn(tmp, gate[:rows*f], simUp(upb, ml.Act(act), rows*f))
 			simGLUHalf(out, tmp, f16, amax, rescale)
 			return nil
 		}},

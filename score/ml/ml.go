@@ -140,7 +140,8 @@ type Backend interface {
 	// Heads·HeadDim), k, v (n, KVHeads·HeadDim), dst (n, Heads·HeadDim).
 	Attention(dst, q, k, v Tensor, layer int, a *Attn)
 	// MLP computes dst = Down(act(Gate·x) ⊙ Up·x) (the plain sequence: two
-	// Linears, the gated activation GLU, one Linear).
+	// Linears, the gated activation GLU, one Linear), or for an ungated
+	// MLP (Gate nil) dst = Down(act(Up·x)).
 	MLP(dst, x Tensor, m *MLP)
 
 	// Read copies t to the host (rows·cols values, row-major).
@@ -152,9 +153,9 @@ type Backend interface {
 	Write(t Tensor, v []float32)
 	// Experts computes, for token row t of x, dst[t] = Σ_j w[t,j] ·
 	// E_{e}(x[t]) over its selections j (e = r.Expert[t·K+j], w =
-	// r.Weight[t·K+j]), summed in order of j, where E_e is expert e's MLP
-	// (m's matrices are stacks of m.Gate.Experts experts). That is, per
-	// token, K MLPs of single experts scaled and added.
+	// r.Weight[t·K+j]), summed in order of j, where E_e is expert e's MLP,
+	// gated or not (m's matrices are stacks of m.Up.Experts experts). That
+	// is, per token, K MLPs of single experts scaled and added.
 	Experts(dst, x Tensor, m *MLP, r *Routing)
 
 	// LogSoftmax scores a block of rows of logits: for row j,
@@ -206,6 +207,9 @@ const (
 	GeGLU
 	// OAISwiGLU: gpt-oss's clamped SwiGLU (nn.OAISwiGLU).
 	OAISwiGLU
+	// ReLUSqr: max(u, 0)² of an ungated MLP's Up·x (MLP.Gate nil;
+	// Nemotron-H), rounded to float32 once (nn.ReLUSqr).
+	ReLUSqr
 )
 
 func (a Act) String() string {
@@ -216,14 +220,27 @@ func (a Act) String() string {
 		return "geglu"
 	case OAISwiGLU:
 		return "swiglu-oai"
+	case ReLUSqr:
+		return "relu2"
 	}
 	return fmt.Sprintf("act(%d)", int(a))
 }
 
-// MLP is a gated feed-forward block: Down(act(Gate·x) ⊙ Up·x).
+// MLP is a gated feed-forward block, Down(act(Gate·x) ⊙ Up·x), or with
+// Gate nil an ungated one, Down(act(Up·x)) (Act ReLUSqr, the one ungated
+// activation; the gated ones need a Gate).
 type MLP struct {
 	Gate, Up, Down *Matrix
 	Act            Act
+}
+
+// Gated reports whether m has a gate, and refuses an activation of the
+// other kind.
+func (m *MLP) Gated() bool {
+	if (m.Gate == nil) != (m.Act == ReLUSqr) {
+		panic(fmt.Sprintf("ml: MLP with activation %v and gate %v", m.Act, m.Gate != nil))
+	}
+	return m.Gate != nil
 }
 
 // BadLogit is LogSoftmax's error for a NaN or infinite logit: in row Row

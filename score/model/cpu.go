@@ -221,9 +221,12 @@ func (b *cpuBackend) ggmlF16() bool {
 
 func (b *cpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 	d, s := ct(dst), ct(x)
-	shape("mlp input", s, s.rows, m.Gate.In)
+	shape("mlp input", s, s.rows, m.Up.In)
 	shape("mlp output", d, s.rows, m.Down.Out)
-	mlp := nn.MLP{Gate: lin(m.Gate), Up: lin(m.Up), Down: lin(m.Down), Act: b.cpuAct(m.Act)}
+	mlp := nn.MLP{Up: lin(m.Up), Down: lin(m.Down), Act: b.cpuAct(m.Act)}
+	if m.Gated() {
+		mlp.Gate = lin(m.Gate)
+	}
 	mlp.Forward(b.c, d.d, s.d, s.rows)
 }
 
@@ -253,6 +256,8 @@ func (b *cpuBackend) glu(a ml.Act) func(out, gate, up []float32) {
 			return nn.GGMLOAISwiGLU
 		}
 		return nn.OAISwiGLU
+	case ml.ReLUSqr: // exact in float32: the same in every mode
+		return nn.ReLUSqr
 	}
 	panic(fmt.Sprintf("cpu backend: activation %v", a))
 }
@@ -297,20 +302,24 @@ const expertRows = 4096
 // MLPs, so the result does not depend on the grouping or the threads.
 func (b *cpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 	d, s := ct(dst), ct(x)
-	in, out, K := m.Gate.In, m.Down.Out, r.K
+	in, out, K := m.Up.In, m.Down.Out, r.K
 	n := s.rows
 	shape("experts input", s, n, in)
 	shape("experts output", d, n, out)
 	if len(r.Expert) != n*K {
 		panic(fmt.Sprintf("cpu backend: routing of %d choices for %d tokens × %d", len(r.Expert), n, K))
 	}
-	gates, ups, downs := m.Gate.Impl.([]*nn.Linear), m.Up.Impl.([]*nn.Linear), m.Down.Impl.([]*nn.Linear)
+	ups, downs := m.Up.Impl.([]*nn.Linear), m.Down.Impl.([]*nn.Linear)
+	var gates []*nn.Linear
+	if m.Gated() {
+		gates = m.Gate.Impl.([]*nn.Linear)
+	}
 	for r0 := 0; r0 < n; r0 += expertRows {
 		rows := min(expertRows, n-r0)
 		mark := b.c.Mark()
 		res := b.c.Alloc(rows * K * out) // result of choice (t, j)
 		// Choices of the block by expert, in token order.
-		byExpert := make([][]int32, len(gates))
+		byExpert := make([][]int32, len(ups))
 		for c := r0 * K; c < (r0+rows)*K; c++ {
 			e := r.Expert[c]
 			byExpert[e] = append(byExpert[e], int32(c-r0*K))
@@ -326,7 +335,10 @@ func (b *cpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 				t := r0 + int(c)/K
 				copy(xe[i*in:(i+1)*in], s.d[t*in:(t+1)*in])
 			}
-			mlp := nn.MLP{Gate: gates[e], Up: ups[e], Down: downs[e], Act: b.cpuAct(m.Act)}
+			mlp := nn.MLP{Up: ups[e], Down: downs[e], Act: b.cpuAct(m.Act)}
+			if gates != nil {
+				mlp.Gate = gates[e]
+			}
 			mlp.Forward(b.c, ye, xe, len(cs))
 			for i, c := range cs {
 				w := r.Weight[r0*K+int(c)]

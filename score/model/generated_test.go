@@ -167,10 +167,13 @@ func generatedScores(t *testing.T, path string, tokens []int32, sums []float64) 
 // normed and scaled by 2.5, a shared expert); granitehybrid, Mamba-2
 // layers and an attention layer, without positions and with states of 128,
 // and with RoPE, experts and a shared expert and states of 16 (granite's
-// multipliers). Per token the log-probs are llama.cpp's to 5.3e-8, the
-// precision of its printed figures (granitehybrid's over 24 windows of
-// each of five such files: its scan, convolution and norms as ggml-cpu
-// rounds them, nn.SSMScanGGML).
+// multipliers); nemotron_h (Mamba-2, ReLU² MLP and attention blocks) and
+// nemotron_h_moe (ungated ReLU² experts routed by sigmoid with a selection
+// bias, a shared expert), and with Nemotron 3 Super's latent experts (of
+// 64, in a model of 128). Per token the log-probs are llama.cpp's to
+// 5.3e-8, the precision of its printed figures (the Mamba-2 hybrids' over
+// 24 windows of each of nine such files: their scan, convolution and norms
+// as ggml-cpu rounds them, nn.SSMScanGGML).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -218,6 +221,13 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1331.3606611, -667.7893020, -668.4289747, -660.6184767}},
 		{"granitehybrid-moe", "granitehybrid", graniteHybrid(true), "", "d2faa8cd2f4b497770d0107ef6ca45806d5147579f3d4126df56f193c506806b",
 			[]float64{-1331.0002091, -667.7616140, -668.3976316, -660.7869631}},
+		{"nemotron_h", "nemotron_h", nemotronH(false), "", "4019479b62795024109b1a63ab5a9eacd99cd820e4f3487147727d25da973521",
+			[]float64{-1568.9721909, -792.4005936, -795.7419555, -783.3458083}},
+		{"nemotron_h_moe", "nemotron_h_moe", nemotronH(true), "", "64e3cf58db0f21248025c1a1e115a422e37f49b8b5ba087fe614badfde9b1728",
+			[]float64{-1516.7105138, -803.2643386, -763.3931178, -790.9631155}},
+		{"nemotron_h_moe-latent", "nemotron_h_moe", func(s *mkmodel.Shape) { nemotronH(true)(s); s.MoELatent = 64 }, "",
+			"afbdd44bab239c2e4af93167be35ea80b78200876e0fce6919de9da22974571d",
+			[]float64{-1567.6391050, -811.7386340, -810.7378073, -805.7336691}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := genModel(t, dir, c.arch, c.set)
@@ -346,6 +356,48 @@ func TestGraniteHybridRefused(t *testing.T) {
 		{"no conv bias", nil, []string{"blk.1.ssm_conv1d.bias"}, "missing tensor blk.1.ssm_conv1d.bias"},
 		{"no shared expert", nil, []string{"blk.0.ffn_up_shexp.weight", "blk.0.ffn_gate_shexp.weight", "blk.0.ffn_down_shexp.weight"}, "blk.0.ffn_"},
 		{"rope switch not a bool", map[string]any{"granitehybrid.rope.scaling.finetuned": uint32(1)}, nil, "rope.scaling.finetuned"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load(rewriteFile(t, path, c.set, nil, c.drop...), Options{})
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("got %v, want a line with %q", err, c.want)
+			}
+		})
+	}
+}
+
+// nemotronH gives a nemotron_h or nemotron_h_moe model Nemotron-H's kinds of
+// block, Mamba-2, ReLU² MLP, Mamba-2, attention, MLP (8 heads of 32 in 2
+// groups, states of 64), the MLPs experts (8, 2 used, of 64) and a shared
+// expert in nemotron_h_moe.
+func nemotronH(moe bool) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) {
+		s.Layers, s.Layout = 5, "MFMAF"
+		s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.SSMState = 2, 8, 32, 4, 64
+		if moe {
+			s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 8, 2, 64, 64
+		}
+	}
+}
+
+// TestNemotronHRefused: nemotron_h_moe files without what llama.cpp 0.7.0
+// needs are refused at load with a one-line error naming the key or
+// tensor: the experts' scale (llama.cpp would scale them by 0), the
+// selection bias, the shared expert, a Mamba-2 layer's decays.
+func TestNemotronHRefused(t *testing.T) {
+	dir := oracle.Require(t)
+	path := genModel(t, dir, "nemotron_h_moe", nemotronH(true))
+	for _, c := range []struct {
+		name string
+		set  map[string]any
+		drop []string
+		want string
+	}{
+		{"no experts' scale", map[string]any{"nemotron_h_moe.expert_weights_scale": nil}, nil, "missing metadata nemotron_h_moe.expert_weights_scale"},
+		{"no selection bias", nil, []string{"blk.1.exp_probs_b.bias"}, "blk.1.exp_probs_b.bias"},
+		{"no shared expert", nil, []string{"blk.4.ffn_up_shexp.weight", "blk.4.ffn_down_shexp.weight"}, "blk.4.ffn_up_shexp.weight"},
+		{"no decays", nil, []string{"blk.2.ssm_a"}, "missing tensor blk.2.ssm_a"},
+		{"FFN widths not per layer", map[string]any{"nemotron_h_moe.feed_forward_length": []uint32{0, 256}}, nil, "nemotron_h_moe.feed_forward_length"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Load(rewriteFile(t, path, c.set, nil, c.drop...), Options{})

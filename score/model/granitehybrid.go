@@ -65,7 +65,20 @@ func (m ssmDecoder) ssmStateDtype() string {
 	return "f32"
 }
 
-func newGraniteHybrid(l *Loader) Network {
+// mamba2Shape is what every Mamba-2 layer of a model shares: the scan's
+// shape (its weights bound per layer), the column tables, the sizes.
+type mamba2Shape struct {
+	ssm           ml.SSM
+	cols          *mamba2Cols
+	inner, conv   int
+	heads, groups int
+}
+
+// mamba2Params reads the ssm.* metadata every Mamba-2 hybrid has (llama.cpp's
+// build_mamba2_layer: d_inner, d_state, heads as time_step_rank, groups,
+// the convolution's kernel) and the KV heads per layer, refusing
+// attention layers that disagree on them.
+func (l *Loader) mamba2Params() (*mamba2Shape, []int) {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
 	var err error
@@ -82,33 +95,76 @@ func newGraniteHybrid(l *Loader) Network {
 	if err == nil {
 		kv, err = m.layerInts("attention.head_count_kv", hp.Layers, -1)
 	}
-	rope := true
-	if err == nil && m.has("rope.scaling.finetuned") {
-		rope, err = l.f.Bool(hp.Arch + ".rope.scaling.finetuned")
-	}
 	if err != nil {
 		l.fail(err)
-		return nil
+		return nil, nil
 	}
 	if d%H != 0 {
 		l.Failf("metadata %s.ssm.inner_size = %d is not a multiple of ssm.time_step_rank = %d", hp.Arch, d, H)
-		return nil
+		return nil, nil
 	}
 	if d%G != 0 {
 		l.Failf("metadata %s.ssm.inner_size = %d is not a multiple of ssm.group_count = %d", hp.Arch, d, G)
-		return nil
+		return nil, nil
 	}
 	for i, n := range kv {
 		if n != 0 && n != hp.KVHeads {
 			l.Failf("metadata %s.attention.head_count_kv: layer %d has %d KV heads, layer of the most %d (attention layers must agree)", hp.Arch, i, n, hp.KVHeads)
+			return nil, nil
+		}
+	}
+	gn, conv := G*N, d+2*G*N
+	return &mamba2Shape{
+		ssm: ml.SSM{Heads: H, HeadDim: d / H, Groups: G, State: N, StateDtype: l.Opts.SSMStateDtype},
+		cols: &mamba2Cols{z: colRange(0, d), xbc: colRange(d, conv), dt: colRange(d+conv, H),
+			x: colRange(0, d), b: colRange(d, gn), c: colRange(d+gn, gn), kernel: K},
+		inner: d, conv: conv, heads: H, groups: G,
+	}, kv
+}
+
+// mamba2 binds prefix's Mamba-2 mixer; the convolution's bias only when
+// biased (granitehybrid requires it, nemotron_h binds it when present).
+func (l *Loader) mamba2(p string, s *mamba2Shape, biased bool) *mamba2 {
+	hp := l.HP
+	d, conv, H, G := s.inner, s.conv, s.heads, s.groups
+	m := &mamba2{
+		in:   l.Linear(p+"ssm_in", hp.Embd, d+conv+H),
+		conv: l.vector2(p+"ssm_conv1d.weight", s.cols.kernel, conv),
+		ssm:  s.ssm,
+		norm: l.vector2(p+"ssm_norm.weight", d/G, G),
+		out:  l.Linear(p+"ssm_out", d, hp.Embd),
+		cols: s.cols,
+		eps:  hp.Eps,
+	}
+	if biased {
+		m.convBias = l.Vector(p+"ssm_conv1d.bias", conv)
+	}
+	m.ssm.A = l.vector2(p+"ssm_a", 1, H)
+	m.ssm.D = l.vector2(p+"ssm_d", 1, H)
+	m.ssm.DtBias = l.Vector(p+"ssm_dt.bias", H)
+	if l.Err() == nil {
+		if e := m.ssm.Validate(); e != nil {
+			l.fail(fmt.Errorf("%s.ssm.*: %w", hp.Arch, e))
+		}
+	}
+	return m
+}
+
+func newGraniteHybrid(l *Loader) Network {
+	hp := l.HP
+	m := meta{l.f, hp.Arch}
+	shape, kv := l.mamba2Params()
+	if shape == nil {
+		return nil
+	}
+	rope := true
+	if m.has("rope.scaling.finetuned") {
+		var err error
+		if rope, err = l.f.Bool(hp.Arch + ".rope.scaling.finetuned"); err != nil {
+			l.fail(err)
 			return nil
 		}
 	}
-	ssm := ml.SSM{Heads: H, HeadDim: d / H, Groups: G, State: N, StateDtype: l.Opts.SSMStateDtype}
-	gn, conv := G*N, d+2*G*N
-	cols := &mamba2Cols{z: colRange(0, d), xbc: colRange(d, conv), dt: colRange(d+conv, H),
-		x: colRange(0, d), b: colRange(d, gn), c: colRange(d+gn, gn), kernel: K}
-
 	var moe *moeParams
 	if n, e := m.int("expert_count", 0); e != nil {
 		l.fail(e)
@@ -127,24 +183,7 @@ func newGraniteHybrid(l *Loader) Network {
 		var ly decoderLayer
 		if kv[i] == 0 {
 			ly = decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), ffnNorm: l.Norm(p+"ffn_norm", hp.Embd)}
-			ly.mamba = &mamba2{
-				in:       l.Linear(p+"ssm_in", hp.Embd, d+conv+H),
-				conv:     l.vector2(p+"ssm_conv1d.weight", K, conv),
-				convBias: l.Vector(p+"ssm_conv1d.bias", conv),
-				ssm:      ssm,
-				norm:     l.vector2(p+"ssm_norm.weight", d/G, G),
-				out:      l.Linear(p+"ssm_out", d, hp.Embd),
-				cols:     cols,
-				eps:      hp.Eps,
-			}
-			ly.mamba.ssm.A = l.vector2(p+"ssm_a", 1, H)
-			ly.mamba.ssm.D = l.vector2(p+"ssm_d", 1, H)
-			ly.mamba.ssm.DtBias = l.Vector(p+"ssm_dt.bias", H)
-			if l.Err() == nil {
-				if e := ly.mamba.ssm.Validate(); e != nil {
-					l.fail(fmt.Errorf("%s.ssm.*: %w", hp.Arch, e))
-				}
-			}
+			ly.mamba = l.mamba2(p, shape, true)
 		} else {
 			ly = l.preNormLayer(p, "ffn_norm")
 			ly.noRoPE = !rope

@@ -338,29 +338,32 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			b.RMSNorm(h, x, w, hp.Eps)
 			return h
 		}
-		mix := h // the mixer's output
-		if ly.mamba != nil {
-			mix = ff
-			ly.mamba.forward(b, mix, normed(ly.attnNorm))
-		} else {
-			m.attention(b, h, normed(ly.attnNorm), i, ly)
+		if ly.q != nil || ly.mamba != nil { // the mixer (none in nemotron_h's MLP blocks)
+			mix := h
+			if ly.mamba != nil {
+				mix = ff
+				ly.mamba.forward(b, mix, normed(ly.attnNorm))
+			} else {
+				m.attention(b, h, normed(ly.attnNorm), i, ly)
+			}
+			if ly.postAttnNorm != nil {
+				b.RMSNorm(mix, mix, ly.postAttnNorm, hp.Eps)
+			}
+			if m.resScale != 0 {
+				b.Scale(mix, m.resScale)
+			}
+			b.Add(x, mix)
 		}
-		if ly.postAttnNorm != nil {
-			b.RMSNorm(mix, mix, ly.postAttnNorm, hp.Eps)
+		if ly.ffn != nil { // the FFN (none in nemotron_h's mixer blocks)
+			ly.ffn.Forward(b, ff, normed(ly.ffnNorm))
+			if ly.postFFNNorm != nil {
+				b.RMSNorm(ff, ff, ly.postFFNNorm, hp.Eps)
+			}
+			if m.resScale != 0 {
+				b.Scale(ff, m.resScale)
+			}
+			b.Add(x, ff)
 		}
-		if m.resScale != 0 {
-			b.Scale(mix, m.resScale)
-		}
-		b.Add(x, mix)
-
-		ly.ffn.Forward(b, ff, normed(ly.ffnNorm))
-		if ly.postFFNNorm != nil {
-			b.RMSNorm(ff, ff, ly.postFFNNorm, hp.Eps)
-		}
-		if m.resScale != 0 {
-			b.Scale(ff, m.resScale)
-		}
-		b.Add(x, ff)
 		b.Release(mark)
 	}
 	b.RMSNorm(x, x, m.outputNorm, hp.Eps)

@@ -35,7 +35,9 @@ func (l *Loader) DenseFFN(prefix string, embd, ff int) *Dense {
 type moeOpts struct {
 	gating ml.Gating
 	norm   bool
-	ffn    int // the experts' width when the file has no expert_feed_forward_length (Mixtral's llama files); 0: required
+	ffn    int    // the experts' width when the file has no expert_feed_forward_length (Mixtral's llama files); 0: required
+	act    ml.Act // the experts' activation: SwiGLU (the zero Act), or ReLUSqr for ungated experts (ffn_up_exps, ffn_down_exps; nemotron_h_moe)
+	latent bool   // moe_latent_size is read (nemotron_h_moe; llama.cpp reads it for no other architecture)
 }
 
 // MoEParams are a mixture of experts' hyperparameters, from the
@@ -52,11 +54,13 @@ type MoEParams struct {
 	Groups      int     `json:"n_group,omitempty"`         // expert_group_count
 	GroupsUsed  int     `json:"n_group_used,omitempty"`    // expert_group_used_count
 	DenseLayers int     `json:"n_dense_lead,omitempty"`    // leading_dense_block_count
+	Latent      int     `json:"n_latent,omitempty"`        // moe_latent_size: the experts' width in and out (ffn_latent_down, ffn_latent_up); 0: the model's
 }
 
 type moeParams struct {
 	MoEParams
 	gating ml.Gating
+	act    ml.Act
 }
 
 // moeParams reads the experts' hyperparameters (and records them in HP).
@@ -65,7 +69,7 @@ func (l *Loader) moeParams(o moeOpts) *moeParams {
 		return nil
 	}
 	m := meta{l.f, l.HP.Arch}
-	p := &moeParams{gating: o.gating}
+	p := &moeParams{gating: o.gating, act: o.act}
 	var err error
 	geti := func(dst *int, key string, def int) {
 		if err == nil {
@@ -80,6 +84,9 @@ func (l *Loader) moeParams(o moeOpts) *moeParams {
 	geti(&p.Groups, "expert_group_count", 0)
 	geti(&p.GroupsUsed, "expert_group_used_count", 0)
 	geti(&p.DenseLayers, "leading_dense_block_count", 0)
+	if o.latent {
+		geti(&p.Latent, "moe_latent_size", 0)
+	}
 	g := int(o.gating)
 	geti(&g, "expert_gating_func", g)
 	p.gating = ml.Gating(g)
@@ -100,8 +107,8 @@ func (l *Loader) moeParams(o moeOpts) *moeParams {
 		l.fail(err)
 		return nil
 	}
-	if p.FFN <= 0 || p.DenseLayers > l.HP.Layers {
-		l.Failf("moe: expert FFN %d, %d leading dense layers of %d", p.FFN, p.DenseLayers, l.HP.Layers)
+	if p.FFN <= 0 || p.DenseLayers > l.HP.Layers || p.Latent < 0 {
+		l.Failf("moe: expert FFN %d, %d leading dense layers of %d, latent width %d", p.FFN, p.DenseLayers, l.HP.Layers, p.Latent)
 		return nil
 	}
 	l.HP.MoE = &p.MoEParams
@@ -110,7 +117,8 @@ func (l *Loader) moeParams(o moeOpts) *moeParams {
 
 // MoE is a mixture-of-experts FFN (llama.cpp's build_moe_ffn): router
 // logits = ffn_gate_inp·x (+ bias), routed by Router (ml.Router's doc),
-// each token's chosen SwiGLU experts weighted and summed (Backend.Experts),
+// each token's chosen experts (SwiGLU, or ungated ReLU²) weighted and
+// summed (Backend.Experts),
 // plus an optional shared expert, itself optionally scaled by
 // sigmoid(ffn_gate_inp_shexp·x) per token.
 type MoE struct {
@@ -119,6 +127,11 @@ type MoE struct {
 	Experts ml.MLP     // ffn_gate_exps, ffn_up_exps, ffn_down_exps: stacks of Experts
 	Shared  *ml.MLP    // ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp, or nil
 	SGate   *ml.Matrix // ffn_gate_inp_shexp: (1, Embd), or nil
+	// LatentDown and LatentUp, when set (moe_latent_size), take the
+	// experts' input to their latent width and their sum back (Nemotron 3
+	// Super: ffn_latent_down, ffn_latent_up); the router and the shared
+	// expert read the layer's input.
+	LatentDown, LatentUp *ml.Matrix
 }
 
 // MoE binds prefix's experts.
@@ -131,17 +144,26 @@ func (l *Loader) MoE(prefix string, p *moeParams) *MoE {
 		Gate:   l.Linear(prefix+"ffn_gate_inp", E, N),
 		Router: l.router(ml.Router{Experts: N, K: p.Used, Gating: p.gating, Groups: p.Groups, GroupsUsed: p.GroupsUsed, Norm: p.Norm, Scale: p.Scale}),
 	}
-	m.Experts = l.ExpertMLP(prefix, N, E, F)
+	X := E // the experts' input and output width
+	if p.Latent > 0 {
+		X = p.Latent
+		m.LatentDown, m.LatentUp = l.Linear(prefix+"ffn_latent_down", E, X), l.Linear(prefix+"ffn_latent_up", X, E)
+	}
+	if p.act == ml.ReLUSqr {
+		m.Experts = ml.MLP{Up: l.Experts(prefix+"ffn_up_exps", N, X, F), Down: l.Experts(prefix+"ffn_down_exps", N, F, X), Act: ml.ReLUSqr}
+	} else {
+		m.Experts = l.ExpertMLP(prefix, N, X, F)
+	}
 	if l.Has(prefix + "exp_probs_b.bias") {
 		m.Router.SelBias = l.floats(prefix+"exp_probs_b.bias", N)
 	}
 	if p.Shared > 0 || l.Has(prefix+"ffn_up_shexp.weight") { // required when expert_shared_count says so
 		sf := p.SharedFFN
-		m.Shared = &ml.MLP{
-			Gate: l.Linear(prefix+"ffn_gate_shexp", E, sf),
-			Up:   l.Linear(prefix+"ffn_up_shexp", E, sf),
-			Down: l.Linear(prefix+"ffn_down_shexp", sf, E),
+		m.Shared = &ml.MLP{Act: p.act}
+		if p.act != ml.ReLUSqr {
+			m.Shared.Gate = l.Linear(prefix+"ffn_gate_shexp", E, sf)
 		}
+		m.Shared.Up, m.Shared.Down = l.Linear(prefix+"ffn_up_shexp", E, sf), l.Linear(prefix+"ffn_down_shexp", sf, E)
 		if l.Has(prefix + "ffn_gate_inp_shexp.weight") {
 			m.SGate = l.Linear(prefix+"ffn_gate_inp_shexp", E, 1)
 		}
@@ -189,7 +211,14 @@ func (m *MoE) Forward(b ml.Backend, dst, x ml.Tensor) {
 		b.Release(mark)
 		return
 	}
-	b.Experts(dst, x, &m.Experts, r)
+	if m.LatentDown == nil {
+		b.Experts(dst, x, &m.Experts, r)
+	} else {
+		xl, yl := b.Alloc(n, m.LatentDown.Out), b.Alloc(n, m.LatentDown.Out)
+		b.Linear(xl, x, m.LatentDown)
+		b.Experts(yl, xl, &m.Experts, r)
+		b.Linear(dst, yl, m.LatentUp)
+	}
 	if m.Shared != nil {
 		s := b.Alloc(n, dst.Cols())
 		b.MLP(s, x, m.Shared)

@@ -160,6 +160,11 @@ type kernels struct {
 	dotF32, dotF32x8 func(x, w *float32, n int) float32
 	// ggmlExpf, if set, is ggmlExpf of n floats (a multiple of 16).
 	ggmlExpf func(dst, x *float32, n int)
+	// ssmGGML and ssmGGML8, if set, are ssmRowsGGMLGeneric in the AVX-512
+	// build's lanes (np a multiple of 64) and in the AVX2 build's (32).
+	ssmGGML, ssmGGML8 func(s *float32, n int, b, c, x *float32, rows, np int, dA, d float32, y *float32)
+	// ssmF32, if set, is ssmRowsF32Generic for p a multiple of 16.
+	ssmF32 func(s *float32, p int, b, c *float32, n int, xd *float32, dA float32, y *float32)
 }
 
 // gemmFunc computes C (m × nr) = A (m × k) · B (k × nr), or

@@ -3,12 +3,14 @@ package nn
 import "math"
 
 // MLP is a gated feed-forward block: out = Down(act(Gate(x), Up(x))), by
-// default SwiGLU, silu(g) ⊙ u, as in Llama-family models.
+// default SwiGLU, silu(g) ⊙ u, as in Llama-family models; or with Gate nil
+// an ungated one, out = Down(act(Up(x))).
 type MLP struct {
 	Gate, Up, Down *Linear
 	// Act replaces SwiGLU when set: it computes out[i] = act(gate[i],
 	// up[i]) over a row block (out may alias gate). GeGLU and OAISwiGLU
-	// are the others we load.
+	// are the others we load. An ungated MLP's (ReLUSqr) gets Up's output
+	// as gate and up nil.
 	Act func(out, gate, up []float32)
 }
 
@@ -21,14 +23,23 @@ const mlpRows = 4096
 // time. The activation is swiglu32 (ggmlSwiGLU, llama.cpp's, in the int8
 // mode).
 func (m *MLP) Forward(c *Context, out, x []float32, n int) {
-	f := m.Gate.Out
+	f := m.Up.Out
 	rows := min(n, mlpRows)
 	mark := c.Mark()
 	g := c.Alloc(rows * f)
-	u := c.Alloc(rows * f)
+	var u []float32
+	if m.Gate != nil {
+		u = c.Alloc(rows * f)
+	}
 	for r0 := 0; r0 < n; r0 += rows {
 		b := min(rows, n-r0)
-		xs := x[r0*m.Gate.In : (r0+b)*m.Gate.In]
+		xs := x[r0*m.Up.In : (r0+b)*m.Up.In]
+		if m.Gate == nil { // ungated: act(Up(x))
+			m.Up.Forward(c, g[:b*f], xs, b)
+			c.Parallel(b, func(_, lo, hi int) { m.Act(g[lo*f:hi*f], g[lo*f:hi*f], nil) })
+			m.Down.Forward(c, out[r0*m.Down.Out:(r0+b)*m.Down.Out], g, b)
+			continue
+		}
 		ForwardShared(c, xs, b, []*Linear{m.Gate, m.Up}, [][]float32{g[:b*f], u[:b*f]})
 		act := m.Act
 		if act == nil {
@@ -59,6 +70,16 @@ func SwiGLU(out, gate, up []float32) {
 	for i := range out {
 		g := float64(gate[i])
 		out[i] = float32(g / (1 + math.Exp(-g)) * float64(up[i]))
+	}
+}
+
+// ReLUSqr computes out[i] = max(x[i], 0)², the activation of an ungated
+// MLP (Nemotron-H; ggml's RELU then SQR): the square of a float32 rounded
+// once, as in float64. up is unused (nil). out may alias x.
+func ReLUSqr(out, x, up []float32) {
+	check("ReLUSqr input", len(x), len(out))
+	for i, v := range x {
+		out[i] = float32(max(v, 0) * max(v, 0))
 	}
 }
 

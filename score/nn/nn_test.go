@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"encoding/binary"
 	"math"
 	"math/cmplx"
 	"math/rand/v2"
@@ -390,5 +391,64 @@ func TestAttentionWindowSinks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReLUSqrMLP: ReLUSqr is max(x, 0)² rounded once, and an ungated MLP
+// (Gate nil) is Down(ReLUSqr(Up·x)): against the float64 sequence on F32
+// weights, with pre-activations of both signs, across more rows than one
+// block of the MLP's loop would take at once if it were smaller.
+func TestReLUSqrMLP(t *testing.T) {
+	out := make([]float32, 4)
+	ReLUSqr(out, []float32{-3, 0, 1.5, 0x1p60}, nil)
+	if want := []float32{0, 0, 2.25, 0x1p120}; !slices.Equal(out, want) {
+		t.Fatalf("ReLUSqr: %v, want %v", out, want)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	const n, in, ff = 37, 48, 40
+	mat := func(rows, cols int) ([]float32, *Linear) {
+		w := make([]float32, rows*cols)
+		for i := range w {
+			w[i] = float32(r.NormFloat64() / 4)
+		}
+		data := make([]byte, 4*len(w))
+		for i, v := range w {
+			binary.LittleEndian.PutUint32(data[4*i:], math.Float32bits(v))
+		}
+		l, err := NewLinear("w", gguf.TypeF32, cols, rows, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w, l
+	}
+	up, lu := mat(ff, in)
+	down, ld := mat(in, ff)
+	x := make([]float32, n*in)
+	for i := range x {
+		x[i] = float32(r.NormFloat64())
+	}
+	got := make([]float32, n*in)
+	(&MLP{Up: lu, Down: ld, Act: ReLUSqr}).Forward(NewContext(2), got, x, n)
+	worst := 0.0
+	defer func() { t.Logf("worst %.2g", worst) }()
+	for t0 := range n {
+		h := make([]float64, ff)
+		for j := range ff {
+			var s float64
+			for k := range in {
+				s += float64(up[j*in+k]) * float64(x[t0*in+k])
+			}
+			h[j] = math.Max(s, 0) * math.Max(s, 0)
+		}
+		for j := range in {
+			var s float64
+			for k := range ff {
+				s += float64(down[j*ff+k]) * h[k]
+			}
+			worst = max(worst, math.Abs(float64(got[t0*in+j])-s)/(1+math.Abs(s)))
+			if d := math.Abs(float64(got[t0*in+j]) - s); d > 1e-5*(1+math.Abs(s)) {
+				t.Fatalf("row %d col %d: %v, want %v", t0, j, got[t0*in+j], s)
+			}
+		}
 	}
 }

@@ -3,6 +3,8 @@ package nn
 import (
 	"fmt"
 	"math"
+	"sync"
+	"unsafe"
 )
 
 // SSMHead is one head's operands of a Mamba-2 selective scan (ml.SSM's
@@ -45,14 +47,19 @@ func Softplus32(a float32) float32 {
 // SSMScan runs the scan in float32 as ggml's ssm_scan does: per token d =
 // softplus(dt + DtBias), dA = e^(d·A) and x·d rounded once each, each
 // state element s·dA + B·(x·d) and the output's sum over the state in
-// float32 in state order, then out = y + D·x. round, when not nil, rounds
-// the state after each token (a narrower state dtype).
+// float32 in state order, then out = y + D·x, every product and sum
+// rounded on its own. round, when not nil, rounds the state after each
+// token (a narrower state dtype); it must round each element on its own,
+// as it may be handed the state in another layout.
 func SSMScan(h *SSMHead, round func([]float32)) {
 	h.check()
+	if k := kern.ssmF32; k != nil && h.P%16 == 0 && h.N > 0 && h.T > 0 {
+		ssmScanLanes(h, round, k)
+		return
+	}
 	N, P := h.N, h.P
 	for t := range h.T {
-		d := Softplus32(h.Dt[t*h.DS] + h.DtBias)
-		dA := float32(math.Exp(float64(d * h.A)))
+		d, dA := ssmDecay(h, t)
 		b, c := h.B[t*h.BS:t*h.BS+N], h.C[t*h.BS:t*h.BS+N]
 		x, out := h.X[t*h.XS:t*h.XS+P], h.Out[t*h.XS:t*h.XS+P]
 		for i, xv := range x {
@@ -60,14 +67,96 @@ func SSMScan(h *SSMHead, round func([]float32)) {
 			s := h.S[i*N : (i+1)*N]
 			var y float32
 			for k, bv := range b {
-				v := s[k]*dA + bv*xd
+				v := float32(s[k]*dA) + float32(bv*xd)
 				s[k] = v
-				y += v * c[k]
+				y += float32(v * c[k])
 			}
-			out[i] = y + h.D*xv
+			out[i] = y + float32(h.D*xv)
 		}
 		if round != nil {
 			round(h.S)
+		}
+	}
+}
+
+// ssmDecay is SSMScan's d = softplus(dt + DtBias) and dA = e^(d·A) for
+// token t.
+func ssmDecay(h *SSMHead, t int) (d, dA float32) {
+	d = Softplus32(h.Dt[t*h.DS] + h.DtBias)
+	return d, float32(math.Exp(float64(d * h.A)))
+}
+
+// scanBufs holds ssmScanLanes's buffers.
+var scanBufs = sync.Pool{New: func() any { return new([]float32) }}
+
+// ssmScanLanes is SSMScan with the state transposed (N × P, state row k
+// holding element k of every head row), so that k, the kernel of
+// ssmRowsF32Generic, runs the head's rows in vector lanes: the same
+// operations in the same order per row.
+func ssmScanLanes(h *SSMHead, round func([]float32), k func(s *float32, p int, b, c *float32, n int, xd *float32, dA float32, y *float32)) {
+	N, P := h.N, h.P
+	buf := scanBufs.Get().(*[]float32)
+	defer scanBufs.Put(buf)
+	if len(*buf) < N*P+2*P {
+		*buf = make([]float32, N*P+2*P)
+	}
+	st, xd, y := (*buf)[:N*P], (*buf)[N*P:N*P+P], (*buf)[N*P+P:N*P+2*P]
+	transposeF32(st, h.S[:P*N], P, N)
+	for t := range h.T {
+		d, dA := ssmDecay(h, t)
+		b, c := h.B[t*h.BS:t*h.BS+N], h.C[t*h.BS:t*h.BS+N]
+		x, out := h.X[t*h.XS:t*h.XS+P], h.Out[t*h.XS:t*h.XS+P]
+		for i, xv := range x {
+			xd[i] = xv * d
+		}
+		k(&st[0], P, &b[0], &c[0], N, &xd[0], dA, &y[0])
+		for i, xv := range x {
+			out[i] = y[i] + float32(h.D*xv)
+		}
+		if round != nil {
+			round(st)
+		}
+	}
+	transposeF32(h.S[:P*N], st, N, P)
+}
+
+// ssmRowsF32Generic runs one token of SSMScan on a transposed state s (n
+// × p: s[k·p + i] is row i's element k): for each row i, each element v =
+// s·dA + b[k]·xd[i] stored back, and y[i] the sum of v·c[k] in k order,
+// each product and sum rounded.
+func ssmRowsF32Generic(s []float32, p int, b, c, xd []float32, dA float32, y []float32) {
+	clear(y[:p])
+	for k, bv := range b {
+		row := s[k*p : (k+1)*p]
+		for i, sv := range row {
+			v := float32(sv*dA) + float32(bv*xd[i])
+			row[i] = v
+			y[i] += float32(v * c[k])
+		}
+	}
+}
+
+// transposeF32 writes src (rows × cols) to dst transposed (cols × rows),
+// with kern.transpose16's tiles where it has them.
+func transposeF32(dst, src []float32, rows, cols int) {
+	check("transpose dst", len(dst), rows*cols)
+	check("transpose src", len(src), rows*cols)
+	r0, c0 := 0, 0
+	if t := kern.transpose16; t != nil && rows >= 16 && cols >= 16 {
+		d := unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), len(dst))
+		s := unsafe.Slice((*uint32)(unsafe.Pointer(&src[0])), len(src))
+		r0, c0 = rows&^15, cols&^15
+		for r := 0; r < r0; r += 16 {
+			t(&d[r], rows, &s[r*cols], cols, c0/16)
+		}
+	}
+	for r := range rows {
+		cs := c0
+		if r >= r0 {
+			cs = 0
+		}
+		for c := cs; c < cols; c++ {
+			dst[c*rows+r] = src[r*cols+c]
 		}
 	}
 }
@@ -95,9 +184,8 @@ func SSMScanGGML(h *SSMHead, avx2 bool, round func([]float32)) {
 	h.check()
 	N, P := h.N, h.P
 	epr, arr := ggmlLanes(avx2)
-	step := epr * arr
-	np := N &^ (step - 1)
-	acc := make([]float32, step)
+	np := N &^ (epr*arr - 1)
+	y := make([]float32, P)
 	for t := range h.T {
 		a := h.Dt[t*h.DS] + h.DtBias
 		d := a
@@ -107,32 +195,69 @@ func SSMScanGGML(h *SSMHead, avx2 bool, round func([]float32)) {
 		dA := libcExpf(d * h.A)
 		b, c := h.B[t*h.BS:t*h.BS+N], h.C[t*h.BS:t*h.BS+N]
 		x, out := h.X[t*h.XS:t*h.XS+P], h.Out[t*h.XS:t*h.XS+P]
+		ssmRowsGGML(h.S, N, b, c, x, np, dA, d, y, avx2)
 		for i, xv := range x {
 			xd := xv * d
 			s := h.S[i*N : (i+1)*N]
-			clear(acc)
-			for k0 := 0; k0 < np; k0 += step {
-				for l := range step {
-					k := k0 + l
-					v := fma32(s[k], dA, float32(b[k]*xd))
-					s[k] = v
-					acc[l] = fma32(v, c[k], acc[l])
-				}
-			}
-			var y float32
-			if np > 0 {
-				y = ggmlReduce(acc, epr, arr, avx2)
-			}
+			yi := y[i]
 			for k := np; k < N; k++ {
 				v := fma32(s[k], dA, float32(b[k]*xd))
 				s[k] = v
-				y = fma32(v, c[k], y)
+				yi = fma32(v, c[k], yi)
 			}
-			out[i] = y + float32(h.D*xv)
+			out[i] = yi + float32(h.D*xv)
 		}
 		if round != nil {
 			round(h.S)
 		}
+	}
+}
+
+// ssmRowsGGML is SSMScanGGML's vector part of one token (see
+// ssmRowsGGMLGeneric), with the kernels of the level in use.
+func ssmRowsGGML(s []float32, n int, b, c, x []float32, np int, dA, d float32, y []float32, avx2 bool) {
+	k, step := kern.ssmGGML, 64
+	if avx2 {
+		k, step = kern.ssmGGML8, 32
+	}
+	rows := len(x)
+	if k == nil || np == 0 || rows == 0 {
+		ssmRowsGGMLGeneric(s, n, b, c, x, np, dA, d, y, avx2)
+		return
+	}
+	if np%step != 0 || np > n || len(b) < np || len(c) < np || len(y) < rows || len(s) < (rows-1)*n+np {
+		panic(fmt.Sprintf("nn: scan rows of %d of %d over %d rows, b %d, c %d, y %d, state %d", np, n, rows, len(b), len(c), len(y), len(s)))
+	}
+	k(&s[0], n, &b[0], &c[0], &x[0], rows, np, dA, d, &y[0])
+}
+
+// ssmRowsGGMLGeneric runs the first np elements (a whole number of ggml's
+// vector steps, ggmlLanes) of state rows i < len(x) (s[i·n:]) through one
+// token: xd = x[i]·d, each element v = fma(s, dA, float32(b·xd)) stored
+// back, and FMA-accumulated as v·c per lane (lane k mod step); y[i] is the
+// lanes folded (ggmlReduce), 0 when np is 0.
+func ssmRowsGGMLGeneric(s []float32, n int, b, c, x []float32, np int, dA, d float32, y []float32, avx2 bool) {
+	epr, arr := ggmlLanes(avx2)
+	step := epr * arr
+	var lanes [64]float32
+	acc := lanes[:step]
+	for i, xv := range x {
+		y[i] = 0
+		if np == 0 {
+			continue
+		}
+		xd := xv * d
+		s := s[i*n : i*n+np]
+		clear(acc)
+		for k0 := 0; k0 < np; k0 += step {
+			for l := range step {
+				k := k0 + l
+				v := fma32(s[k], dA, float32(b[k]*xd))
+				s[k] = v
+				acc[l] = fma32(v, c[k], acc[l])
+			}
+		}
+		y[i] = ggmlReduce(acc, epr, arr, avx2)
 	}
 }
 

@@ -72,7 +72,7 @@ func (in *mamba2Inputs) ggmlScanAll(j int, avx2 bool) []float32 {
 // haswell builds and glibc 2.43): glibc's logf over [1, 2^29) and the
 // powers of 2 and subnormals of its other branches; SSM_CONV, ADD and
 // SILU; SSM_SCAN then the skip for states of 16, 80 and 128, on both
-// builds (they differ only in their vector lanes).
+// builds (they differ only in their vector lanes), on every kernel level.
 func TestGGMLMamba2(t *testing.T) {
 	in := newMamba2Inputs()
 	check := func(what string, got []float32, want uint64) {
@@ -90,17 +90,19 @@ func TestGGMLMamba2(t *testing.T) {
 
 	c := NewContext(2)
 	c.Int8, c.LlamaCPP = true, true
-	for _, avx2 := range []bool{false, true} {
-		c.GGMLAVX2 = avx2
-		out := make([]float32, convN*convC)
-		ConvSiLU(c, out, in.convX, make([]float32, (convK-1)*convC), in.convW, in.convB, convN, convC, convK)
-		check("SSM_CONV, ADD, SILU", out, [2]uint64{0x684ee409c7c3d059, 0xd4d0b7cef234ae17}[b2i(avx2)])
-		for j, N := range scanStates {
-			check(fmt.Sprintf("SSM_SCAN, state %d, avx2 %v", N, avx2), in.ggmlScanAll(j, avx2), [2][3]uint64{
-				{0xfa74fbd5a0529d4, 0xd645072998124f87, 0x839412bb025d721a},
-				{0xfa74fbd5a0529d4, 0x6e9230f22398ffd3, 0x2b54d2f0ea3c3aee}}[b2i(avx2)][j])
+	forEachLevel(t, func(_ testing.TB, lv Level) {
+		for _, avx2 := range []bool{false, true} {
+			c.GGMLAVX2 = avx2
+			out := make([]float32, convN*convC)
+			ConvSiLU(c, out, in.convX, make([]float32, (convK-1)*convC), in.convW, in.convB, convN, convC, convK)
+			check(fmt.Sprintf("%v: SSM_CONV, ADD, SILU", lv), out, [2]uint64{0x684ee409c7c3d059, 0xd4d0b7cef234ae17}[b2i(avx2)])
+			for j, N := range scanStates {
+				check(fmt.Sprintf("%v: SSM_SCAN, state %d, avx2 %v", lv, N, avx2), in.ggmlScanAll(j, avx2), [2][3]uint64{
+					{0xfa74fbd5a0529d4, 0xd645072998124f87, 0x839412bb025d721a},
+					{0xfa74fbd5a0529d4, 0x6e9230f22398ffd3, 0x2b54d2f0ea3c3aee}}[b2i(avx2)][j])
+			}
 		}
-	}
+	})
 }
 
 func b2i(b bool) int {

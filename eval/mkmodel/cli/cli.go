@@ -2,6 +2,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -21,7 +22,7 @@ const name = "ppl-mkmodel"
 type cliArgs struct {
 	Output string `short:"o" required:"" help:"The GGUF file to write (atomically)." placeholder:"FILE.gguf" type:"path"`
 
-	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3,qwen3moe,qwen35,qwen35moe,phi3,glm4,granite,smollm3,olmo2,seed_oss,exaone4,minimax-m2,ernie4_5-moe,dots1,granitehybrid" help:"Architecture: llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe (Gated DeltaNet hybrids), phi3 (Phi-3, Phi-4) or glm4 (GLM-4-0414: fused projections), granite (Granite 3: llama with Granite-3.3-8B's multipliers), smollm3 (llama, no RoPE in every fourth layer), olmo2 (OLMo 2: norms after the attention and the FFN), seed_oss (Seed-OSS: q/k/v biases), exaone4 (EXAONE 4.0: olmo2's norms, q/k norms per head; 64 layers: 3 sliding-window layers of 4), minimax-m2 (MiniMax-M2: whole-row q/k norms, half-head RoPE, sigmoid-routed experts with a selection bias), ernie4_5-moe (ERNIE 4.5: a dense first layer, softmax-routed experts with a selection bias and a shared expert), dots1 (dots.llm1: qwen3's attention, a dense first layer, sigmoid-routed experts with a selection bias and a shared expert), granitehybrid (Granite 4.0-H: Mamba-2 layers and every --attn-interval-th attention, without positions unless --rope; with --experts, softmax-routed experts and a shared expert)."`
+	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3,qwen3moe,qwen35,qwen35moe,phi3,glm4,granite,smollm3,olmo2,seed_oss,exaone4,minimax-m2,ernie4_5-moe,dots1,granitehybrid,nemotron_h,nemotron_h_moe" help:"Architecture: llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe (Gated DeltaNet hybrids), phi3 (Phi-3, Phi-4) or glm4 (GLM-4-0414: fused projections), granite (Granite 3: llama with Granite-3.3-8B's multipliers), smollm3 (llama, no RoPE in every fourth layer), olmo2 (OLMo 2: norms after the attention and the FFN), seed_oss (Seed-OSS: q/k/v biases), exaone4 (EXAONE 4.0: olmo2's norms, q/k norms per head; 64 layers: 3 sliding-window layers of 4), minimax-m2 (MiniMax-M2: whole-row q/k norms, half-head RoPE, sigmoid-routed experts with a selection bias), ernie4_5-moe (ERNIE 4.5: a dense first layer, softmax-routed experts with a selection bias and a shared expert), dots1 (dots.llm1: qwen3's attention, a dense first layer, sigmoid-routed experts with a selection bias and a shared expert), granitehybrid (Granite 4.0-H: Mamba-2 layers and every --attn-interval-th attention, without positions unless --rope; with --experts, softmax-routed experts and a shared expert), nemotron_h, nemotron_h_moe (Nemotron-H, Nemotron 3 Nano: blocks of Mamba-2, attention without positions, or ReLU² MLPs, by --layout; nemotron_h_moe's MLPs sigmoid-routed ReLU² experts and a shared one)."`
 	Params   string  `help:"Pick the preset nearest this size (shape flags override its fields): Llama-shaped 100M, 1B or 8B; for qwen3moe, Qwen3-30B-A3B's layout at 1B or its own 30B; for qwen35, Qwen3.5-0.8B or 27B; for qwen35moe, Qwen3.5-35B-A3B." placeholder:"SIZE"`
 	Embd     int     `help:"Embedding width (default 128, or the preset's)."`
 	Layers   int     `help:"Number of transformer blocks (default 2)."`
@@ -40,16 +41,18 @@ type cliArgs struct {
 	ExpertFFN   int `name:"expert-ffn" help:"qwen3moe: an expert's feed-forward width (default 64; llama's and minimax-m2's experts are --ffn wide)."`
 	SharedFFN   int `name:"shared-ffn" help:"qwen35moe: the shared expert's feed-forward width (default 64)."`
 
-	SSMState     int  `name:"ssm-state" help:"qwen35, qwen35moe: Gated DeltaNet head size (default 16); granitehybrid: Mamba-2's state per head row (default 16)."`
-	SSMKHeads    int  `name:"ssm-k-heads" help:"qwen35, qwen35moe: Gated DeltaNet query/key heads (default 2); granitehybrid: Mamba-2's groups of B and C (default 1)."`
-	SSMVHeads    int  `name:"ssm-v-heads" help:"qwen35, qwen35moe: Gated DeltaNet value heads, a multiple of the key heads (default 4); granitehybrid: Mamba-2's heads, a multiple of the groups (default 4)."`
-	SSMHeadDim   int  `name:"ssm-head-dim" help:"granitehybrid: Mamba-2's head size (default 32)."`
-	SSMConv      int  `name:"ssm-conv" help:"qwen35, qwen35moe, granitehybrid: convolution kernel (default 4)."`
-	AttnInterval int  `name:"attn-interval" help:"qwen35, qwen35moe, granitehybrid: every N-th layer is full attention, the others recurrent (default 4; granitehybrid 2)."`
-	Rope         bool `help:"granitehybrid: RoPE in the attention layers (default none, as Granite 4.0-H)."`
-	RopeDims     int  `name:"rope-dims" help:"qwen35, qwen35moe: rotated dimensions per head (default a quarter of the head); phi3, glm4: the same (default the whole head, half for glm4)."`
-	Window       int  `name:"window" help:"exaone4: attention.sliding_window, the window of its sliding layers when it has 64 (default none: llama.cpp's 4096)."`
-	OrigContext  int  `name:"orig-context" help:"phi3: LongRoPE's original context, below --context (writes rope_factors_long and rope_factors_short; default none)."`
+	SSMState     int    `name:"ssm-state" help:"qwen35, qwen35moe: Gated DeltaNet head size (default 16); granitehybrid: Mamba-2's state per head row (default 16)."`
+	SSMKHeads    int    `name:"ssm-k-heads" help:"qwen35, qwen35moe: Gated DeltaNet query/key heads (default 2); granitehybrid: Mamba-2's groups of B and C (default 1)."`
+	SSMVHeads    int    `name:"ssm-v-heads" help:"qwen35, qwen35moe: Gated DeltaNet value heads, a multiple of the key heads (default 4); granitehybrid: Mamba-2's heads, a multiple of the groups (default 4)."`
+	SSMHeadDim   int    `name:"ssm-head-dim" help:"granitehybrid: Mamba-2's head size (default 32)."`
+	SSMConv      int    `name:"ssm-conv" help:"qwen35, qwen35moe, granitehybrid: convolution kernel (default 4)."`
+	AttnInterval int    `name:"attn-interval" help:"qwen35, qwen35moe, granitehybrid: every N-th layer is full attention, the others recurrent (default 4; granitehybrid 2)."`
+	Rope         bool   `help:"granitehybrid: RoPE in the attention layers (default none, as Granite 4.0-H)."`
+	Layout       string `help:"nemotron_h, nemotron_h_moe: the blocks, a letter a layer: M (Mamba-2), A (attention), F (MLP or experts); sets --layers (default MAF)."`
+	MoELatent    int    `name:"moe-latent" help:"nemotron_h_moe: the experts' latent width, moe_latent_size, as Nemotron 3 Super (default none)."`
+	RopeDims     int    `name:"rope-dims" help:"qwen35, qwen35moe: rotated dimensions per head (default a quarter of the head); phi3, glm4: the same (default the whole head, half for glm4)."`
+	Window       int    `name:"window" help:"exaone4: attention.sliding_window, the window of its sliding layers when it has 64 (default none: llama.cpp's 4096)."`
+	OrigContext  int    `name:"orig-context" help:"phi3: LongRoPE's original context, below --context (writes rope_factors_long and rope_factors_short; default none)."`
 
 	VocabFrom string `name:"vocab-from" help:"Copy the tokenizer (every tokenizer.* key) from this GGUF model." placeholder:"FILE.gguf" type:"existingfile"`
 	BPETrain  string `name:"bpe-train" help:"Train a byte-level BPE vocabulary on this corpus (a manifest.json, or a text file); default: the bundled ppl-heldout-v1." placeholder:"CORPUS"`
@@ -120,6 +123,15 @@ func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, s
 	if a.Arch == "granitehybrid" {
 		s.SSMState, s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.AttnInterval, s.NoPE = 16, 1, 4, 32, 4, 2, !a.Rope
 	}
+	if a.Arch == "nemotron_h" || a.Arch == "nemotron_h_moe" {
+		s.SSMState, s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.Layout = 16, 1, 4, 32, 4, cmp.Or(a.Layout, "MAF")
+		s.Layers = len(s.Layout)
+		if a.Arch == "nemotron_h_moe" {
+			s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 8, 2, 64, 64
+		}
+	} else if a.Layout != "" {
+		return nil, "", command.Usagef("--layout is for nemotron_h and nemotron_h_moe")
+	}
 	if a.Arch == "qwen35moe" || a.Arch == "ernie4_5-moe" || a.Arch == "dots1" {
 		s.SharedFFN = 64
 	}
@@ -148,6 +160,9 @@ func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, s
 		}
 	}
 	set(&s.Embd, a.Embd)
+	if s.Layout != "" && a.Layers != 0 && a.Layers != len(s.Layout) {
+		return nil, "", command.Usagef("--layers %d and --layout %q (%d layers) contradict each other", a.Layers, s.Layout, len(s.Layout))
+	}
 	set(&s.Layers, a.Layers)
 	set(&s.Heads, a.Heads)
 	set(&s.KVHeads, a.KVHeads)
@@ -187,6 +202,7 @@ func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, s
 	}
 	set(&s.OrigContext, a.OrigContext)
 	set(&s.Window, a.Window)
+	set(&s.MoELatent, a.MoELatent)
 	if a.RopeBase != 0 {
 		s.RopeBase = a.RopeBase
 	}

@@ -1,0 +1,17 @@
+package nn
+
+// The selective scan's kernels (ssm_amd64.s): ssmRowsGGMLGeneric's vector
+// part in the AVX-512 build's lanes and in the AVX2 build's, and
+// ssmRowsF32Generic in vectors of 16 and 8 rows.
+
+//go:noescape
+func ssmGGMLAVX512(s *float32, n int, b, c, x *float32, rows, np int, dA, d float32, y *float32)
+
+//go:noescape
+func ssmGGMLAVX2(s *float32, n int, b, c, x *float32, rows, np int, dA, d float32, y *float32)
+
+//go:noescape
+func ssmF32AVX512(s *float32, p int, b, c *float32, n int, xd *float32, dA float32, y *float32)
+
+//go:noescape
+func ssmF32AVX2(s *float32, p int, b, c *float32, n int, xd *float32, dA float32, y *float32)
