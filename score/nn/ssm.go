@@ -44,11 +44,11 @@ func Softplus32(a float32) float32 {
 	return float32(math.Log1p(math.Exp(float64(a))))
 }
 
-// SSMScan runs the scan in float32 as ggml's ssm_scan does: per token d =
-// softplus(dt + DtBias), dA = e^(d·A) and x·d rounded once each, each
-// state element s·dA + B·(x·d) and the output's sum over the state in
-// float32 in state order, then out = y + D·x, every product and sum
-// rounded on its own. round, when not nil, rounds the state after each
+// SSMScan runs the scan in float32 (the fp32 mode's; SSMScanGGML is
+// ggml's): per token d = softplus(dt + DtBias), dA = e^(d·A) and x·d
+// rounded once each, each state element s·dA + B·(x·d) and the output's
+// sum over the state in float32 in state order, then out = y + D·x, every
+// product and sum rounded on its own. round, when not nil, rounds the state after each
 // token (a narrower state dtype); it must round each element on its own,
 // as it may be handed the state in another layout.
 func SSMScan(h *SSMHead, round func([]float32)) {
