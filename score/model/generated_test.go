@@ -407,3 +407,53 @@ func TestNemotronHRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestMamba2Blocks: a Mamba-2 layer computes a window's rows in blocks
+// (deltaRows of them), carrying the convolution's history and the state
+// from one block to the next; blocks of 1, 7 and 37 rows score a window of
+// 100 bit for bit as one block does, in both modes, on a granitehybrid and
+// a nemotron_h model (the scan is per token, its roundings do not depend
+// on the blocks).
+func TestMamba2Blocks(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := golden.Header.Tokens[:100]
+	for _, c := range []struct {
+		arch string
+		set  func(*mkmodel.Shape)
+	}{{"granitehybrid", graniteHybrid(false)}, {"nemotron_h", nemotronH(false)}} {
+		path := genModel(t, dir, c.arch, c.set)
+		for _, act := range []string{ActFP32, ActInt8} {
+			m, err := Load(path, Options{Activations: act})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var mixers []*mamba2
+			for _, ly := range m.net.(ssmDecoder).layers {
+				if ly.mamba != nil {
+					mixers = append(mixers, ly.mamba)
+				}
+			}
+			whole, err := m.Score(toks, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rows := range []int{1, 7, 37} {
+				for _, mx := range mixers {
+					mx.rows = rows
+				}
+				r, err := m.Score(toks, 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(r.Logprobs, whole.Logprobs) {
+					t.Errorf("%s %s: blocks of %d rows score otherwise than one block", c.arch, act, rows)
+				}
+			}
+			m.Close()
+		}
+	}
+}

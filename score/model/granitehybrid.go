@@ -36,6 +36,7 @@ type mamba2 struct {
 	out      *ml.Matrix // ssm_out
 	cols     *mamba2Cols
 	eps      float64
+	rows     int // deltaRows; smaller in tests
 }
 
 // mamba2Cols are the column tables every Mamba-2 layer of a model shares
@@ -135,6 +136,7 @@ func (l *Loader) mamba2(p string, s *mamba2Shape, biased bool) *mamba2 {
 		out:  l.Linear(p+"ssm_out", d, hp.Embd),
 		cols: s.cols,
 		eps:  hp.Eps,
+		rows: deltaRows,
 	}
 	if biased {
 		m.convBias = l.Vector(p+"ssm_conv1d.bias", conv)
@@ -204,9 +206,9 @@ func newGraniteHybrid(l *Loader) Network {
 	return ssmDecoder{dec}
 }
 
-// forward computes the mixer for a window's rows h into dst, deltaRows
-// rows at a time (as Gated DeltaNet's), from a zero convolution history
-// and state.
+// forward computes the mixer for a window's rows h into dst, m.rows rows
+// at a time (deltaRows, as Gated DeltaNet's), from a zero convolution
+// history and state.
 func (m *mamba2) forward(b ml.Backend, dst, h ml.Tensor) {
 	n, s := h.Rows(), &m.ssm
 	rc := b.(ml.Recurrent)
@@ -215,8 +217,8 @@ func (m *mamba2) forward(b ml.Backend, dst, h ml.Tensor) {
 	hist := b.Alloc(m.cols.kernel-1, len(m.cols.xbc))
 	rc.Zero(state)
 	rc.Zero(hist)
-	for r0 := 0; r0 < n; r0 += deltaRows {
-		r1 := min(n, r0+deltaRows)
+	for r0 := 0; r0 < n; r0 += m.rows {
+		r1 := min(n, r0+m.rows)
 		m.block(b, b.Slice(dst, r0, r1), b.Slice(h, r0, r1), state, hist)
 	}
 	b.Release(mark)
