@@ -2,15 +2,19 @@
 // qwen3next): column gathers, the causal depthwise convolution with SiLU,
 // L2 norms, the delta rule's gates, the delta rule itself and the gated
 // RMSNorm; Mamba-2 (granitehybrid): the convolution with a bias, the
-// selective scan and the gated group norm.
+// selective scan and the gated group norm; LFM2 (lfm2, lfm2moe): the
+// plain convolution and the elementwise product of its short convolution
+// blocks.
 //
 // References: the plain definitions of ml.Recurrent (score/ml/recurrent.go:
 // float64, rounded to float32 once), which the CPU backend
 // (score/model/cpu_recurrent.go) is tested against. Every operation but
-// the two scans computes so here (sums in another order: a few float64
-// ulps). The delta rule and the selective scan keep their state in float32
-// registers and accumulate in float32, token by token (as the CPU's
-// nn.SSMScan): a few float32 ulps per step, damped by the decay.
+// the two scans and LFM2's two computes so here (sums in another order: a
+// few float64 ulps). conv_f32 and mul_f32 are the CPU's float32 sequence
+// (nn.Conv, ggml's SSM_CONV and MUL), bit for bit. The delta rule and the
+// selective scan keep their state in float32 registers and accumulate in
+// float32, token by token (as the CPU's nn.SSMScan): a few float32 ulps
+// per step, damped by the decay.
 #include "common.cuh"
 
 #define GRID_STRIDE(idx, total) \
@@ -365,4 +369,34 @@ extern "C" __global__ void __launch_bounds__(128) ssm_scan(float* __restrict__ o
 			if (k < nk && c < N && i0 + SS_ROWS * w + r < P) st[(i64)r * N + c] = s[r][k];
 		}
 	}
+}
+
+// LFM2's short convolution blocks (lfm2, lfm2moe).
+
+// conv_f32: the convolution of conv_silu without bias or SiLU (ggml's
+// SSM_CONV, nn.Conv the CPU's): out (n, C) <- Σ_j w[c·K + j] ·
+// x[t-K+1+j, c], rows before the first from hist (conv_hist then updates
+// it). The CPU's float32 arithmetic exactly: from 0, taps in order from
+// the oldest, each product and each sum rounded apart (__fmul_rn,
+// __fadd_rn: nvcc may not contract them into fused multiply-adds), so the
+// two agree to the bit. out is not x.
+extern "C" __global__ void conv_f32(float* __restrict__ out, const float* __restrict__ x, const float* __restrict__ hist,
+                                    const float* __restrict__ w, int n, int C, int K) {
+	GRID_STRIDE(idx, (i64)n * C) {
+		int t = (int)(idx / C), c = (int)(idx % C);
+		float acc = 0.0f;
+		for (int j = 0; j < K; j++) {
+			int tt = t - K + 1 + j;
+			float v = tt < 0 ? hist[(i64)(tt + K - 1) * C + c] : x[(i64)tt * C + c];
+			acc = __fadd_rn(acc, __fmul_rn(v, w[(i64)c * K + j]));
+		}
+		out[idx] = acc;
+	}
+}
+
+// mul_f32: out <- a ⊙ b over count values, each product rounded to float32
+// (__fmul_rn); out may be a or b (each element is read before its own
+// write, by the same thread).
+extern "C" __global__ void mul_f32(float* out, const float* a, const float* b, i64 count) {
+	GRID_STRIDE(i, count) out[i] = __fmul_rn(a[i], b[i]);
 }

@@ -81,6 +81,11 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 		if arch == "nemotron_h_moe" { // with a latent width, as Nemotron 3 Super
 			c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN, c.MoELatent = 8, 2, 64, 96, 64
 		}
+	case "lfm2", "lfm2moe": // layer 0 a short convolution, layer 1 attention; experts past layer 0
+		c.SSMConv, c.AttnInterval = 3, 2
+		if arch == "lfm2moe" {
+			c.DenseLead, c.Experts, c.ExpertsUsed, c.ExpertFFN = 1, 8, 2, 64
+		}
 	case "granitehybrid": // layer 0 Mamba-2, layer 1 attention; experts and a shared one
 		c.SSMState, c.SSMKHeads, c.SSMVHeads, c.SSMHeadDim, c.SSMConv, c.AttnInterval = 16, 2, 4, 16, 4, 2
 		c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 8, 2, c.FFN, 96

@@ -125,6 +125,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.nemotronLayer(add, i)
 			continue
 		}
+		if c.lfm2() {
+			c.lfm2Layer(add, i)
+			continue
+		}
 		if c.fused() {
 			c.fusedLayer(add, i)
 			continue
@@ -202,7 +206,11 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 	if c.Tied {
 		gain = 2 / (tiedEmbedStd * math.Sqrt(float64(e)))
 	}
-	add("output_norm.weight", []uint64{e}, -1, c.gain("output_norm.weight", gain, 0.15*gain))
+	outNorm := "output_norm.weight"
+	if c.lfm2() {
+		outNorm = "token_embd_norm.weight"
+	}
+	add(outNorm, []uint64{e}, -1, c.gain(outNorm, gain, 0.15*gain))
 	if !c.Tied {
 		if c.Output != nil {
 			add("output.weight", []uint64{e, v}, -1, matrixRows(c.Output, c.Embd))
@@ -250,7 +258,7 @@ func Write(path string, c *Config) error {
 		w.Add(a+".feed_forward_length", uint32(c.FFN))
 	}
 	w.Add(a+".attention.head_count", uint32(c.Heads))
-	if !c.mamba() { // per layer (mambaKeys)
+	if !c.mamba() && !c.lfm2() { // per layer (mambaKeys, lfm2Keys)
 		w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))
 	}
 	w.Add(a+".attention.key_length", uint32(c.HeadDim))
@@ -266,6 +274,9 @@ func Write(path string, c *Config) error {
 	}
 	if c.mamba() {
 		c.mambaKeys(w)
+	}
+	if c.lfm2() {
+		c.lfm2Keys(w)
 	}
 	if c.fused() {
 		c.fusedKeys(w)

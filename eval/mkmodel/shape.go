@@ -10,7 +10,7 @@ import (
 // Shape is a model's architecture and dimensions, as its GGUF metadata
 // states them.
 type Shape struct {
-	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe, dots1, granitehybrid, nemotron_h or nemotron_h_moe
+	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe, dots1, granitehybrid, nemotron_h, nemotron_h_moe, lfm2 or lfm2moe
 	Embd     int    // embedding_length
 	Layers   int    // block_count
 	Heads    int    // attention.head_count
@@ -34,7 +34,7 @@ type Shape struct {
 
 	// Phi-3's LongRoPE (phi3.go documents it; RopeDims too).
 	OrigContext int
-	// Window is exaone4's attention.sliding_window (0: not written).
+	// Window is exaone4's and LFM2's attention.sliding_window (0: not written).
 	Window int
 	// DenseLead is ernie4_5-moe's leading dense layers (SharedFFN, when
 	// not 0, its shared expert's width).
@@ -51,7 +51,7 @@ type Shape struct {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -128,7 +128,7 @@ func NearestPreset(arch string, n float64) Preset {
 // Check validates the shape.
 func (s Shape) Check() error {
 	switch s.Arch {
-	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe":
+	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe":
 	default:
 		return fmt.Errorf("unknown architecture %q (want %s)", s.Arch, strings.Join(Archs, ", "))
 	}
@@ -147,9 +147,9 @@ func (s Shape) Check() error {
 	case s.moe() && (s.Experts < 2 || s.ExpertsUsed < 1 || s.ExpertsUsed > s.Experts || s.ExpertFFN <= 0):
 		return fmt.Errorf("shape: %s needs experts >= 2, 1 <= experts used <= experts and an expert FFN width (%d, %d, %d)", s.Arch, s.Experts, s.ExpertsUsed, s.ExpertFFN)
 	case !s.moe() && (s.Experts != 0 || s.ExpertsUsed != 0 || s.ExpertFFN != 0):
-		return fmt.Errorf("shape: experts are for qwen3moe, qwen35moe, minimax-m2, ernie4_5-moe, dots1, granitehybrid, nemotron_h_moe and llama (Mixtral's layout), not %s", s.Arch)
-	case s.DenseLead < 0 || s.DenseLead > 0 && s.Arch != "ernie4_5-moe" && s.Arch != "dots1" || s.DenseLead > s.Layers:
-		return fmt.Errorf("shape: %d leading dense layers (ernie4_5-moe and dots1 only, at most the layers)", s.DenseLead)
+		return fmt.Errorf("shape: experts are for qwen3moe, qwen35moe, minimax-m2, ernie4_5-moe, dots1, granitehybrid, nemotron_h_moe, lfm2moe and llama (Mixtral's layout), not %s", s.Arch)
+	case s.DenseLead < 0 || s.DenseLead > 0 && s.Arch != "ernie4_5-moe" && s.Arch != "dots1" && s.Arch != "lfm2moe" || s.DenseLead > s.Layers:
+		return fmt.Errorf("shape: %d leading dense layers (ernie4_5-moe, dots1 and lfm2moe only, at most the layers)", s.DenseLead)
 	case s.Arch == "dots1" && s.KVHeads != s.Heads:
 		return fmt.Errorf("shape: llama.cpp's dots1 shapes k and v as q: %d KV heads must be the %d heads", s.KVHeads, s.Heads)
 	case s.Arch == "dots1" && s.SharedFFN != s.ExpertFFN:
@@ -159,13 +159,16 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: %s's experts have the FFN width, feed_forward_length (%d != %d)", s.Arch, s.ExpertFFN, s.FFN)
 	case s.RopeBase <= 0, s.Eps <= 0:
 		return fmt.Errorf("shape: rope base and epsilon must be positive")
-	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4":
-		return fmt.Errorf("shape: a sliding window (%d) is for exaone4", s.Window)
+	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && !s.lfm2():
+		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, lfm2 and lfm2moe", s.Window)
 	}
 	if err := s.checkPhi3(); err != nil {
 		return err
 	}
 	if err := s.checkMamba(); err != nil {
+		return err
+	}
+	if err := s.checkLFM2(); err != nil {
 		return err
 	}
 	return s.checkHybrid()
@@ -178,6 +181,9 @@ func (s Shape) Params() int64 {
 	}
 	if s.nemotron() {
 		return s.nemotronParams()
+	}
+	if s.lfm2() {
+		return s.lfm2Params()
 	}
 	e, q, kv := int64(s.Embd), int64(s.Heads*s.HeadDim), int64(s.KVHeads*s.HeadDim)
 	block := e + e*q + 2*e*kv + q*e + e

@@ -9,18 +9,20 @@ import (
 )
 
 // The GPU's ml.Recurrent: Gated DeltaNet's operations (qwen35, qwen35moe,
-// qwen3next) and Mamba-2's (granitehybrid), each a kernel of
-// kernels/recurrent.cu. The delta rule runs over the whole window part in
-// one launch, a thread block per value head and 32 columns of its state,
-// which stays in registers (delta_net); the selective scan likewise, a
-// block per head and 16 rows of its state (ssm_scan); both are float32
-// inside. The other operations are float64 inside with one rounding to
-// float32 (ml.Recurrent's plain definitions).
+// qwen3next), Mamba-2's (granitehybrid) and LFM2's (lfm2, lfm2moe), each
+// a kernel of kernels/recurrent.cu. The delta rule runs over the whole
+// window part in one launch, a thread block per value head and 32 columns
+// of its state, which stays in registers (delta_net); the selective scan
+// likewise, a block per head and 16 rows of its state (ssm_scan); both are
+// float32 inside. LFM2's plain convolution and elementwise product
+// (conv_f32, mul_f32) are the CPU's float32 arithmetic, bit for bit. The
+// other operations are float64 inside with one rounding to float32
+// (ml.Recurrent's plain definitions).
 
 var _ ml.Recurrent = (*gpuBackend)(nil)
 
 func init() {
-	kernelModules["recurrent"] = []string{"gather_cols", "conv_silu", "conv_hist", "l2norm_f32", "delta_gates", "gated_rmsnorm", "delta_net", "ssm_scan", "gated_groupnorm"}
+	kernelModules["recurrent"] = []string{"gather_cols", "conv_silu", "conv_hist", "l2norm_f32", "delta_gates", "gated_rmsnorm", "delta_net", "ssm_scan", "gated_groupnorm", "conv_f32", "mul_f32"}
 }
 
 // deltaMaxDim is the largest head state size delta_net takes (DN_MAXD).
@@ -92,33 +94,41 @@ func (b *gpuBackend) GatherCols(dst, x ml.Tensor, cols []int) {
 }
 
 func (b *gpuBackend) ConvSiLU(dst, x, hist ml.Tensor, w, bias *ml.Vector) {
-	d, s, hs := g(dst), g(x), g(hist)
-	C, n, kernel := s.cols, s.rows, hs.rows+1
-	gshape("conv output", d, n, C)
-	gshape("conv history", hs, kernel-1, C)
-	if len(w.V) != C*kernel {
-		panic(fmt.Sprintf("cuda backend: %s has %d values for %d channels × kernel %d", w.Name, len(w.V), C, kernel))
-	}
 	var bp ptr // none
 	if bias != nil {
-		if len(bias.V) != C {
-			panic(fmt.Sprintf("cuda backend: %s has %d values for %d channels", bias.Name, len(bias.V), C))
+		if len(bias.V) != x.Cols() {
+			panic(fmt.Sprintf("cuda backend: %s has %d values for %d channels", bias.Name, len(bias.V), x.Cols()))
 		}
 		bp = gv(bias)
 	}
-	if kernel > convMaxKernel {
-		b.Fail(fmt.Errorf("cuda: convolution kernel %d of %s: at most %d", kernel, w.Name, convMaxKernel))
+	b.conv("conv_silu", dst, x, hist, w, bp)
+}
+
+// conv checks a convolution's operands and launches kernel (conv_silu
+// with its bias pointer in bias, or conv_f32), then conv_hist for the
+// history.
+func (b *gpuBackend) conv(kernel string, dst, x, hist ml.Tensor, w *ml.Vector, bias ...any) {
+	d, s, hs := g(dst), g(x), g(hist)
+	C, n, K := s.cols, s.rows, hs.rows+1
+	gshape("conv output", d, n, C)
+	gshape("conv history", hs, K-1, C)
+	if len(w.V) != C*K {
+		panic(fmt.Sprintf("cuda backend: %s has %d values for %d channels × kernel %d", w.Name, len(w.V), C, K))
+	}
+	if K > convMaxKernel {
+		b.Fail(fmt.Errorf("cuda: convolution kernel %d of %s: at most %d", K, w.Name, convMaxKernel))
 		return
 	}
+	args := append(append([]any{d.p, s.p, hs.p, gv(w)}, bias...), n, C, K)
 	b.do("convolution "+w.Name, func() error {
 		e := b.e
-		if err := e.launch("conv_silu", gridFor(int64(n)*int64(C)), block256, d.p, s.p, hs.p, gv(w), bp, n, C, kernel); err != nil {
+		if err := e.launch(kernel, gridFor(int64(n)*int64(C)), block256, args...); err != nil {
 			return err
 		}
-		if kernel == 1 {
+		if K == 1 {
 			return nil
 		}
-		return e.launch("conv_hist", gridFor(int64(C)), block256, hs.p, s.p, n, C, kernel)
+		return e.launch("conv_hist", gridFor(int64(C)), block256, hs.p, s.p, n, C, K)
 	})
 }
 
@@ -261,5 +271,25 @@ func (b *gpuBackend) GatedGroupNorm(dst, x, z ml.Tensor, w *ml.Vector, group int
 	}
 	b.do("group norm "+w.Name, func() error {
 		return b.e.launch("gated_groupnorm", dim3{uint32(blocks), 1, 1}, normBlock(group), d.p, s.p, zz.p, gv(w), s.rows, s.cols, group, eps)
+	})
+}
+
+// Conv is conv_f32, then conv_hist (ConvSiLU's) for the history: the
+// CPU's float32 arithmetic (nn.Conv), bit for bit.
+func (b *gpuBackend) Conv(dst, x, hist ml.Tensor, w *ml.Vector) {
+	b.conv("conv_f32", dst, x, hist, w)
+}
+
+// Mul is mul_f32: each product rounded to float32, as the CPU's.
+func (b *gpuBackend) Mul(dst, x, y ml.Tensor) {
+	d, s, t := g(dst), g(x), g(y)
+	gshape("mul operand", t, s.rows, s.cols)
+	gshape("mul output", d, s.rows, s.cols)
+	count := s.count()
+	if count == 0 {
+		return
+	}
+	b.do("elementwise product", func() error {
+		return b.e.launch("mul_f32", gridFor(count), block256, d.p, s.p, t.p, count)
 	})
 }

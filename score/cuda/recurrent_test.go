@@ -586,3 +586,246 @@ func TestGatedGroupNormParity(t *testing.T) {
 		}
 	})
 }
+
+// bitsDiffer counts the elements of got whose bits differ from want's (a
+// negative zero from a positive one included; sameBits) and describes the
+// first.
+func bitsDiffer(got, want []float32) (differ int, first string) {
+	for i := range want {
+		if !sameBits(got[i], want[i]) {
+			if differ == 0 {
+				first = fmt.Sprintf("element %d: got %v (%#08x), want %v (%#08x)", i, got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+			}
+			differ++
+		}
+	}
+	return differ, first
+}
+
+// lfm2Values are n values whose magnitudes span the float32 range a short
+// convolution block meets and more, both signs: normal ones, 1e6 and 1e15
+// times larger (so that a tap's product swamps or cancels the others' and
+// the order of the roundings shows), 1e-6 times smaller, float32
+// subnormals and zeros of both signs.
+func lfm2Values(rng *rand.Rand, n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		x := rng.NormFloat64()
+		switch i % 9 {
+		case 1, 5:
+			x *= 1e6
+		case 2:
+			x *= 1e15
+		case 3:
+			x *= 1e-6
+		case 4:
+			x = float64(math.Float32frombits(uint32(rng.IntN(1 << 23))))
+			if rng.IntN(2) == 0 {
+				x = -x
+			}
+		case 6:
+			x = math.Copysign(0, x)
+		}
+		v[i] = float32(x)
+	}
+	return v
+}
+
+// TestConvParity: Conv (conv_f32, then conv_hist) against the CPU's
+// nn.Conv, bit for bit, outputs and history, over a window split into
+// several calls (the history carried, from a random one; parts shorter
+// than the kernel's K - 1 rows of history among them): LFM2's K = 3 on
+// channels not a multiple of a block (37) and on LFM2-350M's 1024, K = 1
+// (no history: conv_hist not launched) on 300 channels, and the largest
+// kernel conv_hist takes (16). The inputs and weights span magnitudes
+// from subnormals to 1e15 with both signs, and the test checks they
+// tell the arithmetics apart: the float64 sum rounded once, and float32
+// fused multiply-adds, each differ from the CPU's on some outputs (with
+// K = 1 only in the sign of zero: the CPU's sum starts from +0, so a -0
+// product gives +0, and so does conv_f32's). Measured on the emulation
+// and the host (the CUDA C): every output and history value the same.
+func TestConvParity(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		b := testBackend(e)
+		defer b.Close()
+		for _, c := range []struct {
+			C, K  int
+			parts []int // the calls' ends
+		}{
+			{37, 3, []int{1, 6, 7, 9, 40}},
+			{1024, 3, []int{2, 3, 35}},
+			{300, 1, []int{1, 8, 20}},
+			{40, 16, []int{3, 20, 21, 45}},
+		} {
+			t.Run(fmt.Sprintf("c%d_k%d", c.C, c.K), func(t *testing.T) {
+				C, K := c.C, c.K
+				n := c.parts[len(c.parts)-1]
+				rng := rand.New(rand.NewPCG(uint64(C), uint64(K)))
+				x := lfm2Values(rng, n*C)
+				w := &ml.Vector{Name: "shortconv.conv", V: lfm2Values(rng, C*K)}
+				for i := range w.V {
+					if i%9 == 2 { // the 1e15 kind cut to 1e3: products up to about 1e22, far from overflow
+						w.V[i] *= 1e-12
+					}
+				}
+				if err := b.PrepareVector(w); err != nil {
+					t.Fatal(err)
+				}
+				hist0 := lfm2Values(rng, (K-1)*C)
+				cpuHist := append([]float32(nil), hist0...)
+				hist := b.Alloc(K-1, C)
+				if K > 1 {
+					hist = b.put(t, K-1, C, hist0)
+				}
+
+				var got, want []float32
+				fused, once := 0, 0 // outputs where the other arithmetics differ from the CPU's
+				t0 := 0
+				for _, t1 := range c.parts {
+					m := t1 - t0
+					xs := x[t0*C : t1*C]
+					prev := append([]float32(nil), cpuHist...)
+					out := make([]float32, m*C)
+					nn.Conv(nn.NewContext(1), out, xs, cpuHist, w.V, m, C, K)
+					want = append(want, out...)
+					for tt := range m {
+						for ch := range C {
+							var f32 float32 // a fused multiply-add per tap (but for rare double roundings: the product is exact in float64)
+							var f64 float64 // one rounding
+							for j := range K {
+								s, v := tt-K+1+j, float32(0)
+								if s < 0 {
+									v = prev[(s+K-1)*C+ch]
+								} else {
+									v = xs[s*C+ch]
+								}
+								p := float64(v) * float64(w.V[ch*K+j])
+								f32 = float32(p + float64(f32))
+								f64 += p
+							}
+							cpu := math.Float32bits(out[tt*C+ch])
+							if math.Float32bits(f32) != cpu {
+								fused++
+							}
+							if math.Float32bits(float32(f64)) != cpu {
+								once++
+							}
+						}
+					}
+
+					o := b.Alloc(m, C)
+					b.Conv(o, b.put(t, m, C, xs), hist, w)
+					got = append(got, b.Read(o)...)
+					if K > 1 {
+						if d, first := bitsDiffer(b.Read(hist), cpuHist); d != 0 {
+							t.Errorf("history after rows %d..%d: %d of %d values differ; %s", t0, t1, d, len(cpuHist), first)
+						}
+					}
+					t0 = t1
+				}
+				if err := b.Err(); err != nil {
+					t.Fatal(err)
+				}
+				d, first := bitsDiffer(got, want)
+				t.Logf("conv_f32 over %d calls: %d of %d outputs differ from nn.Conv's %s (fused multiply-adds would differ on %d, a float64 sum on %d)",
+					len(c.parts), d, len(want), first, fused, once)
+				if d != 0 {
+					t.Errorf("%d of %d outputs differ from nn.Conv's; %s", d, len(want), first)
+				}
+				if K > 1 && (fused == 0 || once == 0) {
+					t.Errorf("the inputs do not tell the arithmetics apart: fused multiply-adds differ on %d outputs, a float64 sum on %d", fused, once)
+				}
+			})
+		}
+	})
+}
+
+// TestMulParity: Mul (mul_f32) against the CPU's float32 products, bit
+// for bit: into another tensor, in place on either operand, and a square
+// in place (dst, a and b one tensor), on rows not a multiple of a block,
+// with magnitudes from subnormals to 1e15 of both signs (products that
+// underflow to subnormals and zeros, and that overflow to infinities).
+func TestMulParity(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		b := testBackend(e)
+		defer b.Close()
+		rng := rand.New(rand.NewPCG(5, 8))
+		for _, c := range []struct {
+			rows, cols int
+			into       string // "new", "a", "b" or "square"
+		}{{7, 300, "new"}, {3, 37, "a"}, {5, 1024, "b"}, {2, 333, "square"}} {
+			n := c.rows * c.cols
+			av, bv := lfm2Values(rng, n), lfm2Values(rng, n+4)[4:] // b's kinds of value shifted against a's
+			for i := range bv {
+				switch i % 13 {
+				case 7:
+					av[i], bv[i] = 3e30, -2e20 // overflow: -Inf
+				case 11:
+					bv[i] *= 1e-33 // products near float32's smallest normal, below it and zero
+				}
+			}
+			if c.into == "square" {
+				bv = av
+			}
+			want := make([]float32, n)
+			for i := range want {
+				want[i] = av[i] * bv[i]
+			}
+			at := b.put(t, c.rows, c.cols, av)
+			bt := at
+			if c.into != "square" {
+				bt = b.put(t, c.rows, c.cols, bv)
+			}
+			dst := map[string]ml.Tensor{"a": at, "b": bt, "square": at}[c.into]
+			if dst == nil {
+				dst = b.Alloc(c.rows, c.cols)
+			}
+			b.Mul(dst, at, bt)
+			got := b.Read(dst)
+			if err := b.Err(); err != nil {
+				t.Fatal(err)
+			}
+			var inf, sub, zero int
+			for _, v := range want {
+				switch a := math.Abs(float64(v)); {
+				case math.IsInf(a, 0):
+					inf++
+				case a == 0:
+					zero++
+				case a < 0x1p-126:
+					sub++
+				}
+			}
+			d, first := bitsDiffer(got, want)
+			t.Logf("mul_f32 %d×%d into %s (%d infinities, %d subnormals, %d zeros): %d of %d elements differ %s",
+				c.rows, c.cols, c.into, inf, sub, zero, d, n, first)
+			if d != 0 {
+				t.Errorf("mul_f32 %d×%d into %s: %d of %d elements differ from the CPU's; %s", c.rows, c.cols, c.into, d, n, first)
+			}
+			if c.into == "new" {
+				if d, first := bitsDiffer(b.Read(at), av); d != 0 {
+					t.Errorf("mul_f32 changed its operand a: %s", first)
+				}
+				if d, first := bitsDiffer(b.Read(bt), bv); d != 0 {
+					t.Errorf("mul_f32 changed its operand b: %s", first)
+				}
+			}
+		}
+	})
+}
+
+// TestConvRefuses: a kernel past conv_hist's 16 taps is an error, not a
+// launch.
+func TestConvRefuses(t *testing.T) {
+	b := testBackend(simEngine())
+	defer b.Close()
+	const C, K = 4, 17
+	w := &ml.Vector{Name: "shortconv.conv", V: make([]float32, C*K)}
+	if err := b.PrepareVector(w); err != nil {
+		t.Fatal(err)
+	}
+	b.Conv(b.Alloc(3, C), b.Alloc(3, C), b.Alloc(K-1, C), w)
+	if err := b.Err(); err == nil || !strings.Contains(err.Error(), "kernel 17 of shortconv.conv: at most 16") {
+		t.Errorf("kernel %d: error %v", K, err)
+	}
+}

@@ -8,9 +8,10 @@ import (
 	"ppl.dev/score/nn"
 )
 
-// The emulation of kernels/recurrent.cu. Every kernel but the two scans is
-// its plain definition (ml.Recurrent's doc), float64 inside and one
-// rounding to float32; delta_net is the kernel's own float32 arithmetic in
+// The emulation of kernels/recurrent.cu. Every kernel but the two scans
+// and LFM2's two is its plain definition (ml.Recurrent's doc), float64
+// inside and one rounding to float32; conv_f32 and mul_f32 are their
+// float32 arithmetic (nn.Conv's, and the CPU's products); delta_net is the kernel's own float32 arithmetic in
 // the kernel's order (simDeltaNet), so that the end-to-end parity on the
 // emulation measures what the GPU's float32 state costs; ssm_scan is the
 // CPU's float32 scan (nn.SSMScan: the kernel's arithmetic, its sums over
@@ -84,6 +85,40 @@ func init() {
 				}
 			}
 			copy(hist, last)
+			return nil
+		}},
+		"conv_f32": {7, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, x, hist, w := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), f32s(a.ptr(3))
+			n, C, K := a.int(4), a.int(5), a.int(6)
+			if a.err != nil {
+				return a.err
+			}
+			for t := range n {
+				for c := range C {
+					var acc float32
+					for j := range K {
+						tt := t - K + 1 + j
+						var v float32
+						if tt < 0 {
+							v = hist[(tt+K-1)*C+c]
+						} else {
+							v = x[tt*C+c]
+						}
+						acc += float32(v * w[c*K+j]) // rounded apart, as __fmul_rn and __fadd_rn
+					}
+					out[t*C+c] = acc
+				}
+			}
+			return nil
+		}},
+		"mul_f32": {4, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, x, y, n := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), a.i64(3)
+			if a.err != nil {
+				return a.err
+			}
+			for i := range n {
+				out[i] = x[i] * y[i]
+			}
 			return nil
 		}},
 		"l2norm_f32": {5, func(s *simDevice, a *simArgs, grid dim3) error {

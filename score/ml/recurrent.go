@@ -4,7 +4,8 @@ import "fmt"
 
 // Recurrent is the extension a backend implements to run linear-attention
 // and state-space recurrent layers (Gated DeltaNet: qwen35, qwen35moe,
-// qwen3next; Mamba-2: granitehybrid). A
+// qwen3next; Mamba-2: granitehybrid, nemotron_h, nemotron_h_moe; LFM2's
+// short convolutions: lfm2, lfm2moe). A
 // Network that needs it checks for it at load (model.Checker), so a
 // backend without it refuses such a model by name.
 //
@@ -20,6 +21,12 @@ import "fmt"
 //     one value per channel, added to the rounded sum in float32 as
 //     llama.cpp adds it; dst is not x. On return hist holds the last K - 1
 //     inputs, for the next rows of the window.
+//   - Conv: ConvSiLU's convolution without bias or SiLU, each sum in
+//     float32 in tap order (products and sums rounded apart, as ggml's
+//     SSM_CONV): dst[t, c] = Σ_{j<K} w[c·K + j] · x[t-K+1+j, c]; hist as
+//     ConvSiLU's.
+//   - Mul: dst = a ⊙ b elementwise, each product rounded to float32; dst
+//     may be a or b.
 //   - Zero: x = 0.
 //   - L2Norm: each row divided by max(‖row‖, eps) (eps a floor on the
 //     norm); dst may be x.
@@ -44,6 +51,8 @@ import "fmt"
 type Recurrent interface {
 	GatherCols(dst, x Tensor, cols []int)
 	ConvSiLU(dst, x, hist Tensor, w, bias *Vector)
+	Conv(dst, x, hist Tensor, w *Vector)
+	Mul(dst, a, b Tensor)
 	Zero(x Tensor)
 	L2Norm(dst, x Tensor, eps float64)
 	DeltaGates(beta, alpha Tensor, a, dtBias *Vector)

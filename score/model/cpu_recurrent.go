@@ -62,6 +62,26 @@ func (b *cpuBackend) ConvSiLU(dst, x, hist ml.Tensor, w, bias *ml.Vector) {
 	nn.ConvSiLU(b.c, d.d, s.d, hs.d, w.V, bv, n, C, kernel)
 }
 
+func (b *cpuBackend) Conv(dst, x, hist ml.Tensor, w *ml.Vector) {
+	d, s, hs := ct(dst), ct(x), ct(hist)
+	C, n, kernel := s.cols, s.rows, hs.rows+1
+	shape("conv output", d, n, C)
+	shape("conv history", hs, kernel-1, C)
+	if len(w.V) != C*kernel {
+		panic(fmt.Sprintf("cpu backend: %s has %d values for %d channels × kernel %d", w.Name, len(w.V), C, kernel))
+	}
+	nn.Conv(b.c, d.d, s.d, hs.d, w.V, n, C, kernel)
+}
+
+func (b *cpuBackend) Mul(dst, x, y ml.Tensor) {
+	d, s, t := ct(dst), ct(x), ct(y)
+	shape("mul operand", t, s.rows, s.cols)
+	shape("mul output", d, s.rows, s.cols)
+	for i, v := range s.d[:s.rows*s.cols] {
+		d.d[i] = v * t.d[i]
+	}
+}
+
 // SSMScan runs the selective scan per head with nn.SSMScan (float32), or
 // in the int8 modes nn.SSMScanGGML (ggml-cpu's roundings), heads in
 // parallel.

@@ -170,9 +170,12 @@ func generatedScores(t *testing.T, path string, tokens []int32, sums []float64) 
 // multipliers); nemotron_h (Mamba-2, ReLU² MLP and attention blocks) and
 // nemotron_h_moe (ungated ReLU² experts routed by sigmoid with a selection
 // bias, a shared expert), and with Nemotron 3 Super's latent experts (of
-// 64, in a model of 128). Per token the log-probs are llama.cpp's to
+// 64, in a model of 128); lfm2 (short convolutions, B ⊙ x convolved then
+// times C, and attention with per-head q/k norms) and lfm2moe (sigmoid-routed
+// experts with a selection bias past a dense first layer), and lfm2 with a
+// sliding window of 40 keys in its attention layers. Per token the log-probs are llama.cpp's to
 // 5.3e-8, the precision of its printed figures (the Mamba-2 hybrids' over
-// 24 windows of each of nine such files: their scan, convolution and norms
+// 24 windows of each of nine such files, LFM2's of two: their scan, convolution and norms
 // as ggml-cpu rounds them, nn.SSMScanGGML).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
@@ -228,6 +231,13 @@ func TestGeneratedLlama(t *testing.T) {
 		{"nemotron_h_moe-latent", "nemotron_h_moe", func(s *mkmodel.Shape) { nemotronH(true)(s); s.MoELatent = 64 }, "",
 			"afbdd44bab239c2e4af93167be35ea80b78200876e0fce6919de9da22974571d",
 			[]float64{-1567.6391050, -811.7386340, -810.7378073, -805.7336691}},
+		{"lfm2", "lfm2", lfm2(false), "", "742fc45b17e5b6839a0016acb235c7b9d753872a3d29bc7149374470509d850a",
+			[]float64{-1631.7795734, -825.6056746, -818.3669679, -800.8487037}},
+		{"lfm2moe", "lfm2moe", lfm2(true), "", "12dcbf40975325a985b6ad3eda775333af8c7de70ac304b928aa5ba681d3c5cb",
+			[]float64{-1613.9717337, -829.1798259, -814.1795373, -793.3720625}},
+		{"lfm2-swa", "lfm2", func(s *mkmodel.Shape) { lfm2(false)(s); s.Window = 40 }, "",
+			"e1680d4ccd17eb48570974f4dfbad89796f0edfb6513536e2b6958967279c422",
+			[]float64{-1631.3273653, -825.1723572, -820.6942212, -804.3782150}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := genModel(t, dir, c.arch, c.set)
@@ -408,12 +418,12 @@ func TestNemotronHRefused(t *testing.T) {
 	}
 }
 
-// TestMamba2Blocks: a Mamba-2 layer computes a window's rows in blocks
-// (deltaRows of them), carrying the convolution's history and the state
-// from one block to the next; blocks of 1, 7 and 37 rows score a window of
-// 100 bit for bit as one block does, in both modes, on a granitehybrid and
-// a nemotron_h model (the scan is per token, its roundings do not depend
-// on the blocks).
+// TestMamba2Blocks: a Mamba-2 layer, and LFM2's short convolution, compute
+// a window's rows in blocks (deltaRows of them), carrying the
+// convolution's history and the state from one block to the next; blocks
+// of 1, 7 and 37 rows score a window of 100 bit for bit as one block does,
+// in both modes, on a granitehybrid, a nemotron_h and an lfm2 model (the
+// scan is per token, its roundings do not depend on the blocks).
 func TestMamba2Blocks(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -424,17 +434,27 @@ func TestMamba2Blocks(t *testing.T) {
 	for _, c := range []struct {
 		arch string
 		set  func(*mkmodel.Shape)
-	}{{"granitehybrid", graniteHybrid(false)}, {"nemotron_h", nemotronH(false)}} {
+	}{{"granitehybrid", graniteHybrid(false)}, {"nemotron_h", nemotronH(false)}, {"lfm2", lfm2(false)}} {
 		path := genModel(t, dir, c.arch, c.set)
 		for _, act := range []string{ActFP32, ActInt8} {
 			m, err := Load(path, Options{Activations: act})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var mixers []*mamba2
-			for _, ly := range m.net.(ssmDecoder).layers {
+			var rowsOf []*int
+			var layers []decoderLayer
+			switch net := m.net.(type) {
+			case ssmDecoder:
+				layers = net.layers
+			case shortConvDecoder:
+				layers = net.layers
+			}
+			for _, ly := range layers {
 				if ly.mamba != nil {
-					mixers = append(mixers, ly.mamba)
+					rowsOf = append(rowsOf, &ly.mamba.rows)
+				}
+				if ly.conv != nil {
+					rowsOf = append(rowsOf, &ly.conv.rows)
 				}
 			}
 			whole, err := m.Score(toks, 1)
@@ -442,8 +462,8 @@ func TestMamba2Blocks(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, rows := range []int{1, 7, 37} {
-				for _, mx := range mixers {
-					mx.rows = rows
+				for _, r := range rowsOf {
+					*r = rows
 				}
 				r, err := m.Score(toks, 1)
 				if err != nil {
@@ -455,5 +475,44 @@ func TestMamba2Blocks(t *testing.T) {
 			}
 			m.Close()
 		}
+	}
+}
+
+// lfm2 gives an lfm2 or lfm2moe model 4 layers, the 2nd and 4th attention
+// and the others short convolutions of 3 taps (LFM2's), lfm2moe's FFNs
+// past the first layer 8 experts of 64, 2 used.
+func lfm2(moe bool) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) {
+		s.Layers, s.SSMConv, s.AttnInterval = 4, 3, 2
+		if moe {
+			s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN = 1, 8, 2, 64
+		}
+	}
+}
+
+// TestLFM2Refused: lfm2moe files without what llama.cpp 0.7.0 needs are
+// refused at load with a one-line error naming the key or tensor.
+func TestLFM2Refused(t *testing.T) {
+	dir := oracle.Require(t)
+	path := genModel(t, dir, "lfm2moe", lfm2(true))
+	for _, c := range []struct {
+		name string
+		set  map[string]any
+		drop []string
+		want string
+	}{
+		{"no taps", map[string]any{"lfm2moe.shortconv.l_cache": nil}, nil, "missing metadata lfm2moe.shortconv.l_cache"},
+		{"one tap", map[string]any{"lfm2moe.shortconv.l_cache": uint32(1)}, nil, "lfm2moe.shortconv.l_cache = 1, want at least 2"},
+		{"no convolution", nil, []string{"blk.2.shortconv.conv.weight"}, "missing tensor blk.2.shortconv.conv.weight"},
+		{"no selection bias", nil, []string{"blk.1.exp_probs_b.bias"}, "blk.1.exp_probs_b.bias"},
+		{"no final norm", nil, []string{"token_embd_norm.weight"}, "missing tensor token_embd_norm.weight"},
+		{"KV heads disagree", map[string]any{"lfm2moe.attention.head_count_kv": []uint32{0, 2, 0, 1}}, nil, "layer 3 has 1 KV heads"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Load(rewriteFile(t, path, c.set, nil, c.drop...), Options{})
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("got %v, want a line with %q", err, c.want)
+			}
+		})
 	}
 }

@@ -94,9 +94,11 @@ type decoderLayer struct {
 	// post_attention_norm, post_ffw_norm).
 	postAttnNorm, postFFNNorm *ml.Vector
 	noRoPE                    bool // no positions in this layer's q and k (smollm3's NoPE layers)
-	// mamba, when set, is the layer's mixer instead of attention
-	// (granitehybrid's Mamba-2 layers): q, k, v and o are nil.
+	// mamba or conv, when set, is the layer's mixer instead of attention
+	// (the Mamba-2 layers of granitehybrid and nemotron_h, LFM2's short
+	// convolutions): q, k, v and o are nil.
 	mamba *mamba2
+	conv  *shortConv
 }
 
 func newDecoder(l *Loader, o decoderOpts) *decoder {
@@ -338,12 +340,16 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			b.RMSNorm(h, x, w, hp.Eps)
 			return h
 		}
-		if ly.q != nil || ly.mamba != nil { // the mixer (none in nemotron_h's MLP blocks)
+		if ly.q != nil || ly.mamba != nil || ly.conv != nil { // the mixer (none in nemotron_h's MLP blocks)
 			mix := h
-			if ly.mamba != nil {
+			switch {
+			case ly.mamba != nil:
 				mix = ff
 				ly.mamba.forward(b, mix, normed(ly.attnNorm))
-			} else {
+			case ly.conv != nil:
+				mix = ff
+				ly.conv.forward(b, mix, normed(ly.attnNorm))
+			default:
 				m.attention(b, h, normed(ly.attnNorm), i, ly)
 			}
 			if ly.postAttnNorm != nil {

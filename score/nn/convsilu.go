@@ -60,18 +60,11 @@ func ConvSiLU(c *Context, out, x, hist, w, bias []float32, n, C, K int) {
 	shiftHist(x, hist, n, C, K)
 }
 
-// ggmlConvSiLU is SSM_CONV, then ADD of the bias, then SILU, as ggml-cpu
-// rounds them: per channel its taps over time from the oldest, each
-// product and each sum rounded to float32 (the build does not contract
-// sumf += s·c), the bias added in float32,
-// then silu per row as ggml_vec_silu_f32 (ggmlSwiGLURow with up = 1).
+// ggmlConvSiLU is SSM_CONV (Conv), then ADD of the bias, then SILU, as
+// ggml-cpu rounds them: the bias added in float32, then silu per row as
+// ggml_vec_silu_f32 (ggmlSwiGLURow with up = 1).
 func ggmlConvSiLU(c *Context, out, x, hist, w, bias []float32, n, C, K int) {
-	in := func(tt int) []float32 {
-		if tt < 0 {
-			return hist[(tt+K-1)*C : (tt+K)*C]
-		}
-		return x[tt*C : (tt+1)*C]
-	}
+	Conv(c, out, x, hist, w, n, C, K)
 	c.Parallel(n, func(_, lo, hi int) {
 		ones := make([]float32, C)
 		for i := range ones {
@@ -79,18 +72,38 @@ func ggmlConvSiLU(c *Context, out, x, hist, w, bias []float32, n, C, K int) {
 		}
 		for t := lo; t < hi; t++ {
 			o := out[t*C : (t+1)*C]
-			clear(o)
-			for j := range K {
-				for ch, v := range in(t - K + 1 + j)[:C] {
-					o[ch] += v * w[ch*K+j]
-				}
-			}
 			if bias != nil {
 				for ch, b := range bias[:C] {
 					o[ch] += b
 				}
 			}
 			ggmlSwiGLURow(o, o, ones, c.GGMLAVX2)
+		}
+	})
+}
+
+// Conv is the causal depthwise convolution over time alone, ggml's
+// SSM_CONV: out[t, c] = Σ_{j<K} w[c·K + j] · x[t-K+1+j, c] with hist's
+// rows before x (as ConvSiLU's), each channel's taps from the oldest, each
+// product and each sum rounded to float32 (the build does not contract
+// sumf += s·c). On return hist holds the last K - 1 inputs. out is not x.
+func Conv(c *Context, out, x, hist, w []float32, n, C, K int) {
+	checkConv(out, x, hist, w, nil, n, C, K)
+	in := func(tt int) []float32 {
+		if tt < 0 {
+			return hist[(tt+K-1)*C : (tt+K)*C]
+		}
+		return x[tt*C : (tt+1)*C]
+	}
+	c.Parallel(n, func(_, lo, hi int) {
+		for t := lo; t < hi; t++ {
+			o := out[t*C : (t+1)*C]
+			clear(o)
+			for j := range K {
+				for ch, v := range in(t - K + 1 + j)[:C] {
+					o[ch] += float32(v * w[ch*K+j]) // rounded apart: no fused multiply-add
+				}
+			}
 		}
 	})
 	shiftHist(x, hist, n, C, K)

@@ -22,7 +22,7 @@ const name = "ppl-mkmodel"
 type cliArgs struct {
 	Output string `short:"o" required:"" help:"The GGUF file to write (atomically)." placeholder:"FILE.gguf" type:"path"`
 
-	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3,qwen3moe,qwen35,qwen35moe,phi3,glm4,granite,smollm3,olmo2,seed_oss,exaone4,minimax-m2,ernie4_5-moe,dots1,granitehybrid,nemotron_h,nemotron_h_moe" help:"Architecture: llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe (Gated DeltaNet hybrids), phi3 (Phi-3, Phi-4) or glm4 (GLM-4-0414: fused projections), granite (Granite 3: llama with Granite-3.3-8B's multipliers), smollm3 (llama, no RoPE in every fourth layer), olmo2 (OLMo 2: norms after the attention and the FFN), seed_oss (Seed-OSS: q/k/v biases), exaone4 (EXAONE 4.0: olmo2's norms, q/k norms per head; 64 layers: 3 sliding-window layers of 4), minimax-m2 (MiniMax-M2: whole-row q/k norms, half-head RoPE, sigmoid-routed experts with a selection bias), ernie4_5-moe (ERNIE 4.5: a dense first layer, softmax-routed experts with a selection bias and a shared expert), dots1 (dots.llm1: qwen3's attention, a dense first layer, sigmoid-routed experts with a selection bias and a shared expert), granitehybrid (Granite 4.0-H: Mamba-2 layers and every --attn-interval-th attention, without positions unless --rope; with --experts, softmax-routed experts and a shared expert), nemotron_h, nemotron_h_moe (Nemotron-H, Nemotron 3 Nano: blocks of Mamba-2, attention without positions, or ReLU² MLPs, by --layout; nemotron_h_moe's MLPs sigmoid-routed ReLU² experts and a shared one)."`
+	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3,qwen3moe,qwen35,qwen35moe,phi3,glm4,granite,smollm3,olmo2,seed_oss,exaone4,minimax-m2,ernie4_5-moe,dots1,granitehybrid,nemotron_h,nemotron_h_moe,lfm2,lfm2moe" help:"Architecture: llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe (Gated DeltaNet hybrids), phi3 (Phi-3, Phi-4) or glm4 (GLM-4-0414: fused projections), granite (Granite 3: llama with Granite-3.3-8B's multipliers), smollm3 (llama, no RoPE in every fourth layer), olmo2 (OLMo 2: norms after the attention and the FFN), seed_oss (Seed-OSS: q/k/v biases), exaone4 (EXAONE 4.0: olmo2's norms, q/k norms per head; 64 layers: 3 sliding-window layers of 4), minimax-m2 (MiniMax-M2: whole-row q/k norms, half-head RoPE, sigmoid-routed experts with a selection bias), ernie4_5-moe (ERNIE 4.5: a dense first layer, softmax-routed experts with a selection bias and a shared expert), dots1 (dots.llm1: qwen3's attention, a dense first layer, sigmoid-routed experts with a selection bias and a shared expert), granitehybrid (Granite 4.0-H: Mamba-2 layers and every --attn-interval-th attention, without positions unless --rope; with --experts, softmax-routed experts and a shared expert), nemotron_h, nemotron_h_moe (Nemotron-H, Nemotron 3 Nano: blocks of Mamba-2, attention without positions, or ReLU² MLPs, by --layout; nemotron_h_moe's MLPs sigmoid-routed ReLU² experts and a shared one), lfm2, lfm2moe (LFM2, LFM2-8B-A1B: short convolutions of --ssm-conv taps and every --attn-interval-th layer attention; lfm2moe's FFNs after the first sigmoid-routed experts)."`
 	Params   string  `help:"Pick the preset nearest this size (shape flags override its fields): Llama-shaped 100M, 1B or 8B; for qwen3moe, Qwen3-30B-A3B's layout at 1B or its own 30B; for qwen35, Qwen3.5-0.8B or 27B; for qwen35moe, Qwen3.5-35B-A3B." placeholder:"SIZE"`
 	Embd     int     `help:"Embedding width (default 128, or the preset's)."`
 	Layers   int     `help:"Number of transformer blocks (default 2)."`
@@ -45,8 +45,8 @@ type cliArgs struct {
 	SSMKHeads    int    `name:"ssm-k-heads" help:"qwen35, qwen35moe: Gated DeltaNet query/key heads (default 2); granitehybrid: Mamba-2's groups of B and C (default 1)."`
 	SSMVHeads    int    `name:"ssm-v-heads" help:"qwen35, qwen35moe: Gated DeltaNet value heads, a multiple of the key heads (default 4); granitehybrid: Mamba-2's heads, a multiple of the groups (default 4)."`
 	SSMHeadDim   int    `name:"ssm-head-dim" help:"granitehybrid: Mamba-2's head size (default 32)."`
-	SSMConv      int    `name:"ssm-conv" help:"qwen35, qwen35moe, granitehybrid: convolution kernel (default 4)."`
-	AttnInterval int    `name:"attn-interval" help:"qwen35, qwen35moe, granitehybrid: every N-th layer is full attention, the others recurrent (default 4; granitehybrid 2)."`
+	SSMConv      int    `name:"ssm-conv" help:"qwen35, qwen35moe, granitehybrid, nemotron_h: convolution kernel (default 4); lfm2: its short convolution's taps, shortconv.l_cache (default 3)."`
+	AttnInterval int    `name:"attn-interval" help:"qwen35, qwen35moe, granitehybrid, lfm2: every N-th layer is full attention, the others recurrent (default 4; granitehybrid and lfm2 2)."`
 	Rope         bool   `help:"granitehybrid: RoPE in the attention layers (default none, as Granite 4.0-H)."`
 	Layout       string `help:"nemotron_h, nemotron_h_moe: the blocks, a letter a layer: M (Mamba-2), A (attention), F (MLP or experts); sets --layers (default MAF)."`
 	MoELatent    int    `name:"moe-latent" help:"nemotron_h_moe: the experts' latent width, moe_latent_size, as Nemotron 3 Super (default none)."`
@@ -122,6 +122,12 @@ func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, s
 	}
 	if a.Arch == "granitehybrid" {
 		s.SSMState, s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.AttnInterval, s.NoPE = 16, 1, 4, 32, 4, 2, !a.Rope
+	}
+	if a.Arch == "lfm2" || a.Arch == "lfm2moe" {
+		s.SSMConv, s.AttnInterval = 3, 2
+		if a.Arch == "lfm2moe" {
+			s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN = 1, 8, 2, 64
+		}
 	}
 	if a.Arch == "nemotron_h" || a.Arch == "nemotron_h_moe" {
 		s.SSMState, s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.Layout = 16, 1, 4, 32, 4, cmp.Or(a.Layout, "MAF")
