@@ -62,22 +62,15 @@ func (c *Config) lfm2Layer(add func(name string, shape []uint64, layer int, fill
 		add(p+"shortconv.conv.weight", []uint64{uint64(c.SSMConv), e}, i, c.normal(p+"shortconv.conv.weight", inv(uint64(c.SSMConv))))
 		add(p+"shortconv.out_proj.weight", []uint64{e, e}, i, c.normal(p+"shortconv.out_proj.weight", res*inv(e)))
 	} else {
-		q, kv, hd := uint64(c.Heads*c.HeadDim), uint64(c.KVHeads*c.HeadDim), uint64(c.HeadDim)
-		add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*inv(e)))
-		add(p+"attn_k.weight", []uint64{e, kv}, i, c.normal(p+"attn_k.weight", 1.2*inv(e)))
-		add(p+"attn_v.weight", []uint64{e, kv}, i, c.normal(p+"attn_v.weight", inv(e)))
-		add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*inv(q)))
+		hd := uint64(c.HeadDim)
+		c.attnTensors(add, i)
 		add(p+"attn_q_norm.weight", []uint64{hd}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 		add(p+"attn_k_norm.weight", []uint64{hd}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
 	}
 	add(p+"ffn_norm.weight", []uint64{e}, i, c.gain(p+"ffn_norm.weight", 1, 0.1))
 	if c.moe() && i >= c.DenseLead {
-		nx, fx := uint64(c.Experts), uint64(c.ExpertFFN)
-		add(p+"ffn_gate_inp.weight", []uint64{e, nx}, i, c.normal(p+"ffn_gate_inp.weight", inv(e)))
-		add(p+"ffn_gate_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_gate_exps.weight", inv(e)))
-		add(p+"ffn_up_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_up_exps.weight", inv(e)))
-		add(p+"ffn_down_exps.weight", []uint64{fx, e, nx}, i, c.normal(p+"ffn_down_exps.weight", res*inv(fx)))
-		add(p+"exp_probs_b.bias", []uint64{nx}, i, c.normal(p+"exp_probs_b.bias", 0.1))
+		c.expertTensors(add, i)
+		add(p+"exp_probs_b.bias", []uint64{uint64(c.Experts)}, i, c.normal(p+"exp_probs_b.bias", 0.1))
 		return
 	}
 	ff := uint64(c.FFN)

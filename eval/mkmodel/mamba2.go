@@ -189,11 +189,7 @@ func (c *Config) nemotronLayer(add func(name string, shape []uint64, layer int, 
 	case 'M':
 		c.mambaMixer(add, i)
 	case 'A':
-		q, kv := uint64(c.Heads*c.HeadDim), uint64(c.KVHeads*c.HeadDim)
-		add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*inv(e)))
-		add(p+"attn_k.weight", []uint64{e, kv}, i, c.normal(p+"attn_k.weight", 1.2*inv(e)))
-		add(p+"attn_v.weight", []uint64{e, kv}, i, c.normal(p+"attn_v.weight", inv(e)))
-		add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*inv(q)))
+		c.attnTensors(add, i)
 	case 'F':
 		if !c.moe() {
 			ff := uint64(c.FFN)

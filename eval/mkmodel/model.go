@@ -176,11 +176,8 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			// The router, then the experts' stacks (ne {in, out, experts}).
 			// A token's output sums ExpertsUsed experts weighted to 1, so
 			// each expert keeps the dense MLP's scale.
-			nx, fx := uint64(c.Experts), uint64(c.ExpertFFN)
-			add(p+"ffn_gate_inp.weight", []uint64{e, nx}, i, c.normal(p+"ffn_gate_inp.weight", inv(e)))
-			add(p+"ffn_gate_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_gate_exps.weight", inv(e)))
-			add(p+"ffn_up_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_up_exps.weight", inv(e)))
-			add(p+"ffn_down_exps.weight", []uint64{fx, e, nx}, i, c.normal(p+"ffn_down_exps.weight", res*inv(fx)))
+			nx := uint64(c.Experts)
+			c.expertTensors(add, i)
 			if c.Arch == "minimax-m2" || c.Arch == "ernie4_5-moe" || c.Arch == "dots1" { // the routing's selection bias
 				add(p+"exp_probs_b.bias", []uint64{nx}, i, c.normal(p+"exp_probs_b.bias", 0.1))
 			}
@@ -336,4 +333,30 @@ func Write(path string, c *Config) error {
 		return fmt.Errorf("mkmodel: %s: %w", path, err)
 	}
 	return nil
+}
+
+// expertTensors adds layer i's router, ffn_gate_inp, and its experts'
+// SwiGLU stacks ffn_gate_exps, ffn_up_exps and ffn_down_exps (ne {in,
+// out, experts}): a token's output sums ExpertsUsed experts weighted to 1,
+// so each expert keeps the dense MLP's scale.
+func (c *Config) expertTensors(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
+	p := fmt.Sprintf("blk.%d.", i)
+	e, nx, fx := uint64(c.Embd), uint64(c.Experts), uint64(c.ExpertFFN)
+	inv := func(n uint64) float64 { return 1 / math.Sqrt(float64(n)) }
+	add(p+"ffn_gate_inp.weight", []uint64{e, nx}, i, c.normal(p+"ffn_gate_inp.weight", inv(e)))
+	add(p+"ffn_gate_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_gate_exps.weight", inv(e)))
+	add(p+"ffn_up_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_up_exps.weight", inv(e)))
+	add(p+"ffn_down_exps.weight", []uint64{fx, e, nx}, i, c.normal(p+"ffn_down_exps.weight", c.Residual*inv(fx)))
+}
+
+// attnTensors adds layer i's attn_q, attn_k, attn_v and attn_output,
+// without biases.
+func (c *Config) attnTensors(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
+	p := fmt.Sprintf("blk.%d.", i)
+	e, q, kv := uint64(c.Embd), uint64(c.Heads*c.HeadDim), uint64(c.KVHeads*c.HeadDim)
+	inv := func(n uint64) float64 { return 1 / math.Sqrt(float64(n)) }
+	add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*inv(e)))
+	add(p+"attn_k.weight", []uint64{e, kv}, i, c.normal(p+"attn_k.weight", 1.2*inv(e)))
+	add(p+"attn_v.weight", []uint64{e, kv}, i, c.normal(p+"attn_v.weight", inv(e)))
+	add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", c.Residual*inv(q)))
 }

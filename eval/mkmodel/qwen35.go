@@ -185,11 +185,8 @@ func (c *Config) hybridLayer(add func(name string, shape []uint64, layer int, fi
 		add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*inv(ff)))
 		return
 	}
-	nx, fx, sf := uint64(c.Experts), uint64(c.ExpertFFN), uint64(c.SharedFFN)
-	add(p+"ffn_gate_inp.weight", []uint64{e, nx}, i, c.normal(p+"ffn_gate_inp.weight", inv(e)))
-	add(p+"ffn_gate_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_gate_exps.weight", inv(e)))
-	add(p+"ffn_up_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_up_exps.weight", inv(e)))
-	add(p+"ffn_down_exps.weight", []uint64{fx, e, nx}, i, c.normal(p+"ffn_down_exps.weight", res*inv(fx)))
+	sf := uint64(c.SharedFFN)
+	c.expertTensors(add, i)
 	add(p+"ffn_gate_inp_shexp.weight", []uint64{e}, i, c.normal(p+"ffn_gate_inp_shexp.weight", 1.5*inv(e)))
 	add(p+"ffn_gate_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_gate_shexp.weight", inv(e)))
 	add(p+"ffn_up_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_up_shexp.weight", inv(e)))

@@ -48,14 +48,7 @@ func init() {
 				for c := range C {
 					var acc float64
 					for j := range K {
-						tt := t - K + 1 + j
-						var v float32
-						if tt < 0 {
-							v = hist[(tt+K-1)*C+c]
-						} else {
-							v = x[tt*C+c]
-						}
-						acc += float64(w[c*K+j]) * float64(v)
+						acc += float64(w[c*K+j]) * float64(convInput(x, hist, t-K+1+j, c, C, K))
 					}
 					if bias != nil {
 						acc = float64(float32(acc) + bias[c])
@@ -75,13 +68,8 @@ func init() {
 			}
 			last := make([]float32, (K-1)*C)
 			for r := range K - 1 {
-				tt := n - K + 1 + r
 				for c := range C {
-					if tt < 0 {
-						last[r*C+c] = hist[(tt+K-1)*C+c]
-					} else {
-						last[r*C+c] = x[tt*C+c]
-					}
+					last[r*C+c] = convInput(x, hist, n-K+1+r, c, C, K)
 				}
 			}
 			copy(hist, last)
@@ -97,14 +85,7 @@ func init() {
 				for c := range C {
 					var acc float32
 					for j := range K {
-						tt := t - K + 1 + j
-						var v float32
-						if tt < 0 {
-							v = hist[(tt+K-1)*C+c]
-						} else {
-							v = x[tt*C+c]
-						}
-						acc += float32(v * w[c*K+j]) // rounded apart, as __fmul_rn and __fadd_rn
+						acc += float32(convInput(x, hist, t-K+1+j, c, C, K) * w[c*K+j]) // rounded apart, as __fmul_rn and __fadd_rn
 					}
 					out[t*C+c] = acc
 				}
@@ -279,4 +260,13 @@ func simDeltaNet(out, q, k, v, g, beta, state []float32, n, hk, hv, d int, tiled
 		}
 		copy(st, S)
 	}
+}
+
+// convInput is the convolutions' input at time tt and channel c: row tt
+// of x, or for tt < 0 row tt + K - 1 of the history.
+func convInput(x, hist []float32, tt, c, C, K int) float32 {
+	if tt < 0 {
+		return hist[(tt+K-1)*C+c]
+	}
+	return x[tt*C+c]
 }

@@ -45,32 +45,34 @@ func (b *cpuBackend) GatherCols(dst, x ml.Tensor, cols []int) {
 }
 
 func (b *cpuBackend) ConvSiLU(dst, x, hist ml.Tensor, w, bias *ml.Vector) {
-	d, s, hs := ct(dst), ct(x), ct(hist)
-	C, n, kernel := s.cols, s.rows, hs.rows+1
-	shape("conv output", d, n, C)
-	shape("conv history", hs, kernel-1, C)
-	if len(w.V) != C*kernel {
-		panic(fmt.Sprintf("cpu backend: %s has %d values for %d channels × kernel %d", w.Name, len(w.V), C, kernel))
-	}
 	var bv []float32
 	if bias != nil {
-		if len(bias.V) != C {
-			panic(fmt.Sprintf("cpu backend: %s has %d values for %d channels", bias.Name, len(bias.V), C))
+		if len(bias.V) != x.Cols() {
+			panic(fmt.Sprintf("cpu backend: %s has %d values for %d channels", bias.Name, len(bias.V), x.Cols()))
 		}
 		bv = bias.V
 	}
-	nn.ConvSiLU(b.c, d.d, s.d, hs.d, w.V, bv, n, C, kernel)
+	d, s, hs, n, C, K := convOperands(dst, x, hist, w)
+	nn.ConvSiLU(b.c, d, s, hs, w.V, bv, n, C, K)
 }
 
 func (b *cpuBackend) Conv(dst, x, hist ml.Tensor, w *ml.Vector) {
-	d, s, hs := ct(dst), ct(x), ct(hist)
-	C, n, kernel := s.cols, s.rows, hs.rows+1
-	shape("conv output", d, n, C)
-	shape("conv history", hs, kernel-1, C)
-	if len(w.V) != C*kernel {
-		panic(fmt.Sprintf("cpu backend: %s has %d values for %d channels × kernel %d", w.Name, len(w.V), C, kernel))
+	d, s, hs, n, C, K := convOperands(dst, x, hist, w)
+	nn.Conv(b.c, d, s, hs, w.V, n, C, K)
+}
+
+// convOperands checks a convolution's operands (K - 1 history rows, w of
+// C × K taps) and returns their values, the rows n, the channels C and the
+// kernel K.
+func convOperands(dst, x, hist ml.Tensor, w *ml.Vector) (d, s, hs []float32, n, C, K int) {
+	dt, st, ht := ct(dst), ct(x), ct(hist)
+	C, n, K = st.cols, st.rows, ht.rows+1
+	shape("conv output", dt, n, C)
+	shape("conv history", ht, K-1, C)
+	if len(w.V) != C*K {
+		panic(fmt.Sprintf("cpu backend: %s has %d values for %d channels × kernel %d", w.Name, len(w.V), C, K))
 	}
-	nn.Conv(b.c, d.d, s.d, hs.d, w.V, n, C, kernel)
+	return dt.d, st.d, ht.d, n, C, K
 }
 
 func (b *cpuBackend) Mul(dst, x, y ml.Tensor) {

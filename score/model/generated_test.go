@@ -353,12 +353,7 @@ func graniteHybrid(moe bool) func(*mkmodel.Shape) {
 func TestGraniteHybridRefused(t *testing.T) {
 	dir := oracle.Require(t)
 	path := genModel(t, dir, "granitehybrid", graniteHybrid(true))
-	for _, c := range []struct {
-		name string
-		set  map[string]any
-		drop []string
-		want string
-	}{
+	checkRefusals(t, path, []refusal{
 		{"no state size", map[string]any{"granitehybrid.ssm.state_size": nil}, nil, "granitehybrid.ssm.state_size"},
 		{"inner not heads", map[string]any{"granitehybrid.ssm.inner_size": uint32(250)}, nil, "ssm.inner_size = 250 is not a multiple of ssm.time_step_rank = 8"},
 		{"heads not groups", map[string]any{"granitehybrid.ssm.group_count": uint32(3), "granitehybrid.ssm.inner_size": uint32(255)}, nil, "not a multiple of ssm.time_step_rank"},
@@ -366,14 +361,7 @@ func TestGraniteHybridRefused(t *testing.T) {
 		{"no conv bias", nil, []string{"blk.1.ssm_conv1d.bias"}, "missing tensor blk.1.ssm_conv1d.bias"},
 		{"no shared expert", nil, []string{"blk.0.ffn_up_shexp.weight", "blk.0.ffn_gate_shexp.weight", "blk.0.ffn_down_shexp.weight"}, "blk.0.ffn_"},
 		{"rope switch not a bool", map[string]any{"granitehybrid.rope.scaling.finetuned": uint32(1)}, nil, "rope.scaling.finetuned"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := Load(rewriteFile(t, path, c.set, nil, c.drop...), Options{})
-			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-				t.Errorf("got %v, want a line with %q", err, c.want)
-			}
-		})
-	}
+	})
 }
 
 // nemotronH gives a nemotron_h or nemotron_h_moe model Nemotron-H's kinds of
@@ -397,25 +385,13 @@ func nemotronH(moe bool) func(*mkmodel.Shape) {
 func TestNemotronHRefused(t *testing.T) {
 	dir := oracle.Require(t)
 	path := genModel(t, dir, "nemotron_h_moe", nemotronH(true))
-	for _, c := range []struct {
-		name string
-		set  map[string]any
-		drop []string
-		want string
-	}{
+	checkRefusals(t, path, []refusal{
 		{"no experts' scale", map[string]any{"nemotron_h_moe.expert_weights_scale": nil}, nil, "missing metadata nemotron_h_moe.expert_weights_scale"},
 		{"no selection bias", nil, []string{"blk.1.exp_probs_b.bias"}, "blk.1.exp_probs_b.bias"},
 		{"no shared expert", nil, []string{"blk.4.ffn_up_shexp.weight", "blk.4.ffn_down_shexp.weight"}, "blk.4.ffn_up_shexp.weight"},
 		{"no decays", nil, []string{"blk.2.ssm_a"}, "missing tensor blk.2.ssm_a"},
 		{"FFN widths not per layer", map[string]any{"nemotron_h_moe.feed_forward_length": []uint32{0, 256}}, nil, "nemotron_h_moe.feed_forward_length"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := Load(rewriteFile(t, path, c.set, nil, c.drop...), Options{})
-			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
-				t.Errorf("got %v, want a line with %q", err, c.want)
-			}
-		})
-	}
+	})
 }
 
 // TestMamba2Blocks: a Mamba-2 layer, and LFM2's short convolution, compute
@@ -450,11 +426,11 @@ func TestMamba2Blocks(t *testing.T) {
 				layers = net.layers
 			}
 			for _, ly := range layers {
-				if ly.mamba != nil {
-					rowsOf = append(rowsOf, &ly.mamba.rows)
-				}
-				if ly.conv != nil {
-					rowsOf = append(rowsOf, &ly.conv.rows)
+				switch mx := ly.mixer.(type) {
+				case *mamba2:
+					rowsOf = append(rowsOf, &mx.rows)
+				case *shortConv:
+					rowsOf = append(rowsOf, &mx.rows)
 				}
 			}
 			whole, err := m.Score(toks, 1)
@@ -495,19 +471,30 @@ func lfm2(moe bool) func(*mkmodel.Shape) {
 func TestLFM2Refused(t *testing.T) {
 	dir := oracle.Require(t)
 	path := genModel(t, dir, "lfm2moe", lfm2(true))
-	for _, c := range []struct {
-		name string
-		set  map[string]any
-		drop []string
-		want string
-	}{
+	checkRefusals(t, path, []refusal{
 		{"no taps", map[string]any{"lfm2moe.shortconv.l_cache": nil}, nil, "missing metadata lfm2moe.shortconv.l_cache"},
 		{"one tap", map[string]any{"lfm2moe.shortconv.l_cache": uint32(1)}, nil, "lfm2moe.shortconv.l_cache = 1, want at least 2"},
 		{"no convolution", nil, []string{"blk.2.shortconv.conv.weight"}, "missing tensor blk.2.shortconv.conv.weight"},
 		{"no selection bias", nil, []string{"blk.1.exp_probs_b.bias"}, "blk.1.exp_probs_b.bias"},
 		{"no final norm", nil, []string{"token_embd_norm.weight"}, "missing tensor token_embd_norm.weight"},
 		{"KV heads disagree", map[string]any{"lfm2moe.attention.head_count_kv": []uint32{0, 2, 0, 1}}, nil, "layer 3 has 1 KV heads"},
-	} {
+	})
+}
+
+// refusal is a file rewritten by set and drop (rewriteFile) that Load
+// must refuse with an error containing want.
+type refusal struct {
+	name string
+	set  map[string]any
+	drop []string
+	want string
+}
+
+// checkRefusals loads path rewritten by each case and wants a one-line
+// error that contains the case's want.
+func checkRefusals(t *testing.T, path string, cases []refusal) {
+	t.Helper()
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Load(rewriteFile(t, path, c.set, nil, c.drop...), Options{})
 			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {

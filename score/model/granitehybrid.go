@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 
 	"ppl.dev/score/ml"
@@ -47,8 +48,11 @@ type mamba2Cols struct {
 }
 
 // ssmDecoder is a decoder some of whose layers are Mamba-2 mixers: it
-// needs ml.Recurrent and has a recurrent state dtype.
-type ssmDecoder struct{ *decoder }
+// needs ml.Recurrent and has a recurrent state dtype, Options.SSMStateDtype.
+type ssmDecoder struct {
+	*decoder
+	state string
+}
 
 func (m ssmDecoder) Check(b ml.Backend) error {
 	if _, ok := b.(ml.Recurrent); !ok {
@@ -57,29 +61,13 @@ func (m ssmDecoder) Check(b ml.Backend) error {
 	return nil
 }
 
-func (m ssmDecoder) ssmStateDtype() string {
-	for _, ly := range m.layers {
-		if ly.mamba != nil && ly.mamba.ssm.StateDtype != "" {
-			return ly.mamba.ssm.StateDtype
-		}
-	}
-	return "f32"
-}
-
-// mamba2Shape is what every Mamba-2 layer of a model shares: the scan's
-// shape (its weights bound per layer), the column tables, the sizes.
-type mamba2Shape struct {
-	ssm           ml.SSM
-	cols          *mamba2Cols
-	inner, conv   int
-	heads, groups int
-}
+func (m ssmDecoder) ssmStateDtype() string { return cmp.Or(m.state, "f32") }
 
 // mamba2Params reads the ssm.* metadata every Mamba-2 hybrid has (llama.cpp's
 // build_mamba2_layer: d_inner, d_state, heads as time_step_rank, groups,
-// the convolution's kernel) and the KV heads per layer, refusing
-// attention layers that disagree on them.
-func (l *Loader) mamba2Params() (*mamba2Shape, []int) {
+// the convolution's kernel) into the mixer every layer copies before it
+// binds its weights (mamba2), and the KV heads per layer (kvHeads).
+func (l *Loader) mamba2Params() (*mamba2, []int) {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
 	var err error
@@ -92,10 +80,6 @@ func (l *Loader) mamba2Params() (*mamba2Shape, []int) {
 	}
 	K, d, N := geti("ssm.conv_kernel"), geti("ssm.inner_size"), geti("ssm.state_size")
 	H, G := geti("ssm.time_step_rank"), geti("ssm.group_count")
-	var kv []int
-	if err == nil {
-		kv, err = m.layerInts("attention.head_count_kv", hp.Layers, -1)
-	}
 	if err != nil {
 		l.fail(err)
 		return nil, nil
@@ -108,36 +92,49 @@ func (l *Loader) mamba2Params() (*mamba2Shape, []int) {
 		l.Failf("metadata %s.ssm.inner_size = %d is not a multiple of ssm.group_count = %d", hp.Arch, d, G)
 		return nil, nil
 	}
-	for i, n := range kv {
-		if n != 0 && n != hp.KVHeads {
-			l.Failf("metadata %s.attention.head_count_kv: layer %d has %d KV heads, layer of the most %d (attention layers must agree)", hp.Arch, i, n, hp.KVHeads)
-			return nil, nil
-		}
+	kv := l.kvHeads()
+	if kv == nil {
+		return nil, nil
 	}
 	gn, conv := G*N, d+2*G*N
-	return &mamba2Shape{
+	return &mamba2{
 		ssm: ml.SSM{Heads: H, HeadDim: d / H, Groups: G, State: N, StateDtype: l.Opts.SSMStateDtype},
 		cols: &mamba2Cols{z: colRange(0, d), xbc: colRange(d, conv), dt: colRange(d+conv, H),
 			x: colRange(0, d), b: colRange(d, gn), c: colRange(d+gn, gn), kernel: K},
-		inner: d, conv: conv, heads: H, groups: G,
+		eps:  hp.Eps,
+		rows: deltaRows,
 	}, kv
 }
 
-// mamba2 binds prefix's Mamba-2 mixer; the convolution's bias only when
-// biased (granitehybrid requires it, nemotron_h binds it when present).
-func (l *Loader) mamba2(p string, s *mamba2Shape, biased bool) *mamba2 {
+// kvHeads reads attention.head_count_kv per layer (0 where a layer has no
+// attention), refusing attention layers that disagree on it.
+func (l *Loader) kvHeads() []int {
 	hp := l.HP
-	d, conv, H, G := s.inner, s.conv, s.heads, s.groups
-	m := &mamba2{
-		in:   l.Linear(p+"ssm_in", hp.Embd, d+conv+H),
-		conv: l.vector2(p+"ssm_conv1d.weight", s.cols.kernel, conv),
-		ssm:  s.ssm,
-		norm: l.vector2(p+"ssm_norm.weight", d/G, G),
-		out:  l.Linear(p+"ssm_out", d, hp.Embd),
-		cols: s.cols,
-		eps:  hp.Eps,
-		rows: deltaRows,
+	kv, err := meta{l.f, hp.Arch}.layerInts("attention.head_count_kv", hp.Layers, -1)
+	if err != nil {
+		l.fail(err)
+		return nil
 	}
+	for i, n := range kv {
+		if n != 0 && n != hp.KVHeads {
+			l.Failf("metadata %s.attention.head_count_kv: layer %d has %d KV heads, layer of the most %d (attention layers must agree)", hp.Arch, i, n, hp.KVHeads)
+			return nil
+		}
+	}
+	return kv
+}
+
+// mamba2 binds prefix's Mamba-2 mixer of proto's shape; the convolution's
+// bias only when biased (granitehybrid requires it, nemotron_h binds it
+// when present).
+func (l *Loader) mamba2(p string, proto *mamba2, biased bool) *mamba2 {
+	hp := l.HP
+	m := *proto
+	d, conv, H, G := len(m.cols.x), len(m.cols.xbc), m.ssm.Heads, m.ssm.Groups
+	m.in = l.Linear(p+"ssm_in", hp.Embd, d+conv+H)
+	m.conv = l.vector2(p+"ssm_conv1d.weight", m.cols.kernel, conv)
+	m.norm = l.vector2(p+"ssm_norm.weight", d/G, G)
+	m.out = l.Linear(p+"ssm_out", d, hp.Embd)
 	if biased {
 		m.convBias = l.Vector(p+"ssm_conv1d.bias", conv)
 	}
@@ -149,14 +146,14 @@ func (l *Loader) mamba2(p string, s *mamba2Shape, biased bool) *mamba2 {
 			l.fail(fmt.Errorf("%s.ssm.*: %w", hp.Arch, e))
 		}
 	}
-	return m
+	return &m
 }
 
 func newGraniteHybrid(l *Loader) Network {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
-	shape, kv := l.mamba2Params()
-	if shape == nil {
+	proto, kv := l.mamba2Params()
+	if proto == nil {
 		return nil
 	}
 	rope := true
@@ -185,7 +182,7 @@ func newGraniteHybrid(l *Loader) Network {
 		var ly decoderLayer
 		if kv[i] == 0 {
 			ly = decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), ffnNorm: l.Norm(p+"ffn_norm", hp.Embd)}
-			ly.mamba = l.mamba2(p, shape, true)
+			ly.mixer = l.mamba2(p, proto, true)
 		} else {
 			ly = l.preNormLayer(p, "ffn_norm")
 			ly.noRoPE = !rope
@@ -203,7 +200,7 @@ func newGraniteHybrid(l *Loader) Network {
 	if net == nil {
 		return nil
 	}
-	return ssmDecoder{dec}
+	return ssmDecoder{dec, l.Opts.SSMStateDtype}
 }
 
 // forward computes the mixer for a window's rows h into dst, m.rows rows

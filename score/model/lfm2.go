@@ -45,21 +45,14 @@ func newLFM2(l *Loader, experts bool) Network {
 		l.Failf("metadata %s.shortconv.l_cache = %d, want at least 2", hp.Arch, taps)
 		return nil
 	}
-	kv, err := m.layerInts("attention.head_count_kv", hp.Layers, -1)
-	if err != nil {
-		l.fail(err)
-		return nil
-	}
 	window, err := m.int("attention.sliding_window", 0)
 	if err != nil {
 		l.fail(err)
 		return nil
 	}
-	for i, n := range kv {
-		if n != 0 && n != hp.KVHeads {
-			l.Failf("metadata %s.attention.head_count_kv: layer %d has %d KV heads, layer of the most %d (attention layers must agree)", hp.Arch, i, n, hp.KVHeads)
-			return nil
-		}
+	kv := l.kvHeads()
+	if kv == nil {
+		return nil
 	}
 	var moe *moeParams
 	if experts {
@@ -81,7 +74,7 @@ func newLFM2(l *Loader, experts bool) Network {
 	net := l.bindLayers(dec, func(i int, p string) decoderLayer {
 		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", E), ffnNorm: l.Norm(p+"ffn_norm", E)}
 		if kv[i] == 0 {
-			ly.conv = &shortConv{
+			ly.mixer = &shortConv{
 				in:   l.Linear(p+"shortconv.in_proj", E, 3*E),
 				conv: l.vector2(p+"shortconv.conv.weight", taps, E),
 				out:  l.Linear(p+"shortconv.out_proj", E, E),

@@ -94,11 +94,16 @@ type decoderLayer struct {
 	// post_attention_norm, post_ffw_norm).
 	postAttnNorm, postFFNNorm *ml.Vector
 	noRoPE                    bool // no positions in this layer's q and k (smollm3's NoPE layers)
-	// mamba or conv, when set, is the layer's mixer instead of attention
-	// (the Mamba-2 layers of granitehybrid and nemotron_h, LFM2's short
+	// mixer, when set, is the layer's mixer instead of attention (the
+	// Mamba-2 layers of granitehybrid and nemotron_h, LFM2's short
 	// convolutions): q, k, v and o are nil.
-	mamba *mamba2
-	conv  *shortConv
+	mixer rowMixer
+}
+
+// rowMixer is a layer's mixer that is not attention: it computes dst from
+// the normed rows h of a window, from no state.
+type rowMixer interface {
+	forward(b ml.Backend, dst, h ml.Tensor)
 }
 
 func newDecoder(l *Loader, o decoderOpts) *decoder {
@@ -340,16 +345,12 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			b.RMSNorm(h, x, w, hp.Eps)
 			return h
 		}
-		if ly.q != nil || ly.mamba != nil || ly.conv != nil { // the mixer (none in nemotron_h's MLP blocks)
+		if ly.q != nil || ly.mixer != nil { // the mixer (none in nemotron_h's MLP blocks)
 			mix := h
-			switch {
-			case ly.mamba != nil:
+			if ly.mixer != nil {
 				mix = ff
-				ly.mamba.forward(b, mix, normed(ly.attnNorm))
-			case ly.conv != nil:
-				mix = ff
-				ly.conv.forward(b, mix, normed(ly.attnNorm))
-			default:
+				ly.mixer.forward(b, mix, normed(ly.attnNorm))
+			} else {
 				m.attention(b, h, normed(ly.attnNorm), i, ly)
 			}
 			if ly.postAttnNorm != nil {

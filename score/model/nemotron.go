@@ -27,8 +27,8 @@ func init() {
 func newNemotronH(l *Loader, experts bool) Network {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
-	shape, kv := l.mamba2Params()
-	if shape == nil {
+	proto, kv := l.mamba2Params()
+	if proto == nil {
 		return nil
 	}
 	ff, err := m.layerInts("feed_forward_length", hp.Layers, -1)
@@ -60,7 +60,7 @@ func newNemotronH(l *Loader, experts bool) Network {
 		norm := l.Norm(p+"attn_norm", hp.Embd)
 		switch {
 		case kv[i] == 0 && ff[i] == 0:
-			return decoderLayer{attnNorm: norm, mamba: l.mamba2(p, shape, l.Has(p+"ssm_conv1d.bias"))}
+			return decoderLayer{attnNorm: norm, mixer: l.mamba2(p, proto, l.Has(p+"ssm_conv1d.bias"))}
 		case ff[i] == 0:
 			qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 			return decoderLayer{attnNorm: norm, noRoPE: true,
@@ -79,5 +79,5 @@ func newNemotronH(l *Loader, experts bool) Network {
 	if net == nil {
 		return nil
 	}
-	return ssmDecoder{dec}
+	return ssmDecoder{dec, l.Opts.SSMStateDtype}
 }

@@ -62,13 +62,7 @@ func TestSSMRowsGGML(t *testing.T) {
 				np := n &^ (epr*arr - 1)
 				for _, rows := range []int{1, 3, 64} {
 					for kind := range 5 {
-						v := func(n int) []float32 {
-							x := make([]float32, n)
-							for i := range x {
-								x[i] = scanValue(r, kind)
-							}
-							return x
-						}
+						v := func(n int) []float32 { return scanValues(r, kind, n) }
 						s, b, c, x := v(rows*n), v(n), v(n), v(rows)
 						dA, d := float32(r.Float64()), float32(r.ExpFloat64())
 						if kind > 0 {
@@ -137,13 +131,7 @@ func TestSSMRowsF32(t *testing.T) {
 		for _, p := range []int{16, 32, 48, 64, 80, 128} {
 			for _, n := range []int{1, 16, 80, 128, 200} {
 				for kind := range 5 {
-					v := func(n int) []float32 {
-						x := make([]float32, n)
-						for i := range x {
-							x[i] = scanValue(r, kind)
-						}
-						return x
-					}
+					v := func(n int) []float32 { return scanValues(r, kind, n) }
 					s, b, c, xd := v(n*p), v(n), v(n), v(p)
 					dA := float32(r.Float64())
 					if kind > 0 {
@@ -265,4 +253,13 @@ func sameOnEveryLevel(t *testing.T, what string, run func() []float32) {
 			t.Errorf("%v, %s: value %d differs from the generic level's", lv, what, i)
 		}
 	})
+}
+
+// scanValues returns n operands of scanValue's kind.
+func scanValues(r *rand.Rand, kind, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = scanValue(r, kind)
+	}
+	return x
 }
