@@ -133,7 +133,7 @@ __device__ __forceinline__ float round_state(float v, int sdt) {
 // blockIdx.x and state columns [c0, c0 + DN_COLS), c0 = blockIdx.y ·
 // DN_COLS, tokens in order, from the state in state (rows h·d + i, column
 // j: S[i][j]), which it leaves holding the state after the last token. Per
-// token: S ← exp(g)·S; S ← S + k ⊗ beta·(v - Sᵀk); out = Sᵀq. Each column
+// token: S ← exp(g)·S; S ← S + k ⊗ beta·(v - Sᵀk); out = Sᵀq/sqrt(d). Each column
 // of S evolves on its own (column j reads only v[j]), so blocks split the
 // columns.
 //
@@ -167,6 +167,7 @@ extern "C" __global__ void __launch_bounds__(128) delta_net(float* __restrict__ 
 		s[r] = col && i < d ? st[(i64)i * d + j] : 0.0f;
 	}
 	const i64 kd = (i64)hk * d, vd = (i64)hv * d;
+	const float scale = 1.0f / sqrtf((float)d);
 	for (int t0 = 0; t0 < n; t0 += DN_T) {
 		int T = min(DN_T, n - t0);
 		__syncthreads(); // the previous tokens' stage is read
@@ -209,7 +210,7 @@ extern "C" __global__ void __launch_bounds__(128) delta_net(float* __restrict__ 
 			}
 			acc += __shfl_xor_sync(0xffffffffu, acc, 8);
 			acc += __shfl_xor_sync(0xffffffffu, acc, 16);
-			if (col && p == 0) out[(i64)t * vd + (i64)h * d + j] = acc;
+			if (col && p == 0) out[(i64)t * vd + (i64)h * d + j] = acc * scale;
 			if (sdt != 0 && ((t + 1) % DN_CHUNK == 0 || t == n - 1)) {
 #pragma unroll
 				for (int r = 0; r < R; r++) s[r] = round_state(s[r], sdt);

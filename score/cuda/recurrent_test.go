@@ -204,7 +204,7 @@ func refDeltaNet(q, k, v, g, beta []float32, st []float64, n int, d *ml.DeltaRul
 				for i := range D {
 					o += S[i*D+j] * float64(qt[i])
 				}
-				out[t*Hv*D+h*D+j] = o
+				out[t*Hv*D+h*D+j] = o / math.Sqrt(float64(D))
 			}
 			if d.State != "" && d.State != "f32" && ((t+1)%64 == 0 || t == n-1) {
 				for i := range S {

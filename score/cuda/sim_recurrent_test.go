@@ -215,11 +215,13 @@ func init() {
 
 // simDeltaNet is delta_net's arithmetic (kernels/recurrent.cu): per
 // column j, the four row groups p (rows 4r + p) each summed in order of r,
-// then (p0 + p1) + (p2 + p3), as the kernel's butterfly shuffles add them.
+// then (p0 + p1) + (p2 + p3), as the kernel's butterfly shuffles add them;
+// the output times 1/sqrtf(d).
 func simDeltaNet(out, q, k, v, g, beta, state []float32, n, hk, hv, d int, tiled bool, sdt int) {
 	const chunk = 64
 	kd, vd := hk*d, hv*d
 	var part [4]float32
+	sc := 1 / float32(math.Sqrt(float64(d)))
 	sum := func() float32 { return (part[0] + part[1]) + (part[2] + part[3]) }
 	for h := range hv {
 		kh := h / (hv / hk)
@@ -250,7 +252,7 @@ func simDeltaNet(out, q, k, v, g, beta, state []float32, n, hk, hv, d int, tiled
 					}
 					part[p] = acc
 				}
-				out[t*vd+h*d+j] = sum()
+				out[t*vd+h*d+j] = sum() * sc
 			}
 			if sdt != 0 && ((t+1)%chunk == 0 || t == n-1) {
 				for i := range S {

@@ -29,7 +29,8 @@ import "fmt"
 //     may be a or b.
 //   - Zero: x = 0.
 //   - L2Norm: each row divided by max(‖row‖, eps) (eps a floor on the
-//     norm); dst may be x.
+//     norm; llama.cpp divides by sqrt(‖row‖² + eps), within eps/(2‖row‖²)
+//     of it, and the CPU's int8 modes do too); dst may be x.
 //   - DeltaGates, in place: beta = sigmoid(beta); alpha = a[h] ·
 //     softplus(alpha + dtBias[h]) per column h (the log-decay g, a = -exp(A_log)).
 //   - DeltaNet: the gated delta rule (DeltaRule's doc) from the state in
@@ -71,8 +72,9 @@ type Recurrent interface {
 //
 //	S ← exp(g[t,h]) · S
 //	S ← S + k[t,kh] ⊗ beta[t,h] · (v[t,h] - Sᵀ k[t,kh])
-//	dst[t,h] = Sᵀ q[t,kh]
+//	dst[t,h] = Sᵀ q[t,kh] / sqrt(Dim)
 //
+// (the scale on the output, not on q, as ggml's GATED_DELTA_NET applies it)
 // q, k (tokens, KHeads·Dim); v, dst (tokens, VHeads·Dim); g, beta (tokens,
 // VHeads). State names the dtype the state is rounded to between steps:
 // "f32" (or ""), "f16" or "bf16" (a backend may carry the state across a

@@ -64,6 +64,7 @@ func (b *cpuBackend) Prepare(w *ml.Matrix) error {
 		if w.Bias != nil {
 			l.Bias = w.Bias[e*w.Out : (e+1)*w.Out]
 		}
+		l.Routed = w.Experts > 0
 		ls[e] = l
 	}
 	w.Impl = ls
@@ -176,8 +177,19 @@ func (b *cpuBackend) SigmoidMul(x, g ml.Tensor) {
 		panic(fmt.Sprintf("cpu backend: gate %d×%d for %d×%d", s.rows, s.cols, d.rows, d.cols))
 	}
 	b.c.Parallel(d.rows, func(_, lo, hi int) {
+		var sg []float32
+		if b.c.LlamaCPP {
+			sg = make([]float32, s.cols)
+		}
 		for r := lo; r < hi; r++ {
 			row := d.d[r*d.cols : (r+1)*d.cols]
+			if sg != nil { // SIGMOID, then MUL
+				nn.GGMLSigmoid(sg, s.d[r*s.cols:(r+1)*s.cols])
+				for i := range row {
+					row[i] *= sg[min(i, s.cols-1)]
+				}
+				continue
+			}
 			for i := range row {
 				gv := s.d[r*s.cols+min(i, s.cols-1)]
 				row[i] = float32(float64(row[i]) / (1 + math.Exp(-float64(gv))))

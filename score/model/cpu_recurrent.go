@@ -18,7 +18,11 @@ import (
 // nn.DeltaRuleRef, and deltaNet's float64 forms below); the delta rule
 // runs per value head (heads in parallel), nn.DeltaChunk tokens at a time,
 // its state rounded to the chosen dtype after each chunk. The other
-// operations are float64 rounded to float32 once.
+// operations are float64 rounded to float32 once. In the int8 modes
+// (nn.Context.LlamaCPP) every one of them is llama.cpp's float32 sequence
+// instead (nn's ggml_deltanet.go: the L2 norms as RMS_NORM and SCALE, the
+// gates with glibc's expf and logf, the delta rule token by token as
+// GATED_DELTA_NET), bit for bit.
 
 var _ ml.Recurrent = (*cpuBackend)(nil)
 
@@ -136,6 +140,11 @@ func (b *cpuBackend) Zero(x ml.Tensor) { clear(ct(x).d) }
 func (b *cpuBackend) L2Norm(dst, x ml.Tensor, eps float64) {
 	d, s := ct(dst), ct(x)
 	shape("l2 norm output", d, s.rows, s.cols)
+	if b.c.LlamaCPP {
+		n := s.rows * s.cols
+		nn.GGMLL2Norm(b.c, d.d[:n], s.d[:n], s.rows, s.cols, eps)
+		return
+	}
 	b.c.Parallel(s.rows, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
 			src, out := s.d[r*s.cols:(r+1)*s.cols], d.d[r*s.cols:(r+1)*s.cols]
@@ -159,6 +168,10 @@ func (b *cpuBackend) DeltaGates(beta, alpha ml.Tensor, a, dtBias *ml.Vector) {
 	if len(dtBias.V) != H {
 		panic(fmt.Sprintf("cpu backend: %s has %d values for %d heads", dtBias.Name, len(dtBias.V), H))
 	}
+	if b.c.LlamaCPP {
+		nn.GGMLDeltaGates(be.d[:be.rows*H], al.d[:be.rows*H], a.V, dtBias.V)
+		return
+	}
 	for i, v := range be.d {
 		be.d[i] = float32(1 / (1 + math.Exp(-float64(v))))
 	}
@@ -180,8 +193,10 @@ func (b *cpuBackend) GatedRMSNorm(dst, x, z ml.Tensor, w *ml.Vector, eps float64
 }
 
 // DeltaNet runs the delta rule per value head with nn.DeltaScan (float32
-// matrix products over chunks of nn.DeltaChunk tokens), heads in parallel,
-// rounding the state to dr.State after each chunk.
+// matrix products over chunks of nn.DeltaChunk tokens), or in the int8
+// modes nn.DeltaRuleGGML (ggml-cpu's token by token), heads in parallel,
+// rounding the state to dr.State after each chunk (each call, in the int8
+// modes).
 func (b *cpuBackend) DeltaNet(dst, q, k, v, g, beta, state ml.Tensor, dr *ml.DeltaRule) {
 	o, qq, kk, vv, gg, bb, ss := ct(dst), ct(q), ct(k), ct(v), ct(g), ct(beta), ct(state)
 	n, D, Hk, Hv := qq.rows, dr.Dim, dr.KHeads, dr.VHeads
@@ -190,6 +205,17 @@ func (b *cpuBackend) DeltaNet(dst, q, k, v, g, beta, state ml.Tensor, dr *ml.Del
 	}
 	round := stateRounder32(dr.State)
 	if n == 0 {
+		return
+	}
+	if b.c.LlamaCPP {
+		b.c.Parallel(Hv, func(_, lo, hi int) {
+			m := make([]float32, D*D)
+			for h := lo; h < hi; h++ {
+				kh := dr.KHead(h)
+				nn.DeltaRuleGGML(D, o.d[h*D:], Hv*D, qq.d[kh*D:], kk.d[kh*D:], Hk*D, vv.d[h*D:], Hv*D,
+					gg.d[h:], bb.d[h:], Hv, n, ss.d[h*D*D:(h+1)*D*D], b.c.GGMLAVX2, m, round)
+			}
+		})
 		return
 	}
 	b.c.Parallel(Hv, func(_, lo, hi int) {
@@ -279,7 +305,7 @@ func (b *cpuBackend) deltaNet(dst, q, k, v, g, beta, state ml.Tensor, dr *ml.Del
 				for t := range T {
 					r := t0 + t
 					for i := range D {
-						o.d[r*Hv*D+h*D+i] = float32(hd.out[t*D+i])
+						o.d[r*Hv*D+h*D+i] = float32(hd.out[t*D+i] / math.Sqrt(float64(D)))
 					}
 				}
 			}

@@ -188,7 +188,7 @@ func TestDeltaNetOp(t *testing.T) {
 					for i := range D {
 						o += S[i*D+j] * at(q, Hk*D, kh*D+i)
 					}
-					want[(tt*Hv+h)*D+j] = o
+					want[(tt*Hv+h)*D+j] = o / math.Sqrt(float64(D))
 				}
 			}
 		}

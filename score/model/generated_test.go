@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -23,6 +24,13 @@ import (
 // vocabulary without them), changed by set when not nil. It returns the
 // file's path.
 func genModel(t *testing.T, dir, arch string, set func(*mkmodel.Shape)) string {
+	t.Helper()
+	return genModelType(t, dir, arch, "Q8_0", set)
+}
+
+// genModelType is genModel with weights of the file type typ (a
+// ppl-mkmodel --type: "Q4_K_M" follows llama.cpp's per-tensor rules).
+func genModelType(t *testing.T, dir, arch, typ string, set func(*mkmodel.Shape)) string {
 	t.Helper()
 	src, err := gguf.Open(oracle.Model(dir, "tiny-llama-spm-q8_0"))
 	if err != nil {
@@ -61,7 +69,7 @@ func genModel(t *testing.T, dir, arch string, set func(*mkmodel.Shape)) string {
 		}
 		tok.KVs = append(tok.KVs, gguf.KV{Key: kv.Key, Value: v})
 	}
-	ft, err := mkmodel.LookupFileType("Q8_0")
+	ft, err := mkmodel.LookupFileType(typ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,60 +195,68 @@ func TestGeneratedLlama(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		arch    string
+		typ     string // ppl-mkmodel's file type; "" for Q8_0
 		set     func(*mkmodel.Shape)
 		factors string
 		sha256  string
 		sums    []float64 // llama.cpp's, windows [0,128) from 1, [64,192) from 128, ...
 	}{
-		{"phi3", "phi3", nil, "", "f763930ac62fa4c96265199939b0bef532b258c66e3686a70eb59d62342ec7f1",
+		{"phi3", "phi3", "", nil, "", "f763930ac62fa4c96265199939b0bef532b258c66e3686a70eb59d62342ec7f1",
 			[]float64{-1613.0497539, -806.8140917, -790.4604465, -749.2969640}},
-		{"phi3-longrope-long", "phi3", longRoPE(200), "long", "43907c204c6447bf41bc89ecdbe021ade1329b6f55f6d46fe1c60b4f83b8c316",
+		{"phi3-longrope-long", "phi3", "", longRoPE(200), "long", "43907c204c6447bf41bc89ecdbe021ade1329b6f55f6d46fe1c60b4f83b8c316",
 			[]float64{-1592.4506238, -816.0697587}},
-		{"phi3-longrope-short", "phi3", longRoPE(300), "short", "06571c0d07979f725a0e20b009a9f05bb2e305f48da84e19dae6041520391dbc",
+		{"phi3-longrope-short", "phi3", "", longRoPE(300), "short", "06571c0d07979f725a0e20b009a9f05bb2e305f48da84e19dae6041520391dbc",
 			[]float64{-1596.7501170, -800.5208942}},
-		{"glm4", "glm4", nil, "", "ef352ba6fb70002dd821125120355d8b5979692fda38f6bdfb34a335d4f600a6",
+		{"glm4", "glm4", "", nil, "", "ef352ba6fb70002dd821125120355d8b5979692fda38f6bdfb34a335d4f600a6",
 			[]float64{-1593.8240037, -802.8170295, -784.3202637, -765.2153713}},
-		{"llama-moe", "llama", func(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 2, s.FFN }, "", "aa64536f54c6977cd14717ed00c42518a62b7877ac1d7fe43b842ae489fa1170",
+		{"llama-moe", "llama", "", func(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 2, s.FFN }, "", "aa64536f54c6977cd14717ed00c42518a62b7877ac1d7fe43b842ae489fa1170",
 			[]float64{-1614.7332503, -781.1640027, -799.8686711, -750.9039352}},
-		{"granite", "granite", nil, "", "d4407f9fee9e0a42e09b0495fc6186d15f089fc9319547992cfdf2eb21485a21",
+		{"granite", "granite", "", nil, "", "d4407f9fee9e0a42e09b0495fc6186d15f089fc9319547992cfdf2eb21485a21",
 			[]float64{-1320.9851444, -664.4920246, -664.8032345, -661.9266161}},
-		{"smollm3", "smollm3", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "7a0a0b4c54da5ea908bc09a1f7726add0ac603b238f98d5009e1a3d0eaa93753",
+		{"smollm3", "smollm3", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "7a0a0b4c54da5ea908bc09a1f7726add0ac603b238f98d5009e1a3d0eaa93753",
 			[]float64{-1637.8157283, -789.8684227, -791.0530267, -772.6302671}},
-		{"olmo2", "olmo2", nil, "", "0ee2c78feb20ea0eae7972fdfd22781d0eaa3c30a2dd6cec4c4513bab869ac65",
+		{"olmo2", "olmo2", "", nil, "", "0ee2c78feb20ea0eae7972fdfd22781d0eaa3c30a2dd6cec4c4513bab869ac65",
 			[]float64{-1585.6523620, -800.8191864, -780.0288633, -794.3312015}},
-		{"seed_oss", "seed_oss", nil, "", "1797c79af005588ab01f0717c1dbb2f9aa28381e9f73108c2ebae7bda081dc6b",
+		{"seed_oss", "seed_oss", "", nil, "", "1797c79af005588ab01f0717c1dbb2f9aa28381e9f73108c2ebae7bda081dc6b",
 			[]float64{-1616.6979037, -808.3433645, -792.2225686, -764.9003702}},
-		{"exaone4", "exaone4", nil, "", "f59d17e524bc28601aa878acbfa649cd457599dc40f30febd2f2919135401fa4",
+		{"exaone4", "exaone4", "", nil, "", "f59d17e524bc28601aa878acbfa649cd457599dc40f30febd2f2919135401fa4",
 			[]float64{-1594.1678054, -799.4227752, -774.9046986, -795.9612369}},
-		{"exaone4-swa", "exaone4", exaone4SWA, "", "a3414c0d05af05a8a0118cfcc9c2f806f7b7b7e19b0d6afbb3bf411d69246034",
+		{"exaone4-swa", "exaone4", "", exaone4SWA, "", "a3414c0d05af05a8a0118cfcc9c2f806f7b7b7e19b0d6afbb3bf411d69246034",
 			[]float64{-1553.1447689, -767.1372408, -807.6626281, -748.7717701}},
-		{"minimax-m2", "minimax-m2", minimaxM2, "", "e430b6840400de40c7672acfb2481efa2bfcce27b386c6c2bd943f1334ac166b",
+		{"minimax-m2", "minimax-m2", "", minimaxM2, "", "e430b6840400de40c7672acfb2481efa2bfcce27b386c6c2bd943f1334ac166b",
 			[]float64{-1614.3307480, -793.3232589, -807.5795735, -749.5829583}},
-		{"ernie4_5-moe", "ernie4_5-moe", ernie45MoE, "", "bd84c20c70d3c699cb57c30a310ca54e9d629d23461d30b4474a8242fb0e8da8",
+		{"ernie4_5-moe", "ernie4_5-moe", "", ernie45MoE, "", "bd84c20c70d3c699cb57c30a310ca54e9d629d23461d30b4474a8242fb0e8da8",
 			[]float64{-1597.8855739, -792.8150315, -793.6422511, -784.2241778}},
-		{"dots1", "dots1", dots1, "", "d3161a2092e9986ca0e48398266e9ca40df5971ec878aeae4ff704ece414a244",
+		{"dots1", "dots1", "", dots1, "", "d3161a2092e9986ca0e48398266e9ca40df5971ec878aeae4ff704ece414a244",
 			[]float64{-1596.2779101, -798.2577378, -801.0536592, -768.1562814}},
-		{"granitehybrid", "granitehybrid", graniteHybrid(false), "", "7f3813492e7b3fd1907b9dd27512f60d0dd66efaf312d90ca8e08809410e7227",
+		{"granitehybrid", "granitehybrid", "", graniteHybrid(false), "", "7f3813492e7b3fd1907b9dd27512f60d0dd66efaf312d90ca8e08809410e7227",
 			[]float64{-1331.3606611, -667.7893020, -668.4289747, -660.6184767}},
-		{"granitehybrid-moe", "granitehybrid", graniteHybrid(true), "", "d2faa8cd2f4b497770d0107ef6ca45806d5147579f3d4126df56f193c506806b",
+		{"granitehybrid-moe", "granitehybrid", "", graniteHybrid(true), "", "d2faa8cd2f4b497770d0107ef6ca45806d5147579f3d4126df56f193c506806b",
 			[]float64{-1331.0002091, -667.7616140, -668.3976316, -660.7869631}},
-		{"nemotron_h", "nemotron_h", nemotronH(false), "", "4019479b62795024109b1a63ab5a9eacd99cd820e4f3487147727d25da973521",
+		{"nemotron_h", "nemotron_h", "", nemotronH(false), "", "4019479b62795024109b1a63ab5a9eacd99cd820e4f3487147727d25da973521",
 			[]float64{-1568.9721909, -792.4005936, -795.7419555, -783.3458083}},
-		{"nemotron_h_moe", "nemotron_h_moe", nemotronH(true), "", "64e3cf58db0f21248025c1a1e115a422e37f49b8b5ba087fe614badfde9b1728",
+		{"nemotron_h_moe", "nemotron_h_moe", "", nemotronH(true), "", "64e3cf58db0f21248025c1a1e115a422e37f49b8b5ba087fe614badfde9b1728",
 			[]float64{-1516.7105138, -803.2643386, -763.3931178, -790.9631155}},
-		{"nemotron_h_moe-latent", "nemotron_h_moe", func(s *mkmodel.Shape) { nemotronH(true)(s); s.MoELatent = 64 }, "",
+		{"nemotron_h_moe-latent", "nemotron_h_moe", "", func(s *mkmodel.Shape) { nemotronH(true)(s); s.MoELatent = 64 }, "",
 			"afbdd44bab239c2e4af93167be35ea80b78200876e0fce6919de9da22974571d",
 			[]float64{-1567.6391050, -811.7386340, -810.7378073, -805.7336691}},
-		{"lfm2", "lfm2", lfm2(false), "", "742fc45b17e5b6839a0016acb235c7b9d753872a3d29bc7149374470509d850a",
+		{"lfm2", "lfm2", "", lfm2(false), "", "742fc45b17e5b6839a0016acb235c7b9d753872a3d29bc7149374470509d850a",
 			[]float64{-1631.7795734, -825.6056746, -818.3669679, -800.8487037}},
-		{"lfm2moe", "lfm2moe", lfm2(true), "", "12dcbf40975325a985b6ad3eda775333af8c7de70ac304b928aa5ba681d3c5cb",
+		{"lfm2moe", "lfm2moe", "", lfm2(true), "", "12dcbf40975325a985b6ad3eda775333af8c7de70ac304b928aa5ba681d3c5cb",
 			[]float64{-1613.9717337, -829.1798259, -814.1795373, -793.3720625}},
-		{"lfm2-swa", "lfm2", func(s *mkmodel.Shape) { lfm2(false)(s); s.Window = 40 }, "",
+		{"lfm2-swa", "lfm2", "", func(s *mkmodel.Shape) { lfm2(false)(s); s.Window = 40 }, "",
 			"e1680d4ccd17eb48570974f4dfbad89796f0edfb6513536e2b6958967279c422",
 			[]float64{-1631.3273653, -825.1723572, -820.6942212, -804.3782150}},
+		{"qwen35-state128", "qwen35", "", qwen35Shape(false, 128), "", "5927ad784c09c545239a0866b6e313c80ccc9f9d678b5f12d37469bfd8a49597",
+			[]float64{-1616.4655378, -803.4359363, -799.1756931, -769.6270775}},
+		{"qwen35moe-q4_k_m", "qwen35moe", "Q4_K_M", qwen35Shape(true, 64), "", "01f0c2d0cfec755ec9d19cb42e1411da5e41e922340828e72b0d246dbcb7734d",
+			[]float64{-1572.2894749, -801.8722987, -799.8348691, -763.2643541}},
+		{"qwen3moe-q4_k_m", "qwen3moe", "Q4_K_M", func(s *mkmodel.Shape) { s.Embd, s.Experts, s.ExpertsUsed, s.ExpertFFN = 256, 8, 2, 256 }, "",
+			"4697c5ba83fd12d5b8d8aefe8a5a5e75811f01217c9755d44a58ed014af14fed",
+			[]float64{-1581.0417953, -787.6289069, -770.8846478, -787.9841146}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			path := genModel(t, dir, c.arch, c.set)
+			path := genModelType(t, dir, c.arch, cmp.Or(c.typ, "Q8_0"), c.set)
 			b, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -343,6 +359,19 @@ func graniteHybrid(moe bool) func(*mkmodel.Shape) {
 		if moe {
 			s.SSMState, s.NoPE = 16, false
 			s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 8, 2, s.FFN, 64
+		}
+	}
+}
+
+// qwen35Shape gives a qwen35 model (moe: qwen35moe, 256 wide, 8 experts of 256,
+// 2 used, and a shared expert as wide) 4 layers, the last gated attention
+// (a quarter of its heads' dims rotated), the others Gated DeltaNet with
+// 2 key and 4 value heads of state, the head size.
+func qwen35Shape(moe bool, state int) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) {
+		s.Layers, s.SSMState, s.SSMKHeads, s.SSMVHeads, s.SSMConv, s.AttnInterval, s.RopeDims = 4, state, 2, 4, 4, 4, 8
+		if moe {
+			s.Embd, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 256, 8, 2, 256, 256
 		}
 	}
 }

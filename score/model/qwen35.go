@@ -409,7 +409,6 @@ func (m *qwen35) deltaBlock(b ml.Backend, dst, h ml.Tensor, ly *qwen35Layer, sta
 	qh, kh := b.View(q, n*d.KHeads, d.Dim), b.View(k, n*d.KHeads, d.Dim)
 	rc.L2Norm(qh, qh, m.hp.Eps)
 	rc.L2Norm(kh, kh, m.hp.Eps)
-	b.Scale(q, 1/math.Sqrt(float64(d.Dim)))
 	o := b.Alloc(n, vd)
 	rc.DeltaNet(o, q, k, v, g, beta, state, &m.dr)
 	rc.GatedRMSNorm(o, o, z, ly.norm, m.hp.Eps)

@@ -116,3 +116,30 @@ func BenchmarkMiscKernels(b *testing.B) {
 		SetLevel(prev)
 	}
 }
+
+// BenchmarkDeltaRule: one value head of 128 (Qwen3.5's) over 512 tokens,
+// the float32 chunked form (DeltaScan, the fp32 mode's) and ggml's token
+// by token (DeltaRuleGGML, the int8 modes'), in tokens/s per head.
+func BenchmarkDeltaRule(b *testing.B) {
+	const D, n = 128, 512
+	in := makeDelta(rand.New(rand.NewPCG(3, 4)), 0, D, n)
+	out, st := make([]float32, n*D), make([]float32, D*D)
+	sc, m := NewDeltaScan(D), make([]float32, D*D)
+	for _, c := range []struct {
+		name string
+		run  func()
+	}{
+		{"chunked", func() { sc.Run(out, D, in.q, in.k, in.ldq, in.v, in.ldv, in.g, in.beta, in.ldg, n, st, nil) }},
+		{"ggml", func() {
+			DeltaRuleGGML(D, out, D, in.q, in.k, in.ldq, in.v, in.ldv, in.g, in.beta, in.ldg, n, st, false, m, nil)
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				copy(st, in.state)
+				c.run()
+			}
+			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
+	}
+}

@@ -182,7 +182,9 @@ func SiLU(out, x []float32) {
 // GatedRMSNorm computes, over rows of len(w) values, out = x / sqrt(mean(x²)
 // + eps) · w · silu(z): the normalised row as RMSNorm's rmsRow (float64
 // rounded once), times silu(z) in float32 (swiglu32), within 6 ulp of
-// GatedRMSNormRef. x, z and out hold rows × len(w) values; out may be x.
+// GatedRMSNormRef. With Context.LlamaCPP it is llama.cpp's float32
+// sequence (ggmlRMSRow, then ggml's SiLU of z on its lanes per row, times
+// the row). x, z and out hold rows × len(w) values; out may be x.
 func GatedRMSNorm(c *Context, out, x, z, w []float32, rows int, eps float64) {
 	d := len(w)
 	check("gated norm input", len(x), rows*d)
@@ -191,6 +193,11 @@ func GatedRMSNorm(c *Context, out, x, z, w []float32, rows int, eps float64) {
 	c.Parallel(rows, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
 			o := out[r*d : (r+1)*d]
+			if c.LlamaCPP { // RMS_NORM and MUL, then UNARY silu(z) and MUL
+				ggmlRMSRow(o, x[r*d:(r+1)*d], w, float32(eps))
+				ggmlSwiGLURow(o, z[r*d:(r+1)*d], o, c.GGMLAVX2)
+				continue
+			}
 			rmsRow(o, x[r*d:(r+1)*d], w, eps)
 			swiglu32(o, z[r*d:(r+1)*d], o)
 		}

@@ -21,9 +21,10 @@ const DeltaChunk = 64
 //
 //	S ← exp(g[t]) · S
 //	S ← S + k[t] ⊗ beta[t] · (v[t] - Sᵀ k[t])
-//	o[t] = Sᵀ q[t]
+//	o[t] = Sᵀ q[t] / sqrt(Dim)
 //
-// (DeltaRuleRef), DeltaChunk tokens at a time. With G_t = Σ_{s≤t} g_s over
+// (DeltaRuleRef; the scale is ggml's, applied to the output in float32),
+// DeltaChunk tokens at a time. With G_t = Σ_{s≤t} g_s over
 // the chunk, Γ_t = e^{G_t} and S0 the state before it, the corrections u_t
 // = beta_t (v_t - (decayed state)ᵀ k_t) solve the unit lower-triangular
 // system (I + B) U = X, B[t,s] = beta_t e^{G_t-G_s} (k_t·k_s) for s < t and
@@ -83,13 +84,7 @@ func (s *DeltaScan) Run(out []float32, ldo int, q, k []float32, ldq int, v []flo
 	if n == 0 {
 		return
 	}
-	check("delta state", len(state), D*D)
-	check("delta q", len(q), (n-1)*ldq+D)
-	check("delta k", len(k), (n-1)*ldq+D)
-	check("delta v", len(v), (n-1)*ldv+D)
-	check("delta out", len(out), (n-1)*ldo+D)
-	check("delta g", len(g), (n-1)*ldg+1)
-	check("delta beta", len(beta), (n-1)*ldg+1)
+	checkDelta(D, out, ldo, q, k, ldq, v, ldv, g, beta, ldg, n, state)
 	clear(s.s)
 	for i := range D {
 		copy(s.s[i*dp:i*dp+D], state[i*D:(i+1)*D])
@@ -195,8 +190,11 @@ func (s *DeltaScan) chunk(out []float32, ldo int, q, k []float32, ldq int, v []f
 	}
 	o := s.ksqs[T*dp : 2*T*dp]
 	gemmCols(T, dp, qkm, tp, u, dp, T, o, dp, s.gam[:T])
+	sc := ggmlInvSqrt(D)
 	for t := range T {
-		copy(out[t*ldo:t*ldo+D], o[t*dp:t*dp+D])
+		for j, x := range o[t*dp : t*dp+D] {
+			out[t*ldo+j] = x * sc
+		}
 	}
 	// S = Γ_{T-1} S0 + (Kᵀ scaled by e^{G_{T-1}-G_s})·U.
 	kdt, last := s.kdt[:dp*tp], dec[(T-1)*T:T*T]
@@ -238,6 +236,7 @@ func DeltaRuleRef(D int, out []float32, ldo int, q, k []float32, ldq int, v []fl
 	}
 	d := make([]float64, D)
 	tmp := make([]float32, D*D)
+	sc := 1 / math.Sqrt(float64(D))
 	for t := range n {
 		kr, qr, vr := k[t*ldq:t*ldq+D], q[t*ldq:t*ldq+D], v[t*ldv:t*ldv+D]
 		decay, b := math.Exp(float64(g[t*ldg])), float64(beta[t*ldg])
@@ -261,7 +260,7 @@ func DeltaRuleRef(D int, out []float32, ldo int, q, k []float32, ldq int, v []fl
 			for i := range D {
 				o += st[i*D+j] * float64(qr[i])
 			}
-			out[t*ldo+j] = float32(o)
+			out[t*ldo+j] = float32(o * sc)
 		}
 		if round != nil {
 			for i, x := range st {

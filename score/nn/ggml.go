@@ -67,6 +67,12 @@ import (
 //     (panelTQ2_0); F16 and F32 as ggml_vec_dot_f16 and _f32 per output
 //     (panelF16, panelF32; the build has no llamafile GEMM). Not copied:
 //     TQ1_0 and BF16.
+//   - MUL_MAT_ID, an expert's rows: as MUL_MAT on the rows routed to the
+//     expert, but the types repacked in groups of 4 rows (Q4_K, and Q2_K
+//     in the AVX-512 build) in their GEMV's order for every row
+//     (Linear.Routed).
+//   - Gated DeltaNet's L2 norms, gates and GATED_DELTA_NET
+//     (ggml_deltanet.go).
 //
 // Each is checked bit for bit against libggml and glibc
 // (TestGGMLArithmetic, TestGGMLProducts). The attention, the lanes'
@@ -182,12 +188,7 @@ func ggmlSwiGLURow(out, gate, up []float32, avx2 bool) {
 
 // ggmlRMSRow is RMS_NORM then MUL for one row.
 func ggmlRMSRow(out, x, w []float32, eps float32) {
-	var sum float64
-	for _, v := range x {
-		sum += float64(v * v)
-	}
-	mean := float32(sum / float64(len(x)))
-	scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+	scale := ggmlRMSScale(x, eps)
 	for i, v := range x {
 		out[i] = v * scale * w[i]
 	}
@@ -599,8 +600,19 @@ func ggmlScratch(k int, f quant.Int8Format) int {
 // MUL_MAT hands the K-quants and the i-quants it does not repack to its
 // tiled kernel (ggml_compute_forward_mul_mat_tiled, ggml_tiled_min_batch;
 // GGML_CPU_TILED_MM=0 turns it off, which llama.cpp does not do by
-// default); below it they take their vec_dot kernels.
+// default); below it they take their vec_dot kernels. MUL_MAT_ID (an
+// expert's rows) decides the same way on the rows routed to the expert.
 const ggmlTiledRows = 8
+
+// ggmlGemmRows is how many of a's rows the GEMM of a type ggml repacks in
+// 4-row groups takes (the rest take its GEMV): n - n%4 for MUL_MAT, none
+// for an expert's matrix (MUL_MAT_ID runs the GEMV row by row).
+func (l *Linear) ggmlGemmRows(a *qacts) int {
+	if l.Routed {
+		return 0
+	}
+	return a.n - a.n%4
+}
 
 // ggmlPanel computes out[t·l.Out + r] for weight rows r in [r0, r1) and the
 // activation rows t in [0, a.n), with buf, ggmlScratch floats, as scratch.

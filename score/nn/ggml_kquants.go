@@ -266,7 +266,7 @@ func (l *Linear) panelQ4KRepacked(buf []float32, r0, r1 int, a *qacts, out []flo
 	pdw, pdm := buf[s0:s0+32*nsb], buf[s0+32*nsb:s0+64*nsb]
 	pack32(pdw, dw, nsb, rows)
 	pack32(pdm, dm, nsb, rows)
-	nGemm := a.n - a.n%4
+	nGemm := l.ggmlGemmRows(a)
 	var ctile [2 * 32]float32
 	for t0 := 0; t0 < a.n; {
 		i, m := 0, min(2, nGemm-t0)

@@ -178,7 +178,7 @@ func (l *Linear) panelQ2K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	p := l.decodeKMin(r0, r1, 84, q2kHeader)
 	switch {
 	case l.Out%8 == 0 && !a.avx2:
-		nGemm := a.n - a.n%4
+		nGemm := l.ggmlGemmRows(a)
 		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
 			if t < nGemm {
 				return p.repacked(r, qx, xs, d, 8)

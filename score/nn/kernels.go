@@ -165,6 +165,9 @@ type kernels struct {
 	ssmGGML, ssmGGML8 func(s *float32, n int, b, c, x *float32, rows, np int, dA, d float32, y *float32)
 	// ssmF32, if set, is ssmRowsF32Generic for p a multiple of 16.
 	ssmF32 func(s *float32, p int, b, c *float32, n int, xd *float32, dA float32, y *float32)
+	// deltaGGML and deltaGGML8, if set, are deltaRowsGGMLGeneric in the
+	// AVX-512 build's lanes (d a multiple of 64) and the AVX2 build's (32).
+	deltaGGML, deltaGGML8 func(m *float32, d int, k, q, v *float32, e, b, scale float32, out *float32)
 }
 
 // gemmFunc computes C (m × nr) = A (m × k) · B (k × nr), or

@@ -21,6 +21,12 @@ type Linear struct {
 	RowBytes int
 	Scale    float32   // s: 0 for none (NVFP4's per-tensor second-level scale)
 	Bias     []float32 // nil, or Out values
+	// Routed marks one expert's matrix of a stack, which llama.cpp
+	// multiplies with MUL_MAT_ID: in the int8 modes' ggml order
+	// (Context.LlamaCPP) the types ggml repacks in 4-row groups (Q4_K, and
+	// Q2_K in the AVX-512 build) take their GEMV's order for every row,
+	// never their GEMM's.
+	Routed bool
 }
 
 // NewLinear checks a weight tensor's data and returns it as a Linear.

@@ -1,6 +1,7 @@
-// The selective scan's kernels (ssm.go): ssmRowsGGMLGeneric's vector part
-// in the AVX-512 build's lanes and in the AVX2 build's, and
-// ssmRowsF32Generic in vectors of 16 and 8 rows.
+// The recurrent layers' kernels (ssm.go, ggml_deltanet.go): the selective
+// scan's ssmRowsGGMLGeneric's vector part in the AVX-512 build's lanes and
+// in the AVX2 build's, ssmRowsF32Generic in vectors of 16 and 8 rows, and
+// deltaRowsGGMLGeneric in both builds' lanes.
 
 #include "textflag.h"
 
@@ -365,6 +366,194 @@ zero16:
 	ADDQ $64, DX
 	SUBQ $16, CX
 	JMP zero16
+
+done:
+	VZEROUPPER
+	RET
+
+// deltaStep16 scales a vector of 16 state elements at byte offset off by
+// e (Z4), stores it and FMA-accumulates it times k.
+#define deltaStep16(off, r, acc) \
+	VMULPS off(AX), Z4, r; \
+	VMOVUPS r, off(AX); \
+	VFMADD231PS off(BX), r, acc
+
+// deltaMad16 adds k·δ (Z5) to a vector of 16 state elements at byte
+// offset off, stores it and FMA-accumulates it times q.
+#define deltaMad16(off, r, acc) \
+	VMOVUPS off(AX), r; \
+	VFMADD231PS off(BX), Z5, r; \
+	VMOVUPS r, off(AX); \
+	VFMADD231PS off(R12), r, acc
+
+// func deltaGGMLAVX512(m *float32, d int, k, q, v *float32, e, b, scale float32, out *float32)
+TEXT ·deltaGGMLAVX512(SB), NOSPLIT, $0-64
+	MOVQ m+0(FP), DI
+	MOVQ d+8(FP), CX
+	MOVQ CX, R8
+	SHLQ $2, R8
+	MOVQ CX, R11
+	SHRQ $6, R11
+	MOVQ k+16(FP), R9
+	MOVQ q+24(FP), R10
+	MOVQ v+32(FP), SI
+	VBROADCASTSS e+40(FP), Z4
+	VMOVSS b+44(FP), X6
+	VMOVSS scale+48(FP), X7
+	MOVQ out+56(FP), DX
+	TESTQ R11, R11
+	JZ done
+
+row:
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ DI, AX
+	MOVQ R9, BX
+	MOVQ R11, R13
+
+decay:
+	deltaStep16(0, Z8, Z0)
+	deltaStep16(64, Z9, Z1)
+	deltaStep16(128, Z10, Z2)
+	deltaStep16(192, Z11, Z3)
+	ADDQ $256, AX
+	ADDQ $256, BX
+	DECQ R13
+	JNZ decay
+
+	ssmFold16
+	VMOVSS (SI), X1
+	VSUBSS X0, X1, X1
+	VMULSS X6, X1, X1
+	VBROADCASTSS X1, Z5
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	MOVQ DI, AX
+	MOVQ R9, BX
+	MOVQ R10, R12
+	MOVQ R11, R13
+
+mad:
+	deltaMad16(0, Z8, Z0)
+	deltaMad16(64, Z9, Z1)
+	deltaMad16(128, Z10, Z2)
+	deltaMad16(192, Z11, Z3)
+	ADDQ $256, AX
+	ADDQ $256, BX
+	ADDQ $256, R12
+	DECQ R13
+	JNZ mad
+
+	ssmFold16
+	VMULSS X7, X0, X0
+	VMOVSS X0, (DX)
+	ADDQ $4, SI
+	ADDQ $4, DX
+	ADDQ R8, DI
+	DECQ CX
+	JNZ row
+
+done:
+	VZEROUPPER
+	RET
+
+// deltaStep8 and deltaMad8 are deltaStep16 and deltaMad16 on 8 lanes.
+#define deltaStep8(off, r, acc) \
+	VMULPS off(AX), Y4, r; \
+	VMOVUPS r, off(AX); \
+	VFMADD231PS off(BX), r, acc
+
+#define deltaMad8(off, r, acc) \
+	VMOVUPS off(AX), r; \
+	VFMADD231PS off(BX), Y5, r; \
+	VMOVUPS r, off(AX); \
+	VFMADD231PS off(R12), r, acc
+
+// deltaFold8 is ggmlReduce's AVX2 fold of Y0-Y3 into X0's lane 0: Y0+Y2,
+// Y1+Y3, then the two; the 128-bit halves; two horizontal adds.
+#define deltaFold8 \
+	VADDPS Y2, Y0, Y0; \
+	VADDPS Y3, Y1, Y1; \
+	VADDPS Y1, Y0, Y0; \
+	VEXTRACTF128 $1, Y0, X1; \
+	VADDPS X1, X0, X0; \
+	VHADDPS X0, X0, X0; \
+	VHADDPS X0, X0, X0
+
+// func deltaGGMLAVX2(m *float32, d int, k, q, v *float32, e, b, scale float32, out *float32)
+TEXT ·deltaGGMLAVX2(SB), NOSPLIT, $0-64
+	MOVQ m+0(FP), DI
+	MOVQ d+8(FP), CX
+	MOVQ CX, R8
+	SHLQ $2, R8
+	MOVQ CX, R11
+	SHRQ $5, R11
+	MOVQ k+16(FP), R9
+	MOVQ q+24(FP), R10
+	MOVQ v+32(FP), SI
+	VBROADCASTSS e+40(FP), Y4
+	VMOVSS b+44(FP), X6
+	VMOVSS scale+48(FP), X7
+	MOVQ out+56(FP), DX
+	TESTQ R11, R11
+	JZ done
+
+row:
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ DI, AX
+	MOVQ R9, BX
+	MOVQ R11, R13
+
+decay:
+	deltaStep8(0, Y8, Y0)
+	deltaStep8(32, Y9, Y1)
+	deltaStep8(64, Y10, Y2)
+	deltaStep8(96, Y11, Y3)
+	ADDQ $128, AX
+	ADDQ $128, BX
+	DECQ R13
+	JNZ decay
+
+	deltaFold8
+	VMOVSS (SI), X1
+	VSUBSS X0, X1, X1
+	VMULSS X6, X1, X1
+	VBROADCASTSS X1, Y5
+	VXORPS Y0, Y0, Y0
+	VXORPS Y1, Y1, Y1
+	VXORPS Y2, Y2, Y2
+	VXORPS Y3, Y3, Y3
+	MOVQ DI, AX
+	MOVQ R9, BX
+	MOVQ R10, R12
+	MOVQ R11, R13
+
+mad:
+	deltaMad8(0, Y8, Y0)
+	deltaMad8(32, Y9, Y1)
+	deltaMad8(64, Y10, Y2)
+	deltaMad8(96, Y11, Y3)
+	ADDQ $128, AX
+	ADDQ $128, BX
+	ADDQ $128, R12
+	DECQ R13
+	JNZ mad
+
+	deltaFold8
+	VMULSS X7, X0, X0
+	VMOVSS X0, (DX)
+	ADDQ $4, SI
+	ADDQ $4, DX
+	ADDQ R8, DI
+	DECQ CX
+	JNZ row
 
 done:
 	VZEROUPPER

@@ -9,7 +9,7 @@
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
 # OPs: rms EPS | swiglu | geglu | swiglu-oai | softcap CAP | rope N HEADS HEADDIM MODE BASE | fa N H HKV D SCALE |
-# trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N |
+# trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N | gdn N HK HV S EPS |
 # route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
 import ctypes as C, numpy as np, sys, os
@@ -242,3 +242,24 @@ if op == "scan":  # Mamba-2's SSM_SCAN from a zero state after ADD of dt's bias,
     g = base.ggml_new_graph(ctx); base.ggml_build_forward_expand(g, o); base.ggml_build_forward_expand(g, ys)
     cpu.ggml_graph_compute_with_ctx(ctx, g, 2)
     np.concatenate([get(o), get(ys)[n * H * Pp:n * H * Pp + N * Pp * H]]).tofile(d + "out.bin")  # outputs, then the final state
+if op == "gdn":  # Gated DeltaNet as llama.cpp's qwen35 builds it, from a zero state: q, k (n, HK·S) in gq.bin, gk.bin;
+    # v (n, HV·S) in gv.bin; alpha and beta logits (n, HV) in ga.bin, gb.bin; a then dt's bias (2·HV) in gw.bin.
+    # q, k: RMS_NORM with eps/S, SCALE 1/sqrt(S); beta = SIGMOID; g = MUL(SOFTPLUS(ADD(alpha, dt bias)), a); GATED_DELTA_NET.
+    n, HK, HV, S = map(int, sys.argv[2:6]); eps = np.float32(float(sys.argv[6]))
+    for f in ["add", "sigmoid", "softplus"]:
+        fn = getattr(base, "ggml_" + f); fn.restype = P; fn.argtypes = [P, P, P] if f == "add" else [P, P]
+    base.ggml_gated_delta_net.restype = P; base.ggml_gated_delta_net.argtypes = [P] * 7 + [C.c_int64]
+    base.ggml_reshape_4d.restype = P; base.ggml_reshape_4d.argtypes = [P, P] + [C.c_int64] * 4
+    w = np.fromfile(d + "gw.bin", np.float32).reshape(2, HV)
+    def norm(f):
+        t = new(F32, [S, HK, n, 1]); put(t, np.fromfile(d + f, np.float32))
+        return base.ggml_scale(ctx, base.ggml_rms_norm(ctx, t, float(eps / np.float32(S))), float(np.float32(1) / np.sqrt(np.float32(S))))
+    tv = new(F32, [S, HV, n, 1]); put(tv, np.fromfile(d + "gv.bin", np.float32))
+    ta = new(F32, [HV, n]); put(ta, np.fromfile(d + "ga.bin", np.float32))
+    tb = new(F32, [1, HV, n, 1]); put(tb, np.fromfile(d + "gb.bin", np.float32))
+    tA = new(F32, [HV]); put(tA, w[0]); tdb = new(F32, [HV]); put(tdb, w[1])
+    g = base.ggml_reshape_4d(ctx, base.ggml_mul(ctx, base.ggml_softplus(ctx, base.ggml_add(ctx, ta, tdb)), tA), 1, HV, n, 1)
+    ts = new(F32, [S, S, HV, 1]); put(ts, np.zeros(S * S * HV, np.float32))
+    o = base.ggml_gated_delta_net(ctx, norm("gq.bin"), norm("gk.bin"), tv, g, base.ggml_sigmoid(ctx, tb), ts, 1); run(o)
+    r = get(o); st = r[n * HV * S:].reshape(HV, S, S)  # per head M[j][i] = S[i][j]
+    np.concatenate([r[:n * HV * S], st.transpose(0, 2, 1).ravel()]).tofile(d + "out.bin")  # outputs, then the state as S[i][j]
