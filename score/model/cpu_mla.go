@@ -47,7 +47,8 @@ func (b *cpuBackend) HeadLinear(dst, x ml.Tensor, w *ml.Matrix) {
 // LatentAttention runs nn.Attention with the keys as values (each output
 // head then holds HeadDim values, of which it keeps the first valueDim):
 // the flash path when the key size is a multiple of 16, with neither window
-// nor sinks, else the plain loop.
+// nor sinks, else the plain loop; in the int8 modes with an f16 cache
+// llama.cpp's flash attention with values of valueDim (ggml's DV).
 func (b *cpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn, valueDim int) {
 	o, qq, kk := ct(dst), ct(q), ct(k)
 	n := qq.rows
@@ -59,7 +60,8 @@ func (b *cpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 	shape("latent attention k", kk, n, a.KVHeads*hd)
 	shape("latent attention output", o, n, a.Heads*vd)
 	b.storeKeys(kk.d, n, a.KVHeads, hd)
-	at := nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: hd, Scale: a.Scale, Window: a.Window}
+	at := nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: hd, Scale: a.Scale, Window: a.Window,
+		GGMLF16: b.ggmlF16(), ValueDim: vd}
 	if a.Sinks != nil {
 		at.Sinks = a.Sinks.V
 	}

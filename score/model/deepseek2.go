@@ -109,14 +109,17 @@ func newDeepSeek2(l *Loader) Network {
 	mrope := &nn.RoPE{HeadDim: rot, Dims: rot, Base: r.Base, FreqScale: r.FreqScale,
 		ExtFactor: r.ExtFactor, AttnFactor: 1 / (1 + 0.1*math.Log(factor)),
 		BetaFast: r.BetaFast, BetaSlow: r.BetaSlow, OrigCtx: r.OrigCtx, FreqFactors: r.FreqFactors}
-	mscale := l.rinfo.AttnFactor * (1 + lm*math.Log(factor))
+	// The score scale in float32 as llama.cpp computes it (glibc's logf):
+	// float64 would put it an ulp away, which the int8 modes' attention
+	// carries into the log-probs.
+	mscale := float32(l.rinfo.AttnFactor) * (1 + float32(lm)*nn.LibcLogf(1/float32(r.FreqScale)))
 	d := &deepseek2{
 		hp:         hp,
 		tokenEmbd:  l.Linear("token_embd", hp.Embd, hp.Vocab),
 		outputNorm: l.Norm("output_norm", hp.Embd),
 		head:       Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")},
 		rope:       mrope,
-		attn:       ml.Attn{Heads: H, KVHeads: 1, HeadDim: kvr + rot, Scale: mscale * mscale / math.Sqrt(float64(dk))},
+		attn:       ml.Attn{Heads: H, KVHeads: 1, HeadDim: kvr + rot, Scale: float64(mscale * mscale / float32(math.Sqrt(float64(dk))))},
 		kvr:        kvr, nope: nope, rot: rot, vhead: vhead,
 	}
 	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax})

@@ -126,14 +126,26 @@ func generatedScores(t *testing.T, path string, tokens []int32, sums []float64) 
 		t.Fatal(err)
 	}
 	defer m.Close()
+	wins := make([]window, len(sums))
+	for w := range wins {
+		wins[w] = window{64 * w, 64*w + 128, 64*w + 64}
+	}
+	wins[0].from = 1
+	return scoreSums(t, m, filepath.Base(path), tokens, wins, sums, 1e-6), m.Info()
+}
+
+// window is a window of tokens [begin, end) scored from from.
+type window struct{ begin, end, from int }
+
+// scoreSums scores each window of tokens with m, checks its sum of
+// log-probs against sums (llama.cpp's) to bound, logs the worst
+// difference and returns the log-probs.
+func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []window, sums []float64, bound float64) [][]float64 {
+	t.Helper()
 	var lps [][]float64
 	worst := 0.0
-	for w, want := range sums {
-		begin, from := 64*w, 64*w+64
-		if w == 0 {
-			from = 1
-		}
-		r, err := m.Score(tokens[begin:begin+128], from-begin)
+	for i, w := range wins {
+		r, err := m.Score(tokens[w.begin:w.end], w.from-w.begin)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,14 +153,14 @@ func generatedScores(t *testing.T, path string, tokens []int32, sums []float64) 
 		for _, lp := range r.Logprobs {
 			got += lp
 		}
-		worst = max(worst, math.Abs(got-want))
-		if math.Abs(got-want) > 1e-6 {
-			t.Errorf("%s: window [%d,%d) from %d: sum of log-probs %.7f, llama.cpp's %.7f", filepath.Base(path), begin, begin+128, from, got, want)
+		worst = max(worst, math.Abs(got-sums[i]))
+		if math.Abs(got-sums[i]) > bound {
+			t.Errorf("%s: window [%d,%d) from %d: sum of log-probs %.7f, llama.cpp's %.7f", name, w.begin, w.end, w.from, got, sums[i])
 		}
 		lps = append(lps, r.Logprobs)
 	}
-	t.Logf("%s: worst |Δ sum of log-probs| per window %.2g", filepath.Base(path), worst)
-	return lps, m.Info()
+	t.Logf("%s: worst |Δ sum of log-probs| per window %.2g", name, worst)
+	return lps
 }
 
 // TestGeneratedLlama holds the architectures the oracle has no model of to

@@ -20,6 +20,20 @@ type Attention struct {
 	// GGMLF16 computes as llama.cpp's CPU flash attention over an F16
 	// cache (ggmlAttention): the int8 mode with an f16 KV cache.
 	GGMLF16 bool
+	// ValueDim, when not 0, is how many leading elements of each value
+	// and output head the caller uses (multi-head latent attention's values
+	// are its keys' first ValueDim elements); the others of the output are
+	// left undefined. With GGMLF16 it is ggml's DV, which decides its
+	// kernel.
+	ValueDim int
+}
+
+// valueDim is ValueDim, or HeadDim when it is 0.
+func (a *Attention) valueDim() int {
+	if a.ValueDim > 0 {
+		return a.ValueDim
+	}
+	return a.HeadDim
 }
 
 // Validate reports head counts that do not group.

@@ -274,7 +274,10 @@ const ggmlTileQ, ggmlTileKV = 64, 64
 // ggmlAttention is ggml-cpu's FLASH_ATTN_EXT over F16 keys and values (k
 // and v hold f16 values; q is float32), each query row on its own:
 //
-// n >= 64 query rows (ggml_compute_forward_flash_attn_ext_tiled): for
+// n >= 64 query rows and values (DV, Attention.ValueDim or HeadDim) a
+// multiple of 16 (ggml_compute_forward_flash_attn_ext_tiled; its test is
+// DV a multiple of the vector's lanes, 8 in the AVX2 build, which this
+// does not copy for DV an odd multiple of 8): for
 // each tile of 64 keys with a visible key, s_j = the float32 FMA chain of
 // q·k_j over the head dimension in order, times Scale; masked keys -Inf;
 // M' = max(M, max_j s_j), and on a new maximum the output and the sum are
@@ -283,7 +286,7 @@ const ggmlTileQ, ggmlTileKV = 64, 64
 // FMA chain of p_j·v_j over the tile's keys in order. At the end sinks as
 // below, and the output times 1/S. See ggmlTiled.
 //
-// n < 64 (ggml_compute_forward_flash_attn_ext_f16_one_chunk): q rounded to
+// Otherwise (ggml_compute_forward_flash_attn_ext_f16_one_chunk): q rounded to
 // f16; per visible key in order s = ggml_vec_dot_f16(k, q)·Scale; a new
 // maximum multiplies the F16 accumulator by ms = expf(M - s) (each element
 // rounded to f16), otherwise vs = expf(s - M); the accumulator becomes
@@ -293,7 +296,7 @@ const ggmlTileQ, ggmlTileKV = 64, 64
 // Sinks: with s the head's sink, if s > M the output is multiplied by
 // ms = expf(M - s), and S = S·ms + vs (vs = expf(s - M) otherwise).
 func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
-	if n >= ggmlTileQ && a.HeadDim%16 == 0 {
+	if n >= ggmlTileQ && a.valueDim()%16 == 0 {
 		a.ggmlTiled(c, out, q, k, v, n)
 		return
 	}
@@ -375,11 +378,11 @@ func (a *Attention) ggmlFinish(o, acc []float32, h int, M, S float32) {
 // leaves that row's output as it is, as ggml's skipping it does; a tile in
 // which a row sees no key is skipped for that row, as ggml skips it.
 func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
-	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
+	hd, qs, ks, dv := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim, a.valueDim()
 	group := a.Heads / a.KVHeads
 	scale := float32(a.Scale)
 	nr := 32
-	if hd%32 != 0 {
+	if dv%32 != 0 {
 		nr = 16
 	}
 	// Keys transposed per KV head, kt[(g·hd + d)·np + j] = k_j[d], zero past n.
@@ -421,8 +424,8 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 				return 0
 			}
 			for t0 := firstOf(i0) / T * T; t0 < i0+m; t0 += T {
-				for z := 0; z < T; z += nr {
-					Gemm(m, nr, q[i0*qs+h*hd:], qs, kt[g*hd*np+t0+z:], np, hd, sc[z:], T, nil)
+				for z := 0; z < T; z += 32 {
+					Gemm(m, 32, q[i0*qs+h*hd:], qs, kt[g*hd*np+t0+z:], np, hd, sc[z:], T, nil)
 				}
 				for r := range m {
 					i := i0 + r
@@ -468,7 +471,7 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 					S[r] = float32(float64(S[r]) + sum)
 				}
 				kk := min(T, n-t0)
-				for z := 0; z < hd; z += nr {
+				for z := 0; z < dv; z += nr {
 					GemmAcc(m, nr, p, T, v[t0*ks+g*hd+z:], ks, kk, acc[z:], hd)
 				}
 			}

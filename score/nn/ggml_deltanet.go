@@ -66,7 +66,7 @@ func GGMLDeltaGates(beta, alpha, a, dtBias []float32) {
 	for i, v := range alpha {
 		x := v + dtBias[i%h]
 		if x <= 20 {
-			x = libcLogf(1 + libcExpf(x))
+			x = LibcLogf(1 + libcExpf(x))
 		}
 		alpha[i] = x * a[i%h]
 	}

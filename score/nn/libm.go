@@ -185,10 +185,11 @@ var logfTab = [16][2]float64{
 
 var logfPoly = [3]float64{-0x1.00ea348b88334p-2, 0x1.5575b0be00b6ap-2, -0x1.ffffef20a4123p-2}
 
-// libcLogf is glibc's logf (ARM's optimized routines, FMA build): not
+// LibcLogf is glibc's logf (ARM's optimized routines, FMA build): not
 // correctly rounded (0.82 ulp), which float32(math.Log(x)) is; ggml's
-// softplus calls it.
-func libcLogf(x float32) float32 {
+// softplus calls it, and llama.cpp's float32 constants (deepseek2's score
+// scale).
+func LibcLogf(x float32) float32 {
 	const ln2 = 0x1.62e42fefa39efp-1
 	ix := math.Float32bits(x)
 	if ix == 0x3f800000 {

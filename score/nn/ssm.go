@@ -172,7 +172,7 @@ func ggmlLanes(avx2 bool) (epr, arr int) {
 
 // SSMScanGGML is SSM_SCAN (Mamba-2's scalar decay per head) as ggml-cpu
 // rounds it, with dt's bias added first (ADD): d = logf(1 + expf(dt)) for
-// dt ≤ 20 (glibc's logf and expf: libcLogf, libcExpf), dA = expf(d·A), xd
+// dt ≤ 20 (glibc's logf and expf: LibcLogf, libcExpf), dA = expf(d·A), xd
 // = x·d, each state element fma(s, dA, B·xd); the output's sum over the
 // state FMA-accumulated per lane in steps of ARR vectors of EPR lanes
 // (ggmlLanes) as long as they fill the state, then folded as
@@ -190,7 +190,7 @@ func SSMScanGGML(h *SSMHead, avx2 bool, round func([]float32)) {
 		a := h.Dt[t*h.DS] + h.DtBias
 		d := a
 		if a <= 20 {
-			d = libcLogf(1 + libcExpf(a))
+			d = LibcLogf(1 + libcExpf(a))
 		}
 		dA := libcExpf(d * h.A)
 		b, c := h.B[t*h.BS:t*h.BS+N], h.C[t*h.BS:t*h.BS+N]

@@ -84,7 +84,7 @@ func TestGGMLMamba2(t *testing.T) {
 	lx := logfInputs()
 	lg := make([]float32, len(lx))
 	for i, x := range lx {
-		lg[i] = libcLogf(x)
+		lg[i] = LibcLogf(x)
 	}
 	check("glibc logf", lg, 0xf1eb3ab4aeff7367)
 
