@@ -135,6 +135,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		}
 		p := fmt.Sprintf("blk.%d.", i)
 		olmo := c.Arch == "olmo2" || c.Arch == "exaone4" // norms after the attention and the FFN, none before
+		post := olmo || c.Arch == "gemma2"               // norms after the attention and the FFN
 		if !olmo {
 			add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 		}
@@ -163,9 +164,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 				add(p+"attn_k_norm.weight", []uint64{kv}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
 			}
 		}
-		if olmo {
+		if post {
 			add(p+"post_attention_norm.weight", []uint64{e}, i, c.gain(p+"post_attention_norm.weight", res, 0.1*res))
-		} else {
+		}
+		if !olmo {
 			ffnNorm := p + "ffn_norm.weight"
 			if c.Arch == "seed_oss" { // its FFN pre-norm's name
 				ffnNorm = p + "post_attention_norm.weight"
@@ -192,7 +194,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", inv(e)))
 		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", inv(e)))
 		add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*inv(ff)))
-		if olmo {
+		if post {
 			add(p+"post_ffw_norm.weight", []uint64{e}, i, c.gain(p+"post_ffw_norm.weight", res, 0.1*res))
 		}
 	}
@@ -280,6 +282,13 @@ func Write(path string, c *Config) error {
 	}
 	if c.Window > 0 {
 		w.Add(a+".attention.sliding_window", uint32(c.Window))
+	}
+	if a == "gemma2" { // Gemma 2's window and soft-caps
+		if c.Window == 0 {
+			w.Add(a+".attention.sliding_window", uint32(4096))
+		}
+		w.Add(a+".attn_logit_softcapping", float32(50))
+		w.Add(a+".final_logit_softcapping", float32(30))
 	}
 	if a == "granite" { // Granite-3.3-8B's multipliers, its attention's 1/head
 		w.Add(a+".embedding_scale", float32(12))

@@ -10,7 +10,7 @@ import (
 // Shape is a model's architecture and dimensions, as its GGUF metadata
 // states them.
 type Shape struct {
-	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe, dots1, granitehybrid, nemotron_h, nemotron_h_moe, lfm2 or lfm2moe
+	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe, dots1, granitehybrid, nemotron_h, nemotron_h_moe, lfm2, lfm2moe or gemma2
 	Embd     int    // embedding_length
 	Layers   int    // block_count
 	Heads    int    // attention.head_count
@@ -34,7 +34,8 @@ type Shape struct {
 
 	// Phi-3's LongRoPE (phi3.go documents it; RopeDims too).
 	OrigContext int
-	// Window is exaone4's and LFM2's attention.sliding_window (0: not written).
+	// Window is exaone4's, LFM2's and Gemma 2's attention.sliding_window (0:
+	// not written; Gemma 2's 4096).
 	Window int
 	// DenseLead is ernie4_5-moe's leading dense layers (SharedFFN, when
 	// not 0, its shared expert's width).
@@ -51,7 +52,7 @@ type Shape struct {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -128,7 +129,7 @@ func NearestPreset(arch string, n float64) Preset {
 // Check validates the shape.
 func (s Shape) Check() error {
 	switch s.Arch {
-	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe":
+	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2":
 	default:
 		return fmt.Errorf("unknown architecture %q (want %s)", s.Arch, strings.Join(Archs, ", "))
 	}
@@ -159,8 +160,10 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: %s's experts have the FFN width, feed_forward_length (%d != %d)", s.Arch, s.ExpertFFN, s.FFN)
 	case s.RopeBase <= 0, s.Eps <= 0:
 		return fmt.Errorf("shape: rope base and epsilon must be positive")
-	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && !s.lfm2():
-		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, lfm2 and lfm2moe", s.Window)
+	case s.Arch == "gemma2" && !s.Tied:
+		return fmt.Errorf("shape: gemma2 is tied (llama.cpp's gemma2 reads no output matrix)")
+	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && !s.lfm2():
+		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, gemma2, lfm2 and lfm2moe", s.Window)
 	}
 	if err := s.checkPhi3(); err != nil {
 		return err
@@ -196,6 +199,8 @@ func (s Shape) Params() int64 {
 	switch s.Arch {
 	case "olmo2": // whole-row q and k norms; two post-norms for the two pre-norms
 		block += q + kv
+	case "gemma2": // post-norms beside the pre-norms
+		block += 2 * e
 	case "minimax-m2": // whole-row q and k norms, the routing's selection bias
 		block += q + kv + int64(s.Experts)
 	case "ernie4_5-moe": // the selection bias, the shared expert

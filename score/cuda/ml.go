@@ -776,6 +776,10 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 	if b.err != nil {
 		return
 	}
+	if a.SoftCap != 0 {
+		b.Fail(fmt.Errorf("cuda: attention with soft-capped scores (%s.attn_logit_softcapping: Gemma 2) has no kernel yet; run it on the CPU", "gemma2"))
+		return
+	}
 	// The int8 mode takes attn_fx or the plain kernel: their float32 output
 	// is what the output projection quantizes (int8.go).
 	flash := false

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"ppl.dev/gguf"
@@ -573,4 +574,16 @@ func TestFillUniform(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestAttentionSoftCapRefused: Gemma 2's soft-capped scores have no kernel
+// yet: an error naming them, not an attention without the cap.
+func TestAttentionSoftCapRefused(t *testing.T) {
+	b := testBackend(simEngine())
+	defer b.Close()
+	a := &ml.Attn{Heads: 2, KVHeads: 1, HeadDim: 16, Scale: 0.25, SoftCap: 50}
+	b.Attention(b.Alloc(3, 32), b.Alloc(3, 32), b.Alloc(3, 16), b.Alloc(3, 16), 0, a)
+	if err := b.Err(); err == nil || !strings.Contains(err.Error(), "soft-capped scores") {
+		t.Errorf("error %v, want one naming the soft-capped scores", err)
+	}
 }

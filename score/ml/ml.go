@@ -34,6 +34,7 @@ package ml
 
 import (
 	"fmt"
+	"math"
 
 	"ppl.dev/gguf"
 	"ppl.dev/score/nn"
@@ -184,6 +185,7 @@ type Attn struct {
 	Scale                   float64 // score scale
 	Window                  int     // sliding window (keys i-Window < j <= i); 0: none
 	Sinks                   *Vector // nil, or one logit per head added to each softmax's denominator (exp(sink))
+	SoftCap                 float64 // > 0: each scaled score s becomes SoftCap·tanh(s/SoftCap) (Gemma 2); 0: none
 }
 
 // Validate reports head counts that do not group.
@@ -193,6 +195,9 @@ func (a *Attn) Validate() error {
 	}
 	if a.Window < 0 {
 		return fmt.Errorf("attention: sliding window %d", a.Window)
+	}
+	if a.SoftCap < 0 || math.IsInf(a.SoftCap, 0) || math.IsNaN(a.SoftCap) {
+		return fmt.Errorf("attention: soft-cap %v", a.SoftCap)
 	}
 	return nil
 }

@@ -216,7 +216,7 @@ func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *m
 		b.c.StoreKV(layer, kk.d, vv.d, n, a.KVHeads, a.HeadDim)
 	}
 	at := nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, Scale: a.Scale, Window: a.Window,
-		GGMLF16: b.ggmlF16()}
+		SoftCap: a.SoftCap, GGMLF16: b.ggmlF16()}
 	if a.Sinks != nil {
 		at.Sinks = a.Sinks.V
 	}

@@ -26,8 +26,18 @@ import (
 //     with rope.freq_base and the file's (linear) scaling;
 //   - logits are soft-capped when final_logit_softcapping is set.
 //
+// gemma2 (Gemma 2) is the same block without the q/k norms, with the
+// attention's scores soft-capped (attn_logit_softcapping, 50 when absent),
+// every other layer sliding (the even ones: a pattern of 2) with the one
+// RoPE of the file, the 46-layer 27B model's query scale by n_embd/n_head,
+// and the logits soft-capped by final_logit_softcapping (30 when absent),
+// as llama.cpp 0.7.0's defaults.
+//
 // Norm weights are used as stored (the converter folds Gemma's "+1" in).
-func init() { Register("gemma3", newGemma3) }
+func init() {
+	Register("gemma3", newGemma3)
+	Register("gemma2", newGemma2)
+}
 
 type gemma3 struct {
 	hp        HParams
@@ -48,24 +58,43 @@ type gemma3Layer struct {
 	attn                                 ml.Attn
 }
 
+// gemmaVariant is what tells Gemma 2 and Gemma 3 apart.
+type gemmaVariant struct {
+	qkNorm    bool
+	period    int     // sliding-window pattern; 0: the file's
+	swaBase   bool    // the sliding layers have their own RoPE base
+	attnCap   float64 // attn_logit_softcapping's default; 0: no soft-cap
+	finalCap  float64 // final_logit_softcapping's default
+	layers27B int     // the layer count of the model whose query scale is n_embd/n_head
+	tied      bool    // the output is the token embedding, whatever the file holds
+}
+
 func newGemma3(l *Loader) Network {
+	return newGemma(l, gemmaVariant{qkNorm: true, swaBase: true, layers27B: 62})
+}
+
+func newGemma2(l *Loader) Network {
+	return newGemma(l, gemmaVariant{period: 2, attnCap: 50, finalCap: 30, layers27B: 46, tied: true})
+}
+
+func newGemma(l *Loader, gv gemmaVariant) Network {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
 	window, err := m.positive("attention.sliding_window", -1)
-	period := 6
-	if err == nil {
+	period := gv.period
+	if err == nil && period == 0 {
 		period, err = m.positive("attention.sliding_window_pattern", 6)
 	}
-	baseSWA := 10000.0
-	if err == nil {
+	baseSWA := 0.0
+	if err == nil && gv.swaBase {
 		baseSWA, err = m.float("rope.freq_base_swa", 10000)
 	}
-	softcap := 0.0
+	var softcap, attnCap float64
 	if err == nil {
-		softcap, err = m.float("final_logit_softcapping", 0)
-		if err == nil && (softcap < 0 || math.IsInf(softcap, 0) || math.IsNaN(softcap)) {
-			err = fmt.Errorf("metadata %s.final_logit_softcapping = %v", hp.Arch, softcap)
-		}
+		softcap, err = m.softCap("final_logit_softcapping", gv.finalCap)
+	}
+	if err == nil && gv.attnCap > 0 {
+		attnCap, err = m.softCap("attn_logit_softcapping", gv.attnCap)
 	}
 	if err != nil {
 		l.fail(err)
@@ -76,21 +105,29 @@ func newGemma3(l *Loader) Network {
 		hp:        hp,
 		tokenEmbd: l.Linear("token_embd", hp.Embd, hp.Vocab),
 		embdScale: float64(float32(math.Sqrt(float64(hp.Embd)))),
-		qScale:    1 / math.Sqrt(float64(hp.HeadDim)),
+		qScale:    float64(nn.InvSqrtf(hp.HeadDim)),
 		outNorm:   l.Norm("output_norm", hp.Embd),
-		head:      Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd"), SoftCap: softcap},
+		head:      Head{SoftCap: softcap},
 	}
-	if hp.Layers == 62 { // llama.cpp's LLM_TYPE_27B
-		g.qScale = 1 / math.Sqrt(float64(hp.Embd/hp.Heads))
+	if gv.tied { // llama.cpp's gemma2 reads no output matrix
+		g.head.Output = g.tokenEmbd
+	} else {
+		g.head.Output = l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")
+	}
+	if hp.Layers == gv.layers27B { // llama.cpp's LLM_TYPE_27B
+		g.qScale = float64(nn.InvSqrtf(hp.Embd / hp.Heads))
 	}
 	global := l.RoPE(true)
 	if global == nil {
 		return nil
 	}
-	local := &nn.RoPE{HeadDim: hp.HeadDim, Dims: global.Dims, NeoX: true, Base: baseSWA, FreqScale: 1, AttnFactor: 1}
-	if err := local.Validate(); err != nil {
-		l.Failf("sliding layers (%s.rope.freq_base_swa): %v", hp.Arch, err)
-		return nil
+	local := global
+	if gv.swaBase {
+		local = &nn.RoPE{HeadDim: hp.HeadDim, Dims: global.Dims, NeoX: true, Base: baseSWA, FreqScale: 1, AttnFactor: 1}
+		if err := local.Validate(); err != nil {
+			l.Failf("sliding layers (%s.rope.freq_base_swa): %v", hp.Arch, err)
+			return nil
+		}
 	}
 	for i := range hp.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
@@ -100,13 +137,14 @@ func newGemma3(l *Loader) Network {
 			k:            l.Linear(p+"attn_k", hp.Embd, kvd),
 			v:            l.Linear(p+"attn_v", hp.Embd, kvd),
 			o:            l.Linear(p+"attn_output", qd, hp.Embd),
-			qNorm:        l.Norm(p+"attn_q_norm", hp.HeadDim),
-			kNorm:        l.Norm(p+"attn_k_norm", hp.HeadDim),
 			postAttnNorm: l.Norm(p+"post_attention_norm", hp.Embd),
 			ffnNorm:      l.Norm(p+"ffn_norm", hp.Embd),
 			postFFNNorm:  l.Norm(p+"post_ffw_norm", hp.Embd),
 			rope:         global,
-			attn:         ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: 1},
+			attn:         ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: 1, SoftCap: attnCap},
+		}
+		if gv.qkNorm {
+			ly.qNorm, ly.kNorm = l.Norm(p+"attn_q_norm", hp.HeadDim), l.Norm(p+"attn_k_norm", hp.HeadDim)
 		}
 		ly.mlp = l.DenseFFN(p, hp.Embd, hp.FFN).MLP
 		ly.mlp.Act = ml.GeGLU
@@ -135,9 +173,11 @@ func (g *gemma3) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 
 		b.RMSNorm(h, x, ly.attnNorm, hp.Eps)
 		b.Linears([]ml.Tensor{q, k, v}, h, []*ml.Matrix{ly.q, ly.k, ly.v})
-		qh, kh := b.View(q, n*hp.Heads, hp.HeadDim), b.View(k, n*hp.KVHeads, hp.HeadDim)
-		b.RMSNorm(qh, qh, ly.qNorm, hp.Eps)
-		b.RMSNorm(kh, kh, ly.kNorm, hp.Eps)
+		if ly.qNorm != nil {
+			qh, kh := b.View(q, n*hp.Heads, hp.HeadDim), b.View(k, n*hp.KVHeads, hp.HeadDim)
+			b.RMSNorm(qh, qh, ly.qNorm, hp.Eps)
+			b.RMSNorm(kh, kh, ly.kNorm, hp.Eps)
+		}
 		b.RoPE(q, hp.Heads, ly.rope)
 		b.RoPE(k, hp.KVHeads, ly.rope)
 		b.Scale(q, g.qScale)

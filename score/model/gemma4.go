@@ -133,10 +133,7 @@ func newGemma4(l *Loader) Network {
 		baseS, err = m.float("rope.freq_base_swa", 10000)
 	}
 	if err == nil {
-		softcap, err = m.float("final_logit_softcapping", 0)
-		if err == nil && !(softcap >= 0 && softcap < math.Inf(1)) {
-			err = fmt.Errorf("metadata %s.final_logit_softcapping = %v", hp.Arch, softcap)
-		}
+		softcap, err = m.softCap("final_logit_softcapping", 0)
 	}
 	var pattern []bool
 	if err == nil {

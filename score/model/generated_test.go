@@ -266,6 +266,10 @@ func TestGeneratedLlama(t *testing.T) {
 		{"qwen3moe-q4_k_m", "qwen3moe", "Q4_K_M", func(s *mkmodel.Shape) { s.Embd, s.Experts, s.ExpertsUsed, s.ExpertFFN = 256, 8, 2, 256 }, "",
 			"4697c5ba83fd12d5b8d8aefe8a5a5e75811f01217c9755d44a58ed014af14fed",
 			[]float64{-1581.0417953, -787.6289069, -770.8846478, -787.9841146}},
+		{"gemma2", "gemma2", "", gemma2(4, 32), "", "49a4a970bc6610fae87988ca86891f5d4ffd650b893d58f20cfedf5bc6706056",
+			[]float64{-1531.8795187, -787.9831103, -797.4847972, -788.5616289}},
+		{"gemma2-27b", "gemma2", "", gemma2(46, 24), "", "4d9aa7dfd74f0c7710b140c327cde12ff23ce4924cebe5e18398bdc1122d65a3",
+			[]float64{-1568.1183818, -801.1308900, -810.3237298, -778.9157750}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := genModelType(t, dir, c.arch, cmp.Or(c.typ, "Q8_0"), c.set)
@@ -373,6 +377,31 @@ func graniteHybrid(moe bool) func(*mkmodel.Shape) {
 			s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 8, 2, s.FFN, 64
 		}
 	}
+}
+
+// gemma2 gives a gemma2 model (tied, as llama.cpp's gemma2 reads no output
+// matrix) layers of heads of hd and a sliding window of 40 keys in its
+// even layers; 46 layers is llama.cpp's 27B, whose queries are scaled by
+// n_embd/n_head (32 here), not the head size (its FFN is 128 to keep the
+// file small).
+func gemma2(layers, hd int) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) {
+		s.Layers, s.HeadDim, s.Window, s.Tied = layers, hd, 40, true
+		if layers == 46 {
+			s.FFN = 128
+		}
+	}
+}
+
+// TestGemma2Refused: gemma2 files whose soft-caps or window do not fit are
+// refused at load, naming the key.
+func TestGemma2Refused(t *testing.T) {
+	dir := oracle.Require(t)
+	checkRefusals(t, genModel(t, dir, "gemma2", gemma2(4, 32)), []refusal{
+		{"negative attention cap", map[string]any{"gemma2.attn_logit_softcapping": float32(-1)}, nil, "gemma2.attn_logit_softcapping = -1, want >= 0"},
+		{"negative final cap", map[string]any{"gemma2.final_logit_softcapping": float32(-30)}, nil, "gemma2.final_logit_softcapping = -30, want >= 0"},
+		{"no window", map[string]any{"gemma2.attention.sliding_window": nil}, nil, "gemma2.attention.sliding_window"},
+	})
 }
 
 // qwen35Shape gives a qwen35 model (moe: qwen35moe, 256 wide, 8 experts of 256,

@@ -2,9 +2,9 @@ package model
 
 import (
 	"fmt"
-	"math"
 
 	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
 )
 
 // gpt-oss: OpenAI's gpt-oss-20b and 120b. The llama decoder (llama.go)
@@ -61,7 +61,7 @@ func newGPTOSS(l *Loader) Network {
 			v:        l.Linear(p+"attn_v", hp.Embd, kvd),
 			o:        l.Linear(p+"attn_output", qd, hp.Embd),
 			attn: &ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim,
-				Scale: 1 / math.Sqrt(float64(hp.HeadDim)), Sinks: l.Vector(p+"attn_sinks.weight", hp.Heads)},
+				Scale: float64(nn.InvSqrtf(hp.HeadDim)), Sinks: l.Vector(p+"attn_sinks.weight", hp.Heads)},
 			ffnNorm: l.Norm(p+"post_attention_norm", hp.Embd),
 			ffn:     ffn,
 		}

@@ -81,6 +81,15 @@ func (m meta) float(key string, def float64) (float64, error) {
 	return v, err
 }
 
+// softCap reads a soft-cap (def when absent): 0 for none, else positive.
+func (m meta) softCap(key string, def float64) (float64, error) {
+	v, err := m.float(key, def)
+	if err == nil && v < 0 {
+		err = fmt.Errorf("metadata %s.%s = %v, want >= 0", m.arch, key, v)
+	}
+	return v, err
+}
+
 func (m meta) string(key, def string) (string, error) {
 	if !m.has(key) {
 		return def, nil

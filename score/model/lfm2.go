@@ -2,9 +2,9 @@ package model
 
 import (
 	"fmt"
-	"math"
 
 	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
 )
 
 // lfm2, lfm2moe: Liquid AI's LFM2 (350M to 2.6B), LFM2.5 and LFM2-8B-A1B,
@@ -68,7 +68,7 @@ func newLFM2(l *Loader, experts bool) Network {
 		outputNorm: l.Norm("token_embd_norm", E),
 		head:       Head{Output: l.LinearAlt(E, hp.Vocab, "output", "token_embd")},
 		rope:       l.RoPE(true),
-		attn: ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: 1 / math.Sqrt(float64(hp.HeadDim)),
+		attn: ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: float64(nn.InvSqrtf(hp.HeadDim)),
 			Window: max(window, 0)},
 	}
 	net := l.bindLayers(dec, func(i int, p string) decoderLayer {

@@ -309,7 +309,7 @@ func (l *Loader) baseDecoder(neox bool) *decoder {
 		outputNorm: l.Norm("output_norm", hp.Embd),
 		head:       Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")},
 		rope:       l.RoPE(neox),
-		attn:       ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: 1 / math.Sqrt(float64(hp.HeadDim))},
+		attn:       ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: float64(nn.InvSqrtf(hp.HeadDim))},
 	}
 }
 

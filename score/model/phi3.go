@@ -1,9 +1,8 @@
 package model
 
 import (
-	"math"
-
 	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
 )
 
 // phi3: Phi-3, Phi-3.5 and Phi-4 (mini and the 14B), as llama.cpp 0.7.0
@@ -31,7 +30,7 @@ func newPhi3(l *Loader) Network {
 	d := l.baseDecoder(true)
 	d.attn.Scale = 1 // q is scaled instead
 	l.longRoPE(d)
-	scale := 1 / float32(math.Sqrt(float64(hp.HeadDim))) // 1.0f/sqrtf(float(n_embd_head))
+	scale := nn.InvSqrtf(hp.HeadDim)
 	d.scaleQ = func(b ml.Backend, q ml.Tensor) { b.Scale(q, float64(scale)) }
 	return l.fusedLayers(d, false)
 }

@@ -2,7 +2,6 @@ package model
 
 import (
 	"fmt"
-	"math"
 
 	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
@@ -146,7 +145,7 @@ func newQwen35(l *Loader, o qwen35Opts) *qwen35 {
 		outputNorm: l.Norm("output_norm", E),
 		head:       Head{Output: l.LinearAlt(E, hp.Vocab, "output", "token_embd")},
 		rope:       l.RoPE(true),
-		attn:       ml.Attn{Heads: H, KVHeads: hp.KVHeads, HeadDim: hd, Scale: 1 / math.Sqrt(float64(hd))},
+		attn:       ml.Attn{Heads: H, KVHeads: hp.KVHeads, HeadDim: hd, Scale: float64(nn.InvSqrtf(hd))},
 		dr:         dr,
 		dConv:      dConv,
 		rows:       deltaRows,

@@ -17,6 +17,9 @@ type Attention struct {
 	// Sinks, one logit per query head, join each softmax's denominator
 	// only: exp(Sinks[h]) is added to the sum (gpt-oss).
 	Sinks []float32
+	// SoftCap > 0 caps each scaled score s to SoftCap·tanh(s/SoftCap)
+	// before the softmax (Gemma 2's attn_logit_softcapping).
+	SoftCap float64
 	// GGMLF16 computes as llama.cpp's CPU flash attention over an F16
 	// cache (ggmlAttention): the int8 mode with an f16 KV cache.
 	GGMLF16 bool
@@ -43,6 +46,9 @@ func (a *Attention) Validate() error {
 	}
 	if a.Window < 0 || (a.Sinks != nil && len(a.Sinks) != a.Heads) {
 		return fmt.Errorf("attention: window %d, %d sinks for %d heads", a.Window, len(a.Sinks), a.Heads)
+	}
+	if a.SoftCap < 0 || math.IsInf(a.SoftCap, 0) || math.IsNaN(a.SoftCap) {
+		return fmt.Errorf("attention: soft-cap %v", a.SoftCap)
 	}
 	return nil
 }
@@ -72,7 +78,9 @@ const keyBlock = 64
 // a score of -1e30 (its exponential is 0 beside any real score; a block
 // wholly masked for a row, read before the row's first real block, leaves
 // terms that the first real block's alpha = e^(-1e30 - m) = 0 erases).
-// Sinks add exp(sink - m) to each row's final sum, in float64.
+// Sinks add exp(sink - m) to each row's final sum, in float64. A soft-cap
+// replaces a block's scores by SoftCap·tanh(s·Scale/SoftCap), in float64
+// rounded once, before the window's masks.
 //
 // Head sizes that are not a multiple of 16 take attentionRef, the plain
 // float64 loop. With GGMLF16 the whole computation is ggmlAttention
@@ -136,6 +144,9 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 	w := c.Workers(a.KVHeads * perKV)
 	scratch := c.Alloc(max(w, 1) * per)
 	scale := float32(a.Scale)
+	if a.SoftCap > 0 {
+		scale = 1
+	}
 	c.ParallelDynamic(a.KVHeads*perKV, 1, func(worker, lo, hi int) {
 		buf := scratch[worker*per : (worker+1)*per]
 		sb := buf[superTile*perTile:]
@@ -196,6 +207,11 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 					tl.qk(&tl.q[0], hd, &kt[(g*nb+2*b)*hd*32], 32, hd, &sb[0], keyBlock, nil)
 					if j0+32 < n {
 						tl.qk(&tl.q[0], hd, &kt[(g*nb+2*b+1)*hd*32], 32, hd, &sb[32], keyBlock, nil)
+					}
+					if a.SoftCap > 0 { // scaled and capped here: the softmax's scale is then 1
+						for e, s := range sb[:tl.rows*keyBlock] {
+							sb[e] = float32(a.capped(float64(s) * a.Scale))
+						}
 					}
 					if j0+keyBlock > tl.i0 || !tl.started { // the diagonal blocks (and the first) have masked keys
 						for r := range tl.rows {
@@ -313,7 +329,7 @@ func (a *Attention) attentionRef(c *Context, out, q, k, v []float32, n int) {
 			s := sc[j0 : i+1]
 			m := math.Inf(-1)
 			for j := range s {
-				s[j] = float64(dot(qi, k[(j0+j)*ks+g*hd:(j0+j)*ks+(g+1)*hd])) * a.Scale
+				s[j] = a.capped(float64(dot(qi, k[(j0+j)*ks+g*hd:(j0+j)*ks+(g+1)*hd])) * a.Scale)
 				m = math.Max(m, s[j])
 			}
 			if a.Sinks != nil {
@@ -343,6 +359,14 @@ func (a *Attention) attentionRef(c *Context, out, q, k, v []float32, n int) {
 	})
 }
 
+// capped is the soft-capped score s (SoftCap·tanh(s/SoftCap)), or s.
+func (a *Attention) capped(s float64) float64 {
+	if a.SoftCap > 0 {
+		return a.SoftCap * math.Tanh(s/a.SoftCap)
+	}
+	return s
+}
+
 // dot returns a·b in float32. len(b) >= len(a).
 func dot(a, b []float32) float32 {
 	b = b[:len(a)]
@@ -356,7 +380,8 @@ func dot(a, b []float32) float32 {
 // Exact is Forward's definition in float64 over n rows of q and of k and
 // v (the keys and values as the cache gives them back): for each query
 // row i and head h, Σ_j softmax_j(q·k_j·Scale) v_j over the keys the
-// window leaves, with the head's sink in the denominator. It is the
+// window leaves (the scores soft-capped when SoftCap > 0), with the head's
+// sink in the denominator. It is the
 // reference the CPU's and the GPU's attention kernels are tested against.
 func (a *Attention) Exact(q, k, v []float32, n int) []float64 {
 	heads, kvheads, hd := a.Heads, a.KVHeads, a.HeadDim
@@ -378,7 +403,7 @@ func (a *Attention) Exact(q, k, v []float32, n int) []float64 {
 				for x := range hd {
 					d += float64(q[(i*heads+h)*hd+x]) * float64(k[(j*kvheads+g)*hd+x])
 				}
-				s[j] = d * a.Scale
+				s[j] = a.capped(d * a.Scale)
 				m = max(m, s[j])
 			}
 			var l float64

@@ -190,7 +190,7 @@ func (s *DeltaScan) chunk(out []float32, ldo int, q, k []float32, ldq int, v []f
 	}
 	o := s.ksqs[T*dp : 2*T*dp]
 	gemmCols(T, dp, qkm, tp, u, dp, T, o, dp, s.gam[:T])
-	sc := ggmlInvSqrt(D)
+	sc := InvSqrtf(D)
 	for t := range T {
 		for j, x := range o[t*dp : t*dp+D] {
 			out[t*ldo+j] = x * sc

@@ -274,16 +274,17 @@ const ggmlTileQ, ggmlTileKV = 64, 64
 // ggmlAttention is ggml-cpu's FLASH_ATTN_EXT over F16 keys and values (k
 // and v hold f16 values; q is float32), each query row on its own:
 //
-// n >= 64 query rows and values (DV, Attention.ValueDim or HeadDim) a
-// multiple of 16 (ggml_compute_forward_flash_attn_ext_tiled; its test is
-// DV a multiple of the vector's lanes, 8 in the AVX2 build, which this
-// does not copy for DV an odd multiple of 8): for
+// n >= 64 query rows, whatever the size of the values (DV,
+// Attention.ValueDim or HeadDim; ggml-cpu 0.27.0 does not test it)
+// (ggml_compute_forward_flash_attn_ext_tiled): for
 // each tile of 64 keys with a visible key, s_j = the float32 FMA chain of
 // q·k_j over the head dimension in order, times Scale; masked keys -Inf;
 // M' = max(M, max_j s_j), and on a new maximum the output and the sum are
 // multiplied by expf(M - M'); p_j = ggml_v_expf(s_j - M') in lanes of 16,
 // the sum of each 16 (reduce16) added to S in float64; the output gets the
-// FMA chain of p_j·v_j over the tile's keys in order. At the end sinks as
+// FMA chain of p_j·v_j over the tile's keys in order (its vectors' columns,
+// then one column at a time past the last whole vector: the same chains).
+// At the end sinks as
 // below, and the output times 1/S. See ggmlTiled.
 //
 // Otherwise (ggml_compute_forward_flash_attn_ext_f16_one_chunk): q rounded to
@@ -295,14 +296,17 @@ const ggmlTileQ, ggmlTileKV = 64, 64
 //
 // Sinks: with s the head's sink, if s > M the output is multiplied by
 // ms = expf(M - s), and S = S·ms + vs (vs = expf(s - M) otherwise).
+//
+// A soft-cap divides Scale by it and replaces each scaled score s by
+// cap·tanhf(s) in both (ggmlScale).
 func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
-	if n >= ggmlTileQ && a.valueDim()%16 == 0 {
+	if n >= ggmlTileQ {
 		a.ggmlTiled(c, out, q, k, v, n)
 		return
 	}
 	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
 	group := a.Heads / a.KVHeads
-	scale := float32(a.Scale)
+	scale, capf := a.ggmlScale()
 	c.Parallel(n*a.Heads, func(_, lo, hi int) {
 		acc := make([]float32, hd)
 		qh := make([]float32, hd)
@@ -322,7 +326,7 @@ func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
 			}
 			for j := first; j <= i; j++ {
 				kj := k[j*ks+g*hd : j*ks+(g+1)*hd]
-				s := float32(dotF16(qh, kj, c.GGMLAVX2)) * scale
+				s := capf(float32(dotF16(qh, kj, c.GGMLAVX2)) * scale)
 				ms, vs := float32(1), float32(1)
 				if s > M {
 					Mold := M
@@ -343,6 +347,17 @@ func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
 			a.ggmlFinish(out[i*qs+h*hd:i*qs+(h+1)*hd], acc, h, M, S)
 		}
 	})
+}
+
+// ggmlScale is FLASH_ATTN_EXT's score scale and its soft-cap: with a cap,
+// the scale divided by it (float32), and each scaled score s becomes
+// cap·tanhf(s) (glibc's tanhf is correctly rounded).
+func (a *Attention) ggmlScale() (float32, func(float32) float32) {
+	scale, cp := float32(a.Scale), float32(a.SoftCap)
+	if cp == 0 {
+		return scale, func(s float32) float32 { return s }
+	}
+	return scale / cp, func(s float32) float32 { return cp * float32(math.Tanh(float64(s))) }
 }
 
 // ggmlFinish applies the head's sink to a query row's output acc, maximum
@@ -380,9 +395,10 @@ func (a *Attention) ggmlFinish(o, acc []float32, h int, M, S float32) {
 func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 	hd, qs, ks, dv := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim, a.valueDim()
 	group := a.Heads / a.KVHeads
-	scale := float32(a.Scale)
+	scale, capf := a.ggmlScale()
+	d16 := dv &^ 15 // the columns of whole vectors; the rest one at a time
 	nr := 32
-	if dv%32 != 0 {
+	if d16%32 != 0 {
 		nr = 16
 	}
 	// Keys transposed per KV head, kt[(g·hd + d)·np + j] = k_j[d], zero past n.
@@ -442,7 +458,7 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 							pr[jj] = float32(math.Inf(-1))
 							continue
 						}
-						pr[jj] = sc[r*T+jj] * scale
+						pr[jj] = capf(sc[r*T+jj] * scale)
 						tmax = max(tmax, pr[jj])
 					}
 					Mn := max(M[r], tmax)
@@ -471,8 +487,17 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 					S[r] = float32(float64(S[r]) + sum)
 				}
 				kk := min(T, n-t0)
-				for z := 0; z < dv; z += nr {
+				for z := 0; z < d16; z += nr {
 					GemmAcc(m, nr, p, T, v[t0*ks+g*hd+z:], ks, kk, acc[z:], hd)
+				}
+				for d := d16; d < dv; d++ {
+					for r := range m {
+						s := acc[r*hd+d]
+						for j := range kk {
+							s = fma32(p[r*T+j], v[(t0+j)*ks+g*hd+d], s)
+						}
+						acc[r*hd+d] = s
+					}
 				}
 			}
 			for r := range m {

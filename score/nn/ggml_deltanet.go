@@ -26,7 +26,7 @@ func GGMLL2Norm(c *Context, out, x []float32, rows, d int, eps float64) {
 	check("l2 norm input", len(x), rows*d)
 	check("l2 norm output", len(out), rows*d)
 	e := float32(eps) / float32(d)
-	s := ggmlInvSqrt(d)
+	s := InvSqrtf(d)
 	c.Parallel(rows, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
 			o := out[r*d : (r+1)*d]
@@ -39,8 +39,10 @@ func GGMLL2Norm(c *Context, out, x []float32, rows, d int, eps float64) {
 	})
 }
 
-// ggmlInvSqrt is 1.0f/sqrtf(d), ggml's 1/sqrt of a head size.
-func ggmlInvSqrt(d int) float32 { return 1 / float32(math.Sqrt(float64(d))) }
+// InvSqrtf is 1.0f/sqrtf(float(d)), llama.cpp's and ggml's 1/sqrt of a
+// head size: float32(1/math.Sqrt(d)) is an ulp away for some d (72, 96,
+// 112, ...), which the int8 modes carry into the log-probs.
+func InvSqrtf(d int) float32 { return 1 / float32(math.Sqrt(float64(d))) }
 
 // ggmlRMSScale is RMS_NORM's scale of one row: sum = Σ double(x·x),
 // mean = float32(sum/n), 1/sqrtf(mean + eps).
@@ -90,7 +92,7 @@ func DeltaRuleGGML(D int, out []float32, ldo int, q, k []float32, ldq int, v []f
 	checkDelta(D, out, ldo, q, k, ldq, v, ldv, g, beta, ldg, n, state)
 	check("delta scratch", len(m), D*D)
 	transposeF32(m, state, D, D)
-	scale := ggmlInvSqrt(D)
+	scale := InvSqrtf(D)
 	kd, step := kern.deltaGGML, 64
 	if avx2 {
 		kd, step = kern.deltaGGML8, 32

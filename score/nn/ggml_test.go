@@ -2,6 +2,7 @@ package nn
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/fnv"
 	"math"
 	"math/rand"
@@ -42,8 +43,11 @@ func ggmlTestInputs() *ggmlInputs {
 
 // fa returns queries (n, 4 heads, 64) and f16 keys and values (n, 2
 // heads, 64).
-func (in *ggmlInputs) fa(n int) (q, k, v []float32) {
-	q, k, v = make([]float32, n*4*64), make([]float32, n*2*64), make([]float32, n*2*64)
+func (in *ggmlInputs) fa(n int) (q, k, v []float32) { return in.faDim(n, 64) }
+
+// faDim is fa with heads of d.
+func (in *ggmlInputs) faDim(n, d int) (q, k, v []float32) {
+	q, k, v = make([]float32, n*4*d), make([]float32, n*2*d), make([]float32, n*2*d)
 	for i := range q {
 		q[i] = float32(in.r.NormFloat64())
 	}
@@ -168,6 +172,31 @@ func TestGGMLArithmetic(t *testing.T) {
 		}
 		c.GGMLAVX2 = false
 	}
+	// Gemma 2's soft-capped scores (a cap of 2, so that it bites), in
+	// both kernels; heads of 24, whose tiled values end past the last
+	// vector of 16.
+	for _, f := range ggmlFACases {
+		q, k, v := in.faDim(f.n, f.d)
+		o := make([]float32, len(q))
+		for b, avx2 := range []bool{false, true} {
+			c.GGMLAVX2 = avx2
+			(&Attention{Heads: 4, KVHeads: 2, HeadDim: f.d, Scale: 0.125, SoftCap: f.cap, GGMLF16: true}).Forward(c, o, q, k, v, f.n)
+			check(fmt.Sprintf("FLASH_ATTN_EXT, %d rows of heads of %d, soft-cap %v, avx2 %v", f.n, f.d, f.cap, avx2), o, f.want[b])
+		}
+		c.GGMLAVX2 = false
+	}
+}
+
+// ggmlFACases are TestGGMLArithmetic's attention cases past its first
+// ones: rows, head size, soft-cap and llama.cpp's hashes (zen4, haswell).
+var ggmlFACases = []struct {
+	n, d int
+	cap  float64
+	want [2]uint64
+}{
+	{20, 64, 2, [2]uint64{0x87e7c8aa89867372, 0xf52cfc8c1a0de1fd}},
+	{100, 64, 2, [2]uint64{0x6c234f2f4fe03ea6, 0x58a480ff7fe9b1b4}},
+	{100, 24, 0, [2]uint64{0x90a008050af38af8, 0x90653cd43c9f0aa3}},
 }
 
 // productHash multiplies l by n rows of rand.NewSource(1) normal values,

@@ -334,8 +334,9 @@ func TestRMSNormLevels(t *testing.T) {
 }
 
 // TestAttentionWindowSinks checks sliding windows (narrower and wider than
-// a 64-key block, of one key, wider than the sequence) and sinks (small,
-// and large enough to take most of the mass) in the flash path and the
+// a 64-key block, of one key, wider than the sequence), sinks (small,
+// and large enough to take most of the mass) and soft-caps (that bite,
+// alone and with a window) in the flash path and the
 // plain one against the float64 definition, at every level and thread
 // count, the fast path bit-identical across them.
 func TestAttentionWindowSinks(t *testing.T) {
@@ -343,10 +344,12 @@ func TestAttentionWindowSinks(t *testing.T) {
 	for _, tc := range []struct {
 		n, heads, kvHeads, hd, window int
 		sinks                         float64 // scale of the sinks; 0 for none
+		cap                           float64 // soft-cap; 0 for none
 	}{
-		{150, 4, 2, 16, 32, 0}, {150, 4, 2, 16, 1, 0}, {200, 2, 1, 32, 64, 0}, {200, 2, 1, 32, 65, 0},
-		{130, 12, 4, 64, 100, 0}, {40, 4, 2, 16, 500, 0}, {150, 4, 2, 16, 0, 1}, {150, 4, 2, 16, 0, 8},
-		{150, 8, 2, 16, 32, 2}, {90, 3, 1, 8, 20, 1},
+		{150, 4, 2, 16, 32, 0, 0}, {150, 4, 2, 16, 1, 0, 0}, {200, 2, 1, 32, 64, 0, 0}, {200, 2, 1, 32, 65, 0, 0},
+		{130, 12, 4, 64, 100, 0, 0}, {40, 4, 2, 16, 500, 0, 0}, {150, 4, 2, 16, 0, 1, 0}, {150, 4, 2, 16, 0, 8, 0},
+		{150, 8, 2, 16, 32, 2, 0}, {90, 3, 1, 8, 20, 1, 0},
+		{150, 4, 2, 16, 0, 0, 2}, {150, 4, 2, 32, 40, 0, 2}, {90, 3, 1, 8, 20, 1, 1.5},
 	} {
 		var sinks []float32
 		if tc.sinks != 0 {
@@ -356,7 +359,7 @@ func TestAttentionWindowSinks(t *testing.T) {
 			}
 		}
 		scale := 1 / math.Sqrt(float64(tc.hd))
-		a := &Attention{Heads: tc.heads, KVHeads: tc.kvHeads, HeadDim: tc.hd, Scale: scale, Window: tc.window, Sinks: sinks}
+		a := &Attention{Heads: tc.heads, KVHeads: tc.kvHeads, HeadDim: tc.hd, Scale: scale, Window: tc.window, Sinks: sinks, SoftCap: tc.cap}
 		if err := a.Validate(); err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,7 @@
 #   chroot SID python3 /tmp/gx/ggml_ops.py OP ARGS...
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
-# OPs: rms EPS | swiglu | geglu | swiglu-oai | softcap CAP | rope N HEADS HEADDIM MODE BASE | fa N H HKV D SCALE |
+# OPs: rms EPS | swiglu | geglu | swiglu-oai | softcap CAP | rope N HEADS HEADDIM MODE BASE | fa N H HKV D SCALE [CAP] |
 # trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N | gdn N HK HV S EPS |
 # route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
@@ -64,8 +64,8 @@ elif op == "rope":  # x (n, heads, hd), mode, base
     tx = new(F32, [hd, heads, n]); put(tx, x); tp = new(I32, [n]); put(tp, np.arange(n, dtype=np.int32))
     o = base.ggml_rope_ext(ctx, tx, tp, None, hd, mode, 0, fb, 1.0, 0.0, 1.0, 0.0, 0.0); run(o)
     get(o).tofile(d + "out.bin")
-elif op == "fa":  # q (n, H, D) f32, k, v (n, HKV, D) f16 bits, scale
-    n, H, HKV, D = map(int, sys.argv[2:6]); scale = float(sys.argv[6])
+elif op == "fa":  # q (n, H, D) f32, k, v (n, HKV, D) f16 bits, scale, optional soft-cap
+    n, H, HKV, D = map(int, sys.argv[2:6]); scale = float(sys.argv[6]); cap = float(sys.argv[7]) if len(sys.argv) > 7 else 0.0
     q = np.fromfile(d + "q.bin", np.float32).reshape(n, H, D)
     k = np.fromfile(d + "k.bin", np.float16).reshape(n, HKV, D)
     v = np.fromfile(d + "v.bin", np.float16).reshape(n, HKV, D)
@@ -76,7 +76,7 @@ elif op == "fa":  # q (n, H, D) f32, k, v (n, HKV, D) f16 bits, scale
     m = np.full((npad, n), -np.inf, np.float16)
     for i in range(n): m[i, :i + 1] = 0
     tm = new(F16, [n, npad]); put(tm, m)
-    o = base.ggml_flash_attn_ext(ctx, tq, tk, tv, tm, scale, 0.0, 0.0); run(o)
+    o = base.ggml_flash_attn_ext(ctx, tq, tk, tv, tm, scale, 0.0, cap); run(o)
     get(o).tofile(d + "out.bin")  # (n, H, D)
 elif op in ("swiglu", "geglu", "swiglu-oai"):  # gate x, up w
     g = np.fromfile(d + "x.bin", np.float32); u = np.fromfile(d + "w.bin", np.float32)
