@@ -48,12 +48,13 @@ __device__ __forceinline__ u16 to_half(float v, int f16) { return f16 ? f32_to_f
 // attn_simple: grid (n, heads), block 128. window > 0 limits query i to
 // keys j > i - window; sinks, when not null, holds one logit per head that
 // joins the softmax's denominator (the running maximum starts at it). out
-// is bf16 (otype 0), fp16 (1) or float32 (2).
+// is bf16 (otype 0), fp16 (1) or float32 (2). cap > 0 soft-caps each scaled
+// score s to cap·tanh(s/cap) (Gemma 2).
 extern "C" __global__ void __launch_bounds__(128)
     attn_simple(void* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads, int hd, float scale,
                 int window, const float* __restrict__ sinks, int kfmt, const void* kdata, const void* kscales,
                 const float* ktscale, int vfmt, const void* vdata, const void* vscales, const float* vtscale,
-                int otype) {
+                int otype, float cap) {
 	__shared__ float qs[ATTN_MAXD];
 	__shared__ float ps[128];
 	__shared__ float red[4];
@@ -75,6 +76,7 @@ extern "C" __global__ void __launch_bounds__(128)
 			float dot = 0.0f;
 			for (int d = 0; d < hd; d++) dot += qs[d] * kv_decode1(K, j, g, d);
 			s = dot * scale;
+			if (cap > 0.0f) s = cap * tanhf(s / cap);
 		}
 		float mx = warp_max_f(s);
 		if ((tid & 31) == 0) red[tid >> 5] = mx;

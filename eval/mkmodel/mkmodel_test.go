@@ -89,6 +89,8 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 	case "granitehybrid": // layer 0 Mamba-2, layer 1 attention; experts and a shared one
 		c.SSMState, c.SSMKHeads, c.SSMVHeads, c.SSMHeadDim, c.SSMConv, c.AttnInterval = 16, 2, 4, 16, 4, 2
 		c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 8, 2, c.FFN, 96
+	case "gemma2": // tied, as llama.cpp reads it; a window narrower than the context
+		c.Tied, c.Window = true, 64
 	}
 	return c
 }

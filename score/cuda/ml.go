@@ -776,14 +776,10 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 	if b.err != nil {
 		return
 	}
-	if a.SoftCap != 0 {
-		b.Fail(fmt.Errorf("cuda: attention with soft-capped scores (%s.attn_logit_softcapping: Gemma 2) has no kernel yet; run it on the CPU", "gemma2"))
-		return
-	}
 	// The int8 mode takes attn_fx or the plain kernel: their float32 output
 	// is what the output projection quantizes (int8.go).
 	flash := false
-	if !b.prec.Int8 {
+	if !b.prec.Int8 && a.SoftCap == 0 { // soft-capped scores take the plain kernel
 		why, err := b.attnKernel(attnShape{a.Heads, a.KVHeads, a.HeadDim})
 		if err != nil {
 			b.Fail(err)
@@ -815,10 +811,10 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 			return err
 		}
 		if b.prec.Int8 {
-			if splitExact(b.kvK, b.kvV, a.HeadDim) {
+			if splitExact(b.kvK, b.kvV, a.HeadDim) && a.SoftCap == 0 {
 				return e.attentionSplit(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv)
 			}
-			return e.attentionPlain(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv, otypeF32)
+			return e.attentionPlain(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, a.SoftCap, b.kk, b.kv, otypeF32)
 		}
 		mark := b.Mark()
 		defer b.Release(mark)
@@ -826,7 +822,12 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 		if err != nil {
 			return err
 		}
-		if err := e.attentionMasked(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv, flash, t); err != nil {
+		if a.SoftCap != 0 {
+			err = e.attentionPlain(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, a.SoftCap, b.kk, b.kv, isF16(t))
+		} else {
+			err = e.attentionMasked(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv, flash, t)
+		}
+		if err != nil {
 			return err
 		}
 		return e.widenHalf(o.p, h, o.count(), t)

@@ -425,7 +425,7 @@ func (e *Engine) attentionMasked(out, q ptr, n, heads, kvheads, hd int, scale fl
 		// whatever its key tile.
 		return e.launch(fmt.Sprintf("attn_fa%d", hd), flashGrid(n, heads, hd), dim3{128, 1, 1}, args...)
 	}
-	return e.attentionPlain(out, q, n, heads, kvheads, hd, scale, window, sinks, k, v, isF16(ot))
+	return e.attentionPlain(out, q, n, heads, kvheads, hd, scale, window, sinks, 0, k, v, isF16(ot))
 }
 
 // splitExact reports whether attn_fx computes attention over a cache of
@@ -451,10 +451,10 @@ func (e *Engine) attentionSplit(out, q ptr, n, heads, kvheads, hd int, scale flo
 		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale())
 }
 
-// attentionPlain is the plain kernel, with a sliding window (0: none) and
-// sinks (one float32 logit per head, or 0: none), writing otype (a half
-// type's or otypeF32).
-func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, k, v *kvTensor, otype int) error {
+// attentionPlain is the plain kernel, with a sliding window (0: none),
+// sinks (one float32 logit per head, or 0: none) and a soft-cap (0:
+// none), writing otype (a half type's or otypeF32).
+func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, softCap float64, k, v *kvTensor, otype int) error {
 	if heads%kvheads != 0 || hd > attnMaxDim {
 		return fmt.Errorf("cuda: attention with %d heads, %d KV heads of size %d not supported", heads, kvheads, hd)
 	}
@@ -463,6 +463,6 @@ func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale flo
 		return err
 	}
 	args := []any{out, q, n, heads, kvheads, hd, float32(scale), window, sinks,
-		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), otype}
+		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), otype, float32(softCap)}
 	return e.launch("attn_simple", dim3{uint32(n), uint32(heads), 1}, dim3{128, 1, 1}, args...)
 }
