@@ -91,6 +91,8 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 		c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 8, 2, c.FFN, 96
 	case "gemma2": // tied, as llama.cpp reads it; a window narrower than the context
 		c.Tied, c.Window = true, 64
+	case "llama4": // a dense layer between mixtures
+		c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN, c.MoEStep = 8, 1, 64, 64, 2
 	}
 	return c
 }

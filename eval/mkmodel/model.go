@@ -174,7 +174,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			}
 			add(ffnNorm, []uint64{e}, i, c.gain(ffnNorm, 1, 0.1))
 		}
-		if c.moe() && i >= c.DenseLead {
+		if c.moe() && i >= c.DenseLead && (c.MoEStep <= 1 || (i+1)%c.MoEStep == 0) {
 			// The router, then the experts' stacks (ne {in, out, experts}).
 			// A token's output sums ExpertsUsed experts weighted to 1, so
 			// each expert keeps the dense MLP's scale.
@@ -264,6 +264,10 @@ func Write(path string, c *Config) error {
 	w.Add(a+".attention.value_length", uint32(c.HeadDim))
 	w.Add(a+".rope.freq_base", float32(c.RopeBase))
 	w.Add(a+".attention.layer_norm_rms_epsilon", float32(c.Eps))
+	if a == "llama4" {
+		w.Add(a+".rope.dimension_count", uint32(c.HeadDim))
+		w.Add(a+".interleave_moe_layer_step", uint32(max(c.MoEStep, 1)))
+	}
 	if a == "llama" {
 		w.Add(a+".rope.dimension_count", uint32(c.HeadDim))
 		w.Add(a+".vocab_size", uint32(c.Vocab))

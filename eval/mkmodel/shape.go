@@ -10,7 +10,7 @@ import (
 // Shape is a model's architecture and dimensions, as its GGUF metadata
 // states them.
 type Shape struct {
-	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe, dots1, granitehybrid, nemotron_h, nemotron_h_moe, lfm2, lfm2moe or gemma2
+	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe, dots1, granitehybrid, nemotron_h, nemotron_h_moe, lfm2, lfm2moe, gemma2 or llama4
 	Embd     int    // embedding_length
 	Layers   int    // block_count
 	Heads    int    // attention.head_count
@@ -40,6 +40,9 @@ type Shape struct {
 	// DenseLead is ernie4_5-moe's leading dense layers (SharedFFN, when
 	// not 0, its shared expert's width).
 	DenseLead int
+	// MoEStep is llama4's interleave_moe_layer_step: every MoEStep-th
+	// layer a mixture of experts, the others dense (0: every layer).
+	MoEStep int
 
 	// Mamba-2 hybrids (granitehybrid; mamba2.go documents them, with
 	// SSMState, SSMKHeads, SSMVHeads, SSMConv and AttnInterval).
@@ -52,7 +55,7 @@ type Shape struct {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -129,7 +132,7 @@ func NearestPreset(arch string, n float64) Preset {
 // Check validates the shape.
 func (s Shape) Check() error {
 	switch s.Arch {
-	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2":
+	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4":
 	default:
 		return fmt.Errorf("unknown architecture %q (want %s)", s.Arch, strings.Join(Archs, ", "))
 	}
@@ -160,6 +163,10 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: %s's experts have the FFN width, feed_forward_length (%d != %d)", s.Arch, s.ExpertFFN, s.FFN)
 	case s.RopeBase <= 0, s.Eps <= 0:
 		return fmt.Errorf("shape: rope base and epsilon must be positive")
+	case s.Arch == "llama4" && (s.SharedFFN != s.ExpertFFN || s.MoEStep < 0):
+		return fmt.Errorf("shape: llama4's shared expert is as wide as an expert (%d != %d), its MoE step >= 0 (%d)", s.SharedFFN, s.ExpertFFN, s.MoEStep)
+	case s.MoEStep != 0 && s.Arch != "llama4":
+		return fmt.Errorf("shape: an MoE layer step is for llama4")
 	case s.Arch == "gemma2" && !s.Tied:
 		return fmt.Errorf("shape: gemma2 is tied (llama.cpp's gemma2 reads no output matrix)")
 	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && !s.lfm2():
@@ -207,6 +214,8 @@ func (s Shape) Params() int64 {
 		block += int64(s.Experts) + 3*e*int64(s.SharedFFN)
 	case "dots1": // per-head q and k norms, the selection bias, the shared expert
 		block += 2*int64(s.HeadDim) + int64(s.Experts) + 3*e*int64(s.SharedFFN)
+	case "llama4": // the shared expert
+		block += 3 * e * int64(s.SharedFFN)
 	case "qwen2", "seed_oss":
 		block += q + 2*kv
 	case "qwen3", "qwen3moe", "exaone4":
@@ -216,6 +225,10 @@ func (s Shape) Params() int64 {
 	if s.DenseLead > 0 { // dense FFNs for the leading layers' MoE blocks
 		moe := e*int64(s.Experts) + 3*e*int64(s.ExpertFFN)*int64(s.Experts) + int64(s.Experts) + 3*e*int64(s.SharedFFN)
 		n += int64(s.DenseLead) * (dense - moe)
+	}
+	if s.MoEStep > 1 { // llama4's dense FFNs between the mixtures
+		moe := e*int64(s.Experts) + 3*e*int64(s.ExpertFFN)*int64(s.Experts) + 3*e*int64(s.SharedFFN)
+		n += int64(s.Layers-s.Layers/s.MoEStep) * (dense - moe)
 	}
 	if !s.Tied {
 		n += int64(s.Vocab) * e

@@ -950,6 +950,10 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 	if len(r.Expert) != n*K {
 		panic(fmt.Sprintf("cuda backend: routing of %d choices for %d tokens × %d", len(r.Expert), n, K))
 	}
+	if r.Before {
+		b.Fail(fmt.Errorf("cuda: experts weighted before their FFN (llama4) have no kernel yet; run the model on the CPU"))
+		return
+	}
 	experts := max(m.Up.Experts, 1)
 	b.do("experts "+m.Up.Name, func() error {
 		e := b.e

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"ppl.dev/gguf"
@@ -589,4 +590,19 @@ func TestFillUniform(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestExpertsWeightedBeforeRefused: experts weighted before their FFN
+// (Llama 4) have no kernel yet: an error naming them, not experts
+// weighted after.
+func TestExpertsWeightedBeforeRefused(t *testing.T) {
+	b := testBackend(simEngine())
+	defer b.Close()
+	rng := rand.New(rand.NewPCG(25, 1))
+	m, _ := mlpCase(t, b, rng, ml.SwiGLU, gguf.TypeF32, 4, 16, 32, 16)
+	r := &ml.Routing{K: 1, Expert: []int32{0, 1, 2}, Weight: []float32{0.5, 0.25, 1}, Before: true}
+	b.Experts(b.Alloc(3, 16), b.Alloc(3, 16), m, r)
+	if err := b.Err(); err == nil || !strings.Contains(err.Error(), "weighted before their FFN") {
+		t.Errorf("error %v, want one naming the experts weighted before their FFN", err)
+	}
 }

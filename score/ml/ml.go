@@ -156,7 +156,9 @@ type Backend interface {
 	// E_{e}(x[t]) over its selections j (e = r.Expert[t·K+j], w =
 	// r.Weight[t·K+j]), summed in order of j, where E_e is expert e's MLP,
 	// gated or not (m's matrices are stacks of m.Up.Experts experts). That
-	// is, per token, K MLPs of single experts scaled and added.
+	// is, per token, K MLPs of single experts scaled and added. With
+	// r.Before the weight scales the expert's input instead: dst[t] = Σ_j
+	// E_e(w[t,j] · x[t]) (Llama 4; the scaled input rounded to float32).
 	Experts(dst, x Tensor, m *MLP, r *Routing)
 
 	// LogSoftmax scores a block of rows of logits: for row j,

@@ -63,6 +63,8 @@ type Router struct {
 	Groups, GroupsUsed int       // 0 or 1: no groups
 	Norm               bool
 	Scale              float64 // 0: none
+	// Before puts the weights on the experts' inputs (Routing.Before).
+	Before bool
 	// GGML routes as ggml-cpu computes build_moe_ffn's graph, as the AVX-512
 	// build does or, with GGMLAVX2, as the AVX2 build does (their softmax
 	// lanes and e^x differ).
@@ -94,6 +96,9 @@ type Routing struct {
 	K      int
 	Expert []int32
 	Weight []float32
+	// Before: the weights multiply the chosen experts' inputs, not their
+	// outputs (Llama 4's build_moe_ffn, weight_before_ffn).
+	Before bool
 }
 
 // Route chooses the experts of each row of logits (n rows of r.Experts
@@ -104,7 +109,7 @@ func (r *Router) Route(logits []float32) (*Routing, error) {
 		panic(fmt.Sprintf("moe: %d router logits for %d experts", len(logits), E))
 	}
 	n := len(logits) / E
-	out := &Routing{K: K, Expert: make([]int32, n*K), Weight: make([]float32, n*K)}
+	out := &Routing{K: K, Expert: make([]int32, n*K), Weight: make([]float32, n*K), Before: r.Before}
 	if r.GGML {
 		return out, r.routeGGML(out, logits)
 	}

@@ -345,7 +345,14 @@ func (b *cpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 			ye := b.c.Alloc(len(cs) * out)
 			for i, c := range cs {
 				t := r0 + int(c)/K
-				copy(xe[i*in:(i+1)*in], s.d[t*in:(t+1)*in])
+				row := xe[i*in : (i+1)*in]
+				copy(row, s.d[t*in:(t+1)*in])
+				if r.Before { // MUL of the input by its weight
+					w := r.Weight[r0*K+int(c)]
+					for k := range row {
+						row[k] *= w
+					}
+				}
 			}
 			mlp := nn.MLP{Up: ups[e], Down: downs[e], Act: b.cpuAct(m.Act)}
 			if gates != nil {
@@ -355,6 +362,10 @@ func (b *cpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 			for i, c := range cs {
 				w := r.Weight[r0*K+int(c)]
 				dr, yr := res[int(c)*out:(int(c)+1)*out], ye[i*out:(i+1)*out]
+				if r.Before {
+					copy(dr, yr)
+					continue
+				}
 				for k, v := range yr {
 					dr[k] = v * w
 				}

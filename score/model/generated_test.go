@@ -270,6 +270,10 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1531.8795187, -787.9831103, -797.4847972, -788.5616289}},
 		{"gemma2-27b", "gemma2", "", gemma2(46, 24), "", "4d9aa7dfd74f0c7710b140c327cde12ff23ce4924cebe5e18398bdc1122d65a3",
 			[]float64{-1568.1183818, -801.1308900, -810.3237298, -778.9157750}},
+		{"llama4", "llama4", "", llama4(8, 64, 0), "", "02a28698a5ece99378206e94ee928c3c247f7033f623bb09896c2a8741fa1ebb",
+			[]float64{-1582.6373032, -775.8475587, -812.4657863, -790.6080414}},
+		{"llama4-maverick", "llama4", "", llama4(128, 32, 2), "", "cc093f8e724ec3f1c17493e36fd677895a72e5ee3c00b28b7255bcb1da95dc9d",
+			[]float64{-1630.5253040, -797.2598758, -802.0546253, -789.0588216}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := genModelType(t, dir, c.arch, cmp.Or(c.typ, "Q8_0"), c.set)
@@ -402,6 +406,40 @@ func TestGemma2Refused(t *testing.T) {
 		{"negative final cap", map[string]any{"gemma2.final_logit_softcapping": float32(-30)}, nil, "gemma2.final_logit_softcapping = -30, want >= 0"},
 		{"no window", map[string]any{"gemma2.attention.sliding_window": nil}, nil, "gemma2.attention.sliding_window"},
 	})
+}
+
+// llama4 gives a llama4 model 4 layers (the fourth without RoPE), experts
+// of ff (one used per token; 128 of them is Maverick's count, for which
+// llama.cpp norms no q and k) and a shared expert as wide, every step-th
+// layer (0: every layer).
+func llama4(experts, ff, step int) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) {
+		s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.MoEStep = 4, experts, 1, ff, ff, step
+	}
+}
+
+// TestLlama4Refused: a llama4 window past 8191 tokens, where llama.cpp
+// chunks the attention and scales the NoPE layers' queries, is an error
+// naming the limit, not a silently different number; a file without
+// chunks (attention.sliding_window 0, on which llama.cpp 0.7.0 aborts), a
+// bad MoE step and a missing shared expert are refused at load.
+func TestLlama4Refused(t *testing.T) {
+	dir := oracle.Require(t)
+	path := genModel(t, dir, "llama4", llama4(8, 64, 0))
+	checkRefusals(t, path, []refusal{
+		{"no chunks", map[string]any{"llama4.attention.sliding_window": uint32(0)}, nil, "llama4.attention.sliding_window = 0: Llama 4 without chunked attention is not supported"},
+		{"step 0", map[string]any{"llama4.interleave_moe_layer_step": uint32(0)}, nil, "llama4.interleave_moe_layer_step = 0, want > 0"},
+		{"no shared expert", nil, []string{"blk.1.ffn_up_shexp.weight", "blk.1.ffn_gate_shexp.weight", "blk.1.ffn_down_shexp.weight"}, "missing tensor blk.1.ffn_up_shexp.weight"},
+	})
+	m, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	tokens := make([]int32, 8192)
+	if _, err := m.Score(tokens, 8191); err == nil || !strings.Contains(err.Error(), "a window of 8192 tokens: at most 8191") {
+		t.Errorf("got %v", err)
+	}
 }
 
 // qwen35Shape gives a qwen35 model (moe: qwen35moe, 256 wide, 8 experts of 256,

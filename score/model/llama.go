@@ -75,6 +75,11 @@ type decoder struct {
 	// and each attention and FFN output before it joins the residual
 	// stream (granite's embedding_scale and residual_scale).
 	embScale, resScale float64
+	// qkNormAfterRoPE norms q and k after RoPE rather than before (llama4).
+	qkNormAfterRoPE bool
+	// maxRows, when not 0, is the longest window the model computes as
+	// llama.cpp does; a longer one fails (llama4's chunked attention).
+	maxRows int
 }
 
 type decoderLayer struct {
@@ -327,6 +332,10 @@ func normSpans(b ml.Backend, t ml.Tensor, w *ml.Vector, eps float64) {
 func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	hp, n := m.hp, len(tokens)
 	x := b.Alloc(n, hp.Embd) // the residual stream
+	if m.maxRows > 0 && n > m.maxRows {
+		b.Fail(fmt.Errorf("%s: a window of %d tokens: at most %d (llama.cpp's chunked attention and query temperature past them are not implemented)", hp.Arch, n, m.maxRows))
+		return x
+	}
 	b.Embed(x, m.tokenEmbd, tokens)
 	if m.embScale != 0 {
 		b.Scale(x, m.embScale)
@@ -385,13 +394,17 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 	q, k, v := b.Alloc(n, qd), b.Alloc(n, kvd), b.Alloc(n, kvd)
 	att := b.Alloc(n, qd)
 	b.Linears([]ml.Tensor{q, k, v}, h, []*ml.Matrix{ly.q, ly.k, ly.v})
-	if ly.qNorm != nil {
+	if ly.qNorm != nil && !m.qkNormAfterRoPE {
 		normSpans(b, q, ly.qNorm, hp.Eps)
 		normSpans(b, k, ly.kNorm, hp.Eps)
 	}
 	if !ly.noRoPE {
 		b.RoPE(q, hp.Heads, m.rope)
 		b.RoPE(k, hp.KVHeads, m.rope)
+	}
+	if ly.qNorm != nil && m.qkNormAfterRoPE {
+		normSpans(b, q, ly.qNorm, hp.Eps)
+		normSpans(b, k, ly.kNorm, hp.Eps)
 	}
 	if m.scaleQ != nil {
 		m.scaleQ(b, q)

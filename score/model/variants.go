@@ -8,8 +8,10 @@ import (
 
 // The architectures that are llama's decoder with a few of its options
 // set (decoder's fields and decoderLayer's) register here: granite,
-// smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe and dots1.
+// smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe, dots1 and
+// llama4.
 func init() {
+	Register("llama4", newLlama4)
 	Register("granite", newGranite)
 	Register("smollm3", newSmolLM3)
 	Register("olmo2", newOLMo2)
@@ -241,3 +243,70 @@ func newDots1(l *Loader) Network {
 		return ly
 	})
 }
+
+// llama4: Meta's Llama 4 (Scout: 16 experts; Maverick: 128), as llama.cpp
+// 0.7.0 runs it: llama's decoder (adjacent-pair RoPE, rope_freqs when the
+// file has them) where every fourth layer has no RoPE; the others RMS-norm
+// q and k per head without a weight after RoPE (not Maverick, whose 128
+// experts llama.cpp reads as LLM_TYPE_17B_128E); every
+// interleave_moe_layer_step-th FFN a mixture of experts routed by sigmoid,
+// top-K, the weight multiplying the chosen expert's input, plus a shared
+// expert of the experts' width; the others dense. llama.cpp's rope layers
+// attend within chunks of 8192 keys and its NoPE layers scale the queries
+// from position 8191 on, neither of which is copied here: a window past
+// 8191 tokens is refused. A file whose attention.sliding_window is 0
+// (no chunks) is refused: llama.cpp 0.7.0 aborts on it (GGML_ASSERT
+// f_attn_temp_scale != 0), so there is no number to match.
+func newLlama4(l *Loader) Network {
+	hp := l.HP
+	m := meta{l.f, hp.Arch}
+	step, err := m.positive("interleave_moe_layer_step", 1)
+	window := -1
+	if err == nil && m.has("attention.sliding_window") {
+		window, err = m.int("attention.sliding_window", 0)
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	if window == 0 {
+		l.Failf("metadata %s.attention.sliding_window = 0: Llama 4 without chunked attention is not supported (llama.cpp 0.7.0 aborts on it)", hp.Arch)
+		return nil
+	}
+	moe := l.moeParams(moeOpts{gating: ml.GateSigmoid})
+	if moe == nil {
+		return nil
+	}
+	moe.Norm, moe.Scale, moe.SharedFFN = false, 0, moe.FFN
+	kqNorm := moe.Experts != 128
+	d := l.baseDecoder(false)
+	d.maxRows, d.qkNormAfterRoPE = llama4Chunk-1, true
+	ones := &ml.Vector{Name: "(llama4's q/k RMS norm, no weight)", V: make([]float32, hp.HeadDim)}
+	for i := range ones.V {
+		ones.V[i] = 1
+	}
+	l.vecs = append(l.vecs, ones)
+	return l.bindLayers(d, func(i int, p string) decoderLayer {
+		ly := l.preNormLayer(p, "ffn_norm")
+		ly.noRoPE = (i+1)%4 == 0
+		if kqNorm && !ly.noRoPE {
+			ly.qNorm, ly.kNorm = ones, ones
+		}
+		if (i+1)%step != 0 {
+			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+			return ly
+		}
+		if e := l.MoE(p, moe); e != nil {
+			if e.Shared == nil {
+				l.Failf("missing tensor %sffn_up_shexp.weight", p)
+			}
+			e.Router.Before = true
+			ly.ffn = e
+		}
+		return ly
+	})
+}
+
+// llama4Chunk is llama.cpp's attention chunk and temperature floor for
+// Llama 4 (n_swa and n_attn_temp_floor_scale, read from no key).
+const llama4Chunk = 8192

@@ -186,6 +186,11 @@ func ggmlSwiGLURow(out, gate, up []float32, avx2 bool) {
 	}
 }
 
+// InvSqrtf is 1.0f/sqrtf(float(d)), llama.cpp's and ggml's 1/sqrt of a
+// head size: float32(1/math.Sqrt(d)) is an ulp away for some d (72, 96,
+// 112, ...), which the int8 modes carry into the log-probs.
+func InvSqrtf(d int) float32 { return 1 / float32(math.Sqrt(float64(d))) }
+
 // ggmlRMSRow is RMS_NORM then MUL for one row.
 func ggmlRMSRow(out, x, w []float32, eps float32) {
 	scale := ggmlRMSScale(x, eps)
@@ -274,18 +279,17 @@ const ggmlTileQ, ggmlTileKV = 64, 64
 // ggmlAttention is ggml-cpu's FLASH_ATTN_EXT over F16 keys and values (k
 // and v hold f16 values; q is float32), each query row on its own:
 //
-// n >= 64 query rows, whatever the size of the values (DV,
-// Attention.ValueDim or HeadDim; ggml-cpu 0.27.0 does not test it)
-// (ggml_compute_forward_flash_attn_ext_tiled): for
-// each tile of 64 keys with a visible key, s_j = the float32 FMA chain of
+// n >= 64 query rows, whatever the size of the values (DV:
+// Attention.ValueDim or HeadDim; ggml-cpu 0.27.0 does not test it), take
+// ggml_compute_forward_flash_attn_ext_tiled: for each tile of 64 keys
+// with a visible key, s_j = the float32 FMA chain of
 // q·k_j over the head dimension in order, times Scale; masked keys -Inf;
 // M' = max(M, max_j s_j), and on a new maximum the output and the sum are
 // multiplied by expf(M - M'); p_j = ggml_v_expf(s_j - M') in lanes of 16,
 // the sum of each 16 (reduce16) added to S in float64; the output gets the
 // FMA chain of p_j·v_j over the tile's keys in order (its vectors' columns,
 // then one column at a time past the last whole vector: the same chains).
-// At the end sinks as
-// below, and the output times 1/S. See ggmlTiled.
+// At the end sinks as below, and the output times 1/S. See ggmlTiled.
 //
 // Otherwise (ggml_compute_forward_flash_attn_ext_f16_one_chunk): q rounded to
 // f16; per visible key in order s = ggml_vec_dot_f16(k, q)·Scale; a new

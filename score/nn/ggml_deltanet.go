@@ -39,11 +39,6 @@ func GGMLL2Norm(c *Context, out, x []float32, rows, d int, eps float64) {
 	})
 }
 
-// InvSqrtf is 1.0f/sqrtf(float(d)), llama.cpp's and ggml's 1/sqrt of a
-// head size: float32(1/math.Sqrt(d)) is an ulp away for some d (72, 96,
-// 112, ...), which the int8 modes carry into the log-probs.
-func InvSqrtf(d int) float32 { return 1 / float32(math.Sqrt(float64(d))) }
-
 // ggmlRMSScale is RMS_NORM's scale of one row: sum = Σ double(x·x),
 // mean = float32(sum/n), 1/sqrtf(mean + eps).
 func ggmlRMSScale(x []float32, eps float32) float32 {
