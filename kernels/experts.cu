@@ -28,6 +28,17 @@ extern "C" __global__ void gather_rows(void* __restrict__ out, const float* __re
 	}
 }
 
+// scale_rows: out row i (cols f32) <- x row rows[i] · w[i], for n rows:
+// the inputs of experts weighted before their FFN (Llama 4).
+extern "C" __global__ void scale_rows(float* __restrict__ out, const float* __restrict__ x, const int* __restrict__ rows,
+                                      const float* __restrict__ w, int n, int cols) {
+	GRID_STRIDE(idx, (i64)n * cols) {
+		i64 i = idx / cols;
+		int c = (int)(idx % cols);
+		out[idx] = __fmul_rn(x[(i64)rows[i] * cols + c], w[i]);
+	}
+}
+
 // scatter_scaled: slot choice[i] of res (slots of cols f32) <- y row i ·
 // w[choice[i]], for n rows.
 extern "C" __global__ void scatter_scaled(float* __restrict__ res, const float* __restrict__ y, const int* __restrict__ choice,

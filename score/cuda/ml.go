@@ -938,6 +938,38 @@ const expertRows = 4096
 // is scaled by its choice's weight into that choice's slot; then each
 // token sums its K slots in the order of its choices (cpuBackend.Experts,
 // whose arithmetic per token this is).
+// expertsBefore is Experts for experts weighted before their FFN (Llama
+// 4): each choice's input row x[t]·w (scale_rows) through its expert with
+// a weight of 1, then each token's K results added in order (sum_choices).
+func (b *gpuBackend) expertsBefore(d, s *gt, m *ml.MLP, r *ml.Routing) {
+	n, K, in, out := s.rows, r.K, m.Up.In, m.Down.Out
+	mark := b.Mark()
+	defer b.Release(mark)
+	xb, yb := b.Alloc(n*K, in), b.Alloc(n*K, out)
+	rows, ones := make([]int32, n*K), make([]float32, n*K)
+	for c := range rows {
+		rows[c], ones[c] = int32(c/K), 1
+	}
+	b.do("experts' weighted inputs "+m.Up.Name, func() error {
+		mk := b.Mark()
+		defer b.Release(mk)
+		dr, err := b.scratchBytes(4 * int64(n*K))
+		if err != nil {
+			return err
+		}
+		dw, err := b.scratchBytes(4 * int64(n*K))
+		if err != nil {
+			return err
+		}
+		if err := errors.Join(upload(b.e, dr, rows), upload(b.e, dw, r.Weight)); err != nil {
+			return err
+		}
+		return b.e.scaleRows(g(xb).p, s.p, dr, dw, n*K, in)
+	})
+	b.Experts(yb, xb, m, &ml.Routing{K: 1, Expert: r.Expert, Weight: ones})
+	b.do("experts' sum "+m.Up.Name, func() error { return b.e.sumChoices(d.p, g(yb).p, n, K, out) })
+}
+
 func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 	d, s := g(dst), g(x)
 	ws := []*ml.Matrix{m.Up} // the products that read x
@@ -951,7 +983,7 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 		panic(fmt.Sprintf("cuda backend: routing of %d choices for %d tokens × %d", len(r.Expert), n, K))
 	}
 	if r.Before {
-		b.Fail(fmt.Errorf("cuda: experts weighted before their FFN (llama4) have no kernel yet; run the model on the CPU"))
+		b.expertsBefore(d, s, m, r)
 		return
 	}
 	experts := max(m.Up.Experts, 1)

@@ -149,6 +149,11 @@ func (e *Engine) scatterScaled(res, y, choice, w ptr, n, cols int) error {
 	return e.launch("scatter_scaled", gridFor(int64(n)*int64(cols)), block256, res, y, choice, w, n, cols)
 }
 
+// scaleRows: out row i (cols f32) <- x row rows[i] · w[i], for n rows.
+func (e *Engine) scaleRows(out, x, rows, w ptr, n, cols int) error {
+	return e.launch("scale_rows", gridFor(int64(n)*int64(cols)), block256, out, x, rows, w, n, cols)
+}
+
 // sumChoices: dst row t (cols f32) <- Σ_j res slot t·k+j, in order of j.
 func (e *Engine) sumChoices(dst, res ptr, rows, k, cols int) error {
 	return e.launch("sum_choices", gridFor(int64(rows)*int64(cols)), block256, dst, res, rows, k, cols)

@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 
 	"ppl.dev/gguf"
@@ -367,15 +366,18 @@ func checkMLP(t *testing.T, what string, v *mlpVals, worst, bound float64) {
 // and F32 stacks as TestMLPParity; with more tokens than a block
 // (expertRows) on a GPU, so that the grouping by expert runs over several
 // blocks, with uneven token counts per expert and an expert no token
-// chooses.
+// chooses; and with the weights on the experts' inputs (Routing.Before,
+// Llama 4's).
 func TestExpertsParity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		for _, c := range []struct {
-			act ml.Act
-			typ gguf.Type
-			F   int
-		}{{ml.SwiGLU, gguf.TypeF16, 40}, {ml.SwiGLU, gguf.TypeF32, 40}, {ml.ReLUSqr, gguf.TypeF16, 37}, {ml.ReLUSqr, gguf.TypeF32, 37}} {
-			t.Run(fmt.Sprintf("%v/%v", c.act, c.typ), func(t *testing.T) { expertsParity(t, e, c.act, c.typ, c.F) })
+			act    ml.Act
+			typ    gguf.Type
+			F      int
+			before bool
+		}{{ml.SwiGLU, gguf.TypeF16, 40, false}, {ml.SwiGLU, gguf.TypeF32, 40, false}, {ml.ReLUSqr, gguf.TypeF16, 37, false},
+			{ml.ReLUSqr, gguf.TypeF32, 37, false}, {ml.SwiGLU, gguf.TypeF16, 40, true}, {ml.SwiGLU, gguf.TypeF32, 40, true}} {
+			t.Run(fmt.Sprintf("%v/%v/before=%v", c.act, c.typ, c.before), func(t *testing.T) { expertsParity(t, e, c.act, c.typ, c.F, c.before) })
 		}
 	})
 }
@@ -411,7 +413,7 @@ func unevenRoute(t *testing.T, rng *rand.Rand, n, N, K int, noneLast bool) *ml.R
 	return r
 }
 
-func expertsParity(t *testing.T, e *Engine, act ml.Act, typ gguf.Type, F int) {
+func expertsParity(t *testing.T, e *Engine, act ml.Act, typ gguf.Type, F int, before bool) {
 	rng := rand.New(rand.NewPCG(22, 1))
 	const N, K, in, out = 6, 3, 48, 24
 	n := expertRows + 37
@@ -423,6 +425,7 @@ func expertsParity(t *testing.T, e *Engine, act ml.Act, typ gguf.Type, F int) {
 	m, v := mlpCase(t, b, rng, act, typ, N, in, F, out)
 	x := randF32(rng, n*in, 1)
 	r := unevenRoute(t, rng, n, N, K, true)
+	r.Before = before
 	b.Reset()
 	xt := b.put(t, n, in, x)
 	dst := b.Alloc(n, out)
@@ -437,13 +440,21 @@ func expertsParity(t *testing.T, e *Engine, act ml.Act, typ gguf.Type, F int) {
 	ref := make([]float32, out)
 	for tk := range n {
 		for j := range K {
-			a := v.acts(x[tk*in:(tk+1)*in], int(r.Expert[tk*K+j]))
+			w, xr := r.Weight[tk*K+j], x[tk*in:(tk+1)*in]
+			if before {
+				xr = slices.Clone(xr)
+				for i := range xr {
+					xr[i] *= w
+				}
+				w = 1
+			}
+			a := v.acts(xr, int(r.Expert[tk*K+j]))
 			for _, x := range a {
 				amax = max(amax, float32(math.Abs(float64(x))))
 			}
 			res := v.down(a, int(r.Expert[tk*K+j]), 0)
 			for o := range out {
-				res[o] *= r.Weight[tk*K+j]
+				res[o] *= w
 				if j == 0 {
 					ref[o] = res[o]
 				} else {
@@ -590,19 +601,4 @@ func TestFillUniform(t *testing.T) {
 			}
 		}
 	})
-}
-
-// TestExpertsWeightedBeforeRefused: experts weighted before their FFN
-// (Llama 4) have no kernel yet: an error naming them, not experts
-// weighted after.
-func TestExpertsWeightedBeforeRefused(t *testing.T) {
-	b := testBackend(simEngine())
-	defer b.Close()
-	rng := rand.New(rand.NewPCG(25, 1))
-	m, _ := mlpCase(t, b, rng, ml.SwiGLU, gguf.TypeF32, 4, 16, 32, 16)
-	r := &ml.Routing{K: 1, Expert: []int32{0, 1, 2}, Weight: []float32{0.5, 0.25, 1}, Before: true}
-	b.Experts(b.Alloc(3, 16), b.Alloc(3, 16), m, r)
-	if err := b.Err(); err == nil || !strings.Contains(err.Error(), "weighted before their FFN") {
-		t.Errorf("error %v, want one naming the experts weighted before their FFN", err)
-	}
 }

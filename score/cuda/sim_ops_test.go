@@ -101,6 +101,22 @@ func init() {
 			}
 			return nil
 		}},
+		"scale_rows": {6, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, x, rows, w, n, cols := f32s(a.ptr(0)), f32s(a.ptr(1)), i32s(a.ptr(2)), f32s(a.ptr(3)), a.int(4), a.int(5)
+			if a.err != nil {
+				return a.err
+			}
+			for i := range n {
+				r := int(rows[i])
+				if (r+1)*cols > len(x) || r < 0 {
+					return errors.New("scale_rows: row outside the input")
+				}
+				for c := range cols {
+					out[i*cols+c] = x[r*cols+c] * w[i]
+				}
+			}
+			return nil
+		}},
 		"scatter_scaled": {6, func(s *simDevice, a *simArgs, grid dim3) error {
 			res, y, choice, w, n, cols := f32s(a.ptr(0)), f32s(a.ptr(1)), i32s(a.ptr(2)), f32s(a.ptr(3)), a.int(4), a.int(5)
 			if a.err != nil {

@@ -51,7 +51,7 @@
 #                glm4, Mixtral-style llama, granite, smollm3, olmo2, seed_oss,
 #                exaone4, minimax-m2, ernie4_5-moe, dots1, the Mamba-2 hybrids
 #                granitehybrid, nemotron_h and nemotron_h_moe, lfm2 and
-#                lfm2moe, and gemma2 on generated files) and
+#                lfm2moe, gemma2 and llama4 on generated files) and
 #                TestEndToEndInt8, the int8 mode against the CPU's), also for
 #                the all-bf16 precision, for the record
 #   weights.log  (4) weights kept quantized on the device (issue #17): a
