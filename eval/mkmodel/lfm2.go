@@ -2,7 +2,6 @@ package mkmodel
 
 import (
 	"fmt"
-	"math"
 
 	"ppl.dev/gguf"
 )
@@ -54,13 +53,12 @@ func (c *Config) lfm2Keys(w *gguf.Writer) {
 func (c *Config) lfm2Layer(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
 	p := fmt.Sprintf("blk.%d.", i)
 	e := uint64(c.Embd)
-	inv := func(n uint64) float64 { return 1 / math.Sqrt(float64(n)) }
 	res := c.Residual
 	add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 	if c.recurrent(i) {
-		add(p+"shortconv.in_proj.weight", []uint64{e, 3 * e}, i, c.normal(p+"shortconv.in_proj.weight", 1.5*inv(e)))
-		add(p+"shortconv.conv.weight", []uint64{uint64(c.SSMConv), e}, i, c.normal(p+"shortconv.conv.weight", inv(uint64(c.SSMConv))))
-		add(p+"shortconv.out_proj.weight", []uint64{e, e}, i, c.normal(p+"shortconv.out_proj.weight", res*inv(e)))
+		add(p+"shortconv.in_proj.weight", []uint64{e, 3 * e}, i, c.normal(p+"shortconv.in_proj.weight", 1.5*invSqrt(e)))
+		add(p+"shortconv.conv.weight", []uint64{uint64(c.SSMConv), e}, i, c.normal(p+"shortconv.conv.weight", invSqrt(uint64(c.SSMConv))))
+		add(p+"shortconv.out_proj.weight", []uint64{e, e}, i, c.normal(p+"shortconv.out_proj.weight", res*invSqrt(e)))
 	} else {
 		hd := uint64(c.HeadDim)
 		c.attnTensors(add, i)
@@ -74,18 +72,15 @@ func (c *Config) lfm2Layer(add func(name string, shape []uint64, layer int, fill
 		return
 	}
 	ff := uint64(c.FFN)
-	add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", inv(e)))
-	add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", inv(e)))
-	add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*inv(ff)))
+	add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", invSqrt(e)))
+	add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", invSqrt(e)))
+	add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*invSqrt(ff)))
 }
 
 // lfm2Params is Params for LFM2.
 func (s Shape) lfm2Params() int64 {
 	e, q, kv := int64(s.Embd), int64(s.Heads*s.HeadDim), int64(s.KVHeads*s.HeadDim)
-	n := int64(s.Vocab)*e + e
-	if !s.Tied {
-		n += int64(s.Vocab) * e
-	}
+	n := s.headParams()
 	for i := range s.Layers {
 		n += 2 * e
 		if s.recurrent(i) {

@@ -161,9 +161,8 @@ func (c *Config) mambaMixer(add func(name string, shape []uint64, layer int, fil
 	p := fmt.Sprintf("blk.%d.", i)
 	e, d, conv, h := uint64(c.Embd), uint64(c.mambaInner()), uint64(c.mambaConv()), uint64(c.SSMVHeads)
 	g := uint64(c.SSMKHeads)
-	inv := func(n uint64) float64 { return 1 / math.Sqrt(float64(n)) }
-	add(p+"ssm_in.weight", []uint64{e, 2*d + 2*g*uint64(c.SSMState) + h}, i, c.normal(p+"ssm_in.weight", inv(e)))
-	add(p+"ssm_conv1d.weight", []uint64{uint64(c.SSMConv), conv}, i, c.normal(p+"ssm_conv1d.weight", 1.2*inv(uint64(c.SSMConv))))
+	add(p+"ssm_in.weight", []uint64{e, 2*d + 2*g*uint64(c.SSMState) + h}, i, c.normal(p+"ssm_in.weight", invSqrt(e)))
+	add(p+"ssm_conv1d.weight", []uint64{uint64(c.SSMConv), conv}, i, c.normal(p+"ssm_conv1d.weight", 1.2*invSqrt(uint64(c.SSMConv))))
 	add(p+"ssm_conv1d.bias", []uint64{conv}, i, c.normal(p+"ssm_conv1d.bias", 0.1))
 	add(p+"ssm_dt.bias", []uint64{h}, i, c.uniform(p+"ssm_dt.bias", -6.9, -2.3))
 	add(p+"ssm_a", []uint64{1, h}, i, func(r int, dst []float32) {
@@ -174,7 +173,7 @@ func (c *Config) mambaMixer(add func(name string, shape []uint64, layer int, fil
 	})
 	add(p+"ssm_d", []uint64{1, h}, i, c.gain(p+"ssm_d", 1, 0.1))
 	add(p+"ssm_norm.weight", []uint64{d / g, g}, i, c.gain(p+"ssm_norm.weight", 1, 0.1))
-	add(p+"ssm_out.weight", []uint64{d, e}, i, c.normal(p+"ssm_out.weight", c.Residual*inv(d)))
+	add(p+"ssm_out.weight", []uint64{d, e}, i, c.normal(p+"ssm_out.weight", c.Residual*invSqrt(d)))
 }
 
 // nemotronLayer adds layer i of a Nemotron-H hybrid: its norm and the
@@ -182,7 +181,6 @@ func (c *Config) mambaMixer(add func(name string, shape []uint64, layer int, fil
 func (c *Config) nemotronLayer(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
 	p := fmt.Sprintf("blk.%d.", i)
 	e := uint64(c.Embd)
-	inv := func(n uint64) float64 { return 1 / math.Sqrt(float64(n)) }
 	res := c.Residual
 	add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 	switch c.layerKind(i) {
@@ -193,33 +191,30 @@ func (c *Config) nemotronLayer(add func(name string, shape []uint64, layer int, 
 	case 'F':
 		if !c.moe() {
 			ff := uint64(c.FFN)
-			add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", 1.5*inv(e)))
-			add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*inv(ff)))
+			add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", 1.5*invSqrt(e)))
+			add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*invSqrt(ff)))
 			return
 		}
 		nx, fx, sf := uint64(c.Experts), uint64(c.ExpertFFN), uint64(c.SharedFFN)
-		add(p+"ffn_gate_inp.weight", []uint64{e, nx}, i, c.normal(p+"ffn_gate_inp.weight", inv(e)))
+		add(p+"ffn_gate_inp.weight", []uint64{e, nx}, i, c.normal(p+"ffn_gate_inp.weight", invSqrt(e)))
 		add(p+"exp_probs_b.bias", []uint64{nx}, i, c.normal(p+"exp_probs_b.bias", 0.1))
 		x := e // the experts' width
 		if c.MoELatent > 0 {
 			x = uint64(c.MoELatent)
-			add(p+"ffn_latent_down.weight", []uint64{e, x}, i, c.normal(p+"ffn_latent_down.weight", inv(e)))
-			add(p+"ffn_latent_up.weight", []uint64{x, e}, i, c.normal(p+"ffn_latent_up.weight", inv(x)))
+			add(p+"ffn_latent_down.weight", []uint64{e, x}, i, c.normal(p+"ffn_latent_down.weight", invSqrt(e)))
+			add(p+"ffn_latent_up.weight", []uint64{x, e}, i, c.normal(p+"ffn_latent_up.weight", invSqrt(x)))
 		}
-		add(p+"ffn_up_exps.weight", []uint64{x, fx, nx}, i, c.normal(p+"ffn_up_exps.weight", 1.5*inv(x)))
-		add(p+"ffn_down_exps.weight", []uint64{fx, x, nx}, i, c.normal(p+"ffn_down_exps.weight", res*inv(fx)))
-		add(p+"ffn_up_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_up_shexp.weight", 1.5*inv(e)))
-		add(p+"ffn_down_shexp.weight", []uint64{sf, e}, i, c.normal(p+"ffn_down_shexp.weight", res*inv(sf)))
+		add(p+"ffn_up_exps.weight", []uint64{x, fx, nx}, i, c.normal(p+"ffn_up_exps.weight", 1.5*invSqrt(x)))
+		add(p+"ffn_down_exps.weight", []uint64{fx, x, nx}, i, c.normal(p+"ffn_down_exps.weight", res*invSqrt(fx)))
+		add(p+"ffn_up_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_up_shexp.weight", 1.5*invSqrt(e)))
+		add(p+"ffn_down_shexp.weight", []uint64{sf, e}, i, c.normal(p+"ffn_down_shexp.weight", res*invSqrt(sf)))
 	}
 }
 
 // nemotronParams is Params for Nemotron-H.
 func (s Shape) nemotronParams() int64 {
 	e, q, kv := int64(s.Embd), int64(s.Heads*s.HeadDim), int64(s.KVHeads*s.HeadDim)
-	n := int64(s.Vocab)*e + e
-	if !s.Tied {
-		n += int64(s.Vocab) * e
-	}
+	n := s.headParams()
 	for i := range s.Layers {
 		n += e
 		switch s.layerKind(i) {

@@ -100,7 +100,6 @@ func matrixRows(m []float32, width int) RowFunc {
 func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill RowFunc)) {
 	e, v := uint64(c.Embd), uint64(c.Vocab)
 	q, kv, ff := uint64(c.Heads*c.HeadDim), uint64(c.KVHeads*c.HeadDim), uint64(c.FFN)
-	inv := func(n uint64) float64 { return 1 / math.Sqrt(float64(n)) }
 	res := c.Residual
 	// A tied output matrix scores the current token's own embedding
 	// against itself: with unit-variance embeddings that logit grows as
@@ -142,19 +141,19 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if c.mamba() && c.recurrent(i) {
 			c.mambaMixer(add, i)
 		} else {
-			add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*inv(e)))
+			add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*invSqrt(e)))
 			if c.Arch == "qwen2" || c.Arch == "seed_oss" {
 				add(p+"attn_q.bias", []uint64{q}, i, c.normal(p+"attn_q.bias", 0.1))
 			}
-			add(p+"attn_k.weight", []uint64{e, kv}, i, c.normal(p+"attn_k.weight", 1.2*inv(e)))
+			add(p+"attn_k.weight", []uint64{e, kv}, i, c.normal(p+"attn_k.weight", 1.2*invSqrt(e)))
 			if c.Arch == "qwen2" || c.Arch == "seed_oss" {
 				add(p+"attn_k.bias", []uint64{kv}, i, c.normal(p+"attn_k.bias", 0.1))
 			}
-			add(p+"attn_v.weight", []uint64{e, kv}, i, c.normal(p+"attn_v.weight", inv(e)))
+			add(p+"attn_v.weight", []uint64{e, kv}, i, c.normal(p+"attn_v.weight", invSqrt(e)))
 			if c.Arch == "qwen2" || c.Arch == "seed_oss" {
 				add(p+"attn_v.bias", []uint64{kv}, i, c.normal(p+"attn_v.bias", 0.1))
 			}
-			add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*inv(q)))
+			add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*invSqrt(q)))
 			if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "exaone4" || c.Arch == "dots1" {
 				add(p+"attn_q_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 				add(p+"attn_k_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
@@ -185,15 +184,15 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			}
 			if c.SharedFFN > 0 && !c.hybrid() { // one shared expert
 				sf := uint64(c.SharedFFN)
-				add(p+"ffn_gate_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_gate_shexp.weight", inv(e)))
-				add(p+"ffn_up_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_up_shexp.weight", inv(e)))
-				add(p+"ffn_down_shexp.weight", []uint64{sf, e}, i, c.normal(p+"ffn_down_shexp.weight", res*inv(sf)))
+				add(p+"ffn_gate_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_gate_shexp.weight", invSqrt(e)))
+				add(p+"ffn_up_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_up_shexp.weight", invSqrt(e)))
+				add(p+"ffn_down_shexp.weight", []uint64{sf, e}, i, c.normal(p+"ffn_down_shexp.weight", res*invSqrt(sf)))
 			}
 			continue
 		}
-		add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", inv(e)))
-		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", inv(e)))
-		add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*inv(ff)))
+		add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", invSqrt(e)))
+		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", invSqrt(e)))
+		add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*invSqrt(ff)))
 		if post {
 			add(p+"post_ffw_norm.weight", []uint64{e}, i, c.gain(p+"post_ffw_norm.weight", res, 0.1*res))
 		}
@@ -214,7 +213,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if c.Output != nil {
 			add("output.weight", []uint64{e, v}, -1, matrixRows(c.Output, c.Embd))
 		} else {
-			add("output.weight", []uint64{e, v}, -1, c.normal("output.weight", inv(e)))
+			add("output.weight", []uint64{e, v}, -1, c.normal("output.weight", invSqrt(e)))
 		}
 	}
 	c.phi3Factors(add)
@@ -355,11 +354,10 @@ func Write(path string, c *Config) error {
 func (c *Config) expertTensors(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
 	p := fmt.Sprintf("blk.%d.", i)
 	e, nx, fx := uint64(c.Embd), uint64(c.Experts), uint64(c.ExpertFFN)
-	inv := func(n uint64) float64 { return 1 / math.Sqrt(float64(n)) }
-	add(p+"ffn_gate_inp.weight", []uint64{e, nx}, i, c.normal(p+"ffn_gate_inp.weight", inv(e)))
-	add(p+"ffn_gate_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_gate_exps.weight", inv(e)))
-	add(p+"ffn_up_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_up_exps.weight", inv(e)))
-	add(p+"ffn_down_exps.weight", []uint64{fx, e, nx}, i, c.normal(p+"ffn_down_exps.weight", c.Residual*inv(fx)))
+	add(p+"ffn_gate_inp.weight", []uint64{e, nx}, i, c.normal(p+"ffn_gate_inp.weight", invSqrt(e)))
+	add(p+"ffn_gate_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_gate_exps.weight", invSqrt(e)))
+	add(p+"ffn_up_exps.weight", []uint64{e, fx, nx}, i, c.normal(p+"ffn_up_exps.weight", invSqrt(e)))
+	add(p+"ffn_down_exps.weight", []uint64{fx, e, nx}, i, c.normal(p+"ffn_down_exps.weight", c.Residual*invSqrt(fx)))
 }
 
 // attnTensors adds layer i's attn_q, attn_k, attn_v and attn_output,
@@ -367,9 +365,8 @@ func (c *Config) expertTensors(add func(name string, shape []uint64, layer int, 
 func (c *Config) attnTensors(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
 	p := fmt.Sprintf("blk.%d.", i)
 	e, q, kv := uint64(c.Embd), uint64(c.Heads*c.HeadDim), uint64(c.KVHeads*c.HeadDim)
-	inv := func(n uint64) float64 { return 1 / math.Sqrt(float64(n)) }
-	add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*inv(e)))
-	add(p+"attn_k.weight", []uint64{e, kv}, i, c.normal(p+"attn_k.weight", 1.2*inv(e)))
-	add(p+"attn_v.weight", []uint64{e, kv}, i, c.normal(p+"attn_v.weight", inv(e)))
-	add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", c.Residual*inv(q)))
+	add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*invSqrt(e)))
+	add(p+"attn_k.weight", []uint64{e, kv}, i, c.normal(p+"attn_k.weight", 1.2*invSqrt(e)))
+	add(p+"attn_v.weight", []uint64{e, kv}, i, c.normal(p+"attn_v.weight", invSqrt(e)))
+	add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", c.Residual*invSqrt(q)))
 }

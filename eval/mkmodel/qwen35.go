@@ -94,10 +94,7 @@ func (s Shape) hybridParams() int64 {
 	} else {
 		ffn = 3 * e * int64(s.FFN)
 	}
-	n := int64(s.Vocab)*e + e
-	if !s.Tied {
-		n += int64(s.Vocab) * e
-	}
+	n := s.headParams()
 	for i := range s.Layers {
 		n += 2*e + ffn
 		if s.recurrent(i) {
@@ -147,17 +144,16 @@ func (c *Config) uniform(name string, lo, hi float64) RowFunc {
 func (c *Config) hybridLayer(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
 	p := fmt.Sprintf("blk.%d.", i)
 	e := uint64(c.Embd)
-	inv := func(n uint64) float64 { return 1 / math.Sqrt(float64(n)) }
 	res := c.Residual
 	add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 	if c.recurrent(i) {
 		S, hv := uint64(c.SSMState), uint64(c.SSMVHeads)
 		kd, vd := uint64(c.SSMKHeads)*S, hv*S
-		add(p+"attn_qkv.weight", []uint64{e, 2*kd + vd}, i, c.normal(p+"attn_qkv.weight", inv(e)))
-		add(p+"attn_gate.weight", []uint64{e, vd}, i, c.normal(p+"attn_gate.weight", inv(e)))
-		add(p+"ssm_conv1d.weight", []uint64{uint64(c.SSMConv), 2*kd + vd}, i, c.normal(p+"ssm_conv1d.weight", 1.2*inv(uint64(c.SSMConv))))
-		add(p+"ssm_beta.weight", []uint64{e, hv}, i, c.normal(p+"ssm_beta.weight", inv(e)))
-		add(p+"ssm_alpha.weight", []uint64{e, hv}, i, c.normal(p+"ssm_alpha.weight", 0.5*inv(e)))
+		add(p+"attn_qkv.weight", []uint64{e, 2*kd + vd}, i, c.normal(p+"attn_qkv.weight", invSqrt(e)))
+		add(p+"attn_gate.weight", []uint64{e, vd}, i, c.normal(p+"attn_gate.weight", invSqrt(e)))
+		add(p+"ssm_conv1d.weight", []uint64{uint64(c.SSMConv), 2*kd + vd}, i, c.normal(p+"ssm_conv1d.weight", 1.2*invSqrt(uint64(c.SSMConv))))
+		add(p+"ssm_beta.weight", []uint64{e, hv}, i, c.normal(p+"ssm_beta.weight", invSqrt(e)))
+		add(p+"ssm_alpha.weight", []uint64{e, hv}, i, c.normal(p+"ssm_alpha.weight", 0.5*invSqrt(e)))
 		add(p+"ssm_dt.bias", []uint64{hv}, i, c.uniform(p+"ssm_dt.bias", -4, -0.5))
 		add(p+"ssm_a", []uint64{hv}, i, func(r int, dst []float32) {
 			g := c.rng(p+"ssm_a", r)
@@ -166,29 +162,29 @@ func (c *Config) hybridLayer(add func(name string, shape []uint64, layer int, fi
 			}
 		})
 		add(p+"ssm_norm.weight", []uint64{S}, i, c.gain(p+"ssm_norm.weight", 1, 0.1))
-		add(p+"ssm_out.weight", []uint64{vd, e}, i, c.normal(p+"ssm_out.weight", res*inv(vd)))
+		add(p+"ssm_out.weight", []uint64{vd, e}, i, c.normal(p+"ssm_out.weight", res*invSqrt(vd)))
 	} else {
 		q, kv := uint64(c.Heads*c.HeadDim), uint64(c.KVHeads*c.HeadDim)
 		hd := uint64(c.HeadDim)
-		add(p+"attn_q.weight", []uint64{e, 2 * q}, i, c.normal(p+"attn_q.weight", 1.2*inv(e)))
-		add(p+"attn_k.weight", []uint64{e, kv}, i, c.normal(p+"attn_k.weight", 1.2*inv(e)))
-		add(p+"attn_v.weight", []uint64{e, kv}, i, c.normal(p+"attn_v.weight", inv(e)))
-		add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*inv(q)))
+		add(p+"attn_q.weight", []uint64{e, 2 * q}, i, c.normal(p+"attn_q.weight", 1.2*invSqrt(e)))
+		add(p+"attn_k.weight", []uint64{e, kv}, i, c.normal(p+"attn_k.weight", 1.2*invSqrt(e)))
+		add(p+"attn_v.weight", []uint64{e, kv}, i, c.normal(p+"attn_v.weight", invSqrt(e)))
+		add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*invSqrt(q)))
 		add(p+"attn_q_norm.weight", []uint64{hd}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 		add(p+"attn_k_norm.weight", []uint64{hd}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
 	}
 	add(p+"post_attention_norm.weight", []uint64{e}, i, c.gain(p+"post_attention_norm.weight", 1, 0.1))
 	if !c.moe() {
 		ff := uint64(c.FFN)
-		add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", inv(e)))
-		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", inv(e)))
-		add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*inv(ff)))
+		add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", invSqrt(e)))
+		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", invSqrt(e)))
+		add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*invSqrt(ff)))
 		return
 	}
 	sf := uint64(c.SharedFFN)
 	c.expertTensors(add, i)
-	add(p+"ffn_gate_inp_shexp.weight", []uint64{e}, i, c.normal(p+"ffn_gate_inp_shexp.weight", 1.5*inv(e)))
-	add(p+"ffn_gate_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_gate_shexp.weight", inv(e)))
-	add(p+"ffn_up_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_up_shexp.weight", inv(e)))
-	add(p+"ffn_down_shexp.weight", []uint64{sf, e}, i, c.normal(p+"ffn_down_shexp.weight", res*inv(sf)))
+	add(p+"ffn_gate_inp_shexp.weight", []uint64{e}, i, c.normal(p+"ffn_gate_inp_shexp.weight", 1.5*invSqrt(e)))
+	add(p+"ffn_gate_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_gate_shexp.weight", invSqrt(e)))
+	add(p+"ffn_up_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_up_shexp.weight", invSqrt(e)))
+	add(p+"ffn_down_shexp.weight", []uint64{sf, e}, i, c.normal(p+"ffn_down_shexp.weight", res*invSqrt(sf)))
 }

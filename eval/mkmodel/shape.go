@@ -184,6 +184,19 @@ func (s Shape) Check() error {
 	return s.checkHybrid()
 }
 
+// headParams is the weights outside the blocks: the token embedding, the
+// output norm and, untied, the output matrix.
+func (s Shape) headParams() int64 {
+	n := int64(s.Vocab)*int64(s.Embd) + int64(s.Embd)
+	if !s.Tied {
+		n += int64(s.Vocab) * int64(s.Embd)
+	}
+	return n
+}
+
+// invSqrt is 1/sqrt(n), the scale of a generated matrix of n inputs.
+func invSqrt(n uint64) float64 { return 1 / math.Sqrt(float64(n)) }
+
 // Params returns the number of weights.
 func (s Shape) Params() int64 {
 	if s.hybrid() {
@@ -221,7 +234,7 @@ func (s Shape) Params() int64 {
 	case "qwen3", "qwen3moe", "exaone4":
 		block += 2 * int64(s.HeadDim)
 	}
-	n := int64(s.Vocab)*e + int64(s.Layers)*block + e
+	n := s.headParams() + int64(s.Layers)*block
 	if s.DenseLead > 0 { // dense FFNs for the leading layers' MoE blocks
 		moe := e*int64(s.Experts) + 3*e*int64(s.ExpertFFN)*int64(s.Experts) + int64(s.Experts) + 3*e*int64(s.SharedFFN)
 		n += int64(s.DenseLead) * (dense - moe)
@@ -229,9 +242,6 @@ func (s Shape) Params() int64 {
 	if s.MoEStep > 1 { // llama4's dense FFNs between the mixtures
 		moe := e*int64(s.Experts) + 3*e*int64(s.ExpertFFN)*int64(s.Experts) + 3*e*int64(s.SharedFFN)
 		n += int64(s.Layers-s.Layers/s.MoEStep) * (dense - moe)
-	}
-	if !s.Tied {
-		n += int64(s.Vocab) * e
 	}
 	if s.OrigContext > 0 { // LongRoPE's long and short factors
 		n += int64(s.ropeDims())

@@ -215,12 +215,18 @@ func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *m
 	if layer >= 0 {
 		b.c.StoreKV(layer, kk.d, vv.d, n, a.KVHeads, a.HeadDim)
 	}
-	at := nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, Scale: a.Scale, Window: a.Window,
+	b.nnAttention(a).Forward(b.c, o.d, qq.d, kk.d, vv.d, n)
+}
+
+// nnAttention is a as nn computes it on this backend: in the int8 modes
+// with an f16 cache, llama.cpp's flash attention (ggmlF16).
+func (b *cpuBackend) nnAttention(a *ml.Attn) *nn.Attention {
+	at := &nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, Scale: a.Scale, Window: a.Window,
 		SoftCap: a.SoftCap, GGMLF16: b.ggmlF16()}
 	if a.Sinks != nil {
 		at.Sinks = a.Sinks.V
 	}
-	at.Forward(b.c, o.d, qq.d, kk.d, vv.d, n)
+	return at
 }
 
 // ggmlF16 reports whether attention computes as llama.cpp's CPU flash

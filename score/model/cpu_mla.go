@@ -60,11 +60,8 @@ func (b *cpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 	shape("latent attention k", kk, n, a.KVHeads*hd)
 	shape("latent attention output", o, n, a.Heads*vd)
 	b.storeKeys(kk.d, n, a.KVHeads, hd)
-	at := nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: hd, Scale: a.Scale, Window: a.Window,
-		GGMLF16: b.ggmlF16(), ValueDim: vd}
-	if a.Sinks != nil {
-		at.Sinks = a.Sinks.V
-	}
+	at := b.nnAttention(a)
+	at.ValueDim = vd
 	mark := b.c.Mark()
 	full := b.c.Alloc(n * a.Heads * hd)
 	at.Forward(b.c, full, qq.d, kk.d, kk.d, n)
