@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"ppl.dev/eval/mkmodel"
@@ -519,4 +520,65 @@ func nemotronShape(moe bool, latent int) func(*mkmodel.Shape) {
 			s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.MoELatent = 8, 8, 64, 64, latent
 		}
 	}
+}
+
+// TestEndToEndMLATemperature: tiny-deepseek2 as mistral4 with Mistral
+// Large 3's attention temperature (β 0.5 every 64 positions: the queries
+// of each run of 64 scaled by one Scale of a slice of rows) and without
+// yarn_log_multiplier (cos and sin keep YaRN's magnitude, 1.37), the GPU
+// against the CPU on that file, f32 cache, the windows of
+// TestEndToEndArchs. Emulation, 383 targets: max 0.126 (a routing flip),
+// mean 0.00133, PPL ratio 1.00039; without the temperature max 0.0033,
+// mean 0.00082 (tiny-deepseek2 itself: 0.0039, 0.00077). With a bf16
+// cache, mean 0.0050: the sharper scores magnify its roundings (without
+// the temperature 0.0042; tiny-deepseek2 0.0026). Package model's TestMLAVariants holds the CPU to llama.cpp on
+// such files.
+func TestEndToEndMLATemperature(t *testing.T) {
+	dir := oracle.Require(t)
+	src := oracle.Model(dir, "tiny-deepseek2")
+	if _, err := os.Stat(src); err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, kv := range f.Metadata {
+		switch rest, ok := strings.CutPrefix(kv.Key, "deepseek2."); {
+		case kv.Key == "general.architecture":
+			w.Add(kv.Key, "mistral4")
+		case rest == "rope.scaling.yarn_log_multiplier":
+		case ok:
+			w.Add("mistral4."+rest, kv.Value)
+		default:
+			w.Add(kv.Key, kv.Value)
+		}
+	}
+	w.Add("mistral4.attention.temperature_scale", float32(0.5))
+	w.Add("mistral4.attention.temperature_length", uint32(64))
+	for _, tn := range f.Tensors {
+		if err := w.AddTensor(tn.Name, tn.Type, tn.Shape, f.Data(tn)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(t.TempDir(), "mistral4.gguf")
+	if err := w.WriteFile(path); err != nil {
+		t.Fatal(err)
+	}
+	info, err := model.Load(path, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	toks := archTokens(dir, "tiny-deepseek2", info.Vocab(), 512)
+	info.Close()
+	windows := []e2eWindow{{0, 256, 1}, {100, 356, 228}}
+	onDevices(t, func(t *testing.T, e *Engine) {
+		s := e2eOpts(t, e, path, model.Options{KVDtype: "f32"}, windows, toks)
+		t.Logf("f32 cache: %v", s)
+		if mean := s.sumAbs / float64(s.n); mean > 0.002 || math.Abs(s.pplRatio()-1) > 0.0006 {
+			t.Errorf("%v; want mean |Δ| <= 0.002, |PPL ratio - 1| <= 0.0006", s)
+		}
+	})
 }

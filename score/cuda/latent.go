@@ -104,6 +104,9 @@ func (b *gpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 	if vd <= 0 || vd > hd {
 		panic(fmt.Sprintf("cuda backend: latent attention values of %d of %d key elements", vd, hd))
 	}
+	if a.Keys != nil { // models ask ml.Sparse first, which this backend lacks
+		panic("cuda backend: latent attention over selected keys (ml.Sparse) not implemented")
+	}
 	gshape("latent attention q", qq, n, a.Heads*hd)
 	gshape("latent attention k", kk, n, a.KVHeads*hd)
 	gshape("latent attention output", o, n, a.Heads*vd)

@@ -148,7 +148,7 @@ func newBackend(e *Engine, info model.Info, opts model.Options, p Precision) (*g
 		ropes: map[*nn.RoPE]*ropeTab{}, ones: map[int]ptr{}, flash: map[attnShape]string{}}
 	hp := info.HParams
 	maxHD := attnMaxDim
-	if hp.Arch == "deepseek2" { // key_length is the latent key (kv_lora + rope), which only LatentAttention reads (latent.go)
+	if model.LatentArch(hp.Arch) { // key_length is the latent key (kv_lora + rope), which only LatentAttention reads (latent.go)
 		maxHD = latentMaxDim
 	}
 	if hp.HeadDim > maxHD || hp.HeadDim%2 != 0 {

@@ -184,10 +184,11 @@ type Scores struct {
 // Attn is the shape and options of one attention layer.
 type Attn struct {
 	Heads, KVHeads, HeadDim int
-	Scale                   float64 // score scale
-	Window                  int     // sliding window (keys i-Window < j <= i); 0: none
-	Sinks                   *Vector // nil, or one logit per head added to each softmax's denominator (exp(sink))
-	SoftCap                 float64 // > 0: each scaled score s becomes SoftCap·tanh(s/SoftCap) (Gemma 2); 0: none
+	Scale                   float64    // score scale
+	Window                  int        // sliding window (keys i-Window < j <= i); 0: none
+	Sinks                   *Vector    // nil, or one logit per head added to each softmax's denominator (exp(sink))
+	SoftCap                 float64    // > 0: each scaled score s becomes SoftCap·tanh(s/SoftCap) (Gemma 2); 0: none
+	Keys                    *nn.KeySet // nil, or the keys each query row reads besides causality (Sparse.IndexKeys; LatentAttention only)
 }
 
 // Validate reports head counts that do not group.

@@ -1,5 +1,7 @@
 package ml
 
+import "ppl.dev/score/nn"
+
 // Latent is what multi-head latent attention (DeepSeek-V2/V3's MLA, in
 // the absorbed form llama.cpp runs) needs beyond Backend: a per-head
 // projection, column copies to assemble heads from their parts, and
@@ -21,5 +23,20 @@ type Latent interface {
 	// Attention does with values v[j,g] = the first valueDim elements of
 	// k[j,g] (as read back from the cache): q (n, Heads·HeadDim), k (n,
 	// KVHeads·HeadDim), dst (n, Heads·valueDim), valueDim <= HeadDim.
+	// With a.Keys, query row i reads only the keys the set holds for it.
 	LatentAttention(dst, q, k Tensor, layer int, a *Attn, valueDim int)
+}
+
+// Sparse is what DeepSeek's sparse attention (DSA: DeepSeek-V3.2, GLM-5)
+// needs beyond Latent once a window is longer than its lightning indexer's
+// top_k: the indexer's key norm and its choice of keys, which Attn.Keys
+// carries into LatentAttention.
+type Sparse interface {
+	// LayerNorm is nn.LayerNorm: dst = (x - mean)/sqrt(variance + eps)·w
+	// + b, per row of x (n, len(w.V)).
+	LayerNorm(dst, x Tensor, w, b *Vector, eps float64)
+	// IndexKeys is nn.LightningTopK: the topK keys j <= i each query row
+	// i reads, by the indexer's scores of q (n, heads·dim) against k (n,
+	// dim) weighted by w (n, heads).
+	IndexKeys(q, k, w Tensor, heads, topK int) *nn.KeySet
 }

@@ -1,7 +1,9 @@
 package model
 
 import (
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,9 +50,9 @@ func rewriteFile(t *testing.T, path string, set map[string]any, add map[string]f
 		}
 		w.Add(kv.Key, kv.Value)
 	}
-	for k, v := range set {
-		if _, ok := src.Lookup(k); !ok && v != nil {
-			w.Add(k, v)
+	for _, k := range slices.Sorted(maps.Keys(set)) { // sorted: the same bytes on every run
+		if _, ok := src.Lookup(k); !ok && set[k] != nil {
+			w.Add(k, set[k])
 		}
 	}
 	dropped := map[string]bool{}
@@ -64,8 +66,8 @@ func rewriteFile(t *testing.T, path string, set map[string]any, add map[string]f
 			}
 		}
 	}
-	for name, tn := range add {
-		if err := w.AddTensor(name, gguf.TypeF32, tn.shape, f32Bytes(tn.v)); err != nil {
+	for _, name := range slices.Sorted(maps.Keys(add)) {
+		if err := w.AddTensor(name, gguf.TypeF32, add[name].shape, f32Bytes(add[name].v)); err != nil {
 			t.Fatal(err)
 		}
 	}

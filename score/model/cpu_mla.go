@@ -84,3 +84,35 @@ func (b *cpuBackend) storeKeys(k []float32, n, heads, hd int) {
 		panic(fmt.Sprintf("cpu backend: KV store %T cannot hold keys alone", s))
 	}
 }
+
+// The CPU's ml.Sparse operations (DeepSeek's sparse attention).
+
+func (b *cpuBackend) LayerNorm(dst, x ml.Tensor, w, bias *ml.Vector, eps float64) {
+	d, s := ct(dst), ct(x)
+	shape("layer norm input", s, s.rows, len(w.V))
+	shape("layer norm output", d, s.rows, len(w.V))
+	if b.c.LlamaCPP {
+		nn.GGMLLayerNorm(d.d, s.d, w.V, bias.V, float32(eps), s.rows, b.c.GGMLAVX2)
+		return
+	}
+	nn.LayerNorm(d.d, s.d, w.V, bias.V, eps, s.rows)
+}
+
+// IndexKeys rotates q and k by the Hadamard matrix and passes k through the
+// KV cache's key format, as llama.cpp stores the indexer's keys: neither
+// changes the scores but by rounding, which decides near ties.
+func (b *cpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int) *nn.KeySet {
+	qq, kk, ww := ct(q), ct(k), ct(w)
+	n, dim := qq.rows, kk.cols
+	shape("indexer weights", ww, n, heads)
+	shape("indexer keys", kk, n, dim)
+	shape("indexer queries", qq, n, heads*dim)
+	rot := nn.HadamardMatrix(dim)
+	mark := b.c.Mark()
+	defer b.c.Release(mark)
+	qr, kr := b.c.Alloc(n*heads*dim), b.c.Alloc(n*dim)
+	rot.Forward(b.c, qr, qq.d, n*heads)
+	rot.Forward(b.c, kr, kk.d, n)
+	b.storeKeys(kr, n, 1, dim)
+	return nn.LightningTopK(b.c, qr, kr, ww.d, n, heads, dim, topK)
+}

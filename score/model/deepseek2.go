@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"ppl.dev/gguf"
 	"ppl.dev/score/ml"
@@ -34,8 +35,45 @@ import (
 //     for early DeepSeek-V2 files), selection on the probabilities +
 //     exp_probs_b within the best expert groups, weights optionally
 //     renormalized and scaled by expert_weights_scale (ml.Router), plus an
-//     ungated shared expert.
-func init() { Register("deepseek2", newDeepSeek2) }
+//     ungated shared expert;
+//   - Llama 4's attention temperature (attnTemp: Mistral Large 3) on the
+//     query [attn_k_b·q_nope | q_pe] when attention.temperature_scale is
+//     set, its step attention.temperature_length (required then: llama.cpp
+//     asserts it);
+//   - the trailing nextn_predict_layers blocks (multi-token prediction)
+//     are not run.
+//
+// Three architectures are this model as llama.cpp 0.7.0 runs them:
+//   - mistral4 (Mistral Small 4): deepseek2's tensors and metadata;
+//   - deepseek32 (DeepSeek-V3.2) and glm-dsa (GLM-5): sparse attention
+//     (DSA), each query attending only to the attention.indexer.top_k keys
+//     its lightning indexer scores highest (nn.LightningTopK, ml.Sparse):
+//     per layer, indexer queries attn_q_b·(the normed q_lora) of
+//     attention.indexer.head_count heads of attention.indexer.key_length,
+//     one indexer key k_norm(attn_k·h) (a LayerNorm: eps 1e-6 in
+//     deepseek32, 0 in glm-dsa, as llama.cpp sets them), both with
+//     RoPE on their first rope.dimension_count elements (NeoX in
+//     deepseek32, adjacent pairs in glm-dsa, YaRN as the attention's), head
+//     weights proj·h/sqrt(heads·key_length). A window of at most top_k
+//     tokens reads every key: deepseek2's dense attention, bit for bit in
+//     llama.cpp, on any backend. glm-dsa's layers marked 0 in
+//     attention.indexer.types reuse the previous layer's keys (GLM-5.2;
+//     absent, every layer has its indexer below a training context of 2^20
+//     and GLM-5.2's pattern at and above); its indexer tensors may be
+//     absent, which limits windows to top_k. Its gating is sigmoid when the
+//     file does not say, and it never reads yarn_log_multiplier.
+func init() {
+	for _, arch := range latentArchs {
+		Register(arch, newDeepSeek2)
+	}
+}
+
+var latentArchs = []string{"deepseek2", "mistral4", "deepseek32", "glm-dsa"}
+
+// LatentArch reports whether arch is one of deepseek2's: its attention is
+// latent (ml.Latent), key_length and value_length the latent key's and
+// value's widths, not a head's.
+func LatentArch(arch string) bool { return slices.Contains(latentArchs, arch) }
 
 type deepseek2 struct {
 	hp         HParams
@@ -47,6 +85,14 @@ type deepseek2 struct {
 	layers     []mlaLayer
 
 	kvr, nope, rot, vhead int // kv_lora, qk_nope, qk_rope, v_head
+	temp                  attnTemp
+
+	// DSA (deepseek32, glm-dsa): windows past topK tokens select keys.
+	topK             int      // 0: dense attention
+	idxHeads, idxDim int      // the indexer's heads and their size
+	idxRope          *nn.RoPE // on the first qk_rope elements of the indexer's heads
+	idxScale         float64  // 1/sqrt(heads·dim), on the head weights
+	idxEps           float64  // the key norm's: 1e-6 in deepseek32, 0 in glm-dsa (llama.cpp sets no other)
 }
 
 type mlaLayer struct {
@@ -62,11 +108,24 @@ type mlaLayer struct {
 	o        *ml.Matrix // attn_output: (embd, heads·v_head)
 	ffnNorm  *ml.Vector // ffn_norm
 	ffn      FFN
+	idx      *indexer // DSA: nil in a layer that reuses the previous layer's keys
+}
+
+// indexer is a DSA layer's lightning indexer (blk.N.indexer.*).
+type indexer struct {
+	qb           *ml.Matrix // attn_q_b: (heads·dim, q_lora)
+	k            *ml.Matrix // attn_k: (dim, embd)
+	kNorm, kBias *ml.Vector // k_norm weight and bias
+	proj         *ml.Matrix // proj: (heads, embd)
 }
 
 func newDeepSeek2(l *Loader) Network {
+	if !l.dropNextN() {
+		return nil
+	}
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
+	dsa := hp.Arch == "deepseek32" || hp.Arch == "glm-dsa"
 	var err error
 	geti := func(dst *int, key string, def int) {
 		if err == nil {
@@ -79,6 +138,16 @@ func newDeepSeek2(l *Loader) Network {
 	geti(&dk, "attention.key_length_mla", hp.HeadDim)
 	geti(&vhead, "attention.value_length_mla", hp.ValueDim)
 	geti(&rot, "rope.dimension_count", -1)
+	var topK, idxHeads, idxDim int
+	if dsa && err == nil {
+		topK, err = m.positive("attention.indexer.top_k", -1)
+	}
+	if dsa && err == nil {
+		idxHeads, err = m.positive("attention.indexer.head_count", -1)
+	}
+	if dsa && err == nil {
+		idxDim, err = m.positive("attention.indexer.key_length", -1)
+	}
 	lm, e := m.float("rope.scaling.yarn_log_multiplier", 0)
 	if err == nil {
 		err = e
@@ -95,6 +164,12 @@ func newDeepSeek2(l *Loader) Network {
 	case vhead <= 0:
 		l.Failf("metadata %s.attention.value_length_mla = %d", hp.Arch, vhead)
 	}
+	if dsa && idxDim&(idxDim-1) != 0 {
+		l.Failf("metadata %s.attention.indexer.key_length = %d: the indexer's Hadamard rotation needs a power of 2", hp.Arch, idxDim)
+	}
+	if dsa && (qlora == 0 || idxDim < rot) {
+		l.Failf("%s: attention.q_lora_rank %d and attention.indexer.key_length %d: the indexer needs a q_lora and keys of at least rope.dimension_count %d", hp.Arch, qlora, idxDim, rot)
+	}
 	if l.Err() != nil {
 		return nil
 	}
@@ -103,16 +178,25 @@ func newDeepSeek2(l *Loader) Network {
 	if r == nil {
 		return nil
 	}
-	// The rotation is unscaled: llama.cpp passes attn_factor 1/(1 + 0.1·ln
-	// factor), which cancels the magnitude YaRN multiplies cos and sin by.
-	factor := 1 / r.FreqScale
-	mrope := &nn.RoPE{HeadDim: rot, Dims: rot, Base: r.Base, FreqScale: r.FreqScale,
-		ExtFactor: r.ExtFactor, AttnFactor: 1 / (1 + 0.1*math.Log(factor)),
-		BetaFast: r.BetaFast, BetaSlow: r.BetaSlow, OrigCtx: r.OrigCtx, FreqFactors: r.FreqFactors}
-	// The score scale in float32 as llama.cpp computes it (glibc's logf):
-	// float64 would put it an ulp away, which the int8 modes' attention
+	// With a yarn_log_multiplier lm, the rotation is unscaled: llama.cpp
+	// passes attn_factor 1/(1 + 0.1·ln factor), which cancels the
+	// magnitude YaRN multiplies cos and sin by, and mscale = attn_factor·(1
+	// + lm·ln factor). Without (lm 0, and glm-dsa, which never reads it),
+	// cos and sin keep YaRN's magnitude, and mscale is that magnitude.
+	// mscale in float32 as llama.cpp computes it (glibc's logf): float64
+	// would put the score scale an ulp away, which the int8 modes' attention
 	// carries into the log-probs.
-	mscale := float32(l.rinfo.AttnFactor) * (1 + float32(lm)*nn.LibcLogf(1/float32(r.FreqScale)))
+	if hp.Arch == "glm-dsa" {
+		lm = 0
+	}
+	lnf := nn.LibcLogf(1 / float32(r.FreqScale))
+	attn, mscale := r.AttnFactor, float32(l.rinfo.AttnFactor)*(1+0.1*lnf)
+	if lm != 0 {
+		attn, mscale = 1/(1+0.1*math.Log(1/r.FreqScale)), float32(l.rinfo.AttnFactor)*(1+float32(lm)*lnf)
+	}
+	mrope := &nn.RoPE{HeadDim: rot, Dims: rot, Base: r.Base, FreqScale: r.FreqScale,
+		ExtFactor: r.ExtFactor, AttnFactor: attn,
+		BetaFast: r.BetaFast, BetaSlow: r.BetaSlow, OrigCtx: r.OrigCtx, FreqFactors: r.FreqFactors}
 	d := &deepseek2{
 		hp:         hp,
 		tokenEmbd:  l.Linear("token_embd", hp.Embd, hp.Vocab),
@@ -121,8 +205,26 @@ func newDeepSeek2(l *Loader) Network {
 		rope:       mrope,
 		attn:       ml.Attn{Heads: H, KVHeads: 1, HeadDim: kvr + rot, Scale: float64(mscale * mscale / float32(math.Sqrt(float64(dk))))},
 		kvr:        kvr, nope: nope, rot: rot, vhead: vhead,
+		temp: l.attnTemp("attention.temperature_length", -1),
+		topK: topK, idxHeads: idxHeads, idxDim: idxDim,
 	}
-	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax})
+	var full []bool // DSA: the layers that run their indexer
+	if dsa {
+		d.idxRope = &nn.RoPE{HeadDim: idxDim, Dims: rot, NeoX: hp.Arch == "deepseek32", Base: r.Base, FreqScale: r.FreqScale,
+			ExtFactor: r.ExtFactor, AttnFactor: attn, BetaFast: r.BetaFast, BetaSlow: r.BetaSlow, OrigCtx: r.OrigCtx}
+		d.idxScale = float64(1 / float32(math.Sqrt(float64(idxDim*idxHeads))))
+		if hp.Arch == "deepseek32" {
+			d.idxEps = 1e-6
+		}
+		if full = l.indexerLayers(); full == nil {
+			return nil
+		}
+	}
+	opts := moeOpts{gating: ml.GateSoftmax}
+	if hp.Arch == "glm-dsa" {
+		opts.gating = ml.GateSigmoid
+	}
+	moe := l.moeParams(opts)
 	if moe == nil {
 		return nil
 	}
@@ -147,6 +249,15 @@ func newDeepSeek2(l *Loader) Network {
 		}
 		ly.o = l.Linear(p+"attn_output", H*vhead, hp.Embd)
 		ly.ffnNorm = l.Norm(p+"ffn_norm", hp.Embd)
+		if dsa && full[i] && (hp.Arch == "deepseek32" || l.Has("blk.0.indexer.proj.weight")) {
+			ly.idx = &indexer{
+				qb:    l.Linear(p+"indexer.attn_q_b", qlora, idxHeads*idxDim),
+				k:     l.Linear(p+"indexer.attn_k", hp.Embd, idxDim),
+				kNorm: l.Norm(p+"indexer.k_norm", idxDim),
+				kBias: l.Vector(p+"indexer.k_norm.bias", idxDim),
+				proj:  l.Linear(p+"indexer.proj", hp.Embd, idxHeads),
+			}
+		}
 		if i < moe.DenseLayers {
 			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
 		} else {
@@ -198,6 +309,67 @@ func (l *Loader) derived(name string, experts, in, out int, v []float32) *ml.Mat
 
 func (d *deepseek2) Head() *Head { return &d.head }
 
+// checkSparse reports why a window of n tokens past top_k cannot run:
+// a backend without ml.Sparse, or a file without the indexer.
+func (d *deepseek2) checkSparse(b ml.Backend, n int) error {
+	if _, ok := b.(ml.Sparse); !ok {
+		return fmt.Errorf("%s: a window of %d tokens, past the lightning indexer's top_k %d, needs its sparse attention, which the %T backend lacks (ml.Sparse); windows of at most %d tokens run on it", d.hp.Arch, n, d.topK, b, d.topK)
+	}
+	if len(d.layers) > 0 && d.layers[0].idx == nil {
+		return fmt.Errorf("%s: a window of %d tokens, past the lightning indexer's top_k %d, needs the indexer, which the file lacks (blk.0.indexer.*)", d.hp.Arch, n, d.topK)
+	}
+	return nil
+}
+
+// indexKeys runs a layer's lightning indexer over the layer's input h and
+// normed q_lora qa: the keys each query row reads.
+func (d *deepseek2) indexKeys(b ml.Backend, sb ml.Sparse, x *indexer, h, qa ml.Tensor) *nn.KeySet {
+	n, IH, ID := h.Rows(), d.idxHeads, d.idxDim
+	q := b.Alloc(n, IH*ID)
+	b.Linear(q, qa, x.qb)
+	b.RoPE(q, IH, d.idxRope)
+	k := b.Alloc(n, ID)
+	b.Linear(k, h, x.k)
+	sb.LayerNorm(k, k, x.kNorm, x.kBias, d.idxEps)
+	b.RoPE(k, 1, d.idxRope)
+	w := b.Alloc(n, IH)
+	b.Linear(w, h, x.proj)
+	b.Scale(w, d.idxScale)
+	return sb.IndexKeys(q, k, w, IH, d.topK)
+}
+
+// indexerLayers reads which layers run their lightning indexer (glm-dsa's
+// attention.indexer.types: 1 a layer's own, 0 the previous layer's keys);
+// nil after an error.
+func (l *Loader) indexerLayers() []bool {
+	hp := l.HP
+	m := meta{l.f, hp.Arch}
+	full := make([]bool, hp.Layers)
+	for i := range full {
+		// GLM-5.2 (a training context of 2^20 and more) without the key:
+		// its own layers 0, 1 and every fourth from 2.
+		full[i] = hp.Arch == "deepseek32" || hp.CtxTrain < 1<<20 || i < 2 || (i-2)%4 == 0
+	}
+	if key := hp.Arch + ".attention.indexer.types"; hp.Arch == "glm-dsa" && m.has("attention.indexer.types") {
+		types, err := l.f.Int32s(key)
+		if err == nil && len(types) < hp.Layers {
+			err = fmt.Errorf("metadata %s has %d values for %d layers", key, len(types), hp.Layers)
+		}
+		if err != nil {
+			l.fail(err)
+			return nil
+		}
+		for i := range full {
+			full[i] = types[i] != 0
+		}
+	}
+	if !full[0] {
+		l.Failf("metadata %s.attention.indexer.types: layer 0 must run its indexer", hp.Arch)
+		return nil
+	}
+	return full
+}
+
 // Check requires the latent attention operations.
 func (d *deepseek2) Check(b ml.Backend) error {
 	if _, ok := b.(ml.Latent); !ok {
@@ -209,6 +381,13 @@ func (d *deepseek2) Check(b ml.Backend) error {
 func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	lb := b.(ml.Latent)
 	hp, n := d.hp, len(tokens)
+	sparse := d.topK > 0 && n > d.topK
+	sb, _ := b.(ml.Sparse)
+	if err := d.checkSparse(b, n); sparse && err != nil {
+		b.Fail(err)
+		return b.Alloc(n, hp.Embd)
+	}
+	var keys *nn.KeySet // the keys the last indexer chose
 	H, kvr, nope, rot := hp.Heads, d.kvr, d.nope, d.rot
 	dk, kd := nope+rot, kvr+rot
 	x := b.Alloc(n, hp.Embd) // the residual stream
@@ -227,6 +406,9 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			b.Linear(qa, h, ly.qa)
 			b.RMSNorm(qa, qa, ly.qaNorm, hp.Eps)
 			b.Linear(q, qa, ly.qb)
+			if sparse && ly.idx != nil {
+				keys = d.indexKeys(b, sb, ly.idx, h, qa)
+			}
 		}
 		qh := b.View(q, n*H, dk)
 		qn, qpe := b.Alloc(n*H, nope), b.Alloc(n*H, rot)
@@ -251,9 +433,12 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		qk := b.Alloc(n*H, kd)
 		lb.Columns(qk, 0, b.View(qabs, n*H, kvr), 0, kvr)
 		lb.Columns(qk, kvr, qpe, 0, rot)
+		d.temp.apply(b, b.View(qk, n, H*kd))
 
 		lat := b.Alloc(n, H*kvr)
-		lb.LatentAttention(lat, b.View(qk, n, H*kd), k, i, &d.attn, kvr)
+		at := d.attn
+		at.Keys = keys
+		lb.LatentAttention(lat, b.View(qk, n, H*kd), k, i, &at, kvr)
 		att := b.Alloc(n, H*d.vhead)
 		lb.HeadLinear(att, lat, ly.vb)
 		b.Linear(h, att, ly.o)

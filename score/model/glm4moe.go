@@ -23,17 +23,10 @@ import (
 func init() { Register("glm4moe", newGLM4MoE) }
 
 func newGLM4MoE(l *Loader) Network {
+	if !l.dropNextN() {
+		return nil
+	}
 	hp := &l.HP
-	nextn, err := meta{l.f, hp.Arch}.int("nextn_predict_layers", 0)
-	if err != nil {
-		l.fail(err)
-		return nil
-	}
-	if nextn >= hp.Layers {
-		l.Failf("metadata %s.nextn_predict_layers = %d leaves no layer of %d", hp.Arch, nextn, hp.Layers)
-		return nil
-	}
-	hp.Layers -= nextn
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	m := l.baseDecoder(true)
 	moe := l.moeParams(moeOpts{gating: ml.GateSigmoid})
@@ -71,4 +64,21 @@ func newGLM4MoE(l *Loader) Network {
 		m.layers = append(m.layers, ly)
 	}
 	return m
+}
+
+// dropNextN leaves the trailing nextn_predict_layers blocks (NextN, or
+// multi-token prediction) out of HP.Layers: scoring does not run them and
+// their tensors are not bound. It reports whether the key was good.
+func (l *Loader) dropNextN() bool {
+	hp := &l.HP
+	nextn, err := meta{l.f, hp.Arch}.int("nextn_predict_layers", 0)
+	if err == nil && nextn >= hp.Layers {
+		err = fmt.Errorf("metadata %s.nextn_predict_layers = %d leaves no layer of %d", hp.Arch, nextn, hp.Layers)
+	}
+	if err != nil {
+		l.fail(err)
+		return false
+	}
+	hp.Layers -= nextn
+	return true
 }

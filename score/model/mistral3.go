@@ -1,6 +1,7 @@
 package model
 
 import (
+	"fmt"
 	"math"
 
 	"ppl.dev/score/ml"
@@ -23,8 +24,7 @@ func init() { Register("mistral3", newMistral3) }
 
 type mistral3 struct {
 	*decoder
-	beta  float64 // attention.temperature_scale; 0: none
-	nOrig int     // positions per temperature step
+	temp attnTemp
 }
 
 func newMistral3(l *Loader) Network {
@@ -53,36 +53,50 @@ func newMistral3(l *Loader) Network {
 		d.rope.AttnFactor /= mlm
 		l.rinfo.AttnFactor = d.rope.AttnFactor
 	}
-	t := &mistral3{decoder: d}
-	if t.beta, err = m.float("attention.temperature_scale", 0); err != nil {
-		l.fail(err)
+	t := &mistral3{decoder: d, temp: l.attnTemp("rope.scaling.original_context_length", hp.CtxTrain)}
+	if l.Err() != nil {
 		return nil
 	}
-	if math.IsNaN(t.beta) || math.IsInf(t.beta, 0) {
-		l.Failf("metadata %s.attention.temperature_scale = %v", hp.Arch, t.beta)
-		return nil
-	}
-	if t.beta != 0 {
-		if t.nOrig, err = m.int("rope.scaling.original_context_length", hp.CtxTrain); err != nil {
-			l.fail(err)
-			return nil
-		}
-		if t.nOrig <= 0 {
-			l.Failf("attention temperature (%s.attention.temperature_scale) needs %s.rope.scaling.original_context_length or context_length", hp.Arch, hp.Arch)
-			return nil
-		}
-		d.scaleQ = t.temperature
+	if t.temp.beta != 0 {
+		d.scaleQ = t.temp.apply
 	}
 	return t
 }
 
-// temperature scales q's rows (positions) by s(p).
-func (t *mistral3) temperature(b ml.Backend, q ml.Tensor) {
+// attnTemp is Llama 4's attention temperature as llama.cpp applies it
+// (mistral3, and deepseek2 for Mistral Large 3): the query of position p
+// multiplied by s(p) = 1 + β·ln(1 + floor(p/floor)), β =
+// attention.temperature_scale; β = 0: none.
+type attnTemp struct {
+	beta  float64
+	floor int // positions per step
+}
+
+// attnTemp reads the temperature, its step from floorKey (def when absent;
+// def < 0: required when β ≠ 0).
+func (l *Loader) attnTemp(floorKey string, def int) attnTemp {
+	m := meta{l.f, l.HP.Arch}
+	var t attnTemp
+	var err error
+	if t.beta, err = m.float("attention.temperature_scale", 0); err != nil || t.beta == 0 {
+		l.fail(err)
+		return attnTemp{}
+	}
+	if t.floor, err = m.int(floorKey, max(def, 0)); err == nil && (t.floor <= 0 || def < 0 && !m.has(floorKey)) {
+		err = fmt.Errorf("attention temperature (%s.attention.temperature_scale) needs %s.%s > 0", l.HP.Arch, l.HP.Arch, floorKey)
+	}
+	l.fail(err)
+	return t
+}
+
+// apply scales q's rows (positions) by s(p): s is constant over each run
+// of floor positions, so it is one Scale of each run's rows.
+func (t attnTemp) apply(b ml.Backend, q ml.Tensor) {
 	if t.beta == 0 {
 		return
 	}
 	n := q.Rows()
-	for k := 1; k*t.nOrig < n; k++ { // s = 1 for the first run
-		b.Scale(b.Slice(q, k*t.nOrig, min(n, (k+1)*t.nOrig)), 1+t.beta*math.Log(float64(1+k)))
+	for k := 1; k*t.floor < n; k++ { // s = 1 for the first run
+		b.Scale(b.Slice(q, k*t.floor, min(n, (k+1)*t.floor)), 1+t.beta*math.Log(float64(1+k)))
 	}
 }

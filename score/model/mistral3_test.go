@@ -50,8 +50,8 @@ func TestMistral3YarnFactor(t *testing.T) {
 			if math.Abs(got-c.A) > 1e-6 {
 				t.Errorf("cos/sin factor %v, want %v", got, c.A)
 			}
-			if math.Abs(net.beta-c.beta) > 1e-7 || net.nOrig != c.nOrig {
-				t.Errorf("temperature β %v over %d positions, want %v over %d", net.beta, net.nOrig, c.beta, c.nOrig)
+			if math.Abs(net.temp.beta-c.beta) > 1e-7 || net.temp.floor != c.nOrig {
+				t.Errorf("temperature β %v over %d positions, want %v over %d", net.temp.beta, net.temp.floor, c.beta, c.nOrig)
 			}
 		})
 	}

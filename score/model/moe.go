@@ -89,6 +89,9 @@ func (l *Loader) moeParams(o moeOpts) *moeParams {
 	}
 	g := int(o.gating)
 	geti(&g, "expert_gating_func", g)
+	if g == 0 { // LLAMA_EXPERT_GATING_FUNC_TYPE_NONE: llama.cpp takes the architecture's default
+		g = int(o.gating)
+	}
 	p.gating = ml.Gating(g)
 	if err == nil {
 		p.Scale, err = m.float("expert_weights_scale", 0)

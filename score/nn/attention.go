@@ -23,6 +23,10 @@ type Attention struct {
 	// GGMLF16 computes as llama.cpp's CPU flash attention over an F16
 	// cache (ggmlAttention): the int8 mode with an f16 KV cache.
 	GGMLF16 bool
+	// Keys, when not nil, restricts query row i further to the keys j with
+	// Keys.Has(i, j) (DeepSeek's sparse attention: the keys its lightning
+	// indexer selects).
+	Keys *KeySet
 	// ValueDim, when not 0, is how many leading elements of each value
 	// and output head the caller uses (multi-head latent attention's values
 	// are its keys' first ValueDim elements); the others of the output are
@@ -30,6 +34,27 @@ type Attention struct {
 	// kernel.
 	ValueDim int
 }
+
+// KeySet is a set of (query row, key) pairs of n rows, a bit each.
+type KeySet struct {
+	words int // per row
+	bits  []uint64
+}
+
+// NewKeySet returns an empty set for n rows of n keys.
+func NewKeySet(n int) *KeySet {
+	w := (n + 63) / 64
+	return &KeySet{words: w, bits: make([]uint64, n*w)}
+}
+
+// Add puts key j in row i's set.
+func (s *KeySet) Add(i, j int) { s.bits[i*s.words+j/64] |= 1 << (j % 64) }
+
+// Has reports whether key j is in row i's set.
+func (s *KeySet) Has(i, j int) bool { return s.bits[i*s.words+j/64]&(1<<(j%64)) != 0 }
+
+// sees reports whether query row i reads key j <= i besides the window.
+func (a *Attention) sees(i, j int) bool { return a.Keys == nil || a.Keys.Has(i, j) }
 
 // valueDim is ValueDim, or HeadDim when it is 0.
 func (a *Attention) valueDim() int {
@@ -77,7 +102,8 @@ const keyBlock = 64
 // masks the keys before a row's window start in the blocks it reads with
 // a score of -1e30 (its exponential is 0 beside any real score; a block
 // wholly masked for a row, read before the row's first real block, leaves
-// terms that the first real block's alpha = e^(-1e30 - m) = 0 erases).
+// terms that the first real block's alpha = e^(-1e30 - m) = 0 erases);
+// Keys masks the keys a row's set leaves out the same way.
 // Sinks add exp(sink - m) to each row's final sum, in float64. A soft-cap
 // replaces a block's scores by SoftCap·tanh(s·Scale/SoftCap), in float64
 // rounded once, before the window's masks.
@@ -227,6 +253,16 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 							}
 						}
 					}
+					if a.Keys != nil { // the keys a row's set leaves out, as the window's
+						for r := range tl.rows {
+							i := tl.i0 + r/nh
+							for jj := range min(keyBlock, i+1-j0) {
+								if !a.Keys.Has(i, j0+jj) {
+									sb[r*keyBlock+jj] = -1e30
+								}
+							}
+						}
+					}
 					kern.softmax(&sb[0], tl.rows, &tl.lim[0], scale, &tl.m[0], &tl.l[0], &tl.alpha[0])
 					var al *float32
 					if tl.started {
@@ -308,7 +344,8 @@ func tileKernels(rows int) (qk gemmFunc, pv [2]gemmFunc) {
 // attentionRef is the plain attention: per query row and head, float32
 // scores, then softmax and the weighted sum of values in float64, rounded
 // to float32 once per output. With a Window, keys before i-Window+1 are
-// left out; with Sinks, exp(sink) joins the softmax's sum.
+// left out, and with Keys those out of the row's set; with Sinks, exp(sink)
+// joins the softmax's sum.
 func (a *Attention) attentionRef(c *Context, out, q, k, v []float32, n int) {
 	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
 	group := a.Heads / a.KVHeads
@@ -329,6 +366,10 @@ func (a *Attention) attentionRef(c *Context, out, q, k, v []float32, n int) {
 			s := sc[j0 : i+1]
 			m := math.Inf(-1)
 			for j := range s {
+				if !a.sees(i, j0+j) {
+					s[j] = math.Inf(-1) // its exponential is 0
+					continue
+				}
 				s[j] = a.capped(float64(dot(qi, k[(j0+j)*ks+g*hd:(j0+j)*ks+(g+1)*hd])) * a.Scale)
 				m = math.Max(m, s[j])
 			}
@@ -380,7 +421,7 @@ func dot(a, b []float32) float32 {
 // Exact is Forward's definition in float64 over n rows of q and of k and
 // v (the keys and values as the cache gives them back): for each query
 // row i and head h, Σ_j softmax_j(q·k_j·Scale) v_j over the keys the
-// window leaves (the scores soft-capped when SoftCap > 0), with the head's
+// window and Keys leave (the scores soft-capped when SoftCap > 0), with the head's
 // sink in the denominator. It is the
 // reference the CPU's and the GPU's attention kernels are tested against.
 func (a *Attention) Exact(q, k, v []float32, n int) []float64 {
@@ -399,6 +440,9 @@ func (a *Attention) Exact(q, k, v []float32, n int) []float64 {
 				m = float64(a.Sinks[h])
 			}
 			for j := lo; j <= i; j++ {
+				if !a.sees(i, j) {
+					continue
+				}
 				var d float64
 				for x := range hd {
 					d += float64(q[(i*heads+h)*hd+x]) * float64(k[(j*kvheads+g)*hd+x])
@@ -412,6 +456,9 @@ func (a *Attention) Exact(q, k, v []float32, n int) []float64 {
 			}
 			o := out[(i*heads+h)*hd : (i*heads+h+1)*hd]
 			for j := lo; j <= i; j++ {
+				if !a.sees(i, j) {
+					continue
+				}
 				p := math.Exp(s[j] - m)
 				l += p
 				for x := range o {

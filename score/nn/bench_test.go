@@ -70,6 +70,38 @@ func benchAttention(b *testing.B, n, threads int) {
 	b.ReportMetric(float64(2*heads*hd*n*(n+1)/2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 }
 
+// BenchmarkLightningTopK is one layer of DeepSeek-V3.2's lightning
+// indexer at a quarter of its heads (16 of 128 wide) over a 2048-token
+// window with a top_k of 512, and the same window's latent attention over
+// the keys it keeps (16 heads of 576, values of 512), the work the indexer
+// adds to; both on one thread. It reports multiply-adds per second (the
+// attention's as if dense: its keys past top_k are masked, not skipped).
+func BenchmarkLightningTopK(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const n, heads, dim, topK = 2048, 16, 128, 512
+	q, k, w := randVec(r, n*heads*dim), randVec(r, n*dim), randVec(r, n*heads)
+	c := NewContext(1)
+	var keys *KeySet
+	b.Run("indexer", func(b *testing.B) {
+		for b.Loop() {
+			c.Reset()
+			keys = LightningTopK(c, q, k, w, n, heads, dim, topK)
+		}
+		b.ReportMetric(float64(heads*dim*n*(n+1)/2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+	})
+	b.Run("sparse attention", func(b *testing.B) {
+		const hd, dv = 576, 512
+		a := &Attention{Heads: heads, KVHeads: 1, HeadDim: hd, Scale: 0.1, ValueDim: dv, Keys: keys}
+		ql, kl := randVec(r, n*heads*hd), randVec(r, n*hd)
+		out := make([]float32, n*heads*hd)
+		for b.Loop() {
+			c.Reset()
+			a.Forward(c, out, ql, kl, kl, n)
+		}
+		b.ReportMetric(float64(heads*(hd+dv)*n*(n+1)/2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "dense-GMAC/s")
+	})
+}
+
 // BenchmarkGemmTile is the fp32 tile kernel alone: 12 rows × 32 columns
 // over 768 inputs, the panel in L2.
 func BenchmarkGemmTile(b *testing.B) {

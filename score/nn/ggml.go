@@ -329,6 +329,9 @@ func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
 				qh[d] = quant.F16ToF32(quant.F32ToF16(x))
 			}
 			for j := first; j <= i; j++ {
+				if !a.sees(i, j) {
+					continue // a key masked by -inf: ggml skips it
+				}
 				kj := k[j*ks+g*hd : j*ks+(g+1)*hd]
 				s := capf(float32(dotF16(qh, kj, c.GGMLAVX2)) * scale)
 				ms, vs := float32(1), float32(1)
@@ -458,12 +461,16 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 					tmax := float32(math.Inf(-1))
 					for jj := range T {
 						j := t0 + jj
-						if j > i || j < first {
+						if j > i || j < first || !a.sees(i, j) {
 							pr[jj] = float32(math.Inf(-1))
 							continue
 						}
 						pr[jj] = capf(sc[r*T+jj] * scale)
 						tmax = max(tmax, pr[jj])
+					}
+					if math.IsInf(float64(tmax), -1) { // Keys left the row no key here
+						clear(pr)
+						continue
 					}
 					Mn := max(M[r], tmax)
 					if Mn > M[r] {

@@ -174,29 +174,52 @@ func TestGGMLArithmetic(t *testing.T) {
 	}
 	// Gemma 2's soft-capped scores (a cap of 2, so that it bites), in
 	// both kernels; heads of 24, whose tiled values end past the last
-	// vector of 16.
+	// vector of 16; a sparse mask (DeepSeek's sparse attention), with
+	// tiles of keys some rows do not see at all.
 	for _, f := range ggmlFACases {
 		q, k, v := in.faDim(f.n, f.d)
 		o := make([]float32, len(q))
+		a := &Attention{Heads: 4, KVHeads: 2, HeadDim: f.d, Scale: 0.125, SoftCap: f.cap, GGMLF16: true}
+		if f.sparse {
+			a.Keys = sparseKeys(f.n)
+		}
 		for b, avx2 := range []bool{false, true} {
 			c.GGMLAVX2 = avx2
-			(&Attention{Heads: 4, KVHeads: 2, HeadDim: f.d, Scale: 0.125, SoftCap: f.cap, GGMLF16: true}).Forward(c, o, q, k, v, f.n)
-			check(fmt.Sprintf("FLASH_ATTN_EXT, %d rows of heads of %d, soft-cap %v, avx2 %v", f.n, f.d, f.cap, avx2), o, f.want[b])
+			a.Forward(c, o, q, k, v, f.n)
+			check(fmt.Sprintf("FLASH_ATTN_EXT, %d rows of heads of %d, soft-cap %v, sparse %v, avx2 %v", f.n, f.d, f.cap, f.sparse, avx2), o, f.want[b])
 		}
 		c.GGMLAVX2 = false
 	}
 }
 
+// sparseKeys is ggml_ops.py's fa SPARSE mask as a KeySet: row i sees key
+// j <= i unless (7i + 3j) mod 5 = 0, and rows from 80 on none of the keys
+// [64, 128) but their own (whole tiles of 64 keys a row does not see).
+func sparseKeys(n int) *KeySet {
+	s := NewKeySet(n)
+	for i := range n {
+		for j := range i + 1 {
+			if j == i || (i*7+j*3)%5 != 0 && !(i >= 80 && j >= 64 && j < 128) {
+				s.Add(i, j)
+			}
+		}
+	}
+	return s
+}
+
 // ggmlFACases are TestGGMLArithmetic's attention cases past its first
 // ones: rows, head size, soft-cap and llama.cpp's hashes (zen4, haswell).
 var ggmlFACases = []struct {
-	n, d int
-	cap  float64
-	want [2]uint64
+	n, d   int
+	cap    float64
+	sparse bool // sparseKeys' mask
+	want   [2]uint64
 }{
-	{20, 64, 2, [2]uint64{0x87e7c8aa89867372, 0xf52cfc8c1a0de1fd}},
-	{100, 64, 2, [2]uint64{0x6c234f2f4fe03ea6, 0x58a480ff7fe9b1b4}},
-	{100, 24, 0, [2]uint64{0x90a008050af38af8, 0x90653cd43c9f0aa3}},
+	{20, 64, 2, false, [2]uint64{0x87e7c8aa89867372, 0xf52cfc8c1a0de1fd}},
+	{100, 64, 2, false, [2]uint64{0x6c234f2f4fe03ea6, 0x58a480ff7fe9b1b4}},
+	{100, 24, 0, false, [2]uint64{0x90a008050af38af8, 0x90653cd43c9f0aa3}},
+	{20, 64, 0, true, [2]uint64{0xcd7337138ed93e10, 0x6e611eb331a41ad4}},
+	{150, 64, 0, true, [2]uint64{0x6d79da584381aae2, 0x2e220adbd47e3893}},
 }
 
 // productHash multiplies l by n rows of rand.NewSource(1) normal values,

@@ -345,11 +345,13 @@ func TestAttentionWindowSinks(t *testing.T) {
 		n, heads, kvHeads, hd, window int
 		sinks                         float64 // scale of the sinks; 0 for none
 		cap                           float64 // soft-cap; 0 for none
+		sparse                        bool    // sparseKeys' key sets
 	}{
-		{150, 4, 2, 16, 32, 0, 0}, {150, 4, 2, 16, 1, 0, 0}, {200, 2, 1, 32, 64, 0, 0}, {200, 2, 1, 32, 65, 0, 0},
-		{130, 12, 4, 64, 100, 0, 0}, {40, 4, 2, 16, 500, 0, 0}, {150, 4, 2, 16, 0, 1, 0}, {150, 4, 2, 16, 0, 8, 0},
-		{150, 8, 2, 16, 32, 2, 0}, {90, 3, 1, 8, 20, 1, 0},
-		{150, 4, 2, 16, 0, 0, 2}, {150, 4, 2, 32, 40, 0, 2}, {90, 3, 1, 8, 20, 1, 1.5},
+		{150, 4, 2, 16, 32, 0, 0, false}, {150, 4, 2, 16, 1, 0, 0, false}, {200, 2, 1, 32, 64, 0, 0, false}, {200, 2, 1, 32, 65, 0, 0, false},
+		{130, 12, 4, 64, 100, 0, 0, false}, {40, 4, 2, 16, 500, 0, 0, false}, {150, 4, 2, 16, 0, 1, 0, false}, {150, 4, 2, 16, 0, 8, 0, false},
+		{150, 8, 2, 16, 32, 2, 0, false}, {90, 3, 1, 8, 20, 1, 0, false},
+		{150, 4, 2, 16, 0, 0, 2, false}, {150, 4, 2, 32, 40, 0, 2, false}, {90, 3, 1, 8, 20, 1, 1.5, false},
+		{150, 4, 2, 16, 0, 0, 0, true}, {200, 2, 1, 32, 100, 0, 0, true}, {150, 8, 2, 16, 0, 2, 2, true}, {90, 3, 1, 8, 0, 1, 0, true},
 	} {
 		var sinks []float32
 		if tc.sinks != 0 {
@@ -360,6 +362,9 @@ func TestAttentionWindowSinks(t *testing.T) {
 		}
 		scale := 1 / math.Sqrt(float64(tc.hd))
 		a := &Attention{Heads: tc.heads, KVHeads: tc.kvHeads, HeadDim: tc.hd, Scale: scale, Window: tc.window, Sinks: sinks, SoftCap: tc.cap}
+		if tc.sparse {
+			a.Keys = sparseKeys(tc.n)
+		}
 		if err := a.Validate(); err != nil {
 			t.Fatal(err)
 		}

@@ -8,9 +8,9 @@
 #   chroot SID python3 /tmp/gx/ggml_ops.py OP ARGS...
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
-# OPs: rms EPS | swiglu | geglu | swiglu-oai | softcap CAP | rope N HEADS HEADDIM MODE BASE | fa N H HKV D SCALE [CAP] |
+# OPs: rms EPS | swiglu | geglu | swiglu-oai | softcap CAP | rope N HEADS HEADDIM MODE BASE | fa N H HKV D SCALE [CAP [SPARSE]] |
 # trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N | gdn N HK HV S EPS |
-# route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N.
+# route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N | topk N K.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
 import ctypes as C, numpy as np, sys, os
 base = C.CDLL("/usr/lib/x86_64-linux-gnu/libggml-base.so.0", mode=C.RTLD_GLOBAL)
@@ -32,6 +32,7 @@ base.ggml_swiglu_oai.restype = P; base.ggml_swiglu_oai.argtypes = [P, P, P, C.c_
 base.ggml_tanh.restype = P; base.ggml_tanh.argtypes = [P, P]
 base.ggml_scale.restype = P; base.ggml_scale.argtypes = [P, P, C.c_float]
 base.ggml_mul_mat.restype = P; base.ggml_mul_mat.argtypes = [P, P, P]
+base.ggml_top_k.restype = P; base.ggml_top_k.argtypes = [P, P, C.c_int]
 base.ggml_new_graph.restype = P; base.ggml_new_graph.argtypes = [P]
 base.ggml_build_forward_expand.argtypes = [P, P]
 cpu.ggml_graph_compute_with_ctx.argtypes = [P, P, C.c_int]
@@ -64,8 +65,9 @@ elif op == "rope":  # x (n, heads, hd), mode, base
     tx = new(F32, [hd, heads, n]); put(tx, x); tp = new(I32, [n]); put(tp, np.arange(n, dtype=np.int32))
     o = base.ggml_rope_ext(ctx, tx, tp, None, hd, mode, 0, fb, 1.0, 0.0, 1.0, 0.0, 0.0); run(o)
     get(o).tofile(d + "out.bin")
-elif op == "fa":  # q (n, H, D) f32, k, v (n, HKV, D) f16 bits, scale, optional soft-cap
+elif op == "fa":  # q (n, H, D) f32, k, v (n, HKV, D) f16 bits, scale, optional soft-cap; SPARSE 1: sparseKeep's keys only
     n, H, HKV, D = map(int, sys.argv[2:6]); scale = float(sys.argv[6]); cap = float(sys.argv[7]) if len(sys.argv) > 7 else 0.0
+    sparse = len(sys.argv) > 8 and sys.argv[8] == "1"
     q = np.fromfile(d + "q.bin", np.float32).reshape(n, H, D)
     k = np.fromfile(d + "k.bin", np.float16).reshape(n, HKV, D)
     v = np.fromfile(d + "v.bin", np.float16).reshape(n, HKV, D)
@@ -75,6 +77,10 @@ elif op == "fa":  # q (n, H, D) f32, k, v (n, HKV, D) f16 bits, scale, optional 
     npad = (n + 63) // 64 * 64
     m = np.full((npad, n), -np.inf, np.float16)
     for i in range(n): m[i, :i + 1] = 0
+    if sparse:  # nn's sparseKeep: a pattern of holes, and keys [64, 128) hidden from rows 80 on
+        for i in range(n):
+            for j in range(i):
+                if (i * 7 + j * 3) % 5 == 0 or (i >= 80 and 64 <= j < 128): m[i, j] = -np.inf
     tm = new(F16, [n, npad]); put(tm, m)
     o = base.ggml_flash_attn_ext(ctx, tq, tk, tv, tm, scale, 0.0, cap); run(o)
     get(o).tofile(d + "out.bin")  # (n, H, D)
@@ -87,6 +93,11 @@ elif op in ("swiglu", "geglu", "swiglu-oai"):  # gate x, up w
         o = getattr(base, "ggml_%s_split" % op)(ctx, tg, tu)
     run(o)
     get(o).tofile(d + "out.bin")
+elif op == "topk":  # x (rows of N) -> the K indices TOP_K keeps per row, each row's sorted
+    N, K = map(int, sys.argv[2:4]); x = np.fromfile(d + "x.bin", np.float32).reshape(-1, N)
+    t = new(F32, [N, x.shape[0]]); put(t, x)
+    o = base.ggml_top_k(ctx, t, K); run(o)
+    np.sort(get(o, np.int32).reshape(-1, K), axis=1).astype(np.int32).tofile(d + "out.bin")
 elif op == "softcap":  # x, CAP: ggml_scale(1/CAP), ggml_tanh, ggml_scale(CAP), as llama.cpp's final soft-cap
     x = np.fromfile(d + "x.bin", np.float32); cap = np.float32(float(sys.argv[2]))
     tx = new(F32, [len(x)]); put(tx, x)

@@ -1,0 +1,202 @@
+package nn
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"ppl.dev/quant"
+)
+
+// TestTopKeys: on scores without ties the k highest (the sort's); among
+// ties the keys libggml 0.27.0's TOP_K keeps (testdata/ggml_ops.py topk,
+// the hash of each row's sorted keys): a few small rows, and 8 rows of 300
+// tie-heavy scores (a few levels, relu-like zeros), k 64.
+func TestTopKeys(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct{ n, k int }{{1, 1}, {10, 3}, {100, 64}, {100, 99}, {100, 100}, {1000, 500}} {
+		score := randVec(r, c.n)
+		got := slices.Clone(topKeys(score, make([]int32, c.n), c.k))
+		slices.Sort(got)
+		want := slices.Clone(topKeysRef(score, c.k))
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Errorf("n %d, k %d: %v, want %v", c.n, c.k, got, want)
+		}
+	}
+	for _, c := range []struct {
+		score []float32
+		k     int
+		want  []int32 // libggml's
+	}{
+		{make([]float32, 10), 3, []int32{0, 1, 2}},
+		{[]float32{1, 0, 0, 0, 0, 2, 0, 0, 0, 0}, 4, []int32{0, 1, 3, 5}},
+		{make([]float32, 300), 64, nil}, // 0..63
+	} {
+		got := slices.Clone(topKeys(c.score, make([]int32, len(c.score)), c.k))
+		slices.Sort(got)
+		want := c.want
+		if want == nil {
+			for j := range c.k {
+				want = append(want, int32(j))
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%v, k %d: %v, libggml's %v", c.score, c.k, got, want)
+		}
+	}
+	const rows, n, k = 8, 300, 64
+	x := tieScores(rows, n)
+	var keys []float32
+	for row := range rows {
+		got := slices.Clone(topKeys(x[row*n:(row+1)*n], make([]int32, n), k))
+		slices.Sort(got)
+		for _, j := range got {
+			keys = append(keys, float32(j))
+		}
+	}
+	if h := fnvBits(keys); h != 0xca7f0d914ab0a32f {
+		t.Errorf("tie-heavy rows: hash %#x, libggml's %#x", h, uint64(0xca7f0d914ab0a32f))
+	}
+}
+
+// tieScores are TestTopKeys' tie-heavy rows: values in {0, 1, 2, 3} in
+// even rows; normals, half of them zeroed, in odd ones.
+func tieScores(rows, n int) []float32 {
+	r := rand.New(rand.NewPCG(11, 12))
+	x := make([]float32, rows*n)
+	for i := range x {
+		if (i/n)%2 == 0 {
+			x[i] = float32(r.IntN(4))
+		} else if r.IntN(2) == 0 {
+			x[i] = float32(r.NormFloat64())
+		}
+	}
+	return x
+}
+
+// TestLightningTopK against its definition: the scores in float64 (then
+// float32) and topKeys' choice among them; every row keeps its topK keys
+// (all of them below topK), on random queries, keys and weights of both
+// signs, whose many scores of exactly 0 (every head's relu 0) tie.
+func TestLightningTopK(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const n, heads, dim, topK = 150, 4, 24, 40
+	q, k, w := randVec(r, n*heads*dim), randVec(r, n*dim), randVec(r, n*heads)
+	set := LightningTopK(NewContext(3), q, k, w, n, heads, dim, topK)
+	zeros := 0
+	for i := range n {
+		score := make([]float32, i+1)
+		for j := range score {
+			var s float64
+			for h := range heads {
+				var d float64
+				for x := range dim {
+					d += float64(q[(i*heads+h)*dim+x]) * float64(k[j*dim+x])
+				}
+				s += math.Max(d, 0) * float64(w[i*heads+h])
+			}
+			score[j] = float32(s)
+			if s == 0 {
+				zeros++
+			}
+		}
+		want := map[int32]bool{}
+		for _, j := range topKeys(score, make([]int32, i+1), min(topK, i+1)) {
+			want[j] = true
+		}
+		for j := range n {
+			if set.Has(i, j) != want[int32(j)] {
+				t.Fatalf("row %d key %d: kept %v, want %v", i, j, set.Has(i, j), want[int32(j)])
+			}
+		}
+	}
+	if zeros < n {
+		t.Errorf("only %d scores of 0: the ties are not exercised", zeros)
+	}
+}
+
+// TestLayerNorm against the float64 formula, rows of constant value
+// (variance 0: eps alone) included.
+func TestLayerNorm(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	const rows, cols, eps = 5, 33, 1e-6
+	x, w, b := randVec(r, rows*cols), randVec(r, cols), randVec(r, cols)
+	for c := range cols {
+		x[2*cols+c] = 3
+	}
+	out := make([]float32, len(x))
+	LayerNorm(out, x, w, b, eps, rows)
+	for rr := range rows {
+		var mean, v float64
+		for c := range cols {
+			mean += float64(x[rr*cols+c]) / cols
+		}
+		for c := range cols {
+			v += (float64(x[rr*cols+c]) - mean) * (float64(x[rr*cols+c]) - mean) / cols
+		}
+		for c := range cols {
+			want := (float64(x[rr*cols+c])-mean)/math.Sqrt(v+eps)*float64(w[c]) + float64(b[c])
+			if math.Abs(float64(out[rr*cols+c])-want) > 1e-6*math.Max(1, math.Abs(want)) {
+				t.Fatalf("row %d col %d: %v, want %v", rr, c, out[rr*cols+c], want)
+			}
+		}
+	}
+}
+
+// TestHadamardMatrix: the normalized Sylvester matrix is orthogonal
+// (H·Hᵀ = I to float32 rounding) and its rows are ±1/sqrt(dim) with the
+// Sylvester signs, H_ij = -H_i(j+dim/2) exactly in the lower half.
+func TestHadamardMatrix(t *testing.T) {
+	for _, dim := range []int{1, 2, 64, 128} {
+		l := HadamardMatrix(dim)
+		h := make([]float32, dim*dim)
+		if err := quant.Dequantize(l.Type, l.Data, h); err != nil {
+			t.Fatal(err)
+		}
+		for i := range dim {
+			for j := range dim {
+				var d float64
+				for x := range dim {
+					d += float64(h[i*dim+x]) * float64(h[j*dim+x])
+				}
+				want := 0.0
+				if i == j {
+					want = 1
+				}
+				if math.Abs(d-want) > 1e-6 {
+					t.Fatalf("dim %d: (H·Hᵀ)[%d][%d] = %v", dim, i, j, d)
+				}
+			}
+			if i >= dim/2 && dim > 1 {
+				for j := range dim / 2 {
+					if h[i*dim+j] != h[(i-dim/2)*dim+j] || h[i*dim+j+dim/2] != -h[(i-dim/2)*dim+j+dim/2] {
+						t.Fatalf("dim %d: row %d is not [H, -H] of row %d", dim, i, i-dim/2)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGGMLLayerNorm: ggml's NORM then MUL and ADD against the float64
+// LayerNorm to float32 rounding (its bits are held to llama.cpp by the
+// DSA variants of package model), in both builds' reductions, over a width
+// with a tail past the lanes.
+func TestGGMLLayerNorm(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const rows, cols = 6, 70
+	x, w, b := randVec(r, rows*cols), randVec(r, cols), randVec(r, cols)
+	want := make([]float32, len(x))
+	LayerNorm(want, x, w, b, 1e-6, rows)
+	for _, avx2 := range []bool{false, true} {
+		got := make([]float32, len(x))
+		GGMLLayerNorm(got, x, w, b, 1e-6, rows, avx2)
+		for i := range got {
+			if math.Abs(float64(got[i]-want[i])) > 2e-6*math.Max(1, math.Abs(float64(want[i]))) {
+				t.Fatalf("avx2 %v: out[%d] = %v, want %v", avx2, i, got[i], want[i])
+			}
+		}
+	}
+}
