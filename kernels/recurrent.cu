@@ -249,6 +249,14 @@ extern "C" __global__ void gated_groupnorm(float* out, const float* x, const flo
 		out[o + i] = (float)(gate_u(x[o + i], z[o + i]) * scale * (double)w[c0 + i]);
 }
 
+// gate_silu: gated_groupnorm without the norm (ml.Recurrent.GatedGroupNorm
+// with no weights): out = x·silu(z) rounded to float32, for n values; out
+// may be x.
+extern "C" __global__ void gate_silu(float* out, const float* x, const float* __restrict__ z, i64 n) {
+	i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n) out[i] = (float)gate_u(x[i], z[i]);
+}
+
 #define SS_MAXN 256 // largest state size (columns of a head's state)
 #define SS_MAXK (SS_MAXN / 32)
 #define SS_ROWS 4              // state rows per warp (ssm_scan's reduction is written for 4)

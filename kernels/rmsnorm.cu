@@ -1,4 +1,4 @@
-// RMSNorm: y = x / sqrt(mean(x²) + eps) · w per row.
+// RMSNorm (y = x / sqrt(mean(x²) + eps) · w per row) and LayerNorm.
 //
 // CPU reference: nn.RMSNorm.Forward (score/nn/rmsnorm.go): the sum of
 // squares, the scale and each product in float64, each output rounded to
@@ -24,4 +24,30 @@ extern "C" __global__ void rmsnorm_f32(float* out, const float* x, const float* 
 	double scale = 1.0 / sqrt(ss / (double)d + eps);
 	for (int i = threadIdx.x; i < d; i += blockDim.x)
 		out[r * d + i] = (float)__dmul_rn(__dmul_rn((double)xr[i], scale), (double)w[i]);
+}
+
+// layernorm_f32: LayerNorm (nn.LayerNorm): per row, the mean and the
+// variance of x - mean in float64, out = (x - mean) / sqrt(variance + eps)
+// · w (+ b when has_b), float64, rounded once; out may be x. grid.x =
+// rows, block = 128.
+extern "C" __global__ void layernorm_f32(float* out, const float* x, const float* __restrict__ w,
+                                         const float* __restrict__ b, int has_b, int rows, int d, double eps) {
+	__shared__ double sh[32];
+	i64 r = blockIdx.x;
+	if (r >= rows) return;
+	const float* xr = x + r * d;
+	double s = 0;
+	for (int i = threadIdx.x; i < d; i += blockDim.x) s += (double)xr[i];
+	double mean = block_sum_d(s, sh) / (double)d;
+	double ss = 0;
+	for (int i = threadIdx.x; i < d; i += blockDim.x) {
+		double v = (double)xr[i] - mean;
+		ss += v * v;
+	}
+	double scale = 1.0 / sqrt(block_sum_d(ss, sh) / (double)d + eps);
+	for (int i = threadIdx.x; i < d; i += blockDim.x) {
+		double y = __dmul_rn(__dmul_rn((double)xr[i] - mean, scale), (double)w[i]);
+		if (has_b) y += (double)b[i];
+		out[r * d + i] = (float)y;
+	}
 }

@@ -32,7 +32,14 @@ import (
 // letter each: M (Mamba-2), A (attention), F (the MLP or the experts);
 // head_count_kv and feed_forward_length are written per layer (0 where the
 // block has none), as the converter writes them.
-func (s Shape) mamba() bool { return s.Arch == "granitehybrid" || s.nemotron() }
+//
+// Falcon-H1 (arch falcon-h1) runs attention (NeoX RoPE) and a Mamba-2 mixer
+// side by side in every layer on the same normed rows, then a SwiGLU MLP;
+// with SSMNoNorm its mixers have no ssm_norm (the gate alone).
+func (s Shape) mamba() bool { return s.Arch == "granitehybrid" || s.nemotron() || s.falconH1() }
+
+// falconH1 reports Falcon-H1.
+func (s Shape) falconH1() bool { return s.Arch == "falcon-h1" }
 
 // nemotron reports a Nemotron-H hybrid.
 func (s Shape) nemotron() bool { return s.Arch == "nemotron_h" || s.Arch == "nemotron_h_moe" }
@@ -40,10 +47,13 @@ func (s Shape) nemotron() bool { return s.Arch == "nemotron_h" || s.Arch == "nem
 // checkMamba validates the Mamba-2 fields.
 func (s Shape) checkMamba() error {
 	if !s.mamba() {
-		if s.SSMHeadDim != 0 || s.NoPE || s.Layout != "" || s.MoELatent != 0 {
-			return fmt.Errorf("shape: Mamba-2 fields are for granitehybrid, nemotron_h and nemotron_h_moe, not %s", s.Arch)
+		if s.SSMHeadDim != 0 || s.NoPE || s.Layout != "" || s.MoELatent != 0 || s.SSMNoNorm {
+			return fmt.Errorf("shape: Mamba-2 fields are for granitehybrid, nemotron_h, nemotron_h_moe and falcon-h1, not %s", s.Arch)
 		}
 		return nil
+	}
+	if s.SSMNoNorm && !s.falconH1() {
+		return fmt.Errorf("shape: mixers without ssm_norm are falcon-h1's")
 	}
 	switch {
 	case s.SSMState <= 0 || s.SSMKHeads <= 0 || s.SSMVHeads <= 0 || s.SSMHeadDim <= 0 || s.SSMConv <= 0:
@@ -72,6 +82,12 @@ func (s Shape) checkMamba() error {
 	if s.MoELatent != 0 {
 		return fmt.Errorf("shape: a latent width is for nemotron_h_moe")
 	}
+	if s.falconH1() {
+		if s.AttnInterval != 0 || s.Layout != "" || s.NoPE || s.moe() {
+			return fmt.Errorf("shape: falcon-h1 has attention and a mixer in every layer, with RoPE, and no experts")
+		}
+		return nil
+	}
 	switch {
 	case s.AttnInterval <= 0:
 		return fmt.Errorf("shape: granitehybrid needs an attention interval")
@@ -83,11 +99,15 @@ func (s Shape) checkMamba() error {
 	return nil
 }
 
-// layerKind is layer i's block: 'M' (Mamba-2), 'A' (attention) or, in
-// Nemotron-H, 'F' (the MLP or the experts).
+// layerKind is layer i's block: 'M' (Mamba-2), 'A' (attention: in
+// Falcon-H1 with a mixer beside it) or, in Nemotron-H, 'F' (the MLP or the
+// experts).
 func (s Shape) layerKind(i int) byte {
 	if s.Layout != "" {
 		return s.Layout[i]
+	}
+	if s.falconH1() {
+		return 'A'
 	}
 	if s.recurrent(i) {
 		return 'M'
@@ -103,7 +123,11 @@ func (s Shape) mambaConv() int  { return s.mambaInner() + 2*s.SSMKHeads*s.SSMSta
 // layer.
 func (s Shape) mambaParams() int64 {
 	e, d, conv, h := int64(s.Embd), int64(s.mambaInner()), int64(s.mambaConv()), int64(s.SSMVHeads)
-	return e*(d+conv+h) + conv*int64(s.SSMConv+1) + 3*h + d + d*e
+	n := e*(d+conv+h) + conv*int64(s.SSMConv+1) + 3*h + d + d*e
+	if s.SSMNoNorm {
+		n -= d
+	}
+	return n
 }
 
 // mambaKeys writes the Mamba-2 hybrids' own metadata: the SSM sizes, the
@@ -140,6 +164,9 @@ func (c *Config) mambaKeys(w *gguf.Writer) {
 		return
 	}
 	w.Add(a+".rope.dimension_count", uint32(c.HeadDim))
+	if c.falconH1() {
+		return
+	}
 	if c.NoPE {
 		w.Add(a+".rope.scaling.finetuned", false)
 	}
@@ -172,7 +199,9 @@ func (c *Config) mambaMixer(add func(name string, shape []uint64, layer int, fil
 		}
 	})
 	add(p+"ssm_d", []uint64{1, h}, i, c.gain(p+"ssm_d", 1, 0.1))
-	add(p+"ssm_norm.weight", []uint64{d / g, g}, i, c.gain(p+"ssm_norm.weight", 1, 0.1))
+	if !c.SSMNoNorm {
+		add(p+"ssm_norm.weight", []uint64{d / g, g}, i, c.gain(p+"ssm_norm.weight", 1, 0.1))
+	}
 	add(p+"ssm_out.weight", []uint64{d, e}, i, c.normal(p+"ssm_out.weight", c.Residual*invSqrt(d)))
 }
 

@@ -93,6 +93,12 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 		c.Tied, c.Window = true, 64
 	case "llama4": // a dense layer between mixtures
 		c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN, c.MoEStep = 8, 1, 64, 64, 2
+	case "cohere2": // tied, as llama.cpp reads it; a window narrower than the context
+		c.Tied, c.Window = true, 64
+	case "command-r":
+		c.Tied = true
+	case "falcon-h1": // a mixer beside each attention, without ssm_norm
+		c.SSMState, c.SSMKHeads, c.SSMVHeads, c.SSMHeadDim, c.SSMConv, c.SSMNoNorm = 16, 2, 4, 16, 4, true
 	}
 	return c
 }

@@ -138,7 +138,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if !olmo {
 			add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 		}
-		if c.mamba() && c.recurrent(i) {
+		if c.falconH1() { // the mixer beside the attention
+			c.mambaMixer(add, i)
+		}
+		if c.mamba() && !c.falconH1() && c.recurrent(i) {
 			c.mambaMixer(add, i)
 		} else {
 			add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*invSqrt(e)))
@@ -166,10 +169,13 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if post {
 			add(p+"post_attention_norm.weight", []uint64{e}, i, c.gain(p+"post_attention_norm.weight", res, 0.1*res))
 		}
-		if !olmo {
+		if !olmo && !c.cohere() { // Cohere's MLP reads the attention's normed rows
 			ffnNorm := p + "ffn_norm.weight"
-			if c.Arch == "seed_oss" { // its FFN pre-norm's name
+			switch c.Arch {
+			case "seed_oss": // its FFN pre-norm's name
 				ffnNorm = p + "post_attention_norm.weight"
+			case "falcon-h1": // llama.cpp 0.7.0 binds it without the suffix
+				ffnNorm = p + "ffn_norm"
 			}
 			add(ffnNorm, []uint64{e}, i, c.gain(ffnNorm, 1, 0.1))
 		}
@@ -292,6 +298,13 @@ func Write(path string, c *Config) error {
 		}
 		w.Add(a+".attn_logit_softcapping", float32(50))
 		w.Add(a+".final_logit_softcapping", float32(30))
+	}
+	if c.cohere() { // Command R7B's: LayerNorms, a window in 3 layers of 4, logits scaled
+		w.Add(a+".attention.layer_norm_epsilon", float32(1e-5))
+		if c.Window == 0 && a == "cohere2" {
+			w.Add(a+".attention.sliding_window", uint32(4096))
+		}
+		w.Add(a+".logit_scale", float32(0.25))
 	}
 	if a == "granite" { // Granite-3.3-8B's multipliers, its attention's 1/head
 		w.Add(a+".embedding_scale", float32(12))

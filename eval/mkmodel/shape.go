@@ -10,7 +10,7 @@ import (
 // Shape is a model's architecture and dimensions, as its GGUF metadata
 // states them.
 type Shape struct {
-	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe, dots1, granitehybrid, nemotron_h, nemotron_h_moe, lfm2, lfm2moe, gemma2 or llama4
+	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe, dots1, granitehybrid, nemotron_h, nemotron_h_moe, lfm2, lfm2moe, gemma2, llama4, falcon-h1, cohere2 or command-r
 	Embd     int    // embedding_length
 	Layers   int    // block_count
 	Heads    int    // attention.head_count
@@ -52,10 +52,15 @@ type Shape struct {
 	// MoELatent nemotron_h_moe's moe_latent_size (0: none).
 	Layout    string
 	MoELatent int
+	// SSMNoNorm leaves falcon-h1's mixers without ssm_norm.
+	SSMNoNorm bool
 }
 
+// cohere reports Cohere's parallel blocks (cohere2, command-r).
+func (s Shape) cohere() bool { return s.Arch == "cohere2" || s.Arch == "command-r" }
+
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -132,7 +137,7 @@ func NearestPreset(arch string, n float64) Preset {
 // Check validates the shape.
 func (s Shape) Check() error {
 	switch s.Arch {
-	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4":
+	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r":
 	default:
 		return fmt.Errorf("unknown architecture %q (want %s)", s.Arch, strings.Join(Archs, ", "))
 	}
@@ -169,8 +174,10 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: an MoE layer step is for llama4")
 	case s.Arch == "gemma2" && !s.Tied:
 		return fmt.Errorf("shape: gemma2 is tied (llama.cpp's gemma2 reads no output matrix)")
-	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && !s.lfm2():
-		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, gemma2, lfm2 and lfm2moe", s.Window)
+	case s.cohere() && !s.Tied:
+		return fmt.Errorf("shape: %s is tied (llama.cpp's %s reads no output matrix)", s.Arch, s.Arch)
+	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && s.Arch != "cohere2" && !s.lfm2():
+		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, gemma2, cohere2, lfm2 and lfm2moe", s.Window)
 	}
 	if err := s.checkPhi3(); err != nil {
 		return err
@@ -233,6 +240,8 @@ func (s Shape) Params() int64 {
 		block += q + 2*kv
 	case "qwen3", "qwen3moe", "exaone4":
 		block += 2 * int64(s.HeadDim)
+	case "cohere2", "command-r": // one norm, read by the attention and the MLP
+		block -= e
 	}
 	n := s.headParams() + int64(s.Layers)*block
 	if s.DenseLead > 0 { // dense FFNs for the leading layers' MoE blocks
@@ -248,6 +257,9 @@ func (s Shape) Params() int64 {
 	}
 	if s.Arch == "glm4" { // attn_qkv's bias, the post-norms
 		n += int64(s.Layers) * (q + 2*kv + 2*e)
+	}
+	if s.falconH1() { // a Mamba-2 mixer beside each attention
+		n += int64(s.Layers) * s.mambaParams()
 	}
 	if s.Arch == "granitehybrid" { // Mamba-2 mixers instead of attention; the shared experts
 		for i := range s.Layers {

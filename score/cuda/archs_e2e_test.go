@@ -373,7 +373,9 @@ func TestEndToEndWideHeads(t *testing.T) {
 // layout (sliding-window layers of 40 keys, global ones without RoPE);
 // minimax-m2; ernie4_5-moe; dots1; granitehybrid, nemotron_h and
 // nemotron_h_moe (Mamba-2: ml.Recurrent's SSMScan and GatedGroupNorm;
-// Nemotron-H's ungated ReLU² MLPs and experts); lfm2 and lfm2moe (short
+// Nemotron-H's ungated ReLU² MLPs and experts); falcon-h1 (attention and
+// Mamba-2 side by side, with and without the grouped norm); cohere2
+// and command-r (LayerNorm: ml.LayerNormer); lfm2 and lfm2moe (short
 // convolutions: Conv and Mul); gemma2 (soft-capped attention scores);
 // llama4 (experts weighted before their FFN); the others only core
 // operations. Package
@@ -468,6 +470,24 @@ func TestEndToEndGenerated(t *testing.T) {
 		{"lfm2moe", func(s *mkmodel.Shape) {
 			s.Layers, s.SSMConv, s.AttnInterval, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 3, 2, 1, 8, 8, 64
 		}, 0.019, 0.0033, 0.0001, ""},
+		// Falcon-H1: attention and a Mamba-2 mixer (8 heads of 32 in 2
+		// groups, states of 16) side by side in every layer, with the
+		// mixers' grouped norm and without (gate_silu). Emulation: max
+		// 0.0111, 0.0112, mean 0.0022, 0.0022, PPL ratio 1.00014, 0.99994.
+		{"falcon-h1", func(s *mkmodel.Shape) {
+			s.Layers, s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.SSMState = 4, 2, 8, 32, 4, 16
+		}, 0.02, 0.004, 0.0003, ""},
+		{"falcon-h1", func(s *mkmodel.Shape) {
+			s.Layers, s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.SSMState, s.SSMNoNorm = 4, 2, 8, 32, 4, 16, true
+		}, 0.02, 0.004, 0.0003, ""},
+		// Cohere2: attention and the MLP in parallel on LayerNormed rows
+		// (layernorm_f32), 6 of 8 layers sliding over 40 keys, the others
+		// global without positions, tied. Emulation: max 0.0073, mean
+		// 0.00137, PPL ratio 0.99993.
+		{"cohere2", func(s *mkmodel.Shape) { s.Layers, s.Window, s.Tied = 8, 40, true }, 0.015, 0.0028, 0.00015, ""},
+		// command-r: the same block, RoPE everywhere. Emulation: max
+		// 0.0036, mean 0.00074, PPL ratio 0.99986.
+		{"command-r", func(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true }, 0.008, 0.0015, 0.0003, ""},
 		// Gemma 2: soft-capped scores (the plain attention kernel), the
 		// even layers sliding over 40 keys, tied. Emulation: max 0.022,
 		// mean 0.0051, PPL ratio 1.00034 (gemma3's scores too are sharp:

@@ -336,7 +336,7 @@ func (e *Engine) elapsed(f func() error) (time.Duration, error) {
 // kernelModules maps each PTX module to the kernels it holds.
 var kernelModules = map[string][]string{
 	"embed":       {"embed"},
-	"rmsnorm":     {"rmsnorm_f32"},
+	"rmsnorm":     {"rmsnorm_f32", "layernorm_f32"},
 	"rope":        {"rope"},
 	"swiglu":      {"swiglu_half", "glu_half"},
 	"add":         {"add_bias", "cast_half"},

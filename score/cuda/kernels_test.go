@@ -12,6 +12,7 @@ import (
 	"ppl.dev/quant"
 	"ppl.dev/score/cuda/cublas"
 	"ppl.dev/score/kvcache"
+	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
 )
 
@@ -495,6 +496,48 @@ func TestAttentionParity(t *testing.T) {
 					}
 				})
 			}
+		}
+	})
+}
+
+// TestLayerNormKernel: layernorm_f32 against nn.LayerNorm (float64 as the
+// kernel, sums in another order), with and without a bias, in place, on
+// rows of a constant (variance 0: eps alone) and a width past the block.
+func TestLayerNormKernel(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		b := testBackend(e)
+		defer b.Close()
+		rng := rand.New(rand.NewPCG(21, 22))
+		const rows, d = 9, 300
+		x := randF32(rng, rows*d, 2)
+		for i := range d {
+			x[3*d+i] = 0.75
+		}
+		w := &ml.Vector{Name: "w", V: randF32(rng, d, 1)}
+		bias := &ml.Vector{Name: "b", V: randF32(rng, d, 1)}
+		for _, v := range []*ml.Vector{w, bias} {
+			if err := b.PrepareVector(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, bv := range []*ml.Vector{nil, bias} {
+			var bs []float32
+			if bv != nil {
+				bs = bv.V
+			}
+			want := make([]float32, rows*d)
+			nn.LayerNorm(want, x, w.V, bs, 1e-5, rows)
+			xt := b.put(t, rows, d, x)
+			b.LayerNorm(xt, xt, w, bv, 1e-5)
+			got := b.Read(xt)
+			if err := b.Err(); err != nil {
+				t.Fatal(err)
+			}
+			var c bitCompare
+			for i := range want {
+				c.add(got[i], want[i], i)
+			}
+			c.check(t, fmt.Sprintf("layernorm_f32, bias %v", bv != nil), 1, 1e-2)
 		}
 	})
 }

@@ -659,6 +659,22 @@ func (b *gpuBackend) Linears(dsts []ml.Tensor, x ml.Tensor, ws []*ml.Matrix) {
 	})
 }
 
+// LayerNorm is ml.LayerNormer's: one layernorm_f32 launch, a block per row.
+func (b *gpuBackend) LayerNorm(dst, x ml.Tensor, w, bias *ml.Vector, eps float64) {
+	d, s := g(dst), g(x)
+	gshape("layer norm output", d, s.rows, s.cols)
+	if len(w.V) != s.cols || bias != nil && len(bias.V) != s.cols {
+		panic(fmt.Sprintf("cuda backend: layer norm %s over rows of %d", w.Name, s.cols))
+	}
+	b.do("LayerNorm "+w.Name, func() error {
+		var bp ptr
+		if bias != nil {
+			bp = gv(bias)
+		}
+		return b.e.layernormF32(d.p, s.p, gv(w), bp, s.rows, s.cols, eps)
+	})
+}
+
 func (b *gpuBackend) RMSNorm(dst, x ml.Tensor, w *ml.Vector, eps float64) {
 	d, s := g(dst), g(x)
 	gshape("norm output", d, s.rows, s.cols)

@@ -51,6 +51,16 @@ func (e *Engine) rmsnormF32(out, x, w ptr, rows, d int, eps float64) error {
 	return e.launch("rmsnorm_f32", dim3{uint32(rows), 1, 1}, dim3{128, 1, 1}, out, x, w, rows, d, eps)
 }
 
+// layernormF32: out (rows, d) f32 <- LayerNorm(x)·w (+ b when b is not 0);
+// out may be x.
+func (e *Engine) layernormF32(out, x, w, b ptr, rows, d int, eps float64) error {
+	hasB := 0
+	if b != 0 {
+		hasB = 1
+	}
+	return e.launch("layernorm_f32", dim3{uint32(rows), 1, 1}, dim3{128, 1, 1}, out, x, w, b, hasB, rows, d, eps)
+}
+
 // rope rotates x (n, heads, hd) f32 in place with tables (n, dims/2) float64.
 func (e *Engine) rope(x, cos, sin ptr, n, heads, hd, dims int, neox bool) error {
 	return e.launch("rope", gridFor(int64(n)*int64(heads)*int64(dims/2)), block256, x, cos, sin, n, heads, hd, dims, b2i(neox))

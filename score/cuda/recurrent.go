@@ -22,7 +22,7 @@ import (
 var _ ml.Recurrent = (*gpuBackend)(nil)
 
 func init() {
-	kernelModules["recurrent"] = []string{"gather_cols", "conv_silu", "conv_hist", "l2norm_f32", "delta_gates", "gated_rmsnorm", "delta_net", "ssm_scan", "gated_groupnorm", "conv_f32", "mul_f32"}
+	kernelModules["recurrent"] = []string{"gather_cols", "conv_silu", "conv_hist", "l2norm_f32", "delta_gates", "gated_rmsnorm", "delta_net", "ssm_scan", "gated_groupnorm", "gate_silu", "conv_f32", "mul_f32"}
 }
 
 // deltaMaxDim is the largest head state size delta_net takes (DN_MAXD).
@@ -257,11 +257,21 @@ func (b *gpuBackend) SSMScan(dst, x, dt, bm, cm, state ml.Tensor, s *ml.SSM) {
 }
 
 // GatedGroupNorm is one gated_groupnorm launch, a block per group of a
-// row.
+// row; without weights one gate_silu launch, a thread per value.
 func (b *gpuBackend) GatedGroupNorm(dst, x, z ml.Tensor, w *ml.Vector, group int, eps float64) {
 	d, s, zz := g(dst), g(x), g(z)
 	gshape("group norm z", zz, s.rows, s.cols)
 	gshape("group norm output", d, s.rows, s.cols)
+	if w == nil { // the gate alone
+		n := int64(s.rows) * int64(s.cols)
+		if n == 0 {
+			return
+		}
+		b.do("gate", func() error {
+			return b.e.launch("gate_silu", dim3{uint32((n + 255) / 256), 1, 1}, dim3{256, 1, 1}, d.p, s.p, zz.p, n)
+		})
+		return
+	}
 	if len(w.V) != s.cols || group <= 0 || s.cols%group != 0 {
 		panic(fmt.Sprintf("cuda backend: group norm %s of %d in groups of %d over rows of %d", w.Name, len(w.V), group, s.cols))
 	}

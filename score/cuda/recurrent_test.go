@@ -539,7 +539,7 @@ func TestSSMScanRefuses(t *testing.T) {
 // of 128 (one warp), 512 (128 threads) and 20 (a partial warp), in place
 // and not, with a zero group (its outputs 0) and gates past where silu
 // saturates. Measured: bit for bit but a few elements 1 ulp apart (float64
-// sums in another order).
+// sums in another order); without weights (gate_silu) bit for bit.
 func TestGatedGroupNormParity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		b := testBackend(e)
@@ -583,6 +583,19 @@ func TestGatedGroupNormParity(t *testing.T) {
 					t.Errorf("zero group: element %d is %v", i, got[i])
 				}
 			}
+			// Without weights: gate_silu, the gate alone.
+			nn.GatedGroupNormRef(want, x, z, nil, c.rows, c.group, 1e-5)
+			xt = b.put(t, c.rows, d, x)
+			b.GatedGroupNorm(xt, xt, zt, nil, c.group, 1e-5)
+			got = b.Read(xt)
+			if err := b.Err(); err != nil {
+				t.Fatal(err)
+			}
+			bc = bitCompare{}
+			for i := range want {
+				bc.add(got[i], want[i], i)
+			}
+			bc.check(t, fmt.Sprintf("gate_silu rows %d of %d", c.rows, d), 0, 0)
 		}
 	})
 }

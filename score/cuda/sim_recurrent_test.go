@@ -192,6 +192,17 @@ func init() {
 			}
 			return nil
 		}},
+		"gate_silu": {4, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, x, z, n := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), a.i64(3)
+			if a.err != nil {
+				return a.err
+			}
+			if err := covers(grid[0]*256, int(n), "values"); err != nil {
+				return err
+			}
+			nn.GatedGroupNormRef(out[:n], x[:n], z[:n], nil, 1, 0, 0)
+			return nil
+		}},
 		"gated_groupnorm": {8, func(s *simDevice, a *simArgs, grid dim3) error {
 			out, x, z, w, rows, d, group, eps := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), f32s(a.ptr(3)), a.int(4), a.int(5), a.int(6), a.f64(7)
 			if a.err != nil {

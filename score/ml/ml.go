@@ -205,6 +205,14 @@ func (a *Attn) Validate() error {
 	return nil
 }
 
+// LayerNormer is what models with LayerNorms need beyond Backend (Cohere's
+// Command R7B and A, the DSA indexer's keys).
+type LayerNormer interface {
+	// LayerNorm is nn.LayerNorm: dst = (x - mean)/sqrt(variance + eps)·w
+	// (+ b when not nil), per row of x (n, len(w.V)); dst may be x.
+	LayerNorm(dst, x Tensor, w, b *Vector, eps float64)
+}
+
 // Act is the gated activation of an MLP.
 type Act int
 

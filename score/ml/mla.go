@@ -32,9 +32,7 @@ type Latent interface {
 // top_k: the indexer's key norm and its choice of keys, which Attn.Keys
 // carries into LatentAttention.
 type Sparse interface {
-	// LayerNorm is nn.LayerNorm: dst = (x - mean)/sqrt(variance + eps)·w
-	// + b, per row of x (n, len(w.V)).
-	LayerNorm(dst, x Tensor, w, b *Vector, eps float64)
+	LayerNormer
 	// IndexKeys is nn.LightningTopK: the topK keys j <= i each query row
 	// i reads, by the indexer's scores of q (n, heads·dim) against k (n,
 	// dim) weighted by w (n, heads).

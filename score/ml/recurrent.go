@@ -43,8 +43,8 @@ import "fmt"
 //   - GatedGroupNorm: Mamba-2's output norm, the gate before the norm:
 //     with u = x ⊙ silu(z) (rounded to float32), dst = u / sqrt(mean(u²) +
 //     eps) · w over each run of group values of a row, w holding a row's
-//     values (one weight per column, not per position in the group); dst
-//     may be x.
+//     values (one weight per column, not per position in the group); w
+//     nil: dst = u, no norm (Falcon-H1 without ssm_norm); dst may be x.
 //
 // The references (the CPU backend's plain forms) compute each result in
 // float64 and round it to float32 once; backends may compute in float32

@@ -87,15 +87,21 @@ func (b *cpuBackend) storeKeys(k []float32, n, heads, hd int) {
 
 // The CPU's ml.Sparse operations (DeepSeek's sparse attention).
 
+// LayerNorm is ml.LayerNormer's: in the int8 modes ggml's NORM, MUL and ADD
+// (nn.GGMLLayerNorm).
 func (b *cpuBackend) LayerNorm(dst, x ml.Tensor, w, bias *ml.Vector, eps float64) {
 	d, s := ct(dst), ct(x)
 	shape("layer norm input", s, s.rows, len(w.V))
 	shape("layer norm output", d, s.rows, len(w.V))
+	var bv []float32
+	if bias != nil {
+		bv = bias.V
+	}
 	if b.c.LlamaCPP {
-		nn.GGMLLayerNorm(d.d, s.d, w.V, bias.V, float32(eps), s.rows, b.c.GGMLAVX2)
+		nn.GGMLLayerNorm(d.d, s.d, w.V, bv, float32(eps), s.rows, b.c.GGMLAVX2)
 		return
 	}
-	nn.LayerNorm(d.d, s.d, w.V, bias.V, eps, s.rows)
+	nn.LayerNorm(d.d, s.d, w.V, bv, eps, s.rows)
 }
 
 // IndexKeys rotates q and k by the Hadamard matrix and passes k through the

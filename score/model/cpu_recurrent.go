@@ -129,10 +129,14 @@ func (b *cpuBackend) GatedGroupNorm(dst, x, z ml.Tensor, w *ml.Vector, group int
 	d, s, g := ct(dst), ct(x), ct(z)
 	shape("group norm z", g, s.rows, s.cols)
 	shape("group norm output", d, s.rows, s.cols)
-	if len(w.V) != s.cols || group <= 0 || s.cols%group != 0 {
-		panic(fmt.Sprintf("cpu backend: group norm %s of %d in groups of %d over rows of %d", w.Name, len(w.V), group, s.cols))
+	var wv []float32
+	if w != nil {
+		if len(w.V) != s.cols || group <= 0 || s.cols%group != 0 {
+			panic(fmt.Sprintf("cpu backend: group norm %s of %d in groups of %d over rows of %d", w.Name, len(w.V), group, s.cols))
+		}
+		wv = w.V
 	}
-	nn.GatedGroupNorm(b.c, d.d, s.d, g.d, w.V, s.rows, group, eps)
+	nn.GatedGroupNorm(b.c, d.d[:s.rows*s.cols], s.d[:s.rows*s.cols], g.d[:s.rows*s.cols], wv, s.rows, group, eps)
 }
 
 func (b *cpuBackend) Zero(x ml.Tensor) { clear(ct(x).d) }

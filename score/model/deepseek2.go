@@ -26,7 +26,9 @@ import (
 //   - q_pe and k_pe rotated with adjacent pairs (RoPE's normal layout),
 //     YaRN angles, cos and sin unscaled; YaRN's magnitude goes into the
 //     score scale instead: mscale²/sqrt(key_length_mla), mscale =
-//     attn_factor·(1 + yarn_log_multiplier·ln(factor));
+//     attn_factor·(1 + yarn_log_multiplier·ln(factor)). Without a
+//     yarn_log_multiplier (and in glm-dsa) cos and sin keep YaRN's
+//     magnitude 1 + 0.1·ln(factor), and mscale is that magnitude;
 //   - attention is MQA over the latent (ml.Latent): query head h is
 //     [attn_k_b_h·q_nope_h | q_pe_h], the one key [c | k_pe], the value c,
 //     so the KV cache holds [c | k_pe] per token; head h's output is

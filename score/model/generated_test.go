@@ -196,7 +196,13 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // sliding window of 40 keys in its attention layers. Per token the log-probs are llama.cpp's to
 // 5.3e-8, the precision of its printed figures (the Mamba-2 hybrids' over
 // 24 windows of each of nine such files, LFM2's of two: their scan, convolution and norms
-// as ggml-cpu rounds them, nn.SSMScanGGML).
+// as ggml-cpu rounds them, nn.SSMScanGGML); falcon-h1, attention and a
+// Mamba-2 mixer side by side in each of 4 layers, with and without the
+// mixers' ssm_norm (24 windows of each, both builds: none off); cohere2,
+// the attention and the MLP in parallel on LayerNormed rows, 6 of its 8
+// layers sliding over 40 keys with RoPE, 2 global without positions, and
+// command-r, its block with RoPE everywhere (24 windows of each of 3 texts,
+// both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -274,6 +280,15 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1582.6373032, -775.8475587, -812.4657863, -790.6080414}},
 		{"llama4-maverick", "llama4", "", llama4(128, 32, 2), "", "cc093f8e724ec3f1c17493e36fd677895a72e5ee3c00b28b7255bcb1da95dc9d",
 			[]float64{-1630.5253040, -797.2598758, -802.0546253, -789.0588216}},
+		{"falcon-h1", "falcon-h1", "", falconH1(false), "", "b94dcb11c0deb603503c85319fc7b5099635c2dff105be4fa18e92cf429f9394",
+			[]float64{-1604.6202265, -802.8745485, -752.8605942, -762.6965636}},
+		{"falcon-h1-no-ssm-norm", "falcon-h1", "", falconH1(true), "", "583c2b2132447c3c14331c645eb7b187ceeaaf6956c3a4fffc8df3e32d189f16",
+			[]float64{-1628.1634988, -814.4263157, -770.2515298, -771.4392247}},
+		{"cohere2", "cohere2", "", cohere2Shape(40), "", "58398560752a51bf43a5a0b24ae2b86156e3b54bfe9721fae9a807be2996823a",
+			[]float64{-1325.3068153, -672.4041625, -670.7311468, -675.0640753}},
+		{"command-r", "command-r", "", func(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true }, "",
+			"53c4b0988e472262f0a315ba9d8ec2885cff169818bc0a4f04a87e6dedcc84c0",
+			[]float64{-1325.6099586, -672.3306772, -673.9362421, -678.6486050}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := genModelType(t, dir, c.arch, cmp.Or(c.typ, "Q8_0"), c.set)
@@ -502,6 +517,47 @@ func TestNemotronHRefused(t *testing.T) {
 	})
 }
 
+// TestFalconH1Refused: a falcon-h1 file with a layer without attention, or
+// without a tensor llama.cpp requires (its FFN norm as llama.cpp names it,
+// dt's bias), gives a one-line error naming it.
+func TestFalconH1Refused(t *testing.T) {
+	dir := oracle.Require(t)
+	path := genModel(t, dir, "falcon-h1", falconH1(false))
+	checkRefusals(t, path, []refusal{
+		{"a layer without attention", map[string]any{"falcon-h1.attention.head_count_kv": []uint32{2, 0, 2, 2}}, nil, "layer 1 has none"},
+		{"no FFN norm", nil, []string{"blk.2.ffn_norm"}, "missing tensor blk.2.ffn_norm"},
+		{"no dt bias", nil, []string{"blk.3.ssm_dt.bias"}, "missing tensor blk.3.ssm_dt.bias"},
+	})
+}
+
+// TestCohere2Refused: a cohere2 file without attention.layer_norm_epsilon
+// or attention.sliding_window (llama.cpp requires both), or with an
+// output.weight (llama.cpp refuses it), and a command-r file with Command
+// R+'s q/k norms (not implemented), give a one-line error naming it.
+func TestCohere2Refused(t *testing.T) {
+	dir := oracle.Require(t)
+	path := genModel(t, dir, "cohere2", cohere2Shape(40))
+	out := map[string]f32Tensor{"output.weight": {[]uint64{128, 32011}, make([]float32, 128*32011)}}
+	checkRefusals(t, path, []refusal{
+		{"no LayerNorm epsilon", map[string]any{"cohere2.attention.layer_norm_epsilon": nil}, nil, "missing metadata cohere2.attention.layer_norm_epsilon"},
+		{"no window", map[string]any{"cohere2.attention.sliding_window": nil}, nil, "missing metadata cohere2.attention.sliding_window"},
+	})
+	t.Run("an output matrix", func(t *testing.T) {
+		_, err := Load(rewriteFile(t, path, nil, out), Options{})
+		if want := "cohere2: the file has output.weight"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want %q", err, want)
+		}
+	})
+	t.Run("Command R+'s q norms", func(t *testing.T) {
+		cr := genModel(t, dir, "command-r", func(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true })
+		qn := map[string]f32Tensor{"blk.0.attn_q_norm.weight": {[]uint64{32, 4}, make([]float32, 128)}}
+		_, err := Load(rewriteFile(t, cr, nil, qn), Options{})
+		if want := "command-r: per-head LayerNorms of q and k"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("got %v, want %q", err, want)
+		}
+	})
+}
+
 // TestMamba2Blocks: a Mamba-2 layer, and LFM2's short convolution, compute
 // a window's rows in blocks (deltaRows of them), carrying the
 // convolution's history and the state from one block to the next; blocks
@@ -610,4 +666,20 @@ func checkRefusals(t *testing.T, path string, cases []refusal) {
 			}
 		})
 	}
+}
+
+// falconH1 gives a falcon-h1 model 4 layers, Mamba-2 mixers of 8 heads of
+// 32 in 2 groups with states of 16 beside the attention; noNorm leaves out
+// the mixers' ssm_norm.
+func falconH1(noNorm bool) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) {
+		s.Layers, s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.SSMState = 4, 2, 8, 32, 4, 16
+		s.SSMNoNorm = noNorm
+	}
+}
+
+// cohere2Shape gives a cohere2 model (tied, as llama.cpp reads it) 8
+// layers, three of four sliding over window keys.
+func cohere2Shape(window int) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) { s.Layers, s.Window, s.Tied = 8, window, true }
 }

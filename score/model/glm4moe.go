@@ -27,7 +27,6 @@ func newGLM4MoE(l *Loader) Network {
 		return nil
 	}
 	hp := &l.HP
-	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	m := l.baseDecoder(true)
 	moe := l.moeParams(moeOpts{gating: ml.GateSigmoid})
 	if moe == nil {
@@ -36,14 +35,7 @@ func newGLM4MoE(l *Loader) Network {
 	m.hp = *hp // with the experts' parameters
 	for i := range hp.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
-		ly := decoderLayer{
-			attnNorm: l.Norm(p+"attn_norm", hp.Embd),
-			q:        l.Linear(p+"attn_q", hp.Embd, qd),
-			k:        l.Linear(p+"attn_k", hp.Embd, kvd),
-			v:        l.Linear(p+"attn_v", hp.Embd, kvd),
-			o:        l.Linear(p+"attn_output", qd, hp.Embd),
-			ffnNorm:  l.Norm(p+"post_attention_norm", hp.Embd),
-		}
+		ly := l.preNormLayer(p, "post_attention_norm")
 		for _, b := range []struct {
 			name string
 			w    *ml.Matrix

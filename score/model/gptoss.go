@@ -32,7 +32,6 @@ func newGPTOSS(l *Loader) Network {
 		l.fail(err)
 		return nil
 	}
-	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	m := &decoder{
 		tokenEmbd:  l.Linear("token_embd", hp.Embd, hp.Vocab),
 		outputNorm: l.Norm("output_norm", hp.Embd),
@@ -54,17 +53,10 @@ func newGPTOSS(l *Loader) Network {
 	for i := range hp.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
 		ffn := l.MoE(p, moe)
-		ly := decoderLayer{
-			attnNorm: l.Norm(p+"attn_norm", hp.Embd),
-			q:        l.Linear(p+"attn_q", hp.Embd, qd),
-			k:        l.Linear(p+"attn_k", hp.Embd, kvd),
-			v:        l.Linear(p+"attn_v", hp.Embd, kvd),
-			o:        l.Linear(p+"attn_output", qd, hp.Embd),
-			attn: &ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim,
-				Scale: float64(nn.InvSqrtf(hp.HeadDim)), Sinks: l.Vector(p+"attn_sinks.weight", hp.Heads)},
-			ffnNorm: l.Norm(p+"post_attention_norm", hp.Embd),
-			ffn:     ffn,
-		}
+		ly := l.attnLayer(p)
+		ly.attn = &ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim,
+			Scale: float64(nn.InvSqrtf(hp.HeadDim)), Sinks: l.Vector(p+"attn_sinks.weight", hp.Heads)}
+		ly.ffnNorm, ly.ffn = l.Norm(p+"post_attention_norm", hp.Embd), ffn
 		if i%2 == 0 {
 			ly.attn.Window = window
 		}

@@ -125,15 +125,18 @@ func (l *Loader) kvHeads() []int {
 }
 
 // mamba2 binds prefix's Mamba-2 mixer of proto's shape; the convolution's
-// bias only when biased (granitehybrid requires it, nemotron_h binds it
-// when present).
-func (l *Loader) mamba2(p string, proto *mamba2, biased bool) *mamba2 {
+// bias only when biased (granitehybrid requires it, nemotron_h and
+// falcon-h1 bind it when present), the grouped norm only when normed
+// (falcon-h1's files may have none: the gate alone).
+func (l *Loader) mamba2(p string, proto *mamba2, biased, normed bool) *mamba2 {
 	hp := l.HP
 	m := *proto
 	d, conv, H, G := len(m.cols.x), len(m.cols.xbc), m.ssm.Heads, m.ssm.Groups
 	m.in = l.Linear(p+"ssm_in", hp.Embd, d+conv+H)
 	m.conv = l.vector2(p+"ssm_conv1d.weight", m.cols.kernel, conv)
-	m.norm = l.vector2(p+"ssm_norm.weight", d/G, G)
+	if normed {
+		m.norm = l.vector2(p+"ssm_norm.weight", d/G, G)
+	}
 	m.out = l.Linear(p+"ssm_out", d, hp.Embd)
 	if biased {
 		m.convBias = l.Vector(p+"ssm_conv1d.bias", conv)
@@ -182,7 +185,7 @@ func newGraniteHybrid(l *Loader) Network {
 		var ly decoderLayer
 		if kv[i] == 0 {
 			ly = decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), ffnNorm: l.Norm(p+"ffn_norm", hp.Embd)}
-			ly.mixer = l.mamba2(p, proto, true)
+			ly.mixer = l.mamba2(p, proto, true, true)
 		} else {
 			ly = l.preNormLayer(p, "ffn_norm")
 			ly.noRoPE = !rope

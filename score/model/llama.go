@@ -101,7 +101,8 @@ type decoderLayer struct {
 	noRoPE                    bool // no positions in this layer's q and k (smollm3's NoPE layers)
 	// mixer, when set, is the layer's mixer instead of attention (the
 	// Mamba-2 layers of granitehybrid and nemotron_h, LFM2's short
-	// convolutions): q, k, v and o are nil.
+	// convolutions; q, k, v and o are nil), or beside it (falcon-h1: the
+	// two outputs added).
 	mixer rowMixer
 }
 
@@ -290,6 +291,14 @@ func (l *Loader) postNormLayer(p string, rows bool) decoderLayer {
 // attn_output and the FFN's pre-norm called ffnNorm ("ffn_norm"; seed_oss
 // names it post_attention_norm). The architecture binds the FFN.
 func (l *Loader) preNormLayer(p, ffnNorm string) decoderLayer {
+	ly := l.attnLayer(p)
+	ly.ffnNorm = l.Norm(p+ffnNorm, l.HP.Embd)
+	return ly
+}
+
+// attnLayer binds prefix's attn_norm and attention (attn_q, attn_k,
+// attn_v, attn_output, each with its bias when the file has one).
+func (l *Loader) attnLayer(p string) decoderLayer {
 	hp := l.HP
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	return decoderLayer{
@@ -298,8 +307,21 @@ func (l *Loader) preNormLayer(p, ffnNorm string) decoderLayer {
 		k:        l.Linear(p+"attn_k", hp.Embd, kvd),
 		v:        l.Linear(p+"attn_v", hp.Embd, kvd),
 		o:        l.Linear(p+"attn_output", qd, hp.Embd),
-		ffnNorm:  l.Norm(p+ffnNorm, hp.Embd),
 	}
+}
+
+// attnScale sets d's score scale to attention.scale when the file gives
+// one; false after an error.
+func (l *Loader) attnScale(d *decoder) bool {
+	scale, err := meta{l.f, l.HP.Arch}.float("attention.scale", 0)
+	if err != nil {
+		l.fail(err)
+		return false
+	}
+	if scale != 0 {
+		d.attn.Scale = scale
+	}
+	return true
 }
 
 // baseDecoder binds what every llama-style decoder has: the token
@@ -359,6 +381,10 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			if ly.mixer != nil {
 				mix = ff
 				ly.mixer.forward(b, mix, normed(ly.attnNorm))
+				if ly.q != nil { // falcon-h1: attention beside the mixer on the same normed rows (h)
+					m.attention(b, h, h, i, ly)
+					b.Add(mix, h)
+				}
 			} else {
 				m.attention(b, h, normed(ly.attnNorm), i, ly)
 			}

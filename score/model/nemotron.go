@@ -60,7 +60,7 @@ func newNemotronH(l *Loader, experts bool) Network {
 		norm := l.Norm(p+"attn_norm", hp.Embd)
 		switch {
 		case kv[i] == 0 && ff[i] == 0:
-			return decoderLayer{attnNorm: norm, mixer: l.mamba2(p, proto, l.Has(p+"ssm_conv1d.bias"))}
+			return decoderLayer{attnNorm: norm, mixer: l.mamba2(p, proto, l.Has(p+"ssm_conv1d.bias"), true)}
 		case ff[i] == 0:
 			qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 			return decoderLayer{attnNorm: norm, noRoPE: true,

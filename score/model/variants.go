@@ -108,13 +108,8 @@ func newOLMo2(l *Loader) Network {
 func newSeedOSS(l *Loader) Network {
 	hp := l.HP
 	d := l.baseDecoder(true)
-	scale, err := meta{l.f, hp.Arch}.float("attention.scale", 0)
-	if err != nil {
-		l.fail(err)
+	if !l.attnScale(d) {
 		return nil
-	}
-	if scale != 0 {
-		d.attn.Scale = scale
 	}
 	return l.bindLayers(d, func(_ int, p string) decoderLayer {
 		ly := l.preNormLayer(p, "post_attention_norm")

@@ -349,6 +349,17 @@ func TestGatedGroupNorm(t *testing.T) {
 			GatedGroupNorm(c, got, got, z, w, rows, g, 1e-6)
 			checkULP(t, "GatedGroupNorm "+l.String(), got, want, 6, nil)
 		})
+		// Without weights, the gate alone (Falcon-H1 without ssm_norm).
+		GatedGroupNormRef(want, x, z, nil, rows, g, 1e-6)
+		for i := range want {
+			zz := float64(z[i])
+			if u := float32(zz / (1 + math.Exp(-zz)) * float64(x[i])); want[i] != u {
+				t.Fatalf("gate alone, reference: %v, want x·silu(z) = %v", want[i], u)
+			}
+		}
+		got := slices.Clone(x)
+		GatedGroupNorm(c, got, got, z, nil, rows, g, 1e-6)
+		checkULP(t, "GatedGroupNorm without weights", got, want, 2, nil)
 	}
 }
 

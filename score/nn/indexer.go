@@ -169,13 +169,15 @@ func popcount(x int) int {
 }
 
 // LayerNorm normalizes each row of x (rows × len(w)) to zero mean and unit
-// variance, eps added to the variance, then scales by w and adds b: mean
-// and variance in float64, each output rounded once.
+// variance, eps added to the variance, then scales by w and adds b (none
+// when nil): mean and variance in float64, each output rounded once.
 func LayerNorm(out, x, w, b []float32, eps float64, rows int) {
 	cols := len(w)
 	check("layer norm input", len(x), rows*cols)
 	check("layer norm output", len(out), rows*cols)
-	check("layer norm bias", len(b), cols)
+	if b != nil {
+		check("layer norm bias", len(b), cols)
+	}
 	for r := range rows {
 		xr, or := x[r*cols:(r+1)*cols], out[r*cols:(r+1)*cols]
 		var mean, v float64
@@ -188,13 +190,17 @@ func LayerNorm(out, x, w, b []float32, eps float64, rows int) {
 		}
 		inv := 1 / math.Sqrt(v/float64(cols)+eps)
 		for c, e := range xr {
-			or[c] = float32((float64(e)-mean)*inv*float64(w[c]) + float64(b[c]))
+			y := (float64(e) - mean) * inv * float64(w[c])
+			if b != nil {
+				y += float64(b[c])
+			}
+			or[c] = float32(y)
 		}
 	}
 }
 
 // GGMLLayerNorm is LayerNorm as ggml-cpu computes NORM, then MUL by w and
-// ADD b: the mean a float64 sum rounded to float32, divided in float32;
+// ADD b (when not nil): the mean a float64 sum rounded to float32, divided in float32;
 // the variance a float64 sum of float32 squares of x - mean, 16 at a time
 // reduced as _mm512_reduce_add_ps does (8 at a time as hsum_float_8 in the
 // AVX2 build), the rest one by one; 1/sqrtf(variance + eps) in float32.
@@ -202,7 +208,9 @@ func GGMLLayerNorm(out, x, w, b []float32, eps float32, rows int, avx2 bool) {
 	cols := len(w)
 	check("layer norm input", len(x), rows*cols)
 	check("layer norm output", len(out), rows*cols)
-	check("layer norm bias", len(b), cols)
+	if b != nil {
+		check("layer norm bias", len(b), cols)
+	}
 	lanes := 16
 	if avx2 {
 		lanes = 8
@@ -235,7 +243,9 @@ func GGMLLayerNorm(out, x, w, b []float32, eps float32, rows int, avx2 bool) {
 		scale := 1 / float32(math.Sqrt(float64(float32(sq/float64(cols))+eps)))
 		for c := range y {
 			y[c] = y[c] * scale * w[c]
-			y[c] += b[c]
+			if b != nil {
+				y[c] += b[c]
+			}
 		}
 	}
 }

@@ -333,22 +333,22 @@ func SSMScanRef(h *SSMHead, round func([]float32)) {
 // multiplied by w (rows × len(w) values; w's length a multiple of group)
 // as RMSNorm's rmsRow (float64 rounded once): within 6 ulp of
 // GatedGroupNormRef. With Context.LlamaCPP it is llama.cpp's float32
-// sequence (ggmlSwiGLURow, ggmlRMSRow). out may be x.
+// sequence (ggmlSwiGLURow, ggmlRMSRow). w nil: the gate alone, no norm
+// (Falcon-H1's files without ssm_norm). out may be x.
 func GatedGroupNorm(c *Context, out, x, z, w []float32, rows, group int, eps float64) {
-	d := len(w)
-	checkGroupNorm(out, x, z, rows, d, group)
+	d := checkGroupNorm(out, x, z, w, rows, group)
 	c.Parallel(rows, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
 			o := out[r*d : (r+1)*d]
 			if c.LlamaCPP { // SWIGLU, then RMS_NORM and MUL per group
 				ggmlSwiGLURow(o, z[r*d:(r+1)*d], x[r*d:(r+1)*d], c.GGMLAVX2)
-				for g := 0; g < d; g += group {
+				for g := 0; g < d && w != nil; g += group {
 					ggmlRMSRow(o[g:g+group], o[g:g+group], w[g:g+group], float32(eps))
 				}
 				continue
 			}
 			swiglu32(o, z[r*d:(r+1)*d], x[r*d:(r+1)*d])
-			for g := 0; g < d; g += group {
+			for g := 0; g < d && w != nil; g += group {
 				rmsRow(o[g:g+group], o[g:g+group], w[g:g+group], eps)
 			}
 		}
@@ -358,8 +358,10 @@ func GatedGroupNorm(c *Context, out, x, z, w []float32, rows, group int, eps flo
 // GatedGroupNormRef is GatedGroupNorm in float64 from u rounded to float32,
 // each output rounded once: the reference.
 func GatedGroupNormRef(out, x, z, w []float32, rows, group int, eps float64) {
-	d := len(w)
-	checkGroupNorm(out, x, z, rows, d, group)
+	d := checkGroupNorm(out, x, z, w, rows, group)
+	if w == nil {
+		group = d
+	}
 	u := make([]float64, group)
 	for r := range rows {
 		for g := 0; g < d; g += group {
@@ -370,6 +372,12 @@ func GatedGroupNormRef(out, x, z, w []float32, rows, group int, eps float64) {
 				u[i] = float64(float32(zz / (1 + math.Exp(-zz)) * float64(x[c])))
 				ss += u[i] * u[i]
 			}
+			if w == nil {
+				for i := range group {
+					out[r*d+g+i] = float32(u[i])
+				}
+				continue
+			}
 			scale := 1 / math.Sqrt(ss/float64(group)+eps)
 			for i := range group {
 				out[r*d+g+i] = float32(u[i] * scale * float64(w[g+i]))
@@ -378,11 +386,17 @@ func GatedGroupNormRef(out, x, z, w []float32, rows, group int, eps float64) {
 	}
 }
 
-func checkGroupNorm(out, x, z []float32, rows, d, group int) {
-	if group <= 0 || d%group != 0 {
+// checkGroupNorm checks the shapes and returns the row length: w's, or
+// len(x)/rows without a norm.
+func checkGroupNorm(out, x, z, w []float32, rows, group int) int {
+	d := len(w)
+	if w == nil && rows > 0 {
+		d = len(x) / rows
+	} else if group <= 0 || d%group != 0 {
 		panic(fmt.Sprintf("nn: group norm of groups of %d over rows of %d", group, d))
 	}
 	check("group norm input", len(x), rows*d)
 	check("group norm gate", len(z), rows*d)
 	check("group norm output", len(out), rows*d)
+	return d
 }

@@ -1,0 +1,105 @@
+package model
+
+import (
+	"fmt"
+
+	"ppl.dev/score/ml"
+)
+
+// cohere2: Cohere's Command R7B and Command A, as llama.cpp 0.7.0 runs
+// them: a parallel block whose attention and SwiGLU MLP both read h =
+// LayerNorm(x)·attn_norm (no bias, attention.layer_norm_epsilon), the
+// residual stream then x + MLP(h) + attention(h) in that order; q, k, v
+// and the attention's output with biases where the file has them; three
+// layers of four attend within a sliding window of attention.sliding_window
+// keys with RoPE (adjacent pairs), the fourth to every key without
+// positions; the final norm a LayerNorm too; the output the token
+// embedding (llama.cpp refuses a file with output.weight); the logits
+// multiplied by logit_scale.
+//
+// command-r (Command R, Aya 23, Aya Expanse) is the same block with RoPE in
+// every layer and no window. Command R+'s per-head LayerNorms of q and k
+// (attn_q_norm, attn_k_norm) are not implemented: such a file is refused.
+func init() {
+	Register("cohere2", newCohere2)
+	Register("command-r", newCohere2)
+}
+
+type cohere2 struct {
+	*decoder
+	lnEps float64 // attention.layer_norm_epsilon
+}
+
+func newCohere2(l *Loader) Network {
+	hp := l.HP
+	m := meta{l.f, hp.Arch}
+	eps, err := m.float("attention.layer_norm_epsilon", -1)
+	window, swa := 0, hp.Arch == "cohere2"
+	if err == nil && swa {
+		window, err = m.positive("attention.sliding_window", -1)
+	}
+	if err == nil && l.Has("blk.0.attn_q_norm.weight") {
+		err = fmt.Errorf("%s: per-head LayerNorms of q and k (Command R+'s blk.N.attn_q_norm, attn_k_norm) are not supported", hp.Arch)
+	}
+	scale := 0.0
+	if err == nil {
+		scale, err = m.float("logit_scale", 0)
+	}
+	if err == nil && !m.has("attention.layer_norm_epsilon") {
+		err = fmt.Errorf("missing metadata %s.attention.layer_norm_epsilon", hp.Arch)
+	}
+	if err == nil && !(eps > 0) {
+		err = fmt.Errorf("metadata %s.attention.layer_norm_epsilon = %v, want > 0", hp.Arch, eps)
+	}
+	if err == nil && l.Has("output.weight") {
+		err = fmt.Errorf("%s: the file has output.weight, which llama.cpp 0.7.0's cohere2 does not read (it refuses the file): the output is token_embd", hp.Arch)
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	d := l.baseDecoder(false)
+	d.head.Scale = scale
+	local := d.attn
+	local.Window = window
+	net := l.bindLayers(d, func(i int, p string) decoderLayer {
+		ly := l.attnLayer(p)
+		ly.ffn, ly.noRoPE = l.DenseFFN(p, hp.Embd, hp.FFN), swa && (i+1)%4 == 0
+		if swa && !ly.noRoPE {
+			ly.attn = &local
+		}
+		return ly
+	})
+	if net == nil {
+		return nil
+	}
+	return &cohere2{decoder: d, lnEps: eps}
+}
+
+// Check requires LayerNorm.
+func (m *cohere2) Check(b ml.Backend) error {
+	if _, ok := b.(ml.LayerNormer); !ok {
+		return fmt.Errorf("%s needs LayerNorm (ml.LayerNormer), which backend %T lacks", m.hp.Arch, b)
+	}
+	return nil
+}
+
+func (m *cohere2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
+	ln := b.(ml.LayerNormer)
+	hp, n := m.hp, len(tokens)
+	x := b.Alloc(n, hp.Embd) // the residual stream
+	b.Embed(x, m.tokenEmbd, tokens)
+	for i := range m.layers {
+		ly := &m.layers[i]
+		mark := b.Mark()
+		h, ff, att := b.Alloc(n, hp.Embd), b.Alloc(n, hp.Embd), b.Alloc(n, hp.Embd)
+		ln.LayerNorm(h, x, ly.attnNorm, nil, m.lnEps)
+		ly.ffn.Forward(b, ff, h)
+		m.attention(b, att, h, i, ly)
+		b.Add(x, ff)
+		b.Add(x, att)
+		b.Release(mark)
+	}
+	ln.LayerNorm(x, x, m.outputNorm, nil, m.lnEps)
+	return x
+}
