@@ -377,8 +377,8 @@ func TestEndToEndWideHeads(t *testing.T) {
 // Mamba-2 side by side, with and without the grouped norm); cohere2
 // and command-r (LayerNorm: ml.LayerNormer); lfm2 and lfm2moe (short
 // convolutions: Conv and Mul); gemma2 (soft-capped attention scores);
-// llama4 (experts weighted before their FFN); the others only core
-// operations. Package
+// llama4 (experts weighted before their FFN; a window past its chunk of
+// 8192 refused by name); the others only core operations. Package
 // model's
 // TestGeneratedLlama holds the CPU to llama.cpp.
 func TestEndToEndGenerated(t *testing.T) {
@@ -526,6 +526,19 @@ func TestEndToEndGenerated(t *testing.T) {
 				}
 			})
 		}
+		// Past Llama 4's chunk of 8192 the CPU attends over key sets; the
+		// GPU refuses the window by name.
+		t.Run("llama4 past its chunk", func(t *testing.T) {
+			g, err := loadOn(e, cases[len(cases)-1].path, model.Options{KVDtype: "bf16", Context: 8193}, Mixed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Close()
+			want := "a window of 8193 tokens needs attention over chosen keys"
+			if _, err := g.Score(make([]int32, 8193), 1); err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("got %v, want %q", err, want)
+			}
+		})
 	})
 }
 

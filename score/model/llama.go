@@ -77,9 +77,12 @@ type decoder struct {
 	embScale, resScale float64
 	// qkNormAfterRoPE norms q and k after RoPE rather than before (llama4).
 	qkNormAfterRoPE bool
-	// maxRows, when not 0, is the longest window the model computes as
-	// llama.cpp does; a longer one fails (llama4's chunked attention).
-	maxRows int
+	// chunk, when not 0, confines the attention of the layers with RoPE
+	// to chunks of that many positions (key j for query i only from
+	// i's chunk start, floor(i/chunk)·chunk, on), and nopeTemp scales the
+	// queries of the layers without (llama4).
+	chunk    int
+	nopeTemp attnTemp
 }
 
 type decoderLayer struct {
@@ -354,9 +357,14 @@ func normSpans(b ml.Backend, t ml.Tensor, w *ml.Vector, eps float64) {
 func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	hp, n := m.hp, len(tokens)
 	x := b.Alloc(n, hp.Embd) // the residual stream
-	if m.maxRows > 0 && n > m.maxRows {
-		b.Fail(fmt.Errorf("%s: a window of %d tokens: at most %d (llama.cpp's chunked attention and query temperature past them are not implemented)", hp.Arch, n, m.maxRows))
-		return x
+	var chunked *nn.KeySet   // keys confined to their chunk, when the window crosses one
+	if m.chunk > 0 && n > m.chunk {
+		chunked = nn.NewKeySet(n)
+		for i := range n {
+			for j := i / m.chunk * m.chunk; j <= i; j++ {
+				chunked.Add(i, j)
+			}
+		}
 	}
 	b.Embed(x, m.tokenEmbd, tokens)
 	if m.embScale != 0 {
@@ -382,11 +390,11 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 				mix = ff
 				ly.mixer.forward(b, mix, normed(ly.attnNorm))
 				if ly.q != nil { // falcon-h1: attention beside the mixer on the same normed rows (h)
-					m.attention(b, h, h, i, ly)
+					m.attention(b, h, h, i, ly, chunked)
 					b.Add(mix, h)
 				}
 			} else {
-				m.attention(b, h, normed(ly.attnNorm), i, ly)
+				m.attention(b, h, normed(ly.attnNorm), i, ly, chunked)
 			}
 			if ly.postAttnNorm != nil {
 				b.RMSNorm(mix, mix, ly.postAttnNorm, hp.Eps)
@@ -412,8 +420,9 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	return x
 }
 
-// attention computes layer i's attention over the normed rows h into dst.
-func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLayer) {
+// attention computes layer i's attention over the normed rows h into dst;
+// with chunked (llama4's chunks), a layer with RoPE reads only those keys.
+func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLayer, chunked *nn.KeySet) {
 	hp, n := m.hp, h.Rows()
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	mark := b.Mark()
@@ -435,9 +444,17 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 	if m.scaleQ != nil {
 		m.scaleQ(b, q)
 	}
+	if ly.noRoPE {
+		m.nopeTemp.apply(b, q)
+	}
 	at := &m.attn
 	if ly.attn != nil {
 		at = ly.attn
+	}
+	if chunked != nil && !ly.noRoPE {
+		c := *at
+		c.Keys = chunked
+		at = &c
 	}
 	b.Attention(att, q, k, v, i, at)
 	b.Linear(dst, att, ly.o)

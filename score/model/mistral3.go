@@ -64,12 +64,13 @@ func newMistral3(l *Loader) Network {
 }
 
 // attnTemp is Llama 4's attention temperature as llama.cpp applies it
-// (mistral3, and deepseek2 for Mistral Large 3): the query of position p
-// multiplied by s(p) = 1 + β·ln(1 + floor(p/floor)), β =
-// attention.temperature_scale; β = 0: none.
+// (mistral3, and deepseek2 for Mistral Large 3; llama4's NoPE layers): the
+// query of position p multiplied by s(p) = 1 + β·ln(1 + floor((p +
+// offset)/floor)), β = attention.temperature_scale; β = 0: none.
 type attnTemp struct {
-	beta  float64
-	floor int // positions per step
+	beta   float64
+	floor  int // positions per step
+	offset int // 1 in llama4, 0 elsewhere
 }
 
 // attnTemp reads the temperature, its step from floorKey (def when absent;
@@ -96,7 +97,7 @@ func (t attnTemp) apply(b ml.Backend, q ml.Tensor) {
 		return
 	}
 	n := q.Rows()
-	for k := 1; k*t.floor < n; k++ { // s = 1 for the first run
-		b.Scale(b.Slice(q, k*t.floor, min(n, (k+1)*t.floor)), 1+t.beta*math.Log(float64(1+k)))
+	for k := 1; k*t.floor-t.offset < n; k++ { // s = 1 for the first run
+		b.Scale(b.Slice(q, k*t.floor-t.offset, min(n, (k+1)*t.floor-t.offset)), 1+t.beta*math.Log(float64(1+k)))
 	}
 }

@@ -246,10 +246,11 @@ func newDots1(l *Loader) Network {
 // experts llama.cpp reads as LLM_TYPE_17B_128E); every
 // interleave_moe_layer_step-th FFN a mixture of experts routed by sigmoid,
 // top-K, the weight multiplying the chosen expert's input, plus a shared
-// expert of the experts' width; the others dense. llama.cpp's rope layers
-// attend within chunks of 8192 keys and its NoPE layers scale the queries
-// from position 8191 on, neither of which is copied here: a window past
-// 8191 tokens is refused. A file whose attention.sliding_window is 0
+// expert of the experts' width; the others dense. As llama.cpp runs it,
+// the layers with RoPE attend within chunks of 8192 positions (decoder's
+// chunk: the CPU's attention over key sets; the GPU refuses a window past
+// 8192 tokens) and the NoPE layers scale their queries by Llama 4's
+// temperature, 1 + 0.1·ln(1 + floor((p + 1)/8192)). A file whose attention.sliding_window is 0
 // (no chunks) is refused: llama.cpp 0.7.0 aborts on it (GGML_ASSERT
 // f_attn_temp_scale != 0), so there is no number to match.
 func newLlama4(l *Loader) Network {
@@ -275,7 +276,8 @@ func newLlama4(l *Loader) Network {
 	moe.Norm, moe.Scale, moe.SharedFFN = false, 0, moe.FFN
 	kqNorm := moe.Experts != 128
 	d := l.baseDecoder(false)
-	d.maxRows, d.qkNormAfterRoPE = llama4Chunk-1, true
+	d.chunk, d.qkNormAfterRoPE = llama4Chunk, true
+	d.nopeTemp = attnTemp{beta: float64(float32(0.1)), floor: llama4Chunk, offset: 1}
 	ones := &ml.Vector{Name: "(llama4's q/k RMS norm, no weight)", V: make([]float32, hp.HeadDim)}
 	for i := range ones.V {
 		ones.V[i] = 1
