@@ -534,7 +534,7 @@ func TestEndToEndGenerated(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer g.Close()
-			want := "a window of 8193 tokens needs attention over chosen keys"
+			want := "a window of 8193 tokens needs attention over chosen keys (chunks of 8192)"
 			if _, err := g.Score(make([]int32, 8193), 1); err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("got %v, want %q", err, want)
 			}

@@ -792,8 +792,8 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 	if b.err != nil {
 		return
 	}
-	if a.Keys != nil {
-		b.Fail(fmt.Errorf("a window of %d tokens needs attention over chosen keys (Llama 4's chunks of 8192), which the cuda backend does not run: score it on the CPU, or in windows of at most 8192 tokens", n))
+	if a.Keys != nil || a.Chunk > 0 && n > a.Chunk {
+		b.Fail(fmt.Errorf("a window of %d tokens needs attention over chosen keys (chunks of %d), which the cuda backend does not run: score it on the CPU, or in windows of at most %d tokens", n, a.Chunk, a.Chunk))
 		return
 	}
 	// The int8 mode takes attn_fx or the plain kernel: their float32 output

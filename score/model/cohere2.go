@@ -95,7 +95,7 @@ func (m *cohere2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		h, ff, att := b.Alloc(n, hp.Embd), b.Alloc(n, hp.Embd), b.Alloc(n, hp.Embd)
 		ln.LayerNorm(h, x, ly.attnNorm, nil, m.lnEps)
 		ly.ffn.Forward(b, ff, h)
-		m.attention(b, att, h, i, ly, nil)
+		m.attention(b, att, h, i, ly)
 		b.Add(x, ff)
 		b.Add(x, att)
 		b.Release(mark)

@@ -78,9 +78,8 @@ type decoder struct {
 	// qkNormAfterRoPE norms q and k after RoPE rather than before (llama4).
 	qkNormAfterRoPE bool
 	// chunk, when not 0, confines the attention of the layers with RoPE
-	// to chunks of that many positions (key j for query i only from
-	// i's chunk start, floor(i/chunk)·chunk, on), and nopeTemp scales the
-	// queries of the layers without (llama4).
+	// to chunks of that many positions (ml.Attn.Chunk), and nopeTemp
+	// scales the queries of the layers without (llama4).
 	chunk    int
 	nopeTemp attnTemp
 }
@@ -357,15 +356,6 @@ func normSpans(b ml.Backend, t ml.Tensor, w *ml.Vector, eps float64) {
 func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	hp, n := m.hp, len(tokens)
 	x := b.Alloc(n, hp.Embd) // the residual stream
-	var chunked *nn.KeySet   // keys confined to their chunk, when the window crosses one
-	if m.chunk > 0 && n > m.chunk {
-		chunked = nn.NewKeySet(n)
-		for i := range n {
-			for j := i / m.chunk * m.chunk; j <= i; j++ {
-				chunked.Add(i, j)
-			}
-		}
-	}
 	b.Embed(x, m.tokenEmbd, tokens)
 	if m.embScale != 0 {
 		b.Scale(x, m.embScale)
@@ -390,11 +380,11 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 				mix = ff
 				ly.mixer.forward(b, mix, normed(ly.attnNorm))
 				if ly.q != nil { // falcon-h1: attention beside the mixer on the same normed rows (h)
-					m.attention(b, h, h, i, ly, chunked)
+					m.attention(b, h, h, i, ly)
 					b.Add(mix, h)
 				}
 			} else {
-				m.attention(b, h, normed(ly.attnNorm), i, ly, chunked)
+				m.attention(b, h, normed(ly.attnNorm), i, ly)
 			}
 			if ly.postAttnNorm != nil {
 				b.RMSNorm(mix, mix, ly.postAttnNorm, hp.Eps)
@@ -420,9 +410,8 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	return x
 }
 
-// attention computes layer i's attention over the normed rows h into dst;
-// with chunked (llama4's chunks), a layer with RoPE reads only those keys.
-func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLayer, chunked *nn.KeySet) {
+// attention computes layer i's attention over the normed rows h into dst.
+func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLayer) {
 	hp, n := m.hp, h.Rows()
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	mark := b.Mark()
@@ -451,9 +440,9 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 	if ly.attn != nil {
 		at = ly.attn
 	}
-	if chunked != nil && !ly.noRoPE {
+	if m.chunk > 0 && n > m.chunk && !ly.noRoPE {
 		c := *at
-		c.Keys = chunked
+		c.Chunk = m.chunk
 		at = &c
 	}
 	b.Attention(att, q, k, v, i, at)

@@ -27,6 +27,9 @@ type Attention struct {
 	// Keys.Has(i, j) (DeepSeek's sparse attention: the keys its lightning
 	// indexer selects).
 	Keys *KeySet
+	// Chunk > 0 restricts query row i to the keys of its chunk, j >=
+	// floor(i/Chunk)·Chunk (Llama 4's chunked attention).
+	Chunk int
 	// ValueDim, when not 0, is how many leading elements of each value
 	// and output head the caller uses (multi-head latent attention's values
 	// are its keys' first ValueDim elements); the others of the output are
@@ -54,7 +57,12 @@ func (s *KeySet) Add(i, j int) { s.bits[i*s.words+j/64] |= 1 << (j % 64) }
 func (s *KeySet) Has(i, j int) bool { return s.bits[i*s.words+j/64]&(1<<(j%64)) != 0 }
 
 // sees reports whether query row i reads key j <= i besides the window.
-func (a *Attention) sees(i, j int) bool { return a.Keys == nil || a.Keys.Has(i, j) }
+func (a *Attention) sees(i, j int) bool {
+	return (a.Keys == nil || a.Keys.Has(i, j)) && (a.Chunk == 0 || j >= i/a.Chunk*a.Chunk)
+}
+
+// masks reports whether Keys or Chunk leave some row some of its keys.
+func (a *Attention) masks() bool { return a.Keys != nil || a.Chunk > 0 }
 
 // valueDim is ValueDim, or HeadDim when it is 0.
 func (a *Attention) valueDim() int {
@@ -69,8 +77,8 @@ func (a *Attention) Validate() error {
 	if a.Heads <= 0 || a.KVHeads <= 0 || a.HeadDim <= 0 || a.Heads%a.KVHeads != 0 {
 		return fmt.Errorf("attention: %d heads, %d KV heads of size %d (heads must be a multiple of KV heads)", a.Heads, a.KVHeads, a.HeadDim)
 	}
-	if a.Window < 0 || (a.Sinks != nil && len(a.Sinks) != a.Heads) {
-		return fmt.Errorf("attention: window %d, %d sinks for %d heads", a.Window, len(a.Sinks), a.Heads)
+	if a.Window < 0 || a.Chunk < 0 || (a.Sinks != nil && len(a.Sinks) != a.Heads) {
+		return fmt.Errorf("attention: window %d, chunk %d, %d sinks for %d heads", a.Window, a.Chunk, len(a.Sinks), a.Heads)
 	}
 	if a.SoftCap < 0 || math.IsInf(a.SoftCap, 0) || math.IsNaN(a.SoftCap) {
 		return fmt.Errorf("attention: soft-cap %v", a.SoftCap)
@@ -103,7 +111,7 @@ const keyBlock = 64
 // a score of -1e30 (its exponential is 0 beside any real score; a block
 // wholly masked for a row, read before the row's first real block, leaves
 // terms that the first real block's alpha = e^(-1e30 - m) = 0 erases);
-// Keys masks the keys a row's set leaves out the same way.
+// Keys and Chunk mask the keys they leave out the same way.
 // Sinks add exp(sink - m) to each row's final sum, in float64. A soft-cap
 // replaces a block's scores by SoftCap·tanh(s·Scale/SoftCap), in float64
 // rounded once, before the window's masks.
@@ -253,11 +261,11 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 							}
 						}
 					}
-					if a.Keys != nil { // the keys a row's set leaves out, as the window's
+					if a.masks() { // the keys a row's set or chunk leaves out, as the window's
 						for r := range tl.rows {
 							i := tl.i0 + r/nh
 							for jj := range min(keyBlock, i+1-j0) {
-								if !a.Keys.Has(i, j0+jj) {
+								if !a.sees(i, j0+jj) {
 									sb[r*keyBlock+jj] = -1e30
 								}
 							}

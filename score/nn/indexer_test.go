@@ -200,3 +200,38 @@ func TestGGMLLayerNorm(t *testing.T) {
 		}
 	}
 }
+
+// TestAttentionChunk: Chunk (Llama 4's chunked attention) gives the bits
+// of the same keys as a KeySet in every path (float32 flash, the plain
+// loop, ggml's one-chunk and tiled kernels), and the float64 definition
+// to float32 rounding.
+func TestAttentionChunk(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 9))
+	for _, c := range []struct{ n, hd, chunk int }{{150, 16, 40}, {150, 24, 64}, {40, 16, 16}} {
+		q, k, v := randVec(r, c.n*4*c.hd), randVec(r, c.n*2*c.hd), randVec(r, c.n*2*c.hd)
+		for i := range k {
+			k[i], v[i] = roundF16(k[i]), roundF16(v[i])
+		}
+		set := NewKeySet(c.n)
+		for i := range c.n {
+			for j := i / c.chunk * c.chunk; j <= i; j++ {
+				set.Add(i, j)
+			}
+		}
+		for _, ggml := range []bool{false, true} {
+			chunked := &Attention{Heads: 4, KVHeads: 2, HeadDim: c.hd, Scale: 0.2, Chunk: c.chunk, GGMLF16: ggml}
+			keyed := &Attention{Heads: 4, KVHeads: 2, HeadDim: c.hd, Scale: 0.2, Keys: set, GGMLF16: ggml}
+			got, want := make([]float32, len(q)), make([]float32, len(q))
+			chunked.Forward(NewContext(2), got, q, k, v, c.n)
+			keyed.Forward(NewContext(2), want, q, k, v, c.n)
+			if !slices.Equal(got, want) {
+				t.Fatalf("%+v, ggml %v: chunked and keyed attention differ", c, ggml)
+			}
+			for i, e := range chunked.Exact(q, k, v, c.n) {
+				if math.Abs(float64(got[i])-e) > 2e-3 {
+					t.Fatalf("%+v, ggml %v: out[%d] = %v, want %v", c, ggml, i, got[i], e)
+				}
+			}
+		}
+	}
+}
