@@ -49,12 +49,13 @@ __device__ __forceinline__ u16 to_half(float v, int f16) { return f16 ? f32_to_f
 // keys j > i - window; sinks, when not null, holds one logit per head that
 // joins the softmax's denominator (the running maximum starts at it). out
 // is bf16 (otype 0), fp16 (1) or float32 (2). cap > 0 soft-caps each scaled
-// score s to cap·tanh(s/cap) (Gemma 2).
+// score s to cap·tanh(s/cap) (Gemma 2). chunk > 0 limits query i to the
+// keys of its chunk, j >= i - i mod chunk (Llama 4).
 extern "C" __global__ void __launch_bounds__(128)
     attn_simple(void* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads, int hd, float scale,
                 int window, const float* __restrict__ sinks, int kfmt, const void* kdata, const void* kscales,
                 const float* ktscale, int vfmt, const void* vdata, const void* vscales, const float* vtscale,
-                int otype, float cap) {
+                int otype, float cap, int chunk) {
 	__shared__ float qs[ATTN_MAXD];
 	__shared__ float ps[128];
 	__shared__ float red[4];
@@ -68,7 +69,8 @@ extern "C" __global__ void __launch_bounds__(128)
 	__syncthreads();
 	// With a sink, the sum starts at exp(sink - m) = 1 with m = sink.
 	float m = sinks ? sinks[h] : -INFINITY, l = sinks ? 1.0f : 0.0f, acc[ATTN_MAXD / 128] = {};
-	const int lo = window > 0 ? max(0, i - window + 1) : 0;
+	int lo = window > 0 ? max(0, i - window + 1) : 0;
+	if (chunk > 0) lo = max(lo, i - i % chunk);
 	for (int j0 = lo; j0 <= i; j0 += 128) {
 		const int j = j0 + tid;
 		float s = -INFINITY;

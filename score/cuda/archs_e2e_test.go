@@ -378,7 +378,7 @@ func TestEndToEndWideHeads(t *testing.T) {
 // and command-r (LayerNorm: ml.LayerNormer); lfm2 and lfm2moe (short
 // convolutions: Conv and Mul); gemma2 (soft-capped attention scores);
 // llama4 (experts weighted before their FFN; a window past its chunk of
-// 8192 refused by name); the others only core operations. Package
+// 8192, the plain kernel's chunks); the others only core operations. Package
 // model's
 // TestGeneratedLlama holds the CPU to llama.cpp.
 func TestEndToEndGenerated(t *testing.T) {
@@ -526,17 +526,17 @@ func TestEndToEndGenerated(t *testing.T) {
 				}
 			})
 		}
-		// Past Llama 4's chunk of 8192 the CPU attends over key sets; the
-		// GPU refuses the window by name.
+		// Past Llama 4's chunk of 8192 the layers with RoPE take the plain
+		// kernel with its chunks: the GPU against the CPU, the last 100
+		// targets of a window of 8200 tokens. Emulation: max 0.0041, mean
+		// 0.00102 (dense attention there would be about 0.09 per token
+		// off).
 		t.Run("llama4 past its chunk", func(t *testing.T) {
-			g, err := loadOn(e, cases[len(cases)-1].path, model.Options{KVDtype: "bf16", Context: 8193}, Mixed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer g.Close()
-			want := "a window of 8193 tokens needs attention over chosen keys (chunks of 8192)"
-			if _, err := g.Score(make([]int32, 8193), 1); err == nil || !strings.Contains(err.Error(), want) {
-				t.Errorf("got %v, want %q", err, want)
+			long := archTokens(dir, "tiny-llama-spm-q8_0", tok.NVocab, 8200)
+			s := e2eOpts(t, e, cases[len(cases)-1].path, model.Options{KVDtype: "bf16", Context: 8200}, []e2eWindow{{0, 8200, 8100}}, long)
+			t.Logf("bf16 cache, window of 8200, last 100 targets: %v", s)
+			if mean := s.sumAbs / float64(s.n); mean > 0.003 {
+				t.Errorf("%v; want mean |Δ| <= 0.003", s)
 			}
 		})
 	})

@@ -472,7 +472,7 @@ func TestFlashVsPlain(t *testing.T) {
 				// against float64 over the cache's keys and values.
 				plain32, split := devAlloc(t, e, int64(4*len(q))), devAlloc(t, e, int64(4*len(q)))
 				do(t, e, func() error {
-					if err := e.attentionPlain(plain32, qp, c.n, c.heads, c.kvheads, c.hd, scale, c.window, sp, 0, kt, vt, otypeF32); err != nil {
+					if err := e.attentionPlain(plain32, qp, c.n, c.heads, c.kvheads, c.hd, scale, c.window, sp, 0, 0, kt, vt, otypeF32); err != nil {
 						return err
 					}
 					return e.attentionSplit(split, qp, c.n, c.heads, c.kvheads, c.hd, scale, c.window, sp, kt, vt)

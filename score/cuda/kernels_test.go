@@ -500,10 +500,10 @@ func TestAttentionParity(t *testing.T) {
 	})
 }
 
-// TestLayerNormKernel: layernorm_f32 against nn.LayerNorm (float64 as the
+// TestLayerNormParity: layernorm_f32 against nn.LayerNorm (float64 as the
 // kernel, sums in another order), with and without a bias, in place, on
 // rows of a constant (variance 0: eps alone) and a width past the block.
-func TestLayerNormKernel(t *testing.T) {
+func TestLayerNormParity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		b := testBackend(e)
 		defer b.Close()

@@ -792,9 +792,13 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 	if b.err != nil {
 		return
 	}
-	if a.Keys != nil || a.Chunk > 0 && n > a.Chunk {
-		b.Fail(fmt.Errorf("a window of %d tokens needs attention over chosen keys (chunks of %d), which the cuda backend does not run: score it on the CPU, or in windows of at most %d tokens", n, a.Chunk, a.Chunk))
+	if a.Keys != nil {
+		b.Fail(fmt.Errorf("a window of %d tokens needs attention over chosen keys, which the cuda backend does not run: score it on the CPU", n))
 		return
+	}
+	chunk := 0 // chunks that a window crosses take the plain kernel
+	if a.Chunk > 0 && n > a.Chunk {
+		chunk = a.Chunk
 	}
 	// The int8 mode takes attn_fx or the plain kernel: their float32 output
 	// is what the output projection quantizes (int8.go).
@@ -831,10 +835,10 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 			return err
 		}
 		if b.prec.Int8 {
-			if splitExact(b.kvK, b.kvV, a.HeadDim) && a.SoftCap == 0 {
+			if splitExact(b.kvK, b.kvV, a.HeadDim) && a.SoftCap == 0 && chunk == 0 {
 				return e.attentionSplit(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv)
 			}
-			return e.attentionPlain(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, a.SoftCap, b.kk, b.kv, otypeF32)
+			return e.attentionPlain(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, a.SoftCap, chunk, b.kk, b.kv, otypeF32)
 		}
 		mark := b.Mark()
 		defer b.Release(mark)
@@ -842,8 +846,8 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 		if err != nil {
 			return err
 		}
-		if a.SoftCap != 0 {
-			err = e.attentionPlain(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, a.SoftCap, b.kk, b.kv, isF16(t))
+		if a.SoftCap != 0 || chunk > 0 {
+			err = e.attentionPlain(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, a.SoftCap, chunk, b.kk, b.kv, isF16(t))
 		} else {
 			err = e.attentionMasked(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv, flash, t)
 		}

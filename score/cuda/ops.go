@@ -440,7 +440,7 @@ func (e *Engine) attentionMasked(out, q ptr, n, heads, kvheads, hd int, scale fl
 		// whatever its key tile.
 		return e.launch(fmt.Sprintf("attn_fa%d", hd), flashGrid(n, heads, hd), dim3{128, 1, 1}, args...)
 	}
-	return e.attentionPlain(out, q, n, heads, kvheads, hd, scale, window, sinks, 0, k, v, isF16(ot))
+	return e.attentionPlain(out, q, n, heads, kvheads, hd, scale, window, sinks, 0, 0, k, v, isF16(ot))
 }
 
 // splitExact reports whether attn_fx computes attention over a cache of
@@ -467,9 +467,9 @@ func (e *Engine) attentionSplit(out, q ptr, n, heads, kvheads, hd int, scale flo
 }
 
 // attentionPlain is the plain kernel, with a sliding window (0: none),
-// sinks (one float32 logit per head, or 0: none) and a soft-cap (0:
-// none), writing otype (a half type's or otypeF32).
-func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, softCap float64, k, v *kvTensor, otype int) error {
+// sinks (one float32 logit per head, or 0: none), a soft-cap (0: none)
+// and chunks (0: none), writing otype (a half type's or otypeF32).
+func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, softCap float64, chunk int, k, v *kvTensor, otype int) error {
 	if heads%kvheads != 0 || hd > attnMaxDim {
 		return fmt.Errorf("cuda: attention with %d heads, %d KV heads of size %d not supported", heads, kvheads, hd)
 	}
@@ -478,6 +478,6 @@ func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale flo
 		return err
 	}
 	args := []any{out, q, n, heads, kvheads, hd, float32(scale), window, sinks,
-		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), otype, float32(softCap)}
+		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), otype, float32(softCap), chunk}
 	return e.launch("attn_simple", dim3{uint32(n), uint32(heads), 1}, dim3{128, 1, 1}, args...)
 }

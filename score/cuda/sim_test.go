@@ -485,7 +485,7 @@ var simKernels = map[string]simKernel{
 		}
 		return nil
 	}},
-	"attn_simple": {19, func(s *simDevice, a *simArgs, grid dim3) error {
+	"attn_simple": {20, func(s *simDevice, a *simArgs, grid dim3) error {
 		n, heads := a.int(2), a.int(3)
 		if err := covers(grid[0], n, "queries"); err != nil {
 			return err
@@ -497,7 +497,7 @@ var simKernels = map[string]simKernel{
 		if p := a.ptr(8); p != nil {
 			sinks = f32s(p)[:heads]
 		}
-		return simAttention(a, a.int(5), float64(a.f32(6)), a.int(7), sinks, float64(a.f32(18)), 9, false)
+		return simAttention(a, a.int(5), float64(a.f32(6)), a.int(7), sinks, float64(a.f32(18)), a.int(19), 9, false)
 	}},
 	"attn_fa16":  {17, simFlash(16)},
 	"attn_fa32":  {17, simFlash(32)},
@@ -528,7 +528,7 @@ func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 			sinks = f32s(p)[:heads]
 		}
 		if !s.laneFlash {
-			return simAttention(a, hd, float64(a.f32(5))/math.Log2E, window, sinks, 0, 8, s.roundAttention)
+			return simAttention(a, hd, float64(a.f32(5))/math.Log2E, window, sinks, 0, 0, 8, s.roundAttention)
 		}
 		out, q, kvheads := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(4)
 		K := simPlanes{format: a.int(8), data: a.ptr(9), scales: a.ptr(10), tscale: a.ptr(11), heads: kvheads, hd: hd}
@@ -644,7 +644,7 @@ func halfToF32(h uint16, f16 int) float32 {
 // simAttention decodes the cache planes (arguments from k0 on: kfmt, kdata,
 // kscales, ktscale, vfmt, ...) and runs nn.Attention, with a sliding window
 // (0: none) and sinks (nil: none).
-func simAttention(a *simArgs, hd int, scale float64, window int, sinks []float32, softCap float64, k0 int, round bool) error {
+func simAttention(a *simArgs, hd int, scale float64, window int, sinks []float32, softCap float64, chunk, k0 int, round bool) error {
 	out, q, n, heads, kvheads := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
 	K := simPlanes{format: a.int(k0), data: a.ptr(k0 + 1), scales: a.ptr(k0 + 2), tscale: a.ptr(k0 + 3), heads: kvheads, hd: hd}
 	V := simPlanes{format: a.int(k0 + 4), data: a.ptr(k0 + 5), scales: a.ptr(k0 + 6), tscale: a.ptr(k0 + 7), heads: kvheads, hd: hd}
@@ -672,7 +672,7 @@ func simAttention(a *simArgs, hd int, scale float64, window int, sinks []float32
 		}
 	}
 	o := make([]float32, n*heads*hd)
-	att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: scale, Window: window, Sinks: sinks, SoftCap: softCap}
+	att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: scale, Window: window, Sinks: sinks, SoftCap: softCap, Chunk: chunk}
 	att.Forward(nn.NewContext(0), o, qs, ks, vs, n)
 	if f16 == otypeF32 {
 		copy(f32s(a.ptr(0)), o)

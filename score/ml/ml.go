@@ -189,7 +189,7 @@ type Attn struct {
 	Sinks                   *Vector    // nil, or one logit per head added to each softmax's denominator (exp(sink))
 	SoftCap                 float64    // > 0: each scaled score s becomes SoftCap·tanh(s/SoftCap) (Gemma 2); 0: none
 	Keys                    *nn.KeySet // nil, or the keys each query row reads besides causality (Sparse.IndexKeys); a backend that cannot fails
-	Chunk                   int        // > 0: query i reads keys j >= floor(i/Chunk)·Chunk only (Llama 4); a backend that cannot fails past Chunk rows
+	Chunk                   int        // > 0: query i reads keys j >= floor(i/Chunk)·Chunk only (Llama 4)
 }
 
 // Validate reports head counts that do not group.

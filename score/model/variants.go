@@ -248,8 +248,7 @@ func newDots1(l *Loader) Network {
 // top-K, the weight multiplying the chosen expert's input, plus a shared
 // expert of the experts' width; the others dense. As llama.cpp runs it,
 // the layers with RoPE attend within chunks of 8192 positions (decoder's
-// chunk, ml.Attn.Chunk: the CPU; the GPU refuses a window past 8192
-// tokens) and the NoPE layers scale their queries by Llama 4's
+// chunk, ml.Attn.Chunk; the GPU's plain attention kernel) and the NoPE layers scale their queries by Llama 4's
 // temperature, 1 + 0.1·ln(1 + floor((p + 1)/8192)). A file whose attention.sliding_window is 0
 // (no chunks) is refused: llama.cpp 0.7.0 aborts on it (GGML_ASSERT
 // f_attn_temp_scale != 0), so there is no number to match.
