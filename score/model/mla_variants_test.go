@@ -166,6 +166,20 @@ func TestMLAVariants(t *testing.T) {
 			scoreSums(t, m, c.name, f.Header.Tokens, wins, c.sums, 1.5e-6)
 		})
 	}
+	// glm-dsa's key norm has no epsilon: with deepseek32's 1e-6, one key
+	// of one row of the first window of code-go-strings changes.
+	t.Run("glm-dsa sparse, code", func(t *testing.T) {
+		code, err := oracle.Read(filepath.Join(dir, "golden-archs", "tiny-deepseek2__code-go-strings__sliding.ndjson"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := Load(mlaVariant(t, dir, "glm-dsa", map[string]any{"attention.indexer.top_k": uint32(64)}), Options{KVDtype: "f16", Activations: ActInt8})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		scoreSums(t, m, "glm-dsa sparse, code", code.Header.Tokens, []window{{0, 256, 1}, {128, 384, 256}}, []float64{-3154.9569034, -1524.1366231}, 1.5e-6)
+	})
 }
 
 // TestMLARefused: files llama.cpp refuses or aborts on, and a window past
