@@ -311,16 +311,18 @@ func (l *Loader) derived(name string, experts, in, out int, v []float32) *ml.Mat
 
 func (d *deepseek2) Head() *Head { return &d.head }
 
-// checkSparse reports why a window of n tokens past top_k cannot run:
-// a backend without ml.Sparse, or a file without the indexer.
-func (d *deepseek2) checkSparse(b ml.Backend, n int) error {
-	if _, ok := b.(ml.Sparse); !ok {
-		return fmt.Errorf("%s: a window of %d tokens, past the lightning indexer's top_k %d, needs its sparse attention, which the %T backend lacks (ml.Sparse); windows of at most %d tokens run on it", d.hp.Arch, n, d.topK, b, d.topK)
+// sparseBackend returns b's sparse attention for a window of n tokens past
+// top_k, or why it cannot run: a backend without ml.Sparse, or a file
+// without the indexer.
+func (d *deepseek2) sparseBackend(b ml.Backend, n int) (ml.Sparse, error) {
+	sb, ok := b.(ml.Sparse)
+	if !ok {
+		return nil, fmt.Errorf("%s: a window of %d tokens, past the lightning indexer's top_k %d, needs its sparse attention, which the %T backend lacks (ml.Sparse); windows of at most %d tokens run on it", d.hp.Arch, n, d.topK, b, d.topK)
 	}
 	if len(d.layers) > 0 && d.layers[0].idx == nil {
-		return fmt.Errorf("%s: a window of %d tokens, past the lightning indexer's top_k %d, needs the indexer, which the file lacks (blk.0.indexer.*)", d.hp.Arch, n, d.topK)
+		return nil, fmt.Errorf("%s: a window of %d tokens, past the lightning indexer's top_k %d, needs the indexer, which the file lacks (blk.0.indexer.*)", d.hp.Arch, n, d.topK)
 	}
-	return nil
+	return sb, nil
 }
 
 // indexKeys runs a layer's lightning indexer over the layer's input h and
@@ -383,11 +385,13 @@ func (d *deepseek2) Check(b ml.Backend) error {
 func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	lb := b.(ml.Latent)
 	hp, n := d.hp, len(tokens)
-	sparse := d.topK > 0 && n > d.topK
-	sb, _ := b.(ml.Sparse)
-	if err := d.checkSparse(b, n); sparse && err != nil {
-		b.Fail(err)
-		return b.Alloc(n, hp.Embd)
+	var sb ml.Sparse // set when the window is past top_k
+	if d.topK > 0 && n > d.topK {
+		var err error
+		if sb, err = d.sparseBackend(b, n); err != nil {
+			b.Fail(err)
+			return b.Alloc(n, hp.Embd)
+		}
 	}
 	var keys *nn.KeySet // the keys the last indexer chose
 	H, kvr, nope, rot := hp.Heads, d.kvr, d.nope, d.rot
@@ -408,7 +412,7 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			b.Linear(qa, h, ly.qa)
 			b.RMSNorm(qa, qa, ly.qaNorm, hp.Eps)
 			b.Linear(q, qa, ly.qb)
-			if sparse && ly.idx != nil {
+			if sb != nil && ly.idx != nil {
 				keys = d.indexKeys(b, sb, ly.idx, h, qa)
 			}
 		}

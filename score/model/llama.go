@@ -77,10 +77,7 @@ type decoder struct {
 	embScale, resScale float64
 	// qkNormAfterRoPE norms q and k after RoPE rather than before (llama4).
 	qkNormAfterRoPE bool
-	// chunk, when not 0, confines the attention of the layers with RoPE
-	// to chunks of that many positions (ml.Attn.Chunk), and nopeTemp
-	// scales the queries of the layers without (llama4).
-	chunk    int
+	// nopeTemp scales the queries of the layers without RoPE (llama4).
 	nopeTemp attnTemp
 }
 
@@ -439,11 +436,6 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 	at := &m.attn
 	if ly.attn != nil {
 		at = ly.attn
-	}
-	if m.chunk > 0 && n > m.chunk && !ly.noRoPE {
-		c := *at
-		c.Chunk = m.chunk
-		at = &c
 	}
 	b.Attention(att, q, k, v, i, at)
 	b.Linear(dst, att, ly.o)

@@ -247,8 +247,8 @@ func newDots1(l *Loader) Network {
 // interleave_moe_layer_step-th FFN a mixture of experts routed by sigmoid,
 // top-K, the weight multiplying the chosen expert's input, plus a shared
 // expert of the experts' width; the others dense. As llama.cpp runs it,
-// the layers with RoPE attend within chunks of 8192 positions (decoder's
-// chunk, ml.Attn.Chunk; the GPU's plain attention kernel) and the NoPE layers scale their queries by Llama 4's
+// the layers with RoPE attend within chunks of 8192 positions
+// (ml.Attn.Chunk; the GPU's plain attention kernel) and the NoPE layers scale their queries by Llama 4's
 // temperature, 1 + 0.1·ln(1 + floor((p + 1)/8192)). A file whose attention.sliding_window is 0
 // (no chunks) is refused: llama.cpp 0.7.0 aborts on it (GGML_ASSERT
 // f_attn_temp_scale != 0), so there is no number to match.
@@ -275,8 +275,10 @@ func newLlama4(l *Loader) Network {
 	moe.Norm, moe.Scale, moe.SharedFFN = false, 0, moe.FFN
 	kqNorm := moe.Experts != 128
 	d := l.baseDecoder(false)
-	d.chunk, d.qkNormAfterRoPE = llama4Chunk, true
+	d.qkNormAfterRoPE = true
 	d.nopeTemp = attnTemp{beta: float64(float32(0.1)), floor: llama4Chunk, offset: 1}
+	chunked := d.attn // the layers with RoPE
+	chunked.Chunk = llama4Chunk
 	ones := &ml.Vector{Name: "(llama4's q/k RMS norm, no weight)", V: make([]float32, hp.HeadDim)}
 	for i := range ones.V {
 		ones.V[i] = 1
@@ -285,8 +287,11 @@ func newLlama4(l *Loader) Network {
 	return l.bindLayers(d, func(i int, p string) decoderLayer {
 		ly := l.preNormLayer(p, "ffn_norm")
 		ly.noRoPE = (i+1)%4 == 0
-		if kqNorm && !ly.noRoPE {
-			ly.qNorm, ly.kNorm = ones, ones
+		if !ly.noRoPE {
+			ly.attn = &chunked
+			if kqNorm {
+				ly.qNorm, ly.kNorm = ones, ones
+			}
 		}
 		if (i+1)%step != 0 {
 			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)

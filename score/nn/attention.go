@@ -61,8 +61,9 @@ func (a *Attention) sees(i, j int) bool {
 	return (a.Keys == nil || a.Keys.Has(i, j)) && (a.Chunk == 0 || j >= i/a.Chunk*a.Chunk)
 }
 
-// masks reports whether Keys or Chunk leave some row some of its keys.
-func (a *Attention) masks() bool { return a.Keys != nil || a.Chunk > 0 }
+// masks reports whether Keys or Chunk leave some of n rows some of their
+// keys (a window within one chunk leaves none).
+func (a *Attention) masks(n int) bool { return a.Keys != nil || a.Chunk > 0 && n > a.Chunk }
 
 // valueDim is ValueDim, or HeadDim when it is 0.
 func (a *Attention) valueDim() int {
@@ -261,7 +262,7 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 							}
 						}
 					}
-					if a.masks() { // the keys a row's set or chunk leaves out, as the window's
+					if a.masks(n) { // the keys a row's set or chunk leaves out, as the window's
 						for r := range tl.rows {
 							i := tl.i0 + r/nh
 							for jj := range min(keyBlock, i+1-j0) {
