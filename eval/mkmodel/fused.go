@@ -33,7 +33,9 @@ func (s Shape) fused() bool { return s.Arch == "phi3" || s.Arch == "glm4" }
 
 // partialRoPE reports an attention architecture whose RopeDims may be
 // set (the hybrids check theirs apart).
-func (s Shape) partialRoPE() bool { return s.fused() || s.Arch == "minimax-m2" }
+func (s Shape) partialRoPE() bool {
+	return s.fused() || s.Arch == "minimax-m2" || s.Arch == "bailingmoe2"
+}
 
 // checkPhi3 validates phi3's fields (and that other architectures leave
 // OrigContext zero).
@@ -80,15 +82,7 @@ func (c *Config) fusedLayer(add func(name string, shape []uint64, layer int, fil
 	inv := 1 / math.Sqrt(float64(e))
 	p := fmt.Sprintf("blk.%d.", i)
 	add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
-	qk := c.normal(p+"attn_qkv.weight", 1.2*inv)
-	v := c.normal(p+"attn_qkv.weight", inv)
-	add(p+"attn_qkv.weight", []uint64{e, q + 2*kv}, i, func(r int, dst []float32) {
-		if uint64(r) < q+kv {
-			qk(r, dst)
-		} else {
-			v(r, dst)
-		}
-	})
+	c.fusedQKV(add, i)
 	glm := c.Arch == "glm4"
 	if glm {
 		add(p+"attn_qkv.bias", []uint64{q + 2*kv}, i, c.normal(p+"attn_qkv.bias", 0.1))

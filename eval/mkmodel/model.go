@@ -144,24 +144,28 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if c.mamba() && !c.falconH1() && c.recurrent(i) {
 			c.mambaMixer(add, i)
 		} else {
-			add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*invSqrt(e)))
-			if c.Arch == "qwen2" || c.Arch == "seed_oss" {
-				add(p+"attn_q.bias", []uint64{q}, i, c.normal(p+"attn_q.bias", 0.1))
-			}
-			add(p+"attn_k.weight", []uint64{e, kv}, i, c.normal(p+"attn_k.weight", 1.2*invSqrt(e)))
-			if c.Arch == "qwen2" || c.Arch == "seed_oss" {
-				add(p+"attn_k.bias", []uint64{kv}, i, c.normal(p+"attn_k.bias", 0.1))
-			}
-			add(p+"attn_v.weight", []uint64{e, kv}, i, c.normal(p+"attn_v.weight", invSqrt(e)))
-			if c.Arch == "qwen2" || c.Arch == "seed_oss" {
-				add(p+"attn_v.bias", []uint64{kv}, i, c.normal(p+"attn_v.bias", 0.1))
+			if c.Arch == "bailingmoe2" {
+				c.fusedQKV(add, i)
+			} else {
+				add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*invSqrt(e)))
+				if c.qkvBias() {
+					add(p+"attn_q.bias", []uint64{q}, i, c.normal(p+"attn_q.bias", 0.1))
+				}
+				add(p+"attn_k.weight", []uint64{e, kv}, i, c.normal(p+"attn_k.weight", 1.2*invSqrt(e)))
+				if c.qkvBias() {
+					add(p+"attn_k.bias", []uint64{kv}, i, c.normal(p+"attn_k.bias", 0.1))
+				}
+				add(p+"attn_v.weight", []uint64{e, kv}, i, c.normal(p+"attn_v.weight", invSqrt(e)))
+				if c.qkvBias() {
+					add(p+"attn_v.bias", []uint64{kv}, i, c.normal(p+"attn_v.bias", 0.1))
+				}
 			}
 			add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*invSqrt(q)))
-			if c.Arch == "qwen3" || c.Arch == "qwen3moe" || c.Arch == "exaone4" || c.Arch == "dots1" {
+			switch perHead, rows := c.qkNorms(); {
+			case perHead:
 				add(p+"attn_q_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 				add(p+"attn_k_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
-			}
-			if c.Arch == "olmo2" || c.Arch == "minimax-m2" { // q and k normed whole, not per head
+			case rows: // q and k normed whole, not per head
 				add(p+"attn_q_norm.weight", []uint64{q}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 				add(p+"attn_k_norm.weight", []uint64{kv}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
 			}
@@ -185,11 +189,14 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			// each expert keeps the dense MLP's scale.
 			nx := uint64(c.Experts)
 			c.expertTensors(add, i)
-			if c.Arch == "minimax-m2" || c.Arch == "ernie4_5-moe" || c.Arch == "dots1" { // the routing's selection bias
+			if c.Arch == "minimax-m2" || c.Arch == "ernie4_5-moe" || c.Arch == "dots1" || c.Arch == "bailingmoe2" { // the routing's selection bias
 				add(p+"exp_probs_b.bias", []uint64{nx}, i, c.normal(p+"exp_probs_b.bias", 0.1))
 			}
 			if c.SharedFFN > 0 && !c.hybrid() { // one shared expert
 				sf := uint64(c.SharedFFN)
+				if c.Arch == "qwen2moe" { // its gate, one value per token
+					add(p+"ffn_gate_inp_shexp.weight", []uint64{e}, i, c.normal(p+"ffn_gate_inp_shexp.weight", 1.5*invSqrt(e)))
+				}
 				add(p+"ffn_gate_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_gate_shexp.weight", invSqrt(e)))
 				add(p+"ffn_up_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_up_shexp.weight", invSqrt(e)))
 				add(p+"ffn_down_shexp.weight", []uint64{sf, e}, i, c.normal(p+"ffn_down_shexp.weight", res*invSqrt(sf)))
@@ -306,7 +313,7 @@ func Write(path string, c *Config) error {
 		}
 		w.Add(a+".logit_scale", float32(0.25))
 	}
-	if a == "granite" { // Granite-3.3-8B's multipliers, its attention's 1/head
+	if a == "granite" || a == "granitemoe" { // Granite-3.3-8B's multipliers, its attention's 1/head
 		w.Add(a+".embedding_scale", float32(12))
 		w.Add(a+".residual_scale", float32(0.22))
 		w.Add(a+".attention.scale", float32(1/float64(c.HeadDim)))
@@ -315,9 +322,12 @@ func Write(path string, c *Config) error {
 	if c.moe() && !c.hybrid() {
 		w.Add(a+".expert_count", uint32(c.Experts))
 		w.Add(a+".expert_used_count", uint32(c.ExpertsUsed))
-		if a != "llama" && a != "granitehybrid" { // Mixtral's and Granite's files give feed_forward_length only
+		switch a {
+		case "llama", "granitehybrid", "olmoe", "granitemoe": // their files give feed_forward_length only
+		default:
 			w.Add(a+".expert_feed_forward_length", uint32(c.ExpertFFN))
 		}
+		c.moeKeys(w)
 		if a == "minimax-m2" {
 			w.Add(a+".expert_gating_func", uint32(2)) // sigmoid
 			w.Add(a+".rope.dimension_count", uint32(c.ropeDims()))

@@ -3,6 +3,7 @@ package mkmodel
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -10,7 +11,7 @@ import (
 // Shape is a model's architecture and dimensions, as its GGUF metadata
 // states them.
 type Shape struct {
-	Arch     string // llama, qwen2, qwen3, qwen3moe, qwen35, qwen35moe, phi3, glm4, granite, smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe, dots1, granitehybrid, nemotron_h, nemotron_h_moe, lfm2, lfm2moe, gemma2, llama4, falcon-h1, cohere2 or command-r
+	Arch     string // one of Archs
 	Embd     int    // embedding_length
 	Layers   int    // block_count
 	Heads    int    // attention.head_count
@@ -37,9 +38,13 @@ type Shape struct {
 	// Window is exaone4's, LFM2's and Gemma 2's attention.sliding_window (0:
 	// not written; Gemma 2's 4096).
 	Window int
-	// DenseLead is ernie4_5-moe's leading dense layers (SharedFFN, when
-	// not 0, its shared expert's width).
+	// DenseLead is the leading dense layers of ernie4_5-moe, dots1,
+	// lfm2moe and bailingmoe2 (SharedFFN, when not 0, the shared expert's
+	// width).
 	DenseLead int
+	// ExpertGroups and ExpertGroupsUsed are bailingmoe2's routing groups
+	// (expert_group_count, expert_group_used_count; 0: none).
+	ExpertGroups, ExpertGroupsUsed int
 	// MoEStep is llama4's interleave_moe_layer_step: every MoEStep-th
 	// layer a mixture of experts, the others dense (0: every layer).
 	MoEStep int
@@ -60,7 +65,7 @@ type Shape struct {
 func (s Shape) cohere() bool { return s.Arch == "cohere2" || s.Arch == "command-r" }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -136,9 +141,7 @@ func NearestPreset(arch string, n float64) Preset {
 
 // Check validates the shape.
 func (s Shape) Check() error {
-	switch s.Arch {
-	case "llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r":
-	default:
+	if !slices.Contains(Archs, s.Arch) {
 		return fmt.Errorf("unknown architecture %q (want %s)", s.Arch, strings.Join(Archs, ", "))
 	}
 	switch {
@@ -156,14 +159,14 @@ func (s Shape) Check() error {
 	case s.moe() && (s.Experts < 2 || s.ExpertsUsed < 1 || s.ExpertsUsed > s.Experts || s.ExpertFFN <= 0):
 		return fmt.Errorf("shape: %s needs experts >= 2, 1 <= experts used <= experts and an expert FFN width (%d, %d, %d)", s.Arch, s.Experts, s.ExpertsUsed, s.ExpertFFN)
 	case !s.moe() && (s.Experts != 0 || s.ExpertsUsed != 0 || s.ExpertFFN != 0):
-		return fmt.Errorf("shape: experts are for qwen3moe, qwen35moe, minimax-m2, ernie4_5-moe, dots1, granitehybrid, nemotron_h_moe, lfm2moe and llama (Mixtral's layout), not %s", s.Arch)
-	case s.DenseLead < 0 || s.DenseLead > 0 && s.Arch != "ernie4_5-moe" && s.Arch != "dots1" && s.Arch != "lfm2moe" || s.DenseLead > s.Layers:
-		return fmt.Errorf("shape: %d leading dense layers (ernie4_5-moe, dots1 and lfm2moe only, at most the layers)", s.DenseLead)
+		return fmt.Errorf("shape: experts are for the mixtures of experts and llama (Mixtral's layout), not %s", s.Arch)
+	case s.DenseLead < 0 || s.DenseLead > 0 && s.Arch != "ernie4_5-moe" && s.Arch != "dots1" && s.Arch != "lfm2moe" && s.Arch != "bailingmoe2" || s.DenseLead > s.Layers:
+		return fmt.Errorf("shape: %d leading dense layers (ernie4_5-moe, dots1, lfm2moe and bailingmoe2 only, at most the layers)", s.DenseLead)
 	case s.Arch == "dots1" && s.KVHeads != s.Heads:
 		return fmt.Errorf("shape: llama.cpp's dots1 shapes k and v as q: %d KV heads must be the %d heads", s.KVHeads, s.Heads)
 	case s.Arch == "dots1" && s.SharedFFN != s.ExpertFFN:
 		return fmt.Errorf("shape: dots1's shared expert is as wide as an expert (%d != %d)", s.SharedFFN, s.ExpertFFN)
-	case (s.Arch == "llama" || s.Arch == "minimax-m2" || s.Arch == "granitehybrid") && s.moe() && s.FFN != s.ExpertFFN:
+	case (s.Arch == "llama" || s.Arch == "minimax-m2" || s.Arch == "granitehybrid" || s.Arch == "olmoe" || s.Arch == "granitemoe" || s.Arch == "hunyuan-moe") && s.moe() && s.FFN != s.ExpertFFN:
 		// llama.cpp shapes their experts by feed_forward_length.
 		return fmt.Errorf("shape: %s's experts have the FFN width, feed_forward_length (%d != %d)", s.Arch, s.ExpertFFN, s.FFN)
 	case s.RopeBase <= 0, s.Eps <= 0:
@@ -178,6 +181,9 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: %s is tied (llama.cpp's %s reads no output matrix)", s.Arch, s.Arch)
 	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && s.Arch != "cohere2" && !s.lfm2():
 		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, gemma2, cohere2, lfm2 and lfm2moe", s.Window)
+	}
+	if err := s.checkMoE(); err != nil {
+		return err
 	}
 	if err := s.checkPhi3(); err != nil {
 		return err
@@ -240,6 +246,16 @@ func (s Shape) Params() int64 {
 		block += q + 2*kv
 	case "qwen3", "qwen3moe", "exaone4":
 		block += 2 * int64(s.HeadDim)
+	case "qwen2moe": // q, k and v biases, the gated shared expert
+		block += q + 2*kv + e + 3*e*int64(s.SharedFFN)
+	case "olmoe": // whole-row q and k norms
+		block += q + kv
+	case "granitemoe": // the optional shared expert
+		block += 3 * e * int64(s.SharedFFN)
+	case "hunyuan-moe": // per-head q and k norms, the shared expert
+		block += 2*int64(s.HeadDim) + 3*e*int64(s.SharedFFN)
+	case "bailingmoe2": // per-head q and k norms, the selection bias, the shared expert
+		block += 2*int64(s.HeadDim) + int64(s.Experts) + 3*e*int64(s.SharedFFN)
 	case "cohere2", "command-r": // one norm, read by the attention and the MLP
 		block -= e
 	}

@@ -396,12 +396,13 @@ func TestEndToEndGenerated(t *testing.T) {
 		t.Fatal(err)
 	}
 	toks := archTokens(dir, "tiny-llama-spm-q8_0", tok.NVocab, 2048)
-	cases := []struct {
+	type e2eCase struct {
 		arch                   string
 		set                    func(*mkmodel.Shape)
 		maxAbs, mean, pplRatio float64
 		path                   string
-	}{
+	}
+	cases := []e2eCase{
 		// Emulation: max 0.0141, mean 0.0023, PPL ratio 0.99980; on
 		// en-gpl3's tokens 0.0135, 0.0025, and without LongRoPE 0.0066,
 		// 0.0016 (llama's shape: 0.0060, 0.0016): its attn_factor of 1.25
@@ -500,6 +501,21 @@ func TestEndToEndGenerated(t *testing.T) {
 		{"llama4", func(s *mkmodel.Shape) {
 			s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.MoEStep = 4, 8, 8, 64, 64, 2
 		}, 0.018, 0.0035, 0.0001, ""},
+		// The mixtures of score/model/moes.go, every expert used: qwen2moe
+		// (the shared expert's sigmoid gate), olmoe (whole-row q/k norms),
+		// granitemoe with a shared expert, hunyuan-moe (q/k normed after
+		// RoPE), bailingmoe2 (attn_qkv, partial RoPE, 4 groups, a dense
+		// first layer). Emulation: max 0.0086, 0.0037, 0.0001, 0.0062,
+		// 0.0073, mean 0.00134, 0.00094, 0.00003, 0.00118, 0.00144, PPL
+		// ratio 0.999926, 1.000030, 1.000000, 1.000078, 0.999919.
+		{"qwen2moe", func(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 8, 8, 64, 96 }, 0.015, 0.0027, 0.00015, ""},
+		{"olmoe", func(s *mkmodel.Shape) { s.KVHeads, s.Experts, s.ExpertsUsed, s.ExpertFFN = s.Heads, 8, 8, s.FFN }, 0.008, 0.002, 0.0001, ""},
+		{"granitemoe", func(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 8, 8, s.FFN, 96 }, 0.0003, 0.0001, 0.00002, ""},
+		{"hunyuan-moe", func(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 8, 8, s.FFN, 96 }, 0.012, 0.0025, 0.00016, ""},
+		{"bailingmoe2", func(s *mkmodel.Shape) {
+			s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.RopeDims = 3, 1, 8, 8, 64, 64, 16
+			s.ExpertGroups, s.ExpertGroupsUsed = 4, 4
+		}, 0.015, 0.003, 0.00016, ""},
 	}
 	for i, c := range cases {
 		cases[i].path = filepath.Join(t.TempDir(), fmt.Sprintf("%s-%d.gguf", c.arch, i))
@@ -533,7 +549,8 @@ func TestEndToEndGenerated(t *testing.T) {
 		// off).
 		t.Run("llama4 past its chunk", func(t *testing.T) {
 			long := archTokens(dir, "tiny-llama-spm-q8_0", tok.NVocab, 8200)
-			s := e2eOpts(t, e, cases[len(cases)-1].path, model.Options{KVDtype: "bf16", Context: 8200}, []e2eWindow{{0, 8200, 8100}}, long)
+			i := slices.IndexFunc(cases, func(c e2eCase) bool { return c.arch == "llama4" })
+			s := e2eOpts(t, e, cases[i].path, model.Options{KVDtype: "bf16", Context: 8200}, []e2eWindow{{0, 8200, 8100}}, long)
 			t.Logf("bf16 cache, window of 8200, last 100 targets: %v", s)
 			if mean := s.sumAbs / float64(s.n); mean > 0.003 {
 				t.Errorf("%v; want mean |Δ| <= 0.003", s)

@@ -753,7 +753,7 @@ func (b *gpuBackend) Scale(x ml.Tensor, s float64) {
 	b.do("scale", func() error { return b.e.scaleF32(d.p, d.count(), float32(s)) })
 }
 
-func (b *gpuBackend) SigmoidMul(x, gate ml.Tensor) {
+func (b *gpuBackend) SigmoidMul(x, gate ml.Tensor, _ bool) {
 	d, s := g(x), g(gate)
 	if s.rows != d.rows || (s.cols != d.cols && s.cols != 1) {
 		panic(fmt.Sprintf("cuda backend: gate %d×%d for %d×%d", s.rows, s.cols, d.rows, d.cols))

@@ -126,8 +126,11 @@ type Backend interface {
 	Scale(x Tensor, s float64)
 	// SigmoidMul computes x *= sigmoid(g) elementwise, g of x's shape or of
 	// one column (one gate per row); sigmoid in float64, each product
-	// rounded to float32 once.
-	SigmoidMul(x, g Tensor)
+	// rounded to float32 once. With siluDiv the int8 modes round the
+	// sigmoid as llama.cpp's qwen2moe graph writes it, silu(g)/g
+	// (nn.GGMLSiLUDiv): the same number in exact arithmetic, which the
+	// other modes and the GPU compute.
+	SigmoidMul(x, g Tensor, siluDiv bool)
 	// SoftCap computes x = cap · tanh(x / cap) elementwise in float64, each
 	// result rounded to float32 once (logit soft-capping).
 	SoftCap(x Tensor, cap float64)

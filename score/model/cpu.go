@@ -171,7 +171,7 @@ func (b *cpuBackend) Scale(x ml.Tensor, s float64) {
 	}
 }
 
-func (b *cpuBackend) SigmoidMul(x, g ml.Tensor) {
+func (b *cpuBackend) SigmoidMul(x, g ml.Tensor, siluDiv bool) {
 	d, s := ct(x), ct(g)
 	if s.rows != d.rows || (s.cols != d.cols && s.cols != 1) {
 		panic(fmt.Sprintf("cpu backend: gate %d×%d for %d×%d", s.rows, s.cols, d.rows, d.cols))
@@ -183,8 +183,12 @@ func (b *cpuBackend) SigmoidMul(x, g ml.Tensor) {
 		}
 		for r := lo; r < hi; r++ {
 			row := d.d[r*d.cols : (r+1)*d.cols]
-			if sg != nil { // SIGMOID, then MUL
-				nn.GGMLSigmoid(sg, s.d[r*s.cols:(r+1)*s.cols])
+			if sg != nil { // SIGMOID (or SILU, DIV), then MUL
+				if siluDiv {
+					nn.GGMLSiLUDiv(sg, s.d[r*s.cols:(r+1)*s.cols])
+				} else {
+					nn.GGMLSigmoid(sg, s.d[r*s.cols:(r+1)*s.cols])
+				}
 				for i := range row {
 					row[i] *= sg[min(i, s.cols-1)]
 				}

@@ -202,7 +202,12 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // the attention and the MLP in parallel on LayerNormed rows, 6 of its 8
 // layers sliding over 40 keys with RoPE, 2 global without positions, and
 // command-r, its block with RoPE everywhere (24 windows of each of 3 texts,
-// both builds: none off).
+// both builds: none off); the mixtures qwen2moe (its shared expert's
+// sigmoid gate as llama.cpp's silu(g)/g: with the plain sigmoid one window
+// of 24 is 0.004 off), olmoe, granitemoe with and without a shared expert,
+// hunyuan-moe and bailingmoe2 (a dense first layer, 4 groups of experts,
+// RoPE over half the head), 8 experts with 2 used (24 windows each, both
+// builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -289,6 +294,18 @@ func TestGeneratedLlama(t *testing.T) {
 		{"command-r", "command-r", "", func(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true }, "",
 			"53c4b0988e472262f0a315ba9d8ec2885cff169818bc0a4f04a87e6dedcc84c0",
 			[]float64{-1325.6099586, -672.3306772, -673.9362421, -678.6486050}},
+		{"qwen2moe", "qwen2moe", "", qwen2MoE, "", "0d76168301bd5adcd8cd9c73a0030a1dad94145b1cae1b8bd3359e3809f59412",
+			[]float64{-1613.8748436, -804.5758570, -789.8486877, -773.3980031}},
+		{"olmoe", "olmoe", "", olmoe, "", "8ca7b26b4acf677968b29f18b46a85d8a87685c9554094392e250c6c04d168d2",
+			[]float64{-1600.0666904, -791.0966611, -791.9823210, -744.9462579}},
+		{"granitemoe", "granitemoe", "", graniteMoE(0), "", "78f653ff84f65856a64848a1d214e030a57ce214b57c47b89ded723affbac010",
+			[]float64{-1320.9496559, -664.4940485, -664.7964710, -661.8936945}},
+		{"granitemoe-shared", "granitemoe", "", graniteMoE(96), "", "570bb8c6f8b30dbda1b17ff0f4146b20ef12d867c7ce84a0bd58c0973ae4ff00",
+			[]float64{-1320.9368789, -664.4892436, -664.8150253, -661.8932366}},
+		{"hunyuan-moe", "hunyuan-moe", "", hunyuanMoE, "", "47cfffe2969fb22ce24da191b7fc1de7cd193daa428b532cae78c28135aac04f",
+			[]float64{-1584.6700017, -790.6787059, -801.4975393, -772.3729679}},
+		{"bailingmoe2", "bailingmoe2", "", bailingMoE2, "", "d2d54193490ccc719f2753af50e5846ed32ed7a94b9531cc10d6f90f82e8a64f",
+			[]float64{-1578.3946764, -804.7209945, -815.4750978, -765.5876242}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := genModelType(t, dir, c.arch, cmp.Or(c.typ, "Q8_0"), c.set)
@@ -695,6 +712,54 @@ func falconH1(noNorm bool) func(*mkmodel.Shape) {
 		s.Layers, s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.SSMState = 4, 2, 8, 32, 4, 16
 		s.SSMNoNorm = noNorm
 	}
+}
+
+// qwen2moe gives a qwen2moe model 8 experts of 64 (2 used) and a shared
+// expert of 96.
+func qwen2MoE(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 8, 2, 64, 96 }
+
+// olmoe gives an olmoe model as many KV heads as heads (its k norm spans
+// the width) and 8 experts of the FFN's width, 2 used.
+func olmoe(s *mkmodel.Shape) { s.KVHeads, s.Experts, s.ExpertsUsed, s.ExpertFFN = s.Heads, 8, 2, s.FFN }
+
+// graniteMoE gives a granitemoe model 8 experts of the FFN's width, 2
+// used, and a shared expert of width shared (0: none).
+func graniteMoE(shared int) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 8, 2, s.FFN, shared }
+}
+
+// hunyuanMoE gives a hunyuan-moe model 8 experts of the FFN's width, 2
+// used, and a shared expert of 96.
+func hunyuanMoE(s *mkmodel.Shape) {
+	s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 8, 2, s.FFN, 96
+}
+
+// bailingMoE2 gives a bailingmoe2 model 3 layers, the first dense, 8
+// experts of 64 in 4 groups (2 groups and 2 experts used), a shared
+// expert of 64 and RoPE over half the head.
+func bailingMoE2(s *mkmodel.Shape) {
+	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.RopeDims = 3, 1, 8, 2, 64, 64, 16
+	s.ExpertGroups, s.ExpertGroupsUsed = 4, 2
+}
+
+// TestMoEsRefused: what llama.cpp requires of qwen2moe, hunyuan-moe and
+// bailingmoe2 and a file lacks is refused by name.
+func TestMoEsRefused(t *testing.T) {
+	dir := oracle.Require(t)
+	checkRefusals(t, genModel(t, dir, "qwen2moe", qwen2MoE), []refusal{
+		{"no shared gate", nil, []string{"blk.1.ffn_gate_inp_shexp.weight"}, "missing tensor blk.1.ffn_gate_inp_shexp.weight (the shared expert's gate)"},
+		{"no used count", map[string]any{"qwen2moe.expert_used_count": nil}, nil, "missing metadata qwen2moe.expert_used_count"},
+	})
+	checkRefusals(t, genModel(t, dir, "hunyuan-moe", hunyuanMoE), []refusal{
+		{"no shared expert", nil, []string{"blk.0.ffn_gate_shexp.weight", "blk.0.ffn_up_shexp.weight", "blk.0.ffn_down_shexp.weight"},
+			"missing tensor blk.0.ffn_up_shexp.weight (the shared expert)"},
+	})
+	checkRefusals(t, genModel(t, dir, "bailingmoe2", bailingMoE2), []refusal{
+		{"no gating function", map[string]any{"bailingmoe2.expert_gating_func": nil}, nil, "missing metadata bailingmoe2.expert_gating_func"},
+		{"no shared count", map[string]any{"bailingmoe2.expert_shared_count": nil}, nil, "missing metadata bailingmoe2.expert_shared_count"},
+		{"no shared expert", nil, []string{"blk.2.ffn_gate_shexp.weight", "blk.2.ffn_up_shexp.weight", "blk.2.ffn_down_shexp.weight"},
+			"missing tensor blk.2.ffn_gate_shexp.weight"},
+	})
 }
 
 // cohere2Shape gives a cohere2 model (tied, as llama.cpp reads it) 8

@@ -35,9 +35,13 @@ func (l *Loader) DenseFFN(prefix string, embd, ff int) *Dense {
 type moeOpts struct {
 	gating ml.Gating
 	norm   bool
-	ffn    int    // the experts' width when the file has no expert_feed_forward_length (Mixtral's llama files); 0: required
-	act    ml.Act // the experts' activation: SwiGLU (the zero Act), or ReLUSqr for ungated experts (ffn_up_exps, ffn_down_exps; nemotron_h_moe)
-	latent bool   // moe_latent_size is read (nemotron_h_moe; llama.cpp reads it for no other architecture)
+	ffn    int // the experts' width when the file has no expert_feed_forward_length (Mixtral's llama files); 0: required
+	// sharedFFN is the shared expert's width when the file has no
+	// expert_shared_feed_forward_length; 0: an expert's times
+	// expert_shared_count.
+	sharedFFN int
+	act       ml.Act // the experts' activation: SwiGLU (the zero Act), or ReLUSqr for ungated experts (ffn_up_exps, ffn_down_exps; nemotron_h_moe)
+	latent    bool   // moe_latent_size is read (nemotron_h_moe; llama.cpp reads it for no other architecture)
 }
 
 // MoEParams are a mixture of experts' hyperparameters, from the
@@ -80,7 +84,7 @@ func (l *Loader) moeParams(o moeOpts) *moeParams {
 	geti(&p.Used, "expert_used_count", -1)
 	geti(&p.FFN, "expert_feed_forward_length", cmp.Or(o.ffn, -1))
 	geti(&p.Shared, "expert_shared_count", 0)
-	geti(&p.SharedFFN, "expert_shared_feed_forward_length", p.FFN*max(p.Shared, 1))
+	geti(&p.SharedFFN, "expert_shared_feed_forward_length", cmp.Or(o.sharedFFN, p.FFN*max(p.Shared, 1)))
 	geti(&p.Groups, "expert_group_count", 0)
 	geti(&p.GroupsUsed, "expert_group_used_count", 0)
 	geti(&p.DenseLayers, "leading_dense_block_count", 0)
@@ -130,6 +134,9 @@ type MoE struct {
 	Experts ml.MLP     // ffn_gate_exps, ffn_up_exps, ffn_down_exps: stacks of Experts
 	Shared  *ml.MLP    // ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp, or nil
 	SGate   *ml.Matrix // ffn_gate_inp_shexp: (1, Embd), or nil
+	// SGateDiv: llama.cpp writes the gate's sigmoid as silu(g)/g
+	// (qwen2moe; ml.Backend.SigmoidMul).
+	SGateDiv bool
 	// LatentDown and LatentUp, when set (moe_latent_size), take the
 	// experts' input to their latent width and their sum back (Nemotron 3
 	// Super: ffn_latent_down, ffn_latent_up); the router and the shared
@@ -228,7 +235,7 @@ func (m *MoE) Forward(b ml.Backend, dst, x ml.Tensor) {
 		if m.SGate != nil {
 			g := b.Alloc(n, 1)
 			b.Linear(g, x, m.SGate)
-			b.SigmoidMul(s, g)
+			b.SigmoidMul(s, g, m.SGateDiv)
 		}
 		b.Add(dst, s)
 	}

@@ -22,8 +22,12 @@ func init() {
 	Register("dots1", newDots1)
 }
 
-// granite: IBM's dense Granite 3.x models, as llama.cpp 0.7.0 runs them:
-// llama's decoder (adjacent-pair RoPE) with four multipliers from the
+// granite and granitemoe: IBM's Granite 3.x models, dense and mixtures of
+// experts, as llama.cpp 0.7.0 runs them: llama's decoder (adjacent-pair
+// RoPE, none when rope.scaling.finetuned is false) whose FFN, when the
+// file has expert_count, is softmax-routed experts of feed_forward_length,
+// renormalized, with a shared expert where the file has one
+// (expert_shared_feed_forward_length); four multipliers from the
 // metadata, each a float32 product where llama.cpp scales:
 //   - embedding_scale on the token embeddings;
 //   - attention.scale as the attention's score scale, instead of
@@ -32,13 +36,31 @@ func init() {
 //     residual stream;
 //   - the logits multiplied by float32(1/logit_scale).
 func newGranite(l *Loader) Network {
-	d := newDecoder(l, decoderOpts{})
+	hp := l.HP
+	m := meta{l.f, hp.Arch}
+	var o decoderOpts
+	n, err := m.int("expert_count", 0)
+	rope := true
+	if err == nil && m.has("rope.scaling.finetuned") {
+		rope, err = l.f.Bool(hp.Arch + ".rope.scaling.finetuned")
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	if n > 0 {
+		o.moe = &moeOpts{gating: ml.GateSoftmax, norm: true, ffn: hp.FFN}
+	}
+	d := newDecoder(l, o)
 	if l.Err() != nil {
 		return nil
 	}
 	if err := graniteScales(l, d); err != nil {
 		l.fail(err)
 		return nil
+	}
+	for i := range d.layers {
+		d.layers[i].noRoPE = !rope
 	}
 	return d
 }

@@ -48,6 +48,23 @@ func GGMLSoftMax(y, x []float32, avx2 bool) {
 	}
 }
 
+// GGMLSiLUDiv is the sigmoid as llama.cpp's qwen2moe graph writes its
+// shared expert's gate: ggml's SILU, x / (1 + expf(-x)), then DIV by x,
+// each rounded to float32 (glibc's expf; both builds: the gate is one
+// value a row, which never reaches ggml's vector code). At x = 0, where
+// that is 0/0 (NaN in llama.cpp), it gives the sigmoid's 0.5. y may alias
+// x.
+func GGMLSiLUDiv(y, x []float32) {
+	check("GGMLSiLUDiv", len(y), len(x))
+	for i, v := range x {
+		if v == 0 {
+			y[i] = 0.5
+			continue
+		}
+		y[i] = v / (1 + libcExpf(-v)) / v
+	}
+}
+
 // GGMLSigmoid is ggml's SIGMOID: y = 1 / (1 + expf(-x)) in float32 with
 // glibc's expf (both builds). y may alias x.
 func GGMLSigmoid(y, x []float32) {

@@ -141,6 +141,12 @@ func TestGGMLArithmetic(t *testing.T) {
 	GGMLGeGLU(all, all, ones)
 	check("GEGLU, every float16 gate", all, 0x9101028ad05c27d)
 
+	// qwen2moe's shared-expert gate, SILU then DIV, on the gates and
+	// the gates times 40 (ggml_ops.py silu-div: both builds' bits).
+	sd := append(append([]float32(nil), in.gate...), g40...)
+	GGMLSiLUDiv(sd, sd)
+	check("SILU, DIV", sd, 0x6126a505321b4071)
+
 	// Logits in [-150, 150] through llama.cpp's final soft-cap at 30
 	// (SCALE, TANH, SCALE), past tanh's saturation.
 	capped := make([]float32, len(in.trig))
@@ -624,4 +630,24 @@ func TestLanesRowKernel(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestGGMLSiLUDiv: silu(x)/x within 2 ulp of the sigmoid (1/(1+e^-x) in
+// float64) on random and extreme gates, 0.5 at 0 (llama.cpp's 0/0), 0
+// and 1 where the sigmoid saturates.
+func TestGGMLSiLUDiv(t *testing.T) {
+	r := rand.New(rand.NewSource(3))
+	x := []float32{0, 1e-30, -1e-30, 1e-7, 20, -20, 80, -80, 88.7, -87, -103, -104, 1e4, -1e4}
+	for range 1000 {
+		x = append(x, float32(r.NormFloat64()*8))
+	}
+	y := make([]float32, len(x))
+	GGMLSiLUDiv(y, x)
+	for i, v := range x {
+		want := float32(1 / (1 + math.Exp(-float64(v))))
+		ulp := math.Abs(float64(y[i])-float64(want)) / float64(math.Nextafter32(want, 2)-want)
+		if ulp > 2 || math.IsNaN(float64(y[i])) {
+			t.Errorf("GGMLSiLUDiv(%g) = %g, sigmoid %g (%.1f ulp)", v, y[i], want, ulp)
+		}
+	}
 }

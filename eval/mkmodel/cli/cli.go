@@ -22,7 +22,7 @@ const name = "ppl-mkmodel"
 type cliArgs struct {
 	Output string `short:"o" required:"" help:"The GGUF file to write (atomically)." placeholder:"FILE.gguf" type:"path"`
 
-	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3,qwen3moe,qwen35,qwen35moe,phi3,glm4,granite,smollm3,olmo2,seed_oss,exaone4,minimax-m2,ernie4_5-moe,dots1,granitehybrid,nemotron_h,nemotron_h_moe,lfm2,lfm2moe,gemma2,llama4,falcon-h1,cohere2,command-r" help:"Architecture: llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe (Gated DeltaNet hybrids), phi3 (Phi-3, Phi-4) or glm4 (GLM-4-0414: fused projections), granite (Granite 3: llama with Granite-3.3-8B's multipliers), smollm3 (llama, no RoPE in every fourth layer), olmo2 (OLMo 2: norms after the attention and the FFN), seed_oss (Seed-OSS: q/k/v biases), exaone4 (EXAONE 4.0: olmo2's norms, q/k norms per head; 64 layers: 3 sliding-window layers of 4), minimax-m2 (MiniMax-M2: whole-row q/k norms, half-head RoPE, sigmoid-routed experts with a selection bias), ernie4_5-moe (ERNIE 4.5: a dense first layer, softmax-routed experts with a selection bias and a shared expert), dots1 (dots.llm1: qwen3's attention, a dense first layer, sigmoid-routed experts with a selection bias and a shared expert), granitehybrid (Granite 4.0-H: Mamba-2 layers and every --attn-interval-th attention, without positions unless --rope; with --experts, softmax-routed experts and a shared expert), nemotron_h, nemotron_h_moe (Nemotron-H, Nemotron 3 Nano: blocks of Mamba-2, attention without positions, or ReLU² MLPs, by --layout; nemotron_h_moe's MLPs sigmoid-routed ReLU² experts and a shared one), lfm2, lfm2moe (LFM2, LFM2-8B-A1B: short convolutions of --ssm-conv taps and every --attn-interval-th layer attention; lfm2moe's FFNs after the first sigmoid-routed experts), gemma2 (Gemma 2: norms before and after the attention and the FFN, GeGLU, soft-capped attention scores and logits, every other layer a sliding window of --window, 4096 by default), llama4 (Llama 4: every fourth layer without RoPE, q/k RMS-normed after RoPE, sigmoid-routed experts weighted before their FFN and a shared expert, every --moe-step-th layer), falcon-h1 (Falcon-H1: attention and a Mamba-2 mixer side by side in every layer; --ssm-no-norm leaves out the mixers' grouped norm), cohere2 (Command R7B: attention and the MLP in parallel on LayerNormed rows, three layers of four a sliding window of --window, 4096 by default, with RoPE, the fourth global without positions; tied), command-r (Command R, Aya: cohere2's block, RoPE in every layer, no window)."`
+	Arch     string  `default:"llama" enum:"llama,qwen2,qwen3,qwen3moe,qwen35,qwen35moe,phi3,glm4,granite,smollm3,olmo2,seed_oss,exaone4,minimax-m2,ernie4_5-moe,dots1,granitehybrid,nemotron_h,nemotron_h_moe,lfm2,lfm2moe,gemma2,llama4,falcon-h1,cohere2,command-r,qwen2moe,olmoe,granitemoe,hunyuan-moe,bailingmoe2" help:"Architecture: llama, qwen2, qwen3, qwen3moe, qwen35 or qwen35moe (Gated DeltaNet hybrids), phi3 (Phi-3, Phi-4) or glm4 (GLM-4-0414: fused projections), granite (Granite 3: llama with Granite-3.3-8B's multipliers), smollm3 (llama, no RoPE in every fourth layer), olmo2 (OLMo 2: norms after the attention and the FFN), seed_oss (Seed-OSS: q/k/v biases), exaone4 (EXAONE 4.0: olmo2's norms, q/k norms per head; 64 layers: 3 sliding-window layers of 4), minimax-m2 (MiniMax-M2: whole-row q/k norms, half-head RoPE, sigmoid-routed experts with a selection bias), ernie4_5-moe (ERNIE 4.5: a dense first layer, softmax-routed experts with a selection bias and a shared expert), dots1 (dots.llm1: qwen3's attention, a dense first layer, sigmoid-routed experts with a selection bias and a shared expert), granitehybrid (Granite 4.0-H: Mamba-2 layers and every --attn-interval-th attention, without positions unless --rope; with --experts, softmax-routed experts and a shared expert), nemotron_h, nemotron_h_moe (Nemotron-H, Nemotron 3 Nano: blocks of Mamba-2, attention without positions, or ReLU² MLPs, by --layout; nemotron_h_moe's MLPs sigmoid-routed ReLU² experts and a shared one), lfm2, lfm2moe (LFM2, LFM2-8B-A1B: short convolutions of --ssm-conv taps and every --attn-interval-th layer attention; lfm2moe's FFNs after the first sigmoid-routed experts), gemma2 (Gemma 2: norms before and after the attention and the FFN, GeGLU, soft-capped attention scores and logits, every other layer a sliding window of --window, 4096 by default), llama4 (Llama 4: every fourth layer without RoPE, q/k RMS-normed after RoPE, sigmoid-routed experts weighted before their FFN and a shared expert, every --moe-step-th layer), falcon-h1 (Falcon-H1: attention and a Mamba-2 mixer side by side in every layer; --ssm-no-norm leaves out the mixers' grouped norm), cohere2 (Command R7B: attention and the MLP in parallel on LayerNormed rows, three layers of four a sliding window of --window, 4096 by default, with RoPE, the fourth global without positions; tied), command-r (Command R, Aya: cohere2's block, RoPE in every layer, no window), qwen2moe (Qwen1.5-MoE: qwen2's attention, softmax-routed experts not renormalized, a sigmoid-gated shared expert), olmoe (OLMoE: whole-row q/k norms, softmax-routed experts of --ffn), granitemoe (Granite 3 MoE: granite's multipliers, experts of --ffn, a shared expert with --shared-ffn), hunyuan-moe (Hunyuan-A13B: q/k normed per head after RoPE, experts of --ffn and a shared expert), bailingmoe2 (Ling 2.0: fused attn_qkv, q/k norms, RoPE over part of the head, a dense first layer, sigmoid-routed experts in 4 groups with a selection bias and a shared expert)."`
 	Params   string  `help:"Pick the preset nearest this size (shape flags override its fields): Llama-shaped 100M, 1B or 8B; for qwen3moe, Qwen3-30B-A3B's layout at 1B or its own 30B; for qwen35, Qwen3.5-0.8B or 27B; for qwen35moe, Qwen3.5-35B-A3B." placeholder:"SIZE"`
 	Embd     int     `help:"Embedding width (default 128, or the preset's)."`
 	Layers   int     `help:"Number of transformer blocks (default 2)."`
@@ -36,10 +36,10 @@ type cliArgs struct {
 	Tied     bool    `help:"Tie the output matrix to the token embedding."`
 	Untied   bool    `help:"Write a separate output matrix (overrides a tied preset)."`
 
-	Experts     int `help:"qwen3moe: experts per layer (default 8); llama: makes it a mixture of experts in Mixtral's layout, of --ffn wide experts."`
-	ExpertsUsed int `name:"experts-used" help:"qwen3moe, llama: experts per token (default 2)."`
-	ExpertFFN   int `name:"expert-ffn" help:"qwen3moe: an expert's feed-forward width (default 64; llama's and minimax-m2's experts are --ffn wide)."`
-	SharedFFN   int `name:"shared-ffn" help:"qwen35moe: the shared expert's feed-forward width (default 64)."`
+	Experts     int `help:"The mixtures of experts: experts per layer (default 8); llama: makes it a mixture of experts in Mixtral's layout, of --ffn wide experts."`
+	ExpertsUsed int `name:"experts-used" help:"The mixtures of experts: experts per token (default 2)."`
+	ExpertFFN   int `name:"expert-ffn" help:"The mixtures of experts: an expert's feed-forward width (default 64; the experts of llama, minimax-m2, olmoe, granitemoe and hunyuan-moe are --ffn wide)."`
+	SharedFFN   int `name:"shared-ffn" help:"The mixtures with a shared expert: its feed-forward width (default 64; granitemoe: none unless set)."`
 
 	SSMState     int    `name:"ssm-state" help:"qwen35, qwen35moe: Gated DeltaNet head size (default 16); granitehybrid: Mamba-2's state per head row (default 16)."`
 	SSMKHeads    int    `name:"ssm-k-heads" help:"qwen35, qwen35moe: Gated DeltaNet query/key heads (default 2); granitehybrid: Mamba-2's groups of B and C (default 1)."`
@@ -162,6 +162,18 @@ func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, s
 	if a.Arch == "dots1" { // llama.cpp's dots1 has no grouped-query attention
 		s.KVHeads = s.Heads
 	}
+	switch a.Arch { // the mixtures of mkmodel/moe.go
+	case "qwen2moe", "hunyuan-moe":
+		s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 8, 2, 64, 64
+	case "olmoe", "granitemoe":
+		s.Experts, s.ExpertsUsed, s.ExpertFFN = 8, 2, 64
+		if a.Arch == "olmoe" { // its k norm spans the width
+			s.KVHeads = s.Heads
+		}
+	case "bailingmoe2":
+		s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.RopeDims = 1, 8, 2, 64, 64, 16
+		s.ExpertGroups, s.ExpertGroupsUsed = 4, 2
+	}
 	presetVocab := 0
 	if a.Params != "" {
 		n, err := mkmodel.ParseCount(a.Params)
@@ -204,7 +216,7 @@ func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, s
 		s.RopeDims = s.HeadDim / 4 &^ 1
 	}
 	set(&s.RopeDims, a.RopeDims)
-	if s.Arch == "minimax-m2" { // llama.cpp shapes its experts by feed_forward_length
+	if s.Arch == "minimax-m2" || s.Arch == "olmoe" || s.Arch == "granitemoe" || s.Arch == "hunyuan-moe" { // llama.cpp shapes their experts by feed_forward_length
 		s.ExpertFFN = s.FFN
 	}
 	if (s.Arch == "llama" || s.Arch == "granitehybrid") && s.Experts > 0 { // experts of --ffn (Mixtral's, Granite's layout)

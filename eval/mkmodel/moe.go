@@ -1,0 +1,106 @@
+package mkmodel
+
+import (
+	"fmt"
+
+	"ppl.dev/gguf"
+)
+
+// The mixtures of experts on llama's block (the generic layer of
+// Config.tensors), each as llama.cpp's converter writes it:
+//
+//   - qwen2moe (Qwen1.5-MoE, Qwen2-57B-A14B): qwen2's attention (q, k and v
+//     biases; heads × head size = width) and a shared expert of SharedFFN
+//     gated per token by ffn_gate_inp_shexp (a vector of the width);
+//   - olmoe (OLMoE): q and k RMS-normed over whole rows of the width (as
+//     many KV heads as heads), experts of the FFN width;
+//   - granitemoe (Granite 3.x MoE): granite's multipliers, experts of the
+//     FFN width, a shared expert when SharedFFN is set;
+//   - hunyuan-moe (Hunyuan-A13B): q and k normed per head, experts of the
+//     FFN width (also written as expert_feed_forward_length, which
+//     llama.cpp requires), a shared expert of SharedFFN;
+//   - bailingmoe2 (Ling 2.0, Ring 2.0): q, k and v in one attn_qkv, q and k
+//     normed per head, RoPE over RopeDims of the head, DenseLead dense
+//     layers, then sigmoid routing with a selection bias over
+//     ExpertGroups groups (ExpertGroupsUsed chosen), weights normed and
+//     scaled by 2.5, and a shared expert of SharedFFN.
+
+// sharedExpert reports an architecture of the generic layer whose mixture
+// of experts may have a shared expert (SharedFFN).
+func (s Shape) sharedExpert() bool {
+	switch s.Arch {
+	case "ernie4_5-moe", "dots1", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2":
+		return true
+	}
+	return false
+}
+
+// checkMoE validates the fields of the mixtures above.
+func (s Shape) checkMoE() error {
+	switch {
+	case (s.Arch == "qwen2moe" || s.Arch == "hunyuan-moe" || s.Arch == "bailingmoe2") && s.SharedFFN <= 0:
+		return fmt.Errorf("shape: %s has a shared expert: its width must be positive", s.Arch)
+	case (s.Arch == "qwen2moe" || s.Arch == "olmoe") && s.Heads*s.HeadDim != s.Embd:
+		// llama.cpp's loaders expect attn_q and attn_output to be Embd×Embd.
+		return fmt.Errorf("shape: %s needs heads × head dimension = width (%d × %d != %d)", s.Arch, s.Heads, s.HeadDim, s.Embd)
+	case s.Arch == "olmoe" && s.KVHeads != s.Heads:
+		// llama.cpp shapes attn_k_norm by the width.
+		return fmt.Errorf("shape: olmoe's k norm spans the width: %d KV heads must be the %d heads", s.KVHeads, s.Heads)
+	case s.ExpertGroups < 0 || s.ExpertGroupsUsed < 0 || s.ExpertGroups > 0 && (s.Arch != "bailingmoe2" || s.Experts%s.ExpertGroups != 0 || s.ExpertGroupsUsed < 1 || s.ExpertGroupsUsed > s.ExpertGroups):
+		return fmt.Errorf("shape: %d expert groups, %d used (bailingmoe2 only, dividing the experts)", s.ExpertGroups, s.ExpertGroupsUsed)
+	}
+	return nil
+}
+
+// qkNorms reports the q and k norms of the generic layer: per head
+// (HeadDim values) or over whole rows; none for other architectures.
+func (s Shape) qkNorms() (perHead, rows bool) {
+	switch s.Arch {
+	case "qwen3", "qwen3moe", "exaone4", "dots1", "hunyuan-moe", "bailingmoe2":
+		return true, false
+	case "olmo2", "minimax-m2", "olmoe":
+		return false, true
+	}
+	return false, false
+}
+
+// qkvBias reports q, k and v biases in the generic layer.
+func (s Shape) qkvBias() bool {
+	return s.Arch == "qwen2" || s.Arch == "seed_oss" || s.Arch == "qwen2moe"
+}
+
+// moeKeys writes the metadata of the mixtures above.
+func (c *Config) moeKeys(w *gguf.Writer) {
+	a := c.Arch
+	if c.SharedFFN > 0 && (a == "qwen2moe" || a == "granitemoe" || a == "hunyuan-moe" || a == "bailingmoe2") {
+		w.Add(a+".expert_shared_feed_forward_length", uint32(c.SharedFFN))
+	}
+	if a == "bailingmoe2" { // Ling 2.0's routing
+		w.Add(a+".rope.dimension_count", uint32(c.ropeDims()))
+		w.Add(a+".leading_dense_block_count", uint32(c.DenseLead))
+		w.Add(a+".expert_shared_count", uint32(1))
+		w.Add(a+".expert_gating_func", uint32(2)) // sigmoid
+		w.Add(a+".expert_weights_norm", true)
+		w.Add(a+".expert_weights_scale", float32(2.5))
+		if c.ExpertGroups > 0 {
+			w.Add(a+".expert_group_count", uint32(c.ExpertGroups))
+			w.Add(a+".expert_group_used_count", uint32(c.ExpertGroupsUsed))
+		}
+	}
+}
+
+// fusedQKV adds layer i's attn_qkv ([q | k | v] rows, no bias), the
+// scales of attn_q, attn_k and attn_v.
+func (c *Config) fusedQKV(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
+	e, q, kv := uint64(c.Embd), uint64(c.Heads*c.HeadDim), uint64(c.KVHeads*c.HeadDim)
+	p := fmt.Sprintf("blk.%d.", i)
+	qk := c.normal(p+"attn_qkv.weight", 1.2*invSqrt(e))
+	v := c.normal(p+"attn_qkv.weight", invSqrt(e))
+	add(p+"attn_qkv.weight", []uint64{e, q + 2*kv}, i, func(r int, dst []float32) {
+		if uint64(r) < q+kv {
+			qk(r, dst)
+		} else {
+			v(r, dst)
+		}
+	})
+}

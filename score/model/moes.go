@@ -1,0 +1,130 @@
+package model
+
+import (
+	"ppl.dev/score/ml"
+)
+
+// The mixtures of experts that are llama's decoder with one FFN swapped
+// for experts and a few attention options: qwen2moe, olmoe, granitemoe,
+// hunyuan-moe and bailingmoe2, each as llama.cpp 0.7.0 builds it.
+func init() {
+	Register("qwen2moe", newQwen2MoE)
+	Register("olmoe", newOLMoE)
+	Register("granitemoe", newGranite)
+	Register("hunyuan-moe", newHunyuanMoE)
+	Register("bailingmoe2", newBailingMoE2)
+}
+
+// qwen2moe: Qwen1.5-MoE-A2.7B and Qwen2-57B-A14B: qwen2's attention (q, k
+// and v biases, NeoX RoPE), softmax routing whose chosen weights are not
+// renormalized, and a shared expert (of expert_shared_feed_forward_length,
+// else feed_forward_length) scaled per token by sigmoid(ffn_gate_inp_shexp·x).
+// Without expert_feed_forward_length the experts are feed_forward_length /
+// expert_used_count wide, as llama.cpp sizes them.
+func newQwen2MoE(l *Loader) Network {
+	hp := l.HP
+	used, err := meta{l.f, hp.Arch}.positive("expert_used_count", -1)
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	d := newDecoder(l, decoderOpts{neox: true, qkvBias: true, moe: &moeOpts{gating: ml.GateSoftmax, ffn: hp.FFN / used, sharedFFN: hp.FFN}})
+	return l.sharedExperts(d, true)
+}
+
+// olmoe: AllenAI's OLMoE: llama's pre-norm block with q and k RMS-normed
+// over their whole rows before RoPE (NeoX), softmax routing not
+// renormalized, experts of feed_forward_length.
+func newOLMoE(l *Loader) Network {
+	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax, ffn: l.HP.FFN})
+	if moe == nil {
+		return nil
+	}
+	return l.bindLayers(l.baseDecoder(true), func(_ int, p string) decoderLayer {
+		ly := l.preNormLayer(p, "ffn_norm")
+		ly.qNorm, ly.kNorm = l.qkNorms(p, true)
+		ly.ffn = l.MoE(p, moe)
+		return ly
+	})
+}
+
+// hunyuan-moe: Tencent's Hunyuan-A13B: llama's decoder (NeoX RoPE,
+// rope_freqs when the file has them) whose q and k are RMS-normed per head
+// after RoPE, softmax routing renormalized over experts of
+// feed_forward_length, and a shared expert (expert_shared_feed_forward_length,
+// else feed_forward_length) added to them.
+func newHunyuanMoE(l *Loader) Network {
+	hp := l.HP
+	d := newDecoder(l, decoderOpts{neox: true, qkNorm: true, moe: &moeOpts{gating: ml.GateSoftmax, norm: true, ffn: hp.FFN, sharedFFN: hp.FFN}})
+	d.qkNormAfterRoPE = true
+	return l.sharedExperts(d, false)
+}
+
+// bailingmoe2: inclusionAI's Ling 2.0 and Ring 2.0: q, k and v in one
+// attn_qkv, q and k RMS-normed per head before RoPE (NeoX, over
+// rope.dimension_count of the head), dense MLPs in the
+// leading_dense_block_count first layers and in the others experts routed
+// by expert_gating_func (sigmoid in Ling 2.0) with the selection bias
+// exp_probs_b and expert groups, normed and scaled as the metadata says,
+// plus expert_shared_count shared experts as one (its width
+// expert_shared_feed_forward_length, else an expert's, times the count);
+// the trailing nextn_predict_layers blocks are not run.
+func newBailingMoE2(l *Loader) Network {
+	hp := &l.HP
+	if !l.dropNextN() {
+		return nil
+	}
+	m := meta{l.f, hp.Arch}
+	for _, key := range []string{"expert_gating_func", "expert_shared_count"} { // llama.cpp requires them
+		if !m.has(key) {
+			l.Failf("missing metadata %s.%s", hp.Arch, key)
+			return nil
+		}
+	}
+	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax})
+	if moe == nil {
+		return nil
+	}
+	if m.has("expert_shared_feed_forward_length") {
+		moe.SharedFFN *= moe.Shared
+	}
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	return l.bindLayers(l.baseDecoder(true), func(i int, p string) decoderLayer {
+		ly := decoderLayer{
+			attnNorm: l.Norm(p+"attn_norm", hp.Embd),
+			o:        l.Linear(p+"attn_output", qd, hp.Embd),
+			ffnNorm:  l.Norm(p+"ffn_norm", hp.Embd),
+		}
+		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
+		ly.qNorm, ly.kNorm = l.qkNorms(p, false)
+		if i < moe.DenseLayers {
+			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		} else {
+			ly.ffn = l.MoE(p, moe) // expert_shared_count > 0: the shared expert is required
+		}
+		return ly
+	})
+}
+
+// sharedExperts returns d after checking that each of its mixtures has a
+// shared expert, or nil. With gated (qwen2moe) each also has its gate
+// ffn_gate_inp_shexp, whose sigmoid llama.cpp writes as silu(g)/g.
+func (l *Loader) sharedExperts(d *decoder, gated bool) Network {
+	if l.Err() != nil {
+		return nil
+	}
+	for i, ly := range d.layers {
+		m := ly.ffn.(*MoE)
+		switch {
+		case m.Shared == nil:
+			l.Failf("missing tensor blk.%d.ffn_up_shexp.weight (the shared expert)", i)
+		case gated && m.SGate == nil:
+			l.Failf("missing tensor blk.%d.ffn_gate_inp_shexp.weight (the shared expert's gate)", i)
+		}
+		m.SGateDiv = gated
+	}
+	if l.Err() != nil {
+		return nil
+	}
+	return d
+}
