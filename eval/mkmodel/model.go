@@ -203,7 +203,9 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			}
 			continue
 		}
-		add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", invSqrt(e)))
+		if c.Arch != "arcee" { // arcee's MLP is ungated
+			add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", invSqrt(e)))
+		}
 		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", invSqrt(e)))
 		add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*invSqrt(ff)))
 		if post {

@@ -516,6 +516,15 @@ func TestEndToEndGenerated(t *testing.T) {
 			s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.RopeDims = 3, 1, 8, 8, 64, 64, 16
 			s.ExpertGroups, s.ExpertGroupsUsed = 4, 4
 		}, 0.015, 0.003, 0.00016, ""},
+		// Dense llama variants: ernie4_5 (llama), exaone (NeoX RoPE),
+		// hunyuan-dense (q/k normed after RoPE), arcee (an ungated ReLU²
+		// MLP). Emulation: max 0.0053, 0.0085, 0.0052, 0.0062, mean
+		// 0.00133, 0.00142, 0.00111, 0.00131, PPL ratio 1.000104,
+		// 0.999856, 0.999943, 1.000002.
+		{"ernie4_5", nil, 0.011, 0.0027, 0.0002, ""},
+		{"exaone", nil, 0.017, 0.0028, 0.0003, ""},
+		{"hunyuan-dense", nil, 0.011, 0.0022, 0.00012, ""},
+		{"arcee", nil, 0.012, 0.0026, 0.0001, ""},
 	}
 	for i, c := range cases {
 		cases[i].path = filepath.Join(t.TempDir(), fmt.Sprintf("%s-%d.gguf", c.arch, i))

@@ -206,8 +206,9 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // sigmoid gate as llama.cpp's silu(g)/g: with the plain sigmoid one window
 // of 24 is 0.004 off), olmoe, granitemoe with and without a shared expert,
 // hunyuan-moe and bailingmoe2 (a dense first layer, 4 groups of experts,
-// RoPE over half the head), 8 experts with 2 used (24 windows each, both
-// builds: none off).
+// RoPE over half the head), 8 experts with 2 used; the dense ernie4_5
+// (llama), exaone (NeoX RoPE), hunyuan-dense (q/k normed after RoPE) and
+// arcee (an ungated ReLU² MLP) (24 windows each, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -306,6 +307,14 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1584.6700017, -790.6787059, -801.4975393, -772.3729679}},
 		{"bailingmoe2", "bailingmoe2", "", bailingMoE2, "", "d2d54193490ccc719f2753af50e5846ed32ed7a94b9531cc10d6f90f82e8a64f",
 			[]float64{-1578.3946764, -804.7209945, -815.4750978, -765.5876242}},
+		{"ernie4_5", "ernie4_5", "", nil, "", "0d74e28d928f449784f2731c41d9e3716daa6e1a47f027e71ebc4a5cace6aca0",
+			[]float64{-1626.4546316, -790.1359273, -799.2311808, -758.7573398}},
+		{"exaone", "exaone", "", nil, "", "e1c57cb1771b2285416c2e2bdc0cdc9891426045eaea16cf98e5af90438dc69c",
+			[]float64{-1614.9779596, -807.5483990, -795.1790851, -772.6263511}},
+		{"hunyuan-dense", "hunyuan-dense", "", nil, "", "b5c87c398fea81ec9f81524f6545db85dfffd6eb2c40cad766e0c2b5b8e9da06",
+			[]float64{-1623.3951955, -802.4182854, -798.6074197, -769.8019124}},
+		{"arcee", "arcee", "", nil, "", "e87e9472347fb44feb011b8e340656baac38c0dfb92321f1c38049282ee34353",
+			[]float64{-1656.6476730, -815.5808802, -788.9097215, -762.7952080}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := genModelType(t, dir, c.arch, cmp.Or(c.typ, "Q8_0"), c.set)

@@ -8,9 +8,16 @@ import (
 
 // The architectures that are llama's decoder with a few of its options
 // set (decoder's fields and decoderLayer's) register here: granite,
-// smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe, dots1 and
-// llama4.
+// smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe, dots1,
+// llama4, ernie4_5, exaone, hunyuan-dense and arcee.
 func init() {
+	// ernie4_5 (ERNIE-4.5-0.3B) is llama as llama.cpp runs it; exaone
+	// (EXAONE 3.0, 3.5) is llama with NeoX RoPE (q/k/v and output biases
+	// where the file has them, rope_freqs as llama's).
+	Register("ernie4_5", func(l *Loader) Network { return newDecoder(l, decoderOpts{}) })
+	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
+	Register("hunyuan-dense", newHunyuanDense)
+	Register("arcee", newArcee)
 	Register("llama4", newLlama4)
 	Register("granite", newGranite)
 	Register("smollm3", newSmolLM3)
@@ -333,3 +340,32 @@ func newLlama4(l *Loader) Network {
 // llama4Chunk is llama.cpp's attention chunk and temperature floor for
 // Llama 4 (n_swa and n_attn_temp_floor_scale, read from no key).
 const llama4Chunk = 8192
+
+// hunyuan-dense: Tencent's dense Hunyuan models (0.5B to 7B), as llama.cpp
+// 0.7.0 runs them: llama's decoder with NeoX RoPE (rope_freqs when the
+// file has them) and q and k RMS-normed per head after RoPE.
+func newHunyuanDense(l *Loader) Network {
+	d := newDecoder(l, decoderOpts{neox: true, qkNorm: true})
+	d.qkNormAfterRoPE = true
+	if l.Err() != nil {
+		return nil
+	}
+	return d
+}
+
+// arcee: Arcee's AFM-4.5B, as llama.cpp 0.7.0 runs it: llama's decoder
+// (adjacent-pair RoPE, rope_freqs when the file has them, attention.scale
+// as the score scale when given) whose MLP is ungated: ffn_down ·
+// relu(ffn_up · x)².
+func newArcee(l *Loader) Network {
+	hp := l.HP
+	d := l.baseDecoder(false)
+	if !l.attnScale(d) {
+		return nil
+	}
+	return l.bindLayers(d, func(_ int, p string) decoderLayer {
+		ly := l.preNormLayer(p, "ffn_norm")
+		ly.ffn = &Dense{ml.MLP{Up: l.Linear(p+"ffn_up", hp.Embd, hp.FFN), Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd), Act: ml.ReLUSqr}}
+		return ly
+	})
+}
