@@ -776,3 +776,59 @@ func TestMoEsRefused(t *testing.T) {
 func cohere2Shape(window int) func(*mkmodel.Shape) {
 	return func(s *mkmodel.Shape) { s.Layers, s.Window, s.Tied = 8, window, true }
 }
+
+// TestGLMMRoPE: GLM's vision-language text decoders carry
+// rope.dimension_sections, and llama.cpp then rotates NeoX pairs by the
+// sections (MRoPE) for glm4 (GLM-4.1V), whose own layout is adjacent
+// pairs: genModel's glm4 file with sections [2, 3, 3, 0] over its 8 rotary
+// pairs is 16 nats off the plain file in window 0. glm4moe (GLM-4.5V,
+// 4.6V) is NeoX already: [2, 3, 3, 0] changes nothing, an e section ([2,
+// 2, 2, 2]) leaves its pairs unturned. Sums of log-probs of windows [0,
+// 128) from 1 and [64, 192) from 128 in the int8 mode with an f16 cache,
+// against llama.cpp's on the same bytes (sha256).
+func TestGLMMRoPE(t *testing.T) {
+	dir := oracle.Require(t)
+	en, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	glm, err := oracle.Read(filepath.Join(dir, "golden-archs", "tiny-glm4moe__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g4 := genModel(t, dir, "glm4", nil)
+	moe := oracle.Model(dir, "tiny-glm4moe")
+	sections := func(arch string, s []int32) map[string]any { return map[string]any{arch + ".rope.dimension_sections": s} }
+	for _, c := range []struct {
+		name   string
+		path   string
+		tokens []int32
+		sha256 string
+		sums   []float64
+	}{
+		{"glm4 [2 3 3 0]", rewriteFile(t, g4, sections("glm4", []int32{2, 3, 3, 0}), nil), en.Header.Tokens,
+			"39dbe1f91c559ed3a3aa196c8833cc83ff77caff7f1e1b2552f92d4bcfa4b194", []float64{-1577.7014720, -806.3249496}},
+		{"glm4 [2 2 2 2]", rewriteFile(t, g4, sections("glm4", []int32{2, 2, 2, 2}), nil), en.Header.Tokens,
+			"952d40f4f5c45c308e0b229bbbcbd320a4e5f74b05745ff31c573861f0fce8eb", []float64{-1577.2993525, -806.4998461}},
+		{"glm4moe [2 3 3 0]", rewriteFile(t, moe, sections("glm4moe", []int32{2, 3, 3, 0}), nil), glm.Header.Tokens,
+			"d98fcc95f87740003008ff0f8063d996853171e9dc907abbd96f43f877e12eee", []float64{-1497.9326368, -767.6560626}},
+		{"glm4moe [2 2 2 2]", rewriteFile(t, moe, sections("glm4moe", []int32{2, 2, 2, 2}), nil), glm.Header.Tokens,
+			"1b5473ae353cfa367dd80db5f91e401dadb11344ababad996e163d87a0b3a276", []float64{-1497.9488624, -767.6482029}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b, err := os.ReadFile(c.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != c.sha256 {
+				t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored (%s)", sum, c.sha256)
+			}
+			m, err := Load(c.path, Options{KVDtype: "f16", Activations: ActInt8, Context: 128})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			scoreSums(t, m, c.name, c.tokens, []window{{0, 128, 1}, {64, 192, 128}}, c.sums, 1e-6)
+		})
+	}
+}

@@ -1,16 +1,27 @@
 package model
 
-// glm4: the dense GLM-4 models (GLM-4-9B-0414, GLM-4-32B-0414, GLM-Z1), as
-// llama.cpp 0.7.0 runs them. The block is llama's (newDecoder's forward
-// pass) with:
+// glm4: the dense GLM-4 models (GLM-4-9B-0414, GLM-4-32B-0414, GLM-Z1,
+// and GLM-4.1V's text decoder), as llama.cpp 0.7.0 runs them. The block is
+// llama's (newDecoder's forward pass) with:
 //   - attn_qkv holding [q | k | v] with its bias (or attn_q, attn_k and
 //     attn_v, each with an optional bias), bound as row ranges;
 //   - RoPE over rope.dimension_count dims (half of each head), in the
-//     adjacent-pair layout;
+//     adjacent-pair layout; with GLM-4.1V's rope.dimension_sections the
+//     multi-section RoPE of NeoX pairs instead (glmMRoPE);
 //   - the attention's and the FFN's outputs RMS-normed
 //     (post_attention_norm, post_ffw_norm) before they join the residual
 //     stream;
 //   - ffn_up holding [gate | up] (2·n_ff rows) for SwiGLU.
 func init() { Register("glm4", newGLM4) }
 
-func newGLM4(l *Loader) Network { return l.fusedLayers(l.baseDecoder(false), true) }
+func newGLM4(l *Loader) Network {
+	mrope, ok := glmMRoPE(l)
+	if !ok {
+		return nil
+	}
+	d := l.baseDecoder(mrope != nil)
+	if mrope != nil {
+		multiRoPE(d.rope, mrope, false)
+	}
+	return l.fusedLayers(d, true)
+}

@@ -10,7 +10,8 @@ import (
 //   - q, k and v biases, and an optional per-head RMSNorm of q and k
 //     (blk.N.attn_q_norm, attn_k_norm, bound when the file has them);
 //   - NeoX RoPE on the first rope.dimension_count elements of each head
-//     only (partial rotary; the rest pass through);
+//     only (partial rotary; the rest pass through); GLM-4.5V's and 4.6V's
+//     multi-section RoPE by rope.dimension_sections (glmMRoPE);
 //   - the pre-FFN norm called blk.N.post_attention_norm;
 //   - the first leading_dense_block_count layers a dense SwiGLU MLP, the
 //     others a mixture of experts: sigmoid gating, selection on sigmoid +
@@ -27,7 +28,14 @@ func newGLM4MoE(l *Loader) Network {
 		return nil
 	}
 	hp := &l.HP
+	mrope, ok := glmMRoPE(l)
+	if !ok {
+		return nil
+	}
 	m := l.baseDecoder(true)
+	if mrope != nil {
+		multiRoPE(m.rope, mrope, false)
+	}
 	moe := l.moeParams(moeOpts{gating: ml.GateSigmoid})
 	if moe == nil {
 		return nil

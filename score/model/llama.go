@@ -188,36 +188,60 @@ func vlRoPE(l *Loader, r *nn.RoPE, interleaved bool) error {
 	if r.Dims != hp.HeadDim {
 		return fmt.Errorf("metadata %s.rope.dimension_count = %d, want the head size %d", hp.Arch, r.Dims, hp.HeadDim)
 	}
+	s, err := ropeSections(l)
+	if err == nil && s == nil {
+		err = fmt.Errorf("missing metadata %s.rope.dimension_sections", hp.Arch)
+	}
+	if err != nil {
+		return err
+	}
+	multiRoPE(r, s, interleaved)
+	return nil
+}
+
+// ropeSections reads rope.dimension_sections, nil when the file has none:
+// 4 counts of rotary pairs (t, h, w, e), or one integer read as 4 equal
+// ones.
+func ropeSections(l *Loader) ([]int32, error) {
+	hp := l.HP
 	key := hp.Arch + ".rope.dimension_sections"
 	v, ok := l.f.Lookup(key)
 	var s []int32
 	switch {
 	case !ok:
-		return fmt.Errorf("missing metadata %s", key)
+		return nil, nil
 	case v.Type == gguf.ValueArray:
 		a, err := l.f.Int32s(key)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if len(a) != 4 {
-			return fmt.Errorf("metadata %s has %d values, want 4", key, len(a))
+			return nil, fmt.Errorf("metadata %s has %d values, want 4", key, len(a))
 		}
 		s = a
 	default:
 		x, err := l.f.Int(key)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if x < 0 || x > math.MaxInt32 {
-			return fmt.Errorf("metadata %s = %d out of range", key, x)
+			return nil, fmt.Errorf("metadata %s = %d out of range", key, x)
 		}
 		s = []int32{int32(x), int32(x), int32(x), int32(x)}
 	}
 	t, h, w, e := int(s[0]), int(s[1]), int(s[2]), int(s[3])
-	sum := t + h + w + e
-	if t < 0 || h < 0 || w < 0 || e < 0 || t+h+w == 0 || sum > hp.HeadDim {
-		return fmt.Errorf("metadata %s = %v: want counts of rotary pairs, none below 0, one of the first 3 above 0, summing to at most the head size %d", key, s, hp.HeadDim)
+	if t < 0 || h < 0 || w < 0 || e < 0 || t+h+w == 0 || t+h+w+e > hp.HeadDim {
+		return nil, fmt.Errorf("metadata %s = %v: want counts of rotary pairs, none below 0, one of the first 3 above 0, summing to at most the head size %d", key, s, hp.HeadDim)
 	}
+	return s, nil
+}
+
+// multiRoPE makes r (NeoX) the multi-section RoPE of sections s for text
+// tokens (vlRoPE's doc): the pairs of e, and in IMRoPE those past 3h, 3w
+// or 3t, get the frequency factor +Inf.
+func multiRoPE(r *nn.RoPE, s []int32, interleaved bool) {
+	t, h, w, e := int(s[0]), int(s[1]), int(s[2]), int(s[3])
+	sum := t + h + w + e
 	var ff []float32
 	for i := range r.Dims / 2 {
 		sec := i % sum
@@ -239,7 +263,24 @@ func vlRoPE(l *Loader, r *nn.RoPE, interleaved bool) error {
 	if ff != nil {
 		r.FreqFactors = ff
 	}
-	return nil
+}
+
+// glmMRoPE reads the multi-section RoPE of GLM's vision-language text
+// decoders (GLM-4.1V as glm4, GLM-4.5V and 4.6V as glm4moe): llama.cpp
+// takes it when rope.dimension_sections has t and h above 0, and then
+// rotates NeoX pairs over rope.dimension_count by the sections (MRoPE,
+// vlRoPE's doc), whatever the architecture's own layout. It returns the
+// sections, nil when the file has none or llama.cpp would not use them.
+func glmMRoPE(l *Loader) ([]int32, bool) {
+	s, err := ropeSections(l)
+	if err != nil {
+		l.fail(err)
+		return nil, false
+	}
+	if s == nil || s[0] <= 0 || s[1] <= 0 {
+		return nil, true
+	}
+	return s, true
 }
 
 // bindLayers appends layer(i, "blk.i.") to d for every layer and returns
