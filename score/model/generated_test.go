@@ -798,7 +798,9 @@ func TestGLMMRoPE(t *testing.T) {
 	}
 	g4 := genModel(t, dir, "glm4", nil)
 	moe := oracle.Model(dir, "tiny-glm4moe")
-	sections := func(arch string, s []int32) map[string]any { return map[string]any{arch + ".rope.dimension_sections": s} }
+	sections := func(arch string, s []int32) map[string]any {
+		return map[string]any{arch + ".rope.dimension_sections": s}
+	}
 	for _, c := range []struct {
 		name   string
 		path   string
