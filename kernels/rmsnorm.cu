@@ -28,14 +28,18 @@ extern "C" __global__ void rmsnorm_f32(float* out, const float* x, const float* 
 
 // layernorm_f32: LayerNorm (nn.LayerNorm): per row, the mean and the
 // variance of x - mean in float64, out = (x - mean) / sqrt(variance + eps)
-// · w (+ b when has_b), float64, rounded once; out may be x. grid.x =
+// · w (+ b when has_b), float64, rounded once; w and b hold wrows rows,
+// row r taking row r mod wrows (per-head weights); out may be x. grid.x =
 // rows, block = 128.
 extern "C" __global__ void layernorm_f32(float* out, const float* x, const float* __restrict__ w,
-                                         const float* __restrict__ b, int has_b, int rows, int d, double eps) {
+                                         const float* __restrict__ b, int has_b, int rows, int d, int wrows,
+                                         double eps) {
 	__shared__ double sh[32];
 	i64 r = blockIdx.x;
 	if (r >= rows) return;
 	const float* xr = x + r * d;
+	w += (r % wrows) * d;
+	if (has_b) b += (r % wrows) * d;
 	double s = 0;
 	for (int i = threadIdx.x; i < d; i += blockDim.x) s += (double)xr[i];
 	double mean = block_sum_d(s, sh) / (double)d;

@@ -168,6 +168,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			case rows: // q and k normed whole, not per head
 				add(p+"attn_q_norm.weight", []uint64{q}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 				add(p+"attn_k_norm.weight", []uint64{kv}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
+			case c.QKLayerNorm: // weights for each head
+				hd := uint64(c.HeadDim)
+				add(p+"attn_q_norm.weight", []uint64{hd, uint64(c.Heads)}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
+				add(p+"attn_k_norm.weight", []uint64{hd, uint64(c.KVHeads)}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
 			}
 		}
 		if post {

@@ -59,6 +59,9 @@ type Shape struct {
 	MoELatent int
 	// SSMNoNorm leaves falcon-h1's mixers without ssm_norm.
 	SSMNoNorm bool
+	// QKLayerNorm gives command-r Command R+'s LayerNorms of each head of
+	// q and k (attn_q_norm, attn_k_norm: weights for every head).
+	QKLayerNorm bool
 }
 
 // cohere reports Cohere's parallel blocks (cohere2, command-r).
@@ -179,6 +182,8 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: gemma2 is tied (llama.cpp's gemma2 reads no output matrix)")
 	case s.cohere() && !s.Tied:
 		return fmt.Errorf("shape: %s is tied (llama.cpp's %s reads no output matrix)", s.Arch, s.Arch)
+	case s.QKLayerNorm && s.Arch != "command-r":
+		return fmt.Errorf("shape: per-head q/k LayerNorms are command-r's (Command R+)")
 	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && s.Arch != "cohere2" && !s.lfm2():
 		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, gemma2, cohere2, lfm2 and lfm2moe", s.Window)
 	}
@@ -260,6 +265,9 @@ func (s Shape) Params() int64 {
 		block += 2*int64(s.HeadDim) + int64(s.Experts) + 3*e*int64(s.SharedFFN)
 	case "cohere2", "command-r": // one norm, read by the attention and the MLP
 		block -= e
+		if s.QKLayerNorm {
+			block += q + kv
+		}
 	}
 	n := s.headParams() + int64(s.Layers)*block
 	if s.DenseLead > 0 { // dense FFNs for the leading layers' MoE blocks

@@ -118,8 +118,8 @@ func (f FileType) TensorType(name string, ne0, dims, layer, layers, gqa int, tie
 	if dims < 2 || strings.HasSuffix(name, "ffn_gate_inp.weight") || strings.HasSuffix(name, "ssm_conv1d.weight") || strings.HasSuffix(name, "shortconv.conv.weight") { // llama-quantize leaves MoE routers and convolutions F32
 		return gguf.TypeF32
 	}
-	if strings.HasSuffix(name, "ssm_a") || strings.HasSuffix(name, "ssm_d") || strings.HasSuffix(name, "ssm_norm.weight") {
-		return gguf.TypeF32 // Mamba-2's per-head values and grouped norm, 2-D but F32 as converted
+	if strings.HasSuffix(name, "ssm_a") || strings.HasSuffix(name, "ssm_d") || strings.HasSuffix(name, "_norm.weight") {
+		return gguf.TypeF32 // Mamba-2's per-head values, norms of 2-D (Mamba-2's grouped one, Command R+'s per head): F32 as llama-quantize leaves them
 	}
 	t := f.Base
 	if f.Quantized() && !f.Pure && !f.Low {

@@ -489,6 +489,12 @@ func TestEndToEndGenerated(t *testing.T) {
 		// command-r: the same block, RoPE everywhere. Emulation: max
 		// 0.0036, mean 0.00074, PPL ratio 0.99986.
 		{"command-r", func(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true }, 0.008, 0.0015, 0.0003, ""},
+		// Command R+: 64 layers (narrow) with per-head q/k LayerNorms
+		// (layernorm_f32 with weights of every head). Emulation: max
+		// 0.0066, mean 0.00154, PPL ratio 1.000143.
+		{"command-r", func(s *mkmodel.Shape) {
+			s.Layers, s.Embd, s.Heads, s.KVHeads, s.FFN, s.Tied, s.QKLayerNorm = 64, 64, 2, 1, 128, true, true
+		}, 0.013, 0.003, 0.0003, ""},
 		// Gemma 2: soft-capped scores (the plain attention kernel), the
 		// even layers sliding over 40 keys, tied. Emulation: max 0.022,
 		// mean 0.0051, PPL ratio 1.00034 (gemma3's scores too are sharp:

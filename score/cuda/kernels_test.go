@@ -513,31 +513,35 @@ func TestLayerNormParity(t *testing.T) {
 		for i := range d {
 			x[3*d+i] = 0.75
 		}
-		w := &ml.Vector{Name: "w", V: randF32(rng, d, 1)}
-		bias := &ml.Vector{Name: "b", V: randF32(rng, d, 1)}
-		for _, v := range []*ml.Vector{w, bias} {
-			if err := b.PrepareVector(v); err != nil {
-				t.Fatal(err)
+		// Weights of one row, and of 3 rows (per-head weights: row r
+		// takes row r mod 3).
+		for _, wrows := range []int{1, 3} {
+			w := &ml.Vector{Name: "w", V: randF32(rng, wrows*d, 1)}
+			bias := &ml.Vector{Name: "b", V: randF32(rng, wrows*d, 1)}
+			for _, v := range []*ml.Vector{w, bias} {
+				if err := b.PrepareVector(v); err != nil {
+					t.Fatal(err)
+				}
 			}
-		}
-		for _, bv := range []*ml.Vector{nil, bias} {
-			var bs []float32
-			if bv != nil {
-				bs = bv.V
+			for _, bv := range []*ml.Vector{nil, bias} {
+				var bs []float32
+				if bv != nil {
+					bs = bv.V
+				}
+				want := make([]float32, rows*d)
+				nn.LayerNorm(want, x, w.V, bs, 1e-5, rows, d)
+				xt := b.put(t, rows, d, x)
+				b.LayerNorm(xt, xt, w, bv, 1e-5)
+				got := b.Read(xt)
+				if err := b.Err(); err != nil {
+					t.Fatal(err)
+				}
+				var c bitCompare
+				for i := range want {
+					c.add(got[i], want[i], i)
+				}
+				c.check(t, fmt.Sprintf("layernorm_f32, weights of %d rows, bias %v", wrows, bv != nil), 1, 1e-2)
 			}
-			want := make([]float32, rows*d)
-			nn.LayerNorm(want, x, w.V, bs, 1e-5, rows)
-			xt := b.put(t, rows, d, x)
-			b.LayerNorm(xt, xt, w, bv, 1e-5)
-			got := b.Read(xt)
-			if err := b.Err(); err != nil {
-				t.Fatal(err)
-			}
-			var c bitCompare
-			for i := range want {
-				c.add(got[i], want[i], i)
-			}
-			c.check(t, fmt.Sprintf("layernorm_f32, bias %v", bv != nil), 1, 1e-2)
 		}
 	})
 }

@@ -663,7 +663,7 @@ func (b *gpuBackend) Linears(dsts []ml.Tensor, x ml.Tensor, ws []*ml.Matrix) {
 func (b *gpuBackend) LayerNorm(dst, x ml.Tensor, w, bias *ml.Vector, eps float64) {
 	d, s := g(dst), g(x)
 	gshape("layer norm output", d, s.rows, s.cols)
-	if len(w.V) != s.cols || bias != nil && len(bias.V) != s.cols {
+	if len(w.V)%s.cols != 0 || bias != nil && len(bias.V) != len(w.V) {
 		panic(fmt.Sprintf("cuda backend: layer norm %s over rows of %d", w.Name, s.cols))
 	}
 	b.do("LayerNorm "+w.Name, func() error {
@@ -671,7 +671,7 @@ func (b *gpuBackend) LayerNorm(dst, x ml.Tensor, w, bias *ml.Vector, eps float64
 		if bias != nil {
 			bp = gv(bias)
 		}
-		return b.e.layernormF32(d.p, s.p, gv(w), bp, s.rows, s.cols, eps)
+		return b.e.layernormF32(d.p, s.p, gv(w), bp, s.rows, s.cols, len(w.V)/s.cols, eps)
 	})
 }
 

@@ -51,14 +51,14 @@ func (e *Engine) rmsnormF32(out, x, w ptr, rows, d int, eps float64) error {
 	return e.launch("rmsnorm_f32", dim3{uint32(rows), 1, 1}, dim3{128, 1, 1}, out, x, w, rows, d, eps)
 }
 
-// layernormF32: out (rows, d) f32 <- LayerNorm(x)·w (+ b when b is not 0);
-// out may be x.
-func (e *Engine) layernormF32(out, x, w, b ptr, rows, d int, eps float64) error {
+// layernormF32: out (rows, d) f32 <- LayerNorm(x)·w (+ b when b is not 0),
+// w and b of wrows rows, row r taking row r mod wrows; out may be x.
+func (e *Engine) layernormF32(out, x, w, b ptr, rows, d, wrows int, eps float64) error {
 	hasB := 0
 	if b != 0 {
 		hasB = 1
 	}
-	return e.launch("layernorm_f32", dim3{uint32(rows), 1, 1}, dim3{128, 1, 1}, out, x, w, b, hasB, rows, d, eps)
+	return e.launch("layernorm_f32", dim3{uint32(rows), 1, 1}, dim3{128, 1, 1}, out, x, w, b, hasB, rows, d, wrows, eps)
 }
 
 // rope rotates x (n, heads, hd) f32 in place with tables (n, dims/2) float64.

@@ -224,16 +224,16 @@ var simKernels = map[string]simKernel{
 		norm.Forward(nn.NewContext(1), f32s(a.ptr(0))[:rows*d], x[:rows*d], rows)
 		return nil
 	}},
-	"layernorm_f32": {8, func(s *simDevice, a *simArgs, grid dim3) error {
-		x, w, hasB, rows, d, eps := f32s(a.ptr(1)), f32s(a.ptr(2)), a.int(4), a.int(5), a.int(6), a.f64(7)
+	"layernorm_f32": {9, func(s *simDevice, a *simArgs, grid dim3) error {
+		x, w, hasB, rows, d, wrows, eps := f32s(a.ptr(1)), f32s(a.ptr(2)), a.int(4), a.int(5), a.int(6), a.int(7), a.f64(8)
 		var b []float32
 		if hasB != 0 {
-			b = f32s(a.ptr(3))[:d]
+			b = f32s(a.ptr(3))[:wrows*d]
 		}
 		if err := covers(grid[0], rows, "rows"); err != nil || a.err != nil {
 			return errors.Join(err, a.err)
 		}
-		nn.LayerNorm(f32s(a.ptr(0))[:rows*d], x[:rows*d], w[:d], b, eps, rows)
+		nn.LayerNorm(f32s(a.ptr(0))[:rows*d], x[:rows*d], w[:wrows*d], b, eps, rows, d)
 		return nil
 	}},
 	"rope": {8, func(s *simDevice, a *simArgs, grid dim3) error {

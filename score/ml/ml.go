@@ -213,7 +213,9 @@ func (a *Attn) Validate() error {
 // Command R7B and A, the DSA indexer's keys).
 type LayerNormer interface {
 	// LayerNorm is nn.LayerNorm: dst = (x - mean)/sqrt(variance + eps)·w
-	// (+ b when not nil), per row of x (n, len(w.V)); dst may be x.
+	// (+ b when not nil), per row of x; w and b hold x's columns, or those
+	// of several rows (row r takes part r mod len(w.V)/columns: Command
+	// R+'s per-head weights with heads as rows); dst may be x.
 	LayerNorm(dst, x Tensor, w, b *Vector, eps float64)
 }
 

@@ -18,8 +18,10 @@ import (
 // multiplied by logit_scale.
 //
 // command-r (Command R, Aya 23, Aya Expanse) is the same block with RoPE in
-// every layer and no window. Command R+'s per-head LayerNorms of q and k
-// (attn_q_norm, attn_k_norm) are not implemented: such a file is refused.
+// every layer and no window; files of 64 layers or more (Command R+, as
+// llama.cpp tells it) add LayerNorms of each head of q and k before RoPE
+// (attn_q_norm, attn_k_norm, required then: weights for every head, no
+// bias, the same epsilon), which llama.cpp refuses in smaller files.
 func init() {
 	Register("cohere2", newCohere2)
 	Register("command-r", newCohere2)
@@ -37,9 +39,6 @@ func newCohere2(l *Loader) Network {
 	window, swa := 0, hp.Arch == "cohere2"
 	if err == nil && swa {
 		window, err = m.positive("attention.sliding_window", -1)
-	}
-	if err == nil && l.Has("blk.0.attn_q_norm.weight") {
-		err = fmt.Errorf("%s: per-head LayerNorms of q and k (Command R+'s blk.N.attn_q_norm, attn_k_norm) are not supported", hp.Arch)
 	}
 	scale := 0.0
 	if err == nil {
@@ -62,8 +61,19 @@ func newCohere2(l *Loader) Network {
 	d.head.Scale = scale
 	local := d.attn
 	local.Window = window
+	qkNorm := !swa && hp.Layers >= 64 // llama.cpp's test for Command R+ (64 layers)
+	if !qkNorm && l.Has("blk.0.attn_q_norm.weight") {
+		l.Failf("%s: the file has blk.0.attn_q_norm.weight (Command R+'s q/k norms), which llama.cpp 0.7.0 reads only in files of 64 layers or more (it refuses this one of %d)", hp.Arch, hp.Layers)
+		return nil
+	}
+	if qkNorm {
+		d.qkLayerNorm = eps
+	}
 	net := l.bindLayers(d, func(i int, p string) decoderLayer {
 		ly := l.attnLayer(p)
+		if qkNorm {
+			ly.qNorm, ly.kNorm = l.headNorms(p+"attn_q_norm", hp.Heads), l.headNorms(p+"attn_k_norm", hp.KVHeads)
+		}
 		ly.ffn, ly.noRoPE = l.DenseFFN(p, hp.Embd, hp.FFN), swa && (i+1)%4 == 0
 		if swa && !ly.noRoPE {
 			ly.attn = &local
@@ -74,6 +84,18 @@ func newCohere2(l *Loader) Network {
 		return nil
 	}
 	return &cohere2{decoder: d, lnEps: eps}
+}
+
+// headNorms binds name+".weight", a norm's weights for each of heads
+// heads (GGUF shape [head size, heads]).
+func (l *Loader) headNorms(name string, heads int) *ml.Vector {
+	v := l.floats(name+".weight", l.HP.HeadDim, heads)
+	if v == nil {
+		return nil
+	}
+	w := &ml.Vector{Name: name + ".weight", V: v}
+	l.vecs = append(l.vecs, w)
+	return w
 }
 
 // Check requires LayerNorm.

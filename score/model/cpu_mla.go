@@ -91,17 +91,16 @@ func (b *cpuBackend) storeKeys(k []float32, n, heads, hd int) {
 // (nn.GGMLLayerNorm).
 func (b *cpuBackend) LayerNorm(dst, x ml.Tensor, w, bias *ml.Vector, eps float64) {
 	d, s := ct(dst), ct(x)
-	shape("layer norm input", s, s.rows, len(w.V))
-	shape("layer norm output", d, s.rows, len(w.V))
+	shape("layer norm output", d, s.rows, s.cols)
 	var bv []float32
 	if bias != nil {
 		bv = bias.V
 	}
 	if b.c.LlamaCPP {
-		nn.GGMLLayerNorm(d.d, s.d, w.V, bv, float32(eps), s.rows, b.c.GGMLAVX2)
+		nn.GGMLLayerNorm(d.d, s.d, w.V, bv, float32(eps), s.rows, s.cols, b.c.GGMLAVX2)
 		return
 	}
-	nn.LayerNorm(d.d, s.d, w.V, bv, eps, s.rows)
+	nn.LayerNorm(d.d, s.d, w.V, bv, eps, s.rows, s.cols)
 }
 
 // IndexKeys rotates q and k by the Hadamard matrix and passes k through the

@@ -202,7 +202,8 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // the attention and the MLP in parallel on LayerNormed rows, 6 of its 8
 // layers sliding over 40 keys with RoPE, 2 global without positions, and
 // command-r, its block with RoPE everywhere (24 windows of each of 3 texts,
-// both builds: none off); the mixtures qwen2moe (its shared expert's
+// both builds: none off), and in 64 layers with Command R+'s per-head q/k
+// LayerNorms (24 windows, both builds); the mixtures qwen2moe (its shared expert's
 // sigmoid gate as llama.cpp's silu(g)/g: with the plain sigmoid one window
 // of 24 is 0.004 off), olmoe, granitemoe with and without a shared expert,
 // hunyuan-moe and bailingmoe2 (a dense first layer, 4 groups of experts,
@@ -295,6 +296,8 @@ func TestGeneratedLlama(t *testing.T) {
 		{"command-r", "command-r", "", func(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true }, "",
 			"53c4b0988e472262f0a315ba9d8ec2885cff169818bc0a4f04a87e6dedcc84c0",
 			[]float64{-1325.6099586, -672.3306772, -673.9362421, -678.6486050}},
+		{"command-r-plus", "command-r", "", commandRPlus, "", "33caf76f17b97189b5233e0045b066147ced7d85e3b22b47360f1e63c1177fe4",
+			[]float64{-1335.0434056, -665.1256147, -674.1038955, -675.7280258}},
 		{"qwen2moe", "qwen2moe", "", qwen2MoE, "", "0d76168301bd5adcd8cd9c73a0030a1dad94145b1cae1b8bd3359e3809f59412",
 			[]float64{-1613.8748436, -804.5758570, -789.8486877, -773.3980031}},
 		{"olmoe", "olmoe", "", olmoe, "", "8ca7b26b4acf677968b29f18b46a85d8a87685c9554094392e250c6c04d168d2",
@@ -593,14 +596,24 @@ func TestCohere2Refused(t *testing.T) {
 			t.Errorf("got %v, want %q", err, want)
 		}
 	})
-	t.Run("Command R+'s q norms", func(t *testing.T) {
+	t.Run("Command R+'s q norms in 4 layers", func(t *testing.T) {
 		cr := genModel(t, dir, "command-r", func(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true })
 		qn := map[string]f32Tensor{"blk.0.attn_q_norm.weight": {[]uint64{32, 4}, make([]float32, 128)}}
 		_, err := Load(rewriteFile(t, cr, nil, qn), Options{})
-		if want := "command-r: per-head LayerNorms of q and k"; err == nil || !strings.Contains(err.Error(), want) {
+		if want := "command-r: the file has blk.0.attn_q_norm.weight (Command R+'s q/k norms), which llama.cpp 0.7.0 reads only in files of 64 layers or more"; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("got %v, want %q", err, want)
 		}
 	})
+	checkRefusals(t, genModel(t, dir, "command-r", commandRPlus), []refusal{
+		{"64 layers without a k norm", nil, []string{"blk.5.attn_k_norm.weight"}, "missing tensor blk.5.attn_k_norm.weight"},
+	})
+}
+
+// commandRPlus gives a command-r model Command R+'s per-head q/k
+// LayerNorms and the 64 layers llama.cpp reads them in (narrow: 64 wide,
+// 2 heads and 1 KV head of 32, FFN 128), tied.
+func commandRPlus(s *mkmodel.Shape) {
+	s.Layers, s.Embd, s.Heads, s.KVHeads, s.FFN, s.Tied, s.QKLayerNorm = 64, 64, 2, 1, 128, true, true
 }
 
 // TestMamba2Blocks: a Mamba-2 layer, and LFM2's short convolution, compute

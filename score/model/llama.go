@@ -77,6 +77,10 @@ type decoder struct {
 	embScale, resScale float64
 	// qkNormAfterRoPE norms q and k after RoPE rather than before (llama4).
 	qkNormAfterRoPE bool
+	// qkLayerNorm, when not 0, makes the layers' qNorm and kNorm
+	// LayerNorms of this epsilon over each head, with weights of every
+	// head (Command R+'s attn_q_norm and attn_k_norm; ml.LayerNormer).
+	qkLayerNorm float64
 	// nopeTemp scales the queries of the layers without RoPE (llama4).
 	nopeTemp attnTemp
 }
@@ -448,6 +452,24 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	return x
 }
 
+// normQK norms q and k by the layer's qNorm and kNorm: RMS norms (each
+// head, or whole rows), or with qkLayerNorm LayerNorms of each head.
+func (m *decoder) normQK(b ml.Backend, q, k ml.Tensor, ly *decoderLayer) {
+	if m.qkLayerNorm == 0 {
+		normSpans(b, q, ly.qNorm, m.hp.Eps)
+		normSpans(b, k, ly.kNorm, m.hp.Eps)
+		return
+	}
+	ln := b.(ml.LayerNormer)
+	for _, t := range []struct {
+		x ml.Tensor
+		w *ml.Vector
+	}{{q, ly.qNorm}, {k, ly.kNorm}} {
+		h := b.View(t.x, t.x.Rows()*t.x.Cols()/m.hp.HeadDim, m.hp.HeadDim)
+		ln.LayerNorm(h, h, t.w, nil, m.qkLayerNorm)
+	}
+}
+
 // attention computes layer i's attention over the normed rows h into dst.
 func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLayer) {
 	hp, n := m.hp, h.Rows()
@@ -457,16 +479,14 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 	att := b.Alloc(n, qd)
 	b.Linears([]ml.Tensor{q, k, v}, h, []*ml.Matrix{ly.q, ly.k, ly.v})
 	if ly.qNorm != nil && !m.qkNormAfterRoPE {
-		normSpans(b, q, ly.qNorm, hp.Eps)
-		normSpans(b, k, ly.kNorm, hp.Eps)
+		m.normQK(b, q, k, ly)
 	}
 	if !ly.noRoPE {
 		b.RoPE(q, hp.Heads, m.rope)
 		b.RoPE(k, hp.KVHeads, m.rope)
 	}
 	if ly.qNorm != nil && m.qkNormAfterRoPE {
-		normSpans(b, q, ly.qNorm, hp.Eps)
-		normSpans(b, k, ly.kNorm, hp.Eps)
+		m.normQK(b, q, k, ly)
 	}
 	if m.scaleQ != nil {
 		m.scaleQ(b, q)

@@ -168,18 +168,16 @@ func popcount(x int) int {
 	return n
 }
 
-// LayerNorm normalizes each row of x (rows × len(w)) to zero mean and unit
+// LayerNorm normalizes each row of x (rows × cols) to zero mean and unit
 // variance, eps added to the variance, then scales by w and adds b (none
-// when nil): mean and variance in float64, each output rounded once.
-func LayerNorm(out, x, w, b []float32, eps float64, rows int) {
-	cols := len(w)
-	check("layer norm input", len(x), rows*cols)
-	check("layer norm output", len(out), rows*cols)
-	if b != nil {
-		check("layer norm bias", len(b), cols)
-	}
+// when nil): mean and variance in float64, each output rounded once. w
+// (and b) hold cols values, or those of several rows: row r takes part r
+// mod len(w)/cols (Command R+'s per-head norms, its heads as rows).
+func LayerNorm(out, x, w, b []float32, eps float64, rows, cols int) {
+	checkLayerNorm(out, x, w, b, rows, cols)
 	for r := range rows {
 		xr, or := x[r*cols:(r+1)*cols], out[r*cols:(r+1)*cols]
+		w, b := normPart(w, r, cols), normPart(b, r, cols)
 		var mean, v float64
 		for _, e := range xr {
 			mean += float64(e)
@@ -199,24 +197,20 @@ func LayerNorm(out, x, w, b []float32, eps float64, rows int) {
 	}
 }
 
-// GGMLLayerNorm is LayerNorm as ggml-cpu computes NORM, then MUL by w and
-// ADD b (when not nil): the mean a float64 sum rounded to float32, divided in float32;
+// GGMLLayerNorm is LayerNorm (w and b as there) as ggml-cpu computes
+// NORM, then MUL by w and ADD b (when not nil): the mean a float64 sum rounded to float32, divided in float32;
 // the variance a float64 sum of float32 squares of x - mean, 16 at a time
 // reduced as _mm512_reduce_add_ps does (8 at a time as hsum_float_8 in the
 // AVX2 build), the rest one by one; 1/sqrtf(variance + eps) in float32.
-func GGMLLayerNorm(out, x, w, b []float32, eps float32, rows int, avx2 bool) {
-	cols := len(w)
-	check("layer norm input", len(x), rows*cols)
-	check("layer norm output", len(out), rows*cols)
-	if b != nil {
-		check("layer norm bias", len(b), cols)
-	}
+func GGMLLayerNorm(out, x, w, b []float32, eps float32, rows, cols int, avx2 bool) {
+	checkLayerNorm(out, x, w, b, rows, cols)
 	lanes := 16
 	if avx2 {
 		lanes = 8
 	}
 	for r := range rows {
 		xr, y := x[r*cols:(r+1)*cols], out[r*cols:(r+1)*cols]
+		w, b := normPart(w, r, cols), normPart(b, r, cols)
 		var sum float64
 		for _, e := range xr {
 			sum += float64(e)
@@ -248,4 +242,25 @@ func GGMLLayerNorm(out, x, w, b []float32, eps float32, rows int, avx2 bool) {
 			}
 		}
 	}
+}
+
+// checkLayerNorm checks LayerNorm's arguments.
+func checkLayerNorm(out, x, w, b []float32, rows, cols int) {
+	check("layer norm input", len(x), rows*cols)
+	check("layer norm output", len(out), rows*cols)
+	if cols <= 0 || len(w) == 0 || len(w)%cols != 0 {
+		panic(fmt.Sprintf("nn: layer norm weights of %d values for rows of %d", len(w), cols))
+	}
+	if b != nil {
+		check("layer norm bias", len(b), len(w))
+	}
+}
+
+// normPart is the part of a norm's weights w (nil: nil) that row r takes.
+func normPart(w []float32, r, cols int) []float32 {
+	if w == nil {
+		return nil
+	}
+	p := r % (len(w) / cols) * cols
+	return w[p : p+cols]
 }

@@ -118,16 +118,17 @@ func TestLightningTopK(t *testing.T) {
 }
 
 // TestLayerNorm against the float64 formula, rows of constant value
-// (variance 0: eps alone) included.
+// (variance 0: eps alone) included, with weights of 3 rows (row r takes
+// row r mod 3 of w and b).
 func TestLayerNorm(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
 	const rows, cols, eps = 5, 33, 1e-6
-	x, w, b := randVec(r, rows*cols), randVec(r, cols), randVec(r, cols)
+	x, w, b := randVec(r, rows*cols), randVec(r, 3*cols), randVec(r, 3*cols)
 	for c := range cols {
 		x[2*cols+c] = 3
 	}
 	out := make([]float32, len(x))
-	LayerNorm(out, x, w, b, eps, rows)
+	LayerNorm(out, x, w, b, eps, rows, cols)
 	for rr := range rows {
 		var mean, v float64
 		for c := range cols {
@@ -137,7 +138,8 @@ func TestLayerNorm(t *testing.T) {
 			v += (float64(x[rr*cols+c]) - mean) * (float64(x[rr*cols+c]) - mean) / cols
 		}
 		for c := range cols {
-			want := (float64(x[rr*cols+c])-mean)/math.Sqrt(v+eps)*float64(w[c]) + float64(b[c])
+			k := rr%3*cols + c
+			want := (float64(x[rr*cols+c])-mean)/math.Sqrt(v+eps)*float64(w[k]) + float64(b[k])
 			if math.Abs(float64(out[rr*cols+c])-want) > 1e-6*math.Max(1, math.Abs(want)) {
 				t.Fatalf("row %d col %d: %v, want %v", rr, c, out[rr*cols+c], want)
 			}
@@ -187,12 +189,12 @@ func TestHadamardMatrix(t *testing.T) {
 func TestGGMLLayerNorm(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	const rows, cols = 6, 70
-	x, w, b := randVec(r, rows*cols), randVec(r, cols), randVec(r, cols)
+	x, w, b := randVec(r, rows*cols), randVec(r, 2*cols), randVec(r, 2*cols) // weights of 2 rows, taken in turn
 	want := make([]float32, len(x))
-	LayerNorm(want, x, w, b, 1e-6, rows)
+	LayerNorm(want, x, w, b, 1e-6, rows, cols)
 	for _, avx2 := range []bool{false, true} {
 		got := make([]float32, len(x))
-		GGMLLayerNorm(got, x, w, b, 1e-6, rows, avx2)
+		GGMLLayerNorm(got, x, w, b, 1e-6, rows, cols, avx2)
 		for i := range got {
 			if math.Abs(float64(got[i]-want[i])) > 2e-6*math.Max(1, math.Abs(float64(want[i]))) {
 				t.Fatalf("avx2 %v: out[%d] = %v, want %v", avx2, i, got[i], want[i])

@@ -49,6 +49,7 @@ type cliArgs struct {
 	AttnInterval int    `name:"attn-interval" help:"qwen35, qwen35moe, granitehybrid, lfm2: every N-th layer is full attention, the others recurrent (default 4; granitehybrid and lfm2 2)."`
 	Rope         bool   `help:"granitehybrid: RoPE in the attention layers (default none, as Granite 4.0-H)."`
 	SSMNoNorm    bool   `name:"ssm-no-norm" help:"falcon-h1: mixers without ssm_norm (the gate alone)."`
+	QKNorm       bool   `name:"qk-norm" help:"command-r: Command R+'s LayerNorms of each head of q and k."`
 	Layout       string `help:"nemotron_h, nemotron_h_moe: the blocks, a letter a layer: M (Mamba-2), A (attention), F (MLP or experts); sets --layers (default MAF)."`
 	MoEStep      int    `name:"moe-step" help:"llama4: every N-th layer a mixture of experts, the others dense (interleave_moe_layer_step; default 1)."`
 	MoELatent    int    `name:"moe-latent" help:"nemotron_h_moe: the experts' latent width, moe_latent_size, as Nemotron 3 Super (default none)."`
@@ -130,6 +131,10 @@ func (a *cliArgs) config(ctx context.Context, log io.Writer) (*mkmodel.Config, s
 	} else if a.SSMNoNorm {
 		return nil, "", command.Usagef("--ssm-no-norm is for falcon-h1")
 	}
+	if a.QKNorm && a.Arch != "command-r" {
+		return nil, "", command.Usagef("--qk-norm is for command-r")
+	}
+	s.QKLayerNorm = a.QKNorm
 	if a.Arch == "gemma2" || a.Arch == "cohere2" || a.Arch == "command-r" {
 		s.Tied = true // llama.cpp's gemma2 reads no output matrix
 	}
