@@ -133,8 +133,8 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			continue
 		}
 		p := fmt.Sprintf("blk.%d.", i)
-		olmo := c.Arch == "olmo2" || c.Arch == "exaone4" // norms after the attention and the FFN, none before
-		post := olmo || c.Arch == "gemma2"               // norms after the attention and the FFN
+		olmo := c.Arch == "olmo2" || c.Arch == "exaone4"        // norms after the attention and the FFN, none before
+		post := olmo || c.Arch == "gemma2" || c.Arch == "afmoe" // norms after the attention and the FFN
 		if !olmo {
 			add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 		}
@@ -161,6 +161,9 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 				}
 			}
 			add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*invSqrt(q)))
+			if c.Arch == "afmoe" { // the attention's sigmoid gate
+				add(p+"attn_gate.weight", []uint64{e, q}, i, c.normal(p+"attn_gate.weight", invSqrt(e)))
+			}
 			switch perHead, rows := c.qkNorms(); {
 			case perHead:
 				add(p+"attn_q_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
@@ -193,7 +196,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			// each expert keeps the dense MLP's scale.
 			nx := uint64(c.Experts)
 			c.expertTensors(add, i)
-			if c.Arch == "minimax-m2" || c.Arch == "ernie4_5-moe" || c.Arch == "dots1" || c.Arch == "bailingmoe2" { // the routing's selection bias
+			if c.Arch == "minimax-m2" || c.Arch == "ernie4_5-moe" || c.Arch == "dots1" || c.Arch == "bailingmoe2" || c.Arch == "afmoe" { // the routing's selection bias
 				add(p+"exp_probs_b.bias", []uint64{nx}, i, c.normal(p+"exp_probs_b.bias", 0.1))
 			}
 			if c.SharedFFN > 0 && !c.hybrid() { // one shared expert
@@ -204,6 +207,9 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 				add(p+"ffn_gate_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_gate_shexp.weight", invSqrt(e)))
 				add(p+"ffn_up_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_up_shexp.weight", invSqrt(e)))
 				add(p+"ffn_down_shexp.weight", []uint64{sf, e}, i, c.normal(p+"ffn_down_shexp.weight", res*invSqrt(sf)))
+			}
+			if post {
+				add(p+"post_ffw_norm.weight", []uint64{e}, i, c.gain(p+"post_ffw_norm.weight", res, 0.1*res))
 			}
 			continue
 		}

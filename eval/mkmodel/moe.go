@@ -19,6 +19,13 @@ import (
 //   - hunyuan-moe (Hunyuan-A13B): q and k normed per head, experts of the
 //     FFN width (also written as expert_feed_forward_length, which
 //     llama.cpp requires), a shared expert of SharedFFN;
+//   - afmoe (Arcee's Trinity): embeddings times sqrt(width), norms before
+//     and after the attention and the FFN, q and k normed per head, the
+//     attention's output gated by sigmoid(attn_gate·x), every fourth
+//     layer global and without RoPE (the others sliding over Window keys
+//     when set), DenseLead dense layers, then sigmoid routing with a
+//     selection bias, normed and scaled by 2.826, and a shared expert as
+//     wide as an expert;
 //   - bailingmoe2 (Ling 2.0, Ring 2.0): q, k and v in one attn_qkv, q and k
 //     normed per head, RoPE over RopeDims of the head, DenseLead dense
 //     layers, then sigmoid routing with a selection bias over
@@ -29,7 +36,7 @@ import (
 // of experts may have a shared expert (SharedFFN).
 func (s Shape) sharedExpert() bool {
 	switch s.Arch {
-	case "ernie4_5-moe", "dots1", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2":
+	case "ernie4_5-moe", "dots1", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2", "afmoe":
 		return true
 	}
 	return false
@@ -40,6 +47,8 @@ func (s Shape) checkMoE() error {
 	switch {
 	case (s.Arch == "qwen2moe" || s.Arch == "hunyuan-moe" || s.Arch == "bailingmoe2") && s.SharedFFN <= 0:
 		return fmt.Errorf("shape: %s has a shared expert: its width must be positive", s.Arch)
+	case s.Arch == "afmoe" && s.SharedFFN != s.ExpertFFN:
+		return fmt.Errorf("shape: afmoe's shared expert is as wide as an expert (%d != %d)", s.SharedFFN, s.ExpertFFN)
 	case (s.Arch == "qwen2moe" || s.Arch == "olmoe") && s.Heads*s.HeadDim != s.Embd:
 		// llama.cpp's loaders expect attn_q and attn_output to be Embd×Embd.
 		return fmt.Errorf("shape: %s needs heads × head dimension = width (%d × %d != %d)", s.Arch, s.Heads, s.HeadDim, s.Embd)
@@ -56,7 +65,7 @@ func (s Shape) checkMoE() error {
 // (HeadDim values) or over whole rows; none for other architectures.
 func (s Shape) qkNorms() (perHead, rows bool) {
 	switch s.Arch {
-	case "qwen3", "qwen3moe", "exaone4", "dots1", "hunyuan-moe", "bailingmoe2", "hunyuan-dense":
+	case "qwen3", "qwen3moe", "exaone4", "dots1", "hunyuan-moe", "bailingmoe2", "hunyuan-dense", "afmoe":
 		return true, false
 	case "olmo2", "minimax-m2", "olmoe":
 		return false, true
@@ -74,6 +83,12 @@ func (c *Config) moeKeys(w *gguf.Writer) {
 	a := c.Arch
 	if c.SharedFFN > 0 && (a == "qwen2moe" || a == "granitemoe" || a == "hunyuan-moe" || a == "bailingmoe2") {
 		w.Add(a+".expert_shared_feed_forward_length", uint32(c.SharedFFN))
+	}
+	if a == "afmoe" { // Trinity's routing: sigmoid by default, a shared expert as wide as an expert
+		w.Add(a+".leading_dense_block_count", uint32(c.DenseLead))
+		w.Add(a+".expert_shared_count", uint32(1))
+		w.Add(a+".expert_weights_norm", true)
+		w.Add(a+".expert_weights_scale", float32(2.826))
 	}
 	if a == "bailingmoe2" { // Ling 2.0's routing
 		w.Add(a+".rope.dimension_count", uint32(c.ropeDims()))

@@ -207,7 +207,9 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // sigmoid gate as llama.cpp's silu(g)/g: with the plain sigmoid one window
 // of 24 is 0.004 off), olmoe, granitemoe with and without a shared expert,
 // hunyuan-moe and bailingmoe2 (a dense first layer, 4 groups of experts,
-// RoPE over half the head), 8 experts with 2 used; the dense ernie4_5
+// RoPE over half the head), afmoe (4 layers: pre- and post-norms, the
+// attention's sigmoid gate, 3 sliding over 40 keys with RoPE, 1 global
+// without; a dense first layer), 8 experts with 2 used; the dense ernie4_5
 // (llama), exaone (NeoX RoPE), hunyuan-dense (q/k normed after RoPE) and
 // arcee (an ungated ReLU² MLP) (24 windows each, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
@@ -310,6 +312,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1584.6700017, -790.6787059, -801.4975393, -772.3729679}},
 		{"bailingmoe2", "bailingmoe2", "", bailingMoE2, "", "d2d54193490ccc719f2753af50e5846ed32ed7a94b9531cc10d6f90f82e8a64f",
 			[]float64{-1578.3946764, -804.7209945, -815.4750978, -765.5876242}},
+		{"afmoe", "afmoe", "", afmoe, "", "3c4caae18ca659eb99547b03875495dc8057e9630500802c59ac9ceb93553bb4",
+			[]float64{-1613.3515159, -794.7221242, -796.9395883, -761.1521255}},
 		{"ernie4_5", "ernie4_5", "", nil, "", "0d74e28d928f449784f2731c41d9e3716daa6e1a47f027e71ebc4a5cace6aca0",
 			[]float64{-1626.4546316, -790.1359273, -799.2311808, -758.7573398}},
 		{"exaone", "exaone", "", nil, "", "e1c57cb1771b2285416c2e2bdc0cdc9891426045eaea16cf98e5af90438dc69c",
@@ -756,6 +760,12 @@ func hunyuanMoE(s *mkmodel.Shape) {
 	s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 8, 2, s.FFN, 96
 }
 
+// afmoe gives an afmoe model 4 layers (3 sliding over 40 keys, the fourth
+// global), the first dense, 8 experts of 64 (2 used) and a shared one.
+func afmoe(s *mkmodel.Shape) {
+	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.Window = 4, 1, 8, 2, 64, 64, 40
+}
+
 // bailingMoE2 gives a bailingmoe2 model 3 layers, the first dense, 8
 // experts of 64 in 4 groups (2 groups and 2 experts used), a shared
 // expert of 64 and RoPE over half the head.
@@ -764,8 +774,8 @@ func bailingMoE2(s *mkmodel.Shape) {
 	s.ExpertGroups, s.ExpertGroupsUsed = 4, 2
 }
 
-// TestMoEsRefused: what llama.cpp requires of qwen2moe, hunyuan-moe and
-// bailingmoe2 and a file lacks is refused by name.
+// TestMoEsRefused: what llama.cpp requires of qwen2moe, hunyuan-moe, afmoe
+// and bailingmoe2 and a file lacks is refused by name.
 func TestMoEsRefused(t *testing.T) {
 	dir := oracle.Require(t)
 	checkRefusals(t, genModel(t, dir, "qwen2moe", qwen2MoE), []refusal{
@@ -775,6 +785,12 @@ func TestMoEsRefused(t *testing.T) {
 	checkRefusals(t, genModel(t, dir, "hunyuan-moe", hunyuanMoE), []refusal{
 		{"no shared expert", nil, []string{"blk.0.ffn_gate_shexp.weight", "blk.0.ffn_up_shexp.weight", "blk.0.ffn_down_shexp.weight"},
 			"missing tensor blk.0.ffn_up_shexp.weight (the shared expert)"},
+	})
+	checkRefusals(t, genModel(t, dir, "afmoe", afmoe), []refusal{
+		{"no window", map[string]any{"afmoe.attention.sliding_window": nil}, nil, "afmoe without sliding windows is not supported (llama.cpp 0.7.0 crashes on it)"},
+		{"no shared count", map[string]any{"afmoe.expert_shared_count": nil}, nil, "missing metadata afmoe.expert_shared_count"},
+		{"no selection bias", nil, []string{"blk.2.exp_probs_b.bias"}, "missing tensor blk.2.exp_probs_b.bias"},
+		{"no gate", nil, []string{"blk.1.attn_gate.weight"}, "missing tensor blk.1.attn_gate.weight"},
 	})
 	checkRefusals(t, genModel(t, dir, "bailingmoe2", bailingMoE2), []refusal{
 		{"no gating function", map[string]any{"bailingmoe2.expert_gating_func": nil}, nil, "missing metadata bailingmoe2.expert_gating_func"},

@@ -95,8 +95,11 @@ type decoderLayer struct {
 	// and k before RoPE: over each head (HeadDim values) or over the whole
 	// row (the row's values: olmo2, minimax-m2).
 	qNorm, kNorm *ml.Vector
-	ffn          FFN
-	attn         *ml.Attn // the layer's own attention options (gpt-oss: sinks, window), or nil
+	// gate (blk.N.attn_gate), when set, gates the attention's output
+	// before attn_output: att ⊙ sigmoid(gate·h) (afmoe).
+	gate *ml.Matrix
+	ffn  FFN
+	attn *ml.Attn // the layer's own attention options (gpt-oss: sinks, window), or nil
 	// postAttnNorm and postFFNNorm, when set, norm the attention's and
 	// the FFN's outputs before they join the residual stream (glm4:
 	// post_attention_norm, post_ffw_norm).
@@ -499,6 +502,11 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 		at = ly.attn
 	}
 	b.Attention(att, q, k, v, i, at)
+	if ly.gate != nil {
+		g := b.Alloc(n, qd)
+		b.Linear(g, h, ly.gate)
+		b.SigmoidMul(att, g, false)
+	}
 	b.Linear(dst, att, ly.o)
 	b.Release(mark)
 }

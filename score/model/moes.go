@@ -1,13 +1,17 @@
 package model
 
 import (
+	"fmt"
+	"math"
+
 	"ppl.dev/score/ml"
 )
 
 // The mixtures of experts that are llama's decoder with one FFN swapped
 // for experts and a few attention options: qwen2moe, olmoe, granitemoe,
-// hunyuan-moe and bailingmoe2, each as llama.cpp 0.7.0 builds it.
+// hunyuan-moe, bailingmoe2 and afmoe, each as llama.cpp 0.7.0 builds it.
 func init() {
+	Register("afmoe", newAFMoE)
 	Register("qwen2moe", newQwen2MoE)
 	Register("olmoe", newOLMoE)
 	Register("granitemoe", newGranite)
@@ -127,4 +131,61 @@ func (l *Loader) sharedExperts(d *decoder, gated bool) Network {
 		return nil
 	}
 	return d
+}
+
+// afmoe: Arcee's Trinity (Nano, Mini, Large), as llama.cpp 0.7.0 runs it:
+// the token embeddings times sqrt(width); RMS norms before and after the
+// attention (attn_norm, post_attention_norm) and the FFN (ffn_norm,
+// post_ffw_norm); q and k RMS-normed per head; every fourth layer global
+// and without RoPE (llama.cpp's fixed step), the others with NeoX RoPE and
+// a sliding window of attention.sliding_window keys (required: llama.cpp
+// 0.7.0 crashes on a file without it); the attention's output times sigmoid(attn_gate·h) before
+// attn_output; dense MLPs in the leading_dense_block_count first layers,
+// then experts routed by expert_gating_func (sigmoid when absent) with the
+// selection bias exp_probs_b (required), normed and scaled as the
+// metadata says, plus expert_shared_count shared experts as one, each as
+// wide as an expert.
+func newAFMoE(l *Loader) Network {
+	hp := l.HP
+	m := meta{l.f, hp.Arch}
+	window, err := m.int("attention.sliding_window", 0)
+	if err == nil && window <= 0 { // llama.cpp 0.7.0 crashes on such a file: no number to match
+		err = fmt.Errorf("metadata %s.attention.sliding_window absent or %d: afmoe without sliding windows is not supported (llama.cpp 0.7.0 crashes on it)", hp.Arch, window)
+	}
+	if err == nil && !m.has("expert_shared_count") {
+		err = fmt.Errorf("missing metadata %s.expert_shared_count", hp.Arch) // llama.cpp requires it
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	moe := l.moeParams(moeOpts{gating: ml.GateSigmoid})
+	if moe == nil {
+		return nil
+	}
+	moe.SharedFFN = moe.FFN * moe.Shared // llama.cpp's width, whatever expert_shared_feed_forward_length says
+	d := l.baseDecoder(true)
+	d.embScale = math.Sqrt(float64(hp.Embd))
+	local := d.attn
+	local.Window = window
+	qd := hp.Heads * hp.HeadDim
+	return l.bindLayers(d, func(i int, p string) decoderLayer {
+		ly := l.preNormLayer(p, "ffn_norm")
+		ly.qNorm, ly.kNorm = l.qkNorms(p, false)
+		ly.gate = l.Linear(p+"attn_gate", hp.Embd, qd)
+		ly.postAttnNorm, ly.postFFNNorm = l.Norm(p+"post_attention_norm", hp.Embd), l.Norm(p+"post_ffw_norm", hp.Embd)
+		ly.noRoPE = (i+1)%4 == 0
+		if !ly.noRoPE {
+			ly.attn = &local
+		}
+		if i < moe.DenseLayers {
+			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		} else if e := l.MoE(p, moe); e != nil {
+			if e.Router.SelBias == nil {
+				l.Failf("missing tensor %sexp_probs_b.bias", p)
+			}
+			ly.ffn = e
+		}
+		return ly
+	})
 }
