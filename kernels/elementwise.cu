@@ -1,5 +1,6 @@
 // Elementwise operations on float32 activations: the residual add, scaling,
-// a sigmoid gate, logit soft-capping, and widening halves to float32.
+// a sigmoid gate, logit soft-capping, Apertus's xIELU, and widening halves
+// to float32.
 //
 // CPU references (score/model/cpu.go, the CPU backend of package ml):
 // cpuBackend.Add (nn.Add: float32 adds), Scale (float32 products with the
@@ -45,6 +46,17 @@ extern "C" __global__ void sigmoid_mul(float* __restrict__ x, const float* __res
 // softcap: x = f32(cap · tanh(x / cap)) in float64.
 extern "C" __global__ void softcap(float* __restrict__ x, i64 count, double cap) {
 	GRID_STRIDE(idx, count) x[idx] = (float)__dmul_rn(cap, tanh(__ddiv_rn((double)x[idx], cap)));
+}
+
+// xielu_f32: x = f32(xielu(x)) in float64 (nn.XIELU.Ref): x > 0:
+// ap·x·x + beta·x; else (expm1(min(x, eps)) - x)·an + beta·x.
+extern "C" __global__ void xielu_f32(float* __restrict__ x, i64 count, float an, float ap, float beta, float eps) {
+	GRID_STRIDE(idx, count) {
+		double v = (double)x[idx], b = (double)beta;
+		double y = v > 0.0 ? __dadd_rn(__dmul_rn(__dmul_rn((double)ap, v), v), __dmul_rn(b, v))
+		                   : __dadd_rn(__dmul_rn(__dsub_rn(expm1(fmin(v, (double)eps)), v), (double)an), __dmul_rn(b, v));
+		x[idx] = (float)y;
+	}
 }
 
 // widen_half: out[i] = f32(h[i]), bf16 or (f16 != 0) fp16: exact.

@@ -168,6 +168,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			case perHead:
 				add(p+"attn_q_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 				add(p+"attn_k_norm.weight", []uint64{uint64(c.HeadDim)}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
+				if c.Arch == "apertus" { // biases the converter writes and llama.cpp does not use
+					add(p+"attn_q_norm.bias", []uint64{uint64(c.HeadDim)}, i, c.normal(p+"attn_q_norm.bias", 0.1))
+					add(p+"attn_k_norm.bias", []uint64{uint64(c.HeadDim)}, i, c.normal(p+"attn_k_norm.bias", 0.1))
+				}
 			case rows: // q and k normed whole, not per head
 				add(p+"attn_q_norm.weight", []uint64{q}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 				add(p+"attn_k_norm.weight", []uint64{kv}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
@@ -213,7 +217,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			}
 			continue
 		}
-		if c.Arch != "arcee" { // arcee's MLP is ungated
+		if c.Arch != "arcee" && c.Arch != "apertus" { // their MLPs are ungated
 			add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", invSqrt(e)))
 		}
 		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", invSqrt(e)))
@@ -324,6 +328,16 @@ func Write(path string, c *Config) error {
 			w.Add(a+".attention.sliding_window", uint32(4096))
 		}
 		w.Add(a+".logit_scale", float32(0.25))
+	}
+	if a == "apertus" { // xIELU's parameters per layer, near Apertus-8B's
+		an, ap, beta, eps := make([]float32, c.Layers), make([]float32, c.Layers), make([]float32, c.Layers), make([]float32, c.Layers)
+		for i := range c.Layers {
+			an[i], ap[i], beta[i], eps[i] = 0.8+0.1*float32(i), 0.8-0.05*float32(i), 0.5, -1e-6
+		}
+		w.Add("xielu.alpha_n", an)
+		w.Add("xielu.alpha_p", ap)
+		w.Add("xielu.beta", beta)
+		w.Add("xielu.eps", eps)
 	}
 	if a == "granite" || a == "granitemoe" { // Granite-3.3-8B's multipliers, its attention's 1/head
 		w.Add(a+".embedding_scale", float32(12))

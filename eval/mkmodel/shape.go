@@ -68,7 +68,7 @@ type Shape struct {
 func (s Shape) cohere() bool { return s.Arch == "cohere2" || s.Arch == "command-r" }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -253,6 +253,8 @@ func (s Shape) Params() int64 {
 		block += 2 * int64(s.HeadDim)
 	case "arcee": // an ungated MLP
 		block -= e * int64(s.FFN)
+	case "apertus": // an ungated MLP, per-head q and k norms with biases
+		block += 4*int64(s.HeadDim) - e*int64(s.FFN)
 	case "qwen2moe": // q, k and v biases, the gated shared expert
 		block += q + 2*kv + e + 3*e*int64(s.SharedFFN)
 	case "olmoe": // whole-row q and k norms

@@ -912,10 +912,17 @@ func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error)
 	}
 	gate, up := ys[0], ys[1]
 	dt := gm(m.Down).t
-	if _, ok := b.int8Format(m.Down); (ok || dt == f32) && gluF32Acts[m.Act] {
+	if _, ok := b.int8Format(m.Down); (ok || dt == f32) && gluF32Acts[m.Act] || m.Act == ml.XIELU {
 		// float32 activations: the int8 mode quantizes them for Down, or
-		// Down is a float32 product.
-		if err := b.e.gluF32(gate, gate, up, int64(rows)*int64(F), m.Act); err != nil {
+		// Down is a float32 product; xIELU's always (its kernel is
+		// float32's, the half operand Down's inputs).
+		var err error
+		if m.Act == ml.XIELU {
+			err = b.e.xielu(gate, int64(rows)*int64(F), m.XIELU)
+		} else {
+			err = b.e.gluF32(gate, gate, up, int64(rows)*int64(F), m.Act)
+		}
+		if err != nil {
 			return err
 		}
 		x, err := b.inputs(&gt{gate, rows, F}).of(m.Down)

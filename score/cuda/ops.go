@@ -8,6 +8,7 @@ import (
 	"ppl.dev/score/cuda/cublas"
 	"ppl.dev/score/kvcache"
 	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
 )
 
 // Typed launchers, one per kernel of ppl.dev/kernels, in the order of the
@@ -141,6 +142,11 @@ func (e *Engine) sigmoidMul(x, g ptr, rows, cols, gcols int) error {
 // softcap: x (count) f32 <- cap·tanh(x/cap).
 func (e *Engine) softcap(x ptr, count int64, cp float64) error {
 	return e.launch("softcap", gridFor(count), block256, x, count, cp)
+}
+
+// xielu: x (count) f32 <- xielu(x) with p's parameters (nn.XIELU.Ref).
+func (e *Engine) xielu(x ptr, count int64, p nn.XIELU) error {
+	return e.launch("xielu_f32", gridFor(count), block256, x, count, p.AlphaN, p.AlphaP, p.Beta, p.Eps)
 }
 
 // widenHalf: out (count) f32 <- h (count) of half type t, exactly.

@@ -68,6 +68,13 @@ func TestElementwiseParity(t *testing.T) {
 			check("sigmoid_mul", devGet[float32](t, e, xp, n), want, 1, 1e-3)
 		}
 
+		xp = put(x)
+		p := nn.NewXIELU(0.8, 0.8, 0.5, -1e-6)
+		do(t, e, func() error { return e.xielu(xp, int64(n), p) })
+		p.Ref(want, x)
+		// expm1 in float64 within an ulp of Go's: equal after rounding but for ties.
+		check("xielu_f32", devGet[float32](t, e, xp, n), want, 1, 1e-3)
+
 		const cp = 30.0
 		xp = put(x)
 		do(t, e, func() error { return e.softcap(xp, int64(n), cp) })

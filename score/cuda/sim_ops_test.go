@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
 )
 
 // The emulation of the kernels of elementwise.cu, experts.cu and glu_half
@@ -54,6 +55,15 @@ func init() {
 			for i := range n {
 				x[i] = float32(cp * math.Tanh(float64(x[i])/cp))
 			}
+			return nil
+		}},
+		"xielu_f32": {6, func(s *simDevice, a *simArgs, grid dim3) error {
+			x, n := f32s(a.ptr(0)), a.i64(1)
+			p := nn.XIELU{AlphaN: a.f32(2), AlphaP: a.f32(3), Beta: a.f32(4), Eps: a.f32(5)}
+			if a.err != nil {
+				return a.err
+			}
+			p.Ref(x[:n], x[:n])
 			return nil
 		}},
 		"widen_half": {4, func(s *simDevice, a *simArgs, grid dim3) error {

@@ -232,6 +232,10 @@ const (
 	// ReLUSqr: max(u, 0)² of an ungated MLP's Up·x (MLP.Gate nil;
 	// Nemotron-H), rounded to float32 once (nn.ReLUSqr).
 	ReLUSqr
+	// XIELU: Apertus's xIELU of an ungated MLP's Up·x with MLP.XIELU's
+	// parameters (nn.XIELU: Ref in float64, Forward as ggml in the int8
+	// modes). Dense MLPs only.
+	XIELU
 )
 
 func (a Act) String() string {
@@ -244,22 +248,25 @@ func (a Act) String() string {
 		return "swiglu-oai"
 	case ReLUSqr:
 		return "relu2"
+	case XIELU:
+		return "xielu"
 	}
 	return fmt.Sprintf("act(%d)", int(a))
 }
 
 // MLP is a gated feed-forward block, Down(act(Gate·x) ⊙ Up·x), or with
-// Gate nil an ungated one, Down(act(Up·x)) (Act ReLUSqr, the one ungated
-// activation; the gated ones need a Gate).
+// Gate nil an ungated one, Down(act(Up·x)) (Act ReLUSqr or XIELU, the
+// ungated activations; the gated ones need a Gate).
 type MLP struct {
 	Gate, Up, Down *Matrix
 	Act            Act
+	XIELU          nn.XIELU // Act XIELU's parameters
 }
 
 // Gated reports whether m has a gate, and refuses an activation of the
 // other kind.
 func (m *MLP) Gated() bool {
-	if (m.Gate == nil) != (m.Act == ReLUSqr) {
+	if (m.Gate == nil) != (m.Act == ReLUSqr || m.Act == XIELU) {
 		panic(fmt.Sprintf("ml: MLP with activation %v and gate %v", m.Act, m.Gate != nil))
 	}
 	return m.Gate != nil

@@ -245,7 +245,19 @@ func (b *cpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 	d, s := ct(dst), ct(x)
 	shape("mlp input", s, s.rows, m.Up.In)
 	shape("mlp output", d, s.rows, m.Down.Out)
-	mlp := nn.MLP{Up: lin(m.Up), Down: lin(m.Down), Act: b.cpuAct(m.Act)}
+	mlp := nn.MLP{Up: lin(m.Up), Down: lin(m.Down)}
+	if m.Act == ml.XIELU { // the MLP's own parameters
+		p := m.XIELU
+		mlp.Act = func(out, g, _ []float32) {
+			if b.c.LlamaCPP {
+				p.Forward(out, g)
+			} else {
+				p.Ref(out, g)
+			}
+		}
+	} else {
+		mlp.Act = b.cpuAct(m.Act)
+	}
 	if m.Gated() {
 		mlp.Gate = lin(m.Gate)
 	}

@@ -210,8 +210,10 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // RoPE over half the head), afmoe (4 layers: pre- and post-norms, the
 // attention's sigmoid gate, 3 sliding over 40 keys with RoPE, 1 global
 // without; a dense first layer), 8 experts with 2 used; the dense ernie4_5
-// (llama), exaone (NeoX RoPE), hunyuan-dense (q/k normed after RoPE) and
-// arcee (an ungated ReLU² MLP) (24 windows each, both builds: none off).
+// (llama), exaone (NeoX RoPE), hunyuan-dense (q/k normed after RoPE),
+// arcee (an ungated ReLU² MLP) and apertus (an ungated MLP with xIELU,
+// its parameters per layer; q/k norms whose biases go unused) (24 windows
+// each, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -314,6 +316,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1578.3946764, -804.7209945, -815.4750978, -765.5876242}},
 		{"afmoe", "afmoe", "", afmoe, "", "3c4caae18ca659eb99547b03875495dc8057e9630500802c59ac9ceb93553bb4",
 			[]float64{-1613.3515159, -794.7221242, -796.9395883, -761.1521255}},
+		{"apertus", "apertus", "", nil, "", "f4547e2832eacd050e03947b2027a52a85a1f2f527d8cf999c3853c41ede447d",
+			[]float64{-1657.8000746, -818.4193276, -788.7322422, -764.6474647}},
 		{"ernie4_5", "ernie4_5", "", nil, "", "0d74e28d928f449784f2731c41d9e3716daa6e1a47f027e71ebc4a5cace6aca0",
 			[]float64{-1626.4546316, -790.1359273, -799.2311808, -758.7573398}},
 		{"exaone", "exaone", "", nil, "", "e1c57cb1771b2285416c2e2bdc0cdc9891426045eaea16cf98e5af90438dc69c",
@@ -774,8 +778,8 @@ func bailingMoE2(s *mkmodel.Shape) {
 	s.ExpertGroups, s.ExpertGroupsUsed = 4, 2
 }
 
-// TestMoEsRefused: what llama.cpp requires of qwen2moe, hunyuan-moe, afmoe
-// and bailingmoe2 and a file lacks is refused by name.
+// TestMoEsRefused: what llama.cpp requires of qwen2moe, hunyuan-moe, afmoe,
+// apertus and bailingmoe2 and a file lacks is refused by name.
 func TestMoEsRefused(t *testing.T) {
 	dir := oracle.Require(t)
 	checkRefusals(t, genModel(t, dir, "qwen2moe", qwen2MoE), []refusal{
@@ -791,6 +795,11 @@ func TestMoEsRefused(t *testing.T) {
 		{"no shared count", map[string]any{"afmoe.expert_shared_count": nil}, nil, "missing metadata afmoe.expert_shared_count"},
 		{"no selection bias", nil, []string{"blk.2.exp_probs_b.bias"}, "missing tensor blk.2.exp_probs_b.bias"},
 		{"no gate", nil, []string{"blk.1.attn_gate.weight"}, "missing tensor blk.1.attn_gate.weight"},
+	})
+	checkRefusals(t, genModel(t, dir, "apertus", nil), []refusal{
+		{"no xIELU beta", map[string]any{"xielu.beta": nil}, nil, "missing metadata xielu.beta"},
+		{"xIELU eps for 3 layers", map[string]any{"xielu.eps": []float32{-1e-6, -1e-6, -1e-6}}, nil, "metadata xielu.eps has 3 values for 2 layers"},
+		{"NaN alpha", map[string]any{"xielu.alpha_n": float32(math.NaN())}, nil, "metadata xielu.alpha_n: value 0 is NaN"},
 	})
 	checkRefusals(t, genModel(t, dir, "bailingmoe2", bailingMoE2), []refusal{
 		{"no gating function", map[string]any{"bailingmoe2.expert_gating_func": nil}, nil, "missing metadata bailingmoe2.expert_gating_func"},

@@ -2,14 +2,18 @@ package model
 
 import (
 	"fmt"
+	"math"
+	"slices"
 
+	"ppl.dev/gguf"
 	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
 )
 
 // The architectures that are llama's decoder with a few of its options
 // set (decoder's fields and decoderLayer's) register here: granite,
 // smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe, dots1,
-// llama4, ernie4_5, exaone, hunyuan-dense and arcee.
+// llama4, ernie4_5, exaone, hunyuan-dense, arcee and apertus.
 func init() {
 	// ernie4_5 (ERNIE-4.5-0.3B) is llama as llama.cpp runs it; exaone
 	// (EXAONE 3.0, 3.5) is llama with NeoX RoPE (q/k/v and output biases
@@ -18,6 +22,7 @@ func init() {
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
 	Register("arcee", newArcee)
+	Register("apertus", newApertus)
 	Register("llama4", newLlama4)
 	Register("granite", newGranite)
 	Register("smollm3", newSmolLM3)
@@ -368,4 +373,65 @@ func newArcee(l *Loader) Network {
 		ly.ffn = &Dense{ml.MLP{Up: l.Linear(p+"ffn_up", hp.Embd, hp.FFN), Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd), Act: ml.ReLUSqr}}
 		return ly
 	})
+}
+
+// apertus: the Swiss AI Initiative's Apertus (8B, 70B), as llama.cpp 0.7.0
+// runs it: llama's decoder with NeoX RoPE (rope_freqs when the file has
+// them), q and k RMS-normed per head before RoPE (the norms' biases, which
+// the files carry, unused as llama.cpp leaves them), and an ungated MLP
+// whose activation is xIELU with each layer's parameters from the
+// metadata xielu.alpha_n, xielu.alpha_p, xielu.beta and xielu.eps (one
+// value, or one per layer), as ggml_xielu transforms them (nn.NewXIELU).
+func newApertus(l *Loader) Network {
+	hp := l.HP
+	var params [4][]float32
+	for i, key := range []string{"xielu.alpha_n", "xielu.alpha_p", "xielu.beta", "xielu.eps"} {
+		v, err := layerFloats(l, key, hp.Layers)
+		if err != nil {
+			l.fail(err)
+			return nil
+		}
+		params[i] = v
+	}
+	d := l.baseDecoder(true)
+	return l.bindLayers(d, func(i int, p string) decoderLayer {
+		ly := l.preNormLayer(p, "ffn_norm")
+		ly.qNorm, ly.kNorm = l.qkNorms(p, false)
+		ly.ffn = &Dense{ml.MLP{Up: l.Linear(p+"ffn_up", hp.Embd, hp.FFN), Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd), Act: ml.XIELU,
+			XIELU: nn.NewXIELU(params[0][i], params[1][i], params[2][i], params[3][i])}}
+		return ly
+	})
+}
+
+// layerFloats reads the required key (no architecture prefix), one float
+// or an array of one per layer, as llama.cpp's get_key_or_arr; NaN and
+// infinities refused.
+func layerFloats(l *Loader, key string, layers int) ([]float32, error) {
+	v, ok := l.f.Lookup(key)
+	if !ok {
+		return nil, fmt.Errorf("missing metadata %s", key)
+	}
+	var out []float32
+	if v.Type == gguf.ValueArray {
+		a, err := l.f.Float32s(key)
+		if err != nil {
+			return nil, err
+		}
+		if len(a) != layers {
+			return nil, fmt.Errorf("metadata %s has %d values for %d layers", key, len(a), layers)
+		}
+		out = a
+	} else {
+		x, err := l.f.Float(key)
+		if err != nil {
+			return nil, err
+		}
+		out = slices.Repeat([]float32{float32(x)}, layers)
+	}
+	for i, x := range out {
+		if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			return nil, fmt.Errorf("metadata %s: value %d is %v", key, i, x)
+		}
+	}
+	return out, nil
 }

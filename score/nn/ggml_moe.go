@@ -73,3 +73,52 @@ func GGMLSigmoid(y, x []float32) {
 		y[i] = 1 / (1 + libcExpf(-v))
 	}
 }
+
+// XIELU is xIELU's parameters as ggml_xielu makes them from a file's
+// (Apertus: xielu.alpha_n, alpha_p, beta, eps per layer): AlphaN = beta +
+// softplus(alpha_n), AlphaP = softplus(alpha_p), softplus(x) = x past 20,
+// else logf(1 + expf(x)) (glibc's, in float32).
+type XIELU struct{ AlphaN, AlphaP, Beta, Eps float32 }
+
+// NewXIELU makes the parameters from a file's values.
+func NewXIELU(alphaN, alphaP, beta, eps float32) XIELU {
+	softplus := func(x float32) float32 {
+		if x > 20 {
+			return x
+		}
+		return LibcLogf(1 + libcExpf(x))
+	}
+	return XIELU{AlphaN: beta + softplus(alphaN), AlphaP: softplus(alphaP), Beta: beta, Eps: eps}
+}
+
+// Forward computes out = xielu(x) as ggml-cpu's XIELU does, in float32
+// with its compiler's fused multiply-adds (both builds): x > 0:
+// fma(AlphaP·x, x, Beta·x); else fma(expm1f(min(x, Eps)) - x, AlphaN,
+// Beta·x) (glibc 2.43's expm1f is correctly rounded, as float32 of
+// math.Expm1 is). out may be x.
+func (p XIELU) Forward(out, x []float32) {
+	check("XIELU", len(out), len(x))
+	fma := func(a, b, c float32) float32 { return float32(math.FMA(float64(a), float64(b), float64(c))) }
+	for i, v := range x {
+		if v > 0 {
+			out[i] = fma(float32(p.AlphaP*v), v, float32(p.Beta*v))
+			continue
+		}
+		e := float32(math.Expm1(float64(min(v, p.Eps))))
+		out[i] = fma(float32(e-v), p.AlphaN, float32(p.Beta*v))
+	}
+}
+
+// Ref is Forward in float64, each output rounded once: the reference.
+func (p XIELU) Ref(out, x []float32) {
+	check("XIELU", len(out), len(x))
+	an, ap, b, eps := float64(p.AlphaN), float64(p.AlphaP), float64(p.Beta), float64(p.Eps)
+	for i, v := range x {
+		f := float64(v)
+		if f > 0 {
+			out[i] = float32(ap*f*f + b*f)
+			continue
+		}
+		out[i] = float32((math.Expm1(min(f, eps))-f)*an + b*f)
+	}
+}

@@ -651,3 +651,41 @@ func TestGGMLSiLUDiv(t *testing.T) {
 		}
 	}
 }
+
+// TestXIELU: Apertus's activation. Forward against libggml 0.27.0's XIELU
+// (ggml_ops.py xielu 0.8 0.8 0.5 -1e-6: the same bits in the zen4 and
+// haswell builds, which fuse both branches' last multiply-add) on 4000
+// normal inputs of sd 3 from rand.NewSource(11), its transformed
+// parameters included; and within 2 ulp (of the largest term) of the
+// float64 Ref, at 0, past Eps, and where the negative branch saturates.
+func TestXIELU(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	x := make([]float32, 4000)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * 3)
+	}
+	p := NewXIELU(0.8, 0.8, 0.5, -1e-6)
+	got := make([]float32, len(x))
+	p.Forward(got, x)
+	if h := fnvBits(got); h != 0x19cec88f261e9765 {
+		t.Errorf("XIELU: hash %#x, llama.cpp's %#x", h, uint64(0x19cec88f261e9765))
+	}
+	x = append(x, 0, -1e-7, -1e-6, -2e-6, 1e-30, -30, -100, 100)
+	got, want := make([]float32, len(x)), make([]float32, len(x))
+	p.Forward(got, x)
+	p.Ref(want, x)
+	for i, v := range x {
+		// 2 ulp of the largest of the result and the terms summed (the
+		// negative branch cancels near its root).
+		m := math.Max(math.Abs(float64(want[i])), math.Abs(float64(p.Beta*v)))
+		if v <= 0 {
+			m = math.Max(m, math.Abs((math.Expm1(math.Min(float64(v), float64(p.Eps)))-float64(v))*float64(p.AlphaN)))
+		} else {
+			m = math.Max(m, float64(p.AlphaP)*float64(v)*float64(v))
+		}
+		ulp := math.Abs(float64(got[i]-want[i])) / math.Max(m*0x1p-23, 0x1p-149)
+		if ulp > 2 {
+			t.Errorf("xielu(%g) = %g, float64 %g (%.1f ulp of %g)", v, got[i], want[i], ulp, m)
+		}
+	}
+}

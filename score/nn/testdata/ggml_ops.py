@@ -8,7 +8,7 @@
 #   chroot SID python3 /tmp/gx/ggml_ops.py OP ARGS...
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
-# OPs: rms EPS | swiglu | geglu | swiglu-oai | softcap CAP | silu-div | rope N HEADS HEADDIM MODE BASE | fa N H HKV D SCALE [CAP [SPARSE]] |
+# OPs: rms EPS | swiglu | geglu | swiglu-oai | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE | fa N H HKV D SCALE [CAP [SPARSE]] |
 # trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N | gdn N HK HV S EPS |
 # route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N | topk N K.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
@@ -31,6 +31,7 @@ base.ggml_geglu_split.restype = P; base.ggml_geglu_split.argtypes = [P, P, P]
 base.ggml_swiglu_oai.restype = P; base.ggml_swiglu_oai.argtypes = [P, P, P, C.c_float, C.c_float]
 base.ggml_tanh.restype = P; base.ggml_tanh.argtypes = [P, P]
 base.ggml_silu.restype = P; base.ggml_silu.argtypes = [P, P]
+base.ggml_xielu.restype = P; base.ggml_xielu.argtypes = [P, P] + [C.c_float] * 4
 base.ggml_div.restype = P; base.ggml_div.argtypes = [P, P, P]
 base.ggml_scale.restype = P; base.ggml_scale.argtypes = [P, P, C.c_float]
 base.ggml_mul_mat.restype = P; base.ggml_mul_mat.argtypes = [P, P, P]
@@ -109,6 +110,11 @@ elif op == "silu-div":  # x as n rows of 1: ggml_div(ggml_silu(x), x), qwen2moe'
     x = np.fromfile(d + "x.bin", np.float32)
     tx = new(F32, [1, len(x)]); put(tx, x)
     o = base.ggml_div(ctx, base.ggml_silu(ctx, tx), tx); run(o)
+    get(o).tofile(d + "out.bin")
+elif op == "xielu":  # x, ALPHA_N ALPHA_P BETA EPS (the file's values: ggml_xielu transforms them)
+    x = np.fromfile(d + "x.bin", np.float32)
+    tx = new(F32, [len(x)]); put(tx, x)
+    o = base.ggml_xielu(ctx, tx, *[float(a) for a in sys.argv[2:6]]); run(o)
     get(o).tofile(d + "out.bin")
 elif op == "route":  # MoE routing as llama.cpp's build_moe_ffn: logits x (n, E), exp_probs_b w (E) when BIAS
     # GATING 1 softmax, 2 sigmoid, 3 softmax of the selected; out.bin the weights (n, K),
