@@ -139,12 +139,12 @@ func (l *Loader) sharedExperts(d *decoder, gated bool) Network {
 // post_ffw_norm); q and k RMS-normed per head; every fourth layer global
 // and without RoPE (llama.cpp's fixed step), the others with NeoX RoPE and
 // a sliding window of attention.sliding_window keys (required: llama.cpp
-// 0.7.0 crashes on a file without it); the attention's output times sigmoid(attn_gate·h) before
-// attn_output; dense MLPs in the leading_dense_block_count first layers,
-// then experts routed by expert_gating_func (sigmoid when absent) with the
-// selection bias exp_probs_b (required), normed and scaled as the
-// metadata says, plus expert_shared_count shared experts as one, each as
-// wide as an expert.
+// 0.7.0 crashes on a file without it); the attention's output times
+// sigmoid(attn_gate·h) before attn_output; dense MLPs in the
+// leading_dense_block_count first layers, then experts routed by
+// expert_gating_func (sigmoid when absent) with the selection bias
+// exp_probs_b (required), normed and scaled as the metadata says, plus
+// expert_shared_count shared experts as one, each as wide as an expert.
 func newAFMoE(l *Loader) Network {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
