@@ -200,7 +200,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			// each expert keeps the dense MLP's scale.
 			nx := uint64(c.Experts)
 			c.expertTensors(add, i)
-			if c.Arch == "minimax-m2" || c.Arch == "ernie4_5-moe" || c.Arch == "dots1" || c.Arch == "bailingmoe2" || c.Arch == "afmoe" { // the routing's selection bias
+			if c.Arch == "minimax-m2" || c.Arch == "ernie4_5-moe" || c.Arch == "dots1" || c.Arch == "bailingmoe2" || c.Arch == "afmoe" || c.Arch == "exaone-moe" { // the routing's selection bias
 				add(p+"exp_probs_b.bias", []uint64{nx}, i, c.normal(p+"exp_probs_b.bias", 0.1))
 			}
 			if c.SharedFFN > 0 && !c.hybrid() { // one shared expert

@@ -26,6 +26,10 @@ import (
 //     when set), DenseLead dense layers, then sigmoid routing with a
 //     selection bias, normed and scaled by 2.826, and a shared expert as
 //     wide as an expert;
+//   - exaone-moe (K-EXAONE): q and k normed per head, 3 layers of 4
+//     sliding over Window keys (required) with RoPE and the fourth global
+//     without, DenseLead dense layers, then sigmoid routing with a
+//     selection bias, normed and scaled by 2.5, and a shared expert;
 //   - bailingmoe2 (Ling 2.0, Ring 2.0): q, k and v in one attn_qkv, q and k
 //     normed per head, RoPE over RopeDims of the head, DenseLead dense
 //     layers, then sigmoid routing with a selection bias over
@@ -36,7 +40,7 @@ import (
 // of experts may have a shared expert (SharedFFN).
 func (s Shape) sharedExpert() bool {
 	switch s.Arch {
-	case "ernie4_5-moe", "dots1", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2", "afmoe":
+	case "ernie4_5-moe", "dots1", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2", "afmoe", "exaone-moe":
 		return true
 	}
 	return false
@@ -45,8 +49,10 @@ func (s Shape) sharedExpert() bool {
 // checkMoE validates the fields of the mixtures above.
 func (s Shape) checkMoE() error {
 	switch {
-	case (s.Arch == "qwen2moe" || s.Arch == "hunyuan-moe" || s.Arch == "bailingmoe2") && s.SharedFFN <= 0:
+	case (s.Arch == "qwen2moe" || s.Arch == "hunyuan-moe" || s.Arch == "bailingmoe2" || s.Arch == "exaone-moe") && s.SharedFFN <= 0:
 		return fmt.Errorf("shape: %s has a shared expert: its width must be positive", s.Arch)
+	case s.Arch == "exaone-moe" && s.Window <= 0:
+		return fmt.Errorf("shape: exaone-moe needs a sliding window")
 	case s.Arch == "afmoe" && s.SharedFFN != s.ExpertFFN:
 		return fmt.Errorf("shape: afmoe's shared expert is as wide as an expert (%d != %d)", s.SharedFFN, s.ExpertFFN)
 	case (s.Arch == "qwen2moe" || s.Arch == "olmoe") && s.Heads*s.HeadDim != s.Embd:
@@ -65,7 +71,7 @@ func (s Shape) checkMoE() error {
 // (HeadDim values) or over whole rows; none for other architectures.
 func (s Shape) qkNorms() (perHead, rows bool) {
 	switch s.Arch {
-	case "qwen3", "qwen3moe", "exaone4", "dots1", "hunyuan-moe", "bailingmoe2", "hunyuan-dense", "afmoe", "apertus":
+	case "qwen3", "qwen3moe", "exaone4", "dots1", "hunyuan-moe", "bailingmoe2", "hunyuan-dense", "afmoe", "apertus", "exaone-moe":
 		return true, false
 	case "olmo2", "minimax-m2", "olmoe":
 		return false, true
@@ -83,6 +89,13 @@ func (c *Config) moeKeys(w *gguf.Writer) {
 	a := c.Arch
 	if c.SharedFFN > 0 && (a == "qwen2moe" || a == "granitemoe" || a == "hunyuan-moe" || a == "bailingmoe2") {
 		w.Add(a+".expert_shared_feed_forward_length", uint32(c.SharedFFN))
+	}
+	if a == "exaone-moe" { // K-EXAONE's routing; its sliding window is Window's
+		w.Add(a+".leading_dense_block_count", uint32(c.DenseLead))
+		w.Add(a+".expert_shared_count", uint32(1))
+		w.Add(a+".expert_gating_func", uint32(2)) // sigmoid
+		w.Add(a+".expert_weights_norm", true)
+		w.Add(a+".expert_weights_scale", float32(2.5))
 	}
 	if a == "afmoe" { // Trinity's routing: sigmoid by default, a shared expert as wide as an expert
 		w.Add(a+".leading_dense_block_count", uint32(c.DenseLead))

@@ -209,7 +209,9 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // hunyuan-moe and bailingmoe2 (a dense first layer, 4 groups of experts,
 // RoPE over half the head), afmoe (4 layers: pre- and post-norms, the
 // attention's sigmoid gate, 3 sliding over 40 keys with RoPE, 1 global
-// without; a dense first layer), 8 experts with 2 used; the dense ernie4_5
+// without; a dense first layer), exaone-moe (8 layers: 3 of 4 sliding
+// over 40 keys with RoPE, the fourth global without; a dense first
+// layer), 8 experts with 2 used; the dense ernie4_5
 // (llama), exaone (NeoX RoPE), hunyuan-dense (q/k normed after RoPE),
 // arcee (an ungated ReLU² MLP) and apertus (an ungated MLP with xIELU,
 // its parameters per layer; q/k norms whose biases go unused) (24 windows
@@ -318,6 +320,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1613.3515159, -794.7221242, -796.9395883, -761.1521255}},
 		{"apertus", "apertus", "", nil, "", "f4547e2832eacd050e03947b2027a52a85a1f2f527d8cf999c3853c41ede447d",
 			[]float64{-1657.8000746, -818.4193276, -788.7322422, -764.6474647}},
+		{"exaone-moe", "exaone-moe", "", exaoneMoE, "", "02767faf2cac395a408cf611cde460b76bd65b09aa6e5b9538641fcf1381d3ce",
+			[]float64{-1569.1110936, -798.4518772, -795.6927025, -786.9732657}},
 		{"ernie4_5", "ernie4_5", "", nil, "", "0d74e28d928f449784f2731c41d9e3716daa6e1a47f027e71ebc4a5cace6aca0",
 			[]float64{-1626.4546316, -790.1359273, -799.2311808, -758.7573398}},
 		{"exaone", "exaone", "", nil, "", "e1c57cb1771b2285416c2e2bdc0cdc9891426045eaea16cf98e5af90438dc69c",
@@ -770,6 +774,33 @@ func afmoe(s *mkmodel.Shape) {
 	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.Window = 4, 1, 8, 2, 64, 64, 40
 }
 
+// exaoneMoE gives an exaone-moe model 8 layers (3 of 4 sliding over 40
+// keys), the first dense, 8 experts of 64 (2 used) and a shared one.
+func exaoneMoE(s *mkmodel.Shape) {
+	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.Window = 8, 1, 8, 2, 64, 64, 40
+}
+
+// TestEXAONEMoEPattern: exaone-moe's attention.sliding_window_pattern of
+// 2 (every other layer global, without RoPE) on genModel's file, against
+// llama.cpp's sums on the same bytes (24 windows in both builds: none
+// off; here the first 4).
+func TestEXAONEMoEPattern(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rewriteFile(t, genModel(t, dir, "exaone-moe", exaoneMoE), map[string]any{"exaone-moe.attention.sliding_window_pattern": uint32(2)}, nil)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != "cde1a5023e890b6d2084d82bab32b646c0f9210c2a857d9f0a1b48878345eec4" {
+		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
+	}
+	generatedScores(t, p, golden.Header.Tokens, []float64{-1545.1084998, -800.8602288, -786.3552303, -783.2835920})
+}
+
 // bailingMoE2 gives a bailingmoe2 model 3 layers, the first dense, 8
 // experts of 64 in 4 groups (2 groups and 2 experts used), a shared
 // expert of 64 and RoPE over half the head.
@@ -779,7 +810,7 @@ func bailingMoE2(s *mkmodel.Shape) {
 }
 
 // TestMoEsRefused: what llama.cpp requires of qwen2moe, hunyuan-moe, afmoe,
-// apertus and bailingmoe2 and a file lacks is refused by name.
+// exaone-moe, apertus and bailingmoe2 and a file lacks is refused by name.
 func TestMoEsRefused(t *testing.T) {
 	dir := oracle.Require(t)
 	checkRefusals(t, genModel(t, dir, "qwen2moe", qwen2MoE), []refusal{
@@ -795,6 +826,12 @@ func TestMoEsRefused(t *testing.T) {
 		{"no shared count", map[string]any{"afmoe.expert_shared_count": nil}, nil, "missing metadata afmoe.expert_shared_count"},
 		{"no selection bias", nil, []string{"blk.2.exp_probs_b.bias"}, "missing tensor blk.2.exp_probs_b.bias"},
 		{"no gate", nil, []string{"blk.1.attn_gate.weight"}, "missing tensor blk.1.attn_gate.weight"},
+	})
+	checkRefusals(t, genModel(t, dir, "exaone-moe", exaoneMoE), []refusal{
+		{"no window", map[string]any{"exaone-moe.attention.sliding_window": nil}, nil, "missing metadata exaone-moe.attention.sliding_window"},
+		{"no gating function", map[string]any{"exaone-moe.expert_gating_func": nil}, nil, "missing metadata exaone-moe.expert_gating_func"},
+		{"no shared expert", map[string]any{"exaone-moe.expert_shared_count": nil}, []string{"blk.3.ffn_gate_shexp.weight", "blk.3.ffn_up_shexp.weight", "blk.3.ffn_down_shexp.weight"},
+			"missing tensor blk.3.ffn_up_shexp.weight (the shared expert)"},
 	})
 	checkRefusals(t, genModel(t, dir, "apertus", nil), []refusal{
 		{"no xIELU beta", map[string]any{"xielu.beta": nil}, nil, "missing metadata xielu.beta"},

@@ -9,9 +9,11 @@ import (
 
 // The mixtures of experts that are llama's decoder with one FFN swapped
 // for experts and a few attention options: qwen2moe, olmoe, granitemoe,
-// hunyuan-moe, bailingmoe2 and afmoe, each as llama.cpp 0.7.0 builds it.
+// hunyuan-moe, bailingmoe2, afmoe and exaone-moe, each as llama.cpp 0.7.0
+// builds it.
 func init() {
 	Register("afmoe", newAFMoE)
+	Register("exaone-moe", newEXAONEMoE)
 	Register("qwen2moe", newQwen2MoE)
 	Register("olmoe", newOLMoE)
 	Register("granitemoe", newGranite)
@@ -183,6 +185,64 @@ func newAFMoE(l *Loader) Network {
 		} else if e := l.MoE(p, moe); e != nil {
 			if e.Router.SelBias == nil {
 				l.Failf("missing tensor %sexp_probs_b.bias", p)
+			}
+			ly.ffn = e
+		}
+		return ly
+	})
+}
+
+// exaone-moe: LG's K-EXAONE, as llama.cpp 0.7.0 runs it: q and k
+// RMS-normed per head; sliding-window layers (attention.sliding_window
+// keys, required) with NeoX RoPE and global layers without positions, by
+// attention.sliding_window_pattern N (4 when absent): layer i slides when
+// i mod N < N - 1 (every layer when N is 0); dense MLPs in the
+// leading_dense_block_count first layers, then experts routed by
+// expert_gating_func (required) with the selection bias exp_probs_b where
+// the file has it, normed and scaled only where expert_weights_norm and
+// expert_weights_scale say so, plus a shared expert (required); the
+// trailing nextn_predict_layers blocks are not run.
+func newEXAONEMoE(l *Loader) Network {
+	hp := &l.HP
+	if !l.dropNextN() {
+		return nil
+	}
+	m := meta{l.f, hp.Arch}
+	window, err := m.positive("attention.sliding_window", -1)
+	pattern := 4
+	if err == nil {
+		pattern, err = m.int("attention.sliding_window_pattern", 4)
+	}
+	if err == nil && pattern < 0 {
+		err = fmt.Errorf("metadata %s.attention.sliding_window_pattern = %d, want >= 0", hp.Arch, pattern)
+	}
+	if err == nil && !m.has("expert_gating_func") {
+		err = fmt.Errorf("missing metadata %s.expert_gating_func", hp.Arch) // llama.cpp requires it
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax})
+	if moe == nil {
+		return nil
+	}
+	d := l.baseDecoder(true)
+	local := d.attn
+	local.Window = window
+	return l.bindLayers(d, func(i int, p string) decoderLayer {
+		ly := l.preNormLayer(p, "ffn_norm")
+		ly.qNorm, ly.kNorm = l.qkNorms(p, false)
+		if pattern == 0 || i%pattern < pattern-1 {
+			ly.attn = &local
+		} else {
+			ly.noRoPE = true
+		}
+		if i < moe.DenseLayers {
+			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		} else if e := l.MoE(p, moe); e != nil {
+			if e.Shared == nil {
+				l.Failf("missing tensor %sffn_up_shexp.weight (the shared expert)", p)
 			}
 			ly.ffn = e
 		}
