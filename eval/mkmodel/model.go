@@ -200,7 +200,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			// each expert keeps the dense MLP's scale.
 			nx := uint64(c.Experts)
 			c.expertTensors(add, i)
-			if c.Arch == "minimax-m2" || c.Arch == "ernie4_5-moe" || c.Arch == "dots1" || c.Arch == "bailingmoe2" || c.Arch == "afmoe" || c.Arch == "exaone-moe" { // the routing's selection bias
+			if c.selBias() { // the routing's selection bias
 				add(p+"exp_probs_b.bias", []uint64{nx}, i, c.normal(p+"exp_probs_b.bias", 0.1))
 			}
 			if c.SharedFFN > 0 && !c.hybrid() { // one shared expert
@@ -324,7 +324,7 @@ func Write(path string, c *Config) error {
 	}
 	if c.cohere() { // Command R7B's: LayerNorms, a window in 3 layers of 4, logits scaled
 		w.Add(a+".attention.layer_norm_epsilon", float32(1e-5))
-		if c.Window == 0 && a == "cohere2" {
+		if c.Window == 0 && (a == "cohere2" || a == "cohere2moe") {
 			w.Add(a+".attention.sliding_window", uint32(4096))
 		}
 		w.Add(a+".logit_scale", float32(0.25))

@@ -40,7 +40,7 @@ import (
 // of experts may have a shared expert (SharedFFN).
 func (s Shape) sharedExpert() bool {
 	switch s.Arch {
-	case "ernie4_5-moe", "dots1", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2", "afmoe", "exaone-moe":
+	case "ernie4_5-moe", "dots1", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2", "afmoe", "exaone-moe", "cohere2moe":
 		return true
 	}
 	return false
@@ -79,6 +79,16 @@ func (s Shape) qkNorms() (perHead, rows bool) {
 	return false, false
 }
 
+// selBias reports a mixture of the generic layer whose routing has a
+// selection bias (exp_probs_b).
+func (s Shape) selBias() bool {
+	switch s.Arch {
+	case "minimax-m2", "ernie4_5-moe", "dots1", "bailingmoe2", "afmoe", "exaone-moe":
+		return true
+	}
+	return false
+}
+
 // qkvBias reports q, k and v biases in the generic layer.
 func (s Shape) qkvBias() bool {
 	return s.Arch == "qwen2" || s.Arch == "seed_oss" || s.Arch == "qwen2moe"
@@ -89,6 +99,14 @@ func (c *Config) moeKeys(w *gguf.Writer) {
 	a := c.Arch
 	if c.SharedFFN > 0 && (a == "qwen2moe" || a == "granitemoe" || a == "hunyuan-moe" || a == "bailingmoe2") {
 		w.Add(a+".expert_shared_feed_forward_length", uint32(c.SharedFFN))
+	}
+	if a == "cohere2moe" { // sigmoid routing (the default) renormalized; a shared expert when SharedFFN is set
+		w.Add(a+".leading_dense_block_count", uint32(c.DenseLead))
+		w.Add(a+".expert_weights_norm", true)
+		if c.SharedFFN > 0 {
+			w.Add(a+".expert_shared_count", uint32(1))
+			w.Add(a+".expert_shared_feed_forward_length", uint32(c.SharedFFN))
+		}
 	}
 	if a == "exaone-moe" { // K-EXAONE's routing; its sliding window is Window's
 		w.Add(a+".leading_dense_block_count", uint32(c.DenseLead))

@@ -64,11 +64,13 @@ type Shape struct {
 	QKLayerNorm bool
 }
 
-// cohere reports Cohere's parallel blocks (cohere2, command-r).
-func (s Shape) cohere() bool { return s.Arch == "cohere2" || s.Arch == "command-r" }
+// cohere reports Cohere's parallel blocks (cohere2, command-r, cohere2moe).
+func (s Shape) cohere() bool {
+	return s.Arch == "cohere2" || s.Arch == "command-r" || s.Arch == "cohere2moe"
+}
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -163,7 +165,7 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: %s needs experts >= 2, 1 <= experts used <= experts and an expert FFN width (%d, %d, %d)", s.Arch, s.Experts, s.ExpertsUsed, s.ExpertFFN)
 	case !s.moe() && (s.Experts != 0 || s.ExpertsUsed != 0 || s.ExpertFFN != 0):
 		return fmt.Errorf("shape: experts are for the mixtures of experts and llama (Mixtral's layout), not %s", s.Arch)
-	case s.DenseLead < 0 || s.DenseLead > 0 && s.Arch != "ernie4_5-moe" && s.Arch != "dots1" && s.Arch != "lfm2moe" && s.Arch != "bailingmoe2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" || s.DenseLead > s.Layers:
+	case s.DenseLead < 0 || s.DenseLead > 0 && s.Arch != "ernie4_5-moe" && s.Arch != "dots1" && s.Arch != "lfm2moe" && s.Arch != "bailingmoe2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" || s.DenseLead > s.Layers:
 		return fmt.Errorf("shape: %d leading dense layers (ernie4_5-moe, dots1, lfm2moe and bailingmoe2 only, at most the layers)", s.DenseLead)
 	case s.Arch == "dots1" && s.KVHeads != s.Heads:
 		return fmt.Errorf("shape: llama.cpp's dots1 shapes k and v as q: %d KV heads must be the %d heads", s.KVHeads, s.Heads)
@@ -184,7 +186,7 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: %s is tied (llama.cpp's %s reads no output matrix)", s.Arch, s.Arch)
 	case s.QKLayerNorm && s.Arch != "command-r":
 		return fmt.Errorf("shape: per-head q/k LayerNorms are command-r's (Command R+)")
-	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && !s.lfm2():
+	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && !s.lfm2():
 		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, gemma2, cohere2, lfm2 and lfm2moe", s.Window)
 	}
 	if err := s.checkMoE(); err != nil {
@@ -269,15 +271,21 @@ func (s Shape) Params() int64 {
 		block += 2*int64(s.HeadDim) + int64(s.Experts) + 3*e*int64(s.SharedFFN)
 	case "afmoe": // two post-norms, per-head q and k norms, the attention's gate, the selection bias, the shared expert
 		block += 2*e + 2*int64(s.HeadDim) + e*q + int64(s.Experts) + 3*e*int64(s.SharedFFN)
-	case "cohere2", "command-r": // one norm, read by the attention and the MLP
+	case "cohere2", "command-r", "cohere2moe": // one norm, read by the attention and the MLP
 		block -= e
+		if s.Arch == "cohere2moe" && s.SharedFFN > 0 {
+			block += 3 * e * int64(s.SharedFFN)
+		}
 		if s.QKLayerNorm {
 			block += q + kv
 		}
 	}
 	n := s.headParams() + int64(s.Layers)*block
 	if s.DenseLead > 0 { // dense FFNs for the leading layers' MoE blocks
-		moe := e*int64(s.Experts) + 3*e*int64(s.ExpertFFN)*int64(s.Experts) + int64(s.Experts) + 3*e*int64(s.SharedFFN)
+		moe := e*int64(s.Experts) + 3*e*int64(s.ExpertFFN)*int64(s.Experts) + 3*e*int64(s.SharedFFN)
+		if s.selBias() {
+			moe += int64(s.Experts)
+		}
 		n += int64(s.DenseLead) * (dense - moe)
 	}
 	if s.MoEStep > 1 { // llama4's dense FFNs between the mixtures

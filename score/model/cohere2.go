@@ -22,14 +22,28 @@ import (
 // llama.cpp tells it) add LayerNorms of each head of q and k before RoPE
 // (attn_q_norm, attn_k_norm, required then: weights for every head, no
 // bias, the same epsilon), which llama.cpp refuses in smaller files.
+//
+// cohere2moe (Cohere's mixtures of experts) is cohere2's block with RMS
+// norms (LayerNorms when the file has no attention.layer_norm_rms_epsilon),
+// every attention.sliding_window_pattern-th layer (4 when absent) from the
+// first global without positions and the others sliding with RoPE (the
+// leading_dense_block_count first layers, dense MLPs, with RoPE whatever
+// their kind); the other layers' MLPs experts of
+// expert_feed_forward_length routed by expert_gating_func (sigmoid when
+// absent), normed and scaled as the metadata says, and where the file has
+// expert_shared_count a shared expert, the two halved (llama.cpp's
+// (experts + shared)·0.5); the output matrix optional (else the token
+// embedding); trailing nextn_predict_layers blocks not run.
 func init() {
 	Register("cohere2", newCohere2)
 	Register("command-r", newCohere2)
+	Register("cohere2moe", newCohere2MoE)
 }
 
 type cohere2 struct {
 	*decoder
 	lnEps float64 // attention.layer_norm_epsilon
+	rms   bool    // RMS norms of hp.Eps instead (cohere2moe)
 }
 
 func newCohere2(l *Loader) Network {
@@ -98,8 +112,86 @@ func (l *Loader) headNorms(name string, heads int) *ml.Vector {
 	return w
 }
 
+// newCohere2MoE binds cohere2moe (cohere2's doc).
+func newCohere2MoE(l *Loader) Network {
+	hp := &l.HP
+	if !l.dropNextN() {
+		return nil
+	}
+	m := meta{l.f, hp.Arch}
+	rms := m.has("attention.layer_norm_rms_epsilon")
+	lnEps, err := m.float("attention.layer_norm_epsilon", 0)
+	if err == nil && !rms && !(lnEps > 0) {
+		err = fmt.Errorf("missing metadata %s.attention.layer_norm_rms_epsilon or attention.layer_norm_epsilon", hp.Arch)
+	}
+	window, pattern, scale := 0, 4, 0.0
+	if err == nil {
+		window, err = m.positive("attention.sliding_window", -1)
+	}
+	if err == nil {
+		pattern, err = m.int("attention.sliding_window_pattern", 4)
+	}
+	if err == nil && pattern < 0 {
+		err = fmt.Errorf("metadata %s.attention.sliding_window_pattern = %d, want >= 0", hp.Arch, pattern)
+	}
+	if err == nil && !m.has("logit_scale") {
+		err = fmt.Errorf("missing metadata %s.logit_scale", hp.Arch) // llama.cpp requires it
+	}
+	if err == nil {
+		scale, err = m.float("logit_scale", 0)
+	}
+	if err == nil && !m.has("leading_dense_block_count") {
+		err = fmt.Errorf("missing metadata %s.leading_dense_block_count", hp.Arch)
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	moe := l.moeParams(moeOpts{gating: ml.GateSigmoid})
+	if moe == nil {
+		return nil
+	}
+	d := l.baseDecoder(false)
+	d.head.Scale = scale
+	local := d.attn
+	local.Window = window
+	net := l.bindLayers(d, func(i int, p string) decoderLayer {
+		ly := l.attnLayer(p)
+		slides := pattern == 0 || i%pattern != 0
+		if slides {
+			ly.attn = &local
+		}
+		ly.noRoPE = !slides && i >= moe.DenseLayers
+		if i < moe.DenseLayers {
+			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		} else if e := l.MoE(p, moe); e != nil {
+			ly.ffn = e
+			if e.Shared != nil {
+				ly.ffn = halvedFFN{e}
+			}
+		}
+		return ly
+	})
+	if net == nil {
+		return nil
+	}
+	return &cohere2{decoder: d, lnEps: lnEps, rms: rms}
+}
+
+// halvedFFN is an FFN whose output llama.cpp halves (cohere2moe's experts
+// plus shared expert).
+type halvedFFN struct{ FFN }
+
+func (h halvedFFN) Forward(b ml.Backend, dst, x ml.Tensor) {
+	h.FFN.Forward(b, dst, x)
+	b.Scale(dst, 0.5)
+}
+
 // Check requires LayerNorm.
 func (m *cohere2) Check(b ml.Backend) error {
+	if m.rms {
+		return nil
+	}
 	if _, ok := b.(ml.LayerNormer); !ok {
 		return fmt.Errorf("%s needs LayerNorm (ml.LayerNormer), which backend %T lacks", m.hp.Arch, b)
 	}
@@ -107,21 +199,27 @@ func (m *cohere2) Check(b ml.Backend) error {
 }
 
 func (m *cohere2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
-	ln := b.(ml.LayerNormer)
 	hp, n := m.hp, len(tokens)
+	norm := func(dst, x ml.Tensor, w *ml.Vector) {
+		if m.rms {
+			b.RMSNorm(dst, x, w, hp.Eps)
+		} else {
+			b.(ml.LayerNormer).LayerNorm(dst, x, w, nil, m.lnEps)
+		}
+	}
 	x := b.Alloc(n, hp.Embd) // the residual stream
 	b.Embed(x, m.tokenEmbd, tokens)
 	for i := range m.layers {
 		ly := &m.layers[i]
 		mark := b.Mark()
 		h, ff, att := b.Alloc(n, hp.Embd), b.Alloc(n, hp.Embd), b.Alloc(n, hp.Embd)
-		ln.LayerNorm(h, x, ly.attnNorm, nil, m.lnEps)
+		norm(h, x, ly.attnNorm)
 		ly.ffn.Forward(b, ff, h)
 		m.attention(b, att, h, i, ly)
 		b.Add(x, ff)
 		b.Add(x, att)
 		b.Release(mark)
 	}
-	ln.LayerNorm(x, x, m.outputNorm, nil, m.lnEps)
+	norm(x, x, m.outputNorm)
 	return x
 }

@@ -211,7 +211,10 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // attention's sigmoid gate, 3 sliding over 40 keys with RoPE, 1 global
 // without; a dense first layer), exaone-moe (8 layers: 3 of 4 sliding
 // over 40 keys with RoPE, the fourth global without; a dense first
-// layer), 8 experts with 2 used; the dense ernie4_5
+// layer), cohere2moe (8 layers: the parallel block with RMS norms, layers
+// 0 and 4 global, 0 dense and with RoPE, the others sliding over 40 keys;
+// experts plus a shared expert halved), 8 experts with 2 used; the dense
+// ernie4_5
 // (llama), exaone (NeoX RoPE), hunyuan-dense (q/k normed after RoPE),
 // arcee (an ungated ReLU² MLP) and apertus (an ungated MLP with xIELU,
 // its parameters per layer; q/k norms whose biases go unused) (24 windows
@@ -322,6 +325,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1657.8000746, -818.4193276, -788.7322422, -764.6474647}},
 		{"exaone-moe", "exaone-moe", "", exaoneMoE, "", "02767faf2cac395a408cf611cde460b76bd65b09aa6e5b9538641fcf1381d3ce",
 			[]float64{-1569.1110936, -798.4518772, -795.6927025, -786.9732657}},
+		{"cohere2moe", "cohere2moe", "", cohere2MoE, "", "e7036778ef5a7977a5f9a2203c42da728ee384acfce5639a66222684a1509274",
+			[]float64{-1325.1870529, -670.9459112, -676.9078381, -669.9046189}},
 		{"ernie4_5", "ernie4_5", "", nil, "", "0d74e28d928f449784f2731c41d9e3716daa6e1a47f027e71ebc4a5cace6aca0",
 			[]float64{-1626.4546316, -790.1359273, -799.2311808, -758.7573398}},
 		{"exaone", "exaone", "", nil, "", "e1c57cb1771b2285416c2e2bdc0cdc9891426045eaea16cf98e5af90438dc69c",
@@ -780,6 +785,34 @@ func exaoneMoE(s *mkmodel.Shape) {
 	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.Window = 8, 1, 8, 2, 64, 64, 40
 }
 
+// cohere2MoE gives a cohere2moe model (tied) 8 layers (every fourth from
+// the first global), the first dense, 8 experts of 64 (2 used) and a
+// shared one, a window of 40.
+func cohere2MoE(s *mkmodel.Shape) {
+	s.Layers, s.Window, s.Tied, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 8, 40, true, 1, 8, 2, 64, 64
+}
+
+// TestCohere2MoELayerNorm: a cohere2moe file without
+// attention.layer_norm_rms_epsilon takes LayerNorms of
+// attention.layer_norm_epsilon, as llama.cpp does (24 windows in both
+// builds: none off; here the first 4).
+func TestCohere2MoELayerNorm(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rewriteFile(t, genModel(t, dir, "cohere2moe", cohere2MoE), map[string]any{"cohere2moe.attention.layer_norm_rms_epsilon": nil}, nil)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != "fe138912fbca675bf6dea337138cad283a1587ef9c6c6b38b6c4f69e41ae2dea" {
+		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
+	}
+	generatedScores(t, p, golden.Header.Tokens, []float64{-1323.2213548, -670.4394092, -675.6195656, -669.7992201})
+}
+
 // TestEXAONEMoEPattern: exaone-moe's attention.sliding_window_pattern of
 // 2 (every other layer global, without RoPE) on genModel's file, against
 // llama.cpp's sums on the same bytes (24 windows in both builds: none
@@ -810,7 +843,8 @@ func bailingMoE2(s *mkmodel.Shape) {
 }
 
 // TestMoEsRefused: what llama.cpp requires of qwen2moe, hunyuan-moe, afmoe,
-// exaone-moe, apertus and bailingmoe2 and a file lacks is refused by name.
+// cohere2moe, exaone-moe, apertus and bailingmoe2 and a file lacks is
+// refused by name.
 func TestMoEsRefused(t *testing.T) {
 	dir := oracle.Require(t)
 	checkRefusals(t, genModel(t, dir, "qwen2moe", qwen2MoE), []refusal{
@@ -826,6 +860,13 @@ func TestMoEsRefused(t *testing.T) {
 		{"no shared count", map[string]any{"afmoe.expert_shared_count": nil}, nil, "missing metadata afmoe.expert_shared_count"},
 		{"no selection bias", nil, []string{"blk.2.exp_probs_b.bias"}, "missing tensor blk.2.exp_probs_b.bias"},
 		{"no gate", nil, []string{"blk.1.attn_gate.weight"}, "missing tensor blk.1.attn_gate.weight"},
+	})
+	checkRefusals(t, genModel(t, dir, "cohere2moe", cohere2MoE), []refusal{
+		{"no epsilon", map[string]any{"cohere2moe.attention.layer_norm_rms_epsilon": nil, "cohere2moe.attention.layer_norm_epsilon": nil}, nil,
+			"missing metadata cohere2moe.attention.layer_norm_rms_epsilon or attention.layer_norm_epsilon"},
+		{"no window", map[string]any{"cohere2moe.attention.sliding_window": nil}, nil, "missing metadata cohere2moe.attention.sliding_window"},
+		{"no logit scale", map[string]any{"cohere2moe.logit_scale": nil}, nil, "missing metadata cohere2moe.logit_scale"},
+		{"no dense count", map[string]any{"cohere2moe.leading_dense_block_count": nil}, nil, "missing metadata cohere2moe.leading_dense_block_count"},
 	})
 	checkRefusals(t, genModel(t, dir, "exaone-moe", exaoneMoE), []refusal{
 		{"no window", map[string]any{"exaone-moe.attention.sliding_window": nil}, nil, "missing metadata exaone-moe.attention.sliding_window"},
