@@ -124,15 +124,9 @@ func newCohere2MoE(l *Loader) Network {
 	if err == nil && !rms && !(lnEps > 0) {
 		err = fmt.Errorf("missing metadata %s.attention.layer_norm_rms_epsilon or attention.layer_norm_epsilon", hp.Arch)
 	}
-	window, pattern, scale := 0, 4, 0.0
+	window, pattern, scale := 0, 0, 0.0
 	if err == nil {
-		window, err = m.positive("attention.sliding_window", -1)
-	}
-	if err == nil {
-		pattern, err = m.int("attention.sliding_window_pattern", 4)
-	}
-	if err == nil && pattern < 0 {
-		err = fmt.Errorf("metadata %s.attention.sliding_window_pattern = %d, want >= 0", hp.Arch, pattern)
+		window, pattern, err = m.slidingPattern()
 	}
 	if err == nil && !m.has("logit_scale") {
 		err = fmt.Errorf("missing metadata %s.logit_scale", hp.Arch) // llama.cpp requires it

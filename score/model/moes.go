@@ -208,14 +208,7 @@ func newEXAONEMoE(l *Loader) Network {
 		return nil
 	}
 	m := meta{l.f, hp.Arch}
-	window, err := m.positive("attention.sliding_window", -1)
-	pattern := 4
-	if err == nil {
-		pattern, err = m.int("attention.sliding_window_pattern", 4)
-	}
-	if err == nil && pattern < 0 {
-		err = fmt.Errorf("metadata %s.attention.sliding_window_pattern = %d, want >= 0", hp.Arch, pattern)
-	}
+	window, pattern, err := m.slidingPattern()
 	if err == nil && !m.has("expert_gating_func") {
 		err = fmt.Errorf("missing metadata %s.expert_gating_func", hp.Arch) // llama.cpp requires it
 	}
@@ -248,4 +241,18 @@ func newEXAONEMoE(l *Loader) Network {
 		}
 		return ly
 	})
+}
+
+// slidingPattern reads attention.sliding_window (required, above 0) and
+// attention.sliding_window_pattern (the period of llama.cpp's
+// set_swa_pattern, 4 when absent; 0: every layer slides).
+func (m meta) slidingPattern() (window, pattern int, err error) {
+	window, err = m.positive("attention.sliding_window", -1)
+	if err == nil {
+		pattern, err = m.int("attention.sliding_window_pattern", 4)
+	}
+	if err == nil && pattern < 0 {
+		err = fmt.Errorf("metadata %s.attention.sliding_window_pattern = %d, want >= 0", m.arch, pattern)
+	}
+	return window, pattern, err
 }
