@@ -58,8 +58,8 @@ func newCohere2(l *Loader) Network {
 	if err == nil {
 		scale, err = m.float("logit_scale", 0)
 	}
-	if err == nil && !m.has("attention.layer_norm_epsilon") {
-		err = fmt.Errorf("missing metadata %s.attention.layer_norm_epsilon", hp.Arch)
+	if err == nil {
+		err = m.require("attention.layer_norm_epsilon")
 	}
 	if err == nil && !(eps > 0) {
 		err = fmt.Errorf("metadata %s.attention.layer_norm_epsilon = %v, want > 0", hp.Arch, eps)
@@ -128,14 +128,11 @@ func newCohere2MoE(l *Loader) Network {
 	if err == nil {
 		window, pattern, err = m.slidingPattern()
 	}
-	if err == nil && !m.has("logit_scale") {
-		err = fmt.Errorf("missing metadata %s.logit_scale", hp.Arch) // llama.cpp requires it
+	if err == nil {
+		err = m.require("logit_scale", "leading_dense_block_count") // llama.cpp requires them
 	}
 	if err == nil {
 		scale, err = m.float("logit_scale", 0)
-	}
-	if err == nil && !m.has("leading_dense_block_count") {
-		err = fmt.Errorf("missing metadata %s.leading_dense_block_count", hp.Arch)
 	}
 	if err != nil {
 		l.fail(err)

@@ -15,13 +15,9 @@ package model
 func init() { Register("glm4", newGLM4) }
 
 func newGLM4(l *Loader) Network {
-	mrope, ok := glmMRoPE(l)
-	if !ok {
+	d := l.baseDecoder(false)
+	if !glmMRoPE(l, d.rope) {
 		return nil
-	}
-	d := l.baseDecoder(mrope != nil)
-	if mrope != nil {
-		multiRoPE(d.rope, mrope, false)
 	}
 	return l.fusedLayers(d, true)
 }

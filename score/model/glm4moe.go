@@ -28,13 +28,9 @@ func newGLM4MoE(l *Loader) Network {
 		return nil
 	}
 	hp := &l.HP
-	mrope, ok := glmMRoPE(l)
-	if !ok {
-		return nil
-	}
 	m := l.baseDecoder(true)
-	if mrope != nil {
-		multiRoPE(m.rope, mrope, false)
+	if !glmMRoPE(l, m.rope) {
+		return nil
 	}
 	moe := l.moeParams(moeOpts{gating: ml.GateSigmoid})
 	if moe == nil {

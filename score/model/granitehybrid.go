@@ -159,13 +159,10 @@ func newGraniteHybrid(l *Loader) Network {
 	if proto == nil {
 		return nil
 	}
-	rope := true
-	if m.has("rope.scaling.finetuned") {
-		var err error
-		if rope, err = l.f.Bool(hp.Arch + ".rope.scaling.finetuned"); err != nil {
-			l.fail(err)
-			return nil
-		}
+	rope, err := m.bool("rope.scaling.finetuned", true)
+	if err != nil {
+		l.fail(err)
+		return nil
 	}
 	var moe *moeParams
 	if n, e := m.int("expert_count", 0); e != nil {

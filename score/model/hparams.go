@@ -40,6 +40,25 @@ func (m meta) has(key string) bool {
 	return ok
 }
 
+// require names the first of keys the file lacks: keys llama.cpp requires
+// that the loader only checks, or reads later with a default.
+func (m meta) require(keys ...string) error {
+	for _, key := range keys {
+		if !m.has(key) {
+			return fmt.Errorf("missing metadata %s.%s", m.arch, key)
+		}
+	}
+	return nil
+}
+
+// bool reads a boolean key, def when absent.
+func (m meta) bool(key string, def bool) (bool, error) {
+	if !m.has(key) {
+		return def, nil
+	}
+	return m.f.Bool(m.arch + "." + key)
+}
+
 // int reads an integer key; def < 0 makes it required.
 func (m meta) int(key string, def int) (int, error) {
 	if !m.has(key) {

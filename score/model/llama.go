@@ -272,22 +272,26 @@ func multiRoPE(r *nn.RoPE, s []int32, interleaved bool) {
 	}
 }
 
-// glmMRoPE reads the multi-section RoPE of GLM's vision-language text
-// decoders (GLM-4.1V as glm4, GLM-4.5V and 4.6V as glm4moe): llama.cpp
-// takes it when rope.dimension_sections has t and h above 0, and then
-// rotates NeoX pairs over rope.dimension_count by the sections (MRoPE,
-// vlRoPE's doc), whatever the architecture's own layout. It returns the
-// sections, nil when the file has none or llama.cpp would not use them.
-func glmMRoPE(l *Loader) ([]int32, bool) {
+// glmMRoPE makes r the multi-section RoPE of GLM's vision-language text
+// decoders (GLM-4.1V as glm4, GLM-4.5V and 4.6V as glm4moe) where the
+// file asks for it: llama.cpp takes it when rope.dimension_sections has t
+// and h above 0, and then rotates NeoX pairs over rope.dimension_count by
+// the sections (MRoPE, vlRoPE's doc), whatever the architecture's own
+// layout. False after an error.
+func glmMRoPE(l *Loader, r *nn.RoPE) bool {
+	if l.Err() != nil { // r may be missing
+		return false
+	}
 	s, err := ropeSections(l)
 	if err != nil {
 		l.fail(err)
-		return nil, false
+		return false
 	}
-	if s == nil || s[0] <= 0 || s[1] <= 0 {
-		return nil, true
+	if s != nil && s[0] > 0 && s[1] > 0 {
+		r.NeoX = true
+		multiRoPE(r, s, false)
 	}
-	return s, true
+	return true
 }
 
 // bindLayers appends layer(i, "blk.i.") to d for every layer and returns

@@ -100,9 +100,8 @@ func (l *Loader) moeParams(o moeOpts) *moeParams {
 	if err == nil {
 		p.Scale, err = m.float("expert_weights_scale", 0)
 	}
-	p.Norm = o.norm
-	if err == nil && m.has("expert_weights_norm") {
-		p.Norm, err = l.f.Bool(l.HP.Arch + ".expert_weights_norm")
+	if err == nil {
+		p.Norm, err = m.bool("expert_weights_norm", o.norm)
 	}
 	if err != nil {
 		l.fail(err)

@@ -81,11 +81,9 @@ func newBailingMoE2(l *Loader) Network {
 		return nil
 	}
 	m := meta{l.f, hp.Arch}
-	for _, key := range []string{"expert_gating_func", "expert_shared_count"} { // llama.cpp requires them
-		if !m.has(key) {
-			l.Failf("missing metadata %s.%s", hp.Arch, key)
-			return nil
-		}
+	if err := m.require("expert_gating_func", "expert_shared_count"); err != nil { // llama.cpp requires them
+		l.fail(err)
+		return nil
 	}
 	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax})
 	if moe == nil {
@@ -154,8 +152,8 @@ func newAFMoE(l *Loader) Network {
 	if err == nil && window <= 0 { // llama.cpp 0.7.0 crashes on such a file: no number to match
 		err = fmt.Errorf("metadata %s.attention.sliding_window absent or %d: afmoe without sliding windows is not supported (llama.cpp 0.7.0 crashes on it)", hp.Arch, window)
 	}
-	if err == nil && !m.has("expert_shared_count") {
-		err = fmt.Errorf("missing metadata %s.expert_shared_count", hp.Arch) // llama.cpp requires it
+	if err == nil {
+		err = m.require("expert_shared_count") // llama.cpp requires it
 	}
 	if err != nil {
 		l.fail(err)
@@ -209,8 +207,8 @@ func newEXAONEMoE(l *Loader) Network {
 	}
 	m := meta{l.f, hp.Arch}
 	window, pattern, err := m.slidingPattern()
-	if err == nil && !m.has("expert_gating_func") {
-		err = fmt.Errorf("missing metadata %s.expert_gating_func", hp.Arch) // llama.cpp requires it
+	if err == nil {
+		err = m.require("expert_gating_func") // llama.cpp requires it
 	}
 	if err != nil {
 		l.fail(err)

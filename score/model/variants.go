@@ -53,8 +53,8 @@ func newGranite(l *Loader) Network {
 	var o decoderOpts
 	n, err := m.int("expert_count", 0)
 	rope := true
-	if err == nil && m.has("rope.scaling.finetuned") {
-		rope, err = l.f.Bool(hp.Arch + ".rope.scaling.finetuned")
+	if err == nil {
+		rope, err = m.bool("rope.scaling.finetuned", true)
 	}
 	if err != nil {
 		l.fail(err)

@@ -198,7 +198,8 @@ func LayerNorm(out, x, w, b []float32, eps float64, rows, cols int) {
 }
 
 // GGMLLayerNorm is LayerNorm (w and b as there) as ggml-cpu computes
-// NORM, then MUL by w and ADD b (when not nil): the mean a float64 sum rounded to float32, divided in float32;
+// NORM, then MUL by w and ADD b (when not nil): the mean a float64 sum
+// rounded to float32, divided in float32;
 // the variance a float64 sum of float32 squares of x - mean, 16 at a time
 // reduced as _mm512_reduce_add_ps does (8 at a time as hsum_float_8 in the
 // AVX2 build), the rest one by one; 1/sqrtf(variance + eps) in float32.
