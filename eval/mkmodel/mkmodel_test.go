@@ -112,6 +112,8 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 		c.Tied, c.Window, c.DenseLead, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = true, 64, 1, 8, 2, 64, 64
 	case "exaone-moe", "afmoe": // a dense first layer; a window narrower than the context
 		c.DenseLead, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN, c.Window = 1, 8, 2, 64, 64, 64
+	case "gemma3n": // tied, with a window; llama.cpp's per-layer width
+		c.Tied, c.Window, c.PerLayer = true, 64, 256
 	case "falcon-h1": // a mixer beside each attention, without ssm_norm
 		c.SSMState, c.SSMKHeads, c.SSMVHeads, c.SSMHeadDim, c.SSMConv, c.SSMNoNorm = 16, 2, 4, 16, 4, true
 	}
@@ -282,7 +284,7 @@ func TestStreamMatchesWriter(t *testing.T) {
 // loads it and gives finite log-probabilities.
 func TestModels(t *testing.T) {
 	voc := smallVocab(t, 400)
-	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}} {
+	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}} {
 		t.Run(c.arch+"-"+c.typ, func(t *testing.T) {
 			cfg := tinyConfig(t, c.arch, c.typ, voc)
 			dir := t.TempDir()
@@ -307,12 +309,19 @@ func TestModels(t *testing.T) {
 			}
 			defer f.Close()
 			a := c.arch
-			for key, want := range map[string]uint64{
+			keys := map[string]uint64{
 				a + ".context_length": 1024, a + ".embedding_length": 256, a + ".block_count": 2,
 				a + ".feed_forward_length": 512, a + ".attention.head_count": 4, a + ".attention.head_count_kv": uint64(cfg.KVHeads),
 				a + ".attention.key_length": uint64(cfg.HeadDim), "general.file_type": uint64(cfg.Type.ID),
 				"tokenizer.ggml.eos_token_id": 399,
-			} {
+			}
+			if a == "gemma3n" { // one width per layer, as its converter writes it
+				delete(keys, a+".feed_forward_length")
+				if got, err := f.Int32s(a + ".feed_forward_length"); err != nil || !slices.Equal(got, []int32{512, 512}) {
+					t.Errorf("%s.feed_forward_length = %v (%v), want [512 512]", a, got, err)
+				}
+			}
+			for key, want := range keys {
 				if got, err := f.Uint(key); err != nil || got != want {
 					t.Errorf("%s = %d (%v), want %d", key, got, err, want)
 				}

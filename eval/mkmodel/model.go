@@ -106,6 +106,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 	// the width and a random model predicts "repeat the last token" with
 	// near certainty. Small embeddings (0.02, as in GPT-2's initialization)
 	// leave the residual stream to the blocks' outputs instead.
+	if c.gemma3n() {
+		c.gemma3nTensors(add)
+		return
+	}
 	embStd := 1.0
 	if c.Tied {
 		embStd = tiedEmbedStd
@@ -281,7 +285,7 @@ func Write(path string, c *Config) error {
 	w.Add(a+".context_length", uint32(c.Context))
 	w.Add(a+".embedding_length", uint32(c.Embd))
 	w.Add(a+".block_count", uint32(c.Layers))
-	if !c.nemotron() { // per layer (mambaKeys)
+	if !c.nemotron() && !c.gemma3n() { // per layer (mambaKeys, gemma3nKeys)
 		w.Add(a+".feed_forward_length", uint32(c.FFN))
 	}
 	w.Add(a+".attention.head_count", uint32(c.Heads))
@@ -312,7 +316,9 @@ func Write(path string, c *Config) error {
 	if c.fused() {
 		c.fusedKeys(w)
 	}
-	if c.Window > 0 {
+	if c.gemma3n() {
+		c.gemma3nKeys(w)
+	} else if c.Window > 0 {
 		w.Add(a+".attention.sliding_window", uint32(c.Window))
 	}
 	if a == "gemma2" { // Gemma 2's window and soft-caps

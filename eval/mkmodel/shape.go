@@ -62,6 +62,8 @@ type Shape struct {
 	// QKLayerNorm gives command-r Command R+'s LayerNorms of each head of
 	// q and k (attn_q_norm, attn_k_norm: weights for every head).
 	QKLayerNorm bool
+	// PerLayer is gemma3n's embedding_length_per_layer_input (gemma3n.go).
+	PerLayer int
 }
 
 // cohere reports Cohere's parallel blocks (cohere2, command-r, cohere2moe).
@@ -70,7 +72,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -186,8 +188,8 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: %s is tied (llama.cpp's %s reads no output matrix)", s.Arch, s.Arch)
 	case s.QKLayerNorm && s.Arch != "command-r":
 		return fmt.Errorf("shape: per-head q/k LayerNorms are command-r's (Command R+)")
-	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && !s.lfm2():
-		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, gemma2, cohere2, lfm2 and lfm2moe", s.Window)
+	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && !s.lfm2() && !s.gemma3n():
+		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, gemma2, cohere2, lfm2, lfm2moe and gemma3n", s.Window)
 	}
 	if err := s.checkMoE(); err != nil {
 		return err
@@ -199,6 +201,9 @@ func (s Shape) Check() error {
 		return err
 	}
 	if err := s.checkLFM2(); err != nil {
+		return err
+	}
+	if err := s.checkGemma3n(); err != nil {
 		return err
 	}
 	return s.checkHybrid()
@@ -227,6 +232,9 @@ func (s Shape) Params() int64 {
 	}
 	if s.lfm2() {
 		return s.lfm2Params()
+	}
+	if s.gemma3n() {
+		return s.gemma3nParams()
 	}
 	e, q, kv := int64(s.Embd), int64(s.Heads*s.HeadDim), int64(s.KVHeads*s.HeadDim)
 	block := e + e*q + 2*e*kv + q*e + e

@@ -25,8 +25,8 @@
 // Operations only some architectures need are extension interfaces beside
 // Backend, each in its own file: Recurrent (Gated DeltaNet and Mamba-2:
 // causal convolution, L2 norms, the chunked delta rule, the selective
-// scan), Latent (multi-head latent
-// attention) and Gemma4 (shared-KV attention, column gathers). An
+// scan), Latent (multi-head latent attention), Gemma4 (shared-KV
+// attention, column gathers) and AltUp (Gemma 3n's streams). An
 // architecture that needs one says so at load (model.Checker), so a
 // backend without it refuses the model naming the operations, rather than
 // failing at the first window.
@@ -261,13 +261,17 @@ type MLP struct {
 	Gate, Up, Down *Matrix
 	Act            Act
 	XIELU          nn.XIELU // Act XIELU's parameters
+	// TopK > 0 sparsifies each row g of Gate·x before the activation
+	// (Gemma 3n): g = max(g - mean(g) - TopK·std(g), 0), std with n-1
+	// (nn.GaussianTopK). Gated MLPs only.
+	TopK float64
 }
 
 // Gated reports whether m has a gate, and refuses an activation of the
 // other kind.
 func (m *MLP) Gated() bool {
-	if (m.Gate == nil) != (m.Act == ReLUSqr || m.Act == XIELU) {
-		panic(fmt.Sprintf("ml: MLP with activation %v and gate %v", m.Act, m.Gate != nil))
+	if (m.Gate == nil) != (m.Act == ReLUSqr || m.Act == XIELU) || m.Gate == nil && m.TopK != 0 {
+		panic(fmt.Sprintf("ml: MLP with activation %v, gate %v and top-k %v", m.Act, m.Gate != nil, m.TopK))
 	}
 	return m.Gate != nil
 }

@@ -261,6 +261,20 @@ func (b *cpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 	if m.Gated() {
 		mlp.Gate = lin(m.Gate)
 	}
+	if m.TopK > 0 { // Gemma 3n's sparse gate: nn.MLP hands a gated activation one row at a time
+		act, k := mlp.Act, m.TopK
+		if act == nil {
+			act = b.glu(m.Act)
+		}
+		mlp.Act = func(out, g, u []float32) {
+			if b.c.LlamaCPP {
+				nn.GGMLGaussianTopK(g, float32(k))
+			} else {
+				nn.GaussianTopK(g, k)
+			}
+			act(out, g, u)
+		}
+	}
 	mlp.Forward(b.c, d.d, s.d, s.rows)
 }
 

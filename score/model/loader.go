@@ -188,24 +188,49 @@ func (l *Loader) LinearRows(name string, in int, out ...int) []*ml.Matrix {
 	if w == nil {
 		return nil
 	}
-	rowBytes := len(w.Data) / total
+	return l.splitRows(name, w, out...)
+}
+
+// splitRows replaces the bound matrix w (of name) by plain matrices of its
+// consecutive rows, out[0] rows, then out[1], ...: each part is its own
+// rows of the file's bytes (a row is whole blocks), with its share of the
+// bias and the matrix's scale, so the products are those of w, row for
+// row.
+func (l *Loader) splitRows(name string, w *ml.Matrix, out ...int) []*ml.Matrix {
+	rowBytes := len(w.Data) / (w.Out * max(w.Experts, 1))
 	parts := make([]*ml.Matrix, len(out))
 	r := 0
 	for i, o := range out {
 		p := *w
 		p.Name = fmt.Sprintf("%s[%d:%d]", w.Name, r, r+o)
-		p.Out, p.Data = o, w.Data[r*rowBytes:(r+o)*rowBytes:(r+o)*rowBytes]
+		p.Out, p.Experts, p.Data = o, 0, w.Data[r*rowBytes:(r+o)*rowBytes:(r+o)*rowBytes]
 		if w.Bias != nil {
 			p.Bias = w.Bias[r : r+o]
 		}
 		parts[i] = &p
 		r += o
 	}
-	// The parts, not the fused matrix, are what the backend prepares.
+	// The parts, not the whole matrix, are what the backend prepares.
 	l.mats = slices.DeleteFunc(l.mats, func(m *ml.Matrix) bool { return m == w })
 	l.mats = append(l.mats, parts...)
 	delete(l.byName, name)
 	return parts
+}
+
+// Stack binds name+".weight", a stack of n matrices of out rows of in
+// elements (GGUF shape [in, out, n]), as n plain matrices: a batched
+// product whose k-th matrix multiplies the k-th input (Gemma 3n's
+// altup_proj), unlike Experts, among which routing chooses.
+func (l *Loader) Stack(name string, n, in, out int) []*ml.Matrix {
+	w := l.Experts(name, n, in, out)
+	if w == nil {
+		return nil
+	}
+	if w.Bias != nil || w.Scale != nil {
+		l.Failf("tensor %s: a bias or scale on a stack of matrices is not supported", name)
+		return nil
+	}
+	return l.splitRows(name, w, slices.Repeat([]int{out}, n)...)
 }
 
 // outputScaled says whether llama.cpp multiplies the product with matrix
