@@ -101,3 +101,41 @@ func copyValue(v gguf.Value) gguf.Value {
 	}
 	return c
 }
+
+// Truncate keeps a SentencePiece vocabulary's first n tokens (their
+// tokens, scores and types), for models whose size grows with the
+// vocabulary (Gemma 3n's per-layer embedding: 256 values per layer and
+// token); the special token ids must be among them. A BPE vocabulary,
+// whose merges name later tokens, is refused.
+func (t Tokenizer) Truncate(n int) (Tokenizer, error) {
+	if n <= 0 || n > t.NVocab {
+		return Tokenizer{}, fmt.Errorf("mkmodel: truncate a vocabulary of %d tokens to %d", t.NVocab, n)
+	}
+	out := Tokenizer{NVocab: n}
+	for _, kv := range t.KVs {
+		v := kv.Value
+		var x any
+		switch kv.Key {
+		case "tokenizer.ggml.merges":
+			return Tokenizer{}, fmt.Errorf("mkmodel: a BPE vocabulary (with merges) cannot be truncated")
+		case "tokenizer.ggml.tokens":
+			x = v.Any().([]string)[:n]
+		case "tokenizer.ggml.scores":
+			x = v.Any().([]float32)[:n]
+		case "tokenizer.ggml.token_type":
+			x = v.Any().([]int32)[:n]
+		case "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id", "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id":
+			if id, ok := v.Any().(uint32); ok && int(id) >= n {
+				return Tokenizer{}, fmt.Errorf("mkmodel: %s = %d is past the first %d tokens", kv.Key, id, n)
+			}
+		}
+		if x != nil {
+			var err error
+			if v, err = gguf.NewValue(x); err != nil {
+				return Tokenizer{}, err
+			}
+		}
+		out.KVs = append(out.KVs, gguf.KV{Key: kv.Key, Value: v})
+	}
+	return out, nil
+}

@@ -378,23 +378,27 @@ func TestInt8Operations(t *testing.T) {
 // sum_choices). Gated (SwiGLU) the same with nn.SwiGLU between. The rows
 // are actRows' (zeros, NaN, infinities, ±MaxFloat32, ties), 70 tokens (a
 // 64-token tile and a part), widths of 96 (no multiple of the 64-row
-// tile), experts chosen by uneven numbers of tokens.
+// tile), experts chosen by uneven numbers of tokens. With Gemma 3n's
+// top-k gate (TopK) Gate's products sparsified first (nn.GaussianTopK:
+// gaussian_topk_f32's float64 sums in another order, the same bits here).
 func TestInt8MLP(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		for _, c := range []struct {
 			act      ml.Act
 			up, down gguf.Type
+			topk     float64
 		}{
-			{ml.ReLUSqr, gguf.TypeQ8_0, gguf.TypeQ8_0},
-			{ml.ReLUSqr, gguf.TypeQ4_K, gguf.TypeQ8_0},
-			{ml.SwiGLU, gguf.TypeQ8_0, gguf.TypeQ8_0},
+			{ml.ReLUSqr, gguf.TypeQ8_0, gguf.TypeQ8_0, 0},
+			{ml.ReLUSqr, gguf.TypeQ4_K, gguf.TypeQ8_0, 0},
+			{ml.SwiGLU, gguf.TypeQ8_0, gguf.TypeQ8_0, 0},
+			{ml.SwiGLU, gguf.TypeQ8_0, gguf.TypeQ8_0, 1.6448533535003662},
 		} {
-			t.Run(fmt.Sprintf("%v/%v/%v", c.act, c.up, c.down), func(t *testing.T) { int8MLP(t, e, c.act, c.up, c.down) })
+			t.Run(fmt.Sprintf("%v/%v/%v/topk%g", c.act, c.up, c.down, c.topk), func(t *testing.T) { int8MLP(t, e, c.act, c.up, c.down, c.topk) })
 		}
 	})
 }
 
-func int8MLP(t *testing.T, e *Engine, act ml.Act, upType, downType gguf.Type) {
+func int8MLP(t *testing.T, e *Engine, act ml.Act, upType, downType gguf.Type, topk float64) {
 	rng := rand.New(rand.NewPCG(53, uint64(upType)))
 	b := testBackend(e)
 	b.prec.Int8 = true
@@ -413,7 +417,13 @@ func int8MLP(t *testing.T, e *Engine, act ml.Act, upType, downType gguf.Type) {
 				a[i] = r * r
 			}
 		} else {
-			nn.SwiGLU(a, int8Want(t, m.Gate.Type, m.Gate.Data, ex*F, F, x, n, in, in), u)
+			g := int8Want(t, m.Gate.Type, m.Gate.Data, ex*F, F, x, n, in, in)
+			if topk > 0 {
+				for r := range n {
+					nn.GaussianTopK(g[r*F:(r+1)*F], topk)
+				}
+			}
+			nn.SwiGLU(a, g, u)
 		}
 		return int8Want(t, m.Down.Type, m.Down.Data, ex*out, out, a, n, F, F)
 	}
@@ -431,7 +441,7 @@ func int8MLP(t *testing.T, e *Engine, act ml.Act, upType, downType gguf.Type) {
 		if experts > 0 {
 			exps, stack = "_exps", N
 		}
-		m := &ml.MLP{Act: act,
+		m := &ml.MLP{Act: act, TopK: topk,
 			Up:   &ml.Matrix{Name: "blk.0.ffn_up" + exps + ".weight", Type: upType, In: in, Out: F, Experts: experts},
 			Down: &ml.Matrix{Name: "blk.0.ffn_down" + exps + ".weight", Type: downType, In: F, Out: out, Experts: experts}}
 		if act != ml.ReLUSqr {

@@ -57,7 +57,8 @@ import (
 // GeGLU, gpt-oss's clamped SwiGLU, and the ungated ReLU², whose MLP has
 // no gate product). Package ml's extension interfaces
 // live in their own files: recurrent.go (ml.Recurrent), latent.go
-// (ml.Latent), gemma4.go (ml.Gemma4).
+// (ml.Latent), gemma4.go (ml.Gemma4), altup.go (ml.AltUp, and MLP's
+// TopK).
 //
 // Scratch memory is an arena of device chunks (Alloc, Mark, Release,
 // Reset); it grows to the largest window seen, is made one chunk again at
@@ -879,10 +880,11 @@ func (b *gpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 	})
 }
 
-// mlp computes dst = Down(act(Gate·x) ⊙ Up·x), or for an ungated m
-// Down(act(Up·x)), for rows rows and expert e of m's matrices, the
-// operands of Gate and Up from in (called after mlp's mark: its scratch is
-// released on return). On the engine's thread.
+// mlp computes dst = Down(act(Gate·x) ⊙ Up·x), Gate·x sparsified first
+// when m.TopK > 0 (altup.go), or for an ungated m Down(act(Up·x)), for
+// rows rows and expert e of m's matrices, the operands of Gate and Up from
+// in (called after mlp's mark: its scratch is released on return). On the
+// engine's thread.
 //
 // The activation kernels take the product they activate as their gate:
 // an ungated MLP's Up·x goes where a gated one's Gate·x goes (the
@@ -911,6 +913,11 @@ func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error)
 		ys[i] = y.p
 	}
 	gate, up := ys[0], ys[1]
+	if m.TopK > 0 { // Gemma 3n's sparse gate, in place on Gate·x (float32 in every path below)
+		if err := b.e.gaussianTopK(gate, rows, F, m.TopK); err != nil {
+			return err
+		}
+	}
 	dt := gm(m.Down).t
 	if _, ok := b.int8Format(m.Down); (ok || dt == f32) && gluF32Acts[m.Act] || m.Act == ml.XIELU {
 		// float32 activations: the int8 mode quantizes them for Down, or

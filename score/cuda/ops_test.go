@@ -178,11 +178,12 @@ func TestEmbedStorage(t *testing.T) {
 // of experts of in → F → out; gate nil for an ungated MLP) and Down's bias.
 type mlpVals struct {
 	act          ml.Act
+	topk         float64 // ml.MLP.TopK
 	in, F, out   int
 	gate, up, dn []float32
 	bias         []float32 // out per expert
 	rh           func(float32) float64
-	cut, seen    int // Up outputs ReLU² set to 0, of all it saw
+	cut, seen    int // Up outputs ReLU² (or gates the top-k) set to 0, of all it saw
 }
 
 // The plain definition of an MLP (ml.Backend.MLP) in float64 from the
@@ -192,10 +193,11 @@ type mlpVals struct {
 // times the power of two amax's scaling chose: 2^k, then 2^-k on the
 // product's float32), Down's bias.
 
-// acts is expert e's activations (F float32s) of the token row x.
+// acts is expert e's activations (F float32s) of the token row x: with
+// topk, the products of Gate sparsified first (nn.GaussianTopK).
 func (v *mlpVals) acts(x []float32, e int) []float32 {
 	in, F := v.in, v.F
-	act := make([]float32, F)
+	act, gf, uf := make([]float32, F), make([]float32, F), make([]float32, F)
 	for f := range F {
 		var gs, us float64
 		for i := range in {
@@ -205,10 +207,22 @@ func (v *mlpVals) acts(x []float32, e int) []float32 {
 			}
 			us += v.rh(v.up[(e*F+f)*in+i]) * xi
 		}
-		g, u := float64(float32(gs)), float64(float32(us))
+		gf[f], uf[f] = float32(gs), float32(us)
+	}
+	if v.topk > 0 {
+		nn.GaussianTopK(gf, v.topk)
+		for _, g := range gf {
+			v.cut += b2i(g == 0)
+		}
+		v.seen += F
+	}
+	for f := range F {
+		g, u := float64(gf[f]), float64(uf[f])
 		switch v.act {
 		case ml.SwiGLU:
 			act[f] = float32(g / (1 + math.Exp(-g)) * u)
+		case ml.GeGLU:
+			nn.GeGLU(act[f:f+1], gf[f:f+1], uf[f:f+1])
 		case ml.ReLUSqr:
 			r := max(u, 0)
 			act[f] = float32(r * r)
@@ -289,33 +303,42 @@ func mlpBound(e *Engine, act ml.Act) float64 {
 // matrices (fp16 products, the activation into ffn_down's fp16 input:
 // swiglu_half, glu_half) and F32 ones (float32 products, the activation in
 // float32: glu_f32), with widths no multiple of the kernels' 256 threads
-// or of a 64-row tile; and ReLU² past fp16's range (inputs ×150: Up's
+// or of a 64-row tile; ReLU² past fp16's range (inputs ×150: Up's
 // outputs to about 10³, their squares to 10⁶, ffn_down's input scaled by
-// 2^k, k < 0).
+// 2^k, k < 0); and Gemma 3n's top-k gate (TopK: gaussian_topk_f32 before
+// the activation, SwiGLU and GeGLU, in both paths; gates of 300, past one
+// block's 128 threads).
 func TestMLPParity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		const g3nTopK = 1.6448533535003662 // Gemma 3n's: the normal's 95th percentile
 		for _, c := range []struct {
 			act        ml.Act
 			typ        gguf.Type
 			in, F, out int
 			xscale     float64
 			scaled     bool // ffn_down's fp16 input scaled by amax
+			topk       float64
 		}{
-			{ml.SwiGLU, gguf.TypeF16, 48, 100, 24, 1, false},
-			{ml.ReLUSqr, gguf.TypeF16, 48, 100, 24, 1, false},
-			{ml.ReLUSqr, gguf.TypeF16, 64, 37, 70, 1, false},
-			{ml.ReLUSqr, gguf.TypeF16, 48, 100, 24, 150, true},
-			{ml.SwiGLU, gguf.TypeF32, 48, 100, 24, 1, false},
-			{ml.ReLUSqr, gguf.TypeF32, 48, 100, 24, 1, false},
-			{ml.ReLUSqr, gguf.TypeF32, 64, 37, 70, 1, false},
-			{ml.ReLUSqr, gguf.TypeF32, 48, 100, 24, 150, false},
+			{ml.SwiGLU, gguf.TypeF16, 48, 100, 24, 1, false, 0},
+			{ml.ReLUSqr, gguf.TypeF16, 48, 100, 24, 1, false, 0},
+			{ml.ReLUSqr, gguf.TypeF16, 64, 37, 70, 1, false, 0},
+			{ml.ReLUSqr, gguf.TypeF16, 48, 100, 24, 150, true, 0},
+			{ml.SwiGLU, gguf.TypeF32, 48, 100, 24, 1, false, 0},
+			{ml.ReLUSqr, gguf.TypeF32, 48, 100, 24, 1, false, 0},
+			{ml.ReLUSqr, gguf.TypeF32, 64, 37, 70, 1, false, 0},
+			{ml.ReLUSqr, gguf.TypeF32, 48, 100, 24, 150, false, 0},
+			{ml.SwiGLU, gguf.TypeF16, 48, 100, 24, 1, false, g3nTopK},
+			{ml.GeGLU, gguf.TypeF16, 48, 300, 24, 1, false, g3nTopK},
+			{ml.SwiGLU, gguf.TypeF32, 48, 100, 24, 1, false, 0.5},
+			{ml.GeGLU, gguf.TypeF32, 48, 300, 24, 1, false, g3nTopK},
 		} {
-			t.Run(fmt.Sprintf("%v/%v/%dx%dx%d/x%g", c.act, c.typ, c.in, c.F, c.out, c.xscale), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%v/%v/%dx%dx%d/x%g/topk%g", c.act, c.typ, c.in, c.F, c.out, c.xscale, c.topk), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(25, uint64(c.F)))
 				const n = 70
 				b := testBackend(e)
 				defer b.Close()
 				m, v := mlpCase(t, b, rng, c.act, c.typ, 0, c.in, c.F, c.out)
+				m.TopK, v.topk = c.topk, c.topk
 				x := randF32(rng, n*c.in, c.xscale)
 				xt, dst := b.put(t, n, c.in, x), b.Alloc(n, c.out)
 				b.MLP(dst, xt, m)
@@ -352,14 +375,18 @@ func TestMLPParity(t *testing.T) {
 
 // checkMLP reports an MLP test's largest difference (relative to
 // 1 + |value|) and fails past bound; an ungated one must have seen
-// pre-activations of both signs.
+// pre-activations of both signs, a top-k gates both kept and cut.
 func checkMLP(t *testing.T, what string, v *mlpVals, worst, bound float64) {
 	t.Helper()
 	t.Logf("%s %v: largest difference %.2g (relative to 1 + |value|)", what, v.act, worst)
-	if v.act == ml.ReLUSqr {
-		t.Logf("ReLU² cut %d of %d pre-activations", v.cut, v.seen)
+	if v.act == ml.ReLUSqr || v.topk > 0 {
+		cutter := "ReLU²"
+		if v.topk > 0 {
+			cutter = "the top-k"
+		}
+		t.Logf("%s cut %d of %d pre-activations", cutter, v.cut, v.seen)
 		if v.cut == 0 || v.cut == v.seen {
-			t.Errorf("%s: ReLU² cut %d of %d pre-activations: want both signs", what, v.cut, v.seen)
+			t.Errorf("%s: %s cut %d of %d pre-activations: want both kept and cut", what, cutter, v.cut, v.seen)
 		}
 	}
 	if worst > bound {

@@ -54,9 +54,6 @@ func genModelType(t *testing.T, dir, arch, typ string, set func(*mkmodel.Shape))
 	if set != nil {
 		set(&s)
 	}
-	if s.Vocab < len(toks) { // the first tokens only (token ids then taken modulo the vocabulary: vocabTokens)
-		toks, scores, types = toks[:s.Vocab], scores[:s.Vocab], types[:s.Vocab]
-	}
 	tok := mkmodel.Tokenizer{NVocab: len(toks)}
 	for _, kv := range src.Metadata {
 		v := kv.Value
@@ -76,6 +73,11 @@ func genModelType(t *testing.T, dir, arch, typ string, set func(*mkmodel.Shape))
 			t.Fatal(err)
 		}
 		tok.KVs = append(tok.KVs, gguf.KV{Key: kv.Key, Value: v})
+	}
+	if s.Vocab < tok.NVocab { // the first tokens only (token ids then taken modulo the vocabulary: vocabTokens)
+		if tok, err = tok.Truncate(s.Vocab); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ft, err := mkmodel.LookupFileType(typ)
 	if err != nil {
