@@ -26,7 +26,7 @@ import (
 // bias on attn_qkv, RMS-norms the attention's and the FFN's outputs
 // (post_attention_norm, post_ffw_norm), and rotates half of each head by
 // default (RopeDims).
-func (s Shape) phi3() bool { return s.Arch == "phi3" }
+func (s Shape) phi3() bool { return s.Arch == "phi3" || s.Arch == "phimoe" }
 
 // fused reports an architecture with fused attn_qkv and ffn_up.
 func (s Shape) fused() bool { return s.Arch == "phi3" || s.Arch == "glm4" }
@@ -34,7 +34,7 @@ func (s Shape) fused() bool { return s.Arch == "phi3" || s.Arch == "glm4" }
 // partialRoPE reports an attention architecture whose RopeDims may be
 // set (the hybrids check theirs apart).
 func (s Shape) partialRoPE() bool {
-	return s.fused() || s.Arch == "minimax-m2" || s.Arch == "bailingmoe2"
+	return s.phi3() || s.fused() || s.Arch == "minimax-m2" || s.Arch == "bailingmoe2"
 }
 
 // checkPhi3 validates phi3's fields (and that other architectures leave
@@ -114,4 +114,17 @@ func (c *Config) phi3Factors(add func(name string, shape []uint64, layer int, fi
 		}
 	})
 	add("rope_factors_short.weight", []uint64{pairs}, -1, c.gain("rope_factors_short.weight", 1, 0.05))
+}
+
+// Phi-3.5-MoE (arch phimoe) is llama's block with biases on q, k, v and
+// the attention's output, the norms and the output matrix (the
+// checkpoint's LayerNorms, which llama.cpp runs as RMS norms plus the
+// bias), softmax-routed experts of feed_forward_length, and phi3's RoPE
+// (LongRoPE with OrigContext).
+
+// normBias adds phimoe's bias of a norm.
+func (c *Config) normBias(add func(name string, shape []uint64, layer int, fill RowFunc), name string, layer int) {
+	if c.Arch == "phimoe" {
+		add(name, []uint64{uint64(c.Embd)}, layer, c.normal(name, 0.1))
+	}
 }

@@ -141,6 +141,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		post := olmo || c.Arch == "gemma2" || c.Arch == "afmoe" // norms after the attention and the FFN
 		if !olmo {
 			add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
+			c.normBias(add, p+"attn_norm.bias", i)
 		}
 		if c.falconH1() { // the mixer beside the attention
 			c.mambaMixer(add, i)
@@ -165,6 +166,9 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 				}
 			}
 			add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*invSqrt(q)))
+			if c.Arch == "phimoe" {
+				add(p+"attn_output.bias", []uint64{e}, i, c.normal(p+"attn_output.bias", 0.1))
+			}
 			if c.Arch == "afmoe" { // the attention's sigmoid gate
 				add(p+"attn_gate.weight", []uint64{e, q}, i, c.normal(p+"attn_gate.weight", invSqrt(e)))
 			}
@@ -197,6 +201,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 				ffnNorm = p + "ffn_norm"
 			}
 			add(ffnNorm, []uint64{e}, i, c.gain(ffnNorm, 1, 0.1))
+			c.normBias(add, p+"ffn_norm.bias", i)
 		}
 		if c.moe() && i >= c.DenseLead && (c.MoEStep <= 1 || (i+1)%c.MoEStep == 0) {
 			// The router, then the experts' stacks (ne {in, out, experts}).
@@ -242,11 +247,15 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		outNorm = "token_embd_norm.weight"
 	}
 	add(outNorm, []uint64{e}, -1, c.gain(outNorm, gain, 0.15*gain))
+	c.normBias(add, "output_norm.bias", -1)
 	if !c.Tied {
 		if c.Output != nil {
 			add("output.weight", []uint64{e, v}, -1, matrixRows(c.Output, c.Embd))
 		} else {
 			add("output.weight", []uint64{e, v}, -1, c.normal("output.weight", invSqrt(e)))
+		}
+		if c.Arch == "phimoe" {
+			add("output.bias", []uint64{v}, -1, c.normal("output.bias", 0.2))
 		}
 	}
 	c.phi3Factors(add)
@@ -313,7 +322,7 @@ func Write(path string, c *Config) error {
 	if c.lfm2() {
 		c.lfm2Keys(w)
 	}
-	if c.fused() {
+	if c.fused() || c.Arch == "phimoe" {
 		c.fusedKeys(w)
 	}
 	if c.gemma3n() {
@@ -355,7 +364,7 @@ func Write(path string, c *Config) error {
 		w.Add(a+".expert_count", uint32(c.Experts))
 		w.Add(a+".expert_used_count", uint32(c.ExpertsUsed))
 		switch a {
-		case "llama", "granitehybrid", "olmoe", "granitemoe": // their files give feed_forward_length only
+		case "llama", "granitehybrid", "olmoe", "granitemoe", "phimoe": // their files give feed_forward_length only
 		default:
 			w.Add(a+".expert_feed_forward_length", uint32(c.ExpertFFN))
 		}

@@ -72,7 +72,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -173,7 +173,7 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: llama.cpp's dots1 shapes k and v as q: %d KV heads must be the %d heads", s.KVHeads, s.Heads)
 	case s.Arch == "dots1" && s.SharedFFN != s.ExpertFFN:
 		return fmt.Errorf("shape: dots1's shared expert is as wide as an expert (%d != %d)", s.SharedFFN, s.ExpertFFN)
-	case (s.Arch == "llama" || s.Arch == "minimax-m2" || s.Arch == "granitehybrid" || s.Arch == "olmoe" || s.Arch == "granitemoe" || s.Arch == "hunyuan-moe") && s.moe() && s.FFN != s.ExpertFFN:
+	case (s.Arch == "llama" || s.Arch == "minimax-m2" || s.Arch == "granitehybrid" || s.Arch == "olmoe" || s.Arch == "granitemoe" || s.Arch == "hunyuan-moe" || s.Arch == "phimoe") && s.moe() && s.FFN != s.ExpertFFN:
 		// llama.cpp shapes their experts by feed_forward_length.
 		return fmt.Errorf("shape: %s's experts have the FFN width, feed_forward_length (%d != %d)", s.Arch, s.ExpertFFN, s.FFN)
 	case s.RopeBase <= 0, s.Eps <= 0:
@@ -182,8 +182,8 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: llama4's shared expert is as wide as an expert (%d != %d), its MoE step >= 0 (%d)", s.SharedFFN, s.ExpertFFN, s.MoEStep)
 	case s.MoEStep != 0 && s.Arch != "llama4":
 		return fmt.Errorf("shape: an MoE layer step is for llama4")
-	case s.Arch == "gemma2" && !s.Tied:
-		return fmt.Errorf("shape: gemma2 is tied (llama.cpp's gemma2 reads no output matrix)")
+	case (s.Arch == "gemma2" || s.Arch == "gemma") && !s.Tied:
+		return fmt.Errorf("shape: %s is tied (llama.cpp's %s reads no output matrix)", s.Arch, s.Arch)
 	case s.cohere() && !s.Tied:
 		return fmt.Errorf("shape: %s is tied (llama.cpp's %s reads no output matrix)", s.Arch, s.Arch)
 	case s.QKLayerNorm && s.Arch != "command-r":
@@ -265,6 +265,8 @@ func (s Shape) Params() int64 {
 		block -= e * int64(s.FFN)
 	case "apertus": // an ungated MLP, per-head q and k norms with biases
 		block += 4*int64(s.HeadDim) - e*int64(s.FFN)
+	case "phimoe": // q, k, v and output biases; the norms' biases
+		block += q + 2*kv + e + 2*e
 	case "qwen2moe": // q, k and v biases, the gated shared expert
 		block += q + 2*kv + e + 3*e*int64(s.SharedFFN)
 	case "olmoe": // whole-row q and k norms
@@ -299,6 +301,12 @@ func (s Shape) Params() int64 {
 	if s.MoEStep > 1 { // llama4's dense FFNs between the mixtures
 		moe := e*int64(s.Experts) + 3*e*int64(s.ExpertFFN)*int64(s.Experts) + 3*e*int64(s.SharedFFN)
 		n += int64(s.Layers-s.Layers/s.MoEStep) * (dense - moe)
+	}
+	if s.Arch == "phimoe" { // the output norm's bias and, untied, the output's
+		n += e
+		if !s.Tied {
+			n += int64(s.Vocab)
+		}
 	}
 	if s.OrigContext > 0 { // LongRoPE's long and short factors
 		n += int64(s.ropeDims())

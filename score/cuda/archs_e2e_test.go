@@ -378,7 +378,8 @@ func TestEndToEndWideHeads(t *testing.T) {
 // and command-r (LayerNorm: ml.LayerNormer); lfm2 and lfm2moe (short
 // convolutions: Conv and Mul); gemma2 (soft-capped attention scores);
 // llama4 (experts weighted before their FFN; a window past its chunk of
-// 8192, the plain kernel's chunks); gemma3n (ml.AltUp, MLP.TopK; a
+// 8192, the plain kernel's chunks); phimoe (AddRows, the norms' biases);
+// gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
 // llama.cpp.
@@ -553,6 +554,17 @@ func TestEndToEndGenerated(t *testing.T) {
 		// apertus: xIELU (xielu_f32, its parameters per layer).
 		// Emulation: max 0.0042, mean 0.00108, PPL ratio 0.999993.
 		{"apertus", nil, 0.0085, 0.0022, 0.0001, ""},
+		// gemma (Gemma 1): gemma2's block without post-norms, soft-caps
+		// or window. Emulation: max 0.0330, mean 0.00539, PPL ratio
+		// 0.999273 (GeGLU and Gemma's sharper scores, as tiny-gemma3's).
+		{"gemma", func(s *mkmodel.Shape) { s.Layers, s.Tied, s.HeadDim = 4, true, 48 }, 0.066, 0.011, 0.0015, ""},
+		// phimoe: biases on the norms (AddRows), q, k, v, the attention's
+		// output and the output, LongRoPE's long factors, every expert
+		// used. Emulation: max 0.0136, mean 0.00235, PPL ratio 0.999687
+		// (LongRoPE's attn_factor sharpens the scores, as phi3's).
+		{"phimoe", func(s *mkmodel.Shape) {
+			s.Experts, s.ExpertsUsed, s.ExpertFFN, s.OrigContext = 8, 8, s.FFN, 200
+		}, 0.027, 0.0047, 0.0006, ""},
 		// gemma3n: AltUp (ml.AltUp), LAuReL, the sparse gate of the first
 		// 10 layers (gaussian_topk_f32), per-layer inputs, layers 20 and
 		// 21 reading layer 18's KV; 22 layers, the first 4096 tokens.

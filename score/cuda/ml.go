@@ -749,6 +749,17 @@ func (b *gpuBackend) Add(dst, x ml.Tensor) {
 	b.do("add", func() error { return b.e.addF32(d.p, s.p, d.count()) })
 }
 
+func (b *gpuBackend) AddRows(x ml.Tensor, v *ml.Vector) {
+	d := g(x)
+	if len(v.V) != d.cols {
+		panic(fmt.Sprintf("cuda backend: %s has %d values for %d columns", v.Name, len(v.V), d.cols))
+	}
+	if d.count() == 0 {
+		return
+	}
+	b.do("add "+v.Name, func() error { return b.e.addBias(d.p, gv(v), d.rows, d.cols) })
+}
+
 func (b *gpuBackend) Scale(x ml.Tensor, s float64) {
 	d := g(x)
 	b.do("scale", func() error { return b.e.scaleF32(d.p, d.count(), float32(s)) })

@@ -122,6 +122,9 @@ type Backend interface {
 	RoPE(x Tensor, heads int, r *nn.RoPE)
 	// Add computes dst += x elementwise.
 	Add(dst, x Tensor)
+	// AddRows computes x[t, c] += v[c] for every row t (a norm's bias),
+	// each sum rounded to float32.
+	AddRows(x Tensor, v *Vector)
 	// Scale computes x *= s elementwise, s rounded to float32.
 	Scale(x Tensor, s float64)
 	// SigmoidMul computes x *= sigmoid(g) elementwise, g of x's shape or of

@@ -163,6 +163,16 @@ func (b *cpuBackend) Add(dst, x ml.Tensor) {
 	nn.Add(d.d, s.d)
 }
 
+func (b *cpuBackend) AddRows(x ml.Tensor, v *ml.Vector) {
+	d := ct(x)
+	if len(v.V) != d.cols {
+		panic(fmt.Sprintf("cpu backend: %s has %d values for %d columns", v.Name, len(v.V), d.cols))
+	}
+	for t := range d.rows {
+		nn.Add(d.d[t*d.cols:(t+1)*d.cols], v.V)
+	}
+}
+
 func (b *cpuBackend) Scale(x ml.Tensor, s float64) {
 	v := float32(s)
 	d := ct(x).d

@@ -33,10 +33,15 @@ import (
 // and the logits soft-capped by final_logit_softcapping (30 when absent),
 // as llama.cpp 0.7.0's defaults.
 //
+// gemma (Gemma 1: 2B, 7B, CodeGemma) is Gemma 2's block without the
+// post-norms, the soft-caps and the sliding window: every layer global,
+// the output always the token embedding.
+//
 // Norm weights are used as stored (the converter folds Gemma's "+1" in).
 func init() {
 	Register("gemma3", newGemma3)
 	Register("gemma2", newGemma2)
+	Register("gemma", newGemma1)
 }
 
 type gemma3 struct {
@@ -67,6 +72,7 @@ type gemmaVariant struct {
 	finalCap  float64 // final_logit_softcapping's default
 	layers27B int     // the layer count of the model whose query scale is n_embd/n_head
 	tied      bool    // the output is the token embedding, whatever the file holds
+	gemma1    bool    // no post-norms, no sliding window (nor soft-caps: attnCap and finalCap 0)
 }
 
 func newGemma3(l *Loader) Network {
@@ -77,12 +83,20 @@ func newGemma2(l *Loader) Network {
 	return newGemma(l, gemmaVariant{period: 2, attnCap: 50, finalCap: 30, layers27B: 46, tied: true})
 }
 
+func newGemma1(l *Loader) Network {
+	return newGemma(l, gemmaVariant{gemma1: true, tied: true})
+}
+
 func newGemma(l *Loader, gv gemmaVariant) Network {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
-	window, err := m.positive("attention.sliding_window", -1)
+	var window int
+	var err error
+	if !gv.gemma1 {
+		window, err = m.positive("attention.sliding_window", -1)
+	}
 	period := gv.period
-	if err == nil && period == 0 {
+	if err == nil && period == 0 && !gv.gemma1 {
 		period, err = m.positive("attention.sliding_window_pattern", 6)
 	}
 	baseSWA := 0.0
@@ -90,7 +104,7 @@ func newGemma(l *Loader, gv gemmaVariant) Network {
 		baseSWA, err = m.float("rope.freq_base_swa", 10000)
 	}
 	var softcap, attnCap float64
-	if err == nil {
+	if err == nil && !gv.gemma1 {
 		softcap, err = m.softCap("final_logit_softcapping", gv.finalCap)
 	}
 	if err == nil && gv.attnCap > 0 {
@@ -132,23 +146,24 @@ func newGemma(l *Loader, gv gemmaVariant) Network {
 	for i := range hp.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
 		ly := gemma3Layer{
-			attnNorm:     l.Norm(p+"attn_norm", hp.Embd),
-			q:            l.Linear(p+"attn_q", hp.Embd, qd),
-			k:            l.Linear(p+"attn_k", hp.Embd, kvd),
-			v:            l.Linear(p+"attn_v", hp.Embd, kvd),
-			o:            l.Linear(p+"attn_output", qd, hp.Embd),
-			postAttnNorm: l.Norm(p+"post_attention_norm", hp.Embd),
-			ffnNorm:      l.Norm(p+"ffn_norm", hp.Embd),
-			postFFNNorm:  l.Norm(p+"post_ffw_norm", hp.Embd),
-			rope:         global,
-			attn:         ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: 1, SoftCap: attnCap},
+			attnNorm: l.Norm(p+"attn_norm", hp.Embd),
+			q:        l.Linear(p+"attn_q", hp.Embd, qd),
+			k:        l.Linear(p+"attn_k", hp.Embd, kvd),
+			v:        l.Linear(p+"attn_v", hp.Embd, kvd),
+			o:        l.Linear(p+"attn_output", qd, hp.Embd),
+			ffnNorm:  l.Norm(p+"ffn_norm", hp.Embd),
+			rope:     global,
+			attn:     ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: 1, SoftCap: attnCap},
+		}
+		if !gv.gemma1 {
+			ly.postAttnNorm, ly.postFFNNorm = l.Norm(p+"post_attention_norm", hp.Embd), l.Norm(p+"post_ffw_norm", hp.Embd)
 		}
 		if gv.qkNorm {
 			ly.qNorm, ly.kNorm = l.Norm(p+"attn_q_norm", hp.HeadDim), l.Norm(p+"attn_k_norm", hp.HeadDim)
 		}
 		ly.mlp = l.DenseFFN(p, hp.Embd, hp.FFN).MLP
 		ly.mlp.Act = ml.GeGLU
-		if i%period < period-1 {
+		if !gv.gemma1 && i%period < period-1 {
 			ly.rope, ly.attn.Window = local, window
 		}
 		g.layers = append(g.layers, ly)
@@ -183,13 +198,17 @@ func (g *gemma3) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		b.Scale(q, g.qScale)
 		b.Attention(att, q, k, v, i, &ly.attn)
 		b.Linear(h, att, ly.o)
-		b.RMSNorm(h, h, ly.postAttnNorm, hp.Eps)
+		if ly.postAttnNorm != nil {
+			b.RMSNorm(h, h, ly.postAttnNorm, hp.Eps)
+		}
 		b.Add(x, h)
 
 		b.RMSNorm(h, x, ly.ffnNorm, hp.Eps)
 		ff := b.Alloc(n, hp.Embd)
 		b.MLP(ff, h, &ly.mlp)
-		b.RMSNorm(ff, ff, ly.postFFNNorm, hp.Eps)
+		if ly.postFFNNorm != nil {
+			b.RMSNorm(ff, ff, ly.postFFNNorm, hp.Eps)
+		}
 		b.Add(x, ff)
 		b.Release(mark)
 	}

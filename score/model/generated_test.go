@@ -353,6 +353,12 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1623.3951955, -802.4182854, -798.6074197, -769.8019124}},
 		{"arcee", "arcee", "", nil, "", "e87e9472347fb44feb011b8e340656baac38c0dfb92321f1c38049282ee34353",
 			[]float64{-1656.6476730, -815.5808802, -788.9097215, -762.7952080}},
+		{"gemma", "gemma", "", gemma1, "", "903466e5a7ef0b6b53ace418cac6ffbf8c3eeec49568744131ee08c99df762c8",
+			[]float64{-1599.9322892, -773.6576960, -807.1530256, -817.0603680}},
+		{"phimoe", "phimoe", "", phiMoE(0), "", "81120be227bc7f50432cb3ecd09830aef8ccae4898462a41754f15672ae8c8f7",
+			[]float64{-1607.6296706, -801.8080544, -806.5717879, -760.6504701}},
+		{"phimoe-longrope", "phimoe", "", phiMoE(200), "long", "99f25c6e8f4e092ccb76c184c40d1e27915d465ea171591da746d942ab1a7597",
+			[]float64{-1606.5960838, -786.6527852, -810.9296901, -759.1714051}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -771,6 +777,32 @@ func falconH1(noNorm bool) func(*mkmodel.Shape) {
 		s.Layers, s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.SSMState = 4, 2, 8, 32, 4, 16
 		s.SSMNoNorm = noNorm
 	}
+}
+
+// gemma1 gives a gemma (Gemma 1) model: tied, as llama.cpp reads it, 4
+// layers, heads of 48 (the query scale is the head's, not the width's).
+func gemma1(s *mkmodel.Shape) { s.Layers, s.Tied, s.HeadDim = 4, true, 48 }
+
+// phiMoE gives a phimoe model 8 experts of feed_forward_length, 2 used,
+// and with orig > 0 LongRoPE of that original context in a context of 4096.
+func phiMoE(orig int) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) {
+		s.Experts, s.ExpertsUsed, s.ExpertFFN = 8, 2, s.FFN
+		if orig > 0 {
+			s.Context, s.OrigContext = 4096, orig
+		}
+	}
+}
+
+// TestPhiMoERefused: phimoe without a norm's bias, which llama.cpp
+// requires, is refused naming the tensor.
+func TestPhiMoERefused(t *testing.T) {
+	dir := oracle.Require(t)
+	checkRefusals(t, genModel(t, dir, "phimoe", phiMoE(0)), []refusal{
+		{"attention norm", nil, []string{"blk.1.attn_norm.bias"}, "missing tensor blk.1.attn_norm.bias"},
+		{"FFN norm", nil, []string{"blk.0.ffn_norm.bias"}, "missing tensor blk.0.ffn_norm.bias"},
+		{"output norm", nil, []string{"output_norm.bias"}, "missing tensor output_norm.bias"},
+	})
 }
 
 // qwen2moe gives a qwen2moe model 8 experts of 64 (2 used) and a shared

@@ -65,6 +65,7 @@ type decoder struct {
 	tokenEmbd  *ml.Matrix // token_embd: (vocab, embd), read by row
 	layers     []decoderLayer
 	outputNorm *ml.Vector // output_norm
+	outNormB   *ml.Vector // output_norm.bias, added after the norm (phimoe), or nil
 	head       Head
 	rope       *nn.RoPE
 	attn       ml.Attn // every layer's, unless the layer has its own
@@ -90,7 +91,10 @@ type decoderLayer struct {
 	// stream for the attention and the FFN; nil, they read it as it is
 	// (olmo2, exaone4).
 	attnNorm, ffnNorm *ml.Vector
-	q, k, v, o        *ml.Matrix // blk.N.attn_q, attn_k, attn_v, attn_output (+ optional .bias)
+	// attnNormB and ffnNormB, when set, are added after the norms
+	// (phimoe's attn_norm.bias, ffn_norm.bias).
+	attnNormB, ffnNormB *ml.Vector
+	q, k, v, o          *ml.Matrix // blk.N.attn_q, attn_k, attn_v, attn_output (+ optional .bias)
 	// qNorm and kNorm (blk.N.attn_q_norm, attn_k_norm), when set, norm q
 	// and k before RoPE: over each head (HeadDim values) or over the whole
 	// row (the row's values: olmo2, minimax-m2).
@@ -415,25 +419,29 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		h := b.Alloc(n, hp.Embd)
 		ff := b.Alloc(n, hp.Embd)
 
-		// normed is the residual stream normed by w into h, or itself.
-		normed := func(w *ml.Vector) ml.Tensor {
+		// normed is the residual stream normed by w (plus bias) into h, or
+		// itself.
+		normed := func(w, bias *ml.Vector) ml.Tensor {
 			if w == nil {
 				return x
 			}
 			b.RMSNorm(h, x, w, hp.Eps)
+			if bias != nil {
+				b.AddRows(h, bias)
+			}
 			return h
 		}
 		if ly.q != nil || ly.mixer != nil { // the mixer (none in nemotron_h's MLP blocks)
 			mix := h
 			if ly.mixer != nil {
 				mix = ff
-				ly.mixer.forward(b, mix, normed(ly.attnNorm))
+				ly.mixer.forward(b, mix, normed(ly.attnNorm, ly.attnNormB))
 				if ly.q != nil { // falcon-h1: attention beside the mixer on the same normed rows (h)
 					m.attention(b, h, h, i, ly)
 					b.Add(mix, h)
 				}
 			} else {
-				m.attention(b, h, normed(ly.attnNorm), i, ly)
+				m.attention(b, h, normed(ly.attnNorm, ly.attnNormB), i, ly)
 			}
 			if ly.postAttnNorm != nil {
 				b.RMSNorm(mix, mix, ly.postAttnNorm, hp.Eps)
@@ -444,7 +452,7 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			b.Add(x, mix)
 		}
 		if ly.ffn != nil { // the FFN (none in nemotron_h's mixer blocks)
-			ly.ffn.Forward(b, ff, normed(ly.ffnNorm))
+			ly.ffn.Forward(b, ff, normed(ly.ffnNorm, ly.ffnNormB))
 			if ly.postFFNNorm != nil {
 				b.RMSNorm(ff, ff, ly.postFFNNorm, hp.Eps)
 			}
@@ -456,6 +464,9 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		b.Release(mark)
 	}
 	b.RMSNorm(x, x, m.outputNorm, hp.Eps)
+	if m.outNormB != nil {
+		b.AddRows(x, m.outNormB)
+	}
 	return x
 }
 

@@ -23,16 +23,49 @@ import (
 //
 // llama.cpp ignores phi3.attention.sliding_window (its Phi SWA is
 // disabled), and so do we.
-func init() { Register("phi3", newPhi3) }
+func init() {
+	Register("phi3", newPhi3)
+	Register("phimoe", newPhiMoE)
+}
 
 func newPhi3(l *Loader) Network {
-	hp := l.HP
+	return l.fusedLayers(l.phi3Decoder(), false)
+}
+
+// phi3Decoder is phi3's decoder without its layers: NeoX RoPE (LongRoPE
+// when the file has its factors), q scaled after RoPE.
+func (l *Loader) phi3Decoder() *decoder {
 	d := l.baseDecoder(true)
 	d.attn.Scale = 1 // q is scaled instead
 	l.longRoPE(d)
-	scale := nn.InvSqrtf(hp.HeadDim)
+	scale := nn.InvSqrtf(l.HP.HeadDim)
 	d.scaleQ = func(b ml.Backend, q ml.Tensor) { b.Scale(q, float64(scale)) }
-	return l.fusedLayers(d, false)
+	return d
+}
+
+// phimoe: Phi-3.5-MoE, as llama.cpp 0.7.0 runs it: phi3's decoder with
+// separate attn_q, attn_k and attn_v, biases on them, on attn_output and
+// on the output matrix, softmax-routed experts (top-k, renormalized) of
+// feed_forward_length, and norms with biases: the checkpoint's LayerNorms,
+// which llama.cpp computes as RMS norms times the weight plus the bias
+// (build_norm's LLM_NORM_RMS), not as LayerNorms; we compute what
+// llama.cpp does, so its number is ours (Hugging Face's LayerNorm gives
+// another).
+func newPhiMoE(l *Loader) Network {
+	hp := l.HP
+	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax, norm: true, ffn: hp.FFN})
+	if moe == nil {
+		return nil
+	}
+	d := l.phi3Decoder()
+	d.outNormB = l.Vector("output_norm.bias", hp.Embd)
+	return l.bindLayers(d, func(_ int, p string) decoderLayer {
+		ly := l.preNormLayer(p, "ffn_norm")
+		ly.attnNormB = l.Vector(p+"attn_norm.bias", hp.Embd)
+		ly.ffnNormB = l.Vector(p+"ffn_norm.bias", hp.Embd)
+		ly.ffn = l.MoE(p, moe)
+		return ly
+	})
 }
 
 // longRoPE applies Phi-3's LongRoPE factors, when the file has them: the
