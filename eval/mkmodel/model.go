@@ -354,6 +354,11 @@ func Write(path string, c *Config) error {
 		w.Add("xielu.beta", beta)
 		w.Add("xielu.eps", eps)
 	}
+	if a == "minicpm" { // MiniCPM's multipliers as the converter writes them: scale_emb, scale_depth/sqrt(layers), hidden/dim_model_base
+		w.Add(a+".embedding_scale", float32(12))
+		w.Add(a+".residual_scale", float32(1.4/math.Sqrt(float64(c.Layers))))
+		w.Add(a+".logit_scale", float32(float64(c.Embd)/256))
+	}
 	if a == "granite" || a == "granitemoe" { // Granite-3.3-8B's multipliers, its attention's 1/head
 		w.Add(a+".embedding_scale", float32(12))
 		w.Add(a+".residual_scale", float32(0.22))

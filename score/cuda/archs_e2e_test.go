@@ -554,6 +554,10 @@ func TestEndToEndGenerated(t *testing.T) {
 		// apertus: xIELU (xielu_f32, its parameters per layer).
 		// Emulation: max 0.0042, mean 0.00108, PPL ratio 0.999993.
 		{"apertus", nil, 0.0085, 0.0022, 0.0001, ""},
+		// minicpm: granite's multipliers at MiniCPM's values. Emulation:
+		// max 0.0482, mean 0.00982, PPL ratio 0.999086 (its logits
+		// doubled by logit_scale 0.5 double the roundings' effect).
+		{"minicpm", func(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true }, 0.096, 0.02, 0.002, ""},
 		// gemma (Gemma 1): gemma2's block without post-norms, soft-caps
 		// or window. Emulation: max 0.0330, mean 0.00539, PPL ratio
 		// 0.999273 (GeGLU and Gemma's sharper scores, as tiny-gemma3's).

@@ -353,6 +353,12 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1623.3951955, -802.4182854, -798.6074197, -769.8019124}},
 		{"arcee", "arcee", "", nil, "", "e87e9472347fb44feb011b8e340656baac38c0dfb92321f1c38049282ee34353",
 			[]float64{-1656.6476730, -815.5808802, -788.9097215, -762.7952080}},
+		{"internlm2", "internlm2", "", nil, "", "09efe34f07ba0cf067cdd331a0307210a25b2178fc9507b0f9a7ceec6aef07cf",
+			[]float64{-1626.4546316, -790.1359273, -799.2311808, -758.7573398}},
+		{"xverse", "xverse", "", nil, "", "b5bc2ec3bf54cd4301ed83d58524e19cd68ff064d718414b176ebdb8c20f2e55",
+			[]float64{-1626.4546316, -790.1359273, -799.2311808, -758.7573398}},
+		{"minicpm", "minicpm", "", miniCPM, "", "ad809de5aa5dd646dc04de20d2c6306aa3a51cdca3cd6ae6bf874195ddafe2c1",
+			[]float64{-2216.0648833, -1194.8785872, -1162.6042957, -1167.6971536}},
 		{"gemma", "gemma", "", gemma1, "", "903466e5a7ef0b6b53ace418cac6ffbf8c3eeec49568744131ee08c99df762c8",
 			[]float64{-1599.9322892, -773.6576960, -807.1530256, -817.0603680}},
 		{"phimoe", "phimoe", "", phiMoE(0), "", "81120be227bc7f50432cb3ecd09830aef8ccae4898462a41754f15672ae8c8f7",
@@ -776,6 +782,29 @@ func falconH1(noNorm bool) func(*mkmodel.Shape) {
 	return func(s *mkmodel.Shape) {
 		s.Layers, s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.SSMState = 4, 2, 8, 32, 4, 16
 		s.SSMNoNorm = noNorm
+	}
+}
+
+// miniCPM gives a minicpm model of 4 layers, tied as MiniCPM 2B.
+func miniCPM(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true }
+
+// TestMiniCPMDefaults: a minicpm file without embedding_scale,
+// residual_scale and logit_scale (the older converters') gets llama.cpp's
+// defaults, 12, 1.4/sqrt(block_count) and 256/n_embd, to the last digit
+// llama.cpp prints; one with LongRoPE factors is refused, as llama.cpp
+// refuses it.
+func TestMiniCPMDefaults(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := genModel(t, dir, "minicpm", miniCPM)
+	bare := rewriteFile(t, path, map[string]any{"minicpm.embedding_scale": nil, "minicpm.residual_scale": nil, "minicpm.logit_scale": nil}, nil)
+	generatedScores(t, bare, golden.Header.Tokens, []float64{-1358.8445979, -704.0466920, -692.0501502, -697.5789962})
+	long := rewriteFile(t, path, nil, map[string]f32Tensor{"rope_factors_long.weight": {[]uint64{16}, make([]float32, 16)}})
+	if _, err := Load(long, Options{}); err == nil || !strings.Contains(err.Error(), "tensor rope_factors_long.weight: LongRoPE factors in a minicpm file") {
+		t.Errorf("got %v", err)
 	}
 }
 

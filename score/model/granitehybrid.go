@@ -174,7 +174,7 @@ func newGraniteHybrid(l *Loader) Network {
 		}
 	}
 	dec := l.baseDecoder(false)
-	if err := graniteScales(l, dec); err != nil {
+	if err := graniteScales(l, dec, graniteDefaults{}); err != nil {
 		l.fail(err)
 		return nil
 	}

@@ -19,6 +19,12 @@ func init() {
 	// (EXAONE 3.0, 3.5) is llama with NeoX RoPE (q/k/v and output biases
 	// where the file has them, rope_freqs as llama's).
 	Register("ernie4_5", func(l *Loader) Network { return newDecoder(l, decoderOpts{}) })
+	// internlm2 (InternLM2, 2.5) and xverse (XVERSE) are llama as llama.cpp
+	// runs them (the converter splits InternLM2's wqkv into attn_q, attn_k
+	// and attn_v).
+	Register("internlm2", func(l *Loader) Network { return newDecoder(l, decoderOpts{}) })
+	Register("xverse", func(l *Loader) Network { return newDecoder(l, decoderOpts{}) })
+	Register("minicpm", newMiniCPM)
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
 	Register("arcee", newArcee)
@@ -67,7 +73,7 @@ func newGranite(l *Loader) Network {
 	if l.Err() != nil {
 		return nil
 	}
-	if err := graniteScales(l, d); err != nil {
+	if err := graniteScales(l, d, graniteDefaults{}); err != nil {
 		l.fail(err)
 		return nil
 	}
@@ -77,20 +83,54 @@ func newGranite(l *Loader) Network {
 	return d
 }
 
+// minicpm: MiniCPM (1, 2, 4), as llama.cpp 0.7.0 runs it: granite's
+// decoder and multipliers (graniteScales), whose defaults for files
+// without the keys are MiniCPM's: embedding_scale 12, residual_scale
+// 1.4/sqrt(block_count), logit_scale 256/n_embd (float32, as llama.cpp
+// computes them). llama.cpp 0.7.0 reads no LongRoPE factors for minicpm
+// and refuses a file that has them; so does ppl.
+func newMiniCPM(l *Loader) Network {
+	for _, n := range []string{"rope_factors_long", "rope_factors_short"} {
+		if l.Has(n + ".weight") {
+			l.Failf("tensor %s.weight: LongRoPE factors in a minicpm file, which llama.cpp 0.7.0 does not read (it refuses the file)", n)
+			return nil
+		}
+	}
+	d := newDecoder(l, decoderOpts{})
+	if l.Err() != nil {
+		return nil
+	}
+	hp := l.HP
+	def := graniteDefaults{
+		emb:   12,
+		res:   float64(float32(1.4) / float32(math.Sqrt(float64(float32(hp.Layers))))),
+		logit: float64(256 / float32(hp.Embd)),
+	}
+	if err := graniteScales(l, d, def); err != nil {
+		l.fail(err)
+		return nil
+	}
+	return d
+}
+
+// graniteDefaults are the multipliers a file without their keys gets (0:
+// none).
+type graniteDefaults struct{ emb, res, logit float64 }
+
 // graniteScales sets granite's multipliers on d from the metadata (each
-// optional).
-func graniteScales(l *Loader, d *decoder) error {
+// optional, def when absent).
+func graniteScales(l *Loader, d *decoder, def graniteDefaults) error {
 	m := meta{l.f, l.HP.Arch}
 	var err error
-	get := func(key string) float64 {
+	get := func(key string, dv float64) float64 {
 		v := 0.0
 		if err == nil {
-			v, err = m.float(key, 0)
+			v, err = m.float(key, dv)
 		}
 		return v
 	}
-	d.embScale, d.resScale = get("embedding_scale"), get("residual_scale")
-	attn, logit := get("attention.scale"), get("logit_scale")
+	d.embScale, d.resScale = get("embedding_scale", def.emb), get("residual_scale", def.res)
+	attn, logit := get("attention.scale", 0), get("logit_scale", def.logit)
 	if err != nil {
 		return err
 	}
