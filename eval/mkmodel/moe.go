@@ -40,7 +40,7 @@ import (
 // of experts may have a shared expert (SharedFFN).
 func (s Shape) sharedExpert() bool {
 	switch s.Arch {
-	case "ernie4_5-moe", "dots1", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2", "afmoe", "exaone-moe", "cohere2moe":
+	case "ernie4_5-moe", "dots1", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2", "afmoe", "exaone-moe", "cohere2moe", "deepseek":
 		return true
 	}
 	return false
@@ -51,6 +51,8 @@ func (s Shape) checkMoE() error {
 	switch {
 	case (s.Arch == "qwen2moe" || s.Arch == "hunyuan-moe" || s.Arch == "bailingmoe2" || s.Arch == "exaone-moe") && s.SharedFFN <= 0:
 		return fmt.Errorf("shape: %s has a shared expert: its width must be positive", s.Arch)
+	case s.Arch == "deepseek" && (s.SharedFFN <= 0 || s.SharedFFN%s.ExpertFFN != 0):
+		return fmt.Errorf("shape: deepseek's shared experts are whole experts (%d wide, experts %d)", s.SharedFFN, s.ExpertFFN)
 	case s.Arch == "exaone-moe" && s.Window <= 0:
 		return fmt.Errorf("shape: exaone-moe needs a sliding window")
 	case s.Arch == "afmoe" && s.SharedFFN != s.ExpertFFN:
@@ -107,6 +109,11 @@ func (c *Config) moeKeys(w *gguf.Writer) {
 			w.Add(a+".expert_shared_count", uint32(1))
 			w.Add(a+".expert_shared_feed_forward_length", uint32(c.SharedFFN))
 		}
+	}
+	if a == "deepseek" { // DeepSeek-MoE's: softmax routing, not renormalized; its shared experts are SharedFFN/ExpertFFN experts
+		w.Add(a+".leading_dense_block_count", uint32(c.DenseLead))
+		w.Add(a+".expert_shared_count", uint32(c.SharedFFN/c.ExpertFFN))
+		w.Add(a+".expert_weights_scale", float32(1))
 	}
 	if a == "exaone-moe" { // K-EXAONE's routing; its sliding window is Window's
 		w.Add(a+".leading_dense_block_count", uint32(c.DenseLead))

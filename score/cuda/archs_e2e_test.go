@@ -554,6 +554,12 @@ func TestEndToEndGenerated(t *testing.T) {
 		// apertus: xIELU (xielu_f32, its parameters per layer).
 		// Emulation: max 0.0042, mean 0.00108, PPL ratio 0.999993.
 		{"apertus", nil, 0.0085, 0.0022, 0.0001, ""},
+		// deepseek: a dense first layer, experts not renormalized (every
+		// one used), two shared experts. Emulation: max 0.0083, mean
+		// 0.00179, PPL ratio 1.000127.
+		{"deepseek", func(s *mkmodel.Shape) {
+			s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 3, 1, 8, 8, 64, 128
+		}, 0.017, 0.0036, 0.00025, ""},
 		// minicpm: granite's multipliers at MiniCPM's values. Emulation:
 		// max 0.0482, mean 0.00982, PPL ratio 0.999086 (its logits
 		// doubled by logit_scale 0.5 double the roundings' effect).

@@ -353,6 +353,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1623.3951955, -802.4182854, -798.6074197, -769.8019124}},
 		{"arcee", "arcee", "", nil, "", "e87e9472347fb44feb011b8e340656baac38c0dfb92321f1c38049282ee34353",
 			[]float64{-1656.6476730, -815.5808802, -788.9097215, -762.7952080}},
+		{"deepseek", "deepseek", "", deepSeek, "", "89dac0a9b7e9cefbf56001913dff59986a838fea8a5dafe7e336a56ea5e2db1a",
+			[]float64{-1628.9724100, -798.9481771, -800.9166185, -796.8997242}},
 		{"internlm2", "internlm2", "", nil, "", "09efe34f07ba0cf067cdd331a0307210a25b2178fc9507b0f9a7ceec6aef07cf",
 			[]float64{-1626.4546316, -790.1359273, -799.2311808, -758.7573398}},
 		{"xverse", "xverse", "", nil, "", "b5bc2ec3bf54cd4301ed83d58524e19cd68ff064d718414b176ebdb8c20f2e55",
@@ -785,6 +787,12 @@ func falconH1(noNorm bool) func(*mkmodel.Shape) {
 	}
 }
 
+// deepSeek gives a deepseek model of 3 layers, the first dense, then 8
+// experts of 64 (2 used) and 2 shared experts.
+func deepSeek(s *mkmodel.Shape) {
+	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 3, 1, 8, 2, 64, 128
+}
+
 // miniCPM gives a minicpm model of 4 layers, tied as MiniCPM 2B.
 func miniCPM(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true }
 
@@ -931,6 +939,10 @@ func TestMoEsRefused(t *testing.T) {
 	checkRefusals(t, genModel(t, dir, "qwen2moe", qwen2MoE), []refusal{
 		{"no shared gate", nil, []string{"blk.1.ffn_gate_inp_shexp.weight"}, "missing tensor blk.1.ffn_gate_inp_shexp.weight (the shared expert's gate)"},
 		{"no used count", map[string]any{"qwen2moe.expert_used_count": nil}, nil, "missing metadata qwen2moe.expert_used_count"},
+	})
+	checkRefusals(t, genModel(t, dir, "deepseek", deepSeek), []refusal{
+		{"no shared count", map[string]any{"deepseek.expert_shared_count": nil}, nil, "missing metadata deepseek.expert_shared_count (deepseek's shared experts)"},
+		{"no shared expert", nil, []string{"blk.2.ffn_up_shexp.weight"}, "blk.2.ffn_up_shexp.weight"},
 	})
 	checkRefusals(t, genModel(t, dir, "hunyuan-moe", hunyuanMoE), []refusal{
 		{"no shared expert", nil, []string{"blk.0.ffn_gate_shexp.weight", "blk.0.ffn_up_shexp.weight", "blk.0.ffn_down_shexp.weight"},

@@ -9,9 +9,10 @@ import (
 
 // The mixtures of experts that are llama's decoder with one FFN swapped
 // for experts and a few attention options: qwen2moe, olmoe, granitemoe,
-// hunyuan-moe, bailingmoe2, afmoe and exaone-moe, each as llama.cpp 0.7.0
-// builds it.
+// hunyuan-moe, bailingmoe2, afmoe, exaone-moe and deepseek, each as
+// llama.cpp 0.7.0 builds it.
 func init() {
+	Register("deepseek", newDeepSeek)
 	Register("afmoe", newAFMoE)
 	Register("exaone-moe", newEXAONEMoE)
 	Register("qwen2moe", newQwen2MoE)
@@ -105,6 +106,36 @@ func newBailingMoE2(l *Loader) Network {
 			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
 		} else {
 			ly.ffn = l.MoE(p, moe) // expert_shared_count > 0: the shared expert is required
+		}
+		return ly
+	})
+}
+
+// deepseek: DeepSeek-MoE (16B) and the first DeepSeek models' MoE layout,
+// as llama.cpp 0.7.0 runs it: llama's decoder (adjacent-pair RoPE), dense
+// MLPs in the leading_dense_block_count first layers, then softmax-routed
+// experts whose chosen weights are neither renormalized nor scaled
+// (llama.cpp passes neither, whatever expert_weights_norm and
+// expert_weights_scale say), plus expert_shared_count shared experts as one
+// MLP of that many experts' width (expert_shared_feed_forward_length when
+// given).
+func newDeepSeek(l *Loader) Network {
+	hp := l.HP
+	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax})
+	if moe == nil {
+		return nil
+	}
+	moe.Norm, moe.Scale = false, 0
+	if moe.Shared == 0 {
+		l.Failf("missing metadata %s.expert_shared_count (deepseek's shared experts)", hp.Arch)
+		return nil
+	}
+	return l.bindLayers(l.baseDecoder(false), func(i int, p string) decoderLayer {
+		ly := l.preNormLayer(p, "ffn_norm")
+		if i < moe.DenseLayers {
+			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		} else {
+			ly.ffn = l.MoE(p, moe)
 		}
 		return ly
 	})
