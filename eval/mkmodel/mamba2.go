@@ -47,7 +47,7 @@ func (s Shape) nemotron() bool { return s.Arch == "nemotron_h" || s.Arch == "nem
 // checkMamba validates the Mamba-2 fields.
 func (s Shape) checkMamba() error {
 	if !s.mamba() {
-		if s.SSMHeadDim != 0 || s.NoPE || s.Layout != "" || s.MoELatent != 0 || s.SSMNoNorm {
+		if s.SSMHeadDim != 0 || s.NoPE || s.Layout != "" && !s.deci() || s.MoELatent != 0 || s.SSMNoNorm {
 			return fmt.Errorf("shape: Mamba-2 fields are for granitehybrid, nemotron_h, nemotron_h_moe and falcon-h1, not %s", s.Arch)
 		}
 		return nil

@@ -114,6 +114,8 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 		c.DenseLead, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN, c.Window = 1, 8, 2, 64, 64, 64
 	case "gemma": // tied, as llama.cpp reads it
 		c.Tied = true
+	case "deci": // attention, "linear attention", none, no MLP
+		c.Layers, c.Layout = 4, "ALFN"
 	case "deepseek": // a dense first layer, two shared experts
 		c.DenseLead, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 1, 8, 2, 64, 128
 	case "phimoe": // experts of the FFN's width, LongRoPE
@@ -290,7 +292,7 @@ func TestStreamMatchesWriter(t *testing.T) {
 // loads it and gives finite log-probabilities.
 func TestModels(t *testing.T) {
 	voc := smallVocab(t, 400)
-	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}, {"phimoe", "Q8_0"}, {"gemma", "Q4_K_M"}, {"internlm2", "Q8_0"}, {"xverse", "Q4_K_M"}, {"minicpm", "Q8_0"}, {"deepseek", "Q4_K_M"}} {
+	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}, {"phimoe", "Q8_0"}, {"gemma", "Q4_K_M"}, {"internlm2", "Q8_0"}, {"xverse", "Q4_K_M"}, {"minicpm", "Q8_0"}, {"deepseek", "Q4_K_M"}, {"deci", "Q8_0"}} {
 		t.Run(c.arch+"-"+c.typ, func(t *testing.T) {
 			cfg := tinyConfig(t, c.arch, c.typ, voc)
 			dir := t.TempDir()
@@ -320,6 +322,16 @@ func TestModels(t *testing.T) {
 				a + ".feed_forward_length": 512, a + ".attention.head_count": 4, a + ".attention.head_count_kv": uint64(cfg.KVHeads),
 				a + ".attention.key_length": uint64(cfg.HeadDim), "general.file_type": uint64(cfg.Type.ID),
 				"tokenizer.ggml.eos_token_id": 399,
+			}
+			if a == "deci" { // per-layer head counts and widths by its layout, ALFN
+				keys[a+".block_count"] = 4
+				for key, want := range map[string][]int32{a + ".feed_forward_length": {512, 512, 512, 0},
+					a + ".attention.head_count": {4, 4, 0, 4}, a + ".attention.head_count_kv": {2, 0, 0, 2}} {
+					delete(keys, key)
+					if got, err := f.Int32s(key); err != nil || !slices.Equal(got, want) {
+						t.Errorf("%s = %v (%v), want %v", key, got, err, want)
+					}
+				}
 			}
 			if a == "gemma3n" { // one width per layer, as its converter writes it
 				delete(keys, a+".feed_forward_length")

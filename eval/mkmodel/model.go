@@ -132,6 +132,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.lfm2Layer(add, i)
 			continue
 		}
+		if c.deci() {
+			c.deciLayer(add, i)
+			continue
+		}
 		if c.fused() {
 			c.fusedLayer(add, i)
 			continue
@@ -294,11 +298,13 @@ func Write(path string, c *Config) error {
 	w.Add(a+".context_length", uint32(c.Context))
 	w.Add(a+".embedding_length", uint32(c.Embd))
 	w.Add(a+".block_count", uint32(c.Layers))
-	if !c.nemotron() && !c.gemma3n() { // per layer (mambaKeys, gemma3nKeys)
+	if !c.nemotron() && !c.gemma3n() && !c.deci() { // per layer (mambaKeys, gemma3nKeys, deciKeys)
 		w.Add(a+".feed_forward_length", uint32(c.FFN))
 	}
-	w.Add(a+".attention.head_count", uint32(c.Heads))
-	if !c.mamba() && !c.lfm2() { // per layer (mambaKeys, lfm2Keys)
+	if !c.deci() {
+		w.Add(a+".attention.head_count", uint32(c.Heads))
+	}
+	if !c.mamba() && !c.lfm2() && !c.deci() { // per layer (mambaKeys, lfm2Keys, deciKeys)
 		w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))
 	}
 	w.Add(a+".attention.key_length", uint32(c.HeadDim))
@@ -324,6 +330,9 @@ func Write(path string, c *Config) error {
 	}
 	if c.fused() || c.Arch == "phimoe" {
 		c.fusedKeys(w)
+	}
+	if c.deci() {
+		c.deciKeys(w)
 	}
 	if c.gemma3n() {
 		c.gemma3nKeys(w)

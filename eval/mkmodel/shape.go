@@ -53,7 +53,8 @@ type Shape struct {
 	// SSMState, SSMKHeads, SSMVHeads, SSMConv and AttnInterval).
 	SSMHeadDim int
 	NoPE       bool
-	// Layout is Nemotron-H's blocks, one letter a layer (mamba2.go);
+	// Layout is Nemotron-H's blocks, one letter a layer (mamba2.go), or
+	// deci's (deci.go);
 	// MoELatent nemotron_h_moe's moe_latent_size (0: none).
 	Layout    string
 	MoELatent int
@@ -72,7 +73,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -206,6 +207,9 @@ func (s Shape) Check() error {
 	if err := s.checkGemma3n(); err != nil {
 		return err
 	}
+	if err := s.checkDeci(); err != nil {
+		return err
+	}
 	return s.checkHybrid()
 }
 
@@ -235,6 +239,9 @@ func (s Shape) Params() int64 {
 	}
 	if s.gemma3n() {
 		return s.gemma3nParams()
+	}
+	if s.deci() {
+		return s.deciParams()
 	}
 	e, q, kv := int64(s.Embd), int64(s.Heads*s.HeadDim), int64(s.KVHeads*s.HeadDim)
 	block := e + e*q + 2*e*kv + q*e + e

@@ -554,6 +554,10 @@ func TestEndToEndGenerated(t *testing.T) {
 		// apertus: xIELU (xielu_f32, its parameters per layer).
 		// Emulation: max 0.0042, mean 0.00108, PPL ratio 0.999993.
 		{"apertus", nil, 0.0085, 0.0022, 0.0001, ""},
+		// deci: attention, "linear attention", none, a layer skipped
+		// whole, attention. Emulation: max 0.0076, mean 0.00145, PPL
+		// ratio 0.999845.
+		{"deci", func(s *mkmodel.Shape) { s.Layers, s.Layout = 5, "ALFNA" }, 0.015, 0.003, 0.0003, ""},
 		// deepseek: a dense first layer, experts not renormalized (every
 		// one used), two shared experts. Emulation: max 0.0083, mean
 		// 0.00179, PPL ratio 1.000127.

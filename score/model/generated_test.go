@@ -353,6 +353,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1623.3951955, -802.4182854, -798.6074197, -769.8019124}},
 		{"arcee", "arcee", "", nil, "", "e87e9472347fb44feb011b8e340656baac38c0dfb92321f1c38049282ee34353",
 			[]float64{-1656.6476730, -815.5808802, -788.9097215, -762.7952080}},
+		{"deci", "deci", "", deci, "", "980fcdb9b84fefcb111009f915f647b8542b4174bffb93ec0b5f350a888ec095",
+			[]float64{-1604.2728121, -805.3918635, -795.1865811, -780.9030111}},
 		{"deepseek", "deepseek", "", deepSeek, "", "89dac0a9b7e9cefbf56001913dff59986a838fea8a5dafe7e336a56ea5e2db1a",
 			[]float64{-1628.9724100, -798.9481771, -800.9166185, -796.8997242}},
 		{"internlm2", "internlm2", "", nil, "", "09efe34f07ba0cf067cdd331a0307210a25b2178fc9507b0f9a7ceec6aef07cf",
@@ -786,6 +788,11 @@ func falconH1(noNorm bool) func(*mkmodel.Shape) {
 		s.SSMNoNorm = noNorm
 	}
 }
+
+// deci gives a deci model of 5 layers: attention, "linear attention",
+// no attention, attention without an MLP (which llama.cpp skips whole),
+// attention.
+func deci(s *mkmodel.Shape) { s.Layers, s.Layout = 5, "ALFNA" }
 
 // deepSeek gives a deepseek model of 3 layers, the first dense, then 8
 // experts of 64 (2 used) and 2 shared experts.

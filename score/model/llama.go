@@ -490,8 +490,12 @@ func (m *decoder) normQK(b ml.Backend, q, k ml.Tensor, ly *decoderLayer) {
 
 // attention computes layer i's attention over the normed rows h into dst.
 func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLayer) {
-	hp, n := m.hp, h.Rows()
-	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	n := h.Rows()
+	at := &m.attn
+	if ly.attn != nil {
+		at = ly.attn
+	}
+	qd, kvd := at.Heads*at.HeadDim, at.KVHeads*at.HeadDim
 	mark := b.Mark()
 	q, k, v := b.Alloc(n, qd), b.Alloc(n, kvd), b.Alloc(n, kvd)
 	att := b.Alloc(n, qd)
@@ -500,8 +504,8 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 		m.normQK(b, q, k, ly)
 	}
 	if !ly.noRoPE {
-		b.RoPE(q, hp.Heads, m.rope)
-		b.RoPE(k, hp.KVHeads, m.rope)
+		b.RoPE(q, at.Heads, m.rope)
+		b.RoPE(k, at.KVHeads, m.rope)
 	}
 	if ly.qNorm != nil && m.qkNormAfterRoPE {
 		m.normQK(b, q, k, ly)
@@ -511,10 +515,6 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 	}
 	if ly.noRoPE {
 		m.nopeTemp.apply(b, q)
-	}
-	at := &m.attn
-	if ly.attn != nil {
-		at = ly.attn
 	}
 	b.Attention(att, q, k, v, i, at)
 	if ly.gate != nil {

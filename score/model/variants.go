@@ -25,6 +25,7 @@ func init() {
 	Register("internlm2", func(l *Loader) Network { return newDecoder(l, decoderOpts{}) })
 	Register("xverse", func(l *Loader) Network { return newDecoder(l, decoderOpts{}) })
 	Register("minicpm", newMiniCPM)
+	Register("deci", newDeci)
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
 	Register("arcee", newArcee)
@@ -112,6 +113,72 @@ func newMiniCPM(l *Loader) Network {
 	}
 	return d
 }
+
+// deci: NVIDIA's Llama-Nemotron models found by architecture search
+// (Llama-3.1-Nemotron-51B, Llama-3.3-Nemotron-Super-49B,
+// Llama-3.1-Nemotron-Ultra-253B), as llama.cpp 0.7.0 runs them: llama's
+// layer (adjacent-pair RoPE, rope_freqs when present) with per-layer
+// attention.head_count, head_count_kv and feed_forward_length:
+//   - head_count 0: no attention, the MLP alone;
+//   - head_count_kv 0 (head_count not): "linear attention", attn_output
+//     applied to the normed rows and added to the residual stream;
+//   - feed_forward_length 0: llama.cpp skips the layer whole, its
+//     attention's output included (llm_build_deci's "continue" before the
+//     residual add); so does ppl, to give llama.cpp's number.
+func newDeci(l *Loader) Network {
+	hp := l.HP
+	m := meta{l.f, hp.Arch}
+	heads, err := m.layerInts("attention.head_count", hp.Layers, -1)
+	kv := heads
+	if err == nil && m.has("attention.head_count_kv") {
+		kv, err = m.layerInts("attention.head_count_kv", hp.Layers, -1)
+	}
+	var ffn []int
+	if err == nil {
+		ffn, err = m.layerInts("feed_forward_length", hp.Layers, -1)
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	d := l.baseDecoder(false)
+	E, hd := hp.Embd, hp.HeadDim
+	return l.bindLayers(d, func(i int, p string) decoderLayer {
+		var ly decoderLayer
+		switch {
+		case ffn[i] == 0:
+			return ly
+		case heads[i] == 0:
+		case kv[i] == 0:
+			ly.attnNorm = l.Norm(p+"attn_norm", E)
+			ly.mixer = linearMixer{l.Linear(p+"attn_output", E, E)}
+		default:
+			a := d.attn
+			a.Heads, a.KVHeads = heads[i], kv[i]
+			if err := a.Validate(); err != nil {
+				l.Failf("layer %d: %v", i, err)
+				return ly
+			}
+			ly = decoderLayer{
+				attnNorm: l.Norm(p+"attn_norm", E),
+				q:        l.Linear(p+"attn_q", E, a.Heads*hd),
+				k:        l.Linear(p+"attn_k", E, a.KVHeads*hd),
+				v:        l.Linear(p+"attn_v", E, a.KVHeads*hd),
+				o:        l.Linear(p+"attn_output", a.Heads*hd, E),
+				attn:     &a,
+			}
+		}
+		ly.ffnNorm = l.Norm(p+"ffn_norm", E)
+		ly.ffn = l.DenseFFN(p, E, ffn[i])
+		return ly
+	})
+}
+
+// linearMixer is deci's "linear attention": a projection of the normed
+// rows.
+type linearMixer struct{ o *ml.Matrix }
+
+func (m linearMixer) forward(b ml.Backend, dst, h ml.Tensor) { b.Linear(dst, h, m.o) }
 
 // graniteDefaults are the multipliers a file without their keys gets (0:
 // none).
