@@ -359,6 +359,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1628.9724100, -798.9481771, -800.9166185, -796.8997242}},
 		{"internlm2", "internlm2", "", nil, "", "09efe34f07ba0cf067cdd331a0307210a25b2178fc9507b0f9a7ceec6aef07cf",
 			[]float64{-1626.4546316, -790.1359273, -799.2311808, -758.7573398}},
+		{"nanbeige", "nanbeige", "", nil, "", "9f09e9f0d4ba6dc0678e2082a2673b60bdb8e599e4f86c8d3768e01d553dd37c",
+			[]float64{-1626.4546316, -790.1359273, -799.2311808, -758.7573398}},
 		{"xverse", "xverse", "", nil, "", "b5bc2ec3bf54cd4301ed83d58524e19cd68ff064d718414b176ebdb8c20f2e55",
 			[]float64{-1626.4546316, -790.1359273, -799.2311808, -758.7573398}},
 		{"minicpm", "minicpm", "", miniCPM, "", "ad809de5aa5dd646dc04de20d2c6306aa3a51cdca3cd6ae6bf874195ddafe2c1",

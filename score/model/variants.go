@@ -19,11 +19,12 @@ func init() {
 	// (EXAONE 3.0, 3.5) is llama with NeoX RoPE (q/k/v and output biases
 	// where the file has them, rope_freqs as llama's).
 	Register("ernie4_5", func(l *Loader) Network { return newDecoder(l, decoderOpts{}) })
-	// internlm2 (InternLM2, 2.5) and xverse (XVERSE) are llama as llama.cpp
-	// runs them (the converter splits InternLM2's wqkv into attn_q, attn_k
-	// and attn_v).
-	Register("internlm2", func(l *Loader) Network { return newDecoder(l, decoderOpts{}) })
-	Register("xverse", func(l *Loader) Network { return newDecoder(l, decoderOpts{}) })
+	// internlm2 (InternLM2, 2.5), xverse (XVERSE) and nanbeige (Nanbeige)
+	// are llama as llama.cpp runs them (the converter splits InternLM2's
+	// wqkv into attn_q, attn_k and attn_v).
+	for _, a := range []string{"internlm2", "xverse", "nanbeige"} {
+		Register(a, func(l *Loader) Network { return newDecoder(l, decoderOpts{}) })
+	}
 	Register("minicpm", newMiniCPM)
 	Register("deci", newDeci)
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
