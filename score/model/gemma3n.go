@@ -72,12 +72,9 @@ type gemma3n struct {
 }
 
 type gemma3nLayer struct {
-	attnNorm, qNorm, kNorm, postAttnNorm *ml.Vector
-	q, k, v, o                           *ml.Matrix // k, v nil on KV-shared layers
-	src                                  int        // the layer whose K/V this one reads
-	keep                                 bool       // a later layer reads this one's K/V
-	rope                                 *nn.RoPE
-	attn                                 ml.Attn
+	sharedKVAttn
+	attnNorm, postAttnNorm *ml.Vector
+	o                      *ml.Matrix
 
 	laurelL, laurelR *ml.Matrix
 	laurelNorm       *ml.Vector
@@ -153,14 +150,16 @@ func newGemma3n(l *Loader) Network {
 		}
 		nh, nkv := heads[i], kvHeads[i]
 		ly := gemma3nLayer{
+			sharedKVAttn: sharedKVAttn{
+				q:     l.Linear(p+"attn_q", E, nh*hp.HeadDim),
+				qNorm: l.Norm(p+"attn_q_norm", hp.HeadDim),
+				src:   i,
+				rope:  rope,
+				attn:  ml.Attn{Heads: nh, KVHeads: nkv, HeadDim: hp.HeadDim, Scale: 1, Window: win},
+			},
 			attnNorm:     l.Norm(p+"attn_norm", E),
-			q:            l.Linear(p+"attn_q", E, nh*hp.HeadDim),
-			qNorm:        l.Norm(p+"attn_q_norm", hp.HeadDim),
 			o:            l.Linear(p+"attn_output", nh*hp.HeadDim, E),
 			postAttnNorm: l.Norm(p+"post_attention_norm", E),
-			src:          i,
-			rope:         rope,
-			attn:         ml.Attn{Heads: nh, KVHeads: nkv, HeadDim: hp.HeadDim, Scale: 1, Window: win},
 			laurelL:      l.Linear(p+"laurel_l", E, g3nLaurel),
 			laurelR:      l.Linear(p+"laurel_r", g3nLaurel, E),
 			laurelNorm:   l.Norm(p+"laurel_post_norm", E),
@@ -305,12 +304,9 @@ func (g *gemma3n) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		au.MatchNorm(s, x0)
 	}
 
-	kept := map[int][2]ml.Tensor{}
+	kept := keptKV{}
 	for i := range g.layers {
-		if ly := &g.layers[i]; ly.keep {
-			kvd := ly.attn.KVHeads * ly.attn.HeadDim
-			kept[i] = [2]ml.Tensor{b.Alloc(n, kvd), b.Alloc(n, kvd)}
-		}
+		kept.alloc(b, n, i, &g.layers[i].sharedKVAttn)
 	}
 	for i := range g.layers {
 		ly := &g.layers[i]
@@ -339,31 +335,8 @@ func (g *gemma3n) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		b.RMSNorm(laurel, laurel, ly.laurelNorm, hp.Eps)
 		b.Add(laurel, h)
 
-		q := b.Alloc(n, a.Heads*a.HeadDim)
 		att := b.Alloc(n, a.Heads*a.HeadDim)
-		qh := b.View(q, n*a.Heads, a.HeadDim)
-		if ly.src == i {
-			var k, v ml.Tensor
-			if kv, ok := kept[i]; ok {
-				k, v = kv[0], kv[1]
-			} else {
-				k, v = b.Alloc(n, a.KVHeads*a.HeadDim), b.Alloc(n, a.KVHeads*a.HeadDim)
-			}
-			b.Linears([]ml.Tensor{q, k, v}, h, []*ml.Matrix{ly.q, ly.k, ly.v})
-			kh, vh := b.View(k, n*a.KVHeads, a.HeadDim), b.View(v, n*a.KVHeads, a.HeadDim)
-			b.RMSNorm(qh, qh, ly.qNorm, hp.Eps)
-			b.RMSNorm(kh, kh, ly.kNorm, hp.Eps)
-			b.RMSNorm(vh, vh, nil, hp.Eps)
-			b.RoPE(q, a.Heads, ly.rope)
-			b.RoPE(k, a.KVHeads, ly.rope)
-			b.Attention(att, q, k, v, i, a)
-		} else {
-			b.Linear(q, h, ly.q)
-			b.RMSNorm(qh, qh, ly.qNorm, hp.Eps)
-			b.RoPE(q, a.Heads, ly.rope)
-			kv := kept[ly.src]
-			g4.AttentionShared(att, q, kv[0], kv[1], ly.src, a)
-		}
+		ly.forward(b, g4, att, h, i, kept, hp.Eps)
 		o := b.Alloc(n, E)
 		b.Linear(o, att, ly.o)
 		b.RMSNorm(o, o, ly.postAttnNorm, hp.Eps)

@@ -60,12 +60,9 @@ type gemma4 struct {
 }
 
 type gemma4Layer struct {
-	attnNorm, qNorm, kNorm, postAttnNorm *ml.Vector
-	q, k, v, o                           *ml.Matrix // k, v nil on KV-shared layers; v = k without attn_v
-	src                                  int        // the layer whose K/V this one reads (itself when own)
-	keep                                 bool       // another layer reads this one's K/V
-	rope                                 *nn.RoPE
-	attn                                 ml.Attn
+	sharedKVAttn           // v = k without attn_v
+	attnNorm, postAttnNorm *ml.Vector
+	o                      *ml.Matrix
 
 	ffnNorm, postFFNNorm *ml.Vector
 	mlp                  ml.MLP
@@ -198,14 +195,16 @@ func newGemma4(l *Loader) Network {
 		}
 		nh, nkv := heads[i], kvHeads[i]
 		ly := gemma4Layer{
+			sharedKVAttn: sharedKVAttn{
+				q:     l.Linear(p+"attn_q", E, nh*d),
+				qNorm: l.Norm(p+"attn_q_norm", d),
+				src:   i,
+				rope:  rope,
+				attn:  ml.Attn{Heads: nh, KVHeads: nkv, HeadDim: d, Scale: 1, Window: win},
+			},
 			attnNorm:     l.Norm(p+"attn_norm", E),
-			q:            l.Linear(p+"attn_q", E, nh*d),
-			qNorm:        l.Norm(p+"attn_q_norm", d),
 			o:            l.Linear(p+"attn_output", nh*d, E),
 			postAttnNorm: l.Norm(p+"post_attention_norm", E),
-			src:          i,
-			rope:         rope,
-			attn:         ml.Attn{Heads: nh, KVHeads: nkv, HeadDim: d, Scale: 1, Window: win},
 			ffnNorm:      l.Norm(p+"ffn_norm", E),
 			postFFNNorm:  l.Norm(p+"post_ffw_norm", E),
 		}
@@ -327,46 +326,19 @@ func (g *gemma4) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		b.Add(pl, e)
 		b.Scale(pl, 1/math.Sqrt2)
 	}
-	// K/V that later layers read stay allocated for the whole pass.
-	kept := map[int][2]ml.Tensor{}
+	kept := keptKV{}
 	for i := range g.layers {
-		if ly := &g.layers[i]; ly.keep {
-			kvd := ly.attn.KVHeads * ly.attn.HeadDim
-			kept[i] = [2]ml.Tensor{b.Alloc(n, kvd), b.Alloc(n, kvd)}
-		}
+		kept.alloc(b, n, i, &g.layers[i].sharedKVAttn)
 	}
 	for i := range g.layers {
 		ly := &g.layers[i]
 		a := &ly.attn
 		mark := b.Mark()
 		h := b.Alloc(n, E)
-		q := b.Alloc(n, a.Heads*a.HeadDim)
 		att := b.Alloc(n, a.Heads*a.HeadDim)
 
 		b.RMSNorm(h, x, ly.attnNorm, hp.Eps)
-		qh := b.View(q, n*a.Heads, a.HeadDim)
-		if ly.src == i {
-			var k, v ml.Tensor
-			if kv, ok := kept[i]; ok {
-				k, v = kv[0], kv[1]
-			} else {
-				k, v = b.Alloc(n, a.KVHeads*a.HeadDim), b.Alloc(n, a.KVHeads*a.HeadDim)
-			}
-			b.Linears([]ml.Tensor{q, k, v}, h, []*ml.Matrix{ly.q, ly.k, ly.v})
-			kh, vh := b.View(k, n*a.KVHeads, a.HeadDim), b.View(v, n*a.KVHeads, a.HeadDim)
-			b.RMSNorm(qh, qh, ly.qNorm, hp.Eps)
-			b.RMSNorm(kh, kh, ly.kNorm, hp.Eps)
-			b.RMSNorm(vh, vh, nil, hp.Eps)
-			b.RoPE(q, a.Heads, ly.rope)
-			b.RoPE(k, a.KVHeads, ly.rope)
-			b.Attention(att, q, k, v, i, a)
-		} else {
-			b.Linear(q, h, ly.q)
-			b.RMSNorm(qh, qh, ly.qNorm, hp.Eps)
-			b.RoPE(q, a.Heads, ly.rope)
-			kv := kept[ly.src]
-			ext.AttentionShared(att, q, kv[0], kv[1], ly.src, a)
-		}
+		ly.forward(b, ext, att, h, i, kept, hp.Eps)
 		b.Linear(h, att, ly.o)
 		b.RMSNorm(h, h, ly.postAttnNorm, hp.Eps)
 		b.Add(x, h) // x is now the attention block's output a
@@ -431,4 +403,60 @@ func (g *gemma4) experts(b ml.Backend, dst, a ml.Tensor, m *gemma4MoE) bool {
 	b.Experts(dst, r, &m.experts, rt)
 	b.RMSNorm(dst, dst, m.postNorm2, hp.Eps)
 	return true
+}
+
+// sharedKVAttn is a Gemma 4 or Gemma 3n layer's attention: q and k
+// RMS-normed per head, v RMS-normed without a weight, NeoX RoPE, score
+// scale 1; a layer from the first shared one on (src != its own index)
+// has no K/V of its own and reads those layer src computed.
+type sharedKVAttn struct {
+	q, k, v      *ml.Matrix // k, v nil on KV-shared layers
+	qNorm, kNorm *ml.Vector
+	src          int  // the layer whose K/V this one reads (itself when own)
+	keep         bool // a later layer reads this one's K/V
+	rope         *nn.RoPE
+	attn         ml.Attn
+}
+
+// keptKV holds, by layer, the K/V that later layers read: allocated
+// before the first layer, they stay for the whole pass.
+type keptKV map[int][2]ml.Tensor
+
+// alloc allocates layer i's K/V if a later layer reads them.
+func (kept keptKV) alloc(b ml.Backend, n, i int, a *sharedKVAttn) {
+	if a.keep {
+		kvd := a.attn.KVHeads * a.attn.HeadDim
+		kept[i] = [2]ml.Tensor{b.Alloc(n, kvd), b.Alloc(n, kvd)}
+	}
+}
+
+// forward computes layer i's attention over the normed rows h into att
+// (n, heads·head size).
+func (s *sharedKVAttn) forward(b ml.Backend, ext ml.Gemma4, att, h ml.Tensor, i int, kept keptKV, eps float64) {
+	a, n := &s.attn, h.Rows()
+	mark := b.Mark()
+	defer b.Release(mark)
+	q := b.Alloc(n, a.Heads*a.HeadDim)
+	qh := b.View(q, n*a.Heads, a.HeadDim)
+	if s.src != i {
+		b.Linear(q, h, s.q)
+		b.RMSNorm(qh, qh, s.qNorm, eps)
+		b.RoPE(q, a.Heads, s.rope)
+		kv := kept[s.src]
+		ext.AttentionShared(att, q, kv[0], kv[1], s.src, a)
+		return
+	}
+	kv, ok := kept[i]
+	if !ok {
+		kv = [2]ml.Tensor{b.Alloc(n, a.KVHeads*a.HeadDim), b.Alloc(n, a.KVHeads*a.HeadDim)}
+	}
+	k, v := kv[0], kv[1]
+	b.Linears([]ml.Tensor{q, k, v}, h, []*ml.Matrix{s.q, s.k, s.v})
+	kh, vh := b.View(k, n*a.KVHeads, a.HeadDim), b.View(v, n*a.KVHeads, a.HeadDim)
+	b.RMSNorm(qh, qh, s.qNorm, eps)
+	b.RMSNorm(kh, kh, s.kNorm, eps)
+	b.RMSNorm(vh, vh, nil, eps)
+	b.RoPE(q, a.Heads, s.rope)
+	b.RoPE(k, a.KVHeads, s.rope)
+	b.Attention(att, q, k, v, i, a)
 }
