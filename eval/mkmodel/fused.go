@@ -122,9 +122,9 @@ func (c *Config) phi3Factors(add func(name string, shape []uint64, layer int, fi
 // bias), softmax-routed experts of feed_forward_length, and phi3's RoPE
 // (LongRoPE with OrigContext).
 
-// normBias adds phimoe's bias of a norm.
+// normBias adds the bias of a norm (phimoe's, orion's LayerNorms').
 func (c *Config) normBias(add func(name string, shape []uint64, layer int, fill RowFunc), name string, layer int) {
-	if c.Arch == "phimoe" {
+	if c.Arch == "phimoe" || c.Arch == "orion" {
 		add(name, []uint64{uint64(c.Embd)}, layer, c.normal(name, 0.1))
 	}
 }

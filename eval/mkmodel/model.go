@@ -363,6 +363,9 @@ func Write(path string, c *Config) error {
 		w.Add("xielu.beta", beta)
 		w.Add("xielu.eps", eps)
 	}
+	if a == "orion" { // its LayerNorms' epsilon
+		w.Add(a+".attention.layer_norm_epsilon", float32(1e-5))
+	}
 	if a == "minicpm" { // MiniCPM's multipliers as the converter writes them: scale_emb, scale_depth/sqrt(layers), hidden/dim_model_base
 		w.Add(a+".embedding_scale", float32(12))
 		w.Add(a+".residual_scale", float32(1.4/math.Sqrt(float64(c.Layers))))

@@ -554,6 +554,9 @@ func TestEndToEndGenerated(t *testing.T) {
 		// apertus: xIELU (xielu_f32, its parameters per layer).
 		// Emulation: max 0.0042, mean 0.00108, PPL ratio 0.999993.
 		{"apertus", nil, 0.0085, 0.0022, 0.0001, ""},
+		// orion: LayerNorms with biases (layernorm_f32), NeoX RoPE.
+		// Emulation: max 0.0055, mean 0.00137, PPL ratio 1.000076.
+		{"orion", nil, 0.011, 0.0028, 0.00016, ""},
 		// deci: attention, "linear attention", none, a layer skipped
 		// whole, attention. Emulation: max 0.0076, mean 0.00145, PPL
 		// ratio 0.999845.

@@ -359,6 +359,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1628.9724100, -798.9481771, -800.9166185, -796.8997242}},
 		{"internlm2", "internlm2", "", nil, "", "09efe34f07ba0cf067cdd331a0307210a25b2178fc9507b0f9a7ceec6aef07cf",
 			[]float64{-1626.4546316, -790.1359273, -799.2311808, -758.7573398}},
+		{"orion", "orion", "", nil, "", "1bb5e9a080d918d753ba48b6596dbf2b753befa8cdf7693d50123e96b23500cf",
+			[]float64{-1611.2120671, -814.6649741, -792.3570189, -780.0358529}},
 		{"nanbeige", "nanbeige", "", nil, "", "9f09e9f0d4ba6dc0678e2082a2673b60bdb8e599e4f86c8d3768e01d553dd37c",
 			[]float64{-1626.4546316, -790.1359273, -799.2311808, -758.7573398}},
 		{"xverse", "xverse", "", nil, "", "b5bc2ec3bf54cd4301ed83d58524e19cd68ff064d718414b176ebdb8c20f2e55",
@@ -838,6 +840,17 @@ func phiMoE(orig int) func(*mkmodel.Shape) {
 			s.Context, s.OrigContext = 4096, orig
 		}
 	}
+}
+
+// TestOrionRefused: orion without its LayerNorms' epsilon or a norm's
+// bias is refused by name, as llama.cpp refuses it.
+func TestOrionRefused(t *testing.T) {
+	dir := oracle.Require(t)
+	checkRefusals(t, genModel(t, dir, "orion", nil), []refusal{
+		{"no epsilon", map[string]any{"orion.attention.layer_norm_epsilon": nil}, nil, "missing metadata orion.attention.layer_norm_epsilon"},
+		{"zero epsilon", map[string]any{"orion.attention.layer_norm_epsilon": float32(0)}, nil, "orion.attention.layer_norm_epsilon = 0, want > 0"},
+		{"no norm bias", nil, []string{"blk.1.ffn_norm.bias"}, "missing tensor blk.1.ffn_norm.bias"},
+	})
 }
 
 // TestPhiMoERefused: phimoe without a norm's bias, which llama.cpp

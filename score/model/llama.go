@@ -84,6 +84,33 @@ type decoder struct {
 	qkLayerNorm float64
 	// nopeTemp scales the queries of the layers without RoPE (llama4).
 	nopeTemp attnTemp
+	// layerNorm, when not 0, makes the pre-norms and the output norm
+	// LayerNorms of this epsilon, their biases attnNormB, ffnNormB and
+	// outNormB (orion; ml.LayerNormer, lnDecoder).
+	layerNorm float64
+}
+
+// lnDecoder is a decoder with LayerNorms: it needs ml.LayerNormer.
+type lnDecoder struct{ *decoder }
+
+func (m lnDecoder) Check(b ml.Backend) error {
+	if _, ok := b.(ml.LayerNormer); !ok {
+		return fmt.Errorf("%s needs LayerNorm (ml.LayerNormer), which backend %T lacks", m.hp.Arch, b)
+	}
+	return nil
+}
+
+// norm norms the rows of x into dst by w, then adds bias when set: an RMS
+// norm, or with layerNorm a LayerNorm.
+func (m *decoder) norm(b ml.Backend, dst, x ml.Tensor, w, bias *ml.Vector) {
+	if m.layerNorm != 0 {
+		b.(ml.LayerNormer).LayerNorm(dst, x, w, bias, m.layerNorm)
+		return
+	}
+	b.RMSNorm(dst, x, w, m.hp.Eps)
+	if bias != nil {
+		b.AddRows(dst, bias)
+	}
 }
 
 type decoderLayer struct {
@@ -425,10 +452,7 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			if w == nil {
 				return x
 			}
-			b.RMSNorm(h, x, w, hp.Eps)
-			if bias != nil {
-				b.AddRows(h, bias)
-			}
+			m.norm(b, h, x, w, bias)
 			return h
 		}
 		if ly.q != nil || ly.mixer != nil { // the mixer (none in nemotron_h's MLP blocks)
@@ -463,10 +487,7 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		}
 		b.Release(mark)
 	}
-	b.RMSNorm(x, x, m.outputNorm, hp.Eps)
-	if m.outNormB != nil {
-		b.AddRows(x, m.outNormB)
-	}
+	m.norm(b, x, x, m.outputNorm, m.outNormB)
 	return x
 }
 

@@ -27,6 +27,7 @@ func init() {
 	}
 	Register("minicpm", newMiniCPM)
 	Register("deci", newDeci)
+	Register("orion", newOrion)
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
 	Register("arcee", newArcee)
@@ -173,6 +174,41 @@ func newDeci(l *Loader) Network {
 		ly.ffn = l.DenseFFN(p, E, ffn[i])
 		return ly
 	})
+}
+
+// orion: OrionStar's Orion-14B, as llama.cpp 0.7.0 runs it: llama's
+// decoder with NeoX RoPE and LayerNorms (weight and bias, epsilon
+// attention.layer_norm_epsilon, required) where llama has RMS norms.
+func newOrion(l *Loader) Network {
+	hp := l.HP
+	m := meta{l.f, hp.Arch}
+	err := m.require("attention.layer_norm_epsilon")
+	eps := 0.0
+	if err == nil {
+		eps, err = m.float("attention.layer_norm_epsilon", 0)
+	}
+	if err == nil && !(eps > 0) {
+		err = fmt.Errorf("metadata %s.attention.layer_norm_epsilon = %v, want > 0", hp.Arch, eps)
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	d := newDecoder(l, decoderOpts{neox: true})
+	if l.Err() != nil {
+		return nil
+	}
+	d.layerNorm = eps
+	d.outNormB = l.Vector("output_norm.bias", hp.Embd)
+	for i := range d.layers {
+		p := fmt.Sprintf("blk.%d.", i)
+		d.layers[i].attnNormB = l.Vector(p+"attn_norm.bias", hp.Embd)
+		d.layers[i].ffnNormB = l.Vector(p+"ffn_norm.bias", hp.Embd)
+	}
+	if l.Err() != nil {
+		return nil
+	}
+	return lnDecoder{d}
 }
 
 // linearMixer is deci's "linear attention": a projection of the normed
