@@ -34,7 +34,7 @@ func (s Shape) fused() bool { return s.Arch == "phi3" || s.Arch == "glm4" }
 // partialRoPE reports an attention architecture whose RopeDims may be
 // set (the hybrids check theirs apart).
 func (s Shape) partialRoPE() bool {
-	return s.phi3() || s.fused() || s.Arch == "minimax-m2" || s.Arch == "bailingmoe2"
+	return s.phi3() || s.fused() || s.Arch == "stablelm" || s.Arch == "minimax-m2" || s.Arch == "bailingmoe2"
 }
 
 // checkPhi3 validates phi3's fields (and that other architectures leave
@@ -60,6 +60,8 @@ func (s Shape) ropeDims() int {
 		return s.RopeDims
 	case s.Arch == "glm4" || s.Arch == "minimax-m2":
 		return s.HeadDim / 2
+	case s.Arch == "stablelm": // StableLM 2's partial_rotary_factor 0.25
+		return s.HeadDim / 4
 	}
 	return s.HeadDim
 }
@@ -124,7 +126,7 @@ func (c *Config) phi3Factors(add func(name string, shape []uint64, layer int, fi
 
 // normBias adds the bias of a norm (phimoe's, orion's LayerNorms').
 func (c *Config) normBias(add func(name string, shape []uint64, layer int, fill RowFunc), name string, layer int) {
-	if c.Arch == "phimoe" || c.Arch == "orion" {
+	if c.Arch == "phimoe" || c.Arch == "orion" || c.Arch == "stablelm" {
 		add(name, []uint64{uint64(c.Embd)}, layer, c.normal(name, 0.1))
 	}
 }

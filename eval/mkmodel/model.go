@@ -196,7 +196,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if post {
 			add(p+"post_attention_norm.weight", []uint64{e}, i, c.gain(p+"post_attention_norm.weight", res, 0.1*res))
 		}
-		if !olmo && !c.cohere() { // Cohere's MLP reads the attention's normed rows
+		if !olmo && !c.cohere() && !(c.Arch == "stablelm" && c.QKLayerNorm) { // Cohere's and StableLM 2 12B's MLPs read the attention's normed rows
 			ffnNorm := p + "ffn_norm.weight"
 			switch c.Arch {
 			case "seed_oss": // its FFN pre-norm's name
@@ -363,8 +363,11 @@ func Write(path string, c *Config) error {
 		w.Add("xielu.beta", beta)
 		w.Add("xielu.eps", eps)
 	}
-	if a == "orion" { // its LayerNorms' epsilon
+	if a == "orion" || a == "stablelm" { // their LayerNorms' epsilon
 		w.Add(a+".attention.layer_norm_epsilon", float32(1e-5))
+	}
+	if a == "stablelm" {
+		w.Add(a+".rope.dimension_count", uint32(c.ropeDims()))
 	}
 	if a == "minicpm" { // MiniCPM's multipliers as the converter writes them: scale_emb, scale_depth/sqrt(layers), hidden/dim_model_base
 		w.Add(a+".embedding_scale", float32(12))

@@ -60,7 +60,8 @@ type Shape struct {
 	MoELatent int
 	// SSMNoNorm leaves falcon-h1's mixers without ssm_norm.
 	SSMNoNorm bool
-	// QKLayerNorm gives command-r Command R+'s LayerNorms of each head of
+	// QKLayerNorm gives command-r Command R+'s (stablelm StableLM 2 12B's,
+	// with its parallel residual: no FFN norm) LayerNorms of each head of
 	// q and k (attn_q_norm, attn_k_norm: weights for every head).
 	QKLayerNorm bool
 	// PerLayer is gemma3n's embedding_length_per_layer_input (gemma3n.go).
@@ -73,7 +74,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -187,8 +188,10 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: %s is tied (llama.cpp's %s reads no output matrix)", s.Arch, s.Arch)
 	case s.cohere() && !s.Tied:
 		return fmt.Errorf("shape: %s is tied (llama.cpp's %s reads no output matrix)", s.Arch, s.Arch)
-	case s.QKLayerNorm && s.Arch != "command-r":
-		return fmt.Errorf("shape: per-head q/k LayerNorms are command-r's (Command R+)")
+	case s.QKLayerNorm && s.Arch != "command-r" && s.Arch != "stablelm":
+		return fmt.Errorf("shape: per-head q/k LayerNorms are command-r's (Command R+) and stablelm's (StableLM 2 12B)")
+	case s.Arch == "stablelm" && s.Tied:
+		return fmt.Errorf("shape: stablelm is untied (llama.cpp's stablelm requires output.weight)")
 	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && !s.lfm2() && !s.gemma3n():
 		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, gemma2, cohere2, lfm2, lfm2moe and gemma3n", s.Window)
 	}
@@ -260,6 +263,13 @@ func (s Shape) Params() int64 {
 		block += q + kv + int64(s.Experts)
 	case "orion": // the norms' biases
 		block += 2 * e
+	case "stablelm": // q, k and v biases, the attention norm's bias; 12B's layout: per-head q/k norms, no FFN norm
+		block += q + 2*kv + e
+		if s.QKLayerNorm {
+			block += q + kv - e
+		} else {
+			block += e
+		}
 	case "deepseek": // the shared experts
 		block += 3 * e * int64(s.SharedFFN)
 	case "ernie4_5-moe": // the selection bias, the shared expert
@@ -319,7 +329,7 @@ func (s Shape) Params() int64 {
 			n += int64(s.Vocab)
 		}
 	}
-	if s.Arch == "orion" { // the output norm's bias
+	if s.Arch == "orion" || s.Arch == "stablelm" { // the output norm's bias
 		n += e
 	}
 	if s.OrigContext > 0 { // LongRoPE's long and short factors

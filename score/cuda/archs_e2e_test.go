@@ -554,6 +554,12 @@ func TestEndToEndGenerated(t *testing.T) {
 		// apertus: xIELU (xielu_f32, its parameters per layer).
 		// Emulation: max 0.0042, mean 0.00108, PPL ratio 0.999993.
 		{"apertus", nil, 0.0085, 0.0022, 0.0001, ""},
+		// stablelm: orion's block, q/k/v biases, RoPE over a quarter of
+		// the head; and StableLM 2 12B's per-head q/k LayerNorms and
+		// parallel residual. Emulation: max 0.0091, 0.0056, mean 0.00147,
+		// 0.00103, PPL ratio 1.000064, 1.000003.
+		{"stablelm", nil, 0.018, 0.003, 0.00013, ""},
+		{"stablelm", func(s *mkmodel.Shape) { s.QKLayerNorm = true }, 0.011, 0.0021, 0.0001, ""},
 		// orion: LayerNorms with biases (layernorm_f32), NeoX RoPE.
 		// Emulation: max 0.0055, mean 0.00137, PPL ratio 1.000076.
 		{"orion", nil, 0.011, 0.0028, 0.00016, ""},

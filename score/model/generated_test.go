@@ -359,6 +359,10 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1628.9724100, -798.9481771, -800.9166185, -796.8997242}},
 		{"internlm2", "internlm2", "", nil, "", "09efe34f07ba0cf067cdd331a0307210a25b2178fc9507b0f9a7ceec6aef07cf",
 			[]float64{-1626.4546316, -790.1359273, -799.2311808, -758.7573398}},
+		{"stablelm", "stablelm", "", nil, "", "6d455db743b5714ee564a56842da09252b525ed0d6cdb15a731c300985125fc3",
+			[]float64{-1627.7180540, -796.4582921, -787.7158177, -771.7873598}},
+		{"stablelm-12b", "stablelm", "", func(s *mkmodel.Shape) { s.QKLayerNorm = true }, "", "b488f7e18555d99b0b19a9333d76317dc20b4ceca7e1208f491506bc86914f7d",
+			[]float64{-1644.7391921, -794.6063096, -798.5844761, -765.7673443}},
 		{"orion", "orion", "", nil, "", "1bb5e9a080d918d753ba48b6596dbf2b753befa8cdf7693d50123e96b23500cf",
 			[]float64{-1611.2120671, -814.6649741, -792.3570189, -780.0358529}},
 		{"nanbeige", "nanbeige", "", nil, "", "9f09e9f0d4ba6dc0678e2082a2673b60bdb8e599e4f86c8d3768e01d553dd37c",
@@ -842,14 +846,20 @@ func phiMoE(orig int) func(*mkmodel.Shape) {
 	}
 }
 
-// TestOrionRefused: orion without its LayerNorms' epsilon or a norm's
-// bias is refused by name, as llama.cpp refuses it.
+// TestOrionRefused: orion and stablelm without their LayerNorms' epsilon
+// or a norm's bias (stablelm: or the output matrix) are refused by name,
+// as llama.cpp refuses them.
 func TestOrionRefused(t *testing.T) {
 	dir := oracle.Require(t)
 	checkRefusals(t, genModel(t, dir, "orion", nil), []refusal{
 		{"no epsilon", map[string]any{"orion.attention.layer_norm_epsilon": nil}, nil, "missing metadata orion.attention.layer_norm_epsilon"},
 		{"zero epsilon", map[string]any{"orion.attention.layer_norm_epsilon": float32(0)}, nil, "orion.attention.layer_norm_epsilon = 0, want > 0"},
 		{"no norm bias", nil, []string{"blk.1.ffn_norm.bias"}, "missing tensor blk.1.ffn_norm.bias"},
+	})
+	checkRefusals(t, genModel(t, dir, "stablelm", nil), []refusal{
+		{"no epsilon", map[string]any{"stablelm.attention.layer_norm_epsilon": nil}, nil, "missing metadata stablelm.attention.layer_norm_epsilon"},
+		{"tied", nil, []string{"output.weight"}, "missing tensor output.weight (llama.cpp's stablelm reads no tied output)"},
+		{"no attention norm bias", nil, []string{"blk.0.attn_norm.bias"}, "missing tensor blk.0.attn_norm.bias"},
 	})
 }
 

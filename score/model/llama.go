@@ -136,6 +136,9 @@ type decoderLayer struct {
 	// post_attention_norm, post_ffw_norm).
 	postAttnNorm, postFFNNorm *ml.Vector
 	noRoPE                    bool // no positions in this layer's q and k (smollm3's NoPE layers)
+	// parallelFFN makes the FFN read the attention's normed rows, its
+	// output added after the attention's (stablelm's parallel residual).
+	parallelFFN bool
 	// mixer, when set, is the layer's mixer instead of attention (the
 	// Mamba-2 layers of granitehybrid and nemotron_h, LFM2's short
 	// convolutions; q, k, v and o are nil), or beside it (falcon-h1: the
@@ -465,7 +468,11 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 					b.Add(mix, h)
 				}
 			} else {
-				m.attention(b, h, normed(ly.attnNorm, ly.attnNormB), i, ly)
+				hn := normed(ly.attnNorm, ly.attnNormB)
+				if ly.parallelFFN {
+					ly.ffn.Forward(b, ff, hn)
+				}
+				m.attention(b, h, hn, i, ly)
 			}
 			if ly.postAttnNorm != nil {
 				b.RMSNorm(mix, mix, ly.postAttnNorm, hp.Eps)
@@ -476,7 +483,9 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			b.Add(x, mix)
 		}
 		if ly.ffn != nil { // the FFN (none in nemotron_h's mixer blocks)
-			ly.ffn.Forward(b, ff, normed(ly.ffnNorm, ly.ffnNormB))
+			if !ly.parallelFFN {
+				ly.ffn.Forward(b, ff, normed(ly.ffnNorm, ly.ffnNormB))
+			}
 			if ly.postFFNNorm != nil {
 				b.RMSNorm(ff, ff, ly.postFFNNorm, hp.Eps)
 			}

@@ -28,6 +28,7 @@ func init() {
 	Register("minicpm", newMiniCPM)
 	Register("deci", newDeci)
 	Register("orion", newOrion)
+	Register("stablelm", newStableLM)
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
 	Register("arcee", newArcee)
@@ -181,17 +182,8 @@ func newDeci(l *Loader) Network {
 // attention.layer_norm_epsilon, required) where llama has RMS norms.
 func newOrion(l *Loader) Network {
 	hp := l.HP
-	m := meta{l.f, hp.Arch}
-	err := m.require("attention.layer_norm_epsilon")
-	eps := 0.0
-	if err == nil {
-		eps, err = m.float("attention.layer_norm_epsilon", 0)
-	}
-	if err == nil && !(eps > 0) {
-		err = fmt.Errorf("metadata %s.attention.layer_norm_epsilon = %v, want > 0", hp.Arch, eps)
-	}
-	if err != nil {
-		l.fail(err)
+	eps := l.layerNormEps()
+	if eps == 0 {
 		return nil
 	}
 	d := newDecoder(l, decoderOpts{neox: true})
@@ -206,6 +198,74 @@ func newOrion(l *Loader) Network {
 		d.layers[i].ffnNormB = l.Vector(p+"ffn_norm.bias", hp.Embd)
 	}
 	if l.Err() != nil {
+		return nil
+	}
+	return lnDecoder{d}
+}
+
+// layerNormEps reads attention.layer_norm_epsilon, required and positive;
+// 0 after an error.
+func (l *Loader) layerNormEps() float64 {
+	m := meta{l.f, l.HP.Arch}
+	err := m.require("attention.layer_norm_epsilon")
+	eps := 0.0
+	if err == nil {
+		eps, err = m.float("attention.layer_norm_epsilon", 0)
+	}
+	if err == nil && !(eps > 0) {
+		err = fmt.Errorf("metadata %s.attention.layer_norm_epsilon = %v, want > 0", l.HP.Arch, eps)
+	}
+	if err != nil {
+		l.fail(err)
+		return 0
+	}
+	return eps
+}
+
+// stablelm: Stability's StableLM (2 1.6B, 2 12B, StableLM 3B, StableCode),
+// as llama.cpp 0.7.0 runs it: orion's LayerNorms with biases and NeoX RoPE
+// over rope.dimension_count of each head, q/k/v biases where the file has
+// them, the output matrix required; StableLM 2 12B's per-head q and k
+// LayerNorms (attn_q_norm, attn_k_norm: weights of every head, no bias)
+// and its parallel residual, where a layer without ffn_norm feeds its FFN
+// the attention's normed rows.
+func newStableLM(l *Loader) Network {
+	hp := l.HP
+	eps := l.layerNormEps()
+	if eps == 0 {
+		return nil
+	}
+	if !l.Has("output.weight") {
+		l.Failf("missing tensor output.weight (llama.cpp's stablelm reads no tied output)")
+		return nil
+	}
+	d := l.baseDecoder(true)
+	if d.rope == nil {
+		return nil
+	}
+	d.layerNorm = eps
+	d.outNormB = l.Vector("output_norm.bias", hp.Embd)
+	if l.Has("blk.0.attn_q_norm.weight") {
+		d.qkLayerNorm = eps
+	}
+	net := l.bindLayers(d, func(i int, p string) decoderLayer {
+		ly := l.attnLayer(p)
+		ly.attnNormB = l.Vector(p+"attn_norm.bias", hp.Embd)
+		if d.qkLayerNorm != 0 {
+			ly.qNorm, ly.kNorm = l.headNorms(p+"attn_q_norm", hp.Heads), l.headNorms(p+"attn_k_norm", hp.KVHeads)
+		}
+		if l.Has(p + "ffn_norm.weight") {
+			ly.ffnNorm = l.Norm(p+"ffn_norm", hp.Embd)
+			if l.Has(p + "ffn_norm.bias") {
+				ly.ffnNormB = l.Vector(p+"ffn_norm.bias", hp.Embd)
+			}
+		} else {
+			ly.parallelFFN = true
+		}
+		ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		return ly
+	})
+	if net == nil {
 		return nil
 	}
 	return lnDecoder{d}
