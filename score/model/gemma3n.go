@@ -271,9 +271,6 @@ func (g *gemma3n) Check(b ml.Backend) error {
 	return nil
 }
 
-// f32 is 1/x as llama.cpp computes such scales, in float32.
-func f32inv(x float64) float64 { return float64(1 / float32(x)) }
-
 func (g *gemma3n) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	g4, au := b.(ml.Gemma4), b.(ml.AltUp)
 	hp, n, E, A := g.hp, len(tokens), g.hp.Embd, g3nStreams
@@ -289,14 +286,14 @@ func (g *gemma3n) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	// Per-layer inputs, (n, 256·layers).
 	pl := b.Alloc(n, P*hp.Layers)
 	b.Linear(pl, x0, g.plProj)
-	b.Scale(pl, f32inv(math.Sqrt(float64(E))))
+	b.Scale(pl, float64(nn.InvSqrtf(E)))
 	v := b.View(pl, n*hp.Layers, P)
 	b.RMSNorm(v, v, g.plNorm, hp.Eps)
 	e := b.Alloc(n, P*hp.Layers)
 	b.Embed(e, g.plEmbd, tokens)
 	b.Scale(e, math.Sqrt(float64(P)))
 	b.Add(pl, e)
-	b.Scale(pl, f32inv(math.Sqrt2))
+	b.Scale(pl, float64(nn.InvSqrtf(2)))
 
 	for k := 1; k < A; k++ {
 		s := stream(x, k)
@@ -342,7 +339,7 @@ func (g *gemma3n) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		b.RMSNorm(o, o, ly.postAttnNorm, hp.Eps)
 		b.Add(o, ap)
 		b.Add(o, laurel)
-		b.Scale(o, f32inv(math.Sqrt2))
+		b.Scale(o, float64(nn.InvSqrtf(2)))
 
 		b.RMSNorm(h, o, ly.ffnNorm, hp.Eps)
 		f := b.Alloc(n, E)

@@ -65,7 +65,7 @@ type decoder struct {
 	tokenEmbd  *ml.Matrix // token_embd: (vocab, embd), read by row
 	layers     []decoderLayer
 	outputNorm *ml.Vector // output_norm
-	outNormB   *ml.Vector // output_norm.bias, added after the norm (phimoe), or nil
+	outNormB   *ml.Vector // output_norm.bias (phimoe, orion, stablelm), or nil
 	head       Head
 	rope       *nn.RoPE
 	attn       ml.Attn // every layer's, unless the layer has its own
@@ -86,7 +86,7 @@ type decoder struct {
 	nopeTemp attnTemp
 	// layerNorm, when not 0, makes the pre-norms and the output norm
 	// LayerNorms of this epsilon, their biases attnNormB, ffnNormB and
-	// outNormB (orion; ml.LayerNormer, lnDecoder).
+	// outNormB (orion, stablelm; ml.LayerNormer, lnDecoder).
 	layerNorm float64
 }
 
@@ -118,8 +118,9 @@ type decoderLayer struct {
 	// stream for the attention and the FFN; nil, they read it as it is
 	// (olmo2, exaone4).
 	attnNorm, ffnNorm *ml.Vector
-	// attnNormB and ffnNormB, when set, are added after the norms
-	// (phimoe's attn_norm.bias, ffn_norm.bias).
+	// attnNormB and ffnNormB, when set, are the norms' biases
+	// (attn_norm.bias, ffn_norm.bias: phimoe's RMS norms, orion's and
+	// stablelm's LayerNorms; decoder.norm).
 	attnNormB, ffnNormB *ml.Vector
 	q, k, v, o          *ml.Matrix // blk.N.attn_q, attn_k, attn_v, attn_output (+ optional .bias)
 	// qNorm and kNorm (blk.N.attn_q_norm, attn_k_norm), when set, norm q

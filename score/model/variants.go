@@ -187,9 +187,6 @@ func newOrion(l *Loader) Network {
 		return nil
 	}
 	d := newDecoder(l, decoderOpts{neox: true})
-	if l.Err() != nil {
-		return nil
-	}
 	d.layerNorm = eps
 	d.outNormB = l.Vector("output_norm.bias", hp.Embd)
 	for i := range d.layers {
@@ -240,9 +237,6 @@ func newStableLM(l *Loader) Network {
 		return nil
 	}
 	d := l.baseDecoder(true)
-	if d.rope == nil {
-		return nil
-	}
 	d.layerNorm = eps
 	d.outNormB = l.Vector("output_norm.bias", hp.Embd)
 	if l.Has("blk.0.attn_q_norm.weight") {
