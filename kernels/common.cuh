@@ -139,6 +139,15 @@ __device__ __forceinline__ float e2m1_value(u32 b) {
 	return __uint_as_float(sign | ((ex - 1u + 127u) << 23) | (m << 22));
 }
 
+// gelu_tanh is the tanh form of GELU in float64, each operation rounded
+// as nn's gelu64: 0.5·g·(1 + tanh(sqrt(2/π)·(g + 0.044715·g³))) (GeGLU's
+// gate, the ungated GELU).
+__device__ __forceinline__ double gelu_tanh(double g) {
+	const double c = 0.7978845608028654; // sqrt(2/π)
+	double inner = __dmul_rn(c, __dadd_rn(g, __dmul_rn(__dmul_rn(__dmul_rn(0.044715, g), g), g)));
+	return __dmul_rn(__dmul_rn(0.5, g), __dadd_rn(1.0, tanh(inner)));
+}
+
 // warp reductions
 __device__ __forceinline__ double warp_sum_d(double v) {
 	for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -11,26 +11,25 @@
 #include "common.cuh"
 
 // glu_f32: out[i] = f32(act(gate[i]) · up[i]) for count elements; act 0
-// SwiGLU, 1 GeGLU (tanh form), 2 gpt-oss's clamped SwiGLU (ml.Act); act 3
-// the ungated ReLU², out[i] = f32(max(gate[i], 0)²) (nn.ReLUSqr: gate is
-// an ungated MLP's Up·x, up unused and may be null; the float64 product of
-// two floats is exact, so this is the float32 product). out may be gate or
-// up (each element is read and written by one thread).
+// SwiGLU, 1 GeGLU (tanh form), 2 gpt-oss's clamped SwiGLU (ml.Act); the
+// ungated act 3 ReLU², out[i] = f32(max(gate[i], 0)²) (nn.ReLUSqr: the
+// float64 product of two floats is exact, so this is the float32
+// product), and act 5 GELU, out[i] = f32(gelu(gate[i])) (nn.GELU), gate
+// being an ungated MLP's Up·x, up unused and may be null. out may be gate
+// or up (each element is read and written by one thread).
 extern "C" __global__ void glu_f32(float* out, const float* gate, const float* up, i64 count, int act) {
 	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < count; idx += (i64)gridDim.x * blockDim.x) {
 		double g = (double)gate[idx], v;
-		if (act == 3) {
+		if (act == 3 || act == 5) {
 			double r = g < 0.0 ? 0.0 : g; // Go's max(g, 0): a NaN stays NaN
-			out[idx] = (float)__dmul_rn(r, r);
+			out[idx] = (float)(act == 3 ? __dmul_rn(r, r) : gelu_tanh(g));
 			continue;
 		}
 		double u = (double)up[idx];
 		if (act == 0) {
 			v = __dmul_rn(__ddiv_rn(g, __dadd_rn(1.0, exp(-g))), u);
 		} else if (act == 1) {
-			const double c = 0.7978845608028654; // sqrt(2/π)
-			double inner = __dmul_rn(c, __dadd_rn(g, __dmul_rn(__dmul_rn(__dmul_rn(0.044715, g), g), g)));
-			v = __dmul_rn(__dmul_rn(__dmul_rn(0.5, g), __dadd_rn(1.0, tanh(inner))), u);
+			v = __dmul_rn(gelu_tanh(g), u);
 		} else {
 			g = fmin(g, 7.0);
 			u = fmax(-7.0, fmin(u, 7.0));

@@ -59,10 +59,11 @@ extern "C" __global__ void swiglu_half(u16* __restrict__ out, const float* __res
 // glu_half: the other activations of ml.Act, act 1 GeGLU (nn.GeGLU:
 // 0.5·g·(1 + tanh(sqrt(2/π)·(g + 0.044715·g³)))·u), act 2 gpt-oss's
 // clamped SwiGLU (nn.OAISwiGLU: g = min(gate, 7), u = clamp(up, -7, 7),
-// g·sigmoid(1.702·g)·(u + 1)) and act 3 the ungated ReLU² (nn.ReLUSqr:
-// max(g, 0)², g being an ungated MLP's Up·x, up unused and may be null),
-// in float64 rounded to float32 once (ReLU²'s product of two floats is
-// exact in float64: the float32 product), then to bf16 or (f16 != 0)
+// g·sigmoid(1.702·g)·(u + 1)), and the ungated act 3 ReLU² (nn.ReLUSqr:
+// max(g, 0)²) and act 5 GELU (nn.GELU: gelu(g)), g being an ungated
+// MLP's Up·x, up unused and may be null, in float64 rounded to float32
+// once (ReLU²'s product of two floats is exact in float64: the float32
+// product), then to bf16 or (f16 != 0)
 // fp16. gate and up are dense (rows, f). amax and rescale: above.
 extern "C" __global__ void glu_half(u16* __restrict__ out, const float* __restrict__ gate, const float* __restrict__ up,
                                     int rows, int f, int act, int f16, u32* amax, int rescale) {
@@ -72,16 +73,14 @@ extern "C" __global__ void glu_half(u16* __restrict__ out, const float* __restri
 	i64 total = (i64)rows * f;
 	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < total; idx += (i64)gridDim.x * blockDim.x) {
 		double g = (double)gate[idx], v;
-		if (act == 3) {
+		if (act == 3 || act == 5) {
 			double r = g < 0.0 ? 0.0 : g; // Go's max(g, 0): a NaN stays NaN
-			out[idx] = out_half((float)__dmul_rn(r, r), f16, k, &m);
+			out[idx] = out_half((float)(act == 3 ? __dmul_rn(r, r) : gelu_tanh(g)), f16, k, &m);
 			continue;
 		}
 		double u = (double)up[idx];
 		if (act == 1) {
-			const double c = 0.7978845608028654; // sqrt(2/π)
-			double inner = __dmul_rn(c, __dadd_rn(g, __dmul_rn(__dmul_rn(__dmul_rn(0.044715, g), g), g)));
-			v = __dmul_rn(__dmul_rn(__dmul_rn(0.5, g), __dadd_rn(1.0, tanh(inner))), u);
+			v = __dmul_rn(gelu_tanh(g), u);
 		} else {
 			g = fmin(g, 7.0);
 			u = fmax(-7.0, fmin(u, 7.0));

@@ -122,6 +122,8 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 		c.Experts, c.ExpertsUsed, c.ExpertFFN, c.OrigContext = 8, 2, c.FFN, 512
 	case "gemma3n": // tied, with a window; llama.cpp's per-layer width
 		c.Tied, c.Window, c.PerLayer = true, 64, 256
+	case "olmo2": // OLMo 3's window and YaRN
+		c.Window, c.YaRN = 64, 8
 	case "falcon-h1": // a mixer beside each attention, without ssm_norm
 		c.SSMState, c.SSMKHeads, c.SSMVHeads, c.SSMHeadDim, c.SSMConv, c.SSMNoNorm = 16, 2, 4, 16, 4, true
 	}
@@ -337,6 +339,16 @@ func TestModels(t *testing.T) {
 				delete(keys, a+".feed_forward_length")
 				if got, err := f.Int32s(a + ".feed_forward_length"); err != nil || !slices.Equal(got, []int32{512, 512}) {
 					t.Errorf("%s.feed_forward_length = %v (%v), want [512 512]", a, got, err)
+				}
+			}
+			if a == "olmo2" { // OLMo 3's keys, as its converter writes them
+				keys[a+".attention.sliding_window"], keys[a+".rope.scaling.original_context_length"] = 64, 128
+				p, _ := f.Lookup(a + ".attention.sliding_window_pattern")
+				typ, _ := f.String(a + ".rope.scaling.type")
+				factor, _ := f.Float(a + ".rope.scaling.factor")
+				attn, _ := f.Float(a + ".rope.scaling.attn_factor")
+				if !slices.Equal(p.Any().([]bool), []bool{true, true}) || typ != "yarn" || factor != 8 || attn != float64(float32(1+0.1*math.Log(8))) {
+					t.Errorf("OLMo 3's keys: sliding_window_pattern %v, rope.scaling.type %q, factor %v, attn_factor %v", p.Any(), typ, factor, attn)
 				}
 			}
 			for key, want := range keys {

@@ -338,6 +338,19 @@ func Write(path string, c *Config) error {
 		c.gemma3nKeys(w)
 	} else if c.Window > 0 {
 		w.Add(a+".attention.sliding_window", uint32(c.Window))
+		if a == "olmo2" { // the converter's flags for OLMo 3's layer_types
+			slides := make([]bool, c.Layers)
+			for i := range slides {
+				slides[i] = (i+1)%4 != 0
+			}
+			w.Add(a+".attention.sliding_window_pattern", slides)
+		}
+	}
+	if c.YaRN != 0 {
+		w.Add(a+".rope.scaling.type", "yarn")
+		w.Add(a+".rope.scaling.factor", float32(c.YaRN))
+		w.Add(a+".rope.scaling.attn_factor", float32(1+0.1*math.Log(c.YaRN)))
+		w.Add(a+".rope.scaling.original_context_length", uint32(c.Context/int(c.YaRN)))
 	}
 	if a == "gemma2" { // Gemma 2's window and soft-caps
 		if c.Window == 0 {

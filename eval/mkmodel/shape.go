@@ -36,8 +36,15 @@ type Shape struct {
 	// Phi-3's LongRoPE (phi3.go documents it; RopeDims too).
 	OrigContext int
 	// Window is exaone4's, LFM2's and Gemma 2's attention.sliding_window (0:
-	// not written; Gemma 2's 4096).
+	// not written; Gemma 2's 4096); in olmo2 OLMo 3's, with the
+	// converter's attention.sliding_window_pattern, a flag per layer: 3
+	// sliding layers of every 4.
 	Window int
+	// YaRN, when not 0, is rope.scaling.factor with rope.scaling.type
+	// yarn (olmo2, llama, qwen3): the original context Context/YaRN and
+	// rope.scaling.attn_factor 1 + 0.1·ln(YaRN), as the converter writes
+	// OLMo 3's attention_factor.
+	YaRN float64
 	// DenseLead is the leading dense layers of ernie4_5-moe, dots1,
 	// lfm2moe and bailingmoe2 (SharedFFN, when not 0, the shared expert's
 	// width).
@@ -192,8 +199,10 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: per-head q/k LayerNorms are command-r's (Command R+) and stablelm's (StableLM 2 12B)")
 	case s.Arch == "stablelm" && s.Tied:
 		return fmt.Errorf("shape: stablelm is untied (llama.cpp's stablelm requires output.weight)")
-	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && !s.lfm2() && !s.gemma3n():
-		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, gemma2, cohere2, lfm2, lfm2moe and gemma3n", s.Window)
+	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "olmo2" && !s.lfm2() && !s.gemma3n():
+		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, gemma2, cohere2, olmo2, lfm2, lfm2moe and gemma3n", s.Window)
+	case s.YaRN != 0 && (s.Arch != "olmo2" && s.Arch != "llama" && s.Arch != "qwen3" || !(s.YaRN > 1) || s.Context%int(s.YaRN) != 0):
+		return fmt.Errorf("shape: YaRN (factor %v) is for olmo2, llama and qwen3, with an integer factor above 1 that divides the context %d", s.YaRN, s.Context)
 	}
 	if err := s.checkMoE(); err != nil {
 		return err

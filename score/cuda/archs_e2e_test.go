@@ -369,7 +369,8 @@ func TestEndToEndWideHeads(t *testing.T) {
 // windows of TestEndToEndArchs: phi3 with LongRoPE over 24 of each head's
 // 32 dims, its long factors for windows of 256 beyond the original context
 // of 200; glm4 (biased attn_qkv, post-norms); llama with Mixtral's
-// experts; granite; smollm3; olmo2; seed_oss; exaone4 in its 64-layer
+// experts; granite; smollm3; olmo2, and OLMo 3 (sliding layers with
+// their own plain RoPE, YaRN in the global ones); seed_oss; exaone4 in its 64-layer
 // layout (sliding-window layers of 40 keys, global ones without RoPE);
 // minimax-m2; ernie4_5-moe; dots1; granitehybrid, nemotron_h and
 // nemotron_h_moe (Mamba-2: ml.Recurrent's SSMScan and GatedGroupNorm;
@@ -422,6 +423,11 @@ func TestEndToEndGenerated(t *testing.T) {
 		{"smollm3", func(s *mkmodel.Shape) { s.Layers = 4 }, 0.015, 0.004, 0.0003, ""},
 		// Emulation: max 0.0118, mean 0.0028, PPL ratio 1.00011.
 		{"olmo2", nil, 0.02, 0.004, 0.0003, ""},
+		// OLMo 3: 3 layers of 4 sliding over 40 keys with plain RoPE, the
+		// fourth with YaRN (factor 8), whose cos and sin times 1.46 (the
+		// file's attn_factor and YaRN's own) make its scores 2.1 times as
+		// sharp. Emulation: max 0.0153, mean 0.0041, PPL ratio 1.00042.
+		{"olmo2", func(s *mkmodel.Shape) { s.Layers, s.Window, s.YaRN = 4, 40, 8 }, 0.03, 0.008, 0.0008, ""},
 		// Emulation: max 0.0085, mean 0.0015, PPL ratio 0.99989.
 		{"seed_oss", nil, 0.015, 0.003, 0.0003, ""},
 		// Emulation: max 0.063, mean 0.0083, PPL ratio 1.00084. Depth, not

@@ -58,6 +58,16 @@ func TestGLUF32Parity(t *testing.T) {
 		}
 		bc.check(t, "glu_f32 relu2 (exact)", 0, 0)
 
+		// The ungated GELU the same way, to its float64 reference.
+		nn.GELU(want, x, nil)
+		xp = devPut(t, e, x)
+		do(t, e, func() error { return e.gluF32(xp, xp, 0, int64(len(x)), ml.GELU) })
+		bc = bitCompare{}
+		for i, v := range devGet[float32](t, e, xp, len(x)) {
+			bc.add(v, want[i], i)
+		}
+		bc.check(t, "glu_f32 gelu", 0, 0)
+
 		defer func() {
 			if recover() == nil {
 				t.Error("GLU with the ungated ReLU² did not panic")

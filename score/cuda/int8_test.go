@@ -390,6 +390,7 @@ func TestInt8MLP(t *testing.T) {
 		}{
 			{ml.ReLUSqr, gguf.TypeQ8_0, gguf.TypeQ8_0, 0},
 			{ml.ReLUSqr, gguf.TypeQ4_K, gguf.TypeQ8_0, 0},
+			{ml.GELU, gguf.TypeQ8_0, gguf.TypeQ8_0, 0},
 			{ml.SwiGLU, gguf.TypeQ8_0, gguf.TypeQ8_0, 0},
 			{ml.SwiGLU, gguf.TypeQ8_0, gguf.TypeQ8_0, 1.6448533535003662},
 		} {
@@ -411,12 +412,15 @@ func int8MLP(t *testing.T, e *Engine, act ml.Act, upType, downType gguf.Type, to
 	mlp := func(m *ml.MLP, ex int, x []float32, n int) []float32 {
 		u := int8Want(t, m.Up.Type, m.Up.Data, ex*F, F, x, n, in, in)
 		a := make([]float32, len(u))
-		if m.Gate == nil {
+		switch {
+		case act == ml.GELU:
+			nn.GELU(a, u, nil)
+		case m.Gate == nil:
 			for i, v := range u {
 				r := max(v, 0)
 				a[i] = r * r
 			}
-		} else {
+		default:
 			g := int8Want(t, m.Gate.Type, m.Gate.Data, ex*F, F, x, n, in, in)
 			if topk > 0 {
 				for r := range n {
@@ -444,7 +448,7 @@ func int8MLP(t *testing.T, e *Engine, act ml.Act, upType, downType gguf.Type, to
 		m := &ml.MLP{Act: act, TopK: topk,
 			Up:   &ml.Matrix{Name: "blk.0.ffn_up" + exps + ".weight", Type: upType, In: in, Out: F, Experts: experts},
 			Down: &ml.Matrix{Name: "blk.0.ffn_down" + exps + ".weight", Type: downType, In: F, Out: out, Experts: experts}}
-		if act != ml.ReLUSqr {
+		if !act.Ungated() {
 			m.Gate = &ml.Matrix{Name: "blk.0.ffn_gate" + exps + ".weight", Type: upType, In: in, Out: F, Experts: experts}
 		}
 		for _, w := range []*ml.Matrix{m.Gate, m.Up, m.Down} {

@@ -223,9 +223,13 @@ func (v *mlpVals) acts(x []float32, e int) []float32 {
 			act[f] = float32(g / (1 + math.Exp(-g)) * u)
 		case ml.GeGLU:
 			nn.GeGLU(act[f:f+1], gf[f:f+1], uf[f:f+1])
-		case ml.ReLUSqr:
-			r := max(u, 0)
-			act[f] = float32(r * r)
+		case ml.ReLUSqr, ml.GELU:
+			if v.act == ml.GELU {
+				nn.GELU(act[f:f+1], uf[f:f+1], nil)
+			} else {
+				r := max(u, 0)
+				act[f] = float32(r * r)
+			}
 			if u < 0 {
 				v.cut++
 			}
@@ -266,7 +270,7 @@ func mlpCase(t *testing.T, b *gpuBackend, rng *rand.Rand, act ml.Act, typ gguf.T
 		Up:   testMatrix("blk.0.ffn_up"+exps+".weight", typ, in, F, experts, v.up),
 		Down: testMatrix("blk.0.ffn_down"+exps+".weight", typ, F, out, experts, v.dn)}
 	m.Down.Bias = v.bias
-	if act != ml.ReLUSqr {
+	if !act.Ungated() {
 		v.gate = randF32(rng, N*F*in, 0.3)
 		m.Gate = testMatrix("blk.0.ffn_gate"+exps+".weight", typ, in, F, experts, v.gate)
 	}
@@ -293,7 +297,7 @@ func mlpBound(e *Engine, act ml.Act) float64 {
 	case e.Ordinal >= 0:
 		return 1e-5
 	case host && act != ml.ReLUSqr:
-		return 1e-6
+		return 1e-6 // GELU's tanh too
 	}
 	return 0
 }
@@ -327,6 +331,8 @@ func TestMLPParity(t *testing.T) {
 			{ml.ReLUSqr, gguf.TypeF32, 48, 100, 24, 1, false, 0},
 			{ml.ReLUSqr, gguf.TypeF32, 64, 37, 70, 1, false, 0},
 			{ml.ReLUSqr, gguf.TypeF32, 48, 100, 24, 150, false, 0},
+			{ml.GELU, gguf.TypeF16, 48, 100, 24, 1, false, 0},
+			{ml.GELU, gguf.TypeF32, 64, 37, 70, 1, false, 0},
 			{ml.SwiGLU, gguf.TypeF16, 48, 100, 24, 1, false, g3nTopK},
 			{ml.GeGLU, gguf.TypeF16, 48, 300, 24, 1, false, g3nTopK},
 			{ml.SwiGLU, gguf.TypeF32, 48, 100, 24, 1, false, 0.5},
@@ -379,8 +385,8 @@ func TestMLPParity(t *testing.T) {
 func checkMLP(t *testing.T, what string, v *mlpVals, worst, bound float64) {
 	t.Helper()
 	t.Logf("%s %v: largest difference %.2g (relative to 1 + |value|)", what, v.act, worst)
-	if v.act == ml.ReLUSqr || v.topk > 0 {
-		cutter := "ReLU²"
+	if v.act.Ungated() || v.topk > 0 {
+		cutter := "the ungated " + v.act.String() // sees negatives as well
 		if v.topk > 0 {
 			cutter = "the top-k"
 		}
@@ -565,10 +571,10 @@ func TestAttentionWindowParity(t *testing.T) {
 	})
 }
 
-// glu_half against nn.GeGLU, nn.OAISwiGLU and the ungated nn.ReLUSqr
-// (score/nn/mlp.go), with gates and ups past gpt-oss's clamps, and for
-// ReLU² (which reads no up: 0) negatives, NaN, infinities and squares
-// below fp16's subnormals and past its range.
+// glu_half against nn.GeGLU, nn.OAISwiGLU and the ungated nn.ReLUSqr and
+// nn.GELU (score/nn/mlp.go), with gates and ups past gpt-oss's clamps, and
+// for the ungated ones (which read no up: 0) negatives, NaN, infinities
+// and values below fp16's subnormals and past its range.
 func TestGLUParity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(24, 1))
@@ -593,10 +599,11 @@ func TestGLUParity(t *testing.T) {
 		}{{ml.GeGLU, nn.GeGLU, gate, false, 0}, {ml.OAISwiGLU, nn.OAISwiGLU, gate, false, 0},
 			{ml.GeGLU, nn.GeGLU, gate, true, 0}, {ml.GeGLU, nn.GeGLU, big, true, -3}, {ml.OAISwiGLU, nn.OAISwiGLU, big, true, 0},
 			{ml.ReLUSqr, nn.ReLUSqr, gate, false, 0}, {ml.ReLUSqr, nn.ReLUSqr, odd, false, 0},
-			{ml.ReLUSqr, nn.ReLUSqr, gate, true, 0}, {ml.ReLUSqr, nn.ReLUSqr, big, true, -13}} {
+			{ml.ReLUSqr, nn.ReLUSqr, gate, true, 0}, {ml.ReLUSqr, nn.ReLUSqr, big, true, -13},
+			{ml.GELU, nn.GELU, gate, false, 0}, {ml.GELU, nn.GELU, odd, false, 0}, {ml.GELU, nn.GELU, big, true, 0}} {
 			want := make([]float32, rows*f)
 			up, upp := up, upp
-			if c.act == ml.ReLUSqr {
+			if c.act.Ungated() {
 				up, upp = nil, 0
 			}
 			c.ref(want, c.gate, up)

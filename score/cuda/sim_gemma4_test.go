@@ -26,7 +26,8 @@ func init() {
 
 // simGLU is the nn activation the GLU kernels compute for act (their CPU
 // reference, cpuBackend.glu's outside the int8 modes): the gated ones
-// act(gate)·up, the ungated ReLU² max(gate, 0)² (up nil).
+// act(gate)·up, the ungated ReLU² max(gate, 0)² and GELU gelu(gate) (up
+// nil).
 func simGLU(kernel string, act ml.Act) (func(out, gate, up []float32), error) {
 	switch act {
 	case ml.SwiGLU:
@@ -40,14 +41,16 @@ func simGLU(kernel string, act ml.Act) (func(out, gate, up []float32), error) {
 		return nn.OAISwiGLU, nil
 	case ml.ReLUSqr:
 		return nn.ReLUSqr, nil
+	case ml.GELU:
+		return nn.GELU, nil
 	}
 	return nil, fmt.Errorf("%s: activation %d", kernel, act)
 }
 
 // simUp is a GLU kernel's up operand of n values: nil for the ungated
-// ReLU², which reads none (its up pointer may be null).
+// activations, which read none (their up pointer may be null).
 func simUp(up []byte, act ml.Act, n int) []float32 {
-	if act == ml.ReLUSqr {
+	if act.Ungated() {
 		return nil
 	}
 	return f32s(up)[:n]

@@ -239,7 +239,14 @@ const (
 	// parameters (nn.XIELU: Ref in float64, Forward as ggml in the int8
 	// modes). Dense MLPs only.
 	XIELU
+	// GELU: the tanh form of GELU of an ungated MLP's Up·x (MLP.Gate nil;
+	// StarCoder2, Phi-2, GPT-NeoX; nn.GELU, ggml's float16 table in the
+	// int8 modes). Dense MLPs only.
+	GELU
 )
+
+// Ungated reports whether a is an ungated MLP's activation, of Up·x alone.
+func (a Act) Ungated() bool { return a == ReLUSqr || a == XIELU || a == GELU }
 
 func (a Act) String() string {
 	switch a {
@@ -253,13 +260,15 @@ func (a Act) String() string {
 		return "relu2"
 	case XIELU:
 		return "xielu"
+	case GELU:
+		return "gelu"
 	}
 	return fmt.Sprintf("act(%d)", int(a))
 }
 
 // MLP is a gated feed-forward block, Down(act(Gate·x) ⊙ Up·x), or with
-// Gate nil an ungated one, Down(act(Up·x)) (Act ReLUSqr or XIELU, the
-// ungated activations; the gated ones need a Gate).
+// Gate nil an ungated one, Down(act(Up·x)) (Act ReLUSqr, XIELU or GELU,
+// the ungated activations; the gated ones need a Gate).
 type MLP struct {
 	Gate, Up, Down *Matrix
 	Act            Act
@@ -273,7 +282,7 @@ type MLP struct {
 // Gated reports whether m has a gate, and refuses an activation of the
 // other kind.
 func (m *MLP) Gated() bool {
-	if (m.Gate == nil) != (m.Act == ReLUSqr || m.Act == XIELU) || m.Gate == nil && m.TopK != 0 {
+	if (m.Gate == nil) != m.Act.Ungated() || m.Gate == nil && m.TopK != 0 {
 		panic(fmt.Sprintf("ml: MLP with activation %v, gate %v and top-k %v", m.Act, m.Gate != nil, m.TopK))
 	}
 	return m.Gate != nil

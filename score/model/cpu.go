@@ -316,6 +316,11 @@ func (b *cpuBackend) glu(a ml.Act) func(out, gate, up []float32) {
 		return nn.OAISwiGLU
 	case ml.ReLUSqr: // exact in float32: the same in every mode
 		return nn.ReLUSqr
+	case ml.GELU:
+		if b.c.LlamaCPP {
+			return nn.GGMLGELU
+		}
+		return nn.GELU
 	}
 	panic(fmt.Sprintf("cpu backend: activation %v", a))
 }

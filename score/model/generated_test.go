@@ -196,7 +196,9 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // 0.94 per token off); llama with Mixtral's experts (4, 2 used); granite
 // (Granite-3.3-8B's multipliers); smollm3 (4 layers, the last without
 // RoPE: with it, 0.26 per token off); olmo2 (no pre-norms, whole-row q
-// and k norms, post-norms); seed_oss (q/k/v biases, its FFN norm's name);
+// and k norms, post-norms), and OLMo 3 (4 layers, 3 sliding over 40 keys
+// with plain RoPE, the fourth global with YaRN of factor 8); llama with
+// YaRN (factor 8: ggml's angle mix, TestGGMLArithmetic); seed_oss (q/k/v biases, its FFN norm's name);
 // exaone4, and its 64-layer layout (3 sliding-window layers of 4, the 4th
 // global and without RoPE); minimax-m2 (whole-row q/k norms, sigmoid
 // routing with a selection bias); ernie4_5-moe (a dense first layer,
@@ -269,6 +271,10 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1637.8157283, -789.8684227, -791.0530267, -772.6302671}},
 		{"olmo2", "olmo2", "", nil, "", "0ee2c78feb20ea0eae7972fdfd22781d0eaa3c30a2dd6cec4c4513bab869ac65",
 			[]float64{-1585.6523620, -800.8191864, -780.0288633, -794.3312015}},
+		{"olmo3", "olmo2", "", olmo3, "", "b81223e71f32118b38845ef5df808ac935e1b9a5f7ae9b3087fd8d5630585e5d",
+			[]float64{-1588.5130359, -797.2951274, -787.0016248, -770.4353987}},
+		{"llama-yarn", "llama", "", func(s *mkmodel.Shape) { s.YaRN = 8 }, "", "c8eba5a1f2b93e3e926fa59c79920c5fed69df9d261ed79a989a173155b483e1",
+			[]float64{-1645.1368856, -802.2455283, -799.0141604, -777.8112731}},
 		{"seed_oss", "seed_oss", "", nil, "", "1797c79af005588ab01f0717c1dbb2f9aa28381e9f73108c2ebae7bda081dc6b",
 			[]float64{-1616.6979037, -808.3433645, -792.2225686, -764.9003702}},
 		{"exaone4", "exaone4", "", nil, "", "f59d17e524bc28601aa878acbfa649cd457599dc40f30febd2f2919135401fa4",
@@ -461,14 +467,47 @@ func TestPhi3Layouts(t *testing.T) {
 	}
 }
 
-// TestOLMo3Refused: an olmo2 file with sliding-window layers (OLMo 3) is
-// refused at load, naming the key, rather than run as full attention.
-func TestOLMo3Refused(t *testing.T) {
+// olmo3 is OLMo 3's layout in 4 layers: 3 sliding over 40 keys with plain
+// RoPE, the fourth global with YaRN (factor 8 over an original context of
+// 256, OLMo 3's attn_factor).
+func olmo3(s *mkmodel.Shape) { s.Layers, s.Window, s.YaRN = 4, 40, 8 }
+
+// TestOLMo3Pattern: OLMo 3's sliding layers by attention.sliding_window_pattern
+// as a period, 2 (layers 0 and 2 sliding), rather than the converter's
+// flags, and with the flags [false, true, true, true], on genModel's file,
+// against llama.cpp's sums on the same bytes (24 windows in both builds:
+// none off; here the first 4). A flag array of the wrong length is refused.
+func TestOLMo3Pattern(t *testing.T) {
 	dir := oracle.Require(t)
-	path := rewriteFile(t, genModel(t, dir, "olmo2", nil), map[string]any{"olmo2.attention.sliding_window": uint32(4096)}, nil)
-	_, err := Load(path, Options{})
-	if err == nil || !strings.Contains(err.Error(), "olmo2.attention.sliding_window = 4096: OLMo 3's sliding-window layers are not supported") {
-		t.Errorf("got %v", err)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "olmo2", olmo3)
+	for _, c := range []struct {
+		pattern any
+		sha256  string
+		sums    []float64
+	}{
+		{uint32(2), "517372238fc188cc6a761df1422035710a9136d0217f42eb7cd5ad7b7f3daf75",
+			[]float64{-1589.9949773, -805.8500482, -779.3284105, -771.6833987}},
+		{[]bool{false, true, true, true}, "569f7a5199dbf1b3291a00bff831dff299a32d8baece77ea316e7c6d536ef537",
+			[]float64{-1601.0213197, -795.4077451, -789.0674243, -789.4775254}},
+	} {
+		p := rewriteFile(t, src, map[string]any{"olmo2.attention.sliding_window_pattern": c.pattern}, nil)
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != c.sha256 {
+			t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
+		}
+		generatedScores(t, p, golden.Header.Tokens, c.sums)
+	}
+	p := rewriteFile(t, src, map[string]any{"olmo2.attention.sliding_window_pattern": []bool{true, true, false}}, nil)
+	_, err = Load(p, Options{})
+	if want := "metadata olmo2.attention.sliding_window_pattern: want an array of 4 bools (one per layer) or a period"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want %q", err, want)
 	}
 }
 

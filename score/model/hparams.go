@@ -116,6 +116,33 @@ func (m meta) string(key, def string) (string, error) {
 	return m.f.String(m.arch + "." + key)
 }
 
+// slidingLayers reads which of n layers slide from
+// attention.sliding_window_pattern as llama.cpp does: an array of one flag
+// per layer, or a period p (def when absent) for set_swa_pattern, where
+// layer i slides when i mod p < p − 1 (every layer when p is 0).
+func (m meta) slidingLayers(n, def int) ([]bool, error) {
+	key := m.arch + ".attention.sliding_window_pattern"
+	if v, ok := m.f.Lookup(key); ok && v.Type == gguf.ValueArray {
+		s, ok := v.Any().([]bool)
+		if !ok || len(s) != n {
+			return nil, fmt.Errorf("metadata %s: want an array of %d bools (one per layer) or a period", key, n)
+		}
+		return s, nil
+	}
+	p, err := m.int("attention.sliding_window_pattern", def)
+	if err == nil && p < 0 {
+		err = fmt.Errorf("metadata %s = %d, want >= 0", key, p)
+	}
+	if err != nil {
+		return nil, err
+	}
+	s := make([]bool, n)
+	for i := range s {
+		s[i] = p == 0 || i%p < p-1
+	}
+	return s, nil
+}
+
 // readHParams reads the shared hyperparameters. Vocab comes from the token
 // embedding's shape, which every architecture here has.
 func readHParams(f *gguf.File, arch string) (HParams, error) {

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -132,6 +133,7 @@ type decoderLayer struct {
 	gate *ml.Matrix
 	ffn  FFN
 	attn *ml.Attn // the layer's own attention options (gpt-oss: sinks, window), or nil
+	rope *nn.RoPE // the layer's own RoPE (OLMo 3's sliding layers), or nil: the decoder's
 	// postAttnNorm and postFFNNorm, when set, norm the attention's and
 	// the FFN's outputs before they join the residual stream (glm4:
 	// post_attention_norm, post_ffw_norm).
@@ -535,8 +537,9 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 		m.normQK(b, q, k, ly)
 	}
 	if !ly.noRoPE {
-		b.RoPE(q, at.Heads, m.rope)
-		b.RoPE(k, at.KVHeads, m.rope)
+		r := cmp.Or(ly.rope, m.rope)
+		b.RoPE(q, at.Heads, r)
+		b.RoPE(k, at.KVHeads, r)
 	}
 	if ly.qNorm != nil && m.qkNormAfterRoPE {
 		m.normQK(b, q, k, ly)

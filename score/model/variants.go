@@ -314,23 +314,44 @@ func newSmolLM3(l *Loader) Network {
 	return d
 }
 
-// olmo2: OLMo 2, as llama.cpp 0.7.0 runs it: llama's attention and SwiGLU
-// MLP (NeoX RoPE) without norms before them; instead q and k are
-// RMS-normed over their whole rows (attn_q_norm of the model's width,
-// attn_k_norm of the KV width) before RoPE, and the attention's and the
-// FFN's outputs by post_attention_norm and post_ffw_norm before they join
-// the residual stream. OLMo 3's sliding-window layers are refused, not
-// run as full attention.
+// olmo2: OLMo 2 and OLMo 3, as llama.cpp 0.7.0 runs them: llama's
+// attention and SwiGLU MLP (NeoX RoPE) without norms before them; instead
+// q and k are RMS-normed over their whole rows (attn_q_norm of the model's
+// width, attn_k_norm of the KV width) before RoPE, and the attention's and
+// the FFN's outputs by post_attention_norm and post_ffw_norm before they
+// join the residual stream. OLMo 3's files have attention.sliding_window:
+// the layers attention.sliding_window_pattern names (one flag per layer,
+// as the converter writes it, or a period, 4 when absent: 3 sliding layers
+// of every 4) attend to the last sliding_window keys with plain RoPE, the
+// file's scaling (OLMo 3's YaRN) left to the global layers. llama.cpp
+// reads rope.freq_base_swa but turns the sliding layers by rope.freq_base,
+// and so does ppl.
 func newOLMo2(l *Loader) Network {
 	hp := l.HP
-	if w, err := (meta{l.f, hp.Arch}).int("attention.sliding_window", 0); err != nil {
+	m := meta{l.f, hp.Arch}
+	window, err := m.int("attention.sliding_window", 0)
+	var slides []bool
+	if err == nil && window > 0 {
+		slides, err = m.slidingLayers(hp.Layers, 4)
+	}
+	if err != nil {
 		l.fail(err)
 		return nil
-	} else if w > 0 {
-		l.Failf("metadata %s.attention.sliding_window = %d: OLMo 3's sliding-window layers are not supported", hp.Arch, w)
+	}
+	d := l.baseDecoder(true)
+	if l.Err() != nil { // d.rope may be missing
 		return nil
 	}
-	return l.bindLayers(l.baseDecoder(true), func(_ int, p string) decoderLayer { return l.postNormLayer(p, true) })
+	local := d.attn
+	local.Window = window
+	plain := &nn.RoPE{HeadDim: hp.HeadDim, Dims: d.rope.Dims, NeoX: true, Base: d.rope.Base, FreqScale: 1, AttnFactor: 1}
+	return l.bindLayers(d, func(i int, p string) decoderLayer {
+		ly := l.postNormLayer(p, true)
+		if slides != nil && slides[i] {
+			ly.attn, ly.rope = &local, plain
+		}
+		return ly
+	})
 }
 
 // seed_oss: ByteDance's Seed-OSS, as llama.cpp 0.7.0 runs it: llama's

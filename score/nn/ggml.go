@@ -232,7 +232,10 @@ func (r *RoPE) ggmlRoPE(c *Context, x []float32, n, heads int) {
 				if ext != 0 {
 					y := (float32(i) - low) / max(0.001, high-low)
 					ramp := (1 - min(1, max(0, y))) * ext
-					th = th*(1-ramp) + te*ramp
+					// GCC contracts rope_yarn's theta_interp·(1 −
+					// ramp_mix) + theta_extrap·ramp_mix into one
+					// fused multiply-add on the first product.
+					th = fma32(th, 1-ramp, te*ramp)
 					ms *= 1 + 0.1*float32(math.Log(float64(1/fs)))
 				}
 				cs[2*i] = libcCosf(th) * ms

@@ -51,13 +51,10 @@ func GGMLGeGLU(out, gate, up []float32) {
 	check("GGMLGeGLU up", len(up), len(out))
 	tab := ggmlGELUTable()
 	for i, g := range gate {
-		switch {
-		case g <= -10:
+		if g <= -10 {
 			out[i] = 0 // not 0 · up: +0 whatever up's sign
-		case g >= 10:
-			out[i] = g * up[i]
-		default:
-			out[i] = quant.F16ToF32(tab[quant.F32ToF16(g)]) * up[i]
+		} else {
+			out[i] = ggmlGELU(tab, g) * up[i]
 		}
 	}
 }
@@ -93,4 +90,28 @@ func GGMLSoftCap(x []float32, cap float32) {
 	for i, v := range x {
 		x[i] = float32(math.Tanh(float64(v*inv))) * cap
 	}
+}
+
+// GGMLGELU is ggml_vec_gelu_f32 (llama.cpp's ungated GELU, ggml_gelu):
+// GGMLGeGLU's table without the up factor, out[i] = gelu(x[i]), 0 at or
+// below -10 and x at or above 10; up is unused (an ungated MLP's
+// activation). out may alias x.
+func GGMLGELU(out, x, _ []float32) {
+	check("GGMLGELU input", len(x), len(out))
+	tab := ggmlGELUTable()
+	for i, g := range x {
+		out[i] = ggmlGELU(tab, g)
+	}
+}
+
+// ggmlGELU is ggml's GELU of one value through the table tab: 0 at or
+// below -10, g at or above 10.
+func ggmlGELU(tab []uint16, g float32) float32 {
+	switch {
+	case g <= -10:
+		return 0
+	case g >= 10:
+		return g
+	}
+	return quant.F16ToF32(tab[quant.F32ToF16(g)])
 }

@@ -141,6 +141,15 @@ func TestGGMLArithmetic(t *testing.T) {
 	GGMLGeGLU(all, all, ones)
 	check("GEGLU, every float16 gate", all, 0x9101028ad05c27d)
 
+	// The ungated GELU (ggml_gelu: StarCoder2's, Phi-2's, GPT-NeoX's
+	// MLPs) on the gates, the gates times 40 and every float16 value.
+	ge := append(append([]float32(nil), in.gate...), g40...)
+	for h := range 1 << 16 {
+		ge = append(ge, quant.F16ToF32(uint16(h)))
+	}
+	GGMLGELU(ge, ge, nil)
+	check("GELU", ge, 0xbbbdb3d1a5fefbce)
+
 	// qwen2moe's shared-expert gate, SILU then DIV, on the gates and
 	// the gates times 40 (ggml_ops.py silu-div: both builds' bits).
 	sd := append(append([]float32(nil), in.gate...), g40...)
@@ -161,6 +170,17 @@ func TestGGMLArithmetic(t *testing.T) {
 		(&RoPE{HeadDim: 64, Dims: 64, NeoX: neox, Base: 10000, FreqScale: 1, AttnFactor: 1}).Forward(c, x, 100, 2)
 		want := map[bool]uint64{false: 0xa14d2717ea527727, true: 0xf1c7ca03b864fb42}[neox]
 		check(map[bool]string{false: "ROPE normal", true: "ROPE NeoX"}[neox], x, want)
+	}
+	// YaRN (factor 8 over an original context of 256, OLMo 3's
+	// attn_factor): the angles' ramp over pairs 0 to 13 mixed as GCC's
+	// fused multiply-add does (both builds; a plain a·b + c·d differs).
+	for _, neox := range []bool{false, true} {
+		x := append([]float32(nil), in.rope...)
+		r := &RoPE{HeadDim: 64, Dims: 64, NeoX: neox, Base: 10000, FreqScale: 0.125, ExtFactor: 1,
+			AttnFactor: float64(float32(1 + 0.1*math.Log(8))), BetaFast: 32, BetaSlow: 1, OrigCtx: 256}
+		r.Forward(c, x, 100, 2)
+		want := map[bool]uint64{false: 0xd72d74975eee2c4f, true: 0xd839a38b00912932}[neox]
+		check(map[bool]string{false: "ROPE normal, YaRN", true: "ROPE NeoX, YaRN"}[neox], x, want)
 	}
 	for _, n := range []int{20, 100} {
 		q, k, v := in.fa(n)

@@ -89,11 +89,25 @@ func ReLUSqr(out, x, up []float32) {
 func GeGLU(out, gate, up []float32) {
 	check("GeGLU gate", len(gate), len(out))
 	check("GeGLU up", len(up), len(out))
-	const c = 0.7978845608028654 // sqrt(2/π)
 	for i := range out {
-		g := float64(gate[i])
-		out[i] = float32(0.5 * g * (1 + math.Tanh(c*(g+0.044715*g*g*g))) * float64(up[i]))
+		out[i] = float32(gelu64(float64(gate[i])) * float64(up[i]))
 	}
+}
+
+// GELU computes out[i] = gelu(x[i]), GeGLU's tanh form of GELU, in float64
+// rounded once: the activation of an ungated MLP (StarCoder2, Phi-2,
+// GPT-NeoX); up is unused. out may alias x.
+func GELU(out, x, _ []float32) {
+	check("GELU input", len(x), len(out))
+	for i, v := range x {
+		out[i] = float32(gelu64(float64(v)))
+	}
+}
+
+// gelu64 is the tanh form of GELU in float64.
+func gelu64(g float64) float64 {
+	const c = 0.7978845608028654 // sqrt(2/π)
+	return 0.5 * g * (1 + math.Tanh(c*(g+0.044715*g*g*g)))
 }
 
 // OAISwiGLU is gpt-oss's clamped SwiGLU: with g = min(gate, 7) and u =

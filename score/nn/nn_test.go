@@ -460,3 +460,39 @@ func TestReLUSqrMLP(t *testing.T) {
 		}
 	}
 }
+
+// TestGELU: the ungated GELU (tanh form) in float64 rounded once, at
+// values of both signs and at ±10; ggml's table form (GGMLGELU) is within
+// the float16 table's rounding of it over [-10, 10] and exact past it.
+func TestGELU(t *testing.T) {
+	x := []float32{-10, -3, -1, -0.5, 0, 0.5, 1, 3, 10}
+	want := []float32{0, -0.0036373920817729943, -0.15880800939172324, -0.15428599017485606, 0,
+		0.34571400982514394, 0.8411919906082768, 2.996362607918227, 10}
+	out := make([]float32, len(x))
+	GELU(out, x, nil)
+	if !slices.Equal(out, want) {
+		t.Fatalf("GELU: %v, want %v", out, want)
+	}
+	x = x[:0]
+	for v := float32(-12); v <= 12; v += 1.0 / 64 {
+		x = append(x, v)
+	}
+	ref, got := make([]float32, len(x)), make([]float32, len(x))
+	GELU(ref, x, nil)
+	GGMLGELU(got, x, nil)
+	worst := 0.0
+	for i, v := range x {
+		d := math.Abs(float64(got[i] - ref[i]))
+		if v <= -10 || v >= 10 {
+			if got[i] != max(v, 0) {
+				t.Errorf("GGMLGELU(%v) = %v, want %v", v, got[i], max(v, 0))
+			}
+			continue
+		}
+		worst = max(worst, d/(1e-3+math.Abs(float64(ref[i]))))
+	}
+	t.Logf("GGMLGELU vs GELU: worst relative %.2g", worst)
+	if worst > 1e-3 { // measured 4.4e-4
+		t.Errorf("GGMLGELU is %.2g from GELU (relative), want <= 1e-3 (the float16 table)", worst)
+	}
+}

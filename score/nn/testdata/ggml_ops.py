@@ -8,7 +8,7 @@
 #   chroot SID python3 /tmp/gx/ggml_ops.py OP ARGS...
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
-# OPs: rms EPS | swiglu | geglu | swiglu-oai | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE | fa N H HKV D SCALE [CAP [SPARSE]] |
+# OPs: rms EPS | swiglu | geglu | gelu | swiglu-oai | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE [FREQ_SCALE EXT ATTN BETA_FAST BETA_SLOW N_CTX_ORIG] | fa N H HKV D SCALE [CAP [SPARSE]] |
 # trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N | gdn N HK HV S EPS |
 # route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N | topk N K.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
@@ -30,6 +30,7 @@ base.ggml_swiglu_split.restype = P; base.ggml_swiglu_split.argtypes = [P, P, P]
 base.ggml_geglu_split.restype = P; base.ggml_geglu_split.argtypes = [P, P, P]
 base.ggml_swiglu_oai.restype = P; base.ggml_swiglu_oai.argtypes = [P, P, P, C.c_float, C.c_float]
 base.ggml_tanh.restype = P; base.ggml_tanh.argtypes = [P, P]
+base.ggml_gelu.restype = P; base.ggml_gelu.argtypes = [P, P]
 base.ggml_silu.restype = P; base.ggml_silu.argtypes = [P, P]
 base.ggml_xielu.restype = P; base.ggml_xielu.argtypes = [P, P] + [C.c_float] * 4
 base.ggml_div.restype = P; base.ggml_div.argtypes = [P, P, P]
@@ -63,10 +64,12 @@ if op == "rms":  # x (n, k) f32, w (k), eps
     tx = new(F32, [k, n]); put(tx, x); tw = new(F32, [k]); put(tw, w)
     o = base.ggml_mul(ctx, base.ggml_rms_norm(ctx, tx, eps), tw); run(o)
     get(o).tofile(d + "out.bin")
-elif op == "rope":  # x (n, heads, hd), mode, base
+elif op == "rope":  # x (n, heads, hd), mode, base; YaRN: freq scale, ext factor, attn factor, betas, original context
     x = np.fromfile(d + "x.bin", np.float32); n, heads, hd, mode = map(int, sys.argv[2:6]); fb = float(sys.argv[6])
+    fs, ext, attn, bf, bs = map(float, sys.argv[7:12]) if len(sys.argv) > 7 else (1.0, 0.0, 1.0, 0.0, 0.0)
+    orig = int(sys.argv[12]) if len(sys.argv) > 12 else 0
     tx = new(F32, [hd, heads, n]); put(tx, x); tp = new(I32, [n]); put(tp, np.arange(n, dtype=np.int32))
-    o = base.ggml_rope_ext(ctx, tx, tp, None, hd, mode, 0, fb, 1.0, 0.0, 1.0, 0.0, 0.0); run(o)
+    o = base.ggml_rope_ext(ctx, tx, tp, None, hd, mode, orig, fb, fs, ext, attn, bf, bs); run(o)
     get(o).tofile(d + "out.bin")
 elif op == "fa":  # q (n, H, D) f32, k, v (n, HKV, D) f16 bits, scale, optional soft-cap; SPARSE 1: sparseKeep's keys only
     n, H, HKV, D = map(int, sys.argv[2:6]); scale = float(sys.argv[6]); cap = float(sys.argv[7]) if len(sys.argv) > 7 else 0.0
@@ -87,6 +90,10 @@ elif op == "fa":  # q (n, H, D) f32, k, v (n, HKV, D) f16 bits, scale, optional 
     tm = new(F16, [n, npad]); put(tm, m)
     o = base.ggml_flash_attn_ext(ctx, tq, tk, tv, tm, scale, 0.0, cap); run(o)
     get(o).tofile(d + "out.bin")  # (n, H, D)
+elif op == "gelu":  # x
+    x = np.fromfile(d + "x.bin", np.float32); tx = new(F32, [len(x)]); put(tx, x)
+    o = base.ggml_gelu(ctx, tx); run(o)
+    get(o).tofile(d + "out.bin")
 elif op in ("swiglu", "geglu", "swiglu-oai"):  # gate x, up w
     g = np.fromfile(d + "x.bin", np.float32); u = np.fromfile(d + "w.bin", np.float32)
     tg = new(F32, [len(g)]); put(tg, g); tu = new(F32, [len(u)]); put(tu, u)
