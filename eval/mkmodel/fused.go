@@ -124,9 +124,10 @@ func (c *Config) phi3Factors(add func(name string, shape []uint64, layer int, fi
 // bias), softmax-routed experts of feed_forward_length, and phi3's RoPE
 // (LongRoPE with OrigContext).
 
-// normBias adds the bias of a norm (phimoe's, orion's LayerNorms').
+// normBias adds the bias of a norm (phimoe's; orion's, stablelm's and
+// starcoder2's LayerNorms').
 func (c *Config) normBias(add func(name string, shape []uint64, layer int, fill RowFunc), name string, layer int) {
-	if c.Arch == "phimoe" || c.Arch == "orion" || c.Arch == "stablelm" {
+	if c.Arch == "phimoe" || c.Arch == "orion" || c.Arch == "stablelm" || c.Arch == "starcoder2" {
 		add(name, []uint64{uint64(c.Embd)}, layer, c.normal(name, 0.1))
 	}
 }

@@ -170,7 +170,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 				}
 			}
 			add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*invSqrt(q)))
-			if c.Arch == "phimoe" {
+			if c.Arch == "phimoe" || c.Arch == "starcoder2" {
 				add(p+"attn_output.bias", []uint64{e}, i, c.normal(p+"attn_output.bias", 0.1))
 			}
 			if c.Arch == "afmoe" { // the attention's sigmoid gate
@@ -230,11 +230,17 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			}
 			continue
 		}
-		if c.Arch != "arcee" && c.Arch != "apertus" { // their MLPs are ungated
+		if c.Arch != "arcee" && c.Arch != "apertus" && c.Arch != "starcoder2" { // their MLPs are ungated
 			add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", invSqrt(e)))
 		}
 		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", invSqrt(e)))
+		if c.Arch == "starcoder2" { // GELU of a biased up
+			add(p+"ffn_up.bias", []uint64{ff}, i, c.normal(p+"ffn_up.bias", 0.1))
+		}
 		add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*invSqrt(ff)))
+		if c.Arch == "starcoder2" {
+			add(p+"ffn_down.bias", []uint64{e}, i, c.normal(p+"ffn_down.bias", 0.1))
+		}
 		if post {
 			add(p+"post_ffw_norm.weight", []uint64{e}, i, c.gain(p+"post_ffw_norm.weight", res, 0.1*res))
 		}
@@ -376,7 +382,7 @@ func Write(path string, c *Config) error {
 		w.Add("xielu.beta", beta)
 		w.Add("xielu.eps", eps)
 	}
-	if a == "orion" || a == "stablelm" { // their LayerNorms' epsilon
+	if a == "orion" || a == "stablelm" || a == "starcoder2" { // their LayerNorms' epsilon
 		w.Add(a+".attention.layer_norm_epsilon", float32(1e-5))
 	}
 	if a == "stablelm" {

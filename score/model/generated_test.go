@@ -238,7 +238,9 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // (llama), exaone (NeoX RoPE), hunyuan-dense (q/k normed after RoPE),
 // arcee (an ungated ReLU² MLP) and apertus (an ungated MLP with xIELU,
 // its parameters per layer; q/k norms whose biases go unused) (24 windows
-// each, both builds: none off).
+// each, both builds: none off); starcoder2 (LayerNorms with biases, an
+// ungated GELU MLP with biases: ggml's float16 GELU table), untied in 4
+// layers and tied (24 windows each, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -383,6 +385,10 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1607.6296706, -801.8080544, -806.5717879, -760.6504701}},
 		{"phimoe-longrope", "phimoe", "", phiMoE(200), "long", "99f25c6e8f4e092ccb76c184c40d1e27915d465ea171591da746d942ab1a7597",
 			[]float64{-1606.5960838, -786.6527852, -810.9296901, -759.1714051}},
+		{"starcoder2", "starcoder2", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "dfbf64c22911e4c9f7241a1dcce92a296c27fc16d965c78d3b85f96f0743c95b",
+			[]float64{-1617.3382170, -807.4645491, -797.6728274, -774.4438020}},
+		{"starcoder2-tied", "starcoder2", "", func(s *mkmodel.Shape) { s.Tied = true }, "", "8de42b58ca9eaa56415ed46f10de7119fa0e9f26555053edeff0a8caac83b47d",
+			[]float64{-1612.6304731, -805.4352252, -831.5943601, -788.7935907}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -885,9 +891,10 @@ func phiMoE(orig int) func(*mkmodel.Shape) {
 	}
 }
 
-// TestOrionRefused: orion and stablelm without their LayerNorms' epsilon
-// or a norm's bias (stablelm: or the output matrix) are refused by name,
-// as llama.cpp refuses them.
+// TestOrionRefused: orion, stablelm and starcoder2 without their
+// LayerNorms' epsilon or a norm's bias (stablelm: or the output matrix;
+// starcoder2: or a bias of attn_output, ffn_up or ffn_down) are refused by
+// name, as llama.cpp refuses them.
 func TestOrionRefused(t *testing.T) {
 	dir := oracle.Require(t)
 	checkRefusals(t, genModel(t, dir, "orion", nil), []refusal{
@@ -899,6 +906,13 @@ func TestOrionRefused(t *testing.T) {
 		{"no epsilon", map[string]any{"stablelm.attention.layer_norm_epsilon": nil}, nil, "missing metadata stablelm.attention.layer_norm_epsilon"},
 		{"tied", nil, []string{"output.weight"}, "missing tensor output.weight (llama.cpp's stablelm reads no tied output)"},
 		{"no attention norm bias", nil, []string{"blk.0.attn_norm.bias"}, "missing tensor blk.0.attn_norm.bias"},
+	})
+	checkRefusals(t, genModel(t, dir, "starcoder2", nil), []refusal{
+		{"no epsilon", map[string]any{"starcoder2.attention.layer_norm_epsilon": nil}, nil, "missing metadata starcoder2.attention.layer_norm_epsilon"},
+		{"no output norm bias", nil, []string{"output_norm.bias"}, "missing tensor output_norm.bias"},
+		{"no attention output bias", nil, []string{"blk.1.attn_output.bias"}, "missing tensor blk.1.attn_output.bias"},
+		{"no up bias", nil, []string{"blk.0.ffn_up.bias"}, "missing tensor blk.0.ffn_up.bias"},
+		{"no down bias", nil, []string{"blk.1.ffn_down.bias"}, "missing tensor blk.1.ffn_down.bias"},
 	})
 }
 

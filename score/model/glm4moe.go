@@ -40,14 +40,7 @@ func newGLM4MoE(l *Loader) Network {
 	for i := range hp.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
 		ly := l.preNormLayer(p, "post_attention_norm")
-		for _, b := range []struct {
-			name string
-			w    *ml.Matrix
-		}{{"attn_q", ly.q}, {"attn_k", ly.k}, {"attn_v", ly.v}} {
-			if l.Err() == nil && b.w.Bias == nil {
-				l.Failf("missing tensor %s%s.bias", p, b.name)
-			}
-		}
+		l.needBias(ly.q, ly.k, ly.v)
 		if l.Has(p + "attn_q_norm.weight") {
 			ly.qNorm = l.Norm(p+"attn_q_norm", hp.HeadDim)
 			ly.kNorm = l.Norm(p+"attn_k_norm", hp.HeadDim)

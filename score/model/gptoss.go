@@ -43,13 +43,6 @@ func newGPTOSS(l *Loader) Network {
 		return nil
 	}
 	m.hp = l.HP
-	needBias := func(ws ...*ml.Matrix) {
-		for _, w := range ws {
-			if l.Err() == nil && w.Bias == nil {
-				l.Failf("missing tensor %s (bias of %s)", biasName(w.Name), w.Name)
-			}
-		}
-	}
 	for i := range hp.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
 		ffn := l.MoE(p, moe)
@@ -64,13 +57,8 @@ func newGPTOSS(l *Loader) Network {
 			return nil
 		}
 		ffn.Experts.Act = ml.OAISwiGLU
-		needBias(ly.q, ly.k, ly.v, ly.o, ffn.Gate, ffn.Experts.Gate, ffn.Experts.Up, ffn.Experts.Down)
+		l.needBias(ly.q, ly.k, ly.v, ly.o, ffn.Gate, ffn.Experts.Gate, ffn.Experts.Up, ffn.Experts.Down)
 		m.layers = append(m.layers, ly)
 	}
 	return m
-}
-
-// biasName names the bias tensor of a weight tensor "x.weight".
-func biasName(weight string) string {
-	return weight[:len(weight)-len("weight")] + "bias"
 }

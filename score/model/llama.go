@@ -166,14 +166,7 @@ func newDecoder(l *Loader, o decoderOpts) *decoder {
 		p := fmt.Sprintf("blk.%d.", i)
 		ly := l.preNormLayer(p, "ffn_norm")
 		if o.qkvBias {
-			for _, b := range []struct {
-				name string
-				w    *ml.Matrix
-			}{{"attn_q", ly.q}, {"attn_k", ly.k}, {"attn_v", ly.v}} {
-				if l.Err() == nil && b.w.Bias == nil {
-					l.Failf("missing tensor %s%s.bias", p, b.name)
-				}
-			}
+			l.needBias(ly.q, ly.k, ly.v)
 		}
 		if o.qkNorm {
 			ly.qNorm, ly.kNorm = l.qkNorms(p, false)

@@ -48,6 +48,19 @@ func (l *Loader) Has(name string) bool {
 	return ok
 }
 
+// needBias records an error for the first of ws without a bias, naming the
+// missing tensor (the file's .bias beside the matrix's .weight).
+func (l *Loader) needBias(ws ...*ml.Matrix) {
+	for _, w := range ws {
+		if l.err != nil {
+			return
+		}
+		if w.Bias == nil {
+			l.Failf("missing tensor %s", strings.TrimSuffix(w.Name, "weight")+"bias")
+		}
+	}
+}
+
 // tensor returns the tensor called name with the given shape (ne0 first)
 // and its data, or records an error.
 func (l *Loader) tensor(name string, shape ...int) (*gguf.Tensor, []byte) {

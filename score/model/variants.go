@@ -29,6 +29,7 @@ func init() {
 	Register("deci", newDeci)
 	Register("orion", newOrion)
 	Register("stablelm", newStableLM)
+	Register("starcoder2", newStarCoder2)
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
 	Register("arcee", newArcee)
@@ -257,6 +258,36 @@ func newStableLM(l *Loader) Network {
 			ly.parallelFFN = true
 		}
 		ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		return ly
+	})
+	if net == nil {
+		return nil
+	}
+	return lnDecoder{d}
+}
+
+// starcoder2: BigCode's StarCoder2 (3B, 7B, 15B), as llama.cpp 0.7.0 runs
+// it: orion's LayerNorms with biases and NeoX RoPE over the whole head;
+// q, k and v with their biases where the file has them, attn_output's
+// bias required; an ungated MLP, ffn_down·gelu(ffn_up·h + b) + b, both
+// biases required (ml.GELU, the tanh form: ggml's float16 table in the
+// int8 modes); the output matrix, or the token embedding without one.
+func newStarCoder2(l *Loader) Network {
+	hp := l.HP
+	eps := l.layerNormEps()
+	if eps == 0 {
+		return nil
+	}
+	d := l.baseDecoder(true)
+	d.layerNorm = eps
+	d.outNormB = l.Vector("output_norm.bias", hp.Embd)
+	net := l.bindLayers(d, func(_ int, p string) decoderLayer {
+		ly := l.preNormLayer(p, "ffn_norm")
+		ly.attnNormB = l.Vector(p+"attn_norm.bias", hp.Embd)
+		ly.ffnNormB = l.Vector(p+"ffn_norm.bias", hp.Embd)
+		mlp := ml.MLP{Up: l.Linear(p+"ffn_up", hp.Embd, hp.FFN), Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd), Act: ml.GELU}
+		l.needBias(ly.o, mlp.Up, mlp.Down)
+		ly.ffn = &Dense{mlp}
 		return ly
 	})
 	if net == nil {
