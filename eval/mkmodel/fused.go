@@ -34,8 +34,13 @@ func (s Shape) fused() bool { return s.Arch == "phi3" || s.Arch == "glm4" }
 // partialRoPE reports an attention architecture whose RopeDims may be
 // set (the hybrids check theirs apart).
 func (s Shape) partialRoPE() bool {
-	return s.phi3() || s.fused() || s.Arch == "stablelm" || s.Arch == "minimax-m2" || s.Arch == "bailingmoe2"
+	return s.phi3() || s.fused() || s.Arch == "stablelm" || s.Arch == "minimax-m2" || s.Arch == "bailingmoe2" || s.Arch == "phi2"
 }
+
+// geluMLP reports an architecture whose MLPs are ungated GELU with
+// biases, its attention's output biased and its norms LayerNorms with
+// biases (starcoder2, phi2).
+func (s Shape) geluMLP() bool { return s.Arch == "starcoder2" || s.Arch == "phi2" }
 
 // checkPhi3 validates phi3's fields (and that other architectures leave
 // OrigContext zero).
@@ -58,7 +63,7 @@ func (s Shape) ropeDims() int {
 	switch {
 	case s.RopeDims != 0:
 		return s.RopeDims
-	case s.Arch == "glm4" || s.Arch == "minimax-m2":
+	case s.Arch == "glm4" || s.Arch == "minimax-m2" || s.Arch == "phi2": // phi2: near Phi-2's partial_rotary_factor 0.4
 		return s.HeadDim / 2
 	case s.Arch == "stablelm": // StableLM 2's partial_rotary_factor 0.25
 		return s.HeadDim / 4
@@ -124,10 +129,10 @@ func (c *Config) phi3Factors(add func(name string, shape []uint64, layer int, fi
 // bias), softmax-routed experts of feed_forward_length, and phi3's RoPE
 // (LongRoPE with OrigContext).
 
-// normBias adds the bias of a norm (phimoe's; orion's, stablelm's and
-// starcoder2's LayerNorms').
+// normBias adds the bias of a norm (phimoe's; orion's, stablelm's,
+// starcoder2's and phi2's LayerNorms').
 func (c *Config) normBias(add func(name string, shape []uint64, layer int, fill RowFunc), name string, layer int) {
-	if c.Arch == "phimoe" || c.Arch == "orion" || c.Arch == "stablelm" || c.Arch == "starcoder2" {
+	if c.Arch == "phimoe" || c.Arch == "orion" || c.Arch == "stablelm" || c.geluMLP() {
 		add(name, []uint64{uint64(c.Embd)}, layer, c.normal(name, 0.1))
 	}
 }

@@ -170,7 +170,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 				}
 			}
 			add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*invSqrt(q)))
-			if c.Arch == "phimoe" || c.Arch == "starcoder2" {
+			if c.Arch == "phimoe" || c.geluMLP() {
 				add(p+"attn_output.bias", []uint64{e}, i, c.normal(p+"attn_output.bias", 0.1))
 			}
 			if c.Arch == "afmoe" { // the attention's sigmoid gate
@@ -196,7 +196,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if post {
 			add(p+"post_attention_norm.weight", []uint64{e}, i, c.gain(p+"post_attention_norm.weight", res, 0.1*res))
 		}
-		if !olmo && !c.cohere() && !(c.Arch == "stablelm" && c.QKLayerNorm) { // Cohere's and StableLM 2 12B's MLPs read the attention's normed rows
+		if !olmo && !c.cohere() && !(c.Arch == "stablelm" && c.QKLayerNorm) && c.Arch != "phi2" { // Cohere's, StableLM 2 12B's and Phi-2's MLPs read the attention's normed rows
 			ffnNorm := p + "ffn_norm.weight"
 			switch c.Arch {
 			case "seed_oss": // its FFN pre-norm's name
@@ -230,15 +230,15 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			}
 			continue
 		}
-		if c.Arch != "arcee" && c.Arch != "apertus" && c.Arch != "starcoder2" { // their MLPs are ungated
+		if c.Arch != "arcee" && c.Arch != "apertus" && !c.geluMLP() { // their MLPs are ungated
 			add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", invSqrt(e)))
 		}
 		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", invSqrt(e)))
-		if c.Arch == "starcoder2" { // GELU of a biased up
+		if c.geluMLP() { // GELU of a biased up
 			add(p+"ffn_up.bias", []uint64{ff}, i, c.normal(p+"ffn_up.bias", 0.1))
 		}
 		add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*invSqrt(ff)))
-		if c.Arch == "starcoder2" {
+		if c.geluMLP() {
 			add(p+"ffn_down.bias", []uint64{e}, i, c.normal(p+"ffn_down.bias", 0.1))
 		}
 		if post {
@@ -264,7 +264,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		} else {
 			add("output.weight", []uint64{e, v}, -1, c.normal("output.weight", invSqrt(e)))
 		}
-		if c.Arch == "phimoe" {
+		if c.Arch == "phimoe" || c.Arch == "phi2" {
 			add("output.bias", []uint64{v}, -1, c.normal("output.bias", 0.2))
 		}
 	}
@@ -382,10 +382,10 @@ func Write(path string, c *Config) error {
 		w.Add("xielu.beta", beta)
 		w.Add("xielu.eps", eps)
 	}
-	if a == "orion" || a == "stablelm" || a == "starcoder2" { // their LayerNorms' epsilon
+	if a == "orion" || a == "stablelm" || c.geluMLP() { // their LayerNorms' epsilon
 		w.Add(a+".attention.layer_norm_epsilon", float32(1e-5))
 	}
-	if a == "stablelm" {
+	if a == "stablelm" || a == "phi2" {
 		w.Add(a+".rope.dimension_count", uint32(c.ropeDims()))
 	}
 	if a == "minicpm" { // MiniCPM's multipliers as the converter writes them: scale_emb, scale_depth/sqrt(layers), hidden/dim_model_base

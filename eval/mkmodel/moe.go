@@ -93,7 +93,7 @@ func (s Shape) selBias() bool {
 
 // qkvBias reports q, k and v biases in the generic layer.
 func (s Shape) qkvBias() bool {
-	return s.Arch == "qwen2" || s.Arch == "seed_oss" || s.Arch == "qwen2moe" || s.Arch == "phimoe" || s.Arch == "stablelm" || s.Arch == "starcoder2"
+	return s.Arch == "qwen2" || s.Arch == "seed_oss" || s.Arch == "qwen2moe" || s.Arch == "phimoe" || s.Arch == "stablelm" || s.geluMLP()
 }
 
 // moeKeys writes the metadata of the mixtures above.

@@ -380,7 +380,7 @@ func TestEndToEndWideHeads(t *testing.T) {
 // convolutions: Conv and Mul); gemma2 (soft-capped attention scores);
 // llama4 (experts weighted before their FFN; a window past its chunk of
 // 8192, the plain kernel's chunks); phimoe (AddRows, the norms' biases);
-// starcoder2 (the ungated GELU);
+// starcoder2 and phi2 (the ungated GELU);
 // gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
@@ -427,6 +427,9 @@ func TestEndToEndGenerated(t *testing.T) {
 		// StarCoder2: LayerNorms with biases, the ungated GELU (glu_f32,
 		// glu_half act 5). Emulation: max 0.0068, mean 0.0012, PPL ratio 0.99997.
 		{"starcoder2", nil, 0.015, 0.003, 0.0002, ""},
+		// Phi-2: starcoder2's block in parallel, q scaled. Emulation: max
+		// 0.0056, mean 0.0011, PPL ratio 0.99984.
+		{"phi2", nil, 0.012, 0.003, 0.0003, ""},
 		// OLMo 3: 3 layers of 4 sliding over 40 keys with plain RoPE, the
 		// fourth with YaRN (factor 8), whose cos and sin times 1.46 (the
 		// file's attn_factor and YaRN's own) make its scores 2.1 times as

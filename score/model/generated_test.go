@@ -240,7 +240,11 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // its parameters per layer; q/k norms whose biases go unused) (24 windows
 // each, both builds: none off); starcoder2 (LayerNorms with biases, an
 // ungated GELU MLP with biases: ggml's float16 GELU table), untied in 4
-// layers and tied (24 windows each, both builds: none off).
+// layers and tied, and phi2 (starcoder2's block in parallel, x +
+// (attention + MLP): summed as (x + attention) + MLP, 254 of 1599 targets
+// differ by up to 0.048; RoPE over half the head, q scaled; an output
+// bias) (24 windows each, both builds: none off; phi2 with attn_qkv fused
+// gives the same sums in llama.cpp and here).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -389,6 +393,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1617.3382170, -807.4645491, -797.6728274, -774.4438020}},
 		{"starcoder2-tied", "starcoder2", "", func(s *mkmodel.Shape) { s.Tied = true }, "", "8de42b58ca9eaa56415ed46f10de7119fa0e9f26555053edeff0a8caac83b47d",
 			[]float64{-1612.6304731, -805.4352252, -831.5943601, -788.7935907}},
+		{"phi2", "phi2", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "db9ad3f23fbfc7d0bd19c5959592a3dbb5af955cd564e04b35f862d81b009a81",
+			[]float64{-1632.2871372, -797.7478236, -806.0943777, -751.0082928}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -891,10 +897,10 @@ func phiMoE(orig int) func(*mkmodel.Shape) {
 	}
 }
 
-// TestOrionRefused: orion, stablelm and starcoder2 without their
-// LayerNorms' epsilon or a norm's bias (stablelm: or the output matrix;
-// starcoder2: or a bias of attn_output, ffn_up or ffn_down) are refused by
-// name, as llama.cpp refuses them.
+// TestOrionRefused: orion, stablelm, starcoder2 and phi2 without their
+// LayerNorms' epsilon or a norm's bias (stablelm and phi2: or the output
+// matrix; starcoder2 and phi2: or a bias of attn_output, ffn_up, ffn_down,
+// phi2's output) are refused by name, as llama.cpp refuses them.
 func TestOrionRefused(t *testing.T) {
 	dir := oracle.Require(t)
 	checkRefusals(t, genModel(t, dir, "orion", nil), []refusal{
@@ -913,6 +919,12 @@ func TestOrionRefused(t *testing.T) {
 		{"no attention output bias", nil, []string{"blk.1.attn_output.bias"}, "missing tensor blk.1.attn_output.bias"},
 		{"no up bias", nil, []string{"blk.0.ffn_up.bias"}, "missing tensor blk.0.ffn_up.bias"},
 		{"no down bias", nil, []string{"blk.1.ffn_down.bias"}, "missing tensor blk.1.ffn_down.bias"},
+	})
+	checkRefusals(t, genModel(t, dir, "phi2", nil), []refusal{
+		{"tied", nil, []string{"output.weight"}, "missing tensor output.weight (llama.cpp's phi2 reads no tied output)"},
+		{"no output bias", nil, []string{"output.bias"}, "missing tensor output.bias"},
+		{"no attention norm bias", nil, []string{"blk.1.attn_norm.bias"}, "missing tensor blk.1.attn_norm.bias"},
+		{"no up bias", nil, []string{"blk.0.ffn_up.bias"}, "missing tensor blk.0.ffn_up.bias"},
 	})
 }
 

@@ -140,8 +140,10 @@ type decoderLayer struct {
 	postAttnNorm, postFFNNorm *ml.Vector
 	noRoPE                    bool // no positions in this layer's q and k (smollm3's NoPE layers)
 	// parallelFFN makes the FFN read the attention's normed rows, its
-	// output added after the attention's (stablelm's parallel residual).
-	parallelFFN bool
+	// output added after the attention's (stablelm's parallel residual),
+	// or with parallelSum to it before the sum joins the residual stream
+	// (phi2: x + (attention + FFN)).
+	parallelFFN, parallelSum bool
 	// mixer, when set, is the layer's mixer instead of attention (the
 	// Mamba-2 layers of granitehybrid and nemotron_h, LFM2's short
 	// convolutions; q, k, v and o are nil), or beside it (falcon-h1: the
@@ -476,9 +478,12 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			if m.resScale != 0 {
 				b.Scale(mix, m.resScale)
 			}
+			if ly.parallelSum {
+				b.Add(mix, ff)
+			}
 			b.Add(x, mix)
 		}
-		if ly.ffn != nil { // the FFN (none in nemotron_h's mixer blocks)
+		if ly.ffn != nil && !ly.parallelSum { // the FFN (none in nemotron_h's mixer blocks)
 			if !ly.parallelFFN {
 				ly.ffn.Forward(b, ff, normed(ly.ffnNorm, ly.ffnNormB))
 			}

@@ -30,6 +30,7 @@ func init() {
 	Register("orion", newOrion)
 	Register("stablelm", newStableLM)
 	Register("starcoder2", newStarCoder2)
+	Register("phi2", newPhi2)
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
 	Register("arcee", newArcee)
@@ -273,18 +274,58 @@ func newStableLM(l *Loader) Network {
 // biases required (ml.GELU, the tanh form: ggml's float16 table in the
 // int8 modes); the output matrix, or the token embedding without one.
 func newStarCoder2(l *Loader) Network {
-	hp := l.HP
 	eps := l.layerNormEps()
 	if eps == 0 {
 		return nil
 	}
 	d := l.baseDecoder(true)
+	return l.geluLayers(d, eps, func(p string) decoderLayer {
+		ly := l.preNormLayer(p, "ffn_norm")
+		ly.ffnNormB = l.Vector(p+"ffn_norm.bias", l.HP.Embd)
+		return ly
+	})
+}
+
+// phi2: Microsoft's Phi-2 (and Phi-1, 1.5), as llama.cpp 0.7.0 runs it:
+// starcoder2's LayerNorms, biases and ungated GELU MLP in a parallel
+// block, x + (attention + MLP) on the same normed rows (attn_norm alone);
+// q, k and v fused in attn_qkv or apart; NeoX RoPE over
+// rope.dimension_count of each head (Phi-2 turns 32 of 80), q scaled by
+// float32(1/sqrt(head)) after RoPE and the scores taken unscaled (phi3's
+// decoder); the output matrix (required) with its bias (required).
+func newPhi2(l *Loader) Network {
+	hp := l.HP
+	eps := l.layerNormEps()
+	if eps == 0 {
+		return nil
+	}
+	if !l.Has("output.weight") {
+		l.Failf("missing tensor output.weight (llama.cpp's phi2 reads no tied output)")
+		return nil
+	}
+	d := l.phi3Decoder()
+	l.needBias(d.head.Output)
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	return l.geluLayers(d, eps, func(p string) decoderLayer {
+		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd),
+			parallelFFN: true, parallelSum: true}
+		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
+		return ly
+	})
+}
+
+// geluLayers binds the layers of starcoder2 and phi2 into d: what layer
+// binds of each (its attention and norms), with attn_norm's bias and an
+// ungated GELU MLP, ffn_down·gelu(ffn_up·h + b) + b; the biases of
+// attn_output, ffn_up and ffn_down are required; the norms are LayerNorms
+// of epsilon eps, the output norm's bias required.
+func (l *Loader) geluLayers(d *decoder, eps float64, layer func(p string) decoderLayer) Network {
+	hp := l.HP
 	d.layerNorm = eps
 	d.outNormB = l.Vector("output_norm.bias", hp.Embd)
 	net := l.bindLayers(d, func(_ int, p string) decoderLayer {
-		ly := l.preNormLayer(p, "ffn_norm")
+		ly := layer(p)
 		ly.attnNormB = l.Vector(p+"attn_norm.bias", hp.Embd)
-		ly.ffnNormB = l.Vector(p+"ffn_norm.bias", hp.Embd)
 		mlp := ml.MLP{Up: l.Linear(p+"ffn_up", hp.Embd, hp.FFN), Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd), Act: ml.GELU}
 		l.needBias(ly.o, mlp.Up, mlp.Down)
 		ly.ffn = &Dense{mlp}
