@@ -34,13 +34,15 @@ func (s Shape) fused() bool { return s.Arch == "phi3" || s.Arch == "glm4" }
 // partialRoPE reports an attention architecture whose RopeDims may be
 // set (the hybrids check theirs apart).
 func (s Shape) partialRoPE() bool {
-	return s.phi3() || s.fused() || s.Arch == "stablelm" || s.Arch == "minimax-m2" || s.Arch == "bailingmoe2" || s.Arch == "phi2"
+	return s.phi3() || s.fused() || s.Arch == "stablelm" || s.Arch == "minimax-m2" || s.Arch == "bailingmoe2" || s.Arch == "phi2" || s.Arch == "gptneox"
 }
 
 // geluMLP reports an architecture whose MLPs are ungated GELU with
 // biases, its attention's output biased and its norms LayerNorms with
-// biases (starcoder2, phi2).
-func (s Shape) geluMLP() bool { return s.Arch == "starcoder2" || s.Arch == "phi2" }
+// biases (starcoder2, phi2, gptneox).
+func (s Shape) geluMLP() bool {
+	return s.Arch == "starcoder2" || s.Arch == "phi2" || s.Arch == "gptneox"
+}
 
 // checkPhi3 validates phi3's fields (and that other architectures leave
 // OrigContext zero).
@@ -65,7 +67,7 @@ func (s Shape) ropeDims() int {
 		return s.RopeDims
 	case s.Arch == "glm4" || s.Arch == "minimax-m2" || s.Arch == "phi2": // phi2: near Phi-2's partial_rotary_factor 0.4
 		return s.HeadDim / 2
-	case s.Arch == "stablelm": // StableLM 2's partial_rotary_factor 0.25
+	case s.Arch == "stablelm" || s.Arch == "gptneox": // StableLM 2's and Pythia's partial_rotary_factor 0.25
 		return s.HeadDim / 4
 	}
 	return s.HeadDim

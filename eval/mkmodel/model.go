@@ -153,7 +153,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if c.mamba() && !c.falconH1() && c.recurrent(i) {
 			c.mambaMixer(add, i)
 		} else {
-			if c.Arch == "bailingmoe2" {
+			if c.Arch == "bailingmoe2" || c.Arch == "gptneox" {
 				c.fusedQKV(add, i)
 			} else {
 				add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*invSqrt(e)))
@@ -385,7 +385,10 @@ func Write(path string, c *Config) error {
 	if a == "orion" || a == "stablelm" || c.geluMLP() { // their LayerNorms' epsilon
 		w.Add(a+".attention.layer_norm_epsilon", float32(1e-5))
 	}
-	if a == "stablelm" || a == "phi2" {
+	if a == "gptneox" { // GPT-NeoX-20B's and Pythia's parallel residual
+		w.Add(a+".use_parallel_residual", true)
+	}
+	if a == "stablelm" || a == "phi2" || a == "gptneox" {
 		w.Add(a+".rope.dimension_count", uint32(c.ropeDims()))
 	}
 	if a == "minicpm" { // MiniCPM's multipliers as the converter writes them: scale_emb, scale_depth/sqrt(layers), hidden/dim_model_base

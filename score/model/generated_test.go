@@ -244,7 +244,10 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // (attention + MLP): summed as (x + attention) + MLP, 254 of 1599 targets
 // differ by up to 0.048; RoPE over half the head, q scaled; an output
 // bias) (24 windows each, both builds: none off; phi2 with attn_qkv fused
-// gives the same sums in llama.cpp and here).
+// gives the same sums in llama.cpp and here), and gptneox (starcoder2's
+// block with q, k and v fused, RoPE over a quarter of the head, the
+// parallel residual (x + FFN(ffn_norm(x))) + attention; without it, the
+// serial block: TestGPTNeoXSerial) (24 windows, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -395,6 +398,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1612.6304731, -805.4352252, -831.5943601, -788.7935907}},
 		{"phi2", "phi2", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "db9ad3f23fbfc7d0bd19c5959592a3dbb5af955cd564e04b35f862d81b009a81",
 			[]float64{-1632.2871372, -797.7478236, -806.0943777, -751.0082928}},
+		{"gptneox", "gptneox", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "11bb6500dfebb9a7f44a06944cd8e91dab9dc2d883a7167192d5f97f3340ff6d",
+			[]float64{-1656.6396448, -805.3968527, -794.0994150, -748.6808058}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -483,6 +488,27 @@ func TestPhi3Layouts(t *testing.T) {
 // RoPE, the fourth global with YaRN (factor 8 over an original context of
 // 256, OLMo 3's attn_factor).
 func olmo3(s *mkmodel.Shape) { s.Layers, s.Window, s.YaRN = 4, 40, 8 }
+
+// TestGPTNeoXSerial: gptneox with use_parallel_residual false, the serial
+// block (x + attention, then + FFN), on genModel's file, against
+// llama.cpp's sums on the same bytes (24 windows in both builds: none off;
+// here the first 4).
+func TestGPTNeoXSerial(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := rewriteFile(t, genModel(t, dir, "gptneox", func(s *mkmodel.Shape) { s.Layers = 4 }), map[string]any{"gptneox.use_parallel_residual": false}, nil)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != "06b91d7680d28d81cc737ead2a9c9ace87a624fddc3b7f007cbed5dcbb9822fa" {
+		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
+	}
+	generatedScores(t, p, golden.Header.Tokens, []float64{-1637.5478362, -803.0796618, -802.8538823, -747.6881294})
+}
 
 // TestOLMo3Pattern: OLMo 3's sliding layers by attention.sliding_window_pattern
 // as a period, 2 (layers 0 and 2 sliding), rather than the converter's
@@ -897,7 +923,7 @@ func phiMoE(orig int) func(*mkmodel.Shape) {
 	}
 }
 
-// TestOrionRefused: orion, stablelm, starcoder2 and phi2 without their
+// TestOrionRefused: orion, stablelm, starcoder2, phi2 and gptneox without their
 // LayerNorms' epsilon or a norm's bias (stablelm and phi2: or the output
 // matrix; starcoder2 and phi2: or a bias of attn_output, ffn_up, ffn_down,
 // phi2's output) are refused by name, as llama.cpp refuses them.
@@ -925,6 +951,12 @@ func TestOrionRefused(t *testing.T) {
 		{"no output bias", nil, []string{"output.bias"}, "missing tensor output.bias"},
 		{"no attention norm bias", nil, []string{"blk.1.attn_norm.bias"}, "missing tensor blk.1.attn_norm.bias"},
 		{"no up bias", nil, []string{"blk.0.ffn_up.bias"}, "missing tensor blk.0.ffn_up.bias"},
+	})
+	checkRefusals(t, genModel(t, dir, "gptneox", nil), []refusal{
+		{"no parallel residual key", map[string]any{"gptneox.use_parallel_residual": nil}, nil, "missing metadata gptneox.use_parallel_residual"},
+		{"tied", nil, []string{"output.weight"}, "missing tensor output.weight (llama.cpp's gptneox reads no tied output)"},
+		{"no qkv bias", nil, []string{"blk.1.attn_qkv.bias"}, "missing tensor blk.1.attn_qkv.bias"},
+		{"no FFN norm bias", nil, []string{"blk.0.ffn_norm.bias"}, "missing tensor blk.0.ffn_norm.bias"},
 	})
 }
 

@@ -139,17 +139,32 @@ type decoderLayer struct {
 	// post_attention_norm, post_ffw_norm).
 	postAttnNorm, postFFNNorm *ml.Vector
 	noRoPE                    bool // no positions in this layer's q and k (smollm3's NoPE layers)
-	// parallelFFN makes the FFN read the attention's normed rows, its
-	// output added after the attention's (stablelm's parallel residual),
-	// or with parallelSum to it before the sum joins the residual stream
-	// (phi2: x + (attention + FFN)).
-	parallelFFN, parallelSum bool
+	// parallel, when set, runs the FFN beside the attention on the layer's
+	// input x, in one of the orders of llama.cpp's parallel blocks.
+	parallel parallelKind
 	// mixer, when set, is the layer's mixer instead of attention (the
 	// Mamba-2 layers of granitehybrid and nemotron_h, LFM2's short
 	// convolutions; q, k, v and o are nil), or beside it (falcon-h1: the
 	// two outputs added).
 	mixer rowMixer
 }
+
+// parallelKind is how a parallel block's FFN reads the layer's input x and
+// how its output and the attention's join the residual stream, in the
+// order llama.cpp adds them (float32 sums: the order changes the bits).
+type parallelKind int
+
+const (
+	serial parallelKind = iota
+	// parallelAfter: the FFN reads the attention's normed rows; (x +
+	// attention) + FFN (stablelm's parallel residual).
+	parallelAfter
+	// parallelSum: the same rows; x + (attention + FFN) (phi2).
+	parallelSum
+	// parallelOwnNorm: the FFN reads x normed by ffnNorm; (x + FFN) +
+	// attention (gptneox's use_parallel_residual).
+	parallelOwnNorm
+)
 
 // rowMixer is a layer's mixer that is not attention: it computes dst from
 // the normed rows h of a window, from no state.
@@ -466,8 +481,11 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 					b.Add(mix, h)
 				}
 			} else {
+				if ly.parallel == parallelOwnNorm {
+					ly.ffn.Forward(b, ff, normed(ly.ffnNorm, ly.ffnNormB))
+				}
 				hn := normed(ly.attnNorm, ly.attnNormB)
-				if ly.parallelFFN {
+				if ly.parallel == parallelAfter || ly.parallel == parallelSum {
 					ly.ffn.Forward(b, ff, hn)
 				}
 				m.attention(b, h, hn, i, ly)
@@ -478,13 +496,16 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			if m.resScale != 0 {
 				b.Scale(mix, m.resScale)
 			}
-			if ly.parallelSum {
+			switch ly.parallel {
+			case parallelSum:
 				b.Add(mix, ff)
+			case parallelOwnNorm:
+				b.Add(x, ff)
 			}
 			b.Add(x, mix)
 		}
-		if ly.ffn != nil && !ly.parallelSum { // the FFN (none in nemotron_h's mixer blocks)
-			if !ly.parallelFFN {
+		if ly.ffn != nil && ly.parallel != parallelSum && ly.parallel != parallelOwnNorm { // the FFN (none in nemotron_h's mixer blocks)
+			if ly.parallel == serial {
 				ly.ffn.Forward(b, ff, normed(ly.ffnNorm, ly.ffnNormB))
 			}
 			if ly.postFFNNorm != nil {

@@ -49,14 +49,16 @@ func (l *Loader) Has(name string) bool {
 }
 
 // needBias records an error for the first of ws without a bias, naming the
-// missing tensor (the file's .bias beside the matrix's .weight).
+// missing tensor (the file's .bias beside the matrix's .weight, or beside
+// the fused matrix a part's rows come from).
 func (l *Loader) needBias(ws ...*ml.Matrix) {
 	for _, w := range ws {
 		if l.err != nil {
 			return
 		}
-		if w.Bias == nil {
-			l.Failf("missing tensor %s", strings.TrimSuffix(w.Name, "weight")+"bias")
+		if w.Bias == nil { // w.Name: the file's NAME.weight, or a part's NAME.weight[a:b]
+			name, _, _ := strings.Cut(w.Name, ".weight")
+			l.Failf("missing tensor %s.bias", name)
 		}
 	}
 }

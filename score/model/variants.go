@@ -31,6 +31,7 @@ func init() {
 	Register("stablelm", newStableLM)
 	Register("starcoder2", newStarCoder2)
 	Register("phi2", newPhi2)
+	Register("gptneox", newGPTNeoX)
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
 	Register("arcee", newArcee)
@@ -256,7 +257,7 @@ func newStableLM(l *Loader) Network {
 				ly.ffnNormB = l.Vector(p+"ffn_norm.bias", hp.Embd)
 			}
 		} else {
-			ly.parallelFFN = true
+			ly.parallel = parallelAfter
 		}
 		ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
 		return ly
@@ -308,13 +309,53 @@ func newPhi2(l *Loader) Network {
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	return l.geluLayers(d, eps, func(p string) decoderLayer {
 		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd),
-			parallelFFN: true, parallelSum: true}
+			parallel: parallelSum}
 		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
 		return ly
 	})
 }
 
-// geluLayers binds the layers of starcoder2 and phi2 into d: what layer
+// gptneox: EleutherAI's GPT-NeoX-20B and Pythia, as llama.cpp 0.7.0 runs
+// them: starcoder2's LayerNorms, biases and ungated GELU MLP; q, k and v
+// in attn_qkv (or apart), their biases required; NeoX RoPE over
+// rope.dimension_count of each head (Pythia turns a quarter); with
+// use_parallel_residual (required; true in GPT-NeoX-20B and Pythia) the
+// FFN reads x normed by ffn_norm beside the attention, (x + FFN) +
+// attention, else the serial block; the output matrix required.
+func newGPTNeoX(l *Loader) Network {
+	hp := l.HP
+	eps := l.layerNormEps()
+	if eps == 0 {
+		return nil
+	}
+	m := meta{l.f, hp.Arch}
+	err := m.require("use_parallel_residual")
+	par := false
+	if err == nil {
+		par, err = m.bool("use_parallel_residual", false)
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	if !l.Has("output.weight") {
+		l.Failf("missing tensor output.weight (llama.cpp's gptneox reads no tied output)")
+		return nil
+	}
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	return l.geluLayers(l.baseDecoder(true), eps, func(p string) decoderLayer {
+		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd),
+			ffnNorm: l.Norm(p+"ffn_norm", hp.Embd), ffnNormB: l.Vector(p+"ffn_norm.bias", hp.Embd)}
+		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
+		l.needBias(ly.q, ly.k, ly.v)
+		if par {
+			ly.parallel = parallelOwnNorm
+		}
+		return ly
+	})
+}
+
+// geluLayers binds the layers of starcoder2, phi2 and gptneox into d: what layer
 // binds of each (its attention and norms), with attn_norm's bias and an
 // ungated GELU MLP, ffn_down·gelu(ffn_up·h + b) + b; the biases of
 // attn_output, ffn_up and ffn_down are required; the norms are LayerNorms
