@@ -153,7 +153,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if c.mamba() && !c.falconH1() && c.recurrent(i) {
 			c.mambaMixer(add, i)
 		} else {
-			if c.Arch == "bailingmoe2" || c.Arch == "gptneox" {
+			if c.Arch == "bailingmoe2" || c.Arch == "gptneox" || c.Arch == "falcon" {
 				c.fusedQKV(add, i)
 			} else {
 				add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*invSqrt(e)))
@@ -196,7 +196,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if post {
 			add(p+"post_attention_norm.weight", []uint64{e}, i, c.gain(p+"post_attention_norm.weight", res, 0.1*res))
 		}
-		if !olmo && !c.cohere() && !(c.Arch == "stablelm" && c.QKLayerNorm) && c.Arch != "phi2" { // Cohere's, StableLM 2 12B's and Phi-2's MLPs read the attention's normed rows
+		if !olmo && !c.cohere() && !(c.Arch == "stablelm" && c.QKLayerNorm) && c.Arch != "phi2" && c.Arch != "falcon" { // Cohere's, StableLM 2 12B's, Phi-2's and Falcon's MLPs read the attention's normed rows
 			ffnNorm := p + "ffn_norm.weight"
 			switch c.Arch {
 			case "seed_oss": // its FFN pre-norm's name
@@ -230,7 +230,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			}
 			continue
 		}
-		if c.Arch != "arcee" && c.Arch != "apertus" && !c.geluMLP() { // their MLPs are ungated
+		if c.Arch != "arcee" && c.Arch != "apertus" && !c.geluMLP() && c.Arch != "falcon" { // their MLPs are ungated
 			add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", invSqrt(e)))
 		}
 		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", invSqrt(e)))
@@ -382,7 +382,7 @@ func Write(path string, c *Config) error {
 		w.Add("xielu.beta", beta)
 		w.Add("xielu.eps", eps)
 	}
-	if a == "orion" || a == "stablelm" || c.geluMLP() { // their LayerNorms' epsilon
+	if a == "orion" || a == "stablelm" || c.geluMLP() || a == "falcon" { // their LayerNorms' epsilon
 		w.Add(a+".attention.layer_norm_epsilon", float32(1e-5))
 	}
 	if a == "gptneox" { // GPT-NeoX-20B's and Pythia's parallel residual

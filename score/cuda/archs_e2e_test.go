@@ -380,7 +380,7 @@ func TestEndToEndWideHeads(t *testing.T) {
 // convolutions: Conv and Mul); gemma2 (soft-capped attention scores);
 // llama4 (experts weighted before their FFN; a window past its chunk of
 // 8192, the plain kernel's chunks); phimoe (AddRows, the norms' biases);
-// starcoder2, phi2 and gptneox (the ungated GELU);
+// starcoder2, phi2, gptneox and falcon (the ungated GELU);
 // gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
@@ -433,6 +433,9 @@ func TestEndToEndGenerated(t *testing.T) {
 		// Pythia: the FFN on its own norm beside the attention.
 		// Emulation: max 0.0071, mean 0.0010, PPL ratio 1.00007.
 		{"gptneox", nil, 0.015, 0.002, 0.0002, ""},
+		// Falcon-7B's layout: one KV head, the parallel block without
+		// biases. Emulation: max 0.0069, mean 0.0011, PPL ratio 1.00007.
+		{"falcon", func(s *mkmodel.Shape) { s.KVHeads = 1 }, 0.015, 0.0025, 0.0002, ""},
 		// OLMo 3: 3 layers of 4 sliding over 40 keys with plain RoPE, the
 		// fourth with YaRN (factor 8), whose cos and sin times 1.46 (the
 		// file's attn_factor and YaRN's own) make its scores 2.1 times as

@@ -5,7 +5,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -247,7 +249,10 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // gives the same sums in llama.cpp and here), and gptneox (starcoder2's
 // block with q, k and v fused, RoPE over a quarter of the head, the
 // parallel residual (x + FFN(ffn_norm(x))) + attention; without it, the
-// serial block: TestGPTNeoXSerial) (24 windows, both builds: none off).
+// serial block: TestGPTNeoXSerial), and falcon (attention and an ungated
+// GELU MLP without biases in parallel on one LayerNorm, one KV head;
+// Falcon-40B's second norm: TestFalcon40B) (24 windows, both builds: none
+// off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -400,6 +405,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1632.2871372, -797.7478236, -806.0943777, -751.0082928}},
 		{"gptneox", "gptneox", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "11bb6500dfebb9a7f44a06944cd8e91dab9dc2d883a7167192d5f97f3340ff6d",
 			[]float64{-1656.6396448, -805.3968527, -794.0994150, -748.6808058}},
+		{"falcon", "falcon", "", func(s *mkmodel.Shape) { s.Layers, s.KVHeads = 4, 1 }, "", "7ab9930c0167a0ccab5e7b80467a035024f8d6312d59e515d538dfece66dade8",
+			[]float64{-1660.1736315, -797.4650991, -805.9762549, -776.5083771}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -508,6 +515,37 @@ func TestGPTNeoXSerial(t *testing.T) {
 		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
 	}
 	generatedScores(t, p, golden.Header.Tokens, []float64{-1637.5478362, -803.0796618, -802.8538823, -747.6881294})
+}
+
+// TestFalcon40B: Falcon-40B's layout, the attention on attn_norm_2's rows
+// and the MLP on attn_norm's, on genModel's falcon file with the norms
+// added, against llama.cpp's sums on the same bytes (24 windows in both
+// builds: none off; here the first 4).
+func TestFalcon40B(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(40, 2))
+	add := map[string]f32Tensor{}
+	for i := range 4 {
+		w, b := make([]float32, 128), make([]float32, 128)
+		for j := range w {
+			w[j], b[j] = float32(1+0.1*r.NormFloat64()), float32(0.1*r.NormFloat64())
+		}
+		add[fmt.Sprintf("blk.%d.attn_norm_2.weight", i)] = f32Tensor{[]uint64{128}, w}
+		add[fmt.Sprintf("blk.%d.attn_norm_2.bias", i)] = f32Tensor{[]uint64{128}, b}
+	}
+	p := rewriteFile(t, genModel(t, dir, "falcon", func(s *mkmodel.Shape) { s.Layers = 4 }), nil, add)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != "a516ae6d0caff27ee97087f81b6d2d77420b0c61489b1af214f40d56d4774673" {
+		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
+	}
+	generatedScores(t, p, golden.Header.Tokens, []float64{-1669.0530521, -799.4466181, -780.8763155, -748.8256245})
 }
 
 // TestOLMo3Pattern: OLMo 3's sliding layers by attention.sliding_window_pattern

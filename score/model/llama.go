@@ -149,21 +149,22 @@ type decoderLayer struct {
 	mixer rowMixer
 }
 
-// parallelKind is how a parallel block's FFN reads the layer's input x and
-// how its output and the attention's join the residual stream, in the
-// order llama.cpp adds them (float32 sums: the order changes the bits).
+// parallelKind is how a parallel block's FFN output and the attention's
+// join the residual stream x, in the order llama.cpp adds them (float32
+// sums: the order changes the bits). The FFN reads x normed by the
+// layer's ffnNorm when it has one (gptneox, Falcon-40B), else the
+// attention's normed rows.
 type parallelKind int
 
 const (
 	serial parallelKind = iota
-	// parallelAfter: the FFN reads the attention's normed rows; (x +
-	// attention) + FFN (stablelm's parallel residual).
+	// parallelAfter: (x + attention) + FFN (stablelm's parallel residual).
 	parallelAfter
-	// parallelSum: the same rows; x + (attention + FFN) (phi2).
+	// parallelSum: x + (attention + FFN) (phi2, falcon).
 	parallelSum
-	// parallelOwnNorm: the FFN reads x normed by ffnNorm; (x + FFN) +
-	// attention (gptneox's use_parallel_residual).
-	parallelOwnNorm
+	// parallelFFNFirst: (x + FFN) + attention (gptneox's
+	// use_parallel_residual).
+	parallelFFNFirst
 )
 
 // rowMixer is a layer's mixer that is not attention: it computes dst from
@@ -481,11 +482,11 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 					b.Add(mix, h)
 				}
 			} else {
-				if ly.parallel == parallelOwnNorm {
+				if ly.parallel != serial && ly.ffnNorm != nil { // before normed's h holds the attention's rows
 					ly.ffn.Forward(b, ff, normed(ly.ffnNorm, ly.ffnNormB))
 				}
 				hn := normed(ly.attnNorm, ly.attnNormB)
-				if ly.parallel == parallelAfter || ly.parallel == parallelSum {
+				if ly.parallel != serial && ly.ffnNorm == nil {
 					ly.ffn.Forward(b, ff, hn)
 				}
 				m.attention(b, h, hn, i, ly)
@@ -499,12 +500,12 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			switch ly.parallel {
 			case parallelSum:
 				b.Add(mix, ff)
-			case parallelOwnNorm:
+			case parallelFFNFirst:
 				b.Add(x, ff)
 			}
 			b.Add(x, mix)
 		}
-		if ly.ffn != nil && ly.parallel != parallelSum && ly.parallel != parallelOwnNorm { // the FFN (none in nemotron_h's mixer blocks)
+		if ly.ffn != nil && (ly.parallel == serial || ly.parallel == parallelAfter) { // the FFN (none in nemotron_h's mixer blocks)
 			if ly.parallel == serial {
 				ly.ffn.Forward(b, ff, normed(ly.ffnNorm, ly.ffnNormB))
 			}

@@ -32,6 +32,7 @@ func init() {
 	Register("starcoder2", newStarCoder2)
 	Register("phi2", newPhi2)
 	Register("gptneox", newGPTNeoX)
+	Register("falcon", newFalcon)
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
 	Register("arcee", newArcee)
@@ -349,10 +350,47 @@ func newGPTNeoX(l *Loader) Network {
 		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
 		l.needBias(ly.q, ly.k, ly.v)
 		if par {
-			ly.parallel = parallelOwnNorm
+			ly.parallel = parallelFFNFirst
 		}
 		return ly
 	})
+}
+
+// falcon: TII's Falcon (7B, 40B, 180B, RW), as llama.cpp 0.7.0 runs it: a
+// parallel block, x + (attention + MLP), the attention and an ungated
+// GELU MLP without biases reading the same LayerNormed rows (attn_norm
+// with its bias), or in Falcon-40B's layout (attn_norm_2, its bias
+// optional) the attention reading attn_norm_2's rows and the MLP
+// attn_norm's; q, k and v fused in attn_qkv (one KV head in 7B); NeoX
+// RoPE over the whole head; the output matrix, or the token embedding.
+func newFalcon(l *Loader) Network {
+	hp := l.HP
+	eps := l.layerNormEps()
+	if eps == 0 {
+		return nil
+	}
+	d := l.baseDecoder(true)
+	d.layerNorm = eps
+	d.outNormB = l.Vector("output_norm.bias", hp.Embd)
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	net := l.bindLayers(d, func(_ int, p string) decoderLayer {
+		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), attnNormB: l.Vector(p+"attn_norm.bias", hp.Embd),
+			o: l.Linear(p+"attn_output", qd, hp.Embd), parallel: parallelSum,
+			ffn: &Dense{ml.MLP{Up: l.Linear(p+"ffn_up", hp.Embd, hp.FFN), Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd), Act: ml.GELU}}}
+		if l.Has(p + "attn_norm_2.weight") { // Falcon-40B: the MLP keeps attn_norm
+			ly.ffnNorm, ly.ffnNormB = ly.attnNorm, ly.attnNormB
+			ly.attnNorm, ly.attnNormB = l.Norm(p+"attn_norm_2", hp.Embd), nil
+			if l.Has(p + "attn_norm_2.bias") {
+				ly.attnNormB = l.Vector(p+"attn_norm_2.bias", hp.Embd)
+			}
+		}
+		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
+		return ly
+	})
+	if net == nil {
+		return nil
+	}
+	return lnDecoder{d}
 }
 
 // geluLayers binds the layers of starcoder2, phi2 and gptneox into d: what layer
