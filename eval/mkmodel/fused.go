@@ -39,9 +39,9 @@ func (s Shape) partialRoPE() bool {
 
 // geluMLP reports an architecture whose MLPs are ungated GELU with
 // biases, its attention's output biased and its norms LayerNorms with
-// biases (starcoder2, phi2, gptneox).
+// biases (starcoder2, phi2, gptneox, gpt2).
 func (s Shape) geluMLP() bool {
-	return s.Arch == "starcoder2" || s.Arch == "phi2" || s.Arch == "gptneox"
+	return s.Arch == "starcoder2" || s.Arch == "phi2" || s.Arch == "gptneox" || s.Arch == "gpt2"
 }
 
 // checkPhi3 validates phi3's fields (and that other architectures leave

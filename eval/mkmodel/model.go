@@ -119,6 +119,9 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 	} else {
 		add("token_embd.weight", []uint64{e, v}, -1, c.normal("token_embd.weight", embStd))
 	}
+	if c.Arch == "gpt2" { // learned positions, a row per position of the context
+		add("position_embd.weight", []uint64{e, uint64(c.Context)}, -1, c.normal("position_embd.weight", 0.5*embStd))
+	}
 	for i := 0; i < c.Layers; i++ {
 		if c.hybrid() {
 			c.hybridLayer(add, i)
@@ -153,7 +156,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if c.mamba() && !c.falconH1() && c.recurrent(i) {
 			c.mambaMixer(add, i)
 		} else {
-			if c.Arch == "bailingmoe2" || c.Arch == "gptneox" || c.Arch == "falcon" {
+			if c.Arch == "bailingmoe2" || c.Arch == "gptneox" || c.Arch == "falcon" || c.Arch == "gpt2" {
 				c.fusedQKV(add, i)
 			} else {
 				add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*invSqrt(e)))

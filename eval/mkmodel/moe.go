@@ -156,7 +156,7 @@ func (c *Config) fusedQKV(add func(name string, shape []uint64, layer int, fill 
 			v(r, dst)
 		}
 	})
-	if c.Arch == "gptneox" {
+	if c.Arch == "gptneox" || c.Arch == "gpt2" {
 		add(p+"attn_qkv.bias", []uint64{q + 2*kv}, i, c.normal(p+"attn_qkv.bias", 0.1))
 	}
 }

@@ -380,7 +380,8 @@ func TestEndToEndWideHeads(t *testing.T) {
 // convolutions: Conv and Mul); gemma2 (soft-capped attention scores);
 // llama4 (experts weighted before their FFN; a window past its chunk of
 // 8192, the plain kernel's chunks); phimoe (AddRows, the norms' biases);
-// starcoder2, phi2, gptneox and falcon (the ungated GELU);
+// starcoder2, phi2, gptneox, falcon and gpt2 (the ungated GELU; gpt2's
+// learned positions);
 // gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
@@ -436,6 +437,9 @@ func TestEndToEndGenerated(t *testing.T) {
 		// Falcon-7B's layout: one KV head, the parallel block without
 		// biases. Emulation: max 0.0069, mean 0.0011, PPL ratio 1.00007.
 		{"falcon", func(s *mkmodel.Shape) { s.KVHeads = 1 }, 0.015, 0.0025, 0.0002, ""},
+		// GPT-2: learned positions (a second Embed, added), no RoPE, tied.
+		// Emulation: max 0.0106, mean 0.0021, PPL ratio 1.00032.
+		{"gpt2", func(s *mkmodel.Shape) { s.Tied, s.KVHeads = true, 4 }, 0.02, 0.004, 0.0006, ""},
 		// OLMo 3: 3 layers of 4 sliding over 40 keys with plain RoPE, the
 		// fourth with YaRN (factor 8), whose cos and sin times 1.46 (the
 		// file's attn_factor and YaRN's own) make its scores 2.1 times as

@@ -252,7 +252,8 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // serial block: TestGPTNeoXSerial), and falcon (attention and an ungated
 // GELU MLP without biases in parallel on one LayerNorm, one KV head;
 // Falcon-40B's second norm: TestFalcon40B) (24 windows, both builds: none
-// off).
+// off), and gpt2 (starcoder2's block with q, k and v fused, learned
+// positions instead of RoPE, tied) (24 windows, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -407,6 +408,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1656.6396448, -805.3968527, -794.0994150, -748.6808058}},
 		{"falcon", "falcon", "", func(s *mkmodel.Shape) { s.Layers, s.KVHeads = 4, 1 }, "", "7ab9930c0167a0ccab5e7b80467a035024f8d6312d59e515d538dfece66dade8",
 			[]float64{-1660.1736315, -797.4650991, -805.9762549, -776.5083771}},
+		{"gpt2", "gpt2", "", gpt2Shape, "", "f18af77640a3bd1257320a9d7b20508b262ae77cbfa03003427b8f02de205913",
+			[]float64{-1535.3119408, -771.3597286, -770.3042039, -765.2281725}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -546,6 +549,34 @@ func TestFalcon40B(t *testing.T) {
 		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
 	}
 	generatedScores(t, p, golden.Header.Tokens, []float64{-1669.0530521, -799.4466181, -780.8763155, -748.8256245})
+}
+
+// gpt2Shape is GPT-2's layout in 4 layers: tied, as many KV heads as
+// heads.
+func gpt2Shape(s *mkmodel.Shape) { s.Layers, s.Tied, s.KVHeads = 4, true, 4 }
+
+// TestGPT2Positions: GPT-2 has a learned position for each of
+// context_length tokens and no more: a context past it is refused at load,
+// and a longer window at scoring, naming the limit.
+func TestGPT2Positions(t *testing.T) {
+	dir := oracle.Require(t)
+	path := genModel(t, dir, "gpt2", gpt2Shape)
+	_, err := Load(path, Options{Context: 4096})
+	if want := "metadata gpt2.context_length = 2048: windows of 4096 tokens need learned positions past it"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("context 4096: got %v, want %q", err, want)
+	}
+	m, err := Load(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if _, err := m.Score(make([]int32, 2048), 2047); err != nil {
+		t.Errorf("2048 tokens: %v", err)
+	}
+	_, err = m.Score(make([]int32, 2049), 2048)
+	if want := "a window of 2049 tokens, but gpt2 has learned positions for 2048"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("2049 tokens: got %v, want %q", err, want)
+	}
 }
 
 // TestOLMo3Pattern: OLMo 3's sliding layers by attention.sliding_window_pattern

@@ -62,8 +62,11 @@ type decoderOpts struct {
 }
 
 type decoder struct {
-	hp         HParams
-	tokenEmbd  *ml.Matrix // token_embd: (vocab, embd), read by row
+	hp        HParams
+	tokenEmbd *ml.Matrix // token_embd: (vocab, embd), read by row
+	// posEmbd, when set, is position_embd (context, embd): learned
+	// absolute positions, row p added to the token embedding at p (gpt2).
+	posEmbd    *ml.Matrix
 	layers     []decoderLayer
 	outputNorm *ml.Vector // output_norm
 	outNormB   *ml.Vector // output_norm.bias (phimoe, orion, stablelm), or nil
@@ -441,6 +444,15 @@ func (l *Loader) baseDecoder(neox bool) *decoder {
 
 func (m *decoder) Head() *Head { return &m.head }
 
+// MaxTokens is the number of learned positions (gpt2), or 0: RoPE has no
+// limit.
+func (m *decoder) MaxTokens() int {
+	if m.posEmbd == nil {
+		return 0
+	}
+	return m.posEmbd.Out
+}
+
 // normSpans RMS-norms each span of len(w.V) values of t's rows by w: each
 // head of q or k, or the whole row.
 func normSpans(b ml.Backend, t ml.Tensor, w *ml.Vector, eps float64) {
@@ -454,6 +466,15 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	hp, n := m.hp, len(tokens)
 	x := b.Alloc(n, hp.Embd) // the residual stream
 	b.Embed(x, m.tokenEmbd, tokens)
+	if m.posEmbd != nil {
+		pos := make([]int32, n)
+		for i := range pos {
+			pos[i] = int32(i)
+		}
+		p := b.Alloc(n, hp.Embd)
+		b.Embed(p, m.posEmbd, pos)
+		b.Add(x, p)
+	}
 	if m.embScale != 0 {
 		b.Scale(x, m.embScale)
 	}

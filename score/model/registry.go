@@ -27,6 +27,13 @@ type Checker interface {
 	Check(b ml.Backend) error
 }
 
+// Limited is a Network without positions past a limit (learned absolute
+// positions: gpt2): MaxTokens, when above 0, is the most tokens a window
+// may hold, and a longer one is refused.
+type Limited interface {
+	MaxTokens() int
+}
+
 // Head is a model's output head: logits = hidden·Outputᵀ, then
 // soft-capped (cap · tanh(z / cap)) when SoftCap > 0.
 type Head struct {

@@ -84,6 +84,9 @@ func (m *Model) checkTokens(tokens []int32, scoreFrom int) error {
 	if scoreFrom < 1 || scoreFrom > len(tokens) {
 		return fmt.Errorf("model: score from %d with %d tokens (want 1 <= from <= tokens)", scoreFrom, len(tokens))
 	}
+	if l, ok := m.net.(Limited); ok && l.MaxTokens() > 0 && len(tokens) > l.MaxTokens() {
+		return fmt.Errorf("model: a window of %d tokens, but %s has learned positions for %d", len(tokens), m.HP.Arch, l.MaxTokens())
+	}
 	for i, t := range tokens {
 		if t < 0 || int(t) >= m.HP.Vocab {
 			return fmt.Errorf("model: token %d at position %d is outside the vocabulary [0, %d)", t, i, m.HP.Vocab)

@@ -33,6 +33,7 @@ func init() {
 	Register("phi2", newPhi2)
 	Register("gptneox", newGPTNeoX)
 	Register("falcon", newFalcon)
+	Register("gpt2", newGPT2)
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
 	Register("arcee", newArcee)
@@ -391,6 +392,35 @@ func newFalcon(l *Loader) Network {
 		return nil
 	}
 	return lnDecoder{d}
+}
+
+// gpt2: OpenAI's GPT-2 (124M to 1.5B) and its descendants, as llama.cpp
+// 0.7.0 runs them: starcoder2's LayerNorms, biases and ungated GELU MLP,
+// q, k and v fused in attn_qkv with its bias (required), no RoPE: learned
+// absolute positions (position_embd, one row per position up to
+// context_length) added to the token embeddings, a window's first token
+// at position 0; the output matrix, or the token embedding. A context
+// past context_length is refused: GPT-2 has no position for it.
+func newGPT2(l *Loader) Network {
+	hp := l.HP
+	eps := l.layerNormEps()
+	if eps == 0 {
+		return nil
+	}
+	if hp.CtxTrain <= 0 || l.Opts.Context > hp.CtxTrain {
+		l.Failf("metadata %s.context_length = %d: windows of %d tokens need learned positions past it", hp.Arch, hp.CtxTrain, l.Opts.Context)
+		return nil
+	}
+	d := l.baseDecoder(true)
+	d.posEmbd = l.Linear("position_embd", hp.Embd, hp.CtxTrain)
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	return l.geluLayers(d, eps, func(p string) decoderLayer {
+		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd),
+			ffnNorm: l.Norm(p+"ffn_norm", hp.Embd), ffnNormB: l.Vector(p+"ffn_norm.bias", hp.Embd), noRoPE: true}
+		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
+		l.needBias(ly.q, ly.k, ly.v)
+		return ly
+	})
 }
 
 // geluLayers binds the layers of starcoder2, phi2 and gptneox into d: what layer
