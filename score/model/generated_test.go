@@ -579,6 +579,27 @@ func TestGPT2Positions(t *testing.T) {
 	}
 }
 
+// TestStarCoder: starcoder (StarCoder, SantaCoder), GPT-2's block in
+// llama.cpp 0.7.0, here with one KV head: genModel's gpt2 file rewritten as
+// starcoder, against llama.cpp's sums on the same bytes (24 windows in
+// both builds: none off; here the first 4).
+func TestStarCoder(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := archFile(t, genModel(t, dir, "gpt2", func(s *mkmodel.Shape) { s.Layers, s.KVHeads = 4, 1 }), "gpt2", "starcoder")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != "7683e7da7acb29a416f15d509b1ff8da067c36fb38e4f7ad407d6a3993c69b0f" {
+		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
+	}
+	generatedScores(t, p, golden.Header.Tokens, []float64{-1655.9604676, -802.8026469, -835.4099162, -776.4730250})
+}
+
 // TestOLMo3Pattern: OLMo 3's sliding layers by attention.sliding_window_pattern
 // as a period, 2 (layers 0 and 2 sliding), rather than the converter's
 // flags, and with the flags [false, true, true, true], on genModel's file,

@@ -34,6 +34,7 @@ func init() {
 	Register("gptneox", newGPTNeoX)
 	Register("falcon", newFalcon)
 	Register("gpt2", newGPT2)
+	Register("starcoder", newGPT2) // StarCoder, SantaCoder: GPT-2's block, multi-query
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
 	Register("arcee", newArcee)

@@ -14,12 +14,12 @@ import (
 	"ppl.dev/oracle"
 )
 
-// vlFile writes a copy of genModel's model at path, of architecture from,
+// archFile writes a copy of genModel's model at path, of architecture from,
 // as architecture to: general.architecture set to to, every "from." key
 // renamed "to." in place, then the keys add appended in their order (so
 // the bytes, and their sha256, are the same on every run). It returns the
 // copy's path.
-func vlFile(t *testing.T, path, from, to string, add ...gguf.KV) string {
+func archFile(t *testing.T, path, from, to string, add ...gguf.KV) string {
 	t.Helper()
 	src, err := gguf.Open(path)
 	if err != nil {
@@ -52,7 +52,7 @@ func vlFile(t *testing.T, path, from, to string, add ...gguf.KV) string {
 	return out
 }
 
-// kv is a metadata entry for vlFile.
+// kv is a metadata entry for archFile.
 func kv(t *testing.T, key string, v any) gguf.KV {
 	t.Helper()
 	val, err := gguf.NewValue(v)
@@ -73,7 +73,7 @@ func vlMoE(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN, s.HeadDim 
 // to llama.cpp 0.7.0 as TestGeneratedLlama holds the architectures the
 // oracle has no model of (the oracle's tools/oracle.cpp, F16 cache, n_ctx
 // 128, the first windows of en-gpl3), on genModel's qwen2, qwen3 and
-// qwen3moe files rewritten by vlFile as qwen2vl, qwen3vl and qwen3vlmoe
+// qwen3moe files rewritten by archFile as qwen2vl, qwen3vl and qwen3vlmoe
 // with rope.dimension_sections (and qwen3vl's 3 deepstack layers): each
 // case pins the VL file's sha256 and llama.cpp's sums on it and on its
 // plain twin, and the VL file scores bit for bit as its twin in our code
@@ -134,7 +134,7 @@ func TestGeneratedVL(t *testing.T) {
 			if c.deep != nil {
 				add = append(add, kv(t, c.arch+".n_deepstack_layers", c.deep))
 			}
-			path := vlFile(t, twin, c.base, c.arch, add...)
+			path := archFile(t, twin, c.base, c.arch, add...)
 			b, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
@@ -160,9 +160,9 @@ func TestGeneratedVL(t *testing.T) {
 // refused with a one-line error naming the key.
 func TestVLRefused(t *testing.T) {
 	dir := oracle.Require(t)
-	qwen2vl := vlFile(t, genModel(t, dir, "qwen2", nil), "qwen2", "qwen2vl", kv(t, "qwen2vl.rope.dimension_sections", []int32{4, 6, 6, 0}))
-	qwen3vl := vlFile(t, genModel(t, dir, "qwen3", nil), "qwen3", "qwen3vl", kv(t, "qwen3vl.rope.dimension_sections", []int32{6, 5, 5, 0}))
-	qwen3vlmoe := vlFile(t, genModel(t, dir, "qwen3moe", vlMoE), "qwen3moe", "qwen3vlmoe", kv(t, "qwen3vlmoe.rope.dimension_sections", []int32{24, 20, 20, 0}))
+	qwen2vl := archFile(t, genModel(t, dir, "qwen2", nil), "qwen2", "qwen2vl", kv(t, "qwen2vl.rope.dimension_sections", []int32{4, 6, 6, 0}))
+	qwen3vl := archFile(t, genModel(t, dir, "qwen3", nil), "qwen3", "qwen3vl", kv(t, "qwen3vl.rope.dimension_sections", []int32{6, 5, 5, 0}))
+	qwen3vlmoe := archFile(t, genModel(t, dir, "qwen3moe", vlMoE), "qwen3moe", "qwen3vlmoe", kv(t, "qwen3vlmoe.rope.dimension_sections", []int32{24, 20, 20, 0}))
 	const secs = ".rope.dimension_sections"
 	for _, c := range []struct {
 		name, path, key string
