@@ -34,7 +34,7 @@ func (s Shape) fused() bool { return s.Arch == "phi3" || s.Arch == "glm4" }
 // partialRoPE reports an attention architecture whose RopeDims may be
 // set (the hybrids check theirs apart).
 func (s Shape) partialRoPE() bool {
-	return s.phi3() || s.fused() || s.Arch == "stablelm" || s.Arch == "minimax-m2" || s.Arch == "bailingmoe2" || s.Arch == "phi2" || s.Arch == "gptneox"
+	return s.phi3() || s.fused() || s.Arch == "stablelm" || s.Arch == "minimax-m2" || s.Arch == "bailingmoe2" || s.Arch == "phi2" || s.Arch == "gptneox" || s.Arch == "nemotron"
 }
 
 // geluMLP reports an architecture whose MLPs are ungated GELU with
@@ -65,7 +65,7 @@ func (s Shape) ropeDims() int {
 	switch {
 	case s.RopeDims != 0:
 		return s.RopeDims
-	case s.Arch == "glm4" || s.Arch == "minimax-m2" || s.Arch == "phi2": // phi2: near Phi-2's partial_rotary_factor 0.4
+	case s.Arch == "glm4" || s.Arch == "minimax-m2" || s.Arch == "phi2" || s.Arch == "nemotron": // phi2: near Phi-2's partial_rotary_factor 0.4; Minitron's 0.5
 		return s.HeadDim / 2
 	case s.Arch == "stablelm" || s.Arch == "gptneox": // StableLM 2's and Pythia's partial_rotary_factor 0.25
 		return s.HeadDim / 4
@@ -134,7 +134,7 @@ func (c *Config) phi3Factors(add func(name string, shape []uint64, layer int, fi
 // normBias adds the bias of a norm (phimoe's; orion's, stablelm's,
 // starcoder2's and phi2's LayerNorms').
 func (c *Config) normBias(add func(name string, shape []uint64, layer int, fill RowFunc), name string, layer int) {
-	if c.Arch == "phimoe" || c.Arch == "orion" || c.Arch == "stablelm" || c.geluMLP() || c.Arch == "falcon" {
+	if c.Arch == "phimoe" || c.Arch == "orion" || c.Arch == "stablelm" || c.geluMLP() || c.Arch == "falcon" || c.Arch == "nemotron" {
 		add(name, []uint64{uint64(c.Embd)}, layer, c.normal(name, 0.1))
 	}
 }

@@ -233,7 +233,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			}
 			continue
 		}
-		if c.Arch != "arcee" && c.Arch != "apertus" && !c.geluMLP() && c.Arch != "falcon" { // their MLPs are ungated
+		if c.Arch != "arcee" && c.Arch != "apertus" && !c.geluMLP() && c.Arch != "falcon" && c.Arch != "nemotron" { // their MLPs are ungated
 			add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", invSqrt(e)))
 		}
 		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", invSqrt(e)))
@@ -385,13 +385,13 @@ func Write(path string, c *Config) error {
 		w.Add("xielu.beta", beta)
 		w.Add("xielu.eps", eps)
 	}
-	if a == "orion" || a == "stablelm" || c.geluMLP() || a == "falcon" { // their LayerNorms' epsilon
+	if a == "orion" || a == "stablelm" || c.geluMLP() || a == "falcon" || a == "nemotron" { // their LayerNorms' epsilon
 		w.Add(a+".attention.layer_norm_epsilon", float32(1e-5))
 	}
 	if a == "gptneox" { // GPT-NeoX-20B's and Pythia's parallel residual
 		w.Add(a+".use_parallel_residual", true)
 	}
-	if a == "stablelm" || a == "phi2" || a == "gptneox" {
+	if a == "stablelm" || a == "phi2" || a == "gptneox" || a == "nemotron" {
 		w.Add(a+".rope.dimension_count", uint32(c.ropeDims()))
 	}
 	if a == "minicpm" { // MiniCPM's multipliers as the converter writes them: scale_emb, scale_depth/sqrt(layers), hidden/dim_model_base

@@ -253,7 +253,9 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // GELU MLP without biases in parallel on one LayerNorm, one KV head;
 // Falcon-40B's second norm: TestFalcon40B) (24 windows, both builds: none
 // off), and gpt2 (starcoder2's block with q, k and v fused, learned
-// positions instead of RoPE, tied) (24 windows, both builds: none off).
+// positions instead of RoPE, tied), and nemotron (Minitron: LayerNorms
+// with biases, an ungated ReLU² MLP, RoPE over half the head) (24 windows
+// each, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -410,6 +412,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1660.1736315, -797.4650991, -805.9762549, -776.5083771}},
 		{"gpt2", "gpt2", "", gpt2Shape, "", "f18af77640a3bd1257320a9d7b20508b262ae77cbfa03003427b8f02de205913",
 			[]float64{-1535.3119408, -771.3597286, -770.3042039, -765.2281725}},
+		{"nemotron", "nemotron", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "aa5179e2691125fad9fbf985c5ecf09ecd1041ff09b37c16fb6b6b46e3ee5a8b",
+			[]float64{-1637.2217481, -803.4038280, -792.0342528, -775.6310965}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {

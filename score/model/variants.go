@@ -34,6 +34,7 @@ func init() {
 	Register("gptneox", newGPTNeoX)
 	Register("falcon", newFalcon)
 	Register("gpt2", newGPT2)
+	Register("nemotron", newNemotron)
 	Register("starcoder", newGPT2) // StarCoder, SantaCoder: GPT-2's block, multi-query
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
@@ -283,7 +284,7 @@ func newStarCoder2(l *Loader) Network {
 		return nil
 	}
 	d := l.baseDecoder(true)
-	return l.geluLayers(d, eps, func(p string) decoderLayer {
+	return l.lnLayers(ml.GELU, true, d, eps, func(p string) decoderLayer {
 		ly := l.preNormLayer(p, "ffn_norm")
 		ly.ffnNormB = l.Vector(p+"ffn_norm.bias", l.HP.Embd)
 		return ly
@@ -310,7 +311,7 @@ func newPhi2(l *Loader) Network {
 	d := l.phi3Decoder()
 	l.needBias(d.head.Output)
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
-	return l.geluLayers(d, eps, func(p string) decoderLayer {
+	return l.lnLayers(ml.GELU, true, d, eps, func(p string) decoderLayer {
 		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd),
 			parallel: parallelSum}
 		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
@@ -346,7 +347,7 @@ func newGPTNeoX(l *Loader) Network {
 		return nil
 	}
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
-	return l.geluLayers(l.baseDecoder(true), eps, func(p string) decoderLayer {
+	return l.lnLayers(ml.GELU, true, l.baseDecoder(true), eps, func(p string) decoderLayer {
 		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd),
 			ffnNorm: l.Norm(p+"ffn_norm", hp.Embd), ffnNormB: l.Vector(p+"ffn_norm.bias", hp.Embd)}
 		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
@@ -415,7 +416,7 @@ func newGPT2(l *Loader) Network {
 	d := l.baseDecoder(true)
 	d.posEmbd = l.Linear("position_embd", hp.Embd, hp.CtxTrain)
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
-	return l.geluLayers(d, eps, func(p string) decoderLayer {
+	return l.lnLayers(ml.GELU, true, d, eps, func(p string) decoderLayer {
 		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd),
 			ffnNorm: l.Norm(p+"ffn_norm", hp.Embd), ffnNormB: l.Vector(p+"ffn_norm.bias", hp.Embd), noRoPE: true}
 		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
@@ -424,20 +425,46 @@ func newGPT2(l *Loader) Network {
 	})
 }
 
-// geluLayers binds the layers of starcoder2, phi2 and gptneox into d: what layer
-// binds of each (its attention and norms), with attn_norm's bias and an
-// ungated GELU MLP, ffn_down·gelu(ffn_up·h + b) + b; the biases of
-// attn_output, ffn_up and ffn_down are required; the norms are LayerNorms
-// of epsilon eps, the output norm's bias required.
-func (l *Loader) geluLayers(d *decoder, eps float64, layer func(p string) decoderLayer) Network {
+// nemotron: NVIDIA's Nemotron-4 and Minitron (Nemotron-Mini-4B,
+// Minitron-4B and 8B), as llama.cpp 0.7.0 runs them: starcoder2's
+// LayerNorms with biases (the checkpoint's LayerNorm1p, whose +1 the
+// converter folds into the weights) and an ungated MLP whose activation
+// is ReLU², biases where the file has them; NeoX RoPE over
+// rope.dimension_count of each head (half in Minitron); the output
+// matrix required.
+func newNemotron(l *Loader) Network {
+	eps := l.layerNormEps()
+	if eps == 0 {
+		return nil
+	}
+	if !l.Has("output.weight") {
+		l.Failf("missing tensor output.weight (llama.cpp's nemotron reads no tied output)")
+		return nil
+	}
+	return l.lnLayers(ml.ReLUSqr, false, l.baseDecoder(true), eps, func(p string) decoderLayer {
+		ly := l.preNormLayer(p, "ffn_norm")
+		ly.ffnNormB = l.Vector(p+"ffn_norm.bias", l.HP.Embd)
+		return ly
+	})
+}
+
+// lnLayers binds the layers of starcoder2, phi2, gptneox, gpt2 and
+// nemotron into d: what layer binds of each (its attention and norms),
+// with attn_norm's bias and an ungated MLP, ffn_down·act(ffn_up·h + b) + b,
+// the biases of attn_output, ffn_up and ffn_down required when biased (else
+// bound where the file has them); the norms are LayerNorms of epsilon eps,
+// the output norm's bias required.
+func (l *Loader) lnLayers(act ml.Act, biased bool, d *decoder, eps float64, layer func(p string) decoderLayer) Network {
 	hp := l.HP
 	d.layerNorm = eps
 	d.outNormB = l.Vector("output_norm.bias", hp.Embd)
 	net := l.bindLayers(d, func(_ int, p string) decoderLayer {
 		ly := layer(p)
 		ly.attnNormB = l.Vector(p+"attn_norm.bias", hp.Embd)
-		mlp := ml.MLP{Up: l.Linear(p+"ffn_up", hp.Embd, hp.FFN), Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd), Act: ml.GELU}
-		l.needBias(ly.o, mlp.Up, mlp.Down)
+		mlp := ml.MLP{Up: l.Linear(p+"ffn_up", hp.Embd, hp.FFN), Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd), Act: act}
+		if biased {
+			l.needBias(ly.o, mlp.Up, mlp.Down)
+		}
 		ly.ffn = &Dense{mlp}
 		return ly
 	})
