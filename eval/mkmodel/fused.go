@@ -29,7 +29,7 @@ import (
 func (s Shape) phi3() bool { return s.Arch == "phi3" || s.Arch == "phimoe" }
 
 // fused reports an architecture with fused attn_qkv and ffn_up.
-func (s Shape) fused() bool { return s.Arch == "phi3" || s.Arch == "glm4" }
+func (s Shape) fused() bool { return s.Arch == "phi3" || s.Arch == "glm4" || s.Arch == "chatglm" }
 
 // partialRoPE reports an attention architecture whose RopeDims may be
 // set (the hybrids check theirs apart).
@@ -65,7 +65,7 @@ func (s Shape) ropeDims() int {
 	switch {
 	case s.RopeDims != 0:
 		return s.RopeDims
-	case s.Arch == "glm4" || s.Arch == "minimax-m2" || s.Arch == "phi2" || s.Arch == "nemotron": // phi2: near Phi-2's partial_rotary_factor 0.4; Minitron's 0.5
+	case s.Arch == "glm4" || s.Arch == "chatglm" || s.Arch == "minimax-m2" || s.Arch == "phi2" || s.Arch == "nemotron": // phi2: near Phi-2's partial_rotary_factor 0.4; Minitron's 0.5
 		return s.HeadDim / 2
 	case s.Arch == "stablelm" || s.Arch == "gptneox": // StableLM 2's and Pythia's partial_rotary_factor 0.25
 		return s.HeadDim / 4
@@ -93,7 +93,7 @@ func (c *Config) fusedLayer(add func(name string, shape []uint64, layer int, fil
 	add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 	c.fusedQKV(add, i)
 	glm := c.Arch == "glm4"
-	if glm {
+	if glm || c.Arch == "chatglm" {
 		add(p+"attn_qkv.bias", []uint64{q + 2*kv}, i, c.normal(p+"attn_qkv.bias", 0.1))
 	}
 	add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", c.Residual/math.Sqrt(float64(q))))

@@ -381,7 +381,7 @@ func TestEndToEndWideHeads(t *testing.T) {
 // llama4 (experts weighted before their FFN; a window past its chunk of
 // 8192, the plain kernel's chunks); phimoe (AddRows, the norms' biases);
 // starcoder2, phi2, gptneox, falcon and gpt2 (the ungated GELU; gpt2's
-// learned positions); nemotron;
+// learned positions); nemotron; chatglm;
 // gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
@@ -443,6 +443,9 @@ func TestEndToEndGenerated(t *testing.T) {
 		// Minitron: LayerNorms with biases, the ungated ReLU².
 		// Emulation: max 0.0075, mean 0.0014, PPL ratio 0.99994.
 		{"nemotron", nil, 0.015, 0.003, 0.0002, ""},
+		// ChatGLM3, GLM-4-9B: glm4 without the post-norms. Emulation: max
+		// 0.0112, mean 0.0014, PPL ratio 1.00009.
+		{"chatglm", nil, 0.02, 0.003, 0.0002, ""},
 		// OLMo 3: 3 layers of 4 sliding over 40 keys with plain RoPE, the
 		// fourth with YaRN (factor 8), whose cos and sin times 1.46 (the
 		// file's attn_factor and YaRN's own) make its scores 2.1 times as

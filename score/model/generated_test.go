@@ -254,8 +254,8 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // Falcon-40B's second norm: TestFalcon40B) (24 windows, both builds: none
 // off), and gpt2 (starcoder2's block with q, k and v fused, learned
 // positions instead of RoPE, tied), and nemotron (Minitron: LayerNorms
-// with biases, an ungated ReLU² MLP, RoPE over half the head) (24 windows
-// each, both builds: none off).
+// with biases, an ungated ReLU² MLP, RoPE over half the head) and chatglm
+// (glm4 without its post-norms) (24 windows each, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -414,6 +414,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1535.3119408, -771.3597286, -770.3042039, -765.2281725}},
 		{"nemotron", "nemotron", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "aa5179e2691125fad9fbf985c5ecf09ecd1041ff09b37c16fb6b6b46e3ee5a8b",
 			[]float64{-1637.2217481, -803.4038280, -792.0342528, -775.6310965}},
+		{"chatglm", "chatglm", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "a3fcb967f2d58269574dac5fbda71e568e9cffa412519da8bc3d89eae1fdd7af",
+			[]float64{-1593.1015448, -812.3297644, -799.8807106, -742.2920122}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {

@@ -12,7 +12,17 @@ package model
 //     (post_attention_norm, post_ffw_norm) before they join the residual
 //     stream;
 //   - ffn_up holding [gate | up] (2·n_ff rows) for SwiGLU.
-func init() { Register("glm4", newGLM4) }
+func init() {
+	Register("glm4", newGLM4)
+	Register("chatglm", newChatGLM)
+}
+
+// chatglm: ChatGLM3 and GLM-4-9B (the original GLM-4-9B-chat format), as
+// llama.cpp 0.7.0 runs them: glm4's block without its post-norms (q, k
+// and v in attn_qkv, its bias where the file has one, or apart; gate and
+// up in one ffn_up; adjacent-pair RoPE over rope.dimension_count, half
+// the head).
+func newChatGLM(l *Loader) Network { return l.fusedLayers(l.baseDecoder(false), false) }
 
 func newGLM4(l *Loader) Network {
 	d := l.baseDecoder(false)
