@@ -40,12 +40,6 @@ func init() {
 	Register("cohere2moe", newCohere2MoE)
 }
 
-type cohere2 struct {
-	*decoder
-	lnEps float64 // attention.layer_norm_epsilon
-	rms   bool    // RMS norms of hp.Eps instead (cohere2moe)
-}
-
 func newCohere2(l *Loader) Network {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
@@ -92,12 +86,14 @@ func newCohere2(l *Loader) Network {
 		if swa && !ly.noRoPE {
 			ly.attn = &local
 		}
+		ly.parallel = parallelFFNFirst
 		return ly
 	})
 	if net == nil {
 		return nil
 	}
-	return &cohere2{decoder: d, lnEps: eps}
+	d.layerNorm = eps
+	return lnDecoder{d}
 }
 
 // headNorms binds name+".weight", a norm's weights for each of heads
@@ -161,12 +157,17 @@ func newCohere2MoE(l *Loader) Network {
 				ly.ffn = halvedFFN{e}
 			}
 		}
+		ly.parallel = parallelFFNFirst
 		return ly
 	})
 	if net == nil {
 		return nil
 	}
-	return &cohere2{decoder: d, lnEps: lnEps, rms: rms}
+	if rms {
+		return d
+	}
+	d.layerNorm = lnEps
+	return lnDecoder{d}
 }
 
 // halvedFFN is an FFN whose output llama.cpp halves (cohere2moe's experts
@@ -176,41 +177,4 @@ type halvedFFN struct{ FFN }
 func (h halvedFFN) Forward(b ml.Backend, dst, x ml.Tensor) {
 	h.FFN.Forward(b, dst, x)
 	b.Scale(dst, 0.5)
-}
-
-// Check requires LayerNorm.
-func (m *cohere2) Check(b ml.Backend) error {
-	if m.rms {
-		return nil
-	}
-	if _, ok := b.(ml.LayerNormer); !ok {
-		return fmt.Errorf("%s needs LayerNorm (ml.LayerNormer), which backend %T lacks", m.hp.Arch, b)
-	}
-	return nil
-}
-
-func (m *cohere2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
-	hp, n := m.hp, len(tokens)
-	norm := func(dst, x ml.Tensor, w *ml.Vector) {
-		if m.rms {
-			b.RMSNorm(dst, x, w, hp.Eps)
-		} else {
-			b.(ml.LayerNormer).LayerNorm(dst, x, w, nil, m.lnEps)
-		}
-	}
-	x := b.Alloc(n, hp.Embd) // the residual stream
-	b.Embed(x, m.tokenEmbd, tokens)
-	for i := range m.layers {
-		ly := &m.layers[i]
-		mark := b.Mark()
-		h, ff, att := b.Alloc(n, hp.Embd), b.Alloc(n, hp.Embd), b.Alloc(n, hp.Embd)
-		norm(h, x, ly.attnNorm)
-		ly.ffn.Forward(b, ff, h)
-		m.attention(b, att, h, i, ly)
-		b.Add(x, ff)
-		b.Add(x, att)
-		b.Release(mark)
-	}
-	norm(x, x, m.outputNorm)
-	return x
 }

@@ -166,7 +166,7 @@ const (
 	// parallelSum: x + (attention + FFN) (phi2, falcon).
 	parallelSum
 	// parallelFFNFirst: (x + FFN) + attention (gptneox's
-	// use_parallel_residual).
+	// use_parallel_residual; cohere2, command-r, cohere2moe).
 	parallelFFNFirst
 )
 
