@@ -22,6 +22,16 @@ extern "C" __global__ void scale_f32(float* __restrict__ x, i64 count, float s) 
 	GRID_STRIDE(idx, count) x[idx] = __fmul_rn(x[idx], s);
 }
 
+// clamp_f32: x[i] = min(max(x[i], -c), c) (ggml_clamp; a NaN stays NaN, as
+// the CPU's Go min and max keep it).
+extern "C" __global__ void clamp_f32(float* __restrict__ x, i64 count, float c) {
+	GRID_STRIDE(idx, count) {
+		float v = x[idx];
+		if (v != v) continue;
+		x[idx] = v < -c ? -c : (v > c ? c : v);
+	}
+}
+
 // unscale_f32: x[i] *= 2^-down_exp(*amax), the product of a down
 // projection whose fp16 input swiglu.cu scaled; nothing when it did not.
 extern "C" __global__ void unscale_f32(float* __restrict__ x, i64 count, const u32* __restrict__ amax) {

@@ -144,8 +144,8 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			continue
 		}
 		p := fmt.Sprintf("blk.%d.", i)
-		olmo := c.Arch == "olmo2" || c.Arch == "exaone4"        // norms after the attention and the FFN, none before
-		post := olmo || c.Arch == "gemma2" || c.Arch == "afmoe" // norms after the attention and the FFN
+		olmo := c.Arch == "olmo2" || c.Arch == "exaone4" || c.Arch == "olmo"        // no norms before the attention and the FFN (olmo's have no weights)
+		post := olmo && c.Arch != "olmo" || c.Arch == "gemma2" || c.Arch == "afmoe" // norms after the attention and the FFN
 		if !olmo {
 			add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 			c.normBias(add, p+"attn_norm.bias", i)
@@ -259,7 +259,9 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 	if c.lfm2() {
 		outNorm = "token_embd_norm.weight"
 	}
-	add(outNorm, []uint64{e}, -1, c.gain(outNorm, gain, 0.15*gain))
+	if c.Arch != "olmo" { // its final norm has no weights
+		add(outNorm, []uint64{e}, -1, c.gain(outNorm, gain, 0.15*gain))
+	}
 	c.normBias(add, "output_norm.bias", -1)
 	if !c.Tied {
 		if c.Output != nil {
@@ -385,7 +387,7 @@ func Write(path string, c *Config) error {
 		w.Add("xielu.beta", beta)
 		w.Add("xielu.eps", eps)
 	}
-	if a == "orion" || a == "stablelm" || c.geluMLP() || a == "falcon" || a == "nemotron" { // their LayerNorms' epsilon
+	if a == "orion" || a == "stablelm" || c.geluMLP() || a == "falcon" || a == "nemotron" || a == "olmo" { // their LayerNorms' epsilon
 		w.Add(a+".attention.layer_norm_epsilon", float32(1e-5))
 	}
 	if a == "gptneox" { // GPT-NeoX-20B's and Pythia's parallel residual

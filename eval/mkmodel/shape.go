@@ -81,7 +81,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -274,6 +274,8 @@ func (s Shape) Params() int64 {
 		block += 2 * e
 	case "starcoder2": // q, k, v and output biases, the norms' biases; an ungated MLP with biases
 		block += q + 2*kv + e + 2*e - e*int64(s.FFN) + int64(s.FFN) + e
+	case "olmo": // no norms
+		block -= 2 * e
 	case "nemotron": // the norms' biases; an ungated MLP
 		block += 2*e - e*int64(s.FFN)
 	case "falcon": // the attention norm's bias, no FFN norm; an ungated MLP
@@ -350,6 +352,9 @@ func (s Shape) Params() int64 {
 	}
 	if s.Arch == "orion" || s.Arch == "stablelm" || s.Arch == "starcoder2" || s.Arch == "gptneox" || s.Arch == "falcon" || s.Arch == "gpt2" || s.Arch == "nemotron" { // the output norm's bias
 		n += e
+	}
+	if s.Arch == "olmo" { // no final norm
+		n -= e
 	}
 	if s.Arch == "gpt2" { // the learned positions
 		n += e * int64(s.Context)

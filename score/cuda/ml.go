@@ -765,6 +765,11 @@ func (b *gpuBackend) Scale(x ml.Tensor, s float64) {
 	b.do("scale", func() error { return b.e.scaleF32(d.p, d.count(), float32(s)) })
 }
 
+func (b *gpuBackend) Clamp(x ml.Tensor, c float64) {
+	d := g(x)
+	b.do("clamp", func() error { return b.e.clampF32(d.p, d.count(), float32(c)) })
+}
+
 func (b *gpuBackend) SigmoidMul(x, gate ml.Tensor, _ bool) {
 	d, s := g(x), g(gate)
 	if s.rows != d.rows || (s.cols != d.cols && s.cols != 1) {

@@ -133,6 +133,11 @@ func (e *Engine) scaleF32(x ptr, count int64, s float32) error {
 	return e.launch("scale_f32", gridFor(count), block256, x, count, s)
 }
 
+// clampF32: x (count) f32 = min(max(x, -c), c).
+func (e *Engine) clampF32(x ptr, count int64, c float32) error {
+	return e.launch("clamp_f32", gridFor(count), block256, x, count, c)
+}
+
 // sigmoidMul: x (rows, cols) f32 *= sigmoid(g), g (rows, gcols), gcols
 // cols or 1.
 func (e *Engine) sigmoidMul(x, g ptr, rows, cols, gcols int) error {

@@ -53,6 +53,16 @@ func TestElementwiseParity(t *testing.T) {
 		}
 		check("scale_f32 (exact)", devGet[float32](t, e, xp, n), want, 0, 0)
 
+		const c = 0.75 // values of x past it of both signs, NaN, -Inf
+		xc := slices.Clone(x)
+		xc[0], xc[1] = float32(math.NaN()), float32(math.Inf(-1))
+		xp = put(xc)
+		do(t, e, func() error { return e.clampF32(xp, int64(n), c) })
+		for i, v := range xc {
+			want[i] = min(max(v, -c), c)
+		}
+		check("clamp_f32 (exact)", devGet[float32](t, e, xp, n), want, 0, 0)
+
 		for _, gcols := range []int{cols, 1} {
 			gate := randF32(rng, rows*gcols, 4)
 			gate[0], gate[len(gate)-1] = 800, -800 // e^800 overflows: the product is 0

@@ -34,6 +34,16 @@ func init() {
 			}
 			return nil
 		}},
+		"clamp_f32": {3, func(s *simDevice, a *simArgs, grid dim3) error {
+			x, n, c := f32s(a.ptr(0)), a.i64(1), a.f32(2)
+			if a.err != nil {
+				return a.err
+			}
+			for i := range n {
+				x[i] = min(max(x[i], -c), c)
+			}
+			return nil
+		}},
 		"sigmoid_mul": {5, func(s *simDevice, a *simArgs, grid dim3) error {
 			x, g, rows, cols, gcols := f32s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
 			if a.err != nil {

@@ -127,6 +127,9 @@ type Backend interface {
 	AddRows(x Tensor, v *Vector)
 	// Scale computes x *= s elementwise, s rounded to float32.
 	Scale(x Tensor, s float64)
+	// Clamp computes x = min(max(x, -c), c) elementwise, c rounded to
+	// float32 (ggml_clamp: OLMo 1.7's clip_qkv).
+	Clamp(x Tensor, c float64)
 	// SigmoidMul computes x *= sigmoid(g) elementwise, g of x's shape or of
 	// one column (one gate per row); sigmoid in float64, each product
 	// rounded to float32 once. With siluDiv the int8 modes round the

@@ -181,6 +181,14 @@ func (b *cpuBackend) Scale(x ml.Tensor, s float64) {
 	}
 }
 
+func (b *cpuBackend) Clamp(x ml.Tensor, c float64) {
+	v := float32(c)
+	d := ct(x).d
+	for i := range d {
+		d[i] = min(max(d[i], -v), v)
+	}
+}
+
 func (b *cpuBackend) SigmoidMul(x, g ml.Tensor, siluDiv bool) {
 	d, s := ct(x), ct(g)
 	if s.rows != d.rows || (s.cols != d.cols && s.cols != 1) {

@@ -255,7 +255,9 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // off), and gpt2 (starcoder2's block with q, k and v fused, learned
 // positions instead of RoPE, tied), and nemotron (Minitron: LayerNorms
 // with biases, an ungated ReLU² MLP, RoPE over half the head) and chatglm
-// (glm4 without its post-norms) (24 windows each, both builds: none off).
+// (glm4 without its post-norms), and olmo (LayerNorms without weights,
+// adjacent-pair RoPE; clamped q, k and v: TestOLMoClamp) (24 windows
+// each, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -416,6 +418,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1637.2217481, -803.4038280, -792.0342528, -775.6310965}},
 		{"chatglm", "chatglm", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "a3fcb967f2d58269574dac5fbda71e568e9cffa412519da8bc3d89eae1fdd7af",
 			[]float64{-1593.1015448, -812.3297644, -799.8807106, -742.2920122}},
+		{"olmo", "olmo", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "698bdfdcd0ca99ff784ed2259b1210cb672f5031099d37d077fd61a77c641983",
+			[]float64{-1411.0638512, -696.6200319, -696.0012956, -684.0742474}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -604,6 +608,33 @@ func TestStarCoder(t *testing.T) {
 		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
 	}
 	generatedScores(t, p, golden.Header.Tokens, []float64{-1655.9604676, -802.8026469, -835.4099162, -776.4730250})
+}
+
+// TestOLMoClamp: olmo with attention.clamp_kqv 0.5, where the clamp bites
+// (OLMo 1.7's is 8 on its own scale), on genModel's file, against
+// llama.cpp's sums on the same bytes (24 windows in both builds: none off;
+// here the first 4; unclamped, the sums are 0.26 to 2.4 away). A negative
+// clamp is refused.
+func TestOLMoClamp(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "olmo", func(s *mkmodel.Shape) { s.Layers = 4 })
+	p := rewriteFile(t, src, map[string]any{"olmo.attention.clamp_kqv": float32(0.5)}, nil)
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != "df8edefe72a5522ce886069bbe2ba7168dda1618e98b2d337cbd4be0d362a874" {
+		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
+	}
+	generatedScores(t, p, golden.Header.Tokens, []float64{-1411.6994887, -697.6722010, -698.3665003, -683.8113338})
+	checkRefusals(t, src, []refusal{
+		{"negative clamp", map[string]any{"olmo.attention.clamp_kqv": float32(-1)}, nil, "metadata olmo.attention.clamp_kqv = -1, want >= 0"},
+		{"no epsilon", map[string]any{"olmo.attention.layer_norm_epsilon": nil}, nil, "missing metadata olmo.attention.layer_norm_epsilon"},
+	})
 }
 
 // TestOLMo3Pattern: OLMo 3's sliding layers by attention.sliding_window_pattern

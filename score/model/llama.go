@@ -86,6 +86,9 @@ type decoder struct {
 	// LayerNorms of this epsilon over each head, with weights of every
 	// head (Command R+'s attn_q_norm and attn_k_norm; ml.LayerNormer).
 	qkLayerNorm float64
+	// clampQKV, when above 0, clamps q, k and v to [-clampQKV, clampQKV]
+	// before anything else touches them (olmo's attention.clamp_kqv).
+	clampQKV float64
 	// nopeTemp scales the queries of the layers without RoPE (llama4).
 	nopeTemp attnTemp
 	// layerNorm, when not 0, makes the pre-norms and the output norm
@@ -431,14 +434,21 @@ func (l *Loader) attnScale(d *decoder) bool {
 // in the given layout and attention scaled by 1/sqrt(head size). The
 // architecture binds its layers.
 func (l *Loader) baseDecoder(neox bool) *decoder {
+	d := l.normlessDecoder(neox)
+	d.outputNorm = l.Norm("output_norm", l.HP.Embd)
+	return d
+}
+
+// normlessDecoder is baseDecoder without the final norm (olmo has none to
+// bind).
+func (l *Loader) normlessDecoder(neox bool) *decoder {
 	hp := l.HP
 	return &decoder{
-		hp:         hp,
-		tokenEmbd:  l.Linear("token_embd", hp.Embd, hp.Vocab),
-		outputNorm: l.Norm("output_norm", hp.Embd),
-		head:       Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")},
-		rope:       l.RoPE(neox),
-		attn:       ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: float64(nn.InvSqrtf(hp.HeadDim))},
+		hp:        hp,
+		tokenEmbd: l.Linear("token_embd", hp.Embd, hp.Vocab),
+		head:      Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")},
+		rope:      l.RoPE(neox),
+		attn:      ml.Attn{Heads: hp.Heads, KVHeads: hp.KVHeads, HeadDim: hp.HeadDim, Scale: float64(nn.InvSqrtf(hp.HeadDim))},
 	}
 }
 
@@ -574,6 +584,11 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 	q, k, v := b.Alloc(n, qd), b.Alloc(n, kvd), b.Alloc(n, kvd)
 	att := b.Alloc(n, qd)
 	b.Linears([]ml.Tensor{q, k, v}, h, []*ml.Matrix{ly.q, ly.k, ly.v})
+	if m.clampQKV > 0 {
+		for _, t := range []ml.Tensor{q, k, v} {
+			b.Clamp(t, m.clampQKV)
+		}
+	}
 	if ly.qNorm != nil && !m.qkNormAfterRoPE {
 		m.normQK(b, q, k, ly)
 	}

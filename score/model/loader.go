@@ -308,6 +308,17 @@ func (l *Loader) Vector(name string, n int) *ml.Vector {
 	return w
 }
 
+// ones is a vector of n weights of 1 named name (a norm without weights).
+func (l *Loader) ones(name string, n int) *ml.Vector {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = 1
+	}
+	w := &ml.Vector{Name: name, V: v}
+	l.vecs = append(l.vecs, w)
+	return w
+}
+
 // floats decodes a tensor of the given shape to float32, refusing NaN and
 // infinite values.
 func (l *Loader) floats(name string, shape ...int) []float32 {

@@ -35,6 +35,7 @@ func init() {
 	Register("falcon", newFalcon)
 	Register("gpt2", newGPT2)
 	Register("nemotron", newNemotron)
+	Register("olmo", newOLMo)
 	Register("starcoder", newGPT2) // StarCoder, SantaCoder: GPT-2's block, multi-query
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
@@ -446,6 +447,43 @@ func newNemotron(l *Loader) Network {
 		ly.ffnNormB = l.Vector(p+"ffn_norm.bias", l.HP.Embd)
 		return ly
 	})
+}
+
+// olmo: AI2's OLMo (1B, 7B, 7B-Twin-2T), as llama.cpp 0.7.0 runs it:
+// llama's block (adjacent-pair RoPE, a SwiGLU MLP, no biases) whose norms, the
+// final one too, are LayerNorms without weights or biases, a
+// normalization alone over attention.layer_norm_epsilon (ggml's NORM:
+// here a LayerNorm of weights 1, the same bits since x·1 = x); the output
+// matrix, or the token embedding; with attention.clamp_kqv (OLMo 1.7's
+// clip_qkv, 8) q, k and v clamped to ± it before RoPE.
+func newOLMo(l *Loader) Network {
+	hp := l.HP
+	eps := l.layerNormEps()
+	if eps == 0 {
+		return nil
+	}
+	clamp, err := meta{l.f, hp.Arch}.float("attention.clamp_kqv", 0)
+	if err == nil && clamp < 0 {
+		err = fmt.Errorf("metadata %s.attention.clamp_kqv = %v, want >= 0", hp.Arch, clamp)
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	ones := l.ones("layer norm without weights", hp.Embd)
+	d := l.normlessDecoder(false)
+	d.layerNorm, d.outputNorm, d.clampQKV = eps, ones, clamp
+	net := l.bindLayers(d, func(_ int, p string) decoderLayer {
+		ly := decoderLayer{attnNorm: ones, ffnNorm: ones}
+		ly.q, ly.k, ly.v, ly.o = l.Linear(p+"attn_q", hp.Embd, hp.Heads*hp.HeadDim), l.Linear(p+"attn_k", hp.Embd, hp.KVHeads*hp.HeadDim),
+			l.Linear(p+"attn_v", hp.Embd, hp.KVHeads*hp.HeadDim), l.Linear(p+"attn_output", hp.Heads*hp.HeadDim, hp.Embd)
+		ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		return ly
+	})
+	if net == nil {
+		return nil
+	}
+	return lnDecoder{d}
 }
 
 // lnLayers binds the layers of starcoder2, phi2, gptneox, gpt2 and
