@@ -156,7 +156,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if c.mamba() && !c.falconH1() && c.recurrent(i) {
 			c.mambaMixer(add, i)
 		} else {
-			if c.Arch == "bailingmoe2" || c.Arch == "gptneox" || c.Arch == "falcon" || c.Arch == "gpt2" {
+			if c.Arch == "bailingmoe2" || c.Arch == "gptneox" || c.Arch == "falcon" || c.Arch == "gpt2" || c.Arch == "dbrx" {
 				c.fusedQKV(add, i)
 			} else {
 				add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*invSqrt(e)))
@@ -206,6 +206,8 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 				ffnNorm = p + "post_attention_norm.weight"
 			case "falcon-h1": // llama.cpp 0.7.0 binds it without the suffix
 				ffnNorm = p + "ffn_norm"
+			case "dbrx":
+				ffnNorm = p + "attn_output_norm.weight"
 			}
 			add(ffnNorm, []uint64{e}, i, c.gain(ffnNorm, 1, 0.1))
 			c.normBias(add, p+"ffn_norm.bias", i)
@@ -387,8 +389,11 @@ func Write(path string, c *Config) error {
 		w.Add("xielu.beta", beta)
 		w.Add("xielu.eps", eps)
 	}
-	if a == "orion" || a == "stablelm" || c.geluMLP() || a == "falcon" || a == "nemotron" || a == "olmo" { // their LayerNorms' epsilon
+	if a == "orion" || a == "stablelm" || c.geluMLP() || a == "falcon" || a == "nemotron" || a == "olmo" || a == "dbrx" { // their LayerNorms' epsilon
 		w.Add(a+".attention.layer_norm_epsilon", float32(1e-5))
+	}
+	if a == "dbrx" { // DBRX's clip_qkv
+		w.Add(a+".attention.clamp_kqv", float32(8))
 	}
 	if a == "gptneox" { // GPT-NeoX-20B's and Pythia's parallel residual
 		w.Add(a+".use_parallel_residual", true)
@@ -411,7 +416,7 @@ func Write(path string, c *Config) error {
 		w.Add(a+".expert_count", uint32(c.Experts))
 		w.Add(a+".expert_used_count", uint32(c.ExpertsUsed))
 		switch a {
-		case "llama", "granitehybrid", "olmoe", "granitemoe", "phimoe": // their files give feed_forward_length only
+		case "llama", "granitehybrid", "olmoe", "granitemoe", "phimoe", "dbrx": // their files give feed_forward_length only
 		default:
 			w.Add(a+".expert_feed_forward_length", uint32(c.ExpertFFN))
 		}

@@ -257,7 +257,9 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // with biases, an ungated ReLU² MLP, RoPE over half the head) and chatglm
 // (glm4 without its post-norms), and olmo (LayerNorms without weights,
 // adjacent-pair RoPE; clamped q, k and v: TestOLMoClamp) (24 windows
-// each, both builds: none off).
+// each, both builds: none off), and dbrx (LayerNorms without biases, q, k
+// and v fused and clamped at 8 and, in TestOLMoClamp, at 0.5, where the
+// clamp bites; 8 experts, 2 used) (24 windows each, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -420,6 +422,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1593.1015448, -812.3297644, -799.8807106, -742.2920122}},
 		{"olmo", "olmo", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "698bdfdcd0ca99ff784ed2259b1210cb672f5031099d37d077fd61a77c641983",
 			[]float64{-1411.0638512, -696.6200319, -696.0012956, -684.0742474}},
+		{"dbrx", "dbrx", "", dbrxShape, "", "ada744857a026acfd906144898e4f00efa38d88e5179ac287ca7e2a0430bc611",
+			[]float64{-1616.5501195, -795.8677437, -816.2033008, -726.0669653}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -610,7 +614,7 @@ func TestStarCoder(t *testing.T) {
 	generatedScores(t, p, golden.Header.Tokens, []float64{-1655.9604676, -802.8026469, -835.4099162, -776.4730250})
 }
 
-// TestOLMoClamp: olmo with attention.clamp_kqv 0.5, where the clamp bites
+// TestOLMoClamp: olmo and dbrx with attention.clamp_kqv 0.5, where the clamp bites
 // (OLMo 1.7's is 8 on its own scale), on genModel's file, against
 // llama.cpp's sums on the same bytes (24 windows in both builds: none off;
 // here the first 4; unclamped, the sums are 0.26 to 2.4 away). A negative
@@ -635,7 +639,26 @@ func TestOLMoClamp(t *testing.T) {
 		{"negative clamp", map[string]any{"olmo.attention.clamp_kqv": float32(-1)}, nil, "metadata olmo.attention.clamp_kqv = -1, want >= 0"},
 		{"no epsilon", map[string]any{"olmo.attention.layer_norm_epsilon": nil}, nil, "missing metadata olmo.attention.layer_norm_epsilon"},
 	})
+
+	// dbrx, clamped at 0.5 (its files say 8).
+	src = genModel(t, dir, "dbrx", dbrxShape)
+	p = rewriteFile(t, src, map[string]any{"dbrx.attention.clamp_kqv": float32(0.5)}, nil)
+	if b, err = os.ReadFile(p); err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != "710d2e09514c77b265ba33342ee2be194bf573b7b7aac58211ab10ed948ee135" {
+		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
+	}
+	generatedScores(t, p, golden.Header.Tokens, []float64{-1604.1693755, -788.6388742, -818.0006431, -734.2188495})
+	checkRefusals(t, src, []refusal{
+		{"no clamp", map[string]any{"dbrx.attention.clamp_kqv": nil}, nil, "missing metadata dbrx.attention.clamp_kqv"},
+		{"tied", nil, []string{"output.weight"}, "missing tensor output.weight (llama.cpp's dbrx reads no tied output)"},
+	})
 }
+
+// dbrxShape is DBRX's layout in 4 layers: 8 experts as wide as the FFN, 2
+// used.
+func dbrxShape(s *mkmodel.Shape) { s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 8, 2, s.FFN }
 
 // TestOLMo3Pattern: OLMo 3's sliding layers by attention.sliding_window_pattern
 // as a period, 2 (layers 0 and 2 sliding), rather than the converter's

@@ -36,6 +36,7 @@ func init() {
 	Register("gpt2", newGPT2)
 	Register("nemotron", newNemotron)
 	Register("olmo", newOLMo)
+	Register("dbrx", newDBRX)
 	Register("starcoder", newGPT2) // StarCoder, SantaCoder: GPT-2's block, multi-query
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
@@ -478,6 +479,54 @@ func newOLMo(l *Loader) Network {
 		ly.q, ly.k, ly.v, ly.o = l.Linear(p+"attn_q", hp.Embd, hp.Heads*hp.HeadDim), l.Linear(p+"attn_k", hp.Embd, hp.KVHeads*hp.HeadDim),
 			l.Linear(p+"attn_v", hp.Embd, hp.KVHeads*hp.HeadDim), l.Linear(p+"attn_output", hp.Heads*hp.HeadDim, hp.Embd)
 		ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		return ly
+	})
+	if net == nil {
+		return nil
+	}
+	return lnDecoder{d}
+}
+
+// dbrx: Databricks' DBRX (132B, 16 experts, 4 used), as llama.cpp 0.7.0
+// runs it: LayerNorms with weights and no biases (attn_norm, the FFN's
+// attn_output_norm, output_norm; attention.layer_norm_epsilon); q, k and v
+// fused in attn_qkv and clamped to ± attention.clamp_kqv (required; 8 in
+// DBRX); NeoX RoPE over the whole head; every FFN softmax-routed experts
+// of feed_forward_length, renormalized; the output matrix required.
+func newDBRX(l *Loader) Network {
+	hp := l.HP
+	eps := l.layerNormEps()
+	if eps == 0 {
+		return nil
+	}
+	m := meta{l.f, hp.Arch}
+	err := m.require("attention.clamp_kqv")
+	clamp := 0.0
+	if err == nil {
+		clamp, err = m.float("attention.clamp_kqv", 0)
+	}
+	if err == nil && clamp < 0 {
+		err = fmt.Errorf("metadata %s.attention.clamp_kqv = %v, want >= 0", hp.Arch, clamp)
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	if !l.Has("output.weight") {
+		l.Failf("missing tensor output.weight (llama.cpp's dbrx reads no tied output)")
+		return nil
+	}
+	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax, norm: true, ffn: hp.FFN})
+	if moe == nil {
+		return nil
+	}
+	d := l.baseDecoder(true)
+	d.layerNorm, d.clampQKV = eps, clamp
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	net := l.bindLayers(d, func(_ int, p string) decoderLayer {
+		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd),
+			ffnNorm: l.Norm(p+"attn_output_norm", hp.Embd), ffn: l.MoE(p, moe)}
+		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
 		return ly
 	})
 	if net == nil {
