@@ -159,8 +159,8 @@ func TestLoadErrors(t *testing.T) {
 		opts Options
 		want string // regexp-free substring of the error
 	}{
-		{"unsupported arch", mod(func(s *tinySpec) { s.arch = "gpt2" }), Options{},
-			`architecture "gpt2" not supported (supported: ` + strings.Join(Architectures(), ", ") + ")"},
+		{"unsupported arch", mod(func(s *tinySpec) { s.arch = "bert" }), Options{},
+			`architecture "bert" not supported (supported: ` + strings.Join(Architectures(), ", ") + ")"},
 		{"missing tensor", mod(func(s *tinySpec) { s.skip = map[string]bool{"blk.1.ffn_up.weight": true} }), Options{},
 			"missing tensor blk.1.ffn_up.weight"},
 		{"missing output and embedding", mod(func(s *tinySpec) {

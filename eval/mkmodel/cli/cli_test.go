@@ -42,7 +42,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{nil, 2, "missing flags: --output"},
 		{[]string{"-o", o, "--type", "Q9_0"}, 2, `unknown weight type "Q9_0"`},
-		{[]string{"-o", o, "--arch", "gpt2"}, 2, "--arch must be one of"},
+		{[]string{"-o", o, "--arch", "bert"}, 2, "--arch must be one of"},
 		{[]string{"-o", o, "--tied", "--untied"}, 2, "contradict"},
 		{[]string{"-o", o, "--heads", "4", "--kv-heads", "3"}, 2, "not a multiple of 3 KV heads"},
 		{[]string{"-o", o, "--params", "lots"}, 2, `bad parameter count "lots"`},
