@@ -144,6 +144,19 @@ func generatedScores(t *testing.T, path string, tokens []int32, sums []float64) 
 	return scoreSums(t, m, filepath.Base(path), tokens, wins, sums, 1e-6), m.Info()
 }
 
+// checkSHA fails t unless the file at path has the sha256 want: the bytes
+// llama.cpp's figures were computed on.
+func checkSHA(t *testing.T, path, want string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != want {
+		t.Fatalf("%s: sha256 %x, not that of the file llama.cpp scored (%s)", filepath.Base(path), sum, want)
+	}
+}
+
 // vocabTokens maps tokens into a vocabulary of v: token t becomes t mod v,
 // as llama.cpp was given them for the models of a truncated vocabulary.
 func vocabTokens(tokens []int32, v int32) []int32 {
@@ -429,13 +442,7 @@ func TestGeneratedLlama(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := genModelType(t, dir, c.arch, cmp.Or(c.typ, "Q8_0"), c.set)
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != c.sha256 {
-				t.Fatalf("the generated model's sha256 is %x, not that of the file llama.cpp scored (%s)", sum, c.sha256)
-			}
+			checkSHA(t, path, c.sha256)
 			if _, info := generatedScores(t, path, tokens, c.sums); info.Rope.Factors != c.factors {
 				t.Errorf("LongRoPE factors %q, want %q", info.Rope.Factors, c.factors)
 			}
@@ -524,13 +531,7 @@ func TestGPTNeoXSerial(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := rewriteFile(t, genModel(t, dir, "gptneox", func(s *mkmodel.Shape) { s.Layers = 4 }), map[string]any{"gptneox.use_parallel_residual": false}, nil)
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != "06b91d7680d28d81cc737ead2a9c9ace87a624fddc3b7f007cbed5dcbb9822fa" {
-		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
-	}
+	checkSHA(t, p, "06b91d7680d28d81cc737ead2a9c9ace87a624fddc3b7f007cbed5dcbb9822fa")
 	generatedScores(t, p, golden.Header.Tokens, []float64{-1637.5478362, -803.0796618, -802.8538823, -747.6881294})
 }
 
@@ -555,13 +556,7 @@ func TestFalcon40B(t *testing.T) {
 		add[fmt.Sprintf("blk.%d.attn_norm_2.bias", i)] = f32Tensor{[]uint64{128}, b}
 	}
 	p := rewriteFile(t, genModel(t, dir, "falcon", func(s *mkmodel.Shape) { s.Layers = 4 }), nil, add)
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != "a516ae6d0caff27ee97087f81b6d2d77420b0c61489b1af214f40d56d4774673" {
-		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
-	}
+	checkSHA(t, p, "a516ae6d0caff27ee97087f81b6d2d77420b0c61489b1af214f40d56d4774673")
 	generatedScores(t, p, golden.Header.Tokens, []float64{-1669.0530521, -799.4466181, -780.8763155, -748.8256245})
 }
 
@@ -604,13 +599,7 @@ func TestStarCoder(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := archFile(t, genModel(t, dir, "gpt2", func(s *mkmodel.Shape) { s.Layers, s.KVHeads = 4, 1 }), "gpt2", "starcoder")
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != "7683e7da7acb29a416f15d509b1ff8da067c36fb38e4f7ad407d6a3993c69b0f" {
-		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
-	}
+	checkSHA(t, p, "7683e7da7acb29a416f15d509b1ff8da067c36fb38e4f7ad407d6a3993c69b0f")
 	generatedScores(t, p, golden.Header.Tokens, []float64{-1655.9604676, -802.8026469, -835.4099162, -776.4730250})
 }
 
@@ -627,13 +616,7 @@ func TestOLMoClamp(t *testing.T) {
 	}
 	src := genModel(t, dir, "olmo", func(s *mkmodel.Shape) { s.Layers = 4 })
 	p := rewriteFile(t, src, map[string]any{"olmo.attention.clamp_kqv": float32(0.5)}, nil)
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != "df8edefe72a5522ce886069bbe2ba7168dda1618e98b2d337cbd4be0d362a874" {
-		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
-	}
+	checkSHA(t, p, "df8edefe72a5522ce886069bbe2ba7168dda1618e98b2d337cbd4be0d362a874")
 	generatedScores(t, p, golden.Header.Tokens, []float64{-1411.6994887, -697.6722010, -698.3665003, -683.8113338})
 	checkRefusals(t, src, []refusal{
 		{"negative clamp", map[string]any{"olmo.attention.clamp_kqv": float32(-1)}, nil, "metadata olmo.attention.clamp_kqv = -1, want >= 0"},
@@ -643,12 +626,7 @@ func TestOLMoClamp(t *testing.T) {
 	// dbrx, clamped at 0.5 (its files say 8).
 	src = genModel(t, dir, "dbrx", dbrxShape)
 	p = rewriteFile(t, src, map[string]any{"dbrx.attention.clamp_kqv": float32(0.5)}, nil)
-	if b, err = os.ReadFile(p); err != nil {
-		t.Fatal(err)
-	}
-	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != "710d2e09514c77b265ba33342ee2be194bf573b7b7aac58211ab10ed948ee135" {
-		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
-	}
+	checkSHA(t, p, "710d2e09514c77b265ba33342ee2be194bf573b7b7aac58211ab10ed948ee135")
 	generatedScores(t, p, golden.Header.Tokens, []float64{-1604.1693755, -788.6388742, -818.0006431, -734.2188495})
 	checkRefusals(t, src, []refusal{
 		{"no clamp", map[string]any{"dbrx.attention.clamp_kqv": nil}, nil, "missing metadata dbrx.attention.clamp_kqv"},
@@ -683,13 +661,7 @@ func TestOLMo3Pattern(t *testing.T) {
 			[]float64{-1601.0213197, -795.4077451, -789.0674243, -789.4775254}},
 	} {
 		p := rewriteFile(t, src, map[string]any{"olmo2.attention.sliding_window_pattern": c.pattern}, nil)
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != c.sha256 {
-			t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
-		}
+		checkSHA(t, p, c.sha256)
 		generatedScores(t, p, golden.Header.Tokens, c.sums)
 	}
 	p := rewriteFile(t, src, map[string]any{"olmo2.attention.sliding_window_pattern": []bool{true, true, false}}, nil)
@@ -778,13 +750,7 @@ func TestLlama4Chunked(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := genModel(t, dir, "llama4", llama4(8, 64, 0))
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != "02a28698a5ece99378206e94ee928c3c247f7033f623bb09896c2a8741fa1ebb" {
-		t.Fatalf("the generated model's sha256 is %x, not that of the file llama.cpp scored", sum)
-	}
+	checkSHA(t, path, "02a28698a5ece99378206e94ee928c3c247f7033f623bb09896c2a8741fa1ebb")
 	m, err := Load(path, Options{KVDtype: "f16", Activations: ActInt8, Context: 9000})
 	if err != nil {
 		t.Fatal(err)
@@ -1171,13 +1137,7 @@ func TestCohere2MoELayerNorm(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := rewriteFile(t, genModel(t, dir, "cohere2moe", cohere2MoE), map[string]any{"cohere2moe.attention.layer_norm_rms_epsilon": nil}, nil)
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != "fe138912fbca675bf6dea337138cad283a1587ef9c6c6b38b6c4f69e41ae2dea" {
-		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
-	}
+	checkSHA(t, p, "fe138912fbca675bf6dea337138cad283a1587ef9c6c6b38b6c4f69e41ae2dea")
 	generatedScores(t, p, golden.Header.Tokens, []float64{-1323.2213548, -670.4394092, -675.6195656, -669.7992201})
 }
 
@@ -1192,13 +1152,7 @@ func TestEXAONEMoEPattern(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := rewriteFile(t, genModel(t, dir, "exaone-moe", exaoneMoE), map[string]any{"exaone-moe.attention.sliding_window_pattern": uint32(2)}, nil)
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != "cde1a5023e890b6d2084d82bab32b646c0f9210c2a857d9f0a1b48878345eec4" {
-		t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored", sum)
-	}
+	checkSHA(t, p, "cde1a5023e890b6d2084d82bab32b646c0f9210c2a857d9f0a1b48878345eec4")
 	generatedScores(t, p, golden.Header.Tokens, []float64{-1545.1084998, -800.8602288, -786.3552303, -783.2835920})
 }
 
@@ -1306,13 +1260,7 @@ func TestGLMMRoPE(t *testing.T) {
 			"1b5473ae353cfa367dd80db5f91e401dadb11344ababad996e163d87a0b3a276", []float64{-1497.9488624, -767.6482029}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			b, err := os.ReadFile(c.path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != c.sha256 {
-				t.Fatalf("the rewritten model's sha256 is %x, not that of the file llama.cpp scored (%s)", sum, c.sha256)
-			}
+			checkSHA(t, c.path, c.sha256)
 			m, err := Load(c.path, Options{KVDtype: "f16", Activations: ActInt8, Context: 128})
 			if err != nil {
 				t.Fatal(err)

@@ -1,8 +1,6 @@
 package model
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -150,14 +148,7 @@ func TestMLAVariants(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := mlaVariant(t, dir, c.arch, c.set)
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sum := sha256.Sum256(b)
-			if hex.EncodeToString(sum[:]) != c.sha256 {
-				t.Fatalf("the file's sha256 is %x, not that of the file llama.cpp scored (%s)", sum, c.sha256)
-			}
+			checkSHA(t, path, c.sha256)
 			m, err := Load(path, Options{KVDtype: "f16", Activations: ActInt8})
 			if err != nil {
 				t.Fatal(err)

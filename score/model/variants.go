@@ -241,8 +241,7 @@ func newStableLM(l *Loader) Network {
 	if eps == 0 {
 		return nil
 	}
-	if !l.Has("output.weight") {
-		l.Failf("missing tensor output.weight (llama.cpp's stablelm reads no tied output)")
+	if !l.untied() {
 		return nil
 	}
 	d := l.baseDecoder(true)
@@ -306,8 +305,7 @@ func newPhi2(l *Loader) Network {
 	if eps == 0 {
 		return nil
 	}
-	if !l.Has("output.weight") {
-		l.Failf("missing tensor output.weight (llama.cpp's phi2 reads no tied output)")
+	if !l.untied() {
 		return nil
 	}
 	d := l.phi3Decoder()
@@ -344,8 +342,7 @@ func newGPTNeoX(l *Loader) Network {
 		l.fail(err)
 		return nil
 	}
-	if !l.Has("output.weight") {
-		l.Failf("missing tensor output.weight (llama.cpp's gptneox reads no tied output)")
+	if !l.untied() {
 		return nil
 	}
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
@@ -439,8 +436,7 @@ func newNemotron(l *Loader) Network {
 	if eps == 0 {
 		return nil
 	}
-	if !l.Has("output.weight") {
-		l.Failf("missing tensor output.weight (llama.cpp's nemotron reads no tied output)")
+	if !l.untied() {
 		return nil
 	}
 	return l.lnLayers(ml.ReLUSqr, false, l.baseDecoder(true), eps, func(p string) decoderLayer {
@@ -512,8 +508,7 @@ func newDBRX(l *Loader) Network {
 		l.fail(err)
 		return nil
 	}
-	if !l.Has("output.weight") {
-		l.Failf("missing tensor output.weight (llama.cpp's dbrx reads no tied output)")
+	if !l.untied() {
 		return nil
 	}
 	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax, norm: true, ffn: hp.FFN})
@@ -533,6 +528,17 @@ func newDBRX(l *Loader) Network {
 		return nil
 	}
 	return lnDecoder{d}
+}
+
+// untied reports whether the file has output.weight, recording an error
+// naming it when not (architectures whose llama.cpp graph reads no tied
+// output).
+func (l *Loader) untied() bool {
+	if !l.Has("output.weight") {
+		l.Failf("missing tensor output.weight (llama.cpp's %s reads no tied output)", l.HP.Arch)
+		return false
+	}
+	return true
 }
 
 // lnLayers binds the layers of starcoder2, phi2, gptneox, gpt2 and

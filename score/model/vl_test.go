@@ -1,9 +1,6 @@
 package model
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -135,13 +132,7 @@ func TestGeneratedVL(t *testing.T) {
 				add = append(add, kv(t, c.arch+".n_deepstack_layers", c.deep))
 			}
 			path := archFile(t, twin, c.base, c.arch, add...)
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if sum := sha256.Sum256(b); hex.EncodeToString(sum[:]) != c.sha256 {
-				t.Fatalf("the generated model's sha256 is %x, not that of the file llama.cpp scored (%s)", sum, c.sha256)
-			}
+			checkSHA(t, path, c.sha256)
 			vl, _ := generatedScores(t, path, tokens, c.sums)
 			plain, _ := generatedScores(t, twin, tokens, c.twin)
 			same := slices.EqualFunc(vl, plain, slices.Equal[[]float64])
