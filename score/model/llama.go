@@ -100,6 +100,15 @@ type decoder struct {
 // lnDecoder is a decoder with LayerNorms: it needs ml.LayerNormer.
 type lnDecoder struct{ *decoder }
 
+// lnNetwork is d as an lnDecoder, or nil when net, d bound, is nil (an
+// error).
+func lnNetwork(net Network, d *decoder) Network {
+	if net == nil {
+		return nil
+	}
+	return lnDecoder{d}
+}
+
 func (m lnDecoder) Check(b ml.Backend) error {
 	if _, ok := b.(ml.LayerNormer); !ok {
 		return fmt.Errorf("%s needs LayerNorm (ml.LayerNormer), which backend %T lacks", m.hp.Arch, b)

@@ -267,10 +267,7 @@ func newStableLM(l *Loader) Network {
 		ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
 		return ly
 	})
-	if net == nil {
-		return nil
-	}
-	return lnDecoder{d}
+	return lnNetwork(net, d)
 }
 
 // starcoder2: BigCode's StarCoder2 (3B, 7B, 15B), as llama.cpp 0.7.0 runs
@@ -389,10 +386,7 @@ func newFalcon(l *Loader) Network {
 		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
 		return ly
 	})
-	if net == nil {
-		return nil
-	}
-	return lnDecoder{d}
+	return lnNetwork(net, d)
 }
 
 // gpt2: OpenAI's GPT-2 (124M to 1.5B) and its descendants, as llama.cpp
@@ -477,10 +471,7 @@ func newOLMo(l *Loader) Network {
 		ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
 		return ly
 	})
-	if net == nil {
-		return nil
-	}
-	return lnDecoder{d}
+	return lnNetwork(net, d)
 }
 
 // dbrx: Databricks' DBRX (132B, 16 experts, 4 used), as llama.cpp 0.7.0
@@ -524,10 +515,7 @@ func newDBRX(l *Loader) Network {
 		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
 		return ly
 	})
-	if net == nil {
-		return nil
-	}
-	return lnDecoder{d}
+	return lnNetwork(net, d)
 }
 
 // untied reports whether the file has output.weight, recording an error
@@ -561,10 +549,7 @@ func (l *Loader) lnLayers(act ml.Act, biased bool, d *decoder, eps float64, laye
 		ly.ffn = &Dense{mlp}
 		return ly
 	})
-	if net == nil {
-		return nil
-	}
-	return lnDecoder{d}
+	return lnNetwork(net, d)
 }
 
 // linearMixer is deci's "linear attention": a projection of the normed
