@@ -40,7 +40,7 @@ import (
 // of experts may have a shared expert (SharedFFN).
 func (s Shape) sharedExpert() bool {
 	switch s.Arch {
-	case "ernie4_5-moe", "dots1", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2", "afmoe", "exaone-moe", "cohere2moe", "deepseek":
+	case "ernie4_5-moe", "dots1", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2", "afmoe", "exaone-moe", "cohere2moe", "deepseek", "bailingmoe":
 		return true
 	}
 	return false
@@ -49,13 +49,13 @@ func (s Shape) sharedExpert() bool {
 // checkMoE validates the fields of the mixtures above.
 func (s Shape) checkMoE() error {
 	switch {
-	case (s.Arch == "qwen2moe" || s.Arch == "hunyuan-moe" || s.Arch == "bailingmoe2" || s.Arch == "exaone-moe") && s.SharedFFN <= 0:
+	case (s.Arch == "qwen2moe" || s.Arch == "hunyuan-moe" || s.Arch == "bailingmoe2" || s.Arch == "exaone-moe" || s.Arch == "bailingmoe") && s.SharedFFN <= 0:
 		return fmt.Errorf("shape: %s has a shared expert: its width must be positive", s.Arch)
 	case s.Arch == "deepseek" && (s.SharedFFN <= 0 || s.SharedFFN%s.ExpertFFN != 0):
 		return fmt.Errorf("shape: deepseek's shared experts are whole experts (%d wide, experts %d)", s.SharedFFN, s.ExpertFFN)
 	case s.Arch == "exaone-moe" && s.Window <= 0:
 		return fmt.Errorf("shape: exaone-moe needs a sliding window")
-	case s.Arch == "afmoe" && s.SharedFFN != s.ExpertFFN:
+	case (s.Arch == "afmoe" || s.Arch == "bailingmoe") && s.SharedFFN != s.ExpertFFN:
 		return fmt.Errorf("shape: afmoe's shared expert is as wide as an expert (%d != %d)", s.SharedFFN, s.ExpertFFN)
 	case (s.Arch == "qwen2moe" || s.Arch == "olmoe") && s.Heads*s.HeadDim != s.Embd:
 		// llama.cpp's loaders expect attn_q and attn_output to be Embd×Embd.
@@ -127,6 +127,11 @@ func (c *Config) moeKeys(w *gguf.Writer) {
 		w.Add(a+".expert_shared_count", uint32(1))
 		w.Add(a+".expert_weights_norm", true)
 		w.Add(a+".expert_weights_scale", float32(2.826))
+	}
+	if a == "bailingmoe" { // Ling 1's: softmax routing renormalized, a shared expert as wide as an expert
+		w.Add(a+".rope.dimension_count", uint32(c.HeadDim))
+		w.Add(a+".expert_shared_count", uint32(1))
+		w.Add(a+".expert_weights_norm", true)
 	}
 	if a == "bailingmoe2" { // Ling 2.0's routing
 		w.Add(a+".rope.dimension_count", uint32(c.ropeDims()))

@@ -381,7 +381,7 @@ func TestEndToEndWideHeads(t *testing.T) {
 // llama4 (experts weighted before their FFN; a window past its chunk of
 // 8192, the plain kernel's chunks); phimoe (AddRows, the norms' biases);
 // starcoder2, phi2, gptneox, falcon and gpt2 (the ungated GELU; gpt2's
-// learned positions); nemotron; chatglm; olmo; dbrx;
+// learned positions); nemotron; chatglm; olmo; dbrx; bailingmoe;
 // gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
@@ -453,6 +453,9 @@ func TestEndToEndGenerated(t *testing.T) {
 		// DBRX: every expert used, so that no routing choice can flip.
 		// Emulation: max 0.0058, mean 0.0013, PPL ratio 0.99986.
 		{"dbrx", func(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN = 8, 8, s.FFN }, 0.012, 0.0025, 0.0003, ""},
+		// Ling 1, every expert used. Emulation: max 0.0070, mean 0.0015,
+		// PPL ratio 1.00013.
+		{"bailingmoe", func(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 8, 8, 64, 64 }, 0.015, 0.003, 0.0003, ""},
 		// OLMo 3: 3 layers of 4 sliding over 40 keys with plain RoPE, the
 		// fourth with YaRN (factor 8), whose cos and sin times 1.46 (the
 		// file's attn_factor and YaRN's own) make its scores 2.1 times as

@@ -272,7 +272,9 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // adjacent-pair RoPE; clamped q, k and v: TestOLMoClamp) (24 windows
 // each, both builds: none off), and dbrx (LayerNorms without biases, q, k
 // and v fused and clamped at 8 and, in TestOLMoClamp, at 0.5, where the
-// clamp bites; 8 experts, 2 used) (24 windows each, both builds: none off).
+// clamp bites; 8 experts, 2 used), and bailingmoe (Ling 1: softmax-routed
+// experts renormalized, a shared expert, adjacent-pair RoPE) (24 windows
+// each, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -437,6 +439,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1411.0638512, -696.6200319, -696.0012956, -684.0742474}},
 		{"dbrx", "dbrx", "", dbrxShape, "", "ada744857a026acfd906144898e4f00efa38d88e5179ac287ca7e2a0430bc611",
 			[]float64{-1616.5501195, -795.8677437, -816.2033008, -726.0669653}},
+		{"bailingmoe", "bailingmoe", "", bailingMoE, "", "ee116b33cc7cc8fd8c16f5f64304758e9d2d8cfeb5a475c7ad912e566a03e673",
+			[]float64{-1571.0494898, -769.7701439, -816.3576865, -775.7350809}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -632,6 +636,12 @@ func TestOLMoClamp(t *testing.T) {
 		{"no clamp", map[string]any{"dbrx.attention.clamp_kqv": nil}, nil, "missing metadata dbrx.attention.clamp_kqv"},
 		{"tied", nil, []string{"output.weight"}, "missing tensor output.weight (llama.cpp's dbrx reads no tied output)"},
 	})
+}
+
+// bailingMoE gives a bailingmoe model 3 layers, 8 experts of 64 (2 used)
+// and a shared expert as wide.
+func bailingMoE(s *mkmodel.Shape) {
+	s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 3, 8, 2, 64, 64
 }
 
 // dbrxShape is DBRX's layout in 4 layers: 8 experts as wide as the FFN, 2

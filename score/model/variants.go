@@ -37,6 +37,7 @@ func init() {
 	Register("nemotron", newNemotron)
 	Register("olmo", newOLMo)
 	Register("dbrx", newDBRX)
+	Register("bailingmoe", newBailingMoE)
 	Register("starcoder", newGPT2) // StarCoder, SantaCoder: GPT-2's block, multi-query
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
@@ -516,6 +517,24 @@ func newDBRX(l *Loader) Network {
 		return ly
 	})
 	return lnNetwork(net, d)
+}
+
+// bailingmoe: Ling 1 (Ling-lite, Ling-plus, Ling-Coder-lite), as llama.cpp
+// 0.7.0 runs it: llama's attention (adjacent-pair RoPE over the whole head) and in
+// every layer softmax-routed experts of expert_feed_forward_length,
+// normed as expert_weights_norm says (not when absent) and scaled by
+// expert_weights_scale where given, plus expert_shared_count (required)
+// shared experts as one MLP, added to the experts' sum; the output matrix
+// required.
+func newBailingMoE(l *Loader) Network {
+	if err := (meta{l.f, l.HP.Arch}).require("expert_shared_count"); err != nil {
+		l.fail(err)
+		return nil
+	}
+	if !l.untied() {
+		return nil
+	}
+	return newDecoder(l, decoderOpts{moe: &moeOpts{gating: ml.GateSoftmax}})
 }
 
 // untied reports whether the file has output.weight, recording an error
