@@ -176,6 +176,9 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			if c.Arch == "phimoe" || c.geluMLP() {
 				add(p+"attn_output.bias", []uint64{e}, i, c.normal(p+"attn_output.bias", 0.1))
 			}
+			if c.Arch == "granite_swa" { // an attention sink per head
+				add(p+"attn_sinks.weight", []uint64{uint64(c.Heads)}, i, c.normal(p+"attn_sinks.weight", 1))
+			}
 			if c.Arch == "afmoe" { // the attention's sigmoid gate
 				add(p+"attn_gate.weight", []uint64{e, q}, i, c.normal(p+"attn_gate.weight", invSqrt(e)))
 			}
@@ -351,7 +354,7 @@ func Write(path string, c *Config) error {
 		c.gemma3nKeys(w)
 	} else if c.Window > 0 {
 		w.Add(a+".attention.sliding_window", uint32(c.Window))
-		if a == "olmo2" { // the converter's flags for OLMo 3's layer_types
+		if a == "olmo2" || a == "granite_swa" { // the converter's flags for OLMo 3's layer_types
 			slides := make([]bool, c.Layers)
 			for i := range slides {
 				slides[i] = (i+1)%4 != 0
@@ -406,7 +409,14 @@ func Write(path string, c *Config) error {
 		w.Add(a+".residual_scale", float32(1.4/math.Sqrt(float64(c.Layers))))
 		w.Add(a+".logit_scale", float32(float64(c.Embd)/256))
 	}
-	if a == "granite" || a == "granitemoe" { // Granite-3.3-8B's multipliers, its attention's 1/head
+	if a == "granite_swa" { // RoPE in the sliding layers only
+		ropes := make([]bool, c.Layers)
+		for i := range ropes {
+			ropes[i] = c.Window == 0 || (i+1)%4 != 0
+		}
+		w.Add(a+".attention.rope_pattern", ropes)
+	}
+	if a == "granite" || a == "granitemoe" || a == "granite_swa" { // Granite-3.3-8B's multipliers, its attention's 1/head
 		w.Add(a+".embedding_scale", float32(12))
 		w.Add(a+".residual_scale", float32(0.22))
 		w.Add(a+".attention.scale", float32(1/float64(c.HeadDim)))

@@ -273,8 +273,11 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // each, both builds: none off), and dbrx (LayerNorms without biases, q, k
 // and v fused and clamped at 8 and, in TestOLMoClamp, at 0.5, where the
 // clamp bites; 8 experts, 2 used), and bailingmoe (Ling 1: softmax-routed
-// experts renormalized, a shared expert, adjacent-pair RoPE) (24 windows
-// each, both builds: none off).
+// experts renormalized, a shared expert, adjacent-pair RoPE), and
+// granite_swa (Granite 4.1: granite's multipliers, attention sinks, 3
+// layers of 4 sliding over 40 keys with RoPE, the fourth global without;
+// with RoPE everywhere and no window by integer flags: TestGraniteSWAFlags)
+// (24 windows each, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -441,6 +444,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1616.5501195, -795.8677437, -816.2033008, -726.0669653}},
 		{"bailingmoe", "bailingmoe", "", bailingMoE, "", "ee116b33cc7cc8fd8c16f5f64304758e9d2d8cfeb5a475c7ad912e566a03e673",
 			[]float64{-1571.0494898, -769.7701439, -816.3576865, -775.7350809}},
+		{"granite_swa", "granite_swa", "", graniteSWA, "", "5d54f3f25aeed1f69e1ae20dedbd509f82fd7c84393322e1214ed43beebdaedd",
+			[]float64{-1320.9881821, -664.5017844, -664.7764557, -661.9186157}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -638,6 +643,35 @@ func TestOLMoClamp(t *testing.T) {
 	})
 }
 
+// graniteSWA is Granite 4.1's layout in 4 layers: a window of 40 keys in 3
+// of every 4, RoPE in those only.
+func graniteSWA(s *mkmodel.Shape) { s.Layers, s.Window = 4, 40 }
+
+// TestGraniteSWAFlags: granite_swa's per-layer flags as integers
+// (attention.rope_pattern [1 1 1 1]: RoPE in every layer) and a window
+// wider than the text, on genModel's file, against llama.cpp's sums on the
+// same bytes (24 windows in both builds: none off; here the first 4; the
+// bools' file is 0.004 to 0.007 away per window). A flag array of the
+// wrong length and experts are refused.
+func TestGraniteSWAFlags(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "granite_swa", graniteSWA)
+	p := rewriteFile(t, src, map[string]any{"granite_swa.attention.rope_pattern": []int32{1, 1, 1, 1}, "granite_swa.attention.sliding_window": uint32(4096)}, nil)
+	checkSHA(t, p, "a54869b9a56399e1998e1d711165e6dd3eb3dbbe443f58d2ac82c9aa0c421100")
+	generatedScores(t, p, golden.Header.Tokens, []float64{-1320.9840175, -664.4958294, -664.7691739, -661.9236226})
+	checkRefusals(t, src, []refusal{
+		{"short rope pattern", map[string]any{"granite_swa.attention.rope_pattern": []int32{1, 1}}, nil,
+			"metadata granite_swa.attention.rope_pattern: want an array of 4 flags (one per layer)"},
+		{"no window", map[string]any{"granite_swa.attention.sliding_window": nil}, nil, "missing metadata granite_swa.attention.sliding_window"},
+		{"experts", map[string]any{"granite_swa.expert_count": uint32(8)}, nil, "granite_swa with experts or a vision projector's deepstack is not supported"},
+		{"no sinks", nil, []string{"blk.2.attn_sinks.weight"}, "missing tensor blk.2.attn_sinks.weight"},
+	})
+}
+
 // bailingMoE gives a bailingmoe model 3 layers, 8 experts of 64 (2 used)
 // and a shared expert as wide.
 func bailingMoE(s *mkmodel.Shape) {
@@ -676,7 +710,7 @@ func TestOLMo3Pattern(t *testing.T) {
 	}
 	p := rewriteFile(t, src, map[string]any{"olmo2.attention.sliding_window_pattern": []bool{true, true, false}}, nil)
 	_, err = Load(p, Options{})
-	if want := "metadata olmo2.attention.sliding_window_pattern: want an array of 4 bools (one per layer) or a period"; err == nil || !strings.Contains(err.Error(), want) {
+	if want := "metadata olmo2.attention.sliding_window_pattern: want an array of 4 flags (one per layer)"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("got %v, want %q", err, want)
 	}
 }

@@ -116,6 +116,37 @@ func (m meta) string(key, def string) (string, error) {
 	return m.f.String(m.arch + "." + key)
 }
 
+// layerFlags reads key as one flag per layer of n, an array of bools or of
+// integers (not 0: set), or def for every layer when absent.
+func (m meta) layerFlags(key string, n int, def bool) ([]bool, error) {
+	full := m.arch + "." + key
+	flags := make([]bool, n)
+	v, ok := m.f.Lookup(full)
+	if !ok {
+		for i := range flags {
+			flags[i] = def
+		}
+		return flags, nil
+	}
+	bad := fmt.Errorf("metadata %s: want an array of %d flags (one per layer)", full, n)
+	switch a := v.Any().(type) {
+	case []bool:
+		if len(a) != n {
+			return nil, bad
+		}
+		copy(flags, a)
+	default:
+		ints, err := m.f.Int32s(full)
+		if err != nil || len(ints) != n {
+			return nil, bad
+		}
+		for i, x := range ints {
+			flags[i] = x != 0
+		}
+	}
+	return flags, nil
+}
+
 // slidingLayers reads which of n layers slide from
 // attention.sliding_window_pattern as llama.cpp does: an array of one flag
 // per layer, or a period p (def when absent) for set_swa_pattern, where
@@ -123,11 +154,7 @@ func (m meta) string(key, def string) (string, error) {
 func (m meta) slidingLayers(n, def int) ([]bool, error) {
 	key := m.arch + ".attention.sliding_window_pattern"
 	if v, ok := m.f.Lookup(key); ok && v.Type == gguf.ValueArray {
-		s, ok := v.Any().([]bool)
-		if !ok || len(s) != n {
-			return nil, fmt.Errorf("metadata %s: want an array of %d bools (one per layer) or a period", key, n)
-		}
-		return s, nil
+		return m.layerFlags("attention.sliding_window_pattern", n, false)
 	}
 	p, err := m.int("attention.sliding_window_pattern", def)
 	if err == nil && p < 0 {

@@ -38,6 +38,7 @@ func init() {
 	Register("olmo", newOLMo)
 	Register("dbrx", newDBRX)
 	Register("bailingmoe", newBailingMoE)
+	Register("granite_swa", newGraniteSWA)
 	Register("starcoder", newGPT2) // StarCoder, SantaCoder: GPT-2's block, multi-query
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
@@ -605,6 +606,62 @@ func graniteScales(l *Loader, d *decoder, def graniteDefaults) error {
 		d.head.Scale = float64(1 / float32(logit)) // 1.0f / f_logit_scale
 	}
 	return nil
+}
+
+// granite_swa: IBM's Granite 4.1 dense models, as llama.cpp 0.7.0 runs
+// them: granite's decoder and multipliers (logit_scale required), in every
+// layer an attention sink per head (attn_sinks), the layers
+// attention.sliding_window_pattern flags (required, one per layer)
+// attending to the last attention.sliding_window keys (required), RoPE
+// only in the layers attention.rope_pattern flags when the file has it.
+// Files with experts, or with a vision projector's deepstack_mapping, are
+// refused: llama.cpp's graph for them is not checked here.
+func newGraniteSWA(l *Loader) Network {
+	hp := l.HP
+	m := meta{l.f, hp.Arch}
+	err := m.require("logit_scale", "attention.sliding_window", "attention.sliding_window_pattern")
+	var window int
+	var slides, ropes []bool
+	if err == nil {
+		window, err = m.positive("attention.sliding_window", -1)
+	}
+	if err == nil {
+		slides, err = m.slidingLayers(hp.Layers, 0)
+	}
+	if err == nil {
+		ropes, err = m.layerFlags("attention.rope_pattern", hp.Layers, true)
+	}
+	for _, k := range []string{"expert_count", "deepstack_mapping"} {
+		if err == nil && m.has(k) {
+			if n, e := m.int(k, 0); e != nil || n != 0 || k == "deepstack_mapping" {
+				err = fmt.Errorf("metadata %s.%s: granite_swa with experts or a vision projector's deepstack is not supported", hp.Arch, k)
+			}
+		}
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	d := newDecoder(l, decoderOpts{})
+	if l.Err() != nil {
+		return nil
+	}
+	if err := graniteScales(l, d, graniteDefaults{}); err != nil {
+		l.fail(err)
+		return nil
+	}
+	for i := range d.layers {
+		at := d.attn
+		at.Sinks = l.Vector(fmt.Sprintf("blk.%d.attn_sinks.weight", i), hp.Heads)
+		if slides[i] {
+			at.Window = window
+		}
+		d.layers[i].attn, d.layers[i].noRoPE = &at, !ropes[i]
+	}
+	if l.Err() != nil {
+		return nil
+	}
+	return d
 }
 
 // smollm3: SmolLM3, llama's decoder with no RoPE in every fourth layer
