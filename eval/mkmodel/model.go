@@ -354,7 +354,10 @@ func Write(path string, c *Config) error {
 		c.gemma3nKeys(w)
 	} else if c.Window > 0 {
 		w.Add(a+".attention.sliding_window", uint32(c.Window))
-		if a == "olmo2" || a == "granite_swa" { // the converter's flags for OLMo 3's layer_types
+		if a == "mellum" { // its sliding layers' own base
+			w.Add(a+".rope.freq_base_swa", float32(c.RopeBase/2))
+		}
+		if a == "olmo2" || a == "granite_swa" || a == "mellum" { // the converter's flags for OLMo 3's layer_types
 			slides := make([]bool, c.Layers)
 			for i := range slides {
 				slides[i] = (i+1)%4 != 0

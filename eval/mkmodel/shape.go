@@ -81,7 +81,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -199,7 +199,7 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: per-head q/k LayerNorms are command-r's (Command R+) and stablelm's (StableLM 2 12B)")
 	case (s.Arch == "stablelm" || s.Arch == "phi2" || s.Arch == "gptneox" || s.Arch == "nemotron" || s.Arch == "dbrx" || s.Arch == "bailingmoe") && s.Tied:
 		return fmt.Errorf("shape: %s is untied (llama.cpp's %s requires output.weight)", s.Arch, s.Arch)
-	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "olmo2" && s.Arch != "granite_swa" && !s.lfm2() && !s.gemma3n():
+	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "olmo2" && s.Arch != "granite_swa" && s.Arch != "mellum" && !s.lfm2() && !s.gemma3n():
 		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, gemma2, cohere2, olmo2, lfm2, lfm2moe and gemma3n", s.Window)
 	case s.YaRN != 0 && (s.Arch != "olmo2" && s.Arch != "llama" && s.Arch != "qwen3" || !(s.YaRN > 1) || s.Context%int(s.YaRN) != 0):
 		return fmt.Errorf("shape: YaRN (factor %v) is for olmo2, llama and qwen3, with an integer factor above 1 that divides the context %d", s.YaRN, s.Context)
@@ -301,7 +301,7 @@ func (s Shape) Params() int64 {
 		block += 3 * e * int64(s.SharedFFN)
 	case "qwen2", "seed_oss":
 		block += q + 2*kv
-	case "qwen3", "qwen3moe", "exaone4", "hunyuan-dense":
+	case "qwen3", "qwen3moe", "exaone4", "hunyuan-dense", "mellum":
 		block += 2 * int64(s.HeadDim)
 	case "arcee": // an ungated MLP
 		block -= e * int64(s.FFN)

@@ -277,6 +277,8 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // granite_swa (Granite 4.1: granite's multipliers, attention sinks, 3
 // layers of 4 sliding over 40 keys with RoPE, the fourth global without;
 // with RoPE everywhere and no window by integer flags: TestGraniteSWAFlags)
+// and mellum (qwen3moe's block, 3 layers of 4 sliding over 40 keys with
+// plain RoPE of their own base, rope.freq_base_swa; 8 experts, 2 used)
 // (24 windows each, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
@@ -446,6 +448,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1571.0494898, -769.7701439, -816.3576865, -775.7350809}},
 		{"granite_swa", "granite_swa", "", graniteSWA, "", "5d54f3f25aeed1f69e1ae20dedbd509f82fd7c84393322e1214ed43beebdaedd",
 			[]float64{-1320.9881821, -664.5017844, -664.7764557, -661.9186157}},
+		{"mellum", "mellum", "", mellumShape, "", "aac5fbc94cf33def6d0c6ac04f50a638a951ddb2d93be7b44d9e0a8b8ea0c994",
+			[]float64{-1620.9192292, -803.2006679, -810.2694350, -787.0790597}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -670,6 +674,12 @@ func TestGraniteSWAFlags(t *testing.T) {
 		{"experts", map[string]any{"granite_swa.expert_count": uint32(8)}, nil, "granite_swa with experts or a vision projector's deepstack is not supported"},
 		{"no sinks", nil, []string{"blk.2.attn_sinks.weight"}, "missing tensor blk.2.attn_sinks.weight"},
 	})
+}
+
+// mellumShape is Mellum's layout in 4 layers: a window of 40 keys in 3 of
+// every 4, 8 experts of 64, 2 used.
+func mellumShape(s *mkmodel.Shape) {
+	s.Layers, s.Window, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 40, 8, 2, 64
 }
 
 // bailingMoE gives a bailingmoe model 3 layers, 8 experts of 64 (2 used)

@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -39,6 +40,7 @@ func init() {
 	Register("dbrx", newDBRX)
 	Register("bailingmoe", newBailingMoE)
 	Register("granite_swa", newGraniteSWA)
+	Register("mellum", newMellum)
 	Register("starcoder", newGPT2) // StarCoder, SantaCoder: GPT-2's block, multi-query
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
@@ -660,6 +662,50 @@ func newGraniteSWA(l *Loader) Network {
 	}
 	if l.Err() != nil {
 		return nil
+	}
+	return d
+}
+
+// mellum: JetBrains' Mellum mixtures, as llama.cpp 0.7.0 runs them:
+// qwen3moe's block (per-head q/k norms, NeoX RoPE, experts routed by
+// expert_gating_func, softmax when absent, renormalized unless
+// expert_weights_norm says otherwise, of expert_feed_forward_length or
+// feed_forward_length/expert_used_count) and, with
+// attention.sliding_window, OLMo 3's sliding layers by
+// attention.sliding_window_pattern (a period, 4 when absent, or a flag
+// per layer), their plain RoPE turning by rope.freq_base_swa (the global
+// base when absent).
+func newMellum(l *Loader) Network {
+	hp := l.HP
+	m := meta{l.f, hp.Arch}
+	used, err := m.positive("expert_used_count", -1)
+	window := 0
+	if err == nil {
+		window, err = m.int("attention.sliding_window", 0)
+	}
+	var slides []bool
+	if err == nil && window > 0 {
+		slides, err = m.slidingLayers(hp.Layers, 4)
+	}
+	baseSWA := 0.0
+	if err == nil {
+		baseSWA, err = m.float("rope.freq_base_swa", 0)
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	d := newDecoder(l, decoderOpts{neox: true, qkNorm: true, moe: &moeOpts{gating: ml.GateSoftmax, norm: true, ffn: hp.FFN / used}})
+	if l.Err() != nil {
+		return nil
+	}
+	local := d.attn
+	local.Window = window
+	plain := &nn.RoPE{HeadDim: hp.HeadDim, Dims: d.rope.Dims, NeoX: true, Base: cmp.Or(baseSWA, d.rope.Base), FreqScale: 1, AttnFactor: 1}
+	for i := range d.layers {
+		if slides != nil && slides[i] {
+			d.layers[i].attn, d.layers[i].rope = &local, plain
+		}
 	}
 	return d
 }
