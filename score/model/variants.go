@@ -699,14 +699,7 @@ func newMellum(l *Loader) Network {
 	if l.Err() != nil {
 		return nil
 	}
-	local := d.attn
-	local.Window = window
-	plain := &nn.RoPE{HeadDim: hp.HeadDim, Dims: d.rope.Dims, NeoX: true, Base: cmp.Or(baseSWA, d.rope.Base), FreqScale: 1, AttnFactor: 1}
-	for i := range d.layers {
-		if slides != nil && slides[i] {
-			d.layers[i].attn, d.layers[i].rope = &local, plain
-		}
-	}
+	d.slidePlain(slides, window, cmp.Or(baseSWA, d.rope.Base))
 	return d
 }
 
@@ -748,19 +741,26 @@ func newOLMo2(l *Loader) Network {
 		return nil
 	}
 	d := l.baseDecoder(true)
-	if l.Err() != nil { // d.rope may be missing
+	if l.bindLayers(d, func(_ int, p string) decoderLayer { return l.postNormLayer(p, true) }) == nil {
 		return nil
 	}
-	local := d.attn
+	d.slidePlain(slides, window, d.rope.Base)
+	return d
+}
+
+// slidePlain gives the layers slides flags (none when nil) a window of
+// window keys and a plain RoPE of base: no scaling, as llama.cpp turns
+// OLMo 3's and Mellum's sliding layers (freq_scale 1, ext_factor 0,
+// attn_factor 1).
+func (m *decoder) slidePlain(slides []bool, window int, base float64) {
+	local := m.attn
 	local.Window = window
-	plain := &nn.RoPE{HeadDim: hp.HeadDim, Dims: d.rope.Dims, NeoX: true, Base: d.rope.Base, FreqScale: 1, AttnFactor: 1}
-	return l.bindLayers(d, func(i int, p string) decoderLayer {
-		ly := l.postNormLayer(p, true)
+	plain := &nn.RoPE{HeadDim: m.hp.HeadDim, Dims: m.rope.Dims, NeoX: m.rope.NeoX, Base: base, FreqScale: 1, AttnFactor: 1}
+	for i := range m.layers {
 		if slides != nil && slides[i] {
-			ly.attn, ly.rope = &local, plain
+			m.layers[i].attn, m.layers[i].rope = &local, plain
 		}
-		return ly
-	})
+	}
 }
 
 // seed_oss: ByteDance's Seed-OSS, as llama.cpp 0.7.0 runs it: llama's
