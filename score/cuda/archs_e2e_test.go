@@ -382,7 +382,7 @@ func TestEndToEndWideHeads(t *testing.T) {
 // 8192, the plain kernel's chunks); phimoe (AddRows, the norms' biases);
 // starcoder2, phi2, gptneox, falcon and gpt2 (the ungated GELU; gpt2's
 // learned positions); nemotron; chatglm; olmo; dbrx; bailingmoe;
-// granite_swa (sinks); mellum;
+// granite_swa (sinks); mellum; baichuan (32 layers);
 // gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
@@ -464,6 +464,9 @@ func TestEndToEndGenerated(t *testing.T) {
 		// Mellum: sliding layers with their own RoPE base, every expert
 		// used. Emulation: max 0.0086, mean 0.0019, PPL ratio 1.00014.
 		{"mellum", func(s *mkmodel.Shape) { s.Layers, s.Window, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 40, 8, 8, 64 }, 0.02, 0.004, 0.0003, ""},
+		// Baichuan 2 7B's 32 layers (RoPE), narrow. Emulation: max 0.025,
+		// mean 0.0055, PPL ratio 1.00039 (depth, as exaone4's).
+		{"baichuan", func(s *mkmodel.Shape) { s.Layers, s.Embd, s.Heads, s.KVHeads, s.FFN = 32, 64, 2, 2, 128 }, 0.05, 0.011, 0.0008, ""},
 		// OLMo 3: 3 layers of 4 sliding over 40 keys with plain RoPE, the
 		// fourth with YaRN (factor 8), whose cos and sin times 1.46 (the
 		// file's attn_factor and YaRN's own) make its scores 2.1 times as

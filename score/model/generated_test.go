@@ -279,6 +279,7 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // with RoPE everywhere and no window by integer flags: TestGraniteSWAFlags)
 // and mellum (qwen3moe's block, 3 layers of 4 sliding over 40 keys with
 // plain RoPE of their own base, rope.freq_base_swa; 8 experts, 2 used)
+// and baichuan in 4 layers (no positions) and in the 7B's 32 (RoPE)
 // (24 windows each, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
@@ -450,6 +451,10 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1320.9881821, -664.5017844, -664.7764557, -661.9186157}},
 		{"mellum", "mellum", "", mellumShape, "", "aac5fbc94cf33def6d0c6ac04f50a638a951ddb2d93be7b44d9e0a8b8ea0c994",
 			[]float64{-1620.9192292, -803.2006679, -810.2694350, -787.0790597}},
+		{"baichuan", "baichuan", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "52c930c9261441a6f276face025db0daf533b4dc7676b6ca8ce5d76dcc5d1b8d",
+			[]float64{-1648.2798346, -797.8642750, -793.8484407, -780.2945576}},
+		{"baichuan-7b", "baichuan", "", baichuan7B, "", "37faaa433cd71cb42b31018c9ff39654eb4ac8b8d4d2eec50fbaa2c0f26e09a0",
+			[]float64{-1565.9577858, -800.5107088, -775.4759708, -759.4858337}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -651,7 +656,7 @@ func TestOLMoClamp(t *testing.T) {
 // of every 4, RoPE in those only.
 func graniteSWA(s *mkmodel.Shape) { s.Layers, s.Window = 4, 40 }
 
-// TestGraniteSWAFlags: granite_swa's per-layer flags as integers
+// TestGraniteSWAFlags (and baichuan's refusal, at the end): granite_swa's per-layer flags as integers
 // (attention.rope_pattern [1 1 1 1]: RoPE in every layer) and a window
 // wider than the text, on genModel's file, against llama.cpp's sums on the
 // same bytes (24 windows in both builds: none off; here the first 4; the
@@ -674,7 +679,16 @@ func TestGraniteSWAFlags(t *testing.T) {
 		{"experts", map[string]any{"granite_swa.expert_count": uint32(8)}, nil, "granite_swa with experts or a vision projector's deepstack is not supported"},
 		{"no sinks", nil, []string{"blk.2.attn_sinks.weight"}, "missing tensor blk.2.attn_sinks.weight"},
 	})
+	// Baichuan 13B's depth: llama.cpp gives it ALiBi.
+	p = genModel(t, dir, "baichuan", func(s *mkmodel.Shape) { s.Layers, s.Embd, s.Heads, s.KVHeads, s.FFN = 40, 64, 2, 2, 128 })
+	if _, err := Load(p, Options{}); err == nil || !strings.Contains(err.Error(), "40 layers, llama.cpp's Baichuan 13B, whose ALiBi attention is not supported") {
+		t.Errorf("baichuan of 40 layers: got %v", err)
+	}
 }
+
+// baichuan7B is Baichuan 2 7B's depth, 32 layers, which alone has RoPE in
+// llama.cpp (narrow: 64 wide, 2 heads).
+func baichuan7B(s *mkmodel.Shape) { s.Layers, s.Embd, s.Heads, s.KVHeads, s.FFN = 32, 64, 2, 2, 128 }
 
 // mellumShape is Mellum's layout in 4 layers: a window of 40 keys in 3 of
 // every 4, 8 experts of 64, 2 used.

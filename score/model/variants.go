@@ -41,6 +41,7 @@ func init() {
 	Register("bailingmoe", newBailingMoE)
 	Register("granite_swa", newGraniteSWA)
 	Register("mellum", newMellum)
+	Register("baichuan", newBaichuan)
 	Register("starcoder", newGPT2) // StarCoder, SantaCoder: GPT-2's block, multi-query
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
@@ -700,6 +701,26 @@ func newMellum(l *Loader) Network {
 		return nil
 	}
 	d.slidePlain(slides, window, cmp.Or(baseSWA, d.rope.Base))
+	return d
+}
+
+// baichuan: Baichuan and Baichuan 2, as llama.cpp 0.7.0 runs them:
+// llama's block; llama.cpp tells the 7B by its 32 layers and gives RoPE
+// (adjacent pairs) to it alone, no positions to files of other depths
+// but the 13B's 40 layers, whose ALiBi ppl refuses.
+func newBaichuan(l *Loader) Network {
+	hp := l.HP
+	if hp.Layers == 40 {
+		l.Failf("%s: 40 layers, llama.cpp's Baichuan 13B, whose ALiBi attention is not supported", hp.Arch)
+		return nil
+	}
+	d := newDecoder(l, decoderOpts{})
+	if l.Err() != nil {
+		return nil
+	}
+	for i := range d.layers {
+		d.layers[i].noRoPE = hp.Layers != 32
+	}
 	return d
 }
 
