@@ -69,7 +69,7 @@ type decoder struct {
 	posEmbd    *ml.Matrix
 	layers     []decoderLayer
 	outputNorm *ml.Vector // output_norm
-	outNormB   *ml.Vector // output_norm.bias (phimoe, orion, stablelm), or nil
+	outNormB   *ml.Vector // output_norm.bias (phimoe's RMS norm, the LayerNorms of layerNorm's decoders), or nil
 	head       Head
 	rope       *nn.RoPE
 	attn       ml.Attn // every layer's, unless the layer has its own
@@ -93,7 +93,8 @@ type decoder struct {
 	nopeTemp attnTemp
 	// layerNorm, when not 0, makes the pre-norms and the output norm
 	// LayerNorms of this epsilon, their biases attnNormB, ffnNormB and
-	// outNormB (orion, stablelm; ml.LayerNormer, lnDecoder).
+	// outNormB (orion, stablelm, starcoder2, phi2, gptneox, falcon,
+	// gpt2, nemotron, olmo, dbrx, cohere2; ml.LayerNormer, lnDecoder).
 	layerNorm float64
 }
 
@@ -135,8 +136,8 @@ type decoderLayer struct {
 	// (olmo2, exaone4).
 	attnNorm, ffnNorm *ml.Vector
 	// attnNormB and ffnNormB, when set, are the norms' biases
-	// (attn_norm.bias, ffn_norm.bias: phimoe's RMS norms, orion's and
-	// stablelm's LayerNorms; decoder.norm).
+	// (attn_norm.bias, ffn_norm.bias: phimoe's RMS norms, the LayerNorms
+	// of orion, stablelm, starcoder2, falcon and others; decoder.norm).
 	attnNormB, ffnNormB *ml.Vector
 	q, k, v, o          *ml.Matrix // blk.N.attn_q, attn_k, attn_v, attn_output (+ optional .bias)
 	// qNorm and kNorm (blk.N.attn_q_norm, attn_k_norm), when set, norm q
