@@ -706,6 +706,25 @@ func bailingMoE(s *mkmodel.Shape) {
 // used.
 func dbrxShape(s *mkmodel.Shape) { s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 8, 2, s.FFN }
 
+// TestCodeShell: codeshell, starcoder2's block in llama.cpp 0.7.0:
+// genModel's starcoder2 file rewritten as codeshell gives starcoder2's
+// sums, llama.cpp's on the same bytes (24 windows in both builds: none
+// off, with q, k and v apart and fused; here the first 4). A tied file is
+// refused.
+func TestCodeShell(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := archFile(t, genModel(t, dir, "starcoder2", func(s *mkmodel.Shape) { s.Layers = 4 }), "starcoder2", "codeshell")
+	checkSHA(t, p, "02f2b821fb73693c6691e7146b98eb4f6f67a16a7f4222fa1b636fb37811c783")
+	generatedScores(t, p, golden.Header.Tokens, []float64{-1617.3382170, -807.4645491, -797.6728274, -774.4438020})
+	checkRefusals(t, p, []refusal{
+		{"tied", nil, []string{"output.weight"}, "missing tensor output.weight (llama.cpp's codeshell reads no tied output)"},
+	})
+}
+
 // TestOLMo3Pattern: OLMo 3's sliding layers by attention.sliding_window_pattern
 // as a period, 2 (layers 0 and 2 sliding), rather than the converter's
 // flags, and with the flags [false, true, true, true], on genModel's file,

@@ -42,6 +42,7 @@ func init() {
 	Register("granite_swa", newGraniteSWA)
 	Register("mellum", newMellum)
 	Register("baichuan", newBaichuan)
+	Register("codeshell", newCodeShell)
 	Register("starcoder", newGPT2) // StarCoder, SantaCoder: GPT-2's block, multi-query
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
@@ -290,6 +291,24 @@ func newStarCoder2(l *Loader) Network {
 	return l.lnLayers(ml.GELU, true, d, eps, func(p string) decoderLayer {
 		ly := l.preNormLayer(p, "ffn_norm")
 		ly.ffnNormB = l.Vector(p+"ffn_norm.bias", l.HP.Embd)
+		return ly
+	})
+}
+
+// codeshell: WisdomShell's CodeShell-7B, as llama.cpp 0.7.0 runs it:
+// starcoder2's block with q, k and v in attn_qkv (or apart), their biases
+// where the file has them; the output matrix required.
+func newCodeShell(l *Loader) Network {
+	hp := l.HP
+	eps := l.layerNormEps()
+	if eps == 0 || !l.untied() {
+		return nil
+	}
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	return l.lnLayers(ml.GELU, true, l.baseDecoder(true), eps, func(p string) decoderLayer {
+		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd),
+			ffnNorm: l.Norm(p+"ffn_norm", hp.Embd), ffnNormB: l.Vector(p+"ffn_norm.bias", hp.Embd)}
+		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
 		return ly
 	})
 }
