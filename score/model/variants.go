@@ -299,16 +299,12 @@ func newStarCoder2(l *Loader) Network {
 // starcoder2's block with q, k and v in attn_qkv (or apart), their biases
 // where the file has them; the output matrix required.
 func newCodeShell(l *Loader) Network {
-	hp := l.HP
 	eps := l.layerNormEps()
 	if eps == 0 || !l.untied() {
 		return nil
 	}
-	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	return l.lnLayers(ml.GELU, true, l.baseDecoder(true), eps, func(p string) decoderLayer {
-		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd),
-			ffnNorm: l.Norm(p+"ffn_norm", hp.Embd), ffnNormB: l.Vector(p+"ffn_norm.bias", hp.Embd)}
-		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
+		ly := l.qkvLayer(p)
 		return ly
 	})
 }
@@ -366,11 +362,8 @@ func newGPTNeoX(l *Loader) Network {
 	if !l.untied() {
 		return nil
 	}
-	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	return l.lnLayers(ml.GELU, true, l.baseDecoder(true), eps, func(p string) decoderLayer {
-		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd),
-			ffnNorm: l.Norm(p+"ffn_norm", hp.Embd), ffnNormB: l.Vector(p+"ffn_norm.bias", hp.Embd)}
-		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
+		ly := l.qkvLayer(p)
 		l.needBias(ly.q, ly.k, ly.v)
 		if par {
 			ly.parallel = parallelFFNFirst
@@ -432,11 +425,9 @@ func newGPT2(l *Loader) Network {
 	}
 	d := l.baseDecoder(true)
 	d.posEmbd = l.Linear("position_embd", hp.Embd, hp.CtxTrain)
-	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	return l.lnLayers(ml.GELU, true, d, eps, func(p string) decoderLayer {
-		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd),
-			ffnNorm: l.Norm(p+"ffn_norm", hp.Embd), ffnNormB: l.Vector(p+"ffn_norm.bias", hp.Embd), noRoPE: true}
-		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
+		ly := l.qkvLayer(p)
+		ly.noRoPE = true
 		l.needBias(ly.q, ly.k, ly.v)
 		return ly
 	})
@@ -569,6 +560,18 @@ func (l *Loader) untied() bool {
 		return false
 	}
 	return true
+}
+
+// qkvLayer binds a LayerNorm decoder's attention and norms (codeshell,
+// gptneox, gpt2): attn_norm, q, k and v fused in attn_qkv or apart,
+// attn_output, ffn_norm and its bias; lnLayers binds attn_norm's bias.
+func (l *Loader) qkvLayer(p string) decoderLayer {
+	hp := l.HP
+	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+	ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd),
+		ffnNorm: l.Norm(p+"ffn_norm", hp.Embd), ffnNormB: l.Vector(p+"ffn_norm.bias", hp.Embd)}
+	ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
+	return ly
 }
 
 // lnLayers binds the layers of starcoder2, phi2, gptneox, gpt2 and
