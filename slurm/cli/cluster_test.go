@@ -298,7 +298,10 @@ func TestSlurmCluster(t *testing.T) {
 	// Streams of very different lengths: 4617 and 515 tokens.
 	texts := []string{filepath.Join(odir, "texts", "en-gpl3.txt"), filepath.Join(odir, "texts", "mixed-unicode.txt")}
 	score := []string{"--device", "cpu", "--threads", "1"}
-	win := []string{"--context", "128", "--stride", "64"}
+	// Windows of 128 at stride 32: about 55 per shard, so that a shard
+	// outlasts the second Slurm takes to requeue it (at stride 64 a shard
+	// could finish first and never be requeued).
+	win := []string{"--context", "128", "--stride", "32"}
 
 	// The single-process report.
 	t1 := time.Now()
@@ -322,7 +325,7 @@ func TestSlurmCluster(t *testing.T) {
 		for _, x := range texts {
 			args = append(args, "--text", x)
 		}
-		args = append(args, "--context", "128", "--stride", "64")
+		args = append(args, win...)
 		for _, a := range score {
 			args = append(args, "--score-arg="+a)
 		}
