@@ -303,10 +303,7 @@ func newCodeShell(l *Loader) Network {
 	if eps == 0 || !l.untied() {
 		return nil
 	}
-	return l.lnLayers(ml.GELU, true, l.baseDecoder(true), eps, func(p string) decoderLayer {
-		ly := l.qkvLayer(p)
-		return ly
-	})
+	return l.lnLayers(ml.GELU, true, l.baseDecoder(true), eps, l.qkvLayer)
 }
 
 // phi2: Microsoft's Phi-2 (and Phi-1, 1.5), as llama.cpp 0.7.0 runs it:
@@ -317,7 +314,6 @@ func newCodeShell(l *Loader) Network {
 // float32(1/sqrt(head)) after RoPE and the scores taken unscaled (phi3's
 // decoder); the output matrix (required) with its bias (required).
 func newPhi2(l *Loader) Network {
-	hp := l.HP
 	eps := l.layerNormEps()
 	if eps == 0 {
 		return nil
@@ -327,11 +323,9 @@ func newPhi2(l *Loader) Network {
 	}
 	d := l.phi3Decoder()
 	l.needBias(d.head.Output)
-	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	return l.lnLayers(ml.GELU, true, d, eps, func(p string) decoderLayer {
-		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd),
-			parallel: parallelSum}
-		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
+		ly := l.qkvAttn(p)
+		ly.parallel = parallelSum
 		return ly
 	})
 }
@@ -388,11 +382,10 @@ func newFalcon(l *Loader) Network {
 	d := l.baseDecoder(true)
 	d.layerNorm = eps
 	d.outNormB = l.Vector("output_norm.bias", hp.Embd)
-	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	net := l.bindLayers(d, func(_ int, p string) decoderLayer {
-		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), attnNormB: l.Vector(p+"attn_norm.bias", hp.Embd),
-			o: l.Linear(p+"attn_output", qd, hp.Embd), parallel: parallelSum,
-			ffn: &Dense{ml.MLP{Up: l.Linear(p+"ffn_up", hp.Embd, hp.FFN), Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd), Act: ml.GELU}}}
+		ly := l.qkvAttn(p)
+		ly.attnNormB, ly.parallel = l.Vector(p+"attn_norm.bias", hp.Embd), parallelSum
+		ly.ffn = &Dense{ml.MLP{Up: l.Linear(p+"ffn_up", hp.Embd, hp.FFN), Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd), Act: ml.GELU}}
 		if l.Has(p + "attn_norm_2.weight") { // Falcon-40B: the MLP keeps attn_norm
 			ly.ffnNorm, ly.ffnNormB = ly.attnNorm, ly.attnNormB
 			ly.attnNorm, ly.attnNormB = l.Norm(p+"attn_norm_2", hp.Embd), nil
@@ -400,7 +393,6 @@ func newFalcon(l *Loader) Network {
 				ly.attnNormB = l.Vector(p+"attn_norm_2.bias", hp.Embd)
 			}
 		}
-		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
 		return ly
 	})
 	return lnNetwork(net, d)
@@ -468,10 +460,7 @@ func newOLMo(l *Loader) Network {
 	if eps == 0 {
 		return nil
 	}
-	clamp, err := meta{l.f, hp.Arch}.float("attention.clamp_kqv", 0)
-	if err == nil && clamp < 0 {
-		err = fmt.Errorf("metadata %s.attention.clamp_kqv = %v, want >= 0", hp.Arch, clamp)
-	}
+	clamp, err := meta{l.f, hp.Arch}.clampKQV(false)
 	if err != nil {
 		l.fail(err)
 		return nil
@@ -480,10 +469,9 @@ func newOLMo(l *Loader) Network {
 	d := l.normlessDecoder(false)
 	d.layerNorm, d.outputNorm, d.clampQKV = eps, ones, clamp
 	net := l.bindLayers(d, func(_ int, p string) decoderLayer {
-		ly := decoderLayer{attnNorm: ones, ffnNorm: ones}
-		ly.q, ly.k, ly.v, ly.o = l.Linear(p+"attn_q", hp.Embd, hp.Heads*hp.HeadDim), l.Linear(p+"attn_k", hp.Embd, hp.KVHeads*hp.HeadDim),
-			l.Linear(p+"attn_v", hp.Embd, hp.KVHeads*hp.HeadDim), l.Linear(p+"attn_output", hp.Heads*hp.HeadDim, hp.Embd)
-		ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
+		ly := decoderLayer{attnNorm: ones, ffnNorm: ones, o: l.Linear(p+"attn_output", qd, hp.Embd), ffn: l.DenseFFN(p, hp.Embd, hp.FFN)}
+		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
 		return ly
 	})
 	return lnNetwork(net, d)
@@ -501,15 +489,7 @@ func newDBRX(l *Loader) Network {
 	if eps == 0 {
 		return nil
 	}
-	m := meta{l.f, hp.Arch}
-	err := m.require("attention.clamp_kqv")
-	clamp := 0.0
-	if err == nil {
-		clamp, err = m.float("attention.clamp_kqv", 0)
-	}
-	if err == nil && clamp < 0 {
-		err = fmt.Errorf("metadata %s.attention.clamp_kqv = %v, want >= 0", hp.Arch, clamp)
-	}
+	clamp, err := meta{l.f, hp.Arch}.clampKQV(true)
 	if err != nil {
 		l.fail(err)
 		return nil
@@ -523,11 +503,9 @@ func newDBRX(l *Loader) Network {
 	}
 	d := l.baseDecoder(true)
 	d.layerNorm, d.clampQKV = eps, clamp
-	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	net := l.bindLayers(d, func(_ int, p string) decoderLayer {
-		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd),
-			ffnNorm: l.Norm(p+"attn_output_norm", hp.Embd), ffn: l.MoE(p, moe)}
-		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
+		ly := l.qkvAttn(p)
+		ly.ffnNorm, ly.ffn = l.Norm(p+"attn_output_norm", hp.Embd), l.MoE(p, moe)
 		return ly
 	})
 	return lnNetwork(net, d)
@@ -551,6 +529,21 @@ func newBailingMoE(l *Loader) Network {
 	return newDecoder(l, decoderOpts{moe: &moeOpts{gating: ml.GateSoftmax}})
 }
 
+// clampKQV reads attention.clamp_kqv (0, no clamp, when absent unless
+// required), refusing a negative one.
+func (m meta) clampKQV(required bool) (float64, error) {
+	if required {
+		if err := m.require("attention.clamp_kqv"); err != nil {
+			return 0, err
+		}
+	}
+	c, err := m.float("attention.clamp_kqv", 0)
+	if err == nil && c < 0 {
+		err = fmt.Errorf("metadata %s.attention.clamp_kqv = %v, want >= 0", m.arch, c)
+	}
+	return c, err
+}
+
 // untied reports whether the file has output.weight, recording an error
 // naming it when not (architectures whose llama.cpp graph reads no tied
 // output).
@@ -562,15 +555,21 @@ func (l *Loader) untied() bool {
 	return true
 }
 
-// qkvLayer binds a LayerNorm decoder's attention and norms (codeshell,
-// gptneox, gpt2): attn_norm, q, k and v fused in attn_qkv or apart,
-// attn_output, ffn_norm and its bias; lnLayers binds attn_norm's bias.
-func (l *Loader) qkvLayer(p string) decoderLayer {
+// qkvAttn binds attn_norm, q, k and v (fused in attn_qkv or apart) and
+// attn_output (phi2, falcon, dbrx, and qkvLayer's).
+func (l *Loader) qkvAttn(p string) decoderLayer {
 	hp := l.HP
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
-	ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd),
-		ffnNorm: l.Norm(p+"ffn_norm", hp.Embd), ffnNormB: l.Vector(p+"ffn_norm.bias", hp.Embd)}
+	ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd)}
 	ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
+	return ly
+}
+
+// qkvLayer is qkvAttn with ffn_norm and its bias (codeshell, gptneox,
+// gpt2); lnLayers binds attn_norm's bias.
+func (l *Loader) qkvLayer(p string) decoderLayer {
+	ly := l.qkvAttn(p)
+	ly.ffnNorm, ly.ffnNormB = l.Norm(p+"ffn_norm", l.HP.Embd), l.Vector(p+"ffn_norm.bias", l.HP.Embd)
 	return ly
 }
 
@@ -656,12 +655,16 @@ func newGraniteSWA(l *Loader) Network {
 	if err == nil {
 		ropes, err = m.layerFlags("attention.rope_pattern", hp.Layers, true)
 	}
-	for _, k := range []string{"expert_count", "deepstack_mapping"} {
-		if err == nil && m.has(k) {
-			if n, e := m.int(k, 0); e != nil || n != 0 || k == "deepstack_mapping" {
-				err = fmt.Errorf("metadata %s.%s: granite_swa with experts or a vision projector's deepstack is not supported", hp.Arch, k)
-			}
+	experts := 0
+	if err == nil {
+		experts, err = m.int("expert_count", 0)
+	}
+	if err == nil && (experts > 0 || m.has("deepstack_mapping")) {
+		key := "expert_count"
+		if experts == 0 {
+			key = "deepstack_mapping"
 		}
+		err = fmt.Errorf("metadata %s.%s: granite_swa with experts or a vision projector's deepstack is not supported", hp.Arch, key)
 	}
 	if err != nil {
 		l.fail(err)
@@ -702,13 +705,9 @@ func newMellum(l *Loader) Network {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
 	used, err := m.positive("expert_used_count", -1)
-	window := 0
+	window, slides := 0, []bool(nil)
 	if err == nil {
-		window, err = m.int("attention.sliding_window", 0)
-	}
-	var slides []bool
-	if err == nil && window > 0 {
-		slides, err = m.slidingLayers(hp.Layers, 4)
+		window, slides, err = m.olmoSliding(hp.Layers)
 	}
 	baseSWA := 0.0
 	if err == nil {
@@ -773,12 +772,7 @@ func newSmolLM3(l *Loader) Network {
 // and so does ppl.
 func newOLMo2(l *Loader) Network {
 	hp := l.HP
-	m := meta{l.f, hp.Arch}
-	window, err := m.int("attention.sliding_window", 0)
-	var slides []bool
-	if err == nil && window > 0 {
-		slides, err = m.slidingLayers(hp.Layers, 4)
-	}
+	window, slides, err := meta{l.f, hp.Arch}.olmoSliding(hp.Layers)
 	if err != nil {
 		l.fail(err)
 		return nil
@@ -789,6 +783,17 @@ func newOLMo2(l *Loader) Network {
 	}
 	d.slidePlain(slides, window, d.rope.Base)
 	return d
+}
+
+// olmoSliding reads OLMo 3's (and Mellum's) sliding layers:
+// attention.sliding_window (0 when absent: none, slides nil) and, with a
+// window, slidingLayers with a period of 4 when the pattern is absent.
+func (m meta) olmoSliding(n int) (window int, slides []bool, err error) {
+	window, err = m.int("attention.sliding_window", 0)
+	if err == nil && window > 0 {
+		slides, err = m.slidingLayers(n, 4)
+	}
+	return window, slides, err
 }
 
 // slidePlain gives the layers slides flags (none when nil) a window of
