@@ -182,3 +182,18 @@ func TestLoadRefusesNonFinite(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestSettingsRoPE: the settings name a score header's RoPE, and an ALiBi
+// model's maximum bias in its place (its header has no RoPE).
+func TestSettingsRoPE(t *testing.T) {
+	for _, c := range []struct{ score, want string }{
+		{`{"device":"cpu","kv_dtype":"f16","rope":{"freq_base":10000,"layout":"neox"}}`, "freq_base=10000 layout=neox"},
+		{`{"device":"cpu","kv_dtype":"f16","alibi_max_bias":8}`, "none (ALiBi, maximum bias 8)"},
+	} {
+		r := &report.Report{}
+		r.Provenance.Score = []json.RawMessage{json.RawMessage(`{"type":"header","v":1,"stage":"score","score":` + c.score + `}`)}
+		if got := Settings(r)["rope"]; got != c.want {
+			t.Errorf("%s: rope %q, want %q", c.score, got, c.want)
+		}
+	}
+}

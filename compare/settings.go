@@ -51,6 +51,9 @@ func Settings(r *report.Report) map[string]string {
 			m["kv dtype"], m["activations"], m["device"] = sc.KVDtype, sc.Activations, sc.Device
 			m["ssm state dtype"] = sc.SSMStateDtype
 			m["rope"] = rope(sc.RoPE)
+			if sc.ALiBi > 0 { // the ALiBi architectures: no RoPE
+				m["rope"] = fmt.Sprintf("none (ALiBi, maximum bias %g)", sc.ALiBi)
+			}
 			if sc.Reference != nil {
 				m["reference"] = sc.Reference.Name + " " + short(sc.Reference.SHA256)
 				m["reference kv dtype"] = sc.RefKVDtype

@@ -4,8 +4,9 @@
 // CPU reference: nn.Attention.Forward (score/nn/attention.go) over keys and
 // values that went through kvcache.RoundTrip (model.kvStore): out[i,h] =
 // Σ_{j<=i} softmax_j(q[i,h]·k[j,g]·scale) v[j,g], g = h / (heads/kvheads);
-// both kernels also take a sliding window (keys i-window < j <= i) and
-// attention sinks (exp(sinks[h]) joins each softmax's denominator).
+// both kernels also take a sliding window (keys i-window < j <= i),
+// attention sinks (exp(sinks[h]) joins each softmax's denominator) and
+// ALiBi's slopes (slopes[h]·(j − i) added to each score).
 //
 // Two kernels:
 //   attn_simple  one block per (query, head), float32 throughout, keys and
@@ -50,12 +51,14 @@ __device__ __forceinline__ u16 to_half(float v, int f16) { return f16 ? f32_to_f
 // joins the softmax's denominator (the running maximum starts at it). out
 // is bf16 (otype 0), fp16 (1) or float32 (2). cap > 0 soft-caps each scaled
 // score s to cap·tanh(s/cap) (Gemma 2). chunk > 0 limits query i to the
-// keys of its chunk, j >= i - i mod chunk (Llama 4).
+// keys of its chunk, j >= i - i mod chunk (Llama 4). slopes, when not
+// null, holds ALiBi's slope per head: the (capped) score of key j gets
+// slopes[h]·(j − i), the product and the sum each rounded (Bloom, MPT).
 extern "C" __global__ void __launch_bounds__(128)
     attn_simple(void* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads, int hd, float scale,
                 int window, const float* __restrict__ sinks, int kfmt, const void* kdata, const void* kscales,
                 const float* ktscale, int vfmt, const void* vdata, const void* vscales, const float* vtscale,
-                int otype, float cap, int chunk) {
+                int otype, float cap, int chunk, const float* __restrict__ slopes) {
 	__shared__ float qs[ATTN_MAXD];
 	__shared__ float ps[128];
 	__shared__ float red[4];
@@ -79,6 +82,7 @@ extern "C" __global__ void __launch_bounds__(128)
 			for (int d = 0; d < hd; d++) dot += qs[d] * kv_decode1(K, j, g, d);
 			s = dot * scale;
 			if (cap > 0.0f) s = cap * tanhf(s / cap);
+			if (slopes) s = __fadd_rn(s, __fmul_rn(slopes[h], (float)(j - i)));
 		}
 		float mx = warp_max_f(s);
 		if ((tid & 31) == 0) red[tid >> 5] = mx;
@@ -221,7 +225,8 @@ __device__ __forceinline__ void q_frag(const float* __restrict__ q, int r0, int 
 template <int HD, bool X>
 __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float* __restrict__ q, int n, int heads,
                                              int kvheads, float scale_log2, int window, const float* __restrict__ sinks,
-                                             const KVPlanes& K, const KVPlanes& V, int out_f16) {
+                                             const float* __restrict__ slopes, const KVPlanes& K, const KVPlanes& V,
+                                             int out_f16) {
 	constexpr int BR = 64, BC = attn_fa_bc(HD), DV = attn_fa_dv(HD), KSTR = HD + 8, VSTR = BC + 8;
 	__shared__ __align__(16) u16 ks[BC * KSTR];
 	__shared__ __align__(16) u16 vt[DV * VSTR];
@@ -229,6 +234,7 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
 	const int qtile = gridDim.x - 1 - blockIdx.x; // the longest rows first
 	const int h = blockIdx.y, g = h / (heads / kvheads);
+	const float slope_log2 = slopes ? __fmul_rn(slopes[h], 1.44269504088896341f) : 0.0f; // ALiBi's, in log2 units
 	const int r0 = qtile * BR + warp * 16 + gid, r1 = r0 + 8;
 	const i64 qstride = (i64)heads * HD;
 
@@ -322,6 +328,7 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 			for (int e = 0; e < 4; e++) {
 				const int col = c + (e & 1), row = e < 2 ? r0 : r1;
 				float v = s[nt][e] * scale_log2;
+				if (slopes) v = __fadd_rn(v, __fmul_rn(slope_log2, (float)(col - row)));
 				if (col > row || col >= n || (window > 0 && col <= row - window)) v = -INFINITY;
 				s[nt][e] = v;
 			}
@@ -402,16 +409,18 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 }
 
 // attn_faHD: grid (ceil(n/64), heads, HD/attn_fa_dv(HD)), block 128,
-// scale_log2 = scale·log2(e); window and sinks as attn_simple's.
+// scale_log2 = scale·log2(e); window, sinks and slopes as attn_simple's
+// (the slopes taken to log2 units, the bias's product and sum each
+// rounded).
 #define ATTN_FA(HD)                                                                                                  \
 	extern "C" __global__ void __launch_bounds__(128)                                                                \
 	    attn_fa##HD(u16* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads,                 \
-	                float scale_log2, int window, const float* __restrict__ sinks, int kfmt, const void* kdata,        \
-	                const void* kscales, const float* ktscale, int vfmt, const void* vdata, const void* vscales,       \
-	                const float* vtscale, int out_f16) {                                                               \
+	                float scale_log2, int window, const float* __restrict__ sinks, const float* __restrict__ slopes,  \
+	                int kfmt, const void* kdata, const void* kscales, const float* ktscale, int vfmt,                  \
+	                const void* vdata, const void* vscales, const float* vtscale, int out_f16) {                       \
 		KVPlanes K = {kfmt, kdata, kscales, ktscale, kvheads, HD};                                                   \
 		KVPlanes V = {vfmt, vdata, vscales, vtscale, kvheads, HD};                                                   \
-		attn_fa_body<HD, false>(out, q, n, heads, kvheads, scale_log2, window, sinks, K, V, out_f16);                \
+		attn_fa_body<HD, false>(out, q, n, heads, kvheads, scale_log2, window, sinks, slopes, K, V, out_f16);        \
 	}
 ATTN_FA(16)
 ATTN_FA(32)
@@ -425,12 +434,12 @@ ATTN_FA(512)
 #define ATTN_FX(HD)                                                                                                  \
 	extern "C" __global__ void __launch_bounds__(128)                                                                \
 	    attn_fx##HD(float* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads,               \
-	                float scale_log2, int window, const float* __restrict__ sinks, int kfmt, const void* kdata,        \
-	                const void* kscales, const float* ktscale, int vfmt, const void* vdata, const void* vscales,       \
-	                const float* vtscale) {                                                                            \
+	                float scale_log2, int window, const float* __restrict__ sinks, const float* __restrict__ slopes,  \
+	                int kfmt, const void* kdata, const void* kscales, const float* ktscale, int vfmt,                  \
+	                const void* vdata, const void* vscales, const float* vtscale) {                                    \
 		KVPlanes K = {kfmt, kdata, kscales, ktscale, kvheads, HD};                                                   \
 		KVPlanes V = {vfmt, vdata, vscales, vtscale, kvheads, HD};                                                   \
-		attn_fa_body<HD, true>(out, q, n, heads, kvheads, scale_log2, window, sinks, K, V, 0);                       \
+		attn_fa_body<HD, true>(out, q, n, heads, kvheads, scale_log2, window, sinks, slopes, K, V, 0);               \
 	}
 ATTN_FX(16)
 ATTN_FX(32)

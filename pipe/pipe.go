@@ -174,9 +174,12 @@ type Score struct {
 	// SSMStateDtype is the recurrent state dtype of models with recurrent
 	// layers (Gated DeltaNet): f32, f16 or bf16.
 	SSMStateDtype string         `json:"ssm_state_dtype,omitempty"`
-	RoPE          map[string]any `json:"rope,omitempty"`
-	Reference     *Model         `json:"reference,omitempty"`
-	RefKVDtype    string         `json:"reference_kv_dtype,omitempty"`
+	RoPE          map[string]any `json:"rope,omitempty"` // none where no layer turns q and k
+	// ALiBi is ALiBi's maximum bias, the positions of the ALiBi
+	// architectures' attention (bloom, mpt, jais, ...); 0: none.
+	ALiBi      float64 `json:"alibi_max_bias,omitempty"`
+	Reference  *Model  `json:"reference,omitempty"`
+	RefKVDtype string  `json:"reference_kv_dtype,omitempty"`
 	// RefDevice is where the reference ran when not on the model's device
 	// ("cuda:1"; with several engines one per engine, "cuda:4,cuda:5");
 	// Extra's reference_* entries then hold the properties of its GPU that

@@ -39,10 +39,14 @@ func (s Shape) partialRoPE() bool {
 
 // geluMLP reports an architecture whose MLPs are ungated GELU with
 // biases, its attention's output biased and its norms LayerNorms with
-// biases (starcoder2, phi2, gptneox, gpt2).
+// biases (starcoder2, phi2, gptneox, gpt2, bloom).
 func (s Shape) geluMLP() bool {
-	return s.Arch == "starcoder2" || s.Arch == "phi2" || s.Arch == "gptneox" || s.Arch == "gpt2"
+	return s.Arch == "starcoder2" || s.Arch == "phi2" || s.Arch == "gptneox" || s.Arch == "gpt2" || s.Arch == "bloom"
 }
+
+// alibi reports an architecture whose q, k and v are fused in attn_qkv
+// and whose attention has ALiBi's bias (bloom, mpt, jais).
+func (s Shape) alibi() bool { return s.Arch == "bloom" || s.Arch == "mpt" || s.Arch == "jais" }
 
 // checkPhi3 validates phi3's fields (and that other architectures leave
 // OrigContext zero).
@@ -134,7 +138,7 @@ func (c *Config) phi3Factors(add func(name string, shape []uint64, layer int, fi
 // normBias adds the bias of a norm (phimoe's; orion's, stablelm's,
 // starcoder2's and phi2's LayerNorms').
 func (c *Config) normBias(add func(name string, shape []uint64, layer int, fill RowFunc), name string, layer int) {
-	if c.Arch == "phimoe" || c.Arch == "orion" || c.Arch == "stablelm" || c.geluMLP() || c.Arch == "falcon" || c.Arch == "nemotron" {
+	if c.Arch == "phimoe" || c.Arch == "orion" || c.Arch == "stablelm" || c.geluMLP() || c.Arch == "falcon" || c.Arch == "nemotron" || c.Arch == "jais" {
 		add(name, []uint64{uint64(c.Embd)}, layer, c.normal(name, 0.1))
 	}
 }

@@ -119,6 +119,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 	} else {
 		add("token_embd.weight", []uint64{e, v}, -1, c.normal("token_embd.weight", embStd))
 	}
+	if c.Arch == "bloom" { // the embeddings' LayerNorm
+		add("token_embd_norm.weight", []uint64{e}, -1, c.gain("token_embd_norm.weight", 1, 0.1))
+		add("token_embd_norm.bias", []uint64{e}, -1, c.normal("token_embd_norm.bias", 0.1))
+	}
 	if c.Arch == "gpt2" { // learned positions, a row per position of the context
 		add("position_embd.weight", []uint64{e, uint64(c.Context)}, -1, c.normal("position_embd.weight", 0.5*embStd))
 	}
@@ -156,7 +160,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if c.mamba() && !c.falconH1() && c.recurrent(i) {
 			c.mambaMixer(add, i)
 		} else {
-			if c.Arch == "bailingmoe2" || c.Arch == "gptneox" || c.Arch == "falcon" || c.Arch == "gpt2" || c.Arch == "dbrx" {
+			if c.Arch == "bailingmoe2" || c.Arch == "gptneox" || c.Arch == "falcon" || c.Arch == "gpt2" || c.Arch == "dbrx" || c.alibi() {
 				c.fusedQKV(add, i)
 			} else {
 				add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*invSqrt(e)))
@@ -173,7 +177,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 				}
 			}
 			add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*invSqrt(q)))
-			if c.Arch == "phimoe" || c.geluMLP() {
+			if c.Arch == "phimoe" || c.geluMLP() || c.Arch == "jais" {
 				add(p+"attn_output.bias", []uint64{e}, i, c.normal(p+"attn_output.bias", 0.1))
 			}
 			if c.Arch == "granite_swa" { // an attention sink per head
@@ -238,15 +242,18 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			}
 			continue
 		}
-		if c.Arch != "arcee" && c.Arch != "apertus" && !c.geluMLP() && c.Arch != "falcon" && c.Arch != "nemotron" { // their MLPs are ungated
+		if c.Arch != "arcee" && c.Arch != "apertus" && !c.geluMLP() && c.Arch != "falcon" && c.Arch != "nemotron" && c.Arch != "mpt" { // their MLPs are ungated
 			add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", invSqrt(e)))
+			if c.Arch == "jais" {
+				add(p+"ffn_gate.bias", []uint64{ff}, i, c.normal(p+"ffn_gate.bias", 0.1))
+			}
 		}
 		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", invSqrt(e)))
-		if c.geluMLP() { // GELU of a biased up
+		if c.geluMLP() || c.Arch == "jais" { // GELU of a biased up, Jais's biased SwiGLU
 			add(p+"ffn_up.bias", []uint64{ff}, i, c.normal(p+"ffn_up.bias", 0.1))
 		}
 		add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*invSqrt(ff)))
-		if c.geluMLP() {
+		if c.geluMLP() || c.Arch == "jais" {
 			add(p+"ffn_down.bias", []uint64{e}, i, c.normal(p+"ffn_down.bias", 0.1))
 		}
 		if post {
@@ -395,8 +402,11 @@ func Write(path string, c *Config) error {
 		w.Add("xielu.beta", beta)
 		w.Add("xielu.eps", eps)
 	}
-	if a == "orion" || a == "stablelm" || c.geluMLP() || a == "falcon" || a == "nemotron" || a == "olmo" || a == "dbrx" { // their LayerNorms' epsilon
+	if a == "orion" || a == "stablelm" || c.geluMLP() || a == "falcon" || a == "nemotron" || a == "olmo" || a == "dbrx" || a == "mpt" || a == "jais" { // their LayerNorms' epsilon
 		w.Add(a+".attention.layer_norm_epsilon", float32(1e-5))
+	}
+	if a == "mpt" || a == "jais" { // ALiBi's maximum bias (bloom's and refact's is llama.cpp's fixed 8)
+		w.Add(a+".attention.max_alibi_bias", float32(8))
 	}
 	if a == "dbrx" { // DBRX's clip_qkv
 		w.Add(a+".attention.clamp_kqv", float32(8))

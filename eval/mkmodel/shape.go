@@ -81,7 +81,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -276,11 +276,15 @@ func (s Shape) Params() int64 {
 		block += q + 2*kv + e + 2*e - e*int64(s.FFN) + int64(s.FFN) + e
 	case "olmo": // no norms
 		block -= 2 * e
+	case "mpt": // an ungated MLP, no biases
+		block -= e * int64(s.FFN)
+	case "jais": // q, k, v and output biases, the norms' biases, the MLP's three biases
+		block += q + 2*kv + e + 2*e + 2*int64(s.FFN) + e
 	case "nemotron": // the norms' biases; an ungated MLP
 		block += 2*e - e*int64(s.FFN)
 	case "falcon": // the attention norm's bias, no FFN norm; an ungated MLP
 		block += e - e - e*int64(s.FFN)
-	case "gptneox", "gpt2": // starcoder2's, q, k and v fused
+	case "gptneox", "gpt2", "bloom": // starcoder2's, q, k and v fused
 		block += q + 2*kv + e + 2*e - e*int64(s.FFN) + int64(s.FFN) + e
 	case "phi2": // starcoder2's, with one norm for the attention and the MLP
 		block += q + 2*kv + e + e - e - e*int64(s.FFN) + int64(s.FFN) + e
@@ -354,8 +358,11 @@ func (s Shape) Params() int64 {
 			n += int64(s.Vocab)
 		}
 	}
-	if s.Arch == "orion" || s.Arch == "stablelm" || s.Arch == "starcoder2" || s.Arch == "gptneox" || s.Arch == "falcon" || s.Arch == "gpt2" || s.Arch == "nemotron" { // the output norm's bias
+	if s.Arch == "orion" || s.Arch == "stablelm" || s.Arch == "starcoder2" || s.Arch == "gptneox" || s.Arch == "falcon" || s.Arch == "gpt2" || s.Arch == "nemotron" || s.Arch == "bloom" || s.Arch == "jais" { // the output norm's bias
 		n += e
+	}
+	if s.Arch == "bloom" { // the embeddings' LayerNorm
+		n += 2 * e
 	}
 	if s.Arch == "olmo" { // no final norm
 		n -= e

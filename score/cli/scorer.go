@@ -453,7 +453,7 @@ func (s *scorer) header() pipe.Header {
 	if len(s.engines) > 1 {
 		dev.Name = s.deviceNames()
 	}
-	sc := &pipe.Score{Tokenizer: s.tokHeader.ID, Device: dev.Name, Threads: dev.Threads, KVDtype: info.KVDtype, Activations: dev.Activations, RoPE: ropeMap(info.Rope), Extra: dev.Extra}
+	sc := &pipe.Score{Tokenizer: s.tokHeader.ID, Device: dev.Name, Threads: dev.Threads, KVDtype: info.KVDtype, Activations: dev.Activations, RoPE: ropeMap(info.Rope), ALiBi: info.ALiBi, Extra: dev.Extra}
 	sc.SSMStateDtype = info.SSMStateDtype
 	sc.Warnings = s.warnings
 	if s.ref != nil {
@@ -475,6 +475,9 @@ func (s *scorer) header() pipe.Header {
 }
 
 func ropeMap(r model.RopeInfo) map[string]any {
+	if r == (model.RopeInfo{}) {
+		return nil
+	}
 	var m map[string]any
 	b, _ := sonic.Marshal(r)
 	sonic.Unmarshal(b, &m)

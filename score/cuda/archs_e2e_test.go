@@ -382,12 +382,14 @@ func TestEndToEndWideHeads(t *testing.T) {
 // 8192, the plain kernel's chunks); phimoe (AddRows, the norms' biases);
 // starcoder2, phi2, gptneox, falcon and gpt2 (the ungated GELU; gpt2's
 // learned positions); nemotron; chatglm; olmo; dbrx; bailingmoe;
-// granite_swa (sinks); mellum; baichuan (32 layers);
+// granite_swa (sinks); mellum; baichuan (32 layers; 40, ALiBi); bloom,
+// mpt, refact and jais (ALiBi: the attention kernels' slopes);
 // gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
 // llama.cpp.
 func TestEndToEndGenerated(t *testing.T) {
+	alibiShape := func(s *mkmodel.Shape) { s.Layers, s.Embd, s.Heads, s.KVHeads = 4, 192, 6, 6 }
 	dir := oracle.Require(t)
 	vocab := oracle.Model(dir, "tiny-llama-spm-q8_0")
 	if _, err := os.Stat(vocab); err != nil {
@@ -467,6 +469,18 @@ func TestEndToEndGenerated(t *testing.T) {
 		// Baichuan 2 7B's 32 layers (RoPE), narrow. Emulation: max 0.025,
 		// mean 0.0055, PPL ratio 1.00039 (depth, as exaone4's).
 		{"baichuan", func(s *mkmodel.Shape) { s.Layers, s.Embd, s.Heads, s.KVHeads, s.FFN = 32, 64, 2, 2, 128 }, 0.05, 0.011, 0.0008, ""},
+		// ALiBi (the tensor-core kernel's slopes; 6 heads, 2 of m1's
+		// slopes): BLOOM (the embeddings' LayerNorm, fused biased q, k and
+		// v), MPT, Refact (llama's block), Jais (scores by 1/head, a
+		// biased SwiGLU), Baichuan 13B's 40 layers (narrow). Emulation: max
+		// 0.0082, 0.0090, 0.0173, 0.0063, 0.063; mean 0.0020, 0.0023,
+		// 0.0032, 0.0015, 0.011; PPL ratio 0.99974, 1.00006, 1.00001,
+		// 0.99988, 1.00070 (depth, as baichuan's 32 layers above).
+		{"bloom", alibiShape, 0.016, 0.004, 0.0005, ""},
+		{"mpt", alibiShape, 0.018, 0.0045, 0.00015, ""},
+		{"refact", func(s *mkmodel.Shape) { alibiShape(s); s.KVHeads = 2 }, 0.035, 0.0065, 0.0001, ""},
+		{"jais", alibiShape, 0.013, 0.003, 0.00025, ""},
+		{"baichuan", func(s *mkmodel.Shape) { s.Layers, s.Embd, s.Heads, s.KVHeads, s.HeadDim, s.FFN = 40, 96, 6, 6, 16, 128 }, 0.12, 0.022, 0.0014, ""},
 		// OLMo 3: 3 layers of 4 sliding over 40 keys with plain RoPE, the
 		// fourth with YaRN (factor 8), whose cos and sin times 1.46 (the
 		// file's attn_factor and YaRN's own) make its scores 2.1 times as

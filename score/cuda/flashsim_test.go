@@ -34,7 +34,7 @@ func flashBC(hd int) int {
 //
 // q is (n, heads, hd) f32; K and V are the decoded cache (n, kvheads, hd);
 // out receives (n, heads, hd) f32 (before the output's half rounding).
-func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvheads, hd int, scaleLog2 float32, window int, sinks []float32, split bool) {
+func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvheads, hd int, scaleLog2 float32, window int, sinks, slopes []float32, split bool) {
 	const BR = 64
 	BC := flashBC(hd)
 	KSTR, VSTR := hd+8, BC+8
@@ -195,6 +195,9 @@ func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvhe
 									row = r0
 								}
 								v := s[nt][lane][e] * scaleLog2
+								if slopes != nil { // ALiBi's bias in log2 units, each product and sum rounded
+									v += float32(float32(slopes[h]*float32(math.Log2E)) * float32(col-row))
+								}
 								if col > row || col >= n || (window > 0 && col <= row-window) {
 									v = float32(math.Inf(-1))
 								}
@@ -301,6 +304,7 @@ type flashCase struct {
 	bound                 float64
 	window                int       // a sliding window, 0 for none
 	sinks                 []float32 // one logit per head, or nil
+	alibi                 float32   // ALiBi's maximum bias, 0 for none
 }
 
 // uniform values in [-a, a]
@@ -378,36 +382,41 @@ func flashRamp(up bool) func(rng *rand.Rand, n, heads, kvheads, hd int) (q, k, v
 // is off by about 1e-3, times values of 1); bounds are two steps, and
 // about 1.5× the measured difference for the ramps.
 var flashCases = []flashCase{
-	{"random", 150, 4, 2, 16, flashRandom, 1e-3, 0, nil},
-	{"random", 150, 4, 2, 32, flashRandom, 1e-3, 0, nil},
-	{"random", 150, 4, 2, 64, flashRandom, 1e-3, 0, nil},
-	{"random", 150, 4, 2, 128, flashRandom, 1e-3, 0, nil},
-	{"random", 150, 4, 2, 256, flashRandom, 1e-3, 0, nil},
-	{"random", 1, 2, 1, 256, flashRandom, 1e-3, 0, nil},
-	{"random", 20, 2, 1, 256, flashRandom, 1e-3, 0, nil},
-	{"random", 33, 3, 3, 256, flashRandom, 1e-3, 0, nil},
-	{"flat-long", 640, 2, 1, 256, flashFlat, 1e-3, 0, nil},
-	{"peaked", 200, 4, 1, 256, flashPeaked, 1e-3, 0, nil},
-	{"peaked-long", 640, 2, 1, 256, flashPeaked, 1e-3, 0, nil},
-	{"rising", 300, 2, 2, 256, flashRamp(true), 1.2e-3, 0, nil},
-	{"falling", 300, 2, 2, 256, flashRamp(false), 1.7e-3, 0, nil},
+	{"random", 150, 4, 2, 16, flashRandom, 1e-3, 0, nil, 0},
+	{"random", 150, 4, 2, 32, flashRandom, 1e-3, 0, nil, 0},
+	{"random", 150, 4, 2, 64, flashRandom, 1e-3, 0, nil, 0},
+	{"random", 150, 4, 2, 128, flashRandom, 1e-3, 0, nil, 0},
+	{"random", 150, 4, 2, 256, flashRandom, 1e-3, 0, nil, 0},
+	{"random", 1, 2, 1, 256, flashRandom, 1e-3, 0, nil, 0},
+	{"random", 20, 2, 1, 256, flashRandom, 1e-3, 0, nil, 0},
+	{"random", 33, 3, 3, 256, flashRandom, 1e-3, 0, nil, 0},
+	{"flat-long", 640, 2, 1, 256, flashFlat, 1e-3, 0, nil, 0},
+	{"peaked", 200, 4, 1, 256, flashPeaked, 1e-3, 0, nil, 0},
+	{"peaked-long", 640, 2, 1, 256, flashPeaked, 1e-3, 0, nil, 0},
+	{"rising", 300, 2, 2, 256, flashRamp(true), 1.2e-3, 0, nil, 0},
+	{"falling", 300, 2, 2, 256, flashRamp(false), 1.7e-3, 0, nil, 0},
 	// Heads of 512 (Gemma 4's global layers): 16-key tiles, two blocks of
 	// 256 output dims per head.
-	{"random", 150, 2, 1, 512, flashRandom, 1e-3, 0, nil},
-	{"random", 33, 4, 2, 512, flashRandom, 1e-3, 0, nil},
-	{"peaked", 200, 2, 1, 512, flashPeaked, 1e-3, 0, nil},
-	{"rising", 150, 2, 2, 512, flashRamp(true), 1.7e-3, 0, nil},
+	{"random", 150, 2, 1, 512, flashRandom, 1e-3, 0, nil, 0},
+	{"random", 33, 4, 2, 512, flashRandom, 1e-3, 0, nil, 0},
+	{"peaked", 200, 2, 1, 512, flashPeaked, 1e-3, 0, nil, 0},
+	{"rising", 150, 2, 2, 512, flashRamp(true), 1.7e-3, 0, nil, 0},
 	// Sliding windows (gemma3, gpt-oss) narrower than a key tile, across
 	// several, and wider than the window itself; sinks (gpt-oss) far below
 	// and above the scores; both at once.
-	{"window", 300, 2, 1, 64, flashRandom, 1e-3, 20, nil},
-	{"window", 300, 4, 2, 128, flashRandom, 1e-3, 130, nil},
-	{"window", 140, 2, 1, 256, flashPeaked, 1e-3, 45, nil},
-	{"window", 150, 2, 2, 32, flashRandom, 1e-3, 1000, nil},
-	{"sinks", 200, 4, 2, 64, flashRandom, 1e-3, 0, []float32{-20, 0, 3, 30}},
-	{"sinks", 140, 2, 1, 256, flashRamp(false), 1.7e-3, 0, []float32{1, -1}},
-	{"window-sinks", 300, 4, 2, 64, flashRandom, 1e-3, 128, []float32{1, -1, 8, 0.5}},
-	{"window-sinks", 100, 2, 1, 16, flashFlat, 1e-3, 7, []float32{0.5, 2}},
+	{"window", 300, 2, 1, 64, flashRandom, 1e-3, 20, nil, 0},
+	{"window", 300, 4, 2, 128, flashRandom, 1e-3, 130, nil, 0},
+	{"window", 140, 2, 1, 256, flashPeaked, 1e-3, 45, nil, 0},
+	{"window", 150, 2, 2, 32, flashRandom, 1e-3, 1000, nil, 0},
+	{"sinks", 200, 4, 2, 64, flashRandom, 1e-3, 0, []float32{-20, 0, 3, 30}, 0},
+	{"sinks", 140, 2, 1, 256, flashRamp(false), 1.7e-3, 0, []float32{1, -1}, 0},
+	{"window-sinks", 300, 4, 2, 64, flashRandom, 1e-3, 128, []float32{1, -1, 8, 0.5}, 0},
+	{"window-sinks", 100, 2, 1, 16, flashFlat, 1e-3, 7, []float32{0.5, 2}, 0},
+	// ALiBi (BLOOM, MPT): 6 heads (2 of m1's slopes), alone, with a
+	// window and sinks, and on heads of 256.
+	{"alibi", 300, 6, 2, 64, flashRandom, 1e-3, 0, nil, 8},
+	{"alibi-window-sinks", 200, 4, 2, 128, flashRandom, 1e-3, 50, []float32{1, -1, 8, 0.5}, 16},
+	{"alibi", 140, 2, 1, 256, flashPeaked, 1e-3, 0, nil, 8},
 }
 
 // splitBound is the largest |attn_fx - exact| over float32 outputs in
@@ -451,15 +460,20 @@ func TestFlashVsPlain(t *testing.T) {
 				qp := devPut(t, e, q)
 				plain, flash := devAlloc(t, e, int64(2*len(q))), devAlloc(t, e, int64(2*len(q)))
 				scale := 1 / math.Sqrt(float64(c.hd))
-				var sp ptr
+				mask := attnMask{window: c.window}
 				if c.sinks != nil {
-					sp = devPut(t, e, c.sinks)
+					mask.sinks = devPut(t, e, c.sinks)
+				}
+				var slopes []float32
+				if c.alibi > 0 {
+					slopes = nn.ALiBiSlopes(c.heads, c.alibi)
+					mask.slopes = devPut(t, e, slopes)
 				}
 				do(t, e, func() error {
-					if err := e.attentionMasked(plain, qp, c.n, c.heads, c.kvheads, c.hd, scale, c.window, sp, kt, vt, false, f16); err != nil {
+					if err := e.attentionMasked(plain, qp, c.n, c.heads, c.kvheads, c.hd, scale, mask, kt, vt, false, f16); err != nil {
 						return err
 					}
-					return e.attentionMasked(flash, qp, c.n, c.heads, c.kvheads, c.hd, scale, c.window, sp, kt, vt, true, f16)
+					return e.attentionMasked(flash, qp, c.n, c.heads, c.kvheads, c.hd, scale, mask, kt, vt, true, f16)
 				})
 				a := fromHalf(devGet[uint16](t, e, plain, len(q)), f16)
 				b := fromHalf(devGet[uint16](t, e, flash, len(q)), f16)
@@ -472,17 +486,17 @@ func TestFlashVsPlain(t *testing.T) {
 				// against float64 over the cache's keys and values.
 				plain32, split := devAlloc(t, e, int64(4*len(q))), devAlloc(t, e, int64(4*len(q)))
 				do(t, e, func() error {
-					if err := e.attentionPlain(plain32, qp, c.n, c.heads, c.kvheads, c.hd, scale, c.window, sp, 0, 0, kt, vt, otypeF32); err != nil {
+					if err := e.attentionPlain(plain32, qp, c.n, c.heads, c.kvheads, c.hd, scale, mask, plainOpts{}, kt, vt, otypeF32); err != nil {
 						return err
 					}
-					return e.attentionSplit(split, qp, c.n, c.heads, c.kvheads, c.hd, scale, c.window, sp, kt, vt)
+					return e.attentionSplit(split, qp, c.n, c.heads, c.kvheads, c.hd, scale, mask, kt, vt)
 				})
 				a32, b32 := devGet[float32](t, e, plain32, len(q)), devGet[float32](t, e, split, len(q))
 				kr, vr := append([]float32(nil), k...), append([]float32(nil), v...)
 				var blk kvcache.Block
 				kvcache.RoundTrip(kvcache.BF16{}, &blk, kr, c.n, c.kvheads, c.hd)
 				kvcache.RoundTrip(kvcache.BF16{}, &blk, vr, c.n, c.kvheads, c.hd)
-				def := nn.Attention{Heads: c.heads, KVHeads: c.kvheads, HeadDim: c.hd, Scale: scale, Window: c.window, Sinks: c.sinks}
+				def := nn.Attention{Heads: c.heads, KVHeads: c.kvheads, HeadDim: c.hd, Scale: scale, Window: c.window, Sinks: c.sinks, Slopes: slopes}
 				exact := def.Exact(q, kr, vr, c.n)
 				plainErr, _ := exactError(a32, exact)
 				bound := max(splitBound, 1.5*plainErr)

@@ -9,6 +9,7 @@ import (
 
 	"ppl.dev/kernels"
 	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
 )
 
 // kvEdgeInput is cache content made of the groups that stress the
@@ -154,11 +155,13 @@ func TestEmulationMatchesHost(t *testing.T) {
 		for _, s := range []struct {
 			n, heads, kvheads, hd, window int
 			sinks                         []float32
+			alibi                         float32 // ALiBi's maximum bias
 		}{
-			{65, 2, 1, 16, 0, nil}, {150, 4, 2, 64, 0, nil}, {130, 2, 1, 128, 0, nil}, {140, 2, 1, 256, 0, nil}, {97, 3, 3, 256, 0, nil},
-			{150, 4, 2, 64, 70, []float32{-3, 0, 2, 9}}, {140, 2, 1, 256, 33, nil}, {90, 2, 1, 512, 0, nil},
+			{65, 2, 1, 16, 0, nil, 0}, {150, 4, 2, 64, 0, nil, 0}, {130, 2, 1, 128, 0, nil, 0}, {140, 2, 1, 256, 0, nil, 0}, {97, 3, 3, 256, 0, nil, 0},
+			{150, 4, 2, 64, 70, []float32{-3, 0, 2, 9}, 0}, {140, 2, 1, 256, 33, nil, 0}, {90, 2, 1, 512, 0, nil, 0},
+			{150, 6, 2, 64, 0, nil, 8}, {140, 2, 1, 256, 33, []float32{1, -1}, 16},
 		} {
-			t.Run(fmt.Sprintf("n%d-h%d-kv%d-d%d-w%d", s.n, s.heads, s.kvheads, s.hd, s.window), func(t *testing.T) {
+			t.Run(fmt.Sprintf("n%d-h%d-kv%d-d%d-w%d-alibi%v", s.n, s.heads, s.kvheads, s.hd, s.window, s.alibi), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(s.n), uint64(s.hd)))
 				q := randF32(rng, s.n*s.heads*s.hd, 1)
 				k := randF32(rng, s.n*s.kvheads*s.hd, 1)
@@ -166,19 +169,22 @@ func TestEmulationMatchesHost(t *testing.T) {
 				scale := 1 / math.Sqrt(float64(s.hd))
 				// attend runs kernel (out, q, sinks, cache) on e's copy of
 				// the inputs, into an output of size bytes per value.
-				attend := func(e *Engine, size int, kernel func(out, qp, sp ptr, kt, vt *kvTensor) error) ptr {
+				attend := func(e *Engine, size int, kernel func(out, qp ptr, m attnMask, kt, vt *kvTensor) error) ptr {
 					kt, vt := storeKV(t, e, kid, vid, k, v, s.n, s.kvheads, s.hd)
 					qp, out := devPut(t, e, q), devAlloc(t, e, int64(size*len(q)))
-					var sp ptr
+					m := attnMask{window: s.window}
 					if s.sinks != nil {
-						sp = devPut(t, e, s.sinks)
+						m.sinks = devPut(t, e, s.sinks)
 					}
-					do(t, e, func() error { return kernel(out, qp, sp, kt, vt) })
+					if s.alibi > 0 {
+						m.slopes = devPut(t, e, nn.ALiBiSlopes(s.heads, s.alibi))
+					}
+					do(t, e, func() error { return kernel(out, qp, m, kt, vt) })
 					return out
 				}
 				run := func(e *Engine) []uint16 {
-					out := attend(e, 2, func(out, qp, sp ptr, kt, vt *kvTensor) error {
-						return e.attentionMasked(out, qp, s.n, s.heads, s.kvheads, s.hd, scale, s.window, sp, kt, vt, true, f16)
+					out := attend(e, 2, func(out, qp ptr, m attnMask, kt, vt *kvTensor) error {
+						return e.attentionMasked(out, qp, s.n, s.heads, s.kvheads, s.hd, scale, m, kt, vt, true, f16)
 					})
 					return devGet[uint16](t, e, out, len(q))
 				}
@@ -195,8 +201,8 @@ func TestEmulationMatchesHost(t *testing.T) {
 					t.Errorf("flashLanes vs attn_fa%d: %d of %d halves differ (at most 1 in 1000), by up to %d ulps (at most 1)", s.hd, differ, len(a), far)
 				}
 				split := func(e *Engine) []float32 {
-					out := attend(e, 4, func(out, qp, sp ptr, kt, vt *kvTensor) error {
-						return e.attentionSplit(out, qp, s.n, s.heads, s.kvheads, s.hd, scale, s.window, sp, kt, vt)
+					out := attend(e, 4, func(out, qp ptr, m attnMask, kt, vt *kvTensor) error {
+						return e.attentionSplit(out, qp, s.n, s.heads, s.kvheads, s.hd, scale, m, kt, vt)
 					})
 					return devGet[float32](t, e, out, len(q))
 				}

@@ -125,13 +125,7 @@ func (b *gpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 		b.Fail(fmt.Errorf("cuda: latent attention cannot read a rotated key cache (%s); use another --kv-dtype", kernels.KVFormats[b.kvK]))
 		return
 	}
-	var sinks ptr
-	if a.Sinks != nil {
-		if len(a.Sinks.V) != a.Heads {
-			panic(fmt.Sprintf("cuda backend: %d attention sinks for %d heads", len(a.Sinks.V), a.Heads))
-		}
-		sinks = gv(a.Sinks)
-	}
+	sinks := perHead("attention sinks", a.Sinks, a.Heads)
 	t := b.prec.Weights // the value product's input type
 	b.do(fmt.Sprintf("layer %d latent attention", layer), func() error {
 		e := b.e

@@ -819,8 +819,9 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 	}
 	// The int8 mode takes attn_fx or the plain kernel: their float32 output
 	// is what the output projection quantizes (int8.go).
+	plain := plainOpts{a.SoftCap, chunk} // soft-capped or chunked scores take the plain kernel
 	flash := false
-	if !b.prec.Int8 && a.SoftCap == 0 { // soft-capped scores take the plain kernel
+	if !b.prec.Int8 && plain == (plainOpts{}) {
 		why, err := b.attnKernel(attnShape{a.Heads, a.KVHeads, a.HeadDim})
 		if err != nil {
 			b.Fail(err)
@@ -828,13 +829,7 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 		}
 		flash = strings.HasPrefix(why, "tensor-core")
 	}
-	var sinks ptr
-	if a.Sinks != nil {
-		if len(a.Sinks.V) != a.Heads {
-			panic(fmt.Sprintf("cuda backend: %d attention sinks for %d heads", len(a.Sinks.V), a.Heads))
-		}
-		sinks = gv(a.Sinks)
-	}
+	mask := attnMask{a.Window, perHead("attention sinks", a.Sinks, a.Heads), perHead("ALiBi slopes", a.Slopes, a.Heads)}
 	t := b.prec.Weights // the output projection's input type
 	b.do(fmt.Sprintf("layer %d attention", layer), func() error {
 		e := b.e
@@ -852,10 +847,10 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 			return err
 		}
 		if b.prec.Int8 {
-			if splitExact(b.kvK, b.kvV, a.HeadDim) && a.SoftCap == 0 && chunk == 0 {
-				return e.attentionSplit(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv)
+			if splitExact(b.kvK, b.kvV, a.HeadDim) && plain == (plainOpts{}) {
+				return e.attentionSplit(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, b.kk, b.kv)
 			}
-			return e.attentionPlain(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, a.SoftCap, chunk, b.kk, b.kv, otypeF32)
+			return e.attentionPlain(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, plain, b.kk, b.kv, otypeF32)
 		}
 		mark := b.Mark()
 		defer b.Release(mark)
@@ -863,16 +858,28 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 		if err != nil {
 			return err
 		}
-		if a.SoftCap != 0 || chunk > 0 {
-			err = e.attentionPlain(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, a.SoftCap, chunk, b.kk, b.kv, isF16(t))
+		if plain != (plainOpts{}) {
+			err = e.attentionPlain(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, plain, b.kk, b.kv, isF16(t))
 		} else {
-			err = e.attentionMasked(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, a.Window, sinks, b.kk, b.kv, flash, t)
+			err = e.attentionMasked(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, b.kk, b.kv, flash, t)
 		}
 		if err != nil {
 			return err
 		}
 		return e.widenHalf(o.p, h, o.count(), t)
 	})
+}
+
+// perHead is v's device copy, one value per head of heads, or 0 for a nil
+// v.
+func perHead(what string, v *ml.Vector, heads int) ptr {
+	if v == nil {
+		return 0
+	}
+	if len(v.V) != heads {
+		panic(fmt.Sprintf("cuda backend: %d %s for %d heads", len(v.V), what, heads))
+	}
+	return gv(v)
 }
 
 // mlpChunk is how many rows go through an MLP at once: its intermediate

@@ -431,12 +431,19 @@ func flashGrid(n, heads, hd int) dim3 {
 // scores scaled by scale. flash selects the tensor-core kernel (head sizes
 // in flashHeadDims).
 func (e *Engine) attention(out, q ptr, n, heads, kvheads, hd int, scale float64, k, v *kvTensor, flash bool, ot cublas.DataType) error {
-	return e.attentionMasked(out, q, n, heads, kvheads, hd, scale, 0, 0, k, v, flash, ot)
+	return e.attentionMasked(out, q, n, heads, kvheads, hd, scale, attnMask{}, k, v, flash, ot)
 }
 
-// attentionMasked is attention with a sliding window (0: none) and sinks
-// (one float32 logit per head, or 0: none).
-func (e *Engine) attentionMasked(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, k, v *kvTensor, flash bool, ot cublas.DataType) error {
+// attnMask is what every attention kernel adds to causality: a sliding
+// window, sinks (one float32 logit per head) and ALiBi's slopes (one
+// float32 per head), each 0 for none.
+type attnMask struct {
+	window        int
+	sinks, slopes ptr
+}
+
+// attentionMasked is attention with m.
+func (e *Engine) attentionMasked(out, q ptr, n, heads, kvheads, hd int, scale float64, m attnMask, k, v *kvTensor, flash bool, ot cublas.DataType) error {
 	if heads%kvheads != 0 || hd > attnMaxDim {
 		return fmt.Errorf("cuda: attention with %d heads, %d KV heads of size %d not supported", heads, kvheads, hd)
 	}
@@ -445,13 +452,13 @@ func (e *Engine) attentionMasked(out, q ptr, n, heads, kvheads, hd int, scale fl
 		if err != nil {
 			return err
 		}
-		args := []any{out, q, n, heads, kvheads, float32(scale * math.Log2E), window, sinks,
+		args := []any{out, q, n, heads, kvheads, float32(scale * math.Log2E), m.window, m.sinks, m.slopes,
 			k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), isF16(ot)}
 		// One block of 4 warps per 64 queries, head and 256 output dims,
 		// whatever its key tile.
 		return e.launch(fmt.Sprintf("attn_fa%d", hd), flashGrid(n, heads, hd), dim3{128, 1, 1}, args...)
 	}
-	return e.attentionPlain(out, q, n, heads, kvheads, hd, scale, window, sinks, 0, 0, k, v, isF16(ot))
+	return e.attentionPlain(out, q, n, heads, kvheads, hd, scale, m, plainOpts{}, k, v, isF16(ot))
 }
 
 // splitExact reports whether attn_fx computes attention over a cache of
@@ -464,7 +471,7 @@ func splitExact(kf, vf, hd int) bool {
 
 // attentionSplit is attentionMasked on attn_fxHD: out (n, heads·hd)
 // float32.
-func (e *Engine) attentionSplit(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, k, v *kvTensor) error {
+func (e *Engine) attentionSplit(out, q ptr, n, heads, kvheads, hd int, scale float64, m attnMask, k, v *kvTensor) error {
 	if heads%kvheads != 0 || !flashHeadDims[hd] {
 		return fmt.Errorf("cuda: split attention with %d heads, %d KV heads of size %d not supported", heads, kvheads, hd)
 	}
@@ -473,14 +480,20 @@ func (e *Engine) attentionSplit(out, q ptr, n, heads, kvheads, hd int, scale flo
 		return err
 	}
 	return e.launch(fmt.Sprintf("attn_fx%d", hd), flashGrid(n, heads, hd), dim3{128, 1, 1},
-		out, q, n, heads, kvheads, float32(scale*math.Log2E), window, sinks,
+		out, q, n, heads, kvheads, float32(scale*math.Log2E), m.window, m.sinks, m.slopes,
 		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale())
 }
 
-// attentionPlain is the plain kernel, with a sliding window (0: none),
-// sinks (one float32 logit per head, or 0: none), a soft-cap (0: none)
-// and chunks (0: none), writing otype (a half type's or otypeF32).
-func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale float64, window int, sinks ptr, softCap float64, chunk int, k, v *kvTensor, otype int) error {
+// plainOpts are what only the plain kernel computes: a soft-cap and
+// chunks, each 0 for none.
+type plainOpts struct {
+	softCap float64
+	chunk   int
+}
+
+// attentionPlain is the plain kernel, with m and o, writing otype (a half
+// type's or otypeF32).
+func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale float64, m attnMask, o plainOpts, k, v *kvTensor, otype int) error {
 	if heads%kvheads != 0 || hd > attnMaxDim {
 		return fmt.Errorf("cuda: attention with %d heads, %d KV heads of size %d not supported", heads, kvheads, hd)
 	}
@@ -488,7 +501,7 @@ func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale flo
 	if err != nil {
 		return err
 	}
-	args := []any{out, q, n, heads, kvheads, hd, float32(scale), window, sinks,
-		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), otype, float32(softCap), chunk}
+	args := []any{out, q, n, heads, kvheads, hd, float32(scale), m.window, m.sinks,
+		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), otype, float32(o.softCap), o.chunk, m.slopes}
 	return e.launch("attn_simple", dim3{uint32(n), uint32(heads), 1}, dim3{128, 1, 1}, args...)
 }

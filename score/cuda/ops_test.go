@@ -527,7 +527,8 @@ func expertsParity(t *testing.T, e *Engine, act ml.Act, typ gguf.Type, F int, be
 // shorter and longer than the kernel's 128-key chunks, sinks far above and
 // below the scores (the running maximum starts at the sink), soft-caps of
 // 1.5 (biting: the scores reach 4) alone and with a window, Llama 4's
-// chunks (of 128 and 100 keys, the latter with a window of 40).
+// chunks (of 128 and 100 keys, the latter with a window of 40), ALiBi's
+// slopes (maximum bias 8; 16 with a window, sinks and a soft-cap).
 func TestAttentionWindowParity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(23, 1))
@@ -547,15 +548,21 @@ func TestAttentionWindowParity(t *testing.T) {
 			sinks  []float32
 			cap    float64
 			chunk  int
-		}{{32, nil, 0, 0}, {200, nil, 0, 0}, {0, []float32{-20, 0, 3, 30}, 0, 0}, {50, []float32{1, -1, 8, 0.5}, 0, 0}, {0, nil, 1.5, 0}, {40, nil, 1.5, 0},
-			{0, nil, 0, 128}, {40, nil, 0, 100}} {
+			alibi  float32 // ALiBi's maximum bias
+		}{{32, nil, 0, 0, 0}, {200, nil, 0, 0, 0}, {0, []float32{-20, 0, 3, 30}, 0, 0, 0}, {50, []float32{1, -1, 8, 0.5}, 0, 0, 0}, {0, nil, 1.5, 0, 0}, {40, nil, 1.5, 0, 0},
+			{0, nil, 0, 128, 0}, {40, nil, 0, 100, 0}, {0, nil, 0, 0, 8}, {50, []float32{1, -1, 8, 0.5}, 1.5, 0, 16}} {
 			want := make([]float32, len(q))
 			att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: scale, Window: c.window, Sinks: c.sinks, SoftCap: c.cap, Chunk: c.chunk}
-			att.Forward(nn.NewContext(0), want, q, kr, vr, n)
 			var sp ptr
 			if c.sinks != nil {
 				sp = devPut(t, e, c.sinks)
 			}
+			plain, mask := plainOpts{softCap: c.cap, chunk: c.chunk}, attnMask{window: c.window, sinks: sp}
+			if c.alibi > 0 {
+				att.Slopes = nn.ALiBiSlopes(heads, c.alibi)
+				mask.slopes = devPut(t, e, att.Slopes)
+			}
+			att.Forward(nn.NewContext(0), want, q, kr, vr, n)
 			out := devAlloc(t, e, int64(4*len(q)))
 			for _, o := range []struct {
 				otype    int
@@ -565,14 +572,14 @@ func TestAttentionWindowParity(t *testing.T) {
 				{otypeF32, 0x1p-17, 1e-6},  // float32 output (the int8 mode's)
 			} {
 				do(t, e, func() error {
-					return e.attentionPlain(out, qp, n, heads, kvheads, hd, scale, c.window, sp, c.cap, c.chunk, kt, vt, o.otype)
+					return e.attentionPlain(out, qp, n, heads, kvheads, hd, scale, mask, plain, kt, vt, o.otype)
 				})
 				got := devGet[float32](t, e, out, len(q))
 				if o.otype != otypeF32 {
 					got = fromHalf(devGet[uint16](t, e, out, len(q)), f16)
 				}
 				worst, at := worstError(got, want, o.abs, o.rel)
-				t.Logf("window %d, sinks %v, cap %v, chunk %d, output %d: worst error / tolerance %.3f (element %d: %v vs %v)", c.window, c.sinks, c.cap, c.chunk, o.otype, worst, at, got[at], want[at])
+				t.Logf("window %d, sinks %v, cap %v, chunk %d, ALiBi %v, output %d: worst error / tolerance %.3f (element %d: %v vs %v)", c.window, c.sinks, c.cap, c.chunk, c.alibi, o.otype, worst, at, got[at], want[at])
 				if worst > 1 {
 					t.Errorf("window %d, sinks %v, cap %v, output %d: element %d is %v, want %v (%.3g × tolerance)", c.window, c.sinks, c.cap, o.otype, at, got[at], want[at], worst)
 				}

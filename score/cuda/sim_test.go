@@ -485,7 +485,7 @@ var simKernels = map[string]simKernel{
 		}
 		return nil
 	}},
-	"attn_simple": {20, func(s *simDevice, a *simArgs, grid dim3) error {
+	"attn_simple": {21, func(s *simDevice, a *simArgs, grid dim3) error {
 		n, heads := a.int(2), a.int(3)
 		if err := covers(grid[0], n, "queries"); err != nil {
 			return err
@@ -493,24 +493,20 @@ var simKernels = map[string]simKernel{
 		if err := covers(grid[1], heads, "heads"); err != nil {
 			return err
 		}
-		var sinks []float32
-		if p := a.ptr(8); p != nil {
-			sinks = f32s(p)[:heads]
-		}
-		return simAttention(a, a.int(5), float64(a.f32(6)), a.int(7), sinks, float64(a.f32(18)), a.int(19), 9, false)
+		return simAttention(a, a.int(5), float64(a.f32(6)), a.int(7), simPerHead(a, 8, heads), simPerHead(a, 20, heads), float64(a.f32(18)), a.int(19), 9, false)
 	}},
-	"attn_fa16":  {17, simFlash(16)},
-	"attn_fa32":  {17, simFlash(32)},
-	"attn_fa64":  {17, simFlash(64)},
-	"attn_fa128": {17, simFlash(128)},
-	"attn_fa256": {17, simFlash(256)},
-	"attn_fa512": {17, simFlash(512)},
-	"attn_fx16":  {16, simFlashSplit(16)},
-	"attn_fx32":  {16, simFlashSplit(32)},
-	"attn_fx64":  {16, simFlashSplit(64)},
-	"attn_fx128": {16, simFlashSplit(128)},
-	"attn_fx256": {16, simFlashSplit(256)},
-	"attn_fx512": {16, simFlashSplit(512)},
+	"attn_fa16":  {18, simFlash(16)},
+	"attn_fa32":  {18, simFlash(32)},
+	"attn_fa64":  {18, simFlash(64)},
+	"attn_fa128": {18, simFlash(128)},
+	"attn_fa256": {18, simFlash(256)},
+	"attn_fa512": {18, simFlash(512)},
+	"attn_fx16":  {17, simFlashSplit(16)},
+	"attn_fx32":  {17, simFlashSplit(32)},
+	"attn_fx64":  {17, simFlashSplit(64)},
+	"attn_fx128": {17, simFlashSplit(128)},
+	"attn_fx256": {17, simFlashSplit(256)},
+	"attn_fx512": {17, simFlashSplit(512)},
 }
 
 func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
@@ -522,23 +518,19 @@ func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 		if err := errors.Join(covers(grid[1], heads, "heads"), covers(grid[2], max(1, hd/256), "output dims")); err != nil {
 			return err
 		}
-		window := a.int(6)
-		var sinks []float32
-		if p := a.ptr(7); p != nil {
-			sinks = f32s(p)[:heads]
-		}
+		window, sinks, slopes := a.int(6), simPerHead(a, 7, heads), simPerHead(a, 8, heads)
 		if !s.laneFlash {
-			return simAttention(a, hd, float64(a.f32(5))/math.Log2E, window, sinks, 0, 0, 8, s.roundAttention)
+			return simAttention(a, hd, float64(a.f32(5))/math.Log2E, window, sinks, slopes, 0, 0, 9, s.roundAttention)
 		}
 		out, q, kvheads := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(4)
-		K := simPlanes{format: a.int(8), data: a.ptr(9), scales: a.ptr(10), tscale: a.ptr(11), heads: kvheads, hd: hd}
-		V := simPlanes{format: a.int(12), data: a.ptr(13), scales: a.ptr(14), tscale: a.ptr(15), heads: kvheads, hd: hd}
-		f16 := a.int(16)
+		K := simPlanes{format: a.int(9), data: a.ptr(10), scales: a.ptr(11), tscale: a.ptr(12), heads: kvheads, hd: hd}
+		V := simPlanes{format: a.int(13), data: a.ptr(14), scales: a.ptr(15), tscale: a.ptr(16), heads: kvheads, hd: hd}
+		f16 := a.int(17)
 		if a.err != nil {
 			return a.err
 		}
 		o := make([]float32, n*heads*hd)
-		flashLanes(o, q, K.decode, V.decode, n, heads, kvheads, hd, a.f32(5), window, sinks, false)
+		flashLanes(o, q, K.decode, V.decode, n, heads, kvheads, hd, a.f32(5), window, sinks, slopes, false)
 		for i, v := range o {
 			out[i] = f32ToHalf(v, f16)
 		}
@@ -554,19 +546,24 @@ func simFlashSplit(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 		if err := errors.Join(covers(grid[0], (n+63)/64, "query tiles"), covers(grid[1], heads, "heads"), covers(grid[2], max(1, hd/256), "output dims")); err != nil {
 			return err
 		}
-		var sinks []float32
-		if p := a.ptr(7); p != nil {
-			sinks = f32s(p)[:heads]
-		}
+		sinks, slopes := simPerHead(a, 7, heads), simPerHead(a, 8, heads)
 		out, q := f32s(a.ptr(0)), f32s(a.ptr(1))
-		K := simPlanes{format: a.int(8), data: a.ptr(9), scales: a.ptr(10), tscale: a.ptr(11), heads: kvheads, hd: hd}
-		V := simPlanes{format: a.int(12), data: a.ptr(13), scales: a.ptr(14), tscale: a.ptr(15), heads: kvheads, hd: hd}
+		K := simPlanes{format: a.int(9), data: a.ptr(10), scales: a.ptr(11), tscale: a.ptr(12), heads: kvheads, hd: hd}
+		V := simPlanes{format: a.int(13), data: a.ptr(14), scales: a.ptr(15), tscale: a.ptr(16), heads: kvheads, hd: hd}
 		if a.err != nil {
 			return a.err
 		}
-		flashLanes(out[:n*heads*hd], q, K.decode, V.decode, n, heads, kvheads, hd, a.f32(5), window, sinks, true)
+		flashLanes(out[:n*heads*hd], q, K.decode, V.decode, n, heads, kvheads, hd, a.f32(5), window, sinks, slopes, true)
 		return nil
 	}
+}
+
+// simPerHead is argument i, a float32 per head, or nil for a null pointer.
+func simPerHead(a *simArgs, i, heads int) []float32 {
+	if p := a.ptr(i); p != nil {
+		return f32s(p)[:heads]
+	}
+	return nil
 }
 
 var codecs = map[int]kvcache.Codec{kvF32: kvcache.F32{}, kvF16: kvcache.F16{}, kvBF16: kvcache.BF16{},
@@ -644,7 +641,7 @@ func halfToF32(h uint16, f16 int) float32 {
 // simAttention decodes the cache planes (arguments from k0 on: kfmt, kdata,
 // kscales, ktscale, vfmt, ...) and runs nn.Attention, with a sliding window
 // (0: none) and sinks (nil: none).
-func simAttention(a *simArgs, hd int, scale float64, window int, sinks []float32, softCap float64, chunk, k0 int, round bool) error {
+func simAttention(a *simArgs, hd int, scale float64, window int, sinks, slopes []float32, softCap float64, chunk, k0 int, round bool) error {
 	out, q, n, heads, kvheads := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
 	K := simPlanes{format: a.int(k0), data: a.ptr(k0 + 1), scales: a.ptr(k0 + 2), tscale: a.ptr(k0 + 3), heads: kvheads, hd: hd}
 	V := simPlanes{format: a.int(k0 + 4), data: a.ptr(k0 + 5), scales: a.ptr(k0 + 6), tscale: a.ptr(k0 + 7), heads: kvheads, hd: hd}
@@ -672,7 +669,7 @@ func simAttention(a *simArgs, hd int, scale float64, window int, sinks []float32
 		}
 	}
 	o := make([]float32, n*heads*hd)
-	att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: scale, Window: window, Sinks: sinks, SoftCap: softCap, Chunk: chunk}
+	att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: scale, Window: window, Sinks: sinks, Slopes: slopes, SoftCap: softCap, Chunk: chunk}
 	att.Forward(nn.NewContext(0), o, qs, ks, vs, n)
 	if f16 == otypeF32 {
 		copy(f32s(a.ptr(0)), o)

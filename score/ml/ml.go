@@ -197,6 +197,7 @@ type Attn struct {
 	Window                  int        // sliding window (keys i-Window < j <= i); 0: none
 	Sinks                   *Vector    // nil, or one logit per head added to each softmax's denominator (exp(sink))
 	SoftCap                 float64    // > 0: each scaled score s becomes SoftCap·tanh(s/SoftCap) (Gemma 2); 0: none
+	Slopes                  *Vector    // nil, or ALiBi's slope per head: query i's score of key j gets Slopes[h]·(j−i) (nn.Attention.Slopes; Bloom, MPT)
 	Keys                    *nn.KeySet // nil, or the keys each query row reads besides causality (Sparse.IndexKeys); a backend that cannot fails
 	Chunk                   int        // > 0: query i reads keys j >= floor(i/Chunk)·Chunk only (Llama 4)
 }
@@ -211,6 +212,9 @@ func (a *Attn) Validate() error {
 	}
 	if a.SoftCap < 0 || math.IsInf(a.SoftCap, 0) || math.IsNaN(a.SoftCap) {
 		return fmt.Errorf("attention: soft-cap %v", a.SoftCap)
+	}
+	if a.Slopes != nil && len(a.Slopes.V) != a.Heads {
+		return fmt.Errorf("attention: %d ALiBi slopes for %d heads", len(a.Slopes.V), a.Heads)
 	}
 	return nil
 }

@@ -248,6 +248,9 @@ func (b *cpuBackend) nnAttention(a *ml.Attn) *nn.Attention {
 	if a.Sinks != nil {
 		at.Sinks = a.Sinks.V
 	}
+	if a.Slopes != nil {
+		at.Slopes = a.Slopes.V
+	}
 	return at
 }
 

@@ -280,7 +280,13 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // and mellum (qwen3moe's block, 3 layers of 4 sliding over 40 keys with
 // plain RoPE of their own base, rope.freq_base_swa; 8 experts, 2 used)
 // and baichuan in 4 layers (no positions) and in the 7B's 32 (RoPE)
-// (24 windows each, both builds: none off).
+// (24 windows each, both builds: none off), and the ALiBi architectures
+// (6 heads: 4 slopes of m0's powers, 2 of m1's): bloom (the embeddings'
+// LayerNorm, starcoder2's block with q, k and v fused), untied and tied,
+// mpt (LayerNorms without biases, an ungated GELU MLP; without ALiBi's
+// key, clamped, with learned positions: TestALiBiVariants), refact
+// (llama's block), jais (biased SwiGLU, scores by 1/head) and baichuan at
+// the 13B's 40 layers (24 windows each, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -455,6 +461,18 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1648.2798346, -797.8642750, -793.8484407, -780.2945576}},
 		{"baichuan-7b", "baichuan", "", baichuan7B, "", "37faaa433cd71cb42b31018c9ff39654eb4ac8b8d4d2eec50fbaa2c0f26e09a0",
 			[]float64{-1565.9577858, -800.5107088, -775.4759708, -759.4858337}},
+		{"bloom", "bloom", "", alibiShape, "", "8d15695e3fe671dae7c9e402959e5f91f839e4f4cb9eae38f11190b02ccc5b20",
+			[]float64{-1579.7499190, -803.3596784, -795.7120150, -795.2749795}},
+		{"bloom-tied", "bloom", "", func(s *mkmodel.Shape) { alibiShape(s); s.Tied = true }, "", "e483748454e44c99f7ea90f34aad9b03711f80a9689788acbb8922375cbe99d2",
+			[]float64{-1665.1065594, -905.0224486, -883.8238844, -895.9379116}},
+		{"mpt", "mpt", "", alibiShape, "", "4f74392ca1fd7ec3dd798a0f9611adc8852a4f77f4d72a72ce0f7054bee68e5f",
+			[]float64{-1571.5206121, -809.1471495, -797.1629524, -796.0975297}},
+		{"jais", "jais", "", alibiShape, "", "c3a4d0b88a0bd3e5a3db78f71ea816acd0fc03f9bae87738dd26ae7e10462d5d",
+			[]float64{-1591.3108866, -774.7166183, -778.1255991, -753.2214982}},
+		{"refact", "refact", "", func(s *mkmodel.Shape) { alibiShape(s); s.KVHeads = 2 }, "", "12171af30a4afffef60e16439653096531d623fa7a87fc9f0ee6e2261941cafe",
+			[]float64{-1558.3375375, -809.3573802, -802.3323941, -798.4611227}},
+		{"baichuan-13b", "baichuan", "", baichuan13B, "", "6f87c6d254bb5032d6ecac1edb002edac7436fff003f5f503e03a7df3cc41f20",
+			[]float64{-1571.2196597, -782.6601594, -784.5744508, -795.5641049}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -656,7 +674,7 @@ func TestOLMoClamp(t *testing.T) {
 // of every 4, RoPE in those only.
 func graniteSWA(s *mkmodel.Shape) { s.Layers, s.Window = 4, 40 }
 
-// TestGraniteSWAFlags (and baichuan's refusal, at the end): granite_swa's per-layer flags as integers
+// TestGraniteSWAFlags: granite_swa's per-layer flags as integers
 // (attention.rope_pattern [1 1 1 1]: RoPE in every layer) and a window
 // wider than the text, on genModel's file, against llama.cpp's sums on the
 // same bytes (24 windows in both builds: none off; here the first 4; the
@@ -679,10 +697,74 @@ func TestGraniteSWAFlags(t *testing.T) {
 		{"experts", map[string]any{"granite_swa.expert_count": uint32(8)}, nil, "granite_swa with experts or a vision projector's deepstack is not supported"},
 		{"no sinks", nil, []string{"blk.2.attn_sinks.weight"}, "missing tensor blk.2.attn_sinks.weight"},
 	})
-	// Baichuan 13B's depth: llama.cpp gives it ALiBi.
-	p = genModel(t, dir, "baichuan", func(s *mkmodel.Shape) { s.Layers, s.Embd, s.Heads, s.KVHeads, s.FFN = 40, 64, 2, 2, 128 })
-	if _, err := Load(p, Options{}); err == nil || !strings.Contains(err.Error(), "40 layers, llama.cpp's Baichuan 13B, whose ALiBi attention is not supported") {
-		t.Errorf("baichuan of 40 layers: got %v", err)
+}
+
+// baichuan13B is Baichuan 13B's depth, 40 layers, which alone has ALiBi
+// in llama.cpp (narrow: 96 wide, 6 heads of 16).
+func baichuan13B(s *mkmodel.Shape) {
+	s.Layers, s.Embd, s.Heads, s.KVHeads, s.HeadDim, s.FFN = 40, 96, 6, 6, 16, 128
+}
+
+// alibiShape is the ALiBi architectures' test layout: 4 layers 192 wide,
+// 6 heads (ALiBi's slopes for 4 heads from m0, 2 from m1), no GQA.
+func alibiShape(s *mkmodel.Shape) { s.Layers, s.Embd, s.Heads, s.KVHeads = 4, 192, 6, 6 }
+
+// TestALiBiVariants: mpt and jais without attention.max_alibi_bias (no
+// ALiBi and no positions, as llama.cpp 0.7.0 reads such files), mpt with
+// attention.clamp_kqv 0.5 (it bites) and with learned positions beside
+// ALiBi, on genModel's files, against llama.cpp's sums on the same bytes
+// (24 windows in both builds: none off; here the first 4); a jais file
+// without output.weight (llama.cpp refuses to load it) and mpt's q/k
+// LayerNorms and AWQ scales are refused.
+func TestALiBiVariants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mpt, jais := genModel(t, dir, "mpt", alibiShape), genModel(t, dir, "jais", alibiShape)
+	pos := make([]float32, 192*2048)
+	for i := range pos {
+		pos[i] = float32((i*7919)%1000-500) / 2000
+	}
+	for _, c := range []struct {
+		name   string
+		src    string
+		set    map[string]any
+		add    map[string]f32Tensor
+		sha256 string
+		sums   []float64
+	}{
+		{"mpt without max_alibi_bias", mpt, map[string]any{"mpt.attention.max_alibi_bias": nil}, nil,
+			"63bb26e51c0f0f81b8c872057f141abf0594ee00d634b7d35d727fadb83cb85b", []float64{-1569.4222193, -800.8857909, -809.5391223, -787.0422538}},
+		{"jais without max_alibi_bias", jais, map[string]any{"jais.attention.max_alibi_bias": nil}, nil,
+			"2ac3c335b6c70d0479176018d8ab118833251b9cc94329cb95e848209d4df24e", []float64{-1586.6807816, -775.0748051, -795.0122668, -764.4271637}},
+		{"mpt clamped", mpt, map[string]any{"mpt.attention.clamp_kqv": float32(0.5)}, nil,
+			"a230ffe795bb521dbce7c65c46867c06edf3c4afa3675177886eaf0c086d9d95", []float64{-1590.9633227, -789.8958054, -795.4884538, -782.9029819}},
+		{"mpt with positions", mpt, nil, map[string]f32Tensor{"position_embd.weight": {[]uint64{192, 2048}, pos}},
+			"a2a1994e68d2a4ea16e5546ce04d5752e09e76ba8b86bf5a49ae4c6901aac97e", []float64{-1572.8313198, -808.0952173, -793.9292771, -795.4264155}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := rewriteFile(t, c.src, c.set, c.add)
+			checkSHA(t, p, c.sha256)
+			generatedScores(t, p, golden.Header.Tokens, c.sums)
+		})
+	}
+	checkRefusals(t, jais, []refusal{
+		{"jais tied", nil, []string{"output.weight"}, "missing tensor output.weight (llama.cpp's jais reads no tied output)"},
+		{"negative bias", map[string]any{"jais.attention.max_alibi_bias": float32(-1)}, nil, "metadata jais.attention.max_alibi_bias = -1, want 0 to 1e4"},
+	})
+	checkRefusals(t, mpt, []refusal{
+		{"no qkv", nil, []string{"blk.1.attn_qkv.weight"}, "missing tensor blk.1.attn_q.weight"},
+	})
+	for _, tn := range []string{"blk.0.attn_q_norm.weight", "blk.0.ffn_act.scales"} {
+		name, _, _ := strings.Cut(tn, ".weight")
+		name, _, _ = strings.Cut(name, ".scales")
+		part := strings.TrimPrefix(name, "blk.0.")
+		_, err := Load(rewriteFile(t, mpt, nil, map[string]f32Tensor{tn: {[]uint64{256}, make([]float32, 256)}}), Options{})
+		if want := "tensor " + name + ": MPT with " + part + " is not supported"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want %q", tn, err, want)
+		}
 	}
 }
 

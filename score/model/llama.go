@@ -66,13 +66,16 @@ type decoder struct {
 	tokenEmbd *ml.Matrix // token_embd: (vocab, embd), read by row
 	// posEmbd, when set, is position_embd (context, embd): learned
 	// absolute positions, row p added to the token embedding at p (gpt2).
-	posEmbd    *ml.Matrix
-	layers     []decoderLayer
-	outputNorm *ml.Vector // output_norm
-	outNormB   *ml.Vector // output_norm.bias (phimoe's RMS norm, the LayerNorms of layerNorm's decoders), or nil
-	head       Head
-	rope       *nn.RoPE
-	attn       ml.Attn // every layer's, unless the layer has its own
+	posEmbd *ml.Matrix
+	// embNorm and embNormB, when set, norm the token embeddings before
+	// the first layer (bloom's token_embd_norm, a LayerNorm with its bias).
+	embNorm, embNormB *ml.Vector
+	layers            []decoderLayer
+	outputNorm        *ml.Vector // output_norm
+	outNormB          *ml.Vector // output_norm.bias (phimoe's RMS norm, the LayerNorms of layerNorm's decoders), or nil
+	head              Head
+	rope              *nn.RoPE
+	attn              ml.Attn // every layer's, unless the layer has its own
 	// scaleQ, when set, scales the queries after RoPE (mistral3's
 	// attention temperature by position).
 	scaleQ func(b ml.Backend, q ml.Tensor)
@@ -464,6 +467,27 @@ func (l *Loader) normlessDecoder(neox bool) *decoder {
 
 func (m *decoder) Head() *Head { return &m.head }
 
+// positioner is a Network that may give its attention positions otherwise
+// than by RoPE: positions names how when no layer turns q and k, else "".
+type positioner interface{ positions() string }
+
+func (m *decoder) positions() string {
+	for i := range m.layers {
+		if m.layers[i].q != nil && !m.layers[i].noRoPE {
+			return ""
+		}
+	}
+	switch {
+	case m.attn.Slopes != nil && m.posEmbd != nil:
+		return "ALiBi and learned positions"
+	case m.attn.Slopes != nil:
+		return "ALiBi"
+	case m.posEmbd != nil:
+		return "learned positions"
+	}
+	return "no positions"
+}
+
 // MaxTokens is the number of learned positions (gpt2), or 0: RoPE has no
 // limit.
 func (m *decoder) MaxTokens() int {
@@ -497,6 +521,9 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	}
 	if m.embScale != 0 {
 		b.Scale(x, m.embScale)
+	}
+	if m.embNorm != nil {
+		m.norm(b, x, x, m.embNorm, m.embNormB)
 	}
 	for i := range m.layers {
 		ly := &m.layers[i]

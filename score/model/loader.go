@@ -23,7 +23,10 @@ type Loader struct {
 	err   error
 	roles map[string]map[gguf.Type]bool // tensor role -> weight types bound
 	rinfo RopeInfo
-	alt   []string // "role=tensor" for roles bound to an alternative
+	// alibiBias is ALiBi's maximum bias where the architecture has ALiBi
+	// (Info.ALiBi).
+	alibiBias float64
+	alt       []string // "role=tensor" for roles bound to an alternative
 
 	mats   []*ml.Matrix          // every matrix bound, in order, for the backend to prepare
 	vecs   []*ml.Vector          // every vector bound
@@ -314,6 +317,12 @@ func (l *Loader) ones(name string, n int) *ml.Vector {
 	for i := range v {
 		v[i] = 1
 	}
+	return l.constVector(name, v)
+}
+
+// constVector is v as a vector named name that no tensor of the file holds
+// (weights of 1, ALiBi's slopes), prepared for the backend as the file's.
+func (l *Loader) constVector(name string, v []float32) *ml.Vector {
 	w := &ml.Vector{Name: name, V: v}
 	l.vecs = append(l.vecs, w)
 	return w

@@ -101,9 +101,10 @@ type Info struct {
 	Arch          string            `json:"arch"`
 	Name          string            `json:"name,omitempty"` // general.name
 	HParams       HParams           `json:"hparams"`
-	WeightTypes   map[string]string `json:"weight_types"`     // role ("attn_q", "output") -> types, comma-separated
-	Shared        []string          `json:"shared,omitempty"` // roles bound to another tensor: "output=token_embd" (tied)
-	Rope          RopeInfo          `json:"rope"`
+	WeightTypes   map[string]string `json:"weight_types"`             // role ("attn_q", "output") -> types, comma-separated
+	Shared        []string          `json:"shared,omitempty"`         // roles bound to another tensor: "output=token_embd" (tied)
+	Rope          RopeInfo          `json:"rope"`                     // zero where no layer turns q and k (gpt2, the ALiBi architectures)
+	ALiBi         float64           `json:"alibi_max_bias,omitempty"` // ALiBi's maximum bias (bloom, mpt, jais, ...): its attention's positions
 	KVDtype       string            `json:"kv_dtype"`
 	Activations   string            `json:"activations"`               // "fp32", "int8" or "int8-avx2"
 	SSMStateDtype string            `json:"ssm_state_dtype,omitempty"` // recurrent models only
@@ -131,11 +132,13 @@ const (
 // the routers of many MoE files; revision 3: the MoE router's softmax,
 // sigmoid, argsort and normalisation in ggml's float32 order, and Gemma
 // 4's expert output scale applied to the experts' outputs, which change
-// every mixture of experts' numbers). Score headers and
+// every mixture of experts' numbers; revision 4: RoPE's θ scale by
+// glibc's powf, which float32(math.Pow) missed by an ulp for a few bases
+// and head sizes, such as 40000 over 118 dims). Score headers and
 // cache keys record it, so that scores computed after another ggml's order,
 // an earlier revision, or before the int8 modes copied one, are never taken
 // for these.
-const Int8Arithmetic = "ggml 0.27.0 (llama.cpp 0.7.0), revision 3"
+const Int8Arithmetic = "ggml 0.27.0 (llama.cpp 0.7.0), revision 4"
 
 // Load opens the GGUF model at path on the CPU and binds its weights
 // (which stay in the file's memory mapping). The Model must be closed.
@@ -192,12 +195,20 @@ func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 		return nil, err
 	}
 	hp = l.HP // with what the architecture read (experts)
+	if p, ok := net.(positioner); ok && p.positions() != "" {
+		// No layer turns q and k: the file's RoPE keys describe nothing
+		// the model computes, and an override would change nothing.
+		if opts.RopeFreqBase > 0 || opts.RopeScaling != "" || opts.RopeScaleFactor > 0 || opts.RopeOrigCtx > 0 {
+			return nil, fmt.Errorf("--rope-* options for a model without RoPE (%s: %s)", arch, p.positions())
+		}
+		l.rinfo = RopeInfo{}
+	}
 	if err := format.Check(hp.HeadDim); err != nil {
 		return nil, err
 	}
 	name, _ := f.String("general.name")
 	info := Info{Arch: arch, Name: name, HParams: hp, WeightTypes: roleTypes(l.roles),
-		Shared: l.alt, Rope: l.rinfo, KVDtype: format.Name, Activations: act}
+		Shared: l.alt, Rope: l.rinfo, ALiBi: l.alibiBias, KVDtype: format.Name, Activations: act}
 	if r, ok := net.(recurrentNetwork); ok {
 		info.SSMStateDtype = r.ssmStateDtype()
 	}

@@ -357,8 +357,7 @@ func newGPTNeoX(l *Loader) Network {
 		return nil
 	}
 	return l.lnLayers(ml.GELU, true, l.baseDecoder(true), eps, func(p string) decoderLayer {
-		ly := l.qkvLayer(p)
-		l.needBias(ly.q, ly.k, ly.v)
+		ly := l.biasedQKVLayer(p)
 		if par {
 			ly.parallel = parallelFFNFirst
 		}
@@ -406,21 +405,17 @@ func newFalcon(l *Loader) Network {
 // at position 0; the output matrix, or the token embedding. A context
 // past context_length is refused: GPT-2 has no position for it.
 func newGPT2(l *Loader) Network {
-	hp := l.HP
 	eps := l.layerNormEps()
 	if eps == 0 {
 		return nil
 	}
-	if hp.CtxTrain <= 0 || l.Opts.Context > hp.CtxTrain {
-		l.Failf("metadata %s.context_length = %d: windows of %d tokens need learned positions past it", hp.Arch, hp.CtxTrain, l.Opts.Context)
+	d := l.baseDecoder(true)
+	if !l.learnedPositions(d) {
 		return nil
 	}
-	d := l.baseDecoder(true)
-	d.posEmbd = l.Linear("position_embd", hp.Embd, hp.CtxTrain)
 	return l.lnLayers(ml.GELU, true, d, eps, func(p string) decoderLayer {
-		ly := l.qkvLayer(p)
+		ly := l.biasedQKVLayer(p)
 		ly.noRoPE = true
-		l.needBias(ly.q, ly.k, ly.v)
 		return ly
 	})
 }
@@ -570,6 +565,14 @@ func (l *Loader) qkvAttn(p string) decoderLayer {
 func (l *Loader) qkvLayer(p string) decoderLayer {
 	ly := l.qkvAttn(p)
 	ly.ffnNorm, ly.ffnNormB = l.Norm(p+"ffn_norm", l.HP.Embd), l.Vector(p+"ffn_norm.bias", l.HP.Embd)
+	return ly
+}
+
+// biasedQKVLayer is qkvLayer with q, k and v's biases required (gptneox,
+// gpt2, bloom, jais).
+func (l *Loader) biasedQKVLayer(p string) decoderLayer {
+	ly := l.qkvLayer(p)
+	l.needBias(ly.q, ly.k, ly.v)
 	return ly
 }
 
@@ -727,15 +730,15 @@ func newMellum(l *Loader) Network {
 
 // baichuan: Baichuan and Baichuan 2, as llama.cpp 0.7.0 runs them:
 // llama's block; llama.cpp tells the 7B by its 32 layers and gives RoPE
-// (adjacent pairs) to it alone, no positions to files of other depths
-// but the 13B's 40 layers, whose ALiBi ppl refuses.
+// (adjacent pairs) to it alone, the 13B by its 40 layers and gives it
+// ALiBi with a maximum bias of 8 (its fixed value), and no positions to
+// files of other depths.
 func newBaichuan(l *Loader) Network {
 	hp := l.HP
-	if hp.Layers == 40 {
-		l.Failf("%s: 40 layers, llama.cpp's Baichuan 13B, whose ALiBi attention is not supported", hp.Arch)
-		return nil
-	}
 	d := newDecoder(l, decoderOpts{})
+	if hp.Layers == 40 {
+		return l.alibiNetwork(d, d, 8)
+	}
 	if l.Err() != nil {
 		return nil
 	}

@@ -20,6 +20,13 @@ type Attention struct {
 	// SoftCap > 0 caps each scaled score s to SoftCap·tanh(s/SoftCap)
 	// before the softmax (Gemma 2's attn_logit_softcapping).
 	SoftCap float64
+	// Slopes, one per query head, add ALiBi's linear bias (Bloom, MPT,
+	// Jais; ALiBiSlopes): query row i's scaled (and capped) score of key j
+	// gets Slopes[h]·(j − i), a float32 product added in float32 (float64
+	// in Exact). With GGMLF16 the distance is first rounded to float16, as
+	// llama.cpp's flash attention reads it from its F16 mask (exact up to
+	// 2048; a distance past 65504 is -Inf there, its key unseen).
+	Slopes []float32
 	// GGMLF16 computes as llama.cpp's CPU flash attention over an F16
 	// cache (ggmlAttention): the int8 mode with an f16 KV cache.
 	GGMLF16 bool
@@ -78,8 +85,8 @@ func (a *Attention) Validate() error {
 	if a.Heads <= 0 || a.KVHeads <= 0 || a.HeadDim <= 0 || a.Heads%a.KVHeads != 0 {
 		return fmt.Errorf("attention: %d heads, %d KV heads of size %d (heads must be a multiple of KV heads)", a.Heads, a.KVHeads, a.HeadDim)
 	}
-	if a.Window < 0 || a.Chunk < 0 || (a.Sinks != nil && len(a.Sinks) != a.Heads) {
-		return fmt.Errorf("attention: window %d, chunk %d, %d sinks for %d heads", a.Window, a.Chunk, len(a.Sinks), a.Heads)
+	if a.Window < 0 || a.Chunk < 0 || (a.Sinks != nil && len(a.Sinks) != a.Heads) || (a.Slopes != nil && len(a.Slopes) != a.Heads) {
+		return fmt.Errorf("attention: window %d, chunk %d, %d sinks and %d ALiBi slopes for %d heads", a.Window, a.Chunk, len(a.Sinks), len(a.Slopes), a.Heads)
 	}
 	if a.SoftCap < 0 || math.IsInf(a.SoftCap, 0) || math.IsNaN(a.SoftCap) {
 		return fmt.Errorf("attention: soft-cap %v", a.SoftCap)
@@ -179,7 +186,8 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 	w := c.Workers(a.KVHeads * perKV)
 	scratch := c.Alloc(max(w, 1) * per)
 	scale := float32(a.Scale)
-	if a.SoftCap > 0 {
+	biased := a.SoftCap > 0 || a.Slopes != nil // scores scaled, capped and biased before the softmax
+	if biased {
 		scale = 1
 	}
 	c.ParallelDynamic(a.KVHeads*perKV, 1, func(worker, lo, hi int) {
@@ -243,9 +251,9 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 					if j0+32 < n {
 						tl.qk(&tl.q[0], hd, &kt[(g*nb+2*b+1)*hd*32], 32, hd, &sb[32], keyBlock, nil)
 					}
-					if a.SoftCap > 0 { // scaled and capped here: the softmax's scale is then 1
-						for e, s := range sb[:tl.rows*keyBlock] {
-							sb[e] = float32(a.capped(float64(s) * a.Scale))
+					if biased { // scaled, capped and biased here: the softmax's scale is then 1
+						for r := range tl.rows {
+							a.bias(sb[r*keyBlock:(r+1)*keyBlock], g*group+h0+r%nh, j0-(tl.i0+r/nh))
 						}
 					}
 					if j0+keyBlock > tl.i0 || !tl.started { // the diagonal blocks (and the first) have masked keys
@@ -380,6 +388,9 @@ func (a *Attention) attentionRef(c *Context, out, q, k, v []float32, n int) {
 					continue
 				}
 				s[j] = a.capped(float64(dot(qi, k[(j0+j)*ks+g*hd:(j0+j)*ks+(g+1)*hd])) * a.Scale)
+				if a.Slopes != nil {
+					s[j] += float64(a.Slopes[h]) * float64(j0+j-i)
+				}
 				m = math.Max(m, s[j])
 			}
 			if a.Sinks != nil {
@@ -407,6 +418,45 @@ func (a *Attention) attentionRef(c *Context, out, q, k, v []float32, n int) {
 			}
 		}
 	})
+}
+
+// bias scales a row of scores of query head h, of keys d, d+1, ...
+// positions from the query: float32(a.Scale) times each, as the softmax
+// kernel scales, or with a soft-cap SoftCap·tanh(s·Scale/SoftCap) in
+// float64 rounded once; then adds ALiBi's Slopes[h]·(d + j), the product
+// and the sum each rounded to float32 (0 without Slopes).
+func (a *Attention) bias(row []float32, h, d int) {
+	scale, sl := float32(a.Scale), float32(0)
+	if a.Slopes != nil {
+		sl = a.Slopes[h]
+	}
+	for j, s := range row {
+		if a.SoftCap > 0 {
+			s = float32(a.capped(float64(s) * a.Scale))
+		} else {
+			s *= scale
+		}
+		row[j] = s + float32(sl*float32(d+j))
+	}
+}
+
+// ALiBiSlopes are ggml's ALiBi slopes for heads query heads and the
+// maximum bias maxBias (llama.cpp's f_max_alibi_bias, 8 in Bloom): with n
+// the largest power of two at most heads, m0 = 2^(-maxBias/n) and m1 =
+// 2^(-maxBias/2/n), head h < n gets m0^(h+1) and the others
+// m1^(2(h-n)+1), float32 powers as ggml computes them with glibc's powf.
+func ALiBiSlopes(heads int, maxBias float32) []float32 {
+	n := 1 << int(math.Floor(math.Log2(float64(heads))))
+	m0, m1 := libcPowf(2, -maxBias/float32(n)), libcPowf(2, -(maxBias/2)/float32(n))
+	s := make([]float32, heads)
+	for h := range s {
+		if h < n {
+			s[h] = libcPowf(m0, float32(h+1))
+		} else {
+			s[h] = libcPowf(m1, float32(2*(h-n)+1))
+		}
+	}
+	return s
 }
 
 // capped is the soft-capped score s (SoftCap·tanh(s/SoftCap)), or s.
@@ -457,6 +507,9 @@ func (a *Attention) Exact(q, k, v []float32, n int) []float64 {
 					d += float64(q[(i*heads+h)*hd+x]) * float64(k[(j*kvheads+g)*hd+x])
 				}
 				s[j] = a.capped(d * a.Scale)
+				if a.Slopes != nil {
+					s[j] += float64(a.Slopes[h]) * float64(j-i)
+				}
 				m = max(m, s[j])
 			}
 			var l float64

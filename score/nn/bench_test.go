@@ -50,16 +50,24 @@ func BenchmarkLinear(b *testing.B) {
 
 // BenchmarkAttention is one layer of a 100M model's attention over 512
 // positions.
-func BenchmarkAttention(b *testing.B) { benchAttention(b, 512, 0) }
+func BenchmarkAttention(b *testing.B) { benchAttention(b, 512, 0, false) }
 
 // BenchmarkAttention4096 is one layer of a 100M model's attention over a
 // 4096-token window, one thread.
-func BenchmarkAttention4096(b *testing.B) { benchAttention(b, 4096, 1) }
+func BenchmarkAttention4096(b *testing.B) { benchAttention(b, 4096, 1, false) }
 
-func benchAttention(b *testing.B, n, threads int) {
+// BenchmarkAttentionALiBi4096 is BenchmarkAttention4096 with ALiBi's
+// slopes (BLOOM, MPT): the scores scaled and biased before the softmax
+// (measured: 0.75 of BenchmarkAttention4096's rate).
+func BenchmarkAttentionALiBi4096(b *testing.B) { benchAttention(b, 4096, 1, true) }
+
+func benchAttention(b *testing.B, n, threads int, alibi bool) {
 	r := rand.New(rand.NewPCG(1, 1))
 	heads, kv, hd := 12, 4, 64
 	a := &Attention{Heads: heads, KVHeads: kv, HeadDim: hd, Scale: 0.125}
+	if alibi {
+		a.Slopes = ALiBiSlopes(heads, 8)
+	}
 	q, k, v := randVec(r, n*heads*hd), randVec(r, n*kv*hd), randVec(r, n*kv*hd)
 	out := make([]float32, n*heads*hd)
 	c := NewContext(threads)

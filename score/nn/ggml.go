@@ -211,7 +211,7 @@ func (r *RoPE) ggmlRoPE(c *Context, x []float32, n, heads int) {
 	if mscale0 == 0 {
 		mscale0 = 1
 	}
-	thetaScale := float32(math.Pow(float64(base), float64(float32(-2)/float32(r.Dims))))
+	thetaScale := libcPowf(base, float32(-2)/float32(r.Dims))
 	ext := float32(r.ExtFactor)
 	var low, high float32
 	if ext != 0 {
@@ -305,7 +305,8 @@ const ggmlTileQ, ggmlTileKV = 64, 64
 // ms = expf(M - s), and S = S·ms + vs (vs = expf(s - M) otherwise).
 //
 // A soft-cap divides Scale by it and replaces each scaled score s by
-// cap·tanhf(s) in both (ggmlScale).
+// cap·tanhf(s) in both (ggmlScale). ALiBi adds its bias to each scaled
+// (capped) score in both, a float32 sum (ggmlBias).
 func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
 	if n >= ggmlTileQ {
 		a.ggmlTiled(c, out, q, k, v, n)
@@ -335,8 +336,12 @@ func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
 				if !a.sees(i, j) {
 					continue // a key masked by -inf: ggml skips it
 				}
+				mv, seen := a.ggmlBias(h, i, j)
+				if !seen {
+					continue // -Inf: past float16's range
+				}
 				kj := k[j*ks+g*hd : j*ks+(g+1)*hd]
-				s := capf(float32(dotF16(qh, kj, c.GGMLAVX2)) * scale)
+				s := float32(capf(float32(dotF16(qh, kj, c.GGMLAVX2))*scale)) + mv // two roundings, as ggml's two statements
 				ms, vs := float32(1), float32(1)
 				if s > M {
 					Mold := M
@@ -368,6 +373,21 @@ func (a *Attention) ggmlScale() (float32, func(float32) float32) {
 		return scale, func(s float32) float32 { return s }
 	}
 	return scale / cp, func(s float32) float32 { return cp * float32(math.Tanh(float64(s))) }
+}
+
+// ggmlBias is the ALiBi bias of head h's score of key j for query row i
+// as llama.cpp's flash attention computes it from its F16 mask,
+// Slopes[h]·f16(j − i) in float32 (0 without Slopes), and false where
+// the distance is past float16's range: the mask's -Inf, a key unseen.
+func (a *Attention) ggmlBias(h, i, j int) (float32, bool) {
+	if a.Slopes == nil {
+		return 0, true
+	}
+	d := roundF16(float32(j - i))
+	if math.IsInf(float64(d), -1) {
+		return 0, false
+	}
+	return float32(a.Slopes[h] * d), true
 }
 
 // ggmlFinish applies the head's sink to a query row's output acc, maximum
@@ -464,11 +484,12 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 					tmax := float32(math.Inf(-1))
 					for jj := range T {
 						j := t0 + jj
-						if j > i || j < first || !a.sees(i, j) {
+						mv, seen := a.ggmlBias(h, i, j)
+						if j > i || j < first || !a.sees(i, j) || !seen {
 							pr[jj] = float32(math.Inf(-1))
 							continue
 						}
-						pr[jj] = capf(sc[r*T+jj] * scale)
+						pr[jj] = float32(capf(sc[r*T+jj]*scale)) + mv
 						tmax = max(tmax, pr[jj])
 					}
 					if math.IsInf(float64(tmax), -1) { // Keys left the row no key here

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
@@ -46,8 +47,11 @@ func ggmlTestInputs() *ggmlInputs {
 func (in *ggmlInputs) fa(n int) (q, k, v []float32) { return in.faDim(n, 64) }
 
 // faDim is fa with heads of d.
-func (in *ggmlInputs) faDim(n, d int) (q, k, v []float32) {
-	q, k, v = make([]float32, n*4*d), make([]float32, n*2*d), make([]float32, n*2*d)
+func (in *ggmlInputs) faDim(n, d int) (q, k, v []float32) { return in.faHeads(n, d, 4) }
+
+// faHeads is faDim with h query heads.
+func (in *ggmlInputs) faHeads(n, d, h int) (q, k, v []float32) {
+	q, k, v = make([]float32, n*h*d), make([]float32, n*2*d), make([]float32, n*2*d)
 	for i := range q {
 		q[i] = float32(in.r.NormFloat64())
 	}
@@ -102,6 +106,25 @@ func TestGGMLArithmetic(t *testing.T) {
 		ex[i] = libcExpf(x/3 - 95) // [-95, 5]: both sides of expf's |x| >= 88 branch
 	}
 	check("glibc expf", ex, 0xd0a3648d4f128451)
+
+	// glibc's powf (not correctly rounded: float32(math.Pow) differs on
+	// one of these RoPE θ scales), on RoPE's powf(base, -2/dims) for 13
+	// bases and every even dims to 512, and ggml's ALiBi slopes for 1 to
+	// 160 heads and 4 maximum biases (the hashes of glibc's own results).
+	var pw []float32
+	for _, base := range []float32{10000, 500000, 1e6, 5e6, 1e7, 150000, 40000, 75000, 8e6, 2e5, 1e5, 25000, 50000} {
+		for dims := 2; dims <= 512; dims += 2 {
+			pw = append(pw, libcPowf(base, float32(-2)/float32(dims)))
+		}
+	}
+	check("glibc powf", pw, 0x90c8f7e4c8bbb418)
+	var slopes []float32
+	for _, b := range []float32{8, 16, 4, 12.5} {
+		for h := 1; h <= 160; h++ {
+			slopes = append(slopes, ALiBiSlopes(h, b)...)
+		}
+	}
+	check("ALiBi slopes", slopes, 0x37af5bd416dfe2d6)
 
 	rms := make([]float32, len(in.rmsX))
 	(&RMSNorm{Name: "norm", W: in.rmsW, Eps: 1e-5}).Forward(c, rms, in.rmsX, 16)
@@ -203,11 +226,15 @@ func TestGGMLArithmetic(t *testing.T) {
 	// vector of 16; a sparse mask (DeepSeek's sparse attention), with
 	// tiles of keys some rows do not see at all.
 	for _, f := range ggmlFACases {
-		q, k, v := in.faDim(f.n, f.d)
+		heads := cmp.Or(f.heads, 4)
+		q, k, v := in.faHeads(f.n, f.d, heads)
 		o := make([]float32, len(q))
-		a := &Attention{Heads: 4, KVHeads: 2, HeadDim: f.d, Scale: 0.125, SoftCap: f.cap, GGMLF16: true}
+		a := &Attention{Heads: heads, KVHeads: 2, HeadDim: f.d, Scale: 0.125, SoftCap: f.cap, GGMLF16: true}
 		if f.sparse {
 			a.Keys = sparseKeys(f.n)
+		}
+		if f.maxBias > 0 {
+			a.Slopes = ALiBiSlopes(heads, f.maxBias)
 		}
 		for b, avx2 := range []bool{false, true} {
 			c.GGMLAVX2 = avx2
@@ -236,16 +263,23 @@ func sparseKeys(n int) *KeySet {
 // ggmlFACases are TestGGMLArithmetic's attention cases past its first
 // ones: rows, head size, soft-cap and llama.cpp's hashes (zen4, haswell).
 var ggmlFACases = []struct {
-	n, d   int
-	cap    float64
-	sparse bool // sparseKeys' mask
-	want   [2]uint64
+	n, d    int
+	cap     float64
+	sparse  bool    // sparseKeys' mask
+	heads   int     // query heads (2 KV heads); 0: 4
+	maxBias float32 // > 0: ALiBi's slopes for heads (ALiBiSlopes)
+	want    [2]uint64
 }{
-	{20, 64, 2, false, [2]uint64{0x87e7c8aa89867372, 0xf52cfc8c1a0de1fd}},
-	{100, 64, 2, false, [2]uint64{0x6c234f2f4fe03ea6, 0x58a480ff7fe9b1b4}},
-	{100, 24, 0, false, [2]uint64{0x90a008050af38af8, 0x90653cd43c9f0aa3}},
-	{20, 64, 0, true, [2]uint64{0xcd7337138ed93e10, 0x6e611eb331a41ad4}},
-	{150, 64, 0, true, [2]uint64{0x6d79da584381aae2, 0x2e220adbd47e3893}},
+	{20, 64, 2, false, 0, 0, [2]uint64{0x87e7c8aa89867372, 0xf52cfc8c1a0de1fd}},
+	{100, 64, 2, false, 0, 0, [2]uint64{0x6c234f2f4fe03ea6, 0x58a480ff7fe9b1b4}},
+	{100, 24, 0, false, 0, 0, [2]uint64{0x90a008050af38af8, 0x90653cd43c9f0aa3}},
+	{20, 64, 0, true, 0, 0, [2]uint64{0xcd7337138ed93e10, 0x6e611eb331a41ad4}},
+	{150, 64, 0, true, 0, 0, [2]uint64{0x6d79da584381aae2, 0x2e220adbd47e3893}},
+	// ALiBi (6 heads: 4 with m0's powers, 2 with m1's), in both kernels,
+	// and over 2100 rows, whose distances past 2048 the F16 mask rounds.
+	{20, 64, 0, false, 6, 8, [2]uint64{0xab543cb5150d937e, 0xe88d5055acdebc09}},
+	{100, 64, 0, false, 6, 8, [2]uint64{0x8693a3f5f4d407a6, 0xbbba4fd5b78da40}},
+	{2100, 16, 0, false, 6, 8, [2]uint64{0x9f905ffc25bd62f0, 0x94b73b2fbd9ed166}},
 }
 
 // productHash multiplies l by n rows of rand.NewSource(1) normal values,

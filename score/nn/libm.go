@@ -155,17 +155,23 @@ func libcExpf(x float32) float32 {
 			return 0
 		}
 	}
-	z := invLn2N * xd
+	return exp2Tail(invLn2N*xd, shift, [3]float64{c0, c1, c2})
+}
+
+// exp2Tail is the tail glibc's expf and powf share (N = 32): k, z rounded
+// to a step by adding shift (0x1.8p52: steps of 1, expf's z = x·N/ln 2;
+// 0x1.8p52/N: steps of 1/N, powf's y·log2 x), 2^(k/N) from exp2fTab, times
+// the polynomial c of the remainder (fused as glibc's FMA build), rounded
+// to float32.
+func exp2Tail(z, shift float64, c [3]float64) float32 {
 	kd := z + shift
 	ki := math.Float64bits(kd)
 	kd -= shift
 	r := z - kd
-	t := exp2fTab[ki%32] + ki<<(52-5)
-	s := math.Float64frombits(t)
-	zz := math.FMA(c0, r, c1)
-	r2 := r * r
-	y := math.FMA(c2, r, 1)
-	y = math.FMA(zz, r2, y)
+	s := math.Float64frombits(exp2fTab[ki%32] + ki<<(52-5))
+	zz := math.FMA(c[0], r, c[1])
+	y := math.FMA(c[2], r, 1)
+	y = math.FMA(zz, r*r, y)
 	return float32(y * s)
 }
 
@@ -217,4 +223,55 @@ func LibcLogf(x float32) float32 {
 	y = math.FMA(logfPoly[0], r2, y)
 	y = math.FMA(y, r2, y0+r)
 	return float32(y)
+}
+
+// powfLog2Tab and powfLog2Poly are glibc's __powf_log2_data (ARM's
+// optimized routines): per subinterval 1/c and log2(c), and the log1p/ln2
+// polynomial.
+var powfLog2Tab = [16][2]float64{
+	{0x1.661ec79f8f3bep+0, -0x1.efec65b963019p-2}, {0x1.571ed4aaf883dp+0, -0x1.b0b6832d4fca4p-2},
+	{0x1.49539f0f010bp+0, -0x1.7418b0a1fb77bp-2}, {0x1.3c995b0b80385p+0, -0x1.39de91a6dcf7bp-2},
+	{0x1.30d190c8864a5p+0, -0x1.01d9bf3f2b631p-2}, {0x1.25e227b0b8eap+0, -0x1.97c1d1b3b7afp-3},
+	{0x1.1bb4a4a1a343fp+0, -0x1.2f9e393af3c9fp-3}, {0x1.12358f08ae5bap+0, -0x1.960cbbf788d5cp-4},
+	{0x1.0953f419900a7p+0, -0x1.a6f9db6475fcep-5}, {0x1p+0, 0x0p+0},
+	{0x1.e608cfd9a47acp-1, 0x1.338ca9f24f53dp-4}, {0x1.ca4b31f026aap-1, 0x1.476a9543891bap-3},
+	{0x1.b2036576afce6p-1, 0x1.e840b4ac4e4d2p-3}, {0x1.9c2d163a1aa2dp-1, 0x1.40645f0c6651cp-2},
+	{0x1.886e6037841edp-1, 0x1.88e9c2c1b9ff8p-2}, {0x1.767dcf5534862p-1, 0x1.ce0a44eb17bccp-2},
+}
+
+var powfLog2Poly = [5]float64{0x1.27616c9496e0bp-2, -0x1.71969a075c67ap-2, 0x1.ec70a6ca7baddp-2, -0x1.7154748bef6c8p-1, 0x1.71547652ab82bp0}
+
+// libcPowf is glibc's powf (ARM's optimized routines, FMA build) for a
+// positive normal x and a finite y, the arguments llama.cpp gives it (RoPE's
+// θ scale, ALiBi's slopes): log2(x) by table and polynomial, times y, then
+// 2^(y·log2 x) as libcExpf's tail. Not correctly rounded (0.82 ulp), and
+// float32(math.Pow(x, y)) differs from it on some arguments.
+func libcPowf(x, y float32) float32 {
+	const off = 0x3f330000
+	ix := math.Float32bits(x)
+	if y == 0 || ix == 0x3f800000 {
+		return 1
+	}
+	tmp := ix - off
+	i := tmp >> (23 - 4) % 16
+	top := tmp & 0xff800000
+	k := int32(top) >> 23
+	z := float64(math.Float32frombits(ix - top))
+	a := &powfLog2Poly
+	r := math.FMA(z, powfLog2Tab[i][0], -1)
+	y0 := powfLog2Tab[i][1] + float64(k)
+	r2 := r * r
+	p0 := math.FMA(a[0], r, a[1])
+	p := math.FMA(a[2], r, a[3])
+	r4 := r2 * r2
+	q := math.FMA(a[4], r, y0)
+	q = math.FMA(p, r2, q)
+	ylogx := float64(y) * math.FMA(p0, r4, q)
+	switch {
+	case ylogx > 0x1.fffffffd1d571p+6:
+		return float32(math.Inf(1))
+	case ylogx <= -150:
+		return 0
+	}
+	return exp2Tail(ylogx, 0x1.8p+52/32, [3]float64{0x1.c6af84b912394p-5, 0x1.ebfce50fac4f3p-3, 0x1.62e42ff0c52d6p-1})
 }

@@ -337,7 +337,7 @@ func TestRMSNormLevels(t *testing.T) {
 // a 64-key block, of one key, wider than the sequence), sinks (small,
 // and large enough to take most of the mass) and soft-caps (that bite,
 // alone and with a window) in the flash path and the
-// plain one against the float64 definition, at every level and thread
+// plain one against the float64 definition, with ALiBi's slopes too, at every level and thread
 // count, the fast path bit-identical across them.
 func TestAttentionWindowSinks(t *testing.T) {
 	r := rand.New(rand.NewPCG(9, 10))
@@ -346,12 +346,15 @@ func TestAttentionWindowSinks(t *testing.T) {
 		sinks                         float64 // scale of the sinks; 0 for none
 		cap                           float64 // soft-cap; 0 for none
 		sparse                        bool    // sparseKeys' key sets
+		alibi                         float32 // ALiBi's maximum bias; 0 for none
 	}{
-		{150, 4, 2, 16, 32, 0, 0, false}, {150, 4, 2, 16, 1, 0, 0, false}, {200, 2, 1, 32, 64, 0, 0, false}, {200, 2, 1, 32, 65, 0, 0, false},
-		{130, 12, 4, 64, 100, 0, 0, false}, {40, 4, 2, 16, 500, 0, 0, false}, {150, 4, 2, 16, 0, 1, 0, false}, {150, 4, 2, 16, 0, 8, 0, false},
-		{150, 8, 2, 16, 32, 2, 0, false}, {90, 3, 1, 8, 20, 1, 0, false},
-		{150, 4, 2, 16, 0, 0, 2, false}, {150, 4, 2, 32, 40, 0, 2, false}, {90, 3, 1, 8, 20, 1, 1.5, false},
-		{150, 4, 2, 16, 0, 0, 0, true}, {200, 2, 1, 32, 100, 0, 0, true}, {150, 8, 2, 16, 0, 2, 2, true}, {90, 3, 1, 8, 0, 1, 0, true},
+		{150, 4, 2, 16, 32, 0, 0, false, 0}, {150, 4, 2, 16, 1, 0, 0, false, 0}, {200, 2, 1, 32, 64, 0, 0, false, 0}, {200, 2, 1, 32, 65, 0, 0, false, 0},
+		{130, 12, 4, 64, 100, 0, 0, false, 0}, {40, 4, 2, 16, 500, 0, 0, false, 0}, {150, 4, 2, 16, 0, 1, 0, false, 0}, {150, 4, 2, 16, 0, 8, 0, false, 0},
+		{150, 8, 2, 16, 32, 2, 0, false, 0}, {90, 3, 1, 8, 20, 1, 0, false, 0},
+		{150, 4, 2, 16, 0, 0, 2, false, 0}, {150, 4, 2, 32, 40, 0, 2, false, 0}, {90, 3, 1, 8, 20, 1, 1.5, false, 0},
+		{150, 4, 2, 16, 0, 0, 0, true, 0}, {200, 2, 1, 32, 100, 0, 0, true, 0}, {150, 8, 2, 16, 0, 2, 2, true, 0}, {90, 3, 1, 8, 0, 1, 0, true, 0},
+		{150, 4, 2, 16, 0, 0, 0, false, 8}, {130, 12, 4, 64, 100, 0, 0, false, 8}, {200, 6, 2, 32, 0, 0, 0, false, 16},
+		{90, 3, 1, 8, 20, 1, 1.5, false, 8}, {150, 8, 2, 16, 0, 2, 2, true, 4},
 	} {
 		var sinks []float32
 		if tc.sinks != 0 {
@@ -364,6 +367,9 @@ func TestAttentionWindowSinks(t *testing.T) {
 		a := &Attention{Heads: tc.heads, KVHeads: tc.kvHeads, HeadDim: tc.hd, Scale: scale, Window: tc.window, Sinks: sinks, SoftCap: tc.cap}
 		if tc.sparse {
 			a.Keys = sparseKeys(tc.n)
+		}
+		if tc.alibi > 0 {
+			a.Slopes = ALiBiSlopes(tc.heads, tc.alibi)
 		}
 		if err := a.Validate(); err != nil {
 			t.Fatal(err)

@@ -8,7 +8,7 @@
 #   chroot SID python3 /tmp/gx/ggml_ops.py OP ARGS...
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
-# OPs: rms EPS | swiglu | geglu | gelu | swiglu-oai | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE [FREQ_SCALE EXT ATTN BETA_FAST BETA_SLOW N_CTX_ORIG] | fa N H HKV D SCALE [CAP [SPARSE]] |
+# OPs: rms EPS | swiglu | geglu | gelu | swiglu-oai | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE [FREQ_SCALE EXT ATTN BETA_FAST BETA_SLOW N_CTX_ORIG] | fa N H HKV D SCALE [CAP [SPARSE [MAX_BIAS]]] |
 # trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N | gdn N HK HV S EPS |
 # route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N | topk N K.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
@@ -71,9 +71,11 @@ elif op == "rope":  # x (n, heads, hd), mode, base; YaRN: freq scale, ext factor
     tx = new(F32, [hd, heads, n]); put(tx, x); tp = new(I32, [n]); put(tp, np.arange(n, dtype=np.int32))
     o = base.ggml_rope_ext(ctx, tx, tp, None, hd, mode, orig, fb, fs, ext, attn, bf, bs); run(o)
     get(o).tofile(d + "out.bin")
-elif op == "fa":  # q (n, H, D) f32, k, v (n, HKV, D) f16 bits, scale, optional soft-cap; SPARSE 1: sparseKeep's keys only
+elif op == "fa":  # q (n, H, D) f32, k, v (n, HKV, D) f16 bits, scale, optional soft-cap; SPARSE 1: sparseKeep's keys only;
+    # MAX_BIAS > 0: ALiBi, the mask holding -(i - j) as llama.cpp's KV cache writes it
     n, H, HKV, D = map(int, sys.argv[2:6]); scale = float(sys.argv[6]); cap = float(sys.argv[7]) if len(sys.argv) > 7 else 0.0
     sparse = len(sys.argv) > 8 and sys.argv[8] == "1"
+    max_bias = float(sys.argv[9]) if len(sys.argv) > 9 else 0.0
     q = np.fromfile(d + "q.bin", np.float32).reshape(n, H, D)
     k = np.fromfile(d + "k.bin", np.float16).reshape(n, HKV, D)
     v = np.fromfile(d + "v.bin", np.float16).reshape(n, HKV, D)
@@ -82,13 +84,13 @@ elif op == "fa":  # q (n, H, D) f32, k, v (n, HKV, D) f16 bits, scale, optional 
     tv = new(F16, [D, n, HKV]); put(tv, v.transpose(1, 0, 2))
     npad = (n + 63) // 64 * 64
     m = np.full((npad, n), -np.inf, np.float16)
-    for i in range(n): m[i, :i + 1] = 0
+    for i in range(n): m[i, :i + 1] = -(i - np.arange(i + 1)) if max_bias > 0 else 0
     if sparse:  # nn's sparseKeep: a pattern of holes, and keys [64, 128) hidden from rows 80 on
         for i in range(n):
             for j in range(i):
                 if (i * 7 + j * 3) % 5 == 0 or (i >= 80 and 64 <= j < 128): m[i, j] = -np.inf
     tm = new(F16, [n, npad]); put(tm, m)
-    o = base.ggml_flash_attn_ext(ctx, tq, tk, tv, tm, scale, 0.0, cap); run(o)
+    o = base.ggml_flash_attn_ext(ctx, tq, tk, tv, tm, scale, max_bias, cap); run(o)
     get(o).tofile(d + "out.bin")  # (n, H, D)
 elif op == "gelu":  # x
     x = np.fromfile(d + "x.bin", np.float32); tx = new(F32, [len(x)]); put(tx, x)
