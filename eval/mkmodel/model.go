@@ -177,7 +177,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 				}
 			}
 			add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", res*invSqrt(q)))
-			if c.Arch == "phimoe" || c.geluMLP() || c.Arch == "jais" {
+			if c.Arch == "phimoe" || c.geluMLP() || c.Arch == "jais" || c.Arch == "jais2" || c.Arch == "pangu-embedded" {
 				add(p+"attn_output.bias", []uint64{e}, i, c.normal(p+"attn_output.bias", 0.1))
 			}
 			if c.Arch == "granite_swa" { // an attention sink per head
@@ -242,18 +242,18 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			}
 			continue
 		}
-		if c.Arch != "arcee" && c.Arch != "apertus" && !c.geluMLP() && c.Arch != "falcon" && c.Arch != "nemotron" && c.Arch != "mpt" { // their MLPs are ungated
+		if c.Arch != "arcee" && c.Arch != "apertus" && !c.geluMLP() && c.Arch != "falcon" && c.Arch != "nemotron" && c.Arch != "mpt" && c.Arch != "jais2" { // their MLPs are ungated
 			add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", invSqrt(e)))
 			if c.Arch == "jais" {
 				add(p+"ffn_gate.bias", []uint64{ff}, i, c.normal(p+"ffn_gate.bias", 0.1))
 			}
 		}
 		add(p+"ffn_up.weight", []uint64{e, ff}, i, c.normal(p+"ffn_up.weight", invSqrt(e)))
-		if c.geluMLP() || c.Arch == "jais" { // GELU of a biased up, Jais's biased SwiGLU
+		if c.geluMLP() || c.Arch == "jais" || c.Arch == "jais2" { // GELU of a biased up, Jais's biased SwiGLU, Jais 2's ReLU²
 			add(p+"ffn_up.bias", []uint64{ff}, i, c.normal(p+"ffn_up.bias", 0.1))
 		}
 		add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*invSqrt(ff)))
-		if c.geluMLP() || c.Arch == "jais" {
+		if c.geluMLP() || c.Arch == "jais" || c.Arch == "jais2" {
 			add(p+"ffn_down.bias", []uint64{e}, i, c.normal(p+"ffn_down.bias", 0.1))
 		}
 		if post {
@@ -402,7 +402,7 @@ func Write(path string, c *Config) error {
 		w.Add("xielu.beta", beta)
 		w.Add("xielu.eps", eps)
 	}
-	if a == "orion" || a == "stablelm" || c.geluMLP() || a == "falcon" || a == "nemotron" || a == "olmo" || a == "dbrx" || a == "mpt" || a == "jais" { // their LayerNorms' epsilon
+	if a == "orion" || a == "stablelm" || c.geluMLP() || a == "falcon" || a == "nemotron" || a == "olmo" || a == "dbrx" || a == "mpt" || a == "jais" || a == "jais2" { // their LayerNorms' epsilon
 		w.Add(a+".attention.layer_norm_epsilon", float32(1e-5))
 	}
 	if a == "mpt" || a == "jais" { // ALiBi's maximum bias (bloom's and refact's is llama.cpp's fixed 8)

@@ -73,7 +73,7 @@ func (s Shape) checkMoE() error {
 // (HeadDim values) or over whole rows; none for other architectures.
 func (s Shape) qkNorms() (perHead, rows bool) {
 	switch s.Arch {
-	case "qwen3", "qwen3moe", "exaone4", "dots1", "hunyuan-moe", "bailingmoe2", "hunyuan-dense", "afmoe", "apertus", "exaone-moe", "mellum":
+	case "qwen3", "qwen3moe", "exaone4", "dots1", "hunyuan-moe", "bailingmoe2", "hunyuan-dense", "afmoe", "apertus", "exaone-moe", "mellum", "maincoder":
 		return true, false
 	case "olmo2", "minimax-m2", "olmoe":
 		return false, true
@@ -93,7 +93,7 @@ func (s Shape) selBias() bool {
 
 // qkvBias reports q, k and v biases in the generic layer.
 func (s Shape) qkvBias() bool {
-	return s.Arch == "qwen2" || s.Arch == "seed_oss" || s.Arch == "qwen2moe" || s.Arch == "phimoe" || s.Arch == "stablelm" || s.geluMLP()
+	return s.Arch == "qwen2" || s.Arch == "seed_oss" || s.Arch == "qwen2moe" || s.Arch == "phimoe" || s.Arch == "stablelm" || s.geluMLP() || s.Arch == "jais2" || s.Arch == "pangu-embedded"
 }
 
 // moeKeys writes the metadata of the mixtures above.

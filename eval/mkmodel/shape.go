@@ -81,7 +81,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -280,6 +280,12 @@ func (s Shape) Params() int64 {
 		block -= e * int64(s.FFN)
 	case "jais": // q, k, v and output biases, the norms' biases, the MLP's three biases
 		block += q + 2*kv + e + 2*e + 2*int64(s.FFN) + e
+	case "jais2": // nemotron's with q, k, v, output and MLP biases
+		block += 2*e - e*int64(s.FFN) + q + 2*kv + e + int64(s.FFN) + e
+	case "maincoder": // per-head q and k norms
+		block += 2 * int64(s.HeadDim)
+	case "pangu-embedded": // q, k, v and output biases
+		block += q + 2*kv + e
 	case "nemotron": // the norms' biases; an ungated MLP
 		block += 2*e - e*int64(s.FFN)
 	case "falcon": // the attention norm's bias, no FFN norm; an ungated MLP
@@ -358,7 +364,7 @@ func (s Shape) Params() int64 {
 			n += int64(s.Vocab)
 		}
 	}
-	if s.Arch == "orion" || s.Arch == "stablelm" || s.Arch == "starcoder2" || s.Arch == "gptneox" || s.Arch == "falcon" || s.Arch == "gpt2" || s.Arch == "nemotron" || s.Arch == "bloom" || s.Arch == "jais" { // the output norm's bias
+	if s.Arch == "orion" || s.Arch == "stablelm" || s.Arch == "starcoder2" || s.Arch == "gptneox" || s.Arch == "falcon" || s.Arch == "gpt2" || s.Arch == "nemotron" || s.Arch == "bloom" || s.Arch == "jais" || s.Arch == "jais2" { // the output norm's bias
 		n += e
 	}
 	if s.Arch == "bloom" { // the embeddings' LayerNorm

@@ -383,7 +383,8 @@ func TestEndToEndWideHeads(t *testing.T) {
 // starcoder2, phi2, gptneox, falcon and gpt2 (the ungated GELU; gpt2's
 // learned positions); nemotron; chatglm; olmo; dbrx; bailingmoe;
 // granite_swa (sinks); mellum; baichuan (32 layers; 40, ALiBi); bloom,
-// mpt, refact and jais (ALiBi: the attention kernels' slopes);
+// mpt, refact and jais (ALiBi: the attention kernels' slopes); jais2;
+// maincoder; pangu-embedded;
 // gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
@@ -481,6 +482,13 @@ func TestEndToEndGenerated(t *testing.T) {
 		{"refact", func(s *mkmodel.Shape) { alibiShape(s); s.KVHeads = 2 }, 0.035, 0.0065, 0.0001, ""},
 		{"jais", alibiShape, 0.013, 0.003, 0.00025, ""},
 		{"baichuan", func(s *mkmodel.Shape) { s.Layers, s.Embd, s.Heads, s.KVHeads, s.HeadDim, s.FFN = 40, 96, 6, 6, 16, 128 }, 0.12, 0.022, 0.0014, ""},
+		// Jais 2 (LayerNorms, ReLU², every bias), Maincoder (q/k norms
+		// after RoPE), openPangu-Embedded (biases). Emulation: max 0.0068,
+		// 0.0078, 0.0063, mean 0.0014, 0.0011, 0.0015, PPL ratio 0.99985,
+		// 1.00013, 0.99990.
+		{"jais2", nil, 0.014, 0.003, 0.0003, ""},
+		{"maincoder", nil, 0.016, 0.0025, 0.00025, ""},
+		{"pangu-embedded", nil, 0.013, 0.003, 0.0002, ""},
 		// OLMo 3: 3 layers of 4 sliding over 40 keys with plain RoPE, the
 		// fourth with YaRN (factor 8), whose cos and sin times 1.46 (the
 		// file's attn_factor and YaRN's own) make its scores 2.1 times as

@@ -286,7 +286,11 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // mpt (LayerNorms without biases, an ungated GELU MLP; without ALiBi's
 // key, clamped, with learned positions: TestALiBiVariants), refact
 // (llama's block), jais (biased SwiGLU, scores by 1/head) and baichuan at
-// the 13B's 40 layers (24 windows each, both builds: none off).
+// the 13B's 40 layers (24 windows each, both builds: none off); jais2
+// (nemotron's block with every bias, NeoX RoPE), maincoder (q/k norms per
+// head after RoPE) and pangu-embedded (NeoX RoPE, biases; without q's:
+// TestPanguBiases) (24 windows each, both builds, untied and tied: none
+// off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -473,6 +477,12 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1558.3375375, -809.3573802, -802.3323941, -798.4611227}},
 		{"baichuan-13b", "baichuan", "", baichuan13B, "", "6f87c6d254bb5032d6ecac1edb002edac7436fff003f5f503e03a7df3cc41f20",
 			[]float64{-1571.2196597, -782.6601594, -784.5744508, -795.5641049}},
+		{"jais2", "jais2", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "e37f1fcf4ad0639ca4a3a2f9fb358e2c1a14145ffd584dd2c114d2e38933ff42",
+			[]float64{-1619.1267496, -812.4410039, -796.8622866, -787.5387758}},
+		{"maincoder", "maincoder", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "70b0311887ec368ace86bbe0e5681ed0cf4a4476fa8ca32f569b1c1a4a75d29f",
+			[]float64{-1642.8981456, -795.1099540, -795.2629844, -771.2234204}},
+		{"pangu-embedded", "pangu-embedded", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "c7a48ee66a8ab785bff3816f4295dccd5a88e763d1214e3871157e584229b220",
+			[]float64{-1627.9381881, -811.8889264, -798.3202378, -769.1016480}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -766,6 +776,28 @@ func TestALiBiVariants(t *testing.T) {
 			t.Errorf("%s: got %v, want %q", tn, err, want)
 		}
 	}
+}
+
+// TestPanguBiases: pangu-embedded's q, k and v biases are optional in
+// llama.cpp 0.7.0 and attn_output's required: a file without blk.1's q
+// bias against llama.cpp's sums on the same bytes (24 windows in both
+// builds: none off; here the first 4), and one without its output bias
+// refused, as llama.cpp refuses it; maincoder's q norm and jais2's MLP
+// biases are required, as in llama.cpp.
+func TestPanguBiases(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	four := func(s *mkmodel.Shape) { s.Layers = 4 }
+	src := genModel(t, dir, "pangu-embedded", four)
+	p := rewriteFile(t, src, nil, nil, "blk.1.attn_q.bias")
+	checkSHA(t, p, "d07a0379c3ddd041b17ee7e202b82eda8abef57d822c56455f2b24550b0f5556")
+	generatedScores(t, p, golden.Header.Tokens, []float64{-1629.0119168, -812.0129769, -798.6145682, -768.6315984})
+	checkRefusals(t, src, []refusal{{"no output bias", nil, []string{"blk.1.attn_output.bias"}, "missing tensor blk.1.attn_output.bias"}})
+	checkRefusals(t, genModel(t, dir, "maincoder", four), []refusal{{"no q norm", nil, []string{"blk.1.attn_q_norm.weight"}, "missing tensor blk.1.attn_q_norm.weight"}})
+	checkRefusals(t, genModel(t, dir, "jais2", four), []refusal{{"no up bias", nil, []string{"blk.1.ffn_up.bias"}, "missing tensor blk.1.ffn_up.bias"}})
 }
 
 // baichuan7B is Baichuan 2 7B's depth, 32 layers, which alone has RoPE in

@@ -36,6 +36,9 @@ func init() {
 	Register("falcon", newFalcon)
 	Register("gpt2", newGPT2)
 	Register("nemotron", newNemotron)
+	Register("jais2", newJais2)
+	Register("maincoder", newMaincoder)
+	Register("pangu-embedded", newPanguEmbedded)
 	Register("olmo", newOLMo)
 	Register("dbrx", newDBRX)
 	Register("bailingmoe", newBailingMoE)
@@ -440,6 +443,42 @@ func newNemotron(l *Loader) Network {
 		ly.ffnNormB = l.Vector(p+"ffn_norm.bias", l.HP.Embd)
 		return ly
 	})
+}
+
+// jais2: Jais 2, as llama.cpp 0.7.0 runs it: nemotron's block (LayerNorms
+// with biases, an ungated ReLU² MLP) with every bias required, q, k and v
+// apart with theirs; NeoX RoPE over the whole head.
+func newJais2(l *Loader) Network {
+	eps := l.layerNormEps()
+	if eps == 0 {
+		return nil
+	}
+	return l.lnLayers(ml.ReLUSqr, true, l.baseDecoder(true), eps, func(p string) decoderLayer {
+		ly := l.preNormLayer(p, "ffn_norm")
+		ly.ffnNormB = l.Vector(p+"ffn_norm.bias", l.HP.Embd)
+		l.needBias(ly.q, ly.k, ly.v)
+		return ly
+	})
+}
+
+// pangu-embedded: openPangu-Embedded (1B, 7B), as llama.cpp 0.7.0 runs
+// it: llama's block with NeoX RoPE and a bias on attn_output (required),
+// on q, k, v, the MLP's matrices and the output where the file has them.
+func newPanguEmbedded(l *Loader) Network {
+	d := newDecoder(l, decoderOpts{neox: true})
+	for i := range d.layers {
+		l.needBias(d.layers[i].o)
+	}
+	return d
+}
+
+// maincoder: Maincoder, as llama.cpp 0.7.0 runs it: llama's block
+// (adjacent-pair RoPE) with q and k RMS-normed per head after RoPE
+// (attn_q_norm, attn_k_norm) and attn_output's bias where the file has one.
+func newMaincoder(l *Loader) Network {
+	d := newDecoder(l, decoderOpts{qkNorm: true})
+	d.qkNormAfterRoPE = true
+	return d
 }
 
 // olmo: AI2's OLMo (1B, 7B, 7B-Twin-2T), as llama.cpp 0.7.0 runs it:
