@@ -143,6 +143,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.deciLayer(add, i)
 			continue
 		}
+		if c.mimo2() {
+			c.mimo2Layer(add, i)
+			continue
+		}
 		if c.fused() {
 			c.fusedLayer(add, i)
 			continue
@@ -324,14 +328,14 @@ func Write(path string, c *Config) error {
 	if !c.nemotron() && !c.gemma3n() && !c.deci() { // per layer (mambaKeys, gemma3nKeys, deciKeys)
 		w.Add(a+".feed_forward_length", uint32(c.FFN))
 	}
-	if !c.deci() {
+	if !c.deci() && !c.mimo2() {
 		w.Add(a+".attention.head_count", uint32(c.Heads))
 	}
-	if !c.mamba() && !c.lfm2() && !c.deci() { // per layer (mambaKeys, lfm2Keys, deciKeys)
+	if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys)
 		w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))
 	}
 	w.Add(a+".attention.key_length", uint32(c.HeadDim))
-	w.Add(a+".attention.value_length", uint32(c.HeadDim))
+	w.Add(a+".attention.value_length", uint32(c.valueDim()))
 	w.Add(a+".rope.freq_base", float32(c.RopeBase))
 	w.Add(a+".attention.layer_norm_rms_epsilon", float32(c.Eps))
 	if a == "llama4" {
@@ -357,14 +361,17 @@ func Write(path string, c *Config) error {
 	if c.deci() {
 		c.deciKeys(w)
 	}
+	if c.mimo2() {
+		c.mimo2Keys(w)
+	}
 	if c.gemma3n() {
 		c.gemma3nKeys(w)
 	} else if c.Window > 0 {
 		w.Add(a+".attention.sliding_window", uint32(c.Window))
-		if a == "mellum" { // its sliding layers' own base
+		if a == "mellum" || a == "mimo2" { // their sliding layers' own base
 			w.Add(a+".rope.freq_base_swa", float32(c.RopeBase/2))
 		}
-		if a == "olmo2" || a == "granite_swa" || a == "mellum" { // the converter's flags for OLMo 3's layer_types
+		if a == "olmo2" || a == "granite_swa" || a == "mellum" || a == "mimo2" { // the converter's flags for OLMo 3's layer_types
 			slides := make([]bool, c.Layers)
 			for i := range slides {
 				slides[i] = (i+1)%4 != 0

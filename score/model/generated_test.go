@@ -290,7 +290,9 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // (nemotron's block with every bias, NeoX RoPE), maincoder (q/k norms per
 // head after RoPE) and pangu-embedded (NeoX RoPE, biases; without q's:
 // TestPanguBiases) (24 windows each, both builds, untied and tied: none
-// off).
+// off); mimo2 (narrow values padded, per-layer KV heads, sliding layers
+// with sinks and their own base, a value scale, sigmoid-routed experts;
+// variants: TestMiMo2Keys) (24 windows, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -483,6 +485,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1642.8981456, -795.1099540, -795.2629844, -771.2234204}},
 		{"pangu-embedded", "pangu-embedded", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "c7a48ee66a8ab785bff3816f4295dccd5a88e763d1214e3871157e584229b220",
 			[]float64{-1627.9381881, -811.8889264, -798.3202378, -769.1016480}},
+		{"mimo2", "mimo2", "", mimo2Shape, "", "8006fd46e84207ba8b98157ab3c7f6094f2d0404863462a213e9600bf75494cc",
+			[]float64{-1602.8364877, -787.2228912, -801.2911570, -763.9609880}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -776,6 +780,55 @@ func TestALiBiVariants(t *testing.T) {
 			t.Errorf("%s: got %v, want %q", tn, err, want)
 		}
 	}
+}
+
+// mimo2Shape is MiMo-V2-Flash's layout in 4 layers: keys of 48, values of
+// 32, RoPE over 16; 3 sliding layers of 4 over 40 keys with sinks and
+// twice the KV heads; a dense first layer, then 8 experts, 2 used.
+func mimo2Shape(s *mkmodel.Shape) {
+	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.HeadDim, s.Window = 4, 1, 8, 2, 64, 48, 40
+}
+
+// TestMiMo2Keys: mimo2 without attention.value_scale and
+// rope.freq_base_swa, and with expert_weights_scale 2.5, softmax gating
+// and expert_weights_norm false, which llama.cpp 0.7.0's mimo2 does not
+// read (the same sums as without them), on genModel's files, against
+// llama.cpp's sums on the same bytes (24 windows in both builds: none off;
+// here the first 4); a pattern that is not an array, and a file without
+// the window, refused, as llama.cpp refuses them.
+func TestMiMo2Keys(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "mimo2", mimo2Shape)
+	for _, c := range []struct {
+		name, sha256 string
+		set          map[string]any
+		sums         []float64
+	}{
+		{"no value scale or SWA base", "0a04a693be9cfd3f6ab7aad82be42d1c6125213845211523e99e8603662541cc",
+			map[string]any{"mimo2.attention.value_scale": nil, "mimo2.rope.freq_base_swa": nil},
+			[]float64{-1596.2222109, -780.5253286, -801.5339793, -767.7455942}},
+		{"keys llama.cpp does not read", "",
+			map[string]any{"mimo2.expert_weights_scale": float32(2.5), "mimo2.expert_gating_func": uint32(1), "mimo2.expert_weights_norm": false},
+			[]float64{-1602.8364877, -787.2228912, -801.2911570, -763.9609880}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := rewriteFile(t, src, c.set, nil)
+			if c.sha256 != "" {
+				checkSHA(t, p, c.sha256)
+			}
+			generatedScores(t, p, golden.Header.Tokens, c.sums)
+		})
+	}
+	checkRefusals(t, src, []refusal{
+		{"a period", map[string]any{"mimo2.attention.sliding_window_pattern": uint32(2)}, nil,
+			"metadata mimo2.attention.sliding_window_pattern: want an array of 4 flags (one per layer)"},
+		{"no window", map[string]any{"mimo2.attention.sliding_window": nil}, nil, "missing metadata mimo2.attention.sliding_window"},
+		{"tied", nil, []string{"output.weight"}, "missing tensor output.weight"},
+	})
 }
 
 // TestPanguBiases: pangu-embedded's q, k and v biases are optional in

@@ -217,7 +217,7 @@ func readHParams(f *gguf.File, arch string) (HParams, error) {
 	if hp.KVHeads <= 0 || hp.HeadDim <= 0 || hp.Heads%hp.KVHeads != 0 {
 		return hp, fmt.Errorf("bad attention shape: %d heads, %d KV heads, head size %d", hp.Heads, hp.KVHeads, hp.HeadDim)
 	}
-	if hp.ValueDim != hp.HeadDim && !LatentArch(arch) { // MLA reads its own head sizes (deepseek2.go)
+	if hp.ValueDim != hp.HeadDim && !LatentArch(arch) && arch != "mimo2" { // MLA reads its own head sizes (deepseek2.go), mimo2 pads its values (mimo2.go)
 		return hp, fmt.Errorf("value head size %d differs from key head size %d: not supported", hp.ValueDim, hp.HeadDim)
 	}
 	if !(hp.Eps > 0) {
@@ -257,7 +257,7 @@ func blockTensors(f *gguf.File) int {
 // perLayerArchs are the architectures whose files may give
 // feed_forward_length and the head counts per layer (arrays of block_count
 // values); they read each layer's with meta.layerInts.
-var perLayerArchs = map[string]bool{"gemma4": true, "gemma3n": true, "deci": true, "granitehybrid": true, "nemotron_h": true, "nemotron_h_moe": true, "lfm2": true, "lfm2moe": true, "falcon-h1": true}
+var perLayerArchs = map[string]bool{"gemma4": true, "gemma3n": true, "deci": true, "granitehybrid": true, "nemotron_h": true, "nemotron_h_moe": true, "lfm2": true, "lfm2moe": true, "falcon-h1": true, "mimo2": true}
 
 // maxInt reads an integer key as int does, or, for an architecture of
 // perLayerArchs, the largest value of a per-layer array.

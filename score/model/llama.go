@@ -89,6 +89,9 @@ type decoder struct {
 	// LayerNorms of this epsilon over each head, with weights of every
 	// head (Command R+'s attn_q_norm and attn_k_norm; ml.LayerNormer).
 	qkLayerNorm float64
+	// attnOutScale, when not 0, multiplies each attention output after
+	// attn_output (mimo2's attention.value_scale).
+	attnOutScale float64
 	// clampQKV, when above 0, clamps q, k and v to [-clampQKV, clampQKV]
 	// before anything else touches them (olmo's attention.clamp_kqv).
 	clampQKV float64
@@ -161,6 +164,10 @@ type decoderLayer struct {
 	// parallel, when set, runs the FFN beside the attention on the layer's
 	// input x, in one of the orders of llama.cpp's parallel blocks.
 	parallel parallelKind
+	// vCols, when set, are the columns of the attention's output that
+	// attn_output reads (value heads narrower than the key heads, padded:
+	// mimo2; gatherDecoder).
+	vCols []int
 	// mixer, when set, is the layer's mixer instead of attention (the
 	// Mamba-2 layers of granitehybrid and nemotron_h, LFM2's short
 	// convolutions; q, k, v and o are nil), or beside it (falcon-h1: the
@@ -649,6 +656,14 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 		b.Linear(g, h, ly.gate)
 		b.SigmoidMul(att, g, false)
 	}
+	if ly.vCols != nil {
+		narrow := b.Alloc(n, len(ly.vCols))
+		b.(colGatherer).GatherCols(narrow, att, ly.vCols)
+		att = narrow
+	}
 	b.Linear(dst, att, ly.o)
+	if m.attnOutScale != 0 {
+		b.Scale(dst, m.attnOutScale)
+	}
 	b.Release(mark)
 }

@@ -1,0 +1,177 @@
+package model
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"ppl.dev/score/ml"
+)
+
+func init() { Register("mimo2", newMiMo2) }
+
+// mimo2: Xiaomi's MiMo-V2-Flash, as llama.cpp 0.7.0 runs it: llama's
+// block with NeoX RoPE over rope.dimension_count of each key head; value
+// heads narrower than key heads (attention.value_length, MiMo's 128 of
+// 192); the head counts per layer (attention.head_count and head_count_kv
+// arrays); the layers attention.sliding_window_pattern flags attend to the
+// last attention.sliding_window keys (both required) with RoPE of
+// rope.freq_base_swa's base where given; an attention sink per head where
+// the layer has attn_sinks; the attention's output (after attn_output)
+// times attention.value_scale where given; each layer's FFN a SwiGLU MLP,
+// or where it has ffn_gate_inp experts routed by sigmoid with the
+// selection bias exp_probs_b, renormalized and not scaled (llama.cpp
+// fixes all three, whatever expert_gating_func, expert_weights_norm and
+// expert_weights_scale say); the output matrix required. The pattern
+// must be an array, as llama.cpp requires it.
+//
+// The narrow values run as key-sized heads: attn_v's rows padded with
+// zero rows to the key head's size (values of 0, so that the attention's
+// extra columns are 0), and attn_output reading each head's first
+// value_length columns of the attention's output (ml's GatherCols).
+func newMiMo2(l *Loader) Network {
+	hp := l.HP
+	m := meta{l.f, hp.Arch}
+	err := m.require("attention.sliding_window", "attention.sliding_window_pattern")
+	var heads, kv []int
+	if err == nil {
+		heads, err = m.layerInts("attention.head_count", hp.Layers, -1)
+	}
+	if err == nil {
+		kv, err = m.layerInts("attention.head_count_kv", hp.Layers, -1)
+	}
+	window, slides := 0, []bool(nil)
+	if err == nil {
+		window, err = m.positive("attention.sliding_window", -1)
+	}
+	if err == nil {
+		slides, err = m.layerFlags("attention.sliding_window_pattern", hp.Layers, false)
+	}
+	baseSWA, vscale := 0.0, 0.0
+	if err == nil {
+		baseSWA, err = m.float("rope.freq_base_swa", 0)
+	}
+	if err == nil {
+		vscale, err = m.float("attention.value_scale", 0)
+	}
+	if err == nil && (hp.ValueDim > hp.HeadDim || hp.ValueDim <= 0) {
+		err = fmt.Errorf("metadata %s.attention.value_length = %d: want at most the key head's %d", hp.Arch, hp.ValueDim, hp.HeadDim)
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	if !l.untied() {
+		return nil
+	}
+	var moe *moeParams
+	if l.Has(fmt.Sprintf("blk.%d.ffn_gate_inp.weight", hp.Layers-1)) || m.has("expert_count") {
+		if moe = l.moeParams(moeOpts{gating: ml.GateSigmoid, norm: true}); moe == nil {
+			return nil
+		}
+		moe.gating, moe.Gating, moe.Norm, moe.Scale = ml.GateSigmoid, ml.GateSigmoid.String(), true, 0 // whatever the file says
+	}
+	d := l.baseDecoder(true)
+	if vscale != 1 {
+		d.attnOutScale = vscale
+	}
+	local := *d.rope
+	local.Base = cmp.Or(baseSWA, d.rope.Base)
+	E, hd, vd := hp.Embd, hp.HeadDim, hp.ValueDim
+	net := l.bindLayers(d, func(i int, p string) decoderLayer {
+		a := d.attn
+		a.Heads, a.KVHeads = heads[i], kv[i]
+		if err := a.Validate(); err != nil {
+			l.Failf("layer %d: %v", i, err)
+			return decoderLayer{}
+		}
+		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", E), ffnNorm: l.Norm(p+"ffn_norm", E), o: l.Linear(p+"attn_output", a.Heads*vd, E), attn: &a}
+		var v *ml.Matrix
+		if l.Has(p + "attn_qkv.weight") {
+			if m := l.LinearRows(p+"attn_qkv", E, a.Heads*hd, a.KVHeads*hd, a.KVHeads*vd); m != nil {
+				ly.q, ly.k, v = m[0], m[1], m[2]
+			}
+		} else {
+			ly.q, ly.k, v = l.Linear(p+"attn_q", E, a.Heads*hd), l.Linear(p+"attn_k", E, a.KVHeads*hd), l.Linear(p+"attn_v", E, a.KVHeads*vd)
+		}
+		ly.v, ly.vCols = l.padHeads(v, a.KVHeads, vd, hd), headCols(a.Heads, vd, hd)
+		if slides[i] {
+			a.Window, ly.rope = window, &local
+		}
+		if l.Has(p + "attn_sinks.weight") {
+			a.Sinks = l.Vector(p+"attn_sinks.weight", a.Heads)
+		}
+		if l.Has(p + "ffn_gate_inp.weight") {
+			if moe == nil {
+				l.Failf("tensor %sffn_gate_inp.weight: experts without %s.expert_count", p, hp.Arch)
+				return ly
+			}
+			ly.ffn = l.MoE(p, moe)
+		} else {
+			ly.ffn = l.DenseFFN(p, E, hp.FFN)
+		}
+		return ly
+	})
+	if net == nil {
+		return nil
+	}
+	return gatherDecoder{d}
+}
+
+// padHeads is w (heads groups of vd rows) with each group padded by zero
+// rows to hd: a value head of vd values as one of hd whose last hd - vd are
+// 0 (a zero row decodes to 0 in every weight type: its scales are 0). w
+// itself when vd = hd; nil for a nil w.
+func (l *Loader) padHeads(w *ml.Matrix, heads, vd, hd int) *ml.Matrix {
+	if w == nil || vd == hd {
+		return w
+	}
+	rowBytes := len(w.Data) / w.Out
+	p := *w
+	p.Name, p.Out = fmt.Sprintf("%s (value heads of %d padded to %d)", w.Name, vd, hd), heads*hd
+	p.Data = make([]byte, heads*hd*rowBytes)
+	if w.Bias != nil {
+		p.Bias = make([]float32, heads*hd)
+	}
+	for h := range heads {
+		copy(p.Data[h*hd*rowBytes:], w.Data[h*vd*rowBytes:(h+1)*vd*rowBytes])
+		if w.Bias != nil {
+			copy(p.Bias[h*hd:], w.Bias[h*vd:(h+1)*vd])
+		}
+	}
+	l.mats = slices.DeleteFunc(l.mats, func(m *ml.Matrix) bool { return m == w })
+	l.mats = append(l.mats, &p)
+	return &p
+}
+
+// headCols are the columns of each of heads heads of hd that a head of vd
+// values fills: h·hd to h·hd + vd - 1.
+func headCols(heads, vd, hd int) []int {
+	if vd == hd {
+		return nil
+	}
+	cols := make([]int, 0, heads*vd)
+	for h := range heads {
+		for j := range vd {
+			cols = append(cols, h*hd+j)
+		}
+	}
+	return cols
+}
+
+// colGatherer is what a decoder with narrow values needs beyond
+// ml.Backend (ml.Recurrent's and ml.Gemma4's GatherCols).
+type colGatherer interface {
+	GatherCols(dst, x ml.Tensor, cols []int)
+}
+
+// gatherDecoder is a decoder whose layers gather the attention's output
+// columns (decoderLayer.vCols).
+type gatherDecoder struct{ *decoder }
+
+func (m gatherDecoder) Check(b ml.Backend) error {
+	if _, ok := b.(colGatherer); !ok {
+		return fmt.Errorf("%s needs GatherCols (ml.Recurrent), which backend %T lacks", m.hp.Arch, b)
+	}
+	return nil
+}
