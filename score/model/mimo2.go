@@ -72,11 +72,13 @@ func newMiMo2(l *Loader) Network {
 		moe.gating, moe.Gating, moe.Norm, moe.Scale = ml.GateSigmoid, ml.GateSigmoid.String(), true, 0 // whatever the file says
 	}
 	d := l.baseDecoder(true)
+	if l.Err() != nil { // d.rope may be missing
+		return nil
+	}
 	if vscale != 1 {
 		d.attnOutScale = vscale
 	}
-	local := *d.rope
-	local.Base = cmp.Or(baseSWA, d.rope.Base)
+	local := d.rope.WithBase(cmp.Or(baseSWA, d.rope.Base))
 	E, hd, vd := hp.Embd, hp.HeadDim, hp.ValueDim
 	net := l.bindLayers(d, func(i int, p string) decoderLayer {
 		a := d.attn
@@ -96,7 +98,7 @@ func newMiMo2(l *Loader) Network {
 		}
 		ly.v, ly.vCols = l.padHeads(v, a.KVHeads, vd, hd), headCols(a.Heads, vd, hd)
 		if slides[i] {
-			a.Window, ly.rope = window, &local
+			a.Window, ly.rope = window, local
 		}
 		if l.Has(p + "attn_sinks.weight") {
 			a.Sinks = l.Vector(p+"attn_sinks.weight", a.Heads)

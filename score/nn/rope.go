@@ -49,6 +49,13 @@ type RoPE struct {
 	n        int
 }
 
+// WithBase is r with another frequency base (a sliding layer's own:
+// rope.freq_base_swa) and tables of its own.
+func (r *RoPE) WithBase(base float64) *RoPE {
+	return &RoPE{HeadDim: r.HeadDim, Dims: r.Dims, NeoX: r.NeoX, Base: base, FreqScale: r.FreqScale, ExtFactor: r.ExtFactor,
+		AttnFactor: r.AttnFactor, BetaFast: r.BetaFast, BetaSlow: r.BetaSlow, OrigCtx: r.OrigCtx, FreqFactors: r.FreqFactors}
+}
+
 // Validate reports a setting that cannot work (odd Dims, Dims > HeadDim...).
 func (r *RoPE) Validate() error {
 	switch {
