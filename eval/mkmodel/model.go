@@ -147,6 +147,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.mimo2Layer(add, i)
 			continue
 		}
+		if c.bitnet() {
+			c.bitnetLayer(add, i)
+			continue
+		}
 		if c.fused() {
 			c.fusedLayer(add, i)
 			continue

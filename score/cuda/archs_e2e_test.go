@@ -384,7 +384,8 @@ func TestEndToEndWideHeads(t *testing.T) {
 // learned positions); nemotron; chatglm; olmo; dbrx; bailingmoe;
 // granite_swa (sinks); mellum; baichuan (32 layers; 40, ALiBi); bloom,
 // mpt, refact and jais (ALiBi: the attention kernels' slopes); jais2;
-// maincoder; pangu-embedded; mimo2 (narrow values: GatherCols);
+// maincoder; pangu-embedded; mimo2 (narrow values: GatherCols); bitnet
+// (GLU and the sub norms);
 // gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
@@ -496,6 +497,10 @@ func TestEndToEndGenerated(t *testing.T) {
 		{"mimo2", func(s *mkmodel.Shape) {
 			s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.HeadDim, s.Window = 4, 1, 8, 8, 64, 48, 40
 		}, 0.018, 0.0036, 0.0002, ""},
+		// BitNet b1.58: sub norms (GLU, RMSNorm apart), a scale per
+		// projection, tied; in Q8_0. Emulation: max 0.024, mean 0.0054,
+		// PPL ratio 0.99993 (the sub norms rescale the bf16 roundings).
+		{"bitnet", func(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true }, 0.05, 0.011, 0.00015, ""},
 		// OLMo 3: 3 layers of 4 sliding over 40 keys with plain RoPE, the
 		// fourth with YaRN (factor 8), whose cos and sin times 1.46 (the
 		// file's attn_factor and YaRN's own) make its scores 2.1 times as

@@ -314,6 +314,10 @@ func (b *cpuBackend) cpuAct(a ml.Act) func(out, gate, up []float32) {
 func (b *cpuBackend) glu(a ml.Act) func(out, gate, up []float32) {
 	switch a {
 	case ml.SwiGLU:
+		if b.c.LlamaCPP {
+			avx2 := b.c.GGMLAVX2
+			return func(out, gate, up []float32) { nn.GGMLSwiGLU(out, gate, up, avx2) }
+		}
 		return nn.SwiGLU
 	case ml.GeGLU:
 		if b.c.LlamaCPP {

@@ -292,7 +292,10 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // TestPanguBiases) (24 windows each, both builds, untied and tied: none
 // off); mimo2 (narrow values padded, per-layer KV heads, sliding layers
 // with sinks and their own base, a value scale, sigmoid-routed experts;
-// variants: TestMiMo2Keys) (24 windows, both builds: none off).
+// variants: TestMiMo2Keys) (24 windows, both builds: none off); bitnet
+// (sub norms, a scale per projection, ggml's SWIGLU of products apart;
+// in Q8_0 and in TQ2_0, BitNet's ternary type) (24 windows, both builds:
+// none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -487,6 +490,10 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1627.9381881, -811.8889264, -798.3202378, -769.1016480}},
 		{"mimo2", "mimo2", "", mimo2Shape, "", "8006fd46e84207ba8b98157ab3c7f6094f2d0404863462a213e9600bf75494cc",
 			[]float64{-1602.8364877, -787.2228912, -801.2911570, -763.9609880}},
+		{"bitnet", "bitnet", "", func(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true }, "", "7006bcd9f54aed157b5a9adc23e5d0679cd92f2c6e79007c511ee694a3f6afff",
+			[]float64{-1567.0869208, -775.7305224, -777.2973374, -796.4826195}},
+		{"bitnet-tq2_0", "bitnet", "TQ2_0", bitnetTQ, "", "6f8c53203da7ecf405a7b68f5494b9abfe521d3d78f8002e7a55767c502f6ee1",
+			[]float64{-1617.6514293, -792.9929149, -813.6515063, -798.0033253}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -779,6 +786,23 @@ func TestALiBiVariants(t *testing.T) {
 		if want := "tensor " + name + ": MPT with " + part + " is not supported"; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: got %v, want %q", tn, err, want)
 		}
+	}
+}
+
+// bitnetTQ is a bitnet shape whose matrices TQ2_0 can hold (rows of 256):
+// 256 wide, heads of 64, FFN 512.
+func bitnetTQ(s *mkmodel.Shape) {
+	s.Layers, s.Tied, s.Embd, s.FFN, s.Heads, s.KVHeads, s.HeadDim = 4, true, 256, 512, 4, 2, 64
+}
+
+// TestBitNetRefused: a bitnet file with an output matrix is refused, as
+// llama.cpp 0.7.0 refuses it (its bitnet reads the token embedding).
+func TestBitNetRefused(t *testing.T) {
+	dir := oracle.Require(t)
+	p := genModel(t, dir, "bitnet", func(s *mkmodel.Shape) { s.Layers, s.Tied = 2, true })
+	p = rewriteFile(t, p, nil, map[string]f32Tensor{"output.weight": {[]uint64{128, 32011}, make([]float32, 128*32011)}})
+	if _, err := Load(p, Options{}); err == nil || !strings.Contains(err.Error(), "tensor output.weight: llama.cpp's bitnet reads the token embedding") {
+		t.Errorf("got %v", err)
 	}
 }
 

@@ -164,6 +164,9 @@ type decoderLayer struct {
 	// parallel, when set, runs the FFN beside the attention on the layer's
 	// input x, in one of the orders of llama.cpp's parallel blocks.
 	parallel parallelKind
+	// attnSubNorm, when set, RMS-norms the attention's output before
+	// attn_output (bitnet's attn_sub_norm).
+	attnSubNorm *ml.Vector
 	// vCols, when set, are the columns of the attention's output that
 	// attn_output reads (value heads narrower than the key heads, padded:
 	// mimo2; gatherDecoder).
@@ -655,6 +658,9 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 		g := b.Alloc(n, qd)
 		b.Linear(g, h, ly.gate)
 		b.SigmoidMul(att, g, false)
+	}
+	if ly.attnSubNorm != nil {
+		b.RMSNorm(att, att, ly.attnSubNorm, m.hp.Eps)
 	}
 	if ly.vCols != nil {
 		narrow := b.Alloc(n, len(ly.vCols))

@@ -161,6 +161,11 @@ func ggmlSwiGLU(out, gate, up []float32) { ggmlSwiGLURow(out, gate, up, false) }
 // and its ggml_v_expf (ggmlExpfAVX2).
 func ggmlSwiGLUAVX2(out, gate, up []float32) { ggmlSwiGLURow(out, gate, up, true) }
 
+// GGMLSwiGLU is ggml's SWIGLU of rows of gate and up as llama.cpp's CPU
+// build computes it (ggmlSwiGLU; with avx2 ggmlSwiGLUAVX2): the int8
+// modes' GLU of a gate and an up computed apart (bitnet's scaled ones).
+func GGMLSwiGLU(out, gate, up []float32, avx2 bool) { ggmlSwiGLURow(out, gate, up, avx2) }
+
 func ggmlSwiGLURow(out, gate, up []float32, avx2 bool) {
 	check("ggmlSwiGLU gate", len(gate), len(out))
 	check("ggmlSwiGLU up", len(up), len(out))
