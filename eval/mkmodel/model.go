@@ -151,6 +151,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.bitnetLayer(add, i)
 			continue
 		}
+		if c.openelm() {
+			c.openelmLayer(add, i)
+			continue
+		}
 		if c.fused() {
 			c.fusedLayer(add, i)
 			continue
@@ -329,13 +333,13 @@ func Write(path string, c *Config) error {
 	w.Add(a+".context_length", uint32(c.Context))
 	w.Add(a+".embedding_length", uint32(c.Embd))
 	w.Add(a+".block_count", uint32(c.Layers))
-	if !c.nemotron() && !c.gemma3n() && !c.deci() { // per layer (mambaKeys, gemma3nKeys, deciKeys)
+	if !c.nemotron() && !c.gemma3n() && !c.deci() && !c.openelm() { // per layer (mambaKeys, gemma3nKeys, deciKeys, openelmKeys)
 		w.Add(a+".feed_forward_length", uint32(c.FFN))
 	}
-	if !c.deci() && !c.mimo2() {
+	if !c.deci() && !c.mimo2() && !c.openelm() {
 		w.Add(a+".attention.head_count", uint32(c.Heads))
 	}
-	if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys)
+	if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys)
 		w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))
 	}
 	w.Add(a+".attention.key_length", uint32(c.HeadDim))
@@ -367,6 +371,9 @@ func Write(path string, c *Config) error {
 	}
 	if c.mimo2() {
 		c.mimo2Keys(w)
+	}
+	if c.openelm() {
+		c.openelmKeys(w)
 	}
 	if c.gemma3n() {
 		c.gemma3nKeys(w)

@@ -385,7 +385,7 @@ func TestEndToEndWideHeads(t *testing.T) {
 // granite_swa (sinks); mellum; baichuan (32 layers; 40, ALiBi); bloom,
 // mpt, refact and jais (ALiBi: the attention kernels' slopes); jais2;
 // maincoder; pangu-embedded; mimo2 (narrow values: GatherCols); bitnet
-// (GLU and the sub norms);
+// (GLU and the sub norms); openelm;
 // gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
@@ -501,6 +501,9 @@ func TestEndToEndGenerated(t *testing.T) {
 		// projection, tied; in Q8_0. Emulation: max 0.024, mean 0.0054,
 		// PPL ratio 0.99993 (the sub norms rescale the bf16 roundings).
 		{"bitnet", func(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true }, 0.05, 0.011, 0.00015, ""},
+		// OpenELM: heads and MLP widths by layer, fused qkv, q/k norms,
+		// tied. Emulation: max 0.022, mean 0.0050, PPL ratio 0.99932.
+		{"openelm", func(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true }, 0.045, 0.01, 0.0014, ""},
 		// OLMo 3: 3 layers of 4 sliding over 40 keys with plain RoPE, the
 		// fourth with YaRN (factor 8), whose cos and sin times 1.46 (the
 		// file's attn_factor and YaRN's own) make its scores 2.1 times as

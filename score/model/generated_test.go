@@ -295,7 +295,9 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // variants: TestMiMo2Keys) (24 windows, both builds: none off); bitnet
 // (sub norms, a scale per projection, ggml's SWIGLU of products apart;
 // in Q8_0 and in TQ2_0, BitNet's ternary type) (24 windows, both builds:
-// none off).
+// none off); openelm (heads [4 8 4 8] and MLPs [256 320 384 256] by
+// layer, fused qkv, per-head q/k norms) (24 windows, both builds: none
+// off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -494,6 +496,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1567.0869208, -775.7305224, -777.2973374, -796.4826195}},
 		{"bitnet-tq2_0", "bitnet", "TQ2_0", bitnetTQ, "", "6f8c53203da7ecf405a7b68f5494b9abfe521d3d78f8002e7a55767c502f6ee1",
 			[]float64{-1617.6514293, -792.9929149, -813.6515063, -798.0033253}},
+		{"openelm", "openelm", "", func(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true }, "", "8abe5699facc40aa10038327f9e69ce0f3210e9042c24e4a80b6d506eb0a0f45",
+			[]float64{-1539.0728889, -779.0824568, -796.0170319, -766.4045137}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -795,14 +799,17 @@ func bitnetTQ(s *mkmodel.Shape) {
 	s.Layers, s.Tied, s.Embd, s.FFN, s.Heads, s.KVHeads, s.HeadDim = 4, true, 256, 512, 4, 2, 64
 }
 
-// TestBitNetRefused: a bitnet file with an output matrix is refused, as
-// llama.cpp 0.7.0 refuses it (its bitnet reads the token embedding).
-func TestBitNetRefused(t *testing.T) {
+// TestTiedRefused: bitnet and openelm files with an output matrix are
+// refused, as llama.cpp 0.7.0 refuses them (both read the token
+// embedding as their output: "wrong number of tensors").
+func TestTiedRefused(t *testing.T) {
 	dir := oracle.Require(t)
-	p := genModel(t, dir, "bitnet", func(s *mkmodel.Shape) { s.Layers, s.Tied = 2, true })
-	p = rewriteFile(t, p, nil, map[string]f32Tensor{"output.weight": {[]uint64{128, 32011}, make([]float32, 128*32011)}})
-	if _, err := Load(p, Options{}); err == nil || !strings.Contains(err.Error(), "tensor output.weight: llama.cpp's bitnet reads the token embedding") {
-		t.Errorf("got %v", err)
+	for _, arch := range []string{"bitnet", "openelm"} {
+		p := genModel(t, dir, arch, func(s *mkmodel.Shape) { s.Layers, s.Tied = 2, true })
+		p = rewriteFile(t, p, nil, map[string]f32Tensor{"output.weight": {[]uint64{128, 32011}, make([]float32, 128*32011)}})
+		if _, err := Load(p, Options{}); err == nil || !strings.Contains(err.Error(), "tensor output.weight: llama.cpp's "+arch+" reads the token embedding") {
+			t.Errorf("%s: got %v", arch, err)
+		}
 	}
 }
 

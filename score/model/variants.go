@@ -28,6 +28,7 @@ func init() {
 	}
 	Register("minicpm", newMiniCPM)
 	Register("deci", newDeci)
+	Register("openelm", newOpenELM)
 	Register("orion", newOrion)
 	Register("stablelm", newStableLM)
 	Register("starcoder2", newStarCoder2)
@@ -190,6 +191,50 @@ func newDeci(l *Loader) Network {
 			}
 		}
 		ly.ffnNorm = l.Norm(p+"ffn_norm", E)
+		ly.ffn = l.DenseFFN(p, E, ffn[i])
+		return ly
+	})
+}
+
+// openelm: Apple's OpenELM (270M to 3B), as llama.cpp 0.7.0 runs it:
+// llama's block whose head counts and MLP widths are per layer (arrays of
+// attention.head_count, head_count_kv and feed_forward_length); q, k and v
+// fused in attn_qkv, q and k RMS-normed per head before NeoX RoPE; the
+// output the token embedding (llama.cpp reads no output matrix and refuses
+// a file with one, and so does ppl).
+func newOpenELM(l *Loader) Network {
+	hp := l.HP
+	m := meta{l.f, hp.Arch}
+	heads, err := m.layerInts("attention.head_count", hp.Layers, -1)
+	var kv, ffn []int
+	if err == nil {
+		kv, err = m.layerInts("attention.head_count_kv", hp.Layers, -1)
+	}
+	if err == nil {
+		ffn, err = m.layerInts("feed_forward_length", hp.Layers, -1)
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	if l.Has("output.weight") {
+		l.Failf("tensor output.weight: llama.cpp's openelm reads the token embedding as its output, and no output matrix")
+		return nil
+	}
+	d := l.baseDecoder(true)
+	E, hd := hp.Embd, hp.HeadDim
+	return l.bindLayers(d, func(i int, p string) decoderLayer {
+		a := d.attn
+		a.Heads, a.KVHeads = heads[i], kv[i]
+		if err := a.Validate(); err != nil {
+			l.Failf("layer %d: %v", i, err)
+			return decoderLayer{}
+		}
+		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", E), ffnNorm: l.Norm(p+"ffn_norm", E), o: l.Linear(p+"attn_output", a.Heads*hd, E), attn: &a}
+		if qkv := l.LinearRows(p+"attn_qkv", E, a.Heads*hd, a.KVHeads*hd, a.KVHeads*hd); qkv != nil {
+			ly.q, ly.k, ly.v = qkv[0], qkv[1], qkv[2]
+		}
+		ly.qNorm, ly.kNorm = l.qkNorms(p, false)
 		ly.ffn = l.DenseFFN(p, E, ffn[i])
 		return ly
 	})
