@@ -58,6 +58,8 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 	switch arch {
 	case "qwen2":
 		c.HeadDim = 64 // llama.cpp's qwen2 needs Heads·HeadDim = Embd
+	case "qwen": // and as many KV heads as heads
+		c.HeadDim, c.KVHeads = 64, c.Heads
 	case "qwen3":
 		c.HeadDim = 48 // not Embd/Heads, as in Qwen3
 	case "qwen3moe":
@@ -304,7 +306,7 @@ func TestStreamMatchesWriter(t *testing.T) {
 // loads it and gives finite log-probabilities.
 func TestModels(t *testing.T) {
 	voc := smallVocab(t, 400)
-	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}, {"phimoe", "Q8_0"}, {"gemma", "Q4_K_M"}, {"internlm2", "Q8_0"}, {"xverse", "Q4_K_M"}, {"minicpm", "Q8_0"}, {"deepseek", "Q4_K_M"}, {"deci", "Q8_0"}, {"nanbeige", "Q8_0"}, {"orion", "Q4_K_M"}, {"stablelm", "Q8_0"}, {"starcoder2", "Q4_K_M"}, {"phi2", "Q8_0"}, {"gptneox", "Q4_K_M"}, {"falcon", "Q8_0"}, {"gpt2", "Q4_K_M"}, {"nemotron", "Q8_0"}, {"chatglm", "Q4_K_M"}, {"olmo", "Q8_0"}, {"dbrx", "Q4_K_M"}, {"bailingmoe", "Q8_0"}, {"granite_swa", "Q4_K_M"}, {"mellum", "Q8_0"}, {"baichuan", "Q4_K_M"}, {"bloom", "Q8_0"}, {"mpt", "Q4_K_M"}, {"refact", "Q8_0"}, {"jais", "Q4_K_M"}, {"jais2", "Q8_0"}, {"maincoder", "Q4_K_M"}, {"pangu-embedded", "Q8_0"}, {"mimo2", "Q4_K_M"}, {"bitnet", "Q8_0"}, {"openelm", "Q4_K_M"}} {
+	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}, {"phimoe", "Q8_0"}, {"gemma", "Q4_K_M"}, {"internlm2", "Q8_0"}, {"xverse", "Q4_K_M"}, {"minicpm", "Q8_0"}, {"deepseek", "Q4_K_M"}, {"deci", "Q8_0"}, {"nanbeige", "Q8_0"}, {"orion", "Q4_K_M"}, {"stablelm", "Q8_0"}, {"starcoder2", "Q4_K_M"}, {"phi2", "Q8_0"}, {"gptneox", "Q4_K_M"}, {"falcon", "Q8_0"}, {"gpt2", "Q4_K_M"}, {"nemotron", "Q8_0"}, {"chatglm", "Q4_K_M"}, {"olmo", "Q8_0"}, {"dbrx", "Q4_K_M"}, {"bailingmoe", "Q8_0"}, {"granite_swa", "Q4_K_M"}, {"mellum", "Q8_0"}, {"baichuan", "Q4_K_M"}, {"bloom", "Q8_0"}, {"mpt", "Q4_K_M"}, {"refact", "Q8_0"}, {"jais", "Q4_K_M"}, {"jais2", "Q8_0"}, {"maincoder", "Q4_K_M"}, {"pangu-embedded", "Q8_0"}, {"mimo2", "Q4_K_M"}, {"bitnet", "Q8_0"}, {"openelm", "Q4_K_M"}, {"qwen", "Q8_0"}} {
 		t.Run(c.arch+"-"+c.typ, func(t *testing.T) {
 			cfg := tinyConfig(t, c.arch, c.typ, voc)
 			dir := t.TempDir()
@@ -342,6 +344,9 @@ func TestModels(t *testing.T) {
 						t.Errorf("%s = %v (%v), want %v", key, got, err, want)
 					}
 				}
+			}
+			if a == "qwen" { // Qwen's intermediate_size: twice the MLP's width
+				keys[a+".feed_forward_length"] = 1024
 			}
 			if a == "openelm" { // per-layer head counts and widths
 				for key, want := range map[string][]int32{a + ".feed_forward_length": {512, 576},

@@ -172,7 +172,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if c.mamba() && !c.falconH1() && c.recurrent(i) {
 			c.mambaMixer(add, i)
 		} else {
-			if c.Arch == "bailingmoe2" || c.Arch == "gptneox" || c.Arch == "falcon" || c.Arch == "gpt2" || c.Arch == "dbrx" || c.alibi() {
+			if c.Arch == "bailingmoe2" || c.Arch == "gptneox" || c.Arch == "falcon" || c.Arch == "gpt2" || c.Arch == "dbrx" || c.alibi() || c.Arch == "qwen" {
 				c.fusedQKV(add, i)
 			} else {
 				add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*invSqrt(e)))
@@ -334,7 +334,11 @@ func Write(path string, c *Config) error {
 	w.Add(a+".embedding_length", uint32(c.Embd))
 	w.Add(a+".block_count", uint32(c.Layers))
 	if !c.nemotron() && !c.gemma3n() && !c.deci() && !c.openelm() { // per layer (mambaKeys, gemma3nKeys, deciKeys, openelmKeys)
-		w.Add(a+".feed_forward_length", uint32(c.FFN))
+		ffn := c.FFN
+		if a == "qwen" { // Qwen's intermediate_size, twice its MLP's width
+			ffn *= 2
+		}
+		w.Add(a+".feed_forward_length", uint32(ffn))
 	}
 	if !c.deci() && !c.mimo2() && !c.openelm() {
 		w.Add(a+".attention.head_count", uint32(c.Heads))

@@ -161,7 +161,7 @@ func (c *Config) fusedQKV(add func(name string, shape []uint64, layer int, fill 
 			v(r, dst)
 		}
 	})
-	if c.Arch == "gptneox" || c.Arch == "gpt2" || c.Arch == "bloom" || c.Arch == "jais" {
+	if c.Arch == "gptneox" || c.Arch == "gpt2" || c.Arch == "bloom" || c.Arch == "jais" || c.Arch == "qwen" {
 		add(p+"attn_qkv.bias", []uint64{q + 2*kv}, i, c.normal(p+"attn_qkv.bias", 0.1))
 	}
 }

@@ -81,7 +81,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -165,9 +165,11 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: every dimension must be positive: %+v", s)
 	case s.Heads%s.KVHeads != 0:
 		return fmt.Errorf("shape: %d heads is not a multiple of %d KV heads", s.Heads, s.KVHeads)
-	case s.Arch == "qwen2" && s.Heads*s.HeadDim != s.Embd:
-		// llama.cpp's qwen2 loader expects attn_q to be Embd×Embd.
-		return fmt.Errorf("shape: qwen2 needs heads × head dimension = width (%d × %d != %d)", s.Heads, s.HeadDim, s.Embd)
+	case (s.Arch == "qwen" || s.Arch == "qwen2") && s.Heads*s.HeadDim != s.Embd:
+		// llama.cpp's qwen and qwen2 loaders expect attn_q to be Embd×Embd.
+		return fmt.Errorf("shape: %s needs heads × head dimension = width (%d × %d != %d)", s.Arch, s.Heads, s.HeadDim, s.Embd)
+	case s.Arch == "qwen" && s.KVHeads != s.Heads:
+		return fmt.Errorf("shape: qwen has as many KV heads as heads (%d != %d)", s.KVHeads, s.Heads)
 	case s.HeadDim%2 != 0:
 		return fmt.Errorf("shape: head dimension %d must be even (RoPE rotates pairs)", s.HeadDim)
 	case s.Vocab <= 0:
@@ -291,6 +293,8 @@ func (s Shape) Params() int64 {
 		block += q + 2*kv + e + 2*e + 2*int64(s.FFN) + e
 	case "jais2": // nemotron's with q, k, v, output and MLP biases
 		block += 2*e - e*int64(s.FFN) + q + 2*kv + e + int64(s.FFN) + e
+	case "qwen": // attn_qkv's bias
+		block += q + 2*kv
 	case "bitnet": // the sub norms and scales
 		block += s.bitnetParams()
 	case "maincoder": // per-head q and k norms

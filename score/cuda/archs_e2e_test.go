@@ -385,7 +385,7 @@ func TestEndToEndWideHeads(t *testing.T) {
 // granite_swa (sinks); mellum; baichuan (32 layers; 40, ALiBi); bloom,
 // mpt, refact and jais (ALiBi: the attention kernels' slopes); jais2;
 // maincoder; pangu-embedded; mimo2 (narrow values: GatherCols); bitnet
-// (GLU and the sub norms); openelm;
+// (GLU and the sub norms); openelm; qwen;
 // gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
@@ -504,6 +504,9 @@ func TestEndToEndGenerated(t *testing.T) {
 		// OpenELM: heads and MLP widths by layer, fused qkv, q/k norms,
 		// tied. Emulation: max 0.022, mean 0.0050, PPL ratio 0.99932.
 		{"openelm", func(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true }, 0.045, 0.01, 0.0014, ""},
+		// Qwen 1: fused biased qkv, NeoX RoPE. Emulation: max 0.0090,
+		// mean 0.0014, PPL ratio 1.00003.
+		{"qwen", func(s *mkmodel.Shape) { s.KVHeads = 4 }, 0.018, 0.003, 0.0001, ""},
 		// OLMo 3: 3 layers of 4 sliding over 40 keys with plain RoPE, the
 		// fourth with YaRN (factor 8), whose cos and sin times 1.46 (the
 		// file's attn_factor and YaRN's own) make its scores 2.1 times as

@@ -296,8 +296,9 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // (sub norms, a scale per projection, ggml's SWIGLU of products apart;
 // in Q8_0 and in TQ2_0, BitNet's ternary type) (24 windows, both builds:
 // none off); openelm (heads [4 8 4 8] and MLPs [256 320 384 256] by
-// layer, fused qkv, per-head q/k norms) (24 windows, both builds: none
-// off).
+// layer, fused qkv, per-head q/k norms) and qwen (Qwen 1: fused biased
+// qkv, NeoX RoPE, the MLP half of feed_forward_length) (24 windows each,
+// both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -498,6 +499,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1617.6514293, -792.9929149, -813.6515063, -798.0033253}},
 		{"openelm", "openelm", "", func(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true }, "", "8abe5699facc40aa10038327f9e69ce0f3210e9042c24e4a80b6d506eb0a0f45",
 			[]float64{-1539.0728889, -779.0824568, -796.0170319, -766.4045137}},
+		{"qwen", "qwen", "", func(s *mkmodel.Shape) { s.Layers, s.KVHeads = 4, 4 }, "", "82f9199822a4602b94c8874be66e97a12de999eb093b3941a81d1b00dfaec4d1",
+			[]float64{-1605.5973391, -804.8148143, -784.7415166, -758.9526950}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -801,9 +804,15 @@ func bitnetTQ(s *mkmodel.Shape) {
 
 // TestTiedRefused: bitnet and openelm files with an output matrix are
 // refused, as llama.cpp 0.7.0 refuses them (both read the token
-// embedding as their output: "wrong number of tensors").
+// embedding as their output: "wrong number of tensors"); and a qwen file
+// with grouped KV heads, which llama.cpp's views would misread.
 func TestTiedRefused(t *testing.T) {
 	dir := oracle.Require(t)
+	// qwen's fused rows are width-sized thirds in llama.cpp: grouped KV
+	// heads are refused.
+	qwen := genModel(t, dir, "qwen", func(s *mkmodel.Shape) { s.Layers, s.KVHeads = 2, 4 })
+	checkRefusals(t, qwen, []refusal{{"grouped KV heads", map[string]any{"qwen.attention.head_count_kv": uint32(2)}, nil,
+		"qwen: 4 heads and 2 KV heads of 32 for a width of 128: llama.cpp's qwen reads q, k and v as width-sized thirds of attn_qkv"}})
 	for _, arch := range []string{"bitnet", "openelm"} {
 		p := genModel(t, dir, arch, func(s *mkmodel.Shape) { s.Layers, s.Tied = 2, true })
 		p = rewriteFile(t, p, nil, map[string]f32Tensor{"output.weight": {[]uint64{128, 32011}, make([]float32, 128*32011)}})

@@ -29,6 +29,7 @@ func init() {
 	Register("minicpm", newMiniCPM)
 	Register("deci", newDeci)
 	Register("openelm", newOpenELM)
+	Register("qwen", newQwen)
 	Register("orion", newOrion)
 	Register("stablelm", newStableLM)
 	Register("starcoder2", newStarCoder2)
@@ -192,6 +193,33 @@ func newDeci(l *Loader) Network {
 		}
 		ly.ffnNorm = l.Norm(p+"ffn_norm", E)
 		ly.ffn = l.DenseFFN(p, E, ffn[i])
+		return ly
+	})
+}
+
+// qwen: Qwen (the first: 1.8B, 7B, 14B, 72B), as llama.cpp 0.7.0 runs it:
+// llama's block with NeoX RoPE and q, k and v in attn_qkv with its bias
+// (required); llama.cpp cuts the fused rows at multiples of the model's
+// width, so a file whose q or KV heads do not fill it is refused; the MLP
+// half of feed_forward_length wide (Qwen's intermediate_size counts both
+// of its halves); the output matrix required.
+func newQwen(l *Loader) Network {
+	hp := l.HP
+	if hp.Heads*hp.HeadDim != hp.Embd || hp.KVHeads != hp.Heads {
+		l.Failf("%s: %d heads and %d KV heads of %d for a width of %d: llama.cpp's qwen reads q, k and v as width-sized thirds of attn_qkv", hp.Arch, hp.Heads, hp.KVHeads, hp.HeadDim, hp.Embd)
+		return nil
+	}
+	if hp.FFN%2 != 0 {
+		l.Failf("metadata %s.feed_forward_length = %d: want an even number (the MLP is half of it)", hp.Arch, hp.FFN)
+		return nil
+	}
+	if !l.untied() {
+		return nil
+	}
+	return l.bindLayers(l.baseDecoder(true), func(_ int, p string) decoderLayer {
+		ly := l.qkvAttn(p)
+		l.needBias(ly.q, ly.k, ly.v)
+		ly.ffnNorm, ly.ffn = l.Norm(p+"ffn_norm", hp.Embd), l.DenseFFN(p, hp.Embd, hp.FFN/2)
 		return ly
 	})
 }
