@@ -384,10 +384,17 @@ func (a *Attention) ggmlScale() (float32, func(float32) float32) {
 // as llama.cpp's flash attention computes it from its F16 mask,
 // Slopes[h]·f16(j − i) in float32 (0 without Slopes), and false where
 // the distance is past float16's range: the mask's -Inf, a key unseen.
+// Small enough to inline where there are no Slopes: the kernels call it
+// for every key.
 func (a *Attention) ggmlBias(h, i, j int) (float32, bool) {
 	if a.Slopes == nil {
 		return 0, true
 	}
+	return a.ggmlALiBi(h, i, j)
+}
+
+// ggmlALiBi is ggmlBias with Slopes.
+func (a *Attention) ggmlALiBi(h, i, j int) (float32, bool) {
 	d := roundF16(float32(j - i))
 	if math.IsInf(float64(d), -1) {
 		return 0, false
