@@ -20,21 +20,21 @@ func (l *Loader) fusedLayers(d *decoder, postNorms bool) Network {
 			ly.postAttnNorm = l.Norm(p+"post_attention_norm", hp.Embd)
 			ly.postFFNNorm = l.Norm(p+"post_ffw_norm", hp.Embd)
 		}
-		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
+		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd, kvd)
 		ly.ffn = l.fusedFFN(p, hp.Embd, hp.FFN)
 		return ly
 	})
 }
 
-// qkv binds a layer's q, k and v projections: the rows of prefix+
-// "attn_qkv" ([q | k | v], with its bias) when the file fuses them, else
-// attn_q, attn_k and attn_v.
-func (l *Loader) qkv(prefix string, qd, kvd int) (q, k, v *ml.Matrix) {
+// qkv binds a layer's q, k and v projections of qd, kd and vd rows: the
+// rows of prefix+"attn_qkv" ([q | k | v], with its bias) when the file
+// fuses them, else attn_q, attn_k and attn_v.
+func (l *Loader) qkv(prefix string, qd, kd, vd int) (q, k, v *ml.Matrix) {
 	in := l.HP.Embd
 	if !l.Has(prefix + "attn_qkv.weight") {
-		return l.Linear(prefix+"attn_q", in, qd), l.Linear(prefix+"attn_k", in, kvd), l.Linear(prefix+"attn_v", in, kvd)
+		return l.Linear(prefix+"attn_q", in, qd), l.Linear(prefix+"attn_k", in, kd), l.Linear(prefix+"attn_v", in, vd)
 	}
-	if m := l.LinearRows(prefix+"attn_qkv", in, qd, kvd, kvd); m != nil {
+	if m := l.LinearRows(prefix+"attn_qkv", in, qd, kd, vd); m != nil {
 		return m[0], m[1], m[2]
 	}
 	return nil, nil, nil

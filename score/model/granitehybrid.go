@@ -174,8 +174,7 @@ func newGraniteHybrid(l *Loader) Network {
 		}
 	}
 	dec := l.baseDecoder(false)
-	if err := graniteScales(l, dec, graniteDefaults{}); err != nil {
-		l.fail(err)
+	if !l.graniteScales(dec, graniteDefaults{}) {
 		return nil
 	}
 	net := l.bindLayers(dec, func(i int, p string) decoderLayer {

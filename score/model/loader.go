@@ -228,11 +228,16 @@ func (l *Loader) splitRows(name string, w *ml.Matrix, out ...int) []*ml.Matrix {
 		parts[i] = &p
 		r += o
 	}
-	// The parts, not the whole matrix, are what the backend prepares.
-	l.mats = slices.DeleteFunc(l.mats, func(m *ml.Matrix) bool { return m == w })
-	l.mats = append(l.mats, parts...)
+	l.replaceMatrix(w, parts...)
 	delete(l.byName, name)
 	return parts
+}
+
+// replaceMatrix makes by, not the bound w, what the backend prepares (a
+// fused matrix's parts, padded value heads).
+func (l *Loader) replaceMatrix(w *ml.Matrix, by ...*ml.Matrix) {
+	l.mats = slices.DeleteFunc(l.mats, func(m *ml.Matrix) bool { return m == w })
+	l.mats = append(l.mats, by...)
 }
 
 // Stack binds name+".weight", a stack of n matrices of out rows of in

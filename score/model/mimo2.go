@@ -3,7 +3,6 @@ package model
 import (
 	"cmp"
 	"fmt"
-	"slices"
 
 	"ppl.dev/score/ml"
 )
@@ -81,28 +80,18 @@ func newMiMo2(l *Loader) Network {
 	local := d.rope.WithBase(cmp.Or(baseSWA, d.rope.Base))
 	E, hd, vd := hp.Embd, hp.HeadDim, hp.ValueDim
 	net := l.bindLayers(d, func(i int, p string) decoderLayer {
-		a := d.attn
-		a.Heads, a.KVHeads = heads[i], kv[i]
-		if err := a.Validate(); err != nil {
-			l.Failf("layer %d: %v", i, err)
+		a := l.layerAttn(d, i, heads[i], kv[i])
+		if a == nil {
 			return decoderLayer{}
 		}
-		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", E), ffnNorm: l.Norm(p+"ffn_norm", E), o: l.Linear(p+"attn_output", a.Heads*vd, E), attn: &a}
+		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", E), ffnNorm: l.Norm(p+"ffn_norm", E), o: l.Linear(p+"attn_output", a.Heads*vd, E), attn: a}
 		var v *ml.Matrix
-		if l.Has(p + "attn_qkv.weight") {
-			if m := l.LinearRows(p+"attn_qkv", E, a.Heads*hd, a.KVHeads*hd, a.KVHeads*vd); m != nil {
-				ly.q, ly.k, v = m[0], m[1], m[2]
-			}
-		} else {
-			ly.q, ly.k, v = l.Linear(p+"attn_q", E, a.Heads*hd), l.Linear(p+"attn_k", E, a.KVHeads*hd), l.Linear(p+"attn_v", E, a.KVHeads*vd)
-		}
+		ly.q, ly.k, v = l.qkv(p, a.Heads*hd, a.KVHeads*hd, a.KVHeads*vd)
 		ly.v, ly.vCols = l.padHeads(v, a.KVHeads, vd, hd), headCols(a.Heads, vd, hd)
 		if slides[i] {
 			a.Window, ly.rope = window, local
 		}
-		if l.Has(p + "attn_sinks.weight") {
-			a.Sinks = l.Vector(p+"attn_sinks.weight", a.Heads)
-		}
+		a.Sinks = l.optVector(p+"attn_sinks.weight", a.Heads)
 		if l.Has(p + "ffn_gate_inp.weight") {
 			if moe == nil {
 				l.Failf("tensor %sffn_gate_inp.weight: experts without %s.expert_count", p, hp.Arch)
@@ -141,8 +130,7 @@ func (l *Loader) padHeads(w *ml.Matrix, heads, vd, hd int) *ml.Matrix {
 			copy(p.Bias[h*hd:], w.Bias[h*vd:(h+1)*vd])
 		}
 	}
-	l.mats = slices.DeleteFunc(l.mats, func(m *ml.Matrix) bool { return m == w })
-	l.mats = append(l.mats, &p)
+	l.replaceMatrix(w, &p)
 	return &p
 }
 

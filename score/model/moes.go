@@ -100,7 +100,7 @@ func newBailingMoE2(l *Loader) Network {
 			o:        l.Linear(p+"attn_output", qd, hp.Embd),
 			ffnNorm:  l.Norm(p+"ffn_norm", hp.Embd),
 		}
-		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
+		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd, kvd)
 		ly.qNorm, ly.kNorm = l.qkNorms(p, false)
 		if i < moe.DenseLayers {
 			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)

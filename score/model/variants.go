@@ -97,8 +97,7 @@ func newGranite(l *Loader) Network {
 	if l.Err() != nil {
 		return nil
 	}
-	if err := graniteScales(l, d, graniteDefaults{}); err != nil {
-		l.fail(err)
+	if !l.graniteScales(d, graniteDefaults{}) {
 		return nil
 	}
 	for i := range d.layers {
@@ -130,8 +129,7 @@ func newMiniCPM(l *Loader) Network {
 		res:   float64(float32(1.4) / float32(math.Sqrt(float64(float32(hp.Layers))))),
 		logit: float64(256 / float32(hp.Embd)),
 	}
-	if err := graniteScales(l, d, def); err != nil {
-		l.fail(err)
+	if !l.graniteScales(d, def) {
 		return nil
 	}
 	return d
@@ -176,10 +174,8 @@ func newDeci(l *Loader) Network {
 			ly.attnNorm = l.Norm(p+"attn_norm", E)
 			ly.mixer = linearMixer{l.Linear(p+"attn_output", E, E)}
 		default:
-			a := d.attn
-			a.Heads, a.KVHeads = heads[i], kv[i]
-			if err := a.Validate(); err != nil {
-				l.Failf("layer %d: %v", i, err)
+			a := l.layerAttn(d, i, heads[i], kv[i])
+			if a == nil {
 				return ly
 			}
 			ly = decoderLayer{
@@ -188,7 +184,7 @@ func newDeci(l *Loader) Network {
 				k:        l.Linear(p+"attn_k", E, a.KVHeads*hd),
 				v:        l.Linear(p+"attn_v", E, a.KVHeads*hd),
 				o:        l.Linear(p+"attn_output", a.Heads*hd, E),
-				attn:     &a,
+				attn:     a,
 			}
 		}
 		ly.ffnNorm = l.Norm(p+"ffn_norm", E)
@@ -252,13 +248,11 @@ func newOpenELM(l *Loader) Network {
 	d := l.baseDecoder(true)
 	E, hd := hp.Embd, hp.HeadDim
 	return l.bindLayers(d, func(i int, p string) decoderLayer {
-		a := d.attn
-		a.Heads, a.KVHeads = heads[i], kv[i]
-		if err := a.Validate(); err != nil {
-			l.Failf("layer %d: %v", i, err)
+		a := l.layerAttn(d, i, heads[i], kv[i])
+		if a == nil {
 			return decoderLayer{}
 		}
-		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", E), ffnNorm: l.Norm(p+"ffn_norm", E), o: l.Linear(p+"attn_output", a.Heads*hd, E), attn: &a}
+		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", E), ffnNorm: l.Norm(p+"ffn_norm", E), o: l.Linear(p+"attn_output", a.Heads*hd, E), attn: a}
 		if qkv := l.LinearRows(p+"attn_qkv", E, a.Heads*hd, a.KVHeads*hd, a.KVHeads*hd); qkv != nil {
 			ly.q, ly.k, ly.v = qkv[0], qkv[1], qkv[2]
 		}
@@ -266,6 +260,19 @@ func newOpenELM(l *Loader) Network {
 		ly.ffn = l.DenseFFN(p, E, ffn[i])
 		return ly
 	})
+}
+
+// layerAttn is d's attention with layer i's head counts (the per-layer
+// arrays of deci, openelm and mimo2), or nil after recording why they do
+// not group.
+func (l *Loader) layerAttn(d *decoder, i, heads, kv int) *ml.Attn {
+	a := d.attn
+	a.Heads, a.KVHeads = heads, kv
+	if err := a.Validate(); err != nil {
+		l.Failf("layer %d: %v", i, err)
+		return nil
+	}
+	return &a
 }
 
 // orion: OrionStar's Orion-14B, as llama.cpp 0.7.0 runs it: llama's
@@ -339,10 +346,7 @@ func newStableLM(l *Loader) Network {
 			ly.qNorm, ly.kNorm = l.headNorms(p+"attn_q_norm", hp.Heads), l.headNorms(p+"attn_k_norm", hp.KVHeads)
 		}
 		if l.Has(p + "ffn_norm.weight") {
-			ly.ffnNorm = l.Norm(p+"ffn_norm", hp.Embd)
-			if l.Has(p + "ffn_norm.bias") {
-				ly.ffnNormB = l.Vector(p+"ffn_norm.bias", hp.Embd)
-			}
+			ly.ffnNorm, ly.ffnNormB = l.Norm(p+"ffn_norm", hp.Embd), l.optVector(p+"ffn_norm.bias", hp.Embd)
 		} else {
 			ly.parallel = parallelAfter
 		}
@@ -463,10 +467,7 @@ func newFalcon(l *Loader) Network {
 		ly.ffn = &Dense{ml.MLP{Up: l.Linear(p+"ffn_up", hp.Embd, hp.FFN), Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd), Act: ml.GELU}}
 		if l.Has(p + "attn_norm_2.weight") { // Falcon-40B: the MLP keeps attn_norm
 			ly.ffnNorm, ly.ffnNormB = ly.attnNorm, ly.attnNormB
-			ly.attnNorm, ly.attnNormB = l.Norm(p+"attn_norm_2", hp.Embd), nil
-			if l.Has(p + "attn_norm_2.bias") {
-				ly.attnNormB = l.Vector(p+"attn_norm_2.bias", hp.Embd)
-			}
+			ly.attnNorm, ly.attnNormB = l.Norm(p+"attn_norm_2", hp.Embd), l.optVector(p+"attn_norm_2.bias", hp.Embd)
 		}
 		return ly
 	})
@@ -578,7 +579,7 @@ func newOLMo(l *Loader) Network {
 	net := l.bindLayers(d, func(_ int, p string) decoderLayer {
 		qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 		ly := decoderLayer{attnNorm: ones, ffnNorm: ones, o: l.Linear(p+"attn_output", qd, hp.Embd), ffn: l.DenseFFN(p, hp.Embd, hp.FFN)}
-		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
+		ly.q, ly.k, ly.v = l.qkv(p, qd, kvd, kvd)
 		return ly
 	})
 	return lnNetwork(net, d)
@@ -668,7 +669,7 @@ func (l *Loader) qkvAttn(p string) decoderLayer {
 	hp := l.HP
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd), o: l.Linear(p+"attn_output", qd, hp.Embd)}
-	ly.q, ly.k, ly.v = l.qkv(p, qd, kvd)
+	ly.q, ly.k, ly.v = l.qkv(p, qd, kvd, kvd)
 	return ly
 }
 
@@ -722,8 +723,8 @@ func (m linearMixer) forward(b ml.Backend, dst, h ml.Tensor) { b.Linear(dst, h, 
 type graniteDefaults struct{ emb, res, logit float64 }
 
 // graniteScales sets granite's multipliers on d from the metadata (each
-// optional, def when absent).
-func graniteScales(l *Loader, d *decoder, def graniteDefaults) error {
+// optional, def when absent); false after an error, recorded.
+func (l *Loader) graniteScales(d *decoder, def graniteDefaults) bool {
 	m := meta{l.f, l.HP.Arch}
 	var err error
 	get := func(key string, dv float64) float64 {
@@ -736,7 +737,8 @@ func graniteScales(l *Loader, d *decoder, def graniteDefaults) error {
 	d.embScale, d.resScale = get("embedding_scale", def.emb), get("residual_scale", def.res)
 	attn, logit := get("attention.scale", 0), get("logit_scale", def.logit)
 	if err != nil {
-		return err
+		l.fail(err)
+		return false
 	}
 	if attn != 0 {
 		d.attn.Scale = attn
@@ -744,7 +746,7 @@ func graniteScales(l *Loader, d *decoder, def graniteDefaults) error {
 	if logit != 0 {
 		d.head.Scale = float64(1 / float32(logit)) // 1.0f / f_logit_scale
 	}
-	return nil
+	return true
 }
 
 // granite_swa: IBM's Granite 4.1 dense models, as llama.cpp 0.7.0 runs
@@ -789,8 +791,7 @@ func newGraniteSWA(l *Loader) Network {
 	if l.Err() != nil {
 		return nil
 	}
-	if err := graniteScales(l, d, graniteDefaults{}); err != nil {
-		l.fail(err)
+	if !l.graniteScales(d, graniteDefaults{}) {
 		return nil
 	}
 	for i := range d.layers {
