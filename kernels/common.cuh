@@ -148,6 +148,14 @@ __device__ __forceinline__ double gelu_tanh(double g) {
 	return __dmul_rn(__dmul_rn(0.5, g), __dadd_rn(1.0, tanh(inner)));
 }
 
+// clamp_swiglu is Step-3.5's clamped SwiGLU of the limit l in float64,
+// each operation rounded as nn.ClampSwiGLU: min(silu(g), l)·clamp(u, -l, l).
+__device__ __forceinline__ double clamp_swiglu(double g, double u, float limit) {
+	double l = (double)limit;
+	double s = fmin(__ddiv_rn(g, __dadd_rn(1.0, exp(-g))), l);
+	return __dmul_rn(s, fmax(-l, fmin(u, l)));
+}
+
 // warp reductions
 __device__ __forceinline__ double warp_sum_d(double v) {
 	for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

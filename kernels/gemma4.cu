@@ -11,13 +11,14 @@
 #include "common.cuh"
 
 // glu_f32: out[i] = f32(act(gate[i]) · up[i]) for count elements; act 0
-// SwiGLU, 1 GeGLU (tanh form), 2 gpt-oss's clamped SwiGLU (ml.Act); the
+// SwiGLU, 1 GeGLU (tanh form), 2 gpt-oss's clamped SwiGLU, 6 Step-3.5's
+// clamped SwiGLU of the limit (ml.Act; limit unused by the others); the
 // ungated act 3 ReLU², out[i] = f32(max(gate[i], 0)²) (nn.ReLUSqr: the
 // float64 product of two floats is exact, so this is the float32
 // product), and act 5 GELU, out[i] = f32(gelu(gate[i])) (nn.GELU), gate
 // being an ungated MLP's Up·x, up unused and may be null. out may be gate
 // or up (each element is read and written by one thread).
-extern "C" __global__ void glu_f32(float* out, const float* gate, const float* up, i64 count, int act) {
+extern "C" __global__ void glu_f32(float* out, const float* gate, const float* up, i64 count, int act, float limit) {
 	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < count; idx += (i64)gridDim.x * blockDim.x) {
 		double g = (double)gate[idx], v;
 		if (act == 3 || act == 5) {
@@ -30,6 +31,8 @@ extern "C" __global__ void glu_f32(float* out, const float* gate, const float* u
 			v = __dmul_rn(__ddiv_rn(g, __dadd_rn(1.0, exp(-g))), u);
 		} else if (act == 1) {
 			v = __dmul_rn(gelu_tanh(g), u);
+		} else if (act == 6) {
+			v = clamp_swiglu(g, u, limit);
 		} else {
 			g = fmin(g, 7.0);
 			u = fmax(-7.0, fmin(u, 7.0));

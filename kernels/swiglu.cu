@@ -59,14 +59,15 @@ extern "C" __global__ void swiglu_half(u16* __restrict__ out, const float* __res
 // glu_half: the other activations of ml.Act, act 1 GeGLU (nn.GeGLU:
 // 0.5·g·(1 + tanh(sqrt(2/π)·(g + 0.044715·g³)))·u), act 2 gpt-oss's
 // clamped SwiGLU (nn.OAISwiGLU: g = min(gate, 7), u = clamp(up, -7, 7),
-// g·sigmoid(1.702·g)·(u + 1)), and the ungated act 3 ReLU² (nn.ReLUSqr:
+// g·sigmoid(1.702·g)·(u + 1)), act 6 Step-3.5's clamped SwiGLU of the
+// limit L (nn.ClampSwiGLU: min(silu(g), L)·clamp(up, -L, L)), and the ungated act 3 ReLU² (nn.ReLUSqr:
 // max(g, 0)²) and act 5 GELU (nn.GELU: gelu(g)), g being an ungated
 // MLP's Up·x, up unused and may be null, in float64 rounded to float32
 // once (ReLU²'s product of two floats is exact in float64: the float32
 // product), then to bf16 or (f16 != 0)
 // fp16. gate and up are dense (rows, f). amax and rescale: above.
 extern "C" __global__ void glu_half(u16* __restrict__ out, const float* __restrict__ gate, const float* __restrict__ up,
-                                    int rows, int f, int act, int f16, u32* amax, int rescale) {
+                                    int rows, int f, int act, float limit, int f16, u32* amax, int rescale) {
 	int k = rescale ? down_exp(*amax) : 0;
 	if (rescale && k == 0) return;
 	float m = 0;
@@ -81,6 +82,8 @@ extern "C" __global__ void glu_half(u16* __restrict__ out, const float* __restri
 		double u = (double)up[idx];
 		if (act == 1) {
 			v = __dmul_rn(gelu_tanh(g), u);
+		} else if (act == 6) {
+			v = clamp_swiglu(g, u, limit);
 		} else {
 			g = fmin(g, 7.0);
 			u = fmax(-7.0, fmin(u, 7.0));

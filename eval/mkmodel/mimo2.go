@@ -66,7 +66,7 @@ func (c *Config) mimo2Keys(w *gguf.Writer) {
 // mimo2Layer adds layer i's tensors.
 func (c *Config) mimo2Layer(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
 	p := fmt.Sprintf("blk.%d.", i)
-	e, ff := uint64(c.Embd), uint64(c.FFN)
+	e := uint64(c.Embd)
 	q, k, v := uint64(c.Heads*c.HeadDim), uint64(c.mimo2KV(i)*c.HeadDim), uint64(c.mimo2KV(i)*c.valueDim())
 	o := uint64(c.Heads * c.valueDim())
 	add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
@@ -77,6 +77,16 @@ func (c *Config) mimo2Layer(add func(name string, shape []uint64, layer int, fil
 	if c.mimo2Sliding(i) {
 		add(p+"attn_sinks.weight", []uint64{uint64(c.Heads)}, i, c.normal(p+"attn_sinks.weight", 1))
 	}
+	c.leadOrExperts(add, i, false)
+}
+
+// leadOrExperts adds layer i's ffn_norm and FFN: a SwiGLU MLP of FFN in
+// the first DenseLead layers, then experts with a selection bias
+// (exp_probs_b), and with shared a shared expert of SharedFFN (mimo2,
+// step35).
+func (c *Config) leadOrExperts(add func(name string, shape []uint64, layer int, fill RowFunc), i int, shared bool) {
+	p := fmt.Sprintf("blk.%d.", i)
+	e, ff := uint64(c.Embd), uint64(c.FFN)
 	add(p+"ffn_norm.weight", []uint64{e}, i, c.gain(p+"ffn_norm.weight", 1, 0.1))
 	if i < c.DenseLead {
 		add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", invSqrt(e)))
@@ -86,6 +96,25 @@ func (c *Config) mimo2Layer(add func(name string, shape []uint64, layer int, fil
 	}
 	c.expertTensors(add, i)
 	add(p+"exp_probs_b.bias", []uint64{uint64(c.Experts)}, i, c.normal(p+"exp_probs_b.bias", 0.1))
+	if shared {
+		sf := uint64(c.SharedFFN)
+		add(p+"ffn_gate_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_gate_shexp.weight", invSqrt(e)))
+		add(p+"ffn_up_shexp.weight", []uint64{e, sf}, i, c.normal(p+"ffn_up_shexp.weight", invSqrt(e)))
+		add(p+"ffn_down_shexp.weight", []uint64{sf, e}, i, c.normal(p+"ffn_down_shexp.weight", c.Residual*invSqrt(sf)))
+	}
+}
+
+// leadOrExpertsParams is leadOrExperts' weights in layer i.
+func (s Shape) leadOrExpertsParams(i int, shared bool) int64 {
+	e := int64(s.Embd)
+	if i < s.DenseLead {
+		return e + 3*e*int64(s.FFN)
+	}
+	n := e + e*int64(s.Experts) + 3*e*int64(s.ExpertFFN)*int64(s.Experts) + int64(s.Experts)
+	if shared {
+		n += 3 * e * int64(s.SharedFFN)
+	}
+	return n
 }
 
 // mimo2Params is Params for mimo2.
@@ -94,14 +123,9 @@ func (s Shape) mimo2Params() int64 {
 	n := s.headParams()
 	for i := range s.Layers {
 		h, kv := int64(s.Heads), int64(s.mimo2KV(i))
-		n += 2*e + e*h*hd + e*kv*(hd+vd) + h*vd*e
+		n += e + e*h*hd + e*kv*(hd+vd) + h*vd*e + s.leadOrExpertsParams(i, false)
 		if s.mimo2Sliding(i) {
 			n += h
-		}
-		if i < s.DenseLead {
-			n += 3 * e * int64(s.FFN)
-		} else {
-			n += e*int64(s.Experts) + 3*e*int64(s.ExpertFFN)*int64(s.Experts) + int64(s.Experts)
 		}
 	}
 	return n

@@ -147,6 +147,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.mimo2Layer(add, i)
 			continue
 		}
+		if c.step35() {
+			c.step35Layer(add, i)
+			continue
+		}
 		if c.bitnet() {
 			c.bitnetLayer(add, i)
 			continue
@@ -340,10 +344,10 @@ func Write(path string, c *Config) error {
 		}
 		w.Add(a+".feed_forward_length", uint32(ffn))
 	}
-	if !c.deci() && !c.mimo2() && !c.openelm() {
+	if !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() {
 		w.Add(a+".attention.head_count", uint32(c.Heads))
 	}
-	if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys)
+	if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys, step35Keys)
 		w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))
 	}
 	w.Add(a+".attention.key_length", uint32(c.HeadDim))
@@ -376,6 +380,9 @@ func Write(path string, c *Config) error {
 	if c.mimo2() {
 		c.mimo2Keys(w)
 	}
+	if c.step35() {
+		c.step35Keys(w)
+	}
 	if c.openelm() {
 		c.openelmKeys(w)
 	}
@@ -383,7 +390,7 @@ func Write(path string, c *Config) error {
 		c.gemma3nKeys(w)
 	} else if c.Window > 0 {
 		w.Add(a+".attention.sliding_window", uint32(c.Window))
-		if a == "mellum" || a == "mimo2" { // their sliding layers' own base
+		if a == "mellum" || a == "mimo2" || a == "step35" { // their sliding layers' own base
 			w.Add(a+".rope.freq_base_swa", float32(c.RopeBase/2))
 		}
 		if a == "olmo2" || a == "granite_swa" || a == "mellum" || a == "mimo2" { // the converter's flags for OLMo 3's layer_types

@@ -385,7 +385,8 @@ func TestEndToEndWideHeads(t *testing.T) {
 // granite_swa (sinks); mellum; baichuan (32 layers; 40, ALiBi); bloom,
 // mpt, refact and jais (ALiBi: the attention kernels' slopes); jais2;
 // maincoder; pangu-embedded; mimo2 (narrow values: GatherCols); bitnet
-// (GLU and the sub norms); openelm; qwen;
+// (GLU and the sub norms); openelm; qwen; step35 (gates per head:
+// GatherCols; the clamped SwiGLU);
 // gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
@@ -507,6 +508,13 @@ func TestEndToEndGenerated(t *testing.T) {
 		// Qwen 1: fused biased qkv, NeoX RoPE. Emulation: max 0.0090,
 		// mean 0.0014, PPL ratio 1.00003.
 		{"qwen", func(s *mkmodel.Shape) { s.KVHeads = 4 }, 0.018, 0.003, 0.0001, ""},
+		// Step-3.5: per-head gates (GatherCols), per-layer heads and RoPE
+		// dimensions, sliding layers, clamped SwiGLUs (glu_half act 6),
+		// every expert used. Emulation: max 0.0059, mean 0.00123, PPL
+		// ratio 1.000063.
+		{"step35", func(s *mkmodel.Shape) {
+			s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.Window = 4, 1, 8, 8, 64, 64, 40
+		}, 0.012, 0.0025, 0.00013, ""},
 		// OLMo 3: 3 layers of 4 sliding over 40 keys with plain RoPE, the
 		// fourth with YaRN (factor 8), whose cos and sin times 1.46 (the
 		// file's attn_factor and YaRN's own) make its scores 2.1 times as

@@ -51,17 +51,28 @@ func TestGLUF32Parity(t *testing.T) {
 		want := make([]float32, rows*f)
 		nn.ReLUSqr(want, x, nil)
 		xp := devPut(t, e, x)
-		do(t, e, func() error { return e.gluF32(xp, xp, 0, int64(len(x)), ml.ReLUSqr) })
+		do(t, e, func() error { return e.gluF32(xp, xp, 0, int64(len(x)), ml.ReLUSqr, 0) })
 		var bc bitCompare
 		for i, v := range devGet[float32](t, e, xp, len(x)) {
 			bc.add(v, want[i], i)
 		}
 		bc.check(t, "glu_f32 relu2 (exact)", 0, 0)
 
+		// Step-3.5's clamped SwiGLU (an MLP's glu_f32 with its limit),
+		// which GLU refuses (it has no limit): in place on the gate.
+		nn.ClampSwiGLU(0.5)(want, gate, up)
+		gp, upp := devPut(t, e, gate), devPut(t, e, up)
+		do(t, e, func() error { return e.gluF32(gp, gp, upp, int64(len(gate)), ml.ClampSwiGLU, 0.5) })
+		bc = bitCompare{}
+		for i, v := range devGet[float32](t, e, gp, len(gate)) {
+			bc.add(v, want[i], i)
+		}
+		bc.check(t, "glu_f32 swiglu-clamp", 1, 1e-2)
+
 		// The ungated GELU the same way, to its float64 reference.
 		nn.GELU(want, x, nil)
 		xp = devPut(t, e, x)
-		do(t, e, func() error { return e.gluF32(xp, xp, 0, int64(len(x)), ml.GELU) })
+		do(t, e, func() error { return e.gluF32(xp, xp, 0, int64(len(x)), ml.GELU, 0) })
 		bc = bitCompare{}
 		for i, v := range devGet[float32](t, e, xp, len(x)) {
 			bc.add(v, want[i], i)

@@ -950,7 +950,7 @@ func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error)
 		if m.Act == ml.XIELU {
 			err = b.e.xielu(gate, int64(rows)*int64(F), m.XIELU)
 		} else {
-			err = b.e.gluF32(gate, gate, up, int64(rows)*int64(F), m.Act)
+			err = b.e.gluF32(gate, gate, up, int64(rows)*int64(F), m.Act, m.Limit)
 		}
 		if err != nil {
 			return err
@@ -977,7 +977,7 @@ func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error)
 	if m.Act == ml.SwiGLU {
 		err = b.e.swiglu(act, gate, up, rows, F, F, F, dt, amax)
 	} else {
-		err = b.e.glu(act, gate, up, rows, F, m.Act, dt, amax)
+		err = b.e.glu(act, gate, up, rows, F, m.Act, m.Limit, dt, amax)
 	}
 	if err != nil {
 		return err

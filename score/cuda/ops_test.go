@@ -588,8 +588,10 @@ func TestAttentionWindowParity(t *testing.T) {
 	})
 }
 
-// glu_half against nn.GeGLU, nn.OAISwiGLU and the ungated nn.ReLUSqr and
-// nn.GELU (score/nn/mlp.go), with gates and ups past gpt-oss's clamps, and
+// glu_half against nn.GeGLU, nn.OAISwiGLU, nn.ClampSwiGLU (limits that
+// clamp some of the gates' silu and of the ups, and one that clamps
+// nearly all) and the ungated nn.ReLUSqr and nn.GELU (score/nn/mlp.go),
+// with gates and ups past gpt-oss's clamps, and
 // for the ungated ones (which read no up: 0) negatives, NaN, infinities
 // and values below fp16's subnormals and past its range.
 func TestGLUParity(t *testing.T) {
@@ -613,11 +615,14 @@ func TestGLUParity(t *testing.T) {
 			gate  []float32
 			amax  bool
 			wantK int
-		}{{ml.GeGLU, nn.GeGLU, gate, false, 0}, {ml.OAISwiGLU, nn.OAISwiGLU, gate, false, 0},
-			{ml.GeGLU, nn.GeGLU, gate, true, 0}, {ml.GeGLU, nn.GeGLU, big, true, -3}, {ml.OAISwiGLU, nn.OAISwiGLU, big, true, 0},
-			{ml.ReLUSqr, nn.ReLUSqr, gate, false, 0}, {ml.ReLUSqr, nn.ReLUSqr, odd, false, 0},
-			{ml.ReLUSqr, nn.ReLUSqr, gate, true, 0}, {ml.ReLUSqr, nn.ReLUSqr, big, true, -13},
-			{ml.GELU, nn.GELU, gate, false, 0}, {ml.GELU, nn.GELU, odd, false, 0}, {ml.GELU, nn.GELU, big, true, 0}} {
+			limit float32
+		}{{ml.GeGLU, nn.GeGLU, gate, false, 0, 0}, {ml.OAISwiGLU, nn.OAISwiGLU, gate, false, 0, 0},
+			{ml.ClampSwiGLU, nn.ClampSwiGLU(2.5), gate, false, 0, 2.5}, {ml.ClampSwiGLU, nn.ClampSwiGLU(0.25), gate, true, 0, 0.25},
+			{ml.ClampSwiGLU, nn.ClampSwiGLU(7), big, true, 0, 7},
+			{ml.GeGLU, nn.GeGLU, gate, true, 0, 0}, {ml.GeGLU, nn.GeGLU, big, true, -3, 0}, {ml.OAISwiGLU, nn.OAISwiGLU, big, true, 0, 0},
+			{ml.ReLUSqr, nn.ReLUSqr, gate, false, 0, 0}, {ml.ReLUSqr, nn.ReLUSqr, odd, false, 0, 0},
+			{ml.ReLUSqr, nn.ReLUSqr, gate, true, 0, 0}, {ml.ReLUSqr, nn.ReLUSqr, big, true, -13, 0},
+			{ml.GELU, nn.GELU, gate, false, 0, 0}, {ml.GELU, nn.GELU, odd, false, 0, 0}, {ml.GELU, nn.GELU, big, true, 0, 0}} {
 			want := make([]float32, rows*f)
 			up, upp := up, upp
 			if c.act.Ungated() {
@@ -625,8 +630,8 @@ func TestGLUParity(t *testing.T) {
 			}
 			c.ref(want, c.gate, up)
 			gp := devPut(t, e, c.gate)
-			eachGLUHalf(t, e, fmt.Sprintf("glu_half %v", c.act), c.amax, amax, out, want, c.wantK, func(ht cublas.DataType, am ptr) error {
-				return e.glu(out, gp, upp, rows, f, c.act, ht, am)
+			eachGLUHalf(t, e, fmt.Sprintf("glu_half %v %v", c.act, c.limit), c.amax, amax, out, want, c.wantK, func(ht cublas.DataType, am ptr) error {
+				return e.glu(out, gp, upp, rows, f, c.act, c.limit, ht, am)
 			})
 		}
 	})

@@ -10,12 +10,12 @@ import (
 // The emulation of kernels/gemma4.cu: cpuBackend.GLU (the nn activations),
 // and the ungated ReLU² of MLP's float32 path (nn.ReLUSqr).
 func init() {
-	simKernels["glu_f32"] = simKernel{5, func(s *simDevice, a *simArgs, grid dim3) error {
-		out, gate, upb, n, act := f32s(a.ptr(0)), f32s(a.ptr(1)), a.ptr(2), a.i64(3), a.int(4)
+	simKernels["glu_f32"] = simKernel{6, func(s *simDevice, a *simArgs, grid dim3) error {
+		out, gate, upb, n, act, limit := f32s(a.ptr(0)), f32s(a.ptr(1)), a.ptr(2), a.i64(3), a.int(4), a.f32(5)
 		if a.err != nil {
 			return a.err
 		}
-		fn, err := simGLU("glu_f32", ml.Act(act))
+		fn, err := simGLU("glu_f32", ml.Act(act), limit)
 		if err != nil {
 			return err
 		}
@@ -28,7 +28,7 @@ func init() {
 // reference, cpuBackend.glu's outside the int8 modes): the gated ones
 // act(gate)·up, the ungated ReLU² max(gate, 0)² and GELU gelu(gate) (up
 // nil).
-func simGLU(kernel string, act ml.Act) (func(out, gate, up []float32), error) {
+func simGLU(kernel string, act ml.Act, limit float32) (func(out, gate, up []float32), error) {
 	switch act {
 	case ml.SwiGLU:
 		if kernel == "glu_half" { // swiglu_half's
@@ -43,6 +43,8 @@ func simGLU(kernel string, act ml.Act) (func(out, gate, up []float32), error) {
 		return nn.ReLUSqr, nil
 	case ml.GELU:
 		return nn.GELU, nil
+	case ml.ClampSwiGLU:
+		return nn.ClampSwiGLU(limit), nil
 	}
 	return nil, fmt.Errorf("%s: activation %d", kernel, act)
 }

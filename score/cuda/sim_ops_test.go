@@ -86,13 +86,13 @@ func init() {
 			}
 			return nil
 		}},
-		"glu_half": {9, func(s *simDevice, a *simArgs, grid dim3) error {
-			out, gate, upb, rows, f, act, f16 := u16s(a.ptr(0)), f32s(a.ptr(1)), a.ptr(2), a.int(3), a.int(4), a.int(5), a.int(6)
-			amax, rescale := a.ptr(7), a.int(8)
+		"glu_half": {10, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, gate, upb, rows, f, act, limit, f16 := u16s(a.ptr(0)), f32s(a.ptr(1)), a.ptr(2), a.int(3), a.int(4), a.int(5), a.f32(6), a.int(7)
+			amax, rescale := a.ptr(8), a.int(9)
 			if a.err != nil {
 				return a.err
 			}
-			fn, err := simGLU("glu_half", ml.Act(act))
+			fn, err := simGLU("glu_half", ml.Act(act), limit)
 			if err != nil {
 				return err
 			}

@@ -250,6 +250,9 @@ const (
 	// StarCoder2, Phi-2, GPT-NeoX; nn.GELU, ggml's float16 table in the
 	// int8 modes). Dense MLPs only.
 	GELU
+	// ClampSwiGLU: Step-3.5's clamped SwiGLU, min(silu(g), L) · clamp(u,
+	// -L, L) for L = MLP.Limit (nn.ClampSwiGLU).
+	ClampSwiGLU
 )
 
 // Ungated reports whether a is an ungated MLP's activation, of Up·x alone.
@@ -269,6 +272,8 @@ func (a Act) String() string {
 		return "xielu"
 	case GELU:
 		return "gelu"
+	case ClampSwiGLU:
+		return "swiglu-clamp"
 	}
 	return fmt.Sprintf("act(%d)", int(a))
 }
@@ -280,6 +285,7 @@ type MLP struct {
 	Gate, Up, Down *Matrix
 	Act            Act
 	XIELU          nn.XIELU // Act XIELU's parameters
+	Limit          float32  // Act ClampSwiGLU's limit L (> 0)
 	// TopK > 0 sparsifies each row g of Gate·x before the activation
 	// (Gemma 3n): g = max(g - mean(g) - TopK·std(g), 0), std with n-1
 	// (nn.GaussianTopK). Gated MLPs only.

@@ -266,19 +266,7 @@ func (b *cpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 	d, s := ct(dst), ct(x)
 	shape("mlp input", s, s.rows, m.Up.In)
 	shape("mlp output", d, s.rows, m.Down.Out)
-	mlp := nn.MLP{Up: lin(m.Up), Down: lin(m.Down)}
-	if m.Act == ml.XIELU { // the MLP's own parameters
-		p := m.XIELU
-		mlp.Act = func(out, g, _ []float32) {
-			if b.c.LlamaCPP {
-				p.Forward(out, g)
-			} else {
-				p.Ref(out, g)
-			}
-		}
-	} else {
-		mlp.Act = b.cpuAct(m.Act)
-	}
+	mlp := nn.MLP{Up: lin(m.Up), Down: lin(m.Down), Act: b.cpuAct(m)}
 	if m.Gated() {
 		mlp.Gate = lin(m.Gate)
 	}
@@ -299,13 +287,29 @@ func (b *cpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 	mlp.Forward(b.c, d.d, s.d, s.rows)
 }
 
-// cpuAct is the activation nn.MLP runs for a; nil is its fast SwiGLU
-// (llama.cpp's in the int8 modes).
-func (b *cpuBackend) cpuAct(a ml.Act) func(out, gate, up []float32) {
-	if a == ml.SwiGLU {
+// cpuAct is the activation nn.MLP runs for m; nil is its fast SwiGLU
+// (llama.cpp's in the int8 modes). xIELU and the clamped SwiGLU take the
+// MLP's own parameters.
+func (b *cpuBackend) cpuAct(m *ml.MLP) func(out, gate, up []float32) {
+	switch m.Act {
+	case ml.SwiGLU:
 		return nil
+	case ml.XIELU:
+		p := m.XIELU
+		return func(out, g, _ []float32) {
+			if b.c.LlamaCPP {
+				p.Forward(out, g)
+			} else {
+				p.Ref(out, g)
+			}
+		}
+	case ml.ClampSwiGLU:
+		if b.c.LlamaCPP {
+			return nn.GGMLClampSwiGLU(m.Limit, b.c.GGMLAVX2)
+		}
+		return nn.ClampSwiGLU(m.Limit)
 	}
-	return b.glu(a)
+	return b.glu(m.Act)
 }
 
 // glu is the nn activation of a: computed in float64 and rounded once, or
@@ -420,7 +424,7 @@ func (b *cpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 					}
 				}
 			}
-			mlp := nn.MLP{Up: ups[e], Down: downs[e], Act: b.cpuAct(m.Act)}
+			mlp := nn.MLP{Up: ups[e], Down: downs[e], Act: b.cpuAct(m)}
 			if gates != nil {
 				mlp.Gate = gates[e]
 			}

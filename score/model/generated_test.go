@@ -128,6 +128,12 @@ func dots1(s *mkmodel.Shape) {
 // log-probs and the model's Info.
 func generatedScores(t *testing.T, path string, tokens []int32, sums []float64) ([][]float64, Info) {
 	t.Helper()
+	return generatedScoresTo(t, path, tokens, sums, 1e-6)
+}
+
+// generatedScoresTo is generatedScores with the sums checked to bound.
+func generatedScoresTo(t *testing.T, path string, tokens []int32, sums []float64, bound float64) ([][]float64, Info) {
+	t.Helper()
 	m, err := Load(path, Options{KVDtype: "f16", Activations: ActInt8, Context: 128})
 	if err != nil {
 		t.Fatal(err)
@@ -141,7 +147,7 @@ func generatedScores(t *testing.T, path string, tokens []int32, sums []float64) 
 		wins[w] = window{64 * w, 64*w + 128, 64*w + 64}
 	}
 	wins[0].from = 1
-	return scoreSums(t, m, filepath.Base(path), tokens, wins, sums, 1e-6), m.Info()
+	return scoreSums(t, m, filepath.Base(path), tokens, wins, sums, bound), m.Info()
 }
 
 // checkSHA fails t unless the file at path has the sha256 want: the bytes
@@ -298,7 +304,11 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // none off); openelm (heads [4 8 4 8] and MLPs [256 320 384 256] by
 // layer, fused qkv, per-head q/k norms) and qwen (Qwen 1: fused biased
 // qkv, NeoX RoPE, the MLP half of feed_forward_length) (24 windows each,
-// both builds: none off).
+// both builds: none off); step35 (per-layer heads, q/k norms, a sigmoid
+// gate per head, sliding layers with half again as many heads and RoPE of
+// their own base over the whole head, the global ones over half, clamped
+// SwiGLUs in the dense layer, the experts and the shared expert; variants:
+// TestStep35Variants) (24 windows, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -501,6 +511,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1539.0728889, -779.0824568, -796.0170319, -766.4045137}},
 		{"qwen", "qwen", "", func(s *mkmodel.Shape) { s.Layers, s.KVHeads = 4, 4 }, "", "82f9199822a4602b94c8874be66e97a12de999eb093b3941a81d1b00dfaec4d1",
 			[]float64{-1605.5973391, -804.8148143, -784.7415166, -758.9526950}},
+		{"step35", "step35", "", step35Shape, "", "f5418e4c64fa3b0ccb873a8b7a0dc4b3db35307037dd9f59b6123b443ad06ca9",
+			[]float64{-1584.1922093, -802.5858265, -807.4666545, -788.4150369}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -868,6 +880,73 @@ func TestMiMo2Keys(t *testing.T) {
 			"metadata mimo2.attention.sliding_window_pattern: want an array of 4 flags (one per layer)"},
 		{"no window", map[string]any{"mimo2.attention.sliding_window": nil}, nil, "missing metadata mimo2.attention.sliding_window"},
 		{"tied", nil, []string{"output.weight"}, "missing tensor output.weight"},
+	})
+}
+
+// step35Shape is Step-3.5-Flash's layout in 4 layers: a global layer of
+// 4 heads, then 3 sliding over 40 keys with 6; a dense first layer, then
+// 8 experts, 2 used, and a shared expert; SwiGLUs clamped at 0.25 (the
+// experts) and 0.375 (the others) but in the last layer.
+func step35Shape(s *mkmodel.Shape) {
+	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.Window = 4, 1, 8, 2, 64, 64, 40
+}
+
+// TestStep35Variants: step35 with rope_freqs (16 factors: the global
+// layers read the first 8, the sliding ones none), with
+// rope.dimension_count_swa 16 (the sliding layers rotate half their
+// heads), with one experts' limit for every layer and no shared one, and
+// without blk.1's q/k norms and blk.2's gate, against llama.cpp's sums on
+// the same bytes (24 windows in both builds: none off; here the first 4);
+// and the files llama.cpp refuses refused: a pattern that is not an array,
+// no expert_shared_feed_forward_length, no output matrix, no window.
+func TestStep35Variants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "step35", step35Shape)
+	factors := make([]float32, 16)
+	for i := range factors {
+		factors[i] = 1 + float32(i)*0.37
+	}
+	for _, c := range []struct {
+		name, sha256 string
+		set          map[string]any
+		add          map[string]f32Tensor
+		drop         []string
+		sums         []float64
+		bound        float64 // on the sums; 0: 1e-6
+	}{
+		{"rope_freqs", "241e17d6370c5b87eb20280e8a04c0b9f079d3bc9b5c84c120278030961bd3fd", nil,
+			map[string]f32Tensor{"rope_freqs.weight": {[]uint64{16}, factors}}, nil,
+			[]float64{-1588.5347054, -790.5503387, -811.7630192, -788.7122725}, 0},
+		// 127 log-probs each within 5.4e-8 of llama.cpp's printed ones
+		// add up to 1.1e-6 in the first window.
+		{"sliding dims", "6de1754b047d959ea6e206ef01c54b4b5e3e001ef7e5f5dad0e38cc248fe635b",
+			map[string]any{"step35.rope.dimension_count_swa": uint32(16)}, nil, nil,
+			[]float64{-1584.5679778, -793.6326732, -810.4641694, -790.3072931}, 1.5e-6},
+		{"one limit", "fad96ed21050d6ca62077b0ceb700cc2fc41c759174c3c99de5abc2072b86b1a",
+			map[string]any{"step35.swiglu_clamp_exp": float32(0.5), "step35.swiglu_clamp_shexp": nil}, nil, nil,
+			[]float64{-1608.7940032, -798.1909475, -799.6238766, -791.1701791}, 0},
+		{"optional tensors", "41b176686fb62627758d230ce87bc5c48f0b146deaa6acb15bb7c6a85d29eac3", nil, nil,
+			[]string{"blk.1.attn_q_norm.weight", "blk.1.attn_k_norm.weight", "blk.2.attn_gate.weight"},
+			[]float64{-1581.6612527, -798.1350223, -815.7846938, -786.7918714}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := rewriteFile(t, src, c.set, c.add, c.drop...)
+			checkSHA(t, p, c.sha256)
+			generatedScoresTo(t, p, golden.Header.Tokens, c.sums, cmp.Or(c.bound, 1e-6))
+		})
+	}
+	checkRefusals(t, src, []refusal{
+		{"a period", map[string]any{"step35.attention.sliding_window_pattern": uint32(1)}, nil,
+			"metadata step35.attention.sliding_window_pattern: want an array of 4 flags (one per layer)"},
+		{"no shared width", map[string]any{"step35.expert_shared_feed_forward_length": nil}, nil,
+			"missing metadata step35.expert_shared_feed_forward_length"},
+		{"no window", map[string]any{"step35.attention.sliding_window": nil}, nil, "missing metadata step35.attention.sliding_window"},
+		{"tied", nil, []string{"output.weight"}, "missing tensor output.weight"},
+		{"a lone q norm", nil, []string{"blk.1.attn_k_norm.weight"}, "layer 1: attn_q_norm and attn_k_norm must come together"},
 	})
 }
 

@@ -151,11 +151,14 @@ type decoderLayer struct {
 	// row (the row's values: olmo2, minimax-m2).
 	qNorm, kNorm *ml.Vector
 	// gate (blk.N.attn_gate), when set, gates the attention's output
-	// before attn_output: att ⊙ sigmoid(gate·h) (afmoe).
-	gate *ml.Matrix
-	ffn  FFN
-	attn *ml.Attn // the layer's own attention options (gpt-oss: sinks, window), or nil
-	rope *nn.RoPE // the layer's own RoPE (OLMo 3's sliding layers), or nil: the decoder's
+	// before attn_output: att ⊙ sigmoid(gate·h) (afmoe); with gateCols,
+	// gate·h has one value per head, gathered to each of the head's
+	// columns (step35; gatherDecoder).
+	gate     *ml.Matrix
+	gateCols []int
+	ffn      FFN
+	attn     *ml.Attn // the layer's own attention options (gpt-oss: sinks, window), or nil
+	rope     *nn.RoPE // the layer's own RoPE (OLMo 3's sliding layers), or nil: the decoder's
 	// postAttnNorm and postFFNNorm, when set, norm the attention's and
 	// the FFN's outputs before they join the residual stream (glm4:
 	// post_attention_norm, post_ffw_norm).
@@ -655,8 +658,13 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 	}
 	b.Attention(att, q, k, v, i, at)
 	if ly.gate != nil {
-		g := b.Alloc(n, qd)
+		g := b.Alloc(n, ly.gate.Out)
 		b.Linear(g, h, ly.gate)
+		if ly.gateCols != nil {
+			wide := b.Alloc(n, qd)
+			b.(colGatherer).GatherCols(wide, g, ly.gateCols)
+			g = wide
+		}
 		b.SigmoidMul(att, g, false)
 	}
 	if ly.attnSubNorm != nil {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 
+	"ppl.dev/gguf"
 	"ppl.dev/score/ml"
 )
 
@@ -31,21 +32,7 @@ func init() { Register("mimo2", newMiMo2) }
 func newMiMo2(l *Loader) Network {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
-	err := m.require("attention.sliding_window", "attention.sliding_window_pattern")
-	var heads, kv []int
-	if err == nil {
-		heads, err = m.layerInts("attention.head_count", hp.Layers, -1)
-	}
-	if err == nil {
-		kv, err = m.layerInts("attention.head_count_kv", hp.Layers, -1)
-	}
-	window, slides := 0, []bool(nil)
-	if err == nil {
-		window, err = m.positive("attention.sliding_window", -1)
-	}
-	if err == nil {
-		slides, err = m.layerFlags("attention.sliding_window_pattern", hp.Layers, false)
-	}
+	heads, kv, window, slides, err := m.slidingHeads(hp.Layers)
 	baseSWA, vscale := 0.0, 0.0
 	if err == nil {
 		baseSWA, err = m.float("rope.freq_base_swa", 0)
@@ -149,14 +136,54 @@ func headCols(heads, vd, hd int) []int {
 	return cols
 }
 
+// slidingHeads reads the per-layer attention of mimo2 and step35: the
+// head counts (attention.head_count and head_count_kv, one or one per
+// layer), attention.sliding_window (required) and which layers slide,
+// attention.sliding_window_pattern: an array (required, as llama.cpp
+// requires it) of n flags, or of the file's blocks, nextn_predict_layers
+// included (the first n read: perLayerLen).
+func (m meta) slidingHeads(n int) (heads, kv []int, window int, slides []bool, err error) {
+	key := "attention.sliding_window_pattern"
+	err = m.require("attention.sliding_window", key)
+	if err == nil {
+		heads, err = m.layerInts("attention.head_count", n, -1)
+	}
+	if err == nil {
+		kv, err = m.layerInts("attention.head_count_kv", n, -1)
+	}
+	if err == nil {
+		window, err = m.positive("attention.sliding_window", -1)
+	}
+	if err != nil {
+		return nil, nil, 0, nil, err
+	}
+	v, _ := m.f.Lookup(m.arch + "." + key)
+	if v.Type != gguf.ValueArray || !m.perLayerLen(v.Len(), n) {
+		return nil, nil, 0, nil, fmt.Errorf("metadata %s.%s: want an array of %d flags (one per layer)", m.arch, key, n)
+	}
+	if slides, err = m.layerFlags(key, v.Len(), false); err != nil {
+		return nil, nil, 0, nil, err
+	}
+	return heads, kv, window, slides[:n], nil
+}
+
+// perLayerLen reports whether an array of length k holds one value per
+// layer of n run: n values, or block_count's, with the trailing
+// nextn_predict_layers blocks' (as llama.cpp reads such arrays before it
+// drops them).
+func (m meta) perLayerLen(k, n int) bool {
+	blocks, err := m.int("block_count", -1)
+	return k == n || err == nil && k == blocks
+}
+
 // colGatherer is what a decoder with narrow values needs beyond
 // ml.Backend (ml.Recurrent's and ml.Gemma4's GatherCols).
 type colGatherer interface {
 	GatherCols(dst, x ml.Tensor, cols []int)
 }
 
-// gatherDecoder is a decoder whose layers gather the attention's output
-// columns (decoderLayer.vCols).
+// gatherDecoder is a decoder whose layers gather columns: the attention's
+// output (decoderLayer.vCols) or its gate's (gateCols).
 type gatherDecoder struct{ *decoder }
 
 func (m gatherDecoder) Check(b ml.Backend) error {

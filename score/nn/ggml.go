@@ -166,7 +166,19 @@ func ggmlSwiGLUAVX2(out, gate, up []float32) { ggmlSwiGLURow(out, gate, up, true
 // modes' GLU of a gate and an up computed apart (bitnet's scaled ones).
 func GGMLSwiGLU(out, gate, up []float32, avx2 bool) { ggmlSwiGLURow(out, gate, up, avx2) }
 
-func ggmlSwiGLURow(out, gate, up []float32, avx2 bool) {
+// GGMLClampSwiGLU is Step-3.5's clamped SwiGLU for the limit l > 0 as
+// llama.cpp's CPU build computes it, a row at a time: ggml_silu (the lanes
+// of ggml_vec_silu_f32, GGMLSwiGLU's), clamped above at l, times up
+// clamped to [-l, l], each rounded to float32.
+func GGMLClampSwiGLU(l float32, avx2 bool) func(out, gate, up []float32) {
+	return func(out, gate, up []float32) { ggmlGLURow(out, gate, up, avx2, l) }
+}
+
+func ggmlSwiGLURow(out, gate, up []float32, avx2 bool) { ggmlGLURow(out, gate, up, avx2, 0) }
+
+// ggmlGLURow is ggml's SWIGLU of a row, or with limit > 0 its SILU, CLAMP
+// and MUL of Step-3.5's clamped form (the silu the same bits in both).
+func ggmlGLURow(out, gate, up []float32, avx2 bool, limit float32) {
 	check("ggmlSwiGLU gate", len(gate), len(out))
 	check("ggmlSwiGLU up", len(up), len(out))
 	nv := len(out) &^ 15
@@ -185,6 +197,10 @@ func ggmlSwiGLURow(out, gate, up []float32, avx2 bool) {
 			g := gate[i0+i]
 			if i0+i >= nv {
 				e[i] = libcExpf(-g)
+			}
+			if limit > 0 {
+				out[i0+i] = min(float32(g/(1+e[i])), limit) * max(min(up[i0+i], limit), -limit)
+				continue
 			}
 			out[i0+i] = g / (1 + e[i]) * up[i0+i]
 		}

@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -152,6 +153,15 @@ func TestGGMLArithmetic(t *testing.T) {
 		check(b.name, sw, b.want[0])
 		b.f(sw, g40, in.up)
 		check(b.name+", gates × 40", sw, b.want[1])
+	}
+
+	// Step-3.5's clamped SwiGLU (SILU, CLAMP, MUL; ggml_ops.py
+	// swiglu-clamp 1.5) over the gates, then the gates times 40, as one
+	// row: silu clamped above, ups both sides.
+	for avx2, want := range map[bool]uint64{false: 0x9ce7677ad072b132, true: 0x5e01358045679548} {
+		g, u := append(slices.Clone(in.gate), g40...), append(slices.Clone(in.up), in.up...)
+		GGMLClampSwiGLU(1.5, avx2)(g, g, u)
+		check(fmt.Sprintf("SILU, CLAMP, MUL (limit 1.5, AVX2 build %v)", avx2), g, want)
 	}
 
 	// GEGLU over every float16 value (up = 1): ggml's whole GELU table,

@@ -124,6 +124,22 @@ func OAISwiGLU(out, gate, up []float32) {
 	}
 }
 
+// ClampSwiGLU is Step-3.5's clamped SwiGLU for the limit l > 0:
+// min(silu(gate), l) · clamp(up, -l, l), in float64 rounded once. out may
+// alias gate or up.
+func ClampSwiGLU(l float32) func(out, gate, up []float32) {
+	lim := float64(l)
+	return func(out, gate, up []float32) {
+		check("ClampSwiGLU gate", len(gate), len(out))
+		check("ClampSwiGLU up", len(up), len(out))
+		for i := range out {
+			g := float64(gate[i])
+			u := math.Max(-lim, math.Min(float64(up[i]), lim))
+			out[i] = float32(math.Min(g/(1+math.Exp(-g)), lim) * u)
+		}
+	}
+}
+
 // swiglu32 is SwiGLU in float32: out = (g / (1 + exp32(-g))) · u, each
 // operation rounded, within 4 ulp of SwiGLU. out may alias gate or up.
 func swiglu32(out, gate, up []float32) {

@@ -52,7 +52,26 @@ type RoPE struct {
 // WithBase is r with another frequency base (a sliding layer's own:
 // rope.freq_base_swa) and tables of its own.
 func (r *RoPE) WithBase(base float64) *RoPE {
-	return &RoPE{HeadDim: r.HeadDim, Dims: r.Dims, NeoX: r.NeoX, Base: base, FreqScale: r.FreqScale, ExtFactor: r.ExtFactor,
+	c := r.params()
+	c.Base = base
+	return c
+}
+
+// WithDims is r rotating dims elements of each head, with the first dims/2
+// of its frequency factors, or none when factors is false (a layer's own
+// partial RoPE: step35), and tables of its own.
+func (r *RoPE) WithDims(dims int, factors bool) *RoPE {
+	c := r.params()
+	c.Dims, c.FreqFactors = dims, nil
+	if factors && r.FreqFactors != nil {
+		c.FreqFactors = r.FreqFactors[:min(dims/2, len(r.FreqFactors))]
+	}
+	return c
+}
+
+// params is a copy of r's settings without its tables.
+func (r *RoPE) params() *RoPE {
+	return &RoPE{HeadDim: r.HeadDim, Dims: r.Dims, NeoX: r.NeoX, Base: r.Base, FreqScale: r.FreqScale, ExtFactor: r.ExtFactor,
 		AttnFactor: r.AttnFactor, BetaFast: r.BetaFast, BetaSlow: r.BetaSlow, OrigCtx: r.OrigCtx, FreqFactors: r.FreqFactors}
 }
 

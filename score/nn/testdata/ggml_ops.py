@@ -8,7 +8,7 @@
 #   chroot SID python3 /tmp/gx/ggml_ops.py OP ARGS...
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
-# OPs: rms EPS | swiglu | geglu | gelu | swiglu-oai | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE [FREQ_SCALE EXT ATTN BETA_FAST BETA_SLOW N_CTX_ORIG] | fa N H HKV D SCALE [CAP [SPARSE [MAX_BIAS]]] |
+# OPs: rms EPS | swiglu | geglu | gelu | swiglu-oai | swiglu-clamp LIMIT | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE [FREQ_SCALE EXT ATTN BETA_FAST BETA_SLOW N_CTX_ORIG] | fa N H HKV D SCALE [CAP [SPARSE [MAX_BIAS]]] |
 # trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N | gdn N HK HV S EPS |
 # route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N | topk N K.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
@@ -32,6 +32,7 @@ base.ggml_swiglu_oai.restype = P; base.ggml_swiglu_oai.argtypes = [P, P, P, C.c_
 base.ggml_tanh.restype = P; base.ggml_tanh.argtypes = [P, P]
 base.ggml_gelu.restype = P; base.ggml_gelu.argtypes = [P, P]
 base.ggml_silu.restype = P; base.ggml_silu.argtypes = [P, P]
+base.ggml_clamp.restype = P; base.ggml_clamp.argtypes = [P, P, C.c_float, C.c_float]
 base.ggml_xielu.restype = P; base.ggml_xielu.argtypes = [P, P] + [C.c_float] * 4
 base.ggml_div.restype = P; base.ggml_div.argtypes = [P, P, P]
 base.ggml_scale.restype = P; base.ggml_scale.argtypes = [P, P, C.c_float]
@@ -104,6 +105,11 @@ elif op in ("swiglu", "geglu", "swiglu-oai"):  # gate x, up w
     else:
         o = getattr(base, "ggml_%s_split" % op)(ctx, tg, tu)
     run(o)
+    get(o).tofile(d + "out.bin")
+elif op == "swiglu-clamp":  # gate x, up w, LIMIT: ggml_mul(ggml_clamp(ggml_silu(x), -inf, LIMIT), ggml_clamp(w, -LIMIT, LIMIT)), Step-3.5's
+    g = np.fromfile(d + "x.bin", np.float32); u = np.fromfile(d + "w.bin", np.float32); lim = float(sys.argv[2])
+    tg = new(F32, [len(g)]); put(tg, g); tu = new(F32, [len(u)]); put(tu, u)
+    o = base.ggml_mul(ctx, base.ggml_clamp(ctx, base.ggml_silu(ctx, tg), float("-inf"), lim), base.ggml_clamp(ctx, tu, -lim, lim)); run(o)
     get(o).tofile(d + "out.bin")
 elif op == "topk":  # x (rows of N) -> the K indices TOP_K keeps per row, each row's sorted
     N, K = map(int, sys.argv[2:4]); x = np.fromfile(d + "x.bin", np.float32).reshape(-1, N)
