@@ -85,16 +85,18 @@ extern "C" __global__ void l2norm_f32(float* out, const float* x, int rows, int 
 	for (int i = threadIdx.x; i < d; i += blockDim.x) out[r * d + i] = (float)((double)xr[i] * inv);
 }
 
-// delta_gates, in place on (rows, H): beta = sigmoid(beta); alpha = a[h] ·
-// softplus(alpha + dtb[h]) (softplus(x) = x above 20, as ggml), float64.
+// delta_gates, in place: beta (rows, H) = sigmoid(beta); alpha (rows, C)
+// = a[h] · softplus(alpha + dtb[c]) for column c of head h = c div (C/H)
+// (softplus(x) = x above 20, as ggml), float64. C is H, or with gates per
+// key channel (Kimi's) H times the head size.
 extern "C" __global__ void delta_gates(float* __restrict__ beta, float* __restrict__ alpha, const float* __restrict__ a,
-                                       const float* __restrict__ dtb, int rows, int H) {
-	GRID_STRIDE(idx, (i64)rows * H) {
-		int h = (int)(idx % H);
-		beta[idx] = (float)(1.0 / (1.0 + exp(-(double)beta[idx])));
-		double v = (double)alpha[idx] + (double)dtb[h];
+                                       const float* __restrict__ dtb, int rows, int H, int C) {
+	GRID_STRIDE(idx, (i64)rows * C) {
+		int c = (int)(idx % C);
+		if (idx < (i64)rows * H) beta[idx] = (float)(1.0 / (1.0 + exp(-(double)beta[idx])));
+		double v = (double)alpha[idx] + (double)dtb[c];
 		double sp = v > 20 ? v : log1p(exp(v));
-		alpha[idx] = (float)((double)a[h] * sp);
+		alpha[idx] = (float)((double)a[c / (C / H)] * sp);
 	}
 }
 
@@ -135,7 +137,9 @@ __device__ __forceinline__ float round_state(float v, int sdt) {
 // j: S[i][j]), which it leaves holding the state after the last token. Per
 // token: S ← exp(g)·S; S ← S + k ⊗ beta·(v - Sᵀk); out = Sᵀq/sqrt(d). Each column
 // of S evolves on its own (column j reads only v[j]), so blocks split the
-// columns.
+// columns. With kda, g is (n, hv·d), a log-decay per key channel: row i of
+// S decays by expf(g[t, h, i]), read from global memory (each thread its
+// rows').
 //
 // 128 threads: lane jj + 8p of warp w holds column j = c0 + 8w + jj, rows
 // i = 4r + p (r < ceil(d/4), i < d) of S in registers; the column sums Sᵀk
@@ -150,7 +154,7 @@ extern "C" __global__ void __launch_bounds__(128) delta_net(float* __restrict__ 
                                                             const float* __restrict__ k, const float* __restrict__ v,
                                                             const float* __restrict__ g, const float* __restrict__ beta,
                                                             float* __restrict__ state, int n, int hk, int hv, int d,
-                                                            int tiled, int sdt) {
+                                                            int tiled, int kda, int sdt) {
 	__shared__ float sk[DN_T][DN_MAXD], sq[DN_T][DN_MAXD], sv[DN_T][DN_COLS], sg[DN_T], sb[DN_T];
 	const int R = DN_MAXD / 4;
 	int h = blockIdx.x, c0 = blockIdx.y * DN_COLS;
@@ -181,18 +185,19 @@ extern "C" __global__ void __launch_bounds__(128) delta_net(float* __restrict__ 
 			sv[tt][c] = c0 + c < d ? v[(i64)(t0 + tt) * vd + (i64)h * d + c0 + c] : 0.0f;
 		}
 		if (threadIdx.x < T) {
-			sg[threadIdx.x] = expf(g[(i64)(t0 + threadIdx.x) * hv + h]);
+			sg[threadIdx.x] = kda ? 1.0f : expf(g[(i64)(t0 + threadIdx.x) * hv + h]);
 			sb[threadIdx.x] = beta[(i64)(t0 + threadIdx.x) * hv + h];
 		}
 		__syncthreads();
 		for (int tt = 0; tt < T; tt++) {
 			int t = t0 + tt;
 			float decay = sg[tt], acc = 0;
+			const float* gk = g + ((i64)t * hv + h) * d; // kda: this token's gates
 #pragma unroll
 			for (int r = 0; r < R; r++) {
 				int i = 4 * r + p;
 				if (i < d) {
-					s[r] *= decay;
+					s[r] *= kda ? expf(gk[i]) : decay;
 					acc += sk[tt][i] * s[r];
 				}
 			}

@@ -151,6 +151,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.step35Layer(add, i)
 			continue
 		}
+		if c.kimiLinear() {
+			c.kimiLayer(add, i)
+			continue
+		}
 		if c.bitnet() {
 			c.bitnetLayer(add, i)
 			continue
@@ -347,11 +351,16 @@ func Write(path string, c *Config) error {
 	if !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() {
 		w.Add(a+".attention.head_count", uint32(c.Heads))
 	}
-	if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys, step35Keys)
+	if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.kimiLinear() { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys, step35Keys, kimiKeys)
 		w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))
 	}
-	w.Add(a+".attention.key_length", uint32(c.HeadDim))
-	w.Add(a+".attention.value_length", uint32(c.valueDim()))
+	if c.kimiLinear() { // the latent cache's key and value: [c | k_pe] and c
+		w.Add(a+".attention.key_length", uint32(c.kimiKVLora()+c.kimiRope()))
+		w.Add(a+".attention.value_length", uint32(c.kimiKVLora()))
+	} else {
+		w.Add(a+".attention.key_length", uint32(c.HeadDim))
+		w.Add(a+".attention.value_length", uint32(c.valueDim()))
+	}
 	w.Add(a+".rope.freq_base", float32(c.RopeBase))
 	w.Add(a+".attention.layer_norm_rms_epsilon", float32(c.Eps))
 	if a == "llama4" {
@@ -382,6 +391,9 @@ func Write(path string, c *Config) error {
 	}
 	if c.step35() {
 		c.step35Keys(w)
+	}
+	if c.kimiLinear() {
+		c.kimiKeys(w)
 	}
 	if c.openelm() {
 		c.openelmKeys(w)

@@ -115,7 +115,7 @@ func useMoreBits(i, n int) bool {
 // ternary types fall back to Q4_0: llama.cpp's IQ4_NL for the i-quants we
 // cannot quantize). The sentence above is about the other types only.
 func (f FileType) TensorType(name string, ne0, dims, layer, layers, gqa int, tiedOutput bool) gguf.Type {
-	if dims < 2 || strings.HasSuffix(name, "ffn_gate_inp.weight") || strings.HasSuffix(name, "ssm_conv1d.weight") || strings.HasSuffix(name, "shortconv.conv.weight") ||
+	if dims < 2 || strings.HasSuffix(name, "ffn_gate_inp.weight") || strings.Contains(name, "ssm_conv1d") || strings.HasSuffix(name, "shortconv.conv.weight") ||
 		strings.HasSuffix(name, "altup_correct_coef.weight") || strings.HasSuffix(name, "altup_predict_coef.weight") { // llama-quantize leaves MoE routers, convolutions and Gemma 3n's AltUp coefficients F32
 		return gguf.TypeF32
 	}

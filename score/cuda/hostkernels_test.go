@@ -227,9 +227,9 @@ func TestEmulationMatchesHost(t *testing.T) {
 		for _, d := range []ml.DeltaRule{
 			{KHeads: 2, VHeads: 4, Dim: 16, Tiled: true}, {KHeads: 1, VHeads: 3, Dim: 48},
 			{KHeads: 2, VHeads: 2, Dim: 128, Tiled: true}, {KHeads: 2, VHeads: 2, Dim: 16, State: "f16"},
-			{KHeads: 1, VHeads: 2, Dim: 32, State: "bf16"},
+			{KHeads: 1, VHeads: 2, Dim: 32, State: "bf16"}, {KHeads: 2, VHeads: 2, Dim: 64, KeyGates: true},
 		} {
-			t.Run(fmt.Sprintf("d%d_hk%d_hv%d_%s", d.Dim, d.KHeads, d.VHeads, d.State), func(t *testing.T) {
+			t.Run(fmt.Sprintf("d%d_hk%d_hv%d_%s_keygates%v", d.Dim, d.KHeads, d.VHeads, d.State, d.KeyGates), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(d.Dim), 5))
 				const n = 70
 				D, Hk, Hv := d.Dim, d.KHeads, d.VHeads
@@ -240,7 +240,7 @@ func TestEmulationMatchesHost(t *testing.T) {
 					defer b.Close()
 					st := b.put(t, Hv*D, D, state)
 					o := b.Alloc(n, Hv*D)
-					b.DeltaNet(o, b.put(t, n, Hk*D, q), b.put(t, n, Hk*D, k), b.put(t, n, Hv*D, v), b.put(t, n, Hv, g), b.put(t, n, Hv, beta), st, &d)
+					b.DeltaNet(o, b.put(t, n, Hk*D, q), b.put(t, n, Hk*D, k), b.put(t, n, Hv*D, v), b.put(t, n, d.GateCols(), g), b.put(t, n, Hv, beta), st, &d)
 					out := append(b.Read(o), b.Read(st)...)
 					if err := b.Err(); err != nil {
 						t.Fatal(err)

@@ -162,17 +162,17 @@ func (b *gpuBackend) L2Norm(dst, x ml.Tensor, eps float64) {
 
 func (b *gpuBackend) DeltaGates(beta, alpha ml.Tensor, a, dtBias *ml.Vector) {
 	be, al := g(beta), g(alpha)
-	H := len(a.V)
+	H, C := len(a.V), len(dtBias.V)
 	gshape("delta beta", be, be.rows, H)
-	gshape("delta alpha", al, be.rows, H)
-	if len(dtBias.V) != H {
-		panic(fmt.Sprintf("cuda backend: %s has %d values for %d heads", dtBias.Name, len(dtBias.V), H))
+	gshape("delta alpha", al, be.rows, C)
+	if C%H != 0 {
+		panic(fmt.Sprintf("cuda backend: %s has %d values for %d heads", dtBias.Name, C, H))
 	}
 	if be.rows == 0 {
 		return
 	}
 	b.do("delta gates", func() error {
-		return b.e.launch("delta_gates", gridFor(be.count()), block256, be.p, al.p, gv(a), gv(dtBias), be.rows, H)
+		return b.e.launch("delta_gates", gridFor(al.count()), block256, be.p, al.p, gv(a), gv(dtBias), be.rows, H, C)
 	})
 }
 
@@ -199,7 +199,7 @@ func (b *gpuBackend) DeltaNet(dst, q, k, v, gg, beta, state ml.Tensor, dr *ml.De
 	}
 	b.do("delta rule", func() error {
 		return b.e.launch("delta_net", dim3{uint32(Hv), uint32((D + deltaCols - 1) / deltaCols), 1}, dim3{128, 1, 1},
-			o.p, qq.p, kk.p, vv.p, ga.p, bb.p, ss.p, n, Hk, Hv, D, b2i(dr.Tiled), sdt)
+			o.p, qq.p, kk.p, vv.p, ga.p, bb.p, ss.p, n, Hk, Hv, D, b2i(dr.Tiled), b2i(dr.KeyGates), sdt)
 	})
 }
 

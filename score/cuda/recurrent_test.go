@@ -145,6 +145,29 @@ func TestRecurrentOpsParity(t *testing.T) {
 		check("delta_gates beta", b.Read(bt), wb)
 		check("delta_gates alpha", b.Read(at), wa)
 
+		// And with a gate per key channel (Kimi's): 4 channels a head,
+		// dt a bias per channel.
+		const ch = 4
+		al4 := randF32(rng, gr*H*ch, 8)
+		al4[5] = 25
+		dt4 := &ml.Vector{Name: "dt4", V: randF32(rng, H*ch, 1)}
+		if err := b.PrepareVector(dt4); err != nil {
+			t.Fatal(err)
+		}
+		bt, at = b.put(t, gr, H, be), b.put(t, gr, H*ch, al4)
+		b.DeltaGates(bt, at, av, dt4)
+		wa = make([]float64, gr*H*ch)
+		for i := range wa {
+			c := i % (H * ch)
+			s := float64(al4[i]) + float64(dt4.V[c])
+			if s <= 20 {
+				s = math.Log1p(math.Exp(s))
+			}
+			wa[i] = float64(av.V[c/ch]) * s
+		}
+		check("delta_gates beta (gates per key channel)", b.Read(bt), wb)
+		check("delta_gates alpha (gates per key channel)", b.Read(at), wa)
+
 		// GatedRMSNorm over heads of 16 in rows of 3 heads.
 		nw := &ml.Vector{Name: "ssm_norm", V: randF32(rng, hd, 1)}
 		if err := b.PrepareVector(nw); err != nil {
@@ -183,9 +206,12 @@ func refDeltaNet(q, k, v, g, beta []float32, st []float64, n int, d *ml.DeltaRul
 		u := make([]float64, D)
 		for t := range n {
 			kt, qt := k[t*Hk*D+kh*D:], q[t*Hk*D+kh*D:]
-			dec := math.Exp(float64(g[t*Hv+h]))
 			for i := range S {
-				S[i] *= dec
+				if d.KeyGates { // row i by its key channel's gate
+					S[i] *= math.Exp(float64(g[(t*Hv+h)*D+i/D]))
+				} else {
+					S[i] *= math.Exp(float64(g[t*Hv+h]))
+				}
 			}
 			for j := range D {
 				var ks float64
@@ -247,6 +273,9 @@ func TestDeltaNetParity(t *testing.T) {
 			{ml.DeltaRule{KHeads: 2, VHeads: 4, Dim: 16, Tiled: true}, 70, 90, 1e-6},
 			{ml.DeltaRule{KHeads: 1, VHeads: 3, Dim: 48}, 40, 30, 1e-6},
 			{ml.DeltaRule{KHeads: 2, VHeads: 4, Dim: 128, Tiled: true}, 65, 20, 1e-6},
+			// Gates per key channel (Kimi Delta Attention).
+			{ml.DeltaRule{KHeads: 3, VHeads: 3, Dim: 32, KeyGates: true}, 40, 50, 1e-6},
+			{ml.DeltaRule{KHeads: 2, VHeads: 2, Dim: 128, KeyGates: true}, 33, 20, 1e-6},
 			// A rounded state: the float32 and float64 states round to
 			// neighbouring codes now and then (one step: 2^-11, 2^-8
 			// relative), and the step carries on.
@@ -254,14 +283,14 @@ func TestDeltaNetParity(t *testing.T) {
 			{ml.DeltaRule{KHeads: 2, VHeads: 2, Dim: 32, State: "bf16"}, 130, 10, 1e-2},
 		} {
 			d := c.d
-			t.Run(fmt.Sprintf("d%d_hk%d_hv%d_%s", d.Dim, d.KHeads, d.VHeads, d.State), func(t *testing.T) {
+			t.Run(fmt.Sprintf("d%d_hk%d_hv%d_%s_keygates%v", d.Dim, d.KHeads, d.VHeads, d.State, d.KeyGates), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(d.Dim), uint64(d.VHeads)))
 				n := c.n1 + c.n2
-				D, Hk, Hv := d.Dim, d.KHeads, d.VHeads
+				D, Hk, Hv, G := d.Dim, d.KHeads, d.VHeads, d.GateCols()
 				q, k, v, g, beta := deltaInputs(rng, n, d)
 				st := make([]float64, Hv*D*D)
-				want := refDeltaNet(q[:c.n1*Hk*D], k[:c.n1*Hk*D], v[:c.n1*Hv*D], g[:c.n1*Hv], beta[:c.n1*Hv], st, c.n1, &d)
-				want = append(want, refDeltaNet(q[c.n1*Hk*D:], k[c.n1*Hk*D:], v[c.n1*Hv*D:], g[c.n1*Hv:], beta[c.n1*Hv:], st, c.n2, &d)...)
+				want := refDeltaNet(q[:c.n1*Hk*D], k[:c.n1*Hk*D], v[:c.n1*Hv*D], g[:c.n1*G], beta[:c.n1*Hv], st, c.n1, &d)
+				want = append(want, refDeltaNet(q[c.n1*Hk*D:], k[c.n1*Hk*D:], v[c.n1*Hv*D:], g[c.n1*G:], beta[c.n1*Hv:], st, c.n2, &d)...)
 
 				state := b.Alloc(Hv*D, D)
 				b.Zero(state)
@@ -271,7 +300,7 @@ func TestDeltaNetParity(t *testing.T) {
 					qt := b.put(t, m, Hk*D, q[part[0]*Hk*D:part[1]*Hk*D])
 					kt := b.put(t, m, Hk*D, k[part[0]*Hk*D:part[1]*Hk*D])
 					vt := b.put(t, m, Hv*D, v[part[0]*Hv*D:part[1]*Hv*D])
-					gt := b.put(t, m, Hv, g[part[0]*Hv:part[1]*Hv])
+					gt := b.put(t, m, G, g[part[0]*G:part[1]*G])
 					bt := b.put(t, m, Hv, beta[part[0]*Hv:part[1]*Hv])
 					o := b.Alloc(m, Hv*D)
 					b.DeltaNet(o, qt, kt, vt, gt, bt, state, &d)
@@ -320,7 +349,7 @@ func deltaInputs(rng *rand.Rand, n int, d ml.DeltaRule) (q, k, v, g, beta []floa
 		q[i] /= float32(math.Sqrt(float64(D)))
 	}
 	v = randF32(rng, n*Hv*D, 1)
-	g, beta = make([]float32, n*Hv), make([]float32, n*Hv)
+	g, beta = make([]float32, n*d.GateCols()), make([]float32, n*Hv)
 	for i := range g {
 		switch i % 5 {
 		case 0:
@@ -330,6 +359,8 @@ func deltaInputs(rng *rand.Rand, n int, d ml.DeltaRule) (q, k, v, g, beta []floa
 		default:
 			g[i] = -float32(rng.Float64())
 		}
+	}
+	for i := range beta {
 		beta[i] = float32(rng.Float64())
 		if i%7 == 0 {
 			beta[i] = 1

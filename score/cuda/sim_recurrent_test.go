@@ -119,20 +119,22 @@ func init() {
 			}
 			return nil
 		}},
-		"delta_gates": {6, func(s *simDevice, a *simArgs, grid dim3) error {
-			beta, alpha, av, dtb, rows, H := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), f32s(a.ptr(3)), a.int(4), a.int(5)
+		"delta_gates": {7, func(s *simDevice, a *simArgs, grid dim3) error {
+			beta, alpha, av, dtb, rows, H, C := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), f32s(a.ptr(3)), a.int(4), a.int(5), a.int(6)
 			if a.err != nil {
 				return a.err
 			}
 			for i := range rows * H {
-				h := i % H
 				beta[i] = float32(1 / (1 + math.Exp(-float64(beta[i]))))
-				v := float64(alpha[i]) + float64(dtb[h])
+			}
+			for i := range rows * C {
+				c := i % C
+				v := float64(alpha[i]) + float64(dtb[c])
 				sp := v
 				if v <= 20 {
 					sp = math.Log1p(math.Exp(v))
 				}
-				alpha[i] = float32(float64(av[h]) * sp)
+				alpha[i] = float32(float64(av[c/(C/H)]) * sp)
 			}
 			return nil
 		}},
@@ -154,16 +156,16 @@ func init() {
 			}
 			return nil
 		}},
-		"delta_net": {13, func(s *simDevice, a *simArgs, grid dim3) error {
+		"delta_net": {14, func(s *simDevice, a *simArgs, grid dim3) error {
 			out, q, k, v, g, beta, state := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), f32s(a.ptr(3)), f32s(a.ptr(4)), f32s(a.ptr(5)), f32s(a.ptr(6))
-			n, hk, hv, d, tiled, sdt := a.int(7), a.int(8), a.int(9), a.int(10), a.int(11), a.int(12)
+			n, hk, hv, d, tiled, kda, sdt := a.int(7), a.int(8), a.int(9), a.int(10), a.int(11), a.int(12), a.int(13)
 			if err := errors.Join(covers(grid[0], hv, "value heads"), covers(grid[1], (d+deltaCols-1)/deltaCols, "column groups")); err != nil || a.err != nil {
 				return errors.Join(err, a.err)
 			}
 			if d > deltaMaxDim || hk <= 0 || hv%hk != 0 {
 				return fmt.Errorf("delta_net: %d K heads, %d V heads of %d", hk, hv, d)
 			}
-			simDeltaNet(out, q, k, v, g, beta, state, n, hk, hv, d, tiled != 0, sdt)
+			simDeltaNet(out, q, k, v, g, beta, state, n, hk, hv, d, tiled != 0, kda != 0, sdt)
 			return nil
 		}},
 		"ssm_scan": {15, func(s *simDevice, a *simArgs, grid dim3) error {
@@ -228,7 +230,7 @@ func init() {
 // column j, the four row groups p (rows 4r + p) each summed in order of r,
 // then (p0 + p1) + (p2 + p3), as the kernel's butterfly shuffles add them;
 // the output times 1/sqrtf(d).
-func simDeltaNet(out, q, k, v, g, beta, state []float32, n, hk, hv, d int, tiled bool, sdt int) {
+func simDeltaNet(out, q, k, v, g, beta, state []float32, n, hk, hv, d int, tiled, kda bool, sdt int) {
 	const chunk = 64
 	kd, vd := hk*d, hv*d
 	var part [4]float32
@@ -244,12 +246,19 @@ func simDeltaNet(out, q, k, v, g, beta, state []float32, n, hk, hv, d int, tiled
 		copy(S, st)
 		for t := range n {
 			sk, sq := k[t*kd+kh*d:t*kd+kh*d+d], q[t*kd+kh*d:t*kd+kh*d+d]
-			decay := float32(math.Exp(float64(g[t*hv+h])))
+			decays := make([]float32, d) // per key channel, or one for the head
+			for i := range decays {
+				if kda {
+					decays[i] = float32(math.Exp(float64(g[(t*hv+h)*d+i])))
+				} else {
+					decays[i] = float32(math.Exp(float64(g[t*hv+h])))
+				}
+			}
 			for j := range d {
 				for p := range 4 {
 					var acc float32
 					for i := p; i < d; i += 4 {
-						S[i*d+j] *= decay
+						S[i*d+j] *= decays[i]
 						acc += sk[i] * S[i*d+j]
 					}
 					part[p] = acc

@@ -32,7 +32,10 @@ import "fmt"
 //     norm; llama.cpp divides by sqrt(‖row‖² + eps), within eps/(2‖row‖²)
 //     of it, and the CPU's int8 modes do too); dst may be x.
 //   - DeltaGates, in place: beta = sigmoid(beta); alpha = a[h] ·
-//     softplus(alpha + dtBias[h]) per column h (the log-decay g, a = -exp(A_log)).
+//     softplus(alpha + dtBias[c]) per column c, h = c div (columns/len(a))
+//     (the log-decay g, a = -exp(A_log)): one column per value head, or
+//     with DeltaRule.KeyGates one per key channel of each (Kimi's), dtBias
+//     one value per column, a one per head.
 //   - DeltaNet: the gated delta rule (DeltaRule's doc) from the state in
 //     state, which it leaves holding the state after the last token.
 //   - GatedRMSNorm: dst = x / sqrt(mean(x²) + eps) · w · silu(z) over rows of
@@ -76,13 +79,26 @@ type Recurrent interface {
 //
 // (the scale on the output, not on q, as ggml's GATED_DELTA_NET applies it)
 // q, k (tokens, KHeads·Dim); v, dst (tokens, VHeads·Dim); g, beta (tokens,
-// VHeads). State names the dtype the state is rounded to between steps:
+// VHeads). With KeyGates (Kimi Delta Attention) g is (tokens, VHeads·Dim),
+// a log-decay per key channel: S[i][·] ← exp(g[t,h,i]) · S[i][·] for
+// each row i (ggml's GATED_DELTA_NET with a gate as wide as the head; the
+// state of one head decays row by row). State names the dtype the state is rounded to between steps:
 // "f32" (or ""), "f16" or "bf16" (a backend may carry the state across a
 // chunk of tokens in wider arithmetic and round it once per chunk).
 type DeltaRule struct {
 	KHeads, VHeads, Dim int
 	Tiled               bool
+	KeyGates            bool
 	State               string
+}
+
+// GateCols is g's columns: one per value head, or with KeyGates one per
+// key channel of each.
+func (d *DeltaRule) GateCols() int {
+	if d.KeyGates {
+		return d.VHeads * d.Dim
+	}
+	return d.VHeads
 }
 
 // Shapes checks the operands of Recurrent.DeltaNet against d for n tokens
@@ -96,7 +112,7 @@ func (d *DeltaRule) Shapes(dst, q, k, v, g, beta, state Tensor) error {
 		rows, cols int
 	}{
 		{"delta q", q, n, d.KHeads * d.Dim}, {"delta k", k, n, d.KHeads * d.Dim},
-		{"delta v", v, n, d.VHeads * d.Dim}, {"delta g", g, n, d.VHeads},
+		{"delta v", v, n, d.VHeads * d.Dim}, {"delta g", g, n, d.GateCols()},
 		{"delta beta", beta, n, d.VHeads}, {"delta output", dst, n, d.VHeads * d.Dim},
 		{"delta state", state, d.VHeads * d.Dim, d.Dim},
 	} {

@@ -166,22 +166,22 @@ func (b *cpuBackend) L2Norm(dst, x ml.Tensor, eps float64) {
 
 func (b *cpuBackend) DeltaGates(beta, alpha ml.Tensor, a, dtBias *ml.Vector) {
 	be, al := ct(beta), ct(alpha)
-	H := len(a.V)
+	H, C := len(a.V), len(dtBias.V)
 	shape("delta beta", be, be.rows, H)
-	shape("delta alpha", al, be.rows, H)
-	if len(dtBias.V) != H {
-		panic(fmt.Sprintf("cpu backend: %s has %d values for %d heads", dtBias.Name, len(dtBias.V), H))
+	shape("delta alpha", al, be.rows, C)
+	if C%H != 0 {
+		panic(fmt.Sprintf("cpu backend: %s has %d values for %d heads", dtBias.Name, C, H))
 	}
 	if b.c.LlamaCPP {
-		nn.GGMLDeltaGates(be.d[:be.rows*H], al.d[:be.rows*H], a.V, dtBias.V)
+		nn.GGMLDeltaGates(be.d[:be.rows*H], al.d[:be.rows*C], a.V, dtBias.V)
 		return
 	}
-	for i, v := range be.d {
+	for i, v := range be.d[:be.rows*H] {
 		be.d[i] = float32(1 / (1 + math.Exp(-float64(v))))
 	}
-	for i, v := range al.d {
-		h := i % H
-		al.d[i] = float32(float64(a.V[h]) * softplus(float64(v)+float64(dtBias.V[h])))
+	for i, v := range al.d[:be.rows*C] {
+		c := i % C
+		al.d[i] = float32(float64(a.V[c/(C/H)]) * softplus(float64(v)+float64(dtBias.V[c])))
 	}
 }
 
@@ -200,7 +200,9 @@ func (b *cpuBackend) GatedRMSNorm(dst, x, z ml.Tensor, w *ml.Vector, eps float64
 // matrix products over chunks of nn.DeltaChunk tokens), or in the int8
 // modes nn.DeltaRuleGGML (ggml-cpu's token by token), heads in parallel,
 // rounding the state to dr.State after each chunk (each call, in the int8
-// modes).
+// modes). Gates per key channel (dr.KeyGates) take the float64 recurrence
+// token by token (deltaNet), or nn.DeltaRuleGGMLKeyGates in the int8
+// modes.
 func (b *cpuBackend) DeltaNet(dst, q, k, v, g, beta, state ml.Tensor, dr *ml.DeltaRule) {
 	o, qq, kk, vv, gg, bb, ss := ct(dst), ct(q), ct(k), ct(v), ct(g), ct(beta), ct(state)
 	n, D, Hk, Hv := qq.rows, dr.Dim, dr.KHeads, dr.VHeads
@@ -216,10 +218,19 @@ func (b *cpuBackend) DeltaNet(dst, q, k, v, g, beta, state ml.Tensor, dr *ml.Del
 			m := make([]float32, D*D)
 			for h := lo; h < hi; h++ {
 				kh := dr.KHead(h)
+				if dr.KeyGates {
+					nn.DeltaRuleGGMLKeyGates(D, o.d[h*D:], Hv*D, qq.d[kh*D:], kk.d[kh*D:], Hk*D, vv.d[h*D:], Hv*D,
+						gg.d[h*D:], Hv*D, bb.d[h:], Hv, n, ss.d[h*D*D:(h+1)*D*D], b.c.GGMLAVX2, m, round)
+					continue
+				}
 				nn.DeltaRuleGGML(D, o.d[h*D:], Hv*D, qq.d[kh*D:], kk.d[kh*D:], Hk*D, vv.d[h*D:], Hv*D,
 					gg.d[h:], bb.d[h:], Hv, n, ss.d[h*D*D:(h+1)*D*D], b.c.GGMLAVX2, m, round)
 			}
 		})
+		return
+	}
+	if dr.KeyGates {
+		b.deltaNet(dst, q, k, v, g, beta, state, dr, false)
 		return
 	}
 	b.c.Parallel(Hv, func(_, lo, hi int) {
@@ -267,8 +278,10 @@ func stateRounder32(dtype string) func([]float32) {
 // deltaNet is the float64 reference of DeltaNet: in chunks of chunkLen
 // (deltaHead.chunk), rounding the state after each chunk, or, when
 // !chunked, as the plain recurrence (deltaHead.step), rounding the state
-// after each token. The state is float64 within a call and float32 in the
-// state tensor between calls.
+// after each chunk of chunkLen tokens all the same (as the GPU's delta_net
+// and the --ssm-state-dtype doc). The state is float64 within a call and
+// float32 in the state tensor between calls. Gates per key channel
+// (dr.KeyGates) need !chunked.
 func (b *cpuBackend) deltaNet(dst, q, k, v, g, beta, state ml.Tensor, dr *ml.DeltaRule, chunked bool) {
 	o, qq, kk, vv, gg, bb, ss := ct(dst), ct(q), ct(k), ct(v), ct(g), ct(beta), ct(state)
 	n, D, Hk, Hv := qq.rows, dr.Dim, dr.KHeads, dr.VHeads
@@ -285,7 +298,7 @@ func (b *cpuBackend) deltaNet(dst, q, k, v, g, beta, state ml.Tensor, dr *ml.Del
 				st[i] = float64(x)
 			}
 			var hd deltaHead
-			hd.init(min(chunkLen, n), D)
+			hd.init(min(chunkLen, n), D, dr.KeyGates)
 			for t0 := 0; t0 < n; t0 += chunkLen {
 				T := min(chunkLen, n-t0)
 				for t := range T {
@@ -295,17 +308,20 @@ func (b *cpuBackend) deltaNet(dst, q, k, v, g, beta, state ml.Tensor, dr *ml.Del
 						hd.k[t*D+i] = float64(kk.d[r*Hk*D+kh*D+i])
 						hd.v[t*D+i] = float64(vv.d[r*Hv*D+h*D+i])
 					}
-					hd.g[t], hd.beta[t] = float64(gg.d[r*Hv+h]), float64(bb.d[r*Hv+h])
+					gw := len(hd.g) / len(hd.beta) // 1, or D per key channel
+					for i := range gw {
+						hd.g[t*gw+i] = float64(gg.d[r*Hv*gw+h*gw+i])
+					}
+					hd.beta[t] = float64(bb.d[r*Hv+h])
 				}
 				if chunked {
 					hd.chunk(st, T)
-					round(st)
 				} else {
 					for t := range T {
 						hd.step(st, t)
-						round(st)
 					}
 				}
+				round(st)
 				for t := range T {
 					r := t0 + t
 					for i := range D {
@@ -353,27 +369,40 @@ func softplus(x float64) float64 {
 type deltaHead struct {
 	D            int
 	q, k, v, out []float64 // T × D
-	g, beta, G   []float64 // T; G the cumulative log-decay
+	g, beta, G   []float64 // T (g T × D with gates per key channel); G the cumulative log-decay
 	kS, qS, u    []float64 // T × D
 	kk, qk       []float64 // T × T
 }
 
-func (h *deltaHead) init(T, D int) {
+func (h *deltaHead) init(T, D int, keyGates bool) {
 	h.D = D
 	f := func(n int) []float64 { return make([]float64, n) }
 	h.q, h.k, h.v, h.out, h.kS, h.qS, h.u = f(T*D), f(T*D), f(T*D), f(T*D), f(T*D), f(T*D), f(T*D)
 	h.g, h.beta, h.G = f(T), f(T), f(T)
+	if keyGates {
+		h.g = f(T * D)
+	}
 	h.kk, h.qk = f(T*T), f(T*T)
 }
 
 // step is the plain recurrence for token t of the chunk (ml.DeltaRule's
-// doc), on the state st (st[i·D + j]: key dim i, value dim j).
+// doc), on the state st (st[i·D + j]: key dim i, value dim j); with gates
+// per key channel row i decays by its own.
 func (h *deltaHead) step(st []float64, t int) {
 	D := h.D
 	k, q, v, out := h.k[t*D:(t+1)*D], h.q[t*D:(t+1)*D], h.v[t*D:(t+1)*D], h.out[t*D:(t+1)*D]
-	decay := math.Exp(h.g[t])
-	for i := range st {
-		st[i] *= decay
+	if len(h.g) == len(h.beta) {
+		decay := math.Exp(h.g[t])
+		for i := range st {
+			st[i] *= decay
+		}
+	} else {
+		for i := range D {
+			decay := math.Exp(h.g[t*D+i])
+			for j := range D {
+				st[i*D+j] *= decay
+			}
+		}
 	}
 	d := h.u[t*D : (t+1)*D] // scratch: beta·(v - Sᵀk)
 	copy(d, v)

@@ -87,7 +87,7 @@ func TestDeltaChunkRecurrence(t *testing.T) {
 				run := func(chunked bool) (out, st []float64) {
 					out, st = make([]float64, n*D), make([]float64, D*D)
 					var h deltaHead
-					h.init(min(chunkLen, n), D)
+					h.init(min(chunkLen, n), D, false)
 					for t0 := 0; t0 < n; t0 += chunkLen {
 						T := min(chunkLen, n-t0)
 						copy(h.q, q[t0*D:(t0+T)*D])
@@ -137,11 +137,18 @@ func fill(b *cpuBackend, rows, cols int, f func(i int) float32) ml.Tensor {
 }
 
 // TestDeltaNetOp checks the backend's DeltaNet (float32 tensors, both V to
-// K head mappings) against its definition computed in float64: within
-// 1e-5 relative with an f32 state; f16 and bf16 states are logged.
+// K head mappings, a gate per value head or per key channel) against its
+// definition computed in float64: within 1e-5 relative with an f32 state;
+// f16 and bf16 states are logged. With gates per key channel also the int8
+// modes' (ggml's GATED_DELTA_NET, both builds): within 5e-7.
 func TestDeltaNetOp(t *testing.T) {
 	b := newCPU(nn.NewContext(2))
 	defer b.Close()
+	ggml := [2]*cpuBackend{newCPU(nn.NewContext(2)), newCPU(nn.NewContext(2))}
+	for i, gb := range ggml {
+		gb.c.LlamaCPP, gb.c.GGMLAVX2 = true, i == 1
+		defer gb.Close()
+	}
 	const n, D, Hk, Hv = 150, 16, 2, 6
 	r := rand.New(rand.NewPCG(1, 2))
 	unit := func(rows int) ml.Tensor {
@@ -157,10 +164,15 @@ func TestDeltaNetOp(t *testing.T) {
 	}
 	q, k := unit(n), unit(n)
 	v := fill(b, n, Hv*D, func(int) float32 { return float32(r.NormFloat64()) })
-	g := fill(b, n, Hv, func(int) float32 { return float32(-3 * r.Float64()) })
+	gHead := fill(b, n, Hv, func(int) float32 { return float32(-3 * r.Float64()) })
+	gKey := fill(b, n, Hv*D, func(int) float32 { return float32(-3 * r.Float64()) })
 	beta := fill(b, n, Hv, func(int) float32 { return float32(r.Float64()) })
-	for _, tiled := range []bool{true, false} {
-		dr := ml.DeltaRule{KHeads: Hk, VHeads: Hv, Dim: D, Tiled: tiled}
+	for _, c := range []struct{ tiled, keyGates bool }{{true, false}, {false, false}, {false, true}} {
+		tiled, g := c.tiled, gHead
+		dr := ml.DeltaRule{KHeads: Hk, VHeads: Hv, Dim: D, Tiled: tiled, KeyGates: c.keyGates}
+		if c.keyGates {
+			g = gKey
+		}
 		want := make([]float64, n*Hv*D)
 		for h := range Hv {
 			kh := h / (Hv / Hk)
@@ -171,7 +183,11 @@ func TestDeltaNetOp(t *testing.T) {
 			for tt := range n {
 				at := func(x ml.Tensor, cols, i int) float64 { return float64(ct(x).d[tt*cols+i]) }
 				for i := range S {
-					S[i] *= math.Exp(at(g, Hv, h))
+					if c.keyGates {
+						S[i] *= math.Exp(at(g, Hv*D, h*D+i/D))
+					} else {
+						S[i] *= math.Exp(at(g, Hv, h))
+					}
 				}
 				for j := range D {
 					var sk float64
@@ -207,9 +223,27 @@ func TestDeltaNetOp(t *testing.T) {
 				got[i] = float64(x)
 			}
 			d := maxRel(got, want)
-			t.Logf("tiled=%v state %s: %.2e relative", tiled, state, d)
+			t.Logf("%+v state %s: %.2e relative", c, state, d)
 			if bound := map[string]float64{"f32": 1e-5, "f16": 1e-2, "bf16": 5e-2}[state]; d > bound {
-				t.Errorf("tiled=%v state %s: %.2e relative, want <= %g", tiled, state, d, bound)
+				t.Errorf("%+v state %s: %.2e relative, want <= %g", c, state, d, bound)
+			}
+		}
+		if !c.keyGates {
+			continue
+		}
+		dr.State = "f32"
+		for i, gb := range ggml {
+			dst, st := gb.Alloc(n, Hv*D), gb.Alloc(Hv*D, D)
+			gb.Zero(st)
+			gb.DeltaNet(dst, q, k, v, g, beta, st, &dr)
+			got := make([]float64, n*Hv*D)
+			for i, x := range ct(dst).d {
+				got[i] = float64(x)
+			}
+			d := maxRel(got, want)
+			t.Logf("%+v, ggml (AVX2 build %v): %.2e relative", c, i == 1, d)
+			if d > 5e-7 {
+				t.Errorf("%+v, ggml (AVX2 build %v): %.2e relative, want <= 5e-7", c, i == 1, d)
 			}
 		}
 	}
@@ -294,6 +328,19 @@ func TestRecurrentOps(t *testing.T) {
 			sp = z
 		}
 		return float64(a.V[i%H]) * sp
+	})
+	// A gate per key channel (Kimi's): 2 channels a head, a bias each.
+	be, al = rnd(n, H, 3), rnd(n, 2*H, 10)
+	al0 = append([]float32(nil), ct(al).d...)
+	dt2 := &ml.Vector{Name: "ssm_dt.bias", V: []float32{-1, 0.5, 0, 2, 15, -3}}
+	b.DeltaGates(be, al, a, dt2)
+	near("DeltaGates alpha, per key channel", al, func(i int) float64 {
+		z := float64(al0[i]) + float64(dt2.V[i%(2*H)])
+		sp := math.Log(1 + math.Exp(z))
+		if z > 20 {
+			sp = z
+		}
+		return float64(a.V[i%(2*H)/2]) * sp
 	})
 
 	const hd = 8

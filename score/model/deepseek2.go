@@ -45,7 +45,9 @@ import (
 //   - the trailing nextn_predict_layers blocks (multi-token prediction)
 //     are not run.
 //
-// Three architectures are this model as llama.cpp 0.7.0 runs them:
+// Four architectures are this model as llama.cpp 0.7.0 runs them
+// (kimi-linear, Kimi-Linear: with Kimi Delta Attention layers and latent
+// attention without RoPE, kimilinear.go), and three more:
 //   - mistral4 (Mistral Small 4): deepseek2's tensors and metadata;
 //   - deepseek32 (DeepSeek-V3.2) and glm-dsa (GLM-5): sparse attention
 //     (DSA), each query attending only to the attention.indexer.top_k keys
@@ -70,7 +72,7 @@ func init() {
 	}
 }
 
-var latentArchs = []string{"deepseek2", "mistral4", "deepseek32", "glm-dsa"}
+var latentArchs = []string{"deepseek2", "mistral4", "deepseek32", "glm-dsa", "kimi-linear"}
 
 // LatentArch reports whether arch is one of deepseek2's: its attention is
 // latent (ml.Latent), key_length and value_length the latent key's and
@@ -88,6 +90,7 @@ type deepseek2 struct {
 
 	kvr, nope, rot, vhead int // kv_lora, qk_nope, qk_rope, v_head
 	temp                  attnTemp
+	noRoPE                bool // kimi-linear: q_pe and k_pe are not turned
 
 	// DSA (deepseek32, glm-dsa): windows past topK tokens select keys.
 	topK             int      // 0: dense attention
@@ -111,6 +114,7 @@ type mlaLayer struct {
 	ffnNorm  *ml.Vector // ffn_norm
 	ffn      FFN
 	idx      *indexer // DSA: nil in a layer that reuses the previous layer's keys
+	kda      *kda     // kimi-linear: a KDA layer (the attention's weights nil)
 }
 
 // indexer is a DSA layer's lightning indexer (blk.N.indexer.*).
@@ -226,30 +230,46 @@ func newDeepSeek2(l *Loader) Network {
 	if hp.Arch == "glm-dsa" {
 		opts.gating = ml.GateSigmoid
 	}
+	kimi := hp.Arch == "kimi-linear"
+	var kdaLayers []bool
+	var kdaDim, dConv int
+	if kimi {
+		if kdaLayers, kdaDim, dConv = l.kimiKDA(); kdaLayers == nil {
+			return nil
+		}
+		d.noRoPE = true
+	}
 	moe := l.moeParams(opts)
 	if moe == nil {
 		return nil
+	}
+	if kimi { // llama.cpp renormalizes Kimi's weights whatever the file says
+		moe.Norm = true
 	}
 	d.hp = l.HP
 	for i := range hp.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
 		ly := mlaLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd)}
-		if qlora > 0 {
+		if kimi && kdaLayers[i] {
+			ly.kda = l.bindKDA(p, H, kdaDim, dConv)
+		} else if qlora > 0 {
 			ly.qa = l.Linear(p+"attn_q_a", hp.Embd, qlora)
 			ly.qaNorm = l.Norm(p+"attn_q_a_norm", qlora)
 			ly.qb = l.Linear(p+"attn_q_b", qlora, H*dk)
 		} else {
 			ly.q = l.Linear(p+"attn_q", hp.Embd, H*dk)
 		}
-		ly.kva = l.Linear(p+"attn_kv_a_mqa", hp.Embd, kvr+rot)
-		ly.kvaNorm = l.Norm(p+"attn_kv_a_norm", kvr)
-		if l.Has(p+"attn_k_b.weight") || !l.Has(p+"attn_kv_b.weight") {
-			ly.kb = l.Experts(p+"attn_k_b", H, nope, kvr)
-			ly.vb = l.Experts(p+"attn_v_b", H, kvr, vhead)
-		} else {
-			ly.kb, ly.vb = l.absorbKVB(p+"attn_kv_b", H, kvr, nope, vhead)
+		if ly.kda == nil {
+			ly.kva = l.Linear(p+"attn_kv_a_mqa", hp.Embd, kvr+rot)
+			ly.kvaNorm = l.Norm(p+"attn_kv_a_norm", kvr)
+			if l.Has(p+"attn_k_b.weight") || !l.Has(p+"attn_kv_b.weight") {
+				ly.kb = l.Experts(p+"attn_k_b", H, nope, kvr)
+				ly.vb = l.Experts(p+"attn_v_b", H, kvr, vhead)
+			} else {
+				ly.kb, ly.vb = l.absorbKVB(p+"attn_kv_b", H, kvr, nope, vhead)
+			}
+			ly.o = l.Linear(p+"attn_output", H*vhead, hp.Embd)
 		}
-		ly.o = l.Linear(p+"attn_output", H*vhead, hp.Embd)
 		ly.ffnNorm = l.Norm(p+"ffn_norm", hp.Embd)
 		if dsa && full[i] && (hp.Arch == "deepseek32" || l.Has("blk.0.indexer.proj.weight")) {
 			ly.idx = &indexer{
@@ -266,6 +286,9 @@ func newDeepSeek2(l *Loader) Network {
 			ly.ffn = l.MoE(p, moe)
 		}
 		d.layers = append(d.layers, ly)
+	}
+	if kimi {
+		return kimiLinear{d}
 	}
 	return d
 }
@@ -403,6 +426,14 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		mark := b.Mark()
 		h := b.Alloc(n, hp.Embd)
 		b.RMSNorm(h, x, ly.attnNorm, hp.Eps)
+		if ly.kda != nil {
+			mix := b.Alloc(n, hp.Embd)
+			ly.kda.forward(b, mix, h)
+			b.Add(x, mix)
+			d.ffn(b, x, h, ly)
+			b.Release(mark)
+			continue
+		}
 
 		q := b.Alloc(n, H*dk)
 		if ly.q != nil {
@@ -420,7 +451,9 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		qn, qpe := b.Alloc(n*H, nope), b.Alloc(n*H, rot)
 		lb.Columns(qn, 0, qh, 0, nope)
 		lb.Columns(qpe, 0, qh, nope, rot)
-		b.RoPE(b.View(qpe, n, H*rot), H, d.rope)
+		if !d.noRoPE {
+			b.RoPE(b.View(qpe, n, H*rot), H, d.rope)
+		}
 
 		// The key [c | k_pe], c normed and k_pe rotated in place.
 		k := b.Alloc(n, kd)
@@ -429,9 +462,11 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		lb.Columns(c, 0, k, 0, kvr)
 		b.RMSNorm(c, c, ly.kvaNorm, hp.Eps)
 		lb.Columns(k, 0, c, 0, kvr)
-		lb.Columns(kpe, 0, k, kvr, rot)
-		b.RoPE(kpe, 1, d.rope)
-		lb.Columns(k, kvr, kpe, 0, rot)
+		if !d.noRoPE {
+			lb.Columns(kpe, 0, k, kvr, rot)
+			b.RoPE(kpe, 1, d.rope)
+			lb.Columns(k, kvr, kpe, 0, rot)
+		}
 
 		// The query [attn_k_b·q_nope | q_pe] per head.
 		qabs := b.Alloc(n, H*kvr)
@@ -449,13 +484,17 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		lb.HeadLinear(att, lat, ly.vb)
 		b.Linear(h, att, ly.o)
 		b.Add(x, h)
-
-		ff := b.Alloc(n, hp.Embd)
-		b.RMSNorm(h, x, ly.ffnNorm, hp.Eps)
-		ly.ffn.Forward(b, ff, h)
-		b.Add(x, ff)
+		d.ffn(b, x, h, ly)
 		b.Release(mark)
 	}
 	b.RMSNorm(x, x, d.outputNorm, hp.Eps)
 	return x
+}
+
+// ffn adds layer ly's FFN of the normed x to x (h scratch of x's shape).
+func (d *deepseek2) ffn(b ml.Backend, x, h ml.Tensor, ly *mlaLayer) {
+	ff := b.Alloc(x.Rows(), d.hp.Embd)
+	b.RMSNorm(h, x, ly.ffnNorm, d.hp.Eps)
+	ly.ffn.Forward(b, ff, h)
+	b.Add(x, ff)
 }

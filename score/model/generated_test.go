@@ -308,7 +308,10 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // gate per head, sliding layers with half again as many heads and RoPE of
 // their own base over the whole head, the global ones over half, clamped
 // SwiGLUs in the dense layer, the experts and the shared expert; variants:
-// TestStep35Variants) (24 windows, both builds: none off).
+// TestStep35Variants) (24 windows, both builds: none off); kimi-linear (3
+// Kimi Delta Attention layers, their gates per key channel, then latent
+// attention without RoPE; sigmoid-routed experts and a shared expert;
+// TestKimiLinearKeys) (24 windows, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -513,6 +516,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1605.5973391, -804.8148143, -784.7415166, -758.9526950}},
 		{"step35", "step35", "", step35Shape, "", "f5418e4c64fa3b0ccb873a8b7a0dc4b3db35307037dd9f59b6123b443ad06ca9",
 			[]float64{-1584.1922093, -802.5858265, -807.4666545, -788.4150369}},
+		{"kimi-linear", "kimi-linear", "", kimiShape, "", "0b3daf406fcfcfc245d68e6f184b275554804972ec8915e358018047147345ed",
+			[]float64{-1637.0837594, -784.6017670, -781.0746519, -792.7773821}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -947,6 +952,35 @@ func TestStep35Variants(t *testing.T) {
 		{"no window", map[string]any{"step35.attention.sliding_window": nil}, nil, "missing metadata step35.attention.sliding_window"},
 		{"tied", nil, []string{"output.weight"}, "missing tensor output.weight"},
 		{"a lone q norm", nil, []string{"blk.1.attn_k_norm.weight"}, "layer 1: attn_q_norm and attn_k_norm must come together"},
+	})
+}
+
+// kimiShape is Kimi-Linear's layout in 4 layers: 3 KDA layers of 4 heads
+// of 32 with convolutions of 4 taps, then latent attention; a dense first
+// layer, then 8 experts, 2 used, and a shared expert.
+func kimiShape(s *mkmodel.Shape) {
+	s.Layers, s.SSMConv, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 4, 4, 1, 8, 2, 64, 64
+}
+
+// TestKimiLinearKeys: kimi-linear with expert_weights_norm false, which
+// llama.cpp 0.7.0 does not read (it renormalizes Kimi's weights: the same
+// sums as with it), against llama.cpp's sums; and the files it refuses
+// refused: no expert_gating_func, no kda.head_dim, no ssm.conv_kernel, a
+// KDA layer without its convolution.
+func TestKimiLinearKeys(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "kimi-linear", kimiShape)
+	p := rewriteFile(t, src, map[string]any{"kimi-linear.expert_weights_norm": false}, nil)
+	generatedScores(t, p, golden.Header.Tokens, []float64{-1637.0837594, -784.6017670, -781.0746519, -792.7773821})
+	checkRefusals(t, src, []refusal{
+		{"no gating", map[string]any{"kimi-linear.expert_gating_func": nil}, nil, "missing metadata kimi-linear.expert_gating_func"},
+		{"no head size", map[string]any{"kimi-linear.kda.head_dim": nil}, nil, "missing metadata kimi-linear.kda.head_dim"},
+		{"no taps", map[string]any{"kimi-linear.ssm.conv_kernel": nil}, nil, "missing metadata kimi-linear.ssm.conv_kernel"},
+		{"no convolution", nil, []string{"blk.1.ssm_conv1d_k.weight"}, "missing tensor blk.1.ssm_conv1d_k.weight"},
 	})
 }
 

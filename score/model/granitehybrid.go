@@ -133,16 +133,16 @@ func (l *Loader) mamba2(p string, proto *mamba2, biased, normed bool) *mamba2 {
 	m := *proto
 	d, conv, H, G := len(m.cols.x), len(m.cols.xbc), m.ssm.Heads, m.ssm.Groups
 	m.in = l.Linear(p+"ssm_in", hp.Embd, d+conv+H)
-	m.conv = l.vector2(p+"ssm_conv1d.weight", m.cols.kernel, conv)
+	m.conv = l.tensorVector(p+"ssm_conv1d.weight", m.cols.kernel, conv)
 	if normed {
-		m.norm = l.vector2(p+"ssm_norm.weight", d/G, G)
+		m.norm = l.tensorVector(p+"ssm_norm.weight", d/G, G)
 	}
 	m.out = l.Linear(p+"ssm_out", d, hp.Embd)
 	if biased {
 		m.convBias = l.Vector(p+"ssm_conv1d.bias", conv)
 	}
-	m.ssm.A = l.vector2(p+"ssm_a", 1, H)
-	m.ssm.D = l.vector2(p+"ssm_d", 1, H)
+	m.ssm.A = l.tensorVector(p+"ssm_a", 1, H)
+	m.ssm.D = l.tensorVector(p+"ssm_d", 1, H)
 	m.ssm.DtBias = l.Vector(p+"ssm_dt.bias", H)
 	if l.Err() == nil {
 		if e := m.ssm.Validate(); e != nil {

@@ -76,7 +76,7 @@ func newLFM2(l *Loader, experts bool) Network {
 		if kv[i] == 0 {
 			ly.mixer = &shortConv{
 				in:   l.Linear(p+"shortconv.in_proj", E, 3*E),
-				conv: l.vector2(p+"shortconv.conv.weight", taps, E),
+				conv: l.tensorVector(p+"shortconv.conv.weight", taps, E),
 				out:  l.Linear(p+"shortconv.out_proj", E, E),
 				taps: taps, cols: cols, rows: deltaRows,
 			}

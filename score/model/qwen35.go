@@ -202,7 +202,7 @@ func newQwen35(l *Loader, o qwen35Opts) *qwen35 {
 				ly.beta = l.Linear(p+"ssm_beta", E, Hv)
 				ly.alpha = l.Linear(p+"ssm_alpha", E, Hv)
 			}
-			ly.conv = l.vector2(p+"ssm_conv1d.weight", dConv, convDim)
+			ly.conv = l.tensorVector(p+"ssm_conv1d.weight", dConv, convDim)
 			ly.a = l.Vector(p+"ssm_a", Hv)
 			ly.dt = l.Vector(p+"ssm_dt.bias", Hv)
 			ly.norm = l.Norm(p+"ssm_norm", S)
@@ -256,10 +256,11 @@ func colRange(c0, n int) []int {
 	return out
 }
 
-// vector2 binds a 2-D tensor (shape ne0, ne1) of float weights as one
-// vector of ne1 rows of ne0 values.
-func (l *Loader) vector2(name string, ne0, ne1 int) *ml.Vector {
-	v := l.floats(name, ne0, ne1)
+// tensorVector binds a tensor of float weights of shape (ne0, ne1, ...),
+// trailing ones optional as sameShape allows, as one vector: ne1 rows of
+// ne0 values for a matrix.
+func (l *Loader) tensorVector(name string, shape ...int) *ml.Vector {
+	v := l.floats(name, shape...)
 	if v == nil {
 		return nil
 	}

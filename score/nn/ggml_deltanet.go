@@ -51,28 +51,34 @@ func ggmlRMSScale(x []float32, eps float32) float32 {
 }
 
 // GGMLDeltaGates computes the delta rule's gates in place as llama.cpp
-// 0.7.0 does (rows of h values, one per value head): beta = 1/(1 +
-// expf(-beta)); alpha = softplus(alpha + dtBias[h])·a[h], softplus(x) =
-// x for x > 20, else logf(1 + expf(x)), glibc's expf and logf, each
-// operation rounded to float32.
+// 0.7.0 does (beta rows of len(a) values, one per value head; alpha rows
+// of len(dtBias), one per head or, Kimi's, one per key channel of each):
+// beta = 1/(1 + expf(-beta)); alpha = softplus(alpha + dtBias[c])·a[h] for
+// column c of head h, softplus(x) = x for x > 20, else logf(1 + expf(x)),
+// glibc's expf and logf, each operation rounded to float32.
 func GGMLDeltaGates(beta, alpha, a, dtBias []float32) {
-	h := len(a)
-	check("delta gates alpha", len(alpha), len(beta))
-	check("delta gates bias", len(dtBias), h)
+	h, c := len(a), len(dtBias)
+	if c%h != 0 {
+		panic(fmt.Sprintf("nn: delta gates of %d columns for %d heads", c, h))
+	}
+	check("delta gates alpha", len(alpha), len(beta)/h*c)
 	GGMLSigmoid(beta, beta)
+	per := c / h
 	for i, v := range alpha {
-		x := v + dtBias[i%h]
+		x := v + dtBias[i%c]
 		if x <= 20 {
 			x = LibcLogf(1 + libcExpf(x))
 		}
-		alpha[i] = x * a[i%h]
+		alpha[i] = x * a[i%c/per]
 	}
 }
 
 // DeltaRuleGGML is the gated delta rule of one value head (DeltaScan.Run's
 // arguments and state layout, S[i·D + j]) as ggml-cpu 0.27.0's
 // GATED_DELTA_NET computes it, token by token: with M = Sᵀ (row j holding
-// S[·][j]) and e = expf(g) (glibc's), each row j of M is scaled by e, s =
+// S[·][j]) and e = expf(g) (glibc's), each row j of M is scaled by e (with
+// keyGates, g holding D log-decays a token, elementwise by the vector of
+// their expf, as ggml's vec_mul: M[j][i]·e[i], Kimi Delta Attention), s =
 // ggml_vec_dot_f32(M[j], k) (dotF32: ggml's lanes, then the rest in
 // order, no fused multiply-add), δ = (v[j] - s)·beta, M[j][i] = fma(k[i],
 // δ, M[j][i]), and out[j] = ggml_vec_dot_f32(M[j], q)·(1/sqrtf(D)): the
@@ -81,10 +87,26 @@ func GGMLDeltaGates(beta, alpha, a, dtBias []float32) {
 // the state once, after the last token (llama.cpp stores it in the cache
 // after its batch).
 func DeltaRuleGGML(D int, out []float32, ldo int, q, k []float32, ldq int, v []float32, ldv int, g, beta []float32, ldg int, n int, state []float32, avx2 bool, m []float32, round func([]float32)) {
+	deltaRuleGGML(D, out, ldo, q, k, ldq, v, ldv, g, ldg, false, beta, ldg, n, state, avx2, m, round)
+}
+
+// DeltaRuleGGMLKeyGates is DeltaRuleGGML with a log-decay per key channel:
+// g holds D values a token, at stride ldgk; beta one, at stride ldb.
+func DeltaRuleGGMLKeyGates(D int, out []float32, ldo int, q, k []float32, ldq int, v []float32, ldv int, g []float32, ldgk int, beta []float32, ldb int, n int, state []float32, avx2 bool, m []float32, round func([]float32)) {
+	deltaRuleGGML(D, out, ldo, q, k, ldq, v, ldv, g, ldgk, true, beta, ldb, n, state, avx2, m, round)
+}
+
+func deltaRuleGGML(D int, out []float32, ldo int, q, k []float32, ldq int, v []float32, ldv int, g []float32, ldg int, keyGates bool, beta []float32, ldb int, n int, state []float32, avx2 bool, m []float32, round func([]float32)) {
 	if n == 0 {
 		return
 	}
-	checkDelta(D, out, ldo, q, k, ldq, v, ldv, g, beta, ldg, n, state)
+	gw := 1
+	if keyGates {
+		gw = D
+	}
+	checkDeltaIO(D, out, ldo, q, k, ldq, v, ldv, n, state)
+	check("delta g", len(g), (n-1)*ldg+gw)
+	check("delta beta", len(beta), (n-1)*ldb+1)
 	check("delta scratch", len(m), D*D)
 	transposeF32(m, state, D, D)
 	scale := InvSqrtf(D)
@@ -92,9 +114,26 @@ func DeltaRuleGGML(D int, out []float32, ldo int, q, k []float32, ldq int, v []f
 	if avx2 {
 		kd, step = kern.deltaGGML8, 32
 	}
+	var ek []float32 // keyGates: the token's expf(g), one per key channel
+	if keyGates {
+		ek = make([]float32, D)
+	}
 	for t := range n {
 		kr, qr, vr := k[t*ldq:t*ldq+D], q[t*ldq:t*ldq+D], v[t*ldv:t*ldv+D]
-		e, b := libcExpf(g[t*ldg]), beta[t*ldg]
+		e, b := float32(1), beta[t*ldb]
+		if keyGates { // each row times the vector, then the scalar rule with e = 1 (exact)
+			for i := range D {
+				ek[i] = libcExpf(g[t*ldg+i])
+			}
+			for j := range D {
+				row := m[j*D : (j+1)*D]
+				for i, x := range ek {
+					row[i] *= x
+				}
+			}
+		} else {
+			e = libcExpf(g[t*ldg])
+		}
 		o := out[t*ldo : t*ldo+D]
 		if kd != nil && D%step == 0 {
 			kd(&m[0], D, &kr[0], &qr[0], &vr[0], e, b, scale, &o[0])
@@ -130,6 +169,13 @@ func deltaRowsGGMLGeneric(m, k, q, v []float32, e, b, scale float32, out []float
 
 // checkDelta checks the operands of a delta rule over n tokens.
 func checkDelta(D int, out []float32, ldo int, q, k []float32, ldq int, v []float32, ldv int, g, beta []float32, ldg int, n int, state []float32) {
+	checkDeltaIO(D, out, ldo, q, k, ldq, v, ldv, n, state)
+	check("delta g", len(g), (n-1)*ldg+1)
+	check("delta beta", len(beta), (n-1)*ldg+1)
+}
+
+// checkDeltaIO checks a delta rule's q, k, v, output and state.
+func checkDeltaIO(D int, out []float32, ldo int, q, k []float32, ldq int, v []float32, ldv int, n int, state []float32) {
 	if D < 1 {
 		panic(fmt.Sprintf("nn: delta rule head of size %d", D))
 	}
@@ -138,6 +184,4 @@ func checkDelta(D int, out []float32, ldo int, q, k []float32, ldq int, v []floa
 	check("delta k", len(k), (n-1)*ldq+D)
 	check("delta v", len(v), (n-1)*ldv+D)
 	check("delta out", len(out), (n-1)*ldo+D)
-	check("delta g", len(g), (n-1)*ldg+1)
-	check("delta beta", len(beta), (n-1)*ldg+1)
 }

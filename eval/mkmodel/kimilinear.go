@@ -1,0 +1,114 @@
+package mkmodel
+
+import (
+	"fmt"
+
+	"ppl.dev/gguf"
+)
+
+// Kimi-Linear (arch kimi-linear: Moonshot's Kimi-Linear-48B-A3B) is a
+// hybrid of Kimi Delta Attention and latent attention, three KDA layers to
+// each MLA one, as Kimi-Linear's: a KDA layer projects q, k and v
+// (attn_q, attn_k, attn_v), each through its own short causal convolution
+// of SSMConv taps and SiLU (ssm_conv1d_q, _k, _v), q and k L2-normed per
+// head; a gate per key channel, g = A[h]·softplus(ssm_f_b·ssm_f_a·x +
+// ssm_dt.bias) (ssm_a holding -exp(A_log)), and beta = sigmoid(ssm_beta·x)
+// drive the gated delta rule; its output RMS-normed per head (ssm_norm)
+// times sigmoid(ssm_g_b·ssm_g_a·x), then attn_output. An MLA layer is
+// DeepSeek's latent attention without q compression and without RoPE
+// (attn_q; attn_kv_a_mqa, attn_kv_a_norm, attn_k_b, attn_v_b). After
+// DenseLead dense layers, sigmoid-routed experts with a selection bias,
+// renormalized and scaled, and a shared expert.
+func (s Shape) kimiLinear() bool { return s.Arch == "kimi-linear" }
+
+// kimiMLA reports whether layer i is an MLA layer: every fourth.
+func (s Shape) kimiMLA(i int) bool { return (i+1)%4 == 0 }
+
+// kimiKVLora, kimiRope and kimiNope are the MLA layers' latent width and
+// the key heads' unrotated and "rotated" parts (Kimi's 512, 64 and 128,
+// scaled to the head): the rope part is never rotated.
+func (s Shape) kimiKVLora() int { return s.HeadDim }
+func (s Shape) kimiRope() int   { return s.HeadDim / 2 }
+func (s Shape) kimiNope() int   { return s.HeadDim }
+
+// checkKimiLinear validates kimi-linear's fields.
+func (s Shape) checkKimiLinear() error {
+	if s.kimiLinear() && (s.SSMConv < 2 || s.HeadDim%2 != 0 || s.Experts == 0 || s.SharedFFN != s.ExpertFFN) {
+		return fmt.Errorf("shape: kimi-linear needs --ssm-conv taps (%d), an even head size (%d), experts and a shared expert as wide as one (%d, %d)", s.SSMConv, s.HeadDim, s.SharedFFN, s.ExpertFFN)
+	}
+	return nil
+}
+
+// kimiKeys writes kimi-linear's metadata: the per-layer KV heads (0 for
+// the KDA layers), the MLA and KDA sizes and the routing.
+func (c *Config) kimiKeys(w *gguf.Writer) {
+	a := c.Arch
+	kv := make([]int32, c.Layers)
+	for i := range c.Layers {
+		if c.kimiMLA(i) {
+			kv[i] = 1 // one latent KV head (attn_k_b, attn_v_b: the absorbed form)
+		}
+	}
+	w.Add(a+".attention.head_count_kv", kv)
+	w.Add(a+".attention.kv_lora_rank", uint32(c.kimiKVLora()))
+	w.Add(a+".attention.key_length_mla", uint32(c.kimiNope()+c.kimiRope()))
+	w.Add(a+".attention.value_length_mla", uint32(c.HeadDim))
+	w.Add(a+".rope.dimension_count", uint32(c.kimiRope()))
+	w.Add(a+".ssm.conv_kernel", uint32(c.SSMConv))
+	w.Add(a+".kda.head_dim", uint32(c.HeadDim))
+	w.Add(a+".leading_dense_block_count", uint32(c.DenseLead))
+	w.Add(a+".expert_shared_count", uint32(1))
+	w.Add(a+".expert_gating_func", uint32(2)) // sigmoid
+	w.Add(a+".expert_weights_norm", true)
+	w.Add(a+".expert_weights_scale", float32(2.446))
+}
+
+// kimiLayer adds layer i's tensors.
+func (c *Config) kimiLayer(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
+	p := fmt.Sprintf("blk.%d.", i)
+	e, hd, h := uint64(c.Embd), uint64(c.HeadDim), uint64(c.Heads)
+	add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
+	if c.kimiMLA(i) {
+		kvr, rot, nope := uint64(c.kimiKVLora()), uint64(c.kimiRope()), uint64(c.kimiNope())
+		add(p+"attn_q.weight", []uint64{e, h * (nope + rot)}, i, c.normal(p+"attn_q.weight", 1.2*invSqrt(e)))
+		add(p+"attn_kv_a_mqa.weight", []uint64{e, kvr + rot}, i, c.normal(p+"attn_kv_a_mqa.weight", 1.2*invSqrt(e)))
+		add(p+"attn_kv_a_norm.weight", []uint64{kvr}, i, c.gain(p+"attn_kv_a_norm.weight", 1, 0.1))
+		add(p+"attn_k_b.weight", []uint64{nope, kvr, h}, i, c.normal(p+"attn_k_b.weight", invSqrt(kvr)))
+		add(p+"attn_v_b.weight", []uint64{kvr, hd, h}, i, c.normal(p+"attn_v_b.weight", invSqrt(kvr)))
+	} else {
+		d := h * hd
+		for _, n := range []string{"attn_q", "attn_k", "attn_v"} {
+			add(p+n+".weight", []uint64{e, d}, i, c.normal(p+n+".weight", 1.2*invSqrt(e)))
+		}
+		for _, n := range []string{"ssm_conv1d_q", "ssm_conv1d_k", "ssm_conv1d_v"} {
+			add(p+n+".weight", []uint64{uint64(c.SSMConv), 1, d}, i, c.normal(p+n+".weight", 0.5))
+		}
+		add(p+"ssm_f_a.weight", []uint64{e, hd}, i, c.normal(p+"ssm_f_a.weight", invSqrt(e)))
+		add(p+"ssm_f_b.weight", []uint64{hd, d}, i, c.normal(p+"ssm_f_b.weight", invSqrt(hd)))
+		add(p+"ssm_beta.weight", []uint64{e, h}, i, c.normal(p+"ssm_beta.weight", invSqrt(e)))
+		add(p+"ssm_a", []uint64{1, h}, i, c.gain(p+"ssm_a", -0.5, 0.2))
+		add(p+"ssm_dt.bias", []uint64{d}, i, c.normal(p+"ssm_dt.bias", 0.5))
+		add(p+"ssm_g_a.weight", []uint64{e, hd}, i, c.normal(p+"ssm_g_a.weight", invSqrt(e)))
+		add(p+"ssm_g_b.weight", []uint64{hd, d}, i, c.normal(p+"ssm_g_b.weight", invSqrt(hd)))
+		add(p+"ssm_norm.weight", []uint64{hd}, i, c.gain(p+"ssm_norm.weight", 1, 0.1))
+	}
+	add(p+"attn_output.weight", []uint64{h * hd, e}, i, c.normal(p+"attn_output.weight", c.Residual*invSqrt(h*hd)))
+	c.leadOrExperts(add, i, true)
+}
+
+// kimiParams is Params for kimi-linear.
+func (s Shape) kimiParams() int64 {
+	e, hd, h, k := int64(s.Embd), int64(s.HeadDim), int64(s.Heads), int64(s.SSMConv)
+	kvr, rot, nope := int64(s.kimiKVLora()), int64(s.kimiRope()), int64(s.kimiNope())
+	n := s.headParams()
+	for i := range s.Layers {
+		n += e + h*hd*e + s.leadOrExpertsParams(i, true)
+		if s.kimiMLA(i) {
+			n += e*h*(nope+rot) + e*(kvr+rot) + kvr + nope*kvr*h + kvr*hd*h
+		} else {
+			d := h * hd
+			n += 3*e*d + 3*k*d + 2*(e*hd+hd*d) + e*h + h + d + hd
+		}
+	}
+	return n
+}

@@ -1,0 +1,176 @@
+package model
+
+import (
+	"cmp"
+	"fmt"
+
+	"ppl.dev/score/ml"
+)
+
+// kimi-linear: Moonshot's Kimi-Linear (48B-A3B), as llama.cpp 0.7.0 runs
+// it: deepseek2's decoder (deepseek2.go) whose layers with
+// attention.head_count_kv 0 (a per-layer array) are Kimi Delta Attention
+// (KDA) instead of latent attention, and whose latent attention has no
+// RoPE (the rope.dimension_count part of q and k is used as it is); its
+// experts routed by expert_gating_func (required), always renormalized (as
+// llama.cpp fixes it, whatever expert_weights_norm says) and scaled by
+// expert_weights_scale. A KDA layer on the normed rows h:
+//
+//   - q, k, v = attn_q·h, attn_k·h, attn_v·h (heads of kda.head_dim),
+//     each through its own causal convolution of ssm.conv_kernel taps
+//     and SiLU (ssm_conv1d_q, _k, _v; no bias), q and k L2-normed per
+//     head;
+//   - a log-decay per key channel, g = ssm_a[h]·softplus(ssm_dt.bias +
+//     ssm_f_b·ssm_f_a·h) (ssm_a holding -exp(A_log), as the converter
+//     writes it), and beta = sigmoid(ssm_beta·h);
+//   - the gated delta rule with those gates (ml.DeltaRule.KeyGates: each
+//     row of the state decays by its own channel's gate);
+//   - the output RMS-normed per head (ssm_norm) times
+//     sigmoid(ssm_g_b·ssm_g_a·h), then attn_output.
+type kimiLinear struct{ *deepseek2 }
+
+// kda is a Kimi Delta Attention layer's weights.
+type kda struct {
+	q, k, v, o       *ml.Matrix // attn_q, attn_k, attn_v: (heads·dim, embd); attn_output
+	convQ, convK     *ml.Vector // ssm_conv1d_q, _k: channels × taps
+	convV            *ml.Vector // ssm_conv1d_v
+	fa, fb           *ml.Matrix // ssm_f_a: (dim, embd), ssm_f_b: (heads·dim, dim)
+	ga, gb           *ml.Matrix // ssm_g_a, ssm_g_b: the output gate's
+	beta             *ml.Matrix // ssm_beta: (heads, embd)
+	a, dt            *ml.Vector // ssm_a (one per head), ssm_dt.bias (one per channel)
+	norm             *ml.Vector // ssm_norm: dim
+	dr               ml.DeltaRule
+	dConv            int
+	eps              float64
+	rows             int // rows a block (deltaRows)
+	heads, dim, embd int
+}
+
+// kimiKDA reads the KDA layers' shape: which layers are KDA (head_count_kv
+// 0), the head size and the convolution's taps; nil after an error.
+func (l *Loader) kimiKDA() (kdaLayers []bool, dim, dConv int) {
+	hp := l.HP
+	m := meta{l.f, hp.Arch}
+	kv, err := m.layerInts("attention.head_count_kv", hp.Layers, -1)
+	if err == nil {
+		dim, err = m.positive("kda.head_dim", -1)
+	}
+	if err == nil {
+		dConv, err = m.positive("ssm.conv_kernel", -1)
+	}
+	if err == nil {
+		err = m.require("expert_gating_func") // llama.cpp requires it
+	}
+	if err != nil {
+		l.fail(err)
+		return nil, 0, 0
+	}
+	kdaLayers = make([]bool, hp.Layers)
+	for i, n := range kv {
+		kdaLayers[i] = n == 0
+	}
+	return kdaLayers, dim, dConv
+}
+
+// bindKDA binds layer prefix p's KDA weights.
+func (l *Loader) bindKDA(p string, heads, dim, dConv int) *kda {
+	E, C := l.HP.Embd, heads*dim
+	x := &kda{heads: heads, dim: dim, embd: E, dConv: dConv, eps: l.HP.Eps, rows: deltaRows,
+		dr: ml.DeltaRule{KHeads: heads, VHeads: heads, Dim: dim, KeyGates: true, State: l.Opts.SSMStateDtype}}
+	x.q, x.k, x.v = l.Linear(p+"attn_q", E, C), l.Linear(p+"attn_k", E, C), l.Linear(p+"attn_v", E, C)
+	x.convQ = l.tensorVector(p+"ssm_conv1d_q.weight", dConv, 1, C)
+	x.convK = l.tensorVector(p+"ssm_conv1d_k.weight", dConv, 1, C)
+	x.convV = l.tensorVector(p+"ssm_conv1d_v.weight", dConv, 1, C)
+	x.fa, x.fb = l.Linear(p+"ssm_f_a", E, dim), l.Linear(p+"ssm_f_b", dim, C)
+	x.ga, x.gb = l.Linear(p+"ssm_g_a", E, dim), l.Linear(p+"ssm_g_b", dim, C)
+	x.beta = l.Linear(p+"ssm_beta", E, heads)
+	x.a = l.tensorVector(p+"ssm_a", 1, heads)
+	x.dt = l.Vector(p+"ssm_dt.bias", C)
+	x.norm = l.Norm(p+"ssm_norm", dim)
+	x.o = l.Linear(p+"attn_output", C, E)
+	if err := x.dr.Validate(); err != nil {
+		l.fail(err)
+	}
+	return x
+}
+
+// forward computes the KDA mixer for the normed rows h into dst, x.rows
+// rows at a time from a zero convolution history and state.
+func (x *kda) forward(b ml.Backend, dst, h ml.Tensor) {
+	rc := b.(ml.Recurrent)
+	n, C := h.Rows(), x.heads*x.dim
+	mark := b.Mark()
+	state := b.Alloc(C, x.dim)
+	hist := [3]ml.Tensor{b.Alloc(x.dConv-1, C), b.Alloc(x.dConv-1, C), b.Alloc(x.dConv-1, C)}
+	rc.Zero(state)
+	for _, t := range hist {
+		rc.Zero(t)
+	}
+	for r0 := 0; r0 < n; r0 += x.rows {
+		r1 := min(n, r0+x.rows)
+		x.block(b, b.Slice(dst, r0, r1), b.Slice(h, r0, r1), state, hist)
+	}
+	b.Release(mark)
+}
+
+// block computes the mixer for consecutive rows of a window.
+func (x *kda) block(b ml.Backend, dst, h, state ml.Tensor, hist [3]ml.Tensor) {
+	rc := b.(ml.Recurrent)
+	n, C, D := h.Rows(), x.heads*x.dim, x.dim
+	mark := b.Mark()
+	qkv := [3]ml.Tensor{b.Alloc(n, C), b.Alloc(n, C), b.Alloc(n, C)}
+	proj := b.Mark()
+	raw := [3]ml.Tensor{b.Alloc(n, C), b.Alloc(n, C), b.Alloc(n, C)}
+	b.Linears(raw[:], h, []*ml.Matrix{x.q, x.k, x.v})
+	for i, w := range []*ml.Vector{x.convQ, x.convK, x.convV} {
+		rc.ConvSiLU(qkv[i], raw[i], hist[i], w, nil)
+	}
+	b.Release(proj)
+	q, k, v := qkv[0], qkv[1], qkv[2]
+	qh, kh := b.View(q, n*x.heads, D), b.View(k, n*x.heads, D)
+	rc.L2Norm(qh, qh, x.eps)
+	rc.L2Norm(kh, kh, x.eps)
+
+	g, beta := b.Alloc(n, C), b.Alloc(n, x.heads)
+	low := b.Alloc(n, D)
+	b.Linear(low, h, x.fa)
+	b.Linear(g, low, x.fb)
+	b.Linear(beta, h, x.beta)
+	rc.DeltaGates(beta, g, x.a, x.dt)
+	o := b.Alloc(n, C)
+	rc.DeltaNet(o, q, k, v, g, beta, state, &x.dr)
+
+	oh := b.View(o, n*x.heads, D)
+	b.RMSNorm(oh, oh, x.norm, x.eps)
+	b.Linear(low, h, x.ga)
+	b.Linear(g, low, x.gb)
+	b.SigmoidMul(o, g, false)
+	b.Linear(dst, o, x.o)
+	b.Release(mark)
+}
+
+// Check requires the latent attention and the recurrent operations.
+func (m kimiLinear) Check(b ml.Backend) error {
+	if err := m.deepseek2.Check(b); err != nil {
+		return err
+	}
+	if _, ok := b.(ml.Recurrent); !ok {
+		return fmt.Errorf("kimi-linear needs the recurrent operations (ml.Recurrent: ConvSiLU, Zero, L2Norm, DeltaGates, DeltaNet), which backend %T lacks", b)
+	}
+	return nil
+}
+
+// ssmStateDtype is the KDA layers' state dtype, for Info.
+func (m kimiLinear) ssmStateDtype() string {
+	for _, ly := range m.layers {
+		if ly.kda != nil {
+			return cmp.Or(ly.kda.dr.State, "f32")
+		}
+	}
+	return "f32"
+}
+
+// positions: no layer turns q and k.
+func (m kimiLinear) positions() string {
+	return "none (Kimi Delta Attention, and latent attention without RoPE)"
+}
