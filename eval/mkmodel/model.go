@@ -155,6 +155,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.kimiLayer(add, i)
 			continue
 		}
+		if c.smallThinker() {
+			c.smallThinkerLayer(add, i)
+			continue
+		}
 		if c.bitnet() {
 			c.bitnetLayer(add, i)
 			continue
@@ -394,6 +398,9 @@ func Write(path string, c *Config) error {
 	}
 	if c.kimiLinear() {
 		c.kimiKeys(w)
+	}
+	if c.smallThinker() {
+		c.smallThinkerKeys(w)
 	}
 	if c.openelm() {
 		c.openelmKeys(w)

@@ -388,7 +388,7 @@ func TestEndToEndWideHeads(t *testing.T) {
 // (GLU and the sub norms); openelm; qwen; step35 (gates per head:
 // GatherCols; the clamped SwiGLU); kimi-linear (KDA: delta_net's gates
 // per key channel, delta_gates per channel; latent attention without
-// RoPE); gemma3n (ml.AltUp, MLP.TopK; a
+// RoPE); smallthinker (ReGLU experts); gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
 // llama.cpp.
@@ -523,6 +523,10 @@ func TestEndToEndGenerated(t *testing.T) {
 		{"kimi-linear", func(s *mkmodel.Shape) {
 			s.Layers, s.SSMConv, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 4, 4, 1, 8, 8, 64, 64
 		}, 0.017, 0.0035, 0.0004, ""},
+		// SmallThinker: experts routed from the layer's input, ReGLU
+		// (glu_half act 7), NoPE global layers, every expert used, 8
+		// layers. Emulation: max 0.0142, mean 0.00365, PPL ratio 1.000008.
+		{"smallthinker", func(s *mkmodel.Shape) { s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN = 8, 8, 8, 64 }, 0.028, 0.0073, 0.0001, ""},
 		// OLMo 3: 3 layers of 4 sliding over 40 keys with plain RoPE, the
 		// fourth with YaRN (factor 8), whose cos and sin times 1.46 (the
 		// file's attn_factor and YaRN's own) make its scores 2.1 times as

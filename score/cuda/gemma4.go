@@ -35,7 +35,7 @@ func (b *gpuBackend) GLU(dst, gate, up ml.Tensor, act ml.Act) {
 }
 
 // gluF32Acts are the activations glu_f32 computes.
-var gluF32Acts = map[ml.Act]bool{ml.SwiGLU: true, ml.GeGLU: true, ml.OAISwiGLU: true, ml.ReLUSqr: true, ml.GELU: true, ml.ClampSwiGLU: true}
+var gluF32Acts = map[ml.Act]bool{ml.SwiGLU: true, ml.GeGLU: true, ml.OAISwiGLU: true, ml.ReLUSqr: true, ml.GELU: true, ml.ClampSwiGLU: true, ml.ReGLU: true}
 
 // gluF32: out = act(gate)·up, count float32s (out may be gate or up), the
 // limit ml.ClampSwiGLU's (unused by the others); for the ungated

@@ -24,7 +24,7 @@ func TestGLUF32Parity(t *testing.T) {
 		for _, c := range []struct {
 			act ml.Act
 			ref func(out, gate, up []float32)
-		}{{ml.SwiGLU, nn.SwiGLU}, {ml.GeGLU, nn.GeGLU}, {ml.OAISwiGLU, nn.OAISwiGLU}} {
+		}{{ml.SwiGLU, nn.SwiGLU}, {ml.GeGLU, nn.GeGLU}, {ml.OAISwiGLU, nn.OAISwiGLU}, {ml.ReGLU, nn.ReGLU}} {
 			want := make([]float32, rows*f)
 			c.ref(want, gate, up)
 			gt, ut := b.put(t, rows, f, gate), b.put(t, rows, f, up)

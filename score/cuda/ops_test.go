@@ -588,7 +588,7 @@ func TestAttentionWindowParity(t *testing.T) {
 	})
 }
 
-// glu_half against nn.GeGLU, nn.OAISwiGLU, nn.ClampSwiGLU (limits that
+// glu_half against nn.GeGLU, nn.OAISwiGLU, nn.ReGLU, nn.ClampSwiGLU (limits that
 // clamp some of the gates' silu and of the ups, and one that clamps
 // nearly all) and the ungated nn.ReLUSqr and nn.GELU (score/nn/mlp.go),
 // with gates and ups past gpt-oss's clamps, and
@@ -619,6 +619,7 @@ func TestGLUParity(t *testing.T) {
 		}{{ml.GeGLU, nn.GeGLU, gate, false, 0, 0}, {ml.OAISwiGLU, nn.OAISwiGLU, gate, false, 0, 0},
 			{ml.ClampSwiGLU, nn.ClampSwiGLU(2.5), gate, false, 0, 2.5}, {ml.ClampSwiGLU, nn.ClampSwiGLU(0.25), gate, true, 0, 0.25},
 			{ml.ClampSwiGLU, nn.ClampSwiGLU(7), big, true, 0, 7},
+			{ml.ReGLU, nn.ReGLU, gate, false, 0, 0}, {ml.ReGLU, nn.ReGLU, big, true, -3, 0},
 			{ml.GeGLU, nn.GeGLU, gate, true, 0, 0}, {ml.GeGLU, nn.GeGLU, big, true, -3, 0}, {ml.OAISwiGLU, nn.OAISwiGLU, big, true, 0, 0},
 			{ml.ReLUSqr, nn.ReLUSqr, gate, false, 0, 0}, {ml.ReLUSqr, nn.ReLUSqr, odd, false, 0, 0},
 			{ml.ReLUSqr, nn.ReLUSqr, gate, true, 0, 0}, {ml.ReLUSqr, nn.ReLUSqr, big, true, -13, 0},

@@ -253,6 +253,8 @@ const (
 	// ClampSwiGLU: Step-3.5's clamped SwiGLU, min(silu(g), L) · clamp(u,
 	// -L, L) for L = MLP.Limit (nn.ClampSwiGLU).
 	ClampSwiGLU
+	// ReGLU: max(g, 0) · u (nn.ReGLU; SmallThinker's experts).
+	ReGLU
 )
 
 // Ungated reports whether a is an ungated MLP's activation, of Up·x alone.
@@ -274,6 +276,8 @@ func (a Act) String() string {
 		return "gelu"
 	case ClampSwiGLU:
 		return "swiglu-clamp"
+	case ReGLU:
+		return "reglu"
 	}
 	return fmt.Sprintf("act(%d)", int(a))
 }

@@ -335,6 +335,8 @@ func (b *cpuBackend) glu(a ml.Act) func(out, gate, up []float32) {
 		return nn.OAISwiGLU
 	case ml.ReLUSqr: // exact in float32: the same in every mode
 		return nn.ReLUSqr
+	case ml.ReGLU:
+		return nn.ReGLU
 	case ml.GELU:
 		if b.c.LlamaCPP {
 			return nn.GGMLGELU

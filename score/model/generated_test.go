@@ -311,7 +311,10 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // TestStep35Variants) (24 windows, both builds: none off); kimi-linear (3
 // Kimi Delta Attention layers, their gates per key channel, then latent
 // attention without RoPE; sigmoid-routed experts and a shared expert;
-// TestKimiLinearKeys) (24 windows, both builds: none off).
+// TestKimiLinearKeys) (24 windows, both builds: none off); smallthinker (8
+// layers: sliding ones with RoPE of their own base, layers 0 and 4 global
+// without RoPE; experts routed from the layer's input, ReGLU; without the
+// window: TestSmallThinkerKeys) (24 windows, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -518,6 +521,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1584.1922093, -802.5858265, -807.4666545, -788.4150369}},
 		{"kimi-linear", "kimi-linear", "", kimiShape, "", "0b3daf406fcfcfc245d68e6f184b275554804972ec8915e358018047147345ed",
 			[]float64{-1637.0837594, -784.6017670, -781.0746519, -792.7773821}},
+		{"smallthinker", "smallthinker", "", smallThinkerShape, "", "b5cad32a41e393cc74d12edd8994e6b8874bedb066641df3daed2833d5c82cbd",
+			[]float64{-1622.0527711, -820.3672625, -809.2710288, -783.1368154}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -860,26 +865,14 @@ func TestMiMo2Keys(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := genModel(t, dir, "mimo2", mimo2Shape)
-	for _, c := range []struct {
-		name, sha256 string
-		set          map[string]any
-		sums         []float64
-	}{
-		{"no value scale or SWA base", "0a04a693be9cfd3f6ab7aad82be42d1c6125213845211523e99e8603662541cc",
-			map[string]any{"mimo2.attention.value_scale": nil, "mimo2.rope.freq_base_swa": nil},
-			[]float64{-1596.2222109, -780.5253286, -801.5339793, -767.7455942}},
-		{"keys llama.cpp does not read", "",
-			map[string]any{"mimo2.expert_weights_scale": float32(2.5), "mimo2.expert_gating_func": uint32(1), "mimo2.expert_weights_norm": false},
-			[]float64{-1602.8364877, -787.2228912, -801.2911570, -763.9609880}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			p := rewriteFile(t, src, c.set, nil)
-			if c.sha256 != "" {
-				checkSHA(t, p, c.sha256)
-			}
-			generatedScores(t, p, golden.Header.Tokens, c.sums)
-		})
-	}
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "no value scale or SWA base", sha256: "0a04a693be9cfd3f6ab7aad82be42d1c6125213845211523e99e8603662541cc",
+			set:  map[string]any{"mimo2.attention.value_scale": nil, "mimo2.rope.freq_base_swa": nil},
+			sums: []float64{-1596.2222109, -780.5253286, -801.5339793, -767.7455942}},
+		{name: "keys llama.cpp does not read",
+			set:  map[string]any{"mimo2.expert_weights_scale": float32(2.5), "mimo2.expert_gating_func": uint32(1), "mimo2.expert_weights_norm": false},
+			sums: []float64{-1602.8364877, -787.2228912, -801.2911570, -763.9609880}},
+	})
 	checkRefusals(t, src, []refusal{
 		{"a period", map[string]any{"mimo2.attention.sliding_window_pattern": uint32(2)}, nil,
 			"metadata mimo2.attention.sliding_window_pattern: want an array of 4 flags (one per layer)"},
@@ -915,35 +908,22 @@ func TestStep35Variants(t *testing.T) {
 	for i := range factors {
 		factors[i] = 1 + float32(i)*0.37
 	}
-	for _, c := range []struct {
-		name, sha256 string
-		set          map[string]any
-		add          map[string]f32Tensor
-		drop         []string
-		sums         []float64
-		bound        float64 // on the sums; 0: 1e-6
-	}{
-		{"rope_freqs", "241e17d6370c5b87eb20280e8a04c0b9f079d3bc9b5c84c120278030961bd3fd", nil,
-			map[string]f32Tensor{"rope_freqs.weight": {[]uint64{16}, factors}}, nil,
-			[]float64{-1588.5347054, -790.5503387, -811.7630192, -788.7122725}, 0},
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "rope_freqs", sha256: "241e17d6370c5b87eb20280e8a04c0b9f079d3bc9b5c84c120278030961bd3fd",
+			add:  map[string]f32Tensor{"rope_freqs.weight": {[]uint64{16}, factors}},
+			sums: []float64{-1588.5347054, -790.5503387, -811.7630192, -788.7122725}},
 		// 127 log-probs each within 5.4e-8 of llama.cpp's printed ones
 		// add up to 1.1e-6 in the first window.
-		{"sliding dims", "6de1754b047d959ea6e206ef01c54b4b5e3e001ef7e5f5dad0e38cc248fe635b",
-			map[string]any{"step35.rope.dimension_count_swa": uint32(16)}, nil, nil,
-			[]float64{-1584.5679778, -793.6326732, -810.4641694, -790.3072931}, 1.5e-6},
-		{"one limit", "fad96ed21050d6ca62077b0ceb700cc2fc41c759174c3c99de5abc2072b86b1a",
-			map[string]any{"step35.swiglu_clamp_exp": float32(0.5), "step35.swiglu_clamp_shexp": nil}, nil, nil,
-			[]float64{-1608.7940032, -798.1909475, -799.6238766, -791.1701791}, 0},
-		{"optional tensors", "41b176686fb62627758d230ce87bc5c48f0b146deaa6acb15bb7c6a85d29eac3", nil, nil,
-			[]string{"blk.1.attn_q_norm.weight", "blk.1.attn_k_norm.weight", "blk.2.attn_gate.weight"},
-			[]float64{-1581.6612527, -798.1350223, -815.7846938, -786.7918714}, 0},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			p := rewriteFile(t, src, c.set, c.add, c.drop...)
-			checkSHA(t, p, c.sha256)
-			generatedScoresTo(t, p, golden.Header.Tokens, c.sums, cmp.Or(c.bound, 1e-6))
-		})
-	}
+		{name: "sliding dims", sha256: "6de1754b047d959ea6e206ef01c54b4b5e3e001ef7e5f5dad0e38cc248fe635b",
+			set:  map[string]any{"step35.rope.dimension_count_swa": uint32(16)},
+			sums: []float64{-1584.5679778, -793.6326732, -810.4641694, -790.3072931}, bound: 1.5e-6},
+		{name: "one limit", sha256: "fad96ed21050d6ca62077b0ceb700cc2fc41c759174c3c99de5abc2072b86b1a",
+			set:  map[string]any{"step35.swiglu_clamp_exp": float32(0.5), "step35.swiglu_clamp_shexp": nil},
+			sums: []float64{-1608.7940032, -798.1909475, -799.6238766, -791.1701791}},
+		{name: "optional tensors", sha256: "41b176686fb62627758d230ce87bc5c48f0b146deaa6acb15bb7c6a85d29eac3",
+			drop: []string{"blk.1.attn_q_norm.weight", "blk.1.attn_k_norm.weight", "blk.2.attn_gate.weight"},
+			sums: []float64{-1581.6612527, -798.1350223, -815.7846938, -786.7918714}},
+	})
 	checkRefusals(t, src, []refusal{
 		{"a period", map[string]any{"step35.attention.sliding_window_pattern": uint32(1)}, nil,
 			"metadata step35.attention.sliding_window_pattern: want an array of 4 flags (one per layer)"},
@@ -974,14 +954,76 @@ func TestKimiLinearKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := genModel(t, dir, "kimi-linear", kimiShape)
-	p := rewriteFile(t, src, map[string]any{"kimi-linear.expert_weights_norm": false}, nil)
-	generatedScores(t, p, golden.Header.Tokens, []float64{-1637.0837594, -784.6017670, -781.0746519, -792.7773821})
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{{name: "no norm", set: map[string]any{"kimi-linear.expert_weights_norm": false},
+		sums: []float64{-1637.0837594, -784.6017670, -781.0746519, -792.7773821}}})
 	checkRefusals(t, src, []refusal{
 		{"no gating", map[string]any{"kimi-linear.expert_gating_func": nil}, nil, "missing metadata kimi-linear.expert_gating_func"},
 		{"no head size", map[string]any{"kimi-linear.kda.head_dim": nil}, nil, "missing metadata kimi-linear.kda.head_dim"},
 		{"no taps", map[string]any{"kimi-linear.ssm.conv_kernel": nil}, nil, "missing metadata kimi-linear.ssm.conv_kernel"},
 		{"no convolution", nil, []string{"blk.1.ssm_conv1d_k.weight"}, "missing tensor blk.1.ssm_conv1d_k.weight"},
 	})
+}
+
+// smallThinkerShape is SmallThinker's layout in 8 layers: 3 of 4 sliding,
+// the others (0 and 4) global without RoPE; 8 experts, 2 used.
+func smallThinkerShape(s *mkmodel.Shape) {
+	s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN = 8, 8, 2, 64
+}
+
+// TestSmallThinkerKeys: smallthinker in 4 layers without
+// attention.sliding_window (every layer global with RoPE), against
+// llama.cpp's sums on the same bytes (24 windows in both builds: none off;
+// here the first 4), and in 4 layers with it (llama.cpp's step of 4
+// without RoPE never taken at that depth) and with expert_weights_scale
+// 2.5 and expert_weights_norm false, which llama.cpp's smallthinker does
+// not read (the same sums); a file without expert_gating_func refused,
+// where llama.cpp aborts.
+func TestSmallThinkerKeys(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	four := func(s *mkmodel.Shape) { smallThinkerShape(s); s.Layers = 4 }
+	src := genModel(t, dir, "smallthinker", four)
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "no window", sha256: "89a2ed3dac3d2b78cadecd9345e6c16b8c4da9218137f5a526a6cba7cf3a9eb9",
+			set:  map[string]any{"smallthinker.attention.sliding_window": nil},
+			sums: []float64{-1600.0336746, -805.2038554, -785.3939918, -792.1222132}},
+		{name: "4 layers", sums: []float64{-1609.2674987, -808.7587346, -786.8804703, -790.3928195}},
+		{name: "keys llama.cpp does not read",
+			set:  map[string]any{"smallthinker.expert_weights_scale": float32(2.5), "smallthinker.expert_weights_norm": false},
+			sums: []float64{-1609.2674987, -808.7587346, -786.8804703, -790.3928195}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"no gating", map[string]any{"smallthinker.expert_gating_func": nil}, nil, "missing metadata smallthinker.expert_gating_func"},
+	})
+}
+
+// fileVariant is a generated file rewritten (rewriteFile's set, add and
+// drop) and llama.cpp's sums on its first windows, checked to bound (1e-6
+// when 0), the rewritten file's sha256 pinned when given.
+type fileVariant struct {
+	name, sha256 string
+	set          map[string]any
+	add          map[string]f32Tensor
+	drop         []string
+	sums         []float64
+	bound        float64
+}
+
+// checkVariants scores each variant of src against its sums.
+func checkVariants(t *testing.T, src string, tokens []int32, vs []fileVariant) {
+	t.Helper()
+	for _, v := range vs {
+		t.Run(v.name, func(t *testing.T) {
+			p := rewriteFile(t, src, v.set, v.add, v.drop...)
+			if v.sha256 != "" {
+				checkSHA(t, p, v.sha256)
+			}
+			generatedScoresTo(t, p, tokens, v.sums, cmp.Or(v.bound, 1e-6))
+		})
+	}
 }
 
 // TestPanguBiases: pangu-embedded's q, k and v biases are optional in

@@ -174,6 +174,10 @@ type decoderLayer struct {
 	// attn_output reads (value heads narrower than the key heads, padded:
 	// mimo2; gatherDecoder).
 	vCols []int
+	// rawRouter, when set, makes the router of the layer's experts (ffn, a
+	// *MoE) read the layer's input rather than the FFN's normed rows
+	// (smallthinker).
+	rawRouter bool
 	// mixer, when set, is the layer's mixer instead of attention (the
 	// Mamba-2 layers of granitehybrid and nemotron_h, LFM2's short
 	// convolutions; q, k, v and o are nil), or beside it (falcon-h1: the
@@ -543,6 +547,12 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		mark := b.Mark()
 		h := b.Alloc(n, hp.Embd)
 		ff := b.Alloc(n, hp.Embd)
+		var logits ml.Tensor // rawRouter: the router's logits of the layer's input
+		if ly.rawRouter {
+			moe := ly.ffn.(*MoE)
+			logits = b.Alloc(n, moe.Router.Experts)
+			b.Linear(logits, x, moe.Gate)
+		}
 
 		// normed is the residual stream normed by w (plus bias) into h, or
 		// itself.
@@ -587,7 +597,10 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			b.Add(x, mix)
 		}
 		if ly.ffn != nil && (ly.parallel == serial || ly.parallel == parallelAfter) { // the FFN (none in nemotron_h's mixer blocks)
-			if ly.parallel == serial {
+			switch {
+			case ly.parallel == serial && logits != nil:
+				ly.ffn.(*MoE).forwardLogits(b, ff, normed(ly.ffnNorm, ly.ffnNormB), logits)
+			case ly.parallel == serial:
 				ly.ffn.Forward(b, ff, normed(ly.ffnNorm, ly.ffnNormB))
 			}
 			if ly.postFFNNorm != nil {

@@ -206,10 +206,18 @@ func (l *Loader) ExpertMLP(prefix string, n, embd, ff int) ml.MLP {
 }
 
 func (m *MoE) Forward(b ml.Backend, dst, x ml.Tensor) {
+	mark := b.Mark()
+	logits := b.Alloc(x.Rows(), m.Router.Experts)
+	b.Linear(logits, x, m.Gate)
+	m.forwardLogits(b, dst, x, logits)
+	b.Release(mark)
+}
+
+// forwardLogits is Forward with the router's logits given (smallthinker's
+// router reads the layer's input, not x).
+func (m *MoE) forwardLogits(b ml.Backend, dst, x, logits ml.Tensor) {
 	n := x.Rows()
 	mark := b.Mark()
-	logits := b.Alloc(n, m.Router.Experts)
-	b.Linear(logits, x, m.Gate)
 	if b.Err() != nil {
 		b.Release(mark)
 		return

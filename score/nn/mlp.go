@@ -73,6 +73,22 @@ func SwiGLU(out, gate, up []float32) {
 	}
 }
 
+// ReGLU computes out[i] = gate[i] · up[i] where gate[i] > 0, else 0
+// (SmallThinker's experts; ggml's REGLU, whose 0 is +0 whatever up and a
+// NaN gate's too): the float32 product of two floats, exact in every mode.
+// out may alias gate or up.
+func ReGLU(out, gate, up []float32) {
+	check("ReGLU gate", len(gate), len(out))
+	check("ReGLU up", len(up), len(out))
+	for i, g := range gate {
+		if g > 0 {
+			out[i] = g * up[i]
+		} else {
+			out[i] = 0
+		}
+	}
+}
+
 // ReLUSqr computes out[i] = max(x[i], 0)², the activation of an ungated
 // MLP (Nemotron-H; ggml's RELU then SQR): the square of a float32 rounded
 // once, as in float64. up is unused (nil). out may alias x.

@@ -286,6 +286,20 @@ func TestClampSwiGLU(t *testing.T) {
 	}
 }
 
+// TestReGLU: ggml's REGLU, +0 for a gate at or below 0 and for NaN.
+func TestReGLU(t *testing.T) {
+	nan := float32(math.NaN())
+	gate := []float32{2, -1, 0, nan, 3}
+	up := []float32{1.5, -4, 7, 1, -2}
+	out := make([]float32, len(gate))
+	ReGLU(out, gate, up)
+	for i, want := range []float32{3, 0, 0, 0, -6} {
+		if math.Float32bits(out[i]) != math.Float32bits(want) {
+			t.Errorf("ReGLU(%v, %v) = %v, want %v", gate[i], up[i], out[i], want)
+		}
+	}
+}
+
 func TestContextArena(t *testing.T) {
 	c := NewContext(2)
 	pass := func() (a, b []float32) {
