@@ -87,7 +87,7 @@ func TestDeltaChunkRecurrence(t *testing.T) {
 				run := func(chunked bool) (out, st []float64) {
 					out, st = make([]float64, n*D), make([]float64, D*D)
 					var h deltaHead
-					h.init(min(chunkLen, n), D, false)
+					h.init(min(chunkLen, n), D)
 					for t0 := 0; t0 < n; t0 += chunkLen {
 						T := min(chunkLen, n-t0)
 						copy(h.q, q[t0*D:(t0+T)*D])
@@ -489,7 +489,8 @@ func TestQwen35BadFiles(t *testing.T) {
 
 // BenchmarkDeltaNet runs one Gated DeltaNet scan of Qwen3.5-0.8B's shape
 // (16 key and 16 value heads of 128) over 4,096 tokens, chunked and as the
-// plain recurrence.
+// plain recurrence, and with gates per key channel (Kimi Delta Attention:
+// DeltaNet's float32 recurrence token by token).
 func BenchmarkDeltaNet(b *testing.B) {
 	be := newCPU(nn.NewContext(0))
 	defer be.Close()
@@ -514,4 +515,13 @@ func BenchmarkDeltaNet(b *testing.B) {
 			b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tokens/s")
 		})
 	}
+	gk := fill(be, n, H*D, func(int) float32 { return float32(-r.Float64()) })
+	kda := ml.DeltaRule{KHeads: H, VHeads: H, Dim: D, KeyGates: true}
+	b.Run("key gates", func(b *testing.B) {
+		for b.Loop() {
+			be.Zero(state)
+			be.DeltaNet(dst, unit, unit, v, gk, beta, state, &kda)
+		}
+		b.ReportMetric(float64(n*b.N)/b.Elapsed().Seconds(), "tokens/s")
+	})
 }
