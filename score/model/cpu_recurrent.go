@@ -214,31 +214,25 @@ func (b *cpuBackend) DeltaNet(dst, q, k, v, g, beta, state ml.Tensor, dr *ml.Del
 	if n == 0 {
 		return
 	}
-	if b.c.LlamaCPP {
+	if b.c.LlamaCPP || dr.KeyGates {
+		// ggml's recurrence: one call in the int8 modes (llama.cpp rounds
+		// the state after its batch), else chunkLen tokens a call.
+		step, G := n, dr.GateCols()
+		if !b.c.LlamaCPP {
+			step = chunkLen
+		}
 		b.c.Parallel(Hv, func(_, lo, hi int) {
 			m := make([]float32, D*D)
 			for h := lo; h < hi; h++ {
-				kh := dr.KHead(h)
-				if dr.KeyGates {
-					nn.DeltaRuleGGMLKeyGates(D, o.d[h*D:], Hv*D, qq.d[kh*D:], kk.d[kh*D:], Hk*D, vv.d[h*D:], Hv*D,
-						gg.d[h*D:], Hv*D, bb.d[h:], Hv, n, ss.d[h*D*D:(h+1)*D*D], b.c.GGMLAVX2, m, round)
-					continue
-				}
-				nn.DeltaRuleGGML(D, o.d[h*D:], Hv*D, qq.d[kh*D:], kk.d[kh*D:], Hk*D, vv.d[h*D:], Hv*D,
-					gg.d[h:], bb.d[h:], Hv, n, ss.d[h*D*D:(h+1)*D*D], b.c.GGMLAVX2, m, round)
-			}
-		})
-		return
-	}
-	if dr.KeyGates {
-		b.c.Parallel(Hv, func(_, lo, hi int) {
-			m := make([]float32, D*D)
-			for h := lo; h < hi; h++ {
-				kh := dr.KHead(h)
-				for t0 := 0; t0 < n; t0 += chunkLen {
-					T := min(chunkLen, n-t0)
-					nn.DeltaRuleGGMLKeyGates(D, o.d[t0*Hv*D+h*D:], Hv*D, qq.d[t0*Hk*D+kh*D:], kk.d[t0*Hk*D+kh*D:], Hk*D,
-						vv.d[t0*Hv*D+h*D:], Hv*D, gg.d[t0*Hv*D+h*D:], Hv*D, bb.d[t0*Hv+h:], Hv, T, ss.d[h*D*D:(h+1)*D*D], false, m, round)
+				kh, st := dr.KHead(h), ss.d[h*D*D:(h+1)*D*D]
+				for t0 := 0; t0 < n; t0 += step {
+					T := min(step, n-t0)
+					out, qr, kr, vr := o.d[t0*Hv*D+h*D:], qq.d[t0*Hk*D+kh*D:], kk.d[t0*Hk*D+kh*D:], vv.d[t0*Hv*D+h*D:]
+					if dr.KeyGates {
+						nn.DeltaRuleGGMLKeyGates(D, out, Hv*D, qr, kr, Hk*D, vr, Hv*D, gg.d[t0*G+h*D:], G, bb.d[t0*Hv+h:], Hv, T, st, b.c.GGMLAVX2, m, round)
+					} else {
+						nn.DeltaRuleGGML(D, out, Hv*D, qr, kr, Hk*D, vr, Hv*D, gg.d[t0*G+h:], bb.d[t0*Hv+h:], Hv, T, st, b.c.GGMLAVX2, m, round)
+					}
 				}
 			}
 		})

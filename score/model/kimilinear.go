@@ -31,19 +31,17 @@ type kimiLinear struct{ *deepseek2 }
 
 // kda is a Kimi Delta Attention layer's weights.
 type kda struct {
-	q, k, v, o       *ml.Matrix // attn_q, attn_k, attn_v: (heads·dim, embd); attn_output
-	convQ, convK     *ml.Vector // ssm_conv1d_q, _k: channels × taps
-	convV            *ml.Vector // ssm_conv1d_v
-	fa, fb           *ml.Matrix // ssm_f_a: (dim, embd), ssm_f_b: (heads·dim, dim)
-	ga, gb           *ml.Matrix // ssm_g_a, ssm_g_b: the output gate's
-	beta             *ml.Matrix // ssm_beta: (heads, embd)
-	a, dt            *ml.Vector // ssm_a (one per head), ssm_dt.bias (one per channel)
-	norm             *ml.Vector // ssm_norm: dim
-	dr               ml.DeltaRule
-	dConv            int
-	eps              float64
-	rows             int // rows a block (deltaRows)
-	heads, dim, embd int
+	q, k, v, o   *ml.Matrix   // attn_q, attn_k, attn_v: (heads·dim, embd); attn_output
+	convQ, convK *ml.Vector   // ssm_conv1d_q, _k: channels × taps
+	convV        *ml.Vector   // ssm_conv1d_v
+	fa, fb       *ml.Matrix   // ssm_f_a: (dim, embd), ssm_f_b: (heads·dim, dim)
+	ga, gb       *ml.Matrix   // ssm_g_a, ssm_g_b: the output gate's
+	beta         *ml.Matrix   // ssm_beta: (heads, embd)
+	a, dt        *ml.Vector   // ssm_a (one per head), ssm_dt.bias (one per channel)
+	norm         *ml.Vector   // ssm_norm: dim
+	dr           ml.DeltaRule // heads (KHeads = VHeads) of Dim
+	dConv        int
+	eps          float64
 }
 
 // kimiKDA reads the KDA layers' shape: which layers are KDA (head_count_kv
@@ -75,7 +73,7 @@ func (l *Loader) kimiKDA() (kdaLayers []bool, dim, dConv int) {
 // bindKDA binds layer prefix p's KDA weights.
 func (l *Loader) bindKDA(p string, heads, dim, dConv int) *kda {
 	E, C := l.HP.Embd, heads*dim
-	x := &kda{heads: heads, dim: dim, embd: E, dConv: dConv, eps: l.HP.Eps, rows: deltaRows,
+	x := &kda{dConv: dConv, eps: l.HP.Eps,
 		dr: ml.DeltaRule{KHeads: heads, VHeads: heads, Dim: dim, KeyGates: true, State: l.Opts.SSMStateDtype}}
 	x.q, x.k, x.v = l.Linear(p+"attn_q", E, C), l.Linear(p+"attn_k", E, C), l.Linear(p+"attn_v", E, C)
 	x.convQ = l.tensorVector(p+"ssm_conv1d_q.weight", dConv, 1, C)
@@ -94,20 +92,20 @@ func (l *Loader) bindKDA(p string, heads, dim, dConv int) *kda {
 	return x
 }
 
-// forward computes the KDA mixer for the normed rows h into dst, x.rows
+// forward computes the KDA mixer for the normed rows h into dst, deltaRows
 // rows at a time from a zero convolution history and state.
 func (x *kda) forward(b ml.Backend, dst, h ml.Tensor) {
 	rc := b.(ml.Recurrent)
-	n, C := h.Rows(), x.heads*x.dim
+	n, C := h.Rows(), x.dr.VHeads*x.dr.Dim
 	mark := b.Mark()
-	state := b.Alloc(C, x.dim)
+	state := b.Alloc(C, x.dr.Dim)
 	hist := [3]ml.Tensor{b.Alloc(x.dConv-1, C), b.Alloc(x.dConv-1, C), b.Alloc(x.dConv-1, C)}
 	rc.Zero(state)
 	for _, t := range hist {
 		rc.Zero(t)
 	}
-	for r0 := 0; r0 < n; r0 += x.rows {
-		r1 := min(n, r0+x.rows)
+	for r0 := 0; r0 < n; r0 += deltaRows {
+		r1 := min(n, r0+deltaRows)
 		x.block(b, b.Slice(dst, r0, r1), b.Slice(h, r0, r1), state, hist)
 	}
 	b.Release(mark)
@@ -116,7 +114,8 @@ func (x *kda) forward(b ml.Backend, dst, h ml.Tensor) {
 // block computes the mixer for consecutive rows of a window.
 func (x *kda) block(b ml.Backend, dst, h, state ml.Tensor, hist [3]ml.Tensor) {
 	rc := b.(ml.Recurrent)
-	n, C, D := h.Rows(), x.heads*x.dim, x.dim
+	n, H, D := h.Rows(), x.dr.VHeads, x.dr.Dim
+	C := H * D
 	mark := b.Mark()
 	qkv := [3]ml.Tensor{b.Alloc(n, C), b.Alloc(n, C), b.Alloc(n, C)}
 	proj := b.Mark()
@@ -127,11 +126,11 @@ func (x *kda) block(b ml.Backend, dst, h, state ml.Tensor, hist [3]ml.Tensor) {
 	}
 	b.Release(proj)
 	q, k, v := qkv[0], qkv[1], qkv[2]
-	qh, kh := b.View(q, n*x.heads, D), b.View(k, n*x.heads, D)
+	qh, kh := b.View(q, n*H, D), b.View(k, n*H, D)
 	rc.L2Norm(qh, qh, x.eps)
 	rc.L2Norm(kh, kh, x.eps)
 
-	g, beta := b.Alloc(n, C), b.Alloc(n, x.heads)
+	g, beta := b.Alloc(n, C), b.Alloc(n, H)
 	low := b.Alloc(n, D)
 	b.Linear(low, h, x.fa)
 	b.Linear(g, low, x.fb)
@@ -140,7 +139,7 @@ func (x *kda) block(b ml.Backend, dst, h, state ml.Tensor, hist [3]ml.Tensor) {
 	o := b.Alloc(n, C)
 	rc.DeltaNet(o, q, k, v, g, beta, state, &x.dr)
 
-	oh := b.View(o, n*x.heads, D)
+	oh := b.View(o, n*H, D)
 	b.RMSNorm(oh, oh, x.norm, x.eps)
 	b.Linear(low, h, x.ga)
 	b.Linear(g, low, x.gb)

@@ -79,21 +79,31 @@ func newMiMo2(l *Loader) Network {
 			a.Window, ly.rope = window, local
 		}
 		a.Sinks = l.optVector(p+"attn_sinks.weight", a.Heads)
-		if l.Has(p + "ffn_gate_inp.weight") {
-			if moe == nil {
-				l.Failf("tensor %sffn_gate_inp.weight: experts without %s.expert_count", p, hp.Arch)
-				return ly
-			}
-			ly.ffn = l.MoE(p, moe)
-		} else {
-			ly.ffn = l.DenseFFN(p, E, hp.FFN)
-		}
+		ly.ffn = l.moeOrDense(p, moe)
 		return ly
 	})
 	if net == nil {
 		return nil
 	}
 	return gatherDecoder{d}
+}
+
+// moeOrDense binds prefix p's FFN: experts where the layer has
+// ffn_gate_inp (refused when moe is nil: a file without expert_count),
+// else a SwiGLU MLP of feed_forward_length (mimo2, step35); nil after an
+// error.
+func (l *Loader) moeOrDense(p string, moe *moeParams) FFN {
+	if !l.Has(p + "ffn_gate_inp.weight") {
+		return l.DenseFFN(p, l.HP.Embd, l.HP.FFN)
+	}
+	if moe == nil {
+		l.Failf("tensor %sffn_gate_inp.weight: experts without %s.expert_count", p, l.HP.Arch)
+		return nil
+	}
+	if e := l.MoE(p, moe); e != nil {
+		return e
+	}
+	return nil
 }
 
 // padHeads is w (heads groups of vd rows) with each group padded by zero

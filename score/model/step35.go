@@ -106,23 +106,18 @@ func newStep35(l *Loader) Network {
 		if l.Has(p + "attn_gate.weight") {
 			ly.gate, ly.gateCols = l.Linear(p+"attn_gate", E, a.Heads), spreadCols(a.Heads, hd)
 		}
-		if l.Has(p + "ffn_gate_inp.weight") {
-			if moe == nil {
-				l.Failf("tensor %sffn_gate_inp.weight: experts without %s.expert_count", p, hp.Arch)
-				return ly
-			}
-			e := l.MoE(p, moe)
-			if e == nil || e.Shared == nil {
+		switch f := l.moeOrDense(p, moe).(type) {
+		case *MoE:
+			if f.Shared == nil {
 				l.Failf("layer %d: experts without a shared expert (%sffn_up_shexp.weight)", i, p)
 				return ly
 			}
-			clampGLU(&e.Experts, clampExp[i])
-			clampGLU(e.Shared, clampShexp[i])
-			ly.ffn = e
-		} else {
-			dense := l.DenseFFN(p, E, hp.FFN)
-			clampGLU(&dense.MLP, clampShexp[i])
-			ly.ffn = dense
+			clampGLU(&f.Experts, clampExp[i])
+			clampGLU(f.Shared, clampShexp[i])
+			ly.ffn = f
+		case *Dense:
+			clampGLU(&f.MLP, clampShexp[i])
+			ly.ffn = f
 		}
 		return ly
 	})
