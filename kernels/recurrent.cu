@@ -385,6 +385,61 @@ extern "C" __global__ void __launch_bounds__(128) ssm_scan(float* __restrict__ o
 	}
 }
 
+#define SC_MAXN 32 // largest state of ssm_scan_cols (columns a thread keeps in registers)
+
+// ssm_scan_cols: the selective scan with a decay per state column (Mamba-1:
+// ml.SSM with StateDecays, heads of one channel, one group of B and C) for
+// channel h = blockIdx.x · 128 + threadIdx.x, tokens in order, from the
+// state in state (row h, column s: S[h][s]), which it leaves holding the
+// state after the last token. Per token:
+//
+//	d = softplus(dt[t,h] + dtb[h])   (a for a > 20, else log1p(e^a))
+//	S[h][s] ← S[h][s]·e^(d·A[h,s]) + B[t,s]·(x[t,h]·d)
+//	out[t,h] = Σ_s S[h][s]·C[t,s] + D[h]·x[t,h]
+//
+// A thread keeps its channel's N <= SC_MAXN columns in registers. d and
+// each e^(d·A) are float32 roundings of float64, every product and sum is
+// rounded on its own (__fmul_rn, __fadd_rn: no contraction) and the sum
+// runs over the columns in order: nn.SSMScan's arithmetic, so the two
+// agree wherever CUDA's exp and log1p round as Go's. sdt rounds the state
+// after each token (0 f32, 1 f16, 2 bf16). x, out, dt (n, H); B, C (n, N);
+// A (H, N); D, dtb (H). grid ceil(H/128), block 128.
+extern "C" __global__ void __launch_bounds__(128) ssm_scan_cols(float* __restrict__ out, const float* __restrict__ x,
+                                                                const float* __restrict__ dt, const float* __restrict__ B,
+                                                                const float* __restrict__ C, float* __restrict__ state,
+                                                                const float* __restrict__ A, const float* __restrict__ D,
+                                                                const float* __restrict__ dtb, int n, int H, int N, int sdt) {
+	int h = blockIdx.x * blockDim.x + threadIdx.x;
+	if (h >= H) return;
+	float s[SC_MAXN], a[SC_MAXN];
+#pragma unroll
+	for (int k = 0; k < SC_MAXN; k++) {
+		s[k] = k < N ? state[(i64)h * N + k] : 0.0f;
+		a[k] = k < N ? A[(i64)h * N + k] : 0.0f;
+	}
+	float dd = D[h], bias = dtb[h];
+	for (int t = 0; t < n; t++) {
+		float v = __fadd_rn(dt[(i64)t * H + h], bias);
+		float d = v > 20.0f ? v : (float)log1p(exp((double)v));
+		float xv = x[(i64)t * H + h], xd = __fmul_rn(xv, d), y = 0.0f;
+		const float *bt = B + (i64)t * N, *ct = C + (i64)t * N;
+#pragma unroll
+		for (int k = 0; k < SC_MAXN; k++) {
+			if (k < N) {
+				float dA = (float)exp((double)__fmul_rn(d, a[k]));
+				s[k] = __fadd_rn(__fmul_rn(s[k], dA), __fmul_rn(bt[k], xd));
+				y = __fadd_rn(y, __fmul_rn(s[k], ct[k]));
+				if (sdt != 0) s[k] = round_state(s[k], sdt);
+			}
+		}
+		out[(i64)t * H + h] = __fadd_rn(y, __fmul_rn(dd, xv));
+	}
+#pragma unroll
+	for (int k = 0; k < SC_MAXN; k++) {
+		if (k < N) state[(i64)h * N + k] = s[k];
+	}
+}
+
 // LFM2's short convolution blocks (lfm2, lfm2moe).
 
 // conv_f32: the convolution of conv_silu without bias or SiLU (ggml's

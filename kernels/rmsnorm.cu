@@ -7,14 +7,16 @@
 // float32 in all but rare ties).
 #include "common.cuh"
 
-// rmsnorm_f32: out (rows, d) f32 <- x (rows, d) f32; out may be x (each
-// element is read and written by one thread). grid.x = rows, block = 128.
+// rmsnorm_f32: out (rows, d) f32 <- x (rows, d) f32, w of wrows rows, row
+// r taking row r mod wrows (per-head weights); out may be x (each element
+// is read and written by one thread). grid.x = rows, block = 128.
 extern "C" __global__ void rmsnorm_f32(float* out, const float* x, const float* __restrict__ w, int rows, int d,
-                                       double eps) {
+                                       int wrows, double eps) {
 	__shared__ double sh[32];
 	i64 r = blockIdx.x;
 	if (r >= rows) return;
 	const float* xr = x + r * d;
+	w += (r % wrows) * d;
 	double ss = 0;
 	for (int i = threadIdx.x; i < d; i += blockDim.x) {
 		double v = (double)xr[i];

@@ -26,10 +26,19 @@ import (
 // bias on attn_qkv, RMS-norms the attention's and the FFN's outputs
 // (post_attention_norm, post_ffw_norm), and rotates half of each head by
 // default (RopeDims).
+//
+// PLaMo-3 (arch plamo3: PFN's PLaMo 3) fuses them too, without a bias,
+// with glm4's post-norms, q and k RMS-normed per head (attn_q_norm,
+// attn_k_norm) before NeoX RoPE over the whole head, and with Window
+// every layer but each second one sliding over Window keys with RoPE of
+// half the base (attention.sliding_window_pattern 2,
+// rope.freq_base_swa).
 func (s Shape) phi3() bool { return s.Arch == "phi3" || s.Arch == "phimoe" }
 
 // fused reports an architecture with fused attn_qkv and ffn_up.
-func (s Shape) fused() bool { return s.Arch == "phi3" || s.Arch == "glm4" || s.Arch == "chatglm" }
+func (s Shape) fused() bool {
+	return s.Arch == "phi3" || s.Arch == "glm4" || s.Arch == "chatglm" || s.Arch == "plamo3"
+}
 
 // partialRoPE reports an attention architecture whose RopeDims may be
 // set (the hybrids check theirs apart).
@@ -77,10 +86,14 @@ func (s Shape) ropeDims() int {
 	return s.HeadDim
 }
 
-// fusedKeys writes phi3's and glm4's own metadata.
+// fusedKeys writes phi3's, glm4's and plamo3's own metadata.
 func (c *Config) fusedKeys(w *gguf.Writer) {
 	a := c.Arch
 	w.Add(a+".rope.dimension_count", uint32(c.ropeDims()))
+	if a == "plamo3" && c.Window > 0 {
+		w.Add(a+".attention.sliding_window_pattern", uint32(2))
+		w.Add(a+".rope.freq_base_swa", float32(c.RopeBase/2))
+	}
 	if c.OrigContext > 0 {
 		w.Add(a+".rope.scaling.original_context_length", uint32(c.OrigContext))
 		scale := float64(c.Context) / float64(c.OrigContext)
@@ -96,19 +109,28 @@ func (c *Config) fusedLayer(add func(name string, shape []uint64, layer int, fil
 	p := fmt.Sprintf("blk.%d.", i)
 	add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 	c.fusedQKV(add, i)
-	glm := c.Arch == "glm4"
-	if glm || c.Arch == "chatglm" {
+	glm := c.Arch == "glm4" || c.Arch == "plamo3" // post-norms
+	if c.Arch == "glm4" || c.Arch == "chatglm" {
 		add(p+"attn_qkv.bias", []uint64{q + 2*kv}, i, c.normal(p+"attn_qkv.bias", 0.1))
 	}
+	if c.Arch == "plamo3" {
+		hd := uint64(c.HeadDim)
+		add(p+"attn_q_norm.weight", []uint64{hd}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
+		add(p+"attn_k_norm.weight", []uint64{hd}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
+	}
 	add(p+"attn_output.weight", []uint64{q, e}, i, c.normal(p+"attn_output.weight", c.Residual/math.Sqrt(float64(q))))
+	postAttn, postFFN := "post_attention_norm.weight", "post_ffw_norm.weight"
+	if c.Arch == "plamo3" { // llama.cpp 0.7.0 binds them without the suffix
+		postAttn, postFFN = "post_attention_norm", "post_ffw_norm"
+	}
 	if glm {
-		add(p+"post_attention_norm.weight", []uint64{e}, i, c.gain(p+"post_attention_norm.weight", c.Residual, 0.1*c.Residual))
+		add(p+postAttn, []uint64{e}, i, c.gain(p+postAttn, c.Residual, 0.1*c.Residual))
 	}
 	add(p+"ffn_norm.weight", []uint64{e}, i, c.gain(p+"ffn_norm.weight", 1, 0.1))
 	add(p+"ffn_up.weight", []uint64{e, 2 * ff}, i, c.normal(p+"ffn_up.weight", inv))
 	add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", c.Residual/math.Sqrt(float64(ff))))
 	if glm {
-		add(p+"post_ffw_norm.weight", []uint64{e}, i, c.gain(p+"post_ffw_norm.weight", c.Residual, 0.1*c.Residual))
+		add(p+postFFN, []uint64{e}, i, c.gain(p+postFFN, c.Residual, 0.1*c.Residual))
 	}
 }
 

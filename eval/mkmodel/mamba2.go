@@ -36,7 +36,9 @@ import (
 // Falcon-H1 (arch falcon-h1) runs attention (NeoX RoPE) and a Mamba-2 mixer
 // side by side in every layer on the same normed rows, then a SwiGLU MLP;
 // with SSMNoNorm its mixers have no ssm_norm (the gate alone).
-func (s Shape) mamba() bool { return s.Arch == "granitehybrid" || s.nemotron() || s.falconH1() }
+func (s Shape) mamba() bool {
+	return s.Arch == "granitehybrid" || s.nemotron() || s.falconH1() || s.Arch == "mamba2"
+}
 
 // falconH1 reports Falcon-H1.
 func (s Shape) falconH1() bool { return s.Arch == "falcon-h1" }
@@ -47,7 +49,7 @@ func (s Shape) nemotron() bool { return s.Arch == "nemotron_h" || s.Arch == "nem
 // checkMamba validates the Mamba-2 fields.
 func (s Shape) checkMamba() error {
 	if !s.mamba() {
-		if s.SSMHeadDim != 0 || s.NoPE || s.Layout != "" && !s.deci() || s.MoELatent != 0 || s.SSMNoNorm {
+		if s.SSMHeadDim != 0 && !s.plamo2() || s.NoPE || s.Layout != "" && !s.deci() || s.MoELatent != 0 || s.SSMNoNorm {
 			return fmt.Errorf("shape: Mamba-2 fields are for granitehybrid, nemotron_h, nemotron_h_moe and falcon-h1, not %s", s.Arch)
 		}
 		return nil
@@ -82,6 +84,12 @@ func (s Shape) checkMamba() error {
 	if s.MoELatent != 0 {
 		return fmt.Errorf("shape: a latent width is for nemotron_h_moe")
 	}
+	if s.Arch == "mamba2" {
+		if s.AttnInterval != 0 || s.Layout != "" || s.NoPE || s.moe() {
+			return fmt.Errorf("shape: mamba2 has neither attention nor experts")
+		}
+		return nil
+	}
 	if s.falconH1() {
 		if s.AttnInterval != 0 || s.Layout != "" || s.NoPE || s.moe() {
 			return fmt.Errorf("shape: falcon-h1 has attention and a mixer in every layer, with RoPE, and no experts")
@@ -109,7 +117,7 @@ func (s Shape) layerKind(i int) byte {
 	if s.falconH1() {
 		return 'A'
 	}
-	if s.recurrent(i) {
+	if s.Arch == "mamba2" || s.recurrent(i) {
 		return 'M'
 	}
 	return 'A'
@@ -140,6 +148,9 @@ func (c *Config) mambaKeys(w *gguf.Writer) {
 	w.Add(a+".ssm.group_count", uint32(c.SSMKHeads))
 	w.Add(a+".ssm.time_step_rank", uint32(c.SSMVHeads))
 	w.Add(a+".ssm.inner_size", uint32(c.mambaInner()))
+	if a == "mamba2" { // no attention
+		return
+	}
 	kv, ff := make([]uint32, c.Layers), make([]uint32, c.Layers)
 	for i := range kv {
 		switch c.layerKind(i) {

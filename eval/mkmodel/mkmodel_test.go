@@ -144,6 +144,16 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 		c.Window, c.YaRN = 64, 8
 	case "falcon-h1": // a mixer beside each attention, without ssm_norm
 		c.SSMState, c.SSMKHeads, c.SSMVHeads, c.SSMHeadDim, c.SSMConv, c.SSMNoNorm = 16, 2, 4, 16, 4, true
+	case "mamba": // Falcon-Mamba's norms of dt, B and C
+		c.SSMState, c.SSMConv, c.DtBCRMS = 16, 4, true
+	case "mamba2": // 16 heads of 32 in 2 groups: twice the width
+		c.SSMState, c.SSMKHeads, c.SSMVHeads, c.SSMHeadDim, c.SSMConv = 16, 2, 16, 32, 4
+	case "plamo2": // layer 0 Mamba, layer 1 attention
+		c.SSMState, c.SSMVHeads, c.SSMHeadDim, c.SSMConv, c.AttnInterval = 16, 4, 32, 4, 2
+	case "plamo3": // layer 0 sliding, layer 1 global
+		c.Window = 64
+	case "jamba": // layer 0 Mamba-1 and dense, layer 1 attention with experts
+		c.SSMState, c.SSMConv, c.AttnInterval, c.Experts, c.ExpertsUsed, c.ExpertFFN = 16, 4, 2, 8, 2, c.FFN
 	}
 	return c
 }
@@ -312,7 +322,7 @@ func TestStreamMatchesWriter(t *testing.T) {
 // loads it and gives finite log-probabilities.
 func TestModels(t *testing.T) {
 	voc := smallVocab(t, 400)
-	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}, {"phimoe", "Q8_0"}, {"gemma", "Q4_K_M"}, {"internlm2", "Q8_0"}, {"xverse", "Q4_K_M"}, {"minicpm", "Q8_0"}, {"deepseek", "Q4_K_M"}, {"deci", "Q8_0"}, {"nanbeige", "Q8_0"}, {"orion", "Q4_K_M"}, {"stablelm", "Q8_0"}, {"starcoder2", "Q4_K_M"}, {"phi2", "Q8_0"}, {"gptneox", "Q4_K_M"}, {"falcon", "Q8_0"}, {"gpt2", "Q4_K_M"}, {"nemotron", "Q8_0"}, {"chatglm", "Q4_K_M"}, {"olmo", "Q8_0"}, {"dbrx", "Q4_K_M"}, {"bailingmoe", "Q8_0"}, {"granite_swa", "Q4_K_M"}, {"mellum", "Q8_0"}, {"baichuan", "Q4_K_M"}, {"bloom", "Q8_0"}, {"mpt", "Q4_K_M"}, {"refact", "Q8_0"}, {"jais", "Q4_K_M"}, {"jais2", "Q8_0"}, {"maincoder", "Q4_K_M"}, {"pangu-embedded", "Q8_0"}, {"mimo2", "Q4_K_M"}, {"bitnet", "Q8_0"}, {"openelm", "Q4_K_M"}, {"qwen", "Q8_0"}, {"step35", "Q4_K_M"}, {"kimi-linear", "Q8_0"}, {"smallthinker", "Q4_K_M"}} {
+	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}, {"phimoe", "Q8_0"}, {"gemma", "Q4_K_M"}, {"internlm2", "Q8_0"}, {"xverse", "Q4_K_M"}, {"minicpm", "Q8_0"}, {"deepseek", "Q4_K_M"}, {"deci", "Q8_0"}, {"nanbeige", "Q8_0"}, {"orion", "Q4_K_M"}, {"stablelm", "Q8_0"}, {"starcoder2", "Q4_K_M"}, {"phi2", "Q8_0"}, {"gptneox", "Q4_K_M"}, {"falcon", "Q8_0"}, {"gpt2", "Q4_K_M"}, {"nemotron", "Q8_0"}, {"chatglm", "Q4_K_M"}, {"olmo", "Q8_0"}, {"dbrx", "Q4_K_M"}, {"bailingmoe", "Q8_0"}, {"granite_swa", "Q4_K_M"}, {"mellum", "Q8_0"}, {"baichuan", "Q4_K_M"}, {"bloom", "Q8_0"}, {"mpt", "Q4_K_M"}, {"refact", "Q8_0"}, {"jais", "Q4_K_M"}, {"jais2", "Q8_0"}, {"maincoder", "Q4_K_M"}, {"pangu-embedded", "Q8_0"}, {"mimo2", "Q4_K_M"}, {"bitnet", "Q8_0"}, {"openelm", "Q4_K_M"}, {"qwen", "Q8_0"}, {"step35", "Q4_K_M"}, {"kimi-linear", "Q8_0"}, {"smallthinker", "Q4_K_M"}, {"mamba", "Q8_0"}, {"mamba2", "Q4_K_M"}, {"jamba", "Q8_0"}, {"plamo3", "Q4_K_M"}, {"plamo2", "Q8_0"}} {
 		t.Run(c.arch+"-"+c.typ, func(t *testing.T) {
 			cfg := tinyConfig(t, c.arch, c.typ, voc)
 			dir := t.TempDir()
@@ -370,6 +380,33 @@ func TestModels(t *testing.T) {
 				delete(keys, a+".attention.head_count_kv")
 				if got, err := f.Int32s(a + ".attention.head_count_kv"); err != nil || !slices.Equal(got, []int32{0, 0, 0, 1}) {
 					t.Errorf("%s.attention.head_count_kv = %v (%v), want [0 0 0 1]", a, got, err)
+				}
+			}
+			if a == "mamba" || a == "mamba2" { // no attention, no FFN: zeros, and the SSM's sizes
+				keys[a+".feed_forward_length"], keys[a+".attention.head_count"] = 0, 0
+				keys[a+".ssm.inner_size"], keys[a+".ssm.state_size"], keys[a+".ssm.conv_kernel"] = 512, 16, 4
+				delete(keys, a+".attention.head_count_kv")
+				delete(keys, a+".attention.key_length")
+				if _, ok := f.Lookup(a + ".rope.freq_base"); ok {
+					t.Errorf("%s has a RoPE base", a)
+				}
+				rms, _ := f.Bool(a + ".ssm.dt_b_c_rms")
+				if rms != (a == "mamba") {
+					t.Errorf("%s.ssm.dt_b_c_rms = %v", a, rms)
+				}
+			}
+			if a == "plamo2" { // KV heads per layer: 0 for the Mamba layers; one group, written 0
+				delete(keys, a+".attention.head_count_kv")
+				if got, err := f.Int32s(a + ".attention.head_count_kv"); err != nil || !slices.Equal(got, []int32{0, 2}) {
+					t.Errorf("%s.attention.head_count_kv = %v (%v), want [0 2]", a, got, err)
+				}
+				keys[a+".ssm.group_count"], keys[a+".ssm.time_step_rank"] = 0, 4
+			}
+			if a == "jamba" { // KV heads per layer: 0 for Mamba-1's; dt_rank ceil(256/16)
+				keys[a+".ssm.time_step_rank"] = 16
+				delete(keys, a+".attention.head_count_kv")
+				if got, err := f.Int32s(a + ".attention.head_count_kv"); err != nil || !slices.Equal(got, []int32{0, 2}) {
+					t.Errorf("%s.attention.head_count_kv = %v (%v), want [0 2]", a, got, err)
 				}
 			}
 			if a == "qwen" { // Qwen's intermediate_size: twice the MLP's width

@@ -131,6 +131,14 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.hybridLayer(add, i)
 			continue
 		}
+		if c.ssmOnly() || c.Arch == "jamba" {
+			c.ssmLayer(add, i)
+			continue
+		}
+		if c.plamo2() {
+			c.plamo2Layer(add, i)
+			continue
+		}
 		if c.nemotron() {
 			c.nemotronLayer(add, i)
 			continue
@@ -345,27 +353,12 @@ func Write(path string, c *Config) error {
 	w.Add(a+".context_length", uint32(c.Context))
 	w.Add(a+".embedding_length", uint32(c.Embd))
 	w.Add(a+".block_count", uint32(c.Layers))
-	if !c.nemotron() && !c.gemma3n() && !c.deci() && !c.openelm() { // per layer (mambaKeys, gemma3nKeys, deciKeys, openelmKeys)
-		ffn := c.FFN
-		if a == "qwen" { // Qwen's intermediate_size, twice its MLP's width
-			ffn *= 2
-		}
-		w.Add(a+".feed_forward_length", uint32(ffn))
-	}
-	if !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() {
-		w.Add(a+".attention.head_count", uint32(c.Heads))
-	}
-	if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.kimiLinear() { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys, step35Keys, kimiKeys)
-		w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))
-	}
-	if c.kimiLinear() { // the latent cache's key and value: [c | k_pe] and c
-		w.Add(a+".attention.key_length", uint32(c.kimiKVLora()+c.kimiRope()))
-		w.Add(a+".attention.value_length", uint32(c.kimiKVLora()))
+	if c.ssmOnly() { // no attention, no FFN: zeros, as the converter writes them
+		w.Add(a+".feed_forward_length", uint32(0))
+		w.Add(a+".attention.head_count", uint32(0))
 	} else {
-		w.Add(a+".attention.key_length", uint32(c.HeadDim))
-		w.Add(a+".attention.value_length", uint32(c.valueDim()))
+		c.attnKeys(w)
 	}
-	w.Add(a+".rope.freq_base", float32(c.RopeBase))
 	w.Add(a+".attention.layer_norm_rms_epsilon", float32(c.Eps))
 	if a == "llama4" {
 		w.Add(a+".rope.dimension_count", uint32(c.HeadDim))
@@ -380,6 +373,12 @@ func Write(path string, c *Config) error {
 	}
 	if c.mamba() {
 		c.mambaKeys(w)
+	}
+	if c.mamba1() {
+		c.mamba1Keys(w)
+	}
+	if c.plamo2() {
+		c.plamo2Keys(w)
 	}
 	if c.lfm2() {
 		c.lfm2Keys(w)
@@ -487,7 +486,7 @@ func Write(path string, c *Config) error {
 		w.Add(a+".expert_count", uint32(c.Experts))
 		w.Add(a+".expert_used_count", uint32(c.ExpertsUsed))
 		switch a {
-		case "llama", "granitehybrid", "olmoe", "granitemoe", "phimoe", "dbrx": // their files give feed_forward_length only
+		case "llama", "granitehybrid", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba": // their files give feed_forward_length only
 		default:
 			w.Add(a+".expert_feed_forward_length", uint32(c.ExpertFFN))
 		}
@@ -532,6 +531,32 @@ func Write(path string, c *Config) error {
 		return fmt.Errorf("mkmodel: %s: %w", path, err)
 	}
 	return nil
+}
+
+// attnKeys writes the attention's and the FFN's sizes and RoPE's base.
+func (c *Config) attnKeys(w *gguf.Writer) {
+	a := c.Arch
+	if !c.nemotron() && !c.gemma3n() && !c.deci() && !c.openelm() { // per layer (mambaKeys, gemma3nKeys, deciKeys, openelmKeys)
+		ffn := c.FFN
+		if a == "qwen" { // Qwen's intermediate_size, twice its MLP's width
+			ffn *= 2
+		}
+		w.Add(a+".feed_forward_length", uint32(ffn))
+	}
+	if !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() {
+		w.Add(a+".attention.head_count", uint32(c.Heads))
+	}
+	if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.kimiLinear() && a != "jamba" && a != "plamo2" { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys, step35Keys, kimiKeys, mamba1Keys, plamo2Keys)
+		w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))
+	}
+	if c.kimiLinear() { // the latent cache's key and value: [c | k_pe] and c
+		w.Add(a+".attention.key_length", uint32(c.kimiKVLora()+c.kimiRope()))
+		w.Add(a+".attention.value_length", uint32(c.kimiKVLora()))
+	} else {
+		w.Add(a+".attention.key_length", uint32(c.HeadDim))
+		w.Add(a+".attention.value_length", uint32(c.valueDim()))
+	}
+	w.Add(a+".rope.freq_base", float32(c.RopeBase))
 }
 
 // expertTensors adds layer i's router, ffn_gate_inp, and its experts'

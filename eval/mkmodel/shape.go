@@ -73,6 +73,9 @@ type Shape struct {
 	QKLayerNorm bool
 	// PerLayer is gemma3n's embedding_length_per_layer_input (gemma3n.go).
 	PerLayer int
+	// DtBCRMS is mamba's ssm.dt_b_c_rms (Falcon-Mamba: dt, B and C
+	// RMS-normed without weights; mamba1.go).
+	DtBCRMS bool
 }
 
 // cohere reports Cohere's parallel blocks (cohere2, command-r, cohere2moe).
@@ -81,7 +84,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -184,7 +187,7 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: llama.cpp's dots1 shapes k and v as q: %d KV heads must be the %d heads", s.KVHeads, s.Heads)
 	case s.Arch == "dots1" && s.SharedFFN != s.ExpertFFN:
 		return fmt.Errorf("shape: dots1's shared expert is as wide as an expert (%d != %d)", s.SharedFFN, s.ExpertFFN)
-	case (s.Arch == "llama" || s.Arch == "minimax-m2" || s.Arch == "granitehybrid" || s.Arch == "olmoe" || s.Arch == "granitemoe" || s.Arch == "hunyuan-moe" || s.Arch == "phimoe" || s.Arch == "dbrx") && s.moe() && s.FFN != s.ExpertFFN:
+	case (s.Arch == "llama" || s.Arch == "jamba" || s.Arch == "minimax-m2" || s.Arch == "granitehybrid" || s.Arch == "olmoe" || s.Arch == "granitemoe" || s.Arch == "hunyuan-moe" || s.Arch == "phimoe" || s.Arch == "dbrx") && s.moe() && s.FFN != s.ExpertFFN:
 		// llama.cpp shapes their experts by feed_forward_length.
 		return fmt.Errorf("shape: %s's experts have the FFN width, feed_forward_length (%d != %d)", s.Arch, s.ExpertFFN, s.FFN)
 	case s.RopeBase <= 0, s.Eps <= 0:
@@ -201,7 +204,7 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: per-head q/k LayerNorms are command-r's (Command R+) and stablelm's (StableLM 2 12B)")
 	case (s.Arch == "stablelm" || s.Arch == "phi2" || s.Arch == "gptneox" || s.Arch == "nemotron" || s.Arch == "dbrx" || s.Arch == "bailingmoe") && s.Tied:
 		return fmt.Errorf("shape: %s is untied (llama.cpp's %s requires output.weight)", s.Arch, s.Arch)
-	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "olmo2" && s.Arch != "granite_swa" && s.Arch != "mellum" && s.Arch != "mimo2" && s.Arch != "step35" && !s.lfm2() && !s.gemma3n():
+	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "olmo2" && s.Arch != "granite_swa" && s.Arch != "mellum" && s.Arch != "mimo2" && s.Arch != "step35" && s.Arch != "plamo3" && !s.lfm2() && !s.gemma3n():
 		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, gemma2, cohere2, olmo2, mimo2, step35, lfm2, lfm2moe and gemma3n", s.Window)
 	case s.YaRN != 0 && (s.Arch != "olmo2" && s.Arch != "llama" && s.Arch != "qwen3" || !(s.YaRN > 1) || s.Context%int(s.YaRN) != 0):
 		return fmt.Errorf("shape: YaRN (factor %v) is for olmo2, llama and qwen3, with an integer factor above 1 that divides the context %d", s.YaRN, s.Context)
@@ -213,6 +216,12 @@ func (s Shape) Check() error {
 		return err
 	}
 	if err := s.checkMamba(); err != nil {
+		return err
+	}
+	if err := s.checkMamba1(); err != nil {
+		return err
+	}
+	if err := s.checkPlamo2(); err != nil {
 		return err
 	}
 	if err := s.checkLFM2(); err != nil {
@@ -253,6 +262,12 @@ func invSqrt(n uint64) float64 { return 1 / math.Sqrt(float64(n)) }
 func (s Shape) Params() int64 {
 	if s.hybrid() {
 		return s.hybridParams()
+	}
+	if s.ssmOnly() || s.Arch == "jamba" {
+		return s.ssmParams()
+	}
+	if s.plamo2() {
+		return s.plamo2Params()
 	}
 	if s.nemotron() {
 		return s.nemotronParams()
@@ -411,6 +426,9 @@ func (s Shape) Params() int64 {
 	}
 	if s.Arch == "glm4" { // attn_qkv's bias, the post-norms
 		n += int64(s.Layers) * (q + 2*kv + 2*e)
+	}
+	if s.Arch == "plamo3" { // the post-norms, per-head q and k norms
+		n += int64(s.Layers) * (2*e + 2*int64(s.HeadDim))
 	}
 	if s.Arch == "chatglm" { // attn_qkv's bias
 		n += int64(s.Layers) * (q + 2*kv)

@@ -66,8 +66,10 @@
 //
 // --ssm-state-dtype f32|f16|bf16 chooses the dtype the recurrent state of
 // Gated DeltaNet and Kimi Delta Attention layers (qwen35, qwen35moe,
-// qwen3next, kimi-linear) is rounded to after each chunk of 64 tokens: f32 (the default), or f16 or bf16 to measure
-// what a lower-precision state costs. Models with such layers record it in
+// qwen3next, kimi-linear) is rounded to after each chunk of 64 tokens, and
+// that of Mamba's selective scans (mamba, mamba2, jamba, granitehybrid,
+// nemotron_h, falcon-h1) after each token: f32 (the default), or f16 or
+// bf16 to measure what a lower-precision state costs. Models with such layers record it in
 // the header and the cache keys; others ignore it.
 //
 // -o FILE (--output) writes to FILE instead of standard output,
@@ -143,7 +145,7 @@ type flags struct {
 	RefKVDtype      string           `name:"reference-kv-dtype" enum:",f32,f16,bf16,int8,fp8,k8v4,nvfp4,q8_0,q4_0,q4_1,q5_0,q5_1,iq4_nl,rk8v4,rk4v4,rk2v4" default:"" help:"KV cache storage of the reference model (default: --kv-dtype)."`
 	Threads         int              `default:"0" help:"Worker threads (default: all cores)."`
 	Activations     string           `default:"fp32" enum:"fp32,int8,int8-avx2" help:"Arithmetic of products: fp32; int8 (llama.cpp's: 8-bit activations, integer products; on the CPU also ggml-cpu's float operations in its order, as its build for AVX-512 machines computes; on a GPU the integer tensor cores); int8-avx2 (the CPU only: as llama.cpp's build for AVX2 machines computes) (default ${default})."`
-	SSMStateDtype   string           `name:"ssm-state-dtype" default:"f32" enum:"f32,f16,bf16" help:"Recurrent state of Gated DeltaNet, Kimi Delta Attention and Mamba-2 layers (qwen35, qwen35moe, qwen3next, kimi-linear, granitehybrid, ...): f32, f16 or bf16 (default ${default})."`
+	SSMStateDtype   string           `name:"ssm-state-dtype" default:"f32" enum:"f32,f16,bf16" help:"Recurrent state of Gated DeltaNet, Kimi Delta Attention and Mamba layers (qwen35, qwen35moe, qwen3next, kimi-linear, mamba, mamba2, jamba, granitehybrid, ...): f32, f16 or bf16 (default ${default})."`
 	Device          string           `default:"auto" placeholder:"DEV" help:"Where to score: auto (a CUDA GPU when one is usable, else the CPU), cpu, cuda or cuda:N (default ${default})."`
 	Devices         string           `placeholder:"N,N,..." help:"Score on several devices of --device's kind at once, one engine each (GPUs 0,1,2,3); an index may repeat. The output is the same as one device's."`
 	RefDevice       string           `name:"reference-device" placeholder:"DEV" help:"Where the reference model runs: a device of the model's kind, cuda:N or cpu (default: the model's device). On another GPU the two models run at once; the numbers are the same."`

@@ -388,7 +388,9 @@ func TestEndToEndWideHeads(t *testing.T) {
 // (GLU and the sub norms); openelm; qwen; step35 (gates per head:
 // GatherCols; the clamped SwiGLU); kimi-linear (KDA: delta_net's gates
 // per key channel, delta_gates per channel; latent attention without
-// RoPE); smallthinker (ReGLU experts); gemma3n (ml.AltUp, MLP.TopK; a
+// RoPE); smallthinker (ReGLU experts); mamba, falcon-mamba and jamba
+// (Mamba-1: ssm_scan_cols), mamba2; plamo2 (rmsnorm_f32 with a weight row
+// per head); plamo3; gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
 // llama.cpp.
@@ -593,6 +595,32 @@ func TestEndToEndGenerated(t *testing.T) {
 		{"falcon-h1", func(s *mkmodel.Shape) {
 			s.Layers, s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.SSMState, s.SSMNoNorm = 4, 2, 8, 32, 4, 16, true
 		}, 0.02, 0.004, 0.0003, ""},
+		// Mamba-1 (ssm_scan_cols), Falcon-Mamba's weightless norms of dt,
+		// B and C, Mamba-2's mixers alone, and Jamba (Mamba-1 with the
+		// norms' weights, attention without positions, every expert
+		// used). Emulation: max 0.0041, 0.0041, 0.0054, 0.0070, mean
+		// 0.00089, 0.00089, 0.00137, 0.00126, PPL ratio 0.999885,
+		// 0.999869, 1.000071, 0.999937.
+		{"mamba", func(s *mkmodel.Shape) { s.Layers, s.SSMState, s.SSMConv = 4, 16, 4 }, 0.008, 0.0018, 0.00025, ""},
+		{"mamba", func(s *mkmodel.Shape) { s.Layers, s.SSMState, s.SSMConv, s.DtBCRMS = 4, 16, 4, true }, 0.008, 0.0018, 0.00025, ""},
+		{"mamba2", func(s *mkmodel.Shape) {
+			s.Layers, s.SSMState, s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv = 4, 16, 1, 8, 32, 4
+		}, 0.011, 0.0028, 0.00015, ""},
+		{"jamba", func(s *mkmodel.Shape) {
+			s.Layers, s.SSMState, s.SSMConv, s.AttnInterval, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 16, 4, 4, 8, 8, s.FFN
+		}, 0.014, 0.0025, 0.00013, ""},
+		// PLaMo 2: PLaMo-2's Mamba (ssm_scan, heads of 32) in layers 0
+		// and 2, attention with a q/k norm weight row per head
+		// (rmsnorm_f32's wrows) in 1 and 3, post-norms. Emulation: max
+		// 0.0190, mean 0.00279, PPL ratio 1.000154.
+		{"plamo2", func(s *mkmodel.Shape) {
+			s.Layers, s.SSMState, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.AttnInterval = 4, 16, 4, 32, 4, 2
+		}, 0.038, 0.0056, 0.0003, ""},
+		// PLaMo 3: fused qkv and gate/up, per-head q/k norms, post-norms,
+		// layers 0 and 2 sliding over 40 keys with their own base.
+		// Emulation: max 0.0160, mean 0.00392, PPL ratio 1.000022 (the
+		// post-norms rescale the bf16 roundings, as glm4's).
+		{"plamo3", func(s *mkmodel.Shape) { s.Layers, s.Window = 4, 40 }, 0.032, 0.008, 0.0001, ""},
 		// Cohere2: attention and the MLP in parallel on LayerNormed rows
 		// (layernorm_f32), 6 of 8 layers sliding over 40 keys, the others
 		// global without positions, tied. Emulation: max 0.0073, mean

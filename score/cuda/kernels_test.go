@@ -84,7 +84,7 @@ func TestRMSNormParity(t *testing.T) {
 		want := make([]float32, rows*d)
 		norm.Forward(nn.NewContext(1), want, x, rows)
 		xp, wp, out := devPut(t, e, x), devPut(t, e, w), devAlloc(t, e, 4*rows*d)
-		do(t, e, func() error { return e.rmsnormF32(out, xp, wp, rows, d, 1e-5) })
+		do(t, e, func() error { return e.rmsnormF32(out, xp, wp, rows, d, 1, 1e-5) })
 		got := devGet[float32](t, e, out, rows*d)
 		var c bitCompare
 		for i := range got {
@@ -101,13 +101,28 @@ func TestRMSNormParity(t *testing.T) {
 		hwant := make([]float32, hrows*hd)
 		hnorm.Forward(nn.NewContext(1), hwant, hx, hrows)
 		hxp, hwp := devPut(t, e, hx), devPut(t, e, hw)
-		do(t, e, func() error { return e.rmsnormF32(hxp, hxp, hwp, hrows, hd, 1e-6) })
+		do(t, e, func() error { return e.rmsnormF32(hxp, hxp, hwp, hrows, hd, 1, 1e-6) })
 		hgot := devGet[float32](t, e, hxp, hrows*hd)
 		c = bitCompare{}
 		for i := range hgot {
 			c.add(hgot[i], hwant[i], i)
 		}
 		c.check(t, "rmsnorm_f32 in place", 1, 1e-3)
+
+		// A weight row per head (PLaMo-2's q norm: 3 heads as rows).
+		const heads = 3
+		pw := randF32(rng, heads*hd, 1)
+		pnorm := nn.RMSNorm{Name: "qnorm", W: pw, Eps: 1e-6, Cols: hd}
+		pwant := make([]float32, hrows*hd)
+		pnorm.Forward(nn.NewContext(1), pwant, hx, hrows)
+		pxp, pwp, pout := devPut(t, e, hx), devPut(t, e, pw), devAlloc(t, e, 4*hrows*hd)
+		do(t, e, func() error { return e.rmsnormF32(pout, pxp, pwp, hrows, hd, heads, 1e-6) })
+		pgot := devGet[float32](t, e, pout, hrows*hd)
+		c = bitCompare{}
+		for i := range pgot {
+			c.add(pgot[i], pwant[i], i)
+		}
+		c.check(t, "rmsnorm_f32 with a weight row per head", 1, 1e-3)
 	})
 }
 

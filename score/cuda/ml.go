@@ -679,6 +679,13 @@ func (b *gpuBackend) LayerNorm(dst, x ml.Tensor, w, bias *ml.Vector, eps float64
 func (b *gpuBackend) RMSNorm(dst, x ml.Tensor, w *ml.Vector, eps float64) {
 	d, s := g(dst), g(x)
 	gshape("norm output", d, s.rows, s.cols)
+	wrows := 1
+	if w != nil {
+		if len(w.V)%s.cols != 0 {
+			panic(fmt.Sprintf("cuda backend: RMS norm %s over rows of %d", w.Name, s.cols))
+		}
+		wrows = len(w.V) / s.cols
+	}
 	b.do("RMSNorm", func() error {
 		var wp ptr
 		if w != nil {
@@ -698,7 +705,7 @@ func (b *gpuBackend) RMSNorm(dst, x ml.Tensor, w *ml.Vector, eps float64) {
 			}
 			wp, b.ones[s.cols] = p.p, p.p
 		}
-		return b.e.rmsnormF32(d.p, s.p, wp, s.rows, s.cols, eps)
+		return b.e.rmsnormF32(d.p, s.p, wp, s.rows, s.cols, wrows, eps)
 	})
 }
 

@@ -48,8 +48,8 @@ func otypeOf(t cublas.DataType) int {
 }
 
 // rmsnormF32: out (rows, d) f32 <- RMSNorm(x) · w; out may be x.
-func (e *Engine) rmsnormF32(out, x, w ptr, rows, d int, eps float64) error {
-	return e.launch("rmsnorm_f32", dim3{uint32(rows), 1, 1}, dim3{128, 1, 1}, out, x, w, rows, d, eps)
+func (e *Engine) rmsnormF32(out, x, w ptr, rows, d, wrows int, eps float64) error {
+	return e.launch("rmsnorm_f32", dim3{uint32(rows), 1, 1}, dim3{128, 1, 1}, out, x, w, rows, d, wrows, eps)
 }
 
 // layernormF32: out (rows, d) f32 <- LayerNorm(x)·w (+ b when b is not 0),

@@ -22,7 +22,7 @@ import (
 var _ ml.Recurrent = (*gpuBackend)(nil)
 
 func init() {
-	kernelModules["recurrent"] = []string{"gather_cols", "conv_silu", "conv_hist", "l2norm_f32", "delta_gates", "gated_rmsnorm", "delta_net", "ssm_scan", "gated_groupnorm", "gate_silu", "conv_f32", "mul_f32"}
+	kernelModules["recurrent"] = []string{"gather_cols", "conv_silu", "conv_hist", "l2norm_f32", "delta_gates", "gated_rmsnorm", "delta_net", "ssm_scan", "ssm_scan_cols", "gated_groupnorm", "gate_silu", "conv_f32", "mul_f32"}
 }
 
 // deltaMaxDim is the largest head state size delta_net takes (DN_MAXD).
@@ -225,14 +225,18 @@ func (b *gpuBackend) GatedRMSNorm(dst, x, z ml.Tensor, w *ml.Vector, eps float64
 }
 
 // ssmMaxState is the largest state size ssm_scan takes (SS_MAXN), and
-// ssmRows the state rows of a head one ssm_scan block holds (SS_BROWS).
+// ssmRows the state rows of a head one ssm_scan block holds (SS_BROWS);
+// ssmColsMaxState is ssm_scan_cols's (SC_MAXN).
 const (
-	ssmMaxState = 256
-	ssmRows     = 16
+	ssmMaxState     = 256
+	ssmRows         = 16
+	ssmColsMaxState = 32
 )
 
-// SSMScan is one ssm_scan launch over the window part, a block per head
-// and 16 rows of its state; a state wider than ssmMaxState is refused.
+// SSMScan is one ssm_scan launch, a block per head and 16 rows of its
+// state; with decays per column (Mamba-1's heads of one channel) one
+// ssm_scan_cols launch, a thread per channel. A state wider than the
+// kernel's is refused.
 func (b *gpuBackend) SSMScan(dst, x, dt, bm, cm, state ml.Tensor, s *ml.SSM) {
 	if err := s.Shapes(dst, x, dt, bm, cm, state); err != nil {
 		panic("cuda backend: " + err.Error())
@@ -241,8 +245,16 @@ func (b *gpuBackend) SSMScan(dst, x, dt, bm, cm, state ml.Tensor, s *ml.SSM) {
 		b.Fail(fmt.Errorf("cuda: %w", err))
 		return
 	}
-	if s.State > ssmMaxState {
-		b.Fail(fmt.Errorf("cuda: selective scan with a state of %d: at most %d", s.State, ssmMaxState))
+	most := ssmMaxState
+	if s.StateDecays {
+		most = ssmColsMaxState
+		if s.HeadDim != 1 || s.Groups != 1 {
+			b.Fail(fmt.Errorf("cuda: selective scan with decays per column over heads of %d in %d groups: want heads of one channel in one group (Mamba-1's)", s.HeadDim, s.Groups))
+			return
+		}
+	}
+	if s.State > most {
+		b.Fail(fmt.Errorf("cuda: selective scan with a state of %d: at most %d", s.State, most))
 		return
 	}
 	o, xx, d, bb, cc, ss := g(dst), g(x), g(dt), g(bm), g(cm), g(state)
@@ -250,9 +262,17 @@ func (b *gpuBackend) SSMScan(dst, x, dt, bm, cm, state ml.Tensor, s *ml.SSM) {
 	if n == 0 {
 		return
 	}
+	sdt := stateDtypes[s.StateDtype]
+	if s.StateDecays {
+		b.do("selective scan", func() error {
+			return b.e.launch("ssm_scan_cols", dim3{uint32((s.Heads + 127) / 128), 1, 1}, dim3{128, 1, 1},
+				o.p, xx.p, d.p, bb.p, cc.p, ss.p, gv(s.A), gv(s.D), gv(s.DtBias), n, s.Heads, s.State, sdt)
+		})
+		return
+	}
 	b.do("selective scan", func() error {
 		return b.e.launch("ssm_scan", dim3{uint32(s.Heads), uint32((s.HeadDim + ssmRows - 1) / ssmRows), 1}, dim3{128, 1, 1},
-			o.p, xx.p, d.p, bb.p, cc.p, ss.p, gv(s.A), gv(s.D), gv(s.DtBias), n, s.Heads, s.HeadDim, s.Groups, s.State, stateDtypes[s.StateDtype])
+			o.p, xx.p, d.p, bb.p, cc.p, ss.p, gv(s.A), gv(s.D), gv(s.DtBias), n, s.Heads, s.HeadDim, s.Groups, s.State, sdt)
 	})
 }
 

@@ -401,12 +401,18 @@ func refSSMScan(x, dt, bm, cm []float32, st []float64, n int, s *ml.SSM) (out, m
 			if d <= 20 {
 				d = math.Log1p(math.Exp(d))
 			}
-			dA := math.Exp(d * float64(s.A.V[h]))
+			dA := 0.0
+			if !s.StateDecays {
+				dA = math.Exp(d * float64(s.A.V[h]))
+			}
 			b, c := bm[t*G*N+g*N:], cm[t*G*N+g*N:]
 			for i := range P {
 				xv := float64(x[t*H*P+h*P+i])
 				y, m := float64(s.D.V[h])*xv, math.Abs(float64(s.D.V[h])*xv)
 				for k := range N {
+					if s.StateDecays {
+						dA = math.Exp(d * float64(s.A.V[h*N+k]))
+					}
 					v := S[i*N+k]*dA + float64(b[k])*xv*d
 					if sdt != 0 {
 						v = float64(simRoundState(float32(v), sdt))
@@ -429,8 +435,9 @@ func refSSMScan(x, dt, bm, cm []float32, st []float64, n int, s *ml.SSM) (out, m
 // odd shapes (rows and state columns past a block's 16 rows and a warp's
 // 32 lanes), the largest state (256), steps dt + bias past softplus's cut
 // at 20 and far below 0 (d near 0: no decay, no input), and an f16 and a
-// bf16 state. Outputs are compared relative to their magnitude (the sum of
-// the magnitudes of their terms), the state to the head's largest value;
+// bf16 state; Mamba-1's decays per column (ssm_scan_cols). Outputs are
+// compared relative to their magnitude (the sum of the magnitudes of their
+// terms), the state to the head's largest value;
 // the sim device runs the CPU's own float32 scan (nn.SSMScan), host the
 // CUDA C.
 func TestSSMScanParity(t *testing.T) {
@@ -442,25 +449,33 @@ func TestSSMScanParity(t *testing.T) {
 			dtype                     string
 			parts                     []int // the calls' ends
 			outTol, stateTol          float64
+			cols                      bool // decays per state column (Mamba-1)
 		}{
 			// float32 state and sums. Measured on the host (the CUDA C
 			// without fused multiply-adds) outputs 0.6e-7 to 2.2e-7,
 			// states 0.8e-7 to 1.7e-7; on sim (the CPU's scan, its sums
 			// in state order) outputs 1.9e-7 to 3.0e-7, the same states.
-			{8, 64, 2, 128, "", []int{7, 40, 70}, 6e-7, 4e-7},
-			{3, 5, 1, 7, "f32", []int{1, 17, 50}, 6e-7, 4e-7},
-			{4, 20, 4, 40, "", []int{16, 33, 34}, 6e-7, 4e-7},
-			{2, 16, 1, 256, "", []int{5, 21, 40}, 6e-7, 4e-7},
+			{8, 64, 2, 128, "", []int{7, 40, 70}, 6e-7, 4e-7, false},
+			{3, 5, 1, 7, "f32", []int{1, 17, 50}, 6e-7, 4e-7, false},
+			{4, 20, 4, 40, "", []int{16, 33, 34}, 6e-7, 4e-7, false},
+			{2, 16, 1, 256, "", []int{5, 21, 40}, 6e-7, 4e-7, false},
 			// A rounded state: the float32 and float64 states round to
 			// neighbouring codes now and then (one step: 2^-11 to 2^-10
 			// of a value in f16, 2^-8 to 2^-7 in bf16), and the step
 			// carries on, decaying. Measured: outputs 1.6e-4 (f16) and
 			// 1.1e-3 (bf16), the last states equal; allowed about two
 			// steps.
-			{4, 16, 2, 64, "f16", []int{10, 30, 60}, 1e-3, 1e-3},
-			{4, 16, 2, 64, "bf16", []int{10, 30, 60}, 8e-3, 8e-3},
+			{4, 16, 2, 64, "f16", []int{10, 30, 60}, 1e-3, 1e-3, false},
+			{4, 16, 2, 64, "bf16", []int{10, 30, 60}, 8e-3, 8e-3, false},
+			// Mamba-1's decays per column (ssm_scan_cols): channels past
+			// a block's 128, its state of 16, the largest (32), an odd
+			// one, an f16 state.
+			{300, 1, 1, 16, "", []int{7, 40, 70}, 6e-7, 4e-7, true},
+			{130, 1, 1, 32, "", []int{1, 17, 50}, 6e-7, 4e-7, true},
+			{5, 1, 1, 3, "", []int{16, 33, 34}, 6e-7, 4e-7, true},
+			{40, 1, 1, 16, "f16", []int{10, 30, 60}, 1e-3, 1e-3, true},
 		} {
-			t.Run(fmt.Sprintf("h%d_p%d_g%d_n%d_%s", c.heads, c.dim, c.groups, c.state, c.dtype), func(t *testing.T) {
+			t.Run(fmt.Sprintf("h%d_p%d_g%d_n%d_%s_cols%v", c.heads, c.dim, c.groups, c.state, c.dtype, c.cols), func(t *testing.T) {
 				H, P, G, N := c.heads, c.dim, c.groups, c.state
 				n := c.parts[len(c.parts)-1]
 				rng := rand.New(rand.NewPCG(uint64(P), uint64(N)))
@@ -482,10 +497,13 @@ func TestSSMScanParity(t *testing.T) {
 					return mv
 				}
 				a := make([]float32, H)
+				if c.cols {
+					a = make([]float32, H*N)
+				}
 				for h := range a {
 					a[h] = -float32(math.Exp(rng.Float64()*3 - 1)) // -exp(A_log), A_log in [-1, 2)
 				}
-				s := ml.SSM{Heads: H, HeadDim: P, Groups: G, State: N, StateDtype: c.dtype,
+				s := ml.SSM{Heads: H, HeadDim: P, Groups: G, State: N, StateDtype: c.dtype, StateDecays: c.cols,
 					A: vec("ssm_a", a), D: vec("ssm_d", randF32(rng, H, 1)), DtBias: vec("ssm_dt.bias", randF32(rng, H, 0.5))}
 				state0 := randF32(rng, H*P*N, 0.5)
 				wantState := make([]float64, len(state0))
@@ -538,8 +556,9 @@ func TestSSMScanParity(t *testing.T) {
 	})
 }
 
-// TestSSMScanRefuses: a state past ssm_scan's 256 columns and heads that
-// do not group are errors, not launches.
+// TestSSMScanRefuses: a state past ssm_scan's 256 columns (ssm_scan_cols'
+// 32), heads that do not group, and decays per column over heads of more
+// than one channel or in groups are errors, not launches.
 func TestSSMScanRefuses(t *testing.T) {
 	b := testBackend(simEngine())
 	defer b.Close()
@@ -550,14 +569,23 @@ func TestSSMScanRefuses(t *testing.T) {
 		{ml.SSM{Heads: 2, HeadDim: 4, Groups: 1, State: 512}, "state of 512: at most 256"},
 		{ml.SSM{Heads: 3, HeadDim: 4, Groups: 2, State: 8}, "heads must be a multiple of groups"},
 		{ml.SSM{Heads: 2, HeadDim: 4, Groups: 1, State: 8, StateDtype: "f8"}, `state dtype "f8"`},
+		{ml.SSM{Heads: 2, HeadDim: 1, Groups: 1, State: 64, StateDecays: true}, "state of 64: at most 32"},
+		{ml.SSM{Heads: 2, HeadDim: 2, Groups: 1, State: 8, StateDecays: true}, "heads of 2 in 1 groups: want heads of one channel"},
+		{ml.SSM{Heads: 2, HeadDim: 1, Groups: 2, State: 8, StateDecays: true}, "heads of 1 in 2 groups: want heads of one channel"},
 	} {
 		b.err = nil
 		H, P, G, N := c.s.Heads, c.s.HeadDim, c.s.Groups, c.s.State
 		v := &ml.Vector{Name: "v", V: make([]float32, H)}
-		if err := b.PrepareVector(v); err != nil {
-			t.Fatal(err)
+		a := v
+		if c.s.StateDecays {
+			a = &ml.Vector{Name: "a", V: make([]float32, H*N)}
 		}
-		c.s.A, c.s.D, c.s.DtBias = v, v, v
+		for _, w := range []*ml.Vector{v, a} {
+			if err := b.PrepareVector(w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.s.A, c.s.D, c.s.DtBias = a, v, v
 		b.SSMScan(b.Alloc(3, H*P), b.Alloc(3, H*P), b.Alloc(3, H), b.Alloc(3, G*N), b.Alloc(3, G*N), b.Alloc(H*P, N), &c.s)
 		if err := b.Err(); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: error %v, want one containing %q", c.s, err, c.want)

@@ -178,19 +178,29 @@ func init() {
 			if N > ssmMaxState || G <= 0 || H%G != 0 {
 				return fmt.Errorf("ssm_scan: %d heads in %d groups, state %d", H, G, N)
 			}
-			var round func([]float32)
-			if sdt != 0 {
-				round = func(st []float32) {
-					for i, v := range st {
-						st[i] = simRoundState(v, sdt)
-					}
-				}
-			}
+			round := simStateRounder(sdt)
 			for h := range H {
 				g := h / (H / G)
 				nn.SSMScan(&nn.SSMHead{Out: out[h*P:], X: x[h*P:], Dt: dt[h:], B: bm[g*N:], C: cm[g*N:],
 					XS: H * P, DS: H, BS: G * N, N: N, P: P, T: n,
 					A: av[h], D: dv[h], DtBias: dtb[h], S: state[h*P*N : (h+1)*P*N]}, round)
+			}
+			return nil
+		}},
+		"ssm_scan_cols": {13, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, x, dt, bm, cm, state := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), f32s(a.ptr(3)), f32s(a.ptr(4)), f32s(a.ptr(5))
+			av, dv, dtb := f32s(a.ptr(6)), f32s(a.ptr(7)), f32s(a.ptr(8))
+			n, H, N, sdt := a.int(9), a.int(10), a.int(11), a.int(12)
+			if err := covers(grid[0]*128, H, "channels"); err != nil || a.err != nil {
+				return errors.Join(err, a.err)
+			}
+			if N > ssmColsMaxState {
+				return fmt.Errorf("ssm_scan_cols: state %d", N)
+			}
+			round := simStateRounder(sdt)
+			for h := range H {
+				nn.SSMScan(&nn.SSMHead{Out: out[h:], X: x[h:], Dt: dt[h:], B: bm, C: cm, XS: H, DS: H, BS: N, N: N, P: 1, T: n,
+					D: dv[h], DtBias: dtb[h], AS: av[h*N : (h+1)*N], S: state[h*N : (h+1)*N]}, round)
 			}
 			return nil
 		}},
@@ -291,4 +301,17 @@ func convInput(x, hist []float32, tt, c, C, K int) float32 {
 		return hist[(tt+K-1)*C+c]
 	}
 	return x[tt*C+c]
+}
+
+// simStateRounder rounds a scan's state to the state dtype sdt after each
+// token (simRoundState), nil for f32.
+func simStateRounder(sdt int) func([]float32) {
+	if sdt == 0 {
+		return nil
+	}
+	return func(st []float32) {
+		for i, v := range st {
+			st[i] = simRoundState(v, sdt)
+		}
+	}
 }

@@ -215,12 +215,12 @@ var simKernels = map[string]simKernel{
 		}
 		return nil
 	}},
-	"rmsnorm_f32": {6, func(s *simDevice, a *simArgs, grid dim3) error {
-		x, w, rows, d, eps := f32s(a.ptr(1)), f32s(a.ptr(2)), a.int(3), a.int(4), a.f64(5)
+	"rmsnorm_f32": {7, func(s *simDevice, a *simArgs, grid dim3) error {
+		x, w, rows, d, wrows, eps := f32s(a.ptr(1)), f32s(a.ptr(2)), a.int(3), a.int(4), a.int(5), a.f64(6)
 		if err := covers(grid[0], rows, "rows"); err != nil || a.err != nil {
 			return errors.Join(err, a.err)
 		}
-		norm := nn.RMSNorm{Name: "sim", W: w[:d], Eps: eps}
+		norm := nn.RMSNorm{Name: "sim", W: w[:wrows*d], Eps: eps, Cols: d}
 		norm.Forward(nn.NewContext(1), f32s(a.ptr(0))[:rows*d], x[:rows*d], rows)
 		return nil
 	}},

@@ -115,7 +115,9 @@ type Backend interface {
 	// the same input (q, k and v): the same as one Linear each.
 	Linears(dsts []Tensor, x Tensor, ws []*Matrix)
 	// RMSNorm computes dst = x / sqrt(mean(x²) + eps) · w row by row, w
-	// having Cols values; w nil means no weight (a plain norm). dst may be x.
+	// holding x's columns, or those of several rows (row r takes part r
+	// mod len(w.V)/columns: PLaMo-2's per-head q/k weights with heads as
+	// rows); w nil means no weight (a plain norm). dst may be x.
 	RMSNorm(dst, x Tensor, w *Vector, eps float64)
 	// RoPE rotates each of x's rows in place: x (n, heads·r.HeadDim), row
 	// i at position i (nn.RoPE).

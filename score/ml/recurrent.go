@@ -4,8 +4,8 @@ import "fmt"
 
 // Recurrent is the extension a backend implements to run linear-attention
 // and state-space recurrent layers (Gated DeltaNet: qwen35, qwen35moe,
-// qwen3next; Mamba-2: granitehybrid, nemotron_h, nemotron_h_moe; LFM2's
-// short convolutions: lfm2, lfm2moe). A
+// qwen3next; Mamba-2: mamba2, granitehybrid, nemotron_h, nemotron_h_moe;
+// Mamba-1: mamba, jamba; LFM2's short convolutions: lfm2, lfm2moe). A
 // Network that needs it checks for it at load (model.Checker), so a
 // backend without it refuses such a model by name.
 //
@@ -41,7 +41,7 @@ import "fmt"
 //   - GatedRMSNorm: dst = x / sqrt(mean(x²) + eps) · w · silu(z) over rows of
 //     len(w.V) values (x, z and dst viewed as (rows·heads, len(w.V))); dst
 //     may be x.
-//   - SSMScan: the Mamba-2 selective scan (SSM's doc) from the state in
+//   - SSMScan: the Mamba selective scan (SSM's doc) from the state in
 //     state, which it leaves holding the state after the last token.
 //   - GatedGroupNorm: Mamba-2's output norm, the gate before the norm:
 //     with u = x ⊙ silu(z) (rounded to float32), dst = u / sqrt(mean(u²) +
@@ -146,7 +146,7 @@ func (d *DeltaRule) KHead(h int) int {
 	return h / (d.VHeads / d.KHeads)
 }
 
-// SSM is the shape and weights of a Mamba-2 selective scan, as llama.cpp's
+// SSM is the shape and weights of a Mamba selective scan, as llama.cpp's
 // ggml_ssm_scan computes it. Head h of Heads reads group g = h div
 // (Heads/Groups) of B and C and keeps a HeadDim × State state S (zero at a
 // window's first token; rows h·HeadDim + i, column s of the
@@ -154,21 +154,26 @@ func (d *DeltaRule) KHead(h int) int {
 // does
 //
 //	d = softplus(dt[t,h] + DtBias[h])     (softplus(a) = a for a > 20)
-//	S ← exp(d · A[h]) · S + (d · x[t,h]) ⊗ B[t,g]
+//	S[i][s] ← exp(d · A[h]) · S[i][s] + d · x[t,h,i] · B[t,g][s]
 //	dst[t,h,i] = Σ_s S[i][s] · C[t,g][s] + D[h] · x[t,h,i]
 //
 // x, dst (tokens, Heads·HeadDim); dt (tokens, Heads); B, C (tokens,
 // Groups·State). A (the decay, -exp(A_log) as converters store it), D (the
-// skip) and DtBias hold one value per head. State names the dtype the state
-// is rounded to after each token: "f32" (or ""), "f16" or "bf16".
+// skip) and DtBias hold one value per head: Mamba-2's scan. With
+// StateDecays (Mamba-1's: a head per channel, HeadDim 1, one group) A holds
+// State values per head, a decay per column: exp(d · A[h][s]) (A[h·State +
+// s]). State names the dtype the state is rounded to after each token:
+// "f32" (or ""), "f16" or "bf16".
 type SSM struct {
 	Heads, HeadDim, Groups, State int
 	A, D, DtBias                  *Vector
+	StateDecays                   bool
 	StateDtype                    string
 }
 
 // Validate reports heads that do not group, missing weights or weights of
-// the wrong length, and unknown state dtypes.
+// the wrong length (A: State values a head with StateDecays), and unknown
+// state dtypes.
 func (s *SSM) Validate() error {
 	if s.Heads <= 0 || s.HeadDim <= 0 || s.Groups <= 0 || s.State <= 0 || s.Heads%s.Groups != 0 {
 		return fmt.Errorf("selective scan: %d heads of %d in %d groups, state %d (heads must be a multiple of groups)", s.Heads, s.HeadDim, s.Groups, s.State)
@@ -177,8 +182,12 @@ func (s *SSM) Validate() error {
 		if v == nil {
 			return fmt.Errorf("selective scan: no %s", [...]string{"decays A", "skip D", "dt bias"}[i])
 		}
-		if len(v.V) != s.Heads {
-			return fmt.Errorf("%s has %d values for %d heads", v.Name, len(v.V), s.Heads)
+		want := s.Heads
+		if i == 0 && s.StateDecays {
+			want *= s.State
+		}
+		if len(v.V) != want {
+			return fmt.Errorf("%s has %d values for %d heads, want %d", v.Name, len(v.V), s.Heads, want)
 		}
 	}
 	switch s.StateDtype {

@@ -146,7 +146,7 @@ func (b *cpuBackend) RMSNorm(dst, x ml.Tensor, w *ml.Vector, eps float64) {
 		}
 		m = &nn.RMSNorm{Name: m.Name, W: m.W, Eps: eps}
 	} else {
-		m = &nn.RMSNorm{Name: w.Name, W: w.V, Eps: eps}
+		m = &nn.RMSNorm{Name: w.Name, W: w.V, Eps: eps, Cols: s.cols}
 	}
 	m.Forward(b.c, d.d, s.d, s.rows)
 }

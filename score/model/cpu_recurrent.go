@@ -118,9 +118,15 @@ func (b *cpuBackend) ssmScan(dst, x, dt, bm, cm, state ml.Tensor, s *ml.SSM, sca
 	b.c.Parallel(H, func(_, lo, hi int) {
 		for h := lo; h < hi; h++ {
 			g := s.Group(h)
-			scan(&nn.SSMHead{Out: o.d[h*P:], X: xx.d[h*P:], Dt: dd.d[h:], B: bb.d[g*N:], C: cc.d[g*N:],
+			hd := &nn.SSMHead{Out: o.d[h*P:], X: xx.d[h*P:], Dt: dd.d[h:], B: bb.d[g*N:], C: cc.d[g*N:],
 				XS: H * P, DS: H, BS: G * N, N: N, P: P, T: n,
-				A: s.A.V[h], D: s.D.V[h], DtBias: s.DtBias.V[h], S: ss.d[h*P*N : (h+1)*P*N]}, round)
+				D: s.D.V[h], DtBias: s.DtBias.V[h], S: ss.d[h*P*N : (h+1)*P*N]}
+			if s.StateDecays {
+				hd.AS = s.A.V[h*N : (h+1)*N]
+			} else {
+				hd.A = s.A.V[h]
+			}
+			scan(hd, round)
 		}
 	})
 }

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -53,12 +52,7 @@ func TestDeepSeek2KVB(t *testing.T) {
 		if tn.Type != gguf.TypeF32 {
 			t.Fatalf("%s is %v", tn.Name, tn.Type)
 		}
-		b := src.Data(tn)
-		v := make([]float32, len(b)/4)
-		for i := range v {
-			v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
-		}
-		return v
+		return f32Floats(src.Data(tn))
 	}
 	kvbs := 0
 	for _, tn := range src.Tensors {

@@ -40,6 +40,15 @@ func f32Bytes(v []float32) []byte {
 	return b
 }
 
+// f32Floats is f32Bytes' inverse: little-endian float32 values.
+func f32Floats(b []byte) []float32 {
+	v := make([]float32, len(b)/4)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
 // writeTiny writes the model to a temporary file and returns its path.
 func writeTiny(t *testing.T, s tinySpec) string {
 	t.Helper()

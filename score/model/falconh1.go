@@ -8,15 +8,16 @@ package model
 // convolution's), the mixer's grouped norm only when the file has
 // ssm_norm (without, the gate alone); RoPE with NeoX pairs; the scores
 // scaled by attention.scale when set. The FFN's norm is the tensor
-// blk.N.ffn_norm, without ".weight", as llama.cpp 0.7.0 binds it. The HF
+// blk.N.ffn_norm, without ".weight", as llama.cpp 0.7.0 binds it (or with
+// it: bareNorm). The HF
 // model's µP multipliers are
 // folded into the weights by llama.cpp's converter: the file has none.
 func init() { Register("falcon-h1", newFalconH1) }
 
 func newFalconH1(l *Loader) Network {
 	hp := l.HP
-	proto, kv := l.mamba2Params()
-	if proto == nil {
+	proto, kv := l.mamba2Params(), l.kvHeads()
+	if proto == nil || kv == nil {
 		return nil
 	}
 	for i, n := range kv {
@@ -31,7 +32,7 @@ func newFalconH1(l *Loader) Network {
 	}
 	net := l.bindLayers(d, func(i int, p string) decoderLayer {
 		ly := l.attnLayer(p)
-		ly.ffnNorm = l.Vector(p+"ffn_norm", hp.Embd)
+		ly.ffnNorm = l.bareNorm(p+"ffn_norm", hp.Embd)
 		ly.mixer = l.mamba2(p, proto, l.Has(p+"ssm_conv1d.bias"), l.Has(p+"ssm_norm.weight"))
 		ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
 		return ly

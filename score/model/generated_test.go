@@ -314,7 +314,18 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // TestKimiLinearKeys) (24 windows, both builds: none off); smallthinker (8
 // layers: sliding ones with RoPE of their own base, layers 0 and 4 global
 // without RoPE; experts routed from the layer's input, ReGLU; without the
-// window: TestSmallThinkerKeys) (24 windows, both builds: none off).
+// window: TestSmallThinkerKeys) (24 windows, both builds: none off);
+// mamba (Mamba-1: a decay per state column; Falcon-Mamba's weightless
+// norms of dt, B and C), mamba2 (Mamba-2's mixers alone) and jamba
+// (Mamba-1 with the norms' weights, attention without positions in layer
+// 2, softmax-routed experts in the odd layers; TestJambaKeys) (24 windows
+// each, both builds: none off); plamo3 (fused qkv and gate/up, per-head
+// q/k norms, post-norms; layers 0 and 2 sliding with their own base, and
+// without a window; TestPlamo3Variants) (24 windows each, both builds:
+// none off); plamo2 (PLaMo-2's Mamba in layers 0 and 2: z and x
+// interleaved by head, normed B, C and dt; attention with a q/k norm
+// weight row per head in 1 and 3; post-norms) (24 windows, both builds:
+// none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -523,6 +534,20 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1637.0837594, -784.6017670, -781.0746519, -792.7773821}},
 		{"smallthinker", "smallthinker", "", smallThinkerShape, "", "b5cad32a41e393cc74d12edd8994e6b8874bedb066641df3daed2833d5c82cbd",
 			[]float64{-1622.0527711, -820.3672625, -809.2710288, -783.1368154}},
+		{"mamba", "mamba", "", mambaShape, "", "173d22661b528e99c4483511457d81f84aeeb62aaf873f22ac37c1c2bba7f94f",
+			[]float64{-1619.5483756, -790.0654026, -799.0612165, -751.9611523}},
+		{"falcon-mamba", "mamba", "", func(s *mkmodel.Shape) { mambaShape(s); s.DtBCRMS = true }, "", "02f6ff71cdea27f54898096106af0801f3ed400c5d2ccbd0d6586472697eae3c",
+			[]float64{-1618.1769342, -788.2334410, -797.7479605, -752.0304329}},
+		{"mamba2", "mamba2", "", mamba2Shape, "", "2563cbcd9903e944beecac61b7bbd131534cca6df6abea5ac1f5e8e1d39b31cd",
+			[]float64{-1593.5812565, -812.2377400, -789.6572100, -739.9923367}},
+		{"jamba", "jamba", "", jambaShape, "", "34c0e6c709258d18bf171538285eb63c428a7eb09733c6309a25e1fb0b80e2f1",
+			[]float64{-1623.6113328, -794.4661843, -804.5443884, -766.8857456}},
+		{"plamo3", "plamo3", "", plamo3Shape, "", "ed95fdd0db6593606c542636aaee63c4c254b587b4e78d4ebaada46981d12093",
+			[]float64{-1605.7084569, -807.4939487, -799.7961393, -737.3267244}},
+		{"plamo3-global", "plamo3", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "a265cb73bc0d8222c9bedc827aa02f9f60c2f88dc2ab9bd9c558fd8a90edaa37",
+			[]float64{-1617.0369345, -813.8024052, -787.9764615, -740.3824372}},
+		{"plamo2", "plamo2", "", plamo2Shape, "", "d6997daf576a75a23479baa419346c3378ab82e656f2337e67606f9c6c1a1583",
+			[]float64{-1589.6846014, -795.1006563, -785.8424692, -766.3938297}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -997,6 +1022,105 @@ func TestSmallThinkerKeys(t *testing.T) {
 	})
 	checkRefusals(t, src, []refusal{
 		{"no gating", map[string]any{"smallthinker.expert_gating_func": nil}, nil, "missing metadata smallthinker.expert_gating_func"},
+	})
+}
+
+// mambaShape is Mamba-1's mixer with a state of 16 and 4 taps (d_inner
+// twice the width, dt_rank 8); mamba2Shape Mamba-2's of 8 heads of 32 in
+// one group, as wide; jambaShape Jamba's layout in 4 layers: Mamba-1 in
+// 0, 1 and 3, attention in 2, 8 experts of the FFN's width (2 used) in 1
+// and 3.
+func mambaShape(s *mkmodel.Shape) { s.SSMState, s.SSMConv = 16, 4 }
+func mamba2Shape(s *mkmodel.Shape) {
+	s.SSMState, s.SSMKHeads, s.SSMVHeads, s.SSMHeadDim, s.SSMConv = 16, 1, 8, 32, 4
+}
+func jambaShape(s *mkmodel.Shape) {
+	s.Layers, s.SSMState, s.SSMConv, s.AttnInterval, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 16, 4, 4, 8, 2, s.FFN
+}
+
+// TestJambaKeys: jamba with expert_weights_norm true and
+// expert_weights_scale 2.5, which llama.cpp's jamba does not read (its
+// sums on the rewritten bytes: the same); files without what llama.cpp
+// requires refused with the key or tensor named: Mamba-1's sizes, the
+// norms of jamba's dt, B and C, and mamba2's grouped norm.
+func TestJambaKeys(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "jamba", jambaShape)
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "keys llama.cpp does not read", sha256: "b7fbd553efd964d84eb8c9df695629c9e7f9b601ba9394cf63cbf103fbc01e64",
+			set:  map[string]any{"jamba.expert_weights_norm": true, "jamba.expert_weights_scale": float32(2.5)},
+			sums: []float64{-1623.6113328, -794.4661843, -804.5443884, -766.8857456}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"no rank", map[string]any{"jamba.ssm.time_step_rank": nil}, nil, "missing metadata jamba.ssm.time_step_rank"},
+		{"no B norm", nil, []string{"blk.1.ssm_b_norm.weight"}, "missing tensor blk.1.ssm_b_norm.weight"},
+		{"no KV heads", map[string]any{"jamba.attention.head_count_kv": nil}, nil, "missing metadata jamba.attention.head_count_kv"},
+	})
+	checkRefusals(t, genModel(t, dir, "mamba", mambaShape), []refusal{
+		{"no state", map[string]any{"mamba.ssm.state_size": nil}, nil, "missing metadata mamba.ssm.state_size"},
+		{"heads", map[string]any{"mamba.attention.head_count": uint32(4)}, nil, "mamba has no attention and no FFN, but the file gives 4 heads"},
+		{"no decays", nil, []string{"blk.0.ssm_a"}, "missing tensor blk.0.ssm_a"},
+	})
+	checkRefusals(t, genModel(t, dir, "mamba2", mamba2Shape), []refusal{
+		{"no groups", map[string]any{"mamba2.ssm.group_count": nil}, nil, "missing metadata mamba2.ssm.group_count"},
+		{"no norm", nil, []string{"blk.1.ssm_norm.weight"}, "missing tensor blk.1.ssm_norm.weight"},
+	})
+}
+
+// plamo2Shape is PLaMo 2's layout in 4 layers: Mamba in 0 and 2 (4
+// heads of 32, states of 16), attention in 1 and 3.
+func plamo2Shape(s *mkmodel.Shape) {
+	s.Layers, s.SSMState, s.SSMVHeads, s.SSMHeadDim, s.SSMConv, s.AttnInterval = 4, 16, 4, 32, 4, 2
+}
+
+// plamo3Shape is PLaMo 3's layout in 4 layers: layers 0 and 2 sliding
+// over 40 keys with RoPE of half the base (a pattern of 2), 1 and 3 global.
+func plamo3Shape(s *mkmodel.Shape) { s.Layers, s.Window = 4, 40 }
+
+// TestPlamo3Variants: plamo3 without attention.sliding_window_pattern
+// (llama.cpp's period of 8: all 4 layers slide) against llama.cpp's sums
+// on the same bytes (24 windows in both builds: none off; here the first
+// 4), and with its post-norms named with ".weight", as converters write
+// norms (llama.cpp 0.7.0 binds them without: the same weights, the base
+// file's sums); a file without a post-norm refused; plamo2 files with
+// B and C in groups, or without a norm llama.cpp requires, refused.
+func TestPlamo3Variants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "plamo3", plamo3Shape)
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffixed, bare := map[string]f32Tensor{}, []string{}
+	for _, tn := range f.Tensors {
+		if strings.HasSuffix(tn.Name, ".post_attention_norm") || strings.HasSuffix(tn.Name, ".post_ffw_norm") {
+			suffixed[tn.Name+".weight"] = f32Tensor{tn.Shape, f32Floats(f.Data(tn))}
+			bare = append(bare, tn.Name)
+		}
+	}
+	f.Close()
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "no pattern", sha256: "90fab65ef9ab0b2cff77c37edf8ff7267a184f1c03598bcaef7d96b6a66f5b7a",
+			set:  map[string]any{"plamo3.attention.sliding_window_pattern": nil},
+			sums: []float64{-1613.1345614, -806.3392720, -817.3961871, -738.8281376}},
+		{name: "post-norms with .weight", add: suffixed, drop: bare,
+			sums: []float64{-1605.7084569, -807.4939487, -799.7961393, -737.3267244}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"no post-norm", nil, []string{"blk.2.post_ffw_norm"}, "missing tensor blk.2.post_ffw_norm"},
+	})
+	checkRefusals(t, genModel(t, dir, "plamo2", plamo2Shape), []refusal{
+		{"groups", map[string]any{"plamo2.ssm.group_count": uint32(1)}, nil, "plamo2.ssm.group_count = 1: PLaMo-2's is 0"},
+		{"no dt norm", nil, []string{"blk.0.ssm_dt_norm"}, "missing tensor blk.0.ssm_dt_norm"},
+		{"no q norm", nil, []string{"blk.1.attn_q_norm.weight"}, "missing tensor blk.1.attn_q_norm.weight"},
 	})
 }
 

@@ -63,38 +63,24 @@ func (m ssmDecoder) Check(b ml.Backend) error {
 
 func (m ssmDecoder) ssmStateDtype() string { return cmp.Or(m.state, "f32") }
 
-// mamba2Params reads the ssm.* metadata every Mamba-2 hybrid has (llama.cpp's
+// mamba2Params reads the ssm.* metadata every Mamba-2 model has (llama.cpp's
 // build_mamba2_layer: d_inner, d_state, heads as time_step_rank, groups,
 // the convolution's kernel) into the mixer every layer copies before it
-// binds its weights (mamba2), and the KV heads per layer (kvHeads).
-func (l *Loader) mamba2Params() (*mamba2, []int) {
+// binds its weights (mamba2).
+func (l *Loader) mamba2Params() *mamba2 {
 	hp := l.HP
-	m := meta{l.f, hp.Arch}
-	var err error
-	geti := func(key string) int {
-		v := 0
-		if err == nil {
-			v, err = m.positive(key, -1)
-		}
-		return v
+	sz := l.ssmSizes("conv_kernel", "inner_size", "state_size", "time_step_rank", "group_count")
+	if sz == nil {
+		return nil
 	}
-	K, d, N := geti("ssm.conv_kernel"), geti("ssm.inner_size"), geti("ssm.state_size")
-	H, G := geti("ssm.time_step_rank"), geti("ssm.group_count")
-	if err != nil {
-		l.fail(err)
-		return nil, nil
-	}
+	K, d, N, H, G := sz[0], sz[1], sz[2], sz[3], sz[4]
 	if d%H != 0 {
 		l.Failf("metadata %s.ssm.inner_size = %d is not a multiple of ssm.time_step_rank = %d", hp.Arch, d, H)
-		return nil, nil
+		return nil
 	}
 	if d%G != 0 {
 		l.Failf("metadata %s.ssm.inner_size = %d is not a multiple of ssm.group_count = %d", hp.Arch, d, G)
-		return nil, nil
-	}
-	kv := l.kvHeads()
-	if kv == nil {
-		return nil, nil
+		return nil
 	}
 	gn, conv := G*N, d+2*G*N
 	return &mamba2{
@@ -103,7 +89,23 @@ func (l *Loader) mamba2Params() (*mamba2, []int) {
 			x: colRange(0, d), b: colRange(d, gn), c: colRange(d+gn, gn), kernel: K},
 		eps:  hp.Eps,
 		rows: deltaRows,
-	}, kv
+	}
+}
+
+// ssmSizes reads the ssm.* sizes named by keys (each required and above
+// 0), in order; nil after an error.
+func (l *Loader) ssmSizes(keys ...string) []int {
+	m := meta{l.f, l.HP.Arch}
+	out := make([]int, len(keys))
+	for i, k := range keys {
+		v, err := m.positive("ssm."+k, -1)
+		if err != nil {
+			l.fail(err)
+			return nil
+		}
+		out[i] = v
+	}
+	return out
 }
 
 // kvHeads reads attention.head_count_kv per layer (0 where a layer has no
@@ -155,8 +157,8 @@ func (l *Loader) mamba2(p string, proto *mamba2, biased, normed bool) *mamba2 {
 func newGraniteHybrid(l *Loader) Network {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
-	proto, kv := l.mamba2Params()
-	if proto == nil {
+	proto, kv := l.mamba2Params(), l.kvHeads()
+	if proto == nil || kv == nil {
 		return nil
 	}
 	rope, err := m.bool("rope.scaling.finetuned", true)
@@ -206,16 +208,23 @@ func newGraniteHybrid(l *Loader) Network {
 // at a time (deltaRows, as Gated DeltaNet's), from a zero convolution
 // history and state.
 func (m *mamba2) forward(b ml.Backend, dst, h ml.Tensor) {
-	n, s := h.Rows(), &m.ssm
-	rc := b.(ml.Recurrent)
+	s := &m.ssm
+	scanBlocks(b, dst, h, m.rows, s.Heads*s.HeadDim, s.State, m.cols.kernel, len(m.cols.xbc), m.block)
+}
+
+// scanBlocks runs a selective scan's mixer (block) over a window's rows h
+// into dst, rows at a time, from a zero state (stateRows × stateCols) and
+// a zero history of the convolution's kernel−1 inputs of channels, which
+// block updates and the next rows read.
+func scanBlocks(b ml.Backend, dst, h ml.Tensor, rows, stateRows, stateCols, kernel, channels int, block func(b ml.Backend, dst, h, state, hist ml.Tensor)) {
+	n, rc := h.Rows(), b.(ml.Recurrent)
 	mark := b.Mark()
-	state := b.Alloc(s.Heads*s.HeadDim, s.State)
-	hist := b.Alloc(m.cols.kernel-1, len(m.cols.xbc))
+	state, hist := b.Alloc(stateRows, stateCols), b.Alloc(kernel-1, channels)
 	rc.Zero(state)
 	rc.Zero(hist)
-	for r0 := 0; r0 < n; r0 += m.rows {
-		r1 := min(n, r0+m.rows)
-		m.block(b, b.Slice(dst, r0, r1), b.Slice(h, r0, r1), state, hist)
+	for r0 := 0; r0 < n; r0 += rows {
+		r1 := min(n, r0+rows)
+		block(b, b.Slice(dst, r0, r1), b.Slice(h, r0, r1), state, hist)
 	}
 	b.Release(mark)
 }

@@ -190,14 +190,22 @@ func readHParams(f *gguf.File, arch string) (HParams, error) {
 		errs = append(errs, err)
 		*dst = v
 	}
-	getMax(&hp.FFN, "feed_forward_length", -1)
-	getMax(&hp.Heads, "attention.head_count", -1)
+	free := attentionFree[arch]
+	required := -1
+	if free {
+		required = 0
+	}
+	getMax(&hp.FFN, "feed_forward_length", required)
+	getMax(&hp.Heads, "attention.head_count", required)
 	get(&hp.CtxTrain, "context_length", 0)
 	if err := errors.Join(errs...); err != nil {
 		return hp, err
 	}
-	if hp.Embd <= 0 || hp.Layers <= 0 || hp.FFN <= 0 || hp.Heads <= 0 {
+	if hp.Embd <= 0 || hp.Layers <= 0 || !free && (hp.FFN <= 0 || hp.Heads <= 0) {
 		return hp, fmt.Errorf("bad shape: %d wide, %d layers, FFN %d, %d heads", hp.Embd, hp.Layers, hp.FFN, hp.Heads)
+	}
+	if free && (hp.FFN != 0 || hp.Heads != 0) {
+		return hp, fmt.Errorf("bad shape: %s has no attention and no FFN, but the file gives %d heads and an FFN of %d", arch, hp.Heads, hp.FFN)
 	}
 	// The declared counts against the tensors present, before anything is
 	// allocated per layer or per head: a file that claims 2^31 layers is
@@ -205,16 +213,18 @@ func readHParams(f *gguf.File, arch string) (HParams, error) {
 	if blocks := blockTensors(f); hp.Layers > blocks {
 		return hp, fmt.Errorf("metadata %s.block_count = %d, but the file has tensors for %d blocks (blk.0 to blk.%d)", arch, hp.Layers, blocks, blocks-1)
 	}
-	getMax(&hp.KVHeads, "attention.head_count_kv", hp.Heads)
-	get(&hp.HeadDim, "attention.key_length", hp.Embd/hp.Heads)
-	get(&hp.ValueDim, "attention.value_length", hp.HeadDim)
+	if !free {
+		getMax(&hp.KVHeads, "attention.head_count_kv", hp.Heads)
+		get(&hp.HeadDim, "attention.key_length", hp.Embd/hp.Heads)
+		get(&hp.ValueDim, "attention.value_length", hp.HeadDim)
+	}
 	eps, err := m.float("attention.layer_norm_rms_epsilon", 1e-5)
 	errs = append(errs, err)
 	hp.Eps = eps
 	if err := errors.Join(errs...); err != nil {
 		return hp, err
 	}
-	if hp.KVHeads <= 0 || hp.HeadDim <= 0 || hp.Heads%hp.KVHeads != 0 {
+	if !free && (hp.KVHeads <= 0 || hp.HeadDim <= 0 || hp.Heads%hp.KVHeads != 0) {
 		return hp, fmt.Errorf("bad attention shape: %d heads, %d KV heads, head size %d", hp.Heads, hp.KVHeads, hp.HeadDim)
 	}
 	if hp.ValueDim != hp.HeadDim && !LatentArch(arch) && arch != "mimo2" { // MLA reads its own head sizes (deepseek2.go), mimo2 pads its values (mimo2.go)
@@ -254,10 +264,16 @@ func blockTensors(f *gguf.File) int {
 	return n
 }
 
+// attentionFree are the architectures of recurrent layers alone, without
+// attention or an FFN (mamba, mamba2): their files give
+// attention.head_count and feed_forward_length as 0, as the converter
+// writes them, or not at all; HParams' head counts and sizes stay 0.
+var attentionFree = map[string]bool{"mamba": true, "mamba2": true}
+
 // perLayerArchs are the architectures whose files may give
 // feed_forward_length and the head counts per layer (arrays of block_count
 // values); they read each layer's with meta.layerInts.
-var perLayerArchs = map[string]bool{"gemma4": true, "gemma3n": true, "deci": true, "granitehybrid": true, "nemotron_h": true, "nemotron_h_moe": true, "lfm2": true, "lfm2moe": true, "falcon-h1": true, "mimo2": true, "openelm": true, "step35": true, "kimi-linear": true}
+var perLayerArchs = map[string]bool{"gemma4": true, "gemma3n": true, "deci": true, "granitehybrid": true, "nemotron_h": true, "nemotron_h_moe": true, "lfm2": true, "lfm2moe": true, "falcon-h1": true, "mimo2": true, "openelm": true, "step35": true, "kimi-linear": true, "jamba": true, "plamo2": true}
 
 // maxInt reads an integer key as int does, or, for an architecture of
 // perLayerArchs, the largest value of a per-layer array.

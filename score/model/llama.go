@@ -85,6 +85,9 @@ type decoder struct {
 	embScale, resScale float64
 	// qkNormAfterRoPE norms q and k after RoPE rather than before (llama4).
 	qkNormAfterRoPE bool
+	// qkNormHeads: the q and k norms hold a weight row per head, each
+	// head RMS-normed by its own (plamo2).
+	qkNormHeads bool
 	// qkLayerNorm, when not 0, makes the layers' qNorm and kNorm
 	// LayerNorms of this epsilon over each head, with weights of every
 	// head (Command R+'s attn_q_norm and attn_k_norm; ml.LayerNormer).
@@ -489,12 +492,16 @@ func (m *decoder) Head() *Head { return &m.head }
 type positioner interface{ positions() string }
 
 func (m *decoder) positions() string {
+	attends := false
 	for i := range m.layers {
 		if m.layers[i].q != nil && !m.layers[i].noRoPE {
 			return ""
 		}
+		attends = attends || m.layers[i].q != nil
 	}
 	switch {
+	case !attends:
+		return "no attention"
 	case m.attn.Slopes != nil && m.posEmbd != nil:
 		return "ALiBi and learned positions"
 	case m.attn.Slopes != nil:
@@ -618,20 +625,24 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 }
 
 // normQK norms q and k by the layer's qNorm and kNorm: RMS norms (each
-// head, or whole rows), or with qkLayerNorm LayerNorms of each head.
+// head, or whole rows; with qkNormHeads each head by its own weights), or
+// with qkLayerNorm LayerNorms of each head.
 func (m *decoder) normQK(b ml.Backend, q, k ml.Tensor, ly *decoderLayer) {
-	if m.qkLayerNorm == 0 {
+	if m.qkLayerNorm == 0 && !m.qkNormHeads {
 		normSpans(b, q, ly.qNorm, m.hp.Eps)
 		normSpans(b, k, ly.kNorm, m.hp.Eps)
 		return
 	}
-	ln := b.(ml.LayerNormer)
 	for _, t := range []struct {
 		x ml.Tensor
 		w *ml.Vector
 	}{{q, ly.qNorm}, {k, ly.kNorm}} {
 		h := b.View(t.x, t.x.Rows()*t.x.Cols()/m.hp.HeadDim, m.hp.HeadDim)
-		ln.LayerNorm(h, h, t.w, nil, m.qkLayerNorm)
+		if m.qkNormHeads {
+			b.RMSNorm(h, h, t.w, m.hp.Eps)
+		} else {
+			b.(ml.LayerNormer).LayerNorm(h, h, t.w, nil, m.qkLayerNorm)
+		}
 	}
 }
 

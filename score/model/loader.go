@@ -363,6 +363,17 @@ func (l *Loader) Norm(name string, n int) *ml.Vector {
 	return l.Vector(name+".weight", n)
 }
 
+// bareNorm binds a norm llama.cpp 0.7.0 names without the ".weight"
+// suffix (falcon-h1's ffn_norm, plamo3's post-norms): the tensor name
+// itself, or name+".weight" when the file has only that (as Hugging Face
+// converters write every norm), the same weights either way.
+func (l *Loader) bareNorm(name string, n int) *ml.Vector {
+	if !l.Has(name) && l.Has(name+".weight") {
+		return l.Norm(name, n)
+	}
+	return l.Vector(name, n)
+}
+
 // splitGateUp binds a fused stack of n experts' gate and up matrices
 // (GGUF shape [in, 2·out, n]: per expert, out gate rows then out up rows)
 // as two stacks, copying the rows apart.

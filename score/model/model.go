@@ -63,9 +63,9 @@ type Options struct {
 	// "int8", activations quantized to 8 bits per block of 32 and integer
 	// dot products, as llama.cpp computes (nn.Context.Int8).
 	Activations string
-	// SSMStateDtype is the recurrent state of Gated DeltaNet layers,
-	// rounded to it after each chunk of tokens: "f32" (or ""), "f16" or
-	// "bf16" (ml.DeltaRule.State).
+	// SSMStateDtype is the recurrent state of Gated DeltaNet and Mamba
+	// layers, rounded to it after each chunk of tokens or each token: "f32"
+	// (or ""), "f16" or "bf16" (ml.DeltaRule.State, ml.SSM.StateDtype).
 	SSMStateDtype string
 
 	// RoPE overrides; zero values keep the model's metadata.

@@ -27,8 +27,8 @@ func init() {
 func newNemotronH(l *Loader, experts bool) Network {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
-	proto, kv := l.mamba2Params()
-	if proto == nil {
+	proto, kv := l.mamba2Params(), l.kvHeads()
+	if proto == nil || kv == nil {
 		return nil
 	}
 	ff, err := m.layerInts("feed_forward_length", hp.Layers, -1)

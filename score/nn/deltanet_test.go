@@ -263,14 +263,19 @@ func TestConvSiLU(t *testing.T) {
 // window's blocks split it: outputs and final state within 1e-6 relative
 // to their largest value (float32 sums over the state and a decay carried
 // across tokens). With an f16 state both round it after every token and
-// stay within 1e-4 of each other (measured 4.3e-7 and 3.7e-5).
+// stay within 1e-4 of each other (measured 4.3e-7 and 3.7e-5). Mamba-1's
+// heads of one channel with a decay per state column (Falcon-Mamba's
+// state of 16) likewise, and its int8 modes' ggml loop too: within 5e-7
+// with and without an f16 state (measured 1.7e-7).
 func TestSSMScan(t *testing.T) {
 	r := rand.New(rand.NewPCG(11, 12))
 	for _, c := range []struct {
-		P, N  int
-		round func([]float32)
-		bound float64
-	}{{16, 16, nil, 1e-6}, {64, 128, nil, 1e-6}, {16, 16, roundStateF16, 1e-4}} {
+		P, N    int
+		columns bool // Mamba-1's decays per column
+		round   func([]float32)
+		bound   float64
+	}{{16, 16, false, nil, 1e-6}, {64, 128, false, nil, 1e-6}, {16, 16, false, roundStateF16, 1e-4},
+		{1, 16, true, nil, 5e-7}, {1, 16, true, roundStateF16, 5e-7}} {
 		const T, H = 300, 3
 		P, N := c.P, c.N
 		x, dt := make([]float32, T*H*P), make([]float32, T*H)
@@ -294,22 +299,42 @@ func TestSSMScan(t *testing.T) {
 		for i := range s0 {
 			s0[i] = float32(r.NormFloat64())
 		}
+		var as []float32
+		if c.columns { // Mamba-1's -(1..N) (its A_log's initialization) times a spread
+			as = make([]float32, N)
+			for k := range as {
+				as[k] = -float32(k+1) * float32(0.5+r.Float64())
+			}
+		}
 		for h := range H {
-			got, want := make([]float32, T*H*P), make([]float32, T*H*P)
-			sg, sw := slices.Clone(s0), slices.Clone(s0)
+			got, want, gg := make([]float32, T*H*P), make([]float32, T*H*P), make([]float32, T*H*P)
+			sg, sw, sgg := slices.Clone(s0), slices.Clone(s0), slices.Clone(s0)
 			head := func(out, st []float32, t0, t1 int) *SSMHead {
 				return &SSMHead{Out: out[t0*H*P+h*P:], X: x[t0*H*P+h*P:], Dt: dt[t0*H+h:], B: b[t0*N:], C: cc[t0*N:],
-					XS: H * P, DS: H, BS: N, N: N, P: P, T: t1 - t0, A: -float32(h+1) / 4, D: float32(h) - 0.5, DtBias: 0.25, S: st}
+					XS: H * P, DS: H, BS: N, N: N, P: P, T: t1 - t0, A: -float32(h+1) / 4, D: float32(h) - 0.5, DtBias: 0.25, AS: as, S: st}
 			}
 			for _, sp := range [][2]int{{0, 7}, {7, 200}, {200, T}} {
 				SSMScan(head(got, sg, sp[0], sp[1]), c.round)
 				SSMScanRef(head(want, sw, sp[0], sp[1]), c.round)
+				if c.columns {
+					SSMScanGGML(head(gg, sgg, sp[0], sp[1]), false, c.round)
+				}
 			}
+			what := fmt.Sprintf("P=%d N=%d columns %v head %d", P, N, c.columns, h)
 			if d := relDiff(got, want); d > c.bound {
-				t.Errorf("P=%d N=%d head %d: output %.2e relative, want <= %.0e", P, N, h, d, c.bound)
+				t.Errorf("%s: output %.2e relative, want <= %.0e", what, d, c.bound)
 			}
 			if d := relDiff(sg, sw); d > c.bound {
-				t.Errorf("P=%d N=%d head %d: state %.2e relative, want <= %.0e", P, N, h, d, c.bound)
+				t.Errorf("%s: state %.2e relative, want <= %.0e", what, d, c.bound)
+			}
+			if !c.columns {
+				continue
+			}
+			if d := relDiff(gg, want); d > c.bound {
+				t.Errorf("%s, ggml: output %.2e relative, want <= %.0e", what, d, c.bound)
+			}
+			if d := relDiff(sgg, sw); d > c.bound {
+				t.Errorf("%s, ggml: state %.2e relative, want <= %.0e", what, d, c.bound)
 			}
 		}
 	}

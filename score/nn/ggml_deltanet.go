@@ -65,11 +65,7 @@ func GGMLDeltaGates(beta, alpha, a, dtBias []float32) {
 	GGMLSigmoid(beta, beta)
 	per := c / h
 	for i, v := range alpha {
-		x := v + dtBias[i%c]
-		if x <= 20 {
-			x = LibcLogf(1 + libcExpf(x))
-		}
-		alpha[i] = x * a[i%c/per]
+		alpha[i] = ggmlSoftplus(v+dtBias[i%c]) * a[i%c/per]
 	}
 }
 

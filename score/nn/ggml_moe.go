@@ -82,13 +82,7 @@ type XIELU struct{ AlphaN, AlphaP, Beta, Eps float32 }
 
 // NewXIELU makes the parameters from a file's values.
 func NewXIELU(alphaN, alphaP, beta, eps float32) XIELU {
-	softplus := func(x float32) float32 {
-		if x > 20 {
-			return x
-		}
-		return LibcLogf(1 + libcExpf(x))
-	}
-	return XIELU{AlphaN: beta + softplus(alphaN), AlphaP: softplus(alphaP), Beta: beta, Eps: eps}
+	return XIELU{AlphaN: beta + ggmlSoftplus(alphaN), AlphaP: ggmlSoftplus(alphaP), Beta: beta, Eps: eps}
 }
 
 // Forward computes out = xielu(x) as ggml-cpu's XIELU does, in float32

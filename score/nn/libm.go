@@ -132,6 +132,15 @@ var exp2fTab = func() (t [32]uint64) {
 	return t
 }()
 
+// ggmlSoftplus is ggml-cpu's softplus (SOFTPLUS, and SSM_SCAN's of dt): x
+// for x > 20, else logf(1 + expf(x)) with glibc's logf and expf.
+func ggmlSoftplus(x float32) float32 {
+	if x > 20 {
+		return x
+	}
+	return LibcLogf(1 + libcExpf(x))
+}
+
 // libcExpf is glibc's expf (ARM's optimized routines, FMA build): not
 // correctly rounded (0.502 ulp), which float32(math.Exp(x)) is.
 func libcExpf(x float32) float32 {

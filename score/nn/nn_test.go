@@ -98,6 +98,21 @@ func TestRMSNorm(t *testing.T) {
 	if !slices.Equal(out, want) {
 		t.Fatalf("got %v, want %v", out, want)
 	}
+	// Rows of 2 with a weight row each of 2 parts (Cols): rows 0 and 2
+	// take {1, 2}, rows 1 and 3 {3, -1}, in both modes.
+	parted := &RMSNorm{Name: "n", W: []float32{1, 2, 3, -1}, Eps: 0, Cols: 2}
+	x = []float32{3, 4, 0, -2, 3, 4, 0, -2}
+	for _, llama := range []bool{false, true} {
+		c := NewContext(2)
+		c.LlamaCPP = llama
+		out = make([]float32, 8)
+		parted.Forward(c, out, x, 4)
+		s2 := 1 / math.Sqrt(2)
+		want = []float32{float32(3 * s1), float32(4 * s1 * 2), 0, float32(-2 * s2 * -1), float32(3 * s1), float32(4 * s1 * 2), 0, float32(-2 * s2 * -1)}
+		if !slices.Equal(out, want) {
+			t.Fatalf("parted, llama.cpp's %v: got %v, want %v", llama, out, want)
+		}
+	}
 }
 
 // ropeDirect rotates one head by the textbook formula with complex numbers:

@@ -1,30 +1,44 @@
 package nn
 
-import "math"
+import (
+	"cmp"
+	"fmt"
+	"math"
+)
 
 // RMSNorm scales each row to unit root-mean-square and multiplies it by a
 // learned weight: y = x / sqrt(mean(x²) + Eps) · W.
 type RMSNorm struct {
 	Name string
-	W    []float32 // one weight per element of a row
+	W    []float32 // one weight per element of a row, or of several (Cols)
 	Eps  float64
+	// Cols, when not 0, is a row's length, and W holds len(W)/Cols rows of
+	// weights, row r of the input taking weight row r mod len(W)/Cols
+	// (PLaMo-2's q and k norms with a weight row per head, heads as rows).
+	Cols int
 }
 
-// Forward normalizes n rows: x (n, len(W)) -> out (n, len(W)). out may be x.
-// The sum of squares, the scale and each product are float64; each output
-// is rounded to float32 once (rmsRow). With Context.LlamaCPP it is
-// llama.cpp's float32 sequence instead (ggmlRMSRow).
+// Forward normalizes n rows: x (n, d) -> out (n, d), d = Cols, or len(W).
+// out may be x. The sum of squares, the scale and each product are
+// float64; each output is rounded to float32 once (rmsRow). With
+// Context.LlamaCPP it is llama.cpp's float32 sequence instead
+// (ggmlRMSRow: RMS_NORM, then MUL by the weights broadcast over rows).
 func (m *RMSNorm) Forward(c *Context, out, x []float32, n int) {
-	d := len(m.W)
+	d := cmp.Or(m.Cols, len(m.W))
+	if d == 0 || len(m.W)%d != 0 {
+		panic(fmt.Sprintf("nn: %s: %d weights for rows of %d", m.Name, len(m.W), d))
+	}
+	parts := len(m.W) / d
 	check(m.Name+" input", len(x), n*d)
 	check(m.Name+" output", len(out), n*d)
 	c.Parallel(n, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
+			w := m.W[r%parts*d : (r%parts+1)*d]
 			if c.LlamaCPP {
-				ggmlRMSRow(out[r*d:(r+1)*d], x[r*d:(r+1)*d], m.W, float32(m.Eps))
+				ggmlRMSRow(out[r*d:(r+1)*d], x[r*d:(r+1)*d], w, float32(m.Eps))
 				continue
 			}
-			rmsRow(out[r*d:(r+1)*d], x[r*d:(r+1)*d], m.W, m.Eps)
+			rmsRow(out[r*d:(r+1)*d], x[r*d:(r+1)*d], w, m.Eps)
 		}
 	})
 }

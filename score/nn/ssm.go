@@ -7,16 +7,18 @@ import (
 	"unsafe"
 )
 
-// SSMHead is one head's operands of a Mamba-2 selective scan (ml.SSM's
+// SSMHead is one head's operands of a Mamba selective scan (ml.SSM's
 // definition) over n tokens: x and out rows of the head's P values at
 // stride XS, dt at stride DS, B and C rows of the head's group's N values
 // at stride BS; A, D and DtBias the head's scalars; S the head's P × N
-// state (row i holds S[i][·]).
+// state (row i holds S[i][·]). AS, when not nil, holds Mamba-1's N decays
+// of the head's state columns, and A is not read.
 type SSMHead struct {
 	Out, X, Dt, B, C []float32
 	XS, DS, BS       int
 	N, P, T          int // state size, head size, tokens
 	A, D, DtBias     float32
+	AS               []float32
 	S                []float32
 }
 
@@ -30,6 +32,9 @@ func (h *SSMHead) check() {
 	check("scan B", len(h.B), (h.T-1)*h.BS+h.N)
 	check("scan C", len(h.C), (h.T-1)*h.BS+h.N)
 	check("scan state", len(h.S), h.P*h.N)
+	if h.AS != nil {
+		check("scan decays", len(h.AS), h.N)
+	}
 	if h.XS < h.P || h.BS < h.N || h.DS < 1 {
 		panic(fmt.Sprintf("nn: scan strides %d, %d, %d for head %d, state %d", h.XS, h.DS, h.BS, h.P, h.N))
 	}
@@ -51,15 +56,25 @@ func Softplus32(a float32) float32 {
 // product and sum rounded on its own. round, when not nil, rounds the state after each
 // token (a narrower state dtype); it must round each element on its own,
 // as it may be handed the state in another layout.
+//
+// With Mamba-1's decays per column (AS) each column's e^(d·AS[k]) is
+// rounded once, and the rest is as above.
 func SSMScan(h *SSMHead, round func([]float32)) {
 	h.check()
-	if k := kern.ssmF32; k != nil && h.P%16 == 0 && h.N > 0 && h.T > 0 {
+	if k := kern.ssmF32; k != nil && h.AS == nil && h.P%16 == 0 && h.N > 0 && h.T > 0 {
 		ssmScanLanes(h, round, k)
 		return
 	}
 	N, P := h.N, h.P
+	var dAs []float32 // Mamba-1's decays of the token, a column each
+	if h.AS != nil {
+		dAs = make([]float32, N)
+	}
 	for t := range h.T {
 		d, dA := ssmDecay(h, t)
+		for k, a := range h.AS {
+			dAs[k] = float32(math.Exp(float64(d * a)))
+		}
 		b, c := h.B[t*h.BS:t*h.BS+N], h.C[t*h.BS:t*h.BS+N]
 		x, out := h.X[t*h.XS:t*h.XS+P], h.Out[t*h.XS:t*h.XS+P]
 		for i, xv := range x {
@@ -67,6 +82,9 @@ func SSMScan(h *SSMHead, round func([]float32)) {
 			s := h.S[i*N : (i+1)*N]
 			var y float32
 			for k, bv := range b {
+				if dAs != nil {
+					dA = dAs[k]
+				}
 				v := float32(s[k]*dA) + float32(bv*xd)
 				s[k] = v
 				y += float32(v * c[k])
@@ -80,9 +98,12 @@ func SSMScan(h *SSMHead, round func([]float32)) {
 }
 
 // ssmDecay is SSMScan's d = softplus(dt + DtBias) and dA = e^(d·A) for
-// token t.
+// token t (dA 0 with Mamba-1's decays per column).
 func ssmDecay(h *SSMHead, t int) (d, dA float32) {
 	d = Softplus32(h.Dt[t*h.DS] + h.DtBias)
+	if h.AS != nil {
+		return d, 0
+	}
 	return d, float32(math.Exp(float64(d * h.A)))
 }
 
@@ -179,19 +200,20 @@ func ggmlLanes(avx2 bool) (epr, arr int) {
 // GGML_F32_VEC_REDUCE, and the rest of the state added one element at a
 // time, sum = fma(state, C, sum); out = y + D·x (MUL, ADD). Checked bit
 // for bit against llama.cpp 0.7.0's tensors on states of 16, 80 and 128.
-// round as SSMScan's.
+// Mamba-1's decays per column (AS) take ggml's scalar loop in both builds
+// (ssmScanGGMLColumns). round as SSMScan's.
 func SSMScanGGML(h *SSMHead, avx2 bool, round func([]float32)) {
 	h.check()
+	if h.AS != nil {
+		ssmScanGGMLColumns(h, round)
+		return
+	}
 	N, P := h.N, h.P
 	epr, arr := ggmlLanes(avx2)
 	np := N &^ (epr*arr - 1)
 	y := make([]float32, P)
 	for t := range h.T {
-		a := h.Dt[t*h.DS] + h.DtBias
-		d := a
-		if a <= 20 {
-			d = LibcLogf(1 + libcExpf(a))
-		}
+		d := ggmlSoftplus(h.Dt[t*h.DS] + h.DtBias)
 		dA := libcExpf(d * h.A)
 		b, c := h.B[t*h.BS:t*h.BS+N], h.C[t*h.BS:t*h.BS+N]
 		x, out := h.X[t*h.XS:t*h.XS+P], h.Out[t*h.XS:t*h.XS+P]
@@ -206,6 +228,38 @@ func SSMScanGGML(h *SSMHead, avx2 bool, round func([]float32)) {
 				yi = fma32(v, c[k], yi)
 			}
 			out[i] = yi + float32(h.D*xv)
+		}
+		if round != nil {
+			round(h.S)
+		}
+	}
+}
+
+// ssmScanGGMLColumns is SSM_SCAN's Mamba-1 branch as ggml-cpu rounds it
+// (no vector lanes): d as SSMScanGGML's, then for each row xd = x·d and
+// each column in order v = fma(s, expf(d·AS[k]), B·xd), sum = fma(v, C,
+// sum); out = sum + D·x. Checked bit for bit against libggml 0.27.0's
+// zen4 and haswell builds (TestGGMLMamba2).
+func ssmScanGGMLColumns(h *SSMHead, round func([]float32)) {
+	N, P := h.N, h.P
+	dAs := make([]float32, N)
+	for t := range h.T {
+		d := ggmlSoftplus(h.Dt[t*h.DS] + h.DtBias)
+		for k, av := range h.AS {
+			dAs[k] = libcExpf(d * av)
+		}
+		b, c := h.B[t*h.BS:t*h.BS+N], h.C[t*h.BS:t*h.BS+N]
+		x, out := h.X[t*h.XS:t*h.XS+P], h.Out[t*h.XS:t*h.XS+P]
+		for i, xv := range x {
+			xd := xv * d
+			s := h.S[i*N : (i+1)*N]
+			var y float32
+			for k, bv := range b {
+				v := fma32(s[k], dAs[k], float32(bv*xd))
+				s[k] = v
+				y = fma32(v, c[k], y)
+			}
+			out[i] = y + float32(h.D*xv)
 		}
 		if round != nil {
 			round(h.S)
@@ -312,6 +366,9 @@ func SSMScanRef(h *SSMHead, round func([]float32)) {
 			row := s[i*N : (i+1)*N]
 			var y float64
 			for k, bv := range b {
+				if h.AS != nil {
+					dA = math.Exp(d * float64(h.AS[k]))
+				}
 				row[k] = row[k]*dA + float64(bv)*xd
 				y += row[k] * float64(c[k])
 			}

@@ -72,7 +72,9 @@ func (in *mamba2Inputs) ggmlScanAll(j int, avx2 bool) []float32 {
 // haswell builds and glibc 2.43): glibc's logf over [1, 2^29) and the
 // powers of 2 and subnormals of its other branches; SSM_CONV, ADD and
 // SILU; SSM_SCAN then the skip for states of 16, 80 and 128, on both
-// builds (they differ only in their vector lanes), on every kernel level.
+// builds (they differ only in their vector lanes), and Mamba-1's SSM_SCAN
+// with decays per column (ggml's scalar loop, the same in both builds), on
+// every kernel level.
 func TestGGMLMamba2(t *testing.T) {
 	in := newMamba2Inputs()
 	check := func(what string, got []float32, want uint64) {
@@ -101,8 +103,45 @@ func TestGGMLMamba2(t *testing.T) {
 					{0xfa74fbd5a0529d4, 0xd645072998124f87, 0x839412bb025d721a},
 					{0xfa74fbd5a0529d4, 0x6e9230f22398ffd3, 0x2b54d2f0ea3c3aee}}[b2i(avx2)][j])
 			}
+			check(fmt.Sprintf("%v: SSM_SCAN with decays per column, avx2 %v", lv, avx2), mamba1ScanGGML(avx2), 0xc6a088bb4099c146)
 		}
 	})
+}
+
+// mamba1ScanGGML runs SSMScanGGML over Mamba-1's shape (ggml_ops.py scan
+// 50 24 1 1 16 1): 50 tokens of 24 channels, each a head of one with a
+// state of 16 and a decay per column, dt spanning softplus's threshold of
+// 20 and far below 0; the outputs, then the final state.
+func mamba1ScanGGML(avx2 bool) []float32 {
+	const n, H, N = 50, 24, 16
+	r := rand.New(rand.NewSource(7))
+	v := func(n int, s float64) []float32 {
+		o := make([]float32, n)
+		for i := range o {
+			o[i] = float32(r.NormFloat64() * s)
+		}
+		return o
+	}
+	x, dt, bm, cm := v(n*H, 1), v(n*H, 3), v(n*N, 1), v(n*N, 1)
+	for i := range dt {
+		switch i % 23 {
+		case 0:
+			dt[i] = 21 + float32(i%5)
+		case 1:
+			dt[i] = -40
+		}
+	}
+	a := make([]float32, H*N)
+	for i := range a {
+		a[i] = -float32(1+i%N) * float32(0.5+r.Float64())
+	}
+	d, db := v(H, 1), v(H, 0.5)
+	out, state := make([]float32, n*H), make([]float32, H*N)
+	for h := range H {
+		SSMScanGGML(&SSMHead{Out: out[h:], X: x[h:], Dt: dt[h:], B: bm, C: cm, XS: H, DS: H, BS: N, N: N, P: 1, T: n,
+			D: d[h], DtBias: db[h], AS: a[h*N : (h+1)*N], S: state[h*N : (h+1)*N]}, avx2, nil)
+	}
+	return append(out, state...)
 }
 
 func b2i(b bool) int {

@@ -221,6 +221,34 @@ func BenchmarkSSMScan(b *testing.B) {
 	benchScan(b, "f32", func(h *SSMHead) { SSMScan(h, nil) })
 }
 
+// BenchmarkSSMScanColumns is Mamba-1's scan (a decay per state column) of
+// 64 channels with Falcon-Mamba's state of 16 over 256 tokens, through the
+// float32 scan and the int8 modes' ggml loop; it reports ns per token and
+// channel.
+func BenchmarkSSMScanColumns(b *testing.B) {
+	const T, H, N = 256, 64, 16
+	r := rand.New(rand.NewPCG(1, 2))
+	x, dt, bm, cm := randVec(r, T*H), randVec(r, T*H), randVec(r, T*N), randVec(r, T*N)
+	a, s, out := randVec(r, H*N), make([]float32, H*N), make([]float32, T*H)
+	for i := range a {
+		a[i] = -1 - float32(i%N)
+	}
+	for _, c := range []struct {
+		name string
+		scan func(h *SSMHead)
+	}{{"f32", func(h *SSMHead) { SSMScan(h, nil) }}, {"ggml", func(h *SSMHead) { SSMScanGGML(h, false, nil) }}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				for h := range H {
+					c.scan(&SSMHead{Out: out[h:], X: x[h:], Dt: dt[h:], B: bm, C: cm, XS: H, DS: H, BS: N, N: N, P: 1, T: T,
+						D: 1, AS: a[h*N : (h+1)*N], S: s[h*N : (h+1)*N]})
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*T*H), "ns/token-channel")
+		})
+	}
+}
+
 func benchScan(b *testing.B, name string, scan func(h *SSMHead)) {
 	const T, P, N = 256, 64, 128
 	r := rand.New(rand.NewPCG(1, 1))

@@ -9,7 +9,7 @@
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
 # OPs: rms EPS | swiglu | geglu | gelu | swiglu-oai | swiglu-clamp LIMIT | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE [FREQ_SCALE EXT ATTN BETA_FAST BETA_SLOW N_CTX_ORIG] | fa N H HKV D SCALE [CAP [SPARSE [MAX_BIAS]]] |
-# trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N | gdn N HK HV S EPS |
+# trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N [E] | gdn N HK HV S EPS |
 # route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N | topk N K.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
 import ctypes as C, numpy as np, sys, os
@@ -262,20 +262,22 @@ if op == "conv":  # Mamba-2's SSM_CONV from a zero state, ADD of the bias, SILU:
     get(o).tofile(d + "out.bin")  # (n, C)
 if op == "scan":  # Mamba-2's SSM_SCAN from a zero state after ADD of dt's bias, then + x·D (MUL, ADD)
     # x (n, H·P), dt (n, H), B and C (n, G·N) in k.bin and v.bin as float32, A, D, dt bias in w.bin (3·H)
-    n, H, Pp, G, N = map(int, sys.argv[2:7])
-    base.ggml_ssm_scan.restype = P; base.ggml_ssm_scan.argtypes = [P] + [P] * 7
+    # With E = 1 (Mamba-1's decays per state column) w.bin holds A as H·N values (head-major), then D and dt bias.
+    n, H, Pp, G, N = map(int, sys.argv[2:7]); E = len(sys.argv) > 7 and sys.argv[7] == "1"
+    base.ggml_ssm_scan.restype = P; base.ggml_ssm_scan.argtypes = [P] + [P] * 7 + [C.c_int]  # K: the states kept (1)
     base.ggml_add.restype = P; base.ggml_add.argtypes = [P, P, P]
     base.ggml_view_1d.restype = P; base.ggml_view_1d.argtypes = [P, P, C.c_int64, C.c_size_t]
     base.ggml_reshape_4d.restype = P; base.ggml_reshape_4d.argtypes = [P, P] + [C.c_int64] * 4
-    w = np.fromfile(d + "w.bin", np.float32).reshape(3, H)
+    w = np.fromfile(d + "w.bin", np.float32)
+    wa, w = (w[:H * N], w[H * N:].reshape(2, H)) if E else (w[:H], w[H:].reshape(2, H))
     tx = new(F32, [Pp, H, n, 1]); put(tx, np.fromfile(d + "x.bin", np.float32))
     tdt = new(F32, [H, n, 1]); put(tdt, np.fromfile(d + "q.bin", np.float32))
     tB = new(F32, [N, G, n, 1]); put(tB, np.fromfile(d + "k.bin", np.float32))
     tC = new(F32, [N, G, n, 1]); put(tC, np.fromfile(d + "v.bin", np.float32))
-    tA = new(F32, [1, H]); put(tA, w[0]); tD = new(F32, [1, H]); put(tD, w[1]); tdb = new(F32, [H]); put(tdb, w[2])
+    tA = new(F32, [N if E else 1, H]); put(tA, wa); tD = new(F32, [1, H]); put(tD, w[0]); tdb = new(F32, [H]); put(tdb, w[1])
     ts = new(F32, [N, Pp, H, 1]); put(ts, np.zeros(N * Pp * H, np.float32))
     ti = new(I32, [1]); put(ti, np.zeros(1, np.int32))
-    ys = base.ggml_ssm_scan(ctx, ts, tx, base.ggml_add(ctx, tdt, tdb), tA, tB, tC, ti)
+    ys = base.ggml_ssm_scan(ctx, ts, tx, base.ggml_add(ctx, tdt, tdb), tA, tB, tC, ti, 1)
     y = base.ggml_reshape_4d(ctx, base.ggml_view_1d(ctx, ys, n * H * Pp, 0), Pp, H, n, 1)
     o = base.ggml_add(ctx, y, base.ggml_mul(ctx, tx, tD))
     g = base.ggml_new_graph(ctx); base.ggml_build_forward_expand(g, o); base.ggml_build_forward_expand(g, ys)
