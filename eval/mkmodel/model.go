@@ -139,6 +139,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.plamo2Layer(add, i)
 			continue
 		}
+		if c.grok() {
+			c.grokLayer(add, i)
+			continue
+		}
 		if c.nemotron() {
 			c.nemotronLayer(add, i)
 			continue
@@ -379,6 +383,9 @@ func Write(path string, c *Config) error {
 	}
 	if c.plamo2() {
 		c.plamo2Keys(w)
+	}
+	if c.grok() {
+		c.grokKeys(w)
 	}
 	if c.lfm2() {
 		c.lfm2Keys(w)

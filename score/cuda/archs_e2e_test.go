@@ -390,7 +390,7 @@ func TestEndToEndWideHeads(t *testing.T) {
 // per key channel, delta_gates per channel; latent attention without
 // RoPE); smallthinker (ReGLU experts); mamba, falcon-mamba and jamba
 // (Mamba-1: ssm_scan_cols), mamba2; plamo2 (rmsnorm_f32 with a weight row
-// per head); plamo3; gemma3n (ml.AltUp, MLP.TopK; a
+// per head); plamo3; grok (soft-capped scores); gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
 // llama.cpp.
@@ -609,6 +609,14 @@ func TestEndToEndGenerated(t *testing.T) {
 		{"jamba", func(s *mkmodel.Shape) {
 			s.Layers, s.SSMState, s.SSMConv, s.AttnInterval, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 16, 4, 4, 8, 8, s.FFN
 		}, 0.014, 0.0025, 0.00013, ""},
+		// Grok-2: scores multiplied and soft-capped (the plain attention
+		// kernel), the embeddings and the logits scaled, post-norms,
+		// every GELU-gated expert used beside the dense MLP. Emulation:
+		// max 0.0012, mean 0.00026, PPL ratio 0.999986 (the logits'
+		// scale of 0.577 and the post-norms shrink the roundings).
+		{"grok", func(s *mkmodel.Shape) {
+			s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 4, 8, 8, 128, s.FFN
+		}, 0.0025, 0.0005, 0.00003, ""},
 		// PLaMo 2: PLaMo-2's Mamba (ssm_scan, heads of 32) in layers 0
 		// and 2, attention with a q/k norm weight row per head
 		// (rmsnorm_f32's wrows) in 1 and 3, post-norms. Emulation: max

@@ -202,6 +202,11 @@ type Attn struct {
 	Slopes                  *Vector    // nil, or ALiBi's slope per head: query i's score of key j gets Slopes[h]·(j−i) (nn.Attention.Slopes; Bloom, MPT)
 	Keys                    *nn.KeySet // nil, or the keys each query row reads besides causality (Sparse.IndexKeys); a backend that cannot fails
 	Chunk                   int        // > 0: query i reads keys j >= floor(i/Chunk)·Chunk only (Llama 4)
+	// MatMul: llama.cpp computes this attention without flash attention
+	// (Grok, whatever its flash-attention setting); the CPU's int8 modes
+	// over an f16 cache compute that path (nn.Attention.MatMul), other
+	// backends their own attention.
+	MatMul bool
 }
 
 // Validate reports head counts that do not group.

@@ -154,7 +154,7 @@ func newCohere2MoE(l *Loader) Network {
 		} else if e := l.MoE(p, moe); e != nil {
 			ly.ffn = e
 			if e.Shared != nil {
-				ly.ffn = halvedFFN{e}
+				ly.ffn = scaledFFN{e, 0.5}
 			}
 		}
 		ly.parallel = parallelFFNFirst
@@ -170,11 +170,15 @@ func newCohere2MoE(l *Loader) Network {
 	return lnDecoder{d}
 }
 
-// halvedFFN is an FFN whose output llama.cpp halves (cohere2moe's experts
-// plus shared expert).
-type halvedFFN struct{ FFN }
+// scaledFFN is an FFN whose output llama.cpp scales (cohere2moe's experts
+// plus shared expert halved; Grok-2's experts plus dense MLP by
+// 1/sqrt(2)).
+type scaledFFN struct {
+	FFN
+	scale float64
+}
 
-func (h halvedFFN) Forward(b ml.Backend, dst, x ml.Tensor) {
+func (h scaledFFN) Forward(b ml.Backend, dst, x ml.Tensor) {
 	h.FFN.Forward(b, dst, x)
-	b.Scale(dst, 0.5)
+	b.Scale(dst, h.scale)
 }

@@ -244,7 +244,7 @@ func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *m
 // with an f16 cache, llama.cpp's flash attention (ggmlF16).
 func (b *cpuBackend) nnAttention(a *ml.Attn) *nn.Attention {
 	at := &nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, Scale: a.Scale, Window: a.Window,
-		SoftCap: a.SoftCap, Keys: a.Keys, Chunk: a.Chunk, GGMLF16: b.ggmlF16()}
+		SoftCap: a.SoftCap, Keys: a.Keys, Chunk: a.Chunk, GGMLF16: b.ggmlF16(), MatMul: a.MatMul}
 	if a.Sinks != nil {
 		at.Sinks = a.Sinks.V
 	}

@@ -325,7 +325,10 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // none off); plamo2 (PLaMo-2's Mamba in layers 0 and 2: z and x
 // interleaved by head, normed B, C and dt; attention with a q/k norm
 // weight row per head in 1 and 3; post-norms) (24 windows, both builds:
-// none off).
+// none off); grok (Grok-2's layout: the experts beside a dense MLP, its
+// multipliers and soft-caps, the attention computed as llama.cpp computes
+// Grok's, without flash attention; Grok-1's: TestGrokKeys) (24 windows,
+// both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -548,6 +551,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1617.0369345, -813.8024052, -787.9764615, -740.3824372}},
 		{"plamo2", "plamo2", "", plamo2Shape, "", "d6997daf576a75a23479baa419346c3378ab82e656f2337e67606f9c6c1a1583",
 			[]float64{-1589.6846014, -795.1006563, -785.8424692, -766.3938297}},
+		{"grok", "grok", "", grokShape, "", "a2946915897f5b2d66f52562e190637775b24814c580cb2b04e7f419a518eece",
+			[]float64{-1426.1398965, -707.7240724, -709.8431387, -683.8368512}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -1068,6 +1073,35 @@ func TestJambaKeys(t *testing.T) {
 	checkRefusals(t, genModel(t, dir, "mamba2", mamba2Shape), []refusal{
 		{"no groups", map[string]any{"mamba2.ssm.group_count": nil}, nil, "missing metadata mamba2.ssm.group_count"},
 		{"no norm", nil, []string{"blk.1.ssm_norm.weight"}, "missing tensor blk.1.ssm_norm.weight"},
+	})
+}
+
+// grokShape is Grok-2's layout in 4 layers: 8 experts of 128 (2 used)
+// beside a dense MLP of the FFN's width.
+func grokShape(s *mkmodel.Shape) {
+	s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 4, 8, 2, 128, s.FFN
+}
+
+// TestGrokKeys: Grok-1's layout (no dense MLP) without its multipliers'
+// and soft-caps' keys, which llama.cpp then takes as Grok-1's values (and
+// no final soft-cap), against llama.cpp's sums on the same bytes (24
+// windows in both builds: none off; here the first 4); a file without
+// experts refused, as llama.cpp refuses it.
+func TestGrokKeys(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "grok", func(s *mkmodel.Shape) { grokShape(s); s.SharedFFN = 0 })
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "Grok-1's defaults", sha256: "07c3a7681cc1d74bea64ef5d90a6ba7c6fac110519738913c25305d46aecabf2",
+			set: map[string]any{"grok.final_logit_softcapping": nil, "grok.embedding_scale": nil, "grok.attention.output_scale": nil,
+				"grok.attn_logit_softcapping": nil, "grok.logit_scale": nil},
+			sums: []float64{-1425.8512033, -707.6988910, -709.9058910, -683.9575078}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"no experts", map[string]any{"grok.expert_count": nil}, nil, "missing metadata grok.expert_count"},
 	})
 }
 

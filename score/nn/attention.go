@@ -30,6 +30,12 @@ type Attention struct {
 	// GGMLF16 computes as llama.cpp's CPU flash attention over an F16
 	// cache (ggmlAttention): the int8 mode with an f16 KV cache.
 	GGMLF16 bool
+	// MatMul, with GGMLF16, computes as llama.cpp's attention without
+	// flash attention instead (ggmlMatMulAttention: KQ and KQV as F16
+	// matrix products, SOFT_MAX between them), which llama.cpp 0.7.0 takes
+	// for Grok whatever its flash-attention setting. It takes no Sinks
+	// and no Slopes.
+	MatMul bool
 	// Keys, when not nil, restricts query row i further to the keys j with
 	// Keys.Has(i, j) (DeepSeek's sparse attention: the keys its lightning
 	// indexer selects).
@@ -134,6 +140,10 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 	check("attention v", len(v), n*ks)
 	check("attention output", len(out), n*qs)
 	if n == 0 {
+		return
+	}
+	if a.GGMLF16 && a.MatMul {
+		a.ggmlMatMulAttention(c, out, q, k, v, n)
 		return
 	}
 	if a.GGMLF16 {

@@ -385,6 +385,64 @@ func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
 	})
 }
 
+// ggmlMatMulAttention is llama.cpp's attention without flash attention
+// (build_attn_mha: MUL_MAT of the F16 keys and q, the scores' scale and
+// soft-cap, SOFT_MAX with the mask, MUL_MAT of the F16 values and the
+// probabilities) as ggml-cpu computes it, each query row on its own:
+// s_j = float32(ggml_vec_dot_f16(k_j, f16(q))) for each visible key, then
+// s_j·Scale, or with a soft-cap cap·tanhf(s_j·float32(Scale/cap)) (Grok's
+// SCALE, TANH, SCALE; SOFT_MAX's own scale then 1), -Inf for the others;
+// GGMLSoftMax over the row padded with -Inf to a multiple of 64 keys
+// (llama.cpp's row is its cache's n_kv, a multiple of 256 whose masked
+// keys add zeros to the same lanes); each output element
+// float32(ggml_vec_dot_f16(v column, f16(p))) over the padded row, the
+// values of keys past the row's last 0 (their probabilities are 0).
+func (a *Attention) ggmlMatMulAttention(c *Context, out, q, k, v []float32, n int) {
+	if a.Sinks != nil || a.Slopes != nil {
+		panic("nn: matrix-product attention takes no sinks and no ALiBi")
+	}
+	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
+	group := a.Heads / a.KVHeads
+	scale, capf := a.ggmlScale()
+	avx2 := c.GGMLAVX2
+	pad := (n + 63) &^ 63
+	c.Parallel(n*a.Heads, func(_, lo, hi int) {
+		qh, row, vcol := make([]float32, hd), make([]float32, pad), make([]float32, pad)
+		for it := lo; it < hi; it++ {
+			i, h := it/a.Heads, it%a.Heads
+			g := h / group
+			L := (i + 64) &^ 63 // the keys up to i, padded
+			for d, x := range q[i*qs+h*hd : i*qs+(h+1)*hd] {
+				qh[d] = roundF16(x)
+			}
+			first := 0
+			if a.Window > 0 {
+				first = max(0, i-a.Window+1)
+			}
+			for j := range L {
+				row[j] = float32(math.Inf(-1))
+				if j >= first && j <= i && a.sees(i, j) {
+					row[j] = capf(float32(dotF16(k[j*ks+g*hd:j*ks+(g+1)*hd], qh, avx2)) * scale)
+				}
+			}
+			GGMLSoftMax(row[:L], row[:L], avx2)
+			for j := range L {
+				row[j] = roundF16(row[j])
+			}
+			o := out[i*qs+h*hd : i*qs+(h+1)*hd]
+			for d := range o {
+				for j := range L {
+					vcol[j] = 0
+					if j <= i {
+						vcol[j] = v[j*ks+g*hd+d]
+					}
+				}
+				o[d] = float32(dotF16(vcol[:L], row[:L], avx2))
+			}
+		}
+	})
+}
+
 // ggmlScale is FLASH_ATTN_EXT's score scale and its soft-cap: with a cap,
 // the scale divided by it (float32), and each scaled score s becomes
 // cap·tanhf(s) (glibc's tanhf is correctly rounded).

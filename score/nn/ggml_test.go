@@ -753,3 +753,33 @@ func TestXIELU(t *testing.T) {
 		}
 	}
 }
+
+// TestGGMLMatMulAttention pins the matrix-product attention of llama.cpp
+// without flash attention (Attention.MatMul: Grok's) against libggml
+// 0.27.0's bits on the same inputs (testdata/ggml_ops.py mmattn: KQ and
+// KQV as F16 MUL_MATs over the keys padded to 256, SOFT_MAX_EXT with the
+// causal mask between; with a soft-cap of 2 Grok's SCALE, TANH, SCALE),
+// in both builds, over 20, 100 and 300 rows (past one padded block of
+// 256 keys): 4 heads of 64 reading 2 KV heads, scale 0.125.
+func TestGGMLMatMulAttention(t *testing.T) {
+	in := &ggmlInputs{r: rand.New(rand.NewSource(5))}
+	want := map[int][2][2]uint64{ // rows -> [cap 0, 2] -> [zen4, haswell]
+		20:  {{0x19b8f60950e4a3d5, 0x38b45c907e53f1d9}, {0xcc7db6bbe5407e45, 0xac0fa9ae45aafcf3}},
+		100: {{0xff5814bef926418, 0xd3f8c5a05fa1306a}, {0xb4f3bd3ad7da95b0, 0x80af232017b42cbf}},
+		300: {{0x679da5f8fb774637, 0xafa6586071ddccf9}, {0x92ed398dbdab9201, 0xbdb5e9337d217209}},
+	}
+	for _, n := range []int{20, 100, 300} {
+		q, k, v := in.fa(n)
+		for ci, cp := range []float64{0, 2} {
+			for bi, avx2 := range []bool{false, true} {
+				c := NewContext(2)
+				c.GGMLAVX2 = avx2
+				o := make([]float32, len(q))
+				(&Attention{Heads: 4, KVHeads: 2, HeadDim: 64, Scale: 0.125, SoftCap: cp, GGMLF16: true, MatMul: true}).Forward(c, o, q, k, v, n)
+				if h := fnvBits(o); h != want[n][ci][bi] {
+					t.Errorf("%d rows, soft-cap %v, avx2 %v: hash %#x, llama.cpp's %#x", n, cp, avx2, h, want[n][ci][bi])
+				}
+			}
+		}
+	}
+}

@@ -8,7 +8,7 @@
 #   chroot SID python3 /tmp/gx/ggml_ops.py OP ARGS...
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
-# OPs: rms EPS | swiglu | geglu | gelu | swiglu-oai | swiglu-clamp LIMIT | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE [FREQ_SCALE EXT ATTN BETA_FAST BETA_SLOW N_CTX_ORIG] | fa N H HKV D SCALE [CAP [SPARSE [MAX_BIAS]]] |
+# OPs: rms EPS | swiglu | geglu | gelu | swiglu-oai | swiglu-clamp LIMIT | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE [FREQ_SCALE EXT ATTN BETA_FAST BETA_SLOW N_CTX_ORIG] | fa N H HKV D SCALE [CAP [SPARSE [MAX_BIAS]]] | mmattn N H HKV D SCALE [CAP] |
 # trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N [E] | gdn N HK HV S EPS |
 # route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N | topk N K.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
@@ -93,6 +93,27 @@ elif op == "fa":  # q (n, H, D) f32, k, v (n, HKV, D) f16 bits, scale, optional 
     tm = new(F16, [n, npad]); put(tm, m)
     o = base.ggml_flash_attn_ext(ctx, tq, tk, tv, tm, scale, max_bias, cap); run(o)
     get(o).tofile(d + "out.bin")  # (n, H, D)
+elif op == "mmattn":  # fa's inputs without SPARSE or ALiBi, as llama.cpp's attention without flash attention:
+    # MUL_MAT(k, q) over n_kv = n padded to 256 (zero keys and values), with a soft-cap SCALE(scale/cap), TANH, SCALE(cap),
+    # SOFT_MAX_EXT with the causal mask (and scale when uncapped), MUL_MAT(v transposed, p)
+    n, H, HKV, D = map(int, sys.argv[2:6]); scale = float(sys.argv[6]); cap = float(sys.argv[7]) if len(sys.argv) > 7 else 0.0
+    base.ggml_soft_max_ext.restype = P; base.ggml_soft_max_ext.argtypes = [P, P, P, C.c_float, C.c_float]
+    q = np.fromfile(d + "q.bin", np.float32).reshape(n, H, D)
+    nkv = (n + 255) // 256 * 256
+    k = np.zeros((nkv, HKV, D), np.float16); k[:n] = np.fromfile(d + "k.bin", np.float16).reshape(n, HKV, D)
+    v = np.zeros((nkv, HKV, D), np.float16); v[:n] = np.fromfile(d + "v.bin", np.float16).reshape(n, HKV, D)
+    tq = new(F32, [D, n, H]); put(tq, q.transpose(1, 0, 2))
+    tk = new(F16, [D, nkv, HKV]); put(tk, k.transpose(1, 0, 2))
+    tv = new(F16, [nkv, D, HKV]); put(tv, v.transpose(1, 2, 0))
+    m = np.full((n, nkv), -np.inf, np.float32)
+    for i in range(n): m[i, :i + 1] = 0
+    tm = new(F32, [nkv, n]); put(tm, m)
+    kq = base.ggml_mul_mat(ctx, tk, tq)
+    sm = scale
+    if cap > 0:
+        kq = base.ggml_scale(ctx, base.ggml_tanh(ctx, base.ggml_scale(ctx, kq, np.float32(scale) / np.float32(cap))), cap); sm = 1.0
+    o = base.ggml_mul_mat(ctx, tv, base.ggml_soft_max_ext(ctx, kq, tm, sm, 0.0)); run(o)
+    get(o).reshape(H, n, D).transpose(1, 0, 2).astype(np.float32).tofile(d + "out.bin")  # (n, H, D)
 elif op == "gelu":  # x
     x = np.fromfile(d + "x.bin", np.float32); tx = new(F32, [len(x)]); put(tx, x)
     o = base.ggml_gelu(ctx, tx); run(o)
