@@ -43,7 +43,7 @@ func (s Shape) fused() bool {
 // partialRoPE reports an attention architecture whose RopeDims may be
 // set (the hybrids check theirs apart).
 func (s Shape) partialRoPE() bool {
-	return s.phi3() || s.fused() || s.Arch == "stablelm" || s.Arch == "minimax-m2" || s.Arch == "bailingmoe2" || s.Arch == "phi2" || s.Arch == "gptneox" || s.Arch == "nemotron"
+	return s.phi3() || s.fused() || s.minicpm3() || s.Arch == "stablelm" || s.Arch == "minimax-m2" || s.Arch == "bailingmoe2" || s.Arch == "phi2" || s.Arch == "gptneox" || s.Arch == "nemotron"
 }
 
 // geluMLP reports an architecture whose MLPs are ungated GELU with
@@ -61,8 +61,8 @@ func (s Shape) alibi() bool { return s.Arch == "bloom" || s.Arch == "mpt" || s.A
 // OrigContext zero).
 func (s Shape) checkPhi3() error {
 	switch {
-	case !s.phi3() && s.OrigContext != 0:
-		return fmt.Errorf("shape: LongRoPE's original context is for phi3, not %s", s.Arch)
+	case !s.phi3() && !s.minicpm3() && s.OrigContext != 0:
+		return fmt.Errorf("shape: LongRoPE's original context is for phi3 and minicpm3, not %s", s.Arch)
 	case !s.partialRoPE():
 		return nil
 	case s.RopeDims < 0 || s.RopeDims%2 != 0 || s.RopeDims > s.HeadDim:
@@ -79,6 +79,8 @@ func (s Shape) ropeDims() int {
 	case s.RopeDims != 0:
 		return s.RopeDims
 	case s.Arch == "glm4" || s.Arch == "chatglm" || s.Arch == "minimax-m2" || s.Arch == "phi2" || s.Arch == "nemotron": // phi2: near Phi-2's partial_rotary_factor 0.4; Minitron's 0.5
+		return s.HeadDim / 2
+	case s.Arch == "minicpm3": // MiniCPM3's 32 of 96: half the unrotated part
 		return s.HeadDim / 2
 	case s.Arch == "stablelm" || s.Arch == "gptneox": // StableLM 2's and Pythia's partial_rotary_factor 0.25
 		return s.HeadDim / 4

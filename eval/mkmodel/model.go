@@ -143,6 +143,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.grokLayer(add, i)
 			continue
 		}
+		if c.minicpm3() {
+			c.minicpm3Layer(add, i)
+			continue
+		}
 		if c.nemotron() {
 			c.nemotronLayer(add, i)
 			continue
@@ -387,6 +391,9 @@ func Write(path string, c *Config) error {
 	if c.grok() {
 		c.grokKeys(w)
 	}
+	if c.minicpm3() {
+		c.minicpm3Keys(w)
+	}
 	if c.lfm2() {
 		c.lfm2Keys(w)
 	}
@@ -559,6 +566,9 @@ func (c *Config) attnKeys(w *gguf.Writer) {
 	if c.kimiLinear() { // the latent cache's key and value: [c | k_pe] and c
 		w.Add(a+".attention.key_length", uint32(c.kimiKVLora()+c.kimiRope()))
 		w.Add(a+".attention.value_length", uint32(c.kimiKVLora()))
+	} else if c.minicpm3() { // key heads [nope | rope], value heads of HeadDim
+		w.Add(a+".attention.key_length", uint32(c.HeadDim+c.ropeDims()))
+		w.Add(a+".attention.value_length", uint32(c.HeadDim))
 	} else {
 		w.Add(a+".attention.key_length", uint32(c.HeadDim))
 		w.Add(a+".attention.value_length", uint32(c.valueDim()))

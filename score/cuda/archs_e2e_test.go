@@ -390,7 +390,8 @@ func TestEndToEndWideHeads(t *testing.T) {
 // per key channel, delta_gates per channel; latent attention without
 // RoPE); smallthinker (ReGLU experts); mamba, falcon-mamba and jamba
 // (Mamba-1: ssm_scan_cols), mamba2; plamo2 (rmsnorm_f32 with a weight row
-// per head); plamo3; grok (soft-capped scores); gemma3n (ml.AltUp, MLP.TopK; a
+// per head); plamo3; grok (soft-capped scores); minicpm3 (Columns);
+// gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
 // llama.cpp.
@@ -617,6 +618,11 @@ func TestEndToEndGenerated(t *testing.T) {
 		{"grok", func(s *mkmodel.Shape) {
 			s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 4, 8, 8, 128, s.FFN
 		}, 0.0025, 0.0005, 0.00003, ""},
+		// MiniCPM3: latent attention in its plain form (the heads
+		// assembled by Columns, values padded), llama.cpp's fixed
+		// multipliers. Emulation: max 0.0035, mean 0.00102, PPL ratio
+		// 1.000006.
+		{"minicpm3", func(s *mkmodel.Shape) { s.Layers, s.KVHeads = 4, 4 }, 0.007, 0.002, 0.0001, ""},
 		// PLaMo 2: PLaMo-2's Mamba (ssm_scan, heads of 32) in layers 0
 		// and 2, attention with a q/k norm weight row per head
 		// (rmsnorm_f32's wrows) in 1 and 3, post-norms. Emulation: max

@@ -328,7 +328,10 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // none off); grok (Grok-2's layout: the experts beside a dense MLP, its
 // multipliers and soft-caps, the attention computed as llama.cpp computes
 // Grok's, without flash attention; Grok-1's: TestGrokKeys) (24 windows,
-// both builds: none off).
+// both builds: none off); minicpm3 (latent attention in its plain form,
+// values padded, the rotated parts at the heads' ends, llama.cpp's fixed
+// multipliers; and with LongRoPE's long factors) (24 windows each, both
+// builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -553,6 +556,11 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1589.6846014, -795.1006563, -785.8424692, -766.3938297}},
 		{"grok", "grok", "", grokShape, "", "a2946915897f5b2d66f52562e190637775b24814c580cb2b04e7f419a518eece",
 			[]float64{-1426.1398965, -707.7240724, -709.8431387, -683.8368512}},
+		{"minicpm3", "minicpm3", "", minicpm3Shape, "", "adce6552cd34bfb30bcd0e63a212d3b84581f4532ebfdef3db656ba06aa57dbe",
+			[]float64{-2369.8275393, -1145.5393903, -1157.7447922, -1068.2514469}},
+		{"minicpm3-longrope", "minicpm3", "", func(s *mkmodel.Shape) { minicpm3Shape(s); s.Context, s.OrigContext = 4096, 64 }, "long",
+			"b0adc59706cb8fc466f00247649650395c7c4d8f38b770935faa427f1a9e8988",
+			[]float64{-2369.8879194, -1146.2778829, -1157.4618608, -1068.9379842}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -1076,6 +1084,10 @@ func TestJambaKeys(t *testing.T) {
 	})
 }
 
+// minicpm3Shape is MiniCPM3's layout in 4 layers: key heads of 48 (32
+// unrotated, 16 rotated), values of 32, a KV head per head.
+func minicpm3Shape(s *mkmodel.Shape) { s.Layers, s.KVHeads = 4, 4 }
+
 // grokShape is Grok-2's layout in 4 layers: 8 experts of 128 (2 used)
 // beside a dense MLP of the FFN's width.
 func grokShape(s *mkmodel.Shape) {
@@ -1086,7 +1098,8 @@ func grokShape(s *mkmodel.Shape) {
 // and soft-caps' keys, which llama.cpp then takes as Grok-1's values (and
 // no final soft-cap), against llama.cpp's sums on the same bytes (24
 // windows in both builds: none off; here the first 4); a file without
-// experts refused, as llama.cpp refuses it.
+// experts refused, as llama.cpp refuses it; minicpm3 files without what
+// its latent attention needs, or with values wider than its keys, refused.
 func TestGrokKeys(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -1102,6 +1115,11 @@ func TestGrokKeys(t *testing.T) {
 	})
 	checkRefusals(t, src, []refusal{
 		{"no experts", map[string]any{"grok.expert_count": nil}, nil, "missing metadata grok.expert_count"},
+	})
+	checkRefusals(t, genModel(t, dir, "minicpm3", minicpm3Shape), []refusal{
+		{"no latent rank", map[string]any{"minicpm3.attention.kv_lora_rank": nil}, nil, "missing metadata minicpm3.attention.kv_lora_rank"},
+		{"values wider than keys", map[string]any{"minicpm3.attention.value_length": uint32(64)}, nil, "values of 64"},
+		{"no q norm", nil, []string{"blk.2.attn_q_a_norm.weight"}, "missing tensor blk.2.attn_q_a_norm.weight"},
 	})
 }
 

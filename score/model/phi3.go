@@ -37,7 +37,7 @@ func newPhi3(l *Loader) Network {
 func (l *Loader) phi3Decoder() *decoder {
 	d := l.baseDecoder(true)
 	d.attn.Scale = 1 // q is scaled instead
-	l.longRoPE(d)
+	l.longRoPE(d.rope)
 	scale := nn.InvSqrtf(l.HP.HeadDim)
 	d.scaleQ = func(b ml.Backend, q ml.Tensor) { b.Scale(q, float64(scale)) }
 	return d
@@ -71,7 +71,7 @@ func newPhiMoE(l *Loader) Network {
 // longRoPE applies Phi-3's LongRoPE factors, when the file has them: the
 // long ones when Options.Context exceeds the original context (llama.cpp's
 // get_rope_factors: n_ctx_seq > n_ctx_orig_yarn), else the short ones.
-func (l *Loader) longRoPE(d *decoder) {
+func (l *Loader) longRoPE(r *nn.RoPE) {
 	long, short := l.Has("rope_factors_long.weight"), l.Has("rope_factors_short.weight")
 	if l.err != nil || !long && !short {
 		return
@@ -97,6 +97,6 @@ func (l *Loader) longRoPE(d *decoder) {
 		l.Failf("missing tensor %s.weight (context %d, original context %d)", name, l.Opts.Context, orig)
 		return
 	}
-	d.rope.FreqFactors = l.floats(name+".weight", d.rope.Dims/2)
+	r.FreqFactors = l.floats(name+".weight", r.Dims/2)
 	l.rinfo.FreqFactors, l.rinfo.Factors = true, name[len("rope_factors_"):]
 }
