@@ -246,7 +246,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if post {
 			add(p+"post_attention_norm.weight", []uint64{e}, i, c.gain(p+"post_attention_norm.weight", res, 0.1*res))
 		}
-		if !olmo && !c.cohere() && !(c.Arch == "stablelm" && c.QKLayerNorm) && c.Arch != "phi2" && c.Arch != "falcon" { // Cohere's, StableLM 2 12B's, Phi-2's and Falcon's MLPs read the attention's normed rows
+		if !olmo && !c.cohere() && !(c.Arch == "stablelm" && c.QKLayerNorm) && c.Arch != "phi2" && c.Arch != "falcon" && c.Arch != "plamo" { // Cohere's, StableLM 2 12B's, Phi-2's, Falcon's and PLaMo's MLPs read the attention's normed rows
 			ffnNorm := p + "ffn_norm.weight"
 			switch c.Arch {
 			case "seed_oss": // its FFN pre-norm's name

@@ -84,7 +84,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -202,7 +202,7 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: %s is tied (llama.cpp's %s reads no output matrix)", s.Arch, s.Arch)
 	case s.QKLayerNorm && s.Arch != "command-r" && s.Arch != "stablelm":
 		return fmt.Errorf("shape: per-head q/k LayerNorms are command-r's (Command R+) and stablelm's (StableLM 2 12B)")
-	case (s.Arch == "stablelm" || s.Arch == "phi2" || s.Arch == "gptneox" || s.Arch == "nemotron" || s.Arch == "dbrx" || s.Arch == "bailingmoe") && s.Tied:
+	case (s.Arch == "stablelm" || s.Arch == "phi2" || s.Arch == "plamo" || s.Arch == "gptneox" || s.Arch == "nemotron" || s.Arch == "dbrx" || s.Arch == "bailingmoe") && s.Tied:
 		return fmt.Errorf("shape: %s is untied (llama.cpp's %s requires output.weight)", s.Arch, s.Arch)
 	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "olmo2" && s.Arch != "granite_swa" && s.Arch != "mellum" && s.Arch != "mimo2" && s.Arch != "step35" && s.Arch != "plamo3" && !s.lfm2() && !s.gemma3n():
 		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, gemma2, cohere2, olmo2, mimo2, step35, lfm2, lfm2moe and gemma3n", s.Window)
@@ -324,6 +324,8 @@ func (s Shape) Params() int64 {
 		block += 2 * e
 	case "starcoder2": // q, k, v and output biases, the norms' biases; an ungated MLP with biases
 		block += q + 2*kv + e + 2*e - e*int64(s.FFN) + int64(s.FFN) + e
+	case "plamo": // no FFN norm: the MLP reads the attention's normed rows
+		block -= e
 	case "olmo": // no norms
 		block -= 2 * e
 	case "mpt": // an ungated MLP, no biases

@@ -331,7 +331,8 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // both builds: none off); minicpm3 (latent attention in its plain form,
 // values padded, the rotated parts at the heads' ends, llama.cpp's fixed
 // multipliers; and with LongRoPE's long factors) (24 windows each, both
-// builds: none off).
+// builds: none off); plamo (PLaMo-13B: a parallel block without an FFN
+// norm, NeoX RoPE) (24 windows, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -561,6 +562,8 @@ func TestGeneratedLlama(t *testing.T) {
 		{"minicpm3-longrope", "minicpm3", "", func(s *mkmodel.Shape) { minicpm3Shape(s); s.Context, s.OrigContext = 4096, 64 }, "long",
 			"b0adc59706cb8fc466f00247649650395c7c4d8f38b770935faa427f1a9e8988",
 			[]float64{-2369.8879194, -1146.2778829, -1157.4618608, -1068.9379842}},
+		{"plamo", "plamo", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "5dd76f3bafba364173ba23d0b8b1428deff382a57326e02b5b0d959e6908775b",
+			[]float64{-1651.9090325, -805.4377647, -796.3009550, -770.5445170}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
