@@ -147,6 +147,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.minicpm3Layer(add, i)
 			continue
 		}
+		if c.arctic() {
+			c.arcticLayer(add, i)
+			continue
+		}
 		if c.nemotron() {
 			c.nemotronLayer(add, i)
 			continue
@@ -500,7 +504,7 @@ func Write(path string, c *Config) error {
 		w.Add(a+".expert_count", uint32(c.Experts))
 		w.Add(a+".expert_used_count", uint32(c.ExpertsUsed))
 		switch a {
-		case "llama", "granitehybrid", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba": // their files give feed_forward_length only
+		case "llama", "granitehybrid", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba", "arctic": // their files give feed_forward_length only
 		default:
 			w.Add(a+".expert_feed_forward_length", uint32(c.ExpertFFN))
 		}

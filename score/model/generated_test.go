@@ -332,7 +332,9 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // values padded, the rotated parts at the heads' ends, llama.cpp's fixed
 // multipliers; and with LongRoPE's long factors) (24 windows each, both
 // builds: none off); plamo (PLaMo-13B: a parallel block without an FFN
-// norm, NeoX RoPE) (24 windows, both builds: none off).
+// norm, NeoX RoPE) (24 windows, both builds: none off); arctic (a dense
+// MLP as wide as the model, and experts beside the layer reading its
+// input) (24 windows, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -564,6 +566,9 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-2369.8879194, -1146.2778829, -1157.4618608, -1068.9379842}},
 		{"plamo", "plamo", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "5dd76f3bafba364173ba23d0b8b1428deff382a57326e02b5b0d959e6908775b",
 			[]float64{-1651.9090325, -805.4377647, -796.3009550, -770.5445170}},
+		{"arctic", "arctic", "", func(s *mkmodel.Shape) { s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 8, 2, s.FFN }, "",
+			"2dd5aa741ba1977d479b26aeb9af6e5b68772a00a803bfb82841ac6fcccd6c97",
+			[]float64{-1609.8402455, -801.7587901, -793.5906758, -767.6934912}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {

@@ -181,6 +181,11 @@ type decoderLayer struct {
 	// *MoE) read the layer's input rather than the FFN's normed rows
 	// (smallthinker).
 	rawRouter bool
+	// resMoE, when set, is a mixture of experts beside the layer (arctic's
+	// residual MoE): it reads the layer's input normed by resMoENorm, and
+	// its output joins the residual stream after the FFN's.
+	resMoE     FFN
+	resMoENorm *ml.Vector
 	// mixer, when set, is the layer's mixer instead of attention (the
 	// Mamba-2 layers of granitehybrid and nemotron_h, LFM2's short
 	// convolutions; q, k, v and o are nil), or beside it (falcon-h1: the
@@ -560,6 +565,12 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			logits = b.Alloc(n, moe.Router.Experts)
 			b.Linear(logits, x, moe.Gate)
 		}
+		var res ml.Tensor // resMoE's output, of the layer's input
+		if ly.resMoE != nil {
+			res = b.Alloc(n, hp.Embd)
+			m.norm(b, h, x, ly.resMoENorm, nil)
+			ly.resMoE.Forward(b, res, h)
+		}
 
 		// normed is the residual stream normed by w (plus bias) into h, or
 		// itself.
@@ -617,6 +628,9 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 				b.Scale(ff, m.resScale)
 			}
 			b.Add(x, ff)
+		}
+		if res != nil {
+			b.Add(x, res)
 		}
 		b.Release(mark)
 	}
