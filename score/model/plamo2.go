@@ -22,8 +22,8 @@ import (
 // fixed width), each RMS-normed by ssm_b_norm, ssm_c_norm, ssm_dt_norm
 // (without ".weight", as llama.cpp binds them); dt = ssm_dt·dt, one per
 // head; Mamba-2's scan in one group (ssm.group_count 0, as llama.cpp
-// requires; decays
-// ssm_a, skip ssm_d, dt bias ssm_dt.bias); y ⊙ silu(z); ssm_out·y.
+// requires; decays ssm_a, skip ssm_d, dt bias ssm_dt.bias); y ⊙ silu(z);
+// ssm_out·y.
 func init() { Register("plamo2", newPlamo2) }
 
 func newPlamo2(l *Loader) Network {
