@@ -44,7 +44,11 @@ func (c *Config) Tensors() []Tensor {
 }
 
 func (c *Config) tensorType(name string, shape []uint64, layer int) gguf.Type {
-	return c.Type.TensorType(name, int(shape[0]), len(shape), layer, c.Layers, c.Heads/c.KVHeads, c.Tied)
+	dims := len(shape) // as ggml_n_dims counts them: trailing 1s do not
+	for dims > 1 && shape[dims-1] == 1 {
+		dims--
+	}
+	return c.Type.TensorType(name, int(shape[0]), dims, layer, c.Layers, c.Heads/c.KVHeads, c.Tied)
 }
 
 // rng returns a generator for one row of one tensor: the weights depend
@@ -119,7 +123,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 	} else {
 		add("token_embd.weight", []uint64{e, v}, -1, c.normal("token_embd.weight", embStd))
 	}
-	if c.Arch == "bloom" { // the embeddings' LayerNorm
+	if c.Arch == "bloom" || c.Arch == "rwkv7" { // the embeddings' LayerNorm
 		add("token_embd_norm.weight", []uint64{e}, -1, c.gain("token_embd_norm.weight", 1, 0.1))
 		add("token_embd_norm.bias", []uint64{e}, -1, c.normal("token_embd_norm.bias", 0.1))
 	}
@@ -133,6 +137,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		}
 		if c.ssmOnly() || c.Arch == "jamba" {
 			c.ssmLayer(add, i)
+			continue
+		}
+		if c.rwkv7() {
+			c.rwkv7Layer(add, i)
 			continue
 		}
 		if c.plamo2() {
@@ -365,10 +373,13 @@ func Write(path string, c *Config) error {
 	w.Add(a+".context_length", uint32(c.Context))
 	w.Add(a+".embedding_length", uint32(c.Embd))
 	w.Add(a+".block_count", uint32(c.Layers))
-	if c.ssmOnly() { // no attention, no FFN: zeros, as the converter writes them
+	switch {
+	case c.ssmOnly(): // no attention, no FFN: zeros, as the converter writes them
 		w.Add(a+".feed_forward_length", uint32(0))
 		w.Add(a+".attention.head_count", uint32(0))
-	} else {
+	case c.rwkv7():
+		c.rwkv7Keys(w)
+	default:
 		c.attnKeys(w)
 	}
 	w.Add(a+".attention.layer_norm_rms_epsilon", float32(c.Eps))

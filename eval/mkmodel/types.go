@@ -119,6 +119,9 @@ func (f FileType) TensorType(name string, ne0, dims, layer, layers, gqa int, tie
 		strings.HasSuffix(name, "altup_correct_coef.weight") || strings.HasSuffix(name, "altup_predict_coef.weight") { // llama-quantize leaves MoE routers, convolutions and Gemma 3n's AltUp coefficients F32
 		return gguf.TypeF32
 	}
+	if rwkvSmall(name) {
+		return gguf.TypeF32 // llama-quantize's list of RWKV's small 2-D weights it leaves as they are
+	}
 	if strings.HasSuffix(name, "ssm_a") || strings.HasSuffix(name, "ssm_d") || strings.HasSuffix(name, "_norm.weight") {
 		return gguf.TypeF32 // Mamba-2's per-head values, norms of 2-D (Mamba-2's grouped one, Command R+'s per head): F32 as llama-quantize leaves them
 	}
@@ -207,4 +210,19 @@ func fallback(t gguf.Type, ne0 int) gguf.Type {
 			return gguf.TypeF16
 		}
 	}
+}
+
+// rwkvSmall reports RWKV's low-rank and blend weights, which llama-quantize
+// does not quantize (time_mix_w0..w2, a0..a2, v0..v2, g1, g2, lerp_fused,
+// first, decay_w1, decay_w2).
+func rwkvSmall(name string) bool {
+	i := strings.Index(name, ".time_mix_")
+	if i < 0 {
+		return false
+	}
+	switch strings.TrimSuffix(name[i+len(".time_mix_"):], ".weight") {
+	case "w0", "w1", "w2", "a0", "a1", "a2", "v0", "v1", "v2", "g1", "g2", "lerp_fused", "first", "decay_w1", "decay_w2":
+		return true
+	}
+	return false
 }

@@ -390,10 +390,10 @@ func TestEndToEndWideHeads(t *testing.T) {
 // per key channel, delta_gates per channel; latent attention without
 // RoPE); smallthinker (ReGLU experts); mamba, falcon-mamba and jamba
 // (Mamba-1: ssm_scan_cols), mamba2; plamo2 (rmsnorm_f32 with a weight row
-// per head); plamo3; plamo; arctic (experts beside the layer); grok (soft-capped scores); minicpm3 (Columns);
-// gemma3n (ml.AltUp, MLP.TopK; a
-// vocabulary of the tokenizer's first 4096 tokens); the others only core
-// operations. Package model's TestGeneratedLlama holds the CPU to
+// per head); plamo3; plamo; arctic (experts beside the layer); grok
+// (soft-capped scores); minicpm3 (Columns); rwkv7 and arwkv7 (ml.RWKV:
+// wkv7); gemma3n (ml.AltUp, MLP.TopK; a vocabulary of the tokenizer's
+// first 4096 tokens); the others only core operations. Package model's TestGeneratedLlama holds the CPU to
 // llama.cpp.
 func TestEndToEndGenerated(t *testing.T) {
 	alibiShape := func(s *mkmodel.Shape) { s.Layers, s.Embd, s.Heads, s.KVHeads = 4, 192, 6, 6 }
@@ -621,6 +621,13 @@ func TestEndToEndGenerated(t *testing.T) {
 		// Arctic: experts beside the layer reading its input, every one
 		// used. Emulation: max 0.0156, mean 0.00215, PPL ratio 0.999926.
 		{"arctic", func(s *mkmodel.Shape) { s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 8, 8, s.FFN }, 0.031, 0.0043, 0.00015, ""},
+		// RWKV-7: token shifts, the decays and gates, WKV7 over heads of
+		// 64 (wkv7), the LayerNorm per head, the current-token term, the
+		// ReLU² channel mix; ARWKV-7 without the gate, RMS norms and a
+		// SwiGLU MLP. Emulation: max 0.0071, 0.0171, mean 0.00167,
+		// 0.00216, PPL ratio 0.999924, 0.999791.
+		{"rwkv7", func(s *mkmodel.Shape) { s.Layers, s.HeadDim, s.Heads, s.KVHeads = 4, 64, 2, 2 }, 0.014, 0.0034, 0.00016, ""},
+		{"arwkv7", func(s *mkmodel.Shape) { s.Layers, s.HeadDim, s.Heads, s.KVHeads = 4, 64, 2, 2 }, 0.034, 0.0044, 0.0004, ""},
 		// PLaMo-13B: the parallel block. Emulation: max 0.0056, mean
 		// 0.00132, PPL ratio 0.999981.
 		{"plamo", nil, 0.011, 0.0027, 0.0001, ""},

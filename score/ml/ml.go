@@ -26,7 +26,8 @@
 // Backend, each in its own file: Recurrent (Gated DeltaNet and Mamba-2:
 // causal convolution, L2 norms, the chunked delta rule, the selective
 // scan), Latent (multi-head latent attention), Gemma4 (shared-KV
-// attention, column gathers) and AltUp (Gemma 3n's streams). An
+// attention, column gathers), AltUp (Gemma 3n's streams) and RWKV
+// (RWKV-7's token shift and recurrence). An
 // architecture that needs one says so at load (model.Checker), so a
 // backend without it refuses the model naming the operations, rather than
 // failing at the first window.

@@ -569,6 +569,10 @@ func TestGeneratedLlama(t *testing.T) {
 		{"arctic", "arctic", "", func(s *mkmodel.Shape) { s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 8, 2, s.FFN }, "",
 			"2dd5aa741ba1977d479b26aeb9af6e5b68772a00a803bfb82841ac6fcccd6c97",
 			[]float64{-1609.8402455, -801.7587901, -793.5906758, -767.6934912}},
+		{"rwkv7", "rwkv7", "", rwkv7Shape, "", "241798778aea671ec69129f7d3ba17b6e391601909a32e90f9a81f206cc2d340",
+			[]float64{-1606.4630398, -763.3478417, -781.1464712, -762.7210066}},
+		{"arwkv7", "arwkv7", "", rwkv7Shape, "", "4b02d66c17094b070d8bb037f3e1f58f66255f807f460e9201320730dd9c7ea4",
+			[]float64{-1610.8744613, -801.0724387, -799.2723938, -777.3984115}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -1083,7 +1087,8 @@ func TestJambaKeys(t *testing.T) {
 	})
 	checkRefusals(t, genModel(t, dir, "mamba", mambaShape), []refusal{
 		{"no state", map[string]any{"mamba.ssm.state_size": nil}, nil, "missing metadata mamba.ssm.state_size"},
-		{"heads", map[string]any{"mamba.attention.head_count": uint32(4)}, nil, "mamba has no attention and no FFN, but the file gives 4 heads"},
+		{"heads", map[string]any{"mamba.attention.head_count": uint32(4)}, nil, "mamba has no attention, but the file gives 4 heads"},
+		{"FFN", map[string]any{"mamba.feed_forward_length": uint32(64)}, nil, "mamba has no FFN, but the file gives an FFN of 64"},
 		{"no decays", nil, []string{"blk.0.ssm_a"}, "missing tensor blk.0.ssm_a"},
 	})
 	checkRefusals(t, genModel(t, dir, "mamba2", mamba2Shape), []refusal{
@@ -1903,3 +1908,42 @@ func TestGLMMRoPE(t *testing.T) {
 		})
 	}
 }
+
+// TestRWKV7Variants: arwkv7 without the LayerNorm per head (llama.cpp
+// skips it when the file has none) against llama.cpp's sums on the same
+// bytes (24 windows in both builds: none off; here the first 4); files
+// llama.cpp refuses, refused by name: a missing size, a token shift count
+// other than the architecture's, a head size that does not divide the
+// width, heads in a file without attention, rwkv7 without its gate, and a
+// LayerNorm per head without its bias.
+func TestRWKV7Variants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	arwkv := genModel(t, dir, "arwkv7", rwkv7Shape)
+	checkVariants(t, arwkv, golden.Header.Tokens, []fileVariant{
+		{name: "no norm per head", sha256: "0b2a4abfbf477d25ba67e47b2d042851d3a57c37f9e0bd9749d44585a0f08e0a",
+			drop: []string{"blk.0.time_mix_ln.weight", "blk.0.time_mix_ln.bias", "blk.1.time_mix_ln.weight", "blk.1.time_mix_ln.bias"},
+			sums: []float64{-1606.6752162, -777.8488091, -793.6381976, -782.0762956}},
+	})
+	checkRefusals(t, arwkv, []refusal{
+		{"two shifts", map[string]any{"arwkv7.token_shift_count": uint32(2)}, nil, "arwkv7.token_shift_count = 2, want 1"},
+		{"norm without bias", nil, []string{"blk.1.time_mix_ln.bias"}, "missing tensor blk.1.time_mix_ln.bias"},
+	})
+	checkRefusals(t, genModel(t, dir, "rwkv7", rwkv7Shape), []refusal{
+		{"no head size", map[string]any{"rwkv7.wkv.head_size": nil}, nil, "missing metadata rwkv7.wkv.head_size"},
+		{"no decay rank", map[string]any{"rwkv7.attention.decay_lora_rank": nil}, nil, "missing metadata rwkv7.attention.decay_lora_rank"},
+		{"one shift", map[string]any{"rwkv7.token_shift_count": uint32(1)}, nil, "rwkv7.token_shift_count = 1, want 2"},
+		{"head size", map[string]any{"rwkv7.wkv.head_size": uint32(48)}, nil, "wkv.head_size = 48 does not divide embedding_length 128"},
+		{"heads", map[string]any{"rwkv7.attention.head_count": uint32(2)}, nil, "rwkv7 has no attention, but the file gives 2 heads"},
+		{"no FFN", map[string]any{"rwkv7.feed_forward_length": nil}, nil, "missing metadata rwkv7.feed_forward_length"},
+		{"no gate", nil, []string{"blk.1.time_mix_g2.weight"}, "missing tensor blk.1.time_mix_g2.weight"},
+		{"no LayerNorm epsilon", map[string]any{"rwkv7.attention.layer_norm_epsilon": nil}, nil, "missing metadata rwkv7.attention.layer_norm_epsilon"},
+	})
+}
+
+// rwkv7Shape gives rwkv7 and arwkv7 RWKV-7's heads of 64 (2 in the
+// width of 128).
+func rwkv7Shape(s *mkmodel.Shape) { s.HeadDim, s.Heads, s.KVHeads = 64, 2, 2 }

@@ -190,22 +190,28 @@ func readHParams(f *gguf.File, arch string) (HParams, error) {
 		errs = append(errs, err)
 		*dst = v
 	}
-	free := attentionFree[arch]
-	required := -1
+	withFFN, free := attentionFree[arch]
+	heads, ffn := -1, -1
 	if free {
-		required = 0
+		heads = 0
+		if !withFFN {
+			ffn = 0
+		}
 	}
-	getMax(&hp.FFN, "feed_forward_length", required)
-	getMax(&hp.Heads, "attention.head_count", required)
+	getMax(&hp.FFN, "feed_forward_length", ffn)
+	getMax(&hp.Heads, "attention.head_count", heads)
 	get(&hp.CtxTrain, "context_length", 0)
 	if err := errors.Join(errs...); err != nil {
 		return hp, err
 	}
-	if hp.Embd <= 0 || hp.Layers <= 0 || !free && (hp.FFN <= 0 || hp.Heads <= 0) {
+	if hp.Embd <= 0 || hp.Layers <= 0 || (!free || withFFN) && hp.FFN <= 0 || !free && hp.Heads <= 0 {
 		return hp, fmt.Errorf("bad shape: %d wide, %d layers, FFN %d, %d heads", hp.Embd, hp.Layers, hp.FFN, hp.Heads)
 	}
-	if free && (hp.FFN != 0 || hp.Heads != 0) {
-		return hp, fmt.Errorf("bad shape: %s has no attention and no FFN, but the file gives %d heads and an FFN of %d", arch, hp.Heads, hp.FFN)
+	if free && hp.Heads != 0 {
+		return hp, fmt.Errorf("bad shape: %s has no attention, but the file gives %d heads", arch, hp.Heads)
+	}
+	if free && !withFFN && hp.FFN != 0 {
+		return hp, fmt.Errorf("bad shape: %s has no FFN, but the file gives an FFN of %d", arch, hp.FFN)
 	}
 	// The declared counts against the tensors present, before anything is
 	// allocated per layer or per head: a file that claims 2^31 layers is
@@ -264,11 +270,13 @@ func blockTensors(f *gguf.File) int {
 	return n
 }
 
-// attentionFree are the architectures of recurrent layers alone, without
-// attention or an FFN (mamba, mamba2): their files give
-// attention.head_count and feed_forward_length as 0, as the converter
-// writes them, or not at all; HParams' head counts and sizes stay 0.
-var attentionFree = map[string]bool{"mamba": true, "mamba2": true}
+// attentionFree are the architectures of recurrent layers without
+// attention, each with whether it has an FFN: their files give
+// attention.head_count as 0, as the converter writes it, or not at all, and
+// HParams' head counts and sizes stay 0. The state-space models (mamba,
+// mamba2) have no FFN either (feed_forward_length 0 or absent); RWKV's
+// channel mix is one (rwkv7, arwkv7: feed_forward_length required).
+var attentionFree = map[string]bool{"mamba": false, "mamba2": false, "rwkv7": true, "arwkv7": true}
 
 // perLayerArchs are the architectures whose files may give
 // feed_forward_length and the head counts per layer (arrays of block_count

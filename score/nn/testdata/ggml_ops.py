@@ -9,7 +9,7 @@
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
 # OPs: rms EPS | swiglu | geglu | gelu | swiglu-oai | swiglu-clamp LIMIT | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE [FREQ_SCALE EXT ATTN BETA_FAST BETA_SLOW N_CTX_ORIG] | fa N H HKV D SCALE [CAP [SPARSE [MAX_BIAS]]] | mmattn N H HKV D SCALE [CAP] |
-# trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N [E] | gdn N HK HV S EPS |
+# trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N [E] | gdn N HK HV S EPS | wkv7 N H D |
 # route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N | topk N K.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
 import ctypes as C, numpy as np, sys, os
@@ -304,6 +304,17 @@ if op == "scan":  # Mamba-2's SSM_SCAN from a zero state after ADD of dt's bias,
     g = base.ggml_new_graph(ctx); base.ggml_build_forward_expand(g, o); base.ggml_build_forward_expand(g, ys)
     cpu.ggml_graph_compute_with_ctx(ctx, g, 2)
     np.concatenate([get(o), get(ys)[n * H * Pp:n * H * Pp + N * Pp * H]]).tofile(d + "out.bin")  # outputs, then the final state
+if op == "wkv7":  # RWKV_WKV7 from a zero state: r, w, k, v, a, b (each n·H·D, token-major) one after another in x.bin
+    n, H, D = map(int, sys.argv[2:5])
+    base.ggml_rwkv_wkv7.restype = P; base.ggml_rwkv_wkv7.argtypes = [P] * 8
+    x = np.fromfile(d + "x.bin", np.float32).reshape(6, n * H * D)
+    ts = []
+    for i in range(6):
+        t = new(F32, [D, H, n, 1]); put(t, x[i]); ts.append(t)
+    st = new(F32, [D * D * H, 1]); put(st, np.zeros(D * D * H, np.float32))
+    o = base.ggml_rwkv_wkv7(ctx, *ts, st)
+    run(o)
+    get(o).tofile(d + "out.bin")  # the outputs, then the final state
 if op == "gdn":  # Gated DeltaNet as llama.cpp's qwen35 builds it, from a zero state: q, k (n, HK·S) in gq.bin, gk.bin;
     # v (n, HV·S) in gv.bin; alpha and beta logits (n, HV) in ga.bin, gb.bin; a then dt's bias (2·HV) in gw.bin.
     # q, k: RMS_NORM with eps/S, SCALE 1/sqrt(S); beta = SIGMOID; g = MUL(SOFTPLUS(ADD(alpha, dt bias)), a); GATED_DELTA_NET.

@@ -1,0 +1,147 @@
+package mkmodel
+
+import (
+	"fmt"
+
+	"ppl.dev/gguf"
+)
+
+// RWKV-7 (arch rwkv7: the RWKV-7 "Goose" models) has no attention: each
+// layer mixes over time with a matrix state per head of HeadDim (the
+// wkv.head_size; Embd/HeadDim heads) and over channels with a ReLU² MLP of
+// FFN, each reading its LayerNormed input blended with the previous
+// token's (token shift). Its keys: wkv.head_size, the low-rank widths of
+// the decay, the in-context learning rate, the value residual and the
+// gate (rwkvRanks), attention.head_count 0 and a LayerNorm epsilon, as
+// the converter writes them.
+//
+// ARWKV-7 (arch arwkv7: ARWKV, RWKV-7 time mixing distilled into Qwen 2.5)
+// has RWKV-7's time mix without the gate (lerp_fused of 5 rows, gate rank
+// 0, as ARWKV-R1's wkv_has_gate false) between RMS norms (attn_norm,
+// ffn_norm, no biases, no norm of the embeddings) and a SwiGLU MLP; its
+// files give token_shift_count 1.
+func (s Shape) rwkv7() bool { return s.Arch == "rwkv7" || s.Arch == "arwkv7" }
+
+// rwkvRanks are the low-rank widths of RWKV-7's decay, in-context
+// learning rate, value residual and gate: the 0.1B model's 64, 64, 32 and
+// 128 at a width of 768, scaled with the width (at least 8).
+func (s Shape) rwkvRanks() (decay, iclr, value, gate int) {
+	r := func(n int) int { return max(8, n*s.Embd/768/8*8) }
+	return r(64), r(64), r(32), r(128)
+}
+
+// checkRWKV7 validates the fields of rwkv7 and arwkv7.
+func (s Shape) checkRWKV7() error {
+	if !s.rwkv7() {
+		return nil
+	}
+	switch {
+	case s.Embd%s.HeadDim != 0 || s.HeadDim%64 != 0:
+		// ggml-cpu's WKV7 steps over 64 columns (AVX-512): smaller heads
+		// would read and write past them.
+		return fmt.Errorf("shape: %s's heads of %d must divide the width %d and be a multiple of 64", s.Arch, s.HeadDim, s.Embd)
+	case s.Tied:
+		return fmt.Errorf("shape: %s is untied (llama.cpp's %s requires output.weight)", s.Arch, s.Arch)
+	case s.moe() || s.Window != 0 || s.NoPE || s.YaRN != 0:
+		return fmt.Errorf("shape: %s has no experts, no window and no positions", s.Arch)
+	}
+	return nil
+}
+
+// rwkv7Keys writes RWKV-7's sizes.
+func (c *Config) rwkv7Keys(w *gguf.Writer) {
+	a := c.Arch
+	dw, da, dv, dg := c.rwkvRanks()
+	if a == "arwkv7" { // no gate; one token shift (the time mix's)
+		dg = 0
+		w.Add(a+".token_shift_count", uint32(1))
+	}
+	w.Add(a+".feed_forward_length", uint32(c.FFN))
+	w.Add(a+".attention.head_count", uint32(0))
+	if a == "rwkv7" { // LayerNorms (arwkv7's RMS norms read layer_norm_rms_epsilon)
+		w.Add(a+".attention.layer_norm_epsilon", float32(c.Eps))
+	}
+	w.Add(a+".wkv.head_size", uint32(c.HeadDim))
+	w.Add(a+".attention.decay_lora_rank", uint32(dw))
+	w.Add(a+".attention.iclr_lora_rank", uint32(da))
+	w.Add(a+".attention.value_residual_mix_lora_rank", uint32(dv))
+	w.Add(a+".attention.gate_lora_rank", uint32(dg))
+}
+
+// rwkv7Layer adds layer i's tensors in the converter's shapes. The blend
+// weights are in [0, 1]; w0 keeps the decays exp(-0.606531·sigmoid(w))
+// between about 0.55 and 0.95, as trained models' are.
+func (c *Config) rwkv7Layer(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
+	p := fmt.Sprintf("blk.%d.", i)
+	e, f := uint64(c.Embd), uint64(c.FFN)
+	dw, da, dv, dg := c.rwkvRanks()
+	lora := func(name string, r int, in, out float64) {
+		add(p+"time_mix_"+name+"1.weight", []uint64{e, uint64(r)}, i, c.normal(p+"time_mix_"+name+"1.weight", in*invSqrt(e)))
+		add(p+"time_mix_"+name+"2.weight", []uint64{uint64(r), e}, i, c.normal(p+"time_mix_"+name+"2.weight", out*invSqrt(uint64(r))))
+	}
+	arwkv := c.Arch == "arwkv7"
+	add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
+	if !arwkv {
+		add(p+"attn_norm.bias", []uint64{e}, i, c.normal(p+"attn_norm.bias", 0.1))
+		add(p+"attn_norm_2.weight", []uint64{e}, i, c.gain(p+"attn_norm_2.weight", 1, 0.1))
+		add(p+"attn_norm_2.bias", []uint64{e}, i, c.normal(p+"attn_norm_2.bias", 0.1))
+	}
+	add(p+"time_mix_w0.weight", []uint64{e}, i, c.normal(p+"time_mix_w0.weight", 1))
+	lora("w", dw, 1, 0.5)
+	add(p+"time_mix_a0.weight", []uint64{e}, i, c.normal(p+"time_mix_a0.weight", 0.5))
+	lora("a", da, 1, 0.5)
+	add(p+"time_mix_v0.weight", []uint64{e}, i, c.normal(p+"time_mix_v0.weight", 1))
+	if i == 0 { // unused, as in the converter's files, and as wide as the in-context rate's
+		lora("v", da, 1, 0.5)
+	} else {
+		lora("v", dv, 1, 0.5)
+	}
+	blends := uint64(6)
+	if arwkv {
+		blends = 5
+	} else {
+		lora("g", dg, 1, 1)
+	}
+	add(p+"time_mix_lerp_fused.weight", []uint64{e, 1, 1, blends}, i, c.uniform(p+"time_mix_lerp_fused.weight", 0, 1))
+	add(p+"time_mix_k_k.weight", []uint64{e}, i, c.gain(p+"time_mix_k_k.weight", 0.85, 0.1))
+	add(p+"time_mix_k_a.weight", []uint64{e}, i, c.gain(p+"time_mix_k_a.weight", 1, 0.1))
+	add(p+"time_mix_r_k.weight", []uint64{e}, i, c.normal(p+"time_mix_r_k.weight", 0.5))
+	add(p+"time_mix_key.weight", []uint64{e, e}, i, c.normal(p+"time_mix_key.weight", invSqrt(e)))
+	add(p+"time_mix_value.weight", []uint64{e, e}, i, c.normal(p+"time_mix_value.weight", invSqrt(e)))
+	add(p+"time_mix_receptance.weight", []uint64{e, e}, i, c.normal(p+"time_mix_receptance.weight", invSqrt(e)))
+	add(p+"time_mix_ln.weight", []uint64{e}, i, c.gain(p+"time_mix_ln.weight", 1, 0.1))
+	add(p+"time_mix_ln.bias", []uint64{e}, i, c.normal(p+"time_mix_ln.bias", 0.1))
+	add(p+"time_mix_output.weight", []uint64{e, e}, i, c.normal(p+"time_mix_output.weight", c.Residual*invSqrt(e)))
+	if arwkv { // Qwen's SwiGLU MLP
+		add(p+"ffn_norm.weight", []uint64{e}, i, c.gain(p+"ffn_norm.weight", 1, 0.1))
+		add(p+"ffn_gate.weight", []uint64{e, f}, i, c.normal(p+"ffn_gate.weight", invSqrt(e)))
+		add(p+"ffn_down.weight", []uint64{f, e}, i, c.normal(p+"ffn_down.weight", c.Residual*invSqrt(f)))
+		add(p+"ffn_up.weight", []uint64{e, f}, i, c.normal(p+"ffn_up.weight", invSqrt(e)))
+		return
+	}
+	add(p+"channel_mix_lerp_k.weight", []uint64{e, 1, 1}, i, c.uniform(p+"channel_mix_lerp_k.weight", 0, 1))
+	add(p+"channel_mix_key.weight", []uint64{e, f}, i, c.normal(p+"channel_mix_key.weight", invSqrt(e)))
+	add(p+"channel_mix_value.weight", []uint64{f, e}, i, c.normal(p+"channel_mix_value.weight", 2*c.Residual*invSqrt(f)))
+}
+
+// rwkv7Params is Params for rwkv7 (the embeddings' LayerNorm and the
+// output norm's bias beside headParams) and arwkv7.
+func (s Shape) rwkv7Params() int64 {
+	e, f := int64(s.Embd), int64(s.FFN)
+	dw, da, dv, dg := s.rwkvRanks()
+	n := s.headParams()
+	norms, blends, ffn := 4*e, 6*e, e+2*e*f // pre-norms, lerp_fused, the channel mix
+	if s.Arch == "arwkv7" {
+		dg, norms, blends, ffn = 0, 2*e, 5*e, 3*e*f
+	} else {
+		n += 3 * e
+	}
+	for i := range s.Layers {
+		r := dv
+		if i == 0 {
+			r = da
+		}
+		n += norms + 3*e + 2*e*int64(dw+da+r+dg) + blends + 3*e + 4*e*e + 2*e + ffn
+	}
+	return n
+}

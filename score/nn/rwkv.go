@@ -1,0 +1,174 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+)
+
+// RWKV-7's operations (ml.RWKV): the WKV7 recurrence of one head, its
+// decay and its current-token term, each in two forms: in float64 rounded
+// once (the reference, the CPU's float32 mode) and as ggml-cpu rounds it
+// (the int8 modes, llama.cpp's numbers).
+
+// rwkvDecayScale is the factor of RWKV-7's decay, exp(rwkvDecayScale ·
+// sigmoid(w)): -exp(-0.5) as llama.cpp writes it (0.606531).
+const rwkvDecayScale = -0.606531
+
+// WKV7Head is one head's operands for a window's tokens: token t's values
+// of r, w, k, v, a and b at [t·S, t·S+D), its output at Out[t·S:]; the D × D
+// state S, row i holding S[i][·].
+type WKV7Head struct {
+	R, W, K, V, A, B, Out []float32
+	S                     []float32
+	Stride, D, T          int
+}
+
+func (h *WKV7Head) check() {
+	if h.T == 0 {
+		return
+	}
+	n := (h.T-1)*h.Stride + h.D
+	for _, o := range []struct {
+		what string
+		v    []float32
+	}{{"r", h.R}, {"w", h.W}, {"k", h.K}, {"v", h.V}, {"a", h.A}, {"b", h.B}, {"output", h.Out}} {
+		check("wkv7 "+o.what, len(o.v), n)
+	}
+	check("wkv7 state", len(h.S), h.D*h.D)
+	if h.Stride < h.D {
+		panic(fmt.Sprintf("nn: wkv7 stride %d for a head of %d", h.Stride, h.D))
+	}
+}
+
+// WKV7Ref runs the recurrence (ml.RWKV's WKV7) in float64, each output
+// rounded once and the state rounded to float32 after the last token.
+func WKV7Ref(h *WKV7Head) {
+	h.check()
+	D := h.D
+	s := make([]float64, D*D)
+	for i, v := range h.S[:D*D] {
+		s[i] = float64(v)
+	}
+	for t := range h.T {
+		o := t * h.Stride
+		r, w, k, v, a, b := h.R[o:o+D], h.W[o:o+D], h.K[o:o+D], h.V[o:o+D], h.A[o:o+D], h.B[o:o+D]
+		for i := range D {
+			row := s[i*D : (i+1)*D]
+			var sa float64
+			for j, x := range row {
+				sa += float64(a[j]) * x
+			}
+			var y float64
+			for j := range row {
+				row[j] = row[j]*float64(w[j]) + float64(v[i])*float64(k[j]) + sa*float64(b[j])
+				y += row[j] * float64(r[j])
+			}
+			h.Out[o+i] = float32(y)
+		}
+	}
+	for i, v := range s {
+		h.S[i] = float32(v)
+	}
+}
+
+// WKV7GGML runs the recurrence as ggml-cpu's RWKV_WKV7 rounds it: per row
+// i, sa FMA-accumulated per lane over steps of ARR vectors of EPR lanes
+// (ggmlLanes; AVX-512's or, with avx2, AVX2's) and folded as
+// GGML_F32_VEC_REDUCE; each state element s = fma(sa, b, fma(s, w, v·k))
+// stored back, the output FMA-accumulated as s·r per lane and folded the
+// same way. Columns past the last whole step (none in RWKV-7's heads of
+// 64) are taken one at a time after the fold, as ggml's leftover loop
+// writes them.
+func WKV7GGML(h *WKV7Head, avx2 bool) {
+	h.check()
+	D := h.D
+	epr, arr := ggmlLanes(avx2)
+	step := epr * arr
+	np := D - D%step
+	var lanes [64]float32
+	acc := lanes[:step]
+	for t := range h.T {
+		o := t * h.Stride
+		r, w, k, v, a, b := h.R[o:o+D], h.W[o:o+D], h.K[o:o+D], h.V[o:o+D], h.A[o:o+D], h.B[o:o+D]
+		for i := range D {
+			row := h.S[i*D : (i+1)*D]
+			clear(acc)
+			for j := range np {
+				acc[j%step] = fma32(a[j], row[j], acc[j%step])
+			}
+			sa := ggmlReduce(acc, epr, arr, avx2)
+			for j := np; j < D; j++ {
+				sa += float32(a[j] * row[j])
+			}
+			vi := v[i]
+			clear(acc)
+			for j := range np {
+				s := fma32(sa, b[j], fma32(row[j], w[j], vi*k[j]))
+				row[j] = s
+				acc[j%step] = fma32(s, r[j], acc[j%step])
+			}
+			y := ggmlReduce(acc, epr, arr, avx2)
+			for j := np; j < D; j++ {
+				s := float32(float32(row[j]*w[j])+float32(vi*k[j])) + float32(sa*b[j])
+				row[j] = s
+				y += float32(s * r[j])
+			}
+			h.Out[o+i] = y
+		}
+	}
+}
+
+// RWKVDecay sets x to exp(-0.606531·sigmoid(x)) in float64, rounded once.
+func RWKVDecay(x []float32) {
+	for i, v := range x {
+		x[i] = float32(math.Exp(rwkvDecayScale / (1 + math.Exp(-float64(v)))))
+	}
+}
+
+// GGMLRWKVDecay is RWKV-7's decay as llama.cpp's graph rounds it: SIGMOID
+// (GGMLSigmoid), SCALE by float32(-0.606531), EXP (glibc's expf).
+func GGMLRWKVDecay(x []float32) {
+	GGMLSigmoid(x, x)
+	for i, v := range x {
+		x[i] = libcExpf(float32(v * float32(rwkvDecayScale)))
+	}
+}
+
+// Sigmoid sets y to 1/(1 + e^-x) in float64, rounded once. y may alias x.
+func Sigmoid(y, x []float32) {
+	check("Sigmoid", len(y), len(x))
+	for i, v := range x {
+		y[i] = float32(1 / (1 + math.Exp(-float64(v))))
+	}
+}
+
+// RWKVBonus adds RWKV-7's current-token term to dst for one token's heads
+// of d: dst[h,:] += v[h,:] · Σ_i r[h,i]·k[h,i]·u[h·d+i], in float64 with
+// each result rounded once.
+func RWKVBonus(dst, r, k, v, u []float32, d int) {
+	for h0 := 0; h0 < len(dst); h0 += d {
+		var s float64
+		for i := h0; i < h0+d; i++ {
+			s += float64(r[i]) * float64(k[i]) * float64(u[i])
+		}
+		for i := h0; i < h0+d; i++ {
+			dst[i] = float32(float64(dst[i]) + float64(v[i])*s)
+		}
+	}
+}
+
+// GGMLRWKVBonus is RWKVBonus as llama.cpp's graph rounds it: MUL (k·r),
+// MUL (by u), SUM_ROWS (a float64 sum rounded once), MUL (v by the sum),
+// ADD.
+func GGMLRWKVBonus(dst, r, k, v, u []float32, d int) {
+	for h0 := 0; h0 < len(dst); h0 += d {
+		var s float64
+		for i := h0; i < h0+d; i++ {
+			s += float64(float32(k[i]*r[i]) * u[i])
+		}
+		sf := float32(s)
+		for i := h0; i < h0+d; i++ {
+			dst[i] += float32(v[i] * sf)
+		}
+	}
+}

@@ -1,0 +1,176 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// wkv7Inputs are T tokens of RWKV-7's operands for heads of d columns, as
+// its time mix makes them: decays w in (e^-0.606531, 1), a = -κ̂ and b =
+// κ̂·iclr with κ̂ of unit norm per head and iclr in (0, 1). Adversarial
+// rows: every 17th token decays nothing and learns at rate 1 (S·(1 - κ̂κ̂ᵀ),
+// a projection), every 23rd is zeros, every 29th has values of 1e4.
+func wkv7Inputs(r *rand.Rand, T, heads, d int) (rr, w, k, v, a, b []float32) {
+	n := T * heads * d
+	rr, w, k, v, a, b = make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n)
+	for t := range T {
+		for h := range heads {
+			o := (t*heads + h) * d
+			var norm float64
+			kk := make([]float64, d)
+			for i := range d {
+				kk[i] = r.NormFloat64()
+				norm += kk[i] * kk[i]
+			}
+			norm = math.Sqrt(norm)
+			for i := range d {
+				j := o + i
+				rr[j], k[j], v[j] = float32(r.NormFloat64()), float32(r.NormFloat64()), float32(r.NormFloat64())
+				w[j] = float32(math.Exp(-0.606531 * r.Float64()))
+				iclr := r.Float64()
+				switch {
+				case t%17 == 16:
+					w[j], iclr = 1, 1
+				case t%23 == 22:
+					rr[j], k[j], v[j] = 0, 0, 0
+				case t%29 == 28:
+					v[j] *= 1e4
+				}
+				a[j] = float32(-kk[i] / norm)
+				b[j] = float32(kk[i] / norm * iclr)
+			}
+		}
+	}
+	return
+}
+
+// TestWKV7 runs ggml's float32 forms of the recurrence (both builds'
+// lanes) against the float64 reference on heads of RWKV-7's 64, of two
+// steps (128), of a step and a leftover half (96: leftovers in the AVX-512
+// form, whole steps in the AVX2 one) and of none (32: leftovers only in
+// the AVX-512 form), in three calls from a nonzero state: outputs and the
+// final state within 1e-6 of their largest value (measured up to 3.2e-7).
+func TestWKV7(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	const T, H = 300, 2
+	for _, d := range []int{64, 128, 96, 32} {
+		rr, w, k, v, a, b := wkv7Inputs(r, T, H, d)
+		s0 := make([]float32, d*d)
+		for i := range s0 {
+			s0[i] = float32(r.NormFloat64())
+		}
+		for _, avx2 := range []bool{false, true} {
+			for h := range H {
+				got, want := make([]float32, T*H*d), make([]float32, T*H*d)
+				sg, sw := slices.Clone(s0), slices.Clone(s0)
+				head := func(out, st []float32, t0, t1 int) *WKV7Head {
+					o := t0*H*d + h*d
+					return &WKV7Head{R: rr[o:], W: w[o:], K: k[o:], V: v[o:], A: a[o:], B: b[o:], Out: out[o:], S: st, Stride: H * d, D: d, T: t1 - t0}
+				}
+				for _, sp := range [][2]int{{0, 7}, {7, 200}, {200, T}} {
+					WKV7GGML(head(got, sg, sp[0], sp[1]), avx2)
+					WKV7Ref(head(want, sw, sp[0], sp[1]))
+				}
+				what := fmt.Sprintf("d=%d avx2 %v head %d", d, avx2, h)
+				if e := relDiff(got, want); e > 1e-6 {
+					t.Errorf("%s: output %.2e relative, want <= 1e-6", what, e)
+				}
+				if e := relDiff(sg, sw); e > 1e-6 {
+					t.Errorf("%s: state %.2e relative, want <= 1e-6", what, e)
+				}
+			}
+		}
+	}
+}
+
+// TestRWKVElementwise compares the ggml forms of the sigmoid, RWKV-7's
+// decay and its current-token term with the float64 references, on random
+// values, zeros, ±1e-30, ±88 (e^x at float32's edge) and ±1e30: the
+// sigmoid within 1 ulp, the decay (three float32 roundings) within 2, the
+// term within 2e-7 of its largest value (measured 6.9e-8).
+func TestRWKVElementwise(t *testing.T) {
+	r := rand.New(rand.NewPCG(23, 24))
+	x := []float32{0, float32(math.Copysign(0, -1)), 1e-30, -1e-30, 88, -88, 1e30, -1e30, 20, -20}
+	for range 1000 {
+		x = append(x, float32(4*r.NormFloat64()))
+	}
+	ulps := func(a, b float32) float64 { // float32 steps between a and b (of one sign here)
+		return math.Abs(float64(int64(math.Float32bits(a)) - int64(math.Float32bits(b))))
+	}
+	for _, c := range []struct {
+		name      string
+		ggml, ref func([]float32)
+		most      float64
+	}{
+		{"sigmoid", func(v []float32) { GGMLSigmoid(v, v) }, func(v []float32) { Sigmoid(v, v) }, 2},
+		{"decay", GGMLRWKVDecay, RWKVDecay, 1},
+	} {
+		g, f := slices.Clone(x), slices.Clone(x)
+		c.ggml(g)
+		c.ref(f)
+		for i := range x {
+			if u := ulps(g[i], f[i]); u > c.most {
+				t.Errorf("%s(%g): ggml %g, reference %g: %v ulps, want <= %v", c.name, x[i], g[i], f[i], u, c.most)
+			}
+		}
+	}
+	const d, heads = 64, 3
+	rr, _, k, v, _, _ := wkv7Inputs(r, 1, heads, d)
+	u := make([]float32, heads*d)
+	for i := range u {
+		u[i] = float32(r.NormFloat64())
+	}
+	g, f := make([]float32, heads*d), make([]float32, heads*d)
+	for i := range g {
+		g[i] = float32(r.NormFloat64())
+		f[i] = g[i]
+	}
+	GGMLRWKVBonus(g, rr, k, v, u, d)
+	RWKVBonus(f, rr, k, v, u, d)
+	if e := relDiff(g, f); e > 2e-7 {
+		t.Errorf("bonus: %.2e relative, want <= 2e-7", e)
+	}
+}
+
+// TestGGMLWKV7 pins WKV7GGML to libggml 0.27.0's RWKV_WKV7 (llama.cpp
+// 0.7.0; ggml_ops.py wkv7 40 3 64 on wkv7PinInputs): the hashes of its
+// outputs and final state in the zen4 (AVX-512) and haswell (AVX2)
+// builds, bit for bit.
+func TestGGMLWKV7(t *testing.T) {
+	for i, want := range []uint64{0x7a888611bf84c76f, 0x3b4594632f8efd99} {
+		if h := fnvBits(wkv7PinGGML(i == 1)); h != want {
+			t.Errorf("avx2 %v: hash %#x, llama.cpp's %#x", i == 1, h, want)
+		}
+	}
+}
+
+// wkv7Pin is the shape of TestGGMLWKV7's input (ggml_ops.py wkv7 40 3 64):
+// 40 tokens of 3 heads of 64.
+const wkv7PinN, wkv7PinH, wkv7PinD = 40, 3, 64
+
+// wkv7PinInputs are TestGGMLWKV7's r, w, k, v, a and b (wkv7Inputs), one
+// after another.
+func wkv7PinInputs() []float32 {
+	rr, w, k, v, a, b := wkv7Inputs(rand.New(rand.NewPCG(31, 32)), wkv7PinN, wkv7PinH, wkv7PinD)
+	return slices.Concat(rr, w, k, v, a, b)
+}
+
+// wkv7PinGGML runs WKV7GGML over wkv7PinInputs from a zero state: the
+// outputs, then the final state (head-major), as ggml's RWKV_WKV7 lays
+// them out.
+func wkv7PinGGML(avx2 bool) []float32 {
+	in := wkv7PinInputs()
+	n := wkv7PinN * wkv7PinH * wkv7PinD
+	part := func(i int) []float32 { return in[i*n : (i+1)*n] }
+	D, C := wkv7PinD, wkv7PinH*wkv7PinD
+	out, state := make([]float32, n), make([]float32, wkv7PinH*D*D)
+	for h := range wkv7PinH {
+		o := h * D
+		WKV7GGML(&WKV7Head{R: part(0)[o:], W: part(1)[o:], K: part(2)[o:], V: part(3)[o:], A: part(4)[o:], B: part(5)[o:],
+			Out: out[o:], S: state[h*D*D : (h+1)*D*D], Stride: C, D: D, T: wkv7PinN}, avx2)
+	}
+	return append(out, state...)
+}
