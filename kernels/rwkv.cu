@@ -1,13 +1,16 @@
-// RWKV-7 (package ml's RWKV extension): the token shift, the sigmoid, the
-// decay, a difference, the WKV7 recurrence and the current-token term.
+// RWKV-6 and RWKV-7 (package ml's RWKV extension): the token shift, the
+// sigmoid and SiLU, the decays, a difference, the WKV6 and WKV7
+// recurrences and RWKV-7's current-token term.
 //
 // CPU references: the plain definitions of ml.RWKV (score/ml/rwkv.go) as
 // cpuBackend computes them outside the int8 modes
 // (score/model/cpu_rwkv.go): token_shift and sub_f32 are its float32
-// differences, bit for bit; sigmoid_f32, rwkv_decay and rwkv_bonus are
-// float64 inside with one rounding to float32 (nn.Sigmoid, nn.RWKVDecay,
-// nn.RWKVBonus; the GPU's exp is within an ulp of Go's in float64); wkv7
-// is nn.WKV7GGML's float32 arithmetic (ggml's AVX-512 lanes), bit for bit.
+// differences, bit for bit; sigmoid_f32, silu_f32, rwkv_decay and
+// rwkv_bonus are float64 inside with one rounding to float32 (nn.Sigmoid,
+// nn.SiLU32, nn.RWKVDecay and nn.RWKV6Decay, nn.RWKVBonus; the GPU's exp is
+// within an ulp of Go's in float64); wkv6 and wkv7 are nn.WKV6GGML's and
+// nn.WKV7GGML's float32 arithmetic (ggml's, its AVX-512 lanes for wkv7),
+// bit for bit.
 #include "common.cuh"
 
 #define GRID_STRIDE(idx, total) \
@@ -28,9 +31,75 @@ extern "C" __global__ void sigmoid_f32(float* __restrict__ x, i64 count) {
 	GRID_STRIDE(idx, count) x[idx] = (float)__ddiv_rn(1.0, __dadd_rn(1.0, exp(-(double)x[idx])));
 }
 
-// rwkv_decay: x <- f32(exp(-0.606531 · sigmoid(x))) in float64.
-extern "C" __global__ void rwkv_decay(float* __restrict__ x, i64 count) {
-	GRID_STRIDE(idx, count) x[idx] = (float)exp(__ddiv_rn(-0.606531, __dadd_rn(1.0, exp(-(double)x[idx]))));
+// silu_f32: x <- f32(x / (1 + e^-x)) in float64.
+extern "C" __global__ void silu_f32(float* __restrict__ x, i64 count) {
+	GRID_STRIDE(idx, count) {
+		double v = (double)x[idx];
+		x[idx] = (float)__ddiv_rn(v, __dadd_rn(1.0, exp(-v)));
+	}
+}
+
+// rwkv_decay: x <- f32(exp(-0.606531 · sigmoid(x))) (kind 0, RWKV-7's) or
+// f32(exp(-exp(x))) (kind 1, RWKV-6's) in float64.
+extern "C" __global__ void rwkv_decay(float* __restrict__ x, i64 count, int kind) {
+	GRID_STRIDE(idx, count) {
+		double v = (double)x[idx];
+		x[idx] = (float)exp(kind == 0 ? __ddiv_rn(-0.606531, __dadd_rn(1.0, exp(-v))) : -exp(v));
+	}
+}
+
+#define WKV6_MAXD 128 // largest head of wkv6 (a thread's state column in registers)
+
+// wkv6: RWKV-6's recurrence (ml.RWKV.WKV6: with the bonus u) or gated
+// linear attention (u null) for heads of d <= 128 columns, from the state
+// in state (rows h·d + i, columns j), which it leaves holding the state
+// after the last token. A block per head, a thread per state column j
+// keeping it in registers, tokens in order; each token's r, k, w (and u)
+// staged in shared memory. nn.WKV6GGML's arithmetic, bit for bit: over
+// key channels i in order, kv = v_j·k_i, then with u y = fma(fma(kv, u_i,
+// s_i), r_i, y) and s_i = fma(s_i, w_i, kv), without s_i = fma(s_i, w_i,
+// kv) and y = fma(s_i, r_i, y). r, k, v, w, out (n, heads·d); u (heads·d).
+// grid heads, block d.
+extern "C" __global__ void __launch_bounds__(WKV6_MAXD) wkv6(float* __restrict__ out, const float* __restrict__ r,
+                                                             const float* __restrict__ k, const float* __restrict__ v,
+                                                             const float* __restrict__ w, const float* __restrict__ u,
+                                                             float* __restrict__ state, int n, int heads, int d) {
+	__shared__ float sr[WKV6_MAXD], sk[WKV6_MAXD], sw[WKV6_MAXD], su[WKV6_MAXD];
+	int h = blockIdx.x, j = threadIdx.x;
+	i64 C = (i64)heads * d, h0 = (i64)h * d;
+	float s[WKV6_MAXD];
+#pragma unroll
+	for (int i = 0; i < WKV6_MAXD; i++) s[i] = i < d ? state[(h0 + i) * d + j] : 0.0f;
+	if (u != nullptr) su[j] = u[h0 + j];
+	for (int t = 0; t < n; t++) {
+		i64 o = (i64)t * C + h0;
+		__syncthreads();
+		sr[j] = r[o + j], sk[j] = k[o + j], sw[j] = w[o + j];
+		__syncthreads();
+		float vj = v[o + j], y = 0.0f;
+		if (u != nullptr) {
+#pragma unroll
+			for (int i = 0; i < WKV6_MAXD; i++) {
+				if (i < d) {
+					float kv = __fmul_rn(vj, sk[i]);
+					y = __fmaf_rn(__fmaf_rn(kv, su[i], s[i]), sr[i], y);
+					s[i] = __fmaf_rn(s[i], sw[i], kv);
+				}
+			}
+		} else {
+#pragma unroll
+			for (int i = 0; i < WKV6_MAXD; i++) {
+				if (i < d) {
+					s[i] = __fmaf_rn(s[i], sw[i], __fmul_rn(vj, sk[i]));
+					y = __fmaf_rn(s[i], sr[i], y);
+				}
+			}
+		}
+		out[o + j] = y;
+	}
+#pragma unroll
+	for (int i = 0; i < WKV6_MAXD; i++)
+		if (i < d) state[(h0 + i) * d + j] = s[i];
 }
 
 // rwkv_bonus: for each token t and head h of d columns, out[t,h,:] +=

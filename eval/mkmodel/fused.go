@@ -162,7 +162,7 @@ func (c *Config) phi3Factors(add func(name string, shape []uint64, layer int, fi
 // normBias adds the bias of a norm (phimoe's; orion's, stablelm's,
 // starcoder2's and phi2's LayerNorms').
 func (c *Config) normBias(add func(name string, shape []uint64, layer int, fill RowFunc), name string, layer int) {
-	if c.Arch == "phimoe" || c.Arch == "orion" || c.Arch == "stablelm" || c.geluMLP() || c.Arch == "falcon" || c.Arch == "nemotron" || c.Arch == "jais" || c.Arch == "jais2" || c.Arch == "rwkv7" {
+	if c.Arch == "phimoe" || c.Arch == "orion" || c.Arch == "stablelm" || c.geluMLP() || c.Arch == "falcon" || c.Arch == "nemotron" || c.Arch == "jais" || c.Arch == "jais2" || c.Arch == "rwkv7" || c.Arch == "rwkv6" {
 		add(name, []uint64{uint64(c.Embd)}, layer, c.normal(name, 0.1))
 	}
 }

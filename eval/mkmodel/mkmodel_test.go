@@ -158,8 +158,10 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 		c.SSMState, c.SSMVHeads, c.SSMHeadDim, c.SSMConv, c.AttnInterval = 16, 4, 32, 4, 2
 	case "plamo3": // layer 0 sliding, layer 1 global
 		c.Window = 64
-	case "rwkv7", "arwkv7": // RWKV-7's heads of 64
+	case "rwkv7", "arwkv7", "rwkv6": // RWKV's heads of 64
 		c.HeadDim, c.Heads, c.KVHeads = 64, c.Embd/64, c.Embd/64
+	case "rwkv6qwen2": // heads of 64 sharing a head of keys and values
+		c.HeadDim, c.Heads, c.KVHeads = 64, c.Embd/64, 1
 	case "jamba": // layer 0 Mamba-1 and dense, layer 1 attention with experts
 		c.SSMState, c.SSMConv, c.AttnInterval, c.Experts, c.ExpertsUsed, c.ExpertFFN = 16, 4, 2, 8, 2, c.FFN
 	}
@@ -330,7 +332,7 @@ func TestStreamMatchesWriter(t *testing.T) {
 // loads it and gives finite log-probabilities.
 func TestModels(t *testing.T) {
 	voc := smallVocab(t, 400)
-	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}, {"phimoe", "Q8_0"}, {"gemma", "Q4_K_M"}, {"internlm2", "Q8_0"}, {"xverse", "Q4_K_M"}, {"minicpm", "Q8_0"}, {"deepseek", "Q4_K_M"}, {"deci", "Q8_0"}, {"nanbeige", "Q8_0"}, {"orion", "Q4_K_M"}, {"stablelm", "Q8_0"}, {"starcoder2", "Q4_K_M"}, {"phi2", "Q8_0"}, {"gptneox", "Q4_K_M"}, {"falcon", "Q8_0"}, {"gpt2", "Q4_K_M"}, {"nemotron", "Q8_0"}, {"chatglm", "Q4_K_M"}, {"olmo", "Q8_0"}, {"dbrx", "Q4_K_M"}, {"bailingmoe", "Q8_0"}, {"granite_swa", "Q4_K_M"}, {"mellum", "Q8_0"}, {"baichuan", "Q4_K_M"}, {"bloom", "Q8_0"}, {"mpt", "Q4_K_M"}, {"refact", "Q8_0"}, {"jais", "Q4_K_M"}, {"jais2", "Q8_0"}, {"maincoder", "Q4_K_M"}, {"pangu-embedded", "Q8_0"}, {"mimo2", "Q4_K_M"}, {"bitnet", "Q8_0"}, {"openelm", "Q4_K_M"}, {"qwen", "Q8_0"}, {"step35", "Q4_K_M"}, {"kimi-linear", "Q8_0"}, {"smallthinker", "Q4_K_M"}, {"mamba", "Q8_0"}, {"mamba2", "Q4_K_M"}, {"jamba", "Q8_0"}, {"plamo3", "Q4_K_M"}, {"plamo2", "Q8_0"}, {"grok", "Q4_K_M"}, {"minicpm3", "Q8_0"}, {"plamo", "Q4_K_M"}, {"arctic", "Q8_0"}, {"rwkv7", "Q4_K_M"}, {"arwkv7", "Q8_0"}} {
+	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}, {"phimoe", "Q8_0"}, {"gemma", "Q4_K_M"}, {"internlm2", "Q8_0"}, {"xverse", "Q4_K_M"}, {"minicpm", "Q8_0"}, {"deepseek", "Q4_K_M"}, {"deci", "Q8_0"}, {"nanbeige", "Q8_0"}, {"orion", "Q4_K_M"}, {"stablelm", "Q8_0"}, {"starcoder2", "Q4_K_M"}, {"phi2", "Q8_0"}, {"gptneox", "Q4_K_M"}, {"falcon", "Q8_0"}, {"gpt2", "Q4_K_M"}, {"nemotron", "Q8_0"}, {"chatglm", "Q4_K_M"}, {"olmo", "Q8_0"}, {"dbrx", "Q4_K_M"}, {"bailingmoe", "Q8_0"}, {"granite_swa", "Q4_K_M"}, {"mellum", "Q8_0"}, {"baichuan", "Q4_K_M"}, {"bloom", "Q8_0"}, {"mpt", "Q4_K_M"}, {"refact", "Q8_0"}, {"jais", "Q4_K_M"}, {"jais2", "Q8_0"}, {"maincoder", "Q4_K_M"}, {"pangu-embedded", "Q8_0"}, {"mimo2", "Q4_K_M"}, {"bitnet", "Q8_0"}, {"openelm", "Q4_K_M"}, {"qwen", "Q8_0"}, {"step35", "Q4_K_M"}, {"kimi-linear", "Q8_0"}, {"smallthinker", "Q4_K_M"}, {"mamba", "Q8_0"}, {"mamba2", "Q4_K_M"}, {"jamba", "Q8_0"}, {"plamo3", "Q4_K_M"}, {"plamo2", "Q8_0"}, {"grok", "Q4_K_M"}, {"minicpm3", "Q8_0"}, {"plamo", "Q4_K_M"}, {"arctic", "Q8_0"}, {"rwkv7", "Q4_K_M"}, {"arwkv7", "Q8_0"}, {"rwkv6", "Q8_0"}, {"rwkv6qwen2", "Q4_K_M"}} {
 		t.Run(c.arch+"-"+c.typ, func(t *testing.T) {
 			cfg := tinyConfig(t, c.arch, c.typ, voc)
 			dir := t.TempDir()
@@ -411,6 +413,20 @@ func TestModels(t *testing.T) {
 				delete(keys, a+".attention.key_length")
 				if a == "arwkv7" { // no gate, one token shift
 					keys[a+".attention.gate_lora_rank"], keys[a+".token_shift_count"] = 0, 1
+				}
+				if _, ok := f.Lookup(a + ".rope.freq_base"); ok {
+					t.Errorf("%s has a RoPE base", a)
+				}
+			}
+			if a == "rwkv6" || a == "rwkv6qwen2" { // no attention: heads of wkv.head_size, the low-rank widths at 256 wide
+				keys[a+".attention.head_count"], keys[a+".wkv.head_size"] = 0, 64
+				keys[a+".time_mix_extra_dim"], keys[a+".time_decay_extra_dim"] = 8, 8
+				delete(keys, a+".attention.key_length")
+				if a == "rwkv6" { // every sixth layer's output halved
+					delete(keys, a+".attention.head_count_kv")
+					keys[a+".rescale_every_n_layers"] = 6
+				} else { // one token shift, a head of keys and values
+					keys[a+".token_shift_count"], keys[a+".attention.head_count_kv"] = 1, 1
 				}
 				if _, ok := f.Lookup(a + ".rope.freq_base"); ok {
 					t.Errorf("%s has a RoPE base", a)

@@ -123,7 +123,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 	} else {
 		add("token_embd.weight", []uint64{e, v}, -1, c.normal("token_embd.weight", embStd))
 	}
-	if c.Arch == "bloom" || c.Arch == "rwkv7" { // the embeddings' LayerNorm
+	if c.Arch == "bloom" || c.Arch == "rwkv7" || c.Arch == "rwkv6" { // the embeddings' LayerNorm
 		add("token_embd_norm.weight", []uint64{e}, -1, c.gain("token_embd_norm.weight", 1, 0.1))
 		add("token_embd_norm.bias", []uint64{e}, -1, c.normal("token_embd_norm.bias", 0.1))
 	}
@@ -141,6 +141,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		}
 		if c.rwkv7() {
 			c.rwkv7Layer(add, i)
+			continue
+		}
+		if c.rwkv6() {
+			c.rwkv6Layer(add, i)
 			continue
 		}
 		if c.plamo2() {
@@ -379,6 +383,8 @@ func Write(path string, c *Config) error {
 		w.Add(a+".attention.head_count", uint32(0))
 	case c.rwkv7():
 		c.rwkv7Keys(w)
+	case c.rwkv6():
+		c.rwkv6Keys(w)
 	default:
 		c.attnKeys(w)
 	}

@@ -17,9 +17,9 @@ import (
 //
 // ARWKV-7 (arch arwkv7: ARWKV, RWKV-7 time mixing distilled into Qwen 2.5)
 // has RWKV-7's time mix without the gate (lerp_fused of 5 rows, gate rank
-// 0, as ARWKV-R1's wkv_has_gate false) between RMS norms (attn_norm,
-// ffn_norm, no biases, no norm of the embeddings) and a SwiGLU MLP; its
-// files give token_shift_count 1.
+// 0, as the converter writes a checkpoint with wkv_has_gate false) between
+// RMS norms (attn_norm, ffn_norm, no biases, no norm of the embeddings)
+// and a SwiGLU MLP; its files give token_shift_count 1.
 func (s Shape) rwkv7() bool { return s.Arch == "rwkv7" || s.Arch == "arwkv7" }
 
 // rwkvRanks are the low-rank widths of RWKV-7's decay, in-context
@@ -30,16 +30,21 @@ func (s Shape) rwkvRanks() (decay, iclr, value, gate int) {
 	return r(64), r(64), r(32), r(128)
 }
 
-// checkRWKV7 validates the fields of rwkv7 and arwkv7.
-func (s Shape) checkRWKV7() error {
-	if !s.rwkv7() {
+// checkRWKV validates the fields of the RWKV architectures (rwkv7,
+// arwkv7; rwkv6, rwkv6qwen2: rwkv6.go).
+func (s Shape) checkRWKV() error {
+	if !s.rwkv7() && !s.rwkv6() {
 		return nil
 	}
 	switch {
-	case s.Embd%s.HeadDim != 0 || s.HeadDim%64 != 0:
+	case s.Embd%s.HeadDim != 0 || s.rwkv7() && s.HeadDim%64 != 0:
 		// ggml-cpu's WKV7 steps over 64 columns (AVX-512): smaller heads
 		// would read and write past them.
-		return fmt.Errorf("shape: %s's heads of %d must divide the width %d and be a multiple of 64", s.Arch, s.HeadDim, s.Embd)
+		return fmt.Errorf("shape: %s's heads of %d must divide the width %d (for RWKV-7, be a multiple of 64)", s.Arch, s.HeadDim, s.Embd)
+	case s.rwkv6() && s.Heads*s.HeadDim != s.Embd:
+		return fmt.Errorf("shape: %s's %d heads of %d must fill the width %d", s.Arch, s.Heads, s.HeadDim, s.Embd)
+	case s.Arch != "rwkv6qwen2" && s.rwkv6() && s.KVHeads != s.Heads:
+		return fmt.Errorf("shape: %s has no KV groups (%d KV heads for %d heads)", s.Arch, s.KVHeads, s.Heads)
 	case s.Tied:
 		return fmt.Errorf("shape: %s is untied (llama.cpp's %s requires output.weight)", s.Arch, s.Arch)
 	case s.moe() || s.Window != 0 || s.NoPE || s.YaRN != 0:

@@ -70,8 +70,9 @@
 // that of Mamba's selective scans (mamba, mamba2, jamba, granitehybrid,
 // nemotron_h, falcon-h1) after each token: f32 (the default), or f16 or
 // bf16 to measure what a lower-precision state costs. Models with such layers record it in
-// the header and the cache keys; RWKV-7's (rwkv7, arwkv7), whose state
-// llama.cpp keeps in float32, refuse f16 and bf16; others ignore it.
+// the header and the cache keys; RWKV's (rwkv6, rwkv6qwen2, rwkv7, arwkv7),
+// whose state llama.cpp keeps in float32, refuse f16 and bf16; others
+// ignore it.
 //
 // -o FILE (--output) writes to FILE instead of standard output,
 // atomically (zstd-compressed when FILE ends in .zst), as every ppl tool's

@@ -392,8 +392,9 @@ func TestEndToEndWideHeads(t *testing.T) {
 // (Mamba-1: ssm_scan_cols), mamba2; plamo2 (rmsnorm_f32 with a weight row
 // per head); plamo3; plamo; arctic (experts beside the layer); grok
 // (soft-capped scores); minicpm3 (Columns); rwkv7 and arwkv7 (ml.RWKV:
-// wkv7); gemma3n (ml.AltUp, MLP.TopK; a vocabulary of the tokenizer's
-// first 4096 tokens); the others only core operations. Package model's TestGeneratedLlama holds the CPU to
+// wkv7), rwkv6 and rwkv6qwen2 (wkv6); gemma3n (ml.AltUp, MLP.TopK; a
+// vocabulary of the tokenizer's first 4096 tokens); the others only core
+// operations. Package model's TestGeneratedLlama holds the CPU to
 // llama.cpp.
 func TestEndToEndGenerated(t *testing.T) {
 	alibiShape := func(s *mkmodel.Shape) { s.Layers, s.Embd, s.Heads, s.KVHeads = 4, 192, 6, 6 }
@@ -628,6 +629,12 @@ func TestEndToEndGenerated(t *testing.T) {
 		// 0.00216, PPL ratio 0.999924, 0.999791.
 		{"rwkv7", func(s *mkmodel.Shape) { s.Layers, s.HeadDim, s.Heads, s.KVHeads = 4, 64, 2, 2 }, 0.014, 0.0034, 0.00016, ""},
 		{"arwkv7", func(s *mkmodel.Shape) { s.Layers, s.HeadDim, s.Heads, s.KVHeads = 4, 64, 2, 2 }, 0.034, 0.0044, 0.0004, ""},
+		// RWKV-6 (wkv6 with its bonus; 6 layers, the sixth rescaled) and
+		// QRWKV6 (gated linear attention, two heads on one of keys and
+		// values). Emulation: max 0.0068, 0.0038, mean 0.00180, 0.00102,
+		// PPL ratio 0.999926, 0.999970.
+		{"rwkv6", func(s *mkmodel.Shape) { s.Layers, s.HeadDim, s.Heads, s.KVHeads = 6, 64, 2, 2 }, 0.014, 0.0036, 0.00015, ""},
+		{"rwkv6qwen2", func(s *mkmodel.Shape) { s.Layers, s.HeadDim, s.Heads, s.KVHeads = 4, 64, 2, 1 }, 0.0076, 0.002, 0.00006, ""},
 		// PLaMo-13B: the parallel block. Emulation: max 0.0056, mean
 		// 0.00132, PPL ratio 0.999981.
 		{"plamo", nil, 0.011, 0.0027, 0.0001, ""},

@@ -6,22 +6,27 @@ import (
 	"ppl.dev/score/ml"
 )
 
-// The GPU's ml.RWKV (rwkv7, arwkv7), each a kernel of kernels/rwkv.cu: the
-// token shift and the difference are the CPU's float32 arithmetic, the
-// sigmoid, the decay and the current-token term float64 inside with one
-// rounding to float32, the recurrence (wkv7) the CPU's float32 arithmetic
-// bit for bit: a warp per state row, the row in registers, over the
-// window's tokens in one launch.
+// The GPU's ml.RWKV (rwkv6, rwkv6qwen2, rwkv7, arwkv7), each a kernel of
+// kernels/rwkv.cu: the token shift and the difference are the CPU's
+// float32 arithmetic, the sigmoid, SiLU, the decays and the current-token
+// term float64 inside with one rounding to float32, the recurrences (wkv6,
+// wkv7) the CPU's float32 arithmetic bit for bit, each over the window's
+// tokens in one launch: wkv6 a thread per state column, wkv7 a warp per
+// state row, in registers.
 
 var _ ml.RWKV = (*gpuBackend)(nil)
 
 func init() {
-	kernelModules["rwkv"] = []string{"token_shift", "sub_f32", "sigmoid_f32", "rwkv_decay", "rwkv_bonus", "wkv7"}
+	kernelModules["rwkv"] = []string{"token_shift", "sub_f32", "sigmoid_f32", "silu_f32", "rwkv_decay", "rwkv_bonus", "wkv6", "wkv7"}
 }
 
 // wkv7MaxHead is the largest head wkv7 takes (32·WKV_MAXC columns); its
-// heads are multiples of 64 (a row's 64 lane accumulators).
-const wkv7MaxHead = 256
+// heads are multiples of 64 (a row's 64 lane accumulators). wkv6MaxHead is
+// wkv6's (WKV6_MAXD).
+const (
+	wkv7MaxHead = 256
+	wkv6MaxHead = 128
+)
 
 func (b *gpuBackend) TokenShift(dst, x ml.Tensor) {
 	d, s := g(dst), g(x)
@@ -52,12 +57,46 @@ func (b *gpuBackend) Sigmoid(x ml.Tensor) {
 	b.do("sigmoid", func() error { return b.e.launch("sigmoid_f32", gridFor(d.count()), block256, d.p, d.count()) })
 }
 
-func (b *gpuBackend) Decay(x ml.Tensor) {
+func (b *gpuBackend) SiLU(x ml.Tensor) {
 	d := g(x)
 	if d.count() == 0 {
 		return
 	}
-	b.do("decay", func() error { return b.e.launch("rwkv_decay", gridFor(d.count()), block256, d.p, d.count()) })
+	b.do("silu", func() error { return b.e.launch("silu_f32", gridFor(d.count()), block256, d.p, d.count()) })
+}
+
+func (b *gpuBackend) Decay(x ml.Tensor, kind ml.Decay) {
+	d := g(x)
+	if kind != ml.DecaySigmoid && kind != ml.DecayExp {
+		panic(fmt.Sprintf("cuda backend: decay %d", kind))
+	}
+	if d.count() == 0 {
+		return
+	}
+	b.do("decay", func() error { return b.e.launch("rwkv_decay", gridFor(d.count()), block256, d.p, d.count(), int(kind)) })
+}
+
+func (b *gpuBackend) WKV6(dst, r, k, v, w, state ml.Tensor, u *ml.Vector, heads int) {
+	if err := ml.WKV6Shapes(dst, r, k, v, w, state, u, heads); err != nil {
+		panic("cuda backend: " + err.Error())
+	}
+	o, rr := g(dst), g(r)
+	d := rr.cols / heads
+	if d > wkv6MaxHead {
+		b.Fail(fmt.Errorf("cuda: WKV6 over heads of %d: the GPU's takes at most %d", d, wkv6MaxHead))
+		return
+	}
+	if rr.rows == 0 {
+		return
+	}
+	var up ptr
+	if u != nil {
+		up = gv(u)
+	}
+	b.do("WKV6", func() error {
+		return b.e.launch("wkv6", dim3{uint32(heads), 1, 1}, dim3{uint32(d), 1, 1},
+			o.p, rr.p, g(k).p, g(v).p, g(w).p, up, g(state).p, rr.rows, heads, d)
+	})
 }
 
 func (b *gpuBackend) Bonus(dst, r, k, v ml.Tensor, u *ml.Vector, heads int) {

@@ -13,13 +13,14 @@ import (
 )
 
 // TestRWKVParity runs kernels/rwkv.cu against the CPU's arithmetic outside
-// its int8 modes (cpu_rwkv.go): the recurrence over RWKV-7's heads of 64
-// and heads of 128 in three calls from a nonzero state, bit for bit with
-// nn.WKV7GGML's AVX-512 lanes (outputs and final state); the token shift
-// and the difference bit for bit; the sigmoid and the decay within an ulp
-// of nn.Sigmoid and nn.RWKVDecay (float64 inside, CUDA's exp within an ulp
-// of Go's); the current-token term within 2e-7 of its largest value (its
-// float64 sum in the warp's order).
+// its int8 modes (cpu_rwkv.go): the recurrences over heads of 64 and 128
+// in three calls from a nonzero state, bit for bit with nn.WKV7GGML's
+// AVX-512 lanes and nn.WKV6GGML (with RWKV-6's bonus and without: gated
+// linear attention), outputs and final states; the token shift and the
+// difference bit for bit; the sigmoid, SiLU and both decays within an ulp
+// of nn's float64 references (CUDA's exp within an ulp of Go's); the
+// current-token term within 2e-7 of its largest value (its float64 sum in
+// the warp's order).
 func TestRWKVParity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		b := testBackend(e)
@@ -51,23 +52,49 @@ func TestRWKVParity(t *testing.T) {
 					nn.WKV7GGML(&nn.WKV7Head{R: r[o:], W: w[o:], K: k[o:], V: v[o:], A: a[o:], B: bb[o:], Out: want[o:],
 						S: wantState[h*d*d : (h+1)*d*d], Stride: c, D: d, T: n}, false)
 				}
-				st := b.put(t, c, d, state0)
-				var got []float32
-				t0 := 0
-				for _, t1 := range parts {
-					m := t1 - t0
-					part := func(x []float32) ml.Tensor { return b.put(t, m, c, x[t0*c:t1*c]) }
-					o := b.Alloc(m, c)
+				// scan runs a recurrence over the parts' tokens from
+				// state0, one call each, and requires want's bits.
+				scan := func(what string, want, wantState []float32, call func(o, st ml.Tensor, part func([]float32) ml.Tensor)) {
+					st := b.put(t, c, d, state0)
+					var got []float32
+					t0 := 0
+					for _, t1 := range parts {
+						o := b.Alloc(t1-t0, c)
+						call(o, st, func(x []float32) ml.Tensor { return b.put(t, t1-t0, c, x[t0*c:t1*c]) })
+						got = append(got, b.Read(o)...)
+						t0 = t1
+					}
+					if err := b.Err(); err != nil {
+						t.Fatal(err)
+					}
+					requireBits(t, what+" output", got, want)
+					requireBits(t, what+" state", b.Read(st), wantState)
+				}
+				scan("wkv7", want, wantState, func(o, st ml.Tensor, part func([]float32) ml.Tensor) {
 					b.WKV7(o, part(r), part(w), part(k), part(v), part(a), part(bb), st, heads)
-					got = append(got, b.Read(o)...)
-					t0 = t1
+				})
+
+				for _, bonus := range []bool{true, false} {
+					var u *ml.Vector
+					if bonus {
+						u = &ml.Vector{Name: "time_mix_first", V: randF32(rng, c, 0.5)}
+						if err := b.PrepareVector(u); err != nil {
+							t.Fatal(err)
+						}
+					}
+					want, wantState := make([]float32, n*c), slices.Clone(state0)
+					for h := range heads {
+						o := h * d
+						hd := &nn.WKV6Head{R: r[o:], K: k[o:], V: v[o:], W: w[o:], Out: want[o:], S: wantState[h*d*d : (h+1)*d*d], Stride: c, D: d, T: n}
+						if u != nil {
+							hd.U = u.V[o : o+d]
+						}
+						nn.WKV6GGML(hd)
+					}
+					scan(fmt.Sprintf("wkv6 (bonus %v)", bonus), want, wantState, func(o, st ml.Tensor, part func([]float32) ml.Tensor) {
+						b.WKV6(o, part(r), part(k), part(v), part(w), st, u, heads)
+					})
 				}
-				gotState := b.Read(st)
-				if err := b.Err(); err != nil {
-					t.Fatal(err)
-				}
-				requireBits(t, "wkv7 output", got, want)
-				requireBits(t, "wkv7 state", gotState, wantState)
 			})
 		}
 
@@ -94,7 +121,12 @@ func TestRWKVParity(t *testing.T) {
 			name string
 			gpu  func(ml.Tensor)
 			ref  func([]float32)
-		}{{"sigmoid", b.Sigmoid, func(v []float32) { nn.Sigmoid(v, v) }}, {"decay", b.Decay, nn.RWKVDecay}} {
+		}{
+			{"sigmoid", b.Sigmoid, func(v []float32) { nn.Sigmoid(v, v) }},
+			{"silu", b.SiLU, nn.SiLU32},
+			{"RWKV-7 decay", func(x ml.Tensor) { b.Decay(x, ml.DecaySigmoid) }, nn.RWKVDecay},
+			{"RWKV-6 decay", func(x ml.Tensor) { b.Decay(x, ml.DecayExp) }, nn.RWKV6Decay},
+		} {
 			tz := b.put(t, n, c, x)
 			f.gpu(tz)
 			want := slices.Clone(x)
@@ -142,8 +174,9 @@ func requireBits(t *testing.T, what string, got, want []float32) {
 	}
 }
 
-// TestWKV7Refuses: heads that are not a multiple of 64, or past 256, are
-// errors naming the size, not launches.
+// TestWKV7Refuses: WKV7 over heads that are not a multiple of 64, or past
+// 256, and WKV6 over heads past 128 are errors naming the size, not
+// launches.
 func TestWKV7Refuses(t *testing.T) {
 	b := testBackend(simEngine())
 	defer b.Close()
@@ -151,8 +184,14 @@ func TestWKV7Refuses(t *testing.T) {
 		b.err = nil
 		x := b.Alloc(2, 2*d)
 		b.WKV7(x, x, x, x, x, x, x, b.Alloc(2*d, d), 2)
-		if err := b.Err(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("heads of %d", d)) {
-			t.Errorf("heads of %d: error %v", d, err)
+		if err := b.Err(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("WKV7 over heads of %d", d)) {
+			t.Errorf("WKV7 over heads of %d: error %v", d, err)
 		}
+	}
+	b.err = nil
+	x := b.Alloc(2, 512)
+	b.WKV6(x, x, x, x, x, b.Alloc(512, 256), nil, 2)
+	if err := b.Err(); err == nil || !strings.Contains(err.Error(), "WKV6 over heads of 256: the GPU's takes at most 128") {
+		t.Errorf("WKV6 over heads of 256: error %v", err)
 	}
 }

@@ -9,8 +9,8 @@ import (
 
 // The emulation of kernels/rwkv.cu: each kernel is the CPU's arithmetic
 // outside its int8 modes (cpuBackend's ml.RWKV, score/model/cpu_rwkv.go):
-// float32 differences, nn's float64 references, and nn.WKV7GGML's lanes
-// for the recurrence.
+// float32 differences, nn's float64 references, and nn.WKV6GGML's and
+// nn.WKV7GGML's float32 arithmetic for the recurrences.
 func init() {
 	for name, k := range map[string]simKernel{
 		"token_shift": {4, func(s *simDevice, a *simArgs, grid dim3) error {
@@ -45,12 +45,51 @@ func init() {
 			nn.Sigmoid(x[:n], x[:n])
 			return nil
 		}},
-		"rwkv_decay": {2, func(s *simDevice, a *simArgs, grid dim3) error {
+		"silu_f32": {2, func(s *simDevice, a *simArgs, grid dim3) error {
 			x, n := f32s(a.ptr(0)), a.i64(1)
 			if a.err != nil {
 				return a.err
 			}
-			nn.RWKVDecay(x[:n])
+			nn.SiLU32(x[:n])
+			return nil
+		}},
+		"rwkv_decay": {3, func(s *simDevice, a *simArgs, grid dim3) error {
+			x, n, kind := f32s(a.ptr(0)), a.i64(1), a.int(2)
+			if a.err != nil {
+				return a.err
+			}
+			switch kind {
+			case 0:
+				nn.RWKVDecay(x[:n])
+			case 1:
+				nn.RWKV6Decay(x[:n])
+			default:
+				return fmt.Errorf("rwkv_decay: kind %d", kind)
+			}
+			return nil
+		}},
+		"wkv6": {10, func(s *simDevice, a *simArgs, grid dim3) error {
+			out, r, k, v, w := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), f32s(a.ptr(3)), f32s(a.ptr(4))
+			var u []float32
+			if p := a.ptr(5); p != nil {
+				u = f32s(p)
+			}
+			state, n, heads, d := f32s(a.ptr(6)), a.int(7), a.int(8), a.int(9)
+			if err := covers(grid[0], heads, "heads"); err != nil || a.err != nil {
+				return errors.Join(err, a.err)
+			}
+			if d > wkv6MaxHead {
+				return fmt.Errorf("wkv6: heads of %d", d)
+			}
+			c := heads * d
+			for h := range heads {
+				o := h * d
+				hd := &nn.WKV6Head{R: r[o:], K: k[o:], V: v[o:], W: w[o:], Out: out[o:], S: state[h*d*d : (h+1)*d*d], Stride: c, D: d, T: n}
+				if u != nil {
+					hd.U = u[o : o+d]
+				}
+				nn.WKV6GGML(hd)
+			}
 			return nil
 		}},
 		"rwkv_bonus": {8, func(s *simDevice, a *simArgs, grid dim3) error {

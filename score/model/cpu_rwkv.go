@@ -36,11 +36,26 @@ func (b *cpuBackend) Sigmoid(x ml.Tensor) {
 	})
 }
 
-func (b *cpuBackend) Decay(x ml.Tensor) {
+func (b *cpuBackend) SiLU(x ml.Tensor) {
 	d := ct(x)
-	f := nn.RWKVDecay
+	b.c.Parallel(d.rows, func(_, lo, hi int) {
+		v := d.d[lo*d.cols : hi*d.cols]
+		if b.c.LlamaCPP {
+			nn.GGMLSiLURows(v, d.cols, b.c.GGMLAVX2)
+			return
+		}
+		nn.SiLU32(v)
+	})
+}
+
+func (b *cpuBackend) Decay(x ml.Tensor, kind ml.Decay) {
+	d := ct(x)
+	f := map[ml.Decay]func([]float32){ml.DecaySigmoid: nn.RWKVDecay, ml.DecayExp: nn.RWKV6Decay}[kind]
 	if b.c.LlamaCPP {
-		f = nn.GGMLRWKVDecay
+		f = map[ml.Decay]func([]float32){ml.DecaySigmoid: nn.GGMLRWKVDecay, ml.DecayExp: nn.GGMLRWKV6Decay}[kind]
+	}
+	if f == nil {
+		panic(fmt.Sprintf("cpu backend: decay %d", kind))
 	}
 	b.c.Parallel(d.rows, func(_, lo, hi int) { f(d.d[lo*d.cols : hi*d.cols]) })
 }
@@ -73,6 +88,32 @@ func (b *cpuBackend) WKV7(dst, r, w, k, v, a, bb, state ml.Tensor, heads int) {
 			o0 := h * D
 			nn.WKV7GGML(&nn.WKV7Head{R: rr.d[o0:], W: ww.d[o0:], K: kk.d[o0:], V: vv.d[o0:], A: aa.d[o0:], B: bv.d[o0:],
 				Out: o.d[o0:], S: ss.d[h*D*D : (h+1)*D*D], Stride: c, D: D, T: n}, avx2)
+		}
+	})
+}
+
+// WKV6 runs the recurrence per head with nn.WKV6GGML (ggml-cpu's
+// roundings, the same in both builds and the float32 mode), heads in
+// parallel.
+func (b *cpuBackend) WKV6(dst, r, k, v, w, state ml.Tensor, u *ml.Vector, heads int) {
+	if err := ml.WKV6Shapes(dst, r, k, v, w, state, u, heads); err != nil {
+		panic("cpu backend: " + err.Error())
+	}
+	o, rr, kk, vv, ww, ss := ct(dst), ct(r), ct(k), ct(v), ct(w), ct(state)
+	n, c := rr.rows, rr.cols
+	if n == 0 {
+		return
+	}
+	D := c / heads
+	b.c.Parallel(heads, func(_, lo, hi int) {
+		for h := lo; h < hi; h++ {
+			o0 := h * D
+			hd := &nn.WKV6Head{R: rr.d[o0:], K: kk.d[o0:], V: vv.d[o0:], W: ww.d[o0:], Out: o.d[o0:],
+				S: ss.d[h*D*D : (h+1)*D*D], Stride: c, D: D, T: n}
+			if u != nil {
+				hd.U = u.V[o0 : o0+D]
+			}
+			nn.WKV6GGML(hd)
 		}
 	})
 }

@@ -573,6 +573,10 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1606.4630398, -763.3478417, -781.1464712, -762.7210066}},
 		{"arwkv7", "arwkv7", "", rwkv7Shape, "", "4b02d66c17094b070d8bb037f3e1f58f66255f807f460e9201320730dd9c7ea4",
 			[]float64{-1610.8744613, -801.0724387, -799.2723938, -777.3984115}},
+		{"rwkv6", "rwkv6", "", rwkv6Shape, "", "a9861a67194dce8870bbc597cb294c9987ebfc75a077a510021af5b6375263ad",
+			[]float64{-1578.6166533, -804.8431645, -792.9536569, -780.0773290}},
+		{"rwkv6qwen2", "rwkv6qwen2", "", qrwkv6Shape, "", "42481c9818753a9fdc70a2a62a48b8b298543943beab53d557a51dbd3c6aa7b3",
+			[]float64{-1627.6388108, -796.8837412, -802.7942379, -753.9971143}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -1947,3 +1951,66 @@ func TestRWKV7Variants(t *testing.T) {
 // rwkv7Shape gives rwkv7 and arwkv7 RWKV-7's heads of 64 (2 in the
 // width of 128).
 func rwkv7Shape(s *mkmodel.Shape) { s.HeadDim, s.Heads, s.KVHeads = 64, 2, 2 }
+
+// rwkv6Shape gives rwkv6 RWKV's heads of 64 and 6 layers, the sixth's
+// output halved (rescale_every_n_layers 6).
+func rwkv6Shape(s *mkmodel.Shape) { s.HeadDim, s.Heads, s.KVHeads, s.Layers = 64, 2, 2, 6 }
+
+// qrwkv6Shape gives rwkv6qwen2 two heads of 64 sharing one head of keys
+// and values.
+func qrwkv6Shape(s *mkmodel.Shape) { s.HeadDim, s.Heads, s.KVHeads = 64, 2, 1 }
+
+// TestRWKV6Variants: rwkv6 with the older files' five blend tensors
+// (time_mix_lerp_w, k, v, r, g) in place of time_mix_lerp_fused against
+// llama.cpp's sums on the same bytes (the fused file's: the same
+// arithmetic); files llama.cpp refuses, or cannot run, refused by name: a
+// missing size, a token shift count other than the architecture's, KV heads
+// that do not divide the heads, a QRWKV6 file with time_mix_first, a
+// missing blend, and f16 states.
+func TestRWKV6Variants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "rwkv6", rwkv6Shape)
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blends, fused := map[string]f32Tensor{}, []string{}
+	for _, tn := range f.Tensors {
+		var i int
+		if _, err := fmt.Sscanf(tn.Name, "blk.%d.time_mix_lerp_fused.weight", &i); err != nil {
+			continue
+		}
+		v, e := f32Floats(f.Data(tn)), int(tn.Shape[0])
+		for j, b := range []string{"w", "k", "v", "r", "g"} {
+			blends[fmt.Sprintf("blk.%d.time_mix_lerp_%s.weight", i, b)] = f32Tensor{[]uint64{uint64(e), 1, 1}, v[j*e : (j+1)*e]}
+		}
+		fused = append(fused, tn.Name)
+	}
+	f.Close()
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "blends apart", sha256: "8d12df1a183849142efb377fee61a6255d274c028b78e9df1bdddca34c95ac6b", add: blends, drop: fused,
+			sums: []float64{-1578.6166533, -804.8431645, -792.9536569, -780.0773290}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"no extra dim", map[string]any{"rwkv6.time_mix_extra_dim": nil}, nil, "missing metadata rwkv6.time_mix_extra_dim"},
+		{"one shift", map[string]any{"rwkv6.token_shift_count": uint32(1)}, nil, "rwkv6.token_shift_count = 1, want 2"},
+		{"no blends", nil, []string{"blk.3.time_mix_lerp_fused.weight"}, "missing tensor blk.3.time_mix_lerp_w.weight"},
+		{"no bonus", nil, []string{"blk.0.time_mix_first.weight"}, "missing tensor blk.0.time_mix_first.weight"},
+	})
+	qwen := genModel(t, dir, "rwkv6qwen2", qrwkv6Shape)
+	checkRefusals(t, qwen, []refusal{
+		{"KV heads", map[string]any{"rwkv6qwen2.attention.head_count_kv": uint32(3)}, nil, "rwkv6qwen2.attention.head_count_kv = 3 does not divide the 2 heads"},
+		{"two shifts", map[string]any{"rwkv6qwen2.token_shift_count": uint32(2)}, nil, "rwkv6qwen2.token_shift_count = 2, want 1"},
+	})
+	bonus := rewriteFile(t, qwen, nil, map[string]f32Tensor{"blk.0.time_mix_first.weight": {[]uint64{64, 2}, make([]float32, 128)}})
+	if _, err := Load(bonus, Options{}); err == nil || !strings.Contains(err.Error(), "tensor blk.0.time_mix_first.weight: a rwkv6qwen2 file with RWKV-6's bonus llama.cpp 0.7.0 cannot run (it would need time_mix_ln)") {
+		t.Errorf("QRWKV6 with time_mix_first: %v", err)
+	}
+	if _, err := Load(qwen, Options{SSMStateDtype: "f16"}); err == nil || !strings.Contains(err.Error(), "rwkv6qwen2 keeps its recurrent state in float32, as llama.cpp does: a state dtype of f16 is not supported") {
+		t.Errorf("f16 state: %v", err)
+	}
+}

@@ -275,8 +275,9 @@ func blockTensors(f *gguf.File) int {
 // attention.head_count as 0, as the converter writes it, or not at all, and
 // HParams' head counts and sizes stay 0. The state-space models (mamba,
 // mamba2) have no FFN either (feed_forward_length 0 or absent); RWKV's
-// channel mix is one (rwkv7, arwkv7: feed_forward_length required).
-var attentionFree = map[string]bool{"mamba": false, "mamba2": false, "rwkv7": true, "arwkv7": true}
+// channel mix is one (rwkv6, rwkv6qwen2, rwkv7, arwkv7: feed_forward_length
+// required).
+var attentionFree = map[string]bool{"mamba": false, "mamba2": false, "rwkv7": true, "arwkv7": true, "rwkv6": true, "rwkv6qwen2": true}
 
 // perLayerArchs are the architectures whose files may give
 // feed_forward_length and the head counts per layer (arrays of block_count

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"cmp"
 	"fmt"
 
 	"ppl.dev/score/ml"
@@ -39,41 +38,29 @@ import (
 // embeddings) and a SwiGLU MLP (ffn_gate, ffn_up, ffn_down) for the
 // channel mix; the gate (time_mix_g1, g2, the sixth blend) and the
 // LayerNorm per head (time_mix_ln) are optional, as llama.cpp binds them
-// (ARWKV-R1 has neither gate nor norm). Its files give token_shift_count 1.
+// (the converter writes no gate for a checkpoint with wkv_has_gate false:
+// 5 blends). Its files give token_shift_count 1.
 func init() {
 	Register("rwkv7", func(l *Loader) Network { return newRWKV7(l, false) })
 	Register("arwkv7", func(l *Loader) Network { return newRWKV7(l, true) })
 }
 
-// rwkvGroupNormEps is the epsilon of the time mix's LayerNorm per head,
-// fixed in llama.cpp.
-const rwkvGroupNormEps = 64e-5
-
 // rwkv7L2Eps is the floor of κ̂'s L2 norm, fixed in llama.cpp.
 const rwkv7L2Eps = 1e-12
 
 type rwkv7Layer struct {
-	attnNorm, attnNormB, ffnNorm, ffnNormB *ml.Vector
-	mix                                    []*ml.Vector // the rows of time_mix_lerp_fused: r, w, k, v, a and g (with a gate)
-	w0, a0, v0                             *ml.Vector
-	w1, w2, a1, a2, v1, v2, g1, g2         *ml.Matrix // the low-rank maps; v1, v2 unused in layer 0; g1, g2 nil: no gate (arwkv7)
-	kk, ka, rk                             *ml.Vector // time_mix_k_k, k_a, r_k
-	r, k, v, out                           *ml.Matrix
-	ln, lnB                                *ml.Vector // time_mix_ln: the LayerNorm per head; nil: none (arwkv7)
-	cmix                                   *ml.Vector // channel_mix_lerp_k; nil: the MLP reads the normed rows (arwkv7)
-	ffn                                    ml.MLP     // channel_mix_key, channel_mix_value; arwkv7's SwiGLU
+	rwkvLayer
+	mix                            []*ml.Vector // the rows of time_mix_lerp_fused: r, w, k, v, a and g (with a gate)
+	w0, a0, v0                     *ml.Vector
+	w1, w2, a1, a2, v1, v2, g1, g2 *ml.Matrix // the low-rank maps; v1, v2 unused in layer 0; g1, g2 nil: no gate (arwkv7)
+	kk, ka, rk                     *ml.Vector // time_mix_k_k, k_a, r_k
+	r, k, v, out                   *ml.Matrix
+	ln, lnB                        *ml.Vector // time_mix_ln: the LayerNorm per head; nil: none (arwkv7)
 }
 
 type rwkv7 struct {
-	hp                HParams
-	tokenEmbd         *ml.Matrix
-	embNorm, embNormB *ml.Vector
-	layers            []rwkv7Layer
-	outNorm, outNormB *ml.Vector
-	head              Head
-	heads, headSize   int
-	eps               float64 // the LayerNorms' (attention.layer_norm_epsilon)
-	rms               bool    // RMS norms of hp.Eps (arwkv7)
+	*rwkvModel // with RMS norms in arwkv7
+	layers     []rwkv7Layer
 }
 
 func newRWKV7(l *Loader, arwkv bool) Network {
@@ -89,52 +76,24 @@ func newRWKV7(l *Loader, arwkv bool) Network {
 		sizes[i] = v
 	}
 	hs, dw, da, dv := sizes[0], sizes[1], sizes[2], sizes[3]
-	dg, err := m.int("attention.gate_lora_rank", 0) // 0 without a gate (ARWKV-R1)
+	dg, err := m.int("attention.gate_lora_rank", 0) // 0 without a gate
 	if err != nil {
 		l.fail(err)
 		return nil
 	}
-	if hp.Embd%hs != 0 {
-		l.Failf("metadata %s.wkv.head_size = %d does not divide embedding_length %d", hp.Arch, hs, hp.Embd)
-		return nil
-	}
-	shifts := 2 // the time mix's and the channel mix's previous rows
-	if arwkv {
-		shifts = 1
-	}
-	if n, err := m.int("token_shift_count", 2); err != nil || n != shifts {
-		l.fail(cmp.Or(err, fmt.Errorf("metadata %s.token_shift_count = %d, want %d (llama.cpp's %s)", hp.Arch, n, shifts, hp.Arch)))
-		return nil
-	}
-	if d := l.Opts.SSMStateDtype; d != "" && d != "f32" {
-		l.Failf("%s keeps its recurrent state in float32, as llama.cpp does: a state dtype of %s is not supported", hp.Arch, d)
+	base := l.rwkvModel(hs, arwkv, false)
+	if base == nil {
 		return nil
 	}
 	e := hp.Embd
-	net := &rwkv7{
-		hp:        hp,
-		tokenEmbd: l.Linear("token_embd", e, hp.Vocab),
-		outNorm:   l.Norm("output_norm", e),
-		head:      Head{Output: l.Linear("output", e, hp.Vocab)},
-		heads:     e / hs,
-		headSize:  hs,
-		rms:       arwkv,
-		layers:    make([]rwkv7Layer, hp.Layers),
-	}
-	if arwkv {
-		net.eps = hp.Eps
-	} else {
-		net.eps = l.layerNormEps()
-		net.embNorm, net.embNormB = l.Norm("token_embd_norm", e), l.Vector("token_embd_norm.bias", e)
-		net.outNormB = l.Vector("output_norm.bias", e)
-	}
+	net := &rwkv7{rwkvModel: base, layers: make([]rwkv7Layer, hp.Layers)}
 	for i := range net.layers {
 		p := fmt.Sprintf("blk.%d.", i)
 		ly := &net.layers[i]
 		lora := func(name string, r int) (*ml.Matrix, *ml.Matrix) {
 			return l.Linear(p+"time_mix_"+name+"1", e, r), l.Linear(p+"time_mix_"+name+"2", r, e)
 		}
-		ly.attnNorm = l.Norm(p+"attn_norm", e)
+		ly.rwkvLayer = l.rwkvLayer(p, arwkv)
 		ly.w0 = l.Vector(p+"time_mix_w0.weight", e)
 		ly.w1, ly.w2 = lora("w", dw)
 		ly.a0 = l.Vector(p+"time_mix_a0.weight", e)
@@ -151,27 +110,13 @@ func newRWKV7(l *Loader, arwkv bool) Network {
 		} else {
 			blends = 5
 		}
-		if mix := l.tensorVector(p+"time_mix_lerp_fused.weight", e, 1, 1, blends); mix != nil {
-			ly.mix = make([]*ml.Vector, blends)
-			for j := range ly.mix {
-				ly.mix[j] = l.constVector(fmt.Sprintf("%s[%d]", mix.Name, j), mix.V[j*e:(j+1)*e])
-			}
-		}
+		ly.mix = l.blends(p+"time_mix_lerp_fused.weight", e, blends)
 		ly.kk, ly.ka, ly.rk = l.Vector(p+"time_mix_k_k.weight", e), l.Vector(p+"time_mix_k_a.weight", e), l.Vector(p+"time_mix_r_k.weight", e)
 		ly.r, ly.k, ly.v = l.Linear(p+"time_mix_receptance", e, e), l.Linear(p+"time_mix_key", e, e), l.Linear(p+"time_mix_value", e, e)
 		if !arwkv || l.Has(p+"time_mix_ln.weight") || l.Has(p+"time_mix_ln.bias") {
 			ly.ln, ly.lnB = l.Norm(p+"time_mix_ln", e), l.Vector(p+"time_mix_ln.bias", e)
 		}
 		ly.out = l.Linear(p+"time_mix_output", e, e)
-		if arwkv {
-			ly.ffnNorm = l.Norm(p+"ffn_norm", e)
-			ly.ffn = ml.MLP{Gate: l.Linear(p+"ffn_gate", e, hp.FFN), Up: l.Linear(p+"ffn_up", e, hp.FFN), Down: l.Linear(p+"ffn_down", hp.FFN, e), Act: ml.SwiGLU}
-			continue
-		}
-		ly.attnNormB = l.Vector(p+"attn_norm.bias", e)
-		ly.ffnNorm, ly.ffnNormB = l.Norm(p+"attn_norm_2", e), l.Vector(p+"attn_norm_2.bias", e)
-		ly.cmix = l.tensorVector(p+"channel_mix_lerp_k.weight", e, 1, 1)
-		ly.ffn = ml.MLP{Up: l.Linear(p+"channel_mix_key", e, hp.FFN), Down: l.Linear(p+"channel_mix_value", hp.FFN, e), Act: ml.ReLUSqr}
 	}
 	if l.Err() != nil {
 		return nil
@@ -179,34 +124,10 @@ func newRWKV7(l *Loader, arwkv bool) Network {
 	return net
 }
 
-func (m *rwkv7) Head() *Head { return &m.head }
-
-func (m *rwkv7) positions() string { return "no attention" }
-
-// Check requires the operations beyond Backend that an RWKV-7 layer uses.
-func (m *rwkv7) Check(b ml.Backend) error {
-	_, rw := b.(ml.RWKV)
-	_, rc := b.(ml.Recurrent)
-	_, au := b.(ml.AltUp)
-	_, ln := b.(ml.LayerNormer)
-	if !rw || !rc || !au || !ln {
-		return fmt.Errorf("%s needs the RWKV operations (ml.RWKV, ml.Recurrent's Mul, L2Norm and Zero, ml.AltUp's Tanh and MulCols, ml.LayerNormer), which backend %T lacks", m.hp.Arch, b)
-	}
-	return nil
-}
-
-// ssmStateDtype is the recurrent state's dtype, for Info: float32 (llama.cpp
-// keeps RWKV's state in float32 whatever its cache type).
-func (m *rwkv7) ssmStateDtype() string { return "f32" }
-
 func (m *rwkv7) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	n, e := len(tokens), m.hp.Embd
 	rw := b.(ml.RWKV)
-	x := b.Alloc(n, e) // the residual stream
-	b.Embed(x, m.tokenEmbd, tokens)
-	if m.embNorm != nil {
-		m.norm(b, x, x, m.embNorm, m.embNormB)
-	}
+	x := m.embed(b, tokens)
 	first := b.Alloc(n, e) // the first layer's values
 	state := b.Alloc(e, m.headSize)
 	for i := range m.layers {
@@ -219,9 +140,9 @@ func (m *rwkv7) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		b.Add(x, y)
 		m.norm(b, h, x, ly.ffnNorm, ly.ffnNormB)
 		in := h
-		if ly.cmix != nil {
+		if ly.cmixK != nil {
 			rw.TokenShift(sx, h)
-			blend(b, sx, sx, h, ly.cmix)
+			blend(b, sx, sx, h, ly.cmixK)
 			in = sx
 		}
 		b.MLP(y, in, &ly.ffn)
@@ -230,22 +151,6 @@ func (m *rwkv7) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	}
 	m.norm(b, x, x, m.outNorm, m.outNormB)
 	return x
-}
-
-// norm norms the rows of x into dst: a LayerNorm by w and bias, or with
-// rms an RMS norm by w.
-func (m *rwkv7) norm(b ml.Backend, dst, x ml.Tensor, w, bias *ml.Vector) {
-	if m.rms {
-		b.RMSNorm(dst, x, w, m.eps)
-		return
-	}
-	b.(ml.LayerNormer).LayerNorm(dst, x, w, bias, m.eps)
-}
-
-// blend sets dst = sx ⊙ mu + h (llama.cpp's MUL, then ADD); dst may be sx.
-func blend(b ml.Backend, dst, sx, h ml.Tensor, mu *ml.Vector) {
-	b.(ml.AltUp).MulCols(dst, sx, mu)
-	b.Add(dst, h)
 }
 
 // timeMix computes layer ly's time mix of the normed rows h (sx: their
@@ -276,7 +181,7 @@ func (m *rwkv7) timeMix(b ml.Backend, dst, h, sx, first, state ml.Tensor, ly *rw
 	b.Linear(r, xr, ly.r)
 	lowRank(w, xw, ly.w1, ly.w2, au.Tanh)
 	b.AddRows(w, ly.w0)
-	rw.Decay(w)
+	rw.Decay(w, ml.DecaySigmoid)
 	b.Linear(k, xk, ly.k)
 	lowRank(a, xa, ly.a1, ly.a2, nil)
 	b.AddRows(a, ly.a0)

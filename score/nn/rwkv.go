@@ -2,7 +2,9 @@ package nn
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 )
 
 // RWKV-7's operations (ml.RWKV): the WKV7 recurrence of one head, its
@@ -24,20 +26,22 @@ type WKV7Head struct {
 }
 
 func (h *WKV7Head) check() {
-	if h.T == 0 {
+	checkWKV("wkv7", h.T, h.Stride, h.D, h.S, map[string][]float32{"r": h.R, "w": h.W, "k": h.K, "v": h.V, "a": h.A, "b": h.B, "output": h.Out})
+}
+
+// checkWKV panics when a head's operands (by name) are shorter than T
+// tokens at stride, its state shorter than D × D, or stride below D.
+func checkWKV(op string, T, stride, D int, S []float32, ops map[string][]float32) {
+	if T == 0 {
 		return
 	}
-	n := (h.T-1)*h.Stride + h.D
-	for _, o := range []struct {
-		what string
-		v    []float32
-	}{{"r", h.R}, {"w", h.W}, {"k", h.K}, {"v", h.V}, {"a", h.A}, {"b", h.B}, {"output", h.Out}} {
-		check("wkv7 "+o.what, len(o.v), n)
+	if stride < D {
+		panic(fmt.Sprintf("nn: %s stride %d for a head of %d", op, stride, D))
 	}
-	check("wkv7 state", len(h.S), h.D*h.D)
-	if h.Stride < h.D {
-		panic(fmt.Sprintf("nn: wkv7 stride %d for a head of %d", h.Stride, h.D))
+	for _, name := range slices.Sorted(maps.Keys(ops)) {
+		check(op+" "+name, len(ops[name]), (T-1)*stride+D)
 	}
+	check(op+" state", len(S), D*D)
 }
 
 // WKV7Ref runs the recurrence (ml.RWKV's WKV7) in float64, each output
@@ -134,6 +138,21 @@ func GGMLRWKVDecay(x []float32) {
 	}
 }
 
+// RWKV6Decay sets x to exp(-exp(x)) in float64, rounded once.
+func RWKV6Decay(x []float32) {
+	for i, v := range x {
+		x[i] = float32(math.Exp(-math.Exp(float64(v))))
+	}
+}
+
+// GGMLRWKV6Decay is RWKV-6's decay as llama.cpp's graph rounds it: EXP,
+// NEG, EXP (glibc's expf).
+func GGMLRWKV6Decay(x []float32) {
+	for i, v := range x {
+		x[i] = libcExpf(-libcExpf(v))
+	}
+}
+
 // Sigmoid sets y to 1/(1 + e^-x) in float64, rounded once. y may alias x.
 func Sigmoid(y, x []float32) {
 	check("Sigmoid", len(y), len(x))
@@ -170,5 +189,114 @@ func GGMLRWKVBonus(dst, r, k, v, u []float32, d int) {
 		for i := h0; i < h0+d; i++ {
 			dst[i] += float32(v[i] * sf)
 		}
+	}
+}
+
+// WKV6Head is one head's operands of RWKV-6's recurrence for a window's
+// tokens: token t's r, k, v and w at [t·Stride, t·Stride+D), its output at
+// Out[t·Stride:]; the bonus U (D values; nil: gated linear attention); the
+// D × D state S, row i (a key channel) holding S[i][·].
+type WKV6Head struct {
+	R, K, V, W, Out []float32
+	U               []float32
+	S               []float32
+	Stride, D, T    int
+}
+
+func (h *WKV6Head) check() {
+	checkWKV("wkv6", h.T, h.Stride, h.D, h.S, map[string][]float32{"r": h.R, "k": h.K, "v": h.V, "w": h.W, "output": h.Out})
+	if h.T > 0 && h.U != nil {
+		check("wkv6 bonus", len(h.U), h.D)
+	}
+}
+
+// WKV6Ref runs ml.RWKV's WKV6 in float64, each output rounded once and the
+// state rounded to float32 after the last token.
+func WKV6Ref(h *WKV6Head) {
+	h.check()
+	D := h.D
+	s := make([]float64, D*D)
+	for i, v := range h.S[:D*D] {
+		s[i] = float64(v)
+	}
+	y := make([]float64, D)
+	for t := range h.T {
+		o := t * h.Stride
+		r, k, v, w := h.R[o:o+D], h.K[o:o+D], h.V[o:o+D], h.W[o:o+D]
+		clear(y)
+		for i := range D {
+			row := s[i*D : (i+1)*D]
+			for j := range row {
+				kv := float64(k[i]) * float64(v[j])
+				if h.U != nil {
+					y[j] += float64(r[i]) * (row[j] + float64(h.U[i])*kv)
+				}
+				row[j] = row[j]*float64(w[i]) + kv
+				if h.U == nil {
+					y[j] += float64(r[i]) * row[j]
+				}
+			}
+		}
+		for j, v := range y {
+			h.Out[o+j] = float32(v)
+		}
+	}
+	for i, v := range s {
+		h.S[i] = float32(v)
+	}
+}
+
+// WKV6GGML runs ml.RWKV's WKV6 as ggml-cpu rounds it, RWKV_WKV6 with a
+// bonus and GATED_LINEAR_ATTN without (whose scale the caller applies to r
+// first, as ggml rounds q·scale): for key channel i in order and each
+// column j, kv = v·k; with the bonus y_j = fma(fma(kv, u, s), r, y_j) and
+// s = fma(s, w, kv); without, s = fma(s, w, kv) and y_j = fma(s, r, y_j).
+// Both builds compute it so (the vectors run along j).
+func WKV6GGML(h *WKV6Head) {
+	h.check()
+	D := h.D
+	for t := range h.T {
+		o := t * h.Stride
+		r, k, v, w, y := h.R[o:o+D], h.K[o:o+D], h.V[o:o+D], h.W[o:o+D], h.Out[o:o+D]
+		clear(y)
+		for i := range D {
+			row := h.S[i*D : (i+1)*D]
+			ki, ri, wi := k[i], r[i], w[i]
+			if h.U != nil {
+				ui := h.U[i]
+				for j, s := range row {
+					kv := v[j] * ki
+					y[j] = fma32(fma32(kv, ui, s), ri, y[j])
+					row[j] = fma32(s, wi, kv)
+				}
+				continue
+			}
+			for j, s := range row {
+				s = fma32(s, wi, v[j]*ki)
+				row[j] = s
+				y[j] = fma32(s, ri, y[j])
+			}
+		}
+	}
+}
+
+// SiLU32 sets x to x/(1 + e^-x) in float64, rounded once.
+func SiLU32(x []float32) {
+	for i, v := range x {
+		x[i] = float32(float64(v) / (1 + math.Exp(-float64(v))))
+	}
+}
+
+// GGMLSiLURows is ggml's SILU over rows of cols values as llama.cpp's CPU
+// build computes it (the lanes of ggml_vec_silu_f32 from each row's start,
+// GGMLSwiGLU's silu: with avx2 the AVX2 build's).
+func GGMLSiLURows(x []float32, cols int, avx2 bool) {
+	ones := make([]float32, cols)
+	for i := range ones {
+		ones[i] = 1
+	}
+	for r := 0; r+cols <= len(x); r += cols {
+		row := x[r : r+cols]
+		GGMLSwiGLU(row, row, ones, avx2)
 	}
 }

@@ -86,11 +86,13 @@ func TestWKV7(t *testing.T) {
 	}
 }
 
-// TestRWKVElementwise compares the ggml forms of the sigmoid, RWKV-7's
-// decay and its current-token term with the float64 references, on random
-// values, zeros, ±1e-30, ±88 (e^x at float32's edge) and ±1e30: the
-// sigmoid within 1 ulp, the decay (three float32 roundings) within 2, the
-// term within 2e-7 of its largest value (measured 6.9e-8).
+// TestRWKVElementwise compares the ggml forms of the sigmoid, SiLU (both
+// builds), RWKV-7's and RWKV-6's decays and RWKV-7's current-token term
+// with the float64 references, on random values, zeros, ±1e-30, ±88 (e^x
+// at float32's edge) and ±1e30: the sigmoid within 2 ulps, SiLU within 3,
+// RWKV-7's decay (three float32 roundings) within 1, RWKV-6's within 1 +
+// e^x (its inner e^x's rounding, amplified), the term within 2e-7 of its
+// largest value (measured 6.9e-8). Each bound is the largest measured.
 func TestRWKVElementwise(t *testing.T) {
 	r := rand.New(rand.NewPCG(23, 24))
 	x := []float32{0, float32(math.Copysign(0, -1)), 1e-30, -1e-30, 88, -88, 1e30, -1e30, 20, -20}
@@ -103,17 +105,21 @@ func TestRWKVElementwise(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		ggml, ref func([]float32)
-		most      float64
+		most      func(x float32) float64 // ulps allowed at x
 	}{
-		{"sigmoid", func(v []float32) { GGMLSigmoid(v, v) }, func(v []float32) { Sigmoid(v, v) }, 2},
-		{"decay", GGMLRWKVDecay, RWKVDecay, 1},
+		{"sigmoid", func(v []float32) { GGMLSigmoid(v, v) }, func(v []float32) { Sigmoid(v, v) }, func(float32) float64 { return 2 }},
+		{"decay", GGMLRWKVDecay, RWKVDecay, func(float32) float64 { return 1 }},
+		// exp(-exp(x)) of a float32 e^x: its rounding times e^x.
+		{"RWKV-6 decay", GGMLRWKV6Decay, RWKV6Decay, func(x float32) float64 { return 1 + math.Exp(float64(x)) }},
+		{"silu", func(v []float32) { GGMLSiLURows(v, len(v), false) }, SiLU32, func(float32) float64 { return 3 }},
+		{"silu avx2", func(v []float32) { GGMLSiLURows(v, len(v), true) }, SiLU32, func(float32) float64 { return 3 }},
 	} {
 		g, f := slices.Clone(x), slices.Clone(x)
 		c.ggml(g)
 		c.ref(f)
 		for i := range x {
-			if u := ulps(g[i], f[i]); u > c.most {
-				t.Errorf("%s(%g): ggml %g, reference %g: %v ulps, want <= %v", c.name, x[i], g[i], f[i], u, c.most)
+			if u := ulps(g[i], f[i]); u > c.most(x[i]) {
+				t.Errorf("%s(%g): ggml %g, reference %g: %v ulps, want <= %v", c.name, x[i], g[i], f[i], u, c.most(x[i]))
 			}
 		}
 	}
@@ -173,4 +179,151 @@ func wkv7PinGGML(avx2 bool) []float32 {
 			Out: out[o:], S: state[h*D*D : (h+1)*D*D], Stride: C, D: D, T: wkv7PinN}, avx2)
 	}
 	return append(out, state...)
+}
+
+// wkv6Inputs are T tokens of RWKV-6's operands for heads of d: decays in
+// (0.3, 1) (exp(-exp(w)) of w in [-4, 0.2)), a bonus per channel; every
+// 17th token decays nothing, every 23rd is zeros, every 29th has values
+// of 1e4.
+func wkv6Inputs(r *rand.Rand, T, heads, d int) (rr, k, v, w, u []float32) {
+	n := T * heads * d
+	rr, k, v, w, u = make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, n), make([]float32, heads*d)
+	for i := range n {
+		rr[i], k[i], v[i] = float32(r.NormFloat64()), float32(r.NormFloat64()), float32(r.NormFloat64())
+		w[i] = float32(math.Exp(-math.Exp(-4 + 4.2*r.Float64())))
+		switch t := i / (heads * d); {
+		case t%17 == 16:
+			w[i] = 1
+		case t%23 == 22:
+			rr[i], k[i], v[i] = 0, 0, 0
+		case t%29 == 28:
+			v[i] *= 1e4
+		}
+	}
+	for i := range u {
+		u[i] = float32(r.NormFloat64())
+	}
+	return
+}
+
+// TestWKV6 runs ggml's float32 form of RWKV-6's recurrence, with its bonus
+// and without (gated linear attention), against the float64 reference on
+// heads of 64 and 128 and an odd 40, in three calls from a nonzero state:
+// outputs and final state within 1e-6 of their largest value (measured up
+// to 3.9e-7).
+func TestWKV6(t *testing.T) {
+	r := rand.New(rand.NewPCG(25, 26))
+	const T, H = 300, 2
+	for _, d := range []int{64, 128, 40} {
+		rr, k, v, w, u := wkv6Inputs(r, T, H, d)
+		s0 := make([]float32, d*d)
+		for i := range s0 {
+			s0[i] = float32(r.NormFloat64())
+		}
+		for _, bonus := range []bool{true, false} {
+			for h := range H {
+				got, want := make([]float32, T*H*d), make([]float32, T*H*d)
+				sg, sw := slices.Clone(s0), slices.Clone(s0)
+				head := func(out, st []float32, t0, t1 int) *WKV6Head {
+					o := t0*H*d + h*d
+					hd := &WKV6Head{R: rr[o:], K: k[o:], V: v[o:], W: w[o:], Out: out[o:], S: st, Stride: H * d, D: d, T: t1 - t0}
+					if bonus {
+						hd.U = u[h*d : (h+1)*d]
+					}
+					return hd
+				}
+				for _, sp := range [][2]int{{0, 7}, {7, 200}, {200, T}} {
+					WKV6GGML(head(got, sg, sp[0], sp[1]))
+					WKV6Ref(head(want, sw, sp[0], sp[1]))
+				}
+				what := fmt.Sprintf("d=%d bonus %v head %d", d, bonus, h)
+				if e := relDiff(got, want); e > 1e-6 {
+					t.Errorf("%s: output %.2e relative, want <= 1e-6", what, e)
+				}
+				if e := relDiff(sg, sw); e > 1e-6 {
+					t.Errorf("%s: state %.2e relative, want <= 1e-6", what, e)
+				}
+			}
+		}
+	}
+}
+
+// TestGGMLWKV6 pins WKV6GGML to libggml 0.27.0's RWKV_WKV6 and
+// GATED_LINEAR_ATTN (ggml_ops.py wkv6 40 3 64, gla 40 3 64 0.125 on
+// wkv6PinInputs, r scaled first for the latter): the hashes of their
+// outputs and final states, the same in the zen4 and haswell builds.
+func TestGGMLWKV6(t *testing.T) {
+	for i, want := range []uint64{0xa0dfeeeadc1c8188, 0x24e29ebb795cfecb} {
+		if h := fnvBits(wkv6PinGGML(i == 0)); h != want {
+			t.Errorf("bonus %v: hash %#x, llama.cpp's %#x", i == 0, h, want)
+		}
+	}
+}
+
+// wkv6PinInputs are TestGGMLWKV6's r, k, v, w and u (wkv6Inputs over
+// wkv7Pin's shape), one after another.
+func wkv6PinInputs() []float32 {
+	rr, k, v, w, u := wkv6Inputs(rand.New(rand.NewPCG(33, 34)), wkv7PinN, wkv7PinH, wkv7PinD)
+	return slices.Concat(rr, k, v, w, u)
+}
+
+// wkv6PinGGML runs WKV6GGML over wkv6PinInputs from a zero state, with the
+// bonus or without (r times 0.125 first): the outputs, then the final
+// state, as ggml lays them out.
+func wkv6PinGGML(bonus bool) []float32 {
+	in := wkv6PinInputs()
+	n := wkv7PinN * wkv7PinH * wkv7PinD
+	part := func(i int) []float32 { return slices.Clone(in[i*n : (i+1)*n]) }
+	D, C := wkv7PinD, wkv7PinH*wkv7PinD
+	r := part(0)
+	if !bonus {
+		for i := range r {
+			r[i] *= 0.125
+		}
+	}
+	out, state := make([]float32, n), make([]float32, wkv7PinH*D*D)
+	for h := range wkv7PinH {
+		o := h * D
+		hd := &WKV6Head{R: r[o:], K: part(1)[o:], V: part(2)[o:], W: part(3)[o:], Out: out[o:], S: state[h*D*D : (h+1)*D*D], Stride: C, D: D, T: wkv7PinN}
+		if bonus {
+			hd.U = in[4*n+o : 4*n+o+D]
+		}
+		WKV6GGML(hd)
+	}
+	return append(out, state...)
+}
+
+// BenchmarkWKV7 and BenchmarkWKV6 time one head of 64 over 256 tokens in
+// ggml's form (the CPU's, both modes), the reference beside it: ns per
+// token and head is ns/op / 256.
+func BenchmarkWKV7(b *testing.B) {
+	const T, d = 256, 64
+	rr, w, k, v, a, bb := wkv7Inputs(rand.New(rand.NewPCG(1, 2)), T, 1, d)
+	out, s := make([]float32, T*d), make([]float32, d*d)
+	for _, c := range []struct {
+		name string
+		f    func(*WKV7Head)
+	}{{"ggml", func(h *WKV7Head) { WKV7GGML(h, false) }}, {"ref", WKV7Ref}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				c.f(&WKV7Head{R: rr, W: w, K: k, V: v, A: a, B: bb, Out: out, S: s, Stride: d, D: d, T: T})
+			}
+		})
+	}
+}
+
+func BenchmarkWKV6(b *testing.B) {
+	const T, d = 256, 64
+	rr, k, v, w, u := wkv6Inputs(rand.New(rand.NewPCG(1, 2)), T, 1, d)
+	out, s := make([]float32, T*d), make([]float32, d*d)
+	for _, c := range []struct {
+		name string
+		f    func(*WKV6Head)
+	}{{"ggml", WKV6GGML}, {"ref", WKV6Ref}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				c.f(&WKV6Head{R: rr, K: k, V: v, W: w, U: u, Out: out, S: s, Stride: d, D: d, T: T})
+			}
+		})
+	}
 }

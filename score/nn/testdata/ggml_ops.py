@@ -9,7 +9,7 @@
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
 # OPs: rms EPS | swiglu | geglu | gelu | swiglu-oai | swiglu-clamp LIMIT | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE [FREQ_SCALE EXT ATTN BETA_FAST BETA_SLOW N_CTX_ORIG] | fa N H HKV D SCALE [CAP [SPARSE [MAX_BIAS]]] | mmattn N H HKV D SCALE [CAP] |
-# trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N [E] | gdn N HK HV S EPS | wkv7 N H D |
+# trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N [E] | gdn N HK HV S EPS | wkv7 N H D | wkv6 N H D | gla N H D SCALE |
 # route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N | topk N K.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
 import ctypes as C, numpy as np, sys, os
@@ -313,6 +313,24 @@ if op == "wkv7":  # RWKV_WKV7 from a zero state: r, w, k, v, a, b (each n·H·D,
         t = new(F32, [D, H, n, 1]); put(t, x[i]); ts.append(t)
     st = new(F32, [D * D * H, 1]); put(st, np.zeros(D * D * H, np.float32))
     o = base.ggml_rwkv_wkv7(ctx, *ts, st)
+    run(o)
+    get(o).tofile(d + "out.bin")  # the outputs, then the final state
+if op in ("wkv6", "gla"):  # RWKV_WKV6 (r, k, v, w, u) or GATED_LINEAR_ATTN (r, k, v, w; SCALE) from a zero state:
+    # r, k, v, w (each n·H·D, token-major), then u (H·D) for wkv6, one after another in x.bin
+    n, H, D = map(int, sys.argv[2:5])
+    x = np.fromfile(d + "x.bin", np.float32)
+    m = n * H * D
+    def t3(a):
+        t = new(F32, [D, H, n, 1]); put(t, a); return t
+    r, k, v, w = (t3(x[i * m:(i + 1) * m]) for i in range(4))
+    st = new(F32, [D * D * H, 1]); put(st, np.zeros(D * D * H, np.float32))
+    if op == "wkv6":
+        base.ggml_rwkv_wkv6.restype = P; base.ggml_rwkv_wkv6.argtypes = [P] * 7
+        u = new(F32, [D, H]); put(u, x[4 * m:4 * m + H * D])
+        o = base.ggml_rwkv_wkv6(ctx, k, v, r, u, w, st)
+    else:
+        base.ggml_gated_linear_attn.restype = P; base.ggml_gated_linear_attn.argtypes = [P] * 6 + [C.c_float]
+        o = base.ggml_gated_linear_attn(ctx, k, v, r, w, st, float(sys.argv[5]))
     run(o)
     get(o).tofile(d + "out.bin")  # the outputs, then the final state
 if op == "gdn":  # Gated DeltaNet as llama.cpp's qwen35 builds it, from a zero state: q, k (n, HK·S) in gq.bin, gk.bin;
