@@ -168,6 +168,12 @@ type kernels struct {
 	// deltaGGML and deltaGGML8, if set, are deltaRowsGGMLGeneric in the
 	// AVX-512 build's lanes (d a multiple of 64) and the AVX2 build's (32).
 	deltaGGML, deltaGGML8 func(m *float32, d int, k, q, v *float32, e, b, scale float32, out *float32)
+	// wkv7GGML and wkv7GGML8, if set, are one token of a head of WKV7GGML
+	// in the AVX-512 build's lanes (np a multiple of 64) and the AVX2
+	// build's (32); wkv6, of WKV6GGML for d a multiple of 16 (u nil: no
+	// bonus), y zeroed first.
+	wkv7GGML, wkv7GGML8 func(s *float32, d int, r, w, k, v, a, b *float32, np int, out *float32)
+	wkv6                func(s *float32, d int, r, k, v, w, u, y *float32)
 }
 
 // gemmFunc computes C (m × nr) = A (m × k) · B (k × nr), or

@@ -24,6 +24,7 @@ func archInit() {
 	avx2.lanesRow = [2]func(x, q *byte, sc, d *float32, nb, off int, lanes *float32){lanesG32AVX2, lanesG16AVX2}
 	avx2.ssmGGML8, avx2.ssmF32 = ssmGGMLAVX2, ssmF32AVX2
 	avx2.deltaGGML8 = deltaGGMLAVX2
+	avx2.wkv7GGML8 = wkv7AVX2
 	avx2.int8 = [4][]int8Func{
 		{int8g32m1W256, int8g32m2W256, int8g32m3W256, int8g32m4W256, int8g32m5W256, int8g32m6W256},
 		{int8g32minm1W256, int8g32minm2W256, int8g32minm3W256, int8g32minm4W256, int8g32minm5W256, int8g32minm6W256},
@@ -74,6 +75,7 @@ func archInit() {
 	avx512.lanesRow = avx2.lanesRow
 	avx512.ssmGGML, avx512.ssmGGML8, avx512.ssmF32 = ssmGGMLAVX512, ssmGGMLAVX2, ssmF32AVX512
 	avx512.deltaGGML, avx512.deltaGGML8 = deltaGGMLAVX512, deltaGGMLAVX2
+	avx512.wkv7GGML, avx512.wkv7GGML8, avx512.wkv6 = wkv7AVX512, wkv7AVX2, wkv6AVX512
 	levelKernels[AVX512] = avx512
 	maxLevel = AVX512
 	if cpu.X86.HasAVX512VNNI {

@@ -83,16 +83,31 @@ func WKV7Ref(h *WKV7Head) {
 // same way. Columns past the last whole step (none in RWKV-7's heads of
 // 64) are taken one at a time after the fold, as ggml's leftover loop
 // writes them.
-func WKV7GGML(h *WKV7Head, avx2 bool) {
+func WKV7GGML(h *WKV7Head, avx2 bool) { wkv7GGML(h, avx2, true) }
+
+// wkv7GGML is WKV7GGML, taking the vector kernels (kern.wkv7GGML,
+// wkv7GGML8) where the head is whole steps if kernels, else the Go loop.
+func wkv7GGML(h *WKV7Head, avx2, kernels bool) {
 	h.check()
 	D := h.D
 	epr, arr := ggmlLanes(avx2)
 	step := epr * arr
 	np := D - D%step
+	k := kern.wkv7GGML
+	if avx2 {
+		k = kern.wkv7GGML8
+	}
+	if !kernels || np != D {
+		k = nil
+	}
 	var lanes [64]float32
 	acc := lanes[:step]
 	for t := range h.T {
 		o := t * h.Stride
+		if k != nil {
+			k(&h.S[0], D, &h.R[o], &h.W[o], &h.K[o], &h.V[o], &h.A[o], &h.B[o], np, &h.Out[o])
+			continue
+		}
 		r, w, k, v, a, b := h.R[o:o+D], h.W[o:o+D], h.K[o:o+D], h.V[o:o+D], h.A[o:o+D], h.B[o:o+D]
 		for i := range D {
 			row := h.S[i*D : (i+1)*D]
@@ -252,13 +267,29 @@ func WKV6Ref(h *WKV6Head) {
 // column j, kv = v·k; with the bonus y_j = fma(fma(kv, u, s), r, y_j) and
 // s = fma(s, w, kv); without, s = fma(s, w, kv) and y_j = fma(s, r, y_j).
 // Both builds compute it so (the vectors run along j).
-func WKV6GGML(h *WKV6Head) {
+func WKV6GGML(h *WKV6Head) { wkv6GGML(h, true) }
+
+// wkv6GGML is WKV6GGML, taking the vector kernel (kern.wkv6) for heads of
+// a multiple of 16 if kernels, else the Go loop.
+func wkv6GGML(h *WKV6Head, kernels bool) {
 	h.check()
 	D := h.D
+	kn := kern.wkv6
+	if !kernels || D%16 != 0 {
+		kn = nil
+	}
 	for t := range h.T {
 		o := t * h.Stride
 		r, k, v, w, y := h.R[o:o+D], h.K[o:o+D], h.V[o:o+D], h.W[o:o+D], h.Out[o:o+D]
 		clear(y)
+		if kn != nil && D > 0 {
+			var u *float32
+			if h.U != nil {
+				u = &h.U[0]
+			}
+			kn(&h.S[0], D, &r[0], &k[0], &v[0], &w[0], u, &y[0])
+			continue
+		}
 		for i := range D {
 			row := h.S[i*D : (i+1)*D]
 			ki, ri, wi := k[i], r[i], w[i]

@@ -294,8 +294,9 @@ func wkv6PinGGML(bonus bool) []float32 {
 }
 
 // BenchmarkWKV7 and BenchmarkWKV6 time one head of 64 over 256 tokens in
-// ggml's form (the CPU's, both modes), the reference beside it: ns per
-// token and head is ns/op / 256.
+// ggml's form (the CPU's, both modes: the vector kernel where the machine
+// has one), its Go loop and the float64 reference beside it: ns per token
+// and head is ns/op / 256.
 func BenchmarkWKV7(b *testing.B) {
 	const T, d = 256, 64
 	rr, w, k, v, a, bb := wkv7Inputs(rand.New(rand.NewPCG(1, 2)), T, 1, d)
@@ -303,7 +304,7 @@ func BenchmarkWKV7(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		f    func(*WKV7Head)
-	}{{"ggml", func(h *WKV7Head) { WKV7GGML(h, false) }}, {"ref", WKV7Ref}} {
+	}{{"ggml", func(h *WKV7Head) { WKV7GGML(h, false) }}, {"loop", func(h *WKV7Head) { wkv7GGML(h, false, false) }}, {"ref", WKV7Ref}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				c.f(&WKV7Head{R: rr, W: w, K: k, V: v, A: a, B: bb, Out: out, S: s, Stride: d, D: d, T: T})
@@ -319,11 +320,62 @@ func BenchmarkWKV6(b *testing.B) {
 	for _, c := range []struct {
 		name string
 		f    func(*WKV6Head)
-	}{{"ggml", WKV6GGML}, {"ref", WKV6Ref}} {
+	}{{"ggml", WKV6GGML}, {"loop", func(h *WKV6Head) { wkv6GGML(h, false) }}, {"ref", WKV6Ref}} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				c.f(&WKV6Head{R: rr, K: k, V: v, W: w, U: u, Out: out, S: s, Stride: d, D: d, T: T})
 			}
 		})
+	}
+}
+
+// TestWKVKernels: the vector kernels (rwkv_amd64.s) give the Go loops'
+// bits, outputs and states, on heads of 64 and 128 over 100 tokens: WKV7
+// in both builds' lanes, WKV6 with and without its bonus. Skipped where
+// the machine has no such kernels (they are then not used).
+func TestWKVKernels(t *testing.T) {
+	if kern.wkv7GGML == nil || kern.wkv6 == nil {
+		t.Skip("no RWKV kernels on this machine")
+	}
+	r := rand.New(rand.NewPCG(27, 28))
+	const T, H = 100, 2
+	same := func(what string, a, b []float32) {
+		t.Helper()
+		if fnvBits(a) != fnvBits(b) {
+			t.Errorf("%s: the kernel's bits differ from the Go loop's", what)
+		}
+	}
+	for _, d := range []int{64, 128} {
+		rr, w, k, v, a, b := wkv7Inputs(r, T, H, d)
+		for _, avx2 := range []bool{false, true} {
+			var outs, states [2][]float32
+			for i, kernels := range []bool{true, false} {
+				outs[i], states[i] = make([]float32, T*H*d), make([]float32, H*d*d)
+				for h := range H {
+					o := h * d
+					wkv7GGML(&WKV7Head{R: rr[o:], W: w[o:], K: k[o:], V: v[o:], A: a[o:], B: b[o:], Out: outs[i][o:],
+						S: states[i][h*d*d : (h+1)*d*d], Stride: H * d, D: d, T: T}, avx2, kernels)
+				}
+			}
+			same(fmt.Sprintf("wkv7 d=%d avx2 %v output", d, avx2), outs[0], outs[1])
+			same(fmt.Sprintf("wkv7 d=%d avx2 %v state", d, avx2), states[0], states[1])
+		}
+		rr, k, v, w, u := wkv6Inputs(r, T, H, d)
+		for _, bonus := range []bool{true, false} {
+			var outs, states [2][]float32
+			for i, kernels := range []bool{true, false} {
+				outs[i], states[i] = make([]float32, T*H*d), make([]float32, H*d*d)
+				for h := range H {
+					o := h * d
+					hd := &WKV6Head{R: rr[o:], K: k[o:], V: v[o:], W: w[o:], Out: outs[i][o:], S: states[i][h*d*d : (h+1)*d*d], Stride: H * d, D: d, T: T}
+					if bonus {
+						hd.U = u[o : o+d]
+					}
+					wkv6GGML(hd, kernels)
+				}
+			}
+			same(fmt.Sprintf("wkv6 d=%d bonus %v output", d, bonus), outs[0], outs[1])
+			same(fmt.Sprintf("wkv6 d=%d bonus %v state", d, bonus), states[0], states[1])
+		}
 	}
 }
