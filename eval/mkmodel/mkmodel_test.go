@@ -407,12 +407,13 @@ func TestModels(t *testing.T) {
 			}
 			if a == "rwkv7" || a == "arwkv7" { // no attention: heads of wkv.head_size, the low-rank widths at 256 wide
 				keys[a+".attention.head_count"], keys[a+".wkv.head_size"] = 0, 64
-				keys[a+".attention.decay_lora_rank"], keys[a+".attention.iclr_lora_rank"] = 16, 16
-				keys[a+".attention.value_residual_mix_lora_rank"], keys[a+".attention.gate_lora_rank"] = 8, 40
+				keys[a+".attention.decay_lora_rank"], keys[a+".attention.iclr_lora_rank"] = 32, 32 // the converter's at 256 wide
+				keys[a+".attention.value_residual_mix_lora_rank"], keys[a+".attention.gate_lora_rank"] = 32, 64
 				delete(keys, a+".attention.head_count_kv")
 				delete(keys, a+".attention.key_length")
-				if a == "arwkv7" { // no gate, one token shift
-					keys[a+".attention.gate_lora_rank"], keys[a+".token_shift_count"] = 0, 1
+				if a == "arwkv7" { // its converter's fixed ranks, no gate, one token shift
+					keys[a+".attention.decay_lora_rank"], keys[a+".attention.iclr_lora_rank"] = 64, 64
+					keys[a+".attention.value_residual_mix_lora_rank"], keys[a+".attention.gate_lora_rank"], keys[a+".token_shift_count"] = 32, 0, 1
 				}
 				if _, ok := f.Lookup(a + ".rope.freq_base"); ok {
 					t.Errorf("%s has a RoPE base", a)
@@ -420,7 +421,7 @@ func TestModels(t *testing.T) {
 			}
 			if a == "rwkv6" || a == "rwkv6qwen2" { // no attention: heads of wkv.head_size, the low-rank widths at 256 wide
 				keys[a+".attention.head_count"], keys[a+".wkv.head_size"] = 0, 64
-				keys[a+".time_mix_extra_dim"], keys[a+".time_decay_extra_dim"] = 8, 8
+				keys[a+".time_mix_extra_dim"], keys[a+".time_decay_extra_dim"] = 32, 64
 				delete(keys, a+".attention.key_length")
 				if a == "rwkv6" { // every sixth layer's output halved
 					delete(keys, a+".attention.head_count_kv")

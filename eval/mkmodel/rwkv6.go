@@ -14,7 +14,7 @@ import (
 // (time_mix_first), and a channel mix with a receptance gate
 // (channel_mix_receptance, channel_mix_lerp_r). Heads of HeadDim (64: RWKV-6's
 // wkv.head_size); time_mix_extra_dim and time_decay_extra_dim as the
-// 1.6B's 32 and 64, scaled with the width; rescale_every_n_layers 6, as
+// converter's (rwkv6Dims); rescale_every_n_layers 6, as
 // the Finch models' files give it (llama.cpp halves every sixth layer's
 // output).
 //
@@ -24,10 +24,14 @@ import (
 // norms (attn_norm, ffn_norm) and a SwiGLU MLP; token_shift_count 1.
 func (s Shape) rwkv6() bool { return s.Arch == "rwkv6" || s.Arch == "rwkv6qwen2" }
 
-// rwkv6Dims are RWKV-6's time_mix_extra_dim and time_decay_extra_dim.
+// rwkv6Dims are RWKV-6's time_mix_extra_dim and time_decay_extra_dim as
+// the converter writes them: 64 and 128 at a width of 4096, else 32 and
+// 64.
 func (s Shape) rwkv6Dims() (mix, decay int) {
-	r := func(n int) int { return max(8, n*s.Embd/2048/8*8) }
-	return r(32), r(64)
+	if s.Embd == 4096 {
+		return 64, 128
+	}
+	return 32, 64
 }
 
 // rwkv6Keys writes RWKV-6's sizes.

@@ -2,6 +2,7 @@ package mkmodel
 
 import (
 	"fmt"
+	"math"
 
 	"ppl.dev/gguf"
 )
@@ -23,11 +24,16 @@ import (
 func (s Shape) rwkv7() bool { return s.Arch == "rwkv7" || s.Arch == "arwkv7" }
 
 // rwkvRanks are the low-rank widths of RWKV-7's decay, in-context
-// learning rate, value residual and gate: the 0.1B model's 64, 64, 32 and
-// 128 at a width of 768, scaled with the width (at least 8).
+// learning rate, value residual and gate, as the converter computes them
+// from the width when the checkpoint does not give them (calc_lora_rank:
+// max(1, round(width^p · m / 32)) · 32; the 0.1B model's 64, 64, 32, 128);
+// arwkv7's converter's fixed 64, 64, 32 and no gate.
 func (s Shape) rwkvRanks() (decay, iclr, value, gate int) {
-	r := func(n int) int { return max(8, n*s.Embd/768/8*8) }
-	return r(64), r(64), r(32), r(128)
+	if s.Arch == "arwkv7" {
+		return 64, 64, 32, 0
+	}
+	r := func(p, m float64) int { return max(1, int(math.RoundToEven(math.Pow(float64(s.Embd), p)*m/32))) * 32 }
+	return r(0.5, 1.8), r(0.5, 1.8), r(0.5, 1.3), r(0.8, 0.6)
 }
 
 // checkRWKV validates the fields of the RWKV architectures (rwkv7,
@@ -57,8 +63,7 @@ func (s Shape) checkRWKV() error {
 func (c *Config) rwkv7Keys(w *gguf.Writer) {
 	a := c.Arch
 	dw, da, dv, dg := c.rwkvRanks()
-	if a == "arwkv7" { // no gate; one token shift (the time mix's)
-		dg = 0
+	if a == "arwkv7" { // one token shift (the time mix's)
 		w.Add(a+".token_shift_count", uint32(1))
 	}
 	w.Add(a+".feed_forward_length", uint32(c.FFN))
@@ -137,7 +142,7 @@ func (s Shape) rwkv7Params() int64 {
 	n := s.headParams()
 	norms, blends, ffn := 4*e, 6*e, e+2*e*f // pre-norms, lerp_fused, the channel mix
 	if s.Arch == "arwkv7" {
-		dg, norms, blends, ffn = 0, 2*e, 5*e, 3*e*f
+		norms, blends, ffn = 2*e, 5*e, 3*e*f
 	} else {
 		n += 3 * e
 	}

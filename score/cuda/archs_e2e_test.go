@@ -625,16 +625,16 @@ func TestEndToEndGenerated(t *testing.T) {
 		// RWKV-7: token shifts, the decays and gates, WKV7 over heads of
 		// 64 (wkv7), the LayerNorm per head, the current-token term, the
 		// ReLU² channel mix; ARWKV-7 without the gate, RMS norms and a
-		// SwiGLU MLP. Emulation: max 0.0071, 0.0171, mean 0.00167,
-		// 0.00216, PPL ratio 0.999924, 0.999791.
-		{"rwkv7", func(s *mkmodel.Shape) { s.Layers, s.HeadDim, s.Heads, s.KVHeads = 4, 64, 2, 2 }, 0.014, 0.0034, 0.00016, ""},
-		{"arwkv7", func(s *mkmodel.Shape) { s.Layers, s.HeadDim, s.Heads, s.KVHeads = 4, 64, 2, 2 }, 0.034, 0.0044, 0.0004, ""},
+		// SwiGLU MLP. Emulation: max 0.0078, 0.0139, mean 0.00164,
+		// 0.00235, PPL ratio 0.999990, 1.000074.
+		{"rwkv7", func(s *mkmodel.Shape) { s.Layers, s.HeadDim, s.Heads, s.KVHeads = 4, 64, 2, 2 }, 0.016, 0.0033, 0.00005, ""},
+		{"arwkv7", func(s *mkmodel.Shape) { s.Layers, s.HeadDim, s.Heads, s.KVHeads = 4, 64, 2, 2 }, 0.028, 0.0047, 0.00015, ""},
 		// RWKV-6 (wkv6 with its bonus; 6 layers, the sixth rescaled) and
 		// QRWKV6 (gated linear attention, two heads on one of keys and
-		// values). Emulation: max 0.0068, 0.0038, mean 0.00180, 0.00102,
-		// PPL ratio 0.999926, 0.999970.
-		{"rwkv6", func(s *mkmodel.Shape) { s.Layers, s.HeadDim, s.Heads, s.KVHeads = 6, 64, 2, 2 }, 0.014, 0.0036, 0.00015, ""},
-		{"rwkv6qwen2", func(s *mkmodel.Shape) { s.Layers, s.HeadDim, s.Heads, s.KVHeads = 4, 64, 2, 1 }, 0.0076, 0.002, 0.00006, ""},
+		// values). Emulation: max 0.0090, 0.0046, mean 0.00201, 0.00103,
+		// PPL ratio 1.000106, 1.000037.
+		{"rwkv6", func(s *mkmodel.Shape) { s.Layers, s.HeadDim, s.Heads, s.KVHeads = 6, 64, 2, 2 }, 0.018, 0.004, 0.0002, ""},
+		{"rwkv6qwen2", func(s *mkmodel.Shape) { s.Layers, s.HeadDim, s.Heads, s.KVHeads = 4, 64, 2, 1 }, 0.0092, 0.0021, 0.00008, ""},
 		// PLaMo-13B: the parallel block. Emulation: max 0.0056, mean
 		// 0.00132, PPL ratio 0.999981.
 		{"plamo", nil, 0.011, 0.0027, 0.0001, ""},
