@@ -3,7 +3,8 @@
 // 100M parameters (ppl-mkmodel's 100M preset, in F16, Q8_0 and Q4_K_M; with
 // --arch qwen3moe, Qwen3-30B-A3B's mixture-of-experts layout at 1B; with
 // --arch qwen35, Qwen3.5-0.8B's Gated DeltaNet hybrid, with the shared
-// oracle's qwen35 tokenizer of 151,669 tokens), in
+// oracle's qwen35 tokenizer of 151,669 tokens; with --arch rwkv7, RWKV-7
+// G1 0.1B's shape), in
 // both activation modes, from one thread to all of them; and, when given
 // llama.cpp's llama-perplexity, the same workload through it, back to back.
 //
@@ -34,7 +35,7 @@
 // ratio of their tokens/s per model and mode, and whether both gave the same
 // perplexity to the bit.
 //
-// Flags: --arch (llama, qwen3moe or qwen35), --bin DIR (the ppl tools, built by make build; default bin),
+// Flags: --arch (llama, qwen3moe, qwen35 or rwkv7), --bin DIR (the ppl tools, built by make build; default bin),
 // --dir DIR (models and scratch; default profiles/bench-cpu), --types
 // (default F16,Q8_0,Q4_K_M), --modes (default fp32,int8), --threads
 // (comma-separated; default 1 up to the number of CPUs), --context (512),
@@ -97,7 +98,7 @@ func run() error {
 	flag.StringVar(&c.llama, "llama", "", "llama-perplexity command, e.g. \"chroot /tmp/sid llama-perplexity\"")
 	flag.StringVar(&c.llamaRoot, "llama-root", "", "root directory the llama command sees (files are copied under ROOT/x)")
 	flag.IntVar(&c.long, "long", 0, "also score one window of this many tokens and report its peak RSS")
-	flag.StringVar(&c.arch, "arch", "llama", "architecture of the generated models: llama (100M), qwen3moe (Qwen3-30B-A3B's layout at 1B) or qwen35 (Qwen3.5-0.8B)")
+	flag.StringVar(&c.arch, "arch", "llama", "architecture of the generated models: llama (100M), qwen3moe (Qwen3-30B-A3B's layout at 1B), qwen35 (Qwen3.5-0.8B) or rwkv7 (RWKV-7 G1 0.1B)")
 	flag.StringVar(&c.baseline, "baseline", "", "directory of another build's ppl-score (the previous commit's) to compare with, round by round")
 	flag.Parse()
 	c.types, c.modes = strings.Split(types, ","), strings.Split(modes, ",")
@@ -217,7 +218,7 @@ func fileSize(p string) int64 {
 }
 
 // makeModel generates the model of a type unless it exists: the 100M
-// llama, the 1B qwen3moe or the 0.8B qwen35.
+// llama, the 1B qwen3moe, the 0.8B qwen35 or the 0.1B rwkv7.
 func (c *config) makeModel(typ string) (string, error) {
 	size := "100M"
 	switch c.arch {
@@ -225,6 +226,8 @@ func (c *config) makeModel(typ string) (string, error) {
 		size = "1B"
 	case "qwen35":
 		size = "0.8B"
+	case "rwkv7":
+		size = "0.1B"
 	}
 	path := filepath.Join(c.dir, c.arch+"-"+strings.ToLower(size)+"-"+strings.ToLower(typ)+".gguf")
 	if exists(path) {

@@ -194,6 +194,21 @@ func TestParams(t *testing.T) {
 			t.Errorf("%s %s: %d parameters, want %d", p.Shape.Arch, p.Name, got, wantQ35[p.Name])
 		}
 	}
+	// RWKV-7 G1's shapes with its 65,536-token vocabulary, as GGUF files
+	// hold them (layer 0's unused v0, v1, v2 included): the model cards'
+	// 0.19B, 1.5B, 2.9B and 7.2B.
+	wantRWKV := map[string]int64{"0.1B": 191_133_696, "1.5B": 1_527_799_808, "2.9B": 2_948_229_120, "7.2B": 7_200_194_560}
+	for _, p := range RWKV7Presets {
+		if err := p.Shape.Check(); err != nil {
+			t.Errorf("%s: %v", p.Name, err)
+		}
+		if got := p.Shape.Params(); got != wantRWKV[p.Name] {
+			t.Errorf("rwkv7 %s: %d parameters, want %d", p.Name, got, wantRWKV[p.Name])
+		}
+	}
+	if got := NearestPreset("rwkv7", 2e9).Name; got != "1.5B" {
+		t.Errorf("NearestPreset(rwkv7, 2B) = %s", got)
+	}
 	if got := NearestPreset("qwen35", 1e9).Name; got != "0.8B" {
 		t.Errorf("NearestPreset(qwen35, 1B) = %s", got)
 	}

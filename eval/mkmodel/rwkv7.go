@@ -23,6 +23,21 @@ import (
 // and a SwiGLU MLP; its files give token_shift_count 1.
 func (s Shape) rwkv7() bool { return s.Arch == "rwkv7" || s.Arch == "arwkv7" }
 
+// RWKV7Presets are the shapes of the RWKV-7 G1 models (0.1B to 7.2B: their
+// widths, depths and FFNs of 4 widths, heads of 64) with RWKV World's
+// 65,536-token vocabulary.
+var RWKV7Presets = []Preset{
+	{"0.1B", rwkv7Preset(768, 12)},
+	{"1.5B", rwkv7Preset(2048, 24)},
+	{"2.9B", rwkv7Preset(2560, 32)},
+	{"7.2B", rwkv7Preset(4096, 32)},
+}
+
+func rwkv7Preset(embd, layers int) Shape {
+	return Shape{Arch: "rwkv7", Embd: embd, Layers: layers, Heads: embd / 64, KVHeads: embd / 64, HeadDim: 64, FFN: 4 * embd,
+		Context: 1 << 20, Vocab: 65536, RopeBase: 10000, Eps: 1e-5}
+}
+
 // rwkvRanks are the low-rank widths of RWKV-7's decay, in-context
 // learning rate, value residual and gate, as the converter computes them
 // from the width when the checkpoint does not give them (calc_lora_rank:

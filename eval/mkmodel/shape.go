@@ -137,7 +137,8 @@ func ParseCount(s string) (float64, error) {
 }
 
 // NearestPreset returns the preset of the architecture whose parameter
-// count is nearest to n on a log scale: the MoE presets for qwen3moe, the
+// count is nearest to n on a log scale: the MoE presets for qwen3moe,
+// Qwen3.5's for qwen35 and qwen35moe, RWKV-7's for rwkv7, the
 // Llama-shaped ones otherwise.
 func NearestPreset(arch string, n float64) Preset {
 	list := Presets
@@ -148,6 +149,8 @@ func NearestPreset(arch string, n float64) Preset {
 		list = Qwen35Presets
 	case "qwen35moe":
 		list = Qwen35MoEPresets
+	case "rwkv7":
+		list = RWKV7Presets
 	}
 	best, bd := list[0], math.Inf(1)
 	for _, p := range list {
