@@ -281,8 +281,12 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			// each expert keeps the dense MLP's scale.
 			nx := uint64(c.Experts)
 			c.expertTensors(add, i)
-			if c.selBias() { // the routing's selection bias
-				add(p+"exp_probs_b.bias", []uint64{nx}, i, c.normal(p+"exp_probs_b.bias", 0.1))
+			if c.selBias() { // the routing's selection bias (hy_v3's named without .bias, as llama.cpp reads it)
+				name := p + "exp_probs_b.bias"
+				if c.Arch == "hy_v3" {
+					name = p + "exp_probs_b"
+				}
+				add(name, []uint64{nx}, i, c.normal(name, 0.1))
 			}
 			if c.SharedFFN > 0 && !c.hybrid() { // one shared expert
 				sf := uint64(c.SharedFFN)
@@ -537,6 +541,11 @@ func Write(path string, c *Config) error {
 				w.Add(a+".expert_shared_count", uint32(1))
 				w.Add(a+".expert_shared_feed_forward_length", uint32(c.SharedFFN))
 			}
+		}
+		if a == "hy_v3" { // dense layers told by their tensors; the gating function left to its default (sigmoid)
+			w.Add(a+".expert_shared_feed_forward_length", uint32(c.SharedFFN))
+			w.Add(a+".expert_weights_norm", true)
+			w.Add(a+".expert_weights_scale", float32(2.5))
 		}
 		if a == "dots1" { // its shared expert is as wide as an expert (llama.cpp: n_ff_exp · count)
 			w.Add(a+".leading_dense_block_count", uint32(c.DenseLead))

@@ -40,7 +40,7 @@ import (
 // of experts may have a shared expert (SharedFFN).
 func (s Shape) sharedExpert() bool {
 	switch s.Arch {
-	case "ernie4_5-moe", "dots1", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2", "afmoe", "exaone-moe", "cohere2moe", "deepseek", "bailingmoe", "step35", "kimi-linear", "grok":
+	case "ernie4_5-moe", "dots1", "hy_v3", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2", "afmoe", "exaone-moe", "cohere2moe", "deepseek", "bailingmoe", "step35", "kimi-linear", "grok":
 		return true
 	}
 	return false
@@ -73,7 +73,7 @@ func (s Shape) checkMoE() error {
 // (HeadDim values) or over whole rows; none for other architectures.
 func (s Shape) qkNorms() (perHead, rows bool) {
 	switch s.Arch {
-	case "qwen3", "qwen3moe", "exaone4", "dots1", "hunyuan-moe", "bailingmoe2", "hunyuan-dense", "afmoe", "apertus", "exaone-moe", "mellum", "maincoder":
+	case "qwen3", "qwen3moe", "exaone4", "dots1", "hy_v3", "hunyuan-moe", "bailingmoe2", "hunyuan-dense", "afmoe", "apertus", "exaone-moe", "mellum", "maincoder":
 		return true, false
 	case "olmo2", "minimax-m2", "olmoe":
 		return false, true
@@ -85,7 +85,7 @@ func (s Shape) qkNorms() (perHead, rows bool) {
 // selection bias (exp_probs_b).
 func (s Shape) selBias() bool {
 	switch s.Arch {
-	case "minimax-m2", "ernie4_5-moe", "dots1", "bailingmoe2", "afmoe", "exaone-moe":
+	case "minimax-m2", "ernie4_5-moe", "dots1", "hy_v3", "bailingmoe2", "afmoe", "exaone-moe":
 		return true
 	}
 	return false

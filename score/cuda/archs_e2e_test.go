@@ -392,7 +392,7 @@ func TestEndToEndWideHeads(t *testing.T) {
 // (Mamba-1: ssm_scan_cols), mamba2; plamo2 (rmsnorm_f32 with a weight row
 // per head); plamo3; plamo; arctic (experts beside the layer); grok
 // (soft-capped scores); minicpm3 (Columns); rwkv7 and arwkv7 (ml.RWKV:
-// wkv7), rwkv6 and rwkv6qwen2 (wkv6); gemma3n (ml.AltUp, MLP.TopK; a
+// wkv7), rwkv6 and rwkv6qwen2 (wkv6); hy_v3; gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
 // llama.cpp.
@@ -634,6 +634,13 @@ func TestEndToEndGenerated(t *testing.T) {
 		// values). Emulation: max 0.0090, 0.0046, mean 0.00201, 0.00103,
 		// PPL ratio 1.000106, 1.000037.
 		{"rwkv6", func(s *mkmodel.Shape) { s.Layers, s.HeadDim, s.Heads, s.KVHeads = 6, 64, 2, 2 }, 0.018, 0.004, 0.0002, ""},
+		// HY-V3: qwen3's attention with grouped KV heads, a dense first
+		// layer, sigmoid routing with the selection bias (every expert
+		// used), a shared expert. Emulation: max 0.0080, mean 0.00176, PPL
+		// ratio 0.999971.
+		{"hy_v3", func(s *mkmodel.Shape) {
+			s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 4, 1, 8, 8, 64, 64
+		}, 0.016, 0.0036, 0.00006, ""},
 		{"rwkv6qwen2", func(s *mkmodel.Shape) { s.Layers, s.HeadDim, s.Heads, s.KVHeads = 4, 64, 2, 1 }, 0.0092, 0.0021, 0.00008, ""},
 		// PLaMo-13B: the parallel block. Emulation: max 0.0056, mean
 		// 0.00132, PPL ratio 0.999981.

@@ -577,6 +577,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1577.4733315, -803.2090772, -804.5744036, -773.8399066}},
 		{"rwkv6qwen2", "rwkv6qwen2", "", qrwkv6Shape, "", "314d2a00d8844f5ff0ea6a5b7dd9d63a8057ecca7fe00c1febbd06c7964ad9f3",
 			[]float64{-1628.4244002, -796.6191663, -802.5912112, -753.9645160}},
+		{"hy_v3", "hy_v3", "", hyV3Shape, "", "b576a19fbea412a7305a4010b056494a43a31019fbd561dabd8f2340157a41d5",
+			[]float64{-1596.7072885, -815.1574120, -807.6341340, -792.4728859}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -2012,5 +2014,44 @@ func TestRWKV6Variants(t *testing.T) {
 	}
 	if _, err := Load(qwen, Options{SSMStateDtype: "f16"}); err == nil || !strings.Contains(err.Error(), "rwkv6qwen2 keeps its recurrent state in float32, as llama.cpp does: a state dtype of f16 is not supported") {
 		t.Errorf("f16 state: %v", err)
+	}
+}
+
+// hyV3Shape gives hy_v3 a dense first layer (told by its tensors) and 8
+// experts, 2 used, with a shared expert, in 4 layers.
+func hyV3Shape(s *mkmodel.Shape) {
+	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 4, 1, 8, 2, 64, 64
+}
+
+// TestHYV3Variants: hy_v3 without the selection bias (llama.cpp leaves it
+// out when the file has none) against llama.cpp's sums on the same bytes
+// (24 windows in both builds: none off; here the first 4); a file naming it
+// exp_probs_b.bias, which llama.cpp 0.7.0's hy_v3 does not bind (and so
+// refuses the file), refused by name, as is one without the experts' width.
+func TestHYV3Variants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "hy_v3", hyV3Shape)
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "no selection bias", sha256: "6c5039832714cdafb113f3118d39ccdce26abe2289f5f656165aaf7bea6526ee",
+			drop: []string{"blk.1.exp_probs_b", "blk.2.exp_probs_b", "blk.3.exp_probs_b"},
+			sums: []float64{-1596.6903099, -812.9969539, -801.5873114, -807.5308981}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"no experts' width", map[string]any{"hy_v3.expert_feed_forward_length": nil}, nil, "missing metadata hy_v3.expert_feed_forward_length"},
+	})
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn, _ := f.Tensor("blk.2.exp_probs_b")
+	bias := f32Floats(f.Data(tn))
+	f.Close()
+	renamed := rewriteFile(t, src, nil, map[string]f32Tensor{"blk.2.exp_probs_b.bias": {[]uint64{8}, bias}}, "blk.2.exp_probs_b")
+	if _, err := Load(renamed, Options{}); err == nil || !strings.Contains(err.Error(), "tensor blk.2.exp_probs_b.bias: hy_v3's selection bias is blk.2.exp_probs_b, as llama.cpp 0.7.0 reads it") {
+		t.Errorf("exp_probs_b.bias: %v", err)
 	}
 }

@@ -62,6 +62,7 @@ func init() {
 	Register("minimax-m2", newMiniMaxM2)
 	Register("ernie4_5-moe", newERNIE45MoE)
 	Register("dots1", newDots1)
+	Register("hy_v3", newHYV3)
 }
 
 // granite and granitemoe: IBM's Granite 3.x models, dense and mixtures of
@@ -1060,6 +1061,48 @@ func newDots1(l *Loader) Network {
 				l.Failf("missing tensor %sexp_probs_b.bias", p)
 			}
 			ly.ffn = m
+		}
+		return ly
+	})
+}
+
+// hy_v3: Tencent's Hunyuan 3 (HY-V3, 30B-A3B), as llama.cpp 0.7.0 runs it:
+// dots1's decoder (qwen3's attention, q and k RMS-normed per head before
+// NeoX RoPE, an attention output bias when present) whose layers without
+// ffn_gate_inp are dense (HY-V3's first_k_dense_replace, told by the
+// tensors, not by a key) and the others experts of
+// expert_feed_forward_length routed by expert_gating_func (sigmoid when
+// absent or 0) with the selection bias exp_probs_b (so named, without
+// .bias, as llama.cpp 0.7.0 binds it) when present, normed
+// when expert_weights_norm says so, scaled by expert_weights_scale when
+// set, plus a shared SwiGLU expert, added without a gate, where the layer
+// has one;
+// the trailing nextn_predict_layers blocks (multi-token prediction) are
+// not run.
+func newHYV3(l *Loader) Network {
+	if !l.dropNextN() {
+		return nil
+	}
+	hp := l.HP
+	moe := l.moeParams(moeOpts{gating: ml.GateSigmoid})
+	if moe == nil {
+		return nil
+	}
+	d := l.baseDecoder(true)
+	return l.bindLayers(d, func(i int, p string) decoderLayer {
+		ly := l.preNormLayer(p, "ffn_norm")
+		ly.qNorm, ly.kNorm = l.qkNorms(p, false)
+		if l.Has(p + "ffn_gate_inp.weight") {
+			if l.Has(p + "exp_probs_b.bias") {
+				l.Failf("tensor %sexp_probs_b.bias: hy_v3's selection bias is %sexp_probs_b, as llama.cpp 0.7.0 reads it (it refuses this file)", p, p)
+			}
+			m := l.MoE(p, moe)
+			if m != nil && l.Has(p+"exp_probs_b") {
+				m.Router.SelBias = l.floats(p+"exp_probs_b", moe.Experts)
+			}
+			ly.ffn = m
+		} else {
+			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
 		}
 		return ly
 	})
