@@ -156,6 +156,14 @@ __device__ __forceinline__ double clamp_swiglu(double g, double u, float limit) 
 	return __dmul_rn(s, fmax(-l, fmin(u, l)));
 }
 
+// swiglu_clamp_in is ggml's SWIGLU_CLAMP of the limit l in float64, each
+// operation rounded as nn.SwiGLUClampIn: silu(min(g, l))·clamp(u, -l, l).
+__device__ __forceinline__ double swiglu_clamp_in(double g, double u, float limit) {
+	double l = (double)limit;
+	g = fmin(g, l);
+	return __dmul_rn(__ddiv_rn(g, __dadd_rn(1.0, exp(-g))), fmax(-l, fmin(u, l)));
+}
+
 // warp reductions
 __device__ __forceinline__ double warp_sum_d(double v) {
 	for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);

@@ -13,7 +13,8 @@
 // glu_f32: out[i] = f32(act(gate[i]) · up[i]) for count elements; act 0
 // SwiGLU, 1 GeGLU (tanh form), 2 gpt-oss's clamped SwiGLU, 6 Step-3.5's
 // clamped SwiGLU of the limit (ml.Act; limit unused by the others), 7
-// ReGLU, max(g, 0)·u; the
+// ReGLU, max(g, 0)·u, 8 ggml's SWIGLU_CLAMP of the limit, silu(min(g,
+// L))·clamp(u, -L, L); the
 // ungated act 3 ReLU², out[i] = f32(max(gate[i], 0)²) (nn.ReLUSqr: the
 // float64 product of two floats is exact, so this is the float32
 // product), and act 5 GELU, out[i] = f32(gelu(gate[i])) (nn.GELU), gate
@@ -34,6 +35,8 @@ extern "C" __global__ void glu_f32(float* out, const float* gate, const float* u
 			v = __dmul_rn(gelu_tanh(g), u);
 		} else if (act == 6) {
 			v = clamp_swiglu(g, u, limit);
+		} else if (act == 8) {
+			v = swiglu_clamp_in(g, u, limit);
 		} else if (act == 7) {
 			v = g > 0.0 ? __dmul_rn(g, u) : 0.0; // ReGLU as ggml's: a product of two floats, exact; +0 otherwise
 		} else {

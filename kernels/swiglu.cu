@@ -60,7 +60,9 @@ extern "C" __global__ void swiglu_half(u16* __restrict__ out, const float* __res
 // 0.5·g·(1 + tanh(sqrt(2/π)·(g + 0.044715·g³)))·u), act 2 gpt-oss's
 // clamped SwiGLU (nn.OAISwiGLU: g = min(gate, 7), u = clamp(up, -7, 7),
 // g·sigmoid(1.702·g)·(u + 1)), act 6 Step-3.5's clamped SwiGLU of the
-// limit L (nn.ClampSwiGLU: min(silu(g), L)·clamp(up, -L, L)), act 7 ReGLU
+// limit L (nn.ClampSwiGLU: min(silu(g), L)·clamp(up, -L, L)), act 8
+// ggml's SWIGLU_CLAMP of the limit L (nn.SwiGLUClampIn: silu(min(g,
+// L))·clamp(up, -L, L)), act 7 ReGLU
 // (nn.ReGLU: max(g, 0)·up), and the ungated act 3 ReLU² (nn.ReLUSqr:
 // max(g, 0)²) and act 5 GELU (nn.GELU: gelu(g)), g being an ungated
 // MLP's Up·x, up unused and may be null, in float64 rounded to float32
@@ -85,6 +87,8 @@ extern "C" __global__ void glu_half(u16* __restrict__ out, const float* __restri
 			v = __dmul_rn(gelu_tanh(g), u);
 		} else if (act == 6) {
 			v = clamp_swiglu(g, u, limit);
+		} else if (act == 8) {
+			v = swiglu_clamp_in(g, u, limit);
 		} else if (act == 7) {
 			v = g > 0.0 ? __dmul_rn(g, u) : 0.0; // ReGLU as ggml's: a product of two floats, exact; +0 otherwise
 		} else {

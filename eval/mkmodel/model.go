@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"ppl.dev/gguf"
 )
@@ -447,10 +448,13 @@ func Write(path string, c *Config) error {
 		c.gemma3nKeys(w)
 	} else if c.Window > 0 {
 		w.Add(a+".attention.sliding_window", uint32(c.Window))
-		if a == "mellum" || a == "mimo2" || a == "step35" { // their sliding layers' own base
+		if a == "mellum" || a == "mimo2" || a == "step35" || a == "maple" { // their sliding layers' own base
 			w.Add(a+".rope.freq_base_swa", float32(c.RopeBase/2))
 		}
-		if a == "olmo2" || a == "granite_swa" || a == "mellum" || a == "mimo2" { // the converter's flags for OLMo 3's layer_types
+		if a == "maple" { // the experts' SwiGLU clamp per layer, the reference's 7 (llama.cpp requires the key)
+			w.Add(a+".swiglu_clamp_exp", slices.Repeat([]float32{7}, c.Layers))
+		}
+		if a == "olmo2" || a == "granite_swa" || a == "mellum" || a == "mimo2" || a == "maple" { // the converter's flags for OLMo 3's layer_types
 			slides := make([]bool, c.Layers)
 			for i := range slides {
 				slides[i] = (i+1)%4 != 0

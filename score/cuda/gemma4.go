@@ -25,7 +25,7 @@ func (b *gpuBackend) GLU(dst, gate, up ml.Tensor, act ml.Act) {
 	d, gg, uu := g(dst), g(gate), g(up)
 	gshape("glu gate", gg, d.rows, d.cols)
 	gshape("glu up", uu, d.rows, d.cols)
-	if !gluF32Acts[act] || act.Ungated() || act == ml.ClampSwiGLU { // a gated activation without parameters
+	if !gluF32Acts[act] || act.Ungated() || act == ml.ClampSwiGLU || act == ml.SwiGLUClampIn { // a gated activation without parameters
 		panic(fmt.Sprintf("cuda backend: activation %v", act))
 	}
 	if d.count() == 0 {
@@ -35,10 +35,10 @@ func (b *gpuBackend) GLU(dst, gate, up ml.Tensor, act ml.Act) {
 }
 
 // gluF32Acts are the activations glu_f32 computes.
-var gluF32Acts = map[ml.Act]bool{ml.SwiGLU: true, ml.GeGLU: true, ml.OAISwiGLU: true, ml.ReLUSqr: true, ml.GELU: true, ml.ClampSwiGLU: true, ml.ReGLU: true}
+var gluF32Acts = map[ml.Act]bool{ml.SwiGLU: true, ml.GeGLU: true, ml.OAISwiGLU: true, ml.ReLUSqr: true, ml.GELU: true, ml.ClampSwiGLU: true, ml.ReGLU: true, ml.SwiGLUClampIn: true}
 
 // gluF32: out = act(gate)·up, count float32s (out may be gate or up), the
-// limit ml.ClampSwiGLU's (unused by the others); for the ungated
+// limit ml.ClampSwiGLU's and ml.SwiGLUClampIn's (unused by the others); for the ungated
 // ml.ReLUSqr and ml.GELU out = act(gate), up unused (0).
 func (e *Engine) gluF32(out, gate, up ptr, count int64, act ml.Act, limit float32) error {
 	if count == 0 {

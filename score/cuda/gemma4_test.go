@@ -69,6 +69,16 @@ func TestGLUF32Parity(t *testing.T) {
 		}
 		bc.check(t, "glu_f32 swiglu-clamp", 1, 1e-2)
 
+		// Maple's SWIGLU_CLAMP, its input clamped, the same way.
+		nn.SwiGLUClampIn(0.5)(want, gate, up)
+		gp = devPut(t, e, gate)
+		do(t, e, func() error { return e.gluF32(gp, gp, upp, int64(len(gate)), ml.SwiGLUClampIn, 0.5) })
+		bc = bitCompare{}
+		for i, v := range devGet[float32](t, e, gp, len(gate)) {
+			bc.add(v, want[i], i)
+		}
+		bc.check(t, "glu_f32 swiglu-clamp-in", 1, 1e-2)
+
 		// The ungated GELU the same way, to its float64 reference.
 		nn.GELU(want, x, nil)
 		xp = devPut(t, e, x)

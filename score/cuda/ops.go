@@ -76,11 +76,11 @@ func (e *Engine) swiglu(out, gate, up ptr, rows, f, gs, us int, t cublas.DataTyp
 }
 
 // glu: out (rows, f) of half type t <- act(gate)·up for ml.GeGLU,
-// ml.OAISwiGLU, ml.ClampSwiGLU of limit or ml.ReGLU (act), or act(gate) for the
+// ml.OAISwiGLU, ml.ClampSwiGLU or ml.SwiGLUClampIn of limit or ml.ReGLU (act), or act(gate) for the
 // ungated ml.ReLUSqr and ml.GELU (up unused: 0), gate and up dense (rows,
 // f); amax as swiglu's.
 func (e *Engine) glu(out, gate, up ptr, rows, f int, act ml.Act, limit float32, t cublas.DataType, amax ptr) error {
-	if act != ml.GeGLU && act != ml.OAISwiGLU && act != ml.ReLUSqr && act != ml.GELU && act != ml.ClampSwiGLU && act != ml.ReGLU {
+	if act != ml.GeGLU && act != ml.OAISwiGLU && act != ml.ReLUSqr && act != ml.GELU && act != ml.ClampSwiGLU && act != ml.ReGLU && act != ml.SwiGLUClampIn {
 		return fmt.Errorf("cuda: activation %v has no glu_half kernel", act)
 	}
 	return e.gluLaunch("glu_half", int64(rows)*int64(f), amax, out, gate, up, rows, f, int(act), limit, isF16(t))

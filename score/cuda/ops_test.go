@@ -588,9 +588,9 @@ func TestAttentionWindowParity(t *testing.T) {
 	})
 }
 
-// glu_half against nn.GeGLU, nn.OAISwiGLU, nn.ReGLU, nn.ClampSwiGLU (limits that
-// clamp some of the gates' silu and of the ups, and one that clamps
-// nearly all) and the ungated nn.ReLUSqr and nn.GELU (score/nn/mlp.go),
+// glu_half against nn.GeGLU, nn.OAISwiGLU, nn.ReGLU, nn.ClampSwiGLU and
+// nn.SwiGLUClampIn (limits that clamp some of the gates or their silu and
+// of the ups, and one that clamps nearly all) and the ungated nn.ReLUSqr and nn.GELU (score/nn/mlp.go),
 // with gates and ups past gpt-oss's clamps, and
 // for the ungated ones (which read no up: 0) negatives, NaN, infinities
 // and values below fp16's subnormals and past its range.
@@ -619,6 +619,8 @@ func TestGLUParity(t *testing.T) {
 		}{{ml.GeGLU, nn.GeGLU, gate, false, 0, 0}, {ml.OAISwiGLU, nn.OAISwiGLU, gate, false, 0, 0},
 			{ml.ClampSwiGLU, nn.ClampSwiGLU(2.5), gate, false, 0, 2.5}, {ml.ClampSwiGLU, nn.ClampSwiGLU(0.25), gate, true, 0, 0.25},
 			{ml.ClampSwiGLU, nn.ClampSwiGLU(7), big, true, 0, 7},
+			{ml.SwiGLUClampIn, nn.SwiGLUClampIn(2.5), gate, false, 0, 2.5}, {ml.SwiGLUClampIn, nn.SwiGLUClampIn(0.25), gate, true, 0, 0.25},
+			{ml.SwiGLUClampIn, nn.SwiGLUClampIn(7), big, true, 0, 7},
 			{ml.ReGLU, nn.ReGLU, gate, false, 0, 0}, {ml.ReGLU, nn.ReGLU, big, true, -3, 0},
 			{ml.GeGLU, nn.GeGLU, gate, true, 0, 0}, {ml.GeGLU, nn.GeGLU, big, true, -3, 0}, {ml.OAISwiGLU, nn.OAISwiGLU, big, true, 0, 0},
 			{ml.ReLUSqr, nn.ReLUSqr, gate, false, 0, 0}, {ml.ReLUSqr, nn.ReLUSqr, odd, false, 0, 0},

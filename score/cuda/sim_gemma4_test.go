@@ -45,6 +45,8 @@ func simGLU(kernel string, act ml.Act, limit float32) (func(out, gate, up []floa
 		return nn.GELU, nil
 	case ml.ClampSwiGLU:
 		return nn.ClampSwiGLU(limit), nil
+	case ml.SwiGLUClampIn:
+		return nn.SwiGLUClampIn(limit), nil
 	case ml.ReGLU:
 		return nn.ReGLU, nil
 	}

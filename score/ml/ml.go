@@ -263,6 +263,10 @@ const (
 	ClampSwiGLU
 	// ReGLU: max(g, 0) · u (nn.ReGLU; SmallThinker's experts).
 	ReGLU
+	// SwiGLUClampIn: ggml's SWIGLU_CLAMP (Maple's experts), the inputs
+	// clamped, silu(min(g, L)) · clamp(u, -L, L) for L = MLP.Limit
+	// (nn.SwiGLUClampIn), unlike ClampSwiGLU, which clamps silu's output.
+	SwiGLUClampIn
 )
 
 // Ungated reports whether a is an ungated MLP's activation, of Up·x alone.
@@ -286,6 +290,8 @@ func (a Act) String() string {
 		return "swiglu-clamp"
 	case ReGLU:
 		return "reglu"
+	case SwiGLUClampIn:
+		return "swiglu-clamp-in"
 	}
 	return fmt.Sprintf("act(%d)", int(a))
 }
@@ -297,7 +303,7 @@ type MLP struct {
 	Gate, Up, Down *Matrix
 	Act            Act
 	XIELU          nn.XIELU // Act XIELU's parameters
-	Limit          float32  // Act ClampSwiGLU's limit L (> 0)
+	Limit          float32  // Act ClampSwiGLU's and SwiGLUClampIn's limit L (> 0)
 	// TopK > 0 sparsifies each row g of Gate·x before the activation
 	// (Gemma 3n): g = max(g - mean(g) - TopK·std(g), 0), std with n-1
 	// (nn.GaussianTopK). Gated MLPs only.

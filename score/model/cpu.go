@@ -308,6 +308,11 @@ func (b *cpuBackend) cpuAct(m *ml.MLP) func(out, gate, up []float32) {
 			return nn.GGMLClampSwiGLU(m.Limit, b.c.GGMLAVX2)
 		}
 		return nn.ClampSwiGLU(m.Limit)
+	case ml.SwiGLUClampIn:
+		if b.c.LlamaCPP {
+			return nn.GGMLSwiGLUClampIn(m.Limit)
+		}
+		return nn.SwiGLUClampIn(m.Limit)
 	}
 	return b.glu(m.Act)
 }

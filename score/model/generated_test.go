@@ -579,6 +579,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1628.4244002, -796.6191663, -802.5912112, -753.9645160}},
 		{"hy_v3", "hy_v3", "", hyV3Shape, "", "b576a19fbea412a7305a4010b056494a43a31019fbd561dabd8f2340157a41d5",
 			[]float64{-1596.7072885, -815.1574120, -807.6341340, -792.4728859}},
+		{"maple", "maple", "", mellumShape, "", "a4a8cc51020e9d147ef66cd5c9451595c462823c2ca2377053f1a27ed9782f10",
+			[]float64{-1618.6918974, -801.7651827, -811.7062198, -788.1338690}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -2054,4 +2056,28 @@ func TestHYV3Variants(t *testing.T) {
 	if _, err := Load(renamed, Options{}); err == nil || !strings.Contains(err.Error(), "tensor blk.2.exp_probs_b.bias: hy_v3's selection bias is blk.2.exp_probs_b, as llama.cpp 0.7.0 reads it") {
 		t.Errorf("exp_probs_b.bias: %v", err)
 	}
+}
+
+// TestMapleVariants: Maple with a clamp of 0 in its second layer, which
+// llama.cpp leaves a plain SwiGLU (a limit up to 1e-6, as Step-3.5's), and
+// 0.5 in its third, against llama.cpp's sums on the same bytes (24 windows
+// in both builds: none off; here the first 4); files without the keys
+// llama.cpp 0.7.0 requires refused by name.
+func TestMapleVariants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "maple", mellumShape)
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "clamps 7, 0, 0.5, 7", sha256: "42c67c4df8d0aa544b0b7ac2aefa5b90332326d72a80a9b41cfef526f009125a",
+			set:  map[string]any{"maple.swiglu_clamp_exp": []float32{7, 0, 0.5, 7}},
+			sums: []float64{-1620.1972284, -802.3272917, -816.6465919, -795.7340024}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"no clamps", map[string]any{"maple.swiglu_clamp_exp": nil}, nil, "missing metadata maple.swiglu_clamp_exp"},
+		{"no pattern", map[string]any{"maple.attention.sliding_window_pattern": nil}, nil, "missing metadata maple.attention.sliding_window_pattern"},
+		{"no window", map[string]any{"maple.attention.sliding_window": nil}, nil, "missing metadata maple.attention.sliding_window"},
+	})
 }

@@ -1,7 +1,5 @@
 package model
 
-import "cmp"
-
 // plamo3: PFN's PLaMo 3, as llama.cpp 0.7.0 runs it: glm4's fused block
 // (q, k and v in attn_qkv, gate and up in ffn_up, the attention's and the
 // FFN's outputs RMS-normed by post_attention_norm and post_ffw_norm before
@@ -33,9 +31,7 @@ func newPlamo3(l *Loader) Network {
 	if l.Err() != nil { // d.rope may be missing
 		return nil
 	}
-	local := d.attn
-	local.Window = window
-	localRoPE := d.rope.WithBase(cmp.Or(baseSWA, d.rope.Base))
+	local, localRoPE := d.sliding(window, baseSWA)
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	return l.bindLayers(d, func(i int, p string) decoderLayer {
 		ly := decoderLayer{
@@ -49,7 +45,7 @@ func newPlamo3(l *Loader) Network {
 		ly.qNorm, ly.kNorm = l.qkNorms(p, false)
 		ly.ffn = l.fusedFFN(p, hp.Embd, hp.FFN)
 		if slides != nil && slides[i] {
-			ly.attn, ly.rope = &local, localRoPE
+			ly.attn, ly.rope = local, localRoPE
 		}
 		return ly
 	})

@@ -1,10 +1,6 @@
 package model
 
-import (
-	"cmp"
-
-	"ppl.dev/score/ml"
-)
+import "ppl.dev/score/ml"
 
 func init() { Register("smallthinker", newSmallThinker) }
 
@@ -50,14 +46,12 @@ func newSmallThinker(l *Loader) Network {
 	if l.Err() != nil { // d.rope may be missing
 		return nil
 	}
-	local := d.attn
-	local.Window = smallThinkerWindow
-	localRoPE := d.rope.WithBase(cmp.Or(baseSWA, d.rope.Base))
+	local, localRoPE := d.sliding(smallThinkerWindow, baseSWA)
 	return l.bindLayers(d, func(i int, p string) decoderLayer {
 		ly := l.preNormLayer(p, "ffn_norm")
 		if window > 0 {
 			if period == 0 || i%period != 0 {
-				ly.attn, ly.rope = &local, localRoPE
+				ly.attn, ly.rope = local, localRoPE
 			}
 			ly.noRoPE = hp.Layers != 4 && i%4 == 0 // llama.cpp's step of 4, unless it is the depth
 		}

@@ -112,11 +112,11 @@ func newStep35(l *Loader) Network {
 				l.Failf("layer %d: experts without a shared expert (%sffn_up_shexp.weight)", i, p)
 				return ly
 			}
-			clampGLU(&f.Experts, clampExp[i])
-			clampGLU(f.Shared, clampShexp[i])
+			clampGLU(&f.Experts, ml.ClampSwiGLU, clampExp[i])
+			clampGLU(f.Shared, ml.ClampSwiGLU, clampShexp[i])
 			ly.ffn = f
 		case *Dense:
-			clampGLU(&f.MLP, clampShexp[i])
+			clampGLU(&f.MLP, ml.ClampSwiGLU, clampShexp[i])
 			ly.ffn = f
 		}
 		return ly
@@ -152,11 +152,12 @@ func step35Clamps(l *Loader, key string, n int) ([]float32, error) {
 	return out[:n], nil
 }
 
-// clampGLU makes m's SwiGLU the clamped one of limit, where above
-// llama.cpp's 1e-6.
-func clampGLU(m *ml.MLP, limit float32) {
+// clampGLU makes m's SwiGLU the clamped one act of limit, where above
+// llama.cpp's 1e-6 (a smaller limit leaves the plain SwiGLU, as llama.cpp
+// does for Step-3.5 and Maple alike).
+func clampGLU(m *ml.MLP, act ml.Act, limit float32) {
 	if limit > 1e-6 {
-		m.Act, m.Limit = ml.ClampSwiGLU, limit
+		m.Act, m.Limit = act, limit
 	}
 }
 

@@ -63,6 +63,7 @@ func init() {
 	Register("ernie4_5-moe", newERNIE45MoE)
 	Register("dots1", newDots1)
 	Register("hy_v3", newHYV3)
+	Register("maple", newMaple)
 }
 
 // granite and granitemoe: IBM's Granite 3.x models, dense and mixtures of
@@ -913,6 +914,14 @@ func (m meta) olmoSliding(n int) (window int, slides []bool, err error) {
 	return window, slides, err
 }
 
+// sliding is the attention of m's sliding layers, m's narrowed to the last
+// window keys, and their RoPE, m's turned by base (m's own where 0).
+func (m *decoder) sliding(window int, base float64) (*ml.Attn, *nn.RoPE) {
+	local := m.attn
+	local.Window = window
+	return &local, m.rope.WithBase(cmp.Or(base, m.rope.Base))
+}
+
 // slidePlain gives the layers slides flags (none when nil) a window of
 // window keys and a plain RoPE of base: no scaling, as llama.cpp turns
 // OLMo 3's and Mellum's sliding layers (freq_scale 1, ext_factor 0,
@@ -1103,6 +1112,66 @@ func newHYV3(l *Loader) Network {
 			ly.ffn = m
 		} else {
 			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		}
+		return ly
+	})
+}
+
+// maple: Maple (20B MoE), as llama.cpp 0.7.0 runs it: qwen3moe's block (q
+// and k RMS-normed per head, NeoX RoPE) whose layers flagged by
+// attention.sliding_window_pattern (an array, required) attend to the
+// last attention.sliding_window keys (required) with RoPE of
+// rope.freq_base_swa's base where given, the others globally **without**
+// RoPE; every FFN experts routed by softmax, renormalized and not scaled
+// whatever the metadata says (llama.cpp fixes them), each expert's SwiGLU
+// clamped at swiglu_clamp_exp per layer (required: llama.cpp 0.7.0 refuses
+// a file without it) in ggml's SWIGLU_CLAMP, which clamps silu's input
+// (ml.SwiGLUClampIn), not Step-3.5's output.
+func newMaple(l *Loader) Network {
+	hp := l.HP
+	m := meta{l.f, hp.Arch}
+	err := m.require("attention.sliding_window", "attention.sliding_window_pattern", "swiglu_clamp_exp")
+	window := 0
+	if err == nil {
+		window, err = m.positive("attention.sliding_window", -1)
+	}
+	var slides []bool
+	if err == nil {
+		slides, err = m.layerFlags("attention.sliding_window_pattern", hp.Layers, false)
+	}
+	baseSWA := 0.0
+	if err == nil {
+		baseSWA, err = m.float("rope.freq_base_swa", 0)
+	}
+	var clamps []float32
+	if err == nil {
+		clamps, err = step35Clamps(l, "swiglu_clamp_exp", hp.Layers)
+	}
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax, norm: true})
+	if moe == nil || !l.untied() {
+		return nil
+	}
+	moe.gating, moe.Gating, moe.Norm, moe.Scale = ml.GateSoftmax, ml.GateSoftmax.String(), true, 0 // whatever the file says
+	d := l.baseDecoder(true)
+	if l.Err() != nil { // d.rope may be missing
+		return nil
+	}
+	local, localRoPE := d.sliding(window, baseSWA)
+	return l.bindLayers(d, func(i int, p string) decoderLayer {
+		ly := l.preNormLayer(p, "ffn_norm")
+		ly.qNorm, ly.kNorm = l.qkNorms(p, false)
+		if slides[i] {
+			ly.attn, ly.rope = local, localRoPE
+		} else {
+			ly.noRoPE = true
+		}
+		if e := l.MoE(p, moe); e != nil {
+			clampGLU(&e.Experts, ml.SwiGLUClampIn, clamps[i])
+			ly.ffn = e
 		}
 		return ly
 	})

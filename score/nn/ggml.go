@@ -174,6 +174,22 @@ func GGMLClampSwiGLU(l float32, avx2 bool) func(out, gate, up []float32) {
 	return func(out, gate, up []float32) { ggmlGLURow(out, gate, up, avx2, l) }
 }
 
+// GGMLSwiGLUClampIn is SwiGLUClampIn for the limit l > 0 as libggml's
+// SWIGLU_CLAMP computes it, the same in both CPU builds (probed, bit for
+// bit): g = min(gate, l), then g / (1 + expf(-g)) with glibc's scalar expf,
+// times clamp(up, -l, l), each rounded to float32. out may alias gate or
+// up.
+func GGMLSwiGLUClampIn(l float32) func(out, gate, up []float32) {
+	return func(out, gate, up []float32) {
+		check("GGMLSwiGLUClampIn gate", len(gate), len(out))
+		check("GGMLSwiGLUClampIn up", len(up), len(out))
+		for i := range out {
+			g := min(gate[i], l)
+			out[i] = float32(g/(1+libcExpf(-g))) * max(min(up[i], l), -l)
+		}
+	}
+}
+
 func ggmlSwiGLURow(out, gate, up []float32, avx2 bool) { ggmlGLURow(out, gate, up, avx2, 0) }
 
 // ggmlGLURow is ggml's SWIGLU of a row, or with limit > 0 its SILU, CLAMP

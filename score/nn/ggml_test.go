@@ -164,6 +164,13 @@ func TestGGMLArithmetic(t *testing.T) {
 		check(fmt.Sprintf("SILU, CLAMP, MUL (limit 1.5, AVX2 build %v)", avx2), g, want)
 	}
 
+	// Maple's SWIGLU_CLAMP (ggml_ops.py swiglu-clampf 1.5) over the same
+	// row: the gate clamped above before silu, glibc's scalar expf, the
+	// same bits in both builds.
+	g, u := append(slices.Clone(in.gate), g40...), append(slices.Clone(in.up), in.up...)
+	GGMLSwiGLUClampIn(1.5)(g, g, u)
+	check("SWIGLU_CLAMP (limit 1.5)", g, 0x2445c21b024bf7e8)
+
 	// GEGLU over every float16 value (up = 1): ggml's whole GELU table,
 	// and its two branches past ±10, NaNs and infinities included.
 	all := make([]float32, 1<<16)

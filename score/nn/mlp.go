@@ -156,6 +156,22 @@ func ClampSwiGLU(l float32) func(out, gate, up []float32) {
 	}
 }
 
+// SwiGLUClampIn is ggml's SWIGLU_CLAMP for the limit l > 0 (Maple's
+// experts): silu(min(gate, l)) · clamp(up, -l, l), in float64 rounded
+// once. out may alias gate or up.
+func SwiGLUClampIn(l float32) func(out, gate, up []float32) {
+	lim := float64(l)
+	return func(out, gate, up []float32) {
+		check("SwiGLUClampIn gate", len(gate), len(out))
+		check("SwiGLUClampIn up", len(up), len(out))
+		for i := range out {
+			g := math.Min(float64(gate[i]), lim)
+			u := math.Max(-lim, math.Min(float64(up[i]), lim))
+			out[i] = float32(g / (1 + math.Exp(-g)) * u)
+		}
+	}
+}
+
 // swiglu32 is SwiGLU in float32: out = (g / (1 + exp32(-g))) · u, each
 // operation rounded, within 4 ulp of SwiGLU. out may alias gate or up.
 func swiglu32(out, gate, up []float32) {

@@ -262,40 +262,59 @@ func TestSwiGLU(t *testing.T) {
 	}
 }
 
-// TestClampSwiGLU: Step-3.5's clamped SwiGLU at each side of its limit,
-// and llama.cpp's float32 form (both builds) within 4 ulp of the float64
-// reference over gates and ups well past it.
-func TestClampSwiGLU(t *testing.T) {
+// TestClampedSwiGLUs: Step-3.5's clamped SwiGLU (silu's output clamped)
+// and ggml's SWIGLU_CLAMP (Maple: the gate clamped before silu) at each
+// side of their limit, and llama.cpp's float32 forms (both builds) within
+// 4 ulp of the float64 references over gates and ups well past it.
+func TestClampedSwiGLUs(t *testing.T) {
 	const l = 1.5
 	silu := func(g float64) float64 { return g / (1 + math.Exp(-g)) }
-	for _, c := range []struct{ g, u, want float64 }{
-		{0, 5, 0},
-		{1, 0.5, silu(1) * 0.5},     // neither clamped
-		{1, -9, silu(1) * -l},       // up clamped below
-		{9, 0.5, l * 0.5},           // silu clamped
-		{9, 9, l * l},               // both
-		{-30, 9, silu(-30) * l},     // silu's negative side never clamped
-		{-1.2, -1, silu(-1.2) * -1}, // near silu's minimum
+	for _, c := range []struct {
+		name  string
+		ref   func(float32) func(out, gate, up []float32)
+		ggml  func(l float32, avx2 bool) func(out, gate, up []float32)
+		cases [][3]float64 // gate, up, want
+	}{
+		{"ClampSwiGLU", ClampSwiGLU, GGMLClampSwiGLU, [][3]float64{
+			{0, 5, 0},
+			{1, 0.5, silu(1) * 0.5},     // neither clamped
+			{1, -9, silu(1) * -l},       // up clamped below
+			{9, 0.5, l * 0.5},           // silu clamped
+			{9, 9, l * l},               // both
+			{-30, 9, silu(-30) * l},     // silu's negative side never clamped
+			{-1.2, -1, silu(-1.2) * -1}, // near silu's minimum
+		}},
+		{"SwiGLUClampIn", SwiGLUClampIn, func(l float32, _ bool) func(out, gate, up []float32) { return GGMLSwiGLUClampIn(l) }, [][3]float64{
+			{0, 5, 0},
+			{1, 0.5, silu(1) * 0.5}, // neither clamped
+			{1, -9, silu(1) * -l},   // up clamped below
+			{9, 0.5, silu(l) * 0.5}, // the gate clamped before silu
+			{9, 9, silu(l) * l},     // both
+			{-30, 9, silu(-30) * l}, // the gate's negative side never clamped
+			{-1.2, -1, silu(-1.2) * -1},
+		}},
 	} {
-		out := make([]float32, 1)
-		ClampSwiGLU(l)(out, []float32{float32(c.g)}, []float32{float32(c.u)})
-		if out[0] != float32(c.want) {
-			t.Errorf("ClampSwiGLU(%v)(%v, %v) = %v, want %v", l, c.g, c.u, out[0], float32(c.want))
+		for _, x := range c.cases {
+			out := make([]float32, 1)
+			c.ref(l)(out, []float32{float32(x[0])}, []float32{float32(x[1])})
+			if out[0] != float32(x[2]) {
+				t.Errorf("%s(%v)(%v, %v) = %v, want %v", c.name, l, x[0], x[1], out[0], float32(x[2]))
+			}
 		}
-	}
-	r := rand.New(rand.NewPCG(3, 1))
-	n := 1000 + 7 // a tail past the lanes
-	g, u := make([]float32, n), make([]float32, n)
-	for i := range g {
-		g[i], u[i] = float32(r.NormFloat64()*4), float32(r.NormFloat64()*2)
-	}
-	want, got := make([]float32, n), make([]float32, n)
-	ClampSwiGLU(l)(want, g, u)
-	for _, avx2 := range []bool{false, true} {
-		GGMLClampSwiGLU(l, avx2)(got, g, u)
-		for i := range got {
-			if d := math.Abs(float64(got[i] - want[i])); d > 4*float64(math.Nextafter32(want[i], float32(math.Inf(1)))-want[i]) {
-				t.Fatalf("avx2 %v: GGMLClampSwiGLU(%v, %v) = %v, reference %v", avx2, g[i], u[i], got[i], want[i])
+		r := rand.New(rand.NewPCG(3, 1))
+		n := 1000 + 7 // a tail past the lanes
+		g, u := make([]float32, n), make([]float32, n)
+		for i := range g {
+			g[i], u[i] = float32(r.NormFloat64()*4), float32(r.NormFloat64()*2)
+		}
+		want, got := make([]float32, n), make([]float32, n)
+		c.ref(l)(want, g, u)
+		for _, avx2 := range []bool{false, true} {
+			c.ggml(l, avx2)(got, g, u)
+			for i := range got {
+				if d := math.Abs(float64(got[i] - want[i])); d > 4*float64(math.Nextafter32(want[i], float32(math.Inf(1)))-want[i]) {
+					t.Fatalf("avx2 %v: GGML %s(%v, %v) = %v, reference %v", avx2, c.name, g[i], u[i], got[i], want[i])
+				}
 			}
 		}
 	}

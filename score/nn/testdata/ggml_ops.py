@@ -8,7 +8,7 @@
 #   chroot SID python3 /tmp/gx/ggml_ops.py OP ARGS...
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
-# OPs: rms EPS | swiglu | geglu | gelu | swiglu-oai | swiglu-clamp LIMIT | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE [FREQ_SCALE EXT ATTN BETA_FAST BETA_SLOW N_CTX_ORIG] | fa N H HKV D SCALE [CAP [SPARSE [MAX_BIAS]]] | mmattn N H HKV D SCALE [CAP] |
+# OPs: rms EPS | swiglu | geglu | gelu | swiglu-oai | swiglu-clamp LIMIT | swiglu-clampf LIMIT | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE [FREQ_SCALE EXT ATTN BETA_FAST BETA_SLOW N_CTX_ORIG] | fa N H HKV D SCALE [CAP [SPARSE [MAX_BIAS]]] | mmattn N H HKV D SCALE [CAP] |
 # trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N [E] | gdn N HK HV S EPS | wkv7 N H D | wkv6 N H D | gla N H D SCALE |
 # route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N | topk N K.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
@@ -131,6 +131,12 @@ elif op == "swiglu-clamp":  # gate x, up w, LIMIT: ggml_mul(ggml_clamp(ggml_silu
     g = np.fromfile(d + "x.bin", np.float32); u = np.fromfile(d + "w.bin", np.float32); lim = float(sys.argv[2])
     tg = new(F32, [len(g)]); put(tg, g); tu = new(F32, [len(u)]); put(tu, u)
     o = base.ggml_mul(ctx, base.ggml_clamp(ctx, base.ggml_silu(ctx, tg), float("-inf"), lim), base.ggml_clamp(ctx, tu, -lim, lim)); run(o)
+    get(o).tofile(d + "out.bin")
+elif op == "swiglu-clampf":  # gate x, up w, LIMIT: GGML_GLU_OP_SWIGLU_CLAMP (ggml_swiglu_clamp), Maple's experts
+    g = np.fromfile(d + "x.bin", np.float32); u = np.fromfile(d + "w.bin", np.float32); lim = float(sys.argv[2])
+    base.ggml_swiglu_clamp.restype = P; base.ggml_swiglu_clamp.argtypes = [P, P, P, C.c_float]
+    tg = new(F32, [len(g)]); put(tg, g); tu = new(F32, [len(u)]); put(tu, u)
+    o = base.ggml_swiglu_clamp(ctx, tg, tu, lim); run(o)
     get(o).tofile(d + "out.bin")
 elif op == "topk":  # x (rows of N) -> the K indices TOP_K keeps per row, each row's sorted
     N, K = map(int, sys.argv[2:4]); x = np.fromfile(d + "x.bin", np.float32).reshape(-1, N)
