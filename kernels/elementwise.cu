@@ -4,7 +4,7 @@
 //
 // CPU references (score/model/cpu.go, the CPU backend of package ml):
 // cpuBackend.Add (nn.Add: float32 adds), Scale (float32 products with the
-// scale rounded to float32), SigmoidMul and SoftCap (float64 inside, one
+// scale rounded to float32), GateMul and SoftCap (float64 inside, one
 // rounding to float32). The GPU's exp and tanh are within an ulp of Go's in
 // float64, so the float32 results agree but for rare ties.
 #include "common.cuh"
@@ -41,15 +41,19 @@ extern "C" __global__ void unscale_f32(float* __restrict__ x, i64 count, const u
 	GRID_STRIDE(idx, count) x[idx] = __fmul_rn(x[idx], s);
 }
 
-// sigmoid_mul: x (rows, cols) *= sigmoid(g), g (rows, gcols) with gcols
-// cols (one gate per element) or 1 (one per row):
-// x = f32(x / (1 + e^-g)) in float64.
-extern "C" __global__ void sigmoid_mul(float* __restrict__ x, const float* __restrict__ g, int rows, int cols, int gcols) {
+// gate_mul: x (rows, cols) *= f(g), g (rows, gcols) with gcols cols (one
+// gate per element) or 1 (one per row), in float64 rounded once:
+// x = f32(x / (1 + e^-g)), or with softplus (non-zero) f32(x · log(1 +
+// e^g)) (g itself past 20, as ggml).
+extern "C" __global__ void gate_mul(float* __restrict__ x, const float* __restrict__ g, int rows, int cols, int gcols, int softplus) {
 	GRID_STRIDE(idx, (i64)rows * cols) {
 		i64 r = idx / cols;
 		int c = (int)(idx % cols);
 		double gv = (double)g[r * gcols + (gcols == 1 ? 0 : c)];
-		x[idx] = (float)__ddiv_rn((double)x[idx], __dadd_rn(1.0, exp(-gv)));
+		if (softplus)
+			x[idx] = (float)__dmul_rn((double)x[idx], gv > 20.0 ? gv : log1p(exp(gv)));
+		else
+			x[idx] = (float)__ddiv_rn((double)x[idx], __dadd_rn(1.0, exp(-gv)));
 	}
 }
 

@@ -184,6 +184,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.step35Layer(add, i)
 			continue
 		}
+		if c.maion() {
+			c.maionLayer(add, i)
+			continue
+		}
 		if c.kimiLinear() {
 			c.kimiLayer(add, i)
 			continue
@@ -435,6 +439,9 @@ func Write(path string, c *Config) error {
 	if c.step35() {
 		c.step35Keys(w)
 	}
+	if c.maion() {
+		c.maionKeys(w)
+	}
 	if c.kimiLinear() {
 		c.kimiKeys(w)
 	}
@@ -448,7 +455,7 @@ func Write(path string, c *Config) error {
 		c.gemma3nKeys(w)
 	} else if c.Window > 0 {
 		w.Add(a+".attention.sliding_window", uint32(c.Window))
-		if a == "mellum" || a == "mimo2" || a == "step35" || a == "maple" { // their sliding layers' own base
+		if a == "mellum" || a == "mimo2" || a == "step35" || a == "maple" || a == "laguna" { // their sliding layers' own base
 			w.Add(a+".rope.freq_base_swa", float32(c.RopeBase/2))
 		}
 		if a == "maple" { // the experts' SwiGLU clamp per layer, the reference's 7 (llama.cpp requires the key)

@@ -479,6 +479,11 @@ func TestEndToEndGenerated(t *testing.T) {
 		// swiglu-clamp-in; TestGLUParity holds it to limits these gates
 		// reach). Emulation: max 0.0098, mean 0.00197, PPL ratio 1.000142.
 		{"maple", func(s *mkmodel.Shape) { s.Layers, s.Window, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 40, 8, 8, 64 }, 0.02, 0.004, 0.0003, ""},
+		// Maion-Coder: maple's layers in pre- and post-norms, experts in
+		// every second layer at half the width (ffn_latent_down, _up),
+		// every expert used. Emulation: max 0.0186, mean 0.00373, PPL
+		// ratio 0.999892.
+		{"maion-coder", func(s *mkmodel.Shape) { s.Layers, s.Window, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 40, 8, 8, 64 }, 0.037, 0.0075, 0.00025, ""},
 		// Baichuan 2 7B's 32 layers (RoPE), narrow. Emulation: max 0.025,
 		// mean 0.0055, PPL ratio 1.00039 (depth, as exaone4's).
 		{"baichuan", func(s *mkmodel.Shape) { s.Layers, s.Embd, s.Heads, s.KVHeads, s.FFN = 32, 64, 2, 2, 128 }, 0.05, 0.011, 0.0008, ""},
@@ -525,6 +530,19 @@ func TestEndToEndGenerated(t *testing.T) {
 		{"step35", func(s *mkmodel.Shape) {
 			s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.Window = 4, 1, 8, 8, 64, 64, 40
 		}, 0.012, 0.0025, 0.00013, ""},
+		// Laguna XS.2: step35's layout with softplus gates per head
+		// (gate_mul), YaRN in the global layers only, every expert used;
+		// M.1: every layer global, a softplus gate per element.
+		// Emulation: max 0.016, mean 0.0033, PPL ratio 0.99983; M.1 max
+		// 0.018, mean 0.0033, PPL ratio 1.00029 (2.7 times step35's mean:
+		// the softplus gate is unbounded where step35's sigmoid stays
+		// below 1).
+		{"laguna", func(s *mkmodel.Shape) {
+			s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.Window, s.YaRN = 4, 1, 8, 8, 64, 64, 40, 4
+		}, 0.032, 0.0066, 0.00034, ""},
+		{"laguna", func(s *mkmodel.Shape) {
+			s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.YaRN = 4, 1, 8, 8, 64, 64, 4
+		}, 0.036, 0.0067, 0.0006, ""},
 		// Kimi-Linear: 3 KDA layers (delta_net with gates per key channel,
 		// delta_gates per channel, three conv_silu) and latent attention
 		// without RoPE, every expert used. Emulation: max 0.0084, mean

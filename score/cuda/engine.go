@@ -340,7 +340,7 @@ var kernelModules = map[string][]string{
 	"rope":        {"rope"},
 	"swiglu":      {"swiglu_half", "glu_half"},
 	"add":         {"add_bias", "cast_half"},
-	"elementwise": {"add_f32", "scale_f32", "clamp_f32", "unscale_f32", "sigmoid_mul", "softcap", "xielu_f32", "widen_half"},
+	"elementwise": {"add_f32", "scale_f32", "clamp_f32", "unscale_f32", "gate_mul", "softcap", "xielu_f32", "widen_half"},
 	"experts":     {"gather_rows", "scale_rows", "scatter_scaled", "sum_choices"},
 	"logsoftmax":  {"logsoftmax_target", "logsoftmax_kld"},
 	"kvstore":     {"kv_store_plain", "kv_store_scaled", "kv_store_q4", "kv_amax", "kv_store_nvfp4", "kv_decode", "kv_store_ggml", "kv_rotate", "kv_store_rot"},

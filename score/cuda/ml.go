@@ -777,12 +777,12 @@ func (b *gpuBackend) Clamp(x ml.Tensor, c float64) {
 	b.do("clamp", func() error { return b.e.clampF32(d.p, d.count(), float32(c)) })
 }
 
-func (b *gpuBackend) SigmoidMul(x, gate ml.Tensor, _ bool) {
+func (b *gpuBackend) GateMul(x, gate ml.Tensor, f ml.GateFn) {
 	d, s := g(x), g(gate)
 	if s.rows != d.rows || (s.cols != d.cols && s.cols != 1) {
 		panic(fmt.Sprintf("cuda backend: gate %d×%d for %d×%d", s.rows, s.cols, d.rows, d.cols))
 	}
-	b.do("sigmoid gate", func() error { return b.e.sigmoidMul(d.p, s.p, d.rows, d.cols, s.cols) })
+	b.do("gate", func() error { return b.e.gateMul(d.p, s.p, d.rows, d.cols, s.cols, f == ml.SoftplusGate) })
 }
 
 func (b *gpuBackend) SoftCap(x ml.Tensor, cp float64) {

@@ -139,10 +139,14 @@ func (e *Engine) clampF32(x ptr, count int64, c float32) error {
 	return e.launch("clamp_f32", gridFor(count), block256, x, count, c)
 }
 
-// sigmoidMul: x (rows, cols) f32 *= sigmoid(g), g (rows, gcols), gcols
+// gateMul: x (rows, cols) f32 *= sigmoid(g), or softplus(g), g (rows, gcols), gcols
 // cols or 1.
-func (e *Engine) sigmoidMul(x, g ptr, rows, cols, gcols int) error {
-	return e.launch("sigmoid_mul", gridFor(int64(rows)*int64(cols)), block256, x, g, rows, cols, gcols)
+func (e *Engine) gateMul(x, g ptr, rows, cols, gcols int, softplus bool) error {
+	sp := 0
+	if softplus {
+		sp = 1
+	}
+	return e.launch("gate_mul", gridFor(int64(rows)*int64(cols)), block256, x, g, rows, cols, gcols, sp)
 }
 
 // softcap: x (count) f32 <- cap·tanh(x/cap).

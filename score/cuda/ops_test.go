@@ -63,19 +63,28 @@ func TestElementwiseParity(t *testing.T) {
 		}
 		check("clamp_f32 (exact)", devGet[float32](t, e, xp, n), want, 0, 0)
 
-		for _, gcols := range []int{cols, 1} {
-			gate := randF32(rng, rows*gcols, 4)
-			gate[0], gate[len(gate)-1] = 800, -800 // e^800 overflows: the product is 0
-			xp, gp := put(x), put(gate)
-			do(t, e, func() error { return e.sigmoidMul(xp, gp, rows, cols, gcols) })
-			for r := range rows {
-				for c := range cols {
-					gv := gate[r*gcols+min(c, gcols-1)]
-					want[r*cols+c] = float32(float64(x[r*cols+c]) / (1 + math.Exp(-float64(gv))))
+		for _, softplus := range []bool{false, true} {
+			for _, gcols := range []int{cols, 1} {
+				gate := randF32(rng, rows*gcols, 4)
+				// e^800 overflows (the sigmoid's product is 0); softplus is
+				// g itself past 20 and underflows to 0 below -745.
+				gate[0], gate[1], gate[len(gate)-1] = 800, 20.5, -800
+				xp, gp := put(x), put(gate)
+				do(t, e, func() error { return e.gateMul(xp, gp, rows, cols, gcols, softplus) })
+				for r := range rows {
+					for c := range cols {
+						gv := float64(gate[r*gcols+min(c, gcols-1)])
+						if softplus {
+							want[r*cols+c] = float32(float64(x[r*cols+c]) * nn.Softplus(gv))
+						} else {
+							want[r*cols+c] = float32(float64(x[r*cols+c]) / (1 + math.Exp(-gv)))
+						}
+					}
 				}
+				// exp and log1p in float64 within an ulp of Go's: equal after
+				// rounding but for ties.
+				check(fmt.Sprintf("gate_mul softplus %v", softplus), devGet[float32](t, e, xp, n), want, 1, 1e-3)
 			}
-			// exp in float64 within an ulp of Go's: equal after rounding but for ties.
-			check("sigmoid_mul", devGet[float32](t, e, xp, n), want, 1, 1e-3)
 		}
 
 		xp = put(x)

@@ -44,15 +44,19 @@ func init() {
 			}
 			return nil
 		}},
-		"sigmoid_mul": {5, func(s *simDevice, a *simArgs, grid dim3) error {
-			x, g, rows, cols, gcols := f32s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
+		"gate_mul": {6, func(s *simDevice, a *simArgs, grid dim3) error {
+			x, g, rows, cols, gcols, softplus := f32s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4), a.int(5) != 0
 			if a.err != nil {
 				return a.err
 			}
 			for r := range rows {
 				for c := range cols {
-					gv := g[r*gcols+min(c, gcols-1)]
-					x[r*cols+c] = float32(float64(x[r*cols+c]) / (1 + math.Exp(-float64(gv))))
+					gv := float64(g[r*gcols+min(c, gcols-1)])
+					if softplus {
+						x[r*cols+c] = float32(float64(x[r*cols+c]) * nn.Softplus(gv))
+					} else {
+						x[r*cols+c] = float32(float64(x[r*cols+c]) / (1 + math.Exp(-gv)))
+					}
 				}
 			}
 			return nil

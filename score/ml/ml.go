@@ -133,13 +133,12 @@ type Backend interface {
 	// Clamp computes x = min(max(x, -c), c) elementwise, c rounded to
 	// float32 (ggml_clamp: OLMo 1.7's clip_qkv).
 	Clamp(x Tensor, c float64)
-	// SigmoidMul computes x *= sigmoid(g) elementwise, g of x's shape or of
-	// one column (one gate per row); sigmoid in float64, each product
-	// rounded to float32 once. With siluDiv the int8 modes round the
-	// sigmoid as llama.cpp's qwen2moe graph writes it, silu(g)/g
-	// (nn.GGMLSiLUDiv): the same number in exact arithmetic, which the
-	// other modes and the GPU compute.
-	SigmoidMul(x, g Tensor, siluDiv bool)
+	// GateMul computes x *= f(g) elementwise, g of x's shape or of one
+	// column (one gate per row); f in float64, each product rounded to
+	// float32 once, except in the int8 modes, which round f(g) to float32
+	// as ggml does before the product (nn.GGMLSigmoid, nn.GGMLSiLUDiv,
+	// nn.GGMLSoftplus).
+	GateMul(x, g Tensor, f GateFn)
 	// SoftCap computes x = cap · tanh(x / cap) elementwise in float64, each
 	// result rounded to float32 once (logit soft-capping).
 	SoftCap(x Tensor, cap float64)
@@ -236,6 +235,21 @@ type LayerNormer interface {
 	// R+'s per-head weights with heads as rows); dst may be x.
 	LayerNorm(dst, x Tensor, w, b *Vector, eps float64)
 }
+
+// GateFn is the function of a multiplicative gate (Backend.GateMul).
+type GateFn int
+
+const (
+	// SigmoidGate: 1 / (1 + e^-g) (gated attention, gated DeltaNet's
+	// output).
+	SigmoidGate GateFn = iota
+	// SiLUDivGate: the sigmoid as llama.cpp's qwen2moe graph writes it,
+	// silu(g)/g; the same number in exact arithmetic, rounded otherwise in
+	// the int8 modes (nn.GGMLSiLUDiv).
+	SiLUDivGate
+	// SoftplusGate: log(1 + e^g) (Laguna's attention gate).
+	SoftplusGate
+)
 
 // Act is the gated activation of an MLP.
 type Act int

@@ -189,7 +189,7 @@ func (b *cpuBackend) Clamp(x ml.Tensor, c float64) {
 	}
 }
 
-func (b *cpuBackend) SigmoidMul(x, g ml.Tensor, siluDiv bool) {
+func (b *cpuBackend) GateMul(x, g ml.Tensor, f ml.GateFn) {
 	d, s := ct(x), ct(g)
 	if s.rows != d.rows || (s.cols != d.cols && s.cols != 1) {
 		panic(fmt.Sprintf("cpu backend: gate %d×%d for %d×%d", s.rows, s.cols, d.rows, d.cols))
@@ -201,11 +201,15 @@ func (b *cpuBackend) SigmoidMul(x, g ml.Tensor, siluDiv bool) {
 		}
 		for r := lo; r < hi; r++ {
 			row := d.d[r*d.cols : (r+1)*d.cols]
-			if sg != nil { // SIGMOID (or SILU, DIV), then MUL
-				if siluDiv {
-					nn.GGMLSiLUDiv(sg, s.d[r*s.cols:(r+1)*s.cols])
-				} else {
-					nn.GGMLSigmoid(sg, s.d[r*s.cols:(r+1)*s.cols])
+			if sg != nil { // SIGMOID (or SILU, DIV; or SOFTPLUS), then MUL
+				gr := s.d[r*s.cols : (r+1)*s.cols]
+				switch f {
+				case ml.SiLUDivGate:
+					nn.GGMLSiLUDiv(sg, gr)
+				case ml.SoftplusGate:
+					nn.GGMLSoftplus(sg, gr)
+				default:
+					nn.GGMLSigmoid(sg, gr)
 				}
 				for i := range row {
 					row[i] *= sg[min(i, s.cols-1)]
@@ -213,8 +217,12 @@ func (b *cpuBackend) SigmoidMul(x, g ml.Tensor, siluDiv bool) {
 				continue
 			}
 			for i := range row {
-				gv := s.d[r*s.cols+min(i, s.cols-1)]
-				row[i] = float32(float64(row[i]) / (1 + math.Exp(-float64(gv))))
+				gv := float64(s.d[r*s.cols+min(i, s.cols-1)])
+				if f == ml.SoftplusGate {
+					row[i] = float32(float64(row[i]) * nn.Softplus(gv))
+				} else {
+					row[i] = float32(float64(row[i]) / (1 + math.Exp(-gv)))
+				}
 			}
 		}
 	})

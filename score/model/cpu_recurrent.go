@@ -187,7 +187,7 @@ func (b *cpuBackend) DeltaGates(beta, alpha ml.Tensor, a, dtBias *ml.Vector) {
 	}
 	for i, v := range al.d[:be.rows*C] {
 		c := i % C
-		al.d[i] = float32(float64(a.V[c/(C/H)]) * softplus(float64(v)+float64(dtBias.V[c])))
+		al.d[i] = float32(float64(a.V[c/(C/H)]) * nn.Softplus(float64(v)+float64(dtBias.V[c])))
 	}
 }
 
@@ -360,14 +360,6 @@ func stateRounder(dtype string) func([]float64) {
 			s[i] = float64(f(float32(v)))
 		}
 	}
-}
-
-// softplus is log(1 + e^x), x itself above 20 (as ggml).
-func softplus(x float64) float64 {
-	if x > 20 {
-		return x
-	}
-	return math.Log1p(math.Exp(x))
 }
 
 // deltaHead holds one value head's chunk of inputs (T ≤ cap rows of Dim)

@@ -581,6 +581,14 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1596.7072885, -815.1574120, -807.6341340, -792.4728859}},
 		{"maple", "maple", "", mellumShape, "", "a4a8cc51020e9d147ef66cd5c9451595c462823c2ca2377053f1a27ed9782f10",
 			[]float64{-1618.6918974, -801.7651827, -811.7062198, -788.1338690}},
+		{"laguna", "laguna", "", lagunaShape, "", "1dc2df8c70904b47d51f10ef2a7317daf4597ef3d41991ad788e25e987459929",
+			[]float64{-1546.9574529, -809.1281283, -799.6159936, -788.9235743}},
+		{"laguna-yarn", "laguna", "", func(s *mkmodel.Shape) { lagunaShape(s); s.YaRN = 4 }, "", "ac01bd4264391e763d542676b4358960a9911150e203223d5e38232c753d6fe9",
+			[]float64{-1550.3798887, -806.8635036, -805.0254184, -786.1914999}},
+		{"laguna-m1", "laguna", "", func(s *mkmodel.Shape) { lagunaShape(s); s.Window, s.YaRN = 0, 4 }, "", "6921f6e952506cf0adc84dc5ebd4fdfaf4c9d6bea40ac9ff39806bf7132d9e7a",
+			[]float64{-1608.0497810, -786.8684330, -799.6978835, -794.7307695}},
+		{"maion-coder", "maion-coder", "", mellumShape, "", "4aa1543f982d200d658de5f32c5d2b9bf0c01e9360558bd73389ca98af265989",
+			[]float64{-1595.0070011, -811.5738574, -780.9195677, -780.8895940}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -2079,5 +2087,68 @@ func TestMapleVariants(t *testing.T) {
 		{"no clamps", map[string]any{"maple.swiglu_clamp_exp": nil}, nil, "missing metadata maple.swiglu_clamp_exp"},
 		{"no pattern", map[string]any{"maple.attention.sliding_window_pattern": nil}, nil, "missing metadata maple.attention.sliding_window_pattern"},
 		{"no window", map[string]any{"maple.attention.sliding_window": nil}, nil, "missing metadata maple.attention.sliding_window"},
+	})
+}
+
+// lagunaShape is Laguna XS.2's layout in 4 layers: a global first layer
+// (dense) and 3 sliding over 40 keys with half again as many heads, 8
+// experts of 64, 2 used, and a shared expert as wide.
+func lagunaShape(s *mkmodel.Shape) {
+	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.Window = 4, 1, 8, 2, 64, 64, 40
+}
+
+// TestLagunaVariants: Laguna with a sliding-window period of 2 (dense
+// first: layers 1 and 3 slide) and without the sliding layers' RoPE keys
+// (the global layers' base and dimensions), against llama.cpp's sums on
+// the same bytes (24 windows in both builds: none off; here the first 4);
+// files llama.cpp 0.7.0 refuses, or reads in no way ppl follows (an array
+// of sliding flags), refused by name.
+func TestLagunaVariants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "laguna", lagunaShape)
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "period 2", sha256: "a4127c96fa42a10d9877b34a9fdb76e4e963d4579d135d9c348c781085e2ae1c",
+			set:  map[string]any{"laguna.attention.sliding_window_pattern": uint32(2)},
+			sums: []float64{-1543.4098608, -803.1420446, -797.8576394, -781.3719768}},
+		{name: "no sliding RoPE keys", sha256: "6d48b8fcc01c9e662e50759d165415a8af902130c26ad838190e347a934aae87",
+			set:  map[string]any{"laguna.rope.dimension_count_swa": nil, "laguna.rope.freq_base_swa": nil},
+			sums: []float64{-1559.7842698, -821.9819938, -800.9744807, -805.4265318}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"flags", map[string]any{"laguna.attention.sliding_window_pattern": []bool{true, false, true, false}}, nil, "metadata laguna.attention.sliding_window_pattern: an array; laguna's is a period"},
+		{"no dense count", map[string]any{"laguna.leading_dense_block_count": nil}, nil, "missing metadata laguna.leading_dense_block_count"},
+		{"no selection bias", nil, []string{"blk.2.exp_probs_b.bias"}, "missing tensor blk.2.exp_probs_b.bias (the selection bias, which llama.cpp 0.7.0 requires)"},
+		{"no shared expert", nil, []string{"blk.1.ffn_up_shexp.weight", "blk.1.ffn_gate_shexp.weight", "blk.1.ffn_down_shexp.weight"}, "missing tensor blk.1.ffn_up_shexp.weight (the shared expert)"},
+		{"no gate", nil, []string{"blk.3.attn_gate.weight"}, "missing tensor blk.3.attn_gate.weight"},
+	})
+}
+
+// TestMaionVariants: Maion-Coder with the keys llama.cpp 0.7.0 does not
+// read for it (a sliding base, sigmoid gating, a weights scale) scores as
+// without them, to llama.cpp's sums on those bytes (24 windows in both
+// builds: none off; here the first 4); files without what it requires
+// refused by name.
+func TestMaionVariants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "maion-coder", mellumShape)
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "keys it ignores", sha256: "a9f47c48caf55087389123c9f7948f633e5dce0f5ce70bb2d5a5d4923bfaa9c7",
+			set:  map[string]any{"maion-coder.rope.freq_base_swa": float32(5000), "maion-coder.expert_weights_scale": float32(2.5), "maion-coder.expert_gating_func": uint32(2)},
+			sums: []float64{-1595.0070011, -811.5738574, -780.9195677, -780.8895940}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"a period", map[string]any{"maion-coder.attention.sliding_window_pattern": uint32(4)}, nil, "metadata maion-coder.attention.sliding_window_pattern: want an array of 4 flags (one per layer)"},
+		{"no step", map[string]any{"maion-coder.interleave_moe_layer_step": nil}, nil, "missing metadata maion-coder.interleave_moe_layer_step"},
+		{"no latent width", map[string]any{"maion-coder.moe_latent_size": nil}, nil, "missing metadata maion-coder.moe_latent_size"},
+		{"latent width 0", map[string]any{"maion-coder.moe_latent_size": uint32(0)}, nil, "metadata maion-coder.moe_latent_size = 0: maion-coder's experts need a latent width above 0"},
+		{"no post-norm", nil, []string{"blk.2.post_ffw_norm.weight"}, "missing tensor blk.2.post_ffw_norm.weight"},
 	})
 }

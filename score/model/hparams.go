@@ -150,8 +150,9 @@ func (m meta) layerFlags(key string, n int, def bool) ([]bool, error) {
 // slidingLayers reads which of n layers slide from
 // attention.sliding_window_pattern as llama.cpp does: an array of one flag
 // per layer, or a period p (def when absent) for set_swa_pattern, where
-// layer i slides when i mod p < p − 1 (every layer when p is 0).
-func (m meta) slidingLayers(n, def int) ([]bool, error) {
+// layer i slides when i mod p < p − 1, or with denseFirst when i mod p ≠ 0
+// (every layer when p is 0).
+func (m meta) slidingLayers(n, def int, denseFirst bool) ([]bool, error) {
 	key := m.arch + ".attention.sliding_window_pattern"
 	if v, ok := m.f.Lookup(key); ok && v.Type == gguf.ValueArray {
 		return m.layerFlags("attention.sliding_window_pattern", n, false)
@@ -165,7 +166,7 @@ func (m meta) slidingLayers(n, def int) ([]bool, error) {
 	}
 	s := make([]bool, n)
 	for i := range s {
-		s[i] = p == 0 || i%p < p-1
+		s[i] = p == 0 || !denseFirst && i%p < p-1 || denseFirst && i%p != 0
 	}
 	return s, nil
 }
@@ -282,7 +283,7 @@ var attentionFree = map[string]bool{"mamba": false, "mamba2": false, "rwkv7": tr
 // perLayerArchs are the architectures whose files may give
 // feed_forward_length and the head counts per layer (arrays of block_count
 // values); they read each layer's with meta.layerInts.
-var perLayerArchs = map[string]bool{"gemma4": true, "gemma3n": true, "deci": true, "granitehybrid": true, "nemotron_h": true, "nemotron_h_moe": true, "lfm2": true, "lfm2moe": true, "falcon-h1": true, "mimo2": true, "openelm": true, "step35": true, "kimi-linear": true, "jamba": true, "plamo2": true}
+var perLayerArchs = map[string]bool{"gemma4": true, "gemma3n": true, "deci": true, "granitehybrid": true, "nemotron_h": true, "nemotron_h_moe": true, "lfm2": true, "lfm2moe": true, "falcon-h1": true, "mimo2": true, "openelm": true, "step35": true, "laguna": true, "kimi-linear": true, "jamba": true, "plamo2": true}
 
 // maxInt reads an integer key as int does, or, for an architecture of
 // perLayerArchs, the largest value of a per-layer array.

@@ -143,7 +143,7 @@ func (x *kda) block(b ml.Backend, dst, h, state ml.Tensor, hist [3]ml.Tensor) {
 	b.RMSNorm(oh, oh, x.norm, x.eps)
 	b.Linear(low, h, x.ga)
 	b.Linear(g, low, x.gb)
-	b.SigmoidMul(o, g, false)
+	b.GateMul(o, g, ml.SigmoidGate)
 	b.Linear(dst, o, x.o)
 	b.Release(mark)
 }

@@ -154,11 +154,13 @@ type decoderLayer struct {
 	// row (the row's values: olmo2, minimax-m2).
 	qNorm, kNorm *ml.Vector
 	// gate (blk.N.attn_gate), when set, gates the attention's output
-	// before attn_output: att ⊙ sigmoid(gate·h) (afmoe); with gateCols,
-	// gate·h has one value per head, gathered to each of the head's
-	// columns (step35; gatherDecoder).
+	// before attn_output: att ⊙ gateFn(gate·h), the sigmoid (afmoe) or
+	// softplus (laguna); with gateCols, gate·h has one value per head,
+	// gathered to each of the head's columns (step35, laguna;
+	// gatherDecoder).
 	gate     *ml.Matrix
 	gateCols []int
+	gateFn   ml.GateFn
 	ffn      FFN
 	attn     *ml.Attn // the layer's own attention options (gpt-oss: sinks, window), or nil
 	rope     *nn.RoPE // the layer's own RoPE (OLMo 3's sliding layers), or nil: the decoder's
@@ -703,7 +705,7 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 			b.(colGatherer).GatherCols(wide, g, ly.gateCols)
 			g = wide
 		}
-		b.SigmoidMul(att, g, false)
+		b.GateMul(att, g, ly.gateFn)
 	}
 	if ly.attnSubNorm != nil {
 		b.RMSNorm(att, att, ly.attnSubNorm, m.hp.Eps)

@@ -41,7 +41,7 @@ type moeOpts struct {
 	// expert_shared_count.
 	sharedFFN int
 	act       ml.Act // the experts' activation: SwiGLU (the zero Act), or ReLUSqr for ungated experts (ffn_up_exps, ffn_down_exps; nemotron_h_moe)
-	latent    bool   // moe_latent_size is read (nemotron_h_moe; llama.cpp reads it for no other architecture)
+	latent    bool   // moe_latent_size is read (nemotron_h_moe, maion-coder; llama.cpp reads it for no other architecture)
 }
 
 // MoEParams are a mixture of experts' hyperparameters, from the
@@ -133,9 +133,9 @@ type MoE struct {
 	Experts ml.MLP     // ffn_gate_exps, ffn_up_exps, ffn_down_exps: stacks of Experts
 	Shared  *ml.MLP    // ffn_gate_shexp, ffn_up_shexp, ffn_down_shexp, or nil
 	SGate   *ml.Matrix // ffn_gate_inp_shexp: (1, Embd), or nil
-	// SGateDiv: llama.cpp writes the gate's sigmoid as silu(g)/g
-	// (qwen2moe; ml.Backend.SigmoidMul).
-	SGateDiv bool
+	// SGateFn is the gate's function: the sigmoid, or as llama.cpp writes
+	// it for qwen2moe, silu(g)/g (ml.SiLUDivGate).
+	SGateFn ml.GateFn
 	// LatentDown and LatentUp, when set (moe_latent_size), take the
 	// experts' input to their latent width and their sum back (Nemotron 3
 	// Super: ffn_latent_down, ffn_latent_up); the router and the shared
@@ -242,7 +242,7 @@ func (m *MoE) forwardLogits(b ml.Backend, dst, x, logits ml.Tensor) {
 		if m.SGate != nil {
 			g := b.Alloc(n, 1)
 			b.Linear(g, x, m.SGate)
-			b.SigmoidMul(s, g, m.SGateDiv)
+			b.GateMul(s, g, m.SGateFn)
 		}
 		b.Add(dst, s)
 	}

@@ -156,7 +156,9 @@ func (l *Loader) sharedExperts(d *decoder, gated bool) Network {
 		case gated && m.SGate == nil:
 			l.Failf("missing tensor blk.%d.ffn_gate_inp_shexp.weight (the shared expert's gate)", i)
 		}
-		m.SGateDiv = gated
+		if gated {
+			m.SGateFn = ml.SiLUDivGate
+		}
 	}
 	if l.Err() != nil {
 		return nil

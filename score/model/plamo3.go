@@ -17,7 +17,7 @@ func newPlamo3(l *Loader) Network {
 	window, err := m.int("attention.sliding_window", 0)
 	var slides []bool
 	if err == nil && window > 0 {
-		slides, err = m.slidingLayers(hp.Layers, 8)
+		slides, err = m.slidingLayers(hp.Layers, 8, false)
 	}
 	baseSWA := 0.0
 	if err == nil {

@@ -341,7 +341,7 @@ func (m *qwen35) gatedAttention(b ml.Backend, dst, h ml.Tensor, layer int, ly *q
 	b.RoPE(q, hp.Heads, m.rope)
 	b.RoPE(k, hp.KVHeads, m.rope)
 	b.Attention(att, q, k, v, layer, &m.attn)
-	b.SigmoidMul(att, gate, false)
+	b.GateMul(att, gate, ml.SigmoidGate)
 	b.Linear(dst, att, ly.o)
 	b.Release(mark)
 }

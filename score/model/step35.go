@@ -39,10 +39,7 @@ func newStep35(l *Loader) Network {
 	heads, kv, window, slides, err := m.slidingHeads(hp.Layers)
 	baseSWA, dimsSWA := 0.0, 0
 	if err == nil {
-		baseSWA, err = m.float("rope.freq_base_swa", 0)
-	}
-	if err == nil {
-		dimsSWA, err = m.int("rope.dimension_count_swa", 0)
+		baseSWA, dimsSWA, err = m.swaRoPE()
 	}
 	var clampExp, clampShexp []float32
 	if err == nil {
@@ -125,6 +122,17 @@ func newStep35(l *Loader) Network {
 		return nil
 	}
 	return gatherDecoder{d}
+}
+
+// swaRoPE reads the sliding layers' RoPE base and dimensions,
+// rope.freq_base_swa and rope.dimension_count_swa, 0 where absent (the
+// global layers' then).
+func (m meta) swaRoPE() (base float64, dims int, err error) {
+	base, err = m.float("rope.freq_base_swa", 0)
+	if err == nil {
+		dims, err = m.int("rope.dimension_count_swa", 0)
+	}
+	return base, dims, err
 }
 
 // step35Clamps reads the SwiGLU limits of key: one value or one per layer

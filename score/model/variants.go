@@ -769,7 +769,7 @@ func newGraniteSWA(l *Loader) Network {
 		window, err = m.positive("attention.sliding_window", -1)
 	}
 	if err == nil {
-		slides, err = m.slidingLayers(hp.Layers, 0)
+		slides, err = m.slidingLayers(hp.Layers, 0, false)
 	}
 	if err == nil {
 		ropes, err = m.layerFlags("attention.rope_pattern", hp.Layers, true)
@@ -909,7 +909,7 @@ func newOLMo2(l *Loader) Network {
 func (m meta) olmoSliding(n int) (window int, slides []bool, err error) {
 	window, err = m.int("attention.sliding_window", 0)
 	if err == nil && window > 0 {
-		slides, err = m.slidingLayers(n, 4)
+		slides, err = m.slidingLayers(n, 4, false)
 	}
 	return window, slides, err
 }

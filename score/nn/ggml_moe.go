@@ -74,6 +74,15 @@ func GGMLSigmoid(y, x []float32) {
 	}
 }
 
+// GGMLSoftplus is ggml's SOFTPLUS: y = x past 20, else logf(1 + expf(x))
+// in float32 with glibc's logf and expf (both builds). y may alias x.
+func GGMLSoftplus(y, x []float32) {
+	check("GGMLSoftplus", len(y), len(x))
+	for i, v := range x {
+		y[i] = ggmlSoftplus(v)
+	}
+}
+
 // XIELU is xIELU's parameters as ggml_xielu makes them from a file's
 // (Apertus: xielu.alpha_n, alpha_p, beta, eps per layer): AlphaN = beta +
 // softplus(alpha_n), AlphaP = softplus(alpha_p), softplus(x) = x past 20,

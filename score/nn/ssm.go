@@ -40,6 +40,14 @@ func (h *SSMHead) check() {
 	}
 }
 
+// Softplus is log(1 + e^x) in float64, x itself above 20 (as ggml).
+func Softplus(x float64) float64 {
+	if x > 20 {
+		return x
+	}
+	return math.Log1p(math.Exp(x))
+}
+
 // Softplus32 is ggml's float32 softplus: a for a > 20, else log(1 + e^a)
 // rounded once.
 func Softplus32(a float32) float32 {
@@ -353,11 +361,7 @@ func SSMScanRef(h *SSMHead, round func([]float32)) {
 		}
 	}
 	for t := range h.T {
-		a := float64(h.Dt[t*h.DS]) + float64(h.DtBias)
-		d := a
-		if a <= 20 {
-			d = math.Log1p(math.Exp(a))
-		}
+		d := Softplus(float64(h.Dt[t*h.DS]) + float64(h.DtBias))
 		dA := math.Exp(d * float64(h.A))
 		b, c := h.B[t*h.BS:t*h.BS+N], h.C[t*h.BS:t*h.BS+N]
 		x, out := h.X[t*h.XS:t*h.XS+P], h.Out[t*h.XS:t*h.XS+P]
