@@ -83,6 +83,10 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 		c.Layers, c.SSMConv, c.DenseLead, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 4, 4, 1, 8, 2, 64, 64
 	case "smallthinker": // layer 0 global without RoPE, layer 1 sliding; experts in both
 		c.Experts, c.ExpertsUsed, c.ExpertFFN = 8, 2, 64
+	case "muse-glimmer": // layer 0 sliding, layer 1 global
+		c.Window = 40
+	case "spark2_5": // layer 0 global, layer 1 sliding
+		c.Window = 40
 	case "step35", "laguna": // layer 0 global and dense, layer 1 sliding with experts and a shared one
 		c.DenseLead, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN, c.Window = 1, 8, 2, 64, 96, 40
 	case "phi3": // LongRoPE over 3/4 of the head, as Phi-4-mini
@@ -349,7 +353,7 @@ func TestStreamMatchesWriter(t *testing.T) {
 // loads it and gives finite log-probabilities.
 func TestModels(t *testing.T) {
 	voc := smallVocab(t, 400)
-	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}, {"phimoe", "Q8_0"}, {"gemma", "Q4_K_M"}, {"internlm2", "Q8_0"}, {"xverse", "Q4_K_M"}, {"minicpm", "Q8_0"}, {"deepseek", "Q4_K_M"}, {"deci", "Q8_0"}, {"nanbeige", "Q8_0"}, {"orion", "Q4_K_M"}, {"stablelm", "Q8_0"}, {"starcoder2", "Q4_K_M"}, {"phi2", "Q8_0"}, {"gptneox", "Q4_K_M"}, {"falcon", "Q8_0"}, {"gpt2", "Q4_K_M"}, {"nemotron", "Q8_0"}, {"chatglm", "Q4_K_M"}, {"olmo", "Q8_0"}, {"dbrx", "Q4_K_M"}, {"bailingmoe", "Q8_0"}, {"granite_swa", "Q4_K_M"}, {"mellum", "Q8_0"}, {"baichuan", "Q4_K_M"}, {"bloom", "Q8_0"}, {"mpt", "Q4_K_M"}, {"refact", "Q8_0"}, {"jais", "Q4_K_M"}, {"jais2", "Q8_0"}, {"maincoder", "Q4_K_M"}, {"pangu-embedded", "Q8_0"}, {"mimo2", "Q4_K_M"}, {"bitnet", "Q8_0"}, {"openelm", "Q4_K_M"}, {"qwen", "Q8_0"}, {"step35", "Q4_K_M"}, {"kimi-linear", "Q8_0"}, {"smallthinker", "Q4_K_M"}, {"mamba", "Q8_0"}, {"mamba2", "Q4_K_M"}, {"jamba", "Q8_0"}, {"plamo3", "Q4_K_M"}, {"plamo2", "Q8_0"}, {"grok", "Q4_K_M"}, {"minicpm3", "Q8_0"}, {"plamo", "Q4_K_M"}, {"arctic", "Q8_0"}, {"rwkv7", "Q4_K_M"}, {"arwkv7", "Q8_0"}, {"rwkv6", "Q8_0"}, {"rwkv6qwen2", "Q4_K_M"}, {"hy_v3", "Q8_0"}, {"maple", "Q4_K_M"}, {"laguna", "Q8_0"}, {"maion-coder", "Q4_K_M"}} {
+	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}, {"phimoe", "Q8_0"}, {"gemma", "Q4_K_M"}, {"internlm2", "Q8_0"}, {"xverse", "Q4_K_M"}, {"minicpm", "Q8_0"}, {"deepseek", "Q4_K_M"}, {"deci", "Q8_0"}, {"nanbeige", "Q8_0"}, {"orion", "Q4_K_M"}, {"stablelm", "Q8_0"}, {"starcoder2", "Q4_K_M"}, {"phi2", "Q8_0"}, {"gptneox", "Q4_K_M"}, {"falcon", "Q8_0"}, {"gpt2", "Q4_K_M"}, {"nemotron", "Q8_0"}, {"chatglm", "Q4_K_M"}, {"olmo", "Q8_0"}, {"dbrx", "Q4_K_M"}, {"bailingmoe", "Q8_0"}, {"granite_swa", "Q4_K_M"}, {"mellum", "Q8_0"}, {"baichuan", "Q4_K_M"}, {"bloom", "Q8_0"}, {"mpt", "Q4_K_M"}, {"refact", "Q8_0"}, {"jais", "Q4_K_M"}, {"jais2", "Q8_0"}, {"maincoder", "Q4_K_M"}, {"pangu-embedded", "Q8_0"}, {"mimo2", "Q4_K_M"}, {"bitnet", "Q8_0"}, {"openelm", "Q4_K_M"}, {"qwen", "Q8_0"}, {"step35", "Q4_K_M"}, {"kimi-linear", "Q8_0"}, {"smallthinker", "Q4_K_M"}, {"mamba", "Q8_0"}, {"mamba2", "Q4_K_M"}, {"jamba", "Q8_0"}, {"plamo3", "Q4_K_M"}, {"plamo2", "Q8_0"}, {"grok", "Q4_K_M"}, {"minicpm3", "Q8_0"}, {"plamo", "Q4_K_M"}, {"arctic", "Q8_0"}, {"rwkv7", "Q4_K_M"}, {"arwkv7", "Q8_0"}, {"rwkv6", "Q8_0"}, {"rwkv6qwen2", "Q4_K_M"}, {"hy_v3", "Q8_0"}, {"maple", "Q4_K_M"}, {"laguna", "Q8_0"}, {"maion-coder", "Q4_K_M"}, {"spark2_5", "Q8_0"}, {"muse-glimmer", "Q4_K_M"}, {"talkie", "Q8_0"}} {
 		t.Run(c.arch+"-"+c.typ, func(t *testing.T) {
 			cfg := tinyConfig(t, c.arch, c.typ, voc)
 			dir := t.TempDir()
@@ -386,6 +390,35 @@ func TestModels(t *testing.T) {
 					if got, err := f.Int32s(key); err != nil || !slices.Equal(got, want) {
 						t.Errorf("%s = %v (%v), want %v", key, got, err, want)
 					}
+				}
+			}
+			if a == "talkie" { // no norm weights; the logits' multiplier
+				if _, ok := f.Tensor("output_norm.weight"); ok {
+					t.Errorf("talkie has output_norm.weight")
+				}
+				if ls, _ := f.Float(a + ".logit_scale"); ls != 2 {
+					t.Errorf("talkie's logit scale %v", ls)
+				}
+			}
+			if a == "muse-glimmer" { // the logits' multiplier and soft-cap llama.cpp reads
+				ls, _ := f.Float(a + ".logit_scale")
+				sc, _ := f.Float(a + ".final_logit_softcapping")
+				if ls != 0.75 || sc != 4 {
+					t.Errorf("muse-glimmer's logit scale %v, soft-cap %v", ls, sc)
+				}
+			}
+			if a == "spark2_5" { // step35's heads and sliding flags; RoPE over half the head, the sliding layers' over the whole
+				for key, want := range map[string][]int32{a + ".attention.head_count": {4, 6}, a + ".attention.head_count_kv": {2, 2}} {
+					delete(keys, key)
+					if got, err := f.Int32s(key); err != nil || !slices.Equal(got, want) {
+						t.Errorf("%s = %v (%v), want %v", key, got, err, want)
+					}
+				}
+				p, _ := f.Lookup(a + ".attention.sliding_window_pattern")
+				d, _ := f.Uint(a + ".rope.dimension_count")
+				dswa, _ := f.Uint(a + ".rope.dimension_count_swa")
+				if !slices.Equal(p.Any().([]bool), []bool{false, true}) || d != 16 || dswa != 32 {
+					t.Errorf("spark2_5's pattern %v, RoPE dimensions %d, %d", p.Any(), d, dswa)
 				}
 			}
 			if a == "maion-coder" { // the sliding layers, experts in every second layer at half the width

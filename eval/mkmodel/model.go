@@ -188,6 +188,14 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.maionLayer(add, i)
 			continue
 		}
+		if c.spark() {
+			c.sparkLayer(add, i)
+			continue
+		}
+		if c.talkie() {
+			c.talkieLayer(add, i)
+			continue
+		}
 		if c.kimiLinear() {
 			c.kimiLayer(add, i)
 			continue
@@ -209,8 +217,8 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			continue
 		}
 		p := fmt.Sprintf("blk.%d.", i)
-		olmo := c.Arch == "olmo2" || c.Arch == "exaone4" || c.Arch == "olmo"        // no norms before the attention and the FFN (olmo's have no weights)
-		post := olmo && c.Arch != "olmo" || c.Arch == "gemma2" || c.Arch == "afmoe" // norms after the attention and the FFN
+		olmo := c.Arch == "olmo2" || c.Arch == "exaone4" || c.Arch == "olmo"                                    // no norms before the attention and the FFN (olmo's have no weights)
+		post := olmo && c.Arch != "olmo" || c.Arch == "gemma2" || c.Arch == "afmoe" || c.Arch == "muse-glimmer" // norms after the attention and the FFN
 		if !olmo {
 			add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 			c.normBias(add, p+"attn_norm.bias", i)
@@ -244,7 +252,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			if c.Arch == "granite_swa" { // an attention sink per head
 				add(p+"attn_sinks.weight", []uint64{uint64(c.Heads)}, i, c.normal(p+"attn_sinks.weight", 1))
 			}
-			if c.Arch == "afmoe" { // the attention's sigmoid gate
+			if c.Arch == "afmoe" || c.Arch == "muse-glimmer" { // the attention's sigmoid gate
 				add(p+"attn_gate.weight", []uint64{e, q}, i, c.normal(p+"attn_gate.weight", invSqrt(e)))
 			}
 			switch perHead, rows := c.qkNorms(); {
@@ -336,7 +344,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 	if c.lfm2() {
 		outNorm = "token_embd_norm.weight"
 	}
-	if c.Arch != "olmo" { // its final norm has no weights
+	if c.Arch != "olmo" && !c.talkie() { // their final norms have no weights
 		add(outNorm, []uint64{e}, -1, c.gain(outNorm, gain, 0.15*gain))
 	}
 	c.normBias(add, "output_norm.bias", -1)
@@ -442,6 +450,12 @@ func Write(path string, c *Config) error {
 	if c.maion() {
 		c.maionKeys(w)
 	}
+	if c.spark() {
+		c.sparkKeys(w)
+	}
+	if c.talkie() {
+		c.talkieKeys(w)
+	}
 	if c.kimiLinear() {
 		c.kimiKeys(w)
 	}
@@ -455,13 +469,13 @@ func Write(path string, c *Config) error {
 		c.gemma3nKeys(w)
 	} else if c.Window > 0 {
 		w.Add(a+".attention.sliding_window", uint32(c.Window))
-		if a == "mellum" || a == "mimo2" || a == "step35" || a == "maple" || a == "laguna" { // their sliding layers' own base
+		if a == "mellum" || a == "mimo2" || a == "step35" || a == "maple" || a == "laguna" || a == "spark2_5" || a == "muse-glimmer" { // their sliding layers' own base
 			w.Add(a+".rope.freq_base_swa", float32(c.RopeBase/2))
 		}
 		if a == "maple" { // the experts' SwiGLU clamp per layer, the reference's 7 (llama.cpp requires the key)
 			w.Add(a+".swiglu_clamp_exp", slices.Repeat([]float32{7}, c.Layers))
 		}
-		if a == "olmo2" || a == "granite_swa" || a == "mellum" || a == "mimo2" || a == "maple" { // the converter's flags for OLMo 3's layer_types
+		if a == "olmo2" || a == "granite_swa" || a == "mellum" || a == "mimo2" || a == "maple" || a == "muse-glimmer" { // the converter's flags for OLMo 3's layer_types
 			slides := make([]bool, c.Layers)
 			for i := range slides {
 				slides[i] = (i+1)%4 != 0
@@ -525,6 +539,10 @@ func Write(path string, c *Config) error {
 			ropes[i] = c.Window == 0 || (i+1)%4 != 0
 		}
 		w.Add(a+".attention.rope_pattern", ropes)
+	}
+	if a == "muse-glimmer" { // the logits' multiplier and a soft-cap low enough to bite (llama.cpp requires the first)
+		w.Add(a+".logit_scale", float32(0.75))
+		w.Add(a+".final_logit_softcapping", float32(4))
 	}
 	if a == "granite" || a == "granitemoe" || a == "granite_swa" { // Granite-3.3-8B's multipliers, its attention's 1/head
 		w.Add(a+".embedding_scale", float32(12))
@@ -598,10 +616,10 @@ func (c *Config) attnKeys(w *gguf.Writer) {
 		}
 		w.Add(a+".feed_forward_length", uint32(ffn))
 	}
-	if !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() {
+	if !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.spark() {
 		w.Add(a+".attention.head_count", uint32(c.Heads))
 	}
-	if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.kimiLinear() && a != "jamba" && a != "plamo2" { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys, step35Keys, kimiKeys, mamba1Keys, plamo2Keys)
+	if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.spark() && !c.kimiLinear() && a != "jamba" && a != "plamo2" { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys, step35Keys, sparkKeys, kimiKeys, mamba1Keys, plamo2Keys)
 		w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))
 	}
 	if c.kimiLinear() { // the latent cache's key and value: [c | k_pe] and c

@@ -84,7 +84,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo", "arctic", "rwkv7", "arwkv7", "rwkv6", "rwkv6qwen2", "hy_v3", "maple", "laguna", "maion-coder"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo", "arctic", "rwkv7", "arwkv7", "rwkv6", "rwkv6qwen2", "hy_v3", "maple", "laguna", "maion-coder", "spark2_5", "muse-glimmer", "talkie"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -186,8 +186,8 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: experts are for the mixtures of experts and llama (Mixtral's layout), not %s", s.Arch)
 	case s.DenseLead < 0 || s.DenseLead > 0 && s.Arch != "ernie4_5-moe" && s.Arch != "dots1" && s.Arch != "hy_v3" && s.Arch != "lfm2moe" && s.Arch != "bailingmoe2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "deepseek" && s.Arch != "mimo2" && s.Arch != "step35" && s.Arch != "laguna" && s.Arch != "kimi-linear" || s.DenseLead > s.Layers:
 		return fmt.Errorf("shape: %d leading dense layers (ernie4_5-moe, dots1, lfm2moe and bailingmoe2 only, at most the layers)", s.DenseLead)
-	case s.Arch == "maple" && (s.Window <= 0 || s.Tied):
-		return fmt.Errorf("shape: maple needs a sliding window (%d) and an output matrix", s.Window)
+	case (s.Arch == "maple" || s.Arch == "muse-glimmer") && (s.Window <= 0 || s.Tied):
+		return fmt.Errorf("shape: %s needs a sliding window (%d) and an output matrix", s.Arch, s.Window)
 	case s.Arch == "dots1" && s.KVHeads != s.Heads:
 		return fmt.Errorf("shape: llama.cpp's dots1 shapes k and v as q: %d KV heads must be the %d heads", s.KVHeads, s.Heads)
 	case s.Arch == "dots1" && s.SharedFFN != s.ExpertFFN:
@@ -209,7 +209,7 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: per-head q/k LayerNorms are command-r's (Command R+) and stablelm's (StableLM 2 12B)")
 	case (s.Arch == "stablelm" || s.Arch == "phi2" || s.Arch == "plamo" || s.Arch == "gptneox" || s.Arch == "nemotron" || s.Arch == "dbrx" || s.Arch == "bailingmoe") && s.Tied:
 		return fmt.Errorf("shape: %s is untied (llama.cpp's %s requires output.weight)", s.Arch, s.Arch)
-	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "maple" && s.Arch != "maion-coder" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "olmo2" && s.Arch != "granite_swa" && s.Arch != "mellum" && s.Arch != "mimo2" && s.Arch != "step35" && s.Arch != "laguna" && s.Arch != "plamo3" && !s.lfm2() && !s.gemma3n():
+	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "maple" && s.Arch != "maion-coder" && s.Arch != "spark2_5" && s.Arch != "muse-glimmer" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "olmo2" && s.Arch != "granite_swa" && s.Arch != "mellum" && s.Arch != "mimo2" && s.Arch != "step35" && s.Arch != "laguna" && s.Arch != "plamo3" && !s.lfm2() && !s.gemma3n():
 		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, gemma2, cohere2, olmo2, mimo2, step35, lfm2, lfm2moe and gemma3n", s.Window)
 	case s.YaRN != 0 && (s.Arch != "olmo2" && s.Arch != "llama" && s.Arch != "qwen3" && s.Arch != "laguna" || !(s.YaRN > 1) || s.Context%int(s.YaRN) != 0):
 		return fmt.Errorf("shape: YaRN (factor %v) is for olmo2, llama, qwen3 and laguna, with an integer factor above 1 that divides the context %d", s.YaRN, s.Context)
@@ -248,6 +248,12 @@ func (s Shape) Check() error {
 		return err
 	}
 	if err := s.checkMaion(); err != nil {
+		return err
+	}
+	if err := s.checkSpark(); err != nil {
+		return err
+	}
+	if err := s.checkTalkie(); err != nil {
 		return err
 	}
 	if err := s.checkStep35(); err != nil {
@@ -315,6 +321,12 @@ func (s Shape) Params() int64 {
 	}
 	if s.maion() {
 		return s.maionParams()
+	}
+	if s.spark() {
+		return s.sparkParams()
+	}
+	if s.talkie() {
+		return s.talkieParams()
 	}
 	if s.kimiLinear() {
 		return s.kimiParams()
@@ -416,6 +428,8 @@ func (s Shape) Params() int64 {
 		block += 2*int64(s.HeadDim) + int64(s.Experts) + 3*e*int64(s.SharedFFN)
 	case "afmoe": // two post-norms, per-head q and k norms, the attention's gate, the selection bias, the shared expert
 		block += 2*e + 2*int64(s.HeadDim) + e*q + int64(s.Experts) + 3*e*int64(s.SharedFFN)
+	case "muse-glimmer": // two post-norms, per-head q and k norms, the attention's gate
+		block += 2*e + 2*int64(s.HeadDim) + e*q
 	case "cohere2", "command-r", "cohere2moe": // one norm, read by the attention and the MLP
 		block -= e
 		if s.Arch == "cohere2moe" && s.SharedFFN > 0 {

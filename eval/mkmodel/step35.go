@@ -74,12 +74,7 @@ func (s Shape) checkStep35() error {
 // keys.
 func (c *Config) step35Keys(w *gguf.Writer) {
 	a := c.Arch
-	heads, kv, slides := make([]int32, c.Layers), make([]int32, c.Layers), make([]bool, c.Layers)
-	for i := range c.Layers {
-		heads[i], kv[i], slides[i] = int32(c.step35Heads(i)), int32(c.KVHeads), c.step35Sliding(i)
-	}
-	w.Add(a+".attention.head_count", heads)
-	w.Add(a+".attention.head_count_kv", kv)
+	slides := c.step35HeadKeys(w)
 	scale := float32(3)
 	if c.laguna() { // the sliding layers by llama.cpp's default period
 		w.Add(a+".rope.dimension_count", uint32(c.HeadDim/2))
@@ -99,6 +94,18 @@ func (c *Config) step35Keys(w *gguf.Writer) {
 	w.Add(a+".expert_gating_func", uint32(2)) // sigmoid
 	w.Add(a+".expert_weights_norm", true)
 	w.Add(a+".expert_weights_scale", scale)
+}
+
+// step35HeadKeys writes the per-layer head counts (step35's, laguna's,
+// spark2_5's) and returns the sliding layers' flags.
+func (c *Config) step35HeadKeys(w *gguf.Writer) []bool {
+	heads, kv, slides := make([]int32, c.Layers), make([]int32, c.Layers), make([]bool, c.Layers)
+	for i := range c.Layers {
+		heads[i], kv[i], slides[i] = int32(c.step35Heads(i)), int32(c.KVHeads), c.step35Sliding(i)
+	}
+	w.Add(c.Arch+".attention.head_count", heads)
+	w.Add(c.Arch+".attention.head_count_kv", kv)
+	return slides
 }
 
 // step35Layer adds layer i's tensors.

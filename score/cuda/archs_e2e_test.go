@@ -543,6 +543,20 @@ func TestEndToEndGenerated(t *testing.T) {
 		{"laguna", func(s *mkmodel.Shape) {
 			s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.YaRN = 4, 1, 8, 8, 64, 64, 4
 		}, 0.036, 0.0067, 0.0006, ""},
+		// Spark-X2.5: step35's per-head sigmoid gates and per-layer heads
+		// and RoPE dimensions without q/k norms, fused qkv, a GeGLU MLP.
+		// Emulation: max 0.0072, mean 0.00165, PPL ratio 1.000089.
+		{"spark2_5", func(s *mkmodel.Shape) { s.Layers, s.Window = 4, 40 }, 0.015, 0.0033, 0.0002, ""},
+		// Muse Glimmer: the embeddings RMS-normed, post-norms of epsilon
+		// 1e-8, per-element sigmoid gates, RoPE over adjacent pairs in the
+		// sliding layers only, the logits scaled and soft-capped.
+		// Emulation: max 0.0122, mean 0.00233, PPL ratio 1.000092.
+		{"muse-glimmer", func(s *mkmodel.Shape) { s.Layers, s.Window = 4, 40 }, 0.025, 0.0047, 0.0002, ""},
+		// Talkie: norms without weights, q normed per head after RoPE
+		// times a gain per head, scalar output gains, the embeddings
+		// added to each layer's output (mul_cols). Emulation: max
+		// 0.0031, mean 0.00076, PPL ratio 1.000026.
+		{"talkie", func(s *mkmodel.Shape) { s.Layers = 4 }, 0.0062, 0.0015, 0.00006, ""},
 		// Kimi-Linear: 3 KDA layers (delta_net with gates per key channel,
 		// delta_gates per channel, three conv_silu) and latent attention
 		// without RoPE, every expert used. Emulation: max 0.0084, mean

@@ -589,6 +589,14 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1608.0497810, -786.8684330, -799.6978835, -794.7307695}},
 		{"maion-coder", "maion-coder", "", mellumShape, "", "4aa1543f982d200d658de5f32c5d2b9bf0c01e9360558bd73389ca98af265989",
 			[]float64{-1595.0070011, -811.5738574, -780.9195677, -780.8895940}},
+		{"spark2_5", "spark2_5", "", sparkShape, "", "b473370df953c75ccf419685526cdaad92dc56374c51c6e40cd1ddbb6fc863bf",
+			[]float64{-1615.4529846, -791.6787341, -799.9325632, -771.0758108}},
+		{"spark2_5-tied", "spark2_5", "", func(s *mkmodel.Shape) { sparkShape(s); s.Tied = true }, "", "ada2b04af7961710a66a92c60959fa82881579240acae8e6d4d1c2105e925d5b",
+			[]float64{-1557.1020917, -804.7316391, -800.2547472, -796.5661741}},
+		{"muse-glimmer", "muse-glimmer", "", sparkShape, "", "4a26ffa813c56ce60460da029093a943d57e610ef8787bdb656ae00bfbaafbed",
+			[]float64{-1444.9018798, -721.6990486, -719.0418908, -700.7229243}},
+		{"talkie", "talkie", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "e200c2f7517fc497854d9de8faec427c34a8e60d887f410d4b3979a5f01b553f",
+			[]float64{-1629.9564828, -801.1233764, -791.9998634, -761.5247225}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -2150,5 +2158,89 @@ func TestMaionVariants(t *testing.T) {
 		{"no latent width", map[string]any{"maion-coder.moe_latent_size": nil}, nil, "missing metadata maion-coder.moe_latent_size"},
 		{"latent width 0", map[string]any{"maion-coder.moe_latent_size": uint32(0)}, nil, "metadata maion-coder.moe_latent_size = 0: maion-coder's experts need a latent width above 0"},
 		{"no post-norm", nil, []string{"blk.2.post_ffw_norm.weight"}, "missing tensor blk.2.post_ffw_norm.weight"},
+	})
+}
+
+// sparkShape is Spark-X2.5's layout in 4 layers: a global first layer and
+// 3 sliding over 40 keys with half again as many heads.
+func sparkShape(s *mkmodel.Shape) { s.Layers, s.Window = 4, 40 }
+
+// TestSparkVariants: Spark-X2.5 with YaRN (which llama.cpp applies in the
+// sliding layers too) and without the sliding layers' RoPE keys, against
+// llama.cpp's sums on the same bytes (24 windows in both builds: none off;
+// here the first 4); files without what llama.cpp 0.7.0 requires refused
+// by name.
+func TestSparkVariants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "spark2_5", sparkShape)
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "yarn", sha256: "46d3b58aab2b3280cb400ea2c29b34dcff5182c188101998ad1b6c51815dab2b",
+			set: map[string]any{
+				"spark2_5.rope.scaling.type":                    "yarn",
+				"spark2_5.rope.scaling.factor":                  float32(4),
+				"spark2_5.rope.scaling.original_context_length": uint32(512),
+			},
+			sums: []float64{-1618.3873147, -790.8078069, -799.8357786, -772.7390780}},
+		{name: "no sliding RoPE keys", sha256: "02f86ad505c49296d01a6dc4aa5eacaee7a3dd6bec4d298ef3c26764e84dd8b1",
+			set:  map[string]any{"spark2_5.rope.dimension_count_swa": nil, "spark2_5.rope.freq_base_swa": nil},
+			sums: []float64{-1612.9840276, -787.1742637, -794.1479086, -773.9800657}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"a period", map[string]any{"spark2_5.attention.sliding_window_pattern": uint32(4)}, nil, "metadata spark2_5.attention.sliding_window_pattern: want an array of 4 flags (one per layer)"},
+		{"no window", map[string]any{"spark2_5.attention.sliding_window": nil}, nil, "missing metadata spark2_5.attention.sliding_window"},
+		{"no gate", nil, []string{"blk.1.attn_gate.weight"}, "missing tensor blk.1.attn_gate.weight"},
+	})
+}
+
+// TestMuseGlimmerVariants: Muse Glimmer without final_logit_softcapping
+// (llama.cpp's 30), with a sliding period of 2 and with YaRN (which no
+// layer of llama.cpp's graph applies: the same sums as without), against
+// llama.cpp's sums on the same bytes (24 windows in both builds: none off;
+// here the first 4); files without what it requires refused by name.
+func TestMuseGlimmerVariants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "muse-glimmer", sparkShape)
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "no soft-cap key", sha256: "56d165cd25c179e2a3564625b96497556d1199dc102cb7649b4085d0d8965dc9",
+			set:  map[string]any{"muse-glimmer.final_logit_softcapping": nil},
+			sums: []float64{-1482.4960317, -738.6702806, -738.9137253, -718.4098973}},
+		{name: "period 2", sha256: "c97547132af46bf26a239c7707460b96dab2a3b1cefebe6c2f8ea321275b73c1",
+			set:  map[string]any{"muse-glimmer.attention.sliding_window_pattern": uint32(2)},
+			sums: []float64{-1441.2022708, -725.9407137, -705.5637265, -702.2641284}},
+		{name: "yarn", sha256: "d8bbde55eff77719581a0c3d18aeb4954b7d4ecb53c2e7429833502e1a06e72d",
+			set: map[string]any{
+				"muse-glimmer.rope.scaling.type":                    "yarn",
+				"muse-glimmer.rope.scaling.factor":                  float32(4),
+				"muse-glimmer.rope.scaling.original_context_length": uint32(512),
+			},
+			sums: []float64{-1444.9018798, -721.6990486, -719.0418908, -700.7229243}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"no logit scale", map[string]any{"muse-glimmer.logit_scale": nil}, nil, "missing metadata muse-glimmer.logit_scale"},
+		{"logit scale 0", map[string]any{"muse-glimmer.logit_scale": float32(0)}, nil, "metadata muse-glimmer.logit_scale is 0: every logit would be 0"},
+		{"no window", map[string]any{"muse-glimmer.attention.sliding_window": nil}, nil, "missing metadata muse-glimmer.attention.sliding_window"},
+		{"no gate", nil, []string{"blk.0.attn_gate.weight"}, "missing tensor blk.0.attn_gate.weight"},
+	})
+}
+
+// TestTalkieKeys: Talkie files llama.cpp 0.7.0 refuses or cannot run
+// refused by name.
+func TestTalkieKeys(t *testing.T) {
+	dir := oracle.Require(t)
+	src := genModel(t, dir, "talkie", func(s *mkmodel.Shape) { s.Layers = 4 })
+	checkRefusals(t, src, []refusal{
+		{"no logit scale", map[string]any{"talkie.logit_scale": nil}, nil, "missing metadata talkie.logit_scale"},
+		{"logit scale 0", map[string]any{"talkie.logit_scale": float32(0)}, nil, "metadata talkie.logit_scale is 0: every logit would be 0"},
+		{"partial RoPE", map[string]any{"talkie.rope.dimension_count": uint32(16)}, nil, "metadata talkie.rope.dimension_count = 16: talkie rotates whole heads of 32 (llama.cpp 0.7.0 asserts it)"},
+		{"no skip gain", nil, []string{"blk.2.layer_output_scale.weight"}, "missing tensor blk.2.layer_output_scale.weight"},
+		{"no q gains", nil, []string{"blk.0.attn_q_norm.weight"}, "missing tensor blk.0.attn_q_norm.weight"},
 	})
 }

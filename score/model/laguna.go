@@ -37,10 +37,7 @@ func newLaguna(l *Loader) Network {
 	err := m.require("leading_dense_block_count")
 	var heads, kv []int
 	if err == nil {
-		heads, err = m.layerInts("attention.head_count", hp.Layers, -1)
-	}
-	if err == nil {
-		kv, err = m.layerInts("attention.head_count_kv", hp.Layers, -1)
+		heads, kv, err = m.layerHeads(hp.Layers)
 	}
 	window := 0
 	if err == nil {
@@ -79,13 +76,12 @@ func newLaguna(l *Loader) Network {
 	}
 	E, hd := hp.Embd, hp.HeadDim
 	net := l.bindLayers(d, func(i int, p string) decoderLayer {
-		a := l.layerAttn(d, i, heads[i], kv[i])
+		ly := l.headsLayer(d, i, p, heads[i], kv[i])
+		a := ly.attn
 		if a == nil {
-			return decoderLayer{}
+			return ly
 		}
 		qd := a.Heads * hd
-		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", E), ffnNorm: l.Norm(p+"ffn_norm", E), o: l.Linear(p+"attn_output", qd, E), attn: a}
-		ly.q, ly.k, ly.v = l.qkv(p, qd, a.KVHeads*hd, a.KVHeads*hd)
 		ly.qNorm, ly.kNorm = l.qkNorms(p, false)
 		if slides != nil && slides[i] {
 			a.Window, ly.rope = window, local

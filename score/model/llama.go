@@ -70,12 +70,16 @@ type decoder struct {
 	// embNorm and embNormB, when set, norm the token embeddings before
 	// the first layer (bloom's token_embd_norm, a LayerNorm with its bias).
 	embNorm, embNormB *ml.Vector
-	layers            []decoderLayer
-	outputNorm        *ml.Vector // output_norm
-	outNormB          *ml.Vector // output_norm.bias (phimoe's RMS norm, the LayerNorms of layerNorm's decoders), or nil
-	head              Head
-	rope              *nn.RoPE
-	attn              ml.Attn // every layer's, unless the layer has its own
+	// embSkip, when set, adds to each layer i's output the (normed) token
+	// embeddings times embSkip[i], one value per column (talkie's
+	// layer_output_scale; ml.AltUp's MulCols: skipDecoder).
+	embSkip    []*ml.Vector
+	layers     []decoderLayer
+	outputNorm *ml.Vector // output_norm
+	outNormB   *ml.Vector // output_norm.bias (phimoe's RMS norm, the LayerNorms of layerNorm's decoders), or nil
+	head       Head
+	rope       *nn.RoPE
+	attn       ml.Attn // every layer's, unless the layer has its own
 	// scaleQ, when set, scales the queries after RoPE (mistral3's
 	// attention temperature by position).
 	scaleQ func(b ml.Backend, q ml.Tensor)
@@ -100,6 +104,9 @@ type decoder struct {
 	clampQKV float64
 	// nopeTemp scales the queries of the layers without RoPE (llama4).
 	nopeTemp attnTemp
+	// postNormEps, when not 0, is the post-norms' epsilon
+	// (muse-glimmer's 1e-8); 0: the model's.
+	postNormEps float64
 	// layerNorm, when not 0, makes the pre-norms and the output norm
 	// LayerNorms of this epsilon, their biases attnNormB, ffnNormB and
 	// outNormB (orion, stablelm, starcoder2, phi2, gptneox, falcon,
@@ -556,6 +563,14 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	if m.embNorm != nil {
 		m.norm(b, x, x, m.embNorm, m.embNormB)
 	}
+	var emb ml.Tensor // embSkip's rows: the first layer's input once more (talkie's has neither positions nor an embedding scale)
+	if m.embSkip != nil {
+		emb = b.Alloc(n, hp.Embd)
+		b.Embed(emb, m.tokenEmbd, tokens)
+		if m.embNorm != nil {
+			m.norm(b, emb, emb, m.embNorm, m.embNormB)
+		}
+	}
 	for i := range m.layers {
 		ly := &m.layers[i]
 		mark := b.Mark()
@@ -603,7 +618,7 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 				m.attention(b, h, hn, i, ly)
 			}
 			if ly.postAttnNorm != nil {
-				b.RMSNorm(mix, mix, ly.postAttnNorm, hp.Eps)
+				b.RMSNorm(mix, mix, ly.postAttnNorm, cmp.Or(m.postNormEps, hp.Eps))
 			}
 			if m.resScale != 0 {
 				b.Scale(mix, m.resScale)
@@ -624,7 +639,7 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 				ly.ffn.Forward(b, ff, normed(ly.ffnNorm, ly.ffnNormB))
 			}
 			if ly.postFFNNorm != nil {
-				b.RMSNorm(ff, ff, ly.postFFNNorm, hp.Eps)
+				b.RMSNorm(ff, ff, ly.postFFNNorm, cmp.Or(m.postNormEps, hp.Eps))
 			}
 			if m.resScale != 0 {
 				b.Scale(ff, m.resScale)
@@ -633,6 +648,10 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		}
 		if res != nil {
 			b.Add(x, res)
+		}
+		if m.embSkip != nil {
+			b.(ml.AltUp).MulCols(ff, emb, m.embSkip[i])
+			b.Add(x, ff)
 		}
 		b.Release(mark)
 	}

@@ -156,10 +156,7 @@ func (m meta) slidingHeads(n int) (heads, kv []int, window int, slides []bool, e
 	key := "attention.sliding_window_pattern"
 	err = m.require("attention.sliding_window", key)
 	if err == nil {
-		heads, err = m.layerInts("attention.head_count", n, -1)
-	}
-	if err == nil {
-		kv, err = m.layerInts("attention.head_count_kv", n, -1)
+		heads, kv, err = m.layerHeads(n)
 	}
 	if err == nil {
 		window, err = m.positive("attention.sliding_window", -1)
@@ -175,6 +172,32 @@ func (m meta) slidingHeads(n int) (heads, kv []int, window int, slides []bool, e
 		return nil, nil, 0, nil, err
 	}
 	return heads, kv, window, slides[:n], nil
+}
+
+// layerHeads reads the query and KV head counts of n layers,
+// attention.head_count and head_count_kv, each an array of one value per
+// layer or one number for all.
+func (m meta) layerHeads(n int) (heads, kv []int, err error) {
+	heads, err = m.layerInts("attention.head_count", n, -1)
+	if err == nil {
+		kv, err = m.layerInts("attention.head_count_kv", n, -1)
+	}
+	return heads, kv, err
+}
+
+// headsLayer binds layer i's attention of heads and kv heads between its
+// pre-norms (attn_norm; q, k and v fused in attn_qkv or apart;
+// attn_output; ffn_norm), its own options d's with those head counts;
+// the zero layer after an error.
+func (l *Loader) headsLayer(d *decoder, i int, p string, heads, kv int) decoderLayer {
+	a := l.layerAttn(d, i, heads, kv)
+	if a == nil {
+		return decoderLayer{}
+	}
+	E, hd := l.HP.Embd, l.HP.HeadDim
+	ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", E), ffnNorm: l.Norm(p+"ffn_norm", E), o: l.Linear(p+"attn_output", heads*hd, E), attn: a}
+	ly.q, ly.k, ly.v = l.qkv(p, heads*hd, kv*hd, kv*hd)
+	return ly
 }
 
 // perLayerLen reports whether an array of length k holds one value per

@@ -86,12 +86,11 @@ func newStep35(l *Loader) Network {
 	}
 	E, hd := hp.Embd, hp.HeadDim
 	net := l.bindLayers(d, func(i int, p string) decoderLayer {
-		a := l.layerAttn(d, i, heads[i], kv[i])
+		ly := l.headsLayer(d, i, p, heads[i], kv[i])
+		a := ly.attn
 		if a == nil {
-			return decoderLayer{}
+			return ly
 		}
-		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", E), ffnNorm: l.Norm(p+"ffn_norm", E), o: l.Linear(p+"attn_output", a.Heads*hd, E), attn: a}
-		ly.q, ly.k, ly.v = l.qkv(p, a.Heads*hd, a.KVHeads*hd, a.KVHeads*hd)
 		ly.qNorm, ly.kNorm = l.optVector(p+"attn_q_norm.weight", hd), l.optVector(p+"attn_k_norm.weight", hd)
 		if (ly.qNorm == nil) != (ly.kNorm == nil) {
 			l.Failf("layer %d: attn_q_norm and attn_k_norm must come together", i)

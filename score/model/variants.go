@@ -231,11 +231,8 @@ func newQwen(l *Loader) Network {
 func newOpenELM(l *Loader) Network {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
-	heads, err := m.layerInts("attention.head_count", hp.Layers, -1)
-	var kv, ffn []int
-	if err == nil {
-		kv, err = m.layerInts("attention.head_count_kv", hp.Layers, -1)
-	}
+	heads, kv, err := m.layerHeads(hp.Layers)
+	var ffn []int
 	if err == nil {
 		ffn, err = m.layerInts("feed_forward_length", hp.Layers, -1)
 	}
