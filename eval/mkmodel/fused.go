@@ -80,7 +80,7 @@ func (s Shape) ropeDims() int {
 		return s.RopeDims
 	case s.Arch == "glm4" || s.Arch == "chatglm" || s.Arch == "minimax-m2" || s.Arch == "phi2" || s.Arch == "nemotron": // phi2: near Phi-2's partial_rotary_factor 0.4; Minitron's 0.5
 		return s.HeadDim / 2
-	case s.Arch == "minicpm3": // MiniCPM3's 32 of 96: half the unrotated part
+	case s.minicpm3(): // MiniCPM3's 32 of 96: half the unrotated part (PLM's too)
 		return s.HeadDim / 2
 	case s.Arch == "stablelm" || s.Arch == "gptneox": // StableLM 2's and Pythia's partial_rotary_factor 0.25
 		return s.HeadDim / 4

@@ -540,6 +540,11 @@ func Write(path string, c *Config) error {
 		}
 		w.Add(a+".attention.rope_pattern", ropes)
 	}
+	if a == "hunyuan_vl" { // the converter's raw base with its NTK alpha; multimodal RoPE's sections, the last quarter of the pairs unturned by text
+		w.Add(a+".rope.scaling.alpha", float32(8))
+		q := int32(c.HeadDim / 8)
+		w.Add(a+".rope.dimension_sections", []int32{q, q, q, q})
+	}
 	if a == "muse-glimmer" { // the logits' multiplier and a soft-cap low enough to bite (llama.cpp requires the first)
 		w.Add(a+".logit_scale", float32(0.75))
 		w.Add(a+".final_logit_softcapping", float32(4))

@@ -84,7 +84,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo", "arctic", "rwkv7", "arwkv7", "rwkv6", "rwkv6qwen2", "hy_v3", "maple", "laguna", "maion-coder", "spark2_5", "muse-glimmer", "talkie"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo", "arctic", "rwkv7", "arwkv7", "rwkv6", "rwkv6qwen2", "hy_v3", "maple", "laguna", "maion-coder", "spark2_5", "muse-glimmer", "talkie", "hunyuan_vl", "plm"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -186,6 +186,10 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: experts are for the mixtures of experts and llama (Mixtral's layout), not %s", s.Arch)
 	case s.DenseLead < 0 || s.DenseLead > 0 && s.Arch != "ernie4_5-moe" && s.Arch != "dots1" && s.Arch != "hy_v3" && s.Arch != "lfm2moe" && s.Arch != "bailingmoe2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "deepseek" && s.Arch != "mimo2" && s.Arch != "step35" && s.Arch != "laguna" && s.Arch != "kimi-linear" || s.DenseLead > s.Layers:
 		return fmt.Errorf("shape: %d leading dense layers (ernie4_5-moe, dots1, lfm2moe and bailingmoe2 only, at most the layers)", s.DenseLead)
+	case s.plm() && (!s.Tied || s.KVHeads != s.Heads):
+		return fmt.Errorf("shape: plm ties its output to the embeddings and has a KV head per head (tied %v, %d of %d)", s.Tied, s.KVHeads, s.Heads)
+	case s.Arch == "hunyuan_vl" && s.HeadDim%8 != 0:
+		return fmt.Errorf("shape: hunyuan_vl's four RoPE sections need a head size that is a multiple of 8 (%d)", s.HeadDim)
 	case (s.Arch == "maple" || s.Arch == "muse-glimmer") && (s.Window <= 0 || s.Tied):
 		return fmt.Errorf("shape: %s needs a sliding window (%d) and an output matrix", s.Arch, s.Window)
 	case s.Arch == "dots1" && s.KVHeads != s.Heads:
@@ -402,7 +406,7 @@ func (s Shape) Params() int64 {
 		block += 3 * e * int64(s.SharedFFN)
 	case "qwen2", "seed_oss":
 		block += q + 2*kv
-	case "qwen3", "qwen3moe", "exaone4", "hunyuan-dense", "mellum", "maple":
+	case "qwen3", "qwen3moe", "exaone4", "hunyuan-dense", "hunyuan_vl", "mellum", "maple":
 		block += 2 * int64(s.HeadDim)
 	case "arcee": // an ungated MLP
 		block -= e * int64(s.FFN)

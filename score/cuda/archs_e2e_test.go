@@ -687,6 +687,12 @@ func TestEndToEndGenerated(t *testing.T) {
 		// multipliers. Emulation: max 0.0035, mean 0.00102, PPL ratio
 		// 1.000006.
 		{"minicpm3", func(s *mkmodel.Shape) { s.Layers, s.KVHeads = 4, 4 }, 0.007, 0.002, 0.0001, ""},
+		// PLM: minicpm3's plain latent attention with q = attn_q·x,
+		// RoPE over adjacent pairs, a ReLU² MLP, tied; the CPU's int8
+		// attention llama.cpp's without flash attention (probabilities in
+		// f16), the GPU's its own. Emulation: max 0.0215, mean 0.00363,
+		// PPL ratio 1.000255.
+		{"plm", func(s *mkmodel.Shape) { s.Layers, s.KVHeads, s.Tied = 4, 4, true }, 0.043, 0.0073, 0.0005, ""},
 		// PLaMo 2: PLaMo-2's Mamba (ssm_scan, heads of 32) in layers 0
 		// and 2, attention with a q/k norm weight row per head
 		// (rmsnorm_f32's wrows) in 1 and 3, post-norms. Emulation: max
@@ -766,6 +772,11 @@ func TestEndToEndGenerated(t *testing.T) {
 		{"ernie4_5", nil, 0.011, 0.0027, 0.0002, ""},
 		{"exaone", nil, 0.017, 0.0028, 0.0003, ""},
 		{"hunyuan-dense", nil, 0.011, 0.0022, 0.00012, ""},
+		// Hunyuan-VL's text decoder: hunyuan-dense's with the NTK alpha's
+		// base and multimodal RoPE's sections (the last quarter of the
+		// pairs unturned). Emulation: max 0.0102, mean 0.00155, PPL ratio
+		// 0.999926.
+		{"hunyuan_vl", func(s *mkmodel.Shape) { s.Layers = 4 }, 0.02, 0.0031, 0.00015, ""},
 		{"arcee", nil, 0.012, 0.0026, 0.0001, ""},
 		// apertus: xIELU (xielu_f32, its parameters per layer).
 		// Emulation: max 0.0042, mean 0.00108, PPL ratio 0.999993.

@@ -597,6 +597,10 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1444.9018798, -721.6990486, -719.0418908, -700.7229243}},
 		{"talkie", "talkie", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "e200c2f7517fc497854d9de8faec427c34a8e60d887f410d4b3979a5f01b553f",
 			[]float64{-1629.9564828, -801.1233764, -791.9998634, -761.5247225}},
+		{"hunyuan_vl", "hunyuan_vl", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "0f518d76b9ac6b423e5b07b642f177b5ee9915e28f9aa185c2f5b22ca4690463",
+			[]float64{-1649.6569262, -802.0630421, -792.9671577, -777.7347343}},
+		{"plm", "plm", "", plmShape, "", "f697df1abf6ec18e8c2dd4e082228712926e14697ae50aa1d9a808dabd55d85f",
+			[]float64{-1573.5797660, -794.6235857, -780.8356149, -792.6385242}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -2243,4 +2247,60 @@ func TestTalkieKeys(t *testing.T) {
 		{"no skip gain", nil, []string{"blk.2.layer_output_scale.weight"}, "missing tensor blk.2.layer_output_scale.weight"},
 		{"no q gains", nil, []string{"blk.0.attn_q_norm.weight"}, "missing tensor blk.0.attn_q_norm.weight"},
 	})
+}
+
+// TestHunyuanAlpha: the RoPE base llama.cpp 0.7.0 rescales by
+// rope.scaling.alpha for hunyuan_vl and hunyuan-dense: hunyuan_vl without
+// its sections (NeoX RoPE), hunyuan-dense with alpha 1000 and sections
+// (which its graph leaves unused), against llama.cpp's sums on the same
+// bytes (24 windows in both builds: none off; here the first 4); partial
+// RoPE refused for hunyuan_vl, as llama.cpp requires whole heads.
+func TestHunyuanAlpha(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	four := func(s *mkmodel.Shape) { s.Layers = 4 }
+	vl := genModel(t, dir, "hunyuan_vl", four)
+	checkVariants(t, vl, golden.Header.Tokens, []fileVariant{
+		{name: "no sections", sha256: "5d0ed786d64b2436a298ce415c8b5c311d887b670e8c8f3e6e932cc077693bc4",
+			set:  map[string]any{"hunyuan_vl.rope.dimension_sections": nil},
+			sums: []float64{-1649.8189222, -802.0498193, -792.5938753, -777.8639666}},
+	})
+	checkRefusals(t, vl, []refusal{
+		{"partial RoPE", map[string]any{"hunyuan_vl.rope.dimension_count": uint32(16)}, nil, "metadata hunyuan_vl.rope.dimension_count = 16: hunyuan_vl rotates whole heads of 32"},
+	})
+	checkVariants(t, genModel(t, dir, "hunyuan-dense", four), golden.Header.Tokens, []fileVariant{
+		{name: "hunyuan-dense alpha 1000", sha256: "ebe53edc644b96dd0e5e482d14eb169b6ce64708d281d090774d1837760a60b0",
+			set:  map[string]any{"hunyuan-dense.rope.scaling.alpha": float32(1000), "hunyuan-dense.rope.dimension_sections": []int32{4, 4, 4, 4}},
+			sums: []float64{-1651.9361494, -798.3723534, -789.7788298, -784.3710931}},
+	})
+}
+
+// plmShape is PLM's layout in 4 layers: a KV head per head, the output
+// tied to the embeddings.
+func plmShape(s *mkmodel.Shape) { s.Layers, s.KVHeads, s.Tied = 4, 4, true }
+
+// TestPLMKeys: PLM files llama.cpp 0.7.0 refuses or aborts on, refused by
+// name: an output matrix, fewer KV heads than heads, no latent rank.
+func TestPLMKeys(t *testing.T) {
+	dir := oracle.Require(t)
+	src := genModel(t, dir, "plm", plmShape)
+	checkRefusals(t, src, []refusal{
+		{"no latent rank", map[string]any{"plm.attention.kv_lora_rank": nil}, nil, "missing metadata plm.attention.kv_lora_rank"},
+		{"grouped KV heads", map[string]any{"plm.attention.head_count_kv": uint32(2)}, nil, "2 KV heads for 4 heads"},
+	})
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tn, _ := f.Tensor("token_embd.weight")
+	shape := slices.Clone(tn.Shape)
+	f.Close()
+	out := make([]float32, shape[0]*shape[1])
+	withOutput := rewriteFile(t, src, nil, map[string]f32Tensor{"output.weight": {shape, out}})
+	if _, err := Load(withOutput, Options{}); err == nil || !strings.Contains(err.Error(), "tensor output.weight: plm's output is the token embedding (llama.cpp 0.7.0 refuses a file with an output matrix)") {
+		t.Errorf("output.weight: %v", err)
+	}
 }

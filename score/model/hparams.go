@@ -234,7 +234,7 @@ func readHParams(f *gguf.File, arch string) (HParams, error) {
 	if !free && (hp.KVHeads <= 0 || hp.HeadDim <= 0 || hp.Heads%hp.KVHeads != 0) {
 		return hp, fmt.Errorf("bad attention shape: %d heads, %d KV heads, head size %d", hp.Heads, hp.KVHeads, hp.HeadDim)
 	}
-	if hp.ValueDim != hp.HeadDim && !LatentArch(arch) && arch != "mimo2" && arch != "minicpm3" { // MLA reads its own head sizes (deepseek2.go), mimo2 and minicpm3 pad their values (mimo2.go, minicpm3.go)
+	if hp.ValueDim != hp.HeadDim && !LatentArch(arch) && arch != "mimo2" && arch != "minicpm3" && arch != "plm" { // MLA reads its own head sizes (deepseek2.go), mimo2 and minicpm3 pad their values (mimo2.go, minicpm3.go)
 		return hp, fmt.Errorf("value head size %d differs from key head size %d: not supported", hp.ValueDim, hp.HeadDim)
 	}
 	if !(hp.Eps > 0) {

@@ -14,13 +14,24 @@ import (
 // rope.dimension_count), [c | k_pe] = attn_kv_a_mqa·x, [k_nope | v] per
 // head = attn_kv_b·RMSNorm(c) (values of value_length); the last
 // rope.dimension_count values of each q head and k_pe turned by RoPE
-// (adjacent pairs; LongRoPE's factors when the file has them), each key
+// (NeoX pairs; LongRoPE's factors when the file has them), each key
 // head [k_nope | k_pe]; attention over heads of key_length, its values
 // padded with zeros to that size and the outputs' first value_length
 // values kept. llama.cpp fixes the multipliers whatever the file says:
 // embeddings × 12, each residual branch × 1.4/sqrt(layers), the final
 // norm's rows × 256/width before the output matrix.
-func init() { Register("minicpm3", newMiniCPM3) }
+//
+// plm: PLM-1.8B, as llama.cpp 0.7.0 runs it: the same latent attention
+// with q = attn_q·x (no q rank), RoPE over adjacent pairs, without
+// multipliers, an ungated MLP ffn_down·relu(ffn_up·x)², the output tied to
+// the embeddings (llama.cpp refuses a file with output.weight), and the
+// attention as llama.cpp computes it without flash attention (ml.Attn's
+// MatMul), the only way llama.cpp 0.7.0 runs it: with flash attention on,
+// as its default is on the CPU, it aborts on the values' shape.
+func init() {
+	Register("minicpm3", newMiniCPM3)
+	Register("plm", newMiniCPM3)
+}
 
 type minicpm3 struct {
 	hp                     HParams
@@ -36,14 +47,18 @@ type minicpm3 struct {
 
 type minicpm3Layer struct {
 	attnNorm, qaNorm, kvaNorm, ffnNorm *ml.Vector
-	qa, qb, kva, kvb, o                *ml.Matrix
+	qa, qb, kva, kvb, o                *ml.Matrix // plm: qb alone, attn_q
 	ffn                                FFN
 }
 
 func newMiniCPM3(l *Loader) Network {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
-	qr, err := m.positive("attention.q_lora_rank", -1)
+	plm := hp.Arch == "plm"
+	qr, err := 0, error(nil)
+	if !plm {
+		qr, err = m.positive("attention.q_lora_rank", -1)
+	}
 	kvr := 0
 	if err == nil {
 		kvr, err = m.positive("attention.kv_lora_rank", -1)
@@ -52,7 +67,11 @@ func newMiniCPM3(l *Loader) Network {
 		l.fail(err)
 		return nil
 	}
-	r := l.RoPE(true)
+	if plm && l.Has("output.weight") {
+		l.Failf("tensor output.weight: plm's output is the token embedding (llama.cpp 0.7.0 refuses a file with an output matrix)")
+		return nil
+	}
+	r := l.RoPE(!plm)
 	if r == nil {
 		return nil
 	}
@@ -70,24 +89,32 @@ func newMiniCPM3(l *Loader) Network {
 		outputNorm: l.Norm("output_norm", hp.Embd),
 		head:       Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")},
 		attn:       ml.Attn{Heads: H, KVHeads: H, HeadDim: dk, Scale: float64(nn.InvSqrtf(dk))},
-		embScale:   12,
-		resScale:   float64(float32(1.4) / float32(math.Sqrt(float64(float32(hp.Layers))))),
-		hs:         float64(float32(256) / float32(hp.Embd)),
+	}
+	if plm {
+		d.attn.MatMul = true
+	} else {
+		d.embScale = 12
+		d.resScale = float64(float32(1.4) / float32(math.Sqrt(float64(float32(hp.Layers)))))
+		d.hs = float64(float32(256) / float32(hp.Embd))
 	}
 	for i := range hp.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
-		d.layers = append(d.layers, minicpm3Layer{
+		ly := minicpm3Layer{
 			attnNorm: l.Norm(p+"attn_norm", hp.Embd),
-			qa:       l.Linear(p+"attn_q_a", hp.Embd, qr),
-			qaNorm:   l.Norm(p+"attn_q_a_norm", qr),
-			qb:       l.Linear(p+"attn_q_b", qr, H*dk),
 			kva:      l.Linear(p+"attn_kv_a_mqa", hp.Embd, kvr+rot),
 			kvaNorm:  l.Norm(p+"attn_kv_a_norm", kvr),
 			kvb:      l.Linear(p+"attn_kv_b", kvr, H*(dk-rot+vd)),
 			o:        l.Linear(p+"attn_output", H*vd, hp.Embd),
 			ffnNorm:  l.Norm(p+"ffn_norm", hp.Embd),
-			ffn:      l.DenseFFN(p, hp.Embd, hp.FFN),
-		})
+		}
+		if plm {
+			ly.qb = l.Linear(p+"attn_q", hp.Embd, H*dk)
+			ly.ffn = &Dense{ml.MLP{Up: l.Linear(p+"ffn_up", hp.Embd, hp.FFN), Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd), Act: ml.ReLUSqr}}
+		} else {
+			ly.qa, ly.qaNorm, ly.qb = l.Linear(p+"attn_q_a", hp.Embd, qr), l.Norm(p+"attn_q_a_norm", qr), l.Linear(p+"attn_q_b", qr, H*dk)
+			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
+		}
+		d.layers = append(d.layers, ly)
 	}
 	if l.Err() != nil {
 		return nil
@@ -113,7 +140,9 @@ func (d *minicpm3) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	H, dk, nope, rot, vd := hp.Heads, d.attn.HeadDim, d.nope, d.rot, d.vd
 	x := b.Alloc(n, hp.Embd)
 	b.Embed(x, d.tokenEmbd, tokens)
-	b.Scale(x, d.embScale)
+	if d.embScale != 0 {
+		b.Scale(x, d.embScale)
+	}
 	for i := range d.layers {
 		ly := &d.layers[i]
 		mark := b.Mark()
@@ -121,10 +150,15 @@ func (d *minicpm3) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		b.RMSNorm(h, x, ly.attnNorm, hp.Eps)
 
 		// q, its rotated part turned in place.
-		qa, q := b.Alloc(n, ly.qa.Out), b.Alloc(n, H*dk)
-		b.Linear(qa, h, ly.qa)
-		b.RMSNorm(qa, qa, ly.qaNorm, hp.Eps)
-		b.Linear(q, qa, ly.qb)
+		q := b.Alloc(n, H*dk)
+		if ly.qa != nil {
+			qa := b.Alloc(n, ly.qa.Out)
+			b.Linear(qa, h, ly.qa)
+			b.RMSNorm(qa, qa, ly.qaNorm, hp.Eps)
+			b.Linear(q, qa, ly.qb)
+		} else {
+			b.Linear(q, h, ly.qb)
+		}
 		qh, qpe := b.View(q, n*H, dk), b.Alloc(n*H, rot)
 		lb.Columns(qpe, 0, qh, nope, rot)
 		b.RoPE(b.View(qpe, n, H*rot), H, d.rope)
@@ -153,17 +187,23 @@ func (d *minicpm3) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		b.Attention(att, q, k, v, i, &d.attn)
 		lb.Columns(b.View(out, n*H, vd), 0, b.View(att, n*H, dk), 0, vd)
 		b.Linear(h, out, ly.o)
-		b.Scale(h, d.resScale)
+		if d.resScale != 0 {
+			b.Scale(h, d.resScale)
+		}
 		b.Add(x, h)
 
 		ff := b.Alloc(n, hp.Embd)
 		b.RMSNorm(h, x, ly.ffnNorm, hp.Eps)
 		ly.ffn.Forward(b, ff, h)
-		b.Scale(ff, d.resScale)
+		if d.resScale != 0 {
+			b.Scale(ff, d.resScale)
+		}
 		b.Add(x, ff)
 		b.Release(mark)
 	}
 	b.RMSNorm(x, x, d.outputNorm, hp.Eps)
-	b.Scale(x, d.hs)
+	if d.hs != 0 {
+		b.Scale(x, d.hs)
+	}
 	return x
 }

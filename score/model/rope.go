@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 
 	"ppl.dev/score/nn"
 )
@@ -38,6 +39,13 @@ func (l *Loader) RoPE(neox bool) *nn.RoPE {
 	return r
 }
 
+// ntkAlphaArchs are the architectures whose RoPE base llama.cpp 0.7.0
+// multiplies by rope.scaling.alpha^(d/(d−2)) (d the head size) where the
+// key is above 0: hunyuan_vl and hunyuan-dense, which inherits its
+// hyperparameters (the converters write a scaled base for hunyuan-dense
+// and the raw base with the key for hunyuan_vl).
+var ntkAlphaArchs = map[string]bool{"hunyuan-dense": true, "hunyuan_vl": true}
+
 func (l *Loader) rope(neox bool) (*nn.RoPE, RopeInfo, error) {
 	hp, o := l.HP, l.Opts
 	m := meta{l.f, hp.Arch}
@@ -70,6 +78,14 @@ func (l *Loader) rope(neox bool) (*nn.RoPE, RopeInfo, error) {
 	orig, e := m.int("rope.scaling.original_context_length", hp.CtxTrain)
 	if err == nil {
 		err = e
+	}
+	if err != nil {
+		return nil, info, err
+	}
+	if ntkAlphaArchs[hp.Arch] && hp.HeadDim > 2 {
+		if alpha := num("rope.scaling.alpha", 0); alpha > 0 { // llama.cpp's hunyuan-vl hparams, in float32
+			base = float64(float32(base) * float32(math.Pow(float64(float32(alpha)), float64(float32(hp.HeadDim)/float32(hp.HeadDim-2)))))
+		}
 	}
 	if err != nil {
 		return nil, info, err

@@ -51,6 +51,7 @@ func init() {
 	Register("starcoder", newGPT2) // StarCoder, SantaCoder: GPT-2's block, multi-query
 	Register("exaone", func(l *Loader) Network { return newDecoder(l, decoderOpts{neox: true}) })
 	Register("hunyuan-dense", newHunyuanDense)
+	Register("hunyuan_vl", newHunyuanVL)
 	Register("arcee", newArcee)
 	Register("apertus", newApertus)
 	Register("llama4", newLlama4)
@@ -1249,11 +1250,32 @@ const llama4Chunk = 8192
 
 // hunyuan-dense: Tencent's dense Hunyuan models (0.5B to 7B), as llama.cpp
 // 0.7.0 runs them: llama's decoder with NeoX RoPE (rope_freqs when the
-// file has them) and q and k RMS-normed per head after RoPE.
+// file has them; its base times rope.scaling.alpha^(d/(d−2)) where that
+// key is above 0: ntkAlphaArchs) and q and k RMS-normed per head after
+// RoPE.
 func newHunyuanDense(l *Loader) Network {
 	d := newDecoder(l, decoderOpts{neox: true, qkNorm: true})
 	d.qkNormAfterRoPE = true
 	if l.Err() != nil {
+		return nil
+	}
+	return d
+}
+
+// hunyuan_vl: the text decoder of Tencent's HunyuanOCR and Hunyuan-VL, as
+// llama.cpp 0.7.0 runs it: hunyuan-dense's (its RoPE base rescaled by
+// rope.scaling.alpha the same way), its RoPE over the whole head (as
+// llama.cpp requires) and, where rope.dimension_sections' first two are
+// above 0, multimodal RoPE, whose text positions leave the pairs past the
+// first three sections unturned.
+func newHunyuanVL(l *Loader) Network {
+	d := newDecoder(l, decoderOpts{neox: true, qkNorm: true})
+	d.qkNormAfterRoPE = true
+	if !glmMRoPE(l, d.rope) {
+		return nil
+	}
+	if d.rope.Dims != l.HP.HeadDim {
+		l.Failf("metadata %s.rope.dimension_count = %d: hunyuan_vl rotates whole heads of %d (llama.cpp 0.7.0 requires it)", l.HP.Arch, d.rope.Dims, l.HP.HeadDim)
 		return nil
 	}
 	return d
