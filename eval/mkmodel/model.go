@@ -196,6 +196,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.talkieLayer(add, i)
 			continue
 		}
+		if c.hrm() {
+			c.hrmLayer(add, i)
+			continue
+		}
 		if c.kimiLinear() {
 			c.kimiLayer(add, i)
 			continue
@@ -344,7 +348,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 	if c.lfm2() {
 		outNorm = "token_embd_norm.weight"
 	}
-	if c.Arch != "olmo" && !c.talkie() { // their final norms have no weights
+	if c.Arch != "olmo" && !c.talkie() && !c.hrm() { // their final norms have no weights
 		add(outNorm, []uint64{e}, -1, c.gain(outNorm, gain, 0.15*gain))
 	}
 	c.normBias(add, "output_norm.bias", -1)
@@ -393,7 +397,11 @@ func Write(path string, c *Config) error {
 	w.Add("general.name", c.Name)
 	w.Add(a+".context_length", uint32(c.Context))
 	w.Add(a+".embedding_length", uint32(c.Embd))
-	w.Add(a+".block_count", uint32(c.Layers))
+	blocks := c.Layers
+	if c.hrm() { // every pass's layers
+		blocks = c.hrmSlots()
+	}
+	w.Add(a+".block_count", uint32(blocks))
 	switch {
 	case c.ssmOnly(): // no attention, no FFN: zeros, as the converter writes them
 		w.Add(a+".feed_forward_length", uint32(0))
@@ -455,6 +463,9 @@ func Write(path string, c *Config) error {
 	}
 	if c.talkie() {
 		c.talkieKeys(w)
+	}
+	if c.hrm() {
+		c.hrmKeys(w)
 	}
 	if c.kimiLinear() {
 		c.kimiKeys(w)

@@ -687,6 +687,10 @@ func TestEndToEndGenerated(t *testing.T) {
 		// multipliers. Emulation: max 0.0035, mean 0.00102, PPL ratio
 		// 1.000006.
 		{"minicpm3", func(s *mkmodel.Shape) { s.Layers, s.KVHeads = 4, 4 }, 0.007, 0.002, 0.0001, ""},
+		// HRM-Text: two stacks of two blocks run L, H, L, H (8 layers'
+		// caches), weightless norms, per-element sigmoid gates. Emulation:
+		// max 0.0020, mean 0.00047, PPL ratio 1.000032.
+		{"hrm_text", func(s *mkmodel.Shape) { s.Layers = 4 }, 0.004, 0.001, 0.00007, ""},
 		// PLM: minicpm3's plain latent attention with q = attn_q·x,
 		// RoPE over adjacent pairs, a ReLU² MLP, tied; the CPU's int8
 		// attention llama.cpp's without flash attention (probabilities in

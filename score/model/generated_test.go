@@ -601,6 +601,10 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1649.6569262, -802.0630421, -792.9671577, -777.7347343}},
 		{"plm", "plm", "", plmShape, "", "f697df1abf6ec18e8c2dd4e082228712926e14697ae50aa1d9a808dabd55d85f",
 			[]float64{-1573.5797660, -794.6235857, -780.8356149, -792.6385242}},
+		{"hrm_text", "hrm_text", "", func(s *mkmodel.Shape) { s.Layers = 4 }, "", "364c3100c30430b33fca14c8f4f58b68a83a7f780a398f1c564318375221086b",
+			[]float64{-1408.9107549, -694.8666818, -694.5571755, -680.1551507}},
+		{"hrm_text-tied", "hrm_text", "", func(s *mkmodel.Shape) { s.Layers, s.Tied = 2, true }, "", "d8bb21d4e73a7f1201e3946688eb90a4d352dcb7de47b184d01ead8538687e18",
+			[]float64{-1317.9095972, -664.8847560, -664.2471509, -666.0750262}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -2303,4 +2307,17 @@ func TestPLMKeys(t *testing.T) {
 	if _, err := Load(withOutput, Options{}); err == nil || !strings.Contains(err.Error(), "tensor output.weight: plm's output is the token embedding (llama.cpp 0.7.0 refuses a file with an output matrix)") {
 		t.Errorf("output.weight: %v", err)
 	}
+}
+
+// TestHRMKeys: HRM-Text files llama.cpp 0.7.0 refuses, refused by name:
+// a block_count other than the passes' layers, missing cycles, a missing
+// L stream start.
+func TestHRMKeys(t *testing.T) {
+	dir := oracle.Require(t)
+	src := genModel(t, dir, "hrm_text", func(s *mkmodel.Shape) { s.Layers = 4 })
+	checkRefusals(t, src, []refusal{
+		{"block count", map[string]any{"hrm_text.block_count": uint32(4)}, nil, "metadata hrm_text.block_count = 4: want layers_per_stack · h_cycles · (l_cycles + 1) = 2 · 2 · 2"},
+		{"no l cycles", map[string]any{"hrm_text.hrm.l_cycles": nil}, nil, "missing metadata hrm_text.hrm.l_cycles"},
+		{"no z_l_init", nil, []string{"hrm.z_l_init"}, "missing tensor hrm.z_l_init"},
+	})
 }

@@ -217,7 +217,7 @@ func readHParams(f *gguf.File, arch string) (HParams, error) {
 	// The declared counts against the tensors present, before anything is
 	// allocated per layer or per head: a file that claims 2^31 layers is
 	// refused here, not after the loader has sized 2^31 of everything.
-	if blocks := blockTensors(f); hp.Layers > blocks {
+	if blocks := blockTensors(f); hp.Layers > blocks && arch != "hrm_text" { // hrm_text's passes share blocks (hrm.go)
 		return hp, fmt.Errorf("metadata %s.block_count = %d, but the file has tensors for %d blocks (blk.0 to blk.%d)", arch, hp.Layers, blocks, blocks-1)
 	}
 	if !free {

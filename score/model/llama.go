@@ -571,7 +571,16 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			m.norm(b, emb, emb, m.embNorm, m.embNormB)
 		}
 	}
-	for i := range m.layers {
+	m.runLayers(b, x, emb, 0, len(m.layers))
+	m.norm(b, x, x, m.outputNorm, m.outNormB)
+	return x
+}
+
+// runLayers runs layers [from, to) on the residual stream x (rows of
+// tokens from position 0; emb the rows embSkip reads, if any).
+func (m *decoder) runLayers(b ml.Backend, x, emb ml.Tensor, from, to int) {
+	hp, n := m.hp, x.Rows()
+	for i := from; i < to; i++ {
 		ly := &m.layers[i]
 		mark := b.Mark()
 		h := b.Alloc(n, hp.Embd)
@@ -655,8 +664,6 @@ func (m *decoder) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		}
 		b.Release(mark)
 	}
-	m.norm(b, x, x, m.outputNorm, m.outNormB)
-	return x
 }
 
 // normQK norms q and k by the layer's qNorm and kNorm: RMS norms (each
