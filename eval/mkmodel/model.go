@@ -298,6 +298,9 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			// each expert keeps the dense MLP's scale.
 			nx := uint64(c.Experts)
 			c.expertTensors(add, i)
+			if c.grove() {
+				c.groveTensors(add, i)
+			}
 			if c.selBias() { // the routing's selection bias (hy_v3's named without .bias, as llama.cpp reads it)
 				name := p + "exp_probs_b.bias"
 				if c.Arch == "hy_v3" {
@@ -575,6 +578,9 @@ func Write(path string, c *Config) error {
 			w.Add(a+".expert_feed_forward_length", uint32(c.ExpertFFN))
 		}
 		c.moeKeys(w)
+		if c.grove() {
+			c.groveKeys(w)
+		}
 		if a == "minimax-m2" {
 			w.Add(a+".expert_gating_func", uint32(2)) // sigmoid
 			w.Add(a+".rope.dimension_count", uint32(c.ropeDims()))

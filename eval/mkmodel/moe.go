@@ -73,7 +73,7 @@ func (s Shape) checkMoE() error {
 // (HeadDim values) or over whole rows; none for other architectures.
 func (s Shape) qkNorms() (perHead, rows bool) {
 	switch s.Arch {
-	case "qwen3", "qwen3moe", "exaone4", "dots1", "hy_v3", "hunyuan-moe", "bailingmoe2", "hunyuan-dense", "hunyuan_vl", "afmoe", "apertus", "exaone-moe", "mellum", "maple", "maincoder", "muse-glimmer":
+	case "qwen3", "qwen3moe", "grovemoe", "exaone4", "dots1", "hy_v3", "hunyuan-moe", "bailingmoe2", "hunyuan-dense", "hunyuan_vl", "afmoe", "apertus", "exaone-moe", "mellum", "maple", "maincoder", "muse-glimmer":
 		return true, false
 	case "olmo2", "minimax-m2", "olmoe":
 		return false, true

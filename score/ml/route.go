@@ -41,13 +41,16 @@ func (g Gating) String() string {
 //
 //  1. p = gating(logits) (softmax or sigmoid; the raw logits for
 //     GateSoftmaxSelected);
-//  2. selection scores s = p + SelBias (exp_probs_b) when SelBias is set;
+//  2. selection scores s = p + SelBias (exp_probs_b) when SelBias is set,
+//     or with SelectSigmoid s = sigmoid(logits);
 //  3. with Groups > 1, the experts form Groups groups of consecutive
 //     experts, a group scores the sum of its two best s, and only the
 //     GroupsUsed best groups stay eligible;
 //  4. the K eligible experts of largest s are chosen, best first (the
 //     lower index first on ties);
-//  5. their weights are p of the chosen (softmax of the chosen logits for
+//  5. with Chunk > 0, each chosen e becomes ⌊e/Chunk⌋ (as ggml computes
+//     it: float32(e)·float32(1/Chunk), truncated);
+//  6. their weights are p of the chosen (softmax of the chosen logits for
 //     GateSoftmaxSelected), divided by their sum when Norm (the sum clamped
 //     below at 2^-14, as llama.cpp), times Scale when Scale != 0.
 //
@@ -63,6 +66,14 @@ type Router struct {
 	Groups, GroupsUsed int       // 0 or 1: no groups
 	Norm               bool
 	Scale              float64 // 0: none
+	// SelectSigmoid chooses by sigmoid(logits) while the weights stay p
+	// (GroveMoE's build_moe_ffn: softmax weights, sigmoid choice).
+	SelectSigmoid bool
+	// Chunk, when above 0, maps each chosen expert e to ⌊e/Chunk⌋ before
+	// its weight is looked up: GroveMoE's chunk experts, one per Chunk
+	// experts, weighted by p of the expert whose index is the chunk's, as
+	// llama.cpp's build_moe_ffn looks them up after the mapping.
+	Chunk int
 	// Before puts the weights on the experts' inputs (Routing.Before).
 	Before bool
 	// GGML routes as ggml-cpu computes build_moe_ffn's graph, as the AVX-512
@@ -84,6 +95,8 @@ func (r *Router) Validate() error {
 		return fmt.Errorf("moe: %d experts in %d groups, %d groups used", r.Experts, r.Groups, r.GroupsUsed)
 	case r.Groups > 1 && r.GroupsUsed*(r.Experts/r.Groups) < r.K:
 		return fmt.Errorf("moe: %d groups of %d experts used cannot hold %d experts per token", r.GroupsUsed, r.Experts/r.Groups, r.K)
+	case r.Chunk < 0 || r.Chunk > 0 && r.Experts%r.Chunk != 0:
+		return fmt.Errorf("moe: %d experts in chunks of %d", r.Experts, r.Chunk)
 	case math.IsNaN(r.Scale) || math.IsInf(r.Scale, 0):
 		return fmt.Errorf("moe: expert weights scale %v", r.Scale)
 	}
@@ -149,6 +162,9 @@ func (r *Router) Route(logits []float32) (*Routing, error) {
 		}
 		for i := range s {
 			s[i] = p[i]
+			if r.SelectSigmoid {
+				s[i] = 1 / (1 + math.Exp(-float64(row[i])))
+			}
 			if r.SelBias != nil {
 				s[i] += float64(r.SelBias[i])
 			}
@@ -179,6 +195,11 @@ func (r *Router) Route(logits []float32) (*Routing, error) {
 		}
 		sort.SliceStable(idx, func(i, j int) bool { return s[idx[i]] > s[idx[j]] })
 		chosen := idx[:K]
+		if r.Chunk > 0 {
+			for j, e := range chosen {
+				chosen[j] = chunkOf(e, r.Chunk)
+			}
+		}
 		switch r.Gating {
 		case GateSoftmaxSelected:
 			mx := math.Inf(-1)
@@ -220,6 +241,10 @@ func (r *Router) Route(logits []float32) (*Routing, error) {
 	return out, nil
 }
 
+// chunkOf is expert e's chunk of n as llama.cpp's GroveMoE graph computes
+// it: e cast to float32, scaled by float32(1/n), cast back (truncated).
+func chunkOf(e, n int) int { return int(float32(e) * (1 / float32(n))) }
+
 func checkRow(row []float32, t int) error {
 	for i, v := range row {
 		if v != v {
@@ -234,12 +259,13 @@ func checkRow(row []float32, t int) error {
 //
 //   - p = SOFT_MAX(logits) (nn.GGMLSoftMax) or SIGMOID (nn.GGMLSigmoid);
 //     the logits themselves for GateSoftmaxSelected;
-//   - s = p + exp_probs_b (ADD);
+//   - s = p + exp_probs_b (ADD), or SIGMOID of the logits (SelectSigmoid);
 //   - groups: ARGSORT of each group's s, the group's score the SUM_ROWS of
 //     its two best (a float64 sum rounded to float32), ARGSORT of the
 //     scores, the other groups' s set to -Inf;
 //   - the first K of the ARGSORT of s (ggmlArgsort: std::sort, so that ties
-//     come out in libstdc++'s order, not by index);
+//     come out in libstdc++'s order, not by index), each mapped to its
+//     chunk with Chunk (CAST, SCALE, CAST);
 //   - w = GET_ROWS of p; SOFT_MAX of w for GateSoftmaxSelected;
 //   - Norm: w / max(SUM_ROWS(w), 2^-14) (CLAMP, DIV);
 //   - w × float32(Scale) (SCALE) unless Scale is 0 or 1.
@@ -265,6 +291,9 @@ func (r *Router) routeGGML(out *Routing, logits []float32) error {
 			copy(p, row)
 		}
 		copy(s, p)
+		if r.SelectSigmoid {
+			nn.GGMLSigmoid(s, row)
+		}
 		if r.SelBias != nil {
 			for i, b := range r.SelBias {
 				s[i] += b
@@ -287,6 +316,10 @@ func (r *Router) routeGGML(out *Routing, logits []float32) error {
 		e, w := out.Expert[t*K:(t+1)*K], out.Weight[t*K:(t+1)*K]
 		copy(e, idx[:K])
 		for j, x := range e {
+			if r.Chunk > 0 {
+				x = int32(chunkOf(int(x), r.Chunk))
+				e[j] = x
+			}
 			w[j] = p[x]
 		}
 		if r.Gating == GateSoftmaxSelected {

@@ -40,6 +40,17 @@ func TestRoute(t *testing.T) {
 			[]float32{3, -3, 2, 2}, []int32{2, 3}, []float64{0.5, 0.5}},
 		{"softmax over the selected logits", Router{Experts: 4, K: 2, Gating: GateSoftmaxSelected},
 			[]float32{1, 3, 2, -1}, []int32{1, 2}, sm(3, 2)},
+		// GroveMoE: sigmoid(40) and sigmoid(50) are both 1 in float64, so
+		// the choice ties and takes the lower index; the weight stays the
+		// softmax's.
+		{"chosen by sigmoid, weighted by softmax", Router{Experts: 4, K: 1, Gating: GateSoftmax, SelectSigmoid: true},
+			[]float32{40, 50, 0, 0}, []int32{0}, []float64{sm(40, 50, 0, 0)[0]}},
+		// Its chunks: 1 and 2 chosen, chunks 0 and 1 weighted by p[0] and
+		// p[1] (the experts of the chunks' indices), renormalized.
+		{"chunks of 2", Router{Experts: 4, K: 2, Gating: GateSoftmax, SelectSigmoid: true, Chunk: 2, Norm: true},
+			[]float32{1, 3, 2, -1}, []int32{0, 1}, []float64{p[0] / (p[0] + p[1]), p[1] / (p[0] + p[1])}},
+		{"chunks of 3: 5 and 3 both in chunk 1", Router{Experts: 6, K: 2, Gating: GateSoftmax, Chunk: 3},
+			[]float32{0, 0, 0, 2, 0, 3}, []int32{1, 1}, []float64{sm(0, 0, 0, 2, 0, 3)[1], sm(0, 0, 0, 2, 0, 3)[1]}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -58,6 +69,18 @@ func TestRoute(t *testing.T) {
 					t.Errorf("weight %d = %v, want %v", j, got.Weight[j], float32(c.weights[j]))
 				}
 			}
+			// ggml's float32 steps choose the same and weigh within 3e-7.
+			g := c.r
+			g.GGML = true
+			if got, err = g.Route(c.logits); err != nil {
+				t.Fatal(err)
+			}
+			for j := range c.experts {
+				if got.Expert[j] != c.experts[j] || math.Abs(float64(got.Weight[j])/c.weights[j]-1) > 3e-7 {
+					t.Errorf("ggml: experts %v weights %v, want %v %v", got.Expert, got.Weight, c.experts, c.weights)
+					break
+				}
+			}
 		})
 	}
 }
@@ -72,6 +95,7 @@ func TestRouteErrors(t *testing.T) {
 		{Router{Experts: 4, K: 1, Gating: GateSigmoid, SelBias: []float32{1}}, "selection bias of 1 values"},
 		{Router{Experts: 6, K: 1, Gating: GateSigmoid, Groups: 4, GroupsUsed: 1}, "6 experts in 4 groups"},
 		{Router{Experts: 8, K: 3, Gating: GateSigmoid, Groups: 4, GroupsUsed: 1}, "cannot hold 3 experts"},
+		{Router{Experts: 6, K: 1, Gating: GateSoftmax, Chunk: 4}, "6 experts in chunks of 4"},
 	}
 	for _, c := range bad {
 		if err := c.r.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {

@@ -605,6 +605,13 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1408.9107549, -694.8666818, -694.5571755, -680.1551507}},
 		{"hrm_text-tied", "hrm_text", "", func(s *mkmodel.Shape) { s.Layers, s.Tied = 2, true }, "", "d8bb21d4e73a7f1201e3946688eb90a4d352dcb7de47b184d01ead8538687e18",
 			[]float64{-1317.9095972, -664.8847560, -664.2471509, -666.0750262}},
+		{"grovemoe", "grovemoe", "", groveShape(2), "", "f6a794d7acb768496a7f7303ed8e2ac6587b54d18bea7d18073dcc72a2c25054",
+			[]float64{-1616.2918311, -811.6283684, -807.6962568, -776.8315401}},
+		{"grovemoe-k4", "grovemoe", "", groveShape(4), "", "c72f7b4c8fa546715c0c2b2c42fcb1de4e06c0bc5187ed5ec478483d81dd4c65",
+			[]float64{-1619.0086120, -807.7148675, -797.2843032, -772.4724310}},
+		{"grovemoe-every", "grovemoe", "", func(s *mkmodel.Shape) { s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 8, 8, 64 }, "",
+			"38ec2b47f93199e3a0d59b30326e73994ad1ca3b458b7b368b2c452a95b83142",
+			[]float64{-1622.7956265, -800.7417898, -794.3655117, -781.1758209}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -2319,5 +2326,40 @@ func TestHRMKeys(t *testing.T) {
 		{"block count", map[string]any{"hrm_text.block_count": uint32(4)}, nil, "metadata hrm_text.block_count = 4: want layers_per_stack · h_cycles · (l_cycles + 1) = 2 · 2 · 2"},
 		{"no l cycles", map[string]any{"hrm_text.hrm.l_cycles": nil}, nil, "missing metadata hrm_text.hrm.l_cycles"},
 		{"no z_l_init", nil, []string{"hrm.z_l_init"}, "missing tensor hrm.z_l_init"},
+	})
+}
+
+// groveShape is GroveMoE's layout in 2 layers: 8 experts, k of them used
+// per token, in chunks of 2 (ppl-mkmodel's: of 1 when k is above 4).
+func groveShape(k int) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) { s.Experts, s.ExpertsUsed, s.ExpertFFN = 8, k, 64 }
+}
+
+// TestGroveVariants: GroveMoE with the keys llama.cpp 0.7.0 does not read
+// for it (a weights scale, sigmoid gating, weights not renormalized) and
+// an explicit chunk width scores as without them, as llama.cpp's sums on
+// the same bytes (24 windows in both builds: none off; here the first 4);
+// files llama.cpp refuses or aborts on refused by name.
+func TestGroveVariants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "grovemoe", groveShape(2))
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "keys it ignores", sha256: "6be60b9baad5ddf032bf53a115e002946e3b78ebeb0a414cedf5c0f6dddade44",
+			set:  map[string]any{"grovemoe.expert_weights_scale": float32(2.5), "grovemoe.expert_gating_func": uint32(2), "grovemoe.expert_weights_norm": false, "grovemoe.expert_chunk_feed_forward_length": uint32(32)},
+			sums: []float64{-1616.2918311, -811.6283684, -807.6962568, -776.8315401}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"no group size", map[string]any{"grovemoe.experts_per_group": nil}, nil, "missing metadata grovemoe.experts_per_group"},
+		{"no group scale", map[string]any{"grovemoe.expert_group_scale": nil}, nil, "missing metadata grovemoe.expert_group_scale"},
+		{"groups of 3", map[string]any{"grovemoe.experts_per_group": uint32(3)}, nil, "metadata grovemoe.experts_per_group = 3 does not divide the 8 experts"},
+		{"more used than chunks", map[string]any{"grovemoe.experts_per_group": uint32(8)}, nil, "metadata grovemoe.expert_used_count = 2: more than the 1 chunk experts (llama.cpp 0.7.0 aborts on it)"},
+		{"expert groups", map[string]any{"grovemoe.expert_group_count": uint32(2), "grovemoe.expert_group_used_count": uint32(1)}, nil, "metadata grovemoe.expert_group_count = 2: llama.cpp 0.7.0 cannot run grovemoe's chunk experts with expert groups"},
+		{"chunk width", map[string]any{"grovemoe.expert_chunk_feed_forward_length": uint32(48)}, nil, "tensor blk.0.ffn_gate_chexps.weight has shape [128 32 4], want [128 48 4]"},
+		{"partial RoPE", map[string]any{"grovemoe.rope.dimension_count": uint32(16)}, nil, "metadata grovemoe.rope.dimension_count = 16: grovemoe rotates whole heads of 32 (llama.cpp 0.7.0 asserts it)"},
+		{"no chunk experts", nil, []string{"blk.1.ffn_down_chexps.weight"}, "missing tensor blk.1.ffn_down_chexps.weight"},
 	})
 }

@@ -213,6 +213,16 @@ func (m *MoE) Forward(b ml.Backend, dst, x ml.Tensor) {
 	b.Release(mark)
 }
 
+// route routes logits by r, or fails b naming the router and returns nil.
+func (m *MoE) route(b ml.Backend, r *ml.Router, logits ml.Tensor) *ml.Routing {
+	rt, err := r.Route(b.Read(logits))
+	if err != nil {
+		b.Fail(fmt.Errorf("%s: %w", m.Gate.Name, err))
+		return nil
+	}
+	return rt
+}
+
 // forwardLogits is Forward with the router's logits given (smallthinker's
 // router reads the layer's input, not x).
 func (m *MoE) forwardLogits(b ml.Backend, dst, x, logits ml.Tensor) {
@@ -222,9 +232,8 @@ func (m *MoE) forwardLogits(b ml.Backend, dst, x, logits ml.Tensor) {
 		b.Release(mark)
 		return
 	}
-	r, err := m.Router.Route(b.Read(logits))
-	if err != nil {
-		b.Fail(fmt.Errorf("%s: %w", m.Gate.Name, err))
+	r := m.route(b, &m.Router, logits)
+	if r == nil {
 		b.Release(mark)
 		return
 	}
