@@ -42,18 +42,23 @@ extern "C" __global__ void unscale_f32(float* __restrict__ x, i64 count, const u
 }
 
 // gate_mul: x (rows, cols) *= f(g), g (rows, gcols) with gcols cols (one
-// gate per element) or 1 (one per row), in float64 rounded once:
-// x = f32(x / (1 + e^-g)), or with softplus (non-zero) f32(x · log(1 +
-// e^g)) (g itself past 20, as ggml).
-extern "C" __global__ void gate_mul(float* __restrict__ x, const float* __restrict__ g, int rows, int cols, int gcols, int softplus) {
+// gate per element) or 1 (one per row), in float64 rounded once: fn 0
+// x = f32(x / (1 + e^-g)), 1 f32(x · softplus(g)), 2 f32(x · softplus(g·ln
+// 2)/ln 2) = log2(1 + 2^g) (softplus(t) = log(1 + e^t), t itself past 20,
+// as ggml; nn.Softplus, nn.Softplus2).
+extern "C" __global__ void gate_mul(float* __restrict__ x, const float* __restrict__ g, int rows, int cols, int gcols, int fn) {
+	const double ln2 = 0.69314718055994530942;
 	GRID_STRIDE(idx, (i64)rows * cols) {
 		i64 r = idx / cols;
 		int c = (int)(idx % cols);
 		double gv = (double)g[r * gcols + (gcols == 1 ? 0 : c)];
-		if (softplus)
-			x[idx] = (float)__dmul_rn((double)x[idx], gv > 20.0 ? gv : log1p(exp(gv)));
-		else
+		if (fn == 0) {
 			x[idx] = (float)__ddiv_rn((double)x[idx], __dadd_rn(1.0, exp(-gv)));
+			continue;
+		}
+		double t = fn == 2 ? __dmul_rn(gv, ln2) : gv;
+		double sp = t > 20.0 ? t : log1p(exp(t));
+		x[idx] = (float)__dmul_rn((double)x[idx], fn == 2 ? __ddiv_rn(sp, ln2) : sp);
 	}
 }
 

@@ -17,7 +17,8 @@
 // L))·clamp(u, -L, L); the
 // ungated act 3 ReLU², out[i] = f32(max(gate[i], 0)²) (nn.ReLUSqr: the
 // float64 product of two floats is exact, so this is the float32
-// product), and act 5 GELU, out[i] = f32(gelu(gate[i])) (nn.GELU), gate
+// product), act 5 GELU, out[i] = f32(gelu(gate[i])) (nn.GELU), and act 9
+// SiLU, out[i] = f32(g / (1 + e^-g)) (nn.SiLU32), gate
 // being an ungated MLP's Up·x, up unused and may be null. out may be gate
 // or up (each element is read and written by one thread).
 extern "C" __global__ void glu_f32(float* out, const float* gate, const float* up, i64 count, int act, float limit) {
@@ -26,6 +27,10 @@ extern "C" __global__ void glu_f32(float* out, const float* gate, const float* u
 		if (act == 3 || act == 5) {
 			double r = g < 0.0 ? 0.0 : g; // Go's max(g, 0): a NaN stays NaN
 			out[idx] = (float)(act == 3 ? __dmul_rn(r, r) : gelu_tanh(g));
+			continue;
+		}
+		if (act == 9) {
+			out[idx] = (float)__ddiv_rn(g, __dadd_rn(1.0, exp(-g)));
 			continue;
 		}
 		double u = (double)up[idx];

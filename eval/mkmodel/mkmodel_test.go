@@ -140,6 +140,8 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 		c.Tied, c.Window, c.PerLayer = true, 64, 256
 	case "plm": // a KV head per head, tied
 		c.KVHeads, c.Tied = c.Heads, true
+	case "k2-horizon": // a dense first layer, then experts, a shared one and MoVA
+		c.DenseLead, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 1, 8, 2, 64, 64
 	case "grovemoe": // experts
 		c.Experts, c.ExpertsUsed, c.ExpertFFN = 8, 2, 64
 	case "mellum", "maple", "maion-coder": // experts, a window narrower than the context
@@ -357,7 +359,7 @@ func TestStreamMatchesWriter(t *testing.T) {
 // loads it and gives finite log-probabilities.
 func TestModels(t *testing.T) {
 	voc := smallVocab(t, 400)
-	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}, {"phimoe", "Q8_0"}, {"gemma", "Q4_K_M"}, {"internlm2", "Q8_0"}, {"xverse", "Q4_K_M"}, {"minicpm", "Q8_0"}, {"deepseek", "Q4_K_M"}, {"deci", "Q8_0"}, {"nanbeige", "Q8_0"}, {"orion", "Q4_K_M"}, {"stablelm", "Q8_0"}, {"starcoder2", "Q4_K_M"}, {"phi2", "Q8_0"}, {"gptneox", "Q4_K_M"}, {"falcon", "Q8_0"}, {"gpt2", "Q4_K_M"}, {"nemotron", "Q8_0"}, {"chatglm", "Q4_K_M"}, {"olmo", "Q8_0"}, {"dbrx", "Q4_K_M"}, {"bailingmoe", "Q8_0"}, {"granite_swa", "Q4_K_M"}, {"mellum", "Q8_0"}, {"baichuan", "Q4_K_M"}, {"bloom", "Q8_0"}, {"mpt", "Q4_K_M"}, {"refact", "Q8_0"}, {"jais", "Q4_K_M"}, {"jais2", "Q8_0"}, {"maincoder", "Q4_K_M"}, {"pangu-embedded", "Q8_0"}, {"mimo2", "Q4_K_M"}, {"bitnet", "Q8_0"}, {"openelm", "Q4_K_M"}, {"qwen", "Q8_0"}, {"step35", "Q4_K_M"}, {"kimi-linear", "Q8_0"}, {"smallthinker", "Q4_K_M"}, {"mamba", "Q8_0"}, {"mamba2", "Q4_K_M"}, {"jamba", "Q8_0"}, {"plamo3", "Q4_K_M"}, {"plamo2", "Q8_0"}, {"grok", "Q4_K_M"}, {"minicpm3", "Q8_0"}, {"plamo", "Q4_K_M"}, {"arctic", "Q8_0"}, {"rwkv7", "Q4_K_M"}, {"arwkv7", "Q8_0"}, {"rwkv6", "Q8_0"}, {"rwkv6qwen2", "Q4_K_M"}, {"hy_v3", "Q8_0"}, {"maple", "Q4_K_M"}, {"laguna", "Q8_0"}, {"maion-coder", "Q4_K_M"}, {"spark2_5", "Q8_0"}, {"muse-glimmer", "Q4_K_M"}, {"talkie", "Q8_0"}, {"hunyuan_vl", "Q4_K_M"}, {"plm", "Q8_0"}, {"hrm_text", "Q4_K_M"}, {"grovemoe", "Q8_0"}} {
+	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}, {"phimoe", "Q8_0"}, {"gemma", "Q4_K_M"}, {"internlm2", "Q8_0"}, {"xverse", "Q4_K_M"}, {"minicpm", "Q8_0"}, {"deepseek", "Q4_K_M"}, {"deci", "Q8_0"}, {"nanbeige", "Q8_0"}, {"orion", "Q4_K_M"}, {"stablelm", "Q8_0"}, {"starcoder2", "Q4_K_M"}, {"phi2", "Q8_0"}, {"gptneox", "Q4_K_M"}, {"falcon", "Q8_0"}, {"gpt2", "Q4_K_M"}, {"nemotron", "Q8_0"}, {"chatglm", "Q4_K_M"}, {"olmo", "Q8_0"}, {"dbrx", "Q4_K_M"}, {"bailingmoe", "Q8_0"}, {"granite_swa", "Q4_K_M"}, {"mellum", "Q8_0"}, {"baichuan", "Q4_K_M"}, {"bloom", "Q8_0"}, {"mpt", "Q4_K_M"}, {"refact", "Q8_0"}, {"jais", "Q4_K_M"}, {"jais2", "Q8_0"}, {"maincoder", "Q4_K_M"}, {"pangu-embedded", "Q8_0"}, {"mimo2", "Q4_K_M"}, {"bitnet", "Q8_0"}, {"openelm", "Q4_K_M"}, {"qwen", "Q8_0"}, {"step35", "Q4_K_M"}, {"kimi-linear", "Q8_0"}, {"smallthinker", "Q4_K_M"}, {"mamba", "Q8_0"}, {"mamba2", "Q4_K_M"}, {"jamba", "Q8_0"}, {"plamo3", "Q4_K_M"}, {"plamo2", "Q8_0"}, {"grok", "Q4_K_M"}, {"minicpm3", "Q8_0"}, {"plamo", "Q4_K_M"}, {"arctic", "Q8_0"}, {"rwkv7", "Q4_K_M"}, {"arwkv7", "Q8_0"}, {"rwkv6", "Q8_0"}, {"rwkv6qwen2", "Q4_K_M"}, {"hy_v3", "Q8_0"}, {"maple", "Q4_K_M"}, {"laguna", "Q8_0"}, {"maion-coder", "Q4_K_M"}, {"spark2_5", "Q8_0"}, {"muse-glimmer", "Q4_K_M"}, {"talkie", "Q8_0"}, {"hunyuan_vl", "Q4_K_M"}, {"plm", "Q8_0"}, {"hrm_text", "Q4_K_M"}, {"grovemoe", "Q8_0"}, {"k2-horizon", "Q4_K_M"}} {
 		t.Run(c.arch+"-"+c.typ, func(t *testing.T) {
 			cfg := tinyConfig(t, c.arch, c.typ, voc)
 			dir := t.TempDir()
@@ -544,6 +546,14 @@ func TestModels(t *testing.T) {
 			if a == "minicpm3" { // key heads of 32 + 16 rotated, LongRoPE's original context
 				keys[a+".attention.key_length"], keys[a+".attention.value_length"], keys[a+".rope.dimension_count"] = 48, 32, 16
 				keys[a+".attention.q_lora_rank"], keys[a+".attention.kv_lora_rank"], keys[a+".rope.scaling.original_context_length"] = 128, 64, 512
+			}
+			if a == "k2-horizon" { // norms in 2 groups, 2 of 4 value experts
+				if g, _ := f.Uint(a + ".attention.group_norm_groups"); g != 2 {
+					t.Errorf("k2-horizon's groups %d", g)
+				}
+				if u, _ := f.Uint(a + ".attention.value_expert_used_count"); u != 2 {
+					t.Errorf("k2-horizon's value experts used %d", u)
+				}
 			}
 			if a == "grovemoe" { // chunk experts of pairs, their output halved
 				if g, _ := f.Uint(a + ".experts_per_group"); g != 2 {

@@ -200,6 +200,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.hrmLayer(add, i)
 			continue
 		}
+		if c.k2() {
+			c.k2Layer(add, i)
+			continue
+		}
 		if c.kimiLinear() {
 			c.kimiLayer(add, i)
 			continue
@@ -469,6 +473,9 @@ func Write(path string, c *Config) error {
 	}
 	if c.hrm() {
 		c.hrmKeys(w)
+	}
+	if c.k2() {
+		c.k2Keys(w)
 	}
 	if c.kimiLinear() {
 		c.kimiKeys(w)

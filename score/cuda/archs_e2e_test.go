@@ -695,6 +695,14 @@ func TestEndToEndGenerated(t *testing.T) {
 		// expert per expert reading the experts' output. Emulation: max
 		// 0.0072, mean 0.00143, PPL ratio 1.000025.
 		{"grovemoe", func(s *mkmodel.Shape) { s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 8, 8, 64 }, 0.015, 0.003, 0.00005, ""},
+		// K2-Horizon: norms in 2 groups, per-head q/k norms, the base-2
+		// softplus gate (gate_mul), a dense first layer, then every
+		// expert and every value expert used (MoVA: silu(W·x) experts
+		// without a down projection, glu_f32's silu). Emulation: max
+		// 0.0093, mean 0.00120, PPL ratio 1.000019.
+		{"k2-horizon", func(s *mkmodel.Shape) {
+			s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 3, 1, 8, 8, 64, 64
+		}, 0.019, 0.0025, 0.00004, ""},
 		// PLM: minicpm3's plain latent attention with q = attn_q·x,
 		// RoPE over adjacent pairs, a ReLU² MLP, tied; the CPU's int8
 		// attention llama.cpp's without flash attention (probabilities in

@@ -35,11 +35,11 @@ func (b *gpuBackend) GLU(dst, gate, up ml.Tensor, act ml.Act) {
 }
 
 // gluF32Acts are the activations glu_f32 computes.
-var gluF32Acts = map[ml.Act]bool{ml.SwiGLU: true, ml.GeGLU: true, ml.OAISwiGLU: true, ml.ReLUSqr: true, ml.GELU: true, ml.ClampSwiGLU: true, ml.ReGLU: true, ml.SwiGLUClampIn: true}
+var gluF32Acts = map[ml.Act]bool{ml.SwiGLU: true, ml.GeGLU: true, ml.OAISwiGLU: true, ml.ReLUSqr: true, ml.GELU: true, ml.ClampSwiGLU: true, ml.ReGLU: true, ml.SwiGLUClampIn: true, ml.SiLU: true}
 
 // gluF32: out = act(gate)·up, count float32s (out may be gate or up), the
 // limit ml.ClampSwiGLU's and ml.SwiGLUClampIn's (unused by the others); for the ungated
-// ml.ReLUSqr and ml.GELU out = act(gate), up unused (0).
+// ml.ReLUSqr, ml.GELU and ml.SiLU out = act(gate), up unused (0).
 func (e *Engine) gluF32(out, gate, up ptr, count int64, act ml.Act, limit float32) error {
 	if count == 0 {
 		return nil

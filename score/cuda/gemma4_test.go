@@ -89,6 +89,18 @@ func TestGLUF32Parity(t *testing.T) {
 		}
 		bc.check(t, "glu_f32 gelu", 0, 0)
 
+		// The ungated SiLU (K2-Horizon's value experts) the same way, to
+		// its float64 reference: NaN, zeros, infinities, the extremes.
+		copy(want, x)
+		nn.SiLU32(want)
+		xp = devPut(t, e, x)
+		do(t, e, func() error { return e.gluF32(xp, xp, 0, int64(len(x)), ml.SiLU, 0) })
+		bc = bitCompare{}
+		for i, v := range devGet[float32](t, e, xp, len(x)) {
+			bc.add(v, want[i], i)
+		}
+		bc.check(t, "glu_f32 silu", 1, 1e-3)
+
 		defer func() {
 			if recover() == nil {
 				t.Error("GLU with the ungated ReLU² did not panic")

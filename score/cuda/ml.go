@@ -782,7 +782,7 @@ func (b *gpuBackend) GateMul(x, gate ml.Tensor, f ml.GateFn) {
 	if s.rows != d.rows || (s.cols != d.cols && s.cols != 1) {
 		panic(fmt.Sprintf("cuda backend: gate %d×%d for %d×%d", s.rows, s.cols, d.rows, d.cols))
 	}
-	b.do("gate", func() error { return b.e.gateMul(d.p, s.p, d.rows, d.cols, s.cols, f == ml.SoftplusGate) })
+	b.do("gate", func() error { return b.e.gateMul(d.p, s.p, d.rows, d.cols, s.cols, f) })
 }
 
 func (b *gpuBackend) SoftCap(x ml.Tensor, cp float64) {
@@ -897,7 +897,7 @@ func (b *gpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 	d, s := g(dst), g(x)
 	m.Gated() // a gate and an activation of different kinds panic here
 	gshape("mlp input", s, s.rows, m.Up.In)
-	gshape("mlp output", d, s.rows, m.Down.Out)
+	gshape("mlp output", d, s.rows, m.Out())
 	b.do("MLP "+m.Up.Name, func() error {
 		for c0 := 0; c0 < s.rows; c0 += mlpChunk {
 			c := min(mlpChunk, s.rows-c0)
@@ -919,9 +919,20 @@ func (b *gpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 // The activation kernels take the product they activate as their gate:
 // an ungated MLP's Up·x goes where a gated one's Gate·x goes (the
 // activation's input, written over in the float32 path), and its up is 0.
+// Without Down, Up·x goes to dst and is activated there in float32.
 func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error), m *ml.MLP, e int) error {
 	mark := b.Mark()
 	defer b.Release(mark)
+	if m.Down == nil {
+		x, err := in(m.Up)
+		if err == nil {
+			err = b.product(dst, x, m.Up, e, rows, 0)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", m.Up.Name, err)
+		}
+		return b.e.gluF32(dst.p, dst.p, 0, int64(rows)*int64(m.Up.Out), m.Act, 0)
+	}
 	F := m.Up.Out
 	ws := []*ml.Matrix{m.Up} // the products of the activation's gate, then up
 	if m.Gated() {
@@ -1010,7 +1021,7 @@ const expertRows = 4096
 // 4): each choice's input row x[t]·w (scale_rows) through its expert with
 // a weight of 1, then each token's K results added in order (sum_choices).
 func (b *gpuBackend) expertsBefore(d, s *gt, m *ml.MLP, r *ml.Routing) {
-	n, K, in, out := s.rows, r.K, m.Up.In, m.Down.Out
+	n, K, in, out := s.rows, r.K, m.Up.In, m.Out()
 	mark := b.Mark()
 	defer b.Release(mark)
 	xb, yb := b.Alloc(n*K, in), b.Alloc(n*K, out)
@@ -1044,7 +1055,7 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 	if m.Gated() {
 		ws = []*ml.Matrix{m.Gate, m.Up}
 	}
-	in, out, K, n := m.Up.In, m.Down.Out, r.K, s.rows
+	in, out, K, n := m.Up.In, m.Out(), r.K, s.rows
 	gshape("experts input", s, n, in)
 	gshape("experts output", d, n, out)
 	if len(r.Expert) != n*K {

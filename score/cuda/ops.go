@@ -141,12 +141,15 @@ func (e *Engine) clampF32(x ptr, count int64, c float32) error {
 
 // gateMul: x (rows, cols) f32 *= sigmoid(g), or softplus(g), g (rows, gcols), gcols
 // cols or 1.
-func (e *Engine) gateMul(x, g ptr, rows, cols, gcols int, softplus bool) error {
-	sp := 0
-	if softplus {
-		sp = 1
+func (e *Engine) gateMul(x, g ptr, rows, cols, gcols int, f ml.GateFn) error {
+	fn := 0 // the sigmoid, whichever way the model writes it
+	switch f {
+	case ml.SoftplusGate:
+		fn = 1
+	case ml.Softplus2Gate:
+		fn = 2
 	}
-	return e.launch("gate_mul", gridFor(int64(rows)*int64(cols)), block256, x, g, rows, cols, gcols, sp)
+	return e.launch("gate_mul", gridFor(int64(rows)*int64(cols)), block256, x, g, rows, cols, gcols, fn)
 }
 
 // softcap: x (count) f32 <- cap·tanh(x/cap).

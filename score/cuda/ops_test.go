@@ -63,27 +63,31 @@ func TestElementwiseParity(t *testing.T) {
 		}
 		check("clamp_f32 (exact)", devGet[float32](t, e, xp, n), want, 0, 0)
 
-		for _, softplus := range []bool{false, true} {
+		for _, f := range []ml.GateFn{ml.SigmoidGate, ml.SoftplusGate, ml.Softplus2Gate} {
 			for _, gcols := range []int{cols, 1} {
 				gate := randF32(rng, rows*gcols, 4)
 				// e^800 overflows (the sigmoid's product is 0); softplus is
-				// g itself past 20 and underflows to 0 below -745.
-				gate[0], gate[1], gate[len(gate)-1] = 800, 20.5, -800
+				// g itself past 20 (past 20/ln 2 = 28.85 in base 2) and
+				// underflows to 0 below -745.
+				gate[0], gate[1], gate[2], gate[len(gate)-1] = 800, 20.5, 29, -800
 				xp, gp := put(x), put(gate)
-				do(t, e, func() error { return e.gateMul(xp, gp, rows, cols, gcols, softplus) })
+				do(t, e, func() error { return e.gateMul(xp, gp, rows, cols, gcols, f) })
 				for r := range rows {
 					for c := range cols {
 						gv := float64(gate[r*gcols+min(c, gcols-1)])
-						if softplus {
+						switch f {
+						case ml.SoftplusGate:
 							want[r*cols+c] = float32(float64(x[r*cols+c]) * nn.Softplus(gv))
-						} else {
+						case ml.Softplus2Gate:
+							want[r*cols+c] = float32(float64(x[r*cols+c]) * nn.Softplus2(gv))
+						default:
 							want[r*cols+c] = float32(float64(x[r*cols+c]) / (1 + math.Exp(-gv)))
 						}
 					}
 				}
 				// exp and log1p in float64 within an ulp of Go's: equal after
 				// rounding but for ties.
-				check(fmt.Sprintf("gate_mul softplus %v", softplus), devGet[float32](t, e, xp, n), want, 1, 1e-3)
+				check(fmt.Sprintf("gate_mul %d", f), devGet[float32](t, e, xp, n), want, 1, 1e-3)
 			}
 		}
 

@@ -49,6 +49,8 @@ func simGLU(kernel string, act ml.Act, limit float32) (func(out, gate, up []floa
 		return nn.SwiGLUClampIn(limit), nil
 	case ml.ReGLU:
 		return nn.ReGLU, nil
+	case ml.SiLU:
+		return func(out, g, _ []float32) { copy(out, g); nn.SiLU32(out) }, nil
 	}
 	return nil, fmt.Errorf("%s: activation %d", kernel, act)
 }

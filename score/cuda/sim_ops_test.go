@@ -45,16 +45,19 @@ func init() {
 			return nil
 		}},
 		"gate_mul": {6, func(s *simDevice, a *simArgs, grid dim3) error {
-			x, g, rows, cols, gcols, softplus := f32s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4), a.int(5) != 0
+			x, g, rows, cols, gcols, fn := f32s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4), a.int(5)
 			if a.err != nil {
 				return a.err
 			}
 			for r := range rows {
 				for c := range cols {
 					gv := float64(g[r*gcols+min(c, gcols-1)])
-					if softplus {
+					switch fn {
+					case 1:
 						x[r*cols+c] = float32(float64(x[r*cols+c]) * nn.Softplus(gv))
-					} else {
+					case 2:
+						x[r*cols+c] = float32(float64(x[r*cols+c]) * nn.Softplus2(gv))
+					default:
 						x[r*cols+c] = float32(float64(x[r*cols+c]) / (1 + math.Exp(-gv)))
 					}
 				}

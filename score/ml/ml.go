@@ -249,6 +249,10 @@ const (
 	SiLUDivGate
 	// SoftplusGate: log(1 + e^g) (Laguna's attention gate).
 	SoftplusGate
+	// Softplus2Gate: log2(1 + 2^g), as llama.cpp computes K2-Horizon's
+	// attention gate: softplus(g·ln 2)/ln 2 (nn.GGMLSoftplus2 in the int8
+	// modes).
+	Softplus2Gate
 )
 
 // Act is the gated activation of an MLP.
@@ -281,10 +285,13 @@ const (
 	// clamped, silu(min(g, L)) · clamp(u, -L, L) for L = MLP.Limit
 	// (nn.SwiGLUClampIn), unlike ClampSwiGLU, which clamps silu's output.
 	SwiGLUClampIn
+	// SiLU: silu(u) = u / (1 + e^-u) of an ungated MLP's Up·x (K2-Horizon's
+	// value experts, which have no Down).
+	SiLU
 )
 
 // Ungated reports whether a is an ungated MLP's activation, of Up·x alone.
-func (a Act) Ungated() bool { return a == ReLUSqr || a == XIELU || a == GELU }
+func (a Act) Ungated() bool { return a == ReLUSqr || a == XIELU || a == GELU || a == SiLU }
 
 func (a Act) String() string {
 	switch a {
@@ -306,13 +313,17 @@ func (a Act) String() string {
 		return "reglu"
 	case SwiGLUClampIn:
 		return "swiglu-clamp-in"
+	case SiLU:
+		return "silu"
 	}
 	return fmt.Sprintf("act(%d)", int(a))
 }
 
 // MLP is a gated feed-forward block, Down(act(Gate·x) ⊙ Up·x), or with
-// Gate nil an ungated one, Down(act(Up·x)) (Act ReLUSqr, XIELU or GELU,
-// the ungated activations; the gated ones need a Gate).
+// Gate nil an ungated one, Down(act(Up·x)) (Act ReLUSqr, XIELU, GELU or
+// SiLU, the ungated activations; the gated ones need a Gate). An ungated
+// MLP's Down may be nil: its output is act(Up·x) (K2-Horizon's value
+// experts).
 type MLP struct {
 	Gate, Up, Down *Matrix
 	Act            Act
@@ -324,9 +335,20 @@ type MLP struct {
 	TopK float64
 }
 
+// Out is the width of m's output: Down's, or Up's without Down.
+func (m *MLP) Out() int {
+	if m.Down == nil {
+		return m.Up.Out
+	}
+	return m.Down.Out
+}
+
 // Gated reports whether m has a gate, and refuses an activation of the
-// other kind.
+// other kind (and a gated MLP without Down).
 func (m *MLP) Gated() bool {
+	if m.Down == nil && m.Gate != nil {
+		panic(fmt.Sprintf("ml: gated MLP %s without Down", m.Gate.Name))
+	}
 	if (m.Gate == nil) != m.Act.Ungated() || m.Gate == nil && m.TopK != 0 {
 		panic(fmt.Sprintf("ml: MLP with activation %v, gate %v and top-k %v", m.Act, m.Gate != nil, m.TopK))
 	}

@@ -97,15 +97,15 @@ func newCohere2(l *Loader) Network {
 }
 
 // headNorms binds name+".weight", a norm's weights for each of heads
-// heads (GGUF shape [head size, heads]).
+// heads: GGUF shape [head size, heads], or the same values flat (K2-Horizon's
+// converter; llama.cpp reads either).
 func (l *Loader) headNorms(name string, heads int) *ml.Vector {
-	v := l.floats(name+".weight", l.HP.HeadDim, heads)
-	if v == nil {
-		return nil
+	name += ".weight"
+	hd := l.HP.HeadDim
+	if t, ok := l.f.Tensor(name); ok && len(t.Shape) == 1 {
+		return l.tensorVector(name, hd*heads)
 	}
-	w := &ml.Vector{Name: name + ".weight", V: v}
-	l.vecs = append(l.vecs, w)
-	return w
+	return l.tensorVector(name, hd, heads)
 }
 
 // newCohere2MoE binds cohere2moe (cohere2's doc).

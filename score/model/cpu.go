@@ -208,6 +208,8 @@ func (b *cpuBackend) GateMul(x, g ml.Tensor, f ml.GateFn) {
 					nn.GGMLSiLUDiv(sg, gr)
 				case ml.SoftplusGate:
 					nn.GGMLSoftplus(sg, gr)
+				case ml.Softplus2Gate:
+					nn.GGMLSoftplus2(sg, gr)
 				default:
 					nn.GGMLSigmoid(sg, gr)
 				}
@@ -218,9 +220,12 @@ func (b *cpuBackend) GateMul(x, g ml.Tensor, f ml.GateFn) {
 			}
 			for i := range row {
 				gv := float64(s.d[r*s.cols+min(i, s.cols-1)])
-				if f == ml.SoftplusGate {
+				switch f {
+				case ml.SoftplusGate:
 					row[i] = float32(float64(row[i]) * nn.Softplus(gv))
-				} else {
+				case ml.Softplus2Gate:
+					row[i] = float32(float64(row[i]) * nn.Softplus2(gv))
+				default:
 					row[i] = float32(float64(row[i]) / (1 + math.Exp(-gv)))
 				}
 			}
@@ -273,8 +278,11 @@ func (b *cpuBackend) ggmlF16() bool {
 func (b *cpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 	d, s := ct(dst), ct(x)
 	shape("mlp input", s, s.rows, m.Up.In)
-	shape("mlp output", d, s.rows, m.Down.Out)
-	mlp := nn.MLP{Up: lin(m.Up), Down: lin(m.Down), Act: b.cpuAct(m)}
+	shape("mlp output", d, s.rows, m.Out())
+	mlp := nn.MLP{Up: lin(m.Up), Act: b.cpuAct(m)}
+	if m.Down != nil {
+		mlp.Down = lin(m.Down)
+	}
 	if m.Gated() {
 		mlp.Gate = lin(m.Gate)
 	}
@@ -321,6 +329,16 @@ func (b *cpuBackend) cpuAct(m *ml.MLP) func(out, gate, up []float32) {
 			return nn.GGMLSwiGLUClampIn(m.Limit)
 		}
 		return nn.SwiGLUClampIn(m.Limit)
+	case ml.SiLU: // ggml's SILU restarts its lanes at each row of Up's width
+		cols, ggml, avx2 := m.Up.Out, b.c.LlamaCPP, b.c.GGMLAVX2
+		return func(out, g, _ []float32) {
+			copy(out, g)
+			if ggml {
+				nn.GGMLSiLURows(out, cols, avx2)
+			} else {
+				nn.SiLU32(out)
+			}
+		}
 	}
 	return b.glu(m.Act)
 }
@@ -399,14 +417,18 @@ const expertRows = 4096
 // MLPs, so the result does not depend on the grouping or the threads.
 func (b *cpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 	d, s := ct(dst), ct(x)
-	in, out, K := m.Up.In, m.Down.Out, r.K
+	in, out, K := m.Up.In, m.Out(), r.K
 	n := s.rows
 	shape("experts input", s, n, in)
 	shape("experts output", d, n, out)
 	if len(r.Expert) != n*K {
 		panic(fmt.Sprintf("cpu backend: routing of %d choices for %d tokens × %d", len(r.Expert), n, K))
 	}
-	ups, downs := m.Up.Impl.([]*nn.Linear), m.Down.Impl.([]*nn.Linear)
+	ups := m.Up.Impl.([]*nn.Linear)
+	var downs []*nn.Linear // none: the experts' output is act(Up·x) (ml.MLP.Out)
+	if m.Down != nil {
+		downs = m.Down.Impl.([]*nn.Linear)
+	}
 	var gates []*nn.Linear
 	if m.Gated() {
 		gates = m.Gate.Impl.([]*nn.Linear)
@@ -439,7 +461,10 @@ func (b *cpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 					}
 				}
 			}
-			mlp := nn.MLP{Up: ups[e], Down: downs[e], Act: b.cpuAct(m)}
+			mlp := nn.MLP{Up: ups[e], Act: b.cpuAct(m)}
+			if downs != nil {
+				mlp.Down = downs[e]
+			}
 			if gates != nil {
 				mlp.Gate = gates[e]
 			}

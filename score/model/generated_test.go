@@ -612,6 +612,8 @@ func TestGeneratedLlama(t *testing.T) {
 		{"grovemoe-every", "grovemoe", "", func(s *mkmodel.Shape) { s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 8, 8, 64 }, "",
 			"38ec2b47f93199e3a0d59b30326e73994ad1ca3b458b7b368b2c452a95b83142",
 			[]float64{-1622.7956265, -800.7417898, -794.3655117, -781.1758209}},
+		{"k2-horizon", "k2-horizon", "", k2Shape, "", "9fe6dfacc34359391fcbf0922f75bfbfbd80839616400a139181d327a76ac497",
+			[]float64{-1596.5182132, -769.3841494, -783.5456955, -793.5546146}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -2361,5 +2363,97 @@ func TestGroveVariants(t *testing.T) {
 		{"chunk width", map[string]any{"grovemoe.expert_chunk_feed_forward_length": uint32(48)}, nil, "tensor blk.0.ffn_gate_chexps.weight has shape [128 32 4], want [128 48 4]"},
 		{"partial RoPE", map[string]any{"grovemoe.rope.dimension_count": uint32(16)}, nil, "metadata grovemoe.rope.dimension_count = 16: grovemoe rotates whole heads of 32 (llama.cpp 0.7.0 asserts it)"},
 		{"no chunk experts", nil, []string{"blk.1.ffn_down_chexps.weight"}, "missing tensor blk.1.ffn_down_chexps.weight"},
+	})
+}
+
+// k2Shape is K2-Horizon's layout in 3 layers: a dense first layer, then
+// mixtures of 8 experts (2 used) and a shared one, with MoVA's values (2
+// of 4 value experts), norms in 2 groups, per-head q/k norms, the
+// base-2 softplus gate.
+func k2Shape(s *mkmodel.Shape) {
+	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 3, 1, 8, 2, 64, 64
+}
+
+// normals is n values base + jit·N(0, 1) from a PCG of seed: weights for
+// tensors a test adds to a file.
+func normals(n int, base, jit float64, seed uint64) []float32 {
+	r := rand.New(rand.NewPCG(seed, 1))
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = float32(base + jit*r.NormFloat64())
+	}
+	return v
+}
+
+// TestK2HorizonVariants: K2-Horizon without its optional parts (q/k norms,
+// the gate, the norms' groups; one of q's and k's norms; MoVA, the values
+// from attn_v), with softmax routing not renormalized, with its per-head
+// norms as [head, heads], with every expert and value expert used, and a
+// dense model without experts, against llama.cpp's sums on the same bytes
+// (24 windows in both builds: none off; here the first 4); files llama.cpp
+// 0.7.0 asserts or aborts on refused by name.
+func TestK2HorizonVariants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens := golden.Header.Tokens
+	src := genModel(t, dir, "k2-horizon", k2Shape)
+	var plain, split []string
+	noMoVA, heads2D := map[string]f32Tensor{}, map[string]f32Tensor{}
+	for i := range 3 {
+		for _, n := range []string{"attn_q_norm", "attn_k_norm", "attn_gate"} {
+			plain = append(plain, fmt.Sprintf("blk.%d.%s.weight", i, n))
+		}
+		split = append(split, fmt.Sprintf("blk.%d.attn_q_norm.weight", i), fmt.Sprintf("blk.%d.attn_k_norm.weight", i))
+		heads2D[fmt.Sprintf("blk.%d.attn_q_norm.weight", i)] = f32Tensor{[]uint64{32, 4}, normals(128, 1, 0.2, uint64(10+i))}
+		heads2D[fmt.Sprintf("blk.%d.attn_k_norm.weight", i)] = f32Tensor{[]uint64{32, 2}, normals(64, 1, 0.2, uint64(20+i))}
+	}
+	var moVA []string
+	for i := 1; i < 3; i++ {
+		for _, n := range []string{"attn_v_gate.weight", "attn_v_gate.bias", "attn_v_exps.weight"} {
+			moVA = append(moVA, fmt.Sprintf("blk.%d.%s", i, n))
+		}
+		noMoVA[fmt.Sprintf("blk.%d.attn_v.weight", i)] = f32Tensor{[]uint64{128, 64}, normals(128*64, 0, 0.09, uint64(i))}
+	}
+	checkVariants(t, src, tokens, []fileVariant{
+		{name: "no q/k norms, gate or groups", sha256: "675328a8508f751c57009414d013e55b8c211d075e92696b51a5ee9f11607800",
+			set: map[string]any{"k2-horizon.attention.group_norm_groups": nil}, drop: plain,
+			sums: []float64{-1577.0934064, -775.8750757, -779.1165481, -773.5285407}},
+		{name: "q or k norms alone", sha256: "a5548658e561168875d303ff208ec3d65a088628ef2f20f13027cd749eab19a5",
+			drop: []string{"blk.0.attn_k_norm.weight", "blk.1.attn_k_norm.weight", "blk.2.attn_q_norm.weight"},
+			sums: []float64{-1596.7866914, -774.5597468, -779.7403065, -788.9431980}},
+		{name: "softmax", sha256: "7fef4f910855eeb07e7152d1d95e461c54afc243e4ed18707797bb6973ae0e95",
+			set:  map[string]any{"k2-horizon.expert_gating_func": uint32(1), "k2-horizon.expert_weights_norm": false, "k2-horizon.expert_weights_scale": nil},
+			sums: []float64{-1603.7644507, -779.4015324, -780.5753352, -779.8457250}},
+		{name: "no MoVA", sha256: "2497f1701d33861ef1ee9addbadb255d7b029dba2bccd4a3533a5c8464729541",
+			set: map[string]any{"k2-horizon.attention.value_expert_count": nil, "k2-horizon.attention.value_expert_used_count": nil}, add: noMoVA, drop: moVA,
+			sums: []float64{-1604.3382778, -792.2077107, -802.9062215, -776.4651422}},
+		{name: "per-head norms as [head, heads]", sha256: "77c49d9f637c3bfe84f9aac863cc06dd28d55b1276b0edeee6a1e08eb01d0342",
+			add: heads2D, drop: split,
+			sums: []float64{-1595.8124233, -775.0291650, -780.5150304, -788.2489391}},
+	})
+	every := genModel(t, dir, "k2-horizon", func(s *mkmodel.Shape) { k2Shape(s); s.ExpertsUsed = 8 })
+	checkVariants(t, every, tokens, []fileVariant{
+		{name: "every expert used", sha256: "765d92cb3b4b62333a472222ee5b68e54058e5b3561ee54d237dfb9032df92f6", // every value expert too
+			sums: []float64{-1610.2261947, -773.5443077, -776.9082449, -777.9817542}},
+	})
+	dense := map[string]any{}
+	for _, k := range []string{"expert_count", "expert_used_count", "expert_feed_forward_length", "leading_dense_block_count", "expert_shared_count", "expert_shared_feed_forward_length", "expert_weights_norm", "expert_weights_scale"} {
+		dense["k2-horizon."+k] = nil
+	}
+	checkVariants(t, genModel(t, dir, "k2-horizon", func(s *mkmodel.Shape) { k2Shape(s); s.DenseLead = 3 }), tokens, []fileVariant{
+		{name: "dense", sha256: "80d6899909e2e82ce6353994c12f90c4a13528b8002d2062d65f5270964a5fff", set: dense,
+			sums: []float64{-1630.7432557, -809.6574679, -788.0521597, -772.2995418}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"groups", map[string]any{"k2-horizon.attention.group_norm_groups": uint32(3)}, nil, "metadata k2-horizon.attention.group_norm_groups = 3 does not divide the width 128"},
+		{"no value expert used", map[string]any{"k2-horizon.attention.value_expert_used_count": nil}, nil, "metadata k2-horizon.attention.value_expert_used_count = 0 of 4 value experts"},
+		{"more value experts used than there are", map[string]any{"k2-horizon.attention.value_expert_used_count": uint32(5)}, nil, "metadata k2-horizon.attention.value_expert_used_count = 5 of 4 value experts"},
+		{"value router softmax of the selected", map[string]any{"k2-horizon.expert_gating_func": uint32(3)}, nil, "metadata k2-horizon.expert_gating_func = 3: K2-Horizon's value router takes softmax or sigmoid (llama.cpp 0.7.0 aborts)"},
+		{"no value experts", nil, []string{"blk.2.attn_v_exps.weight"}, "missing tensor blk.2.attn_v_exps.weight"},
+		{"no dense values", nil, []string{"blk.0.attn_v.weight"}, "missing tensor blk.0.attn_v.weight"},
+		{"no expert width", map[string]any{"k2-horizon.expert_feed_forward_length": nil}, nil, "missing metadata k2-horizon.expert_feed_forward_length"},
 	})
 }

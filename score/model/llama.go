@@ -104,6 +104,11 @@ type decoder struct {
 	clampQKV float64
 	// nopeTemp scales the queries of the layers without RoPE (llama4).
 	nopeTemp attnTemp
+	// normGroups, when above 1, makes the RMS norms of the residual
+	// stream (attn_norm, ffn_norm, output_norm) norm each row's normGroups
+	// equal slices apart, the weight spanning the row (K2-Horizon's
+	// attention.group_norm_groups).
+	normGroups int
 	// postNormEps, when not 0, is the post-norms' epsilon
 	// (muse-glimmer's 1e-8); 0: the model's.
 	postNormEps float64
@@ -139,6 +144,10 @@ func (m *decoder) norm(b ml.Backend, dst, x ml.Tensor, w, bias *ml.Vector) {
 	if m.layerNorm != 0 {
 		b.(ml.LayerNormer).LayerNorm(dst, x, w, bias, m.layerNorm)
 		return
+	}
+	if g := m.normGroups; g > 1 { // each row's g slices normed apart, one weight over the row
+		cols := x.Cols() / g
+		dst, x = b.View(dst, dst.Rows()*g, cols), b.View(x, x.Rows()*g, cols)
 	}
 	b.RMSNorm(dst, x, w, m.hp.Eps)
 	if bias != nil {
@@ -195,6 +204,9 @@ type decoderLayer struct {
 	// its output joins the residual stream after the FFN's.
 	resMoE     FFN
 	resMoENorm *ml.Vector
+	// values, when set, computes the attention's values from the normed
+	// rows instead of v (K2-Horizon's routed value experts, MoVA).
+	values FFN
 	// mixer, when set, is the layer's mixer instead of attention (the
 	// Mamba-2 layers of granitehybrid and nemotron_h, LFM2's short
 	// convolutions; q, k, v and o are nil), or beside it (falcon-h1: the
@@ -668,17 +680,20 @@ func (m *decoder) runLayers(b ml.Backend, x, emb ml.Tensor, from, to int) {
 
 // normQK norms q and k by the layer's qNorm and kNorm: RMS norms (each
 // head, or whole rows; with qkNormHeads each head by its own weights), or
-// with qkLayerNorm LayerNorms of each head.
+// with qkLayerNorm LayerNorms of each head. A nil weight leaves its tensor
+// as it is (K2-Horizon's norms are each optional).
 func (m *decoder) normQK(b ml.Backend, q, k ml.Tensor, ly *decoderLayer) {
-	if m.qkLayerNorm == 0 && !m.qkNormHeads {
-		normSpans(b, q, ly.qNorm, m.hp.Eps)
-		normSpans(b, k, ly.kNorm, m.hp.Eps)
-		return
-	}
 	for _, t := range []struct {
 		x ml.Tensor
 		w *ml.Vector
 	}{{q, ly.qNorm}, {k, ly.kNorm}} {
+		if t.w == nil {
+			continue
+		}
+		if m.qkLayerNorm == 0 && !m.qkNormHeads {
+			normSpans(b, t.x, t.w, m.hp.Eps)
+			continue
+		}
 		h := b.View(t.x, t.x.Rows()*t.x.Cols()/m.hp.HeadDim, m.hp.HeadDim)
 		if m.qkNormHeads {
 			b.RMSNorm(h, h, t.w, m.hp.Eps)
@@ -699,13 +714,18 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 	mark := b.Mark()
 	q, k, v := b.Alloc(n, qd), b.Alloc(n, kvd), b.Alloc(n, kvd)
 	att := b.Alloc(n, qd)
-	b.Linears([]ml.Tensor{q, k, v}, h, []*ml.Matrix{ly.q, ly.k, ly.v})
+	if ly.values != nil {
+		b.Linears([]ml.Tensor{q, k}, h, []*ml.Matrix{ly.q, ly.k})
+		ly.values.Forward(b, v, h)
+	} else {
+		b.Linears([]ml.Tensor{q, k, v}, h, []*ml.Matrix{ly.q, ly.k, ly.v})
+	}
 	if m.clampQKV > 0 {
 		for _, t := range []ml.Tensor{q, k, v} {
 			b.Clamp(t, m.clampQKV)
 		}
 	}
-	if ly.qNorm != nil && !m.qkNormAfterRoPE {
+	if (ly.qNorm != nil || ly.kNorm != nil) && !m.qkNormAfterRoPE {
 		m.normQK(b, q, k, ly)
 	}
 	if !ly.noRoPE {
@@ -713,7 +733,7 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 		b.RoPE(q, at.Heads, r)
 		b.RoPE(k, at.KVHeads, r)
 	}
-	if ly.qNorm != nil && m.qkNormAfterRoPE {
+	if (ly.qNorm != nil || ly.kNorm != nil) && m.qkNormAfterRoPE {
 		m.normQK(b, q, k, ly)
 	}
 	if m.scaleQ != nil {

@@ -83,6 +83,17 @@ func GGMLSoftplus(y, x []float32) {
 	}
 }
 
+// GGMLSoftplus2 is log2(1 + 2^x) as llama.cpp computes K2-Horizon's gate:
+// SCALE by float32(ln 2), SOFTPLUS (GGMLSoftplus), SCALE by float32(1/ln 2),
+// each step rounded to float32. y may alias x.
+func GGMLSoftplus2(y, x []float32) {
+	check("GGMLSoftplus2", len(y), len(x))
+	const ln2, invLn2 = float32(math.Ln2), float32(1 / math.Ln2)
+	for i, v := range x {
+		y[i] = ggmlSoftplus(v*ln2) * invLn2
+	}
+}
+
 // XIELU is xIELU's parameters as ggml_xielu makes them from a file's
 // (Apertus: xielu.alpha_n, alpha_p, beta, eps per layer): AlphaN = beta +
 // softplus(alpha_n), AlphaP = softplus(alpha_p), softplus(x) = x past 20,

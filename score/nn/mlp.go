@@ -4,7 +4,7 @@ import "math"
 
 // MLP is a gated feed-forward block: out = Down(act(Gate(x), Up(x))), by
 // default SwiGLU, silu(g) ⊙ u, as in Llama-family models; or with Gate nil
-// an ungated one, out = Down(act(Up(x))).
+// an ungated one, out = Down(act(Up(x))), or act(Up(x)) with Down nil too.
 type MLP struct {
 	Gate, Up, Down *Linear
 	// Act replaces SwiGLU when set: it computes out[i] = act(gate[i],
@@ -19,7 +19,7 @@ type MLP struct {
 // long windows.
 const mlpRows = 4096
 
-// Forward runs n rows: x (n, Gate.In) -> out (n, Down.Out), mlpRows at a
+// Forward runs n rows: x (n, Up.In) -> out (n, Down.Out or Up.Out), mlpRows at a
 // time. The activation is swiglu32 (ggmlSwiGLU, llama.cpp's, in the int8
 // mode).
 func (m *MLP) Forward(c *Context, out, x []float32, n int) {
@@ -34,10 +34,16 @@ func (m *MLP) Forward(c *Context, out, x []float32, n int) {
 	for r0 := 0; r0 < n; r0 += rows {
 		b := min(rows, n-r0)
 		xs := x[r0*m.Up.In : (r0+b)*m.Up.In]
-		if m.Gate == nil { // ungated: act(Up(x))
-			m.Up.Forward(c, g[:b*f], xs, b)
-			c.Parallel(b, func(_, lo, hi int) { m.Act(g[lo*f:hi*f], g[lo*f:hi*f], nil) })
-			m.Down.Forward(c, out[r0*m.Down.Out:(r0+b)*m.Down.Out], g, b)
+		if m.Gate == nil { // ungated: act(Up(x)), then Down (without Down, the output)
+			y := g[:b*f]
+			if m.Down == nil {
+				y = out[r0*f : (r0+b)*f]
+			}
+			m.Up.Forward(c, y, xs, b)
+			c.Parallel(b, func(_, lo, hi int) { m.Act(y[lo*f:hi*f], y[lo*f:hi*f], nil) })
+			if m.Down != nil {
+				m.Down.Forward(c, out[r0*m.Down.Out:(r0+b)*m.Down.Out], g, b)
+			}
 			continue
 		}
 		ForwardShared(c, xs, b, []*Linear{m.Gate, m.Up}, [][]float32{g[:b*f], u[:b*f]})

@@ -48,6 +48,10 @@ func Softplus(x float64) float64 {
 	return math.Log1p(math.Exp(x))
 }
 
+// Softplus2 is log2(1 + 2^x) = Softplus(x·ln 2)/ln 2 in float64 (x itself
+// past 20/ln 2, as ggml's threshold on x·ln 2 makes it).
+func Softplus2(x float64) float64 { return Softplus(x*math.Ln2) / math.Ln2 }
+
 // Softplus32 is ggml's float32 softplus: a for a > 20, else log(1 + e^a)
 // rounded once.
 func Softplus32(a float32) float32 {
