@@ -204,6 +204,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.k2Layer(add, i)
 			continue
 		}
+		if c.graniteSwitch() {
+			c.switchLayer(add, i)
+			continue
+		}
 		if c.kimiLinear() {
 			c.kimiLayer(add, i)
 			continue
@@ -477,6 +481,9 @@ func Write(path string, c *Config) error {
 	if c.k2() {
 		c.k2Keys(w)
 	}
+	if c.graniteSwitch() {
+		c.switchKeys(w)
+	}
 	if c.kimiLinear() {
 		c.kimiKeys(w)
 	}
@@ -570,7 +577,7 @@ func Write(path string, c *Config) error {
 		w.Add(a+".logit_scale", float32(0.75))
 		w.Add(a+".final_logit_softcapping", float32(4))
 	}
-	if a == "granite" || a == "granitemoe" || a == "granite_swa" { // Granite-3.3-8B's multipliers, its attention's 1/head
+	if a == "granite" || a == "granitemoe" || a == "granite_swa" || a == "graniteswitch" { // Granite-3.3-8B's multipliers, its attention's 1/head
 		w.Add(a+".embedding_scale", float32(12))
 		w.Add(a+".residual_scale", float32(0.22))
 		w.Add(a+".attention.scale", float32(1/float64(c.HeadDim)))

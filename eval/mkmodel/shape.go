@@ -84,7 +84,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo", "arctic", "rwkv7", "arwkv7", "rwkv6", "rwkv6qwen2", "hy_v3", "maple", "laguna", "maion-coder", "spark2_5", "muse-glimmer", "talkie", "hunyuan_vl", "plm", "hrm_text", "grovemoe", "k2-horizon"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo", "arctic", "rwkv7", "arwkv7", "rwkv6", "rwkv6qwen2", "hy_v3", "maple", "laguna", "maion-coder", "spark2_5", "muse-glimmer", "talkie", "hunyuan_vl", "plm", "hrm_text", "grovemoe", "k2-horizon", "graniteswitch"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -346,6 +346,9 @@ func (s Shape) Params() int64 {
 	}
 	if s.k2() {
 		return s.k2Params()
+	}
+	if s.graniteSwitch() {
+		return s.switchParams()
 	}
 	if s.kimiLinear() {
 		return s.kimiParams()

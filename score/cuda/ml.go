@@ -960,14 +960,17 @@ func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error)
 		}
 	}
 	dt := gm(m.Down).t
-	if _, ok := b.int8Format(m.Down); (ok || dt == f32) && gluF32Acts[m.Act] || m.Act == ml.XIELU {
+	if _, ok := b.int8Format(m.Down); (ok || dt == f32) && gluF32Acts[m.Act] || m.Act == ml.XIELU || m.Act == ml.Identity {
 		// float32 activations: the int8 mode quantizes them for Down, or
 		// Down is a float32 product; xIELU's always (its kernel is
-		// float32's, the half operand Down's inputs).
+		// float32's, the half operand Down's inputs), Up·x itself for
+		// Identity.
 		var err error
-		if m.Act == ml.XIELU {
+		switch m.Act {
+		case ml.Identity:
+		case ml.XIELU:
 			err = b.e.xielu(gate, int64(rows)*int64(F), m.XIELU)
-		} else {
+		default:
 			err = b.e.gluF32(gate, gate, up, int64(rows)*int64(F), m.Act, m.Limit)
 		}
 		if err != nil {

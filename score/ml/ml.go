@@ -288,10 +288,15 @@ const (
 	// SiLU: silu(u) = u / (1 + e^-u) of an ungated MLP's Up·x (K2-Horizon's
 	// value experts, which have no Down).
 	SiLU
+	// Identity: no activation, Down(Up·x) of an ungated MLP: a low-rank
+	// product (Granite Switch's LoRA adapters as experts, one per slot).
+	Identity
 )
 
 // Ungated reports whether a is an ungated MLP's activation, of Up·x alone.
-func (a Act) Ungated() bool { return a == ReLUSqr || a == XIELU || a == GELU || a == SiLU }
+func (a Act) Ungated() bool {
+	return a == ReLUSqr || a == XIELU || a == GELU || a == SiLU || a == Identity
+}
 
 func (a Act) String() string {
 	switch a {
@@ -315,6 +320,8 @@ func (a Act) String() string {
 		return "swiglu-clamp-in"
 	case SiLU:
 		return "silu"
+	case Identity:
+		return "identity"
 	}
 	return fmt.Sprintf("act(%d)", int(a))
 }

@@ -614,6 +614,8 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1622.7956265, -800.7417898, -794.3655117, -781.1758209}},
 		{"k2-horizon", "k2-horizon", "", k2Shape, "", "9fe6dfacc34359391fcbf0922f75bfbfbd80839616400a139181d327a76ac497",
 			[]float64{-1596.5182132, -769.3841494, -783.5456955, -793.5546146}},
+		{"graniteswitch", "graniteswitch", "", nil, "", "8c09278c7530b44109b7390598c31740d1348bff132f89ae9382ffaf7e33334d",
+			[]float64{-1320.9917414, -664.5016682, -664.7744050, -661.9005439}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -2455,5 +2457,61 @@ func TestK2HorizonVariants(t *testing.T) {
 		{"no value experts", nil, []string{"blk.2.attn_v_exps.weight"}, "missing tensor blk.2.attn_v_exps.weight"},
 		{"no dense values", nil, []string{"blk.0.attn_v.weight"}, "missing tensor blk.0.attn_v.weight"},
 		{"no expert width", map[string]any{"k2-horizon.expert_feed_forward_length": nil}, nil, "missing metadata k2-horizon.expert_feed_forward_length"},
+	})
+}
+
+// switchTokens is tokens with Granite Switch's two adapter tokens (the
+// vocabulary's last two, ppl-mkmodel's) at every 37th and 53rd position.
+func switchTokens(tokens []int32, vocab int32) []int32 {
+	out := slices.Clone(tokens)
+	for i := range out {
+		if i%37 == 5 {
+			out[i] = vocab - 2
+		}
+		if i%53 == 7 {
+			out[i] = vocab - 1
+		}
+	}
+	return out
+}
+
+// TestGraniteSwitchVariants: Granite Switch on text with its adapter
+// tokens (switchTokens: each window sees one adapter, the other or both,
+// whose slots the router averages and rounds), with the default gain and
+// with a gain of 0.7 that lets the other tokens' keys weigh, without RoPE,
+// against llama.cpp's sums on the same bytes and tokens (24 windows in
+// both builds: none off; here the first 4); files llama.cpp 0.7.0 refuses
+// refused by name.
+func TestGraniteSwitchVariants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "graniteswitch", nil)
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	voc, _ := f.Strings("tokenizer.ggml.tokens")
+	f.Close()
+	tokens := switchTokens(golden.Header.Tokens, int32(len(voc)))
+	checkVariants(t, src, tokens, []fileVariant{
+		{name: "adapter tokens", sha256: "8c09278c7530b44109b7390598c31740d1348bff132f89ae9382ffaf7e33334d",
+			sums: []float64{-1320.2683494, -664.6620352, -664.4723530, -661.2185160}},
+		{name: "a gain of 0.7, no RoPE", sha256: "0befb363a54b819804f06b0186ab9fca18e38afce70eac62b1bc7d4dbc6a58b5",
+			set:  map[string]any{"graniteswitch.adapters.router_gain": float32(0.7), "graniteswitch.rope.scaling.finetuned": false},
+			sums: []float64{-1320.2837247, -664.6745164, -664.4481359, -661.2378245}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"no adapter count", map[string]any{"graniteswitch.adapters.count": nil}, nil, "missing metadata graniteswitch.adapters.count"},
+		{"no logit scale", map[string]any{"graniteswitch.logit_scale": nil}, nil, "missing metadata graniteswitch.logit_scale"},
+		{"adapters and token ids", map[string]any{"graniteswitch.adapters.token_ids_substitute": []int32{1}}, nil,
+			"metadata graniteswitch.adapters.token_ids_activate and token_ids_substitute: 2 and 1 token ids for 2 adapters"},
+		{"substitute out of range", map[string]any{"graniteswitch.adapters.token_ids_substitute": []int32{1, 1 << 20}}, nil,
+			"metadata graniteswitch.adapters.token_ids_substitute: token id 1048576 out of range"},
+		{"too many adapters", map[string]any{"graniteswitch.adapters.count": uint32(5000)}, nil, "metadata graniteswitch.adapters: 5000 adapters of rank 8 (llama.cpp 0.7.0 takes at most 4096 of each)"},
+		{"partial RoPE", map[string]any{"graniteswitch.rope.dimension_count": uint32(16)}, nil, "metadata graniteswitch.rope.dimension_count = 16: graniteswitch rotates whole heads of 32"},
+		{"no adapter B", nil, []string{"blk.1.ffn_down.lora_b"}, "missing tensor blk.1.ffn_down.lora_b"},
 	})
 }

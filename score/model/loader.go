@@ -153,7 +153,20 @@ func (l *Loader) Experts(name string, n, in, out int) *ml.Matrix {
 	return l.matrix(name, n, in, out)
 }
 
+// StackNamed binds the tensor called name (the whole name: Granite Switch's
+// blk.N.attn_q.lora_a), a stack of n matrices of out rows of in elements,
+// without a bias.
+func (l *Loader) StackNamed(name string, n, in, out int) *ml.Matrix {
+	return l.matrixOf(name, name, n, in, out)
+}
+
 func (l *Loader) matrix(name string, experts, in, out int) *ml.Matrix {
+	return l.matrixOf(name, name+".weight", experts, in, out)
+}
+
+// matrixOf binds the tensor tname as the matrix name; its scale and bias
+// (name+".scale", name+".bias") with it when tname is name+".weight".
+func (l *Loader) matrixOf(name, tname string, experts, in, out int) *ml.Matrix {
 	if w, ok := l.byName[name]; ok && w.In == in && w.Out == out && w.Experts == experts {
 		return w
 	}
@@ -161,14 +174,15 @@ func (l *Loader) matrix(name string, experts, in, out int) *ml.Matrix {
 	if experts > 0 {
 		shape = append(shape, experts)
 	}
-	t, data := l.tensor(name+".weight", shape...)
+	weights := tname == name+".weight"
+	t, data := l.tensor(tname, shape...)
 	if t == nil {
 		return nil
 	}
 	// tensor checked the type, the shape and the bytes (the backend's
 	// Prepare turns them into its own form).
 	w := &ml.Matrix{Name: t.Name, Type: t.Type, In: in, Out: out, Experts: experts, Data: data}
-	if outputScaled(name, t.Type) && l.Has(name+".scale") {
+	if weights && outputScaled(name, t.Type) && l.Has(name+".scale") {
 		w.Scale = l.floats(name+".scale", max(experts, 1))
 		for e, v := range w.Scale {
 			if v == 0 {
@@ -176,7 +190,7 @@ func (l *Loader) matrix(name string, experts, in, out int) *ml.Matrix {
 			}
 		}
 	}
-	if l.Has(name + ".bias") {
+	if weights && l.Has(name+".bias") {
 		if experts > 0 {
 			w.Bias = l.floats(name+".bias", out, experts)
 		} else {

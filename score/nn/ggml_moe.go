@@ -1,6 +1,10 @@
 package nn
 
-import "math"
+import (
+	"math"
+
+	"ppl.dev/quant"
+)
 
 // The gating functions of llama.cpp's MoE router (build_moe_ffn) as
 // ggml-cpu computes them, for ml.Router in the int8 modes.
@@ -134,5 +138,58 @@ func (p XIELU) Ref(out, x []float32) {
 			continue
 		}
 		out[i] = float32((math.Expm1(min(f, eps))-f)*an + b*f)
+	}
+}
+
+// ScalarAttention is the causal attention of a query of 1 over keys and
+// values of one dimension, in float64 rounded once: out[t] =
+// Σ_{j≤t} e^k[j]·v[j] / Σ_{j≤t} e^k[j] (Granite Switch's adapter router:
+// the reference for GGMLScalarAttention).
+func ScalarAttention(out, k, v []float32) {
+	check("ScalarAttention keys", len(k), len(out))
+	check("ScalarAttention values", len(v), len(out))
+	m, s, a := math.Inf(-1), 0.0, 0.0
+	for t := range out {
+		kt := float64(k[t])
+		if kt > m { // rescale the sums to the new maximum
+			r := math.Exp(m - kt)
+			s, a, m = s*r, a*r, kt
+		}
+		w := math.Exp(kt - m)
+		s += w
+		a += w * float64(v[t])
+		out[t] = float32(a / s)
+	}
+}
+
+// GGMLScalarAttention is ScalarAttention as ggml-cpu's flash attention
+// over an F16 cache computes it for each query t, the keys 0..t in order:
+// k and v rounded to f16; per key, a new maximum M rescales the f16
+// accumulator by expf(M_old − M) (0 the first time), else the key weighs
+// vs = expf(k − M); the accumulator += v·vs rounded to f16, the sum S =
+// S·ms + vs in float32, each a fused multiply-add; out[t] = accumulator ·
+// (1/S). glibc's expf.
+func GGMLScalarAttention(out, k, v []float32) {
+	check("GGMLScalarAttention keys", len(k), len(out))
+	check("GGMLScalarAttention values", len(v), len(out))
+	f16 := func(x float32) float32 { return quant.F16ToF32(quant.F32ToF16(x)) }
+	m, s, acc := float32(math.Inf(-1)), float32(0), float32(0)
+	for t := range out {
+		kt, vt := f16(k[t]), f16(v[t])
+		ms, vs := float32(1), float32(1)
+		if kt > m {
+			ms = libcExpf(m - kt)
+			m = kt
+			acc = f16(acc * ms)
+		} else {
+			vs = libcExpf(kt - m)
+		}
+		acc = f16(fma32(vt, vs, acc)) // ggml_vec_mad_f16's fused multiply-add
+		s = fma32(s, ms, vs)          // S·ms + vs, contracted by the compiler
+		inv := float32(0)
+		if s != 0 {
+			inv = 1 / s
+		}
+		out[t] = acc * inv
 	}
 }
