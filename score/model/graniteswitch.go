@@ -79,8 +79,7 @@ func newGraniteSwitch(l *Loader) Network {
 	if !l.graniteScales(d, graniteDefaults{}) {
 		return nil
 	}
-	if d.rope.Dims != hp.HeadDim {
-		l.Failf("metadata %s.rope.dimension_count = %d: graniteswitch rotates whole heads of %d (llama.cpp 0.7.0 asserts it)", hp.Arch, d.rope.Dims, hp.HeadDim)
+	if !l.wholeHeads(d.rope) {
 		return nil
 	}
 	s.decoder = d
@@ -152,7 +151,7 @@ func (m *graniteSwitch) switchSlots(tokens []int32) (emb, slots []int32) {
 	nn.GGMLScalarAttention(out, k, v)
 	for t, x := range out {
 		x = min(max(x, 0), float32(m.adapters))
-		slots[t] = int32(float32(math.Round(float64(x))))
+		slots[t] = int32(math.Round(float64(x)))
 	}
 	return emb, slots
 }

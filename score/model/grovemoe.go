@@ -56,8 +56,7 @@ func newGroveMoE(l *Loader) Network {
 	if l.Err() != nil {
 		return nil
 	}
-	if d.rope.Dims != hp.HeadDim {
-		l.Failf("metadata %s.rope.dimension_count = %d: grovemoe rotates whole heads of %d (llama.cpp 0.7.0 asserts it)", hp.Arch, d.rope.Dims, hp.HeadDim)
+	if !l.wholeHeads(d.rope) {
 		return nil
 	}
 	E, qd, kvd := hp.Embd, hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim

@@ -46,6 +46,17 @@ func (l *Loader) RoPE(neox bool) *nn.RoPE {
 // and the raw base with the key for hunyuan_vl).
 var ntkAlphaArchs = map[string]bool{"hunyuan-dense": true, "hunyuan_vl": true}
 
+// wholeHeads reports whether r turns whole heads, and fails l otherwise:
+// the architectures whose graphs llama.cpp 0.7.0 builds only then (it
+// asserts n_rot = the head size).
+func (l *Loader) wholeHeads(r *nn.RoPE) bool {
+	if r.Dims == l.HP.HeadDim {
+		return true
+	}
+	l.Failf("metadata %s.rope.dimension_count = %d: %s rotates whole heads of %d (llama.cpp 0.7.0 asserts it)", l.HP.Arch, r.Dims, l.HP.Arch, l.HP.HeadDim)
+	return false
+}
+
 func (l *Loader) rope(neox bool) (*nn.RoPE, RopeInfo, error) {
 	hp, o := l.HP, l.Opts
 	m := meta{l.f, hp.Arch}
@@ -79,16 +90,15 @@ func (l *Loader) rope(neox bool) (*nn.RoPE, RopeInfo, error) {
 	if err == nil {
 		err = e
 	}
-	if err != nil {
-		return nil, info, err
-	}
-	if ntkAlphaArchs[hp.Arch] && hp.HeadDim > 2 {
-		if alpha := num("rope.scaling.alpha", 0); alpha > 0 { // llama.cpp's hunyuan-vl hparams, in float32
-			base = float64(float32(base) * float32(math.Pow(float64(float32(alpha)), float64(float32(hp.HeadDim)/float32(hp.HeadDim-2)))))
-		}
+	alpha := 0.0
+	if ntkAlphaArchs[hp.Arch] {
+		alpha = num("rope.scaling.alpha", 0)
 	}
 	if err != nil {
 		return nil, info, err
+	}
+	if alpha > 0 && hp.HeadDim > 2 { // llama.cpp's hunyuan-vl hparams, in float32
+		base = float64(float32(base) * float32(math.Pow(float64(float32(alpha)), float64(float32(hp.HeadDim)/float32(hp.HeadDim-2)))))
 	}
 	if o.RopeFreqBase > 0 {
 		base = o.RopeFreqBase

@@ -42,8 +42,7 @@ func newTalkie(l *Loader) Network {
 	if l.Err() != nil {
 		return nil
 	}
-	if d.rope.Dims != hp.HeadDim {
-		l.Failf("metadata %s.rope.dimension_count = %d: talkie rotates whole heads of %d (llama.cpp 0.7.0 asserts it)", hp.Arch, d.rope.Dims, hp.HeadDim)
+	if !l.wholeHeads(d.rope) {
 		return nil
 	}
 	E, hd := hp.Embd, hp.HeadDim

@@ -1254,6 +1254,14 @@ const llama4Chunk = 8192
 // key is above 0: ntkAlphaArchs) and q and k RMS-normed per head after
 // RoPE.
 func newHunyuanDense(l *Loader) Network {
+	if d := hunyuanDecoder(l); d != nil {
+		return d
+	}
+	return nil
+}
+
+// hunyuanDecoder is hunyuan-dense's decoder, or nil after an error.
+func hunyuanDecoder(l *Loader) *decoder {
 	d := newDecoder(l, decoderOpts{neox: true, qkNorm: true})
 	d.qkNormAfterRoPE = true
 	if l.Err() != nil {
@@ -1269,13 +1277,8 @@ func newHunyuanDense(l *Loader) Network {
 // above 0, multimodal RoPE, whose text positions leave the pairs past the
 // first three sections unturned.
 func newHunyuanVL(l *Loader) Network {
-	d := newDecoder(l, decoderOpts{neox: true, qkNorm: true})
-	d.qkNormAfterRoPE = true
-	if !glmMRoPE(l, d.rope) {
-		return nil
-	}
-	if d.rope.Dims != l.HP.HeadDim {
-		l.Failf("metadata %s.rope.dimension_count = %d: hunyuan_vl rotates whole heads of %d (llama.cpp 0.7.0 requires it)", l.HP.Arch, d.rope.Dims, l.HP.HeadDim)
+	d := hunyuanDecoder(l)
+	if d == nil || !glmMRoPE(l, d.rope) || !l.wholeHeads(d.rope) {
 		return nil
 	}
 	return d
