@@ -241,7 +241,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		if c.mamba() && !c.falconH1() && c.recurrent(i) {
 			c.mambaMixer(add, i)
 		} else {
-			if c.Arch == "bailingmoe2" || c.Arch == "gptneox" || c.Arch == "falcon" || c.Arch == "gpt2" || c.Arch == "dbrx" || c.alibi() || c.Arch == "qwen" {
+			if c.Arch == "bailingmoe2" || c.Arch == "gptneox" || c.Arch == "falcon" || c.Arch == "gpt2" || c.Arch == "dbrx" || c.alibi() || c.Arch == "qwen" || c.Arch == "cogvlm" {
 				c.fusedQKV(add, i)
 			} else {
 				add(p+"attn_q.weight", []uint64{e, q}, i, c.normal(p+"attn_q.weight", 1.2*invSqrt(e)))
@@ -343,6 +343,13 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		add(p+"ffn_down.weight", []uint64{ff, e}, i, c.normal(p+"ffn_down.weight", res*invSqrt(ff)))
 		if c.geluMLP() || c.Arch == "jais" || c.Arch == "jais2" {
 			add(p+"ffn_down.bias", []uint64{e}, i, c.normal(p+"ffn_down.bias", 0.1))
+		}
+		if c.Arch == "cogvlm" { // the visual expert's projections, which text tokens do not use
+			add(p+"vis_attn_qkv.weight", []uint64{e, 3 * q}, i, c.normal(p+"vis_attn_qkv.weight", invSqrt(e)))
+			add(p+"vis_attn_output.weight", []uint64{q, e}, i, c.normal(p+"vis_attn_output.weight", invSqrt(q)))
+			add(p+"vis_gate.weight", []uint64{e, ff}, i, c.normal(p+"vis_gate.weight", invSqrt(e)))
+			add(p+"vis_up.weight", []uint64{e, ff}, i, c.normal(p+"vis_up.weight", invSqrt(e)))
+			add(p+"vis_down.weight", []uint64{ff, e}, i, c.normal(p+"vis_down.weight", invSqrt(ff)))
 		}
 		if post {
 			add(p+"post_ffw_norm.weight", []uint64{e}, i, c.gain(p+"post_ffw_norm.weight", res, 0.1*res))
@@ -572,6 +579,10 @@ func Write(path string, c *Config) error {
 		w.Add(a+".rope.scaling.alpha", float32(8))
 		q := int32(c.HeadDim / 8)
 		w.Add(a+".rope.dimension_sections", []int32{q, q, q, q})
+	}
+	if a == "paddleocr" { // PaddleOCR-VL's MRoPE sections [16, 24, 24] of its 64 pairs, in proportion
+		q := int32(c.HeadDim / 16)
+		w.Add(a+".rope.dimension_sections", []int32{2 * q, 3 * q, 3 * q, 0})
 	}
 	if a == "muse-glimmer" { // the logits' multiplier and a soft-cap low enough to bite (llama.cpp requires the first)
 		w.Add(a+".logit_scale", float32(0.75))

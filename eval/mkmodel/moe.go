@@ -40,7 +40,7 @@ import (
 // of experts may have a shared expert (SharedFFN).
 func (s Shape) sharedExpert() bool {
 	switch s.Arch {
-	case "ernie4_5-moe", "dots1", "hy_v3", "k2-horizon", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2", "afmoe", "exaone-moe", "cohere2moe", "deepseek", "bailingmoe", "step35", "laguna", "kimi-linear", "grok":
+	case "ernie4_5-moe", "dots1", "hy_v3", "k2-horizon", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2", "afmoe", "exaone-moe", "cohere2moe", "deepseek", "deepseek2-ocr", "bailingmoe", "step35", "laguna", "kimi-linear", "grok":
 		return true
 	}
 	return false
@@ -51,8 +51,10 @@ func (s Shape) checkMoE() error {
 	switch {
 	case (s.Arch == "qwen2moe" || s.Arch == "hunyuan-moe" || s.Arch == "bailingmoe2" || s.Arch == "exaone-moe" || s.Arch == "bailingmoe") && s.SharedFFN <= 0:
 		return fmt.Errorf("shape: %s has a shared expert: its width must be positive", s.Arch)
-	case s.Arch == "deepseek" && (s.SharedFFN <= 0 || s.SharedFFN%s.ExpertFFN != 0):
-		return fmt.Errorf("shape: deepseek's shared experts are whole experts (%d wide, experts %d)", s.SharedFFN, s.ExpertFFN)
+	case (s.Arch == "deepseek" || s.Arch == "deepseek2-ocr") && (s.SharedFFN <= 0 || s.SharedFFN%s.ExpertFFN != 0):
+		return fmt.Errorf("shape: %s's shared experts are whole experts (%d wide, experts %d)", s.Arch, s.SharedFFN, s.ExpertFFN)
+	case s.Arch == "deepseek2-ocr" && (s.KVHeads != s.Heads || s.Heads*s.HeadDim != s.Embd):
+		return fmt.Errorf("shape: llama.cpp's deepseek2-ocr shapes q, k and v as heads filling the width: %d KV heads for %d heads of %d, width %d", s.KVHeads, s.Heads, s.HeadDim, s.Embd)
 	case s.Arch == "exaone-moe" && s.Window <= 0:
 		return fmt.Errorf("shape: exaone-moe needs a sliding window")
 	case (s.Arch == "afmoe" || s.Arch == "bailingmoe") && s.SharedFFN != s.ExpertFFN:
@@ -109,6 +111,13 @@ func (c *Config) moeKeys(w *gguf.Writer) {
 			w.Add(a+".expert_shared_count", uint32(1))
 			w.Add(a+".expert_shared_feed_forward_length", uint32(c.SharedFFN))
 		}
+	}
+	if a == "deepseek2-ocr" { // DeepSeek-OCR's: softmax routing, not renormalized, scaled by 1; its shared experts are SharedFFN/ExpertFFN experts
+		w.Add(a+".leading_dense_block_count", uint32(c.DenseLead))
+		w.Add(a+".expert_shared_count", uint32(c.SharedFFN/c.ExpertFFN))
+		w.Add(a+".expert_gating_func", uint32(1)) // softmax
+		w.Add(a+".expert_weights_norm", false)
+		w.Add(a+".expert_weights_scale", float32(1))
 	}
 	if a == "deepseek" { // DeepSeek-MoE's: softmax routing, not renormalized; its shared experts are SharedFFN/ExpertFFN experts
 		w.Add(a+".leading_dense_block_count", uint32(c.DenseLead))

@@ -84,7 +84,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo", "arctic", "rwkv7", "arwkv7", "rwkv6", "rwkv6qwen2", "hy_v3", "maple", "laguna", "maion-coder", "spark2_5", "muse-glimmer", "talkie", "hunyuan_vl", "plm", "hrm_text", "grovemoe", "k2-horizon", "graniteswitch"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo", "arctic", "rwkv7", "arwkv7", "rwkv6", "rwkv6qwen2", "hy_v3", "maple", "laguna", "maion-coder", "spark2_5", "muse-glimmer", "talkie", "hunyuan_vl", "plm", "hrm_text", "grovemoe", "k2-horizon", "graniteswitch", "paddleocr", "cogvlm", "deepseek2-ocr"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -184,12 +184,16 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: %s needs experts >= 2, 1 <= experts used <= experts and an expert FFN width (%d, %d, %d)", s.Arch, s.Experts, s.ExpertsUsed, s.ExpertFFN)
 	case !s.moe() && (s.Experts != 0 || s.ExpertsUsed != 0 || s.ExpertFFN != 0):
 		return fmt.Errorf("shape: experts are for the mixtures of experts and llama (Mixtral's layout), not %s", s.Arch)
-	case s.DenseLead < 0 || s.DenseLead > 0 && s.Arch != "ernie4_5-moe" && s.Arch != "dots1" && s.Arch != "hy_v3" && s.Arch != "lfm2moe" && s.Arch != "bailingmoe2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "deepseek" && s.Arch != "mimo2" && s.Arch != "step35" && s.Arch != "laguna" && s.Arch != "kimi-linear" && s.Arch != "k2-horizon" || s.DenseLead > s.Layers:
+	case s.DenseLead < 0 || s.DenseLead > 0 && s.Arch != "ernie4_5-moe" && s.Arch != "dots1" && s.Arch != "hy_v3" && s.Arch != "lfm2moe" && s.Arch != "bailingmoe2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "deepseek" && s.Arch != "deepseek2-ocr" && s.Arch != "mimo2" && s.Arch != "step35" && s.Arch != "laguna" && s.Arch != "kimi-linear" && s.Arch != "k2-horizon" || s.DenseLead > s.Layers:
 		return fmt.Errorf("shape: %d leading dense layers (ernie4_5-moe, dots1, lfm2moe and bailingmoe2 only, at most the layers)", s.DenseLead)
 	case s.plm() && (!s.Tied || s.KVHeads != s.Heads):
 		return fmt.Errorf("shape: plm ties its output to the embeddings and has a KV head per head (tied %v, %d of %d)", s.Tied, s.KVHeads, s.Heads)
 	case s.Arch == "hunyuan_vl" && s.HeadDim%8 != 0:
 		return fmt.Errorf("shape: hunyuan_vl's four RoPE sections need a head size that is a multiple of 8 (%d)", s.HeadDim)
+	case s.Arch == "cogvlm" && (s.KVHeads != s.Heads || s.Heads*s.HeadDim != s.Embd):
+		return fmt.Errorf("shape: llama.cpp's cogvlm reads q, k and v as width-sized thirds of attn_qkv: %d KV heads for %d heads of %d, width %d", s.KVHeads, s.Heads, s.HeadDim, s.Embd)
+	case s.Arch == "paddleocr" && s.HeadDim%16 != 0:
+		return fmt.Errorf("shape: paddleocr's RoPE sections need a head size that is a multiple of 16 (%d)", s.HeadDim)
 	case (s.Arch == "maple" || s.Arch == "muse-glimmer") && (s.Window <= 0 || s.Tied):
 		return fmt.Errorf("shape: %s needs a sliding window (%d) and an output matrix", s.Arch, s.Window)
 	case s.Arch == "dots1" && s.KVHeads != s.Heads:
@@ -393,6 +397,8 @@ func (s Shape) Params() int64 {
 		block += 2*e - e*int64(s.FFN) + q + 2*kv + e + int64(s.FFN) + e
 	case "qwen": // attn_qkv's bias
 		block += q + 2*kv
+	case "cogvlm": // the visual expert's attention and MLP
+		block += e*(q+2*kv) + q*e + dense
 	case "bitnet": // the sub norms and scales
 		block += s.bitnetParams()
 	case "maincoder": // per-head q and k norms
@@ -414,7 +420,7 @@ func (s Shape) Params() int64 {
 		} else {
 			block += e
 		}
-	case "deepseek": // the shared experts
+	case "deepseek", "deepseek2-ocr": // the shared experts
 		block += 3 * e * int64(s.SharedFFN)
 	case "ernie4_5-moe": // the selection bias, the shared expert
 		block += int64(s.Experts) + 3*e*int64(s.SharedFFN)

@@ -709,6 +709,20 @@ func TestEndToEndGenerated(t *testing.T) {
 		// by 16, as granite_swa's. Emulation: max 0.0001, mean 0.00003,
 		// PPL ratio 0.999998.
 		{"graniteswitch", nil, 0.0003, 0.00006, 0.000005, ""},
+		// PaddleOCR-VL: ernie4_5's decoder with qwen2vl's MRoPE (NeoX
+		// pairs, every one turned by text at PaddleOCR's proportions).
+		// Emulation: max 0.0085, mean 0.00142, PPL ratio 0.999856.
+		{"paddleocr", nil, 0.017, 0.0028, 0.0003, ""},
+		// CogVLM: q, k and v as width-sized thirds of attn_qkv, NeoX RoPE
+		// of base 10000 whatever the file says, the visual expert unread.
+		// Emulation: max 0.0077, mean 0.00145, PPL ratio 1.000100.
+		{"cogvlm", func(s *mkmodel.Shape) { s.KVHeads = s.Heads }, 0.016, 0.003, 0.0002, ""},
+		// DeepSeek-OCR: deepseek's mixture (a dense first layer, 2 shared
+		// experts) with NeoX RoPE, every expert used. Emulation: max
+		// 0.0102, mean 0.00196, PPL ratio 0.999954.
+		{"deepseek2-ocr", func(s *mkmodel.Shape) {
+			s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.KVHeads = 3, 1, 8, 8, 64, 128, s.Heads
+		}, 0.02, 0.004, 0.0001, ""},
 		// PLM: minicpm3's plain latent attention with q = attn_q·x,
 		// RoPE over adjacent pairs, a ReLU² MLP, tied; the CPU's int8
 		// attention llama.cpp's without flash attention (probabilities in

@@ -616,6 +616,16 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1596.5182132, -769.3841494, -783.5456955, -793.5546146}},
 		{"graniteswitch", "graniteswitch", "", nil, "", "8c09278c7530b44109b7390598c31740d1348bff132f89ae9382ffaf7e33334d",
 			[]float64{-1320.9917414, -664.5016682, -664.7744050, -661.9005439}},
+		{"paddleocr", "paddleocr", "", nil, "", "fc1eb4e0da65efee83608a1c748b68cfbf07778fc975e9adf16dcd8664483ba4",
+			[]float64{-1614.9779596, -807.5483990, -795.1790851, -772.6263511}},
+		{"cogvlm", "cogvlm", "", cogvlmShape(false), "", "b9458f9d3aa3cc54780e593823e0aa4855a4528d8f39e8af296f1d6a62235334",
+			[]float64{-1618.4613552, -795.1382285, -794.8335721, -751.5181921}},
+		{"cogvlm-tied", "cogvlm", "", cogvlmShape(true), "", "856950c2959d72610167604b21e9fcaa005b21ea1f4ff568a7e3a1f8f92b3aa8",
+			[]float64{-1584.9550500, -793.4082078, -797.3729386, -785.3583892}},
+		{"deepseek2-ocr", "deepseek2-ocr", "", ocrShape(false), "", "7f25d87d9140e8aba81252366e968f94c67e2ecf19326c6e223fef25c3302542",
+			[]float64{-1624.7860124, -783.1563343, -795.0621502, -784.9783493}},
+		{"deepseek2-ocr-tied", "deepseek2-ocr", "", ocrShape(true), "", "efc25c088b48ef4b67d2b21a153b69731fa16535925941caeba99452c206593a",
+			[]float64{-1532.4084196, -779.9115228, -797.5471793, -756.8495664}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -2291,6 +2301,153 @@ func TestHunyuanAlpha(t *testing.T) {
 			set:  map[string]any{"hunyuan-dense.rope.scaling.alpha": float32(1000), "hunyuan-dense.rope.dimension_sections": []int32{4, 4, 4, 4}},
 			sums: []float64{-1651.9361494, -798.3723534, -789.7788298, -784.3710931}},
 	})
+}
+
+// paddleBiases are q, k, v and attn_output biases for genModel's 2
+// layers, which llama.cpp 0.7.0's paddleocr binds where present.
+func paddleBiases() map[string]f32Tensor {
+	r := rand.New(rand.NewPCG(41, 2))
+	add := map[string]f32Tensor{}
+	for i := range 2 {
+		for _, b := range []struct {
+			name string
+			n    uint64
+		}{{"attn_q", 128}, {"attn_k", 64}, {"attn_v", 64}, {"attn_output", 128}} {
+			v := make([]float32, b.n)
+			for j := range v {
+				v[j] = float32(0.5 * r.NormFloat64())
+			}
+			add[fmt.Sprintf("blk.%d.%s.bias", i, b.name)] = f32Tensor{[]uint64{b.n}, v}
+		}
+	}
+	return add
+}
+
+// TestPaddleOCRVariants: PaddleOCR-VL's text decoder with q, k, v and
+// output biases, and with sections leaving a fifth of the pairs unturned
+// by text, against llama.cpp's sums on the same bytes (24 windows in both
+// builds: none off; here the first 4); a file without sections, on which
+// llama.cpp 0.7.0 asserts, refused by name.
+func TestPaddleOCRVariants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "paddleocr", nil)
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "biases", sha256: "3190d792048553842096e2448a22af122361232698a43ec98a4148a75b93bab6", add: paddleBiases(),
+			sums: []float64{-1589.6205928, -820.6769959, -775.0016134, -772.0110213}},
+		{name: "unturned pairs", sha256: "a22305aafd17e100e285d17b6251c52f95025cd60dfae62fed05a551326ec6de",
+			set:  map[string]any{"paddleocr.rope.dimension_sections": []int32{2, 3, 3, 2}},
+			sums: []float64{-1614.8990341, -806.2062927, -794.5689101, -772.6714203}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"no sections", map[string]any{"paddleocr.rope.dimension_sections": nil}, nil, "missing metadata paddleocr.rope.dimension_sections"},
+	})
+}
+
+// cogvlmShape is CogVLM's layout: a KV head per head (llama.cpp reads q,
+// k and v as width-sized thirds of attn_qkv), the output tied when tied.
+func cogvlmShape(tied bool) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) { s.KVHeads, s.Tied = s.Heads, tied }
+}
+
+// TestCogVLMVariants: llama.cpp 0.7.0 rotates CogVLM by ggml_rope's fixed
+// base 10000 without scaling: a file saying base 500000 and linear scaling
+// by 4 gives its sums on the same bytes (those of the file without them,
+// 24 windows in both builds: none off; here the first 4); refused by name:
+// the options that would change the RoPE, grouped KV heads, partial RoPE,
+// a missing visual expert's tensor and an attention bias (files llama.cpp
+// refuses or asserts on).
+func TestCogVLMVariants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "cogvlm", cogvlmShape(false))
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "base and scaling ignored", sha256: "3c99ac8414b7325404cd13f5629b4e3202db3d91c740a93a9e2a6c72e04f738a",
+			set:  map[string]any{"cogvlm.rope.freq_base": float32(500000), "cogvlm.rope.scaling.type": "linear", "cogvlm.rope.scaling.factor": float32(4)},
+			sums: []float64{-1618.4613552, -795.1382285, -794.8335721, -751.5181921}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"grouped KV heads", map[string]any{"cogvlm.attention.head_count_kv": uint32(2)}, nil, "cogvlm: 4 heads and 2 KV heads of 32 for a width of 128: llama.cpp's cogvlm reads q, k and v as width-sized thirds of attn_qkv"},
+		{"partial RoPE", map[string]any{"cogvlm.rope.dimension_count": uint32(16)}, nil, "metadata cogvlm.rope.dimension_count = 16: cogvlm rotates whole heads of 32"},
+		{"no visual expert", nil, []string{"blk.1.vis_down.weight"}, "missing tensor blk.1.vis_down.weight (the visual expert, which llama.cpp 0.7.0 requires)"},
+		{"q, k and v apart", nil, []string{"blk.0.attn_qkv.weight"}, "missing tensor blk.0.attn_qkv.weight"},
+	})
+	withBias := rewriteFile(t, src, nil, map[string]f32Tensor{"blk.0.attn_qkv.bias": {[]uint64{384}, make([]float32, 384)}})
+	if _, err := Load(withBias, Options{}); err == nil || !strings.Contains(err.Error(), "tensor blk.0.attn_qkv.bias: llama.cpp's cogvlm has no attention biases") {
+		t.Errorf("attn_qkv.bias: %v", err)
+	}
+	if _, err := Load(src, Options{RopeFreqBase: 1e6}); err == nil || !strings.Contains(err.Error(), "--rope-* options for cogvlm") {
+		t.Errorf("--rope-freq-base: %v", err)
+	}
+}
+
+// ocrShape is DeepSeek-OCR's layout in 3 layers: a dense first layer,
+// then 8 experts of 64 (2 used) and 2 shared experts, a KV head per head,
+// the output tied when tied.
+func ocrShape(tied bool) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) {
+		deepSeek(s)
+		s.KVHeads, s.Tied = s.Heads, tied
+	}
+}
+
+// ocrRouting makes a deepseek2-ocr file's routing sigmoid, renormalized
+// and scaled by 2.5 (DeepSeek-OCR's own is softmax, neither).
+var ocrRouting = map[string]any{"deepseek2-ocr.expert_gating_func": uint32(2), "deepseek2-ocr.expert_weights_norm": true,
+	"deepseek2-ocr.expert_weights_scale": float32(2.5)}
+
+// ocrSelBias is a selection bias for ocrShape's two mixtures.
+func ocrSelBias() map[string]f32Tensor {
+	r := rand.New(rand.NewPCG(42, 2))
+	add := map[string]f32Tensor{}
+	for i := 1; i < 3; i++ {
+		v := make([]float32, 8)
+		for j := range v {
+			v[j] = float32(0.1 * r.NormFloat64())
+		}
+		add[fmt.Sprintf("blk.%d.exp_probs_b.bias", i)] = f32Tensor{[]uint64{8}, v}
+	}
+	return add
+}
+
+// TestDeepSeekOCRVariants: DeepSeek-OCR's mixtures routed by sigmoid
+// with a selection bias, renormalized and scaled by 2.5, and a file with
+// attention.sliding_window 40, which llama.cpp 0.7.0 ignores, against
+// llama.cpp's sums on the same bytes (24 windows in both builds: none off;
+// here the first 4); refused by name: a RoPE base other than 10000, on
+// which llama.cpp asserts, and RoPE scaling, grouped KV heads, no shared
+// experts' count, an attention bias (files llama.cpp refuses or would
+// misread).
+func TestDeepSeekOCRVariants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "deepseek2-ocr", ocrShape(false))
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "sigmoid routing", sha256: "d4d01b4724e75d24463ec20e78f27b968b0a28b1246e0cf22c97f6832d9a5849", set: ocrRouting, add: ocrSelBias(),
+			sums: []float64{-1642.3806199, -794.8176796, -807.9994812, -794.6656580}},
+		{name: "sliding window ignored", sha256: "471d2bee30656bf4ef1d4a8cc870c9edbb15049cbc91537df79d073c894c47e1",
+			set:  map[string]any{"deepseek2-ocr.attention.sliding_window": uint32(40)},
+			sums: []float64{-1624.7860124, -783.1563343, -795.0621502, -784.9783493}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"base 500000", map[string]any{"deepseek2-ocr.rope.freq_base": float32(500000)}, nil, "deepseek2-ocr: RoPE of base 500000, frequency scale 1, YaRN 0, attention factor 1, factors false: llama.cpp rotates DeepSeek-OCR by base 10000"},
+		{"linear scaling", map[string]any{"deepseek2-ocr.rope.scaling.type": "linear", "deepseek2-ocr.rope.scaling.factor": float32(4)}, nil, "frequency scale 0.25"},
+		{"grouped KV heads", map[string]any{"deepseek2-ocr.attention.head_count_kv": uint32(2)}, nil, "deepseek2-ocr: 4 heads and 2 KV heads of 32 for a width of 128: llama.cpp's deepseek2-ocr shapes q, k and v as heads filling the width"},
+		{"no shared experts' count", map[string]any{"deepseek2-ocr.expert_shared_count": nil}, nil, "missing metadata deepseek2-ocr.expert_shared_count"},
+	})
+	withBias := rewriteFile(t, src, nil, map[string]f32Tensor{"blk.0.attn_q.bias": {[]uint64{128}, make([]float32, 128)}})
+	if _, err := Load(withBias, Options{}); err == nil || !strings.Contains(err.Error(), "tensor blk.0.attn_q.bias: llama.cpp's deepseek2-ocr has no attention biases") {
+		t.Errorf("attn_q.bias: %v", err)
+	}
 }
 
 // plmShape is PLM's layout in 4 layers: a KV head per head, the output

@@ -44,6 +44,16 @@ func init() {
 	// qwen3moe with llama.cpp's multi-section RoPE (newVL).
 	Register("qwen2vl", func(l *Loader) Network { return newVL(l, decoderOpts{neox: true, qkvBias: true}, false) })
 	Register("qwen3vl", func(l *Loader) Network { return newVL(l, decoderOpts{neox: true, qkNorm: true}, true) })
+	// paddleocr: PaddleOCR-VL's text decoder (ERNIE-4.5-0.3B), ernie4_5's
+	// file with qwen2vl's MRoPE (rope.dimension_sections required: llama.cpp
+	// 0.7.0 asserts without them) and the norms' epsilon it reads; q, k, v
+	// and attn_output biases where present.
+	Register("paddleocr", func(l *Loader) Network {
+		if d := vlDecoder(l, decoderOpts{neox: true}, false); d != nil {
+			return d
+		}
+		return nil
+	})
 	Register("qwen3vlmoe", func(l *Loader) Network {
 		return newVL(l, decoderOpts{neox: true, qkNorm: true, moe: &moeOpts{gating: ml.GateSoftmax, norm: true}}, true)
 	})
@@ -274,20 +284,31 @@ func newDecoder(l *Loader, o decoderOpts) *decoder {
 //   - qwen2vl's RMS norms with epsilon 0: llama.cpp 0.7.0's qwen2vl never
 //     reads attention.layer_norm_rms_epsilon.
 func newVL(l *Loader, o decoderOpts, interleaved bool) Network {
+	d := vlDecoder(l, o, interleaved)
+	if d == nil {
+		return nil
+	}
+	if interleaved {
+		if _, err := (meta{l.f, l.HP.Arch}).int("n_deepstack_layers", 0); err != nil {
+			l.fail(err)
+			return nil
+		}
+	} else {
+		d.hp.Eps = 0
+	}
+	return d
+}
+
+// vlDecoder is newDecoder with vlRoPE's multi-section RoPE, or nil after
+// an error.
+func vlDecoder(l *Loader, o decoderOpts, interleaved bool) *decoder {
 	d := newDecoder(l, o)
 	if l.Err() != nil {
 		return nil
 	}
-	err := vlRoPE(l, d.rope, interleaved)
-	if err == nil && interleaved {
-		_, err = meta{l.f, l.HP.Arch}.int("n_deepstack_layers", 0)
-	}
-	if err != nil {
+	if err := vlRoPE(l, d.rope, interleaved); err != nil {
 		l.fail(err)
 		return nil
-	}
-	if !interleaved {
-		d.hp.Eps = 0
 	}
 	return d
 }

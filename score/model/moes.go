@@ -9,10 +9,11 @@ import (
 
 // The mixtures of experts that are llama's decoder with one FFN swapped
 // for experts and a few attention options: qwen2moe, olmoe, granitemoe,
-// hunyuan-moe, bailingmoe2, afmoe, exaone-moe and deepseek, each as
-// llama.cpp 0.7.0 builds it.
+// hunyuan-moe, bailingmoe2, afmoe, exaone-moe, deepseek and deepseek2-ocr,
+// each as llama.cpp 0.7.0 builds it.
 func init() {
 	Register("deepseek", newDeepSeek)
+	Register("deepseek2-ocr", newDeepSeekOCR)
 	Register("afmoe", newAFMoE)
 	Register("exaone-moe", newEXAONEMoE)
 	Register("qwen2moe", newQwen2MoE)
@@ -130,7 +131,15 @@ func newDeepSeek(l *Loader) Network {
 		l.Failf("missing metadata %s.expert_shared_count (deepseek's shared experts)", hp.Arch)
 		return nil
 	}
-	return l.bindLayers(l.baseDecoder(false), func(i int, p string) decoderLayer {
+	return l.denseLeadLayers(l.baseDecoder(false), moe)
+}
+
+// denseLeadLayers binds d's layers as llama's block (preNormLayer) with
+// dense MLPs in moe's leading dense layers and its mixture of experts
+// after; it returns d, or nil after an error.
+func (l *Loader) denseLeadLayers(d *decoder, moe *moeParams) Network {
+	hp := l.HP
+	return l.bindLayers(d, func(i int, p string) decoderLayer {
 		ly := l.preNormLayer(p, "ffn_norm")
 		if i < moe.DenseLayers {
 			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
@@ -139,6 +148,51 @@ func newDeepSeek(l *Loader) Network {
 		}
 		return ly
 	})
+}
+
+// deepseek2-ocr: DeepSeek-OCR's language model (DeepSeek-V2's mixture
+// without latent attention: 3B-A0.57B), as llama.cpp 0.7.0 runs text
+// tokens: llama's block with q, k and v of attn_q, attn_k and attn_v (no
+// biases), a KV head per head filling the width (llama.cpp shapes them so),
+// NeoX RoPE over whole heads whose base must be 10000 (llama.cpp asserts
+// it) without scaling or rope_freqs (which it never applies); dense MLPs in
+// the leading_dense_block_count first layers, then experts routed by
+// expert_gating_func (softmax when absent), with exp_probs_b.bias where
+// present, normed and scaled as the file says, plus expert_shared_count
+// (required) shared experts as one MLP; the output matrix or the tied
+// embedding. attention.sliding_window (Unlimited-OCR's) is not read:
+// llama.cpp 0.7.0 gives such a file the sums of the file without it.
+func newDeepSeekOCR(l *Loader) Network {
+	hp := l.HP
+	if hp.KVHeads != hp.Heads || hp.Heads*hp.HeadDim != hp.Embd {
+		l.Failf("%s: %d heads and %d KV heads of %d for a width of %d: llama.cpp's %s shapes q, k and v as heads filling the width", hp.Arch, hp.Heads, hp.KVHeads, hp.HeadDim, hp.Embd, hp.Arch)
+		return nil
+	}
+	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax})
+	if moe == nil {
+		return nil
+	}
+	if _, err := (meta{l.f, hp.Arch}).int("expert_shared_count", -1); err != nil {
+		l.fail(err)
+		return nil
+	}
+	d := l.baseDecoder(true)
+	if l.Err() != nil || !l.wholeHeads(d.rope) {
+		return nil
+	}
+	if r := d.rope; math.Abs(r.Base-10000) >= 1e-4 || r.FreqScale != 1 || r.ExtFactor != 0 || r.AttnFactor != 1 || r.FreqFactors != nil {
+		l.Failf("%s: RoPE of base %g, frequency scale %g, YaRN %g, attention factor %g, factors %v: llama.cpp rotates DeepSeek-OCR by base 10000 (it asserts it) without scaling or factors", hp.Arch, r.Base, r.FreqScale, r.ExtFactor, r.AttnFactor, r.FreqFactors != nil)
+		return nil
+	}
+	for i := range hp.Layers {
+		for _, b := range []string{"attn_q", "attn_k", "attn_v", "attn_output"} {
+			if name := fmt.Sprintf("blk.%d.%s.bias", i, b); l.Has(name) {
+				l.Failf("tensor %s: llama.cpp's %s has no attention biases (it refuses the file)", name, hp.Arch)
+				return nil
+			}
+		}
+	}
+	return l.denseLeadLayers(d, moe)
 }
 
 // sharedExperts returns d after checking that each of its mixtures has a

@@ -204,8 +204,7 @@ func newDeci(l *Loader) Network {
 // of its halves); the output matrix required.
 func newQwen(l *Loader) Network {
 	hp := l.HP
-	if hp.Heads*hp.HeadDim != hp.Embd || hp.KVHeads != hp.Heads {
-		l.Failf("%s: %d heads and %d KV heads of %d for a width of %d: llama.cpp's qwen reads q, k and v as width-sized thirds of attn_qkv", hp.Arch, hp.Heads, hp.KVHeads, hp.HeadDim, hp.Embd)
+	if !l.widthThirds() {
 		return nil
 	}
 	if hp.FFN%2 != 0 {
@@ -221,6 +220,18 @@ func newQwen(l *Loader) Network {
 		ly.ffnNorm, ly.ffn = l.Norm(p+"ffn_norm", hp.Embd), l.DenseFFN(p, hp.Embd, hp.FFN/2)
 		return ly
 	})
+}
+
+// widthThirds reports whether q, k and v fill attn_qkv's rows as
+// llama.cpp's views of width-sized thirds read them (qwen, cogvlm): as
+// many KV heads as heads, filling the width; it fails l otherwise.
+func (l *Loader) widthThirds() bool {
+	hp := l.HP
+	if hp.Heads*hp.HeadDim == hp.Embd && hp.KVHeads == hp.Heads {
+		return true
+	}
+	l.Failf("%s: %d heads and %d KV heads of %d for a width of %d: llama.cpp's %s reads q, k and v as width-sized thirds of attn_qkv", hp.Arch, hp.Heads, hp.KVHeads, hp.HeadDim, hp.Embd, hp.Arch)
+	return false
 }
 
 // openelm: Apple's OpenELM (270M to 3B), as llama.cpp 0.7.0 runs it:
