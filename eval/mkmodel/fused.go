@@ -43,7 +43,7 @@ func (s Shape) fused() bool {
 // partialRoPE reports an attention architecture whose RopeDims may be
 // set (the hybrids check theirs apart).
 func (s Shape) partialRoPE() bool {
-	return s.phi3() || s.fused() || s.minicpm3() || s.Arch == "stablelm" || s.Arch == "minimax-m2" || s.Arch == "bailingmoe2" || s.Arch == "phi2" || s.Arch == "gptneox" || s.Arch == "nemotron"
+	return s.phi3() || s.fused() || s.minicpm3() || s.minimax01() || s.Arch == "stablelm" || s.Arch == "minimax-m2" || s.Arch == "bailingmoe2" || s.Arch == "phi2" || s.Arch == "gptneox" || s.Arch == "nemotron"
 }
 
 // geluMLP reports an architecture whose MLPs are ungated GELU with

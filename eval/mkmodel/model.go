@@ -196,6 +196,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.talkieLayer(add, i)
 			continue
 		}
+		if c.minimax01() {
+			c.minimax01Layer(add, i)
+			continue
+		}
 		if c.hrm() {
 			c.hrmLayer(add, i)
 			continue
@@ -482,6 +486,9 @@ func Write(path string, c *Config) error {
 	if c.talkie() {
 		c.talkieKeys(w)
 	}
+	if c.minimax01() {
+		c.minimax01Keys(w)
+	}
 	if c.hrm() {
 		c.hrmKeys(w)
 	}
@@ -598,7 +605,7 @@ func Write(path string, c *Config) error {
 		w.Add(a+".expert_count", uint32(c.Experts))
 		w.Add(a+".expert_used_count", uint32(c.ExpertsUsed))
 		switch a {
-		case "llama", "granitehybrid", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba", "arctic": // their files give feed_forward_length only
+		case "llama", "granitehybrid", "olmoe", "granitemoe", "phimoe", "dbrx", "jamba", "arctic", "minimax-01": // their files give feed_forward_length only
 		default:
 			w.Add(a+".expert_feed_forward_length", uint32(c.ExpertFFN))
 		}

@@ -626,6 +626,14 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1624.7860124, -783.1563343, -795.0621502, -784.9783493}},
 		{"deepseek2-ocr-tied", "deepseek2-ocr", "", ocrShape(true), "", "efc25c088b48ef4b67d2b21a153b69731fa16535925941caeba99452c206593a",
 			[]float64{-1532.4084196, -779.9115228, -797.5471793, -756.8495664}},
+		{"minimax-01", "minimax-01", "", minimax01Shape(4, 2), "", "2af5fbdf81ae312a0faae2cd83e004d4d728deeafcb19f3168d36af0ec92512a",
+			[]float64{-1600.9039442, -781.2225851, -794.9476406, -811.8884073}},
+		{"minimax-01-tied", "minimax-01", "", func(s *mkmodel.Shape) { minimax01Shape(4, 2)(s); s.Tied = true }, "",
+			"316ce5f463dd88593e2fede0edb849a16bada61eababb06b0434fc03820c0472",
+			[]float64{-1537.5104330, -770.1426884, -785.8006554, -800.4122849}},
+		{"minimax-01-6heads", "minimax-01", "", func(s *mkmodel.Shape) { minimax01Shape(4, 2)(s); s.Heads, s.KVHeads = 6, 2 }, "",
+			"866e1be616d0ae84592fbbf69eb90f4bd07b62fbc01c9b7bc577ff89a1e96090",
+			[]float64{-1593.1505608, -824.9988904, -771.9906986, -752.6335719}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -2447,6 +2455,50 @@ func TestDeepSeekOCRVariants(t *testing.T) {
 	withBias := rewriteFile(t, src, nil, map[string]f32Tensor{"blk.0.attn_q.bias": {[]uint64{128}, make([]float32, 128)}})
 	if _, err := Load(withBias, Options{}); err == nil || !strings.Contains(err.Error(), "tensor blk.0.attn_q.bias: llama.cpp's deepseek2-ocr has no attention biases") {
 		t.Errorf("attn_q.bias: %v", err)
+	}
+}
+
+// minimax01Shape is MiniMax-01's layout in layers layers, every
+// interval-th softmax attention with RoPE over half of each head, the
+// others lightning attention; 8 experts of the FFN's width, 2 used.
+func minimax01Shape(layers, interval int) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) {
+		s.Layers, s.AttnInterval, s.RopeDims, s.Experts, s.ExpertsUsed, s.ExpertFFN = layers, interval, 16, 8, 2, s.FFN
+	}
+}
+
+// TestMiniMax01Variants: attention.recurrent_layers chooses the lightning
+// layers over full_attention_interval, as in llama.cpp (a file of layers
+// 0-2 lightning saying interval 2 and the array, against llama.cpp's sums
+// on the same bytes: those of the file without the array, 24 windows in
+// both builds: none off; here the first 4); refused by name: no
+// residual_scale, an interval of 0, an array of another length, a
+// selection bias or a missing gate of the experts (files llama.cpp
+// refuses), and a recurrent state dtype, which would change nothing.
+func TestMiniMax01Variants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "minimax-01", minimax01Shape(4, 4))
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "recurrent_layers", sha256: "411b6f0042ae7f7c2322b1cdac0b89315dbca505d6179cca729d6f1eb4549c06",
+			set:  map[string]any{"minimax-01.full_attention_interval": uint32(2), "minimax-01.attention.recurrent_layers": []bool{true, true, true, false}},
+			sums: []float64{-1565.8809148, -774.5678919, -766.6303531, -795.8964085}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"no residual scale", map[string]any{"minimax-01.residual_scale": nil}, nil, "missing metadata minimax-01.residual_scale"},
+		{"interval 0", map[string]any{"minimax-01.full_attention_interval": uint32(0)}, nil, "metadata minimax-01.full_attention_interval = 0, want >= 1"},
+		{"short array", map[string]any{"minimax-01.attention.recurrent_layers": []bool{true, false}}, nil, "minimax-01.attention.recurrent_layers: want an array of 4 bools"},
+		{"no expert gate", nil, []string{"blk.2.ffn_gate_exps.weight"}, "missing tensor blk.2.ffn_gate_exps.weight"},
+	})
+	withBias := rewriteFile(t, src, nil, map[string]f32Tensor{"blk.1.exp_probs_b.bias": {[]uint64{8}, make([]float32, 8)}})
+	if _, err := Load(withBias, Options{}); err == nil || !strings.Contains(err.Error(), "tensor blk.1.exp_probs_b.bias: llama.cpp's minimax-01 routes without a selection bias") {
+		t.Errorf("exp_probs_b.bias: %v", err)
+	}
+	if _, err := Load(src, Options{SSMStateDtype: "f16"}); err == nil || !strings.Contains(err.Error(), "a state dtype of f16 would change nothing") {
+		t.Errorf("--ssm-state-dtype f16: %v", err)
 	}
 }
 
