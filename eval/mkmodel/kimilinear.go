@@ -19,7 +19,16 @@ import (
 // (attn_q; attn_kv_a_mqa, attn_kv_a_norm, attn_k_b, attn_v_b). After
 // DenseLead dense layers, sigmoid-routed experts with a selection bias,
 // renormalized and scaled, and a shared expert.
-func (s Shape) kimiLinear() bool { return s.Arch == "kimi-linear" }
+//
+// Ling 3 (arch bailingmoe3) is the same hybrid with KDA's safe gate, g =
+// kda.gate_lower_bound·sigmoid((ssm_f_a·x + ssm_dt.bias)·A[h]) (ssm_f_a
+// as wide as the heads, no ssm_f_b), the output gate sigmoid(ssm_g_a·x)
+// (no ssm_g_b), and latent attention with RoPE on its rope part and a
+// sigmoid gate per head (attn_gate) before attn_output.
+func (s Shape) kdaHybrid() bool { return s.Arch == "kimi-linear" || s.ling3() }
+
+// ling3 reports bailingmoe3, kdaHybrid's Ling 3 form.
+func (s Shape) ling3() bool { return s.Arch == "bailingmoe3" }
 
 // kimiMLA reports whether layer i is an MLA layer: every fourth.
 func (s Shape) kimiMLA(i int) bool { return (i+1)%4 == 0 }
@@ -33,8 +42,8 @@ func (s Shape) kimiNope() int   { return s.HeadDim }
 
 // checkKimiLinear validates kimi-linear's fields.
 func (s Shape) checkKimiLinear() error {
-	if s.kimiLinear() && (s.SSMConv < 2 || s.HeadDim%2 != 0 || s.Experts == 0 || s.SharedFFN != s.ExpertFFN) {
-		return fmt.Errorf("shape: kimi-linear needs --ssm-conv taps (%d), an even head size (%d), experts and a shared expert as wide as one (%d, %d)", s.SSMConv, s.HeadDim, s.SharedFFN, s.ExpertFFN)
+	if s.kdaHybrid() && (s.SSMConv < 2 || s.HeadDim%2 != 0 || s.Experts == 0 || s.SharedFFN != s.ExpertFFN) {
+		return fmt.Errorf("shape: %s needs --ssm-conv taps (%d), an even head size (%d), experts and a shared expert as wide as one (%d, %d)", s.Arch, s.SSMConv, s.HeadDim, s.SharedFFN, s.ExpertFFN)
 	}
 	return nil
 }
@@ -61,6 +70,9 @@ func (c *Config) kimiKeys(w *gguf.Writer) {
 	w.Add(a+".expert_gating_func", uint32(2)) // sigmoid
 	w.Add(a+".expert_weights_norm", true)
 	w.Add(a+".expert_weights_scale", float32(2.446))
+	if c.ling3() {
+		w.Add(a+".kda.gate_lower_bound", float32(-5))
+	}
 }
 
 // kimiLayer adds layer i's tensors.
@@ -75,6 +87,9 @@ func (c *Config) kimiLayer(add func(name string, shape []uint64, layer int, fill
 		add(p+"attn_kv_a_norm.weight", []uint64{kvr}, i, c.gain(p+"attn_kv_a_norm.weight", 1, 0.1))
 		add(p+"attn_k_b.weight", []uint64{nope, kvr, h}, i, c.normal(p+"attn_k_b.weight", invSqrt(kvr)))
 		add(p+"attn_v_b.weight", []uint64{kvr, hd, h}, i, c.normal(p+"attn_v_b.weight", invSqrt(kvr)))
+		if c.ling3() {
+			add(p+"attn_gate.weight", []uint64{e, h}, i, c.normal(p+"attn_gate.weight", invSqrt(e)))
+		}
 	} else {
 		d := h * hd
 		for _, n := range []string{"attn_q", "attn_k", "attn_v"} {
@@ -83,13 +98,20 @@ func (c *Config) kimiLayer(add func(name string, shape []uint64, layer int, fill
 		for _, n := range []string{"ssm_conv1d_q", "ssm_conv1d_k", "ssm_conv1d_v"} {
 			add(p+n+".weight", []uint64{uint64(c.SSMConv), 1, d}, i, c.normal(p+n+".weight", 0.5))
 		}
-		add(p+"ssm_f_a.weight", []uint64{e, hd}, i, c.normal(p+"ssm_f_a.weight", invSqrt(e)))
-		add(p+"ssm_f_b.weight", []uint64{hd, d}, i, c.normal(p+"ssm_f_b.weight", invSqrt(hd)))
+		if c.ling3() { // the safe gate's and the output gate's projections, as wide as the heads
+			add(p+"ssm_f_a.weight", []uint64{e, d}, i, c.normal(p+"ssm_f_a.weight", invSqrt(e)))
+			add(p+"ssm_g_a.weight", []uint64{e, d}, i, c.normal(p+"ssm_g_a.weight", invSqrt(e)))
+		} else {
+			add(p+"ssm_f_a.weight", []uint64{e, hd}, i, c.normal(p+"ssm_f_a.weight", invSqrt(e)))
+			add(p+"ssm_f_b.weight", []uint64{hd, d}, i, c.normal(p+"ssm_f_b.weight", invSqrt(hd)))
+		}
 		add(p+"ssm_beta.weight", []uint64{e, h}, i, c.normal(p+"ssm_beta.weight", invSqrt(e)))
 		add(p+"ssm_a", []uint64{1, h}, i, c.gain(p+"ssm_a", -0.5, 0.2))
 		add(p+"ssm_dt.bias", []uint64{d}, i, c.normal(p+"ssm_dt.bias", 0.5))
-		add(p+"ssm_g_a.weight", []uint64{e, hd}, i, c.normal(p+"ssm_g_a.weight", invSqrt(e)))
-		add(p+"ssm_g_b.weight", []uint64{hd, d}, i, c.normal(p+"ssm_g_b.weight", invSqrt(hd)))
+		if !c.ling3() {
+			add(p+"ssm_g_a.weight", []uint64{e, hd}, i, c.normal(p+"ssm_g_a.weight", invSqrt(e)))
+			add(p+"ssm_g_b.weight", []uint64{hd, d}, i, c.normal(p+"ssm_g_b.weight", invSqrt(hd)))
+		}
 		add(p+"ssm_norm.weight", []uint64{hd}, i, c.gain(p+"ssm_norm.weight", 1, 0.1))
 	}
 	add(p+"attn_output.weight", []uint64{h * hd, e}, i, c.normal(p+"attn_output.weight", c.Residual*invSqrt(h*hd)))
@@ -103,10 +125,15 @@ func (s Shape) kimiParams() int64 {
 	n := s.headParams()
 	for i := range s.Layers {
 		n += e + h*hd*e + s.leadOrExpertsParams(i, true)
-		if s.kimiMLA(i) {
+		d := h * hd
+		switch {
+		case s.kimiMLA(i) && s.ling3():
+			n += e*h*(nope+rot) + e*(kvr+rot) + kvr + nope*kvr*h + kvr*hd*h + e*h
+		case s.kimiMLA(i):
 			n += e*h*(nope+rot) + e*(kvr+rot) + kvr + nope*kvr*h + kvr*hd*h
-		} else {
-			d := h * hd
+		case s.ling3():
+			n += 3*e*d + 3*k*d + 2*e*d + e*h + h + d + hd
+		default:
 			n += 3*e*d + 3*k*d + 2*(e*hd+hd*d) + e*h + h + d + hd
 		}
 	}

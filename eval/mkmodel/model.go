@@ -212,7 +212,7 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.switchLayer(add, i)
 			continue
 		}
-		if c.kimiLinear() {
+		if c.kdaHybrid() {
 			c.kimiLayer(add, i)
 			continue
 		}
@@ -498,7 +498,7 @@ func Write(path string, c *Config) error {
 	if c.graniteSwitch() {
 		c.switchKeys(w)
 	}
-	if c.kimiLinear() {
+	if c.kdaHybrid() {
 		c.kimiKeys(w)
 	}
 	if c.smallThinker() {
@@ -673,10 +673,10 @@ func (c *Config) attnKeys(w *gguf.Writer) {
 	if !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.spark() {
 		w.Add(a+".attention.head_count", uint32(c.Heads))
 	}
-	if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.spark() && !c.kimiLinear() && a != "jamba" && a != "plamo2" { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys, step35Keys, sparkKeys, kimiKeys, mamba1Keys, plamo2Keys)
+	if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.spark() && !c.kdaHybrid() && a != "jamba" && a != "plamo2" { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys, step35Keys, sparkKeys, kimiKeys, mamba1Keys, plamo2Keys)
 		w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))
 	}
-	if c.kimiLinear() { // the latent cache's key and value: [c | k_pe] and c
+	if c.kdaHybrid() { // the latent cache's key and value: [c | k_pe] and c
 		w.Add(a+".attention.key_length", uint32(c.kimiKVLora()+c.kimiRope()))
 		w.Add(a+".attention.value_length", uint32(c.kimiKVLora()))
 	} else if c.minicpm3() { // key heads [nope | rope], value heads of HeadDim

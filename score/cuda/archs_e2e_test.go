@@ -720,6 +720,13 @@ func TestEndToEndGenerated(t *testing.T) {
 		// DeepSeek-OCR: deepseek's mixture (a dense first layer, 2 shared
 		// experts) with NeoX RoPE, every expert used. Emulation: max
 		// 0.0102, mean 0.00196, PPL ratio 0.999954.
+		// Ling 3: kimi-linear's hybrid with KDA's safe gate (bias, column
+		// product by a, sigmoid, bound), latent attention with RoPE and a
+		// sigmoid gate per head, every expert used. Emulation: max 0.0192,
+		// mean 0.00189, PPL ratio 0.999872.
+		{"bailingmoe3", func(s *mkmodel.Shape) {
+			s.Layers, s.SSMConv, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 4, 4, 1, 8, 8, 64, 64
+		}, 0.04, 0.004, 0.0003, ""},
 		{"deepseek2-ocr", func(s *mkmodel.Shape) {
 			s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.KVHeads = 3, 1, 8, 8, 64, 128, s.Heads
 		}, 0.02, 0.004, 0.0001, ""},

@@ -72,7 +72,7 @@ func init() {
 	}
 }
 
-var latentArchs = []string{"deepseek2", "mistral4", "deepseek32", "glm-dsa", "kimi-linear"}
+var latentArchs = []string{"deepseek2", "mistral4", "deepseek32", "glm-dsa", "kimi-linear", "bailingmoe3"}
 
 // LatentArch reports whether arch is one of deepseek2's: its attention is
 // latent (ml.Latent), key_length and value_length the latent key's and
@@ -90,7 +90,8 @@ type deepseek2 struct {
 
 	kvr, nope, rot, vhead int // kv_lora, qk_nope, qk_rope, v_head
 	temp                  attnTemp
-	noRoPE                bool // kimi-linear: q_pe and k_pe are not turned
+	noRoPE                bool  // kimi-linear: q_pe and k_pe are not turned
+	headCols              []int // bailingmoe3: column c of the heads' outputs reads its head's gate, c / value_length_mla
 
 	// DSA (deepseek32, glm-dsa): windows past topK tokens select keys.
 	topK             int      // 0: dense attention
@@ -113,8 +114,9 @@ type mlaLayer struct {
 	o        *ml.Matrix // attn_output: (embd, heads·v_head)
 	ffnNorm  *ml.Vector // ffn_norm
 	ffn      FFN
-	idx      *indexer // DSA: nil in a layer that reuses the previous layer's keys
-	kda      *kda     // kimi-linear: a KDA layer (the attention's weights nil)
+	idx      *indexer   // DSA: nil in a layer that reuses the previous layer's keys
+	kda      *kda       // kimi-linear, bailingmoe3: a KDA layer (the attention's weights nil)
+	gate     *ml.Matrix // bailingmoe3: attn_gate, (heads, embd): sigmoid(gate·h) per head on the attention's output
 }
 
 // indexer is a DSA layer's lightning indexer (blk.N.indexer.*).
@@ -230,20 +232,36 @@ func newDeepSeek2(l *Loader) Network {
 	if hp.Arch == "glm-dsa" {
 		opts.gating = ml.GateSigmoid
 	}
-	kimi := hp.Arch == "kimi-linear"
+	ling3 := hp.Arch == "bailingmoe3"
+	kimi := hp.Arch == "kimi-linear" || ling3
 	var kdaLayers []bool
 	var kdaDim, dConv int
+	var lowerBound float32             // bailingmoe3's safe gate
+	var clampExp, clampShexp []float32 // bailingmoe3's SwiGLU limits per layer
 	if kimi {
 		if kdaLayers, kdaDim, dConv = l.kimiKDA(); kdaLayers == nil {
 			return nil
 		}
-		d.noRoPE = true
+		d.noRoPE = !ling3
+	}
+	if ling3 {
+		if lowerBound = l.ling3Hparams(r); lowerBound == 0 {
+			return nil
+		}
+		d.headCols = spreadCols(H, vhead)
+		if clampExp, err = step35Clamps(l, "swiglu_clamp_exp", hp.Layers); err == nil {
+			clampShexp, err = step35Clamps(l, "swiglu_clamp_shexp", hp.Layers)
+		}
+		if err != nil {
+			l.fail(err)
+			return nil
+		}
 	}
 	moe := l.moeParams(opts)
 	if moe == nil {
 		return nil
 	}
-	if kimi { // llama.cpp renormalizes Kimi's weights whatever the file says
+	if hp.Arch == "kimi-linear" { // llama.cpp renormalizes Kimi's weights whatever the file says
 		moe.Norm = true
 	}
 	d.hp = l.HP
@@ -251,7 +269,7 @@ func newDeepSeek2(l *Loader) Network {
 		p := fmt.Sprintf("blk.%d.", i)
 		ly := mlaLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd)}
 		if kimi && kdaLayers[i] {
-			ly.kda = l.bindKDA(p, H, kdaDim, dConv)
+			ly.kda = l.bindKDA(p, H, kdaDim, dConv, lowerBound)
 		} else if qlora > 0 {
 			ly.qa = l.Linear(p+"attn_q_a", hp.Embd, qlora)
 			ly.qaNorm = l.Norm(p+"attn_q_a_norm", qlora)
@@ -269,6 +287,12 @@ func newDeepSeek2(l *Loader) Network {
 				ly.kb, ly.vb = l.absorbKVB(p+"attn_kv_b", H, kvr, nope, vhead)
 			}
 			ly.o = l.Linear(p+"attn_output", H*vhead, hp.Embd)
+			if ling3 {
+				ly.gate = l.Linear(p+"attn_gate", hp.Embd, H)
+			}
+		}
+		if ling3 && i >= moe.DenseLayers && !l.Has(p+"exp_probs_b.bias") {
+			l.Failf("missing tensor %sexp_probs_b.bias (bailingmoe3's selection bias, which llama.cpp requires)", p)
 		}
 		ly.ffnNorm = l.Norm(p+"ffn_norm", hp.Embd)
 		if dsa && full[i] && (hp.Arch == "deepseek32" || l.Has("blk.0.indexer.proj.weight")) {
@@ -284,6 +308,9 @@ func newDeepSeek2(l *Loader) Network {
 			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
 		} else {
 			ly.ffn = l.MoE(p, moe)
+		}
+		if ling3 && ly.ffn != nil {
+			clampFFN(ly.ffn, clampExp[i], clampShexp[i])
 		}
 		d.layers = append(d.layers, ly)
 	}
@@ -482,6 +509,12 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		lb.LatentAttention(lat, b.View(qk, n, H*kd), k, i, &at, kvr)
 		att := b.Alloc(n, H*d.vhead)
 		lb.HeadLinear(att, lat, ly.vb)
+		if ly.gate != nil { // sigmoid(attn_gate·h), one value per head, on each head's output
+			g, wide := b.Alloc(n, H), b.Alloc(n, H*d.vhead)
+			b.Linear(g, h, ly.gate)
+			b.(ml.Recurrent).GatherCols(wide, g, d.headCols)
+			b.GateMul(att, wide, ml.SigmoidGate)
+		}
 		b.Linear(h, att, ly.o)
 		b.Add(x, h)
 		d.ffn(b, x, h, ly)

@@ -634,6 +634,10 @@ func TestGeneratedLlama(t *testing.T) {
 		{"minimax-01-6heads", "minimax-01", "", func(s *mkmodel.Shape) { minimax01Shape(4, 2)(s); s.Heads, s.KVHeads = 6, 2 }, "",
 			"866e1be616d0ae84592fbbf69eb90f4bd07b62fbc01c9b7bc577ff89a1e96090",
 			[]float64{-1593.1505608, -824.9988904, -771.9906986, -752.6335719}},
+		{"bailingmoe3", "bailingmoe3", "", ling3Shape(false), "", "715de9cd60bf2c719cf3c72e1ef41323da0aec81ea2d9db11f9e0e38fa672497",
+			[]float64{-1597.0599075, -807.8915434, -786.1186948, -791.4679307}},
+		{"bailingmoe3-tied", "bailingmoe3", "", ling3Shape(true), "", "090f1bbf39ee4e477f7f49863e223d31115f9667f75872fb40267fd743cb0144",
+			[]float64{-1594.4274541, -780.8672586, -826.9138092, -813.8798762}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -2500,6 +2504,47 @@ func TestMiniMax01Variants(t *testing.T) {
 	if _, err := Load(src, Options{SSMStateDtype: "f16"}); err == nil || !strings.Contains(err.Error(), "a state dtype of f16 would change nothing") {
 		t.Errorf("--ssm-state-dtype f16: %v", err)
 	}
+}
+
+// ling3Shape is Ling 3's layout in 4 layers: 3 KDA layers (the first
+// dense), then latent attention with RoPE; 8 experts of 64, 2 used, and a
+// shared one; the output tied when tied.
+func ling3Shape(tied bool) func(*mkmodel.Shape) {
+	return func(s *mkmodel.Shape) {
+		s.Layers, s.SSMConv, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 4, 4, 1, 8, 2, 64, 64
+		s.Tied = tied
+	}
+}
+
+// TestLing3Variants: bailingmoe3 with its SwiGLUs clamped (the experts'
+// at 0.05, the shared expert's and the dense MLP's at 0.08), and with
+// softmax routing not renormalized, against llama.cpp's sums on the same
+// bytes (24 windows in both builds: none off; here the first 4); refused
+// by name: the unsafe gate and a bound of 0 (llama.cpp asserts), no bound,
+// no selection bias (llama.cpp refuses the file), RoPE scaling (not
+// matched).
+func TestLing3Variants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "bailingmoe3", ling3Shape(false))
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "clamped", sha256: "9b71c40dae69e1ed650ed7a3e0bb780a17b88b890e4eba84c4bf34116f158424",
+			set:  map[string]any{"bailingmoe3.swiglu_clamp_exp": float32(0.05), "bailingmoe3.swiglu_clamp_shexp": float32(0.08)},
+			sums: []float64{-1607.2429813, -813.7402937, -780.5280554, -773.2490232}},
+		{name: "softmax, not renormalized", sha256: "972ab43cb52541037714069b15cee650f4cd27290e34517dbb5f19300afac979",
+			set:  map[string]any{"bailingmoe3.expert_weights_norm": false, "bailingmoe3.expert_gating_func": uint32(1)},
+			sums: []float64{-1617.2412508, -806.3491321, -796.7986628, -784.4323144}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"unsafe gate", map[string]any{"bailingmoe3.kda.safe_gate": false}, nil, "metadata bailingmoe3.kda.safe_gate = false: llama.cpp 0.7.0 runs only the safe gate"},
+		{"bound 0", map[string]any{"bailingmoe3.kda.gate_lower_bound": float32(0)}, nil, "metadata bailingmoe3.kda.gate_lower_bound = 0, want below 0"},
+		{"no bound", map[string]any{"bailingmoe3.kda.gate_lower_bound": nil}, nil, "missing metadata bailingmoe3.kda.gate_lower_bound"},
+		{"no selection bias", nil, []string{"blk.2.exp_probs_b.bias"}, "missing tensor blk.2.exp_probs_b.bias (bailingmoe3's selection bias, which llama.cpp requires)"},
+		{"linear scaling", map[string]any{"bailingmoe3.rope.scaling.type": "linear", "bailingmoe3.rope.scaling.factor": float32(4)}, nil, "bailingmoe3: RoPE scaling (frequency scale 0.25, YaRN 0, attention factor 1) not supported"},
+	})
 }
 
 // plmShape is PLM's layout in 4 layers: a KV head per head, the output

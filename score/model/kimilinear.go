@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
 )
 
 // kimi-linear: Moonshot's Kimi-Linear (48B-A3B), as llama.cpp 0.7.0 runs
@@ -27,6 +28,17 @@ import (
 //     row of the state decays by its own channel's gate);
 //   - the output RMS-normed per head (ssm_norm) times
 //     sigmoid(ssm_g_b·ssm_g_a·h), then attn_output.
+//
+// bailingmoe3: Ling 3 (7.9B-A1.3B, 124B-A5.1B), the same hybrid as
+// llama.cpp 0.7.0 runs it, with KDA's safe gate g = kda.gate_lower_bound
+// · sigmoid((ssm_f_a·h + ssm_dt.bias)·a[h]) (ssm_f_a as wide as the heads:
+// no ssm_f_b; kda.safe_gate must not be false and the bound must be below
+// 0, as llama.cpp asserts), the output gate sigmoid(ssm_g_a·h) (no
+// ssm_g_b), latent attention with RoPE on its rope part (normal pairs, the
+// score scale 1/sqrt(key_length_mla); files with RoPE scaling refused)
+// and a sigmoid gate per head (attn_gate) before attn_output, experts
+// routed with the selection bias exp_probs_b (required), normed and scaled
+// as the file says.
 type kimiLinear struct{ *deepseek2 }
 
 // kda is a Kimi Delta Attention layer's weights.
@@ -42,6 +54,11 @@ type kda struct {
 	dr           ml.DeltaRule // heads (KHeads = VHeads) of Dim
 	dConv        int
 	eps          float64
+	// lowerBound, when not 0, is bailingmoe3's safe gate's bound (fb and
+	// gb nil, fa and ga as wide as the heads); aCols holds a[h] for each
+	// of head h's columns.
+	lowerBound float32
+	aCols      *ml.Vector
 }
 
 // kimiKDA reads the KDA layers' shape: which layers are KDA (head_count_kv
@@ -70,19 +87,31 @@ func (l *Loader) kimiKDA() (kdaLayers []bool, dim, dConv int) {
 	return kdaLayers, dim, dConv
 }
 
-// bindKDA binds layer prefix p's KDA weights.
-func (l *Loader) bindKDA(p string, heads, dim, dConv int) *kda {
+// bindKDA binds layer prefix p's KDA weights; lowerBound, when not 0, is
+// bailingmoe3's safe gate's.
+func (l *Loader) bindKDA(p string, heads, dim, dConv int, lowerBound float32) *kda {
 	E, C := l.HP.Embd, heads*dim
-	x := &kda{dConv: dConv, eps: l.HP.Eps,
+	x := &kda{dConv: dConv, eps: l.HP.Eps, lowerBound: lowerBound,
 		dr: ml.DeltaRule{KHeads: heads, VHeads: heads, Dim: dim, KeyGates: true, State: l.Opts.SSMStateDtype}}
 	x.q, x.k, x.v = l.Linear(p+"attn_q", E, C), l.Linear(p+"attn_k", E, C), l.Linear(p+"attn_v", E, C)
 	x.convQ = l.tensorVector(p+"ssm_conv1d_q.weight", dConv, 1, C)
 	x.convK = l.tensorVector(p+"ssm_conv1d_k.weight", dConv, 1, C)
 	x.convV = l.tensorVector(p+"ssm_conv1d_v.weight", dConv, 1, C)
-	x.fa, x.fb = l.Linear(p+"ssm_f_a", E, dim), l.Linear(p+"ssm_f_b", dim, C)
-	x.ga, x.gb = l.Linear(p+"ssm_g_a", E, dim), l.Linear(p+"ssm_g_b", dim, C)
+	if lowerBound != 0 {
+		x.fa, x.ga = l.Linear(p+"ssm_f_a", E, C), l.Linear(p+"ssm_g_a", E, C)
+	} else {
+		x.fa, x.fb = l.Linear(p+"ssm_f_a", E, dim), l.Linear(p+"ssm_f_b", dim, C)
+		x.ga, x.gb = l.Linear(p+"ssm_g_a", E, dim), l.Linear(p+"ssm_g_b", dim, C)
+	}
 	x.beta = l.Linear(p+"ssm_beta", E, heads)
 	x.a = l.tensorVector(p+"ssm_a", 1, heads)
+	if lowerBound != 0 && x.a != nil {
+		cols := make([]float32, C)
+		for c := range cols {
+			cols[c] = x.a.V[c/dim]
+		}
+		x.aCols = l.constVector(x.a.Name, cols)
+	}
 	x.dt = l.Vector(p+"ssm_dt.bias", C)
 	x.norm = l.Norm(p+"ssm_norm", dim)
 	x.o = l.Linear(p+"attn_output", C, E)
@@ -132,29 +161,47 @@ func (x *kda) block(b ml.Backend, dst, h, state ml.Tensor, hist [3]ml.Tensor) {
 
 	g, beta := b.Alloc(n, C), b.Alloc(n, H)
 	low := b.Alloc(n, D)
-	b.Linear(low, h, x.fa)
-	b.Linear(g, low, x.fb)
 	b.Linear(beta, h, x.beta)
-	rc.DeltaGates(beta, g, x.a, x.dt)
+	if x.lowerBound != 0 { // bound · sigmoid((f_a·h + dt)·a), beta = sigmoid(beta), op by op as llama.cpp
+		rw := b.(ml.RWKV)
+		b.Linear(g, h, x.fa)
+		b.AddRows(g, x.dt)
+		b.(ml.AltUp).MulCols(g, g, x.aCols)
+		rw.Sigmoid(g)
+		b.Scale(g, float64(x.lowerBound))
+		rw.Sigmoid(beta)
+	} else {
+		b.Linear(low, h, x.fa)
+		b.Linear(g, low, x.fb)
+		rc.DeltaGates(beta, g, x.a, x.dt)
+	}
 	o := b.Alloc(n, C)
 	rc.DeltaNet(o, q, k, v, g, beta, state, &x.dr)
 
 	oh := b.View(o, n*H, D)
 	b.RMSNorm(oh, oh, x.norm, x.eps)
-	b.Linear(low, h, x.ga)
-	b.Linear(g, low, x.gb)
+	if x.gb != nil {
+		b.Linear(low, h, x.ga)
+		b.Linear(g, low, x.gb)
+	} else {
+		b.Linear(g, h, x.ga)
+	}
 	b.GateMul(o, g, ml.SigmoidGate)
 	b.Linear(dst, o, x.o)
 	b.Release(mark)
 }
 
-// Check requires the latent attention and the recurrent operations.
+// Check requires the latent attention and the recurrent operations
+// (bailingmoe3: also ml.AltUp's MulCols and ml.RWKV's Sigmoid).
 func (m kimiLinear) Check(b ml.Backend) error {
 	if err := m.deepseek2.Check(b); err != nil {
 		return err
 	}
-	if _, ok := b.(ml.Recurrent); !ok {
-		return fmt.Errorf("kimi-linear needs the recurrent operations (ml.Recurrent: ConvSiLU, Zero, L2Norm, DeltaGates, DeltaNet), which backend %T lacks", b)
+	_, rc := b.(ml.Recurrent)
+	_, au := b.(ml.AltUp)
+	_, rw := b.(ml.RWKV)
+	if !rc || m.headCols != nil && (!au || !rw) {
+		return fmt.Errorf("%s needs the recurrent operations (ml.Recurrent: ConvSiLU, Zero, L2Norm, DeltaGates, DeltaNet, GatherCols; ml.AltUp's MulCols and ml.RWKV's Sigmoid for bailingmoe3), which backend %T lacks", m.hp.Arch, b)
 	}
 	return nil
 }
@@ -169,7 +216,38 @@ func (m kimiLinear) ssmStateDtype() string {
 	return "f32"
 }
 
-// positions: no layer turns q and k.
+// positions: no layer of Kimi-Linear turns q and k; Ling 3's latent
+// attention does.
 func (m kimiLinear) positions() string {
+	if !m.noRoPE {
+		return ""
+	}
 	return "none (Kimi Delta Attention, and latent attention without RoPE)"
+}
+
+// ling3Hparams reads bailingmoe3's safe gate and checks its RoPE (r, the
+// file's): the gate's lower bound, or 0 after an error.
+func (l *Loader) ling3Hparams(r *nn.RoPE) float32 {
+	m := meta{l.f, l.HP.Arch}
+	safe, err := m.bool("kda.safe_gate", true)
+	lb := 0.0
+	if err == nil {
+		err = m.require("kda.gate_lower_bound")
+	}
+	if err == nil {
+		lb, err = m.float("kda.gate_lower_bound", 0)
+	}
+	switch {
+	case err != nil:
+		l.fail(err)
+	case !safe:
+		l.Failf("metadata %s.kda.safe_gate = false: llama.cpp 0.7.0 runs only the safe gate (it asserts it)", l.HP.Arch)
+	case lb >= 0:
+		l.Failf("metadata %s.kda.gate_lower_bound = %g, want below 0 (llama.cpp asserts it)", l.HP.Arch, lb)
+	case r.FreqScale != 1 || r.ExtFactor != 0 || r.AttnFactor != 1:
+		l.Failf("%s: RoPE scaling (frequency scale %g, YaRN %g, attention factor %g) not supported: llama.cpp's score scale for it is not matched yet", l.HP.Arch, r.FreqScale, r.ExtFactor, r.AttnFactor)
+	default:
+		return float32(lb)
+	}
+	return 0
 }

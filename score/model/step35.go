@@ -102,19 +102,13 @@ func newStep35(l *Loader) Network {
 		if l.Has(p + "attn_gate.weight") {
 			ly.gate, ly.gateCols = l.Linear(p+"attn_gate", E, a.Heads), spreadCols(a.Heads, hd)
 		}
-		switch f := l.moeOrDense(p, moe).(type) {
-		case *MoE:
-			if f.Shared == nil {
-				l.Failf("layer %d: experts without a shared expert (%sffn_up_shexp.weight)", i, p)
-				return ly
-			}
-			clampGLU(&f.Experts, ml.ClampSwiGLU, clampExp[i])
-			clampGLU(f.Shared, ml.ClampSwiGLU, clampShexp[i])
-			ly.ffn = f
-		case *Dense:
-			clampGLU(&f.MLP, ml.ClampSwiGLU, clampShexp[i])
-			ly.ffn = f
+		f := l.moeOrDense(p, moe)
+		if m, ok := f.(*MoE); ok && m.Shared == nil {
+			l.Failf("layer %d: experts without a shared expert (%sffn_up_shexp.weight)", i, p)
+			return ly
 		}
+		clampFFN(f, clampExp[i], clampShexp[i])
+		ly.ffn = f
 		return ly
 	})
 	if net == nil {
@@ -157,6 +151,21 @@ func step35Clamps(l *Loader, key string, n int) ([]float32, error) {
 		}
 	}
 	return out[:n], nil
+}
+
+// clampFFN clamps a layer's SwiGLUs as llama.cpp's swiglu_clamp_exp and
+// swiglu_clamp_shexp say (ml.ClampSwiGLU, clampGLU): the experts' by exp,
+// the shared expert's and a dense MLP's by shexp.
+func clampFFN(f FFN, exp, shexp float32) {
+	switch f := f.(type) {
+	case *MoE:
+		clampGLU(&f.Experts, ml.ClampSwiGLU, exp)
+		if f.Shared != nil {
+			clampGLU(f.Shared, ml.ClampSwiGLU, shexp)
+		}
+	case *Dense:
+		clampGLU(&f.MLP, ml.ClampSwiGLU, shexp)
+	}
 }
 
 // clampGLU makes m's SwiGLU the clamped one act of limit, where above
