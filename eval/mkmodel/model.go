@@ -216,6 +216,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.kimiLayer(add, i)
 			continue
 		}
+		if c.dots3note() {
+			c.dots3Layer(add, i)
+			continue
+		}
 		if c.smallThinker() {
 			c.smallThinkerLayer(add, i)
 			continue
@@ -501,6 +505,9 @@ func Write(path string, c *Config) error {
 	if c.kdaHybrid() {
 		c.kimiKeys(w)
 	}
+	if c.dots3note() {
+		c.dots3Keys(w)
+	}
 	if c.smallThinker() {
 		c.smallThinkerKeys(w)
 	}
@@ -673,10 +680,16 @@ func (c *Config) attnKeys(w *gguf.Writer) {
 	if !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.spark() {
 		w.Add(a+".attention.head_count", uint32(c.Heads))
 	}
-	if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.spark() && !c.kdaHybrid() && a != "jamba" && a != "plamo2" { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys, step35Keys, sparkKeys, kimiKeys, mamba1Keys, plamo2Keys)
+	if c.dots3note() { // one latent KV head
+		w.Add(a+".attention.head_count_kv", uint32(1))
+	} else if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.spark() && !c.kdaHybrid() && a != "jamba" && a != "plamo2" { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys, step35Keys, sparkKeys, kimiKeys, mamba1Keys, plamo2Keys)
 		w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))
 	}
-	if c.kdaHybrid() { // the latent cache's key and value: [c | k_pe] and c
+	if c.dots3note() { // the full layers' latent cache's key and value (dots3Keys the sliding layers')
+		kvr, _, _ := c.dots3Latent(false)
+		w.Add(a+".attention.key_length", uint32(kvr+c.dots3Rope()))
+		w.Add(a+".attention.value_length", uint32(kvr))
+	} else if c.kdaHybrid() { // the latent cache's key and value: [c | k_pe] and c
 		w.Add(a+".attention.key_length", uint32(c.kimiKVLora()+c.kimiRope()))
 		w.Add(a+".attention.value_length", uint32(c.kimiKVLora()))
 	} else if c.minicpm3() { // key heads [nope | rope], value heads of HeadDim

@@ -398,19 +398,7 @@ func TestEndToEndWideHeads(t *testing.T) {
 // llama.cpp.
 func TestEndToEndGenerated(t *testing.T) {
 	alibiShape := func(s *mkmodel.Shape) { s.Layers, s.Embd, s.Heads, s.KVHeads = 4, 192, 6, 6 }
-	dir := oracle.Require(t)
-	vocab := oracle.Model(dir, "tiny-llama-spm-q8_0")
-	if _, err := os.Stat(vocab); err != nil {
-		t.Skipf("skipping: %v", err) // a GPU bundle without it
-	}
-	tok, err := mkmodel.TokenizerFrom(vocab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ft, err := mkmodel.LookupFileType("Q8_0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, tok, ft := q8Vocab(t)
 	toks := archTokens(dir, "tiny-llama-spm-q8_0", tok.NVocab, 2048)
 	type e2eCase struct {
 		arch                   string
@@ -883,6 +871,7 @@ func TestEndToEndGenerated(t *testing.T) {
 		}
 		ctok, ctoks := tok, toks
 		if s.Vocab < tok.NVocab {
+			var err error
 			if ctok, err = tok.Truncate(s.Vocab); err != nil {
 				t.Fatal(err)
 			}

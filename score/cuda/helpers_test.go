@@ -5,10 +5,13 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"unsafe"
 
+	"ppl.dev/eval/mkmodel"
+	"ppl.dev/oracle"
 	"ppl.dev/quant"
 	"ppl.dev/score/cuda/cublas"
 )
@@ -212,4 +215,39 @@ func storeKV(t *testing.T, e *Engine, kid, vid int, k, v []float32, n, kvheads, 
 		return e.kvStore(vt, vp, n, kvheads, hd)
 	})
 	return kt, vt
+}
+
+// q8Vocab returns the oracle's directory, the tokenizer of its
+// tiny-llama-spm-q8_0 and the Q8_0 file type: what the tests that write
+// models with ppl-mkmodel's generator use; skipped where the GPU bundle
+// lacks that model.
+func q8Vocab(t *testing.T) (string, mkmodel.Tokenizer, mkmodel.FileType) {
+	t.Helper()
+	dir := oracle.Require(t)
+	vocab := oracle.Model(dir, "tiny-llama-spm-q8_0")
+	if _, err := os.Stat(vocab); err != nil {
+		t.Skipf("skipping: %v", err) // a GPU bundle without it
+	}
+	tok, err := mkmodel.TokenizerFrom(vocab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft, err := mkmodel.LookupFileType("Q8_0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, tok, ft
+}
+
+// genQ8 writes a Q8_0 model of shape s with q8Vocab's vocabulary (seed 1)
+// to a temporary file.
+func genQ8(t *testing.T, s mkmodel.Shape) string {
+	t.Helper()
+	_, tok, ft := q8Vocab(t)
+	s.Vocab = tok.NVocab
+	path := filepath.Join(t.TempDir(), s.Arch+".gguf")
+	if err := mkmodel.Write(path, &mkmodel.Config{Shape: s, Type: ft, Seed: 1, Tokenizer: tok, Residual: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

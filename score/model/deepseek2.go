@@ -45,9 +45,10 @@ import (
 //   - the trailing nextn_predict_layers blocks (multi-token prediction)
 //     are not run.
 //
-// Four architectures are this model as llama.cpp 0.7.0 runs them
-// (kimi-linear, Kimi-Linear: with Kimi Delta Attention layers and latent
-// attention without RoPE, kimilinear.go), and three more:
+// Besides kimi-linear and bailingmoe3 (Kimi Delta Attention layers
+// between latent attention ones, kimilinear.go) and dots3note (DSA and
+// sliding layers of their own latent sizes, dots3note.go), three more
+// architectures are this model as llama.cpp 0.7.0 runs them:
 //   - mistral4 (Mistral Small 4): deepseek2's tensors and metadata;
 //   - deepseek32 (DeepSeek-V3.2) and glm-dsa (GLM-5): sparse attention
 //     (DSA), each query attending only to the attention.indexer.top_k keys
@@ -72,7 +73,7 @@ func init() {
 	}
 }
 
-var latentArchs = []string{"deepseek2", "mistral4", "deepseek32", "glm-dsa", "kimi-linear", "bailingmoe3"}
+var latentArchs = []string{"deepseek2", "mistral4", "deepseek32", "glm-dsa", "kimi-linear", "bailingmoe3", "dots3note"}
 
 // LatentArch reports whether arch is one of deepseek2's: its attention is
 // latent (ml.Latent), key_length and value_length the latent key's and
@@ -84,24 +85,32 @@ type deepseek2 struct {
 	tokenEmbd  *ml.Matrix
 	outputNorm *ml.Vector
 	head       Head
-	rope       *nn.RoPE // on q_pe and k_pe: HeadDim = Dims = qk_rope
-	attn       ml.Attn  // MQA over the latent: 1 KV head of kv_lora + qk_rope
+	full       mlaGeom // every layer's, or dots3note's full layers'
+	rot        int     // qk_rope
 	layers     []mlaLayer
+	temp       attnTemp
+	noRoPE     bool // kimi-linear: q_pe and k_pe are not turned
 
-	kvr, nope, rot, vhead int // kv_lora, qk_nope, qk_rope, v_head
-	temp                  attnTemp
-	noRoPE                bool  // kimi-linear: q_pe and k_pe are not turned
-	headCols              []int // bailingmoe3: column c of the heads' outputs reads its head's gate, c / value_length_mla
-
-	// DSA (deepseek32, glm-dsa): windows past topK tokens select keys.
+	// DSA (deepseek32, glm-dsa, dots3note): windows past topK tokens select keys.
 	topK             int      // 0: dense attention
+	context          int      // the windows' context the model was loaded for (Options.Context; 0: unknown)
 	idxHeads, idxDim int      // the indexer's heads and their size
 	idxRope          *nn.RoPE // on the first qk_rope elements of the indexer's heads
 	idxScale         float64  // 1/sqrt(heads·dim), on the head weights
-	idxEps           float64  // the key norm's: 1e-6 in deepseek32, 0 in glm-dsa (llama.cpp sets no other)
+	idxEps           float64  // the key norm's: 1e-6 in deepseek32 and dots3note, 0 in glm-dsa (llama.cpp sets no other)
+}
+
+// mlaGeom is a latent attention layer's shape: one for every layer of
+// deepseek2's, dots3note's full and sliding layers each their own.
+type mlaGeom struct {
+	kvr, nope, vhead int      // kv_lora, qk_nope, v_head
+	attn             ml.Attn  // MQA over the latent: 1 KV head of kv_lora + qk_rope
+	rope             *nn.RoPE // on q_pe and k_pe: HeadDim = Dims = qk_rope
+	headCols         []int    // gated attention (bailingmoe3, dots3note): column c of the heads' outputs reads its head's gate, c / v_head
 }
 
 type mlaLayer struct {
+	g        *mlaGeom
 	attnNorm *ml.Vector // blk.N.attn_norm
 	q        *ml.Matrix // attn_q, when q is not compressed
 	qa       *ml.Matrix // attn_q_a: (q_lora, embd)
@@ -109,14 +118,15 @@ type mlaLayer struct {
 	qb       *ml.Matrix // attn_q_b: (heads·key_length_mla, q_lora)
 	kva      *ml.Matrix // attn_kv_a_mqa: (kv_lora + qk_rope, embd)
 	kvaNorm  *ml.Vector // attn_kv_a_norm
+	kNorm    *ml.Vector // dots3note: attn_k_norm, an RMS norm of k_pe before RoPE
 	kb       *ml.Matrix // attn_k_b: a stack per head of (kv_lora, qk_nope)
 	vb       *ml.Matrix // attn_v_b: a stack per head of (v_head, kv_lora)
 	o        *ml.Matrix // attn_output: (embd, heads·v_head)
 	ffnNorm  *ml.Vector // ffn_norm
 	ffn      FFN
-	idx      *indexer   // DSA: nil in a layer that reuses the previous layer's keys
+	idx      *indexer   // DSA: nil in a layer that reuses the previous layer's keys, or slides
 	kda      *kda       // kimi-linear, bailingmoe3: a KDA layer (the attention's weights nil)
-	gate     *ml.Matrix // bailingmoe3: attn_gate, (heads, embd): sigmoid(gate·h) per head on the attention's output
+	gate     *ml.Matrix // bailingmoe3, dots3note: attn_gate, (heads, embd): sigmoid(gate·h) per head on the attention's output
 }
 
 // indexer is a DSA layer's lightning indexer (blk.N.indexer.*).
@@ -133,7 +143,8 @@ func newDeepSeek2(l *Loader) Network {
 	}
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
-	dsa := hp.Arch == "deepseek32" || hp.Arch == "glm-dsa"
+	dots3 := hp.Arch == "dots3note"
+	dsa := hp.Arch == "deepseek32" || hp.Arch == "glm-dsa" || dots3
 	var err error
 	geti := func(dst *int, key string, def int) {
 		if err == nil {
@@ -141,7 +152,11 @@ func newDeepSeek2(l *Loader) Network {
 		}
 	}
 	var qlora, kvr, dk, vhead, rot int
-	geti(&qlora, "attention.q_lora_rank", 0)
+	qloraDef := 0
+	if dots3 { // its attention has no uncompressed q
+		qloraDef = -1
+	}
+	geti(&qlora, "attention.q_lora_rank", qloraDef)
 	geti(&kvr, "attention.kv_lora_rank", -1)
 	geti(&dk, "attention.key_length_mla", hp.HeadDim)
 	geti(&vhead, "attention.value_length_mla", hp.ValueDim)
@@ -155,6 +170,9 @@ func newDeepSeek2(l *Loader) Network {
 	}
 	if dsa && err == nil {
 		idxDim, err = m.positive("attention.indexer.key_length", -1)
+	}
+	if dots3 && err == nil { // llama.cpp requires them
+		err = m.require("expert_gating_func", "expert_shared_count")
 	}
 	lm, e := m.float("rope.scaling.yarn_log_multiplier", 0)
 	if err == nil {
@@ -172,8 +190,8 @@ func newDeepSeek2(l *Loader) Network {
 	case vhead <= 0:
 		l.Failf("metadata %s.attention.value_length_mla = %d", hp.Arch, vhead)
 	}
-	if dsa && idxDim&(idxDim-1) != 0 {
-		l.Failf("metadata %s.attention.indexer.key_length = %d: the indexer's Hadamard rotation needs a power of 2", hp.Arch, idxDim)
+	if dsa && (idxDim&(idxDim-1) != 0 || idxDim < 64) {
+		l.Failf("metadata %s.attention.indexer.key_length = %d: the indexer's Hadamard rotation needs a power of 2 of at least 64 (llama.cpp 0.7.0 asserts on narrower heads)", hp.Arch, idxDim)
 	}
 	if dsa && (qlora == 0 || idxDim < rot) {
 		l.Failf("%s: attention.q_lora_rank %d and attention.indexer.key_length %d: the indexer needs a q_lora and keys of at least rope.dimension_count %d", hp.Arch, qlora, idxDim, rot)
@@ -183,7 +201,7 @@ func newDeepSeek2(l *Loader) Network {
 	}
 	nope, H := dk-rot, hp.Heads
 	r := l.RoPE(false)
-	if r == nil {
+	if r == nil || dots3 && !l.unscaledRoPE(r) {
 		return nil
 	}
 	// With a yarn_log_multiplier lm, the rotation is unscaled: llama.cpp
@@ -210,21 +228,28 @@ func newDeepSeek2(l *Loader) Network {
 		tokenEmbd:  l.Linear("token_embd", hp.Embd, hp.Vocab),
 		outputNorm: l.Norm("output_norm", hp.Embd),
 		head:       Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")},
-		rope:       mrope,
-		attn:       ml.Attn{Heads: H, KVHeads: 1, HeadDim: kvr + rot, Scale: float64(mscale * mscale / float32(math.Sqrt(float64(dk))))},
-		kvr:        kvr, nope: nope, rot: rot, vhead: vhead,
+		full: mlaGeom{kvr: kvr, nope: nope, vhead: vhead, rope: mrope,
+			attn: ml.Attn{Heads: H, KVHeads: 1, HeadDim: kvr + rot, Scale: float64(mscale * mscale / float32(math.Sqrt(float64(dk))))}},
+		rot:  rot,
 		temp: l.attnTemp("attention.temperature_length", -1),
-		topK: topK, idxHeads: idxHeads, idxDim: idxDim,
+		topK: topK, context: l.Opts.Context, idxHeads: idxHeads, idxDim: idxDim,
 	}
 	var full []bool // DSA: the layers that run their indexer
 	if dsa {
-		d.idxRope = &nn.RoPE{HeadDim: idxDim, Dims: rot, NeoX: hp.Arch == "deepseek32", Base: r.Base, FreqScale: r.FreqScale,
+		d.idxRope = &nn.RoPE{HeadDim: idxDim, Dims: rot, NeoX: hp.Arch != "glm-dsa", Base: r.Base, FreqScale: r.FreqScale,
 			ExtFactor: r.ExtFactor, AttnFactor: attn, BetaFast: r.BetaFast, BetaSlow: r.BetaSlow, OrigCtx: r.OrigCtx}
 		d.idxScale = float64(1 / float32(math.Sqrt(float64(idxDim*idxHeads))))
-		if hp.Arch == "deepseek32" {
+		if hp.Arch != "glm-dsa" {
 			d.idxEps = 1e-6
 		}
 		if full = l.indexerLayers(); full == nil {
+			return nil
+		}
+	}
+	var sliding []bool // dots3note's sliding layers, of geometry swa
+	var swa *mlaGeom
+	if dots3 {
+		if swa, sliding = l.dots3Sliding(d, full); swa == nil {
 			return nil
 		}
 	}
@@ -248,7 +273,6 @@ func newDeepSeek2(l *Loader) Network {
 		if lowerBound = l.ling3Hparams(r); lowerBound == 0 {
 			return nil
 		}
-		d.headCols = spreadCols(H, vhead)
 		if clampExp, err = step35Clamps(l, "swiglu_clamp_exp", hp.Layers); err == nil {
 			clampShexp, err = step35Clamps(l, "swiglu_clamp_shexp", hp.Layers)
 		}
@@ -257,6 +281,9 @@ func newDeepSeek2(l *Loader) Network {
 			return nil
 		}
 	}
+	if ling3 || dots3 {
+		d.full.headCols = spreadCols(H, vhead)
+	}
 	moe := l.moeParams(opts)
 	if moe == nil {
 		return nil
@@ -264,22 +291,33 @@ func newDeepSeek2(l *Loader) Network {
 	if hp.Arch == "kimi-linear" { // llama.cpp renormalizes Kimi's weights whatever the file says
 		moe.Norm = true
 	}
+	if dots3 { // llama.cpp's shared experts: n_ff_exp · expert_shared_count, whatever else the file says
+		moe.SharedFFN = moe.FFN * moe.Shared
+	}
 	d.hp = l.HP
 	for i := range hp.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
-		ly := mlaLayer{attnNorm: l.Norm(p+"attn_norm", hp.Embd)}
+		g := &d.full
+		if sliding != nil && sliding[i] {
+			g = swa
+		}
+		kvr, nope, vhead := g.kvr, g.nope, g.vhead
+		ly := mlaLayer{g: g, attnNorm: l.Norm(p+"attn_norm", hp.Embd)}
 		if kimi && kdaLayers[i] {
 			ly.kda = l.bindKDA(p, H, kdaDim, dConv, lowerBound)
 		} else if qlora > 0 {
 			ly.qa = l.Linear(p+"attn_q_a", hp.Embd, qlora)
 			ly.qaNorm = l.Norm(p+"attn_q_a_norm", qlora)
-			ly.qb = l.Linear(p+"attn_q_b", qlora, H*dk)
+			ly.qb = l.Linear(p+"attn_q_b", qlora, H*(nope+rot))
 		} else {
-			ly.q = l.Linear(p+"attn_q", hp.Embd, H*dk)
+			ly.q = l.Linear(p+"attn_q", hp.Embd, H*(nope+rot))
 		}
 		if ly.kda == nil {
 			ly.kva = l.Linear(p+"attn_kv_a_mqa", hp.Embd, kvr+rot)
 			ly.kvaNorm = l.Norm(p+"attn_kv_a_norm", kvr)
+			if dots3 {
+				ly.kNorm = l.Norm(p+"attn_k_norm", rot)
+			}
 			if l.Has(p+"attn_k_b.weight") || !l.Has(p+"attn_kv_b.weight") {
 				ly.kb = l.Experts(p+"attn_k_b", H, nope, kvr)
 				ly.vb = l.Experts(p+"attn_v_b", H, kvr, vhead)
@@ -287,15 +325,15 @@ func newDeepSeek2(l *Loader) Network {
 				ly.kb, ly.vb = l.absorbKVB(p+"attn_kv_b", H, kvr, nope, vhead)
 			}
 			ly.o = l.Linear(p+"attn_output", H*vhead, hp.Embd)
-			if ling3 {
+			if g.headCols != nil {
 				ly.gate = l.Linear(p+"attn_gate", hp.Embd, H)
 			}
 		}
-		if ling3 && i >= moe.DenseLayers && !l.Has(p+"exp_probs_b.bias") {
-			l.Failf("missing tensor %sexp_probs_b.bias (bailingmoe3's selection bias, which llama.cpp requires)", p)
+		if (ling3 || dots3) && i >= moe.DenseLayers && !l.Has(p+"exp_probs_b.bias") {
+			l.Failf("missing tensor %sexp_probs_b.bias (%s's selection bias, which llama.cpp requires)", p, hp.Arch)
 		}
 		ly.ffnNorm = l.Norm(p+"ffn_norm", hp.Embd)
-		if dsa && full[i] && (hp.Arch == "deepseek32" || l.Has("blk.0.indexer.proj.weight")) {
+		if dsa && full[i] && (hp.Arch != "glm-dsa" || l.Has("blk.0.indexer.proj.weight")) {
 			ly.idx = &indexer{
 				qb:    l.Linear(p+"indexer.attn_q_b", qlora, idxHeads*idxDim),
 				k:     l.Linear(p+"indexer.attn_k", hp.Embd, idxDim),
@@ -393,8 +431,8 @@ func (d *deepseek2) indexKeys(b ml.Backend, sb ml.Sparse, x *indexer, h, qa ml.T
 }
 
 // indexerLayers reads which layers run their lightning indexer (glm-dsa's
-// attention.indexer.types: 1 a layer's own, 0 the previous layer's keys);
-// nil after an error.
+// attention.indexer.types: 1 a layer's own, 0 the previous layer's keys;
+// dots3note's, required: 1 in its full layers); nil after an error.
 func (l *Loader) indexerLayers() []bool {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
@@ -404,7 +442,11 @@ func (l *Loader) indexerLayers() []bool {
 		// its own layers 0, 1 and every fourth from 2.
 		full[i] = hp.Arch == "deepseek32" || hp.CtxTrain < 1<<20 || i < 2 || (i-2)%4 == 0
 	}
-	if key := hp.Arch + ".attention.indexer.types"; hp.Arch == "glm-dsa" && m.has("attention.indexer.types") {
+	if err := m.require("attention.indexer.types"); hp.Arch == "dots3note" && err != nil {
+		l.fail(err)
+		return nil
+	}
+	if key := hp.Arch + ".attention.indexer.types"; hp.Arch != "deepseek32" && m.has("attention.indexer.types") {
 		types, err := l.f.Int32s(key)
 		if err == nil && len(types) < hp.Layers {
 			err = fmt.Errorf("metadata %s has %d values for %d layers", key, len(types), hp.Layers)
@@ -417,17 +459,26 @@ func (l *Loader) indexerLayers() []bool {
 			full[i] = types[i] != 0
 		}
 	}
-	if !full[0] {
+	if !full[0] && hp.Arch == "glm-dsa" {
 		l.Failf("metadata %s.attention.indexer.types: layer 0 must run its indexer", hp.Arch)
 		return nil
 	}
 	return full
 }
 
-// Check requires the latent attention operations.
+// Check requires the latent attention operations (and ml.Recurrent's
+// GatherCols for a gate per head), and for a context past DSA's top_k its
+// sparse attention and indexer.
 func (d *deepseek2) Check(b ml.Backend) error {
 	if _, ok := b.(ml.Latent); !ok {
 		return fmt.Errorf("deepseek2: the %T backend lacks the latent attention operations (ml.Latent: Columns, HeadLinear, LatentAttention)", b)
+	}
+	if _, ok := b.(ml.Recurrent); !ok && d.full.headCols != nil {
+		return fmt.Errorf("%s: the %T backend lacks ml.Recurrent's GatherCols (the attention's gate per head)", d.hp.Arch, b)
+	}
+	if d.topK > 0 && d.context > d.topK { // refused now rather than at the first long window
+		_, err := d.sparseBackend(b, d.context)
+		return err
 	}
 	return nil
 }
@@ -444,8 +495,7 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		}
 	}
 	var keys *nn.KeySet // the keys the last indexer chose
-	H, kvr, nope, rot := hp.Heads, d.kvr, d.nope, d.rot
-	dk, kd := nope+rot, kvr+rot
+	H, rot := hp.Heads, d.rot
 	x := b.Alloc(n, hp.Embd) // the residual stream
 	b.Embed(x, d.tokenEmbd, tokens)
 	for i := range d.layers {
@@ -461,6 +511,10 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			b.Release(mark)
 			continue
 		}
+		g := ly.g
+		kvr, nope := g.kvr, g.nope
+		dk, kd := nope+rot, kvr+rot
+		sliding := g.attn.Window > 0 // dots3note: no indexer, the last Window keys
 
 		q := b.Alloc(n, H*dk)
 		if ly.q != nil {
@@ -470,7 +524,7 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			b.Linear(qa, h, ly.qa)
 			b.RMSNorm(qa, qa, ly.qaNorm, hp.Eps)
 			b.Linear(q, qa, ly.qb)
-			if sb != nil && ly.idx != nil {
+			if sb != nil && ly.idx != nil && !sliding {
 				keys = d.indexKeys(b, sb, ly.idx, h, qa)
 			}
 		}
@@ -479,10 +533,10 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		lb.Columns(qn, 0, qh, 0, nope)
 		lb.Columns(qpe, 0, qh, nope, rot)
 		if !d.noRoPE {
-			b.RoPE(b.View(qpe, n, H*rot), H, d.rope)
+			b.RoPE(b.View(qpe, n, H*rot), H, g.rope)
 		}
 
-		// The key [c | k_pe], c normed and k_pe rotated in place.
+		// The key [c | k_pe], c normed and k_pe (normed in dots3note) rotated in place.
 		k := b.Alloc(n, kd)
 		b.Linear(k, h, ly.kva)
 		c, kpe := b.Alloc(n, kvr), b.Alloc(n, rot)
@@ -491,7 +545,10 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		lb.Columns(k, 0, c, 0, kvr)
 		if !d.noRoPE {
 			lb.Columns(kpe, 0, k, kvr, rot)
-			b.RoPE(kpe, 1, d.rope)
+			if ly.kNorm != nil {
+				b.RMSNorm(kpe, kpe, ly.kNorm, hp.Eps)
+			}
+			b.RoPE(kpe, 1, g.rope)
 			lb.Columns(k, kvr, kpe, 0, rot)
 		}
 
@@ -504,15 +561,17 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		d.temp.apply(b, b.View(qk, n, H*kd))
 
 		lat := b.Alloc(n, H*kvr)
-		at := d.attn
-		at.Keys = keys
+		at := g.attn
+		if !sliding {
+			at.Keys = keys
+		}
 		lb.LatentAttention(lat, b.View(qk, n, H*kd), k, i, &at, kvr)
-		att := b.Alloc(n, H*d.vhead)
+		att := b.Alloc(n, H*g.vhead)
 		lb.HeadLinear(att, lat, ly.vb)
 		if ly.gate != nil { // sigmoid(attn_gate·h), one value per head, on each head's output
-			g, wide := b.Alloc(n, H), b.Alloc(n, H*d.vhead)
-			b.Linear(g, h, ly.gate)
-			b.(ml.Recurrent).GatherCols(wide, g, d.headCols)
+			gate, wide := b.Alloc(n, H), b.Alloc(n, H*g.vhead)
+			b.Linear(gate, h, ly.gate)
+			b.(ml.Recurrent).GatherCols(wide, gate, g.headCols)
 			b.GateMul(att, wide, ml.SigmoidGate)
 		}
 		b.Linear(h, att, ly.o)

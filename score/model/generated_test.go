@@ -638,6 +638,17 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1597.0599075, -807.8915434, -786.1186948, -791.4679307}},
 		{"bailingmoe3-tied", "bailingmoe3", "", ling3Shape(true), "", "090f1bbf39ee4e477f7f49863e223d31115f9667f75872fb40267fd743cb0144",
 			[]float64{-1594.4274541, -780.8672586, -826.9138092, -813.8798762}},
+		{"dots3note", "dots3note", "", dots3Shape, "", "1a67d68dd2c6c24e24b470e3e8bce861bc8e1768e25ec19875bb9b672bc6b7fb",
+			[]float64{-1620.3802614, -783.6745545, -802.4565016, -770.3366045}},
+		{"dots3note-tied", "dots3note", "", func(s *mkmodel.Shape) { dots3Shape(s); s.Tied = true }, "",
+			"adf11955eee2c55be2b910166fc14da645b1aa94a4d85b1322013a30f6d5f675",
+			[]float64{-1541.3895254, -802.1555409, -809.6981466, -782.0052186}},
+		{"dots3note-128", "dots3note", "", func(s *mkmodel.Shape) { dots3Shape(s); s.HeadDim = 64 }, "",
+			"d6941e9e96ad2d0b1d0326aca37058a8adf37da17c0bb5dab133b7449ec3af17",
+			[]float64{-1589.8336556, -788.4871090, -804.1295427, -799.8208280}},
+		{"dots3note-every-expert", "dots3note", "", func(s *mkmodel.Shape) { dots3Shape(s); s.ExpertsUsed = 8 }, "",
+			"46087a3193edb1ef2c3463190e5dae0061dd4e0048de2b54302db2a108f77a0c",
+			[]float64{-1612.1745613, -778.6352739, -805.2337545, -779.2068170}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -2544,6 +2555,63 @@ func TestLing3Variants(t *testing.T) {
 		{"no bound", map[string]any{"bailingmoe3.kda.gate_lower_bound": nil}, nil, "missing metadata bailingmoe3.kda.gate_lower_bound"},
 		{"no selection bias", nil, []string{"blk.2.exp_probs_b.bias"}, "missing tensor blk.2.exp_probs_b.bias (bailingmoe3's selection bias, which llama.cpp requires)"},
 		{"linear scaling", map[string]any{"bailingmoe3.rope.scaling.type": "linear", "bailingmoe3.rope.scaling.factor": float32(4)}, nil, "bailingmoe3: RoPE scaling (frequency scale 0.25, YaRN 0, attention factor 1) not supported"},
+	})
+}
+
+// dots3Shape is dots3-note's layout in 4 layers: full (DSA, dense FFN),
+// sliding, full, sliding; 8 experts, 2 used, and a shared one.
+func dots3Shape(s *mkmodel.Shape) {
+	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.Window = 4, 1, 8, 2, 64, 64, 40
+}
+
+// TestDots3NoteVariants: dots3note with softmax routing not renormalized,
+// without expert_weights_scale and _norm, with top_k 2048 (every key read:
+// the full layers' attention dense), and with the sliding layers flagged
+// by integers, against llama.cpp's sums on the same bytes (24 windows in
+// both builds: none off; here the first 4); files llama.cpp refuses,
+// asserts on or runs without tensors refused by name.
+func TestDots3NoteVariants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "dots3note", dots3Shape)
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "softmax, not renormalized", sha256: "b566d16176dddc918c289c243c62411cc61443d4e258ae7c5dae969e5b83de25",
+			set:  map[string]any{"dots3note.expert_gating_func": uint32(1), "dots3note.expert_weights_norm": false},
+			sums: []float64{-1602.2533085, -790.7095439, -803.2146268, -768.9773199}},
+		{name: "no scale or norm", sha256: "f91bf3131bef7b643e43e779bae1f21bed72f6818a0ed99c83560bdc8a25008b",
+			set:  map[string]any{"dots3note.expert_weights_scale": nil, "dots3note.expert_weights_norm": nil},
+			sums: []float64{-1616.4844697, -786.1291878, -805.3578736, -764.7923598}},
+		{name: "top_k 2048", sha256: "a3e4dabb7b836311f24f935660f6137706e1d70d82266055f47534243728c9e9",
+			set:  map[string]any{"dots3note.attention.indexer.top_k": uint32(2048)},
+			sums: []float64{-1615.6253365, -777.5690848, -803.0472941, -759.6563112}},
+		{name: "integer flags", sha256: "d2917f58bc4182c545b0b946c33f14d1c9e6c04326e709ceb0756470d06b9b1a",
+			set:  map[string]any{"dots3note.attention.sliding_window_pattern": []int32{0, 1, 0, 1}},
+			sums: []float64{-1620.3802614, -783.6745545, -802.4565016, -770.3366045}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"no pattern", map[string]any{"dots3note.attention.sliding_window_pattern": nil}, nil, "missing metadata dots3note.attention.sliding_window_pattern"},
+		{"a period", map[string]any{"dots3note.attention.sliding_window_pattern": uint32(2)}, nil,
+			"metadata dots3note.attention.sliding_window_pattern: want an array of a flag per layer (llama.cpp reads no period for dots3note)"},
+		{"no window", map[string]any{"dots3note.attention.sliding_window": nil}, nil, "missing metadata dots3note.attention.sliding_window"},
+		{"no sliding base", map[string]any{"dots3note.rope.freq_base_swa": nil}, nil, "missing metadata dots3note.rope.freq_base_swa"},
+		{"no sliding latent", map[string]any{"dots3note.attention.kv_lora_rank_swa": nil}, nil, "missing metadata dots3note.attention.kv_lora_rank_swa"},
+		{"no indexer types", map[string]any{"dots3note.attention.indexer.types": nil}, nil, "missing metadata dots3note.attention.indexer.types"},
+		{"a full layer without indexer", map[string]any{"dots3note.attention.indexer.types": []int32{1, 0, 0, 0}}, nil,
+			"metadata dots3note.attention.indexer.types: full layer 2 has no indexer, which llama.cpp would run without its tensors"},
+		{"a sliding layer's indexer missing", map[string]any{"dots3note.attention.indexer.types": []int32{1, 1, 1, 0}}, nil, "blk.1.indexer.attn_q_b.weight"},
+		{"indexer heads of 32", map[string]any{"dots3note.attention.indexer.key_length": uint32(32)}, nil,
+			"metadata dots3note.attention.indexer.key_length = 32: the indexer's Hadamard rotation needs a power of 2 of at least 64"},
+		{"no q compression", map[string]any{"dots3note.attention.q_lora_rank": nil}, nil, "missing metadata dots3note.attention.q_lora_rank"},
+		{"no gating", map[string]any{"dots3note.expert_gating_func": nil}, nil, "missing metadata dots3note.expert_gating_func"},
+		{"no shared experts", map[string]any{"dots3note.expert_shared_count": nil}, nil, "missing metadata dots3note.expert_shared_count"},
+		{"no rope key norm", nil, []string{"blk.1.attn_k_norm.weight"}, "blk.1.attn_k_norm.weight"},
+		{"no gate", nil, []string{"blk.2.attn_gate.weight"}, "blk.2.attn_gate.weight"},
+		{"no selection bias", nil, []string{"blk.1.exp_probs_b.bias"}, "missing tensor blk.1.exp_probs_b.bias (dots3note's selection bias, which llama.cpp requires)"},
+		{"linear scaling", map[string]any{"dots3note.rope.scaling.type": "linear", "dots3note.rope.scaling.factor": float32(4)}, nil,
+			"dots3note: RoPE scaling (frequency scale 0.25, YaRN 0, attention factor 1) not supported"},
 	})
 }
 

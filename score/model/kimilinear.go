@@ -200,7 +200,7 @@ func (m kimiLinear) Check(b ml.Backend) error {
 	_, rc := b.(ml.Recurrent)
 	_, au := b.(ml.AltUp)
 	_, rw := b.(ml.RWKV)
-	if !rc || m.headCols != nil && (!au || !rw) {
+	if !rc || m.hp.Arch == "bailingmoe3" && (!au || !rw) {
 		return fmt.Errorf("%s needs the recurrent operations (ml.Recurrent: ConvSiLU, Zero, L2Norm, DeltaGates, DeltaNet, GatherCols; ml.AltUp's MulCols and ml.RWKV's Sigmoid for bailingmoe3), which backend %T lacks", m.hp.Arch, b)
 	}
 	return nil
@@ -244,8 +244,7 @@ func (l *Loader) ling3Hparams(r *nn.RoPE) float32 {
 		l.Failf("metadata %s.kda.safe_gate = false: llama.cpp 0.7.0 runs only the safe gate (it asserts it)", l.HP.Arch)
 	case lb >= 0:
 		l.Failf("metadata %s.kda.gate_lower_bound = %g, want below 0 (llama.cpp asserts it)", l.HP.Arch, lb)
-	case r.FreqScale != 1 || r.ExtFactor != 0 || r.AttnFactor != 1:
-		l.Failf("%s: RoPE scaling (frequency scale %g, YaRN %g, attention factor %g) not supported: llama.cpp's score scale for it is not matched yet", l.HP.Arch, r.FreqScale, r.ExtFactor, r.AttnFactor)
+	case !l.unscaledRoPE(r):
 	default:
 		return float32(lb)
 	}

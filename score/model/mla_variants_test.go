@@ -192,7 +192,9 @@ func TestMLARefused(t *testing.T) {
 		{"no top_k", "deepseek32", nil, "missing metadata deepseek32.attention.indexer.top_k"},
 		{"top_k 0", "glm-dsa", map[string]any{"attention.indexer.top_k": uint32(0)}, "glm-dsa.attention.indexer.top_k = 0, want > 0"},
 		{"keys of 48", "deepseek32", map[string]any{"attention.indexer.top_k": uint32(64), "attention.indexer.key_length": uint32(48)},
-			"deepseek32.attention.indexer.key_length = 48: the indexer's Hadamard rotation needs a power of 2"},
+			"deepseek32.attention.indexer.key_length = 48: the indexer's Hadamard rotation needs a power of 2 of at least 64"},
+		{"keys of 32", "glm-dsa", map[string]any{"attention.indexer.top_k": uint32(64), "attention.indexer.key_length": uint32(32)},
+			"glm-dsa.attention.indexer.key_length = 32: the indexer's Hadamard rotation needs a power of 2 of at least 64"},
 		{"shared first layer", "glm-dsa", map[string]any{"attention.indexer.top_k": uint32(64), "attention.indexer.types": []int32{0, 1, 1}},
 			"glm-dsa.attention.indexer.types: layer 0 must run its indexer"},
 	} {
@@ -216,6 +218,11 @@ func TestMLARefused(t *testing.T) {
 		want := "glm-dsa: a window of 65 tokens, past the lightning indexer's top_k 64, needs the indexer, which the file lacks"
 		if _, err := m.Score(tokens, 1); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("a window of 65: %v, want %q", err, want)
+		}
+		// Loaded for a context of 65, refused at load.
+		_, err = Load(mlaVariant(t, dir, "glm-dsa", map[string]any{"attention.indexer.top_k": uint32(64), "indexer": false}), Options{Context: 65})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("a context of 65: %v, want %q", err, want)
 		}
 	})
 }
