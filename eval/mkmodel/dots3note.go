@@ -76,6 +76,14 @@ func (c *Config) dots3Keys(w *gguf.Writer) {
 		}
 	}
 	w.Add(a+".attention.sliding_window_pattern", slides)
+	c.dsaKeys(w, types)
+}
+
+// dsaKeys writes the lightning indexer's keys (types: 1 where a layer
+// runs its own) and the routing of dots3note and hy_v4: a shared expert,
+// sigmoid gating, renormalized and scaled by 2.5.
+func (c *Config) dsaKeys(w *gguf.Writer, types []int32) {
+	a := c.Arch
 	w.Add(a+".attention.indexer.head_count", uint32(dots3IndexerHeads))
 	w.Add(a+".attention.indexer.key_length", uint32(2*c.HeadDim))
 	w.Add(a+".attention.indexer.top_k", uint32(dots3TopK))
@@ -105,14 +113,28 @@ func (c *Config) dots3Layer(add func(name string, shape []uint64, layer int, fil
 	add(p+"attn_output.weight", []uint64{h * vh, e}, i, c.normal(p+"attn_output.weight", c.Residual*invSqrt(h*vh)))
 	add(p+"attn_gate.weight", []uint64{e, h}, i, c.normal(p+"attn_gate.weight", invSqrt(e)))
 	if !c.dots3Sliding(i) {
-		d, ih := uint64(2*c.HeadDim), uint64(dots3IndexerHeads)
-		add(p+"indexer.k_norm.weight", []uint64{d}, i, c.gain(p+"indexer.k_norm.weight", 1, 0.1))
-		add(p+"indexer.k_norm.bias", []uint64{d}, i, c.normal(p+"indexer.k_norm.bias", 0.1))
-		add(p+"indexer.proj.weight", []uint64{e, ih}, i, c.normal(p+"indexer.proj.weight", invSqrt(e)))
-		add(p+"indexer.attn_k.weight", []uint64{e, d}, i, c.normal(p+"indexer.attn_k.weight", invSqrt(e)))
-		add(p+"indexer.attn_q_b.weight", []uint64{ql, ih * d}, i, c.normal(p+"indexer.attn_q_b.weight", invSqrt(ql)))
+		c.dsaIndexer(add, i)
 	}
 	c.leadOrExperts(add, i, true)
+}
+
+// dsaIndexer adds layer i's lightning indexer (dots3note, hy_v4): 4 heads
+// of 2·HeadDim from the compressed q, one key from the layer's input,
+// LayerNormed, and the heads' weights.
+func (c *Config) dsaIndexer(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
+	p := fmt.Sprintf("blk.%d.indexer.", i)
+	e, ql, d, ih := uint64(c.Embd), uint64(c.dots3QLora()), uint64(2*c.HeadDim), uint64(dots3IndexerHeads)
+	add(p+"k_norm.weight", []uint64{d}, i, c.gain(p+"k_norm.weight", 1, 0.1))
+	add(p+"k_norm.bias", []uint64{d}, i, c.normal(p+"k_norm.bias", 0.1))
+	add(p+"proj.weight", []uint64{e, ih}, i, c.normal(p+"proj.weight", invSqrt(e)))
+	add(p+"attn_k.weight", []uint64{e, d}, i, c.normal(p+"attn_k.weight", invSqrt(e)))
+	add(p+"attn_q_b.weight", []uint64{ql, ih * d}, i, c.normal(p+"attn_q_b.weight", invSqrt(ql)))
+}
+
+// dsaIndexerParams is dsaIndexer's weights.
+func (s Shape) dsaIndexerParams() int64 {
+	e, ql, d, ih := int64(s.Embd), int64(s.dots3QLora()), int64(2*s.HeadDim), int64(dots3IndexerHeads)
+	return 2*d + e*ih + e*d + ql*ih*d
 }
 
 // dots3Params is Params for dots3note.
@@ -124,8 +146,7 @@ func (s Shape) dots3Params() int64 {
 		kvr, nope, vh := int64(k), int64(no), int64(v)
 		n += e + e*ql + ql + ql*h*(nope+rot) + e*(kvr+rot) + kvr + rot + nope*kvr*h + kvr*vh*h + h*vh*e + e*h
 		if !s.dots3Sliding(i) {
-			d, ih := int64(2*s.HeadDim), int64(dots3IndexerHeads)
-			n += 2*d + e*ih + e*d + ql*ih*d
+			n += s.dsaIndexerParams()
 		}
 		n += s.leadOrExpertsParams(i, true)
 	}

@@ -220,6 +220,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.dots3Layer(add, i)
 			continue
 		}
+		if c.hyV4() {
+			c.hyV4Layer(add, i)
+			continue
+		}
 		if c.smallThinker() {
 			c.smallThinkerLayer(add, i)
 			continue
@@ -389,6 +393,9 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		}
 	}
 	c.phi3Factors(add)
+	if c.hyV4() {
+		c.hyV4Head(add)
+	}
 }
 
 // Check validates the configuration.
@@ -507,6 +514,9 @@ func Write(path string, c *Config) error {
 	}
 	if c.dots3note() {
 		c.dots3Keys(w)
+	}
+	if c.hyV4() {
+		c.hyV4Keys(w)
 	}
 	if c.smallThinker() {
 		c.smallThinkerKeys(w)
@@ -680,12 +690,12 @@ func (c *Config) attnKeys(w *gguf.Writer) {
 	if !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.spark() {
 		w.Add(a+".attention.head_count", uint32(c.Heads))
 	}
-	if c.dots3note() { // one latent KV head
+	if c.dots3note() || c.hyV4() { // one latent KV head
 		w.Add(a+".attention.head_count_kv", uint32(1))
 	} else if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.spark() && !c.kdaHybrid() && a != "jamba" && a != "plamo2" { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys, step35Keys, sparkKeys, kimiKeys, mamba1Keys, plamo2Keys)
 		w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))
 	}
-	if c.dots3note() { // the full layers' latent cache's key and value (dots3Keys the sliding layers')
+	if c.dots3note() || c.hyV4() { // the (full) layers' latent cache's key and value (dots3Keys the sliding layers')
 		kvr, _, _ := c.dots3Latent(false)
 		w.Add(a+".attention.key_length", uint32(kvr+c.dots3Rope()))
 		w.Add(a+".attention.value_length", uint32(kvr))

@@ -35,6 +35,8 @@ type Sparse interface {
 	LayerNormer
 	// IndexKeys is nn.LightningTopK: the topK keys j <= i each query row
 	// i reads, by the indexer's scores of q (n, heads·dim) against k (n,
-	// dim) weighted by w (n, heads).
-	IndexKeys(q, k, w Tensor, heads, topK int) *nn.KeySet
+	// dim) weighted by w (n, heads); with rotate q and k Hadamard-rotated
+	// first, as llama.cpp stores DeepSeek-V3.2's indexer keys (the scores
+	// the same but for roundings).
+	IndexKeys(q, k, w Tensor, heads, topK int, rotate bool) *nn.KeySet
 }

@@ -103,21 +103,27 @@ func (b *cpuBackend) LayerNorm(dst, x ml.Tensor, w, bias *ml.Vector, eps float64
 	nn.LayerNorm(d.d, s.d, w.V, bv, eps, s.rows, s.cols)
 }
 
-// IndexKeys rotates q and k by the Hadamard matrix and passes k through the
-// KV cache's key format, as llama.cpp stores the indexer's keys: neither
-// changes the scores but by rounding, which decides near ties.
-func (b *cpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int) *nn.KeySet {
+// IndexKeys rotates q and k by the Hadamard matrix (with rotate) and
+// passes k through the KV cache's key format, as llama.cpp stores the
+// indexer's keys: neither changes the scores but by rounding, which decides
+// near ties.
+func (b *cpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) *nn.KeySet {
 	qq, kk, ww := ct(q), ct(k), ct(w)
 	n, dim := qq.rows, kk.cols
 	shape("indexer weights", ww, n, heads)
 	shape("indexer keys", kk, n, dim)
 	shape("indexer queries", qq, n, heads*dim)
-	rot := nn.HadamardMatrix(dim)
 	mark := b.c.Mark()
 	defer b.c.Release(mark)
-	qr, kr := b.c.Alloc(n*heads*dim), b.c.Alloc(n*dim)
-	rot.Forward(b.c, qr, qq.d, n*heads)
-	rot.Forward(b.c, kr, kk.d, n)
+	qr, kr := qq.d[:n*heads*dim], b.c.Alloc(n*dim)
+	if rotate {
+		rot := nn.HadamardMatrix(dim)
+		qr = b.c.Alloc(n * heads * dim)
+		rot.Forward(b.c, qr, qq.d, n*heads)
+		rot.Forward(b.c, kr, kk.d, n)
+	} else {
+		copy(kr, kk.d[:n*dim])
+	}
 	b.storeKeys(kr, n, 1, dim)
 	return nn.LightningTopK(b.c, qr, kr, ww.d, n, heads, dim, topK)
 }

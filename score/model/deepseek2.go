@@ -1,6 +1,7 @@
 package model
 
 import (
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -73,7 +74,7 @@ func init() {
 	}
 }
 
-var latentArchs = []string{"deepseek2", "mistral4", "deepseek32", "glm-dsa", "kimi-linear", "bailingmoe3", "dots3note"}
+var latentArchs = []string{"deepseek2", "mistral4", "deepseek32", "glm-dsa", "kimi-linear", "bailingmoe3", "dots3note", "hy_v4"}
 
 // LatentArch reports whether arch is one of deepseek2's: its attention is
 // latent (ml.Latent), key_length and value_length the latent key's and
@@ -97,7 +98,9 @@ type deepseek2 struct {
 	idxHeads, idxDim int      // the indexer's heads and their size
 	idxRope          *nn.RoPE // on the first qk_rope elements of the indexer's heads
 	idxScale         float64  // 1/sqrt(heads·dim), on the head weights
-	idxEps           float64  // the key norm's: 1e-6 in deepseek32 and dots3note, 0 in glm-dsa (llama.cpp sets no other)
+	idxEps           float64  // the key norm's: 1e-6 in deepseek32 and dots3note, 0 in glm-dsa, the RMS norms' in hy_v4 (llama.cpp sets no other)
+	idxTail          *nn.RoPE // hy_v4: RoPE on the last qk_rope elements of the indexer's heads instead of idxRope
+	idxRotate        bool     // q and k Hadamard-rotated, as llama.cpp stores the keys (not in hy_v4)
 }
 
 // mlaGeom is a latent attention layer's shape: one for every layer of
@@ -119,6 +122,7 @@ type mlaLayer struct {
 	kva      *ml.Matrix // attn_kv_a_mqa: (kv_lora + qk_rope, embd)
 	kvaNorm  *ml.Vector // attn_kv_a_norm
 	kNorm    *ml.Vector // dots3note: attn_k_norm, an RMS norm of k_pe before RoPE
+	sinks    *ml.Vector // hy_v4: attn_sinks, a logit per head
 	kb       *ml.Matrix // attn_k_b: a stack per head of (kv_lora, qk_nope)
 	vb       *ml.Matrix // attn_v_b: a stack per head of (v_head, kv_lora)
 	o        *ml.Matrix // attn_output: (embd, heads·v_head)
@@ -126,7 +130,7 @@ type mlaLayer struct {
 	ffn      FFN
 	idx      *indexer   // DSA: nil in a layer that reuses the previous layer's keys, or slides
 	kda      *kda       // kimi-linear, bailingmoe3: a KDA layer (the attention's weights nil)
-	gate     *ml.Matrix // bailingmoe3, dots3note: attn_gate, (heads, embd): sigmoid(gate·h) per head on the attention's output
+	gate     *ml.Matrix // bailingmoe3, dots3note: attn_gate, (heads, embd): sigmoid(gate·h) per head on the attention's output; hy_v4: (heads·v_head, embd), per element
 }
 
 // indexer is a DSA layer's lightning indexer (blk.N.indexer.*).
@@ -143,8 +147,9 @@ func newDeepSeek2(l *Loader) Network {
 	}
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
-	dots3 := hp.Arch == "dots3note"
-	dsa := hp.Arch == "deepseek32" || hp.Arch == "glm-dsa" || dots3
+	dots3, hyv4 := hp.Arch == "dots3note", hp.Arch == "hy_v4"
+	hyTopK, _ := m.int("attention.indexer.top_k", 0) // hy_v4: DSA when above 0, as llama.cpp reads it
+	dsa := hp.Arch == "deepseek32" || hp.Arch == "glm-dsa" || dots3 || hyv4 && hyTopK > 0
 	var err error
 	geti := func(dst *int, key string, def int) {
 		if err == nil {
@@ -153,7 +158,7 @@ func newDeepSeek2(l *Loader) Network {
 	}
 	var qlora, kvr, dk, vhead, rot int
 	qloraDef := 0
-	if dots3 { // its attention has no uncompressed q
+	if dots3 || hyv4 { // their attention has no uncompressed q
 		qloraDef = -1
 	}
 	geti(&qlora, "attention.q_lora_rank", qloraDef)
@@ -171,8 +176,11 @@ func newDeepSeek2(l *Loader) Network {
 	if dsa && err == nil {
 		idxDim, err = m.positive("attention.indexer.key_length", -1)
 	}
-	if dots3 && err == nil { // llama.cpp requires them
+	if (dots3 || hyv4) && err == nil { // llama.cpp requires them
 		err = m.require("expert_gating_func", "expert_shared_count")
+	}
+	if g, e := m.int("expert_gating_func", 0); hyv4 && err == nil && (e != nil || g == 0) {
+		err = cmp.Or(e, fmt.Errorf("metadata hy_v4.expert_gating_func = 0: llama.cpp has no default for hy_v4 and aborts"))
 	}
 	lm, e := m.float("rope.scaling.yarn_log_multiplier", 0)
 	if err == nil {
@@ -190,10 +198,10 @@ func newDeepSeek2(l *Loader) Network {
 	case vhead <= 0:
 		l.Failf("metadata %s.attention.value_length_mla = %d", hp.Arch, vhead)
 	}
-	if dsa && (idxDim&(idxDim-1) != 0 || idxDim < 64) {
+	if dsa && !hyv4 && (idxDim&(idxDim-1) != 0 || idxDim < 64) {
 		l.Failf("metadata %s.attention.indexer.key_length = %d: the indexer's Hadamard rotation needs a power of 2 of at least 64 (llama.cpp 0.7.0 asserts on narrower heads)", hp.Arch, idxDim)
 	}
-	if dsa && (qlora == 0 || idxDim < rot) {
+	if dsa && (qlora == 0 || idxDim < rot || hyv4 && idxDim == rot) { // hy_v4's: above it, as llama.cpp requires
 		l.Failf("%s: attention.q_lora_rank %d and attention.indexer.key_length %d: the indexer needs a q_lora and keys of at least rope.dimension_count %d", hp.Arch, qlora, idxDim, rot)
 	}
 	if l.Err() != nil {
@@ -201,7 +209,7 @@ func newDeepSeek2(l *Loader) Network {
 	}
 	nope, H := dk-rot, hp.Heads
 	r := l.RoPE(false)
-	if r == nil || dots3 && !l.unscaledRoPE(r) {
+	if r == nil || (dots3 || hyv4) && !l.unscaledRoPE(r) {
 		return nil
 	}
 	// With a yarn_log_multiplier lm, the rotation is unscaled: llama.cpp
@@ -227,19 +235,28 @@ func newDeepSeek2(l *Loader) Network {
 		hp:         hp,
 		tokenEmbd:  l.Linear("token_embd", hp.Embd, hp.Vocab),
 		outputNorm: l.Norm("output_norm", hp.Embd),
-		head:       Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")},
 		full: mlaGeom{kvr: kvr, nope: nope, vhead: vhead, rope: mrope,
 			attn: ml.Attn{Heads: H, KVHeads: 1, HeadDim: kvr + rot, Scale: float64(mscale * mscale / float32(math.Sqrt(float64(dk))))}},
 		rot:  rot,
 		temp: l.attnTemp("attention.temperature_length", -1),
 		topK: topK, context: l.Opts.Context, idxHeads: idxHeads, idxDim: idxDim,
 	}
+	if hyv4 { // llama.cpp reads no other
+		d.head.Output = l.Linear("output", hp.Embd, hp.Vocab)
+	} else {
+		d.head.Output = l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")
+	}
 	var full []bool // DSA: the layers that run their indexer
 	if dsa {
-		d.idxRope = &nn.RoPE{HeadDim: idxDim, Dims: rot, NeoX: hp.Arch != "glm-dsa", Base: r.Base, FreqScale: r.FreqScale,
+		d.idxRope = &nn.RoPE{HeadDim: idxDim, Dims: rot, NeoX: hp.Arch != "glm-dsa" && !hyv4, Base: r.Base, FreqScale: r.FreqScale,
 			ExtFactor: r.ExtFactor, AttnFactor: attn, BetaFast: r.BetaFast, BetaSlow: r.BetaSlow, OrigCtx: r.OrigCtx}
 		d.idxScale = float64(1 / float32(math.Sqrt(float64(idxDim*idxHeads))))
-		if hp.Arch != "glm-dsa" {
+		d.idxRotate = !hyv4
+		switch {
+		case hyv4: // the RMS norms' epsilon, on the last rope.dimension_count elements
+			d.idxEps, d.idxTail = hp.Eps, &nn.RoPE{HeadDim: rot, Dims: rot, Base: r.Base, FreqScale: r.FreqScale,
+				ExtFactor: r.ExtFactor, AttnFactor: attn, BetaFast: r.BetaFast, BetaSlow: r.BetaSlow, OrigCtx: r.OrigCtx}
+		case hp.Arch != "glm-dsa":
 			d.idxEps = 1e-6
 		}
 		if full = l.indexerLayers(); full == nil {
@@ -262,7 +279,7 @@ func newDeepSeek2(l *Loader) Network {
 	var kdaLayers []bool
 	var kdaDim, dConv int
 	var lowerBound float32             // bailingmoe3's safe gate
-	var clampExp, clampShexp []float32 // bailingmoe3's SwiGLU limits per layer
+	var clampExp, clampShexp []float32 // bailingmoe3's SwiGLU limits per layer (hy_v4's experts')
 	if kimi {
 		if kdaLayers, kdaDim, dConv = l.kimiKDA(); kdaLayers == nil {
 			return nil
@@ -284,6 +301,12 @@ func newDeepSeek2(l *Loader) Network {
 	if ling3 || dots3 {
 		d.full.headCols = spreadCols(H, vhead)
 	}
+	if hyv4 {
+		if clampExp, err = step35Clamps(l, "swiglu_clamp_exp", hp.Layers); err != nil {
+			l.fail(err)
+			return nil
+		}
+	}
 	moe := l.moeParams(opts)
 	if moe == nil {
 		return nil
@@ -291,7 +314,7 @@ func newDeepSeek2(l *Loader) Network {
 	if hp.Arch == "kimi-linear" { // llama.cpp renormalizes Kimi's weights whatever the file says
 		moe.Norm = true
 	}
-	if dots3 { // llama.cpp's shared experts: n_ff_exp · expert_shared_count, whatever else the file says
+	if dots3 || hyv4 { // llama.cpp's shared experts: n_ff_exp · expert_shared_count, whatever else the file says
 		moe.SharedFFN = moe.FFN * moe.Shared
 	}
 	d.hp = l.HP
@@ -328,6 +351,10 @@ func newDeepSeek2(l *Loader) Network {
 			if g.headCols != nil {
 				ly.gate = l.Linear(p+"attn_gate", hp.Embd, H)
 			}
+			if hyv4 {
+				ly.sinks = l.Vector(p+"attn_sinks.weight", H)
+				ly.gate = l.Linear(p+"attn_gate", hp.Embd, H*vhead)
+			}
 		}
 		if (ling3 || dots3) && i >= moe.DenseLayers && !l.Has(p+"exp_probs_b.bias") {
 			l.Failf("missing tensor %sexp_probs_b.bias (%s's selection bias, which llama.cpp requires)", p, hp.Arch)
@@ -350,10 +377,16 @@ func newDeepSeek2(l *Loader) Network {
 		if ling3 && ly.ffn != nil {
 			clampFFN(ly.ffn, clampExp[i], clampShexp[i])
 		}
+		if e, ok := ly.ffn.(*MoE); ok && hyv4 { // the routed experts' only, ggml's SWIGLU_CLAMP
+			clampGLU(&e.Experts, ml.SwiGLUClampIn, clampExp[i])
+		}
 		d.layers = append(d.layers, ly)
 	}
-	if kimi {
+	switch {
+	case kimi:
 		return kimiLinear{d}
+	case hyv4:
+		return l.bindHC(d)
 	}
 	return d
 }
@@ -419,20 +452,36 @@ func (d *deepseek2) indexKeys(b ml.Backend, sb ml.Sparse, x *indexer, h, qa ml.T
 	n, IH, ID := h.Rows(), d.idxHeads, d.idxDim
 	q := b.Alloc(n, IH*ID)
 	b.Linear(q, qa, x.qb)
-	b.RoPE(q, IH, d.idxRope)
+	d.idxTurn(b, q, IH)
 	k := b.Alloc(n, ID)
 	b.Linear(k, h, x.k)
 	sb.LayerNorm(k, k, x.kNorm, x.kBias, d.idxEps)
-	b.RoPE(k, 1, d.idxRope)
+	d.idxTurn(b, k, 1)
 	w := b.Alloc(n, IH)
 	b.Linear(w, h, x.proj)
 	b.Scale(w, d.idxScale)
-	return sb.IndexKeys(q, k, w, IH, d.topK)
+	return sb.IndexKeys(q, k, w, IH, d.topK, d.idxRotate)
+}
+
+// idxTurn rotates the indexer's heads in x (n, heads·dim) in place: their
+// first qk_rope elements, or with idxTail their last.
+func (d *deepseek2) idxTurn(b ml.Backend, x ml.Tensor, heads int) {
+	if d.idxTail == nil {
+		b.RoPE(x, heads, d.idxRope)
+		return
+	}
+	lb := b.(ml.Latent)
+	n, dim, rot := x.Rows(), d.idxDim, d.rot
+	xh, tail := b.View(x, n*heads, dim), b.Alloc(n*heads, rot)
+	lb.Columns(tail, 0, xh, dim-rot, rot)
+	b.RoPE(b.View(tail, n, heads*rot), heads, d.idxTail)
+	lb.Columns(xh, dim-rot, tail, 0, rot)
 }
 
 // indexerLayers reads which layers run their lightning indexer (glm-dsa's
-// attention.indexer.types: 1 a layer's own, 0 the previous layer's keys;
-// dots3note's, required: 1 in its full layers); nil after an error.
+// and hy_v4's attention.indexer.types: 1 a layer's own, 0 the previous
+// layer's keys, required in hy_v4; dots3note's, required: 1 in its full
+// layers); nil after an error.
 func (l *Loader) indexerLayers() []bool {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
@@ -442,7 +491,8 @@ func (l *Loader) indexerLayers() []bool {
 		// its own layers 0, 1 and every fourth from 2.
 		full[i] = hp.Arch == "deepseek32" || hp.CtxTrain < 1<<20 || i < 2 || (i-2)%4 == 0
 	}
-	if err := m.require("attention.indexer.types"); hp.Arch == "dots3note" && err != nil {
+	if err := m.require("attention.indexer.types"); (hp.Arch == "dots3note" || hp.Arch == "hy_v4") && err != nil {
+		// hy_v4 without it: llama.cpp finds no indexer in layer 0 and refuses the file
 		l.fail(err)
 		return nil
 	}
@@ -459,7 +509,7 @@ func (l *Loader) indexerLayers() []bool {
 			full[i] = types[i] != 0
 		}
 	}
-	if !full[0] && hp.Arch == "glm-dsa" {
+	if !full[0] && (hp.Arch == "glm-dsa" || hp.Arch == "hy_v4") {
 		l.Failf("metadata %s.attention.indexer.types: layer 0 must run its indexer", hp.Arch)
 		return nil
 	}
@@ -484,18 +534,13 @@ func (d *deepseek2) Check(b ml.Backend) error {
 }
 
 func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
-	lb := b.(ml.Latent)
 	hp, n := d.hp, len(tokens)
-	var sb ml.Sparse // set when the window is past top_k
-	if d.topK > 0 && n > d.topK {
-		var err error
-		if sb, err = d.sparseBackend(b, n); err != nil {
-			b.Fail(err)
-			return b.Alloc(n, hp.Embd)
-		}
+	sb, err := d.sparse(b, n)
+	if err != nil {
+		b.Fail(err)
+		return b.Alloc(n, hp.Embd)
 	}
-	var keys *nn.KeySet // the keys the last indexer chose
-	H, rot := hp.Heads, d.rot
+	var keys *nn.KeySet      // the keys the last indexer chose
 	x := b.Alloc(n, hp.Embd) // the residual stream
 	b.Embed(x, d.tokenEmbd, tokens)
 	for i := range d.layers {
@@ -507,80 +552,103 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			mix := b.Alloc(n, hp.Embd)
 			ly.kda.forward(b, mix, h)
 			b.Add(x, mix)
-			d.ffn(b, x, h, ly)
-			b.Release(mark)
-			continue
-		}
-		g := ly.g
-		kvr, nope := g.kvr, g.nope
-		dk, kd := nope+rot, kvr+rot
-		sliding := g.attn.Window > 0 // dots3note: no indexer, the last Window keys
-
-		q := b.Alloc(n, H*dk)
-		if ly.q != nil {
-			b.Linear(q, h, ly.q)
 		} else {
-			qa := b.Alloc(n, ly.qa.Out)
-			b.Linear(qa, h, ly.qa)
-			b.RMSNorm(qa, qa, ly.qaNorm, hp.Eps)
-			b.Linear(q, qa, ly.qb)
-			if sb != nil && ly.idx != nil && !sliding {
-				keys = d.indexKeys(b, sb, ly.idx, h, qa)
-			}
+			b.Add(x, d.attend(b, sb, &keys, i, h))
 		}
-		qh := b.View(q, n*H, dk)
-		qn, qpe := b.Alloc(n*H, nope), b.Alloc(n*H, rot)
-		lb.Columns(qn, 0, qh, 0, nope)
-		lb.Columns(qpe, 0, qh, nope, rot)
-		if !d.noRoPE {
-			b.RoPE(b.View(qpe, n, H*rot), H, g.rope)
-		}
-
-		// The key [c | k_pe], c normed and k_pe (normed in dots3note) rotated in place.
-		k := b.Alloc(n, kd)
-		b.Linear(k, h, ly.kva)
-		c, kpe := b.Alloc(n, kvr), b.Alloc(n, rot)
-		lb.Columns(c, 0, k, 0, kvr)
-		b.RMSNorm(c, c, ly.kvaNorm, hp.Eps)
-		lb.Columns(k, 0, c, 0, kvr)
-		if !d.noRoPE {
-			lb.Columns(kpe, 0, k, kvr, rot)
-			if ly.kNorm != nil {
-				b.RMSNorm(kpe, kpe, ly.kNorm, hp.Eps)
-			}
-			b.RoPE(kpe, 1, g.rope)
-			lb.Columns(k, kvr, kpe, 0, rot)
-		}
-
-		// The query [attn_k_b·q_nope | q_pe] per head.
-		qabs := b.Alloc(n, H*kvr)
-		lb.HeadLinear(qabs, b.View(qn, n, H*nope), ly.kb)
-		qk := b.Alloc(n*H, kd)
-		lb.Columns(qk, 0, b.View(qabs, n*H, kvr), 0, kvr)
-		lb.Columns(qk, kvr, qpe, 0, rot)
-		d.temp.apply(b, b.View(qk, n, H*kd))
-
-		lat := b.Alloc(n, H*kvr)
-		at := g.attn
-		if !sliding {
-			at.Keys = keys
-		}
-		lb.LatentAttention(lat, b.View(qk, n, H*kd), k, i, &at, kvr)
-		att := b.Alloc(n, H*g.vhead)
-		lb.HeadLinear(att, lat, ly.vb)
-		if ly.gate != nil { // sigmoid(attn_gate·h), one value per head, on each head's output
-			gate, wide := b.Alloc(n, H), b.Alloc(n, H*g.vhead)
-			b.Linear(gate, h, ly.gate)
-			b.(ml.Recurrent).GatherCols(wide, gate, g.headCols)
-			b.GateMul(att, wide, ml.SigmoidGate)
-		}
-		b.Linear(h, att, ly.o)
-		b.Add(x, h)
 		d.ffn(b, x, h, ly)
 		b.Release(mark)
 	}
 	b.RMSNorm(x, x, d.outputNorm, hp.Eps)
 	return x
+}
+
+// sparse returns b's sparse attention when a window of n tokens is past
+// top_k (nil when dense), or why it cannot run.
+func (d *deepseek2) sparse(b ml.Backend, n int) (ml.Sparse, error) {
+	if d.topK > 0 && n > d.topK {
+		return d.sparseBackend(b, n)
+	}
+	return nil, nil
+}
+
+// attend runs layer i's latent attention over its normed input h (n,
+// embd) and returns attn_output's rows; past top_k (sb not nil) a layer
+// with an indexer chooses *keys, which the layers without one reuse.
+func (d *deepseek2) attend(b ml.Backend, sb ml.Sparse, keys **nn.KeySet, i int, h ml.Tensor) ml.Tensor {
+	lb := b.(ml.Latent)
+	ly := &d.layers[i]
+	g := ly.g
+	n, H, rot := h.Rows(), d.hp.Heads, d.rot
+	kvr, nope := g.kvr, g.nope
+	dk, kd := nope+rot, kvr+rot
+	sliding := g.attn.Window > 0 // dots3note: no indexer, the last Window keys
+
+	q := b.Alloc(n, H*dk)
+	if ly.q != nil {
+		b.Linear(q, h, ly.q)
+	} else {
+		qa := b.Alloc(n, ly.qa.Out)
+		b.Linear(qa, h, ly.qa)
+		b.RMSNorm(qa, qa, ly.qaNorm, d.hp.Eps)
+		b.Linear(q, qa, ly.qb)
+		if sb != nil && ly.idx != nil && !sliding {
+			*keys = d.indexKeys(b, sb, ly.idx, h, qa)
+		}
+	}
+	qh := b.View(q, n*H, dk)
+	qn, qpe := b.Alloc(n*H, nope), b.Alloc(n*H, rot)
+	lb.Columns(qn, 0, qh, 0, nope)
+	lb.Columns(qpe, 0, qh, nope, rot)
+	if !d.noRoPE {
+		b.RoPE(b.View(qpe, n, H*rot), H, g.rope)
+	}
+
+	// The key [c | k_pe], c normed and k_pe (normed in dots3note) rotated in place.
+	k := b.Alloc(n, kd)
+	b.Linear(k, h, ly.kva)
+	c, kpe := b.Alloc(n, kvr), b.Alloc(n, rot)
+	lb.Columns(c, 0, k, 0, kvr)
+	b.RMSNorm(c, c, ly.kvaNorm, d.hp.Eps)
+	lb.Columns(k, 0, c, 0, kvr)
+	if !d.noRoPE {
+		lb.Columns(kpe, 0, k, kvr, rot)
+		if ly.kNorm != nil {
+			b.RMSNorm(kpe, kpe, ly.kNorm, d.hp.Eps)
+		}
+		b.RoPE(kpe, 1, g.rope)
+		lb.Columns(k, kvr, kpe, 0, rot)
+	}
+
+	// The query [attn_k_b·q_nope | q_pe] per head.
+	qabs := b.Alloc(n, H*kvr)
+	lb.HeadLinear(qabs, b.View(qn, n, H*nope), ly.kb)
+	qk := b.Alloc(n*H, kd)
+	lb.Columns(qk, 0, b.View(qabs, n*H, kvr), 0, kvr)
+	lb.Columns(qk, kvr, qpe, 0, rot)
+	d.temp.apply(b, b.View(qk, n, H*kd))
+
+	lat := b.Alloc(n, H*kvr)
+	at := g.attn
+	at.Sinks = ly.sinks
+	if !sliding {
+		at.Keys = *keys
+	}
+	lb.LatentAttention(lat, b.View(qk, n, H*kd), k, i, &at, kvr)
+	att := b.Alloc(n, H*g.vhead)
+	lb.HeadLinear(att, lat, ly.vb)
+	if ly.gate != nil { // sigmoid(attn_gate·h), one value per head or per element, on the heads' outputs
+		gate := b.Alloc(n, ly.gate.Out)
+		b.Linear(gate, h, ly.gate)
+		if g.headCols != nil {
+			wide := b.Alloc(n, H*g.vhead)
+			b.(ml.Recurrent).GatherCols(wide, gate, g.headCols)
+			gate = wide
+		}
+		b.GateMul(att, gate, ml.SigmoidGate)
+	}
+	out := b.Alloc(n, d.hp.Embd)
+	b.Linear(out, att, ly.o)
+	return out
 }
 
 // ffn adds layer ly's FFN of the normed x to x (h scratch of x's shape).

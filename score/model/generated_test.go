@@ -649,6 +649,15 @@ func TestGeneratedLlama(t *testing.T) {
 		{"dots3note-every-expert", "dots3note", "", func(s *mkmodel.Shape) { dots3Shape(s); s.ExpertsUsed = 8 }, "",
 			"46087a3193edb1ef2c3463190e5dae0061dd4e0048de2b54302db2a108f77a0c",
 			[]float64{-1612.1745613, -778.6352739, -805.2337545, -779.2068170}},
+		{"hy_v4", "hy_v4", "", hyV4Shape, "", "7fbc4070f18cbfd37c630d53ca6f2f5da0dcdcb0d4418fc4483e82c7e87933d6",
+			[]float64{-1594.5004291, -777.1457030, -807.6417909, -777.2847826}},
+		// F32: every product in float32 lanes, and rows whose attention
+		// sink exceeds their highest score (llama.cpp's S·ms + vs one FMA).
+		{"hy_v4-f32", "hy_v4", "F32", hyV4Shape, "", "a860f3ed0af0d2a13821f1bc70546bbdcba06cc1cd3fb9e4a177649b37dcc44f",
+			[]float64{-1595.4435850, -777.7654411, -806.9885001, -776.7846783}},
+		{"hy_v4-every-expert", "hy_v4", "", func(s *mkmodel.Shape) { hyV4Shape(s); s.ExpertsUsed = 8 }, "",
+			"2999ee285fdc82cbe617e6b630d05164d9769f74e21e6726482600fb07db436f",
+			[]float64{-1600.5113028, -782.6976424, -806.8153726, -772.5194443}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -2612,6 +2621,60 @@ func TestDots3NoteVariants(t *testing.T) {
 		{"no selection bias", nil, []string{"blk.1.exp_probs_b.bias"}, "missing tensor blk.1.exp_probs_b.bias (dots3note's selection bias, which llama.cpp requires)"},
 		{"linear scaling", map[string]any{"dots3note.rope.scaling.type": "linear", "dots3note.rope.scaling.factor": float32(4)}, nil,
 			"dots3note: RoPE scaling (frequency scale 0.25, YaRN 0, attention factor 1) not supported"},
+	})
+}
+
+// hyV4Shape is Hunyuan 4's layout in 4 layers: the even ones with their
+// lightning indexer, the odd ones reusing its keys; a dense first layer,
+// then 8 experts, 2 used, and a shared one.
+func hyV4Shape(s *mkmodel.Shape) {
+	s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 4, 1, 8, 2, 64, 64
+}
+
+// TestHyV4Variants: hy_v4 without DSA (no indexer: every layer dense),
+// with softmax routing not renormalized, and without the selection bias,
+// against llama.cpp's sums on the same bytes (24 windows in both builds:
+// none off; here the first 4); files llama.cpp refuses or aborts on
+// refused by name.
+func TestHyV4Variants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "hy_v4", hyV4Shape)
+	var indexer []string
+	for _, l := range []string{"0", "2"} {
+		for _, n := range []string{"k_norm.weight", "k_norm.bias", "proj.weight", "attn_k.weight", "attn_q_b.weight"} {
+			indexer = append(indexer, "blk."+l+".indexer."+n)
+		}
+	}
+	noDSA := map[string]any{"hy_v4.attention.indexer.top_k": nil, "hy_v4.attention.indexer.types": nil,
+		"hy_v4.attention.indexer.head_count": nil, "hy_v4.attention.indexer.key_length": nil}
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "no DSA", sha256: "1853c98512ccdc86f52ac8abd38cfbde5de7a9f2efb23a9ab8fdc83b1bc0de0d", set: noDSA, drop: indexer,
+			sums: []float64{-1602.5692254, -779.8202453, -806.7336225, -777.7410607}},
+		{name: "softmax, not renormalized", sha256: "be5752b29ee61b146d42f746a240ced15b695dc1fcd28903b6f163e49b9723e4",
+			set:  map[string]any{"hy_v4.expert_gating_func": uint32(1), "hy_v4.expert_weights_norm": false},
+			sums: []float64{-1597.9923838, -780.8933384, -803.5539186, -775.9305213}},
+		{name: "no selection bias", sha256: "403a6b92af3a8cd7821253193b550d6c09196a14e3be134d5223c0ff394eead8",
+			drop: []string{"blk.1.exp_probs_b.bias", "blk.2.exp_probs_b.bias", "blk.3.exp_probs_b.bias"},
+			sums: []float64{-1595.8022757, -784.3923211, -809.0888457, -775.6540195}},
+	})
+	checkRefusals(t, src, []refusal{
+		{"no indexer types", map[string]any{"hy_v4.attention.indexer.types": nil}, nil, "missing metadata hy_v4.attention.indexer.types"},
+		{"layer 0 sharing", map[string]any{"hy_v4.attention.indexer.types": []int32{0, 1, 0, 1}}, nil, "hy_v4.attention.indexer.types: layer 0 must run its indexer"},
+		{"indexer heads of the rope part", map[string]any{"hy_v4.attention.indexer.key_length": uint32(16)}, nil, "attention.indexer.key_length 16: the indexer needs"},
+		{"no gating", map[string]any{"hy_v4.expert_gating_func": nil}, nil, "missing metadata hy_v4.expert_gating_func"},
+		{"gating 0", map[string]any{"hy_v4.expert_gating_func": uint32(0)}, nil, "metadata hy_v4.expert_gating_func = 0: llama.cpp has no default for hy_v4 and aborts"},
+		{"no streams", map[string]any{"hy_v4.hyper_connection.count": nil}, nil, "missing metadata hy_v4.hyper_connection.count"},
+		{"no magnitude", map[string]any{"hy_v4.hyper_connection.magnitude": nil}, nil, "missing metadata hy_v4.hyper_connection.magnitude"},
+		{"no stream weights", nil, []string{"blk.2.hc_ffn_fn.weight"}, "blk.2.hc_ffn_fn.weight"},
+		{"no head weights", nil, []string{"output_hc_base.weight"}, "output_hc_base.weight"},
+		{"no sinks", nil, []string{"blk.1.attn_sinks.weight"}, "blk.1.attn_sinks.weight"},
+		{"tied", nil, []string{"output.weight"}, "missing tensor output.weight"},
+		{"linear scaling", map[string]any{"hy_v4.rope.scaling.type": "linear", "hy_v4.rope.scaling.factor": float32(4)}, nil,
+			"hy_v4: RoPE scaling (frequency scale 0.25, YaRN 0, attention factor 1) not supported"},
 	})
 }
 

@@ -339,7 +339,7 @@ const ggmlTileQ, ggmlTileKV = 64, 64
 // accumulator, in float32, times 1/S.
 //
 // Sinks: with s the head's sink, if s > M the output is multiplied by
-// ms = expf(M - s), and S = S·ms + vs (vs = expf(s - M) otherwise).
+// ms = expf(M - s), and S = fma(S, ms, vs) (vs = expf(s - M) otherwise).
 //
 // A soft-cap divides Scale by it and replaces each scaled score s by
 // cap·tanhf(s) in both (ggmlScale). ALiBi adds its bias to each scaled
@@ -506,7 +506,7 @@ func (a *Attention) ggmlFinish(o, acc []float32, h int, M, S float32) {
 		} else {
 			vs = libcExpf(s - M)
 		}
-		S = S*ms + vs
+		S = fma32(S, ms, vs) // one FMA: the compiler contracts ggml's S*ms + vs
 	}
 	var inv float32
 	if S != 0 {
