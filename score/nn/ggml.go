@@ -339,7 +339,8 @@ const ggmlTileQ, ggmlTileKV = 64, 64
 // accumulator, in float32, times 1/S.
 //
 // Sinks: with s the head's sink, if s > M the output is multiplied by
-// ms = expf(M - s), and S = fma(S, ms, vs) (vs = expf(s - M) otherwise).
+// ms = expf(M - s), and S = S·ms + vs (vs = expf(s - M) otherwise), one
+// FMA in the tiled kernel.
 //
 // A soft-cap divides Scale by it and replaces each scaled score s by
 // cap·tanhf(s) in both (ggmlScale). ALiBi adds its bias to each scaled
@@ -396,7 +397,7 @@ func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
 				}
 				S = fma32(S, ms, vs)
 			}
-			a.ggmlFinish(out[i*qs+h*hd:i*qs+(h+1)*hd], acc, h, M, S)
+			a.ggmlFinish(out[i*qs+h*hd:i*qs+(h+1)*hd], acc, h, M, S, false)
 		}
 	})
 }
@@ -493,8 +494,10 @@ func (a *Attention) ggmlALiBi(h, i, j int) (float32, bool) {
 }
 
 // ggmlFinish applies the head's sink to a query row's output acc, maximum
-// M and sum S, and writes acc/S to o.
-func (a *Attention) ggmlFinish(o, acc []float32, h int, M, S float32) {
+// M and sum S, and writes acc/S to o; fused: the sink's S·ms + vs in one
+// FMA, as GCC contracts it in ggml's tiled kernel (not in the one-chunk
+// kernel; both pinned in TestGGMLArithmetic).
+func (a *Attention) ggmlFinish(o, acc []float32, h int, M, S float32, fused bool) {
 	if a.Sinks != nil {
 		s := a.Sinks[h]
 		ms, vs := float32(1), float32(1)
@@ -506,7 +509,11 @@ func (a *Attention) ggmlFinish(o, acc []float32, h int, M, S float32) {
 		} else {
 			vs = libcExpf(s - M)
 		}
-		S = fma32(S, ms, vs) // one FMA: the compiler contracts ggml's S*ms + vs
+		if fused {
+			S = fma32(S, ms, vs)
+		} else {
+			S = S*ms + vs
+		}
 	}
 	var inv float32
 	if S != 0 {
@@ -639,7 +646,7 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 			}
 			for r := range m {
 				i := i0 + r
-				a.ggmlFinish(out[i*qs+h*hd:i*qs+(h+1)*hd], acc[r*hd:(r+1)*hd], h, M[r], S[r])
+				a.ggmlFinish(out[i*qs+h*hd:i*qs+(h+1)*hd], acc[r*hd:(r+1)*hd], h, M[r], S[r], true)
 			}
 		}
 	})

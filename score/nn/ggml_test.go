@@ -253,6 +253,12 @@ func TestGGMLArithmetic(t *testing.T) {
 		if f.maxBias > 0 {
 			a.Slopes = ALiBiSlopes(heads, f.maxBias)
 		}
+		if f.sinks {
+			a.Sinks = make([]float32, heads)
+			for h := range a.Sinks {
+				a.Sinks[h] = float32(1 + 2*in.r.NormFloat64())
+			}
+		}
 		for b, avx2 := range []bool{false, true} {
 			c.GGMLAVX2 = avx2
 			a.Forward(c, o, q, k, v, f.n)
@@ -286,17 +292,22 @@ var ggmlFACases = []struct {
 	heads   int     // query heads (2 KV heads); 0: 4
 	maxBias float32 // > 0: ALiBi's slopes for heads (ALiBiSlopes)
 	want    [2]uint64
+	sinks   bool // a sink per head, 1 + 2·N(0, 1) of the inputs' generator
 }{
-	{20, 64, 2, false, 0, 0, [2]uint64{0x87e7c8aa89867372, 0xf52cfc8c1a0de1fd}},
-	{100, 64, 2, false, 0, 0, [2]uint64{0x6c234f2f4fe03ea6, 0x58a480ff7fe9b1b4}},
-	{100, 24, 0, false, 0, 0, [2]uint64{0x90a008050af38af8, 0x90653cd43c9f0aa3}},
-	{20, 64, 0, true, 0, 0, [2]uint64{0xcd7337138ed93e10, 0x6e611eb331a41ad4}},
-	{150, 64, 0, true, 0, 0, [2]uint64{0x6d79da584381aae2, 0x2e220adbd47e3893}},
+	{20, 64, 2, false, 0, 0, [2]uint64{0x87e7c8aa89867372, 0xf52cfc8c1a0de1fd}, false},
+	{100, 64, 2, false, 0, 0, [2]uint64{0x6c234f2f4fe03ea6, 0x58a480ff7fe9b1b4}, false},
+	{100, 24, 0, false, 0, 0, [2]uint64{0x90a008050af38af8, 0x90653cd43c9f0aa3}, false},
+	{20, 64, 0, true, 0, 0, [2]uint64{0xcd7337138ed93e10, 0x6e611eb331a41ad4}, false},
+	{150, 64, 0, true, 0, 0, [2]uint64{0x6d79da584381aae2, 0x2e220adbd47e3893}, false},
 	// ALiBi (6 heads: 4 with m0's powers, 2 with m1's), in both kernels,
 	// and over 2100 rows, whose distances past 2048 the F16 mask rounds.
-	{20, 64, 0, false, 6, 8, [2]uint64{0xab543cb5150d937e, 0xe88d5055acdebc09}},
-	{100, 64, 0, false, 6, 8, [2]uint64{0x8693a3f5f4d407a6, 0xbbba4fd5b78da40}},
-	{2100, 16, 0, false, 6, 8, [2]uint64{0x9f905ffc25bd62f0, 0x94b73b2fbd9ed166}},
+	{20, 64, 0, false, 6, 8, [2]uint64{0xab543cb5150d937e, 0xe88d5055acdebc09}, false},
+	{100, 64, 0, false, 6, 8, [2]uint64{0x8693a3f5f4d407a6, 0xbbba4fd5b78da40}, false},
+	{2100, 16, 0, false, 6, 8, [2]uint64{0x9f905ffc25bd62f0, 0x94b73b2fbd9ed166}, false},
+	// Sinks (gpt-oss, hy_v4): 1 + 2·N(0, 1) per head, above many rows'
+	// highest score, in both kernels.
+	{20, 64, 0, false, 0, 0, [2]uint64{0x150d519e9371e08a, 0x37c381d4f0aeb5c1}, true},
+	{100, 64, 0, false, 0, 0, [2]uint64{0x6525e294eb9b874a, 0x8be417f9dc2699a6}, true},
 }
 
 // productHash multiplies l by n rows of rand.NewSource(1) normal values,

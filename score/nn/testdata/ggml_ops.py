@@ -8,7 +8,7 @@
 #   chroot SID python3 /tmp/gx/ggml_ops.py OP ARGS...
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
-# OPs: rms EPS | swiglu | geglu | gelu | swiglu-oai | swiglu-clamp LIMIT | swiglu-clampf LIMIT | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE [FREQ_SCALE EXT ATTN BETA_FAST BETA_SLOW N_CTX_ORIG] | fa N H HKV D SCALE [CAP [SPARSE [MAX_BIAS]]] | mmattn N H HKV D SCALE [CAP] |
+# OPs: rms EPS | swiglu | geglu | gelu | swiglu-oai | swiglu-clamp LIMIT | swiglu-clampf LIMIT | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE [FREQ_SCALE EXT ATTN BETA_FAST BETA_SLOW N_CTX_ORIG] | fa N H HKV D SCALE [CAP [SPARSE [MAX_BIAS [SINKS]]]] | mmattn N H HKV D SCALE [CAP] |
 # trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N [E] | gdn N HK HV S EPS | wkv7 N H D | wkv6 N H D | gla N H D SCALE |
 # route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N | topk N K.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
@@ -73,7 +73,7 @@ elif op == "rope":  # x (n, heads, hd), mode, base; YaRN: freq scale, ext factor
     o = base.ggml_rope_ext(ctx, tx, tp, None, hd, mode, orig, fb, fs, ext, attn, bf, bs); run(o)
     get(o).tofile(d + "out.bin")
 elif op == "fa":  # q (n, H, D) f32, k, v (n, HKV, D) f16 bits, scale, optional soft-cap; SPARSE 1: sparseKeep's keys only;
-    # MAX_BIAS > 0: ALiBi, the mask holding -(i - j) as llama.cpp's KV cache writes it
+    # MAX_BIAS > 0: ALiBi, the mask holding -(i - j) as llama.cpp's KV cache writes it; SINKS 1: a sink per head
     n, H, HKV, D = map(int, sys.argv[2:6]); scale = float(sys.argv[6]); cap = float(sys.argv[7]) if len(sys.argv) > 7 else 0.0
     sparse = len(sys.argv) > 8 and sys.argv[8] == "1"
     max_bias = float(sys.argv[9]) if len(sys.argv) > 9 else 0.0
@@ -91,7 +91,11 @@ elif op == "fa":  # q (n, H, D) f32, k, v (n, HKV, D) f16 bits, scale, optional 
             for j in range(i):
                 if (i * 7 + j * 3) % 5 == 0 or (i >= 80 and 64 <= j < 128): m[i, j] = -np.inf
     tm = new(F16, [n, npad]); put(tm, m)
-    o = base.ggml_flash_attn_ext(ctx, tq, tk, tv, tm, scale, max_bias, cap); run(o)
+    o = base.ggml_flash_attn_ext(ctx, tq, tk, tv, tm, scale, max_bias, cap)
+    if len(sys.argv) > 10 and sys.argv[10] == "1":  # SINKS: sinks.bin, a float32 per head
+        base.ggml_flash_attn_ext_add_sinks.argtypes = [P, P]
+        ts = new(F32, [H]); put(ts, np.fromfile(d + "sinks.bin", np.float32)); base.ggml_flash_attn_ext_add_sinks(o, ts)
+    run(o)
     get(o).tofile(d + "out.bin")  # (n, H, D)
 elif op == "mmattn":  # fa's inputs without SPARSE or ALiBi, as llama.cpp's attention without flash attention:
     # MUL_MAT(k, q) over n_kv = n padded to 256 (zero keys and values), with a soft-cap SCALE(scale/cap), TANH, SCALE(cap),
