@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -380,33 +381,57 @@ func TestSlurmCluster(t *testing.T) {
 	t3 := time.Now()
 	run2 := filepath.Join(work, "run2")
 	array, _ := submit(run2)
-	killed, preempted := 0, 0
-	wait(run2, 180*time.Second, func() {
-		for _, k := range []struct {
-			idx  string
-			done *int
-		}{{"1", &killed}, {"0", &preempted}} {
-			task := array + "_" + k.idx
-			if *k.done == 0 {
+	// The interruptions poll every 20 ms on their own, apart from the
+	// queue's polls: a loaded machine slows squeue more than a shard.
+	var killed, preempted int
+	var early error
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for early == nil && (killed == 0 || preempted == 0) {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			for _, k := range []struct {
+				idx  string
+				done *int
+			}{{"1", &killed}, {"0", &preempted}} {
+				if *k.done != 0 {
+					continue
+				}
 				shard, _ := strconv.Atoi(k.idx)
 				if _, err := os.Stat(filepath.Join(run2, "shards", fmt.Sprintf("shard-%d-of-3.ndjson", shard+1))); err == nil {
-					t.Fatalf("shard %d/3 finished before the test could stop it: make the run longer", shard+1)
+					early = fmt.Errorf("shard %d/3 finished before the test could stop it: make the run longer", shard+1)
+					return
 				}
 				// Each window ppl-score caches is one write; its log lines
 				// are two or three more.
-				if pid := findTask(array, k.idx, "ppl-score"); pid != 0 && writeCalls(pid) >= 8 {
-					if k.idx == "1" {
-						if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-							t.Fatalf("kill %d: %v", pid, err)
-						}
-					} else if out, err := exec.Command("scontrol", "requeue", task).CombinedOutput(); err != nil {
-						t.Fatalf("scontrol requeue %s: %v\n%s", task, err, out)
-					}
-					*k.done = pid
+				pid := findTask(array, k.idx, "ppl-score")
+				if pid == 0 || writeCalls(pid) < 8 {
+					continue
 				}
+				if k.idx == "1" {
+					if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+						early = fmt.Errorf("kill %d: %v", pid, err)
+						return
+					}
+				} else if out, err := exec.Command("scontrol", "requeue", array+"_"+k.idx).CombinedOutput(); err != nil {
+					early = fmt.Errorf("scontrol requeue %s_%s: %v\n%s", array, k.idx, err, out)
+					return
+				}
+				*k.done = pid
 			}
 		}
-	})
+	}()
+	halt := sync.OnceFunc(func() { close(stop); <-done })
+	defer halt() // when wait fails the test
+	wait(run2, 180*time.Second, nil)
+	halt()
+	if early != nil {
+		t.Fatal(early)
+	}
 	t.Logf("3-shard run with shard 2/3's ppl-score killed (pid %d) and shard 1/3 requeued by Slurm: %s", killed, time.Since(t3).Round(time.Millisecond))
 	if killed == 0 || preempted == 0 {
 		t.Fatalf("killed %d, preempted %d: a task was not interrupted", killed, preempted)
