@@ -396,6 +396,9 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 	if c.hyV4() {
 		c.hyV4Head(add)
 	}
+	if c.kimiK3() {
+		c.k3Head(add)
+	}
 }
 
 // Check validates the configuration.

@@ -391,7 +391,8 @@ func TestEndToEndWideHeads(t *testing.T) {
 // RoPE); smallthinker (ReGLU experts); mamba, falcon-mamba and jamba
 // (Mamba-1: ssm_scan_cols), mamba2; plamo2 (rmsnorm_f32 with a weight row
 // per head); plamo3; plamo; arctic (experts beside the layer); grok
-// (soft-capped scores); minicpm3 (Columns); rwkv7 and arwkv7 (ml.RWKV:
+// (soft-capped scores); minicpm3 (Columns); kimi-k3 (ml.AttnRes: res_mix;
+// SiTU, glu_f32's act 11); rwkv7 and arwkv7 (ml.RWKV:
 // wkv7), rwkv6 and rwkv6qwen2 (wkv6); hy_v3; gemma3n (ml.AltUp, MLP.TopK; a
 // vocabulary of the tokenizer's first 4096 tokens); the others only core
 // operations. Package model's TestGeneratedLlama holds the CPU to
@@ -715,6 +716,15 @@ func TestEndToEndGenerated(t *testing.T) {
 		{"bailingmoe3", func(s *mkmodel.Shape) {
 			s.Layers, s.SSMConv, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 4, 4, 1, 8, 8, 64, 64
 		}, 0.04, 0.004, 0.0003, ""},
+		// Kimi K3: KDA with the safe gate over ssm_f_b·ssm_f_a and a
+		// full-rank output gate, latent attention with q compression and an
+		// elementwise gate, SiTU (glu_f32 act 11) in every MLP, experts at
+		// half the width with their sum RMS-normed, residual attention
+		// (res_mix) over checkpoints of layers 0 and 2, every expert used.
+		// Emulation: max 0.0250, mean 0.00324, PPL ratio 1.000058.
+		{"kimi-k3", func(s *mkmodel.Shape) {
+			s.Layers, s.SSMConv, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN = 4, 4, 1, 8, 8, 64, 64
+		}, 0.05, 0.0065, 0.00012, ""},
 		{"deepseek2-ocr", func(s *mkmodel.Shape) {
 			s.Layers, s.DenseLead, s.Experts, s.ExpertsUsed, s.ExpertFFN, s.SharedFFN, s.KVHeads = 3, 1, 8, 8, 64, 128, s.Heads
 		}, 0.02, 0.004, 0.0001, ""},

@@ -25,26 +25,27 @@ func (b *gpuBackend) GLU(dst, gate, up ml.Tensor, act ml.Act) {
 	d, gg, uu := g(dst), g(gate), g(up)
 	gshape("glu gate", gg, d.rows, d.cols)
 	gshape("glu up", uu, d.rows, d.cols)
-	if !gluF32Acts[act] || act.Ungated() || act == ml.ClampSwiGLU || act == ml.SwiGLUClampIn { // a gated activation without parameters
+	if !gluF32Acts[act] || act.Ungated() || act == ml.ClampSwiGLU || act == ml.SwiGLUClampIn || act == ml.SiTU { // a gated activation without parameters
 		panic(fmt.Sprintf("cuda backend: activation %v", act))
 	}
 	if d.count() == 0 {
 		return
 	}
-	b.do("GLU", func() error { return b.e.gluF32(d.p, gg.p, uu.p, d.count(), act, 0) })
+	b.do("GLU", func() error { return b.e.gluF32(d.p, gg.p, uu.p, d.count(), act, 0, 0) })
 }
 
 // gluF32Acts are the activations glu_f32 computes.
-var gluF32Acts = map[ml.Act]bool{ml.SwiGLU: true, ml.GeGLU: true, ml.OAISwiGLU: true, ml.ReLUSqr: true, ml.GELU: true, ml.ClampSwiGLU: true, ml.ReGLU: true, ml.SwiGLUClampIn: true, ml.SiLU: true}
+var gluF32Acts = map[ml.Act]bool{ml.SwiGLU: true, ml.GeGLU: true, ml.OAISwiGLU: true, ml.ReLUSqr: true, ml.GELU: true, ml.ClampSwiGLU: true, ml.ReGLU: true, ml.SwiGLUClampIn: true, ml.SiLU: true, ml.SiTU: true}
 
 // gluF32: out = act(gate)·up, count float32s (out may be gate or up), the
-// limit ml.ClampSwiGLU's and ml.SwiGLUClampIn's (unused by the others); for the ungated
-// ml.ReLUSqr, ml.GELU and ml.SiLU out = act(gate), up unused (0).
-func (e *Engine) gluF32(out, gate, up ptr, count int64, act ml.Act, limit float32) error {
+// limit ml.ClampSwiGLU's and ml.SwiGLUClampIn's, limit and limit2
+// ml.SiTU's β and λ (unused by the others); for the ungated ml.ReLUSqr,
+// ml.GELU and ml.SiLU out = act(gate), up unused (0).
+func (e *Engine) gluF32(out, gate, up ptr, count int64, act ml.Act, limit, limit2 float32) error {
 	if count == 0 {
 		return nil
 	}
-	return e.launch("glu_f32", gridFor(count), block256, out, gate, up, count, int(act), limit)
+	return e.launch("glu_f32", gridFor(count), block256, out, gate, up, count, int(act), limit, limit2)
 }
 
 func (b *gpuBackend) AttentionShared(dst, q, k, v ml.Tensor, src int, a *ml.Attn) {

@@ -51,7 +51,7 @@ func TestGLUF32Parity(t *testing.T) {
 		want := make([]float32, rows*f)
 		nn.ReLUSqr(want, x, nil)
 		xp := devPut(t, e, x)
-		do(t, e, func() error { return e.gluF32(xp, xp, 0, int64(len(x)), ml.ReLUSqr, 0) })
+		do(t, e, func() error { return e.gluF32(xp, xp, 0, int64(len(x)), ml.ReLUSqr, 0, 0) })
 		var bc bitCompare
 		for i, v := range devGet[float32](t, e, xp, len(x)) {
 			bc.add(v, want[i], i)
@@ -62,7 +62,7 @@ func TestGLUF32Parity(t *testing.T) {
 		// which GLU refuses (it has no limit): in place on the gate.
 		nn.ClampSwiGLU(0.5)(want, gate, up)
 		gp, upp := devPut(t, e, gate), devPut(t, e, up)
-		do(t, e, func() error { return e.gluF32(gp, gp, upp, int64(len(gate)), ml.ClampSwiGLU, 0.5) })
+		do(t, e, func() error { return e.gluF32(gp, gp, upp, int64(len(gate)), ml.ClampSwiGLU, 0.5, 0) })
 		bc = bitCompare{}
 		for i, v := range devGet[float32](t, e, gp, len(gate)) {
 			bc.add(v, want[i], i)
@@ -72,7 +72,7 @@ func TestGLUF32Parity(t *testing.T) {
 		// Maple's SWIGLU_CLAMP, its input clamped, the same way.
 		nn.SwiGLUClampIn(0.5)(want, gate, up)
 		gp = devPut(t, e, gate)
-		do(t, e, func() error { return e.gluF32(gp, gp, upp, int64(len(gate)), ml.SwiGLUClampIn, 0.5) })
+		do(t, e, func() error { return e.gluF32(gp, gp, upp, int64(len(gate)), ml.SwiGLUClampIn, 0.5, 0) })
 		bc = bitCompare{}
 		for i, v := range devGet[float32](t, e, gp, len(gate)) {
 			bc.add(v, want[i], i)
@@ -82,7 +82,7 @@ func TestGLUF32Parity(t *testing.T) {
 		// The ungated GELU the same way, to its float64 reference.
 		nn.GELU(want, x, nil)
 		xp = devPut(t, e, x)
-		do(t, e, func() error { return e.gluF32(xp, xp, 0, int64(len(x)), ml.GELU, 0) })
+		do(t, e, func() error { return e.gluF32(xp, xp, 0, int64(len(x)), ml.GELU, 0, 0) })
 		bc = bitCompare{}
 		for i, v := range devGet[float32](t, e, xp, len(x)) {
 			bc.add(v, want[i], i)
@@ -94,7 +94,7 @@ func TestGLUF32Parity(t *testing.T) {
 		copy(want, x)
 		nn.SiLU32(want)
 		xp = devPut(t, e, x)
-		do(t, e, func() error { return e.gluF32(xp, xp, 0, int64(len(x)), ml.SiLU, 0) })
+		do(t, e, func() error { return e.gluF32(xp, xp, 0, int64(len(x)), ml.SiLU, 0, 0) })
 		bc = bitCompare{}
 		for i, v := range devGet[float32](t, e, xp, len(x)) {
 			bc.add(v, want[i], i)

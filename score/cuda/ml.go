@@ -931,7 +931,7 @@ func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error)
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.Up.Name, err)
 		}
-		return b.e.gluF32(dst.p, dst.p, 0, int64(rows)*int64(m.Up.Out), m.Act, 0)
+		return b.e.gluF32(dst.p, dst.p, 0, int64(rows)*int64(m.Up.Out), m.Act, 0, 0)
 	}
 	F := m.Up.Out
 	ws := []*ml.Matrix{m.Up} // the products of the activation's gate, then up
@@ -960,18 +960,20 @@ func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error)
 		}
 	}
 	dt := gm(m.Down).t
-	if _, ok := b.int8Format(m.Down); (ok || dt == f32) && gluF32Acts[m.Act] || m.Act == ml.XIELU || m.Act == ml.Identity {
+	if _, ok := b.int8Format(m.Down); (ok || dt == f32) && gluF32Acts[m.Act] || m.Act == ml.XIELU || m.Act == ml.Identity || m.Act == ml.SiTU {
 		// float32 activations: the int8 mode quantizes them for Down, or
-		// Down is a float32 product; xIELU's always (its kernel is
-		// float32's, the half operand Down's inputs), Up·x itself for
-		// Identity.
+		// Down is a float32 product; xIELU's and SiTU's always (their
+		// kernels are float32's, the half operand Down's inputs), Up·x
+		// itself for Identity.
 		var err error
 		switch m.Act {
 		case ml.Identity:
 		case ml.XIELU:
 			err = b.e.xielu(gate, int64(rows)*int64(F), m.XIELU)
+		case ml.SiTU:
+			err = b.e.gluF32(gate, gate, up, int64(rows)*int64(F), m.Act, m.SiTU.Beta, m.SiTU.LinearBeta)
 		default:
-			err = b.e.gluF32(gate, gate, up, int64(rows)*int64(F), m.Act, m.Limit)
+			err = b.e.gluF32(gate, gate, up, int64(rows)*int64(F), m.Act, m.Limit, 0)
 		}
 		if err != nil {
 			return err

@@ -99,7 +99,7 @@ func init() {
 			if a.err != nil {
 				return a.err
 			}
-			fn, err := simGLU("glu_half", ml.Act(act), limit)
+			fn, err := simGLU("glu_half", ml.Act(act), limit, 0)
 			if err != nil {
 				return err
 			}

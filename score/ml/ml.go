@@ -291,6 +291,10 @@ const (
 	// Identity: no activation, Down(Up·x) of an ungated MLP: a low-rank
 	// product (Granite Switch's LoRA adapters as experts, one per slot).
 	Identity
+	// SiTU: Kimi K3's β·tanh(g/β)·sigmoid(g) · λ·tanh(u/λ) with MLP.SiTU's
+	// parameters (nn.SiTU: Ref in float64, GGML as llama.cpp's graph in the
+	// int8 modes).
+	SiTU
 )
 
 // Ungated reports whether a is an ungated MLP's activation, of Up·x alone.
@@ -322,6 +326,8 @@ func (a Act) String() string {
 		return "silu"
 	case Identity:
 		return "identity"
+	case SiTU:
+		return "situ"
 	}
 	return fmt.Sprintf("act(%d)", int(a))
 }
@@ -336,6 +342,7 @@ type MLP struct {
 	Act            Act
 	XIELU          nn.XIELU // Act XIELU's parameters
 	Limit          float32  // Act ClampSwiGLU's and SwiGLUClampIn's limit L (> 0)
+	SiTU           nn.SiTU  // Act SiTU's parameters
 	// TopK > 0 sparsifies each row g of Gate·x before the activation
 	// (Gemma 3n): g = max(g - mean(g) - TopK·std(g), 0), std with n-1
 	// (nn.GaussianTopK). Gated MLPs only.

@@ -331,6 +331,11 @@ func (b *cpuBackend) cpuAct(m *ml.MLP) func(out, gate, up []float32) {
 		return nn.SwiGLUClampIn(m.Limit)
 	case ml.Identity:
 		return func(out, g, _ []float32) { copy(out, g) }
+	case ml.SiTU:
+		if b.c.LlamaCPP {
+			return m.SiTU.GGML
+		}
+		return m.SiTU.Ref
 	case ml.SiLU: // ggml's SILU restarts its lanes at each row of Up's width
 		cols, ggml, avx2 := m.Up.Out, b.c.LlamaCPP, b.c.GGMLAVX2
 		return func(out, g, _ []float32) {

@@ -74,7 +74,7 @@ func init() {
 	}
 }
 
-var latentArchs = []string{"deepseek2", "mistral4", "deepseek32", "glm-dsa", "kimi-linear", "bailingmoe3", "dots3note", "hy_v4"}
+var latentArchs = []string{"deepseek2", "mistral4", "deepseek32", "glm-dsa", "kimi-linear", "bailingmoe3", "kimi-k3", "dots3note", "hy_v4"}
 
 // LatentArch reports whether arch is one of deepseek2's: its attention is
 // latent (ml.Latent), key_length and value_length the latent key's and
@@ -147,9 +147,18 @@ func newDeepSeek2(l *Loader) Network {
 	}
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
-	dots3, hyv4 := hp.Arch == "dots3note", hp.Arch == "hy_v4"
+	dots3, hyv4, k3 := hp.Arch == "dots3note", hp.Arch == "hy_v4", hp.Arch == "kimi-k3"
 	hyTopK, _ := m.int("attention.indexer.top_k", 0) // hy_v4: DSA when above 0, as llama.cpp reads it
 	dsa := hp.Arch == "deepseek32" || hp.Arch == "glm-dsa" || dots3 || hyv4 && hyTopK > 0
+	var situ nn.SiTU
+	var resBlock int
+	var k3Bound float32 // kimi-k3's safe gate's lower bound; 0: none
+	if k3 {
+		var ok bool
+		if situ, resBlock, k3Bound, ok = l.k3Hparams(); !ok {
+			return nil
+		}
+	}
 	var err error
 	geti := func(dst *int, key string, def int) {
 		if err == nil {
@@ -241,7 +250,7 @@ func newDeepSeek2(l *Loader) Network {
 		temp: l.attnTemp("attention.temperature_length", -1),
 		topK: topK, context: l.Opts.Context, idxHeads: idxHeads, idxDim: idxDim,
 	}
-	if hyv4 { // llama.cpp reads no other
+	if hyv4 || k3 { // llama.cpp reads no other
 		d.head.Output = l.Linear("output", hp.Embd, hp.Vocab)
 	} else {
 		d.head.Output = l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")
@@ -271,11 +280,14 @@ func newDeepSeek2(l *Loader) Network {
 		}
 	}
 	opts := moeOpts{gating: ml.GateSoftmax}
+	if k3 {
+		opts.latent = "expert_latent_length"
+	}
 	if hp.Arch == "glm-dsa" {
 		opts.gating = ml.GateSigmoid
 	}
 	ling3 := hp.Arch == "bailingmoe3"
-	kimi := hp.Arch == "kimi-linear" || ling3
+	kimi := hp.Arch == "kimi-linear" || ling3 || k3
 	var kdaLayers []bool
 	var kdaDim, dConv int
 	var lowerBound float32             // bailingmoe3's safe gate
@@ -285,6 +297,10 @@ func newDeepSeek2(l *Loader) Network {
 			return nil
 		}
 		d.noRoPE = !ling3
+	}
+	if k3 {
+		lowerBound = k3Bound
+		d.full.attn.Scale = float64(1 / float32(math.Sqrt(float64(dk)))) // llama.cpp's, whatever the RoPE
 	}
 	if ling3 {
 		if lowerBound = l.ling3Hparams(r); lowerBound == 0 {
@@ -314,8 +330,8 @@ func newDeepSeek2(l *Loader) Network {
 	if hp.Arch == "kimi-linear" { // llama.cpp renormalizes Kimi's weights whatever the file says
 		moe.Norm = true
 	}
-	if dots3 || hyv4 { // llama.cpp's shared experts: n_ff_exp · expert_shared_count, whatever else the file says
-		moe.SharedFFN = moe.FFN * moe.Shared
+	if dots3 || hyv4 || k3 { // llama.cpp's shared experts: n_ff_exp · expert_shared_count, whatever else the file says
+		moe.SharedFFN = moe.FFN * max(moe.Shared, 1)
 	}
 	d.hp = l.HP
 	for i := range hp.Layers {
@@ -341,6 +357,9 @@ func newDeepSeek2(l *Loader) Network {
 			if dots3 {
 				ly.kNorm = l.Norm(p+"attn_k_norm", rot)
 			}
+			if k3 && l.Has(p+"attn_kv_b.weight") { // probed
+				l.Failf("%s: tensor blk.%d.attn_kv_b: llama.cpp 0.7.0 runs kimi-k3's latent attention from attn_k_b and attn_v_b only (with attn_kv_b alone it crashes building its graph, beside them it refuses the file)", hp.Arch, i)
+			}
 			if l.Has(p+"attn_k_b.weight") || !l.Has(p+"attn_kv_b.weight") {
 				ly.kb = l.Experts(p+"attn_k_b", H, nope, kvr)
 				ly.vb = l.Experts(p+"attn_v_b", H, kvr, vhead)
@@ -353,10 +372,12 @@ func newDeepSeek2(l *Loader) Network {
 			}
 			if hyv4 {
 				ly.sinks = l.Vector(p+"attn_sinks.weight", H)
+			}
+			if hyv4 || k3 && l.Has(p+"attn_gate.weight") {
 				ly.gate = l.Linear(p+"attn_gate", hp.Embd, H*vhead)
 			}
 		}
-		if (ling3 || dots3) && i >= moe.DenseLayers && !l.Has(p+"exp_probs_b.bias") {
+		if (ling3 || dots3 || k3) && i >= moe.DenseLayers && !l.Has(p+"exp_probs_b.bias") {
 			l.Failf("missing tensor %sexp_probs_b.bias (%s's selection bias, which llama.cpp requires)", p, hp.Arch)
 		}
 		ly.ffnNorm = l.Norm(p+"ffn_norm", hp.Embd)
@@ -369,10 +390,18 @@ func newDeepSeek2(l *Loader) Network {
 				proj:  l.Linear(p+"indexer.proj", hp.Embd, idxHeads),
 			}
 		}
-		if i < moe.DenseLayers {
+		switch {
+		case i < moe.DenseLayers:
 			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
-		} else {
+		case k3 && !l.Has(p+"ffn_gate_shexp.weight"): // llama.cpp runs the shared expert when the file has one
+			noShared := *moe
+			noShared.Shared = 0
+			ly.ffn = l.MoE(p, &noShared)
+		default:
 			ly.ffn = l.MoE(p, moe)
+		}
+		if k3 && ly.ffn != nil {
+			situFFN(ly.ffn, situ)
 		}
 		if ling3 && ly.ffn != nil {
 			clampFFN(ly.ffn, clampExp[i], clampShexp[i])
@@ -383,6 +412,8 @@ func newDeepSeek2(l *Loader) Network {
 		d.layers = append(d.layers, ly)
 	}
 	switch {
+	case k3:
+		return l.bindAttnRes(kimiLinear{d}, resBlock)
 	case kimi:
 		return kimiLinear{d}
 	case hyv4:

@@ -658,6 +658,14 @@ func TestGeneratedLlama(t *testing.T) {
 		{"hy_v4-every-expert", "hy_v4", "", func(s *mkmodel.Shape) { hyV4Shape(s); s.ExpertsUsed = 8 }, "",
 			"2999ee285fdc82cbe617e6b630d05164d9769f74e21e6726482600fb07db436f",
 			[]float64{-1600.5113028, -782.6976424, -806.8153726, -772.5194443}},
+		// Kimi K3: KDA with the safe gate and a full-rank output gate,
+		// latent attention with an elementwise gate, SiTU, latent experts,
+		// residual attention over checkpoints of layers 0 and 2.
+		{"kimi-k3", "kimi-k3", "", kimiShape, "", "fd429e7d2c9fc10f955f43cae0a6d4f0452deea03b3e807b10fffc440e0b260d",
+			[]float64{-1582.0483253, -805.0402665, -779.0272624, -733.8866280}},
+		{"kimi-k3-every-expert", "kimi-k3", "", func(s *mkmodel.Shape) { kimiShape(s); s.ExpertsUsed = 8 }, "",
+			"6254a7223ff2dc52465abbd23d0fd96fdd9af782d3c46ac487b556de1b980095",
+			[]float64{-1575.8097074, -800.0685375, -771.3509771, -765.7829552}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {
@@ -1097,6 +1105,83 @@ func TestKimiLinearKeys(t *testing.T) {
 		{"no taps", map[string]any{"kimi-linear.ssm.conv_kernel": nil}, nil, "missing metadata kimi-linear.ssm.conv_kernel"},
 		{"no convolution", nil, []string{"blk.1.ssm_conv1d_k.weight"}, "missing tensor blk.1.ssm_conv1d_k.weight"},
 	})
+}
+
+// TestKimiK3Variants: kimi-k3 without residual attention
+// (attn_res.block_size 0, its scores dropped), banking every layer and
+// every third, without the KDA gate's lower bound (kimi-linear's gate),
+// without ffn_routed_norm, without the attention's gate, without a layer's
+// shared expert, with softmax routing not renormalized and with SiTU's up
+// branch uncapped (λ 0), and with F32 weights, against llama.cpp's sums on
+// the same bytes (24 windows in both builds: none off; here the first 4);
+// files llama.cpp
+// refuses, crashes or aborts on refused by name.
+func TestKimiK3Variants(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := genModel(t, dir, "kimi-k3", kimiShape)
+	scores := []string{"output_res_score.weight"}
+	for _, l := range []string{"0", "1", "2", "3"} {
+		scores = append(scores, "blk."+l+".attn_res_score.weight", "blk."+l+".ffn_res_score.weight")
+	}
+	var routedNorms []string
+	for _, l := range []string{"1", "2", "3"} {
+		routedNorms = append(routedNorms, "blk."+l+".ffn_routed_norm.weight")
+	}
+	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
+		{name: "no residual attention", sha256: "9fa18fe7265c33b2d8a06c7211813860e96819ebcd88c6114feb8c34d26cfc29",
+			set: map[string]any{"kimi-k3.attn_res.block_size": uint32(0)}, drop: scores,
+			sums: []float64{-1603.6514750, -795.2054338, -789.5030051, -759.2133761}},
+		{name: "block 1", sha256: "13e43d7034b7b01619c13cbbd7ee07ca754f32cf97f79147a27f087d8dc3d9c5",
+			set:  map[string]any{"kimi-k3.attn_res.block_size": uint32(1)},
+			sums: []float64{-1581.9071558, -791.1318167, -776.8406424, -754.0417726}},
+		{name: "block 3", sha256: "b94f649728adbed987fb71f28d5e08d109b44cbcbddbc698e6d9ada4263f9448",
+			set:  map[string]any{"kimi-k3.attn_res.block_size": uint32(3)},
+			sums: []float64{-1602.6642869, -786.3128632, -774.6501379, -753.5334809}},
+		{name: "no lower bound", sha256: "0ae96bd6bc5d06eb7f9aaea58e715a14d13639a13554cba2a20cefef3cf81604",
+			set:  map[string]any{"kimi-k3.kda.gate_lower_bound": nil},
+			sums: []float64{-1606.0268555, -805.2775297, -756.5655967, -759.6844051}},
+		{name: "no routed norm", sha256: "3fdf6f319c8a8b4bb71ff9058f80c9618ebf22d5e235cbb10e5df3b8a6653a40", drop: routedNorms,
+			sums: []float64{-1583.2228477, -800.4576383, -774.6056158, -742.0887627}},
+		{name: "no attention gate", sha256: "dcbf2d51054c81ca8b43f7a1c334994f85a26bb3179d779b2cc8f1a2f073f7c5",
+			drop: []string{"blk.3.attn_gate.weight"},
+			sums: []float64{-1586.4385303, -803.6348844, -775.8892719, -733.1136729}},
+		{name: "no shared expert in layer 2", sha256: "78e902fa068f889ce292bd589e81e1f52d4758be131ff3790d7d57516198a65c",
+			drop: []string{"blk.2.ffn_gate_shexp.weight", "blk.2.ffn_up_shexp.weight", "blk.2.ffn_down_shexp.weight"},
+			sums: []float64{-1587.0292304, -809.9950927, -777.5114284, -742.4032675}},
+		{name: "softmax, not renormalized", sha256: "c159ad716dbeb94e7fd70659ceccf01685e23f5134d2984d668969052aeba12b",
+			set:  map[string]any{"kimi-k3.expert_gating_func": uint32(1), "kimi-k3.expert_weights_norm": false},
+			sums: []float64{-1583.6730115, -799.0336076, -780.3182091, -745.7772500}},
+		{name: "up uncapped", sha256: "951c0d9d8523462b1af8087d086917b12a76c43f0f9c44326036432d527be6f7",
+			set:  map[string]any{"kimi-k3.activation.situ_linear_beta": float32(0)},
+			sums: []float64{-1575.3568513, -791.1089453, -779.6554479, -728.9020851}},
+	})
+	// F32 weights, every expert used: each product in float32 lanes. The
+	// sums of llama.cpp's printed log-probs (9 digits) are within 2e-6 of
+	// the exact sums over a window of 127 targets.
+	f32 := genModelType(t, dir, "kimi-k3", "F32", func(s *mkmodel.Shape) { kimiShape(s); s.ExpertsUsed = 8 })
+	checkSHA(t, f32, "bddcdabac833567358821a328118e159162f015bd56d97daf5606b4ed6a409f1")
+	generatedScoresTo(t, f32, golden.Header.Tokens, []float64{-1577.2461500, -800.4269747, -772.7490071, -768.7322149}, 2e-6)
+	kvb := make([]float32, 32*256)
+	checkRefusals(t, src, []refusal{
+		{"no SiTU beta", map[string]any{"kimi-k3.activation.situ_beta": nil}, nil, "missing metadata kimi-k3.activation.situ_beta"},
+		{"SiTU beta 0", map[string]any{"kimi-k3.activation.situ_beta": float32(0)}, nil, "metadata kimi-k3.activation.situ_beta = 0, want above 0"},
+		{"no block size", map[string]any{"kimi-k3.attn_res.block_size": nil}, nil, "missing metadata kimi-k3.attn_res.block_size"},
+		{"bound 0", map[string]any{"kimi-k3.kda.gate_lower_bound": float32(0)}, nil, "metadata kimi-k3.kda.gate_lower_bound = 0, want below 0"},
+		{"no shared count", map[string]any{"kimi-k3.expert_shared_count": nil}, nil, "missing metadata kimi-k3.expert_shared_count"},
+		{"no gating", map[string]any{"kimi-k3.expert_gating_func": nil}, nil, "missing metadata kimi-k3.expert_gating_func"},
+		{"no score", nil, []string{"blk.2.ffn_res_score.weight"}, "missing tensor blk.2.ffn_res_score.weight"},
+		{"no selection bias", nil, []string{"blk.1.exp_probs_b.bias"}, "missing tensor blk.1.exp_probs_b.bias"},
+		{"no full-rank gate", nil, []string{"blk.0.ssm_g.weight"}, "missing tensor blk.0.ssm_g.weight"},
+		{"tied", nil, []string{"output.weight"}, "missing tensor output.weight"},
+	})
+	withKVB := rewriteFile(t, src, nil, map[string]f32Tensor{"blk.3.attn_kv_b.weight": {[]uint64{32, 256}, kvb}})
+	if _, err := Load(withKVB, Options{}); err == nil || !strings.Contains(err.Error(), "kimi-k3: tensor blk.3.attn_kv_b: llama.cpp 0.7.0 runs kimi-k3's latent attention from attn_k_b and attn_v_b only") {
+		t.Errorf("attn_kv_b: %v", err)
+	}
 }
 
 // smallThinkerShape is SmallThinker's layout in 8 layers: 3 of 4 sliding,

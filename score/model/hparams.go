@@ -283,7 +283,7 @@ var attentionFree = map[string]bool{"mamba": false, "mamba2": false, "rwkv7": tr
 // perLayerArchs are the architectures whose files may give
 // feed_forward_length and the head counts per layer (arrays of block_count
 // values); they read each layer's with meta.layerInts.
-var perLayerArchs = map[string]bool{"gemma4": true, "gemma3n": true, "deci": true, "granitehybrid": true, "nemotron_h": true, "nemotron_h_moe": true, "lfm2": true, "lfm2moe": true, "falcon-h1": true, "mimo2": true, "openelm": true, "step35": true, "laguna": true, "spark2_5": true, "kimi-linear": true, "bailingmoe3": true, "jamba": true, "plamo2": true}
+var perLayerArchs = map[string]bool{"gemma4": true, "gemma3n": true, "deci": true, "granitehybrid": true, "nemotron_h": true, "nemotron_h_moe": true, "lfm2": true, "lfm2moe": true, "falcon-h1": true, "mimo2": true, "openelm": true, "step35": true, "laguna": true, "spark2_5": true, "kimi-linear": true, "bailingmoe3": true, "kimi-k3": true, "jamba": true, "plamo2": true}
 
 // maxInt reads an integer key as int does, or, for an architecture of
 // perLayerArchs, the largest value of a per-layer array.

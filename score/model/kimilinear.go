@@ -3,6 +3,7 @@ package model
 import (
 	"cmp"
 	"fmt"
+	"slices"
 
 	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
@@ -54,9 +55,10 @@ type kda struct {
 	dr           ml.DeltaRule // heads (KHeads = VHeads) of Dim
 	dConv        int
 	eps          float64
-	// lowerBound, when not 0, is bailingmoe3's safe gate's bound (fb and
-	// gb nil, fa and ga as wide as the heads); aCols holds a[h] for each
-	// of head h's columns.
+	// lowerBound, when not 0, is the safe gate's bound (bailingmoe3's: fb
+	// and gb nil, fa and ga as wide as the heads; kimi-k3's); aCols holds
+	// for each of head h's columns a[h] (bailingmoe3) or -a[h] (kimi-k3,
+	// whose graph negates the product: the same bits).
 	lowerBound float32
 	aCols      *ml.Vector
 }
@@ -88,27 +90,39 @@ func (l *Loader) kimiKDA() (kdaLayers []bool, dim, dConv int) {
 }
 
 // bindKDA binds layer prefix p's KDA weights; lowerBound, when not 0, is
-// bailingmoe3's safe gate's.
+// the safe gate's (bailingmoe3's, kimi-k3's).
 func (l *Loader) bindKDA(p string, heads, dim, dConv int, lowerBound float32) *kda {
 	E, C := l.HP.Embd, heads*dim
+	ling3, k3 := l.HP.Arch == "bailingmoe3", l.HP.Arch == "kimi-k3"
 	x := &kda{dConv: dConv, eps: l.HP.Eps, lowerBound: lowerBound,
 		dr: ml.DeltaRule{KHeads: heads, VHeads: heads, Dim: dim, KeyGates: true, State: l.Opts.SSMStateDtype}}
 	x.q, x.k, x.v = l.Linear(p+"attn_q", E, C), l.Linear(p+"attn_k", E, C), l.Linear(p+"attn_v", E, C)
 	x.convQ = l.tensorVector(p+"ssm_conv1d_q.weight", dConv, 1, C)
 	x.convK = l.tensorVector(p+"ssm_conv1d_k.weight", dConv, 1, C)
 	x.convV = l.tensorVector(p+"ssm_conv1d_v.weight", dConv, 1, C)
-	if lowerBound != 0 {
+	switch {
+	case ling3:
 		x.fa, x.ga = l.Linear(p+"ssm_f_a", E, C), l.Linear(p+"ssm_g_a", E, C)
-	} else {
+	case k3: // the output gate of full rank
+		x.fa, x.fb = l.Linear(p+"ssm_f_a", E, dim), l.Linear(p+"ssm_f_b", dim, C)
+		x.ga = l.Linear(p+"ssm_g", E, C)
+	default:
 		x.fa, x.fb = l.Linear(p+"ssm_f_a", E, dim), l.Linear(p+"ssm_f_b", dim, C)
 		x.ga, x.gb = l.Linear(p+"ssm_g_a", E, dim), l.Linear(p+"ssm_g_b", dim, C)
 	}
 	x.beta = l.Linear(p+"ssm_beta", E, heads)
-	x.a = l.tensorVector(p+"ssm_a", 1, heads)
+	if k3 { // one value per head, a 1-D tensor (kimi-linear's is (1, heads))
+		x.a = l.tensorVector(p+"ssm_a", heads)
+	} else {
+		x.a = l.tensorVector(p+"ssm_a", 1, heads)
+	}
 	if lowerBound != 0 && x.a != nil {
 		cols := make([]float32, C)
 		for c := range cols {
 			cols[c] = x.a.V[c/dim]
+			if k3 {
+				cols[c] = -cols[c]
+			}
 		}
 		x.aCols = l.constVector(x.a.Name, cols)
 	}
@@ -162,17 +176,20 @@ func (x *kda) block(b ml.Backend, dst, h, state ml.Tensor, hist [3]ml.Tensor) {
 	g, beta := b.Alloc(n, C), b.Alloc(n, H)
 	low := b.Alloc(n, D)
 	b.Linear(beta, h, x.beta)
-	if x.lowerBound != 0 { // bound · sigmoid((f_a·h + dt)·a), beta = sigmoid(beta), op by op as llama.cpp
-		rw := b.(ml.RWKV)
+	if x.fb != nil {
+		b.Linear(low, h, x.fa)
+		b.Linear(g, low, x.fb)
+	} else {
 		b.Linear(g, h, x.fa)
+	}
+	if x.lowerBound != 0 { // bound · sigmoid((g + dt)·aCols), beta = sigmoid(beta), op by op as llama.cpp
+		rw := b.(ml.RWKV)
 		b.AddRows(g, x.dt)
 		b.(ml.AltUp).MulCols(g, g, x.aCols)
 		rw.Sigmoid(g)
 		b.Scale(g, float64(x.lowerBound))
 		rw.Sigmoid(beta)
 	} else {
-		b.Linear(low, h, x.fa)
-		b.Linear(g, low, x.fb)
 		rc.DeltaGates(beta, g, x.a, x.dt)
 	}
 	o := b.Alloc(n, C)
@@ -200,8 +217,9 @@ func (m kimiLinear) Check(b ml.Backend) error {
 	_, rc := b.(ml.Recurrent)
 	_, au := b.(ml.AltUp)
 	_, rw := b.(ml.RWKV)
-	if !rc || m.hp.Arch == "bailingmoe3" && (!au || !rw) {
-		return fmt.Errorf("%s needs the recurrent operations (ml.Recurrent: ConvSiLU, Zero, L2Norm, DeltaGates, DeltaNet, GatherCols; ml.AltUp's MulCols and ml.RWKV's Sigmoid for bailingmoe3), which backend %T lacks", m.hp.Arch, b)
+	safe := slices.ContainsFunc(m.layers, func(ly mlaLayer) bool { return ly.kda != nil && ly.kda.lowerBound != 0 })
+	if !rc || safe && (!au || !rw) {
+		return fmt.Errorf("%s needs the recurrent operations (ml.Recurrent: ConvSiLU, Zero, L2Norm, DeltaGates, DeltaNet, GatherCols; ml.AltUp's MulCols and ml.RWKV's Sigmoid for KDA's safe gate), which backend %T lacks", m.hp.Arch, b)
 	}
 	return nil
 }

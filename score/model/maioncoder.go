@@ -37,7 +37,7 @@ func newMaionCoder(l *Loader) Network {
 		l.fail(err)
 		return nil
 	}
-	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax, norm: true, latent: true})
+	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax, norm: true, latent: "moe_latent_size"})
 	if moe == nil || !l.untied() {
 		return nil
 	}

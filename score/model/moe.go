@@ -41,8 +41,16 @@ type moeOpts struct {
 	// expert_shared_count.
 	sharedFFN int
 	act       ml.Act // the experts' activation: SwiGLU (the zero Act), or ReLUSqr for ungated experts (ffn_up_exps, ffn_down_exps; nemotron_h_moe)
-	latent    bool   // moe_latent_size is read (nemotron_h_moe, maion-coder; llama.cpp reads it for no other architecture)
+	// latent is the experts' latent width's metadata key, read for
+	// nemotron_h_moe and maion-coder (moe_latent_size: ffn_latent_down,
+	// ffn_latent_up) and kimi-k3 (expert_latent_length: ffn_routed_down,
+	// ffn_routed_up and an optional ffn_routed_norm), as llama.cpp reads it
+	// for no other architecture; "": none.
+	latent string
 }
+
+// latentTensors are the latent projections' names by their width's key.
+var latentTensors = map[string]string{"moe_latent_size": "ffn_latent", "expert_latent_length": "ffn_routed"}
 
 // MoEParams are a mixture of experts' hyperparameters, from the
 // "<arch>.expert_*" metadata; they go into the model's header.
@@ -58,13 +66,14 @@ type MoEParams struct {
 	Groups      int     `json:"n_group,omitempty"`         // expert_group_count
 	GroupsUsed  int     `json:"n_group_used,omitempty"`    // expert_group_used_count
 	DenseLayers int     `json:"n_dense_lead,omitempty"`    // leading_dense_block_count
-	Latent      int     `json:"n_latent,omitempty"`        // moe_latent_size: the experts' width in and out (ffn_latent_down, ffn_latent_up); 0: the model's
+	Latent      int     `json:"n_latent,omitempty"`        // moe_latent_size (expert_latent_length): the experts' width in and out (ffn_latent_down, ffn_latent_up; ffn_routed_*); 0: the model's
 }
 
 type moeParams struct {
 	MoEParams
 	gating ml.Gating
 	act    ml.Act
+	latent string // the latent projections' names' stem (latentTensors)
 }
 
 // moeParams reads the experts' hyperparameters (and records them in HP).
@@ -73,7 +82,7 @@ func (l *Loader) moeParams(o moeOpts) *moeParams {
 		return nil
 	}
 	m := meta{l.f, l.HP.Arch}
-	p := &moeParams{gating: o.gating, act: o.act}
+	p := &moeParams{gating: o.gating, act: o.act, latent: latentTensors[o.latent]}
 	var err error
 	geti := func(dst *int, key string, def int) {
 		if err == nil {
@@ -88,8 +97,8 @@ func (l *Loader) moeParams(o moeOpts) *moeParams {
 	geti(&p.Groups, "expert_group_count", 0)
 	geti(&p.GroupsUsed, "expert_group_used_count", 0)
 	geti(&p.DenseLayers, "leading_dense_block_count", 0)
-	if o.latent {
-		geti(&p.Latent, "moe_latent_size", 0)
+	if o.latent != "" {
+		geti(&p.Latent, o.latent, 0)
 	}
 	g := int(o.gating)
 	geti(&g, "expert_gating_func", g)
@@ -138,9 +147,13 @@ type MoE struct {
 	SGateFn ml.GateFn
 	// LatentDown and LatentUp, when set (moe_latent_size), take the
 	// experts' input to their latent width and their sum back (Nemotron 3
-	// Super: ffn_latent_down, ffn_latent_up); the router and the shared
-	// expert read the layer's input.
+	// Super: ffn_latent_down, ffn_latent_up; Kimi K3: ffn_routed_down,
+	// ffn_routed_up), the sum RMS-normed by LatentNorm (ffn_routed_norm,
+	// epsilon LatentEps) first when set; the router and the shared expert
+	// read the layer's input.
 	LatentDown, LatentUp *ml.Matrix
+	LatentNorm           *ml.Vector
+	LatentEps            float64
 }
 
 // MoE binds prefix's experts.
@@ -156,7 +169,10 @@ func (l *Loader) MoE(prefix string, p *moeParams) *MoE {
 	X := E // the experts' input and output width
 	if p.Latent > 0 {
 		X = p.Latent
-		m.LatentDown, m.LatentUp = l.Linear(prefix+"ffn_latent_down", E, X), l.Linear(prefix+"ffn_latent_up", X, E)
+		m.LatentDown, m.LatentUp = l.Linear(prefix+p.latent+"_down", E, X), l.Linear(prefix+p.latent+"_up", X, E)
+		if l.Has(prefix + p.latent + "_norm.weight") {
+			m.LatentNorm, m.LatentEps = l.Norm(prefix+p.latent+"_norm", X), l.HP.Eps
+		}
 	}
 	if p.act == ml.ReLUSqr {
 		m.Experts = ml.MLP{Up: l.Experts(prefix+"ffn_up_exps", N, X, F), Down: l.Experts(prefix+"ffn_down_exps", N, F, X), Act: ml.ReLUSqr}
@@ -243,6 +259,9 @@ func (m *MoE) forwardLogits(b ml.Backend, dst, x, logits ml.Tensor) {
 		xl, yl := b.Alloc(n, m.LatentDown.Out), b.Alloc(n, m.LatentDown.Out)
 		b.Linear(xl, x, m.LatentDown)
 		b.Experts(yl, xl, &m.Experts, r)
+		if m.LatentNorm != nil {
+			b.RMSNorm(yl, yl, m.LatentNorm, m.LatentEps)
+		}
 		b.Linear(dst, yl, m.LatentUp)
 	}
 	if m.Shared != nil {

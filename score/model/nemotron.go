@@ -43,7 +43,7 @@ func newNemotronH(l *Loader, experts bool) Network {
 	}
 	var moe *moeParams
 	if experts {
-		if moe = l.moeParams(moeOpts{gating: ml.GateSigmoid, act: ml.ReLUSqr, latent: true}); moe == nil {
+		if moe = l.moeParams(moeOpts{gating: ml.GateSigmoid, act: ml.ReLUSqr, latent: "moe_latent_size"}); moe == nil {
 			return nil
 		}
 		moe.gating, moe.Gating = ml.GateSigmoid, ml.GateSigmoid.String() // llama.cpp's, whatever the file says

@@ -265,3 +265,43 @@ func MaxArg(x []float32) (m float32, arg int, ok bool) {
 	}
 	return 0, 0, false // not reached: m is one of x
 }
+
+// SiTU is Kimi K3's gated activation, of parameters Beta > 0 and
+// LinearBeta: β·tanh(g/β)·sigmoid(g) · λ·tanh(u/λ), the up branch left as
+// it is when λ = LinearBeta <= 0 (llama.cpp's kimi_k3_situ).
+type SiTU struct{ Beta, LinearBeta float32 }
+
+// Ref computes out = SiTU(gate, up) in float64, each output rounded once.
+// out may alias gate or up.
+func (s SiTU) Ref(out, gate, up []float32) {
+	check("SiTU gate", len(gate), len(out))
+	check("SiTU up", len(up), len(out))
+	b, lb := float64(s.Beta), float64(s.LinearBeta)
+	for i := range out {
+		g, u := float64(gate[i]), float64(up[i])
+		if lb > 0 {
+			u = lb * math.Tanh(u/lb)
+		}
+		out[i] = float32(b * math.Tanh(g/b) / (1 + math.Exp(-g)) * u)
+	}
+}
+
+// GGML computes out = SiTU(gate, up) as llama.cpp's graph does, op by op in
+// float32 (both CPU builds): SCALE by 1/β (float32), TANH (glibc's tanhf,
+// correctly rounded), SCALE by β, MUL by SIGMOID(gate) (GGMLSigmoid), and
+// up through SCALE by 1/λ, TANH, SCALE by λ; then MUL. out may alias gate
+// or up.
+func (s SiTU) GGML(out, gate, up []float32) {
+	check("SiTU gate", len(gate), len(out))
+	check("SiTU up", len(up), len(out))
+	ib, il := 1/s.Beta, 1/s.LinearBeta
+	for i := range out {
+		g, u := gate[i], up[i]
+		a := float32(math.Tanh(float64(g*ib))) * s.Beta
+		a *= 1 / (1 + libcExpf(-g))
+		if s.LinearBeta > 0 {
+			u = float32(math.Tanh(float64(u*il))) * s.LinearBeta
+		}
+		out[i] = a * u
+	}
+}

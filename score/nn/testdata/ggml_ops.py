@@ -10,7 +10,7 @@
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
 # OPs: rms EPS | swiglu | geglu | gelu | swiglu-oai | swiglu-clamp LIMIT | swiglu-clampf LIMIT | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE [FREQ_SCALE EXT ATTN BETA_FAST BETA_SLOW N_CTX_ORIG] | fa N H HKV D SCALE [CAP [SPARSE [MAX_BIAS [SINKS]]]] | mmattn N H HKV D SCALE [CAP] |
 # trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N [E] | gdn N HK HV S EPS | wkv7 N H D | wkv6 N H D | gla N H D SCALE |
-# route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N | topk N K.
+# route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N | topk N K | situ BETA LINEAR_BETA | resmix N C E EPS.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
 import ctypes as C, numpy as np, sys, os
 base = C.CDLL("/usr/lib/x86_64-linux-gnu/libggml-base.so.0", mode=C.RTLD_GLOBAL)
@@ -141,6 +141,33 @@ elif op == "swiglu-clampf":  # gate x, up w, LIMIT: GGML_GLU_OP_SWIGLU_CLAMP (gg
     base.ggml_swiglu_clamp.restype = P; base.ggml_swiglu_clamp.argtypes = [P, P, P, C.c_float]
     tg = new(F32, [len(g)]); put(tg, g); tu = new(F32, [len(u)]); put(tu, u)
     o = base.ggml_swiglu_clamp(ctx, tg, tu, lim); run(o)
+    get(o).tofile(d + "out.bin")
+elif op == "situ":  # gate x, up w, BETA LINEAR_BETA: Kimi K3's SiTU as llama.cpp's kimi_k3_situ (SCALE, TANH, SCALE, MUL by SIGMOID; up SCALE, TANH, SCALE; MUL)
+    g = np.fromfile(d + "x.bin", np.float32); u = np.fromfile(d + "w.bin", np.float32)
+    beta, lb = np.float32(float(sys.argv[2])), np.float32(float(sys.argv[3]))
+    base.ggml_sigmoid.restype = P; base.ggml_sigmoid.argtypes = [P, P]
+    tg = new(F32, [len(g)]); put(tg, g); tu = new(F32, [len(u)]); put(tu, u)
+    a = base.ggml_scale(ctx, base.ggml_tanh(ctx, base.ggml_scale(ctx, tg, np.float32(1) / beta)), beta)
+    a = base.ggml_mul(ctx, a, base.ggml_sigmoid(ctx, tg))
+    up = base.ggml_scale(ctx, base.ggml_tanh(ctx, base.ggml_scale(ctx, tu, np.float32(1) / lb)), lb)
+    o = base.ggml_mul(ctx, a, up); run(o)
+    get(o).tofile(d + "out.bin")
+elif op == "resmix":  # checkpoints x (n, C, E), cur q (n, E), score weights w (E), EPS: Kimi K3's res_mix as llama.cpp's graph
+    n, Cn, E = map(int, sys.argv[2:5]); eps = float(sys.argv[5])
+    for f, a in [("ggml_sum_rows", [P, P]), ("ggml_soft_max", [P, P]), ("ggml_cont", [P, P]), ("ggml_add", [P, P, P]),
+                 ("ggml_concat", [P, P, P, C.c_int]), ("ggml_reshape_2d", [P, P, C.c_int64, C.c_int64]),
+                 ("ggml_view_2d", [P, P, C.c_int64, C.c_int64, C.c_size_t, C.c_size_t]), ("ggml_dsv4_hc_pre", [P, P, P])]:
+        getattr(base, f).restype = P; getattr(base, f).argtypes = a
+    x = np.fromfile(d + "x.bin", np.float32); q = np.fromfile(d + "q.bin", np.float32); w = np.fromfile(d + "w.bin", np.float32)
+    src = new(F32, [E, Cn, n]); put(src, x); cur = new(F32, [E, n]); put(cur, q); tw = new(F32, [E]); put(tw, w)
+    sc = base.ggml_sum_rows(ctx, base.ggml_mul(ctx, base.ggml_rms_norm(ctx, src, eps), tw))
+    sc = base.ggml_reshape_2d(ctx, sc, Cn, n)
+    scc = base.ggml_sum_rows(ctx, base.ggml_mul(ctx, base.ggml_rms_norm(ctx, cur, eps), tw))
+    probs = base.ggml_soft_max(ctx, base.ggml_concat(ctx, sc, scc, 0))
+    nb1 = 4 * (Cn + 1)
+    ps = base.ggml_cont(ctx, base.ggml_view_2d(ctx, probs, Cn, n, nb1, 0))
+    pc = base.ggml_cont(ctx, base.ggml_view_2d(ctx, probs, 1, n, nb1, 4 * Cn))
+    o = base.ggml_add(ctx, base.ggml_dsv4_hc_pre(ctx, src, ps), base.ggml_mul(ctx, cur, pc)); run(o)
     get(o).tofile(d + "out.bin")
 elif op == "topk":  # x (rows of N) -> the K indices TOP_K keeps per row, each row's sorted
     N, K = map(int, sys.argv[2:4]); x = np.fromfile(d + "x.bin", np.float32).reshape(-1, N)
