@@ -183,3 +183,33 @@ func BenchmarkDeltaRule(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkResMix: Kimi K3's residual attention of one token over 16
+// checkpoints of 7168 (a K3-sized residual), the float64 reference (the
+// fp32 mode's) and llama.cpp's float32 sequence (the int8 modes'), in
+// tokens/s and the rows' GB/s read.
+func BenchmarkResMix(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const C, E = 16, 7168
+	ck := make([][]float32, C)
+	for i := range ck {
+		ck[i] = randVec(r, E)
+	}
+	cur, w, out, tmp := randVec(r, E), randVec(r, E), make([]float32, E), make([]float32, E)
+	for _, c := range []struct {
+		name string
+		f    func()
+	}{
+		{"ref", func() { ResMix(out, ck, cur, w, 1e-5) }},
+		{"ggml", func() { GGMLResMix(out, ck, cur, w, tmp, 1e-5, false) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				c.f()
+			}
+			tps := float64(b.N) / b.Elapsed().Seconds()
+			b.ReportMetric(tps, "tokens/s")
+			b.ReportMetric(tps*float64(2*(C+1)*E*4)/1e9, "GB/s")
+		})
+	}
+}
