@@ -37,6 +37,10 @@ import (
 //     and the final norm read ResMix of the checkpoints and the running
 //     residual, scored by attn_res_score, ffn_res_score and
 //     output_res_score.
+//
+// The output matrix is required, and attn_kv_b refused (llama.cpp 0.7.0
+// crashes building its graph on attn_kv_b alone and refuses the file with
+// it beside attn_k_b and attn_v_b: probed).
 type kimiK3 struct {
 	kimiLinear
 	block           int          // attn_res.block_size; 0: no residual attention
