@@ -46,7 +46,6 @@ type kimiK3 struct {
 	block           int          // attn_res.block_size; 0: no residual attention
 	attnRes, ffnRes []*ml.Vector // per layer: attn_res_score, ffn_res_score
 	outRes          *ml.Vector   // output_res_score
-	eps             float64      // the RMS norms'
 }
 
 // k3Hparams reads kimi-k3's keys of its own: the SiTU parameters, the
@@ -99,7 +98,7 @@ func situFFN(f FFN, s nn.SiTU) {
 
 // bindAttnRes binds the residual attention's scores; nil after an error.
 func (l *Loader) bindAttnRes(k kimiLinear, block int) Network {
-	m := kimiK3{kimiLinear: k, block: block, eps: l.HP.Eps}
+	m := kimiK3{kimiLinear: k, block: block}
 	if block > 0 {
 		E := l.HP.Embd
 		m.outRes = l.Norm("output_res_score", E)
@@ -129,22 +128,22 @@ func (m kimiK3) Check(b ml.Backend) error {
 
 func (m kimiK3) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	d := m.deepseek2
-	E, n := d.hp.Embd, len(tokens)
+	E, n, eps := d.hp.Embd, len(tokens), d.hp.Eps
 	lb := b.(ml.Latent)
-	copyRows := func(dst, x ml.Tensor) { lb.Columns(dst, 0, x, 0, E) }
 	var stack ml.Tensor // the checkpoints, stacked
 	if m.block > 0 {
 		stack = b.Alloc((len(d.layers)+m.block-1)/m.block*n, E)
 	}
 	banked := 0
-	// mix sets dst to what a block reads: the residual x, or with
-	// checkpoints banked their mix with it.
-	mix := func(dst, x ml.Tensor, w *ml.Vector) {
+	// read returns what a block reads of the residual x: x itself until a
+	// checkpoint is banked, then the mix of the checkpoints and x, scored
+	// by scores[i], in h.
+	read := func(h, x ml.Tensor, scores []*ml.Vector, i int) ml.Tensor {
 		if banked == 0 {
-			copyRows(dst, x)
-			return
+			return x
 		}
-		b.(ml.AttnRes).ResMix(dst, b.Slice(stack, 0, banked*n), x, w, m.eps)
+		b.(ml.AttnRes).ResMix(h, b.Slice(stack, 0, banked*n), x, scores[i], eps)
+		return h
 	}
 	x := b.Alloc(n, E) // the residual stream
 	b.Embed(x, d.tokenEmbd, tokens)
@@ -154,16 +153,11 @@ func (m kimiK3) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		bank := m.block > 0 && i%m.block == 0
 		mark := b.Mark()
 		h := b.Alloc(n, E)
-		var w *ml.Vector
-		if m.block > 0 {
-			w = m.attnRes[i]
-		}
-		mix(h, x, w)
+		b.RMSNorm(h, read(h, x, m.attnRes, i), ly.attnNorm, eps)
 		if bank {
-			copyRows(b.Slice(stack, banked*n, (banked+1)*n), x)
+			lb.Columns(b.Slice(stack, banked*n, (banked+1)*n), 0, x, 0, E)
 			banked++
 		}
-		b.RMSNorm(h, h, ly.attnNorm, d.hp.Eps)
 		var out ml.Tensor
 		if ly.kda != nil {
 			out = b.Alloc(n, E)
@@ -172,22 +166,17 @@ func (m kimiK3) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 			out = d.attend(b, nil, &keys, i, h)
 		}
 		if bank { // the residual restarts from the attention's output
-			copyRows(x, out)
+			lb.Columns(x, 0, out, 0, E)
 		} else {
 			b.Add(x, out)
 		}
-		if m.block > 0 {
-			w = m.ffnRes[i]
-		}
-		mix(h, x, w)
-		b.RMSNorm(h, h, ly.ffnNorm, d.hp.Eps)
+		b.RMSNorm(h, read(h, x, m.ffnRes, i), ly.ffnNorm, eps)
 		ff := b.Alloc(n, E)
 		ly.ffn.Forward(b, ff, h)
 		b.Add(x, ff)
 		b.Release(mark)
 	}
 	h := b.Alloc(n, E)
-	mix(h, x, m.outRes)
-	b.RMSNorm(x, h, d.outputNorm, d.hp.Eps)
+	b.RMSNorm(x, read(h, x, []*ml.Vector{m.outRes}, 0), d.outputNorm, eps)
 	return x
 }
