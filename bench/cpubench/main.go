@@ -20,7 +20,8 @@
 //
 // Comparison with llama.cpp (--llama "chroot /tmp/sid llama-perplexity",
 // --llama-root /tmp/sid to copy the files where a chroot sees them): for
-// each model, rounds of ppl-score fp32, ppl-score int8 and
+// each model, rounds of ppl-score fp32, ppl-score int8 (or the first int8
+// mode of --modes: int8-avx2 against llama.cpp's AVX2 build) and
 // llama-perplexity -c CONTEXT -b CONTEXT -t THREADS --chunks CHUNKS run
 // one after another, --reps rounds; the best wall time of each is kept (the
 // machine is shared, so the best is the least disturbed) and the ratios of
@@ -182,7 +183,8 @@ func run() error {
 	if len(cmp) > 0 {
 		th := c.threads[len(c.threads)-1]
 		fmt.Printf("\n## Against llama.cpp: %d threads, best of %d alternating rounds (wall clock; user CPU seconds in parentheses)\n\n", th, c.reps)
-		fmt.Printf("| model | ppl-score fp32 tokens/s | ppl-score int8 tokens/s | llama-perplexity tokens/s | fp32 / llama.cpp | int8 / llama.cpp |\n| --- | --- | --- | --- | --- | --- |\n")
+		m := c.int8Mode()
+		fmt.Printf("| model | ppl-score fp32 tokens/s | ppl-score %s tokens/s | llama-perplexity tokens/s | fp32 / llama.cpp | %s / llama.cpp |\n| --- | --- | --- | --- | --- | --- |\n", m, m)
 		for _, x := range cmp {
 			fmt.Printf("| %s | %.0f (%.1f s) | %.0f (%.1f s) | %.0f (%.1f s) | %.2f | %.2f |\n", x.typ,
 				x.tps(x.fp32), x.fp32.user.Seconds(), x.tps(x.int8), x.int8.user.Seconds(), x.tps(x.llama), x.llama.user.Seconds(),
@@ -190,8 +192,8 @@ func run() error {
 		}
 		for _, x := range cmp {
 			if x.llamaPPL != "" {
-				fmt.Printf("\n%s: llama-perplexity's final estimate %s (its first pass %s s); ppl-score's PPL fp32 %.4f, int8 %.4f\n",
-					x.typ, x.llamaPPL, x.llamaPass, x.fp32.ppl, x.int8.ppl)
+				fmt.Printf("\n%s: llama-perplexity's final estimate %s (its first pass %s s); ppl-score's PPL fp32 %.4f, %s %.4f\n",
+					x.typ, x.llamaPPL, x.llamaPass, x.fp32.ppl, m, x.int8.ppl)
 			}
 		}
 	}
@@ -456,6 +458,17 @@ type comparison struct {
 	llamaPPL, llamaPass string
 }
 
+// int8Mode is the int8 mode compared with llama.cpp: the first of --modes
+// (int8-avx2 for llama.cpp's AVX2 build), int8 if none is.
+func (c *config) int8Mode() string {
+	for _, m := range c.modes {
+		if strings.HasPrefix(m, "int8") {
+			return m
+		}
+	}
+	return "int8"
+}
+
 func (x comparison) tps(r result) float64 { return float64(x.tokens) / r.wall.Seconds() }
 
 // compare runs ppl-score (both modes) and llama-perplexity alternately.
@@ -475,7 +488,7 @@ func (c *config) compare(typ, model, win string) (comparison, error) {
 		}
 	}
 	for rep := 0; rep < c.reps; rep++ {
-		for _, mode := range []string{"fp32", "int8"} {
+		for _, mode := range []string{"fp32", c.int8Mode()} {
 			r, err := c.score(model, win, mode, th)
 			if err != nil {
 				return x, err
@@ -493,8 +506,8 @@ func (c *config) compare(typ, model, win string) (comparison, error) {
 		}
 		r.stderr = lout.String() + r.stderr
 		best(&x.llama, r)
-		fmt.Fprintf(os.Stderr, "cpubench: %s round %d: fp32 %.2fs, int8 %.2fs, llama.cpp %.2fs\n", typ, rep+1,
-			x.fp32.wall.Seconds(), x.int8.wall.Seconds(), r.wall.Seconds())
+		fmt.Fprintf(os.Stderr, "cpubench: %s round %d: fp32 %.2fs, %s %.2fs, llama.cpp %.2fs\n", typ, rep+1,
+			x.fp32.wall.Seconds(), c.int8Mode(), x.int8.wall.Seconds(), r.wall.Seconds())
 	}
 	for _, line := range strings.Split(x.llama.stderr, "\n") {
 		if i := strings.Index(line, "Final estimate:"); i >= 0 {

@@ -48,6 +48,52 @@ func BenchmarkLinear(b *testing.B) {
 	}
 }
 
+// BenchmarkGGMLLinear runs 64 positions through a (2048, 768) matrix in
+// llama.cpp's orders (the int8 modes: AVX-512's and the AVX2 build's) at
+// every CPU level, for a type of each kernel family: the vec_dot lanes
+// (Q8_0, Q5_0, NVFP4), the types repacked by blocks of 32 (Q4_0, MXFP4),
+// the repacked Q4_K, the tiled order (Q6_K, Q3_K, IQ2_XXS, IQ3_S) and with
+// minima (Q5_K; Q2_K in the AVX2 build, its repacked GEMM in AVX-512's).
+// It reports multiply-adds per second; the generic level is the plain Go
+// reference the others are measured against.
+func BenchmarkGGMLLinear(b *testing.B) {
+	const in, out, n = 768, 2048, 64
+	r := rand.New(rand.NewPCG(1, 1))
+	x := randVec(r, n*in)
+	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ5_0, gguf.TypeNVFP4, gguf.TypeQ4_0, gguf.TypeMXFP4, gguf.TypeQ4_K,
+		gguf.TypeQ6_K, gguf.TypeQ3_K, gguf.TypeIQ2_XXS, gguf.TypeIQ3_S, gguf.TypeQ5_K, gguf.TypeQ2_K} {
+		rb, _ := typ.RowSize(in)
+		data := make([]byte, int(rb)*out)
+		if err := quant.Quantize(typ, randVec(r, in*out), data); err != nil {
+			b.Fatal(err)
+		}
+		l, err := NewLinear("w", typ, in, out, data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, avx2 := range []bool{false, true} {
+			for _, lv := range Levels() {
+				name := fmt.Sprintf("%v/int8/%v", typ, lv)
+				if avx2 {
+					name = fmt.Sprintf("%v/int8-avx2/%v", typ, lv)
+				}
+				b.Run(name, func(b *testing.B) {
+					prev := SetLevel(lv)
+					defer SetLevel(prev)
+					c := NewContext(1)
+					c.Int8, c.LlamaCPP, c.GGMLAVX2 = true, true, avx2
+					y := make([]float32, n*out)
+					for b.Loop() {
+						c.Reset()
+						l.Forward(c, y, x, n)
+					}
+					b.ReportMetric(float64(in*out*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+				})
+			}
+		}
+	}
+}
+
 // BenchmarkAttention is one layer of a 100M model's attention over 512
 // positions.
 func BenchmarkAttention(b *testing.B) { benchAttention(b, 512, 0, false) }

@@ -57,12 +57,12 @@ import (
 //     block of 32 in block order, as int8Generic, for the GEMM and the
 //     GEMV of the last rows alike; their vec_dot lanes otherwise:
 //     panelRepackable), Q4_K and Q2_K (their
-//     GEMM's and GEMV's orders: panelQ4K, panelQ2K; the AVX2 build does
+//     GEMM's and GEMV's orders: panelKRepacked; the AVX2 build does
 //     not repack Q2_K, the only difference between the two builds'
 //     products); the other K-quants
 //     and the i-quants in the order of the tiled kernel for ggmlTiledRows
-//     rows or more (panelTiled, or kMinRows.tiled for the types with a
-//     minimum) and of their vec_dot kernels below (ggml_kquants*.go,
+//     rows or more (panelTiled, with the minima of the types that have
+//     them) and of their vec_dot kernels below (ggml_kquants*.go,
 //     ggml_iquants*.go); TQ2_0 in its vec_dot kernel's lanes
 //     (panelTQ2_0); F16 and F32 as ggml_vec_dot_f16 and _f32 per output
 //     (panelF16, panelF32; the build has no llamafile GEMM). Not copied:
@@ -77,9 +77,10 @@ import (
 // Each is checked bit for bit against libggml and glibc
 // (TestGGMLArithmetic, TestGGMLProducts). The attention, the lanes'
 // products and those of ggml's repacked and tiled kernels have vector
-// kernels (GemmAcc, ggmlExpfAVX512, lanes32/16VNNI, q4k2/8VNNI,
-// tiled32/16VNNI); the vec_dot orders of the other types (for fewer than
-// ggmlTiledRows rows) and the AVX2 build's e^x are plain Go.
+// kernels on AVX-512 VNNI and on AVX2 (GemmAcc, ggmlExpfAVX512 and
+// ggmlExpf8AVX2; the lanes, tiled, q4k and q2k kernels in VNNI and AVX2
+// forms); the vec_dot orders of the other types (for fewer than
+// ggmlTiledRows rows) are plain Go.
 
 // ggmlExpf is ggml_v_expf, ggml-cpu's vector e^x on AVX-512, for one lane.
 func ggmlExpf(x float32) float32 {
@@ -136,13 +137,17 @@ func ggmlExpfAVX2(x float32) float32 {
 // (ggmlExpf) or, with avx2, of the AVX2 build (ggmlExpfAVX2); dst may
 // alias x.
 func ggmlExpfs(dst, x []float32, avx2 bool) {
+	i := 0
 	if avx2 {
-		for i, v := range x {
-			dst[i] = ggmlExpfAVX2(v)
+		if f := kern.ggmlExpf8; f != nil && len(x) >= 8 {
+			i = len(x) &^ 7
+			f(&dst[0], &x[0], i)
+		}
+		for ; i < len(x); i++ {
+			dst[i] = ggmlExpfAVX2(x[i])
 		}
 		return
 	}
-	i := 0
 	if f := kern.ggmlExpf; f != nil && len(x) >= 16 {
 		i = len(x) &^ 15
 		f(&dst[0], &x[0], i)
@@ -875,24 +880,6 @@ func (l *Linear) panelLanes(buf []float32, r0, r1 int, a *qacts, out []float32) 
 		for t := 0; t < a.n; t++ {
 			kl(&a.buf[t*a.rec], &panelQ[0], &ps[0], k/32, -f.Offset, &c[0], a.dOff, a.xs4Off)
 			copy(out[t*l.Out+r0:t*l.Out+r1], c[:rows])
-		}
-		l.addMinSums(r0, r1, a, out, rm)
-		return
-	}
-	gi := 0
-	if f.Group == 16 {
-		gi = 1
-	}
-	if kr := kern.lanesRow[gi]; kr != nil && !pairs {
-		var lanes [8]float32
-		for t := 0; t < a.n; t++ {
-			rec := a.buf[t*a.rec : (t+1)*a.rec]
-			d := (*float32)(unsafe.Pointer(&rec[a.dOff]))
-			o := out[t*l.Out+r0 : t*l.Out+r1]
-			for r := range rows {
-				kr(&rec[0], &rowsQ[r*k], &rs[r*ng], d, k/32, f.Offset, &lanes[0])
-				o[r] = hsum8(&lanes)
-			}
 		}
 		l.addMinSums(r0, r1, a, out, rm)
 		return

@@ -105,7 +105,7 @@ func (kind *iqKind) tiledScales(row []byte, ls []int32, d0 []float32) {
 // activation rows on, the vec_dot kernel's below.
 func (l *Linear) ggmlIQPanel(buf []float32, r0, r1 int, a *qacts, out []float32, kind *iqKind) {
 	if a.n >= ggmlTiledRows {
-		l.panelTiled(buf, r0, r1, a, out, kind.tiledScales)
+		l.panelTiled(buf, r0, r1, a, out, kind.tiledScales, nil)
 		return
 	}
 	k := l.In

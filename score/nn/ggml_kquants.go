@@ -37,13 +37,6 @@ import (
 // (e mod 32)/4 = m (the int32 lane of a 256-bit register that VPMADDUBSW
 // then VPMADDWD leave them in).
 
-// q4kHeader decodes a Q4_K super-block's d and dmin (f16, as float32) and
-// its eight scales and minima.
-func q4kHeader(blk []byte) (d, dmin float32, sc, m [8]int32) {
-	sc, m = k4Scales(blk[4:16])
-	return quant.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8), quant.F16ToF32(uint16(blk[2]) | uint16(blk[3])<<8), sc, m
-}
-
 // k4Scales decodes the eight 6-bit scales and mins of a Q4_K super-block
 // (the 12 bytes of its scales field).
 func k4Scales(s []byte) (sc, m [8]int32) {
@@ -89,18 +82,24 @@ func k4Scales(s []byte) (sc, m [8]int32) {
 // accm_i) ((-dx)·dmin rounded); the result is hsum8(acc) plus
 // (accm_0 + accm_2) + (accm_1 + accm_3).
 func (l *Linear) panelQ4K(buf []float32, r0, r1 int, a *qacts, out []float32) {
-	if l.Out%8 == 0 {
-		l.panelQ4KRepacked(buf, r0, r1, a, out)
-		return
+	switch {
+	case l.Out%8 == 0:
+		l.panelKRepacked(buf, r0, r1, a, out, 144, q5kHeader, 0)
+	case a.n >= ggmlTiledRows:
+		l.panelTiled(buf, r0, r1, a, out, q4kTiledScales, q4kTiledMins)
+	default:
+		p := l.decodeKMin(r0, r1, 144, q5kHeader)
+		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
+			return p.vecQ4K(r, qx, xs, d)
+		})
 	}
-	p := l.decodeKMin(r0, r1, 144, q5kHeader)
-	l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
-		if a.n >= ggmlTiledRows {
-			return p.tiled(r, qx, xs, d)
-		}
-		return p.vecQ4K(r, qx, xs, d)
-	})
 }
+
+// The scales and minima of Q4_K and Q5_K for panelTiled.
+var (
+	q4kTiledScales, q4kTiledMins = kMinScales(144, q5kHeader)
+	q5kTiledScales, q5kTiledMins = kMinScales(176, q5kHeader)
+)
 
 // vecQ4K is ggml_vec_dot_q4_K_q8_K's output for row r (see panelQ4K).
 func (p *kMinRows) vecQ4K(r int, qx, xs []int32, d []float32) float32 {
@@ -140,7 +139,7 @@ func (p *kMinRows) vecQ4K(r int, qx, xs []int32, d []float32) float32 {
 // elements 32m..32m+31, not of lane m's own), and the result is hsum8(acc).
 func (l *Linear) panelQ6K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	if a.n >= ggmlTiledRows {
-		l.panelTiled(buf, r0, r1, a, out, q6kScales)
+		l.panelTiled(buf, r0, r1, a, out, q6kScales, nil)
 		return
 	}
 	f, _ := l.int8Able()
@@ -187,19 +186,26 @@ func q6kScales(row []byte, ls []int32, d0 []float32) {
 	}
 }
 
-// q4kFunc computes an m-row tile of 32 columns of Q4_K products in the
-// repacked GEMM's (pair 2) or GEMV's (pair 8) order from a record pointer
-// x (row t at x + t·ldx) over nb blocks of 32: w is the panel of nibbles,
-// ls and mins the integer scale and minimum of sub-block j of row r at
-// j·32 + r, dw and dm the super-block's d and dmin at B·32 + r.
-type q4kFunc func(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+// kRepackedFunc computes an m-row tile of 32 columns of Q4_K or Q2_K
+// products in their repacked GEMM's or GEMV's order (kRepackedGeneric) from
+// a record pointer x (row t at x + t·ldx) over nb blocks of 32: w is the
+// panel of the weights' unsigned integers (nibbles, or Q2_K's 2 bits), ls
+// and mins the integer scale and minimum of group j of row r at j·32 + r,
+// dw and dm the super-block's d and dmin at B·32 + r.
+type kRepackedFunc func(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
 
-// q4kGeneric is the reference Q4_K kernel for m rows and sub-blocks
-// combined pair at a time (see panelQ4K).
-func q4kGeneric(m, pair int, x *byte, ldx int, w *uint32, lsp *int32, minp *int32, dwp *float32, dmp *float32, nb int, c *float32, ldc int, doff, xsoff int) {
-	X := unsafe.Slice(x, (m-1)*ldx+max(doff, xsoff)+4*nb)
+// The repacked kernels' variants (kernels.kRepacked): the type's group
+// (Q4_K 32, Q2_K 16) and how many groups each pair of FMAs takes, in the
+// GEMM (Q4_K 2, Q2_K 8) and in the GEMV (a super-block's: 8, 16).
+var kRepackedVariants = [4]struct{ g, pair int }{{32, 2}, {32, 8}, {16, 8}, {16, 16}}
+
+// kRepackedGeneric is the reference repacked kernel for m rows, groups of
+// g and pair groups per pair of FMAs (see panelQ4K, panelQ2K).
+func kRepackedGeneric(m, g, pair int, x *byte, ldx int, w *uint32, lsp *int32, minp *int32, dwp *float32, dmp *float32, nb int, c *float32, ldc int, doff, xsoff int) {
+	ng, gps := nb*32/g, 256/g
+	X := unsafe.Slice(x, (m-1)*ldx+max(doff+4*nb, xsoff+4*ng))
 	W := unsafe.Slice(w, nb*8*32)
-	LS, MN := unsafe.Slice(lsp, nb*32), unsafe.Slice(minp, nb*32)
+	LS, MN := unsafe.Slice(lsp, ng*32), unsafe.Slice(minp, ng*32)
 	DW, DM := unsafe.Slice(dwp, nb/8*32), unsafe.Slice(dmp, nb/8*32)
 	C := unsafe.Slice(c, (m-1)*ldc+32)
 	for t := range m {
@@ -209,11 +215,11 @@ func q4kGeneric(m, pair int, x *byte, ldx int, w *uint32, lsp *int32, minp *int3
 			for sb := range nb / 8 {
 				dx := *(*float32)(unsafe.Pointer(&rec[doff+4*8*sb]))
 				sd, sm := DW[sb*32+r]*dx, DM[sb*32+r]*dx
-				for j0 := 8 * sb; j0 < 8*sb+8; j0 += pair {
+				for j0 := gps * sb; j0 < gps*(sb+1); j0 += pair {
 					var s, mm int32
 					for j := j0; j < j0+pair; j++ {
 						var T int32
-						for i := 32 * j; i < 32*j+32; i++ {
+						for i := g * j; i < g*(j+1); i++ {
 							T += int32(W[(i/4)*32+r]>>(8*(i%4))&0xff) * int32(int8(rec[i]))
 						}
 						s += LS[j*32+r] * T
@@ -228,57 +234,60 @@ func q4kGeneric(m, pair int, x *byte, ldx int, w *uint32, lsp *int32, minp *int3
 	}
 }
 
-func initGenericQ4K() {
-	for i, pair := range []int{2, 8} {
+func initGenericKRepacked() {
+	for i, v := range kRepackedVariants {
 		for m := 1; m <= 2; m++ {
-			generic.q4k[i] = append(generic.q4k[i], func(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int) {
-				q4kGeneric(m, pair, x, ldx, w, ls, mins, dw, dm, nb, c, ldc, doff, xsoff)
+			generic.kRepacked[i] = append(generic.kRepacked[i], func(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int) {
+				kRepackedGeneric(m, v.g, v.pair, x, ldx, w, ls, mins, dw, dm, nb, c, ldc, doff, xsoff)
 			})
 		}
 	}
 }
 
-// panelQ4KRepacked is panelQ4K for a matrix llama.cpp repacks (Out a
-// multiple of 8): the activation rows [0, n - n%4) in the GEMM's order,
-// the others in the GEMV's.
-func (l *Linear) panelQ4KRepacked(buf []float32, r0, r1 int, a *qacts, out []float32) {
+// panelKRepacked is panelQ4K and panelQ2K for a matrix llama.cpp repacks
+// (Out a multiple of 8): the activation rows [0, n - n%4) in the GEMM's
+// order, the others in the GEMV's; super-blocks of the given bytes decode
+// by header (decodeKMin's), variant is the GEMM's in kRepackedVariants.
+func (l *Linear) panelKRepacked(buf []float32, r0, r1 int, a *qacts, out []float32, bytes int, header func(blk []byte, sc, m []int32) (d, dmin float32), variant int) {
 	f, _ := l.int8Able()
 	k, rows := l.In, r1-r0
-	nb, nsb := k/32, k/256
+	nb, nsb, ng := k/32, k/256, k/f.Group
+	gps := ng / nsb
 	rowsQ, panelQ, _, _, _, _ := l.decodeInt8(buf, r0, r1, f)
 	pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
-	ls, mins := make([]uint32, rows*nb), make([]uint32, rows*nb)
+	ls, mins := make([]int32, rows*ng), make([]int32, rows*ng)
 	dw, dm := make([]float32, rows*nsb), make([]float32, rows*nsb)
 	for r := range rows {
 		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
 		for b := range nsb {
-			var sc, m [8]int32
-			dw[r*nsb+b], dm[r*nsb+b], sc, m = q4kHeader(row[144*b : 144*b+144])
-			for j := range 8 {
-				ls[r*nb+8*b+j], mins[r*nb+8*b+j] = uint32(sc[j]), uint32(m[j])
-			}
+			j := r*ng + gps*b
+			dw[r*nsb+b], dm[r*nsb+b] = header(row[bytes*b:bytes*(b+1)], ls[j:j+gps], mins[j:j+gps])
 		}
 	}
-	pls, pmins := make([]uint32, 32*nb), make([]uint32, 32*nb)
-	pack32Words(pls, ls, nb, rows)
-	pack32Words(pmins, mins, nb, rows)
+	pls, pmins := make([]uint32, 32*ng), make([]uint32, 32*ng)
+	pack32Words(pls, unsafe.Slice((*uint32)(unsafe.Pointer(&ls[0])), rows*ng), ng, rows)
+	pack32Words(pmins, unsafe.Slice((*uint32)(unsafe.Pointer(&mins[0])), rows*ng), ng, rows)
 	s0 := int8Scratch(k, f)
 	pdw, pdm := buf[s0:s0+32*nsb], buf[s0+32*nsb:s0+64*nsb]
 	pack32(pdw, dw, nsb, rows)
 	pack32(pdm, dm, nsb, rows)
+	xsOff := a.xs32Off
+	if f.Group == 16 {
+		xsOff = a.xs16Off
+	}
 	nGemm := l.ggmlGemmRows(a)
 	var ctile [2 * 32]float32
 	for t0 := 0; t0 < a.n; {
-		i, m := 0, min(2, nGemm-t0)
+		i, m := variant, min(2, nGemm-t0)
 		if t0 >= nGemm {
-			i, m = 1, min(2, a.n-t0)
+			i, m = variant+1, min(2, a.n-t0)
 		}
-		kerns := kern.q4k[i]
+		kerns := kern.kRepacked[i]
 		if len(kerns) == 0 {
-			kerns = generic.q4k[i]
+			kerns = generic.kRepacked[i]
 		}
 		kerns[m-1](&a.buf[t0*a.rec], a.rec, &panelQ[0], (*int32)(unsafe.Pointer(&pls[0])), (*int32)(unsafe.Pointer(&pmins[0])),
-			&pdw[0], &pdm[0], nb, &ctile[0], 32, a.dOff, a.xs32Off)
+			&pdw[0], &pdm[0], nb, &ctile[0], 32, a.dOff, xsOff)
 		for t := range m {
 			copy(out[(t0+t)*l.Out+r0:(t0+t)*l.Out+r1], ctile[t*32:t*32+rows])
 		}

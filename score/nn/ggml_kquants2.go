@@ -69,35 +69,6 @@ func (p *kMinRows) minSum(r int, xs []int32, j0, j1 int) (sm int32) {
 	return sm
 }
 
-// tiled is the tiled kernel's output for row r (see panelQ5K); it is
-// Q4_K's tiled order too.
-func (p *kMinRows) tiled(r int, qx, xs []int32, d []float32) float32 {
-	per := 256 / p.g
-	var acc float32
-	for b := range p.nsb {
-		s, sm := p.sums(r, qx, xs, per*b, per*(b+1))
-		v := fma32(-p.dm[r*p.nsb+b], float32(sm), float32(s)*p.dw[r*p.nsb+b])
-		acc = fma32(v, d[8*b], acc)
-	}
-	return acc
-}
-
-// repacked is the repacked GEMM's (chunk 8) or GEMV's (chunk 16) output
-// for row r (see panelQ2K): chunk groups summed per pair of FMAs.
-func (p *kMinRows) repacked(r int, qx, xs []int32, d []float32, chunk int) float32 {
-	var acc, accm float32
-	for b := range p.nsb {
-		dx := d[8*b]
-		sd, smn := p.dw[r*p.nsb+b]*dx, p.dm[r*p.nsb+b]*dx
-		for j0 := b * 256 / p.g; j0 < (b+1)*256/p.g; j0 += chunk {
-			s, sm := p.sums(r, qx, xs, j0, j0+chunk)
-			acc = fma32(float32(s), sd, acc)
-			accm = fma32(float32(sm), smn, accm)
-		}
-	}
-	return acc - accm
-}
-
 // kMinPanel is recordPanel with p's group size.
 func (l *Linear) kMinPanel(r0, r1 int, a *qacts, out []float32, p *kMinRows, value func(t int, qx, xs []int32, d []float32, r int) float32) {
 	l.recordPanel(r0, r1, a, out, p.g, value)
@@ -137,12 +108,13 @@ func q2kHeader(blk []byte, sc, m []int32) (d, dmin float32) {
 	return quant.F16ToF32(uint16(blk[80]) | uint16(blk[81])<<8), quant.F16ToF32(uint16(blk[82]) | uint16(blk[83])<<8)
 }
 
-// q5kHeader is decodeKMin's header for Q5_K and Q4_K (q4kHeader).
+// q5kHeader is decodeKMin's header for Q5_K and Q4_K: d and dmin (f16, as
+// float32) and the eight scales and minima.
 func q5kHeader(blk []byte, sc, m []int32) (d, dmin float32) {
-	d, dmin, s8, m8 := q4kHeader(blk)
+	s8, m8 := k4Scales(blk[4:16])
 	copy(sc, s8[:])
 	copy(m, m8[:])
-	return d, dmin
+	return quant.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8), quant.F16ToF32(uint16(blk[2]) | uint16(blk[3])<<8)
 }
 
 // panelQ2K is panelInt8 for Q2_K weights in llama.cpp's order.
@@ -175,26 +147,21 @@ func q5kHeader(blk []byte, sc, m []int32) (d, dmin float32) {
 // ((-dx)·dmin rounded), then acc_m = fma(dx·dw, float32(Σ_{e in lane m}
 // w_e·a_e), acc_m); the result is hsum8(acc).
 func (l *Linear) panelQ2K(buf []float32, r0, r1 int, a *qacts, out []float32) {
-	p := l.decodeKMin(r0, r1, 84, q2kHeader)
 	switch {
 	case l.Out%8 == 0 && !a.avx2:
-		nGemm := l.ggmlGemmRows(a)
-		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
-			if t < nGemm {
-				return p.repacked(r, qx, xs, d, 8)
-			}
-			return p.repacked(r, qx, xs, d, 16)
-		})
+		l.panelKRepacked(buf, r0, r1, a, out, 84, q2kHeader, 2)
 	case a.n >= ggmlTiledRows:
-		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
-			return p.tiled(r, qx, xs, d)
-		})
+		l.panelTiled(buf, r0, r1, a, out, q2kTiledScales, q2kTiledMins)
 	default:
+		p := l.decodeKMin(r0, r1, 84, q2kHeader)
 		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
 			return p.vecQ2K(r, qx, xs, d)
 		})
 	}
 }
+
+// The scales and minima of Q2_K for panelTiled.
+var q2kTiledScales, q2kTiledMins = kMinScales(84, q2kHeader)
 
 // panelQ3K is panelInt8 for Q3_K weights in llama.cpp's order (llama.cpp
 // does not repack Q3_K on x86). With sc_j the 6-bit scale of group j (of
@@ -214,7 +181,7 @@ func (l *Linear) panelQ2K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 // (dx·dw rounded to float32), and the result is hsum8(acc).
 func (l *Linear) panelQ3K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	if a.n >= ggmlTiledRows {
-		l.panelTiled(buf, r0, r1, a, out, q3kScales)
+		l.panelTiled(buf, r0, r1, a, out, q3kScales, nil)
 		return
 	}
 	k, nsb := l.In, l.In/256
@@ -276,13 +243,11 @@ func q3kScales(row []byte, ls []int32, d0 []float32) {
 // rounded; the block's eight min products summed exactly); the result is
 // hsum8(acc) + summs.
 func (l *Linear) panelQ5K(buf []float32, r0, r1 int, a *qacts, out []float32) {
-	p := l.decodeKMin(r0, r1, 176, q5kHeader)
 	if a.n >= ggmlTiledRows {
-		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
-			return p.tiled(r, qx, xs, d)
-		})
+		l.panelTiled(buf, r0, r1, a, out, q5kTiledScales, q5kTiledMins)
 		return
 	}
+	p := l.decodeKMin(r0, r1, 176, q5kHeader)
 	l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
 		return p.vecQ5K(r, qx, xs, d)
 	})

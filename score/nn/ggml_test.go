@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"ppl.dev/gguf"
 	"ppl.dev/oracle"
@@ -465,6 +466,7 @@ func TestGGMLProducts(t *testing.T) {
 		{"quant-zoo-2", "MXFP4", 16, 8, 0xf7c8ebaed949471},
 		{"quant-zoo", "IQ4_NL", 15, 8, 0x57c91bf4b309b3ab},
 		{"quant-zoo-2", "MXFP4", 15, 3, 0xbb866078ba44c3be},
+		{"quant-zoo", "Q4_K", 16, 8, 0xa6efddfaa80e18cd}, // the tiled order with minima; both builds
 	}
 	for _, tc := range crops {
 		f, err := gguf.Open(filepath.Join(dir, "zoo", tc.stem+".gguf"))
@@ -490,9 +492,10 @@ func TestGGMLProducts(t *testing.T) {
 	}
 }
 
-// TestGGMLExpfs checks ggmlExpfs at every level against ggmlExpf (the
-// one-lane copy of ggml_v_expf that TestGGMLArithmetic pins to libggml's
-// bits) on random and edge inputs: both sides of the |n| > 192 branch,
+// TestGGMLExpfs checks ggmlExpfs at every level against ggmlExpf and
+// ggmlExpfAVX2 (the one-lane copies of ggml_v_expf in the AVX-512 and AVX2
+// builds that TestGGMLArithmetic pins to libggml's bits) on random and
+// edge inputs: both sides of the |n| > 192 branch,
 // overflow and underflow, infinities, NaN, zeros, subnormals.
 func TestGGMLExpfs(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
@@ -503,24 +506,30 @@ func TestGGMLExpfs(t *testing.T) {
 	edge := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 88.7, 88.73, 89, -87.3, -103.9, -104, 133.1, 133.2, -133.1, -133.2,
 		200, -200, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 3.4e38, -3.4e38}
 	copy(x, edge)
-	want := make([]float32, len(x))
-	for i, v := range x {
-		want[i] = ggmlExpf(v)
-	}
-	forEachLevel(t, func(t testing.TB, l Level) {
-		got := make([]float32, len(x))
-		ggmlExpfs(got, x, false)
-		for i := range got {
-			if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
-				t.Fatalf("level %v: ggmlExpfs(%v) = %v, ggmlExpf %v", l, x[i], got[i], want[i])
+	for _, avx2 := range []bool{false, true} {
+		want := make([]float32, len(x))
+		for i, v := range x {
+			want[i] = ggmlExpf(v)
+			if avx2 {
+				want[i] = ggmlExpfAVX2(v)
 			}
 		}
-	})
+		forEachLevel(t, func(t testing.TB, l Level) {
+			got := make([]float32, len(x))
+			ggmlExpfs(got, x, avx2)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
+					t.Fatalf("level %v, AVX2 build %v: ggmlExpfs(%v) = %v, one lane %v", l, avx2, x[i], got[i], want[i])
+				}
+			}
+		})
+	}
 }
 
 // TestTiledKernels checks every level's tiled kernels against tiledGeneric
 // on random panels and activations, with extreme scales and weights
-// (integer scales of ±127, weights 0 and 255) among them.
+// (integer scales of ±127, weights 0 and 255) among them, without and with
+// minima (6-bit, as Q2_K's to Q5_K's, 63 among them).
 func TestTiledKernels(t *testing.T) {
 	r := rand.New(rand.NewSource(5))
 	const k = 768 // three super-blocks
@@ -531,83 +540,111 @@ func TestTiledKernels(t *testing.T) {
 	}
 	a := &qacts{}
 	c.quantizeActs(a, x, 4, k, 256)
-	for gi, g := range []int{32, 16} {
+	for _, g := range []int{32, 16} {
 		ng := k / g
 		w := make([]uint32, k/4*32)
 		for i := range w {
 			w[i] = r.Uint32()
 		}
 		w[0], w[1] = 0, 0xffffffff
-		ls := make([]int32, ng*32)
+		ls, mins := make([]int32, ng*32), make([]int32, ng*32)
 		for i := range ls {
-			ls[i] = int32(r.Intn(255)) - 127
+			ls[i], mins[i] = int32(r.Intn(255))-127, int32(r.Intn(64))
 		}
-		ls[0], ls[1] = 127, -127
-		d0 := make([]float32, k/256*32)
+		ls[0], ls[1], mins[2] = 127, -127, 63
+		d0, dm := make([]float32, k/256*32), make([]float32, k/256*32)
 		for i := range d0 {
-			d0[i] = float32(r.NormFloat64()) * 1e-3
+			d0[i], dm[i] = float32(r.NormFloat64())*1e-3, float32(r.NormFloat64())*1e-3
 		}
 		xsOff := a.xs32Off
 		if g == 16 {
 			xsOff = a.xs16Off
 		}
-		for m := 1; m <= 4; m++ {
-			want := make([]float32, 4*32)
-			generic.tiled[gi][m-1](&a.buf[0], a.rec, &w[0], &ls[0], &d0[0], k/32, -128, &want[0], 32, a.dOff, xsOff)
-			forEachLevel(t, func(t testing.TB, l Level) {
-				if len(kern.tiled[gi]) == 0 {
-					return
-				}
-				got := make([]float32, 4*32)
-				kern.tiled[gi][m-1](&a.buf[0], a.rec, &w[0], &ls[0], &d0[0], k/32, -128, &got[0], 32, a.dOff, xsOff)
-				for i := range got[:m*32] {
-					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("g=%d m=%d level %v: out[%d] = %v, generic %v", g, m, l, i, got[i], want[i])
+		for _, hasMin := range []bool{false, true} {
+			ki := tiledKernels(g, hasMin)
+			pm, pdm := &mins[0], &dm[0]
+			if !hasMin {
+				pm, pdm = nil, nil
+			}
+			for m := 1; m <= 4; m++ {
+				want := make([]float32, 4*32)
+				generic.tiled[ki][m-1](&a.buf[0], a.rec, &w[0], &ls[0], pm, &d0[0], pdm, k/32, -128, &want[0], 32, a.dOff, xsOff)
+				forEachLevel(t, func(t testing.TB, l Level) {
+					if len(kern.tiled[ki]) < m {
+						return // this level's kernels take fewer rows at a time
 					}
-				}
-			})
+					got := make([]float32, 4*32)
+					kern.tiled[ki][m-1](&a.buf[0], a.rec, &w[0], &ls[0], pm, &d0[0], pdm, k/32, -128, &got[0], 32, a.dOff, xsOff)
+					for i := range got[:m*32] {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("g=%d min %v m=%d level %v: out[%d] = %v, generic %v", g, hasMin, m, l, i, got[i], want[i])
+						}
+					}
+				})
+			}
 		}
 	}
 }
 
-// TestQ4KKernels checks every level's Q4_K kernels against q4kGeneric on
-// random nibbles, scales and minima (6-bit, their extremes among them).
-func TestQ4KKernels(t *testing.T) {
+// TestKRepackedKernels checks every level's repacked Q4_K and Q2_K
+// kernels against kRepackedGeneric on random weights (nibbles, or Q2_K's 2
+// bits), scales and minima (6-bit, their extremes among them), and on the
+// largest integer sums: a super-block of activations all -127 against rows
+// of nibbles all 15 (the AVX2 kernels' int16 sums reach -30480 there).
+func TestKRepackedKernels(t *testing.T) {
 	r := rand.New(rand.NewSource(6))
 	const k = 768
 	c := NewContext(1)
 	x := make([]float32, 2*k)
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
+		if i < 256 {
+			x[i] = 1 // quantized to -127 each
+		}
 	}
 	a := &qacts{}
 	c.quantizeActs(a, x, 2, k, 256)
-	w := make([]uint32, k/4*32)
-	for i := range w {
-		w[i] = r.Uint32() & 0x0f0f0f0f
+	if q := int8(a.buf[0]); q != -127 {
+		t.Fatalf("activation 0 quantized to %d, want -127", q)
 	}
-	ls, mins := make([]int32, k/32*32), make([]int32, k/32*32)
-	for i := range ls {
-		ls[i], mins[i] = int32(r.Intn(64)), int32(r.Intn(64))
-	}
-	ls[0], mins[1] = 63, 63
-	dw, dm := make([]float32, k/256*32), make([]float32, k/256*32)
-	for i := range dw {
-		dw[i], dm[i] = float32(r.NormFloat64())*1e-3, float32(r.NormFloat64())*1e-3
-	}
-	for pi := range 2 {
+	for vi, v := range kRepackedVariants {
+		mask := uint32(0x0f0f0f0f)
+		if v.g == 16 {
+			mask = 0x03030303
+		}
+		w := make([]uint32, k/4*32)
+		for i := range w {
+			w[i] = r.Uint32() & mask
+			if i%32 < 8 || i%32 == 31 {
+				w[i] = mask
+			}
+		}
+		ng := k / v.g
+		ls, mins := make([]int32, ng*32), make([]int32, ng*32)
+		for i := range ls {
+			ls[i], mins[i] = int32(r.Intn(64)), int32(r.Intn(64))
+		}
+		ls[0], mins[1] = 63, 63
+		dw, dm := make([]float32, k/256*32), make([]float32, k/256*32)
+		for i := range dw {
+			dw[i], dm[i] = float32(r.NormFloat64())*1e-3, float32(r.NormFloat64())*1e-3
+		}
+		xsOff := a.xs32Off
+		if v.g == 16 {
+			xsOff = a.xs16Off
+		}
 		for m := 1; m <= 2; m++ {
 			want := make([]float32, 2*32)
-			generic.q4k[pi][m-1](&a.buf[0], a.rec, &w[0], &ls[0], &mins[0], &dw[0], &dm[0], k/32, &want[0], 32, a.dOff, a.xs32Off)
+			generic.kRepacked[vi][m-1](&a.buf[0], a.rec, &w[0], &ls[0], &mins[0], &dw[0], &dm[0], k/32, &want[0], 32, a.dOff, xsOff)
 			forEachLevel(t, func(t testing.TB, l Level) {
-				if len(kern.q4k[pi]) == 0 {
+				if len(kern.kRepacked[vi]) == 0 {
 					return
 				}
 				got := make([]float32, 2*32)
-				kern.q4k[pi][m-1](&a.buf[0], a.rec, &w[0], &ls[0], &mins[0], &dw[0], &dm[0], k/32, &got[0], 32, a.dOff, a.xs32Off)
+				kern.kRepacked[vi][m-1](&a.buf[0], a.rec, &w[0], &ls[0], &mins[0], &dw[0], &dm[0], k/32, &got[0], 32, a.dOff, xsOff)
 				for i := range got[:m*32] {
 					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-						t.Fatalf("pair %d m=%d level %v: out[%d] = %v, generic %v", []int{2, 8}[pi], m, l, i, got[i], want[i])
+						t.Fatalf("groups of %d, %d a pair, m=%d level %v: out[%d] = %v, generic %v", v.g, v.pair, m, l, i, got[i], want[i])
 					}
 				}
 			})
@@ -659,18 +696,19 @@ func TestDotKernels(t *testing.T) {
 	})
 }
 
-// TestLanesRowKernel checks the AVX2 lanes kernels (kern.lanesRow) against
-// panelLanes's plain lanes, bit for bit, at every level that has them: for
-// each offset of the formats, weights over their whole range (0 and the
+// TestLanesKernels checks the lanes kernels (kern.lanes: VNNI's, and
+// AVX2's on 8-row slices) against panelLanes's plain lanes, bit for bit,
+// at every level that has them, on a panel of 32 weight rows: for each
+// offset of the formats, weights over their whole range (0 and the
 // extremes included) and activations in [-127, 127], scales per 32 and 16.
-func TestLanesRowKernel(t *testing.T) {
+func TestLanesKernels(t *testing.T) {
 	r := rand.New(rand.NewSource(11))
 	const nb = 24
 	k := 32 * nb
 	forEachLevel(t, func(t testing.TB, l Level) {
 		for gi, group := range []int{32, 16} {
-			kr := kern.lanesRow[gi]
-			if kr == nil {
+			kl := kern.lanes[gi]
+			if kl == nil {
 				continue
 			}
 			for _, off := range []int{0, 1, 4, 8, 16, 32, 128} {
@@ -680,33 +718,57 @@ func TestLanesRowKernel(t *testing.T) {
 				} else if off == 128 {
 					hi = 255
 				}
-				q, x := make([]byte, k), make([]byte, k)
+				// The record: the activations' codes, their scales per
+				// 32 at doff, the sums of each 4 at xs4off.
+				doff, xs4off := k, k+4*nb
+				rec := make([]byte, xs4off+k)
+				x := rec[:k]
+				q := make([]byte, 32*k)
 				for i := range q {
 					q[i] = byte(r.Intn(hi + 1))
+				}
+				for i := range x {
 					x[i] = byte(int8(r.Intn(255) - 127))
 				}
 				for i := 0; i < 32; i++ { // extremes in the first block
-					q[i] = byte([]int{0, hi}[i%2])
 					x[i] = byte(int8([]int{127, -127}[i/2%2]))
+					for row := range 32 {
+						q[row*k+i] = byte([]int{0, hi}[(i+row)%2])
+					}
 				}
-				sc, d := make([]float32, k/group), make([]float32, nb)
-				for i := range sc {
-					sc[i] = float32(r.NormFloat64())
-				}
+				d := unsafe.Slice((*float32)(unsafe.Pointer(&rec[doff])), nb)
 				for i := range d {
 					d[i] = float32(r.ExpFloat64() * 0.01)
 				}
-				var want, got [8]float32
-				per := 32 / group
-				for b := range nb {
-					for s := range 8 {
-						want[s] = fma32(sc[per*b+s*per/8]*d[b], float32(lanePair(q, x, 32*b+4*s, 4, off)), want[s])
-					}
+				xs4 := unsafe.Slice((*int32)(unsafe.Pointer(&rec[xs4off])), k/4)
+				for i := range xs4 {
+					xs4[i] = int32(int8(x[4*i])) + int32(int8(x[4*i+1])) + int32(int8(x[4*i+2])) + int32(int8(x[4*i+3]))
 				}
-				kr(&x[0], &q[0], &sc[0], &d[0], nb, off, &got[0])
-				for s := range 8 {
-					if math.Float32bits(got[s]) != math.Float32bits(want[s]) {
-						t.Fatalf("level %v, scales per %d, offset %d: lane %d %v, want %v", l, group, off, s, got[s], want[s])
+				ng := k / group
+				sc := make([]float32, 32*ng)
+				for i := range sc {
+					sc[i] = float32(r.NormFloat64())
+				}
+				var want [32]float32
+				per := 32 / group
+				for row := range 32 {
+					var lanes [8]float32
+					for b := range nb {
+						for s := range 8 {
+							lanes[s] = fma32(sc[row*ng+per*b+s*per/8]*d[b], float32(lanePair(q[row*k:], x, 32*b+4*s, 4, off)), lanes[s])
+						}
+					}
+					want[row] = hsum8(&lanes)
+				}
+				panel := make([]uint32, 32*k/4)
+				pack32Words(panel, unsafe.Slice((*uint32)(unsafe.Pointer(&q[0])), 32*k/4), k/4, 32)
+				ps := make([]float32, 32*ng)
+				pack32(ps, sc, ng, 32)
+				var got [32]float32
+				kl(&rec[0], &panel[0], &ps[0], nb, -off, &got[0], doff, xs4off)
+				for row := range 32 {
+					if math.Float32bits(got[row]) != math.Float32bits(want[row]) {
+						t.Fatalf("level %v, scales per %d, offset %d: row %d %v, want %v", l, group, off, row, got[row], want[row])
 					}
 				}
 			}

@@ -4,8 +4,9 @@ import "unsafe"
 
 // The order of ggml-cpu's tiled kernel (ggml_compute_forward_mul_mat_tiled,
 // for ggmlTiledRows activation rows or more) for the weight types it takes
-// whose integers have no minimum (Q6_K, IQ2_XXS, IQ3_S, IQ1_M here): per
-// output and super-block of 256, one exact integer sum
+// (Q6_K, Q3_K, Q5_K, IQ2_XXS, IQ3_S, IQ1_M here; Q2_K and Q4_K where they
+// are not repacked): per output and super-block of 256, one exact integer
+// sum
 //
 //	S = Σ over the groups j of ls_j·Σ_{e in j} v_e·qx_e
 //
@@ -13,24 +14,36 @@ import "unsafe"
 // group's integer scale), then acc = fma(float32(S)·d0, dx, acc) over the
 // super-blocks in order from acc = 0 (d0 the weight super-block's float32
 // scale, the type's constant factor folded in; dx the activations' Q8_K
-// scale); acc is the output. tiledGeneric is the reference kernel, the
-// VNNI kernels (tiledVNNI in gen) give its bits.
+// scale); acc is the output. The types with a minimum m_j per group (Q2_K,
+// Q4_K, Q5_K; dmin per super-block) subtract it before dx:
+//
+//	acc = fma(fma(-dmin, float32(Σ_j m_j·B_j), float32(S)·d0), dx, acc)
+//
+// (B_j the activations' Σqx over group j; VFNMADD, then VFMADD).
+// tiledGeneric is the reference kernel; the VNNI and AVX2 kernels (tiledVNNI,
+// tiledAVX2 in gen) give its bits.
 
 // tiledFunc computes an m-row tile of 32 columns (one panel) from a record
 // pointer x (row t at x + t·ldx) over nb blocks of 32 values (a multiple
 // of 8): w is the panel of biased weights (q = v - negoff, decodeInt8's),
 // ls[j·32 + r] the integer scale of group j of row r, d0[B·32 + r] the
-// float32 scale of super-block B; doff and xsoff are the record's d and
-// Σqx-per-group fields.
-type tiledFunc func(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+// float32 scale of super-block B, and for a type with a minimum mins[j·32
+// + r] and dm[B·32 + r] its m_j and dmin (nil without); doff and xsoff are
+// the record's d and Σqx-per-group fields.
+type tiledFunc func(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 // tiledGeneric is the reference tiled kernel for m rows and groups of g.
-func tiledGeneric(m, g int, x *byte, ldx int, w *uint32, lsp *int32, d0p *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int) {
+func tiledGeneric(m, g int, x *byte, ldx int, w *uint32, lsp, minp *int32, d0p, dmp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int) {
 	X := unsafe.Slice(x, (m-1)*ldx+max(doff+4*nb, xsoff+4*(32/g)*nb))
 	W := unsafe.Slice(w, nb*8*32)
 	ng := nb * 32 / g
 	LS := unsafe.Slice(lsp, ng*32)
 	D0 := unsafe.Slice(d0p, nb/8*32)
+	var MN []int32
+	var DM []float32
+	if minp != nil {
+		MN, DM = unsafe.Slice(minp, ng*32), unsafe.Slice(dmp, nb/8*32)
+	}
 	C := unsafe.Slice(c, (m-1)*ldc+32)
 	gps := 256 / g // groups per super-block
 	for t := range m {
@@ -38,7 +51,7 @@ func tiledGeneric(m, g int, x *byte, ldx int, w *uint32, lsp *int32, d0p *float3
 		for r := range 32 {
 			var acc float32
 			for sb := range nb / 8 {
-				var s int32
+				var s, sm int32
 				for j := sb * gps; j < (sb+1)*gps; j++ {
 					xs := *(*int32)(unsafe.Pointer(&rec[xsoff+4*j]))
 					T := int32(negoff) * xs
@@ -47,29 +60,54 @@ func tiledGeneric(m, g int, x *byte, ldx int, w *uint32, lsp *int32, d0p *float3
 						T += int32(wq) * int32(int8(rec[i]))
 					}
 					s += LS[j*32+r] * T
+					if MN != nil {
+						sm += MN[j*32+r] * xs
+					}
 				}
 				dx := *(*float32)(unsafe.Pointer(&rec[doff+4*8*sb]))
-				acc = fma32(float32(s)*D0[sb*32+r], dx, acc)
+				v := float32(s) * D0[sb*32+r]
+				if MN != nil {
+					v = fma32(-DM[sb*32+r], float32(sm), v)
+				}
+				acc = fma32(v, dx, acc)
 			}
 			C[t*ldc+r] = acc
 		}
 	}
 }
 
+// tiledKernels indexes kernels.tiled: groups of 32 or 16, without or with
+// a minimum, as int8Kernels.
+func tiledKernels(g int, hasMin bool) int {
+	i := 0
+	if g == 16 {
+		i = 2
+	}
+	if hasMin {
+		i++
+	}
+	return i
+}
+
 func initGenericTiled() {
-	for i, g := range []int{32, 16} {
-		for m := 1; m <= 4; m++ {
-			generic.tiled[i] = append(generic.tiled[i], func(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int) {
-				tiledGeneric(m, g, x, ldx, w, ls, d0, nb, negoff, c, ldc, doff, xsoff)
-			})
+	for _, g := range []int{32, 16} {
+		for _, hasMin := range []bool{false, true} {
+			i := tiledKernels(g, hasMin)
+			for m := 1; m <= 4; m++ {
+				generic.tiled[i] = append(generic.tiled[i], func(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int) {
+					tiledGeneric(m, g, x, ldx, w, ls, mins, d0, dm, nb, negoff, c, ldc, doff, xsoff)
+				})
+			}
 		}
 	}
 }
 
 // panelTiled computes columns [r0, r1) of out in the tiled kernel's order
 // (see above) for a type of Int8Format f: scales writes a weight row's ls
-// (one per group of f.Group) and d0 (one per super-block).
-func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, scales func(row []byte, ls []int32, d0 []float32)) {
+// (one per group of f.Group) and d0 (one per super-block), and for a type
+// with a minimum (f.HasMin) mins writes its m (per group) and dmin (per
+// super-block).
+func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, scales func(row []byte, ls []int32, d0 []float32), mins func(row []byte, m []int32, dm []float32)) {
 	f, _ := l.int8Able()
 	k, rows := l.In, r1-r0
 	ng, nsb := k/f.Group, k/256
@@ -84,14 +122,23 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 	pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
 	pack32Words(pls, unsafe.Slice((*uint32)(unsafe.Pointer(&ls[0])), rows*ng), ng, rows)
 	pack32(pd0, d0, nsb, rows)
+	var pmin *int32
+	var pdm *float32
+	if f.HasMin {
+		m, dm := make([]int32, 32*ng), make([]float32, 32*nsb)
+		for r := range rows {
+			mins(l.Data[(r0+r)*l.RowBytes:(r0+r+1)*l.RowBytes], m[r*ng:(r+1)*ng], dm[r*nsb:(r+1)*nsb])
+		}
+		pm, pd := make([]uint32, 32*ng), make([]float32, 32*nsb)
+		pack32Words(pm, unsafe.Slice((*uint32)(unsafe.Pointer(&m[0])), rows*ng), ng, rows)
+		pack32(pd, dm, nsb, rows)
+		pmin, pdm = (*int32)(unsafe.Pointer(&pm[0])), &pd[0]
+	}
 	xsOff := a.xs32Off
 	if f.Group == 16 {
 		xsOff = a.xs16Off
 	}
-	i := 0
-	if f.Group == 16 {
-		i = 1
-	}
+	i := tiledKernels(f.Group, f.HasMin)
 	kerns := kern.tiled[i]
 	if len(kerns) == 0 {
 		kerns = generic.tiled[i]
@@ -99,9 +146,29 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 	var ctile [4 * 32]float32
 	for t0 := 0; t0 < a.n; t0 += len(kerns) {
 		m := min(len(kerns), a.n-t0)
-		kerns[m-1](&a.buf[t0*a.rec], a.rec, &panelQ[0], (*int32)(unsafe.Pointer(&pls[0])), &pd0[0], k/32, -f.Offset, &ctile[0], 32, a.dOff, xsOff)
+		kerns[m-1](&a.buf[t0*a.rec], a.rec, &panelQ[0], (*int32)(unsafe.Pointer(&pls[0])), pmin, &pd0[0], pdm, k/32, -f.Offset, &ctile[0], 32, a.dOff, xsOff)
 		for t := range m {
 			copy(out[(t0+t)*l.Out+r0:(t0+t)*l.Out+r1], ctile[t*32:t*32+rows])
 		}
 	}
+}
+
+// kMinScales are panelTiled's scales and mins for a type with a minimum
+// whose super-blocks of the given bytes decode by header (as decodeKMin's).
+func kMinScales(bytes int, header func(blk []byte, sc, m []int32) (d, dmin float32)) (scales func(row []byte, ls []int32, d0 []float32), mins func(row []byte, m []int32, dm []float32)) {
+	scales = func(row []byte, ls []int32, d0 []float32) {
+		per := len(ls) / len(d0)
+		tmp := make([]int32, per)
+		for b := range d0 {
+			d0[b], _ = header(row[bytes*b:bytes*(b+1)], ls[per*b:per*(b+1)], tmp)
+		}
+	}
+	mins = func(row []byte, m []int32, dm []float32) {
+		per := len(m) / len(dm)
+		tmp := make([]int32, per)
+		for b := range dm {
+			_, dm[b] = header(row[bytes*b:bytes*(b+1)], tmp, m[per*b:per*(b+1)])
+		}
+	}
+	return scales, mins
 }

@@ -142,24 +142,21 @@ type kernels struct {
 	// roundF16, if set, rounds n floats (a multiple of 16) to f16 and back.
 	roundF16 func(dst, x *float32, n int)
 	// lanes, if set, are the lane-order loops (panelLanes) for groups of
-	// 32 (Q8_0) and 16 (NVFP4): one activation row and 32 weight rows of
-	// the VNNI panel of decodeInt8, biased by -negoff.
-	lanes [2]func(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
-	// lanesRow, if set, computes panelLanes's 8 lanes for one weight row
-	// and one activation row (index 1: scales per 16), where lanes is not
-	// set: on AVX2 and on AVX-512 without VNNI.
-	lanesRow [2]func(x, q *byte, sc, d *float32, nb, off int, lanes *float32)
-	// tiled holds the tiled kernels (ggml_tiled.go) by group (32, 16):
-	// index m-1 computes m rows.
-	tiled [2][]tiledFunc
-	// q4k holds the Q4_K kernels in the repacked GEMM's and GEMV's orders
-	// (ggml_kquants.go): index m-1 computes m rows.
-	q4k [2][]q4kFunc
+	// 32 (Q8_0) and 16 (NVFP4): see lanesFunc.
+	lanes [2]lanesFunc
+	// tiled holds the tiled kernels (ggml_tiled.go) by group (32, 16) and
+	// minimum (without, with): see tiledKernels. Index m-1 computes m rows.
+	tiled [4][]tiledFunc
+	// kRepacked holds the Q4_K and Q2_K kernels in the repacked GEMM's and
+	// GEMV's orders (ggml_kquants.go: kRepackedVariants): index m-1
+	// computes m rows.
+	kRepacked [4][]kRepackedFunc
 	// dotF32, if set, is dotLanes in the AVX-512 build's lanes for n a
 	// multiple of 64, dotF32x8 in the AVX2 build's for n a multiple of 32.
 	dotF32, dotF32x8 func(x, w *float32, n int) float32
-	// ggmlExpf, if set, is ggmlExpf of n floats (a multiple of 16).
-	ggmlExpf func(dst, x *float32, n int)
+	// ggmlExpf, if set, is ggmlExpf of n floats (a multiple of 16);
+	// ggmlExpf8, ggmlExpfAVX2 of n floats (a multiple of 8).
+	ggmlExpf, ggmlExpf8 func(dst, x *float32, n int)
 	// ssmGGML and ssmGGML8, if set, are ssmRowsGGMLGeneric in the AVX-512
 	// build's lanes (np a multiple of 64) and in the AVX2 build's (32).
 	ssmGGML, ssmGGML8 func(s *float32, n int, b, c, x *float32, rows, np int, dA, d float32, y *float32)
@@ -175,6 +172,12 @@ type kernels struct {
 	wkv7GGML, wkv7GGML8 func(s *float32, d int, r, w, k, v, a, b *float32, np int, out *float32)
 	wkv6                func(s *float32, d int, r, k, v, w, u, y *float32)
 }
+
+// lanesFunc computes panelLanes's outputs for one activation row (the
+// record at x) and a panel of 32 weight rows (decodeInt8's codes packed by
+// pack32Words, biased by -negoff; dw[j·32 + r] the scale of group j of row
+// r) into c[0:32].
+type lanesFunc func(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
 
 // gemmFunc computes C (m × nr) = A (m × k) · B (k × nr), or
 // C = alpha ⊙ C + A·B (row i of C scaled by alpha[i]) when alpha is not
@@ -194,7 +197,7 @@ func init() {
 func initGeneric() {
 	initGenericInt8()
 	initGenericTiled()
-	initGenericQ4K()
+	initGenericKRepacked()
 	for z := range 2 {
 		nr := 16 * (z + 1)
 		for m := 1; m <= gemmTileRows; m++ {

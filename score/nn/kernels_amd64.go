@@ -1,6 +1,10 @@
 package nn
 
-import "golang.org/x/sys/cpu"
+import (
+	"unsafe"
+
+	"golang.org/x/sys/cpu"
+)
 
 //go:generate sh -c "go run ./gen > kernels_amd64.s && go run ./gen -decl > kernels_decl_amd64.go"
 
@@ -21,7 +25,8 @@ func archInit() {
 		avx2.quantQ80 = quantQ80AVX2
 	}
 	avx2.dotF32, avx2.dotF32x8 = dotF32W16AVX2, dotF32W8AVX2
-	avx2.lanesRow = [2]func(x, q *byte, sc, d *float32, nb, off int, lanes *float32){lanesG32AVX2, lanesG16AVX2}
+	avx2.ggmlExpf8 = ggmlExpf8AVX2
+	avx2.lanes = [2]lanesFunc{lanesSlices(lanes32AVX2), lanesSlices(lanes16AVX2)}
 	avx2.ssmGGML8, avx2.ssmF32 = ssmGGMLAVX2, ssmF32AVX2
 	avx2.deltaGGML8 = deltaGGMLAVX2
 	avx2.wkv7GGML8 = wkv7AVX2
@@ -32,6 +37,18 @@ func archInit() {
 		{int8g16minm1W256, int8g16minm2W256, int8g16minm3W256, int8g16minm4W256, int8g16minm5W256, int8g16minm6W256},
 	}
 	avx2.int8Wide = true
+	avx2.tiled = [4][]tiledFunc{
+		{tiledSlices(tiled32m1AVX2), tiledSlices(tiled32m2AVX2)},
+		{tiledSlices(tiled32minm1AVX2), tiledSlices(tiled32minm2AVX2)},
+		{tiledSlices(tiled16m1AVX2), tiledSlices(tiled16m2AVX2)},
+		{tiledSlices(tiled16minm1AVX2), tiledSlices(tiled16minm2AVX2)},
+	}
+	avx2.kRepacked = [4][]kRepackedFunc{
+		{kRepackedSlices(q4k2m1AVX2), kRepackedSlices(q4k2m2AVX2)},
+		{kRepackedSlices(q4k8m1AVX2), kRepackedSlices(q4k8m2AVX2)},
+		{kRepackedSlices(q2k8m1AVX2), kRepackedSlices(q2k8m2AVX2)},
+		{kRepackedSlices(q2k16m1AVX2), kRepackedSlices(q2k16m2AVX2)},
+	}
 
 	avx2.gemm[0] = []gemmFunc{gemmF32x16m1AVX2, gemmF32x16m2AVX2, gemmF32x16m3AVX2, gemmF32x16m4AVX2}
 	avx2.gemm[1] = []gemmFunc{gemmF32x32m1AVX2, gemmF32x32m2AVX2}
@@ -70,9 +87,11 @@ func archInit() {
 	avx512.quantQ8K = quantQ8KAVX512
 	avx512.roundF16 = roundF16AVX512
 	avx512.ggmlExpf = ggmlExpfAVX512
+	avx512.ggmlExpf8 = ggmlExpf8AVX2
 	avx512.dotF32 = dotF32AVX512
 	avx512.dotF32x8 = avx2.dotF32x8
-	avx512.lanesRow = avx2.lanesRow
+	avx512.lanes = avx2.lanes
+	avx512.tiled, avx512.kRepacked = avx2.tiled, avx2.kRepacked
 	avx512.ssmGGML, avx512.ssmGGML8, avx512.ssmF32 = ssmGGMLAVX512, ssmGGMLAVX2, ssmF32AVX512
 	avx512.deltaGGML, avx512.deltaGGML8 = deltaGGMLAVX512, deltaGGMLAVX2
 	avx512.wkv7GGML, avx512.wkv7GGML8, avx512.wkv6 = wkv7AVX512, wkv7AVX2, wkv6AVX512
@@ -82,12 +101,17 @@ func archInit() {
 		vnni := *avx512
 		vnni.level = AVX512VNNI
 		vnni.int8Wide = false
-		vnni.lanes = [2]func(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int){lanes32VNNI, lanes16VNNI}
-		vnni.tiled = [2][]tiledFunc{
+		vnni.lanes = [2]lanesFunc{lanes32VNNI, lanes16VNNI}
+		vnni.tiled = [4][]tiledFunc{
 			{tiled32m1VNNI, tiled32m2VNNI, tiled32m3VNNI, tiled32m4VNNI},
+			{tiled32minm1VNNI, tiled32minm2VNNI},
 			{tiled16m1VNNI, tiled16m2VNNI, tiled16m3VNNI, tiled16m4VNNI},
+			{tiled16minm1VNNI, tiled16minm2VNNI},
 		}
-		vnni.q4k = [2][]q4kFunc{{q4k2m1VNNI, q4k2m2VNNI}, {q4k8m1VNNI, q4k8m2VNNI}}
+		vnni.kRepacked = [4][]kRepackedFunc{
+			{q4k2m1VNNI, q4k2m2VNNI}, {q4k8m1VNNI, q4k8m2VNNI},
+			{q2k8m1VNNI, q2k8m2VNNI}, {q2k16m1VNNI, q2k16m2VNNI},
+		}
 		vnni.int8 = [4][]int8Func{
 			{int8g32m1VNNI, int8g32m2VNNI, int8g32m3VNNI, int8g32m4VNNI, int8g32m5VNNI, int8g32m6VNNI},
 			{int8g32minm1VNNI, int8g32minm2VNNI, int8g32minm3VNNI, int8g32minm4VNNI, int8g32minm5VNNI, int8g32minm6VNNI},
@@ -97,4 +121,40 @@ func archInit() {
 		levelKernels[AVX512VNNI] = &vnni
 		maxLevel = AVX512VNNI
 	}
+}
+
+// lanesSlices, tiledSlices and kRepackedSlices run an AVX2 kernel of 8 weight rows on each
+// 8-row slice of a 32-row panel: the panel's rows are 32 elements apart in
+// every array it has (weights, scales, minima, d), so slice s starts 8s
+// elements in, and so does its tile of c.
+func lanesSlices(k lanesFunc) lanesFunc {
+	return func(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int) {
+		for s := range 4 {
+			k(x, slice8(w, s), slice8(dw, s), nb, negoff, slice8(c, s), doff, xs4off)
+		}
+	}
+}
+
+func tiledSlices(k tiledFunc) tiledFunc {
+	return func(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int) {
+		for s := range 4 {
+			k(x, ldx, slice8(w, s), slice8(ls, s), slice8(mins, s), slice8(d0, s), slice8(dm, s), nb, negoff, slice8(c, s), ldc, doff, xsoff)
+		}
+	}
+}
+
+func kRepackedSlices(k kRepackedFunc) kRepackedFunc {
+	return func(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int) {
+		for s := range 4 {
+			k(x, ldx, slice8(w, s), slice8(ls, s), slice8(mins, s), slice8(dw, s), slice8(dm, s), nb, slice8(c, s), ldc, doff, xsoff)
+		}
+	}
+}
+
+// slice8 is p advanced by 8s elements of 4 bytes (nil for nil).
+func slice8[T uint32 | int32 | float32](p *T, s int) *T {
+	if p == nil {
+		return nil
+	}
+	return (*T)(unsafe.Add(unsafe.Pointer(p), 32*s))
 }

@@ -405,40 +405,112 @@ func lanes32VNNI(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32
 func lanes16VNNI(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
 
 //go:noescape
-func tiled32m1VNNI(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+func tiled32m1VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
-func tiled32m2VNNI(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+func tiled32m2VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
-func tiled32m3VNNI(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+func tiled32m3VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
-func tiled32m4VNNI(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+func tiled32m4VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
-func tiled16m1VNNI(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+func tiled32minm1VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
-func tiled16m2VNNI(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+func tiled32minm2VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
-func tiled16m3VNNI(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+func tiled16m1VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
-func tiled16m4VNNI(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+func tiled16m2VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16m3VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16m4VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16minm1VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16minm2VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
 func q4k2m1VNNI(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
+func q4k2m1AVX2(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
 func q4k2m2VNNI(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func q4k2m2AVX2(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
 func q4k8m1VNNI(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
+func q4k8m1AVX2(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
 func q4k8m2VNNI(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func q4k8m2AVX2(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func q2k8m1VNNI(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func q2k8m1AVX2(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func q2k8m2VNNI(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func q2k8m2AVX2(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func q2k16m1VNNI(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func q2k16m1AVX2(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func q2k16m2VNNI(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func q2k16m2AVX2(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled32m1AVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled32m2AVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled32minm1AVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled32minm2AVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16m1AVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16m2AVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16minm1AVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16minm2AVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
 func quantQ80AVX512(x *float32, nb int, rec *byte, dOff, xs16Off int)
@@ -472,6 +544,9 @@ func maxFiniteAVX512(x *float32, n int) (m float32, finite bool)
 
 //go:noescape
 func ggmlExpfAVX512(dst, x *float32, n int)
+
+//go:noescape
+func ggmlExpf8AVX2(dst, x *float32, n int)
 
 //go:noescape
 func dotF32AVX512(x, w *float32, n int) float32
@@ -513,7 +588,7 @@ func dotF32W16AVX2(x, w *float32, n int) float32
 func dotF32W8AVX2(x, w *float32, n int) float32
 
 //go:noescape
-func lanesG32AVX2(x, q *byte, sc, d *float32, nb, off int, lanes *float32)
+func lanes32AVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
 
 //go:noescape
-func lanesG16AVX2(x, q *byte, sc, d *float32, nb, off int, lanes *float32)
+func lanes16AVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)

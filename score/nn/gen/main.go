@@ -353,31 +353,21 @@ func lanesVNNI(g int) {
 	p("\tRET")
 }
 
-// tiledVNNI writes tiled{g}m{m}VNNI, tiledGeneric's kernel for m
-// activation rows and a panel of 32 weight rows: per group of g, the
-// integer dot product T (VPDPBUSD on the biased weights, from negoff·Σx)
-// times the group's integer scale is added to the super-block's integer
-// sum S; per super-block of 256, acc = fma(float32(S)·d0, dx, acc).
-// Registers: T in Z0-Z7, S in Z8-Z15, acc in Z16-Z23 (two per row).
-func tiledVNNI(m, g int) {
+// tiledVNNI writes tiled{g}m{m}VNNI (with hasMin tiled{g}minm{m}VNNI, m at
+// most 2), tiledGeneric's kernel for m activation rows and a panel of 32
+// weight rows: per group of g, the integer dot product T (VPDPBUSD on the
+// biased weights, from negoff·Σx) times the group's integer scale is added
+// to the super-block's integer sum S (and the group's minimum times Σx to
+// M); per super-block of 256, v = float32(S)·d0 (then v = fma(-dmin,
+// float32(M), v)) and acc = fma(v, dx, acc). Registers: T in Z0-Z7 (Z0-Z3
+// with hasMin, M in Z4-Z7), S in Z8-Z15, acc in Z16-Z23 (two per row).
+func tiledVNNI(m, g int, hasMin bool) {
 	name := fmt.Sprintf("tiled%dm%dVNNI", g, m)
-	p("")
-	p("// func %s(x *byte, ldx int, w *uint32, ls *int32, d0 *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-88", name)
-	p("\tMOVQ x+0(FP), SI")
-	p("\tMOVQ ldx+8(FP), R8")
-	p("\tLEAQ (R8)(R8*2), R9")
-	p("\tLEAQ (R8)(R8*4), R10")
-	p("\tMOVQ doff+72(FP), DI")
-	p("\tADDQ SI, DI")
-	p("\tMOVQ xsoff+80(FP), R11")
-	p("\tADDQ SI, R11")
-	p("\tMOVQ w+16(FP), R13")
-	p("\tMOVQ ls+24(FP), R14")
-	p("\tMOVQ d0+32(FP), R15")
-	p("\tMOVQ nb+40(FP), CX")
-	p("\tSHRQ $3, CX")
-	p("\tMOVQ negoff+48(FP), AX")
+	if hasMin {
+		name = fmt.Sprintf("tiled%dminm%dVNNI", g, m)
+	}
+	tiledHeader(name)
+	p("\tMOVQ negoff+64(FP), AX")
 	p("\tVPBROADCASTD AX, Z31")
 	for t := 0; t < m; t++ {
 		p("\tVPXORD Z%d, Z%d, Z%d", 16+2*t, 16+2*t, 16+2*t)
@@ -389,6 +379,10 @@ func tiledVNNI(m, g int) {
 	for t := 0; t < m; t++ {
 		p("\tVPXORD Z%d, Z%d, Z%d", 8+2*t, 8+2*t, 8+2*t)
 		p("\tVPXORD Z%d, Z%d, Z%d", 9+2*t, 9+2*t, 9+2*t)
+		if hasMin {
+			p("\tVPXORD Z%d, Z%d, Z%d", 4+2*t, 4+2*t, 4+2*t)
+			p("\tVPXORD Z%d, Z%d, Z%d", 5+2*t, 5+2*t, 5+2*t)
+		}
 	}
 	halves := 32 / g
 	for b := 0; b < 8; b++ {
@@ -408,36 +402,50 @@ func tiledVNNI(m, g int) {
 			}
 			p("\tVMOVDQU32 (R14), Z26")
 			p("\tVMOVDQU32 64(R14), Z27")
+			if hasMin {
+				p("\tVMOVDQU32 (R12), Z24")
+				p("\tVMOVDQU32 64(R12), Z25")
+			}
 			for t := 0; t < m; t++ {
 				p("\tVPMULLD Z26, Z%d, Z%d", 2*t, 2*t)
 				p("\tVPMULLD Z27, Z%d, Z%d", 2*t+1, 2*t+1)
 				p("\tVPADDD Z%d, Z%d, Z%d", 2*t, 8+2*t, 8+2*t)
 				p("\tVPADDD Z%d, Z%d, Z%d", 2*t+1, 9+2*t, 9+2*t)
+				if hasMin {
+					p("\tVPMULLD.BCST %s, Z24, Z%d", rowAddr(0, "R11", t), 2*t)
+					p("\tVPMULLD.BCST %s, Z25, Z%d", rowAddr(0, "R11", t), 2*t+1)
+					p("\tVPADDD Z%d, Z%d, Z%d", 2*t, 4+2*t, 4+2*t)
+					p("\tVPADDD Z%d, Z%d, Z%d", 2*t+1, 5+2*t, 5+2*t)
+				}
 			}
 			p("\tADDQ $128, R14")
+			if hasMin {
+				p("\tADDQ $128, R12")
+			}
 			p("\tADDQ $4, R11")
 		}
 	}
 	p("\tVMOVUPS (R15), Z24")
 	p("\tVMOVUPS 64(R15), Z25")
+	if hasMin {
+		p("\tVMOVUPS (BX), Z26")
+		p("\tVMOVUPS 64(BX), Z27")
+	}
 	for t := 0; t < m; t++ {
 		p("\tVCVTDQ2PS Z%d, Z%d", 8+2*t, 2*t)
 		p("\tVCVTDQ2PS Z%d, Z%d", 9+2*t, 2*t+1)
 		p("\tVMULPS Z24, Z%d, Z%d", 2*t, 2*t)
 		p("\tVMULPS Z25, Z%d, Z%d", 2*t+1, 2*t+1)
+		if hasMin {
+			p("\tVCVTDQ2PS Z%d, Z%d", 4+2*t, 4+2*t)
+			p("\tVCVTDQ2PS Z%d, Z%d", 5+2*t, 5+2*t)
+			p("\tVFNMADD231PS Z26, Z%d, Z%d", 4+2*t, 2*t)
+			p("\tVFNMADD231PS Z27, Z%d, Z%d", 5+2*t, 2*t+1)
+		}
 		p("\tVFMADD231PS.BCST %s, Z%d, Z%d", rowAddr(0, "DI", t), 2*t, 16+2*t)
 		p("\tVFMADD231PS.BCST %s, Z%d, Z%d", rowAddr(0, "DI", t), 2*t+1, 17+2*t)
 	}
-	p("\tADDQ $256, SI")
-	p("\tADDQ $32, DI")
-	p("\tADDQ $8192, R13")
-	p("\tADDQ $128, R15")
-	p("\tDECQ CX")
-	p("\tJNZ super")
-	p("store:")
-	p("\tMOVQ c+56(FP), AX")
-	p("\tMOVQ ldc+64(FP), BX")
-	p("\tSHLQ $2, BX")
+	tiledNext(hasMin)
 	for t := 0; t < m; t++ {
 		p("\tVMOVUPS Z%d, (AX)", 16+2*t)
 		p("\tVMOVUPS Z%d, 64(AX)", 17+2*t)
@@ -449,33 +457,59 @@ func tiledVNNI(m, g int) {
 	p("\tRET")
 }
 
-// q4kVNNI writes q4k{pair}m{m}VNNI, q4kGeneric's kernel for m activation
-// rows and a panel of 32 Q4_K weight rows: per sub-block of 32 the integer
-// product (VPDPBUSD on the nibbles) times its scale is added to S and the
-// sub-block's minimum times the activations' sum to M; every pair
-// sub-blocks, acc = fma(float32(S), dw·dx, acc) and accm =
-// fma(float32(M), dmin·dx, accm); the output is acc - accm. Registers: S
-// Z0-Z3, M Z4-Z7, acc Z8-Z11, accm Z12-Z15, scratch Z16-Z19.
-func q4kVNNI(m, pair int) {
-	name := fmt.Sprintf("q4k%dm%dVNNI", pair, m)
+// tiledHeader starts a tiled kernel: SI the records, R8 = ldx, R9 = 3·ldx,
+// R10 = 5·ldx, DI their d, R11 their Σx, R13 the weights, R14 ls, R12
+// mins, R15 d0, BX dm, CX the super-blocks.
+func tiledHeader(name string) {
 	p("")
-	p("// func %s(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-96", name)
+	p("// func %s(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-104", name)
 	p("\tMOVQ x+0(FP), SI")
 	p("\tMOVQ ldx+8(FP), R8")
 	p("\tLEAQ (R8)(R8*2), R9")
 	p("\tLEAQ (R8)(R8*4), R10")
-	p("\tMOVQ doff+80(FP), DI")
+	p("\tMOVQ doff+88(FP), DI")
 	p("\tADDQ SI, DI")
-	p("\tMOVQ xsoff+88(FP), R11")
+	p("\tMOVQ xsoff+96(FP), R11")
 	p("\tADDQ SI, R11")
 	p("\tMOVQ w+16(FP), R13")
 	p("\tMOVQ ls+24(FP), R14")
-	p("\tMOVQ mins+32(FP), R15")
-	p("\tMOVQ dw+40(FP), AX")
+	p("\tMOVQ mins+32(FP), R12")
+	p("\tMOVQ d0+40(FP), R15")
 	p("\tMOVQ dm+48(FP), BX")
 	p("\tMOVQ nb+56(FP), CX")
 	p("\tSHRQ $3, CX")
+}
+
+// tiledNext ends a tiled kernel's super-block loop and loads the tile's
+// address into AX and ldc's bytes into BX.
+func tiledNext(hasMin bool) {
+	p("\tADDQ $256, SI")
+	p("\tADDQ $32, DI")
+	p("\tADDQ $8192, R13")
+	p("\tADDQ $128, R15")
+	if hasMin {
+		p("\tADDQ $128, BX")
+	}
+	p("\tDECQ CX")
+	p("\tJNZ super")
+	p("store:")
+	p("\tMOVQ c+72(FP), AX")
+	p("\tMOVQ ldc+80(FP), BX")
+	p("\tSHLQ $2, BX")
+}
+
+// kRepackedVNNI writes q4k{pair}m{m}VNNI (g = 32) or q2k{pair}m{m}VNNI (g
+// = 16), kRepackedGeneric's kernel for m activation rows and a panel of 32
+// weight rows: per group of g the integer product (VPDPBUSD on the
+// unsigned weights) times its scale is added to S and the group's minimum
+// times the activations' sum to M; every pair groups, acc =
+// fma(float32(S), dw·dx, acc) and accm = fma(float32(M), dmin·dx, accm);
+// the output is acc - accm. Registers: S Z0-Z3, M Z4-Z7, acc Z8-Z11, accm
+// Z12-Z15, scratch Z16-Z19.
+func kRepackedVNNI(m, g, pair int) {
+	name := fmt.Sprintf("%s%dm%dVNNI", kRepackedName(g), pair, m)
+	kRepackedHeader(name)
 	for t := 0; t < m; t++ {
 		for _, b := range []int{8, 12} {
 			p("\tVPXORD Z%d, Z%d, Z%d", b+2*t, b+2*t, b+2*t)
@@ -489,8 +523,8 @@ func q4kVNNI(m, pair int) {
 	p("\tVMOVUPS 64(AX), Z23")
 	p("\tVMOVUPS (BX), Z20")
 	p("\tVMOVUPS 64(BX), Z21")
-	for b := 0; b < 8; b++ {
-		if b%pair == 0 {
+	for j := 0; j < 256/g; j++ {
+		if j%pair == 0 {
 			for t := 0; t < m; t++ {
 				for _, r := range []int{0, 4} {
 					p("\tVPXORD Z%d, Z%d, Z%d", r+2*t, r+2*t, r+2*t)
@@ -502,12 +536,13 @@ func q4kVNNI(m, pair int) {
 			p("\tVPXORD Z%d, Z%d, Z%d", 16+2*t, 16+2*t, 16+2*t)
 			p("\tVPXORD Z%d, Z%d, Z%d", 17+2*t, 17+2*t, 17+2*t)
 		}
-		for st := 0; st < 8; st++ {
-			p("\tVMOVDQU32 %d(R13), Z28", 1024*b+128*st)
-			p("\tVMOVDQU32 %d(R13), Z29", 1024*b+128*st+64)
+		for st := 0; st < g/4; st++ {
+			e := g*j + 4*st // the step's first element
+			p("\tVMOVDQU32 %d(R13), Z28", 32*e)
+			p("\tVMOVDQU32 %d(R13), Z29", 32*e+64)
 			for t := 0; t < m; t++ {
-				p("\tVPDPBUSD.BCST %s, Z28, Z%d", rowAddr(32*b+4*st, "SI", t), 16+2*t)
-				p("\tVPDPBUSD.BCST %s, Z29, Z%d", rowAddr(32*b+4*st, "SI", t), 17+2*t)
+				p("\tVPDPBUSD.BCST %s, Z28, Z%d", rowAddr(e, "SI", t), 16+2*t)
+				p("\tVPDPBUSD.BCST %s, Z29, Z%d", rowAddr(e, "SI", t), 17+2*t)
 			}
 		}
 		p("\tVMOVDQU32 (R14), Z26")
@@ -527,7 +562,7 @@ func q4kVNNI(m, pair int) {
 		p("\tADDQ $128, R14")
 		p("\tADDQ $128, R15")
 		p("\tADDQ $4, R11")
-		if b%pair == pair-1 {
+		if j%pair == pair-1 {
 			for t := 0; t < m; t++ {
 				for h := 0; h < 2; h++ {
 					p("\tVMULPS.BCST %s, Z%d, Z%d", rowAddr(0, "DI", t), 22+h, 16+2*t+h)
@@ -540,6 +575,55 @@ func q4kVNNI(m, pair int) {
 			}
 		}
 	}
+	kRepackedNext()
+	for t := 0; t < m; t++ {
+		p("\tVSUBPS Z%d, Z%d, Z%d", 12+2*t, 8+2*t, 8+2*t)
+		p("\tVSUBPS Z%d, Z%d, Z%d", 13+2*t, 9+2*t, 9+2*t)
+		p("\tVMOVUPS Z%d, (AX)", 8+2*t)
+		p("\tVMOVUPS Z%d, 64(AX)", 9+2*t)
+		if t < m-1 {
+			p("\tADDQ BX, AX")
+		}
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// kRepackedName is the kernels' prefix for groups of g.
+func kRepackedName(g int) string {
+	if g == 16 {
+		return "q2k"
+	}
+	return "q4k"
+}
+
+// kRepackedHeader starts a repacked kernel: SI the records, R8 = ldx, R9 =
+// 3·ldx, R10 = 5·ldx, DI their d, R11 their Σx per group, R13 the
+// weights, R14 ls, R15 mins, AX dw, BX dm, CX the super-blocks.
+func kRepackedHeader(name string) {
+	p("")
+	p("// func %s(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-96", name)
+	p("\tMOVQ x+0(FP), SI")
+	p("\tMOVQ ldx+8(FP), R8")
+	p("\tLEAQ (R8)(R8*2), R9")
+	p("\tLEAQ (R8)(R8*4), R10")
+	p("\tMOVQ doff+80(FP), DI")
+	p("\tADDQ SI, DI")
+	p("\tMOVQ xsoff+88(FP), R11")
+	p("\tADDQ SI, R11")
+	p("\tMOVQ w+16(FP), R13")
+	p("\tMOVQ ls+24(FP), R14")
+	p("\tMOVQ mins+32(FP), R15")
+	p("\tMOVQ dw+40(FP), AX")
+	p("\tMOVQ dm+48(FP), BX")
+	p("\tMOVQ nb+56(FP), CX")
+	p("\tSHRQ $3, CX")
+}
+
+// kRepackedNext ends a repacked kernel's super-block loop and loads the
+// tile's address into AX and ldc's bytes into BX.
+func kRepackedNext() {
 	p("\tADDQ $256, SI")
 	p("\tADDQ $32, DI")
 	p("\tADDQ $8192, R13")
@@ -551,11 +635,170 @@ func q4kVNNI(m, pair int) {
 	p("\tMOVQ c+64(FP), AX")
 	p("\tMOVQ ldc+72(FP), BX")
 	p("\tSHLQ $2, BX")
+}
+
+// tiledAVX2 writes tiled{g}m{m}AVX2 (with hasMin tiled{g}minm{m}AVX2),
+// tiledGeneric's kernel for m (at most 2) activation rows and 8 weight
+// rows of a 32-row panel (the caller runs it on each 8-row slice: 16 YMM
+// registers do not hold 32 rows' sums). Without VPDPBUSD, and with biased
+// weights up to 255 (whose pairs of products VPMADDUBSW would saturate),
+// each step of 4 weights per row is widened to int16 (VPMOVZXBW; the 4
+// activations VPMOVSXBW'd and repeated) and multiplied by VPMADDWD into two
+// partial sums per row, which VPHADDD and VPERMQ fold per group of g. The
+// integers are exact, so they equal VPDPBUSD's; the float32 steps are
+// tiledVNNI's. Registers: the partial sums of rows 0-3 and 4-7 in Y(2t),
+// Y(2t+1), S in Y4+t, acc in Y6+t, M in Y14+t, the widened weights in Y8,
+// Y9.
+func tiledAVX2(m, g int, hasMin bool) {
+	name := fmt.Sprintf("tiled%dm%dAVX2", g, m)
+	if hasMin {
+		name = fmt.Sprintf("tiled%dminm%dAVX2", g, m)
+	}
+	tiledHeader(name)
+	p("\tMOVQ negoff+64(FP), AX")
+	p("\tVMOVD AX, X12")
+	p("\tVPBROADCASTD X12, Y12")
 	for t := 0; t < m; t++ {
-		p("\tVSUBPS Z%d, Z%d, Z%d", 12+2*t, 8+2*t, 8+2*t)
-		p("\tVSUBPS Z%d, Z%d, Z%d", 13+2*t, 9+2*t, 9+2*t)
-		p("\tVMOVUPS Z%d, (AX)", 8+2*t)
-		p("\tVMOVUPS Z%d, 64(AX)", 9+2*t)
+		p("\tVPXOR Y%d, Y%d, Y%d", 6+t, 6+t, 6+t)
+	}
+	p("\tTESTQ CX, CX")
+	p("\tJZ store")
+	p("super:")
+	for t := 0; t < m; t++ {
+		p("\tVPXOR Y%d, Y%d, Y%d", 4+t, 4+t, 4+t)
+		if hasMin {
+			p("\tVPXOR Y%d, Y%d, Y%d", 14+t, 14+t, 14+t)
+		}
+	}
+	halves := 32 / g
+	for b := 0; b < 8; b++ {
+		for h := 0; h < halves; h++ {
+			for t := 0; t < m; t++ {
+				p("\tVPXOR Y%d, Y%d, Y%d", 2*t, 2*t, 2*t)
+				p("\tVPXOR Y%d, Y%d, Y%d", 2*t+1, 2*t+1, 2*t+1)
+			}
+			s0, s1 := h*8/halves, (h+1)*8/halves
+			for st := s0; st < s1; st++ {
+				p("\tVPMOVZXBW %d(R13), Y8", 1024*b+128*st)
+				p("\tVPMOVZXBW %d(R13), Y9", 1024*b+128*st+16)
+				for t := 0; t < m; t++ {
+					p("\tVPBROADCASTD %s, X10", rowAddr(32*b+4*st, "SI", t))
+					p("\tVPMOVSXBW X10, Y10")
+					p("\tVPMADDWD Y10, Y8, Y11")
+					p("\tVPADDD Y11, Y%d, Y%d", 2*t, 2*t)
+					p("\tVPMADDWD Y10, Y9, Y11")
+					p("\tVPADDD Y11, Y%d, Y%d", 2*t+1, 2*t+1)
+				}
+			}
+			for t := 0; t < m; t++ {
+				p("\tVPHADDD Y%d, Y%d, Y%d", 2*t+1, 2*t, 2*t) // rows 0 1 4 5 | 2 3 6 7
+				p("\tVPERMQ $0xd8, Y%d, Y%d", 2*t, 2*t)
+				p("\tVPBROADCASTD %s, Y11", rowAddr(0, "R11", t))
+				if hasMin {
+					p("\tVPMULLD (R12), Y11, Y13")
+					p("\tVPADDD Y13, Y%d, Y%d", 14+t, 14+t)
+				}
+				p("\tVPMULLD Y12, Y11, Y11")
+				p("\tVPADDD Y11, Y%d, Y%d", 2*t, 2*t)
+				p("\tVPMULLD (R14), Y%d, Y%d", 2*t, 2*t)
+				p("\tVPADDD Y%d, Y%d, Y%d", 2*t, 4+t, 4+t)
+			}
+			p("\tADDQ $128, R14")
+			if hasMin {
+				p("\tADDQ $128, R12")
+			}
+			p("\tADDQ $4, R11")
+		}
+	}
+	for t := 0; t < m; t++ {
+		p("\tVCVTDQ2PS Y%d, Y%d", 4+t, 4+t)
+		p("\tVMULPS (R15), Y%d, Y%d", 4+t, 4+t)
+		if hasMin {
+			p("\tVCVTDQ2PS Y%d, Y%d", 14+t, 14+t)
+			p("\tVFNMADD231PS (BX), Y%d, Y%d", 14+t, 4+t)
+		}
+		p("\tVBROADCASTSS %s, Y11", rowAddr(0, "DI", t))
+		p("\tVFMADD231PS Y11, Y%d, Y%d", 4+t, 6+t)
+	}
+	tiledNext(hasMin)
+	for t := 0; t < m; t++ {
+		p("\tVMOVUPS Y%d, (AX)", 6+t)
+		if t < m-1 {
+			p("\tADDQ BX, AX")
+		}
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// kRepackedAVX2 writes q4k{pair}m{m}AVX2 or q2k{pair}m{m}AVX2,
+// kRepackedGeneric's kernel for m (at most 2) activation rows and 8 weight
+// rows of a 32-row panel (run on each 8-row slice, as tiledAVX2). The
+// weights (at most 15) times the activations go through VPMADDUBSW, whose
+// int16 pairs are summed over the group's steps (at most 8·2·15·127 =
+// 30480: no saturation) and then by VPMADDWD with ones, giving VPDPBUSD's
+// integers; the float32 steps are kRepackedVNNI's. Registers: the int16
+// sums in Yt, S in Y2+t, M in Y4+t, acc in Y6+t, accm in Y8+t, the ones in
+// Y12.
+func kRepackedAVX2(m, g, pair int) {
+	name := fmt.Sprintf("%s%dm%dAVX2", kRepackedName(g), pair, m)
+	kRepackedHeader(name)
+	p("\tMOVL $0x00010001, DX")
+	p("\tVMOVD DX, X12")
+	p("\tVPBROADCASTD X12, Y12")
+	for t := 0; t < m; t++ {
+		p("\tVPXOR Y%d, Y%d, Y%d", 6+t, 6+t, 6+t)
+		p("\tVPXOR Y%d, Y%d, Y%d", 8+t, 8+t, 8+t)
+	}
+	p("\tTESTQ CX, CX")
+	p("\tJZ store")
+	p("super:")
+	for j := 0; j < 256/g; j++ {
+		if j%pair == 0 {
+			for t := 0; t < m; t++ {
+				p("\tVPXOR Y%d, Y%d, Y%d", 2+t, 2+t, 2+t)
+				p("\tVPXOR Y%d, Y%d, Y%d", 4+t, 4+t, 4+t)
+			}
+		}
+		for t := 0; t < m; t++ {
+			p("\tVPXOR Y%d, Y%d, Y%d", t, t, t)
+		}
+		for st := 0; st < g/4; st++ {
+			e := g*j + 4*st
+			p("\tVMOVDQU %d(R13), Y10", 32*e)
+			for t := 0; t < m; t++ {
+				p("\tVPBROADCASTD %s, Y11", rowAddr(e, "SI", t))
+				p("\tVPMADDUBSW Y11, Y10, Y15")
+				p("\tVPADDW Y15, Y%d, Y%d", t, t)
+			}
+		}
+		for t := 0; t < m; t++ {
+			p("\tVPMADDWD Y12, Y%d, Y%d", t, t)
+			p("\tVPMULLD (R14), Y%d, Y%d", t, t)
+			p("\tVPADDD Y%d, Y%d, Y%d", t, 2+t, 2+t)
+			p("\tVPBROADCASTD %s, Y11", rowAddr(0, "R11", t))
+			p("\tVPMULLD (R15), Y11, Y11")
+			p("\tVPADDD Y11, Y%d, Y%d", 4+t, 4+t)
+		}
+		p("\tADDQ $128, R14")
+		p("\tADDQ $128, R15")
+		p("\tADDQ $4, R11")
+		if j%pair == pair-1 {
+			for t := 0; t < m; t++ {
+				p("\tVBROADCASTSS %s, Y11", rowAddr(0, "DI", t))
+				p("\tVMULPS (AX), Y11, Y13")
+				p("\tVCVTDQ2PS Y%d, Y%d", 2+t, 2+t)
+				p("\tVFMADD231PS Y13, Y%d, Y%d", 2+t, 6+t)
+				p("\tVMULPS (BX), Y11, Y13")
+				p("\tVCVTDQ2PS Y%d, Y%d", 4+t, 4+t)
+				p("\tVFMADD231PS Y13, Y%d, Y%d", 4+t, 8+t)
+			}
+		}
+	}
+	kRepackedNext()
+	for t := 0; t < m; t++ {
+		p("\tVSUBPS Y%d, Y%d, Y%d", 8+t, 6+t, 6+t)
+		p("\tVMOVUPS Y%d, (AX)", 6+t)
 		if t < m-1 {
 			p("\tADDQ BX, AX")
 		}
@@ -601,12 +844,23 @@ func int8Kernels() {
 	lanesVNNI(16)
 	for _, g := range []int{32, 16} {
 		for m := 1; m <= 4; m++ {
-			tiledVNNI(m, g)
+			tiledVNNI(m, g, false)
+		}
+		for m := 1; m <= 2; m++ {
+			tiledVNNI(m, g, true)
 		}
 	}
-	for _, pair := range []int{2, 8} {
+	for _, v := range []struct{ g, pair int }{{32, 2}, {32, 8}, {16, 8}, {16, 16}} {
 		for m := 1; m <= 2; m++ {
-			q4kVNNI(m, pair)
+			kRepackedVNNI(m, v.g, v.pair)
+			kRepackedAVX2(m, v.g, v.pair)
+		}
+	}
+	for _, g := range []int{32, 16} {
+		for _, hasMin := range []bool{false, true} {
+			for m := 1; m <= 2; m++ {
+				tiledAVX2(m, g, hasMin)
+			}
 		}
 	}
 	quantActsAVX512()
@@ -1198,6 +1452,7 @@ func misc() {
 	rmsnormAVX512()
 	maxFiniteAVX512()
 	ggmlExpfAVX512()
+	ggmlExpfAVX2()
 	dotF32AVX512()
 }
 
@@ -1314,6 +1569,88 @@ func ggmlExpfAVX512() {
 	p("\tVMOVUPS Z8, (DI)")
 	p("\tADDQ $64, SI")
 	p("\tADDQ $64, DI")
+	p("\tDECQ CX")
+	p("\tJNZ loop")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// ggmlExpfAVX2 writes ggmlExpf8AVX2(dst, x *float32, n int): dst[i] =
+// ggmlExpfAVX2(x[i]) for n a multiple of 8, ggml_v_expf's instructions in
+// ggml-cpu's AVX2 build: k + k·j, and where some lane has |n| > 126 the two
+// factors s1, s2 blended in for those lanes (s1·s1 past 192). Its
+// constants are ggmlExpConsts' and three more, 8 copies each in
+// ggmlExpY<>.
+func ggmlExpfAVX2() {
+	consts := append(ggmlExpConsts[:len(ggmlExpConsts):len(ggmlExpConsts)], []struct {
+		name string
+		bits uint32
+	}{{"126", 0x42fc0000}, {"g", 0x82000000}, {"s1", 0x7f000000}}...)
+	c := func(name string) string {
+		for i, k := range consts {
+			if k.name == name {
+				return fmt.Sprintf("ggmlExpY<>+%d(SB)", 32*i)
+			}
+		}
+		panic("no constant " + name)
+	}
+	p("")
+	for i, k := range consts {
+		for j := 0; j < 8; j++ {
+			p("DATA ggmlExpY<>+%d(SB)/4, $0x%08x // %s", 32*i+4*j, k.bits, k.name)
+		}
+	}
+	p("GLOBL ggmlExpY<>(SB), RODATA|NOPTR, $%d", 32*len(consts))
+	p("")
+	p("// func ggmlExpf8AVX2(dst, x *float32, n int)")
+	p("TEXT ·ggmlExpf8AVX2(SB), NOSPLIT, $0-24")
+	p("\tMOVQ dst+0(FP), DI")
+	p("\tMOVQ x+8(FP), SI")
+	p("\tMOVQ n+16(FP), CX")
+	p("\tSHRQ $3, CX")
+	p("\tJZ done")
+	p("loop:")
+	p("\tVMOVUPS (SI), Y0")
+	p("\tVMOVUPS %s, Y1", c("r"))
+	p("\tVFMADD231PS %s, Y0, Y1", c("log2e")) // z = x·log2e + r
+	p("\tVSUBPS %s, Y1, Y2", c("r"))          // n = z - r
+	p("\tVMOVAPS Y0, Y3")
+	p("\tVFNMADD231PS %s, Y2, Y3", c("ln2hi")) // x - n·ln2hi
+	p("\tVFNMADD231PS %s, Y2, Y3", c("ln2lo")) // b
+	p("\tVPSLLD $23, Y1, Y4")                  // e
+	p("\tVPADDD %s, Y4, Y5", c("one"))         // k = 2^n
+	p("\tVMULPS Y3, Y3, Y6")                   // u = b·b
+	p("\tVMOVUPS %s, Y7", c("c4"))
+	p("\tVFMADD231PS %s, Y3, Y7", c("c5")) // c5·b + c4
+	p("\tVMOVUPS %s, Y8", c("c2"))
+	p("\tVFMADD231PS %s, Y3, Y8", c("c3")) // c3·b + c2
+	p("\tVFMADD231PS Y7, Y6, Y8")          // (c5·b + c4)·u + (c3·b + c2)
+	p("\tVMULPS %s, Y3, Y9", c("c1"))      // c1·b
+	p("\tVFMADD231PS Y8, Y6, Y9")          // j
+	p("\tVMOVAPS Y5, Y10")
+	p("\tVFMADD231PS Y9, Y5, Y10") // k + k·j
+	p("\tVANDPS %s, Y2, Y11", c("abs"))
+	p("\tVCMPPS $0x1e, %s, Y11, Y12", c("126")) // c: |n| > 126
+	p("\tVMOVMSKPS Y12, AX")
+	p("\tTESTL AX, AX")
+	p("\tJZ store")
+	p("\tVXORPS Y13, Y13, Y13")
+	p("\tVCMPPS $0x12, Y13, Y2, Y14") // n <= 0
+	p("\tVANDPS %s, Y14, Y14", c("g"))
+	p("\tVPADDD %s, Y14, Y15", c("s1")) // s1
+	p("\tVPSUBD Y14, Y4, Y13")          // s2 = e - g
+	p("\tVMOVAPS Y13, Y7")
+	p("\tVFMADD231PS Y9, Y13, Y7") // s2 + s2·j
+	p("\tVMULPS Y15, Y7, Y7")
+	p("\tVBLENDVPS Y12, Y7, Y10, Y10")
+	p("\tVCMPPS $0x1e, %s, Y11, Y12", c("192")) // d: |n| > 192
+	p("\tVMULPS Y15, Y15, Y7")
+	p("\tVBLENDVPS Y12, Y7, Y10, Y10")
+	p("store:")
+	p("\tVMOVUPS Y10, (DI)")
+	p("\tADDQ $32, SI")
+	p("\tADDQ $32, DI")
 	p("\tDECQ CX")
 	p("\tJNZ loop")
 	p("done:")
@@ -1832,69 +2169,78 @@ func miscAVX2() {
 	quantActsAVX2()
 	dotAVX2("dotF32W16AVX2", true)
 	dotAVX2("dotF32W8AVX2", false)
-	lanesAVX2("lanesG32AVX2", false)
-	lanesAVX2("lanesG16AVX2", true)
+	lanesAVX2(32)
+	lanesAVX2(16)
 }
 
-// lanesAVX2 writes a kernel of panelLanes for one weight row and one
-// activation row, as ggml's AVX2 vec_dot kernels compute them: for each
-// block b of 32 (nb blocks), the weights' signed integers w = q - off
-// (VPSUBB), |w| times x signed by w (VPSIGNB, VPMADDUBSW: pairs of at most
-// 2·128·127, no saturation), pairs summed (VPMADDWD by ones) into 8 exact
-// int32 lane sums of 4 products, converted to float32 and added to the
-// lanes as fma(s, p, lane) with s = sc[b]·d[b] (group16: sc[2b]·d[b] for
-// lanes 0-3, sc[2b+1]·d[b] for 4-7), each product rounded to float32. The
-// 8 lanes are stored to lanes.
-func lanesAVX2(name string, group16 bool) {
+// lanesAVX2 writes lanes{g}AVX2, lanes{g}VNNI's kernel for 8 weight rows
+// of a 32-row panel (run on each 8-row slice: 16 YMM registers hold 8
+// rows' 8 lanes), computed as ggml's AVX2 vec_dot kernels do: per step of
+// 4 elements (lane st of the block), the weights' signed integers w = q +
+// negoff (VPADDB: every format's q - Offset fits int8), |w| times x signed
+// by w (VPABSB, VPSIGNB, VPMADDUBSW: pairs of at most 2·128·127, no
+// saturation), pairs summed by VPMADDWD with ones into each row's exact
+// sum p, and lane st = fma(dw·dx, float32(p), lane st), dw·dx rounded
+// (g = 16: the block's second scale for lanes 4-7). The lanes are summed
+// as hsum_float_8. Registers: lane st of the 8 rows in Y(st), dw·dx in
+// Y8, Y9; xs4off is not read (no bias to undo).
+func lanesAVX2(g int) {
+	name := fmt.Sprintf("lanes%dAVX2", g)
 	p("")
-	p("// func %s(x, q *byte, sc, d *float32, nb, off int, lanes *float32)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-56", name)
+	p("// func %s(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
 	p("\tMOVQ x+0(FP), SI")
-	p("\tMOVQ q+8(FP), DI")
-	p("\tMOVQ sc+16(FP), R8")
-	p("\tMOVQ d+24(FP), R9")
-	p("\tMOVQ nb+32(FP), CX")
-	p("\tMOVQ off+40(FP), AX")
-	p("\tMOVQ lanes+48(FP), DX")
-	p("\tVMOVQ AX, X15")
-	p("\tVPBROADCASTB X15, Y15") // off in every byte
+	p("\tMOVQ doff+48(FP), DI")
+	p("\tADDQ SI, DI")
+	p("\tMOVQ w+8(FP), R13")
+	p("\tMOVQ dw+16(FP), R14")
+	p("\tMOVQ nb+24(FP), CX")
+	p("\tMOVQ negoff+32(FP), AX")
+	p("\tVMOVQ AX, X13")
+	p("\tVPBROADCASTB X13, Y13") // negoff in every byte
 	p("\tVPCMPEQW Y14, Y14, Y14")
 	p("\tVPSRLW $15, Y14, Y14") // 16-bit ones
-	p("\tVXORPS Y0, Y0, Y0")
-	p("\tTESTQ CX, CX")
-	p("\tJZ done")
-	p("loop:")
-	p("\tVMOVDQU (DI), Y1")
-	p("\tVPSUBB Y15, Y1, Y1") // w = q - off
-	p("\tVMOVDQU (SI), Y2")
-	p("\tVPABSB Y1, Y3")
-	p("\tVPSIGNB Y1, Y2, Y2")    // x · sign(w)
-	p("\tVPMADDUBSW Y2, Y3, Y3") // |w| · x·sign(w), pairs
-	p("\tVPMADDWD Y14, Y3, Y3")  // sums of 4
-	p("\tVCVTDQ2PS Y3, Y3")
-	if group16 {
-		p("\tVMOVSS (R8), X4")
-		p("\tVMULSS (R9), X4, X4")
-		p("\tVMOVSS 4(R8), X5")
-		p("\tVMULSS (R9), X5, X5")
-		p("\tVBROADCASTSS X4, Y4")
-		p("\tVBROADCASTSS X5, Y5")
-		p("\tVBLENDPS $0xf0, Y5, Y4, Y4") // lanes 4-7 from the second scale
-		p("\tADDQ $8, R8")
-	} else {
-		p("\tVMOVSS (R8), X4")
-		p("\tVMULSS (R9), X4, X4")
-		p("\tVBROADCASTSS X4, Y4")
-		p("\tADDQ $4, R8")
+	for i := 0; i < 8; i++ {
+		p("\tVPXOR Y%d, Y%d, Y%d", i, i, i)
 	}
-	p("\tVFMADD231PS Y3, Y4, Y0")
-	p("\tADDQ $4, R9")
+	p("\tTESTQ CX, CX")
+	p("\tJZ sum")
+	p("block:")
+	p("\tVBROADCASTSS (DI), Y15")
+	p("\tVMULPS (R14), Y15, Y8")
+	if g == 16 {
+		p("\tVMULPS 128(R14), Y15, Y9")
+	}
+	for st := 0; st < 8; st++ {
+		d := 8
+		if g == 16 && st >= 4 {
+			d = 9
+		}
+		p("\tVMOVDQU %d(R13), Y10", 128*st)
+		p("\tVPADDB Y13, Y10, Y10") // w
+		p("\tVPABSB Y10, Y11")
+		p("\tVPBROADCASTD %d(SI), Y12", 4*st)
+		p("\tVPSIGNB Y10, Y12, Y12")    // x · sign(w)
+		p("\tVPMADDUBSW Y12, Y11, Y15") // |w| · x·sign(w), pairs
+		p("\tVPMADDWD Y14, Y15, Y15")   // sums of 4
+		p("\tVCVTDQ2PS Y15, Y15")
+		p("\tVFMADD231PS Y%d, Y15, Y%d", d, st)
+	}
+	p("\tADDQ $%d, R14", 128*32/g)
 	p("\tADDQ $32, SI")
-	p("\tADDQ $32, DI")
+	p("\tADDQ $4, DI")
+	p("\tADDQ $1024, R13")
 	p("\tDECQ CX")
-	p("\tJNZ loop")
-	p("done:")
-	p("\tVMOVUPS Y0, (DX)")
+	p("\tJNZ block")
+	p("sum:")
+	for i := 0; i < 4; i++ {
+		p("\tVADDPS Y%d, Y%d, Y%d", 4+i, i, i)
+	}
+	p("\tVADDPS Y2, Y0, Y0")
+	p("\tVADDPS Y3, Y1, Y1")
+	p("\tVADDPS Y1, Y0, Y0")
+	p("\tMOVQ c+40(FP), AX")
+	p("\tVMOVUPS Y0, (AX)")
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
