@@ -15,8 +15,10 @@ import (
 // super-block's f16 scales as float32. All integer sums are exact; only
 // the float32 operations listed round.
 
-// kMinRows is a panel of rows of a K-quant with minima (Q2_K, Q5_K),
-// decoded for the orders below.
+// kMinRows is a panel of rows of a K-quant with minima (Q2_K, Q4_K, Q5_K),
+// decoded for their vec_dot orders (fewer than ggmlTiledRows activation
+// rows; the tiled and repacked orders have kernels: panelTiled,
+// panelKRepacked).
 type kMinRows struct {
 	k, g, nsb, ng int       // inputs, group size, super-blocks, groups per row
 	w             []int32   // w_e = sc_e·q_e, row after row
@@ -48,16 +50,6 @@ func (l *Linear) decodeKMin(r0, r1, bytes int, header func(blk []byte, sc, m []i
 		}
 	}
 	return p
-}
-
-// sums returns, for row r and the activation record (qx, its group sums
-// xs), the exact Σ w_e·a_e and Σ m_j·B_j over the groups [j0, j1).
-func (p *kMinRows) sums(r int, qx []int32, xs []int32, j0, j1 int) (s, sm int32) {
-	w := p.w[r*p.k : (r+1)*p.k]
-	for e := j0 * p.g; e < j1*p.g; e++ {
-		s += w[e] * qx[e]
-	}
-	return s, p.minSum(r, xs, j0, j1)
 }
 
 // minSum is Σ m_j·B_j over the groups [j0, j1) of row r.
