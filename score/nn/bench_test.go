@@ -51,7 +51,8 @@ func BenchmarkLinear(b *testing.B) {
 // BenchmarkGGMLLinear runs 64 positions through a (2048, 768) matrix in
 // llama.cpp's orders (the int8 modes: AVX-512's and the AVX2 build's) at
 // every CPU level, for a type of each kernel family: the vec_dot lanes
-// (Q8_0, Q5_0, NVFP4), the types repacked by blocks of 32 (Q4_0, MXFP4),
+// (Q8_0, Q5_0, NVFP4; Q4_1 with its minima), the types repacked by blocks
+// of 32 (Q4_0, MXFP4),
 // the repacked Q4_K, the tiled order (Q6_K, Q3_K, IQ2_XXS, IQ3_S) and with
 // minima (Q5_K; Q2_K in the AVX2 build, its repacked GEMM in AVX-512's).
 // It reports multiply-adds per second; the generic level is the plain Go
@@ -60,7 +61,7 @@ func BenchmarkGGMLLinear(b *testing.B) {
 	const in, out, n = 768, 2048, 64
 	r := rand.New(rand.NewPCG(1, 1))
 	x := randVec(r, n*in)
-	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ5_0, gguf.TypeNVFP4, gguf.TypeQ4_0, gguf.TypeMXFP4, gguf.TypeQ4_K,
+	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ5_0, gguf.TypeNVFP4, gguf.TypeQ4_1, gguf.TypeQ4_0, gguf.TypeMXFP4, gguf.TypeQ4_K,
 		gguf.TypeQ6_K, gguf.TypeQ3_K, gguf.TypeIQ2_XXS, gguf.TypeIQ3_S, gguf.TypeQ5_K, gguf.TypeQ2_K} {
 		rb, _ := typ.RowSize(in)
 		data := make([]byte, int(rb)*out)

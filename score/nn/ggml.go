@@ -949,16 +949,28 @@ func (l *Linear) addMinSums(r0, r1 int, a *qacts, out, rm []float32) {
 	if f, _ := l.int8Able(); !f.HasMin {
 		return
 	}
-	nb := l.In / 32
+	nb, rows := l.In/32, r1-r0
+	var pm []float32
+	if kern.minSums != nil {
+		pm = make([]float32, 32*nb)
+		pack32(pm, rm[:rows*nb], nb, rows)
+	}
+	var c [32]float32
 	for t := 0; t < a.n; t++ {
 		s81 := unsafe.Slice((*float32)(unsafe.Pointer(&a.buf[t*a.rec+a.s81Off])), nb)
 		o := out[t*l.Out+r0 : t*l.Out+r1]
-		for r := range o {
-			var summs float32
-			for b, m := range rm[r*nb : (r+1)*nb] {
-				summs = fma32(m, s81[b], summs)
+		if pm != nil {
+			kern.minSums(&pm[0], &s81[0], nb, &c[0])
+		} else {
+			for r := range o {
+				c[r] = 0
+				for b, m := range rm[r*nb : (r+1)*nb] {
+					c[r] = fma32(m, s81[b], c[r])
+				}
 			}
-			o[r] += summs
+		}
+		for r := range o {
+			o[r] += c[r]
 		}
 	}
 }

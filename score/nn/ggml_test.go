@@ -776,6 +776,46 @@ func TestLanesKernels(t *testing.T) {
 	})
 }
 
+// TestMinSumsKernel checks kern.minSums (addMinSums's chain of FMAs per
+// row) against fma32's chain, bit for bit, at every level that has it: 32
+// rows of random minima and sums, and rows whose terms cancel (1e-30 to
+// 1e30, both signs, zeros of both signs).
+func TestMinSumsKernel(t *testing.T) {
+	r := rand.New(rand.NewSource(12))
+	const nb = 40
+	m, s := make([]float32, 32*nb), make([]float32, nb)
+	for i := range m {
+		m[i] = float32(r.NormFloat64())
+		if i%32 >= 16 {
+			m[i] = float32(math.Pow(10, float64(r.Intn(61)-30)) * r.NormFloat64())
+		}
+		if i%32 == 31 {
+			m[i] = []float32{0, float32(math.Copysign(0, -1))}[i/32%2]
+		}
+	}
+	for i := range s {
+		s[i] = float32(r.NormFloat64() * 100)
+	}
+	var want [32]float32
+	for row := range 32 {
+		for b := range nb {
+			want[row] = fma32(m[b*32+row], s[b], want[row])
+		}
+	}
+	forEachLevel(t, func(t testing.TB, l Level) {
+		if kern.minSums == nil {
+			return
+		}
+		var got [32]float32
+		kern.minSums(&m[0], &s[0], nb, &got[0])
+		for row := range 32 {
+			if math.Float32bits(got[row]) != math.Float32bits(want[row]) {
+				t.Fatalf("level %v: row %d %v, want %v", l, row, got[row], want[row])
+			}
+		}
+	})
+}
+
 // TestGGMLSiLUDiv: silu(x)/x within 2 ulp of the sigmoid (1/(1+e^-x) in
 // float64) on random and extreme gates, 0.5 at 0 (llama.cpp's 0/0), 0
 // and 1 where the sigmoid saturates.

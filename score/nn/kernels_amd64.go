@@ -27,6 +27,7 @@ func archInit() {
 	avx2.dotF32, avx2.dotF32x8 = dotF32W16AVX2, dotF32W8AVX2
 	avx2.ggmlExpf8 = ggmlExpf8AVX2
 	avx2.lanes = [2]lanesFunc{lanesSlices(lanes32AVX2), lanesSlices(lanes16AVX2)}
+	avx2.minSums = minSumsAVX2
 	avx2.ssmGGML8, avx2.ssmF32 = ssmGGMLAVX2, ssmF32AVX2
 	avx2.deltaGGML8 = deltaGGMLAVX2
 	avx2.wkv7GGML8 = wkv7AVX2
@@ -90,7 +91,7 @@ func archInit() {
 	avx512.ggmlExpf8 = ggmlExpf8AVX2
 	avx512.dotF32 = dotF32AVX512
 	avx512.dotF32x8 = avx2.dotF32x8
-	avx512.lanes = avx2.lanes
+	avx512.lanes, avx512.minSums = avx2.lanes, avx2.minSums
 	avx512.tiled, avx512.kRepacked = avx2.tiled, avx2.kRepacked
 	avx512.ssmGGML, avx512.ssmGGML8, avx512.ssmF32 = ssmGGMLAVX512, ssmGGMLAVX2, ssmF32AVX512
 	avx512.deltaGGML, avx512.deltaGGML8 = deltaGGMLAVX512, deltaGGMLAVX2

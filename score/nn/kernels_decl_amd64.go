@@ -592,3 +592,6 @@ func lanes32AVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32
 
 //go:noescape
 func lanes16AVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
+
+//go:noescape
+func minSumsAVX2(m, s *float32, nb int, c *float32)

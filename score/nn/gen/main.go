@@ -2171,6 +2171,7 @@ func miscAVX2() {
 	dotAVX2("dotF32W8AVX2", false)
 	lanesAVX2(32)
 	lanesAVX2(16)
+	minSumsAVX2()
 }
 
 // lanesAVX2 writes lanes{g}AVX2, lanes{g}VNNI's kernel for 8 weight rows
@@ -2241,6 +2242,40 @@ func lanesAVX2(g int) {
 	p("\tVADDPS Y1, Y0, Y0")
 	p("\tMOVQ c+40(FP), AX")
 	p("\tVMOVUPS Y0, (AX)")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// minSumsAVX2 writes minSumsAVX2(m, s *float32, nb int, c *float32): for
+// the 32 rows r of a panel, c[r] = the FMA chain over the blocks b in
+// order from 0 of m[b·32 + r]·s[b] (addMinSums's summs), 8 rows per Y
+// register.
+func minSumsAVX2() {
+	p("")
+	p("// func minSumsAVX2(m, s *float32, nb int, c *float32)")
+	p("TEXT ·minSumsAVX2(SB), NOSPLIT, $0-32")
+	p("\tMOVQ m+0(FP), SI")
+	p("\tMOVQ s+8(FP), DI")
+	p("\tMOVQ nb+16(FP), CX")
+	for i := 0; i < 4; i++ {
+		p("\tVXORPS Y%d, Y%d, Y%d", i, i, i)
+	}
+	p("\tTESTQ CX, CX")
+	p("\tJZ done")
+	p("loop:")
+	p("\tVBROADCASTSS (DI), Y4")
+	for i := 0; i < 4; i++ {
+		p("\tVFMADD231PS %d(SI), Y4, Y%d", 32*i, i)
+	}
+	p("\tADDQ $128, SI")
+	p("\tADDQ $4, DI")
+	p("\tDECQ CX")
+	p("\tJNZ loop")
+	p("done:")
+	p("\tMOVQ c+24(FP), AX")
+	for i := 0; i < 4; i++ {
+		p("\tVMOVUPS Y%d, %d(AX)", i, 32*i)
+	}
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
