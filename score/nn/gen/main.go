@@ -445,16 +445,15 @@ func tiledVNNI(m, g int, hasMin bool) {
 		p("\tVFMADD231PS.BCST %s, Z%d, Z%d", rowAddr(0, "DI", t), 2*t, 16+2*t)
 		p("\tVFMADD231PS.BCST %s, Z%d, Z%d", rowAddr(0, "DI", t), 2*t+1, 17+2*t)
 	}
-	tiledNext(hasMin)
-	for t := 0; t < m; t++ {
+	if hasMin {
+		superEnd(72, "R15", "BX")
+	} else {
+		superEnd(72, "R15")
+	}
+	storeRows(m, func(t int) {
 		p("\tVMOVUPS Z%d, (AX)", 16+2*t)
 		p("\tVMOVUPS Z%d, 64(AX)", 17+2*t)
-		if t < m-1 {
-			p("\tADDQ BX, AX")
-		}
-	}
-	p("\tVZEROUPPER")
-	p("\tRET")
+	})
 }
 
 // tiledHeader starts a tiled kernel: SI the records, R8 = ldx, R9 = 3·ldx,
@@ -481,22 +480,37 @@ func tiledHeader(name string) {
 	p("\tSHRQ $3, CX")
 }
 
-// tiledNext ends a tiled kernel's super-block loop and loads the tile's
-// address into AX and ldc's bytes into BX.
-func tiledNext(hasMin bool) {
+// superEnd ends a kernel's super-block loop: the records (SI), their d
+// (DI) and the weight panel (R13) advance by a super-block, and so do the
+// registers regs by 128 bytes (32 rows of a float32 or int32 per
+// super-block); then it loads the tile's address into AX and ldc's bytes
+// into BX from the frame offsets cOff and cOff+8.
+func superEnd(cOff int, regs ...string) {
 	p("\tADDQ $256, SI")
 	p("\tADDQ $32, DI")
 	p("\tADDQ $8192, R13")
-	p("\tADDQ $128, R15")
-	if hasMin {
-		p("\tADDQ $128, BX")
+	for _, r := range regs {
+		p("\tADDQ $128, %s", r)
 	}
 	p("\tDECQ CX")
 	p("\tJNZ super")
 	p("store:")
-	p("\tMOVQ c+72(FP), AX")
-	p("\tMOVQ ldc+80(FP), BX")
+	p("\tMOVQ c+%d(FP), AX", cOff)
+	p("\tMOVQ ldc+%d(FP), BX", cOff+8)
 	p("\tSHLQ $2, BX")
+}
+
+// storeRows writes each of m rows' stores (row), AX moving on by ldc (BX)
+// between them, and returns.
+func storeRows(m int, row func(t int)) {
+	for t := 0; t < m; t++ {
+		row(t)
+		if t < m-1 {
+			p("\tADDQ BX, AX")
+		}
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
 }
 
 // kRepackedVNNI writes q4k{pair}m{m}VNNI (g = 32) or q2k{pair}m{m}VNNI (g
@@ -575,18 +589,13 @@ func kRepackedVNNI(m, g, pair int) {
 			}
 		}
 	}
-	kRepackedNext()
-	for t := 0; t < m; t++ {
+	superEnd(64, "AX", "BX")
+	storeRows(m, func(t int) {
 		p("\tVSUBPS Z%d, Z%d, Z%d", 12+2*t, 8+2*t, 8+2*t)
 		p("\tVSUBPS Z%d, Z%d, Z%d", 13+2*t, 9+2*t, 9+2*t)
 		p("\tVMOVUPS Z%d, (AX)", 8+2*t)
 		p("\tVMOVUPS Z%d, 64(AX)", 9+2*t)
-		if t < m-1 {
-			p("\tADDQ BX, AX")
-		}
-	}
-	p("\tVZEROUPPER")
-	p("\tRET")
+	})
 }
 
 // kRepackedName is the kernels' prefix for groups of g.
@@ -619,22 +628,6 @@ func kRepackedHeader(name string) {
 	p("\tMOVQ dm+48(FP), BX")
 	p("\tMOVQ nb+56(FP), CX")
 	p("\tSHRQ $3, CX")
-}
-
-// kRepackedNext ends a repacked kernel's super-block loop and loads the
-// tile's address into AX and ldc's bytes into BX.
-func kRepackedNext() {
-	p("\tADDQ $256, SI")
-	p("\tADDQ $32, DI")
-	p("\tADDQ $8192, R13")
-	p("\tADDQ $128, AX")
-	p("\tADDQ $128, BX")
-	p("\tDECQ CX")
-	p("\tJNZ super")
-	p("store:")
-	p("\tMOVQ c+64(FP), AX")
-	p("\tMOVQ ldc+72(FP), BX")
-	p("\tSHLQ $2, BX")
 }
 
 // tiledAVX2 writes tiled{g}m{m}AVX2 (with hasMin tiled{g}minm{m}AVX2),
@@ -720,15 +713,14 @@ func tiledAVX2(m, g int, hasMin bool) {
 		p("\tVBROADCASTSS %s, Y11", rowAddr(0, "DI", t))
 		p("\tVFMADD231PS Y11, Y%d, Y%d", 4+t, 6+t)
 	}
-	tiledNext(hasMin)
-	for t := 0; t < m; t++ {
-		p("\tVMOVUPS Y%d, (AX)", 6+t)
-		if t < m-1 {
-			p("\tADDQ BX, AX")
-		}
+	if hasMin {
+		superEnd(72, "R15", "BX")
+	} else {
+		superEnd(72, "R15")
 	}
-	p("\tVZEROUPPER")
-	p("\tRET")
+	storeRows(m, func(t int) {
+		p("\tVMOVUPS Y%d, (AX)", 6+t)
+	})
 }
 
 // kRepackedAVX2 writes q4k{pair}m{m}AVX2 or q2k{pair}m{m}AVX2,
@@ -795,16 +787,11 @@ func kRepackedAVX2(m, g, pair int) {
 			}
 		}
 	}
-	kRepackedNext()
-	for t := 0; t < m; t++ {
+	superEnd(64, "AX", "BX")
+	storeRows(m, func(t int) {
 		p("\tVSUBPS Y%d, Y%d, Y%d", 8+t, 6+t, 6+t)
 		p("\tVMOVUPS Y%d, (AX)", 6+t)
-		if t < m-1 {
-			p("\tADDQ BX, AX")
-		}
-	}
-	p("\tVZEROUPPER")
-	p("\tRET")
+	})
 }
 
 // rowAddr is the address of row t of a record array at base+disp, rows
@@ -964,15 +951,10 @@ func int8End(m, xStep, panelStep int) {
 	p("\tMOVQ c+56(FP), AX")
 	p("\tMOVQ ldc+64(FP), BX")
 	p("\tSHLQ $2, BX")
-	for t := 0; t < m; t++ {
+	storeRows(m, func(t int) {
 		p("\tVMOVUPS Z%d, (AX)", 12+2*t)
 		p("\tVMOVUPS Z%d, 64(AX)", 13+2*t)
-		if t < m-1 {
-			p("\tADDQ BX, AX")
-		}
-	}
-	p("\tVZEROUPPER")
-	p("\tRET")
+	})
 }
 
 // int8GroupSum ends one group of the 512-bit int8 kernels: the m × 32
