@@ -11,6 +11,19 @@ typedef unsigned short u16;
 typedef unsigned int u32;
 typedef long long i64;
 
+// x86_cvt_i32: (int)f as x86's CVTTSS2SI computes it, which Go's float to
+// integer conversions (and ggml's C casts) compile to on amd64: toward
+// zero, and INT_MIN for NaN and for values outside int32's range, where
+// the GPU's conversion saturates (+inf: INT_MAX) instead.
+__device__ __forceinline__ int x86_cvt_i32(float f) {
+	return f >= -2147483648.0f && f < 2147483648.0f ? (int)f : -2147483647 - 1;
+}
+
+// x86_div: a/b rounded, and a itself when a is NaN, as x86 passes a NaN
+// operand on (the GPU gives its canonical NaN, 0x7fffffff): for a scale
+// computed from a NaN amax, stored as the CPU stores it.
+__device__ __forceinline__ float x86_div(float a, float b) { return a != a ? a : __fdiv_rn(a, b); }
+
 // bf16 -> f32: quant.BF16ToF32 (exact).
 __device__ __forceinline__ float bf16_to_f32(u16 h) { return __uint_as_float(((u32)h) << 16); }
 

@@ -54,11 +54,11 @@ extern "C" __global__ void kv_store_scaled(u8* __restrict__ data, float* __restr
 		u8* q = data + g * hd;
 		float a = amax_seq(v, hd);
 		if (fmt == KV_INT8) {
-			float d = __fdiv_rn(a, 127.0f);
+			float d = x86_div(a, 127.0f);
 			scales[g] = d;
 			for (int i = 0; i < hd; i++) q[i] = (u8)(signed char)quant_int8(v[i], d);
 		} else {
-			float d = __fdiv_rn(a, 448.0f);
+			float d = x86_div(a, 448.0f);
 			scales[g] = d;
 			for (int i = 0; i < hd; i++) q[i] = (d == 0.0f || d != d) ? 0 : e4m3_encode(__fdiv_rn(v[i], d));
 		}
@@ -91,10 +91,12 @@ __device__ __forceinline__ void q4_block(u8* dst, const float* v, int len) {
 	for (int j = 0; j < 16; j++) {
 		float x0 = j < len ? v[j] : 0.0f;
 		float x1 = j + 16 < len ? v[j + 16] : 0.0f;
-		// Go: uint8(min(15, int8(x*id+8.5))): truncation toward zero
-		int n0 = min(15, (int)__fadd_rn(__fmul_rn(x0, id), 8.5f));
-		int n1 = min(15, (int)__fadd_rn(__fmul_rn(x1, id), 8.5f));
-		dst[2 + j] = (u8)((n0 & 15) | ((n1 & 15) << 4));
+		// Go: uint8(min(15, int8(x*id+8.5))), the low byte of x86's
+		// conversion (0 for +inf, where id is infinite for a subnormal d),
+		// and the two nibbles ORed as bytes
+		u8 n0 = (u8)min(15, (int)(signed char)x86_cvt_i32(__fadd_rn(__fmul_rn(x0, id), 8.5f)));
+		u8 n1 = (u8)min(15, (int)(signed char)x86_cvt_i32(__fadd_rn(__fmul_rn(x1, id), 8.5f)));
+		dst[2 + j] = (u8)(n0 | (u8)(n1 << 4));
 	}
 }
 
@@ -188,8 +190,8 @@ __device__ __forceinline__ void ggml_block(u8* dst, const float* v, int fmt) {
 		u8* qs = dst + (fmt == KV_Q4_1 ? 4 : 8);
 		u32 qh = 0;
 		for (int j = 0; j < 16; j++) {
-			int q0 = min(nmax, max(0, (int)__fadd_rn(__fmul_rn(__fsub_rn(v[j], lo), id), 0.5f)));
-			int q1 = min(nmax, max(0, (int)__fadd_rn(__fmul_rn(__fsub_rn(v[j + 16], lo), id), 0.5f)));
+			int q0 = min(nmax, max(0, x86_cvt_i32(__fadd_rn(__fmul_rn(__fsub_rn(v[j], lo), id), 0.5f))));
+			int q1 = min(nmax, max(0, x86_cvt_i32(__fadd_rn(__fmul_rn(__fsub_rn(v[j + 16], lo), id), 0.5f))));
 			qs[j] = (u8)((q0 & 15) | ((q1 & 15) << 4));
 			qh |= (u32)(q0 >> 4) << j;
 			qh |= (u32)(q1 >> 4) << (j + 16);
@@ -211,8 +213,8 @@ __device__ __forceinline__ void ggml_block(u8* dst, const float* v, int fmt) {
 		put_f16(dst, d);
 		u32 qh = 0;
 		for (int j = 0; j < 16; j++) {
-			int q0 = min(31, max(0, (int)__fadd_rn(__fmul_rn(v[j], id), 16.5f)));
-			int q1 = min(31, max(0, (int)__fadd_rn(__fmul_rn(v[j + 16], id), 16.5f)));
+			int q0 = min(31, max(0, x86_cvt_i32(__fadd_rn(__fmul_rn(v[j], id), 16.5f))));
+			int q1 = min(31, max(0, x86_cvt_i32(__fadd_rn(__fmul_rn(v[j + 16], id), 16.5f))));
 			dst[6 + j] = (u8)((q0 & 15) | ((q1 & 15) << 4));
 			qh |= (u32)(q0 >> 4) << j;
 			qh |= (u32)(q1 >> 4) << (j + 16);
@@ -245,6 +247,9 @@ __device__ __forceinline__ void ggml_block(u8* dst, const float* v, int fmt) {
 				sumq2 = __fadd_rn(sumq2, __fmul_rn(__fmul_rn(w, q), q));
 			}
 			d = __fdiv_rn(sumqx, sumq2);
+			// a NaN here comes of inf - inf or inf/inf in the sums (values
+			// near float32's largest): x86's default NaN, as the CPU's
+			if (d != d) d = __uint_as_float(0xffc00000u);
 		}
 		put_f16(dst, d);
 		for (int j = 0; j < 16; j++) dst[2 + j] = (u8)(L[j] | (L[j + 16] << 4));
@@ -325,7 +330,7 @@ extern "C" __global__ void kv_store_rot(u8* __restrict__ data, float* __restrict
 		for (int i = 0; i < hd; i++) v[i] = x[g * hd + i];
 		hadamard(v, hd, s);
 		if (fmt == KV_RINT8) {
-			float d = __fdiv_rn(amax_seq(v, hd), 127.0f);
+			float d = x86_div(amax_seq(v, hd), 127.0f);
 			scales[g] = d;
 			for (int i = 0; i < hd; i++) data[g * hd + i] = (u8)(signed char)quant_int8(v[i], d);
 		} else if (fmt == KV_RQ4) {
@@ -365,7 +370,7 @@ extern "C" __global__ void kv_store_nvfp4(u8* __restrict__ data, u8* __restrict_
                                           const u32* __restrict__ amaxWord, const float* __restrict__ x, i64 groups,
                                           int hd) {
 	int nb = (hd + 15) / 16, pb = (hd + 1) / 2;
-	float g = __fdiv_rn(__uint_as_float(*amaxWord), 2688.0f); // 6*448
+	float g = x86_div(__uint_as_float(*amaxWord), 2688.0f); // 6*448
 	if (blockIdx.x == 0 && threadIdx.x == 0) *tscale = g;
 	i64 total = groups * nb;
 	for (i64 b = (i64)blockIdx.x * blockDim.x + threadIdx.x; b < total; b += (i64)gridDim.x * blockDim.x) {

@@ -106,11 +106,16 @@ static inline float __uint_as_float(unsigned u) { float f; memcpy(&f, &u, 4); re
 static inline unsigned __float_as_uint(float f) { unsigned u; memcpy(&u, &f, 4); return u; }
 static inline float __int_as_float(int u) { float f; memcpy(&f, &u, 4); return f; }
 static inline int __float_as_int(float f) { int u; memcpy(&u, &f, 4); return u; }
-static inline float __fmul_rn(float a, float b) { volatile float r = a * b; return r; }
-static inline float __fadd_rn(float a, float b) { volatile float r = a + b; return r; }
-static inline float __fsub_rn(float a, float b) { volatile float r = a - b; return r; }
-static inline float __fdiv_rn(float a, float b) { volatile float r = a / b; return r; }
-static inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+// The rounded float32 operations give the GPU's canonical NaN (0x7fffffff),
+// whatever NaN x86 would give (the first NaN operand quieted, or
+// 0xffc00000 for an invalid operation): an H200 writes that NaN, so the
+// host run sees the kernels' NaN bytes as the device does.
+static inline float gpu_nan(float r) { return r != r ? __uint_as_float(0x7fffffffu) : r; }
+static inline float __fmul_rn(float a, float b) { volatile float r = a * b; return gpu_nan(r); }
+static inline float __fadd_rn(float a, float b) { volatile float r = a + b; return gpu_nan(r); }
+static inline float __fsub_rn(float a, float b) { volatile float r = a - b; return gpu_nan(r); }
+static inline float __fdiv_rn(float a, float b) { volatile float r = a / b; return gpu_nan(r); }
+static inline float __fmaf_rn(float a, float b, float c) { return gpu_nan(fmaf(a, b, c)); }
 static inline double __dadd_rn(double a, double b) { volatile double r = a + b; return r; }
 static inline double __dsub_rn(double a, double b) { volatile double r = a - b; return r; }
 static inline double __dmul_rn(double a, double b) { volatile double r = a * b; return r; }
