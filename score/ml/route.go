@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"sort"
 
 	"ppl.dev/score/nn"
@@ -115,7 +116,10 @@ type Routing struct {
 }
 
 // Route chooses the experts of each row of logits (n rows of r.Experts
-// values). A NaN logit is an error naming the row.
+// values). A NaN logit is an error naming the row. Rows are routed in
+// parallel (a 4096-token window of a 128-expert model routes 4096 rows a
+// layer, on the host whatever the backend); each row's arithmetic is the
+// same whatever the split.
 func (r *Router) Route(logits []float32) (*Routing, error) {
 	E, K := r.Experts, r.K
 	if len(logits)%E != 0 {
@@ -123,19 +127,34 @@ func (r *Router) Route(logits []float32) (*Routing, error) {
 	}
 	n := len(logits) / E
 	out := &Routing{K: K, Expert: make([]int32, n*K), Weight: make([]float32, n*K), Before: r.Before}
+	route := r.routeRows
 	if r.GGML {
-		return out, r.routeGGML(out, logits)
+		route = r.routeGGML
 	}
+	var c *nn.Context // GOMAXPROCS goroutines
+	errs := make([]error, c.Workers(n))
+	c.Parallel(n, func(w, t0, t1 int) { errs[w] = route(out, logits, t0, t1) })
+	for _, err := range errs { // the first row's error, as a sequential pass
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// routeRows routes rows [t0, t1) of logits into out in float64.
+func (r *Router) routeRows(out *Routing, logits []float32, t0, t1 int) error {
+	E, K := r.Experts, r.K
 	p := make([]float64, E)
 	s := make([]float64, E)
 	idx := make([]int, E)
 	gs := make([]float64, max(r.Groups, 1))
 	gidx := make([]int, len(gs))
 	w := make([]float64, K)
-	for t := range n {
+	for t := t0; t < t1; t++ {
 		row := logits[t*E : (t+1)*E]
 		if err := checkRow(row, t); err != nil {
-			return nil, err
+			return err
 		}
 		switch r.Gating {
 		case GateSoftmax:
@@ -160,6 +179,7 @@ func (r *Router) Route(logits []float32) (*Routing, error) {
 				p[i] = float64(v)
 			}
 		}
+		nan := false
 		for i := range s {
 			s[i] = p[i]
 			if r.SelectSigmoid {
@@ -168,6 +188,7 @@ func (r *Router) Route(logits []float32) (*Routing, error) {
 			if r.SelBias != nil {
 				s[i] += float64(r.SelBias[i])
 			}
+			nan = nan || s[i] != s[i]
 		}
 		if r.Groups > 1 {
 			per := E / r.Groups
@@ -181,20 +202,16 @@ func (r *Router) Route(logits []float32) (*Routing, error) {
 					}
 				}
 				gs[g] = a + b
-				gidx[g] = g
 			}
-			sort.SliceStable(gidx, func(i, j int) bool { return gs[gidx[i]] > gs[gidx[j]] })
+			best(gidx, gs, r.GroupsUsed, nan)
 			for _, g := range gidx[r.GroupsUsed:] {
 				for i := g * per; i < (g+1)*per; i++ {
 					s[i] = math.Inf(-1)
 				}
 			}
 		}
-		for i := range idx {
-			idx[i] = i
-		}
-		sort.SliceStable(idx, func(i, j int) bool { return s[idx[i]] > s[idx[j]] })
 		chosen := idx[:K]
+		best(idx, s, K, nan)
 		if r.Chunk > 0 {
 			for j, e := range chosen {
 				chosen[j] = chunkOf(e, r.Chunk)
@@ -238,7 +255,69 @@ func (r *Router) Route(logits []float32) (*Routing, error) {
 			out.Weight[t*K+j] = float32(v)
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// best puts in idx[:k] the indices of the k largest values of v, largest
+// first and equal values in index order: the first k of a stable sort of
+// 0, 1, ..., len(v)-1 by v descending, which is what routing is defined by.
+// With NaNs (an infinite logit) that order depends on the sort's steps, so
+// it sorts all of idx as sort.SliceStable does; otherwise it selects
+// (selectBest).
+func best(idx []int, v []float64, k int, nan bool) {
+	if nan {
+		for i := range v {
+			idx[i] = i
+		}
+		sort.SliceStable(idx[:len(v)], func(i, j int) bool { return v[idx[i]] > v[idx[j]] })
+		return
+	}
+	selectBest(idx, v, k)
+}
+
+// selectBest puts in idx[:k] the indices of the k largest values of v (no
+// NaN), largest first and equal values in index order, and the others in
+// idx[k:len(v)]: an insertion into a list of k, len(v)·k steps at most
+// (against a sort's len(v)·log len(v) with k of 8 among 128 experts).
+func selectBest[I int | int32, T float32 | float64](idx []I, v []T, k int) {
+	n, rest := 0, k
+	for i, x := range v {
+		if n == k && !(x > v[idx[k-1]]) {
+			idx[rest] = I(i)
+			rest++
+			continue
+		}
+		j := n
+		if n == k { // the k-th drops out
+			idx[rest] = idx[k-1]
+			rest++
+			j = k - 1
+		} else {
+			n++
+		}
+		for ; j > 0 && x > v[idx[j-1]]; j-- {
+			idx[j] = idx[j-1]
+		}
+		idx[j] = I(i)
+	}
+}
+
+// ggmlBest puts in idx[:k] the first k of ggmlArgsort(idx, v): selected
+// when the k+1 largest values are distinct and v has no NaN, since every
+// sort then puts the same k first; sorted as ggml does otherwise (ties,
+// whose order is std::sort's).
+func ggmlBest(idx []int32, v []float32, k int) {
+	if k < len(v) && !slices.ContainsFunc(v, func(x float32) bool { return x != x }) {
+		selectBest(idx, v, k+1)
+		distinct := true
+		for j := range k {
+			distinct = distinct && v[idx[j]] > v[idx[j+1]]
+		}
+		if distinct {
+			return
+		}
+	}
+	ggmlArgsort(idx, v)
 }
 
 // chunkOf is expert e's chunk of n as llama.cpp's GroveMoE graph computes
@@ -269,7 +348,7 @@ func checkRow(row []float32, t int) error {
 //   - w = GET_ROWS of p; SOFT_MAX of w for GateSoftmaxSelected;
 //   - Norm: w / max(SUM_ROWS(w), 2^-14) (CLAMP, DIV);
 //   - w × float32(Scale) (SCALE) unless Scale is 0 or 1.
-func (r *Router) routeGGML(out *Routing, logits []float32) error {
+func (r *Router) routeGGML(out *Routing, logits []float32, t0, t1 int) error {
 	E, K := r.Experts, r.K
 	p := make([]float32, E)
 	s := make([]float32, E)
@@ -277,7 +356,7 @@ func (r *Router) routeGGML(out *Routing, logits []float32) error {
 	per := E / max(r.Groups, 1)
 	gs := make([]float32, max(r.Groups, 1))
 	gidx := make([]int32, max(r.Groups, per))
-	for t := range len(logits) / E {
+	for t := t0; t < t1; t++ {
 		row := logits[t*E : (t+1)*E]
 		if err := checkRow(row, t); err != nil {
 			return err
@@ -302,17 +381,17 @@ func (r *Router) routeGGML(out *Routing, logits []float32) error {
 		if r.Groups > 1 {
 			for g := range r.Groups {
 				sg := s[g*per : (g+1)*per]
-				ggmlArgsort(gidx[:per], sg)
+				ggmlBest(gidx[:per], sg, 2) // the two best values: their order is no matter
 				gs[g] = float32(float64(sg[gidx[0]]) + float64(sg[gidx[1]]))
 			}
-			ggmlArgsort(gidx[:r.Groups], gs)
+			ggmlBest(gidx[:r.Groups], gs, r.GroupsUsed)
 			for _, g := range gidx[r.GroupsUsed:r.Groups] {
 				for i := range per {
 					s[int(g)*per+i] = float32(math.Inf(-1))
 				}
 			}
 		}
-		ggmlArgsort(idx, s)
+		ggmlBest(idx, s, K)
 		e, w := out.Expert[t*K:(t+1)*K], out.Weight[t*K:(t+1)*K]
 		copy(e, idx[:K])
 		for j, x := range e {

@@ -1,7 +1,11 @@
 package ml
 
 import (
+	"fmt"
 	"math"
+	"math/rand/v2"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -105,5 +109,84 @@ func TestRouteErrors(t *testing.T) {
 	r := Router{Experts: 2, K: 1, Gating: GateSoftmax}
 	if _, err := r.Route([]float32{0, 1, float32(math.NaN()), 0}); err == nil || !strings.Contains(err.Error(), "logit 0 of token 1 is NaN") {
 		t.Errorf("NaN logit: %v", err)
+	}
+}
+
+// TestBest: best's first k indices are those of a stable sort by value,
+// descending, and the rest are the indices not chosen, and ggmlBest's are
+// ggmlArgsort's, on values with many ties, infinities and NaNs.
+func TestBest(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 9))
+	for trial := range 2000 {
+		n := 1 + rng.IntN(160)
+		k := 1 + rng.IntN(n)
+		v := make([]float64, n)
+		levels := 1 + rng.IntN(6) // few distinct values: ties everywhere
+		for i := range v {
+			v[i] = float64(rng.IntN(levels)) - 2
+			switch rng.IntN(40) {
+			case 0:
+				v[i] = math.Inf(-1)
+			case 1:
+				v[i] = math.Inf(1)
+			}
+		}
+		nan := trial%5 == 0
+		if nan {
+			v[rng.IntN(n)] = math.NaN()
+		}
+		want := make([]int, n)
+		for i := range want {
+			want[i] = i
+		}
+		sort.SliceStable(want, func(i, j int) bool { return v[want[i]] > v[want[j]] })
+		got := make([]int, n)
+		best(got, v, k, nan)
+		if !slices.Equal(got[:k], want[:k]) {
+			t.Fatalf("trial %d: best of %v, k %d = %v, want %v", trial, v, k, got[:k], want[:k])
+		}
+		rest := slices.Clone(got[k:])
+		slices.Sort(rest)
+		wrest := slices.Clone(want[k:])
+		slices.Sort(wrest)
+		if !slices.Equal(rest, wrest) {
+			t.Fatalf("trial %d: the indices not chosen %v, want %v", trial, rest, wrest)
+		}
+
+		// ggmlBest: the first k of ggml's argsort, ties in std::sort's order
+		v32 := make([]float32, n)
+		for i, x := range v {
+			v32[i] = float32(x)
+			if trial%2 == 1 && x == x { // distinct values too
+				v32[i] = float32(rng.NormFloat64())
+			}
+		}
+		want32, got32 := make([]int32, n), make([]int32, n)
+		ggmlArgsort(want32, v32)
+		ggmlBest(got32, v32, k)
+		if !slices.Equal(got32[:k], want32[:k]) {
+			t.Fatalf("trial %d: ggmlBest of %v, k %d = %v, want %v", trial, v32, k, got32[:k], want32[:k])
+		}
+	}
+}
+
+// BenchmarkRoute: a 4096-token window of a Qwen3-30B-A3B layer (128
+// experts, 8 per token, softmax, normalized), in both arithmetics.
+func BenchmarkRoute(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	logits := make([]float32, 4096*128)
+	for i := range logits {
+		logits[i] = float32(rng.NormFloat64() * 2)
+	}
+	for _, ggml := range []bool{false, true} {
+		b.Run(fmt.Sprintf("ggml=%v", ggml), func(b *testing.B) {
+			r := Router{Experts: 128, K: 8, Gating: GateSoftmax, Norm: true, GGML: ggml}
+			for b.Loop() {
+				if _, err := r.Route(logits); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(4096*b.N)/b.Elapsed().Seconds(), "tokens/s")
+		})
 	}
 }
