@@ -18,8 +18,8 @@ help:
 	@echo "make bench-cpu   CPU throughput on generated 100M models (bench/bench.mk)"
 	@echo "make kernels     regenerate kernels/*.ptx from kernels/*.cu (needs nvcc)"
 	@echo "make gpu-bundle  build bin/gpu-bundle for tests/gpu/check.sh on a GPU machine"
-	@echo "make gpu-bundle-archs  the same for qwen35, qwen35moe, qwen3next, deepseek2, gemma4"
-	@echo "make gpu-bundle-core-archs  the same for gemma3, gpt-oss, glm4moe, mistral3"
+	@echo "make gpu-bundle-archs  the same for qwen35, qwen35moe, qwen3next, deepseek2, gemma4, mistral3"
+	@echo "make gpu-bundle-core-archs  the same for gemma3, gpt-oss, glm4moe"
 	@echo "make eval MODEL=m.gguf [CORPUS=ppl-heldout-v1] [KV=bf16] [CONTEXT=4096] [STRIDE=2048] [QUICK=1] [REFERENCE=ref.gguf]"
 	@echo "                 one evaluation, each stage's output kept under profiles/eval/ so"
 	@echo "                 a rerun redoes only the stages whose inputs changed"
@@ -106,12 +106,12 @@ kernels/kvids.cuh: kernels/kvformat.go
 gpu-bundle:
 	tests/gpu/mkbundle.sh $(BIN)/gpu-bundle
 # The same for the architectures of package ml's extension interfaces
-# (qwen35, qwen35moe, qwen3next, deepseek2, gemma4): bash tests/gpu/check.sh bin/gpu-bundle-archs
+# (qwen35, qwen35moe, qwen3next, deepseek2, gemma4) and mistral3: bash tests/gpu/check.sh bin/gpu-bundle-archs
 gpu-bundle-archs:
 	PPL_GPU_BUNDLE=archs tests/gpu/mkbundle.sh $(BIN)/gpu-bundle-archs
 
 # The same for the other architectures of core operations (gemma3, gpt-oss,
-# glm4moe, mistral3): bash tests/gpu/check.sh bin/gpu-bundle-core-archs
+# glm4moe): bash tests/gpu/check.sh bin/gpu-bundle-core-archs
 gpu-bundle-core-archs:
 	PPL_GPU_BUNDLE=core-archs tests/gpu/mkbundle.sh $(BIN)/gpu-bundle-core-archs
 

@@ -198,20 +198,28 @@ func TestInt8Parity(t *testing.T) {
 // MXFP4 ones carry the flips. Held by the mean and the PPL ratio: the
 // maximum is a few flips where codes move (0.03 to 0.14), 0.8 where a
 // routing choice flips.
-var int8Bounds = map[string][2]float64{
-	"tiny-llama-spm-q8_0": {0.018, 0.0005},  // 0.0127, 0.065, 0.99979 (the GPU's fp32 mode against the CPU's int8: 0.0184, 0.99858)
-	"tiny-qwen3-q8_0":     {0.004, 0.0005},  // 0.0027, 0.033, 0.99971 (fp32 mode: 0.0172, 0.99892)
-	"tiny-llama3-q8_0":    {0.0006, 0.0002}, // 0.00038, 0.030, 1.000007
-	"tiny-qwen3moe":       {0.008, 0.001},   // 0.0054, 0.14, 1.00063
-	"tiny-qwen35":         {0.0005, 0.0002}, // 0.00031, 0.0074, 1.00012 (heads of 256: attn_fx256; the plain kernel gave the same)
-	"tiny-qwen35moe":      {0.0005, 0.0002}, // 0.00003, 0.0038, 1.000008
-	"tiny-qwen3next":      {0.0005, 0.0002}, // 0.00007, 0.0053, 1.000029
-	"tiny-deepseek2":      {0.011, 0.0013},  // 0.0074, 0.074, 0.99912 (its latent attention stays fp16)
-	"tiny-gemma4":         {0.027, 0.0005},  // 0.0178, 0.79, 0.99982
-	"tiny-gemma3":         {0.018, 0.0002},  // 0.0120, 0.054, 1.00013
-	"tiny-mistral3":       {0.0005, 0.0002}, // 0.00005, 0.0053, 1.000027 (fp32 mode: 0.0096, 1.00044)
-	"tiny-glm4moe":        {0.0005, 0.0002}, // 0.00006, 0.0072, 1.000008
-	"tiny-gpt-oss":        {0.006, 0.001},   // 0.0041, 0.066, 0.99933 (fp32 mode: 0.0235, 0.99929)
+//
+// On an H200 (2026-12-04, cuBLAS 13.1) the same windows part further
+// (means 1.4 to 20 times the emulator's on the dense models, PPL ratios
+// to 0.9988): the device's float32 steps round apart from the emulator's
+// (cuBLAS's float32 products, CUDA's expf), and every code that moves
+// carries on. Each entry holds the emulator's bounds, then the device's;
+// the comments give the emulator's mean, max and PPL ratio, then the
+// device's mean and PPL ratio.
+var int8Bounds = map[string][4]float64{
+	"tiny-llama-spm-q8_0": {0.018, 0.0005, 0.017, 0.0003},   // 0.0127, 0.065, 0.99979 (the GPU's fp32 mode against the CPU's int8: 0.0184, 0.99858); H200 0.0127, 1.00016
+	"tiny-qwen3-q8_0":     {0.004, 0.0005, 0.004, 0.0005},   // 0.0027, 0.033, 0.99971 (fp32 mode: 0.0172, 0.99892); H200 not measured (not in a bundle)
+	"tiny-llama3-q8_0":    {0.0006, 0.0002, 0.0037, 0.0003}, // 0.00038, 0.030, 1.000007; H200 0.00274, 1.00019
+	"tiny-qwen3moe":       {0.008, 0.001, 0.008, 0.0006},    // 0.0054, 0.14, 1.00063; H200 0.0056, 1.00043
+	"tiny-qwen35":         {0.0005, 0.0002, 0.0002, 0.0001}, // 0.00031, 0.0074, 1.00012 (heads of 256: attn_fx256; the plain kernel gave the same); H200 0.00012, 1.000014
+	"tiny-qwen35moe":      {0.0005, 0.0002, 0.0001, 0.0001}, // 0.00003, 0.0038, 1.000008; H200 0.00006, 0.999965
+	"tiny-qwen3next":      {0.0005, 0.0002, 0.0002, 0.0001}, // 0.00007, 0.0053, 1.000029; H200 0.00009, 1.000058
+	"tiny-deepseek2":      {0.011, 0.0013, 0.011, 0.0006},   // 0.0074, 0.074, 0.99912 (its latent attention stays fp16); H200 0.0082, 1.00044
+	"tiny-gemma4":         {0.027, 0.0005, 0.017, 0.0017},   // 0.0178, 0.79, 0.99982; H200 0.0123, 0.99873
+	"tiny-gemma3":         {0.018, 0.0002, 0.016, 0.0015},   // 0.0120, 0.054, 1.00013; H200 0.0118, 0.99892
+	"tiny-mistral3":       {0.0005, 0.0002, 0.0014, 0.0001}, // 0.00005, 0.0053, 1.000027 (fp32 mode: 0.0096, 1.00044); H200 0.00102, 0.999972
+	"tiny-glm4moe":        {0.0005, 0.0002, 0.0005, 0.0001}, // 0.00006, 0.0072, 1.000008; H200 0.00030, 0.999990
+	"tiny-gpt-oss":        {0.006, 0.001, 0.015, 0.0016},    // 0.0041, 0.066, 0.99933 (fp32 mode: 0.0235, 0.99929); H200 0.0109, 0.99884
 }
 
 // int8Quick are the models the emulator runs by default (all with
@@ -247,6 +255,9 @@ func TestEndToEndInt8(t *testing.T) {
 				s := e2eOpts(t, e, path, model.Options{KVDtype: "bf16", Activations: model.ActInt8}, []e2eWindow{{0, 256, 1}, {100, 356, 228}}, toks)
 				t.Logf("int8, bf16 cache: %v", s)
 				b := int8Bounds[stem]
+				if e.Ordinal >= 0 {
+					b = [4]float64{b[2], b[3]}
+				}
 				if mean := s.sumAbs / float64(s.n); mean > b[0] || math.Abs(s.pplRatio()-1) > b[1] {
 					t.Errorf("int8: %v; want mean |Δ| <= %g and |PPL ratio - 1| <= %g", s, b[0], b[1])
 				}

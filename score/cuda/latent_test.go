@@ -78,9 +78,15 @@ func TestLatentOpsParity(t *testing.T) {
 				}
 			}
 			// float32 sums of exact products (the emulation: float64, one rounding):
-			// 6e-8 measured.
+			// 6e-8 measured. On a GPU cuBLAS's float32 sums in its order,
+			// relative to sums that cancel: an H200 (2026-12-04) 1.0e-5
+			// (F16), 8.9e-5 (F32).
+			bound := 1e-6
+			if e.Ordinal >= 0 {
+				bound = 3e-4
+			}
 			t.Logf("HeadLinear (%v): worst relative error %.2e", typ, worst)
-			if worst > 1e-6 {
+			if worst > bound {
 				t.Errorf("HeadLinear (%v): worst relative error %.3g", typ, worst)
 			}
 		}

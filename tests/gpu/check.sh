@@ -16,12 +16,12 @@
 #                experts tiny-qwen3moe: mean |Δ log p| <= 0.008, |PPL ratio - 1|
 #                <= 0.003, compare.py), other caches, a reference model (KLD),
 #                long windows; on the bundle of `make gpu-bundle-archs` instead
-#                tiny-qwen35 (as llama), tiny-qwen35moe, -qwen3next and
-#                -deepseek2 (as tiny-qwen3moe), tiny-gemma4 (mean 0.03, PPL
-#                0.008: flips in a model of sharp attention); on that of `make
-#                gpu-bundle-core-archs` tiny-gemma3 (max 0.05, mean 0.009, PPL
-#                0.001), tiny-gpt-oss and -glm4moe (as tiny-qwen3moe),
-#                tiny-mistral3 (as llama)
+#                tiny-qwen35 and -mistral3 (as llama), tiny-qwen35moe,
+#                -qwen3next and -deepseek2 (as tiny-qwen3moe), tiny-gemma4
+#                (mean 0.03, PPL 0.008: flips in a model of sharp
+#                attention); on that of `make gpu-bundle-core-archs`
+#                tiny-gemma3 (max 0.09, mean 0.009, PPL 0.001), tiny-gpt-oss
+#                and -glm4moe (as tiny-qwen3moe)
 #                (2c) the first case again with two engines on the one GPU
 #                (--devices 0,0): the same scores as one engine
 #   bench.log    (3) throughput on synthetic Llama 1B and 8B, context 4096/2048
