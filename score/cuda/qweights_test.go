@@ -403,7 +403,7 @@ func TestSyntheticQuantized(t *testing.T) {
 		toks[i] = int32(i * 7 % s.hp.Vocab)
 	}
 	score := func(storage, act string) (*model.Result, int64) {
-		m, size, err := typedSyntheticModel(e, s, q4km, storage, act)
+		m, size, err := typedSyntheticModel(e, s, q4km, storage, act, 7)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -156,8 +156,12 @@ t0=$SECONDS
 PPL_CUDA_SYNC=1 run "$OUT/parity.log" 90 "$W/cuda.test" -test.run '(Parity|FlashVsPlain)/gpu' -test.v -test.count=1 -test.timeout 85s
 rc=$?
 verdict "kernel parity" $rc "$t0"
-# per kernel: the GPU subtest's verdict, and every failing case below it
-grep -E -e '--- (PASS|FAIL|SKIP): Test[A-Za-z]+/gpu ' -e '--- FAIL' "$OUT/parity.log" | grep -v '/sim' | sed 's/^ *//' | awk '{print "           " $0}' | head -60 >> "$SUM"
+# every failing test and case first (a long list of passes must not hide
+# one), then each kernel's GPU verdict
+{
+	grep -E -e '--- FAIL' "$OUT/parity.log" | grep -v '/sim' | head -100
+	grep -E -e '--- (PASS|SKIP): Test[A-Za-z]+/gpu ' "$OUT/parity.log"
+} | sed 's/^ *//' | awk '{print "           " $0}' >> "$SUM"
 
 # --- (2) ppl-score end to end ------------------------------------------------
 t0=$SECONDS
@@ -237,7 +241,10 @@ fi
 t0=$SECONDS
 PPL_CUDA_SYNC=1 run "$OUT/e2e.log" 120 "$W/cuda.test" -test.run 'EndToEnd/gpu' -test.v -test.count=1 -test.timeout 115s
 verdict "end to end (Go API)" $? "$t0"
-grep -E 'cache|reference|--- (PASS|FAIL)' "$OUT/e2e.log" | grep -v '/sim' | sed 's/^ *//; s/^e2e_test.go:[0-9]*: //' | awk '{print "           " $0}' | head -40 >> "$SUM"
+{ # the failures and what they wanted first, then the figures
+	grep -E -e '--- FAIL' -e '; want ' "$OUT/e2e.log" | grep -v '/sim' | head -60
+	grep -E 'cache|reference|--- PASS' "$OUT/e2e.log" | grep -v '/sim' | grep -v '; want ' | head -40
+} | sed 's/^ *//; s/^[a-z0-9_]*_test.go:[0-9]*: //' | awk '{print "           " $0}' >> "$SUM"
 
 note "$(printf '%-8s %-28s %4ds' "$([ $status = 0 ] && echo PASS || echo FAIL)" "gpu check (all parts)" $((SECONDS - start)))"
 echo "== summary ($SUM)"
