@@ -278,3 +278,66 @@ func TestEndToEndKV(t *testing.T) {
 		}
 	})
 }
+
+// TestEndToEndKLD: the KL divergence of the GPU's next-token distributions
+// from the CPU's on the same file, KL(CPU || GPU) over the whole
+// vocabulary: the CPU model as the reference of the GPU one
+// (model.ScoreWithApart, which carries the CPU's logits through the host
+// to the GPU's LogSoftmax), bf16 cache, a window of 256 tokens; every
+// oracle model of TestEndToEnd on a GPU, the first on the emulator. Its
+// log-probs are the CPU's own to the rounding of the GPU's LogSoftmax.
+// Emulation: tiny-llama-spm-q8_0 mean 1.8e-6, max 8.4e-6. The GPU's bound,
+// 1e-4 (and 1e-3 for a mixture of experts, whose flips weigh more), awaits
+// a measurement: KL ≈ E[Δ²]/2 puts the H200's dense models (mean |Δ log p|
+// 0.0013) near 1e-6.
+func TestEndToEndKLD(t *testing.T) {
+	dir, stems := e2eSetup(t)
+	onDevices(t, func(t *testing.T, e *Engine) {
+		run := stems
+		if e.Ordinal < 0 {
+			run = stems[:1]
+		}
+		for _, stem := range run {
+			t.Run(stem, func(t *testing.T) {
+				path := oracle.Model(dir, stem)
+				cpu, err := model.Load(path, model.Options{KVDtype: "bf16"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cpu.Close()
+				g, err := loadOn(e, path, model.Options{KVDtype: "bf16"}, Mixed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer g.Close()
+				toks := e2eTokens(dir, stem, g.Vocab(), 256)
+				r, err := g.Model.ScoreWithApart(toks, 1, cpu)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var sum, most, dlp float64
+				agree := 0
+				for i, k := range r.KLD {
+					sum += k
+					most = max(most, k)
+					dlp = max(dlp, math.Abs(r.Logprobs[i]-r.RefLogprobs[i]))
+					if r.Top1Agree[i] {
+						agree++
+					}
+				}
+				mean := sum / float64(len(r.KLD))
+				t.Logf("%s: KL(CPU || GPU), %d targets: mean %.2e, max %.2e; max |Δ log p| %.4f; top-1 agreement %d", stem, len(r.KLD), mean, most, dlp, agree)
+				bound := 1e-4
+				switch {
+				case e.Ordinal < 0:
+					bound = 4e-6
+				case moeBounds[stem]:
+					bound = 1e-3
+				}
+				if !(mean <= bound) {
+					t.Errorf("KL(CPU || GPU): mean %.3g, want <= %g", mean, bound)
+				}
+			})
+		}
+	})
+}

@@ -51,7 +51,8 @@
 #                glm4, Mixtral-style llama, granite, smollm3, olmo2, seed_oss,
 #                exaone4, minimax-m2, ernie4_5-moe, dots1, the Mamba-2 hybrids
 #                granitehybrid, nemotron_h and nemotron_h_moe, lfm2 and
-#                lfm2moe, gemma2 and llama4 on generated files) and
+#                lfm2moe, gemma2 and llama4 on generated files),
+#                TestEndToEndKLD (KL(CPU || GPU) over the vocabulary) and
 #                TestEndToEndInt8, the int8 mode against the CPU's), also for
 #                the all-bf16 precision, for the record
 #   weights.log  (4) weights kept quantized on the device (issue #17): a
@@ -241,8 +242,9 @@ fi
 t0=$SECONDS
 PPL_CUDA_SYNC=1 run "$OUT/e2e.log" 120 "$W/cuda.test" -test.run 'EndToEnd/gpu' -test.v -test.count=1 -test.timeout 115s
 verdict "end to end (Go API)" $? "$t0"
-{ # the failures and what they wanted first, then the figures
+{ # the failures and what they wanted first, then KL(CPU || GPU), then the figures
 	grep -E -e '--- FAIL' -e '; want ' "$OUT/e2e.log" | grep -v '/sim' | head -60
+	grep -E 'KL\(CPU' "$OUT/e2e.log"
 	grep -E 'cache|reference|--- PASS' "$OUT/e2e.log" | grep -v '/sim' | grep -v '; want ' | head -40
 } | sed 's/^ *//; s/^[a-z0-9_]*_test.go:[0-9]*: //' | awk '{print "           " $0}' >> "$SUM"
 
