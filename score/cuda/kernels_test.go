@@ -253,6 +253,45 @@ func TestAddBiasParity(t *testing.T) {
 	})
 }
 
+// TestGEMMF32Parity: the float32 products (routers, F32 matrices; the
+// int8 mode's F32 products, as llama.cpp's) against float64, at float32's
+// precision: within (k+1)·2^-24 of Σ|terms|, for inner sizes from 64 to
+// 2048. cuBLAS computes them with CUBLAS_COMPUTE_32F, which must not take
+// TF32's 10-bit inputs: those would be about 2^-10·Σ|terms|/√k off, 30
+// times the bound at k = 64 (the worst error in units of 2^-24·Σ|terms| is
+// logged to tell the two apart).
+func TestGEMMF32Parity(t *testing.T) {
+	onDevices(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(6, 2))
+		for _, s := range []struct{ rows, k, nOut int }{{70, 64, 300}, {33, 300, 130}, {5, 2048, 64}} {
+			t.Run(fmt.Sprintf("%dx%dx%d", s.rows, s.k, s.nOut), func(t *testing.T) {
+				x, w, y0 := randF32(rng, s.rows*s.k, 1), randF32(rng, s.nOut*s.k, 1), randF32(rng, s.rows*s.nOut, 1)
+				xp, wp, yp := devPut(t, e, x), devPut(t, e, w), devPut(t, e, y0)
+				do(t, e, func() error { return e.gemm(yp, f32, s.nOut, xp, s.k, wp, f32, s.rows, s.k, s.nOut, 1) })
+				got := devGet[float32](t, e, yp, len(y0))
+				var worst, units float64
+				for r := range s.rows {
+					for j := range s.nOut {
+						dot, mag := float64(y0[r*s.nOut+j]), math.Abs(float64(y0[r*s.nOut+j]))
+						for l := range s.k {
+							p := float64(x[r*s.k+l]) * float64(w[j*s.k+l])
+							dot += p
+							mag += math.Abs(p)
+						}
+						err := math.Abs(float64(got[r*s.nOut+j]) - dot)
+						worst = max(worst, err/(float64(s.k+1)*0x1p-24*mag))
+						units = max(units, err/(0x1p-24*mag))
+					}
+				}
+				t.Logf("worst error: %.3f of the bound, %.2f × 2^-24 of Σ|terms|", worst, units)
+				if !(worst <= 1) {
+					t.Errorf("float32 product off by %.3g bounds (%.3g × 2^-24 of Σ|terms|)", worst, units)
+				}
+			})
+		}
+	})
+}
+
 func TestGEMMParity(t *testing.T) {
 	onDevices(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(6, 1))
