@@ -249,6 +249,9 @@ verdict "end to end (Go API)" $? "$t0"
 } | sed 's/^ *//; s/^[a-z0-9_]*_test.go:[0-9]*: //' | awk '{print "           " $0}' >> "$SUM"
 
 note "$(printf '%-8s %-28s %4ds' "$([ $status = 0 ] && echo PASS || echo FAIL)" "gpu check (all parts)" $((SECONDS - start)))"
+# the driver's compiled kernels (the first use's 20-30 s): whether they
+# fit CUDA's default cache of 256 MiB, which users' runs get
+echo "== the PTX compiled for this GPU: $(du -sh "$CUDA_CACHE_PATH" 2>/dev/null | cut -f1) in $CUDA_CACHE_PATH" >> "$OUT/env.log"
 echo "== summary ($SUM)"
 cat "$SUM"
 rm -rf "$W"
