@@ -362,11 +362,7 @@ func lanesVNNI(g int) {
 // float32(M), v)) and acc = fma(v, dx, acc). Registers: T in Z0-Z7 (Z0-Z3
 // with hasMin, M in Z4-Z7), S in Z8-Z15, acc in Z16-Z23 (two per row).
 func tiledVNNI(m, g int, hasMin bool) {
-	name := fmt.Sprintf("tiled%dm%dVNNI", g, m)
-	if hasMin {
-		name = fmt.Sprintf("tiled%dminm%dVNNI", g, m)
-	}
-	tiledHeader(name)
+	tiledHeader(g, m, hasMin, "VNNI")
 	p("\tMOVQ negoff+64(FP), AX")
 	p("\tVPBROADCASTD AX, Z31")
 	for t := 0; t < m; t++ {
@@ -445,21 +441,22 @@ func tiledVNNI(m, g int, hasMin bool) {
 		p("\tVFMADD231PS.BCST %s, Z%d, Z%d", rowAddr(0, "DI", t), 2*t, 16+2*t)
 		p("\tVFMADD231PS.BCST %s, Z%d, Z%d", rowAddr(0, "DI", t), 2*t+1, 17+2*t)
 	}
-	if hasMin {
-		superEnd(72, "R15", "BX")
-	} else {
-		superEnd(72, "R15")
-	}
+	tiledEnd(hasMin)
 	storeRows(m, func(t int) {
 		p("\tVMOVUPS Z%d, (AX)", 16+2*t)
 		p("\tVMOVUPS Z%d, 64(AX)", 17+2*t)
 	})
 }
 
-// tiledHeader starts a tiled kernel: SI the records, R8 = ldx, R9 = 3·ldx,
-// R10 = 5·ldx, DI their d, R11 their Σx, R13 the weights, R14 ls, R12
-// mins, R15 d0, BX dm, CX the super-blocks.
-func tiledHeader(name string) {
+// tiledHeader starts the tiled kernel tiled{g}m{m}{isa} (tiled{g}minm{m}{isa}
+// with hasMin): SI the records, R8 = ldx, R9 = 3·ldx, R10 = 5·ldx, DI
+// their d, R11 their Σx, R13 the weights, R14 ls, R12 mins, R15 d0, BX dm,
+// CX the super-blocks.
+func tiledHeader(g, m int, hasMin bool, isa string) {
+	name := fmt.Sprintf("tiled%dm%d%s", g, m, isa)
+	if hasMin {
+		name = fmt.Sprintf("tiled%dminm%d%s", g, m, isa)
+	}
 	p("")
 	p("// func %s(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)", name)
 	p("TEXT ·%s(SB), NOSPLIT, $0-104", name)
@@ -478,6 +475,16 @@ func tiledHeader(name string) {
 	p("\tMOVQ dm+48(FP), BX")
 	p("\tMOVQ nb+56(FP), CX")
 	p("\tSHRQ $3, CX")
+}
+
+// tiledEnd ends a tiled kernel's super-block loop: d0 advances, and dm
+// with minima.
+func tiledEnd(hasMin bool) {
+	if hasMin {
+		superEnd(72, "R15", "BX")
+	} else {
+		superEnd(72, "R15")
+	}
 }
 
 // superEnd ends a kernel's super-block loop: the records (SI), their d
@@ -643,11 +650,7 @@ func kRepackedHeader(name string) {
 // Y(2t+1), S in Y4+t, acc in Y6+t, M in Y14+t, the widened weights in Y8,
 // Y9.
 func tiledAVX2(m, g int, hasMin bool) {
-	name := fmt.Sprintf("tiled%dm%dAVX2", g, m)
-	if hasMin {
-		name = fmt.Sprintf("tiled%dminm%dAVX2", g, m)
-	}
-	tiledHeader(name)
+	tiledHeader(g, m, hasMin, "AVX2")
 	p("\tMOVQ negoff+64(FP), AX")
 	p("\tVMOVD AX, X12")
 	p("\tVPBROADCASTD X12, Y12")
@@ -713,11 +716,7 @@ func tiledAVX2(m, g int, hasMin bool) {
 		p("\tVBROADCASTSS %s, Y11", rowAddr(0, "DI", t))
 		p("\tVFMADD231PS Y11, Y%d, Y%d", 4+t, 6+t)
 	}
-	if hasMin {
-		superEnd(72, "R15", "BX")
-	} else {
-		superEnd(72, "R15")
-	}
+	tiledEnd(hasMin)
 	storeRows(m, func(t int) {
 		p("\tVMOVUPS Y%d, (AX)", 6+t)
 	})
