@@ -1,10 +1,11 @@
 // Mixture of experts: the data movement around the per-expert products.
 //
 // CPU reference: cpuBackend.Experts (score/model/cpu.go). The host routes
-// (ml.Router.Route) and orders a block of rows' choices by expert; per
-// expert, gather_rows copies its tokens' rows into the product input,
-// cuBLAS runs the expert's gate, up and down products, and scatter_scaled
-// writes each result row times its weight to its choice's slot; then
+// (ml.Router.Route) and orders a block of rows' choices by expert;
+// gather_rows copies the tokens' rows into the products' input, expert
+// after expert, cuBLAS runs the experts' gate, up and down products
+// (batched, score/cuda/ml.go's Experts), and scatter_scaled writes each
+// result row times its weight to its choice's slot; then
 // sum_choices adds each token's K slots in the order of its choices, as
 // the CPU does (float32 products and adds), so the grouping does not change
 // a bit of the result.

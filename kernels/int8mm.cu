@@ -116,6 +116,47 @@ __device__ __forceinline__ void mma_s8_k16(int* c, const u32* a, u32 b0) {
 #endif
 }
 
+// cp_async<N> copies N bytes (16 or 4) from global src to shared dst
+// without going through registers (cp.async, sm_80), or writes zeros there
+// when !ok (src is then not read); the bytes are there once
+// cp_async_wait<W> leaves at most W later commit groups pending and a
+// barrier has passed. On the host (simt_host.h) it copies at once.
+template <int N>
+__device__ __forceinline__ void cp_async(void* dst, const void* src, bool ok) {
+#ifdef __CUDA_ARCH__
+	const u32 d = (u32)__cvta_generic_to_shared(dst);
+	if (N == 16) // .cg (through L2 only) takes 16 bytes only
+		asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(ok ? 16 : 0));
+	else
+		asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(d), "l"(src), "n"(N), "r"(ok ? N : 0));
+#else
+	if (ok)
+		memcpy(dst, src, N);
+	else
+		memset(dst, 0, N);
+#endif
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+#ifdef __CUDA_ARCH__
+	asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+
+template <int W>
+__device__ __forceinline__ void cp_async_wait() {
+#ifdef __CUDA_ARCH__
+	asm volatile("cp.async.wait_group %0;\n" ::"n"(W));
+#endif
+}
+
+// i8_float is t as a float32, exactly, for |t| < 2^22 (a group's integer
+// products: |T| <= 32·128·127): t added to the bits of 1.5·2^23, whose
+// float's last place is 1, less 1.5·2^23. An integer add and a float
+// subtract instead of a conversion, which the SMs issue at a quarter of
+// the rate of float32 operations.
+__device__ __forceinline__ float i8_float(int t) { return __fsub_rn(__int_as_float(t + 0x4B400000), 12582912.0f); }
+
 // i8mm: y (n × rows, row t at y + t·ldy) = x · Wᵀ in the int8 mode, with
 //   x: activations from quant_acts (qa, da, xsa; row t of them being
 //      idx[t] when idx is not null: an expert's tokens), k values each;
@@ -129,122 +170,143 @@ __device__ __forceinline__ void mma_s8_k16(int* c, const u32* a, u32 b0) {
 //
 // Tiles: a block of 4 warps computes 64 tokens × 64 weight rows, each warp
 // 32 × 32 (2 × 4 mma tiles); k goes through shared memory KC bytes at a
-// time (a multiple of 32 at the end of a row), rows padded by 16 bytes so
-// that a warp's fragment loads hit 32 banks. Rows past n or rows read as
-// zeros and are not stored. Grid: (⌈rows/64⌉, ⌈n/64⌉), 128 threads.
+// time (128 for G = 32, 64 for G = 16; a multiple of 32 at the end of a
+// row), with the chunk's scales, minima, activation scales and sums,
+// in two buffers: cp.async fetches the next chunk while the tensor cores
+// work on this one. Rows are padded by 16 bytes so that a warp's fragment
+// loads hit 32 banks. Tokens past n and rows past rows read as zeros and
+// are not stored. Grid: (⌈rows/64⌉, ⌈n/64⌉), 128 threads.
 #define I8_TILE 64
-#define I8_KC 128
-#define I8_STR (I8_KC + 16)
 
 template <int G>
 __device__ __forceinline__ void i8mm_body(float* __restrict__ y, int ldy, const signed char* __restrict__ qa,
                                           const float* __restrict__ da, const int* __restrict__ xsa,
                                           const int* __restrict__ idx, int n, int k, const signed char* __restrict__ qw,
                                           const float* __restrict__ sw, const float* __restrict__ mw, int rows) {
-	__shared__ __align__(16) signed char as[I8_TILE * I8_STR];
-	__shared__ __align__(16) signed char bs[I8_TILE * I8_STR];
+	constexpr int KC = G == 32 ? 128 : 64; // bytes of a row per chunk
+	constexpr int STR = KC + 16;           // a tile row in shared memory
+	constexpr int NG = KC / G, NB = KC / 32, NX = KC / 16 + 1; // groups, blocks of 32, sums of 16 (padded) per chunk
+	__shared__ __align__(16) signed char as[2][I8_TILE * STR];
+	__shared__ __align__(16) signed char bs[2][I8_TILE * STR];
+	__shared__ float ss[2][I8_TILE * NG], ms[2][I8_TILE * NG], dss[2][I8_TILE * NB];
+	__shared__ int xss[2][I8_TILE * NX];
+	__shared__ i64 tsrc[I8_TILE]; // each token's row of the activations, -1 past n
 	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
 	const int r0 = blockIdx.x * I8_TILE, t0 = blockIdx.y * I8_TILE;
 	const int wt = (warp >> 1) * 32, wr = (warp & 1) * 32;
 	const int nb = k / 32, ng = k / G;
+	for (int i = tid; i < I8_TILE; i += blockDim.x) {
+		int t = t0 + i;
+		tsrc[i] = t < n ? (idx ? (i64)idx[t] : (i64)t) : -1;
+	}
+	__syncthreads();
 
-	// This thread's outputs: tokens tok[mt][h] (h: gid or gid+8 of tile
-	// mt), weight rows row[nt][c] (c: 2tig or 2tig+1 of tile nt); src is a
-	// token's row of the activations, -1 past n.
-	i64 src[2][2];
-	int row[4][2];
-	for (int mt = 0; mt < 2; mt++)
-		for (int h = 0; h < 2; h++) {
-			int t = t0 + wt + 16 * mt + gid + 8 * h;
-			src[mt][h] = t < n ? (idx ? (i64)idx[t] : (i64)t) : -1;
+	// fetch issues the copies of the chunk at k0 into buffer c.
+	auto fetch = [&](int c, int k0) {
+		const int cw = min(KC, k - k0), vec = cw / 16;
+		for (int i = tid; i < I8_TILE * vec; i += blockDim.x) {
+			int rr = i / vec, v = i - rr * vec;
+			i64 ts = tsrc[rr];
+			int r = r0 + rr;
+			cp_async<16>(as[c] + rr * STR + 16 * v, ts >= 0 ? qa + ts * k + k0 + 16 * v : qa, ts >= 0);
+			cp_async<16>(bs[c] + rr * STR + 16 * v, r < rows ? qw + (i64)r * k + k0 + 16 * v : qw, r < rows);
 		}
-	for (int nt = 0; nt < 4; nt++)
-		for (int c = 0; c < 2; c++) {
-			int r = r0 + wr + 8 * nt + 2 * tig + c;
-			row[nt][c] = r < rows ? r : -1;
+		const int gc = cw / G, j0 = k0 / G;
+		for (int i = tid; i < I8_TILE * gc; i += blockDim.x) {
+			int rr = i / gc, jj = i - rr * gc, r = r0 + rr;
+			const i64 o = (i64)r * ng + j0 + jj;
+			cp_async<4>(&ss[c][rr * NG + jj], r < rows ? sw + o : sw, r < rows);
+			if (mw) cp_async<4>(&ms[c][rr * NG + jj], r < rows ? mw + o : mw, r < rows);
 		}
+		const int bc = cw / 32;
+		for (int i = tid; i < I8_TILE * bc; i += blockDim.x) {
+			int tt = i / bc, bb = i - tt * bc;
+			i64 ts = tsrc[tt];
+			cp_async<4>(&dss[c][tt * NB + bb], ts >= 0 ? da + ts * nb + k0 / 32 + bb : da, ts >= 0);
+		}
+		if (mw)
+			for (int i = tid; i < I8_TILE * vec; i += blockDim.x) {
+				int tt = i / vec, xx = i - tt * vec;
+				i64 ts = tsrc[tt];
+				cp_async<4>(&xss[c][tt * NX + xx], ts >= 0 ? xsa + ts * (k / 16) + k0 / 16 + xx : xsa, ts >= 0);
+			}
+	};
+
 	float f[2][4][4];
 	for (int mt = 0; mt < 2; mt++)
 		for (int nt = 0; nt < 4; nt++)
 			for (int e = 0; e < 4; e++) f[mt][nt][e] = 0;
 
-	for (int k0 = 0; k0 < k; k0 += I8_KC) {
-		const int cw = min(I8_KC, k - k0), vec = cw / 16; // 16-byte vectors per row
-		__syncthreads();                                  // the previous chunk's fragments are read
-		for (int i = tid; i < I8_TILE * vec; i += blockDim.x) {
-			int rr = i / vec, c = i - rr * vec;
-			uint4 va = make_uint4(0, 0, 0, 0), vb = va;
-			int t = t0 + rr, r = r0 + rr;
-			if (t < n) va = *(const uint4*)(qa + (idx ? (i64)idx[t] : (i64)t) * k + k0 + 16 * c);
-			if (r < rows) vb = *(const uint4*)(qw + (i64)r * k + k0 + 16 * c);
-			*(uint4*)(as + rr * I8_STR + 16 * c) = va;
-			*(uint4*)(bs + rr * I8_STR + 16 * c) = vb;
-		}
+	fetch(0, 0);
+	cp_async_commit();
+	for (int k0 = 0, c = 0; k0 < k; k0 += KC, c ^= 1) {
+		if (k0 + KC < k) fetch(c ^ 1, k0 + KC);
+		cp_async_commit();
+		cp_async_wait<1>(); // this chunk's copies are done, the next one's may not be
 		__syncthreads();
+		const int cw = min(KC, k - k0);
+		const signed char *A = as[c], *B = bs[c];
 		for (int kk = 0; kk < cw; kk += 32) {
-			const int b = (k0 + kk) / 32;
 			float dv[2][2];
 			for (int mt = 0; mt < 2; mt++)
-				for (int h = 0; h < 2; h++) dv[mt][h] = src[mt][h] >= 0 ? da[src[mt][h] * nb + b] : 0.0f;
+				for (int h = 0; h < 2; h++) dv[mt][h] = dss[c][(wt + 16 * mt + gid + 8 * h) * NB + kk / 32];
 			for (int s = 0; s < 32 / G; s++) {
-				const int j = (k0 + kk) / G + s, ko = kk + 16 * s;
+				const int jj = kk / G + s, ko = kk + 16 * s;
 				u32 a[2][4], bw[4][2];
 				for (int mt = 0; mt < 2; mt++) {
-					const signed char* lo = as + (wt + 16 * mt + gid) * I8_STR + ko + 4 * tig;
+					const signed char* lo = A + (wt + 16 * mt + gid) * STR + ko + 4 * tig;
 					a[mt][0] = *(const u32*)lo;
-					a[mt][1] = *(const u32*)(lo + 8 * I8_STR);
+					a[mt][1] = *(const u32*)(lo + 8 * STR);
 					if (G == 32) {
 						a[mt][2] = *(const u32*)(lo + 16);
-						a[mt][3] = *(const u32*)(lo + 8 * I8_STR + 16);
+						a[mt][3] = *(const u32*)(lo + 8 * STR + 16);
 					}
 				}
 				for (int nt = 0; nt < 4; nt++) {
-					const signed char* p = bs + (wr + 8 * nt + gid) * I8_STR + ko + 4 * tig;
+					const signed char* p = B + (wr + 8 * nt + gid) * STR + ko + 4 * tig;
 					bw[nt][0] = *(const u32*)p;
 					if (G == 32) bw[nt][1] = *(const u32*)(p + 16);
 				}
 				float sv[4][2], mv[4][2], ds[2][2];
 				for (int nt = 0; nt < 4; nt++)
-					for (int c = 0; c < 2; c++) {
-						int r = row[nt][c];
-						sv[nt][c] = r >= 0 ? sw[(i64)r * ng + j] : 0.0f;
-						mv[nt][c] = r >= 0 && mw ? mw[(i64)r * ng + j] : 0.0f;
+					for (int cc = 0; cc < 2; cc++) {
+						const int rr = wr + 8 * nt + 2 * tig + cc;
+						sv[nt][cc] = ss[c][rr * NG + jj];
+						mv[nt][cc] = mw ? ms[c][rr * NG + jj] : 0.0f;
 					}
 				if (mw)
 					for (int mt = 0; mt < 2; mt++)
 						for (int h = 0; h < 2; h++) {
-							i64 t = src[mt][h];
-							int x = 0;
-							if (t >= 0) {
-								const int* xs = xsa + t * (k / 16) + (k0 + ko) / 16;
-								x = G == 32 ? xs[0] + xs[1] : xs[0];
-							}
-							ds[mt][h] = __fmul_rn(dv[mt][h], (float)x);
+							const int* xs = &xss[c][(wt + 16 * mt + gid + 8 * h) * NX + ko / 16];
+							ds[mt][h] = __fmul_rn(dv[mt][h], i8_float(G == 32 ? xs[0] + xs[1] : xs[0]));
 						}
 				for (int mt = 0; mt < 2; mt++)
 					for (int nt = 0; nt < 4; nt++) {
-						int c[4] = {0, 0, 0, 0};
+						int acc[4] = {0, 0, 0, 0};
 						if (G == 32)
-							mma_s8_k32(c, a[mt], bw[nt][0], bw[nt][1]);
+							mma_s8_k32(acc, a[mt], bw[nt][0], bw[nt][1]);
 						else
-							mma_s8_k16(c, a[mt], bw[nt][0]);
+							mma_s8_k16(acc, a[mt], bw[nt][0]);
 						for (int e = 0; e < 4; e++) {
 							const int h = e >> 1, cc = e & 1;
-							float v = __fmaf_rn((float)c[e], __fmul_rn(sv[nt][cc], dv[mt][h]), f[mt][nt][e]);
+							float v = __fmaf_rn(i8_float(acc[e]), __fmul_rn(sv[nt][cc], dv[mt][h]), f[mt][nt][e]);
 							if (mw) v = __fmaf_rn(mv[nt][cc], ds[mt][h], v);
 							f[mt][nt][e] = v;
 						}
 					}
 			}
 		}
+		__syncthreads(); // this buffer is read: the next iteration fetches into it
 	}
 	for (int mt = 0; mt < 2; mt++)
 		for (int h = 0; h < 2; h++) {
 			int t = t0 + wt + 16 * mt + gid + 8 * h;
 			if (t >= n) continue;
 			for (int nt = 0; nt < 4; nt++)
-				for (int c = 0; c < 2; c++)
-					if (row[nt][c] >= 0) y[(i64)t * ldy + row[nt][c]] = f[mt][nt][2 * h + c];
+				for (int cc = 0; cc < 2; cc++) {
+					int r = r0 + wr + 8 * nt + 2 * tig + cc;
+					if (r < rows) y[(i64)t * ldy + r] = f[mt][nt][2 * h + cc];
+				}
 		}
 }
 

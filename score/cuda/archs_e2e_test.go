@@ -155,7 +155,7 @@ func TestEndToEndArchs(t *testing.T) {
 				}
 				toks := archTokens(dir, c.stem, info.Vocab(), 2048)
 				info.Close()
-				s := e2eCase(t, e, Mixed, path, "bf16", windows, toks, false)
+				s := e2eCase(t, e, Mixed, path, model.Options{KVDtype: "bf16"}, windows, toks, false)
 				t.Logf("bf16 cache: %v", s)
 				mean := s.sumAbs / float64(s.n)
 				if (c.maxAbs > 0 && s.maxAbs > c.maxAbs) || mean > c.mean || math.Abs(s.pplRatio()-1) > c.pplDiff {
@@ -174,7 +174,7 @@ func TestEndToEndArchs(t *testing.T) {
 				const stateMax, stateMean, statePPL = 0.012, 0.0012, 0.0003
 				for _, dt := range []string{"f16", "bf16"} {
 					opts := model.Options{KVDtype: "bf16", SSMStateDtype: dt}
-					s := e2eOpts(t, e, path, opts, windows[:1], toks)
+					s := e2eCase(t, e, Mixed, path, opts, windows[:1], toks, false)
 					t.Logf("bf16 cache, %s state: %v", dt, s)
 					if s.maxAbs > stateMax || s.sumAbs/float64(s.n) > stateMean || math.Abs(s.pplRatio()-1) > statePPL {
 						t.Errorf("%s state: %v; want max |Δ| <= %g, mean <= %g, |PPL ratio - 1| <= %g", dt, s, stateMax, stateMean, statePPL)
@@ -183,36 +183,6 @@ func TestEndToEndArchs(t *testing.T) {
 			})
 		}
 	})
-}
-
-// e2eOpts scores windows with the GPU model and the CPU reference on the
-// same file, both with opts.
-func e2eOpts(t *testing.T, e *Engine, path string, opts model.Options, windows []e2eWindow, toks []int32) *lpStats {
-	t.Helper()
-	cpu, err := model.Load(path, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cpu.Close()
-	g, err := loadOn(e, path, opts, Mixed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Close()
-	var s lpStats
-	for wi, w := range windows {
-		tok := toks[w.begin:w.end]
-		want, err := cpu.Score(tok, w.from-w.begin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := g.Score(tok, w.from-w.begin)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.add(got, want, fmt.Sprintf("window %d [%d,%d)", wi, w.begin, w.end))
-	}
-	return &s
 }
 
 // wideGemma4 writes tiny-gemma4 with its global layers' heads widened from
@@ -361,7 +331,7 @@ func TestEndToEndWideHeads(t *testing.T) {
 			if c.act == model.ActInt8 && e.Ordinal >= 0 {
 				c.pplDiff = 0.005
 			}
-			s := e2eOpts(t, e, path, model.Options{KVDtype: "bf16", Activations: c.act}, windows, toks)
+			s := e2eCase(t, e, Mixed, path, model.Options{KVDtype: "bf16", Activations: c.act}, windows, toks, false)
 			t.Logf("%s, bf16 cache: %v", c.act, s)
 			if mean := s.sumAbs / float64(s.n); mean > c.mean || math.Abs(s.pplRatio()-1) > c.pplDiff {
 				t.Errorf("%s: %v; want mean |Δ| <= %g, |PPL ratio - 1| <= %g", c.act, s, c.mean, c.pplDiff)
@@ -408,13 +378,13 @@ func TestEndToEndGenerated(t *testing.T) {
 	alibiShape := func(s *mkmodel.Shape) { s.Layers, s.Embd, s.Heads, s.KVHeads = 4, 192, 6, 6 }
 	dir, tok, ft := q8Vocab(t)
 	toks := archTokens(dir, "tiny-llama-spm-q8_0", tok.NVocab, 2048)
-	type e2eCase struct {
+	type genCase struct {
 		arch                   string
 		set                    func(*mkmodel.Shape)
 		maxAbs, mean, pplRatio float64
 		path                   string
 	}
-	cases := []e2eCase{
+	cases := []genCase{
 		// Emulation: max 0.0141, mean 0.0023, PPL ratio 0.99980; on
 		// en-gpl3's tokens 0.0135, 0.0025, and without LongRoPE 0.0066,
 		// 0.0016 (llama's shape: 0.0060, 0.0016): its attn_factor of 1.25
@@ -914,7 +884,7 @@ func TestEndToEndGenerated(t *testing.T) {
 				if e.Ordinal >= 0 {
 					windows = append(windows, e2eWindow{0, 2048, 1024})
 				}
-				s := e2eOpts(t, e, c.path, model.Options{KVDtype: "bf16", Context: 256}, windows, caseToks[i])
+				s := e2eCase(t, e, Mixed, c.path, model.Options{KVDtype: "bf16", Context: 256}, windows, caseToks[i], false)
 				t.Logf("bf16 cache: %v", s)
 				if mean := s.sumAbs / float64(s.n); s.maxAbs > c.maxAbs || mean > c.mean || math.Abs(s.pplRatio()-1) > c.pplRatio {
 					t.Errorf("bf16 cache: %v; want max |Δ| <= %g, mean <= %g, |PPL ratio - 1| <= %g", s, c.maxAbs, c.mean, c.pplRatio)
@@ -928,8 +898,8 @@ func TestEndToEndGenerated(t *testing.T) {
 		// off).
 		t.Run("llama4 past its chunk", func(t *testing.T) {
 			long := archTokens(dir, "tiny-llama-spm-q8_0", tok.NVocab, 8200)
-			i := slices.IndexFunc(cases, func(c e2eCase) bool { return c.arch == "llama4" })
-			s := e2eOpts(t, e, cases[i].path, model.Options{KVDtype: "bf16", Context: 8200}, []e2eWindow{{0, 8200, 8100}}, long)
+			i := slices.IndexFunc(cases, func(c genCase) bool { return c.arch == "llama4" })
+			s := e2eCase(t, e, Mixed, cases[i].path, model.Options{KVDtype: "bf16", Context: 8200}, []e2eWindow{{0, 8200, 8100}}, long, false)
 			t.Logf("bf16 cache, window of 8200, last 100 targets: %v", s)
 			if mean := s.sumAbs / float64(s.n); mean > 0.003 {
 				t.Errorf("%v; want mean |Δ| <= 0.003", s)
@@ -1004,7 +974,7 @@ func TestEndToEndMLATemperature(t *testing.T) {
 	info.Close()
 	windows := []e2eWindow{{0, 256, 1}, {100, 356, 228}}
 	onDevices(t, func(t *testing.T, e *Engine) {
-		s := e2eOpts(t, e, path, model.Options{KVDtype: "f32"}, windows, toks)
+		s := e2eCase(t, e, Mixed, path, model.Options{KVDtype: "f32"}, windows, toks, false)
 		t.Logf("f32 cache: %v", s)
 		if mean := s.sumAbs / float64(s.n); mean > 0.002 || math.Abs(s.pplRatio()-1) > 0.0006 {
 			t.Errorf("%v; want mean |Δ| <= 0.002, |PPL ratio - 1| <= 0.0006", s)

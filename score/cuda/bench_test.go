@@ -301,6 +301,9 @@ type benchResult struct {
 	MakeSeconds    float64   `json:"make_seconds"`
 	Skipped        string    `json:"skipped,omitempty"`
 	WindowsSeconds []float64 `json:"window_seconds"`
+	// A mixture of experts at context 4096: tokens/s with its experts run
+	// one at a time, the baseline of running them together.
+	OneExpertPerS float64 `json:"tokens_per_second_experts_one_at_a_time,omitempty"`
 }
 
 func envOr(k, def string) string {
@@ -404,6 +407,19 @@ func TestBenchmark(t *testing.T) {
 					r.Skipped = err.Error()
 				}
 				r.MFU = r.ModelTFLOPs * 1e12 / peak
+				if shape.moe != nil && c[0] <= 4096 && r.Skipped == "" {
+					var one benchResult
+					expertsTogether = 1
+					err := benchRun(t, e, m, c[0], c[1], 1, &one)
+					expertsTogether = 0
+					if err != nil {
+						t.Errorf("%s context %d, experts one at a time: %v", shape.name, c[0], err)
+					} else {
+						r.OneExpertPerS = one.TokensPerSec
+						fmt.Printf("bench: %s context %d stride %d: experts together %.0f tokens/s scored, one at a time %.0f: %.2f×\n",
+							shape.name, c[0], c[1], r.TokensPerSec, one.TokensPerSec, r.TokensPerSec/one.TokensPerSec)
+					}
+				}
 			}
 			results = append(results, r)
 			if r.Skipped != "" {

@@ -62,7 +62,7 @@ func e2eWithinTopK(t *testing.T, e *Engine, path string, toks []int32, maxAbs, m
 	for b := 40; b+48 <= 320; b += 40 {
 		windows = append(windows, e2eWindow{b, b + 48, b + 8})
 	}
-	st := e2eOpts(t, e, path, model.Options{KVDtype: "bf16", Context: 48}, windows, toks)
+	st := e2eCase(t, e, Mixed, path, model.Options{KVDtype: "bf16", Context: 48}, windows, toks, false)
 	t.Logf("bf16 cache: %v", st)
 	if m := st.sumAbs / float64(st.n); st.maxAbs > maxAbs || m > mean || math.Abs(st.pplRatio()-1) > ppl {
 		t.Errorf("bf16 cache: %v; want max |Δ| <= %g, mean <= %g, |PPL ratio - 1| <= %g", st, maxAbs, mean, ppl)

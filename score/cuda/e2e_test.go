@@ -106,31 +106,35 @@ func (s *lpStats) String() string {
 	return out
 }
 
-// e2eCase scores windows with the GPU model and the CPU reference.
-func e2eCase(t *testing.T, e *Engine, p Precision, path, kv string, windows []e2eWindow, toks []int32, withRef bool) *lpStats {
+// loadBoth loads the file on the CPU and on e with opts; done closes both.
+func loadBoth(t *testing.T, e *Engine, path string, opts model.Options, p Precision) (cpu *model.Model, g *Model, done func()) {
 	t.Helper()
-	cpu, err := model.Load(path, model.Options{KVDtype: kv})
+	cpu, err := model.Load(path, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cpu.Close()
-	g, err := loadOn(e, path, model.Options{KVDtype: kv}, p)
-	if err != nil {
+	if g, err = loadOn(e, path, opts, p); err != nil {
+		cpu.Close()
 		t.Fatal(err)
 	}
-	defer g.Close()
+	return cpu, g, func() { cpu.Close(); g.Close() }
+}
+
+// e2eCase scores windows with the GPU model and the CPU reference on the
+// same file, both loaded with opts; withRef, each against a reference of
+// the same weights with an exact cache.
+func e2eCase(t *testing.T, e *Engine, p Precision, path string, opts model.Options, windows []e2eWindow, toks []int32, withRef bool) *lpStats {
+	t.Helper()
+	cpu, g, done := loadBoth(t, e, path, opts, p)
+	defer done()
 	var cref *model.Model
 	var gref *Model
 	if withRef {
-		// The reference: the same weights with an exact cache.
-		if cref, err = model.Load(path, model.Options{KVDtype: "f32"}); err != nil {
-			t.Fatal(err)
-		}
-		defer cref.Close()
-		if gref, err = loadOn(e, path, model.Options{KVDtype: "f32"}, p); err != nil {
-			t.Fatal(err)
-		}
-		defer gref.Close()
+		ropts := opts
+		ropts.KVDtype = "f32"
+		var rdone func()
+		cref, gref, rdone = loadBoth(t, e, path, ropts, p)
+		defer rdone()
 	}
 	t.Logf("attention: %s", g.attn)
 	var s lpStats
@@ -138,6 +142,7 @@ func e2eCase(t *testing.T, e *Engine, p Precision, path, kv string, windows []e2
 		tok := toks[w.begin:w.end]
 		from := w.from - w.begin
 		var want, got *model.Result
+		var err error
 		if withRef {
 			want, err = cpu.ScoreWith(tok, from, cref)
 			if err == nil {
@@ -198,7 +203,7 @@ func TestEndToEnd(t *testing.T) {
 				}
 				toks := e2eTokens(dir, stem, info.Vocab(), 2048)
 				info.Close()
-				s := e2eCase(t, e, Mixed, path, "bf16", windows, toks, false)
+				s := e2eCase(t, e, Mixed, path, model.Options{KVDtype: "bf16"}, windows, toks, false)
 				t.Logf("bf16 cache: %v", s)
 				if moeBounds[stem] {
 					// A mixture of experts: its router chooses experts on
@@ -222,11 +227,11 @@ func TestEndToEnd(t *testing.T) {
 				if !quick {
 					// For the record: everything in bf16, as the issue first
 					// described it (not checked against the bounds).
-					b := e2eCase(t, e, BF16, path, "bf16", windows, toks, false)
+					b := e2eCase(t, e, BF16, path, model.Options{KVDtype: "bf16"}, windows, toks, false)
 					t.Logf("bf16 cache, precision bf16 (not checked): %v", b)
 				}
 				if stem == stems[0] {
-					r := e2eCase(t, e, Mixed, path, "bf16", windows[1:2], toks, true)
+					r := e2eCase(t, e, Mixed, path, model.Options{KVDtype: "bf16"}, windows[1:2], toks, true)
 					t.Logf("with reference (f32 cache): %v", r)
 					if r.maxAbs > 0.02 || r.refLPMax > 0.02 || r.kldMax > 1e-3 {
 						t.Errorf("with reference: %v", r)
@@ -268,7 +273,7 @@ func TestEndToEndKV(t *testing.T) {
 		info.Close()
 		for _, kv := range []string{"f32", "f16", "int8", "fp8", "k8v4", "nvfp4", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "rk8v4", "rk4v4", "rk2v4"} {
 			t.Run(kv, func(t *testing.T) {
-				s := e2eCase(t, e, Mixed, path, kv, []e2eWindow{{0, 256, 1}, {100, 356, 228}}, toks, false)
+				s := e2eCase(t, e, Mixed, path, model.Options{KVDtype: kv}, []e2eWindow{{0, 256, 1}, {100, 356, 228}}, toks, false)
 				t.Logf("%s cache: %v", kv, s)
 				b := bounds[kv]
 				if s.maxAbs > b[0] || math.Abs(s.pplRatio()-1) > b[1] {
@@ -299,17 +304,8 @@ func TestEndToEndKLD(t *testing.T) {
 		}
 		for _, stem := range run {
 			t.Run(stem, func(t *testing.T) {
-				path := oracle.Model(dir, stem)
-				cpu, err := model.Load(path, model.Options{KVDtype: "bf16"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer cpu.Close()
-				g, err := loadOn(e, path, model.Options{KVDtype: "bf16"}, Mixed)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer g.Close()
+				cpu, g, done := loadBoth(t, e, oracle.Model(dir, stem), model.Options{KVDtype: "bf16"}, Mixed)
+				defer done()
 				toks := e2eTokens(dir, stem, g.Vocab(), 256)
 				r, err := g.Model.ScoreWithApart(toks, 1, cpu)
 				if err != nil {

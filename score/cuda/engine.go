@@ -36,6 +36,10 @@ type device interface {
 	// gemm is cublasGemmEx with float32 accumulation, column-major.
 	gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at cublas.DataType, lda int,
 		b ptr, bt cublas.DataType, ldb int, beta float32, c ptr, ct cublas.DataType, ldc int) error
+	// gemmBatched is cublasGemmBatchedEx: count gemms of one shape, the
+	// addresses of their A, B and C in the device arrays as, bs and cs.
+	gemmBatched(ta, tb cublas.Op, m, n, k int, alpha float32, as ptr, at cublas.DataType, lda int,
+		bs ptr, bt cublas.DataType, ldb int, beta float32, cs ptr, ct cublas.DataType, ldc int, count int) error
 	sync() error
 	memInfo() (free, total uint64, err error)
 }
@@ -317,6 +321,25 @@ func (e *Engine) gemm(y ptr, yt cublas.DataType, ldy int, x ptr, ldx int, w ptr,
 	}
 	if e.SyncEach {
 		return e.sync(fmt.Sprintf("product (%d×%d)·(%d×%d)ᵀ", rows, k, nOut, k))
+	}
+	return nil
+}
+
+// gemmBatched is gemm for count products of one shape at once, y_i =
+// x_i·W_iᵀ with W_i (nOut, k) and x_i (rows, k) dense of type in and y_i
+// (rows, nOut) dense float32: the device array at arrays holds the
+// addresses of the W_i, then of the x_i, then of the y_i (count each).
+func (e *Engine) gemmBatched(arrays ptr, count int, in cublas.DataType, rows, k, nOut int) error {
+	if rows == 0 || count == 0 {
+		return nil
+	}
+	a := func(i int) ptr { return arrays + ptr(8*i*count) }
+	err := e.dev.gemmBatched(cublas.OpT, cublas.OpN, nOut, rows, k, 1, a(0), in, k, a(1), in, k, 0, a(2), f32, nOut, count)
+	if err != nil {
+		return fmt.Errorf("cuda: %d products (%d×%d)·(%d×%d)ᵀ: %w", count, rows, k, nOut, k, err)
+	}
+	if e.SyncEach {
+		return e.sync(fmt.Sprintf("%d products (%d×%d)·(%d×%d)ᵀ", count, rows, k, nOut, k))
 	}
 	return nil
 }
@@ -646,6 +669,16 @@ func (g *gpuDevice) gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at
 	g.scal.Alpha, g.scal.Beta = alpha, beta
 	g.last = "cublasGemmEx"
 	return g.blas.GemmEx(ta, tb, m, n, k, g.scal, a, at, lda, b, bt, ldb, c, ct, ldc)
+}
+
+func (g *gpuDevice) gemmBatched(ta, tb cublas.Op, m, n, k int, alpha float32, as ptr, at cublas.DataType, lda int,
+	bs ptr, bt cublas.DataType, ldb int, beta float32, cs ptr, ct cublas.DataType, ldc int, count int) error {
+	if err := g.usable(); err != nil {
+		return err
+	}
+	g.scal.Alpha, g.scal.Beta = alpha, beta
+	g.last = "cublasGemmBatchedEx"
+	return g.blas.GemmBatchedEx(ta, tb, m, n, k, g.scal, as, at, lda, bs, bt, ldb, cs, ct, ldc, count)
 }
 
 func (g *gpuDevice) elapsed(f func() error) (time.Duration, error) {

@@ -57,12 +57,13 @@ func actRows(rng *rand.Rand, n, k int) []float32 {
 // TestInt8Parity holds quant_acts and the i8mm kernels to their
 // references (nn.QuantizeActs, nn.Int8Output): every code, scale, sum and
 // output the same bits. The shapes cross the 64-row tiles on both sides,
-// end with a k chunk shorter than 128, read the activations through a row
+// end with a k chunk shorter than the kernel's (128 bytes for groups of
+// 32, 64 for groups of 16), read the activations through a row
 // index (an expert's tokens, repeated) and write outputs with a stride.
 func TestInt8Parity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(41, 42))
-		const n, k, ldx = 70, 512 + 32, 560 // k: 4 chunks of 128, then 32 (not a Q8_K row)
+		const n, k, ldx = 70, 512 + 32, 560 // k: 4 chunks of 128 (8 of 64), then 32 (not a Q8_K row)
 		for _, block := range []int{32, 256} {
 			kk := k
 			if block == 256 {
@@ -252,7 +253,7 @@ func TestEndToEndInt8(t *testing.T) {
 					toks = e2eTokens(dir, stem, info.Vocab(), 512)
 				}
 				info.Close()
-				s := e2eOpts(t, e, path, model.Options{KVDtype: "bf16", Activations: model.ActInt8}, []e2eWindow{{0, 256, 1}, {100, 356, 228}}, toks)
+				s := e2eCase(t, e, Mixed, path, model.Options{KVDtype: "bf16", Activations: model.ActInt8}, []e2eWindow{{0, 256, 1}, {100, 356, 228}}, toks, false)
 				t.Logf("int8, bf16 cache: %v", s)
 				all := int8Bounds[stem]
 				b := all[:2] // the emulator's, or the device's

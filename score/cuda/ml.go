@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"math/rand/v2"
 	"strings"
 
@@ -633,6 +634,111 @@ func (b *gpuBackend) product(dst *gt, x operand, w *ml.Matrix, e, rows int, amax
 	return nil
 }
 
+// expertSet is the rows of a block of products and the expert of a stack
+// each goes through: member i's rows are [off[i], off[i]+n[i]) of the
+// block, through expert ex[i] (increasing, the rows in their order). A
+// plain matrix's product is one member, expert 0.
+type expertSet struct {
+	rows       int
+	ex, off, n []int
+}
+
+func oneExpert(e, rows int) *expertSet {
+	return &expertSet{rows: rows, ex: []int{e}, off: []int{0}, n: []int{rows}}
+}
+
+// products is product for each member of set, into its rows of dst. For
+// several members the weights of their experts are dequantized together
+// (one launch over the stack's rows from the first expert to the last,
+// into the operand buffer) and the members with as many rows make one
+// batched GEMM: a mixture of experts' block takes a few launches per
+// matrix, not several per expert. x is then the block's half rows (the
+// int8 mode's products run one expert at a time: Experts).
+func (b *gpuBackend) products(dst *gt, x operand, w *ml.Matrix, set *expertSet, amax ptr) error {
+	if len(set.ex) == 1 {
+		return b.product(dst, x, w, set.ex[0], set.rows, amax)
+	}
+	if x.acts != nil {
+		return fmt.Errorf("cuda backend: %s: the int8 mode's products of %d experts at once", w.Name, len(set.ex))
+	}
+	m := gm(w)
+	per := int64(w.Out) * int64(w.In)
+	wt := m.p + ptr(elemBytes(m.t)*int64(set.ex[0])*per) // the first member's weights; the others' at their distance in the stack
+	if m.q != nil {
+		e0, e1 := set.ex[0], set.ex[len(set.ex)-1]+1
+		var err error
+		if wt, err = b.operandBuf(halfBytes(int64(e1-e0) * per)); err != nil {
+			return err
+		}
+		key := operandKey{m.q, int64(e0) * int64(w.Out), int64(e1-e0) * int64(w.Out), false}
+		if b.qw.held != key {
+			b.qw.held = operandKey{}
+			if err := b.e.dequantRows(wt, m, isF16(m.t), 0, key.row0, int(key.rows), w.In); err != nil {
+				return err
+			}
+			b.qw.held = key
+		}
+	}
+	wb, xb := elemBytes(m.t)*per, elemBytes(m.t)*int64(w.In)
+	// The members by row count, in order of first appearance; each count's
+	// weight, input and output addresses, one array.
+	var counts []int
+	byCount := map[int][]int{}
+	for j, n := range set.n {
+		if n == 0 {
+			continue
+		}
+		if _, ok := byCount[n]; !ok {
+			counts = append(counts, n)
+		}
+		byCount[n] = append(byCount[n], j)
+	}
+	addrs := make([]uint64, 0, 3*len(set.ex))
+	for _, n := range counts {
+		for _, part := range []func(j int) ptr{
+			func(j int) ptr { return wt + ptr(int64(set.ex[j]-set.ex[0])*wb) },
+			func(j int) ptr { return x.half + ptr(int64(set.off[j])*xb) },
+			func(j int) ptr { return dst.p + ptr(4*int64(set.off[j])*int64(w.Out)) },
+		} {
+			for _, j := range byCount[n] {
+				addrs = append(addrs, uint64(part(j)))
+			}
+		}
+	}
+	arrays, err := b.scratchBytes(8 * int64(len(addrs)))
+	if err == nil {
+		err = upload(b.e, arrays, addrs)
+	}
+	if err != nil {
+		return err
+	}
+	for _, n := range counts {
+		if err := b.e.gemmBatched(arrays, len(byCount[n]), m.t, n, w.In, w.Out); err != nil {
+			return err
+		}
+		arrays += ptr(24 * len(byCount[n]))
+	}
+	if amax != 0 {
+		if err := b.e.unscale(dst.p, int64(set.rows)*int64(w.Out), amax); err != nil {
+			return err
+		}
+	}
+	for j, e := range set.ex {
+		y := dst.p + ptr(4*int64(set.off[j])*int64(w.Out))
+		if w.Scale != nil {
+			if err := b.e.scaleF32(y, int64(set.n[j])*int64(w.Out), w.Scale[e]); err != nil {
+				return err
+			}
+		}
+		if m.bias != 0 {
+			if err := b.e.addBias(y, m.bias+ptr(4*e*w.Out), set.n[j], w.Out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 func (b *gpuBackend) Linear(dst, x ml.Tensor, w *ml.Matrix) {
 	b.Linears([]ml.Tensor{dst}, x, []*ml.Matrix{w})
 }
@@ -902,7 +1008,7 @@ func (b *gpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 		for c0 := 0; c0 < s.rows; c0 += mlpChunk {
 			c := min(mlpChunk, s.rows-c0)
 			ds := &gt{d.row(c0), c, d.cols}
-			if err := b.mlp(ds, c, b.inputs(&gt{s.row(c0), c, s.cols}).of, m, 0); err != nil {
+			if err := b.mlp(ds, oneExpert(0, c), b.inputs(&gt{s.row(c0), c, s.cols}).of, m); err != nil {
 				return err
 			}
 		}
@@ -912,21 +1018,22 @@ func (b *gpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {
 
 // mlp computes dst = Down(act(Gate·x) ⊙ Up·x), Gate·x sparsified first
 // when m.TopK > 0 (altup.go), or for an ungated m Down(act(Up·x)), for
-// rows rows and expert e of m's matrices, the operands of Gate and Up from
-// in (called after mlp's mark: its scratch is released on return). On the
-// engine's thread.
+// the rows of set, each through its expert's matrices, the operands of
+// Gate and Up from in (called after mlp's mark: its scratch is released on
+// return). On the engine's thread.
 //
 // The activation kernels take the product they activate as their gate:
 // an ungated MLP's Up·x goes where a gated one's Gate·x goes (the
 // activation's input, written over in the float32 path), and its up is 0.
 // Without Down, Up·x goes to dst and is activated there in float32.
-func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error), m *ml.MLP, e int) error {
+func (b *gpuBackend) mlp(dst *gt, set *expertSet, in func(*ml.Matrix) (operand, error), m *ml.MLP) error {
+	rows := set.rows
 	mark := b.Mark()
 	defer b.Release(mark)
 	if m.Down == nil {
 		x, err := in(m.Up)
 		if err == nil {
-			err = b.product(dst, x, m.Up, e, rows, 0)
+			err = b.products(dst, x, m.Up, set, 0)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.Up.Name, err)
@@ -946,7 +1053,7 @@ func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error)
 		}
 		y, err := b.scratchF32(rows, F)
 		if err == nil {
-			err = b.product(y, x, w, e, rows, 0)
+			err = b.products(y, x, w, set, 0)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", w.Name, err)
@@ -980,7 +1087,7 @@ func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error)
 		}
 		x, err := b.inputs(&gt{gate, rows, F}).of(m.Down)
 		if err == nil {
-			err = b.product(dst, x, m.Down, e, rows, 0)
+			err = b.products(dst, x, m.Down, set, 0)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", m.Down.Name, err)
@@ -1005,7 +1112,7 @@ func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error)
 	if err != nil {
 		return err
 	}
-	if err := b.product(dst, operand{half: act}, m.Down, e, rows, amax); err != nil {
+	if err := b.products(dst, operand{half: act}, m.Down, set, amax); err != nil {
 		return fmt.Errorf("%s: %w", m.Down.Name, err)
 	}
 	return nil
@@ -1016,12 +1123,18 @@ func (b *gpuBackend) mlp(dst *gt, rows int, in func(*ml.Matrix) (operand, error)
 // bounded for long windows.
 const expertRows = 4096
 
-// Experts orders each block of rows' choices by expert on the host; per
-// expert with work, its tokens' rows are gathered into one half-precision
-// matrix, run through the expert's MLP as three GEMMs (two, ungated), and each result row
-// is scaled by its choice's weight into that choice's slot; then each
-// token sums its K slots in the order of its choices (cpuBackend.Experts,
-// whose arithmetic per token this is).
+// Experts orders each block of rows' choices by expert on the host and
+// lays them out on the device expert after expert, each expert's rows
+// padded with copies of its last to a count that many experts share
+// (expertPad); the experts then run through their MLPs together (mlp on
+// an expertSet: a few launches per matrix, the GEMMs batched by row
+// count), as many at once as the operand buffer's bound takes for a
+// quantized stack (slabBytes); the int8 mode's products take one expert
+// at a time, reading its tokens' quantized rows through the index list
+// (no padding). Each real row's result, times its choice's weight, goes
+// to that choice's slot (the padding's to a slot no token reads), and
+// each token sums its K slots in the order of its choices
+// (cpuBackend.Experts, whose arithmetic per token this is).
 // expertsBefore is Experts for experts weighted before their FFN (Llama
 // 4): each choice's input row x[t]·w (scale_rows) through its expert with
 // a weight of 1, then each token's K results added in order (sum_choices).
@@ -1075,8 +1188,9 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 		e := b.e
 		tg := gm(ws[0]).t
 		// The int8 mode quantizes the rows once and each expert's products
-		// read its tokens' rows of them; otherwise each expert's rows are
-		// gathered into the half type of Gate (or of Up, ungated).
+		// read its tokens' rows of them; otherwise the rows are gathered,
+		// expert after expert, into the half type of Gate (or of Up,
+		// ungated).
 		xs := b.inputs(s)
 		quantized := map[*ml.Matrix]operand{}
 		for _, w := range ws {
@@ -1087,85 +1201,114 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 				}
 			}
 		}
+		together := len(quantized) == 0 // several experts per mlp
+		if m.Down != nil {
+			if _, ok := b.int8Format(m.Down); ok {
+				together = false
+			}
+		}
+		// How many experts' rows of one matrix the operand buffer takes.
+		most := 1
+		if together {
+			big := int64(in) * int64(m.Up.Out)
+			if m.Down != nil {
+				big = max(big, int64(m.Down.In)*int64(out))
+			}
+			most = int(max(1, slabBytes/halfBytes(big)))
+			if expertsTogether > 0 {
+				most = min(most, expertsTogether)
+			}
+		}
 		for r0 := 0; r0 < n; r0 += expertRows {
 			rows := min(expertRows, n-r0)
-			// The block's choices by expert, in token order: the token
-			// row each reads and the slot its result goes to.
-			count := make([]int, experts+1)
+			// The block's choices by expert, in token order; each expert's
+			// rows padded to pad[x].
+			count := make([]int, experts)
 			for _, x := range r.Expert[r0*K : (r0+rows)*K] {
 				if x < 0 || int(x) >= experts {
 					return fmt.Errorf("routing chose expert %d of %d", x, experts)
 				}
-				count[x+1]++
+				count[x]++
 			}
-			for i := 1; i <= experts; i++ {
-				count[i] += count[i-1]
+			start, pad, total := make([]int, experts+1), make([]int, experts), 0
+			for x, c := range count {
+				pad[x] = c
+				if together {
+					pad[x] = expertPad(c)
+				}
+				start[x], total = total, total+pad[x]
 			}
-			tokRows, slots := make([]int32, rows*K), make([]int32, rows*K)
-			fill := append([]int(nil), count[:experts]...)
-			most := 0
+			start[experts] = total
+			tokRows, slots := make([]int32, total), make([]int32, total)
+			fill := append([]int(nil), start[:experts]...)
 			for c := range rows * K {
 				x := r.Expert[r0*K+c]
 				tokRows[fill[x]], slots[fill[x]] = int32(r0+c/K), int32(c)
 				fill[x]++
 			}
 			for x := range experts {
-				most = max(most, count[x+1]-count[x])
+				for i := fill[x]; i < start[x+1]; i++ { // the padding: the expert's last row again, into the spare slot
+					tokRows[i], slots[i] = tokRows[i-1], int32(rows*K)
+				}
 			}
 			mark := b.Mark()
-			res, err := b.scratchF32(rows*K, out)
+			res, err := b.scratchF32(rows*K+1, out)
 			if err != nil {
 				return err
 			}
 			dev := make([]ptr, 3)
 			for i := range dev {
-				if dev[i], err = b.scratchBytes(4 * int64(rows*K)); err != nil {
+				if dev[i], err = b.scratchBytes(4 * int64(total+1)); err != nil {
 					return err
 				}
 			}
-			err = errors.Join(upload(e, dev[0], tokRows), upload(e, dev[1], slots), upload(e, dev[2], r.Weight[r0*K:(r0+rows)*K]))
-			if err != nil {
+			weights := append(append([]float32(nil), r.Weight[r0*K:(r0+rows)*K]...), 0)
+			if err := errors.Join(upload(e, dev[0], tokRows), upload(e, dev[1], slots), upload(e, dev[2], weights)); err != nil {
 				return err
 			}
 			var xe ptr
 			if len(quantized) < len(ws) {
-				if xe, err = b.scratchBytes(elemBytes(tg) * int64(most) * int64(in)); err != nil {
+				if xe, err = b.scratchBytes(elemBytes(tg) * int64(total) * int64(in)); err != nil {
+					return err
+				}
+				if err := e.gatherRows(xe, s.p, dev[0], total, in, tg); err != nil {
 					return err
 				}
 			}
-			ye, err := b.scratchF32(most, out)
+			y, err := b.scratchF32(total, out)
 			if err != nil {
 				return err
 			}
-			for x := range experts {
-				o, cnt := count[x], count[x+1]-count[x]
-				if cnt == 0 {
+			for x0 := 0; x0 < experts; {
+				if pad[x0] == 0 {
+					x0++
 					continue
 				}
-				idx, gathered := dev[0]+ptr(4*o), false
+				set := &expertSet{}
+				x := x0
+				for ; x < min(experts, x0+most); x++ {
+					if pad[x] > 0 {
+						set.ex, set.off, set.n = append(set.ex, x), append(set.off, start[x]-start[x0]), append(set.n, pad[x])
+					}
+				}
+				set.rows = start[x] - start[x0]
 				src := func(w *ml.Matrix) (operand, error) {
 					if op, ok := quantized[w]; ok {
-						op.idx = idx
+						op.idx = dev[0] + ptr(4*start[x0])
 						return op, nil
 					}
 					if gm(w).t != tg {
 						return operand{}, fmt.Errorf("%s and %s: experts' gate and up of different types", m.Gate.Name, m.Up.Name)
 					}
-					if !gathered {
-						if err := e.gatherRows(xe, s.p, idx, cnt, in, tg); err != nil {
-							return operand{}, err
-						}
-						gathered = true
-					}
-					return operand{half: xe}, nil
+					return operand{half: xe + ptr(elemBytes(tg)*int64(start[x0])*int64(in))}, nil
 				}
-				y := &gt{ye.p, cnt, out}
-				if err := b.mlp(y, cnt, src, m, x); err != nil {
-					return fmt.Errorf("expert %d: %w", x, err)
+				if err := b.mlp(&gt{y.row(start[x0]), set.rows, out}, set, src, m); err != nil {
+					return fmt.Errorf("experts %d to %d: %w", x0, x-1, err)
 				}
-				if err := e.scatterScaled(res.p, ye.p, dev[1]+ptr(4*o), dev[2], cnt, out); err != nil {
-					return err
-				}
+				x0 = x
+			}
+			if err := e.scatterScaled(res.p, y.p, dev[1], dev[2], total, out); err != nil {
+				return err
 			}
 			if err := e.sumChoices(d.row(r0), res.p, rows, K, out); err != nil {
 				return err
@@ -1174,6 +1317,23 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 		}
 		return nil
 	})
+}
+
+// expertsTogether bounds how many experts run together (0: as many as
+// slabBytes allows); the benchmark's baseline and the tests that hold the
+// two ways to the same bits set 1.
+var expertsTogether = 0
+
+// expertPad is the rows an expert with c rows runs as when experts run
+// together: c rounded up to a multiple of 8, or of an eighth of c's
+// power of two (so at most 1/8 more rows), so that experts with nearly as
+// many rows make one batched GEMM.
+func expertPad(c int) int {
+	if c == 0 {
+		return 0
+	}
+	q := max(8, 1<<max(0, bits.Len(uint(c))-4))
+	return (c + q - 1) / q * q
 }
 
 func (b *gpuBackend) Read(t ml.Tensor) []float32 {

@@ -499,10 +499,55 @@ func expertsParity(t *testing.T, e *Engine, act ml.Act, typ gguf.Type, F int, be
 	b.Reset()
 	xt := b.put(t, n, in, x)
 	dst := b.Alloc(n, out)
+	batched := simBatched(e)
 	b.Experts(dst, xt, m, r)
 	got := b.Read(dst)
 	if err := b.Err(); err != nil {
 		t.Fatal(err)
+	}
+	// One expert at a time: the same products (bit for bit on the
+	// emulators, whose GEMM sums each output alone).
+	expertsTogether = 1
+	b.Reset()
+	xt, dst = b.put(t, n, in, x), b.Alloc(n, out)
+	b.Experts(dst, xt, m, r)
+	one := b.Read(dst)
+	expertsTogether = 0
+	if err := b.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var apart float64
+	for i := range got {
+		apart = max(apart, math.Abs(float64(got[i]-one[i])))
+		if e.Ordinal < 0 && math.Float32bits(got[i]) != math.Float32bits(one[i]) {
+			t.Fatalf("output %d: %v with the experts together, %v one at a time", i, got[i], one[i])
+		}
+	}
+	t.Logf("experts together and one at a time: max |Δ| %.3g", apart)
+	if e.Ordinal < 0 {
+		// The experts of a block run together: one batched GEMM per
+		// matrix and padded row count.
+		choices, k := n, K
+		if before {
+			choices, k = n*K, 1
+		}
+		want := 0
+		for r0 := 0; r0 < choices; r0 += expertRows {
+			count := make([]int, N)
+			for _, x := range r.Expert[r0*k : min(choices, r0+expertRows)*k] {
+				count[x]++
+			}
+			pads := map[int]bool{}
+			for _, c := range count {
+				if c > 0 {
+					pads[expertPad(c)] = true
+				}
+			}
+			want += len(pads) * (2 + b2i(m.Gated()))
+		}
+		if got := simBatched(e) - batched; got != want {
+			t.Errorf("%d batched GEMMs, want %d (one per matrix and padded row count)", got, want)
+		}
 	}
 
 	var worst float64
@@ -540,6 +585,38 @@ func expertsParity(t *testing.T, e *Engine, act ml.Act, typ gguf.Type, F int, be
 		t.Fatalf("largest activation %v: ffn_down's input scaled by 2^%d, which the reference leaves out", amax, k)
 	}
 	checkMLP(t, fmt.Sprintf("experts (%v, %d tokens, %d of %d experts each)", typ, n, K, N), v, worst, mlpBound(e, v.act, typ))
+}
+
+// simBatched counts the batched GEMMs an emulated device has run.
+func simBatched(e *Engine) int {
+	var s *simDevice
+	switch d := e.dev.(type) {
+	case *simDevice:
+		s = d
+	case *hostDevice:
+		s = d.simDevice
+	default:
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.launches["cublasGemmBatchedEx"]
+}
+
+// expertPad rounds a count up to a multiple of 8 or of an eighth of its
+// power of two: at most 1/8 more rows, and few distinct counts.
+func TestExpertPad(t *testing.T) {
+	for _, c := range []struct{ c, want int }{{0, 0}, {1, 8}, {8, 8}, {9, 16}, {127, 128}, {128, 128}, {129, 144},
+		{255, 256}, {256, 256}, {257, 288}, {1000, 1024}, {4096, 4096}, {4097, 4608}} {
+		if got := expertPad(c.c); got != c.want {
+			t.Errorf("expertPad(%d) = %d, want %d", c.c, got, c.want)
+		}
+	}
+	for c := 1; c <= 1<<15; c++ {
+		if p := expertPad(c); p < c || p-c > max(7, c/8) {
+			t.Fatalf("expertPad(%d) = %d: more than an eighth (or 7) above", c, p)
+		}
+	}
 }
 
 // The plain attention kernel's sliding window, sinks and soft-cap against

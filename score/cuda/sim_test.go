@@ -807,6 +807,40 @@ func (s *simDevice) launch(kernel string, grid, block dim3, args []any) error {
 	return k.run(s, &simArgs{s: s, args: args}, grid)
 }
 
+// gemmBatched is cublasGemmBatchedEx's definition: gemm for each of count
+// products, their A, B and C addresses read from the device arrays.
+func (s *simDevice) gemmBatched(ta, tb cublas.Op, m, n, k int, alpha float32, as ptr, at cublas.DataType, lda int,
+	bs ptr, bt cublas.DataType, ldb int, beta float32, cs ptr, ct cublas.DataType, ldc int, count int) error {
+	addr := func(arr ptr, i int) (ptr, error) {
+		v := s.view(arr)
+		if len(v) < 8*count {
+			return 0, fmt.Errorf("sim gemmBatched: array %#x of %d addresses overruns its allocation", uint64(arr), count)
+		}
+		return ptr(binary.LittleEndian.Uint64(v[8*i:])), nil
+	}
+	s.mu.Lock()
+	s.launches["cublasGemmBatchedEx"]++
+	s.mu.Unlock()
+	for i := range count {
+		a, err := addr(as, i)
+		if err != nil {
+			return err
+		}
+		b, err := addr(bs, i)
+		if err != nil {
+			return err
+		}
+		c, err := addr(cs, i)
+		if err != nil {
+			return err
+		}
+		if err := s.gemm(ta, tb, m, n, k, alpha, a, at, lda, b, bt, ldb, beta, c, ct, ldc); err != nil {
+			return fmt.Errorf("product %d of %d: %w", i, count, err)
+		}
+	}
+	return nil
+}
+
 // gemm is cublasGemmEx's definition: C = alpha·op(A)·op(B) + beta·C,
 // column-major, float64 sums of the decoded inputs, rounded once.
 func (s *simDevice) gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at cublas.DataType, lda int,

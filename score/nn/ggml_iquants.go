@@ -93,7 +93,7 @@ func (kind *iqKind) decode(blk []byte, v []int8, w1, w2 []int16) float32 {
 
 // tiledScales is panelTiled's scales for kind: ls per group, d0 =
 // float32(d·tiledScale) per block of 256.
-func (kind *iqKind) tiledScales(row []byte, ls []int32, d0 []float32) {
+func (kind *iqKind) tiledScales(row []byte, ls []int32, d0 []float32, _ []int32, _ []float32) {
 	per := len(ls) / len(d0)
 	for b := range d0 {
 		d0[b] = kind.scales(row[kind.bytes*b:kind.bytes*(b+1)], ls[per*b:per*(b+1)]) * kind.tiledScale
@@ -105,7 +105,7 @@ func (kind *iqKind) tiledScales(row []byte, ls []int32, d0 []float32) {
 // activation rows on, the vec_dot kernel's below.
 func (l *Linear) ggmlIQPanel(buf []float32, r0, r1 int, a *qacts, out []float32, kind *iqKind) {
 	if a.n >= ggmlTiledRows {
-		l.panelTiled(buf, r0, r1, a, out, kind.tiledScales, nil)
+		l.panelTiled(buf, r0, r1, a, out, kind.tiledScales)
 		return
 	}
 	k := l.In

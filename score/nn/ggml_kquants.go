@@ -86,7 +86,7 @@ func (l *Linear) panelQ4K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	case l.Out%8 == 0:
 		l.panelKRepacked(buf, r0, r1, a, out, 144, q5kHeader, 0)
 	case a.n >= ggmlTiledRows:
-		l.panelTiled(buf, r0, r1, a, out, q4kTiledScales, q4kTiledMins)
+		l.panelTiled(buf, r0, r1, a, out, q4kTiledScales)
 	default:
 		p := l.decodeKMin(r0, r1, 144, q5kHeader)
 		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
@@ -95,10 +95,10 @@ func (l *Linear) panelQ4K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	}
 }
 
-// The scales and minima of Q4_K and Q5_K for panelTiled.
+// The scales with the minima of Q4_K and Q5_K for panelTiled.
 var (
-	q4kTiledScales, q4kTiledMins = kMinScales(144, q5kHeader)
-	q5kTiledScales, q5kTiledMins = kMinScales(176, q5kHeader)
+	q4kTiledScales = kMinScales(144, q5kHeader)
+	q5kTiledScales = kMinScales(176, q5kHeader)
 )
 
 // vecQ4K is ggml_vec_dot_q4_K_q8_K's output for row r (see panelQ4K).
@@ -139,7 +139,7 @@ func (p *kMinRows) vecQ4K(r int, qx, xs []int32, d []float32) float32 {
 // elements 32m..32m+31, not of lane m's own), and the result is hsum8(acc).
 func (l *Linear) panelQ6K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	if a.n >= ggmlTiledRows {
-		l.panelTiled(buf, r0, r1, a, out, q6kScales, nil)
+		l.panelTiled(buf, r0, r1, a, out, q6kScales)
 		return
 	}
 	f, _ := l.int8Able()
@@ -153,7 +153,7 @@ func (l *Linear) panelQ6K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
 		quant.DecodeInt8(l.Type, row, q, s, nil)
 		sc := scs[r*k/16 : (r+1)*k/16]
-		q6kScales(row, sc, dw[r*nsb:(r+1)*nsb])
+		q6kScales(row, sc, dw[r*nsb:(r+1)*nsb], nil, nil)
 		for e, v := range q {
 			wq[r*k+e] = sc[e/16] * int32(v)
 		}
@@ -176,7 +176,7 @@ func (l *Linear) panelQ6K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 
 // q6kScales is panelTiled's scales for Q6_K: the sixteen int8 scales of
 // each super-block (one per 16 weights) and its f16 d.
-func q6kScales(row []byte, ls []int32, d0 []float32) {
+func q6kScales(row []byte, ls []int32, d0 []float32, _ []int32, _ []float32) {
 	for b := range d0 {
 		blk := row[210*b : 210*b+210]
 		for j := range 16 {

@@ -143,7 +143,7 @@ func (l *Linear) panelQ2K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	case l.Out%8 == 0 && !a.avx2:
 		l.panelKRepacked(buf, r0, r1, a, out, 84, q2kHeader, 2)
 	case a.n >= ggmlTiledRows:
-		l.panelTiled(buf, r0, r1, a, out, q2kTiledScales, q2kTiledMins)
+		l.panelTiled(buf, r0, r1, a, out, q2kTiledScales)
 	default:
 		p := l.decodeKMin(r0, r1, 84, q2kHeader)
 		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
@@ -153,7 +153,7 @@ func (l *Linear) panelQ2K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 }
 
 // The scales and minima of Q2_K for panelTiled.
-var q2kTiledScales, q2kTiledMins = kMinScales(84, q2kHeader)
+var q2kTiledScales = kMinScales(84, q2kHeader)
 
 // panelQ3K is panelInt8 for Q3_K weights in llama.cpp's order (llama.cpp
 // does not repack Q3_K on x86). With sc_j the 6-bit scale of group j (of
@@ -173,7 +173,7 @@ var q2kTiledScales, q2kTiledMins = kMinScales(84, q2kHeader)
 // (dx·dw rounded to float32), and the result is hsum8(acc).
 func (l *Linear) panelQ3K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	if a.n >= ggmlTiledRows {
-		l.panelTiled(buf, r0, r1, a, out, q3kScales, nil)
+		l.panelTiled(buf, r0, r1, a, out, q3kScales)
 		return
 	}
 	k, nsb := l.In, l.In/256
@@ -186,7 +186,7 @@ func (l *Linear) panelQ3K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	for r := range rows {
 		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
 		quant.DecodeInt8(l.Type, row, q, s, nil)
-		q3kScales(row, ls, dw[r*nsb:(r+1)*nsb])
+		q3kScales(row, ls, dw[r*nsb:(r+1)*nsb], nil, nil)
 		for e, v := range q {
 			w[r*k+e] = ls[e/16] * (int32(v) - 4)
 		}
@@ -206,7 +206,7 @@ func (l *Linear) panelQ3K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 
 // q3kScales is panelTiled's scales for Q3_K: the sixteen 6-bit scales of
 // each super-block less 32 and its f16 d.
-func q3kScales(row []byte, ls []int32, d0 []float32) {
+func q3kScales(row []byte, ls []int32, d0 []float32, _ []int32, _ []float32) {
 	for b := range d0 {
 		blk := row[110*b : 110*b+110]
 		s := blk[96:108]
@@ -236,7 +236,7 @@ func q3kScales(row []byte, ls []int32, d0 []float32) {
 // hsum8(acc) + summs.
 func (l *Linear) panelQ5K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	if a.n >= ggmlTiledRows {
-		l.panelTiled(buf, r0, r1, a, out, q5kTiledScales, q5kTiledMins)
+		l.panelTiled(buf, r0, r1, a, out, q5kTiledScales)
 		return
 	}
 	p := l.decodeKMin(r0, r1, 176, q5kHeader)

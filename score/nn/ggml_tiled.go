@@ -102,12 +102,16 @@ func initGenericTiled() {
 	}
 }
 
+// tiledScales writes a weight row's scales for panelTiled: ls (one per
+// group of the type's Int8Format) and d0 (one per super-block), and for a
+// type with a minimum (f.HasMin) its m (per group) and dmin (per
+// super-block) in the same pass; m and dm are nil for the others.
+type tiledScales func(row []byte, ls []int32, d0 []float32, m []int32, dm []float32)
+
 // panelTiled computes columns [r0, r1) of out in the tiled kernel's order
-// (see above) for a type of Int8Format f: scales writes a weight row's ls
-// (one per group of f.Group) and d0 (one per super-block), and for a type
-// with a minimum (f.HasMin) mins writes its m (per group) and dmin (per
-// super-block).
-func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, scales func(row []byte, ls []int32, d0 []float32), mins func(row []byte, m []int32, dm []float32)) {
+// (see above) for a type of Int8Format f, whose rows' scales scales
+// writes.
+func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, scales tiledScales) {
 	f, _ := l.int8Able()
 	k, rows := l.In, r1-r0
 	ng, nsb := k/f.Group, k/256
@@ -116,8 +120,18 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 	d0, pd0 := rest[:32*nsb], rest[32*nsb:64*nsb]
 	pls := unsafe.Slice((*uint32)(unsafe.Pointer(&rest[64*nsb])), 32*ng)
 	ls := make([]int32, 32*ng)
+	var m []int32
+	var dm []float32
+	if f.HasMin {
+		m, dm = make([]int32, 32*ng), make([]float32, 32*nsb)
+	}
 	for r := range rows {
-		scales(l.Data[(r0+r)*l.RowBytes:(r0+r+1)*l.RowBytes], ls[r*ng:(r+1)*ng], d0[r*nsb:(r+1)*nsb])
+		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
+		if f.HasMin {
+			scales(row, ls[r*ng:(r+1)*ng], d0[r*nsb:(r+1)*nsb], m[r*ng:(r+1)*ng], dm[r*nsb:(r+1)*nsb])
+		} else {
+			scales(row, ls[r*ng:(r+1)*ng], d0[r*nsb:(r+1)*nsb], nil, nil)
+		}
 	}
 	pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
 	pack32Words(pls, unsafe.Slice((*uint32)(unsafe.Pointer(&ls[0])), rows*ng), ng, rows)
@@ -125,10 +139,6 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 	var pmin *int32
 	var pdm *float32
 	if f.HasMin {
-		m, dm := make([]int32, 32*ng), make([]float32, 32*nsb)
-		for r := range rows {
-			mins(l.Data[(r0+r)*l.RowBytes:(r0+r+1)*l.RowBytes], m[r*ng:(r+1)*ng], dm[r*nsb:(r+1)*nsb])
-		}
 		pm, pd := make([]uint32, 32*ng), make([]float32, 32*nsb)
 		pack32Words(pm, unsafe.Slice((*uint32)(unsafe.Pointer(&m[0])), rows*ng), ng, rows)
 		pack32(pd, dm, nsb, rows)
@@ -153,22 +163,13 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 	}
 }
 
-// kMinScales are panelTiled's scales and mins for a type with a minimum
-// whose super-blocks of the given bytes decode by header (as decodeKMin's).
-func kMinScales(bytes int, header func(blk []byte, sc, m []int32) (d, dmin float32)) (scales func(row []byte, ls []int32, d0 []float32), mins func(row []byte, m []int32, dm []float32)) {
-	scales = func(row []byte, ls []int32, d0 []float32) {
+// kMinScales is panelTiled's scales for a type with a minimum whose
+// super-blocks of the given bytes decode by header (as decodeKMin's).
+func kMinScales(bytes int, header func(blk []byte, sc, m []int32) (d, dmin float32)) tiledScales {
+	return func(row []byte, ls []int32, d0 []float32, m []int32, dm []float32) {
 		per := len(ls) / len(d0)
-		tmp := make([]int32, per)
 		for b := range d0 {
-			d0[b], _ = header(row[bytes*b:bytes*(b+1)], ls[per*b:per*(b+1)], tmp)
+			d0[b], dm[b] = header(row[bytes*b:bytes*(b+1)], ls[per*b:per*(b+1)], m[per*b:per*(b+1)])
 		}
 	}
-	mins = func(row []byte, m []int32, dm []float32) {
-		per := len(m) / len(dm)
-		tmp := make([]int32, per)
-		for b := range dm {
-			_, dm[b] = header(row[bytes*b:bytes*(b+1)], tmp, m[per*b:per*(b+1)])
-		}
-	}
-	return scales, mins
 }

@@ -38,7 +38,9 @@
 #                    window, 30 to 50 s for its three) when its time,
 #                    projected from its 4096 setting, fits what is left:
 #                    tokens/s, MFU against the measured bf16 GEMM peak,
-#                    peak memory; settings left when PPL_GPU_BENCH_SECONDS
+#                    peak memory (the mixtures also with their experts
+#                    run one at a time: the ratio of running them
+#                    together); settings left when PPL_GPU_BENCH_SECONDS
 #                    is spent, or that would not fit it, say "skipped".
 #                    Each bundle runs its own families' shapes (its
 #                    bench.env): Llama and Qwen3-30B-A3B in `make

@@ -6,13 +6,15 @@
 // weight × activation products over whole windows, where cuBLAS's bf16
 // tensor-core kernels are at or near the hardware's peak on every GPU
 // generation. cublasGemmEx is enough (bf16 in, float32 or bf16 out, float32
-// accumulation); cuBLASLt's descriptors would add failure modes and nothing
-// this workload needs yet. Quantized products can come later beside it.
+// accumulation), and cublasGemmBatchedEx for the many products of one
+// shape a mixture of experts makes (one launch for the experts that got
+// as many rows); cuBLASLt's descriptors would add failure modes and
+// nothing this workload needs yet.
 //
 // Bound from libcublas.so.13 or, failing that, libcublas.so.12 (or, last,
 // libcublas.so.11, which works but has no Hopper-tuned kernels):
 //
-//	cublasCreate_v2 cublasGetVersion_v2 cublasGemmEx
+//	cublasCreate_v2 cublasGetVersion_v2 cublasGemmEx cublasGemmBatchedEx
 //
 // (A handle lives as long as its engine, the whole process: none is destroyed.)
 //
@@ -97,7 +99,7 @@ func statusName(s int) string {
 }
 
 var fn struct {
-	create, version, gemmEx uintptr
+	create, version, gemmEx, gemmBatchedEx uintptr
 }
 
 var (
@@ -128,6 +130,7 @@ func load() error {
 		{"cublasCreate_v2", &fn.create},
 		{"cublasGetVersion_v2", &fn.version},
 		{"cublasGemmEx", &fn.gemmEx},
+		{"cublasGemmBatchedEx", &fn.gemmBatchedEx},
 	} {
 		a, err := driver.Dlsym(h, s.name)
 		if err != nil || a == 0 {
@@ -248,4 +251,22 @@ func (h Handle) GemmEx(ta, tb Op, m, n, k int, s *Scalars,
 		uintptr(c), uintptr(ct), uintptr(ldc),
 		compute32F, uintptr(uint32(algo)))
 	return err
+}
+
+// GemmBatchedEx is GemmEx for count products of one shape and types: the
+// device arrays as, bs and cs hold each product's A, B and C addresses
+// (count each). cublasGemmBatchedEx, CUBLAS_COMPUTE_32F, the default
+// algorithm.
+func (h Handle) GemmBatchedEx(ta, tb Op, m, n, k int, s *Scalars,
+	as driver.DevicePtr, at DataType, lda int,
+	bs driver.DevicePtr, bt DataType, ldb int,
+	cs driver.DevicePtr, ct DataType, ldc int, count int) error {
+	algo := int32(gemmDefault)
+	return call(fn.gemmBatchedEx, "cublasGemmBatchedEx", uintptr(h), uintptr(ta), uintptr(tb),
+		uintptr(m), uintptr(n), uintptr(k), uintptr(unsafe.Pointer(&s.Alpha)),
+		uintptr(as), uintptr(at), uintptr(lda),
+		uintptr(bs), uintptr(bt), uintptr(ldb),
+		uintptr(unsafe.Pointer(&s.Beta)),
+		uintptr(cs), uintptr(ct), uintptr(ldc),
+		uintptr(count), compute32F, uintptr(uint32(algo)))
 }

@@ -13,7 +13,7 @@ func TestLoad(t *testing.T) {
 		}
 		t.Skipf("skipping: %v", err)
 	}
-	if Library() == "" || fn.create == 0 || fn.gemmEx == 0 || fn.version == 0 {
+	if Library() == "" || fn.create == 0 || fn.gemmEx == 0 || fn.gemmBatchedEx == 0 || fn.version == 0 {
 		t.Fatalf("loaded %q with unresolved symbols: %+v", Library(), fn)
 	}
 	t.Logf("cuBLAS from %s", Library())
