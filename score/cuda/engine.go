@@ -326,15 +326,16 @@ func (e *Engine) gemm(y ptr, yt cublas.DataType, ldy int, x ptr, ldx int, w ptr,
 }
 
 // gemmBatched is gemm for count products of one shape at once, y_i =
-// x_i·W_iᵀ with W_i (nOut, k) and x_i (rows, k) dense of type in and y_i
-// (rows, nOut) dense float32: the device array at arrays holds the
-// addresses of the W_i, then of the x_i, then of the y_i (count each).
-func (e *Engine) gemmBatched(arrays ptr, count int, in cublas.DataType, rows, k, nOut int) error {
+// x_i·W_iᵀ with W_i (nOut, k) dense and x_i (rows, k, row stride ldx) of
+// type in, y_i (rows, nOut, row stride ldy) float32: the device array at
+// arrays holds the addresses of the W_i, then of the x_i, then of the y_i
+// (count each).
+func (e *Engine) gemmBatched(arrays ptr, count int, in cublas.DataType, rows, k, nOut, ldx, ldy int) error {
 	if rows == 0 || count == 0 {
 		return nil
 	}
 	a := func(i int) ptr { return arrays + ptr(8*i*count) }
-	err := e.dev.gemmBatched(cublas.OpT, cublas.OpN, nOut, rows, k, 1, a(0), in, k, a(1), in, k, 0, a(2), f32, nOut, count)
+	err := e.dev.gemmBatched(cublas.OpT, cublas.OpN, nOut, rows, k, 1, a(0), in, k, a(1), in, ldx, 0, a(2), f32, ldy, count)
 	if err != nil {
 		return fmt.Errorf("cuda: %d products (%d×%d)·(%d×%d)ᵀ: %w", count, rows, k, nOut, k, err)
 	}

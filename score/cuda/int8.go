@@ -118,12 +118,8 @@ func (b *gpuBackend) i8product(y ptr, ldy int, a *qacts, idx ptr, rows int, w *m
 	for o0 := 0; o0 < w.Out; o0 += slab {
 		n := min(slab, w.Out-o0)
 		key := operandKey{m.q, int64(e)*int64(w.Out) + int64(o0), int64(n), true}
-		if b.qw.held != key {
-			b.qw.held = operandKey{}
-			if err := b.e.int8Rows(op, sp, mp, m.q, key.row0, n, k); err != nil {
-				return err
-			}
-			b.qw.held = key
+		if err := b.hold(key, func() error { return b.e.int8Rows(op, sp, mp, m.q, key.row0, n, k) }); err != nil {
+			return err
 		}
 		if err := b.e.i8mm(y+ptr(4*int64(o0)), ldy, a, idx, rows, op, sp, mp, n, f.Group); err != nil {
 			return err

@@ -8,10 +8,11 @@ import (
 )
 
 // The GPU's ml.Latent: multi-head latent attention (deepseek2). Columns is
-// a copy kernel (kernels/latent.cu); HeadLinear one cuBLAS product per
-// head over strided views of the input and output (the input converted to
-// the matrix's half type once; a stack kept quantized dequantizes each
-// head's rows into the operand first, qgemm); LatentAttention stores the keys once in
+// a copy kernel (kernels/latent.cu); HeadLinear one batched cuBLAS
+// product of every head over strided views of the input and output (the
+// input converted to the matrix's half type once; a stack kept quantized
+// dequantized into the operand first, stackWeights); LatentAttention
+// stores the keys once in
 // the key cache's format and runs attn_latent, whose values are the first
 // valueDim elements of the keys as read back, as the CPU backend
 // (cpu_mla.go) does: keys of up to 640 (DeepSeek-V3's are 576, kv_lora 512
@@ -78,17 +79,32 @@ func (b *gpuBackend) HeadLinear(dst, x ml.Tensor, w *ml.Matrix) {
 		if err != nil {
 			return err
 		}
-		eb := elemBytes(m.t)
-		for h := range heads {
-			xp := xh + ptr(eb*int64(h)*int64(in))
-			yp := d.p + ptr(4*int64(h)*int64(out))
-			if m.q != nil { // kept quantized: the head's rows dequantized into the operand first
-				err = b.qgemm(yp, heads*out, xp, heads*in, w, h, n)
-			} else {
-				err = e.gemm(yp, f32, heads*out, xp, heads*in, m.p+ptr(eb*int64(h)*int64(out)*int64(in)), m.t, n, in, out, 0)
+		// The heads' products as one batched GEMM, as many heads at a time
+		// as slabBytes holds dequantized (a quantized stack).
+		eb, per := elemBytes(m.t), int64(out)*int64(in)
+		most := int(max(1, slabBytes/halfBytes(per)))
+		for h0 := 0; h0 < heads; h0 += most {
+			h1 := min(heads, h0+most)
+			wt, err := b.stackWeights(w, h0, h1)
+			if err != nil {
+				return err
+			}
+			addrs := make([]uint64, 3*(h1-h0))
+			for h := h0; h < h1; h++ {
+				j := h - h0
+				addrs[j] = uint64(wt + ptr(eb*int64(j)*per))
+				addrs[h1-h0+j] = uint64(xh + ptr(eb*int64(h)*int64(in)))
+				addrs[2*(h1-h0)+j] = uint64(d.p + ptr(4*int64(h)*int64(out)))
+			}
+			arrays, err := b.scratchBytes(8 * int64(len(addrs)))
+			if err == nil {
+				err = upload(e, arrays, addrs)
+			}
+			if err == nil {
+				err = e.gemmBatched(arrays, h1-h0, m.t, n, in, out, heads*in, heads*out)
 			}
 			if err != nil {
-				return fmt.Errorf("%s head %d: %w", w.Name, h, err)
+				return fmt.Errorf("%s heads %d to %d: %w", w.Name, h0, h1-1, err)
 			}
 		}
 		return nil

@@ -19,8 +19,9 @@ import (
 )
 
 // The latent attention operations (latent.go) against their plain
-// definitions (ml.Latent's doc): Columns exactly; HeadLinear as one
-// float64 product per head of the values the device reads (the input
+// definitions (ml.Latent's doc): Columns exactly; HeadLinear (one batched
+// GEMM of all heads) as one float64 product per head of the values the
+// device reads (the input
 // rounded to the matrix's half type, the weights to bf16); LatentAttention
 // as nn.Attention over the keys as the bf16 cache gives them back, with
 // the keys as values, keeping each head's first valueDim outputs.
@@ -61,8 +62,12 @@ func TestLatentOpsParity(t *testing.T) {
 			xv := randF32(rng, n*H*in, 2)
 			xt = b.put(t, n, H*in, xv)
 			yt := b.Alloc(n, H*out)
+			batched := simBatched(e)
 			b.HeadLinear(yt, xt, w)
 			got = b.Read(yt)
+			if n := simBatched(e) - batched; e.Ordinal < 0 && n != 1 {
+				t.Errorf("HeadLinear of %d heads: %d batched GEMMs, want 1", H, n)
+			}
 			rh := operandOf(typ)
 			var worst float64
 			for r := range n {

@@ -663,21 +663,9 @@ func (b *gpuBackend) products(dst *gt, x operand, w *ml.Matrix, set *expertSet, 
 	}
 	m := gm(w)
 	per := int64(w.Out) * int64(w.In)
-	wt := m.p + ptr(elemBytes(m.t)*int64(set.ex[0])*per) // the first member's weights; the others' at their distance in the stack
-	if m.q != nil {
-		e0, e1 := set.ex[0], set.ex[len(set.ex)-1]+1
-		var err error
-		if wt, err = b.operandBuf(halfBytes(int64(e1-e0) * per)); err != nil {
-			return err
-		}
-		key := operandKey{m.q, int64(e0) * int64(w.Out), int64(e1-e0) * int64(w.Out), false}
-		if b.qw.held != key {
-			b.qw.held = operandKey{}
-			if err := b.e.dequantRows(wt, m, isF16(m.t), 0, key.row0, int(key.rows), w.In); err != nil {
-				return err
-			}
-			b.qw.held = key
-		}
+	wt, err := b.stackWeights(w, set.ex[0], set.ex[len(set.ex)-1]+1)
+	if err != nil {
+		return err
 	}
 	wb, xb := elemBytes(m.t)*per, elemBytes(m.t)*int64(w.In)
 	// The members by row count, in order of first appearance; each count's
@@ -713,7 +701,7 @@ func (b *gpuBackend) products(dst *gt, x operand, w *ml.Matrix, set *expertSet, 
 		return err
 	}
 	for _, n := range counts {
-		if err := b.e.gemmBatched(arrays, len(byCount[n]), m.t, n, w.In, w.Out); err != nil {
+		if err := b.e.gemmBatched(arrays, len(byCount[n]), m.t, n, w.In, w.Out, w.In, w.Out); err != nil {
 			return err
 		}
 		arrays += ptr(24 * len(byCount[n]))
@@ -737,6 +725,25 @@ func (b *gpuBackend) products(dst *gt, x operand, w *ml.Matrix, set *expertSet, 
 		}
 	}
 	return nil
+}
+
+// stackWeights returns the device address of experts [e0, e1) of w's
+// stack as halves of w's type, one after another: where they lie on the
+// device, or for a quantized stack the operand buffer, into which they
+// are dequantized in one launch unless it holds them already. On the
+// engine's thread.
+func (b *gpuBackend) stackWeights(w *ml.Matrix, e0, e1 int) (ptr, error) {
+	m := gm(w)
+	per := int64(w.Out) * int64(w.In)
+	if m.q == nil {
+		return m.p + ptr(elemBytes(m.t)*int64(e0)*per), nil
+	}
+	h, err := b.operandBuf(halfBytes(int64(e1-e0) * per))
+	if err != nil {
+		return 0, err
+	}
+	key := operandKey{m.q, int64(e0) * int64(w.Out), int64(e1-e0) * int64(w.Out), false}
+	return h, b.hold(key, func() error { return b.e.dequantRows(h, m, isF16(m.t), 0, key.row0, int(key.rows), w.In) })
 }
 
 func (b *gpuBackend) Linear(dst, x ml.Tensor, w *ml.Matrix) {

@@ -307,18 +307,25 @@ func (b *gpuBackend) operandBuf(bytes int64) (ptr, error) {
 	return q.operand.p, nil
 }
 
+// hold runs fill, which writes the rows key names into the operand
+// buffer, unless the buffer holds them already. On the engine's thread.
+func (b *gpuBackend) hold(key operandKey, fill func() error) error {
+	if b.qw.held == key {
+		return nil
+	}
+	b.qw.held = operandKey{}
+	if err := fill(); err != nil {
+		return err
+	}
+	b.qw.held = key
+	return nil
+}
+
 // qproduct is product's GEMM for a quantized matrix: dst (rows × w.Out,
 // f32) = xh · W_eᵀ, W_e dequantized a slab of output rows at a time into
 // the operand buffer (unless it holds that slab already). On the engine's
 // thread.
 func (b *gpuBackend) qproduct(dst *gt, xh ptr, w *ml.Matrix, e, rows int) error {
-	return b.qgemm(dst.p, w.Out, xh, w.In, w, e, rows)
-}
-
-// qgemm is qproduct over strided views: y (rows of ldy floats, W_e's
-// outputs at its start) = x (rows of ldx halves, W_e's inputs at its
-// start) · W_eᵀ. HeadLinear's heads are such views.
-func (b *gpuBackend) qgemm(y ptr, ldy int, xh ptr, ldx int, w *ml.Matrix, e, rows int) error {
 	m := gm(w)
 	slab := slabRows(w.Out, w.In)
 	h, err := b.operandBuf(halfBytes(int64(slab) * int64(w.In)))
@@ -328,14 +335,10 @@ func (b *gpuBackend) qgemm(y ptr, ldy int, xh ptr, ldx int, w *ml.Matrix, e, row
 	for o0 := 0; o0 < w.Out; o0 += slab {
 		n := min(slab, w.Out-o0)
 		key := operandKey{m.q, int64(e)*int64(w.Out) + int64(o0), int64(n), false}
-		if b.qw.held != key {
-			b.qw.held = operandKey{}
-			if err := b.e.dequantRows(h, m, isF16(m.t), 0, key.row0, n, w.In); err != nil {
-				return err
-			}
-			b.qw.held = key
+		if err := b.hold(key, func() error { return b.e.dequantRows(h, m, isF16(m.t), 0, key.row0, n, w.In) }); err != nil {
+			return err
 		}
-		if err := b.e.gemm(y+ptr(4*int64(o0)), f32, ldy, xh, ldx, h, m.t, rows, w.In, n, 0); err != nil {
+		if err := b.e.gemm(dst.p+ptr(4*int64(o0)), f32, w.Out, xh, w.In, h, m.t, rows, w.In, n, 0); err != nil {
 			return err
 		}
 	}
