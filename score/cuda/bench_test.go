@@ -420,6 +420,13 @@ func TestBenchmark(t *testing.T) {
 							shape.name, c[0], c[1], r.TokensPerSec, one.TokensPerSec, r.TokensPerSec/one.TokensPerSec)
 					}
 				}
+				if c[0] <= 4096 && r.Skipped == "" {
+					if tab, err := benchProfile(m, c[0], c[1]); err != nil {
+						t.Errorf("%s context %d, profiled: %v", shape.name, c[0], err)
+					} else {
+						fmt.Printf("bench: %s context %d stride %d: %s\n", shape.name, c[0], c[1], strings.ReplaceAll(tab, "\n", "\nbench: "))
+					}
+				}
 			}
 			results = append(results, r)
 			if r.Skipped != "" {
@@ -536,6 +543,22 @@ func projectSeconds(results []benchResult, name string, hp model.HParams, c [2]i
 	return perWin * float64(timed+2), prev.Context
 }
 
+// benchProfile scores one window of n random tokens (the last stride
+// scored) with PPL_CUDA_PROFILE's account on and returns its table.
+func benchProfile(m *Model, n, stride int) (string, error) {
+	m.b.prof = newProfile()
+	defer func() { m.b.prof = nil }()
+	rng := rand.New(rand.NewPCG(uint64(n), 5))
+	tok := make([]int32, n)
+	for i := range tok {
+		tok[i] = int32(rng.IntN(m.HP.Vocab))
+	}
+	if _, err := m.Score(tok, max(1, n-stride)); err != nil {
+		return "", err
+	}
+	return m.b.prof.table(12), nil
+}
+
 // benchRun scores one warm-up and timed windows of random tokens.
 func benchRun(t *testing.T, e *Engine, m *Model, n, stride, timed int, r *benchResult) error {
 	rng := rand.New(rand.NewPCG(uint64(n), 3))
@@ -629,6 +652,18 @@ func TestBenchmarkSim(t *testing.T) {
 		}
 		if r.TokensPerSec <= 0 || r.ModelTFLOPs <= 0 || r.PeakAllocGiB <= 0 {
 			t.Errorf("%s: result %+v", shape.name, r)
+		}
+		tab, err := benchProfile(m, 96, 48)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"× layer N attention", "the host, between operations"} {
+			if !strings.Contains(tab, want) {
+				t.Errorf("%s: profile without %q:\n%s", shape.name, want, tab)
+			}
+		}
+		if shape.moe != nil && !strings.Contains(tab, "× experts blk.N.ffn_up_exps.weight") {
+			t.Errorf("%s: profile without the experts:\n%s", shape.name, tab)
 		}
 		res, err := m.Score(make([]int32, 64), 1)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"strings"
+	"time"
 
 	"ppl.dev/gguf"
 	"ppl.dev/kernels"
@@ -85,6 +86,7 @@ type gpuBackend struct {
 	cols        map[colsKey]*colsTable // column tables on the device (recurrent.go)
 	qw          qweights               // weight storage (qweights.go)
 	lazy        lazyWeights            // the copies of the weights, deferred (lazy.go)
+	prof        *opProfile             // PPL_CUDA_PROFILE=1's account (profile.go), or nil
 	err         error
 	closed      bool
 }
@@ -147,7 +149,7 @@ func newBackend(e *Engine, info model.Info, opts model.Options, p Precision) (*g
 		return nil, err
 	}
 	b := &gpuBackend{e: e, prec: p, threads: opts.Threads, kvK: kk, kvV: kv,
-		ropes: map[*nn.RoPE]*ropeTab{}, ones: map[int]ptr{}, flash: map[attnShape]string{}}
+		ropes: map[*nn.RoPE]*ropeTab{}, ones: map[int]ptr{}, flash: map[attnShape]string{}, prof: profileFromEnv()}
 	hp := info.HParams
 	maxHD := attnMaxDim
 	if model.LatentArch(hp.Arch) { // key_length is the latent key (kv_lora + rope), which only LatentAttention reads (latent.go)
@@ -216,7 +218,19 @@ func (b *gpuBackend) do(what string, f func() error) {
 			return
 		}
 	}
-	if err := b.e.Do(f); err != nil {
+	run := f
+	if b.prof != nil {
+		run = func() error {
+			t0 := time.Now()
+			err := f()
+			if err == nil {
+				err = b.e.sync("after " + what)
+			}
+			b.prof.add(what, t0, time.Now())
+			return err
+		}
+	}
+	if err := b.e.Do(run); err != nil {
 		b.err = fmt.Errorf("%s: %w", what, err)
 	}
 }
@@ -480,6 +494,9 @@ func (b *gpuBackend) Release(m ml.Mark) {
 
 func (b *gpuBackend) Reset() {
 	b.err = nil
+	if b.prof != nil {
+		b.prof.window()
+	}
 	b.do("cuda: scratch memory", func() error { return b.scratch.compact(b.e) })
 }
 

@@ -346,9 +346,13 @@ func (m *Model) Report() string {
 	case ran:
 		copied = fmt.Sprintf("weights copied in %.1fs at the first window computed", took.Seconds())
 	}
-	return fmt.Sprintf("%s: %s of weights, %s (matrices as a bf16 copy: %s), products on bf16-rounded weights (%s), loaded in %.1fs, %s; peak GPU memory %s allocated by ppl, %s in use on the device; attention: %s",
+	r := fmt.Sprintf("%s: %s of weights, %s (matrices as a bf16 copy: %s), products on bf16-rounded weights (%s), loaded in %.1fs, %s; peak GPU memory %s allocated by ppl, %s in use on the device; attention: %s",
 		e.Describe(), humanBytes(m.weightBytes), m.b.qw.describe(), humanBytes(m.bf16Bytes), m.prec.describe(), m.loadTime.Seconds(), copied, humanBytes(e.PeakAllocated()),
 		humanBytes(int64(e.PeakDeviceUsed())), m.attn)
+	if m.b.prof != nil {
+		r += "\n" + m.b.prof.table(20)
+	}
+	return r
 }
 
 // flashTolerance bounds the tensor-core attention kernel's distance from
