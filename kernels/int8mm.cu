@@ -178,11 +178,14 @@ __device__ __forceinline__ float i8_float(int t) { return __fsub_rn(__int_as_flo
 // are not stored. Grid: (⌈rows/64⌉, ⌈n/64⌉), 128 threads.
 #define I8_TILE 64
 
+// The block's tokens are t0 .. t0+63 (row t of the activations idx[t],
+// or rbase + t without idx).
 template <int G>
 __device__ __forceinline__ void i8mm_body(float* __restrict__ y, int ldy, const signed char* __restrict__ qa,
                                           const float* __restrict__ da, const int* __restrict__ xsa,
-                                          const int* __restrict__ idx, int n, int k, const signed char* __restrict__ qw,
-                                          const float* __restrict__ sw, const float* __restrict__ mw, int rows) {
+                                          const int* __restrict__ idx, i64 rbase, int n, int t0, int k,
+                                          const signed char* __restrict__ qw, const float* __restrict__ sw,
+                                          const float* __restrict__ mw, int rows) {
 	constexpr int KC = G == 32 ? 128 : 64; // bytes of a row per chunk
 	constexpr int STR = KC + 16;           // a tile row in shared memory
 	constexpr int NG = KC / G, NB = KC / 32, NX = KC / 16 + 1; // groups, blocks of 32, sums of 16 (padded) per chunk
@@ -192,12 +195,12 @@ __device__ __forceinline__ void i8mm_body(float* __restrict__ y, int ldy, const 
 	__shared__ int xss[2][I8_TILE * NX];
 	__shared__ i64 tsrc[I8_TILE]; // each token's row of the activations, -1 past n
 	const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, gid = lane >> 2, tig = lane & 3;
-	const int r0 = blockIdx.x * I8_TILE, t0 = blockIdx.y * I8_TILE;
+	const int r0 = blockIdx.x * I8_TILE;
 	const int wt = (warp >> 1) * 32, wr = (warp & 1) * 32;
 	const int nb = k / 32, ng = k / G;
 	for (int i = tid; i < I8_TILE; i += blockDim.x) {
 		int t = t0 + i;
-		tsrc[i] = t < n ? (idx ? (i64)idx[t] : (i64)t) : -1;
+		tsrc[i] = t < n ? (idx ? (i64)idx[t] : rbase + t) : -1;
 	}
 	__syncthreads();
 
@@ -313,11 +316,39 @@ __device__ __forceinline__ void i8mm_body(float* __restrict__ y, int ldy, const 
 extern "C" __global__ void __launch_bounds__(128)
     i8mm_g32(float* y, int ldy, const signed char* qa, const float* da, const int* xsa, const int* idx, int n, int k,
              const signed char* qw, const float* sw, const float* mw, int rows) {
-	i8mm_body<32>(y, ldy, qa, da, xsa, idx, n, k, qw, sw, mw, rows);
+	i8mm_body<32>(y, ldy, qa, da, xsa, idx, 0, n, blockIdx.y * I8_TILE, k, qw, sw, mw, rows);
 }
 
 extern "C" __global__ void __launch_bounds__(128)
     i8mm_g16(float* y, int ldy, const signed char* qa, const float* da, const int* xsa, const int* idx, int n, int k,
              const signed char* qw, const float* sw, const float* mw, int rows) {
-	i8mm_body<16>(y, ldy, qa, da, xsa, idx, n, k, qw, sw, mw, rows);
+	i8mm_body<16>(y, ldy, qa, da, xsa, idx, 0, n, blockIdx.y * I8_TILE, k, qw, sw, mw, rows);
+}
+
+// i8mm_tiles: i8mm for several experts at once (a mixture's block), each
+// block of the grid's y one tile of at most 64 of an expert's tokens:
+// tiles[blockIdx.y] = {the tile's first token's place in idx (without
+// idx, its row of the activations), its tokens, its first output row of y,
+// its expert's first row of qw, sw and mw}. The weight rows are rows per
+// expert.
+template <int G>
+__device__ __forceinline__ void i8mm_tiles(float* y, int ldy, const signed char* qa, const float* da, const int* xsa,
+                                           const int* idx, const int4* tiles, int k, const signed char* qw,
+                                           const float* sw, const float* mw, int rows) {
+	const int4 t = tiles[blockIdx.y];
+	const i64 ng = k / G, w = t.w;
+	i8mm_body<G>(y + (i64)t.z * ldy, ldy, qa, da, xsa, idx ? idx + t.x : nullptr, idx ? 0 : t.x, t.y, 0, k, qw + w * k,
+	             sw + w * ng, mw ? mw + w * ng : nullptr, rows);
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+    i8mm_g32t(float* y, int ldy, const signed char* qa, const float* da, const int* xsa, const int* idx, const int4* tiles,
+              int k, const signed char* qw, const float* sw, const float* mw, int rows) {
+	i8mm_tiles<32>(y, ldy, qa, da, xsa, idx, tiles, k, qw, sw, mw, rows);
+}
+
+extern "C" __global__ void __launch_bounds__(128)
+    i8mm_g16t(float* y, int ldy, const signed char* qa, const float* da, const int* xsa, const int* idx, const int4* tiles,
+              int k, const signed char* qw, const float* sw, const float* mw, int rows) {
+	i8mm_tiles<16>(y, ldy, qa, da, xsa, idx, tiles, k, qw, sw, mw, rows);
 }

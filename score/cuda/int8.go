@@ -29,7 +29,7 @@ import (
 // matrices and routers float32 products (gpuBackend.storage).
 
 func init() {
-	kernelModules["int8mm"] = []string{"quant_acts", "i8mm_g32", "i8mm_g16"}
+	kernelModules["int8mm"] = []string{"quant_acts", "i8mm_g32", "i8mm_g16", "i8mm_g32t", "i8mm_g16t"}
 }
 
 // qacts is a float32 input quantized on the device (quant_acts): n rows of
@@ -71,6 +71,18 @@ func (e *Engine) i8mm(y ptr, ldy int, a *qacts, idx ptr, n int, qw, sw, mw ptr, 
 	return e.launch(fmt.Sprintf("i8mm_g%d", group), grid, dim3{128, 1, 1}, y, ldy, a.q, a.d, a.xs, idx, n, a.k, qw, sw, mw, rows)
 }
 
+// i8mmTiles runs i8mm_g<group>t: for each of the tiles (at tiles, four
+// int32 each: the first token's place in idx or, idx 0, its row of a;
+// tokens; first row of y; first weight row), y's rows = its tokens' rows
+// of a times the rows weight rows from its first, decoded at qw, sw, mw.
+func (e *Engine) i8mmTiles(y ptr, ldy int, a *qacts, idx, tiles ptr, ntiles int, qw, sw, mw ptr, rows, group int) error {
+	if ntiles > 65535 {
+		return fmt.Errorf("cuda: %d tiles of tokens in one int8 product (at most 65535)", ntiles)
+	}
+	grid := dim3{uint32((rows + i8mmTile - 1) / i8mmTile), uint32(ntiles), 1}
+	return e.launch(fmt.Sprintf("i8mm_g%dt", group), grid, dim3{128, 1, 1}, y, ldy, a.q, a.d, a.xs, idx, tiles, a.k, qw, sw, mw, rows)
+}
+
 // int8Format is w's integer decoding when its products run in the int8
 // mode: the mode is on, w is kept quantized, its type has a decoding
 // kernel and its rows are whole activation blocks.
@@ -88,6 +100,32 @@ func (b *gpuBackend) int8Format(w *ml.Matrix) (quant.Int8Format, bool) {
 // i8mmTile is i8mm's tile of tokens and of weight rows.
 const i8mmTile = 64
 
+// int8RowBytes is the bytes of one of w's rows decoded to its integer
+// form: the integers, a scale per group and, with minima, a minimum.
+func int8RowBytes(w *ml.Matrix) int64 {
+	f, _ := quant.Int8FormatOf(w.Type)
+	parts := int64(1)
+	if f.HasMin {
+		parts = 2
+	}
+	return int64(w.In) + 4*parts*int64(w.In/f.Group)
+}
+
+// int8Operand lays the operand buffer out for rows decoded rows of w:
+// their integers at op, then their scales at sp and minima at mp (0
+// without). On the engine's thread.
+func (b *gpuBackend) int8Operand(w *ml.Matrix, rows int) (op, sp, mp ptr, err error) {
+	f, _ := quant.Int8FormatOf(w.Type)
+	if op, err = b.operandBuf(int64(rows) * int8RowBytes(w)); err != nil {
+		return 0, 0, 0, err
+	}
+	sp = op + ptr(int64(rows)*int64(w.In))
+	if f.HasMin {
+		mp = sp + ptr(4*int64(rows)*int64(w.In/f.Group))
+	}
+	return op, sp, mp, nil
+}
+
 // i8product computes y (rows of ldy floats, W_e's outputs at its start) =
 // x · W_eᵀ in the int8 mode, x the quantized rows a (row t being idx[t]
 // when idx is not 0), W_e decoded a slab of output rows at a time into
@@ -96,24 +134,14 @@ const i8mmTile = 64
 func (b *gpuBackend) i8product(y ptr, ldy int, a *qacts, idx ptr, rows int, w *ml.Matrix, e int) error {
 	m := gm(w)
 	f, _ := quant.Int8FormatOf(w.Type)
-	k, ng := w.In, w.In/f.Group
+	k := w.In
 	if a.k != k {
 		return fmt.Errorf("cuda: int8 product of %d inputs with rows of %d", a.k, k)
 	}
-	parts := int64(1)
-	if f.HasMin {
-		parts = 2
-	}
-	per := int64(k) + 4*parts*int64(ng) // bytes of one decoded row
-	slab := int(max(1, min(int64(w.Out), slabBytes/per)))
-	op, err := b.operandBuf(int64(slab) * per)
+	slab := int(max(1, min(int64(w.Out), slabBytes/int8RowBytes(w))))
+	op, sp, mp, err := b.int8Operand(w, slab)
 	if err != nil {
 		return err
-	}
-	sp := op + ptr(int64(slab)*int64(k))
-	var mp ptr
-	if f.HasMin {
-		mp = sp + ptr(4*int64(slab)*int64(ng))
 	}
 	for o0 := 0; o0 < w.Out; o0 += slab {
 		n := min(slab, w.Out-o0)
@@ -126,6 +154,44 @@ func (b *gpuBackend) i8product(y ptr, ldy int, a *qacts, idx ptr, rows int, w *m
 		}
 	}
 	return nil
+}
+
+// i8products is products' int8 path for several experts: their rows of
+// the stack, from the first expert to the last, decoded in one launch and
+// every expert's tokens multiplied in one i8mm_g<group>t launch, a tile
+// of at most 64 tokens of one expert per block. x's rows are read through
+// its index list from the set's first row (or, without one, are the set's
+// rows). On the engine's thread.
+func (b *gpuBackend) i8products(dst *gt, x operand, w *ml.Matrix, set *expertSet) error {
+	m := gm(w)
+	f, _ := quant.Int8FormatOf(w.Type)
+	if x.acts.k != w.In {
+		return fmt.Errorf("cuda: int8 product of %d inputs with rows of %d", x.acts.k, w.In)
+	}
+	e0, e1 := set.ex[0], set.ex[len(set.ex)-1]+1
+	rows := (e1 - e0) * w.Out
+	op, sp, mp, err := b.int8Operand(w, rows)
+	if err != nil {
+		return err
+	}
+	key := operandKey{m.q, int64(e0) * int64(w.Out), int64(rows), true}
+	if err := b.hold(key, func() error { return b.e.int8Rows(op, sp, mp, m.q, key.row0, rows, w.In) }); err != nil {
+		return err
+	}
+	var tiles []int32
+	for j, n := range set.n {
+		for t0 := 0; t0 < n; t0 += i8mmTile {
+			tiles = append(tiles, int32(set.off[j]+t0), int32(min(i8mmTile, n-t0)), int32(set.off[j]+t0), int32((set.ex[j]-e0)*w.Out))
+		}
+	}
+	tp, err := b.scratchBytes(4 * int64(len(tiles)))
+	if err == nil {
+		err = upload(b.e, tp, tiles)
+	}
+	if err != nil {
+		return err
+	}
+	return b.e.i8mmTiles(dst.p, w.Out, x.acts, x.idx, tp, len(tiles)/4, op, sp, mp, w.Out, f.Group)
 }
 
 // int8Refusal says why the GPU cannot run activations act with weight

@@ -59,7 +59,8 @@ func actRows(rng *rand.Rand, n, k int) []float32 {
 // output the same bits. The shapes cross the 64-row tiles on both sides,
 // end with a k chunk shorter than the kernel's (128 bytes for groups of
 // 32, 64 for groups of 16), read the activations through a row
-// index (an expert's tokens, repeated) and write outputs with a stride.
+// index (an expert's tokens, repeated) and write outputs with a stride;
+// the tiled form takes tiles of several experts' tokens.
 func TestInt8Parity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(41, 42))
@@ -131,43 +132,63 @@ func TestInt8Parity(t *testing.T) {
 						idx[i] = int32(rng.IntN(n))
 					}
 					ip := devPut(t, e, idx)
-					for _, gather := range []bool{false, true} {
-						tokens, ix := n, ptr(0)
-						if gather {
-							tokens, ix = len(idx), ip
+					// run launches into ldy-wide rows of -7 and compares them
+					// with the references: each tile {first token (its place
+					// in idx with gather), tokens, first row of y, first weight
+					// row} of nrows weight rows, the rest left at -7.
+					run := func(what string, tokens int, launch func(y ptr) error, tiles []int32, nrows int, gather bool) {
+						want := make([]float32, tokens*ldy)
+						for i := range want {
+							want[i] = -7
 						}
-						poison := make([]float32, tokens*ldy)
-						for i := range poison {
-							poison[i] = -7
-						}
-						yp := devPut(t, e, poison)
-						do(t, e, func() error { return e.i8mm(yp, ldy, a, ix, tokens, qwp, swp, mwp, rows, c.group) })
+						yp := devPut(t, e, want)
+						do(t, e, func() error { return launch(yp) })
 						y := devGet[float32](t, e, yp, tokens*ldy)
-						bad := 0
-						for tk := range tokens {
-							src := tk
-							if gather {
-								src = int(idx[tk])
-							}
-							for r := range ldy {
-								want := float32(-7)
-								if r < rows {
+						for ti := 0; ti < len(tiles); ti += 4 {
+							for j := range int(tiles[ti+1]) {
+								tk, src := int(tiles[ti+2])+j, int(tiles[ti])+j
+								if gather {
+									src = int(idx[src])
+								}
+								for r := range nrows {
+									w := int(tiles[ti+3]) + r
 									var m []float32
 									if c.minima {
-										m = mw[r*ng : (r+1)*ng]
+										m = mw[w*ng : (w+1)*ng]
 									}
-									want = nn.Int8Output(qw[r*kk:(r+1)*kk], qx[src*kk:(src+1)*kk], sw[r*ng:(r+1)*ng], m, dx[src*kk/32:(src+1)*kk/32], c.group)
+									want[tk*ldy+r] = nn.Int8Output(qw[w*kk:(w+1)*kk], qx[src*kk:(src+1)*kk], sw[w*ng:(w+1)*ng], m, dx[src*kk/32:(src+1)*kk/32], c.group)
 								}
-								if got := y[tk*ldy+r]; !sameBits(got, want) {
-									if bad++; bad <= 3 {
-										t.Errorf("gather=%v token %d row %d: got %g, want %g", gather, tk, r, got, want)
-									}
+							}
+						}
+						bad := 0
+						for i := range y {
+							if !sameBits(y[i], want[i]) {
+								if bad++; bad <= 3 {
+									t.Errorf("%s: token %d row %d: got %g, want %g", what, i/ldy, i%ldy, y[i], want[i])
 								}
 							}
 						}
 						if bad > 0 {
-							t.Errorf("gather=%v: %d of %d outputs differ", gather, bad, tokens*ldy)
+							t.Errorf("%s: %d of %d outputs differ", what, bad, len(y))
 						}
+					}
+					// The tiled form (i8mm_g<group>t): the rows as 3 experts of
+					// R, tiles of 64 and fewer tokens.
+					const R = 25
+					for _, gather := range []bool{false, true} {
+						tokens, ix := n, ptr(0)
+						tiles := []int32{0, 50, 0, R, 50, 20, 50, 2 * R}
+						if gather {
+							tokens, ix = len(idx), ip
+							tiles = []int32{0, 64, 0, 2 * R, 64, 6, 64, 2 * R, 70, 3, 70, 0}
+						}
+						run(fmt.Sprintf("gather=%v", gather), tokens, func(y ptr) error {
+							return e.i8mm(y, ldy, a, ix, tokens, qwp, swp, mwp, rows, c.group)
+						}, []int32{0, int32(tokens), 0, 0}, rows, gather)
+						tp := devPut(t, e, tiles)
+						run(fmt.Sprintf("tiles, gather=%v", gather), tokens, func(y ptr) error {
+							return e.i8mmTiles(y, ldy, a, ix, tp, len(tiles)/4, qwp, swp, mwp, R, c.group)
+						}, tiles, R, gather)
 					}
 				})
 			}
@@ -488,10 +509,14 @@ func int8MLP(t *testing.T, e *Engine, act ml.Act, upType, downType gguf.Type, to
 			continue
 		}
 		r := unevenRoute(t, rng, n, N, K, false)
+		tiled := launched(e, "i8mm_g32t")
 		b.Experts(dst, xt, m, r)
 		got := b.Read(dst)
 		if err := b.Err(); err != nil {
 			t.Fatal(err)
+		}
+		if n, want := launched(e, "i8mm_g32t")-tiled, 2+b2i(m.Gate != nil); e.Ordinal < 0 && n != want {
+			t.Errorf("Experts: %d tiled int8 products, want one per matrix (%d)", n, want)
 		}
 		want := make([]float32, n*out)
 		for tk := range n {

@@ -12,12 +12,11 @@ import (
 // product of every head over strided views of the input and output (the
 // input converted to the matrix's half type once; a stack kept quantized
 // dequantized into the operand first, stackWeights); LatentAttention
-// stores the keys once in
-// the key cache's format and runs attn_latent, whose values are the first
-// valueDim elements of the keys as read back, as the CPU backend
-// (cpu_mla.go) does: keys of up to 640 (DeepSeek-V3's are 576, kv_lora 512
-// + rope 64; the oracle model's 40), on the CUDA cores, one block per
-// (query, head): plainly right, slow at long windows.
+// stores the keys once in the key cache's format and runs attn_latent,
+// whose values are the first valueDim elements of the keys as read back,
+// as the CPU backend (cpu_mla.go) does: keys of up to 640 (DeepSeek-V3's
+// are 576, kv_lora 512 + rope 64; the oracle model's 40), on the CUDA
+// cores, one block per (query, head): plainly right, slow at long windows.
 
 var _ ml.Latent = (*gpuBackend)(nil)
 

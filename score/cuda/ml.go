@@ -665,19 +665,51 @@ func oneExpert(e, rows int) *expertSet {
 }
 
 // products is product for each member of set, into its rows of dst. For
-// several members the weights of their experts are dequantized together
-// (one launch over the stack's rows from the first expert to the last,
-// into the operand buffer) and the members with as many rows make one
-// batched GEMM: a mixture of experts' block takes a few launches per
-// matrix, not several per expert. x is then the block's half rows (the
-// int8 mode's products run one expert at a time: Experts).
+// several members the weights of their experts are dequantized (or
+// decoded, int8) together, one launch over the stack's rows from the first
+// expert to the last into the operand buffer, and multiplied in a few
+// launches: a batched GEMM for the members with as many rows (x the set's
+// half rows), or one i8mm over tiles of every member's tokens (the int8
+// mode, i8products). A mixture of experts' block thus takes a few
+// launches per matrix, not several per expert.
 func (b *gpuBackend) products(dst *gt, x operand, w *ml.Matrix, set *expertSet, amax ptr) error {
 	if len(set.ex) == 1 {
 		return b.product(dst, x, w, set.ex[0], set.rows, amax)
 	}
+	var err error
 	if x.acts != nil {
-		return fmt.Errorf("cuda backend: %s: the int8 mode's products of %d experts at once", w.Name, len(set.ex))
+		err = b.i8products(dst, x, w, set)
+	} else {
+		err = b.halfProducts(dst, x, w, set)
 	}
+	if err != nil {
+		return err
+	}
+	if amax != 0 {
+		if err := b.e.unscale(dst.p, int64(set.rows)*int64(w.Out), amax); err != nil {
+			return err
+		}
+	}
+	m := gm(w)
+	for j, e := range set.ex {
+		y := dst.p + ptr(4*int64(set.off[j])*int64(w.Out))
+		if w.Scale != nil {
+			if err := b.e.scaleF32(y, int64(set.n[j])*int64(w.Out), w.Scale[e]); err != nil {
+				return err
+			}
+		}
+		if m.bias != 0 {
+			if err := b.e.addBias(y, m.bias+ptr(4*e*w.Out), set.n[j], w.Out); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// halfProducts is products' GEMMs for several experts: one batched GEMM
+// per count of rows. On the engine's thread.
+func (b *gpuBackend) halfProducts(dst *gt, x operand, w *ml.Matrix, set *expertSet) error {
 	m := gm(w)
 	per := int64(w.Out) * int64(w.In)
 	wt, err := b.stackWeights(w, set.ex[0], set.ex[len(set.ex)-1]+1)
@@ -722,24 +754,6 @@ func (b *gpuBackend) products(dst *gt, x operand, w *ml.Matrix, set *expertSet, 
 			return err
 		}
 		arrays += ptr(24 * len(byCount[n]))
-	}
-	if amax != 0 {
-		if err := b.e.unscale(dst.p, int64(set.rows)*int64(w.Out), amax); err != nil {
-			return err
-		}
-	}
-	for j, e := range set.ex {
-		y := dst.p + ptr(4*int64(set.off[j])*int64(w.Out))
-		if w.Scale != nil {
-			if err := b.e.scaleF32(y, int64(set.n[j])*int64(w.Out), w.Scale[e]); err != nil {
-				return err
-			}
-		}
-		if m.bias != 0 {
-			if err := b.e.addBias(y, m.bias+ptr(4*e*w.Out), set.n[j], w.Out); err != nil {
-				return err
-			}
-		}
 	}
 	return nil
 }
@@ -1147,18 +1161,6 @@ func (b *gpuBackend) mlp(dst *gt, set *expertSet, in func(*ml.Matrix) (operand, 
 // bounded for long windows.
 const expertRows = 4096
 
-// Experts orders each block of rows' choices by expert on the host and
-// lays them out on the device expert after expert, each expert's rows
-// padded with copies of its last to a count that many experts share
-// (expertPad); the experts then run through their MLPs together (mlp on
-// an expertSet: a few launches per matrix, the GEMMs batched by row
-// count), as many at once as the operand buffer's bound takes for a
-// quantized stack (slabBytes); the int8 mode's products take one expert
-// at a time, reading its tokens' quantized rows through the index list
-// (no padding). Each real row's result, times its choice's weight, goes
-// to that choice's slot (the padding's to a slot no token reads), and
-// each token sums its K slots in the order of its choices
-// (cpuBackend.Experts, whose arithmetic per token this is).
 // expertsBefore is Experts for experts weighted before their FFN (Llama
 // 4): each choice's input row x[t]·w (scale_rows) through its expert with
 // a weight of 1, then each token's K results added in order (sum_choices).
@@ -1191,6 +1193,17 @@ func (b *gpuBackend) expertsBefore(d, s *gt, m *ml.MLP, r *ml.Routing) {
 	b.do("experts' sum "+m.Up.Name, func() error { return b.e.sumChoices(d.p, g(yb).p, n, K, out) })
 }
 
+// Experts orders each block of rows' choices by expert on the host and
+// lays them out on the device expert after expert, each expert's rows
+// padded with copies of its last to a count that many experts share
+// (expertPad); the experts then run through their MLPs together (mlp on
+// an expertSet: a few launches per matrix, the GEMMs batched by row
+// count, or the int8 mode's i8mm over tiles of each expert's tokens,
+// read through the index list), as many at once as the operand buffer's
+// bound takes for a quantized stack (slabBytes). Each real row's result,
+// times its choice's weight, goes to that choice's slot (the padding's to
+// slots no token reads), and each token sums its K slots in the order of
+// its choices (cpuBackend.Experts, whose arithmetic per token this is).
 func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 	d, s := g(dst), g(x)
 	ws := []*ml.Matrix{m.Up} // the products that read x
@@ -1225,23 +1238,22 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 				}
 			}
 		}
-		together := len(quantized) == 0 // several experts per mlp
-		if m.Down != nil {
-			if _, ok := b.int8Format(m.Down); ok {
-				together = false
+		// How many experts' rows of one matrix the operand buffer takes,
+		// dequantized or (int8) decoded.
+		var big int64
+		for _, w := range []*ml.Matrix{m.Gate, m.Up, m.Down} {
+			if w == nil {
+				continue
 			}
+			per := halfBytes(int64(w.In))
+			if _, ok := b.int8Format(w); ok {
+				per = int8RowBytes(w)
+			}
+			big = max(big, per*int64(w.Out))
 		}
-		// How many experts' rows of one matrix the operand buffer takes.
-		most := 1
-		if together {
-			big := int64(in) * int64(m.Up.Out)
-			if m.Down != nil {
-				big = max(big, int64(m.Down.In)*int64(out))
-			}
-			most = int(max(1, slabBytes/halfBytes(big)))
-			if expertsTogether > 0 {
-				most = min(most, expertsTogether)
-			}
+		most := int(max(1, slabBytes/big))
+		if expertsTogether > 0 {
+			most = min(most, expertsTogether)
 		}
 		for r0 := 0; r0 < n; r0 += expertRows {
 			rows := min(expertRows, n-r0)
@@ -1256,10 +1268,7 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 			}
 			start, pad, total := make([]int, experts+1), make([]int, experts), 0
 			for x, c := range count {
-				pad[x] = c
-				if together {
-					pad[x] = expertPad(c)
-				}
+				pad[x] = expertPad(c)
 				start[x], total = total, total+pad[x]
 			}
 			start[experts] = total
@@ -1270,23 +1279,26 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 				tokRows[fill[x]], slots[fill[x]] = int32(r0+c/K), int32(c)
 				fill[x]++
 			}
+			spare := rows * K
 			for x := range experts {
-				for i := fill[x]; i < start[x+1]; i++ { // the padding: the expert's last row again, into the spare slot
-					tokRows[i], slots[i] = tokRows[i-1], int32(rows*K)
+				for i := fill[x]; i < start[x+1]; i++ { // the padding: the expert's last row again, each into a slot of its own past the choices'
+					tokRows[i], slots[i] = tokRows[i-1], int32(spare)
+					spare++
 				}
 			}
 			mark := b.Mark()
-			res, err := b.scratchF32(rows*K+1, out)
+			res, err := b.scratchF32(total, out)
 			if err != nil {
 				return err
 			}
 			dev := make([]ptr, 3)
 			for i := range dev {
-				if dev[i], err = b.scratchBytes(4 * int64(total+1)); err != nil {
+				if dev[i], err = b.scratchBytes(4 * int64(total)); err != nil {
 					return err
 				}
 			}
-			weights := append(append([]float32(nil), r.Weight[r0*K:(r0+rows)*K]...), 0)
+			weights := make([]float32, total) // the spare slots' 0
+			copy(weights, r.Weight[r0*K:(r0+rows)*K])
 			if err := errors.Join(upload(e, dev[0], tokRows), upload(e, dev[1], slots), upload(e, dev[2], weights)); err != nil {
 				return err
 			}
@@ -1349,9 +1361,9 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 var expertsTogether = 0
 
 // expertPad is the rows an expert with c rows runs as when experts run
-// together: c rounded up to a multiple of 8, or of an eighth of c's
-// power of two (so at most 1/8 more rows), so that experts with nearly as
-// many rows make one batched GEMM.
+// together: c rounded up to a multiple of 8, or of an eighth of the
+// largest power of two not above c (at most an eighth more rows, or 7), so
+// that experts with nearly as many rows make one batched GEMM.
 func expertPad(c int) int {
 	if c == 0 {
 		return 0
