@@ -237,19 +237,32 @@ func checkGLUHalf(t *testing.T, e *Engine, what string, out ptr, want []float32,
 	c.check(t, what, 1, 1e-3)
 }
 
+// add_bias: one bias row for every row, or (experts' biases) the bias row
+// each row's index names.
 func TestAddBiasParity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(5, 1))
-		const rows, d = 9, 130
-		x, b := randF32(rng, rows*d, 1), randF32(rng, d, 1)
-		xp, bp := devPut(t, e, x), devPut(t, e, b)
-		do(t, e, func() error { return e.addBias(xp, bp, rows, d) })
-		got := devGet[float32](t, e, xp, rows*d)
-		var c bitCompare
-		for i := range got {
-			c.add(got[i], x[i]+b[i%d], i) // the bias loop of nn.Linear.Forward
+		const rows, d, stack = 9, 130, 4
+		x, b := randF32(rng, rows*d, 1), randF32(rng, stack*d, 1)
+		bi := []int32{3, 3, 0, 2, 2, 2, 1, 3, 0}
+		bp, ip := devPut(t, e, b), devPut(t, e, bi)
+		for _, rowwise := range []bool{false, true} {
+			xp, ix := devPut(t, e, x), ptr(0)
+			if rowwise {
+				ix = ip
+			}
+			do(t, e, func() error { return e.addBias(xp, bp, ix, rows, d) })
+			got := devGet[float32](t, e, xp, rows*d)
+			var c bitCompare
+			for i := range got {
+				o := 0
+				if rowwise {
+					o = int(bi[i/d]) * d
+				}
+				c.add(got[i], x[i]+b[o+i%d], i) // the bias loop of nn.Linear.Forward
+			}
+			c.check(t, fmt.Sprintf("add_bias (exact, a bias per row: %v)", rowwise), 0, 0)
 		}
-		c.check(t, "add_bias (exact)", 0, 0)
 	})
 }
 

@@ -646,7 +646,7 @@ func (b *gpuBackend) product(dst *gt, x operand, w *ml.Matrix, e, rows int, amax
 		}
 	}
 	if m.bias != 0 {
-		return b.e.addBias(dst.p, m.bias+ptr(4*e*w.Out), rows, w.Out)
+		return b.e.addBias(dst.p, m.bias+ptr(4*e*w.Out), 0, rows, w.Out)
 	}
 	return nil
 }
@@ -690,19 +690,28 @@ func (b *gpuBackend) products(dst *gt, x operand, w *ml.Matrix, set *expertSet, 
 			return err
 		}
 	}
-	m := gm(w)
-	for j, e := range set.ex {
-		y := dst.p + ptr(4*int64(set.off[j])*int64(w.Out))
-		if w.Scale != nil {
-			if err := b.e.scaleF32(y, int64(set.n[j])*int64(w.Out), w.Scale[e]); err != nil {
+	if w.Scale != nil {
+		for j, e := range set.ex {
+			if err := b.e.scaleF32(dst.p+ptr(4*int64(set.off[j])*int64(w.Out)), int64(set.n[j])*int64(w.Out), w.Scale[e]); err != nil {
 				return err
 			}
 		}
-		if m.bias != 0 {
-			if err := b.e.addBias(y, m.bias+ptr(4*e*w.Out), set.n[j], w.Out); err != nil {
-				return err
+	}
+	if m := gm(w); m.bias != 0 { // each row its expert's bias, one launch
+		bi := make([]int32, set.rows)
+		for j, e := range set.ex {
+			for i := range set.n[j] {
+				bi[set.off[j]+i] = int32(e)
 			}
 		}
+		p, err := b.scratchBytes(4 * int64(len(bi)))
+		if err == nil {
+			err = upload(b.e, p, bi)
+		}
+		if err == nil {
+			err = b.e.addBias(dst.p, m.bias, p, set.rows, w.Out)
+		}
+		return err
 	}
 	return nil
 }
@@ -908,7 +917,7 @@ func (b *gpuBackend) AddRows(x ml.Tensor, v *ml.Vector) {
 	if d.count() == 0 {
 		return
 	}
-	b.do("add "+v.Name, func() error { return b.e.addBias(d.p, gv(v), d.rows, d.cols) })
+	b.do("add "+v.Name, func() error { return b.e.addBias(d.p, gv(v), 0, d.rows, d.cols) })
 }
 
 func (b *gpuBackend) Scale(x ml.Tensor, s float64) {

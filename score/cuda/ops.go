@@ -114,9 +114,10 @@ func (e *Engine) unscale(x ptr, count int64, amax ptr) error {
 	return e.launch("unscale_f32", gridFor(count), block256, x, count, amax)
 }
 
-// addBias: x (rows, d) f32 += b (d).
-func (e *Engine) addBias(x, b ptr, rows, d int) error {
-	return e.launch("add_bias", gridFor(int64(rows)*int64(d)), block256, x, b, rows, d)
+// addBias: x (rows, d) f32 += b (d), or with bi (rows int32) row r of x
+// += row bi[r] of b.
+func (e *Engine) addBias(x, b, bi ptr, rows, d int) error {
+	return e.launch("add_bias", gridFor(int64(rows)*int64(d)), block256, x, b, bi, rows, d)
 }
 
 // castHalf: out (count) of half type t <- x (count) f32.

@@ -286,11 +286,15 @@ var simKernels = map[string]simKernel{
 		}
 		return nil
 	}},
-	"add_bias": {4, func(s *simDevice, a *simArgs, grid dim3) error {
-		x, b, rows, d := f32s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3)
+	"add_bias": {5, func(s *simDevice, a *simArgs, grid dim3) error {
+		x, b, bi, rows, d := f32s(a.ptr(0)), f32s(a.ptr(1)), a.ptr(2), a.int(3), a.int(4)
 		for r := range rows {
+			o := 0
+			if bi != nil {
+				o = int(i32s(bi)[r]) * d
+			}
 			for j := range d {
-				x[r*d+j] += b[j]
+				x[r*d+j] += b[o+j]
 			}
 		}
 		return a.err
