@@ -548,27 +548,25 @@ func projectSeconds(results []benchResult, name string, hp model.HParams, c [2]i
 func benchProfile(m *Model, n, stride int) (string, error) {
 	m.b.prof = newProfile()
 	defer func() { m.b.prof = nil }()
-	rng := rand.New(rand.NewPCG(uint64(n), 5))
-	tok := make([]int32, n)
-	for i := range tok {
-		tok[i] = int32(rng.IntN(m.HP.Vocab))
-	}
-	if _, err := m.Score(tok, max(1, n-stride)); err != nil {
+	if _, err := m.Score(randomTokens(rand.New(rand.NewPCG(uint64(n), 5)), n, m.HP.Vocab), max(1, n-stride)); err != nil {
 		return "", err
 	}
 	return m.b.prof.table(12), nil
 }
 
+// randomTokens is a window of n tokens drawn uniformly from a vocabulary.
+func randomTokens(rng *rand.Rand, n, vocab int) []int32 {
+	v := make([]int32, n)
+	for i := range v {
+		v[i] = int32(rng.IntN(vocab))
+	}
+	return v
+}
+
 // benchRun scores one warm-up and timed windows of random tokens.
 func benchRun(t *testing.T, e *Engine, m *Model, n, stride, timed int, r *benchResult) error {
 	rng := rand.New(rand.NewPCG(uint64(n), 3))
-	tokens := func() []int32 {
-		v := make([]int32, n)
-		for i := range v {
-			v[i] = int32(rng.IntN(m.HP.Vocab))
-		}
-		return v
-	}
+	tokens := func() []int32 { return randomTokens(rng, n, m.HP.Vocab) }
 	from := n - stride
 	if from < 1 {
 		from = 1

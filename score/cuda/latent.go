@@ -53,7 +53,7 @@ func (b *gpuBackend) HeadLinear(dst, x ml.Tensor, w *ml.Matrix) {
 		return
 	}
 	b.do("head product "+w.Name, func() error {
-		e, m := b.e, gm(w)
+		m := gm(w)
 		if m.bias != 0 {
 			return fmt.Errorf("%s: a per-head product with a bias is not supported", w.Name)
 		}
@@ -88,21 +88,13 @@ func (b *gpuBackend) HeadLinear(dst, x ml.Tensor, w *ml.Matrix) {
 			if err != nil {
 				return err
 			}
-			addrs := make([]uint64, 3*(h1-h0))
+			bt := batch{rows: n}
 			for h := h0; h < h1; h++ {
-				j := h - h0
-				addrs[j] = uint64(wt + ptr(eb*int64(j)*per))
-				addrs[h1-h0+j] = uint64(xh + ptr(eb*int64(h)*int64(in)))
-				addrs[2*(h1-h0)+j] = uint64(d.p + ptr(4*int64(h)*int64(out)))
+				bt.w = append(bt.w, wt+ptr(eb*int64(h-h0)*per))
+				bt.x = append(bt.x, xh+ptr(eb*int64(h)*int64(in)))
+				bt.y = append(bt.y, d.p+ptr(4*int64(h)*int64(out)))
 			}
-			arrays, err := b.scratchBytes(8 * int64(len(addrs)))
-			if err == nil {
-				err = upload(e, arrays, addrs)
-			}
-			if err == nil {
-				err = e.gemmBatched(arrays, h1-h0, m.t, n, in, out, heads*in, heads*out)
-			}
-			if err != nil {
+			if err := b.gemmBatches(w, heads*in, heads*out, []batch{bt}); err != nil {
 				return fmt.Errorf("%s heads %d to %d: %w", w.Name, h0, h1-1, err)
 			}
 		}

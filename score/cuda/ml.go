@@ -720,34 +720,48 @@ func (b *gpuBackend) products(dst *gt, x operand, w *ml.Matrix, set *expertSet, 
 // per count of rows. On the engine's thread.
 func (b *gpuBackend) halfProducts(dst *gt, x operand, w *ml.Matrix, set *expertSet) error {
 	m := gm(w)
-	per := int64(w.Out) * int64(w.In)
 	wt, err := b.stackWeights(w, set.ex[0], set.ex[len(set.ex)-1]+1)
 	if err != nil {
 		return err
 	}
-	wb, xb := elemBytes(m.t)*per, elemBytes(m.t)*int64(w.In)
-	// The members by row count, in order of first appearance; each count's
-	// weight, input and output addresses, one array.
-	var counts []int
-	byCount := map[int][]int{}
+	wb, xb := elemBytes(m.t)*int64(w.Out)*int64(w.In), elemBytes(m.t)*int64(w.In)
+	// The members by row count, in order of first appearance.
+	var batches []batch
+	at := map[int]int{}
 	for j, n := range set.n {
 		if n == 0 {
 			continue
 		}
-		if _, ok := byCount[n]; !ok {
-			counts = append(counts, n)
+		i, ok := at[n]
+		if !ok {
+			i, at[n] = len(batches), len(batches)
+			batches = append(batches, batch{rows: n})
 		}
-		byCount[n] = append(byCount[n], j)
+		bt := &batches[i]
+		bt.w = append(bt.w, wt+ptr(int64(set.ex[j]-set.ex[0])*wb))
+		bt.x = append(bt.x, x.half+ptr(int64(set.off[j])*xb))
+		bt.y = append(bt.y, dst.p+ptr(4*int64(set.off[j])*int64(w.Out)))
 	}
-	addrs := make([]uint64, 0, 3*len(set.ex))
-	for _, n := range counts {
-		for _, part := range []func(j int) ptr{
-			func(j int) ptr { return wt + ptr(int64(set.ex[j]-set.ex[0])*wb) },
-			func(j int) ptr { return x.half + ptr(int64(set.off[j])*xb) },
-			func(j int) ptr { return dst.p + ptr(4*int64(set.off[j])*int64(w.Out)) },
-		} {
-			for _, j := range byCount[n] {
-				addrs = append(addrs, uint64(part(j)))
+	return b.gemmBatches(w, w.In, w.Out, batches)
+}
+
+// batch is products of one shape for gemmBatches: rows rows each, each
+// product's weights, input and output addresses.
+type batch struct {
+	rows    int
+	w, x, y []ptr
+}
+
+// gemmBatches runs y = x·Wᵀ for the products of batches, of w's shape and
+// half type (inputs of row stride ldx, float32 outputs of row stride
+// ldy), one batched GEMM per batch, their addresses uploaded in one
+// array. On the engine's thread.
+func (b *gpuBackend) gemmBatches(w *ml.Matrix, ldx, ldy int, batches []batch) error {
+	var addrs []uint64
+	for _, bt := range batches {
+		for _, part := range [][]ptr{bt.w, bt.x, bt.y} {
+			for _, p := range part {
+				addrs = append(addrs, uint64(p))
 			}
 		}
 	}
@@ -758,11 +772,11 @@ func (b *gpuBackend) halfProducts(dst *gt, x operand, w *ml.Matrix, set *expertS
 	if err != nil {
 		return err
 	}
-	for _, n := range counts {
-		if err := b.e.gemmBatched(arrays, len(byCount[n]), m.t, n, w.In, w.Out, w.In, w.Out); err != nil {
+	for _, bt := range batches {
+		if err := b.e.gemmBatched(arrays, len(bt.w), gm(w).t, bt.rows, w.In, w.Out, ldx, ldy); err != nil {
 			return err
 		}
-		arrays += ptr(24 * len(byCount[n]))
+		arrays += ptr(24 * len(bt.w))
 	}
 	return nil
 }
@@ -1266,8 +1280,8 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 		}
 		for r0 := 0; r0 < n; r0 += expertRows {
 			rows := min(expertRows, n-r0)
-			// The block's choices by expert, in token order; each expert's
-			// rows padded to pad[x].
+			// The block's choices by expert, in token order; expert x's rows
+			// [start[x], start[x+1]), padded (expertPad).
 			count := make([]int, experts)
 			for _, x := range r.Expert[r0*K : (r0+rows)*K] {
 				if x < 0 || int(x) >= experts {
@@ -1275,10 +1289,9 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 				}
 				count[x]++
 			}
-			start, pad, total := make([]int, experts+1), make([]int, experts), 0
+			start, total := make([]int, experts+1), 0
 			for x, c := range count {
-				pad[x] = expertPad(c)
-				start[x], total = total, total+pad[x]
+				start[x], total = total, total+expertPad(c)
 			}
 			start[experts] = total
 			tokRows, slots := make([]int32, total), make([]int32, total)
@@ -1325,15 +1338,15 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 				return err
 			}
 			for x0 := 0; x0 < experts; {
-				if pad[x0] == 0 {
+				if start[x0+1] == start[x0] {
 					x0++
 					continue
 				}
 				set := &expertSet{}
 				x := x0
 				for ; x < min(experts, x0+most); x++ {
-					if pad[x] > 0 {
-						set.ex, set.off, set.n = append(set.ex, x), append(set.off, start[x]-start[x0]), append(set.n, pad[x])
+					if n := start[x+1] - start[x]; n > 0 {
+						set.ex, set.off, set.n = append(set.ex, x), append(set.off, start[x]-start[x0]), append(set.n, n)
 					}
 				}
 				set.rows = start[x] - start[x0]
