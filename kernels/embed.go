@@ -22,11 +22,14 @@
 package kernels
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"fmt"
 	"io/fs"
 	"sort"
 	"strings"
+	"sync"
 )
 
 //go:embed *.ptx
@@ -55,3 +58,17 @@ func PTX(name string) ([]byte, error) {
 	}
 	return append(b, 0), nil
 }
+
+// Digest identifies the embedded kernels: the first 16 hex digits of the
+// sha256 of every PTX module, in Modules' order. The CUDA backend puts it
+// in the cache key, so that a window computed by other kernels (other
+// numbers, in the last places) does not replay.
+var Digest = sync.OnceValue(func() string {
+	h := sha256.New()
+	for _, m := range Modules() {
+		b, _ := ptx.ReadFile(m + ".ptx")
+		fmt.Fprintf(h, "%s %d\n", m, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+})

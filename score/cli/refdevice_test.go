@@ -99,3 +99,18 @@ func TestReferenceDeviceKey(t *testing.T) {
 		t.Errorf("two engines: reference_device %q", sc.RefDevice)
 	}
 }
+
+// A GPU's windows replay only under the same kernels: their digest is part
+// of the cache key.
+func TestCacheKeyKernels(t *testing.T) {
+	key := func(digest string) string {
+		m := gpu("cuda:0", "H200")
+		m.dev.Extra["kernels"] = digest
+		s := &scorer{f: flags{Model: "m.gguf"}, m: &loaded{Model: m}, tokHeader: &pipe.Tokenizer{}}
+		return s.cacheSettings()
+	}
+	a, b := key("0123456789abcdef"), key("fedcba9876543210")
+	if a == b || !strings.Contains(a, `"kernels":"0123456789abcdef"`) {
+		t.Errorf("cache keys with other kernels:\n%s\n%s", a, b)
+	}
+}

@@ -532,10 +532,11 @@ func (s *scorer) cacheSettings() string {
 		"device": kind, "activations": dev.Activations, "precision": dev.Extra["precision"], "ref": s.refKey(),
 	}
 	// On an accelerator the numbers also depend on the device, its driver
-	// and libraries, the attention kernel chosen and the weight storage
-	// (--gpu-weights), in the CPU's int8 modes on the ggml whose arithmetic
-	// they copy: a window replays only under the same ones.
-	for _, k := range []string{"gpu", "compute_capability", "driver", "cublas", "attention", "weights", "arithmetic"} {
+	// and libraries, the kernels (their digest) and the attention kernel
+	// chosen, and the weight storage (--gpu-weights), in the CPU's int8
+	// modes on the ggml whose arithmetic they copy: a window replays only
+	// under the same ones.
+	for _, k := range []string{"gpu", "compute_capability", "driver", "cublas", "kernels", "attention", "weights", "arithmetic"} {
 		if v, ok := dev.Extra[k]; ok {
 			key[k] = v
 		}

@@ -303,7 +303,8 @@ type benchResult struct {
 	WindowsSeconds []float64 `json:"window_seconds"`
 	// A mixture of experts at context 4096: tokens/s with its experts run
 	// one at a time, the baseline of running them together.
-	OneExpertPerS float64 `json:"tokens_per_second_experts_one_at_a_time,omitempty"`
+	OneExpertPerS   float64 `json:"tokens_per_second_experts_one_at_a_time,omitempty"`
+	HostRoutingPerS float64 `json:"tokens_per_second_routing_on_host,omitempty"`
 }
 
 func envOr(k, def string) string {
@@ -408,16 +409,27 @@ func TestBenchmark(t *testing.T) {
 				}
 				r.MFU = r.ModelTFLOPs * 1e12 / peak
 				if shape.moe != nil && c[0] <= 4096 && r.Skipped == "" {
-					var one benchResult
-					expertsTogether = 1
-					err := benchRun(t, e, m, c[0], c[1], 1, &one)
-					expertsTogether = 0
-					if err != nil {
-						t.Errorf("%s context %d, experts one at a time: %v", shape.name, c[0], err)
-					} else {
-						r.OneExpertPerS = one.TokensPerSec
-						fmt.Printf("bench: %s context %d stride %d: experts together %.0f tokens/s scored, one at a time %.0f: %.2f×\n",
-							shape.name, c[0], c[1], r.TokensPerSec, one.TokensPerSec, r.TokensPerSec/one.TokensPerSec)
+					// The mixture's baselines, a window each: its experts
+					// one at a time, its routing on the host.
+					for _, b := range []struct {
+						what string
+						set  func(on bool)
+						into *float64
+					}{
+						{"experts one at a time", func(on bool) { expertsTogether = b2i(on) }, &r.OneExpertPerS},
+						{"routing on the host", func(on bool) { hostRouting = on }, &r.HostRoutingPerS},
+					} {
+						var base benchResult
+						b.set(true)
+						err := benchRun(t, e, m, c[0], c[1], 1, &base)
+						b.set(false)
+						if err != nil {
+							t.Errorf("%s context %d, %s: %v", shape.name, c[0], b.what, err)
+							continue
+						}
+						*b.into = base.TokensPerSec
+						fmt.Printf("bench: %s context %d stride %d: %.0f tokens/s scored, %s %.0f: %.2f×\n",
+							shape.name, c[0], c[1], r.TokensPerSec, b.what, base.TokensPerSec, r.TokensPerSec/base.TokensPerSec)
 					}
 				}
 				if c[0] <= 4096 && r.Skipped == "" {
@@ -748,7 +760,7 @@ func TestWindowSizesSim(t *testing.T) {
 			}
 		}
 	}
-	if n := m.b.kk.groups / int64(shape.hp.KVHeads); n != 768 {
+	if n := m.b.caches[shape.hp.HeadDim].k.groups / int64(shape.hp.KVHeads); n != 768 {
 		t.Errorf("capacity %d tokens, want 768", n)
 	}
 }

@@ -126,18 +126,27 @@ func (b *gpuBackend) int8Operand(w *ml.Matrix, rows int) (op, sp, mp ptr, err er
 	return op, sp, mp, nil
 }
 
+// int8Weights returns w's device matrix and integer format, or an error
+// when the quantized rows a are not as wide as w's.
+func int8Weights(w *ml.Matrix, a *qacts) (*gmat, quant.Int8Format, error) {
+	f, _ := quant.Int8FormatOf(w.Type)
+	if a.k != w.In {
+		return nil, f, fmt.Errorf("cuda: int8 product of %d inputs with rows of %d", a.k, w.In)
+	}
+	return gm(w), f, nil
+}
+
 // i8product computes y (rows of ldy floats, W_e's outputs at its start) =
 // x · W_eᵀ in the int8 mode, x the quantized rows a (row t being idx[t]
 // when idx is not 0), W_e decoded a slab of output rows at a time into
 // the operand buffer (unless it holds that slab already). On the engine's
 // thread.
 func (b *gpuBackend) i8product(y ptr, ldy int, a *qacts, idx ptr, rows int, w *ml.Matrix, e int) error {
-	m := gm(w)
-	f, _ := quant.Int8FormatOf(w.Type)
-	k := w.In
-	if a.k != k {
-		return fmt.Errorf("cuda: int8 product of %d inputs with rows of %d", a.k, k)
+	m, f, err := int8Weights(w, a)
+	if err != nil {
+		return err
 	}
+	k := w.In
 	slab := int(max(1, min(int64(w.Out), slabBytes/int8RowBytes(w))))
 	op, sp, mp, err := b.int8Operand(w, slab)
 	if err != nil {
@@ -163,10 +172,9 @@ func (b *gpuBackend) i8product(y ptr, ldy int, a *qacts, idx ptr, rows int, w *m
 // its index list from the set's first row (or, without one, are the set's
 // rows). On the engine's thread.
 func (b *gpuBackend) i8products(dst *gt, x operand, w *ml.Matrix, set *expertSet) error {
-	m := gm(w)
-	f, _ := quant.Int8FormatOf(w.Type)
-	if x.acts.k != w.In {
-		return fmt.Errorf("cuda: int8 product of %d inputs with rows of %d", x.acts.k, w.In)
+	m, f, err := int8Weights(w, x.acts)
+	if err != nil {
+		return err
 	}
 	e0, e1 := set.ex[0], set.ex[len(set.ex)-1]+1
 	rows := (e1 - e0) * w.Out

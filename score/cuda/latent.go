@@ -137,10 +137,11 @@ func (b *gpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 	b.do(fmt.Sprintf("layer %d latent attention", layer), func() error {
 		e := b.e
 		groups := (int64(n) + capacityRound - 1) / capacityRound * capacityRound * int64(a.KVHeads)
-		if err := b.kvFor(&b.kk, b.kvK, groups, hd); err != nil {
+		c, err := b.kvFor(hd, groups, false)
+		if err != nil {
 			return err
 		}
-		if err := e.kvStore(b.kk, kk.p, n, a.KVHeads, hd); err != nil {
+		if err := e.kvStore(c.k, kk.p, n, a.KVHeads, hd); err != nil {
 			return err
 		}
 		mark := b.Mark()
@@ -149,7 +150,7 @@ func (b *gpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 		if err != nil {
 			return err
 		}
-		kt := b.kk
+		kt := c.k
 		err = e.launch("attn_latent", dim3{uint32(n), uint32(a.Heads), 1}, dim3{128, 1, 1},
 			h, qq.p, n, a.Heads, a.KVHeads, hd, vd, float32(a.Scale), a.Window, sinks,
 			kt.format, kt.data.p, kt.scales.p, kt.tscale(), isF16(t))

@@ -78,7 +78,7 @@ type gpuBackend struct {
 	weights     []buf
 	weightBytes int64
 	scratch     arena
-	kk, kv      *kvTensor
+	caches      map[int]*kvPair // by head size
 	ropes       map[*nn.RoPE]*ropeTab
 	ones        map[int]ptr            // weightless norms by width
 	flash       map[attnShape]string   // attention kernel choice by shape ("" = tensor cores)
@@ -516,9 +516,11 @@ func (b *gpuBackend) Close() error {
 	return b.e.Do(func() error {
 		e := b.e
 		b.scratch.free(e)
-		e.freeKV(b.kk)
-		e.freeKV(b.kv)
-		b.kk, b.kv = nil, nil
+		for _, c := range b.caches {
+			e.freeKV(c.k)
+			e.freeKV(c.v)
+		}
+		b.caches = nil
 		e.release(&b.qw.operand)
 		for _, r := range b.ropes {
 			e.release(&r.cos)
@@ -957,20 +959,46 @@ func (b *gpuBackend) SoftCap(x ml.Tensor, cp float64) {
 	b.do("soft-capping", func() error { return b.e.softcap(d.p, d.count(), cp) })
 }
 
-// kvFor returns the cache tensor t, grown to hold groups (token, head)
-// pairs of hd values; on the engine's thread.
-func (b *gpuBackend) kvFor(t **kvTensor, format int, groups int64, hd int) error {
-	if *t != nil && (*t).groups >= groups && (*t).hd == hd {
-		return nil
+// kvPair is a KV cache, the layers' of one head size: a model with two
+// (Gemma 4's sliding and global layers, 256 and 512) keeps one of each
+// rather than reallocating the one at each change (a sync, a free and an
+// allocation, some twenty times a window).
+type kvPair struct{ k, v *kvTensor }
+
+// kvFor returns the KV cache of head size hd, each of its tensors grown to
+// hold groups (token, head) pairs (values: with values, else the keys
+// alone, as latent attention keeps them); on the engine's thread.
+func (b *gpuBackend) kvFor(hd int, groups int64, values bool) (*kvPair, error) {
+	if b.caches == nil {
+		b.caches = map[int]*kvPair{}
 	}
-	if err := b.e.sync("before growing the KV cache"); err != nil { // an earlier layer's kernels may still read it
+	c := b.caches[hd]
+	if c == nil {
+		c = &kvPair{}
+		b.caches[hd] = c
+	}
+	grow := func(t **kvTensor, format int) error {
+		if *t != nil && (*t).groups >= groups {
+			return nil
+		}
+		if err := b.e.sync("before growing the KV cache"); err != nil { // an earlier layer's kernels may still read it
+			return err
+		}
+		b.e.freeKV(*t)
+		*t = nil
+		nt, err := b.e.newKV(format, groups, hd)
+		*t = nt
 		return err
 	}
-	b.e.freeKV(*t)
-	*t = nil
-	nt, err := b.e.newKV(format, groups, hd)
-	*t = nt
-	return err
+	if err := grow(&c.k, b.kvK); err != nil {
+		return nil, err
+	}
+	if values {
+		if err := grow(&c.v, b.kvV); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
@@ -1008,23 +1036,21 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 	b.do(fmt.Sprintf("layer %d attention", layer), func() error {
 		e := b.e
 		groups := (int64(n) + capacityRound - 1) / capacityRound * capacityRound * int64(a.KVHeads)
-		if err := b.kvFor(&b.kk, b.kvK, groups, a.HeadDim); err != nil {
+		c, err := b.kvFor(a.HeadDim, groups, true)
+		if err != nil {
 			return err
 		}
-		if err := b.kvFor(&b.kv, b.kvV, groups, a.HeadDim); err != nil {
+		if err := e.kvStore(c.k, kk.p, n, a.KVHeads, a.HeadDim); err != nil {
 			return err
 		}
-		if err := e.kvStore(b.kk, kk.p, n, a.KVHeads, a.HeadDim); err != nil {
-			return err
-		}
-		if err := e.kvStore(b.kv, vv.p, n, a.KVHeads, a.HeadDim); err != nil {
+		if err := e.kvStore(c.v, vv.p, n, a.KVHeads, a.HeadDim); err != nil {
 			return err
 		}
 		if b.prec.Int8 {
 			if splitExact(b.kvK, b.kvV, a.HeadDim) && plain == (plainOpts{}) {
-				return e.attentionSplit(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, b.kk, b.kv)
+				return e.attentionSplit(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, c.k, c.v)
 			}
-			return e.attentionPlain(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, plain, b.kk, b.kv, otypeF32)
+			return e.attentionPlain(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, plain, c.k, c.v, otypeF32)
 		}
 		mark := b.Mark()
 		defer b.Release(mark)
@@ -1033,9 +1059,9 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 			return err
 		}
 		if plain != (plainOpts{}) {
-			err = e.attentionPlain(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, plain, b.kk, b.kv, isF16(t))
+			err = e.attentionPlain(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, plain, c.k, c.v, isF16(t))
 		} else {
-			err = e.attentionMasked(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, b.kk, b.kv, flash, t)
+			err = e.attentionMasked(h, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, c.k, c.v, flash, t)
 		}
 		if err != nil {
 			return err
@@ -1294,7 +1320,13 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 				start[x], total = total, total+expertPad(c)
 			}
 			start[experts] = total
-			tokRows, slots := make([]int32, total), make([]int32, total)
+			// One upload: each row's token, its slot, then the slots'
+			// weights (the spare slots' 0).
+			lay := make([]int32, 3*total)
+			tokRows, slots := lay[:total], lay[total:2*total]
+			for i, w := range r.Weight[r0*K : (r0+rows)*K] {
+				lay[2*total+i] = int32(math.Float32bits(w))
+			}
 			fill := append([]int(nil), start[:experts]...)
 			for c := range rows * K {
 				x := r.Expert[r0*K+c]
@@ -1313,17 +1345,14 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 			if err != nil {
 				return err
 			}
-			dev := make([]ptr, 3)
-			for i := range dev {
-				if dev[i], err = b.scratchBytes(4 * int64(total)); err != nil {
-					return err
-				}
-			}
-			weights := make([]float32, total) // the spare slots' 0
-			copy(weights, r.Weight[r0*K:(r0+rows)*K])
-			if err := errors.Join(upload(e, dev[0], tokRows), upload(e, dev[1], slots), upload(e, dev[2], weights)); err != nil {
+			base, err := b.scratchBytes(4 * int64(len(lay)))
+			if err != nil {
 				return err
 			}
+			if err := upload(e, base, lay); err != nil {
+				return err
+			}
+			dev := []ptr{base, base + ptr(4*total), base + ptr(8*total)} // tokens, slots, weights
 			var xe ptr
 			if len(quantized) < len(ws) {
 				if xe, err = b.scratchBytes(elemBytes(tg) * int64(total) * int64(in)); err != nil {
@@ -1392,6 +1421,65 @@ func expertPad(c int) int {
 	}
 	q := max(8, 1<<max(0, bits.Len(uint(c))-4))
 	return (c + q - 1) / q * q
+}
+
+// hostRouting routes every router on the host: the benchmark's baseline.
+var hostRouting = false
+
+// routeMaxExperts is the most experts moe_route takes (ROUTE_MAXE in
+// kernels/experts.cu).
+const routeMaxExperts = 512
+
+// Route chooses the experts on the device (moe_route: the router's float64
+// arithmetic, one warp a token) and copies back the choices and weights, 8
+// bytes a choice against 4 bytes a logit of every expert, with the host's
+// cores free. The int8 modes' ggml routing, a router of more experts than
+// moe_route takes, and a block with a row the kernel leaves to the host (a
+// NaN logit, the host's error, or a NaN score, whose order the host's sort
+// decides) route on the host from the logits.
+func (b *gpuBackend) Route(logits ml.Tensor, r *ml.Router) (*ml.Routing, error) {
+	l := g(logits)
+	n, E, K := l.rows, r.Experts, r.K
+	gshape("router logits", l, n, E)
+	if r.GGML || E > routeMaxExperts || hostRouting {
+		return r.Route(b.Read(logits))
+	}
+	// One buffer: the selection bias and the flag (uploaded together, the
+	// flag 0), then the experts and the weights (downloaded with the flag).
+	bias := len(r.SelBias)
+	io := make([]uint32, bias+1+2*n*K)
+	for i, v := range r.SelBias {
+		io[i] = math.Float32bits(v)
+	}
+	b.do("routing", func() error {
+		mark := b.Mark()
+		defer b.Release(mark)
+		d, err := b.scratchBytes(4 * int64(len(io)))
+		if err != nil {
+			return err
+		}
+		if err := upload(b.e, d, io[:bias+1]); err != nil {
+			return err
+		}
+		var bp ptr
+		if bias > 0 {
+			bp = d
+		}
+		flag := d + ptr(4*bias)
+		if err := b.e.moeRoute(l.p, bp, flag+4, flag+ptr(4+4*n*K), flag, n, r); err != nil {
+			return err
+		}
+		return download(b.e, io[bias:], flag)
+	})
+	if b.err == nil && io[bias] != 0 {
+		return r.Route(b.Read(logits))
+	}
+	out := &ml.Routing{K: K, Expert: make([]int32, n*K), Weight: make([]float32, n*K), Before: r.Before}
+	for i := range n * K {
+		out.Expert[i] = int32(io[bias+1+i])
+		out.Weight[i] = math.Float32frombits(io[bias+1+n*K+i])
+	}
+	return out, nil
 }
 
 func (b *gpuBackend) Read(t ml.Tensor) []float32 {

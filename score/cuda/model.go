@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"ppl.dev/gguf"
+	"ppl.dev/kernels"
 	"ppl.dev/quant"
 	"ppl.dev/score/backend"
 	"ppl.dev/score/cuda/cublas"
@@ -331,6 +332,7 @@ func (m *Model) Device() backend.Device {
 		"weight_bytes":       m.weightBytes,
 		"load_seconds":       math.Round(m.loadTime.Seconds()*1000) / 1000,
 		"attention":          m.attn,
+		"kernels":            kernels.Digest(),
 		"weights":            m.prec.storage(),
 		"weight_storage":     m.b.qw.describe(),
 	}}

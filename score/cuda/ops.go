@@ -189,6 +189,21 @@ func (e *Engine) sumChoices(dst, res ptr, rows, k, cols int) error {
 	return e.launch("sum_choices", gridFor(int64(rows)*int64(cols)), block256, dst, res, rows, k, cols)
 }
 
+// moeRoute: each of n tokens' K experts and weights from its router
+// logits, by r's float64 arithmetic (ml.Router.Route); bias is r.SelBias
+// on the device (0 without); *flag is set when a row is left to the host.
+func (e *Engine) moeRoute(logits, bias, experts, weights, flag ptr, n int, r *ml.Router) error {
+	opts := 0
+	if r.Norm {
+		opts |= 1
+	}
+	if r.SelectSigmoid {
+		opts |= 2
+	}
+	return e.launch("moe_route", dim3{uint32(n), 1, 1}, dim3{32, 1, 1}, logits, bias, experts, weights, flag,
+		n, r.Experts, r.K, int(r.Gating), r.Groups, r.GroupsUsed, r.Chunk, opts, r.Scale)
+}
+
 // fillUniform: out (count) of half type t <- uniform(-a, a) from seed,
 // rounded to bf16 first.
 func (e *Engine) fillUniform(out ptr, count int64, seed uint64, a float32, t cublas.DataType) error {

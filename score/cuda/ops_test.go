@@ -773,3 +773,42 @@ func TestFillUniform(t *testing.T) {
 		}
 	})
 }
+
+// TestKVCacheByHeadSize: layers of two head sizes (Gemma 4's 256 and 512)
+// keep a KV cache each, allocated once, and a layer after the other size's
+// computes what it computed before.
+func TestKVCacheByHeadSize(t *testing.T) {
+	onDevices(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(41, 3))
+		b := testBackend(e)
+		defer b.Close()
+		const n, heads = 7, 2
+		run := func(hd int, q, k, v []float32) []float32 {
+			a := &ml.Attn{Heads: heads, KVHeads: 1, HeadDim: hd, Scale: 1 / math.Sqrt(float64(hd))}
+			dst := b.Alloc(n, heads*hd)
+			b.Attention(dst, b.put(t, n, heads*hd, q), b.put(t, n, hd, k), b.put(t, n, hd, v), 0, a)
+			out := b.Read(dst)
+			if err := b.Err(); err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		in := func(hd int) ([]float32, []float32, []float32) {
+			return randF32(rng, n*heads*hd, 1), randF32(rng, n*hd, 1), randF32(rng, n*hd, 1)
+		}
+		q1, k1, v1 := in(64)
+		q2, k2, v2 := in(128)
+		first := run(64, q1, k1, v1)
+		c64 := *b.caches[64]
+		run(128, q2, k2, v2)
+		again := run(64, q1, k1, v1)
+		if len(b.caches) != 2 || *b.caches[64] != c64 {
+			t.Errorf("%d caches, the one of head size 64 reallocated: %v", len(b.caches), *b.caches[64] != c64)
+		}
+		for i := range first {
+			if math.Float32bits(first[i]) != math.Float32bits(again[i]) {
+				t.Fatalf("output %d: %v, after a layer of head size 128 %v", i, first[i], again[i])
+			}
+		}
+	})
+}

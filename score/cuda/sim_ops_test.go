@@ -160,6 +160,33 @@ func init() {
 			}
 			return nil
 		}},
+		"moe_route": {14, func(s *simDevice, a *simArgs, grid dim3) error {
+			logits, experts, weights, flag := f32s(a.ptr(0)), i32s(a.ptr(2)), f32s(a.ptr(3)), i32s(a.ptr(4))
+			n, opts := a.int(5), a.int(12)
+			r := ml.Router{Experts: a.int(6), K: a.int(7), Gating: ml.Gating(a.int(8)), Groups: a.int(9), GroupsUsed: a.int(10),
+				Chunk: a.int(11), Norm: opts&1 != 0, SelectSigmoid: opts&2 != 0, Scale: a.f64(13)}
+			if b := a.ptr(1); b != nil {
+				r.SelBias = f32s(b)[:r.Experts]
+			}
+			if err := covers(grid[0], n, "tokens"); err != nil || a.err != nil {
+				return errors.Join(err, a.err)
+			}
+			E, K := r.Experts, r.K
+			for t := range n {
+				row := logits[t*E : (t+1)*E]
+				if simRouteLeft(&r, row) {
+					flag[0] = 1
+					continue
+				}
+				rt, err := r.Route(row)
+				if err != nil {
+					return err
+				}
+				copy(experts[t*K:(t+1)*K], rt.Expert)
+				copy(weights[t*K:(t+1)*K], rt.Weight)
+			}
+			return nil
+		}},
 		"sum_choices": {5, func(s *simDevice, a *simArgs, grid dim3) error {
 			dst, res, rows, k, cols := f32s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
 			if a.err != nil {
@@ -179,4 +206,50 @@ func init() {
 	} {
 		simKernels[name] = k
 	}
+}
+
+// simRouteLeft reports whether moe_route leaves row to the host: a NaN
+// logit, selection score or group score.
+func simRouteLeft(r *ml.Router, row []float32) bool {
+	mx := math.Inf(-1)
+	for _, v := range row {
+		if v != v {
+			return true
+		}
+		mx = math.Max(mx, float64(v))
+	}
+	s := make([]float64, len(row))
+	for i, v := range row {
+		x := float64(v) // GateSoftmaxSelected's p; softmax's is NaN only for an infinite maximum
+		switch {
+		case r.Gating == ml.GateSoftmax && math.IsInf(mx, 0) && !r.SelectSigmoid:
+			return true
+		case r.Gating == ml.GateSoftmax, r.Gating == ml.GateSigmoid, r.SelectSigmoid:
+			x = 0.5 // a probability: finite
+		}
+		if r.SelBias != nil {
+			x += float64(r.SelBias[i])
+		}
+		if x != x {
+			return true
+		}
+		s[i] = x
+	}
+	if r.Groups > 1 {
+		per := len(row) / r.Groups
+		for g := range r.Groups {
+			a, b := math.Inf(-1), math.Inf(-1)
+			for _, v := range s[g*per : (g+1)*per] {
+				if v > a {
+					a, b = v, a
+				} else if v > b {
+					b = v
+				}
+			}
+			if a+b != a+b {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -171,6 +171,12 @@ type Backend interface {
 	// r.Before the weight scales the expert's input instead: dst[t] = Σ_j
 	// E_e(w[t,j] · x[t]) (Llama 4; the scaled input rounded to float32).
 	Experts(dst, x Tensor, m *MLP, r *Routing)
+	// Route chooses the experts of each row of logits (rows × r.Experts)
+	// as r.Route does from them: the same experts and, but for the last
+	// place of a float64 e^x where a backend computes its own, the same
+	// weights. A backend may route on its device, so that the logits stay
+	// there.
+	Route(logits Tensor, r *Router) (*Routing, error)
 
 	// LogSoftmax scores a block of rows of logits: for row j,
 	// lp[j] = logits[j, targets[j]] - log Σ exp(logits[j]) (float64 sum),

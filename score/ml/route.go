@@ -57,9 +57,12 @@ func (g Gating) String() string {
 //
 // The probabilities and sums are float64; weights are rounded to float32
 // once. With GGML (the int8 modes), every step is instead the float32
-// ggml-cpu operation llama.cpp uses, in its order (routeGGML). Routing runs
-// on the host for every backend, so that every device chooses the same
-// experts from the same logits.
+// ggml-cpu operation llama.cpp uses, in its order (routeGGML). Backends
+// route through Backend.Route: the CUDA backend computes the float64 path
+// on the device (kernels/experts.cu's moe_route: the same operations in
+// the same order, its e^x the device's), so that routing takes neither the
+// host's cores nor a copy of every logit; the GGML path runs on the host for every
+// backend, so that every device chooses llama.cpp's experts.
 type Router struct {
 	Experts, K         int
 	Gating             Gating

@@ -403,6 +403,11 @@ func (b *cpuBackend) Read(t ml.Tensor) []float32 {
 	return append([]float32(nil), ct(t).d...)
 }
 
+// Route routes on the host, where the logits are.
+func (b *cpuBackend) Route(logits ml.Tensor, r *ml.Router) (*ml.Routing, error) {
+	return r.Route(ct(logits).d)
+}
+
 func (b *cpuBackend) Write(t ml.Tensor, v []float32) {
 	d := ct(t)
 	if len(v) != len(d.d) {

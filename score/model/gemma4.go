@@ -389,7 +389,7 @@ func (g *gemma4) experts(b ml.Backend, dst, a ml.Tensor, m *gemma4MoE) bool {
 	if b.Err() != nil {
 		return false
 	}
-	rt, err := m.router.Route(b.Read(logits))
+	rt, err := b.Route(logits, &m.router)
 	if err != nil {
 		b.Fail(fmt.Errorf("%s: %w", m.gate.Name, err))
 		return false

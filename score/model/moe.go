@@ -231,7 +231,7 @@ func (m *MoE) Forward(b ml.Backend, dst, x ml.Tensor) {
 
 // route routes logits by r, or fails b naming the router and returns nil.
 func (m *MoE) route(b ml.Backend, r *ml.Router, logits ml.Tensor) *ml.Routing {
-	rt, err := r.Route(b.Read(logits))
+	rt, err := b.Route(logits, r)
 	if err != nil {
 		b.Fail(fmt.Errorf("%s: %w", m.Gate.Name, err))
 		return nil

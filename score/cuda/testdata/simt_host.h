@@ -20,8 +20,8 @@
 // Barriers and warp collectives:
 //   __syncthreads       waits for every thread of the block.
 //   __shfl*_sync,       deposit the lane's value in its warp's slots, wait
-//   __reduce_*_sync     for the 32 lanes, read, wait again (the slots are
-//                       reused by the next collective).
+//   __reduce_*_sync,    for the 32 lanes, read, wait again (the slots are
+//   __any_sync          reused by the next collective).
 //   simt_mma_m16n8k16_f16
 //                       mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32:
 //                       the lanes deposit their A and B fragments (PTX ISA
@@ -120,6 +120,10 @@ static inline double __dadd_rn(double a, double b) { volatile double r = a + b; 
 static inline double __dsub_rn(double a, double b) { volatile double r = a - b; return r; }
 static inline double __dmul_rn(double a, double b) { volatile double r = a * b; return r; }
 static inline double __ddiv_rn(double a, double b) { volatile double r = a / b; return r; }
+static inline float __frcp_rn(float x) { volatile float r = 1.0f / x; return gpu_nan(r); }
+static inline float __double2float_rn(double x) { volatile float r = (float)x; return gpu_nan(r); }
+static inline double __longlong_as_double(long long u) { double f; memcpy(&f, &u, 8); return f; }
+static inline long long __double_as_longlong(double f) { long long u; memcpy(&u, &f, 8); return u; }
 // __expf and __logf: glibc declares them (its expf and logf).
 static inline float __fdividef(float a, float b) { return a / b; }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
@@ -496,6 +500,15 @@ static inline unsigned __reduce_max_sync(unsigned mask, unsigned v) {
 	unsigned r = 0;
 	for (int i = 0; i < w.size; i++) r = std::max(r, (unsigned)w.slot[i]);
 	simt::warpSync("__reduce_max_sync", mask);
+	return r;
+}
+static inline int __any_sync(unsigned mask, int pred) {
+	simt::Warp& w = simt::warpOf();
+	w.slot[simt::lane()] = pred != 0;
+	simt::warpSync("__any_sync", mask);
+	int r = 0;
+	for (int i = 0; i < w.size; i++) r |= w.slot[i] != 0;
+	simt::warpSync("__any_sync", mask);
 	return r;
 }
 static inline unsigned atomicMax(unsigned* p, unsigned v) { unsigned o = *p; *p = std::max(o, v); return o; }
