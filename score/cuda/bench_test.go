@@ -305,6 +305,7 @@ type benchResult struct {
 	// one at a time, the baseline of running them together.
 	OneExpertPerS   float64 `json:"tokens_per_second_experts_one_at_a_time,omitempty"`
 	HostRoutingPerS float64 `json:"tokens_per_second_routing_on_host,omitempty"`
+	SyncCopiesPerS  float64 `json:"tokens_per_second_copies_synchronous,omitempty"`
 }
 
 func envOr(k, def string) string {
@@ -410,7 +411,8 @@ func TestBenchmark(t *testing.T) {
 				r.MFU = r.ModelTFLOPs * 1e12 / peak
 				if shape.moe != nil && c[0] <= 4096 && r.Skipped == "" {
 					// The mixture's baselines, a window each: its experts
-					// one at a time, its routing on the host.
+					// one at a time, its routing on the host, its copies to
+					// the device synchronous.
 					for _, b := range []struct {
 						what string
 						set  func(on bool)
@@ -418,6 +420,7 @@ func TestBenchmark(t *testing.T) {
 					}{
 						{"experts one at a time", func(on bool) { expertsTogether = b2i(on) }, &r.OneExpertPerS},
 						{"routing on the host", func(on bool) { hostRouting = on }, &r.HostRoutingPerS},
+						{"copies to the device synchronous", func(on bool) { stagedCopies = !on }, &r.SyncCopiesPerS},
 					} {
 						var base benchResult
 						b.set(true)

@@ -57,6 +57,7 @@ type Engine struct {
 	Release string        // the driver's release, "580.159.03" ("" without NVML)
 	CUBLAS  string        // cuBLAS version and library
 	JIT     time.Duration // loading the kernels' PTX (the driver compiles it, or takes it from its cache)
+	Copies  string        // how small copies reach the device: "staged", or why they are synchronous
 
 	// SyncEach synchronizes after every launch so that an asynchronous
 	// fault is reported with the kernel that caused it (slower; tests and
@@ -136,8 +137,12 @@ func (e *Engine) Do(f func() error) error {
 
 // Describe is a one-line description of the device.
 func (e *Engine) Describe() string {
-	return fmt.Sprintf("cuda:%d %s (compute %d.%d, %d SMs, %.0f GiB; CUDA %s, driver %s, %s)",
-		e.Ordinal, e.Name, e.CC[0], e.CC[1], e.SMs, float64(e.Memory)/(1<<30), e.Driver, orUnknown(e.Release), e.CUBLAS)
+	copies := ""
+	if e.Copies != "" {
+		copies = "; copies to the device " + e.Copies
+	}
+	return fmt.Sprintf("cuda:%d %s (compute %d.%d, %d SMs, %.0f GiB; CUDA %s, driver %s, %s%s)",
+		e.Ordinal, e.Name, e.CC[0], e.CC[1], e.SMs, float64(e.Memory)/(1<<30), e.Driver, orUnknown(e.Release), e.CUBLAS, copies)
 }
 
 func orUnknown(s string) string {
@@ -386,7 +391,26 @@ type gpuDevice struct {
 	// the driver's repeat of the code from an unrelated call.
 	broken error
 	last   string // the kernel launched last, for naming a fault
+	// stage is page-locked memory that small copies to the device go
+	// through, queued rather than waited for (a synchronous copy from Go's
+	// memory first waits for every queued kernel, and the device idles
+	// while the host queues the next ones); stage[:staged] holds copies
+	// that may not have run yet, free again after a synchronization. nil
+	// when the driver gave none: copies are then synchronous.
+	stage  []byte
+	staged int
 }
+
+// stageBytes is the staging buffer's size; copies of more than stageMax
+// bytes (weights) are synchronous.
+const (
+	stageBytes = 32 << 20
+	stageMax   = 4 << 20
+)
+
+// stagedCopies sends copies through the staging buffer when there is one;
+// the GPU benchmark's baseline turns it off.
+var stagedCopies = true
 
 // ErrContextUnusable is wrapped by every error after a fault that left the
 // device's context unusable for the rest of the process.
@@ -510,8 +534,12 @@ func (e *Engine) initGPU() error {
 	for i := range g.args.ptrs {
 		g.args.ptrs[i] = uintptr(unsafe.Pointer(&g.args.vals[i]))
 	}
+	e.Copies = "staged"
+	if g.stage, err = driver.MemAllocHost(stageBytes); err != nil { // the process's: never freed
+		e.Copies = fmt.Sprintf("synchronous (no staging memory: %v)", err)
+	}
 	e.dev = g
-	// A first allocation, copy and kernel, checked now rather than in the
+	// A first allocation, copies and kernel, checked now rather than in the
 	// middle of a window.
 	if err := e.smokeTest(); err != nil {
 		e.dev = nil
@@ -538,6 +566,44 @@ func (e *Engine) smokeTest() error {
 	for i, v := range got {
 		if v != 2.5 {
 			return fmt.Errorf("fill_f32 wrote %v at %d, want 2.5", v, i)
+		}
+	}
+	return e.checkStaging(b.p, got)
+}
+
+// checkStaging queues a staged copy behind a kernel and reads back what
+// landed at p (len(got) floats): the kernel's values but where the copy
+// wrote. Where it does not, or the copy fails without spoiling the
+// context, copies stay synchronous (e.Copies says why).
+func (e *Engine) checkStaging(p ptr, got []float32) error {
+	g, ok := e.dev.(*gpuDevice)
+	if !ok || g.stage == nil {
+		return nil
+	}
+	half := make([]float32, len(got)/2)
+	for i := range half {
+		half[i] = float32(i)
+	}
+	err := e.fillF32(p, int64(len(got)), 2.5)
+	if err == nil {
+		err = upload(e, p, half)
+	}
+	if err == nil {
+		err = download(e, got, p)
+	}
+	if err != nil {
+		if g.broken != nil {
+			return err
+		}
+		g.stage = nil
+		e.Copies = fmt.Sprintf("synchronous (a staged copy failed: %v)", err)
+		return nil
+	}
+	for i, v := range got {
+		if i < len(half) && v != half[i] || i >= len(half) && v != 2.5 {
+			g.stage = nil
+			e.Copies = fmt.Sprintf("synchronous (a staged copy behind a kernel read back %v at %d)", v, i)
+			break
 		}
 	}
 	return nil
@@ -568,7 +634,19 @@ func (g *gpuDevice) htod(dst ptr, src unsafe.Pointer, n int64) error {
 	if dst == 0 || src == nil || n < 0 {
 		return fmt.Errorf("cuda: copy of %d bytes from %p to device address %#x: bad arguments", n, src, uint64(dst))
 	}
-	return g.check("copying to the device", driver.MemcpyHtoD(dst, src, uint64(n)))
+	if g.stage == nil || n > stageMax || !stagedCopies {
+		return g.check("copying to the device", driver.MemcpyHtoD(dst, src, uint64(n)))
+	}
+	at := (g.staged + 255) &^ 255
+	if at+int(n) > len(g.stage) {
+		if err := g.sync(); err != nil { // the staged copies have run
+			return err
+		}
+		at = 0
+	}
+	copy(g.stage[at:at+int(n)], unsafe.Slice((*byte)(src), n))
+	g.staged = at + int(n)
+	return g.check("copying to the device", driver.MemcpyHtoDAsync(dst, unsafe.Pointer(&g.stage[at]), uint64(n)))
 }
 
 func (g *gpuDevice) dtoh(dst unsafe.Pointer, src ptr, n int64) error {
@@ -581,7 +659,13 @@ func (g *gpuDevice) dtoh(dst unsafe.Pointer, src ptr, n int64) error {
 	if src == 0 || dst == nil || n < 0 {
 		return fmt.Errorf("cuda: copy of %d bytes from device address %#x to %p: bad arguments", n, uint64(src), dst)
 	}
-	return g.check("copying from the device", driver.MemcpyDtoH(dst, src, uint64(n)))
+	// A copy from the device waits for the default stream's queued work, the
+	// staged copies included.
+	if err := g.check("copying from the device", driver.MemcpyDtoH(dst, src, uint64(n))); err != nil {
+		return err
+	}
+	g.staged = 0
+	return nil
 }
 
 func (g *gpuDevice) memsetD32(p ptr, v uint32, n int64) error {
@@ -602,7 +686,11 @@ func (g *gpuDevice) sync() error {
 	if g.last != "" {
 		what = "kernel " + g.last + " (or work queued before it)"
 	}
-	return g.check(what, driver.CtxSynchronize())
+	if err := g.check(what, driver.CtxSynchronize()); err != nil {
+		return err
+	}
+	g.staged = 0
+	return nil
 }
 
 func (g *gpuDevice) memInfo() (uint64, uint64, error) {

@@ -298,15 +298,16 @@ func (p Precision) describe() string {
 	if p.Weights == cublas.R16F {
 		scaled = "; ffn_down's input scaled by a power of two from 2^15"
 	}
-	int8 := ""
+	int8, routing := "", "a mixture's experts chosen on the device in float64"
 	if p.Int8 {
 		int8 = "; int8 mode: products with quantized weights multiply their integers with activations quantized to Q8_0/Q8_K blocks on the integer tensor cores, one float32 multiply-add per group in order; attention float32"
+		routing = "a mixture's experts chosen on the host as llama.cpp's CPU build chooses them"
 	}
 	exact := "F32 matrices and expert routers float32 products with exact weights"
 	if p.storage() == WeightsBF16 {
 		exact = "expert routers float32 products with exact weights"
 	}
-	return fmt.Sprintf("%s: matrices and product inputs %s%s%s; %s; residual adds float32 after each product", p.Name, halfName(p.Weights), scaled, int8, exact)
+	return fmt.Sprintf("%s: matrices and product inputs %s%s%s; %s; %s; residual adds float32 after each product", p.Name, halfName(p.Weights), scaled, int8, exact, routing)
 }
 
 func halfName(t cublas.DataType) string {

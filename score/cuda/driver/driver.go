@@ -130,6 +130,7 @@ var fn struct {
 	cuDeviceGetCount, cuDeviceGet, cuDeviceGetName, cuDeviceGetAttribute                 uintptr
 	cuDeviceTotalMem, cuDevicePrimaryCtxRetain, cuCtxSetCurrent, cuCtxSynchronize        uintptr
 	cuMemAlloc, cuMemFree, cuMemcpyHtoD, cuMemcpyDtoH, cuMemsetD32, cuMemGetInfo         uintptr
+	cuMemAllocHost, cuMemFreeHost, cuMemcpyHtoDAsync                                     uintptr
 	cuModuleLoadDataEx, cuModuleGetFunction, cuLaunchKernel                              uintptr
 	cuEventCreate, cuEventRecord, cuEventSynchronize, cuEventElapsedTime, cuEventDestroy uintptr
 }
@@ -157,6 +158,9 @@ var symbols = []struct {
 	{"cuMemcpyDtoH_v2", &fn.cuMemcpyDtoH},
 	{"cuMemsetD32_v2", &fn.cuMemsetD32},
 	{"cuMemGetInfo_v2", &fn.cuMemGetInfo},
+	{"cuMemAllocHost_v2", &fn.cuMemAllocHost},
+	{"cuMemFreeHost", &fn.cuMemFreeHost},
+	{"cuMemcpyHtoDAsync_v2", &fn.cuMemcpyHtoDAsync},
 	{"cuModuleLoadDataEx", &fn.cuModuleLoadDataEx},
 	{"cuModuleGetFunction", &fn.cuModuleGetFunction},
 	{"cuLaunchKernel", &fn.cuLaunchKernel},
@@ -358,6 +362,34 @@ func MemFree(p DevicePtr) error { return call(fn.cuMemFree, "cuMemFree_v2", uint
 // after src has been read.
 func MemcpyHtoD(dst DevicePtr, src unsafe.Pointer, bytes uint64) error {
 	return call(fn.cuMemcpyHtoD, "cuMemcpyHtoD_v2", uintptr(dst), uintptr(src), uintptr(bytes))
+}
+
+// MemAllocHost allocates bytes of page-locked host memory, which copies to
+// the device read by DMA without staging it; the memory is the driver's,
+// outside Go's heap, until MemFreeHost.
+func MemAllocHost(bytes uint64) ([]byte, error) {
+	p := Out[unsafe.Pointer]() // a pointer outside Go's heap, which the collector ignores
+	err := call(fn.cuMemAllocHost, "cuMemAllocHost_v2", ptr(p), uintptr(bytes))
+	if err == nil && *p == nil {
+		return nil, fmt.Errorf("cuMemAllocHost_v2: returned success and a null pointer for %d bytes", bytes)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return unsafe.Slice((*byte)(*p), bytes), nil
+}
+
+// MemFreeHost frees memory from MemAllocHost.
+func MemFreeHost(b []byte) error {
+	return call(fn.cuMemFreeHost, "cuMemFreeHost", uintptr(unsafe.Pointer(unsafe.SliceData(b))))
+}
+
+// MemcpyHtoDAsync queues a copy of bytes from page-locked host memory src
+// (MemAllocHost's) to the device on the default stream and returns: src
+// must stay unchanged until the work queued before a later
+// synchronization is done.
+func MemcpyHtoDAsync(dst DevicePtr, src unsafe.Pointer, bytes uint64) error {
+	return call(fn.cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2", uintptr(dst), uintptr(src), uintptr(bytes), 0)
 }
 
 // MemcpyDtoH copies bytes from the device to host memory dst, after the
