@@ -33,7 +33,8 @@ func routeLogits(rng *rand.Rand, n, E int) []float32 {
 }
 
 // TestRouteParity: the device's routing (moe_route) against
-// ml.Router.Route on the host, for the routers of llama.cpp's mixtures:
+// ml.Router.Route on the host, for the routers of llama.cpp's mixtures
+// (expert counts from 8 to 512, 60 not a multiple of a warp):
 // the same experts, and the same weights but for one float32 ulp where
 // the device's e^x differs from Go's in its last place. A block with an infinite logit goes to
 // the host's routing (bit for bit), a NaN logit fails with the host's
@@ -60,6 +61,7 @@ func TestRouteParity(t *testing.T) {
 			{"softmax/norm (qwen3moe)", ml.Router{Experts: 128, K: 8, Gating: ml.GateSoftmax, Norm: true}, true},
 			{"softmax/512 (qwen3next)", ml.Router{Experts: 512, K: 10, Gating: ml.GateSoftmax, Norm: true}, true},
 			{"softmax (mixtral)", ml.Router{Experts: 8, K: 2, Gating: ml.GateSoftmax}, true},
+			{"softmax/60 (qwen2moe)", ml.Router{Experts: 60, K: 4, Gating: ml.GateSoftmax}, true},
 			{"sigmoid/bias/groups/scale (deepseek3)", ml.Router{Experts: 256, K: 8, Gating: ml.GateSigmoid,
 				SelBias: randF32(rng, 256, 0.5), Groups: 8, GroupsUsed: 4, Norm: true, Scale: 2.5}, true},
 			{"softmax-selected (gpt-oss)", ml.Router{Experts: 32, K: 4, Gating: ml.GateSoftmaxSelected}, true},
