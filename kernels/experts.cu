@@ -98,6 +98,14 @@ __device__ int route_best(const double* v, int n) {
 	return bi;
 }
 
+// route_left reports, on every lane, whether a lane saw a NaN; then the
+// row is left to the host and lane 0 sets *flag.
+__device__ __forceinline__ bool route_left(bool nan, int* flag) {
+	if (!__any_sync(0xffffffffu, nan)) return false;
+	if ((threadIdx.x & 31) == 0) atomicMax(flag, 1);
+	return true;
+}
+
 // moe_route: token t's K experts (experts[t·K + j], best first) and their
 // weights (weights[t·K + j]) from its n_exp router logits, as
 // ml.Router.routeRows computes them in float64 (gating 1 softmax, 2
@@ -123,10 +131,7 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, const flo
 		nan |= v != v;
 		p[i] = (double)v;
 	}
-	if (__any_sync(all, nan)) {
-		if (lane == 0) atomicMax(flag, 1);
-		return;
-	}
+	if (route_left(nan, flag)) return;
 	__syncwarp();
 	if (gating == 1) {
 		if (lane == 0) {
@@ -151,10 +156,7 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, const flo
 		s[i] = x;
 		nan |= x != x;
 	}
-	if (__any_sync(all, nan)) {
-		if (lane == 0) atomicMax(flag, 1);
-		return;
-	}
+	if (route_left(nan, flag)) return;
 	__syncwarp();
 	if (groups > 1) {
 		// A group's score is the sum of its two best; the groups_used best
@@ -171,10 +173,7 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, const flo
 			gs[g] = __dadd_rn(a, b);
 			nan |= gs[g] != gs[g];
 		}
-		if (__any_sync(all, nan)) {
-			if (lane == 0) atomicMax(flag, 1);
-			return;
-		}
+		if (route_left(nan, flag)) return;
 		__syncwarp();
 		for (int j = 0; j < groups_used; j++) {
 			int g = route_best(gs, groups);

@@ -1352,13 +1352,13 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 			if err := upload(e, base, lay); err != nil {
 				return err
 			}
-			dev := []ptr{base, base + ptr(4*total), base + ptr(8*total)} // tokens, slots, weights
+			rowsDev, slotsDev, weightsDev := base, base+ptr(4*total), base+ptr(8*total)
 			var xe ptr
 			if len(quantized) < len(ws) {
 				if xe, err = b.scratchBytes(elemBytes(tg) * int64(total) * int64(in)); err != nil {
 					return err
 				}
-				if err := e.gatherRows(xe, s.p, dev[0], total, in, tg); err != nil {
+				if err := e.gatherRows(xe, s.p, rowsDev, total, in, tg); err != nil {
 					return err
 				}
 			}
@@ -1381,7 +1381,7 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 				set.rows = start[x] - start[x0]
 				src := func(w *ml.Matrix) (operand, error) {
 					if op, ok := quantized[w]; ok {
-						op.idx = dev[0] + ptr(4*start[x0])
+						op.idx = rowsDev + ptr(4*start[x0])
 						return op, nil
 					}
 					if gm(w).t != tg {
@@ -1394,7 +1394,7 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 				}
 				x0 = x
 			}
-			if err := e.scatterScaled(res.p, y.p, dev[1], dev[2], total, out); err != nil {
+			if err := e.scatterScaled(res.p, y.p, slotsDev, weightsDev, total, out); err != nil {
 				return err
 			}
 			if err := e.sumChoices(d.row(r0), res.p, rows, K, out); err != nil {
