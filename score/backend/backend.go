@@ -58,6 +58,15 @@ type Backend interface {
 	Open(path string, opts model.Options, index int) (Model, error)
 }
 
+// Grouper is a backend that loads a model on several of its devices at
+// once (ppl-score --devices), one Model each, sharing what the devices can
+// share: the CUDA backend keeps one copy of the weights per device, or,
+// with spread or for a model larger than one device, one copy spread over
+// all of them. Each Model scores as one loaded alone would.
+type Grouper interface {
+	OpenGroup(path string, opts model.Options, indices []int, spread bool) ([]Model, error)
+}
+
 var (
 	mu       sync.RWMutex
 	backends = map[string]Backend{}

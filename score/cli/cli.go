@@ -93,7 +93,10 @@
 // (cuda when --device is auto) and deals the windows to whichever engine is
 // free; the output is written in input order and holds the same numbers as
 // one engine's (an index may repeat, for two engines on one device; CPU
-// engines share --threads). --reference-device DEV puts the reference on
+// engines share --threads). Engines on one GPU share its copy of the
+// weights; a model that does not fit one GPU, or any with --spread-weights,
+// has one copy spread over the listed GPUs, each engine reading the others'
+// share (peer access), with the same numbers. --reference-device DEV puts the reference on
 // another device of the model's kind (cuda:N): the two forward passes run
 // at once and the reference's logits are copied to the model's GPU, with
 // the same numbers as on one device (a 16-bit reference that does not fit
@@ -152,6 +155,7 @@ type flags struct {
 	Devices         string           `placeholder:"N,N,..." help:"Score on several devices of --device's kind at once, one engine each (GPUs 0,1,2,3); an index may repeat. The output is the same as one device's."`
 	RefDevice       string           `name:"reference-device" placeholder:"DEV" help:"Where the reference model runs: a device of the model's kind, cuda:N or cpu (default: the model's device). On another GPU the two models run at once; the numbers are the same."`
 	RefDevices      string           `name:"reference-devices" placeholder:"N,N,..." help:"With --devices: the reference's device of each engine, one index per --devices entry (GPUs 4,5,6,7 for --devices 0,1,2,3)."`
+	SpreadWeights   bool             `name:"spread-weights" help:"With --devices on GPUs: one copy of the weights spread over the listed GPUs, each engine reading the others' share over NVLink, even when the model fits one GPU (a model that does not is spread without it); GPUs listed twice share their copy anyway."`
 	GPUWeights      string           `name:"gpu-weights" default:"quantized" enum:"quantized,bf16" help:"How a GPU keeps the weights: quantized (the file's blocks, dequantized at each product, each weight rounded once to fp16) or bf16 (a bf16 copy made on the host: the earlier path, further from the CPU's numbers, for comparison) (default ${default})."`
 	RopeFreqBase    float64          `placeholder:"B" help:"Override the model's RoPE frequency base."`
 	RopeScaleFactor float64          `name:"rope-scaling-factor" placeholder:"F" help:"Linear RoPE scaling: positions divided by F."`
@@ -257,6 +261,20 @@ func (f *flags) validate() error {
 	if f.Devices != "" {
 		if err := f.parseDevices(); err != nil {
 			return err
+		}
+	}
+	if f.SpreadWeights {
+		distinct := map[int]bool{}
+		for _, d := range f.devices {
+			distinct[d] = true
+		}
+		switch {
+		case f.Devices == "":
+			return command.Usagef("--spread-weights needs --devices: the GPUs to spread the weights over")
+		case f.Device == "cpu":
+			return command.Usagef("--spread-weights is for GPUs: the CPU's engines read one mapping of the file already")
+		case len(distinct) < 2:
+			return command.Usagef("--spread-weights: --devices %s lists one device, whose engines share its copy of the weights anyway", f.Devices)
 		}
 	}
 	// The CUDA backend reads the weight storage from its environment, as

@@ -72,7 +72,8 @@ type queued struct {
 }
 
 // loadEngines loads the model (and the reference) on each device of
-// --devices after the first, which holds s.m and s.ref.
+// --devices after the first, which holds s.m and s.ref, or takes them from
+// the group the backend loaded with the first (openGroup).
 func (s *scorer) loadEngines(ctx context.Context, opts model.Options) error {
 	first := engine{m: s.m.Model}
 	if s.ref != nil {
@@ -84,11 +85,21 @@ func (s *scorer) loadEngines(ctx context.Context, opts model.Options) error {
 	}
 	ropts := opts
 	ropts.KVDtype = s.f.RefKVDtype
+	take := func(role string) backend.Model {
+		ms := s.group[role]
+		if len(ms) == 0 {
+			return nil
+		}
+		s.group[role] = ms[1:]
+		return ms[0]
+	}
 	for i, index := range s.f.devices[1:] {
-		var e engine
+		e := engine{m: take("model"), ref: take("reference")}
 		var err error
-		e.m, err = s.openCtx(ctx, s.f.Model, func() (backend.Model, error) { return s.openAt("--devices", s.f.Model, opts, index) })
-		if err == nil && s.ref != nil {
+		if e.m == nil {
+			e.m, err = s.openCtx(ctx, s.f.Model, func() (backend.Model, error) { return s.openAt("--devices", s.f.Model, opts, index) })
+		}
+		if err == nil && s.ref != nil && e.ref == nil {
 			flag, rindex := "--devices", index
 			if len(s.f.refDevices) > 0 {
 				flag, rindex = "--reference-devices", s.f.refDevices[i+1]
@@ -109,6 +120,14 @@ func (s *scorer) loadEngines(ctx context.Context, opts model.Options) error {
 		}
 	}
 	s.log.Infof("%d engines: %s", len(s.engines), strings.Join(names, ", "))
+	for _, l := range []*loaded{s.m, s.ref} {
+		if l == nil {
+			continue
+		}
+		if p, ok := l.Device().Extra["weight_placement"]; ok {
+			s.log.Infof("%s's weights: %v", l.info.Name, p)
+		}
+	}
 	return nil
 }
 

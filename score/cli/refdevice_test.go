@@ -23,7 +23,7 @@ func TestReferenceDeviceUsage(t *testing.T) {
 		{[]string{"--model", "m.gguf", "--reference-device", "cuda:1"}, "--reference-device needs --reference"},
 		{[]string{"--model", "m.gguf", "--devices", "0,1", "--reference-devices", "2,3"}, "--reference-devices needs --reference"},
 		{append(ref, "--reference-device", "cuda:x"), `--reference-device: bad device "cuda:x"`},
-		{append(ref, "--reference-device", "tpu:1"), "--reference-device tpu:1: no such device (have cpu, cuda)"},
+		{append(ref, "--reference-device", "tpu:1"), "--reference-device tpu:1: no such device (have cpu, cuda, zgroup)"},
 		{append(ref, "--reference-device", "auto"), "--reference-device auto: no such device"},
 		{append(ref, "--device", "cpu", "--reference-device", "cuda:1"), "--reference-device cuda:1 with --device cpu: the reference must be on a device of the model's kind (cpu)"},
 		{append(ref, "--device", "cuda:0", "--reference-device", "cpu"), "--reference-device cpu with --device cuda:0: the reference must be on a device of the model's kind (cuda)"},

@@ -34,9 +34,13 @@ type scorer struct {
 	log   *progress.Log
 	cache *cache.Cache // nil with --no-cache
 
-	m, ref       *loaded
-	engines      []engine // the models on each device: engines[0] holds m and ref
-	backend      string   // the resolved --device: "cpu", "cuda"
+	m, ref  *loaded
+	engines []engine // the models on each device: engines[0] holds m and ref
+	// group holds the models a backend loaded with the first (a
+	// backend.Grouper's OpenGroup) until loadEngines makes them engines:
+	// the model's ("model") and the reference's ("reference").
+	group        map[string][]backend.Model
+	backend      string // the resolved --device: "cpu", "cuda"
 	devIndex     int
 	work         windowRun          // the windows being scored, and the output waiting for them
 	last         *pipe.StreamTokens // the stream being scored
@@ -87,6 +91,11 @@ func (s *scorer) close() {
 	s.work.stop()
 	for _, e := range s.engines[min(1, len(s.engines)):] {
 		e.close()
+	}
+	for _, ms := range s.group {
+		for _, m := range ms {
+			m.Close()
+		}
 	}
 	if s.m != nil {
 		s.m.Close()
@@ -205,7 +214,7 @@ func (s *scorer) load(ctx context.Context, proto *pipe.Protocol) error {
 		return err
 	}
 	t0 := time.Now()
-	if s.m, err = s.open(ctx, s.f.Model, opts, s.openOn); err != nil {
+	if s.m, err = s.open(ctx, s.f.Model, opts, s.openModel); err != nil {
 		return err
 	}
 	if s.m.tok.Identity() != s.tokHeader.ID {
@@ -377,10 +386,17 @@ func (s *scorer) openCtx(ctx context.Context, path string, open func() (backend.
 	}
 }
 
-// openOn loads a model on the device --device names. The first call
-// resolves auto: a CUDA GPU when one is usable, else the CPU, with a notice
-// saying why; the reference model then goes where the model went.
-func (s *scorer) openOn(path string, opts model.Options) (backend.Model, error) {
+// openModel loads the model on the device --device names (openOn).
+func (s *scorer) openModel(path string, opts model.Options) (backend.Model, error) {
+	return s.openOn("model", path, opts)
+}
+
+// openOn loads a model, role's, on the device --device names. The first
+// call resolves auto: a CUDA GPU when one is usable, else the CPU, with a
+// notice saying why; the reference model then goes where the model went.
+// With --devices it loads on all of them at once when the backend shares
+// between them (openGroup).
+func (s *scorer) openOn(role, path string, opts model.Options) (backend.Model, error) {
 	if s.backend == "" {
 		if s.f.Device == "auto" {
 			if b, ok := backend.Get("cuda"); ok {
@@ -407,6 +423,11 @@ func (s *scorer) openOn(path string, opts model.Options) (backend.Model, error) 
 	if !ok {
 		return nil, command.Usagef("--device %s: no such device (have auto, %s)", s.f.Device, strings.Join(backend.Names(), ", "))
 	}
+	if len(s.f.devices) > 1 {
+		if _, ok := b.(backend.Grouper); ok {
+			return s.openGroup(role, "--devices "+s.f.Devices, path, opts, s.f.devices)
+		}
+	}
 	m, err := b.Open(path, opts, s.devIndex)
 	if err != nil && s.backend != "cpu" {
 		return nil, fmt.Errorf("--device %s: %w", s.f.Device, err)
@@ -420,6 +441,10 @@ func (s *scorer) openOn(path string, opts model.Options) (backend.Model, error) 
 func (s *scorer) openRef(path string, opts model.Options) (backend.Model, error) {
 	switch {
 	case len(s.f.refDevices) > 0:
+		b, _ := backend.Get(s.backend) // the model's: it exists
+		if _, ok := b.(backend.Grouper); ok {
+			return s.openGroup("reference", "--reference-devices "+s.f.RefDevices, path, opts, s.f.refDevices)
+		}
 		return s.openAt("--reference-devices", path, opts, s.f.refDevices[0])
 	case s.f.RefDevice != "":
 		name, index, _ := backend.ParseDevice(s.f.RefDevice) // validated
@@ -428,7 +453,25 @@ func (s *scorer) openRef(path string, opts model.Options) (backend.Model, error)
 		}
 		return s.openAt("--reference-device", path, opts, index)
 	}
-	return s.openOn(path, opts)
+	return s.openOn("reference", path, opts)
+}
+
+// openGroup loads the model at path on every device of indices (flag,
+// with its value, lists them) at once, through the backend's OpenGroup (engines on one device share
+// its copy of the weights; --spread-weights, or a model larger than one
+// device, spreads one copy over all), and keeps all but the first model
+// for loadEngines under role.
+func (s *scorer) openGroup(role, flag, path string, opts model.Options, indices []int) (backend.Model, error) {
+	b, _ := backend.Get(s.backend)
+	ms, err := b.(backend.Grouper).OpenGroup(path, opts, indices, s.f.SpreadWeights)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s on %s: %w", flag, path, s.backend, err)
+	}
+	if s.group == nil {
+		s.group = map[string][]backend.Model{}
+	}
+	s.group[role] = ms[1:]
+	return ms[0], nil
 }
 
 // deviceLine describes where the model runs, for the log.

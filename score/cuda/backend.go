@@ -71,3 +71,15 @@ func (cudaBackend) Open(path string, opts model.Options, index int) (backend.Mod
 	}
 	return m, nil
 }
+
+func (cudaBackend) OpenGroup(path string, opts model.Options, indices []int, spread bool) ([]backend.Model, error) {
+	ms, err := LoadGroup(path, opts, indices, spread)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]backend.Model, len(ms))
+	for i, m := range ms {
+		out[i] = m
+	}
+	return out, nil
+}

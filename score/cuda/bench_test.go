@@ -130,7 +130,7 @@ func syntheticModel(e *Engine, s benchShape, p Precision, kv string, seed uint64
 	if p.Storage == "" {
 		p.Storage = WeightsBF16
 	}
-	return readyModel(load(e, path, model.Options{KVDtype: kv}, p, seed))
+	return readyModel(load(e, path, model.Options{KVDtype: kv}, p, seed, newWeightSet(e)))
 }
 
 // writeSkeleton writes a GGUF file of shape s (F16 matrices, F32 norms)

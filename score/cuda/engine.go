@@ -42,6 +42,9 @@ type device interface {
 		bs ptr, bt cublas.DataType, ldb int, beta float32, cs ptr, ct cublas.DataType, ldc int, count int) error
 	sync() error
 	memInfo() (free, total uint64, err error)
+	// peer lets this device's kernels read and write o's memory (peer
+	// access), or says why they cannot.
+	peer(o device) error
 }
 
 // Engine is one GPU: its primary context, owned by one goroutine locked to
@@ -691,6 +694,21 @@ func (g *gpuDevice) sync() error {
 	}
 	g.staged = 0
 	return nil
+}
+
+func (g *gpuDevice) peer(o device) error {
+	p, ok := o.(*gpuDevice)
+	if !ok {
+		return fmt.Errorf("not a GPU (%T)", o)
+	}
+	can, err := g.dev.CanAccessPeer(p.dev)
+	if err != nil {
+		return err
+	}
+	if !can {
+		return errors.New("the driver reports no peer access between the two (cuDeviceCanAccessPeer)")
+	}
+	return g.check("cuCtxEnablePeerAccess", p.ctx.EnablePeerAccess())
 }
 
 func (g *gpuDevice) memInfo() (uint64, uint64, error) {

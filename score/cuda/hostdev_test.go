@@ -191,9 +191,9 @@ func (h *hostDevice) alloc(n int64) (ptr, error) {
 	s := h.simDevice
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.next++
-	base := s.next * simSpan
-	m := hostMem{path: filepath.Join(hostDir, fmt.Sprint(s.next)), bytes: (int(n) + 15) &^ 15}
+	id := simNext.Add(1)
+	base := id * simSpan
+	m := hostMem{path: filepath.Join(hostDir, fmt.Sprint(id)), bytes: (int(n) + 15) &^ 15}
 	size := (m.bytes + 4095) &^ 4095
 	m.pad = size - m.bytes
 	f, err := os.Create(m.path)
@@ -212,6 +212,7 @@ func (h *hostDevice) alloc(n int64) (ptr, error) {
 		b[i] = 0xff // poison, as simDevice's
 	}
 	s.mem[base] = b
+	s.used += n
 	h.mems[base] = m
 	return ptr(base), nil
 }

@@ -19,7 +19,7 @@ import (
 // minutes. The numbers do not change: the copies are the same, in the same
 // order, only later.
 
-// lazyWeights holds the deferred copies of a backend's weights.
+// lazyWeights holds the deferred copies of a weight set (weights.go).
 type lazyWeights struct {
 	mu      sync.Mutex
 	pending []lazyCopy
@@ -36,9 +36,13 @@ type lazyCopy struct {
 
 // later defers f, the copy of tensor name's data to the device, or runs
 // it now when the weights were copied already (a tensor prepared after the
-// first window).
+// first window). A backend that shares another's weights (weights.go)
+// copies nothing: the first backend's copies fill them.
 func (b *gpuBackend) later(name string, f func() error) error {
-	l := &b.lazy
+	if b.follows {
+		return nil
+	}
+	l := &b.set.lazy
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.done {
@@ -52,9 +56,10 @@ func (b *gpuBackend) later(name string, f func() error) error {
 }
 
 // upload runs the deferred copies once, in the order Prepare made them,
-// and waits for the device; later calls return the first call's error.
+// and waits for every device that holds weights; later calls, and the
+// other backends sharing the weights, return the first call's error.
 func (b *gpuBackend) upload() error {
-	l := &b.lazy
+	l := &b.set.lazy
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
@@ -67,8 +72,10 @@ func (b *gpuBackend) upload() error {
 			break
 		}
 	}
-	if l.err == nil {
-		l.err = b.e.Do(func() error { return b.e.sync("copying the weights") })
+	for _, h := range b.set.homes {
+		if l.err == nil {
+			l.err = h.Do(func() error { return h.sync("copying the weights") })
+		}
 	}
 	l.pending, l.done, l.took = nil, true, time.Since(t0)
 	l.ready.Store(l.err == nil)
@@ -78,7 +85,7 @@ func (b *gpuBackend) upload() error {
 // uploaded reports whether the copy of the weights ran, its error and how
 // long it took.
 func (b *gpuBackend) uploaded() (bool, error, time.Duration) {
-	l := &b.lazy
+	l := &b.set.lazy
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.done, l.err, l.took

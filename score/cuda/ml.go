@@ -75,20 +75,21 @@ type gpuBackend struct {
 	kvV     int
 	synth   uint64 // when not 0, Prepare fills weights from this seed (benchmarks)
 
-	weights     []buf
-	weightBytes int64
-	scratch     arena
-	caches      map[int]*kvPair // by head size
-	ropes       map[*nn.RoPE]*ropeTab
-	ones        map[int]ptr            // weightless norms by width
-	flash       map[attnShape]string   // attention kernel choice by shape ("" = tensor cores)
-	attn        string                 // the model's attention kernel, for headers
-	cols        map[colsKey]*colsTable // column tables on the device (recurrent.go)
-	qw          qweights               // weight storage (qweights.go)
-	lazy        lazyWeights            // the copies of the weights, deferred (lazy.go)
-	prof        *opProfile             // PPL_CUDA_PROFILE=1's account (profile.go), or nil
-	err         error
-	closed      bool
+	set     *weightSet // the model's weights (weights.go)
+	follows bool       // the set's allocations are another backend's (weights.go)
+	taken   int        // how many of them Prepare took so far, when it follows
+	weights []buf      // the backend's own tables (weightless norms, column lists), freed with it
+	scratch arena
+	caches  map[int]*kvPair // by head size
+	ropes   map[*nn.RoPE]*ropeTab
+	ones    map[int]ptr            // weightless norms by width
+	flash   map[attnShape]string   // attention kernel choice by shape ("" = tensor cores)
+	attn    string                 // the model's attention kernel, for headers
+	cols    map[colsKey]*colsTable // column tables on the device (recurrent.go)
+	qw      qweights               // weight storage (qweights.go)
+	prof    *opProfile             // PPL_CUDA_PROFILE=1's account (profile.go), or nil
+	err     error
+	closed  bool
 }
 
 // attnShape is what the attention kernels' check depends on.
@@ -213,7 +214,7 @@ func (b *gpuBackend) do(what string, f func() error) {
 		b.err = errors.New("cuda: model is closed")
 		return
 	}
-	if !b.lazy.ready.Load() {
+	if !b.set.lazy.ready.Load() {
 		if b.err = b.upload(); b.err != nil {
 			return
 		}
@@ -253,28 +254,13 @@ func (b *gpuBackend) storageIn(w *ml.Matrix, mode string) cublas.DataType {
 	return b.prec.Weights
 }
 
-func (b *gpuBackend) allocW(bytes int64) (ptr, error) {
-	var w buf
-	err := b.e.Do(func() error {
-		var err error
-		w, err = b.e.alloc(bytes)
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	b.weights = append(b.weights, w)
-	b.weightBytes += w.bytes
-	return w.p, nil
-}
-
 func (b *gpuBackend) Prepare(w *ml.Matrix) error {
 	if ok, err := b.prepareQuantized(w); ok {
 		return err
 	}
 	t := b.storage(w)
 	rows := w.Out * max(w.Experts, 1)
-	p, err := b.allocW(elemBytes(t) * int64(rows) * int64(w.In))
+	p, h, err := b.allocW(elemBytes(t) * int64(rows) * int64(w.In))
 	if err != nil {
 		return err
 	}
@@ -286,11 +272,11 @@ func (b *gpuBackend) Prepare(w *ml.Matrix) error {
 	}
 	switch {
 	case t == f32:
-		err = b.later(w.Name, func() error { return b.uploadF32(p, w, rows, seed) })
+		err = b.later(w.Name, func() error { return uploadF32(h, p, w, rows, seed) })
 	case seed != 0:
 		err = b.later(w.Name, func() error {
-			return b.e.Do(func() error {
-				return b.e.fillUniform(p, int64(rows)*int64(w.In), seed, float32(math.Sqrt(3/float64(w.In))), t)
+			return h.Do(func() error {
+				return h.fillUniform(p, int64(rows)*int64(w.In), seed, float32(math.Sqrt(3/float64(w.In))), t)
 			})
 		})
 	default:
@@ -300,7 +286,7 @@ func (b *gpuBackend) Prepare(w *ml.Matrix) error {
 		}
 		if err == nil {
 			err = b.later(w.Name, func() error {
-				return uploadRows(b.e, p, w.Type, w.Data, int(rb), w.In, rows, b.threads, t, b.qw.mode == WeightsBF16)
+				return uploadRows(h, p, w.Type, w.Data, int(rb), w.In, rows, b.threads, t, b.qw.mode == WeightsBF16)
 			})
 		}
 	}
@@ -314,19 +300,19 @@ func (b *gpuBackend) Prepare(w *ml.Matrix) error {
 	return nil
 }
 
-// uploadF32 stores w (rows of w.In values) as float32 at p: each weight
+// uploadF32 stores w (rows of w.In values) as float32 at p on h: each weight
 // dequantized exactly and kept so, as the CPU multiplies it (a synthetic
 // model's, seed not 0, are uniform random of the usual scale; an F32
 // matrix's bytes are copied as they are). This is the router's storage:
 // rounding its weights moved the logits that choose experts, and
 // near-ties flipped (emulation, rounded to bf16 before: tiny-qwen35moe's
 // mean |Δ log p| 0.018, now 0.003).
-func (b *gpuBackend) uploadF32(p ptr, w *ml.Matrix, rows int, seed uint64) error {
+func uploadF32(h *Engine, p ptr, w *ml.Matrix, rows int, seed uint64) error {
 	if seed == 0 && w.Type == gguf.TypeF32 {
 		if want := 4 * rows * w.In; len(w.Data) != want {
 			return fmt.Errorf("%d bytes, want %d", len(w.Data), want)
 		}
-		return b.uploadPieces(p, w.Data)
+		return uploadPieces(h, p, w.Data)
 	}
 	vals := make([]float32, rows*w.In)
 	if seed != 0 {
@@ -338,15 +324,15 @@ func (b *gpuBackend) uploadF32(p ptr, w *ml.Matrix, rows int, seed uint64) error
 	} else if err := quant.Dequantize(w.Type, w.Data, vals); err != nil {
 		return err
 	}
-	return b.e.Do(func() error { return upload(b.e, p, vals) })
+	return h.Do(func() error { return upload(h, p, vals) })
 }
 
-// uploadPieces copies a file's bytes to p in pieces of uploadBytes, so
-// that the file's pages are read as they go.
-func (b *gpuBackend) uploadPieces(p ptr, data []byte) error {
-	return b.e.Do(func() error {
+// uploadPieces copies a file's bytes to p on h in pieces of uploadBytes,
+// so that the file's pages are read as they go.
+func uploadPieces(h *Engine, p ptr, data []byte) error {
+	return h.Do(func() error {
 		for o := 0; o < len(data); o += uploadBytes {
-			if err := upload(b.e, p+ptr(o), data[o:min(len(data), o+uploadBytes)]); err != nil {
+			if err := upload(h, p+ptr(o), data[o:min(len(data), o+uploadBytes)]); err != nil {
 				return err
 			}
 		}
@@ -362,8 +348,9 @@ func (b *gpuBackend) PrepareVector(v *ml.Vector) error {
 		if strings.HasSuffix(v.Name, ".ssm_a") {
 			fill = -1 // Gated DeltaNet's A = -exp(A_log): decays below 1, or the state grows without bound
 		}
-		if p, err = b.allocW(int64(4 * len(v.V))); err == nil {
-			err = b.later(v.Name, func() error { return b.e.Do(func() error { return b.e.fillF32(p, int64(len(v.V)), fill) }) })
+		var h *Engine
+		if p, h, err = b.allocW(int64(4 * len(v.V))); err == nil {
+			err = b.later(v.Name, func() error { return h.Do(func() error { return h.fillF32(p, int64(len(v.V)), fill) }) })
 		}
 	} else {
 		p, err = b.vectorData(v.Name, v.V)
@@ -378,11 +365,11 @@ func (b *gpuBackend) PrepareVector(v *ml.Vector) error {
 // vectorData allocates v (of tensor name) on the device; it is copied
 // there with the weights (later).
 func (b *gpuBackend) vectorData(name string, v []float32) (ptr, error) {
-	p, err := b.allocW(int64(4 * len(v)))
+	p, h, err := b.allocW(int64(4 * len(v)))
 	if err != nil {
 		return 0, err
 	}
-	return p, b.later(name, func() error { return b.e.Do(func() error { return upload(b.e, p, v) }) })
+	return p, b.later(name, func() error { return h.Do(func() error { return upload(h, p, v) }) })
 }
 
 // Scratch memory.
@@ -513,7 +500,7 @@ func (b *gpuBackend) Close() error {
 		return nil
 	}
 	b.closed = true
-	return b.e.Do(func() error {
+	err := b.e.Do(func() error {
 		e := b.e
 		b.scratch.free(e)
 		for _, c := range b.caches {
@@ -534,6 +521,7 @@ func (b *gpuBackend) Close() error {
 		b.weights = nil
 		return errors.Join(errs...)
 	})
+	return errors.Join(err, b.set.leave(!b.follows))
 }
 
 // Operations.
@@ -1218,25 +1206,22 @@ func (b *gpuBackend) expertsBefore(d, s *gt, m *ml.MLP, r *ml.Routing) {
 	mark := b.Mark()
 	defer b.Release(mark)
 	xb, yb := b.Alloc(n*K, in), b.Alloc(n*K, out)
-	rows, ones := make([]int32, n*K), make([]float32, n*K)
-	for c := range rows {
-		rows[c], ones[c] = int32(c/K), 1
+	// One upload: each choice's row, then its weight.
+	lay, ones := make([]int32, 2*n*K), make([]float32, n*K)
+	for c := range n * K {
+		lay[c], lay[n*K+c], ones[c] = int32(c/K), int32(math.Float32bits(r.Weight[c])), 1
 	}
 	b.do("experts' weighted inputs "+m.Up.Name, func() error {
 		mk := b.Mark()
 		defer b.Release(mk)
-		dr, err := b.scratchBytes(4 * int64(n*K))
+		d, err := b.scratchBytes(4 * int64(len(lay)))
+		if err == nil {
+			err = upload(b.e, d, lay)
+		}
 		if err != nil {
 			return err
 		}
-		dw, err := b.scratchBytes(4 * int64(n*K))
-		if err != nil {
-			return err
-		}
-		if err := errors.Join(upload(b.e, dr, rows), upload(b.e, dw, r.Weight)); err != nil {
-			return err
-		}
-		return b.e.scaleRows(g(xb).p, s.p, dr, dw, n*K, in)
+		return b.e.scaleRows(g(xb).p, s.p, d, d+ptr(4*n*K), n*K, in)
 	})
 	b.Experts(yb, xb, m, &ml.Routing{K: 1, Expert: r.Expert, Weight: ones})
 	b.do("experts' sum "+m.Up.Name, func() error { return b.e.sumChoices(d.p, g(yb).p, n, K, out) })

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"ppl.dev/quant"
 	"ppl.dev/score/backend"
 	"ppl.dev/score/cuda/cublas"
+	"ppl.dev/score/cuda/driver"
 	"ppl.dev/score/ml"
 	"ppl.dev/score/model"
 	"ppl.dev/score/nn"
@@ -74,8 +76,9 @@ type Model struct {
 	attn        string // which attention kernel runs, and why
 	flash       bool   // the tensor-core one
 	loadTime    time.Duration
-	weightBytes int64 // on the device
-	bf16Bytes   int64 // what the bf16 copy of the matrices takes (the matrices alone)
+	weightBytes int64  // on the device (or devices: weights.go)
+	spreadWhy   string // why the weights are spread over several devices
+	bf16Bytes   int64  // what the bf16 copy of the matrices takes (the matrices alone)
 }
 
 // Load loads the GGUF model at path onto CUDA device ordinal with the
@@ -90,7 +93,7 @@ type Model struct {
 // weights stay quantized on the device unless $PPL_CUDA_WEIGHTS is "bf16"
 // (ppl-score --gpu-weights).
 func Load(path string, opts model.Options, ordinal int) (*Model, error) {
-	storage, err := weightsFromEnv()
+	p, err := precisionFromEnv()
 	if err != nil {
 		return nil, err
 	}
@@ -98,22 +101,109 @@ func Load(path string, opts model.Options, ordinal int) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
+	return loadOn(e, path, opts, p)
+}
+
+// precisionFromEnv is Mixed, or BF16 when $PPL_CUDA_PRECISION is "bf16",
+// with the weight storage of $PPL_CUDA_WEIGHTS.
+func precisionFromEnv() (Precision, error) {
+	storage, err := weightsFromEnv()
+	if err != nil {
+		return Precision{}, err
+	}
 	p := Mixed
 	if os.Getenv("PPL_CUDA_PRECISION") == "bf16" {
 		p = BF16
 	}
 	p.Storage = storage
-	return loadOn(e, path, opts, p)
+	return p, nil
+}
+
+// LoadGroup loads the model at path once per CUDA device of ordinals (one
+// may repeat: two engines on one device), for ppl-score --devices, in the
+// settings Load takes. Engines on one device share its copy of the
+// weights. With spread, or when the model does not fit one device (out of
+// memory at load), one copy is spread over all the devices instead, each
+// engine reading the others' shares over NVLink (weights.go); a pair of
+// devices without peer access is then an error naming it.
+func LoadGroup(path string, opts model.Options, ordinals []int, spread bool) ([]*Model, error) {
+	p, err := precisionFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	es := make([]*Engine, len(ordinals))
+	for i, o := range ordinals {
+		if es[i], err = Open(o); err != nil {
+			return nil, err
+		}
+	}
+	return loadGroup(es, path, opts, p, spread)
+}
+
+// loadGroup is LoadGroup on engines es.
+func loadGroup(es []*Engine, path string, opts model.Options, p Precision, spread bool) ([]*Model, error) {
+	var homes []*Engine
+	for _, e := range es {
+		if !slices.Contains(homes, e) {
+			homes = append(homes, e)
+		}
+	}
+	why := "asked for"
+	if !spread {
+		ms, err := loadSets(es, path, opts, p, func(e *Engine) *weightSet { return newWeightSet(e) })
+		if err == nil || len(homes) < 2 || !driver.IsOutOfMemory(err) {
+			return ms, err
+		}
+		why = fmt.Sprintf("the model does not fit %s: out of memory at load", es[0].label())
+	}
+	if err := enablePeers(homes); err != nil {
+		return nil, err
+	}
+	ms, err := loadSets(es, path, opts, p, func(*Engine) *weightSet { return newWeightSet(homes...) })
+	for _, m := range ms {
+		m.spreadWhy = why
+	}
+	return ms, err
+}
+
+// loadSets loads the model on each engine of es, with the weight set
+// setFor makes for the first engine of its device (spread: one set for
+// all) shared by the others on it.
+func loadSets(es []*Engine, path string, opts model.Options, p Precision, setFor func(*Engine) *weightSet) ([]*Model, error) {
+	sets := map[*Engine]*weightSet{}
+	var all *weightSet
+	var ms []*Model
+	for _, e := range es {
+		set := sets[e]
+		if set == nil {
+			if set = all; set == nil {
+				set = setFor(e)
+			}
+			if len(set.homes) > 1 {
+				all = set
+			}
+			sets[e] = set
+		}
+		m, err := load(e, path, opts, p, 0, set)
+		if err != nil {
+			for _, m := range slices.Backward(ms) { // the set's first model last
+				m.Close()
+			}
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
 }
 
 func loadOn(e *Engine, path string, opts model.Options, p Precision) (*Model, error) {
-	return load(e, path, opts, p, 0)
+	return load(e, path, opts, p, 0, newWeightSet(e))
 }
 
-// load loads path; synth, when not 0, fills every weight on the device from
-// that seed instead of the file's data (the benchmark's synthetic models,
-// whose files hold only the shapes).
-func load(e *Engine, path string, opts model.Options, p Precision, synth uint64) (*Model, error) {
+// load loads path on e with its weights in set; synth, when not 0, fills
+// every weight on the device from that seed instead of the file's data (the
+// benchmark's synthetic models, whose files hold only the shapes).
+func load(e *Engine, path string, opts model.Options, p Precision, synth uint64, set *weightSet) (*Model, error) {
 	if why := int8Refusal(opts.Activations, p.storage()); why != "" {
 		return nil, fmt.Errorf("cuda: %s", why)
 	}
@@ -126,6 +216,7 @@ func load(e *Engine, path string, opts model.Options, p Precision, synth uint64)
 		if b != nil {
 			b.synth = synth
 			b.qw.mode = p.storage()
+			b.set, b.follows = set, set.join()
 		}
 		return b, err
 	}
@@ -135,7 +226,7 @@ func load(e *Engine, path string, opts model.Options, p Precision, synth uint64)
 	}
 	info := mm.Info()
 	info.Activations = p.activations()
-	m := &Model{Model: mm, e: e, b: b, info: info, prec: p, attn: b.attn, weightBytes: b.weightBytes, bf16Bytes: b.qw.bf16Bytes,
+	m := &Model{Model: mm, e: e, b: b, info: info, prec: p, attn: b.attn, weightBytes: set.total(), bf16Bytes: b.qw.bf16Bytes,
 		flash: strings.HasPrefix(b.attn, "tensor-core")}
 	if err := e.Do(func() error { return e.sync("loading the weights") }); err != nil {
 		mm.Close()
@@ -323,7 +414,7 @@ func (m *Model) Info() model.Info { return m.info }
 // Device describes the GPU for result headers.
 func (m *Model) Device() backend.Device {
 	e := m.e
-	return backend.Device{Name: e.label(), Activations: m.prec.activations(), Extra: map[string]any{
+	extra := map[string]any{
 		"gpu":                e.Name,
 		"compute_capability": fmt.Sprintf("%d.%d", e.CC[0], e.CC[1]),
 		"cuda":               e.Driver,
@@ -336,7 +427,24 @@ func (m *Model) Device() backend.Device {
 		"kernels":            kernels.Digest(),
 		"weights":            m.prec.storage(),
 		"weight_storage":     m.b.qw.describe(),
-	}}
+	}
+	if p := m.placement(); p != "" {
+		extra["weight_placement"] = p
+	}
+	return backend.Device{Name: e.label(), Activations: m.prec.activations(), Extra: extra}
+}
+
+// placement says where the weights lie when another engine uses them too
+// (weights.go), else "".
+func (m *Model) placement() string {
+	set := m.b.set
+	if s := set.spread(); s != "" {
+		return fmt.Sprintf("one copy %s (%s), read by every engine", s, m.spreadWhy)
+	}
+	if n := set.sharers(); n > 1 {
+		return fmt.Sprintf("one copy on %s, shared by its %d engines", m.e.label(), n)
+	}
+	return ""
 }
 
 // Report says what the run cost on the GPU.
@@ -352,6 +460,9 @@ func (m *Model) Report() string {
 	r := fmt.Sprintf("%s: %s of weights, %s (matrices as a bf16 copy: %s), products on bf16-rounded weights (%s), loaded in %.1fs, %s; peak GPU memory %s allocated by ppl, %s in use on the device; attention: %s",
 		e.Describe(), humanBytes(m.weightBytes), m.b.qw.describe(), humanBytes(m.bf16Bytes), m.prec.describe(), m.loadTime.Seconds(), copied, humanBytes(e.PeakAllocated()),
 		humanBytes(int64(e.PeakDeviceUsed())), m.attn)
+	if p := m.placement(); p != "" {
+		r += "; weights: " + p
+	}
 	if m.b.prof != nil {
 		r += "\n" + m.b.prof.table(20)
 	}

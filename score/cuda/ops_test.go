@@ -152,8 +152,10 @@ func operandOf(typ gguf.Type) func(float32) float64 {
 
 // testBackend is a backend without a model, for operation tests.
 func testBackend(e *Engine) *gpuBackend {
-	return &gpuBackend{e: e, prec: Mixed, kvK: kvBF16, kvV: kvBF16,
+	b := &gpuBackend{e: e, prec: Mixed, kvK: kvBF16, kvV: kvBF16, set: newWeightSet(e),
 		ropes: map[*nn.RoPE]*ropeTab{}, ones: map[int]ptr{}, flash: map[attnShape]string{}}
+	b.set.join()
+	return b
 }
 
 func (b *gpuBackend) put(t *testing.T, rows, cols int, v []float32) ml.Tensor {

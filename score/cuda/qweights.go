@@ -189,22 +189,24 @@ func (b *gpuBackend) prepareQuantized(w *ml.Matrix) (bool, error) {
 		err = fmt.Errorf("%d bytes, want %d", len(w.Data), rb*uint64(rows))
 	}
 	var p ptr
+	var h *Engine
 	if err == nil {
-		p, err = b.allocW(int64(rb) * int64(rows))
+		p, h, err = b.allocW(int64(rb) * int64(rows))
 	}
 	if err == nil {
 		if b.synth != 0 {
-			err = b.synthBlocks(p, w, int(rb), rows)
+			err = b.synthBlocks(h, p, w, int(rb), rows)
 		} else {
-			err = b.later(w.Name, func() error { return b.uploadPieces(p, w.Data) })
+			err = b.later(w.Name, func() error { return uploadPieces(h, p, w.Data) })
 		}
 	}
 	k := dequantKernels[w.Type]
 	if err == nil && k.grid && q.grid == 0 {
 		g := iqGrids()
-		if q.grid, err = b.allocW(int64(len(g))); err == nil {
+		var gh *Engine
+		if q.grid, gh, err = b.allocW(int64(len(g))); err == nil {
 			grid := q.grid
-			err = b.later("the i-quant grids", func() error { return b.e.Do(func() error { return upload(b.e, grid, g) }) })
+			err = b.later("the i-quant grids", func() error { return gh.Do(func() error { return upload(gh, grid, g) }) })
 		}
 	}
 	m := &gmat{t: t, q: &qmat{p: p, typ: w.Type, kernel: k.name, rowBytes: int64(rb)}}
@@ -225,13 +227,13 @@ func (b *gpuBackend) prepareQuantized(w *ml.Matrix) (bool, error) {
 	return true, nil
 }
 
-// synthBlocks fills the rows of a synthetic model's matrix (whose file
+// synthBlocks fills the rows (at p on h) of a synthetic model's matrix (whose file
 // holds only shapes) with blocks of its type: one slab of rows (at most 4
 // MiB) quantized on the host from uniform values of the usual scale
 // (1/sqrt(fan-in)), made once per type and row length and copied over the
 // whole matrix. Throughput and memory do not depend on the values; the
 // scale keeps the activations finite.
-func (b *gpuBackend) synthBlocks(p ptr, w *ml.Matrix, rb, rows int) error {
+func (b *gpuBackend) synthBlocks(h *Engine, p ptr, w *ml.Matrix, rb, rows int) error {
 	per := max(1, min(rows, (4<<20)/rb))
 	key := synthKey{w.Type, w.In}
 	slab := b.qw.synthSlabs[key]
@@ -253,10 +255,10 @@ func (b *gpuBackend) synthBlocks(p ptr, w *ml.Matrix, rb, rows int) error {
 		b.qw.synthSlabs[key] = slab
 	}
 	return b.later(w.Name, func() error {
-		return b.e.Do(func() error {
+		return h.Do(func() error {
 			for r0 := 0; r0 < rows; r0 += per {
 				n := min(per, rows-r0)
-				if err := upload(b.e, p+ptr(int64(r0)*int64(rb)), slab[:n*rb]); err != nil {
+				if err := upload(h, p+ptr(int64(r0)*int64(rb)), slab[:n*rb]); err != nil {
 					return err
 				}
 			}

@@ -162,6 +162,6 @@ func typedSyntheticModel(e *Engine, s benchShape, typ func(string) gguf.Type, st
 	}
 	p := Mixed
 	p.Storage = storage
-	m, err := readyModel(load(e, path, model.Options{KVDtype: "bf16", Activations: act}, p, seed))
+	m, err := readyModel(load(e, path, model.Options{KVDtype: "bf16", Activations: act}, p, seed, newWeightSet(e)))
 	return m, st.Size(), err
 }

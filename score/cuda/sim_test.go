@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"ppl.dev/gguf"
 	"ppl.dev/quant"
 	"ppl.dev/score/cuda/cublas"
+	"ppl.dev/score/cuda/driver"
 	"ppl.dev/score/kvcache"
 	"ppl.dev/score/nn"
 )
@@ -23,11 +26,18 @@ import (
 // host-side path (arguments, offsets, the order of the forward pass, row
 // blocks, chunks) is tested on machines without a GPU.
 type simDevice struct {
-	mu       sync.Mutex
-	mem      map[uint64][]byte
-	next     uint64
-	copied   int64 // bytes copied to the device
-	launches map[string]int
+	mu     sync.Mutex
+	mem    map[uint64][]byte
+	copied int64 // bytes copied to the device
+	// peers are the devices whose memory this one's kernels read (peer
+	// access); noPeers refuses it, as a driver does between devices that
+	// cannot reach each other.
+	peers   []*simDevice
+	noPeers bool
+	// limit, when not 0, is the device's memory: an allocation past it
+	// fails as the driver's CUDA_ERROR_OUT_OF_MEMORY does.
+	limit, used int64
+	launches    map[string]int
 	// laneFlash runs the flash kernels lane by lane (flashLanes);
 	// otherwise they are nn.Attention over inputs rounded to fp16 when
 	// roundAttention is set.
@@ -35,6 +45,10 @@ type simDevice struct {
 }
 
 const simSpan = 1 << 40 // address space per allocation
+
+// simNext numbers the emulated allocations of every device: one address
+// space, as CUDA's unified addressing gives a process.
+var simNext atomic.Uint64
 
 func newSimEngine() *Engine {
 	e := &Engine{Ordinal: -1, Name: "simulated GPU", CC: [2]int{9, 0}, SMs: 1, Memory: 1 << 34, Driver: "sim",
@@ -52,8 +66,11 @@ func (s *simDevice) alloc(n int64) (ptr, error) {
 	if n >= simSpan {
 		return 0, errors.New("simulated out of memory")
 	}
-	s.next++
-	base := s.next * simSpan
+	if s.limit > 0 && s.used+n > s.limit {
+		return 0, &driver.Error{Call: "cuMemAlloc_v2", Code: 2, Name: "CUDA_ERROR_OUT_OF_MEMORY", Desc: "out of memory"}
+	}
+	s.used += n
+	base := simNext.Add(1) * simSpan
 	b := make([]byte, n)
 	for i := range b {
 		b[i] = 0xff // poison: a kernel that reads what nothing wrote sees NaNs
@@ -65,30 +82,77 @@ func (s *simDevice) alloc(n int64) (ptr, error) {
 func (s *simDevice) free(p ptr) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.mem[uint64(p)]; !ok {
+	b, ok := s.mem[uint64(p)]
+	if !ok {
 		return fmt.Errorf("free of %#x: not an allocation", uint64(p))
 	}
+	s.used -= int64(len(b))
 	delete(s.mem, uint64(p))
 	return nil
 }
 
-// view returns the bytes from p to the end of its allocation.
+// view returns the bytes from p to the end of its allocation, in the
+// device's memory or a peer's: what a kernel reads.
 func (s *simDevice) view(p ptr) []byte {
+	if b := s.own(p); b != nil {
+		return b
+	}
+	for _, o := range s.peers {
+		if b := o.own(p); b != nil {
+			return b
+		}
+	}
+	panic(fmt.Sprintf("sim: address %#x is not in an allocation of the device or its peers", uint64(p)))
+}
+
+// own returns the bytes from p to the end of its allocation in the
+// device's memory, or nil: a copy's view (the engine of the device that
+// holds the memory makes it).
+func (s *simDevice) own(p ptr) []byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	base := uint64(p) / simSpan * simSpan
 	b, ok := s.mem[base]
 	off := uint64(p) - base
 	if !ok || off > uint64(len(b)) {
-		panic(fmt.Sprintf("sim: address %#x is not in an allocation", uint64(p)))
+		return nil
 	}
 	return b[off:]
 }
 
+// ownView is own for a copy of n bytes, or the error.
+func (s *simDevice) ownView(p ptr, n int64, what string) ([]byte, error) {
+	d := s.own(p)
+	switch {
+	case d == nil:
+		return nil, fmt.Errorf("%s of %d bytes at %#x: not an allocation of this device", what, n, uint64(p))
+	case int64(len(d)) < n:
+		return nil, fmt.Errorf("%s of %d bytes at %#x overruns its allocation", what, n, uint64(p))
+	}
+	return d, nil
+}
+
+func (s *simDevice) peer(o device) error {
+	p, ok := o.(*simDevice)
+	if h, isHost := o.(*hostDevice); isHost {
+		p, ok = h.simDevice, true
+	}
+	switch {
+	case !ok:
+		return fmt.Errorf("not an emulated device (%T)", o)
+	case s.noPeers || p.noPeers:
+		return errors.New("the emulated driver reports no peer access between the two")
+	}
+	if !slices.Contains(s.peers, p) {
+		s.peers = append(s.peers, p)
+	}
+	return nil
+}
+
 func (s *simDevice) htod(dst ptr, src unsafe.Pointer, n int64) error {
-	d := s.view(dst)
-	if int64(len(d)) < n {
-		return fmt.Errorf("copy of %d bytes to %#x overruns its allocation", n, uint64(dst))
+	d, err := s.ownView(dst, n, "copy to the device")
+	if err != nil {
+		return err
 	}
 	copy(d[:n], unsafe.Slice((*byte)(src), n))
 	s.mu.Lock()
@@ -98,16 +162,20 @@ func (s *simDevice) htod(dst ptr, src unsafe.Pointer, n int64) error {
 }
 
 func (s *simDevice) dtoh(dst unsafe.Pointer, src ptr, n int64) error {
-	d := s.view(src)
-	if int64(len(d)) < n {
-		return fmt.Errorf("copy of %d bytes from %#x overruns its allocation", n, uint64(src))
+	d, err := s.ownView(src, n, "copy from the device")
+	if err != nil {
+		return err
 	}
 	copy(unsafe.Slice((*byte)(dst), n), d[:n])
 	return nil
 }
 
 func (s *simDevice) memsetD32(p ptr, v uint32, n int64) error {
-	u := u32s(s.view(p))
+	d, err := s.ownView(p, 4*n, "memset")
+	if err != nil {
+		return err
+	}
+	u := u32s(d)
 	for i := range n {
 		u[i] = v
 	}

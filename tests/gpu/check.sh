@@ -23,7 +23,8 @@
 #                tiny-gemma3 (max 0.09, mean 0.009, PPL 0.001), tiny-gpt-oss
 #                and -glm4moe (as tiny-qwen3moe)
 #                (2c) the first case again with two engines on the one GPU
-#                (--devices 0,0): the same scores as one engine
+#                (--devices 0,0): the same scores as one engine, the two
+#                sharing one copy of the weights
 #   bench.log    (3) throughput on synthetic Llama 1B and 8B, context 4096/2048
 #   bench.json       and 32768/16384, a synthetic Qwen3-30B-A3B (128 experts,
 #                    8 per token), a Qwen3.5-27B-like hybrid (48 Gated
@@ -213,7 +214,8 @@ if [ -s "$W/got/$name.ndjson" ]; then
 	set -- ${flags//@REF/$mpath}
 	timeout -k 5 "$(limit 45)" "$W/ppl-score" --device cuda --devices 0,0 --no-cache --model "$mpath" "$@" "$W/inputs/$in.ndjson" \
 		> "$W/got/$name.devices.ndjson" 2> "$W/got/$name.devices.err" &&
-		cmp <(grep -v '"type":"header"' "$W/got/$name.ndjson") <(grep -v '"type":"header"' "$W/got/$name.devices.ndjson") >> "$OUT/cli.log" 2>&1
+		cmp <(grep -v '"type":"header"' "$W/got/$name.ndjson") <(grep -v '"type":"header"' "$W/got/$name.devices.ndjson") >> "$OUT/cli.log" 2>&1 &&
+		grep -q "weights: one copy on cuda:0, shared by its 2 engines" "$W/got/$name.devices.err"
 	dev_rc=$?
 	{ echo "== --devices 0,0 on $name: exit $dev_rc"; tail -3 "$W/got/$name.devices.err"; } >> "$OUT/cli.log"
 fi

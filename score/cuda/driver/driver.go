@@ -15,6 +15,7 @@
 //	cuGetErrorName cuGetErrorString cuInit cuDriverGetVersion
 //	cuDeviceGetCount cuDeviceGet cuDeviceGetName cuDeviceGetAttribute
 //	cuDeviceTotalMem_v2 cuDevicePrimaryCtxRetain cuCtxSetCurrent cuCtxSynchronize
+//	cuDeviceCanAccessPeer cuCtxEnablePeerAccess
 //	cuMemAlloc_v2 cuMemFree_v2 cuMemcpyHtoD_v2 cuMemcpyDtoH_v2
 //	cuMemsetD32_v2 cuMemGetInfo_v2
 //	cuModuleLoadDataEx cuModuleGetFunction cuLaunchKernel
@@ -92,6 +93,8 @@ func (e *Error) Error() string {
 const (
 	errOutOfMemory = 2
 	errNoDevice    = 100
+
+	errPeerAccessAlreadyEnabled = 704
 )
 
 // IsSticky reports whether err is a fault that leaves the context unusable
@@ -129,6 +132,7 @@ var fn struct {
 	cuGetErrorName, cuGetErrorString, cuInit, cuDriverGetVersion                         uintptr
 	cuDeviceGetCount, cuDeviceGet, cuDeviceGetName, cuDeviceGetAttribute                 uintptr
 	cuDeviceTotalMem, cuDevicePrimaryCtxRetain, cuCtxSetCurrent, cuCtxSynchronize        uintptr
+	cuDeviceCanAccessPeer, cuCtxEnablePeerAccess                                         uintptr
 	cuMemAlloc, cuMemFree, cuMemcpyHtoD, cuMemcpyDtoH, cuMemsetD32, cuMemGetInfo         uintptr
 	cuMemAllocHost, cuMemFreeHost, cuMemcpyHtoDAsync                                     uintptr
 	cuModuleLoadDataEx, cuModuleGetFunction, cuLaunchKernel                              uintptr
@@ -152,6 +156,8 @@ var symbols = []struct {
 	{"cuDevicePrimaryCtxRetain", &fn.cuDevicePrimaryCtxRetain},
 	{"cuCtxSetCurrent", &fn.cuCtxSetCurrent},
 	{"cuCtxSynchronize", &fn.cuCtxSynchronize},
+	{"cuDeviceCanAccessPeer", &fn.cuDeviceCanAccessPeer},
+	{"cuCtxEnablePeerAccess", &fn.cuCtxEnablePeerAccess},
 	{"cuMemAlloc_v2", &fn.cuMemAlloc},
 	{"cuMemFree_v2", &fn.cuMemFree},
 	{"cuMemcpyHtoD_v2", &fn.cuMemcpyHtoD},
@@ -340,6 +346,26 @@ func (d Device) PrimaryCtxRetain() (Context, error) {
 
 // SetCurrent makes c the calling thread's current context.
 func (c Context) SetCurrent() error { return call(fn.cuCtxSetCurrent, "cuCtxSetCurrent", uintptr(c)) }
+
+// CanAccessPeer reports whether contexts on d can read and write memory
+// of peer's (over NVLink or PCIe) once peer access is enabled.
+func (d Device) CanAccessPeer(peer Device) (bool, error) {
+	v := Out[int32]()
+	err := call(fn.cuDeviceCanAccessPeer, "cuDeviceCanAccessPeer", ptr(v), uintptr(d), uintptr(peer))
+	return *v != 0, err
+}
+
+// EnablePeerAccess lets the current context's kernels read and write the
+// memory of peer, a context on another device; enabling it again is not an
+// error.
+func (peer Context) EnablePeerAccess() error {
+	err := call(fn.cuCtxEnablePeerAccess, "cuCtxEnablePeerAccess", uintptr(peer), 0)
+	var e *Error
+	if errors.As(err, &e) && e.Code == errPeerAccessAlreadyEnabled {
+		return nil
+	}
+	return err
+}
 
 // CtxSynchronize waits for all work of the current context; it returns the
 // first error of an asynchronous launch (an illegal address in a kernel).

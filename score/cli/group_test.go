@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"ppl.dev/oracle"
+	"ppl.dev/score/backend"
+	"ppl.dev/score/model"
+)
+
+// groupBackend is a backend.Grouper over the CPU's models that records
+// what ppl-score asks of it, for TestDevicesGroup.
+type groupBackend struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+var grouper = &groupBackend{}
+
+func init() { backend.Register("zgroup", grouper) }
+
+func (g *groupBackend) record(s string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.calls = append(g.calls, s)
+}
+
+func (g *groupBackend) Open(path string, opts model.Options, index int) (backend.Model, error) {
+	g.record(fmt.Sprintf("open %s on %d", filepath.Base(path), index))
+	cpu, _ := backend.Get("cpu")
+	return cpu.Open(path, opts, 0)
+}
+
+func (g *groupBackend) OpenGroup(path string, opts model.Options, indices []int, spread bool) ([]backend.Model, error) {
+	g.record(fmt.Sprintf("group %s on %v spread %v", filepath.Base(path), indices, spread))
+	cpu, _ := backend.Get("cpu")
+	var ms []backend.Model
+	for range indices {
+		m, err := cpu.Open(path, opts, 0)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	return ms, nil
+}
+
+// TestDevicesGroup: with --devices on a backend that loads groups
+// (backend.Grouper: the CUDA backend), ppl-score loads the model and the
+// reference each with one OpenGroup over the listed devices (the
+// reference's over --reference-devices), passes --spread-weights on, opens
+// nothing else, and writes what one engine writes.
+func TestDevicesGroup(t *testing.T) {
+	dir := oracle.Require(t)
+	stem := "tiny-llama-spm-q8_0"
+	g, err := oracle.Read(oracle.Golden(dir, stem, "mixed-unicode", "sliding"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := oracle.Model(dir, stem)
+	in := pipeline(t, m, g, false)
+	base := []string{"--model", m, "--reference", m, "--reference-kv-dtype", "f32", "--no-cache"}
+	var one, errb bytes.Buffer
+	if err := runArgs(t, append(base, "--device", "cpu"), in, &one, &errb); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	want := scoresOnly(t, one.Bytes())
+	for _, tc := range []struct {
+		args  []string
+		calls []string
+	}{
+		{[]string{"--devices", "1,2,1"}, []string{"group " + stem + ".gguf on [1 2 1] spread false", "group " + stem + ".gguf on [1 2 1] spread false"}},
+		{[]string{"--devices", "1,2", "--reference-devices", "3,4", "--spread-weights"}, []string{"group " + stem + ".gguf on [1 2] spread true", "group " + stem + ".gguf on [3 4] spread true"}},
+	} {
+		grouper.calls = nil
+		var out, errb bytes.Buffer
+		if err := runArgs(t, append(append(base, "--device", "zgroup"), tc.args...), in, &out, &errb); err != nil {
+			t.Fatalf("%v: %v\n%s", tc.args, err, errb.String())
+		}
+		if !slices.Equal(grouper.calls, tc.calls) {
+			t.Errorf("%v: the backend was asked %q, want %q", tc.args, grouper.calls, tc.calls)
+		}
+		if n := strings.Count(errb.String(), " engines: cpu"); n != 1 {
+			t.Errorf("%v: the log names the engines %d times:\n%s", tc.args, n, errb.String())
+		}
+		if !bytes.Equal(scoresOnly(t, out.Bytes()), want) {
+			t.Errorf("%v: the scores differ from one engine's", tc.args)
+		}
+	}
+}
