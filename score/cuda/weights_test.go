@@ -11,7 +11,8 @@ import (
 
 // TestSharedWeights: models loaded as a group (LoadGroup's loadGroup) on
 // emulated devices give a model of their own's scores bit for bit, for a
-// dense i-quant model and a mixture of experts:
+// dense i-quant model kept in its blocks and a mixture of experts copied
+// from the host as halves:
 //   - spread over two devices with peer access, the weights' bytes split
 //     between them (within the largest tensor) and each engine reading
 //     the other's share; the second model copies nothing;
@@ -24,10 +25,15 @@ import (
 func TestSharedWeights(t *testing.T) {
 	dir := oracle.Require(t)
 	opts := model.Options{KVDtype: "bf16"}
-	for _, stem := range []string{"tiny-llama-spm-iq2_xxs", "tiny-qwen3moe"} {
+	for _, tc := range []struct{ stem, storage string }{
+		{"tiny-llama-spm-iq2_xxs", WeightsQuantized}, // the file's blocks, and the i-quant grids
+		{"tiny-qwen3moe", WeightsBF16},               // the host's copies, and the float32 routers
+	} {
+		stem, p := tc.stem, Mixed
+		p.Storage = tc.storage
 		t.Run(stem, func(t *testing.T) {
 			path := oracle.Model(dir, stem)
-			alone, err := loadOn(newSimEngine(), path, opts, Mixed)
+			alone, err := loadOn(newSimEngine(), path, opts, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +72,7 @@ func TestSharedWeights(t *testing.T) {
 
 			t.Run("spread", func(t *testing.T) {
 				es := engines(2, 0)
-				ms, err := loadGroup(es, path, opts, Mixed, true)
+				ms, err := loadGroup(es, path, opts, p, true)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -104,7 +110,7 @@ func TestSharedWeights(t *testing.T) {
 
 			t.Run("one device", func(t *testing.T) {
 				e := engines(1, 0)[0]
-				ms, err := loadGroup([]*Engine{e, e}, path, opts, Mixed, false)
+				ms, err := loadGroup([]*Engine{e, e}, path, opts, p, false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -128,7 +134,7 @@ func TestSharedWeights(t *testing.T) {
 			limit := max(weights*6/10, largest*11/10)
 			t.Run("does not fit", func(t *testing.T) {
 				es := engines(2, limit)
-				ms, err := loadGroup(es, path, opts, Mixed, false)
+				ms, err := loadGroup(es, path, opts, p, false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -152,7 +158,7 @@ func TestSharedWeights(t *testing.T) {
 			t.Run("no peer access", func(t *testing.T) {
 				es := engines(2, limit)
 				es[1].dev.(*simDevice).noPeers = true
-				_, err := loadGroup(es, path, opts, Mixed, false)
+				_, err := loadGroup(es, path, opts, p, false)
 				const msg = "cuda: cuda:10 cannot read cuda:11's memory, so the weights cannot be spread over them: the emulated driver reports no peer access between the two"
 				if err == nil || err.Error() != msg {
 					t.Fatalf("error %v, want %q", err, msg)
