@@ -58,6 +58,14 @@ type Backend interface {
 	Open(path string, opts model.Options, index int) (Model, error)
 }
 
+// Uploader is a model whose weights reach its device at the first window
+// computed, not at load (the CUDA backend's: a rerun served by the cache
+// copies nothing). Upload copies them now, once; later calls return the
+// first's error.
+type Uploader interface {
+	Upload() error
+}
+
 // Grouper is a backend that loads a model on several of its devices at
 // once (ppl-score --devices), one Model each, sharing what the devices can
 // share: the CUDA backend keeps one copy of the weights per device, or,

@@ -2,7 +2,9 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -153,6 +155,53 @@ func (s *scorer) pass(w *pipe.Writer, rec *pipe.Record) error {
 	return nil
 }
 
+// upload copies the weights of every engine's models that wait for a
+// window to copy them (backend.Uploader: a GPU's) before the first window
+// computed, all at once, and says so: a large model's take minutes. Ctrl-C
+// returns at once, as during a load.
+func (s *scorer) upload(ctx context.Context) error {
+	if s.uploaded {
+		return nil
+	}
+	s.uploaded = true
+	var us []backend.Uploader
+	var where []string
+	for _, e := range s.engines {
+		for _, m := range []backend.Model{e.m, e.ref} {
+			if u, ok := m.(backend.Uploader); ok {
+				us = append(us, u)
+				where = append(where, m.Device().Name)
+			}
+		}
+	}
+	if len(us) == 0 {
+		return nil
+	}
+	slices.Sort(where)
+	s.log.Infof("copying the weights to %s (once, at the first window computed)", strings.Join(slices.Compact(where), ", "))
+	t0 := time.Now()
+	errs := make(chan error, len(us))
+	for _, u := range us {
+		go func() { errs <- u.Upload() }()
+	}
+	var first error
+	for range us {
+		select {
+		case err := <-errs:
+			if first == nil {
+				first = err
+			}
+		case <-ctx.Done():
+			return errors.New("interrupted while copying the weights to the device: nothing was scored")
+		}
+	}
+	if first != nil {
+		return first
+	}
+	s.log.Infof("weights copied in %s", time.Since(t0).Round(time.Millisecond))
+	return nil
+}
+
 // submit queues a window's scores for output and, when they are not from
 // the cache, has an engine compute them: at once with one engine (so that
 // a later window with the same tokens replays this one's), else by the
@@ -161,6 +210,9 @@ func (s *scorer) submit(ctx context.Context, w *pipe.Writer, j *job) error {
 	r := &s.work
 	r.queue = append(r.queue, queued{j: j})
 	if !j.done {
+		if err := s.upload(ctx); err != nil {
+			return err
+		}
 		if len(s.engines) == 1 {
 			s.engines[0].score(j)
 			if err := s.finish(j); err != nil {

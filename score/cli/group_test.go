@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"ppl.dev/oracle"
@@ -15,10 +16,27 @@ import (
 )
 
 // groupBackend is a backend.Grouper over the CPU's models that records
-// what ppl-score asks of it, for TestDevicesGroup.
+// what ppl-score asks of it, for TestDevicesGroup; its models are
+// backend.Uploaders that count their uploads.
 type groupBackend struct {
-	mu    sync.Mutex
-	calls []string
+	mu      sync.Mutex
+	calls   []string
+	uploads atomic.Int32
+}
+
+// uploading is a CPU model with an Upload.
+type uploading struct {
+	backend.Model
+	g *groupBackend
+}
+
+func (u uploading) Upload() error {
+	u.g.uploads.Add(1)
+	return nil
+}
+
+func (u uploading) ScoreWith(tokens []int32, from int, ref backend.Model) (*model.Result, error) {
+	return u.Model.ScoreWith(tokens, from, ref.(uploading).Model)
 }
 
 var grouper = &groupBackend{}
@@ -46,7 +64,7 @@ func (g *groupBackend) OpenGroup(path string, opts model.Options, indices []int,
 		if err != nil {
 			return nil, err
 		}
-		ms = append(ms, m)
+		ms = append(ms, uploading{m, g})
 	}
 	return ms, nil
 }
@@ -55,7 +73,9 @@ func (g *groupBackend) OpenGroup(path string, opts model.Options, indices []int,
 // (backend.Grouper: the CUDA backend), ppl-score loads the model and the
 // reference each with one OpenGroup over the listed devices (the
 // reference's over --reference-devices), passes --spread-weights on, opens
-// nothing else, and writes what one engine writes.
+// nothing else, and writes what one engine writes. Before the first window
+// computed it has every model copy its weights (backend.Uploader), saying
+// so; a rerun served by the cache copies none.
 func TestDevicesGroup(t *testing.T) {
 	dir := oracle.Require(t)
 	stem := "tiny-llama-spm-q8_0"
@@ -65,20 +85,24 @@ func TestDevicesGroup(t *testing.T) {
 	}
 	m := oracle.Model(dir, stem)
 	in := pipeline(t, m, g, false)
-	base := []string{"--model", m, "--reference", m, "--reference-kv-dtype", "f32", "--no-cache"}
+	base := []string{"--model", m, "--reference", m, "--reference-kv-dtype", "f32"}
 	var one, errb bytes.Buffer
-	if err := runArgs(t, append(base, "--device", "cpu"), in, &one, &errb); err != nil {
+	if err := runArgs(t, append(base, "--device", "cpu", "--no-cache"), in, &one, &errb); err != nil {
 		t.Fatalf("%v\n%s", err, errb.String())
 	}
 	want := scoresOnly(t, one.Bytes())
+	cache := []string{"--cache-dir", t.TempDir()}
 	for _, tc := range []struct {
-		args  []string
-		calls []string
+		args    []string
+		calls   []string
+		uploads int32
 	}{
-		{[]string{"--devices", "1,2,1"}, []string{"group " + stem + ".gguf on [1 2 1] spread false", "group " + stem + ".gguf on [1 2 1] spread false"}},
-		{[]string{"--devices", "1,2", "--reference-devices", "3,4", "--spread-weights"}, []string{"group " + stem + ".gguf on [1 2] spread true", "group " + stem + ".gguf on [3 4] spread true"}},
+		{[]string{"--devices", "1,2,1", "--no-cache"}, []string{"group " + stem + ".gguf on [1 2 1] spread false", "group " + stem + ".gguf on [1 2 1] spread false"}, 6},
+		{append([]string{"--devices", "1,2", "--reference-devices", "3,4", "--spread-weights"}, cache...), []string{"group " + stem + ".gguf on [1 2] spread true", "group " + stem + ".gguf on [3 4] spread true"}, 4},
+		{append([]string{"--devices", "1,2", "--reference-devices", "3,4", "--spread-weights"}, cache...), []string{"group " + stem + ".gguf on [1 2] spread true", "group " + stem + ".gguf on [3 4] spread true"}, 0}, // from the cache
 	} {
 		grouper.calls = nil
+		grouper.uploads.Store(0)
 		var out, errb bytes.Buffer
 		if err := runArgs(t, append(append(base, "--device", "zgroup"), tc.args...), in, &out, &errb); err != nil {
 			t.Fatalf("%v: %v\n%s", tc.args, err, errb.String())
@@ -88,6 +112,16 @@ func TestDevicesGroup(t *testing.T) {
 		}
 		if n := strings.Count(errb.String(), " engines: cpu"); n != 1 {
 			t.Errorf("%v: the log names the engines %d times:\n%s", tc.args, n, errb.String())
+		}
+		copying := 0
+		if tc.uploads > 0 {
+			copying = 1
+		}
+		if n := grouper.uploads.Load(); n != tc.uploads {
+			t.Errorf("%v: %d uploads, want %d", tc.args, n, tc.uploads)
+		}
+		if n := strings.Count(errb.String(), "ppl-score: copying the weights to cpu (once, at the first window computed)\nppl-score: weights copied in "); n != copying {
+			t.Errorf("%v: the log says %d times that the weights are copied, want %d:\n%s", tc.args, n, copying, errb.String())
 		}
 		if !bytes.Equal(scoresOnly(t, out.Bytes()), want) {
 			t.Errorf("%v: the scores differ from one engine's", tc.args)

@@ -40,6 +40,7 @@ type scorer struct {
 	// backend.Grouper's OpenGroup) until loadEngines makes them engines:
 	// the model's ("model") and the reference's ("reference").
 	group        map[string][]backend.Model
+	uploaded     bool   // the engines' weights were copied to their devices (upload)
 	backend      string // the resolved --device: "cpu", "cuda"
 	devIndex     int
 	work         windowRun          // the windows being scored, and the output waiting for them

@@ -83,3 +83,8 @@ func (cudaBackend) OpenGroup(path string, opts model.Options, indices []int, spr
 	}
 	return out, nil
 }
+
+var (
+	_ backend.Grouper  = cudaBackend{}
+	_ backend.Uploader = (*Model)(nil)
+)
