@@ -30,15 +30,16 @@ type lazyWeights struct {
 }
 
 type lazyCopy struct {
-	name string // the tensor's, for errors
+	name string  // the tensor's, for errors
+	home *Engine // the device it copies to
 	copy func() error
 }
 
-// later defers f, the copy of tensor name's data to the device, or runs
-// it now when the weights were copied already (a tensor prepared after the
-// first window). A backend that shares another's weights (weights.go)
-// copies nothing: the first backend's copies fill them.
-func (b *gpuBackend) later(name string, f func() error) error {
+// later defers f, the copy of tensor name's data to the device of home, or
+// runs it now when the weights were copied already (a tensor prepared
+// after the first window). A backend that shares another's weights
+// (weights.go) copies nothing: the first backend's copies fill them.
+func (b *gpuBackend) later(name string, home *Engine, f func() error) error {
 	if b.follows {
 		return nil
 	}
@@ -46,7 +47,7 @@ func (b *gpuBackend) later(name string, f func() error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !l.done {
-		l.pending = append(l.pending, lazyCopy{name, f})
+		l.pending = append(l.pending, lazyCopy{name, home, f})
 		return nil
 	}
 	if err := f(); err != nil {
@@ -55,9 +56,11 @@ func (b *gpuBackend) later(name string, f func() error) error {
 	return nil
 }
 
-// upload runs the deferred copies once, in the order Prepare made them,
-// and waits for every device that holds weights; later calls, and the
-// other backends sharing the weights, return the first call's error.
+// upload runs the deferred copies once, each device's in the order Prepare
+// made them and the devices of a spread set (weights.go) at once, and
+// waits for them; later calls, and the other backends sharing the
+// weights, return the first call's error (the first device's, when
+// several fail).
 func (b *gpuBackend) upload() error {
 	l := &b.set.lazy
 	l.mu.Lock()
@@ -66,15 +69,27 @@ func (b *gpuBackend) upload() error {
 		return l.err
 	}
 	t0 := time.Now()
-	for _, c := range l.pending {
-		if err := c.copy(); err != nil {
-			l.err = fmt.Errorf("cuda: copying tensor %s to the device: %w", c.name, err)
-			break
-		}
+	homes := b.set.homes
+	errs := make([]error, len(homes))
+	var wg sync.WaitGroup
+	for i, h := range homes {
+		wg.Go(func() {
+			for _, c := range l.pending {
+				if c.home != h {
+					continue
+				}
+				if err := c.copy(); err != nil {
+					errs[i] = fmt.Errorf("cuda: copying tensor %s to the device: %w", c.name, err)
+					return
+				}
+			}
+			errs[i] = h.Do(func() error { return h.sync("copying the weights") })
+		})
 	}
-	for _, h := range b.set.homes {
+	wg.Wait()
+	for _, err := range errs {
 		if l.err == nil {
-			l.err = h.Do(func() error { return h.sync("copying the weights") })
+			l.err = err
 		}
 	}
 	l.pending, l.done, l.took = nil, true, time.Since(t0)

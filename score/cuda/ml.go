@@ -272,9 +272,9 @@ func (b *gpuBackend) Prepare(w *ml.Matrix) error {
 	}
 	switch {
 	case t == f32:
-		err = b.later(w.Name, func() error { return uploadF32(h, p, w, rows, seed) })
+		err = b.later(w.Name, h, func() error { return uploadF32(h, p, w, rows, seed) })
 	case seed != 0:
-		err = b.later(w.Name, func() error {
+		err = b.later(w.Name, h, func() error {
 			return h.Do(func() error {
 				return h.fillUniform(p, int64(rows)*int64(w.In), seed, float32(math.Sqrt(3/float64(w.In))), t)
 			})
@@ -285,7 +285,7 @@ func (b *gpuBackend) Prepare(w *ml.Matrix) error {
 			err = fmt.Errorf("%d bytes, want %d", len(w.Data), rb*uint64(rows))
 		}
 		if err == nil {
-			err = b.later(w.Name, func() error {
+			err = b.later(w.Name, h, func() error {
 				return uploadRows(h, p, w.Type, w.Data, int(rb), w.In, rows, b.threads, t, b.qw.mode == WeightsBF16)
 			})
 		}
@@ -350,7 +350,7 @@ func (b *gpuBackend) PrepareVector(v *ml.Vector) error {
 		}
 		var h *Engine
 		if p, h, err = b.allocW(int64(4 * len(v.V))); err == nil {
-			err = b.later(v.Name, func() error { return h.Do(func() error { return h.fillF32(p, int64(len(v.V)), fill) }) })
+			err = b.later(v.Name, h, func() error { return h.Do(func() error { return h.fillF32(p, int64(len(v.V)), fill) }) })
 		}
 	} else {
 		p, err = b.vectorData(v.Name, v.V)
@@ -369,7 +369,7 @@ func (b *gpuBackend) vectorData(name string, v []float32) (ptr, error) {
 	if err != nil {
 		return 0, err
 	}
-	return p, b.later(name, func() error { return h.Do(func() error { return upload(h, p, v) }) })
+	return p, b.later(name, h, func() error { return h.Do(func() error { return upload(h, p, v) }) })
 }
 
 // Scratch memory.

@@ -197,7 +197,7 @@ func (b *gpuBackend) prepareQuantized(w *ml.Matrix) (bool, error) {
 		if b.synth != 0 {
 			err = b.synthBlocks(h, p, w, int(rb), rows)
 		} else {
-			err = b.later(w.Name, func() error { return uploadPieces(h, p, w.Data) })
+			err = b.later(w.Name, h, func() error { return uploadPieces(h, p, w.Data) })
 		}
 	}
 	k := dequantKernels[w.Type]
@@ -206,7 +206,7 @@ func (b *gpuBackend) prepareQuantized(w *ml.Matrix) (bool, error) {
 		var gh *Engine
 		if q.grid, gh, err = b.allocW(int64(len(g))); err == nil {
 			grid := q.grid
-			err = b.later("the i-quant grids", func() error { return gh.Do(func() error { return upload(gh, grid, g) }) })
+			err = b.later("the i-quant grids", gh, func() error { return gh.Do(func() error { return upload(gh, grid, g) }) })
 		}
 	}
 	m := &gmat{t: t, q: &qmat{p: p, typ: w.Type, kernel: k.name, rowBytes: int64(rb)}}
@@ -254,7 +254,7 @@ func (b *gpuBackend) synthBlocks(h *Engine, p ptr, w *ml.Matrix, rb, rows int) e
 		}
 		b.qw.synthSlabs[key] = slab
 	}
-	return b.later(w.Name, func() error {
+	return b.later(w.Name, h, func() error {
 		return h.Do(func() error {
 			for r0 := 0; r0 < rows; r0 += per {
 				n := min(per, rows-r0)

@@ -37,7 +37,9 @@ type simDevice struct {
 	// limit, when not 0, is the device's memory: an allocation past it
 	// fails as the driver's CUDA_ERROR_OUT_OF_MEMORY does.
 	limit, used int64
-	launches    map[string]int
+	// failCopies, when not nil, is every copy to the device's error.
+	failCopies error
+	launches   map[string]int
 	// laneFlash runs the flash kernels lane by lane (flashLanes);
 	// otherwise they are nn.Attention over inputs rounded to fp16 when
 	// roundAttention is set.
@@ -150,6 +152,9 @@ func (s *simDevice) peer(o device) error {
 }
 
 func (s *simDevice) htod(dst ptr, src unsafe.Pointer, n int64) error {
+	if s.failCopies != nil {
+		return s.failCopies
+	}
 	d, err := s.ownView(dst, n, "copy to the device")
 	if err != nil {
 		return err

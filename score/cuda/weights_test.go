@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -21,6 +22,7 @@ import (
 //     60% of its weights at load) is spread without being asked, saying
 //     why;
 //   - without peer access, spreading is an error naming the devices;
+//   - a copy that fails is every sharing model's error, naming the tensor;
 //   - the weights are freed with the last model, whichever closes first.
 func TestSharedWeights(t *testing.T) {
 	dir := oracle.Require(t)
@@ -105,6 +107,27 @@ func TestSharedWeights(t *testing.T) {
 				ms[1].Close()
 				if a, b := es[0].Allocated(), es[1].Allocated(); a != 0 || b != 0 {
 					t.Errorf("after both closed, %d and %d bytes still allocated", a, b)
+				}
+			})
+
+			t.Run("a copy fails", func(t *testing.T) {
+				es := engines(2, 0)
+				ms, err := loadGroup(es, path, opts, p, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer func() {
+					for _, m := range slices.Backward(ms) {
+						m.Close()
+					}
+				}()
+				es[1].dev.(*simDevice).failCopies = errors.New("emulated copy failure")
+				_, err = ms[0].Score(toks, 1)
+				if err == nil || !strings.Contains(err.Error(), "cuda: copying tensor ") || !strings.HasSuffix(err.Error(), " to the device: emulated copy failure") {
+					t.Fatalf("first model: %v, want the failed copy naming its tensor", err)
+				}
+				if _, err2 := ms[1].Score(toks, 1); err2 == nil || !strings.Contains(err2.Error(), err.Error()) {
+					t.Fatalf("second model: %v, want the first's error %q", err2, err)
 				}
 			})
 
