@@ -439,7 +439,13 @@ func (m *Model) Device() backend.Device {
 func (m *Model) placement() string {
 	set := m.b.set
 	if s := set.spread(); s != "" {
-		return fmt.Sprintf("one copy %s (%s), read by every engine", s, m.spreadWhy)
+		p := fmt.Sprintf("one copy %s (%s), read by every engine", s, m.spreadWhy)
+		if m.prec.storage() == WeightsBF16 {
+			// A quantized matrix's rows cross once a window, into the
+			// product's operand; a bf16 one is the GEMM's operand itself.
+			p += "; with --gpu-weights bf16 each product reads its weights from the device that holds them, several times a window"
+		}
+		return p
 	}
 	if n := set.sharers(); n > 1 {
 		return fmt.Sprintf("one copy on %s, shared by its %d engines", m.e.label(), n)
