@@ -150,50 +150,47 @@ func loadGroup(es []*Engine, path string, opts model.Options, p Precision, sprea
 	}
 	why := "asked for"
 	if !spread {
-		ms, err := loadSets(es, path, opts, p, func(e *Engine) *weightSet { return newWeightSet(e) })
+		ms, at, err := loadSets(es, path, opts, p, nil)
 		if err == nil || len(homes) < 2 || !driver.IsOutOfMemory(err) {
 			return ms, err
 		}
-		why = fmt.Sprintf("the model does not fit %s: out of memory at load", es[0].label())
+		why = fmt.Sprintf("the model does not fit %s: out of memory at load", es[at].label())
 	}
 	if err := enablePeers(homes); err != nil {
 		return nil, err
 	}
-	ms, err := loadSets(es, path, opts, p, func(*Engine) *weightSet { return newWeightSet(homes...) })
+	ms, _, err := loadSets(es, path, opts, p, newWeightSet(homes...))
 	for _, m := range ms {
 		m.spreadWhy = why
 	}
 	return ms, err
 }
 
-// loadSets loads the model on each engine of es, with the weight set
-// setFor makes for the first engine of its device (spread: one set for
-// all) shared by the others on it.
-func loadSets(es []*Engine, path string, opts model.Options, p Precision, setFor func(*Engine) *weightSet) ([]*Model, error) {
+// loadSets loads the model on each engine of es with its weights in all,
+// or when all is nil in a set per device, shared by the engines on it; on
+// failure it closes what it loaded and returns the index of the engine
+// that failed.
+func loadSets(es []*Engine, path string, opts model.Options, p Precision, all *weightSet) ([]*Model, int, error) {
 	sets := map[*Engine]*weightSet{}
-	var all *weightSet
 	var ms []*Model
-	for _, e := range es {
-		set := sets[e]
+	for i, e := range es {
+		set := all
 		if set == nil {
-			if set = all; set == nil {
-				set = setFor(e)
+			if set = sets[e]; set == nil {
+				set = newWeightSet(e)
+				sets[e] = set
 			}
-			if len(set.homes) > 1 {
-				all = set
-			}
-			sets[e] = set
 		}
 		m, err := load(e, path, opts, p, 0, set)
 		if err != nil {
-			for _, m := range slices.Backward(ms) { // the set's first model last
+			for _, m := range slices.Backward(ms) { // a set's first model last
 				m.Close()
 			}
-			return nil, err
+			return nil, i, err
 		}
 		ms = append(ms, m)
 	}
-	return ms, nil
+	return ms, 0, nil
 }
 
 func loadOn(e *Engine, path string, opts model.Options, p Precision) (*Model, error) {
