@@ -93,7 +93,8 @@
 // (cuda when --device is auto) and deals the windows to whichever engine is
 // free; the output is written in input order and holds the same numbers as
 // one engine's (an index may repeat, for two engines on one device; CPU
-// engines share --threads). Engines on one GPU share its copy of the
+// engines share --threads; GPUs that would compute differently, another
+// model or driver, are refused). Engines on one GPU share its copy of the
 // weights; a model that does not fit one GPU, or any with --spread-weights,
 // has one copy spread over the listed GPUs, each engine reading the others'
 // share (peer access), with the same numbers. --reference-device DEV puts the reference on

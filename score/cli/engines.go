@@ -114,6 +114,19 @@ func (s *scorer) loadEngines(ctx context.Context, opts model.Options) error {
 		}
 		s.engines = append(s.engines, e)
 	}
+	// A window's numbers must not depend on the engine that scores it (nor
+	// a cached window on the engine that scored it first).
+	for _, e := range s.engines[1:] {
+		for _, pair := range [][2]backend.Model{{first.m, e.m}, {first.ref, e.ref}} {
+			if pair[0] == nil {
+				continue
+			}
+			a, b := pair[0].Device(), pair[1].Device()
+			if d := differs(a, b); d != "" {
+				return fmt.Errorf("--devices: %s would compute differently from %s (%s): a window's numbers must not depend on the engine that scores it; list devices of one kind", b.Name, a.Name, d)
+			}
+		}
+	}
 	names := make([]string, len(s.engines))
 	for i, e := range s.engines {
 		names[i] = e.m.Device().Name

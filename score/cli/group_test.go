@@ -22,12 +22,22 @@ type groupBackend struct {
 	mu      sync.Mutex
 	calls   []string
 	uploads atomic.Int32
+	gpus    []string // when set, the "gpu" its i-th model of a group says it has
 }
 
-// uploading is a CPU model with an Upload.
+// uploading is a CPU model with an Upload, and the gpu it may say it is.
 type uploading struct {
 	backend.Model
-	g *groupBackend
+	g   *groupBackend
+	gpu string
+}
+
+func (u uploading) Device() backend.Device {
+	d := u.Model.Device()
+	if u.gpu != "" {
+		d.Extra = map[string]any{"gpu": u.gpu}
+	}
+	return d
 }
 
 func (u uploading) Upload() error {
@@ -59,12 +69,16 @@ func (g *groupBackend) OpenGroup(path string, opts model.Options, indices []int,
 	g.record(fmt.Sprintf("group %s on %v spread %v", filepath.Base(path), indices, spread))
 	cpu, _ := backend.Get("cpu")
 	var ms []backend.Model
-	for range indices {
+	for i := range indices {
 		m, err := cpu.Open(path, opts, 0)
 		if err != nil {
 			return nil, err
 		}
-		ms = append(ms, uploading{m, g})
+		u := uploading{Model: m, g: g}
+		if i < len(g.gpus) {
+			u.gpu = g.gpus[i]
+		}
+		ms = append(ms, u)
 	}
 	return ms, nil
 }
@@ -75,7 +89,8 @@ func (g *groupBackend) OpenGroup(path string, opts model.Options, indices []int,
 // reference's over --reference-devices), passes --spread-weights on, opens
 // nothing else, and writes what one engine writes. Before the first window
 // computed it has every model copy its weights (backend.Uploader), saying
-// so; a rerun served by the cache copies none.
+// so; a rerun served by the cache copies none. Engines that would compute
+// differently (another GPU) are refused.
 func TestDevicesGroup(t *testing.T) {
 	dir := oracle.Require(t)
 	stem := "tiny-llama-spm-q8_0"
@@ -126,5 +141,16 @@ func TestDevicesGroup(t *testing.T) {
 		if !bytes.Equal(scoresOnly(t, out.Bytes()), want) {
 			t.Errorf("%v: the scores differ from one engine's", tc.args)
 		}
+	}
+
+	// Engines that would compute differently are refused.
+	grouper.gpus = []string{"A", "A", "B"}
+	defer func() { grouper.gpus = nil }()
+	var out bytes.Buffer
+	errb.Reset()
+	err = runArgs(t, append(base, "--device", "zgroup", "--devices", "1,2,3", "--no-cache"), in, &out, &errb)
+	const msg = "--devices: cpu would compute differently from cpu (gpu B, not A): a window's numbers must not depend on the engine that scores it; list devices of one kind"
+	if err == nil || err.Error() != msg {
+		t.Errorf("engines of two kinds: %v, want %q", err, msg)
 	}
 }

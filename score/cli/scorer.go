@@ -566,6 +566,29 @@ func (s *scorer) headerFlags() map[string]any {
 	return m
 }
 
+// numerics are the properties of a device (its Extra) that decide a
+// window's numbers besides the settings: on an accelerator the device, its
+// driver and libraries, the kernels (their digest) and the attention
+// kernel chosen, and the weight storage (--gpu-weights), in the CPU's int8
+// modes the ggml whose arithmetic they copy. A window replays from the
+// cache only under the same ones, and the engines of --devices must all
+// have the same (loadEngines).
+var numerics = []string{"gpu", "compute_capability", "driver", "cublas", "kernels", "attention", "weights", "arithmetic"}
+
+// differs names the first of a device's Activations and numerics in which b
+// differs from a ("gpu NVIDIA A100-SXM4-80GB, not NVIDIA H200"), or "".
+func differs(a, b backend.Device) string {
+	if a.Activations != b.Activations {
+		return fmt.Sprintf("activations %s, not %s", b.Activations, a.Activations)
+	}
+	for _, k := range numerics {
+		if va, vb := fmt.Sprint(a.Extra[k]), fmt.Sprint(b.Extra[k]); va != vb {
+			return fmt.Sprintf("%s %s, not %s", k, vb, va)
+		}
+	}
+	return ""
+}
+
 // cacheSettings is everything besides the tokens that decides a window's
 // scores: a key part for the cache.
 func (s *scorer) cacheSettings() string {
@@ -575,12 +598,7 @@ func (s *scorer) cacheSettings() string {
 		"tool": pipe.ToolVersion, "model": s.m.info.SHA256, "kv": info.KVDtype, "rope": info.Rope,
 		"device": kind, "activations": dev.Activations, "precision": dev.Extra["precision"], "ref": s.refKey(),
 	}
-	// On an accelerator the numbers also depend on the device, its driver
-	// and libraries, the kernels (their digest) and the attention kernel
-	// chosen, and the weight storage (--gpu-weights), in the CPU's int8
-	// modes on the ggml whose arithmetic they copy: a window replays only
-	// under the same ones.
-	for _, k := range []string{"gpu", "compute_capability", "driver", "cublas", "kernels", "attention", "weights", "arithmetic"} {
+	for _, k := range numerics {
 		if v, ok := dev.Extra[k]; ok {
 			key[k] = v
 		}
