@@ -98,14 +98,25 @@ func Open(ordinal int) (*Engine, error) {
 	if err, ok := engineErr[ordinal]; ok {
 		return nil, err
 	}
-	e := &Engine{Ordinal: ordinal, work: make(chan func()), SyncEach: os.Getenv("PPL_CUDA_SYNC") == "1"}
-	ready := make(chan error)
-	go e.loop(func() error { return e.initGPU() }, ready)
-	if err := <-ready; err != nil {
+	e, err := startEngine(ordinal)
+	if err != nil {
 		engineErr[ordinal] = err
 		return nil, err
 	}
 	engines[ordinal] = e
+	return e, nil
+}
+
+// startEngine starts an engine of CUDA device ordinal: its goroutine, on
+// the device's primary context (a second engine of one device, which only
+// the tests start, shares the context and so its memory).
+func startEngine(ordinal int) (*Engine, error) {
+	e := &Engine{Ordinal: ordinal, work: make(chan func()), SyncEach: os.Getenv("PPL_CUDA_SYNC") == "1"}
+	ready := make(chan error)
+	go e.loop(func() error { return e.initGPU() }, ready)
+	if err := <-ready; err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
@@ -698,8 +709,11 @@ func (g *gpuDevice) sync() error {
 
 func (g *gpuDevice) peer(o device) error {
 	p, ok := o.(*gpuDevice)
-	if !ok {
+	switch {
+	case !ok:
 		return fmt.Errorf("not a GPU (%T)", o)
+	case p.dev == g.dev: // one primary context: its memory is the other's
+		return nil
 	}
 	can, err := g.dev.CanAccessPeer(p.dev)
 	if err != nil {

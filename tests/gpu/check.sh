@@ -8,8 +8,10 @@
 #   summary.txt  one line per part and case, PASS/FAIL/SKIP/TIMEOUT (printed last)
 #   env.log      GPU, driver, the libraries found
 #   parity.log   (1) every kernel against its CPU reference (cuda.test -run
-#                '(Parity|FlashVsPlain)/gpu': the attention kernels against the
-#                plain one and attn_fx against float64 too)
+#                '(Parity|FlashVsPlain|SharedWeights)/gpu': the attention
+#                kernels against the plain one and attn_fx against float64
+#                too; a model's weights spread over two engines of the GPU,
+#                and shared by two, scoring as one model's to the bit)
 #   cli.log      (2) ppl-score --device cuda against the CPU reference's output
 #                on the same model, every oracle model and text (bf16 cache: max
 #                |Δ log p| <= 0.012, |PPL ratio - 1| <= 0.001; the mixture of
@@ -157,7 +159,7 @@ verdict "environment (first GPU use)" $? "$t0"
 
 # --- (1) kernel parity ------------------------------------------------------
 t0=$SECONDS
-PPL_CUDA_SYNC=1 run "$OUT/parity.log" 90 "$W/cuda.test" -test.run '(Parity|FlashVsPlain)/gpu' -test.v -test.count=1 -test.timeout 85s
+PPL_CUDA_SYNC=1 run "$OUT/parity.log" 90 "$W/cuda.test" -test.run '(Parity|FlashVsPlain|SharedWeights)/gpu' -test.v -test.count=1 -test.timeout 85s
 rc=$?
 verdict "kernel parity" $rc "$t0"
 # every failing test and case first (a long list of passes must not hide
