@@ -205,7 +205,7 @@ func (s *scorer) upload(ctx context.Context) error {
 				first = err
 			}
 		case <-ctx.Done():
-			return errors.New("interrupted while copying the weights to the device: nothing was scored")
+			return errors.New("interrupted while copying the weights to the device")
 		}
 	}
 	if first != nil {
