@@ -24,11 +24,11 @@
 //     causal attention (a FlashAttention-2-style tensor-core kernel that
 //     reads the cache in its format, O(tokens·heads·head size) memory,
 //     sliding windows and sinks included), a mixture of experts'
-//     gather, per-expert products and weighted sum (routing on the host,
-//     ml.Router), and the log-softmax over the vocabulary reduced on the
-//     device to the target's log-probability, the argmax and the KL
-//     divergence, a block of rows at a time, so full logits never reach
-//     the host.
+//     routing (moe_route, ml.Router's arithmetic on the device), gather,
+//     per-expert products and weighted sum, and the log-softmax over the
+//     vocabulary reduced on the device to the target's log-probability,
+//     the argmax and the KL divergence, a block of rows at a time, so full
+//     logits never reach the host.
 //
 // Precision: every weight is rounded once, to fp16, from its exact
 // dequantized value, and so is every product input (ffn_down's,
@@ -42,6 +42,11 @@
 // them at 0.03-0.04. A mixture of experts is checked by its mean and
 // perplexity only: a routing choice near a tie flips on those roundings
 // now and then.
+//
+// A model's weights are a weight set (weights.go): engines on one device
+// share its copy, and a model larger than one device has one copy spread
+// over several, each engine reading the others' share (ppl-score
+// --devices, LoadGroup).
 //
 // The engine is tested without a GPU on an emulation of the device in Go
 // (sim_test.go: memory, every kernel as its CPU reference or a lane-level

@@ -14,10 +14,11 @@ import (
 //
 //   - engines on the same device (--devices 0,0) share their device's copy:
 //     two copies in one memory would hold the same bytes;
-//   - a model larger than one device is spread over all the listed
-//     devices, each allocation on the device holding the fewest weight bytes
-//     so far, and every engine's kernels read the others' shares over NVLink
-//     (peer access; docs/cuda.md, "Several GPUs").
+//   - a model larger than one device (or any, with --spread-weights) is
+//     spread over all the listed devices, each allocation on the device
+//     holding the fewest weight bytes so far, and every engine's kernels
+//     read the others' shares over NVLink (peer access; docs/cuda.md,
+//     "Several GPUs").
 //
 // The first backend of a set allocates and copies; a backend that joins it
 // later (follows) runs Prepare as the first did, tensor after tensor, and
