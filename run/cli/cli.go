@@ -19,7 +19,7 @@
 //   - ppl-window: --protocol, --context, --stride, --max-windows;
 //   - ppl-score: --reference, --kv-dtype, --reference-kv-dtype,
 //     --reference-device, --reference-devices, --activations, --device,
-//     --devices, --gpu-weights, --threads;
+//     --devices, --spread-weights, --gpu-weights, --threads;
 //   - every stage: --no-cache, --log-level.
 //
 // A stage that fails stops the run: ppl run names it and exits with its
@@ -74,6 +74,7 @@ type runFlags struct {
 	Devices   string   `placeholder:"N,N,..." help:"Score on several devices at once, one engine each: 0,1,2,3 (ppl-score)."`
 	RefDev    string   `name:"reference-device" placeholder:"DEV" help:"Where the reference runs, cuda:N (default: the model's device; ppl-score)."`
 	RefDevs   string   `name:"reference-devices" placeholder:"N,N,..." help:"With --devices: each engine's reference device, one per engine (ppl-score)."`
+	Spread    bool     `name:"spread-weights" help:"With --devices: one copy of the weights spread over the GPUs (ppl-score)."`
 	GPUWts    string   `name:"gpu-weights" help:"GPU weight storage: quantized or bf16 (ppl-score)."`
 	Threads   int      `help:"CPU threads (ppl-score; default all)."`
 	Output    string   `short:"o" help:"Directory for report.json (ppl-aggregate's default when absent)."`
@@ -186,6 +187,9 @@ func plan(r *runFlags) ([]stage, error) {
 		if o.v != "" {
 			score = append(score, o.flag, o.v)
 		}
+	}
+	if r.Spread {
+		score = append(score, "--spread-weights")
 	}
 	if r.Threads != 0 {
 		score = append(score, "--threads", strconv.Itoa(r.Threads))
