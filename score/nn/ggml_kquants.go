@@ -82,24 +82,45 @@ func k4Scales(s []byte) (sc, m [8]int32) {
 // accm_i) ((-dx)·dmin rounded); the result is hsum8(acc) plus
 // (accm_0 + accm_2) + (accm_1 + accm_3).
 func (l *Linear) panelQ4K(buf []float32, r0, r1 int, a *qacts, out []float32) {
+	l.panelKMin(buf, r0, r1, a, out, &q4kFormat)
+}
+
+// kMinFormat is what the K-quants with minima (Q2_K, Q4_K, Q5_K) differ in
+// for panelKMin.
+type kMinFormat struct {
+	bytes   int // a super-block's
+	header  func(blk []byte, sc, m []int32) (d, dmin float32)
+	repacks func(a *qacts) bool // whether llama.cpp repacks a matrix of Out a multiple of 8 (nil: never)
+	variant int                 // panelKRepacked's
+	tiled   tiledScales
+	vec     func(p *kMinRows, r int, qx, xs []int32, d []float32) float32 // ggml_vec_dot's order
+}
+
+var (
+	q4kFormat = kMinFormat{bytes: 144, header: q5kHeader, repacks: func(*qacts) bool { return true },
+		tiled: kMinScales(144, q5kHeader), vec: (*kMinRows).vecQ4K}
+	q5kFormat = kMinFormat{bytes: 176, header: q5kHeader, tiled: kMinScales(176, q5kHeader), vec: (*kMinRows).vecQ5K}
+	q2kFormat = kMinFormat{bytes: 84, header: q2kHeader, repacks: func(a *qacts) bool { return !a.avx2 }, variant: 2,
+		tiled: kMinScales(84, q2kHeader), vec: (*kMinRows).vecQ2K}
+)
+
+// panelKMin is panelInt8 for a K-quant with minima in llama.cpp's order
+// (each type's panel says which sums): the repacked GEMM and GEMV where
+// llama.cpp repacks the matrix, else the tiled order from ggmlTiledRows
+// activation rows, else ggml_vec_dot's per output.
+func (l *Linear) panelKMin(buf []float32, r0, r1 int, a *qacts, out []float32, f *kMinFormat) {
 	switch {
-	case l.Out%8 == 0:
-		l.panelKRepacked(buf, r0, r1, a, out, 144, q5kHeader, 0)
+	case l.Out%8 == 0 && f.repacks != nil && f.repacks(a):
+		l.panelKRepacked(buf, r0, r1, a, out, f.bytes, f.header, f.variant)
 	case a.n >= ggmlTiledRows:
-		l.panelTiled(buf, r0, r1, a, out, q4kTiledScales)
+		l.panelTiled(buf, r0, r1, a, out, f.tiled)
 	default:
-		p := l.decodeKMin(r0, r1, 144, q5kHeader)
+		p := l.decodeKMin(r0, r1, f.bytes, f.header)
 		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
-			return p.vecQ4K(r, qx, xs, d)
+			return f.vec(p, r, qx, xs, d)
 		})
 	}
 }
-
-// The scales with the minima of Q4_K and Q5_K for panelTiled.
-var (
-	q4kTiledScales = kMinScales(144, q5kHeader)
-	q5kTiledScales = kMinScales(176, q5kHeader)
-)
 
 // vecQ4K is ggml_vec_dot_q4_K_q8_K's output for row r (see panelQ4K).
 func (p *kMinRows) vecQ4K(r int, qx, xs []int32, d []float32) float32 {

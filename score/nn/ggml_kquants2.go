@@ -139,21 +139,8 @@ func q5kHeader(blk []byte, sc, m []int32) (d, dmin float32) {
 // ((-dx)·dmin rounded), then acc_m = fma(dx·dw, float32(Σ_{e in lane m}
 // w_e·a_e), acc_m); the result is hsum8(acc).
 func (l *Linear) panelQ2K(buf []float32, r0, r1 int, a *qacts, out []float32) {
-	switch {
-	case l.Out%8 == 0 && !a.avx2:
-		l.panelKRepacked(buf, r0, r1, a, out, 84, q2kHeader, 2)
-	case a.n >= ggmlTiledRows:
-		l.panelTiled(buf, r0, r1, a, out, q2kTiledScales)
-	default:
-		p := l.decodeKMin(r0, r1, 84, q2kHeader)
-		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
-			return p.vecQ2K(r, qx, xs, d)
-		})
-	}
+	l.panelKMin(buf, r0, r1, a, out, &q2kFormat)
 }
-
-// The scales and minima of Q2_K for panelTiled.
-var q2kTiledScales = kMinScales(84, q2kHeader)
 
 // panelQ3K is panelInt8 for Q3_K weights in llama.cpp's order (llama.cpp
 // does not repack Q3_K on x86). With sc_j the 6-bit scale of group j (of
@@ -235,14 +222,7 @@ func q3kScales(row []byte, ls []int32, d0 []float32, _ []int32, _ []float32) {
 // rounded; the block's eight min products summed exactly); the result is
 // hsum8(acc) + summs.
 func (l *Linear) panelQ5K(buf []float32, r0, r1 int, a *qacts, out []float32) {
-	if a.n >= ggmlTiledRows {
-		l.panelTiled(buf, r0, r1, a, out, q5kTiledScales)
-		return
-	}
-	p := l.decodeKMin(r0, r1, 176, q5kHeader)
-	l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
-		return p.vecQ5K(r, qx, xs, d)
-	})
+	l.panelKMin(buf, r0, r1, a, out, &q5kFormat)
 }
 
 // vecQ2K is ggml_vec_dot_q2_K_q8_K's output for row r (see panelQ2K).
