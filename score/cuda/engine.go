@@ -223,12 +223,16 @@ type buf struct {
 // at returns the address off bytes into b.
 func (b buf) at(off int64) ptr { return b.p + ptr(off) }
 
-// alloc allocates bytes (at least 1) of device memory; on the engine's thread.
+// allocBytes is what an allocation of n bytes takes, of device memory
+// (Engine.alloc) or of scratch memory (arena.alloc): at least 1, rounded up
+// to a multiple of 256, cuMemAlloc's alignment, which the scratch
+// memory's pieces keep.
+func allocBytes(n int64) int64 { return (max(n, 1) + 255) &^ 255 }
+
+// alloc allocates bytes (allocBytes of them) of device memory; on the
+// engine's thread.
 func (e *Engine) alloc(bytes int64) (buf, error) {
-	if bytes <= 0 {
-		bytes = 1
-	}
-	bytes = (bytes + 255) &^ 255
+	bytes = allocBytes(bytes)
 	p, err := e.dev.alloc(bytes)
 	if err != nil {
 		return buf{}, fmt.Errorf("cuda: allocating %s on %s (%s allocated by ppl): %w", humanBytes(bytes), e.label(), humanBytes(e.Allocated()), err)

@@ -390,7 +390,7 @@ const arenaChunk = 64 << 20 // least bytes of a new chunk
 
 // alloc returns bytes of scratch memory; on the engine's thread.
 func (a *arena) alloc(e *Engine, bytes int64) (ptr, error) {
-	bytes = (max(bytes, 1) + 255) &^ 255
+	bytes = allocBytes(bytes)
 	for ; a.cur < len(a.chunks); a.cur, a.off = a.cur+1, 0 {
 		if c := a.chunks[a.cur]; a.off+bytes <= c.bytes {
 			p := c.at(a.off)

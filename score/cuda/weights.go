@@ -85,7 +85,7 @@ func (s *weightSet) alloc(bytes int64) (homeBuf, error) {
 func (s *weightSet) take(i int, bytes int64) (homeBuf, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if i >= len(s.allocs) || s.allocs[i].bytes != (max(bytes, 1)+255)&^255 {
+	if i >= len(s.allocs) || s.allocs[i].bytes != allocBytes(bytes) {
 		return homeBuf{}, fmt.Errorf("cuda: shared weights: allocation %d of %d bytes does not match the first engine's load", i, bytes)
 	}
 	return s.allocs[i], nil
