@@ -458,10 +458,10 @@ func (s *scorer) openRef(path string, opts model.Options) (backend.Model, error)
 }
 
 // openGroup loads the model at path on every device of indices (flag,
-// with its value, lists them) at once, through the backend's OpenGroup (engines on one device share
-// its copy of the weights; --spread-weights, or a model larger than one
-// device, spreads one copy over all), and keeps all but the first model
-// for loadEngines under role.
+// with its value, lists them) at once, through the backend's OpenGroup
+// (engines on one device share its copy of the weights; --spread-weights,
+// or a model larger than one device, spreads one copy over all), and keeps
+// all but the first model for loadEngines under role.
 func (s *scorer) openGroup(role, flag, path string, opts model.Options, indices []int) (backend.Model, error) {
 	b, _ := backend.Get(s.backend)
 	ms, err := b.(backend.Grouper).OpenGroup(path, opts, indices, s.f.SpreadWeights)
