@@ -533,6 +533,13 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1567.0869208, -775.7305224, -777.2973374, -796.4826195}},
 		{"bitnet-tq2_0", "bitnet", "TQ2_0", bitnetTQ, "", "6f8c53203da7ecf405a7b68f5494b9abfe521d3d78f8002e7a55767c502f6ee1",
 			[]float64{-1617.6514293, -792.9929149, -813.6515063, -798.0033253}},
+		// BF16 and TQ1_0 products in ggml's order (ggml_vec_dot_bf16 with
+		// vdpbf16ps, ggml_vec_dot_tq1_0_q8_K's lanes).
+		{"llama-bf16", "llama", "BF16", nil, "", "096dcb06532596d38b34e05146b015db2d7a00f506582c781f8bfee227d17c5d",
+			[]float64{-1626.4892385, -790.6647969, -798.9110826, -758.7528695}},
+		{"llama-tq1_0", "llama", "TQ1_0", func(s *mkmodel.Shape) { s.Embd, s.FFN, s.HeadDim = 256, 512, 64 }, "",
+			"d95e53d3908a1d0ea695141e29fd38c50a831eea551d7216ec5ad09042f39f97",
+			[]float64{-1576.7162276, -819.1489278, -816.1467247, -788.9914898}},
 		{"openelm", "openelm", "", func(s *mkmodel.Shape) { s.Layers, s.Tied = 4, true }, "", "8abe5699facc40aa10038327f9e69ce0f3210e9042c24e4a80b6d506eb0a0f45",
 			[]float64{-1539.0728889, -779.0824568, -796.0170319, -766.4045137}},
 		{"qwen", "qwen", "", func(s *mkmodel.Shape) { s.Layers, s.KVHeads = 4, 4 }, "", "82f9199822a4602b94c8874be66e97a12de999eb093b3941a81d1b00dfaec4d1",

@@ -63,10 +63,11 @@ import (
 //     and the i-quants in the order of the tiled kernel for ggmlTiledRows
 //     rows or more (panelTiled, with the minima of the types that have
 //     them) and of their vec_dot kernels below (ggml_kquants*.go,
-//     ggml_iquants*.go); TQ2_0 in its vec_dot kernel's lanes
-//     (panelTQ2_0); F16 and F32 as ggml_vec_dot_f16 and _f32 per output
-//     (panelF16, panelF32; the build has no llamafile GEMM). Not copied:
-//     TQ1_0 and BF16.
+//     ggml_iquants*.go); TQ1_0 and TQ2_0 in their vec_dot kernels' lanes
+//     (panelTernary); F16 and F32 as ggml_vec_dot_f16 and _f32 per output
+//     (panelHalf, panelF32; the build has no llamafile GEMM); BF16 as
+//     ggml_vec_dot_bf16 per output (panelHalf: _mm512_dpbf16_ps's order
+//     in the AVX-512 build).
 //   - MUL_MAT_ID, an expert's rows: as MUL_MAT on the rows routed to the
 //     expert, but the types repacked in groups of 4 rows (Q4_K, and Q2_K
 //     in the AVX-512 build) in their GEMV's order for every row
@@ -384,7 +385,7 @@ func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
 					continue // -Inf: past float16's range
 				}
 				kj := k[j*ks+g*hd : j*ks+(g+1)*hd]
-				s := float32(capf(float32(dotF16(qh, kj, c.GGMLAVX2))*scale)) + mv // two roundings, as ggml's two statements
+				s := float32(capf(dotF16(qh, kj, c.GGMLAVX2)*scale)) + mv // two roundings, as ggml's two statements
 				ms, vs := float32(1), float32(1)
 				if s > M {
 					Mold := M
@@ -444,7 +445,7 @@ func (a *Attention) ggmlMatMulAttention(c *Context, out, q, k, v []float32, n in
 			for j := range L {
 				row[j] = float32(math.Inf(-1))
 				if j >= first && j <= i && a.sees(i, j) {
-					row[j] = capf(float32(dotF16(k[j*ks+g*hd:j*ks+(g+1)*hd], qh, avx2)) * scale)
+					row[j] = capf(dotF16(k[j*ks+g*hd:j*ks+(g+1)*hd], qh, avx2) * scale)
 				}
 			}
 			GGMLSoftMax(row[:L], row[:L], avx2)
@@ -459,7 +460,7 @@ func (a *Attention) ggmlMatMulAttention(c *Context, out, q, k, v []float32, n in
 						vcol[j] = v[j*ks+g*hd+d]
 					}
 				}
-				o[d] = float32(dotF16(vcol[:L], row[:L], avx2))
+				o[d] = dotF16(vcol[:L], row[:L], avx2)
 			}
 		}
 	})
@@ -661,14 +662,15 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 func roundF16(x float32) float32 { return quant.F16ToF32(quant.F32ToF16(x)) }
 
 // dotF16 is ggml_vec_dot_f16 for f16 values held as float32: dotLanes,
-// then the elements past its last block added in float64 in order.
-func dotF16(x, y []float32, avx2 bool) float64 {
+// then the elements past its last block added in float64 in order, the
+// sum rounded to float32.
+func dotF16(x, y []float32, avx2 bool) float32 {
 	sum, np := dotLanes(x, y, avx2)
 	s := float64(sum)
 	for e := np; e < len(x); e++ {
 		s += float64(x[e] * y[e])
 	}
-	return s
+	return float32(s)
 }
 
 // dotF32 is ggml_vec_dot_f32: dotLanes, then the elements past its last
@@ -764,7 +766,8 @@ var ggmlPanels = map[gguf.Type]ggmlPanel{
 	gguf.TypeQ4_0:    (*Linear).panelRepackable,
 	gguf.TypeIQ4_NL:  (*Linear).panelRepackable,
 	gguf.TypeMXFP4:   (*Linear).panelRepackable,
-	gguf.TypeTQ2_0:   (*Linear).panelTQ2_0,
+	gguf.TypeTQ1_0:   (*Linear).panelTernary,
+	gguf.TypeTQ2_0:   (*Linear).panelTernary,
 }
 
 // ggmlScratch is the scratch floats of a ggmlPanel for rows of k inputs:
@@ -810,23 +813,109 @@ func (l *Linear) panelF32(r0, r1 int, x []float32, n int, avx2 bool, out []float
 	}
 }
 
-// panelF16 computes columns [r0, r1) of out for F16 weights as ggml-cpu's
-// MUL_MAT does (Debian's build has no llamafile GEMM): per output,
-// ggml_vec_dot_f16 (dotF16, in the AVX2 build's lanes with avx2) of the
-// weight row with the activation row rounded to f16 (x, n rows), the
-// float64 result rounded to float32.
-func (l *Linear) panelF16(r0, r1 int, x []float32, n int, avx2 bool, out []float32) {
+// panelHalf computes columns [r0, r1) of out for F16 or BF16 weights as
+// ggml-cpu's MUL_MAT does (Debian's build has no llamafile GEMM): per
+// output, the type's ggml_vec_dot (dotF16, dotBF16; in the AVX2 build's
+// order with avx2) of the weight row with the activation row rounded to
+// the weights' type (x, n rows).
+func (l *Linear) panelHalf(r0, r1 int, x []float32, n int, avx2 bool, out []float32) {
+	decode, dot := quant.F16ToF32, dotF16
+	if l.Type == gguf.TypeBF16 {
+		decode, dot = quant.BF16ToF32, dotBF16
+	}
 	k := l.In
 	w32 := make([]float32, k)
 	for r := r0; r < r1; r++ {
 		wh := unsafe.Slice((*uint16)(unsafe.Pointer(&l.Data[r*l.RowBytes])), k)
 		for e, h := range wh {
-			w32[e] = quant.F16ToF32(h)
+			w32[e] = decode(h)
 		}
 		for t := range n {
-			out[t*l.Out+r] = float32(dotF16(w32, x[t*k:(t+1)*k], avx2))
+			out[t*l.Out+r] = dot(w32, x[t*k:(t+1)*k], avx2)
 		}
 	}
+}
+
+// dotBF16 is ggml_vec_dot_bf16 of bf16 values held as float32, with the
+// kernels where the level has them (kern.dotBF16, dotBF16x8) and
+// dotBF16Generic's order.
+func dotBF16(w, x []float32, avx2 bool) float32 {
+	kd, kd8, np := kern.dotBF16, kern.dotBF16x8, len(w)&^63
+	if avx2 {
+		np = len(w) &^ 31
+	}
+	if np == 0 || avx2 && kd8 == nil || !avx2 && kd == nil {
+		return dotBF16Generic(w, x, avx2)
+	}
+	var sum float64
+	if avx2 {
+		sum = float64(kd8(&w[0], &x[0], np))
+	} else {
+		sum = kd(&w[0], &x[0], np)
+	}
+	for e := np; e < len(w); e++ {
+		sum += float64(w[e] * x[e])
+	}
+	return float32(sum)
+}
+
+// dotBF16Generic is ggml_vec_dot_bf16 in plain Go. The AVX-512 build
+// (with AVX512-BF16, as llama.cpp's zen4 and sapphirerapids variants are)
+// takes 64 elements a step in two accumulators of 16 lanes,
+// _mm512_dpbf16_ps on elements [0, 32) and [32, 64): lane m adds the
+// product of the pair's second element, then of its first, each addition
+// rounded, with the instruction's denormal inputs read as zero and tiny
+// results flushed to zero (checked on an Intel CPU: the bits libggml gives
+// there); each accumulator is reduced as _mm512_reduce_add_ps (reduce16)
+// and the two added in float64. The AVX2 build takes 32 elements a step in
+// four accumulators of 8 lanes (products of bf16 values are exact, so its
+// multiply and add are one FMA), folds them as (0+2) + (1+3), and sums the
+// 8 lanes as i + (i+4), then (0+2) + (1+3). Both add the elements past
+// their last step in float64.
+func dotBF16Generic(w, x []float32, avx2 bool) float32 {
+	n, e := len(w), 0
+	var sum float64
+	if avx2 {
+		var c [4][8]float32
+		for ; e+32 <= n; e += 32 {
+			for j := range 4 {
+				for m := range 8 {
+					i := e + 8*j + m
+					c[j][m] = fma32(w[i], x[i], c[j][m])
+				}
+			}
+		}
+		var g [4]float32
+		for m := range 4 {
+			g[m] = ((c[0][m+4] + c[2][m+4]) + (c[1][m+4] + c[3][m+4])) + ((c[0][m] + c[2][m]) + (c[1][m] + c[3][m]))
+		}
+		sum = float64((g[0] + g[2]) + (g[1] + g[3]))
+	} else {
+		var c [2][16]float32
+		for ; e+64 <= n; e += 64 {
+			for h := range 2 {
+				for m := range 16 {
+					i := e + 32*h + 2*m
+					c[h][m] = flushTiny(c[h][m] + flushTiny(flushTiny(w[i+1])*flushTiny(x[i+1])))
+					c[h][m] = flushTiny(c[h][m] + flushTiny(flushTiny(w[i])*flushTiny(x[i])))
+				}
+			}
+		}
+		sum = float64(reduce16(&c[0])) + float64(reduce16(&c[1]))
+	}
+	for ; e < n; e++ {
+		sum += float64(w[e] * x[e])
+	}
+	return float32(sum)
+}
+
+// flushTiny is v, or zero of its sign when v is subnormal (MXCSR's FTZ on a
+// result, DAZ on an input).
+func flushTiny(v float32) float32 {
+	if b := math.Float32bits(v); b&0x7f800000 == 0 {
+		return math.Float32frombits(b & 0x80000000)
+	}
+	return v
 }
 
 // laneSums256 is the 8 int32 lanes of ggml's AVX2 dot-product kernels over

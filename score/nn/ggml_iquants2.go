@@ -3,6 +3,7 @@ package nn
 import (
 	"encoding/binary"
 
+	"ppl.dev/gguf"
 	"ppl.dev/quant"
 )
 
@@ -148,18 +149,24 @@ func (l *Linear) panelIQ4XS(buf []float32, r0, r1 int, a *qacts, out []float32) 
 	l.ggmlIQPanel(buf, r0, r1, a, out, iqKindIQ4XS)
 }
 
-// panelTQ2_0 is panelInt8 for TQ2_0 weights in llama.cpp's order
-// (ggml_vec_dot_tq2_0_q8_K, the AVX2 code in both builds; TQ2_0 is neither
-// repacked nor tiled): per output eight float32 lanes from 0; per block of
-// 256, with t_e = v_e + 1 in {0, 1, 2} (v the ternary weight), lane m
-// (the elements e with (e mod 32)/4 = m) holds the exact integer
+// panelTernary is panelInt8 for TQ1_0 and TQ2_0 weights in llama.cpp's
+// order (ggml_vec_dot_tq1_0_q8_K and _tq2_0_q8_K, the AVX2 code in both
+// builds; neither type is repacked nor tiled): per output eight float32
+// lanes from 0; per block of 256, with t_e = v_e + 1 in {0, 1, 2} (v the
+// ternary weight), lane m (the elements e with (e mod 32)/4 = m: both
+// kernels multiply byte j of a register with the activation at j plus a
+// multiple of 32, TQ1_0's powers of 3 included) holds the exact integer
 // Σ t_e·qx_e minus the activations' Σqx over the block's m-th 32 values
 // (its bsums, subtracted in the int16 lanes), and becomes
 // fma(float32(lane), dd, lane) with dd = float32(dx·d) (the kernel's
 // multiply and add, which GCC contracts into one FMA); at the end hsum8.
-func (l *Linear) panelTQ2_0(buf []float32, r0, r1 int, a *qacts, out []float32) {
+func (l *Linear) panelTernary(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	f, _ := l.int8Able()
 	k, rows, nsb := l.In, r1-r0, l.In/256
+	block, dOff := 66, 64 // a block's bytes, and its d's offset
+	if l.Type == gguf.TypeTQ1_0 {
+		block, dOff = 54, 52
+	}
 	q := make([]byte, k)
 	sc := make([]float32, k/f.Group)
 	tq := make([]int32, rows*k)
@@ -171,7 +178,7 @@ func (l *Linear) panelTQ2_0(buf []float32, r0, r1 int, a *qacts, out []float32) 
 			tq[r*k+e] = int32(v) - int32(f.Offset) + 1
 		}
 		for b := range nsb {
-			dw[r*nsb+b] = quant.F16ToF32(binary.LittleEndian.Uint16(row[66*b+64:]))
+			dw[r*nsb+b] = quant.F16ToF32(binary.LittleEndian.Uint16(row[block*b+dOff:]))
 		}
 	}
 	l.recordPanel(r0, r1, a, out, 32, func(_ int, qx, xs32 []int32, d []float32, r int) float32 {

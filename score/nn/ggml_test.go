@@ -370,9 +370,9 @@ func TestGGMLProductsF32(t *testing.T) {
 // 8 rows on (Q6_K, the i-quants); an odd n also takes the repacked types'
 // single-row kernels for the rows past the last multiple of 4.
 //
-// F16 weights are ggml_vec_dot_f16's per output in both builds (Debian's
-// libggml has no llamafile GEMM). Not in llama.cpp's order yet: BF16 and
-// TQ1_0 (outputs within about 4e-7 of libggml's, relative to the largest).
+// F16 and BF16 weights are ggml_vec_dot_f16's and _bf16's per output in
+// both builds (Debian's libggml has no llamafile GEMM; the AVX-512 build's
+// BF16 hashes are those of _mm512_dpbf16_ps on an Intel CPU).
 func TestGGMLProducts(t *testing.T) {
 	dir := oracle.Require(t)
 	cases := []struct {
@@ -422,9 +422,15 @@ func TestGGMLProducts(t *testing.T) {
 		{"quant-zoo", "Q2_K", 8, 0x5b7c01b32d8c5e55, true}, // not repacked by the AVX2 build
 		{"quant-zoo-2", "TQ2_0", 8, 0x29ba8441a3b9b798, false},
 		{"quant-zoo-2", "TQ2_0", 3, 0xca9580336e3bd5, false},
+		{"quant-zoo-2", "TQ1_0", 8, 0x29ba8441a3b9b798, false}, // the zoo's TQ1_0 and TQ2_0 hold the same values
+		{"quant-zoo-2", "TQ1_0", 3, 0xca9580336e3bd5, false},
 		{"quant-zoo", "F16", 64, 0x35f8344879728505, false},
 		{"quant-zoo", "F16", 3, 0x1901e8e10d3cc18f, false},
 		{"quant-zoo", "F16", 8, 0xa326a03067fac40f, true},
+		{"quant-zoo", "BF16", 64, 0x48bfc8f4379e1be0, false},
+		{"quant-zoo", "BF16", 3, 0x1ad57681b9e898f8, false},
+		{"quant-zoo", "BF16", 64, 0xcb97f30faffa6a8d, true},
+		{"quant-zoo", "BF16", 3, 0x4e310ec19e85cccf, true},
 	}
 	c := NewContext(2)
 	c.Int8, c.LlamaCPP = true, true
@@ -460,13 +466,26 @@ func TestGGMLProducts(t *testing.T) {
 		stem, tensor string
 		blocks, n    int
 		want         uint64
+		avx2         bool
 	}{
-		{"quant-zoo", "Q4_0", 16, 8, 0xc6822767120393a4},
-		{"quant-zoo", "IQ4_NL", 16, 3, 0x133968dff08c90a2},
-		{"quant-zoo-2", "MXFP4", 16, 8, 0xf7c8ebaed949471},
-		{"quant-zoo", "IQ4_NL", 15, 8, 0x57c91bf4b309b3ab},
-		{"quant-zoo-2", "MXFP4", 15, 3, 0xbb866078ba44c3be},
-		{"quant-zoo", "Q4_K", 16, 8, 0xa6efddfaa80e18cd}, // the tiled order with minima; both builds
+		{"quant-zoo", "Q4_0", 16, 8, 0xc6822767120393a4, false},
+		{"quant-zoo", "IQ4_NL", 16, 3, 0x133968dff08c90a2, false},
+		{"quant-zoo-2", "MXFP4", 16, 8, 0xf7c8ebaed949471, false},
+		{"quant-zoo", "IQ4_NL", 15, 8, 0x57c91bf4b309b3ab, false},
+		{"quant-zoo-2", "MXFP4", 15, 3, 0xbb866078ba44c3be, false},
+		{"quant-zoo", "Q4_K", 16, 8, 0xa6efddfaa80e18cd, false}, // the tiled order with minima; both builds
+		// ggml_vec_dot (fewer than 8 activation rows) of the K-quants
+		// ggml repacks, where it does not; both builds.
+		{"quant-zoo", "Q4_K", 16, 5, 0x9fd6288485d27a86, false},
+		{"quant-zoo", "Q4_K", 16, 1, 0xef1b1cc889e6d670, false},
+		{"quant-zoo", "Q2_K", 16, 5, 0xd3730e60f31067da, false},
+		{"quant-zoo", "Q2_K", 16, 8, 0x2167dc8480b80120, false}, // tiled, in the AVX-512 build too
+		// BF16 rows whose length leaves elements past the last step of 64
+		// (AVX-512) or 32 (AVX2), added in float64.
+		{"quant-zoo", "BF16", 15, 5, 0xbff7464eab4e2629, false},
+		{"quant-zoo", "BF16", 3, 2, 0x8f13e4b9b57cfe13, false},
+		{"quant-zoo", "BF16", 15, 5, 0xe29e4ed6a6ffc1eb, true},
+		{"quant-zoo", "BF16", 3, 2, 0x636f4bf3c78b555b, true},
 	}
 	for _, tc := range crops {
 		f, err := gguf.Open(filepath.Join(dir, "zoo", tc.stem+".gguf"))
@@ -485,8 +504,9 @@ func TestGGMLProducts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		c.GGMLAVX2 = tc.avx2
 		if h := productHash(c, l, tc.n); h != tc.want {
-			t.Errorf("%s %s (%v), 36 rows of %d blocks, %d activation rows: hash %#x, libggml's %#x", tc.stem, tc.tensor, l.Type, tc.blocks, tc.n, h, tc.want)
+			t.Errorf("%s %s (%v), 36 rows of %d blocks, %d activation rows (AVX2 build: %v): hash %#x, libggml's %#x", tc.stem, tc.tensor, l.Type, tc.blocks, tc.n, tc.avx2, h, tc.want)
 		}
 		f.Close()
 	}
@@ -689,6 +709,61 @@ func TestDotKernels(t *testing.T) {
 					want, _ := dotLanesGeneric(x[:m], y[:m], k.avx2)
 					if got := k.f(&x[0], &y[0], m); math.Float32bits(got) != math.Float32bits(want) {
 						t.Fatalf("level %v row %d, %d elements: %s kernel %v, dotLanesGeneric %v", l, ri, m, k.name, got, want)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestDotBF16Kernels checks dotBF16 (its kernels, kern.dotBF16 and
+// dotBF16x8, and the elements past them) against dotBF16Generic, bit for
+// bit, at every level, for both builds' orders, on random bf16 rows and on
+// adversarial ones: mixed magnitudes (whose sums round, where a product of
+// two bf16 values is short enough that most sums do not), subnormal bf16 values
+// (read as zero by the AVX-512 build), products below float32's normal
+// range (flushed there), signed zeros and products that overflow.
+func TestDotBF16Kernels(t *testing.T) {
+	r := rand.New(rand.NewSource(10))
+	const n = 608 // 9 steps of 64 and 32 more
+	bf := func(v float64) float32 { return quant.BF16ToF32(quant.F32ToBF16(float32(v))) }
+	var rows [][2][]float32
+	for i := range 24 {
+		w, x := make([]float32, n), make([]float32, n)
+		for e := range w {
+			w[e], x[e] = bf(r.NormFloat64()*0.05), bf(r.NormFloat64())
+			switch i % 4 {
+			case 1: // magnitudes from 2^-16 to 2^16: sums that round
+				w[e] = bf(math.Ldexp(r.NormFloat64(), r.Intn(33)-16))
+			case 2: // subnormal bf16 values, zeros of both signs, tiny products
+				switch e % 5 {
+				case 0:
+					w[e] = math.Float32frombits(uint32(r.Intn(0x80)) << 16)
+				case 1:
+					x[e] = math.Float32frombits(0x80000000 | uint32(r.Intn(0x80))<<16)
+				case 2:
+					w[e], x[e] = bf(1e-20*r.NormFloat64()), bf(1e-19*r.NormFloat64())
+				case 3:
+					w[e] = float32(math.Copysign(0, -1))
+				}
+			case 3: // sums that end below the normal range
+				w[e], x[e] = bf(0x1p-70*r.NormFloat64()), bf(0x1p-60*r.NormFloat64())
+			}
+		}
+		rows = append(rows, [2][]float32{w, x})
+	}
+	w, x := make([]float32, n), make([]float32, n)
+	for e := range w { // products that overflow, all of one sign
+		w[e], x[e] = bf(1e30*(1+r.Float64())), bf(1e10*(1+r.Float64()))
+	}
+	rows = append(rows, [2][]float32{w, x})
+	forEachLevel(t, func(t testing.TB, l Level) {
+		for ri, row := range rows {
+			for _, m := range []int{0, 32, 64, 96, 128, 576, n} {
+				for _, avx2 := range []bool{false, true} {
+					want := dotBF16Generic(row[0][:m], row[1][:m], avx2)
+					if got := dotBF16(row[0][:m], row[1][:m], avx2); math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("level %v row %d, %d elements (AVX2 build: %v): dotBF16 %v, dotBF16Generic %v", l, ri, m, avx2, got, want)
 					}
 				}
 			}

@@ -157,6 +157,11 @@ type kernels struct {
 	// dotF32, if set, is dotLanes in the AVX-512 build's lanes for n a
 	// multiple of 64, dotF32x8 in the AVX2 build's for n a multiple of 32.
 	dotF32, dotF32x8 func(x, w *float32, n int) float32
+	// dotBF16, if set, is dotBF16Generic's AVX-512 build's part for n a
+	// multiple of 64 (returning the float64 sum), dotBF16x8 its AVX2
+	// build's part for n a multiple of 32.
+	dotBF16   func(w, x *float32, n int) float64
+	dotBF16x8 func(w, x *float32, n int) float32
 	// ggmlExpf, if set, is ggmlExpf of n floats (a multiple of 16);
 	// ggmlExpf8, ggmlExpfAVX2 of n floats (a multiple of 8).
 	ggmlExpf, ggmlExpf8 func(dst, x *float32, n int)

@@ -25,6 +25,7 @@ func archInit() {
 		avx2.quantQ80 = quantQ80AVX2
 	}
 	avx2.dotF32, avx2.dotF32x8 = dotF32W16AVX2, dotF32W8AVX2
+	avx2.dotBF16x8 = dotBF16W8AVX2
 	avx2.ggmlExpf8 = ggmlExpf8AVX2
 	avx2.lanes = [2]lanesFunc{lanesSlices(lanes32AVX2), lanesSlices(lanes16AVX2)}
 	avx2.minSums = minSumsAVX2
@@ -91,6 +92,7 @@ func archInit() {
 	avx512.ggmlExpf8 = ggmlExpf8AVX2
 	avx512.dotF32 = dotF32AVX512
 	avx512.dotF32x8 = avx2.dotF32x8
+	avx512.dotBF16, avx512.dotBF16x8 = dotBF16AVX512, avx2.dotBF16x8
 	avx512.lanes, avx512.minSums = avx2.lanes, avx2.minSums
 	avx512.tiled, avx512.kRepacked = avx2.tiled, avx2.kRepacked
 	avx512.ssmGGML, avx512.ssmGGML8, avx512.ssmF32 = ssmGGMLAVX512, ssmGGMLAVX2, ssmF32AVX512

@@ -552,6 +552,9 @@ func ggmlExpf8AVX2(dst, x *float32, n int)
 func dotF32AVX512(x, w *float32, n int) float32
 
 //go:noescape
+func dotBF16AVX512(w, x *float32, n int) float64
+
+//go:noescape
 func softmaxTileAVX2(s *float32, rows int, lim *int32, scale float32, m *float32, l *float32, alpha *float32)
 
 //go:noescape
@@ -586,6 +589,9 @@ func dotF32W16AVX2(x, w *float32, n int) float32
 
 //go:noescape
 func dotF32W8AVX2(x, w *float32, n int) float32
+
+//go:noescape
+func dotBF16W8AVX2(x, w *float32, n int) float32
 
 //go:noescape
 func lanes32AVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)

@@ -150,8 +150,8 @@ func ForwardShared(c *Context, x []float32, n int, ls []*Linear, outs [][]float3
 				p(l, buf, r0, r1, acts[f.ActBlock/256], out)
 			} else if ok && c.Int8 {
 				l.panelInt8(buf, r0, r1, acts[f.ActBlock/256], f, out)
-			} else if l.Type == gguf.TypeF16 && c.LlamaCPP {
-				l.panelF16(r0, r1, rounded[0], n, c.GGMLAVX2, out)
+			} else if r := halfRounding(l.Type); r >= 0 && c.LlamaCPP {
+				l.panelHalf(r0, r1, rounded[r], n, c.GGMLAVX2, out)
 			} else if l.Type == gguf.TypeF32 && c.LlamaCPP {
 				l.panelF32(r0, r1, x, n, c.GGMLAVX2, out)
 			} else if r := halfRounding(l.Type); r >= 0 && c.Int8 {

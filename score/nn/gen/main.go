@@ -1435,6 +1435,7 @@ func misc() {
 	ggmlExpfAVX512()
 	ggmlExpfAVX2()
 	dotF32AVX512()
+	dotBF16AVX512()
 }
 
 // dotF32AVX512 writes dotF32AVX512(x, w *float32, n int) float32:
@@ -1477,6 +1478,75 @@ func dotF32AVX512() {
 	p("\tVADDSS X1, X0, X0")
 	p("\tVZEROUPPER")
 	p("\tMOVSS X0, ret+24(FP)")
+	p("\tRET")
+}
+
+// dotBF16AVX512 writes dotBF16AVX512(w, x *float32, n int) float64:
+// dotBF16Generic's AVX-512 part (the order of _mm512_dpbf16_ps) for n a
+// multiple of 64, on bf16 values held as float32. Per 32 elements, the
+// products of elements 0-15 and 16-31 (exact, or flushed when tiny), their
+// odd elements' and then their even elements' gathered by VPERMT2PS and
+// added to the accumulator (Z0 for the first 32 of each 64, Z1 for the
+// second), under MXCSR's DAZ and FTZ as the instruction computes; then,
+// with the caller's MXCSR again, each accumulator reduced as reduce16 and
+// the two added in float64.
+func dotBF16AVX512() {
+	p("")
+	for i := range 32 { // the odd elements' indices, then the even's
+		p("DATA bf16Pairs<>+%d(SB)/4, $%d", 4*i, (2*i+1)%33)
+	}
+	p("GLOBL bf16Pairs<>(SB), RODATA|NOPTR, $128")
+	p("")
+	p("// func dotBF16AVX512(w, x *float32, n int) float64")
+	p("TEXT ·dotBF16AVX512(SB), NOSPLIT, $8-32")
+	p("\tMOVQ w+0(FP), SI")
+	p("\tMOVQ x+8(FP), DI")
+	p("\tMOVQ n+16(FP), CX")
+	p("\tSHRQ $6, CX")
+	p("\tSTMXCSR 0(SP)")
+	p("\tMOVL 0(SP), AX")
+	p("\tORL $0x8040, AX") // FTZ, DAZ
+	p("\tMOVL AX, 4(SP)")
+	p("\tLDMXCSR 4(SP)")
+	p("\tVMOVUPS bf16Pairs<>(SB), Z30")
+	p("\tVMOVUPS bf16Pairs<>+64(SB), Z31")
+	p("\tVPXORD Z0, Z0, Z0")
+	p("\tVPXORD Z1, Z1, Z1")
+	p("\tTESTQ CX, CX")
+	p("\tJZ reduce")
+	p("loop:")
+	for h := range 2 {
+		o := 128 * h
+		p("\tVMOVUPS %d(SI), Z2", o)
+		p("\tVMULPS %d(DI), Z2, Z2", o)
+		p("\tVMOVUPS %d(SI), Z3", o+64)
+		p("\tVMULPS %d(DI), Z3, Z3", o+64)
+		p("\tVMOVAPS Z2, Z4")
+		p("\tVPERMT2PS Z3, Z30, Z4") // the odd elements' products
+		p("\tVPERMT2PS Z3, Z31, Z2") // the even elements'
+		p("\tVADDPS Z4, Z%d, Z%d", h, h)
+		p("\tVADDPS Z2, Z%d, Z%d", h, h)
+	}
+	p("\tADDQ $256, SI")
+	p("\tADDQ $256, DI")
+	p("\tDECQ CX")
+	p("\tJNZ loop")
+	p("reduce:")
+	p("\tLDMXCSR 0(SP)")
+	for h := range 2 {
+		p("\tVEXTRACTF32X8 $1, Z%d, Y2", h)
+		p("\tVADDPS Y2, Y%d, Y%d", h, h)
+		p("\tVEXTRACTF128 $1, Y%d, X2", h)
+		p("\tVADDPS X2, X%d, X%d", h, h)
+		p("\tVMOVHLPS X%d, X%d, X2", h, h)
+		p("\tVADDPS X2, X%d, X%d", h, h)
+		p("\tVMOVSHDUP X%d, X2", h)
+		p("\tVADDSS X2, X%d, X%d", h, h)
+		p("\tVCVTSS2SD X%d, X%d, X%d", h, h, h)
+	}
+	p("\tVADDSD X1, X0, X0")
+	p("\tVZEROUPPER")
+	p("\tMOVSD X0, ret+24(FP)")
 	p("\tRET")
 }
 
@@ -2148,8 +2218,9 @@ func miscAVX2() {
 	roundF16AVX2()
 	transposeAVX2()
 	quantActsAVX2()
-	dotAVX2("dotF32W16AVX2", true)
-	dotAVX2("dotF32W8AVX2", false)
+	dotAVX2("dotF32W16AVX2", true, false)
+	dotAVX2("dotF32W8AVX2", false, true)
+	dotAVX2("dotBF16W8AVX2", false, false)
 	lanesAVX2(32)
 	lanesAVX2(16)
 	minSumsAVX2()
@@ -2267,8 +2338,10 @@ func minSumsAVX2() {
 // over each 64 elements, each held in two Y registers: lanes 0-7 and 8-15,
 // then _mm512_reduce_add_ps's tree), for n a multiple of 64; without, as
 // the AVX2 build (four of 8 lanes over each 32, lanes i + (i+4), then two
-// horizontal adds), for n a multiple of 32.
-func dotAVX2(name string, lanes16 bool) {
+// horizontal adds with hadd, for ggml_vec_dot_f32 and _f16; without hadd
+// (0+2) + (1+3), ggml_vec_dot_bf16's sum: dotBF16Generic), for n a
+// multiple of 32.
+func dotAVX2(name string, lanes16, hadd bool) {
 	p("")
 	p("// func %s(x, w *float32, n int) float32", name)
 	p("TEXT ·%s(SB), NOSPLIT, $0-28", name)
@@ -2312,14 +2385,14 @@ func dotAVX2(name string, lanes16 bool) {
 	}
 	p("\tVEXTRACTF128 $1, Y0, X1")
 	p("\tVADDPS X1, X0, X0") // lanes i + (i+4)
-	if lanes16 {
+	if hadd {
+		p("\tVHADDPS X0, X0, X0")
+		p("\tVHADDPS X0, X0, X0")
+	} else {
 		p("\tVMOVHLPS X0, X0, X1")
 		p("\tVADDPS X1, X0, X0")
 		p("\tVMOVSHDUP X0, X1")
 		p("\tVADDSS X1, X0, X0")
-	} else {
-		p("\tVHADDPS X0, X0, X0")
-		p("\tVHADDPS X0, X0, X0")
 	}
 	p("\tVZEROUPPER")
 	p("\tMOVSS X0, ret+24(FP)")

@@ -9,7 +9,7 @@
 # with the inputs in /tmp/gx, or the directory $GX, (x.bin, w.bin, q.bin, k.bin, v.bin: raw
 # little-endian float32, k and v float16) and the output in /tmp/gx/out.bin.
 # OPs: rms EPS | swiglu | geglu | gelu | swiglu-oai | swiglu-clamp LIMIT | swiglu-clampf LIMIT | softcap CAP | silu-div | xielu AN AP BETA EPS | rope N HEADS HEADDIM MODE BASE [FREQ_SCALE EXT ATTN BETA_FAST BETA_SLOW N_CTX_ORIG] | fa N H HKV D SCALE [CAP [SPARSE [MAX_BIAS [SINKS]]]] | mmattn N H HKV D SCALE [CAP] |
-# trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) | conv N C K | scan N H P G N [E] | gdn N HK HV S EPS | wkv7 N H D | wkv6 N H D | gla N H D SCALE |
+# trig | expf | logf | powf | f16 | mm MODEL.gguf TENSOR N REPACK(0|1) [ROWS BLOCKS] (the first ROWS rows' first BLOCKS blocks of 32) | conv N C K | scan N H P G N [E] | gdn N HK HV S EPS | wkv7 N H D | wkv6 N H D | gla N H D SCALE |
 # route E K GATING NORM SCALE GROUPS GROUPS_USED BIAS(0|1) | argsort N | topk N K | situ BETA LINEAR_BETA | resmix N C E EPS.
 # VARIANT=zen4 (default) picks the libggml-cpu build.
 import ctypes as C, numpy as np, sys, os
@@ -264,6 +264,11 @@ if op == "mm":  # weight from gguf file tensor name; x (n, K) f32; repack or not
     ten = [t for t in rd.tensors if t.name == name][0]
     K, N = int(ten.shape[0]), int(ten.shape[1])
     wbytes = bytes(ten.data.tobytes())
+    if len(sys.argv) > 7:  # a crop: the first ROWS rows, of their first BLOCKS blocks of 32
+        rows, blocks = int(sys.argv[6]), int(sys.argv[7])
+        rb, cb = len(wbytes) // N, len(wbytes) // N * 32 * blocks // K
+        wbytes = b"".join(wbytes[r * rb:r * rb + cb] for r in range(rows))
+        K, N = 32 * blocks, rows
     open(d + "w.bin", "wb").write(wbytes)
     if n == 0:
         print(K, N, int(ten.tensor_type)); sys.exit(0)
