@@ -863,13 +863,13 @@ func dotBF16(w, x []float32, avx2 bool) float32 {
 // (with AVX512-BF16, as llama.cpp's zen4 and sapphirerapids variants are)
 // takes 64 elements a step in two accumulators of 16 lanes,
 // _mm512_dpbf16_ps on elements [0, 32) and [32, 64): lane m adds the
-// product of the pair's second element, then of its first, each addition
-// rounded, with the instruction's denormal inputs read as zero and tiny
-// results flushed to zero (checked on an Intel CPU: the bits libggml gives
-// there); each accumulator is reduced as _mm512_reduce_add_ps (reduce16)
+// product of the pair's second element, then of its first, each an FMA
+// with subnormal inputs read as zero and a subnormal result flushed to
+// zero (Intel's definition of VDPBF16PS, and libggml's bits on an Intel
+// CPU); each accumulator is reduced as _mm512_reduce_add_ps (reduce16)
 // and the two added in float64. The AVX2 build takes 32 elements a step in
-// four accumulators of 8 lanes (products of bf16 values are exact, so its
-// multiply and add are one FMA), folds them as (0+2) + (1+3), and sums the
+// four accumulators of 8 lanes, one FMA per element (GCC contracts the
+// kernel's multiply and add), folds them as (0+2) + (1+3), and sums the
 // 8 lanes as i + (i+4), then (0+2) + (1+3). Both add the elements past
 // their last step in float64.
 func dotBF16Generic(w, x []float32, avx2 bool) float32 {
@@ -896,8 +896,8 @@ func dotBF16Generic(w, x []float32, avx2 bool) float32 {
 			for h := range 2 {
 				for m := range 16 {
 					i := e + 32*h + 2*m
-					c[h][m] = flushTiny(c[h][m] + flushTiny(flushTiny(w[i+1])*flushTiny(x[i+1])))
-					c[h][m] = flushTiny(c[h][m] + flushTiny(flushTiny(w[i])*flushTiny(x[i])))
+					c[h][m] = flushTiny(fma32(flushTiny(w[i+1]), flushTiny(x[i+1]), c[h][m]))
+					c[h][m] = flushTiny(fma32(flushTiny(w[i]), flushTiny(x[i]), c[h][m]))
 				}
 			}
 		}

@@ -512,6 +512,63 @@ func TestGGMLProducts(t *testing.T) {
 	}
 }
 
+// bf16Edges is TestGGMLBF16Edges's matrix and activations: 64 rows of
+// 512 bf16 weights N(0, 1)·2^-63 (rows 0, 7, 14, ... ·2^-128, subnormal;
+// rows 3, 12, 21, ... ·2^-3) and 5 rows of activations N(0, 1)·2^-63
+// (the second ·2^-2), from rand.NewSource(63).
+func bf16Edges() (data []byte, x []float32) {
+	const out, in, n = 64, 512, 5
+	r := rand.New(rand.NewSource(63))
+	data = make([]byte, 2*out*in)
+	for row := range out {
+		scale := 0x1p-63
+		switch {
+		case row%7 == 0:
+			scale = 0x1p-191
+		case row%9 == 3:
+			scale = 0x1p-66
+		}
+		for e := range in {
+			binary.LittleEndian.PutUint16(data[2*(row*in+e):], quant.F32ToBF16(float32(r.NormFloat64()*scale)))
+		}
+	}
+	x = make([]float32, n*in)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * 0x1p-63)
+		if i/in == 1 {
+			x[i] *= 0x1p-2
+		}
+	}
+	return data, x
+}
+
+// TestGGMLBF16Edges checks BF16 products whose terms and partial sums lie
+// about float32's smallest normal (2^-126), where vdpbf16ps reads
+// subnormal inputs as zero and flushes a subnormal FMA result but not a
+// subnormal product, against libggml's MUL_MAT (ggml_ops.py's mm on a GGUF
+// holding bf16Edges's matrix, its x.bin the activations) in both builds:
+// the AVX-512 build's hash is of what an Intel CPU computed.
+func TestGGMLBF16Edges(t *testing.T) {
+	data, x := bf16Edges()
+	l, err := NewLinear("w", gguf.TypeBF16, 512, 64, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewContext(2)
+	c.Int8, c.LlamaCPP = true, true
+	for _, tc := range []struct {
+		avx2 bool
+		want uint64
+	}{{false, 0xe24e0c85dbb07121}, {true, 0x5b5ae3b805a6ab05}} {
+		c.GGMLAVX2 = tc.avx2
+		y := make([]float32, 5*64)
+		l.Forward(c, y, x, 5)
+		if h := fnvBits(y); h != tc.want {
+			t.Errorf("AVX2 build: %v: hash %#x, libggml's %#x", tc.avx2, h, tc.want)
+		}
+	}
+}
+
 // TestGGMLExpfs checks ggmlExpfs at every level against ggmlExpf and
 // ggmlExpfAVX2 (the one-lane copies of ggml_v_expf in the AVX-512 and AVX2
 // builds that TestGGMLArithmetic pins to libggml's bits) on random and
@@ -721,8 +778,9 @@ func TestDotKernels(t *testing.T) {
 // bit, at every level, for both builds' orders, on random bf16 rows and on
 // adversarial ones: mixed magnitudes (whose sums round, where a product of
 // two bf16 values is short enough that most sums do not), subnormal bf16 values
-// (read as zero by the AVX-512 build), products below float32's normal
-// range (flushed there), signed zeros and products that overflow.
+// (read as zero by the AVX-512 build), products and sums about the
+// smallest normal float32 (a subnormal result flushed there, a subnormal
+// product not), signed zeros and products that overflow.
 func TestDotBF16Kernels(t *testing.T) {
 	r := rand.New(rand.NewSource(10))
 	const n = 608 // 9 steps of 64 and 32 more
@@ -746,8 +804,8 @@ func TestDotBF16Kernels(t *testing.T) {
 				case 3:
 					w[e] = float32(math.Copysign(0, -1))
 				}
-			case 3: // sums that end below the normal range
-				w[e], x[e] = bf(0x1p-70*r.NormFloat64()), bf(0x1p-60*r.NormFloat64())
+			case 3: // products and sums about float32's smallest normal, 2^-126
+				w[e], x[e] = bf(0x1p-63*r.NormFloat64()), bf(0x1p-63*r.NormFloat64())
 			}
 		}
 		rows = append(rows, [2][]float32{w, x})

@@ -1484,12 +1484,12 @@ func dotF32AVX512() {
 // dotBF16AVX512 writes dotBF16AVX512(w, x *float32, n int) float64:
 // dotBF16Generic's AVX-512 part (the order of _mm512_dpbf16_ps) for n a
 // multiple of 64, on bf16 values held as float32. Per 32 elements, the
-// products of elements 0-15 and 16-31 (exact, or flushed when tiny), their
-// odd elements' and then their even elements' gathered by VPERMT2PS and
-// added to the accumulator (Z0 for the first 32 of each 64, Z1 for the
-// second), under MXCSR's DAZ and FTZ as the instruction computes; then,
-// with the caller's MXCSR again, each accumulator reduced as reduce16 and
-// the two added in float64.
+// odd elements of w and x and then their even ones, gathered by
+// VPERMT2PS, are multiplied and added to the accumulator in one FMA each
+// (Z0 for the first 32 of each 64, Z1 for the second), under MXCSR's DAZ
+// and FTZ as the instruction computes; then, with the caller's MXCSR
+// again, each accumulator is reduced as reduce16 and the two added in
+// float64.
 func dotBF16AVX512() {
 	p("")
 	for i := range 32 { // the odd elements' indices, then the even's
@@ -1517,15 +1517,18 @@ func dotBF16AVX512() {
 	p("loop:")
 	for h := range 2 {
 		o := 128 * h
-		p("\tVMOVUPS %d(SI), Z2", o)
-		p("\tVMULPS %d(DI), Z2, Z2", o)
-		p("\tVMOVUPS %d(SI), Z3", o+64)
-		p("\tVMULPS %d(DI), Z3, Z3", o+64)
-		p("\tVMOVAPS Z2, Z4")
-		p("\tVPERMT2PS Z3, Z30, Z4") // the odd elements' products
-		p("\tVPERMT2PS Z3, Z31, Z2") // the even elements'
-		p("\tVADDPS Z4, Z%d, Z%d", h, h)
-		p("\tVADDPS Z2, Z%d, Z%d", h, h)
+		// Z2, Z3: w's odd and even elements; Z4, Z5: x's.
+		for i, reg := range []string{"SI", "DI"} {
+			lo, hi := 2+2*i, 3+2*i
+			p("\tVMOVUPS %d(%s), Z%d", o, reg, lo)
+			p("\tVMOVUPS %d(%s), Z%d", o+64, reg, hi)
+			p("\tVMOVAPS Z%d, Z6", lo)
+			p("\tVPERMT2PS Z%d, Z30, Z%d", hi, lo)
+			p("\tVPERMT2PS Z%d, Z31, Z6", hi)
+			p("\tVMOVAPS Z6, Z%d", hi)
+		}
+		p("\tVFMADD231PS Z4, Z2, Z%d", h)
+		p("\tVFMADD231PS Z5, Z3, Z%d", h)
 	}
 	p("\tADDQ $256, SI")
 	p("\tADDQ $256, DI")
