@@ -54,7 +54,9 @@ func BenchmarkLinear(b *testing.B) {
 // (Q8_0, Q5_0, NVFP4; Q4_1 with its minima), the types repacked by blocks
 // of 32 (Q4_0, MXFP4),
 // the repacked Q4_K, the tiled order (Q6_K, Q3_K, IQ2_XXS, IQ3_S) and with
-// minima (Q5_K; Q2_K in the AVX2 build, its repacked GEMM in AVX-512's).
+// minima (Q5_K; Q2_K in the AVX2 build, its repacked GEMM in AVX-512's),
+// F16 and BF16 (ggml_vec_dot per output), TQ1_0 and TQ2_0 (the ternary
+// lanes).
 // It reports multiply-adds per second; the generic level is the plain Go
 // reference the others are measured against.
 func BenchmarkGGMLLinear(b *testing.B) {
@@ -62,7 +64,7 @@ func BenchmarkGGMLLinear(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	x := randVec(r, n*in)
 	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ5_0, gguf.TypeNVFP4, gguf.TypeQ4_1, gguf.TypeQ4_0, gguf.TypeMXFP4, gguf.TypeQ4_K,
-		gguf.TypeQ6_K, gguf.TypeQ3_K, gguf.TypeIQ2_XXS, gguf.TypeIQ3_S, gguf.TypeQ5_K, gguf.TypeQ2_K, gguf.TypeF16, gguf.TypeBF16} {
+		gguf.TypeQ6_K, gguf.TypeQ3_K, gguf.TypeIQ2_XXS, gguf.TypeIQ3_S, gguf.TypeQ5_K, gguf.TypeQ2_K, gguf.TypeF16, gguf.TypeBF16, gguf.TypeTQ1_0, gguf.TypeTQ2_0} {
 		rb, _ := typ.RowSize(in)
 		data := make([]byte, int(rb)*out)
 		if err := quant.Quantize(typ, randVec(r, in*out), data); err != nil {

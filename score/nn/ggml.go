@@ -922,7 +922,7 @@ func flushTiny(v float32) float32 {
 // one block of 256 (VPMADDUBSW then VPMADDWD leave each 4 consecutive
 // products in one lane): lane m sums w[e]·x[e] over the e with
 // (e mod 32)/4 = m.
-func laneSums256[W, X int8 | int16 | int32](w []W, x []X) (s [8]int32) {
+func laneSums256[W uint8 | int8 | int16 | int32, X int8 | int16 | int32](w []W, x []X) (s [8]int32) {
 	w, x = w[:256], x[:256]
 	for c := 0; c < 256; c += 32 {
 		for m := range 8 {

@@ -2,6 +2,7 @@ package nn
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"ppl.dev/gguf"
 	"ppl.dev/quant"
@@ -167,25 +168,30 @@ func (l *Linear) panelTernary(buf []float32, r0, r1 int, a *qacts, out []float32
 	if l.Type == gguf.TypeTQ1_0 {
 		block, dOff = 54, 52
 	}
-	q := make([]byte, k)
-	sc := make([]float32, k/f.Group)
-	tq := make([]int32, rows*k)
-	dw := make([]float32, rows*nsb)
+	// DecodeInt8's codes are t (its offset is 1); rm, unused by types
+	// without minima, holds the rows' d.
+	rowsQ, panelQ, _, dw, ps, _ := l.decodeInt8(buf, r0, r1, f)
 	for r := range rows {
 		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
-		quant.DecodeInt8(l.Type, row, q, sc, nil)
-		for e, v := range q {
-			tq[r*k+e] = int32(v) - int32(f.Offset) + 1
-		}
 		for b := range nsb {
 			dw[r*nsb+b] = quant.F16ToF32(binary.LittleEndian.Uint16(row[block*b+dOff:]))
 		}
+	}
+	if kt := kern.ternary; kt != nil {
+		pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
+		pack32(ps, dw[:rows*nsb], nsb, rows)
+		var c [32]float32
+		for t := 0; t < a.n; t++ {
+			kt(&a.buf[t*a.rec], &panelQ[0], &ps[0], nsb, 0, &c[0], a.dOff, a.xs32Off)
+			copy(out[t*l.Out+r0:t*l.Out+r1], c[:rows])
+		}
+		return
 	}
 	l.recordPanel(r0, r1, a, out, 32, func(_ int, qx, xs32 []int32, d []float32, r int) float32 {
 		var acc [8]float32
 		for b := range nsb {
 			dd := d[8*b] * dw[r*nsb+b]
-			lanes := laneSums256(tq[r*k+256*b:r*k+256*b+256], qx[256*b:256*b+256])
+			lanes := laneSums256(rowsQ[r*k+256*b:r*k+256*b+256], qx[256*b:256*b+256])
 			for m := range 8 {
 				acc[m] = fma32(float32(lanes[m]-xs32[8*b+m]), dd, acc[m])
 			}

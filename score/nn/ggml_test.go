@@ -829,6 +829,66 @@ func TestDotBF16Kernels(t *testing.T) {
 	})
 }
 
+// TestTernaryKernels checks panelTernary's kernels (kern.ternary: VNNI's,
+// and AVX2's on 8-row slices) against its plain lanes, bit for bit, at
+// every level that has them: TQ1_0 and TQ2_0 matrices of 40 rows (a full
+// panel and a part) of 3 super-blocks, random and with every weight +1 or
+// every weight -1 (the integer lanes' extremes), times 1 to 9 activation
+// rows, random and of one sign at the largest codes.
+func TestTernaryKernels(t *testing.T) {
+	r := rand.New(rand.NewSource(12))
+	const in, out = 768, 40
+	for _, typ := range []gguf.Type{gguf.TypeTQ1_0, gguf.TypeTQ2_0} {
+		rb, _ := typ.RowSize(in)
+		for wi, wv := range []func() float32{
+			func() float32 { return float32(r.NormFloat64()) },
+			func() float32 { return 1 },
+			func() float32 { return -1 },
+		} {
+			w := make([]float32, in*out)
+			for i := range w {
+				w[i] = wv()
+			}
+			data := make([]byte, int(rb)*out)
+			if err := quant.Quantize(typ, w, data); err != nil {
+				t.Fatal(err)
+			}
+			l, err := NewLinear("w", typ, in, out, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for xi := range 2 {
+				const n = 9
+				x := make([]float32, n*in)
+				for i := range x {
+					x[i] = float32(r.NormFloat64())
+					if xi == 1 { // one sign, most at the largest code
+						x[i] = float32(1 + r.Intn(2))
+					}
+				}
+				for m := 1; m <= n; m++ {
+					var want []float32
+					forEachLevel(t, func(t testing.TB, lv Level) {
+						c := NewContext(1)
+						c.Int8, c.LlamaCPP = true, true
+						y := make([]float32, m*out)
+						l.Forward(c, y, x[:m*in], m)
+						if want == nil {
+							want = y
+							return
+						}
+						for i := range y {
+							if math.Float32bits(y[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("%v weights %d activations %d, %d rows, level %v: output %d %v, the plain lanes' %v", typ, wi, xi, m, lv, i, y[i], want[i])
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
 // TestLanesKernels checks the lanes kernels (kern.lanes: VNNI's, and
 // AVX2's on 8-row slices) against panelLanes's plain lanes, bit for bit,
 // at every level that has them, on a panel of 32 weight rows: for each

@@ -144,6 +144,9 @@ type kernels struct {
 	// lanes, if set, are the lane-order loops (panelLanes) for groups of
 	// 32 (Q8_0) and 16 (NVFP4): see lanesFunc.
 	lanes [2]lanesFunc
+	// ternary, if set, is panelTernary's kernel (lanesFunc's signature:
+	// see ternaryVNNI in gen).
+	ternary lanesFunc
 	// minSums, if set, is addMinSums's chain for the 32 rows of a panel:
 	// c[r] = Σ m[b·32 + r]·s[b], one FMA per block b in order from 0.
 	minSums func(m, s *float32, nb int, c *float32)

@@ -28,6 +28,7 @@ func archInit() {
 	avx2.dotBF16x8 = dotBF16W8AVX2
 	avx2.ggmlExpf8 = ggmlExpf8AVX2
 	avx2.lanes = [2]lanesFunc{lanesSlices(lanes32AVX2), lanesSlices(lanes16AVX2)}
+	avx2.ternary = lanesSlices(ternaryAVX2)
 	avx2.minSums = minSumsAVX2
 	avx2.ssmGGML8, avx2.ssmF32 = ssmGGMLAVX2, ssmF32AVX2
 	avx2.deltaGGML8 = deltaGGMLAVX2
@@ -93,7 +94,7 @@ func archInit() {
 	avx512.dotF32 = dotF32AVX512
 	avx512.dotF32x8 = avx2.dotF32x8
 	avx512.dotBF16, avx512.dotBF16x8 = dotBF16AVX512, avx2.dotBF16x8
-	avx512.lanes, avx512.minSums = avx2.lanes, avx2.minSums
+	avx512.lanes, avx512.minSums, avx512.ternary = avx2.lanes, avx2.minSums, avx2.ternary
 	avx512.tiled, avx512.kRepacked = avx2.tiled, avx2.kRepacked
 	avx512.ssmGGML, avx512.ssmGGML8, avx512.ssmF32 = ssmGGMLAVX512, ssmGGMLAVX2, ssmF32AVX512
 	avx512.deltaGGML, avx512.deltaGGML8 = deltaGGMLAVX512, deltaGGMLAVX2
@@ -105,6 +106,7 @@ func archInit() {
 		vnni.level = AVX512VNNI
 		vnni.int8Wide = false
 		vnni.lanes = [2]lanesFunc{lanes32VNNI, lanes16VNNI}
+		vnni.ternary = ternaryVNNI
 		vnni.tiled = [4][]tiledFunc{
 			{tiled32m1VNNI, tiled32m2VNNI, tiled32m3VNNI, tiled32m4VNNI},
 			{tiled32minm1VNNI, tiled32minm2VNNI},

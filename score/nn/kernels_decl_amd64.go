@@ -405,6 +405,9 @@ func lanes32VNNI(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32
 func lanes16VNNI(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
 
 //go:noescape
+func ternaryVNNI(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
+
+//go:noescape
 func tiled32m1VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
@@ -598,6 +601,9 @@ func lanes32AVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32
 
 //go:noescape
 func lanes16AVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
+
+//go:noescape
+func ternaryAVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
 
 //go:noescape
 func minSumsAVX2(m, s *float32, nb int, c *float32)

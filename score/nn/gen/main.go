@@ -338,14 +338,83 @@ func lanesVNNI(g int) {
 	p("\tDECQ CX")
 	p("\tJNZ block")
 	p("sum:")
-	for _, b := range []int{0, 8} {
-		for i := 0; i < 4; i++ {
-			p("\tVADDPS Z%d, Z%d, Z%d", b+4+i, b+i, b+i)
-		}
-		p("\tVADDPS Z%d, Z%d, Z%d", b+2, b, b)
-		p("\tVADDPS Z%d, Z%d, Z%d", b+3, b+1, b+1)
-		p("\tVADDPS Z%d, Z%d, Z%d", b+1, b, b)
+	lanesSum("Z", 0)
+	lanesSum("Z", 8)
+	p("\tMOVQ c+40(FP), AX")
+	p("\tVMOVUPS Z0, (AX)")
+	p("\tVMOVUPS Z8, 64(AX)")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// lanesSum writes the end of the lanes kernels: the 8 lanes of each row,
+// in registers base+0 .. base+7 (X, Y or Z: reg), summed as hsum8.
+func lanesSum(reg string, base int) {
+	for i := 0; i < 4; i++ {
+		p("\tVADDPS %s%d, %s%d, %s%d", reg, base+4+i, reg, base+i, reg, base+i)
 	}
+	p("\tVADDPS %s%d, %s%d, %s%d", reg, base+2, reg, base, reg, base)
+	p("\tVADDPS %s%d, %s%d, %s%d", reg, base+3, reg, base+1, reg, base+1)
+	p("\tVADDPS %s%d, %s%d, %s%d", reg, base+1, reg, base, reg, base)
+}
+
+// ternaryVNNI writes ternaryVNNI, panelTernary's kernel (lanesFunc's
+// signature: nb super-blocks of 256, negoff unused, xs4off the record's
+// Σqx per 32, dw[b·32 + r] the d of row r's super-block b) for a panel of
+// 32 rows of codes t in {0, 1, 2}: per super-block and lane m, the integer
+// Σ t·qx over the elements e with (e mod 32)/4 = m (VPDPBUSD over the 8
+// blocks of 32) minus the super-block's m-th Σqx per 32, then
+// acc_m = fma(float32(lane), float32(d·dw), acc_m), and at the end hsum8.
+// Registers: acc in Z0-Z15 (lane m of rows 0-15 in Zm, of rows 16-31 in
+// Z(8+m)), the lane's integers in Z16, Z17, d·dw in Z24, Z25.
+func ternaryVNNI() {
+	p("")
+	p("// func ternaryVNNI(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)")
+	p("TEXT ·ternaryVNNI(SB), NOSPLIT, $0-64")
+	p("\tMOVQ x+0(FP), SI")
+	p("\tMOVQ doff+48(FP), DI")
+	p("\tADDQ SI, DI")
+	p("\tMOVQ xs4off+56(FP), R11")
+	p("\tADDQ SI, R11")
+	p("\tMOVQ w+8(FP), R13")
+	p("\tMOVQ dw+16(FP), R14")
+	p("\tMOVQ nb+24(FP), CX")
+	for i := 0; i < 16; i++ {
+		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	p("\tTESTQ CX, CX")
+	p("\tJZ sum")
+	p("block:")
+	p("\tVMOVUPS (R14), Z26")
+	p("\tVMOVUPS 64(R14), Z27")
+	p("\tVMULPS.BCST (DI), Z26, Z24")
+	p("\tVMULPS.BCST (DI), Z27, Z25")
+	for m := 0; m < 8; m++ {
+		p("\tVPXORD Z16, Z16, Z16")
+		p("\tVPXORD Z17, Z17, Z17")
+		for b := 0; b < 8; b++ {
+			p("\tVMOVDQU32 %d(R13), Z28", 128*(8*b+m))
+			p("\tVMOVDQU32 %d(R13), Z29", 128*(8*b+m)+64)
+			p("\tVPDPBUSD.BCST %d(SI), Z28, Z16", 32*b+4*m)
+			p("\tVPDPBUSD.BCST %d(SI), Z29, Z17", 32*b+4*m)
+		}
+		p("\tVPSUBD.BCST %d(R11), Z16, Z16", 4*m)
+		p("\tVPSUBD.BCST %d(R11), Z17, Z17", 4*m)
+		p("\tVCVTDQ2PS Z16, Z16")
+		p("\tVCVTDQ2PS Z17, Z17")
+		p("\tVFMADD231PS Z24, Z16, Z%d", m)
+		p("\tVFMADD231PS Z25, Z17, Z%d", 8+m)
+	}
+	p("\tADDQ $128, R14")
+	p("\tADDQ $32, R11")
+	p("\tADDQ $32, DI")
+	p("\tADDQ $256, SI")
+	p("\tADDQ $8192, R13")
+	p("\tDECQ CX")
+	p("\tJNZ block")
+	p("sum:")
+	lanesSum("Z", 0)
+	lanesSum("Z", 8)
 	p("\tMOVQ c+40(FP), AX")
 	p("\tVMOVUPS Z0, (AX)")
 	p("\tVMOVUPS Z8, 64(AX)")
@@ -828,6 +897,7 @@ func int8Kernels() {
 	}
 	lanesVNNI(32)
 	lanesVNNI(16)
+	ternaryVNNI()
 	for _, g := range []int{32, 16} {
 		for m := 1; m <= 4; m++ {
 			tiledVNNI(m, g, false)
@@ -2226,6 +2296,7 @@ func miscAVX2() {
 	dotAVX2("dotBF16W8AVX2", false, false)
 	lanesAVX2(32)
 	lanesAVX2(16)
+	ternaryAVX2()
 	minSumsAVX2()
 }
 
@@ -2289,12 +2360,63 @@ func lanesAVX2(g int) {
 	p("\tDECQ CX")
 	p("\tJNZ block")
 	p("sum:")
-	for i := 0; i < 4; i++ {
-		p("\tVADDPS Y%d, Y%d, Y%d", 4+i, i, i)
+	lanesSum("Y", 0)
+	p("\tMOVQ c+40(FP), AX")
+	p("\tVMOVUPS Y0, (AX)")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// ternaryAVX2 writes ternaryAVX2, ternaryVNNI's kernel for 8 weight rows
+// (run on each 8-row slice of the panel), its integer lanes as ggml's AVX2
+// kernel forms them: VPMADDUBSW (codes unsigned, activations signed) and
+// VPMADDWD with ones. Registers: acc in Y0-Y7, the lane's integers in Y9,
+// d·dw in Y8, 16-bit ones in Y14.
+func ternaryAVX2() {
+	p("")
+	p("// func ternaryAVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)")
+	p("TEXT ·ternaryAVX2(SB), NOSPLIT, $0-64")
+	p("\tMOVQ x+0(FP), SI")
+	p("\tMOVQ doff+48(FP), DI")
+	p("\tADDQ SI, DI")
+	p("\tMOVQ xs4off+56(FP), R11")
+	p("\tADDQ SI, R11")
+	p("\tMOVQ w+8(FP), R13")
+	p("\tMOVQ dw+16(FP), R14")
+	p("\tMOVQ nb+24(FP), CX")
+	p("\tVPCMPEQW Y14, Y14, Y14")
+	p("\tVPSRLW $15, Y14, Y14") // 16-bit ones
+	for i := 0; i < 8; i++ {
+		p("\tVPXOR Y%d, Y%d, Y%d", i, i, i)
 	}
-	p("\tVADDPS Y2, Y0, Y0")
-	p("\tVADDPS Y3, Y1, Y1")
-	p("\tVADDPS Y1, Y0, Y0")
+	p("\tTESTQ CX, CX")
+	p("\tJZ sum")
+	p("block:")
+	p("\tVBROADCASTSS (DI), Y15")
+	p("\tVMULPS (R14), Y15, Y8")
+	for m := 0; m < 8; m++ {
+		p("\tVPXOR Y9, Y9, Y9")
+		for b := 0; b < 8; b++ {
+			p("\tVMOVDQU %d(R13), Y10", 128*(8*b+m))
+			p("\tVPBROADCASTD %d(SI), Y11", 32*b+4*m)
+			p("\tVPMADDUBSW Y11, Y10, Y12")
+			p("\tVPMADDWD Y14, Y12, Y12")
+			p("\tVPADDD Y12, Y9, Y9")
+		}
+		p("\tVPBROADCASTD %d(R11), Y13", 4*m)
+		p("\tVPSUBD Y13, Y9, Y9")
+		p("\tVCVTDQ2PS Y9, Y9")
+		p("\tVFMADD231PS Y8, Y9, Y%d", m)
+	}
+	p("\tADDQ $128, R14")
+	p("\tADDQ $32, R11")
+	p("\tADDQ $32, DI")
+	p("\tADDQ $256, SI")
+	p("\tADDQ $8192, R13")
+	p("\tDECQ CX")
+	p("\tJNZ block")
+	p("sum:")
+	lanesSum("Y", 0)
 	p("\tMOVQ c+40(FP), AX")
 	p("\tVMOVUPS Y0, (AX)")
 	p("\tVZEROUPPER")
