@@ -79,9 +79,9 @@ import (
 // (TestGGMLArithmetic, TestGGMLProducts). The attention, the lanes'
 // products and those of ggml's repacked and tiled kernels have vector
 // kernels on AVX-512 VNNI and on AVX2 (GemmAcc, ggmlExpfAVX512 and
-// ggmlExpf8AVX2; the lanes, tiled, q4k and q2k kernels in VNNI and AVX2
-// forms); the vec_dot orders of the other types (for fewer than
-// ggmlTiledRows rows) are plain Go.
+// ggmlExpf8AVX2; the lanes, ternary, tiled, q4k and q2k kernels in VNNI
+// and AVX2 forms; the F16 and BF16 dot products); the vec_dot orders of
+// the other types (for fewer than ggmlTiledRows rows) are plain Go.
 
 // ggmlExpf is ggml_v_expf, ggml-cpu's vector e^x on AVX-512, for one lane.
 func ggmlExpf(x float32) float32 {
@@ -817,42 +817,83 @@ func (l *Linear) panelF32(r0, r1 int, x []float32, n int, avx2 bool, out []float
 // ggml-cpu's MUL_MAT does (Debian's build has no llamafile GEMM): per
 // output, the type's ggml_vec_dot (dotF16, dotBF16; in the AVX2 build's
 // order with avx2) of the weight row with the activation row rounded to
-// the weights' type (x, n rows).
-func (l *Linear) panelHalf(r0, r1 int, x []float32, n int, avx2 bool, out []float32) {
-	decode, dot := quant.F16ToF32, dotF16
-	if l.Type == gguf.TypeBF16 {
-		decode, dot = quant.BF16ToF32, dotBF16
-	}
-	k := l.In
-	w32 := make([]float32, k)
-	for r := r0; r < r1; r++ {
-		wh := unsafe.Slice((*uint16)(unsafe.Pointer(&l.Data[r*l.RowBytes])), k)
-		for e, h := range wh {
-			w32[e] = decode(h)
+// the weights' type (x, n rows; in bf16Pairs's order with pairs, the
+// AVX-512 build's BF16 kernels taking 4 activation rows at a time). The
+// panel's rows are decoded into buf (fp32Scratch floats) first, and each
+// activation row (or 4) meets all of them while it is in the cache.
+func (l *Linear) panelHalf(buf []float32, r0, r1 int, x []float32, n int, avx2, pairs bool, out []float32) {
+	k, rows := l.In, r1-r0
+	w := buf[:rows*k]
+	l.dequantize(w, r0, r1)
+	if !pairs {
+		dot := dotF16
+		if l.Type == gguf.TypeBF16 {
+			dot = dotBF16
 		}
 		for t := range n {
-			out[t*l.Out+r] = dot(w32, x[t*k:(t+1)*k], avx2)
+			xt := x[t*k : (t+1)*k]
+			for r := range rows {
+				out[t*l.Out+r0+r] = dot(w[r*k:(r+1)*k], xt, avx2)
+			}
+		}
+		return
+	}
+	tmp := buf[rows*k : (rows+1)*k]
+	for r := range rows {
+		copy(tmp, w[r*k:(r+1)*k])
+		bf16Pairs(w[r*k:(r+1)*k], tmp)
+	}
+	np := k &^ 63
+	sums := new([4]float64) // one allocation: a kernel called through a func value lets it escape
+	for t0 := 0; t0 < n; t0 += 4 {
+		m := min(4, n-t0)
+		for r := range rows {
+			wr := w[r*k : (r+1)*k]
+			*sums = [4]float64{}
+			if np > 0 {
+				kern.dotBF16[m-1](&wr[0], &x[t0*k], k, np, &sums[0])
+			}
+			for i := range m {
+				xt := x[(t0+i)*k : (t0+i+1)*k]
+				for e := np; e < k; e++ {
+					sums[i] += float64(wr[e] * xt[e])
+				}
+				out[(t0+i)*l.Out+r0+r] = float32(sums[i])
+			}
 		}
 	}
 }
 
-// dotBF16 is ggml_vec_dot_bf16 of bf16 values held as float32, with the
-// kernels where the level has them (kern.dotBF16, dotBF16x8) and
-// dotBF16Generic's order.
-func dotBF16(w, x []float32, avx2 bool) float32 {
-	kd, kd8, np := kern.dotBF16, kern.dotBF16x8, len(w)&^63
-	if avx2 {
-		np = len(w) &^ 31
+// bf16Pairs sets dst to v's elements in the order of the AVX-512 build's
+// BF16 kernels: of each 64, the odd elements of the first 32, then their
+// even ones, then the same of the second 32; the elements past the last
+// 64 in order.
+func bf16Pairs(dst, v []float32) {
+	np := len(v) &^ 63
+	for i := 0; i < np; i += 32 {
+		for m := range 16 {
+			dst[i+m], dst[i+16+m] = v[i+2*m+1], v[i+2*m]
+		}
 	}
-	if np == 0 || avx2 && kd8 == nil || !avx2 && kd == nil {
+	copy(dst[np:], v[np:])
+}
+
+// bf16PairsUsed says whether ForwardShared hands BF16 products their
+// activations in bf16Pairs's order: in the AVX-512 build's order with its
+// kernels (kern.dotBF16).
+func (c *Context) bf16PairsUsed() bool {
+	return c.LlamaCPP && !c.GGMLAVX2 && kern.dotBF16[0] != nil
+}
+
+// dotBF16 is ggml_vec_dot_bf16 of bf16 values held as float32 in order:
+// the AVX2 build's with its kernel (kern.dotBF16x8), else
+// dotBF16Generic.
+func dotBF16(w, x []float32, avx2 bool) float32 {
+	np := len(w) &^ 31
+	if !avx2 || kern.dotBF16x8 == nil || np == 0 {
 		return dotBF16Generic(w, x, avx2)
 	}
-	var sum float64
-	if avx2 {
-		sum = float64(kd8(&w[0], &x[0], np))
-	} else {
-		sum = kd(&w[0], &x[0], np)
-	}
+	sum := float64(kern.dotBF16x8(&w[0], &x[0], np))
 	for e := np; e < len(w); e++ {
 		sum += float64(w[e] * x[e])
 	}

@@ -773,9 +773,10 @@ func TestDotKernels(t *testing.T) {
 	})
 }
 
-// TestDotBF16Kernels checks dotBF16 (its kernels, kern.dotBF16 and
-// dotBF16x8, and the elements past them) against dotBF16Generic, bit for
-// bit, at every level, for both builds' orders, on random bf16 rows and on
+// TestDotBF16Kernels checks ggml_vec_dot_bf16's kernels (kern.dotBF16 on
+// 1 to 4 activation rows in bf16Pairs's order, dotBF16x8 through dotBF16;
+// with the elements past them) against dotBF16Generic, bit for bit, at
+// every level, for both builds' orders, on random bf16 rows and on
 // adversarial ones: mixed magnitudes (whose sums round, where a product of
 // two bf16 values is short enough that most sums do not), subnormal bf16 values
 // (read as zero by the AVX-512 build), products and sums about the
@@ -817,11 +818,33 @@ func TestDotBF16Kernels(t *testing.T) {
 	rows = append(rows, [2][]float32{w, x})
 	forEachLevel(t, func(t testing.TB, l Level) {
 		for ri, row := range rows {
-			for _, m := range []int{0, 32, 64, 96, 128, 576, n} {
-				for _, avx2 := range []bool{false, true} {
-					want := dotBF16Generic(row[0][:m], row[1][:m], avx2)
-					if got := dotBF16(row[0][:m], row[1][:m], avx2); math.Float32bits(got) != math.Float32bits(want) {
-						t.Fatalf("level %v row %d, %d elements (AVX2 build: %v): dotBF16 %v, dotBF16Generic %v", l, ri, m, avx2, got, want)
+			for _, k := range []int{0, 32, 64, 96, 128, 576, n} {
+				w := row[0][:k]
+				want := dotBF16Generic(w, row[1][:k], true)
+				if got := dotBF16(w, row[1][:k], true); math.Float32bits(got) != math.Float32bits(want) {
+					t.Fatalf("level %v row %d, %d elements, the AVX2 build's: dotBF16 %v, dotBF16Generic %v", l, ri, k, got, want)
+				}
+				if kern.dotBF16[0] == nil {
+					continue
+				}
+				// The AVX-512 build's, as panelHalf runs it: w with 1 to 4
+				// rows of x (this row's and the next ones'), in pairs order.
+				for m := 1; m <= 4; m++ {
+					wp, x := make([]float32, k), make([]float32, m*k)
+					bf16Pairs(wp, w)
+					for i := range m {
+						bf16Pairs(x[i*k:(i+1)*k], rows[(ri+i)%len(rows)][1][:k])
+					}
+					var out [4]float64
+					kern.dotBF16[m-1](unsafe.SliceData(wp), unsafe.SliceData(x), k, k&^63, &out[0])
+					for i := range m {
+						for e := k &^ 63; e < k; e++ {
+							out[i] += float64(wp[e] * x[i*k+e])
+						}
+						want := dotBF16Generic(w, rows[(ri+i)%len(rows)][1][:k], false)
+						if got := float32(out[i]); math.Float32bits(got) != math.Float32bits(want) {
+							t.Fatalf("level %v row %d, %d elements, the AVX-512 build's, %d rows: row %d %v, dotBF16Generic %v", l, ri, k, m, i, got, want)
+						}
 					}
 				}
 			}

@@ -161,9 +161,10 @@ type kernels struct {
 	// multiple of 64, dotF32x8 in the AVX2 build's for n a multiple of 32.
 	dotF32, dotF32x8 func(x, w *float32, n int) float32
 	// dotBF16, if set, is dotBF16Generic's AVX-512 build's part for n a
-	// multiple of 64 (returning the float64 sum), dotBF16x8 its AVX2
-	// build's part for n a multiple of 32.
-	dotBF16   func(w, x *float32, n int) float64
+	// multiple of 64 on bf16Pairs's order, of one row w with index m-1's m
+	// rows of x (float64 sums into out[0:m]); dotBF16x8 the AVX2 build's
+	// part for n a multiple of 32, in order.
+	dotBF16   [4]func(w, x *float32, ldx, n int, out *float64)
 	dotBF16x8 func(w, x *float32, n int) float32
 	// ggmlExpf, if set, is ggmlExpf of n floats (a multiple of 16);
 	// ggmlExpf8, ggmlExpfAVX2 of n floats (a multiple of 8).

@@ -93,7 +93,8 @@ func archInit() {
 	avx512.ggmlExpf8 = ggmlExpf8AVX2
 	avx512.dotF32 = dotF32AVX512
 	avx512.dotF32x8 = avx2.dotF32x8
-	avx512.dotBF16, avx512.dotBF16x8 = dotBF16AVX512, avx2.dotBF16x8
+	avx512.dotBF16 = [4]func(w, x *float32, ldx, n int, out *float64){dotBF16m1AVX512, dotBF16m2AVX512, dotBF16m3AVX512, dotBF16m4AVX512}
+	avx512.dotBF16x8 = avx2.dotBF16x8
 	avx512.lanes, avx512.minSums, avx512.ternary = avx2.lanes, avx2.minSums, avx2.ternary
 	avx512.tiled, avx512.kRepacked = avx2.tiled, avx2.kRepacked
 	avx512.ssmGGML, avx512.ssmGGML8, avx512.ssmF32 = ssmGGMLAVX512, ssmGGMLAVX2, ssmF32AVX512

@@ -555,7 +555,16 @@ func ggmlExpf8AVX2(dst, x *float32, n int)
 func dotF32AVX512(x, w *float32, n int) float32
 
 //go:noescape
-func dotBF16AVX512(w, x *float32, n int) float64
+func dotBF16m1AVX512(w, x *float32, ldx, n int, out *float64)
+
+//go:noescape
+func dotBF16m2AVX512(w, x *float32, ldx, n int, out *float64)
+
+//go:noescape
+func dotBF16m3AVX512(w, x *float32, ldx, n int, out *float64)
+
+//go:noescape
+func dotBF16m4AVX512(w, x *float32, ldx, n int, out *float64)
 
 //go:noescape
 func softmaxTileAVX2(s *float32, rows int, lim *int32, scale float32, m *float32, l *float32, alpha *float32)

@@ -1505,7 +1505,9 @@ func misc() {
 	ggmlExpfAVX512()
 	ggmlExpfAVX2()
 	dotF32AVX512()
-	dotBF16AVX512()
+	for m := 1; m <= 4; m++ {
+		dotBF16AVX512(m)
+	}
 }
 
 // dotF32AVX512 writes dotF32AVX512(x, w *float32, n int) float32:
@@ -1551,75 +1553,76 @@ func dotF32AVX512() {
 	p("\tRET")
 }
 
-// dotBF16AVX512 writes dotBF16AVX512(w, x *float32, n int) float64:
-// dotBF16Generic's AVX-512 part (the order of _mm512_dpbf16_ps) for n a
-// multiple of 64, on bf16 values held as float32. Per 32 elements, the
-// odd elements of w and x and then their even ones, gathered by
-// VPERMT2PS, are multiplied and added to the accumulator in one FMA each
-// (Z0 for the first 32 of each 64, Z1 for the second), under MXCSR's DAZ
-// and FTZ as the instruction computes; then, with the caller's MXCSR
-// again, each accumulator is reduced as reduce16 and the two added in
-// float64.
-func dotBF16AVX512() {
+// dotBF16AVX512 writes dotBF16m{m}AVX512(w, x *float32, ldx, n int, out
+// *float64) for m = 1..4: dotBF16Generic's AVX-512 part (the order of
+// _mm512_dpbf16_ps) for n a multiple of 64, on bf16 values held as float32
+// in bf16Pairs's order, of the row w with m rows of x (row i at x + 4·i·ldx
+// bytes), into out[0:m]. Per 64 elements, the odd elements of the first 32
+// and then their even ones are multiplied and added to the first
+// accumulator in one FMA each, the second 32 to the second accumulator,
+// under MXCSR's DAZ and FTZ as the instruction computes; then, with the
+// caller's MXCSR again, each accumulator is reduced as reduce16 and the two
+// added in float64. Registers: row i's accumulators in Z(2i), Z(2i+1), w's
+// 64 values in Z16-Z19.
+func dotBF16AVX512(m int) {
+	rowPtr := []string{"DI", "R9", "R10", "R11"}
+	name := fmt.Sprintf("dotBF16m%dAVX512", m)
 	p("")
-	for i := range 32 { // the odd elements' indices, then the even's
-		p("DATA bf16Pairs<>+%d(SB)/4, $%d", 4*i, (2*i+1)%33)
-	}
-	p("GLOBL bf16Pairs<>(SB), RODATA|NOPTR, $128")
-	p("")
-	p("// func dotBF16AVX512(w, x *float32, n int) float64")
-	p("TEXT ·dotBF16AVX512(SB), NOSPLIT, $8-32")
+	p("// func %s(w, x *float32, ldx, n int, out *float64)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $8-40", name)
 	p("\tMOVQ w+0(FP), SI")
 	p("\tMOVQ x+8(FP), DI")
-	p("\tMOVQ n+16(FP), CX")
+	p("\tMOVQ ldx+16(FP), R8")
+	p("\tSHLQ $2, R8")
+	for i := 1; i < m; i++ {
+		p("\tLEAQ (%s)(R8*1), %s", rowPtr[i-1], rowPtr[i])
+	}
+	p("\tMOVQ n+24(FP), CX")
 	p("\tSHRQ $6, CX")
 	p("\tSTMXCSR 0(SP)")
 	p("\tMOVL 0(SP), AX")
 	p("\tORL $0x8040, AX") // FTZ, DAZ
 	p("\tMOVL AX, 4(SP)")
 	p("\tLDMXCSR 4(SP)")
-	p("\tVMOVUPS bf16Pairs<>(SB), Z30")
-	p("\tVMOVUPS bf16Pairs<>+64(SB), Z31")
-	p("\tVPXORD Z0, Z0, Z0")
-	p("\tVPXORD Z1, Z1, Z1")
+	for i := 0; i < 2*m; i++ {
+		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
 	p("\tTESTQ CX, CX")
 	p("\tJZ reduce")
 	p("loop:")
-	for h := range 2 {
-		o := 128 * h
-		// Z2, Z3: w's odd and even elements; Z4, Z5: x's.
-		for i, reg := range []string{"SI", "DI"} {
-			lo, hi := 2+2*i, 3+2*i
-			p("\tVMOVUPS %d(%s), Z%d", o, reg, lo)
-			p("\tVMOVUPS %d(%s), Z%d", o+64, reg, hi)
-			p("\tVMOVAPS Z%d, Z6", lo)
-			p("\tVPERMT2PS Z%d, Z30, Z%d", hi, lo)
-			p("\tVPERMT2PS Z%d, Z31, Z6", hi)
-			p("\tVMOVAPS Z6, Z%d", hi)
+	for j := 0; j < 4; j++ {
+		p("\tVMOVUPS %d(SI), Z%d", 64*j, 16+j)
+	}
+	for i := 0; i < m; i++ {
+		for j := 0; j < 4; j++ {
+			p("\tVFMADD231PS %d(%s), Z%d, Z%d", 64*j, rowPtr[i], 16+j, 2*i+j/2)
 		}
-		p("\tVFMADD231PS Z4, Z2, Z%d", h)
-		p("\tVFMADD231PS Z5, Z3, Z%d", h)
 	}
 	p("\tADDQ $256, SI")
-	p("\tADDQ $256, DI")
+	for i := 0; i < m; i++ {
+		p("\tADDQ $256, %s", rowPtr[i])
+	}
 	p("\tDECQ CX")
 	p("\tJNZ loop")
 	p("reduce:")
 	p("\tLDMXCSR 0(SP)")
-	for h := range 2 {
-		p("\tVEXTRACTF32X8 $1, Z%d, Y2", h)
-		p("\tVADDPS Y2, Y%d, Y%d", h, h)
-		p("\tVEXTRACTF128 $1, Y%d, X2", h)
-		p("\tVADDPS X2, X%d, X%d", h, h)
-		p("\tVMOVHLPS X%d, X%d, X2", h, h)
-		p("\tVADDPS X2, X%d, X%d", h, h)
-		p("\tVMOVSHDUP X%d, X2", h)
-		p("\tVADDSS X2, X%d, X%d", h, h)
-		p("\tVCVTSS2SD X%d, X%d, X%d", h, h, h)
+	p("\tMOVQ out+32(FP), AX")
+	for i := 0; i < m; i++ {
+		for h := 2 * i; h < 2*i+2; h++ {
+			p("\tVEXTRACTF32X8 $1, Z%d, Y15", h)
+			p("\tVADDPS Y15, Y%d, Y%d", h, h)
+			p("\tVEXTRACTF128 $1, Y%d, X15", h)
+			p("\tVADDPS X15, X%d, X%d", h, h)
+			p("\tVMOVHLPS X%d, X%d, X15", h, h)
+			p("\tVADDPS X15, X%d, X%d", h, h)
+			p("\tVMOVSHDUP X%d, X15", h)
+			p("\tVADDSS X15, X%d, X%d", h, h)
+			p("\tVCVTSS2SD X%d, X%d, X%d", h, h, h)
+		}
+		p("\tVADDSD X%d, X%d, X%d", 2*i+1, 2*i, 2*i)
+		p("\tVMOVSD X%d, %d(AX)", 2*i, 8*i)
 	}
-	p("\tVADDSD X1, X0, X0")
 	p("\tVZEROUPPER")
-	p("\tMOVSD X0, ret+24(FP)")
 	p("\tRET")
 }
 
