@@ -372,7 +372,7 @@ func TestGGMLProductsF32(t *testing.T) {
 //
 // F16 and BF16 weights are ggml_vec_dot_f16's and _bf16's per output in
 // both builds (Debian's libggml has no llamafile GEMM; the AVX-512 build's
-// BF16 hashes are those of _mm512_dpbf16_ps on an Intel CPU).
+// BF16 hashes are those of _mm512_dpbf16_ps on an AMD EPYC, Zen 5).
 func TestGGMLProducts(t *testing.T) {
 	dir := oracle.Require(t)
 	cases := []struct {
@@ -547,7 +547,7 @@ func bf16Edges() (data []byte, x []float32) {
 // subnormal inputs as zero and flushes a subnormal FMA result but not a
 // subnormal product, against libggml's MUL_MAT (ggml_ops.py's mm on a GGUF
 // holding bf16Edges's matrix, its x.bin the activations) in both builds:
-// the AVX-512 build's hash is of what an Intel CPU computed.
+// the AVX-512 build's hash is of what an AMD EPYC (Zen 5) computed.
 func TestGGMLBF16Edges(t *testing.T) {
 	data, x := bf16Edges()
 	l, err := NewLinear("w", gguf.TypeBF16, 512, 64, data)
