@@ -817,15 +817,28 @@ func (l *Linear) panelF32(r0, r1 int, x []float32, n int, avx2 bool, out []float
 // ggml-cpu's MUL_MAT does (Debian's build has no llamafile GEMM): per
 // output, the type's ggml_vec_dot (dotF16, dotBF16; in the AVX2 build's
 // order with avx2) of the weight row with the activation row rounded to
-// the weights' type (x, n rows; in bf16Pairs's order with pairs, the
-// AVX-512 build's BF16 kernels taking 4 activation rows at a time). The
-// panel's rows are decoded into buf (fp32Scratch floats) first, and each
-// activation row (or 4) meets all of them while it is in the cache.
+// the weights' type (x, n rows; in bf16Pairs's order with pairs). The
+// AVX-512 build's kernels (kern.dotF16, kern.dotBF16) take 4 activation
+// rows at a time. The panel's rows are decoded into buf (fp32Scratch
+// floats) first, and each activation row (or 4) meets all of them while
+// it is in the cache.
 func (l *Linear) panelHalf(buf []float32, r0, r1 int, x []float32, n int, avx2, pairs bool, out []float32) {
 	k, rows := l.In, r1-r0
 	w := buf[:rows*k]
 	l.dequantize(w, r0, r1)
-	if !pairs {
+	var rowsKernel [4]func(w, x *float32, ldx, n int, out *float64)
+	switch {
+	case pairs:
+		rowsKernel = kern.dotBF16
+		tmp := buf[rows*k : (rows+1)*k]
+		for r := range rows {
+			copy(tmp, w[r*k:(r+1)*k])
+			bf16Pairs(w[r*k:(r+1)*k], tmp)
+		}
+	case l.Type == gguf.TypeF16 && !avx2:
+		rowsKernel = kern.dotF16
+	}
+	if rowsKernel[0] == nil {
 		dot := dotF16
 		if l.Type == gguf.TypeBF16 {
 			dot = dotBF16
@@ -838,11 +851,6 @@ func (l *Linear) panelHalf(buf []float32, r0, r1 int, x []float32, n int, avx2, 
 		}
 		return
 	}
-	tmp := buf[rows*k : (rows+1)*k]
-	for r := range rows {
-		copy(tmp, w[r*k:(r+1)*k])
-		bf16Pairs(w[r*k:(r+1)*k], tmp)
-	}
 	np := k &^ 63
 	sums := new([4]float64) // one allocation: a kernel called through a func value lets it escape
 	for t0 := 0; t0 < n; t0 += 4 {
@@ -851,7 +859,7 @@ func (l *Linear) panelHalf(buf []float32, r0, r1 int, x []float32, n int, avx2, 
 			wr := w[r*k : (r+1)*k]
 			*sums = [4]float64{}
 			if np > 0 {
-				kern.dotBF16[m-1](&wr[0], &x[t0*k], k, np, &sums[0])
+				rowsKernel[m-1](&wr[0], &x[t0*k], k, np, &sums[0])
 			}
 			for i := range m {
 				xt := x[(t0+i)*k : (t0+i+1)*k]

@@ -730,7 +730,8 @@ func TestKRepackedKernels(t *testing.T) {
 }
 
 // TestDotKernels checks the kernels of ggml's float dot products (the
-// AVX-512 and AVX2 builds' lanes: kern.dotF32, dotF32x8) against
+// AVX-512 and AVX2 builds' lanes: kern.dotF32, dotF32x8, and kern.dotF16 on
+// 1 to 4 rows) against
 // dotLanesGeneric, bit for bit, at every level that has them, on random
 // rows and on adversarial ones: values of mixed magnitudes (1e-30 to 1e30,
 // so that lanes cancel) against signed zeros and f16's extremes.
@@ -766,6 +767,25 @@ func TestDotKernels(t *testing.T) {
 					want, _ := dotLanesGeneric(x[:m], y[:m], k.avx2)
 					if got := k.f(&x[0], &y[0], m); math.Float32bits(got) != math.Float32bits(want) {
 						t.Fatalf("level %v row %d, %d elements: %s kernel %v, dotLanesGeneric %v", l, ri, m, k.name, got, want)
+					}
+				}
+				if kern.dotF16[0] == nil || m%64 != 0 {
+					continue
+				}
+				// kern.dotF16: y with 1 to 4 rows of x (this row's and the
+				// next ones').
+				for rs := 1; rs <= 4; rs++ {
+					xs := make([]float32, rs*m)
+					for i := range rs {
+						copy(xs[i*m:], rows[(ri+i)%len(rows)][0][:m])
+					}
+					var out [4]float64
+					kern.dotF16[rs-1](&y[0], &xs[0], m, m, &out[0])
+					for i := range rs {
+						want, _ := dotLanesGeneric(xs[i*m:(i+1)*m], y[:m], false)
+						if got := out[i]; got != float64(want) {
+							t.Fatalf("level %v row %d, %d elements, kern.dotF16 of %d rows: row %d %v, dotLanesGeneric %v", l, ri, m, rs, i, got, want)
+						}
 					}
 				}
 			}

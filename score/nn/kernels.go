@@ -160,6 +160,10 @@ type kernels struct {
 	// dotF32, if set, is dotLanes in the AVX-512 build's lanes for n a
 	// multiple of 64, dotF32x8 in the AVX2 build's for n a multiple of 32.
 	dotF32, dotF32x8 func(x, w *float32, n int) float32
+	// dotF16, if set, is dotF32's order (ggml_vec_dot_f16's in the
+	// AVX-512 build) for n a multiple of 64, of one row w with index m-1's
+	// m rows of x, into out[0:m] as float64.
+	dotF16 [4]func(w, x *float32, ldx, n int, out *float64)
 	// dotBF16, if set, is dotBF16Generic's AVX-512 build's part for n a
 	// multiple of 64 on bf16Pairs's order, of one row w with index m-1's m
 	// rows of x (float64 sums into out[0:m]); dotBF16x8 the AVX2 build's

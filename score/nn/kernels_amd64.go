@@ -93,6 +93,7 @@ func archInit() {
 	avx512.ggmlExpf8 = ggmlExpf8AVX2
 	avx512.dotF32 = dotF32AVX512
 	avx512.dotF32x8 = avx2.dotF32x8
+	avx512.dotF16 = [4]func(w, x *float32, ldx, n int, out *float64){dotF16m1AVX512, dotF16m2AVX512, dotF16m3AVX512, dotF16m4AVX512}
 	avx512.dotBF16 = [4]func(w, x *float32, ldx, n int, out *float64){dotBF16m1AVX512, dotBF16m2AVX512, dotBF16m3AVX512, dotBF16m4AVX512}
 	avx512.dotBF16x8 = avx2.dotBF16x8
 	avx512.lanes, avx512.minSums, avx512.ternary = avx2.lanes, avx2.minSums, avx2.ternary

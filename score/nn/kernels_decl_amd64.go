@@ -555,13 +555,25 @@ func ggmlExpf8AVX2(dst, x *float32, n int)
 func dotF32AVX512(x, w *float32, n int) float32
 
 //go:noescape
+func dotF16m1AVX512(w, x *float32, ldx, n int, out *float64)
+
+//go:noescape
 func dotBF16m1AVX512(w, x *float32, ldx, n int, out *float64)
+
+//go:noescape
+func dotF16m2AVX512(w, x *float32, ldx, n int, out *float64)
 
 //go:noescape
 func dotBF16m2AVX512(w, x *float32, ldx, n int, out *float64)
 
 //go:noescape
+func dotF16m3AVX512(w, x *float32, ldx, n int, out *float64)
+
+//go:noescape
 func dotBF16m3AVX512(w, x *float32, ldx, n int, out *float64)
+
+//go:noescape
+func dotF16m4AVX512(w, x *float32, ldx, n int, out *float64)
 
 //go:noescape
 func dotBF16m4AVX512(w, x *float32, ldx, n int, out *float64)

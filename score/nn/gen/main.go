@@ -1506,7 +1506,8 @@ func misc() {
 	ggmlExpfAVX2()
 	dotF32AVX512()
 	for m := 1; m <= 4; m++ {
-		dotBF16AVX512(m)
+		dotRowsAVX512(m, false)
+		dotRowsAVX512(m, true)
 	}
 }
 
@@ -1553,23 +1554,32 @@ func dotF32AVX512() {
 	p("\tRET")
 }
 
-// dotBF16AVX512 writes dotBF16m{m}AVX512(w, x *float32, ldx, n int, out
-// *float64) for m = 1..4: dotBF16Generic's AVX-512 part (the order of
-// _mm512_dpbf16_ps) for n a multiple of 64, on bf16 values held as float32
-// in bf16Pairs's order, of the row w with m rows of x (row i at x + 4·i·ldx
-// bytes), into out[0:m]. Per 64 elements, the odd elements of the first 32
-// and then their even ones are multiplied and added to the first
-// accumulator in one FMA each, the second 32 to the second accumulator,
-// under MXCSR's DAZ and FTZ as the instruction computes; then, with the
-// caller's MXCSR again, each accumulator is reduced as reduce16 and the two
-// added in float64. Registers: row i's accumulators in Z(2i), Z(2i+1), w's
-// 64 values in Z16-Z19.
-func dotBF16AVX512(m int) {
+// dotRowsAVX512 writes dotF16m{m}AVX512 or (bf16) dotBF16m{m}AVX512(w, x
+// *float32, ldx, n int, out *float64), for n a multiple of 64: the dot
+// products of the row w with m rows of x (row i at x + 4·i·ldx bytes)
+// into out[0:m] as float64, w's 64 values of a step in Z16-Z19.
+//
+// F16: dotF32AVX512's sums (dotLanes's AVX-512 part, the order of
+// ggml_vec_dot_f16 in the AVX-512 build), row i's four accumulators in
+// Z(4i)..Z(4i+3).
+//
+// BF16: dotBF16Generic's AVX-512 part (the order of _mm512_dpbf16_ps) on
+// bf16 values held as float32 in bf16Pairs's order. Per 64 elements, the
+// odd elements of the first 32 and then their even ones are multiplied and
+// added to the first accumulator in one FMA each, the second 32 to the
+// second accumulator, under MXCSR's DAZ and FTZ as the instruction
+// computes; then, with the caller's MXCSR again, each accumulator is
+// reduced as reduce16 and the two added in float64. Row i's accumulators
+// in Z(2i), Z(2i+1).
+func dotRowsAVX512(m int, bf16 bool) {
 	rowPtr := []string{"DI", "R9", "R10", "R11"}
-	name := fmt.Sprintf("dotBF16m%dAVX512", m)
+	name, frame, per := fmt.Sprintf("dotF16m%dAVX512", m), 0, 4 // accumulators per row
+	if bf16 {
+		name, frame, per = fmt.Sprintf("dotBF16m%dAVX512", m), 8, 2
+	}
 	p("")
 	p("// func %s(w, x *float32, ldx, n int, out *float64)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $8-40", name)
+	p("TEXT ·%s(SB), NOSPLIT, $%d-40", name, frame)
 	p("\tMOVQ w+0(FP), SI")
 	p("\tMOVQ x+8(FP), DI")
 	p("\tMOVQ ldx+16(FP), R8")
@@ -1579,12 +1589,14 @@ func dotBF16AVX512(m int) {
 	}
 	p("\tMOVQ n+24(FP), CX")
 	p("\tSHRQ $6, CX")
-	p("\tSTMXCSR 0(SP)")
-	p("\tMOVL 0(SP), AX")
-	p("\tORL $0x8040, AX") // FTZ, DAZ
-	p("\tMOVL AX, 4(SP)")
-	p("\tLDMXCSR 4(SP)")
-	for i := 0; i < 2*m; i++ {
+	if bf16 {
+		p("\tSTMXCSR 0(SP)")
+		p("\tMOVL 0(SP), AX")
+		p("\tORL $0x8040, AX") // FTZ, DAZ
+		p("\tMOVL AX, 4(SP)")
+		p("\tLDMXCSR 4(SP)")
+	}
+	for i := 0; i < per*m; i++ {
 		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
 	}
 	p("\tTESTQ CX, CX")
@@ -1595,7 +1607,7 @@ func dotBF16AVX512(m int) {
 	}
 	for i := 0; i < m; i++ {
 		for j := 0; j < 4; j++ {
-			p("\tVFMADD231PS %d(%s), Z%d, Z%d", 64*j, rowPtr[i], 16+j, 2*i+j/2)
+			p("\tVFMADD231PS %d(%s), Z%d, Z%d", 64*j, rowPtr[i], 16+j, per*i+j*per/4)
 		}
 	}
 	p("\tADDQ $256, SI")
@@ -1605,22 +1617,35 @@ func dotBF16AVX512(m int) {
 	p("\tDECQ CX")
 	p("\tJNZ loop")
 	p("reduce:")
-	p("\tLDMXCSR 0(SP)")
+	if bf16 {
+		p("\tLDMXCSR 0(SP)")
+	}
 	p("\tMOVQ out+32(FP), AX")
+	// reduce16 of Z(a) into X(a), X(t) scratch, then to float64
+	reduce := func(a, t int) {
+		p("\tVEXTRACTF32X8 $1, Z%d, Y%d", a, t)
+		p("\tVADDPS Y%d, Y%d, Y%d", t, a, a)
+		p("\tVEXTRACTF128 $1, Y%d, X%d", a, t)
+		p("\tVADDPS X%d, X%d, X%d", t, a, a)
+		p("\tVMOVHLPS X%d, X%d, X%d", a, a, t)
+		p("\tVADDPS X%d, X%d, X%d", t, a, a)
+		p("\tVMOVSHDUP X%d, X%d", a, t)
+		p("\tVADDSS X%d, X%d, X%d", t, a, a)
+		p("\tVCVTSS2SD X%d, X%d, X%d", a, a, a)
+	}
 	for i := 0; i < m; i++ {
-		for h := 2 * i; h < 2*i+2; h++ {
-			p("\tVEXTRACTF32X8 $1, Z%d, Y15", h)
-			p("\tVADDPS Y15, Y%d, Y%d", h, h)
-			p("\tVEXTRACTF128 $1, Y%d, X15", h)
-			p("\tVADDPS X15, X%d, X%d", h, h)
-			p("\tVMOVHLPS X%d, X%d, X15", h, h)
-			p("\tVADDPS X15, X%d, X%d", h, h)
-			p("\tVMOVSHDUP X%d, X15", h)
-			p("\tVADDSS X15, X%d, X%d", h, h)
-			p("\tVCVTSS2SD X%d, X%d, X%d", h, h, h)
+		a := per * i
+		if bf16 {
+			reduce(a, 15)
+			reduce(a+1, 15)
+			p("\tVADDSD X%d, X%d, X%d", a+1, a, a)
+		} else { // 0 += 2, 1 += 3, 0 += 1, as dotLanes folds
+			p("\tVADDPS Z%d, Z%d, Z%d", a+2, a, a)
+			p("\tVADDPS Z%d, Z%d, Z%d", a+3, a+1, a+1)
+			p("\tVADDPS Z%d, Z%d, Z%d", a+1, a, a)
+			reduce(a, a+1)
 		}
-		p("\tVADDSD X%d, X%d, X%d", 2*i+1, 2*i, 2*i)
-		p("\tVMOVSD X%d, %d(AX)", 2*i, 8*i)
+		p("\tVMOVSD X%d, %d(AX)", a, 8*i)
 	}
 	p("\tVZEROUPPER")
 	p("\tRET")
