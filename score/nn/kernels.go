@@ -161,13 +161,14 @@ type kernels struct {
 	// multiple of 64, dotF32x8 in the AVX2 build's for n a multiple of 32.
 	dotF32, dotF32x8 func(x, w *float32, n int) float32
 	// dotF16, if set, is dotF32's order (ggml_vec_dot_f16's in the
-	// AVX-512 build) for n a multiple of 64, of one row w with index m-1's
-	// m rows of x, into out[0:m] as float64.
+	// AVX-512 build) for n a multiple of 64: entry m-1 multiplies one row w
+	// with m rows of x (ldx apart), into out[0:m] as float64.
 	dotF16 [4]func(w, x *float32, ldx, n int, out *float64)
 	// dotBF16, if set, is dotBF16Generic's AVX-512 build's part for n a
-	// multiple of 64 on bf16Pairs's order, of one row w with index m-1's m
-	// rows of x (float64 sums into out[0:m]); dotBF16x8 the AVX2 build's
-	// part for n a multiple of 32, in order.
+	// multiple of 64, on rows in bf16Pairs's order: entry m-1 multiplies
+	// one row w with m rows of x, into out[0:m] (the two accumulators'
+	// sum in float64); dotBF16x8 the AVX2 build's part for n a multiple of
+	// 32, in order.
 	dotBF16   [4]func(w, x *float32, ldx, n int, out *float64)
 	dotBF16x8 func(w, x *float32, n int) float32
 	// ggmlExpf, if set, is ggmlExpf of n floats (a multiple of 16);
