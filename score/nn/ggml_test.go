@@ -457,7 +457,6 @@ func TestGGMLProducts(t *testing.T) {
 		}
 		f.Close()
 	}
-	c.GGMLAVX2 = false
 	// The types ggml repacks, in matrices it does not repack: the first 36
 	// rows of a zoo tensor (not a multiple of 8), of their first 15 blocks
 	// of 32 too (an odd number: the last one past IQ4_NL's and MXFP4's

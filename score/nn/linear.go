@@ -121,14 +121,14 @@ func ForwardShared(c *Context, x []float32, n int, ls []*Linear, outs [][]float3
 			c.quantizeActs(a, x, n, k, a.actBlock)
 		}
 	}
+	pairs := c.bf16PairsUsed() // BF16 activations in bf16Pairs's order
 	if c.Int8 {
 		for _, l := range ls {
 			if r := halfRounding(l.Type); r >= 0 && rounded[r] == nil {
 				rounded[r] = c.Alloc(n * k)
-				pairs := r == 1 && c.bf16PairsUsed()
 				c.Parallel(n, func(_, lo, hi int) {
 					roundHalf(r, rounded[r][lo*k:hi*k], x[lo*k:hi*k])
-					if pairs {
+					if r == 1 && pairs {
 						row := make([]float32, k)
 						for t := lo; t < hi; t++ {
 							copy(row, rounded[r][t*k:(t+1)*k])
@@ -159,7 +159,7 @@ func ForwardShared(c *Context, x []float32, n int, ls []*Linear, outs [][]float3
 			} else if ok && c.Int8 {
 				l.panelInt8(buf, r0, r1, acts[f.ActBlock/256], f, out)
 			} else if r := halfRounding(l.Type); r >= 0 && c.LlamaCPP {
-				l.panelHalf(buf, r0, r1, rounded[r], n, c.GGMLAVX2, r == 1 && c.bf16PairsUsed(), out)
+				l.panelHalf(buf, r0, r1, rounded[r], n, c.GGMLAVX2, r == 1 && pairs, out)
 			} else if l.Type == gguf.TypeF32 && c.LlamaCPP {
 				l.panelF32(r0, r1, x, n, c.GGMLAVX2, out)
 			} else if r := halfRounding(l.Type); r >= 0 && c.Int8 {

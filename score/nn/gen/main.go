@@ -281,26 +281,10 @@ var _ = strings.Repeat
 // negoff·Σx of those elements), and at the end the lanes are summed as
 // hsum_float_8 does.
 func lanesVNNI(g int) {
-	name := fmt.Sprintf("lanes%dVNNI", g)
-	p("")
-	p("// func %s(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
-	p("\tMOVQ x+0(FP), SI")
-	p("\tMOVQ doff+48(FP), DI")
-	p("\tADDQ SI, DI")
-	p("\tMOVQ xs4off+56(FP), R11")
-	p("\tADDQ SI, R11")
-	p("\tMOVQ w+8(FP), R13")
-	p("\tMOVQ dw+16(FP), R14")
-	p("\tMOVQ nb+24(FP), CX")
-	p("\tMOVQ negoff+32(FP), AX")
-	p("\tVPBROADCASTD AX, Z31")
-	for i := 0; i < 16; i++ {
-		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
-	}
-	p("\tTESTQ CX, CX")
-	p("\tJZ sum")
-	p("block:")
+	lanesHead(fmt.Sprintf("lanes%dVNNI", g), true, func() {
+		p("\tMOVQ negoff+32(FP), AX")
+		p("\tVPBROADCASTD AX, Z31")
+	}, "Z", 16)
 	// D for rows 0-15, 16-31: Z24, Z25 (the block's first group), Z22, Z23
 	// (its second group of 16).
 	p("\tVMOVUPS (R14), Z26")
@@ -330,22 +314,78 @@ func lanesVNNI(g int) {
 		p("\tVFMADD231PS Z%d, Z%d, Z%d", d0, t0, st)
 		p("\tVFMADD231PS Z%d, Z%d, Z%d", d1, t1, 8+st)
 	}
-	p("\tADDQ $%d, R14", 128*32/g)
-	p("\tADDQ $32, R11")
-	p("\tADDQ $32, SI")
-	p("\tADDQ $4, DI")
-	p("\tADDQ $1024, R13")
+	lanesEnd("Z", fmt.Sprintf("$%d, R14", 128*32/g), "$32, R11", "$32, SI", "$4, DI", "$1024, R13")
+}
+
+// lanesHead writes the start of a kernel of lanesFunc's signature (name):
+// its declaration, the record x in SI, its scales (doff) in DI and, with
+// xs, its sums (xs4off) in R11, w in R13, dw in R14, nb in CX; then
+// setup's instructions, the accumulators reg0 .. reg(acc-1) zeroed, and
+// the block loop's label (to sum when nb is 0).
+func lanesHead(name string, xs bool, setup func(), reg string, acc int) {
+	p("")
+	p("// func %s(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	p("\tMOVQ x+0(FP), SI")
+	p("\tMOVQ doff+48(FP), DI")
+	p("\tADDQ SI, DI")
+	if xs {
+		p("\tMOVQ xs4off+56(FP), R11")
+		p("\tADDQ SI, R11")
+	}
+	p("\tMOVQ w+8(FP), R13")
+	p("\tMOVQ dw+16(FP), R14")
+	p("\tMOVQ nb+24(FP), CX")
+	setup()
+	zero := "VPXOR"
+	if reg == "Z" {
+		zero = "VPXORD"
+	}
+	for i := 0; i < acc; i++ {
+		p("\t%s %s%d, %s%d, %s%d", zero, reg, i, reg, i, reg, i)
+	}
+	p("\tTESTQ CX, CX")
+	p("\tJZ sum")
+	p("block:")
+}
+
+// lanesEnd writes the end of a lanesHead kernel: the pointers advanced by
+// adds (ADDQ's operands), the block loop's count and branch, then each
+// row's 8 lanes summed (lanesSum) and stored to c: rows 0-7 in Y0-Y7, or
+// rows 0-15 in Z0-Z7 and 16-31 in Z8-Z15.
+func lanesEnd(reg string, adds ...string) {
+	for _, a := range adds {
+		p("\tADDQ %s", a)
+	}
 	p("\tDECQ CX")
 	p("\tJNZ block")
 	p("sum:")
-	lanesSum("Z", 0)
-	lanesSum("Z", 8)
+	bases := []int{0}
+	if reg == "Z" {
+		bases = []int{0, 8}
+	}
+	for _, b := range bases {
+		lanesSum(reg, b)
+	}
 	p("\tMOVQ c+40(FP), AX")
-	p("\tVMOVUPS Z0, (AX)")
-	p("\tVMOVUPS Z8, 64(AX)")
+	p("\tVMOVUPS %s0, (AX)", reg)
+	if reg == "Z" {
+		p("\tVMOVUPS Z8, 64(AX)")
+	}
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
+
+// ones16Y sets Y(r) to 16-bit ones (VPMADDWD's multiplier summing pairs).
+func ones16Y(r int) {
+	p("\tVPCMPEQW Y%d, Y%d, Y%d", r, r, r)
+	p("\tVPSRLW $15, Y%d, Y%d", r, r)
+}
+
+// ternaryAdvance is lanesEnd's pointer steps for the ternary kernels: a
+// super-block's d·dw (32 rows), its 8 sums and scales, 256 codes, and its
+// 64 words of 32 rows of weights.
+var ternaryAdvance = []string{"$128, R14", "$32, R11", "$32, DI", "$256, SI", "$8192, R13"}
 
 // lanesSum writes the end of the lanes kernels: the 8 lanes of each row,
 // in registers base+0 .. base+7 (X, Y or Z: reg), summed as hsum8.
@@ -368,23 +408,7 @@ func lanesSum(reg string, base int) {
 // Registers: acc in Z0-Z15 (lane m of rows 0-15 in Zm, of rows 16-31 in
 // Z(8+m)), the lane's integers in Z16, Z17, d·dw in Z24, Z25.
 func ternaryVNNI() {
-	p("")
-	p("// func ternaryVNNI(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)")
-	p("TEXT ·ternaryVNNI(SB), NOSPLIT, $0-64")
-	p("\tMOVQ x+0(FP), SI")
-	p("\tMOVQ doff+48(FP), DI")
-	p("\tADDQ SI, DI")
-	p("\tMOVQ xs4off+56(FP), R11")
-	p("\tADDQ SI, R11")
-	p("\tMOVQ w+8(FP), R13")
-	p("\tMOVQ dw+16(FP), R14")
-	p("\tMOVQ nb+24(FP), CX")
-	for i := 0; i < 16; i++ {
-		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
-	}
-	p("\tTESTQ CX, CX")
-	p("\tJZ sum")
-	p("block:")
+	lanesHead("ternaryVNNI", true, func() {}, "Z", 16)
 	p("\tVMOVUPS (R14), Z26")
 	p("\tVMOVUPS 64(R14), Z27")
 	p("\tVMULPS.BCST (DI), Z26, Z24")
@@ -405,21 +429,7 @@ func ternaryVNNI() {
 		p("\tVFMADD231PS Z24, Z16, Z%d", m)
 		p("\tVFMADD231PS Z25, Z17, Z%d", 8+m)
 	}
-	p("\tADDQ $128, R14")
-	p("\tADDQ $32, R11")
-	p("\tADDQ $32, DI")
-	p("\tADDQ $256, SI")
-	p("\tADDQ $8192, R13")
-	p("\tDECQ CX")
-	p("\tJNZ block")
-	p("sum:")
-	lanesSum("Z", 0)
-	lanesSum("Z", 8)
-	p("\tMOVQ c+40(FP), AX")
-	p("\tVMOVUPS Z0, (AX)")
-	p("\tVMOVUPS Z8, 64(AX)")
-	p("\tVZEROUPPER")
-	p("\tRET")
+	lanesEnd("Z", ternaryAdvance...)
 }
 
 // tiledVNNI writes tiled{g}m{m}VNNI (with hasMin tiled{g}minm{m}VNNI, m at
@@ -2340,27 +2350,12 @@ func miscAVX2() {
 // as hsum_float_8. Registers: lane st of the 8 rows in Y(st), dw·dx in
 // Y8, Y9; xs4off is not read (no bias to undo).
 func lanesAVX2(g int) {
-	name := fmt.Sprintf("lanes%dAVX2", g)
-	p("")
-	p("// func %s(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
-	p("\tMOVQ x+0(FP), SI")
-	p("\tMOVQ doff+48(FP), DI")
-	p("\tADDQ SI, DI")
-	p("\tMOVQ w+8(FP), R13")
-	p("\tMOVQ dw+16(FP), R14")
-	p("\tMOVQ nb+24(FP), CX")
-	p("\tMOVQ negoff+32(FP), AX")
-	p("\tVMOVQ AX, X13")
-	p("\tVPBROADCASTB X13, Y13") // negoff in every byte
-	p("\tVPCMPEQW Y14, Y14, Y14")
-	p("\tVPSRLW $15, Y14, Y14") // 16-bit ones
-	for i := 0; i < 8; i++ {
-		p("\tVPXOR Y%d, Y%d, Y%d", i, i, i)
-	}
-	p("\tTESTQ CX, CX")
-	p("\tJZ sum")
-	p("block:")
+	lanesHead(fmt.Sprintf("lanes%dAVX2", g), false, func() {
+		p("\tMOVQ negoff+32(FP), AX")
+		p("\tVMOVQ AX, X13")
+		p("\tVPBROADCASTB X13, Y13") // negoff in every byte
+		ones16Y(14)
+	}, "Y", 8)
 	p("\tVBROADCASTSS (DI), Y15")
 	p("\tVMULPS (R14), Y15, Y8")
 	if g == 16 {
@@ -2381,18 +2376,7 @@ func lanesAVX2(g int) {
 		p("\tVCVTDQ2PS Y15, Y15")
 		p("\tVFMADD231PS Y%d, Y15, Y%d", d, st)
 	}
-	p("\tADDQ $%d, R14", 128*32/g)
-	p("\tADDQ $32, SI")
-	p("\tADDQ $4, DI")
-	p("\tADDQ $1024, R13")
-	p("\tDECQ CX")
-	p("\tJNZ block")
-	p("sum:")
-	lanesSum("Y", 0)
-	p("\tMOVQ c+40(FP), AX")
-	p("\tVMOVUPS Y0, (AX)")
-	p("\tVZEROUPPER")
-	p("\tRET")
+	lanesEnd("Y", fmt.Sprintf("$%d, R14", 128*32/g), "$32, SI", "$4, DI", "$1024, R13")
 }
 
 // ternaryAVX2 writes ternaryAVX2, ternaryVNNI's kernel for 8 weight rows
@@ -2401,25 +2385,7 @@ func lanesAVX2(g int) {
 // VPMADDWD with ones. Registers: acc in Y0-Y7, the lane's integers in Y9,
 // d·dw in Y8, 16-bit ones in Y14.
 func ternaryAVX2() {
-	p("")
-	p("// func ternaryAVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)")
-	p("TEXT ·ternaryAVX2(SB), NOSPLIT, $0-64")
-	p("\tMOVQ x+0(FP), SI")
-	p("\tMOVQ doff+48(FP), DI")
-	p("\tADDQ SI, DI")
-	p("\tMOVQ xs4off+56(FP), R11")
-	p("\tADDQ SI, R11")
-	p("\tMOVQ w+8(FP), R13")
-	p("\tMOVQ dw+16(FP), R14")
-	p("\tMOVQ nb+24(FP), CX")
-	p("\tVPCMPEQW Y14, Y14, Y14")
-	p("\tVPSRLW $15, Y14, Y14") // 16-bit ones
-	for i := 0; i < 8; i++ {
-		p("\tVPXOR Y%d, Y%d, Y%d", i, i, i)
-	}
-	p("\tTESTQ CX, CX")
-	p("\tJZ sum")
-	p("block:")
+	lanesHead("ternaryAVX2", true, func() { ones16Y(14) }, "Y", 8)
 	p("\tVBROADCASTSS (DI), Y15")
 	p("\tVMULPS (R14), Y15, Y8")
 	for m := 0; m < 8; m++ {
@@ -2436,19 +2402,7 @@ func ternaryAVX2() {
 		p("\tVCVTDQ2PS Y9, Y9")
 		p("\tVFMADD231PS Y8, Y9, Y%d", m)
 	}
-	p("\tADDQ $128, R14")
-	p("\tADDQ $32, R11")
-	p("\tADDQ $32, DI")
-	p("\tADDQ $256, SI")
-	p("\tADDQ $8192, R13")
-	p("\tDECQ CX")
-	p("\tJNZ block")
-	p("sum:")
-	lanesSum("Y", 0)
-	p("\tMOVQ c+40(FP), AX")
-	p("\tVMOVUPS Y0, (AX)")
-	p("\tVZEROUPPER")
-	p("\tRET")
+	lanesEnd("Y", ternaryAdvance...)
 }
 
 // minSumsAVX2 writes minSumsAVX2(m, s *float32, nb int, c *float32): for
