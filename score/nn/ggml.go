@@ -67,7 +67,8 @@ import (
 //     (panelTernary); F16 and F32 as ggml_vec_dot_f16 and _f32 per output
 //     (panelHalf, panelF32; the build has no llamafile GEMM); BF16 as
 //     ggml_vec_dot_bf16 per output (panelHalf: _mm512_dpbf16_ps's order
-//     in the AVX-512 build).
+//     in the AVX-512 build, by VDPBF16PS itself in panelBF16Raw where the
+//     CPU has it).
 //   - MUL_MAT_ID, an expert's rows: as MUL_MAT on the rows routed to the
 //     expert, but the types repacked in groups of 4 rows (Q4_K, and Q2_K
 //     in the AVX-512 build) in their GEMV's order for every row
@@ -888,9 +889,44 @@ func bf16Pairs(dst, v []float32) {
 
 // bf16PairsUsed says whether ForwardShared hands BF16 products their
 // activations in bf16Pairs's order: in the AVX-512 build's order with its
-// kernels (kern.dotBF16).
+// kernels (kern.dotBF16), on a CPU without VDPBF16PS.
 func (c *Context) bf16PairsUsed() bool {
-	return c.LlamaCPP && !c.GGMLAVX2 && kern.dotBF16[0] != nil
+	return c.LlamaCPP && !c.GGMLAVX2 && !c.bf16RawUsed() && kern.dotBF16[0] != nil
+}
+
+// bf16RawUsed says whether ForwardShared hands BF16 products their
+// activations as bf16 values (panelBF16Raw): in the AVX-512 build's order
+// on a CPU with VDPBF16PS (kern.dotBF16Raw).
+func (c *Context) bf16RawUsed() bool {
+	return c.LlamaCPP && !c.GGMLAVX2 && kern.dotBF16Raw[0] != nil
+}
+
+// panelBF16Raw is panelHalf's AVX-512 order for BF16 weights with the
+// instruction ggml's kernel uses, VDPBF16PS (kern.dotBF16Raw): the file's
+// rows and the activations' bf16 values (x, n rows) go to it as they are,
+// nothing decoded, 4 activation rows at a time; the elements past the
+// last 64 are added in float64 as in dotBF16Generic.
+func (l *Linear) panelBF16Raw(r0, r1 int, x []uint16, n int, out []float32) {
+	k := l.In
+	np := k &^ 63
+	sums := new([4]float64) // one allocation: a kernel called through a func value lets it escape
+	for t0 := 0; t0 < n; t0 += 4 {
+		m := min(4, n-t0)
+		for r := r0; r < r1; r++ {
+			wr := unsafe.Slice((*uint16)(unsafe.Pointer(&l.Data[r*l.RowBytes])), k)
+			*sums = [4]float64{}
+			if np > 0 {
+				kern.dotBF16Raw[m-1](&wr[0], &x[t0*k], k, np, &sums[0])
+			}
+			for i := range m {
+				xt := x[(t0+i)*k : (t0+i+1)*k]
+				for e := np; e < k; e++ {
+					sums[i] += float64(quant.BF16ToF32(wr[e]) * quant.BF16ToF32(xt[e]))
+				}
+				out[(t0+i)*l.Out+r] = float32(sums[i])
+			}
+		}
+	}
 }
 
 // dotBF16 is ggml_vec_dot_bf16 of bf16 values held as float32 in order:

@@ -793,8 +793,8 @@ func TestDotKernels(t *testing.T) {
 }
 
 // TestDotBF16Kernels checks ggml_vec_dot_bf16's kernels (kern.dotBF16 on
-// 1 to 4 activation rows in bf16Pairs's order, dotBF16x8 through dotBF16;
-// with the elements past them) against dotBF16Generic, bit for bit, at
+// 1 to 4 activation rows in bf16Pairs's order, kern.dotBF16Raw on them as
+// bf16 values, dotBF16x8 through dotBF16; with the elements past them) against dotBF16Generic, bit for bit, at
 // every level, for both builds' orders, on random bf16 rows and on
 // adversarial ones: mixed magnitudes (whose sums round, where a product of
 // two bf16 values is short enough that most sums do not), subnormal bf16 values
@@ -847,28 +847,86 @@ func TestDotBF16Kernels(t *testing.T) {
 					continue
 				}
 				// The AVX-512 build's, as panelHalf runs it: w with 1 to 4
-				// rows of x (this row's and the next ones'), in pairs order.
+				// rows of x (this row's and the next ones'), in pairs order;
+				// and as panelBF16Raw runs it, by VDPBF16PS on the bf16
+				// values where the level has it.
+				bits := func(v []float32) []uint16 {
+					b := make([]uint16, len(v))
+					for e, f := range v {
+						b[e] = uint16(math.Float32bits(f) >> 16)
+					}
+					return b
+				}
+				wb := bits(w)
 				for m := 1; m <= 4; m++ {
 					wp, x := make([]float32, k), make([]float32, m*k)
 					bf16Pairs(wp, w)
+					var xb []uint16
 					for i := range m {
-						bf16Pairs(x[i*k:(i+1)*k], rows[(ri+i)%len(rows)][1][:k])
+						xi := rows[(ri+i)%len(rows)][1][:k]
+						bf16Pairs(x[i*k:(i+1)*k], xi)
+						xb = append(xb, bits(xi)...)
 					}
-					var out [4]float64
+					var out, raw [4]float64
 					kern.dotBF16[m-1](unsafe.SliceData(wp), unsafe.SliceData(x), k, k&^63, &out[0])
+					if kern.dotBF16Raw[0] != nil {
+						kern.dotBF16Raw[m-1](unsafe.SliceData(wb), unsafe.SliceData(xb), k, k&^63, &raw[0])
+					}
 					for i := range m {
 						for e := k &^ 63; e < k; e++ {
 							out[i] += float64(wp[e] * x[i*k+e])
+							raw[i] += float64(quant.BF16ToF32(wb[e]) * quant.BF16ToF32(xb[i*k+e]))
 						}
 						want := dotBF16Generic(w, rows[(ri+i)%len(rows)][1][:k], false)
 						if got := float32(out[i]); math.Float32bits(got) != math.Float32bits(want) {
 							t.Fatalf("level %v row %d, %d elements, the AVX-512 build's, %d rows: row %d %v, dotBF16Generic %v", l, ri, k, m, i, got, want)
+						}
+						if got := float32(raw[i]); kern.dotBF16Raw[0] != nil && math.Float32bits(got) != math.Float32bits(want) {
+							t.Fatalf("level %v row %d, %d elements, VDPBF16PS, %d rows: row %d %v, dotBF16Generic %v", l, ri, k, m, i, got, want)
 						}
 					}
 				}
 			}
 		}
 	})
+}
+
+// TestBF16Panels checks BF16 products in the AVX-512 build's order
+// through Linear.Forward at every level: plain Go (panelHalf with
+// dotBF16Generic), the FMAs of the AVX-512 level (panelHalf on rows in
+// bf16Pairs's order) and VDPBF16PS (panelBF16Raw) where the CPU has it,
+// bit for bit; matrices of 40 rows (a full panel and a part) of 64 inputs
+// and of 608 (steps of 64 and a tail of 32), random with subnormal and
+// zero weights among them, times 1 to 6 activation rows (the 4-row
+// kernels and the rest).
+func TestBF16Panels(t *testing.T) {
+	r := rand.New(rand.NewSource(13))
+	const out = 40
+	for _, in := range []int{64, 608} {
+		data := make([]byte, 2*in*out)
+		for i := range in * out {
+			v := quant.F32ToBF16(float32(r.NormFloat64() * 0.05))
+			switch i % 7 {
+			case 3:
+				v = uint16(r.Intn(0x80)) // subnormal
+			case 5:
+				v = 0x8000 // -0
+			}
+			data[2*i], data[2*i+1] = byte(v), byte(v>>8)
+		}
+		l, err := NewLinear("w", gguf.TypeBF16, in, out, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n = 6
+		x := make([]float32, n*in)
+		for i := range x {
+			x[i] = float32(r.NormFloat64())
+		}
+		for m := 1; m <= n; m++ {
+			levelsAgree(t, fmt.Sprintf("%d inputs, %d rows", in, m), l, x[:m*in], m, 1, true, true)
+		}
+	}
 }
 
 // TestTernaryKernels checks panelTernary's kernels (kern.ternary: VNNI's,
@@ -909,22 +967,7 @@ func TestTernaryKernels(t *testing.T) {
 					}
 				}
 				for m := 1; m <= n; m++ {
-					var want []float32
-					forEachLevel(t, func(t testing.TB, lv Level) {
-						c := NewContext(1)
-						c.Int8, c.LlamaCPP = true, true
-						y := make([]float32, m*out)
-						l.Forward(c, y, x[:m*in], m)
-						if want == nil {
-							want = y
-							return
-						}
-						for i := range y {
-							if math.Float32bits(y[i]) != math.Float32bits(want[i]) {
-								t.Fatalf("%v weights %d activations %d, %d rows, level %v: output %d %v, the plain lanes' %v", typ, wi, xi, m, lv, i, y[i], want[i])
-							}
-						}
-					})
+					levelsAgree(t, fmt.Sprintf("%v weights %d activations %d, %d rows", typ, wi, xi, m), l, x[:m*in], m, 1, true, true)
 				}
 			}
 		}

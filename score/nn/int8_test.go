@@ -238,7 +238,7 @@ func FuzzLinearInt8(f *testing.F) {
 		for i := range x {
 			x[i] *= float32(math.Pow(2, float64(exp%40)))
 		}
-		levelsAgree(t, fmt.Sprintf("%v n=%d out=%d", typ, n, out), l, x, n, 2, true)
+		levelsAgree(t, fmt.Sprintf("%v n=%d out=%d", typ, n, out), l, x, n, 2, true, false)
 	})
 }
 
@@ -293,7 +293,7 @@ func TestLinearExtremes(t *testing.T) {
 			if int8 {
 				xs = dequantActs(x, n, in, f.ActBlock)
 			}
-			y := levelsAgree(t, fmt.Sprintf("%v int8=%v", typ, int8), l, x, n, 2, int8)
+			y := levelsAgree(t, fmt.Sprintf("%v int8=%v", typ, int8), l, x, n, 2, int8, false)
 			checkMatMul(t, fmt.Sprintf("%v int8=%v extremes", typ, int8), y, out, xs, n, in, deq, out)
 		}
 	}
@@ -313,19 +313,20 @@ func TestInt8Tiles(t *testing.T) {
 		}
 		for n := 1; n <= 14; n++ {
 			x := randVec(r, n*in)
-			levelsAgree(t, fmt.Sprintf("%v n=%d", typ, n), l, x, n, 1, true)
+			levelsAgree(t, fmt.Sprintf("%v n=%d", typ, n), l, x, n, 1, true, false)
 		}
 	}
 }
 
 // levelsAgree runs l on x (n rows) with threads goroutines in the given
-// mode at every level, fails t where a level's bits differ from the
-// generic ones, and returns the generic output.
-func levelsAgree(t testing.TB, what string, l *Linear, x []float32, n, threads int, int8 bool) []float32 {
+// mode (int8, and in llama.cpp's order) at every level, fails t where a
+// level's bits differ from the generic ones, and returns the generic
+// output.
+func levelsAgree(t testing.TB, what string, l *Linear, x []float32, n, threads int, int8, llamaCPP bool) []float32 {
 	var ref []float32
 	forEachLevel(t, func(t testing.TB, lv Level) {
 		c := NewContext(threads)
-		c.Int8 = int8
+		c.Int8, c.LlamaCPP = int8, llamaCPP
 		y := make([]float32, n*l.Out)
 		l.Forward(c, y, x, n)
 		if ref == nil {

@@ -19,7 +19,7 @@ const (
 	Generic    Level = iota // plain Go, any CPU
 	AVX2                    // AVX2 and FMA (Haswell, Zen 1-3)
 	AVX512                  // AVX-512 F, BW, DQ, VL (Skylake-X)
-	AVX512VNNI              // AVX-512 with VNNI integer dot products (Ice Lake, Zen 4 and 5)
+	AVX512VNNI              // AVX-512 with VNNI integer dot products (Ice Lake, Zen 4 and 5), and VDPBF16PS where the CPU has AVX512-BF16 (Zen 4 and 5, Sapphire Rapids)
 )
 
 var levelNames = [...]string{"generic", "avx2", "avx512", "avx512vnni"}
@@ -171,6 +171,9 @@ type kernels struct {
 	// 32, in order.
 	dotBF16   [4]func(w, x *float32, ldx, n int, out *float64)
 	dotBF16x8 func(w, x *float32, n int) float32
+	// dotBF16Raw, if set, is dotBF16's sums by the instruction itself
+	// (VDPBF16PS, AVX512-BF16) on the bf16 values in order.
+	dotBF16Raw [4]func(w, x *uint16, ldx, n int, out *float64)
 	// ggmlExpf, if set, is ggmlExpf of n floats (a multiple of 16);
 	// ggmlExpf8, ggmlExpfAVX2 of n floats (a multiple of 8).
 	ggmlExpf, ggmlExpf8 func(dst, x *float32, n int)

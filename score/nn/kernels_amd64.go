@@ -125,6 +125,9 @@ func archInit() {
 			{int8g16m1VNNI, int8g16m2VNNI, int8g16m3VNNI, int8g16m4VNNI, int8g16m5VNNI, int8g16m6VNNI},
 			{int8g16minm1VNNI, int8g16minm2VNNI, int8g16minm3VNNI, int8g16minm4VNNI, int8g16minm5VNNI, int8g16minm6VNNI},
 		}
+		if cpu.X86.HasAVX512BF16 { // every CPU with it has VNNI too
+			vnni.dotBF16Raw = [4]func(w, x *uint16, ldx, n int, out *float64){dotBF16Rawm1AVX512, dotBF16Rawm2AVX512, dotBF16Rawm3AVX512, dotBF16Rawm4AVX512}
+		}
 		levelKernels[AVX512VNNI] = &vnni
 		maxLevel = AVX512VNNI
 	}

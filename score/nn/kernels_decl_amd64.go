@@ -561,10 +561,16 @@ func dotF16m1AVX512(w, x *float32, ldx, n int, out *float64)
 func dotBF16m1AVX512(w, x *float32, ldx, n int, out *float64)
 
 //go:noescape
+func dotBF16Rawm1AVX512(w, x *uint16, ldx, n int, out *float64)
+
+//go:noescape
 func dotF16m2AVX512(w, x *float32, ldx, n int, out *float64)
 
 //go:noescape
 func dotBF16m2AVX512(w, x *float32, ldx, n int, out *float64)
+
+//go:noescape
+func dotBF16Rawm2AVX512(w, x *uint16, ldx, n int, out *float64)
 
 //go:noescape
 func dotF16m3AVX512(w, x *float32, ldx, n int, out *float64)
@@ -573,10 +579,16 @@ func dotF16m3AVX512(w, x *float32, ldx, n int, out *float64)
 func dotBF16m3AVX512(w, x *float32, ldx, n int, out *float64)
 
 //go:noescape
+func dotBF16Rawm3AVX512(w, x *uint16, ldx, n int, out *float64)
+
+//go:noescape
 func dotF16m4AVX512(w, x *float32, ldx, n int, out *float64)
 
 //go:noescape
 func dotBF16m4AVX512(w, x *float32, ldx, n int, out *float64)
+
+//go:noescape
+func dotBF16Rawm4AVX512(w, x *uint16, ldx, n int, out *float64)
 
 //go:noescape
 func softmaxTileAVX2(s *float32, rows int, lim *int32, scale float32, m *float32, l *float32, alpha *float32)

@@ -122,8 +122,21 @@ func ForwardShared(c *Context, x []float32, n int, ls []*Linear, outs [][]float3
 		}
 	}
 	pairs := c.bf16PairsUsed() // BF16 activations in bf16Pairs's order
+	var raw []uint16           // or as bf16 values (bf16RawUsed)
 	if c.Int8 {
 		for _, l := range ls {
+			if l.Type == gguf.TypeBF16 && c.bf16RawUsed() {
+				if raw == nil {
+					f := c.Alloc((n*k + 1) / 2)
+					raw = unsafe.Slice((*uint16)(unsafe.Pointer(&f[0])), n*k)
+					c.Parallel(n, func(_, lo, hi int) {
+						for i := lo * k; i < hi*k; i++ {
+							raw[i] = quant.F32ToBF16(x[i])
+						}
+					})
+				}
+				continue
+			}
 			if r := halfRounding(l.Type); r >= 0 && rounded[r] == nil {
 				rounded[r] = c.Alloc(n * k)
 				c.Parallel(n, func(_, lo, hi int) {
@@ -158,6 +171,8 @@ func ForwardShared(c *Context, x []float32, n int, ls []*Linear, outs [][]float3
 				p(l, buf, r0, r1, acts[f.ActBlock/256], out)
 			} else if ok && c.Int8 {
 				l.panelInt8(buf, r0, r1, acts[f.ActBlock/256], f, out)
+			} else if raw != nil && l.Type == gguf.TypeBF16 {
+				l.panelBF16Raw(r0, r1, raw, n, out)
 			} else if r := halfRounding(l.Type); r >= 0 && c.LlamaCPP {
 				l.panelHalf(buf, r0, r1, rounded[r], n, c.GGMLAVX2, r == 1 && pairs, out)
 			} else if l.Type == gguf.TypeF32 && c.LlamaCPP {

@@ -1516,8 +1516,9 @@ func misc() {
 	ggmlExpfAVX2()
 	dotF32AVX512()
 	for m := 1; m <= 4; m++ {
-		dotRowsAVX512(m, false)
-		dotRowsAVX512(m, true)
+		for _, k := range []dotKind{dotF16, dotBF16Pairs, dotBF16Raw} {
+			dotRowsAVX512(m, k)
+		}
 	}
 }
 
@@ -1564,42 +1565,62 @@ func dotF32AVX512() {
 	p("\tRET")
 }
 
-// dotRowsAVX512 writes dotF16m{m}AVX512 or (bf16) dotBF16m{m}AVX512(w, x
-// *float32, ldx, n int, out *float64), for n a multiple of 64: the dot
-// products of the row w with m rows of x (row i at x + 4·i·ldx bytes)
-// into out[0:m] as float64, w's 64 values of a step in Z16-Z19.
+// dotKind is what dotRowsAVX512 writes: the F16 order on float32 rows,
+// the BF16 order on float32 rows in bf16Pairs's order (the instruction
+// computed with FMAs), or the BF16 order on bf16 rows (the instruction).
+type dotKind int
+
+const (
+	dotF16 dotKind = iota
+	dotBF16Pairs
+	dotBF16Raw
+)
+
+// dotRowsAVX512 writes the kernel of kind k for m rows, for n a multiple
+// of 64: the dot products of the row w with m rows of x (row i ldx
+// elements after row i-1) into out[0:m] as float64.
 //
-// F16: dotF32AVX512's sums (dotLanes's AVX-512 part, the order of
-// ggml_vec_dot_f16 in the AVX-512 build), row i's four accumulators in
-// Z(4i)..Z(4i+3).
+// dotF16: dotF16m{m}AVX512(w, x *float32, ldx, n int, out *float64),
+// dotF32AVX512's sums (dotLanes's AVX-512 part, the order of
+// ggml_vec_dot_f16 in the AVX-512 build), w's 64 values of a step in
+// Z16-Z19, row i's four accumulators in Z(4i)..Z(4i+3).
 //
-// BF16: dotBF16Generic's AVX-512 part (the order of _mm512_dpbf16_ps) on
-// bf16 values held as float32 in bf16Pairs's order. Per 64 elements, the
-// odd elements of the first 32 and then their even ones are multiplied and
-// added to the first accumulator in one FMA each, the second 32 to the
-// second accumulator, under MXCSR's DAZ and FTZ as the instruction
-// computes; then, with the caller's MXCSR again, each accumulator is
-// reduced as reduce16 and the two added in float64. Row i's accumulators
-// in Z(2i), Z(2i+1).
-func dotRowsAVX512(m int, bf16 bool) {
+// dotBF16Pairs: dotBF16m{m}AVX512, the same arguments: dotBF16Generic's
+// AVX-512 part (the order of _mm512_dpbf16_ps) on bf16 values held as
+// float32 in bf16Pairs's order. Per 64 elements, the odd elements of the
+// first 32 and then their even ones are multiplied and added to the first
+// accumulator in one FMA each, the second 32 to the second accumulator,
+// under MXCSR's DAZ and FTZ as the instruction computes; then, with the
+// caller's MXCSR again, each accumulator is reduced as reduce16 and the
+// two added in float64. Row i's accumulators in Z(2i), Z(2i+1).
+//
+// dotBF16Raw: dotBF16Rawm{m}AVX512(w, x *uint16, ldx, n int, out
+// *float64), the same sums by VDPBF16PS itself on the bf16 values (which
+// neither reads nor changes MXCSR: its DAZ, FTZ and rounding to nearest
+// are its own), w's 64 values of a step in Z16-Z17.
+func dotRowsAVX512(m int, k dotKind) {
 	rowPtr := []string{"DI", "R9", "R10", "R11"}
-	name, frame, per := fmt.Sprintf("dotF16m%dAVX512", m), 0, 4 // accumulators per row
-	if bf16 {
+	name, frame, per, args, shift := fmt.Sprintf("dotF16m%dAVX512", m), 0, 4, "w, x *float32", 2 // accumulators per row, log2 of an element's bytes
+	switch k {
+	case dotBF16Pairs:
 		name, frame, per = fmt.Sprintf("dotBF16m%dAVX512", m), 8, 2
+	case dotBF16Raw:
+		name, per, args, shift = fmt.Sprintf("dotBF16Rawm%dAVX512", m), 2, "w, x *uint16", 1
 	}
+	step := 64 << shift // bytes of 64 elements
 	p("")
-	p("// func %s(w, x *float32, ldx, n int, out *float64)", name)
+	p("// func %s(%s, ldx, n int, out *float64)", name, args)
 	p("TEXT ·%s(SB), NOSPLIT, $%d-40", name, frame)
 	p("\tMOVQ w+0(FP), SI")
 	p("\tMOVQ x+8(FP), DI")
 	p("\tMOVQ ldx+16(FP), R8")
-	p("\tSHLQ $2, R8")
+	p("\tSHLQ $%d, R8", shift)
 	for i := 1; i < m; i++ {
 		p("\tLEAQ (%s)(R8*1), %s", rowPtr[i-1], rowPtr[i])
 	}
 	p("\tMOVQ n+24(FP), CX")
 	p("\tSHRQ $6, CX")
-	if bf16 {
+	if k == dotBF16Pairs {
 		p("\tSTMXCSR 0(SP)")
 		p("\tMOVL 0(SP), AX")
 		p("\tORL $0x8040, AX") // FTZ, DAZ
@@ -1612,22 +1633,33 @@ func dotRowsAVX512(m int, bf16 bool) {
 	p("\tTESTQ CX, CX")
 	p("\tJZ reduce")
 	p("loop:")
-	for j := 0; j < 4; j++ {
-		p("\tVMOVUPS %d(SI), Z%d", 64*j, 16+j)
-	}
-	for i := 0; i < m; i++ {
+	if k == dotBF16Raw {
+		for j := 0; j < 2; j++ {
+			p("\tVMOVDQU32 %d(SI), Z%d", 64*j, 16+j)
+		}
+		for i := 0; i < m; i++ {
+			for j := 0; j < 2; j++ {
+				vdpbf16ps(per*i+j, 16+j, rowPtr[i], 64*j)
+			}
+		}
+	} else {
 		for j := 0; j < 4; j++ {
-			p("\tVFMADD231PS %d(%s), Z%d, Z%d", 64*j, rowPtr[i], 16+j, per*i+j*per/4)
+			p("\tVMOVUPS %d(SI), Z%d", 64*j, 16+j)
+		}
+		for i := 0; i < m; i++ {
+			for j := 0; j < 4; j++ {
+				p("\tVFMADD231PS %d(%s), Z%d, Z%d", 64*j, rowPtr[i], 16+j, per*i+j*per/4)
+			}
 		}
 	}
-	p("\tADDQ $256, SI")
+	p("\tADDQ $%d, SI", step)
 	for i := 0; i < m; i++ {
-		p("\tADDQ $256, %s", rowPtr[i])
+		p("\tADDQ $%d, %s", step, rowPtr[i])
 	}
 	p("\tDECQ CX")
 	p("\tJNZ loop")
 	p("reduce:")
-	if bf16 {
+	if k == dotBF16Pairs {
 		p("\tLDMXCSR 0(SP)")
 	}
 	p("\tMOVQ out+32(FP), AX")
@@ -1645,7 +1677,7 @@ func dotRowsAVX512(m int, bf16 bool) {
 	}
 	for i := 0; i < m; i++ {
 		a := per * i
-		if bf16 {
+		if k != dotF16 {
 			reduce(a, 15)
 			reduce(a+1, 15)
 			p("\tVADDSD X%d, X%d, X%d", a+1, a, a)
@@ -1659,6 +1691,40 @@ func dotRowsAVX512(m int, bf16 bool) {
 	}
 	p("\tVZEROUPPER")
 	p("\tRET")
+}
+
+// gpRegs numbers the general registers a memory operand of vdpbf16ps may
+// use: those its encoding was checked for.
+var gpRegs = map[string]int{"SI": 6, "DI": 7, "R8": 8, "R9": 9, "R10": 10, "R11": 11}
+
+// vdpbf16ps writes VDPBF16PS off(base), Z(src), Z(dst) as bytes (Go's
+// assembler has no AVX512-BF16 mnemonics): EVEX.512.F3.0F38.W0 52 /r, the
+// memory operand base+off with off a multiple of 64 (disp8 scaled by 64).
+// Checked against GNU as (2.40) for these bases, Z0-Z15 and Z16-Z31, and
+// offsets 0 to 128; TestDotBF16Kernels runs the kernels made of it.
+func vdpbf16ps(dst, src int, base string, off int) {
+	b, ok := gpRegs[base]
+	if !ok || off%64 != 0 || off/64 < -128 || off/64 > 127 {
+		panic(fmt.Sprintf("vdpbf16ps: no encoding for %d(%s)", off, base))
+	}
+	inv := func(v int) int { return ^v & 1 }
+	enc := []int{
+		0x62,
+		inv(dst>>3)<<7 | 1<<6 | inv(b>>3)<<5 | inv(dst>>4)<<4 | 0x2, // R, X (no index), B, R'; map 0F38
+		(^src&0xf)<<3 | 1<<2 | 0x2,                                  // W0, vvvv, prefix F3
+		2<<5 | inv(src>>4)<<3,                                       // 512 bits, V'
+		0x52,
+	}
+	if off == 0 {
+		enc = append(enc, (dst&7)<<3|b&7)
+	} else {
+		enc = append(enc, 1<<6|(dst&7)<<3|b&7, (off/64)&0xff)
+	}
+	var s []string
+	for _, x := range enc {
+		s = append(s, fmt.Sprintf("BYTE $0x%02x", x))
+	}
+	p("\t%s // VDPBF16PS %d(%s), Z%d, Z%d", strings.Join(s, "; "), off, base, src, dst)
 }
 
 // ggmlExpConsts are the constants of ggml_v_expf on AVX-512 (ggmlExpf in
