@@ -9,8 +9,11 @@
 package tests
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"math"
 	"os"
@@ -87,6 +90,8 @@ func TestScripts(t *testing.T) {
 			"transient":     transient,
 			"gguf-split":    ggufSplit,
 			"cmp-records":   cmpRecords,
+			"report-num":    reportNum,
+			"sha256":        fileSHA256,
 		},
 		RequireExplicitExec: true,
 		UpdateScripts:       *update,
@@ -119,6 +124,49 @@ func reportPPL(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s: PPL %.4f vs %.4f: ratio %.6f beyond 1±%g", args[0], ppl, want, r, tol)
 	}
 	ts.Logf("PPL %.4f vs %.4f: ratio %.6f", ppl, want, ppl/want)
+}
+
+// reportNum checks a number of a report, at a gjson path, against an
+// expected value:
+//
+//	report-num REPORT.json PATH WANT ABS_TOL
+//
+// passes when |value - WANT| <= ABS_TOL (half a unit of the last digit
+// another program printed, say).
+func reportNum(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: report-num REPORT.json PATH WANT ABS_TOL")
+	}
+	v := gjson.Get(ts.ReadFile(args[0]), args[1])
+	want, err1 := strconv.ParseFloat(args[2], 64)
+	tol, err2 := strconv.ParseFloat(args[3], 64)
+	if err1 != nil || err2 != nil {
+		ts.Fatalf("report-num: bad number in %q", args[2:])
+	}
+	if !v.Exists() {
+		ts.Fatalf("%s: no %s", args[0], args[1])
+	}
+	if d := math.Abs(v.Float() - want); !(d <= tol) {
+		ts.Fatalf("%s: %s = %v, want %v ± %g", args[0], args[1], v.Float(), want, tol)
+	}
+}
+
+// fileSHA256 checks a file's sha256:
+//
+//	sha256 FILE HEX
+func fileSHA256(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: sha256 FILE HEX")
+	}
+	f, err := os.Open(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	h := sha256.New()
+	_, err = io.Copy(h, f)
+	ts.Check(err)
+	if got := hex.EncodeToString(h.Sum(nil)); got != args[1] {
+		ts.Fatalf("%s: sha256 %s, want %s", args[0], got, args[1])
+	}
 }
 
 // corruptCache flips a byte in the middle of every cache entry under DIR:

@@ -17,9 +17,10 @@
 //   - ppl-tokenize: --model, --text FILE (repeatable) or --corpus
 //     MANIFEST [--quick];
 //   - ppl-window: --protocol, --context, --stride, --max-windows;
-//   - ppl-score: --reference, --kv-dtype, --reference-kv-dtype,
-//     --reference-device, --reference-devices, --activations, --device,
-//     --devices, --spread-weights, --gpu-weights, --threads;
+//   - ppl-score: --reference, --kld-base, --write-kld-base, --kv-dtype,
+//     --reference-kv-dtype, --reference-device, --reference-devices,
+//     --activations, --device, --devices, --spread-weights, --gpu-weights,
+//     --threads;
 //   - every stage: --no-cache, --log-level.
 //
 // A stage that fails stops the run: ppl run names it and exits with its
@@ -67,6 +68,8 @@ type runFlags struct {
 	Stride    int      `help:"Sliding protocol: new targets per window (ppl-window; default context/2)."`
 	MaxWin    int      `name:"max-windows" placeholder:"N" help:"Only the first N windows of each stream, as llama-perplexity's --chunks (ppl-window)."`
 	Reference string   `help:"A reference model: KL divergence of the model from it (ppl-score)." type:"path"`
+	KLDBase   string   `name:"kld-base" placeholder:"BASE" help:"The reference from a llama-perplexity --kl-divergence-base file (ppl-score; needs --protocol llama.cpp at its context)." type:"path"`
+	WriteBase string   `name:"write-kld-base" placeholder:"FILE" help:"Also write the model's log-probs as a llama-perplexity --kl-divergence-base file (ppl-score; --protocol llama.cpp, one text)." type:"path"`
 	KVDtype   string   `name:"kv-dtype" help:"KV cache format (ppl-score)."`
 	RefKV     string   `name:"reference-kv-dtype" help:"The reference's KV cache format (ppl-score)."`
 	Act       string   `name:"activations" help:"Arithmetic: fp32, int8 or int8-avx2 (ppl-score)."`
@@ -180,7 +183,7 @@ func plan(r *runFlags) ([]stage, error) {
 	}
 	score := []string{"--model", r.Model}
 	for _, o := range []struct{ flag, v string }{
-		{"--reference", r.Reference}, {"--kv-dtype", r.KVDtype}, {"--reference-kv-dtype", r.RefKV},
+		{"--reference", r.Reference}, {"--kld-base", r.KLDBase}, {"--write-kld-base", r.WriteBase}, {"--kv-dtype", r.KVDtype}, {"--reference-kv-dtype", r.RefKV},
 		{"--activations", r.Act}, {"--device", r.Device}, {"--devices", r.Devices}, {"--gpu-weights", r.GPUWts},
 		{"--reference-device", r.RefDev}, {"--reference-devices", r.RefDevs},
 	} {

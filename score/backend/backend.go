@@ -28,6 +28,9 @@ type Model interface {
 	// model.Model.ScoreWith; on another device of it (another GPU) as
 	// model.Model.ScoreWithApart, with the same numbers.
 	ScoreWith(tokens []int32, scoreFrom int, ref Model) (*model.Result, error)
+	// ScoreVisit is Score, and visit sees each target's logits on the
+	// host, as model.Model.ScoreVisit.
+	ScoreVisit(tokens []int32, scoreFrom int, visit func(j int, logits []float32)) (*model.Result, error)
 	// Info describes the model and its settings.
 	Info() model.Info
 	// Vocab is the vocabulary size.

@@ -17,6 +17,22 @@
 // With --reference REF.gguf, the same windows are scored by REF as well and
 // each target also gets kld[j] = KL(REF || model), ref_logprobs[j] and
 // top1_agree[j]: the cost of a quantization without a logits file.
+//
+// --kld-base BASE takes the reference from a file of llama-perplexity
+// --kl-divergence-base instead (package llamakld): the reference's
+// log-probabilities as that file stores them, 16 bits each, and kld,
+// ref_logprobs and top1_agree computed from them as llama-perplexity
+// --kl-divergence computes them (KL over the tokens whose base log-prob
+// is above -16), so that with --activations int8 --kv-dtype f16 the report
+// gives its figures. The windows must be the file's chunks: the llama.cpp
+// protocol at its context over the text it was made from (ppl-score
+// checks every token against the file's). --write-kld-base FILE writes
+// such a file of the model's log-probabilities as the windows are scored
+// (the llama.cpp protocol over one text; every window is computed, none
+// replayed from the cache, and the file appears only once all are in it),
+// for --kld-base or for llama-perplexity --kl-divergence; with
+// --activations int8 --kv-dtype f16 on the CPU it is byte for byte the
+// file llama-perplexity writes.
 // A window with "bos":true (the llama.cpp protocol) has its first token
 // replaced by the model's BOS when the model's tokenizer adds BOS.
 //
@@ -55,7 +71,7 @@
 // quantizes them, integer products with the weights' integers, and every
 // float32 operation in ggml-cpu's order (RMSNorm, RoPE with glibc's
 // sinf/cosf, SwiGLU, flash attention over an f16 cache, the products of
-// every weight type but TQ1_0 and BF16), which gives llama-perplexity's log-probs to the bit with
+// every weight type), which gives llama-perplexity's log-probs to the bit with
 // --kv-dtype f16 as its build for AVX-512 machines computes them;
 // int8-avx2 as its build for AVX2 machines does (the two builds' digits
 // differ). On a GPU, fp32 is its half-precision products and int8 the same
@@ -148,6 +164,8 @@ type flags struct {
 	Model           string           `required:"" placeholder:"M.gguf" help:"The model to score with (GGUF)."`
 	Reference       string           `placeholder:"REF.gguf" help:"Also score with this reference model and write KL(REF || model), its log-probs and top-1 agreement per target."`
 	KVDtype         string           `name:"kv-dtype" default:"bf16" enum:"f32,f16,bf16,int8,fp8,k8v4,nvfp4,q8_0,q4_0,q4_1,q5_0,q5_1,iq4_nl,rk8v4,rk4v4,rk2v4" help:"KV cache storage: f32, f16, bf16, int8, fp8, k8v4, nvfp4, llama.cpp's q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl, or Hadamard-rotated keys rk8v4, rk4v4, rk2v4 (default ${default})."`
+	KLDBase         string           `name:"kld-base" placeholder:"BASE" help:"Take the reference from BASE, a file of llama-perplexity --kl-divergence-base (the windows: the llama.cpp protocol at BASE's context over the text it was made from): KL(base || model), the base's log-probs and top-1 agreement per target as llama-perplexity --kl-divergence computes them."`
+	WriteKLDBase    string           `name:"write-kld-base" placeholder:"FILE" help:"Also write the model's log-probs as a llama-perplexity --kl-divergence-base file, for ppl-score --kld-base or llama-perplexity --kl-divergence (the llama.cpp protocol over one text, every window; written whole or not at all)."`
 	RefKVDtype      string           `name:"reference-kv-dtype" enum:",f32,f16,bf16,int8,fp8,k8v4,nvfp4,q8_0,q4_0,q4_1,q5_0,q5_1,iq4_nl,rk8v4,rk4v4,rk2v4" default:"" help:"KV cache storage of the reference model (default: --kv-dtype)."`
 	Threads         int              `default:"0" help:"Worker threads (default: all cores)."`
 	Activations     string           `default:"fp32" enum:"fp32,int8,int8-avx2" help:"Arithmetic of products: fp32; int8 (llama.cpp's: 8-bit activations, integer products; on the CPU also ggml-cpu's float operations in its order, as its build for AVX-512 machines computes; on a GPU the integer tensor cores); int8-avx2 (the CPU only: as llama.cpp's build for AVX2 machines computes) (default ${default})."`
@@ -215,7 +233,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if f.Output == "" {
 		return s.run(ctx, pipe.NewReader(in, name), stdout)
 	}
-	if err := pipe.CheckNotInput(f.Output, f.Input, f.Model, f.Reference); err != nil {
+	if err := pipe.CheckNotInput(f.Output, f.Input, f.Model, f.Reference, f.KLDBase); err != nil {
 		return err
 	}
 	af, err := pipe.Create(f.Output)
@@ -288,6 +306,12 @@ func (f *flags) validate() error {
 	}
 	if f.RefKVDtype != f.KVDtype && f.Reference == "" {
 		return command.Usagef("--reference-kv-dtype needs --reference")
+	}
+	switch {
+	case f.KLDBase != "" && f.Reference != "":
+		return command.Usagef("--kld-base and --reference: give one reference")
+	case f.WriteKLDBase != "" && (f.Reference != "" || f.KLDBase != ""):
+		return command.Usagef("--write-kld-base writes the model's own log-probs: without --reference or --kld-base")
 	}
 	return f.parseRefDevices()
 }

@@ -35,9 +35,15 @@ func (e engine) close() {
 // score runs one window's job on the engine.
 func (e engine) score(j *job) {
 	t0 := time.Now()
-	if e.ref != nil {
+	switch {
+	case e.ref != nil:
 		j.res, j.err = e.m.ScoreWith(j.tokens, j.from, e.ref)
-	} else {
+	case j.visit != nil:
+		j.res, j.err = e.m.ScoreVisit(j.tokens, j.from, j.visit)
+		if j.err == nil && j.after != nil {
+			j.after(j.res)
+		}
+	default:
 		j.res, j.err = e.m.Score(j.tokens, j.from)
 	}
 	j.dur = time.Since(t0)
@@ -54,6 +60,12 @@ type job struct {
 	res        *model.Result
 	err        error
 	dur        time.Duration
+	// visit sees each target's logits (--kld-base, --write-kld-base),
+	// after completes res from what it saw (--kld-base), rows are the
+	// chunk's rows to write (--write-kld-base).
+	visit func(t int, logits []float32)
+	after func(*model.Result)
+	rows  []uint16
 }
 
 // windowRun is the windows being scored and the output that waits for
@@ -277,6 +289,9 @@ func (s *scorer) drain(ctx context.Context, w *pipe.Writer) error {
 		case !q.j.done:
 			return nil
 		default:
+			if err := s.writeRows(q.j); err != nil {
+				return err
+			}
 			err = w.Scores(q.j.sc)
 			if err == nil {
 				// Each window costs far more than a write: flushing it at

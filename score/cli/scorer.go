@@ -34,8 +34,14 @@ type scorer struct {
 	log   *progress.Log
 	cache *cache.Cache // nil with --no-cache
 
-	m, ref  *loaded
-	engines []engine // the models on each device: engines[0] holds m and ref
+	m, ref *loaded
+	base   *kldBase    // --kld-base
+	bw     *baseWriter // --write-kld-base, from its first window
+	// bwStream is the stream --write-kld-base writes, proto the windows'
+	// protocol.
+	bwStream string
+	proto    *pipe.Protocol
+	engines  []engine // the models on each device: engines[0] holds m and ref
 	// group holds the models a backend loaded with the first (a
 	// backend.Grouper's OpenGroup) until loadEngines makes them engines:
 	// the model's ("model") and the reference's ("reference").
@@ -118,6 +124,8 @@ func (s *scorer) run(ctx context.Context, r *pipe.Reader, out io.Writer) error {
 		return err
 	}
 	s.total = shardWindows(proto)
+	s.proto = proto
+	defer s.abortBase() // a failed run writes no --write-kld-base file
 	if err := s.load(ctx, proto); err != nil {
 		return err
 	}
@@ -155,6 +163,10 @@ func (s *scorer) run(ctx context.Context, r *pipe.Reader, out io.Writer) error {
 		}
 	}
 	if err := s.settle(ctx, w); err != nil {
+		w.Flush()
+		return err
+	}
+	if err := s.closeBase(); err != nil {
 		w.Flush()
 		return err
 	}
@@ -235,6 +247,22 @@ func (s *scorer) load(ctx context.Context, proto *pipe.Protocol) error {
 	}
 	if err := s.loadEngines(ctx, opts); err != nil {
 		return err
+	}
+	if s.f.KLDBase != "" {
+		if err := s.openKLDBase(ctx, proto); err != nil {
+			return err
+		}
+	}
+	if p := s.f.WriteKLDBase; p != "" {
+		switch {
+		case proto.Mode != "llama.cpp":
+			return fmt.Errorf("--write-kld-base %s: llama-perplexity's files hold the chunks of the llama.cpp protocol; the windows are %s's: use ppl-window --protocol llama.cpp", p, proto.Mode)
+		case proto.Shard != "":
+			return fmt.Errorf("--write-kld-base %s: the file holds every chunk of the text; the windows are shard %s", p, proto.Shard)
+		}
+		if err := pipe.CheckNotInput(p, s.f.Input, s.f.Model); err != nil {
+			return fmt.Errorf("--write-kld-base: %w", err)
+		}
 	}
 	s.settingsKey = s.cacheSettings()
 	s.log.Infof("loaded %s (%s, %d layers, %d-token vocabulary) in %s; KV cache %s, %s",
@@ -500,6 +528,10 @@ func (s *scorer) header() pipe.Header {
 	sc := &pipe.Score{Tokenizer: s.tokHeader.ID, Device: dev.Name, Threads: dev.Threads, KVDtype: info.KVDtype, Activations: dev.Activations, RoPE: ropeMap(info.Rope), ALiBi: info.ALiBi, Extra: dev.Extra}
 	sc.SSMStateDtype = info.SSMStateDtype
 	sc.Warnings = s.warnings
+	if s.base != nil {
+		ref := s.base.info
+		sc.Reference = &ref
+	}
 	if s.ref != nil {
 		ref := s.ref.info
 		sc.Reference, sc.RefKVDtype = &ref, s.ref.Info().KVDtype
@@ -539,6 +571,12 @@ func (s *scorer) headerFlags() map[string]any {
 	}
 	if s.f.RefDevice != "" {
 		m["reference_device"] = s.f.RefDevice
+	}
+	if s.f.KLDBase != "" {
+		m["kld_base"] = s.f.KLDBase
+	}
+	if s.f.WriteKLDBase != "" {
+		m["write_kld_base"] = s.f.WriteKLDBase
 	}
 	if s.f.RefDevices != "" {
 		m["reference_devices"] = s.f.RefDevices
@@ -609,6 +647,9 @@ func (s *scorer) cacheSettings() string {
 }
 
 func (s *scorer) refKey() any {
+	if s.base != nil {
+		return map[string]any{"kld_base": s.base.info.SHA256}
+	}
 	if s.ref == nil {
 		return nil
 	}
@@ -749,7 +790,7 @@ func (s *scorer) window(r *pipe.Reader, win *pipe.Window, streams *pipe.Streams)
 	key := s.windowKey(tokens, from)
 	group := "score/" + s.m.info.SHA256
 	sc := &pipe.Scores{Stream: win.Stream, Index: win.Index, Begin: win.Begin, End: win.End, ScoreFrom: win.ScoreFrom, BOS: win.BOS}
-	if s.cache != nil {
+	if s.cache != nil && s.f.WriteKLDBase == "" { // the file needs every window's logits
 		t0 := time.Now()
 		payload, ok, err := s.cache.Get(group, key)
 		if err != nil {
@@ -768,7 +809,18 @@ func (s *scorer) window(r *pipe.Reader, win *pipe.Window, streams *pipe.Streams)
 			return &job{sc: sc, done: true}, nil
 		}
 	}
-	return &job{sc: sc, tokens: tokens, from: from, group: group, key: key}, nil
+	j := &job{sc: sc, tokens: tokens, from: from, group: group, key: key}
+	var err error
+	switch {
+	case s.base != nil:
+		err = s.baseJob(j, win, st.IDs[win.Begin:win.End])
+	case s.f.WriteKLDBase != "":
+		err = s.writeJob(j, win, st, s.proto)
+	}
+	if err != nil {
+		return nil, r.Errorf("%v", err)
+	}
+	return j, nil
 }
 
 // finish takes a computed window's results: counts them and caches them.
@@ -837,7 +889,7 @@ func (s *scorer) checkReplay(sc *pipe.Scores) error {
 	if sc.Logprobs == nil || sc.Argmax == nil {
 		return errors.New("no logprobs or argmax")
 	}
-	withRef := s.ref != nil
+	withRef := s.ref != nil || s.base != nil
 	if (sc.KLD != nil) != withRef || (sc.RefLogprobs != nil) != withRef || (sc.Top1Agree != nil) != withRef {
 		return errors.New("reference fields do not match the run")
 	}

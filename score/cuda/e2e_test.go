@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
+	"sync/atomic"
 	"testing"
 
 	"ppl.dev/oracle"
@@ -239,6 +241,52 @@ func TestEndToEnd(t *testing.T) {
 				}
 			})
 		}
+	})
+}
+
+// TestEndToEndScoreVisit checks ScoreVisit on the device: each target's logits
+// come back once, and their log-softmax at the target is the device's
+// log-prob (ppl-score --kld-base and --write-kld-base read them).
+func TestEndToEndScoreVisit(t *testing.T) {
+	dir, stems := e2eSetup(t)
+	onDevices(t, func(t *testing.T, e *Engine) {
+		path := oracle.Model(dir, stems[0])
+		_, g, done := loadBoth(t, e, path, model.Options{KVDtype: "bf16"}, Mixed)
+		defer done()
+		toks := e2eTokens(dir, stems[0], g.Vocab(), 80)
+		const from = 41
+		seen := make([]int32, len(toks)-from)
+		lse := make([]float64, len(toks)-from)
+		res, err := g.ScoreVisit(toks, from, func(j int, logits []float32) {
+			atomic.AddInt32(&seen[j], 1)
+			m := float64(slices.Max(logits))
+			var s float64
+			for _, v := range logits {
+				s += math.Exp(float64(v) - m)
+			}
+			lse[j] = float64(logits[toks[from+j]]) - m - math.Log(s)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var worst float64
+		for j, n := range seen {
+			if n != 1 {
+				t.Fatalf("target %d visited %d times", j, n)
+			}
+			worst = max(worst, math.Abs(lse[j]-res.Logprobs[j]))
+		}
+		// Emulation: 8.9e-16 (its log-softmax is the host's float64 one).
+		// A GPU's kernel (logsoftmax.cu) sums its exponentials its own
+		// way: 2e-6 there, not yet run on one.
+		bound := 2e-6
+		if e.Ordinal < 0 {
+			bound = 1e-14
+		}
+		if worst > bound {
+			t.Errorf("log-softmax of the visited logits vs the device's log-probs: worst |Δ| %.3g", worst)
+		}
+		t.Logf("worst |Δ| %.3g over %d targets", worst, len(seen))
 	})
 }
 

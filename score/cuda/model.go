@@ -332,6 +332,17 @@ func (m *Model) Score(tokens []int32, scoreFrom int) (*model.Result, error) {
 	return res, err
 }
 
+// ScoreVisit is Score, and visit sees each target's logits, copied back
+// to the host a block of rows at a time (model.Model.ScoreVisit).
+func (m *Model) ScoreVisit(tokens []int32, scoreFrom int, visit func(j int, logits []float32)) (*model.Result, error) {
+	if err := m.Upload(); err != nil {
+		return nil, err
+	}
+	res, err := m.Model.ScoreVisit(tokens, scoreFrom, visit)
+	m.e.Do(func() error { m.e.sampleMemory(); return nil })
+	return res, err
+}
+
 // ScoreWith is Score plus KL(ref || m), ref's log-probabilities and top-1
 // agreement per target; ref must be a CUDA model. On m's GPU both forward
 // passes run one after the other; on another GPU they run at once

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"ppl.dev/quant"
 
@@ -39,7 +41,16 @@ type Result struct {
 // 0..len-1, and scores each target i in [scoreFrom, len(tokens)).
 // scoreFrom must be at least 1 (target 0 has no context).
 func (m *Model) Score(tokens []int32, scoreFrom int) (*Result, error) {
-	return m.score(tokens, scoreFrom, nil, false)
+	return m.score(tokens, scoreFrom, nil, false, nil)
+}
+
+// ScoreVisit is Score, and visit sees each target's logits on the host:
+// visit(j, logits) for target scoreFrom+j, the model's logits over the
+// vocabulary (a copy back from the device per block of rows on a GPU).
+// visit runs on several goroutines at once, each call for another j, and
+// must not keep logits.
+func (m *Model) ScoreVisit(tokens []int32, scoreFrom int, visit func(j int, logits []float32)) (*Result, error) {
+	return m.score(tokens, scoreFrom, nil, false, visit)
 }
 
 // ScoreWith is Score plus, for each target, the KL divergence of the model's
@@ -51,7 +62,7 @@ func (m *Model) ScoreWith(tokens []int32, scoreFrom int, ref *Model) (*Result, e
 	if err := m.checkRef("ScoreWith", ref); err != nil {
 		return nil, err
 	}
-	return m.score(tokens, scoreFrom, ref, false)
+	return m.score(tokens, scoreFrom, ref, false, nil)
 }
 
 // ScoreWithApart is ScoreWith for a reference on another device than m's
@@ -65,7 +76,7 @@ func (m *Model) ScoreWithApart(tokens []int32, scoreFrom int, ref *Model) (*Resu
 	if err := m.checkRef("ScoreWithApart", ref); err != nil {
 		return nil, err
 	}
-	return m.score(tokens, scoreFrom, ref, true)
+	return m.score(tokens, scoreFrom, ref, true, nil)
 }
 
 func (m *Model) checkRef(op string, ref *Model) error {
@@ -96,8 +107,9 @@ func (m *Model) checkTokens(tokens []int32, scoreFrom int) error {
 }
 
 // score scores tokens, against ref when it is not nil; apart says that ref
-// is on another device (ScoreWithApart).
-func (m *Model) score(tokens []int32, scoreFrom int, ref *Model, apart bool) (*Result, error) {
+// is on another device (ScoreWithApart); visit, when not nil, sees the
+// logits (ScoreVisit).
+func (m *Model) score(tokens []int32, scoreFrom int, ref *Model, apart bool, visit func(int, []float32)) (*Result, error) {
 	if err := m.checkTokens(tokens, scoreFrom); err != nil {
 		return nil, err
 	}
@@ -201,8 +213,29 @@ func (m *Model) score(tokens []int32, scoreFrom int, ref *Model, apart bool) (*R
 		for j := range rarg {
 			res.Top1Agree[i+j] = res.Argmax[i+j] == rarg[j]
 		}
+		if visit != nil {
+			visitRows(b.Read(lg), vocab, i, visit)
+		}
 	}
 	return res, nil
+}
+
+// visitRows calls visit(first+j, row j) for each row of the host logits,
+// the rows split over GOMAXPROCS goroutines.
+func visitRows(host []float32, vocab, first int, visit func(int, []float32)) {
+	n := len(host) / vocab
+	workers := min(n, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := w; j < n; j += workers {
+				visit(first+j, host[j*vocab:(j+1)*vocab])
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // concurrently runs f here and g on another goroutine, and returns when

@@ -192,7 +192,7 @@ func GGMLSwiGLUClampIn(l float32) func(out, gate, up []float32) {
 		check("GGMLSwiGLUClampIn up", len(up), len(out))
 		for i := range out {
 			g := min(gate[i], l)
-			out[i] = float32(g/(1+libcExpf(-g))) * max(min(up[i], l), -l)
+			out[i] = float32(g/(1+LibcExpf(-g))) * max(min(up[i], l), -l)
 		}
 	}
 }
@@ -219,7 +219,7 @@ func ggmlGLURow(out, gate, up []float32, avx2 bool, limit float32) {
 		for i := range m {
 			g := gate[i0+i]
 			if i0+i >= nv {
-				e[i] = libcExpf(-g)
+				e[i] = LibcExpf(-g)
 			}
 			if limit > 0 {
 				out[i0+i] = min(float32(g/(1+e[i])), limit) * max(min(up[i0+i], limit), -limit)
@@ -391,12 +391,12 @@ func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
 				if s > M {
 					Mold := M
 					M = s
-					ms = libcExpf(Mold - M)
+					ms = LibcExpf(Mold - M)
 					for d := range acc {
 						acc[d] = roundF16(acc[d] * ms)
 					}
 				} else {
-					vs = libcExpf(s - M)
+					vs = LibcExpf(s - M)
 				}
 				vj := v[j*ks+g*hd : j*ks+(g+1)*hd]
 				for d := range acc {
@@ -509,12 +509,12 @@ func (a *Attention) ggmlFinish(o, acc []float32, h int, M, S float32, fused bool
 		s := a.Sinks[h]
 		ms, vs := float32(1), float32(1)
 		if s > M {
-			ms = libcExpf(M - s)
+			ms = LibcExpf(M - s)
 			for d := range acc {
 				acc[d] *= ms
 			}
 		} else {
-			vs = libcExpf(s - M)
+			vs = LibcExpf(s - M)
 		}
 		if fused {
 			S = fma32(S, ms, vs)
@@ -614,7 +614,7 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 					}
 					Mn := max(M[r], tmax)
 					if Mn > M[r] {
-						ms := libcExpf(M[r] - Mn)
+						ms := LibcExpf(M[r] - Mn)
 						for d := range hd {
 							acc[r*hd+d] *= ms
 						}

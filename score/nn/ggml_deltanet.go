@@ -119,7 +119,7 @@ func deltaRuleGGML(D int, out []float32, ldo int, q, k []float32, ldq int, v []f
 		e, b := float32(1), beta[t*ldb]
 		if keyGates { // each row times the vector, then the scalar rule with e = 1 (exact)
 			for i := range D {
-				ek[i] = libcExpf(g[t*ldg+i])
+				ek[i] = LibcExpf(g[t*ldg+i])
 			}
 			for j := range D {
 				row := m[j*D : (j+1)*D]
@@ -128,7 +128,7 @@ func deltaRuleGGML(D int, out []float32, ldo int, q, k []float32, ldq int, v []f
 				}
 			}
 		} else {
-			e = libcExpf(g[t*ldg])
+			e = LibcExpf(g[t*ldg])
 		}
 		o := out[t*ldo : t*ldo+D]
 		if kd != nil && D%step == 0 {

@@ -78,7 +78,7 @@ func GGMLOAISwiGLU(out, gate, up []float32) {
 		} else if limit < y {
 			y = limit
 		}
-		out[i] = x / (1 + libcExpf(alpha*(-x))) * (y + 1)
+		out[i] = x / (1 + LibcExpf(alpha*(-x))) * (y + 1)
 	}
 }
 

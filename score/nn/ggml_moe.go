@@ -43,7 +43,7 @@ func GGMLSoftMax(y, x []float32, avx2 bool) {
 		}
 	}
 	for i := nv; i < len(x); i++ {
-		y[i] = libcExpf(x[i] - m)
+		y[i] = LibcExpf(x[i] - m)
 		sum += float64(y[i])
 	}
 	inv := float32(1 / sum)
@@ -65,7 +65,7 @@ func GGMLSiLUDiv(y, x []float32) {
 			y[i] = 0.5
 			continue
 		}
-		y[i] = v / (1 + libcExpf(-v)) / v
+		y[i] = v / (1 + LibcExpf(-v)) / v
 	}
 }
 
@@ -74,7 +74,7 @@ func GGMLSiLUDiv(y, x []float32) {
 func GGMLSigmoid(y, x []float32) {
 	check("GGMLSigmoid", len(y), len(x))
 	for i, v := range x {
-		y[i] = 1 / (1 + libcExpf(-v))
+		y[i] = 1 / (1 + LibcExpf(-v))
 	}
 }
 
@@ -178,11 +178,11 @@ func GGMLScalarAttention(out, k, v []float32) {
 		kt, vt := f16(k[t]), f16(v[t])
 		ms, vs := float32(1), float32(1)
 		if kt > m {
-			ms = libcExpf(m - kt)
+			ms = LibcExpf(m - kt)
 			m = kt
 			acc = f16(acc * ms)
 		} else {
-			vs = libcExpf(kt - m)
+			vs = LibcExpf(kt - m)
 		}
 		acc = f16(fma32(vt, vs, acc)) // ggml_vec_mad_f16's fused multiply-add
 		s = fma32(s, ms, vs)          // S·ms + vs, contracted by the compiler

@@ -105,7 +105,7 @@ func TestGGMLArithmetic(t *testing.T) {
 
 	ex := make([]float32, len(in.trig))
 	for i, x := range in.trig {
-		ex[i] = libcExpf(x/3 - 95) // [-95, 5]: both sides of expf's |x| >= 88 branch
+		ex[i] = LibcExpf(x/3 - 95) // [-95, 5]: both sides of expf's |x| >= 88 branch
 	}
 	check("glibc expf", ex, 0xd0a3648d4f128451)
 

@@ -138,12 +138,12 @@ func ggmlSoftplus(x float32) float32 {
 	if x > 20 {
 		return x
 	}
-	return LibcLogf(1 + libcExpf(x))
+	return LibcLogf(1 + LibcExpf(x))
 }
 
-// libcExpf is glibc's expf (ARM's optimized routines, FMA build): not
+// LibcExpf is glibc's expf (ARM's optimized routines, FMA build): not
 // correctly rounded (0.502 ulp), which float32(math.Exp(x)) is.
-func libcExpf(x float32) float32 {
+func LibcExpf(x float32) float32 {
 	const (
 		invLn2N = 0x1.71547652b82fep+0 * 32
 		shift   = 0x1.8p+52
@@ -253,7 +253,7 @@ var powfLog2Poly = [5]float64{0x1.27616c9496e0bp-2, -0x1.71969a075c67ap-2, 0x1.e
 // libcPowf is glibc's powf (ARM's optimized routines, FMA build) for a
 // positive normal x and a finite y, the arguments llama.cpp gives it (RoPE's
 // θ scale, ALiBi's slopes): log2(x) by table and polynomial, times y, then
-// 2^(y·log2 x) as libcExpf's tail. Not correctly rounded (0.82 ulp), and
+// 2^(y·log2 x) as LibcExpf's tail. Not correctly rounded (0.82 ulp), and
 // float32(math.Pow(x, y)) differs from it on some arguments.
 func libcPowf(x, y float32) float32 {
 	const off = 0x3f330000

@@ -50,7 +50,7 @@ func LightningDecay(slopes []float32, scale float32, n int) []float32 {
 	d := make([]float32, len(slopes)*n)
 	for h, s := range slopes {
 		for m := range n {
-			d[h*n+m] = libcExpf(-s * float32(m) * scale)
+			d[h*n+m] = LibcExpf(-s * float32(m) * scale)
 		}
 	}
 	return d

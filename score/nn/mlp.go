@@ -298,7 +298,7 @@ func (s SiTU) GGML(out, gate, up []float32) {
 	for i := range out {
 		g, u := gate[i], up[i]
 		a := float32(math.Tanh(float64(g*ib))) * s.Beta
-		a *= 1 / (1 + libcExpf(-g))
+		a *= 1 / (1 + LibcExpf(-g))
 		if s.LinearBeta > 0 {
 			u = float32(math.Tanh(float64(u*il))) * s.LinearBeta
 		}

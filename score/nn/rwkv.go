@@ -149,7 +149,7 @@ func RWKVDecay(x []float32) {
 func GGMLRWKVDecay(x []float32) {
 	GGMLSigmoid(x, x)
 	for i, v := range x {
-		x[i] = libcExpf(float32(v * float32(rwkvDecayScale)))
+		x[i] = LibcExpf(float32(v * float32(rwkvDecayScale)))
 	}
 }
 
@@ -164,7 +164,7 @@ func RWKV6Decay(x []float32) {
 // NEG, EXP (glibc's expf).
 func GGMLRWKV6Decay(x []float32) {
 	for i, v := range x {
-		x[i] = libcExpf(-libcExpf(v))
+		x[i] = LibcExpf(-LibcExpf(v))
 	}
 }
 

@@ -205,7 +205,7 @@ func ggmlLanes(avx2 bool) (epr, arr int) {
 
 // SSMScanGGML is SSM_SCAN (Mamba-2's scalar decay per head) as ggml-cpu
 // rounds it, with dt's bias added first (ADD): d = logf(1 + expf(dt)) for
-// dt ≤ 20 (glibc's logf and expf: LibcLogf, libcExpf), dA = expf(d·A), xd
+// dt ≤ 20 (glibc's logf and expf: LibcLogf, LibcExpf), dA = expf(d·A), xd
 // = x·d, each state element fma(s, dA, B·xd); the output's sum over the
 // state FMA-accumulated per lane in steps of ARR vectors of EPR lanes
 // (ggmlLanes) as long as they fill the state, then folded as
@@ -226,7 +226,7 @@ func SSMScanGGML(h *SSMHead, avx2 bool, round func([]float32)) {
 	y := make([]float32, P)
 	for t := range h.T {
 		d := ggmlSoftplus(h.Dt[t*h.DS] + h.DtBias)
-		dA := libcExpf(d * h.A)
+		dA := LibcExpf(d * h.A)
 		b, c := h.B[t*h.BS:t*h.BS+N], h.C[t*h.BS:t*h.BS+N]
 		x, out := h.X[t*h.XS:t*h.XS+P], h.Out[t*h.XS:t*h.XS+P]
 		ssmRowsGGML(h.S, N, b, c, x, np, dA, d, y, avx2)
@@ -258,7 +258,7 @@ func ssmScanGGMLColumns(h *SSMHead, round func([]float32)) {
 	for t := range h.T {
 		d := ggmlSoftplus(h.Dt[t*h.DS] + h.DtBias)
 		for k, av := range h.AS {
-			dAs[k] = libcExpf(d * av)
+			dAs[k] = LibcExpf(d * av)
 		}
 		b, c := h.B[t*h.BS:t*h.BS+N], h.C[t*h.BS:t*h.BS+N]
 		x, out := h.X[t*h.XS:t*h.XS+P], h.Out[t*h.XS:t*h.XS+P]

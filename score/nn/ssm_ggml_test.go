@@ -158,7 +158,7 @@ func logfInputs() []float32 {
 	r := rand.New(rand.NewSource(13))
 	var x []float32
 	for i := range 4000 {
-		x = append(x, 1+libcExpf(-20+40*float32(i)/4000))
+		x = append(x, 1+LibcExpf(-20+40*float32(i)/4000))
 	}
 	for range 4000 {
 		x = append(x, float32(math.Exp2(29*r.Float64())))

@@ -57,7 +57,9 @@
 #                exaone4, minimax-m2, ernie4_5-moe, dots1, the Mamba-2 hybrids
 #                granitehybrid, nemotron_h and nemotron_h_moe, lfm2 and
 #                lfm2moe, gemma2 and llama4 on generated files),
-#                TestEndToEndKLD (KL(CPU || GPU) over the vocabulary) and
+#                TestEndToEndKLD (KL(CPU || GPU) over the vocabulary),
+#                TestEndToEndScoreVisit (the logits ppl-score --kld-base and
+#                --write-kld-base read back) and
 #                TestEndToEndInt8, the int8 mode against the CPU's), also for
 #                the all-bf16 precision, for the record
 #   weights.log  (4) weights kept quantized on the device (issue #17): a
