@@ -90,9 +90,11 @@ func (s *scorer) baseJob(j *job, win *pipe.Window, ids []int32) error {
 	return nil
 }
 
-// baseWriter is --write-kld-base: the file, and the chunk it takes next.
+// baseWriter is --write-kld-base: the file, the stream it holds and the
+// chunk it takes next.
 type baseWriter struct {
 	w      *llamakld.Writer
+	stream string
 	nchunk int
 	next   int
 }
@@ -116,11 +118,10 @@ func (s *scorer) writeJob(j *job, win *pipe.Window, st *pipe.StreamTokens, proto
 		if err != nil {
 			return fmt.Errorf("--write-kld-base: %w", err)
 		}
-		s.bw = &baseWriter{w: w, nchunk: nchunk}
-		s.bwStream = win.Stream
+		s.bw = &baseWriter{w: w, stream: win.Stream, nchunk: nchunk}
 	}
-	if win.Stream != s.bwStream || k != s.bw.next || k >= s.bw.nchunk {
-		return fmt.Errorf("--write-kld-base %s: window %d of %s is chunk %d; the file takes chunk %d of %s's %d next (one text, every window in order)", path, win.Index, win.Stream, k, s.bw.next, s.bwStream, s.bw.nchunk)
+	if win.Stream != s.bw.stream || k != s.bw.next || k >= s.bw.nchunk {
+		return fmt.Errorf("--write-kld-base %s: window %d of %s is chunk %d; the file takes chunk %d of %s's %d next (one text, every window in order)", path, win.Index, win.Stream, k, s.bw.next, s.bw.stream, s.bw.nchunk)
 	}
 	s.bw.next++
 	rl := llamakld.RowLen(s.m.Vocab())

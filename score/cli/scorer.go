@@ -34,14 +34,11 @@ type scorer struct {
 	log   *progress.Log
 	cache *cache.Cache // nil with --no-cache
 
-	m, ref *loaded
-	base   *kldBase    // --kld-base
-	bw     *baseWriter // --write-kld-base, from its first window
-	// bwStream is the stream --write-kld-base writes, proto the windows'
-	// protocol.
-	bwStream string
-	proto    *pipe.Protocol
-	engines  []engine // the models on each device: engines[0] holds m and ref
+	m, ref  *loaded
+	base    *kldBase       // --kld-base
+	bw      *baseWriter    // --write-kld-base, from its first window
+	proto   *pipe.Protocol // the windows'
+	engines []engine       // the models on each device: engines[0] holds m and ref
 	// group holds the models a backend loaded with the first (a
 	// backend.Grouper's OpenGroup) until loadEngines makes them engines:
 	// the model's ("model") and the reference's ("reference").

@@ -28,14 +28,13 @@ package llamakld
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"math"
 	"math/big"
 	"os"
-	"path/filepath"
 
+	"ppl.dev/pipe"
 	"ppl.dev/score/nn"
 )
 
@@ -258,11 +257,11 @@ func nearestInt(v float32) int32 {
 }
 
 // Writer writes a base file: the header and tokens first, then each
-// chunk's rows in order. It writes to a temporary file beside the
-// destination, renamed to it by Close once every row is there: a run that
-// stops leaves no partial file.
+// chunk's rows in order, to a temporary file (pipe.Create) renamed to the
+// destination by Close once every row is there: a run that stops leaves
+// no partial file.
 type Writer struct {
-	f           *os.File
+	f           *pipe.AtomicFile
 	path        string
 	nvocab      int
 	rows, total int64
@@ -275,7 +274,10 @@ func Create(path string, nctx, nvocab int, tokens []int32) (*Writer, error) {
 	if nctx < 2 || nvocab < 1 || len(tokens) == 0 || len(tokens)%nctx != 0 || nctx > math.MaxInt32 || nvocab > math.MaxInt32 || len(tokens)/nctx > math.MaxInt32 {
 		return nil, fmt.Errorf("%s: %d tokens in chunks of %d, vocabulary %d: not a base file's shape", path, len(tokens), nctx, nvocab)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if pipe.IsZstd(path) {
+		return nil, fmt.Errorf("%s: llama-perplexity reads base files uncompressed", path)
+	}
+	f, err := pipe.Create(path)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +291,7 @@ func Create(path string, nctx, nvocab int, tokens []int32) (*Writer, error) {
 		binary.LittleEndian.PutUint32(h[headerBytes+4*i:], uint32(t))
 	}
 	if _, err := f.Write(h); err != nil {
-		w.Abort()
+		f.Close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return w, nil
@@ -317,22 +319,11 @@ func (w *Writer) Write(rows []uint16) error {
 // Close checks that every row was written and puts the file in place.
 func (w *Writer) Close() error {
 	if w.rows != w.total {
-		w.Abort()
+		w.f.Close()
 		return fmt.Errorf("%s: %d of its %d rows written: not written", w.path, w.rows, w.total)
 	}
-	if err := errors.Join(w.f.Sync(), w.f.Close()); err != nil {
-		os.Remove(w.f.Name())
-		return fmt.Errorf("%s: %w", w.path, err)
-	}
-	if err := os.Rename(w.f.Name(), w.path); err != nil {
-		os.Remove(w.f.Name())
-		return err
-	}
-	return nil
+	return w.f.Commit()
 }
 
 // Abort drops the file.
-func (w *Writer) Abort() {
-	w.f.Close()
-	os.Remove(w.f.Name())
-}
+func (w *Writer) Abort() { w.f.Close() }

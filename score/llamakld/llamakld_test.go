@@ -200,12 +200,14 @@ func TestFile(t *testing.T) {
 	if err := w.Close(); err == nil || !strings.Contains(err.Error(), "4 of its 8 rows written") {
 		t.Errorf("short Close: %v", err)
 	}
-	left, _ := filepath.Glob(filepath.Join(dir, "*short*"))
-	if len(left) != 0 {
-		t.Errorf("left behind: %v", left)
+	if left, _ := os.ReadDir(dir); len(left) != 1 || left[0].Name() != "b.kld" {
+		t.Errorf("in the directory: %v, want b.kld alone", left)
 	}
 	if _, err := Create(short, nctx, nvocab, tokens[:15]); err == nil {
 		t.Error("15 tokens in chunks of 10: no error")
+	}
+	if _, err := Create(short+".zst", nctx, nvocab, tokens); err == nil || !strings.Contains(err.Error(), "uncompressed") {
+		t.Errorf("a .zst name: %v", err)
 	}
 }
 
