@@ -1,0 +1,19 @@
+package llamakld
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// BenchmarkScore is one target of a 152,064-token vocabulary (Qwen's).
+func BenchmarkScore(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const n = 152064
+	base, model := logits(r, n, 3), logits(r, n, 3)
+	row := make(Row, RowLen(n))
+	Quantize(row, base, 5)
+	for b.Loop() {
+		Score(model, row, 5)
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mtokens/s")
+}
