@@ -324,12 +324,7 @@ const (
 // Score runs tokens through the model from an empty cache and scores each
 // target in [scoreFrom, len(tokens)), as model.Model.Score.
 func (m *Model) Score(tokens []int32, scoreFrom int) (*model.Result, error) {
-	if err := m.Upload(); err != nil {
-		return nil, err
-	}
-	res, err := m.Model.Score(tokens, scoreFrom)
-	m.e.Do(func() error { m.e.sampleMemory(); return nil })
-	return res, err
+	return m.ScoreVisit(tokens, scoreFrom, nil)
 }
 
 // ScoreVisit is Score, and visit sees each target's logits, copied back

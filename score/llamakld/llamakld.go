@@ -33,6 +33,7 @@ import (
 	"math"
 	"math/big"
 	"os"
+	"unsafe"
 
 	"ppl.dev/pipe"
 	"ppl.dev/score/nn"
@@ -131,18 +132,29 @@ func (b *File) Chunk(k int, dst []uint16) ([]uint16, error) {
 		return nil, fmt.Errorf("%s: no chunk %d (it has %d)", b.path, k, b.NChunk)
 	}
 	n := b.chunkBytes()
-	raw := make([]byte, n)
-	if _, err := b.f.ReadAt(raw, b.rows+int64(k)*n); err != nil {
-		return nil, fmt.Errorf("%s: chunk %d: %w", b.path, k, err)
-	}
 	if cap(dst) < int(n/2) {
 		dst = make([]uint16, n/2)
 	}
 	dst = dst[:n/2]
-	for i := range dst {
-		dst[i] = binary.LittleEndian.Uint16(raw[2*i:])
+	raw := bytesOf(dst) // read in place: a chunk of a large vocabulary is hundreds of MB
+	if _, err := b.f.ReadAt(raw, b.rows+int64(k)*n); err != nil {
+		return nil, fmt.Errorf("%s: chunk %d: %w", b.path, k, err)
+	}
+	if !littleEndian {
+		for i := range dst {
+			dst[i] = binary.LittleEndian.Uint16(raw[2*i:])
+		}
 	}
 	return dst, nil
+}
+
+// littleEndian says that the host stores a uint16 as the files do (amd64,
+// arm64): rows are then read and written in place.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// bytesOf is the memory of v as bytes.
+func bytesOf(v []uint16) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(v))), 2*len(v))
 }
 
 // Close closes the file.
@@ -265,7 +277,7 @@ type Writer struct {
 	path        string
 	nvocab      int
 	rows, total int64
-	buf         []byte
+	buf         []byte // the rows in the file's byte order, on a big-endian host
 }
 
 // Create starts the base file path for chunks of nctx tokens, the tokens
@@ -306,11 +318,15 @@ func (w *Writer) Write(rows []uint16) error {
 	if w.rows += int64(len(rows) / n); w.rows > w.total {
 		return fmt.Errorf("%s: more than the %d rows its chunks have", w.path, w.total)
 	}
-	w.buf = w.buf[:0]
-	for _, v := range rows {
-		w.buf = binary.LittleEndian.AppendUint16(w.buf, v)
+	out := bytesOf(rows)
+	if !littleEndian {
+		w.buf = w.buf[:0]
+		for _, v := range rows {
+			w.buf = binary.LittleEndian.AppendUint16(w.buf, v)
+		}
+		out = w.buf
 	}
-	if _, err := w.f.Write(w.buf); err != nil {
+	if _, err := w.f.Write(out); err != nil {
 		return fmt.Errorf("%s: %w", w.path, err)
 	}
 	return nil

@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
 	"ppl.dev/quant"
 
 	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
 )
 
 // RowBlock is the least number of positions whose logits exist at once;
@@ -221,21 +220,14 @@ func (m *Model) score(tokens []int32, scoreFrom int, ref *Model, apart bool, vis
 }
 
 // visitRows calls visit(first+j, row j) for each row of the host logits,
-// the rows split over GOMAXPROCS goroutines.
+// the rows split over GOMAXPROCS goroutines (a nil nn.Context's Parallel).
 func visitRows(host []float32, vocab, first int, visit func(int, []float32)) {
-	n := len(host) / vocab
-	workers := min(n, runtime.GOMAXPROCS(0))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := w; j < n; j += workers {
-				visit(first+j, host[j*vocab:(j+1)*vocab])
-			}
-		}()
-	}
-	wg.Wait()
+	var all *nn.Context
+	all.Parallel(len(host)/vocab, func(_, lo, hi int) {
+		for j := lo; j < hi; j++ {
+			visit(first+j, host[j*vocab:(j+1)*vocab])
+		}
+	})
 }
 
 // concurrently runs f here and g on another goroutine, and returns when

@@ -852,22 +852,36 @@ func (l *Linear) panelHalf(buf []float32, r0, r1 int, x []float32, n int, avx2, 
 		}
 		return
 	}
+	dotRowsBy4(rowsKernel, func(r int) []float32 { return w[r*k : (r+1)*k] }, rows, x, n, func(v float32) float32 { return v }, out[r0:], l.Out)
+}
+
+// dotRowsBy4 sets out[t·ldo + r] to the dot product of weight row wrow(r),
+// r in [0, rows), with activation row t of x (n rows of k = len(wrow(r))
+// elements), 4 activation rows to a kernel call: kernel[m-1] sums the
+// first k&^63 elements of a weight row with m activation rows, into
+// float64s; the elements past them are added one float32 product (of
+// their values as f32 gives them) at a time, in float64.
+func dotRowsBy4[T float32 | uint16](kernel [4]func(w, x *T, ldx, n int, out *float64), wrow func(r int) []T, rows int, x []T, n int, f32 func(T) float32, out []float32, ldo int) {
+	if rows == 0 {
+		return
+	}
+	k := len(wrow(0))
 	np := k &^ 63
 	sums := new([4]float64) // one allocation: a kernel called through a func value lets it escape
 	for t0 := 0; t0 < n; t0 += 4 {
 		m := min(4, n-t0)
 		for r := range rows {
-			wr := w[r*k : (r+1)*k]
+			wr := wrow(r)
 			*sums = [4]float64{}
 			if np > 0 {
-				rowsKernel[m-1](&wr[0], &x[t0*k], k, np, &sums[0])
+				kernel[m-1](&wr[0], &x[t0*k], k, np, &sums[0])
 			}
 			for i := range m {
 				xt := x[(t0+i)*k : (t0+i+1)*k]
 				for e := np; e < k; e++ {
-					sums[i] += float64(wr[e] * xt[e])
+					sums[i] += float64(f32(wr[e]) * f32(xt[e]))
 				}
-				out[(t0+i)*l.Out+r0+r] = float32(sums[i])
+				out[(t0+i)*ldo+r] = float32(sums[i])
 			}
 		}
 	}
@@ -907,26 +921,10 @@ func (c *Context) bf16RawUsed() bool {
 // nothing decoded, 4 activation rows at a time; the elements past the
 // last 64 are added in float64 as in dotBF16Generic.
 func (l *Linear) panelBF16Raw(r0, r1 int, x []uint16, n int, out []float32) {
-	k := l.In
-	np := k &^ 63
-	sums := new([4]float64) // one allocation: a kernel called through a func value lets it escape
-	for t0 := 0; t0 < n; t0 += 4 {
-		m := min(4, n-t0)
-		for r := r0; r < r1; r++ {
-			wr := unsafe.Slice((*uint16)(unsafe.Pointer(&l.Data[r*l.RowBytes])), k)
-			*sums = [4]float64{}
-			if np > 0 {
-				kern.dotBF16Raw[m-1](&wr[0], &x[t0*k], k, np, &sums[0])
-			}
-			for i := range m {
-				xt := x[(t0+i)*k : (t0+i+1)*k]
-				for e := np; e < k; e++ {
-					sums[i] += float64(quant.BF16ToF32(wr[e]) * quant.BF16ToF32(xt[e]))
-				}
-				out[(t0+i)*l.Out+r] = float32(sums[i])
-			}
-		}
+	wrow := func(r int) []uint16 {
+		return unsafe.Slice((*uint16)(unsafe.Pointer(&l.Data[(r0+r)*l.RowBytes])), l.In)
 	}
+	dotRowsBy4(kern.dotBF16Raw, wrow, r1-r0, x, n, quant.BF16ToF32, out[r0:], l.Out)
 }
 
 // dotBF16 is ggml_vec_dot_bf16 of bf16 values held as float32 in order:
