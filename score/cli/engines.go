@@ -41,7 +41,7 @@ func (e engine) score(j *job) {
 	case j.visit != nil:
 		j.res, j.err = e.m.ScoreVisit(j.tokens, j.from, j.visit)
 		if j.err == nil && j.after != nil {
-			j.after(j.res)
+			j.err = j.after(j.res)
 		}
 	default:
 		j.res, j.err = e.m.Score(j.tokens, j.from)
@@ -61,10 +61,11 @@ type job struct {
 	err        error
 	dur        time.Duration
 	// visit sees each target's logits (--kld-base, --write-kld-base),
-	// after completes res from what it saw (--kld-base), rows are the
-	// chunk's rows to write (--write-kld-base).
+	// after completes res from what it saw or fails (--kld-base: its
+	// chunk unread), rows are the chunk's rows to write
+	// (--write-kld-base).
 	visit func(t int, logits []float32)
-	after func(*model.Result)
+	after func(*model.Result) error
 	rows  []uint16
 }
 

@@ -55,8 +55,9 @@ func llamaChunk(win *pipe.Window, n int) (int, error) {
 }
 
 // baseJob sets j up to take its reference from the base file's chunk for
-// win (whose tokens, ids, must be the chunk's): the rows are read now, and
-// each target's figures computed from the model's logits as they come.
+// win (whose tokens, ids, must be the chunk's): the rows are read while
+// the window is computed, and each target's figures computed from the
+// model's logits as they come.
 func (s *scorer) baseJob(j *job, win *pipe.Window, ids []int32) error {
 	b := s.base.f
 	k, err := llamaChunk(win, b.NCtx)
@@ -72,20 +73,26 @@ func (s *scorer) baseJob(j *job, win *pipe.Window, ids []int32) error {
 			return fmt.Errorf("--kld-base %s: window %d of %s, position %d: token %d where the file's chunk %d has %d: not the tokens it was made from", s.f.KLDBase, win.Index, win.Stream, win.Begin+i, t, k, want[i])
 		}
 	}
-	rows, err := b.Chunk(k, nil)
-	if err != nil {
-		return fmt.Errorf("--kld-base: %w", err)
-	}
+	// The chunk (hundreds of MB for a large vocabulary at a long
+	// context) is read while the model computes the window, and waited
+	// for at its first logits.
+	rows := b.Prefetch(k)
 	rl := llamakld.RowLen(b.NVocab)
 	targets := make([]llamakld.Target, len(j.tokens)-j.from)
 	j.visit = func(t int, logits []float32) {
-		targets[t] = llamakld.Score(logits, rows[t*rl:(t+1)*rl], int(j.tokens[j.from+t]))
+		if r, err := rows(); err == nil {
+			targets[t] = llamakld.Score(logits, r[t*rl:(t+1)*rl], int(j.tokens[j.from+t]))
+		}
 	}
-	j.after = func(res *model.Result) {
+	j.after = func(res *model.Result) error {
+		if _, err := rows(); err != nil {
+			return fmt.Errorf("--kld-base: %w", err)
+		}
 		res.KLD, res.RefLogprobs, res.Top1Agree = make([]float64, len(targets)), make([]float64, len(targets)), make([]bool, len(targets))
 		for t, v := range targets {
 			res.KLD[t], res.RefLogprobs[t], res.Top1Agree[t] = v.KLD, -float64(v.NLLBase), v.SameTop
 		}
+		return nil
 	}
 	return nil
 }

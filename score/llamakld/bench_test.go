@@ -17,3 +17,16 @@ func BenchmarkScore(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mtokens/s")
 }
+
+// BenchmarkQuantize is one target's row of a 152,064-token vocabulary, as
+// --write-kld-base writes it.
+func BenchmarkQuantize(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	const n = 152064
+	lg := logits(r, n, 3)
+	row := make(Row, RowLen(n))
+	for b.Loop() {
+		Quantize(row, lg, 5)
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds()/1e6, "Mtokens/s")
+}

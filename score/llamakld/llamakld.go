@@ -148,6 +148,23 @@ func (b *File) Chunk(k int, dst []uint16) ([]uint16, error) {
 	return dst, nil
 }
 
+// Prefetch starts reading chunk k's rows and returns a function that
+// waits for them (Chunk's result): it may be called any number of times,
+// from any goroutine, and returns the same rows and error each time.
+func (b *File) Prefetch(k int) func() ([]uint16, error) {
+	var rows []uint16
+	var err error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rows, err = b.Chunk(k, nil)
+	}()
+	return func() ([]uint16, error) {
+		<-done
+		return rows, err
+	}
+}
+
 // littleEndian says that the host stores a uint16 as the files do (amd64,
 // arm64): rows are then read and written in place.
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
@@ -200,14 +217,28 @@ func Score(logits []float32, row Row, tok int) Target {
 	top := float32(maxLogit + lse)
 	var sum float64
 	imaxBase, maxBase := -1, float32(0)
-	for i, v := range logits {
-		lb := float32(scale*float32(q[i])) + minLP
-		if i == 0 || lb > maxBase {
-			maxBase, imaxBase = lb, i
+	var lbs, pbs [block]float32
+	for i0 := 0; i0 < len(logits); i0 += block {
+		lb, pb := lbs[:min(block, len(logits)-i0)], pbs[:min(block, len(logits)-i0)]
+		for i := range lb {
+			lb[i] = float32(scale*float32(q[i0+i])) + minLP
 		}
-		if lb > -16 {
-			pb := nn.LibcExpf(lb)
-			sum += float64(pb * (float32(lb-v) + top))
+		nn.LibcExpfs(pb, lb)
+		for i, l := range lb {
+			if i0+i == 0 || l > maxBase {
+				maxBase, imaxBase = l, i0+i
+			}
+			// The terms of the tokens at -16 and below are +0, which
+			// leaves the sum as it is (never -0); a select of the bits,
+			// not a branch the CPU would mispredict.
+			var keep uint32
+			if l > -16 {
+				keep = 0xffffffff
+			}
+			pb[i] = math.Float32frombits(math.Float32bits(pb[i]*(float32(l-logits[i0+i])+top)) & keep)
+		}
+		for _, v := range pb {
+			sum += float64(v)
 		}
 	}
 	t.KLD = sum
@@ -217,15 +248,27 @@ func Score(logits []float32, row Row, tok int) Target {
 }
 
 // logSumExp is log Σ expf(v - mx) in llama-perplexity's arithmetic: each
-// exponential glibc's expf of the float32 difference, summed in float64,
-// the log rounded to float32.
+// exponential glibc's expf of the float32 difference, summed in float64
+// in order, the log rounded to float32.
 func logSumExp(logits []float32, mx float32) float32 {
 	var s float64
-	for _, v := range logits {
-		s += float64(nn.LibcExpf(v - mx))
+	var e [block]float32
+	for i0 := 0; i0 < len(logits); i0 += block {
+		x := e[:min(block, len(logits)-i0)]
+		for i := range x {
+			x[i] = logits[i0+i] - mx
+		}
+		nn.LibcExpfs(x, x)
+		for _, v := range x {
+			s += float64(v)
+		}
 	}
 	return float32(math.Log(s))
 }
+
+// block is how many of a row's exponentials Score and logSumExp take
+// from nn.LibcExpfs at a time (its vector kernels), on the stack.
+const block = 512
 
 // Quantize fills row (RowLen(len(logits)) long) with the base file's row
 // of logits, as llama-perplexity --kl-divergence-base writes it, and
@@ -249,14 +292,17 @@ func Quantize(row Row, logits []float32, tok int) float64 {
 	row[0], row[1] = uint16(math.Float32bits(scale)), uint16(math.Float32bits(scale)>>16)
 	row[2], row[3] = uint16(math.Float32bits(minLP)), uint16(math.Float32bits(minLP)>>16)
 	q := row[4:]
-	clear(q)
-	if scale != 0 {
-		inv := 1 / scale
-		for i, v := range logits {
-			if v > minLogit {
-				q[i] = uint16(nearestInt(inv * (v - minLogit)))
-			}
+	clear(q[len(logits):]) // the padding of an odd vocabulary
+	inv := 1 / scale
+	for i, v := range logits {
+		// 0 at minLogit and below, and for all when scale is 0 (every
+		// logit is then minLogit); a select, not a branch the CPU would
+		// mispredict.
+		var keep uint16
+		if v > minLogit {
+			keep = 0xffff
 		}
+		q[i] = uint16(nearestInt(inv*(v-minLogit))) & keep
 	}
 	return float64(float32(maxLogit+lse) - logits[tok])
 }

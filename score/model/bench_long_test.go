@@ -15,6 +15,10 @@ import (
 //
 //	ppl-mkmodel -o q35.gguf --arch qwen35 --params 0.8B --type Q8_0 --vocab-from tiny-qwen35.gguf
 //	PPL_BENCH_MODEL=q35.gguf go test -run - -bench ScoreLong -benchtime 1x ./score/model
+//
+// $PPL_BENCH_ACT, $PPL_BENCH_KV and $PPL_BENCH_SSM set the activations,
+// the KV cache and the recurrent state (llama.cpp's arithmetic: int8 and
+// f16).
 func BenchmarkScoreLong(b *testing.B) {
 	path := os.Getenv("PPL_BENCH_MODEL")
 	if path == "" {
@@ -28,7 +32,7 @@ func BenchmarkScoreLong(b *testing.B) {
 		}
 		n = v
 	}
-	m, err := Load(path, Options{Activations: os.Getenv("PPL_BENCH_ACT"), SSMStateDtype: os.Getenv("PPL_BENCH_SSM")})
+	m, err := Load(path, Options{Activations: os.Getenv("PPL_BENCH_ACT"), KVDtype: os.Getenv("PPL_BENCH_KV"), SSMStateDtype: os.Getenv("PPL_BENCH_SSM")})
 	if err != nil {
 		b.Fatal(err)
 	}

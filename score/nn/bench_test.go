@@ -99,27 +99,33 @@ func BenchmarkGGMLLinear(b *testing.B) {
 
 // BenchmarkAttention is one layer of a 100M model's attention over 512
 // positions.
-func BenchmarkAttention(b *testing.B) { benchAttention(b, 512, 0, false) }
+func BenchmarkAttention(b *testing.B) { benchAttention(b, 512, 0, false, false) }
 
 // BenchmarkAttention4096 is one layer of a 100M model's attention over a
 // 4096-token window, one thread.
-func BenchmarkAttention4096(b *testing.B) { benchAttention(b, 4096, 1, false) }
+func BenchmarkAttention4096(b *testing.B) { benchAttention(b, 4096, 1, false, false) }
+
+// BenchmarkGGMLAttention4096 is BenchmarkAttention4096 in llama.cpp's
+// arithmetic: ggml-cpu's tiled flash attention over f16 keys and values
+// (ggmlTiled), as the int8 modes compute it with --kv-dtype f16.
+func BenchmarkGGMLAttention4096(b *testing.B) { benchAttention(b, 4096, 1, false, true) }
 
 // BenchmarkAttentionALiBi4096 is BenchmarkAttention4096 with ALiBi's
 // slopes (BLOOM, MPT): the scores scaled and biased before the softmax
 // (measured: 0.75 of BenchmarkAttention4096's rate).
-func BenchmarkAttentionALiBi4096(b *testing.B) { benchAttention(b, 4096, 1, true) }
+func BenchmarkAttentionALiBi4096(b *testing.B) { benchAttention(b, 4096, 1, true, false) }
 
-func benchAttention(b *testing.B, n, threads int, alibi bool) {
+func benchAttention(b *testing.B, n, threads int, alibi, ggml bool) {
 	r := rand.New(rand.NewPCG(1, 1))
 	heads, kv, hd := 12, 4, 64
-	a := &Attention{Heads: heads, KVHeads: kv, HeadDim: hd, Scale: 0.125}
+	a := &Attention{Heads: heads, KVHeads: kv, HeadDim: hd, Scale: 0.125, GGMLF16: ggml}
 	if alibi {
 		a.Slopes = ALiBiSlopes(heads, 8)
 	}
 	q, k, v := randVec(r, n*heads*hd), randVec(r, n*kv*hd), randVec(r, n*kv*hd)
 	out := make([]float32, n*heads*hd)
 	c := NewContext(threads)
+	c.Int8, c.LlamaCPP = ggml, ggml
 	for b.Loop() {
 		c.Reset()
 		a.Forward(c, out, q, k, v, n)

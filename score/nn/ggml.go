@@ -561,6 +561,10 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 		}
 	})
 	const T = ggmlTileKV
+	// Without ALiBi, a soft-cap or a mask beyond the causal window, a
+	// row's scores in a tile are its products times Scale, -Inf outside
+	// the keys [first, i]: scaleMax's vector loop.
+	plain := a.Slopes == nil && a.SoftCap == 0 && a.Keys == nil && a.Chunk == 0
 	rows := gemmTileRows
 	blocks := (n + rows - 1) / rows
 	c.Parallel(blocks*a.Heads, func(_, lo, hi int) {
@@ -597,16 +601,24 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 						clear(pr)
 						continue
 					}
-					tmax := float32(math.Inf(-1))
-					for jj := range T {
-						j := t0 + jj
-						mv, seen := a.ggmlBias(h, i, j)
-						if j > i || j < first || !a.sees(i, j) || !seen {
-							pr[jj] = float32(math.Inf(-1))
-							continue
+					var tmax float32
+					if plain {
+						tmax = scaleMax(pr, sc[r*T:(r+1)*T], scale)
+						if lo, hi := first-t0, i-t0+1; lo > 0 || hi < T {
+							tmax = maskedMax(pr, lo, hi)
 						}
-						pr[jj] = float32(capf(sc[r*T+jj]*scale)) + mv
-						tmax = max(tmax, pr[jj])
+					} else {
+						tmax = float32(math.Inf(-1))
+						for jj := range T {
+							j := t0 + jj
+							mv, seen := a.ggmlBias(h, i, j)
+							if j > i || j < first || !a.sees(i, j) || !seen {
+								pr[jj] = float32(math.Inf(-1))
+								continue
+							}
+							pr[jj] = float32(capf(sc[r*T+jj]*scale)) + mv
+							tmax = max(tmax, pr[jj])
+						}
 					}
 					if math.IsInf(float64(tmax), -1) { // Keys left the row no key here
 						clear(pr)
@@ -621,21 +633,7 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 						S[r] *= ms
 					}
 					M[r] = Mn
-					for jj := range pr {
-						pr[jj] -= Mn
-					}
-					ggmlExpfs(pr, pr, c.GGMLAVX2)
-					var sum float64
-					if c.GGMLAVX2 {
-						for b := 0; b < T; b += 8 {
-							sum += float64(hsum8((*[8]float32)(pr[b : b+8])))
-						}
-					} else {
-						for b := 0; b < T; b += 16 {
-							sum += float64(reduce16((*[16]float32)(pr[b : b+16])))
-						}
-					}
-					S[r] = float32(float64(S[r]) + sum)
+					S[r] = float32(float64(S[r]) + ggmlSoftMax(pr, pr, Mn, c.GGMLAVX2))
 				}
 				kk := min(T, n-t0)
 				for z := 0; z < d16; z += nr {
@@ -657,6 +655,43 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 			}
 		}
 	})
+}
+
+// scaleMax sets dst = scale·src (len(src) a multiple of 16) and returns
+// the largest of dst; the vector kernels may return -0 for +0 or skip a
+// NaN where the plain loop does not, which ggmlTiled cannot tell: a
+// maximum of ±0 gives the same differences and exponentials, and a NaN
+// score makes its row's output NaN either way.
+func scaleMax(dst, src []float32, scale float32) float32 {
+	if f := kern.scaleMax; f != nil {
+		return f(&dst[0], &src[0], len(src), scale)
+	}
+	return scaleMaxGeneric(dst, src, scale)
+}
+
+func scaleMaxGeneric(dst, src []float32, scale float32) float32 {
+	m := float32(math.Inf(-1))
+	for i, v := range src {
+		v *= scale
+		dst[i] = v
+		m = max(m, v)
+	}
+	return m
+}
+
+// maskedMax sets x outside [lo, hi) to -Inf and returns the largest of
+// the rest.
+func maskedMax(x []float32, lo, hi int) float32 {
+	inf := float32(math.Inf(-1))
+	m := inf
+	for j := range x {
+		if j < lo || j >= hi {
+			x[j] = inf
+			continue
+		}
+		m = max(m, x[j])
+	}
+	return m
 }
 
 // roundF16 rounds x to the nearest f16 value.

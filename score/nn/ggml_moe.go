@@ -23,33 +23,47 @@ func GGMLSoftMax(y, x []float32, avx2 bool) {
 			m = v
 		}
 	}
+	inv := float32(1 / ggmlSoftMax(y, x, m, avx2))
+	for i := range y {
+		y[i] *= inv
+	}
+}
+
+// ggmlSoftMax is ggml_vec_soft_max_f32: y = e^(x - m) in float32 and
+// their sum in float64. The AVX-512 build (avx2 false) computes lanes of
+// 16, ggml_v_expf of each difference, each 16's sum reduced as
+// _mm512_reduce_add_ps (reduce16) and added to the sum; the AVX2 build
+// lanes of 8 (ggmlExpfAVX2, hsum8); past the last whole lanes glibc's
+// expf one by one. y may alias x.
+func ggmlSoftMax(y, x []float32, m float32, avx2 bool) float64 {
 	lanes := 16
 	if avx2 {
 		lanes = 8
 	}
 	nv := len(x) / lanes * lanes
 	var sum float64
-	var e [16]float32
-	for i := 0; i < nv; i += lanes {
-		for l := range lanes {
-			e[l] = x[i+l] - m
-		}
-		ggmlExpfs(e[:lanes], e[:lanes], avx2)
-		copy(y[i:i+lanes], e[:lanes])
-		if avx2 {
-			sum += float64(hsum8((*[8]float32)(e[:8])))
-		} else {
-			sum += float64(reduce16(&e))
+	if f := kern.ggmlSoftMax; !avx2 && f != nil && nv > 0 {
+		sum = f(&y[0], &x[0], nv, m)
+	} else {
+		var e [16]float32
+		for i := 0; i < nv; i += lanes {
+			for l := range lanes {
+				e[l] = x[i+l] - m
+			}
+			ggmlExpfs(e[:lanes], e[:lanes], avx2)
+			copy(y[i:i+lanes], e[:lanes])
+			if avx2 {
+				sum += float64(hsum8((*[8]float32)(e[:8])))
+			} else {
+				sum += float64(reduce16(&e))
+			}
 		}
 	}
 	for i := nv; i < len(x); i++ {
 		y[i] = LibcExpf(x[i] - m)
 		sum += float64(y[i])
 	}
-	inv := float32(1 / sum)
-	for i := range y {
-		y[i] *= inv
-	}
+	return sum
 }
 
 // GGMLSiLUDiv is the sigmoid as llama.cpp's qwen2moe graph writes its

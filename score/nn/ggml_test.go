@@ -1236,3 +1236,191 @@ func TestScalarAttention(t *testing.T) {
 		}
 	}
 }
+
+// TestGGMLSoftMax checks ggmlSoftMax (ggml_vec_soft_max_f32) at every
+// level against its arithmetic written out with the scalar references
+// (ggmlExpf or ggmlExpfAVX2 of each difference, reduce16 or hsum8 of each
+// lane group, glibc's expf past them): the same bits, for lengths with
+// and without a tail, maxima at, above and below the row's, differences
+// past both builds' |n| > 126 and > 192 branches, zeros of both signs,
+// infinities and a NaN.
+func TestGGMLSoftMax(t *testing.T) {
+	r := rand.New(rand.NewSource(7))
+	x := make([]float32, 4096+7)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * 30)
+	}
+	copy(x[40:], []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 88.7, -87.3, -103.9, -104, 133.2, -133.2,
+		-200, float32(math.Inf(-1)), float32(math.Inf(1)), float32(math.NaN()), 3.4e38, -3.4e38})
+	for _, avx2 := range []bool{false, true} {
+		lanes := map[bool]int{false: 16, true: 8}[avx2]
+		for _, n := range []int{0, 5, 16, 64, 100, len(x)} {
+			for _, m := range []float32{slices.Max(x[:max(n, 1)]), 0, 50, -3.4e38} {
+				want := make([]float32, n)
+				var wsum float64
+				nv := n / lanes * lanes
+				for i := 0; i < nv; i += lanes {
+					var e [16]float32
+					for l := range lanes {
+						if avx2 {
+							e[l] = ggmlExpfAVX2(x[i+l] - m)
+						} else {
+							e[l] = ggmlExpf(x[i+l] - m)
+						}
+					}
+					copy(want[i:], e[:lanes])
+					if avx2 {
+						wsum += float64(hsum8((*[8]float32)(e[:8])))
+					} else {
+						wsum += float64(reduce16(&e))
+					}
+				}
+				for i := nv; i < n; i++ {
+					want[i] = LibcExpf(x[i] - m)
+					wsum += float64(want[i])
+				}
+				forEachLevel(t, func(t testing.TB, l Level) {
+					got := make([]float32, n)
+					sum := ggmlSoftMax(got, x[:n], m, avx2)
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
+							t.Fatalf("level %v, AVX2 build %v, n %d, max %v: y[%d] = %v, the reference %v", l, avx2, n, m, i, got[i], want[i])
+						}
+					}
+					if math.Float64bits(sum) != math.Float64bits(wsum) && !(sum != sum && wsum != wsum) {
+						t.Fatalf("level %v, AVX2 build %v, n %d, max %v: sum %v, the reference %v", l, avx2, n, m, sum, wsum)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestScaleMax checks every level's scaleMax against the plain loop on
+// random rows and rows of zeros of both signs, subnormals, infinities and
+// products that overflow: the same products, bit for bit, and the same
+// maximum (as a value: the vector kernels may take -0 for +0).
+func TestScaleMax(t *testing.T) {
+	r := rand.New(rand.NewSource(8))
+	edge := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 3.4e38, -3.4e38, float32(math.Inf(1)), float32(math.Inf(-1))}
+	for _, n := range []int{16, 64, 4096} {
+		for trial := range 20 {
+			x := make([]float32, n)
+			for i := range x {
+				x[i] = float32(r.NormFloat64() * 100)
+				if trial%2 == 1 {
+					x[i] = edge[r.Intn(len(edge))]
+				}
+			}
+			if trial == 4 {
+				clear(x)
+				x[r.Intn(n)] = float32(math.Copysign(0, -1))
+			}
+			scale := []float32{0.125, 1, -0.5, 1e-30, 7.3}[trial%5]
+			want := make([]float32, n)
+			wm := scaleMaxGeneric(want, x, scale)
+			forEachLevel(t, func(t testing.TB, l Level) {
+				got := make([]float32, n)
+				if m := scaleMax(got, x, scale); m != wm {
+					t.Fatalf("level %v, n %d, trial %d: max %v, the plain loop's %v", l, n, trial, m, wm)
+				}
+				if !slicesEqualBits(got, want) {
+					t.Fatalf("level %v, n %d, trial %d: products differ from the plain loop's", l, n, trial)
+				}
+			})
+		}
+	}
+}
+
+// TestGGMLTiledPlain checks ggmlTiled's vector path for rows without
+// ALiBi, soft-cap or mask (scaleMax, maskedMax) against its general loop,
+// which a KeySet of the same causal (and windowed) keys takes: the same
+// bits at every level and in both builds, over 200 and 130 rows (tiles cut
+// by the diagonal and by a window of 70 and 64 keys), heads of 64 and 24,
+// with and without sinks.
+func TestGGMLTiledPlain(t *testing.T) {
+	in := ggmlTestInputs()
+	for _, f := range []struct {
+		n, d, window int
+		sinks        bool
+	}{{200, 64, 0, false}, {200, 64, 70, false}, {130, 24, 64, false}, {130, 64, 0, true}} {
+		q, k, v := in.faHeads(f.n, f.d, 4)
+		plain := &Attention{Heads: 4, KVHeads: 2, HeadDim: f.d, Scale: 0.125, Window: f.window, GGMLF16: true}
+		if f.sinks {
+			plain.Sinks = []float32{0.5, 3, -1, 2}
+		}
+		general := *plain
+		general.Keys = NewKeySet(f.n)
+		for i := range f.n {
+			for j := range i + 1 {
+				if f.window == 0 || j > i-f.window {
+					general.Keys.Add(i, j)
+				}
+			}
+		}
+		for _, avx2 := range []bool{false, true} {
+			c := NewContext(2)
+			c.Int8, c.LlamaCPP, c.GGMLAVX2 = true, true, avx2
+			forEachLevel(t, func(t testing.TB, l Level) {
+				want, got := make([]float32, len(q)), make([]float32, len(q))
+				general.Forward(c, want, q, k, v, f.n)
+				plain.Forward(c, got, q, k, v, f.n)
+				if !slicesEqualBits(got, want) {
+					t.Fatalf("%+v, AVX2 build %v, level %v: the vector path differs from the general loop", f, avx2, l)
+				}
+			})
+		}
+	}
+}
+
+// TestLibcExpfs checks LibcExpf against glibc 2.43's expf (the sid
+// chroot's; by hand, all 2^32 inputs agree) on the inputs where rounding
+// x·N/ln 2 before its two uses would differ, and on the 2^25 inputs of
+// 32 <= |x| < 128 (blocks 0x42 and 0xc2 of the bit patterns: the hashes
+// of glibc's results); then LibcExpfs at every level against LibcExpf,
+// bit for bit: every 251st float32 bit pattern (17 million, both signs,
+// NaNs, infinities and subnormals among them) and the neighbours of
+// glibc's bounds (±88, the overflow and underflow thresholds), each in
+// both halves of a kernel's lanes and in the scalar tail.
+func TestLibcExpfs(t *testing.T) {
+	for x, want := range map[float32]uint32{32.564632: 0x56fc9f1c, -63.09946: 0x11fa2993} {
+		if got := math.Float32bits(LibcExpf(x)); got != want {
+			t.Errorf("LibcExpf(%v) = %#08x, glibc's %#08x", x, got, want)
+		}
+	}
+	block := make([]float32, 1<<24)
+	for top, want := range map[uint32]uint64{0x42: 0x06ddcb56b924719c, 0xc2: 0x1ca8d298aeb2104a} {
+		for j := range block {
+			block[j] = LibcExpf(math.Float32frombits(top<<24 | uint32(j)))
+		}
+		if h := fnvBits(block); h != want {
+			t.Errorf("LibcExpf over the bit patterns %#02x000000 to %#02xffffff: hash %#x, glibc's %#x", top, top, h, want)
+		}
+	}
+	var x []float32
+	for u := uint64(0); u < 1<<32; u += 251 {
+		x = append(x, math.Float32frombits(uint32(u)))
+	}
+	for _, b := range []float32{88, -88, expfHigh, expfLow, 0, 1e-45, 127} {
+		for _, v := range []float32{b, -b} {
+			u := math.Float32bits(v)
+			for d := uint32(0); d < 9; d++ {
+				x = append(x, math.Float32frombits(u-4+d))
+			}
+		}
+	}
+	x = append(x, 1, 2, 3) // a tail past the lanes of 16
+	want := make([]float32, len(x))
+	for i, v := range x {
+		want[i] = LibcExpf(v)
+	}
+	forEachLevel(t, func(t testing.TB, l Level) {
+		got := make([]float32, len(x))
+		LibcExpfs(got, x)
+		for i := range got {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("level %v: LibcExpfs(%v [%#08x]) = %v [%#08x], LibcExpf's %v [%#08x]", l, x[i], math.Float32bits(x[i]), got[i], math.Float32bits(got[i]), want[i], math.Float32bits(want[i]))
+			}
+		}
+	})
+}

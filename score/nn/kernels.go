@@ -126,6 +126,8 @@ type kernels struct {
 	// maxFinite, if set, is the largest of n floats (a multiple of 16) and
 	// whether all are finite.
 	maxFinite func(x *float32, n int) (float32, bool)
+	// scaleMax, if set, is scaleMaxGeneric for n a multiple of 16.
+	scaleMax func(dst, src *float32, n int, scale float32) float32
 	// int8 holds the int8 tile kernels by group (32, 16) and minimum
 	// (without, with): see int8Kernels.
 	int8 [4][]int8Func
@@ -177,6 +179,12 @@ type kernels struct {
 	// ggmlExpf, if set, is ggmlExpf of n floats (a multiple of 16);
 	// ggmlExpf8, ggmlExpfAVX2 of n floats (a multiple of 8).
 	ggmlExpf, ggmlExpf8 func(dst, x *float32, n int)
+	// libcExpf, if set, is LibcExpfs's loop for n a multiple of 16 (k:
+	// libcExpfK, tab: exp2fTab).
+	libcExpf func(dst, x *float32, n int, k *float64, tab *uint64)
+	// ggmlSoftMax, if set, is ggmlSoftMax's AVX-512 build for n a
+	// multiple of 16.
+	ggmlSoftMax func(y, x *float32, n int, m float32) float64
 	// ssmGGML and ssmGGML8, if set, are ssmRowsGGMLGeneric in the AVX-512
 	// build's lanes (np a multiple of 64) and in the AVX2 build's (32).
 	ssmGGML, ssmGGML8 func(s *float32, n int, b, c, x *float32, rows, np int, dA, d float32, y *float32)

@@ -16,6 +16,7 @@ func archInit() {
 	avx2.swiglu = swiglu32AVX2
 	avx2.expSum = expSumAVX2
 	avx2.maxFinite = maxFiniteAVX2
+	avx2.scaleMax = scaleMaxAVX2
 	avx2.sumSquares = sumSquaresAVX2
 	avx2.scaleRow = scaleRowAVX2
 	avx2.transpose16 = transpose16AVX2
@@ -85,11 +86,14 @@ func archInit() {
 	avx512.expSum = expSumAVX512
 	avx512.sumSquares = sumSquaresAVX512
 	avx512.maxFinite = maxFiniteAVX512
+	avx512.scaleMax = scaleMaxAVX512
 	avx512.scaleRow = scaleRowAVX512
 	avx512.quantQ80 = quantQ80AVX512
 	avx512.quantQ8K = quantQ8KAVX512
 	avx512.roundF16 = roundF16AVX512
 	avx512.ggmlExpf = ggmlExpfAVX512
+	avx512.ggmlSoftMax = ggmlSoftMaxAVX512
+	avx512.libcExpf = libcExpfAVX512
 	avx512.ggmlExpf8 = ggmlExpf8AVX2
 	avx512.dotF32 = dotF32AVX512
 	avx512.dotF32x8 = avx2.dotF32x8

@@ -546,7 +546,16 @@ func scaleRowAVX512(out, x, w *float32, n int, scale float64)
 func maxFiniteAVX512(x *float32, n int) (m float32, finite bool)
 
 //go:noescape
+func scaleMaxAVX512(dst, src *float32, n int, scale float32) float32
+
+//go:noescape
+func libcExpfAVX512(dst, x *float32, n int, k *float64, tab *uint64)
+
+//go:noescape
 func ggmlExpfAVX512(dst, x *float32, n int)
+
+//go:noescape
+func ggmlSoftMaxAVX512(y, x *float32, n int, m float32) float64
 
 //go:noescape
 func ggmlExpf8AVX2(dst, x *float32, n int)
@@ -601,6 +610,9 @@ func expSumAVX2(x *float32, n int, m float32) float64
 
 //go:noescape
 func maxFiniteAVX2(x *float32, n int) (m float32, finite bool)
+
+//go:noescape
+func scaleMaxAVX2(dst, src *float32, n int, scale float32) float32
 
 //go:noescape
 func sumSquaresAVX2(x *float32, n int) float64

@@ -141,16 +141,22 @@ func ggmlSoftplus(x float32) float32 {
 	return LibcLogf(1 + LibcExpf(x))
 }
 
+// glibc's expf: z = x·N/ln 2 (N = 32) rounded by adding expfShift, the
+// polynomial's coefficients, and the bounds past which it returns +Inf
+// and 0.
+const (
+	expfInvLn2N = 0x1.71547652b82fep+0 * 32
+	expfShift   = 0x1.8p+52
+	expfC0      = 0x1.c6af84b912394p-5 / 32 / 32 / 32
+	expfC1      = 0x1.ebfce50fac4f3p-3 / 32 / 32
+	expfC2      = 0x1.62e42ff0c52d6p-1 / 32
+	expfHigh    = 0x1.62e42ep6
+	expfLow     = -0x1.9fe368p6
+)
+
 // LibcExpf is glibc's expf (ARM's optimized routines, FMA build): not
 // correctly rounded (0.502 ulp), which float32(math.Exp(x)) is.
 func LibcExpf(x float32) float32 {
-	const (
-		invLn2N = 0x1.71547652b82fep+0 * 32
-		shift   = 0x1.8p+52
-		c0      = 0x1.c6af84b912394p-5 / 32 / 32 / 32
-		c1      = 0x1.ebfce50fac4f3p-3 / 32 / 32
-		c2      = 0x1.62e42ff0c52d6p-1 / 32
-	)
 	xd := float64(x)
 	if abstop12(x) >= abstop12(88) {
 		switch {
@@ -158,25 +164,46 @@ func LibcExpf(x float32) float32 {
 			return 0
 		case abstop12(x) >= abstop12(float32(math.Inf(1))):
 			return x + x
-		case x > 0x1.62e42ep6:
+		case x > expfHigh:
 			return float32(math.Inf(1))
-		case x < -0x1.9fe368p6:
+		case x < expfLow:
 			return 0
 		}
 	}
-	return exp2Tail(invLn2N*xd, shift, [3]float64{c0, c1, c2})
+	// glibc's FMA build contracts z = x·N/ln 2 into both of its uses (GCC
+	// fuses a product whose every use is a sum): k = fma(N/ln 2, x, shift)
+	// and r = fma(N/ln 2, x, -k). Rounding z first, as the source reads,
+	// differs from glibc 2.43 on 2 of the 2^32 inputs (32.564632 and
+	// -63.09946); fused, on none.
+	kd := math.FMA(expfInvLn2N, xd, expfShift)
+	ki := math.Float64bits(kd)
+	kd -= expfShift
+	return exp2Tail(ki, math.FMA(expfInvLn2N, xd, -kd), [3]float64{expfC0, expfC1, expfC2})
 }
 
-// exp2Tail is the tail glibc's expf and powf share (N = 32): k, z rounded
-// to a step by adding shift (0x1.8p52: steps of 1, expf's z = x·N/ln 2;
-// 0x1.8p52/N: steps of 1/N, powf's y·log2 x), 2^(k/N) from exp2fTab, times
-// the polynomial c of the remainder (fused as glibc's FMA build), rounded
-// to float32.
-func exp2Tail(z, shift float64, c [3]float64) float32 {
-	kd := z + shift
-	ki := math.Float64bits(kd)
-	kd -= shift
-	r := z - kd
+// libcExpfK are the vector kernels' constants (libcExpfAVX512 in gen).
+var libcExpfK = [8]float64{expfInvLn2N, expfShift, expfC0, expfC1, expfC2, 1, expfLow, expfHigh}
+
+// LibcExpfs sets dst[i] = LibcExpf(x[i]), the same bits, in lanes of 8
+// float64 on AVX-512 (dst may alias x).
+func LibcExpfs(dst, x []float32) {
+	check("LibcExpfs", len(dst), len(x))
+	i := 0
+	if f := kern.libcExpf; f != nil && len(x) >= 16 {
+		i = len(x) &^ 15
+		f(&dst[0], &x[0], i, &libcExpfK[0], &exp2fTab[0])
+	}
+	for ; i < len(x); i++ {
+		dst[i] = LibcExpf(x[i])
+	}
+}
+
+// exp2Tail is the tail glibc's expf and powf share (N = 32): ki the bits
+// of k + shift (k the integer nearest expf's x·N/ln 2, or the multiple of
+// 1/N nearest powf's y·log2 x, rounded by adding the shift), 2^(k/N) from
+// exp2fTab, times the polynomial c of the remainder r (fused as glibc's
+// FMA build), rounded to float32.
+func exp2Tail(ki uint64, r float64, c [3]float64) float32 {
 	s := math.Float64frombits(exp2fTab[ki%32] + ki<<(52-5))
 	zz := math.FMA(c[0], r, c[1])
 	y := math.FMA(c[2], r, 1)
@@ -282,5 +309,9 @@ func libcPowf(x, y float32) float32 {
 	case ylogx <= -150:
 		return 0
 	}
-	return exp2Tail(ylogx, 0x1.8p+52/32, [3]float64{0x1.c6af84b912394p-5, 0x1.ebfce50fac4f3p-3, 0x1.62e42ff0c52d6p-1})
+	const shift = 0x1.8p+52 / 32 // steps of 1/N
+	kd := ylogx + shift          // ylogx's other uses (the tests above) keep it rounded
+	ki := math.Float64bits(kd)
+	kd -= shift
+	return exp2Tail(ki, ylogx-kd, [3]float64{0x1.c6af84b912394p-5, 0x1.ebfce50fac4f3p-3, 0x1.62e42ff0c52d6p-1})
 }

@@ -943,10 +943,7 @@ func int8Kernels() {
 	p("\tVCVTPS2PH $0, Z0, Y1")
 	p("\tVCVTPH2PS Y1, Z0")
 	p("\tVMOVUPS Z0, (DI)")
-	p("\tADDQ $64, SI")
-	p("\tADDQ $64, DI")
-	p("\tDECQ CX")
-	p("\tJNZ loop")
+	next("loop", 64, "SI", "DI")
 	p("done:")
 	p("\tVZEROUPPER")
 	p("\tRET")
@@ -1077,6 +1074,30 @@ func hsumD32(src, t1, t2 int) {
 	p("\tVPADDD X%d, X%d, X%d", t2, t1, t1)
 	p("\tVPSHUFD $0xb1, X%d, X%d", t1, t2)
 	p("\tVPADDD X%d, X%d, X%d", t2, t1, t1)
+}
+
+// next ends a loop's body: each of regs advanced by step bytes, CX counted
+// down, and back to label while it is not zero.
+func next(label string, step int, regs ...string) {
+	for _, r := range regs {
+		p("\tADDQ $%d, %s", step, r)
+	}
+	p("\tDECQ CX")
+	p("\tJNZ %s", label)
+}
+
+// reduce16PS leaves in Xa's first lane the sum of Za's 16 lanes in
+// _mm512_reduce_add_ps's order (reduce16 in ggml.go): halves of 256, 128,
+// 64 and 32 bits added (clobbers Zt).
+func reduce16PS(a, t int) {
+	p("\tVEXTRACTF32X8 $1, Z%d, Y%d", a, t)
+	p("\tVADDPS Y%d, Y%d, Y%d", t, a, a)
+	p("\tVEXTRACTF128 $1, Y%d, X%d", a, t)
+	p("\tVADDPS X%d, X%d, X%d", t, a, a)
+	p("\tVMOVHLPS X%d, X%d, X%d", a, a, t)
+	p("\tVADDPS X%d, X%d, X%d", t, a, a)
+	p("\tVMOVSHDUP X%d, X%d", a, t)
+	p("\tVADDSS X%d, X%d, X%d", t, a, a)
 }
 
 // hmaxPS leaves the largest of the 16 lanes of Zsrc in every lane of Xsrc
@@ -1512,6 +1533,8 @@ func misc() {
 	expSumAVX512()
 	rmsnormAVX512()
 	maxFiniteAVX512()
+	scaleMaxAVX512()
+	libcExpfAVX512()
 	ggmlExpfAVX512()
 	ggmlExpfAVX2()
 	dotF32AVX512()
@@ -1544,10 +1567,7 @@ func dotF32AVX512() {
 		p("\tVMOVUPS %d(DI), Z%d", 64*j, 4+j)
 		p("\tVFMADD231PS %d(SI), Z%d, Z%d", 64*j, 4+j, j)
 	}
-	p("\tADDQ $256, SI")
-	p("\tADDQ $256, DI")
-	p("\tDECQ CX")
-	p("\tJNZ loop")
+	next("loop", 256, "SI", "DI")
 	p("fold:")
 	p("\tVADDPS Z2, Z0, Z0")
 	p("\tVADDPS Z3, Z1, Z1")
@@ -1665,14 +1685,7 @@ func dotRowsAVX512(m int, k dotKind) {
 	p("\tMOVQ out+32(FP), AX")
 	// reduce16 of Z(a) into X(a), X(t) scratch, then to float64
 	reduce := func(a, t int) {
-		p("\tVEXTRACTF32X8 $1, Z%d, Y%d", a, t)
-		p("\tVADDPS Y%d, Y%d, Y%d", t, a, a)
-		p("\tVEXTRACTF128 $1, Y%d, X%d", a, t)
-		p("\tVADDPS X%d, X%d, X%d", t, a, a)
-		p("\tVMOVHLPS X%d, X%d, X%d", a, a, t)
-		p("\tVADDPS X%d, X%d, X%d", t, a, a)
-		p("\tVMOVSHDUP X%d, X%d", a, t)
-		p("\tVADDSS X%d, X%d, X%d", t, a, a)
+		reduce16PS(a, t)
 		p("\tVCVTSS2SD X%d, X%d, X%d", a, a, a)
 	}
 	for i := 0; i < m; i++ {
@@ -1750,7 +1763,10 @@ var ggmlExpConsts = []struct {
 }
 
 // ggmlExpfAVX512 writes ggmlExpfAVX512(dst, x *float32, n int): dst[i] =
-// ggmlExpf(x[i]) for n a multiple of 16, ggml_v_expf's instructions.
+// ggmlExpf(x[i]) for n a multiple of 16, ggml_v_expf's instructions; and
+// ggmlSoftMaxAVX512(y, x *float32, n int, m float32) float64, the vector
+// loop of ggml_vec_soft_max_f32 (ggmlSoftMax): y = ggml_v_expf(x - m),
+// each 16 lanes' _mm512_reduce_add_ps added to a float64 sum in order.
 func ggmlExpfAVX512() {
 	p("")
 	for i, c := range ggmlExpConsts {
@@ -1765,13 +1781,53 @@ func ggmlExpfAVX512() {
 	p("\tMOVQ n+16(FP), CX")
 	p("\tSHRQ $4, CX")
 	p("\tJZ done")
+	ggmlExpConstsZ()
+	p("loop:")
+	p("\tVMOVUPS (SI), Z0")
+	ggmlExpfZ()
+	p("\tVMOVUPS Z8, (DI)")
+	next("loop", 64, "SI", "DI")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+	p("")
+	p("// func ggmlSoftMaxAVX512(y, x *float32, n int, m float32) float64")
+	p("TEXT ·ggmlSoftMaxAVX512(SB), NOSPLIT, $0-40")
+	p("\tMOVQ y+0(FP), DI")
+	p("\tMOVQ x+8(FP), SI")
+	p("\tMOVQ n+16(FP), CX")
+	p("\tVBROADCASTSS m+24(FP), Z15")
+	p("\tVXORPD X14, X14, X14") // the sum
+	p("\tSHRQ $4, CX")
+	p("\tJZ sdone")
+	ggmlExpConstsZ()
+	p("sloop:")
+	p("\tVMOVUPS (SI), Z0")
+	p("\tVSUBPS Z15, Z0, Z0")
+	ggmlExpfZ()
+	p("\tVMOVUPS Z8, (DI)")
+	reduce16PS(8, 9)
+	p("\tVCVTSS2SD X8, X8, X8")
+	p("\tVADDSD X8, X14, X14")
+	next("sloop", 64, "SI", "DI")
+	p("sdone:")
+	p("\tVMOVSD X14, ret+32(FP)")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// ggmlExpConstsZ broadcasts ggmlExpConsts into Z16..Z29: Z16 r, Z17
+// log2e, Z18 ln2hi, Z19 ln2lo, Z20 c5, Z21 c4, Z22 c3, Z23 c2, Z24 c1,
+// Z25 one, Z26 192, Z27 inf, Z28 abs, Z29 zero.
+func ggmlExpConstsZ() {
 	for i := range ggmlExpConsts {
 		p("\tVBROADCASTSS ggmlExpConsts<>+%d(SB), Z%d", 4*i, 16+i)
 	}
-	// Z16 r, Z17 log2e, Z18 ln2hi, Z19 ln2lo, Z20 c5, Z21 c4, Z22 c3,
-	// Z23 c2, Z24 c1, Z25 one, Z26 192, Z27 inf, Z28 abs, Z29 zero.
-	p("loop:")
-	p("\tVMOVUPS (SI), Z0")
+}
+
+// ggmlExpfZ writes ggml_v_expf's instructions on Z0 into Z8, the
+// constants in Z16..Z29 (ggmlExpConstsZ); clobbers Z1..Z10, K1 and K2.
+func ggmlExpfZ() {
 	p("\tVMOVAPS Z16, Z1")
 	p("\tVFMADD231PS Z17, Z0, Z1") // z = x·log2e + r
 	p("\tVSUBPS Z16, Z1, Z2")      // n = z - r
@@ -1794,14 +1850,6 @@ func ggmlExpfAVX512() {
 	p("\tVMOVAPS Z27, Z10")
 	p("\tVMOVAPS Z29, K2, Z10") // n <= 0 ? 0 : Inf
 	p("\tVMOVAPS Z10, K1, Z8")
-	p("\tVMOVUPS Z8, (DI)")
-	p("\tADDQ $64, SI")
-	p("\tADDQ $64, DI")
-	p("\tDECQ CX")
-	p("\tJNZ loop")
-	p("done:")
-	p("\tVZEROUPPER")
-	p("\tRET")
 }
 
 // ggmlExpfAVX2 writes ggmlExpf8AVX2(dst, x *float32, n int): dst[i] =
@@ -1877,10 +1925,7 @@ func ggmlExpfAVX2() {
 	p("\tVBLENDVPS Y12, Y7, Y10, Y10")
 	p("store:")
 	p("\tVMOVUPS Y10, (DI)")
-	p("\tADDQ $32, SI")
-	p("\tADDQ $32, DI")
-	p("\tDECQ CX")
-	p("\tJNZ loop")
+	next("loop", 32, "SI", "DI")
 	p("done:")
 	p("\tVZEROUPPER")
 	p("\tRET")
@@ -1914,6 +1959,112 @@ func maxFiniteAVX512() {
 	p("\tVMOVSS X0, m+16(FP)")
 	p("\tKORTESTW K2, K2")
 	p("\tSETEQ finite+20(FP)")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// libcExpfAVX512 writes libcExpfAVX512(dst, x *float32, n int, k *float64,
+// tab *uint64): dst[i] = LibcExpf(x[i]) for n a multiple of 16, glibc's
+// expf in lanes of 8 float64: k = x·N/ln2 rounded by adding the shift and
+// r = x·N/ln2 - k, each one FMA (as GCC compiles glibc), 2^(k/N) from the table (tab, exp2fTab: two VPERMT2Q over its
+// halves, picked by bit 4 of the index) plus k << 47 in the exponent, the
+// polynomial fused as in exp2Tail, the product rounded to float32; then 0
+// below k[6], +Inf above k[7] and x + x for a NaN, as glibc's special
+// cases. k holds the constants in order: N/ln2, the shift, c0, c1, c2, 1
+// and the two bounds (libcExpfK).
+func libcExpfAVX512() {
+	p("")
+	p("// func libcExpfAVX512(dst, x *float32, n int, k *float64, tab *uint64)")
+	p("TEXT ·libcExpfAVX512(SB), NOSPLIT, $0-40")
+	p("\tMOVQ dst+0(FP), DI")
+	p("\tMOVQ x+8(FP), SI")
+	p("\tMOVQ n+16(FP), CX")
+	p("\tMOVQ k+24(FP), R8")
+	p("\tMOVQ tab+32(FP), R9")
+	p("\tSHRQ $4, CX")
+	p("\tJZ done")
+	// Z16 N/ln2, Z17 shift, Z18 c0, Z19 c1, Z20 c2, Z21 1, Z22 low bound,
+	// Z23 high bound, Z24..Z27 the table, Z28 31, Z29 16, Z30 0, Z31 +Inf.
+	for i := 0; i < 8; i++ {
+		p("\tVBROADCASTSD %d(R8), Z%d", 8*i, 16+i)
+	}
+	for i := 0; i < 4; i++ {
+		p("\tVMOVDQU64 %d(R9), Z%d", 64*i, 24+i)
+	}
+	p("\tMOVQ $31, AX")
+	p("\tVPBROADCASTQ AX, Z28")
+	p("\tMOVQ $16, AX")
+	p("\tVPBROADCASTQ AX, Z29")
+	p("\tVPXORQ Z30, Z30, Z30")
+	p("\tMOVQ $0x7ff0000000000000, AX")
+	p("\tVPBROADCASTQ AX, Z31")
+	p("loop:")
+	for h := 0; h < 2; h++ {
+		a, c, d, e, f, g := 6*h, 6*h+1, 6*h+2, 6*h+3, 6*h+4, 6*h+5
+		k1, k2, k3, k4 := 1+4*h, 2+4*h, 3+4*h, 4+4*h
+		if h == 1 {
+			k1, k2, k3, k4 = 5, 6, 7, 1 // K0 is no mask
+		}
+		p("\tVCVTPS2PD %d(SI), Z%d", 32*h, a) // xd
+		p("\tVMOVAPD Z17, Z%d", c)
+		p("\tVFMADD231PD Z16, Z%d, Z%d", a, c) // kd = xd·N/ln2 + shift, fused: ki in its bits
+		p("\tVSUBPD Z17, Z%d, Z%d", c, d)      // kd - shift
+		p("\tVFMSUB231PD Z16, Z%d, Z%d", a, d) // r = xd·N/ln2 - kd, fused
+		p("\tVPANDQ Z28, Z%d, Z%d", c, e)      // ki % 32
+		p("\tVMOVDQA64 Z24, Z%d", f)
+		p("\tVPERMT2Q Z25, Z%d, Z%d", e, f) // tab[0:16][ki % 16]
+		p("\tVMOVDQA64 Z26, Z%d", g)
+		p("\tVPERMT2Q Z27, Z%d, Z%d", e, g) // tab[16:32][ki % 16]
+		p("\tVPTESTMQ Z29, Z%d, K%d", e, k1)
+		p("\tVMOVDQA64 Z%d, K%d, Z%d", g, k1, f) // tab[ki % 32]
+		p("\tVPSLLQ $47, Z%d, Z%d", c, g)
+		p("\tVPADDQ Z%d, Z%d, Z%d", g, f, f) // s
+		p("\tVMOVAPD Z19, Z%d", g)
+		p("\tVFMADD231PD Z18, Z%d, Z%d", d, g) // c0·r + c1
+		p("\tVMOVAPD Z21, Z%d", e)
+		p("\tVFMADD231PD Z20, Z%d, Z%d", d, e) // c2·r + 1
+		p("\tVMULPD Z%d, Z%d, Z%d", d, d, d)   // r·r
+		p("\tVFMADD231PD Z%d, Z%d, Z%d", d, g, e)
+		p("\tVMULPD Z%d, Z%d, Z%d", f, e, e)      // y·s
+		p("\tVCMPPD $0x11, Z22, Z%d, K%d", a, k2) // x < low
+		p("\tVCMPPD $0x1e, Z23, Z%d, K%d", a, k3) // x > high
+		p("\tVCMPPD $3, Z%d, Z%d, K%d", a, a, k4) // NaN
+		p("\tVMOVAPD Z30, K%d, Z%d", k2, e)
+		p("\tVMOVAPD Z31, K%d, Z%d", k3, e)
+		p("\tVADDPD Z%d, Z%d, K%d, Z%d", a, a, k4, e)
+		p("\tVCVTPD2PS Z%d, Y%d", e, e)
+		p("\tVMOVUPS Y%d, %d(DI)", e, 32*h)
+	}
+	next("loop", 64, "SI", "DI")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// scaleMaxAVX512 writes scaleMaxAVX512, scaleMaxGeneric's loop for n a
+// multiple of 16: dst = scale·src and the largest of dst (VMAXPS: the sign
+// of a zero maximum and a NaN's place may differ from the plain loop's,
+// which ggmlTiled's uses of the maximum cannot tell).
+func scaleMaxAVX512() {
+	p("")
+	p("// func scaleMaxAVX512(dst, src *float32, n int, scale float32) float32")
+	p("TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-36")
+	p("\tMOVQ dst+0(FP), DI")
+	p("\tMOVQ src+8(FP), SI")
+	p("\tMOVQ n+16(FP), CX")
+	p("\tVBROADCASTSS scale+24(FP), Z2")
+	p("\tMOVL $0xff800000, AX")
+	p("\tVPBROADCASTD AX, Z0") // running max, -Inf
+	p("\tSHRQ $4, CX")
+	p("\tJZ fold")
+	p("loop:")
+	p("\tVMULPS (SI), Z2, Z1")
+	p("\tVMOVUPS Z1, (DI)")
+	p("\tVMAXPS Z1, Z0, Z0")
+	next("loop", 64, "SI", "DI")
+	p("fold:")
+	hmaxPS(0, 1)
+	p("\tVMOVSS X0, ret+32(FP)")
 	p("\tVZEROUPPER")
 	p("\tRET")
 }
@@ -2391,6 +2542,7 @@ func miscAVX2() {
 	swigluAVX2()
 	expSumAVX2()
 	maxFiniteAVX2()
+	scaleMaxAVX2()
 	rmsnormAVX2()
 	roundF16AVX2()
 	transposeAVX2()
@@ -2846,6 +2998,41 @@ func maxFiniteAVX2() {
 	p("\tRET")
 }
 
+// scaleMaxAVX2 writes scaleMaxAVX2, scaleMaxAVX512's AVX2 twin: two
+// running maxima of 8 lanes.
+func scaleMaxAVX2() {
+	p("")
+	p("// func scaleMaxAVX2(dst, src *float32, n int, scale float32) float32")
+	p("TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-36")
+	p("\tMOVQ dst+0(FP), DI")
+	p("\tMOVQ src+8(FP), SI")
+	p("\tMOVQ n+16(FP), CX")
+	p("\tVBROADCASTSS scale+24(FP), Y2")
+	p("\tVMOVUPS %s, Y0", cY("neginf"))
+	p("\tVMOVAPS Y0, Y1")
+	p("\tSHRQ $4, CX")
+	p("\tJZ fold")
+	p("loop:")
+	p("\tVMULPS (SI), Y2, Y3")
+	p("\tVMULPS 32(SI), Y2, Y4")
+	p("\tVMOVUPS Y3, (DI)")
+	p("\tVMOVUPS Y4, 32(DI)")
+	p("\tVMAXPS Y3, Y0, Y0")
+	p("\tVMAXPS Y4, Y1, Y1")
+	next("loop", 64, "SI", "DI")
+	p("fold:")
+	p("\tVMAXPS Y1, Y0, Y0")
+	p("\tVEXTRACTF128 $1, Y0, X1")
+	p("\tVMAXPS X1, X0, X0")
+	p("\tVPERMILPS $0x4e, X0, X1")
+	p("\tVMAXPS X1, X0, X0")
+	p("\tVPERMILPS $0xb1, X0, X1")
+	p("\tVMAXPS X1, X0, X0")
+	p("\tVMOVSS X0, ret+32(FP)")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
 // rmsnormAVX2 writes sumSquaresAVX2 and scaleRowAVX2, the AVX2 twins of
 // the loops of rmsRow: the 16 float64 lanes of the sum in Y12..Y15.
 func rmsnormAVX2() {
@@ -2927,10 +3114,7 @@ func roundF16AVX2() {
 		p("\tVCVTPH2PS X%d, Y%d", 2+h, h)
 		p("\tVMOVUPS Y%d, %d(DI)", h, 32*h)
 	}
-	p("\tADDQ $64, SI")
-	p("\tADDQ $64, DI")
-	p("\tDECQ CX")
-	p("\tJNZ loop")
+	next("loop", 64, "SI", "DI")
 	p("done:")
 	p("\tVZEROUPPER")
 	p("\tRET")
