@@ -19,6 +19,7 @@ func chunkAlloc[T any](n int) []T {
 	if err != nil {
 		panic(fmt.Sprintf("nn: cannot map %d bytes for the arena: %v", size, err))
 	}
+	adviseHuge(b)
 	return unsafe.Slice((*T)(unsafe.Pointer(&b[0])), n)
 }
 
