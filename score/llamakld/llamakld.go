@@ -215,6 +215,41 @@ func Score(logits []float32, row Row, tok int) Target {
 	t.NLL = float32(maxLogit+lse) - logits[tok]
 	t.NLLBase = -(float32(scale*float32(q[tok])) + minLP)
 	top := float32(maxLogit + lse)
+	terms := kldBlocks
+	if !nn.LibcExpfsVector() {
+		terms = kldPlain
+	}
+	var imaxBase int
+	t.KLD, imaxBase = terms(logits, q, scale, minLP, top)
+	t.SameTop = imax == imaxBase
+	t.PDiff = nn.LibcExpf(-t.NLL) - nn.LibcExpf(-t.NLLBase)
+	return t
+}
+
+// kldPlain is the KLD's sum over the tokens whose base log-prob l =
+// scale·q + minLP is above -16, of expf(l)·((l - logit) + top), in order
+// in float64, and the base's top token (the first, on ties): a token at a
+// time, expf only where the sum needs it (for CPUs where LibcExpfs has
+// no vector kernel).
+func kldPlain(logits []float32, q []uint16, scale, minLP, top float32) (float64, int) {
+	var sum float64
+	imaxBase, maxBase := -1, float32(0)
+	for i, v := range logits {
+		lb := float32(scale*float32(q[i])) + minLP
+		if i == 0 || lb > maxBase {
+			maxBase, imaxBase = lb, i
+		}
+		if lb > -16 {
+			sum += float64(nn.LibcExpf(lb) * (float32(lb-v) + top))
+		}
+	}
+	return sum, imaxBase
+}
+
+// kldBlocks is kldPlain in blocks: every token's expf from LibcExpfs's
+// vector kernels, the terms of those at -16 and below masked to +0 (which
+// leaves the sum as it is: it is never -0), then the block's sum.
+func kldBlocks(logits []float32, q []uint16, scale, minLP, top float32) (float64, int) {
 	var sum float64
 	imaxBase, maxBase := -1, float32(0)
 	var lbs, pbs [block]float32
@@ -228,23 +263,24 @@ func Score(logits []float32, row Row, tok int) Target {
 			if i0+i == 0 || l > maxBase {
 				maxBase, imaxBase = l, i0+i
 			}
-			// The terms of the tokens at -16 and below are +0, which
-			// leaves the sum as it is (never -0); a select of the bits,
-			// not a branch the CPU would mispredict.
-			var keep uint32
-			if l > -16 {
-				keep = 0xffffffff
-			}
-			pb[i] = math.Float32frombits(math.Float32bits(pb[i]*(float32(l-logits[i0+i])+top)) & keep)
+			pb[i] = math.Float32frombits(math.Float32bits(pb[i]*(float32(l-logits[i0+i])+top)) & above16(l))
 		}
 		for _, v := range pb {
 			sum += float64(v)
 		}
 	}
-	t.KLD = sum
-	t.SameTop = imax == imaxBase
-	t.PDiff = nn.LibcExpf(-t.NLL) - nn.LibcExpf(-t.NLLBase)
-	return t
+	return sum, imaxBase
+}
+
+// above16 is all ones where the log-prob l is above -16 (its token counts
+// toward the KLD), else 0: a select of bits, not a branch per token that
+// the CPU would mispredict.
+func above16(l float32) uint32 {
+	var keep uint32
+	if l > -16 {
+		keep = 0xffffffff
+	}
+	return keep
 }
 
 // logSumExp is log Σ expf(v - mx) in llama-perplexity's arithmetic: each
@@ -252,6 +288,12 @@ func Score(logits []float32, row Row, tok int) Target {
 // in order, the log rounded to float32.
 func logSumExp(logits []float32, mx float32) float32 {
 	var s float64
+	if !nn.LibcExpfsVector() { // one at a time, without the blocks' copies
+		for _, v := range logits {
+			s += float64(nn.LibcExpf(v - mx))
+		}
+		return float32(math.Log(s))
+	}
 	var e [block]float32
 	for i0 := 0; i0 < len(logits); i0 += block {
 		x := e[:min(block, len(logits)-i0)]

@@ -346,36 +346,9 @@ func FuzzOpen(f *testing.F) {
 	})
 }
 
-// scoreRef and quantizeRef are Score and Quantize as plain loops, one
-// glibc expf at a time and a branch per token: the arithmetic the vector
-// forms must reproduce bit for bit.
-func scoreRef(logits []float32, row Row, tok int) Target {
-	maxLogit, imax := logits[0], 0
-	for i, v := range logits[1:] {
-		if v > maxLogit {
-			maxLogit, imax = v, i+1
-		}
-	}
-	lse := logSumExpRef(logits, maxLogit)
-	scale, minLP := row.float(0), row.float(1)
-	q := row[4:]
-	t := Target{NLL: float32(maxLogit+lse) - logits[tok], NLLBase: -(float32(scale*float32(q[tok])) + minLP)}
-	top := float32(maxLogit + lse)
-	imaxBase, maxBase := -1, float32(0)
-	for i, v := range logits {
-		lb := float32(scale*float32(q[i])) + minLP
-		if i == 0 || lb > maxBase {
-			maxBase, imaxBase = lb, i
-		}
-		if lb > -16 {
-			t.KLD += float64(nn.LibcExpf(lb) * (float32(lb-v) + top))
-		}
-	}
-	t.SameTop = imax == imaxBase
-	t.PDiff = nn.LibcExpf(-t.NLL) - nn.LibcExpf(-t.NLLBase)
-	return t
-}
-
+// logSumExpRef and quantizeRef are logSumExp and Quantize as plain loops,
+// one glibc expf at a time and a branch per token: the arithmetic the
+// blocked forms must reproduce bit for bit (kldPlain is kldBlocks's).
 func logSumExpRef(logits []float32, mx float32) float32 {
 	var s float64
 	for _, v := range logits {
@@ -404,39 +377,50 @@ func quantizeRef(row Row, logits []float32, tok int) float64 {
 	return float64(float32(maxLogit+lse) - logits[tok])
 }
 
-// TestScoreReference checks Score and Quantize against scoreRef and
-// quantizeRef, bit for bit: vocabularies of 1 to 152,064 tokens (past
-// and short of the blocks of 512 and the lanes of 16), logits of spreads
-// from 0.01 to 30 with ties and tokens 40 below the rest, rows of equal
-// logits, logits of ±1e30, and models near and far from the base.
+// TestScoreReference checks the blocked loops against the plain ones, bit
+// for bit, at every CPU level (nn's vector kernels and plain Go):
+// kldBlocks against kldPlain, logSumExp and Quantize against logSumExpRef
+// and quantizeRef; vocabularies of 1 to 152,064 tokens (past and short of
+// the blocks of 512 and the lanes of 16), logits of spreads from 0.01 to
+// 30 with ties and tokens 40 below the rest, rows of equal logits, logits
+// of ±1e30, and models near and far from the base.
 func TestScoreReference(t *testing.T) {
-	r := rand.New(rand.NewPCG(9, 10))
-	for _, n := range []int{1, 2, 15, 17, 511, 513, 5000, 152064} {
-		for _, s := range []float64{0.01, 1, 5, 30} {
-			base, model := logits(r, n, s), logits(r, n, s)
-			switch {
-			case s == 5 && n > 2:
-				base[1], model[2] = 1e30, -1e30
-			case s == 0.01:
-				for i := range base {
-					base[i] = 2
+	prev := nn.CurrentLevel()
+	defer nn.SetLevel(prev)
+	for _, lv := range nn.Levels() {
+		nn.SetLevel(lv)
+		r := rand.New(rand.NewPCG(9, 10))
+		for _, n := range []int{1, 2, 15, 17, 511, 513, 5000, 152064} {
+			for _, s := range []float64{0.01, 1, 5, 30} {
+				base, model := logits(r, n, s), logits(r, n, s)
+				switch {
+				case s == 5 && n > 2:
+					base[1], model[2] = 1e30, -1e30
+				case s == 0.01:
+					for i := range base {
+						base[i] = 2
+					}
 				}
-			}
-			tok := r.IntN(n)
-			row, ref := make(Row, RowLen(n)), make(Row, RowLen(n))
-			for i := range row {
-				row[i], ref[i] = 0xbeef, 0xbeef
-			}
-			nll, want := Quantize(row, base, tok), quantizeRef(ref, base, tok)
-			if math.Float64bits(nll) != math.Float64bits(want) || !slices.Equal(row, ref) {
-				t.Fatalf("n %d spread %v: Quantize differs from quantizeRef (-log p %v, %v)", n, s, nll, want)
-			}
-			for _, m := range [][]float32{base, model} {
-				got, want := Score(m, row, tok), scoreRef(m, row, tok)
-				if math.Float64bits(got.KLD) != math.Float64bits(want.KLD) || math.Float32bits(got.NLL) != math.Float32bits(want.NLL) ||
-					math.Float32bits(got.NLLBase) != math.Float32bits(want.NLLBase) || math.Float32bits(got.PDiff) != math.Float32bits(want.PDiff) ||
-					got.SameTop != want.SameTop {
-					t.Fatalf("n %d spread %v: Score %+v, scoreRef %+v", n, s, got, want)
+				tok := r.IntN(n)
+				row, ref := make(Row, RowLen(n)), make(Row, RowLen(n))
+				for i := range row {
+					row[i], ref[i] = 0xbeef, 0xbeef
+				}
+				nll, want := Quantize(row, base, tok), quantizeRef(ref, base, tok)
+				if math.Float64bits(nll) != math.Float64bits(want) || !slices.Equal(row, ref) {
+					t.Fatalf("level %v, n %d spread %v: Quantize differs from quantizeRef (-log p %v, %v)", lv, n, s, nll, want)
+				}
+				for _, m := range [][]float32{base, model} {
+					mx := slices.Max(m)
+					if got, want := logSumExp(m, mx), logSumExpRef(m, mx); math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("level %v, n %d spread %v: logSumExp %v, the plain loop's %v", lv, n, s, got, want)
+					}
+					top := mx + logSumExp(m, mx)
+					got, gi := kldBlocks(m, row[4:], row.float(0), row.float(1), top)
+					want, wi := kldPlain(m, row[4:], row.float(0), row.float(1), top)
+					if math.Float64bits(got) != math.Float64bits(want) || gi != wi {
+						t.Fatalf("level %v, n %d spread %v: kldBlocks %v (top %d), kldPlain %v (top %d)", lv, n, s, got, gi, want, wi)
+					}
 				}
 			}
 		}

@@ -134,11 +134,13 @@ const (
 // 4's expert output scale applied to the experts' outputs, which change
 // every mixture of experts' numbers; revision 4: RoPE's θ scale by
 // glibc's powf, which float32(math.Pow) missed by an ulp for a few bases
-// and head sizes, such as 40000 over 118 dims). Score headers and
+// and head sizes, such as 40000 over 118 dims; revision 5: glibc's expf
+// with its FMA build's fused x·N/ln 2, which our copy rounded first and
+// so missed by an ulp on 2 of the 2^32 inputs). Score headers and
 // cache keys record it, so that scores computed after another ggml's order,
 // an earlier revision, or before the int8 modes copied one, are never taken
 // for these.
-const Int8Arithmetic = "ggml 0.27.0 (llama.cpp 0.7.0), revision 4"
+const Int8Arithmetic = "ggml 0.27.0 (llama.cpp 0.7.0), revision 5"
 
 // Load opens the GGUF model at path on the CPU and binds its weights
 // (which stay in the file's memory mapping). The Model must be closed.

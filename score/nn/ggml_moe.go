@@ -42,7 +42,11 @@ func ggmlSoftMax(y, x []float32, m float32, avx2 bool) float64 {
 	}
 	nv := len(x) / lanes * lanes
 	var sum float64
-	if f := kern.ggmlSoftMax; !avx2 && f != nil && nv > 0 {
+	f := kern.ggmlSoftMax
+	if avx2 {
+		f = kern.ggmlSoftMax8
+	}
+	if f != nil && nv > 0 {
 		sum = f(&y[0], &x[0], nv, m)
 	} else {
 		var e [16]float32

@@ -180,11 +180,12 @@ type kernels struct {
 	// ggmlExpf8, ggmlExpfAVX2 of n floats (a multiple of 8).
 	ggmlExpf, ggmlExpf8 func(dst, x *float32, n int)
 	// libcExpf, if set, is LibcExpfs's loop for n a multiple of 16 (k:
-	// libcExpfK, tab: exp2fTab).
-	libcExpf func(dst, x *float32, n int, k *float64, tab *uint64)
-	// ggmlSoftMax, if set, is ggmlSoftMax's AVX-512 build for n a
-	// multiple of 16.
-	ggmlSoftMax func(y, x *float32, n int, m float32) float64
+	// libcExpfK4, tab: exp2fTab).
+	libcExpf func(dst, x *float32, n int, k *[10][4]float64, tab *uint64)
+	// ggmlSoftMax and ggmlSoftMax8, if set, are ggmlSoftMax's AVX-512
+	// build for n a multiple of 16 and its AVX2 build for n a multiple of
+	// 8.
+	ggmlSoftMax, ggmlSoftMax8 func(y, x *float32, n int, m float32) float64
 	// ssmGGML and ssmGGML8, if set, are ssmRowsGGMLGeneric in the AVX-512
 	// build's lanes (np a multiple of 64) and in the AVX2 build's (32).
 	ssmGGML, ssmGGML8 func(s *float32, n int, b, c, x *float32, rows, np int, dA, d float32, y *float32)

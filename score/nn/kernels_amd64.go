@@ -28,6 +28,8 @@ func archInit() {
 	avx2.dotF32, avx2.dotF32x8 = dotF32W16AVX2, dotF32W8AVX2
 	avx2.dotBF16x8 = dotBF16W8AVX2
 	avx2.ggmlExpf8 = ggmlExpf8AVX2
+	avx2.ggmlSoftMax8 = ggmlSoftMax8AVX2
+	avx2.libcExpf = libcExpfAVX2
 	avx2.lanes = [2]lanesFunc{lanesSlices(lanes32AVX2), lanesSlices(lanes16AVX2)}
 	avx2.ternary = lanesSlices(ternaryAVX2)
 	avx2.minSums = minSumsAVX2
@@ -92,7 +94,7 @@ func archInit() {
 	avx512.quantQ8K = quantQ8KAVX512
 	avx512.roundF16 = roundF16AVX512
 	avx512.ggmlExpf = ggmlExpfAVX512
-	avx512.ggmlSoftMax = ggmlSoftMaxAVX512
+	avx512.ggmlSoftMax, avx512.ggmlSoftMax8 = ggmlSoftMaxAVX512, ggmlSoftMax8AVX2
 	avx512.libcExpf = libcExpfAVX512
 	avx512.ggmlExpf8 = ggmlExpf8AVX2
 	avx512.dotF32 = dotF32AVX512

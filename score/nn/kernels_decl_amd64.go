@@ -549,7 +549,7 @@ func maxFiniteAVX512(x *float32, n int) (m float32, finite bool)
 func scaleMaxAVX512(dst, src *float32, n int, scale float32) float32
 
 //go:noescape
-func libcExpfAVX512(dst, x *float32, n int, k *float64, tab *uint64)
+func libcExpfAVX512(dst, x *float32, n int, k *[10][4]float64, tab *uint64)
 
 //go:noescape
 func ggmlExpfAVX512(dst, x *float32, n int)
@@ -559,6 +559,9 @@ func ggmlSoftMaxAVX512(y, x *float32, n int, m float32) float64
 
 //go:noescape
 func ggmlExpf8AVX2(dst, x *float32, n int)
+
+//go:noescape
+func ggmlSoftMax8AVX2(y, x *float32, n int, m float32) float64
 
 //go:noescape
 func dotF32AVX512(x, w *float32, n int) float32
@@ -613,6 +616,9 @@ func maxFiniteAVX2(x *float32, n int) (m float32, finite bool)
 
 //go:noescape
 func scaleMaxAVX2(dst, src *float32, n int, scale float32) float32
+
+//go:noescape
+func libcExpfAVX2(dst, x *float32, n int, k *[10][4]float64, tab *uint64)
 
 //go:noescape
 func sumSquaresAVX2(x *float32, n int) float64

@@ -181,17 +181,29 @@ func LibcExpf(x float32) float32 {
 	return exp2Tail(ki, math.FMA(expfInvLn2N, xd, -kd), [3]float64{expfC0, expfC1, expfC2})
 }
 
-// libcExpfK are the vector kernels' constants (libcExpfAVX512 in gen).
-var libcExpfK = [8]float64{expfInvLn2N, expfShift, expfC0, expfC1, expfC2, 1, expfLow, expfHigh}
+// libcExpfK4 are the vector kernels' constants (libcExpfAVX512 and
+// libcExpfAVX2 in gen), 4 copies each: expf's, 1, its bounds, the table's
+// index mask and +Inf.
+var libcExpfK4 = func() (k [10][4]float64) {
+	for i, v := range []float64{expfInvLn2N, expfShift, expfC0, expfC1, expfC2, 1, expfLow, expfHigh, math.Float64frombits(31), math.Inf(1)} {
+		k[i] = [4]float64{v, v, v, v}
+	}
+	return k
+}()
+
+// LibcExpfsVector reports whether LibcExpfs runs vector kernels on this
+// CPU (AVX2, AVX-512): a caller that would skip some exponentials in a
+// plain loop takes that loop otherwise.
+func LibcExpfsVector() bool { return kern.libcExpf != nil }
 
 // LibcExpfs sets dst[i] = LibcExpf(x[i]), the same bits, in lanes of 8
-// float64 on AVX-512 (dst may alias x).
+// float64 on AVX-512 and of 4 on AVX2 (dst may alias x).
 func LibcExpfs(dst, x []float32) {
 	check("LibcExpfs", len(dst), len(x))
 	i := 0
 	if f := kern.libcExpf; f != nil && len(x) >= 16 {
 		i = len(x) &^ 15
-		f(&dst[0], &x[0], i, &libcExpfK[0], &exp2fTab[0])
+		f(&dst[0], &x[0], i, &libcExpfK4, &exp2fTab[0])
 	}
 	for ; i < len(x); i++ {
 		dst[i] = LibcExpf(x[i])

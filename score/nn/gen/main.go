@@ -1854,30 +1854,18 @@ func ggmlExpfZ() {
 
 // ggmlExpfAVX2 writes ggmlExpf8AVX2(dst, x *float32, n int): dst[i] =
 // ggmlExpfAVX2(x[i]) for n a multiple of 8, ggml_v_expf's instructions in
-// ggml-cpu's AVX2 build: k + k·j, and where some lane has |n| > 126 the two
-// factors s1, s2 blended in for those lanes (s1·s1 past 192). Its
-// constants are ggmlExpConsts' and three more, 8 copies each in
-// ggmlExpY<>.
+// ggml-cpu's AVX2 build (ggmlExpfY); and ggmlSoftMax8AVX2(y, x *float32, n
+// int, m float32) float64, the AVX2 build's vector loop of
+// ggml_vec_soft_max_f32 (ggmlSoftMax): y = ggml_v_expf(x - m), each 8
+// lanes' hsum_float_8 added to a float64 sum in order.
 func ggmlExpfAVX2() {
-	consts := append(ggmlExpConsts[:len(ggmlExpConsts):len(ggmlExpConsts)], []struct {
-		name string
-		bits uint32
-	}{{"126", 0x42fc0000}, {"g", 0x82000000}, {"s1", 0x7f000000}}...)
-	c := func(name string) string {
-		for i, k := range consts {
-			if k.name == name {
-				return fmt.Sprintf("ggmlExpY<>+%d(SB)", 32*i)
-			}
-		}
-		panic("no constant " + name)
-	}
 	p("")
-	for i, k := range consts {
+	for i, k := range ggmlExpYConsts {
 		for j := 0; j < 8; j++ {
 			p("DATA ggmlExpY<>+%d(SB)/4, $0x%08x // %s", 32*i+4*j, k.bits, k.name)
 		}
 	}
-	p("GLOBL ggmlExpY<>(SB), RODATA|NOPTR, $%d", 32*len(consts))
+	p("GLOBL ggmlExpY<>(SB), RODATA|NOPTR, $%d", 32*len(ggmlExpYConsts))
 	p("")
 	p("// func ggmlExpf8AVX2(dst, x *float32, n int)")
 	p("TEXT ·ggmlExpf8AVX2(SB), NOSPLIT, $0-24")
@@ -1888,6 +1876,66 @@ func ggmlExpfAVX2() {
 	p("\tJZ done")
 	p("loop:")
 	p("\tVMOVUPS (SI), Y0")
+	ggmlExpfY("store")
+	p("\tVMOVUPS Y10, (DI)")
+	next("loop", 32, "SI", "DI")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+	p("")
+	p("// func ggmlSoftMax8AVX2(y, x *float32, n int, m float32) float64")
+	p("TEXT ·ggmlSoftMax8AVX2(SB), NOSPLIT, $0-40")
+	p("\tMOVQ y+0(FP), DI")
+	p("\tMOVQ x+8(FP), SI")
+	p("\tMOVQ n+16(FP), CX")
+	p("\tVBROADCASTSS m+24(FP), Y15")
+	p("\tVXORPD X14, X14, X14") // the sum
+	p("\tSHRQ $3, CX")
+	p("\tJZ sdone")
+	p("sloop:")
+	p("\tVMOVUPS (SI), Y0")
+	p("\tVSUBPS Y15, Y0, Y0")
+	ggmlExpfY("sstore")
+	p("\tVMOVUPS Y10, (DI)")
+	// hsum8: (v0+v4 + v2+v6) + (v1+v5 + v3+v7)
+	p("\tVEXTRACTF128 $1, Y10, X11")
+	p("\tVADDPS X11, X10, X10")
+	p("\tVMOVHLPS X10, X10, X11")
+	p("\tVADDPS X11, X10, X10")
+	p("\tVMOVSHDUP X10, X11")
+	p("\tVADDSS X11, X10, X10")
+	p("\tVCVTSS2SD X10, X10, X10")
+	p("\tVADDSD X10, X14, X14")
+	next("sloop", 32, "SI", "DI")
+	p("sdone:")
+	p("\tVMOVSD X14, ret+32(FP)")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// ggmlExpYConsts are ggmlExpConsts and three more of the AVX2 build, 8
+// copies each in ggmlExpY<>.
+var ggmlExpYConsts = append(ggmlExpConsts[:len(ggmlExpConsts):len(ggmlExpConsts)], []struct {
+	name string
+	bits uint32
+}{{"126", 0x42fc0000}, {"g", 0x82000000}, {"s1", 0x7f000000}}...)
+
+// cEY addresses ggmlExpY<>'s constant name.
+func cEY(name string) string {
+	for i, k := range ggmlExpYConsts {
+		if k.name == name {
+			return fmt.Sprintf("ggmlExpY<>+%d(SB)", 32*i)
+		}
+	}
+	panic("no constant " + name)
+}
+
+// ggmlExpfY writes ggml_v_expf's instructions of the AVX2 build on Y0
+// into Y10 (k + k·j, and where some lane has |n| > 126 the two factors
+// s1, s2 blended in for those lanes, s1·s1 past 192), skipping to label
+// when no lane needs the blend; clobbers Y0..Y12.
+func ggmlExpfY(label string) {
+	c := cEY
 	p("\tVMOVUPS %s, Y1", c("r"))
 	p("\tVFMADD231PS %s, Y0, Y1", c("log2e")) // z = x·log2e + r
 	p("\tVSUBPS %s, Y1, Y2", c("r"))          // n = z - r
@@ -1910,25 +1958,21 @@ func ggmlExpfAVX2() {
 	p("\tVCMPPS $0x1e, %s, Y11, Y12", c("126")) // c: |n| > 126
 	p("\tVMOVMSKPS Y12, AX")
 	p("\tTESTL AX, AX")
-	p("\tJZ store")
-	p("\tVXORPS Y13, Y13, Y13")
-	p("\tVCMPPS $0x12, Y13, Y2, Y14") // n <= 0
-	p("\tVANDPS %s, Y14, Y14", c("g"))
-	p("\tVPADDD %s, Y14, Y15", c("s1")) // s1
-	p("\tVPSUBD Y14, Y4, Y13")          // s2 = e - g
-	p("\tVMOVAPS Y13, Y7")
-	p("\tVFMADD231PS Y9, Y13, Y7") // s2 + s2·j
-	p("\tVMULPS Y15, Y7, Y7")
+	p("\tJZ %s", label)
+	// x, z and b are spent: Y0, Y1 and Y3 hold the blend's values.
+	p("\tVXORPS Y0, Y0, Y0")
+	p("\tVCMPPS $0x12, Y0, Y2, Y1") // n <= 0
+	p("\tVANDPS %s, Y1, Y1", c("g"))
+	p("\tVPADDD %s, Y1, Y3", c("s1")) // s1
+	p("\tVPSUBD Y1, Y4, Y0")          // s2 = e - g
+	p("\tVMOVAPS Y0, Y7")
+	p("\tVFMADD231PS Y9, Y0, Y7") // s2 + s2·j
+	p("\tVMULPS Y3, Y7, Y7")
 	p("\tVBLENDVPS Y12, Y7, Y10, Y10")
 	p("\tVCMPPS $0x1e, %s, Y11, Y12", c("192")) // d: |n| > 192
-	p("\tVMULPS Y15, Y15, Y7")
+	p("\tVMULPS Y3, Y3, Y7")
 	p("\tVBLENDVPS Y12, Y7, Y10, Y10")
-	p("store:")
-	p("\tVMOVUPS Y10, (DI)")
-	next("loop", 32, "SI", "DI")
-	p("done:")
-	p("\tVZEROUPPER")
-	p("\tRET")
+	p("%s:", label)
 }
 
 // maxFiniteAVX512 writes maxFiniteAVX512, the vector part of MaxArg: the
@@ -1963,18 +2007,18 @@ func maxFiniteAVX512() {
 	p("\tRET")
 }
 
-// libcExpfAVX512 writes libcExpfAVX512(dst, x *float32, n int, k *float64,
-// tab *uint64): dst[i] = LibcExpf(x[i]) for n a multiple of 16, glibc's
+// libcExpfAVX512 writes libcExpfAVX512(dst, x *float32, n int, k
+// *[10][4]float64, tab *uint64): dst[i] = LibcExpf(x[i]) for n a multiple of 16, glibc's
 // expf in lanes of 8 float64: k = x·N/ln2 rounded by adding the shift and
 // r = x·N/ln2 - k, each one FMA (as GCC compiles glibc), 2^(k/N) from the table (tab, exp2fTab: two VPERMT2Q over its
 // halves, picked by bit 4 of the index) plus k << 47 in the exponent, the
 // polynomial fused as in exp2Tail, the product rounded to float32; then 0
 // below k[6], +Inf above k[7] and x + x for a NaN, as glibc's special
-// cases. k holds the constants in order: N/ln2, the shift, c0, c1, c2, 1
-// and the two bounds (libcExpfK).
+// cases. k holds the constants in order, 4 copies each (libcExpfK4): N/ln2,
+// the shift, c0, c1, c2, 1 and the two bounds.
 func libcExpfAVX512() {
 	p("")
-	p("// func libcExpfAVX512(dst, x *float32, n int, k *float64, tab *uint64)")
+	p("// func libcExpfAVX512(dst, x *float32, n int, k *[10][4]float64, tab *uint64)")
 	p("TEXT ·libcExpfAVX512(SB), NOSPLIT, $0-40")
 	p("\tMOVQ dst+0(FP), DI")
 	p("\tMOVQ x+8(FP), SI")
@@ -1986,7 +2030,7 @@ func libcExpfAVX512() {
 	// Z16 N/ln2, Z17 shift, Z18 c0, Z19 c1, Z20 c2, Z21 1, Z22 low bound,
 	// Z23 high bound, Z24..Z27 the table, Z28 31, Z29 16, Z30 0, Z31 +Inf.
 	for i := 0; i < 8; i++ {
-		p("\tVBROADCASTSD %d(R8), Z%d", 8*i, 16+i)
+		p("\tVBROADCASTSD %d(R8), Z%d", 32*i, 16+i)
 	}
 	for i := 0; i < 4; i++ {
 		p("\tVMOVDQU64 %d(R9), Z%d", 64*i, 24+i)
@@ -2036,6 +2080,57 @@ func libcExpfAVX512() {
 		p("\tVMOVUPS Y%d, %d(DI)", e, 32*h)
 	}
 	next("loop", 64, "SI", "DI")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// libcExpfAVX2 writes libcExpfAVX2(dst, x *float32, n int, k *[10][4]float64,
+// tab *uint64), libcExpfAVX512's twin in lanes of 4 float64 for n a
+// multiple of 4: the table by VPGATHERQQ, the constants (and then the
+// index mask 31 and +Inf) read from k's copies in memory: 16 registers
+// hold no more.
+func libcExpfAVX2() {
+	k := func(i int) string { return fmt.Sprintf("%d(R8)", 32*i) }
+	p("")
+	p("// func libcExpfAVX2(dst, x *float32, n int, k *[10][4]float64, tab *uint64)")
+	p("TEXT ·libcExpfAVX2(SB), NOSPLIT, $0-40")
+	p("\tMOVQ dst+0(FP), DI")
+	p("\tMOVQ x+8(FP), SI")
+	p("\tMOVQ n+16(FP), CX")
+	p("\tMOVQ k+24(FP), R8")
+	p("\tMOVQ tab+32(FP), R9")
+	p("\tSHRQ $2, CX")
+	p("\tJZ done")
+	p("loop:")
+	p("\tVCVTPS2PD (SI), Y0") // xd
+	p("\tVMOVUPD %s, Y1", k(1))
+	p("\tVFMADD231PD %s, Y0, Y1", k(0)) // kd = xd·N/ln2 + shift, fused: ki in its bits
+	p("\tVSUBPD %s, Y1, Y2", k(1))      // kd - shift
+	p("\tVFMSUB231PD %s, Y0, Y2", k(0)) // r = xd·N/ln2 - kd, fused
+	p("\tVPAND %s, Y1, Y3", k(8))       // ki % 32
+	p("\tVPCMPEQQ Y4, Y4, Y4")
+	p("\tVPXOR Y5, Y5, Y5")
+	p("\tVPGATHERQQ Y4, (R9)(Y3*8), Y5") // tab[ki % 32]
+	p("\tVPSLLQ $47, Y1, Y6")
+	p("\tVPADDQ Y6, Y5, Y5") // s
+	p("\tVMOVUPD %s, Y6", k(3))
+	p("\tVFMADD231PD %s, Y2, Y6", k(2)) // c0·r + c1
+	p("\tVMOVUPD %s, Y7", k(5))
+	p("\tVFMADD231PD %s, Y2, Y7", k(4)) // c2·r + 1
+	p("\tVMULPD Y2, Y2, Y2")            // r·r
+	p("\tVFMADD231PD Y2, Y6, Y7")
+	p("\tVMULPD Y5, Y7, Y7")              // y·s
+	p("\tVCMPPD $0x11, %s, Y0, Y8", k(6)) // x < low
+	p("\tVANDNPD Y7, Y8, Y7")             // 0 there
+	p("\tVCMPPD $0x1e, %s, Y0, Y8", k(7)) // x > high
+	p("\tVBLENDVPD Y8, %s, Y7, Y7", k(9)) // +Inf there
+	p("\tVCMPPD $3, Y0, Y0, Y8")          // NaN
+	p("\tVADDPD Y0, Y0, Y9")
+	p("\tVBLENDVPD Y8, Y9, Y7, Y7") // x + x there
+	p("\tVCVTPD2PSY Y7, X7")
+	p("\tVMOVUPS X7, (DI)")
+	next("loop", 16, "SI", "DI")
 	p("done:")
 	p("\tVZEROUPPER")
 	p("\tRET")
@@ -2543,6 +2638,7 @@ func miscAVX2() {
 	expSumAVX2()
 	maxFiniteAVX2()
 	scaleMaxAVX2()
+	libcExpfAVX2()
 	rmsnormAVX2()
 	roundF16AVX2()
 	transposeAVX2()
