@@ -64,10 +64,11 @@ type qacts struct {
 	dOff, xs16Off, xs32Off, ds16Off, ds32Off int
 	q16Off                                   int // qx as int16, for the kernels of kernels.int8Wide; 0 if absent
 	// With sums4 (Context.LlamaCPP), xs4Off + 4i holds Σ qx over elements
-	// 4i..4i+3, for the kernels that sum in ggml's lanes, and for blocks
-	// of 32 s81Off + 4b the s of ggml's Q8_1 activations (for Q4_1 and
-	// Q5_1 weights): f16(amax/127 · Σqx) of block b, as a float32.
-	sums4          bool
+	// 4i..4i+3, for the kernels that sum in ggml's lanes, and with mins
+	// too, for blocks of 32, s81Off + 4b the s of ggml's Q8_1 activations
+	// (for Q4_1 and Q5_1 weights, which set mins): f16(amax/127 · Σqx) of
+	// block b, as a float32.
+	sums4, mins    bool
 	xs4Off, s81Off int
 	// avx2 is Context.GGMLAVX2: the panels copy the AVX2 build's choice of
 	// kernels (it does not repack Q2_K).
@@ -92,8 +93,11 @@ func (a *qacts) layout(n, k, actBlock int) {
 	a.xs4Off, a.s81Off = 0, 0
 	if a.sums4 {
 		a.xs4Off = (end + 63) &^ 63
-		a.s81Off = a.xs4Off + k
-		end = a.s81Off + 4*nb
+		end = a.xs4Off + k
+		if a.mins {
+			a.s81Off = end
+			end += 4 * nb
+		}
 	}
 	a.rec = (end + 63) &^ 63
 }
@@ -150,12 +154,12 @@ func (a *qacts) quantizeRow(x []float32, rec []byte) {
 			q := rec[4*i : 4*i+4]
 			xs4[i] = int32(int8(q[0])) + int32(int8(q[1])) + int32(int8(q[2])) + int32(int8(q[3]))
 		}
-		if a.actBlock == 32 {
+		if a.mins && a.actBlock == 32 {
 			s81 := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.s81Off])), nb)
 			for b := range nb {
 				var amax float32
 				for _, v := range x[32*b : 32*b+32] {
-					amax = max(amax, float32(math.Abs(float64(v))))
+					amax = max(amax, math.Float32frombits(math.Float32bits(v)&^(1<<31)))
 				}
 				s81[b] = quant.F16ToF32(quant.F32ToF16(amax / 127 * float32(xs32[b])))
 			}

@@ -109,6 +109,7 @@ func ForwardShared(c *Context, x []float32, n int, ls []*Linear, outs [][]float3
 			if acts[f.ActBlock/256] == nil {
 				acts[f.ActBlock/256] = &qacts{actBlock: f.ActBlock, sums4: c.LlamaCPP, avx2: c.GGMLAVX2}
 			}
+			acts[f.ActBlock/256].mins = acts[f.ActBlock/256].mins || c.LlamaCPP && f.HasMin
 		} else {
 			per = max(per, fp32Scratch(k))
 		}
