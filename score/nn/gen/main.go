@@ -2008,14 +2008,15 @@ func maxFiniteAVX512() {
 }
 
 // libcExpfAVX512 writes libcExpfAVX512(dst, x *float32, n int, k
-// *[10][4]float64, tab *uint64): dst[i] = LibcExpf(x[i]) for n a multiple of 16, glibc's
-// expf in lanes of 8 float64: k = x·N/ln2 rounded by adding the shift and
-// r = x·N/ln2 - k, each one FMA (as GCC compiles glibc), 2^(k/N) from the table (tab, exp2fTab: two VPERMT2Q over its
-// halves, picked by bit 4 of the index) plus k << 47 in the exponent, the
-// polynomial fused as in exp2Tail, the product rounded to float32; then 0
-// below k[6], +Inf above k[7] and x + x for a NaN, as glibc's special
-// cases. k holds the constants in order, 4 copies each (libcExpfK4): N/ln2,
-// the shift, c0, c1, c2, 1 and the two bounds.
+// *[10][4]float64, tab *uint64): dst[i] = LibcExpf(x[i]) for n a multiple
+// of 16, glibc's expf in lanes of 8 float64: k = x·N/ln2 rounded by adding
+// the shift and r = x·N/ln2 - k, each one FMA (as GCC compiles glibc);
+// 2^(k/N) from the table (tab, exp2fTab: two VPERMT2Q over its halves,
+// picked by bit 4 of the index) plus k << 47 in the exponent; the
+// polynomial fused as in exp2Tail; the product rounded to float32; then 0
+// below the low bound, +Inf above the high one and x + x for a NaN, as
+// glibc's special cases. k holds the constants in order, 4 copies each
+// (libcExpfK4): N/ln2, the shift, c0, c1, c2, 1 and the two bounds.
 func libcExpfAVX512() {
 	p("")
 	p("// func libcExpfAVX512(dst, x *float32, n int, k *[10][4]float64, tab *uint64)")
