@@ -287,13 +287,10 @@ func above16(l float32) uint32 {
 // exponential glibc's expf of the float32 difference, summed in float64
 // in order, the log rounded to float32.
 func logSumExp(logits []float32, mx float32) float32 {
-	var s float64
-	if !nn.LibcExpfsVector() { // one at a time, without the blocks' copies
-		for _, v := range logits {
-			s += float64(nn.LibcExpf(v - mx))
-		}
-		return float32(math.Log(s))
+	if !nn.LibcExpfsVector() {
+		return logSumExpPlain(logits, mx)
 	}
+	var s float64
 	var e [block]float32
 	for i0 := 0; i0 < len(logits); i0 += block {
 		x := e[:min(block, len(logits)-i0)]
@@ -304,6 +301,16 @@ func logSumExp(logits []float32, mx float32) float32 {
 		for _, v := range x {
 			s += float64(v)
 		}
+	}
+	return float32(math.Log(s))
+}
+
+// logSumExpPlain is logSumExp one exponential at a time, without the
+// blocks' copies (for CPUs where LibcExpfs has no vector kernel).
+func logSumExpPlain(logits []float32, mx float32) float32 {
+	var s float64
+	for _, v := range logits {
+		s += float64(nn.LibcExpf(v - mx))
 	}
 	return float32(math.Log(s))
 }

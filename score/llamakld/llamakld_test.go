@@ -346,21 +346,13 @@ func FuzzOpen(f *testing.F) {
 	})
 }
 
-// logSumExpRef and quantizeRef are logSumExp and Quantize as plain loops,
-// one glibc expf at a time and a branch per token: the arithmetic the
-// blocked forms must reproduce bit for bit (kldPlain is kldBlocks's).
-func logSumExpRef(logits []float32, mx float32) float32 {
-	var s float64
-	for _, v := range logits {
-		s += float64(nn.LibcExpf(v - mx))
-	}
-	return float32(math.Log(s))
-}
-
+// quantizeRef is Quantize as plain loops, one glibc expf at a time and a
+// branch per token: the arithmetic the blocked form must reproduce bit
+// for bit (as kldPlain is kldBlocks's, and logSumExpPlain logSumExp's).
 func quantizeRef(row Row, logits []float32, tok int) float64 {
 	maxLogit, minLogit := slices.Max(logits), slices.Min(logits)
 	minLogit = max(minLogit, maxLogit-16)
-	lse := logSumExpRef(logits, maxLogit)
+	lse := logSumExpPlain(logits, maxLogit)
 	minLP := (minLogit - maxLogit) - lse
 	scale := (maxLogit - minLogit) / 65535
 	row[0], row[1] = uint16(math.Float32bits(scale)), uint16(math.Float32bits(scale)>>16)
@@ -379,8 +371,8 @@ func quantizeRef(row Row, logits []float32, tok int) float64 {
 
 // TestScoreReference checks the blocked loops against the plain ones, bit
 // for bit, at every CPU level (nn's vector kernels and plain Go):
-// kldBlocks against kldPlain, logSumExp and Quantize against logSumExpRef
-// and quantizeRef; vocabularies of 1 to 152,064 tokens (past and short of
+// kldBlocks against kldPlain, logSumExp against logSumExpPlain, Quantize
+// against quantizeRef; vocabularies of 1 to 152,064 tokens (past and short of
 // the blocks of 512 and the lanes of 16), logits of spreads from 0.01 to
 // 30 with ties and tokens 40 below the rest, rows of equal logits, logits
 // of ±1e30, and models near and far from the base.
@@ -412,7 +404,7 @@ func TestScoreReference(t *testing.T) {
 				}
 				for _, m := range [][]float32{base, model} {
 					mx := slices.Max(m)
-					if got, want := logSumExp(m, mx), logSumExpRef(m, mx); math.Float32bits(got) != math.Float32bits(want) {
+					if got, want := logSumExp(m, mx), logSumExpPlain(m, mx); math.Float32bits(got) != math.Float32bits(want) {
 						t.Fatalf("level %v, n %d spread %v: logSumExp %v, the plain loop's %v", lv, n, s, got, want)
 					}
 					top := mx + logSumExp(m, mx)
