@@ -24,8 +24,12 @@ import (
 
 // Int8Format describes a type's integer decoding.
 type Int8Format struct {
-	Group  int  // weights per scale: 32, or 16 for Q2_K, Q3_K and Q6_K
-	Offset int  // added to each quant to make it unsigned: 0, 1, 4, 8, 16, 32 or 128
+	Group  int // weights per scale: 32, or 16 for Q2_K, Q3_K and Q6_K
+	Offset int // added to each quant to make it unsigned: 0, 1, 4, 8, 16, 32 or 128
+	// Max bounds q: the largest q a block decodes to (255 for the formats
+	// with Offset 128, whose bound is the byte's); kernels that multiply
+	// narrow integers (below 64) rely on it.
+	Max    int
 	HasMin bool // whether M can be nonzero
 	// ActBlock is how llama.cpp quantizes the activations this type is
 	// multiplied with (its vec_dot_type): 32 for Q8_0 blocks (an f16 scale
@@ -36,32 +40,32 @@ type Int8Format struct {
 }
 
 var int8Formats = [len(formats)]Int8Format{
-	gguf.TypeQ4_0:   {32, 8, false, 32},
-	gguf.TypeQ4_1:   {32, 0, true, 32},
-	gguf.TypeQ5_0:   {32, 16, false, 32},
-	gguf.TypeQ5_1:   {32, 0, true, 32},
-	gguf.TypeQ8_0:   {32, 128, false, 32},
-	gguf.TypeQ2_K:   {16, 0, true, 256},
-	gguf.TypeQ3_K:   {16, 4, false, 256},
-	gguf.TypeQ4_K:   {32, 0, true, 256},
-	gguf.TypeQ5_K:   {32, 0, true, 256},
-	gguf.TypeQ6_K:   {16, 32, false, 256},
-	gguf.TypeQ8_K:   {32, 128, false, 256},
-	gguf.TypeIQ4_NL: {32, 128, false, 32},
-	gguf.TypeIQ4_XS: {32, 128, false, 256},
+	gguf.TypeQ4_0:   {32, 8, 15, false, 32},
+	gguf.TypeQ4_1:   {32, 0, 15, true, 32},
+	gguf.TypeQ5_0:   {32, 16, 31, false, 32},
+	gguf.TypeQ5_1:   {32, 0, 31, true, 32},
+	gguf.TypeQ8_0:   {32, 128, 255, false, 32},
+	gguf.TypeQ2_K:   {16, 0, 3, true, 256},
+	gguf.TypeQ3_K:   {16, 4, 7, false, 256},
+	gguf.TypeQ4_K:   {32, 0, 15, true, 256},
+	gguf.TypeQ5_K:   {32, 0, 31, true, 256},
+	gguf.TypeQ6_K:   {16, 32, 63, false, 256},
+	gguf.TypeQ8_K:   {32, 128, 255, false, 256},
+	gguf.TypeIQ4_NL: {32, 128, 255, false, 32},
+	gguf.TypeIQ4_XS: {32, 128, 255, false, 256},
 	// llama.cpp multiplies the i-quants and the ternary types with Q8_K
 	// activations, MXFP4 and NVFP4 with Q8_0.
-	gguf.TypeIQ2_XXS: lbIQ2_XXS.int8(256),
-	gguf.TypeIQ2_XS:  lbIQ2_XS.int8(256),
-	gguf.TypeIQ2_S:   lbIQ2_S.int8(256),
-	gguf.TypeIQ3_XXS: lbIQ3_XXS.int8(256),
-	gguf.TypeIQ3_S:   lbIQ3_S.int8(256),
-	gguf.TypeIQ1_S:   lbIQ1_S.int8(256),
-	gguf.TypeIQ1_M:   lbIQ1_M.int8(256),
-	gguf.TypeTQ1_0:   lbTQ1_0.int8(256),
-	gguf.TypeTQ2_0:   lbTQ2_0.int8(256),
-	gguf.TypeMXFP4:   lbMXFP4.int8(32),
-	gguf.TypeNVFP4:   lbNVFP4.int8(32),
+	gguf.TypeIQ2_XXS: lbIQ2_XXS.int8(256, 255),
+	gguf.TypeIQ2_XS:  lbIQ2_XS.int8(256, 255),
+	gguf.TypeIQ2_S:   lbIQ2_S.int8(256, 255),
+	gguf.TypeIQ3_XXS: lbIQ3_XXS.int8(256, 255),
+	gguf.TypeIQ3_S:   lbIQ3_S.int8(256, 255),
+	gguf.TypeIQ1_S:   lbIQ1_S.int8(256, 255),
+	gguf.TypeIQ1_M:   lbIQ1_M.int8(256, 255),
+	gguf.TypeTQ1_0:   lbTQ1_0.int8(256, 2),
+	gguf.TypeTQ2_0:   lbTQ2_0.int8(256, 3),
+	gguf.TypeMXFP4:   lbMXFP4.int8(32, 255),
+	gguf.TypeNVFP4:   lbNVFP4.int8(32, 255),
 }
 
 // Int8FormatOf returns t's integer decoding; ok is false for the float

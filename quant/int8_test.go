@@ -9,7 +9,8 @@ import (
 
 // TestDecodeInt8 checks, for every type with an integer decoding, that
 // S·(q - Offset) + M gives the reference dequantization's value, on random
-// bytes and on quantized weights, and that each vector decoder gives the
+// bytes and on quantized weights, that q never exceeds Max and reaches it
+// where Max is below 255, and that each vector decoder gives the
 // reference decoder's bits.
 func TestDecodeInt8(t *testing.T) {
 	r := newRand(33)
@@ -19,6 +20,7 @@ func TestDecodeInt8(t *testing.T) {
 		}
 		typ := gguf.Type(ti)
 		lf := lookup(typ)
+		top := 0 // the largest q seen
 		for _, blocks := range []int{1, 3} {
 			n := blocks * max(lf.bs, 256)
 			for trial := range 20 {
@@ -42,6 +44,10 @@ func TestDecodeInt8(t *testing.T) {
 				int8Decoders[typ](src, q, s, m)
 				for i, want := range deq {
 					j := i / f.Group
+					if int(q[i]) > f.Max {
+						t.Fatalf("%v trial %d: q[%d] = %d, above Max %d", typ, trial, i, q[i], f.Max)
+					}
+					top = max(top, int(q[i]))
 					got := s[j]*float32(int(q[i])-f.Offset) + m[j]
 					if !f.HasMin && m[j] != 0 {
 						t.Fatalf("%v: minimum %v on a type without one", typ, m[j])
@@ -70,6 +76,9 @@ func TestDecodeInt8(t *testing.T) {
 					}
 				}
 			}
+		}
+		if f.Max < 255 && top != f.Max {
+			t.Errorf("%v: the largest q over the trials is %d, Max %d", typ, top, f.Max)
 		}
 	}
 	if _, ok := Int8FormatOf(gguf.TypeF16); ok {

@@ -34,9 +34,10 @@ func (lb *lowbit) format(quant func(src []float32, dst []byte)) format {
 	return format{lb.bs, lb.ts, lb.deq, lb.dot, quant}
 }
 
-// int8 is the type's Int8Format, with activations in blocks of actBlock.
-func (lb *lowbit) int8(actBlock int) Int8Format {
-	return Int8Format{lb.group, lb.off, false, actBlock}
+// int8 is the type's Int8Format, with activations in blocks of actBlock:
+// q at most 255 with Offset 128, and at most top for the ternary digits.
+func (lb *lowbit) int8(actBlock, top int) Int8Format {
+	return Int8Format{lb.group, lb.off, top, false, actBlock}
 }
 
 // decode decodes whole blocks of w into q and s (len(q) weights); the

@@ -605,7 +605,10 @@ func TestGGMLExpfs(t *testing.T) {
 // TestTiledKernels checks every level's tiled kernels against tiledGeneric
 // on random panels and activations, with extreme scales and weights
 // (integer scales of ±127, weights 0 and 255) among them, without and with
-// minima (6-bit, as Q2_K's to Q5_K's, 63 among them).
+// minima (6-bit, as Q2_K's to Q5_K's, 63 among them); and the narrow
+// kernels (weights below 64) on such weights, with the largest int16 sums
+// they form: a super-block of weights 63 against activations all -127 in
+// one row and +127 in another.
 func TestTiledKernels(t *testing.T) {
 	r := rand.New(rand.NewSource(5))
 	const k = 768 // three super-blocks
@@ -614,6 +617,10 @@ func TestTiledKernels(t *testing.T) {
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
 	}
+	for i := range 256 {
+		x[i], x[k+i] = 1, -1 // quantized to -127 each, and to +127 after the row's first
+	}
+	x[k] = 1
 	a := &qacts{}
 	c.quantizeActs(a, x, 4, k, 256)
 	for _, g := range []int{32, 16} {
@@ -623,6 +630,13 @@ func TestTiledKernels(t *testing.T) {
 			w[i] = r.Uint32()
 		}
 		w[0], w[1] = 0, 0xffffffff
+		narrowW := make([]uint32, len(w))
+		for i := range w {
+			narrowW[i] = w[i] & 0x3f3f3f3f
+			if i < 64*32 { // the first super-block
+				narrowW[i] = 0x3f3f3f3f
+			}
+		}
 		ls, mins := make([]int32, ng*32), make([]int32, ng*32)
 		for i := range ls {
 			ls[i], mins[i] = int32(r.Intn(255))-127, int32(r.Intn(64))
@@ -642,21 +656,31 @@ func TestTiledKernels(t *testing.T) {
 			if !hasMin {
 				pm, pdm = nil, nil
 			}
-			for m := 1; m <= 4; m++ {
-				want := make([]float32, 4*32)
-				generic.tiled[ki][m-1](&a.buf[0], a.rec, &w[0], &ls[0], pm, &d0[0], pdm, k/32, -128, &want[0], 32, a.dOff, xsOff)
-				forEachLevel(t, func(t testing.TB, l Level) {
-					if len(kern.tiled[ki]) < m {
-						return // this level's kernels take fewer rows at a time
-					}
-					got := make([]float32, 4*32)
-					kern.tiled[ki][m-1](&a.buf[0], a.rec, &w[0], &ls[0], pm, &d0[0], pdm, k/32, -128, &got[0], 32, a.dOff, xsOff)
-					for i := range got[:m*32] {
-						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-							t.Fatalf("g=%d min %v m=%d level %v: out[%d] = %v, generic %v", g, hasMin, m, l, i, got[i], want[i])
+			for _, narrow := range []bool{false, true} {
+				w, negoff := w, -128
+				if narrow {
+					w, negoff = narrowW, -32
+				}
+				for m := 1; m <= 4; m++ {
+					want := make([]float32, 4*32)
+					generic.tiled[ki][m-1](&a.buf[0], a.rec, &w[0], &ls[0], pm, &d0[0], pdm, k/32, negoff, &want[0], 32, a.dOff, xsOff)
+					forEachLevel(t, func(t testing.TB, l Level) {
+						kerns := kern.tiled[ki]
+						if narrow {
+							kerns = kern.tiledNarrow[ki]
 						}
-					}
-				})
+						if len(kerns) < m {
+							return // this level has no such kernels, or takes fewer rows at a time
+						}
+						got := make([]float32, 4*32)
+						kerns[m-1](&a.buf[0], a.rec, &w[0], &ls[0], pm, &d0[0], pdm, k/32, negoff, &got[0], 32, a.dOff, xsOff)
+						for i := range got[:m*32] {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+								t.Fatalf("g=%d min %v narrow %v m=%d level %v: out[%d] = %v, generic %v", g, hasMin, narrow, m, l, i, got[i], want[i])
+							}
+						}
+					})
+				}
 			}
 		}
 	}

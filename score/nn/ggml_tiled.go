@@ -150,6 +150,9 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 	}
 	i := tiledKernels(f.Group, f.HasMin)
 	kerns := kern.tiled[i]
+	if f.Max < 64 && len(kern.tiledNarrow[i]) > 0 {
+		kerns = kern.tiledNarrow[i]
+	}
 	if len(kerns) == 0 {
 		kerns = generic.tiled[i]
 	}

@@ -155,6 +155,9 @@ type kernels struct {
 	// tiled holds the tiled kernels (ggml_tiled.go) by group (32, 16) and
 	// minimum (without, with): see tiledKernels. Index m-1 computes m rows.
 	tiled [4][]tiledFunc
+	// tiledNarrow, if set, is tiled's kernels for weights below 64
+	// (Int8Format.Max), which multiply them without widening (AVX2).
+	tiledNarrow [4][]tiledFunc
 	// kRepacked holds the Q4_K and Q2_K kernels in the repacked GEMM's and
 	// GEMV's orders (ggml_kquants.go: kRepackedVariants): index m-1
 	// computes m rows.

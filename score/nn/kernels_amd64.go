@@ -49,6 +49,12 @@ func archInit() {
 		{tiledSlices(tiled16m1AVX2), tiledSlices(tiled16m2AVX2)},
 		{tiledSlices(tiled16minm1AVX2), tiledSlices(tiled16minm2AVX2)},
 	}
+	avx2.tiledNarrow = [4][]tiledFunc{
+		{tiledSlices(tiled32m1NarrowAVX2), tiledSlices(tiled32m2NarrowAVX2)},
+		{tiledSlices(tiled32minm1NarrowAVX2), tiledSlices(tiled32minm2NarrowAVX2)},
+		{tiledSlices(tiled16m1NarrowAVX2), tiledSlices(tiled16m2NarrowAVX2)},
+		{tiledSlices(tiled16minm1NarrowAVX2), tiledSlices(tiled16minm2NarrowAVX2)},
+	}
 	avx2.kRepacked = [4][]kRepackedFunc{
 		{kRepackedSlices(q4k2m1AVX2), kRepackedSlices(q4k2m2AVX2)},
 		{kRepackedSlices(q4k8m1AVX2), kRepackedSlices(q4k8m2AVX2)},
@@ -103,7 +109,7 @@ func archInit() {
 	avx512.dotBF16 = [4]func(w, x *float32, ldx, n int, out *float64){dotBF16m1AVX512, dotBF16m2AVX512, dotBF16m3AVX512, dotBF16m4AVX512}
 	avx512.dotBF16x8 = avx2.dotBF16x8
 	avx512.lanes, avx512.minSums, avx512.ternary = avx2.lanes, avx2.minSums, avx2.ternary
-	avx512.tiled, avx512.kRepacked = avx2.tiled, avx2.kRepacked
+	avx512.tiled, avx512.tiledNarrow, avx512.kRepacked = avx2.tiled, avx2.tiledNarrow, avx2.kRepacked
 	avx512.ssmGGML, avx512.ssmGGML8, avx512.ssmF32 = ssmGGMLAVX512, ssmGGMLAVX2, ssmF32AVX512
 	avx512.deltaGGML, avx512.deltaGGML8 = deltaGGMLAVX512, deltaGGMLAVX2
 	avx512.wkv7GGML, avx512.wkv7GGML8, avx512.wkv6 = wkv7AVX512, wkv7AVX2, wkv6AVX512
@@ -115,6 +121,7 @@ func archInit() {
 		vnni.int8Wide = false
 		vnni.lanes = [2]lanesFunc{lanes32VNNI, lanes16VNNI}
 		vnni.ternary = ternaryVNNI
+		vnni.tiledNarrow = [4][]tiledFunc{} // VPDPBUSD takes every weight
 		vnni.tiled = [4][]tiledFunc{
 			{tiled32m1VNNI, tiled32m2VNNI, tiled32m3VNNI, tiled32m4VNNI},
 			{tiled32minm1VNNI, tiled32minm2VNNI},

@@ -495,25 +495,49 @@ func q2k16m2AVX2(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float3
 func tiled32m1AVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
+func tiled32m1NarrowAVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
 func tiled32m2AVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled32m2NarrowAVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
 func tiled32minm1AVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
+func tiled32minm1NarrowAVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
 func tiled32minm2AVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled32minm2NarrowAVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
 func tiled16m1AVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
+func tiled16m1NarrowAVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
 func tiled16m2AVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16m2NarrowAVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
 func tiled16minm1AVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
+func tiled16minm1NarrowAVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
 func tiled16minm2AVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16minm2NarrowAVX2(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
 func quantQ80AVX512(x *float32, nb int, rec *byte, dOff, xs16Off int)

@@ -728,11 +728,25 @@ func kRepackedHeader(name string) {
 // tiledVNNI's. Registers: the partial sums of rows 0-3 and 4-7 in Y(2t),
 // Y(2t+1), S in Y4+t, acc in Y6+t, M in Y14+t, the widened weights in Y8,
 // Y9.
-func tiledAVX2(m, g int, hasMin bool) {
-	tiledHeader(g, m, hasMin, "AVX2")
+//
+// With narrow (tiled{g}[min]m{m}NarrowAVX2) the weights are below 64 (the
+// formats whose Int8Format.Max is): VPMADDUBSW multiplies them with the
+// activations (at most 127 in magnitude) directly, two steps' int16 pairs
+// are added (at most 4·63·127 = 32004: no saturation) and VPMADDWD with
+// ones sums them into each row's int32 group sum in Yt, in row order (no
+// fold). The same integers, half the instructions.
+func tiledAVX2(m, g int, hasMin, narrow bool) {
+	isa := "AVX2"
+	if narrow {
+		isa = "NarrowAVX2"
+	}
+	tiledHeader(g, m, hasMin, isa)
 	p("\tMOVQ negoff+64(FP), AX")
 	p("\tVMOVD AX, X12")
 	p("\tVPBROADCASTD X12, Y12")
+	if narrow {
+		ones16Y(2)
+	}
 	for t := 0; t < m; t++ {
 		p("\tVPXOR Y%d, Y%d, Y%d", 6+t, 6+t, 6+t)
 	}
@@ -748,35 +762,58 @@ func tiledAVX2(m, g int, hasMin bool) {
 	halves := 32 / g
 	for b := 0; b < 8; b++ {
 		for h := 0; h < halves; h++ {
-			for t := 0; t < m; t++ {
-				p("\tVPXOR Y%d, Y%d, Y%d", 2*t, 2*t, 2*t)
-				p("\tVPXOR Y%d, Y%d, Y%d", 2*t+1, 2*t+1, 2*t+1)
-			}
 			s0, s1 := h*8/halves, (h+1)*8/halves
-			for st := s0; st < s1; st++ {
-				p("\tVPMOVZXBW %d(R13), Y8", 1024*b+128*st)
-				p("\tVPMOVZXBW %d(R13), Y9", 1024*b+128*st+16)
+			if narrow {
 				for t := 0; t < m; t++ {
-					p("\tVPBROADCASTD %s, X10", rowAddr(32*b+4*st, "SI", t))
-					p("\tVPMOVSXBW X10, Y10")
-					p("\tVPMADDWD Y10, Y8, Y11")
-					p("\tVPADDD Y11, Y%d, Y%d", 2*t, 2*t)
-					p("\tVPMADDWD Y10, Y9, Y11")
-					p("\tVPADDD Y11, Y%d, Y%d", 2*t+1, 2*t+1)
+					p("\tVPXOR Y%d, Y%d, Y%d", t, t, t)
+				}
+				for st := s0; st < s1; st += 2 {
+					p("\tVMOVDQU %d(R13), Y8", 1024*b+128*st)
+					p("\tVMOVDQU %d(R13), Y3", 1024*b+128*(st+1))
+					for t := 0; t < m; t++ {
+						p("\tVPBROADCASTD %s, Y9", rowAddr(32*b+4*st, "SI", t))
+						p("\tVPMADDUBSW Y9, Y8, Y10")
+						p("\tVPBROADCASTD %s, Y9", rowAddr(32*b+4*st+4, "SI", t))
+						p("\tVPMADDUBSW Y9, Y3, Y11")
+						p("\tVPADDW Y11, Y10, Y10")
+						p("\tVPMADDWD Y2, Y10, Y10")
+						p("\tVPADDD Y10, Y%d, Y%d", t, t)
+					}
+				}
+			} else {
+				for t := 0; t < m; t++ {
+					p("\tVPXOR Y%d, Y%d, Y%d", 2*t, 2*t, 2*t)
+					p("\tVPXOR Y%d, Y%d, Y%d", 2*t+1, 2*t+1, 2*t+1)
+				}
+				for st := s0; st < s1; st++ {
+					p("\tVPMOVZXBW %d(R13), Y8", 1024*b+128*st)
+					p("\tVPMOVZXBW %d(R13), Y9", 1024*b+128*st+16)
+					for t := 0; t < m; t++ {
+						p("\tVPBROADCASTD %s, X10", rowAddr(32*b+4*st, "SI", t))
+						p("\tVPMOVSXBW X10, Y10")
+						p("\tVPMADDWD Y10, Y8, Y11")
+						p("\tVPADDD Y11, Y%d, Y%d", 2*t, 2*t)
+						p("\tVPMADDWD Y10, Y9, Y11")
+						p("\tVPADDD Y11, Y%d, Y%d", 2*t+1, 2*t+1)
+					}
 				}
 			}
 			for t := 0; t < m; t++ {
-				p("\tVPHADDD Y%d, Y%d, Y%d", 2*t+1, 2*t, 2*t) // rows 0 1 4 5 | 2 3 6 7
-				p("\tVPERMQ $0xd8, Y%d, Y%d", 2*t, 2*t)
+				sum := t // the group's sums of the 8 rows, in order
+				if !narrow {
+					sum = 2 * t
+					p("\tVPHADDD Y%d, Y%d, Y%d", 2*t+1, 2*t, 2*t) // rows 0 1 4 5 | 2 3 6 7
+					p("\tVPERMQ $0xd8, Y%d, Y%d", 2*t, 2*t)
+				}
 				p("\tVPBROADCASTD %s, Y11", rowAddr(0, "R11", t))
 				if hasMin {
 					p("\tVPMULLD (R12), Y11, Y13")
 					p("\tVPADDD Y13, Y%d, Y%d", 14+t, 14+t)
 				}
 				p("\tVPMULLD Y12, Y11, Y11")
-				p("\tVPADDD Y11, Y%d, Y%d", 2*t, 2*t)
-				p("\tVPMULLD (R14), Y%d, Y%d", 2*t, 2*t)
-				p("\tVPADDD Y%d, Y%d, Y%d", 2*t, 4+t, 4+t)
+				p("\tVPADDD Y11, Y%d, Y%d", sum, sum)
+				p("\tVPMULLD (R14), Y%d, Y%d", sum, sum)
+				p("\tVPADDD Y%d, Y%d, Y%d", sum, 4+t, 4+t)
 			}
 			p("\tADDQ $128, R14")
 			if hasMin {
@@ -925,7 +962,8 @@ func int8Kernels() {
 	for _, g := range []int{32, 16} {
 		for _, hasMin := range []bool{false, true} {
 			for m := 1; m <= 2; m++ {
-				tiledAVX2(m, g, hasMin)
+				tiledAVX2(m, g, hasMin, false)
+				tiledAVX2(m, g, hasMin, true)
 			}
 		}
 	}
