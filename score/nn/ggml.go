@@ -561,10 +561,10 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 		}
 	})
 	const T = ggmlTileKV
-	// Without ALiBi, a soft-cap or a mask beyond the causal window, a
-	// row's scores in a tile are its products times Scale, -Inf outside
-	// the keys [first, i]: scaleMax's vector loop.
-	plain := a.Slopes == nil && a.SoftCap == 0 && a.Keys == nil && a.Chunk == 0
+	// Without ALiBi, a soft-cap or a KeySet, a row's scores in a tile are
+	// its products times Scale, -Inf outside the keys [first, i] (of its
+	// window and its chunk): scaleMax's vector loop.
+	plain := a.Slopes == nil && a.SoftCap == 0 && a.Keys == nil
 	rows := gemmTileRows
 	blocks := (n + rows - 1) / rows
 	c.Parallel(blocks*a.Heads, func(_, lo, hi int) {
@@ -583,11 +583,15 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 			for r := range m {
 				M[r] = float32(math.Inf(-1))
 			}
-			firstOf := func(i int) int {
+			firstOf := func(i int) int { // the row's first key
+				first := 0
 				if a.Window > 0 {
-					return max(0, i-a.Window+1)
+					first = max(0, i-a.Window+1)
 				}
-				return 0
+				if a.Chunk > 0 {
+					first = max(first, i/a.Chunk*a.Chunk)
+				}
+				return first
 			}
 			for t0 := firstOf(i0) / T * T; t0 < i0+m; t0 += T {
 				for z := 0; z < T; z += 32 {
