@@ -565,6 +565,7 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 	// its products times Scale, -Inf outside the keys [first, i] (of its
 	// window and its chunk): scaleMax's vector loop.
 	plain := a.Slopes == nil && a.SoftCap == 0 && a.Keys == nil
+	capped, cp := a.Slopes == nil && a.SoftCap != 0 && a.Keys == nil, float32(a.SoftCap)
 	rows := gemmTileRows
 	blocks := (n + rows - 1) / rows
 	c.Parallel(blocks*a.Heads, func(_, lo, hi int) {
@@ -610,6 +611,22 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 						tmax = scaleMax(pr, sc[r*T:(r+1)*T], scale)
 						if lo, hi := first-t0, i-t0+1; lo > 0 || hi < T {
 							tmax = maskedMax(pr, lo, hi)
+						}
+					} else if capped {
+						// A soft-cap alone: plain's keys, each score capped
+						// (the maximum as scaleMax's: ±0 and NaN as they come).
+						lo, hi := max(first-t0, 0), min(i-t0+1, T)
+						tmax = float32(math.Inf(-1))
+						for jj := range T {
+							if jj < lo || jj >= hi {
+								pr[jj] = float32(math.Inf(-1))
+								continue
+							}
+							v := cp * float32(math.Tanh(float64(sc[r*T+jj]*scale)))
+							pr[jj] = v
+							if v > tmax {
+								tmax = v
+							}
 						}
 					} else {
 						tmax = float32(math.Inf(-1))

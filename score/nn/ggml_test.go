@@ -1357,20 +1357,23 @@ func TestScaleMax(t *testing.T) {
 }
 
 // TestGGMLTiledPlain checks ggmlTiled's vector path for rows without
-// ALiBi, soft-cap or a KeySet (scaleMax, maskedMax) against its general
-// loop, which a KeySet of the same causal (windowed, chunked) keys takes:
-// the same bits at every level and in both builds, over 200 and 130 rows
-// (tiles cut by the diagonal, by a window of 70 and 64 keys and by chunks
-// of 48 and 96), heads of 64 and 24, with and without sinks.
+// ALiBi, soft-cap or a KeySet (scaleMax, maskedMax), and its loop for a
+// soft-cap alone, against its general loop, which a KeySet of the same
+// causal (windowed, chunked) keys takes: the same bits at every level and
+// in both builds, over 200 and 130 rows (tiles cut by the diagonal, by a
+// window of 70 and 64 keys and by chunks of 48 and 96), heads of 64 and
+// 24, with and without sinks, without and with a soft-cap of 0.7 (most
+// scores capped) and 50 (Gemma 2's).
 func TestGGMLTiledPlain(t *testing.T) {
 	in := ggmlTestInputs()
 	for _, f := range []struct {
 		n, d, window, chunk int
 		sinks               bool
-	}{{200, 64, 0, 0, false}, {200, 64, 70, 0, false}, {130, 24, 64, 0, false}, {130, 64, 0, 0, true},
-		{200, 64, 0, 48, false}, {200, 64, 70, 96, true}} {
+		softCap             float64
+	}{{200, 64, 0, 0, false, 0}, {200, 64, 70, 0, false, 0}, {130, 24, 64, 0, false, 0}, {130, 64, 0, 0, true, 0},
+		{200, 64, 0, 48, false, 0}, {200, 64, 70, 96, true, 0}, {200, 64, 70, 0, false, 0.7}, {130, 64, 0, 48, true, 50}} {
 		q, k, v := in.faHeads(f.n, f.d, 4)
-		plain := &Attention{Heads: 4, KVHeads: 2, HeadDim: f.d, Scale: 0.125, Window: f.window, Chunk: f.chunk, GGMLF16: true}
+		plain := &Attention{Heads: 4, KVHeads: 2, HeadDim: f.d, Scale: 0.125, Window: f.window, Chunk: f.chunk, SoftCap: f.softCap, GGMLF16: true}
 		if f.sinks {
 			plain.Sinks = []float32{0.5, 3, -1, 2}
 		}
