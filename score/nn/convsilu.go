@@ -154,10 +154,13 @@ func shiftHist(x, hist []float32, n, C, K int) {
 	if K == 1 {
 		return
 	}
-	all := make([]float32, (K-1+n)*C)
-	copy(all, hist[:(K-1)*C])
-	copy(all[(K-1)*C:], x[:n*C])
-	copy(hist, all[n*C:])
+	h := K - 1
+	if n >= h {
+		copy(hist[:h*C], x[(n-h)*C:n*C])
+		return
+	}
+	copy(hist, hist[n*C:h*C]) // the newest h - n kept, moved to the front
+	copy(hist[(h-n)*C:h*C], x[:n*C])
 }
 
 // onesBuf is the up operand of SiLU's swiglu32 calls.

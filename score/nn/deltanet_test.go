@@ -256,6 +256,30 @@ func TestConvSiLU(t *testing.T) {
 	}
 }
 
+// TestShiftHist checks the convolutions' history against its definition,
+// the last K - 1 rows of the old history followed by the new inputs, for
+// windows shorter than, as long as and longer than the history.
+func TestShiftHist(t *testing.T) {
+	const C = 3
+	for _, K := range []int{1, 2, 4} {
+		for _, n := range []int{0, 1, 2, 3, 4, 7} {
+			hist, x := make([]float32, (K-1)*C), make([]float32, n*C)
+			for i := range hist {
+				hist[i] = float32(-1 - i)
+			}
+			for i := range x {
+				x[i] = float32(1 + i)
+			}
+			all := append(slices.Clone(hist), x...)
+			want := all[len(all)-(K-1)*C:]
+			shiftHist(x, hist, n, C, K)
+			if !slices.Equal(hist, want) {
+				t.Errorf("K=%d, %d rows: history %v, want %v", K, n, hist, want)
+			}
+		}
+	}
+}
+
 // TestSSMScan runs the float32 selective scan against the float64
 // reference on heads of 16 and 64 with states of 16 and 128 (Granite 4.0's
 // and Nemotron-H's), over 300 tokens from a nonzero state, with dt past
