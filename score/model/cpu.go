@@ -393,9 +393,8 @@ func (b *cpuBackend) SoftCap(x ml.Tensor, cp float64) {
 		return
 	}
 	b.c.Parallel(d.rows, func(_, lo, hi int) {
-		for i := lo * d.cols; i < hi*d.cols; i++ {
-			d.d[i] = float32(cp * math.Tanh(float64(d.d[i])/cp))
-		}
+		x := d.d[lo*d.cols : hi*d.cols]
+		nn.TanhCaps(x, x, 1, cp)
 	})
 }
 

@@ -433,17 +433,18 @@ func (a *Attention) attentionRef(c *Context, out, q, k, v []float32, n int) {
 // bias scales a row of scores of query head h, of keys d, d+1, ...
 // positions from the query: float32(a.Scale) times each, as the softmax
 // kernel scales, or with a soft-cap SoftCap·tanh(s·Scale/SoftCap) in
-// float64 rounded once; then adds ALiBi's Slopes[h]·(d + j), the product
-// and the sum each rounded to float32 (0 without Slopes).
+// float64 rounded once (TanhCaps); then adds ALiBi's Slopes[h]·(d + j),
+// the product and the sum each rounded to float32 (0 without Slopes).
 func (a *Attention) bias(row []float32, h, d int) {
 	scale, sl := float32(a.Scale), float32(0)
 	if a.Slopes != nil {
 		sl = a.Slopes[h]
 	}
+	if a.SoftCap > 0 {
+		TanhCaps(row, row, a.Scale, a.SoftCap)
+	}
 	for j, s := range row {
-		if a.SoftCap > 0 {
-			s = float32(a.capped(float64(s) * a.Scale))
-		} else {
+		if a.SoftCap == 0 {
 			s *= scale
 		}
 		row[j] = s + float32(sl*float32(d+j))

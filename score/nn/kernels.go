@@ -185,6 +185,9 @@ type kernels struct {
 	// libcExpf, if set, is LibcExpfs's loop for n a multiple of 16 (k:
 	// libcExpfK4, tab: exp2fTab).
 	libcExpf func(dst, x *float32, n int, k *[10][4]float64, tab *uint64)
+	// tanhCap, if set, is TanhCaps's loop for n a multiple of 8 (k:
+	// tanhK4).
+	tanhCap func(dst, x *float32, n int, m, c float64, k *[tanhKN][4]float64)
 	// ggmlSoftMax and ggmlSoftMax8, if set, are ggmlSoftMax's AVX-512
 	// build for n a multiple of 16 and its AVX2 build for n a multiple of
 	// 8.

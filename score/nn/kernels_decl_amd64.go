@@ -576,6 +576,9 @@ func scaleMaxAVX512(dst, src *float32, n int, scale float32) float32
 func libcExpfAVX512(dst, x *float32, n int, k *[10][4]float64, tab *uint64)
 
 //go:noescape
+func tanhCapAVX512(dst, x *float32, n int, m, c float64, k *[23][4]float64)
+
+//go:noescape
 func ggmlExpfAVX512(dst, x *float32, n int)
 
 //go:noescape
@@ -643,6 +646,9 @@ func scaleMaxAVX2(dst, src *float32, n int, scale float32) float32
 
 //go:noescape
 func libcExpfAVX2(dst, x *float32, n int, k *[10][4]float64, tab *uint64)
+
+//go:noescape
+func tanhCapAVX2(dst, x *float32, n int, m, c float64, k *[23][4]float64)
 
 //go:noescape
 func sumSquaresAVX2(x *float32, n int) float64

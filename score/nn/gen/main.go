@@ -1573,6 +1573,7 @@ func misc() {
 	maxFiniteAVX512()
 	scaleMaxAVX512()
 	libcExpfAVX512()
+	tanhCapAVX512()
 	ggmlExpfAVX512()
 	ggmlExpfAVX2()
 	dotF32AVX512()
@@ -2119,6 +2120,127 @@ func libcExpfAVX512() {
 		p("\tVMOVUPS Y%d, %d(DI)", e, 32*h)
 	}
 	next("loop", 64, "SI", "DI")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// tanhK is the offset of constant i of tanhK4 (nn/tanh.go: 4 float64
+// each): 0 the clamp, 1 -2, 2 log2 e, 3 and 4 ln 2 high and low, 5..16 the
+// coefficients, 17 1, 18 2, 19 the magic, 20 its bias's bits, 21 the
+// magnitude mask, 22 the sign bit.
+func tanhK(i int) string { return fmt.Sprintf("%d(R8)", 32*i) }
+
+// tanhCapHead starts tanhCap{isa}(dst, x *float32, n int, m, c float64, k
+// *[23][4]float64): DI dst, SI x, CX the iterations of 8 values, R8 k.
+func tanhCapHead(isa string) {
+	p("")
+	p("// func tanhCap%s(dst, x *float32, n int, m, c float64, k *[23][4]float64)", isa)
+	p("TEXT ·tanhCap%s(SB), NOSPLIT, $0-48", isa)
+	p("\tMOVQ dst+0(FP), DI")
+	p("\tMOVQ x+8(FP), SI")
+	p("\tMOVQ n+16(FP), CX")
+	p("\tMOVQ k+40(FP), R8")
+	p("\tSHRQ $3, CX")
+	p("\tJZ done")
+}
+
+// tanhCapAVX512 writes tanhCapAVX512, TanhCaps's loop (tanh64's
+// operations in order) for n a multiple of 8, a ZMM register of float64 at
+// a time. Registers: m Z16, c Z17, the constants Z18..Z28 (the
+// coefficients read by broadcast), the steps Z0..Z7.
+func tanhCapAVX512() {
+	tanhCapHead("AVX512")
+	p("\tVBROADCASTSD m+24(FP), Z16")
+	p("\tVBROADCASTSD c+32(FP), Z17")
+	for i, k := range []int{0, 1, 2, 3, 4, 17, 18, 19, 20, 21, 22} {
+		p("\tVBROADCASTSD %s, Z%d", tanhK(k), 18+i)
+	}
+	// Z18 clamp, Z19 -2, Z20 log2e, Z21 ln2 high, Z22 low, Z23 1, Z24 2,
+	// Z25 magic, Z26 its bias, Z27 the magnitude mask, Z28 the sign bit.
+	p("loop:")
+	p("\tVCVTPS2PD (SI), Z0")
+	p("\tVMULPD Z16, Z0, Z0")
+	p("\tVDIVPD Z17, Z0, Z0")     // y = (x·m)/c
+	p("\tVANDPD Z27, Z0, Z1")     // |y|
+	p("\tVMINPD Z1, Z18, Z1")     // a = min(clamp, |y|), a NaN kept
+	p("\tVMULPD Z19, Z1, Z1")     // z = -2a
+	p("\tVMULPD Z20, Z1, Z2")     // z·log2e
+	p("\tVRNDSCALEPD $0, Z2, Z2") // k
+	p("\tVMOVAPD Z1, Z3")
+	p("\tVFNMADD231PD Z21, Z2, Z3") // r = z - k·ln2 high
+	p("\tVFNMADD231PD Z22, Z2, Z3") // - k·ln2 low
+	p("\tVBROADCASTSD %s, Z4", tanhK(5))
+	for i := 6; i <= 16; i++ {
+		p("\tVFMADD213PD.BCST %s, Z3, Z4", tanhK(i)) // q = q·r + coefficient
+	}
+	p("\tVFMADD213PD Z23, Z3, Z4") // q·r + 1
+	p("\tVMULPD Z3, Z4, Z4")       // e = q·r
+	p("\tVADDPD Z25, Z2, Z5")
+	p("\tVPSUBQ Z26, Z5, Z5")
+	p("\tVPSLLQ $52, Z5, Z5")     // s = 2^k
+	p("\tVSUBPD Z23, Z5, Z6")     // s - 1
+	p("\tVFMADD231PD Z4, Z5, Z6") // m' = s·e + (s - 1)
+	p("\tVADDPD Z24, Z6, Z7")     // m' + 2
+	p("\tVXORPD Z28, Z6, Z6")     // -m'
+	p("\tVDIVPD Z7, Z6, Z6")
+	p("\tVANDPD Z27, Z6, Z6")
+	p("\tVANDPD Z28, Z0, Z7")
+	p("\tVORPD Z7, Z6, Z6")   // y's sign
+	p("\tVMULPD Z17, Z6, Z6") // c·tanh
+	p("\tVCVTPD2PS Z6, Y6")
+	p("\tVMOVUPS Y6, (DI)")
+	next("loop", 32, "SI", "DI")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// tanhCapAVX2 writes tanhCapAVX2, tanhCapAVX512's twin in lanes of 4
+// float64, two registers of them a step; the constants are memory
+// operands but the clamp, which VMINPD must take as its first source (a
+// NaN then stays). Registers: m Y14, c Y15, the steps Y0..Y6 and Y7..Y13.
+func tanhCapAVX2() {
+	tanhCapHead("AVX2")
+	p("\tVBROADCASTSD m+24(FP), Y14")
+	p("\tVBROADCASTSD c+32(FP), Y15")
+	p("loop:")
+	for h := 0; h < 2; h++ {
+		r := func(i int) int { return 7*h + i }
+		p("\tVCVTPS2PD %d(SI), Y%d", 16*h, r(0))
+		p("\tVMULPD Y14, Y%d, Y%d", r(0), r(0))
+		p("\tVDIVPD Y15, Y%d, Y%d", r(0), r(0))
+		p("\tVANDPD %s, Y%d, Y%d", tanhK(21), r(0), r(1))
+		p("\tVMOVUPD %s, Y%d", tanhK(0), r(2))
+		p("\tVMINPD Y%d, Y%d, Y%d", r(1), r(2), r(1))
+		p("\tVMULPD %s, Y%d, Y%d", tanhK(1), r(1), r(1))
+		p("\tVMULPD %s, Y%d, Y%d", tanhK(2), r(1), r(2))
+		p("\tVROUNDPD $0, Y%d, Y%d", r(2), r(2))
+		p("\tVMOVAPD Y%d, Y%d", r(1), r(3))
+		p("\tVFNMADD231PD %s, Y%d, Y%d", tanhK(3), r(2), r(3))
+		p("\tVFNMADD231PD %s, Y%d, Y%d", tanhK(4), r(2), r(3))
+		p("\tVMOVUPD %s, Y%d", tanhK(5), r(4))
+		for i := 6; i <= 16; i++ {
+			p("\tVFMADD213PD %s, Y%d, Y%d", tanhK(i), r(3), r(4))
+		}
+		p("\tVFMADD213PD %s, Y%d, Y%d", tanhK(17), r(3), r(4))
+		p("\tVMULPD Y%d, Y%d, Y%d", r(3), r(4), r(4))
+		p("\tVADDPD %s, Y%d, Y%d", tanhK(19), r(2), r(5))
+		p("\tVPSUBQ %s, Y%d, Y%d", tanhK(20), r(5), r(5))
+		p("\tVPSLLQ $52, Y%d, Y%d", r(5), r(5))
+		p("\tVSUBPD %s, Y%d, Y%d", tanhK(17), r(5), r(6))
+		p("\tVFMADD231PD Y%d, Y%d, Y%d", r(4), r(5), r(6))
+		p("\tVADDPD %s, Y%d, Y%d", tanhK(18), r(6), r(1))
+		p("\tVXORPD %s, Y%d, Y%d", tanhK(22), r(6), r(6))
+		p("\tVDIVPD Y%d, Y%d, Y%d", r(1), r(6), r(6))
+		p("\tVANDPD %s, Y%d, Y%d", tanhK(21), r(6), r(6))
+		p("\tVANDPD %s, Y%d, Y%d", tanhK(22), r(0), r(1))
+		p("\tVORPD Y%d, Y%d, Y%d", r(1), r(6), r(6))
+		p("\tVMULPD Y15, Y%d, Y%d", r(6), r(6))
+		p("\tVCVTPD2PSY Y%d, X%d", r(6), r(6))
+		p("\tVMOVUPS X%d, %d(DI)", r(6), 16*h)
+	}
+	next("loop", 32, "SI", "DI")
 	p("done:")
 	p("\tVZEROUPPER")
 	p("\tRET")
@@ -2678,6 +2800,7 @@ func miscAVX2() {
 	maxFiniteAVX2()
 	scaleMaxAVX2()
 	libcExpfAVX2()
+	tanhCapAVX2()
 	rmsnormAVX2()
 	roundF16AVX2()
 	transposeAVX2()
