@@ -613,16 +613,23 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 							tmax = maskedMax(pr, lo, hi)
 						}
 					} else if capped {
-						// A soft-cap alone: plain's keys, each score capped
-						// (the maximum as scaleMax's: ±0 and NaN as they come).
+						// A soft-cap alone: plain's keys, each score capped,
+						// tanhf by TanhCaps (GGMLSoftCap's); the maximum as
+						// scaleMax's: ±0 and NaN as they come.
 						lo, hi := max(first-t0, 0), min(i-t0+1, T)
 						tmax = float32(math.Inf(-1))
 						for jj := range T {
 							if jj < lo || jj >= hi {
 								pr[jj] = float32(math.Inf(-1))
-								continue
+							} else {
+								pr[jj] = sc[r*T+jj] * scale
 							}
-							v := cp * float32(math.Tanh(float64(sc[r*T+jj]*scale)))
+						}
+						if lo < hi {
+							TanhCaps(pr[lo:hi], pr[lo:hi], 1, 1)
+						}
+						for jj := lo; jj < hi; jj++ {
+							v := cp * pr[jj]
 							pr[jj] = v
 							if v > tmax {
 								tmax = v

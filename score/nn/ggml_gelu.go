@@ -84,11 +84,17 @@ func GGMLOAISwiGLU(out, gate, up []float32) {
 
 // GGMLSoftCap is llama.cpp's final logit soft-capping as ggml-cpu
 // computes it: ggml_scale by 1/cap (float32), ggml_tanh (tanhf), ggml_scale
-// by cap, each rounded to float32.
+// by cap, each rounded to float32. tanhf is float32(math.Tanh), which
+// TanhCap(y, 1, 1) equals on every float32 y (all 2^32 compared by hand,
+// 2026-12-05; TestTanhCaps pins 17 million).
 func GGMLSoftCap(x []float32, cap float32) {
 	inv := 1 / cap
 	for i, v := range x {
-		x[i] = float32(math.Tanh(float64(v*inv))) * cap
+		x[i] = v * inv
+	}
+	TanhCaps(x, x, 1, 1)
+	for i, v := range x {
+		x[i] = v * cap
 	}
 }
 

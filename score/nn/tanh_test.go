@@ -13,7 +13,9 @@ import (
 // (NaNs, infinities and subnormals among them) and the neighbours of 0,
 // of tanh64's clamp and of its switch from k = 0, in both halves of a
 // kernel's lanes and in the scalar tail, as logits capped at 30 (m = 1),
-// attention scores (m = 1/16, cap 50) and at a cap of 0.7.
+// attention scores (m = 1/16, cap 50), at a cap of 0.7, and as ggml's
+// tanhf (m = c = 1: float32(math.Tanh), GGMLSoftCap's, which TanhCap
+// equals on all 2^32 float32s, compared by hand).
 func TestTanhCaps(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
 	worst := 0.0
@@ -53,7 +55,7 @@ func TestTanhCaps(t *testing.T) {
 		}
 	}
 	x = append(x, 1, 2, 3) // a tail past the lanes of 8
-	for _, mc := range [][2]float64{{1, 30}, {0.0625, 50}, {1, 0.7}} {
+	for _, mc := range [][2]float64{{1, 30}, {0.0625, 50}, {1, 0.7}, {1, 1}} {
 		m, c := mc[0], mc[1]
 		want := make([]float32, len(x))
 		off := 0
