@@ -70,7 +70,8 @@ func Softplus32(a float32) float32 {
 // as it may be handed the state in another layout.
 //
 // With Mamba-1's decays per column (AS) each column's e^(d·AS[k]) is
-// rounded once, and the rest is as above.
+// glibc's expf of the float32 product (LibcExpfs, within 0.502 ulp), and
+// the rest is as above.
 func SSMScan(h *SSMHead, round func([]float32)) {
 	h.check()
 	if k := kern.ssmF32; k != nil && h.AS == nil && h.P%16 == 0 && h.N > 0 && h.T > 0 {
@@ -78,14 +79,19 @@ func SSMScan(h *SSMHead, round func([]float32)) {
 		return
 	}
 	N, P := h.N, h.P
-	var dAs []float32 // Mamba-1's decays of the token, a column each
+	var ds, dAll []float32 // Mamba-1's d and decays of every token
 	if h.AS != nil {
-		dAs = make([]float32, N)
+		buf := scanBufs.Get().(*[]float32)
+		defer scanBufs.Put(buf)
+		ds, dAll = columnDecays(h, Softplus32, buf)
 	}
 	for t := range h.T {
-		d, dA := ssmDecay(h, t)
-		for k, a := range h.AS {
-			dAs[k] = float32(math.Exp(float64(d * a)))
+		var d, dA float32
+		var dAs []float32 // the token's decays, a column each
+		if h.AS != nil {
+			d, dAs = ds[t], dAll[t*N:(t+1)*N]
+		} else {
+			d, dA = ssmDecay(h, t)
 		}
 		b, c := h.B[t*h.BS:t*h.BS+N], h.C[t*h.BS:t*h.BS+N]
 		x, out := h.X[t*h.XS:t*h.XS+P], h.Out[t*h.XS:t*h.XS+P]
@@ -107,6 +113,26 @@ func SSMScan(h *SSMHead, round func([]float32)) {
 			round(h.S)
 		}
 	}
+}
+
+// columnDecays returns Mamba-1's d_t = softplus(dt_t + DtBias) of every
+// token and its columns' decays e^(d_t·AS[k]) (at t·N + k) by glibc's expf
+// (LibcExpfs: its vector kernels, one call for the window), in buf.
+func columnDecays(h *SSMHead, softplus func(float32) float32, buf *[]float32) (ds, dAs []float32) {
+	N := h.N
+	if len(*buf) < h.T*(N+1) {
+		*buf = make([]float32, h.T*(N+1))
+	}
+	ds, dAs = (*buf)[:h.T], (*buf)[h.T:h.T*(N+1)]
+	for t := range h.T {
+		d := softplus(h.Dt[t*h.DS] + h.DtBias)
+		ds[t] = d
+		for k, a := range h.AS {
+			dAs[t*N+k] = d * a
+		}
+	}
+	LibcExpfs(dAs, dAs)
+	return ds, dAs
 }
 
 // ssmDecay is SSMScan's d = softplus(dt + DtBias) and dA = e^(d·A) for
@@ -254,12 +280,11 @@ func SSMScanGGML(h *SSMHead, avx2 bool, round func([]float32)) {
 // zen4 and haswell builds (TestGGMLMamba2).
 func ssmScanGGMLColumns(h *SSMHead, round func([]float32)) {
 	N, P := h.N, h.P
-	dAs := make([]float32, N)
+	buf := scanBufs.Get().(*[]float32)
+	defer scanBufs.Put(buf)
+	ds, dAll := columnDecays(h, ggmlSoftplus, buf)
 	for t := range h.T {
-		d := ggmlSoftplus(h.Dt[t*h.DS] + h.DtBias)
-		for k, av := range h.AS {
-			dAs[k] = LibcExpf(d * av)
-		}
+		d, dAs := ds[t], dAll[t*N:(t+1)*N]
 		b, c := h.B[t*h.BS:t*h.BS+N], h.C[t*h.BS:t*h.BS+N]
 		x, out := h.X[t*h.XS:t*h.XS+P], h.Out[t*h.XS:t*h.XS+P]
 		for i, xv := range x {
