@@ -157,10 +157,38 @@ func (b *cpuBackend) RoPE(x ml.Tensor, heads int, r *nn.RoPE) {
 	r.Forward(b.c, s.d, s.rows, heads)
 }
 
+// parallelRowsMin is the fewest values an elementwise or per-row
+// operation splits over the threads: below it the goroutines cost more
+// than the pass.
+const parallelRowsMin = 1 << 16
+
+// parallelRows runs fn over the rows [0, n) of a tensor of cols values, in
+// chunks of whole units of unit rows on the context's threads.
+// Elementwise and per-row passes are bound by memory, and each thread of
+// a large machine brings its own share of the bandwidth: run serially
+// they would be Amdahl's share of a window (a residual add over 4096 ×
+// 8192 values is 400 MB of traffic). The same operations per value, so the
+// same bits.
+func (b *cpuBackend) parallelRows(n, cols, unit int, fn func(lo, hi int)) {
+	units := (n + unit - 1) / unit
+	if n*cols < parallelRowsMin || units < 2 {
+		fn(0, n)
+		return
+	}
+	b.c.Parallel(units, func(_, lo, hi int) { fn(lo*unit, min(hi*unit, n)) })
+}
+
+// parallelValues is parallelRows over a tensor's values, for operations
+// of each value alone: fn gets the values [lo, hi) of t.
+func (b *cpuBackend) parallelValues(t *cpuT, fn func(d []float32, lo, hi int)) {
+	c := t.cols
+	b.parallelRows(t.rows, c, 1, func(lo, hi int) { fn(t.d[lo*c:hi*c], lo*c, hi*c) })
+}
+
 func (b *cpuBackend) Add(dst, x ml.Tensor) {
 	d, s := ct(dst), ct(x)
 	shape("add input", s, d.rows, d.cols)
-	nn.Add(d.d, s.d)
+	b.parallelValues(d, func(v []float32, lo, hi int) { nn.Add(v, s.d[lo:hi]) })
 }
 
 func (b *cpuBackend) AddRows(x ml.Tensor, v *ml.Vector) {
@@ -168,25 +196,29 @@ func (b *cpuBackend) AddRows(x ml.Tensor, v *ml.Vector) {
 	if len(v.V) != d.cols {
 		panic(fmt.Sprintf("cpu backend: %s has %d values for %d columns", v.Name, len(v.V), d.cols))
 	}
-	for t := range d.rows {
-		nn.Add(d.d[t*d.cols:(t+1)*d.cols], v.V)
-	}
+	b.parallelRows(d.rows, d.cols, 1, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			nn.Add(d.d[t*d.cols:(t+1)*d.cols], v.V)
+		}
+	})
 }
 
 func (b *cpuBackend) Scale(x ml.Tensor, s float64) {
 	v := float32(s)
-	d := ct(x).d
-	for i := range d {
-		d[i] *= v
-	}
+	b.parallelValues(ct(x), func(d []float32, _, _ int) {
+		for i := range d {
+			d[i] *= v
+		}
+	})
 }
 
 func (b *cpuBackend) Clamp(x ml.Tensor, c float64) {
 	v := float32(c)
-	d := ct(x).d
-	for i := range d {
-		d[i] = min(max(d[i], -v), v)
-	}
+	b.parallelValues(ct(x), func(d []float32, _, _ int) {
+		for i := range d {
+			d[i] = min(max(d[i], -v), v)
+		}
+	})
 }
 
 func (b *cpuBackend) GateMul(x, g ml.Tensor, f ml.GateFn) {

@@ -16,9 +16,11 @@ func (b *cpuBackend) Columns(dst ml.Tensor, dc int, x ml.Tensor, xc, width int) 
 		panic(fmt.Sprintf("cpu backend: columns [%d, %d) of %d×%d into [%d, %d) of %d×%d",
 			xc, xc+width, s.rows, s.cols, dc, dc+width, d.rows, d.cols))
 	}
-	for r := range d.rows {
-		copy(d.d[r*d.cols+dc:r*d.cols+dc+width], s.d[r*s.cols+xc:r*s.cols+xc+width])
-	}
+	b.parallelRows(d.rows, width, 1, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			copy(d.d[r*d.cols+dc:r*d.cols+dc+width], s.d[r*s.cols+xc:r*s.cols+xc+width])
+		}
+	})
 }
 
 // HeadLinear gathers each head's columns into one matrix, runs the head's
@@ -96,11 +98,16 @@ func (b *cpuBackend) LayerNorm(dst, x ml.Tensor, w, bias *ml.Vector, eps float64
 	if bias != nil {
 		bv = bias.V
 	}
-	if b.c.LlamaCPP {
-		nn.GGMLLayerNorm(d.d, s.d, w.V, bv, float32(eps), s.rows, s.cols, b.c.GGMLAVX2)
-		return
-	}
-	nn.LayerNorm(d.d, s.d, w.V, bv, eps, s.rows, s.cols)
+	c := s.cols
+	unit := max(1, len(w.V)/c) // rows per cycle of the weights (a norm per head)
+	b.parallelRows(s.rows, c, unit, func(lo, hi int) {
+		o, x := d.d[lo*c:hi*c], s.d[lo*c:hi*c]
+		if b.c.LlamaCPP {
+			nn.GGMLLayerNorm(o, x, w.V, bv, float32(eps), hi-lo, c, b.c.GGMLAVX2)
+			return
+		}
+		nn.LayerNorm(o, x, w.V, bv, eps, hi-lo, c)
+	})
 }
 
 // IndexKeys rotates q and k by the Hadamard matrix (with rotate) and

@@ -83,9 +83,12 @@ func (b *cpuBackend) Mul(dst, x, y ml.Tensor) {
 	d, s, t := ct(dst), ct(x), ct(y)
 	shape("mul operand", t, s.rows, s.cols)
 	shape("mul output", d, s.rows, s.cols)
-	for i, v := range s.d[:s.rows*s.cols] {
-		d.d[i] = v * t.d[i]
-	}
+	b.parallelValues(s, func(v []float32, lo, hi int) {
+		o, w := d.d[lo:hi], t.d[lo:hi]
+		for i, x := range v {
+			o[i] = x * w[i]
+		}
+	})
 }
 
 // SSMScan runs the selective scan per head with nn.SSMScan (float32), or
@@ -182,13 +185,15 @@ func (b *cpuBackend) DeltaGates(beta, alpha ml.Tensor, a, dtBias *ml.Vector) {
 		nn.GGMLDeltaGates(be.d[:be.rows*H], al.d[:be.rows*C], a.V, dtBias.V)
 		return
 	}
-	for i, v := range be.d[:be.rows*H] {
-		be.d[i] = float32(1 / (1 + math.Exp(-float64(v))))
-	}
-	for i, v := range al.d[:be.rows*C] {
-		c := i % C
-		al.d[i] = float32(float64(a.V[c/(C/H)]) * nn.Softplus(float64(v)+float64(dtBias.V[c])))
-	}
+	b.parallelRows(be.rows, C, 1, func(lo, hi int) {
+		for i := lo * H; i < hi*H; i++ {
+			be.d[i] = float32(1 / (1 + math.Exp(-float64(be.d[i]))))
+		}
+		for i := lo * C; i < hi*C; i++ {
+			c := i % C
+			al.d[i] = float32(float64(a.V[c/(C/H)]) * nn.Softplus(float64(al.d[i])+float64(dtBias.V[c])))
+		}
+	})
 }
 
 func (b *cpuBackend) GatedRMSNorm(dst, x, z ml.Tensor, w *ml.Vector, eps float64) {

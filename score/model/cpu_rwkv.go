@@ -16,12 +16,15 @@ func (b *cpuBackend) TokenShift(dst, x ml.Tensor) {
 	d, s := ct(dst), ct(x)
 	shape("token shift output", d, s.rows, s.cols)
 	c := s.cols
-	for i := range c {
-		d.d[i] = -s.d[i]
-	}
-	for i := c; i < s.rows*c; i++ {
-		d.d[i] = s.d[i-c] - s.d[i]
-	}
+	b.parallelRows(s.rows, c, 1, func(lo, hi int) {
+		for i := lo * c; i < hi*c; i++ {
+			if i < c {
+				d.d[i] = -s.d[i]
+			} else {
+				d.d[i] = s.d[i-c] - s.d[i]
+			}
+		}
+	})
 }
 
 func (b *cpuBackend) Sigmoid(x ml.Tensor) {
@@ -64,9 +67,12 @@ func (b *cpuBackend) Sub(dst, x, y ml.Tensor) {
 	d, s, t := ct(dst), ct(x), ct(y)
 	shape("sub operand", t, s.rows, s.cols)
 	shape("sub output", d, s.rows, s.cols)
-	for i, v := range s.d[:s.rows*s.cols] {
-		d.d[i] = v - t.d[i]
-	}
+	b.parallelValues(s, func(v []float32, lo, hi int) {
+		o, w := d.d[lo:hi], t.d[lo:hi]
+		for i, x := range v {
+			o[i] = x - w[i]
+		}
+	})
 }
 
 // WKV7 runs the recurrence per head with nn.WKV7GGML (ggml-cpu's roundings,
