@@ -128,6 +128,20 @@ type Format struct {
 	K, V Codec
 }
 
+// PerToken reports whether c encodes each token on its own, so that a
+// window's tokens may be encoded in parts with the same result: every codec
+// here but NVFP4, whose second-level scale spans the tensor (and a
+// rotation of it). A codec not listed is taken not to.
+func PerToken(c Codec) bool {
+	switch c := c.(type) {
+	case F32, F16, BF16, GGML, Int8, FP8, Q4, Q2:
+		return true
+	case Rotated:
+		return PerToken(c.Inner)
+	}
+	return false
+}
+
 // RoundTrip replaces x (tokens × heads × headDim) with what reading it
 // back from a cache of codec c gives, using b as the encoding buffer.
 func RoundTrip(c Codec, b *Block, x []float32, tokens, heads, headDim int) {

@@ -267,3 +267,40 @@ func TestLookup(t *testing.T) {
 		t.Errorf("Lookup(q2) error = %v", err)
 	}
 }
+
+// TestPerToken encodes 9 tokens of 2 heads of 64 (magnitudes varying by
+// token) whole and in parts of 4, 1 and 4 tokens with every format's
+// codecs: a codec PerToken reports gives the same values both ways, and
+// NVFP4, which it does not report, gives others (its scale spans the
+// tensor), as does its rotation.
+func TestPerToken(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const tokens, heads, hd = 9, 2, 64
+	x := make([]float32, tokens*heads*hd)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * math.Pow(4, float64(i/(heads*hd)%5)))
+	}
+	codecs := map[string]Codec{"nvfp4 rotated": Rotated{NVFP4{}}}
+	for name, f := range formats {
+		codecs[name+" K"], codecs[name+" V"] = f.K, f.V
+	}
+	for name, c := range codecs {
+		whole := slices.Clone(x)
+		var b Block
+		RoundTrip(c, &b, whole, tokens, heads, hd)
+		parts := slices.Clone(x)
+		for _, p := range [][2]int{{0, 4}, {4, 5}, {5, 9}} {
+			var pb Block
+			RoundTrip(c, &pb, parts[p[0]*heads*hd:p[1]*heads*hd], p[1]-p[0], heads, hd)
+		}
+		same := slices.Equal(whole, parts)
+		if PerToken(c) && !same {
+			t.Errorf("%s (%s): PerToken, but its parts decode otherwise than the whole", name, c.Name())
+		}
+		if _, nvfp4 := c.(NVFP4); nvfp4 || name == "nvfp4 rotated" {
+			if PerToken(c) || same {
+				t.Errorf("%s: PerToken %v, parts the same %v: want false, false", name, PerToken(c), same)
+			}
+		}
+	}
+}

@@ -3,7 +3,6 @@ package model
 import (
 	"fmt"
 
-	"ppl.dev/score/kvcache"
 	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
 )
@@ -80,7 +79,7 @@ func (b *cpuBackend) storeKeys(k []float32, n, heads, hd int) {
 	case nil:
 	case *kvStore:
 		if s.format.Name != "f32" {
-			kvcache.RoundTrip(s.format.K, &s.kb, k, n, heads, hd)
+			s.kb = roundTrip(s.c, s.format.K, s.kb, k, n, heads, hd)
 		}
 	default:
 		panic(fmt.Sprintf("cpu backend: KV store %T cannot hold keys alone", s))

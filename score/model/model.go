@@ -217,7 +217,7 @@ func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 	var b ml.Backend
 	if dev == nil {
 		c := nn.NewContext(opts.Threads)
-		c.KV = &kvStore{format: format}
+		c.KV = &kvStore{format: format, c: c}
 		c.Int8 = act != ActFP32
 		c.LlamaCPP = c.Int8
 		c.GGMLAVX2 = act == ActInt8AVX2
@@ -278,13 +278,38 @@ func (m *Model) Vocab() int { return m.HP.Vocab }
 // kvStore simulates the KV cache's storage format (nn.KVStore).
 type kvStore struct {
 	format kvcache.Format
-	kb, vb kvcache.Block
+	c      *nn.Context     // the threads that encode parts of a window (nil: GOMAXPROCS)
+	kb, vb []kvcache.Block // the encodings' buffers, one per part
 }
 
 func (s *kvStore) Store(layer int, k, v []float32, tokens, heads, headDim int) {
 	if s.format.Name == "f32" {
 		return
 	}
-	kvcache.RoundTrip(s.format.K, &s.kb, k, tokens, heads, headDim)
-	kvcache.RoundTrip(s.format.V, &s.vb, v, tokens, heads, headDim)
+	s.kb = roundTrip(s.c, s.format.K, s.kb, k, tokens, heads, headDim)
+	s.vb = roundTrip(s.c, s.format.V, s.vb, v, tokens, heads, headDim)
+}
+
+// roundTrip is kvcache.RoundTrip of x (tokens × heads × headDim), its
+// tokens in parts on c's threads when the codec encodes each token on its
+// own (kvcache.PerToken; a window's keys are tens of megabytes, a serial
+// pass Amdahl's share on a large machine), with a buffer of bs for each
+// part; it returns bs, grown to the parts.
+func roundTrip(c *nn.Context, codec kvcache.Codec, bs []kvcache.Block, x []float32, tokens, heads, headDim int) []kvcache.Block {
+	parts := 1
+	if kvcache.PerToken(codec) && len(x) >= parallelRowsMin {
+		parts = max(1, c.Workers(tokens))
+	}
+	for len(bs) < parts {
+		bs = append(bs, kvcache.Block{})
+	}
+	if parts == 1 {
+		kvcache.RoundTrip(codec, &bs[0], x, tokens, heads, headDim)
+		return bs
+	}
+	per := heads * headDim
+	c.Parallel(tokens, func(w, lo, hi int) {
+		kvcache.RoundTrip(codec, &bs[w], x[lo*per:hi*per], hi-lo, heads, headDim)
+	})
+	return bs
 }
