@@ -181,11 +181,11 @@ func (b *cpuBackend) DeltaGates(beta, alpha ml.Tensor, a, dtBias *ml.Vector) {
 	if C%H != 0 {
 		panic(fmt.Sprintf("cpu backend: %s has %d values for %d heads", dtBias.Name, C, H))
 	}
-	if b.c.LlamaCPP {
-		nn.GGMLDeltaGates(be.d[:be.rows*H], al.d[:be.rows*C], a.V, dtBias.V)
-		return
-	}
 	b.parallelRows(be.rows, C, 1, func(lo, hi int) {
+		if b.c.LlamaCPP {
+			nn.GGMLDeltaGates(be.d[lo*H:hi*H], al.d[lo*C:hi*C], a.V, dtBias.V)
+			return
+		}
 		for i := lo * H; i < hi*H; i++ {
 			be.d[i] = float32(1 / (1 + math.Exp(-float64(be.d[i]))))
 		}
