@@ -1114,6 +1114,10 @@ func (l *Linear) panelLanes(buf []float32, r0, r1 int, a *qacts, out []float32) 
 		pack32(ps, rs, ng, rows)
 		var c [32]float32
 		for t := 0; t < a.n; t++ {
+			if rows == 32 { // a whole panel: straight into out
+				kl(&a.buf[t*a.rec], &panelQ[0], &ps[0], k/32, -f.Offset, &out[t*l.Out+r0], a.dOff, a.xs4Off)
+				continue
+			}
 			kl(&a.buf[t*a.rec], &panelQ[0], &ps[0], k/32, -f.Offset, &c[0], a.dOff, a.xs4Off)
 			copy(out[t*l.Out+r0:t*l.Out+r1], c[:rows])
 		}

@@ -307,10 +307,16 @@ func (l *Linear) panelKRepacked(buf []float32, r0, r1 int, a *qacts, out []float
 		if len(kerns) == 0 {
 			kerns = generic.kRepacked[i]
 		}
+		dst, ldc := out[t0*l.Out+r0:], l.Out // a whole panel: straight into out
+		if rows < 32 {
+			dst, ldc = ctile[:], 32
+		}
 		kerns[m-1](&a.buf[t0*a.rec], a.rec, &panelQ[0], (*int32)(unsafe.Pointer(&pls[0])), (*int32)(unsafe.Pointer(&pmins[0])),
-			&pdw[0], &pdm[0], nb, &ctile[0], 32, a.dOff, xsOff)
-		for t := range m {
-			copy(out[(t0+t)*l.Out+r0:(t0+t)*l.Out+r1], ctile[t*32:t*32+rows])
+			&pdw[0], &pdm[0], nb, &dst[0], ldc, a.dOff, xsOff)
+		if rows < 32 {
+			for t := range m {
+				copy(out[(t0+t)*l.Out+r0:(t0+t)*l.Out+r1], ctile[t*32:t*32+rows])
+			}
 		}
 		t0 += m
 	}
