@@ -572,7 +572,7 @@ func (b *cpuBackend) LogSoftmax(logits, ref ml.Tensor, targets []int32, out *ml.
 			}
 			out.RLP[j] = float64(rrow[targets[j]]) - rlse
 			out.RArg[j] = int32(rarg)
-			out.KLD[j] = kld(rrow, rlse, row, lse)
+			out.KLD[j] = nn.KLD(rrow, rlse, row, lse)
 		}
 	})
 	for _, err := range errs {
@@ -599,16 +599,4 @@ func logSumExp(row []float32) (lse float64, arg, bad int) {
 		}
 	}
 	return float64(mx) + math.Log(nn.ExpSum(row, mx)), arg, -1
-}
-
-// kld returns KL(p || q) = Σ p_i (log p_i - log q_i) for the distributions
-// softmax(pz) and softmax(qz), given their log-sum-exps.
-func kld(pz []float32, plse float64, qz []float32, qlse float64) float64 {
-	qz = qz[:len(pz)]
-	var s float64
-	for i, v := range pz {
-		lp := float64(v) - plse
-		s += math.Exp(lp) * (lp - (float64(qz[i]) - qlse))
-	}
-	return s
 }

@@ -188,6 +188,9 @@ type kernels struct {
 	// tanhCap, if set, is TanhCaps's loop for n a multiple of 8 (k:
 	// tanhK4).
 	tanhCap func(dst, x *float32, n int, m, c float64, k *[tanhKN][4]float64)
+	// kld, if set, is KLD's loop over n values (a multiple of 8) into its
+	// 8 lanes (k: kldK4).
+	kld func(p, q *float32, n int, plse, qlse float64, k *[kldKN][4]float64, lanes *[8]float64)
 	// ggmlSoftMax and ggmlSoftMax8, if set, are ggmlSoftMax's AVX-512
 	// build for n a multiple of 16 and its AVX2 build for n a multiple of
 	// 8.

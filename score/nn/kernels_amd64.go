@@ -30,7 +30,7 @@ func archInit() {
 	avx2.ggmlExpf8 = ggmlExpf8AVX2
 	avx2.ggmlSoftMax8 = ggmlSoftMax8AVX2
 	avx2.libcExpf = libcExpfAVX2
-	avx2.tanhCap = tanhCapAVX2
+	avx2.tanhCap, avx2.kld = tanhCapAVX2, kldAVX2
 	avx2.lanes = [2]lanesFunc{lanesSlices(lanes32AVX2), lanesSlices(lanes16AVX2)}
 	avx2.ternary = lanesSlices(ternaryAVX2)
 	avx2.minSums = minSumsAVX2
@@ -103,7 +103,7 @@ func archInit() {
 	avx512.ggmlExpf = ggmlExpfAVX512
 	avx512.ggmlSoftMax, avx512.ggmlSoftMax8 = ggmlSoftMaxAVX512, ggmlSoftMax8AVX2
 	avx512.libcExpf = libcExpfAVX512
-	avx512.tanhCap = tanhCapAVX512
+	avx512.tanhCap, avx512.kld = tanhCapAVX512, kldAVX512
 	avx512.ggmlExpf8 = ggmlExpf8AVX2
 	avx512.dotF32 = dotF32AVX512
 	avx512.dotF32x8 = avx2.dotF32x8

@@ -579,6 +579,9 @@ func libcExpfAVX512(dst, x *float32, n int, k *[10][4]float64, tab *uint64)
 func tanhCapAVX512(dst, x *float32, n int, m, c float64, k *[23][4]float64)
 
 //go:noescape
+func kldAVX512(p, q *float32, n int, plse, qlse float64, k *[19][4]float64, lanes *[8]float64)
+
+//go:noescape
 func ggmlExpfAVX512(dst, x *float32, n int)
 
 //go:noescape
@@ -649,6 +652,9 @@ func libcExpfAVX2(dst, x *float32, n int, k *[10][4]float64, tab *uint64)
 
 //go:noescape
 func tanhCapAVX2(dst, x *float32, n int, m, c float64, k *[23][4]float64)
+
+//go:noescape
+func kldAVX2(p, q *float32, n int, plse, qlse float64, k *[19][4]float64, lanes *[8]float64)
 
 //go:noescape
 func sumSquaresAVX2(x *float32, n int) float64

@@ -1574,6 +1574,7 @@ func misc() {
 	scaleMaxAVX512()
 	libcExpfAVX512()
 	tanhCapAVX512()
+	kldAVX512()
 	ggmlExpfAVX512()
 	ggmlExpfAVX2()
 	dotF32AVX512()
@@ -2246,6 +2247,116 @@ func tanhCapAVX2() {
 	p("\tRET")
 }
 
+// kldK is the offset of constant i of kldK4 (nn/kld.go: 4 float64 each):
+// 0 the floor, 1 log2 e, 2 and 3 ln 2 high and low, 4..15 the
+// coefficients, 16 1, 17 the magic, 18 its bias's bits.
+func kldK(i int) string { return fmt.Sprintf("%d(R8)", 32*i) }
+
+// kldHead starts kld{isa}(p, q *float32, n int, plse, qlse float64, k
+// *[19][4]float64, lanes *[8]float64): SI p, DX q, CX the iterations of
+// 8 values, R8 k, R9 lanes.
+func kldHead(isa string) {
+	p("")
+	p("// func kld%s(p, q *float32, n int, plse, qlse float64, k *[19][4]float64, lanes *[8]float64)", isa)
+	p("TEXT ·kld%s(SB), NOSPLIT, $0-56", isa)
+	p("\tMOVQ p+0(FP), SI")
+	p("\tMOVQ q+8(FP), DX")
+	p("\tMOVQ n+16(FP), CX")
+	p("\tMOVQ k+40(FP), R8")
+	p("\tMOVQ lanes+48(FP), R9")
+	p("\tSHRQ $3, CX")
+}
+
+// kldAVX512 writes kldAVX512, KLD's loop over n values (a multiple of 8)
+// into its 8 lanes, one ZMM register of float64 (exp64x8's operations in
+// order). Registers: plse Z16, qlse Z17, the constants Z18..Z24 (the
+// coefficients read by broadcast), the lanes Z25, the steps Z0..Z6.
+func kldAVX512() {
+	kldHead("AVX512")
+	p("\tVBROADCASTSD plse+24(FP), Z16")
+	p("\tVBROADCASTSD qlse+32(FP), Z17")
+	for i, k := range []int{0, 1, 2, 3, 16, 17, 18} {
+		p("\tVBROADCASTSD %s, Z%d", kldK(k), 18+i)
+	}
+	// Z18 floor, Z19 log2e, Z20 ln2 high, Z21 low, Z22 1, Z23 magic, Z24 its bias.
+	p("\tVPXORQ Z25, Z25, Z25")
+	p("\tTESTQ CX, CX")
+	p("\tJZ done")
+	p("loop:")
+	p("\tVCVTPS2PD (SI), Z0")
+	p("\tVCVTPS2PD (DX), Z1")
+	p("\tVSUBPD Z16, Z0, Z0") // lp
+	p("\tVSUBPD Z17, Z1, Z1") // q - qlse
+	p("\tVSUBPD Z1, Z0, Z1")  // d = lp - (q - qlse)
+	p("\tVMAXPD Z18, Z0, Z2") // x = max(lp, floor)
+	p("\tVMULPD Z19, Z2, Z3")
+	p("\tVRNDSCALEPD $0, Z3, Z3") // k
+	p("\tVMOVAPD Z2, Z4")
+	p("\tVFNMADD231PD Z20, Z3, Z4")
+	p("\tVFNMADD231PD Z21, Z3, Z4") // r
+	p("\tVBROADCASTSD %s, Z5", kldK(4))
+	for i := 5; i <= 15; i++ {
+		p("\tVFMADD213PD.BCST %s, Z4, Z5", kldK(i))
+	}
+	p("\tVFMADD213PD Z22, Z4, Z5")
+	p("\tVFMADD213PD Z22, Z4, Z5") // e^r
+	p("\tVADDPD Z23, Z3, Z6")
+	p("\tVPSUBQ Z24, Z6, Z6")
+	p("\tVPSLLQ $52, Z6, Z6")      // 2^k
+	p("\tVMULPD Z6, Z5, Z5")       // e
+	p("\tVFMADD231PD Z1, Z5, Z25") // lane = fma(e, d, lane)
+	next("loop", 32, "SI", "DX")
+	p("done:")
+	p("\tVMOVUPD Z25, (R9)")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// kldAVX2 writes kldAVX2, kldAVX512's twin in two registers of 4 lanes
+// (lanes 0-3 and 4-7), the constants memory operands. Registers: the
+// steps Y0..Y5 and Y6..Y11, the lanes Y12 and Y13, plse Y14, qlse Y15.
+func kldAVX2() {
+	kldHead("AVX2")
+	p("\tVBROADCASTSD plse+24(FP), Y14")
+	p("\tVBROADCASTSD qlse+32(FP), Y15")
+	p("\tVXORPD Y12, Y12, Y12")
+	p("\tVXORPD Y13, Y13, Y13")
+	p("\tTESTQ CX, CX")
+	p("\tJZ done")
+	p("loop:")
+	for h := 0; h < 2; h++ {
+		r := func(i int) int { return 6*h + i }
+		p("\tVCVTPS2PD %d(SI), Y%d", 16*h, r(0))
+		p("\tVCVTPS2PD %d(DX), Y%d", 16*h, r(1))
+		p("\tVSUBPD Y14, Y%d, Y%d", r(0), r(0))
+		p("\tVSUBPD Y15, Y%d, Y%d", r(1), r(1))
+		p("\tVSUBPD Y%d, Y%d, Y%d", r(1), r(0), r(1))
+		p("\tVMAXPD %s, Y%d, Y%d", kldK(0), r(0), r(2))
+		p("\tVMULPD %s, Y%d, Y%d", kldK(1), r(2), r(3))
+		p("\tVROUNDPD $0, Y%d, Y%d", r(3), r(3))
+		p("\tVMOVAPD Y%d, Y%d", r(2), r(4))
+		p("\tVFNMADD231PD %s, Y%d, Y%d", kldK(2), r(3), r(4))
+		p("\tVFNMADD231PD %s, Y%d, Y%d", kldK(3), r(3), r(4))
+		p("\tVMOVUPD %s, Y%d", kldK(4), r(5))
+		for i := 5; i <= 15; i++ {
+			p("\tVFMADD213PD %s, Y%d, Y%d", kldK(i), r(4), r(5))
+		}
+		p("\tVFMADD213PD %s, Y%d, Y%d", kldK(16), r(4), r(5))
+		p("\tVFMADD213PD %s, Y%d, Y%d", kldK(16), r(4), r(5))
+		p("\tVADDPD %s, Y%d, Y%d", kldK(17), r(3), r(2))
+		p("\tVPSUBQ %s, Y%d, Y%d", kldK(18), r(2), r(2))
+		p("\tVPSLLQ $52, Y%d, Y%d", r(2), r(2))
+		p("\tVMULPD Y%d, Y%d, Y%d", r(2), r(5), r(5))
+		p("\tVFMADD231PD Y%d, Y%d, Y%d", r(1), r(5), 12+h)
+	}
+	next("loop", 32, "SI", "DX")
+	p("done:")
+	p("\tVMOVUPD Y12, (R9)")
+	p("\tVMOVUPD Y13, 32(R9)")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
 // libcExpfAVX2 writes libcExpfAVX2(dst, x *float32, n int, k *[10][4]float64,
 // tab *uint64), libcExpfAVX512's twin in lanes of 4 float64 for n a
 // multiple of 4: the table by VPGATHERQQ, the constants (and then the
@@ -2801,6 +2912,7 @@ func miscAVX2() {
 	scaleMaxAVX2()
 	libcExpfAVX2()
 	tanhCapAVX2()
+	kldAVX2()
 	rmsnormAVX2()
 	roundF16AVX2()
 	transposeAVX2()
