@@ -2126,6 +2126,55 @@ func libcExpfAVX512() {
 	p("\tRET")
 }
 
+// expOps names the operands of the steps tanhCap's and kld's kernels
+// share (nn.tanh64's and nn.exp64x8's range reduction and series): log2
+// e, ln 2 high and low, the magic and its bias's bits (registers, or
+// memory for the YMM kernels), and the series' i-th coefficient (0 for
+// 1/13! up to 11 for 1/2!; read by broadcast into ZMM registers).
+type expOps struct {
+	zmm                        bool
+	log2e, hi, lo, magic, bias string
+	coef                       func(i int) string
+}
+
+// reg names register i of o's kind.
+func (o expOps) reg(i int) string {
+	if o.zmm {
+		return fmt.Sprintf("Z%d", i)
+	}
+	return fmt.Sprintf("Y%d", i)
+}
+
+// series writes k = round-to-even(x·log2 e) into register k, r = x -
+// k·ln2 (two FMAs) into r, and the series' Horner steps through 1/2! into
+// q.
+func (o expOps) series(x, k, r, q int) {
+	p("\tVMULPD %s, %s, %s", o.log2e, o.reg(x), o.reg(k))
+	if o.zmm {
+		p("\tVRNDSCALEPD $0, %s, %s", o.reg(k), o.reg(k))
+	} else {
+		p("\tVROUNDPD $0, %s, %s", o.reg(k), o.reg(k))
+	}
+	p("\tVMOVAPD %s, %s", o.reg(x), o.reg(r))
+	p("\tVFNMADD231PD %s, %s, %s", o.hi, o.reg(k), o.reg(r))
+	p("\tVFNMADD231PD %s, %s, %s", o.lo, o.reg(k), o.reg(r))
+	load, fma := "VMOVUPD", "VFMADD213PD"
+	if o.zmm {
+		load, fma = "VBROADCASTSD", "VFMADD213PD.BCST"
+	}
+	p("\t%s %s, %s", load, o.coef(0), o.reg(q))
+	for i := 1; i < 12; i++ {
+		p("\t%s %s, %s, %s", fma, o.coef(i), o.reg(r), o.reg(q))
+	}
+}
+
+// pow2 writes 2^k (k an integer in float64, in register k) into s.
+func (o expOps) pow2(k, s int) {
+	p("\tVADDPD %s, %s, %s", o.magic, o.reg(k), o.reg(s))
+	p("\tVPSUBQ %s, %s, %s", o.bias, o.reg(s), o.reg(s))
+	p("\tVPSLLQ $52, %s, %s", o.reg(s), o.reg(s))
+}
+
 // tanhK is the offset of constant i of tanhK4 (nn/tanh.go: 4 float64
 // each): 0 the clamp, 1 -2, 2 log2 e, 3 and 4 ln 2 high and low, 5..16 the
 // coefficients, 17 1, 18 2, 19 the magic, 20 its bias's bits, 21 the
@@ -2162,28 +2211,20 @@ func tanhCapAVX512() {
 	p("loop:")
 	p("\tVCVTPS2PD (SI), Z0")
 	p("\tVMULPD Z16, Z0, Z0")
-	p("\tVDIVPD Z17, Z0, Z0")     // y = (x·m)/c
-	p("\tVANDPD Z27, Z0, Z1")     // |y|
-	p("\tVMINPD Z1, Z18, Z1")     // a = min(clamp, |y|), a NaN kept
-	p("\tVMULPD Z19, Z1, Z1")     // z = -2a
-	p("\tVMULPD Z20, Z1, Z2")     // z·log2e
-	p("\tVRNDSCALEPD $0, Z2, Z2") // k
-	p("\tVMOVAPD Z1, Z3")
-	p("\tVFNMADD231PD Z21, Z2, Z3") // r = z - k·ln2 high
-	p("\tVFNMADD231PD Z22, Z2, Z3") // - k·ln2 low
-	p("\tVBROADCASTSD %s, Z4", tanhK(5))
-	for i := 6; i <= 16; i++ {
-		p("\tVFMADD213PD.BCST %s, Z3, Z4", tanhK(i)) // q = q·r + coefficient
-	}
+	p("\tVDIVPD Z17, Z0, Z0") // y = (x·m)/c
+	p("\tVANDPD Z27, Z0, Z1") // |y|
+	p("\tVMINPD Z1, Z18, Z1") // a = min(clamp, |y|), a NaN kept
+	p("\tVMULPD Z19, Z1, Z1") // z = -2a
+	o := expOps{zmm: true, log2e: "Z20", hi: "Z21", lo: "Z22", magic: "Z25", bias: "Z26",
+		coef: func(i int) string { return tanhK(5 + i) }}
+	o.series(1, 2, 3, 4)           // k, r and q from z
 	p("\tVFMADD213PD Z23, Z3, Z4") // q·r + 1
 	p("\tVMULPD Z3, Z4, Z4")       // e = q·r
-	p("\tVADDPD Z25, Z2, Z5")
-	p("\tVPSUBQ Z26, Z5, Z5")
-	p("\tVPSLLQ $52, Z5, Z5")     // s = 2^k
-	p("\tVSUBPD Z23, Z5, Z6")     // s - 1
-	p("\tVFMADD231PD Z4, Z5, Z6") // m' = s·e + (s - 1)
-	p("\tVADDPD Z24, Z6, Z7")     // m' + 2
-	p("\tVXORPD Z28, Z6, Z6")     // -m'
+	o.pow2(2, 5)                   // s = 2^k
+	p("\tVSUBPD Z23, Z5, Z6")      // s - 1
+	p("\tVFMADD231PD Z4, Z5, Z6")  // m' = s·e + (s - 1)
+	p("\tVADDPD Z24, Z6, Z7")      // m' + 2
+	p("\tVXORPD Z28, Z6, Z6")      // -m'
 	p("\tVDIVPD Z7, Z6, Z6")
 	p("\tVANDPD Z27, Z6, Z6")
 	p("\tVANDPD Z28, Z0, Z7")
@@ -2215,20 +2256,12 @@ func tanhCapAVX2() {
 		p("\tVMOVUPD %s, Y%d", tanhK(0), r(2))
 		p("\tVMINPD Y%d, Y%d, Y%d", r(1), r(2), r(1))
 		p("\tVMULPD %s, Y%d, Y%d", tanhK(1), r(1), r(1))
-		p("\tVMULPD %s, Y%d, Y%d", tanhK(2), r(1), r(2))
-		p("\tVROUNDPD $0, Y%d, Y%d", r(2), r(2))
-		p("\tVMOVAPD Y%d, Y%d", r(1), r(3))
-		p("\tVFNMADD231PD %s, Y%d, Y%d", tanhK(3), r(2), r(3))
-		p("\tVFNMADD231PD %s, Y%d, Y%d", tanhK(4), r(2), r(3))
-		p("\tVMOVUPD %s, Y%d", tanhK(5), r(4))
-		for i := 6; i <= 16; i++ {
-			p("\tVFMADD213PD %s, Y%d, Y%d", tanhK(i), r(3), r(4))
-		}
+		o := expOps{log2e: tanhK(2), hi: tanhK(3), lo: tanhK(4), magic: tanhK(19), bias: tanhK(20),
+			coef: func(i int) string { return tanhK(5 + i) }}
+		o.series(r(1), r(2), r(3), r(4))
 		p("\tVFMADD213PD %s, Y%d, Y%d", tanhK(17), r(3), r(4))
 		p("\tVMULPD Y%d, Y%d, Y%d", r(3), r(4), r(4))
-		p("\tVADDPD %s, Y%d, Y%d", tanhK(19), r(2), r(5))
-		p("\tVPSUBQ %s, Y%d, Y%d", tanhK(20), r(5), r(5))
-		p("\tVPSLLQ $52, Y%d, Y%d", r(5), r(5))
+		o.pow2(r(2), r(5))
 		p("\tVSUBPD %s, Y%d, Y%d", tanhK(17), r(5), r(6))
 		p("\tVFMADD231PD Y%d, Y%d, Y%d", r(4), r(5), r(6))
 		p("\tVADDPD %s, Y%d, Y%d", tanhK(18), r(6), r(1))
@@ -2289,20 +2322,12 @@ func kldAVX512() {
 	p("\tVSUBPD Z17, Z1, Z1") // q - qlse
 	p("\tVSUBPD Z1, Z0, Z1")  // d = lp - (q - qlse)
 	p("\tVMAXPD Z18, Z0, Z2") // x = max(lp, floor)
-	p("\tVMULPD Z19, Z2, Z3")
-	p("\tVRNDSCALEPD $0, Z3, Z3") // k
-	p("\tVMOVAPD Z2, Z4")
-	p("\tVFNMADD231PD Z20, Z3, Z4")
-	p("\tVFNMADD231PD Z21, Z3, Z4") // r
-	p("\tVBROADCASTSD %s, Z5", kldK(4))
-	for i := 5; i <= 15; i++ {
-		p("\tVFMADD213PD.BCST %s, Z4, Z5", kldK(i))
-	}
+	o := expOps{zmm: true, log2e: "Z19", hi: "Z20", lo: "Z21", magic: "Z23", bias: "Z24",
+		coef: func(i int) string { return kldK(4 + i) }}
+	o.series(2, 3, 4, 5) // k, r and the series
 	p("\tVFMADD213PD Z22, Z4, Z5")
 	p("\tVFMADD213PD Z22, Z4, Z5") // e^r
-	p("\tVADDPD Z23, Z3, Z6")
-	p("\tVPSUBQ Z24, Z6, Z6")
-	p("\tVPSLLQ $52, Z6, Z6")      // 2^k
+	o.pow2(3, 6)                   // 2^k
 	p("\tVMULPD Z6, Z5, Z5")       // e
 	p("\tVFMADD231PD Z1, Z5, Z25") // lane = fma(e, d, lane)
 	next("loop", 32, "SI", "DX")
@@ -2332,20 +2357,12 @@ func kldAVX2() {
 		p("\tVSUBPD Y15, Y%d, Y%d", r(1), r(1))
 		p("\tVSUBPD Y%d, Y%d, Y%d", r(1), r(0), r(1))
 		p("\tVMAXPD %s, Y%d, Y%d", kldK(0), r(0), r(2))
-		p("\tVMULPD %s, Y%d, Y%d", kldK(1), r(2), r(3))
-		p("\tVROUNDPD $0, Y%d, Y%d", r(3), r(3))
-		p("\tVMOVAPD Y%d, Y%d", r(2), r(4))
-		p("\tVFNMADD231PD %s, Y%d, Y%d", kldK(2), r(3), r(4))
-		p("\tVFNMADD231PD %s, Y%d, Y%d", kldK(3), r(3), r(4))
-		p("\tVMOVUPD %s, Y%d", kldK(4), r(5))
-		for i := 5; i <= 15; i++ {
-			p("\tVFMADD213PD %s, Y%d, Y%d", kldK(i), r(4), r(5))
-		}
+		o := expOps{log2e: kldK(1), hi: kldK(2), lo: kldK(3), magic: kldK(17), bias: kldK(18),
+			coef: func(i int) string { return kldK(4 + i) }}
+		o.series(r(2), r(3), r(4), r(5))
 		p("\tVFMADD213PD %s, Y%d, Y%d", kldK(16), r(4), r(5))
 		p("\tVFMADD213PD %s, Y%d, Y%d", kldK(16), r(4), r(5))
-		p("\tVADDPD %s, Y%d, Y%d", kldK(17), r(3), r(2))
-		p("\tVPSUBQ %s, Y%d, Y%d", kldK(18), r(2), r(2))
-		p("\tVPSLLQ $52, Y%d, Y%d", r(2), r(2))
+		o.pow2(r(3), r(2))
 		p("\tVMULPD Y%d, Y%d, Y%d", r(2), r(5), r(5))
 		p("\tVFMADD231PD Y%d, Y%d, Y%d", r(1), r(5), 12+h)
 	}
