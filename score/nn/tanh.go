@@ -17,9 +17,10 @@ import "math"
 //
 // |r| <= ln2/2 truncates the series at 1.2e-17 relative; e^z - 1 keeps its
 // relative accuracy near 0 (k = 0 there), and past |y| = 20 tanh is 1 in
-// float64. Against math.Tanh the float64 tanh is within 1e-15 relative
-// (measured 3.6e-16), so the float32 results are the same but for a
-// rounding in rare ties (TestTanhCaps).
+// float64. Against math.Tanh the float64 tanh is within 4.8e-16 relative
+// (measured), so the float32 results are math.Tanh's but for a rounding
+// in rare ties: none unscaled (m = c = 1) on all 2^32 float32 inputs,
+// compared by hand, nor on TestTanhCaps's 17 million in four scalings.
 
 // tanhK4 holds the constants of the vector kernels, each 4 times (AVX2's
 // memory operands): see tanhKernelConsts.
