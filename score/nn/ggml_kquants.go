@@ -297,7 +297,8 @@ func (l *Linear) panelKRepacked(buf []float32, r0, r1 int, a *qacts, out []float
 		xsOff = a.xs16Off
 	}
 	nGemm := l.ggmlGemmRows(a)
-	var ctile [2 * 32]float32
+	var ctile [2 * panelRows]float32
+	po := panelOut{out, ctile[:], l.Out, r0, rows}
 	for t0 := 0; t0 < a.n; {
 		i, m := variant, min(2, nGemm-t0)
 		if t0 >= nGemm {
@@ -307,17 +308,10 @@ func (l *Linear) panelKRepacked(buf []float32, r0, r1 int, a *qacts, out []float
 		if len(kerns) == 0 {
 			kerns = generic.kRepacked[i]
 		}
-		dst, ldc := out[t0*l.Out+r0:], l.Out // a whole panel: straight into out
-		if rows < 32 {
-			dst, ldc = ctile[:], 32
-		}
+		c, ldc := po.at(t0)
 		kerns[m-1](&a.buf[t0*a.rec], a.rec, &panelQ[0], (*int32)(unsafe.Pointer(&pls[0])), (*int32)(unsafe.Pointer(&pmins[0])),
-			&pdw[0], &pdm[0], nb, &dst[0], ldc, a.dOff, xsOff)
-		if rows < 32 {
-			for t := range m {
-				copy(out[(t0+t)*l.Out+r0:(t0+t)*l.Out+r1], ctile[t*32:t*32+rows])
-			}
-		}
+			&pdw[0], &pdm[0], nb, c, ldc, a.dOff, xsOff)
+		po.flush(t0, m)
 		t0 += m
 	}
 }

@@ -156,19 +156,13 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 	if len(kerns) == 0 {
 		kerns = generic.tiled[i]
 	}
-	var ctile [4 * 32]float32
+	var ctile [4 * panelRows]float32
+	po := panelOut{out, ctile[:], l.Out, r0, rows}
 	for t0 := 0; t0 < a.n; t0 += len(kerns) {
 		m := min(len(kerns), a.n-t0)
-		dst, ldc := out[t0*l.Out+r0:], l.Out // a whole panel: straight into out
-		if rows < 32 {
-			dst, ldc = ctile[:], 32
-		}
-		kerns[m-1](&a.buf[t0*a.rec], a.rec, &panelQ[0], (*int32)(unsafe.Pointer(&pls[0])), pmin, &pd0[0], pdm, k/32, -f.Offset, &dst[0], ldc, a.dOff, xsOff)
-		if rows < 32 {
-			for t := range m {
-				copy(out[(t0+t)*l.Out+r0:(t0+t)*l.Out+r1], ctile[t*32:t*32+rows])
-			}
-		}
+		c, ldc := po.at(t0)
+		kerns[m-1](&a.buf[t0*a.rec], a.rec, &panelQ[0], (*int32)(unsafe.Pointer(&pls[0])), pmin, &pd0[0], pdm, k/32, -f.Offset, c, ldc, a.dOff, xsOff)
+		po.flush(t0, m)
 	}
 }
 

@@ -373,18 +373,40 @@ func (l *Linear) panelInt8(buf []float32, r0, r1 int, a *qacts, f quant.Int8Form
 	}
 	kerns := kern.int8Kernels(f.Group, f.HasMin)
 	tile := len(kerns)
+	po := panelOut{out, ctile, l.Out, r0, rows}
 	for t0 := 0; t0 < n; t0 += tile {
 		m := min(tile, n-t0)
-		dst, ldc := out[t0*l.Out+r0:], l.Out
-		if rows < panelRows {
-			dst, ldc = ctile, panelRows
-		}
-		kerns[m-1](&a.buf[t0*a.rec+x0], a.rec, &panelQ[0], &ps[0], mp, k/32, negoff, &dst[0], ldc, a.dOff-x0, xsOff-x0, dsOff-x0)
-		if rows < panelRows {
-			for t := range m {
-				copy(out[(t0+t)*l.Out+r0:(t0+t)*l.Out+r1], ctile[t*panelRows:t*panelRows+rows])
-			}
-		}
+		c, ldc := po.at(t0)
+		kerns[m-1](&a.buf[t0*a.rec+x0], a.rec, &panelQ[0], &ps[0], mp, k/32, negoff, c, ldc, a.dOff-x0, xsOff-x0, dsOff-x0)
+		po.flush(t0, m)
+	}
+}
+
+// panelOut is where a panel's kernels write m rows of its panelRows
+// outputs: straight into out (ldc its width) when the panel is whole,
+// else into tile (m·panelRows floats), which flush copies into out's
+// columns [r0, r0+rows).
+type panelOut struct {
+	out, tile       []float32
+	width, r0, rows int
+}
+
+// at is the kernel's C and ldc for the rows from t0 on.
+func (p panelOut) at(t0 int) (*float32, int) {
+	if p.rows < panelRows {
+		return &p.tile[0], panelRows
+	}
+	return &p.out[t0*p.width+p.r0], p.width
+}
+
+// flush copies m rows from the tile into out, where they went there.
+func (p panelOut) flush(t0, m int) {
+	if p.rows == panelRows {
+		return
+	}
+	for t := range m {
+		o := (t0+t)*p.width + p.r0
+		copy(p.out[o:o+p.rows], p.tile[t*panelRows:t*panelRows+p.rows])
 	}
 }
 

@@ -25,10 +25,7 @@ import "math"
 var kldK4 = func() (k [kldKN][4]float64) {
 	v := []float64{kldFloor, tanhLog2e, tanhLn2Hi, tanhLn2Lo}
 	v = append(v, tanhCoef[:]...)
-	v = append(v, 1, tanhMagic, math.Float64frombits(tanhMagicBias))
-	for i, x := range v {
-		k[i] = [4]float64{x, x, x, x}
-	}
+	fill4(k[:], append(v, 1, tanhMagic, math.Float64frombits(tanhMagicBias))...)
 	return k
 }()
 
@@ -43,9 +40,7 @@ const (
 func exp64x8(x *[8]float64) {
 	var k, r, e [8]float64
 	for j := range 8 {
-		v := max(x[j], kldFloor)
-		k[j] = math.RoundToEven(v * tanhLog2e)
-		r[j] = math.FMA(-k[j], tanhLn2Lo, math.FMA(-k[j], tanhLn2Hi, v))
+		k[j], r[j] = expReduce(max(x[j], kldFloor))
 		e[j] = tanhCoef[0]
 	}
 	for _, c := range tanhCoef[1:] {
@@ -55,7 +50,7 @@ func exp64x8(x *[8]float64) {
 	}
 	for j := range 8 {
 		q := math.FMA(math.FMA(e[j], r[j], 1), r[j], 1)
-		x[j] = q * math.Float64frombits((math.Float64bits(k[j]+tanhMagic)-tanhMagicBias)<<52)
+		x[j] = q * pow2(k[j])
 	}
 }
 

@@ -185,9 +185,7 @@ func LibcExpf(x float32) float32 {
 // libcExpfAVX2 in gen), 4 copies each: expf's, 1, its bounds, the table's
 // index mask and +Inf.
 var libcExpfK4 = func() (k [10][4]float64) {
-	for i, v := range []float64{expfInvLn2N, expfShift, expfC0, expfC1, expfC2, 1, expfLow, expfHigh, math.Float64frombits(31), math.Inf(1)} {
-		k[i] = [4]float64{v, v, v, v}
-	}
+	fill4(k[:], expfInvLn2N, expfShift, expfC0, expfC1, expfC2, 1, expfLow, expfHigh, math.Float64frombits(31), math.Inf(1))
 	return k
 }()
 

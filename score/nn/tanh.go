@@ -1,6 +1,9 @@
 package nn
 
-import "math"
+import (
+	"fmt"
+	"math"
+)
 
 // Soft-capping (Gemma 2's attention scores, Gemma's and Grok's logits)
 // computes c·tanh(x·m/c) for every score or logit: in the fp32 mode with
@@ -25,11 +28,20 @@ import "math"
 // tanhK4 holds the constants of the vector kernels, each 4 times (AVX2's
 // memory operands): see tanhKernelConsts.
 var tanhK4 = func() (k [tanhKN][4]float64) {
-	for i, v := range tanhKernelConsts() {
-		k[i] = [4]float64{v, v, v, v}
-	}
+	fill4(k[:], tanhKernelConsts()...)
 	return k
 }()
+
+// fill4 sets k[i] to 4 copies of v[i], the vector kernels' constants (the
+// AVX2 kernels read them as memory operands); their counts must agree.
+func fill4(k [][4]float64, v ...float64) {
+	if len(v) != len(k) {
+		panic(fmt.Sprintf("nn: %d kernel constants for a table of %d", len(v), len(k)))
+	}
+	for i, x := range v {
+		k[i] = [4]float64{x, x, x, x}
+	}
+}
 
 const (
 	tanhKN    = 23                     // constants in tanhK4
@@ -75,19 +87,30 @@ func tanh64(y float64) float64 {
 	if a > tanhClamp {
 		a = tanhClamp
 	}
-	z := a * -2
-	k := math.RoundToEven(z * tanhLog2e)
-	r := math.FMA(-k, tanhLn2Hi, z)
-	r = math.FMA(-k, tanhLn2Lo, r)
+	k, r := expReduce(a * -2)
 	q := tanhCoef[0]
 	for _, c := range tanhCoef[1:] {
 		q = math.FMA(q, r, c)
 	}
 	q = math.FMA(q, r, 1)
 	e := q * r
-	s := math.Float64frombits((math.Float64bits(k+tanhMagic) - tanhMagicBias) << 52)
+	s := pow2(k)
 	mm := math.FMA(s, e, s-1)
 	return math.Copysign(-mm/(mm+2), y)
+}
+
+// expReduce is the range reduction of tanh64 and exp64x8: k =
+// round-to-even(v·log2 e) and r = v - k·ln2 by two FMAs (ln 2 high, then
+// low), |r| <= ln2/2.
+func expReduce(v float64) (k, r float64) {
+	k = math.RoundToEven(v * tanhLog2e)
+	return k, math.FMA(-k, tanhLn2Lo, math.FMA(-k, tanhLn2Hi, v))
+}
+
+// pow2 is 2^k for an integer k (|k| <= 1022) in float64, built in its
+// exponent bits as the kernels build it (tanhMagic).
+func pow2(k float64) float64 {
+	return math.Float64frombits((math.Float64bits(k+tanhMagic) - tanhMagicBias) << 52)
 }
 
 // TanhCap is c·tanh(x·m/c) rounded to float32 (TanhCaps's bits): m = 1
