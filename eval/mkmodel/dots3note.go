@@ -80,14 +80,22 @@ func (c *Config) dots3Keys(w *gguf.Writer) {
 }
 
 // dsaKeys writes the lightning indexer's keys (types: 1 where a layer
-// runs its own) and the routing of dots3note and hy_v4: a shared expert,
-// sigmoid gating, renormalized and scaled by 2.5.
+// runs its own) and the routing of dots3note and hy_v4
+// (sigmoidRoutingKeys).
 func (c *Config) dsaKeys(w *gguf.Writer, types []int32) {
 	a := c.Arch
 	w.Add(a+".attention.indexer.head_count", uint32(dots3IndexerHeads))
 	w.Add(a+".attention.indexer.key_length", uint32(2*c.HeadDim))
 	w.Add(a+".attention.indexer.top_k", uint32(dots3TopK))
 	w.Add(a+".attention.indexer.types", types)
+	c.sigmoidRoutingKeys(w)
+}
+
+// sigmoidRoutingKeys writes DeepSeek-V3's routing as dots1, dots3note,
+// hy_v4 and minimax-m3 have it: DenseLead dense layers, a shared expert,
+// sigmoid gating, renormalized and scaled by 2.5.
+func (c *Config) sigmoidRoutingKeys(w *gguf.Writer) {
+	a := c.Arch
 	w.Add(a+".leading_dense_block_count", uint32(c.DenseLead))
 	w.Add(a+".expert_shared_count", uint32(1))
 	w.Add(a+".expert_gating_func", uint32(2)) // sigmoid

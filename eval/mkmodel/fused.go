@@ -43,7 +43,7 @@ func (s Shape) fused() bool {
 // partialRoPE reports an attention architecture whose RopeDims may be
 // set (the hybrids check theirs apart).
 func (s Shape) partialRoPE() bool {
-	return s.phi3() || s.fused() || s.minicpm3() || s.minimax01() || s.Arch == "stablelm" || s.Arch == "minimax-m2" || s.Arch == "bailingmoe2" || s.Arch == "phi2" || s.Arch == "gptneox" || s.Arch == "nemotron"
+	return s.phi3() || s.fused() || s.minicpm3() || s.minimax01() || s.Arch == "stablelm" || s.Arch == "minimax-m2" || s.minimaxM3() || s.Arch == "bailingmoe2" || s.Arch == "phi2" || s.Arch == "gptneox" || s.Arch == "nemotron"
 }
 
 // geluMLP reports an architecture whose MLPs are ungated GELU with
@@ -78,7 +78,7 @@ func (s Shape) ropeDims() int {
 	switch {
 	case s.RopeDims != 0:
 		return s.RopeDims
-	case s.Arch == "glm4" || s.Arch == "chatglm" || s.Arch == "minimax-m2" || s.Arch == "phi2" || s.Arch == "nemotron": // phi2: near Phi-2's partial_rotary_factor 0.4; Minitron's 0.5
+	case s.Arch == "glm4" || s.Arch == "chatglm" || s.Arch == "minimax-m2" || s.minimaxM3() || s.Arch == "phi2" || s.Arch == "nemotron": // phi2: near Phi-2's partial_rotary_factor 0.4; Minitron's 0.5
 		return s.HeadDim / 2
 	case s.minicpm3(): // MiniCPM3's 32 of 96: half the unrotated part (PLM's too)
 		return s.HeadDim / 2

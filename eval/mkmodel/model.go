@@ -224,6 +224,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.hyV4Layer(add, i)
 			continue
 		}
+		if c.minimaxM3() {
+			c.m3Layer(add, i)
+			continue
+		}
 		if c.smallThinker() {
 			c.smallThinkerLayer(add, i)
 			continue
@@ -521,6 +525,9 @@ func Write(path string, c *Config) error {
 	if c.hyV4() {
 		c.hyV4Keys(w)
 	}
+	if c.minimaxM3() {
+		c.m3Keys(w)
+	}
 	if c.smallThinker() {
 		c.smallThinkerKeys(w)
 	}
@@ -651,11 +658,7 @@ func Write(path string, c *Config) error {
 			w.Add(a+".expert_weights_scale", float32(2.5))
 		}
 		if a == "dots1" { // its shared expert is as wide as an expert (llama.cpp: n_ff_exp · count)
-			w.Add(a+".leading_dense_block_count", uint32(c.DenseLead))
-			w.Add(a+".expert_shared_count", uint32(1))
-			w.Add(a+".expert_gating_func", uint32(2)) // sigmoid
-			w.Add(a+".expert_weights_norm", true)
-			w.Add(a+".expert_weights_scale", float32(2.5))
+			c.sigmoidRoutingKeys(w)
 		}
 	}
 	w.Add("general.file_type", c.Type.ID)

@@ -52,6 +52,32 @@ func TestEndToEndHyV4(t *testing.T) {
 	onDevices(t, func(t *testing.T, e *Engine) { e2eWithinTopK(t, e, path, toks, 0.016, 0.004, 0.0003) })
 }
 
+// TestEndToEndMiniMaxM3: MiniMax-M3 on the GPU against the CPU, bf16
+// cache, over windows of at most its indexer's top_k blocks (4 of 16 keys
+// in ppl-mkmodel's file), where MSA reads every key: per-head q/k norms,
+// partial NeoX RoPE, gpt-oss's clamped SwiGLU in the dense MLP, the
+// experts and the shared expert, every expert used. A context past 64
+// tokens needs the block-sparse attention (ml.BlockSparse) the GPU lacks:
+// refused at load, in one line naming it. Emulation, 287 targets: max
+// 0.0090, mean 0.00202, PPL ratio 0.999925.
+func TestEndToEndMiniMaxM3(t *testing.T) {
+	dir, tok, _ := q8Vocab(t)
+	path := genQ8(t, mkmodel.Shape{Arch: "minimax-m3", Embd: 128, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 256, Context: 4096,
+		RopeBase: 10000, Eps: 1e-5, DenseLead: 1, Experts: 8, ExpertsUsed: 8, ExpertFFN: 64, SharedFFN: 64})
+	toks := archTokens(dir, "tiny-llama-spm-q8_0", tok.NVocab, 512)
+	onDevices(t, func(t *testing.T, e *Engine) {
+		e2eWithinTopK(t, e, path, toks, 0.016, 0.004, 0.0004)
+		g, err := loadOn(e, path, model.Options{KVDtype: "bf16", Context: 128}, Mixed)
+		if err == nil {
+			g.Close()
+		}
+		want := "minimax-m3: windows of 128 tokens, past the MSA indexer's 64, need its sparse attention, which the"
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("a context of 128: %v, want a line with %q", err, want)
+		}
+	})
+}
+
 // e2eWithinTopK holds the GPU to the CPU on path, bf16 cache, over 7
 // windows of 48 tokens (ppl-mkmodel's DSA top_k, so the indexers choose
 // every key) of toks: max |Δ log p| and mean within maxAbs and mean, the

@@ -40,3 +40,14 @@ type Sparse interface {
 	// the same but for roundings).
 	IndexKeys(q, k, w Tensor, heads, topK int, rotate bool) *nn.KeySet
 }
+
+// BlockSparse is what MiniMax's sparse attention (MSA: MiniMax-M3) needs
+// beyond Backend once a window has more key blocks than its indexer's
+// top_k: the indexer's choice of blocks for each KV head, which Attn.Keys
+// carries into Attention.
+type BlockSparse interface {
+	// BlockKeys is nn.MSABlocks over q (n, heads·dim) and k (n, dim), k
+	// passed through the KV cache's key format first, as llama.cpp stores
+	// the indexer's keys (which changes the scores by rounding only).
+	BlockKeys(q, k Tensor, heads, block, topK, local int) *nn.KeySet
+}

@@ -133,3 +133,19 @@ func (b *cpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) 
 	b.storeKeys(kr, n, 1, dim)
 	return nn.LightningTopK(b.c, qr, kr, ww.d, n, heads, dim, topK)
 }
+
+// BlockKeys passes k through the KV cache's key format, as llama.cpp
+// stores MSA's indexer keys, and scores them as llama.cpp does in the int8
+// modes (ggml's float32 products), in float64 otherwise.
+func (b *cpuBackend) BlockKeys(q, k ml.Tensor, heads, block, topK, local int) *nn.KeySet {
+	qq, kk := ct(q), ct(k)
+	n, dim := qq.rows, kk.cols
+	shape("MSA indexer keys", kk, n, dim)
+	shape("MSA indexer queries", qq, n, heads*dim)
+	mark := b.c.Mark()
+	defer b.c.Release(mark)
+	kr := b.c.Alloc(n * dim)
+	copy(kr, kk.d[:n*dim])
+	b.storeKeys(kr, n, 1, dim)
+	return nn.MSABlocks(b.c, qq.d[:n*heads*dim], kr, n, heads, dim, block, topK, local, b.ggmlF16())
+}

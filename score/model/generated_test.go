@@ -673,6 +673,14 @@ func TestGeneratedLlama(t *testing.T) {
 		{"kimi-k3-every-expert", "kimi-k3", "", func(s *mkmodel.Shape) { kimiShape(s); s.ExpertsUsed = 8 }, "",
 			"6254a7223ff2dc52465abbd23d0fd96fdd9af782d3c46ac487b556de1b980095",
 			[]float64{-1575.8097074, -800.0685375, -771.3509771, -765.7829552}},
+		// MiniMax-M3: per-head q/k norms, partial NeoX RoPE, gpt-oss's
+		// clamped SwiGLU in every MLP, sigmoid-routed experts with a
+		// selection bias and a shared expert; MSA from row 64 on.
+		{"minimax-m3", "minimax-m3", "", m3Shape, "", "1bf6db8137a012318e3a134ccc88ef19ff3ba5af63333a1cb3b2e24b48d6be45",
+			[]float64{-1602.2968180, -835.8414192, -794.0184149, -797.7330788}},
+		{"minimax-m3-every-expert", "minimax-m3", "", func(s *mkmodel.Shape) { m3Shape(s); s.ExpertsUsed = 8 }, "",
+			"7cde011a65d6ddbefc400fb77bbe0db9d8b64f0bf58c173204f1aadfdb236e46",
+			[]float64{-1635.1270494, -819.1141860, -800.6124541, -774.7485689}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {

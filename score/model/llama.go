@@ -217,6 +217,9 @@ type decoderLayer struct {
 	// values, when set, computes the attention's values from the normed
 	// rows instead of v (K2-Horizon's routed value experts, MoVA).
 	values FFN
+	// msa, when set, is the layer's MSA indexer (minimax-m3): past its
+	// top_k blocks, each KV head's queries read the key blocks it chooses.
+	msa *msaParams
 	// mixer, when set, is the layer's mixer instead of attention (the
 	// Mamba-2 layers of granitehybrid and nemotron_h, LFM2's short
 	// convolutions; q, k, v and o are nil), or beside it (falcon-h1: the
@@ -762,6 +765,17 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 	}
 	if ly.noRoPE {
 		m.nopeTemp.apply(b, q)
+	}
+	if ly.msa != nil && n > ly.msa.topK*ly.msa.block {
+		bs, ok := b.(ml.BlockSparse)
+		if !ok {
+			b.Fail(fmt.Errorf("%s: a window of %d tokens needs MSA's sparse attention, which the %T backend lacks (ml.BlockSparse)", m.hp.Arch, n, b))
+			b.Release(mark)
+			return
+		}
+		sparse := *at
+		sparse.Keys = ly.msa.keys(b, bs, h, m.hp.Eps)
+		at = &sparse
 	}
 	b.Attention(att, q, k, v, i, at)
 	if ly.gate != nil {

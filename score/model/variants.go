@@ -63,6 +63,7 @@ func init() {
 	Register("minimax-m2", newMiniMaxM2)
 	Register("ernie4_5-moe", newERNIE45MoE)
 	Register("dots1", newDots1)
+	Register("minimax-m3", newMiniMaxM3)
 	Register("hy_v3", newHYV3)
 	Register("maple", newMaple)
 }

@@ -38,7 +38,9 @@ type Attention struct {
 	MatMul bool
 	// Keys, when not nil, restricts query row i further to the keys j with
 	// Keys.Has(i, j) (DeepSeek's sparse attention: the keys its lightning
-	// indexer selects).
+	// indexer selects), or, with a set of a group per KV head, KV head g's
+	// heads the keys Keys.HasIn(g, i, j) (MiniMax's sparse attention: each
+	// KV head's blocks).
 	Keys *KeySet
 	// Chunk > 0 restricts query row i to the keys of its chunk, j >=
 	// floor(i/Chunk)·Chunk (Llama 4's chunked attention).
@@ -51,27 +53,53 @@ type Attention struct {
 	ValueDim int
 }
 
-// KeySet is a set of (query row, key) pairs of n rows, a bit each.
+// KeySet is a set of (query row, key) pairs of n rows, a bit each, in
+// one group or in several (one per KV head) of n rows each.
 type KeySet struct {
-	words int // per row
-	bits  []uint64
+	words  int // per row
+	rows   int // per group
+	groups int
+	bits   []uint64
 }
 
 // NewKeySet returns an empty set for n rows of n keys.
-func NewKeySet(n int) *KeySet {
+func NewKeySet(n int) *KeySet { return NewKeySets(n, 1) }
+
+// NewKeySets returns an empty set of groups of n rows of n keys.
+func NewKeySets(n, groups int) *KeySet {
 	w := (n + 63) / 64
-	return &KeySet{words: w, bits: make([]uint64, n*w)}
+	return &KeySet{words: w, rows: n, groups: groups, bits: make([]uint64, groups*n*w)}
 }
 
-// Add puts key j in row i's set.
-func (s *KeySet) Add(i, j int) { s.bits[i*s.words+j/64] |= 1 << (j % 64) }
+// Groups is the number of groups of rows.
+func (s *KeySet) Groups() int { return s.groups }
 
-// Has reports whether key j is in row i's set.
-func (s *KeySet) Has(i, j int) bool { return s.bits[i*s.words+j/64]&(1<<(j%64)) != 0 }
+// Add puts key j in row i's set (of the first group).
+func (s *KeySet) Add(i, j int) { s.AddIn(0, i, j) }
 
-// sees reports whether query row i reads key j <= i besides the window.
-func (a *Attention) sees(i, j int) bool {
-	return (a.Keys == nil || a.Keys.Has(i, j)) && (a.Chunk == 0 || j >= i/a.Chunk*a.Chunk)
+// Has reports whether key j is in row i's set (of the first group).
+func (s *KeySet) Has(i, j int) bool { return s.HasIn(0, i, j) }
+
+// AddIn puts key j in row i's set of group g.
+func (s *KeySet) AddIn(g, i, j int) { s.bits[(g*s.rows+i)*s.words+j/64] |= 1 << (j % 64) }
+
+// HasIn reports whether key j is in row i's set of group g.
+func (s *KeySet) HasIn(g, i, j int) bool {
+	return s.bits[(g*s.rows+i)*s.words+j/64]&(1<<(j%64)) != 0
+}
+
+// sees reports whether query row i of KV head g reads key j <= i besides
+// the window: a set of one group holds every KV head's keys.
+func (a *Attention) sees(g, i, j int) bool {
+	if a.Keys != nil {
+		if a.Keys.groups == 1 {
+			g = 0
+		}
+		if !a.Keys.HasIn(g, i, j) {
+			return false
+		}
+	}
+	return a.Chunk == 0 || j >= i/a.Chunk*a.Chunk
 }
 
 // masks reports whether Keys or Chunk leave some of n rows some of their
@@ -284,7 +312,7 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 						for r := range tl.rows {
 							i := tl.i0 + r/nh
 							for jj := range min(keyBlock, i+1-j0) {
-								if !a.sees(i, j0+jj) {
+								if !a.sees(g, i, j0+jj) {
 									sb[r*keyBlock+jj] = -1e30
 								}
 							}
@@ -393,7 +421,7 @@ func (a *Attention) attentionRef(c *Context, out, q, k, v []float32, n int) {
 			s := sc[j0 : i+1]
 			m := math.Inf(-1)
 			for j := range s {
-				if !a.sees(i, j0+j) {
+				if !a.sees(g, i, j0+j) {
 					s[j] = math.Inf(-1) // its exponential is 0
 					continue
 				}
@@ -510,7 +538,7 @@ func (a *Attention) Exact(q, k, v []float32, n int) []float64 {
 				m = float64(a.Sinks[h])
 			}
 			for j := lo; j <= i; j++ {
-				if !a.sees(i, j) {
+				if !a.sees(g, i, j) {
 					continue
 				}
 				var d float64
@@ -529,7 +557,7 @@ func (a *Attention) Exact(q, k, v []float32, n int) []float64 {
 			}
 			o := out[(i*heads+h)*hd : (i*heads+h+1)*hd]
 			for j := lo; j <= i; j++ {
-				if !a.sees(i, j) {
+				if !a.sees(g, i, j) {
 					continue
 				}
 				p := math.Exp(s[j] - m)

@@ -378,7 +378,7 @@ func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
 				qh[d] = quant.F16ToF32(quant.F32ToF16(x))
 			}
 			for j := first; j <= i; j++ {
-				if !a.sees(i, j) {
+				if !a.sees(g, i, j) {
 					continue // a key masked by -inf: ggml skips it
 				}
 				mv, seen := a.ggmlBias(h, i, j)
@@ -445,7 +445,7 @@ func (a *Attention) ggmlMatMulAttention(c *Context, out, q, k, v []float32, n in
 			}
 			for j := range L {
 				row[j] = float32(math.Inf(-1))
-				if j >= first && j <= i && a.sees(i, j) {
+				if j >= first && j <= i && a.sees(g, i, j) {
 					row[j] = capf(dotF16(k[j*ks+g*hd:j*ks+(g+1)*hd], qh, avx2) * scale)
 				}
 			}
@@ -640,7 +640,7 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 						for jj := range T {
 							j := t0 + jj
 							mv, seen := a.ggmlBias(h, i, j)
-							if j > i || j < first || !a.sees(i, j) || !seen {
+							if j > i || j < first || !a.sees(g, i, j) || !seen {
 								pr[jj] = float32(math.Inf(-1))
 								continue
 							}
