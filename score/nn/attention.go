@@ -88,16 +88,34 @@ func (s *KeySet) HasIn(g, i, j int) bool {
 	return s.bits[(g*s.rows+i)*s.words+j/64]&(1<<(j%64)) != 0
 }
 
+// any reports whether one of the m rows from i0 of KV head g's group
+// holds a key of [t0, t0+n) (t0 and n multiples of 64).
+func (s *KeySet) any(g, i0, m, t0, n int) bool {
+	for i := i0; i < i0+m; i++ {
+		for _, w := range s.row(g, i)[t0/64 : (t0+n)/64] {
+			if w != 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// row is the bits of row i's set in KV head g's group (the one group of a
+// set shared by every KV head).
+func (s *KeySet) row(g, i int) []uint64 {
+	if s.groups == 1 {
+		g = 0
+	}
+	o := (g*s.rows + i) * s.words
+	return s.bits[o : o+s.words]
+}
+
 // sees reports whether query row i of KV head g reads key j <= i besides
 // the window: a set of one group holds every KV head's keys.
 func (a *Attention) sees(g, i, j int) bool {
-	if a.Keys != nil {
-		if a.Keys.groups == 1 {
-			g = 0
-		}
-		if !a.Keys.HasIn(g, i, j) {
-			return false
-		}
+	if a.Keys != nil && a.Keys.row(g, i)[j/64]>>(j%64)&1 == 0 {
+		return false
 	}
 	return a.Chunk == 0 || j >= i/a.Chunk*a.Chunk
 }

@@ -165,6 +165,45 @@ func BenchmarkLightningTopK(b *testing.B) {
 	})
 }
 
+// BenchmarkMSABlocks is one layer of MiniMax-M3's sparse attention at a
+// quarter of its width over a 2048-token window: the indexer's choice of
+// 8 of 16 blocks of 128 keys (2 heads of 128, 1 local block), then the
+// attention as llama.cpp computes it (ggml's tiled kernel, 8 heads of 128
+// over 2 KV heads) over the keys chosen and over every key; on one thread.
+// It reports multiply-adds per second (the attention's as if dense).
+func BenchmarkMSABlocks(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 1))
+	const n, kv, heads, hd, block, topK = 2048, 2, 8, 128, 128, 8
+	iq, ik := randVec(r, n*kv*hd), randVec(r, n*hd)
+	q, k, v := randVec(r, n*heads*hd), randVec(r, n*kv*hd), randVec(r, n*kv*hd)
+	for i := range k {
+		k[i], v[i] = roundF16(k[i]), roundF16(v[i])
+	}
+	c := NewContext(1)
+	keys := MSABlocks(c, iq, ik, n, kv, hd, block, topK, 1, true)
+	b.Run("indexer", func(b *testing.B) {
+		for b.Loop() {
+			c.Reset()
+			MSABlocks(c, iq, ik, n, kv, hd, block, topK, 1, true)
+		}
+		b.ReportMetric(float64(kv*hd*n*(n+1)/2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+	})
+	for _, s := range []struct {
+		name string
+		keys *KeySet
+	}{{"sparse attention", keys}, {"dense attention", nil}} {
+		b.Run(s.name, func(b *testing.B) {
+			a := &Attention{Heads: heads, KVHeads: kv, HeadDim: hd, Scale: 0.1, Keys: s.keys, GGMLF16: true}
+			out := make([]float32, n*heads*hd)
+			for b.Loop() {
+				c.Reset()
+				a.Forward(c, out, q, k, v, n)
+			}
+			b.ReportMetric(float64(2*heads*hd*n*(n+1)/2)*float64(b.N)/b.Elapsed().Seconds()/1e9, "dense-GMAC/s")
+		})
+	}
+}
+
 // BenchmarkGemmTile is the fp32 tile kernel alone: 12 rows × 32 columns
 // over 768 inputs, the panel in L2.
 func BenchmarkGemmTile(b *testing.B) {

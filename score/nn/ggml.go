@@ -561,10 +561,11 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 		}
 	})
 	const T = ggmlTileKV
-	// Without ALiBi, a soft-cap or a KeySet, a row's scores in a tile are
-	// its products times Scale, -Inf outside the keys [first, i] (of its
-	// window and its chunk): scaleMax's vector loop.
-	plain := a.Slopes == nil && a.SoftCap == 0 && a.Keys == nil
+	// Without ALiBi or a soft-cap, a row's scores in a tile are its
+	// products times Scale, -Inf outside the keys [first, i] (of its window
+	// and its chunk) and those its KeySet leaves out: scaleMax's vector
+	// loop.
+	plain := a.Slopes == nil && a.SoftCap == 0
 	capped, cp := a.Slopes == nil && a.SoftCap != 0 && a.Keys == nil, float32(a.SoftCap)
 	rows := gemmTileRows
 	blocks := (n + rows - 1) / rows
@@ -595,6 +596,9 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 				return first
 			}
 			for t0 := firstOf(i0) / T * T; t0 < i0+m; t0 += T {
+				if a.Keys != nil && !a.Keys.any(g, i0, m, t0, T) {
+					continue // no row of the block sees a key of the tile: ggml skips them all
+				}
 				for z := 0; z < T; z += 32 {
 					Gemm(m, 32, q[i0*qs+h*hd:], qs, kt[g*hd*np+t0+z:], np, hd, sc[z:], T, nil)
 				}
@@ -609,7 +613,9 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 					var tmax float32
 					if plain {
 						tmax = scaleMax(pr, sc[r*T:(r+1)*T], scale)
-						if lo, hi := first-t0, i-t0+1; lo > 0 || hi < T {
+						if lo, hi := first-t0, i-t0+1; a.Keys != nil {
+							tmax = a.keyedMax(pr, lo, hi, g, i, t0, tmax)
+						} else if lo > 0 || hi < T {
 							tmax = maskedMax(pr, lo, hi)
 						}
 					} else if capped {
@@ -714,6 +720,35 @@ func maskedMax(x []float32, lo, hi int) float32 {
 	m := inf
 	for j := range x {
 		if j < lo || j >= hi {
+			x[j] = inf
+			continue
+		}
+		m = max(m, x[j])
+	}
+	return m
+}
+
+// keyedMax is maskedMax that also sets -Inf where KV head g's row i does
+// not see key t0 + j (Keys; the window and chunk are in [lo, hi)); tmax is
+// the largest of all of x. A tile of 64 keys a block choice (MSA) takes or
+// leaves whole is one word of the row's set: all of it, or none.
+func (a *Attention) keyedMax(x []float32, lo, hi, g, i, t0 int, tmax float32) float32 {
+	row := a.Keys.row(g, i)
+	if len(x) == 64 && t0%64 == 0 {
+		switch row[t0/64] {
+		case ^uint64(0):
+			if lo > 0 || hi < len(x) {
+				return maskedMax(x, lo, hi)
+			}
+			return tmax
+		case 0:
+			return maskedMax(x, 0, 0)
+		}
+	}
+	inf := float32(math.Inf(-1))
+	m := inf
+	for j := range x {
+		if k := t0 + j; j < lo || j >= hi || row[k/64]>>(k%64)&1 == 0 {
 			x[j] = inf
 			continue
 		}
