@@ -147,5 +147,5 @@ func (b *cpuBackend) BlockKeys(q, k ml.Tensor, heads, block, topK, local int) *n
 	kr := b.c.Alloc(n * dim)
 	copy(kr, kk.d[:n*dim])
 	b.storeKeys(kr, n, 1, dim)
-	return nn.MSABlocks(b.c, qq.d[:n*heads*dim], kr, n, heads, dim, block, topK, local, b.ggmlF16())
+	return nn.MSABlocks(b.c, qq.d[:n*heads*dim], kr, n, heads, dim, block, topK, local, b.c.LlamaCPP)
 }

@@ -83,10 +83,9 @@ func (s *KeySet) Has(i, j int) bool { return s.HasIn(0, i, j) }
 // AddIn puts key j in row i's set of group g.
 func (s *KeySet) AddIn(g, i, j int) { s.bits[(g*s.rows+i)*s.words+j/64] |= 1 << (j % 64) }
 
-// HasIn reports whether key j is in row i's set of group g.
-func (s *KeySet) HasIn(g, i, j int) bool {
-	return s.bits[(g*s.rows+i)*s.words+j/64]&(1<<(j%64)) != 0
-}
+// HasIn reports whether key j is in row i's set of group g (of the one
+// group of a set shared by every KV head).
+func (s *KeySet) HasIn(g, i, j int) bool { return s.row(g, i)[j/64]>>(j%64)&1 != 0 }
 
 // any reports whether one of the m rows from i0 of KV head g's group
 // holds a key of [t0, t0+n) (t0 and n multiples of 64).
@@ -114,7 +113,7 @@ func (s *KeySet) row(g, i int) []uint64 {
 // sees reports whether query row i of KV head g reads key j <= i besides
 // the window: a set of one group holds every KV head's keys.
 func (a *Attention) sees(g, i, j int) bool {
-	if a.Keys != nil && a.Keys.row(g, i)[j/64]>>(j%64)&1 == 0 {
+	if a.Keys != nil && !a.Keys.HasIn(g, i, j) {
 		return false
 	}
 	return a.Chunk == 0 || j >= i/a.Chunk*a.Chunk
