@@ -561,11 +561,11 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 		}
 	})
 	const T = ggmlTileKV
-	// Without ALiBi or a soft-cap, a row's scores in a tile are its
-	// products times Scale, -Inf outside the keys [first, i] (of its window
-	// and its chunk) and those its KeySet leaves out: scaleMax's vector
-	// loop.
-	plain := a.Slopes == nil && a.SoftCap == 0
+	// Without a soft-cap, a row's scores in a tile are its products times
+	// Scale (scaleMax's vector loop), -Inf outside the keys [first, i] (of
+	// its window and its chunk) and those its KeySet leaves out, plus
+	// ALiBi's bias.
+	plain := a.SoftCap == 0
 	capped, cp := a.Slopes == nil && a.SoftCap != 0 && a.Keys == nil, float32(a.SoftCap)
 	rows := gemmTileRows
 	blocks := (n + rows - 1) / rows
@@ -613,9 +613,12 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 					var tmax float32
 					if plain {
 						tmax = scaleMax(pr, sc[r*T:(r+1)*T], scale)
-						if lo, hi := first-t0, i-t0+1; a.Keys != nil {
+						switch lo, hi := first-t0, i-t0+1; {
+						case a.Slopes != nil:
+							tmax = a.alibiMax(pr, lo, hi, g, h, i, t0)
+						case a.Keys != nil:
 							tmax = a.keyedMax(pr, lo, hi, g, i, t0, tmax)
-						} else if lo > 0 || hi < T {
+						case lo > 0 || hi < T:
 							tmax = maskedMax(pr, lo, hi)
 						}
 					} else if capped {
@@ -752,6 +755,32 @@ func (a *Attention) keyedMax(x []float32, lo, hi, g, i, t0 int, tmax float32) fl
 			x[j] = inf
 			continue
 		}
+		m = max(m, x[j])
+	}
+	return m
+}
+
+// alibiMax adds ALiBi's bias to head h's scaled scores x of keys t0 + j
+// for query row i (ggmlALiBi's: the F16 mask's distance, exact down to
+// -2048), -Inf outside [lo, hi), for the keys KV head g's row does not
+// see and past float16's range, and returns the largest.
+func (a *Attention) alibiMax(x []float32, lo, hi, g, h, i, t0 int) float32 {
+	inf := float32(math.Inf(-1))
+	slope := a.Slopes[h]
+	m := inf
+	for j := range x {
+		if j < lo || j >= hi || a.Keys != nil && !a.Keys.HasIn(g, i, t0+j) {
+			x[j] = inf
+			continue
+		}
+		d := float32(t0 + j - i)
+		if d < -2048 {
+			if d = roundF16(d); math.IsInf(float64(d), -1) {
+				x[j] = inf
+				continue
+			}
+		}
+		x[j] += slope * d
 		m = max(m, x[j])
 	}
 	return m
