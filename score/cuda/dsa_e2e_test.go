@@ -26,14 +26,7 @@ func TestEndToEndDots3Note(t *testing.T) {
 	toks := archTokens(dir, "tiny-llama-spm-q8_0", tok.NVocab, 512)
 	onDevices(t, func(t *testing.T, e *Engine) {
 		e2eWithinTopK(t, e, path, toks, 0.016, 0.004, 0.0004)
-		g, err := loadOn(e, path, model.Options{KVDtype: "bf16", Context: 64}, Mixed)
-		if err == nil {
-			g.Close()
-		}
-		want := "dots3note: a window of 64 tokens, past the lightning indexer's top_k 48, needs its sparse attention, which the"
-		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("a context of 64: %v, want a line with %q", err, want)
-		}
+		refusedAt(t, e, path, 64, "dots3note: a window of 64 tokens, past the lightning indexer's top_k 48, needs its sparse attention, which the")
 	})
 }
 
@@ -67,14 +60,7 @@ func TestEndToEndMiniMaxM3(t *testing.T) {
 	toks := archTokens(dir, "tiny-llama-spm-q8_0", tok.NVocab, 512)
 	onDevices(t, func(t *testing.T, e *Engine) {
 		e2eWithinTopK(t, e, path, toks, 0.016, 0.004, 0.0004)
-		g, err := loadOn(e, path, model.Options{KVDtype: "bf16", Context: 128}, Mixed)
-		if err == nil {
-			g.Close()
-		}
-		want := "minimax-m3: windows of 128 tokens, past the MSA indexer's 64, need its sparse attention, which the"
-		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("a context of 128: %v, want a line with %q", err, want)
-		}
+		refusedAt(t, e, path, 128, "minimax-m3: windows of 128 tokens, past the MSA indexer's 64, need its sparse attention, which the")
 	})
 }
 
@@ -92,5 +78,18 @@ func e2eWithinTopK(t *testing.T, e *Engine, path string, toks []int32, maxAbs, m
 	t.Logf("bf16 cache: %v", st)
 	if m := st.sumAbs / float64(st.n); st.maxAbs > maxAbs || m > mean || math.Abs(st.pplRatio()-1) > ppl {
 		t.Errorf("bf16 cache: %v; want max |Δ| <= %g, mean <= %g, |PPL ratio - 1| <= %g", st, maxAbs, mean, ppl)
+	}
+}
+
+// refusedAt wants path refused on e at a context of n tokens (bf16 cache),
+// in one line that contains want.
+func refusedAt(t *testing.T, e *Engine, path string, n int, want string) {
+	t.Helper()
+	g, err := loadOn(e, path, model.Options{KVDtype: "bf16", Context: n}, Mixed)
+	if err == nil {
+		g.Close()
+	}
+	if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("a context of %d: %v, want a line with %q", n, err, want)
 	}
 }

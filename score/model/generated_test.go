@@ -334,7 +334,10 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // builds: none off); plamo (PLaMo-13B: a parallel block without an FFN
 // norm, NeoX RoPE) (24 windows, both builds: none off); arctic (a dense
 // MLP as wide as the model, and experts beside the layer reading its
-// input) (24 windows, both builds: none off).
+// input) (24 windows, both builds: none off); minimax-m3 (MSA's blocks per
+// KV head past 4 of 16 keys, gpt-oss's SwiGLU in every MLP, and with every
+// expert used; TestMiniMaxM3Variants) (24 windows each, both builds: none
+// off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
