@@ -136,7 +136,7 @@ func (b *cpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) 
 
 // BlockKeys passes k through the KV cache's key format, as llama.cpp
 // stores MSA's indexer keys, and scores them as llama.cpp does in the int8
-// modes (ggml's float32 products), in float64 otherwise.
+// modes (ggml's float32 products), by Gemm otherwise.
 func (b *cpuBackend) BlockKeys(q, k ml.Tensor, heads, block, topK, local int) *nn.KeySet {
 	qq, kk := ct(q), ct(k)
 	n, dim := qq.rows, kk.cols

@@ -18,8 +18,8 @@ import "math"
 //
 // With ggml the products are ggml's float32 MUL_MAT (ggml_vec_dot_f32, in
 // the AVX2 build's order with c.GGMLAVX2), as llama.cpp computes them;
-// otherwise float64 sums rounded to float32. The result has a group per
-// head (KeySet.HasIn).
+// otherwise Gemm's (one FMA chain over dim each, as LightningTopK's). The
+// result has a group per head (KeySet.HasIn).
 func MSABlocks(c *Context, q, k []float32, n, heads, dim, block, topK, local int, ggml bool) *KeySet {
 	check("MSA indexer q", len(q), n*heads*dim)
 	check("MSA indexer k", len(k), n*dim)
@@ -28,29 +28,49 @@ func MSABlocks(c *Context, q, k []float32, n, heads, dim, block, topK, local int
 	}
 	set := NewKeySets(n, heads)
 	nblk := (n + block - 1) / block
+	np := (n + 31) / 32 * 32
+	var kt []float32 // Gemm's panels: kt[d·np + j] = k[j][d], zero past n
+	if !ggml {
+		mark := c.Mark()
+		defer c.Release(mark)
+		kt = c.Alloc(dim * np)
+		for j := range n {
+			for d := range dim {
+				kt[d*np+j] = k[j*dim+d]
+			}
+		}
+	}
 	c.Parallel(n, func(_, lo, hi int) {
+		sc := make([]float32, heads*np) // sc[g·np + j]: head g's score of key j
 		score := make([]float32, nblk)
 		order := make([]int32, nblk)
 		for i := lo; i < hi; i++ {
 			last := i / block // the row's own block
-			for g := range heads {
-				if last < topK { // every block
+			if last < topK {  // every block
+				for g := range heads {
 					for j := range i + 1 {
 						set.AddIn(g, i, j)
 					}
-					continue
 				}
-				qi := q[(i*heads+g)*dim : (i*heads+g+1)*dim]
+				continue
+			}
+			if ggml {
+				for g := range heads {
+					qi := q[(i*heads+g)*dim : (i*heads+g+1)*dim]
+					for j := range i + 1 {
+						sc[g*np+j] = dotF32(k[j*dim:(j+1)*dim], qi, c.GGMLAVX2)
+					}
+				}
+			} else {
+				for z := 0; z <= i; z += 32 {
+					Gemm(heads, 32, q[i*heads*dim:], dim, kt[z:], np, dim, sc[z:], np, nil)
+				}
+			}
+			for g := range heads {
+				row := sc[g*np : g*np+i+1]
 				for b := range last + 1 {
 					m := float32(math.Inf(-1))
-					for j := b * block; j < min((b+1)*block, i+1); j++ {
-						kj := k[j*dim : (j+1)*dim]
-						var s float32
-						if ggml {
-							s = dotF32(kj, qi, c.GGMLAVX2)
-						} else {
-							s = dot64(kj, qi)
-						}
+					for _, s := range row[b*block : min((b+1)*block, i+1)] {
 						m = max(m, s)
 					}
 					if b > last-local {
@@ -67,13 +87,4 @@ func MSABlocks(c *Context, q, k []float32, n, heads, dim, block, topK, local int
 		}
 	})
 	return set
-}
-
-// dot64 is x·y summed in float64, rounded to float32.
-func dot64(x, y []float32) float32 {
-	var s float64
-	for i, v := range x {
-		s += float64(v) * float64(y[i])
-	}
-	return float32(s)
 }

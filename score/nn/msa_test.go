@@ -38,9 +38,18 @@ func msaBlocksRef(q, k []float32, n, heads, dim, block, topK, local int, dot fun
 	return set
 }
 
+// dotFMA is x·y as one chain of fused multiply-adds in order (Gemm's).
+func dotFMA(x, y []float32) float32 {
+	var s float32
+	for i, v := range x {
+		s = fma32(v, y[i], s)
+	}
+	return s
+}
+
 // TestMSABlocks: MiniMax's block choice against its definition by sorting
 // in both arithmetics (ggml's float32 products in both builds' orders, and
-// float64), over geometries where rows end mid-block, blocks of one key,
+// Gemm's FMA chains), over geometries where rows end mid-block, blocks of one key,
 // no local blocks, all blocks local, and windows short of top_k blocks
 // (every key read); and the counts the definition implies: a row reads its
 // own key whenever a local block is forced, and at most topK·block keys.
@@ -55,7 +64,7 @@ func TestMSABlocks(t *testing.T) {
 			ggml, avx2 bool
 			dot        func(x, y []float32) float32
 		}{
-			{false, false, dot64},
+			{false, false, dotFMA},
 			{true, false, func(x, y []float32) float32 { return dotF32(x, y, false) }},
 			{true, true, func(x, y []float32) float32 { return dotF32(x, y, true) }},
 		} {
