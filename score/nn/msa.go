@@ -40,7 +40,7 @@ func MSABlocks(c *Context, q, k []float32, n, heads, dim, block, topK, local int
 			}
 		}
 	}
-	c.Parallel(n, func(_, lo, hi int) {
+	c.ParallelDynamic(n, 16, func(_, lo, hi int) { // a row's work grows with it
 		sc := make([]float32, heads*np) // sc[g·np + j]: head g's score of key j
 		score := make([]float32, nblk)
 		order := make([]int32, nblk)
