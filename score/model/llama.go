@@ -766,7 +766,7 @@ func (m *decoder) attention(b ml.Backend, dst, h ml.Tensor, i int, ly *decoderLa
 	if ly.noRoPE {
 		m.nopeTemp.apply(b, q)
 	}
-	if ly.msa != nil && n > ly.msa.topK*ly.msa.block {
+	if ly.msa != nil && n > ly.msa.reach() {
 		bs, ok := b.(ml.BlockSparse)
 		if !ok {
 			b.Fail(fmt.Errorf("%s: a window of %d tokens needs MSA's sparse attention, which the %T backend lacks (ml.BlockSparse)", m.hp.Arch, n, b))

@@ -31,7 +31,7 @@ import (
 func newMiniMaxM3(l *Loader) Network {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
-	err := m.require("expert_gating_func", "expert_shared_count", "attention.indexer.local_blocks")
+	err := m.require("expert_gating_func", "expert_shared_count")
 	if g, e := m.int("expert_gating_func", 0); err == nil && (e != nil || g == 0) {
 		err = cmp.Or(e, fmt.Errorf("metadata %s.expert_gating_func = 0: llama.cpp has no default for minimax-m3 and aborts", hp.Arch))
 	}
@@ -98,7 +98,7 @@ func newMiniMaxM3(l *Loader) Network {
 	if net == nil {
 		return nil
 	}
-	return msaDecoder{d, x.topK * x.block, l.Opts.Context}
+	return msaDecoder{d, x.reach(), l.Opts.Context}
 }
 
 // msaParams is a layer's MSA indexer (msaParams.keys).
@@ -108,6 +108,9 @@ type msaParams struct {
 	qNorm, kNorm                   *ml.Vector // indexer.q_norm, k_norm
 	rope                           *nn.RoPE   // the attention's, on heads of dim
 }
+
+// reach is the longest window that reads every key: top_k blocks.
+func (x *msaParams) reach() int { return x.topK * x.block }
 
 // keys runs the indexer over the layer's normed rows h: the keys each KV
 // head's query rows read.
