@@ -140,7 +140,7 @@ type flags struct {
 	Disjoint bool             `help:"Shorthand for --protocol disjoint: back-to-back windows, each scored from its second token."`
 	Context  int              `default:"4096" placeholder:"N" help:"Window length N in tokens, at least 2 (3 for llama.cpp); default ${default}."`
 	Stride   *int             `placeholder:"S" help:"Sliding protocol only: targets scored per window after the first, 1 <= S < N (default N/2)."`
-	Shard    string           `placeholder:"K/N" help:"Emit only shard K of N (1 <= K <= N) of the windows."`
+	Shard    string           `placeholder:"K/N" help:"Emit only shard K of N (1 <= K <= N <= 4194304) of the windows."`
 	MaxWin   int              `name:"max-windows" placeholder:"N" help:"Only the first N windows of each stream (llama-perplexity's --chunks); default all."`
 	Split    *string          `placeholder:"BY" help:"With --shard, deal the windows by cost (default: equal work, tokens + tokens²/A) or by count (round-robin across all streams)."`
 	Attn     *int             `name:"split-attention" placeholder:"A" help:"With --split cost, the window length at which attention costs as much as the rest of the model (about 12x its width; default 32768)."`

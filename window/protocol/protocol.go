@@ -199,7 +199,14 @@ type Shard struct {
 	K, N int // 1 <= K <= N
 }
 
-// ParseShard parses "k/n" (1 <= k <= n); "" is the zero Shard.
+// MaxShards is the most shards a run may be split into. A shard's header
+// lists every shard's windows and cost (pipe.Split), so a count past any
+// cluster's job array (Slurm's largest is 4,000,001) would only exhaust
+// memory; it is refused by name instead.
+const MaxShards = 1 << 22
+
+// ParseShard parses "k/n" (1 <= k <= n <= MaxShards); "" is the zero
+// Shard.
 func ParseShard(s string) (Shard, error) {
 	if s == "" {
 		return Shard{}, nil
@@ -215,6 +222,9 @@ func ParseShard(s string) (Shard, error) {
 	}
 	if n < 1 || k < 1 || k > n {
 		return Shard{}, fmt.Errorf("shard %q: want 1 <= k <= n", s)
+	}
+	if n > MaxShards {
+		return Shard{}, fmt.Errorf("shard %q: at most %d shards", s, MaxShards)
 	}
 	return Shard{K: k, N: n}, nil
 }
