@@ -6,7 +6,12 @@
 // oracle's qwen35 tokenizer of 151,669 tokens; with --arch rwkv7, RWKV-7
 // G1 0.1B's shape; with --arch minimax-m3, MiniMax-M3's layout at 48M: 4
 // layers of 8 heads of 64 over 2 KV heads, a dense first layer, then 8
-// experts of 256, 2 used, a shared one, and MSA's 4 blocks of 16 keys), in
+// experts of 256, 2 used, a shared one, and MSA's 4 blocks of 16 keys; with
+// --arch qwen4exp, Qwen3.8-Flash-Next's layout at 72M: 8 layers of 512, 6
+// of them Gated DeltaNet (4 key and 8 value heads of 64), n-gram
+// embeddings in the second, gated attention of 8 heads of 64 over 2 KV
+// heads with QSA's 4 blocks of 4 keys in the others, 4 streams, 8 experts
+// of 256, 2 used, and a shared one), in
 // both activation modes, from one thread to all of them; and, when given
 // llama.cpp's llama-perplexity, the same workload through it, back to back.
 //
@@ -38,7 +43,7 @@
 // ratio of their tokens/s per model and mode, and whether both gave the same
 // perplexity to the bit.
 //
-// Flags: --arch (llama, qwen3moe, qwen35, rwkv7 or minimax-m3), --bin DIR (the ppl tools, built by make build; default bin),
+// Flags: --arch (llama, qwen3moe, qwen35, rwkv7, minimax-m3 or qwen4exp), --bin DIR (the ppl tools, built by make build; default bin),
 // --dir DIR (models and scratch; default profiles/bench-cpu), --types
 // (default F16,Q8_0,Q4_K_M), --modes (default fp32,int8), --threads
 // (comma-separated; default 1 up to the number of CPUs), --context (512),
@@ -101,7 +106,7 @@ func run() error {
 	flag.StringVar(&c.llama, "llama", "", "llama-perplexity command, e.g. \"chroot /tmp/sid llama-perplexity\"")
 	flag.StringVar(&c.llamaRoot, "llama-root", "", "root directory the llama command sees (files are copied under ROOT/x)")
 	flag.IntVar(&c.long, "long", 0, "also score one window of this many tokens and report its peak RSS")
-	flag.StringVar(&c.arch, "arch", "llama", "architecture of the generated models: llama (100M), qwen3moe (Qwen3-30B-A3B's layout at 1B), qwen35 (Qwen3.5-0.8B), rwkv7 (RWKV-7 G1 0.1B) or minimax-m3 (MiniMax-M3's layout at 48M)")
+	flag.StringVar(&c.arch, "arch", "llama", "architecture of the generated models: llama (100M), qwen3moe (Qwen3-30B-A3B's layout at 1B), qwen35 (Qwen3.5-0.8B), rwkv7 (RWKV-7 G1 0.1B), minimax-m3 (MiniMax-M3's layout at 48M) or qwen4exp (Qwen3.8-Flash-Next's layout at 72M)")
 	flag.StringVar(&c.baseline, "baseline", "", "directory of another build's ppl-score (the previous commit's) to compare with, round by round")
 	flag.Parse()
 	c.types, c.modes = strings.Split(types, ","), strings.Split(modes, ",")
@@ -222,8 +227,9 @@ func fileSize(p string) int64 {
 }
 
 // makeModel generates the model of a type unless it exists: the 100M
-// llama, the 1B qwen3moe, the 0.8B qwen35, the 0.1B rwkv7 or the 48M
-// minimax-m3 (a shape of its own: ppl-mkmodel has no preset for it).
+// llama, the 1B qwen3moe, the 0.8B qwen35, the 0.1B rwkv7, the 48M
+// minimax-m3 or the 72M qwen4exp (shapes of their own: ppl-mkmodel has no
+// preset for them).
 func (c *config) makeModel(typ string) (string, error) {
 	size, shape := "100M", []string(nil)
 	switch c.arch {
@@ -235,6 +241,8 @@ func (c *config) makeModel(typ string) (string, error) {
 		size = "0.1B"
 	case "minimax-m3":
 		size, shape = "48M", strings.Fields("--embd 512 --layers 4 --heads 8 --kv-heads 2 --head-dim 64 --ffn 1024 --experts 8 --experts-used 2 --expert-ffn 256 --shared-ffn 256")
+	case "qwen4exp":
+		size, shape = "72M", strings.Fields("--embd 512 --layers 8 --heads 8 --kv-heads 2 --head-dim 64 --ffn 1024 --experts 8 --experts-used 2 --expert-ffn 256 --shared-ffn 256 --ssm-state 64 --ssm-k-heads 4 --ssm-v-heads 8 --rope-dims 16")
 	}
 	if shape == nil {
 		shape = []string{"--params", size}

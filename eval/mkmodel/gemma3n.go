@@ -34,8 +34,8 @@ func (s Shape) gemma3n() bool { return s.Arch == "gemma3n" }
 // checkGemma3n validates Gemma 3n's fields.
 func (s Shape) checkGemma3n() error {
 	switch {
-	case !s.gemma3n() && s.PerLayer != 0:
-		return fmt.Errorf("shape: per-layer inputs are gemma3n's")
+	case !s.gemma3n() && !s.qwen4exp() && s.PerLayer != 0:
+		return fmt.Errorf("shape: per-layer inputs are gemma3n's and qwen4exp's")
 	case !s.gemma3n():
 		return nil
 	case s.PerLayer <= 0 || s.Window <= 0 || !s.Tied:

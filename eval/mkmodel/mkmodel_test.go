@@ -69,6 +69,9 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 		if arch == "qwen35moe" {
 			c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 8, 2, 64, 96
 		}
+	case "qwen4exp": // layers 0 and 1 Gated DeltaNet (PLE in 1), layer 2 attention with QSA
+		c.Layers, c.SSMState, c.SSMKHeads, c.SSMVHeads, c.SSMConv, c.AttnInterval, c.RopeDims = 3, 16, 2, 6, 4, 3, 8
+		c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN, c.PerLayer = 8, 2, 64, 96, 64
 	case "minimax-m2":
 		c.Experts, c.ExpertsUsed, c.ExpertFFN = 8, 2, c.FFN
 	case "ernie4_5-moe":
@@ -369,7 +372,7 @@ func TestStreamMatchesWriter(t *testing.T) {
 // loads it and gives finite log-probabilities.
 func TestModels(t *testing.T) {
 	voc := smallVocab(t, 400)
-	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}, {"phimoe", "Q8_0"}, {"gemma", "Q4_K_M"}, {"internlm2", "Q8_0"}, {"xverse", "Q4_K_M"}, {"minicpm", "Q8_0"}, {"deepseek", "Q4_K_M"}, {"deci", "Q8_0"}, {"nanbeige", "Q8_0"}, {"orion", "Q4_K_M"}, {"stablelm", "Q8_0"}, {"starcoder2", "Q4_K_M"}, {"phi2", "Q8_0"}, {"gptneox", "Q4_K_M"}, {"falcon", "Q8_0"}, {"gpt2", "Q4_K_M"}, {"nemotron", "Q8_0"}, {"chatglm", "Q4_K_M"}, {"olmo", "Q8_0"}, {"dbrx", "Q4_K_M"}, {"bailingmoe", "Q8_0"}, {"granite_swa", "Q4_K_M"}, {"mellum", "Q8_0"}, {"baichuan", "Q4_K_M"}, {"bloom", "Q8_0"}, {"mpt", "Q4_K_M"}, {"refact", "Q8_0"}, {"jais", "Q4_K_M"}, {"jais2", "Q8_0"}, {"maincoder", "Q4_K_M"}, {"pangu-embedded", "Q8_0"}, {"mimo2", "Q4_K_M"}, {"bitnet", "Q8_0"}, {"openelm", "Q4_K_M"}, {"qwen", "Q8_0"}, {"step35", "Q4_K_M"}, {"kimi-linear", "Q8_0"}, {"smallthinker", "Q4_K_M"}, {"mamba", "Q8_0"}, {"mamba2", "Q4_K_M"}, {"jamba", "Q8_0"}, {"plamo3", "Q4_K_M"}, {"plamo2", "Q8_0"}, {"grok", "Q4_K_M"}, {"minicpm3", "Q8_0"}, {"plamo", "Q4_K_M"}, {"arctic", "Q8_0"}, {"rwkv7", "Q4_K_M"}, {"arwkv7", "Q8_0"}, {"rwkv6", "Q8_0"}, {"rwkv6qwen2", "Q4_K_M"}, {"hy_v3", "Q8_0"}, {"maple", "Q4_K_M"}, {"laguna", "Q8_0"}, {"maion-coder", "Q4_K_M"}, {"spark2_5", "Q8_0"}, {"muse-glimmer", "Q4_K_M"}, {"talkie", "Q8_0"}, {"hunyuan_vl", "Q4_K_M"}, {"plm", "Q8_0"}, {"hrm_text", "Q4_K_M"}, {"grovemoe", "Q8_0"}, {"k2-horizon", "Q4_K_M"}, {"graniteswitch", "Q8_0"}, {"paddleocr", "Q4_K_M"}, {"cogvlm", "Q8_0"}, {"deepseek2-ocr", "Q4_K_M"}, {"minimax-01", "Q8_0"}, {"bailingmoe3", "Q4_K_M"}, {"dots3note", "Q8_0"}, {"hy_v4", "Q4_K_M"}, {"kimi-k3", "Q8_0"}, {"minimax-m3", "Q4_K_M"}} {
+	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}, {"phimoe", "Q8_0"}, {"gemma", "Q4_K_M"}, {"internlm2", "Q8_0"}, {"xverse", "Q4_K_M"}, {"minicpm", "Q8_0"}, {"deepseek", "Q4_K_M"}, {"deci", "Q8_0"}, {"nanbeige", "Q8_0"}, {"orion", "Q4_K_M"}, {"stablelm", "Q8_0"}, {"starcoder2", "Q4_K_M"}, {"phi2", "Q8_0"}, {"gptneox", "Q4_K_M"}, {"falcon", "Q8_0"}, {"gpt2", "Q4_K_M"}, {"nemotron", "Q8_0"}, {"chatglm", "Q4_K_M"}, {"olmo", "Q8_0"}, {"dbrx", "Q4_K_M"}, {"bailingmoe", "Q8_0"}, {"granite_swa", "Q4_K_M"}, {"mellum", "Q8_0"}, {"baichuan", "Q4_K_M"}, {"bloom", "Q8_0"}, {"mpt", "Q4_K_M"}, {"refact", "Q8_0"}, {"jais", "Q4_K_M"}, {"jais2", "Q8_0"}, {"maincoder", "Q4_K_M"}, {"pangu-embedded", "Q8_0"}, {"mimo2", "Q4_K_M"}, {"bitnet", "Q8_0"}, {"openelm", "Q4_K_M"}, {"qwen", "Q8_0"}, {"step35", "Q4_K_M"}, {"kimi-linear", "Q8_0"}, {"smallthinker", "Q4_K_M"}, {"mamba", "Q8_0"}, {"mamba2", "Q4_K_M"}, {"jamba", "Q8_0"}, {"plamo3", "Q4_K_M"}, {"plamo2", "Q8_0"}, {"grok", "Q4_K_M"}, {"minicpm3", "Q8_0"}, {"plamo", "Q4_K_M"}, {"arctic", "Q8_0"}, {"rwkv7", "Q4_K_M"}, {"arwkv7", "Q8_0"}, {"rwkv6", "Q8_0"}, {"rwkv6qwen2", "Q4_K_M"}, {"hy_v3", "Q8_0"}, {"maple", "Q4_K_M"}, {"laguna", "Q8_0"}, {"maion-coder", "Q4_K_M"}, {"spark2_5", "Q8_0"}, {"muse-glimmer", "Q4_K_M"}, {"talkie", "Q8_0"}, {"hunyuan_vl", "Q4_K_M"}, {"plm", "Q8_0"}, {"hrm_text", "Q4_K_M"}, {"grovemoe", "Q8_0"}, {"k2-horizon", "Q4_K_M"}, {"graniteswitch", "Q8_0"}, {"paddleocr", "Q4_K_M"}, {"cogvlm", "Q8_0"}, {"deepseek2-ocr", "Q4_K_M"}, {"minimax-01", "Q8_0"}, {"bailingmoe3", "Q4_K_M"}, {"dots3note", "Q8_0"}, {"hy_v4", "Q4_K_M"}, {"kimi-k3", "Q8_0"}, {"minimax-m3", "Q4_K_M"}, {"qwen4exp", "Q8_0"}} {
 		t.Run(c.arch+"-"+c.typ, func(t *testing.T) {
 			cfg := tinyConfig(t, c.arch, c.typ, voc)
 			dir := t.TempDir()
@@ -525,6 +528,25 @@ func TestModels(t *testing.T) {
 				clamps, _ := f.Float32s(a + ".swiglu_clamp_exp")
 				if !slices.Equal(types, []int32{1, 0, 1, 0}) || !slices.Equal(clamps, []float32{0.5, 0.5, 0.5, 0.5}) {
 					t.Errorf("hy_v4's indexer types %v, clamps %v", types, clamps)
+				}
+			}
+			if a == "qwen4exp" { // 3 layers; the streams, the indexer and QSA's ratios, PLE's hash
+				keys[a+".block_count"] = 3
+				for key, want := range map[string]uint64{a + ".hyper_connection.count": 4, a + ".hyper_connection.low_rank": 16,
+					a + ".attention.indexer.head_count": 2, a + ".attention.indexer.key_length": 32, a + ".attention.indexer.top_k": 16,
+					a + ".ple.ngram_size": 3, a + ".ple.heads_per_ngram": 2, a + ".ple.conv_kernel": 4, a + ".ple.eos_token_id": 13,
+					a + ".embedding_length_per_layer_input": 64, a + ".full_attention_interval": 3, a + ".expert_shared_feed_forward_length": 96} {
+					keys[key] = want
+				}
+				ratios, _ := f.Int32s(a + ".attention.compress_ratios")
+				layers, _ := f.Int32s(a + ".ple.layers")
+				sizes, _ := f.Int32s(a + ".ple.head_vocab_sizes")
+				offsets, _ := f.Int32s(a + ".ple.head_offsets")
+				if !slices.Equal(ratios, []int32{0, 0, 4}) || !slices.Equal(layers, []int32{1}) || !slices.Equal(sizes, []int32{101, 103, 107, 109}) || !slices.Equal(offsets, []int32{0, 101, 204, 311}) {
+					t.Errorf("qwen4exp's ratios %v, PLE layers %v, head sizes %v, offsets %v", ratios, layers, sizes, offsets)
+				}
+				if v, ok := f.Lookup(a + ".ple.layer_multipliers"); !ok || !slices.Equal(v.Any().([]uint64), q4Mult) {
+					t.Errorf("qwen4exp's multipliers %v", v.Any())
 				}
 			}
 			if a == "kimi-linear" || a == "bailingmoe3" || a == "kimi-k3" { // KDA layers have no KV heads; the latent cache's key and value

@@ -132,6 +132,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		add("position_embd.weight", []uint64{e, uint64(c.Context)}, -1, c.normal("position_embd.weight", 0.5*embStd))
 	}
 	for i := 0; i < c.Layers; i++ {
+		if c.qwen4exp() {
+			c.q4Layer(add, i)
+			continue
+		}
 		if c.hybrid() {
 			c.hybridLayer(add, i)
 			continue
@@ -382,7 +386,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 	if c.lfm2() {
 		outNorm = "token_embd_norm.weight"
 	}
-	if c.Arch != "olmo" && !c.talkie() && !c.hrm() { // their final norms have no weights
+	if c.qwen4exp() { // the last hyper-connection (the output norm's gain), and the PLE table
+		c.q4Mix(add, "output_hc_", -1, gain, false)
+		c.q4Table(add)
+	} else if c.Arch != "olmo" && !c.talkie() && !c.hrm() { // their final norms have no weights
 		add(outNorm, []uint64{e}, -1, c.gain(outNorm, gain, 0.15*gain))
 	}
 	c.normBias(add, "output_norm.bias", -1)
@@ -527,6 +534,9 @@ func Write(path string, c *Config) error {
 	}
 	if c.minimaxM3() {
 		c.m3Keys(w)
+	}
+	if c.qwen4exp() {
+		c.q4Keys(w)
 	}
 	if c.smallThinker() {
 		c.smallThinkerKeys(w)

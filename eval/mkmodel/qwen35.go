@@ -41,13 +41,14 @@ var Qwen35MoEPresets = []Preset{
 		SSMState: 128, SSMKHeads: 16, SSMVHeads: 32, SSMConv: 4, AttnInterval: 4, RopeDims: 64}},
 }
 
-// hybrid reports a Qwen3.5 Gated DeltaNet hybrid.
-func (s Shape) hybrid() bool { return s.Arch == "qwen35" || s.Arch == "qwen35moe" }
+// hybrid reports a Qwen3.5 Gated DeltaNet hybrid (qwen4exp's layers are
+// Qwen3.5's too).
+func (s Shape) hybrid() bool { return s.Arch == "qwen35" || s.Arch == "qwen35moe" || s.qwen4exp() }
 
 // moe reports an architecture whose FFNs are mixtures of experts.
 // llama's are Mixtral's layout: a llama file with expert_count.
 func (s Shape) moe() bool {
-	return s.Arch == "qwen3moe" || s.Arch == "grovemoe" || s.Arch == "k2-horizon" || s.Arch == "hy_v3" || s.Arch == "maple" || s.Arch == "qwen35moe" || s.Arch == "qwen2moe" || s.Arch == "olmoe" || s.Arch == "granitemoe" || s.Arch == "phimoe" || s.Arch == "deepseek" || s.Arch == "deepseek2-ocr" || s.Arch == "minimax-01" || s.Arch == "hunyuan-moe" || s.Arch == "bailingmoe2" || s.Arch == "afmoe" || s.Arch == "exaone-moe" || s.Arch == "cohere2moe" || s.Arch == "minimax-m2" || s.Arch == "ernie4_5-moe" || s.Arch == "dots1" || s.Arch == "nemotron_h_moe" || s.Arch == "lfm2moe" || s.Arch == "llama4" || s.Arch == "dbrx" || s.Arch == "bailingmoe" || s.Arch == "mellum" || s.Arch == "mimo2" || s.Arch == "step35" || s.Arch == "laguna" || s.Arch == "maion-coder" || s.Arch == "kimi-linear" || s.Arch == "bailingmoe3" || s.Arch == "kimi-k3" || s.Arch == "dots3note" || s.Arch == "hy_v4" || s.Arch == "minimax-m3" || s.Arch == "smallthinker" || s.Arch == "grok" || s.Arch == "arctic" || (s.Arch == "llama" || s.Arch == "granitehybrid" || s.Arch == "jamba") && s.Experts > 0
+	return s.Arch == "qwen3moe" || s.Arch == "grovemoe" || s.Arch == "k2-horizon" || s.Arch == "hy_v3" || s.Arch == "maple" || s.Arch == "qwen35moe" || s.qwen4exp() || s.Arch == "qwen2moe" || s.Arch == "olmoe" || s.Arch == "granitemoe" || s.Arch == "phimoe" || s.Arch == "deepseek" || s.Arch == "deepseek2-ocr" || s.Arch == "minimax-01" || s.Arch == "hunyuan-moe" || s.Arch == "bailingmoe2" || s.Arch == "afmoe" || s.Arch == "exaone-moe" || s.Arch == "cohere2moe" || s.Arch == "minimax-m2" || s.Arch == "ernie4_5-moe" || s.Arch == "dots1" || s.Arch == "nemotron_h_moe" || s.Arch == "lfm2moe" || s.Arch == "llama4" || s.Arch == "dbrx" || s.Arch == "bailingmoe" || s.Arch == "mellum" || s.Arch == "mimo2" || s.Arch == "step35" || s.Arch == "laguna" || s.Arch == "maion-coder" || s.Arch == "kimi-linear" || s.Arch == "bailingmoe3" || s.Arch == "kimi-k3" || s.Arch == "dots3note" || s.Arch == "hy_v4" || s.Arch == "minimax-m3" || s.Arch == "smallthinker" || s.Arch == "grok" || s.Arch == "arctic" || (s.Arch == "llama" || s.Arch == "granitehybrid" || s.Arch == "jamba") && s.Experts > 0
 }
 
 // recurrent reports whether layer i is Gated DeltaNet.
@@ -73,8 +74,8 @@ func (s Shape) checkHybrid() error {
 		return fmt.Errorf("shape: %d value heads is not a multiple of %d key heads", s.SSMVHeads, s.SSMKHeads)
 	case s.RopeDims <= 0 || s.RopeDims%2 != 0 || s.RopeDims > s.HeadDim:
 		return fmt.Errorf("shape: rope dims %d (want even, 2..head dimension %d)", s.RopeDims, s.HeadDim)
-	case s.Arch == "qwen35moe" && s.SharedFFN <= 0:
-		return fmt.Errorf("shape: qwen35moe needs a shared expert width")
+	case (s.Arch == "qwen35moe" || s.qwen4exp()) && s.SharedFFN <= 0:
+		return fmt.Errorf("shape: %s needs a shared expert width", s.Arch)
 	case s.Arch == "qwen35" && s.SharedFFN != 0:
 		return fmt.Errorf("shape: a shared expert is for qwen35moe")
 	}
@@ -120,7 +121,7 @@ func (c *Config) hybridKeys(w *gguf.Writer) {
 	w.Add(a+".ssm.time_step_rank", uint32(c.SSMVHeads))
 	w.Add(a+".ssm.inner_size", uint32(c.SSMVHeads*c.SSMState))
 	w.Add(a+".full_attention_interval", uint32(c.AttnInterval))
-	if a == "qwen35moe" {
+	if c.moe() {
 		w.Add(a+".expert_count", uint32(c.Experts))
 		w.Add(a+".expert_used_count", uint32(c.ExpertsUsed))
 		w.Add(a+".expert_feed_forward_length", uint32(c.ExpertFFN))
@@ -144,8 +145,17 @@ func (c *Config) uniform(name string, lo, hi float64) RowFunc {
 func (c *Config) hybridLayer(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
 	p := fmt.Sprintf("blk.%d.", i)
 	e := uint64(c.Embd)
-	res := c.Residual
 	add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
+	c.hybridMixer(add, i)
+	add(p+"post_attention_norm.weight", []uint64{e}, i, c.gain(p+"post_attention_norm.weight", 1, 0.1))
+	c.hybridFFN(add, i)
+}
+
+// hybridMixer adds layer i's Gated DeltaNet or gated attention tensors.
+func (c *Config) hybridMixer(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
+	p := fmt.Sprintf("blk.%d.", i)
+	e := uint64(c.Embd)
+	res := c.Residual
 	if c.recurrent(i) {
 		S, hv := uint64(c.SSMState), uint64(c.SSMVHeads)
 		kd, vd := uint64(c.SSMKHeads)*S, hv*S
@@ -173,7 +183,13 @@ func (c *Config) hybridLayer(add func(name string, shape []uint64, layer int, fi
 		add(p+"attn_q_norm.weight", []uint64{hd}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 		add(p+"attn_k_norm.weight", []uint64{hd}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
 	}
-	add(p+"post_attention_norm.weight", []uint64{e}, i, c.gain(p+"post_attention_norm.weight", 1, 0.1))
+}
+
+// hybridFFN adds layer i's MLP, or its experts and gated shared expert.
+func (c *Config) hybridFFN(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
+	p := fmt.Sprintf("blk.%d.", i)
+	e := uint64(c.Embd)
+	res := c.Residual
 	if !c.moe() {
 		ff := uint64(c.FFN)
 		add(p+"ffn_gate.weight", []uint64{e, ff}, i, c.normal(p+"ffn_gate.weight", invSqrt(e)))

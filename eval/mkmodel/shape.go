@@ -71,7 +71,8 @@ type Shape struct {
 	// with its parallel residual: no FFN norm) LayerNorms of each head of
 	// q and k (attn_q_norm, attn_k_norm: weights for every head).
 	QKLayerNorm bool
-	// PerLayer is gemma3n's embedding_length_per_layer_input (gemma3n.go).
+	// PerLayer is gemma3n's embedding_length_per_layer_input (gemma3n.go),
+	// and qwen4exp's PLE head width (qwen4exp.go).
 	PerLayer int
 	// DtBCRMS is mamba's ssm.dt_b_c_rms (Falcon-Mamba: dt, B and C
 	// RMS-normed without weights; mamba1.go).
@@ -84,7 +85,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo", "arctic", "rwkv7", "arwkv7", "rwkv6", "rwkv6qwen2", "hy_v3", "maple", "laguna", "maion-coder", "spark2_5", "muse-glimmer", "talkie", "hunyuan_vl", "plm", "hrm_text", "grovemoe", "k2-horizon", "graniteswitch", "paddleocr", "cogvlm", "deepseek2-ocr", "minimax-01", "bailingmoe3", "dots3note", "hy_v4", "kimi-k3", "minimax-m3"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo", "arctic", "rwkv7", "arwkv7", "rwkv6", "rwkv6qwen2", "hy_v3", "maple", "laguna", "maion-coder", "spark2_5", "muse-glimmer", "talkie", "hunyuan_vl", "plm", "hrm_text", "grovemoe", "k2-horizon", "graniteswitch", "paddleocr", "cogvlm", "deepseek2-ocr", "minimax-01", "bailingmoe3", "dots3note", "hy_v4", "kimi-k3", "minimax-m3", "qwen4exp"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -261,6 +262,9 @@ func (s Shape) Check() error {
 	if err := s.checkHyV4(); err != nil {
 		return err
 	}
+	if err := s.checkQwen4Exp(); err != nil {
+		return err
+	}
 	if err := s.checkMiniMaxM3(); err != nil {
 		return err
 	}
@@ -309,6 +313,9 @@ func invSqrt(n uint64) float64 { return 1 / math.Sqrt(float64(n)) }
 
 // Params returns the number of weights.
 func (s Shape) Params() int64 {
+	if s.qwen4exp() {
+		return s.q4Params()
+	}
 	if s.hybrid() {
 		return s.hybridParams()
 	}

@@ -122,8 +122,8 @@ func (f FileType) TensorType(name string, ne0, dims, layer, layers, gqa int, tie
 	if rwkvSmall(name) {
 		return gguf.TypeF32 // llama-quantize's list of RWKV's small 2-D weights it leaves as they are
 	}
-	if strings.HasSuffix(name, "ssm_a") || strings.HasSuffix(name, "ssm_d") || strings.HasSuffix(name, "_norm.weight") {
-		return gguf.TypeF32 // Mamba-2's per-head values, norms of 2-D (Mamba-2's grouped one, Command R+'s per head): F32 as llama-quantize leaves them
+	if strings.HasSuffix(name, "ssm_a") || strings.HasSuffix(name, "ssm_d") || strings.HasSuffix(name, "_norm.weight") || strings.Contains(name, ".ple_norm_") {
+		return gguf.TypeF32 // Mamba-2's per-head values, norms of 2-D (Mamba-2's grouped one, Command R+'s per head, qwen4exp's per stream): F32 as llama-quantize leaves them (qwen4exp's PLE norms as its converter writes them: llama.cpp multiplies by them, which a quantized one refuses)
 	}
 	t := f.Base
 	if f.Quantized() && !f.Pure && !f.Low {

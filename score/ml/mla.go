@@ -51,3 +51,17 @@ type BlockSparse interface {
 	// the indexer's keys (which changes the scores by rounding only).
 	BlockKeys(q, k Tensor, heads, block, topK, local int) *nn.KeySet
 }
+
+// PooledSparse is what Qwen3.8's sparse attention (QSA: qwen4exp) needs
+// beyond Backend once a window has more whole key blocks than its
+// indexer's top_k/block: the blocks' pooled keys and the choice of blocks,
+// which Attn.Keys carries into Attention.
+type PooledSparse interface {
+	// PoolKeys is nn.QSAPool of k (n, dim) passed through the KV cache's
+	// key format first, as llama.cpp stores the indexer's raw keys.
+	PoolKeys(dst, k Tensor, block int)
+	// PooledKeys is nn.QSABlocks over q (n, heads·dim) and the pooled keys
+	// p (n, dim), p passed through the KV cache's key format first, as
+	// llama.cpp stores them.
+	PooledKeys(q, p Tensor, heads, block, topK int) *nn.KeySet
+}

@@ -144,8 +144,37 @@ func (b *cpuBackend) BlockKeys(q, k ml.Tensor, heads, block, topK, local int) *n
 	shape("MSA indexer queries", qq, n, heads*dim)
 	mark := b.c.Mark()
 	defer b.c.Release(mark)
-	kr := b.c.Alloc(n * dim)
-	copy(kr, kk.d[:n*dim])
-	b.storeKeys(kr, n, 1, dim)
-	return nn.MSABlocks(b.c, qq.d[:n*heads*dim], kr, n, heads, dim, block, topK, local, b.c.LlamaCPP)
+	return nn.MSABlocks(b.c, qq.d[:n*heads*dim], b.cachedKeys(kk), n, heads, dim, block, topK, local, b.c.LlamaCPP)
+}
+
+// cachedKeys returns a copy of k (one head a row), from b's scratch memory,
+// rounded through the KV cache's key format, as llama.cpp stores an
+// indexer's keys.
+func (b *cpuBackend) cachedKeys(k *cpuT) []float32 {
+	kr := b.c.Alloc(k.rows * k.cols)
+	copy(kr, k.d[:len(kr)])
+	b.storeKeys(kr, k.rows, 1, k.cols)
+	return kr
+}
+
+// PoolKeys is ml.PooledSparse's: the keys rounded through the KV cache's
+// format, then nn.QSAPool.
+func (b *cpuBackend) PoolKeys(dst, k ml.Tensor, block int) {
+	d, kk := ct(dst), ct(k)
+	n, dim := kk.rows, kk.cols
+	shape("QSA pooled keys", d, n, dim)
+	mark := b.c.Mark()
+	defer b.c.Release(mark)
+	nn.QSAPool(d.d[:n*dim], b.cachedKeys(kk), n, dim, block)
+}
+
+// PooledKeys is ml.PooledSparse's: the pooled keys rounded through the KV
+// cache's format, then nn.QSABlocks (ggml's products in the int8 modes).
+func (b *cpuBackend) PooledKeys(q, p ml.Tensor, heads, block, topK int) *nn.KeySet {
+	qq, pp := ct(q), ct(p)
+	n, dim := pp.rows, pp.cols
+	shape("QSA indexer queries", qq, n, heads*dim)
+	mark := b.c.Mark()
+	defer b.c.Release(mark)
+	return nn.QSABlocks(b.c, qq.d[:n*heads*dim], b.cachedKeys(pp), n, heads, dim, block, topK, b.c.LlamaCPP)
 }

@@ -337,7 +337,9 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // input) (24 windows, both builds: none off); minimax-m3 (MSA's blocks per
 // KV head past 4 of 16 keys, gpt-oss's SwiGLU in every MLP, and with every
 // expert used; TestMiniMaxM3Variants) (24 windows each, both builds: none
-// off).
+// off); qwen4exp (hyper-connections, n-gram embeddings, QSA past 4 blocks
+// of 4 keys; in Q8_0 and Q4_K_M; TestQwen4ExpVariants) (24 windows each,
+// both builds: every token within 5.1e-8).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -684,6 +686,14 @@ func TestGeneratedLlama(t *testing.T) {
 		{"minimax-m3-every-expert", "minimax-m3", "", func(s *mkmodel.Shape) { m3Shape(s); s.ExpertsUsed = 8 }, "",
 			"7cde011a65d6ddbefc400fb77bbe0db9d8b64f0bf58c173204f1aadfdb236e46",
 			[]float64{-1635.1270494, -819.1141860, -800.6124541, -774.7485689}},
+		// Qwen3.8-Flash-Next: Gated DeltaNet with a sigmoid output gate,
+		// gated attention with QSA from row 20 on, 4 streams mixed by
+		// low-rank hyper-connections, n-gram embeddings in layer 1, and
+		// experts with a gated shared expert; in Q8_0 and in Q4_K_M.
+		{"qwen4exp", "qwen4exp", "", q4Shape, "", "47fd8654c1de1bae6861d253b0213299a35e2e6d65f214e747fc4f5b4736ed1b",
+			[]float64{-1378.7957362, -692.1793340, -698.0499072, -671.6313849}},
+		{"qwen4exp-q4_k_m", "qwen4exp", "Q4_K_M", q4Shape, "", "96bc2928b4e4871e331aa1ff6c6428d858dea98458e44f57d09b76f9fc340530",
+			[]float64{-1381.2481575, -692.4725438, -698.3054498, -671.2264653}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {

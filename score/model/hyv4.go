@@ -132,11 +132,7 @@ func (v hyV4) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		return b.Alloc(n, E)
 	}
 	var keys *nn.KeySet
-	x, h := b.Alloc(n, S*E), b.Alloc(n, E) // the streams; the final rows
-	b.Embed(h, v.tokenEmbd, tokens)
-	for i := range S {
-		lb.Columns(x, i*E, h, 0, E)
-	}
+	x, h := embedStreams(b, v.tokenEmbd, tokens, S)
 	for i := range v.layers {
 		ly, hc := &v.layers[i], &v.hc[i]
 		mark := b.Mark()
@@ -202,12 +198,29 @@ func (v hyV4) gate(b ml.Backend, dst, m ml.Tensor, g *hcGate) {
 
 // spread adds the block's output out (n, embd) to each stream of x times
 // its post gate.
-func (v hyV4) spread(b ml.Backend, x, out, post ml.Tensor) {
-	n, E := x.Rows(), v.hp.Embd
+func (v hyV4) spread(b ml.Backend, x, out, post ml.Tensor) { addStreams(b, x, out, post, v.cols) }
+
+// embedStreams returns the streams x (n, streams·embd), each a copy of the
+// tokens' embeddings, and h (n, embd), which holds the embeddings.
+func embedStreams(b ml.Backend, w *ml.Matrix, tokens []int32, streams int) (x, h ml.Tensor) {
+	n, E := len(tokens), w.In
+	x, h = b.Alloc(n, streams*E), b.Alloc(n, E)
+	b.Embed(h, w, tokens)
+	for i := range streams {
+		b.(ml.Latent).Columns(x, i*E, h, 0, E)
+	}
+	return x, h
+}
+
+// addStreams adds out (n, embd) times column s of w to each stream s of x
+// (n, streams·embd), each product and sum rounded to float32 (llama.cpp's
+// MUL and ADD, and its fused HC post's bits); cols[s] is embd copies of s.
+func addStreams(b ml.Backend, x, out, w ml.Tensor, cols [][]int) {
+	n, E := out.Rows(), out.Cols()
 	lb, rc := b.(ml.Latent), b.(ml.Recurrent)
 	xi, tmp, wide := b.Alloc(n, E), b.Alloc(n, E), b.Alloc(n, E)
-	for i := range v.streams {
-		rc.GatherCols(wide, post, v.cols[i])
+	for i := range cols {
+		rc.GatherCols(wide, w, cols[i])
 		rc.Mul(tmp, out, wide)
 		lb.Columns(xi, 0, x, i*E, E)
 		b.Add(xi, tmp)

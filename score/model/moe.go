@@ -47,6 +47,10 @@ type moeOpts struct {
 	// ffn_routed_up and an optional ffn_routed_norm), as llama.cpp reads it
 	// for no other architecture; "": none.
 	latent string
+	// fixed: the graph fixes the gating, the renormalization and the scale
+	// (none), and llama.cpp reads no expert_gating_func,
+	// expert_weights_norm or expert_weights_scale of the file (qwen4exp).
+	fixed bool
 }
 
 // latentTensors are the latent projections' names by their width's key.
@@ -101,15 +105,18 @@ func (l *Loader) moeParams(o moeOpts) *moeParams {
 		geti(&p.Latent, o.latent, 0)
 	}
 	g := int(o.gating)
-	geti(&g, "expert_gating_func", g)
+	if !o.fixed {
+		geti(&g, "expert_gating_func", g)
+	}
 	if g == 0 { // LLAMA_EXPERT_GATING_FUNC_TYPE_NONE: llama.cpp takes the architecture's default
 		g = int(o.gating)
 	}
 	p.gating = ml.Gating(g)
-	if err == nil {
+	p.Norm = o.norm
+	if err == nil && !o.fixed {
 		p.Scale, err = m.float("expert_weights_scale", 0)
 	}
-	if err == nil {
+	if err == nil && !o.fixed {
 		p.Norm, err = m.bool("expert_weights_norm", o.norm)
 	}
 	if err != nil {

@@ -46,10 +46,11 @@ func init() {
 
 // qwen35Opts: tiled is Qwen3.5's V-head order (ml.DeltaRule.Tiled); next
 // is qwen3next's packings (ssm_ba, optional legacy ssm_in); moe makes
-// every FFN a mixture of experts.
+// every FFN a mixture of experts; hyper is qwen4exp's layers (qwen4exp.go):
+// no output norm, and Gated DeltaNet's output gate a sigmoid.
 type qwen35Opts struct {
-	tiled, next bool
-	moe         *moeOpts
+	tiled, next, hyper bool
+	moe                *moeOpts
 }
 
 type qwen35 struct {
@@ -61,7 +62,8 @@ type qwen35 struct {
 	attn       ml.Attn
 	dr         ml.DeltaRule
 	dConv      int
-	rows       int // deltaRows; smaller in tests
+	rows       int  // deltaRows; smaller in tests
+	sigmoidOut bool // Gated DeltaNet's output gate sigmoid(z), not silu(z)
 	layers     []qwen35Layer
 
 	// Column tables for ml.Recurrent.GatherCols.
@@ -93,6 +95,29 @@ type qwen35Layer struct {
 }
 
 func newQwen35(l *Loader, o qwen35Opts) *qwen35 {
+	q, recurrent := qwen35Base(l, o)
+	if q == nil {
+		return nil
+	}
+	var moe *moeParams
+	if o.moe != nil {
+		moe = l.moeParams(*o.moe)
+	}
+	for i := range recurrent {
+		p := fmt.Sprintf("blk.%d.", i)
+		ly := q.mixer(l, i, recurrent[i], o.next)
+		ly.attnNorm = l.Norm(p+"attn_norm", q.hp.Embd)
+		ly.postNorm = l.Norm(p+"post_attention_norm", q.hp.Embd)
+		ly.ffn = q.ffn(l, i, moe)
+		q.layers = append(q.layers, ly)
+	}
+	return q
+}
+
+// qwen35Base reads a hybrid's metadata and binds its embeddings, output
+// norm and head; it returns which of the blocks run (block_count less the
+// MTP blocks) are Gated DeltaNet, and nil after an error.
+func qwen35Base(l *Loader, o qwen35Opts) (*qwen35, []bool) {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
 	var err error
@@ -112,43 +137,46 @@ func newQwen35(l *Loader, o qwen35Opts) *qwen35 {
 	interval := geti("full_attention_interval", 4)
 	if err != nil {
 		l.fail(err)
-		return nil
+		return nil, nil
 	}
 	arch := hp.Arch
 	dr := ml.DeltaRule{KHeads: Hk, VHeads: Hv, Dim: S, Tiled: o.tiled, State: l.Opts.SSMStateDtype}
 	switch {
 	case dr.Validate() != nil:
 		l.fail(fmt.Errorf("%s.ssm.*: %w", arch, dr.Validate()))
-		return nil
+		return nil, nil
 	case inner != Hv*S:
 		l.Failf("metadata %s.ssm.inner_size = %d, want ssm.time_step_rank × ssm.state_size = %d", arch, inner, Hv*S)
-		return nil
+		return nil, nil
 	case dConv < 1:
 		l.Failf("metadata %s.ssm.conv_kernel = %d, want >= 1", arch, dConv)
-		return nil
+		return nil, nil
 	case nextn >= hp.Layers:
 		l.Failf("metadata %s.nextn_predict_layers = %d with block_count %d", arch, nextn, hp.Layers)
-		return nil
+		return nil, nil
 	case interval < 1:
 		l.Failf("metadata %s.full_attention_interval = %d, want >= 1", arch, interval)
-		return nil
+		return nil, nil
 	}
 	recurrent, e := qwen35Pattern(l, hp.Layers, interval)
 	if e != nil {
 		l.fail(e)
-		return nil
+		return nil, nil
 	}
 	E, hd, H := hp.Embd, hp.HeadDim, hp.Heads
 	q := &qwen35{
 		hp:         hp,
 		tokenEmbd:  l.Linear("token_embd", E, hp.Vocab),
-		outputNorm: l.Norm("output_norm", E),
 		head:       Head{Output: l.LinearAlt(E, hp.Vocab, "output", "token_embd")},
 		rope:       l.RoPE(true),
 		attn:       ml.Attn{Heads: H, KVHeads: hp.KVHeads, HeadDim: hd, Scale: float64(nn.InvSqrtf(hd))},
 		dr:         dr,
 		dConv:      dConv,
 		rows:       deltaRows,
+		sigmoidOut: o.hyper,
+	}
+	if !o.hyper {
+		q.outputNorm = l.Norm("output_norm", E)
 	}
 	for h := range H {
 		q.qCols = append(q.qCols, colRange(h*2*hd, hd)...)
@@ -177,55 +205,58 @@ func newQwen35(l *Loader, o qwen35Opts) *qwen35 {
 		q.baBeta = append(q.baBeta, h/r*2*r+h%r)
 		q.baAlpha = append(q.baAlpha, h/r*2*r+r+h%r)
 	}
-	var moe *moeParams
-	if o.moe != nil {
-		moe = l.moeParams(*o.moe)
-	}
-	convDim := 2*Hk*S + Hv*S
-	for i := range hp.Layers - nextn {
-		p := fmt.Sprintf("blk.%d.", i)
-		ly := qwen35Layer{
-			recurrent: recurrent[i],
-			attnNorm:  l.Norm(p+"attn_norm", E),
-			postNorm:  l.Norm(p+"post_attention_norm", E),
-		}
-		if ly.recurrent {
-			if o.next && l.Has(p+"ssm_in.weight") {
-				ly.in = l.Linear(p+"ssm_in", E, convDim+Hv*S)
-			} else {
-				ly.qkv = l.Linear(p+"attn_qkv", E, convDim)
-				ly.gate = l.Linear(p+"attn_gate", E, Hv*S)
-			}
-			if o.next {
-				ly.ba = l.Linear(p+"ssm_ba", E, 2*Hv)
-			} else {
-				ly.beta = l.Linear(p+"ssm_beta", E, Hv)
-				ly.alpha = l.Linear(p+"ssm_alpha", E, Hv)
-			}
-			ly.conv = l.tensorVector(p+"ssm_conv1d.weight", dConv, convDim)
-			ly.a = l.Vector(p+"ssm_a", Hv)
-			ly.dt = l.Vector(p+"ssm_dt.bias", Hv)
-			ly.norm = l.Norm(p+"ssm_norm", S)
-			ly.out = l.Linear(p+"ssm_out", Hv*S, E)
+	return q, recurrent[:hp.Layers-nextn]
+}
+
+// mixer binds layer i's Gated DeltaNet (recurrent) or gated attention;
+// next is qwen3next's packings.
+func (q *qwen35) mixer(l *Loader, i int, recurrent, next bool) qwen35Layer {
+	hp, d := q.hp, q.dr
+	E, hd, H, S, Hv := hp.Embd, hp.HeadDim, hp.Heads, d.Dim, d.VHeads
+	convDim := 2*d.KHeads*S + Hv*S
+	p := fmt.Sprintf("blk.%d.", i)
+	ly := qwen35Layer{recurrent: recurrent}
+	if recurrent {
+		if next && l.Has(p+"ssm_in.weight") {
+			ly.in = l.Linear(p+"ssm_in", E, convDim+Hv*S)
 		} else {
-			ly.q = l.Linear(p+"attn_q", E, 2*H*hd)
-			ly.k = l.Linear(p+"attn_k", E, hp.KVHeads*hd)
-			ly.v = l.Linear(p+"attn_v", E, hp.KVHeads*hd)
-			ly.o = l.Linear(p+"attn_output", H*hd, E)
-			ly.qNorm = l.Norm(p+"attn_q_norm", hd)
-			ly.kNorm = l.Norm(p+"attn_k_norm", hd)
+			ly.qkv = l.Linear(p+"attn_qkv", E, convDim)
+			ly.gate = l.Linear(p+"attn_gate", E, Hv*S)
 		}
-		if moe != nil {
-			ly.ffn = l.MoE(p, moe)
-			if l.Err() == nil && (ly.ffn.(*MoE).Shared == nil || ly.ffn.(*MoE).SGate == nil) {
-				l.Failf("missing tensor %sffn_up_shexp.weight or %sffn_gate_inp_shexp.weight (the gated shared expert)", p, p)
-			}
+		if next {
+			ly.ba = l.Linear(p+"ssm_ba", E, 2*Hv)
 		} else {
-			ly.ffn = l.DenseFFN(p, E, hp.FFN)
+			ly.beta = l.Linear(p+"ssm_beta", E, Hv)
+			ly.alpha = l.Linear(p+"ssm_alpha", E, Hv)
 		}
-		q.layers = append(q.layers, ly)
+		ly.conv = l.tensorVector(p+"ssm_conv1d.weight", q.dConv, convDim)
+		ly.a = l.Vector(p+"ssm_a", Hv)
+		ly.dt = l.Vector(p+"ssm_dt.bias", Hv)
+		ly.norm = l.Norm(p+"ssm_norm", S)
+		ly.out = l.Linear(p+"ssm_out", Hv*S, E)
+	} else {
+		ly.q = l.Linear(p+"attn_q", E, 2*H*hd)
+		ly.k = l.Linear(p+"attn_k", E, hp.KVHeads*hd)
+		ly.v = l.Linear(p+"attn_v", E, hp.KVHeads*hd)
+		ly.o = l.Linear(p+"attn_output", H*hd, E)
+		ly.qNorm = l.Norm(p+"attn_q_norm", hd)
+		ly.kNorm = l.Norm(p+"attn_k_norm", hd)
 	}
-	return q
+	return ly
+}
+
+// ffn binds layer i's MLP, or with moe its experts and the gated shared
+// expert they require.
+func (q *qwen35) ffn(l *Loader, i int, moe *moeParams) FFN {
+	p := fmt.Sprintf("blk.%d.", i)
+	if moe == nil {
+		return l.DenseFFN(p, q.hp.Embd, q.hp.FFN)
+	}
+	f := l.MoE(p, moe)
+	if l.Err() == nil && (f.Shared == nil || f.SGate == nil) {
+		l.Failf("missing tensor %sffn_up_shexp.weight or %sffn_gate_inp_shexp.weight (the gated shared expert)", p, p)
+	}
+	return f
 }
 
 // qwen35Pattern returns which of the blocks are Gated DeltaNet:
@@ -304,7 +335,7 @@ func (m *qwen35) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		if ly.recurrent {
 			m.deltaNet(b, mix, h, ly)
 		} else {
-			m.gatedAttention(b, mix, h, i, ly)
+			m.gatedAttention(b, mix, h, i, ly, &m.attn)
 		}
 		b.Add(x, mix)
 		b.RMSNorm(h, x, ly.postNorm, hp.Eps)
@@ -316,7 +347,9 @@ func (m *qwen35) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	return x
 }
 
-func (m *qwen35) gatedAttention(b ml.Backend, dst, h ml.Tensor, layer int, ly *qwen35Layer) {
+// gatedAttention computes a gated attention mixer with the attention a
+// (m.attn, or with qwen4exp's sparse attention its keys).
+func (m *qwen35) gatedAttention(b ml.Backend, dst, h ml.Tensor, layer int, ly *qwen35Layer, a *ml.Attn) {
 	hp, n := m.hp, h.Rows()
 	rc := b.(ml.Recurrent)
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
@@ -340,7 +373,7 @@ func (m *qwen35) gatedAttention(b ml.Backend, dst, h ml.Tensor, layer int, ly *q
 	b.RMSNorm(kh, kh, ly.kNorm, hp.Eps)
 	b.RoPE(q, hp.Heads, m.rope)
 	b.RoPE(k, hp.KVHeads, m.rope)
-	b.Attention(att, q, k, v, layer, &m.attn)
+	b.Attention(att, q, k, v, layer, a)
 	b.GateMul(att, gate, ml.SigmoidGate)
 	b.Linear(dst, att, ly.o)
 	b.Release(mark)
@@ -411,7 +444,13 @@ func (m *qwen35) deltaBlock(b ml.Backend, dst, h ml.Tensor, ly *qwen35Layer, sta
 	rc.L2Norm(kh, kh, m.hp.Eps)
 	o := b.Alloc(n, vd)
 	rc.DeltaNet(o, q, k, v, g, beta, state, &m.dr)
-	rc.GatedRMSNorm(o, o, z, ly.norm, m.hp.Eps)
+	if m.sigmoidOut { // llama.cpp's graph: RMSNorm·w, then × sigmoid(z)
+		oh := b.View(o, n*d.VHeads, d.Dim)
+		b.RMSNorm(oh, oh, ly.norm, m.hp.Eps)
+		b.GateMul(o, z, ml.SigmoidGate)
+	} else {
+		rc.GatedRMSNorm(o, o, z, ly.norm, m.hp.Eps)
+	}
 	b.Linear(dst, o, ly.out)
 	b.Release(mark)
 }

@@ -966,6 +966,34 @@ func (l *Linear) panelHalf(buf []float32, r0, r1 int, x []float32, n int, avx2, 
 	case l.Type == gguf.TypeF16 && !avx2:
 		rowsKernel = kern.dotF16
 	}
+	// Rows shorter than a vector block are all the products' tail: float32
+	// products summed in float64 in order (dotRowsBy4's past k&^63, dotF16's
+	// past the AVX2 build's k&^31), here four rows' chains at a time.
+	if rowsKernel[0] != nil && k < 64 || l.Type == gguf.TypeF16 && avx2 && k < 32 {
+		for t := range n {
+			xt, o := x[t*k:(t+1)*k], out[t*l.Out+r0:]
+			r := 0
+			for ; r+4 <= rows; r += 4 {
+				w0, w1, w2, w3 := w[r*k:(r+1)*k], w[(r+1)*k:(r+2)*k], w[(r+2)*k:(r+3)*k], w[(r+3)*k:(r+4)*k]
+				var s0, s1, s2, s3 float64
+				for e, v := range xt {
+					s0 += float64(w0[e] * v)
+					s1 += float64(w1[e] * v)
+					s2 += float64(w2[e] * v)
+					s3 += float64(w3[e] * v)
+				}
+				o[r], o[r+1], o[r+2], o[r+3] = float32(s0), float32(s1), float32(s2), float32(s3)
+			}
+			for ; r < rows; r++ {
+				var s float64
+				for e, v := range w[r*k : (r+1)*k] {
+					s += float64(v * xt[e])
+				}
+				o[r] = float32(s)
+			}
+		}
+		return
+	}
 	if rowsKernel[0] == nil {
 		dot := dotF16
 		if l.Type == gguf.TypeBF16 {

@@ -92,7 +92,11 @@ func GGMLSiLUDiv(y, x []float32) {
 func GGMLSigmoid(y, x []float32) {
 	check("GGMLSigmoid", len(y), len(x))
 	for i, v := range x {
-		y[i] = 1 / (1 + LibcExpf(-v))
+		y[i] = -v
+	}
+	LibcExpfs(y, y) // glibc's expf in vector kernels, the same bits
+	for i, e := range y {
+		y[i] = 1 / (1 + e)
 	}
 }
 

@@ -1453,3 +1453,53 @@ func TestLibcExpfs(t *testing.T) {
 		}
 	})
 }
+
+// TestHalfShortRows checks F16 and BF16 products of rows shorter than a
+// vector block, which are all ggml's scalar tail (float32 products summed
+// in float64 in order) and which panelHalf runs four rows' chains at a
+// time (qwen4exp's hyper-connections' up-projections, 16 inputs wide):
+// bit for bit at every level against the generic one's per-output dot
+// products, in both builds' orders, for widths under and past the AVX2
+// build's block of 32 and matrices of 42 rows (not a multiple of 4), times
+// 1 to 6 activation rows.
+func TestHalfShortRows(t *testing.T) {
+	r := rand.New(rand.NewSource(14))
+	const out, n = 42, 6
+	for _, typ := range []gguf.Type{gguf.TypeF16, gguf.TypeBF16} {
+		for _, in := range []int{8, 16, 31, 40, 63} {
+			data := make([]byte, 2*in*out)
+			for i := range in * out {
+				f := float32(r.NormFloat64() * 0.3)
+				v := quant.F32ToF16(f)
+				if typ == gguf.TypeBF16 {
+					v = quant.F32ToBF16(f)
+				}
+				data[2*i], data[2*i+1] = byte(v), byte(v>>8)
+			}
+			l, err := NewLinear("w", typ, in, out, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := make([]float32, n*in)
+			for i := range x {
+				x[i] = float32(r.NormFloat64())
+			}
+			for _, avx2 := range []bool{false, true} {
+				for m := 1; m <= n; m++ {
+					var ref []float32
+					forEachLevel(t, func(t testing.TB, lv Level) {
+						c := NewContext(2)
+						c.Int8, c.LlamaCPP, c.GGMLAVX2 = true, true, avx2
+						y := make([]float32, m*out)
+						l.Forward(c, y, x[:m*in], m)
+						if ref == nil {
+							ref = y
+						} else if !slicesEqualBits(ref, y) {
+							t.Fatalf("%v, %d inputs, %d rows, avx2 %v, level %v: differs from generic", typ, in, m, avx2, lv)
+						}
+					})
+				}
+			}
+		}
+	}
+}

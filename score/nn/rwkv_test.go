@@ -123,6 +123,13 @@ func TestRWKVElementwise(t *testing.T) {
 			}
 		}
 	}
+	sig := slices.Clone(x) // GGMLSigmoid's vector expf: glibc's bits, as one at a time
+	GGMLSigmoid(sig, sig)
+	for i, v := range x {
+		if want := 1 / (1 + LibcExpf(-v)); math.Float32bits(sig[i]) != math.Float32bits(want) {
+			t.Errorf("GGMLSigmoid(%g) = %g, 1/(1+expf(-x)) = %g", v, sig[i], want)
+		}
+	}
 	const d, heads = 64, 3
 	rr, _, k, v, _, _ := wkv7Inputs(r, 1, heads, d)
 	u := make([]float32, heads*d)

@@ -1,0 +1,166 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// qsaBlocksRef is QSABlocks' definition by sorting, for scores without
+// ties: per row the whole blocks' scores by score, the topK/block highest
+// blocks' keys, and the row's unfinished block.
+func qsaBlocksRef(q, p []float32, n, heads, dim, block, topK int, score func(q, k []float32) float32) *KeySet {
+	set := NewKeySet(n)
+	for i := range n {
+		whole := (i + 1) / block
+		s := make([]float32, whole)
+		for b := range s {
+			s[b] = score(q[i*heads*dim:(i+1)*heads*dim], p[b*block*dim:(b*block+1)*dim])
+		}
+		chosen := topKeysRef(s, min(topK/block, whole))
+		for j := range i + 1 {
+			if j >= whole*block || slices.Contains(chosen, int32(j/block)) {
+				set.Add(i, j)
+			}
+		}
+	}
+	return set
+}
+
+// TestQSABlocks: Qwen3.8's block choice against its definition by sorting
+// in both arithmetics (llama.cpp's lightning indexer: ggml's products in
+// both builds' orders, each head's rectified term fused into a float32
+// sum; and float64 sums), over geometries where windows end mid-block,
+// blocks of 2, and windows short of the budget (every key read); and the
+// counts the definition implies: at most topK + block - 1 keys, the row's
+// own unless its block is whole (then it competes as the others do).
+func TestQSABlocks(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, c := range []struct{ n, heads, dim, block, topK int }{
+		{150, 2, 32, 4, 16}, {97, 3, 40, 8, 16}, {64, 1, 16, 2, 6}, {130, 4, 128, 16, 32}, {20, 2, 32, 4, 16},
+	} {
+		q, p := randVec(r, c.n*c.heads*c.dim), randVec(r, c.n*c.dim)
+		w := 1 / float32(math.Sqrt(float64(c.dim)))
+		for _, mode := range []struct {
+			ggml, avx2 bool
+			score      func(q, k []float32) float32
+		}{
+			{false, false, func(q, k []float32) float32 {
+				var s float64
+				for h := range c.heads {
+					var qk float64
+					for d, x := range q[h*c.dim : (h+1)*c.dim] {
+						qk += float64(x) * float64(k[d])
+					}
+					s += max(qk, 0)
+				}
+				return float32(s / math.Sqrt(float64(c.dim)))
+			}},
+			{true, false, func(q, k []float32) float32 {
+				var s float32
+				for h := range c.heads {
+					s = fma32(max(dotF32(q[h*c.dim:(h+1)*c.dim], k, false), 0), w, s)
+				}
+				return s
+			}},
+			{true, true, func(q, k []float32) float32 {
+				var s float32
+				for h := range c.heads {
+					s = fma32(max(dotF32(q[h*c.dim:(h+1)*c.dim], k, true), 0), w, s)
+				}
+				return s
+			}},
+		} {
+			name := fmt.Sprintf("%+v ggml %v avx2 %v", c, mode.ggml, mode.avx2)
+			ctx := NewContext(2)
+			ctx.GGMLAVX2 = mode.avx2
+			got := QSABlocks(ctx, q, p, c.n, c.heads, c.dim, c.block, c.topK, mode.ggml)
+			want := qsaBlocksRef(q, p, c.n, c.heads, c.dim, c.block, c.topK, mode.score)
+			if !slices.Equal(got.bits, want.bits) {
+				t.Fatalf("%s: the sets differ from the definition's", name)
+			}
+			for i := range c.n {
+				keys := 0
+				for j := range c.n {
+					if got.Has(i, j) {
+						keys++
+					}
+				}
+				if keys > c.topK+c.block-1 || !got.Has(i, i) && (i+1)%c.block != 0 || i < c.topK+c.block-1 && keys != i+1 {
+					t.Fatalf("%s: row %d reads %d keys", name, i, keys)
+				}
+			}
+		}
+	}
+}
+
+// TestQSAPool: each row the mean of the block it starts as llama.cpp sums
+// it (in order, then times 1/block), the rows that start no whole block
+// zero, and the mean within a float32 rounding of the float64 one.
+func TestQSAPool(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	const n, dim, block = 11, 8, 4
+	k := randVec(r, n*dim)
+	got := randVec(r, n*dim) // overwritten
+	QSAPool(got, k, n, dim, block)
+	for row := range n {
+		for d := range dim {
+			var want float32
+			var exact float64
+			if row+block <= n {
+				for m := range block {
+					want += k[(row+m)*dim+d]
+					exact += float64(k[(row+m)*dim+d])
+				}
+				want *= 1 / float32(block)
+				exact /= block
+			}
+			if g := got[row*dim+d]; g != want || math.Abs(float64(g)-exact) > 1e-6*max(1, math.Abs(exact)) {
+				t.Fatalf("row %d col %d: %v, want %v (exactly %v)", row, d, g, want, exact)
+			}
+		}
+	}
+}
+
+// TestPLEGate: llama.cpp's roundings against the float64 definition on
+// random rows (within 2e-7: a few float32 roundings of values below 1),
+// and both at the edges: a zero agreement gives 1/2, one below 1e-6 the
+// floor's sqrt, a large one sigmoid's saturation.
+func TestPLEGate(t *testing.T) {
+	r := rand.New(rand.NewPCG(11, 12))
+	const S, E = 4, 64
+	for range 50 {
+		k, q := randVec(r, S*E), randVec(r, S*E)
+		got, want := make([]float32, S), make([]float32, S)
+		GGMLPLEGate(got, k, q, InvSqrtf(E))
+		PLEGate(want, k, q, float64(InvSqrtf(E)))
+		for s := range S {
+			if d := math.Abs(float64(got[s] - want[s])); d > 2e-7 {
+				t.Fatalf("stream %d: %v, want %v", s, got[s], want[s])
+			}
+		}
+	}
+	sig := func(x float64) float32 { return float32(1 / (1 + math.Exp(-x))) }
+	for _, c := range []struct {
+		k, q  float32
+		scale float64
+		want  float32
+	}{
+		{0, 1, 1, 0.5},
+		{1e-8, 1, 1, sig(1e-3)},
+		{-1e-8, 1, 1, sig(-1e-3)},
+		{4, 4, 1, sig(math.Sqrt(16))},
+		{-3, 3, 1, sig(-3)},
+		{1e4, 1e4, 1, 1},
+	} {
+		k, q := []float32{c.k}, []float32{c.q}
+		g, f := make([]float32, 1), make([]float32, 1)
+		GGMLPLEGate(g, k, q, float32(c.scale))
+		PLEGate(f, k, q, c.scale)
+		if math.Abs(float64(g[0]-c.want)) > 6e-8 || math.Abs(float64(f[0]-c.want)) > 6e-8 {
+			t.Errorf("k %v q %v: ggml %v, float64 %v, want %v", c.k, c.q, g[0], f[0], c.want)
+		}
+	}
+}
