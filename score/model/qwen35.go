@@ -115,8 +115,9 @@ func newQwen35(l *Loader, o qwen35Opts) *qwen35 {
 }
 
 // qwen35Base reads a hybrid's metadata and binds its embeddings, output
-// norm and head; it returns which of the blocks run (block_count less the
-// MTP blocks) are Gated DeltaNet, and nil after an error.
+// norm (none with o.hyper) and head; it returns which of the blocks run
+// (block_count less the MTP blocks) are Gated DeltaNet, and nil after an
+// error.
 func qwen35Base(l *Loader, o qwen35Opts) (*qwen35, []bool) {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}

@@ -206,7 +206,7 @@ func newQwen4Exp(l *Loader) Network {
 // q4Mix binds a hyper-connection mix's tensors (prefix p: "blk.N.hc_attn_").
 func (l *Loader) q4Mix(p string, S, E, lr int, inject bool) q4Mix {
 	x := q4Mix{
-		norm: l.tensorVector(p+"norm.weight", E, S),
+		norm: l.streamNorm(p+"norm.weight", E, S),
 		down: l.Linear(p+"down", S*E, lr),
 		up:   l.Linear(p+"up", lr, S*E),
 	}
@@ -214,6 +214,16 @@ func (l *Loader) q4Mix(p string, S, E, lr int, inject bool) q4Mix {
 		x.inject = l.Linear(p+"inject", S*E, S)
 	}
 	return x
+}
+
+// streamNorm binds a norm's weights for each of S streams of E values,
+// stored {E, S} or flat, {S·E} (llama.cpp reshapes either: its
+// TENSOR_ALLOW_RESHAPE).
+func (l *Loader) streamNorm(name string, E, S int) *ml.Vector {
+	if t, ok := l.f.Tensor(name); ok && sameShape(t.Shape, []int{S * E}) {
+		return l.tensorVector(name, S*E)
+	}
+	return l.tensorVector(name, E, S)
 }
 
 // q4PLE reads the PLE metadata and binds its tensors; nil without
@@ -293,9 +303,9 @@ func (l *Loader) q4PLE(m meta, S int, recurrent []bool) *q4PLE {
 	p.table = l.Linear("per_layer_token_embd", hd, int(t.Shape[1]))
 	p.key = l.Linear(pre+"ple_key", E, S*E)
 	p.value = l.Linear(pre+"ple_value", E, E)
-	p.normKey = l.tensorVector(pre+"ple_norm_key.weight", E, S)
-	p.normQuery = l.tensorVector(pre+"ple_norm_query.weight", E, S)
-	p.normConv = l.tensorVector(pre+"ple_norm_conv.weight", E, S)
+	p.normKey = l.streamNorm(pre+"ple_norm_key.weight", E, S)
+	p.normQuery = l.streamNorm(pre+"ple_norm_query.weight", E, S)
+	p.normConv = l.streamNorm(pre+"ple_norm_conv.weight", E, S)
 	w := l.floats(pre+"ple_conv1d.weight", p.kernel, S*E)
 	if w == nil {
 		return nil

@@ -3,10 +3,13 @@ package model
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"ppl.dev/eval/mkmodel"
+	"ppl.dev/gguf"
 	"ppl.dev/oracle"
+	"ppl.dev/quant"
 )
 
 // q4Shape is Qwen3.8-Flash-Next's layout in 4 layers (ppl-mkmodel's
@@ -21,8 +24,9 @@ func q4Shape(s *mkmodel.Shape) {
 }
 
 // TestQwen4ExpVariants: qwen4exp without QSA (dense attention), with a PLE
-// hash no newline cuts, with QSA's blocks of 8, and with routing keys
-// llama.cpp does not read for it (the base file's sums), against
+// hash no newline cuts, with QSA's blocks of 8, with its 12 per-stream norm
+// weights stored flat and with routing keys llama.cpp does not read for it
+// (both the base file's sums, llama.cpp's log-probs the same bits), against
 // llama.cpp's sums on the same bytes (24 windows in both builds, every
 // token within 5.1e-8; here the first 4); and the files llama.cpp refuses
 // refused (each of them probed).
@@ -34,6 +38,7 @@ func TestQwen4ExpVariants(t *testing.T) {
 	}
 	src := genModel(t, dir, "qwen4exp", q4Shape)
 	const a = "qwen4exp."
+	flat, norms := flatStreamNorms(t, src)
 	checkVariants(t, src, golden.Header.Tokens, []fileVariant{
 		{name: "dense attention", sha256: "55db9042bc5911d0a655151fbd347fad6d1da0c5d1bad96fccadc3e45ea06bc4",
 			set:  map[string]any{a + "attention.compress_ratios": nil},
@@ -44,6 +49,9 @@ func TestQwen4ExpVariants(t *testing.T) {
 		{name: "QSA blocks of 8", sha256: "b66b3d582c7eed404d49f3136fea72e6258cfcb49375326387bc2bf841b4b193",
 			set:  map[string]any{a + "attention.compress_ratios": []uint32{0, 0, 0, 8}},
 			sums: []float64{-1378.4696459, -692.4771723, -697.7417012, -671.3500669}},
+		{name: "flat stream norms", sha256: "bcc301cda161349237c8ba688f2a87aa37a6ad5d155e848e8a9525fee7c493c6",
+			add: flat, drop: norms,
+			sums: []float64{-1378.7957362, -692.1793340, -698.0499072, -671.6313849}},
 		{name: "routing keys not read", sha256: "d4a431f7d87291093fb6cadfe5c4b512da669162862f5f610b70dfc515974fc5",
 			set:  map[string]any{a + "expert_weights_scale": float32(2.5), a + "expert_gating_func": uint32(2), a + "expert_weights_norm": false},
 			sums: []float64{-1378.7957362, -692.1793340, -698.0499072, -671.6313849}},
@@ -66,6 +74,31 @@ func TestQwen4ExpVariants(t *testing.T) {
 		{"no indexer key norm", nil, []string{"blk.3.indexer.k_norm.weight"}, "missing tensor blk.3.indexer.k_norm.weight"},
 		{"no head mix", nil, []string{"output_hc_up.weight"}, "missing tensor output_hc_up.weight"},
 	})
+}
+
+// flatStreamNorms returns src's per-stream norm weights (hc_*_norm,
+// ple_norm_*: {embd, streams}) as flat tensors of streams·embd, and their
+// names.
+func flatStreamNorms(t *testing.T, src string) (map[string]f32Tensor, []string) {
+	f, err := gguf.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	flat := map[string]f32Tensor{}
+	var names []string
+	for _, tn := range f.Tensors {
+		if !(strings.Contains(tn.Name, "hc_") && strings.HasSuffix(tn.Name, "norm.weight")) && !strings.Contains(tn.Name, "ple_norm_") {
+			continue
+		}
+		v := make([]float32, tn.Shape[0]*tn.Shape[1])
+		if err := quant.Dequantize(tn.Type, f.Data(tn), v); err != nil {
+			t.Fatal(err)
+		}
+		flat[tn.Name] = f32Tensor{[]uint64{uint64(len(v))}, v}
+		names = append(names, tn.Name)
+	}
+	return flat, names
 }
 
 // TestQwen4ExpPLERows: the n-gram hash's rows against values computed by
