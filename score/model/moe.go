@@ -47,10 +47,49 @@ type moeOpts struct {
 	// ffn_routed_up and an optional ffn_routed_norm), as llama.cpp reads it
 	// for no other architecture; "": none.
 	latent string
-	// fixed: the graph fixes the gating, the renormalization and the scale
-	// (none), and llama.cpp reads no expert_gating_func,
-	// expert_weights_norm or expert_weights_scale of the file (qwen4exp).
-	fixed bool
+}
+
+// routingKey is one of the routing keys of the file llama.cpp's graph may
+// or may not read: expert_gating_func, expert_weights_norm,
+// expert_weights_scale.
+type routingKey uint8
+
+const (
+	keyGating routingKey = 1 << iota
+	keyNorm
+	keyScale
+
+	allRoutingKeys = keyGating | keyNorm | keyScale
+)
+
+// routingIgnored is, for the architectures whose llama.cpp 0.7.0 graph
+// passes build_moe_ffn routing arguments of its own, the keys of the file
+// it does not read: there ppl takes moeOpts' gating and renormalization,
+// and no scale. Each was probed: a file with the key set otherwise gives
+// llama.cpp's log-probs bit for bit, and one it reads changes them
+// (TestRoutingKeysRead). deepseek reads expert_weights_scale alone.
+var routingIgnored = map[string]routingKey{
+	"arctic":       allRoutingKeys,
+	"dbrx":         allRoutingKeys,
+	"gemma4":       allRoutingKeys,
+	"gpt-oss":      allRoutingKeys,
+	"granitemoe":   allRoutingKeys,
+	"grok":         allRoutingKeys,
+	"hunyuan-moe":  allRoutingKeys,
+	"llama4":       allRoutingKeys,
+	"olmoe":        allRoutingKeys,
+	"phimoe":       allRoutingKeys,
+	"qwen2moe":     allRoutingKeys,
+	"qwen3moe":     allRoutingKeys,
+	"qwen35moe":    allRoutingKeys,
+	"qwen3next":    allRoutingKeys,
+	"qwen4exp":     allRoutingKeys,
+	"bailingmoe":   keyGating,
+	"ernie4_5-moe": keyGating,
+	"deepseek":     keyGating | keyNorm,
+	"lfm2moe":      keyNorm | keyScale,
+	"minimax-m2":   keyNorm | keyScale,
+	"mellum":       keyScale,
 }
 
 // latentTensors are the latent projections' names by their width's key.
@@ -104,8 +143,9 @@ func (l *Loader) moeParams(o moeOpts) *moeParams {
 	if o.latent != "" {
 		geti(&p.Latent, o.latent, 0)
 	}
+	ignored := routingIgnored[l.HP.Arch]
 	g := int(o.gating)
-	if !o.fixed {
+	if ignored&keyGating == 0 {
 		geti(&g, "expert_gating_func", g)
 	}
 	if g == 0 { // LLAMA_EXPERT_GATING_FUNC_TYPE_NONE: llama.cpp takes the architecture's default
@@ -113,10 +153,10 @@ func (l *Loader) moeParams(o moeOpts) *moeParams {
 	}
 	p.gating = ml.Gating(g)
 	p.Norm = o.norm
-	if err == nil && !o.fixed {
+	if err == nil && ignored&keyScale == 0 {
 		p.Scale, err = m.float("expert_weights_scale", 0)
 	}
-	if err == nil && !o.fixed {
+	if err == nil && ignored&keyNorm == 0 {
 		p.Norm, err = m.bool("expert_weights_norm", o.norm)
 	}
 	if err != nil {

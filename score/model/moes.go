@@ -115,9 +115,10 @@ func newBailingMoE2(l *Loader) Network {
 // deepseek: DeepSeek-MoE (16B) and the first DeepSeek models' MoE layout,
 // as llama.cpp 0.7.0 runs it: llama's decoder (adjacent-pair RoPE), dense
 // MLPs in the leading_dense_block_count first layers, then softmax-routed
-// experts whose chosen weights are neither renormalized nor scaled
-// (llama.cpp passes neither, whatever expert_weights_norm and
-// expert_weights_scale say), plus expert_shared_count shared experts as one
+// experts whose chosen weights are not renormalized (llama.cpp passes
+// false, whatever expert_weights_norm says) and are scaled by
+// expert_weights_scale when given (which it reads; routingIgnored), plus
+// expert_shared_count shared experts as one
 // MLP of that many experts' width (expert_shared_feed_forward_length when
 // given).
 func newDeepSeek(l *Loader) Network {
@@ -126,7 +127,6 @@ func newDeepSeek(l *Loader) Network {
 	if moe == nil {
 		return nil
 	}
-	moe.Norm, moe.Scale = false, 0
 	if moe.Shared == 0 {
 		l.Failf("missing metadata %s.expert_shared_count (deepseek's shared experts)", hp.Arch)
 		return nil

@@ -118,7 +118,7 @@ type q4PLE struct {
 }
 
 func newQwen4Exp(l *Loader) Network {
-	moe := &moeOpts{gating: ml.GateSoftmax, norm: true, fixed: true}
+	moe := &moeOpts{gating: ml.GateSoftmax, norm: true}
 	q, recurrent := qwen35Base(l, qwen35Opts{tiled: true, hyper: true})
 	if q == nil {
 		return nil

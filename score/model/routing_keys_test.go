@@ -1,0 +1,103 @@
+package model
+
+import (
+	"slices"
+	"testing"
+
+	"ppl.dev/eval/mkmodel"
+	"ppl.dev/gguf"
+	"ppl.dev/oracle"
+)
+
+// TestRoutingKeysRead: ppl reads exactly the routing keys llama.cpp 0.7.0
+// reads (routingIgnored). Each file (a generated one, or the oracle's) is
+// rewritten with expert_gating_func set to the other of softmax and
+// sigmoid, expert_weights_norm false, then true, and expert_weights_scale
+// 2.5 (twice the file's where it has one); a window's log-probs must stay
+// bit for bit the file's exactly where llama.cpp's did (probed on the same
+// kinds of files: its log-probs the same bits for an ignored key) and
+// change where its changed.
+func TestRoutingKeysRead(t *testing.T) {
+	dir := oracle.Require(t)
+	gen := func(arch string, set func(*mkmodel.Shape)) func() string {
+		return func() string { return genModel(t, dir, arch, set) }
+	}
+	tiny := func(name string) func() string { return func() string { return oracle.Model(dir, "tiny-"+name) } }
+	arctic := func(s *mkmodel.Shape) { s.Layers, s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 8, 2, s.FFN }
+	for _, c := range []struct {
+		arch    string
+		file    func() string
+		changes []string // the variants that changed llama.cpp's log-probs
+	}{
+		{"arctic", gen("arctic", arctic), nil},
+		{"bailingmoe", gen("bailingmoe", bailingMoE), []string{"norm false", "scale"}},
+		{"bailingmoe2", gen("bailingmoe2", bailingMoE2), []string{"gating", "norm false", "scale"}},
+		{"dbrx", gen("dbrx", dbrxShape), nil},
+		{"deepseek", gen("deepseek", deepSeek), []string{"scale"}},
+		{"ernie4_5-moe", gen("ernie4_5-moe", ernie45MoE), nil},
+		{"granitemoe", gen("granitemoe", graniteMoE(0)), nil},
+		{"grok", gen("grok", grokShape), nil},
+		{"hunyuan-moe", gen("hunyuan-moe", hunyuanMoE), nil},
+		{"lfm2moe", gen("lfm2moe", lfm2(true)), []string{"gating"}},
+		{"llama4", gen("llama4", llama4(8, 64, 0)), nil},
+		{"mellum", gen("mellum", mellumShape), []string{"gating", "norm false"}},
+		{"minimax-m2", gen("minimax-m2", minimaxM2), []string{"gating"}},
+		{"olmoe", gen("olmoe", olmoe), nil},
+		{"phimoe", gen("phimoe", phiMoE(0)), nil},
+		{"qwen2moe", gen("qwen2moe", qwen2MoE), nil},
+		{"qwen4exp", gen("qwen4exp", q4Shape), nil},
+		{"deepseek2", tiny("deepseek2"), []string{"gating", "norm false", "scale"}},
+		{"gemma4", tiny("gemma4"), nil},
+		{"glm4moe", tiny("glm4moe"), []string{"gating", "norm false", "scale"}},
+		{"gpt-oss", tiny("gpt-oss"), nil},
+		{"qwen35moe", tiny("qwen35moe"), nil},
+		{"qwen3moe", tiny("qwen3moe"), nil},
+		{"qwen3next", tiny("qwen3next"), nil},
+	} {
+		t.Run(c.arch, func(t *testing.T) {
+			src := c.file()
+			f, err := gguf.Open(src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := c.arch + "."
+			gate, scale := uint32(2), float32(2.5)
+			if v, ok := f.Lookup(a + "expert_gating_func"); ok && v.Any() == uint32(2) {
+				gate = 1
+			}
+			if v, ok := f.Lookup(a + "expert_weights_scale"); ok {
+				if x, ok := v.Any().(float32); ok && x != 0 {
+					scale = 2 * x
+				}
+			}
+			f.Close()
+			logprobs := func(p string) []float64 {
+				m, err := Load(p, Options{KVDtype: "f16", Activations: ActInt8, Context: 128})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				r, err := m.Score(tinyTokens(96, m.Vocab()), 1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r.Logprobs
+			}
+			base := logprobs(src)
+			for _, v := range []struct {
+				name string
+				set  map[string]any
+			}{
+				{"gating", map[string]any{a + "expert_gating_func": gate}},
+				{"norm false", map[string]any{a + "expert_weights_norm": false}},
+				{"norm true", map[string]any{a + "expert_weights_norm": true}},
+				{"scale", map[string]any{a + "expert_weights_scale": scale}},
+			} {
+				got := logprobs(rewriteFile(t, src, v.set, nil))
+				if changed, want := !slices.Equal(got, base), slices.Contains(c.changes, v.name); changed != want {
+					t.Errorf("%s: log-probs changed %v, llama.cpp's %v", v.name, changed, want)
+				}
+			}
+		})
+	}
+}
