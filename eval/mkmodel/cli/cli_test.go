@@ -248,3 +248,53 @@ func fileSHA256(path string) (string, error) {
 	sum := sha256.Sum256(b)
 	return hex.EncodeToString(sum[:]), err
 }
+
+// TestDefaultShapesRunInLlamaCPP: the default shapes that llama.cpp 0.7.0
+// could not run (each probed: it crashed, or refused the file) now have
+// what it needs: the Gated DeltaNet hybrids an attention layer, llama4 its
+// fourth layer, granite_swa its sliding window, granitehybrid Mamba-2's
+// inner width twice the model's (also at another --embd), deci a last
+// layer that is not attention alone.
+func TestDefaultShapesRunInLlamaCPP(t *testing.T) {
+	dir := t.TempDir()
+	shape := func(args ...string) *gguf.File {
+		p := filepath.Join(dir, "m.gguf")
+		if code, _, stderr := runCLI(append([]string{"-o", p, "--type", "F16"}, args...)...); code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
+		}
+		f, err := gguf.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	u := func(f *gguf.File, key string) uint64 {
+		v, err := f.Uint(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, a := range []string{"qwen35", "qwen35moe", "qwen4exp"} {
+		f := shape("--arch", a)
+		if n, every := u(f, a+".block_count"), u(f, a+".full_attention_interval"); n < every {
+			t.Errorf("%s: %d layers, attention every %d: none", a, n, every)
+		}
+	}
+	if n := u(shape("--arch", "llama4"), "llama4.block_count"); n < 4 {
+		t.Errorf("llama4: %d layers", n)
+	}
+	if w := u(shape("--arch", "granite_swa"), "granite_swa.attention.sliding_window"); w != 40 {
+		t.Errorf("granite_swa: window %d", w)
+	}
+	if n := u(shape("--arch", "deci"), "deci.block_count"); n != 5 {
+		t.Errorf("deci: %d layers, want ALFNA's 5", n)
+	}
+	for _, embd := range []string{"128", "256"} {
+		f := shape("--arch", "granitehybrid", "--embd", embd)
+		if inner, e := u(f, "granitehybrid.ssm.inner_size"), u(f, "granitehybrid.embedding_length"); inner != 2*e {
+			t.Errorf("granitehybrid at %d wide: inner size %d", e, inner)
+		}
+	}
+}
