@@ -7,7 +7,9 @@ package model
 // the file has them (q, k, v, the attention's output, the MLP's, the
 // convolution's), the mixer's grouped norm only when the file has
 // ssm_norm (without, the gate alone); RoPE with NeoX pairs; the scores
-// scaled by attention.scale when set. The FFN's norm is the tensor
+// scaled by 1/sqrt(head size), whatever attention.scale says (llama.cpp
+// 0.7.0 reads it for the granite family alone, probed). The FFN's norm is
+// the tensor
 // blk.N.ffn_norm, without ".weight", as llama.cpp 0.7.0 binds it (or with
 // it: bareNorm). The HF
 // model's µP multipliers are
@@ -27,9 +29,6 @@ func newFalconH1(l *Loader) Network {
 		}
 	}
 	d := l.baseDecoder(true)
-	if !l.attnScale(d) {
-		return nil
-	}
 	net := l.bindLayers(d, func(i int, p string) decoderLayer {
 		ly := l.attnLayer(p)
 		ly.ffnNorm = l.bareNorm(p+"ffn_norm", hp.Embd)

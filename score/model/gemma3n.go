@@ -11,7 +11,8 @@ import (
 // gemma3n: Gemma 3n (E2B, E4B), as llama.cpp 0.7.0 runs it
 // (llm_build_gemma3n_iswa). Gemma's frame (embedding × sqrt(n_embd), q/k
 // norms and a weightless v norm, score scale 1, NeoX RoPE, GeGLU, pre- and
-// post-norms, final soft-cap 30 unless the file says otherwise) around:
+// post-norms, final soft-cap 30 whatever final_logit_softcapping says, as
+// llama.cpp 0.7.0 does) around:
 //   - AltUp: the residual is 4 streams. The first is the scaled
 //     embedding; the others altup_proj[k]·x rescaled to its norm. Each
 //     layer predicts all streams from each other with coefficients that
@@ -106,10 +107,7 @@ func newGemma3n(l *Loader) Network {
 	if err == nil {
 		kvHeads, err = m.layerInts("attention.head_count_kv", hp.Layers, hp.KVHeads)
 	}
-	softcap := 0.0
-	if err == nil {
-		softcap, err = m.softCap("final_logit_softcapping", 30)
-	}
+	const softcap = 30 // llama.cpp 0.7.0's, whatever final_logit_softcapping says (probed)
 	if err == nil {
 		err = gemma3nFixed(m, hp.Layers)
 	}

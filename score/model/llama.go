@@ -498,20 +498,6 @@ func (l *Loader) attnLayer(p string) decoderLayer {
 	}
 }
 
-// attnScale sets d's score scale to attention.scale when the file gives
-// one; false after an error.
-func (l *Loader) attnScale(d *decoder) bool {
-	scale, err := meta{l.f, l.HP.Arch}.float("attention.scale", 0)
-	if err != nil {
-		l.fail(err)
-		return false
-	}
-	if scale != 0 {
-		d.attn.Scale = scale
-	}
-	return true
-}
-
 // baseDecoder binds what every llama-style decoder has: the token
 // embedding, the final norm, the output head (or the tied embedding), RoPE
 // in the given layout and attention scaled by 1/sqrt(head size). The

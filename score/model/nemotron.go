@@ -10,7 +10,8 @@ import "ppl.dev/score/ml"
 //   - head_count_kv 0 and feed_forward_length 0: a Mamba-2 mixer
 //     (granitehybrid's, its convolution's bias optional);
 //   - feed_forward_length 0: attention without positions (no RoPE in any
-//     layer), attention.scale as the score scale when the file gives one;
+//     layer), scores scaled by 1/sqrt(head size), whatever attention.scale
+//     says (llama.cpp 0.7.0 reads it for the granite family alone, probed);
 //   - else an ungated MLP, ffn_down·relu(ffn_up·x)² (optional biases), or
 //     in nemotron_h_moe experts of that form (ffn_up_exps,
 //     ffn_down_exps) routed by sigmoid with the selection bias
@@ -36,11 +37,6 @@ func newNemotronH(l *Loader, experts bool) Network {
 		l.fail(err)
 		return nil
 	}
-	scale, err := m.float("attention.scale", 0)
-	if err != nil {
-		l.fail(err)
-		return nil
-	}
 	var moe *moeParams
 	if experts {
 		if moe = l.moeParams(moeOpts{gating: ml.GateSigmoid, act: ml.ReLUSqr, latent: "moe_latent_size"}); moe == nil {
@@ -53,9 +49,6 @@ func newNemotronH(l *Loader, experts bool) Network {
 		}
 	}
 	dec := l.baseDecoder(false)
-	if scale != 0 {
-		dec.attn.Scale = scale
-	}
 	net := l.bindLayers(dec, func(i int, p string) decoderLayer {
 		norm := l.Norm(p+"attn_norm", hp.Embd)
 		switch {

@@ -71,33 +71,79 @@ func TestRoutingKeysRead(t *testing.T) {
 				}
 			}
 			f.Close()
-			logprobs := func(p string) []float64 {
-				m, err := Load(p, Options{KVDtype: "f16", Activations: ActInt8, Context: 128})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer m.Close()
-				r, err := m.Score(tinyTokens(96, m.Vocab()), 1)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return r.Logprobs
-			}
-			base := logprobs(src)
-			for _, v := range []struct {
-				name string
-				set  map[string]any
-			}{
+			checkKeysRead(t, src, []keyVariant{
 				{"gating", map[string]any{a + "expert_gating_func": gate}},
 				{"norm false", map[string]any{a + "expert_weights_norm": false}},
 				{"norm true", map[string]any{a + "expert_weights_norm": true}},
 				{"scale", map[string]any{a + "expert_weights_scale": scale}},
-			} {
-				got := logprobs(rewriteFile(t, src, v.set, nil))
-				if changed, want := !slices.Equal(got, base), slices.Contains(c.changes, v.name); changed != want {
-					t.Errorf("%s: log-probs changed %v, llama.cpp's %v", v.name, changed, want)
-				}
-			}
+			}, c.changes)
+		})
+	}
+}
+
+// keyVariant is a file's metadata changed (rewriteFile's set).
+type keyVariant struct {
+	name string
+	set  map[string]any
+}
+
+// checkKeysRead scores a window of src and of each variant of it: the
+// log-probs change exactly for the variants named in changes (those that
+// changed llama.cpp's), and stay bit for bit src's for the others.
+func checkKeysRead(t *testing.T, src string, vs []keyVariant, changes []string) {
+	t.Helper()
+	logprobs := func(p string) []float64 {
+		m, err := Load(p, Options{KVDtype: "f16", Activations: ActInt8, Context: 128})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		r, err := m.Score(tinyTokens(96, m.Vocab()), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.Logprobs
+	}
+	base := logprobs(src)
+	for _, v := range vs {
+		got := logprobs(rewriteFile(t, src, v.set, nil))
+		if changed, want := !slices.Equal(got, base), slices.Contains(changes, v.name); changed != want {
+			t.Errorf("%s: log-probs changed %v, llama.cpp's %v", v.name, changed, want)
+		}
+	}
+}
+
+// TestScaleKeysRead: attention.scale, final_logit_softcapping and
+// logit_scale are read where llama.cpp 0.7.0 reads them (probed on every
+// architecture ppl-mkmodel writes: attention.scale for the granite family
+// alone, gemma3n's cap fixed at 30), and not elsewhere: each file
+// rewritten with attention.scale 0.05, final_logit_softcapping 3 and
+// logit_scale 0.37 changes ppl's log-probs exactly where it changed
+// llama.cpp's.
+func TestScaleKeysRead(t *testing.T) {
+	dir := oracle.Require(t)
+	for _, c := range []struct {
+		arch    string
+		set     func(*mkmodel.Shape)
+		changes []string
+	}{
+		{"granite", nil, []string{"attention.scale", "logit_scale"}},
+		{"minicpm", miniCPM, []string{"logit_scale"}},
+		{"arcee", nil, nil},
+		{"seed_oss", nil, nil},
+		{"falcon-h1", falconH1(false), nil},
+		{"nemotron_h", nemotronH(false), nil},
+		{"nemotron_h_moe", nemotronH(true), nil},
+		{"gemma2", gemma2(4, 32), []string{"final_logit_softcapping"}},
+		{"gemma3n", gemma3nShape, nil},
+	} {
+		t.Run(c.arch, func(t *testing.T) {
+			a := c.arch + "."
+			checkKeysRead(t, genModel(t, dir, c.arch, c.set), []keyVariant{
+				{"attention.scale", map[string]any{a + "attention.scale": float32(0.05)}},
+				{"final_logit_softcapping", map[string]any{a + "final_logit_softcapping": float32(3)}},
+				{"logit_scale", map[string]any{a + "logit_scale": float32(0.37)}},
+			}, c.changes)
 		})
 	}
 }

@@ -114,8 +114,9 @@ func newGranite(l *Loader) Network {
 // decoder and multipliers (graniteScales), whose defaults for files
 // without the keys are MiniCPM's: embedding_scale 12, residual_scale
 // 1.4/sqrt(block_count), logit_scale 256/n_embd (float32, as llama.cpp
-// computes them). llama.cpp 0.7.0 reads no LongRoPE factors for minicpm
-// and refuses a file that has them; so does ppl.
+// computes them); attention.scale is not read, as llama.cpp 0.7.0 reads
+// it for the granite family alone. llama.cpp 0.7.0 reads no LongRoPE
+// factors for minicpm and refuses a file that has them; so does ppl.
 func newMiniCPM(l *Loader) Network {
 	for _, n := range []string{"rope_factors_long", "rope_factors_short"} {
 		if l.Has(n + ".weight") {
@@ -132,6 +133,8 @@ func newMiniCPM(l *Loader) Network {
 		emb:   12,
 		res:   float64(float32(1.4) / float32(math.Sqrt(float64(float32(hp.Layers))))),
 		logit: float64(256 / float32(hp.Embd)),
+
+		noAttnScale: true,
 	}
 	if !l.graniteScales(d, def) {
 		return nil
@@ -731,8 +734,12 @@ type linearMixer struct{ o *ml.Matrix }
 func (m linearMixer) forward(b ml.Backend, dst, h ml.Tensor) { b.Linear(dst, h, m.o) }
 
 // graniteDefaults are the multipliers a file without their keys gets (0:
-// none).
-type graniteDefaults struct{ emb, res, logit float64 }
+// none); noAttnScale: attention.scale is not read (minicpm: llama.cpp
+// 0.7.0 reads it for the granite family alone, probed).
+type graniteDefaults struct {
+	emb, res, logit float64
+	noAttnScale     bool
+}
 
 // graniteScales sets granite's multipliers on d from the metadata (each
 // optional, def when absent); false after an error, recorded.
@@ -747,7 +754,10 @@ func (l *Loader) graniteScales(d *decoder, def graniteDefaults) bool {
 		return v
 	}
 	d.embScale, d.resScale = get("embedding_scale", def.emb), get("residual_scale", def.res)
-	attn, logit := get("attention.scale", 0), get("logit_scale", def.logit)
+	attn, logit := 0.0, get("logit_scale", def.logit)
+	if !def.noAttnScale {
+		attn = get("attention.scale", 0)
+	}
 	if err != nil {
 		l.fail(err)
 		return false
@@ -949,14 +959,12 @@ func (m *decoder) slidePlain(slides []bool, window int, base float64) {
 
 // seed_oss: ByteDance's Seed-OSS, as llama.cpp 0.7.0 runs it: llama's
 // decoder (NeoX RoPE; q, k and v biases) whose FFN pre-norm is stored as
-// post_attention_norm, with attention.scale as the score scale when the
-// file gives one.
+// post_attention_norm; scores scaled by 1/sqrt(head size), whatever
+// attention.scale says (llama.cpp 0.7.0 reads it for the granite family
+// alone, probed).
 func newSeedOSS(l *Loader) Network {
 	hp := l.HP
 	d := l.baseDecoder(true)
-	if !l.attnScale(d) {
-		return nil
-	}
 	return l.bindLayers(d, func(_ int, p string) decoderLayer {
 		ly := l.preNormLayer(p, "post_attention_norm")
 		ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)
@@ -1297,15 +1305,13 @@ func newHunyuanVL(l *Loader) Network {
 }
 
 // arcee: Arcee's AFM-4.5B, as llama.cpp 0.7.0 runs it: llama's decoder
-// (adjacent-pair RoPE, rope_freqs when the file has them, attention.scale
-// as the score scale when given) whose MLP is ungated: ffn_down ·
+// (adjacent-pair RoPE, rope_freqs when the file has them; scores scaled by
+// 1/sqrt(head size), whatever attention.scale says: llama.cpp 0.7.0 reads
+// it for the granite family alone, probed) whose MLP is ungated: ffn_down ·
 // relu(ffn_up · x)².
 func newArcee(l *Loader) Network {
 	hp := l.HP
 	d := l.baseDecoder(false)
-	if !l.attnScale(d) {
-		return nil
-	}
 	return l.bindLayers(d, func(_ int, p string) decoderLayer {
 		ly := l.preNormLayer(p, "ffn_norm")
 		ly.ffn = &Dense{ml.MLP{Up: l.Linear(p+"ffn_up", hp.Embd, hp.FFN), Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd), Act: ml.ReLUSqr}}
