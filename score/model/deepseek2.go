@@ -298,9 +298,11 @@ func newDeepSeek2(l *Loader) Network {
 		}
 		d.noRoPE = !ling3
 	}
+	if d.noRoPE { // kimi-linear, kimi-k3: llama.cpp's score scale, whatever the RoPE's scaling (probed)
+		d.full.attn.Scale = float64(1 / float32(math.Sqrt(float64(dk))))
+	}
 	if k3 {
 		lowerBound = k3Bound
-		d.full.attn.Scale = float64(1 / float32(math.Sqrt(float64(dk)))) // llama.cpp's, whatever the RoPE
 	}
 	if ling3 {
 		if lowerBound = l.ling3Hparams(r); lowerBound == 0 {

@@ -75,6 +75,7 @@ func newStep35(l *Loader) Network {
 	}
 	global, local := d.rope.WithDims(d.rope.Dims/2, true), d.rope.WithDims(cmp.Or(dimsSWA, d.rope.Dims), false)
 	local.Base = cmp.Or(baseSWA, d.rope.Base)
+	local.FreqScale = 1 // llama.cpp 0.7.0's freq_scale_swa for step35, whatever the RoPE's scaling (probed)
 	for _, r := range []struct {
 		what string
 		err  error

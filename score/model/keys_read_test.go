@@ -1,6 +1,7 @@
 package model
 
 import (
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -144,6 +145,40 @@ func TestScaleKeysRead(t *testing.T) {
 				{"final_logit_softcapping", map[string]any{a + "final_logit_softcapping": float32(3)}},
 				{"logit_scale", map[string]any{a + "logit_scale": float32(0.37)}},
 			}, c.changes)
+		})
+	}
+}
+
+// TestLinearRoPEScaling: linear RoPE scaling (rope.scaling.type linear,
+// factor 2) as llama.cpp 0.7.0 applies it where ppl had not: mimo2's and
+// step35's sliding layers keep an unscaled RoPE (llama.cpp's
+// freq_scale_swa is 1 for them, as its log says), and kimi-linear, whose
+// latent attention turns nothing, keeps its score scale 1/sqrt(key
+// length) (ppl had taken YaRN's mscale). llama.cpp's sums on the same
+// bytes (24 windows: every token within 5.3e-8; here the first 4).
+func TestLinearRoPEScaling(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		arch, sha256 string
+		set          func(*mkmodel.Shape)
+		sums         []float64
+	}{
+		{"mimo2", "fd4f76d4da1b15a5d846b2e7823333d56df28da11a1cfdc49224bf1b1a66f278", mimo2Shape,
+			[]float64{-1604.1476513, -787.1543147, -800.9454561, -760.3813928}},
+		{"step35", "8307231ce5d7a74bee1c3e2d15ab2e1431af4e704b037a79ce7141b203fb1839", step35Shape,
+			[]float64{-1588.3802193, -790.2899468, -811.5311869, -785.0641176}},
+		{"kimi-linear", "4605449a095ccf40325ae20353515f8460c83dac9df398dba17df18282445bdd", kimiShape,
+			[]float64{-1637.0837594, -784.6017670, -781.0746519, -792.7773821}},
+	} {
+		t.Run(c.arch, func(t *testing.T) {
+			checkVariants(t, genModel(t, dir, c.arch, c.set), golden.Header.Tokens, []fileVariant{{
+				name: "linear RoPE scaling", sha256: c.sha256, sums: c.sums,
+				set: map[string]any{c.arch + ".rope.scaling.type": "linear", c.arch + ".rope.scaling.factor": float32(2)},
+			}})
 		})
 	}
 }
