@@ -349,34 +349,42 @@ func (f *File) Float32s(key string) ([]float32, error) {
 
 // Int32s returns a copy of the int32 array of key. Arrays of other integer
 // types are converted when every value fits in an int32.
-func (f *File) Int32s(key string) ([]int32, error) {
+func (f *File) Int32s(key string) ([]int32, error) { return intArray[int32](f, key, "int32") }
+
+// Uint64s returns a copy of the uint64 array of key. Arrays of other
+// integer types are converted when no value is negative.
+func (f *File) Uint64s(key string) ([]uint64, error) { return intArray[uint64](f, key, "uint64") }
+
+// intArray is Int32s and Uint64s: the integer array of key as T's, named
+// name in errors.
+func intArray[T int32 | uint64](f *File, key, name string) ([]T, error) {
 	v, err := f.get(key)
 	if err != nil {
 		return nil, err
 	}
-	var out []int32
+	var out []T
 	switch s := v.v.(type) {
-	case []int32:
-		return slices.Clone(s), nil
 	case []uint8:
-		out = convertInts(s)
+		out = convertInts[T](s)
 	case []int8:
-		out = convertInts(s)
+		out = convertInts[T](s)
 	case []uint16:
-		out = convertInts(s)
+		out = convertInts[T](s)
 	case []int16:
-		out = convertInts(s)
+		out = convertInts[T](s)
 	case []uint32:
-		out = convertInts(s)
+		out = convertInts[T](s)
+	case []int32:
+		out = convertInts[T](s)
 	case []uint64:
-		out = convertInts(s)
+		out = convertInts[T](s)
 	case []int64:
-		out = convertInts(s)
+		out = convertInts[T](s)
 	default:
-		return nil, f.typeErr(key, v, "array of int32")
+		return nil, f.typeErr(key, v, "array of "+name)
 	}
-	if out == nil && v.Len() > 0 {
-		return nil, fmt.Errorf("gguf: %s: metadata %q: %s values out of int32 range", f.Path, key, v.typeName())
+	if out == nil {
+		return nil, fmt.Errorf("gguf: %s: metadata %q: %s values out of %s range", f.Path, key, v.typeName(), name)
 	}
 	return out, nil
 }
@@ -385,14 +393,19 @@ type integer interface {
 	~uint8 | ~int8 | ~uint16 | ~int16 | ~uint32 | ~int32 | ~uint64 | ~int64
 }
 
-// convertInts converts s to int32s, or returns nil if a value does not fit.
-func convertInts[E integer](s []E) []int32 {
-	out := make([]int32, len(s))
+// convertInts converts s to T's (a new slice, empty for an empty s), or
+// returns nil if a value does not fit.
+func convertInts[T int32 | uint64, E integer](s []E) []T {
+	lo, hi := int64(math.MinInt32), uint64(math.MaxInt32)
+	if _, ok := any(T(0)).(uint64); ok {
+		lo, hi = 0, math.MaxUint64
+	}
+	out := make([]T, len(s))
 	for i, x := range s {
-		if x < 0 && int64(x) < math.MinInt32 || x > 0 && uint64(x) > math.MaxInt32 {
+		if x < 0 && int64(x) < lo || x > 0 && uint64(x) > hi {
 			return nil
 		}
-		out[i] = int32(x)
+		out[i] = T(x)
 	}
 	return out
 }

@@ -280,6 +280,7 @@ func TestAccessors(t *testing.T) {
 	strs := func(k string) (any, error) { return f.Strings(k) }
 	f32s := func(k string) (any, error) { return f.Float32s(k) }
 	i32s := func(k string) (any, error) { return f.Int32s(k) }
+	u64s := func(k string) (any, error) { return f.Uint64s(k) }
 	add := func(get func(string) (any, error), key string, want any, wantErr string) {
 		tests = append(tests, struct {
 			get     func(string) (any, error)
@@ -330,6 +331,11 @@ func TestAccessors(t *testing.T) {
 	add(i32s, "t.a.i64", []int32(nil), `gguf: m.gguf: metadata "t.a.i64": array of int64 values out of int32 range`)
 	add(i32s, "t.a.u64", []int32(nil), `gguf: m.gguf: metadata "t.a.u64": array of uint64 values out of int32 range`)
 	add(i32s, "t.a.f32", []int32(nil), `gguf: m.gguf: metadata "t.a.f32": is array of float32, want array of int32`)
+	add(u64s, "t.a.u64", []uint64{math.MaxUint64}, "")
+	add(u64s, "t.a.u32", []uint64{0, math.MaxUint32}, "")
+	add(u64s, "t.a.i32", []uint64(nil), `gguf: m.gguf: metadata "t.a.i32": array of int32 values out of uint64 range`)
+	add(u64s, "t.a.i8", []uint64(nil), `gguf: m.gguf: metadata "t.a.i8": array of int8 values out of uint64 range`)
+	add(u64s, "t.a.str", []uint64(nil), `gguf: m.gguf: metadata "t.a.str": is array of string, want array of uint64`)
 	for _, tt := range tests {
 		got, err := tt.get(tt.key)
 		gotErr := ""

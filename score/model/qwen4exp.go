@@ -323,31 +323,15 @@ func (l *Loader) q4PLE(m meta, S int, recurrent []bool) *q4PLE {
 // uint64s reads an array of at least n non-negative integers (llama.cpp
 // reads the first n).
 func uint64s(f *gguf.File, key string, n int) ([]uint64, error) {
-	v, ok := f.Lookup(key)
-	if !ok {
+	if _, ok := f.Lookup(key); !ok {
 		return nil, fmt.Errorf("missing metadata %s", key)
 	}
-	var out []uint64
-	switch a := v.Any().(type) {
-	case []uint64:
-		out = a
-	case []uint32:
-		for _, x := range a {
-			out = append(out, uint64(x))
-		}
-	case []int64:
-		for _, x := range a {
-			out = append(out, uint64(x))
-		}
-	case []int32:
-		for _, x := range a {
-			out = append(out, uint64(x))
-		}
-	default:
-		return nil, fmt.Errorf("metadata %s: want an array of integers", key)
+	out, err := f.Uint64s(key)
+	if err == nil && len(out) < n {
+		err = fmt.Errorf("metadata %s has %d values, want at least %d", key, len(out), n)
 	}
-	if len(out) < n {
-		return nil, fmt.Errorf("metadata %s has %d values, want at least %d", key, len(out), n)
+	if err != nil {
+		return nil, err
 	}
 	return out[:n], nil
 }

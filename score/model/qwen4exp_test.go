@@ -66,6 +66,7 @@ func TestQwen4ExpVariants(t *testing.T) {
 		{"PLE in attention", map[string]any{a + "ple.layers": []uint32{3}}, nil, "metadata qwen4exp.ple.layers: PLE layer 3 is not a Gated DeltaNet layer of the 4 run"},
 		{"two PLE layers", map[string]any{a + "ple.layers": []uint32{1, 2}}, nil, "metadata qwen4exp.ple.layers lists 2 layers; llama.cpp supports one PLE layer"},
 		{"short multipliers", map[string]any{a + "ple.layer_multipliers": []uint64{3, 5}}, nil, "metadata qwen4exp.ple.layer_multipliers has 2 values, want at least 3"},
+		{"negative multiplier", map[string]any{a + "ple.layer_multipliers": []int64{3, -5, 7}}, nil, `metadata "qwen4exp.ple.layer_multipliers": array of int64 values out of uint64 range`},
 		{"empty PLE head", map[string]any{a + "ple.head_vocab_sizes": []uint64{101, 0, 107, 109}}, nil, "PLE head 1's range [101, +0) does not fit an int32 row index"},
 		{"PLE heads not the width", map[string]any{a + "embedding_length_per_layer_input": uint32(16)}, nil,
 			"metadata qwen4exp.embedding_length_per_layer_input = 16: 4 PLE heads of it are not embedding_length 128"},
