@@ -218,24 +218,17 @@ func newDeepSeek2(l *Loader) Network {
 	}
 	nope, H := dk-rot, hp.Heads
 	r := l.RoPE(false)
-	if r == nil || (dots3 || hyv4) && !l.unscaledRoPE(r) {
+	if r == nil {
 		return nil
 	}
-	// With a yarn_log_multiplier lm, the rotation is unscaled: llama.cpp
-	// passes attn_factor 1/(1 + 0.1·ln factor), which cancels the
-	// magnitude YaRN multiplies cos and sin by, and mscale = attn_factor·(1
-	// + lm·ln factor). Without (lm 0, and glm-dsa, which never reads it),
-	// cos and sin keep YaRN's magnitude, and mscale is that magnitude.
-	// mscale in float32 as llama.cpp computes it (glibc's logf): float64
-	// would put the score scale an ulp away, which the int8 modes' attention
-	// carries into the log-probs.
-	if hp.Arch == "glm-dsa" {
+	if hp.Arch == "glm-dsa" { // it never reads yarn_log_multiplier
 		lm = 0
 	}
-	lnf := nn.LibcLogf(1 / float32(r.FreqScale))
-	attn, mscale := r.AttnFactor, float32(l.rinfo.AttnFactor)*(1+0.1*lnf)
-	if lm != 0 {
-		attn, mscale = 1/(1+0.1*math.Log(1/r.FreqScale)), float32(l.rinfo.AttnFactor)*(1+float32(lm)*lnf)
+	attn, mscale := latentYaRN(r, lm, hp.Arch == "deepseek2")
+	if dots3 || hyv4 || hp.Arch == "bailingmoe3" {
+		// Their graphs turn q and k by the RoPE as it stands and scale
+		// the scores by 1/sqrt(key_length_mla) whatever the scaling.
+		attn, mscale = r.AttnFactor, 1
 	}
 	mrope := &nn.RoPE{HeadDim: rot, Dims: rot, Base: r.Base, FreqScale: r.FreqScale,
 		ExtFactor: r.ExtFactor, AttnFactor: attn,
@@ -305,7 +298,7 @@ func newDeepSeek2(l *Loader) Network {
 		lowerBound = k3Bound
 	}
 	if ling3 {
-		if lowerBound = l.ling3Hparams(r); lowerBound == 0 {
+		if lowerBound = l.ling3Hparams(); lowerBound == 0 {
 			return nil
 		}
 		if clampExp, err = step35Clamps(l, "swiglu_clamp_exp", hp.Layers); err == nil {
@@ -690,4 +683,33 @@ func (d *deepseek2) ffn(b ml.Backend, x, h ml.Tensor, ly *mlaLayer) {
 	b.RMSNorm(h, x, ly.ffnNorm, d.hp.Eps)
 	ly.ffn.Forward(b, ff, h)
 	b.Add(x, ff)
+}
+
+// latentYaRN is how llama.cpp 0.7.0's deepseek2 graph takes the RoPE
+// scaling of r, with yarn_log_multiplier lm (the file's, a tenth of what
+// llama.cpp's hparams hold): the attention factor it turns q and k by, and
+// mscale, whose square multiplies the score scale. Under YaRN with lm ≠ 0
+// its context hands the graph a = get_mscale(f, 1)/get_mscale(f, 10·lm)
+// (1 for deepseek2 itself, which llama.cpp special-cases), get_mscale(f,
+// x) = 1 + 0.1·x·ln f, times attn_factor/(1 + 0.1·ln f), which cancels the
+// magnitude YaRN multiplies cos and sin by, and mscale = a·attn_factor·(1 +
+// lm·ln f). Otherwise cos and sin keep YaRN's magnitude and mscale =
+// attn_factor·(1 + 0.1·ln f), times (1 + lm·ln f) under linear scaling
+// with lm ≠ 0. mscale in float32 as llama.cpp computes it (glibc's logf):
+// float64 would put the score scale an ulp away, which the int8 modes'
+// attention carries into the log-probs.
+func latentYaRN(r *nn.RoPE, lm float64, deepseek2 bool) (attn float64, mscale float32) {
+	lnf := nn.LibcLogf(1 / float32(r.FreqScale))
+	switch {
+	case lm != 0 && r.ExtFactor != 0:
+		af := r.AttnFactor
+		if !deepseek2 {
+			ln := math.Log(1 / r.FreqScale)
+			af *= (1 + 0.1*ln) / (1 + lm*ln)
+		}
+		return af / (1 + 0.1*math.Log(1/r.FreqScale)), float32(af) * (1 + float32(lm)*lnf)
+	case lm != 0:
+		return r.AttnFactor, float32(r.AttnFactor) * (1 + 0.1*lnf) * (1 + float32(lm)*lnf)
+	}
+	return r.AttnFactor, float32(r.AttnFactor) * (1 + 0.1*lnf)
 }

@@ -6,7 +6,6 @@ import (
 
 	"ppl.dev/gguf"
 	"ppl.dev/score/ml"
-	"ppl.dev/score/nn"
 )
 
 // dots3note: rednote's dots3-note (288B-A19B), as llama.cpp 0.7.0 runs it:
@@ -28,8 +27,8 @@ import (
 // In both, the shared rope key k_pe is RMS-normed (attn_k_norm) before
 // RoPE, the heads' outputs are gated by sigmoid(attn_gate·h) per head
 // before attn_output (as bailingmoe3's), the scores scaled by
-// 1/sqrt(the layer's key_length_mla); files with RoPE scaling are refused
-// until its score scale is matched. The experts are routed by
+// 1/sqrt(the layer's key_length_mla) whatever the RoPE's scaling, which
+// turns q and k as it stands (the sliding layers' too). The experts are routed by
 // expert_gating_func (required) with exp_probs_b (required), normed and
 // scaled as the file says, plus expert_shared_count shared experts as one
 // MLP of that many experts' width; the trailing nextn_predict_layers blocks
@@ -86,14 +85,4 @@ func (l *Loader) dots3Sliding(d *deepseek2, full []bool) (*mlaGeom, []bool) {
 	H := hp.Heads
 	return &mlaGeom{kvr: kvr, nope: dk - d.rot, vhead: vhead, rope: d.full.rope.WithBase(base), headCols: spreadCols(H, vhead),
 		attn: ml.Attn{Heads: H, KVHeads: 1, HeadDim: kvr + d.rot, Scale: float64(1 / float32(math.Sqrt(float64(dk)))), Window: window}}, sliding
-}
-
-// unscaledRoPE refuses RoPE scaling (r the file's) in an architecture
-// whose score scale under it is not matched to llama.cpp's yet.
-func (l *Loader) unscaledRoPE(r *nn.RoPE) bool {
-	if r.FreqScale != 1 || r.ExtFactor != 0 || r.AttnFactor != 1 {
-		l.Failf("%s: RoPE scaling (frequency scale %g, YaRN %g, attention factor %g) not supported: llama.cpp's score scale for it is not matched yet", l.HP.Arch, r.FreqScale, r.ExtFactor, r.AttnFactor)
-		return false
-	}
-	return true
 }

@@ -198,8 +198,8 @@ func TestLoadErrors(t *testing.T) {
 		{"NaN rope base", mod(func(s *tinySpec) { s.meta = map[string]any{"llama.rope.freq_base": float32(math.NaN())} }), Options{},
 			"metadata llama.rope.freq_base = NaN: not a finite number"},
 		{"NaN YaRN factor", mod(func(s *tinySpec) {
-			s.meta = map[string]any{"llama.rope.scaling.type": "yarn", "llama.rope.scaling.factor": float32(4), "llama.rope.scaling.yarn_beta_fast": float32(math.NaN())}
-		}), Options{}, "metadata llama.rope.scaling.yarn_beta_fast = NaN: not a finite number"},
+			s.meta = map[string]any{"llama.rope.scaling.type": "yarn", "llama.rope.scaling.factor": float32(4), "llama.rope.scaling.attn_factor": float32(math.NaN())}
+		}), Options{}, "metadata llama.rope.scaling.attn_factor = NaN: not a finite number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadTiny(t, tc.spec, tc.opts)

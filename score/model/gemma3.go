@@ -137,7 +137,7 @@ func newGemma(l *Loader, gv gemmaVariant) Network {
 	}
 	local := global
 	if gv.swaBase {
-		local = &nn.RoPE{HeadDim: hp.HeadDim, Dims: global.Dims, NeoX: true, Base: baseSWA, FreqScale: 1, AttnFactor: 1}
+		local = global.Sliding(baseSWA)
 		if err := local.Validate(); err != nil {
 			l.Failf("sliding layers (%s.rope.freq_base_swa): %v", hp.Arch, err)
 			return nil

@@ -119,7 +119,7 @@ func newGemma3n(l *Loader) Network {
 	if global == nil {
 		return nil
 	}
-	local := &nn.RoPE{HeadDim: hp.HeadDim, Dims: global.Dims, NeoX: true, Base: g3nSWABase, FreqScale: 1, AttnFactor: 1}
+	local := global.Sliding(g3nSWABase)
 	if err := local.Validate(); err != nil {
 		l.Failf("sliding layers: %v", err)
 		return nil

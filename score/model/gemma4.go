@@ -159,7 +159,8 @@ func newGemma4(l *Loader) Network {
 		l.Failf("metadata %s.rope.dimension_count = %d, want the global head size %d", hp.Arch, global.Dims, hp.HeadDim)
 		return nil
 	}
-	local := &nn.RoPE{HeadDim: dS, Dims: rotS, NeoX: true, Base: baseS, FreqScale: 1, AttnFactor: 1}
+	local := global.Sliding(baseS).WithDims(rotS, false)
+	local.HeadDim = dS
 	if err := local.Validate(); err != nil {
 		l.Failf("sliding layers (%s.rope.dimension_count_swa, rope.freq_base_swa): %v", hp.Arch, err)
 		return nil

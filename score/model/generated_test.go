@@ -2566,8 +2566,7 @@ func ocrSelBias() map[string]f32Tensor {
 // attention.sliding_window 40, which llama.cpp 0.7.0 ignores, against
 // llama.cpp's sums on the same bytes (24 windows in both builds: none off;
 // here the first 4); refused by name: a RoPE base other than 10000, on
-// which llama.cpp asserts, and RoPE scaling, grouped KV heads, no shared
-// experts' count, an attention bias (files llama.cpp refuses or would
+// which llama.cpp asserts, grouped KV heads, no shared experts' count, an attention bias (files llama.cpp refuses or would
 // misread).
 func TestDeepSeekOCRVariants(t *testing.T) {
 	dir := oracle.Require(t)
@@ -2584,8 +2583,7 @@ func TestDeepSeekOCRVariants(t *testing.T) {
 			sums: []float64{-1624.7860124, -783.1563343, -795.0621502, -784.9783493}},
 	})
 	checkRefusals(t, src, []refusal{
-		{"base 500000", map[string]any{"deepseek2-ocr.rope.freq_base": float32(500000)}, nil, "deepseek2-ocr: RoPE of base 500000, frequency scale 1, YaRN 0, attention factor 1, factors false: llama.cpp rotates DeepSeek-OCR by base 10000"},
-		{"linear scaling", map[string]any{"deepseek2-ocr.rope.scaling.type": "linear", "deepseek2-ocr.rope.scaling.factor": float32(4)}, nil, "frequency scale 0.25"},
+		{"base 500000", map[string]any{"deepseek2-ocr.rope.freq_base": float32(500000)}, nil, "deepseek2-ocr: RoPE of base 500000, factors false: llama.cpp rotates DeepSeek-OCR by base 10000"},
 		{"grouped KV heads", map[string]any{"deepseek2-ocr.attention.head_count_kv": uint32(2)}, nil, "deepseek2-ocr: 4 heads and 2 KV heads of 32 for a width of 128: llama.cpp's deepseek2-ocr shapes q, k and v as heads filling the width"},
 		{"no shared experts' count", map[string]any{"deepseek2-ocr.expert_shared_count": nil}, nil, "missing metadata deepseek2-ocr.expert_shared_count"},
 	})
@@ -2654,8 +2652,7 @@ func ling3Shape(tied bool) func(*mkmodel.Shape) {
 // softmax routing not renormalized, against llama.cpp's sums on the same
 // bytes (24 windows in both builds: none off; here the first 4); refused
 // by name: the unsafe gate and a bound of 0 (llama.cpp asserts), no bound,
-// no selection bias (llama.cpp refuses the file), RoPE scaling (not
-// matched).
+// no selection bias (llama.cpp refuses the file).
 func TestLing3Variants(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -2676,7 +2673,6 @@ func TestLing3Variants(t *testing.T) {
 		{"bound 0", map[string]any{"bailingmoe3.kda.gate_lower_bound": float32(0)}, nil, "metadata bailingmoe3.kda.gate_lower_bound = 0, want below 0"},
 		{"no bound", map[string]any{"bailingmoe3.kda.gate_lower_bound": nil}, nil, "missing metadata bailingmoe3.kda.gate_lower_bound"},
 		{"no selection bias", nil, []string{"blk.2.exp_probs_b.bias"}, "missing tensor blk.2.exp_probs_b.bias (bailingmoe3's selection bias, which llama.cpp requires)"},
-		{"linear scaling", map[string]any{"bailingmoe3.rope.scaling.type": "linear", "bailingmoe3.rope.scaling.factor": float32(4)}, nil, "bailingmoe3: RoPE scaling (frequency scale 0.25, YaRN 0, attention factor 1) not supported"},
 	})
 }
 
@@ -2732,8 +2728,6 @@ func TestDots3NoteVariants(t *testing.T) {
 		{"no rope key norm", nil, []string{"blk.1.attn_k_norm.weight"}, "blk.1.attn_k_norm.weight"},
 		{"no gate", nil, []string{"blk.2.attn_gate.weight"}, "blk.2.attn_gate.weight"},
 		{"no selection bias", nil, []string{"blk.1.exp_probs_b.bias"}, "missing tensor blk.1.exp_probs_b.bias (dots3note's selection bias, which llama.cpp requires)"},
-		{"linear scaling", map[string]any{"dots3note.rope.scaling.type": "linear", "dots3note.rope.scaling.factor": float32(4)}, nil,
-			"dots3note: RoPE scaling (frequency scale 0.25, YaRN 0, attention factor 1) not supported"},
 	})
 }
 
@@ -2786,8 +2780,6 @@ func TestHyV4Variants(t *testing.T) {
 		{"no head weights", nil, []string{"output_hc_base.weight"}, "output_hc_base.weight"},
 		{"no sinks", nil, []string{"blk.1.attn_sinks.weight"}, "blk.1.attn_sinks.weight"},
 		{"tied", nil, []string{"output.weight"}, "missing tensor output.weight"},
-		{"linear scaling", map[string]any{"hy_v4.rope.scaling.type": "linear", "hy_v4.rope.scaling.factor": float32(4)}, nil,
-			"hy_v4: RoPE scaling (frequency scale 0.25, YaRN 0, attention factor 1) not supported"},
 	})
 }
 

@@ -182,3 +182,117 @@ func TestLinearRoPEScaling(t *testing.T) {
 		})
 	}
 }
+
+// yarnKeys is arch's rope.scaling keys for YaRN of factor 4 over an
+// original context of orig, with the further keys kv (suffix, value pairs).
+func yarnKeys(arch string, orig uint32, kv ...any) map[string]any {
+	a := arch + ".rope.scaling."
+	m := map[string]any{a + "type": "yarn", a + "factor": float32(4), a + "original_context_length": orig}
+	for i := 0; i < len(kv); i += 2 {
+		m[a+kv[i].(string)] = kv[i+1]
+	}
+	return m
+}
+
+// TestRoPEScalingAsLlamaCPP: RoPE scaling as llama.cpp 0.7.0 applies it,
+// where a probe of every architecture ppl runs (each file rewritten with
+// YaRN of factor 4 over an original context of 32 or 4096, with linear
+// scaling, and with rope.scaling.attn_factor, yarn_beta_fast,
+// yarn_beta_slow, yarn_ext_factor and yarn_log_multiplier set otherwise)
+// found ppl apart from it or refusing the file:
+//   - bailingmoe3, dots3note and hy_v4 turn q and k by the RoPE as it
+//     stands and scale scores by 1/sqrt(key_length_mla) (ppl refused);
+//   - deepseek2-ocr turns them by a plain RoPE whatever the scaling, which
+//     goes into the score scale as deepseek2's, and reads no
+//     yarn_log_multiplier (ppl refused);
+//   - plamo3's sliding layers are unscaled (freq_scale_swa 1);
+//   - gemma3's, gemma3n's, gemma4's and muse-glimmer's unscaled layers
+//     keep rope.scaling.attn_factor;
+//   - deepseek2 and its kin (latentYaRN) rotate by attn_factor/(1 +
+//     0.1·ln f) under YaRN with a log multiplier lm, times get_mscale(f,
+//     1)/get_mscale(f, 10·lm) but in deepseek2 itself, and under linear
+//     scaling by attn_factor, with mscale attn_factor·(1 + 0.1·ln f)(1 +
+//     lm·ln f);
+//   - yarn_beta_fast and yarn_beta_slow are read for grok (beta_fast 8
+//     when absent), mistral3, k2-horizon and laguna alone, and
+//     yarn_ext_factor for grok alone: llama, gemma2 and gpt-oss ignore the
+//     betas;
+//   - mistral3's YaRN factor with a log multiplier is llama.cpp's float32
+//     value (in float64 one log-prob was 4.6e-4 off).
+//
+// llama.cpp's sums of log-probs over the first window of 128 on the same
+// bytes; every token was within 5.3e-8 of it.
+func TestRoPEScalingAsLlamaCPP(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := func(arch string, set func(*mkmodel.Shape)) func() string {
+		return func() string { return genModel(t, dir, arch, set) }
+	}
+	tiny := func(name string) func() string { return func() string { return oracle.Model(dir, "tiny-"+name) } }
+	linear := func(arch string) map[string]any {
+		return map[string]any{arch + ".rope.scaling.type": "linear", arch + ".rope.scaling.factor": float32(2)}
+	}
+	for _, c := range []struct {
+		name   string
+		file   func() string
+		set    map[string]any
+		sha256 string
+		sum    float64
+	}{
+		{"bailingmoe3 yarn", gen("bailingmoe3", ling3Shape(false)), yarnKeys("bailingmoe3", 32),
+			"26f8b80bbde6429da46113143979daf098f658c74b843c77977d2e7c80e70353", -1596.9758922},
+		{"dots3note yarn", gen("dots3note", dots3Shape), yarnKeys("dots3note", 32),
+			"4262301fe47fc9650da62de7b7bef643e2ec014e5881731ef7b412c9a9902222", -1609.1795222},
+		{"hy_v4 yarn", gen("hy_v4", hyV4Shape), yarnKeys("hy_v4", 32),
+			"1539adddc33d6dea076df8e50f09d13c9c373afe890bca9b95ef91ec145ebe6f", -1591.2505497},
+		{"deepseek2-ocr yarn", gen("deepseek2-ocr", ocrShape(false)), yarnKeys("deepseek2-ocr", 32),
+			"bcc70f496410649922fb6b56af24439dcd7e07d3ffde9670fc56297aa93f31fd", -1622.8056354},
+		{"deepseek2-ocr linear", gen("deepseek2-ocr", ocrShape(false)), linear("deepseek2-ocr"),
+			"5759486b866648f0ea402cc35ac6764c82afe4ef7a5c6f57ee7146f28d00b823", -1624.7438239},
+		{"deepseek2-ocr log multiplier", gen("deepseek2-ocr", ocrShape(false)), yarnKeys("deepseek2-ocr", 32, "yarn_log_multiplier", float32(0.5)),
+			"674e4881cb06e32ad7e95b8c022d81c65c8b26ad87ebd7d8ffa7aaf6b597bcfd", -1622.8056354},
+		{"plamo3 yarn", gen("plamo3", plamo3Shape), yarnKeys("plamo3", 32),
+			"f5b8ce52ee0d3b9ec8893de840c9ae896c156dfdd1830d70a49f45a28f9392dd", -1618.3569752},
+		{"grok beta_fast 8", gen("grok", grokShape), yarnKeys("grok", 4096),
+			"6b8e222a7e2f9a9f5c3655f8c3bc0489c180d0a8a6b0e6e68c9470cc5443875b", -1426.1846406},
+		{"grok ext_factor", gen("grok", grokShape), yarnKeys("grok", 32, "yarn_ext_factor", float32(0.5)),
+			"26c527849a4eabc5f62d4c0a2a050814d0249114a5141e5abe22c5d6b42fc2eb", -1426.3566762},
+		{"grok beta_slow", gen("grok", grokShape), yarnKeys("grok", 32, "yarn_beta_slow", float32(2)),
+			"70e0b8f2f594f1fb961c78e3a461402cf00d2b6d2d47da8f2e0d7b272f5eec35", -1426.0243390},
+		{"laguna beta_slow", gen("laguna", lagunaShape), yarnKeys("laguna", 32, "yarn_beta_slow", float32(2)),
+			"9dd1e228016c258ea22ea182ab9130226d70121fb541deb997f08c1dbefb4f1b", -1550.2331102},
+		{"k2-horizon beta_fast", gen("k2-horizon", k2Shape), yarnKeys("k2-horizon", 4096, "yarn_beta_fast", float32(8)),
+			"87c70bc061b1ea4bc5ee4a668bee63528b7624e14eac8ecbee0975a57a2f1319", -1596.1895081},
+		{"muse-glimmer attn_factor", gen("muse-glimmer", sparkShape), yarnKeys("muse-glimmer", 32, "attn_factor", float32(0.8)),
+			"f9bbf52a47b98f2ce67b254ee81cb46d392e469ae6851211ad8461a8f887e88d", -1442.9666166},
+		{"gemma3 attn_factor", tiny("gemma3"), yarnKeys("gemma3", 32, "attn_factor", float32(0.8)),
+			"843138dd2f41e063538d89c9639c60f66ff3ebb87b03d0b3c2f845e767cc2f66", -1774.0756880},
+		{"gemma4 attn_factor", tiny("gemma4"), yarnKeys("gemma4", 32, "attn_factor", float32(0.8)),
+			"b1281d3e8e63ab0b6d4ff0132c65f2f4e5e8f0a8ace48f305523f83e604cf60a", -1561.2170919},
+		{"deepseek2 attn_factor", tiny("deepseek2"), yarnKeys("deepseek2", 32, "attn_factor", float32(0.8)),
+			"1ad96d63626b58d48e98968a248a18983691cb20218509cb3f1f975fae69758f", -1529.3487834},
+		{"mistral4 log multiplier", func() string { return mlaVariant(t, dir, "mistral4", nil) }, yarnKeys("mistral4", 32, "yarn_log_multiplier", float32(0.5)),
+			"9032855e971185ad2f6f4a1f307ae1d0835eecb06ef80e9f2547f38b555279ef", -1542.6227308},
+		{"gemma3n attn_factor", gen("gemma3n", gemma3nShape), yarnKeys("gemma3n", 32, "attn_factor", float32(0.8), "yarn_beta_fast", float32(16), "yarn_beta_slow", float32(2)),
+			"c80339fddf4303c0e429a21876ba990a7680ab896eae8cc261e3d44627c15bca", -1275.2786415},
+		{"deepseek2 linear", tiny("deepseek2"), linear("deepseek2"),
+			"2d3e80de9fc0a3dc8f611886635390fa75f7bc4c00f7e106c08df5d8cf6d9b5b", -1534.9137929},
+		{"mistral3 log multiplier 0.1", tiny("mistral3"), yarnKeys("mistral3", 32, "yarn_log_multiplier", float32(0.1)),
+			"ff2a221936162cb1a78656a0a1bb310c5056809ac7eb1693a7843647bec50145", -1523.2620521},
+		{"mistral3 beta_fast", tiny("mistral3"), yarnKeys("mistral3", 4096, "yarn_beta_fast", float32(8)),
+			"26a9620a3813610ca3f98926d4b04de58983112ba1d84497e0e6d4ab75f7375f", -1535.7432079},
+		{"llama betas ignored", gen("llama", nil), yarnKeys("llama", 4096, "yarn_beta_fast", float32(8)),
+			"69f301146b8b0bf745204ca7c6e3af55e3a9473ac4d0f7f6c878f9a8748e2cca", -1628.7988845},
+		{"gemma2 beta_slow ignored", gen("gemma2", gemma2(4, 32)), yarnKeys("gemma2", 32, "yarn_beta_slow", float32(2)),
+			"8f9b15636d0d387912e4d26454d29a146842afa884be1ac6da721a55f9c3f42a", -1529.7563713},
+		{"gpt-oss beta_slow ignored", tiny("gpt-oss"), yarnKeys("gpt-oss", 32, "yarn_beta_slow", float32(2)),
+			"2f79a9da75258c1f5319eed2a462249c2e673d3d549a1b92b686055039595640", -1803.2086613},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkVariants(t, c.file(), golden.Header.Tokens, []fileVariant{{name: "scaled", sha256: c.sha256, set: c.set, sums: []float64{c.sum}}})
+		})
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"ppl.dev/score/ml"
-	"ppl.dev/score/nn"
 )
 
 // kimi-linear: Moonshot's Kimi-Linear (48B-A3B), as llama.cpp 0.7.0 runs
@@ -36,7 +35,7 @@ import (
 // no ssm_f_b; kda.safe_gate must not be false and the bound must be below
 // 0, as llama.cpp asserts), the output gate sigmoid(ssm_g_a·h) (no
 // ssm_g_b), latent attention with RoPE on its rope part (normal pairs, the
-// score scale 1/sqrt(key_length_mla); files with RoPE scaling refused)
+// score scale 1/sqrt(key_length_mla) whatever the RoPE's scaling)
 // and a sigmoid gate per head (attn_gate) before attn_output, experts
 // routed with the selection bias exp_probs_b (required), normed and scaled
 // as the file says.
@@ -243,9 +242,9 @@ func (m kimiLinear) positions() string {
 	return "none (Kimi Delta Attention, and latent attention without RoPE)"
 }
 
-// ling3Hparams reads bailingmoe3's safe gate and checks its RoPE (r, the
-// file's): the gate's lower bound, or 0 after an error.
-func (l *Loader) ling3Hparams(r *nn.RoPE) float32 {
+// ling3Hparams reads bailingmoe3's safe gate: its lower bound, or 0 after
+// an error.
+func (l *Loader) ling3Hparams() float32 {
 	m := meta{l.f, l.HP.Arch}
 	safe, err := m.bool("kda.safe_gate", true)
 	lb := 0.0
@@ -262,7 +261,6 @@ func (l *Loader) ling3Hparams(r *nn.RoPE) float32 {
 		l.Failf("metadata %s.kda.safe_gate = false: llama.cpp 0.7.0 runs only the safe gate (it asserts it)", l.HP.Arch)
 	case lb >= 0:
 		l.Failf("metadata %s.kda.gate_lower_bound = %g, want below 0 (llama.cpp asserts it)", l.HP.Arch, lb)
-	case !l.unscaledRoPE(r):
 	default:
 		return float32(lb)
 	}

@@ -64,8 +64,7 @@ func newMiMo2(l *Loader) Network {
 	if vscale != 1 {
 		d.attnOutScale = vscale
 	}
-	local := d.rope.WithBase(cmp.Or(baseSWA, d.rope.Base))
-	local.FreqScale = 1 // llama.cpp 0.7.0's freq_scale_swa for mimo2, whatever the RoPE's scaling (probed)
+	local := d.rope.Sliding(cmp.Or(baseSWA, d.rope.Base)) // llama.cpp 0.7.0's freq_scale_swa is 1 for mimo2 (probed)
 	E, hd, vd := hp.Embd, hp.HeadDim, hp.ValueDim
 	net := l.bindLayers(d, func(i int, p string) decoderLayer {
 		a := l.layerAttn(d, i, heads[i], kv[i])

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"ppl.dev/score/ml"
+	"ppl.dev/score/nn"
 )
 
 // The mixtures of experts that are llama's decoder with one FFN swapped
@@ -155,7 +156,8 @@ func (l *Loader) denseLeadLayers(d *decoder, moe *moeParams) Network {
 // tokens: llama's block with q, k and v of attn_q, attn_k and attn_v (no
 // biases), a KV head per head filling the width (llama.cpp shapes them so),
 // NeoX RoPE over whole heads whose base must be 10000 (llama.cpp asserts
-// it) without scaling or rope_freqs (which it never applies); dense MLPs in
+// it), never scaled (a file's scaling goes into the score scale, as
+// deepseek2's mscale²), without rope_freqs (which it never applies); dense MLPs in
 // the leading_dense_block_count first layers, then experts routed by
 // expert_gating_func (softmax when absent), with exp_probs_b.bias where
 // present, normed and scaled as the file says, plus expert_shared_count
@@ -180,10 +182,16 @@ func newDeepSeekOCR(l *Loader) Network {
 	if l.Err() != nil || !l.wholeHeads(d.rope) {
 		return nil
 	}
-	if r := d.rope; math.Abs(r.Base-10000) >= 1e-4 || r.FreqScale != 1 || r.ExtFactor != 0 || r.AttnFactor != 1 || r.FreqFactors != nil {
-		l.Failf("%s: RoPE of base %g, frequency scale %g, YaRN %g, attention factor %g, factors %v: llama.cpp rotates DeepSeek-OCR by base 10000 (it asserts it) without scaling or factors", hp.Arch, r.Base, r.FreqScale, r.ExtFactor, r.AttnFactor, r.FreqFactors != nil)
+	if r := d.rope; math.Abs(r.Base-10000) >= 1e-4 || r.FreqFactors != nil {
+		l.Failf("%s: RoPE of base %g, factors %v: llama.cpp rotates DeepSeek-OCR by base 10000 (it asserts it) without factors", hp.Arch, r.Base, r.FreqFactors != nil)
 		return nil
 	}
+	// llama.cpp turns q and k by a plain RoPE whatever the file's scaling,
+	// which goes into the score scale as deepseek2's (latentYaRN; it reads
+	// no yarn_log_multiplier for deepseek2-ocr).
+	_, ms := latentYaRN(d.rope, 0, false)
+	d.attn.Scale = float64(ms * ms / float32(math.Sqrt(float64(hp.HeadDim))))
+	*d.rope = nn.RoPE{HeadDim: hp.HeadDim, Dims: hp.HeadDim, NeoX: true, Base: d.rope.Base, FreqScale: 1, AttnFactor: 1}
 	for i := range hp.Layers {
 		for _, b := range []string{"attn_q", "attn_k", "attn_v", "attn_output"} {
 			if name := fmt.Sprintf("blk.%d.%s.bias", i, b); l.Has(name) {

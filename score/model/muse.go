@@ -67,7 +67,8 @@ func newMuseGlimmer(l *Loader) Network {
 	d.head.Scale, d.head.SoftCap = scale, softcap
 	local := d.attn
 	local.Window = window
-	plain := &nn.RoPE{HeadDim: hp.HeadDim, Dims: d.rope.Dims, Base: cmp.Or(baseSWA, d.rope.Base), FreqScale: 1, AttnFactor: 1}
+	// unscaled, but for rope.scaling.attn_factor, which llama.cpp passes on (probed)
+	plain := &nn.RoPE{HeadDim: hp.HeadDim, Dims: d.rope.Dims, Base: cmp.Or(baseSWA, d.rope.Base), FreqScale: 1, AttnFactor: d.rope.AttnFactor}
 	E, qd := hp.Embd, hp.Heads*hp.HeadDim
 	return l.bindLayers(d, func(i int, p string) decoderLayer {
 		ly := l.preNormLayer(p, "ffn_norm")

@@ -1,5 +1,7 @@
 package model
 
+import "cmp"
+
 // plamo3: PFN's PLaMo 3, as llama.cpp 0.7.0 runs it: glm4's fused block
 // (q, k and v in attn_qkv, gate and up in ffn_up, the attention's and the
 // FFN's outputs RMS-normed by post_attention_norm and post_ffw_norm before
@@ -8,7 +10,8 @@ package model
 // (attn_q_norm, attn_k_norm) before NeoX RoPE; with
 // attention.sliding_window above 0 the layers slide over that many keys
 // but each attention.sliding_window_pattern-th (8 when absent), with RoPE
-// of rope.freq_base_swa's base where given.
+// of rope.freq_base_swa's base where given and without the RoPE's
+// frequency scale (llama.cpp's freq_scale_swa is 1 for plamo3).
 func init() { Register("plamo3", newPlamo3) }
 
 func newPlamo3(l *Loader) Network {
@@ -31,7 +34,8 @@ func newPlamo3(l *Loader) Network {
 	if l.Err() != nil { // d.rope may be missing
 		return nil
 	}
-	local, localRoPE := d.sliding(window, baseSWA)
+	local, _ := d.sliding(window, baseSWA)
+	localRoPE := d.rope.Sliding(cmp.Or(baseSWA, d.rope.Base)) // llama.cpp 0.7.0's freq_scale_swa is 1 for plamo3 (probed)
 	qd, kvd := hp.Heads*hp.HeadDim, hp.KVHeads*hp.HeadDim
 	return l.bindLayers(d, func(i int, p string) decoderLayer {
 		ly := decoderLayer{

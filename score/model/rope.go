@@ -46,6 +46,11 @@ func (l *Loader) RoPE(neox bool) *nn.RoPE {
 // and the raw base with the key for hunyuan_vl).
 var ntkAlphaArchs = map[string]bool{"hunyuan-dense": true, "hunyuan_vl": true}
 
+// yarnBetaArchs are the architectures for which llama.cpp 0.7.0 reads
+// rope.scaling.yarn_beta_fast and yarn_beta_slow, with the beta_fast it
+// takes when the key is absent (grok's is 8; beta_slow's is 1 for all).
+var yarnBetaArchs = map[string]float64{"grok": 8, "mistral3": 32, "k2-horizon": 32, "laguna": 32}
+
 // wholeHeads reports whether r turns whole heads, and fails l otherwise:
 // the architectures whose graphs llama.cpp 0.7.0 builds only then (it
 // asserts n_rot = the head size).
@@ -76,8 +81,20 @@ func (l *Loader) rope(neox bool) (*nn.RoPE, RopeInfo, error) {
 		factor = num("rope.scaling.factor", 0)
 	}
 	attn := num("rope.scaling.attn_factor", 1)
-	betaFast := num("rope.scaling.yarn_beta_fast", 32)
-	betaSlow := num("rope.scaling.yarn_beta_slow", 1)
+	// llama.cpp 0.7.0 reads YaRN's ramp for the architectures yarnBetaArchs
+	// names (and the mix for grok alone); the others are turned with 32, 1
+	// and the full mix whatever the file says (probed on each).
+	betaFast, betaSlow, ext := 32.0, 1.0, -1.0
+	if def, ok := yarnBetaArchs[hp.Arch]; ok {
+		betaFast = num("rope.scaling.yarn_beta_fast", def)
+		betaSlow = num("rope.scaling.yarn_beta_slow", 1)
+	}
+	if hp.Arch == "grok" {
+		ext = num("rope.scaling.yarn_ext_factor", -1)
+	}
+	if ext < 0 { // llama.cpp's "not set"
+		ext = 1
+	}
 	scaling, e := m.string("rope.scaling.type", "linear")
 	if err == nil {
 		err = e
@@ -121,7 +138,7 @@ func (l *Loader) rope(neox bool) (*nn.RoPE, RopeInfo, error) {
 		r.FreqScale, factor = 1, 1 // llama.cpp never scales when the type is none
 	case "linear":
 	case "yarn":
-		r.ExtFactor = 1
+		r.ExtFactor = ext
 		r.BetaFast, r.BetaSlow, r.OrigCtx = betaFast, betaSlow, orig
 	default:
 		return nil, info, fmt.Errorf("rope scaling type %q not supported (supported: none, linear, yarn)", scaling)

@@ -73,9 +73,8 @@ func newStep35(l *Loader) Network {
 	if l.Err() != nil { // d.rope may be missing
 		return nil
 	}
-	global, local := d.rope.WithDims(d.rope.Dims/2, true), d.rope.WithDims(cmp.Or(dimsSWA, d.rope.Dims), false)
-	local.Base = cmp.Or(baseSWA, d.rope.Base)
-	local.FreqScale = 1 // llama.cpp 0.7.0's freq_scale_swa for step35, whatever the RoPE's scaling (probed)
+	// llama.cpp 0.7.0's freq_scale_swa is 1 for step35 (probed)
+	global, local := d.rope.WithDims(d.rope.Dims/2, true), d.rope.Sliding(cmp.Or(baseSWA, d.rope.Base)).WithDims(cmp.Or(dimsSWA, d.rope.Dims), false)
 	for _, r := range []struct {
 		what string
 		err  error

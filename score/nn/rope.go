@@ -57,6 +57,16 @@ func (r *RoPE) WithBase(base float64) *RoPE {
 	return c
 }
 
+// Sliding is r as llama.cpp turns a sliding layer whose freq_scale_swa is
+// 1 (gemma3, gemma4, mimo2, step35, plamo3): frequency base base (the
+// layer's rope.freq_base_swa), no frequency scale, and r's YaRN mix and
+// attention factor, which the graph passes to every layer.
+func (r *RoPE) Sliding(base float64) *RoPE {
+	c := r.WithBase(base)
+	c.FreqScale = 1
+	return c
+}
+
 // WithDims is r rotating dims elements of each head, with the first dims/2
 // of its frequency factors, or none when factors is false (a layer's own
 // partial RoPE: step35), and tables of its own.
