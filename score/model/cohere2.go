@@ -10,10 +10,10 @@ import (
 // them: a parallel block whose attention and SwiGLU MLP both read h =
 // LayerNorm(x)·attn_norm (no bias, attention.layer_norm_epsilon), the
 // residual stream then x + MLP(h) + attention(h) in that order; q, k, v
-// and the attention's output with biases where the file has them; three
-// layers of four attend within a sliding window of attention.sliding_window
-// keys with RoPE (adjacent pairs), the fourth to every key without
-// positions; the final norm a LayerNorm too; the output the token
+// and the attention's output with biases where the file has them; the
+// layers attend within a sliding window of attention.sliding_window keys
+// with RoPE (adjacent pairs) but each attention.sliding_window_pattern-th
+// (4 when absent), which attends to every key without positions; the final norm a LayerNorm too; the output the token
 // embedding (llama.cpp refuses a file with output.weight); the logits
 // multiplied by logit_scale.
 //
@@ -45,8 +45,12 @@ func newCohere2(l *Loader) Network {
 	m := meta{l.f, hp.Arch}
 	eps, err := m.float("attention.layer_norm_epsilon", -1)
 	window, swa := 0, hp.Arch == "cohere2"
+	var slides []bool
 	if err == nil && swa {
 		window, err = m.positive("attention.sliding_window", -1)
+	}
+	if err == nil && swa {
+		slides, err = m.slidingLayers(hp.Layers, 4, false)
 	}
 	scale := 0.0
 	if err == nil {
@@ -82,7 +86,7 @@ func newCohere2(l *Loader) Network {
 		if qkNorm {
 			ly.qNorm, ly.kNorm = l.headNorms(p+"attn_q_norm", hp.Heads), l.headNorms(p+"attn_k_norm", hp.KVHeads)
 		}
-		ly.ffn, ly.noRoPE = l.DenseFFN(p, hp.Embd, hp.FFN), swa && (i+1)%4 == 0
+		ly.ffn, ly.noRoPE = l.DenseFFN(p, hp.Embd, hp.FFN), swa && !slides[i]
 		if swa && !ly.noRoPE {
 			ly.attn = &local
 		}

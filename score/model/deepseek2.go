@@ -240,8 +240,12 @@ func newDeepSeek2(l *Loader) Network {
 		full: mlaGeom{kvr: kvr, nope: nope, vhead: vhead, rope: mrope,
 			attn: ml.Attn{Heads: H, KVHeads: 1, HeadDim: kvr + rot, Scale: float64(mscale * mscale / float32(math.Sqrt(float64(dk))))}},
 		rot:  rot,
-		temp: l.attnTemp("attention.temperature_length", -1),
 		topK: topK, context: l.Opts.Context, idxHeads: idxHeads, idxDim: idxDim,
+	}
+	switch hp.Arch {
+	case "dots3note", "hy_v4", "bailingmoe3", "kimi-linear", "kimi-k3": // their graphs have no temperature (probed)
+	default:
+		d.temp = l.attnTemp("attention.temperature_length", -1)
 	}
 	if hyv4 || k3 { // llama.cpp reads no other
 		d.head.Output = l.Linear("output", hp.Embd, hp.Vocab)
@@ -701,13 +705,11 @@ func (d *deepseek2) ffn(b ml.Backend, x, h ml.Tensor, ly *mlaLayer) {
 func latentYaRN(r *nn.RoPE, lm float64, deepseek2 bool) (attn float64, mscale float32) {
 	lnf := nn.LibcLogf(1 / float32(r.FreqScale))
 	switch {
+	case lm != 0 && r.ExtFactor != 0 && deepseek2:
+		return r.AttnFactor / (1 + 0.1*math.Log(1/r.FreqScale)), float32(r.AttnFactor) * (1 + float32(lm)*lnf)
 	case lm != 0 && r.ExtFactor != 0:
-		af := r.AttnFactor
-		if !deepseek2 {
-			ln := math.Log(1 / r.FreqScale)
-			af *= (1 + 0.1*ln) / (1 + lm*ln)
-		}
-		return af / (1 + 0.1*math.Log(1/r.FreqScale)), float32(af) * (1 + float32(lm)*lnf)
+		attn := yarnAttnFactor(r.FreqScale, 10*lm, r.AttnFactor)
+		return float64(attn), attn * (1 + 0.1*lnf) * (1 + float32(lm)*lnf)
 	case lm != 0:
 		return r.AttnFactor, float32(r.AttnFactor) * (1 + 0.1*lnf) * (1 + float32(lm)*lnf)
 	}

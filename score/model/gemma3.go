@@ -135,7 +135,7 @@ func newGemma(l *Loader, gv gemmaVariant) Network {
 	if global == nil {
 		return nil
 	}
-	local := global
+	local := l.swaRoPE(global)
 	if gv.swaBase {
 		local = global.Sliding(baseSWA)
 		if err := local.Validate(); err != nil {

@@ -119,7 +119,12 @@ func newGemma3n(l *Loader) Network {
 	if global == nil {
 		return nil
 	}
-	local := global.Sliding(g3nSWABase)
+	baseSWA, err := m.float("rope.freq_base_swa", g3nSWABase)
+	if err != nil {
+		l.fail(err)
+		return nil
+	}
+	local := global.Sliding(baseSWA)
 	if err := local.Validate(); err != nil {
 		l.Failf("sliding layers: %v", err)
 		return nil

@@ -185,7 +185,9 @@ func newGemma4(l *Loader) Network {
 	var moe *moeParams
 	for i := range hp.Layers {
 		if moe == nil && l.Has(fmt.Sprintf("blk.%d.ffn_gate_inp.weight", i)) {
-			moe = l.moeParams(moeOpts{gating: ml.GateSoftmax, norm: true})
+			if moe = l.moeParams(moeOpts{gating: ml.GateSoftmax, norm: true}); moe == nil || !l.ungroupedExperts(moe) {
+				return nil
+			}
 		}
 	}
 	for i := range hp.Layers {

@@ -43,6 +43,7 @@ func newGPTOSS(l *Loader) Network {
 		return nil
 	}
 	m.hp = l.HP
+	slidingRoPE := l.swaRoPE(m.rope)
 	for i := range hp.Layers {
 		p := fmt.Sprintf("blk.%d.", i)
 		ffn := l.MoE(p, moe)
@@ -51,7 +52,7 @@ func newGPTOSS(l *Loader) Network {
 			Scale: float64(nn.InvSqrtf(hp.HeadDim)), Sinks: l.Vector(p+"attn_sinks.weight", hp.Heads)}
 		ly.ffnNorm, ly.ffn = l.Norm(p+"post_attention_norm", hp.Embd), ffn
 		if i%2 == 0 {
-			ly.attn.Window = window
+			ly.attn.Window, ly.rope = window, slidingRoPE
 		}
 		if l.Err() != nil {
 			return nil

@@ -296,3 +296,67 @@ func TestRoPEScalingAsLlamaCPP(t *testing.T) {
 		})
 	}
 }
+
+// TestLayerKeysAsLlamaCPP: the keys a probe of every architecture found
+// llama.cpp 0.7.0 reading otherwise than ppl (each file rewritten with
+// attention.sliding_window 24, attention.sliding_window_pattern 2,
+// rope.freq_base_swa 5000, attention.temperature_scale 0.1, half the
+// rope.dimension_count, and 2 expert groups with 1 used): the
+// sliding_window_pattern period of cohere2 and afmoe (whose layers without
+// RoPE stay every fourth, as its graph fixes them); rope.freq_base_swa for
+// the sliding layers of gemma2, gemma3n, gpt-oss, llama4 and afmoe; no
+// window for lfm2moe; no attention temperature for dots3note and
+// kimi-linear (ppl had refused the file). llama.cpp's sums of log-probs
+// over the first window of 128 on the same bytes (every token within
+// 5.4e-8). Expert groups in llama4 and gemma4, which llama.cpp routes
+// otherwise than ppl, are refused by name.
+func TestLayerKeysAsLlamaCPP(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen := func(arch string, set func(*mkmodel.Shape)) func() string {
+		return func() string { return genModel(t, dir, arch, set) }
+	}
+	for _, c := range []struct {
+		name   string
+		file   func() string
+		set    map[string]any
+		sha256 string
+		sum    float64
+	}{
+		{"cohere2 pattern", gen("cohere2", cohere2Shape(40)), map[string]any{"cohere2.attention.sliding_window_pattern": uint32(2)},
+			"670fdcd2bc6e5669d346f75948f4381104cfb918b6e1ae93ec4f2889cb3b9722", -1325.6510676},
+		{"afmoe pattern", gen("afmoe", afmoe), map[string]any{"afmoe.attention.sliding_window_pattern": uint32(2)},
+			"ef55d2a401f32d3e47b83c38d7d54c40d82194d1e51e435eb065776f34f0016c", -1613.0652883},
+		{"afmoe sliding base", gen("afmoe", afmoe), map[string]any{"afmoe.rope.freq_base_swa": float32(5000)},
+			"63806a946486441ed66f66bddcddd5c07543d6ac16d3318aec1e6ec84285d748", -1613.0270089},
+		{"gemma2 sliding base", gen("gemma2", gemma2(4, 32)), map[string]any{"gemma2.rope.freq_base_swa": float32(5000)},
+			"b5d85bf2d6169626b326cc7be998958e7ba0beb1791e139ccc19c265890200db", -1541.2534598},
+		{"gemma3n sliding base", gen("gemma3n", gemma3nShape), map[string]any{"gemma3n.rope.freq_base_swa": float32(5000)},
+			"3c8257ce1689aac0a6db86c39e1f57148d9893bf9736a6887f3497cf65cf7e54", -1261.1640569},
+		{"gpt-oss sliding base", func() string { return oracle.Model(dir, "tiny-gpt-oss") }, map[string]any{"gpt-oss.rope.freq_base_swa": float32(5000)},
+			"ec4afb7ae2039ef82330d058d3e2a11f47b85ba9aa2f3c14451cce8dddfdb97c", -1804.6328376},
+		{"llama4 chunked base", gen("llama4", llama4(8, 64, 0)), map[string]any{"llama4.rope.freq_base_swa": float32(5000)},
+			"23dbcf9a19bd0f1f9f067fca70eb163f392d72fbf4bb149735c75b0a3eb27ddc", -1575.0682246},
+		{"lfm2moe window ignored", gen("lfm2moe", lfm2(true)), map[string]any{"lfm2moe.attention.sliding_window": uint32(24)},
+			"440c2a83a2616c4d94ee0a140ee285954bb699cce1d588a989c57e49147c795f", -1613.9717337},
+		{"dots3note temperature ignored", gen("dots3note", dots3Shape), map[string]any{"dots3note.attention.temperature_scale": float32(0.1)},
+			"76fd43271267172d898db75943d28b92147b6270372086824c35a444beb0e6a8", -1620.3802614},
+		{"kimi-linear temperature ignored", gen("kimi-linear", kimiShape), map[string]any{"kimi-linear.attention.temperature_scale": float32(0.1)},
+			"6c2cd451b92a6c50fcde4af718c88e230465e9a3bbbfddbc7fa6f20045c625da", -1637.0837594},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			checkVariants(t, c.file(), golden.Header.Tokens, []fileVariant{{name: "rewritten", sha256: c.sha256, set: c.set, sums: []float64{c.sum}}})
+		})
+	}
+	groups := map[string]any{"expert_group_count": uint32(2), "expert_group_used_count": uint32(1)}
+	for arch, src := range map[string]string{"llama4": genModel(t, dir, "llama4", llama4(8, 64, 0)), "gemma4": oracle.Model(dir, "tiny-gemma4")} {
+		set := map[string]any{}
+		for k, v := range groups {
+			set[arch+"."+k] = v
+		}
+		checkRefusals(t, src, []refusal{{"expert groups", set, nil, "metadata " + arch + ".expert_group_count = 2: expert groups in " + arch + " are not matched to llama.cpp's routing"}})
+	}
+}

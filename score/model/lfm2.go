@@ -18,7 +18,8 @@ import (
 // depthwise shortconv.conv of shortconv.l_cache taps (no bias, no
 // activation), out = shortconv.out_proj·y; else attention with q and k
 // RMS-normed per head and NeoX RoPE, over a sliding window when
-// attention.sliding_window is set. The final norm is token_embd_norm.
+// attention.sliding_window is set (lfm2 alone: llama.cpp reads no window
+// for lfm2moe). The final norm is token_embd_norm.
 func init() {
 	Register("lfm2", func(l *Loader) Network { return newLFM2(l, false) })
 	Register("lfm2moe", func(l *Loader) Network { return newLFM2(l, true) })
@@ -45,7 +46,10 @@ func newLFM2(l *Loader, experts bool) Network {
 		l.Failf("metadata %s.shortconv.l_cache = %d, want at least 2", hp.Arch, taps)
 		return nil
 	}
-	window, err := m.int("attention.sliding_window", 0)
+	window := 0
+	if !experts { // llama.cpp 0.7.0 reads no window for lfm2moe (probed)
+		window, err = m.int("attention.sliding_window", 0)
+	}
 	if err != nil {
 		l.fail(err)
 		return nil

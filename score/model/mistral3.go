@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"ppl.dev/score/ml"
-	"ppl.dev/score/nn"
 )
 
 // mistral3: Mistral Small 3.x, Ministral 3 and Devstral (the text model),
@@ -101,21 +100,4 @@ func (t attnTemp) apply(b ml.Backend, q ml.Tensor) {
 	for k := 1; k*t.floor-t.offset < n; k++ { // s = 1 for the first run
 		b.Scale(b.Slice(q, k*t.floor-t.offset, min(n, (k+1)*t.floor-t.offset)), 1+t.beta*math.Log(float64(1+k)))
 	}
-}
-
-// yarnAttnFactor is the attention factor llama.cpp 0.7.0 hands
-// ggml_rope_ext under YaRN for a file with a yarn_log_multiplier lm ≠ 0
-// (its context's yarn_attn_factor), in float32 op by op as it computes it:
-// get_mscale(f, 1)/get_mscale(f, lm), get_mscale(f, a) = 0.1·a·ln f + 1,
-// times 1/(1 + 0.1·ln f), which cancels the magnitude ggml multiplies back,
-// times rope.scaling.attn_factor attn; f = 1/freqScale. Computed in
-// float64, the factor can land an ulp away, which moved a log-prob by
-// 4.6e-4 in a probe.
-func yarnAttnFactor(freqScale, lm, attn float64) float32 {
-	f := 1 / float32(freqScale)
-	lnf := nn.LibcLogf(f)
-	mscale := func(a float32) float32 { return float32(float32(float32(0.1)*a)*lnf) + 1 }
-	a := mscale(1) / mscale(float32(lm))
-	a *= 1 / float32(1+float32(float32(0.1)*lnf))
-	return a * float32(attn)
 }

@@ -119,6 +119,18 @@ type moeParams struct {
 	latent string // the latent projections' names' stem (latentTensors)
 }
 
+// ungroupedExperts fails l for a file whose experts form groups
+// (expert_group_count above 1) in an architecture whose grouped routing
+// is not matched to llama.cpp 0.7.0's (llama4, gemma4: a probe found their
+// log-probs apart), and reports whether p has none.
+func (l *Loader) ungroupedExperts(p *moeParams) bool {
+	if p.Groups > 1 {
+		l.Failf("metadata %s.expert_group_count = %d: expert groups in %s are not matched to llama.cpp's routing", l.HP.Arch, p.Groups, l.HP.Arch)
+		return false
+	}
+	return true
+}
+
 // moeParams reads the experts' hyperparameters (and records them in HP).
 func (l *Loader) moeParams(o moeOpts) *moeParams {
 	if l.err != nil {

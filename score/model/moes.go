@@ -231,10 +231,12 @@ func (l *Loader) sharedExperts(d *decoder, gated bool) Network {
 // afmoe: Arcee's Trinity (Nano, Mini, Large), as llama.cpp 0.7.0 runs it:
 // the token embeddings times sqrt(width); RMS norms before and after the
 // attention (attn_norm, post_attention_norm) and the FFN (ffn_norm,
-// post_ffw_norm); q and k RMS-normed per head; every fourth layer global
-// and without RoPE (llama.cpp's fixed step), the others with NeoX RoPE and
-// a sliding window of attention.sliding_window keys (required: llama.cpp
-// 0.7.0 crashes on a file without it); the attention's output times
+// post_ffw_norm); q and k RMS-normed per head; every fourth layer without
+// RoPE (llama.cpp's fixed step), the others with NeoX RoPE; the layers
+// attention.sliding_window_pattern marks (three of every four when absent:
+// the others global) attend within a window of attention.sliding_window
+// keys (required: llama.cpp 0.7.0 crashes on a file without it), turned by
+// rope.freq_base_swa's base where given; the attention's output times
 // sigmoid(attn_gate·h) before attn_output; dense MLPs in the
 // leading_dense_block_count first layers, then experts routed by
 // expert_gating_func (sigmoid when absent) with the selection bias
@@ -250,6 +252,10 @@ func newAFMoE(l *Loader) Network {
 	if err == nil {
 		err = m.require("expert_shared_count") // llama.cpp requires it
 	}
+	var slides []bool
+	if err == nil {
+		slides, err = m.slidingLayers(hp.Layers, 4, false)
+	}
 	if err != nil {
 		l.fail(err)
 		return nil
@@ -263,15 +269,16 @@ func newAFMoE(l *Loader) Network {
 	d.embScale = math.Sqrt(float64(hp.Embd))
 	local := d.attn
 	local.Window = window
+	localRoPE := l.swaRoPE(d.rope)
 	qd := hp.Heads * hp.HeadDim
 	return l.bindLayers(d, func(i int, p string) decoderLayer {
 		ly := l.preNormLayer(p, "ffn_norm")
 		ly.qNorm, ly.kNorm = l.qkNorms(p, false)
 		ly.gate = l.Linear(p+"attn_gate", hp.Embd, qd)
 		ly.postAttnNorm, ly.postFFNNorm = l.Norm(p+"post_attention_norm", hp.Embd), l.Norm(p+"post_ffw_norm", hp.Embd)
-		ly.noRoPE = (i+1)%4 == 0
-		if !ly.noRoPE {
-			ly.attn = &local
+		ly.noRoPE = (i+1)%4 == 0 // whatever the pattern, as llama.cpp's graph
+		if slides[i] {
+			ly.attn, ly.rope = &local, localRoPE
 		}
 		if i < moe.DenseLayers {
 			ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)

@@ -51,6 +51,23 @@ var ntkAlphaArchs = map[string]bool{"hunyuan-dense": true, "hunyuan_vl": true}
 // takes when the key is absent (grok's is 8; beta_slow's is 1 for all).
 var yarnBetaArchs = map[string]float64{"grok": 8, "mistral3": 32, "k2-horizon": 32, "laguna": 32}
 
+// swaRoPE is r turned by rope.freq_base_swa where the file gives it: the
+// RoPE of the sliding layers of architectures whose graphs llama.cpp
+// 0.7.0 builds with each layer's own base (gemma2, gemma3n, gpt-oss,
+// llama4's chunked layers, afmoe; probed), r's base when absent.
+func (l *Loader) swaRoPE(r *nn.RoPE) *nn.RoPE {
+	base, err := meta{l.f, l.HP.Arch}.float("rope.freq_base_swa", r.Base)
+	switch {
+	case err != nil:
+		l.fail(err)
+	case !(base > 0):
+		l.Failf("metadata %s.rope.freq_base_swa = %g, want > 0", l.HP.Arch, base)
+	case base != r.Base:
+		return r.WithBase(base)
+	}
+	return r
+}
+
 // wholeHeads reports whether r turns whole heads, and fails l otherwise:
 // the architectures whose graphs llama.cpp 0.7.0 builds only then (it
 // asserts n_rot = the head size).
@@ -164,4 +181,22 @@ func (l *Loader) rope(neox bool) (*nn.RoPE, RopeInfo, error) {
 		info.OrigCtx, info.ExtFactor, info.BetaFast, info.BetaSlow = orig, r.ExtFactor, betaFast, betaSlow
 	}
 	return r, info, nil
+}
+
+// yarnAttnFactor is the attention factor llama.cpp 0.7.0 hands
+// ggml_rope_ext under YaRN when its hparams hold a log multiplier lm ≠ 0
+// (its context's yarn_attn_factor: mistral3, and deepseek2's kin through
+// latentYaRN), in float32 op by op as it computes it: get_mscale(f,
+// 1)/get_mscale(f, lm), get_mscale(f, a) = 0.1·a·ln f + 1, times 1/(1 +
+// 0.1·ln f), which cancels the magnitude ggml multiplies back, times
+// rope.scaling.attn_factor attn; f = 1/freqScale. Computed in float64, the
+// factor can land an ulp away, which moved a mistral3 log-prob by 4.6e-4
+// in a probe.
+func yarnAttnFactor(freqScale, lm, attn float64) float32 {
+	f := 1 / float32(freqScale)
+	lnf := nn.LibcLogf(f)
+	mscale := func(a float32) float32 { return float32(float32(float32(0.1)*a)*lnf) + 1 }
+	a := mscale(1) / mscale(float32(lm))
+	a *= 1 / float32(1+float32(float32(0.1)*lnf))
+	return a * float32(attn)
 }

@@ -1225,7 +1225,7 @@ func newLlama4(l *Loader) Network {
 		return nil
 	}
 	moe := l.moeParams(moeOpts{gating: ml.GateSigmoid})
-	if moe == nil {
+	if moe == nil || !l.ungroupedExperts(moe) {
 		return nil
 	}
 	moe.Norm, moe.Scale, moe.SharedFFN = false, 0, moe.FFN
@@ -1235,6 +1235,7 @@ func newLlama4(l *Loader) Network {
 	d.nopeTemp = attnTemp{beta: float64(float32(0.1)), floor: llama4Chunk, offset: 1}
 	chunked := d.attn // the layers with RoPE
 	chunked.Chunk = llama4Chunk
+	chunkedRoPE := l.swaRoPE(d.rope)
 	ones := &ml.Vector{Name: "(llama4's q/k RMS norm, no weight)", V: make([]float32, hp.HeadDim)}
 	for i := range ones.V {
 		ones.V[i] = 1
@@ -1244,7 +1245,7 @@ func newLlama4(l *Loader) Network {
 		ly := l.preNormLayer(p, "ffn_norm")
 		ly.noRoPE = (i+1)%4 == 0
 		if !ly.noRoPE {
-			ly.attn = &chunked
+			ly.attn, ly.rope = &chunked, chunkedRoPE
 			if kqNorm {
 				ly.qNorm, ly.kNorm = ones, ones
 			}

@@ -58,7 +58,7 @@ func (r *RoPE) WithBase(base float64) *RoPE {
 }
 
 // Sliding is r as llama.cpp turns a sliding layer whose freq_scale_swa is
-// 1 (gemma3, gemma4, mimo2, step35, plamo3): frequency base base (the
+// 1 (gemma3, gemma3n, gemma4, mimo2, step35, plamo3): frequency base base (the
 // layer's rope.freq_base_swa), no frequency scale, and r's YaRN mix and
 // attention factor, which the graph passes to every layer.
 func (r *RoPE) Sliding(base float64) *RoPE {
