@@ -135,8 +135,10 @@ func newGemma(l *Loader, gv gemmaVariant) Network {
 	if global == nil {
 		return nil
 	}
-	local := l.swaRoPE(global)
-	if gv.swaBase {
+	local := global
+	if !gv.swaBase {
+		local = l.swaRoPE(global) // gemma2: its sliding layers scaled as the others
+	} else {
 		local = global.Sliding(baseSWA)
 		if err := local.Validate(); err != nil {
 			l.Failf("sliding layers (%s.rope.freq_base_swa): %v", hp.Arch, err)

@@ -314,11 +314,11 @@ func (m meta) layerInts(key string, layers, def int) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(a) != layers {
+	if len(a) != layers && !m.perLayerLen(len(a), layers) {
 		return nil, fmt.Errorf("metadata %s.%s has %d values for %d layers", m.arch, key, len(a), layers)
 	}
 	out := make([]int, layers)
-	for i, x := range a {
+	for i, x := range a[:layers] {
 		if x < 0 {
 			return nil, fmt.Errorf("metadata %s.%s[%d] = %d out of range", m.arch, key, i, x)
 		}

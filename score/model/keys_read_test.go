@@ -224,10 +224,6 @@ func yarnKeys(arch string, orig uint32, kv ...any) map[string]any {
 // bytes; every token was within 5.3e-8 of it.
 func TestRoPEScalingAsLlamaCPP(t *testing.T) {
 	dir := oracle.Require(t)
-	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	gen := func(arch string, set func(*mkmodel.Shape)) func() string {
 		return func() string { return genModel(t, dir, arch, set) }
 	}
@@ -235,13 +231,7 @@ func TestRoPEScalingAsLlamaCPP(t *testing.T) {
 	linear := func(arch string) map[string]any {
 		return map[string]any{arch + ".rope.scaling.type": "linear", arch + ".rope.scaling.factor": float32(2)}
 	}
-	for _, c := range []struct {
-		name   string
-		file   func() string
-		set    map[string]any
-		sha256 string
-		sum    float64
-	}{
+	checkRewrites(t, dir, []rewriteCase{
 		{"bailingmoe3 yarn", gen("bailingmoe3", ling3Shape(false)), yarnKeys("bailingmoe3", 32),
 			"26f8b80bbde6429da46113143979daf098f658c74b843c77977d2e7c80e70353", -1596.9758922},
 		{"dots3note yarn", gen("dots3note", dots3Shape), yarnKeys("dots3note", 32),
@@ -290,9 +280,29 @@ func TestRoPEScalingAsLlamaCPP(t *testing.T) {
 			"8f9b15636d0d387912e4d26454d29a146842afa884be1ac6da721a55f9c3f42a", -1529.7563713},
 		{"gpt-oss beta_slow ignored", tiny("gpt-oss"), yarnKeys("gpt-oss", 32, "yarn_beta_slow", float32(2)),
 			"2f79a9da75258c1f5319eed2a462249c2e673d3d549a1b92b686055039595640", -1803.2086613},
-	} {
+	})
+}
+
+// rewriteCase is a file rewritten with set, and llama.cpp's sum of
+// log-probs over the first window of 128 on the bytes of sha256.
+type rewriteCase struct {
+	name   string
+	file   func() string
+	set    map[string]any
+	sha256 string
+	sum    float64
+}
+
+// checkRewrites scores each case's rewritten file against its sum.
+func checkRewrites(t *testing.T, dir string, cases []rewriteCase) {
+	t.Helper()
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			checkVariants(t, c.file(), golden.Header.Tokens, []fileVariant{{name: "scaled", sha256: c.sha256, set: c.set, sums: []float64{c.sum}}})
+			checkVariants(t, c.file(), golden.Header.Tokens, []fileVariant{{name: "rewritten", sha256: c.sha256, set: c.set, sums: []float64{c.sum}}})
 		})
 	}
 }
@@ -301,31 +311,25 @@ func TestRoPEScalingAsLlamaCPP(t *testing.T) {
 // llama.cpp 0.7.0 reading otherwise than ppl (each file rewritten with
 // attention.sliding_window 24, attention.sliding_window_pattern 2,
 // rope.freq_base_swa 5000, attention.temperature_scale 0.1, half the
-// rope.dimension_count, and 2 expert groups with 1 used): the
+// rope.dimension_count, 2 expert groups with 1 used, and
+// nextn_predict_layers 1): the
 // sliding_window_pattern period of cohere2 and afmoe (whose layers without
 // RoPE stay every fourth, as its graph fixes them); rope.freq_base_swa for
 // the sliding layers of gemma2, gemma3n, gpt-oss, llama4 and afmoe; no
 // window for lfm2moe; no attention temperature for dots3note and
-// kimi-linear (ppl had refused the file). llama.cpp's sums of log-probs
+// kimi-linear (ppl had refused the file); the trailing
+// nextn_predict_layers block not run in mimo2 and nemotron_h_moe (ppl had
+// run it as a layer), and per-layer arrays of every block, the MTP
+// block's included, read for step35 (ppl had refused them). llama.cpp's sums of log-probs
 // over the first window of 128 on the same bytes (every token within
 // 5.4e-8). Expert groups in llama4 and gemma4, which llama.cpp routes
 // otherwise than ppl, are refused by name.
 func TestLayerKeysAsLlamaCPP(t *testing.T) {
 	dir := oracle.Require(t)
-	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	gen := func(arch string, set func(*mkmodel.Shape)) func() string {
 		return func() string { return genModel(t, dir, arch, set) }
 	}
-	for _, c := range []struct {
-		name   string
-		file   func() string
-		set    map[string]any
-		sha256 string
-		sum    float64
-	}{
+	checkRewrites(t, dir, []rewriteCase{
 		{"cohere2 pattern", gen("cohere2", cohere2Shape(40)), map[string]any{"cohere2.attention.sliding_window_pattern": uint32(2)},
 			"670fdcd2bc6e5669d346f75948f4381104cfb918b6e1ae93ec4f2889cb3b9722", -1325.6510676},
 		{"afmoe pattern", gen("afmoe", afmoe), map[string]any{"afmoe.attention.sliding_window_pattern": uint32(2)},
@@ -346,11 +350,13 @@ func TestLayerKeysAsLlamaCPP(t *testing.T) {
 			"76fd43271267172d898db75943d28b92147b6270372086824c35a444beb0e6a8", -1620.3802614},
 		{"kimi-linear temperature ignored", gen("kimi-linear", kimiShape), map[string]any{"kimi-linear.attention.temperature_scale": float32(0.1)},
 			"6c2cd451b92a6c50fcde4af718c88e230465e9a3bbbfddbc7fa6f20045c625da", -1637.0837594},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			checkVariants(t, c.file(), golden.Header.Tokens, []fileVariant{{name: "rewritten", sha256: c.sha256, set: c.set, sums: []float64{c.sum}}})
-		})
-	}
+		{"mimo2 MTP block", gen("mimo2", mimo2Shape), map[string]any{"mimo2.nextn_predict_layers": uint32(1)},
+			"bb0d81fea30946527b478a9515848baf5836cf2a3ed35dac37e608e7efee8285", -1609.0716112},
+		{"nemotron_h_moe MTP block", gen("nemotron_h_moe", nemotronH(true)), map[string]any{"nemotron_h_moe.nextn_predict_layers": uint32(1)},
+			"ab6727d29f8930fdadb7cffcc0738b159a35bf782d35ae1a219c366f281c0598", -1529.7707239},
+		{"step35 MTP block", gen("step35", step35Shape), map[string]any{"step35.nextn_predict_layers": uint32(1)},
+			"d76b18c3676f6998c2051b50d37431c7a59de435776bfae69329ae503d9970c9", -1621.9560742},
+	})
 	groups := map[string]any{"expert_group_count": uint32(2), "expert_group_used_count": uint32(1)}
 	for arch, src := range map[string]string{"llama4": genModel(t, dir, "llama4", llama4(8, 64, 0)), "gemma4": oracle.Model(dir, "tiny-gemma4")} {
 		set := map[string]any{}

@@ -22,14 +22,18 @@ func init() { Register("mimo2", newMiMo2) }
 // or where it has ffn_gate_inp experts routed by sigmoid with the
 // selection bias exp_probs_b, renormalized and not scaled (llama.cpp
 // fixes all three, whatever expert_gating_func, expert_weights_norm and
-// expert_weights_scale say); the output matrix required. The pattern
-// must be an array, as llama.cpp requires it.
+// expert_weights_scale say); the output matrix required; the trailing
+// nextn_predict_layers blocks (MTP) not run. The pattern must be an
+// array, as llama.cpp requires it.
 //
 // The narrow values run as key-sized heads: attn_v's rows padded with
 // zero rows to the key head's size (values of 0, so that the attention's
 // extra columns are 0), and attn_output reading each head's first
 // value_length columns of the attention's output (ml's GatherCols).
 func newMiMo2(l *Loader) Network {
+	if !l.dropNextN() { // llama.cpp reads the key for mimo2 (probed)
+		return nil
+	}
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
 	heads, kv, window, slides, err := m.slidingHeads(hp.Layers)

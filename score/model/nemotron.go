@@ -19,13 +19,17 @@ import "ppl.dev/score/ml"
 //     expert_weights_scale (as llama.cpp does), plus the shared expert
 //     ffn_up_shexp, ffn_down_shexp; with moe_latent_size (Nemotron 3
 //     Super) the experts read and write that width, through
-//     ffn_latent_down and ffn_latent_up.
+//     ffn_latent_down and ffn_latent_up; nemotron_h_moe's trailing
+//     nextn_predict_layers blocks (MTP) are not run.
 func init() {
 	Register("nemotron_h", func(l *Loader) Network { return newNemotronH(l, false) })
 	Register("nemotron_h_moe", func(l *Loader) Network { return newNemotronH(l, true) })
 }
 
 func newNemotronH(l *Loader, experts bool) Network {
+	if experts && !l.dropNextN() { // llama.cpp reads the key for nemotron_h_moe alone (probed)
+		return nil
+	}
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
 	proto, kv := l.mamba2Params(), l.kvHeads()
