@@ -323,7 +323,9 @@ func checkRewrites(t *testing.T, dir string, cases []rewriteCase) {
 // block's included, read for step35 (ppl had refused them). llama.cpp's sums of log-probs
 // over the first window of 128 on the same bytes (every token within
 // 5.4e-8). Expert groups in llama4 and gemma4, which llama.cpp routes
-// otherwise than ppl, are refused by name.
+// otherwise than ppl, are refused by name, as is rope.scaling.type none
+// with a factor in the architectures whose sliding layers llama.cpp still
+// scales by it (noneScalesSWA).
 func TestLayerKeysAsLlamaCPP(t *testing.T) {
 	dir := oracle.Require(t)
 	gen := func(arch string, set func(*mkmodel.Shape)) func() string {
@@ -357,6 +359,14 @@ func TestLayerKeysAsLlamaCPP(t *testing.T) {
 		{"step35 MTP block", gen("step35", step35Shape), map[string]any{"step35.nextn_predict_layers": uint32(1)},
 			"d76b18c3676f6998c2051b50d37431c7a59de435776bfae69329ae503d9970c9", -1621.9560742},
 	})
+	none := func(arch string) []refusal {
+		return []refusal{{"scaling type none with a factor", map[string]any{arch + ".rope.scaling.type": "none", arch + ".rope.scaling.factor": float32(4)}, nil,
+			"metadata " + arch + ".rope.scaling.type none with factor 4: llama.cpp 0.7.0 still scales " + arch + "'s sliding layers by it"}}
+	}
+	checkRefusals(t, genModel(t, dir, "gemma2", gemma2(4, 32)), none("gemma2"))
+	checkRefusals(t, oracle.Model(dir, "tiny-gpt-oss"), none("gpt-oss"))
+	checkRefusals(t, genModel(t, dir, "afmoe", afmoe), none("afmoe")) // its RoPE is read after its experts'
+	checkRefusals(t, genModel(t, dir, "llama4", llama4(8, 64, 0)), none("llama4"))
 	groups := map[string]any{"expert_group_count": uint32(2), "expert_group_used_count": uint32(1)}
 	for arch, src := range map[string]string{"llama4": genModel(t, dir, "llama4", llama4(8, 64, 0)), "gemma4": oracle.Model(dir, "tiny-gemma4")} {
 		set := map[string]any{}

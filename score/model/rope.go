@@ -54,8 +54,12 @@ var yarnBetaArchs = map[string]float64{"grok": 8, "mistral3": 32, "k2-horizon": 
 // swaRoPE is r turned by rope.freq_base_swa where the file gives it: the
 // RoPE of the sliding layers of architectures whose graphs llama.cpp
 // 0.7.0 builds with each layer's own base (gemma2, gemma3n, gpt-oss,
-// llama4's chunked layers, afmoe; probed), r's base when absent.
+// llama4's chunked layers, afmoe; probed), r's base when absent; r itself
+// (nil after an error) once l has failed.
 func (l *Loader) swaRoPE(r *nn.RoPE) *nn.RoPE {
+	if r == nil || l.err != nil {
+		return r
+	}
 	base, err := meta{l.f, l.HP.Arch}.float("rope.freq_base_swa", r.Base)
 	switch {
 	case err != nil:
@@ -67,6 +71,12 @@ func (l *Loader) swaRoPE(r *nn.RoPE) *nn.RoPE {
 	}
 	return r
 }
+
+// noneScalesSWA are the architectures whose sliding layers llama.cpp
+// 0.7.0 turns by freq_scale_swa, 1/rope.scaling.factor, even when
+// rope.scaling.type is none, which unscales the others (probed; such a
+// file is refused).
+var noneScalesSWA = map[string]bool{"afmoe": true, "gemma2": true, "llama4": true, "maion-coder": true, "maple": true, "smallthinker": true, "spark2_5": true, "gpt-oss": true}
 
 // wholeHeads reports whether r turns whole heads, and fails l otherwise:
 // the architectures whose graphs llama.cpp 0.7.0 builds only then (it
@@ -152,6 +162,9 @@ func (l *Loader) rope(neox bool) (*nn.RoPE, RopeInfo, error) {
 	r := &nn.RoPE{HeadDim: hp.HeadDim, Dims: dims, NeoX: neox, Base: base, FreqScale: 1 / factor, AttnFactor: attn}
 	switch scaling {
 	case "none":
+		if factor != 1 && noneScalesSWA[hp.Arch] {
+			return nil, info, fmt.Errorf("metadata %s.rope.scaling.type none with factor %g: llama.cpp 0.7.0 still scales %s's sliding layers by it, which ppl does not match", hp.Arch, factor, hp.Arch)
+		}
 		r.FreqScale, factor = 1, 1 // llama.cpp never scales when the type is none
 	case "linear":
 	case "yarn":
