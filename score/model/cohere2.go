@@ -13,7 +13,8 @@ import (
 // and the attention's output with biases where the file has them; the
 // layers attend within a sliding window of attention.sliding_window keys
 // with RoPE (adjacent pairs) but each attention.sliding_window_pattern-th
-// (4 when absent), which attends to every key without positions; the final norm a LayerNorm too; the output the token
+// (4 when absent), which attends to every key without positions; the
+// final norm a LayerNorm too; the output the token
 // embedding (llama.cpp refuses a file with output.weight); the logits
 // multiplied by logit_scale.
 //

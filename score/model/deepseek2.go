@@ -242,11 +242,6 @@ func newDeepSeek2(l *Loader) Network {
 		rot:  rot,
 		topK: topK, context: l.Opts.Context, idxHeads: idxHeads, idxDim: idxDim,
 	}
-	switch hp.Arch {
-	case "dots3note", "hy_v4", "bailingmoe3", "kimi-linear", "kimi-k3": // their graphs have no temperature (probed)
-	default:
-		d.temp = l.attnTemp("attention.temperature_length", -1)
-	}
 	if hyv4 || k3 { // llama.cpp reads no other
 		d.head.Output = l.Linear("output", hp.Embd, hp.Vocab)
 	} else {
@@ -285,6 +280,9 @@ func newDeepSeek2(l *Loader) Network {
 	}
 	ling3 := hp.Arch == "bailingmoe3"
 	kimi := hp.Arch == "kimi-linear" || ling3 || k3
+	if !dots3 && !hyv4 && !kimi { // the others' graphs have no temperature (probed)
+		d.temp = l.attnTemp("attention.temperature_length", -1)
+	}
 	var kdaLayers []bool
 	var kdaDim, dConv int
 	var lowerBound float32             // bailingmoe3's safe gate
