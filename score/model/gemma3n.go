@@ -233,19 +233,18 @@ func gemma3nFixed(m meta, layers int) error {
 			return fmt.Errorf("metadata %s.attention.shared_kv_layers = %v: llama.cpp gives gemma3n's layers from %d on the KV of earlier ones (%d shared of %d layers)", m.arch, v, g3nKVLayers, want, layers)
 		}
 	}
-	key := m.arch + ".attention.sliding_window_pattern"
-	if v, ok := m.f.Lookup(key); ok {
-		p, ok := v.Any().([]bool)
-		if !ok || len(p) != layers {
-			return fmt.Errorf("metadata %s: want an array of %d bools (one per layer)", key, layers)
-		}
-		for i, s := range p {
-			if s != (i%g3nPeriod < g3nPeriod-1) {
-				return fmt.Errorf("metadata %s[%d] = %v: llama.cpp runs gemma3n with 4 sliding layers of every 5", key, i, s)
-			}
+	// The pattern as flags or a period, read as the architectures that
+	// read it do, then held to llama.cpp's fixed one.
+	sliding, err := m.slidingLayers(layers, g3nPeriod, false)
+	if err != nil {
+		return err
+	}
+	for i, s := range sliding {
+		if s != (i%g3nPeriod < g3nPeriod-1) {
+			return fmt.Errorf("metadata %s.attention.sliding_window_pattern: layer %d sliding %v; llama.cpp runs gemma3n with 4 sliding layers of every 5", m.arch, i, s)
 		}
 	}
-	key = m.arch + ".activation_sparsity_scale"
+	key := m.arch + ".activation_sparsity_scale"
 	if v, ok := m.f.Lookup(key); ok {
 		s, ok := v.Any().([]float32)
 		if !ok || len(s) != layers {

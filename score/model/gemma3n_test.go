@@ -34,7 +34,7 @@ func TestGemma3nRefused(t *testing.T) {
 		{"active stream", map[string]any{"gemma3n.altup.active_idx": uint32(1)}, nil, "gemma3n.altup.active_idx = 1: llama.cpp runs gemma3n with 0 only"},
 		{"per-layer width", map[string]any{"gemma3n.embedding_length_per_layer_input": uint32(128)}, nil, "gemma3n.embedding_length_per_layer_input = 128: llama.cpp runs gemma3n with 256 only"},
 		{"shared KV", map[string]any{"gemma3n.attention.shared_kv_layers": float32(5)}, nil, "gemma3n.attention.shared_kv_layers = 5: llama.cpp gives gemma3n's layers from 20 on"},
-		{"pattern", map[string]any{"gemma3n.attention.sliding_window_pattern": pattern}, nil, "gemma3n.attention.sliding_window_pattern[1] = false: llama.cpp runs gemma3n with 4 sliding layers of every 5"},
+		{"pattern", map[string]any{"gemma3n.attention.sliding_window_pattern": pattern}, nil, "gemma3n.attention.sliding_window_pattern: layer 1 sliding false; llama.cpp runs gemma3n with 4 sliding layers of every 5"},
 		{"sparsity", map[string]any{"gemma3n.activation_sparsity_scale": sparsity}, nil, "gemma3n.activation_sparsity_scale[0] = -Inf: llama.cpp sparsifies gemma3n's first 10 layers at 1.6448534 and no others"},
 		{"no window", map[string]any{"gemma3n.attention.sliding_window": nil}, nil, "missing metadata gemma3n.attention.sliding_window"},
 		{"laurel rank", nil, []string{"blk.3.laurel_l.weight"}, "blk.3.laurel_l.weight"},

@@ -225,9 +225,23 @@ func readHParams(f *gguf.File, arch string) (HParams, error) {
 		get(&hp.HeadDim, "attention.key_length", hp.Embd/hp.Heads)
 		get(&hp.ValueDim, "attention.value_length", hp.HeadDim)
 	}
+	// llama.cpp requires the RMS norms' epsilon of every architecture that
+	// reads it; ppl too, rather than guess (llama.cpp's own guess, where it
+	// has one, differs: 0 for arwkv7 and rwkv6qwen2). The others keep
+	// 1e-5, which none of them reads.
+	if !rmsEpsUnread[arch] {
+		errs = append(errs, m.require("attention.layer_norm_rms_epsilon"))
+	}
 	eps, err := m.float("attention.layer_norm_rms_epsilon", 1e-5)
 	errs = append(errs, err)
 	hp.Eps = eps
+	// llama.cpp 0.7.0 lets such a file's attention see the tokens after
+	// each position, which leaves no next-token distribution to score.
+	causal, err := m.bool("attention.causal", true)
+	if err == nil && !causal && !free {
+		err = fmt.Errorf("metadata %s.attention.causal = false: a model whose attention reads later tokens has no next-token distribution to score", arch)
+	}
+	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
 		return hp, err
 	}
@@ -280,23 +294,48 @@ func blockTensors(f *gguf.File) int {
 // required).
 var attentionFree = map[string]bool{"mamba": false, "mamba2": false, "rwkv7": true, "arwkv7": true, "rwkv6": true, "rwkv6qwen2": true}
 
+// rmsEpsUnread are the architectures for which llama.cpp 0.7.0 reads no
+// attention.layer_norm_rms_epsilon (probed on each: a file without it
+// loads in llama.cpp for these alone): those whose norms are all
+// LayerNorms, and qwen2vl, whose RMS norms it runs with epsilon 0.
+var rmsEpsUnread = map[string]bool{"qwen2vl": true, "bloom": true, "codeshell": true, "cohere2": true, "cohere2moe": true, "command-r": true, "dbrx": true,
+	"falcon": true, "gpt2": true, "gptneox": true, "jais": true, "jais2": true, "mpt": true, "nemotron": true, "olmo": true, "orion": true,
+	"phi2": true, "rwkv6": true, "rwkv7": true, "stablelm": true, "starcoder": true, "starcoder2": true}
+
 // perLayerArchs are the architectures whose files may give
 // feed_forward_length and the head counts per layer (arrays of block_count
 // values); they read each layer's with meta.layerInts.
 var perLayerArchs = map[string]bool{"gemma4": true, "gemma3n": true, "deci": true, "granitehybrid": true, "nemotron_h": true, "nemotron_h_moe": true, "lfm2": true, "lfm2moe": true, "falcon-h1": true, "mimo2": true, "openelm": true, "step35": true, "laguna": true, "spark2_5": true, "kimi-linear": true, "bailingmoe3": true, "kimi-k3": true, "jamba": true, "plamo2": true}
 
-// maxInt reads an integer key as int does, or, for an architecture of
-// perLayerArchs, the largest value of a per-layer array.
+// maxInt reads an integer key as int does, or an array of one value per
+// layer: for an architecture of perLayerArchs its largest value, for the
+// others its one value (llama.cpp reads these keys per layer for every
+// architecture, and a file may give the same value per layer; values that
+// differ are refused).
 func (m meta) maxInt(key string, def int) (int, error) {
 	v, ok := m.f.Lookup(m.arch + "." + key)
-	if !ok || v.Type != gguf.ValueArray || !perLayerArchs[m.arch] {
+	if !ok || v.Type != gguf.ValueArray {
 		return m.int(key, def)
 	}
-	vs, err := m.layerInts(key, v.Len(), def)
+	if perLayerArchs[m.arch] {
+		vs, err := m.layerInts(key, v.Len(), def)
+		if err != nil || len(vs) == 0 {
+			return 0, err
+		}
+		return slices.Max(vs), nil
+	}
+	n, err := m.int("block_count", -1)
+	if err != nil {
+		return 0, err
+	}
+	vs, err := m.layerInts(key, n, def)
 	if err != nil || len(vs) == 0 {
 		return 0, err
 	}
-	return slices.Max(vs), nil
+	if i := slices.IndexFunc(vs, func(x int) bool { return x != vs[0] }); i > 0 {
+		return 0, fmt.Errorf("metadata %s.%s[%d] = %d, [0] = %d: %s runs with one value for every layer", m.arch, key, i, vs[i], vs[0], m.arch)
+	}
+	return vs[0], nil
 }
 
 // layerInts reads a key that holds either one integer for every layer or

@@ -218,7 +218,10 @@ func yarnKeys(arch string, orig uint32, kv ...any) map[string]any {
 //     yarn_ext_factor for grok alone: llama, gemma2 and gpt-oss ignore the
 //     betas;
 //   - mistral3's YaRN factor with a log multiplier is llama.cpp's float32
-//     value (in float64 one log-prob was 4.6e-4 off).
+//     value (in float64 one log-prob was 4.6e-4 off);
+//   - the old key rope.scale_linear is read only where the file has no
+//     rope.scaling.factor (ppl had let it override the factor: gpt-oss's
+//     YaRN of 32 taken as 2, up to 3.0 per token off).
 //
 // llama.cpp's sums of log-probs over the first window of 128 on the same
 // bytes; every token was within 5.3e-8 of it.
@@ -280,6 +283,10 @@ func TestRoPEScalingAsLlamaCPP(t *testing.T) {
 			"8f9b15636d0d387912e4d26454d29a146842afa884be1ac6da721a55f9c3f42a", -1529.7563713},
 		{"gpt-oss beta_slow ignored", tiny("gpt-oss"), yarnKeys("gpt-oss", 32, "yarn_beta_slow", float32(2)),
 			"2f79a9da75258c1f5319eed2a462249c2e673d3d549a1b92b686055039595640", -1803.2086613},
+		{"llama old scale key", gen("llama", nil), map[string]any{"llama.rope.scale_linear": float32(2)},
+			"4023cb0dccaa42100c90bff695c952481df7e25e110aee6679bda6aca467d3c1", -1637.0982145},
+		{"gpt-oss old scale key beside the factor", tiny("gpt-oss"), map[string]any{"gpt-oss.rope.scale_linear": float32(2)},
+			"356d4541b52d8ed1cd4640f7f0e7339a9d4e015662c7aaa6b4dd4d422df2b281", -1807.1633186},
 	})
 }
 
@@ -325,7 +332,18 @@ func checkRewrites(t *testing.T, dir string, cases []rewriteCase) {
 // 5.4e-8). Expert groups in llama4 and gemma4, which llama.cpp routes
 // otherwise than ppl, are refused by name, as is rope.scaling.type none
 // with a factor in the architectures whose sliding layers llama.cpp still
-// scales by it (noneScalesSWA).
+// scales by it (noneScalesSWA). A later probe (attention.causal false,
+// attention.layer_norm_rms_epsilon absent, and attention.clamp_kqv,
+// attention.max_alibi_bias, use_parallel_residual, pooling_type set where
+// llama.cpp reads none of them) found ppl scoring as causal a file llama.cpp
+// runs without the causal mask (now refused), and assuming an epsilon of
+// 1e-5 where llama.cpp refuses the file or assumes 0 (now required but for
+// the architectures of LayerNorms alone and qwen2vl, rmsEpsUnread); gemma3n's pattern
+// given as llama.cpp's period 5 now runs. A probe of attention.head_count,
+// head_count_kv and feed_forward_length given as arrays of one value per
+// layer found ppl refusing them but in perLayerArchs, where llama.cpp
+// reads them so for every architecture: they now run (values that differ
+// from layer to layer stay refused there).
 func TestLayerKeysAsLlamaCPP(t *testing.T) {
 	dir := oracle.Require(t)
 	gen := func(arch string, set func(*mkmodel.Shape)) func() string {
@@ -358,6 +376,24 @@ func TestLayerKeysAsLlamaCPP(t *testing.T) {
 			"ab6727d29f8930fdadb7cffcc0738b159a35bf782d35ae1a219c366f281c0598", -1529.7707239},
 		{"step35 MTP block", gen("step35", step35Shape), map[string]any{"step35.nextn_predict_layers": uint32(1)},
 			"d76b18c3676f6998c2051b50d37431c7a59de435776bfae69329ae503d9970c9", -1621.9560742},
+		{"gemma3n pattern as a period", gen("gemma3n", gemma3nShape), map[string]any{"gemma3n.attention.sliding_window_pattern": uint32(5)},
+			"f05ccc79927fa705b67d7271ff7dbad99972877b5c566bcf9e72adf5838d28fd", -1265.5716098},
+		{"gpt2 without an RMS epsilon", gen("gpt2", gpt2Shape), map[string]any{"gpt2.attention.layer_norm_rms_epsilon": nil},
+			"f85c0939fdfc1c30bc6751dcef319ee8903a9a329c3e2f6399887749102e068e", -1535.3119408},
+		{"llama KV heads per layer", gen("llama", nil), map[string]any{"llama.attention.head_count_kv": []uint32{2, 2}},
+			"0142fa19b92cb4b237a49b708e50391ceca1390814e1eea277f3a62d3041e6f5", -1626.4546316},
+		{"rwkv6qwen2 KV heads per layer", gen("rwkv6qwen2", qrwkv6Shape), map[string]any{"rwkv6qwen2.attention.head_count_kv": []uint32{1, 1}},
+			"195d57305a8f9ff5e3ec33d6e70be568838db0ae0ccb0d23d033495951338b9a", -1628.4244002},
+	})
+	checkRefusals(t, genModel(t, dir, "llama", nil), []refusal{
+		{"non-causal", map[string]any{"llama.attention.causal": false}, nil, "metadata llama.attention.causal = false: a model whose attention reads later tokens"},
+		{"no RMS epsilon", map[string]any{"llama.attention.layer_norm_rms_epsilon": nil}, nil, "missing metadata llama.attention.layer_norm_rms_epsilon"},
+		{"KV heads differing per layer", map[string]any{"llama.attention.head_count_kv": []uint32{2, 1}}, nil,
+			"metadata llama.attention.head_count_kv[1] = 1, [0] = 2: llama runs with one value for every layer"},
+	})
+	checkRefusals(t, genModel(t, dir, "gemma3n", gemma3nShape), []refusal{
+		{"pattern period 2", map[string]any{"gemma3n.attention.sliding_window_pattern": uint32(2)}, nil,
+			"metadata gemma3n.attention.sliding_window_pattern: layer 1 sliding false; llama.cpp runs gemma3n with 4 sliding layers of every 5"},
 	})
 	none := func(arch string) []refusal {
 		return []refusal{{"scaling type none with a factor", map[string]any{arch + ".rope.scaling.type": "none", arch + ".rope.scaling.factor": float32(4)}, nil,

@@ -102,11 +102,13 @@ func (l *Loader) rope(neox bool) (*nn.RoPE, RopeInfo, error) {
 		return v
 	}
 	base := num("rope.freq_base", 10000)
-	// llama.cpp: rope.scale_linear, else rope.scaling.factor; 0 means 1.
-	factor := num("rope.scale_linear", 0)
-	if factor == 0 {
-		factor = num("rope.scaling.factor", 0)
+	// llama.cpp: rope.scaling.factor, or the old rope.scale_linear where
+	// the file has no rope.scaling.factor; 0 means 1.
+	factorKey := "rope.scaling.factor"
+	if !m.has(factorKey) {
+		factorKey = "rope.scale_linear"
 	}
+	factor := num(factorKey, 0)
 	attn := num("rope.scaling.attn_factor", 1)
 	// llama.cpp 0.7.0 reads YaRN's ramp for the architectures yarnBetaArchs
 	// names (and the mix for grok alone); the others are turned with 32, 1

@@ -90,7 +90,7 @@ func newRWKV6(l *Loader, qwen bool) Network {
 	}
 	kvHeads := heads
 	if qwen {
-		kv, err := m.int("attention.head_count_kv", 0)
+		kv, err := m.maxInt("attention.head_count_kv", 0)
 		if err != nil {
 			l.fail(err)
 			return nil
