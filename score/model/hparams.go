@@ -248,6 +248,9 @@ func readHParams(f *gguf.File, arch string) (HParams, error) {
 	if !free && (hp.KVHeads <= 0 || hp.HeadDim <= 0 || hp.Heads%hp.KVHeads != 0) {
 		return hp, fmt.Errorf("bad attention shape: %d heads, %d KV heads, head size %d", hp.Heads, hp.KVHeads, hp.HeadDim)
 	}
+	if widthHeadArchs[arch] && hp.Heads*hp.HeadDim != hp.Embd {
+		return hp, fmt.Errorf("bad attention shape: %d heads of %d (attention.key_length) for a width of %d: llama.cpp 0.7.0 shapes %s's attention tensors by the width", hp.Heads, hp.HeadDim, hp.Embd, arch)
+	}
 	if hp.ValueDim != hp.HeadDim && !LatentArch(arch) && arch != "mimo2" && arch != "minicpm3" && arch != "plm" { // MLA reads its own head sizes (deepseek2.go), mimo2 and minicpm3 pad their values (mimo2.go, minicpm3.go)
 		return hp, fmt.Errorf("value head size %d differs from key head size %d: not supported", hp.ValueDim, hp.HeadDim)
 	}
@@ -293,6 +296,16 @@ func blockTensors(f *gguf.File) int {
 // channel mix is one (rwkv6, rwkv6qwen2, rwkv7, arwkv7: feed_forward_length
 // required).
 var attentionFree = map[string]bool{"mamba": false, "mamba2": false, "rwkv7": true, "arwkv7": true, "rwkv6": true, "rwkv6qwen2": true}
+
+// widthHeadArchs are the architectures whose attention tensors llama.cpp
+// 0.7.0 shapes by the width (embedding_length rows for q and the output,
+// head_count × key_length nowhere), so that it refuses a file whose heads
+// do not fill the width (probed on each with heads twice as wide).
+var widthHeadArchs = map[string]bool{"arctic": true, "baichuan": true, "bailingmoe2": true, "bitnet": true, "bloom": true, "chatglm": true,
+	"codeshell": true, "cohere2": true, "command-r": true, "dbrx": true, "deepseek": true, "exaone4": true, "falcon": true, "gpt2": true,
+	"gptneox": true, "grok": true, "internlm2": true, "jais": true, "jamba": true, "lfm2": true, "lfm2moe": true, "mpt": true,
+	"nemotron": true, "olmo": true, "olmo2": true, "olmoe": true, "orion": true, "phi2": true, "phi3": true, "phimoe": true, "plamo": true,
+	"qwen2": true, "qwen2moe": true, "qwen2vl": true, "stablelm": true, "starcoder": true, "starcoder2": true, "xverse": true}
 
 // rmsEpsUnread are the architectures for which llama.cpp 0.7.0 reads no
 // attention.layer_norm_rms_epsilon (probed on each: a file without it

@@ -412,3 +412,26 @@ func TestLayerKeysAsLlamaCPP(t *testing.T) {
 		checkRefusals(t, src, []refusal{{"expert groups", set, nil, "metadata " + arch + ".expert_group_count = 2: expert groups in " + arch + " are not matched to llama.cpp's routing"}})
 	}
 }
+
+// TestHeadSizeAsLlamaCPP: heads twice as wide as embedding_length /
+// head_count (attention.key_length) on every architecture. llama.cpp
+// 0.7.0 runs such a file where it shapes the attention by key_length, as
+// ppl does (71 architectures probed, every token within 5.4e-8; llama
+// here, against llama.cpp's sum over the first window of 128), and refuses
+// it where it shapes the attention tensors by the width (widthHeadArchs:
+// 38 architectures), where ppl had run it; ppl now refuses it there too.
+func TestHeadSizeAsLlamaCPP(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wide := func(s *mkmodel.Shape) { s.HeadDim *= 2 }
+	p := genModel(t, dir, "llama", wide)
+	checkSHA(t, p, "7d0a0fa45c5e206129a151271e5c1f78ead9d900e51750ddd9df4ce53970637e")
+	generatedScores(t, p, golden.Header.Tokens, []float64{-1644.2029655})
+	for _, arch := range []string{"phi3", "olmo2", "starcoder2"} {
+		checkRefusals(t, genModel(t, dir, arch, wide), []refusal{{arch, nil, nil,
+			"bad attention shape: 4 heads of 64 (attention.key_length) for a width of 128: llama.cpp 0.7.0 shapes " + arch + "'s attention tensors by the width"}})
+	}
+}
