@@ -89,6 +89,7 @@ func TestScripts(t *testing.T) {
 			"wait-cache":    waitCache,
 			"transient":     transient,
 			"gguf-split":    ggufSplit,
+			"gguf-add":      ggufAdd,
 			"cmp-records":   cmpRecords,
 			"report-num":    reportNum,
 			"sha256":        fileSHA256,
@@ -210,6 +211,30 @@ func ggufSplit(ts *testscript.TestScript, neg bool, args []string) {
 	paths, err := gguf.WriteShards(f, ts.MkAbs(args[1]), n)
 	ts.Check(err)
 	ts.Logf("%d shards", len(paths))
+}
+
+// ggufAdd writes MODEL with one more tensor, NAME, of N float32 zeros, as
+// OUT: a file with a tensor its architecture does not read.
+//
+//	gguf-add MODEL OUT NAME N
+func ggufAdd(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 4 {
+		ts.Fatalf("usage: gguf-add MODEL OUT NAME N")
+	}
+	n, err := strconv.Atoi(args[3])
+	ts.Check(err)
+	f, err := gguf.Open(ts.MkAbs(args[0]))
+	ts.Check(err)
+	defer f.Close()
+	w := gguf.NewWriter()
+	for _, kv := range f.Metadata {
+		w.Add(kv.Key, kv.Value)
+	}
+	for _, t := range f.Tensors {
+		ts.Check(w.AddTensor(t.Name, t.Type, t.Shape, f.Data(t)))
+	}
+	ts.Check(w.AddTensor(args[2], gguf.TypeF32, []uint64{uint64(n)}, make([]byte, 4*n)))
+	ts.Check(w.WriteFile(ts.MkAbs(args[1])))
 }
 
 // cmpRecords compares two outputs of the tools record by record, leaving

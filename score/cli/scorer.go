@@ -127,6 +127,10 @@ func (s *scorer) run(ctx context.Context, r *pipe.Reader, out io.Writer) error {
 		return err
 	}
 	s.warnings = s.contextWarnings(proto)
+	s.warnings = append(s.warnings, unreadWarning(s.m)...)
+	if s.ref != nil {
+		s.warnings = append(s.warnings, unreadWarning(s.ref)...)
+	}
 	for _, m := range s.warnings {
 		s.log.Warnf("warning: %s", m)
 	}
@@ -930,6 +934,21 @@ func (s *scorer) contextWarnings(p *pipe.Protocol) []string {
 		return []string{fmt.Sprintf("--rope-yarn changes nothing: context %d is within the training context %d, so the YaRN factor is 1", p.Context, native)}
 	}
 	return nil
+}
+
+// unreadWarning warns of the tensors of m's file that its architecture
+// does not read (model.Info.Unread): ones llama.cpp may compute with, or
+// that it refuses the file for.
+func unreadWarning(m *loaded) []string {
+	u := m.Info().Unread
+	if len(u) == 0 {
+		return nil
+	}
+	list := strings.Join(u[:min(len(u), 4)], ", ")
+	if len(u) > 4 {
+		list += fmt.Sprintf(" and %d more", len(u)-4)
+	}
+	return []string{fmt.Sprintf("%s: %d tensors that ppl's %s does not read (%s): llama.cpp 0.7.0 computes with them, or refuses the file", m.info.Name, len(u), m.Info().Arch, list)}
 }
 
 // shardWindows is how many windows the input holds, from the window

@@ -38,6 +38,7 @@ func newCogVLM(l *Loader) Network {
 			if !l.Has(p + v + ".weight") {
 				l.Failf("missing tensor %s%s.weight (the visual expert, which llama.cpp 0.7.0 requires)", p, v)
 			}
+			l.pass(p + v + ".weight")
 		}
 		if l.Has(p + "attn_qkv.bias") {
 			l.Failf("tensor %sattn_qkv.bias: llama.cpp's cogvlm has no attention biases (it refuses the file)", p)

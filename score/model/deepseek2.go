@@ -386,6 +386,8 @@ func newDeepSeek2(l *Loader) Network {
 				kBias: l.Vector(p+"indexer.k_norm.bias", idxDim),
 				proj:  l.Linear(p+"indexer.proj", hp.Embd, idxHeads),
 			}
+		} else if dsa {
+			l.pass(p + "indexer.") // a layer reusing the previous one's keys: llama.cpp loads and leaves its indexer
 		}
 		switch {
 		case i < moe.DenseLayers:

@@ -187,6 +187,7 @@ func newGemma3n(l *Loader) Network {
 			ly.v = l.Linear(p+"attn_v", E, kvd)
 			ly.kNorm = l.Norm(p+"attn_k_norm", hp.HeadDim)
 		} else {
+			l.pass(p+"attn_k.weight", p+"attn_v.weight", p+"attn_k_norm.weight") // llama.cpp loads and leaves them
 			ly.src = nKV - 1
 			if sliding {
 				ly.src = nKV - 2

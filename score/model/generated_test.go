@@ -139,6 +139,9 @@ func generatedScoresTo(t *testing.T, path string, tokens []int32, sums []float64
 		t.Fatal(err)
 	}
 	defer m.Close()
+	if u := m.Info().Unread; len(u) > 0 {
+		t.Errorf("%s: tensors not read: %v", filepath.Base(path), u)
+	}
 	if v := int32(m.Vocab()); slices.Max(tokens) >= v { // a model of the tokenizer's first tokens (genModelType)
 		tokens = vocabTokens(tokens, v)
 	}

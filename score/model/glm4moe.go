@@ -69,5 +69,8 @@ func (l *Loader) dropNextN() bool {
 		return false
 	}
 	hp.Layers -= nextn
+	for b := range nextn {
+		l.pass(fmt.Sprintf("blk.%d.", hp.Layers+b))
+	}
 	return true
 }

@@ -435,3 +435,34 @@ func TestHeadSizeAsLlamaCPP(t *testing.T) {
 			"bad attention shape: 4 heads of 64 (attention.key_length) for a width of 128: llama.cpp 0.7.0 shapes " + arch + "'s attention tensors by the width"}})
 	}
 }
+
+// TestUnread: a tensor the architecture does not read is named in
+// Info.Unread (ppl-score warns of it: llama.cpp 0.7.0 computes with it, or
+// refuses the file); tensors llama.cpp also leaves unread are not: a NextN
+// block, the rope factors LongRoPE does not choose, NVFP4's activation
+// scales. Every file the generated and oracle tests load has none
+// (generatedScoresTo, oracleModelAct).
+func TestUnread(t *testing.T) {
+	dir := oracle.Require(t)
+	for _, c := range []struct {
+		name, path string
+		add        map[string]f32Tensor
+		want       []string
+	}{
+		{"extra", genModel(t, dir, "llama", nil), map[string]f32Tensor{"blk.0.ffn_gate_inp.weight": {[]uint64{128}, make([]float32, 128)}}, []string{"blk.0.ffn_gate_inp.weight"}},
+		{"nextn", oracle.Model(dir, "tiny-glm4moe"), nil, nil},
+		{"longrope", genModel(t, dir, "phi3", longRoPE(200)), nil, nil},
+		{"input scales", oracle.Model(dir, "tiny-llama-spm-nvfp4"), map[string]f32Tensor{"blk.0.attn_q.input_scale": {[]uint64{1}, []float32{1}}}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := Load(rewriteFile(t, c.path, nil, c.add), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			if got := m.Info().Unread; !slices.Equal(got, c.want) {
+				t.Errorf("unread %v, want %v", got, c.want)
+			}
+		})
+	}
+}

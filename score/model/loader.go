@@ -31,6 +31,40 @@ type Loader struct {
 	mats   []*ml.Matrix          // every matrix bound, in order, for the backend to prepare
 	vecs   []*ml.Vector          // every vector bound
 	byName map[string]*ml.Matrix // a tensor bound twice (a tied head) is one Matrix
+
+	// read are the tensors bound; passed and passedBlocks, the names and
+	// "blk.N." prefixes of those the architecture leaves unread as
+	// llama.cpp does (Info.Unread).
+	read, passed map[string]bool
+	passedBlocks []string
+}
+
+// pass records tensors the architecture leaves unread as llama.cpp 0.7.0
+// does (loading them, or not, and computing nothing with them): names, or
+// prefixes ending in "." ("blk.3." for a whole block).
+func (l *Loader) pass(names ...string) {
+	if l.passed == nil {
+		l.passed = map[string]bool{}
+	}
+	for _, n := range names {
+		if strings.HasSuffix(n, ".") {
+			l.passedBlocks = append(l.passedBlocks, n)
+		} else {
+			l.passed[n] = true
+		}
+	}
+}
+
+// unread lists the file's tensors that were neither bound nor passed.
+func (l *Loader) unread() []string {
+	var out []string
+	for _, t := range l.f.Tensors {
+		if l.read[t.Name] || l.passed[t.Name] || slices.ContainsFunc(l.passedBlocks, func(p string) bool { return strings.HasPrefix(t.Name, p) }) {
+			continue
+		}
+		out = append(out, t.Name)
+	}
+	return out
 }
 
 // Err returns the first error met, if any.
@@ -91,6 +125,10 @@ func (l *Loader) tensor(name string, shape ...int) (*gguf.Tensor, []byte) {
 		return nil, nil
 	}
 	l.noteRole(name, t.Type)
+	if l.read == nil {
+		l.read = map[string]bool{}
+	}
+	l.read[name] = true
 	return t, data
 }
 
@@ -182,6 +220,11 @@ func (l *Loader) matrixOf(name, tname string, experts, in, out int) *ml.Matrix {
 	// tensor checked the type, the shape and the bytes (the backend's
 	// Prepare turns them into its own form).
 	w := &ml.Matrix{Name: t.Name, Type: t.Type, In: in, Out: out, Experts: experts, Data: data}
+	if weights {
+		// Activation scales of W4A4 kernels, and a scale llama.cpp does
+		// not read (outputScaled): neither is applied to the product.
+		l.pass(name+".input_scale", name+".scale")
+	}
 	if weights && outputScaled(name, t.Type) && l.Has(name+".scale") {
 		w.Scale = l.floats(name+".scale", max(experts, 1))
 		for e, v := range w.Scale {

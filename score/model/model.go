@@ -108,6 +108,11 @@ type Info struct {
 	KVDtype       string            `json:"kv_dtype"`
 	Activations   string            `json:"activations"`               // "fp32", "int8" or "int8-avx2"
 	SSMStateDtype string            `json:"ssm_state_dtype,omitempty"` // recurrent models only
+	// Unread are the file's tensors the architecture does not read, beyond
+	// those it leaves unread as llama.cpp 0.7.0 does (an MTP block, a
+	// vision expert): tensors llama.cpp may compute with, or that it
+	// refuses the file for; ppl-score warns of them.
+	Unread []string `json:"unread,omitempty"`
 }
 
 // Activation modes (Options.Activations): fp32, float32 activations and
@@ -210,7 +215,7 @@ func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 	}
 	name, _ := f.String("general.name")
 	info := Info{Arch: arch, Name: name, HParams: hp, WeightTypes: roleTypes(l.roles),
-		Shared: l.alt, Rope: l.rinfo, ALiBi: l.alibiBias, KVDtype: format.Name, Activations: act}
+		Shared: l.alt, Rope: l.rinfo, ALiBi: l.alibiBias, KVDtype: format.Name, Activations: act, Unread: l.unread()}
 	if r, ok := net.(recurrentNetwork); ok {
 		info.SSMStateDtype = r.ssmStateDtype()
 	}

@@ -38,6 +38,9 @@ func oracleModelAct(t *testing.T, dir, stem, kv, act string) *Model {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if u := m.Info().Unread; len(u) > 0 {
+		t.Errorf("%s: tensors not read: %v", stem, u)
+	}
 	models[key] = m
 	return m
 }

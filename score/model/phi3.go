@@ -98,5 +98,6 @@ func (l *Loader) longRoPE(r *nn.RoPE) {
 		return
 	}
 	r.FreqFactors = l.floats(name+".weight", r.Dims/2)
+	l.pass("rope_factors_long.weight", "rope_factors_short.weight") // llama.cpp loads both, reads one
 	l.rinfo.FreqFactors, l.rinfo.Factors = true, name[len("rope_factors_"):]
 }

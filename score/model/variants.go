@@ -175,6 +175,7 @@ func newDeci(l *Loader) Network {
 		var ly decoderLayer
 		switch {
 		case ffn[i] == 0:
+			l.pass(p)
 			return ly
 		case heads[i] == 0:
 		case kv[i] == 0:
@@ -1342,6 +1343,7 @@ func newApertus(l *Loader) Network {
 	return l.bindLayers(d, func(i int, p string) decoderLayer {
 		ly := l.preNormLayer(p, "ffn_norm")
 		ly.qNorm, ly.kNorm = l.qkNorms(p, false)
+		l.pass(p+"attn_q_norm.bias", p+"attn_k_norm.bias")
 		ly.ffn = &Dense{ml.MLP{Up: l.Linear(p+"ffn_up", hp.Embd, hp.FFN), Down: l.Linear(p+"ffn_down", hp.FFN, hp.Embd), Act: ml.XIELU,
 			XIELU: nn.NewXIELU(params[0][i], params[1][i], params[2][i], params[3][i])}}
 		return ly
