@@ -190,6 +190,9 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 	case "jamba": // layer 0 Mamba-1 and dense, layer 1 attention with experts
 		c.SSMState, c.SSMConv, c.AttnInterval, c.Experts, c.ExpertsUsed, c.ExpertFFN = 16, 4, 2, 8, 2, c.FFN
 	}
+	if model.HeadsFillWidth(arch) { // llama.cpp shapes the attention by the width
+		c.HeadDim = c.Embd / c.Heads
+	}
 	return c
 }
 

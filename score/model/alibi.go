@@ -127,11 +127,13 @@ func newMPT(l *Loader) Network {
 }
 
 // refact: Refact-1.6B, as llama.cpp 0.7.0 runs it: llama's block (RMS
-// norms, q, k and v apart, a SwiGLU MLP) with ALiBi of maximum bias 8
-// (llama.cpp's fixed value) instead of RoPE; the output matrix, or the
-// token embedding.
+// norms, q, k and v apart with their biases where the file has them, a
+// SwiGLU MLP) with ALiBi of maximum bias 8 (llama.cpp's fixed value)
+// instead of RoPE; the biases of the attention's output and the MLP
+// llama.cpp loads and leaves unapplied, and so does ppl (probed); the
+// output matrix, or the token embedding.
 func newRefact(l *Loader) Network {
-	d := newDecoder(l, decoderOpts{})
+	d := l.unbiasedOutputs(newDecoder(l, decoderOpts{}), true)
 	return l.alibiNetwork(d, d, 8)
 }
 

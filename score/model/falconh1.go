@@ -4,8 +4,9 @@ package model
 // every layer runs attention and a Mamba-2 mixer (granitehybrid.go's)
 // side by side on the same RMS-normed rows (attn_norm) and adds their sum
 // to the residual stream, then a SwiGLU MLP (ffn_norm); biases wherever
-// the file has them (q, k, v, the attention's output, the MLP's, the
-// convolution's), the mixer's grouped norm only when the file has
+// the file has them (q, k, v, the MLP's, the convolution's; the
+// attention's output's llama.cpp loads and leaves unapplied, as ppl
+// does), the mixer's grouped norm only when the file has
 // ssm_norm (without, the gate alone); RoPE with NeoX pairs; the scores
 // scaled by 1/sqrt(head size), whatever attention.scale says (llama.cpp
 // 0.7.0 reads it for the granite family alone, probed). The FFN's norm is
@@ -31,6 +32,7 @@ func newFalconH1(l *Loader) Network {
 	d := l.baseDecoder(true)
 	net := l.bindLayers(d, func(i int, p string) decoderLayer {
 		ly := l.attnLayer(p)
+		l.unbiased(ly.o) // llama.cpp loads attn_output's bias and leaves it unapplied (probed)
 		ly.ffnNorm = l.bareNorm(p+"ffn_norm", hp.Embd)
 		ly.mixer = l.mamba2(p, proto, l.Has(p+"ssm_conv1d.bias"), l.Has(p+"ssm_norm.weight"))
 		ly.ffn = l.DenseFFN(p, hp.Embd, hp.FFN)

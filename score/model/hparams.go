@@ -307,6 +307,11 @@ var widthHeadArchs = map[string]bool{"arctic": true, "baichuan": true, "bailingm
 	"nemotron": true, "olmo": true, "olmo2": true, "olmoe": true, "orion": true, "phi2": true, "phi3": true, "phimoe": true, "plamo": true,
 	"qwen2": true, "qwen2moe": true, "qwen2vl": true, "stablelm": true, "starcoder": true, "starcoder2": true, "xverse": true}
 
+// HeadsFillWidth reports whether llama.cpp 0.7.0 shapes arch's attention
+// tensors by the width, so that its heads must fill embedding_length
+// (widthHeadArchs): for generators of files it loads.
+func HeadsFillWidth(arch string) bool { return widthHeadArchs[arch] }
+
 // rmsEpsUnread are the architectures for which llama.cpp 0.7.0 reads no
 // attention.layer_norm_rms_epsilon (probed on each: a file without it
 // loads in llama.cpp for these alone): those whose norms are all

@@ -1,8 +1,11 @@
 package model
 
 import (
+	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"ppl.dev/eval/mkmodel"
@@ -463,6 +466,75 @@ func TestUnread(t *testing.T) {
 			if got := m.Info().Unread; !slices.Equal(got, c.want) {
 				t.Errorf("unread %v, want %v", got, c.want)
 			}
+		})
+	}
+}
+
+// biases gives every blk.N.ROLE.weight of the file at path (of blocks,
+// or all when none are named) a bias of 0.2·sin(7i + len(name)) where it
+// has none: the values of the probe that found which of them llama.cpp
+// applies.
+func biases(t *testing.T, path, role string, blocks ...int) map[string]f32Tensor {
+	t.Helper()
+	f, err := gguf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	add := map[string]f32Tensor{}
+	for _, tn := range f.Tensors {
+		var b int
+		if _, err := fmt.Sscanf(tn.Name, "blk.%d.", &b); err != nil || !strings.HasSuffix(tn.Name, "."+role+".weight") || len(tn.Shape) != 2 ||
+			len(blocks) > 0 && !slices.Contains(blocks, b) {
+			continue
+		}
+		name := strings.TrimSuffix(tn.Name, ".weight") + ".bias"
+		if _, ok := f.Tensor(name); ok {
+			continue
+		}
+		v := make([]float32, tn.Shape[1])
+		for i := range v {
+			v[i] = float32(0.2 * math.Sin(float64(i*7+len(name))))
+		}
+		add[name] = f32Tensor{[]uint64{tn.Shape[1]}, v}
+	}
+	return add
+}
+
+// TestBiasesAsLlamaCPP: a probe gave every architecture's attention and
+// MLP matrices biases (each role apart where both sides ran the file) and
+// found llama.cpp 0.7.0 loading and leaving unapplied attn_output's in
+// ernie4_5, ernie4_5-moe, falcon-h1 and deci's "linear attention" layers,
+// and refact's attention output and MLP biases, where ppl had applied them
+// (0.5 to 3.4 per token off). llama.cpp's sums over the first window of
+// 128 on the same bytes, each equal to the file's without the biases
+// (deci's layer 0, full attention, shows its bias applied).
+func TestBiasesAsLlamaCPP(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refact := func(s *mkmodel.Shape) { alibiShape(s); s.KVHeads = 2 }
+	for _, c := range []struct {
+		arch   string
+		set    func(*mkmodel.Shape)
+		role   string
+		blocks []int
+		sha256 string
+		sum    float64
+	}{
+		{"deci", deci, "attn_output", []int{0}, "3facfadb68760240ef4d0a1ca9d5397af81dc0ab83a8e0826869644a7af92001", -1607.3858666},
+		{"deci", deci, "attn_output", []int{1}, "3889e058e882bc92347f4b5dbc0dc865a85b8a104b0aa7599eddae8691046abe", -1604.2728121},
+		{"ernie4_5", nil, "attn_output", nil, "cd60c9d12feb815e7354286925aafeeae469e657c163c97fbe84caf443029d46", -1626.4546316},
+		{"ernie4_5-moe", ernie45MoE, "attn_output", nil, "f1ac0011e6ea2b7df841cd4287de10d6160f75baf6ba7ff13a1072ba39770b0b", -1597.8855739},
+		{"falcon-h1", falconH1(false), "attn_output", nil, "ef315493c6185f1b6bd2dde618d786b3d85007e303f01eb84098b9cefecf2d0f", -1604.6202265},
+		{"refact", refact, "attn_output", nil, "a5877e7e6af545e1b1bbed27569895ad9427d5fbecba7ce0e45eb3efca7a868a", -1558.3375375},
+		{"refact", refact, "ffn_up", nil, "78b6c97db906531d211c3b321075407582d977f4744a63ecbadce9afc44ae06d", -1558.3375375},
+	} {
+		t.Run(fmt.Sprintf("%s %s %v", c.arch, c.role, c.blocks), func(t *testing.T) {
+			src := genModel(t, dir, c.arch, c.set)
+			checkVariants(t, src, golden.Header.Tokens, []fileVariant{{name: "biased", sha256: c.sha256, add: biases(t, src, c.role, c.blocks...), sums: []float64{c.sum}}})
 		})
 	}
 }

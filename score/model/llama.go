@@ -277,6 +277,24 @@ func newDecoder(l *Loader, o decoderOpts) *decoder {
 	return m
 }
 
+// unbiasedOutputs drops the biases llama.cpp loads and leaves unapplied
+// (probed): attn_output's in every layer of d, and with mlp the dense
+// MLPs' as well. It returns d.
+func (l *Loader) unbiasedOutputs(d *decoder, mlp bool) *decoder {
+	if d == nil {
+		return nil
+	}
+	for _, ly := range d.layers {
+		l.unbiased(ly.o)
+		if f, ok := ly.ffn.(*Dense); ok && mlp {
+			l.unbiased(f.Gate)
+			l.unbiased(f.Up)
+			l.unbiased(f.Down)
+		}
+	}
+	return d
+}
+
 // newVL is newDecoder for the text of a Qwen vision-language file, as
 // llama.cpp 0.7.0 runs text tokens:
 //   - RoPE by rope.dimension_sections (required; vlRoPE): qwen2vl's MRoPE,

@@ -55,6 +55,19 @@ func (l *Loader) pass(names ...string) {
 	}
 }
 
+// unbiased drops the bias bound with w (the file's NAME.bias beside
+// NAME.weight), which llama.cpp loads and leaves unapplied, and returns w.
+func (l *Loader) unbiased(w *ml.Matrix) *ml.Matrix {
+	if w == nil || w.Bias == nil {
+		return w
+	}
+	name, _, _ := strings.Cut(w.Name, ".weight")
+	w.Bias = nil
+	delete(l.read, name+".bias")
+	l.pass(name + ".bias")
+	return w
+}
+
 // unread lists the file's tensors that were neither bound nor passed.
 func (l *Loader) unread() []string {
 	var out []string

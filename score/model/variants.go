@@ -19,7 +19,8 @@ func init() {
 	// ernie4_5 (ERNIE-4.5-0.3B) is llama as llama.cpp runs it; exaone
 	// (EXAONE 3.0, 3.5) is llama with NeoX RoPE (q/k/v and output biases
 	// where the file has them, rope_freqs as llama's).
-	Register("ernie4_5", func(l *Loader) Network { return newDecoder(l, decoderOpts{}) })
+	// llama.cpp loads its attn_output bias and leaves it unapplied (probed).
+	Register("ernie4_5", func(l *Loader) Network { return l.unbiasedOutputs(newDecoder(l, decoderOpts{}), false) })
 	// internlm2 (InternLM2, 2.5), xverse (XVERSE) and nanbeige (Nanbeige)
 	// are llama as llama.cpp runs them (the converter splits InternLM2's
 	// wqkv into attn_q, attn_k and attn_v).
@@ -180,7 +181,7 @@ func newDeci(l *Loader) Network {
 		case heads[i] == 0:
 		case kv[i] == 0:
 			ly.attnNorm = l.Norm(p+"attn_norm", E)
-			ly.mixer = linearMixer{l.Linear(p+"attn_output", E, E)}
+			ly.mixer = linearMixer{l.unbiased(l.Linear(p+"attn_output", E, E))} // llama.cpp leaves its bias unapplied here (probed)
 		default:
 			a := l.layerAttn(d, i, heads[i], kv[i])
 			if a == nil {
@@ -1032,7 +1033,8 @@ func newMiniMaxM2(l *Loader) Network {
 
 // ernie4_5-moe: Baidu's ERNIE 4.5 mixtures (21B-A3B, 300B-A47B), as
 // llama.cpp 0.7.0 runs them: llama's decoder (adjacent-pair RoPE, q/k/v
-// biases when present) whose FFN is a mixture of experts in the layers from
+// biases when present; attn_output's loaded and left unapplied, as
+// llama.cpp does) whose FFN is a mixture of experts in the layers from
 // leading_dense_block_count on, every interleave_moe_layer_step-th, and a
 // dense MLP in the others. Routing: softmax, the experts chosen on the
 // probabilities plus the selection bias exp_probs_b, weights renormalized
@@ -1053,6 +1055,7 @@ func newERNIE45MoE(l *Loader) Network {
 	d := l.baseDecoder(false)
 	return l.bindLayers(d, func(i int, p string) decoderLayer {
 		ly := l.preNormLayer(p, "ffn_norm")
+		l.unbiased(ly.o) // llama.cpp loads attn_output's bias and leaves it unapplied (probed)
 		if i >= moe.DenseLayers && (i+1)%step == 0 {
 			ly.ffn = l.MoE(p, moe)
 		} else {
