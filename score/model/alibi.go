@@ -149,9 +149,6 @@ func newJais(l *Loader) Network {
 		return nil
 	}
 	maxBias := l.maxALiBiBias()
-	if !l.untied() {
-		return nil
-	}
 	d := l.baseDecoder(false)
 	d.layerNorm, d.attn.Scale = eps, float64(1/float32(hp.HeadDim)) // 1.0f/float(n_embd_head)
 	d.outNormB = l.Vector("output_norm.bias", hp.Embd)

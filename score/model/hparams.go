@@ -248,6 +248,9 @@ func readHParams(f *gguf.File, arch string) (HParams, error) {
 	if !free && (hp.KVHeads <= 0 || hp.HeadDim <= 0 || hp.Heads%hp.KVHeads != 0) {
 		return hp, fmt.Errorf("bad attention shape: %d heads, %d KV heads, head size %d", hp.Heads, hp.KVHeads, hp.HeadDim)
 	}
+	if _, ok := f.Tensor("output.weight"); !ok && untiedArchs[arch] {
+		return hp, fmt.Errorf("missing tensor output.weight (llama.cpp's %s reads no tied output)", arch)
+	}
 	if widthHeadArchs[arch] && hp.Heads*hp.HeadDim != hp.Embd {
 		return hp, fmt.Errorf("bad attention shape: %d heads of %d (attention.key_length) for a width of %d: llama.cpp 0.7.0 shapes %s's attention tensors by the width", hp.Heads, hp.HeadDim, hp.Embd, arch)
 	}
@@ -306,6 +309,15 @@ var widthHeadArchs = map[string]bool{"arctic": true, "baichuan": true, "bailingm
 	"gptneox": true, "grok": true, "internlm2": true, "jais": true, "jamba": true, "lfm2": true, "lfm2moe": true, "mpt": true,
 	"nemotron": true, "olmo": true, "olmo2": true, "olmoe": true, "orion": true, "phi2": true, "phi3": true, "phimoe": true, "plamo": true,
 	"qwen2": true, "qwen2moe": true, "qwen2vl": true, "stablelm": true, "starcoder": true, "starcoder2": true, "xverse": true}
+
+// untiedArchs are the architectures whose llama.cpp 0.7.0 loader requires
+// output.weight, reading no tied output (the token embedding in its
+// place), where ppl would tie it (probed on each: a file without it).
+var untiedArchs = map[string]bool{"apertus": true, "baichuan": true, "bailingmoe": true, "bailingmoe2": true, "codeshell": true,
+	"dbrx": true, "dots1": true, "exaone-moe": true, "gptneox": true, "internlm2": true, "jais": true, "kimi-linear": true,
+	"maion-coder": true, "maple": true, "mellum": true, "mimo2": true, "minimax-m2": true, "minimax-m3": true, "muse-glimmer": true,
+	"nemotron": true, "olmo2": true, "olmoe": true, "orion": true, "phi2": true, "phimoe": true, "plamo": true, "qwen": true,
+	"qwen2moe": true, "stablelm": true, "step35": true, "talkie": true, "xverse": true}
 
 // HeadsFillWidth reports whether llama.cpp 0.7.0 shapes arch's attention
 // tensors by the width, so that its heads must fill embedding_length

@@ -38,7 +38,7 @@ func newMaionCoder(l *Loader) Network {
 		return nil
 	}
 	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax, norm: true, latent: "moe_latent_size"})
-	if moe == nil || !l.untied() {
+	if moe == nil {
 		return nil
 	}
 	if moe.Latent <= 0 {

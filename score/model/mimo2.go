@@ -51,9 +51,6 @@ func newMiMo2(l *Loader) Network {
 		l.fail(err)
 		return nil
 	}
-	if !l.untied() {
-		return nil
-	}
 	var moe *moeParams
 	if l.Has(fmt.Sprintf("blk.%d.ffn_gate_inp.weight", hp.Layers-1)) || m.has("expert_count") {
 		if moe = l.moeParams(moeOpts{gating: ml.GateSigmoid, norm: true}); moe == nil {

@@ -55,9 +55,6 @@ func newMuseGlimmer(l *Loader) Network {
 		l.Failf("metadata %s.logit_scale is 0: every logit would be 0", hp.Arch)
 		return nil
 	}
-	if !l.untied() {
-		return nil
-	}
 	d := l.baseDecoder(false)
 	if l.Err() != nil { // d.rope may be missing
 		return nil

@@ -7,9 +7,6 @@ package model
 func init() { Register("plamo", newPlamo) }
 
 func newPlamo(l *Loader) Network {
-	if !l.untied() {
-		return nil
-	}
 	d := l.baseDecoder(true)
 	return l.bindLayers(d, func(_ int, p string) decoderLayer {
 		ly := l.attnLayer(p)

@@ -52,9 +52,6 @@ func newStep35(l *Loader) Network {
 		l.fail(err)
 		return nil
 	}
-	if !l.untied() {
-		return nil
-	}
 	var moe *moeParams
 	experts := m.has("expert_count")
 	for i := range hp.Layers {

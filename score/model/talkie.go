@@ -35,9 +35,6 @@ func newTalkie(l *Loader) Network {
 		l.fail(err)
 		return nil
 	}
-	if !l.untied() {
-		return nil
-	}
 	d := l.normlessDecoder(true)
 	if l.Err() != nil {
 		return nil

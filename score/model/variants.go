@@ -217,9 +217,6 @@ func newQwen(l *Loader) Network {
 		l.Failf("metadata %s.feed_forward_length = %d: want an even number (the MLP is half of it)", hp.Arch, hp.FFN)
 		return nil
 	}
-	if !l.untied() {
-		return nil
-	}
 	return l.bindLayers(l.baseDecoder(true), func(_ int, p string) decoderLayer {
 		ly := l.qkvAttn(p)
 		l.needBias(ly.q, ly.k, ly.v)
@@ -347,9 +344,6 @@ func newStableLM(l *Loader) Network {
 	if eps == 0 {
 		return nil
 	}
-	if !l.untied() {
-		return nil
-	}
 	d := l.baseDecoder(true)
 	d.layerNorm = eps
 	d.outNormB = l.Vector("output_norm.bias", hp.Embd)
@@ -397,7 +391,7 @@ func newStarCoder2(l *Loader) Network {
 // where the file has them; the output matrix required.
 func newCodeShell(l *Loader) Network {
 	eps := l.layerNormEps()
-	if eps == 0 || !l.untied() {
+	if eps == 0 {
 		return nil
 	}
 	return l.lnLayers(ml.GELU, true, l.baseDecoder(true), eps, l.qkvLayer)
@@ -413,9 +407,6 @@ func newCodeShell(l *Loader) Network {
 func newPhi2(l *Loader) Network {
 	eps := l.layerNormEps()
 	if eps == 0 {
-		return nil
-	}
-	if !l.untied() {
 		return nil
 	}
 	d := l.phi3Decoder()
@@ -448,9 +439,6 @@ func newGPTNeoX(l *Loader) Network {
 	}
 	if err != nil {
 		l.fail(err)
-		return nil
-	}
-	if !l.untied() {
 		return nil
 	}
 	return l.lnLayers(ml.GELU, true, l.baseDecoder(true), eps, func(p string) decoderLayer {
@@ -524,9 +512,6 @@ func newGPT2(l *Loader) Network {
 func newNemotron(l *Loader) Network {
 	eps := l.layerNormEps()
 	if eps == 0 {
-		return nil
-	}
-	if !l.untied() {
 		return nil
 	}
 	return l.lnLayers(ml.ReLUSqr, false, l.baseDecoder(true), eps, func(p string) decoderLayer {
@@ -619,9 +604,6 @@ func newDBRX(l *Loader) Network {
 		l.fail(err)
 		return nil
 	}
-	if !l.untied() {
-		return nil
-	}
 	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax, norm: true, ffn: hp.FFN})
 	if moe == nil {
 		return nil
@@ -648,9 +630,6 @@ func newBailingMoE(l *Loader) Network {
 		l.fail(err)
 		return nil
 	}
-	if !l.untied() {
-		return nil
-	}
 	return newDecoder(l, decoderOpts{moe: &moeOpts{gating: ml.GateSoftmax}})
 }
 
@@ -667,17 +646,6 @@ func (m meta) clampKQV(required bool) (float64, error) {
 		err = fmt.Errorf("metadata %s.attention.clamp_kqv = %v, want >= 0", m.arch, c)
 	}
 	return c, err
-}
-
-// untied reports whether the file has output.weight, recording an error
-// naming it when not (architectures whose llama.cpp graph reads no tied
-// output).
-func (l *Loader) untied() bool {
-	if !l.Has("output.weight") {
-		l.Failf("missing tensor output.weight (llama.cpp's %s reads no tied output)", l.HP.Arch)
-		return false
-	}
-	return true
 }
 
 // qkvAttn binds attn_norm, q, k and v (fused in attn_qkv or apart) and
@@ -1174,7 +1142,7 @@ func newMaple(l *Loader) Network {
 		return nil
 	}
 	moe := l.moeParams(moeOpts{gating: ml.GateSoftmax, norm: true})
-	if moe == nil || !l.untied() {
+	if moe == nil {
 		return nil
 	}
 	moe.gating, moe.Gating, moe.Norm, moe.Scale = ml.GateSoftmax, ml.GateSoftmax.String(), true, 0 // whatever the file says
