@@ -634,7 +634,7 @@ func (s *scorer) cacheSettings() string {
 	info, dev := s.m.Info(), s.m.Device()
 	kind, _, _ := strings.Cut(dev.Name, ":") // cuda:0 and cuda:1 compute alike
 	key := map[string]any{
-		"tool": pipe.ToolVersion, "model": s.m.info.SHA256, "kv": info.KVDtype, "rope": info.Rope,
+		"tool": pipe.ToolVersion, "revision": model.Revision, "model": s.m.info.SHA256, "kv": info.KVDtype, "rope": info.Rope,
 		"device": kind, "activations": dev.Activations, "precision": dev.Extra["precision"], "ref": s.refKey(),
 	}
 	for _, k := range numerics {

@@ -363,7 +363,7 @@ func (m meta) maxInt(key string, def int) (int, error) {
 		return 0, err
 	}
 	if i := slices.IndexFunc(vs, func(x int) bool { return x != vs[0] }); i > 0 {
-		return 0, fmt.Errorf("metadata %s.%s[%d] = %d, [0] = %d: %s runs with one value for every layer", m.arch, key, i, vs[i], vs[0], m.arch)
+		return 0, fmt.Errorf("metadata %s.%s[%d] = %d, [0] = %d: ppl runs %s with one value for every layer", m.arch, key, i, vs[i], vs[0], m.arch)
 	}
 	return vs[0], nil
 }

@@ -392,7 +392,7 @@ func TestLayerKeysAsLlamaCPP(t *testing.T) {
 		{"non-causal", map[string]any{"llama.attention.causal": false}, nil, "metadata llama.attention.causal = false: a model whose attention reads later tokens"},
 		{"no RMS epsilon", map[string]any{"llama.attention.layer_norm_rms_epsilon": nil}, nil, "missing metadata llama.attention.layer_norm_rms_epsilon"},
 		{"KV heads differing per layer", map[string]any{"llama.attention.head_count_kv": []uint32{2, 1}}, nil,
-			"metadata llama.attention.head_count_kv[1] = 1, [0] = 2: llama runs with one value for every layer"},
+			"metadata llama.attention.head_count_kv[1] = 1, [0] = 2: ppl runs llama with one value for every layer"},
 	})
 	checkRefusals(t, genModel(t, dir, "gemma3n", gemma3nShape), []refusal{
 		{"pattern period 2", map[string]any{"gemma3n.attention.sliding_window_pattern": uint32(2)}, nil,

@@ -147,6 +147,14 @@ const (
 // for these.
 const Int8Arithmetic = "ggml 0.27.0 (llama.cpp 0.7.0), revision 5"
 
+// Revision counts the changes that make ppl score some file otherwise in
+// every mode: a key, a tensor or a graph now read as llama.cpp 0.7.0 reads
+// it. Cache keys carry it, so that a window scored before such a change is
+// never replayed as this code's (revision 1: rope.scale_linear only
+// without rope.scaling.factor; the output biases llama.cpp leaves
+// unapplied in ernie4_5, ernie4_5-moe, falcon-h1, deci and refact).
+const Revision = 1
+
 // Load opens the GGUF model at path on the CPU and binds its weights
 // (which stay in the file's memory mapping). The Model must be closed.
 func Load(path string, opts Options) (*Model, error) { return LoadOn(path, opts, nil) }

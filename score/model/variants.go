@@ -16,10 +16,10 @@ import (
 // smollm3, olmo2, seed_oss, exaone4, minimax-m2, ernie4_5-moe, dots1,
 // llama4, ernie4_5, exaone, hunyuan-dense, arcee and apertus.
 func init() {
-	// ernie4_5 (ERNIE-4.5-0.3B) is llama as llama.cpp runs it; exaone
+	// ernie4_5 (ERNIE-4.5-0.3B) is llama as llama.cpp runs it, which
+	// loads attn_output's bias and leaves it unapplied (probed); exaone
 	// (EXAONE 3.0, 3.5) is llama with NeoX RoPE (q/k/v and output biases
 	// where the file has them, rope_freqs as llama's).
-	// llama.cpp loads its attn_output bias and leaves it unapplied (probed).
 	Register("ernie4_5", func(l *Loader) Network { return l.unbiasedOutputs(newDecoder(l, decoderOpts{}), false) })
 	// internlm2 (InternLM2, 2.5), xverse (XVERSE) and nanbeige (Nanbeige)
 	// are llama as llama.cpp runs them (the converter splits InternLM2's
