@@ -69,8 +69,14 @@ func (l *Loader) dropNextN() bool {
 		return false
 	}
 	hp.Layers -= nextn
-	for b := range nextn {
-		l.pass(fmt.Sprintf("blk.%d.", hp.Layers+b))
-	}
+	l.passMTP(hp.Layers, nextn)
 	return true
+}
+
+// passMTP passes the n MTP blocks from block first, which scoring does
+// not run (llama.cpp loads them and leaves them unread).
+func (l *Loader) passMTP(first, n int) {
+	for b := range n {
+		l.pass(fmt.Sprintf("blk.%d.", first+b))
+	}
 }

@@ -206,9 +206,7 @@ func qwen35Base(l *Loader, o qwen35Opts) (*qwen35, []bool) {
 		q.baBeta = append(q.baBeta, h/r*2*r+h%r)
 		q.baAlpha = append(q.baAlpha, h/r*2*r+r+h%r)
 	}
-	for b := hp.Layers - nextn; b < hp.Layers; b++ {
-		l.pass(fmt.Sprintf("blk.%d.", b)) // the MTP blocks
-	}
+	l.passMTP(hp.Layers-nextn, nextn)
 	return q, recurrent[:hp.Layers-nextn]
 }
 
