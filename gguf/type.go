@@ -45,6 +45,8 @@ const (
 	TypeTQ2_0   Type = 35
 	TypeMXFP4   Type = 39 // 36..38 (IQ4_NL_4_4, ...) were removed from GGUF
 	TypeNVFP4   Type = 40 // 64 E2M1 values, a UE4M3 scale per 16
+	TypeQ1_0    Type = 41 // 128 signs, an f16 scale
+	TypeQ2_0    Type = 42 // 64 2-bit codes, an f16 scale
 )
 
 type typeTraits struct {
@@ -88,6 +90,8 @@ var typeTable = [...]typeTraits{
 	TypeTQ2_0:   {"TQ2_0", 256, 2 + 64},
 	TypeMXFP4:   {"MXFP4", 32, 1 + 16},
 	TypeNVFP4:   {"NVFP4", 64, 64/16 + 64/2},
+	TypeQ1_0:    {"Q1_0", 128, 2 + 128/8},
+	TypeQ2_0:    {"Q2_0", 64, 2 + 64/4},
 }
 
 func (t Type) traits() typeTraits {
@@ -109,9 +113,9 @@ func (t Type) String() string {
 }
 
 // BlockSize returns the number of elements per block: 1 for F32, F16, BF16
-// and the integer types, 32 for Q4_0..Q8_1, IQ4_NL and MXFP4, 64 for NVFP4,
-// 256 for the K-quants, the other IQ types and TQ1_0, TQ2_0. It is 0 for an
-// unknown type.
+// and the integer types, 32 for Q4_0..Q8_1, IQ4_NL and MXFP4, 64 for NVFP4
+// and Q2_0, 128 for Q1_0, 256 for the K-quants, the other IQ types and
+// TQ1_0, TQ2_0. It is 0 for an unknown type.
 func (t Type) BlockSize() int { return t.traits().block }
 
 // TypeSize returns the number of bytes per block; 0 for an unknown type.

@@ -42,6 +42,8 @@ func TestTypeTraits(t *testing.T) {
 		{TypeTQ2_0, "TQ2_0", 256, 66},
 		{TypeMXFP4, "MXFP4", 32, 17},
 		{TypeNVFP4, "NVFP4", 64, 36},
+		{TypeQ1_0, "Q1_0", 128, 18},
+		{TypeQ2_0, "Q2_0", 64, 18},
 	}
 	known := map[Type]bool{}
 	for _, tt := range tests {

@@ -274,6 +274,21 @@ __device__ __forceinline__ void g_tq2_0(const u8* b, int p, float* y) {
 	for (int k = 0; k < 8; k++) y[k] = __fmul_rn(d, (float)((int)((b[32 * h + m + k] >> (2 * l)) & 3u) - 1));
 }
 
+// Q1_0: f16 d, then qs[16]: weight p's sign is bit p%8 of qs[p/8] (p a
+// multiple of 8: one byte holds the 8), y = d where set, -d where not.
+__device__ __forceinline__ void g_q1_0(const u8* b, int p, float* y) {
+	float d = h16(b);
+	u32 x = b[2 + (p >> 3)];
+	for (int k = 0; k < 8; k++) y[k] = __fmul_rn(d, (float)((int)((x >> k) & 1u) * 2 - 1));
+}
+
+// Q2_0: f16 d, then qs[16]: weight p's code is bits 2(p%4).. of qs[p/4],
+// y = d·(code - 1).
+__device__ __forceinline__ void g_q2_0(const u8* b, int p, float* y) {
+	float d = h16(b);
+	for (int k = 0; k < 8; k++) y[k] = __fmul_rn(d, (float)((int)((b[2 + ((p + k) >> 2)] >> (2 * ((p + k) & 3))) & 3u) - 1));
+}
+
 // TQ1_0: qs[48] (five base-3 digits a byte), qh[4] at 48 (four), f16 d at
 // 52; digit n of byte x is ((x·3^n mod 256)·3) >> 8. Weights 0-159 digit
 // p/32 of qs[p%32]; 160-239 digit (p-160)/16 of qs[32 + p%16]; 240-255
@@ -472,6 +487,8 @@ DEQUANT(dequant_mxfp4, 32, 17, g_mxfp4)
 DEQUANT(dequant_nvfp4, 64, 36, g_nvfp4)
 DEQUANT(dequant_tq1_0, 256, 54, g_tq1_0)
 DEQUANT(dequant_tq2_0, 256, 66, g_tq2_0)
+DEQUANT(dequant_q1_0, 128, 18, g_q1_0)
+DEQUANT(dequant_q2_0, 64, 18, g_q2_0)
 DEQUANT_GRID(dequant_iq2_xxs, 256, 66, g_iq2_xxs, WITH_GRID)
 DEQUANT_GRID(dequant_iq2_xs, 256, 74, g_iq2_xs, WITH_GRID)
 DEQUANT_GRID(dequant_iq2_s, 256, 82, g_iq2_s, WITH_GRID)
@@ -743,6 +760,18 @@ __device__ __forceinline__ void i8_tq2_0(const u8* b, int p, int* y, float* s, f
 	for (int k = 0; k < 32; k++) y[k] = (int)((b[32 * h + k] >> (2 * l)) & 3u) - 1;
 }
 
+// Q1_0 and Q2_0: the signs (±1) and the codes minus one; S = d, the
+// block's one scale, for each group of 32.
+__device__ __forceinline__ void i8_q1_0(const u8* b, int p, int* y, float* s, float*, const u8*) {
+	s[0] = h16(b);
+	for (int k = 0; k < 32; k++) y[k] = (int)((b[2 + ((p + k) >> 3)] >> ((p + k) & 7)) & 1u) * 2 - 1;
+}
+
+__device__ __forceinline__ void i8_q2_0(const u8* b, int p, int* y, float* s, float*, const u8*) {
+	s[0] = h16(b);
+	for (int k = 0; k < 32; k++) y[k] = (int)((b[2 + ((p + k) >> 2)] >> (2 * ((p + k) & 3))) & 3u) - 1;
+}
+
 // MXFP4: the doubled E2M1 values; S = 2^(e-128).
 __device__ __forceinline__ void i8_mxfp4(const u8* b, int, int* y, float* s, float*, const u8*) {
 	s[0] = e8m0_half(b[0]);
@@ -817,3 +846,5 @@ I8DEC(i8dec_tq1_0, 256, 54, 32, 0, i8_tq1_0)
 I8DEC(i8dec_tq2_0, 256, 66, 32, 0, i8_tq2_0)
 I8DEC(i8dec_mxfp4, 32, 17, 32, 0, i8_mxfp4)
 I8DEC(i8dec_nvfp4, 64, 36, 16, 0, i8_nvfp4)
+I8DEC(i8dec_q1_0, 128, 18, 32, 0, i8_q1_0)
+I8DEC(i8dec_q2_0, 64, 18, 32, 0, i8_q2_0)

@@ -119,9 +119,9 @@
 // y[32k+j+16] = (d*(ls-32))*T[qs[16k+j]>>4].
 //
 // The low-bit types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S,
-// TQ1_0, TQ2_0, MXFP4, NVFP4) are described with their decoders in
-// lowbit.go: each weight is a scale per 16 or 32 weights times a small
-// integer (a signed value of a lattice grid, a ternary digit, a doubled
-// E2M1 value), so all three entry points decode them through that integer
-// form.
+// TQ1_0, TQ2_0, MXFP4, NVFP4, Q1_0, Q2_0) are described with their decoders
+// in lowbit.go: each weight is a scale per 16 or 32 weights times a small
+// integer (a signed value of a lattice grid, a ternary digit, a sign, a
+// doubled E2M1 value), so all three entry points decode them through that
+// integer form.
 package quant

@@ -66,6 +66,10 @@ var int8Formats = [len(formats)]Int8Format{
 	gguf.TypeTQ2_0:   lbTQ2_0.int8(256, 3),
 	gguf.TypeMXFP4:   lbMXFP4.int8(32, 255),
 	gguf.TypeNVFP4:   lbNVFP4.int8(32, 255),
+	// Q1_0 and Q2_0 with Q8_0 activations, their one scale per block
+	// repeated for each group of 32.
+	gguf.TypeQ1_0: lbQ1_0.int8(32, 2),
+	gguf.TypeQ2_0: lbQ2_0.int8(32, 3),
 }
 
 // Int8FormatOf returns t's integer decoding; ok is false for the float
@@ -126,6 +130,8 @@ var int8Decoders = [len(formats)]func(w, q []byte, s, m []float32){
 	gguf.TypeTQ2_0:   lbTQ2_0.decode,
 	gguf.TypeMXFP4:   lbMXFP4.decode,
 	gguf.TypeNVFP4:   lbNVFP4.decode,
+	gguf.TypeQ1_0:    lbQ1_0.decode,
+	gguf.TypeQ2_0:    lbQ2_0.decode,
 }
 
 // fastInt8 holds the vector decoders this CPU has.

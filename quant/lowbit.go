@@ -6,8 +6,9 @@ import (
 )
 
 // The low-bit types: the i-quants (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S,
-// IQ3_XXS, IQ3_S), the ternary TQ1_0 and TQ2_0, and the 4-bit floats MXFP4
-// and NVFP4. Every weight of these types is a small integer v (a signed grid
+// IQ3_XXS, IQ3_S), the ternary TQ1_0 and TQ2_0, PrismML's Q1_0 (signs) and
+// Q2_0 (2-bit codes) of its Bonsai models, and the 4-bit floats MXFP4 and
+// NVFP4. Every weight of these types is a small integer v (a signed grid
 // value, a ternary digit, a doubled E2M1 value) times a scale shared by 16
 // or 32 weights, and that product is exact in float32. So each type has one
 // decoder, to its integer form (v + Offset as a byte and a scale per group,
@@ -103,6 +104,8 @@ var (
 	lbTQ2_0   = &lowbit{256, 66, 32, 1, decTQ2_0}
 	lbMXFP4   = &lowbit{32, 17, 32, 128, decMXFP4}
 	lbNVFP4   = &lowbit{64, 36, 16, 128, decNVFP4}
+	lbQ1_0    = &lowbit{128, 18, 32, 1, decQ1_0}
+	lbQ2_0    = &lowbit{64, 18, 32, 1, decQ2_0}
 )
 
 // Expanded grids (from grids.go): the byte values of each entry.
@@ -352,6 +355,31 @@ func decTQ2_0(b, q []byte, s []float32) {
 		}
 	}
 	d := f16(b[64:])
+	for j := range s {
+		s[j] = d
+	}
+}
+
+// Q1_0 (18 bytes): f16 d, then qs[16]: weight j's sign is bit j%8 of
+// qs[j/8], y = d where it is set, -d where not; its digit is 2·bit (a
+// weight (digit - 1)·d, as TQ2_0's), one scale for all 128.
+func decQ1_0(b, q []byte, s []float32) {
+	for j := range 128 {
+		q[j] = b[2+j/8] >> (j % 8) & 1 << 1
+	}
+	d := f16(b)
+	for j := range s {
+		s[j] = d
+	}
+}
+
+// Q2_0 (18 bytes): f16 d, then qs[16]: weight j's code is bits
+// 2(j%4)..2(j%4)+1 of qs[j/4], y = (code - 1)·d.
+func decQ2_0(b, q []byte, s []float32) {
+	for j := range 64 {
+		q[j] = b[2+j/4] >> (2 * (j % 4)) & 3
+	}
+	d := f16(b)
 	for j := range s {
 		s[j] = d
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // Quantizers for the low-bit types, so that ppl-mkmodel can write them for
-// speed tests. TQ1_0, TQ2_0, MXFP4 and NVFP4 follow llama.cpp's reference
+// speed tests. TQ1_0, TQ2_0, MXFP4, NVFP4, Q1_0 and Q2_0 follow llama.cpp's reference
 // quantizers (quantize_row_*_ref). The i-quants have none without an
 // importance matrix; ours is simple and plain: one scale per group from its
 // largest magnitude, each weight's sign from its own (for the types whose
@@ -491,6 +491,45 @@ func quantTQ2_0(src []float32, dst []byte) {
 		}
 		putF16(b[64:], d)
 		src, dst = src[256:], dst[66:]
+	}
+}
+
+// quantQ1_0 is llama.cpp's quantize_row_q1_0_ref: d = Σ|x|/128, summed in
+// float32 in order, and a weight's bit set where x >= 0.
+func quantQ1_0(src []float32, dst []byte) {
+	for len(src) >= 128 {
+		x, b := src[:128], dst[:18]
+		var sum float32
+		for _, v := range x {
+			sum += float32(math.Abs(float64(v)))
+		}
+		putF16(b, sum/128)
+		clear(b[2:])
+		for j, v := range x {
+			if v >= 0 {
+				b[2+j/8] |= 1 << (j % 8)
+			}
+		}
+		src, dst = src[128:], dst[18:]
+	}
+}
+
+// quantQ2_0 is llama.cpp's quantize_row_q2_0_ref: d = amax and TQ2_0's
+// ternary codes (its code 3, 2·d, never written).
+func quantQ2_0(src []float32, dst []byte) {
+	for len(src) >= 64 {
+		x, b := src[:64], dst[:18]
+		d := maxAbs(x)
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(b, d)
+		clear(b[2:])
+		for j, v := range x {
+			b[2+j/4] |= byte(ternary(v, id)) << (2 * (j % 4))
+		}
+		src, dst = src[64:], dst[18:]
 	}
 }
 

@@ -1,6 +1,9 @@
 package quant
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"hash/fnv"
 	"math"
 	"testing"
@@ -229,6 +232,15 @@ func lowbitHandBlocks() (cases []struct {
 	add(gguf.TypeNVFP4, 36, func(b []byte) { copy(b, []byte{0x38, 0x01, 0x7f, 0x7e, 0x95}); b[12], b[20], b[35] = 7, 0x77, 0xf1 },
 		run{0, 0, 3}, run{1, 7, 0}, run{8, 8, -0.5}, run{9, 15, 0}, run{16, 16, 0.01171875},
 		run{17, 54, 0}, run{55, 55, 224}, run{56, 62, 0}, run{63, 63, -2688})
+	// Q1_0: d = -0.5; clear bits are -d = 0.5. qs[0] = 0x81: weights 0
+	// and 7 -0.5; qs[15] = 0x40: weight 126 -0.5.
+	add(gguf.TypeQ1_0, 18, func(b []byte) { put16(b, 0, 0xb800); b[2], b[17] = 0x81, 0x40 },
+		run{0, 0, -0.5}, run{1, 6, 0.5}, run{7, 7, -0.5}, run{8, 125, 0.5}, run{126, 126, -0.5}, run{127, 127, 0.5})
+
+	// Q2_0: d = 2; code 0 is -2. qs[0] = 0xe4: weights 0-3 the codes 0, 1,
+	// 2, 3: -2, 0, 2, 4; qs[15] = 0x55: weights 60-63 code 1, 0.
+	add(gguf.TypeQ2_0, 18, func(b []byte) { put16(b, 0, 0x4000); b[2], b[17] = 0xe4, 0x55 },
+		run{0, 0, -2}, run{1, 1, 0}, run{2, 2, 2}, run{3, 3, 4}, run{4, 59, -2}, run{60, 63, 0})
 	return cases
 }
 
@@ -261,14 +273,16 @@ func TestZoo2Quantize(t *testing.T) {
 // about 10% above what our quantizers measure (a regression bound):
 // IQ2_XXS 0.500, IQ2_XS 0.396, IQ2_S 0.369, IQ3_XXS 0.253, IQ3_S 0.190,
 // IQ1_S 0.678, IQ1_M 0.523, TQ1_0 and TQ2_0 0.799 (ternary with d = amax:
-// most Gaussian weights round to 0), MXFP4 0.135, NVFP4 0.096. All-zero
-// blocks stay zero.
+// most Gaussian weights round to 0), MXFP4 0.135, NVFP4 0.096, Q1_0 0.726
+// (signs times the mean magnitude), Q2_0 0.715 (TQ2_0's codes over blocks
+// of 64). All-zero blocks stay zero.
 func TestLowbitQuantizeRoundTrip(t *testing.T) {
 	x := testWeights(256 * 64)
 	bound := map[gguf.Type]float64{
 		gguf.TypeIQ2_XXS: 0.55, gguf.TypeIQ2_XS: 0.44, gguf.TypeIQ2_S: 0.41, gguf.TypeIQ3_XXS: 0.28,
 		gguf.TypeIQ3_S: 0.21, gguf.TypeIQ1_S: 0.75, gguf.TypeIQ1_M: 0.58, gguf.TypeTQ1_0: 0.88,
-		gguf.TypeTQ2_0: 0.88, gguf.TypeMXFP4: 0.148, gguf.TypeNVFP4: 0.106,
+		gguf.TypeTQ2_0: 0.88, gguf.TypeMXFP4: 0.148, gguf.TypeNVFP4: 0.106, gguf.TypeQ1_0: 0.80,
+		gguf.TypeQ2_0: 0.79,
 	}
 	for _, typ := range lowbitTypes {
 		t.Run(typ.String(), func(t *testing.T) {
@@ -297,5 +311,44 @@ func TestLowbitQuantizeRoundTrip(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestQ1Q2AsLibggml quantizes the zoo's F16 tensor (512 × 256) to Q1_0 and
+// Q2_0 and dequantizes the result: the bytes must be those of libggml
+// 0.27.0's quantize_row_q1_0_ref and quantize_row_q2_0_ref (also
+// ggml_quantize_chunk's without an importance matrix, llama-quantize's
+// call) and the values those of its dequantize_row_q1_0 and _q2_0, each
+// pinned by its sha256.
+func TestQ1Q2AsLibggml(t *testing.T) {
+	src := make([]float32, zooCols*zooRows)
+	if err := Dequantize(gguf.TypeF16, openZoo(t).raw(t, gguf.TypeF16), src); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		typ        gguf.Type
+		quant, deq string
+	}{
+		{gguf.TypeQ1_0, "6837bde4df2915167ed5f832dc71b8dea373fd0c73ffe9b561669324b82d844b", "696b78eb0c6b0c9bcf6c92ba7e01bbde0946298e0e9c2913946683aff3859039"},
+		{gguf.TypeQ2_0, "995a74ca947e331a7eefb436e9b1fb48e93d56f6f6e8ed29cce9444f2f3311dc", "670122703c7770bae94d64e993280f14df85f792e68b42c5dd6209d2c47f9133"},
+	} {
+		q := make([]byte, len(src)/c.typ.BlockSize()*c.typ.TypeSize())
+		if err := Quantize(c.typ, src, q); err != nil {
+			t.Fatal(err)
+		}
+		y := make([]float32, len(src))
+		if err := Dequantize(c.typ, q, y); err != nil {
+			t.Fatal(err)
+		}
+		yb := make([]byte, 4*len(y))
+		for i, v := range y {
+			binary.LittleEndian.PutUint32(yb[4*i:], math.Float32bits(v))
+		}
+		if h := sha256.Sum256(q); hex.EncodeToString(h[:]) != c.quant {
+			t.Errorf("%v: quantized bytes sha256 %x, libggml's %s", c.typ, h, c.quant)
+		}
+		if h := sha256.Sum256(yb); hex.EncodeToString(h[:]) != c.deq {
+			t.Errorf("%v: dequantized values sha256 %x, libggml's %s", c.typ, h, c.deq)
+		}
 	}
 }

@@ -47,6 +47,8 @@ var formats = [...]format{
 	gguf.TypeTQ2_0:   lbTQ2_0.format(quantTQ2_0),
 	gguf.TypeMXFP4:   lbMXFP4.format(quantMXFP4),
 	gguf.TypeNVFP4:   lbNVFP4.format(quantNVFP4),
+	gguf.TypeQ1_0:    lbQ1_0.format(quantQ1_0),
+	gguf.TypeQ2_0:    lbQ2_0.format(quantQ2_0),
 }
 
 func lookup(t gguf.Type) *format {

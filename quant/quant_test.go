@@ -15,6 +15,7 @@ var supportedTypes = []gguf.Type{
 	gguf.TypeQ6_K, gguf.TypeQ8_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS,
 	gguf.TypeIQ2_XXS, gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S,
 	gguf.TypeIQ1_S, gguf.TypeIQ1_M, gguf.TypeTQ1_0, gguf.TypeTQ2_0, gguf.TypeMXFP4, gguf.TypeNVFP4,
+	gguf.TypeQ1_0, gguf.TypeQ2_0,
 }
 
 // quantizableTypes is every type Quantize handles with llama.cpp's
@@ -30,6 +31,7 @@ var quantizableTypes = []gguf.Type{
 var lowbitTypes = []gguf.Type{
 	gguf.TypeIQ2_XXS, gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S,
 	gguf.TypeIQ1_S, gguf.TypeIQ1_M, gguf.TypeTQ1_0, gguf.TypeTQ2_0, gguf.TypeMXFP4, gguf.TypeNVFP4,
+	gguf.TypeQ1_0, gguf.TypeQ2_0,
 }
 
 // allQuantizable is every type Quantize handles.

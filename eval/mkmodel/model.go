@@ -298,10 +298,14 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			case rows: // q and k normed whole, not per head
 				add(p+"attn_q_norm.weight", []uint64{q}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 				add(p+"attn_k_norm.weight", []uint64{kv}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
-			case c.QKLayerNorm: // weights for each head
+			case c.QKLayerNorm || c.Arch == "chameleon": // weights for each head (chameleon's with biases)
 				hd := uint64(c.HeadDim)
 				add(p+"attn_q_norm.weight", []uint64{hd, uint64(c.Heads)}, i, c.gain(p+"attn_q_norm.weight", 1, 0.2))
 				add(p+"attn_k_norm.weight", []uint64{hd, uint64(c.KVHeads)}, i, c.gain(p+"attn_k_norm.weight", 1, 0.2))
+				if c.Arch == "chameleon" {
+					add(p+"attn_q_norm.bias", []uint64{hd, uint64(c.Heads)}, i, c.normal(p+"attn_q_norm.bias", 0.1))
+					add(p+"attn_k_norm.bias", []uint64{hd, uint64(c.KVHeads)}, i, c.normal(p+"attn_k_norm.bias", 0.1))
+				}
 			}
 		}
 		if post {
@@ -597,6 +601,9 @@ func Write(path string, c *Config) error {
 	}
 	if a == "mpt" || a == "jais" { // ALiBi's maximum bias (bloom's and refact's is llama.cpp's fixed 8)
 		w.Add(a+".attention.max_alibi_bias", float32(8))
+	}
+	if a == "chameleon" && c.SwinNorm {
+		w.Add(a+".swin_norm", true)
 	}
 	if a == "dbrx" { // DBRX's clip_qkv
 		w.Add(a+".attention.clamp_kqv", float32(8))

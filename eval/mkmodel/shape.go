@@ -77,6 +77,9 @@ type Shape struct {
 	// DtBCRMS is mamba's ssm.dt_b_c_rms (Falcon-Mamba: dt, B and C
 	// RMS-normed without weights; mamba1.go).
 	DtBCRMS bool
+	// SwinNorm is chameleon's swin_norm (Chameleon-30B): attn_norm and
+	// ffn_norm norm the attention's and the FFN's outputs, not their inputs.
+	SwinNorm bool
 }
 
 // cohere reports Cohere's parallel blocks (cohere2, command-r, cohere2moe).
@@ -85,7 +88,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo", "arctic", "rwkv7", "arwkv7", "rwkv6", "rwkv6qwen2", "hy_v3", "maple", "laguna", "maion-coder", "spark2_5", "muse-glimmer", "talkie", "hunyuan_vl", "plm", "hrm_text", "grovemoe", "k2-horizon", "graniteswitch", "paddleocr", "cogvlm", "deepseek2-ocr", "minimax-01", "bailingmoe3", "dots3note", "hy_v4", "kimi-k3", "minimax-m3", "qwen4exp"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo", "arctic", "rwkv7", "arwkv7", "rwkv6", "rwkv6qwen2", "hy_v3", "maple", "laguna", "maion-coder", "spark2_5", "muse-glimmer", "talkie", "hunyuan_vl", "plm", "hrm_text", "grovemoe", "k2-horizon", "graniteswitch", "paddleocr", "cogvlm", "deepseek2-ocr", "minimax-01", "bailingmoe3", "dots3note", "hy_v4", "kimi-k3", "minimax-m3", "qwen4exp", "chameleon"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -215,7 +218,9 @@ func (s Shape) Check() error {
 	case s.cohere() && !s.Tied:
 		return fmt.Errorf("shape: %s is tied (llama.cpp's %s reads no output matrix)", s.Arch, s.Arch)
 	case s.QKLayerNorm && s.Arch != "command-r" && s.Arch != "stablelm":
-		return fmt.Errorf("shape: per-head q/k LayerNorms are command-r's (Command R+) and stablelm's (StableLM 2 12B)")
+		return fmt.Errorf("shape: per-head q/k LayerNorms are command-r's (Command R+) and stablelm's (StableLM 2 12B); chameleon has them always")
+	case s.SwinNorm && s.Arch != "chameleon":
+		return fmt.Errorf("shape: swin_norm is chameleon's")
 	case (s.Arch == "stablelm" || s.Arch == "phi2" || s.Arch == "plamo" || s.Arch == "gptneox" || s.Arch == "nemotron" || s.Arch == "dbrx" || s.Arch == "bailingmoe") && s.Tied:
 		return fmt.Errorf("shape: %s is untied (llama.cpp's %s requires output.weight)", s.Arch, s.Arch)
 	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "maple" && s.Arch != "maion-coder" && s.Arch != "spark2_5" && s.Arch != "muse-glimmer" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "olmo2" && s.Arch != "granite_swa" && s.Arch != "mellum" && s.Arch != "mimo2" && s.Arch != "step35" && s.Arch != "laguna" && s.Arch != "plamo3" && !s.dots3note() && !s.lfm2() && !s.gemma3n():

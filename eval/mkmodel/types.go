@@ -17,7 +17,7 @@ type FileType struct {
 	Base gguf.Type // type of most 2-D weights
 	// Pure gives every 2-D tensor the base type (llama-quantize --pure).
 	Pure bool
-	// Low marks the low-bit types (IQ*, TQ*, MXFP4, NVFP4), which are
+	// Low marks the low-bit types (IQ*, TQ*, MXFP4, NVFP4, Q1_0, Q2_0), which are
 	// always written pure: we do not reproduce llama.cpp's mixtures for
 	// them, nor its importance-matrix quantizers (see package quant).
 	Low bool
@@ -52,6 +52,8 @@ var FileTypes = []FileType{
 	{Name: "TQ2_0", ID: 37, Base: gguf.TypeTQ2_0, Low: true},
 	{Name: "MXFP4", ID: 38, Base: gguf.TypeMXFP4, Low: true}, // llama.cpp's MXFP4_MOE
 	{Name: "NVFP4", ID: 39, Base: gguf.TypeNVFP4, Low: true},
+	{Name: "Q1_0", ID: 40, Base: gguf.TypeQ1_0, Low: true},
+	{Name: "Q2_0", ID: 41, Base: gguf.TypeQ2_0, Low: true},
 }
 
 // LookupFileType finds a file type by name, case-insensitively; Q4_K and
@@ -122,8 +124,8 @@ func (f FileType) TensorType(name string, ne0, dims, layer, layers, gqa int, tie
 	if rwkvSmall(name) {
 		return gguf.TypeF32 // llama-quantize's list of RWKV's small 2-D weights it leaves as they are
 	}
-	if strings.HasSuffix(name, "ssm_a") || strings.HasSuffix(name, "ssm_d") || strings.HasSuffix(name, "_norm.weight") || strings.Contains(name, ".ple_norm_") {
-		return gguf.TypeF32 // Mamba-2's per-head values, norms of 2-D (Mamba-2's grouped one, Command R+'s per head, qwen4exp's per stream): F32 as llama-quantize leaves them (qwen4exp's PLE norms as its converter writes them: llama.cpp multiplies by them, which a quantized one refuses)
+	if strings.HasSuffix(name, "ssm_a") || strings.HasSuffix(name, "ssm_d") || strings.HasSuffix(name, "_norm.weight") || strings.HasSuffix(name, "_norm.bias") || strings.Contains(name, ".ple_norm_") {
+		return gguf.TypeF32 // Mamba-2's per-head values, norms of 2-D (Mamba-2's grouped one, Command R+'s and chameleon's per head, with its biases, qwen4exp's per stream): F32 as llama-quantize leaves them (qwen4exp's PLE norms as its converter writes them: llama.cpp multiplies by them, which a quantized one refuses)
 	}
 	t := f.Base
 	if f.Quantized() && !f.Pure && !f.Low {

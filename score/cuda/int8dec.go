@@ -33,6 +33,8 @@ var int8DecodeKernels = map[gguf.Type]dequantKernel{
 	gguf.TypeNVFP4:   {"i8dec_nvfp4", false},
 	gguf.TypeTQ1_0:   {"i8dec_tq1_0", false},
 	gguf.TypeTQ2_0:   {"i8dec_tq2_0", false},
+	gguf.TypeQ1_0:    {"i8dec_q1_0", false},
+	gguf.TypeQ2_0:    {"i8dec_q2_0", false},
 	gguf.TypeIQ2_XXS: {"i8dec_iq2_xxs", true},
 	gguf.TypeIQ2_XS:  {"i8dec_iq2_xs", true},
 	gguf.TypeIQ2_S:   {"i8dec_iq2_s", true},

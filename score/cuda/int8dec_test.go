@@ -25,6 +25,7 @@ var (
 		gguf.TypeQ2_K: {80, 82}, gguf.TypeQ3_K: {108}, gguf.TypeQ4_K: {0, 2}, gguf.TypeQ5_K: {0, 2}, gguf.TypeQ6_K: {208},
 		gguf.TypeIQ4_NL: {0}, gguf.TypeIQ4_XS: {0}, gguf.TypeIQ2_XXS: {0}, gguf.TypeIQ2_XS: {0}, gguf.TypeIQ2_S: {0},
 		gguf.TypeIQ3_XXS: {0}, gguf.TypeIQ3_S: {0}, gguf.TypeIQ1_S: {0}, gguf.TypeTQ1_0: {52}, gguf.TypeTQ2_0: {64},
+		gguf.TypeQ1_0: {0}, gguf.TypeQ2_0: {0},
 	}
 	scaleBytes = map[gguf.Type][2]int{
 		gguf.TypeQ2_K: {0, 16}, gguf.TypeQ3_K: {96, 108}, gguf.TypeQ4_K: {4, 16}, gguf.TypeQ5_K: {4, 16},

@@ -100,6 +100,8 @@ var dequantKernels = map[gguf.Type]dequantKernel{
 	gguf.TypeNVFP4:   {"dequant_nvfp4", false},
 	gguf.TypeTQ1_0:   {"dequant_tq1_0", false},
 	gguf.TypeTQ2_0:   {"dequant_tq2_0", false},
+	gguf.TypeQ1_0:    {"dequant_q1_0", false},
+	gguf.TypeQ2_0:    {"dequant_q2_0", false},
 	gguf.TypeIQ2_XXS: {"dequant_iq2_xxs", true},
 	gguf.TypeIQ2_XS:  {"dequant_iq2_xs", true},
 	gguf.TypeIQ2_S:   {"dequant_iq2_s", true},

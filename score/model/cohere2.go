@@ -105,7 +105,19 @@ func newCohere2(l *Loader) Network {
 // heads: GGUF shape [head size, heads], or the same values flat (K2-Horizon's
 // converter; llama.cpp reads either).
 func (l *Loader) headNorms(name string, heads int) *ml.Vector {
-	name += ".weight"
+	return l.headVector(name+".weight", heads)
+}
+
+// headBias is headNorms' name+".bias", or nil when the file has none.
+func (l *Loader) headBias(name string, heads int) *ml.Vector {
+	if !l.Has(name + ".bias") {
+		return nil
+	}
+	return l.headVector(name+".bias", heads)
+}
+
+// headVector binds the tensor name, a vector for each of heads heads.
+func (l *Loader) headVector(name string, heads int) *ml.Vector {
 	hd := l.HP.HeadDim
 	if t, ok := l.f.Tensor(name); ok && len(t.Shape) == 1 {
 		return l.tensorVector(name, hd*heads)

@@ -342,7 +342,9 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // expert used; TestMiniMaxM3Variants) (24 windows each, both builds: none
 // off); qwen4exp (hyper-connections, n-gram embeddings, QSA past 4 blocks
 // of 4 keys; in Q8_0 and Q4_K_M; TestQwen4ExpVariants) (24 windows each,
-// both builds: every token within 5.1e-8).
+// both builds: every token within 5.1e-8); llama in Q1_0 and Q2_0 and
+// qwen3moe in Q1_0 (every matrix of the type: PrismML's Bonsai formats;
+// 24 windows each, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -413,6 +415,13 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1616.4655378, -803.4359363, -799.1756931, -769.6270775}},
 		{"qwen35moe-q4_k_m", "qwen35moe", "Q4_K_M", qwen35Shape(true, 64), "", "01f0c2d0cfec755ec9d19cb42e1411da5e41e922340828e72b0d246dbcb7734d",
 			[]float64{-1572.2894749, -801.8722987, -799.8348691, -763.2643541}},
+		{"llama-q1_0", "llama", "Q1_0", nil, "", "1a37d50e3be9131004955a078bcc4f198b0e38fd5272ed2c5f56072ebb3f8116",
+			[]float64{-1505.9462139, -746.9176514, -752.3210002, -733.0258263}},
+		{"llama-q2_0", "llama", "Q2_0", nil, "", "5390effb9c53f974c9fe4b4732e02e143dc54f6a4666af358fdb405cfd0d7643",
+			[]float64{-1713.3499891, -853.3098455, -832.5930657, -797.2269114}},
+		{"qwen3moe-q1_0", "qwen3moe", "Q1_0", func(s *mkmodel.Shape) { s.Embd, s.Experts, s.ExpertsUsed, s.ExpertFFN = 256, 8, 2, 256 }, "",
+			"84e88a33c27cffb5353f0b6d2ecdcf9f5ba7fdfbc758c3f6a6099ad2ecabc4bd",
+			[]float64{-1490.0222299, -742.6285380, -763.8210798, -741.2574381}},
 		{"qwen3moe-q4_k_m", "qwen3moe", "Q4_K_M", func(s *mkmodel.Shape) { s.Embd, s.Experts, s.ExpertsUsed, s.ExpertFFN = 256, 8, 2, 256 }, "",
 			"4697c5ba83fd12d5b8d8aefe8a5a5e75811f01217c9755d44a58ed014af14fed",
 			[]float64{-1581.0417953, -787.6289069, -770.8846478, -787.9841146}},

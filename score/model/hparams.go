@@ -304,7 +304,7 @@ var attentionFree = map[string]bool{"mamba": false, "mamba2": false, "rwkv7": tr
 // 0.7.0 shapes by the width (embedding_length rows for q and the output,
 // head_count × key_length nowhere), so that it refuses a file whose heads
 // do not fill the width (probed on each with heads twice as wide).
-var widthHeadArchs = map[string]bool{"arctic": true, "baichuan": true, "bailingmoe2": true, "bitnet": true, "bloom": true, "chatglm": true,
+var widthHeadArchs = map[string]bool{"arctic": true, "baichuan": true, "bailingmoe2": true, "bitnet": true, "bloom": true, "chameleon": true, "chatglm": true,
 	"codeshell": true, "cohere2": true, "command-r": true, "dbrx": true, "deepseek": true, "exaone4": true, "falcon": true, "gpt2": true,
 	"gptneox": true, "grok": true, "internlm2": true, "jais": true, "jamba": true, "lfm2": true, "lfm2moe": true, "mpt": true,
 	"nemotron": true, "olmo": true, "olmo2": true, "olmoe": true, "orion": true, "phi2": true, "phi3": true, "phimoe": true, "plamo": true,

@@ -179,6 +179,9 @@ type decoderLayer struct {
 	// and k before RoPE: over each head (HeadDim values) or over the whole
 	// row (the row's values: olmo2, minimax-m2).
 	qNorm, kNorm *ml.Vector
+	// qNormB and kNormB, when set, are the biases of qkLayerNorm's q and
+	// k norms (chameleon's).
+	qNormB, kNormB *ml.Vector
 	// gate (blk.N.attn_gate), when set, gates the attention's output
 	// before attn_output: att ⊙ gateFn(gate·h), the sigmoid (afmoe) or
 	// softplus (laguna); with gateCols, gate·h has one value per head,
@@ -194,7 +197,11 @@ type decoderLayer struct {
 	// the FFN's outputs before they join the residual stream (glm4:
 	// post_attention_norm, post_ffw_norm).
 	postAttnNorm, postFFNNorm *ml.Vector
-	noRoPE                    bool // no positions in this layer's q and k (smollm3's NoPE layers)
+	// ffnReadsAttn makes the FFN read the attention's output as
+	// postAttnNorm leaves it rather than the residual stream (chameleon's
+	// swin_norm as llama.cpp 0.7.0 computes it).
+	ffnReadsAttn bool
+	noRoPE       bool // no positions in this layer's q and k (smollm3's NoPE layers)
 	// parallel, when set, runs the FFN beside the attention on the layer's
 	// input x, in one of the orders of llama.cpp's parallel blocks.
 	parallel parallelKind
@@ -647,6 +654,7 @@ func (m *decoder) runLayers(b ml.Backend, x, emb ml.Tensor, from, to int) {
 			m.norm(b, h, x, w, bias)
 			return h
 		}
+		var attnOut ml.Tensor               // what ffnReadsAttn's FFN reads
 		if ly.q != nil || ly.mixer != nil { // the mixer (none in nemotron_h's MLP blocks)
 			mix := h
 			if ly.mixer != nil {
@@ -672,6 +680,9 @@ func (m *decoder) runLayers(b ml.Backend, x, emb ml.Tensor, from, to int) {
 			if m.resScale != 0 {
 				b.Scale(mix, m.resScale)
 			}
+			if ly.ffnReadsAttn {
+				attnOut = mix
+			}
 			switch ly.parallel {
 			case parallelSum:
 				b.Add(mix, ff)
@@ -684,6 +695,8 @@ func (m *decoder) runLayers(b ml.Backend, x, emb ml.Tensor, from, to int) {
 			switch {
 			case ly.parallel == serial && logits != nil:
 				ly.ffn.(*MoE).forwardLogits(b, ff, normed(ly.ffnNorm, ly.ffnNormB), logits)
+			case ly.parallel == serial && attnOut != nil:
+				ly.ffn.Forward(b, ff, attnOut)
 			case ly.parallel == serial:
 				ly.ffn.Forward(b, ff, normed(ly.ffnNorm, ly.ffnNormB))
 			}
@@ -712,9 +725,9 @@ func (m *decoder) runLayers(b ml.Backend, x, emb ml.Tensor, from, to int) {
 // as it is (K2-Horizon's norms are each optional).
 func (m *decoder) normQK(b ml.Backend, q, k ml.Tensor, ly *decoderLayer) {
 	for _, t := range []struct {
-		x ml.Tensor
-		w *ml.Vector
-	}{{q, ly.qNorm}, {k, ly.kNorm}} {
+		x    ml.Tensor
+		w, b *ml.Vector
+	}{{q, ly.qNorm, ly.qNormB}, {k, ly.kNorm, ly.kNormB}} {
 		if t.w == nil {
 			continue
 		}
@@ -726,7 +739,7 @@ func (m *decoder) normQK(b ml.Backend, q, k ml.Tensor, ly *decoderLayer) {
 		if m.qkNormHeads {
 			b.RMSNorm(h, h, t.w, m.hp.Eps)
 		} else {
-			b.(ml.LayerNormer).LayerNorm(h, h, t.w, nil, m.qkLayerNorm)
+			b.(ml.LayerNormer).LayerNorm(h, h, t.w, t.b, m.qkLayerNorm)
 		}
 	}
 }

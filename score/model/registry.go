@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 
@@ -40,17 +41,31 @@ type Head struct {
 	Output  *ml.Matrix // output, or token_embd when tied
 	Scale   float64    // multiplies the logits (granite: 1/logit_scale); 0: none
 	SoftCap float64    // final_logit_softcapping; 0: none
+	// Suppressed, when Hi > 0, are the vocabulary ids [Lo, Hi) whose
+	// logits are -FLT_MAX in the first row of logits a window computes
+	// (chameleon's image tokens: llama.cpp 0.7.0 overwrites them in the
+	// first output row of each ubatch, and no other).
+	Suppressed struct{ Lo, Hi int }
 }
 
 // Forward computes the logits of hidden rows: h (rows, Embd) -> dst (rows,
-// vocabulary).
-func (h *Head) Forward(b ml.Backend, dst, hid ml.Tensor) {
+// vocabulary); first tells that hid's first row is the window's first
+// whose logits are computed.
+func (h *Head) Forward(b ml.Backend, dst, hid ml.Tensor, first bool) {
 	b.Linear(dst, hid, h.Output)
 	if h.Scale != 0 {
 		b.Scale(dst, h.Scale)
 	}
 	if h.SoftCap > 0 {
 		b.SoftCap(dst, h.SoftCap)
+	}
+	if s := h.Suppressed; first && s.Hi > 0 {
+		row := b.Slice(dst, 0, 1)
+		v := b.Read(row)
+		for i := s.Lo; i < s.Hi; i++ {
+			v[i] = -math.MaxFloat32
+		}
+		b.Write(row, v)
 	}
 }
 

@@ -164,26 +164,26 @@ func (m *Model) score(tokens []int32, scoreFrom int, ref *Model, apart bool, vis
 	// Hidden row p predicts token p+1: rows [scoreFrom-1, n-1).
 	for r0 := scoreFrom - 1; r0 < n-1; r0 += rb {
 		nb := min(rb, n-1-r0)
-		i := r0 + 1 - scoreFrom
+		i, first := r0+1-scoreFrom, r0 == scoreFrom-1
 		out := &ml.Scores{LP: res.Logprobs[i : i+nb], Arg: res.Argmax[i : i+nb]}
 		lg := b.Slice(logits, 0, nb)
 		var rlg ml.Tensor
 		switch {
 		case apart:
 			var host []float32
-			concurrently(func() { m.project(lg, hid, r0, nb) }, func() {
+			concurrently(func() { m.project(lg, hid, r0, nb, first) }, func() {
 				rl := ref.b.Slice(rlogits, 0, nb)
-				ref.project(rl, rhid, r0, nb)
+				ref.project(rl, rhid, r0, nb, first)
 				host = ref.b.Read(rl)
 			})
 			rlg = b.Slice(rcopy, 0, nb)
 			b.Write(rlg, host)
 		case ref != nil:
-			m.project(lg, hid, r0, nb)
+			m.project(lg, hid, r0, nb, first)
 			rlg = ref.b.Slice(rlogits, 0, nb)
-			ref.project(rlg, rhid, r0, nb)
+			ref.project(rlg, rhid, r0, nb, first)
 		default:
-			m.project(lg, hid, r0, nb)
+			m.project(lg, hid, r0, nb, first)
 		}
 		var rarg []int32
 		if ref != nil {
@@ -268,10 +268,11 @@ func (m *Model) forward(tokens []int32) (ml.Tensor, error) {
 	return hid, nil
 }
 
-// project computes the logits of hidden rows [r0, r0+nb).
-func (m *Model) project(logits, hid ml.Tensor, r0, nb int) {
+// project computes the logits of hidden rows [r0, r0+nb); first tells
+// that r0 is the first row whose logits the window computes.
+func (m *Model) project(logits, hid ml.Tensor, r0, nb int, first bool) {
 	mark := m.b.Mark()
-	m.net.Head().Forward(m.b, logits, m.b.Slice(hid, r0, r0+nb))
+	m.net.Head().Forward(m.b, logits, m.b.Slice(hid, r0, r0+nb), first)
 	m.b.Release(mark)
 }
 

@@ -33,6 +33,7 @@ func init() {
 	Register("qwen", newQwen)
 	Register("orion", newOrion)
 	Register("stablelm", newStableLM)
+	Register("chameleon", newChameleon)
 	Register("starcoder2", newStarCoder2)
 	Register("phi2", newPhi2)
 	Register("gptneox", newGPTNeoX)

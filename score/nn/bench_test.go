@@ -64,7 +64,7 @@ func BenchmarkGGMLLinear(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	x := randVec(r, n*in)
 	for _, typ := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ5_0, gguf.TypeNVFP4, gguf.TypeQ4_1, gguf.TypeQ4_0, gguf.TypeMXFP4, gguf.TypeQ4_K,
-		gguf.TypeQ6_K, gguf.TypeQ3_K, gguf.TypeIQ2_XXS, gguf.TypeIQ3_S, gguf.TypeQ5_K, gguf.TypeQ2_K, gguf.TypeF16, gguf.TypeBF16, gguf.TypeTQ1_0, gguf.TypeTQ2_0} {
+		gguf.TypeQ6_K, gguf.TypeQ3_K, gguf.TypeIQ2_XXS, gguf.TypeIQ3_S, gguf.TypeQ5_K, gguf.TypeQ2_K, gguf.TypeF16, gguf.TypeBF16, gguf.TypeTQ1_0, gguf.TypeTQ2_0, gguf.TypeQ1_0, gguf.TypeQ2_0} {
 		rb, _ := typ.RowSize(in)
 		data := make([]byte, int(rb)*out)
 		if err := quant.Quantize(typ, randVec(r, in*out), data); err != nil {

@@ -64,7 +64,8 @@ import (
 //     rows or more (panelTiled, with the minima of the types that have
 //     them) and of their vec_dot kernels below (ggml_kquants*.go,
 //     ggml_iquants*.go); TQ1_0 and TQ2_0 in their vec_dot kernels' lanes
-//     (panelTernary); F16 and F32 as ggml_vec_dot_f16 and _f32 per output
+//     (panelTernary); Q1_0 and Q2_0 in their vec_dot kernels' lanes
+//     (panelQ1_0, panelLanes); F16 and F32 as ggml_vec_dot_f16 and _f32 per output
 //     (panelHalf, panelF32; the build has no llamafile GEMM); BF16 as
 //     ggml_vec_dot_bf16 per output (panelHalf: _mm512_dpbf16_ps's order
 //     in the AVX-512 build, by VDPBF16PS itself in panelBF16Raw where the
@@ -896,6 +897,8 @@ var ggmlPanels = map[gguf.Type]ggmlPanel{
 	gguf.TypeMXFP4:   (*Linear).panelRepackable,
 	gguf.TypeTQ1_0:   (*Linear).panelTernary,
 	gguf.TypeTQ2_0:   (*Linear).panelTernary,
+	gguf.TypeQ1_0:    (*Linear).panelQ1_0,
+	gguf.TypeQ2_0:    (*Linear).panelLanes,
 }
 
 // ggmlScratch is the scratch floats of a ggmlPanel for rows of k inputs:
@@ -1176,7 +1179,9 @@ func laneSums256[W uint8 | int8 | int16 | int32, X int8 | int16 | int32](w []W, 
 // panelLanes is panelInt8 for the types ggml multiplies in the 8 float
 // lanes of its AVX2 vec_dot kernels with Q8_0 activations, unrepacked:
 // Q8_0 and Q5_0 (ggml_vec_dot_q8_0_q8_0, _q5_0_q8_0, one scale per block
-// of 32) and NVFP4 (ggml_vec_dot_nvfp4_q8_0, a scale per 16). Per output,
+// of 32), NVFP4 (ggml_vec_dot_nvfp4_q8_0, a scale per 16) and Q2_0
+// (ggml_vec_dot_q2_0_q8_0, a scale per 64, its blocks of 64 in two sets of
+// lanes by parity, added lane by lane before hsum8). Per output,
 // eight float32 lanes from 0; for each block of 32 in order, lane s (0..7)
 // becomes fma(dw·dx, float32(p), lane) with p the exact sum of the
 // products of elements 4s..4s+3 (DecodeInt8's integers minus the offset
@@ -1195,24 +1200,19 @@ func (l *Linear) panelLanes(buf []float32, r0, r1 int, a *qacts, out []float32) 
 	ng := k / f.Group
 	rowsQ, panelQ, rs, rm, ps, _ := l.decodeInt8(buf, r0, r1, f)
 	kl := kern.lanes[0]
-	if f.Group == 16 {
+	switch {
+	case f.Group == 16:
 		kl = kern.lanes[1]
+	case l.Type == gguf.TypeQ2_0:
+		kl = kern.q2
 	}
 	// IQ4_NL and MXFP4 (not repacked: panelRepackable) sum the even and the
-	// odd blocks of 32 in two sets of lanes.
+	// odd blocks of 32 in two sets of lanes, Q2_0 its even and odd blocks
+	// of 64.
 	pairs := l.Type == gguf.TypeIQ4_NL || l.Type == gguf.TypeMXFP4
+	pairs64 := l.Type == gguf.TypeQ2_0
 	if kl != nil && a.sums4 && !pairs {
-		pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
-		pack32(ps, rs, ng, rows)
-		var c [32]float32
-		for t := 0; t < a.n; t++ {
-			if rows == 32 { // a whole panel: straight into out
-				kl(&a.buf[t*a.rec], &panelQ[0], &ps[0], k/32, -f.Offset, &out[t*l.Out+r0], a.dOff, a.xs4Off)
-				continue
-			}
-			kl(&a.buf[t*a.rec], &panelQ[0], &ps[0], k/32, -f.Offset, &c[0], a.dOff, a.xs4Off)
-			copy(out[t*l.Out+r0:t*l.Out+r1], c[:rows])
-		}
+		l.panelKernel(kl, rowsQ, panelQ, rs, ps, r0, r1, a, f, out)
 		l.addMinSums(r0, r1, a, out, rm)
 		return
 	}
@@ -1230,11 +1230,16 @@ func (l *Linear) panelLanes(buf []float32, r0, r1 int, a *qacts, out []float32) 
 			}
 			for b := range nb {
 				set := 0
-				if pairs {
+				switch {
+				case pairs:
 					set = b % 2
+				case pairs64:
+					set = b / 2 % 2
 				}
+				var p [8]int32
+				lanes32(&p, q[32*b:32*b+32], rec[32*b:32*b+32], f.Offset)
 				for s := range 8 {
-					lanes[set][s] = fma32(sc[per*b+s*per/8]*d[b], float32(lanePair(q, rec, 32*b+4*s, 4, f.Offset)), lanes[set][s])
+					lanes[set][s] = fma32(sc[per*b+s*per/8]*d[b], float32(p[s]), lanes[set][s])
 				}
 			}
 			for s := range 8 {
@@ -1250,6 +1255,65 @@ func (l *Linear) panelLanes(buf []float32, r0, r1 int, a *qacts, out []float32) 
 	l.addMinSums(r0, r1, a, out, rm)
 }
 
+// panelKernel computes outputs [r0, r1) of every activation row with kl, a
+// kernel of lanesFunc's signature, from the rows decodeInt8 decoded
+// (rowsQ, their scales rs), packed into the panel's panelQ and ps.
+func (l *Linear) panelKernel(kl lanesFunc, rowsQ []byte, panelQ []uint32, rs, ps []float32, r0, r1 int, a *qacts, f quant.Int8Format, out []float32) {
+	k, rows := l.In, r1-r0
+	pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
+	pack32(ps, rs, k/f.Group, rows)
+	var c [32]float32
+	for t := 0; t < a.n; t++ {
+		if rows == 32 { // a whole panel: straight into out
+			kl(&a.buf[t*a.rec], &panelQ[0], &ps[0], k/32, -f.Offset, &out[t*l.Out+r0], a.dOff, a.xs4Off)
+			continue
+		}
+		kl(&a.buf[t*a.rec], &panelQ[0], &ps[0], k/32, -f.Offset, &c[0], a.dOff, a.xs4Off)
+		copy(out[t*l.Out+r0:t*l.Out+r1], c[:rows])
+	}
+}
+
+// panelQ1_0 is panelInt8 for Q1_0 weights in llama.cpp's order
+// (ggml_vec_dot_q1_0_q8_0, the same bits in both builds): per output eight
+// float32 lanes from 0; per block of 128, eight lanes of its own from 0,
+// lane s of each of its four blocks of 32 becoming fma(dx, float32(p), ·)
+// with p the exact sum of the products of elements 4s..4s+3 (the signs
+// times the activations' integers) and dx the activation block's scale;
+// then each output lane fma(d, block lane, lane) with d the block's f16
+// scale; at the end hsum8.
+func (l *Linear) panelQ1_0(buf []float32, r0, r1 int, a *qacts, out []float32) {
+	f, _ := l.int8Able()
+	k, rows := l.In, r1-r0
+	rowsQ, panelQ, rs, _, ps, _ := l.decodeInt8(buf, r0, r1, f)
+	if kern.q1 != nil && a.sums4 {
+		l.panelKernel(kern.q1, rowsQ, panelQ, rs, ps, r0, r1, a, f, out)
+		return
+	}
+	for t := 0; t < a.n; t++ {
+		rec := a.buf[t*a.rec : (t+1)*a.rec]
+		dx := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.dOff])), k/32)
+		o := out[t*l.Out+r0 : t*l.Out+r1]
+		for r := range rows {
+			q, sc := rowsQ[r*k:(r+1)*k], rs[r*(k/32):(r+1)*(k/32)]
+			var acc [8]float32
+			for b := 0; b < k/32; b += 4 {
+				var blk [8]float32
+				for j := b; j < b+4; j++ {
+					var p [8]int32
+					lanes32(&p, q[32*j:32*j+32], rec[32*j:32*j+32], f.Offset)
+					for s := range 8 {
+						blk[s] = fma32(dx[j], float32(p[s]), blk[s])
+					}
+				}
+				for s := range 8 {
+					acc[s] = fma32(sc[b], blk[s], acc[s])
+				}
+			}
+			o[r] = hsum8(&acc)
+		}
+	}
+}
+
 // panelRepackable is the panel of the types ggml repacks on x86 when the
 // row count is a multiple of 8 (Q4_0, IQ4_NL, MXFP4): panelInt8's order
 // then (its GEMM's and GEMV's), else their vec_dot kernels' lanes: Q4_0's
@@ -1262,6 +1326,19 @@ func (l *Linear) panelRepackable(buf []float32, r0, r1 int, a *qacts, out []floa
 		return
 	}
 	l.panelLanes(buf, r0, r1, a, out)
+}
+
+// lanes32 writes to p, for each s of 0..7, the exact Σ (q_e - off)·x_e
+// over elements 4s..4s+3 of a block of 32 weight integers q and
+// activation integers x (a record's bytes, int8).
+func lanes32(p *[8]int32, q, x []byte, off int) {
+	q, x = q[:32], x[:32]
+	o := int32(off)
+	for s := range 8 {
+		a, b := q[4*s:4*s+4], x[4*s:4*s+4]
+		p[s] = (int32(a[0])-o)*int32(int8(b[0])) + (int32(a[1])-o)*int32(int8(b[1])) +
+			(int32(a[2])-o)*int32(int8(b[2])) + (int32(a[3])-o)*int32(int8(b[3]))
+	}
 }
 
 // lanePair is the exact Σ (q_e - off)·x_e over the n elements from e0 of

@@ -123,6 +123,7 @@ func archInit() {
 		vnni.int8Wide = false
 		vnni.lanes = [2]lanesFunc{lanes32VNNI, lanes16VNNI}
 		vnni.ternary = ternaryVNNI
+		vnni.q1, vnni.q2 = lanesHalves(q1LanesVNNI), lanesHalves(q2LanesVNNI)
 		vnni.tiledNarrow = [4][]tiledFunc{} // VPDPBUSD takes every weight
 		vnni.tiled = [4][]tiledFunc{
 			{tiled32m1VNNI, tiled32m2VNNI, tiled32m3VNNI, tiled32m4VNNI},
@@ -156,6 +157,16 @@ func lanesSlices(k lanesFunc) lanesFunc {
 	return func(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int) {
 		for s := range 4 {
 			k(x, slice8(w, s), slice8(dw, s), nb, negoff, slice8(c, s), doff, xs4off)
+		}
+	}
+}
+
+// lanesHalves runs a kernel of 16 weight rows on each half of a 32-row
+// panel, as lanesSlices does with 8.
+func lanesHalves(k lanesFunc) lanesFunc {
+	return func(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int) {
+		for s := range 2 {
+			k(x, slice8(w, 2*s), slice8(dw, 2*s), nb, negoff, slice8(c, 2*s), doff, xs4off)
 		}
 	}
 }

@@ -408,6 +408,12 @@ func lanes16VNNI(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32
 func ternaryVNNI(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
 
 //go:noescape
+func q1LanesVNNI(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
+
+//go:noescape
+func q2LanesVNNI(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
+
+//go:noescape
 func tiled32m1VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape

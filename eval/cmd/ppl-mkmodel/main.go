@@ -41,7 +41,7 @@
 // --type is the weight type (F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
 // Q2_K, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K, and the
 // low-bit IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, TQ1_0,
-// TQ2_0, MXFP4, NVFP4), with llama.cpp's per-tensor rules for the mixtures
+// TQ2_0, MXFP4, NVFP4, Q1_0, Q2_0), with llama.cpp's per-tensor rules for the mixtures
 // unless --pure (the low-bit types are always pure); norms are F32. --seed fixes the random weights; the output file depends only on
 // the flags.
 package main

@@ -68,7 +68,7 @@ type cliArgs struct {
 	Refine   int     `default:"20" help:"Likelihood refinement steps after the SVD (--bigram)."`
 	Residual float64 `default:"-1" help:"Scale of the weights writing into the residual stream (default 1, or 0.001 with --bigram)."`
 
-	Type string `default:"F16" help:"Weight type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K; low-bit (always pure): IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, TQ1_0, TQ2_0, MXFP4, NVFP4."`
+	Type string `default:"F16" help:"Weight type: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K_S, Q3_K_M, Q4_K_S, Q4_K_M, Q5_K_S, Q5_K_M, Q6_K; low-bit (always pure): IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, TQ1_0, TQ2_0, MXFP4, NVFP4, Q1_0, Q2_0."`
 	Pure bool   `help:"Give every 2-D tensor the base type, without llama.cpp's per-tensor rules."`
 	Seed uint64 `default:"1" help:"Random seed; the file depends only on the flags."`
 	Name string `help:"general.name (default: the output file's name without .gguf)."`

@@ -432,6 +432,97 @@ func ternaryVNNI() {
 	lanesEnd("Z", ternaryAdvance...)
 }
 
+// lanes16Step writes one block of 32 of a 16-row lanes kernel (rows 0-15
+// of lanesVNNI's panel: the slice's weights, scales and outputs start 16
+// elements in for rows 16-31): per lane st, the integer sum of the
+// products of elements 4st..4st+3 (VPDPBUSD from negoff·Σx) as a float,
+// added to accumulator acc+st by VFMADD231PS with the factor in Z(mul);
+// then the pointers advanced past the block.
+func lanes16Step(mul, acc int) {
+	for st := 0; st < 8; st++ {
+		t := 16 + st%4
+		p("\tVPMULLD.BCST %d(R11), Z31, Z%d", 4*st, t)
+		p("\tVMOVDQU32 %d(R13), Z28", 128*st)
+		p("\tVPDPBUSD.BCST %d(SI), Z28, Z%d", 4*st, t)
+		p("\tVCVTDQ2PS Z%d, Z%d", t, t)
+		p("\tVFMADD231PS Z%d, Z%d, Z%d", mul, t, acc+st)
+	}
+	for _, a := range []string{"$128, R14", "$32, R11", "$32, SI", "$4, DI", "$1024, R13"} {
+		p("\tADDQ %s", a)
+	}
+}
+
+// lanes16End writes the end of a 16-row lanes kernel: the lanes in Z0-Z7
+// summed as hsum8 (lanesSum) and the 16 outputs stored to c.
+func lanes16End() {
+	p("sum:")
+	lanesSum("Z", 0)
+	p("\tMOVQ c+40(FP), AX")
+	p("\tVMOVUPS Z0, (AX)")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// q1LanesVNNI writes q1LanesVNNI, panelQ1_0's kernel (lanesFunc's
+// signature, nb blocks of 32, a multiple of 4) for 16 weight rows of signs
+// biased to {0, 2} (negoff -1): per block of 128, lanes of its own Z8-Z15
+// from 0, each of its blocks of 32 adding fma(dx, float32(Σ of 4), lane);
+// then acc Z0-Z7 = fma(d, block lane, acc) with d the block's scale (dw of
+// its first group: every group of a block has it); at the end hsum8.
+func q1LanesVNNI() {
+	lanesHead("q1LanesVNNI", true, func() {
+		p("\tMOVQ negoff+32(FP), AX")
+		p("\tVPBROADCASTD AX, Z31")
+		p("\tSHRQ $2, CX")
+	}, "Z", 8)
+	for i := 8; i < 16; i++ {
+		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	p("\tVMOVUPS (R14), Z25")
+	for k := 0; k < 4; k++ {
+		p("\tVBROADCASTSS (DI), Z24")
+		lanes16Step(24, 8)
+	}
+	for st := 0; st < 8; st++ {
+		p("\tVFMADD231PS Z25, Z%d, Z%d", 8+st, st)
+	}
+	p("\tDECQ CX")
+	p("\tJNZ block")
+	lanes16End()
+}
+
+// q2LanesVNNI writes q2LanesVNNI, panelLanes's kernel for Q2_0 (lanesFunc's
+// signature, nb blocks of 32, a multiple of 2) for 16 weight rows of codes
+// biased by negoff: the blocks of 64 in turn into two sets of lanes, Z0-Z7
+// (the even ones) and Z8-Z15 (the odd ones), each block of 32 adding
+// fma(dw·dx, float32(Σ of 4), lane); at the end the sets added lane by
+// lane and summed as hsum8.
+func q2LanesVNNI() {
+	lanesHead("q2LanesVNNI", true, func() {
+		p("\tMOVQ negoff+32(FP), AX")
+		p("\tVPBROADCASTD AX, Z31")
+		p("\tSHRQ $1, CX")
+	}, "Z", 16)
+	for set := 0; set < 2; set++ {
+		for h := 0; h < 2; h++ {
+			p("\tVMOVUPS (R14), Z26")
+			p("\tVMULPS.BCST (DI), Z26, Z24")
+			lanes16Step(24, 8*set)
+		}
+		p("\tDECQ CX")
+		if set == 0 {
+			p("\tJZ pairs")
+		} else {
+			p("\tJNZ block")
+		}
+	}
+	p("pairs:")
+	for st := 0; st < 8; st++ {
+		p("\tVADDPS Z%d, Z%d, Z%d", 8+st, st, st)
+	}
+	lanes16End()
+}
+
 // tiledVNNI writes tiled{g}m{m}VNNI (with hasMin tiled{g}minm{m}VNNI, m at
 // most 2), tiledGeneric's kernel for m activation rows and a panel of 32
 // weight rows: per group of g, the integer dot product T (VPDPBUSD on the
@@ -945,6 +1036,8 @@ func int8Kernels() {
 	lanesVNNI(32)
 	lanesVNNI(16)
 	ternaryVNNI()
+	q1LanesVNNI()
+	q2LanesVNNI()
 	for _, g := range []int{32, 16} {
 		for m := 1; m <= 4; m++ {
 			tiledVNNI(m, g, false)
