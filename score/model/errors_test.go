@@ -176,7 +176,7 @@ func TestLoadErrors(t *testing.T) {
 			s.skip = map[string]bool{"output.weight": true, "token_embd.weight": true}
 		}), Options{}, "missing tensor token_embd.weight"},
 		{"unsupported type", mod(func(s *tinySpec) { s.types = map[string]gguf.Type{"blk.0.attn_k.weight": gguf.TypeQ8_1} }), Options{},
-			"tensor blk.0.attn_k.weight: weight type Q8_1 not supported (supported: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ4_NL, IQ3_S, IQ2_S, IQ4_XS, IQ1_M, BF16, TQ1_0, TQ2_0, MXFP4, NVFP4)"},
+			"tensor blk.0.attn_k.weight: weight type Q8_1 not supported (supported: F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ2_XXS, IQ2_XS, IQ3_XXS, IQ1_S, IQ4_NL, IQ3_S, IQ2_S, IQ4_XS, IQ1_M, BF16, TQ1_0, TQ2_0, MXFP4, NVFP4, Q1_0, Q2_0)"},
 		{"qwen2 without bias", mod(func(s *tinySpec) {
 			s.arch = "qwen2"
 			s.skip = map[string]bool{"blk.0.attn_k.bias": true}

@@ -699,4 +699,10 @@ func lanes16AVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32
 func ternaryAVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
 
 //go:noescape
+func q1LanesAVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
+
+//go:noescape
+func q2LanesAVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
+
+//go:noescape
 func minSumsAVX2(m, s *float32, nb int, c *float32)

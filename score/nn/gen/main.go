@@ -318,14 +318,21 @@ func lanesVNNI(g int) {
 }
 
 // lanesHead writes the start of a kernel of lanesFunc's signature (name):
+// lanesHeadFrame's without a frame.
+func lanesHead(name string, xs bool, setup func(), reg string, acc int) {
+	lanesHeadFrame(name, 0, xs, setup, reg, acc)
+}
+
+// lanesHeadFrame writes the start of a kernel of lanesFunc's signature (name),
+// with frame bytes of locals from 0(SP):
 // its declaration, the record x in SI, its scales (doff) in DI and, with
 // xs, its sums (xs4off) in R11, w in R13, dw in R14, nb in CX; then
 // setup's instructions, the accumulators reg0 .. reg(acc-1) zeroed, and
 // the block loop's label (to sum when nb is 0).
-func lanesHead(name string, xs bool, setup func(), reg string, acc int) {
+func lanesHeadFrame(name string, frame int, xs bool, setup func(), reg string, acc int) {
 	p("")
 	p("// func %s(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)", name)
-	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	p("TEXT ·%s(SB), NOSPLIT, $%d-64", name, frame)
 	p("\tMOVQ x+0(FP), SI")
 	p("\tMOVQ doff+48(FP), DI")
 	p("\tADDQ SI, DI")
@@ -3033,6 +3040,8 @@ func miscAVX2() {
 	lanesAVX2(32)
 	lanesAVX2(16)
 	ternaryAVX2()
+	q1LanesAVX2()
+	q2LanesAVX2()
 	minSumsAVX2()
 }
 
@@ -3075,6 +3084,113 @@ func lanesAVX2(g int) {
 		p("\tVFMADD231PS Y%d, Y15, Y%d", d, st)
 	}
 	lanesEnd("Y", fmt.Sprintf("$%d, R14", 128*32/g), "$32, SI", "$4, DI", "$1024, R13")
+}
+
+// lanesAVX2Step writes one block of 32 of an 8-row lanes kernel in
+// lanesAVX2's integer lanes (negoff in every byte of Y13, 16-bit ones in
+// Y14): lane st's float sum into Y15, then add(st) with the factor in Y8;
+// then the pointers advanced past the block.
+func lanesAVX2Step(add func(st int)) {
+	for st := 0; st < 8; st++ {
+		p("\tVMOVDQU %d(R13), Y10", 128*st)
+		p("\tVPADDB Y13, Y10, Y10")
+		p("\tVPABSB Y10, Y11")
+		p("\tVPBROADCASTD %d(SI), Y12", 4*st)
+		p("\tVPSIGNB Y10, Y12, Y12")
+		p("\tVPMADDUBSW Y12, Y11, Y15")
+		p("\tVPMADDWD Y14, Y15, Y15")
+		p("\tVCVTDQ2PS Y15, Y15")
+		add(st)
+	}
+	for _, a := range []string{"$128, R14", "$32, SI", "$4, DI", "$1024, R13"} {
+		p("\tADDQ %s", a)
+	}
+}
+
+// lanesAVX2Setup sets lanesAVX2Step's constants, zeroes the frame's 8
+// lanes of 8 rows (256 bytes) and divides the block count CX by div.
+func lanesAVX2Setup(shift int) func() {
+	return func() {
+		p("\tMOVQ negoff+32(FP), AX")
+		p("\tVMOVQ AX, X13")
+		p("\tVPBROADCASTB X13, Y13")
+		ones16Y(14)
+		p("\tVPXOR Y9, Y9, Y9")
+		for st := 0; st < 8; st++ {
+			p("\tVMOVUPS Y9, %d(SP)", 32*st)
+		}
+		p("\tSHRQ $%d, CX", shift)
+	}
+}
+
+// lanesAVX2End writes the end of an 8-row lanes kernel: Y0-Y7 summed as
+// hsum8 and the 8 outputs stored to c.
+func lanesAVX2End() {
+	p("sum:")
+	lanesSum("Y", 0)
+	p("\tMOVQ c+40(FP), AX")
+	p("\tVMOVUPS Y0, (AX)")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// q1LanesAVX2 writes q1LanesAVX2, q1LanesVNNI's kernel for 8 weight rows
+// (run on each 8-row slice of the panel) in lanesAVX2's integer lanes: a
+// block's lanes in Y0-Y7, the row's lanes in the frame.
+func q1LanesAVX2() {
+	lanesHeadFrame("q1LanesAVX2", 256, false, lanesAVX2Setup(2), "Y", 8)
+	for i := 0; i < 8; i++ {
+		p("\tVPXOR Y%d, Y%d, Y%d", i, i, i)
+	}
+	p("\tVMOVUPS (R14), Y9")
+	for k := 0; k < 4; k++ {
+		p("\tVBROADCASTSS (DI), Y8")
+		lanesAVX2Step(func(st int) { p("\tVFMADD231PS Y8, Y15, Y%d", st) })
+	}
+	for st := 0; st < 8; st++ {
+		p("\tVMOVUPS %d(SP), Y10", 32*st)
+		p("\tVFMADD231PS Y9, Y%d, Y10", st)
+		p("\tVMOVUPS Y10, %d(SP)", 32*st)
+	}
+	p("\tDECQ CX")
+	p("\tJNZ block")
+	for st := 0; st < 8; st++ {
+		p("\tVMOVUPS %d(SP), Y%d", 32*st, st)
+	}
+	lanesAVX2End()
+}
+
+// q2LanesAVX2 writes q2LanesAVX2, q2LanesVNNI's kernel for 8 weight rows
+// (run on each 8-row slice of the panel) in lanesAVX2's integer lanes: the
+// even blocks of 64 in Y0-Y7, the odd ones in the frame.
+func q2LanesAVX2() {
+	lanesHeadFrame("q2LanesAVX2", 256, false, lanesAVX2Setup(1), "Y", 8)
+	for set := 0; set < 2; set++ {
+		for h := 0; h < 2; h++ {
+			p("\tVBROADCASTSS (DI), Y15")
+			p("\tVMULPS (R14), Y15, Y8")
+			lanesAVX2Step(func(st int) {
+				if set == 0 {
+					p("\tVFMADD231PS Y8, Y15, Y%d", st)
+					return
+				}
+				p("\tVMOVUPS %d(SP), Y9", 32*st)
+				p("\tVFMADD231PS Y8, Y15, Y9")
+				p("\tVMOVUPS Y9, %d(SP)", 32*st)
+			})
+		}
+		p("\tDECQ CX")
+		if set == 0 {
+			p("\tJZ pairs")
+		} else {
+			p("\tJNZ block")
+		}
+	}
+	p("pairs:")
+	for st := 0; st < 8; st++ {
+		p("\tVADDPS %d(SP), Y%d, Y%d", 32*st, st, st)
+	}
+	lanesAVX2End()
 }
 
 // ternaryAVX2 writes ternaryAVX2, ternaryVNNI's kernel for 8 weight rows
