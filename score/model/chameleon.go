@@ -14,7 +14,9 @@ package model
 // the image tokens (ids 4 to 8195, fixed) to -FLT_MAX in the first output
 // row of a ubatch alone (Hugging Face's Chameleon, in every row): ppl in the
 // first row of logits of each window (Head.Suppressed), llama.cpp's number
-// when a window is one ubatch, as llama-perplexity's -ub ≥ -c gives.
+// when one ubatch holds the rows a window scores (llama-perplexity requests
+// logits from a chunk's middle on: -ub at least half of -c, as its default
+// 512 is up to -c 1024).
 func newChameleon(l *Loader) Network {
 	hp := l.HP
 	swin, err := meta{l.f, hp.Arch}.bool("swin_norm", false)
