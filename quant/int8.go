@@ -33,7 +33,7 @@ type Int8Format struct {
 	HasMin bool // whether M can be nonzero
 	// ActBlock is how llama.cpp quantizes the activations this type is
 	// multiplied with (its vec_dot_type): 32 for Q8_0 blocks (an f16 scale
-	// per 32 values; also MXFP4's and NVFP4's), 256 for Q8_K blocks (a
+	// per 32 values; also MXFP4's, NVFP4's, Q1_0's and Q2_0's), 256 for Q8_K blocks (a
 	// float32 scale per 256), the K-quants', the other i-quants' and the
 	// ternary types'.
 	ActBlock int

@@ -150,7 +150,8 @@ type kernels struct {
 	// see ternaryVNNI in gen).
 	ternary lanesFunc
 	// q1 and q2, if set, are panelQ1_0's and panelLanes's Q2_0 kernels
-	// (lanesFunc's signature: see q1LanesVNNI and q2LanesVNNI in gen).
+	// (lanesFunc's signature: see q1LanesVNNI, q2LanesVNNI, q1LanesAVX2
+	// and q2LanesAVX2 in gen).
 	q1, q2 lanesFunc
 	// minSums, if set, is addMinSums's chain for the 32 rows of a panel:
 	// c[r] = Σ m[b·32 + r]·s[b], one FMA per block b in order from 0.
