@@ -422,6 +422,16 @@ func quantIQ1_M(src []float32, dst []byte) {
 	}
 }
 
+// ternaryScale is the scale of the ternary quantizers (TQ1_0, TQ2_0,
+// Q2_0): d = amax, and its inverse, 0 for an all-zero block.
+func ternaryScale(x []float32) (d, id float32) {
+	d = maxAbs(x)
+	if d != 0 {
+		id = 1 / d
+	}
+	return d, id
+}
+
 // ternary returns round(v·id) + 1 in 0..2 (ties away from zero).
 func ternary(v, id float32) int {
 	return min(2, max(0, int(math.Round(float64(v*id)))+1))
@@ -433,11 +443,7 @@ func ternary(v, id float32) int {
 func quantTQ1_0(src []float32, dst []byte) {
 	for len(src) >= 256 {
 		x, b := src[:256], dst[:54]
-		d := maxAbs(x)
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		d, id := ternaryScale(x)
 		pack := func(vals []float32, n int) byte {
 			q := 0
 			for _, v := range vals[:n] {
@@ -476,11 +482,7 @@ func quantTQ1_0(src []float32, dst []byte) {
 func quantTQ2_0(src []float32, dst []byte) {
 	for len(src) >= 256 {
 		x, b := src[:256], dst[:66]
-		d := maxAbs(x)
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		d, id := ternaryScale(x)
 		clear(b[:64])
 		for h := range 2 {
 			for l := range 4 {
@@ -519,11 +521,7 @@ func quantQ1_0(src []float32, dst []byte) {
 func quantQ2_0(src []float32, dst []byte) {
 	for len(src) >= 64 {
 		x, b := src[:64], dst[:18]
-		d := maxAbs(x)
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		d, id := ternaryScale(x)
 		putF16(b, d)
 		clear(b[2:])
 		for j, v := range x {

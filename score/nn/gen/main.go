@@ -459,15 +459,32 @@ func lanes16Step(mul, acc int) {
 	}
 }
 
-// lanes16End writes the end of a 16-row lanes kernel: the lanes in Z0-Z7
-// summed as hsum8 (lanesSum) and the 16 outputs stored to c.
-func lanes16End() {
+// lanesSliceEnd writes the end of a lanes kernel for one slice of a panel
+// (16 rows in Z registers, 8 in Y): the lanes in reg0-reg7 summed as hsum8
+// (lanesSum) and the slice's outputs stored to c.
+func lanesSliceEnd(reg string) {
 	p("sum:")
-	lanesSum("Z", 0)
+	lanesSum(reg, 0)
 	p("\tMOVQ c+40(FP), AX")
-	p("\tVMOVUPS Z0, (AX)")
+	p("\tVMOVUPS %s0, (AX)", reg)
 	p("\tVZEROUPPER")
 	p("\tRET")
+}
+
+// pairedBlocks writes the block loop of the Q2_0 kernels (CX blocks of 64):
+// block(0) for an even block, then block(1) for the odd one, leaving the
+// loop to the label pairs after either.
+func pairedBlocks(block func(set int)) {
+	for set := 0; set < 2; set++ {
+		block(set)
+		p("\tDECQ CX")
+		if set == 0 {
+			p("\tJZ pairs")
+		} else {
+			p("\tJNZ block")
+		}
+	}
+	p("pairs:")
 }
 
 // q1LanesVNNI writes q1LanesVNNI, panelQ1_0's kernel (lanesFunc's
@@ -495,7 +512,7 @@ func q1LanesVNNI() {
 	}
 	p("\tDECQ CX")
 	p("\tJNZ block")
-	lanes16End()
+	lanesSliceEnd("Z")
 }
 
 // q2LanesVNNI writes q2LanesVNNI, panelLanes's kernel for Q2_0 (lanesFunc's
@@ -510,24 +527,17 @@ func q2LanesVNNI() {
 		p("\tVPBROADCASTD AX, Z31")
 		p("\tSHRQ $1, CX")
 	}, "Z", 16)
-	for set := 0; set < 2; set++ {
+	pairedBlocks(func(set int) {
 		for h := 0; h < 2; h++ {
 			p("\tVMOVUPS (R14), Z26")
 			p("\tVMULPS.BCST (DI), Z26, Z24")
 			lanes16Step(24, 8*set)
 		}
-		p("\tDECQ CX")
-		if set == 0 {
-			p("\tJZ pairs")
-		} else {
-			p("\tJNZ block")
-		}
-	}
-	p("pairs:")
+	})
 	for st := 0; st < 8; st++ {
 		p("\tVADDPS Z%d, Z%d, Z%d", 8+st, st, st)
 	}
-	lanes16End()
+	lanesSliceEnd("Z")
 }
 
 // tiledVNNI writes tiled{g}m{m}VNNI (with hasMin tiled{g}minm{m}VNNI, m at
@@ -3068,11 +3078,21 @@ func lanesAVX2(g int) {
 	if g == 16 {
 		p("\tVMULPS 128(R14), Y15, Y9")
 	}
-	for st := 0; st < 8; st++ {
+	lanesAVX2Step(func(st int) {
 		d := 8
 		if g == 16 && st >= 4 {
 			d = 9
 		}
+		p("\tVFMADD231PS Y%d, Y15, Y%d", d, st)
+	})
+	lanesEnd("Y", fmt.Sprintf("$%d, R14", 128*32/g), "$32, SI", "$4, DI", "$1024, R13")
+}
+
+// lanesAVX2Step writes one block of 32 of an 8-row lanes kernel in
+// lanesAVX2's integer lanes (negoff in every byte of Y13, 16-bit ones in
+// Y14): lane st's float sum into Y15, then add(st) with the factor in Y8.
+func lanesAVX2Step(add func(st int)) {
+	for st := 0; st < 8; st++ {
 		p("\tVMOVDQU %d(R13), Y10", 128*st)
 		p("\tVPADDB Y13, Y10, Y10") // w
 		p("\tVPABSB Y10, Y11")
@@ -3081,27 +3101,13 @@ func lanesAVX2(g int) {
 		p("\tVPMADDUBSW Y12, Y11, Y15") // |w| · x·sign(w), pairs
 		p("\tVPMADDWD Y14, Y15, Y15")   // sums of 4
 		p("\tVCVTDQ2PS Y15, Y15")
-		p("\tVFMADD231PS Y%d, Y15, Y%d", d, st)
-	}
-	lanesEnd("Y", fmt.Sprintf("$%d, R14", 128*32/g), "$32, SI", "$4, DI", "$1024, R13")
-}
-
-// lanesAVX2Step writes one block of 32 of an 8-row lanes kernel in
-// lanesAVX2's integer lanes (negoff in every byte of Y13, 16-bit ones in
-// Y14): lane st's float sum into Y15, then add(st) with the factor in Y8;
-// then the pointers advanced past the block.
-func lanesAVX2Step(add func(st int)) {
-	for st := 0; st < 8; st++ {
-		p("\tVMOVDQU %d(R13), Y10", 128*st)
-		p("\tVPADDB Y13, Y10, Y10")
-		p("\tVPABSB Y10, Y11")
-		p("\tVPBROADCASTD %d(SI), Y12", 4*st)
-		p("\tVPSIGNB Y10, Y12, Y12")
-		p("\tVPMADDUBSW Y12, Y11, Y15")
-		p("\tVPMADDWD Y14, Y15, Y15")
-		p("\tVCVTDQ2PS Y15, Y15")
 		add(st)
 	}
+}
+
+// lanesAVX2Next advances the pointers of an 8-row lanes kernel past a block
+// of 32 (scales of groups of 32).
+func lanesAVX2Next() {
 	for _, a := range []string{"$128, R14", "$32, SI", "$4, DI", "$1024, R13"} {
 		p("\tADDQ %s", a)
 	}
@@ -3123,17 +3129,6 @@ func lanesAVX2Setup(shift int) func() {
 	}
 }
 
-// lanesAVX2End writes the end of an 8-row lanes kernel: Y0-Y7 summed as
-// hsum8 and the 8 outputs stored to c.
-func lanesAVX2End() {
-	p("sum:")
-	lanesSum("Y", 0)
-	p("\tMOVQ c+40(FP), AX")
-	p("\tVMOVUPS Y0, (AX)")
-	p("\tVZEROUPPER")
-	p("\tRET")
-}
-
 // q1LanesAVX2 writes q1LanesAVX2, q1LanesVNNI's kernel for 8 weight rows
 // (run on each 8-row slice of the panel) in lanesAVX2's integer lanes: a
 // block's lanes in Y0-Y7, the row's lanes in the frame.
@@ -3146,6 +3141,7 @@ func q1LanesAVX2() {
 	for k := 0; k < 4; k++ {
 		p("\tVBROADCASTSS (DI), Y8")
 		lanesAVX2Step(func(st int) { p("\tVFMADD231PS Y8, Y15, Y%d", st) })
+		lanesAVX2Next()
 	}
 	for st := 0; st < 8; st++ {
 		p("\tVMOVUPS %d(SP), Y10", 32*st)
@@ -3157,7 +3153,7 @@ func q1LanesAVX2() {
 	for st := 0; st < 8; st++ {
 		p("\tVMOVUPS %d(SP), Y%d", 32*st, st)
 	}
-	lanesAVX2End()
+	lanesSliceEnd("Y")
 }
 
 // q2LanesAVX2 writes q2LanesAVX2, q2LanesVNNI's kernel for 8 weight rows
@@ -3165,7 +3161,7 @@ func q1LanesAVX2() {
 // even blocks of 64 in Y0-Y7, the odd ones in the frame.
 func q2LanesAVX2() {
 	lanesHeadFrame("q2LanesAVX2", 256, false, lanesAVX2Setup(1), "Y", 8)
-	for set := 0; set < 2; set++ {
+	pairedBlocks(func(set int) {
 		for h := 0; h < 2; h++ {
 			p("\tVBROADCASTSS (DI), Y15")
 			p("\tVMULPS (R14), Y15, Y8")
@@ -3178,19 +3174,13 @@ func q2LanesAVX2() {
 				p("\tVFMADD231PS Y8, Y15, Y9")
 				p("\tVMOVUPS Y9, %d(SP)", 32*st)
 			})
+			lanesAVX2Next()
 		}
-		p("\tDECQ CX")
-		if set == 0 {
-			p("\tJZ pairs")
-		} else {
-			p("\tJNZ block")
-		}
-	}
-	p("pairs:")
+	})
 	for st := 0; st < 8; st++ {
 		p("\tVADDPS %d(SP), Y%d, Y%d", 32*st, st, st)
 	}
-	lanesAVX2End()
+	lanesSliceEnd("Y")
 }
 
 // ternaryAVX2 writes ternaryAVX2, ternaryVNNI's kernel for 8 weight rows
