@@ -54,11 +54,16 @@ __device__ __forceinline__ u16 to_half(float v, int f16) { return f16 ? f32_to_f
 // keys of its chunk, j >= i - i mod chunk (Llama 4). slopes, when not
 // null, holds ALiBi's slope per head: the (capped) score of key j gets
 // slopes[h]·(j − i), the product and the sum each rounded (Bloom, MPT).
+// keys, when not null, is a key set of kgroups groups (common.cuh's
+// key_row): query i of KV head g reads only the keys its row holds (sparse
+// attention: DeepSeek's, MiniMax's, Qwen's), chunks of 128 keys it holds
+// none of skipped whole (each row holds a key: the indexers' sets do).
 extern "C" __global__ void __launch_bounds__(128)
     attn_simple(void* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads, int hd, float scale,
                 int window, const float* __restrict__ sinks, int kfmt, const void* kdata, const void* kscales,
                 const float* ktscale, int vfmt, const void* vdata, const void* vscales, const float* vtscale,
-                int otype, float cap, int chunk, const float* __restrict__ slopes) {
+                int otype, float cap, int chunk, const float* __restrict__ slopes, const u64* __restrict__ keys,
+                int kgroups) {
 	__shared__ float qs[ATTN_MAXD];
 	__shared__ float ps[128];
 	__shared__ float red[4];
@@ -68,6 +73,7 @@ extern "C" __global__ void __launch_bounds__(128)
 	KVPlanes K = {kfmt, kdata, kscales, ktscale, kvheads, hd};
 	KVPlanes V = {vfmt, vdata, vscales, vtscale, kvheads, hd};
 	const float* qi = q + ((i64)i * heads + h) * hd;
+	const u64* krow = key_row(keys, kgroups, g, n, i);
 	for (int d = tid; d < hd; d += 128) qs[d] = qi[d];
 	__syncthreads();
 	// With a sink, the sum starts at exp(sink - m) = 1 with m = sink.
@@ -75,9 +81,10 @@ extern "C" __global__ void __launch_bounds__(128)
 	int lo = window > 0 ? max(0, i - window + 1) : 0;
 	if (chunk > 0) lo = max(lo, i - i % chunk);
 	for (int j0 = lo; j0 <= i; j0 += 128) {
+		if (krow && !keys_any(krow, j0, min(j0 + 127, i))) continue; // the same for every thread
 		const int j = j0 + tid;
 		float s = -INFINITY;
-		if (j <= i) {
+		if (j <= i && (!krow || key_in(krow, j))) {
 			float dot = 0.0f;
 			for (int d = 0; d < hd; d++) dot += qs[d] * kv_decode1(K, j, g, d);
 			s = dot * scale;
@@ -88,7 +95,7 @@ extern "C" __global__ void __launch_bounds__(128)
 		if ((tid & 31) == 0) red[tid >> 5] = mx;
 		__syncthreads();
 		mx = fmaxf(fmaxf(red[0], red[1]), fmaxf(red[2], red[3]));
-		const float mnew = fmaxf(m, mx); // finite: key j0 <= i is always in the chunk
+		const float mnew = fmaxf(m, mx); // finite: the chunk holds a key
 		ps[tid] = j <= i ? expf(s - mnew) : 0.0f;
 		__syncthreads();
 		const float corr = expf(m - mnew); // 0 on the first chunk
@@ -97,6 +104,7 @@ extern "C" __global__ void __launch_bounds__(128)
 		float lc = 0.0f;
 		const int cnt = min(128, i - j0 + 1);
 		for (int jj = 0; jj < cnt; jj++) {
+			if (krow && !key_in(krow, j0 + jj)) continue; // p = 0
 			const float p = ps[jj];
 			lc += p;
 #pragma unroll

@@ -202,3 +202,27 @@ __device__ __forceinline__ double block_sum_d(double v, double* sh) {
 	double t = lane < nw ? sh[lane] : 0.0;
 	return warp_sum_d(t);
 }
+
+// Key sets (nn.KeySet.Words, the keys each query row of a sparse attention
+// reads): groups of n rows of (n+63)/64 words, key j the bit j mod 64 of
+// word j/64; a set of one group serves every KV head.
+typedef unsigned long long u64;
+
+// key_row is row i's words for KV head g, or null without a set.
+__device__ __forceinline__ const u64* key_row(const u64* keys, int groups, int g, int n, int i) {
+	return keys ? keys + ((i64)(groups == 1 ? 0 : g) * n + i) * ((n + 63) >> 6) : nullptr;
+}
+
+// key_in reports whether row holds key j.
+__device__ __forceinline__ bool key_in(const u64* row, int j) { return (row[j >> 6] >> (j & 63)) & 1; }
+
+// keys_any reports whether row holds one of the keys lo..hi (lo <= hi).
+__device__ __forceinline__ bool keys_any(const u64* row, int lo, int hi) {
+	for (int w = lo >> 6; w <= (hi >> 6); w++) {
+		u64 m = row[w];
+		if (w == (lo >> 6)) m &= ~0ull << (lo & 63);
+		if (w == (hi >> 6)) m &= ~0ull >> (63 - (hi & 63));
+		if (m) return true;
+	}
+	return false;
+}

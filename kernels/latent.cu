@@ -30,11 +30,13 @@ extern "C" __global__ void copy_cols(float* __restrict__ dst, int dcols, int dc,
 // (query, head): float32 scores, online softmax over chunks of 128 keys,
 // each key decoded element by element (kv_decode1): plainly right, slow at
 // long windows (it rereads the cache for every query). grid (n, heads).
+// keys, when not null, is a key set of kgroups groups, as attn_simple's
+// (DeepSeek's sparse attention: the keys its lightning indexer chose).
 // Output: fp16 (out_f16 != 0) or bf16, (n, heads·vd).
 extern "C" __global__ void __launch_bounds__(128)
     attn_latent(u16* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads, int hd, int vd, float scale,
                 int window, const float* __restrict__ sinks, int kfmt, const void* kdata, const void* kscales,
-                const float* ktscale, int out_f16) {
+                const float* ktscale, int out_f16, const u64* __restrict__ keys, int kgroups) {
 	__shared__ float qs[LAT_MAXD];
 	__shared__ float ps[128];
 	__shared__ float red[4];
@@ -43,6 +45,7 @@ extern "C" __global__ void __launch_bounds__(128)
 	const int g = h / (heads / kvheads);
 	KVPlanes K = {kfmt, kdata, kscales, ktscale, kvheads, hd};
 	const float* qi = q + ((i64)i * heads + h) * hd;
+	const u64* krow = key_row(keys, kgroups, g, n, i);
 	for (int d = tid; d < hd; d += 128) qs[d] = qi[d];
 	__syncthreads();
 	float m = sinks ? sinks[h] : -INFINITY, l = sinks ? 1.0f : 0.0f;
@@ -51,9 +54,10 @@ extern "C" __global__ void __launch_bounds__(128)
 	for (int c = 0; c < LAT_ACC; c++) acc[c] = 0.0f;
 	const int lo = window > 0 ? max(0, i - window + 1) : 0;
 	for (int j0 = lo; j0 <= i; j0 += 128) {
+		if (krow && !keys_any(krow, j0, min(j0 + 127, i))) continue; // the same for every thread
 		const int j = j0 + tid;
 		float s = -INFINITY;
-		if (j <= i) {
+		if (j <= i && (!krow || key_in(krow, j))) {
 			float dot = 0.0f;
 			for (int d = 0; d < hd; d++) dot += qs[d] * kv_decode1(K, j, g, d);
 			s = dot * scale;
@@ -71,6 +75,7 @@ extern "C" __global__ void __launch_bounds__(128)
 		float lc = 0.0f;
 		const int cnt = min(128, i - j0 + 1);
 		for (int jj = 0; jj < cnt; jj++) {
+			if (krow && !key_in(krow, j0 + jj)) continue; // p = 0
 			const float p = ps[jj];
 			lc += p;
 #pragma unroll

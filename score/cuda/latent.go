@@ -17,6 +17,8 @@ import (
 // as the CPU backend (cpu_mla.go) does: keys of up to 640 (DeepSeek-V3's
 // are 576, kv_lora 512 + rope 64; the oracle model's 40), on the CUDA
 // cores, one block per (query, head): plainly right, slow at long windows.
+// With a.Keys (DSA past its top_k) attn_latent reads only the chosen keys
+// (sparse.go).
 
 var _ ml.Latent = (*gpuBackend)(nil)
 
@@ -111,9 +113,6 @@ func (b *gpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 	if vd <= 0 || vd > hd {
 		panic(fmt.Sprintf("cuda backend: latent attention values of %d of %d key elements", vd, hd))
 	}
-	if a.Keys != nil { // models ask ml.Sparse first, which this backend lacks
-		panic("cuda backend: latent attention over selected keys (ml.Sparse) not implemented")
-	}
 	gshape("latent attention q", qq, n, a.Heads*hd)
 	gshape("latent attention k", kk, n, a.KVHeads*hd)
 	gshape("latent attention output", o, n, a.Heads*vd)
@@ -133,6 +132,10 @@ func (b *gpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 		return
 	}
 	sinks := perHead("attention sinks", a.Sinks, a.Heads)
+	kgroups := 0
+	if a.Keys != nil {
+		kgroups = keyGroups(a)
+	}
 	t := b.prec.Weights // the value product's input type
 	b.do(fmt.Sprintf("layer %d latent attention", layer), func() error {
 		e := b.e
@@ -150,10 +153,16 @@ func (b *gpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 		if err != nil {
 			return err
 		}
+		var keys ptr
+		if a.Keys != nil {
+			if keys, err = b.keySet(a.Keys, n); err != nil {
+				return err
+			}
+		}
 		kt := c.k
 		err = e.launch("attn_latent", dim3{uint32(n), uint32(a.Heads), 1}, dim3{128, 1, 1},
 			h, qq.p, n, a.Heads, a.KVHeads, hd, vd, float32(a.Scale), a.Window, sinks,
-			kt.format, kt.data.p, kt.scales.p, kt.tscale(), isF16(t))
+			kt.format, kt.data.p, kt.scales.p, kt.tscale(), isF16(t), keys, kgroups)
 		if err != nil {
 			return err
 		}

@@ -98,11 +98,14 @@ func TestLatentOpsParity(t *testing.T) {
 
 		// LatentAttention: the oracle model's shape (4 heads over one latent
 		// head of 40, 32 values), DeepSeek-V3's (576, 512) over more keys
-		// than a 128-key chunk, and a window with sinks.
+		// than a 128-key chunk, a window with sinks, and DSA's chosen keys
+		// (sparseKeys).
 		for _, c := range []struct {
 			heads, hd, vd, m, window int
 			sinks                    []float32
-		}{{4, 40, 32, 150, 0, nil}, {2, 576, 512, 140, 0, nil}, {4, 40, 32, 150, 20, []float32{-3, 0, 2, 9}}} {
+			sparse                   bool
+		}{{4, 40, 32, 150, 0, nil, false}, {2, 576, 512, 140, 0, nil, false}, {4, 40, 32, 150, 20, []float32{-3, 0, 2, 9}, false},
+			{4, 40, 32, 300, 0, nil, true}, {2, 576, 512, 280, 0, []float32{1, -2}, true}} {
 			q, k := randF32(rng, c.m*c.heads*c.hd, 1), randF32(rng, c.m*c.hd, 0.3)
 			kr := append([]float32(nil), k...)
 			var blk kvcache.Block
@@ -116,6 +119,10 @@ func TestLatentOpsParity(t *testing.T) {
 			}
 			full := make([]float32, c.m*c.heads*c.hd)
 			at := nn.Attention{Heads: c.heads, KVHeads: 1, HeadDim: c.hd, Scale: a.Scale, Window: c.window, Sinks: c.sinks}
+			if c.sparse {
+				a.Keys = sparseKeys(rng, c.m, 1)
+				at.Keys = a.Keys
+			}
 			at.Forward(nn.NewContext(0), full, q, kr, kr, c.m)
 			qt, kt := b.put(t, c.m, c.heads*c.hd, q), b.put(t, c.m, c.hd, k)
 			ot := b.Alloc(c.m, c.heads*c.vd)
@@ -140,9 +147,9 @@ func TestLatentOpsParity(t *testing.T) {
 					}
 				}
 			}
-			t.Logf("LatentAttention keys %d, values %d, window %d: worst error / tolerance %.3f (%s)", c.hd, c.vd, c.window, worst, where)
+			t.Logf("LatentAttention keys %d, values %d, window %d, sparse %v: worst error / tolerance %.3f (%s)", c.hd, c.vd, c.window, c.sparse, worst, where)
 			if worst > 1 {
-				t.Errorf("LatentAttention keys %d, values %d, window %d: %s (%.3g × tolerance)", c.hd, c.vd, c.window, where, worst)
+				t.Errorf("LatentAttention keys %d, values %d, window %d, sparse %v: %s (%.3g × tolerance)", c.hd, c.vd, c.window, c.sparse, where, worst)
 			}
 		}
 	})

@@ -13,6 +13,7 @@ import (
 	"ppl.dev/kernels"
 	"ppl.dev/quant"
 	"ppl.dev/score/cuda/cublas"
+	"ppl.dev/score/kvcache"
 	"ppl.dev/score/ml"
 	"ppl.dev/score/model"
 	"ppl.dev/score/nn"
@@ -60,7 +61,7 @@ import (
 // no gate product). Package ml's extension interfaces
 // live in their own files: recurrent.go (ml.Recurrent), latent.go
 // (ml.Latent), gemma4.go (ml.Gemma4), altup.go (ml.AltUp, and MLP's
-// TopK).
+// TopK), sparse.go (ml.Sparse, ml.BlockSparse, ml.PooledSparse, ml.PLE).
 //
 // Scratch memory is an arena of device chunks (Alloc, Mark, Release,
 // Reset); it grows to the largest window seen, is made one chunk again at
@@ -73,7 +74,9 @@ type gpuBackend struct {
 	threads int // host goroutines for weight conversion
 	kvK     int // KV cache formats of keys and values
 	kvV     int
-	synth   uint64 // when not 0, Prepare fills weights from this seed (benchmarks)
+	keys    kvcache.Codec // kvK's codec, for the indexers' keys rounded on the host (sparse.go)
+	host    *nn.Context   // the host's share of sparse attention and PLE (sparse.go), made at first use
+	synth   uint64        // when not 0, Prepare fills weights from this seed (benchmarks)
 
 	set     *weightSet // the model's weights (weights.go)
 	follows bool       // the set's allocations are another backend's (weights.go)
@@ -149,7 +152,8 @@ func newBackend(e *Engine, info model.Info, opts model.Options, p Precision) (*g
 	if err != nil {
 		return nil, err
 	}
-	b := &gpuBackend{e: e, prec: p, threads: opts.Threads, kvK: kk, kvV: kv,
+	f, _ := kvcache.Lookup(info.KVDtype) // kvFormat found it
+	b := &gpuBackend{e: e, prec: p, threads: opts.Threads, kvK: kk, kvV: kv, keys: f.K,
 		ropes: map[*nn.RoPE]*ropeTab{}, ones: map[int]ptr{}, flash: map[attnShape]string{}, prof: profileFromEnv()}
 	hp := info.HParams
 	maxHD := attnMaxDim
@@ -500,6 +504,9 @@ func (b *gpuBackend) Close() error {
 		return nil
 	}
 	b.closed = true
+	if b.host != nil {
+		b.host.Free()
+	}
 	err := b.e.Do(func() error {
 		e := b.e
 		b.scratch.free(e)
@@ -999,17 +1006,16 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 	if b.err != nil {
 		return
 	}
-	if a.Keys != nil {
-		b.Fail(fmt.Errorf("a window of %d tokens needs attention over chosen keys, which the cuda backend does not run: score it on the CPU", n))
-		return
-	}
 	chunk := 0 // chunks that a window crosses take the plain kernel
 	if a.Chunk > 0 && n > a.Chunk {
 		chunk = a.Chunk
 	}
 	// The int8 mode takes attn_fx or the plain kernel: their float32 output
 	// is what the output projection quantizes (int8.go).
-	plain := plainOpts{a.SoftCap, chunk} // soft-capped or chunked scores take the plain kernel
+	plain := plainOpts{softCap: a.SoftCap, chunk: chunk} // soft-capped or chunked scores take the plain kernel
+	if a.Keys != nil {
+		plain.kgroups = keyGroups(a) // and so do chosen keys (sparse.go), their set copied below
+	}
 	flash := false
 	if !b.prec.Int8 && plain == (plainOpts{}) {
 		why, err := b.attnKernel(attnShape{a.Heads, a.KVHeads, a.HeadDim})
@@ -1034,14 +1040,19 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 		if err := e.kvStore(c.v, vv.p, n, a.KVHeads, a.HeadDim); err != nil {
 			return err
 		}
+		mark := b.Mark()
+		defer b.Release(mark)
+		if a.Keys != nil {
+			if plain.keys, err = b.keySet(a.Keys, n); err != nil {
+				return err
+			}
+		}
 		if b.prec.Int8 {
 			if splitExact(b.kvK, b.kvV, a.HeadDim) && plain == (plainOpts{}) {
 				return e.attentionSplit(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, c.k, c.v)
 			}
 			return e.attentionPlain(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, plain, c.k, c.v, otypeF32)
 		}
-		mark := b.Mark()
-		defer b.Release(mark)
 		h, err := b.scratchBytes(halfBytes(o.count()))
 		if err != nil {
 			return err

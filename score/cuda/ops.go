@@ -508,11 +508,14 @@ func (e *Engine) attentionSplit(out, q ptr, n, heads, kvheads, hd int, scale flo
 		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale())
 }
 
-// plainOpts are what only the plain kernel computes: a soft-cap and
-// chunks, each 0 for none.
+// plainOpts are what only the plain kernel computes: a soft-cap, chunks
+// and a key set (keys: a device copy of nn.KeySet.Words, of kgroups
+// groups), each 0 for none.
 type plainOpts struct {
 	softCap float64
 	chunk   int
+	keys    ptr
+	kgroups int
 }
 
 // attentionPlain is the plain kernel, with m and o, writing otype (a half
@@ -526,6 +529,7 @@ func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale flo
 		return err
 	}
 	args := []any{out, q, n, heads, kvheads, hd, float32(scale), m.window, m.sinks,
-		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), otype, float32(o.softCap), o.chunk, m.slopes}
+		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), otype, float32(o.softCap), o.chunk, m.slopes,
+		o.keys, o.kgroups}
 	return e.launch("attn_simple", dim3{uint32(n), uint32(heads), 1}, dim3{128, 1, 1}, args...)
 }

@@ -632,7 +632,9 @@ func TestExpertPad(t *testing.T) {
 // below the scores (the running maximum starts at the sink), soft-caps of
 // 1.5 (biting: the scores reach 4) alone and with a window, Llama 4's
 // chunks (of 128 and 100 keys, the latter with a window of 40), ALiBi's
-// slopes (maximum bias 8; 16 with a window, sinks and a soft-cap).
+// slopes (maximum bias 8; 16 with a window, sinks and a soft-cap), and
+// sparse attention's key sets (sparseKeys: one for every KV head, one per
+// KV head, with sinks and a window).
 func TestAttentionWindowParity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(23, 1))
@@ -653,8 +655,10 @@ func TestAttentionWindowParity(t *testing.T) {
 			cap    float64
 			chunk  int
 			alibi  float32 // ALiBi's maximum bias
-		}{{32, nil, 0, 0, 0}, {200, nil, 0, 0, 0}, {0, []float32{-20, 0, 3, 30}, 0, 0, 0}, {50, []float32{1, -1, 8, 0.5}, 0, 0, 0}, {0, nil, 1.5, 0, 0}, {40, nil, 1.5, 0, 0},
-			{0, nil, 0, 128, 0}, {40, nil, 0, 100, 0}, {0, nil, 0, 0, 8}, {50, []float32{1, -1, 8, 0.5}, 1.5, 0, 16}} {
+			groups int     // > 0: a key set of so many groups
+		}{{32, nil, 0, 0, 0, 0}, {200, nil, 0, 0, 0, 0}, {0, []float32{-20, 0, 3, 30}, 0, 0, 0, 0}, {50, []float32{1, -1, 8, 0.5}, 0, 0, 0, 0}, {0, nil, 1.5, 0, 0, 0}, {40, nil, 1.5, 0, 0, 0},
+			{0, nil, 0, 128, 0, 0}, {40, nil, 0, 100, 0, 0}, {0, nil, 0, 0, 8, 0}, {50, []float32{1, -1, 8, 0.5}, 1.5, 0, 16, 0},
+			{0, nil, 0, 0, 0, 1}, {0, nil, 0, 0, 0, kvheads}, {250, []float32{1, -1, 8, 0.5}, 0, 0, 0, kvheads}} {
 			want := make([]float32, len(q))
 			att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: scale, Window: c.window, Sinks: c.sinks, SoftCap: c.cap, Chunk: c.chunk}
 			var sp ptr
@@ -662,6 +666,10 @@ func TestAttentionWindowParity(t *testing.T) {
 				sp = devPut(t, e, c.sinks)
 			}
 			plain, mask := plainOpts{softCap: c.cap, chunk: c.chunk}, attnMask{window: c.window, sinks: sp}
+			if c.groups > 0 {
+				att.Keys = sparseKeys(rng, n, c.groups)
+				plain.keys, plain.kgroups = devPut(t, e, att.Keys.Words()), c.groups
+			}
 			if c.alibi > 0 {
 				att.Slopes = nn.ALiBiSlopes(heads, c.alibi)
 				mask.slopes = devPut(t, e, att.Slopes)
@@ -683,9 +691,9 @@ func TestAttentionWindowParity(t *testing.T) {
 					got = fromHalf(devGet[uint16](t, e, out, len(q)), f16)
 				}
 				worst, at := worstError(got, want, o.abs, o.rel)
-				t.Logf("window %d, sinks %v, cap %v, chunk %d, ALiBi %v, output %d: worst error / tolerance %.3f (element %d: %v vs %v)", c.window, c.sinks, c.cap, c.chunk, c.alibi, o.otype, worst, at, got[at], want[at])
-				if worst > 1 {
-					t.Errorf("window %d, sinks %v, cap %v, output %d: element %d is %v, want %v (%.3g × tolerance)", c.window, c.sinks, c.cap, o.otype, at, got[at], want[at], worst)
+				t.Logf("window %d, sinks %v, cap %v, chunk %d, ALiBi %v, key groups %d, output %d: worst error / tolerance %.3f (element %d: %v vs %v)", c.window, c.sinks, c.cap, c.chunk, c.alibi, c.groups, o.otype, worst, at, got[at], want[at])
+				if worst > 1 || worst != worst {
+					t.Errorf("window %d, sinks %v, cap %v, key groups %d, output %d: element %d is %v, want %v (%.3g × tolerance)", c.window, c.sinks, c.cap, c.groups, o.otype, at, got[at], want[at], worst)
 				}
 			}
 		}
@@ -813,4 +821,24 @@ func TestKVCacheByHeadSize(t *testing.T) {
 			}
 		}
 	})
+}
+
+// sparseKeys is a key set of groups groups of n rows as the sparse
+// attentions' indexers leave them, and harder: row i holds each key j <= i
+// with probability 1/4 and always key i/2 (at least one key); rows past
+// 200 hold none of the first 128 keys (a chunk of attn_simple skipped
+// whole) and rows past 260 none of the last 40 either (the diagonal out).
+func sparseKeys(rng *rand.Rand, n, groups int) *nn.KeySet {
+	set := nn.NewKeySets(n, groups)
+	for g := range groups {
+		for i := range n {
+			for j := 0; j <= i; j++ {
+				if rng.IntN(4) == 0 && !(i > 200 && j < 128) && !(i > 260 && j > i-40) {
+					set.AddIn(g, i, j)
+				}
+			}
+			set.AddIn(g, i, i/2)
+		}
+	}
+	return set
 }

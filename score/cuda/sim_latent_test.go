@@ -11,7 +11,7 @@ import (
 // cpuBackend.LatentAttention (nn.Attention over the decoded keys, the keys
 // as values).
 func init() {
-	simKernels["attn_latent"] = simKernel{15, func(s *simDevice, a *simArgs, grid dim3) error {
+	simKernels["attn_latent"] = simKernel{17, func(s *simDevice, a *simArgs, grid dim3) error {
 		out, q, n, heads, kvheads, hd, vd := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4), a.int(5), a.int(6)
 		scale, window := a.f32(7), a.int(8)
 		K := simPlanes{format: a.int(10), data: a.ptr(11), scales: a.ptr(12), tscale: a.ptr(13), heads: kvheads, hd: hd}
@@ -35,7 +35,7 @@ func init() {
 			}
 		}
 		full := make([]float32, n*heads*hd)
-		att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: float64(scale), Window: window, Sinks: sinks}
+		att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: float64(scale), Window: window, Sinks: sinks, Keys: simKeys(a, 15, n)}
 		att.Forward(nn.NewContext(0), full, q[:n*heads*hd], ks, ks, n)
 		for r := range n * heads {
 			for i := range vd {

@@ -194,6 +194,7 @@ func f32s(b []byte) []float32 { return unsafe.Slice((*float32)(unsafe.Pointer(&b
 func f64s(b []byte) []float64 { return unsafe.Slice((*float64)(unsafe.Pointer(&b[0])), len(b)/8) }
 func u16s(b []byte) []uint16  { return unsafe.Slice((*uint16)(unsafe.Pointer(&b[0])), len(b)/2) }
 func u32s(b []byte) []uint32  { return unsafe.Slice((*uint32)(unsafe.Pointer(&b[0])), len(b)/4) }
+func u64s(b []byte) []uint64  { return unsafe.Slice((*uint64)(unsafe.Pointer(&b[0])), len(b)/8) }
 func i32s(b []byte) []int32   { return unsafe.Slice((*int32)(unsafe.Pointer(&b[0])), len(b)/4) }
 
 // simArgs reads a kernel's arguments by position, checking their Go types
@@ -562,7 +563,7 @@ var simKernels = map[string]simKernel{
 		}
 		return nil
 	}},
-	"attn_simple": {21, func(s *simDevice, a *simArgs, grid dim3) error {
+	"attn_simple": {23, func(s *simDevice, a *simArgs, grid dim3) error {
 		n, heads := a.int(2), a.int(3)
 		if err := covers(grid[0], n, "queries"); err != nil {
 			return err
@@ -570,7 +571,7 @@ var simKernels = map[string]simKernel{
 		if err := covers(grid[1], heads, "heads"); err != nil {
 			return err
 		}
-		return simAttention(a, a.int(5), float64(a.f32(6)), a.int(7), simPerHead(a, 8, heads), simPerHead(a, 20, heads), float64(a.f32(18)), a.int(19), 9, false)
+		return simAttention(a, a.int(5), float64(a.f32(6)), a.int(7), simPerHead(a, 8, heads), simPerHead(a, 20, heads), float64(a.f32(18)), a.int(19), simKeys(a, 21, n), 9, false)
 	}},
 	"attn_fa16":  {18, simFlash(16)},
 	"attn_fa32":  {18, simFlash(32)},
@@ -597,7 +598,7 @@ func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 		}
 		window, sinks, slopes := a.int(6), simPerHead(a, 7, heads), simPerHead(a, 8, heads)
 		if !s.laneFlash {
-			return simAttention(a, hd, float64(a.f32(5))/math.Log2E, window, sinks, slopes, 0, 0, 9, s.roundAttention)
+			return simAttention(a, hd, float64(a.f32(5))/math.Log2E, window, sinks, slopes, 0, 0, nil, 9, s.roundAttention)
 		}
 		out, q, kvheads := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(4)
 		K := simPlanes{format: a.int(9), data: a.ptr(10), scales: a.ptr(11), tscale: a.ptr(12), heads: kvheads, hd: hd}
@@ -636,6 +637,28 @@ func simFlashSplit(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 }
 
 // simPerHead is argument i, a float32 per head, or nil for a null pointer.
+// simKeys reads the key set of arguments i (the words) and i+1 (the
+// groups) of a window of n rows, nil for a null pointer.
+func simKeys(a *simArgs, i, n int) *nn.KeySet {
+	p, groups := a.ptr(i), a.int(i+1)
+	if p == nil || a.err != nil {
+		return nil
+	}
+	w := (n + 63) / 64
+	words := u64s(p)
+	set := nn.NewKeySets(n, groups)
+	for gr := range groups {
+		for r := range n {
+			for j := range n {
+				if words[(gr*n+r)*w+j/64]>>(j%64)&1 != 0 {
+					set.AddIn(gr, r, j)
+				}
+			}
+		}
+	}
+	return set
+}
+
 func simPerHead(a *simArgs, i, heads int) []float32 {
 	if p := a.ptr(i); p != nil {
 		return f32s(p)[:heads]
@@ -718,7 +741,7 @@ func halfToF32(h uint16, f16 int) float32 {
 // simAttention decodes the cache planes (arguments from k0 on: kfmt, kdata,
 // kscales, ktscale, vfmt, ...) and runs nn.Attention, with a sliding window
 // (0: none) and sinks (nil: none).
-func simAttention(a *simArgs, hd int, scale float64, window int, sinks, slopes []float32, softCap float64, chunk, k0 int, round bool) error {
+func simAttention(a *simArgs, hd int, scale float64, window int, sinks, slopes []float32, softCap float64, chunk int, keys *nn.KeySet, k0 int, round bool) error {
 	out, q, n, heads, kvheads := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
 	K := simPlanes{format: a.int(k0), data: a.ptr(k0 + 1), scales: a.ptr(k0 + 2), tscale: a.ptr(k0 + 3), heads: kvheads, hd: hd}
 	V := simPlanes{format: a.int(k0 + 4), data: a.ptr(k0 + 5), scales: a.ptr(k0 + 6), tscale: a.ptr(k0 + 7), heads: kvheads, hd: hd}
@@ -746,7 +769,7 @@ func simAttention(a *simArgs, hd int, scale float64, window int, sinks, slopes [
 		}
 	}
 	o := make([]float32, n*heads*hd)
-	att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: scale, Window: window, Sinks: sinks, Slopes: slopes, SoftCap: softCap, Chunk: chunk}
+	att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: scale, Window: window, Sinks: sinks, Slopes: slopes, SoftCap: softCap, Chunk: chunk, Keys: keys}
 	att.Forward(nn.NewContext(0), o, qs, ks, vs, n)
 	if f16 == otypeF32 {
 		copy(f32s(a.ptr(0)), o)

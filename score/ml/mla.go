@@ -1,6 +1,10 @@
 package ml
 
-import "ppl.dev/score/nn"
+import (
+	"fmt"
+
+	"ppl.dev/score/nn"
+)
 
 // Latent is what multi-head latent attention (DeepSeek-V2/V3's MLA, in
 // the absorbed form llama.cpp runs) needs beyond Backend: a per-head
@@ -39,6 +43,16 @@ type Sparse interface {
 	// first, as llama.cpp stores DeepSeek-V3.2's indexer keys (the scores
 	// the same but for roundings).
 	IndexKeys(q, k, w Tensor, heads, topK int, rotate bool) *nn.KeySet
+}
+
+// IndexShapes checks the operands of IndexKeys: as many rows of q, k and
+// w, q of heads·dim columns for k's dim, w of heads.
+func IndexShapes(q, k, w Tensor, heads int) error {
+	n, dim := q.Rows(), k.Cols()
+	if k.Rows() != n || w.Rows() != n || w.Cols() != heads || q.Cols() != heads*dim {
+		return fmt.Errorf("indexer: queries (%d, %d), keys (%d, %d) and weights (%d, %d) for %d heads", n, q.Cols(), k.Rows(), dim, w.Rows(), w.Cols(), heads)
+	}
+	return nil
 }
 
 // BlockSparse is what MiniMax's sparse attention (MSA: MiniMax-M3) needs

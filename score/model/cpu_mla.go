@@ -114,11 +114,11 @@ func (b *cpuBackend) LayerNorm(dst, x ml.Tensor, w, bias *ml.Vector, eps float64
 // indexer's keys: neither changes the scores but by rounding, which decides
 // near ties.
 func (b *cpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) *nn.KeySet {
+	if err := ml.IndexShapes(q, k, w, heads); err != nil {
+		panic("cpu backend: " + err.Error())
+	}
 	qq, kk, ww := ct(q), ct(k), ct(w)
 	n, dim := qq.rows, kk.cols
-	shape("indexer weights", ww, n, heads)
-	shape("indexer keys", kk, n, dim)
-	shape("indexer queries", qq, n, heads*dim)
 	mark := b.c.Mark()
 	defer b.c.Release(mark)
 	qr, kr := qq.d[:n*heads*dim], b.c.Alloc(n*dim)

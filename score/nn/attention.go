@@ -74,6 +74,11 @@ func NewKeySets(n, groups int) *KeySet {
 // Groups is the number of groups of rows.
 func (s *KeySet) Groups() int { return s.groups }
 
+// Words is the set's bitmap, for a device to copy: row i of group g is
+// the (n+63)/64 words from (g·n + i)·((n+63)/64), key j its bit j mod 64
+// of word j/64.
+func (s *KeySet) Words() []uint64 { return s.bits }
+
 // Add puts key j in row i's set (of the first group).
 func (s *KeySet) Add(i, j int) { s.AddIn(0, i, j) }
 
