@@ -3,8 +3,8 @@
 // elementwise.cu, experts.cu, logsoftmax.cu, kvstore.cu, attention.cu,
 // random.cu, dequant.cu: weights from their GGUF blocks; int8mm.cu: the
 // int8 mode's quantized activations and integer products; recurrent.cu,
-// latent.cu, gemma4.cu, altup.cu, rwkv.cu, attnres.cu, lightning.cu:
-// package ml's extension interfaces), and
+// latent.cu, gemma4.cu, altup.cu, rwkv.cu, attnres.cu, lightning.cu,
+// sparse.cu: package ml's extension interfaces), and
 // the PTX that nvcc made from them, which the CUDA backend
 // (ppl.dev/score/cuda) embeds and the driver compiles for whatever GPU it
 // finds. The KV cache format ids live in kvformat.go, which generates

@@ -13,16 +13,16 @@ import (
 // n-gram gate (ml.PLE). The attention runs on the device: the plain
 // kernels (attn_simple, attn_latent) read a copy of the chosen keys' set
 // (nn.KeySet.Words) and skip the keys, and the chunks of 128 keys, a query
-// row leaves out. The choice of keys runs on the host, by the CPU's own
-// functions over the device's indexer queries and keys read back (the keys
-// rounded through the KV cache's key format, as llama.cpp stores them):
-// nn.LightningTopK, nn.MSABlocks, nn.QSAPool and nn.QSABlocks, in the
-// int8 mode with the CPU int8 mode's arithmetic (ggml's float32 products,
-// the AVX-512 build's order), so a row's keys are the CPU's for the same
-// inputs, ties broken as ggml's TOP_K. So is PLEGate, one value per token
-// and stream. Plainly right first: the host's scores cost O(n²·heads·dim)
-// per layer (DSA's 64 heads of 128 at 4096 tokens: 68 GFLOP and 128 MiB
-// of queries read back), which a device indexer would save.
+// row leaves out. DSA's scores are the device's too (IndexKeys:
+// kernels/sparse.cu), each row's top_k chosen on the host from them; the
+// blocks of MSA and QSA are chosen on the host by the CPU's own functions
+// (nn.MSABlocks, nn.QSAPool, nn.QSABlocks) over the device's indexer
+// outputs read back, n/block scores per row. The keys are rounded through
+// the KV cache's key format, as llama.cpp stores them; in the int8 mode the
+// host computes with the CPU int8 mode's arithmetic (ggml's float32
+// products, the AVX-512 build's order), so a row's keys are the CPU's for
+// the same inputs, ties broken as ggml's TOP_K. So is PLEGate, one value
+// per token and stream.
 
 var (
 	_ ml.Sparse       = (*gpuBackend)(nil)
@@ -30,6 +30,10 @@ var (
 	_ ml.PooledSparse = (*gpuBackend)(nil)
 	_ ml.PLE          = (*gpuBackend)(nil)
 )
+
+func init() {
+	kernelModules["sparse"] = []string{"lid_scores"}
+}
 
 // hostContext is the nn.Context of the host's share, in the int8 mode
 // computing as the CPU's int8 mode does.
@@ -50,25 +54,108 @@ func (b *gpuBackend) cachedKeys(k *gt) []float32 {
 	return x
 }
 
-// IndexKeys is ml.Sparse's: q and k Hadamard-rotated with rotate, k
-// rounded through the key format, then nn.LightningTopK, as the CPU does.
+// lidProducts bounds the indexer's products a block of query rows holds
+// at once: rows·heads·n float32s (256 MiB). A variable for the tests.
+var lidProducts = 64 << 20
+
+// IndexKeys is ml.Sparse's: the scores on the device, q and k
+// Hadamard-rotated with rotate (a product with nn.HadamardMatrix), k
+// rounded through the cache's key format (kv_store, kv_decode), then per
+// block of query rows one GEMM of every head's q·k and lid_scores'
+// relu-weighted sums over the heads; each row's top_k keys chosen on the
+// host from its scores read back (nn.AddTopKeys: ggml's TOP_K's ties).
+// Rows below top_k read every key.
 func (b *gpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) *nn.KeySet {
 	if err := ml.IndexShapes(q, k, w, heads); err != nil {
 		panic("cuda backend: " + err.Error())
 	}
-	n, dim := q.Rows(), k.Cols()
-	c := b.hostContext()
-	qh, kh, wh := b.Read(q), b.Read(k), b.Read(w)
-	if rotate {
-		rot := nn.HadamardMatrix(dim)
-		qr, kr := make([]float32, len(qh)), make([]float32, len(kh))
-		rot.Forward(c, qr, qh, n*heads)
-		rot.Forward(c, kr, kh, n)
-		qh, kh = qr, kr
+	qq, kk, ww := g(q), g(k), g(w)
+	n, dim := qq.rows, kk.cols
+	set := nn.NewKeySet(n)
+	for i := range min(n, topK) {
+		for j := 0; j <= i; j++ {
+			set.Add(i, j)
+		}
 	}
-	var blk kvcache.Block
-	kvcache.RoundTrip(b.keys, &blk, kh, n, 1, dim)
-	return nn.LightningTopK(c, qh, kh, wh, n, heads, dim, topK)
+	if n <= topK {
+		return set
+	}
+	b.do("lightning indexer", func() error {
+		e := b.e
+		mark := b.Mark()
+		defer b.Release(mark)
+		qp, kp := qq.p, kk.p
+		if rotate {
+			rot := nn.HadamardMatrix(dim)
+			h, err := b.scratchBytes(int64(len(rot.Data)))
+			if err == nil {
+				err = upload(e, h, rot.Data)
+			}
+			var qr, kr ptr
+			if err == nil {
+				qr, err = b.scratchBytes(4 * int64(n) * int64(heads*dim))
+			}
+			if err == nil {
+				kr, err = b.scratchBytes(4 * int64(n) * int64(dim))
+			}
+			if err == nil {
+				err = e.gemm(qr, f32, dim, qp, dim, h, f32, n*heads, dim, dim, 0)
+			}
+			if err == nil {
+				err = e.gemm(kr, f32, dim, kp, dim, h, f32, n, dim, dim, 0)
+			}
+			if err != nil {
+				return err
+			}
+			qp, kp = qr, kr
+		}
+		kt, err := e.newKV(b.kvK, int64(n), dim)
+		if err != nil {
+			return err
+		}
+		defer e.freeKV(kt)
+		kd, err := b.scratchBytes(4 * int64(n) * int64(dim))
+		if err == nil {
+			err = e.kvStore(kt, kp, n, 1, dim)
+		}
+		if err == nil {
+			err = e.kvDecode(kd, kt, n, 1)
+		}
+		rows := max(1, lidProducts/(heads*n))
+		var qk, sc ptr
+		if err == nil {
+			qk, err = b.scratchBytes(4 * int64(rows) * int64(heads) * int64(n))
+		}
+		if err == nil {
+			sc, err = b.scratchBytes(4 * int64(rows) * int64(n))
+		}
+		if err != nil {
+			return err
+		}
+		scores, c := make([]float32, rows*n), b.hostContext()
+		for r0 := topK; r0 < n; r0 += rows {
+			r1 := min(n, r0+rows)
+			m := r1 - r0
+			err := e.gemm(qk, f32, r1, qp+ptr(4*int64(r0)*int64(heads*dim)), dim, kd, f32, m*heads, dim, r1, 0)
+			if err == nil {
+				err = e.launch("lid_scores", gridFor(int64(m)*int64(r1)), block256, sc, qk, ww.p, m, heads, r1, r0)
+			}
+			if err == nil {
+				err = download(e, scores[:m*r1], sc)
+			}
+			if err != nil {
+				return fmt.Errorf("indexer rows %d to %d: %w", r0, r1-1, err)
+			}
+			c.Parallel(m, func(_, lo, hi int) {
+				order := make([]int32, r1)
+				for r := lo; r < hi; r++ {
+					nn.AddTopKeys(set, r0+r, scores[r*r1:(r+1)*r1], order, topK)
+				}
+			})
+		}
+		return nil
+	})
+	return set
 }
 
 // BlockKeys is ml.BlockSparse's: nn.MSABlocks over the keys rounded

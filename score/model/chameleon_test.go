@@ -26,13 +26,7 @@ func TestChameleon(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tokens := make([]int32, len(golden.Header.Tokens))
-	for i, x := range golden.Header.Tokens {
-		if x >= int32(chameleonImages.Lo) && x < int32(chameleonImages.Hi) {
-			x += 8192
-		}
-		tokens[i] = x
-	}
+	tokens := mkmodel.ChameleonText(golden.Header.Tokens)
 	for _, c := range []struct {
 		name   string
 		set    func(*mkmodel.Shape)

@@ -56,12 +56,19 @@ func LightningTopK(c *Context, q, k, w []float32, n, heads, dim, topK int) *KeyS
 				}
 				score[j] = s
 			}
-			for _, j := range topKeys(score[:i+1], order[:i+1], topK) {
-				set.Add(i, int(j))
-			}
+			AddTopKeys(set, i, score, order, topK)
 		}
 	})
 	return set
+}
+
+// AddTopKeys puts in row i of set the topK keys j <= i of the highest
+// score[j] (score holds at least i+1), choosing among equal scores as
+// ggml's TOP_K does (topKeys); order is scratch of at least i+1.
+func AddTopKeys(set *KeySet, i int, score []float32, order []int32, topK int) {
+	for _, j := range topKeys(score[:i+1], order[:i+1], topK) {
+		set.Add(i, int(j))
+	}
 }
 
 // topKeys returns the indices of the k highest of score, choosing among
