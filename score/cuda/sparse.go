@@ -80,23 +80,22 @@ func (b *gpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) 
 	if n <= topK {
 		return set
 	}
-	b.do("lightning indexer", func() error {
+	b.do("lightning indexer", func() (err error) {
 		e := b.e
 		mark := b.Mark()
 		defer b.Release(mark)
+		f32s := func(count int) (p ptr) { // scratch, once err is nil
+			if err == nil {
+				p, err = b.scratchBytes(4 * int64(count))
+			}
+			return p
+		}
 		qp, kp := qq.p, kk.p
 		if rotate {
 			rot := nn.HadamardMatrix(dim)
-			h, err := b.scratchBytes(int64(len(rot.Data)))
+			h, qr, kr := f32s(dim*dim), f32s(n*heads*dim), f32s(n*dim)
 			if err == nil {
 				err = upload(e, h, rot.Data)
-			}
-			var qr, kr ptr
-			if err == nil {
-				qr, err = b.scratchBytes(4 * int64(n) * int64(heads*dim))
-			}
-			if err == nil {
-				kr, err = b.scratchBytes(4 * int64(n) * int64(dim))
 			}
 			if err == nil {
 				err = e.gemm(qr, f32, dim, qp, dim, h, f32, n*heads, dim, dim, 0)
@@ -104,30 +103,20 @@ func (b *gpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) 
 			if err == nil {
 				err = e.gemm(kr, f32, dim, kp, dim, h, f32, n, dim, dim, 0)
 			}
-			if err != nil {
-				return err
-			}
 			qp, kp = qr, kr
 		}
-		kt, err := e.newKV(b.kvK, int64(n), dim)
+		rows := min(n-topK, max(1, lidProducts/(heads*n)))
+		kd, qk, sc := f32s(n*dim), f32s(rows*heads*n), f32s(rows*n)
+		var kt *kvTensor
+		if err == nil {
+			kt, err = e.newKV(b.kvK, int64(n), dim)
+		}
 		if err != nil {
 			return err
 		}
 		defer e.freeKV(kt)
-		kd, err := b.scratchBytes(4 * int64(n) * int64(dim))
-		if err == nil {
-			err = e.kvStore(kt, kp, n, 1, dim)
-		}
-		if err == nil {
+		if err = e.kvStore(kt, kp, n, 1, dim); err == nil {
 			err = e.kvDecode(kd, kt, n, 1)
-		}
-		rows := max(1, lidProducts/(heads*n))
-		var qk, sc ptr
-		if err == nil {
-			qk, err = b.scratchBytes(4 * int64(rows) * int64(heads) * int64(n))
-		}
-		if err == nil {
-			sc, err = b.scratchBytes(4 * int64(rows) * int64(n))
 		}
 		if err != nil {
 			return err
