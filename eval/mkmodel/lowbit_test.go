@@ -80,7 +80,10 @@ func TestLowbitModels(t *testing.T) {
 }
 
 // TestLowbitTensorTypes: the low-bit file types are pure, and rows that
-// are not whole blocks fall back to Q4_0 (i-quants, ternary) or F16.
+// are not whole blocks fall back to Q4_0 (i-quants, ternary, Q2_0: a row
+// of 352 as llama-quantize's Q2_0 writes it) or F16 (Q1_0, which
+// llama-quantize refuses: "no tensor type fallback is defined"; NVFP4,
+// which it does not write).
 func TestLowbitTensorTypes(t *testing.T) {
 	for _, c := range []struct {
 		ft   string
@@ -94,6 +97,9 @@ func TestLowbitTensorTypes(t *testing.T) {
 		{"TQ1_0", "blk.1.ffn_up.weight", 96, gguf.TypeQ4_0},
 		{"MXFP4", "blk.1.ffn_up.weight", 96, gguf.TypeMXFP4},
 		{"NVFP4", "blk.1.ffn_up.weight", 96, gguf.TypeF16},
+		{"Q2_0", "blk.0.ffn_down.weight", 352, gguf.TypeQ4_0},
+		{"Q2_0", "blk.0.ffn_down.weight", 320, gguf.TypeQ2_0},
+		{"Q1_0", "blk.0.ffn_down.weight", 320, gguf.TypeF16},
 		{"nvfp4", "blk.0.attn_norm.weight", 4096, gguf.TypeF32},
 	} {
 		ft, err := LookupFileType(c.ft)

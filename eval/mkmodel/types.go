@@ -113,9 +113,12 @@ func useMoreBits(i, n int) bool {
 // 128-wide model where the fallbacks apply.
 //
 // With Pure, and for the low-bit types (Low), every 2-D tensor gets the
-// base type (still subject to the fallback, where the i-quants and the
-// ternary types fall back to Q4_0: llama.cpp's IQ4_NL for the i-quants we
-// cannot quantize). The sentence above is about the other types only.
+// base type (still subject to the fallback, where the i-quants, the
+// ternary types and Q2_0 fall back to Q4_0: llama.cpp's IQ4_NL for the
+// i-quants we cannot quantize; Q2_0's as llama-quantize's, probed; Q1_0,
+// for which llama-quantize defines no fallback and refuses the file, and
+// NVFP4, which it does not write, to F16). The sentence above is about the
+// other types only.
 func (f FileType) TensorType(name string, ne0, dims, layer, layers, gqa int, tiedOutput bool) gguf.Type {
 	if dims < 2 || strings.HasSuffix(name, "ffn_gate_inp.weight") || strings.Contains(name, "ssm_conv1d") || strings.HasSuffix(name, "shortconv.conv.weight") ||
 		strings.HasSuffix(name, "altup_correct_coef.weight") || strings.HasSuffix(name, "altup_predict_coef.weight") { // llama-quantize leaves MoE routers, convolutions and Gemma 3n's AltUp coefficients F32
@@ -198,7 +201,7 @@ func fallback(t gguf.Type, ne0 int) gguf.Type {
 			return t
 		}
 		switch t {
-		case gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeTQ1_0, gguf.TypeTQ2_0,
+		case gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeTQ1_0, gguf.TypeTQ2_0, gguf.TypeQ2_0,
 			gguf.TypeIQ2_XXS, gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S,
 			gguf.TypeIQ1_S, gguf.TypeIQ1_M:
 			t = gguf.TypeQ4_0
