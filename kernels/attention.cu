@@ -5,8 +5,9 @@
 // values that went through kvcache.RoundTrip (model.kvStore): out[i,h] =
 // Σ_{j<=i} softmax_j(q[i,h]·k[j,g]·scale) v[j,g], g = h / (heads/kvheads);
 // both kernels also take a sliding window (keys i-window < j <= i),
-// attention sinks (exp(sinks[h]) joins each softmax's denominator) and
-// ALiBi's slopes (slopes[h]·(j − i) added to each score).
+// attention sinks (exp(sinks[h]) joins each softmax's denominator),
+// ALiBi's slopes (slopes[h]·(j − i) added to each score) and a key set
+// (sparse attention: the keys each row reads, nn.Attention.Keys).
 //
 // Two kernels:
 //   attn_simple  one block per (query, head), float32 throughout, keys and
@@ -234,7 +235,7 @@ template <int HD, bool X>
 __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float* __restrict__ q, int n, int heads,
                                              int kvheads, float scale_log2, int window, const float* __restrict__ sinks,
                                              const float* __restrict__ slopes, const KVPlanes& K, const KVPlanes& V,
-                                             int out_f16) {
+                                             int out_f16, const u64* __restrict__ keys, int kgroups) {
 	constexpr int BR = 64, BC = attn_fa_bc(HD), DV = attn_fa_dv(HD), KSTR = HD + 8, VSTR = BC + 8;
 	__shared__ __align__(16) u16 ks[BC * KSTR];
 	__shared__ __align__(16) u16 vt[DV * VSTR];
@@ -245,6 +246,10 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 	const float slope_log2 = slopes ? __fmul_rn(slopes[h], 1.44269504088896341f) : 0.0f; // ALiBi's, in log2 units
 	const int r0 = qtile * BR + warp * 16 + gid, r1 = r0 + 8;
 	const i64 qstride = (i64)heads * HD;
+	// With a key set, rows r0 and r1's (null past the window: rows never written).
+	const u64* kr0 = r0 < n ? key_row(keys, kgroups, g, n, r0) : nullptr;
+	const u64* kr1 = r1 < n ? key_row(keys, kgroups, g, n, r1) : nullptr;
+	__shared__ int tileKeys; // whether a row of the block holds a key of the tile
 
 	constexpr bool QREG = HD <= 128 || (!X && HD <= 256); // q's fragments held in registers
 	u32 qf[QREG ? HD / 16 : 1][4], ql[X && QREG ? HD / 16 : 1][4];
@@ -266,6 +271,15 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 	const int warpLo = window > 0 ? qtile * BR + warp * 16 - window + 1 : 0;
 	for (int k0 = kvStart; k0 < kvEnd; k0 += BC) {
 		__syncthreads(); // the previous tile is consumed
+		if (keys) { // a tile no row of the block reads is skipped whole: its scores would all be masked
+			if (tid == 0) tileKeys = 0;
+			__syncthreads();
+			const int row = qtile * BR + tid;
+			if (tid < BR && row < n && k0 <= row && keys_any(key_row(keys, kgroups, g, n, row), k0, min(k0 + BC - 1, row)))
+				tileKeys = 1;
+			__syncthreads();
+			if (!tileKeys) continue; // block-uniform
+		}
 		// K: 8 dims per thread, dims fastest across the warp (coalesced
 		// loads, one 16-byte store per thread into a row).
 		for (int it = tid; it < BC * (HD / 8); it += 128) {
@@ -337,7 +351,8 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 				const int col = c + (e & 1), row = e < 2 ? r0 : r1;
 				float v = s[nt][e] * scale_log2;
 				if (slopes) v = __fadd_rn(v, __fmul_rn(slope_log2, (float)(col - row)));
-				if (col > row || col >= n || (window > 0 && col <= row - window)) v = -INFINITY;
+				const u64* kr = e < 2 ? kr0 : kr1;
+				if (col > row || col >= n || (window > 0 && col <= row - window) || (kr && !key_in(kr, col))) v = -INFINITY;
 				s[nt][e] = v;
 			}
 			mx0 = fmaxf(mx0, fmaxf(s[nt][0], s[nt][1]));
@@ -417,18 +432,20 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 }
 
 // attn_faHD: grid (ceil(n/64), heads, HD/attn_fa_dv(HD)), block 128,
-// scale_log2 = scale·log2(e); window, sinks and slopes as attn_simple's
-// (the slopes taken to log2 units, the bias's product and sum each
-// rounded).
+// scale_log2 = scale·log2(e); window, sinks, slopes and a key set as
+// attn_simple's (the slopes taken to log2 units, the bias's product and
+// sum each rounded; the key tiles no row of the block reads skipped).
 #define ATTN_FA(HD)                                                                                                  \
 	extern "C" __global__ void __launch_bounds__(128)                                                                \
 	    attn_fa##HD(u16* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads,                 \
 	                float scale_log2, int window, const float* __restrict__ sinks, const float* __restrict__ slopes,  \
 	                int kfmt, const void* kdata, const void* kscales, const float* ktscale, int vfmt,                  \
-	                const void* vdata, const void* vscales, const float* vtscale, int out_f16) {                       \
+	                const void* vdata, const void* vscales, const float* vtscale, int out_f16, const u64* keys,        \
+	                int kgroups) {                                                                                     \
 		KVPlanes K = {kfmt, kdata, kscales, ktscale, kvheads, HD};                                                   \
 		KVPlanes V = {vfmt, vdata, vscales, vtscale, kvheads, HD};                                                   \
-		attn_fa_body<HD, false>(out, q, n, heads, kvheads, scale_log2, window, sinks, slopes, K, V, out_f16);        \
+		attn_fa_body<HD, false>(out, q, n, heads, kvheads, scale_log2, window, sinks, slopes, K, V, out_f16, keys,   \
+		                        kgroups);                                                                            \
 	}
 ATTN_FA(16)
 ATTN_FA(32)
@@ -444,10 +461,10 @@ ATTN_FA(512)
 	    attn_fx##HD(float* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads,               \
 	                float scale_log2, int window, const float* __restrict__ sinks, const float* __restrict__ slopes,  \
 	                int kfmt, const void* kdata, const void* kscales, const float* ktscale, int vfmt,                  \
-	                const void* vdata, const void* vscales, const float* vtscale) {                                    \
+	                const void* vdata, const void* vscales, const float* vtscale, const u64* keys, int kgroups) {      \
 		KVPlanes K = {kfmt, kdata, kscales, ktscale, kvheads, HD};                                                   \
 		KVPlanes V = {vfmt, vdata, vscales, vtscale, kvheads, HD};                                                   \
-		attn_fa_body<HD, true>(out, q, n, heads, kvheads, scale_log2, window, sinks, slopes, K, V, 0);               \
+		attn_fa_body<HD, true>(out, q, n, heads, kvheads, scale_log2, window, sinks, slopes, K, V, 0, keys, kgroups); \
 	}
 ATTN_FX(16)
 ATTN_FX(32)

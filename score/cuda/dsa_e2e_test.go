@@ -55,10 +55,10 @@ func TestEndToEndHyV4(t *testing.T) {
 // partial NeoX RoPE, gpt-oss's clamped SwiGLU in the dense MLP, the
 // experts and the shared expert, every expert used; and over windows of
 // 128, where each KV head reads the blocks its indexer head chooses
-// (sparse.go: ml.BlockSparse, attn_simple over a key set per KV head).
-// Emulation, 287 targets: max 0.0090, mean 0.00202, PPL ratio 0.999925;
-// sparse, 255 targets: max 0.0558, mean 0.00192, PPL ratio
-// 1.000058.
+// (sparse.go: ml.BlockSparse, the flash kernel over a key set per KV
+// head). Emulation, 287 targets: max 0.0090, mean 0.00202, PPL ratio
+// 0.999925; sparse, 255 targets: max 0.0561, mean 0.00187, PPL ratio
+// 1.000005.
 func TestEndToEndMiniMaxM3(t *testing.T) {
 	dir, tok, _ := q8Vocab(t)
 	path := genQ8(t, mkmodel.Shape{Arch: "minimax-m3", Embd: 128, Layers: 3, Heads: 4, KVHeads: 2, HeadDim: 32, FFN: 256, Context: 4096,
@@ -107,10 +107,10 @@ func e2eSparse(t *testing.T, e *Engine, path string, toks []int32, n int, act st
 // block, Gated DeltaNet in layers 0 to 2 with the n-gram embeddings' gate
 // in layer 1 (sparse.go: ml.PLE on the host), gated attention in layer 3
 // with QSA past 4 blocks of 4 keys (ml.PooledSparse: the pooled keys and
-// the choice of blocks on the host, attn_simple over the key set), experts
+// the choice of blocks on the host, the flash kernel over the key set), experts
 // and a shared expert, every expert used. Windows of 48 read sparsely from
-// row 20. Emulation, 95 targets: max 0.0165, mean 0.00058, PPL ratio
-// 0.999769; in the int8 mode (the host's choices and gate as the CPU int8
+// row 20. Emulation, 95 targets: max 0.0165, mean 0.00061, PPL ratio
+// 0.999772; in the int8 mode (the host's choices and gate as the CPU int8
 // mode's) max 0.0153, mean 0.00348, PPL ratio 0.999461.
 func TestEndToEndQwen4Exp(t *testing.T) {
 	dir, tok, _ := q8Vocab(t)

@@ -34,7 +34,10 @@ func flashBC(hd int) int {
 //
 // q is (n, heads, hd) f32; K and V are the decoded cache (n, kvheads, hd);
 // out receives (n, heads, hd) f32 (before the output's half rounding).
-func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvheads, hd int, scaleLog2 float32, window int, sinks, slopes []float32, split bool) {
+// keys, when not nil, masks the keys a row's set does not hold (the
+// kernel's skip of the tiles no row of a block reads changes nothing: their
+// scores would all be masked, which leaves each row's state as it is).
+func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvheads, hd int, scaleLog2 float32, window int, sinks, slopes []float32, keys *nn.KeySet, split bool) {
 	const BR = 64
 	BC := flashBC(hd)
 	KSTR, VSTR := hd+8, BC+8
@@ -198,7 +201,7 @@ func flashLanes(out, q []float32, K, V func(t, h, i int) float32, n, heads, kvhe
 								if slopes != nil { // ALiBi's bias in log2 units, each product and sum rounded
 									v += float32(float32(slopes[h]*float32(math.Log2E)) * float32(col-row))
 								}
-								if col > row || col >= n || (window > 0 && col <= row-window) {
+								if col > row || col >= n || (window > 0 && col <= row-window) || keys != nil && row < n && !keys.HasIn(g, row, col) {
 									v = float32(math.Inf(-1))
 								}
 								s[nt][lane][e] = v
@@ -305,6 +308,7 @@ type flashCase struct {
 	window                int       // a sliding window, 0 for none
 	sinks                 []float32 // one logit per head, or nil
 	alibi                 float32   // ALiBi's maximum bias, 0 for none
+	groups                int       // > 0: a key set of so many groups (sparseKeys)
 }
 
 // uniform values in [-a, a]
@@ -382,41 +386,50 @@ func flashRamp(up bool) func(rng *rand.Rand, n, heads, kvheads, hd int) (q, k, v
 // is off by about 1e-3, times values of 1); bounds are two steps, and
 // about 1.5× the measured difference for the ramps.
 var flashCases = []flashCase{
-	{"random", 150, 4, 2, 16, flashRandom, 1e-3, 0, nil, 0},
-	{"random", 150, 4, 2, 32, flashRandom, 1e-3, 0, nil, 0},
-	{"random", 150, 4, 2, 64, flashRandom, 1e-3, 0, nil, 0},
-	{"random", 150, 4, 2, 128, flashRandom, 1e-3, 0, nil, 0},
-	{"random", 150, 4, 2, 256, flashRandom, 1e-3, 0, nil, 0},
-	{"random", 1, 2, 1, 256, flashRandom, 1e-3, 0, nil, 0},
-	{"random", 20, 2, 1, 256, flashRandom, 1e-3, 0, nil, 0},
-	{"random", 33, 3, 3, 256, flashRandom, 1e-3, 0, nil, 0},
-	{"flat-long", 640, 2, 1, 256, flashFlat, 1e-3, 0, nil, 0},
-	{"peaked", 200, 4, 1, 256, flashPeaked, 1e-3, 0, nil, 0},
-	{"peaked-long", 640, 2, 1, 256, flashPeaked, 1e-3, 0, nil, 0},
-	{"rising", 300, 2, 2, 256, flashRamp(true), 1.2e-3, 0, nil, 0},
-	{"falling", 300, 2, 2, 256, flashRamp(false), 1.7e-3, 0, nil, 0},
+	{"random", 150, 4, 2, 16, flashRandom, 1e-3, 0, nil, 0, 0},
+	{"random", 150, 4, 2, 32, flashRandom, 1e-3, 0, nil, 0, 0},
+	{"random", 150, 4, 2, 64, flashRandom, 1e-3, 0, nil, 0, 0},
+	{"random", 150, 4, 2, 128, flashRandom, 1e-3, 0, nil, 0, 0},
+	{"random", 150, 4, 2, 256, flashRandom, 1e-3, 0, nil, 0, 0},
+	{"random", 1, 2, 1, 256, flashRandom, 1e-3, 0, nil, 0, 0},
+	{"random", 20, 2, 1, 256, flashRandom, 1e-3, 0, nil, 0, 0},
+	{"random", 33, 3, 3, 256, flashRandom, 1e-3, 0, nil, 0, 0},
+	{"flat-long", 640, 2, 1, 256, flashFlat, 1e-3, 0, nil, 0, 0},
+	{"peaked", 200, 4, 1, 256, flashPeaked, 1e-3, 0, nil, 0, 0},
+	{"peaked-long", 640, 2, 1, 256, flashPeaked, 1e-3, 0, nil, 0, 0},
+	{"rising", 300, 2, 2, 256, flashRamp(true), 1.2e-3, 0, nil, 0, 0},
+	{"falling", 300, 2, 2, 256, flashRamp(false), 1.7e-3, 0, nil, 0, 0},
 	// Heads of 512 (Gemma 4's global layers): 16-key tiles, two blocks of
 	// 256 output dims per head.
-	{"random", 150, 2, 1, 512, flashRandom, 1e-3, 0, nil, 0},
-	{"random", 33, 4, 2, 512, flashRandom, 1e-3, 0, nil, 0},
-	{"peaked", 200, 2, 1, 512, flashPeaked, 1e-3, 0, nil, 0},
-	{"rising", 150, 2, 2, 512, flashRamp(true), 1.7e-3, 0, nil, 0},
+	{"random", 150, 2, 1, 512, flashRandom, 1e-3, 0, nil, 0, 0},
+	{"random", 33, 4, 2, 512, flashRandom, 1e-3, 0, nil, 0, 0},
+	{"peaked", 200, 2, 1, 512, flashPeaked, 1e-3, 0, nil, 0, 0},
+	{"rising", 150, 2, 2, 512, flashRamp(true), 1.7e-3, 0, nil, 0, 0},
 	// Sliding windows (gemma3, gpt-oss) narrower than a key tile, across
 	// several, and wider than the window itself; sinks (gpt-oss) far below
 	// and above the scores; both at once.
-	{"window", 300, 2, 1, 64, flashRandom, 1e-3, 20, nil, 0},
-	{"window", 300, 4, 2, 128, flashRandom, 1e-3, 130, nil, 0},
-	{"window", 140, 2, 1, 256, flashPeaked, 1e-3, 45, nil, 0},
-	{"window", 150, 2, 2, 32, flashRandom, 1e-3, 1000, nil, 0},
-	{"sinks", 200, 4, 2, 64, flashRandom, 1e-3, 0, []float32{-20, 0, 3, 30}, 0},
-	{"sinks", 140, 2, 1, 256, flashRamp(false), 1.7e-3, 0, []float32{1, -1}, 0},
-	{"window-sinks", 300, 4, 2, 64, flashRandom, 1e-3, 128, []float32{1, -1, 8, 0.5}, 0},
-	{"window-sinks", 100, 2, 1, 16, flashFlat, 1e-3, 7, []float32{0.5, 2}, 0},
+	{"window", 300, 2, 1, 64, flashRandom, 1e-3, 20, nil, 0, 0},
+	{"window", 300, 4, 2, 128, flashRandom, 1e-3, 130, nil, 0, 0},
+	{"window", 140, 2, 1, 256, flashPeaked, 1e-3, 45, nil, 0, 0},
+	{"window", 150, 2, 2, 32, flashRandom, 1e-3, 1000, nil, 0, 0},
+	{"sinks", 200, 4, 2, 64, flashRandom, 1e-3, 0, []float32{-20, 0, 3, 30}, 0, 0},
+	{"sinks", 140, 2, 1, 256, flashRamp(false), 1.7e-3, 0, []float32{1, -1}, 0, 0},
+	{"window-sinks", 300, 4, 2, 64, flashRandom, 1e-3, 128, []float32{1, -1, 8, 0.5}, 0, 0},
+	{"window-sinks", 100, 2, 1, 16, flashFlat, 1e-3, 7, []float32{0.5, 2}, 0, 0},
 	// ALiBi (BLOOM, MPT): 6 heads (2 of m1's slopes), alone, with a
 	// window and sinks, and on heads of 256.
-	{"alibi", 300, 6, 2, 64, flashRandom, 1e-3, 0, nil, 8},
-	{"alibi-window-sinks", 200, 4, 2, 128, flashRandom, 1e-3, 50, []float32{1, -1, 8, 0.5}, 16},
-	{"alibi", 140, 2, 1, 256, flashPeaked, 1e-3, 0, nil, 8},
+	{"alibi", 300, 6, 2, 64, flashRandom, 1e-3, 0, nil, 8, 0},
+	{"alibi-window-sinks", 200, 4, 2, 128, flashRandom, 1e-3, 50, []float32{1, -1, 8, 0.5}, 16, 0},
+	{"alibi", 140, 2, 1, 256, flashPeaked, 1e-3, 0, nil, 8, 0},
+	// Sparse attention's key sets (MSA, QSA): one for every KV head and one
+	// per KV head, rows past 200 reading none of the first 128 keys (whole
+	// tiles skipped) and rows past 260 not the diagonal; with a window and
+	// sinks; heads of 256 and 512 (shorter tiles).
+	{"keys", 300, 4, 2, 64, flashRandom, 1e-3, 0, nil, 0, 1},
+	{"keys", 300, 4, 2, 128, flashRandom, 1e-3, 0, nil, 0, 2},
+	{"keys-window-sinks", 300, 4, 2, 64, flashRandom, 1e-3, 128, []float32{1, -1, 8, 0.5}, 0, 2},
+	{"keys", 280, 2, 1, 256, flashPeaked, 1e-3, 0, nil, 0, 1},
+	{"keys", 220, 2, 2, 512, flashRandom, 1e-3, 0, nil, 0, 2},
 }
 
 // splitBound is the largest |attn_fx - exact| over float32 outputs in
@@ -469,6 +482,11 @@ func TestFlashVsPlain(t *testing.T) {
 					slopes = nn.ALiBiSlopes(c.heads, c.alibi)
 					mask.slopes = devPut(t, e, slopes)
 				}
+				var keys *nn.KeySet
+				if c.groups > 0 {
+					keys = sparseKeys(rng, c.n, c.groups)
+					mask.keys, mask.kgroups = devPut(t, e, keys.Words()), c.groups
+				}
 				do(t, e, func() error {
 					if err := e.attentionMasked(plain, qp, c.n, c.heads, c.kvheads, c.hd, scale, mask, kt, vt, false, f16); err != nil {
 						return err
@@ -496,7 +514,7 @@ func TestFlashVsPlain(t *testing.T) {
 				var blk kvcache.Block
 				kvcache.RoundTrip(kvcache.BF16{}, &blk, kr, c.n, c.kvheads, c.hd)
 				kvcache.RoundTrip(kvcache.BF16{}, &blk, vr, c.n, c.kvheads, c.hd)
-				def := nn.Attention{Heads: c.heads, KVHeads: c.kvheads, HeadDim: c.hd, Scale: scale, Window: c.window, Sinks: c.sinks, Slopes: slopes}
+				def := nn.Attention{Heads: c.heads, KVHeads: c.kvheads, HeadDim: c.hd, Scale: scale, Window: c.window, Sinks: c.sinks, Slopes: slopes, Keys: keys}
 				exact := def.Exact(q, kr, vr, c.n)
 				plainErr, _ := exactError(a32, exact)
 				bound := max(splitBound, 1.5*plainErr)

@@ -1012,10 +1012,7 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 	}
 	// The int8 mode takes attn_fx or the plain kernel: their float32 output
 	// is what the output projection quantizes (int8.go).
-	plain := plainOpts{softCap: a.SoftCap, chunk: chunk} // soft-capped or chunked scores take the plain kernel
-	if a.Keys != nil {
-		plain.kgroups = keyGroups(a) // and so do chosen keys (sparse.go), their set copied below
-	}
+	plain := plainOpts{a.SoftCap, chunk} // soft-capped or chunked scores take the plain kernel
 	flash := false
 	if !b.prec.Int8 && plain == (plainOpts{}) {
 		why, err := b.attnKernel(attnShape{a.Heads, a.KVHeads, a.HeadDim})
@@ -1025,7 +1022,10 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 		}
 		flash = strings.HasPrefix(why, "tensor-core")
 	}
-	mask := attnMask{a.Window, perHead("attention sinks", a.Sinks, a.Heads), perHead("ALiBi slopes", a.Slopes, a.Heads)}
+	mask := attnMask{window: a.Window, sinks: perHead("attention sinks", a.Sinks, a.Heads), slopes: perHead("ALiBi slopes", a.Slopes, a.Heads)}
+	if a.Keys != nil {
+		mask.kgroups = keyGroups(a) // chosen keys (sparse.go), their set copied below
+	}
 	t := b.prec.Weights // the output projection's input type
 	b.do(fmt.Sprintf("layer %d attention", layer), func() error {
 		e := b.e
@@ -1043,7 +1043,7 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 		mark := b.Mark()
 		defer b.Release(mark)
 		if a.Keys != nil {
-			if plain.keys, err = b.keySet(a.Keys, n); err != nil {
+			if mask.keys, err = b.keySet(a.Keys, n); err != nil {
 				return err
 			}
 		}

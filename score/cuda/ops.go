@@ -459,11 +459,14 @@ func (e *Engine) attention(out, q ptr, n, heads, kvheads, hd int, scale float64,
 }
 
 // attnMask is what every attention kernel adds to causality: a sliding
-// window, sinks (one float32 logit per head) and ALiBi's slopes (one
-// float32 per head), each 0 for none.
+// window, sinks (one float32 logit per head), ALiBi's slopes (one float32
+// per head) and a key set (keys: a device copy of nn.KeySet.Words, of
+// kgroups groups), each 0 for none.
 type attnMask struct {
 	window        int
 	sinks, slopes ptr
+	keys          ptr
+	kgroups       int
 }
 
 // attentionMasked is attention with m.
@@ -477,7 +480,7 @@ func (e *Engine) attentionMasked(out, q ptr, n, heads, kvheads, hd int, scale fl
 			return err
 		}
 		args := []any{out, q, n, heads, kvheads, float32(scale * math.Log2E), m.window, m.sinks, m.slopes,
-			k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), isF16(ot)}
+			k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), isF16(ot), m.keys, m.kgroups}
 		// One block of 4 warps per 64 queries, head and 256 output dims,
 		// whatever its key tile.
 		return e.launch(fmt.Sprintf("attn_fa%d", hd), flashGrid(n, heads, hd), dim3{128, 1, 1}, args...)
@@ -505,17 +508,14 @@ func (e *Engine) attentionSplit(out, q ptr, n, heads, kvheads, hd int, scale flo
 	}
 	return e.launch(fmt.Sprintf("attn_fx%d", hd), flashGrid(n, heads, hd), dim3{128, 1, 1},
 		out, q, n, heads, kvheads, float32(scale*math.Log2E), m.window, m.sinks, m.slopes,
-		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale())
+		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), m.keys, m.kgroups)
 }
 
-// plainOpts are what only the plain kernel computes: a soft-cap, chunks
-// and a key set (keys: a device copy of nn.KeySet.Words, of kgroups
-// groups), each 0 for none.
+// plainOpts are what only the plain kernel computes: a soft-cap and
+// chunks, each 0 for none.
 type plainOpts struct {
 	softCap float64
 	chunk   int
-	keys    ptr
-	kgroups int
 }
 
 // attentionPlain is the plain kernel, with m and o, writing otype (a half
@@ -530,6 +530,6 @@ func (e *Engine) attentionPlain(out, q ptr, n, heads, kvheads, hd int, scale flo
 	}
 	args := []any{out, q, n, heads, kvheads, hd, float32(scale), m.window, m.sinks,
 		k.format, k.data.p, k.scales.p, k.tscale(), v.format, v.data.p, v.scales.p, v.tscale(), otype, float32(o.softCap), o.chunk, m.slopes,
-		o.keys, o.kgroups}
+		m.keys, m.kgroups}
 	return e.launch("attn_simple", dim3{uint32(n), uint32(heads), 1}, dim3{128, 1, 1}, args...)
 }

@@ -668,7 +668,7 @@ func TestAttentionWindowParity(t *testing.T) {
 			plain, mask := plainOpts{softCap: c.cap, chunk: c.chunk}, attnMask{window: c.window, sinks: sp}
 			if c.groups > 0 {
 				att.Keys = sparseKeys(rng, n, c.groups)
-				plain.keys, plain.kgroups = devPut(t, e, att.Keys.Words()), c.groups
+				mask.keys, mask.kgroups = devPut(t, e, att.Keys.Words()), c.groups
 			}
 			if c.alibi > 0 {
 				att.Slopes = nn.ALiBiSlopes(heads, c.alibi)

@@ -573,18 +573,18 @@ var simKernels = map[string]simKernel{
 		}
 		return simAttention(a, a.int(5), float64(a.f32(6)), a.int(7), simPerHead(a, 8, heads), simPerHead(a, 20, heads), float64(a.f32(18)), a.int(19), simKeys(a, 21, n), 9, false)
 	}},
-	"attn_fa16":  {18, simFlash(16)},
-	"attn_fa32":  {18, simFlash(32)},
-	"attn_fa64":  {18, simFlash(64)},
-	"attn_fa128": {18, simFlash(128)},
-	"attn_fa256": {18, simFlash(256)},
-	"attn_fa512": {18, simFlash(512)},
-	"attn_fx16":  {17, simFlashSplit(16)},
-	"attn_fx32":  {17, simFlashSplit(32)},
-	"attn_fx64":  {17, simFlashSplit(64)},
-	"attn_fx128": {17, simFlashSplit(128)},
-	"attn_fx256": {17, simFlashSplit(256)},
-	"attn_fx512": {17, simFlashSplit(512)},
+	"attn_fa16":  {20, simFlash(16)},
+	"attn_fa32":  {20, simFlash(32)},
+	"attn_fa64":  {20, simFlash(64)},
+	"attn_fa128": {20, simFlash(128)},
+	"attn_fa256": {20, simFlash(256)},
+	"attn_fa512": {20, simFlash(512)},
+	"attn_fx16":  {19, simFlashSplit(16)},
+	"attn_fx32":  {19, simFlashSplit(32)},
+	"attn_fx64":  {19, simFlashSplit(64)},
+	"attn_fx128": {19, simFlashSplit(128)},
+	"attn_fx256": {19, simFlashSplit(256)},
+	"attn_fx512": {19, simFlashSplit(512)},
 }
 
 func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
@@ -598,7 +598,7 @@ func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 		}
 		window, sinks, slopes := a.int(6), simPerHead(a, 7, heads), simPerHead(a, 8, heads)
 		if !s.laneFlash {
-			return simAttention(a, hd, float64(a.f32(5))/math.Log2E, window, sinks, slopes, 0, 0, nil, 9, s.roundAttention)
+			return simAttention(a, hd, float64(a.f32(5))/math.Log2E, window, sinks, slopes, 0, 0, simKeys(a, 18, n), 9, s.roundAttention)
 		}
 		out, q, kvheads := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(4)
 		K := simPlanes{format: a.int(9), data: a.ptr(10), scales: a.ptr(11), tscale: a.ptr(12), heads: kvheads, hd: hd}
@@ -608,7 +608,7 @@ func simFlash(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 			return a.err
 		}
 		o := make([]float32, n*heads*hd)
-		flashLanes(o, q, K.decode, V.decode, n, heads, kvheads, hd, a.f32(5), window, sinks, slopes, false)
+		flashLanes(o, q, K.decode, V.decode, n, heads, kvheads, hd, a.f32(5), window, sinks, slopes, simKeys(a, 18, n), false)
 		for i, v := range o {
 			out[i] = f32ToHalf(v, f16)
 		}
@@ -631,12 +631,11 @@ func simFlashSplit(hd int) func(s *simDevice, a *simArgs, grid dim3) error {
 		if a.err != nil {
 			return a.err
 		}
-		flashLanes(out[:n*heads*hd], q, K.decode, V.decode, n, heads, kvheads, hd, a.f32(5), window, sinks, slopes, true)
+		flashLanes(out[:n*heads*hd], q, K.decode, V.decode, n, heads, kvheads, hd, a.f32(5), window, sinks, slopes, simKeys(a, 17, n), true)
 		return nil
 	}
 }
 
-// simPerHead is argument i, a float32 per head, or nil for a null pointer.
 // simKeys reads the key set of arguments i (the words) and i+1 (the
 // groups) of a window of n rows, nil for a null pointer.
 func simKeys(a *simArgs, i, n int) *nn.KeySet {
@@ -659,6 +658,7 @@ func simKeys(a *simArgs, i, n int) *nn.KeySet {
 	return set
 }
 
+// simPerHead is argument i, a float32 per head, or nil for a null pointer.
 func simPerHead(a *simArgs, i, heads int) []float32 {
 	if p := a.ptr(i); p != nil {
 		return f32s(p)[:heads]

@@ -10,10 +10,10 @@ import (
 
 // The GPU's sparse attention (ml.Sparse: DeepSeek-V3.2's and GLM-5's DSA;
 // ml.BlockSparse: MiniMax-M3's MSA; ml.PooledSparse: Qwen3.8's QSA) and
-// n-gram gate (ml.PLE). The attention runs on the device: the plain
-// kernels (attn_simple, attn_latent) read a copy of the chosen keys' set
-// (nn.KeySet.Words) and skip the keys, and the chunks of 128 keys, a query
-// row leaves out. DSA's scores are the device's too (IndexKeys:
+// n-gram gate (ml.PLE). The attention runs on the device: every attention
+// kernel reads a copy of the chosen keys' set (nn.KeySet.Words) and masks
+// the keys a query row leaves out, skipping whole the key tiles (flash) or
+// chunks (plain, latent) no row of it reads. DSA's scores are the device's too (IndexKeys:
 // kernels/sparse.cu), each row's top_k chosen on the host from them; the
 // blocks of MSA and QSA are chosen on the host by the CPU's own functions
 // (nn.MSABlocks, nn.QSAPool, nn.QSABlocks) over the device's indexer
