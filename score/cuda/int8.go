@@ -192,10 +192,7 @@ func (b *gpuBackend) i8products(dst *gt, x operand, w *ml.Matrix, set *expertSet
 			tiles = append(tiles, int32(set.off[j]+t0), int32(min(i8mmTile, n-t0)), int32(set.off[j]+t0), int32((set.ex[j]-e0)*w.Out))
 		}
 	}
-	tp, err := b.scratchBytes(4 * int64(len(tiles)))
-	if err == nil {
-		err = upload(b.e, tp, tiles)
-	}
+	tp, err := scratchCopy(b, tiles)
 	if err != nil {
 		return err
 	}

@@ -132,10 +132,6 @@ func (b *gpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 		return
 	}
 	sinks := perHead("attention sinks", a.Sinks, a.Heads)
-	kgroups := 0
-	if a.Keys != nil {
-		kgroups = keyGroups(a)
-	}
 	t := b.prec.Weights // the value product's input type
 	b.do(fmt.Sprintf("layer %d latent attention", layer), func() error {
 		e := b.e
@@ -154,8 +150,9 @@ func (b *gpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 			return err
 		}
 		var keys ptr
+		var kgroups int
 		if a.Keys != nil {
-			if keys, err = b.keySet(a.Keys, n); err != nil {
+			if keys, kgroups, err = b.keySet(a, n); err != nil {
 				return err
 			}
 		}

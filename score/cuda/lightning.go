@@ -42,10 +42,7 @@ func (b *gpuBackend) Lightning(dst, qkv ml.Tensor, slopes []float32, scale float
 	b.do("lightning attention", func() error {
 		mark := b.Mark()
 		defer b.Release(mark)
-		p, err := b.scratchBytes(4 * int64(len(decay)))
-		if err == nil {
-			err = upload(b.e, p, decay)
-		}
+		p, err := scratchCopy(b, decay)
 		if err != nil {
 			return err
 		}

@@ -8,12 +8,12 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
+	"unsafe"
 
 	"ppl.dev/gguf"
 	"ppl.dev/kernels"
 	"ppl.dev/quant"
 	"ppl.dev/score/cuda/cublas"
-	"ppl.dev/score/kvcache"
 	"ppl.dev/score/ml"
 	"ppl.dev/score/model"
 	"ppl.dev/score/nn"
@@ -74,9 +74,8 @@ type gpuBackend struct {
 	threads int // host goroutines for weight conversion
 	kvK     int // KV cache formats of keys and values
 	kvV     int
-	keys    kvcache.Codec // kvK's codec, for the indexers' keys rounded on the host (sparse.go)
-	host    *nn.Context   // the host's share of sparse attention and PLE (sparse.go), made at first use
-	synth   uint64        // when not 0, Prepare fills weights from this seed (benchmarks)
+	host    *nn.Context // the host's share of sparse attention and PLE (sparse.go), made at first use
+	synth   uint64      // when not 0, Prepare fills weights from this seed (benchmarks)
 
 	set     *weightSet // the model's weights (weights.go)
 	follows bool       // the set's allocations are another backend's (weights.go)
@@ -152,8 +151,7 @@ func newBackend(e *Engine, info model.Info, opts model.Options, p Precision) (*g
 	if err != nil {
 		return nil, err
 	}
-	f, _ := kvcache.Lookup(info.KVDtype) // kvFormat found it
-	b := &gpuBackend{e: e, prec: p, threads: opts.Threads, kvK: kk, kvV: kv, keys: f.K,
+	b := &gpuBackend{e: e, prec: p, threads: opts.Threads, kvK: kk, kvV: kv,
 		ropes: map[*nn.RoPE]*ropeTab{}, ones: map[int]ptr{}, flash: map[attnShape]string{}, prof: profileFromEnv()}
 	hp := info.HParams
 	maxHD := attnMaxDim
@@ -450,6 +448,16 @@ func (b *gpuBackend) scratchF32(rows, cols int) (*gt, error) {
 
 func (b *gpuBackend) scratchBytes(n int64) (ptr, error) { return b.scratch.alloc(b.e, n) }
 
+// scratchCopy returns scratch memory holding a copy of v; on the engine's
+// thread.
+func scratchCopy[T any](b *gpuBackend, v []T) (ptr, error) {
+	p, err := b.scratchBytes(int64(len(v)) * int64(unsafe.Sizeof(*new(T))))
+	if err == nil {
+		err = upload(b.e, p, v)
+	}
+	return p, err
+}
+
 func (b *gpuBackend) Alloc(rows, cols int) ml.Tensor {
 	t := &gt{rows: rows, cols: cols}
 	b.do("cuda: scratch memory", func() error {
@@ -538,10 +546,7 @@ func (b *gpuBackend) Embed(dst ml.Tensor, w *ml.Matrix, tokens []int32) {
 	gshape("embedding output", d, len(tokens), w.In)
 	m := gm(w)
 	b.do("embedding "+w.Name, func() error {
-		tok, err := b.scratchBytes(4 * int64(len(tokens)))
-		if err == nil {
-			err = upload(b.e, tok, tokens)
-		}
+		tok, err := scratchCopy(b, tokens)
 		if err != nil {
 			return err
 		}
@@ -701,10 +706,7 @@ func (b *gpuBackend) products(dst *gt, x operand, w *ml.Matrix, set *expertSet, 
 				bi[set.off[j]+i] = int32(e)
 			}
 		}
-		p, err := b.scratchBytes(4 * int64(len(bi)))
-		if err == nil {
-			err = upload(b.e, p, bi)
-		}
+		p, err := scratchCopy(b, bi)
 		if err == nil {
 			err = b.e.addBias(dst.p, m.bias, p, set.rows, w.Out)
 		}
@@ -762,10 +764,7 @@ func (b *gpuBackend) gemmBatches(w *ml.Matrix, ldx, ldy int, batches []batch) er
 			}
 		}
 	}
-	arrays, err := b.scratchBytes(8 * int64(len(addrs)))
-	if err == nil {
-		err = upload(b.e, arrays, addrs)
-	}
+	arrays, err := scratchCopy(b, addrs)
 	if err != nil {
 		return err
 	}
@@ -1023,9 +1022,6 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 		flash = strings.HasPrefix(why, "tensor-core")
 	}
 	mask := attnMask{window: a.Window, sinks: perHead("attention sinks", a.Sinks, a.Heads), slopes: perHead("ALiBi slopes", a.Slopes, a.Heads)}
-	if a.Keys != nil {
-		mask.kgroups = keyGroups(a) // chosen keys (sparse.go), their set copied below
-	}
 	t := b.prec.Weights // the output projection's input type
 	b.do(fmt.Sprintf("layer %d attention", layer), func() error {
 		e := b.e
@@ -1042,8 +1038,8 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 		}
 		mark := b.Mark()
 		defer b.Release(mark)
-		if a.Keys != nil {
-			if mask.keys, err = b.keySet(a.Keys, n); err != nil {
+		if a.Keys != nil { // chosen keys (sparse.go)
+			if mask.keys, mask.kgroups, err = b.keySet(a, n); err != nil {
 				return err
 			}
 		}
@@ -1225,10 +1221,7 @@ func (b *gpuBackend) expertsBefore(d, s *gt, m *ml.MLP, r *ml.Routing) {
 	b.do("experts' weighted inputs "+m.Up.Name, func() error {
 		mk := b.Mark()
 		defer b.Release(mk)
-		d, err := b.scratchBytes(4 * int64(len(lay)))
-		if err == nil {
-			err = upload(b.e, d, lay)
-		}
+		d, err := scratchCopy(b, lay)
 		if err != nil {
 			return err
 		}
@@ -1341,11 +1334,8 @@ func (b *gpuBackend) Experts(dst, x ml.Tensor, m *ml.MLP, r *ml.Routing) {
 			if err != nil {
 				return err
 			}
-			base, err := b.scratchBytes(4 * int64(len(lay)))
+			base, err := scratchCopy(b, lay)
 			if err != nil {
-				return err
-			}
-			if err := upload(e, base, lay); err != nil {
 				return err
 			}
 			rowsDev, slotsDev, weightsDev := base, base+ptr(4*total), base+ptr(8*total)

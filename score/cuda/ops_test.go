@@ -152,7 +152,7 @@ func operandOf(typ gguf.Type) func(float32) float64 {
 
 // testBackend is a backend without a model, for operation tests.
 func testBackend(e *Engine) *gpuBackend {
-	b := &gpuBackend{e: e, prec: Mixed, kvK: kvBF16, kvV: kvBF16, keys: kvcache.BF16{}, set: newWeightSet(e),
+	b := &gpuBackend{e: e, prec: Mixed, kvK: kvBF16, kvV: kvBF16, set: newWeightSet(e),
 		ropes: map[*nn.RoPE]*ropeTab{}, ones: map[int]ptr{}, flash: map[attnShape]string{}}
 	b.set.join()
 	return b

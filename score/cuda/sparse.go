@@ -3,7 +3,6 @@ package cuda
 import (
 	"fmt"
 
-	"ppl.dev/score/kvcache"
 	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
 )
@@ -45,13 +44,40 @@ func (b *gpuBackend) hostContext() *nn.Context {
 	return b.host
 }
 
+// roundKeys returns scratch memory holding the n keys of dim values at x
+// (one head a row) passed through the KV cache's key format (kv_store,
+// kv_decode), as llama.cpp stores an indexer's keys; on the engine's
+// thread.
+func (b *gpuBackend) roundKeys(x ptr, n, dim int) (ptr, error) {
+	kt, err := b.e.newKV(b.kvK, int64(n), dim)
+	if err != nil {
+		return 0, err
+	}
+	defer b.e.freeKV(kt)
+	kd, err := b.scratchBytes(4 * int64(n) * int64(dim))
+	if err == nil {
+		err = b.e.kvStore(kt, x, n, 1, dim)
+	}
+	if err == nil {
+		err = b.e.kvDecode(kd, kt, n, 1)
+	}
+	return kd, err
+}
+
 // cachedKeys reads k (one head a row) from the device, rounded through the
-// KV cache's key format.
+// KV cache's key format (roundKeys).
 func (b *gpuBackend) cachedKeys(k *gt) []float32 {
-	x := b.Read(k)
-	var blk kvcache.Block
-	kvcache.RoundTrip(b.keys, &blk, x, k.rows, 1, k.cols)
-	return x
+	out := make([]float32, k.count())
+	b.do("indexer keys", func() error {
+		mark := b.Mark()
+		defer b.Release(mark)
+		kd, err := b.roundKeys(k.p, k.rows, k.cols)
+		if err == nil {
+			err = download(b.e, out, kd)
+		}
+		return err
+	})
+	return out
 }
 
 // lidProducts bounds the indexer's products a block of query rows holds
@@ -60,7 +86,7 @@ var lidProducts = 64 << 20
 
 // IndexKeys is ml.Sparse's: the scores on the device, q and k
 // Hadamard-rotated with rotate (a product with nn.HadamardMatrix), k
-// rounded through the cache's key format (kv_store, kv_decode), then per
+// rounded through the cache's key format (roundKeys), then per
 // block of query rows one GEMM of every head's q·k and lid_scores'
 // relu-weighted sums over the heads; each row's top_k keys chosen on the
 // host from its scores read back (nn.AddTopKeys: ggml's TOP_K's ties).
@@ -92,11 +118,11 @@ func (b *gpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) 
 		}
 		qp, kp := qq.p, kk.p
 		if rotate {
-			rot := nn.HadamardMatrix(dim)
-			h, qr, kr := f32s(dim*dim), f32s(n*heads*dim), f32s(n*dim)
-			if err == nil {
-				err = upload(e, h, rot.Data)
+			var h ptr
+			if h, err = scratchCopy(b, nn.HadamardMatrix(dim).Data); err != nil {
+				return err
 			}
+			qr, kr := f32s(n*heads*dim), f32s(n*dim)
 			if err == nil {
 				err = e.gemm(qr, f32, dim, qp, dim, h, f32, n*heads, dim, dim, 0)
 			}
@@ -106,17 +132,10 @@ func (b *gpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) 
 			qp, kp = qr, kr
 		}
 		rows := min(n-topK, max(1, lidProducts/(heads*n)))
-		kd, qk, sc := f32s(n*dim), f32s(rows*heads*n), f32s(rows*n)
-		var kt *kvTensor
+		qk, sc := f32s(rows*heads*n), f32s(rows*n)
+		var kd ptr
 		if err == nil {
-			kt, err = e.newKV(b.kvK, int64(n), dim)
-		}
-		if err != nil {
-			return err
-		}
-		defer e.freeKV(kt)
-		if err = e.kvStore(kt, kp, n, 1, dim); err == nil {
-			err = e.kvDecode(kd, kt, n, 1)
+			kd, err = b.roundKeys(kp, n, dim)
 		}
 		if err != nil {
 			return err
@@ -198,25 +217,17 @@ func (b *gpuBackend) PLEGate(dst, key, query ml.Tensor, scale float64) {
 	b.Write(dst, out)
 }
 
-// keyGroups is a's key set's group count: 1 (every KV head's) or one per
-// KV head.
-func keyGroups(a *ml.Attn) int {
-	gr := a.Keys.Groups()
+// keySet copies a.Keys's bitmap, of a window of n rows, into scratch
+// memory and returns it with its group count: 1 (every KV head's) or one
+// per KV head.
+func (b *gpuBackend) keySet(a *ml.Attn, n int) (ptr, int, error) {
+	gr, w := a.Keys.Groups(), a.Keys.Words()
 	if gr != 1 && gr != a.KVHeads {
-		panic(fmt.Sprintf("cuda backend: a key set of %d groups for %d KV heads", gr, a.KVHeads))
+		return 0, 0, fmt.Errorf("cuda: a key set of %d groups for %d KV heads", gr, a.KVHeads)
 	}
-	return gr
-}
-
-// keySet copies set's bitmap, of windows of n rows, into scratch memory.
-func (b *gpuBackend) keySet(set *nn.KeySet, n int) (ptr, error) {
-	w := set.Words()
-	if want := set.Groups() * n * ((n + 63) / 64); len(w) != want {
-		return 0, fmt.Errorf("cuda: a key set of %d words for %d rows, want %d", len(w), n, want)
+	if want := gr * n * ((n + 63) / 64); len(w) != want {
+		return 0, 0, fmt.Errorf("cuda: a key set of %d words for %d rows, want %d", len(w), n, want)
 	}
-	p, err := b.scratchBytes(8 * int64(len(w)))
-	if err != nil {
-		return 0, err
-	}
-	return p, upload(b.e, p, w)
+	p, err := scratchCopy(b, w)
+	return p, gr, err
 }
