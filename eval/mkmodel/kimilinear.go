@@ -154,7 +154,7 @@ func (c *Config) kimiLayer(add func(name string, shape []uint64, layer int, fill
 			add(p+"ssm_f_b.weight", []uint64{hd, d}, i, c.normal(p+"ssm_f_b.weight", invSqrt(hd)))
 		}
 		add(p+"ssm_beta.weight", []uint64{e, h}, i, c.normal(p+"ssm_beta.weight", invSqrt(e)))
-		if c.kimiK3() {
+		if c.kimiK3() || c.glm5Next() {
 			add(p+"ssm_a", []uint64{h}, i, c.gain(p+"ssm_a", -0.5, 0.2))
 		} else {
 			add(p+"ssm_a", []uint64{1, h}, i, c.gain(p+"ssm_a", -0.5, 0.2))

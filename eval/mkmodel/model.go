@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 
 	"ppl.dev/gguf"
 )
@@ -48,6 +49,12 @@ func (c *Config) tensorType(name string, shape []uint64, layer int) gguf.Type {
 	dims := len(shape) // as ggml_n_dims counts them: trailing 1s do not
 	for dims > 1 && shape[dims-1] == 1 {
 		dims--
+	}
+	if c.glm5Next() && strings.Contains(name, "indexer_compressor_ape") {
+		return gguf.TypeF32 // llama.cpp adds it to the gates, which ggml's ADD takes in F32 only (probed: an F16 one aborts)
+	}
+	if c.glm5Next() && c.Type.Quantized() && dims >= 2 && glm5Kept(name) {
+		return gguf.TypeF16
 	}
 	return c.Type.TensorType(name, int(shape[0]), dims, layer, c.Layers, c.Heads/c.KVHeads, c.Tied)
 }
@@ -218,6 +225,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 		}
 		if c.kdaHybrid() {
 			c.kimiLayer(add, i)
+			continue
+		}
+		if c.glm5Next() {
+			c.glm5Layer(add, i)
 			continue
 		}
 		if c.dots3note() {
@@ -530,6 +541,9 @@ func Write(path string, c *Config) error {
 	if c.kdaHybrid() {
 		c.kimiKeys(w)
 	}
+	if c.glm5Next() {
+		c.glm5Keys(w)
+	}
 	if c.dots3note() {
 		c.dots3Keys(w)
 	}
@@ -715,13 +729,16 @@ func (c *Config) attnKeys(w *gguf.Writer) {
 	}
 	if c.dots3note() || c.hyV4() { // one latent KV head
 		w.Add(a+".attention.head_count_kv", uint32(1))
-	} else if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.spark() && !c.kdaHybrid() && a != "jamba" && a != "plamo2" { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys, step35Keys, sparkKeys, kimiKeys, mamba1Keys, plamo2Keys)
+	} else if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.spark() && !c.kdaHybrid() && !c.glm5Next() && a != "jamba" && a != "plamo2" { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys, step35Keys, sparkKeys, kimiKeys, glm5Keys, mamba1Keys, plamo2Keys)
 		w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))
 	}
 	if c.dots3note() || c.hyV4() { // the (full) layers' latent cache's key and value (dots3Keys the sliding layers')
 		kvr, _, _ := c.dots3Latent(false)
 		w.Add(a+".attention.key_length", uint32(kvr+c.dots3Rope()))
 		w.Add(a+".attention.value_length", uint32(kvr))
+	} else if c.glm5Next() { // the latent cache's key and value: c (no RoPE)
+		w.Add(a+".attention.key_length", uint32(c.glm5KVLora()))
+		w.Add(a+".attention.value_length", uint32(c.glm5KVLora()))
 	} else if c.kdaHybrid() { // the latent cache's key and value: [c | k_pe] and c
 		w.Add(a+".attention.key_length", uint32(c.kimiKVLora()+c.kimiRope()))
 		w.Add(a+".attention.value_length", uint32(c.kimiKVLora()))

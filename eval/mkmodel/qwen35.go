@@ -48,7 +48,7 @@ func (s Shape) hybrid() bool { return s.Arch == "qwen35" || s.Arch == "qwen35moe
 // moe reports an architecture whose FFNs are mixtures of experts.
 // llama's are Mixtral's layout: a llama file with expert_count.
 func (s Shape) moe() bool {
-	return s.Arch == "qwen3moe" || s.Arch == "grovemoe" || s.Arch == "k2-horizon" || s.Arch == "hy_v3" || s.Arch == "maple" || s.Arch == "qwen35moe" || s.qwen4exp() || s.Arch == "qwen2moe" || s.Arch == "olmoe" || s.Arch == "granitemoe" || s.Arch == "phimoe" || s.Arch == "deepseek" || s.Arch == "deepseek2-ocr" || s.Arch == "minimax-01" || s.Arch == "hunyuan-moe" || s.Arch == "bailingmoe2" || s.Arch == "afmoe" || s.Arch == "exaone-moe" || s.Arch == "cohere2moe" || s.Arch == "minimax-m2" || s.Arch == "ernie4_5-moe" || s.Arch == "dots1" || s.Arch == "nemotron_h_moe" || s.Arch == "lfm2moe" || s.Arch == "llama4" || s.Arch == "dbrx" || s.Arch == "bailingmoe" || s.Arch == "mellum" || s.Arch == "mimo2" || s.Arch == "step35" || s.Arch == "laguna" || s.Arch == "maion-coder" || s.Arch == "kimi-linear" || s.Arch == "bailingmoe3" || s.Arch == "kimi-k3" || s.Arch == "dots3note" || s.Arch == "hy_v4" || s.Arch == "minimax-m3" || s.Arch == "smallthinker" || s.Arch == "grok" || s.Arch == "arctic" || (s.Arch == "llama" || s.Arch == "granitehybrid" || s.Arch == "jamba") && s.Experts > 0
+	return s.Arch == "qwen3moe" || s.Arch == "grovemoe" || s.Arch == "k2-horizon" || s.Arch == "hy_v3" || s.Arch == "maple" || s.Arch == "qwen35moe" || s.qwen4exp() || s.Arch == "qwen2moe" || s.Arch == "olmoe" || s.Arch == "granitemoe" || s.Arch == "phimoe" || s.Arch == "deepseek" || s.Arch == "deepseek2-ocr" || s.Arch == "minimax-01" || s.Arch == "hunyuan-moe" || s.Arch == "bailingmoe2" || s.Arch == "afmoe" || s.Arch == "exaone-moe" || s.Arch == "cohere2moe" || s.Arch == "minimax-m2" || s.Arch == "ernie4_5-moe" || s.Arch == "dots1" || s.Arch == "nemotron_h_moe" || s.Arch == "lfm2moe" || s.Arch == "llama4" || s.Arch == "dbrx" || s.Arch == "bailingmoe" || s.Arch == "mellum" || s.Arch == "mimo2" || s.Arch == "step35" || s.Arch == "laguna" || s.Arch == "maion-coder" || s.Arch == "kimi-linear" || s.Arch == "bailingmoe3" || s.Arch == "kimi-k3" || s.Arch == "dots3note" || s.Arch == "hy_v4" || s.glm5Next() || s.Arch == "minimax-m3" || s.Arch == "smallthinker" || s.Arch == "grok" || s.Arch == "arctic" || (s.Arch == "llama" || s.Arch == "granitehybrid" || s.Arch == "jamba") && s.Experts > 0
 }
 
 // recurrent reports whether layer i is Gated DeltaNet.
@@ -57,8 +57,8 @@ func (s Shape) recurrent(i int) bool { return (i+1)%s.AttnInterval != 0 }
 // checkHybrid validates the hybrid fields (and that other architectures
 // leave them zero).
 func (s Shape) checkHybrid() error {
-	if s.mamba() || s.mamba1() || s.lfm2() || s.kdaHybrid() || s.plamo2() {
-		return nil // checkMamba, checkMamba1, checkLFM2, checkKimiLinear, checkPlamo2
+	if s.mamba() || s.mamba1() || s.lfm2() || s.kdaHybrid() || s.glm5Next() || s.plamo2() {
+		return nil // checkMamba, checkMamba1, checkLFM2, checkKimiLinear, checkGLM5Next, checkPlamo2
 	}
 	if !s.hybrid() {
 		if s.SSMState != 0 || s.SSMKHeads != 0 || s.SSMVHeads != 0 || s.SSMConv != 0 || s.AttnInterval != 0 && !s.minimax01() || s.RopeDims != 0 && !s.partialRoPE() || s.SharedFFN != 0 && !s.sharedExpert() {

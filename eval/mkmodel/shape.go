@@ -88,7 +88,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo", "arctic", "rwkv7", "arwkv7", "rwkv6", "rwkv6qwen2", "hy_v3", "maple", "laguna", "maion-coder", "spark2_5", "muse-glimmer", "talkie", "hunyuan_vl", "plm", "hrm_text", "grovemoe", "k2-horizon", "graniteswitch", "paddleocr", "cogvlm", "deepseek2-ocr", "minimax-01", "bailingmoe3", "dots3note", "hy_v4", "kimi-k3", "minimax-m3", "qwen4exp", "chameleon"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo", "arctic", "rwkv7", "arwkv7", "rwkv6", "rwkv6qwen2", "hy_v3", "maple", "laguna", "maion-coder", "spark2_5", "muse-glimmer", "talkie", "hunyuan_vl", "plm", "hrm_text", "grovemoe", "k2-horizon", "graniteswitch", "paddleocr", "cogvlm", "deepseek2-ocr", "minimax-01", "bailingmoe3", "dots3note", "hy_v4", "kimi-k3", "minimax-m3", "qwen4exp", "chameleon", "glm5-next"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -188,7 +188,7 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: %s needs experts >= 2, 1 <= experts used <= experts and an expert FFN width (%d, %d, %d)", s.Arch, s.Experts, s.ExpertsUsed, s.ExpertFFN)
 	case !s.moe() && (s.Experts != 0 || s.ExpertsUsed != 0 || s.ExpertFFN != 0):
 		return fmt.Errorf("shape: experts are for the mixtures of experts and llama (Mixtral's layout), not %s", s.Arch)
-	case s.DenseLead < 0 || s.DenseLead > 0 && s.Arch != "ernie4_5-moe" && s.Arch != "dots1" && s.Arch != "hy_v3" && s.Arch != "lfm2moe" && s.Arch != "bailingmoe2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "deepseek" && s.Arch != "deepseek2-ocr" && s.Arch != "mimo2" && s.Arch != "step35" && s.Arch != "laguna" && s.Arch != "kimi-linear" && s.Arch != "bailingmoe3" && s.Arch != "kimi-k3" && s.Arch != "dots3note" && s.Arch != "hy_v4" && s.Arch != "k2-horizon" && !s.minimaxM3() || s.DenseLead > s.Layers:
+	case s.DenseLead < 0 || s.DenseLead > 0 && s.Arch != "ernie4_5-moe" && s.Arch != "dots1" && s.Arch != "hy_v3" && s.Arch != "lfm2moe" && s.Arch != "bailingmoe2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "deepseek" && s.Arch != "deepseek2-ocr" && s.Arch != "mimo2" && s.Arch != "step35" && s.Arch != "laguna" && s.Arch != "kimi-linear" && s.Arch != "bailingmoe3" && s.Arch != "kimi-k3" && s.Arch != "dots3note" && s.Arch != "hy_v4" && !s.glm5Next() && s.Arch != "k2-horizon" && !s.minimaxM3() || s.DenseLead > s.Layers:
 		return fmt.Errorf("shape: %d leading dense layers (ernie4_5-moe, dots1, lfm2moe and bailingmoe2 only, at most the layers)", s.DenseLead)
 	case s.plm() && (!s.Tied || s.KVHeads != s.Heads):
 		return fmt.Errorf("shape: plm ties its output to the embeddings and has a KV head per head (tied %v, %d of %d)", s.Tied, s.KVHeads, s.Heads)
@@ -259,6 +259,9 @@ func (s Shape) Check() error {
 		return err
 	}
 	if err := s.checkKimiLinear(); err != nil {
+		return err
+	}
+	if err := s.checkGLM5Next(); err != nil {
 		return err
 	}
 	if err := s.checkDots3Note(); err != nil {
@@ -383,6 +386,9 @@ func (s Shape) Params() int64 {
 	}
 	if s.kdaHybrid() {
 		return s.kimiParams()
+	}
+	if s.glm5Next() {
+		return s.glm5Params()
 	}
 	if s.dots3note() {
 		return s.dots3Params()

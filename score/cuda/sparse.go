@@ -8,14 +8,15 @@ import (
 )
 
 // The GPU's sparse attention (ml.Sparse: DeepSeek-V3.2's and GLM-5's DSA;
-// ml.BlockSparse: MiniMax-M3's MSA; ml.PooledSparse: Qwen3.8's QSA) and
+// ml.BlockSparse: MiniMax-M3's MSA; ml.PooledSparse: Qwen3.8's QSA and
+// GLM5-Next's k-pool indexer) and
 // n-gram gate (ml.PLE). The attention runs on the device: every attention
 // kernel reads a copy of the chosen keys' set (nn.KeySet.Words) and masks
 // the keys a query row leaves out, skipping whole the key tiles (flash) or
 // chunks (plain, latent) no row of it reads. DSA's scores are the device's too (IndexKeys:
 // kernels/sparse.cu), each row's top_k chosen on the host from them; the
 // blocks of MSA and QSA are chosen on the host by the CPU's own functions
-// (nn.MSABlocks, nn.QSAPool, nn.QSABlocks) over the device's indexer
+// (nn.MSABlocks, nn.QSAPool, nn.GatedPool, nn.QSABlocks) over the device's indexer
 // outputs read back, n/block scores per row. The keys are rounded through
 // the KV cache's key format, as llama.cpp stores them; in the int8 mode the
 // host computes with the CPU int8 mode's arithmetic (ggml's float32
@@ -176,23 +177,34 @@ func (b *gpuBackend) BlockKeys(q, k ml.Tensor, heads, block, topK, local int) *n
 	return nn.MSABlocks(b.hostContext(), b.Read(q), b.cachedKeys(kk), n, heads, dim, block, topK, local, b.prec.Int8)
 }
 
-// PoolKeys is ml.PooledSparse's: nn.QSAPool of the keys rounded through
-// the key format.
-func (b *gpuBackend) PoolKeys(dst, k ml.Tensor, block int) {
+// PoolKeys is ml.PooledSparse's: nn.QSAPool (with gates nn.GatedPool) of
+// the keys rounded through the key format, on the host.
+func (b *gpuBackend) PoolKeys(dst, k, gt ml.Tensor, ape *ml.Vector, block int) {
 	d, kk := g(dst), g(k)
-	gshape("QSA pooled keys", d, kk.rows, kk.cols)
+	gshape("pooled keys", d, kk.rows, kk.cols)
 	out := make([]float32, d.count())
-	nn.QSAPool(out, b.cachedKeys(kk), kk.rows, kk.cols, block)
+	if gt == nil {
+		nn.QSAPool(out, b.cachedKeys(kk), kk.rows, kk.cols, block)
+	} else {
+		gg := g(gt)
+		gshape("pool gates", gg, kk.rows, kk.cols)
+		nn.GatedPool(out, b.cachedKeys(kk), b.cachedKeys(gg), ape.V, kk.rows, kk.cols, block, b.prec.Int8, b.hostContext().GGMLAVX2)
+	}
 	b.Write(dst, out)
 }
 
 // PooledKeys is ml.PooledSparse's: nn.QSABlocks over the pooled keys
 // rounded through the key format.
-func (b *gpuBackend) PooledKeys(q, p ml.Tensor, heads, block, topK int) *nn.KeySet {
+func (b *gpuBackend) PooledKeys(q, p, w ml.Tensor, heads, block, topK int) *nn.KeySet {
 	qq, pp := g(q), g(p)
 	n, dim := pp.rows, pp.cols
-	gshape("QSA indexer queries", qq, n, heads*dim)
-	return nn.QSABlocks(b.hostContext(), b.Read(q), b.cachedKeys(pp), n, heads, dim, block, topK, b.prec.Int8)
+	gshape("pooled keys' queries", qq, n, heads*dim)
+	var wv []float32
+	if w != nil {
+		gshape("pooled keys' head weights", g(w), n, heads)
+		wv = b.Read(w)
+	}
+	return nn.QSABlocks(b.hostContext(), b.Read(q), b.cachedKeys(pp), wv, n, heads, dim, block, topK, b.prec.Int8)
 }
 
 // PLEGate is ml.PLE's, on the host: nn.PLEGate, in the int8 mode

@@ -66,16 +66,20 @@ type BlockSparse interface {
 	BlockKeys(q, k Tensor, heads, block, topK, local int) *nn.KeySet
 }
 
-// PooledSparse is what Qwen3.8's sparse attention (QSA: qwen4exp) needs
-// beyond Backend once a window has more whole key blocks than its
-// indexer's top_k/block: the blocks' pooled keys and the choice of blocks,
-// which Attn.Keys carries into Attention.
+// PooledSparse is what sparse attention over pooled key blocks needs
+// beyond Backend (Qwen3.8's QSA: qwen4exp; GLM5-Next's k-pool indexer)
+// once a window has more whole key blocks than its indexer's
+// top_k/block: the blocks' pooled keys and the choice of blocks, which
+// Attn.Keys carries into Attention.
 type PooledSparse interface {
-	// PoolKeys is nn.QSAPool of k (n, dim) passed through the KV cache's
-	// key format first, as llama.cpp stores the indexer's raw keys.
-	PoolKeys(dst, k Tensor, block int)
+	// PoolKeys is nn.QSAPool of k (n, dim), or with gates g (n, dim)
+	// nn.GatedPool of k by g and ape (block·dim values), k and g passed
+	// through the KV cache's key format first, as llama.cpp stores the
+	// indexer's raw keys and gates.
+	PoolKeys(dst, k, g Tensor, ape *Vector, block int)
 	// PooledKeys is nn.QSABlocks over q (n, heads·dim) and the pooled keys
-	// p (n, dim), p passed through the KV cache's key format first, as
-	// llama.cpp stores them.
-	PooledKeys(q, p Tensor, heads, block, topK int) *nn.KeySet
+	// p (n, dim), the heads weighted by w (n, heads; nil: 1/sqrt(dim)), p
+	// passed through the KV cache's key format first, as llama.cpp stores
+	// them.
+	PooledKeys(q, p, w Tensor, heads, block, topK int) *nn.KeySet
 }

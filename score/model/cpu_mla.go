@@ -157,24 +157,37 @@ func (b *cpuBackend) cachedKeys(k *cpuT) []float32 {
 	return kr
 }
 
-// PoolKeys is ml.PooledSparse's: the keys rounded through the KV cache's
-// format, then nn.QSAPool.
-func (b *cpuBackend) PoolKeys(dst, k ml.Tensor, block int) {
+// PoolKeys is ml.PooledSparse's: the keys (and gates) rounded through the
+// KV cache's format, then nn.QSAPool (nn.GatedPool, with llama.cpp's
+// arithmetic in the int8 modes).
+func (b *cpuBackend) PoolKeys(dst, k, g ml.Tensor, ape *ml.Vector, block int) {
 	d, kk := ct(dst), ct(k)
 	n, dim := kk.rows, kk.cols
-	shape("QSA pooled keys", d, n, dim)
+	shape("pooled keys", d, n, dim)
 	mark := b.c.Mark()
 	defer b.c.Release(mark)
-	nn.QSAPool(d.d[:n*dim], b.cachedKeys(kk), n, dim, block)
+	if g == nil {
+		nn.QSAPool(d.d[:n*dim], b.cachedKeys(kk), n, dim, block)
+		return
+	}
+	gg := ct(g)
+	shape("pool gates", gg, n, dim)
+	nn.GatedPool(d.d[:n*dim], b.cachedKeys(kk), b.cachedKeys(gg), ape.V, n, dim, block, b.c.LlamaCPP, b.c.GGMLAVX2)
 }
 
 // PooledKeys is ml.PooledSparse's: the pooled keys rounded through the KV
 // cache's format, then nn.QSABlocks (ggml's products in the int8 modes).
-func (b *cpuBackend) PooledKeys(q, p ml.Tensor, heads, block, topK int) *nn.KeySet {
+func (b *cpuBackend) PooledKeys(q, p, w ml.Tensor, heads, block, topK int) *nn.KeySet {
 	qq, pp := ct(q), ct(p)
 	n, dim := pp.rows, pp.cols
-	shape("QSA indexer queries", qq, n, heads*dim)
+	shape("pooled keys' queries", qq, n, heads*dim)
+	var wv []float32
+	if w != nil {
+		ww := ct(w)
+		shape("pooled keys' head weights", ww, n, heads)
+		wv = ww.d[:n*heads]
+	}
 	mark := b.c.Mark()
 	defer b.c.Release(mark)
-	return nn.QSABlocks(b.c, qq.d[:n*heads*dim], b.cachedKeys(pp), n, heads, dim, block, topK, b.c.LlamaCPP)
+	return nn.QSABlocks(b.c, qq.d[:n*heads*dim], b.cachedKeys(pp), wv, n, heads, dim, block, topK, b.c.LlamaCPP)
 }

@@ -47,8 +47,10 @@ import (
 //     are not run.
 //
 // Besides kimi-linear and bailingmoe3 (Kimi Delta Attention layers
-// between latent attention ones, kimilinear.go) and dots3note (DSA and
-// sliding layers of their own latent sizes, dots3note.go), three more
+// between latent attention ones, kimilinear.go), glm5-next (that hybrid
+// inside mHC streams, its latent attention without RoPE past a k-pool
+// indexer, glm5next.go) and dots3note (DSA and sliding layers of their own
+// latent sizes, dots3note.go), three more
 // architectures are this model as llama.cpp 0.7.0 runs them:
 //   - mistral4 (Mistral Small 4): deepseek2's tensors and metadata;
 //   - deepseek32 (DeepSeek-V3.2) and glm-dsa (GLM-5): sparse attention
@@ -74,7 +76,7 @@ func init() {
 	}
 }
 
-var latentArchs = []string{"deepseek2", "mistral4", "deepseek32", "glm-dsa", "kimi-linear", "bailingmoe3", "kimi-k3", "dots3note", "hy_v4"}
+var latentArchs = []string{"deepseek2", "mistral4", "deepseek32", "glm-dsa", "kimi-linear", "bailingmoe3", "kimi-k3", "dots3note", "hy_v4", "glm5-next"}
 
 // LatentArch reports whether arch is one of deepseek2's: its attention is
 // latent (ml.Latent), key_length and value_length the latent key's and
@@ -101,6 +103,7 @@ type deepseek2 struct {
 	idxEps           float64  // the key norm's: 1e-6 in deepseek32 and dots3note, 0 in glm-dsa, the RMS norms' in hy_v4 (llama.cpp sets no other)
 	idxTail          *nn.RoPE // hy_v4: RoPE on the last qk_rope elements of the indexer's heads instead of idxRope
 	idxRotate        bool     // q and k Hadamard-rotated, as llama.cpp stores the keys (not in hy_v4)
+	kpool            int      // glm5-next: the indexer scores blocks of kpool keys (ml.PooledSparse); 0: every key
 }
 
 // mlaGeom is a latent attention layer's shape: one for every layer of
@@ -139,6 +142,8 @@ type indexer struct {
 	k            *ml.Matrix // attn_k: (dim, embd)
 	kNorm, kBias *ml.Vector // k_norm weight and bias
 	proj         *ml.Matrix // proj: (heads, embd)
+	gate         *ml.Matrix // glm5-next: indexer_compressor_gate, (dim, embd): the pool's gates
+	ape          *ml.Vector // glm5-next: indexer_compressor_ape, (kpool, dim): their bias by position
 }
 
 func newDeepSeek2(l *Loader) Network {
@@ -147,9 +152,9 @@ func newDeepSeek2(l *Loader) Network {
 	}
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
-	dots3, hyv4, k3 := hp.Arch == "dots3note", hp.Arch == "hy_v4", hp.Arch == "kimi-k3"
+	dots3, hyv4, k3, glm5 := hp.Arch == "dots3note", hp.Arch == "hy_v4", hp.Arch == "kimi-k3", hp.Arch == "glm5-next"
 	hyTopK, _ := m.int("attention.indexer.top_k", 0) // hy_v4: DSA when above 0, as llama.cpp reads it
-	dsa := hp.Arch == "deepseek32" || hp.Arch == "glm-dsa" || dots3 || hyv4 && hyTopK > 0
+	dsa := hp.Arch == "deepseek32" || hp.Arch == "glm-dsa" || dots3 || hyv4 && hyTopK > 0 || glm5
 	var situ nn.SiTU
 	var resBlock int
 	var k3Bound float32 // kimi-k3's safe gate's lower bound; 0: none
@@ -167,7 +172,7 @@ func newDeepSeek2(l *Loader) Network {
 	}
 	var qlora, kvr, dk, vhead, rot int
 	qloraDef := 0
-	if dots3 || hyv4 { // their attention has no uncompressed q
+	if dots3 || hyv4 || glm5 { // their attention has no uncompressed q
 		qloraDef = -1
 	}
 	geti(&qlora, "attention.q_lora_rank", qloraDef)
@@ -202,12 +207,14 @@ func newDeepSeek2(l *Loader) Network {
 	switch {
 	case kvr <= 0:
 		l.Failf("metadata %s.attention.kv_lora_rank = %d", hp.Arch, kvr)
-	case rot <= 0 || rot%2 != 0 || rot >= dk:
+	case glm5 && rot != 0:
+		l.Failf("metadata %s.rope.dimension_count = %d: GLM5-Next's latent attention has no RoPE (llama.cpp asserts 0)", hp.Arch, rot)
+	case !glm5 && (rot <= 0 || rot%2 != 0 || rot >= dk):
 		l.Failf("metadata %s.rope.dimension_count = %d: want even and below attention.key_length_mla = %d", hp.Arch, rot, dk)
 	case vhead <= 0:
 		l.Failf("metadata %s.attention.value_length_mla = %d", hp.Arch, vhead)
 	}
-	if dsa && !hyv4 && (idxDim&(idxDim-1) != 0 || idxDim < 64) {
+	if dsa && !hyv4 && !glm5 && (idxDim&(idxDim-1) != 0 || idxDim < 64) {
 		l.Failf("metadata %s.attention.indexer.key_length = %d: the indexer's Hadamard rotation needs a power of 2 of at least 64 (llama.cpp 0.7.0 asserts on narrower heads)", hp.Arch, idxDim)
 	}
 	if dsa && (qlora == 0 || idxDim < rot || hyv4 && idxDim == rot) { // hy_v4's: above it, as llama.cpp requires
@@ -217,9 +224,11 @@ func newDeepSeek2(l *Loader) Network {
 		return nil
 	}
 	nope, H := dk-rot, hp.Heads
-	r := l.RoPE(false)
-	if r == nil {
-		return nil
+	r := &nn.RoPE{FreqScale: 1, AttnFactor: 1} // glm5-next: none
+	if !glm5 {
+		if r = l.RoPE(false); r == nil {
+			return nil
+		}
 	}
 	if hp.Arch == "glm-dsa" { // it never reads yarn_log_multiplier
 		lm = 0
@@ -242,7 +251,7 @@ func newDeepSeek2(l *Loader) Network {
 		rot:  rot,
 		topK: topK, context: l.Opts.Context, idxHeads: idxHeads, idxDim: idxDim,
 	}
-	if hyv4 || k3 { // llama.cpp reads no other
+	if hyv4 || k3 || glm5 { // llama.cpp reads no other
 		d.head.Output = l.Linear("output", hp.Embd, hp.Vocab)
 	} else {
 		d.head.Output = l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")
@@ -257,6 +266,11 @@ func newDeepSeek2(l *Loader) Network {
 		case hyv4: // the RMS norms' epsilon, on the last rope.dimension_count elements
 			d.idxEps, d.idxTail = hp.Eps, &nn.RoPE{HeadDim: rot, Dims: rot, Base: r.Base, FreqScale: r.FreqScale,
 				ExtFactor: r.ExtFactor, AttnFactor: attn, BetaFast: r.BetaFast, BetaSlow: r.BetaSlow, OrigCtx: r.OrigCtx}
+		case glm5: // no rotation; the k-pool's block and LayerNorm epsilon (0 when absent)
+			d.idxRotate = false
+			if d.kpool, d.idxEps = l.glm5Indexer(topK); d.kpool == 0 {
+				return nil
+			}
 		case hp.Arch != "glm-dsa":
 			d.idxEps = 1e-6
 		}
@@ -275,11 +289,11 @@ func newDeepSeek2(l *Loader) Network {
 	if k3 {
 		opts.latent = "expert_latent_length"
 	}
-	if hp.Arch == "glm-dsa" {
+	if hp.Arch == "glm-dsa" || glm5 {
 		opts.gating = ml.GateSigmoid
 	}
 	ling3 := hp.Arch == "bailingmoe3"
-	kimi := hp.Arch == "kimi-linear" || ling3 || k3
+	kimi := hp.Arch == "kimi-linear" || ling3 || k3 || glm5
 	if !dots3 && !hyv4 && !kimi { // the others' graphs have no temperature (probed)
 		d.temp = l.attnTemp("attention.temperature_length", -1)
 	}
@@ -299,6 +313,12 @@ func newDeepSeek2(l *Loader) Network {
 	if k3 {
 		lowerBound = k3Bound
 	}
+	if glm5 {
+		if lowerBound, err = l.glm5Bound(); err != nil {
+			l.fail(err)
+			return nil
+		}
+	}
 	if ling3 {
 		if lowerBound = l.ling3Hparams(); lowerBound == 0 {
 			return nil
@@ -314,10 +334,19 @@ func newDeepSeek2(l *Loader) Network {
 	if ling3 || dots3 {
 		d.full.headCols = spreadCols(H, vhead)
 	}
-	if hyv4 {
+	if hyv4 || glm5 {
 		if clampExp, err = step35Clamps(l, "swiglu_clamp_exp", hp.Layers); err != nil {
 			l.fail(err)
 			return nil
+		}
+	}
+	if glm5 { // the shared expert's and the dense MLPs' too: swiglu_clamp_shexp, or the experts' when absent
+		clampShexp = clampExp
+		if m.has("swiglu_clamp_shexp") {
+			if clampShexp, err = step35Clamps(l, "swiglu_clamp_shexp", hp.Layers); err != nil {
+				l.fail(err)
+				return nil
+			}
 		}
 	}
 	moe := l.moeParams(opts)
@@ -327,7 +356,7 @@ func newDeepSeek2(l *Loader) Network {
 	if hp.Arch == "kimi-linear" { // llama.cpp renormalizes Kimi's weights whatever the file says
 		moe.Norm = true
 	}
-	if dots3 || hyv4 || k3 { // llama.cpp's shared experts: n_ff_exp · expert_shared_count, whatever else the file says
+	if dots3 || hyv4 || k3 || glm5 { // llama.cpp's shared experts: n_ff_exp · expert_shared_count, whatever else the file says
 		moe.SharedFFN = moe.FFN * max(moe.Shared, 1)
 	}
 	d.hp = l.HP
@@ -357,7 +386,7 @@ func newDeepSeek2(l *Loader) Network {
 			if k3 && l.Has(p+"attn_kv_b.weight") { // probed
 				l.Failf("%s: tensor blk.%d.attn_kv_b: llama.cpp 0.7.0 runs kimi-k3's latent attention from attn_k_b and attn_v_b only (with attn_kv_b alone it crashes building its graph, beside them it refuses the file)", hp.Arch, i)
 			}
-			if l.Has(p+"attn_k_b.weight") || !l.Has(p+"attn_kv_b.weight") {
+			if l.Has(p+"attn_k_b.weight") || !l.Has(p+"attn_kv_b.weight") || glm5 { // glm5-next's only
 				ly.kb = l.Experts(p+"attn_k_b", H, nope, kvr)
 				ly.vb = l.Experts(p+"attn_v_b", H, kvr, vhead)
 			} else {
@@ -374,11 +403,13 @@ func newDeepSeek2(l *Loader) Network {
 				ly.gate = l.Linear(p+"attn_gate", hp.Embd, H*vhead)
 			}
 		}
-		if (ling3 || dots3 || k3) && i >= moe.DenseLayers && !l.Has(p+"exp_probs_b.bias") {
+		if (ling3 || dots3 || k3 || glm5) && i >= moe.DenseLayers && !l.Has(p+"exp_probs_b.bias") {
 			l.Failf("missing tensor %sexp_probs_b.bias (%s's selection bias, which llama.cpp requires)", p, hp.Arch)
 		}
 		ly.ffnNorm = l.Norm(p+"ffn_norm", hp.Embd)
-		if dsa && full[i] && (hp.Arch != "glm-dsa" || l.Has("blk.0.indexer.proj.weight")) {
+		switch {
+		case ly.kda != nil: // no attention
+		case dsa && full[i] && (hp.Arch != "glm-dsa" || l.Has("blk.0.indexer.proj.weight")):
 			ly.idx = &indexer{
 				qb:    l.Linear(p+"indexer.attn_q_b", qlora, idxHeads*idxDim),
 				k:     l.Linear(p+"indexer.attn_k", hp.Embd, idxDim),
@@ -386,8 +417,12 @@ func newDeepSeek2(l *Loader) Network {
 				kBias: l.Vector(p+"indexer.k_norm.bias", idxDim),
 				proj:  l.Linear(p+"indexer.proj", hp.Embd, idxHeads),
 			}
-		} else if dsa {
-			l.pass(p + "indexer.") // a layer reusing the previous one's keys: llama.cpp loads and leaves its indexer
+			if glm5 {
+				ly.idx.gate = l.Linear(p+"indexer_compressor_gate", hp.Embd, idxDim)
+				ly.idx.ape = l.tensorVector(p+"indexer_compressor_ape.weight", idxDim, d.kpool)
+			}
+		case dsa:
+			l.pass(p+"indexer.", p+"indexer_compressor_gate.weight", p+"indexer_compressor_ape.weight") // a layer reusing the previous one's keys: llama.cpp loads and leaves its indexer
 		}
 		switch {
 		case i < moe.DenseLayers:
@@ -403,16 +438,21 @@ func newDeepSeek2(l *Loader) Network {
 			situFFN(ly.ffn, situ)
 		}
 		if ling3 && ly.ffn != nil {
-			clampFFN(ly.ffn, clampExp[i], clampShexp[i])
+			clampFFN(ly.ffn, ml.ClampSwiGLU, clampExp[i], clampShexp[i])
 		}
 		if e, ok := ly.ffn.(*MoE); ok && hyv4 { // the routed experts' only, ggml's SWIGLU_CLAMP
 			clampGLU(&e.Experts, ml.SwiGLUClampIn, clampExp[i])
+		}
+		if glm5 && ly.ffn != nil { // every SwiGLU, ggml's SWIGLU_CLAMP
+			clampFFN(ly.ffn, ml.SwiGLUClampIn, clampExp[i], clampShexp[i])
 		}
 		d.layers = append(d.layers, ly)
 	}
 	switch {
 	case k3:
 		return l.bindAttnRes(kimiLinear{d}, resBlock)
+	case glm5:
+		return l.bindMHC(d)
 	case kimi:
 		return kimiLinear{d}
 	case hyv4:
@@ -470,7 +510,10 @@ func (d *deepseek2) sparseBackend(b ml.Backend, n int) (ml.Sparse, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s: a window of %d tokens, past the lightning indexer's top_k %d, needs its sparse attention, which the %T backend lacks (ml.Sparse); windows of at most %d tokens run on it", d.hp.Arch, n, d.topK, b, d.topK)
 	}
-	if len(d.layers) > 0 && d.layers[0].idx == nil {
+	if _, ok := b.(ml.PooledSparse); d.kpool > 0 && !ok {
+		return nil, fmt.Errorf("%s: a window of %d tokens, past the k-pool indexer's reach %d, needs its pooled keys, which the %T backend lacks (ml.PooledSparse); windows of at most %d tokens run on it", d.hp.Arch, n, d.topK+d.kpool-1, b, d.topK+d.kpool-1)
+	}
+	if len(d.layers) > 0 && d.layers[0].idx == nil && d.kpool == 0 {
 		return nil, fmt.Errorf("%s: a window of %d tokens, past the lightning indexer's top_k %d, needs the indexer, which the file lacks (blk.0.indexer.*)", d.hp.Arch, n, d.topK)
 	}
 	return sb, nil
@@ -482,14 +525,21 @@ func (d *deepseek2) indexKeys(b ml.Backend, sb ml.Sparse, x *indexer, h, qa ml.T
 	n, IH, ID := h.Rows(), d.idxHeads, d.idxDim
 	q := b.Alloc(n, IH*ID)
 	b.Linear(q, qa, x.qb)
-	d.idxTurn(b, q, IH)
 	k := b.Alloc(n, ID)
 	b.Linear(k, h, x.k)
 	sb.LayerNorm(k, k, x.kNorm, x.kBias, d.idxEps)
-	d.idxTurn(b, k, 1)
 	w := b.Alloc(n, IH)
 	b.Linear(w, h, x.proj)
 	b.Scale(w, d.idxScale)
+	if d.kpool > 0 { // glm5-next: blocks of kpool keys, pooled by their gates; no RoPE
+		ps := b.(ml.PooledSparse)
+		g, p := b.Alloc(n, ID), b.Alloc(n, ID)
+		b.Linear(g, h, x.gate)
+		ps.PoolKeys(p, k, g, x.ape, d.kpool)
+		return ps.PooledKeys(q, p, w, IH, d.kpool, d.topK)
+	}
+	d.idxTurn(b, q, IH)
+	d.idxTurn(b, k, 1)
 	return sb.IndexKeys(q, k, w, IH, d.topK, d.idxRotate)
 }
 
@@ -519,7 +569,7 @@ func (l *Loader) indexerLayers() []bool {
 	for i := range full {
 		// GLM-5.2 (a training context of 2^20 and more) without the key:
 		// its own layers 0, 1 and every fourth from 2.
-		full[i] = hp.Arch == "deepseek32" || hp.CtxTrain < 1<<20 || i < 2 || (i-2)%4 == 0
+		full[i] = hp.Arch == "deepseek32" || hp.Arch == "glm5-next" || hp.CtxTrain < 1<<20 || i < 2 || (i-2)%4 == 0
 	}
 	if err := m.require("attention.indexer.types"); (hp.Arch == "dots3note" || hp.Arch == "hy_v4") && err != nil {
 		// hy_v4 without it: llama.cpp finds no indexer in layer 0 and refuses the file
@@ -556,7 +606,7 @@ func (d *deepseek2) Check(b ml.Backend) error {
 	if _, ok := b.(ml.Recurrent); !ok && d.full.headCols != nil {
 		return fmt.Errorf("%s: the %T backend lacks ml.Recurrent's GatherCols (the attention's gate per head)", d.hp.Arch, b)
 	}
-	if d.topK > 0 && d.context > d.topK { // refused now rather than at the first long window
+	if d.topK > 0 && d.context > d.reach() { // refused now rather than at the first long window
 		_, err := d.sparseBackend(b, d.context)
 		return err
 	}
@@ -592,10 +642,19 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	return x
 }
 
+// reach is the longest window the indexer lets read every key: top_k, or
+// with blocks of kpool the top_k/kpool blocks and kpool - 1 keys after them.
+func (d *deepseek2) reach() int {
+	if d.kpool > 0 {
+		return d.topK + d.kpool - 1
+	}
+	return d.topK
+}
+
 // sparse returns b's sparse attention when a window of n tokens is past
 // top_k (nil when dense), or why it cannot run.
 func (d *deepseek2) sparse(b ml.Backend, n int) (ml.Sparse, error) {
-	if d.topK > 0 && n > d.topK {
+	if d.topK > 0 && n > d.reach() {
 		return d.sparseBackend(b, n)
 	}
 	return nil, nil
@@ -626,9 +685,12 @@ func (d *deepseek2) attend(b ml.Backend, sb ml.Sparse, keys **nn.KeySet, i int, 
 		}
 	}
 	qh := b.View(q, n*H, dk)
-	qn, qpe := b.Alloc(n*H, nope), b.Alloc(n*H, rot)
-	lb.Columns(qn, 0, qh, 0, nope)
-	lb.Columns(qpe, 0, qh, nope, rot)
+	qn, qpe := qh, ml.Tensor(nil)
+	if rot > 0 {
+		qn, qpe = b.Alloc(n*H, nope), b.Alloc(n*H, rot)
+		lb.Columns(qn, 0, qh, 0, nope)
+		lb.Columns(qpe, 0, qh, nope, rot)
+	}
 	if !d.noRoPE {
 		b.RoPE(b.View(qpe, n, H*rot), H, g.rope)
 	}
@@ -636,11 +698,16 @@ func (d *deepseek2) attend(b ml.Backend, sb ml.Sparse, keys **nn.KeySet, i int, 
 	// The key [c | k_pe], c normed and k_pe (normed in dots3note) rotated in place.
 	k := b.Alloc(n, kd)
 	b.Linear(k, h, ly.kva)
-	c, kpe := b.Alloc(n, kvr), b.Alloc(n, rot)
-	lb.Columns(c, 0, k, 0, kvr)
-	b.RMSNorm(c, c, ly.kvaNorm, d.hp.Eps)
-	lb.Columns(k, 0, c, 0, kvr)
+	if rot == 0 { // glm5-next: the key is c
+		b.RMSNorm(k, k, ly.kvaNorm, d.hp.Eps)
+	} else {
+		c := b.Alloc(n, kvr)
+		lb.Columns(c, 0, k, 0, kvr)
+		b.RMSNorm(c, c, ly.kvaNorm, d.hp.Eps)
+		lb.Columns(k, 0, c, 0, kvr)
+	}
 	if !d.noRoPE {
+		kpe := b.Alloc(n, rot)
 		lb.Columns(kpe, 0, k, kvr, rot)
 		if ly.kNorm != nil {
 			b.RMSNorm(kpe, kpe, ly.kNorm, d.hp.Eps)
@@ -652,9 +719,12 @@ func (d *deepseek2) attend(b ml.Backend, sb ml.Sparse, keys **nn.KeySet, i int, 
 	// The query [attn_k_b·q_nope | q_pe] per head.
 	qabs := b.Alloc(n, H*kvr)
 	lb.HeadLinear(qabs, b.View(qn, n, H*nope), ly.kb)
-	qk := b.Alloc(n*H, kd)
-	lb.Columns(qk, 0, b.View(qabs, n*H, kvr), 0, kvr)
-	lb.Columns(qk, kvr, qpe, 0, rot)
+	qk := b.View(qabs, n*H, kvr)
+	if rot > 0 {
+		qk = b.Alloc(n*H, kd)
+		lb.Columns(qk, 0, b.View(qabs, n*H, kvr), 0, kvr)
+		lb.Columns(qk, kvr, qpe, 0, rot)
+	}
 	d.temp.apply(b, b.View(qk, n, H*kd))
 
 	lat := b.Alloc(n, H*kvr)

@@ -342,7 +342,11 @@ func scoreSums(t *testing.T, m *Model, name string, tokens []int32, wins []windo
 // expert used; TestMiniMaxM3Variants) (24 windows each, both builds: none
 // off); qwen4exp (hyper-connections, n-gram embeddings, QSA past 4 blocks
 // of 4 keys; in Q8_0 and Q4_K_M; TestQwen4ExpVariants) (24 windows each,
-// both builds: every token within 5.1e-8); llama in Q1_0 and Q2_0 and
+// both builds: every token within 5.1e-8); glm5-next (Kimi Delta
+// Attention and latent attention without RoPE inside 4 streams mixed by
+// manifold-constrained hyper-connections, a k-pool indexer past 4 blocks of
+// 4 keys, every SwiGLU clamped; TestGLM5NextVariants) (24 windows, both
+// builds: every window's sum within 4.6e-7); llama in Q1_0 and Q2_0 and
 // qwen3moe in Q1_0 (every matrix of the type: PrismML's Bonsai formats;
 // 24 windows each, both builds: none off).
 func TestGeneratedLlama(t *testing.T) {
@@ -706,6 +710,11 @@ func TestGeneratedLlama(t *testing.T) {
 			[]float64{-1378.7957362, -692.1793340, -698.0499072, -671.6313849}},
 		{"qwen4exp-q4_k_m", "qwen4exp", "Q4_K_M", q4Shape, "", "96bc2928b4e4871e331aa1ff6c6428d858dea98458e44f57d09b76f9fc340530",
 			[]float64{-1381.2481575, -692.4725438, -698.3054498, -671.2264653}},
+		// GLM-5.3-Flash: Kimi Delta Attention and latent attention without
+		// RoPE inside 4 streams mixed by mHC (Sinkhorn), a k-pool indexer
+		// choosing blocks of 4 keys from row 19 on, clamped SwiGLUs.
+		{"glm5-next", "glm5-next", "", glm5Shape, "", "0658462115bbedd3a84d4371dec1d3654c81bcd8a16c22ae3b45e43d207bcf0a",
+			[]float64{-1617.7059527, -798.0258231, -788.5986057, -790.1221268}},
 		{"gemma3n", "gemma3n", "", gemma3nShape, "", "aa8149da25cd63f7af8a3376c9257ad4d634a78f7e8db12d12b31a282ef0f5c6",
 			[]float64{-1265.5716098, -649.5556662, -637.6097197, -680.8129770}},
 	} {

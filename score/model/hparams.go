@@ -335,7 +335,7 @@ var rmsEpsUnread = map[string]bool{"qwen2vl": true, "bloom": true, "codeshell": 
 // perLayerArchs are the architectures whose files may give
 // feed_forward_length and the head counts per layer (arrays of block_count
 // values); they read each layer's with meta.layerInts.
-var perLayerArchs = map[string]bool{"gemma4": true, "gemma3n": true, "deci": true, "granitehybrid": true, "nemotron_h": true, "nemotron_h_moe": true, "lfm2": true, "lfm2moe": true, "falcon-h1": true, "mimo2": true, "openelm": true, "step35": true, "laguna": true, "spark2_5": true, "kimi-linear": true, "bailingmoe3": true, "kimi-k3": true, "jamba": true, "plamo2": true}
+var perLayerArchs = map[string]bool{"gemma4": true, "gemma3n": true, "deci": true, "granitehybrid": true, "nemotron_h": true, "nemotron_h_moe": true, "lfm2": true, "lfm2moe": true, "falcon-h1": true, "mimo2": true, "openelm": true, "step35": true, "laguna": true, "spark2_5": true, "kimi-linear": true, "bailingmoe3": true, "kimi-k3": true, "glm5-next": true, "jamba": true, "plamo2": true}
 
 // maxInt reads an integer key as int does, or an array of one value per
 // layer: for an architecture of perLayerArchs its largest value, for the

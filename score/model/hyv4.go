@@ -58,7 +58,7 @@ type hcMix struct {
 type hcGate struct {
 	col        int        // first column of m
 	scale, mag float64    // float32 values; mag 0: none
-	base, eps  *ml.Vector // streams values each
+	base, eps  *ml.Vector // streams values each; eps nil: none
 }
 
 // bindHC reads hy_v4's streams and binds their weights; nil after an error.
@@ -126,13 +126,11 @@ func (v hyV4) Check(b ml.Backend) error {
 func (v hyV4) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	hp, n, E, S := v.hp, len(tokens), v.hp.Embd, v.streams
 	lb := b.(ml.Latent)
-	sb, err := v.sparse(b, n)
-	if err != nil {
-		b.Fail(err)
-		return b.Alloc(n, E)
+	sb, x, h, ok := v.startStreams(b, tokens, S)
+	if !ok {
+		return h
 	}
 	var keys *nn.KeySet
-	x, h := embedStreams(b, v.tokenEmbd, tokens, S)
 	for i := range v.layers {
 		ly, hc := &v.layers[i], &v.hc[i]
 		mark := b.Mark()
@@ -157,19 +155,32 @@ func (v hyV4) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 // reduce returns Σ_i pre_i·x_i (n, embd) by mx's weights of the normed
 // streams x, and sets post to mx's post gates (unless nil).
 func (v hyV4) reduce(b ml.Backend, x ml.Tensor, mx *hcMix, post ml.Tensor) ml.Tensor {
-	n, E, S := x.Rows(), v.hp.Embd, v.streams
-	lb, rc := b.(ml.Latent), b.(ml.Recurrent)
-	flat := b.Alloc(n, S*E)
-	b.RMSNorm(flat, x, nil, v.hp.Eps)
-	m := b.Alloc(n, mx.fn.Out)
-	b.Linear(m, flat, mx.fn)
-	pre := b.Alloc(n, S)
+	m := v.mixes(b, x, mx.fn)
+	pre := b.Alloc(x.Rows(), v.streams)
 	v.gate(b, pre, m, &mx.pre)
 	if post != nil {
 		v.gate(b, post, m, &mx.post)
 	}
+	return v.weigh(b, x, pre)
+}
+
+// mixes returns fn·rmsnorm(x) of the streams x (no weight): their mixes'
+// logits.
+func (v hyV4) mixes(b ml.Backend, x ml.Tensor, fn *ml.Matrix) ml.Tensor {
+	flat := b.Alloc(x.Rows(), x.Cols())
+	b.RMSNorm(flat, x, nil, v.hp.Eps)
+	m := b.Alloc(x.Rows(), fn.Out)
+	b.Linear(m, flat, fn)
+	return m
+}
+
+// weigh returns Σ_i pre_i·x_i (n, embd) of the streams x, each product and
+// sum rounded to float32 in stream order (llama.cpp's fused HC pre's bits).
+func (v hyV4) weigh(b ml.Backend, x, pre ml.Tensor) ml.Tensor {
+	n, E := x.Rows(), v.hp.Embd
+	lb, rc := b.(ml.Latent), b.(ml.Recurrent)
 	acc, tmp, wide := b.Alloc(n, E), b.Alloc(n, E), b.Alloc(n, E)
-	for i := range S {
+	for i := range v.streams {
 		dst := tmp
 		if i == 0 {
 			dst = acc
@@ -193,12 +204,28 @@ func (v hyV4) gate(b ml.Backend, dst, m ml.Tensor, g *hcGate) {
 	if g.mag != 0 {
 		b.Scale(dst, g.mag)
 	}
-	b.AddRows(dst, g.eps)
+	if g.eps != nil {
+		b.AddRows(dst, g.eps)
+	}
 }
 
 // spread adds the block's output out (n, embd) to each stream of x times
 // its post gate.
 func (v hyV4) spread(b ml.Backend, x, out, post ml.Tensor) { addStreams(b, x, out, post, v.cols) }
+
+// startStreams begins a forward pass of a decoder of streams residual
+// streams: the sparse attention a window of the tokens needs (nil: dense),
+// the streams x (embedStreams) and h, the embeddings; with ok false, b has
+// failed (the window needs what b lacks) and h is the pass's result.
+func (d *deepseek2) startStreams(b ml.Backend, tokens []int32, streams int) (sb ml.Sparse, x, h ml.Tensor, ok bool) {
+	sb, err := d.sparse(b, len(tokens))
+	if err != nil {
+		b.Fail(err)
+		return nil, nil, b.Alloc(len(tokens), d.hp.Embd), false
+	}
+	x, h = embedStreams(b, d.tokenEmbd, tokens, streams)
+	return sb, x, h, true
+}
 
 // embedStreams returns the streams x (n, streams·embd), each a copy of the
 // tokens' embeddings, and h (n, embd), which holds the embeddings.

@@ -53,11 +53,12 @@ type kda struct {
 	norm         *ml.Vector   // ssm_norm: dim
 	dr           ml.DeltaRule // heads (KHeads = VHeads) of Dim
 	dConv        int
-	eps          float64
+	eps          float64 // the output norm's (RMS norms')
+	l2eps        float64 // q's and k's L2 norms': the RMS norms', glm5-next's 1e-6
 	// lowerBound, when not 0, is the safe gate's bound (bailingmoe3's: fb
-	// and gb nil, fa and ga as wide as the heads; kimi-k3's); aCols holds
-	// for each of head h's columns a[h] (bailingmoe3) or -a[h] (kimi-k3,
-	// whose graph negates the product: the same bits).
+	// and gb nil, fa and ga as wide as the heads; kimi-k3's, glm5-next's);
+	// aCols holds for each of head h's columns a[h] (bailingmoe3) or -a[h]
+	// (kimi-k3, glm5-next, whose graphs negate the product: the same bits).
 	lowerBound float32
 	aCols      *ml.Vector
 }
@@ -74,8 +75,8 @@ func (l *Loader) kimiKDA() (kdaLayers []bool, dim, dConv int) {
 	if err == nil {
 		dConv, err = m.positive("ssm.conv_kernel", -1)
 	}
-	if err == nil {
-		err = m.require("expert_gating_func") // llama.cpp requires it
+	if err == nil && hp.Arch != "glm5-next" {
+		err = m.require("expert_gating_func") // llama.cpp requires it (glm5-next's defaults to sigmoid)
 	}
 	if err != nil {
 		l.fail(err)
@@ -93,7 +94,8 @@ func (l *Loader) kimiKDA() (kdaLayers []bool, dim, dConv int) {
 func (l *Loader) bindKDA(p string, heads, dim, dConv int, lowerBound float32) *kda {
 	E, C := l.HP.Embd, heads*dim
 	ling3, k3 := l.HP.Arch == "bailingmoe3", l.HP.Arch == "kimi-k3"
-	x := &kda{dConv: dConv, eps: l.HP.Eps, lowerBound: lowerBound,
+	neg := k3 || l.HP.Arch == "glm5-next" // ssm_a 1-D, the safe gate's product negated
+	x := &kda{dConv: dConv, eps: l.HP.Eps, l2eps: l.HP.Eps, lowerBound: lowerBound,
 		dr: ml.DeltaRule{KHeads: heads, VHeads: heads, Dim: dim, KeyGates: true, State: l.Opts.SSMStateDtype}}
 	x.q, x.k, x.v = l.Linear(p+"attn_q", E, C), l.Linear(p+"attn_k", E, C), l.Linear(p+"attn_v", E, C)
 	x.convQ = l.tensorVector(p+"ssm_conv1d_q.weight", dConv, 1, C)
@@ -109,8 +111,11 @@ func (l *Loader) bindKDA(p string, heads, dim, dConv int, lowerBound float32) *k
 		x.fa, x.fb = l.Linear(p+"ssm_f_a", E, dim), l.Linear(p+"ssm_f_b", dim, C)
 		x.ga, x.gb = l.Linear(p+"ssm_g_a", E, dim), l.Linear(p+"ssm_g_b", dim, C)
 	}
+	if l.HP.Arch == "glm5-next" { // as FLA, whatever the RMS norms'
+		x.l2eps = 1e-6
+	}
 	x.beta = l.Linear(p+"ssm_beta", E, heads)
-	if k3 { // one value per head, a 1-D tensor (kimi-linear's is (1, heads))
+	if neg { // one value per head, a 1-D tensor (kimi-linear's is (1, heads))
 		x.a = l.tensorVector(p+"ssm_a", heads)
 	} else {
 		x.a = l.tensorVector(p+"ssm_a", 1, heads)
@@ -119,7 +124,7 @@ func (l *Loader) bindKDA(p string, heads, dim, dConv int, lowerBound float32) *k
 		cols := make([]float32, C)
 		for c := range cols {
 			cols[c] = x.a.V[c/dim]
-			if k3 {
+			if neg {
 				cols[c] = -cols[c]
 			}
 		}
@@ -169,8 +174,8 @@ func (x *kda) block(b ml.Backend, dst, h, state ml.Tensor, hist [3]ml.Tensor) {
 	b.Release(proj)
 	q, k, v := qkv[0], qkv[1], qkv[2]
 	qh, kh := b.View(q, n*H, D), b.View(k, n*H, D)
-	rc.L2Norm(qh, qh, x.eps)
-	rc.L2Norm(kh, kh, x.eps)
+	rc.L2Norm(qh, qh, x.l2eps)
+	rc.L2Norm(kh, kh, x.l2eps)
 
 	g, beta := b.Alloc(n, C), b.Alloc(n, H)
 	low := b.Alloc(n, D)

@@ -91,13 +91,13 @@ func (x *q4Indexer) keys(b ml.Backend, ps ml.PooledSparse, h ml.Tensor, eps floa
 	defer b.Release(mark)
 	q, raw, p := b.Alloc(n, x.heads*x.dim), b.Alloc(n, x.dim), b.Alloc(n, x.dim)
 	b.Linears([]ml.Tensor{q, raw}, h, []*ml.Matrix{x.q, x.k})
-	ps.PoolKeys(p, raw, x.block) // row r: the block starting at r, normed and turned to r below
+	ps.PoolKeys(p, raw, nil, nil, x.block) // row r: the block starting at r, normed and turned to r below
 	b.RMSNorm(p, p, x.kNorm, eps)
 	b.RoPE(p, 1, x.rope)
 	qh := b.View(q, n*x.heads, x.dim)
 	b.RMSNorm(qh, qh, x.qNorm, eps)
 	b.RoPE(q, x.heads, x.rope)
-	return ps.PooledKeys(q, p, x.heads, x.block, x.topK)
+	return ps.PooledKeys(q, p, nil, x.heads, x.block, x.topK)
 }
 
 // q4Mix is one hyper-connection mix (q4Mix.read).

@@ -104,7 +104,7 @@ func newStep35(l *Loader) Network {
 			l.Failf("layer %d: experts without a shared expert (%sffn_up_shexp.weight)", i, p)
 			return ly
 		}
-		clampFFN(f, clampExp[i], clampShexp[i])
+		clampFFN(f, ml.ClampSwiGLU, clampExp[i], clampShexp[i])
 		ly.ffn = f
 		return ly
 	})
@@ -151,17 +151,18 @@ func step35Clamps(l *Loader, key string, n int) ([]float32, error) {
 }
 
 // clampFFN clamps a layer's SwiGLUs as llama.cpp's swiglu_clamp_exp and
-// swiglu_clamp_shexp say (ml.ClampSwiGLU, clampGLU): the experts' by exp,
-// the shared expert's and a dense MLP's by shexp.
-func clampFFN(f FFN, exp, shexp float32) {
+// swiglu_clamp_shexp say (the clamped SwiGLU act: ml.ClampSwiGLU or
+// ml.SwiGLUClampIn; clampGLU): the experts' by exp, the shared expert's and
+// a dense MLP's by shexp.
+func clampFFN(f FFN, act ml.Act, exp, shexp float32) {
 	switch f := f.(type) {
 	case *MoE:
-		clampGLU(&f.Experts, ml.ClampSwiGLU, exp)
+		clampGLU(&f.Experts, act, exp)
 		if f.Shared != nil {
-			clampGLU(f.Shared, ml.ClampSwiGLU, shexp)
+			clampGLU(f.Shared, act, shexp)
 		}
 	case *Dense:
-		clampGLU(&f.MLP, ml.ClampSwiGLU, shexp)
+		clampGLU(&f.MLP, act, shexp)
 	}
 }
 

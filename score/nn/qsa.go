@@ -3,34 +3,44 @@ package nn
 import "math"
 
 // QSABlocks is the key selection of Qwen3.8's sparse attention (QSA:
-// qwen4exp), as llama.cpp 0.7.0 runs it. The keys are grouped in blocks
-// of block in window order, and block b is scored by one pooled key,
-// p[b·block] (p (n, dim): the indexer's mean key of rows [r, r+block) at
-// row r, normed and turned by RoPE to r, as the caller made it; other
-// rows are not read). Row i scores each whole block b ((b+1)·block <= i+1)
-// by
+// qwen4exp) and of GLM5-Next's k-pool indexer, as llama.cpp 0.7.0 runs
+// them. The keys are grouped in blocks of block in window order, and block
+// b is scored by one pooled key, p[b·block] (p (n, dim): qwen4exp's mean
+// key of rows [r, r+block) at row r, normed and turned by RoPE to r;
+// GLM5-Next's gated pool, GatedPool; as the caller made it; other rows are
+// not read). Row i scores each whole block b ((b+1)·block <= i+1) by
 //
-//	s_b = Σ_h max(q[i,h]·p[b·block], 0) · 1/sqrt(dim)
+//	s_b = Σ_h max(q[i,h]·p[b·block], 0) · w[i,h]
 //
-// (q (n, heads·dim)) and reads the keys of the topK/block blocks that
-// score highest, among equal scores those ggml's TOP_K keeps (topKeys),
-// and the keys of its own unfinished block, [block·((i+1)/block), i]. A
-// row of at most topK/block whole blocks reads every key j <= i.
+// (q (n, heads·dim); w (n, heads) the heads' weights, or nil for
+// 1/sqrt(dim) each) and reads the keys of the topK/block blocks that score
+// highest, among equal scores those ggml's TOP_K keeps (topKeys), and the
+// keys of its own unfinished block, [block·((i+1)/block), i]. A row of at
+// most topK/block whole blocks reads every key j <= i.
 //
 // With ggml the sums are llama.cpp's LIGHTNING_INDEXER's: the products
 // ggml_vec_dot_f32's (the AVX2 build's lane order with c.GGMLAVX2), each
 // head's term max(q·p, 0)·w fused into the float32 sum in head order (its
 // compiler contracts the statement to an FMA); otherwise float64 sums
 // rounded once.
-func QSABlocks(c *Context, q, p []float32, n, heads, dim, block, topK int, ggml bool) *KeySet {
+func QSABlocks(c *Context, q, p, w []float32, n, heads, dim, block, topK int, ggml bool) *KeySet {
 	check("QSA indexer q", len(q), n*heads*dim)
 	check("QSA pooled keys", len(p), n*dim)
+	if w != nil {
+		check("QSA head weights", len(w), n*heads)
+	}
 	if block <= 1 || topK < block || topK%block != 0 {
 		panic("nn: QSA blocks of a size that does not divide its budget")
 	}
 	set := NewKeySet(n)
 	top := topK / block
-	w := 1 / float32(math.Sqrt(float64(dim)))
+	inv := 1 / float32(math.Sqrt(float64(dim)))
+	weight := func(i, h int) float32 {
+		if w == nil {
+			return inv
+		}
+		return w[i*heads+h]
+	}
 	c.ParallelDynamic(n, 16, func(_, lo, hi int) { // a row's work grows with it
 		score := make([]float32, n/block+1)
 		order := make([]int32, n/block+1)
@@ -48,7 +58,7 @@ func QSABlocks(c *Context, q, p []float32, n, heads, dim, block, topK int, ggml 
 					var s float32
 					for h := range heads {
 						qk := dotF32(q[(i*heads+h)*dim:(i*heads+h+1)*dim], k, c.GGMLAVX2)
-						s = fma32(max(qk, 0), w, s)
+						s = fma32(max(qk, 0), weight(i, h), s)
 					}
 					score[b] = s
 					continue
@@ -59,9 +69,16 @@ func QSABlocks(c *Context, q, p []float32, n, heads, dim, block, topK int, ggml 
 					for d, x := range q[(i*heads+h)*dim : (i*heads+h+1)*dim] {
 						qk += float64(x) * float64(k[d])
 					}
-					s += max(qk, 0)
+					if w == nil {
+						s += max(qk, 0)
+					} else {
+						s += max(qk, 0) * float64(w[i*heads+h])
+					}
 				}
-				score[b] = float32(s / math.Sqrt(float64(dim)))
+				if w == nil {
+					s /= math.Sqrt(float64(dim))
+				}
+				score[b] = float32(s)
 			}
 			for _, b := range topKeys(score[:whole], order[:whole], top) {
 				for j := int(b) * block; j < (int(b)+1)*block; j++ {
@@ -94,6 +111,53 @@ func QSAPool(dst, k []float32, n, dim, block int) {
 		}
 		for d := range out {
 			out[d] *= inv
+		}
+	}
+}
+
+// GatedPool sets row b·block of dst (n, dim) to GLM5-Next's pooled key of
+// block b, the keys k (n, dim) of rows [b·block, (b+1)·block) weighted per
+// channel d by softmax_j(g[b·block+j, d] + ape[j·dim + d]) (g the gates,
+// ape (block, dim) the position's bias), for every whole block; the other
+// rows are zero. With ggml as llama.cpp computes it: the logits' sums in
+// float32, ggml's SOFT_MAX of each channel's block values (GGMLSoftMax, the
+// AVX2 build's lanes with avx2), the products rounded to float32 and
+// summed in float64 (ggml_vec_sum_f32), the sum rounded once; otherwise in
+// float64, rounded once.
+func GatedPool(dst, k, g, ape []float32, n, dim, block int, ggml, avx2 bool) {
+	check("gated pool", len(dst), n*dim)
+	check("gated pool keys", len(k), n*dim)
+	check("gated pool gates", len(g), n*dim)
+	check("gated pool positions", len(ape), block*dim)
+	clear(dst)
+	logit := make([]float32, block)
+	e := make([]float64, block)
+	for r := 0; r+block <= n; r += block {
+		for d := range dim {
+			if ggml {
+				for j := range block {
+					logit[j] = g[(r+j)*dim+d] + ape[j*dim+d]
+				}
+				GGMLSoftMax(logit, logit, avx2)
+				var s float64
+				for j, pj := range logit {
+					s += float64(float32(pj * k[(r+j)*dim+d]))
+				}
+				dst[r*dim+d] = float32(s)
+				continue
+			}
+			m := math.Inf(-1)
+			for j := range block {
+				e[j] = float64(g[(r+j)*dim+d]) + float64(ape[j*dim+d])
+				m = max(m, e[j])
+			}
+			var z, s float64
+			for j := range block {
+				e[j] = math.Exp(e[j] - m)
+				z += e[j]
+				s += e[j] * float64(k[(r+j)*dim+d])
+			}
+			dst[r*dim+d] = float32(s / z)
 		}
 	}
 }

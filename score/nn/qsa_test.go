@@ -11,13 +11,13 @@ import (
 // qsaBlocksRef is QSABlocks' definition by sorting, for scores without
 // ties: per row the whole blocks' scores by score, the topK/block highest
 // blocks' keys, and the row's unfinished block.
-func qsaBlocksRef(q, p []float32, n, heads, dim, block, topK int, score func(q, k []float32) float32) *KeySet {
+func qsaBlocksRef(q, p []float32, n, heads, dim, block, topK int, score func(i int, q, k []float32) float32) *KeySet {
 	set := NewKeySet(n)
 	for i := range n {
 		whole := (i + 1) / block
 		s := make([]float32, whole)
 		for b := range s {
-			s[b] = score(q[i*heads*dim:(i+1)*heads*dim], p[b*block*dim:(b*block+1)*dim])
+			s[b] = score(i, q[i*heads*dim:(i+1)*heads*dim], p[b*block*dim:(b*block+1)*dim])
 		}
 		chosen := topKeysRef(s, min(topK/block, whole))
 		for j := range i + 1 {
@@ -29,54 +29,72 @@ func qsaBlocksRef(q, p []float32, n, heads, dim, block, topK int, score func(q, 
 	return set
 }
 
-// TestQSABlocks: Qwen3.8's block choice against its definition by sorting
-// in both arithmetics (llama.cpp's lightning indexer: ggml's products in
-// both builds' orders, each head's rectified term fused into a float32
-// sum; and float64 sums), over geometries where windows end mid-block,
-// blocks of 2, and windows short of the budget (every key read); and the
-// counts the definition implies: at most topK + block - 1 keys, the row's
-// own unless its block is whole (then it competes as the others do).
+// TestQSABlocks: the block choice of Qwen3.8 (each head's term by
+// 1/sqrt(dim)) and of GLM5-Next (by its weight)
+// against its definition by sorting in both arithmetics (llama.cpp's
+// lightning indexer: ggml's products in both builds' orders, each head's
+// rectified term fused into a float32 sum; and float64 sums), over
+// geometries where windows end mid-block, blocks of 2, and windows short of
+// the budget (every key read); and the counts the definition implies: at
+// most topK + block - 1 keys, the row's own unless its block is whole
+// (then it competes as the others do).
 func TestQSABlocks(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	for _, c := range []struct{ n, heads, dim, block, topK int }{
-		{150, 2, 32, 4, 16}, {97, 3, 40, 8, 16}, {64, 1, 16, 2, 6}, {130, 4, 128, 16, 32}, {20, 2, 32, 4, 16},
+	for _, c := range []struct {
+		n, heads, dim, block, topK int
+		weighted                   bool
+	}{
+		{150, 2, 32, 4, 16, false}, {97, 3, 40, 8, 16, false}, {64, 1, 16, 2, 6, false}, {130, 4, 128, 16, 32, false}, {20, 2, 32, 4, 16, false},
+		{150, 4, 32, 4, 16, true}, {97, 3, 40, 8, 16, true}, {20, 2, 32, 4, 16, true},
 	} {
 		q, p := randVec(r, c.n*c.heads*c.dim), randVec(r, c.n*c.dim)
-		w := 1 / float32(math.Sqrt(float64(c.dim)))
+		var w []float32
+		weight := func(i, h int) float32 { return 1 / float32(math.Sqrt(float64(c.dim))) }
+		if c.weighted { // positive: negative ones put many blocks at 0, where sorting and ggml's heap break ties apart
+			w = randVec(r, c.n*c.heads)
+			for i := range w {
+				w[i] = 0.1 + float32(math.Abs(float64(w[i])))
+			}
+			weight = func(i, h int) float32 { return w[i*c.heads+h] }
+		}
+		ggmlScore := func(avx2 bool) func(i int, q, k []float32) float32 {
+			return func(i int, q, k []float32) float32 {
+				var s float32
+				for h := range c.heads {
+					s = fma32(max(dotF32(q[h*c.dim:(h+1)*c.dim], k, avx2), 0), weight(i, h), s)
+				}
+				return s
+			}
+		}
 		for _, mode := range []struct {
 			ggml, avx2 bool
-			score      func(q, k []float32) float32
+			score      func(i int, q, k []float32) float32
 		}{
-			{false, false, func(q, k []float32) float32 {
+			{false, false, func(i int, q, k []float32) float32 {
 				var s float64
 				for h := range c.heads {
 					var qk float64
 					for d, x := range q[h*c.dim : (h+1)*c.dim] {
 						qk += float64(x) * float64(k[d])
 					}
-					s += max(qk, 0)
+					if c.weighted {
+						s += max(qk, 0) * float64(weight(i, h))
+					} else {
+						s += max(qk, 0)
+					}
 				}
-				return float32(s / math.Sqrt(float64(c.dim)))
-			}},
-			{true, false, func(q, k []float32) float32 {
-				var s float32
-				for h := range c.heads {
-					s = fma32(max(dotF32(q[h*c.dim:(h+1)*c.dim], k, false), 0), w, s)
+				if !c.weighted {
+					s /= math.Sqrt(float64(c.dim))
 				}
-				return s
+				return float32(s)
 			}},
-			{true, true, func(q, k []float32) float32 {
-				var s float32
-				for h := range c.heads {
-					s = fma32(max(dotF32(q[h*c.dim:(h+1)*c.dim], k, true), 0), w, s)
-				}
-				return s
-			}},
+			{true, false, ggmlScore(false)},
+			{true, true, ggmlScore(true)},
 		} {
 			name := fmt.Sprintf("%+v ggml %v avx2 %v", c, mode.ggml, mode.avx2)
 			ctx := NewContext(2)
 			ctx.GGMLAVX2 = mode.avx2
-			got := QSABlocks(ctx, q, p, c.n, c.heads, c.dim, c.block, c.topK, mode.ggml)
+			got := QSABlocks(ctx, q, p, w, c.n, c.heads, c.dim, c.block, c.topK, mode.ggml)
 			want := qsaBlocksRef(q, p, c.n, c.heads, c.dim, c.block, c.topK, mode.score)
 			if !slices.Equal(got.bits, want.bits) {
 				t.Fatalf("%s: the sets differ from the definition's", name)
@@ -161,6 +179,59 @@ func TestPLEGate(t *testing.T) {
 		PLEGate(f, k, q, c.scale)
 		if math.Abs(float64(g[0]-c.want)) > 6e-8 || math.Abs(float64(f[0]-c.want)) > 6e-8 {
 			t.Errorf("k %v q %v: ggml %v, float64 %v, want %v", c.k, c.q, g[0], f[0], c.want)
+		}
+	}
+}
+
+// TestGatedPool: GLM5-Next's pooled keys in llama.cpp's arithmetic (both
+// builds' softmax lanes) within 4 float32 roundings of the float64
+// definition, on random rows and on blocks of 16 (the vector lanes); rows
+// that start no whole block zero; equal logits pool the mean, and one
+// position's dominating bias pools its key.
+func TestGatedPool(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for _, c := range []struct{ n, dim, block int }{{11, 8, 4}, {40, 32, 4}, {35, 16, 16}, {64, 8, 2}} {
+		k, g, ape := randVec(r, c.n*c.dim), randVec(r, c.n*c.dim), randVec(r, c.block*c.dim)
+		exact := make([]float32, c.n*c.dim)
+		GatedPool(exact, k, g, ape, c.n, c.dim, c.block, false, false)
+		for _, avx2 := range []bool{false, true} {
+			got := randVec(r, c.n*c.dim) // overwritten
+			GatedPool(got, k, g, ape, c.n, c.dim, c.block, true, avx2)
+			for row := range c.n {
+				for d := range c.dim {
+					x, e := got[row*c.dim+d], exact[row*c.dim+d]
+					if row%c.block != 0 || row+c.block > c.n {
+						if x != 0 || e != 0 {
+							t.Fatalf("%+v row %d col %d: %v and %v, want 0", c, row, d, x, e)
+						}
+						continue
+					}
+					if math.Abs(float64(x-e)) > 4*6e-8*float64(max(1, math.Abs(float64(e)))) {
+						t.Fatalf("%+v avx2 %v row %d col %d: %v, exactly %v", c, avx2, row, d, x, e)
+					}
+				}
+			}
+		}
+	}
+	const n, dim, block = 8, 4, 4
+	k := randVec(r, n*dim)
+	zeros := make([]float32, n*dim)
+	got := make([]float32, n*dim)
+	GatedPool(got, k, zeros, make([]float32, block*dim), n, dim, block, false, false)
+	for d := range dim {
+		mean := (float64(k[d]) + float64(k[dim+d]) + float64(k[2*dim+d]) + float64(k[3*dim+d])) / 4
+		if math.Abs(float64(got[d])-mean) > 1e-7 {
+			t.Fatalf("equal gates, col %d: %v, want the mean %v", d, got[d], mean)
+		}
+	}
+	ape := make([]float32, block*dim)
+	for d := range dim {
+		ape[2*dim+d] = 100 // position 2 of every block
+	}
+	GatedPool(got, k, zeros, ape, n, dim, block, true, false)
+	for d := range dim {
+		if got[d] != k[2*dim+d] || got[block*dim+d] != k[(block+2)*dim+d] {
+			t.Fatalf("a dominating position, col %d: %v and %v, want its keys %v and %v", d, got[d], got[block*dim+d], k[2*dim+d], k[(block+2)*dim+d])
 		}
 	}
 }
