@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"slices"
 
 	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
@@ -9,12 +10,12 @@ import (
 
 // glm5-next: GLM-5.3-Flash, as llama.cpp 0.7.0 runs it: kimi-linear's
 // hybrid (kimilinear.go: Kimi Delta Attention in the layers of
-// attention.head_count_kv 0, ssm_a a 1-D tensor, with kda.gate_lower_bound
-// kimi-k3's safe gate) around a residual of hyper_connection.count (4)
-// streams, with three differences in the latent attention layers and one
-// in the FFNs:
+// attention.head_count_kv 0, ssm_a a 1-D tensor, q and k L2-normed with
+// FLA's epsilon 1e-6; with kda.gate_lower_bound kimi-k3's safe gate),
+// with these differences:
 //
-//   - manifold-constrained hyper-connections (mHC, DeepSeek-V4's): before
+//   - the residual is hyper_connection.count (4) streams, mixed by
+//     manifold-constrained hyper-connections (mHC, DeepSeek-V4's): before
 //     the mixer and the FFN, m = hc_*_fn·rmsnorm(x) (x the streams, (n,
 //     4·embd), no weight) gives per row 24 values; the block reads Σ_s
 //     pre_s·x_s, pre = sigmoid(m[:4]·scale₀ + base[:4]) + ε, and its
@@ -23,8 +24,9 @@ import (
 //     m[8:24]·scale₂ + base[8:24] made doubly stochastic by
 //     hyper_connection.sinkhorn_iterations (nn.SinkhornMix: a softmax,
 //     then normalizations, with ε = hyper_connection.epsilon). The head
-//     reads the streams' mean. Every step in float32, as llama.cpp's fused
-//     DSV4_HC ops.
+//     reads the streams' mean. Every step in float32 as llama.cpp's fused
+//     DSV4_HC ops, the Sinkhorn's multiply-adds fused as its compiler
+//     fuses them;
 //   - the latent attention has no RoPE (rope.dimension_count 0), q
 //     compressed (attn_q_a), the scores scaled by 1/sqrt(key_length_mla);
 //   - past the indexer's reach (top_k + kpool - 1 tokens) each query reads
@@ -39,8 +41,9 @@ import (
 //     blocks and the keys after its last whole block (nn.QSABlocks,
 //     ml.PooledSparse); layers flagged 0 in attention.indexer.types reuse
 //     the previous attention layer's choice;
-//   - the routed experts' SwiGLUs clamped by swiglu_clamp_exp op by op
-//     (up to ±limit, silu(gate) to limit), the shared expert's never.
+//   - every SwiGLU is ggml's SWIGLU_CLAMP (ml.SwiGLUClampIn): the routed
+//     experts' at swiglu_clamp_exp, the shared expert's and the dense
+//     MLPs' at swiglu_clamp_shexp, the experts' limits when it is absent.
 //
 // The experts are routed by sigmoid unless expert_gating_func says
 // otherwise, with the selection bias exp_probs_b (required), normed and
@@ -143,7 +146,7 @@ func (l *Loader) bindMHC(d *deepseek2) Network {
 		break
 	}
 	E, mixes := hp.Embd, (2+S)*S
-	epsV := l.constVector("hyper_connection.epsilon", []float32{float32(eps), float32(eps), float32(eps), float32(eps)})
+	epsV := l.constVector("hyper_connection.epsilon", slices.Repeat([]float32{float32(eps)}, S))
 	mix := func(p string) mhcMix {
 		x := mhcMix{hcMix: hcMix{fn: l.Linear(p+"_fn", S*E, mixes)}}
 		base := l.Vector(p+"_base.weight", mixes)
@@ -161,22 +164,11 @@ func (l *Loader) bindMHC(d *deepseek2) Network {
 		p := fmt.Sprintf("blk.%d.hc_", i)
 		v.hc = append(v.hc, mhcLayer{attn: mix(p + "attn"), ffn: mix(p + "ffn")})
 	}
-	for i := range S * S {
-		v.cols = append(v.cols, repeatInt(i, E))
-	}
+	v.cols = streamCols(S*S, E)
 	if l.Err() != nil {
 		return nil
 	}
 	return v
-}
-
-// repeatInt is n copies of i.
-func repeatInt(i, n int) []int {
-	out := make([]int, n)
-	for j := range out {
-		out[j] = i
-	}
-	return out
 }
 
 // Check requires, besides kimi-linear's operations, ml.RWKV's Sigmoid

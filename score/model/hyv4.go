@@ -100,13 +100,21 @@ func (l *Loader) bindHC(d *deepseek2) Network {
 		p := fmt.Sprintf("blk.%d.hc_", i)
 		v.hc = append(v.hc, hcLayer{attn: mix(p+"attn", 2), ffn: mix(p+"ffn", 2)})
 	}
-	for i := range S {
-		v.cols = append(v.cols, slices.Repeat([]int{i}, E))
-	}
+	v.cols = streamCols(S, E)
 	if l.Err() != nil {
 		return nil
 	}
 	return v
+}
+
+// streamCols is, for each of n columns i, embd copies of i: the columns
+// that spread a stream's weight (column i of (rows, n)) over its row.
+func streamCols(n, embd int) [][]int {
+	cols := make([][]int, n)
+	for i := range cols {
+		cols[i] = slices.Repeat([]int{i}, embd)
+	}
+	return cols
 }
 
 // Check requires, besides the latent attention, ml.Recurrent's GatherCols

@@ -90,7 +90,7 @@ func (l *Loader) kimiKDA() (kdaLayers []bool, dim, dConv int) {
 }
 
 // bindKDA binds layer prefix p's KDA weights; lowerBound, when not 0, is
-// the safe gate's (bailingmoe3's, kimi-k3's).
+// the safe gate's (bailingmoe3's, kimi-k3's, glm5-next's).
 func (l *Loader) bindKDA(p string, heads, dim, dConv int, lowerBound float32) *kda {
 	E, C := l.HP.Embd, heads*dim
 	ling3, k3 := l.HP.Arch == "bailingmoe3", l.HP.Arch == "kimi-k3"
