@@ -12,7 +12,15 @@ import (
 // GGML stores values as one of ggml's 32-element block types (Q8_0, Q4_1,
 // Q5_0, Q5_1, IQ4_NL) laid along each token's head: llama.cpp's -ctk/-ctv
 // cache types. Q4_0 is Q4 (k8v4's value codec), the same bytes.
-type GGML struct{ T gguf.Type }
+type GGML struct {
+	T gguf.Type
+	// CPU, for Q8_0, quantizes as ggml-cpu's x86 quantize_row_q8_0, which
+	// llama.cpp's CPU writes its cache with (id = 127/amax, rounded half
+	// to even) rather than the reference (id = 1/d, rounded half away
+	// from zero): the same bytes but for values an ulp from a rounding
+	// boundary.
+	CPU bool
+}
 
 // ggmlNames are the codec (and --kv-dtype) names of GGML's types.
 var ggmlNames = map[gguf.Type]string{
@@ -35,7 +43,12 @@ func (c GGML) Encode(b *Block, x []float32, tokens, heads, headDim int) {
 			lo, hi := k*ggmlBlock, min((k+1)*ggmlBlock, headDim)
 			clear(v[:])
 			copy(v[:], x[g*headDim+lo:g*headDim+hi])
-			encodeGGML(c.T, b.Data[(g*nb+k)*ts:(g*nb+k+1)*ts], v[:])
+			dst := b.Data[(g*nb+k)*ts : (g*nb+k+1)*ts]
+			if c.CPU && c.T == gguf.TypeQ8_0 && amax(v[:]) <= math.MaxFloat32 {
+				encodeQ8CPU(dst, v[:])
+				continue
+			}
+			encodeGGML(c.T, dst, v[:])
 		}
 	}
 }
@@ -59,6 +72,21 @@ func encodeGGML(t gguf.Type, dst []byte, v []float32) {
 	}
 	if err := quant.Quantize(t, v, dst); err != nil {
 		panic(fmt.Sprintf("kvcache: %v", err)) // finite input, whole block: cannot happen
+	}
+}
+
+// encodeQ8CPU writes one Q8_0 block of finite values as ggml-cpu's x86
+// quantize_row_q8_0: d = amax/127 as float16, q = rne(x·(127/amax)); an
+// all-zero block d = 0, q = 0.
+func encodeQ8CPU(dst []byte, v []float32) {
+	a := amax(v)
+	var id float32
+	if a != 0 {
+		id = 127 / a
+	}
+	binary.LittleEndian.PutUint16(dst, quant.F32ToF16(a/127))
+	for i, x := range v {
+		dst[2+i] = byte(int8(math.RoundToEven(float64(x * id))))
 	}
 }
 

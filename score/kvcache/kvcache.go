@@ -161,12 +161,12 @@ var formats = map[string]Format{
 	"k8v4":  {"k8v4", Int8{}, Q4{}},
 	"nvfp4": {"nvfp4", NVFP4{}, NVFP4{}},
 
-	"q8_0":   {"q8_0", GGML{gguf.TypeQ8_0}, GGML{gguf.TypeQ8_0}},
+	"q8_0":   {"q8_0", GGML{T: gguf.TypeQ8_0}, GGML{T: gguf.TypeQ8_0}},
 	"q4_0":   {"q4_0", Q4{}, Q4{}},
-	"q4_1":   {"q4_1", GGML{gguf.TypeQ4_1}, GGML{gguf.TypeQ4_1}},
-	"q5_0":   {"q5_0", GGML{gguf.TypeQ5_0}, GGML{gguf.TypeQ5_0}},
-	"q5_1":   {"q5_1", GGML{gguf.TypeQ5_1}, GGML{gguf.TypeQ5_1}},
-	"iq4_nl": {"iq4_nl", GGML{gguf.TypeIQ4_NL}, GGML{gguf.TypeIQ4_NL}},
+	"q4_1":   {"q4_1", GGML{T: gguf.TypeQ4_1}, GGML{T: gguf.TypeQ4_1}},
+	"q5_0":   {"q5_0", GGML{T: gguf.TypeQ5_0}, GGML{T: gguf.TypeQ5_0}},
+	"q5_1":   {"q5_1", GGML{T: gguf.TypeQ5_1}, GGML{T: gguf.TypeQ5_1}},
+	"iq4_nl": {"iq4_nl", GGML{T: gguf.TypeIQ4_NL}, GGML{T: gguf.TypeIQ4_NL}},
 
 	"rk8v4": {"rk8v4", Rotated{Int8{}}, Q4{}},
 	"rk4v4": {"rk4v4", Rotated{Q4{}}, Q4{}},

@@ -237,7 +237,7 @@ func TestRoundTripBounds(t *testing.T) {
 
 // TestNonFinite: a NaN or infinity makes its scaling group read back NaN.
 func TestNonFinite(t *testing.T) {
-	for _, c := range []Codec{F16{}, BF16{}, Int8{}, FP8{}, Q4{}, NVFP4{}, Q2{}, GGML{gguf.TypeQ8_0}, GGML{gguf.TypeQ5_1}, GGML{gguf.TypeIQ4_NL}, Rotated{Int8{}}, Rotated{Q2{}}} {
+	for _, c := range []Codec{F16{}, BF16{}, Int8{}, FP8{}, Q4{}, NVFP4{}, Q2{}, GGML{T: gguf.TypeQ8_0}, GGML{T: gguf.TypeQ8_0, CPU: true}, GGML{T: gguf.TypeQ5_1}, GGML{T: gguf.TypeIQ4_NL}, Rotated{Int8{}}, Rotated{Q2{}}} {
 		x := []float32{1, 2, float32(math.Inf(1)), 4}
 		got, _ := roundTrip(c, x, 1, 1, 4)
 		if c.Name() == "f16" || c.Name() == "bf16" {
@@ -250,6 +250,28 @@ func TestNonFinite(t *testing.T) {
 			if v == v {
 				t.Errorf("%s: element %d = %v, want NaN", c.Name(), i, v)
 			}
+		}
+	}
+}
+
+// TestQ8CPU: Q8_0 as ggml-cpu's x86 quantize_row_q8_0 writes it: on a
+// block of amax 127, values on a half (2.5, -3.5, 0.5) round to even where
+// the reference rounds away from zero, and the scale is the same; a zero
+// block stays zero.
+func TestQ8CPU(t *testing.T) {
+	x := make([]float32, 32)
+	x[0], x[1], x[2], x[3] = 127, 2.5, -3.5, 0.5
+	cpu, _ := roundTrip(GGML{T: gguf.TypeQ8_0, CPU: true}, x, 1, 1, 32)
+	ref, _ := roundTrip(GGML{T: gguf.TypeQ8_0}, x, 1, 1, 32)
+	for i, want := range [][2]float32{{127, 127}, {2, 3}, {-4, -4}, {0, 1}} {
+		if cpu[i] != want[0] || ref[i] != want[1] {
+			t.Errorf("value %v: cpu %v, reference %v; want %v and %v", x[i], cpu[i], ref[i], want[0], want[1])
+		}
+	}
+	zero, _ := roundTrip(GGML{T: gguf.TypeQ8_0, CPU: true}, make([]float32, 32), 1, 1, 32)
+	for i, v := range zero {
+		if v != 0 {
+			t.Fatalf("zero block: element %d = %v", i, v)
 		}
 	}
 }

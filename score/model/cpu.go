@@ -271,7 +271,8 @@ func (b *cpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 
 // attend checks the shapes, stores k and v as layer's cache (none when
 // layer < 0: shared keys and values, stored by their own layer), then runs
-// nn.Attention with a's options.
+// nn.Attention with a's options; in the int8 modes before a quantized
+// cache, with llama.cpp's rotation of the heads (kvRotation).
 func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 	o, qq, kk, vv := ct(dst), ct(q), ct(k), ct(v)
 	n := qq.rows
@@ -279,17 +280,72 @@ func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *m
 	shape(what+" k", kk, n, a.KVHeads*a.HeadDim)
 	shape(what+" v", vv, n, a.KVHeads*a.HeadDim)
 	shape(what+" output", o, n, a.Heads*a.HeadDim)
+	kr := b.kvRotation(a.HeadDim)
+	if kr == 0 {
+		if layer >= 0 {
+			b.c.StoreKV(layer, kk.d, vv.d, n, a.KVHeads, a.HeadDim)
+		}
+		b.nnAttention(a).Forward(b.c, o.d, qq.d, kk.d, vv.d, n)
+		return
+	}
+	// llama.cpp's rotation before a quantized cache: q and k by the
+	// Hadamard matrix of kr, v by that of 64 (the shared keys and values of
+	// layer < 0 rotated by their own layer), the output turned back.
+	mark := b.c.Mark()
+	defer b.c.Release(mark)
+	qr := b.c.Alloc(n * a.Heads * a.HeadDim)
+	hk, hv := nn.HadamardMatrix(kr), nn.HadamardMatrix(kvRotV)
+	hk.Forward(b.c, qr, qq.d, len(qr)/kr)
 	if layer >= 0 {
+		kv := n * a.KVHeads * a.HeadDim
+		tmp := b.c.Alloc(kv)
+		hk.Forward(b.c, tmp, kk.d, kv/kr)
+		copy(kk.d, tmp)
+		hv.Forward(b.c, tmp, vv.d, kv/kvRotV)
+		copy(vv.d, tmp)
 		b.c.StoreKV(layer, kk.d, vv.d, n, a.KVHeads, a.HeadDim)
 	}
-	b.nnAttention(a).Forward(b.c, o.d, qq.d, kk.d, vv.d, n)
+	out := b.c.Alloc(len(qr))
+	b.nnAttention(a).Forward(b.c, out, qr, kk.d, vv.d, n)
+	hv.Forward(b.c, o.d, out, len(out)/kvRotV)
+}
+
+// llamaKVRotation turns kvRotation on; a test turns it off to hold the
+// Q8_0 flash attention to llama.cpp's run with LLAMA_ATTN_ROT_DISABLE=1.
+var llamaKVRotation = true
+
+// kvRotV is the size of the Hadamard matrix llama.cpp turns values by
+// before a quantized cache.
+const kvRotV = 64
+
+// kvRotation is the size of the Hadamard matrix llama.cpp 0.7.0 turns
+// queries and keys of heads of headDim by before a quantized cache (the
+// largest power of 2 dividing a head size that is a multiple of 64, as
+// its llama_kv_cache::build_input_k_rot): in the int8 modes with a cache
+// of llama.cpp's quantized types; 0 otherwise.
+func (b *cpuBackend) kvRotation(headDim int) int {
+	s, ok := b.c.KV.(*kvStore)
+	if !b.c.LlamaCPP || !ok || headDim%64 != 0 || !llamaKVRotation {
+		return 0
+	}
+	switch s.format.Name {
+	case "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl":
+	default:
+		return 0
+	}
+	r := 64
+	for headDim%(2*r) == 0 {
+		r *= 2
+	}
+	return r
 }
 
 // nnAttention is a as nn computes it on this backend: in the int8 modes
-// with an f16 cache, llama.cpp's flash attention (ggmlF16).
+// with an f16 or a q8_0 cache, llama.cpp's flash attention (ggmlF16,
+// ggmlQ8).
 func (b *cpuBackend) nnAttention(a *ml.Attn) *nn.Attention {
 	at := &nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, Scale: a.Scale, Window: a.Window,
-		SoftCap: a.SoftCap, Keys: a.Keys, Chunk: a.Chunk, GGMLF16: b.ggmlF16(), MatMul: a.MatMul}
+		SoftCap: a.SoftCap, Keys: a.Keys, Chunk: a.Chunk, GGMLF16: b.ggmlF16(), GGMLQ8: b.ggmlQ8(a), MatMul: a.MatMul}
 	if a.Sinks != nil {
 		at.Sinks = a.Sinks.V
 	}
@@ -305,6 +361,14 @@ func (b *cpuBackend) nnAttention(a *ml.Attn) *nn.Attention {
 func (b *cpuBackend) ggmlF16() bool {
 	s, ok := b.c.KV.(*kvStore)
 	return b.c.LlamaCPP && ok && s.format.Name == "f16"
+}
+
+// ggmlQ8 reports whether a computes as llama.cpp's CPU flash attention
+// over a Q8_0 cache: in the int8 modes with a q8_0 KV cache, heads of a
+// multiple of 32, unless a is llama.cpp's attention by matrix products.
+func (b *cpuBackend) ggmlQ8(a *ml.Attn) bool {
+	s, ok := b.c.KV.(*kvStore)
+	return b.c.LlamaCPP && ok && s.format.Name == "q8_0" && a.HeadDim%32 == 0 && !a.MatMul
 }
 
 func (b *cpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {

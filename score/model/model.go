@@ -141,11 +141,14 @@ const (
 // glibc's powf, which float32(math.Pow) missed by an ulp for a few bases
 // and head sizes, such as 40000 over 118 dims; revision 5: glibc's expf
 // with its FMA build's fused x·N/ln 2, which our copy rounded first and
-// so missed by an ulp on 2 of the 2^32 inputs). Score headers and
+// so missed by an ulp on 2 of the 2^32 inputs; revision 6: before a
+// quantized KV cache the heads turned by Hadamard matrices as libllama
+// turns them, and a q8_0 cache written by ggml-cpu's quantizer and read by
+// its flash attention over Q8_0 blocks). Score headers and
 // cache keys record it, so that scores computed after another ggml's order,
 // an earlier revision, or before the int8 modes copied one, are never taken
 // for these.
-const Int8Arithmetic = "ggml 0.27.0 (llama.cpp 0.7.0), revision 5"
+const Int8Arithmetic = "ggml 0.27.0 (llama.cpp 0.7.0), revision 6"
 
 // Revision counts the changes that make ppl score some file otherwise in
 // every mode: a key, a tensor or a graph now read as llama.cpp 0.7.0 reads
@@ -230,6 +233,9 @@ func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 	var b ml.Backend
 	if dev == nil {
 		c := nn.NewContext(opts.Threads)
+		if act != ActFP32 && format.Name == "q8_0" { // as llama.cpp's CPU writes its cache
+			format.K, format.V = kvcache.GGML{T: gguf.TypeQ8_0, CPU: true}, kvcache.GGML{T: gguf.TypeQ8_0, CPU: true}
+		}
 		c.KV = &kvStore{format: format, c: c}
 		c.Int8 = act != ActFP32
 		c.LlamaCPP = c.Int8

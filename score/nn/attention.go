@@ -30,6 +30,10 @@ type Attention struct {
 	// GGMLF16 computes as llama.cpp's CPU flash attention over an F16
 	// cache (ggmlAttention): the int8 mode with an f16 KV cache.
 	GGMLF16 bool
+	// GGMLQ8 computes as llama.cpp's CPU flash attention over a Q8_0
+	// cache (ggmlQ8Attention; k and v hold the cache's decoded values,
+	// HeadDim a multiple of 32): the int8 modes with a q8_0 KV cache.
+	GGMLQ8 bool
 	// MatMul, with GGMLF16, computes as llama.cpp's attention without
 	// flash attention instead (ggmlMatMulAttention: KQ and KQV as F16
 	// matrix products, SOFT_MAX between them), which llama.cpp 0.7.0 takes
@@ -182,7 +186,7 @@ const keyBlock = 64
 //
 // Head sizes that are not a multiple of 16 take attentionRef, the plain
 // float64 loop. With GGMLF16 the whole computation is ggmlAttention
-// instead: llama.cpp's, to the bit.
+// instead: llama.cpp's, to the bit; with GGMLQ8, ggmlQ8Attention.
 func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
 	check("attention q", len(q), n*qs)
@@ -198,6 +202,10 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 	}
 	if a.GGMLF16 {
 		a.ggmlAttention(c, out, q, k, v, n)
+		return
+	}
+	if a.GGMLQ8 {
+		a.ggmlQ8Attention(c, out, q, k, v, n)
 		return
 	}
 	if hd%16 != 0 {
