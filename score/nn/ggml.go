@@ -360,54 +360,69 @@ func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
 	}
 	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
 	group := a.Heads / a.KVHeads
-	scale, capf := a.ggmlScale()
 	c.Parallel(n*a.Heads, func(_, lo, hi int) {
 		acc := make([]float32, hd)
 		qh := make([]float32, hd)
 		for it := lo; it < hi; it++ {
 			i, h := it/a.Heads, it%a.Heads
 			g := h / group
-			qi := q[i*qs+h*hd : i*qs+(h+1)*hd]
-			first := 0
-			if a.Window > 0 {
-				first = max(0, i-a.Window+1)
-			}
-			M := float32(math.Inf(-1))
-			var S float32
-			clear(acc)
-			for d, x := range qi {
+			for d, x := range q[i*qs+h*hd : i*qs+(h+1)*hd] {
 				qh[d] = quant.F16ToF32(quant.F32ToF16(x))
 			}
-			for j := first; j <= i; j++ {
-				if !a.sees(g, i, j) {
-					continue // a key masked by -inf: ggml skips it
-				}
-				mv, seen := a.ggmlBias(h, i, j)
-				if !seen {
-					continue // -Inf: past float16's range
-				}
-				kj := k[j*ks+g*hd : j*ks+(g+1)*hd]
-				s := float32(capf(dotF16(qh, kj, c.GGMLAVX2)*scale)) + mv // two roundings, as ggml's two statements
-				ms, vs := float32(1), float32(1)
-				if s > M {
-					Mold := M
-					M = s
-					ms = LibcExpf(Mold - M)
+			clear(acc)
+			M, S := a.ggmlOneChunk(i, h,
+				func(j int) float32 { return dotF16(qh, k[j*ks+g*hd:j*ks+(g+1)*hd], c.GGMLAVX2) },
+				func(ms float32) {
 					for d := range acc {
 						acc[d] = roundF16(acc[d] * ms)
 					}
-				} else {
-					vs = LibcExpf(s - M)
-				}
-				vj := v[j*ks+g*hd : j*ks+(g+1)*hd]
-				for d := range acc {
-					acc[d] = roundF16(fma32(vj[d], vs, acc[d]))
-				}
-				S = fma32(S, ms, vs)
-			}
+				},
+				func(j int, vs float32) {
+					for d, x := range v[j*ks+g*hd : j*ks+(g+1)*hd] {
+						acc[d] = roundF16(fma32(x, vs, acc[d]))
+					}
+				})
 			a.ggmlFinish(out[i*qs+h*hd:i*qs+(h+1)*hd], acc, h, M, S, false)
 		}
 	})
+}
+
+// ggmlOneChunk is ggml_compute_forward_flash_attn_ext_f16_one_chunk's online
+// softmax for query row i and head h over the keys it sees, in order: s =
+// dot(j)·Scale (soft-capped, plus ALiBi's bias: ggmlScale, ggmlBias, two
+// roundings as ggml's two statements); a new maximum calls rescale(ms =
+// expf(M - s)), otherwise vs = expf(s - M); then add(j, vs), and S =
+// fma(S, ms, vs). It returns M and S for ggmlFinish.
+func (a *Attention) ggmlOneChunk(i, h int, dot func(j int) float32, rescale func(ms float32), add func(j int, vs float32)) (M, S float32) {
+	scale, capf := a.ggmlScale()
+	g := h / (a.Heads / a.KVHeads)
+	first := 0
+	if a.Window > 0 {
+		first = max(0, i-a.Window+1)
+	}
+	M = float32(math.Inf(-1))
+	for j := first; j <= i; j++ {
+		if !a.sees(g, i, j) {
+			continue // a key masked by -inf: ggml skips it
+		}
+		mv, seen := a.ggmlBias(h, i, j)
+		if !seen {
+			continue // -Inf: past float16's range
+		}
+		s := float32(capf(dot(j)*scale)) + mv
+		ms, vs := float32(1), float32(1)
+		if s > M {
+			Mold := M
+			M = s
+			ms = LibcExpf(Mold - M)
+			rescale(ms)
+		} else {
+			vs = LibcExpf(s - M)
+		}
+		add(j, vs)
+		S = fma32(S, ms, vs)
+	}
+	return M, S
 }
 
 // ggmlMatMulAttention is llama.cpp's attention without flash attention

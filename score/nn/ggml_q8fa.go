@@ -22,7 +22,6 @@ import (
 func (a *Attention) ggmlQ8Attention(c *Context, out, q, k, v []float32, n int) {
 	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
 	group := a.Heads / a.KVHeads
-	scale, capf := a.ggmlScale()
 	// The keys' blocks back as ggml stores them: in each block of 32 the
 	// value of largest magnitude is 127·d exactly, the others q·d.
 	kq, kd := make([]int8, n*ks), make([]float32, n*ks/32)
@@ -38,39 +37,22 @@ func (a *Attention) ggmlQ8Attention(c *Context, out, q, k, v []float32, n int) {
 			i, h := it/a.Heads, it%a.Heads
 			g := h / group
 			quantQ80Generic(q[i*qs+h*hd:i*qs+(h+1)*hd], qq, qd, xs)
-			first := 0
-			if a.Window > 0 {
-				first = max(0, i-a.Window+1)
-			}
-			M := float32(math.Inf(-1))
-			var S float32
 			clear(acc)
-			for j := first; j <= i; j++ {
-				if !a.sees(g, i, j) {
-					continue // a key masked by -inf: ggml skips it
-				}
-				mv, seen := a.ggmlBias(h, i, j)
-				if !seen {
-					continue
-				}
-				o := j*ks + g*hd
-				s := float32(capf(q8Dot(kq[o:o+hd], kd[o/32:(o+hd)/32], qq, qd)*scale)) + mv
-				ms, vs := float32(1), float32(1)
-				if s > M {
-					Mold := M
-					M = s
-					ms = LibcExpf(Mold - M)
+			M, S := a.ggmlOneChunk(i, h,
+				func(j int) float32 {
+					o := j*ks + g*hd
+					return q8Dot(kq[o:o+hd], kd[o/32:(o+hd)/32], qq, qd)
+				},
+				func(ms float32) {
 					for d := range acc {
 						acc[d] *= ms
 					}
-				} else {
-					vs = LibcExpf(s - M)
-				}
-				for d, x := range v[o : o+hd] {
-					acc[d] = fma32(x, vs, acc[d])
-				}
-				S = fma32(S, ms, vs)
-			}
+				},
+				func(j int, vs float32) {
+					for d, x := range v[j*ks+g*hd : j*ks+(g+1)*hd] {
+						acc[d] = fma32(x, vs, acc[d])
+					}
+				})
 			a.ggmlFinish(out[i*qs+h*hd:i*qs+(h+1)*hd], acc, h, M, S, false)
 		}
 	})
