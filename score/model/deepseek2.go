@@ -314,7 +314,7 @@ func newDeepSeek2(l *Loader) Network {
 		lowerBound = k3Bound
 	}
 	if glm5 {
-		if lowerBound, err = l.glm5Bound(); err != nil {
+		if lowerBound, err = l.kdaBound(); err != nil {
 			l.fail(err)
 			return nil
 		}

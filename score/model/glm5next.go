@@ -93,20 +93,6 @@ func (l *Loader) glm5Indexer(topK int) (kpool int, eps float64) {
 	return 0, 0
 }
 
-// glm5Bound reads KDA's optional safe gate: its lower bound, or 0 for
-// kimi-linear's gate.
-func (l *Loader) glm5Bound() (float32, error) {
-	m := meta{l.f, l.HP.Arch}
-	if !m.has("kda.gate_lower_bound") {
-		return 0, nil
-	}
-	lb, err := m.float("kda.gate_lower_bound", 0)
-	if err == nil && !(lb < 0) {
-		err = fmt.Errorf("metadata %s.kda.gate_lower_bound = %g, want below 0 (the bound of the decay's log-gate)", l.HP.Arch, lb)
-	}
-	return float32(lb), err
-}
-
 // bindMHC reads glm5-next's streams and binds their weights; nil after an
 // error.
 func (l *Loader) bindMHC(d *deepseek2) Network {

@@ -54,7 +54,7 @@ func (l *Loader) k3Hparams() (situ nn.SiTU, block int, lowerBound float32, ok bo
 	m := meta{l.f, l.HP.Arch}
 	err := m.require("activation.situ_beta", "activation.situ_linear_beta", "attn_res.block_size",
 		"attention.key_length_mla", "attention.value_length_mla", "expert_shared_count")
-	var beta, lbeta, lb float64
+	var beta, lbeta float64
 	if err == nil {
 		beta, err = m.float("activation.situ_beta", 0)
 	}
@@ -65,7 +65,7 @@ func (l *Loader) k3Hparams() (situ nn.SiTU, block int, lowerBound float32, ok bo
 		block, err = m.int("attn_res.block_size", 0)
 	}
 	if err == nil {
-		lb, err = m.float("kda.gate_lower_bound", 0)
+		lowerBound, err = l.kdaBound()
 	}
 	switch {
 	case err != nil:
@@ -74,10 +74,8 @@ func (l *Loader) k3Hparams() (situ nn.SiTU, block int, lowerBound float32, ok bo
 		l.Failf("metadata %s.activation.situ_beta = %g, want above 0", l.HP.Arch, beta)
 	case block < 0:
 		l.Failf("metadata %s.attn_res.block_size = %d", l.HP.Arch, block)
-	case m.has("kda.gate_lower_bound") && !(lb < 0):
-		l.Failf("metadata %s.kda.gate_lower_bound = %g, want below 0 (the bound of the decay's log-gate)", l.HP.Arch, lb)
 	default:
-		return nn.SiTU{Beta: float32(beta), LinearBeta: float32(lbeta)}, block, float32(lb), true
+		return nn.SiTU{Beta: float32(beta), LinearBeta: float32(lbeta)}, block, lowerBound, true
 	}
 	return nn.SiTU{}, 0, 0, false
 }

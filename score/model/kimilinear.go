@@ -247,6 +247,20 @@ func (m kimiLinear) positions() string {
 	return "none (Kimi Delta Attention, and latent attention without RoPE)"
 }
 
+// kdaBound reads KDA's optional safe gate (kimi-k3's, glm5-next's): its
+// lower bound, below 0, or 0 for kimi-linear's gate.
+func (l *Loader) kdaBound() (float32, error) {
+	m := meta{l.f, l.HP.Arch}
+	if !m.has("kda.gate_lower_bound") {
+		return 0, nil
+	}
+	lb, err := m.float("kda.gate_lower_bound", 0)
+	if err == nil && !(lb < 0) {
+		err = fmt.Errorf("metadata %s.kda.gate_lower_bound = %g, want below 0 (the bound of the decay's log-gate)", l.HP.Arch, lb)
+	}
+	return float32(lb), err
+}
+
 // ling3Hparams reads bailingmoe3's safe gate: its lower bound, or 0 after
 // an error.
 func (l *Loader) ling3Hparams() float32 {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 
 	"ppl.dev/gguf"
 )
@@ -149,6 +150,20 @@ func topKeysRef(score []float32, k int) []int32 {
 // queries and keys, a matrix product, which does not change their scores
 // but by rounding.
 func HadamardMatrix(dim int) *Linear {
+	if l, ok := hadamards.Load(dim); ok {
+		return l.(*Linear)
+	}
+	l, _ := hadamards.LoadOrStore(dim, newHadamard(dim))
+	return l.(*Linear)
+}
+
+// hadamards holds the matrices HadamardMatrix built, by size: callers
+// turn heads with them in every layer of every window, and a Linear is
+// never written once built.
+var hadamards sync.Map
+
+// newHadamard builds HadamardMatrix(dim).
+func newHadamard(dim int) *Linear {
 	inv := 1 / float32(math.Sqrt(float64(dim)))
 	data := make([]byte, 4*dim*dim)
 	for i := range dim {
