@@ -12,7 +12,6 @@ import (
 	"ppl.dev/eval/bpe"
 	"ppl.dev/eval/corpora"
 	"ppl.dev/gguf"
-	"ppl.dev/quant"
 	"ppl.dev/score/model"
 	"ppl.dev/tokenize/tokenizer"
 )
@@ -86,6 +85,8 @@ func tinyConfig(t testing.TB, arch, typ string, voc *bpe.Vocab) *Config {
 		c.DenseLead, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.HeadDim, c.Window = 1, 8, 2, 64, 48, 40
 	case "hy_v4": // 4 layers: indexing (dense), reusing, indexing, reusing; experts and a shared one
 		c.Layers, c.DenseLead, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 4, 1, 8, 2, 64, 64
+	case "deepseek4": // 4 layers: raw keys, then compressed by 4, 128 and 4; experts (the first layer's by token) and a shared one
+		c.Layers, c.HeadDim, c.Window, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN = 4, 32, 16, 8, 2, 64, 64
 	case "dots3note": // 4 layers: full (dense), sliding, full, sliding; experts and a shared one
 		c.Layers, c.DenseLead, c.Experts, c.ExpertsUsed, c.ExpertFFN, c.SharedFFN, c.Window = 4, 1, 8, 2, 64, 64, 40
 	case "kimi-linear", "bailingmoe3", "kimi-k3", "glm5-next": // 4 layers: 3 KDA (the first dense), then latent attention with experts and a shared one
@@ -350,7 +351,7 @@ func TestStreamMatchesWriter(t *testing.T) {
 			src := make([]float32, shape[0])
 			for r := 0; r < rows; r++ {
 				fill(r, src)
-				if err := quant.Quantize(typ, src, data[r*int(rs):(r+1)*int(rs)]); err != nil {
+				if err := encodeRow(typ, src, data[r*int(rs):(r+1)*int(rs)]); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -375,7 +376,7 @@ func TestStreamMatchesWriter(t *testing.T) {
 // loads it and gives finite log-probabilities.
 func TestModels(t *testing.T) {
 	voc := smallVocab(t, 400)
-	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}, {"phimoe", "Q8_0"}, {"gemma", "Q4_K_M"}, {"internlm2", "Q8_0"}, {"xverse", "Q4_K_M"}, {"minicpm", "Q8_0"}, {"deepseek", "Q4_K_M"}, {"deci", "Q8_0"}, {"nanbeige", "Q8_0"}, {"orion", "Q4_K_M"}, {"stablelm", "Q8_0"}, {"starcoder2", "Q4_K_M"}, {"phi2", "Q8_0"}, {"gptneox", "Q4_K_M"}, {"falcon", "Q8_0"}, {"gpt2", "Q4_K_M"}, {"nemotron", "Q8_0"}, {"chatglm", "Q4_K_M"}, {"olmo", "Q8_0"}, {"dbrx", "Q4_K_M"}, {"bailingmoe", "Q8_0"}, {"granite_swa", "Q4_K_M"}, {"mellum", "Q8_0"}, {"baichuan", "Q4_K_M"}, {"bloom", "Q8_0"}, {"mpt", "Q4_K_M"}, {"refact", "Q8_0"}, {"jais", "Q4_K_M"}, {"jais2", "Q8_0"}, {"maincoder", "Q4_K_M"}, {"pangu-embedded", "Q8_0"}, {"mimo2", "Q4_K_M"}, {"bitnet", "Q8_0"}, {"openelm", "Q4_K_M"}, {"qwen", "Q8_0"}, {"step35", "Q4_K_M"}, {"kimi-linear", "Q8_0"}, {"smallthinker", "Q4_K_M"}, {"mamba", "Q8_0"}, {"mamba2", "Q4_K_M"}, {"jamba", "Q8_0"}, {"plamo3", "Q4_K_M"}, {"plamo2", "Q8_0"}, {"grok", "Q4_K_M"}, {"minicpm3", "Q8_0"}, {"plamo", "Q4_K_M"}, {"arctic", "Q8_0"}, {"rwkv7", "Q4_K_M"}, {"arwkv7", "Q8_0"}, {"rwkv6", "Q8_0"}, {"rwkv6qwen2", "Q4_K_M"}, {"hy_v3", "Q8_0"}, {"maple", "Q4_K_M"}, {"laguna", "Q8_0"}, {"maion-coder", "Q4_K_M"}, {"spark2_5", "Q8_0"}, {"muse-glimmer", "Q4_K_M"}, {"talkie", "Q8_0"}, {"hunyuan_vl", "Q4_K_M"}, {"plm", "Q8_0"}, {"hrm_text", "Q4_K_M"}, {"grovemoe", "Q8_0"}, {"k2-horizon", "Q4_K_M"}, {"graniteswitch", "Q8_0"}, {"paddleocr", "Q4_K_M"}, {"cogvlm", "Q8_0"}, {"deepseek2-ocr", "Q4_K_M"}, {"minimax-01", "Q8_0"}, {"bailingmoe3", "Q4_K_M"}, {"dots3note", "Q8_0"}, {"hy_v4", "Q4_K_M"}, {"kimi-k3", "Q8_0"}, {"minimax-m3", "Q4_K_M"}, {"qwen4exp", "Q8_0"}, {"glm5-next", "Q4_K_M"}} {
+	for _, c := range []struct{ arch, typ string }{{"llama", "F16"}, {"llama", "Q4_K_M"}, {"qwen2", "Q8_0"}, {"qwen3", "BF16"}, {"qwen3moe", "Q4_K_M"}, {"qwen35", "Q8_0"}, {"qwen35moe", "Q4_K_M"}, {"phi3", "Q4_K_M"}, {"glm4", "Q8_0"}, {"granite", "Q8_0"}, {"smollm3", "Q4_K_M"}, {"olmo2", "Q8_0"}, {"seed_oss", "Q4_K_M"}, {"exaone4", "Q8_0"}, {"minimax-m2", "Q4_K_M"}, {"ernie4_5-moe", "Q8_0"}, {"dots1", "Q4_K_M"}, {"qwen2moe", "Q8_0"}, {"olmoe", "Q4_K_M"}, {"granitemoe", "Q8_0"}, {"hunyuan-moe", "Q4_K_M"}, {"bailingmoe2", "Q8_0"}, {"ernie4_5", "Q8_0"}, {"exaone", "Q4_K_M"}, {"hunyuan-dense", "Q8_0"}, {"arcee", "Q4_K_M"}, {"afmoe", "Q8_0"}, {"apertus", "Q8_0"}, {"exaone-moe", "Q4_K_M"}, {"cohere2moe", "Q8_0"}, {"gemma3n", "Q4_K_M"}, {"phimoe", "Q8_0"}, {"gemma", "Q4_K_M"}, {"internlm2", "Q8_0"}, {"xverse", "Q4_K_M"}, {"minicpm", "Q8_0"}, {"deepseek", "Q4_K_M"}, {"deci", "Q8_0"}, {"nanbeige", "Q8_0"}, {"orion", "Q4_K_M"}, {"stablelm", "Q8_0"}, {"starcoder2", "Q4_K_M"}, {"phi2", "Q8_0"}, {"gptneox", "Q4_K_M"}, {"falcon", "Q8_0"}, {"gpt2", "Q4_K_M"}, {"nemotron", "Q8_0"}, {"chatglm", "Q4_K_M"}, {"olmo", "Q8_0"}, {"dbrx", "Q4_K_M"}, {"bailingmoe", "Q8_0"}, {"granite_swa", "Q4_K_M"}, {"mellum", "Q8_0"}, {"baichuan", "Q4_K_M"}, {"bloom", "Q8_0"}, {"mpt", "Q4_K_M"}, {"refact", "Q8_0"}, {"jais", "Q4_K_M"}, {"jais2", "Q8_0"}, {"maincoder", "Q4_K_M"}, {"pangu-embedded", "Q8_0"}, {"mimo2", "Q4_K_M"}, {"bitnet", "Q8_0"}, {"openelm", "Q4_K_M"}, {"qwen", "Q8_0"}, {"step35", "Q4_K_M"}, {"kimi-linear", "Q8_0"}, {"smallthinker", "Q4_K_M"}, {"mamba", "Q8_0"}, {"mamba2", "Q4_K_M"}, {"jamba", "Q8_0"}, {"plamo3", "Q4_K_M"}, {"plamo2", "Q8_0"}, {"grok", "Q4_K_M"}, {"minicpm3", "Q8_0"}, {"plamo", "Q4_K_M"}, {"arctic", "Q8_0"}, {"rwkv7", "Q4_K_M"}, {"arwkv7", "Q8_0"}, {"rwkv6", "Q8_0"}, {"rwkv6qwen2", "Q4_K_M"}, {"hy_v3", "Q8_0"}, {"maple", "Q4_K_M"}, {"laguna", "Q8_0"}, {"maion-coder", "Q4_K_M"}, {"spark2_5", "Q8_0"}, {"muse-glimmer", "Q4_K_M"}, {"talkie", "Q8_0"}, {"hunyuan_vl", "Q4_K_M"}, {"plm", "Q8_0"}, {"hrm_text", "Q4_K_M"}, {"grovemoe", "Q8_0"}, {"k2-horizon", "Q4_K_M"}, {"graniteswitch", "Q8_0"}, {"paddleocr", "Q4_K_M"}, {"cogvlm", "Q8_0"}, {"deepseek2-ocr", "Q4_K_M"}, {"minimax-01", "Q8_0"}, {"bailingmoe3", "Q4_K_M"}, {"dots3note", "Q8_0"}, {"hy_v4", "Q4_K_M"}, {"kimi-k3", "Q8_0"}, {"minimax-m3", "Q4_K_M"}, {"qwen4exp", "Q8_0"}, {"glm5-next", "Q4_K_M"}, {"deepseek4", "Q4_K_M"}} {
 		t.Run(c.arch+"-"+c.typ, func(t *testing.T) {
 			cfg := tinyConfig(t, c.arch, c.typ, voc)
 			dir := t.TempDir()
@@ -516,6 +517,21 @@ func TestModels(t *testing.T) {
 				types, _ := f.Int32s(a + ".attention.indexer.types")
 				if !slices.Equal(p.Any().([]bool), []bool{false, true, false, true}) || !slices.Equal(types, []int32{1, 0, 1, 0}) {
 					t.Errorf("dots3note's sliding layers %v, indexer types %v", p.Any(), types)
+				}
+			}
+			if a == "deepseek4" { // one key, also its value; the compressions, the indexer, the output's groups, the routing, the streams
+				keys[a+".block_count"], keys[a+".attention.head_count_kv"], keys[a+".attention.key_length"] = 4, 1, 32
+				for key, want := range map[string]uint64{a + ".attention.value_length": 32, a + ".rope.dimension_count": 16,
+					a + ".attention.q_lora_rank": 128, a + ".attention.sliding_window": 16, a + ".attention.output_group_count": 2,
+					a + ".attention.output_lora_rank": 32, a + ".attention.indexer.head_count": 2, a + ".attention.indexer.key_length": 64,
+					a + ".attention.indexer.top_k": 8, a + ".hyper_connection.count": 4, a + ".hash_layer_count": 1,
+					a + ".expert_gating_func": 4, a + ".expert_shared_count": 1} {
+					keys[key] = want
+				}
+				ratios, _ := f.Int32s(a + ".attention.compress_ratios")
+				table, ok := f.Tensor("blk.0.ffn_gate_tid2eid.weight")
+				if !slices.Equal(ratios, []int32{0, 4, 128, 4}) || !ok || table.Type != gguf.TypeI32 {
+					t.Errorf("deepseek4's compress_ratios %v, experts by token %v", ratios, table)
 				}
 			}
 			if a == "hy_v4" { // one latent KV head; the latent sizes, the streams, the indexer, the routed experts' clamps

@@ -50,6 +50,9 @@ func (c *Config) tensorType(name string, shape []uint64, layer int) gguf.Type {
 	for dims > 1 && shape[dims-1] == 1 {
 		dims--
 	}
+	if strings.Contains(name, "ffn_gate_tid2eid") {
+		return gguf.TypeI32 // expert ids, as llama.cpp reads them
+	}
 	if c.glm5Next() && strings.Contains(name, "indexer_compressor_ape") {
 		return gguf.TypeF32 // llama.cpp adds it to the gates, which ggml's ADD takes in F32 only (probed: an F16 one aborts)
 	}
@@ -239,6 +242,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 			c.hyV4Layer(add, i)
 			continue
 		}
+		if c.deepseek4() {
+			c.dsv4Layer(add, i)
+			continue
+		}
 		if c.minimaxM3() {
 			c.m3Layer(add, i)
 			continue
@@ -422,6 +429,9 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 	if c.hyV4() {
 		c.hyV4Head(add)
 	}
+	if c.deepseek4() {
+		c.dsv4Head(add)
+	}
 	if c.kimiK3() {
 		c.k3Head(add)
 	}
@@ -549,6 +559,9 @@ func Write(path string, c *Config) error {
 	}
 	if c.hyV4() {
 		c.hyV4Keys(w)
+	}
+	if c.deepseek4() {
+		c.dsv4Keys(w)
 	}
 	if c.minimaxM3() {
 		c.m3Keys(w)
@@ -727,7 +740,7 @@ func (c *Config) attnKeys(w *gguf.Writer) {
 	if !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.spark() {
 		w.Add(a+".attention.head_count", uint32(c.Heads))
 	}
-	if c.dots3note() || c.hyV4() { // one latent KV head
+	if c.dots3note() || c.hyV4() || c.deepseek4() { // one latent KV head; deepseek4's one key, its value
 		w.Add(a+".attention.head_count_kv", uint32(1))
 	} else if !c.mamba() && !c.lfm2() && !c.deci() && !c.mimo2() && !c.openelm() && !c.step35() && !c.spark() && !c.kdaHybrid() && !c.glm5Next() && a != "jamba" && a != "plamo2" { // per layer (mambaKeys, lfm2Keys, deciKeys, mimo2Keys, openelmKeys, step35Keys, sparkKeys, kimiKeys, glm5Keys, mamba1Keys, plamo2Keys)
 		w.Add(a+".attention.head_count_kv", uint32(c.KVHeads))

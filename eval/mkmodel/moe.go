@@ -40,7 +40,7 @@ import (
 // of experts may have a shared expert (SharedFFN).
 func (s Shape) sharedExpert() bool {
 	switch s.Arch {
-	case "ernie4_5-moe", "dots1", "hy_v3", "k2-horizon", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2", "afmoe", "exaone-moe", "cohere2moe", "deepseek", "deepseek2-ocr", "bailingmoe", "step35", "laguna", "kimi-linear", "bailingmoe3", "kimi-k3", "dots3note", "hy_v4", "grok", "minimax-m3", "glm5-next":
+	case "ernie4_5-moe", "dots1", "hy_v3", "k2-horizon", "llama4", "qwen2moe", "granitemoe", "hunyuan-moe", "bailingmoe2", "afmoe", "exaone-moe", "cohere2moe", "deepseek", "deepseek2-ocr", "bailingmoe", "step35", "laguna", "kimi-linear", "bailingmoe3", "kimi-k3", "dots3note", "hy_v4", "grok", "minimax-m3", "glm5-next", "deepseek4":
 		return true
 	}
 	return false

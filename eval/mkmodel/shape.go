@@ -88,7 +88,7 @@ func (s Shape) cohere() bool {
 }
 
 // Archs are the architectures the generator writes (and ppl-score runs).
-var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo", "arctic", "rwkv7", "arwkv7", "rwkv6", "rwkv6qwen2", "hy_v3", "maple", "laguna", "maion-coder", "spark2_5", "muse-glimmer", "talkie", "hunyuan_vl", "plm", "hrm_text", "grovemoe", "k2-horizon", "graniteswitch", "paddleocr", "cogvlm", "deepseek2-ocr", "minimax-01", "bailingmoe3", "dots3note", "hy_v4", "kimi-k3", "minimax-m3", "qwen4exp", "chameleon", "glm5-next"}
+var Archs = []string{"llama", "qwen2", "qwen3", "qwen3moe", "qwen35", "qwen35moe", "phi3", "glm4", "granite", "smollm3", "olmo2", "seed_oss", "exaone4", "minimax-m2", "ernie4_5-moe", "dots1", "granitehybrid", "nemotron_h", "nemotron_h_moe", "lfm2", "lfm2moe", "gemma2", "llama4", "falcon-h1", "cohere2", "command-r", "qwen2moe", "olmoe", "granitemoe", "hunyuan-moe", "bailingmoe2", "ernie4_5", "exaone", "hunyuan-dense", "arcee", "afmoe", "apertus", "exaone-moe", "cohere2moe", "gemma3n", "phimoe", "gemma", "internlm2", "xverse", "minicpm", "deepseek", "deci", "nanbeige", "orion", "stablelm", "starcoder2", "phi2", "gptneox", "falcon", "gpt2", "nemotron", "chatglm", "olmo", "dbrx", "bailingmoe", "granite_swa", "mellum", "baichuan", "bloom", "mpt", "refact", "jais", "jais2", "maincoder", "pangu-embedded", "mimo2", "bitnet", "openelm", "qwen", "step35", "kimi-linear", "smallthinker", "mamba", "mamba2", "jamba", "plamo3", "plamo2", "grok", "minicpm3", "plamo", "arctic", "rwkv7", "arwkv7", "rwkv6", "rwkv6qwen2", "hy_v3", "maple", "laguna", "maion-coder", "spark2_5", "muse-glimmer", "talkie", "hunyuan_vl", "plm", "hrm_text", "grovemoe", "k2-horizon", "graniteswitch", "paddleocr", "cogvlm", "deepseek2-ocr", "minimax-01", "bailingmoe3", "dots3note", "hy_v4", "kimi-k3", "minimax-m3", "qwen4exp", "chameleon", "glm5-next", "deepseek4"}
 
 // Preset is a named shape for benchmarks: Llama-shaped random models of
 // about 100M, 1B and 8B parameters (the last two are the shapes of
@@ -223,7 +223,7 @@ func (s Shape) Check() error {
 		return fmt.Errorf("shape: swin_norm is chameleon's")
 	case (s.Arch == "stablelm" || s.Arch == "phi2" || s.Arch == "plamo" || s.Arch == "gptneox" || s.Arch == "nemotron" || s.Arch == "dbrx" || s.Arch == "bailingmoe") && s.Tied:
 		return fmt.Errorf("shape: %s is untied (llama.cpp's %s requires output.weight)", s.Arch, s.Arch)
-	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "maple" && s.Arch != "maion-coder" && s.Arch != "spark2_5" && s.Arch != "muse-glimmer" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "olmo2" && s.Arch != "granite_swa" && s.Arch != "mellum" && s.Arch != "mimo2" && s.Arch != "step35" && s.Arch != "laguna" && s.Arch != "plamo3" && !s.dots3note() && !s.lfm2() && !s.gemma3n():
+	case s.Window < 0 || s.Window > 0 && s.Arch != "exaone4" && s.Arch != "maple" && s.Arch != "maion-coder" && s.Arch != "spark2_5" && s.Arch != "muse-glimmer" && s.Arch != "gemma2" && s.Arch != "cohere2" && s.Arch != "afmoe" && s.Arch != "exaone-moe" && s.Arch != "cohere2moe" && s.Arch != "olmo2" && s.Arch != "granite_swa" && s.Arch != "mellum" && s.Arch != "mimo2" && s.Arch != "step35" && s.Arch != "laguna" && s.Arch != "plamo3" && !s.dots3note() && !s.deepseek4() && !s.lfm2() && !s.gemma3n():
 		return fmt.Errorf("shape: a sliding window (%d) is for exaone4, gemma2, cohere2, olmo2, mimo2, step35, lfm2, lfm2moe and gemma3n", s.Window)
 	case s.YaRN != 0 && (s.Arch != "olmo2" && s.Arch != "llama" && s.Arch != "qwen3" && s.Arch != "laguna" || !(s.YaRN > 1) || s.Context%int(s.YaRN) != 0):
 		return fmt.Errorf("shape: YaRN (factor %v) is for olmo2, llama, qwen3 and laguna, with an integer factor above 1 that divides the context %d", s.YaRN, s.Context)
@@ -268,6 +268,9 @@ func (s Shape) Check() error {
 		return err
 	}
 	if err := s.checkHyV4(); err != nil {
+		return err
+	}
+	if err := s.checkDeepSeek4(); err != nil {
 		return err
 	}
 	if err := s.checkQwen4Exp(); err != nil {
@@ -395,6 +398,9 @@ func (s Shape) Params() int64 {
 	}
 	if s.hyV4() {
 		return s.hyV4Params()
+	}
+	if s.deepseek4() {
+		return s.dsv4Params()
 	}
 	if s.minimaxM3() {
 		return s.m3Params()

@@ -1,6 +1,7 @@
 package mkmodel
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"runtime"
@@ -20,7 +21,7 @@ type RowFunc func(r int, dst []float32)
 // to fit in memory. The bytes are those of quantizing every row into one
 // buffer and calling AddTensor (TestStreamMatchesWriter).
 func addRows(w *gguf.Writer, name string, typ gguf.Type, shape []uint64, fill RowFunc) error {
-	if !quant.CanQuantize(typ) {
+	if !quant.CanQuantize(typ) && typ != gguf.TypeI32 {
 		return fmt.Errorf("tensor %q: cannot write type %v", name, typ)
 	}
 	return w.AddTensorFunc(name, typ, shape, func(out io.Writer) error {
@@ -65,7 +66,7 @@ func writeRows(out io.Writer, typ gguf.Type, shape []uint64, fill RowFunc) error
 				for r := lo; r < hi; r++ {
 					clear(src)
 					fill(r0+r, src)
-					if err := quant.Quantize(typ, src, buf[r*rowBytes:(r+1)*rowBytes]); err != nil && errs[k] == nil {
+					if err := encodeRow(typ, src, buf[r*rowBytes:(r+1)*rowBytes]); err != nil && errs[k] == nil {
 						errs[k] = fmt.Errorf("row %d: %w", r0+r, err)
 					}
 				}
@@ -80,6 +81,18 @@ func writeRows(out io.Writer, typ gguf.Type, shape []uint64, fill RowFunc) error
 		if _, err := out.Write(buf[:n*rowBytes]); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// encodeRow writes src in type typ to dst: quantized, or for I32 (expert
+// ids) each value as an integer.
+func encodeRow(typ gguf.Type, src []float32, dst []byte) error {
+	if typ != gguf.TypeI32 {
+		return quant.Quantize(typ, src, dst)
+	}
+	for i, v := range src {
+		binary.LittleEndian.PutUint32(dst[4*i:], uint32(int32(v)))
 	}
 	return nil
 }

@@ -1427,7 +1427,7 @@ func (b *gpuBackend) Route(logits ml.Tensor, r *ml.Router) (*ml.Routing, error) 
 	l := g(logits)
 	n, E, K := l.rows, r.Experts, r.K
 	gshape("router logits", l, n, E)
-	if r.GGML || E > routeMaxExperts || hostRouting || n == 0 {
+	if r.GGML || E > routeMaxExperts || hostRouting || n == 0 || r.Chosen != nil || r.Gating == ml.GateSqrtSoftplus { // moe_route knows neither
 		return r.Route(b.Read(logits))
 	}
 	// One buffer: the selection bias and the flag (uploaded together, the

@@ -83,3 +83,32 @@ type PooledSparse interface {
 	// them.
 	PooledKeys(q, p, w Tensor, heads, block, topK int) *nn.KeySet
 }
+
+// Compressed is what DeepSeek-V4's attention needs beyond Backend: keys
+// compressed from blocks of the window's tokens, a lightning indexer's
+// choice among them, and attention over the raw keys of a sliding window
+// and the compressed keys a query sees. A compressed key is the row of its
+// block's first token in an (n, dim) matrix (the other rows unread), so
+// that RoPE turns it to that position.
+type Compressed interface {
+	// CompressKeys sets row b·ratio of dst (n, dim) to block b's
+	// compressed key: nn.GatedPool of k and g (n, dim) by ape (ratio·dim
+	// values), or with overlap nn.OverlapPool of k and g (n, 2·dim) by
+	// ape (ratio·2·dim values). The other rows are zero.
+	CompressKeys(dst, k, g Tensor, ape *Vector, ratio int, overlap bool)
+	// IndexBlocks is nn.QSABlocks over q (n, heads·dim) and the compressed
+	// keys p (n, dim) of blocks of ratio, the heads weighted by w (n,
+	// heads), topK blocks a row: q's heads and p turned by the Hadamard
+	// matrix of dim and p passed through the KV cache's key format first,
+	// as llama.cpp stores DeepSeek-V4's indexer keys. Row i's set holds
+	// key b·ratio for each block b it reads.
+	IndexBlocks(q, p, w Tensor, heads, ratio, topK int) *nn.KeySet
+	// CompressedAttention stores k and c in layer's KV cache (in its
+	// format; each key is also its value), then computes attention as
+	// Attention does of q (n, Heads·HeadDim) over one KV head: row i reads
+	// the raw keys k[j] (n, HeadDim) with i−a.Window < j <= i and the
+	// compressed keys c[b·ratio] (c (n, HeadDim)) of its whole blocks,
+	// (b+1)·ratio <= i+1, that vis holds (vis.Has(i, b·ratio); every one
+	// when vis is nil); dst (n, Heads·HeadDim).
+	CompressedAttention(dst, q, k, c Tensor, ratio, layer int, a *Attn, vis *nn.KeySet)
+}

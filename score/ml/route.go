@@ -23,6 +23,9 @@ const (
 	// GateSoftmaxSelected: experts chosen on the raw logits, their weights
 	// the softmax of the chosen logits (gpt-oss).
 	GateSoftmaxSelected Gating = 3
+	// GateSqrtSoftplus: p = sqrt(softplus(logits)) per expert, softplus(x)
+	// = ln(1 + e^x), or x above 20 (DeepSeek-V4).
+	GateSqrtSoftplus Gating = 4
 )
 
 func (g Gating) String() string {
@@ -33,6 +36,8 @@ func (g Gating) String() string {
 		return "sigmoid"
 	case GateSoftmaxSelected:
 		return "softmax-selected"
+	case GateSqrtSoftplus:
+		return "sqrt-softplus"
 	}
 	return fmt.Sprintf("gating(%d)", int(g))
 }
@@ -40,15 +45,15 @@ func (g Gating) String() string {
 // Router turns router logits into each token's experts and weights, as
 // llama.cpp's build_moe_ffn does:
 //
-//  1. p = gating(logits) (softmax or sigmoid; the raw logits for
-//     GateSoftmaxSelected);
+//  1. p = gating(logits) (softmax, sigmoid or sqrt(softplus); the raw
+//     logits for GateSoftmaxSelected);
 //  2. selection scores s = p + SelBias (exp_probs_b) when SelBias is set,
 //     or with SelectSigmoid s = sigmoid(logits);
 //  3. with Groups > 1, the experts form Groups groups of consecutive
 //     experts, a group scores the sum of its two best s, and only the
 //     GroupsUsed best groups stay eligible;
 //  4. the K eligible experts of largest s are chosen, best first (the
-//     lower index first on ties);
+//     lower index first on ties), or with Chosen the experts it gives;
 //  5. with Chunk > 0, each chosen e becomes ⌊e/Chunk⌋ (as ggml computes
 //     it: float32(e)·float32(1/Chunk), truncated);
 //  6. their weights are p of the chosen (softmax of the chosen logits for
@@ -80,6 +85,11 @@ type Router struct {
 	Chunk int
 	// Before puts the weights on the experts' inputs (Routing.Before).
 	Before bool
+	// Chosen, when not nil, holds each token's K experts, row t's at
+	// Chosen[t·K:(t+1)·K]: DeepSeek-V4's hash layers, whose experts are
+	// looked up by token id (ffn_gate_tid2eid) and weighted by p as the
+	// chosen ones are (a router of one window).
+	Chosen []int32
 	// GGML routes as ggml-cpu computes build_moe_ffn's graph, as the AVX-512
 	// build does or, with GGMLAVX2, as the AVX2 build does (their softmax
 	// lanes and e^x differ).
@@ -91,7 +101,7 @@ func (r *Router) Validate() error {
 	switch {
 	case r.Experts <= 0 || r.K <= 0 || r.K > r.Experts:
 		return fmt.Errorf("moe: %d experts, %d used per token", r.Experts, r.K)
-	case r.Gating < GateSoftmax || r.Gating > GateSoftmaxSelected:
+	case r.Gating < GateSoftmax || r.Gating > GateSqrtSoftplus:
 		return fmt.Errorf("moe: unknown gating function %d", int(r.Gating))
 	case r.SelBias != nil && len(r.SelBias) != r.Experts:
 		return fmt.Errorf("moe: selection bias of %d values for %d experts", len(r.SelBias), r.Experts)
@@ -129,6 +139,9 @@ func (r *Router) Route(logits []float32) (*Routing, error) {
 		panic(fmt.Sprintf("moe: %d router logits for %d experts", len(logits), E))
 	}
 	n := len(logits) / E
+	if r.Chosen != nil && len(r.Chosen) != n*K {
+		return nil, fmt.Errorf("moe: %d chosen experts for %d tokens of %d", len(r.Chosen), n, K)
+	}
 	out := &Routing{K: K, Expert: make([]int32, n*K), Weight: make([]float32, n*K), Before: r.Before}
 	route := r.routeRows
 	if r.GGML {
@@ -181,44 +194,22 @@ func (r *Router) routeRows(out *Routing, logits []float32, t0, t1 int) error {
 			for i, v := range row {
 				p[i] = float64(v)
 			}
-		}
-		nan := false
-		for i := range s {
-			s[i] = p[i]
-			if r.SelectSigmoid {
-				s[i] = 1 / (1 + math.Exp(-float64(row[i])))
-			}
-			if r.SelBias != nil {
-				s[i] += float64(r.SelBias[i])
-			}
-			nan = nan || s[i] != s[i]
-		}
-		if r.Groups > 1 {
-			per := E / r.Groups
-			for g := range r.Groups {
-				a, b := math.Inf(-1), math.Inf(-1) // the two best of the group
-				for _, v := range s[g*per : (g+1)*per] {
-					if v > a {
-						a, b = v, a
-					} else if v > b {
-						b = v
-					}
+		case GateSqrtSoftplus:
+			for i, v := range row {
+				x := float64(v)
+				if x <= 20 {
+					x = math.Log1p(math.Exp(x))
 				}
-				gs[g] = a + b
-			}
-			best(gidx, gs, r.GroupsUsed, nan)
-			for _, g := range gidx[r.GroupsUsed:] {
-				for i := g * per; i < (g+1)*per; i++ {
-					s[i] = math.Inf(-1)
-				}
+				p[i] = math.Sqrt(x)
 			}
 		}
 		chosen := idx[:K]
-		best(idx, s, K, nan)
-		if r.Chunk > 0 {
-			for j, e := range chosen {
-				chosen[j] = chunkOf(e, r.Chunk)
+		if r.Chosen != nil {
+			for j, e := range r.Chosen[t*K : (t+1)*K] {
+				chosen[j] = int(e)
 			}
+		} else {
+			r.chooseRow(idx, s, p, row, gs, gidx)
 		}
 		switch r.Gating {
 		case GateSoftmaxSelected:
@@ -259,6 +250,52 @@ func (r *Router) routeRows(out *Routing, logits []float32, t0, t1 int) error {
 		}
 	}
 	return nil
+}
+
+// chooseRow puts in idx[:K] the experts chosen for one row by the
+// selection scores (p, plus SelBias, or the sigmoid of row's logits with
+// SelectSigmoid; s their scratch), within the best groups (gs, gidx
+// scratch), each mapped to its chunk with Chunk.
+func (r *Router) chooseRow(idx []int, s, p []float64, row []float32, gs []float64, gidx []int) {
+	E, K := r.Experts, r.K
+	nan := false
+	for i := range s {
+		s[i] = p[i]
+		if r.SelectSigmoid {
+			s[i] = 1 / (1 + math.Exp(-float64(row[i])))
+		}
+		if r.SelBias != nil {
+			s[i] += float64(r.SelBias[i])
+		}
+		nan = nan || s[i] != s[i]
+	}
+	if r.Groups > 1 {
+		per := E / r.Groups
+		for g := range r.Groups {
+			a, b := math.Inf(-1), math.Inf(-1) // the two best of the group
+			for _, v := range s[g*per : (g+1)*per] {
+				if v > a {
+					a, b = v, a
+				} else if v > b {
+					b = v
+				}
+			}
+			gs[g] = a + b
+		}
+		best(gidx, gs, r.GroupsUsed, nan)
+		for _, g := range gidx[r.GroupsUsed:] {
+			for i := g * per; i < (g+1)*per; i++ {
+				s[i] = math.Inf(-1)
+			}
+		}
+	}
+	chosen := idx[:K]
+	best(idx, s, K, nan)
+	if r.Chunk > 0 {
+		for j, e := range chosen {
+			chosen[j] = chunkOf(e, r.Chunk)
+		}
+	}
 }
 
 // best puts in idx[:k] the indices of the k largest values of v, largest
@@ -371,37 +408,21 @@ func (r *Router) routeGGML(out *Routing, logits []float32, t0, t1 int) error {
 			nn.GGMLSigmoid(p, row)
 		case GateSoftmaxSelected:
 			copy(p, row)
-		}
-		copy(s, p)
-		if r.SelectSigmoid {
-			nn.GGMLSigmoid(s, row)
-		}
-		if r.SelBias != nil {
-			for i, b := range r.SelBias {
-				s[i] += b
-			}
-		}
-		if r.Groups > 1 {
-			for g := range r.Groups {
-				sg := s[g*per : (g+1)*per]
-				ggmlBest(gidx[:per], sg, 2) // the two best values: their order is no matter
-				gs[g] = float32(float64(sg[gidx[0]]) + float64(sg[gidx[1]]))
-			}
-			ggmlBest(gidx[:r.Groups], gs, r.GroupsUsed)
-			for _, g := range gidx[r.GroupsUsed:r.Groups] {
-				for i := range per {
-					s[int(g)*per+i] = float32(math.Inf(-1))
+		case GateSqrtSoftplus:
+			for i, x := range row {
+				if x <= 20 { // ggml_compute_softplus_f32: logf(1 + expf(x))
+					x = float32(math.Log(float64(1 + float32(math.Exp(float64(x))))))
 				}
+				p[i] = float32(math.Sqrt(float64(x)))
 			}
 		}
-		ggmlBest(idx, s, K)
 		e, w := out.Expert[t*K:(t+1)*K], out.Weight[t*K:(t+1)*K]
-		copy(e, idx[:K])
+		if r.Chosen != nil {
+			copy(e, r.Chosen[t*K:(t+1)*K])
+		} else {
+			r.chooseGGML(e, idx, s, p, row, gs, gidx)
+		}
 		for j, x := range e {
-			if r.Chunk > 0 {
-				x = int32(chunkOf(int(x), r.Chunk))
-				e[j] = x
-			}
 			w[j] = p[x]
 		}
 		if r.Gating == GateSoftmaxSelected {
@@ -425,6 +446,42 @@ func (r *Router) routeGGML(out *Routing, logits []float32, t0, t1 int) error {
 		}
 	}
 	return nil
+}
+
+// chooseGGML puts in e the K experts llama.cpp's CPU graph chooses for
+// one row (routeGGML's steps from the selection scores to the chunks; idx,
+// s, gs and gidx scratch).
+func (r *Router) chooseGGML(e, idx []int32, s, p []float32, row []float32, gs []float32, gidx []int32) {
+	per := r.Experts / max(r.Groups, 1)
+	copy(s, p)
+	if r.SelectSigmoid {
+		nn.GGMLSigmoid(s, row)
+	}
+	if r.SelBias != nil {
+		for i, b := range r.SelBias {
+			s[i] += b
+		}
+	}
+	if r.Groups > 1 {
+		for g := range r.Groups {
+			sg := s[g*per : (g+1)*per]
+			ggmlBest(gidx[:per], sg, 2) // the two best values: their order is no matter
+			gs[g] = float32(float64(sg[gidx[0]]) + float64(sg[gidx[1]]))
+		}
+		ggmlBest(gidx[:r.Groups], gs, r.GroupsUsed)
+		for _, g := range gidx[r.GroupsUsed:r.Groups] {
+			for i := range per {
+				s[int(g)*per+i] = float32(math.Inf(-1))
+			}
+		}
+	}
+	ggmlBest(idx, s, r.K)
+	copy(e, idx[:r.K])
+	if r.Chunk > 0 {
+		for j, x := range e {
+			e[j] = int32(chunkOf(int(x), r.Chunk))
+		}
+	}
 }
 
 // ggmlArgsort is ggml-cpu's ARGSORT in descending order: idx = 0, 1, ...,

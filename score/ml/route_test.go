@@ -24,6 +24,12 @@ func TestRoute(t *testing.T) {
 		return out
 	}
 	sig := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+	ssp := func(x float64) float64 { // sqrt(softplus), x itself past 20
+		if x > 20 {
+			return math.Sqrt(x)
+		}
+		return math.Sqrt(math.Log(1 + math.Exp(x)))
+	}
 	p := sm(1, 3, 2, -1)
 	cases := []struct {
 		name    string
@@ -53,6 +59,14 @@ func TestRoute(t *testing.T) {
 		// p[1] (the experts of the chunks' indices), renormalized.
 		{"chunks of 2", Router{Experts: 4, K: 2, Gating: GateSoftmax, SelectSigmoid: true, Chunk: 2, Norm: true},
 			[]float32{1, 3, 2, -1}, []int32{0, 1}, []float64{p[0] / (p[0] + p[1]), p[1] / (p[0] + p[1])}},
+		// DeepSeek-V4: sqrt(softplus), chosen with the bias, weighted
+		// without it, renormalized and scaled; 25 past softplus's cut.
+		{"sqrt-softplus, selection bias", Router{Experts: 4, K: 2, Gating: GateSqrtSoftplus, SelBias: []float32{0, 0, 0, 2}, Norm: true, Scale: 1.5},
+			[]float32{1, 25, -2, -1}, []int32{1, 3}, []float64{1.5 * ssp(25) / (ssp(25) + ssp(-1)), 1.5 * ssp(-1) / (ssp(25) + ssp(-1))}},
+		// Its hash layers: the experts given per token, in their order,
+		// weighted by p whatever the logits prefer.
+		{"experts given per token", Router{Experts: 4, K: 2, Gating: GateSqrtSoftplus, Norm: true, Chosen: []int32{2, 0}},
+			[]float32{1, 3, 2, -1}, []int32{2, 0}, []float64{ssp(2) / (ssp(2) + ssp(1)), ssp(1) / (ssp(2) + ssp(1))}},
 		{"chunks of 3: 5 and 3 both in chunk 1", Router{Experts: 6, K: 2, Gating: GateSoftmax, Chunk: 3},
 			[]float32{0, 0, 0, 2, 0, 3}, []int32{1, 1}, []float64{sm(0, 0, 0, 2, 0, 3)[1], sm(0, 0, 0, 2, 0, 3)[1]}},
 	}
@@ -188,5 +202,15 @@ func BenchmarkRoute(b *testing.B) {
 			}
 			b.ReportMetric(float64(4096*b.N)/b.Elapsed().Seconds(), "tokens/s")
 		})
+	}
+}
+
+// TestRouteChosenRows: a router's Chosen must hold K experts for every
+// token.
+func TestRouteChosenRows(t *testing.T) {
+	r := Router{Experts: 4, K: 2, Gating: GateSqrtSoftplus, Chosen: []int32{1, 2, 3}}
+	_, err := r.Route(make([]float32, 8))
+	if err == nil || !strings.Contains(err.Error(), "3 chosen experts for 2 tokens of 2") {
+		t.Errorf("error %v", err)
 	}
 }

@@ -325,12 +325,7 @@ const kvRotV = 64
 // of llama.cpp's quantized types; 0 otherwise.
 func (b *cpuBackend) kvRotation(headDim int) int {
 	s, ok := b.c.KV.(*kvStore)
-	if !b.c.LlamaCPP || !ok || headDim%64 != 0 || !llamaKVRotation {
-		return 0
-	}
-	switch s.format.Name {
-	case "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl":
-	default:
+	if !b.c.LlamaCPP || !ok || headDim%64 != 0 || !llamaKVRotation || !llamaQuantizedKV(s.format.Name) {
 		return 0
 	}
 	r := 64
@@ -338,6 +333,17 @@ func (b *cpuBackend) kvRotation(headDim int) int {
 		r *= 2
 	}
 	return r
+}
+
+// llamaQuantizedKV reports a KV cache format that is one of llama.cpp's
+// quantized types, before which it turns keys and values by Hadamard
+// matrices.
+func llamaQuantizedKV(name string) bool {
+	switch name {
+	case "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl":
+		return true
+	}
+	return false
 }
 
 // nnAttention is a as nn computes it on this backend: in the int8 modes

@@ -191,3 +191,90 @@ func (b *cpuBackend) PooledKeys(q, p, w ml.Tensor, heads, block, topK int) *nn.K
 	defer b.c.Release(mark)
 	return nn.QSABlocks(b.c, qq.d[:n*heads*dim], b.cachedKeys(pp), wv, n, heads, dim, block, topK, b.c.LlamaCPP)
 }
+
+// CompressKeys is ml.Compressed's: nn.GatedPool or nn.OverlapPool (with
+// llama.cpp's arithmetic in the int8 modes); llama.cpp keeps the
+// compressors' inputs in float32 state, not in the KV cache.
+func (b *cpuBackend) CompressKeys(dst, k, g ml.Tensor, ape *ml.Vector, ratio int, overlap bool) {
+	d, kk, gg := ct(dst), ct(k), ct(g)
+	n, dim := d.rows, d.cols
+	w := dim
+	if overlap {
+		w = 2 * dim
+	}
+	shape("compressor values", kk, n, w)
+	shape("compressor gates", gg, n, w)
+	if overlap {
+		nn.OverlapPool(d.d[:n*dim], kk.d[:n*w], gg.d[:n*w], ape.V, n, dim, ratio, b.c.LlamaCPP, b.c.GGMLAVX2)
+		return
+	}
+	nn.GatedPool(d.d[:n*dim], kk.d[:n*w], gg.d[:n*w], ape.V, n, dim, ratio, b.c.LlamaCPP, b.c.GGMLAVX2)
+}
+
+// IndexBlocks is ml.Compressed's: q and p turned by the Hadamard matrix
+// of their heads' size, p rounded through the KV cache's format, then
+// nn.QSABlocks (ggml's products in the int8 modes).
+func (b *cpuBackend) IndexBlocks(q, p, w ml.Tensor, heads, ratio, topK int) *nn.KeySet {
+	qq, pp, ww := ct(q), ct(p), ct(w)
+	n, dim := pp.rows, pp.cols
+	shape("indexer queries", qq, n, heads*dim)
+	shape("indexer head weights", ww, n, heads)
+	mark := b.c.Mark()
+	defer b.c.Release(mark)
+	h := nn.HadamardMatrix(dim)
+	qr, pr := b.c.Alloc(n*heads*dim), b.c.Alloc(n*dim)
+	h.Forward(b.c, qr, qq.d[:n*heads*dim], n*heads)
+	h.Forward(b.c, pr, pp.d[:n*dim], n)
+	b.storeKeys(pr, n, 1, dim)
+	return nn.QSABlocks(b.c, qr, pr, ww.d[:n*heads], n, heads, dim, ratio, topK*ratio, b.c.LlamaCPP)
+}
+
+// CompressedAttention is ml.Compressed's: one attention over the keys in
+// llama.cpp's order, the raw keys (their rows padded to a multiple of
+// ggml's tile of 64 keys, the padding unread), then the m compressed keys,
+// then n unread rows, with the queries at those last rows (the rows before
+// them placeholders: nn.Attention.Placeholders); query i reads the raw
+// keys of its window and the compressed keys of its whole blocks that vis
+// gives it (a KeySet over all of them). Tiles of keys fall as ggml's.
+func (b *cpuBackend) CompressedAttention(dst, q, k, c ml.Tensor, ratio, layer int, a *ml.Attn, vis *nn.KeySet) {
+	o, qq, kk, cc := ct(dst), ct(q), ct(k), ct(c)
+	n, D, H := qq.rows, a.HeadDim, a.Heads
+	shape("compressed attention q", qq, n, H*D)
+	shape("compressed attention keys", kk, n, D)
+	shape("compressed keys", cc, n, D)
+	shape("compressed attention output", o, n, H*D)
+	R, m := (n+63)/64*64, n/ratio
+	P := R + m // the queries' first row
+	N := P + n
+	mark := b.c.Mark()
+	defer b.c.Release(mark)
+	keys, qs, out := b.c.Alloc(N*D), b.c.Alloc(N*H*D), b.c.Alloc(N*H*D)
+	clear(keys)
+	copy(keys, kk.d[:n*D])
+	for j := range m {
+		copy(keys[(R+j)*D:(R+j+1)*D], cc.d[j*ratio*D:])
+	}
+	clear(qs[:P*H*D])
+	copy(qs[P*H*D:], qq.d[:n*H*D])
+	set := nn.NewKeySet(N)
+	for r := range P {
+		set.Add(r, r)
+	}
+	for i := range n {
+		for j := max(0, i-a.Window+1); j <= i; j++ {
+			set.Add(P+i, j)
+		}
+		for j := range (i + 1) / ratio { // the blocks whole at row i
+			if vis == nil || vis.Has(i, j*ratio) {
+				set.Add(P+i, R+j)
+			}
+		}
+	}
+	if layer >= 0 {
+		b.c.StoreKV(layer, keys, keys, N, 1, D)
+	}
+	at := b.nnAttention(a)
+	at.Window, at.Keys, at.Placeholders = 0, set, P
+	at.Forward(b.c, out, qs, keys, keys, N)
+	copy(o.d, out[P*H*D:])
+}

@@ -51,10 +51,18 @@ import (
 // run.
 type glm5Next struct {
 	kimiLinear
-	streams, iters int
-	eps            float32
-	hc             []mhcLayer // per layer
-	cols           [][]int    // cols[i]: embd copies of column i
+	mhc
+	hc []mhcLayer // per layer
+}
+
+// mhc is manifold-constrained hyper-connections (DeepSeek-V4's): the
+// residual streams, mixed around each block by a Sinkhorn matrix of
+// iters iterations and epsilon hcEps (hyper_connection.*); cols holds
+// streams² columns' copies (the matrix's entries).
+type mhc struct {
+	hcStreams
+	iters int
+	hcEps float32
 }
 
 // mhcLayer is a layer's two mixes: around the mixer and the FFN.
@@ -93,9 +101,10 @@ func (l *Loader) glm5Indexer(topK int) (kpool int, eps float64) {
 	return 0, 0
 }
 
-// bindMHC reads glm5-next's streams and binds their weights; nil after an
-// error.
-func (l *Loader) bindMHC(d *deepseek2) Network {
+// mhcParams reads the streams of mHC (hyper_connection.count,
+// sinkhorn_iterations, epsilon) and the constant ε of its gates; ok false
+// after an error.
+func (l *Loader) mhcParams() (v mhc, epsV *ml.Vector, ok bool) {
 	hp := l.HP
 	m := meta{l.f, hp.Arch}
 	err := m.require("hyper_connection.count", "hyper_connection.sinkhorn_iterations", "hyper_connection.epsilon")
@@ -119,8 +128,30 @@ func (l *Loader) bindMHC(d *deepseek2) Network {
 		l.Failf("metadata %s.hyper_connection.sinkhorn_iterations = %d, want at least 1 (llama.cpp asserts it)", hp.Arch, iters)
 	}
 	if l.Err() != nil {
-		return nil
+		return mhc{}, nil, false
 	}
+	v = mhc{hcStreams: hcStreams{embd: hp.Embd, streams: S, eps: hp.Eps, cols: streamCols(S*S, hp.Embd)}, iters: iters, hcEps: float32(eps)}
+	return v, l.constVector("hyper_connection.epsilon", slices.Repeat([]float32{float32(eps)}, S)), true
+}
+
+// mhcMix binds the mix p+"_fn", "_base" and "_scale" of mHC's S streams.
+func (l *Loader) mhcMix(p string, S int, epsV *ml.Vector) mhcMix {
+	mixes := (2 + S) * S
+	x := mhcMix{hcMix: hcMix{fn: l.Linear(p+"_fn", S*l.HP.Embd, mixes)}}
+	base := l.Vector(p+"_base.weight", mixes)
+	scale := l.Vector(p+"_scale.weight", 3)
+	if base == nil || scale == nil {
+		return x
+	}
+	x.pre = hcGate{scale: float64(scale.V[0]), base: l.constVector(p+"_base (pre)", base.V[:S]), eps: epsV}
+	x.post = hcGate{col: S, scale: float64(scale.V[1]), mag: 2, base: l.constVector(p+"_base (post)", base.V[S:2*S])}
+	x.combScale, x.combBase = scale.V[2], base.V[2*S:]
+	return x
+}
+
+// bindMHC binds glm5-next's streams; nil after an error.
+func (l *Loader) bindMHC(d *deepseek2) Network {
+	hp := l.HP
 	for i := range d.layers {
 		if d.layers[i].kda != nil {
 			continue
@@ -131,26 +162,15 @@ func (l *Loader) bindMHC(d *deepseek2) Network {
 		}
 		break
 	}
-	E, mixes := hp.Embd, (2+S)*S
-	epsV := l.constVector("hyper_connection.epsilon", slices.Repeat([]float32{float32(eps)}, S))
-	mix := func(p string) mhcMix {
-		x := mhcMix{hcMix: hcMix{fn: l.Linear(p+"_fn", S*E, mixes)}}
-		base := l.Vector(p+"_base.weight", mixes)
-		scale := l.Vector(p+"_scale.weight", 3)
-		if base == nil || scale == nil {
-			return x
-		}
-		x.pre = hcGate{scale: float64(scale.V[0]), base: l.constVector(p+"_base (pre)", base.V[:S]), eps: epsV}
-		x.post = hcGate{col: S, scale: float64(scale.V[1]), mag: 2, base: l.constVector(p+"_base (post)", base.V[S:2*S])}
-		x.combScale, x.combBase = scale.V[2], base.V[2*S:]
-		return x
+	h, epsV, ok := l.mhcParams()
+	if !ok {
+		return nil
 	}
-	v := glm5Next{kimiLinear: kimiLinear{d}, streams: S, iters: iters, eps: float32(eps)}
+	v := glm5Next{kimiLinear: kimiLinear{d}, mhc: h}
 	for i := range d.layers {
 		p := fmt.Sprintf("blk.%d.hc_", i)
-		v.hc = append(v.hc, mhcLayer{attn: mix(p + "attn"), ffn: mix(p + "ffn")})
+		v.hc = append(v.hc, mhcLayer{attn: l.mhcMix(p+"attn", h.streams, epsV), ffn: l.mhcMix(p+"ffn", h.streams, epsV)})
 	}
-	v.cols = streamCols(S*S, E)
 	if l.Err() != nil {
 		return nil
 	}
@@ -212,24 +232,23 @@ func (v glm5Next) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 // read returns Σ_s pre_s·x_s (n, embd) by mx's weights of the normed
 // streams x, and sets post (n, streams) and comb (n, streams²) to mx's
 // write gates and mixing matrix.
-func (v glm5Next) read(b ml.Backend, x ml.Tensor, mx *mhcMix, post, comb ml.Tensor) ml.Tensor {
+func (v mhc) read(b ml.Backend, x ml.Tensor, mx *mhcMix, post, comb ml.Tensor) ml.Tensor {
 	n, S := x.Rows(), v.streams
-	hv := hyV4{deepseek2: v.deepseek2, streams: S, cols: v.cols[:S]}
-	m := hv.mixes(b, x, mx.fn)
-	hv.gate(b, post, m, &mx.post)
+	m := v.mixes(b, x, mx.fn)
+	v.gate(b, post, m, &mx.post)
 	c := make([]float32, n*S*S) // on the host: 16 values a row
-	nn.SinkhornMix(c, b.Read(m), n, mx.fn.Out, 2*S, S, mx.combScale, mx.combBase, v.eps, v.iters)
+	nn.SinkhornMix(c, b.Read(m), n, mx.fn.Out, 2*S, S, mx.combScale, mx.combBase, v.hcEps, v.iters)
 	b.Write(comb, c)
 	pre := b.Alloc(n, S)
-	hv.gate(b, pre, m, &mx.pre)
-	return hv.weigh(b, x, pre)
+	v.gate(b, pre, m, &mx.pre)
+	return v.weigh(b, x, pre)
 }
 
 // write makes the streams x_d = post_d·out + Σ_s comb[d + streams·s]·x_s
 // (llama.cpp's fused DSV4_HC_POST: the products rounded to float32 and
 // summed in that order).
-func (v glm5Next) write(b ml.Backend, x, out, post, comb ml.Tensor) {
-	n, E, S := x.Rows(), v.hp.Embd, v.streams
+func (v mhc) write(b ml.Backend, x, out, post, comb ml.Tensor) {
+	n, E, S := x.Rows(), v.embd, v.streams
 	lb, rc := b.(ml.Latent), b.(ml.Recurrent)
 	mark := b.Mark()
 	xs := make([]ml.Tensor, S)

@@ -38,10 +38,20 @@ import (
 // and dense MLPs' never); the output matrix is required.
 type hyV4 struct {
 	*deepseek2
-	streams int
-	hc      []hcLayer // per layer
-	head    hcMix     // output_hc_*
-	cols    [][]int   // cols[i]: embd copies of column i, a stream's weight spread over its row
+	hcStreams
+	hc   []hcLayer // per layer
+	head hcMix     // output_hc_*
+}
+
+// hcStreams are a decoder's residual streams (hyper-connections): streams
+// copies of the residual, each embd wide, side by side in a row; the RMS
+// norms' epsilon eps (the mixes'); cols[i] embd copies of column i, which
+// spread a stream's weight (column i of (rows, streams)) over its row
+// (mhc's Sinkhorn matrix needs streams² of them).
+type hcStreams struct {
+	embd, streams int
+	eps           float64
+	cols          [][]int
 }
 
 // hcLayer is a layer's two mixes: around the attention and the FFN.
@@ -80,31 +90,34 @@ func (l *Loader) bindHC(d *deepseek2) Network {
 		l.fail(err)
 		return nil
 	}
-	E := hp.Embd
 	epsV := l.constVector("hyper_connection.epsilon", slices.Repeat([]float32{float32(eps)}, S))
-	mix := func(p string, gates int) hcMix {
-		x := hcMix{fn: l.Linear(p+"_fn", S*E, gates*S)}
-		base := l.Vector(p+"_base.weight", gates*S)
-		scale := l.Vector(p+"_scale.weight", gates)
-		if base == nil || scale == nil {
-			return x
-		}
-		x.pre = hcGate{scale: float64(scale.V[0]), base: l.constVector(p+"_base (pre)", base.V[:S]), eps: epsV}
-		if gates == 2 {
-			x.post = hcGate{col: S, scale: float64(scale.V[1]), mag: float64(float32(mag)), base: l.constVector(p+"_base (post)", base.V[S:]), eps: epsV}
-		}
-		return x
-	}
-	v := hyV4{deepseek2: d, streams: S, head: mix("output_hc", 1)}
+	v := hyV4{deepseek2: d, hcStreams: hcStreams{embd: hp.Embd, streams: S, eps: hp.Eps, cols: streamCols(S, hp.Embd)},
+		head: l.hcMix("output_hc", S, 1, 0, epsV)}
 	for i := range d.layers {
 		p := fmt.Sprintf("blk.%d.hc_", i)
-		v.hc = append(v.hc, hcLayer{attn: mix(p+"attn", 2), ffn: mix(p+"ffn", 2)})
+		v.hc = append(v.hc, hcLayer{attn: l.hcMix(p+"attn", S, 2, mag, epsV), ffn: l.hcMix(p+"ffn", S, 2, mag, epsV)})
 	}
-	v.cols = streamCols(S, E)
 	if l.Err() != nil {
 		return nil
 	}
 	return v
+}
+
+// hcMix binds the mix p+"_fn", "_base" and "_scale" of S streams: its
+// read gates, and with gates 2 its write gates of magnitude mag, each + ε
+// (epsV).
+func (l *Loader) hcMix(p string, S, gates int, mag float64, epsV *ml.Vector) hcMix {
+	x := hcMix{fn: l.Linear(p+"_fn", S*l.HP.Embd, gates*S)}
+	base := l.Vector(p+"_base.weight", gates*S)
+	scale := l.Vector(p+"_scale.weight", gates)
+	if base == nil || scale == nil {
+		return x
+	}
+	x.pre = hcGate{scale: float64(scale.V[0]), base: l.constVector(p+"_base (pre)", base.V[:S]), eps: epsV}
+	if gates == 2 {
+		x.post = hcGate{col: S, scale: float64(scale.V[1]), mag: float64(float32(mag)), base: l.constVector(p+"_base (post)", base.V[S:]), eps: epsV}
+	}
+	return x
 }
 
 // streamCols is, for each of n columns i, embd copies of i: the columns
@@ -162,7 +175,7 @@ func (v hyV4) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 
 // reduce returns Σ_i pre_i·x_i (n, embd) by mx's weights of the normed
 // streams x, and sets post to mx's post gates (unless nil).
-func (v hyV4) reduce(b ml.Backend, x ml.Tensor, mx *hcMix, post ml.Tensor) ml.Tensor {
+func (v hcStreams) reduce(b ml.Backend, x ml.Tensor, mx *hcMix, post ml.Tensor) ml.Tensor {
 	m := v.mixes(b, x, mx.fn)
 	pre := b.Alloc(x.Rows(), v.streams)
 	v.gate(b, pre, m, &mx.pre)
@@ -174,9 +187,9 @@ func (v hyV4) reduce(b ml.Backend, x ml.Tensor, mx *hcMix, post ml.Tensor) ml.Te
 
 // mixes returns fn·rmsnorm(x) of the streams x (no weight): their mixes'
 // logits.
-func (v hyV4) mixes(b ml.Backend, x ml.Tensor, fn *ml.Matrix) ml.Tensor {
+func (v hcStreams) mixes(b ml.Backend, x ml.Tensor, fn *ml.Matrix) ml.Tensor {
 	flat := b.Alloc(x.Rows(), x.Cols())
-	b.RMSNorm(flat, x, nil, v.hp.Eps)
+	b.RMSNorm(flat, x, nil, v.eps)
 	m := b.Alloc(x.Rows(), fn.Out)
 	b.Linear(m, flat, fn)
 	return m
@@ -184,8 +197,8 @@ func (v hyV4) mixes(b ml.Backend, x ml.Tensor, fn *ml.Matrix) ml.Tensor {
 
 // weigh returns Σ_i pre_i·x_i (n, embd) of the streams x, each product and
 // sum rounded to float32 in stream order (llama.cpp's fused HC pre's bits).
-func (v hyV4) weigh(b ml.Backend, x, pre ml.Tensor) ml.Tensor {
-	n, E := x.Rows(), v.hp.Embd
+func (v hcStreams) weigh(b ml.Backend, x, pre ml.Tensor) ml.Tensor {
+	n, E := x.Rows(), v.embd
 	lb, rc := b.(ml.Latent), b.(ml.Recurrent)
 	acc, tmp, wide := b.Alloc(n, E), b.Alloc(n, E), b.Alloc(n, E)
 	for i := range v.streams {
@@ -204,7 +217,7 @@ func (v hyV4) weigh(b ml.Backend, x, pre ml.Tensor) ml.Tensor {
 }
 
 // gate sets dst (n, streams) to g's gates of the mixes m.
-func (v hyV4) gate(b ml.Backend, dst, m ml.Tensor, g *hcGate) {
+func (v hcStreams) gate(b ml.Backend, dst, m ml.Tensor, g *hcGate) {
 	b.(ml.Latent).Columns(dst, 0, m, g.col, v.streams)
 	b.Scale(dst, g.scale)
 	b.AddRows(dst, g.base)
@@ -219,7 +232,9 @@ func (v hyV4) gate(b ml.Backend, dst, m ml.Tensor, g *hcGate) {
 
 // spread adds the block's output out (n, embd) to each stream of x times
 // its post gate.
-func (v hyV4) spread(b ml.Backend, x, out, post ml.Tensor) { addStreams(b, x, out, post, v.cols) }
+func (v hcStreams) spread(b ml.Backend, x, out, post ml.Tensor) {
+	addStreams(b, x, out, post, v.cols[:v.streams])
+}
 
 // startStreams begins a forward pass of a decoder of streams residual
 // streams: the sparse attention a window of the tokens needs (nil: dense),

@@ -49,6 +49,12 @@ type Attention struct {
 	// Chunk > 0 restricts query row i to the keys of its chunk, j >=
 	// floor(i/Chunk)·Chunk (Llama 4's chunked attention).
 	Chunk int
+	// Placeholders, when above 0, is how many of the first rows of q are
+	// not queries: their outputs are left undefined, and llama.cpp's
+	// flash-attention kernel is chosen by the count of the others
+	// (DeepSeek-V4's attention, whose compressed keys, and the raw cache's
+	// padding, precede its queries' rows: ml.Compressed).
+	Placeholders int
 	// ValueDim, when not 0, is how many leading elements of each value
 	// and output head the caller uses (multi-head latent attention's values
 	// are its keys' first ValueDim elements); the others of the output are

@@ -285,6 +285,9 @@ func (r *RoPE) ggmlRoPE(c *Context, x []float32, n, heads int) {
 				}
 				cs[2*i] = libcCosf(th) * ms
 				cs[2*i+1] = libcSinf(th) * ms
+				if r.Back {
+					cs[2*i+1] = -cs[2*i+1]
+				}
 				theta *= thetaScale
 			}
 			for hd := range heads {
@@ -354,17 +357,18 @@ const ggmlTileQ, ggmlTileKV = 64, 64
 // cap·tanhf(s) in both (ggmlScale). ALiBi adds its bias to each scaled
 // (capped) score in both, a float32 sum (ggmlBias).
 func (a *Attention) ggmlAttention(c *Context, out, q, k, v []float32, n int) {
-	if n >= ggmlTileQ {
+	P := a.Placeholders
+	if n-P >= ggmlTileQ {
 		a.ggmlTiled(c, out, q, k, v, n)
 		return
 	}
 	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
 	group := a.Heads / a.KVHeads
-	c.Parallel(n*a.Heads, func(_, lo, hi int) {
+	c.Parallel((n-P)*a.Heads, func(_, lo, hi int) {
 		acc := make([]float32, hd)
 		qh := make([]float32, hd)
 		for it := lo; it < hi; it++ {
-			i, h := it/a.Heads, it%a.Heads
+			i, h := P+it/a.Heads, it%a.Heads
 			g := h / group
 			for d, x := range q[i*qs+h*hd : i*qs+(h+1)*hd] {
 				qh[d] = quant.F16ToF32(quant.F32ToF16(x))
@@ -584,7 +588,7 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 	plain := a.SoftCap == 0
 	capped, cp := a.Slopes == nil && a.SoftCap != 0 && a.Keys == nil, float32(a.SoftCap)
 	rows := gemmTileRows
-	blocks := (n + rows - 1) / rows
+	blocks := (n - a.Placeholders + rows - 1) / rows
 	c.Parallel(blocks*a.Heads, func(_, lo, hi int) {
 		sc := make([]float32, rows*T)
 		p := make([]float32, rows*T)
@@ -594,7 +598,7 @@ func (a *Attention) ggmlTiled(c *Context, out, q, k, v []float32, n int) {
 		for it := lo; it < hi; it++ {
 			b, h := it/a.Heads, it%a.Heads
 			g := h / group
-			i0 := b * rows
+			i0 := a.Placeholders + b*rows
 			m := min(rows, n-i0)
 			clear(acc)
 			clear(S)

@@ -119,45 +119,95 @@ func QSAPool(dst, k []float32, n, dim, block int) {
 // block b, the keys k (n, dim) of rows [b·block, (b+1)·block) weighted per
 // channel d by softmax_j(g[b·block+j, d] + ape[j·dim + d]) (g the gates,
 // ape (block, dim) the position's bias), for every whole block; the other
-// rows are zero. With ggml as llama.cpp computes it: the logits' sums in
-// float32, ggml's SOFT_MAX of each channel's block values (GGMLSoftMax, the
-// AVX2 build's lanes with avx2), the products rounded to float32 and
-// summed in float64 (ggml_vec_sum_f32), the sum rounded once; otherwise in
-// float64, rounded once.
+// rows are zero. With ggml as llama.cpp computes it (gatedSum); otherwise
+// in float64, rounded once. DeepSeek-V4's compressor of 128 tokens is the
+// same pool.
 func GatedPool(dst, k, g, ape []float32, n, dim, block int, ggml, avx2 bool) {
 	check("gated pool", len(dst), n*dim)
 	check("gated pool keys", len(k), n*dim)
 	check("gated pool gates", len(g), n*dim)
 	check("gated pool positions", len(ape), block*dim)
 	clear(dst)
-	logit := make([]float32, block)
-	e := make([]float64, block)
+	p := newPoolScratch(block)
 	for r := 0; r+block <= n; r += block {
 		for d := range dim {
-			if ggml {
-				for j := range block {
-					logit[j] = g[(r+j)*dim+d] + ape[j*dim+d]
-				}
-				GGMLSoftMax(logit, logit, avx2)
-				var s float64
-				for j, pj := range logit {
-					s += float64(float32(pj * k[(r+j)*dim+d]))
-				}
-				dst[r*dim+d] = float32(s)
-				continue
-			}
-			m := math.Inf(-1)
 			for j := range block {
-				e[j] = float64(g[(r+j)*dim+d]) + float64(ape[j*dim+d])
-				m = max(m, e[j])
+				p.g[j], p.a[j], p.k[j] = g[(r+j)*dim+d], ape[j*dim+d], k[(r+j)*dim+d]
 			}
-			var z, s float64
-			for j := range block {
-				e[j] = math.Exp(e[j] - m)
-				z += e[j]
-				s += e[j] * float64(k[(r+j)*dim+d])
-			}
-			dst[r*dim+d] = float32(s / z)
+			dst[r*dim+d] = p.sum(ggml, avx2)
 		}
 	}
+}
+
+// OverlapPool sets row b·block of dst (n, dim) to DeepSeek-V4's
+// overlapping compressed key of block b: per channel d, the softmax-
+// weighted sum of 2·block entries, first the previous block's rows with
+// the first dim channels of k and g (n, 2·dim), then block b's own rows
+// with their last dim channels, each gate plus its position's bias (ape
+// (block, 2·dim), the same halves); block 0's previous entries are absent
+// (llama.cpp's sentinel row: value 0, gate -Inf). Every whole block; the
+// other rows are zero. Arithmetic as GatedPool's.
+func OverlapPool(dst, k, g, ape []float32, n, dim, block int, ggml, avx2 bool) {
+	check("overlap pool", len(dst), n*dim)
+	check("overlap pool keys", len(k), n*2*dim)
+	check("overlap pool gates", len(g), n*2*dim)
+	check("overlap pool positions", len(ape), block*2*dim)
+	clear(dst)
+	p := newPoolScratch(2 * block)
+	w := 2 * dim
+	for r := 0; r+block <= n; r += block {
+		for d := range dim {
+			for j := range block {
+				if r == 0 {
+					p.g[j], p.a[j], p.k[j] = float32(math.Inf(-1)), 0, 0
+				} else {
+					p.g[j], p.a[j], p.k[j] = g[(r-block+j)*w+d], ape[j*w+d], k[(r-block+j)*w+d]
+				}
+				p.g[block+j], p.a[block+j], p.k[block+j] = g[(r+j)*w+dim+d], ape[j*w+dim+d], k[(r+j)*w+dim+d]
+			}
+			dst[r*dim+d] = p.sum(ggml, avx2)
+		}
+	}
+}
+
+// poolScratch holds one channel's entries of a gated pool: gates g, their
+// biases a, values k.
+type poolScratch struct {
+	g, a, k, logit []float32
+	e              []float64
+}
+
+func newPoolScratch(n int) *poolScratch {
+	return &poolScratch{g: make([]float32, n), a: make([]float32, n), k: make([]float32, n), logit: make([]float32, n), e: make([]float64, n)}
+}
+
+// sum is Σ_j softmax_j(g + a)·k over the entries. With ggml as llama.cpp
+// computes it: the logits' sums in float32, ggml's SOFT_MAX
+// (GGMLSoftMax, the AVX2 build's lanes with avx2), the products rounded
+// to float32 and summed in float64 (ggml_vec_sum_f32), the sum rounded
+// once; otherwise in float64, rounded once.
+func (p *poolScratch) sum(ggml, avx2 bool) float32 {
+	if ggml {
+		for j := range p.logit {
+			p.logit[j] = p.g[j] + p.a[j]
+		}
+		GGMLSoftMax(p.logit, p.logit, avx2)
+		var s float64
+		for j, pj := range p.logit {
+			s += float64(pj * p.k[j])
+		}
+		return float32(s)
+	}
+	m := math.Inf(-1)
+	for j := range p.e {
+		p.e[j] = float64(p.g[j]) + float64(p.a[j])
+		m = max(m, p.e[j])
+	}
+	var z, s float64
+	for j := range p.e {
+		p.e[j] = math.Exp(p.e[j] - m)
+		z += p.e[j]
+		s += p.e[j] * float64(p.k[j])
+	}
+	return float32(s / z)
 }

@@ -235,3 +235,63 @@ func TestGatedPool(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlapPool: DeepSeek-V4's overlapping compressed keys against a
+// plain float64 loop over the 2·block entries of each channel (block 0
+// without its previous half), in both arithmetics, on random inputs and on
+// gates that saturate the softmax; the rows between blocks and after the
+// last whole block are zero.
+func TestOverlapPool(t *testing.T) {
+	r := rand.New(rand.NewPCG(21, 22))
+	ref := func(k, g, ape []float32, n, dim, block int) []float64 {
+		out := make([]float64, n*dim)
+		w := 2 * dim
+		for r0 := 0; r0+block <= n; r0 += block {
+			for d := range dim {
+				var logit, val []float64
+				for j := range block {
+					if r0 > 0 {
+						logit = append(logit, float64(g[(r0-block+j)*w+d])+float64(ape[j*w+d]))
+						val = append(val, float64(k[(r0-block+j)*w+d]))
+					}
+				}
+				for j := range block {
+					logit = append(logit, float64(g[(r0+j)*w+dim+d])+float64(ape[j*w+dim+d]))
+					val = append(val, float64(k[(r0+j)*w+dim+d]))
+				}
+				m := slices.Max(logit)
+				var z, s float64
+				for j, l := range logit {
+					e := math.Exp(l - m)
+					z += e
+					s += e * val[j]
+				}
+				out[r0*dim+d] = s / z
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		n, dim, block int
+		scale         float32
+	}{{11, 8, 4, 1}, {40, 32, 4, 1}, {64, 16, 4, 30}, {9, 8, 2, 1}} {
+		k, g, ape := randVec(r, c.n*2*c.dim), randVec(r, c.n*2*c.dim), randVec(r, c.block*2*c.dim)
+		for i := range g {
+			g[i] *= c.scale
+		}
+		want := ref(k, g, ape, c.n, c.dim, c.block)
+		for _, mode := range []struct{ ggml, avx2 bool }{{false, false}, {true, false}, {true, true}} {
+			got := randVec(r, c.n*c.dim) // overwritten
+			OverlapPool(got, k, g, ape, c.n, c.dim, c.block, mode.ggml, mode.avx2)
+			bound := 4 * 6e-8 // 4 float32 roundings
+			if mode.ggml {
+				bound = 2e-6 // ggml_v_expf's errors, grown by saturated gates (measured 1.5e-6)
+			}
+			for i, e := range want {
+				if math.Abs(float64(got[i])-e) > bound*max(1, math.Abs(e)) {
+					t.Fatalf("%+v %+v row %d col %d: %v, exactly %v", c, mode, i/c.dim, i%c.dim, got[i], e)
+				}
+			}
+		}
+	}
+}

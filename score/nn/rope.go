@@ -43,6 +43,10 @@ type RoPE struct {
 	BetaSlow    float64 // YaRN ramp corner (llama.cpp default 1)
 	OrigCtx     int     // YaRN: the context the model was trained at
 	FreqFactors []float32
+	// Back turns by -θ instead: the inverse rotation, as ggml_rope_ext_back
+	// computes it (the sine negated; DeepSeek-V4 turns its heads' outputs
+	// back).
+	Back bool
 
 	mu       sync.Mutex
 	cos, sin []float64 // per position, Dims/2 values each; cover positions [0, n)
@@ -82,7 +86,7 @@ func (r *RoPE) WithDims(dims int, factors bool) *RoPE {
 // params is a copy of r's settings without its tables.
 func (r *RoPE) params() *RoPE {
 	return &RoPE{HeadDim: r.HeadDim, Dims: r.Dims, NeoX: r.NeoX, Base: r.Base, FreqScale: r.FreqScale, ExtFactor: r.ExtFactor,
-		AttnFactor: r.AttnFactor, BetaFast: r.BetaFast, BetaSlow: r.BetaSlow, OrigCtx: r.OrigCtx, FreqFactors: r.FreqFactors}
+		AttnFactor: r.AttnFactor, BetaFast: r.BetaFast, BetaSlow: r.BetaSlow, OrigCtx: r.OrigCtx, FreqFactors: r.FreqFactors, Back: r.Back}
 }
 
 // Validate reports a setting that cannot work (odd Dims, Dims > HeadDim...).
@@ -115,8 +119,8 @@ func (r *RoPE) CorrDims() (low, high float64) {
 }
 
 // Angle returns the cosine and sine pair i is turned by at position pos,
-// including YaRN's magnitude scaling: the direct formula, used to build the
-// tables Forward reads.
+// including YaRN's magnitude scaling (the sine negated with Back): the
+// direct formula, used to build the tables Forward reads.
 func (r *RoPE) Angle(pos, i int) (cos, sin float64) {
 	theta := float64(pos) * math.Pow(r.Base, -2*float64(i)/float64(r.Dims))
 	if r.FreqFactors != nil {
@@ -137,6 +141,9 @@ func (r *RoPE) Angle(pos, i int) (cos, sin float64) {
 		theta = interp
 	}
 	s, c := math.Sincos(theta)
+	if r.Back {
+		s = -s
+	}
 	return c * mscale, s * mscale
 }
 
