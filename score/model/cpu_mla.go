@@ -229,13 +229,8 @@ func (b *cpuBackend) IndexBlocks(q, p, w ml.Tensor, heads, ratio, topK int) *nn.
 	return nn.QSABlocks(b.c, qr, pr, ww.d[:n*heads], n, heads, dim, ratio, topK*ratio, b.c.LlamaCPP)
 }
 
-// CompressedAttention is ml.Compressed's: one attention over the keys in
-// llama.cpp's order, the raw keys (their rows padded to a multiple of
-// ggml's tile of 64 keys, the padding unread), then the m compressed keys,
-// then n unread rows, with the queries at those last rows (the rows before
-// them placeholders: nn.Attention.Placeholders); query i reads the raw
-// keys of its window and the compressed keys of its whole blocks that vis
-// gives it (a KeySet over all of them). Tiles of keys fall as ggml's.
+// CompressedAttention is ml.Compressed's: one attention over the window
+// laid out as nn.CompressedLayout, the keys in llama.cpp's order and tiles.
 func (b *cpuBackend) CompressedAttention(dst, q, k, c ml.Tensor, ratio, layer int, a *ml.Attn, vis *nn.KeySet) {
 	o, qq, kk, cc := ct(dst), ct(q), ct(k), ct(c)
 	n, D, H := qq.rows, a.HeadDim, a.Heads
@@ -243,38 +238,16 @@ func (b *cpuBackend) CompressedAttention(dst, q, k, c ml.Tensor, ratio, layer in
 	shape("compressed attention keys", kk, n, D)
 	shape("compressed keys", cc, n, D)
 	shape("compressed attention output", o, n, H*D)
-	R, m := (n+63)/64*64, n/ratio
-	P := R + m // the queries' first row
-	N := P + n
+	l := nn.NewCompressedLayout(n, ratio, a.Window, vis)
 	mark := b.c.Mark()
 	defer b.c.Release(mark)
-	keys, qs, out := b.c.Alloc(N*D), b.c.Alloc(N*H*D), b.c.Alloc(N*H*D)
-	clear(keys)
-	copy(keys, kk.d[:n*D])
-	for j := range m {
-		copy(keys[(R+j)*D:(R+j+1)*D], cc.d[j*ratio*D:])
-	}
-	clear(qs[:P*H*D])
-	copy(qs[P*H*D:], qq.d[:n*H*D])
-	set := nn.NewKeySet(N)
-	for r := range P {
-		set.Add(r, r)
-	}
-	for i := range n {
-		for j := max(0, i-a.Window+1); j <= i; j++ {
-			set.Add(P+i, j)
-		}
-		for j := range (i + 1) / ratio { // the blocks whole at row i
-			if vis == nil || vis.Has(i, j*ratio) {
-				set.Add(P+i, R+j)
-			}
-		}
-	}
+	keys, qs, out := b.c.Alloc(l.N*D), b.c.Alloc(l.N*H*D), b.c.Alloc(l.N*H*D)
+	l.Place(qs, keys, qq.d, kk.d, cc.d, H, D, ratio)
 	if layer >= 0 {
-		b.c.StoreKV(layer, keys, keys, N, 1, D)
+		b.c.StoreKV(layer, keys, keys, l.N, 1, D)
 	}
 	at := b.nnAttention(a)
-	at.Window, at.Keys, at.Placeholders = 0, set, P
-	at.Forward(b.c, out, qs, keys, keys, N)
-	copy(o.d, out[P*H*D:])
+	at.Window, at.Keys, at.Placeholders = 0, l.Keys, l.P
+	at.Forward(b.c, out, qs, keys, keys, l.N)
+	copy(o.d, out[l.P*H*D:])
 }

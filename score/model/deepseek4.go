@@ -58,9 +58,9 @@ import (
 //   - the trailing nextn_predict_layers blocks (multi-token prediction)
 //     are not run.
 //
-// llama.cpp's CPU computes the attention over [raw keys, compressed keys]
-// in that order; ppl sums them in another (ml.Compressed), and in the int8
-// modes does not turn the keys before a quantized cache.
+// The attention reads [raw keys, compressed keys] in llama.cpp's order and
+// tiles (ml.Compressed); in the int8 modes a quantized KV cache is
+// refused, llama.cpp turning the keys by Hadamard matrices before one.
 type deepseek4 struct {
 	hp         HParams
 	tokenEmbd  *ml.Matrix

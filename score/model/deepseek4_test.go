@@ -49,7 +49,7 @@ func TestDeepSeek4(t *testing.T) {
 		{ActInt8, []float64{-622.6883573, -2515.8052308, -7433.2528747, -4967.3321086}},
 		{ActInt8AVX2, []float64{-622.6883573, -2515.5718481, -7433.0780275, -4968.1104612}},
 	} {
-		t.Run(c.act, func(t *testing.T) { dsv4Scores(t, src, c.act, tokens, long, c.sums, 1.2e-6) })
+		t.Run(c.act, func(t *testing.T) { modeScores(t, src, c.act, tokens, long, c.sums, 1.2e-6) })
 	}
 	const a = "deepseek4."
 	checkVariants(t, src, tokens, []fileVariant{
@@ -66,7 +66,7 @@ func TestDeepSeek4(t *testing.T) {
 	})
 	t.Run("every block, 600 tokens", func(t *testing.T) {
 		p := rewriteFile(t, src, map[string]any{a + "attention.indexer.top_k": uint32(512)}, nil)
-		dsv4Scores(t, p, ActInt8, tokens, []window{{0, 600, 1}}, []float64{-7394.3459489}, 1e-6)
+		modeScores(t, p, ActInt8, tokens, []window{{0, 600, 1}}, []float64{-7394.3459489}, 1e-6)
 	})
 	if _, err := Load(src, Options{KVDtype: "q8_0", Activations: ActInt8}); err == nil || !strings.Contains(err.Error(), "deepseek4 in the int8 modes with a q8_0 KV cache") {
 		t.Errorf("int8 with a q8_0 cache: %v", err)
@@ -91,10 +91,10 @@ func TestDeepSeek4(t *testing.T) {
 	})
 }
 
-// dsv4Scores scores windows of tokens with the model at path in the
-// activations' mode (an f16 cache) and checks each sum of log-probs
-// against sums to bound (scoreSums).
-func dsv4Scores(t *testing.T, path, act string, tokens []int32, wins []window, sums []float64, bound float64) {
+// modeScores scores windows of tokens with the model at path in the
+// activations' mode (an f16 cache, a context of the longest window) and
+// checks each sum of log-probs against sums to bound (scoreSums).
+func modeScores(t *testing.T, path, act string, tokens []int32, wins []window, sums []float64, bound float64) {
 	t.Helper()
 	n := 0
 	for _, w := range wins {

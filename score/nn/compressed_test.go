@@ -70,3 +70,50 @@ func TestGGMLPlaceholders(t *testing.T) {
 		}
 	}
 }
+
+// TestCompressedLayout: a window of 10 queries, a window of 3 raw keys,
+// blocks of 4 (2 whole), the indexer giving query 9 block 1 only: raw keys
+// at rows 0..9 (64 rows with the tile's padding), compressed keys at 64
+// and 65, queries from 66; the rows each query reads.
+func TestCompressedLayout(t *testing.T) {
+	vis := NewKeySet(10)
+	for i := range 9 {
+		for j := 0; j <= i; j++ {
+			vis.Add(i, j)
+		}
+	}
+	vis.Add(9, 4) // block 1's first key
+	l := NewCompressedLayout(10, 4, 3, vis)
+	if l.N != 76 || l.P != 66 || l.R != 64 || l.M != 2 {
+		t.Fatalf("layout %+v, want N 76, P 66, R 64, M 2", *l)
+	}
+	for i, want := range map[int][]int{0: {0}, 2: {0, 1, 2}, 3: {1, 2, 3, 64}, 7: {5, 6, 7, 64, 65}, 9: {7, 8, 9, 65}} {
+		var got []int
+		for j := range l.N {
+			if l.Keys.Has(l.P+i, j) {
+				got = append(got, j)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("query %d reads rows %v, want %v", i, got, want)
+		}
+	}
+	for r := range l.P {
+		if !l.Keys.Has(r, r) {
+			t.Fatalf("placeholder row %d does not read its own key", r)
+		}
+	}
+	q, k, c := make([]float32, 10*2), make([]float32, 10), make([]float32, 10)
+	for i := range 10 {
+		q[2*i], q[2*i+1], k[i], c[i] = float32(i), -float32(i), float32(100+i), float32(200+i)
+	}
+	qs, keys := make([]float32, 76*2), make([]float32, 76)
+	for i := range keys {
+		keys[i] = -1 // overwritten
+	}
+	l.Place(qs, keys, q, k, c, 2, 1, 4)
+	if keys[0] != 100 || keys[9] != 109 || keys[10] != 0 || keys[64] != 200 || keys[65] != 204 || keys[66] != 0 ||
+		qs[2*65] != 0 || qs[2*66] != 0 || qs[2*75] != 9 || qs[2*75+1] != -9 {
+		t.Errorf("placed keys %v, queries %v", keys, qs)
+	}
+}
