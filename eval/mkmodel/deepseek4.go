@@ -7,7 +7,7 @@ import (
 	"ppl.dev/gguf"
 )
 
-// DeepSeek4 (arch deepseek4: DeepSeek-V4) is a decoder of dsv4Streams
+// DeepSeek4 (arch deepseek4: DeepSeek-V4) is a decoder of mhcStreams
 // residual streams mixed by manifold-constrained hyper-connections (as
 // glm5-next's: hc_*_fn, hc_*_base, hc_*_scale around the attention and
 // the FFN; output_hc_* reduce the streams before the final norm). Its
@@ -27,15 +27,12 @@ import (
 // a shared expert as wide as one.
 func (s Shape) deepseek4() bool { return s.Arch == "deepseek4" }
 
-// The streams (hyper_connection.count: llama.cpp runs only 4) and their
-// Sinkhorn iterations; the indexer's heads, their size (a multiple of 64
+// The indexer's heads, their size (a multiple of 64
 // other than the heads' size: llama.cpp turns the indexer's keys by a
 // Hadamard matrix, and a cache of keys as wide as them too) and its budget
 // of blocks (top_k: a query past 35 tokens reads 8 of its blocks); the
 // output projection's groups; the layers routed by token.
 const (
-	dsv4Streams    = 4
-	dsv4Sinkhorn   = 20
 	dsv4IdxHeads   = 2
 	dsv4IdxDim     = 64
 	dsv4TopK       = 8
@@ -83,9 +80,7 @@ func (c *Config) dsv4Keys(w *gguf.Writer) {
 	w.Add(a+".attention.indexer.head_count", uint32(dsv4IdxHeads))
 	w.Add(a+".attention.indexer.key_length", uint32(dsv4IdxDim))
 	w.Add(a+".attention.indexer.top_k", uint32(dsv4TopK))
-	w.Add(a+".hyper_connection.count", uint32(dsv4Streams))
-	w.Add(a+".hyper_connection.sinkhorn_iterations", uint32(dsv4Sinkhorn))
-	w.Add(a+".hyper_connection.epsilon", float32(1e-6))
+	c.mhcKeys(w)
 	w.Add(a+".hash_layer_count", uint32(dsv4HashLayers))
 	w.Add(a+".swiglu_clamp_exp", slices.Repeat([]float32{0.5}, c.Layers))
 	w.Add(a+".expert_shared_count", uint32(1))
@@ -98,14 +93,8 @@ func (c *Config) dsv4Keys(w *gguf.Writer) {
 func (c *Config) dsv4Layer(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
 	p := fmt.Sprintf("blk.%d.", i)
 	e, h, d, ql := uint64(c.Embd), uint64(c.Heads), uint64(c.HeadDim), uint64(c.dsv4QLora())
-	hc, g, or := uint64(dsv4Streams), uint64(dsv4Groups), uint64(c.dsv4ORank())
-	mix := (2 + hc) * hc
-	for _, part := range []string{"attn", "ffn"} {
-		n := p + "hc_" + part
-		add(n+"_fn.weight", []uint64{hc * e, mix}, i, c.normal(n+"_fn.weight", invSqrt(hc*e)))
-		add(n+"_base.weight", []uint64{mix}, i, c.normal(n+"_base.weight", 0.5))
-		add(n+"_scale.weight", []uint64{3}, i, c.gain(n+"_scale.weight", 1, 0.2))
-	}
+	g, or := uint64(dsv4Groups), uint64(c.dsv4ORank())
+	c.mhcMixes(add, i)
 	add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 	add(p+"attn_sinks.weight", []uint64{h}, i, c.normal(p+"attn_sinks.weight", 1))
 	add(p+"attn_q_a.weight", []uint64{e, ql}, i, c.normal(p+"attn_q_a.weight", invSqrt(e)))
@@ -166,17 +155,9 @@ func (c *Config) expertTable(name string) RowFunc {
 	}
 }
 
-// dsv4Head adds the streams' reduction before the final norm.
-func (c *Config) dsv4Head(add func(name string, shape []uint64, layer int, fill RowFunc)) {
-	e, hc := uint64(c.Embd), uint64(dsv4Streams)
-	add("output_hc_fn.weight", []uint64{hc * e, hc}, -1, c.normal("output_hc_fn.weight", invSqrt(hc*e)))
-	add("output_hc_base.weight", []uint64{hc}, -1, c.normal("output_hc_base.weight", 0.5))
-	add("output_hc_scale.weight", []uint64{1}, -1, c.gain("output_hc_scale.weight", 1, 0.2))
-}
-
 // dsv4Params is Params for deepseek4.
 func (s Shape) dsv4Params() int64 {
-	e, h, d, ql, hc := int64(s.Embd), int64(s.Heads), int64(s.HeadDim), int64(s.dsv4QLora()), int64(dsv4Streams)
+	e, h, d, ql, hc := int64(s.Embd), int64(s.Heads), int64(s.HeadDim), int64(s.dsv4QLora()), int64(mhcStreams)
 	g, or, nx, fx := int64(dsv4Groups), int64(s.dsv4ORank()), int64(s.Experts), int64(s.ExpertFFN)
 	ih, id := int64(dsv4IdxHeads), int64(dsv4IdxDim)
 	n := s.headParams() + hc*e*hc + hc + 1

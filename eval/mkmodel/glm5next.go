@@ -10,7 +10,7 @@ import (
 
 // GLM5-Next (arch glm5-next: GLM-5.3-Flash) is kimi-linear's hybrid (three
 // Kimi Delta Attention layers to each latent attention one: kimiLayer's
-// KDA, ssm_a a 1-D tensor) inside glm5Streams residual streams mixed by
+// KDA, ssm_a a 1-D tensor) inside mhcStreams residual streams mixed by
 // manifold-constrained hyper-connections: around the mixer and the FFN,
 // hc_*_fn·rmsnorm(streams) gives per row the streams' read weights, their
 // write weights and a streams × streams mixing matrix that Sinkhorn
@@ -25,13 +25,6 @@ import (
 // with a selection bias, renormalized and scaled, their SwiGLUs clamped at
 // 0.5, and a shared expert as wide as one.
 func (s Shape) glm5Next() bool { return s.Arch == "glm5-next" }
-
-// glm5Streams is the residual streams' count (hyper_connection.count:
-// llama.cpp runs only 4); glm5Sinkhorn the Sinkhorn iterations.
-const (
-	glm5Streams  = 4
-	glm5Sinkhorn = 20
-)
 
 // glm5KPool and glm5TopK are the indexer's block (attention.indexer.kpool)
 // and its budget of keys (top_k): from row 19 on a query reads 4 blocks
@@ -75,9 +68,7 @@ func (c *Config) glm5Keys(w *gguf.Writer) {
 	w.Add(a+".attention.indexer.top_k", uint32(glm5TopK))
 	w.Add(a+".attention.indexer.kpool", uint32(glm5KPool))
 	w.Add(a+".attention.indexer.kpool_select_tail", true)
-	w.Add(a+".hyper_connection.count", uint32(glm5Streams))
-	w.Add(a+".hyper_connection.sinkhorn_iterations", uint32(glm5Sinkhorn))
-	w.Add(a+".hyper_connection.epsilon", float32(1e-6))
+	c.mhcKeys(w)
 	w.Add(a+".swiglu_clamp_exp", slices.Repeat([]float32{0.5}, c.Layers))
 	c.sigmoidRoutingKeys(w)
 }
@@ -85,18 +76,12 @@ func (c *Config) glm5Keys(w *gguf.Writer) {
 // glm5Layer adds layer i's tensors.
 func (c *Config) glm5Layer(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
 	p := fmt.Sprintf("blk.%d.", i)
-	e, hc := uint64(c.Embd), uint64(glm5Streams)
-	for _, part := range []string{"attn", "ffn"} {
-		n := p + "hc_" + part
-		add(n+"_fn.weight", []uint64{hc * e, (2 + hc) * hc}, i, c.normal(n+"_fn.weight", invSqrt(hc*e)))
-		add(n+"_base.weight", []uint64{(2 + hc) * hc}, i, c.normal(n+"_base.weight", 0.5))
-		add(n+"_scale.weight", []uint64{3}, i, c.gain(n+"_scale.weight", 1, 0.2))
-	}
+	c.mhcMixes(add, i)
 	if !c.kimiMLA(i) {
 		c.kimiLayer(add, i)
 		return
 	}
-	h, hd, ql, kvr := uint64(c.Heads), uint64(c.HeadDim), uint64(c.glm5QLora()), uint64(c.glm5KVLora())
+	e, h, hd, ql, kvr := uint64(c.Embd), uint64(c.Heads), uint64(c.HeadDim), uint64(c.glm5QLora()), uint64(c.glm5KVLora())
 	add(p+"attn_norm.weight", []uint64{e}, i, c.gain(p+"attn_norm.weight", 1, 0.1))
 	add(p+"attn_q_a.weight", []uint64{e, ql}, i, c.normal(p+"attn_q_a.weight", invSqrt(e)))
 	add(p+"attn_q_a_norm.weight", []uint64{ql}, i, c.gain(p+"attn_q_a_norm.weight", 1, 0.1))
@@ -119,7 +104,7 @@ func (c *Config) glm5Layer(add func(name string, shape []uint64, layer int, fill
 
 // glm5Params is Params for glm5-next.
 func (s Shape) glm5Params() int64 {
-	e, hd, h, k, hc := int64(s.Embd), int64(s.HeadDim), int64(s.Heads), int64(s.SSMConv), int64(glm5Streams)
+	e, hd, h, k, hc := int64(s.Embd), int64(s.HeadDim), int64(s.Heads), int64(s.SSMConv), int64(mhcStreams)
 	ql, kvr, ih := int64(s.glm5QLora()), int64(s.glm5KVLora()), int64(dots3IndexerHeads)
 	n := s.headParams()
 	for i := range s.Layers {

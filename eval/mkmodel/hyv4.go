@@ -56,14 +56,6 @@ func (c *Config) hyV4Keys(w *gguf.Writer) {
 	w.Add(a+".swiglu_clamp_exp", slices.Repeat([]float32{0.5}, c.Layers))
 }
 
-// hyV4Head adds the streams' reduction before the final norm.
-func (c *Config) hyV4Head(add func(name string, shape []uint64, layer int, fill RowFunc)) {
-	e, hc := uint64(c.Embd), uint64(hyV4Streams)
-	add("output_hc_fn.weight", []uint64{hc * e, hc}, -1, c.normal("output_hc_fn.weight", invSqrt(hc*e)))
-	add("output_hc_base.weight", []uint64{hc}, -1, c.normal("output_hc_base.weight", 0.5))
-	add("output_hc_scale.weight", []uint64{1}, -1, c.gain("output_hc_scale.weight", 1, 0.2))
-}
-
 // hyV4Layer adds layer i's tensors.
 func (c *Config) hyV4Layer(add func(name string, shape []uint64, layer int, fill RowFunc), i int) {
 	p := fmt.Sprintf("blk.%d.", i)

@@ -427,10 +427,10 @@ func (c *Config) tensors(add func(name string, shape []uint64, layer int, fill R
 	}
 	c.phi3Factors(add)
 	if c.hyV4() {
-		c.hyV4Head(add)
+		c.hcHead(add, hyV4Streams)
 	}
 	if c.deepseek4() {
-		c.dsv4Head(add)
+		c.hcHead(add, mhcStreams)
 	}
 	if c.kimiK3() {
 		c.k3Head(add)

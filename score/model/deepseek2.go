@@ -334,19 +334,16 @@ func newDeepSeek2(l *Loader) Network {
 	if ling3 || dots3 {
 		d.full.headCols = spreadCols(H, vhead)
 	}
-	if hyv4 || glm5 {
+	if hyv4 {
 		if clampExp, err = step35Clamps(l, "swiglu_clamp_exp", hp.Layers); err != nil {
 			l.fail(err)
 			return nil
 		}
 	}
-	if glm5 { // the shared expert's and the dense MLPs' too: swiglu_clamp_shexp, or the experts' when absent
-		clampShexp = clampExp
-		if m.has("swiglu_clamp_shexp") {
-			if clampShexp, err = step35Clamps(l, "swiglu_clamp_shexp", hp.Layers); err != nil {
-				l.fail(err)
-				return nil
-			}
+	if glm5 { // the shared expert's and the dense MLPs' too
+		if clampExp, clampShexp, err = sharedClamps(l, hp.Layers); err != nil {
+			l.fail(err)
+			return nil
 		}
 	}
 	moe := l.moeParams(opts)
@@ -550,11 +547,16 @@ func (d *deepseek2) idxTurn(b ml.Backend, x ml.Tensor, heads int) {
 		b.RoPE(x, heads, d.idxRope)
 		return
 	}
-	lb := b.(ml.Latent)
-	n, dim, rot := x.Rows(), d.idxDim, d.rot
+	ropeTail(b, x, heads, d.idxDim, d.idxTail)
+}
+
+// ropeTail turns by r (of HeadDim r.Dims) the last r.Dims elements of each
+// of the heads (of dim) of x (n, heads·dim), in place.
+func ropeTail(b ml.Backend, x ml.Tensor, heads, dim int, r *nn.RoPE) {
+	lb, n, rot := b.(ml.Latent), x.Rows(), r.Dims
 	xh, tail := b.View(x, n*heads, dim), b.Alloc(n*heads, rot)
 	lb.Columns(tail, 0, xh, dim-rot, rot)
-	b.RoPE(b.View(tail, n, heads*rot), heads, d.idxTail)
+	b.RoPE(b.View(tail, n, heads*rot), heads, r)
 	lb.Columns(xh, dim-rot, tail, 0, rot)
 }
 

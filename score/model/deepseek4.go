@@ -70,8 +70,7 @@ type deepseek4 struct {
 	hcHead   hcMix // output_hc_*
 	layers   []dsv4Layer
 	attn     ml.Attn     // heads of key_length over one key; each layer's sinks
-	rot      int         // rope.dimension_count
-	rope     [2]*nn.RoPE // on the last rot elements: [0] the raw layers', [1] the compressed layers' (and the indexer's)
+	rope     [2]*nn.RoPE // on the last rope.dimension_count elements (ropeTail): [0] the raw layers', [1] the compressed layers' (and the indexer's)
 	back     [2]*nn.RoPE // rope, turning back
 	topK     int         // the indexer's blocks a query
 	idxHeads int         // its heads
@@ -107,7 +106,7 @@ type dsv4Compressor struct {
 // dsv4Indexer is a layer's lightning indexer.
 type dsv4Indexer struct {
 	qb, proj *ml.Matrix
-	comp     dsv4Compressor
+	comp     *dsv4Compressor
 }
 
 func init() { Register("deepseek4", newDeepSeek4) }
@@ -179,7 +178,7 @@ func newDeepSeek4(l *Loader) Network {
 		hp:        hp,
 		tokenEmbd: l.Linear("token_embd", hp.Embd, hp.Vocab),
 		attn:      ml.Attn{Heads: H, KVHeads: 1, HeadDim: D, Scale: float64(1 / float32(math.Sqrt(float64(D)))), Window: window},
-		rot:       rot, topK: topK, idxHeads: idxHeads, idxDim: idxDim, groups: groups, oRank: oRank,
+		topK:      topK, idxHeads: idxHeads, idxDim: idxDim, groups: groups, oRank: oRank,
 		idxScale: float64(1 / float32(math.Sqrt(float64(idxDim*idxHeads)))),
 	}
 	v.head.Output = l.Linear("output", hp.Embd, hp.Vocab)
@@ -204,11 +203,7 @@ func newDeepSeek4(l *Loader) Network {
 	}
 	v.mhc = h
 	v.hcHead = l.hcMix("output_hc", h.streams, 1, 0, epsV)
-	clampExp, err := step35Clamps(l, "swiglu_clamp_exp", hp.Layers)
-	clampShexp := clampExp
-	if err == nil && m.has("swiglu_clamp_shexp") {
-		clampShexp, err = step35Clamps(l, "swiglu_clamp_shexp", hp.Layers)
-	}
+	clampExp, clampShexp, err := sharedClamps(l, hp.Layers)
 	if err != nil {
 		l.fail(err)
 		return nil
@@ -241,20 +236,17 @@ func newDeepSeek4(l *Loader) Network {
 			ly.idx = &dsv4Indexer{
 				qb:   l.Linear(p+"indexer.attn_q_b", qlora, idxHeads*idxDim),
 				proj: l.Linear(p+"indexer.proj", E, idxHeads),
-			}
-			if c := l.dsv4Compressor(p+"indexer_compressor_", 2*idxDim, idxDim, 4); c != nil {
-				ly.idx.comp = *c
+				comp: l.dsv4Compressor(p+"indexer_compressor_", 2*idxDim, idxDim, 4),
 			}
 		case 128:
 			ly.comp = l.dsv4Compressor(p+"attn_compressor_", D, D, 128)
 		}
-		lm := *moe
 		if i < hashLayers {
 			ly.table = l.expertTable(p+"ffn_gate_tid2eid.weight", moe.Used, moe.Experts)
 		} else if !l.Has(p + "exp_probs_b.bias") {
 			l.Failf("missing tensor %sexp_probs_b.bias (DeepSeek-V4's selection bias, which llama.cpp requires)", p)
 		}
-		if ly.moe = l.MoE(p, &lm); ly.moe != nil {
+		if ly.moe = l.MoE(p, moe); ly.moe != nil {
 			if ly.table != nil {
 				ly.moe.Router.SelBias = nil // llama.cpp's hash layers have none
 			}
@@ -308,21 +300,13 @@ func (l *Loader) dsv4Compressor(prefix string, w, d, ratio int) *dsv4Compressor 
 // expertTable reads a hash layer's experts per token, an I32 tensor of
 // used ids for each token of the vocabulary, each below experts.
 func (l *Loader) expertTable(name string, used, experts int) []int32 {
-	if l.err != nil {
+	_, data := l.tensorOf(name, func(t *gguf.Tensor) error {
+		if t.Type != gguf.TypeI32 {
+			return fmt.Errorf("tensor %s: type %v, want I32 (experts per token id)", name, t.Type)
+		}
 		return nil
-	}
-	t, ok := l.f.Tensor(name)
-	switch {
-	case !ok:
-		l.Failf("missing tensor %s", name)
-		return nil
-	case t.Type != gguf.TypeI32 || !sameShape(t.Shape, []int{used, l.HP.Vocab}):
-		l.Failf("tensor %s: type %v, shape %v: want I32 of [%d %d] (experts per token id)", name, t.Type, t.Shape, used, l.HP.Vocab)
-		return nil
-	}
-	data := l.f.Data(t)
-	if uint64(len(data)) != t.Size {
-		l.Failf("tensor %s: data outside the file (truncated?)", name)
+	}, used, l.HP.Vocab)
+	if data == nil {
 		return nil
 	}
 	out := make([]int32, used*l.HP.Vocab)
@@ -334,10 +318,6 @@ func (l *Loader) expertTable(name string, used, experts int) []int32 {
 		}
 		out[i] = e
 	}
-	if l.read == nil {
-		l.read = map[string]bool{}
-	}
-	l.read[name] = true
 	return out
 }
 
@@ -406,11 +386,11 @@ func (v *deepseek4) attend(b ml.Backend, i int, a ml.Tensor) ml.Tensor {
 	b.Linear(q, qr, ly.qb)
 	qh := b.View(q, n*H, D)
 	b.RMSNorm(qh, qh, nil, eps)
-	v.turn(b, q, H, D, v.rope[rp])
+	ropeTail(b, q, H, D, v.rope[rp])
 	kv := b.Alloc(n, D)
 	b.Linear(kv, a, ly.kv)
 	b.RMSNorm(kv, kv, ly.kvNorm, eps)
-	v.turn(b, kv, 1, D, v.rope[rp])
+	ropeTail(b, kv, 1, D, v.rope[rp])
 	at := v.attn
 	at.Sinks = ly.sinks
 	heads := b.Alloc(n, H*D)
@@ -424,7 +404,7 @@ func (v *deepseek4) attend(b ml.Backend, i int, a ml.Tensor) ml.Tensor {
 		}
 		cb.CompressedAttention(heads, q, kv, c, ly.ratio, i, &at, vis)
 	}
-	v.turn(b, heads, H, D, v.back[rp])
+	ropeTail(b, heads, H, D, v.back[rp])
 	per := H * D / v.groups
 	in, part, oa := b.Alloc(n, per), b.Alloc(n, v.oRank), b.Alloc(n, v.groups*v.oRank)
 	for g, w := range ly.oa {
@@ -448,7 +428,7 @@ func (v *deepseek4) compress(b ml.Backend, a ml.Tensor, c *dsv4Compressor, d, ra
 	p := b.Alloc(n, d)
 	b.(ml.Compressed).CompressKeys(p, k, g, c.ape, ratio, c.kv.Out == 2*d)
 	b.RMSNorm(p, p, c.norm, v.hp.Eps)
-	v.turn(b, p, 1, d, v.rope[1])
+	ropeTail(b, p, 1, d, v.rope[1])
 	return p
 }
 
@@ -457,22 +437,12 @@ func (v *deepseek4) compress(b ml.Backend, a ml.Tensor, c *dsv4Compressor, d, ra
 // input qr.
 func (v *deepseek4) index(b ml.Backend, a, qr ml.Tensor, x *dsv4Indexer) *nn.KeySet {
 	n, IH, dim := a.Rows(), v.idxHeads, v.idxDim
-	p := v.compress(b, a, &x.comp, dim, 4)
+	p := v.compress(b, a, x.comp, dim, 4)
 	q := b.Alloc(n, IH*dim)
 	b.Linear(q, qr, x.qb)
-	v.turn(b, q, IH, dim, v.rope[1])
+	ropeTail(b, q, IH, dim, v.rope[1])
 	w := b.Alloc(n, IH)
 	b.Linear(w, a, x.proj)
 	b.Scale(w, v.idxScale)
 	return b.(ml.Compressed).IndexBlocks(q, p, w, IH, 4, v.topK)
-}
-
-// turn rotates by r the last rot elements of each of the heads (of dim)
-// of x (n, heads·dim), in place.
-func (v *deepseek4) turn(b ml.Backend, x ml.Tensor, heads, dim int, r *nn.RoPE) {
-	lb, n, rot := b.(ml.Latent), x.Rows(), v.rot
-	xh, tail := b.View(x, n*heads, dim), b.Alloc(n*heads, rot)
-	lb.Columns(tail, 0, xh, dim-rot, rot)
-	b.RoPE(b.View(tail, n, heads*rot), heads, r)
-	lb.Columns(xh, dim-rot, tail, 0, rot)
 }

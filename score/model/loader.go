@@ -116,6 +116,17 @@ func (l *Loader) needBias(ws ...*ml.Matrix) {
 // tensor returns the tensor called name with the given shape (ne0 first)
 // and its data, or records an error.
 func (l *Loader) tensor(name string, shape ...int) (*gguf.Tensor, []byte) {
+	return l.tensorOf(name, func(t *gguf.Tensor) error {
+		if !quant.Supported(t.Type) {
+			return fmt.Errorf("tensor %s: weight type %v not supported (supported: %s)", name, t.Type, supportedTypes())
+		}
+		return nil
+	}, shape...)
+}
+
+// tensorOf is tensor with the check of its type typeErr's (an error
+// naming the tensor, or nil).
+func (l *Loader) tensorOf(name string, typeErr func(*gguf.Tensor) error, shape ...int) (*gguf.Tensor, []byte) {
 	if l.err != nil {
 		return nil, nil
 	}
@@ -128,8 +139,8 @@ func (l *Loader) tensor(name string, shape ...int) (*gguf.Tensor, []byte) {
 		l.fail(fmt.Errorf("tensor %s has shape %v, want %v", name, t.Shape, shape))
 		return nil, nil
 	}
-	if !quant.Supported(t.Type) {
-		l.fail(fmt.Errorf("tensor %s: weight type %v not supported (supported: %s)", name, t.Type, supportedTypes()))
+	if err := typeErr(t); err != nil {
+		l.fail(err)
 		return nil, nil
 	}
 	data := l.f.Data(t)

@@ -150,6 +150,20 @@ func step35Clamps(l *Loader, key string, n int) ([]float32, error) {
 	return out[:n], nil
 }
 
+// sharedClamps reads swiglu_clamp_exp (step35Clamps) and
+// swiglu_clamp_shexp, which is the experts' limits when absent, as
+// llama.cpp reads them for glm5-next and deepseek4.
+func sharedClamps(l *Loader, n int) (exp, shexp []float32, err error) {
+	if exp, err = step35Clamps(l, "swiglu_clamp_exp", n); err != nil {
+		return nil, nil, err
+	}
+	if !(meta{l.f, l.HP.Arch}).has("swiglu_clamp_shexp") {
+		return exp, exp, nil
+	}
+	shexp, err = step35Clamps(l, "swiglu_clamp_shexp", n)
+	return exp, shexp, err
+}
+
 // clampFFN clamps a layer's SwiGLUs as llama.cpp's swiglu_clamp_exp and
 // swiglu_clamp_shexp say (the clamped SwiGLU act: ml.ClampSwiGLU or
 // ml.SwiGLUClampIn; clampGLU): the experts' by exp, the shared expert's and
