@@ -14,7 +14,10 @@ import (
 // kernel reads a copy of the chosen keys' set (nn.KeySet.Words) and masks
 // the keys a query row leaves out, skipping whole the key tiles (flash) or
 // chunks (plain, latent) no row of it reads. DSA's scores are the device's too (IndexKeys:
-// kernels/sparse.cu), each row's top_k chosen on the host from them; the
+// kernels/sparse.cu), and so is each row's top_k where equal scores leave
+// no choice (lid_topk), read back as the rows' bitmaps (n/8 bytes a row,
+// not the 4n of its scores); the rows where they do are chosen on the host
+// from their scores read back, ties broken as ggml's TOP_K. The
 // blocks of MSA and QSA are chosen on the host by the CPU's own functions
 // (nn.MSABlocks, nn.QSAPool, nn.GatedPool, nn.QSABlocks) over the device's indexer
 // outputs read back, n/block scores per row. The keys are rounded through
@@ -32,7 +35,7 @@ var (
 )
 
 func init() {
-	kernelModules["sparse"] = []string{"lid_scores"}
+	kernelModules["sparse"] = []string{"lid_scores", "lid_topk"}
 }
 
 // hostContext is the nn.Context of the host's share, in the int8 mode
@@ -88,10 +91,12 @@ var lidProducts = 64 << 20
 // IndexKeys is ml.Sparse's: the scores on the device, q and k
 // Hadamard-rotated with rotate (a product with nn.HadamardMatrix), k
 // rounded through the cache's key format (roundKeys), then per
-// block of query rows one GEMM of every head's q·k and lid_scores'
-// relu-weighted sums over the heads; each row's top_k keys chosen on the
-// host from its scores read back (nn.AddTopKeys: ggml's TOP_K's ties).
-// Rows below top_k read every key.
+// block of query rows one GEMM of every head's q·k, lid_scores'
+// relu-weighted sums over the heads and lid_topk's choice of each row's
+// top_k, read back into the set's bitmap; a row lid_topk leaves to the
+// host (equal scores at the last place, a NaN) is chosen there from its
+// scores read back (nn.AddTopKeys: ggml's TOP_K's ties). Rows below top_k
+// read every key.
 func (b *gpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) *nn.KeySet {
 	if err := ml.IndexShapes(q, k, w, heads); err != nil {
 		panic("cuda backend: " + err.Error())
@@ -133,7 +138,8 @@ func (b *gpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) 
 			qp, kp = qr, kr
 		}
 		rows := min(n-topK, max(1, lidProducts/(heads*n)))
-		qk, sc := f32s(rows*heads*n), f32s(rows*n)
+		words := (n + 63) / 64
+		qk, sc, wd, fl := f32s(rows*heads*n), f32s(rows*n), f32s(2*rows*words), f32s(rows) // wd: uint64 words
 		var kd ptr
 		if err == nil {
 			kd, err = b.roundKeys(kp, n, dim)
@@ -141,7 +147,7 @@ func (b *gpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) 
 		if err != nil {
 			return err
 		}
-		scores, c := make([]float32, rows*n), b.hostContext()
+		bits, flags, scores, order := set.Words(), make([]int32, rows), make([]float32, n), make([]int32, n)
 		for r0 := topK; r0 < n; r0 += rows {
 			r1 := min(n, r0+rows)
 			m := r1 - r0
@@ -150,21 +156,36 @@ func (b *gpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) 
 				err = e.launch("lid_scores", gridFor(int64(m)*int64(r1)), block256, sc, qk, ww.p, m, heads, r1, r0)
 			}
 			if err == nil {
-				err = download(e, scores[:m*r1], sc)
+				err = e.topKeys(wd, fl, sc, m, r1, words, r0, topK)
+			}
+			if err == nil {
+				err = download(e, bits[r0*words:r1*words], wd)
+			}
+			if err == nil {
+				err = download(e, flags[:m], fl)
+			}
+			for r := 0; r < m && err == nil; r++ {
+				if flags[r] != 0 {
+					if err = download(e, scores[:r1], sc+ptr(4*int64(r)*int64(r1))); err == nil {
+						nn.AddTopKeys(set, r0+r, scores[:r1], order, topK)
+					}
+				}
 			}
 			if err != nil {
 				return fmt.Errorf("indexer rows %d to %d: %w", r0, r1-1, err)
 			}
-			c.Parallel(m, func(_, lo, hi int) {
-				order := make([]int32, r1)
-				for r := lo; r < hi; r++ {
-					nn.AddTopKeys(set, r0+r, scores[r*r1:(r+1)*r1], order, topK)
-				}
-			})
 		}
 		return nil
 	})
 	return set
+}
+
+// topKeys launches lid_topk: the bitmaps (rows of nwords words at words)
+// of the top_k keys of the rows rows of scores at sc (rows of ld) from
+// window row r0, and each row's flag (int32s at flags) of a choice left
+// to the host.
+func (e *Engine) topKeys(words, flags, sc ptr, rows, ld, nwords, r0, topK int) error {
+	return e.launch("lid_topk", dim3{uint32(rows), 1, 1}, block256, words, flags, sc, rows, ld, nwords, r0, topK)
 }
 
 // BlockKeys is ml.BlockSparse's: nn.MSABlocks over the keys rounded

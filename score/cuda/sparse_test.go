@@ -1,7 +1,9 @@
 package cuda
 
 import (
+	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"ppl.dev/score/kvcache"
@@ -63,6 +65,99 @@ func TestIndexKeysParity(t *testing.T) {
 			if bound := map[bool]int{false: 0, true: 12}[rotate]; apart > bound {
 				t.Errorf("rotate %v: %d of %d chosen keys apart, want at most %d", rotate, apart, chosen, bound)
 			}
+		}
+	})
+}
+
+// lid_topk against nn.AddTopKeys (ggml's TOP_K) on 40 rows of 640 to 679
+// keys, top_k 37, each row's flag against the definition
+// (topKeysSettled): normal scores; small integers (equal scores at the
+// last place: the host's); exactly as many zeros, -0 among them, or +Inf
+// as fit after the scores above them (settled: every one chosen) and one
+// more (the host's); -Inf keys; a NaN; neighbours one ulp apart; scores
+// all negative, subnormal. Settled rows to the bit, the others 0.
+func TestTopKeysParity(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(75, 1))
+		const rows, r0, topK = 40, 639, 37
+		const ld, words = r0 + rows, (r0 + rows + 63) / 64
+		inf := float32(math.Inf(1))
+		sc := make([]float32, rows*ld)
+		for r := range rows {
+			row := sc[r*ld : r*ld+r0+r+1]
+			for j := range row {
+				row[j] = float32(rng.NormFloat64())
+			}
+			fill := func(v float32, count int) { // count keys of v, the rest below -1
+				for j := range row {
+					row[j] = -1 - float32(rng.IntN(1000))
+				}
+				for _, j := range rng.Perm(len(row))[:count] {
+					row[j] = v
+				}
+			}
+			switch r % 10 {
+			case 1:
+				for j := range row {
+					row[j] = float32(rng.IntN(7) - 3)
+				}
+			case 2, 3: // 20 above zero, then zeros (every other one -0) to fill, or one more
+				fill(0, 0)
+				for i, j := range rng.Perm(len(row))[:topK+r%10-2] {
+					switch {
+					case i < 20:
+						row[j] = 1 + float32(rng.IntN(1000))
+					case i%2 == 0:
+						row[j] = float32(math.Copysign(0, -1))
+					default:
+						row[j] = 0
+					}
+				}
+			case 4, 5:
+				fill(inf, topK+r%10-4)
+			case 6:
+				for j := range row {
+					if j%3 != 0 {
+						row[j] = -inf
+					}
+				}
+			case 7:
+				row[rng.IntN(len(row))] = float32(math.NaN())
+			case 8:
+				base, perm := rng.Uint32()>>2, rng.Perm(len(row))
+				for j := range row {
+					row[j] = math.Float32frombits(base + uint32(perm[j]))
+				}
+			case 9:
+				for j := range row {
+					row[j] = -math.Float32frombits(uint32(rng.IntN(1 << 23)))
+				}
+			}
+		}
+		wd, fl := devAlloc(t, e, 8*rows*words), devAlloc(t, e, 4*rows)
+		scp := devPut(t, e, sc)
+		do(t, e, func() error { return e.topKeys(wd, fl, scp, rows, ld, words, r0, topK) })
+		got, flags := devGet[uint64](t, e, wd, rows*words), devGet[int32](t, e, fl, rows)
+		order := make([]int32, ld)
+		settled := 0
+		for r := range rows {
+			i := r0 + r
+			_, ok := topKeysSettled(sc[r*ld:r*ld+i+1], topK)
+			if flags[r] != int32(b2i(!ok)) {
+				t.Errorf("row %d (case %d): flag %d, want %d", r, r%10, flags[r], b2i(!ok))
+				continue
+			}
+			want := nn.NewKeySet(ld)
+			if ok {
+				settled++
+				nn.AddTopKeys(want, i, sc[r*ld:(r+1)*ld], order, topK)
+			}
+			if w := want.Words()[i*words : (i+1)*words]; !slices.Equal(got[r*words:(r+1)*words], w) {
+				t.Errorf("row %d (case %d, settled %v): bitmap %x, want %x", r, r%10, ok, got[r*words:(r+1)*words], w)
+			}
+		}
+		if settled != 24 {
+			t.Errorf("%d of %d rows settled on the device, want 24 (cases 1, 3, 5, 7 the host's)", settled, rows)
 		}
 	})
 }
