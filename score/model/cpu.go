@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"math"
 
+	"ppl.dev/gguf"
+	"ppl.dev/score/kvcache"
+
 	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
 )
@@ -16,6 +19,7 @@ type cpuBackend struct {
 	c    *nn.Context
 	ones map[int]*nn.RMSNorm // weightless norms by width
 	err  error
+	keys kvcache.Block // a layer's keys encoded for nn.Attention.KeyBlocks
 }
 
 func newCPU(c *nn.Context) *cpuBackend { return &cpuBackend{c: c, ones: map[int]*nn.RMSNorm{}} }
@@ -272,7 +276,9 @@ func (b *cpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 // attend checks the shapes, stores k and v as layer's cache (none when
 // layer < 0: shared keys and values, stored by their own layer), then runs
 // nn.Attention with a's options; in the int8 modes before a quantized
-// cache, with llama.cpp's rotation of the heads (kvRotation).
+// cache, with llama.cpp's rotation of the heads (kvRotation), and over the
+// cache's own key blocks where llama.cpp's flash attention reads them
+// (keyBlocks).
 func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 	o, qq, kk, vv := ct(dst), ct(q), ct(k), ct(v)
 	n := qq.rows
@@ -280,34 +286,58 @@ func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *m
 	shape(what+" k", kk, n, a.KVHeads*a.HeadDim)
 	shape(what+" v", vv, n, a.KVHeads*a.HeadDim)
 	shape(what+" output", o, n, a.Heads*a.HeadDim)
-	kr := b.kvRotation(a.HeadDim)
-	if kr == 0 {
-		if layer >= 0 {
-			b.c.StoreKV(layer, kk.d, vv.d, n, a.KVHeads, a.HeadDim)
-		}
-		b.nnAttention(a).Forward(b.c, o.d, qq.d, kk.d, vv.d, n)
-		return
-	}
+	at := b.nnAttention(a)
+	kv := n * a.KVHeads * a.HeadDim
+	qd, od := qq.d, o.d
 	// llama.cpp's rotation before a quantized cache: q and k by the
 	// Hadamard matrix of kr, v by that of 64 (the shared keys and values of
-	// layer < 0 rotated by their own layer), the output turned back.
-	mark := b.c.Mark()
-	defer b.c.Release(mark)
-	qr := b.c.Alloc(n * a.Heads * a.HeadDim)
-	hk, hv := nn.HadamardMatrix(kr), nn.HadamardMatrix(kvRotV)
-	hk.Forward(b.c, qr, qq.d, len(qr)/kr)
+	// layer < 0 rotated by their own layer), the output turned back, each
+	// as ggml-cpu's FWHT computes it.
+	kr := b.kvRotation(a.HeadDim)
+	if kr != 0 {
+		mark := b.c.Mark()
+		defer b.c.Release(mark)
+		qd, od = b.c.Alloc(n*a.Heads*a.HeadDim), b.c.Alloc(n*a.Heads*a.HeadDim)
+		nn.FWHT(b.c, qd, qq.d, len(qd)/kr, kr)
+		if layer >= 0 {
+			nn.FWHT(b.c, kk.d[:kv], kk.d[:kv], kv/kr, kr)
+			nn.FWHT(b.c, vv.d[:kv], vv.d[:kv], kv/kvRotV, kvRotV)
+		}
+	}
 	if layer >= 0 {
-		kv := n * a.KVHeads * a.HeadDim
-		tmp := b.c.Alloc(kv)
-		hk.Forward(b.c, tmp, kk.d, kv/kr)
-		copy(kk.d, tmp)
-		hv.Forward(b.c, tmp, vv.d, kv/kvRotV)
-		copy(vv.d, tmp)
+		at.KeyBlocks, at.KeyType = b.keyBlocks(kk.d[:kv], n, a)
 		b.c.StoreKV(layer, kk.d, vv.d, n, a.KVHeads, a.HeadDim)
 	}
-	out := b.c.Alloc(len(qr))
-	b.nnAttention(a).Forward(b.c, out, qr, kk.d, vv.d, n)
-	hv.Forward(b.c, o.d, out, len(out)/kvRotV)
+	at.Forward(b.c, od, qd, kk.d, vv.d, n)
+	if kr != 0 {
+		nn.FWHT(b.c, o.d[:len(od)], od, len(od)/kvRotV, kvRotV)
+	}
+}
+
+// keyBlocks returns the keys k (n tokens of a's KV heads) encoded as the
+// KV cache stores them, and their ggml type, where llama.cpp's CPU flash
+// attention reads a cache of that block type in the int8 modes (q4_0,
+// q4_1, q5_0, q5_1, iq4_nl; heads of a multiple of 32; q8_0's blocks
+// nn.Attention recovers from their values); nil otherwise. The keys of
+// a layer that reads another's (layer < 0) take nn's float32 attention
+// over their decoded values instead.
+func (b *cpuBackend) keyBlocks(k []float32, n int, a *ml.Attn) ([]byte, gguf.Type) {
+	s, ok := b.c.KV.(*kvStore)
+	if !b.c.LlamaCPP || !ok || a.HeadDim%32 != 0 || a.MatMul {
+		return nil, 0
+	}
+	t, ok := ggmlBlockKV[s.format.Name]
+	if !ok {
+		return nil, 0
+	}
+	s.format.K.Encode(&b.keys, k, n, a.KVHeads, a.HeadDim)
+	return b.keys.Data, t
+}
+
+// ggmlBlockKV are the KV cache formats of llama.cpp's block types that
+// keyBlocks hands to nn.Attention, by name.
+var ggmlBlockKV = map[string]gguf.Type{
+	"q4_0": gguf.TypeQ4_0, "q4_1": gguf.TypeQ4_1, "q5_0": gguf.TypeQ5_0, "q5_1": gguf.TypeQ5_1, "iq4_nl": gguf.TypeIQ4_NL,
 }
 
 // llamaKVRotation turns kvRotation on; a test turns it off to hold the

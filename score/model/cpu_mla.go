@@ -212,7 +212,9 @@ func (b *cpuBackend) CompressKeys(dst, k, g ml.Tensor, ape *ml.Vector, ratio int
 }
 
 // IndexBlocks is ml.Compressed's: q and p turned by the Hadamard matrix
-// of their heads' size, p rounded through the KV cache's format, then
+// of their heads' size as ggml-cpu's FWHT turns them (llama.cpp flags
+// DeepSeek-V4's rotation, not DSA's), p rounded through the KV cache's
+// format, then
 // nn.QSABlocks (ggml's products in the int8 modes).
 func (b *cpuBackend) IndexBlocks(q, p, w ml.Tensor, heads, ratio, topK int) *nn.KeySet {
 	qq, pp, ww := ct(q), ct(p), ct(w)
@@ -221,10 +223,9 @@ func (b *cpuBackend) IndexBlocks(q, p, w ml.Tensor, heads, ratio, topK int) *nn.
 	shape("indexer head weights", ww, n, heads)
 	mark := b.c.Mark()
 	defer b.c.Release(mark)
-	h := nn.HadamardMatrix(dim)
 	qr, pr := b.c.Alloc(n*heads*dim), b.c.Alloc(n*dim)
-	h.Forward(b.c, qr, qq.d[:n*heads*dim], n*heads)
-	h.Forward(b.c, pr, pp.d[:n*dim], n)
+	nn.FWHT(b.c, qr, qq.d[:n*heads*dim], n*heads, dim)
+	nn.FWHT(b.c, pr, pp.d[:n*dim], n, dim)
 	b.storeKeys(pr, n, 1, dim)
 	return nn.QSABlocks(b.c, qr, pr, ww.d[:n*heads], n, heads, dim, ratio, topK*ratio, b.c.LlamaCPP)
 }

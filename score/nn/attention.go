@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"unsafe"
+
+	"ppl.dev/gguf"
 )
 
 // Attention is causal scaled dot-product attention with grouped KV heads
@@ -34,6 +36,14 @@ type Attention struct {
 	// cache (ggmlQ8Attention; k and v hold the cache's decoded values,
 	// HeadDim a multiple of 32): the int8 modes with a q8_0 KV cache.
 	GGMLQ8 bool
+	// KeyBlocks, with KeyType, computes as llama.cpp's CPU flash
+	// attention over a cache of keys of that ggml block type (Q4_0, Q4_1,
+	// Q5_0, Q5_1, IQ4_NL; ggmlBlockAttention): the keys' blocks as the
+	// cache stores them (n tokens × KVHeads × HeadDim/32 blocks), v their
+	// values decoded (HeadDim a multiple of 32): the int8 modes with such a
+	// KV cache.
+	KeyBlocks []byte
+	KeyType   gguf.Type
 	// MatMul, with GGMLF16, computes as llama.cpp's attention without
 	// flash attention instead (ggmlMatMulAttention: KQ and KQV as F16
 	// matrix products, SOFT_MAX between them), which llama.cpp 0.7.0 takes
@@ -208,6 +218,10 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 	}
 	if a.GGMLF16 {
 		a.ggmlAttention(c, out, q, k, v, n)
+		return
+	}
+	if a.KeyBlocks != nil {
+		a.ggmlBlockAttention(c, out, q, v, n)
 		return
 	}
 	if a.GGMLQ8 {

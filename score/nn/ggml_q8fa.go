@@ -37,25 +37,35 @@ func (a *Attention) ggmlQ8Attention(c *Context, out, q, k, v []float32, n int) {
 			i, h := it/a.Heads, it%a.Heads
 			g := h / group
 			quantQ80Generic(q[i*qs+h*hd:i*qs+(h+1)*hd], qq, qd, xs)
-			clear(acc)
-			M, S := a.ggmlOneChunk(i, h,
-				func(j int) float32 {
-					o := j*ks + g*hd
-					return q8Dot(kq[o:o+hd], kd[o/32:(o+hd)/32], qq, qd)
-				},
-				func(ms float32) {
-					for d := range acc {
-						acc[d] *= ms
-					}
-				},
-				func(j int, vs float32) {
-					for d, x := range v[j*ks+g*hd : j*ks+(g+1)*hd] {
-						acc[d] = fma32(x, vs, acc[d])
-					}
-				})
-			a.ggmlFinish(out[i*qs+h*hd:i*qs+(h+1)*hd], acc, h, M, S, false)
+			a.ggmlRowF32(out[i*qs+h*hd:i*qs+(h+1)*hd], acc, v, i, h, func(j int) float32 {
+				o := j*ks + g*hd
+				return q8Dot(kq[o:o+hd], kd[o/32:(o+hd)/32], qq, qd)
+			})
 		}
 	})
+}
+
+// ggmlRowF32 is query row i's output for head h (into out) over values v
+// decoded to float32, as ggml's one-chunk flash attention computes it
+// for a cache that is not F16: ggmlOneChunk with dot's scores, the
+// accumulator acc (HeadDim floats of scratch) rescaled by ms and
+// fma(v, vs, acc) (ggml_vec_mad_f32), then ggmlFinish.
+func (a *Attention) ggmlRowF32(out, acc, v []float32, i, h int, dot func(j int) float32) {
+	hd, ks := a.HeadDim, a.KVHeads*a.HeadDim
+	g := h / (a.Heads / a.KVHeads)
+	clear(acc)
+	M, S := a.ggmlOneChunk(i, h, dot,
+		func(ms float32) {
+			for d := range acc {
+				acc[d] *= ms
+			}
+		},
+		func(j int, vs float32) {
+			for d, x := range v[j*ks+g*hd : j*ks+(g+1)*hd] {
+				acc[d] = fma32(x, vs, acc[d])
+			}
+		})
+	a.ggmlFinish(out, acc, h, M, S, false)
 }
 
 // q8Block recovers a Q8_0 block from its 32 decoded values x = q·d: the

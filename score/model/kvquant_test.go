@@ -1,0 +1,76 @@
+package model
+
+import (
+	"path/filepath"
+	"testing"
+
+	"ppl.dev/oracle"
+)
+
+// TestQuantCacheLlama: the int8 modes with a KV cache of llama.cpp's
+// quantized types against llama.cpp 0.7.0's -ctk T -ctv T (tools/oracle.cpp,
+// flash attention, n_ctx 128; windows of 128, stride 64, of en-gpl3; here
+// the first 4), on tiny-llama-spm in F16 and Q8_0 (heads of 64), in the
+// AVX-512 build's int8 mode and the AVX2 build's (loaded alone). Before
+// the cache llama.cpp turns q, k and v by Hadamard matrices, which it
+// flags so that ggml-cpu runs a fast Walsh-Hadamard transform instead of
+// their product (nn.FWHT); LLAMA_ATTN_ROT_DISABLE=1 there, llamaKVRotation
+// off here, turns it off. Its flash attention then reads the cache's
+// blocks: Q8_0's nn.Attention recovers from their values (GGMLQ8), the
+// others' are handed to it (KeyBlocks: each score the type's
+// ggml_vec_dot with the query quantized to Q8_0, or Q8_1 for Q4_1 and
+// Q5_1, in its lanes). To the last printed digit: q8_0, q4_0, q4_1,
+// q5_0, q5_1 and iq4_nl, both models, both builds, 24 windows each,
+// every sum within 6.7e-7 and every token within 5.3e-8; so it is for
+// tiny-gemma3 (heads of 32, which llama.cpp does not turn; sliding
+// layers; and tiny-qwen3: every token within 5.3e-8 over 24 windows).
+// Before 2026-12-06 ppl multiplied by the Hadamard matrix (which rounds
+// a few outputs an ulp apart: the q8_0 windows' sums here up to 0.014 and
+// 0.22 from llama.cpp's) and attended over the other types in float32
+// (24 windows, largest gaps per token 0.06 to 0.11).
+func TestQuantCacheLlama(t *testing.T) {
+	dir := oracle.Require(t)
+	for _, c := range []struct {
+		stem, kv, act string
+		rotate        bool
+		sums          []float64
+	}{
+		{"tiny-llama-spm-f16", "q8_0", ActInt8, false, []float64{-1585.6453919, -800.7758646, -809.5633183, -829.0343274}},
+		{"tiny-llama-spm-q8_0", "q8_0", ActInt8, false, []float64{-1585.9136802, -800.6694615, -809.9201724, -828.8217236}},
+		{"tiny-llama-spm-f16", "q8_0", ActInt8, true, []float64{-1585.6524875, -800.8036319, -809.3758926, -829.1426209}},
+		{"tiny-gemma3", "q8_0", ActInt8, false, []float64{-1821.9171902, -929.0658735, -941.4072296, -941.1795896}},
+		{"tiny-llama-spm-q8_0", "q8_0", ActInt8, true, []float64{-1585.9327738, -801.4364766, -809.7920176, -829.0299620}},
+		{"tiny-llama-spm-f16", "q8_0", ActInt8AVX2, true, []float64{-1585.6505196, -800.8048374, -809.3791930, -829.1436942}},
+		{"tiny-llama-spm-f16", "q4_0", ActInt8, true, []float64{-1583.4021021, -800.7573417, -809.3301344, -829.9928201}},
+		{"tiny-llama-spm-f16", "q4_1", ActInt8AVX2, true, []float64{-1584.8074777, -799.9191309, -809.4797569, -828.3402701}},
+		{"tiny-llama-spm-f16", "q5_0", ActInt8, true, []float64{-1585.7098453, -801.6703758, -809.6334766, -829.4312232}},
+		{"tiny-llama-spm-f16", "q5_1", ActInt8AVX2, true, []float64{-1586.1802742, -800.6333288, -809.9717114, -829.1699526}},
+		{"tiny-llama-spm-f16", "iq4_nl", ActInt8, true, []float64{-1586.9754191, -800.2741228, -809.3772404, -829.8177778}},
+		{"tiny-llama-spm-q8_0", "iq4_nl", ActInt8AVX2, true, []float64{-1588.7591747, -800.4554771, -810.0721598, -829.8970435}},
+		{"tiny-llama-spm-q8_0", "q5_1", ActInt8, true, []float64{-1586.2931024, -801.1263405, -810.4651947, -828.8672105}},
+	} {
+		t.Run(c.stem+" "+c.kv+" "+c.act, func(t *testing.T) {
+			defer func(r bool) { llamaKVRotation = r }(llamaKVRotation)
+			llamaKVRotation = c.rotate
+			goldens := "golden"
+			if c.stem == "tiny-gemma3" {
+				goldens = "golden-archs"
+			}
+			golden, err := oracle.Read(filepath.Join(dir, goldens, c.stem+"__en-gpl3__sliding.ndjson"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := Load(oracle.Model(dir, c.stem), Options{KVDtype: c.kv, Activations: c.act, Context: 128})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer m.Close()
+			wins := make([]window, len(c.sums))
+			for w := range wins {
+				wins[w] = window{64 * w, 64*w + 128, 64*w + 64}
+			}
+			wins[0].from = 1
+			scoreSums(t, m, c.stem, golden.Header.Tokens, wins, c.sums, 1e-6)
+		})
+	}
+}
