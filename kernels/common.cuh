@@ -226,3 +226,17 @@ __device__ __forceinline__ bool keys_any(const u64* row, int lo, int hi) {
 	}
 	return false;
 }
+
+// butterflies: v (n, a power of two) <- its butterflies of stride 1, 2,
+// …, n/2, (a, b) -> (a+b, a-b), each a float32 rounding: the
+// Walsh-Hadamard transform without its scale (kvstore.cu's hadamard,
+// fwht.cu).
+__device__ __forceinline__ void butterflies(float* v, int n) {
+	for (int h = 1; h < n; h *= 2)
+		for (int i = 0; i < n; i += 2 * h)
+			for (int j = i; j < i + h; j++) {
+				float a = v[j], b = v[j + h];
+				v[j] = __fadd_rn(a, b);
+				v[j + h] = __fsub_rn(a, b);
+			}
+}

@@ -1,7 +1,7 @@
 // Package kernels holds ppl's CUDA kernels: CUDA C sources, one file per
 // operation (embed.cu, rmsnorm.cu, rope.cu, swiglu.cu, add.cu,
 // elementwise.cu, experts.cu, logsoftmax.cu, kvstore.cu, attention.cu,
-// random.cu, dequant.cu: weights from their GGUF blocks; int8mm.cu: the
+// fwht.cu, random.cu, dequant.cu: weights from their GGUF blocks; int8mm.cu: the
 // int8 mode's quantized activations and integer products; recurrent.cu,
 // latent.cu, gemma4.cu, altup.cu, rwkv.cu, attnres.cu, lightning.cu,
 // sparse.cu: package ml's extension interfaces), and

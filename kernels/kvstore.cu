@@ -293,17 +293,10 @@ extern "C" __global__ void kv_store_ggml(u8* __restrict__ data, const float* __r
 // global heads of 512).
 #define KV_ROT_MAXD 512
 
-// hadamard: v (n, a power of two, at most KV_ROT_MAXD) <- H·v·s as kvcache.Hadamard:
-// butterflies of stride 1, 2, …, n/2 ((a, b) -> (a+b, a-b)), then times s
-// = float32(1/√n).
+// hadamard: v (n, a power of two, at most KV_ROT_MAXD) <- H·v·s as
+// kvcache.Hadamard: butterflies, then times s = float32(1/√n).
 __device__ __forceinline__ void hadamard(float* v, int n, float s) {
-	for (int h = 1; h < n; h *= 2)
-		for (int i = 0; i < n; i += 2 * h)
-			for (int j = i; j < i + h; j++) {
-				float a = v[j], b = v[j + h];
-				v[j] = __fadd_rn(a, b);
-				v[j + h] = __fsub_rn(a, b);
-			}
+	butterflies(v, n);
 	for (int i = 0; i < n; i++) v[i] = __fmul_rn(v[i], s);
 }
 

@@ -36,6 +36,19 @@ var moeBounds = map[string]bool{"tiny-qwen3moe": true}
 // e2eWindow is a window of a test: tokens [begin, end) scored from from.
 type e2eWindow struct{ begin, end, from int }
 
+// e2eModel returns the oracle model stem's path and 512 of its tokens
+// (e2eTokens).
+func e2eModel(t *testing.T, dir, stem string) (string, []int32) {
+	t.Helper()
+	path := oracle.Model(dir, stem)
+	info, err := model.Load(path, model.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer info.Close()
+	return path, e2eTokens(dir, stem, info.Vocab(), 512)
+}
+
 // e2eTokens returns a long token sequence for a model: the golden file's
 // tokens of the oracle's texts when present, else random tokens.
 func e2eTokens(dir, stem string, vocab, n int) []int32 {
@@ -311,14 +324,7 @@ func TestEndToEndKV(t *testing.T) {
 		if e.Ordinal < 0 && os.Getenv("PPL_CUDA_SIM_E2E") != "1" {
 			t.Skip("simulator: slow; PPL_CUDA_SIM_E2E=1 runs it")
 		}
-		stem := stems[0]
-		path := oracle.Model(dir, stem)
-		info, err := model.Load(path, model.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		toks := e2eTokens(dir, stem, info.Vocab(), 512)
-		info.Close()
+		path, toks := e2eModel(t, dir, stems[0])
 		for _, kv := range []string{"f32", "f16", "int8", "fp8", "k8v4", "nvfp4", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl", "rk8v4", "rk4v4", "rk2v4"} {
 			t.Run(kv, func(t *testing.T) {
 				s := e2eCase(t, e, Mixed, path, model.Options{KVDtype: kv}, []e2eWindow{{0, 256, 1}, {100, 356, 228}}, toks, false)

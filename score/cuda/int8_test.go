@@ -547,3 +547,35 @@ func randBlocks(t testing.TB, rng *rand.Rand, typ gguf.Type, in, rows int) []byt
 	}
 	return data
 }
+
+// TestEndToEndInt8KV: the int8 mode with llama.cpp's quantized caches on
+// the GPU against the CPU, tiny-llama-spm-q8_0 (heads of 64, which
+// llama.cpp turns before such a cache: both backends turn them as
+// ggml-cpu does, fwht_f32 and nn.FWHT, the same bits), two windows of 256
+// tokens. The CPU attends as llama.cpp's flash attention over the cache's
+// blocks, the GPU in float32 over their values, so the output's
+// quantization still moves now and then, as with a bf16 cache
+// (TestEndToEndInt8). Emulation, 383 targets: q8_0 mean 0.0207, PPL
+// ratio 0.99978; q4_0 0.0320, 1.00064 (iq4_nl 0.0315, 1.0015). Without
+// the GPU's turns the codes of the 4-bit caches differed: q8_0 0.0231,
+// 0.99882; q4_0 0.117, 0.99695 (iq4_nl 0.104, 0.98434). The device's
+// bounds, twice the emulator's, await an H200.
+func TestEndToEndInt8KV(t *testing.T) {
+	path, toks := e2eModel(t, oracle.Require(t), "tiny-llama-spm-q8_0")
+	onDevices(t, func(t *testing.T, e *Engine) {
+		for _, c := range []struct {
+			kv        string
+			mean, ppl float64 // the emulator's bounds on mean |Δ| and |PPL ratio - 1|
+		}{{"q8_0", 0.025, 0.0004}, {"q4_0", 0.04, 0.001}} {
+			s := e2eCase(t, e, Mixed, path, model.Options{KVDtype: c.kv, Activations: model.ActInt8}, []e2eWindow{{0, 256, 1}, {100, 356, 228}}, toks, false)
+			t.Logf("int8, %s cache: %v", c.kv, s)
+			f := 1.0
+			if e.Ordinal >= 0 {
+				f = 2
+			}
+			if mean := s.sumAbs / float64(s.n); mean > f*c.mean || math.Abs(s.pplRatio()-1) > f*c.ppl {
+				t.Errorf("int8, %s cache: %v; want mean |Δ| <= %g and |PPL ratio - 1| <= %g", c.kv, s, f*c.mean, f*c.ppl)
+			}
+		}
+	})
+}

@@ -14,6 +14,7 @@ import (
 	"ppl.dev/kernels"
 	"ppl.dev/quant"
 	"ppl.dev/score/cuda/cublas"
+	"ppl.dev/score/kvcache"
 	"ppl.dev/score/ml"
 	"ppl.dev/score/model"
 	"ppl.dev/score/nn"
@@ -74,6 +75,7 @@ type gpuBackend struct {
 	threads int // host goroutines for weight conversion
 	kvK     int // KV cache formats of keys and values
 	kvV     int
+	kvName  string      // the KV cache format's --kv-dtype name
 	host    *nn.Context // the host's share of sparse attention and PLE (sparse.go), made at first use
 	synth   uint64      // when not 0, Prepare fills weights from this seed (benchmarks)
 
@@ -151,7 +153,7 @@ func newBackend(e *Engine, info model.Info, opts model.Options, p Precision) (*g
 	if err != nil {
 		return nil, err
 	}
-	b := &gpuBackend{e: e, prec: p, threads: opts.Threads, kvK: kk, kvV: kv,
+	b := &gpuBackend{e: e, prec: p, threads: opts.Threads, kvK: kk, kvV: kv, kvName: info.KVDtype,
 		ropes: map[*nn.RoPE]*ropeTab{}, ones: map[int]ptr{}, flash: map[attnShape]string{}, prof: profileFromEnv()}
 	hp := info.HParams
 	maxHD := attnMaxDim
@@ -996,6 +998,16 @@ func (b *gpuBackend) kvFor(hd int, groups int64, values bool) (*kvPair, error) {
 }
 
 func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
+	b.attention(dst, q, k, v, layer, a, false)
+}
+
+// attention is Attention's, and with shared AttentionShared's: layer's
+// keys and values read again by a later layer. In the int8 mode before
+// one of llama.cpp's quantized caches it turns the heads as the CPU's
+// int8 mode does (kvcache.LlamaRotation, fwht_f32: ggml-cpu's arithmetic,
+// the same bits): q, and k and v in place unless shared (which their own
+// layer turned), the output turned back.
+func (b *gpuBackend) attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn, shared bool) {
 	o, qq, kk, vv := g(dst), g(q), g(k), g(v)
 	n := qq.rows
 	gshape("attention q", qq, n, a.Heads*a.HeadDim)
@@ -1023,8 +1035,36 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 	}
 	mask := attnMask{window: a.Window, sinks: perHead("attention sinks", a.Sinks, a.Heads), slopes: perHead("ALiBi slopes", a.Slopes, a.Heads)}
 	t := b.prec.Weights // the output projection's input type
+	kr := 0             // llama.cpp's turn of q and k, in the int8 mode
+	if b.prec.Int8 {
+		kr = kvcache.LlamaRotation(b.kvName, a.HeadDim)
+	}
 	b.do(fmt.Sprintf("layer %d attention", layer), func() error {
 		e := b.e
+		mark := b.Mark()
+		defer b.Release(mark)
+		qp, out := qq.p, o.p
+		if kr != 0 {
+			kv, qs := int64(n)*int64(a.KVHeads*a.HeadDim), o.count()
+			if !shared {
+				if err := e.fwht(kk.p, kk.p, kv/int64(kr), kr); err != nil {
+					return err
+				}
+				if err := e.fwht(vv.p, vv.p, kv/kvcache.LlamaRotationV, kvcache.LlamaRotationV); err != nil {
+					return err
+				}
+			}
+			var err error
+			if qp, err = b.scratchBytes(4 * qs); err != nil {
+				return err
+			}
+			if out, err = b.scratchBytes(4 * qs); err != nil {
+				return err
+			}
+			if err := e.fwht(qp, qq.p, qs/int64(kr), kr); err != nil {
+				return err
+			}
+		}
 		groups := (int64(n) + capacityRound - 1) / capacityRound * capacityRound * int64(a.KVHeads)
 		c, err := b.kvFor(a.HeadDim, groups, true)
 		if err != nil {
@@ -1036,8 +1076,6 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 		if err := e.kvStore(c.v, vv.p, n, a.KVHeads, a.HeadDim); err != nil {
 			return err
 		}
-		mark := b.Mark()
-		defer b.Release(mark)
 		if a.Keys != nil { // chosen keys (sparse.go)
 			if mask.keys, mask.kgroups, err = b.keySet(a, n); err != nil {
 				return err
@@ -1045,9 +1083,14 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 		}
 		if b.prec.Int8 {
 			if splitExact(b.kvK, b.kvV, a.HeadDim) && plain == (plainOpts{}) {
-				return e.attentionSplit(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, c.k, c.v)
+				err = e.attentionSplit(out, qp, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, c.k, c.v)
+			} else {
+				err = e.attentionPlain(out, qp, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, plain, c.k, c.v, otypeF32)
 			}
-			return e.attentionPlain(o.p, qq.p, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, plain, c.k, c.v, otypeF32)
+			if err != nil || kr == 0 {
+				return err
+			}
+			return e.fwht(o.p, out, o.count()/kvcache.LlamaRotationV, kvcache.LlamaRotationV)
 		}
 		h, err := b.scratchBytes(halfBytes(o.count()))
 		if err != nil {

@@ -413,6 +413,16 @@ func (e *Engine) rotate(out, x ptr, rows int64, n int) error {
 	return e.launch("kv_rotate", gridFor(rows), block256, out, x, rows, n, kvcache.HadamardScale(n))
 }
 
+// fwht: out (rows, n) f32 <- each row turned as ggml-cpu's fast
+// Walsh-Hadamard transform turns it (nn.FWHT: scaled, then butterflies);
+// out may be x.
+func (e *Engine) fwht(out, x ptr, rows int64, n int) error {
+	if err := checkRotated(n); err != nil {
+		return err
+	}
+	return e.launch("fwht_f32", gridFor(rows), block256, out, x, rows, n, kvcache.HadamardScale(n))
+}
+
 // attnQuery returns the queries attention reads with the key cache k: q
 // itself, or for a rotated key format q's heads rotated into k's buffer
 // (q·(H r̂) = (H q)·r̂ with H the normalised Walsh-Hadamard matrix, its own

@@ -842,3 +842,38 @@ func sparseKeys(rng *rand.Rand, n, groups int) *nn.KeySet {
 	}
 	return set
 }
+
+// fwht_f32 (llama.cpp's turns of the heads before its quantized caches, in
+// the int8 mode) against nn.FWHT, bit for bit: 37 rows each of 64, 128,
+// 256 and 512 values (normal, a row of powers of 2 apart by 2^±60, a
+// spike, zeros, -0, an infinity), out of place and in place. Every
+// butterfly is one float32 sum of the same two values in either.
+func TestFWHTParity(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(81, 1))
+		for _, n := range []int{64, 128, 256, 512} {
+			const rows = 37
+			x := randF32(rng, rows*n, 1)
+			for j := range n {
+				x[n+j] = float32(math.Ldexp(1, 60*(j%3-1)))
+			}
+			x[2*n+5] = 3e4
+			clear(x[3*n : 4*n])
+			x[3*n+1] = float32(math.Copysign(0, -1))
+			x[4*n+2] = float32(math.Inf(-1))
+			want := make([]float32, len(x))
+			nn.FWHT(nn.NewContext(1), want, x, rows, n)
+			xp, op := devPut(t, e, x), devAlloc(t, e, int64(4*len(x)))
+			do(t, e, func() error { return e.fwht(op, xp, rows, n) })
+			do(t, e, func() error { return e.fwht(xp, xp, rows, n) })
+			for name, p := range map[string]ptr{"out of place": op, "in place": xp} {
+				got := devGet[float32](t, e, p, len(x))
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) && !(got[i] != got[i] && want[i] != want[i]) {
+						t.Fatalf("n %d, %s: value %d (row %d) %v, want %v", n, name, i, i/n, got[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}

@@ -511,6 +511,17 @@ var simKernels = map[string]simKernel{
 		}
 		return nil
 	}},
+	"fwht_f32": {5, func(s *simDevice, a *simArgs, grid dim3) error {
+		out, x, rows, n, sc := f32s(a.ptr(0)), f32s(a.ptr(1)), a.i64(2), a.int(3), a.f32(4)
+		if a.err != nil {
+			return a.err
+		}
+		if sc != kvcache.HadamardScale(n) {
+			return fmt.Errorf("rotation scale %v for %d values, want %v", sc, n, kvcache.HadamardScale(n))
+		}
+		nn.FWHT(nn.NewContext(1), out[:int(rows)*n], x[:int(rows)*n], int(rows), n)
+		return nil
+	}},
 	"kv_amax": {3, func(s *simDevice, a *simArgs, grid dim3) error {
 		word, x, count := u32s(a.ptr(0)), f32s(a.ptr(1)), a.i64(2)
 		if a.err != nil {

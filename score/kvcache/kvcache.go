@@ -222,3 +222,35 @@ func setShape(b *Block, tokens, heads, headDim int) {
 }
 
 func (b *Block) n() int { return b.Tokens * b.Heads * b.HeadDim }
+
+// LlamaQuantized reports a format that is one of llama.cpp's quantized
+// cache types, before which llama.cpp 0.7.0 turns the attention's heads
+// by Hadamard matrices (llama_kv_cache's attn_rot_k and attn_rot_v).
+func LlamaQuantized(name string) bool {
+	switch name {
+	case "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl":
+		return true
+	}
+	return false
+}
+
+// LlamaRotation is the size of the Hadamard matrix llama.cpp 0.7.0 turns
+// the queries and keys of heads of headDim by before a cache of format
+// name (build_input_k_rot): for its quantized types
+// (LlamaQuantized) the largest power of 2 dividing a head size that is a
+// multiple of 64; 0 otherwise. It turns the values by one of
+// LlamaRotationV, and the attention's output back by the same.
+func LlamaRotation(name string, headDim int) int {
+	if !LlamaQuantized(name) || headDim%64 != 0 {
+		return 0
+	}
+	r := 64
+	for headDim%(2*r) == 0 {
+		r *= 2
+	}
+	return r
+}
+
+// LlamaRotationV is the size of the Hadamard matrix llama.cpp turns the
+// values by before one of its quantized caches.
+const LlamaRotationV = 64

@@ -346,34 +346,16 @@ var llamaKVRotation = true
 
 // kvRotV is the size of the Hadamard matrix llama.cpp turns values by
 // before a quantized cache.
-const kvRotV = 64
+const kvRotV = kvcache.LlamaRotationV
 
-// kvRotation is the size of the Hadamard matrix llama.cpp 0.7.0 turns
-// queries and keys of heads of headDim by before a quantized cache (the
-// largest power of 2 dividing a head size that is a multiple of 64, as
-// its llama_kv_cache::build_input_k_rot): in the int8 modes with a cache
-// of llama.cpp's quantized types; 0 otherwise.
+// kvRotation is kvcache.LlamaRotation in the int8 modes (llama.cpp's
+// turns of the heads before one of its quantized caches); 0 otherwise.
 func (b *cpuBackend) kvRotation(headDim int) int {
 	s, ok := b.c.KV.(*kvStore)
-	if !b.c.LlamaCPP || !ok || headDim%64 != 0 || !llamaKVRotation || !llamaQuantizedKV(s.format.Name) {
+	if !b.c.LlamaCPP || !ok || !llamaKVRotation {
 		return 0
 	}
-	r := 64
-	for headDim%(2*r) == 0 {
-		r *= 2
-	}
-	return r
-}
-
-// llamaQuantizedKV reports a KV cache format that is one of llama.cpp's
-// quantized types, before which it turns keys and values by Hadamard
-// matrices.
-func llamaQuantizedKV(name string) bool {
-	switch name {
-	case "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl":
-		return true
-	}
-	return false
+	return kvcache.LlamaRotation(s.format.Name, headDim)
 }
 
 // nnAttention is a as nn computes it on this backend: in the int8 modes

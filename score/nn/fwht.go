@@ -19,7 +19,7 @@ func FWHT(c *Context, dst, src []float32, rows, n int) {
 	}
 	check("FWHT input", len(src), rows*n)
 	check("FWHT output", len(dst), rows*n)
-	scale := 1 / float32(math.Sqrt(float64(n)))
+	scale := 1 / float32(math.Sqrt(float64(n))) // 1.0f/sqrtf(n): float32(1/√n) for a power of 2
 	c.Parallel(rows, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
 			fwhtRow(dst[r*n:(r+1)*n], src[r*n:(r+1)*n], scale)
