@@ -76,6 +76,7 @@ type gpuBackend struct {
 	kvK     int // KV cache formats of keys and values
 	kvV     int
 	kvName  string      // the KV cache format's --kv-dtype name
+	kvHead0 int         // model.Info.KVHead0
 	host    *nn.Context // the host's share of sparse attention and PLE (sparse.go), made at first use
 	synth   uint64      // when not 0, Prepare fills weights from this seed (benchmarks)
 
@@ -153,7 +154,7 @@ func newBackend(e *Engine, info model.Info, opts model.Options, p Precision) (*g
 	if err != nil {
 		return nil, err
 	}
-	b := &gpuBackend{e: e, prec: p, threads: opts.Threads, kvK: kk, kvV: kv, kvName: info.KVDtype,
+	b := &gpuBackend{e: e, prec: p, threads: opts.Threads, kvK: kk, kvV: kv, kvName: info.KVDtype, kvHead0: info.KVHead0,
 		ropes: map[*nn.RoPE]*ropeTab{}, ones: map[int]ptr{}, flash: map[attnShape]string{}, prof: profileFromEnv()}
 	hp := info.HParams
 	maxHD := attnMaxDim
@@ -1037,7 +1038,7 @@ func (b *gpuBackend) attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn, sh
 	t := b.prec.Weights // the output projection's input type
 	kr := 0             // llama.cpp's turn of q and k, in the int8 mode
 	if b.prec.Int8 {
-		kr = kvcache.LlamaRotation(b.kvName, a.HeadDim)
+		kr = kvcache.LlamaRotation(b.kvName, b.kvHead0, a.HeadDim)
 	}
 	b.do(fmt.Sprintf("layer %d attention", layer), func() error {
 		e := b.e

@@ -236,12 +236,14 @@ func LlamaQuantized(name string) bool {
 
 // LlamaRotation is the size of the Hadamard matrix llama.cpp 0.7.0 turns
 // the queries and keys of heads of headDim by before a cache of format
-// name (build_input_k_rot): for its quantized types
-// (LlamaQuantized) the largest power of 2 dividing a head size that is a
-// multiple of 64; 0 otherwise. It turns the values by one of
-// LlamaRotationV, and the attention's output back by the same.
-func LlamaRotation(name string, headDim int) int {
-	if !LlamaQuantized(name) || headDim%64 != 0 {
+// name (build_input_k_rot): for its quantized types (LlamaQuantized),
+// where the model's first layer has heads of head0 (n_embd_head_k(0),
+// which decides for every cache: Gemma 4's sliding heads of 256, say) a
+// multiple of 64, the largest power of 2 dividing headDim (at least 64); 0
+// otherwise. It turns the values by one of LlamaRotationV, and the
+// attention's output back by the same.
+func LlamaRotation(name string, head0, headDim int) int {
+	if !LlamaQuantized(name) || head0%64 != 0 || headDim%64 != 0 {
 		return 0
 	}
 	r := 64

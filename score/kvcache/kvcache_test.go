@@ -330,19 +330,21 @@ func TestPerToken(t *testing.T) {
 // LlamaRotation: llama.cpp's turn of heads before its quantized caches,
 // the largest power of 2 dividing a head size that is a multiple of 64
 // (DeepSeek's latent of 576 by 64, Gemma 4's 512 whole), none for other
-// formats or head sizes.
+// formats or head sizes, nor where the first layer's heads are not a
+// multiple of 64 (a Gemma 4 whose first, sliding, layer has heads of 32).
 func TestLlamaRotation(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		hd   int
-		want int
+		name      string
+		head0, hd int
+		want      int
 	}{
-		{"q8_0", 64, 64}, {"q8_0", 128, 128}, {"q4_0", 192, 64}, {"q5_1", 256, 256}, {"iq4_nl", 512, 512},
-		{"q4_1", 576, 64}, {"q5_0", 80, 0}, {"q8_0", 32, 0}, {"q8_0", 96, 0},
-		{"f16", 128, 0}, {"int8", 128, 0}, {"rk4v4", 128, 0}, {"k8v4", 128, 0},
+		{"q8_0", 64, 64, 64}, {"q8_0", 128, 128, 128}, {"q4_0", 192, 192, 64}, {"q5_1", 256, 256, 256},
+		{"iq4_nl", 256, 512, 512}, {"q4_1", 576, 576, 64}, {"q5_0", 80, 80, 0}, {"q8_0", 32, 32, 0},
+		{"q8_0", 96, 96, 0}, {"q8_0", 32, 64, 0}, {"q8_0", 64, 32, 0},
+		{"f16", 128, 128, 0}, {"int8", 128, 128, 0}, {"rk4v4", 128, 128, 0}, {"k8v4", 128, 128, 0},
 	} {
-		if got := LlamaRotation(c.name, c.hd); got != c.want {
-			t.Errorf("LlamaRotation(%q, %d) = %d, want %d", c.name, c.hd, got, c.want)
+		if got := LlamaRotation(c.name, c.head0, c.hd); got != c.want {
+			t.Errorf("LlamaRotation(%q, %d, %d) = %d, want %d", c.name, c.head0, c.hd, got, c.want)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 
 	"ppl.dev/gguf"
 	"ppl.dev/score/kvcache"
-
 	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
 )
@@ -16,10 +15,12 @@ import (
 // file's mapping, and the KV cache is simulated by encoding and decoding
 // each layer's keys and values in the cache's format (kvStore).
 type cpuBackend struct {
-	c    *nn.Context
-	ones map[int]*nn.RMSNorm // weightless norms by width
-	err  error
-	keys kvcache.Block // a layer's keys encoded for nn.Attention.KeyBlocks
+	c       *nn.Context
+	ones    map[int]*nn.RMSNorm // weightless norms by width
+	err     error
+	keys    []byte          // a layer's keys encoded for nn.Attention.KeyBlocks
+	parts   []kvcache.Block // keyBlocks's encodings, one per worker
+	kvHead0 int             // Info.KVHead0
 }
 
 func newCPU(c *nn.Context) *cpuBackend { return &cpuBackend{c: c, ones: map[int]*nn.RMSNorm{}} }
@@ -301,26 +302,30 @@ func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *m
 		nn.FWHT(b.c, qd, qq.d, len(qd)/kr, kr)
 		if layer >= 0 {
 			nn.FWHT(b.c, kk.d[:kv], kk.d[:kv], kv/kr, kr)
-			nn.FWHT(b.c, vv.d[:kv], vv.d[:kv], kv/kvRotV, kvRotV)
+			nn.FWHT(b.c, vv.d[:kv], vv.d[:kv], kv/kvcache.LlamaRotationV, kvcache.LlamaRotationV)
 		}
 	}
+	at.KeyBlocks, at.KeyType = b.keyBlocks(kk.d[:kv], n, a)
 	if layer >= 0 {
-		at.KeyBlocks, at.KeyType = b.keyBlocks(kk.d[:kv], n, a)
 		b.c.StoreKV(layer, kk.d, vv.d, n, a.KVHeads, a.HeadDim)
 	}
 	at.Forward(b.c, od, qd, kk.d, vv.d, n)
 	if kr != 0 {
-		nn.FWHT(b.c, o.d[:len(od)], od, len(od)/kvRotV, kvRotV)
+		nn.FWHT(b.c, o.d[:len(od)], od, len(od)/kvcache.LlamaRotationV, kvcache.LlamaRotationV)
 	}
 }
 
 // keyBlocks returns the keys k (n tokens of a's KV heads) encoded as the
 // KV cache stores them, and their ggml type, where llama.cpp's CPU flash
-// attention reads a cache of that block type in the int8 modes (q4_0,
-// q4_1, q5_0, q5_1, iq4_nl; heads of a multiple of 32; q8_0's blocks
-// nn.Attention recovers from their values); nil otherwise. The keys of
-// a layer that reads another's (layer < 0) take nn's float32 attention
-// over their decoded values instead.
+// attention reads a cache of that block type in the int8 modes (q8_0,
+// q4_0, q4_1, q5_0, q5_1, iq4_nl; heads of a multiple of 32); nil
+// otherwise. A layer that reads another's keys (Gemma 4's shared KV) has
+// them decoded from the cache, and encodes them again: to the same blocks
+// by construction in the types whose scale is the largest magnitude over
+// a fixed code (Q8_0: 127·d; Q4_0, Q5_0: −8·d, −16·d), and in the others
+// as measured (tiny-gemma4, 24 windows of each: llama.cpp's log-probs). The
+// tokens are encoded in parts on the context's threads, each token's
+// blocks on their own.
 func (b *cpuBackend) keyBlocks(k []float32, n int, a *ml.Attn) ([]byte, gguf.Type) {
 	s, ok := b.c.KV.(*kvStore)
 	if !b.c.LlamaCPP || !ok || a.HeadDim%32 != 0 || a.MatMul {
@@ -330,23 +335,29 @@ func (b *cpuBackend) keyBlocks(k []float32, n int, a *ml.Attn) ([]byte, gguf.Typ
 	if !ok {
 		return nil, 0
 	}
-	s.format.K.Encode(&b.keys, k, n, a.KVHeads, a.HeadDim)
-	return b.keys.Data, t
+	per, row := a.KVHeads*a.HeadDim, a.KVHeads*a.HeadDim/32*t.TypeSize()
+	if cap(b.keys) < n*row {
+		b.keys = make([]byte, n*row)
+	}
+	for len(b.parts) < b.c.Workers(n) {
+		b.parts = append(b.parts, kvcache.Block{})
+	}
+	b.c.Parallel(n, func(w, lo, hi int) {
+		s.format.K.Encode(&b.parts[w], k[lo*per:hi*per], hi-lo, a.KVHeads, a.HeadDim)
+		copy(b.keys[lo*row:hi*row], b.parts[w].Data)
+	})
+	return b.keys[:n*row], t
 }
 
 // ggmlBlockKV are the KV cache formats of llama.cpp's block types that
 // keyBlocks hands to nn.Attention, by name.
 var ggmlBlockKV = map[string]gguf.Type{
-	"q4_0": gguf.TypeQ4_0, "q4_1": gguf.TypeQ4_1, "q5_0": gguf.TypeQ5_0, "q5_1": gguf.TypeQ5_1, "iq4_nl": gguf.TypeIQ4_NL,
+	"q8_0": gguf.TypeQ8_0, "q4_0": gguf.TypeQ4_0, "q4_1": gguf.TypeQ4_1, "q5_0": gguf.TypeQ5_0, "q5_1": gguf.TypeQ5_1, "iq4_nl": gguf.TypeIQ4_NL,
 }
 
 // llamaKVRotation turns kvRotation on; a test turns it off to hold the
 // Q8_0 flash attention to llama.cpp's run with LLAMA_ATTN_ROT_DISABLE=1.
 var llamaKVRotation = true
-
-// kvRotV is the size of the Hadamard matrix llama.cpp turns values by
-// before a quantized cache.
-const kvRotV = kvcache.LlamaRotationV
 
 // kvRotation is kvcache.LlamaRotation in the int8 modes (llama.cpp's
 // turns of the heads before one of its quantized caches); 0 otherwise.
@@ -355,15 +366,15 @@ func (b *cpuBackend) kvRotation(headDim int) int {
 	if !b.c.LlamaCPP || !ok || !llamaKVRotation {
 		return 0
 	}
-	return kvcache.LlamaRotation(s.format.Name, headDim)
+	return kvcache.LlamaRotation(s.format.Name, b.kvHead0, headDim)
 }
 
 // nnAttention is a as nn computes it on this backend: in the int8 modes
-// with an f16 or a q8_0 cache, llama.cpp's flash attention (ggmlF16,
-// ggmlQ8).
+// with an f16 cache, llama.cpp's flash attention (ggmlF16; over a
+// quantized cache's blocks, keyBlocks).
 func (b *cpuBackend) nnAttention(a *ml.Attn) *nn.Attention {
 	at := &nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, Scale: a.Scale, Window: a.Window,
-		SoftCap: a.SoftCap, Keys: a.Keys, Chunk: a.Chunk, GGMLF16: b.ggmlF16(), GGMLQ8: b.ggmlQ8(a), MatMul: a.MatMul}
+		SoftCap: a.SoftCap, Keys: a.Keys, Chunk: a.Chunk, GGMLF16: b.ggmlF16(), MatMul: a.MatMul}
 	if a.Sinks != nil {
 		at.Sinks = a.Sinks.V
 	}
@@ -379,14 +390,6 @@ func (b *cpuBackend) nnAttention(a *ml.Attn) *nn.Attention {
 func (b *cpuBackend) ggmlF16() bool {
 	s, ok := b.c.KV.(*kvStore)
 	return b.c.LlamaCPP && ok && s.format.Name == "f16"
-}
-
-// ggmlQ8 reports whether a computes as llama.cpp's CPU flash attention
-// over a Q8_0 cache: in the int8 modes with a q8_0 KV cache, heads of a
-// multiple of 32, unless a is llama.cpp's attention by matrix products.
-func (b *cpuBackend) ggmlQ8(a *ml.Attn) bool {
-	s, ok := b.c.KV.(*kvStore)
-	return b.c.LlamaCPP && ok && s.format.Name == "q8_0" && a.HeadDim%32 == 0 && !a.MatMul
 }
 
 func (b *cpuBackend) MLP(dst, x ml.Tensor, m *ml.MLP) {

@@ -60,9 +60,10 @@ func (b *cpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 	shape("latent attention q", qq, n, a.Heads*hd)
 	shape("latent attention k", kk, n, a.KVHeads*hd)
 	shape("latent attention output", o, n, a.Heads*vd)
-	b.storeKeys(kk.d, n, a.KVHeads, hd)
 	at := b.nnAttention(a)
 	at.ValueDim = vd
+	at.KeyBlocks, at.KeyType = b.keyBlocks(kk.d[:n*a.KVHeads*hd], n, a)
+	b.storeKeys(kk.d, n, a.KVHeads, hd)
 	mark := b.c.Mark()
 	full := b.c.Alloc(n * a.Heads * hd)
 	at.Forward(b.c, full, qq.d, kk.d, kk.d, n)

@@ -161,6 +161,9 @@ func newGemma4(l *Loader) Network {
 	}
 	local := global.Sliding(baseS).WithDims(rotS, false)
 	local.HeadDim = dS
+	if pattern[0] {
+		l.kvHead0 = dS
+	}
 	if err := local.Validate(); err != nil {
 		l.Failf("sliding layers (%s.rope.dimension_count_swa, rope.freq_base_swa): %v", hp.Arch, err)
 		return nil

@@ -2,6 +2,7 @@ package model
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"ppl.dev/oracle"
@@ -23,7 +24,11 @@ import (
 // q5_0, q5_1 and iq4_nl, both models, both builds, 24 windows each,
 // every sum within 6.7e-7 and every token within 5.3e-8; so it is for
 // tiny-gemma3 (heads of 32, which llama.cpp does not turn; sliding
-// layers; and tiny-qwen3: every token within 5.3e-8 over 24 windows).
+// layers; q8_0 and q4_0), tiny-qwen3 (q8_0, every token within 5.3e-8
+// over 24 windows) and tiny-gemma4 (every one of the six types, 24
+// windows: its first layer's heads of 32 decide that llama.cpp turns no
+// layer's, kvcache.LlamaRotation; its layers that read another's keys
+// encode their decoded values again, keyBlocks).
 // Before 2026-12-06 ppl multiplied by the Hadamard matrix (which rounds
 // a few outputs an ulp apart: the q8_0 windows' sums here up to 0.014 and
 // 0.22 from llama.cpp's) and attended over the other types in float32
@@ -48,12 +53,15 @@ func TestQuantCacheLlama(t *testing.T) {
 		{"tiny-llama-spm-f16", "iq4_nl", ActInt8, true, []float64{-1586.9754191, -800.2741228, -809.3772404, -829.8177778}},
 		{"tiny-llama-spm-q8_0", "iq4_nl", ActInt8AVX2, true, []float64{-1588.7591747, -800.4554771, -810.0721598, -829.8970435}},
 		{"tiny-llama-spm-q8_0", "q5_1", ActInt8, true, []float64{-1586.2931024, -801.1263405, -810.4651947, -828.8672105}},
+		{"tiny-gemma3", "q4_0", ActInt8, true, []float64{-1828.9867069, -923.3318725, -934.7726140, -936.9182202}},
+		{"tiny-gemma4", "q8_0", ActInt8, true, []float64{-1580.0510124, -803.8378336, -768.5906604, -749.6208505}},
+		{"tiny-gemma4", "q4_1", ActInt8, true, []float64{-1563.9912025, -798.2024547, -760.2956095, -750.5258791}},
 	} {
 		t.Run(c.stem+" "+c.kv+" "+c.act, func(t *testing.T) {
 			defer func(r bool) { llamaKVRotation = r }(llamaKVRotation)
 			llamaKVRotation = c.rotate
 			goldens := "golden"
-			if c.stem == "tiny-gemma3" {
+			if strings.HasPrefix(c.stem, "tiny-gemma") {
 				goldens = "golden-archs"
 			}
 			golden, err := oracle.Read(filepath.Join(dir, goldens, c.stem+"__en-gpl3__sliding.ndjson"))

@@ -32,13 +32,9 @@ type Attention struct {
 	// GGMLF16 computes as llama.cpp's CPU flash attention over an F16
 	// cache (ggmlAttention): the int8 mode with an f16 KV cache.
 	GGMLF16 bool
-	// GGMLQ8 computes as llama.cpp's CPU flash attention over a Q8_0
-	// cache (ggmlQ8Attention; k and v hold the cache's decoded values,
-	// HeadDim a multiple of 32): the int8 modes with a q8_0 KV cache.
-	GGMLQ8 bool
 	// KeyBlocks, with KeyType, computes as llama.cpp's CPU flash
-	// attention over a cache of keys of that ggml block type (Q4_0, Q4_1,
-	// Q5_0, Q5_1, IQ4_NL; ggmlBlockAttention): the keys' blocks as the
+	// attention over a cache of keys of that ggml block type (Q8_0, Q4_0,
+	// Q4_1, Q5_0, Q5_1, IQ4_NL; ggmlBlockAttention): the keys' blocks as the
 	// cache stores them (n tokens × KVHeads × HeadDim/32 blocks), v their
 	// values decoded (HeadDim a multiple of 32): the int8 modes with such a
 	// KV cache.
@@ -202,7 +198,7 @@ const keyBlock = 64
 //
 // Head sizes that are not a multiple of 16 take attentionRef, the plain
 // float64 loop. With GGMLF16 the whole computation is ggmlAttention
-// instead: llama.cpp's, to the bit; with GGMLQ8, ggmlQ8Attention.
+// instead: llama.cpp's, to the bit; with KeyBlocks, ggmlBlockAttention.
 func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 	hd, qs, ks := a.HeadDim, a.Heads*a.HeadDim, a.KVHeads*a.HeadDim
 	check("attention q", len(q), n*qs)
@@ -222,10 +218,6 @@ func (a *Attention) Forward(c *Context, out, q, k, v []float32, n int) {
 	}
 	if a.KeyBlocks != nil {
 		a.ggmlBlockAttention(c, out, q, v, n)
-		return
-	}
-	if a.GGMLQ8 {
-		a.ggmlQ8Attention(c, out, q, k, v, n)
 		return
 	}
 	if hd%16 != 0 {
