@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -115,14 +116,42 @@ func BenchmarkGGMLAttention4096(b *testing.B) { benchAttention(b, 4096, 1, false
 // (measured: 0.75 of BenchmarkAttention4096's rate).
 func BenchmarkAttentionALiBi4096(b *testing.B) { benchAttention(b, 4096, 1, true, false) }
 
+// BenchmarkGGMLBlockAttention4096 is BenchmarkGGMLAttention4096 over a
+// cache of llama.cpp's block types (ggmlBlockAttention: the int8 modes
+// with --kv-dtype q8_0, q4_0, iq4_nl); its rate against
+// BenchmarkGGMLAttention4096's is the cost of the blocks' arithmetic
+// (measured on one thread of the 2-core CI machine: f16 21.6 GMAC/s, Q8_0
+// 4.3, Q4_0 5.1, IQ4_NL 0.59, whose two sets of lanes panelLanes sums
+// without a vector kernel).
+func BenchmarkGGMLBlockAttention4096(b *testing.B) {
+	for _, t := range []gguf.Type{gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeIQ4_NL} {
+		b.Run(t.String(), func(b *testing.B) { benchAttentionKeys(b, 4096, 1, false, true, t) })
+	}
+}
+
 func benchAttention(b *testing.B, n, threads int, alibi, ggml bool) {
+	benchAttentionKeys(b, n, threads, alibi, ggml, 0)
+}
+
+// benchAttentionKeys is benchAttention, over keys of block type kt when
+// it is not 0 (KeyBlocks).
+func benchAttentionKeys(b *testing.B, n, threads int, alibi, ggml bool, kt gguf.Type) {
 	r := rand.New(rand.NewPCG(1, 1))
 	heads, kv, hd := 12, 4, 64
-	a := &Attention{Heads: heads, KVHeads: kv, HeadDim: hd, Scale: 0.125, GGMLF16: ggml}
+	a := &Attention{Heads: heads, KVHeads: kv, HeadDim: hd, Scale: 0.125, GGMLF16: ggml && kt == 0}
 	if alibi {
 		a.Slopes = ALiBiSlopes(heads, 8)
 	}
 	q, k, v := randVec(r, n*heads*hd), randVec(r, n*kv*hd), randVec(r, n*kv*hd)
+	if kt != 0 {
+		a.KeyBlocks, a.KeyType = make([]byte, len(k)/32*kt.TypeSize()), kt
+		for i := range a.KeyBlocks {
+			a.KeyBlocks[i] = byte(r.IntN(256))
+		}
+		for i := 0; i < len(a.KeyBlocks); i += kt.TypeSize() { // scales of about 1/64
+			binary.LittleEndian.PutUint16(a.KeyBlocks[i:], quant.F32ToF16(float32(r.Float64()/64)))
+		}
+	}
 	out := make([]float32, n*heads*hd)
 	c := NewContext(threads)
 	c.Int8, c.LlamaCPP = ggml, ggml

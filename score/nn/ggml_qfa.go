@@ -51,7 +51,9 @@ func (a *Attention) ggmlBlockAttention(c *Context, out, q, v []float32, n int) {
 	})
 	acts := &qacts{actBlock: 32, sums4: true, mins: f.HasMin, avx2: c.GGMLAVX2}
 	c.quantizeActs(acts, qh, a.Heads*n, hd, 32)
-	const rows = 256 // query rows a work item scores
+	// A work item scores rows query rows against every key: 256, or as
+	// many as keep its scores within 4 MiB (32 at 32,768 keys).
+	rows := min(256, max(32, (1<<20)/n))
 	blocks := (n + rows - 1) / rows
 	workers := c.Workers(a.Heads * blocks)
 	bufs, scores, accs, vss := make([][]float32, workers), make([][]float32, workers), make([][]float32, workers), make([][]float32, workers)
