@@ -17,10 +17,9 @@ import (
 // flags so that ggml-cpu runs a fast Walsh-Hadamard transform instead of
 // their product (nn.FWHT); LLAMA_ATTN_ROT_DISABLE=1 there, llamaKVRotation
 // off here, turns it off. Its flash attention then reads the cache's
-// blocks: Q8_0's nn.Attention recovers from their values (GGMLQ8), the
-// others' are handed to it (KeyBlocks: each score the type's
-// ggml_vec_dot with the query quantized to Q8_0, or Q8_1 for Q4_1 and
-// Q5_1, in its lanes). To the last printed digit: q8_0, q4_0, q4_1,
+// blocks (nn.Attention.KeyBlocks: each score the type's ggml_vec_dot
+// with the query quantized to Q8_0, or Q8_1 for Q4_1 and Q5_1, in its
+// lanes). To the last printed digit: q8_0, q4_0, q4_1,
 // q5_0, q5_1 and iq4_nl, both models, both builds, 24 windows each,
 // every sum within 6.7e-7 and every token within 5.3e-8; so it is for
 // tiny-gemma3 (heads of 32, which llama.cpp does not turn; sliding
