@@ -223,27 +223,30 @@ func setShape(b *Block, tokens, heads, headDim int) {
 
 func (b *Block) n() int { return b.Tokens * b.Heads * b.HeadDim }
 
-// LlamaQuantized reports a format that is one of llama.cpp's quantized
-// cache types, before which llama.cpp 0.7.0 turns the attention's heads
-// by Hadamard matrices (llama_kv_cache's attn_rot_k and attn_rot_v).
-func LlamaQuantized(name string) bool {
-	switch name {
-	case "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "iq4_nl":
-		return true
-	}
-	return false
+// LlamaType returns the ggml block type of name where it is one of
+// llama.cpp's quantized cache types, before which llama.cpp 0.7.0 turns
+// the attention's heads by Hadamard matrices (llama_kv_cache's attn_rot_k
+// and attn_rot_v) and whose blocks its CPU flash attention reads.
+func LlamaType(name string) (gguf.Type, bool) {
+	t, ok := llamaTypes[name]
+	return t, ok
+}
+
+var llamaTypes = map[string]gguf.Type{
+	"q8_0": gguf.TypeQ8_0, "q4_0": gguf.TypeQ4_0, "q4_1": gguf.TypeQ4_1,
+	"q5_0": gguf.TypeQ5_0, "q5_1": gguf.TypeQ5_1, "iq4_nl": gguf.TypeIQ4_NL,
 }
 
 // LlamaRotation is the size of the Hadamard matrix llama.cpp 0.7.0 turns
 // the queries and keys of heads of headDim by before a cache of format
-// name (build_input_k_rot): for its quantized types (LlamaQuantized),
+// name (build_input_k_rot): for its quantized types (LlamaType),
 // where the model's first layer has heads of head0 (n_embd_head_k(0),
 // which decides for every cache: Gemma 4's sliding heads of 256, say) a
 // multiple of 64, the largest power of 2 dividing headDim (at least 64); 0
 // otherwise. It turns the values by one of LlamaRotationV, and the
 // attention's output back by the same.
 func LlamaRotation(name string, head0, headDim int) int {
-	if !LlamaQuantized(name) || head0%64 != 0 || headDim%64 != 0 {
+	if _, ok := LlamaType(name); !ok || head0%64 != 0 || headDim%64 != 0 {
 		return 0
 	}
 	r := 64

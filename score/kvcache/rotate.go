@@ -15,6 +15,18 @@ import (
 // H/√n is orthogonal and symmetric, so Hadamard is its own inverse (up to
 // rounding).
 func Hadamard(v []float32) {
+	Butterflies(v)
+	s := HadamardScale(len(v))
+	for i := range v {
+		v[i] *= s
+	}
+}
+
+// Butterflies replaces v (its length a power of two) with H·v, H the
+// Sylvester-Hadamard matrix unscaled: butterflies of stride 1, 2, 4, …,
+// n/2, each pair (a, b) at j and j+stride becoming (a+b, a−b) in float32.
+// Hadamard scales after them, ggml's transform (nn.FWHT) before.
+func Butterflies(v []float32) {
 	n := len(v)
 	for h := 1; h < n; h *= 2 {
 		for i := 0; i < n; i += 2 * h {
@@ -23,10 +35,6 @@ func Hadamard(v []float32) {
 				v[j], v[j+h] = a+b, a-b
 			}
 		}
-	}
-	s := HadamardScale(n)
-	for i := range v {
-		v[i] *= s
 	}
 }
 

@@ -331,7 +331,7 @@ func (b *cpuBackend) keyBlocks(k []float32, n int, a *ml.Attn) ([]byte, gguf.Typ
 	if !b.c.LlamaCPP || !ok || a.HeadDim%32 != 0 || a.MatMul {
 		return nil, 0
 	}
-	t, ok := ggmlBlockKV[s.format.Name]
+	t, ok := kvcache.LlamaType(s.format.Name)
 	if !ok {
 		return nil, 0
 	}
@@ -347,12 +347,6 @@ func (b *cpuBackend) keyBlocks(k []float32, n int, a *ml.Attn) ([]byte, gguf.Typ
 		copy(b.keys[lo*row:hi*row], b.parts[w].Data)
 	})
 	return b.keys[:n*row], t
-}
-
-// ggmlBlockKV are the KV cache formats of llama.cpp's block types that
-// keyBlocks hands to nn.Attention, by name.
-var ggmlBlockKV = map[string]gguf.Type{
-	"q8_0": gguf.TypeQ8_0, "q4_0": gguf.TypeQ4_0, "q4_1": gguf.TypeQ4_1, "q5_0": gguf.TypeQ5_0, "q5_1": gguf.TypeQ5_1, "iq4_nl": gguf.TypeIQ4_NL,
 }
 
 // llamaKVRotation turns kvRotation on; a test turns it off to hold the

@@ -165,7 +165,7 @@ func newDeepSeek4(l *Loader) Network {
 	case idxDim == D:
 		l.Failf("metadata %s.attention.key_length = attention.indexer.key_length = %d: llama.cpp then turns every cache of the layer by a Hadamard matrix, which ppl does not", hp.Arch, D)
 	}
-	if a := l.Opts.Activations; (a == ActInt8 || a == ActInt8AVX2) && kvcache.LlamaQuantized(l.Opts.KVDtype) {
+	if _, q := kvcache.LlamaType(l.Opts.KVDtype); q && (l.Opts.Activations == ActInt8 || l.Opts.Activations == ActInt8AVX2) {
 		l.Failf("%s in the int8 modes with a %s KV cache: llama.cpp turns DeepSeek-V4's keys, each its value, by Hadamard matrices before a quantized cache, which ppl does not", hp.Arch, l.Opts.KVDtype)
 	}
 	if l.Err() != nil {

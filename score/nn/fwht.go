@@ -1,6 +1,6 @@
 package nn
 
-import "math"
+import "ppl.dev/score/kvcache"
 
 // FWHT turns each of rows rows of n values (n a power of 2) of src into
 // dst by the normalized Walsh-Hadamard matrix (HadamardMatrix(n)) as
@@ -19,26 +19,15 @@ func FWHT(c *Context, dst, src []float32, rows, n int) {
 	}
 	check("FWHT input", len(src), rows*n)
 	check("FWHT output", len(dst), rows*n)
-	scale := 1 / float32(math.Sqrt(float64(n))) // 1.0f/sqrtf(n): float32(1/√n) for a power of 2
+	// ggml's 1.0f/sqrtf(n) is float32(1/√n) for every power of 2.
+	scale := kvcache.HadamardScale(n)
 	c.Parallel(rows, func(_, lo, hi int) {
 		for r := lo; r < hi; r++ {
-			fwhtRow(dst[r*n:(r+1)*n], src[r*n:(r+1)*n], scale)
+			d := dst[r*n : (r+1)*n]
+			for j, v := range src[r*n : (r+1)*n] {
+				d[j] = v * scale
+			}
+			kvcache.Butterflies(d)
 		}
 	})
-}
-
-func fwhtRow(d, s []float32, scale float32) {
-	for j, v := range s {
-		d[j] = v * scale
-	}
-	n := len(d)
-	for span := 1; span < n; span *= 2 {
-		for i := 0; i < n; i += 2 * span {
-			a, b := d[i:i+span], d[i+span:i+2*span]
-			for j := range a {
-				u, v := a[j], b[j]
-				a[j], b[j] = u+v, u-v
-			}
-		}
-	}
 }
