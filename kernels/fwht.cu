@@ -10,14 +10,17 @@
 // FWHT_MAXD is the largest row fwht_f32 turns (Gemma 4's heads of 512).
 #define FWHT_MAXD 512
 
-// fwht_f32: out row r <- x row r, each value times s = float32(1/√n)
-// first, then butterflies; rows of n values (a power of two, at most
-// FWHT_MAXD); out may be x. One thread per row.
-extern "C" __global__ void fwht_f32(float* out, const float* x, i64 rows, int n, float s) {
-	for (i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x; r < rows; r += (i64)gridDim.x * blockDim.x) {
+// fwht_f32: the first per·n values of each row of stride of x turned
+// into out, in blocks of n values (a power of two, at most FWHT_MAXD),
+// each value times s = float32(1/√n) first, then butterflies; blocks is
+// rows·per (value heads padded to the key heads' size: per·n < stride,
+// the rest of each row not written). out may be x. One thread per block.
+extern "C" __global__ void fwht_f32(float* out, const float* x, i64 blocks, int n, int per, int stride, float s) {
+	for (i64 r = (i64)blockIdx.x * blockDim.x + threadIdx.x; r < blocks; r += (i64)gridDim.x * blockDim.x) {
+		const i64 off = r / per * stride + r % per * n;
 		float v[FWHT_MAXD];
-		for (int i = 0; i < n; i++) v[i] = __fmul_rn(x[r * n + i], s);
+		for (int i = 0; i < n; i++) v[i] = __fmul_rn(x[off + i], s);
 		butterflies(v, n);
-		for (int i = 0; i < n; i++) out[r * n + i] = v[i];
+		for (int i = 0; i < n; i++) out[off + i] = v[i];
 	}
 }

@@ -75,10 +75,10 @@ type gpuBackend struct {
 	threads int // host goroutines for weight conversion
 	kvK     int // KV cache formats of keys and values
 	kvV     int
-	kvName  string      // the KV cache format's --kv-dtype name
-	kvHead0 int         // model.Info.KVHead0
-	host    *nn.Context // the host's share of sparse attention and PLE (sparse.go), made at first use
-	synth   uint64      // when not 0, Prepare fills weights from this seed (benchmarks)
+	kvName  string             // the KV cache format's --kv-dtype name
+	kvHead0 kvcache.LlamaHead0 // model.Info.KVHead0
+	host    *nn.Context        // the host's share of sparse attention and PLE (sparse.go), made at first use
+	synth   uint64             // when not 0, Prepare fills weights from this seed (benchmarks)
 
 	set     *weightSet // the model's weights (weights.go)
 	follows bool       // the set's allocations are another backend's (weights.go)
@@ -1005,8 +1005,8 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 // attention is Attention's, and with shared AttentionShared's: layer's
 // keys and values read again by a later layer. In the int8 mode before
 // one of llama.cpp's quantized caches it turns the heads as the CPU's
-// int8 mode does (kvcache.LlamaRotation, fwht_f32: ggml-cpu's arithmetic,
-// the same bits): q, and k and v in place unless shared (which their own
+// int8 mode does (kvcache.LlamaHead0, fwht_f32: ggml-cpu's arithmetic,
+// the same bits): q and k, v in place unless shared (which their own
 // layer turned), the output turned back.
 func (b *gpuBackend) attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn, shared bool) {
 	o, qq, kk, vv := g(dst), g(q), g(k), g(v)
@@ -1036,22 +1036,19 @@ func (b *gpuBackend) attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn, sh
 	}
 	mask := attnMask{window: a.Window, sinks: perHead("attention sinks", a.Sinks, a.Heads), slopes: perHead("ALiBi slopes", a.Slopes, a.Heads)}
 	t := b.prec.Weights // the output projection's input type
-	kr := 0             // llama.cpp's turn of q and k, in the int8 mode
+	kr, vr := 0, 0      // llama.cpp's turns of q and k, and of v and the output, in the int8 mode
 	if b.prec.Int8 {
-		kr = kvcache.LlamaRotation(b.kvName, b.kvHead0, a.HeadDim)
+		kr, vr = b.kvHead0.KeyRotation(b.kvName, a.HeadDim), b.kvHead0.ValueRotation(b.kvName, a.Values())
 	}
 	b.do(fmt.Sprintf("layer %d attention", layer), func() error {
 		e := b.e
 		mark := b.Mark()
 		defer b.Release(mark)
 		qp, out := qq.p, o.p
+		kv, qs := int64(n)*int64(a.KVHeads*a.HeadDim), o.count()
 		if kr != 0 {
-			kv, qs := int64(n)*int64(a.KVHeads*a.HeadDim), o.count()
 			if !shared {
 				if err := e.fwht(kk.p, kk.p, kv/int64(kr), kr); err != nil {
-					return err
-				}
-				if err := e.fwht(vv.p, vv.p, kv/kvcache.LlamaRotationV, kvcache.LlamaRotationV); err != nil {
 					return err
 				}
 			}
@@ -1059,10 +1056,18 @@ func (b *gpuBackend) attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn, sh
 			if qp, err = b.scratchBytes(4 * qs); err != nil {
 				return err
 			}
-			if out, err = b.scratchBytes(4 * qs); err != nil {
+			if err := e.fwht(qp, qq.p, qs/int64(kr), kr); err != nil {
 				return err
 			}
-			if err := e.fwht(qp, qq.p, qs/int64(kr), kr); err != nil {
+		}
+		if vr != 0 {
+			if !shared {
+				if err := e.fwhtHeads(vv.p, vv.p, int64(n*a.KVHeads), a.HeadDim, a.Values(), vr); err != nil {
+					return err
+				}
+			}
+			var err error
+			if out, err = b.scratchBytes(4 * qs); err != nil {
 				return err
 			}
 		}
@@ -1088,10 +1093,10 @@ func (b *gpuBackend) attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn, sh
 			} else {
 				err = e.attentionPlain(out, qp, n, a.Heads, a.KVHeads, a.HeadDim, a.Scale, mask, plain, c.k, c.v, otypeF32)
 			}
-			if err != nil || kr == 0 {
+			if err != nil || vr == 0 {
 				return err
 			}
-			return e.fwht(o.p, out, o.count()/kvcache.LlamaRotationV, kvcache.LlamaRotationV)
+			return e.fwhtHeads(o.p, out, int64(n*a.Heads), a.HeadDim, a.Values(), vr)
 		}
 		h, err := b.scratchBytes(halfBytes(o.count()))
 		if err != nil {

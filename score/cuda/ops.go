@@ -417,10 +417,26 @@ func (e *Engine) rotate(out, x ptr, rows int64, n int) error {
 // Walsh-Hadamard transform turns it (nn.FWHT: scaled, then butterflies);
 // out may be x.
 func (e *Engine) fwht(out, x ptr, rows int64, n int) error {
+	return e.fwhtHeads(out, x, rows, n, n, n)
+}
+
+// fwhtHeads: out (heads, stride) f32 <- the first width values of each
+// row of x turned in blocks of n (nn.FWHTHeads), the rest copied; out may
+// be x.
+func (e *Engine) fwhtHeads(out, x ptr, heads int64, stride, width, n int) error {
 	if err := checkRotated(n); err != nil {
 		return err
 	}
-	return e.launch("fwht_f32", gridFor(rows), block256, out, x, rows, n, kvcache.HadamardScale(n))
+	if width%n != 0 || width > stride {
+		return fmt.Errorf("cuda: turning %d of %d values in blocks of %d", width, stride, n)
+	}
+	if out != x && width < stride {
+		if err := e.copyCols(out, stride, width, x, stride, width, stride-width, int(heads)); err != nil {
+			return err
+		}
+	}
+	blocks := heads * int64(width/n)
+	return e.launch("fwht_f32", gridFor(blocks), block256, out, x, blocks, n, width/n, stride, kvcache.HadamardScale(n))
 }
 
 // attnQuery returns the queries attention reads with the key cache k: q

@@ -877,3 +877,30 @@ func TestFWHTParity(t *testing.T) {
 		}
 	})
 }
+
+// fwhtHeads over value heads padded to the key heads' size (64 of 96 and
+// 128 of 192, 5 heads of each: MiniCPM3's, MiMo-V2's) against
+// nn.FWHTHeads, bit for bit, out of place and in place: the padding
+// copied.
+func TestFWHTHeadsParity(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(83, 1))
+		for _, s := range []struct{ stride, width int }{{96, 64}, {192, 128}} {
+			const heads = 5
+			x := randF32(rng, heads*s.stride, 1)
+			want := make([]float32, len(x))
+			nn.FWHTHeads(nn.NewContext(1), want, x, heads, s.stride, s.width, 64)
+			xp, op := devPut(t, e, x), devAlloc(t, e, int64(4*len(x)))
+			do(t, e, func() error { return e.fwhtHeads(op, xp, heads, s.stride, s.width, 64) })
+			do(t, e, func() error { return e.fwhtHeads(xp, xp, heads, s.stride, s.width, 64) })
+			for name, p := range map[string]ptr{"out of place": op, "in place": xp} {
+				got := devGet[float32](t, e, p, len(x))
+				for i := range got {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Fatalf("%+v, %s: value %d (head %d) %v, want %v", s, name, i, i/s.stride, got[i], want[i])
+					}
+				}
+			}
+		}
+	})
+}

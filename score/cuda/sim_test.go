@@ -511,15 +511,21 @@ var simKernels = map[string]simKernel{
 		}
 		return nil
 	}},
-	"fwht_f32": {5, func(s *simDevice, a *simArgs, grid dim3) error {
-		out, x, rows, n, sc := f32s(a.ptr(0)), f32s(a.ptr(1)), a.i64(2), a.int(3), a.f32(4)
+	"fwht_f32": {7, func(s *simDevice, a *simArgs, grid dim3) error {
+		out, x, blocks, n, per, stride, sc := f32s(a.ptr(0)), f32s(a.ptr(1)), a.i64(2), a.int(3), a.int(4), a.int(5), a.f32(6)
 		if a.err != nil {
 			return a.err
 		}
 		if sc != kvcache.HadamardScale(n) {
 			return fmt.Errorf("rotation scale %v for %d values, want %v", sc, n, kvcache.HadamardScale(n))
 		}
-		nn.FWHT(nn.NewContext(1), out[:int(rows)*n], x[:int(rows)*n], int(rows), n)
+		heads := int(blocks) / per
+		// The kernel writes the turned blocks only, not the rest of a row.
+		turned := slices.Clone(x[:heads*stride])
+		nn.FWHTHeads(nn.NewContext(1), turned, turned, heads, stride, per*n, n)
+		for h := range heads {
+			copy(out[h*stride:h*stride+per*n], turned[h*stride:])
+		}
 		return nil
 	}},
 	"kv_amax": {3, func(s *simDevice, a *simArgs, grid dim3) error {

@@ -237,16 +237,22 @@ var llamaTypes = map[string]gguf.Type{
 	"q5_0": gguf.TypeQ5_0, "q5_1": gguf.TypeQ5_1, "iq4_nl": gguf.TypeIQ4_NL,
 }
 
-// LlamaRotation is the size of the Hadamard matrix llama.cpp 0.7.0 turns
-// the queries and keys of heads of headDim by before a cache of format
-// name (build_input_k_rot): for its quantized types (LlamaType),
-// where the model's first layer has heads of head0 (n_embd_head_k(0),
-// which decides for every cache: Gemma 4's sliding heads of 256, say) a
-// multiple of 64, the largest power of 2 dividing headDim (at least 64); 0
-// otherwise. It turns the values by one of LlamaRotationV, and the
-// attention's output back by the same.
-func LlamaRotation(name string, head0, headDim int) int {
-	if _, ok := LlamaType(name); !ok || head0%64 != 0 || headDim%64 != 0 {
+// LlamaHead0 is the first layer's key and value head sizes
+// (n_embd_head_k(0), n_embd_head_v(0)), by which llama.cpp 0.7.0 decides
+// for every layer whether to turn the attention's heads by Hadamard
+// matrices before one of its quantized caches (LlamaType): Gemma 4's
+// sliding heads of 32, say, leave its global heads of 64 unturned.
+type LlamaHead0 struct{ K, V int }
+
+// KeyRotation is the size of the Hadamard matrix llama.cpp turns the
+// queries and keys of heads of headDim by before a cache of format name
+// (build_input_k_rot): where the first layer's key heads and headDim are
+// multiples of 64, the largest power of 2 dividing headDim; 0 otherwise.
+// Latent attention (MLA), whose values are a prefix of its keys, is
+// never turned, whatever llama.cpp's log prints (probed: DeepSeek-V2's
+// graph with a latent of 192 has no turn).
+func (h LlamaHead0) KeyRotation(name string, headDim int) int {
+	if _, ok := LlamaType(name); !ok || h.K%64 != 0 || headDim%64 != 0 {
 		return 0
 	}
 	r := 64
@@ -256,6 +262,14 @@ func LlamaRotation(name string, head0, headDim int) int {
 	return r
 }
 
-// LlamaRotationV is the size of the Hadamard matrix llama.cpp turns the
-// values by before one of its quantized caches.
-const LlamaRotationV = 64
+// ValueRotation is the size of the Hadamard matrix llama.cpp turns value
+// heads of valueDim by before a cache of format name, and the attention's
+// output back by: 64 where the first layer's value heads and valueDim are
+// multiples of 64, whatever the keys' (MiniCPM3's values of 64 are turned,
+// its keys of 96 not); 0 otherwise.
+func (h LlamaHead0) ValueRotation(name string, valueDim int) int {
+	if _, ok := LlamaType(name); !ok || h.V%64 != 0 || valueDim%64 != 0 {
+		return 0
+	}
+	return 64
+}

@@ -327,24 +327,34 @@ func TestPerToken(t *testing.T) {
 	}
 }
 
-// LlamaRotation: llama.cpp's turn of heads before its quantized caches,
-// the largest power of 2 dividing a head size that is a multiple of 64
-// (DeepSeek's latent of 576 by 64, Gemma 4's 512 whole), none for other
-// formats or head sizes, nor where the first layer's heads are not a
-// multiple of 64 (a Gemma 4 whose first, sliding, layer has heads of 32).
+// LlamaHead0's rotations: llama.cpp's turn of key heads before its
+// quantized caches, the largest power of 2 dividing a head size that is a
+// multiple of 64 (a latent of 576 by 64, Gemma 4's 512 whole), none for
+// other formats or head sizes, nor where the first layer's key heads are
+// not a multiple of 64 (a Gemma 4 whose first, sliding, layer has heads of
+// 32); of value heads, 64 where they and the first layer's are multiples
+// of 64, whatever the keys (MiniCPM3's keys of 96, values of 64).
 func TestLlamaRotation(t *testing.T) {
 	for _, c := range []struct {
-		name      string
-		head0, hd int
-		want      int
+		name         string
+		head0        LlamaHead0
+		hd, vd       int
+		wantK, wantV int
 	}{
-		{"q8_0", 64, 64, 64}, {"q8_0", 128, 128, 128}, {"q4_0", 192, 192, 64}, {"q5_1", 256, 256, 256},
-		{"iq4_nl", 256, 512, 512}, {"q4_1", 576, 576, 64}, {"q5_0", 80, 80, 0}, {"q8_0", 32, 32, 0},
-		{"q8_0", 96, 96, 0}, {"q8_0", 32, 64, 0}, {"q8_0", 64, 32, 0},
-		{"f16", 128, 128, 0}, {"int8", 128, 128, 0}, {"rk4v4", 128, 128, 0}, {"k8v4", 128, 128, 0},
+		{"q8_0", LlamaHead0{64, 64}, 64, 64, 64, 64}, {"q8_0", LlamaHead0{128, 128}, 128, 128, 128, 64},
+		{"q4_0", LlamaHead0{192, 128}, 192, 128, 64, 64}, {"q5_1", LlamaHead0{256, 256}, 256, 256, 256, 64},
+		{"iq4_nl", LlamaHead0{256, 256}, 512, 512, 512, 64}, {"q4_1", LlamaHead0{576, 512}, 576, 512, 64, 64},
+		{"q5_0", LlamaHead0{80, 80}, 80, 80, 0, 0}, {"q8_0", LlamaHead0{32, 32}, 32, 32, 0, 0},
+		{"q8_0", LlamaHead0{96, 64}, 96, 64, 0, 64}, {"q4_0", LlamaHead0{128, 96}, 128, 96, 128, 0},
+		{"q8_0", LlamaHead0{32, 32}, 64, 64, 0, 0}, {"q8_0", LlamaHead0{64, 64}, 32, 32, 0, 0},
+		{"f16", LlamaHead0{128, 128}, 128, 128, 0, 0}, {"int8", LlamaHead0{128, 128}, 128, 128, 0, 0},
+		{"rk4v4", LlamaHead0{128, 128}, 128, 128, 0, 0}, {"k8v4", LlamaHead0{128, 128}, 128, 128, 0, 0},
 	} {
-		if got := LlamaRotation(c.name, c.head0, c.hd); got != c.want {
-			t.Errorf("LlamaRotation(%q, %d, %d) = %d, want %d", c.name, c.head0, c.hd, got, c.want)
+		if got := c.head0.KeyRotation(c.name, c.hd); got != c.wantK {
+			t.Errorf("%+v.KeyRotation(%q, %d) = %d, want %d", c.head0, c.name, c.hd, got, c.wantK)
+		}
+		if got := c.head0.ValueRotation(c.name, c.vd); got != c.wantV {
+			t.Errorf("%+v.ValueRotation(%q, %d) = %d, want %d", c.head0, c.name, c.vd, got, c.wantV)
 		}
 	}
 }

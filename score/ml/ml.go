@@ -35,6 +35,7 @@
 package ml
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -214,12 +215,23 @@ type Attn struct {
 	// over an f16 cache compute that path (nn.Attention.MatMul), other
 	// backends their own attention.
 	MatMul bool
+	// ValueDim > 0: each value head holds ValueDim values, then zeros to
+	// HeadDim (value heads padded to the key heads' size: MiniCPM3,
+	// MiMo-V2), which llama.cpp's quantized caches turn as heads of
+	// ValueDim (kvcache.LlamaHead0.ValueRotation); 0: HeadDim.
+	ValueDim int
 }
+
+// Values is the size of a's value heads before their padding.
+func (a *Attn) Values() int { return cmp.Or(a.ValueDim, a.HeadDim) }
 
 // Validate reports head counts that do not group.
 func (a *Attn) Validate() error {
 	if a.Heads <= 0 || a.KVHeads <= 0 || a.HeadDim <= 0 || a.Heads%a.KVHeads != 0 {
 		return fmt.Errorf("attention: %d heads, %d KV heads of size %d (heads must be a multiple of KV heads)", a.Heads, a.KVHeads, a.HeadDim)
+	}
+	if a.ValueDim < 0 || a.ValueDim > a.HeadDim {
+		return fmt.Errorf("attention: value heads of %d in heads of %d", a.ValueDim, a.HeadDim)
 	}
 	if a.Window < 0 {
 		return fmt.Errorf("attention: sliding window %d", a.Window)

@@ -18,9 +18,9 @@ type cpuBackend struct {
 	c       *nn.Context
 	ones    map[int]*nn.RMSNorm // weightless norms by width
 	err     error
-	keys    []byte          // a layer's keys encoded for nn.Attention.KeyBlocks
-	parts   []kvcache.Block // keyBlocks's encodings, one per worker
-	kvHead0 int             // Info.KVHead0
+	keys    []byte             // a layer's keys encoded for nn.Attention.KeyBlocks
+	parts   []kvcache.Block    // keyBlocks's encodings, one per worker
+	kvHead0 kvcache.LlamaHead0 // Info.KVHead0
 }
 
 func newCPU(c *nn.Context) *cpuBackend { return &cpuBackend{c: c, ones: map[int]*nn.RMSNorm{}} }
@@ -291,18 +291,25 @@ func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *m
 	kv := n * a.KVHeads * a.HeadDim
 	qd, od := qq.d, o.d
 	// llama.cpp's rotation before a quantized cache: q and k by the
-	// Hadamard matrix of kr, v by that of 64 (the shared keys and values of
-	// layer < 0 rotated by their own layer), the output turned back, each
-	// as ggml-cpu's FWHT computes it.
-	kr := b.kvRotation(a.HeadDim)
-	if kr != 0 {
+	// Hadamard matrix of kr, v's heads by that of vr (the shared keys and
+	// values of layer < 0 rotated by their own layer), the output turned
+	// back, each as ggml-cpu's FWHT computes it.
+	kr, vr, vd := b.kvRotation(a.HeadDim), b.kvValueRotation(a.Values()), a.Values()
+	if kr != 0 || vr != 0 {
 		mark := b.c.Mark()
 		defer b.c.Release(mark)
-		qd, od = b.c.Alloc(n*a.Heads*a.HeadDim), b.c.Alloc(n*a.Heads*a.HeadDim)
+	}
+	if kr != 0 {
+		qd = b.c.Alloc(n * a.Heads * a.HeadDim)
 		nn.FWHT(b.c, qd, qq.d, len(qd)/kr, kr)
 		if layer >= 0 {
 			nn.FWHT(b.c, kk.d[:kv], kk.d[:kv], kv/kr, kr)
-			nn.FWHT(b.c, vv.d[:kv], vv.d[:kv], kv/kvcache.LlamaRotationV, kvcache.LlamaRotationV)
+		}
+	}
+	if vr != 0 {
+		od = b.c.Alloc(n * a.Heads * a.HeadDim)
+		if layer >= 0 {
+			nn.FWHTHeads(b.c, vv.d[:kv], vv.d[:kv], n*a.KVHeads, a.HeadDim, vd, vr)
 		}
 	}
 	at.KeyBlocks, at.KeyType = b.keyBlocks(kk.d[:kv], n, a)
@@ -310,8 +317,8 @@ func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *m
 		b.c.StoreKV(layer, kk.d, vv.d, n, a.KVHeads, a.HeadDim)
 	}
 	at.Forward(b.c, od, qd, kk.d, vv.d, n)
-	if kr != 0 {
-		nn.FWHT(b.c, o.d[:len(od)], od, len(od)/kvcache.LlamaRotationV, kvcache.LlamaRotationV)
+	if vr != 0 {
+		nn.FWHTHeads(b.c, o.d[:len(od)], od, n*a.Heads, a.HeadDim, vd, vr)
 	}
 }
 
@@ -353,14 +360,24 @@ func (b *cpuBackend) keyBlocks(k []float32, n int, a *ml.Attn) ([]byte, gguf.Typ
 // Q8_0 flash attention to llama.cpp's run with LLAMA_ATTN_ROT_DISABLE=1.
 var llamaKVRotation = true
 
-// kvRotation is kvcache.LlamaRotation in the int8 modes (llama.cpp's
-// turns of the heads before one of its quantized caches); 0 otherwise.
+// kvRotation is kvcache.LlamaHead0's KeyRotation in the int8 modes
+// (llama.cpp's turns of the heads before one of its quantized caches); 0
+// otherwise.
 func (b *cpuBackend) kvRotation(headDim int) int {
 	s, ok := b.c.KV.(*kvStore)
 	if !b.c.LlamaCPP || !ok || !llamaKVRotation {
 		return 0
 	}
-	return kvcache.LlamaRotation(s.format.Name, b.kvHead0, headDim)
+	return b.kvHead0.KeyRotation(s.format.Name, headDim)
+}
+
+// kvValueRotation is kvRotation's ValueRotation.
+func (b *cpuBackend) kvValueRotation(valueDim int) int {
+	s, ok := b.c.KV.(*kvStore)
+	if !b.c.LlamaCPP || !ok || !llamaKVRotation {
+		return 0
+	}
+	return b.kvHead0.ValueRotation(s.format.Name, valueDim)
 }
 
 // nnAttention is a as nn computes it on this backend: in the int8 modes

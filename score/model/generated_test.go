@@ -145,12 +145,19 @@ func generatedScoresTo(t *testing.T, path string, tokens []int32, sums []float64
 	if v := int32(m.Vocab()); slices.Max(tokens) >= v { // a model of the tokenizer's first tokens (genModelType)
 		tokens = vocabTokens(tokens, v)
 	}
-	wins := make([]window, len(sums))
+	return scoreSums(t, m, filepath.Base(path), tokens, slidingWindows(len(sums)), sums, bound), m.Info()
+}
+
+// slidingWindows returns k windows of 128 tokens, stride 64, as
+// llama.cpp's figures were computed over: the first scoring from token 1,
+// the others their last 64.
+func slidingWindows(k int) []window {
+	wins := make([]window, k)
 	for w := range wins {
 		wins[w] = window{64 * w, 64*w + 128, 64*w + 64}
 	}
 	wins[0].from = 1
-	return scoreSums(t, m, filepath.Base(path), tokens, wins, sums, bound), m.Info()
+	return wins
 }
 
 // checkSHA fails t unless the file at path has the sha256 want: the bytes

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"ppl.dev/eval/mkmodel"
 	"ppl.dev/oracle"
 )
 
@@ -26,7 +27,7 @@ import (
 // layers; q8_0 and q4_0), tiny-qwen3 (q8_0, every token within 5.3e-8
 // over 24 windows) and tiny-gemma4 (every one of the six types, 24
 // windows: its first layer's heads of 32 decide that llama.cpp turns no
-// layer's, kvcache.LlamaRotation; its layers that read another's keys
+// layer's, kvcache.LlamaHead0; its layers that read another's keys
 // encode their decoded values again, keyBlocks).
 // Before 2026-12-06 ppl multiplied by the Hadamard matrix (which rounds
 // a few outputs an ulp apart: the q8_0 windows' sums here up to 0.014 and
@@ -67,17 +68,70 @@ func TestQuantCacheLlama(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := Load(oracle.Model(dir, c.stem), Options{KVDtype: c.kv, Activations: c.act, Context: 128})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
-			wins := make([]window, len(c.sums))
-			for w := range wins {
-				wins[w] = window{64 * w, 64*w + 128, 64*w + 64}
-			}
-			wins[0].from = 1
-			scoreSums(t, m, c.stem, golden.Header.Tokens, wins, c.sums, 1e-6)
+			scoreCache(t, oracle.Model(dir, c.stem), c.kv, c.act, c.stem, golden.Header.Tokens, c.sums)
 		})
 	}
+}
+
+// TestQuantCacheHeads: llama.cpp's quantized caches where the key and
+// value heads differ, against llama.cpp 0.7.0 (as TestQuantCacheLlama) on
+// genModel's files: MiniCPM3 with key heads of 96 and values of 64, whose
+// values llama.cpp turns and keys not (kvcache.LlamaHead0: ppl's values,
+// padded with zeros to 96, turned over their 64, nn.FWHTHeads; before
+// 2026-12-06 ppl turned neither: windows 0.19 apart with q8_0, 0.5 with
+// q4_0, 1.0 with iq4_nl); MiMo-V2 with keys of 192, turned by 64, and
+// values of 128 padded to 192; dots3note with a latent of 320, which
+// llama.cpp's log says it turns by 64 (n_rot_k = 64) but whose graph has
+// no turn, as DeepSeek-V2's has none (latent attention is not turned).
+// 24 windows each, both builds where named: every sum within 9.5e-7.
+func TestQuantCacheHeads(t *testing.T) {
+	dir := oracle.Require(t)
+	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type file struct {
+		arch, sha string
+		set       func(*mkmodel.Shape)
+	}
+	minicpm3 := file{"minicpm3", "4b2987c336c4e7595585cfc34e7e7d8e5702f915f8c0d7e2aacebfcb5edd565a", func(s *mkmodel.Shape) { s.HeadDim, s.KVHeads = 64, s.Heads }}
+	mimo2 := file{"mimo2", "7f9cb8434642182b53fdedf08d3e04093bbefea57b6889bc7ea64a204f25ff8a", func(s *mkmodel.Shape) { mimo2Shape(s); s.HeadDim = 192 }}
+	dots3 := file{"dots3note", "313ef24980737f0e1256cd90ad9c5e7bbe4e8792f0fb6db2af02fbe0158eaaff", func(s *mkmodel.Shape) { dots3Shape(s); s.HeadDim = 128 }}
+	paths := map[string]string{}
+	for _, f := range []file{minicpm3, mimo2, dots3} {
+		paths[f.arch] = genModel(t, dir, f.arch, f.set)
+		checkSHA(t, paths[f.arch], f.sha)
+	}
+	for _, c := range []struct {
+		f       file
+		kv, act string
+		sums    []float64
+	}{
+		{minicpm3, "q8_0", ActInt8, []float64{-2371.1372912, -1148.5199294, -1158.3735284, -1070.1642741}},
+		{minicpm3, "q4_0", ActInt8AVX2, []float64{-2370.6489258, -1148.1147368, -1158.2129841, -1069.9874237}},
+		{minicpm3, "q5_1", ActInt8AVX2, []float64{-2371.1890410, -1148.3041152, -1158.2518286, -1069.9316327}},
+		{minicpm3, "iq4_nl", ActInt8, []float64{-2370.5934822, -1148.1534501, -1158.1181654, -1070.1997278}},
+		{mimo2, "q4_0", ActInt8, []float64{-1639.3932909, -810.3868717, -812.5958872, -761.4747430}},
+		{mimo2, "q5_1", ActInt8, []float64{-1637.1449143, -812.0788972, -812.8540115, -765.7315797}},
+		{dots3, "q8_0", ActInt8AVX2, []float64{-1569.7211500, -787.3848747, -793.7097654, -763.7413411}},
+		{dots3, "q4_0", ActInt8, []float64{-1593.0948961, -787.4784516, -789.2524874, -765.6105719}},
+	} {
+		name := c.f.arch + " " + c.kv + " " + c.act
+		t.Run(name, func(t *testing.T) {
+			scoreCache(t, paths[c.f.arch], c.kv, c.act, name, golden.Header.Tokens, c.sums)
+		})
+	}
+}
+
+// scoreCache loads path with a kv cache in the activation mode act and
+// checks the sums of the first len(sums) windows of 128 tokens (stride 64)
+// of tokens against llama.cpp's (sums) to 1e-6.
+func scoreCache(t *testing.T, path, kv, act, name string, tokens []int32, sums []float64) {
+	t.Helper()
+	m, err := Load(path, Options{KVDtype: kv, Activations: act, Context: 128})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	scoreSums(t, m, name, tokens, slidingWindows(len(sums)), sums, 1e-6)
 }

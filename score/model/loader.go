@@ -27,8 +27,9 @@ type Loader struct {
 	// (Info.ALiBi).
 	alibiBias float64
 	alt       []string // "role=tensor" for roles bound to an alternative
-	// kvHead0 is the first layer's key head size where it is not
-	// HP.HeadDim (Gemma 4's sliding layers'): Info.KVHead0.
+	// kvHead0 is the first layer's key and value head size where it is
+	// not HP.HeadDim and HP.ValueDim (Gemma 4's sliding layers'):
+	// Info.KVHead0.
 	kvHead0 int
 
 	mats   []*ml.Matrix          // every matrix bound, in order, for the backend to prepare

@@ -72,6 +72,7 @@ func newMiMo2(l *Loader) Network {
 		if a == nil {
 			return decoderLayer{}
 		}
+		a.ValueDim = vd
 		ly := decoderLayer{attnNorm: l.Norm(p+"attn_norm", E), ffnNorm: l.Norm(p+"ffn_norm", E), o: l.Linear(p+"attn_output", a.Heads*vd, E), attn: a}
 		var v *ml.Matrix
 		ly.q, ly.k, v = l.qkv(p, a.Heads*hd, a.KVHeads*hd, a.KVHeads*vd)

@@ -88,7 +88,7 @@ func newMiniCPM3(l *Loader) Network {
 		tokenEmbd:  l.Linear("token_embd", hp.Embd, hp.Vocab),
 		outputNorm: l.Norm("output_norm", hp.Embd),
 		head:       Head{Output: l.LinearAlt(hp.Embd, hp.Vocab, "output", "token_embd")},
-		attn:       ml.Attn{Heads: H, KVHeads: H, HeadDim: dk, Scale: float64(nn.InvSqrtf(dk))},
+		attn:       ml.Attn{Heads: H, KVHeads: H, HeadDim: dk, ValueDim: vd, Scale: float64(nn.InvSqrtf(dk))},
 	}
 	if plm {
 		d.attn.MatMul = true

@@ -109,10 +109,10 @@ type Info struct {
 	KVDtype       string            `json:"kv_dtype"`
 	Activations   string            `json:"activations"`               // "fp32", "int8" or "int8-avx2"
 	SSMStateDtype string            `json:"ssm_state_dtype,omitempty"` // recurrent models only
-	// KVHead0 is the first layer's key head size, by which llama.cpp
-	// 0.7.0 decides whether to turn every layer's heads before its
-	// quantized caches (kvcache.LlamaRotation).
-	KVHead0 int `json:"-"`
+	// KVHead0 is the first layer's key and value head sizes, by which
+	// llama.cpp 0.7.0 decides whether to turn every layer's heads before
+	// its quantized caches.
+	KVHead0 kvcache.LlamaHead0 `json:"-"`
 	// Unread are the file's tensors the architecture does not read, beyond
 	// those it leaves unread as llama.cpp 0.7.0 does (an MTP block, a
 	// vision expert): tensors llama.cpp may compute with, or that it
@@ -232,7 +232,7 @@ func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 	name, _ := f.String("general.name")
 	info := Info{Arch: arch, Name: name, HParams: hp, WeightTypes: roleTypes(l.roles),
 		Shared: l.alt, Rope: l.rinfo, ALiBi: l.alibiBias, KVDtype: format.Name, Activations: act, Unread: l.unread(),
-		KVHead0: cmp.Or(l.kvHead0, hp.HeadDim)}
+		KVHead0: kvcache.LlamaHead0{K: cmp.Or(l.kvHead0, hp.HeadDim), V: cmp.Or(l.kvHead0, hp.ValueDim)}}
 	if r, ok := net.(recurrentNetwork); ok {
 		info.SSMStateDtype = r.ssmStateDtype()
 	}

@@ -1,6 +1,10 @@
 package nn
 
-import "ppl.dev/score/kvcache"
+import (
+	"fmt"
+
+	"ppl.dev/score/kvcache"
+)
 
 // FWHT turns each of rows rows of n values (n a power of 2) of src into
 // dst by the normalized Walsh-Hadamard matrix (HadamardMatrix(n)) as
@@ -14,20 +18,31 @@ import "ppl.dev/score/kvcache"
 // value). The matrix's product to within those roundings, in n·log2(n)
 // operations. dst may be src.
 func FWHT(c *Context, dst, src []float32, rows, n int) {
-	if n <= 0 || n&(n-1) != 0 {
-		panic("nn: FWHT of a size that is not a power of 2")
+	FWHTHeads(c, dst, src, rows, n, n, n)
+}
+
+// FWHTHeads is FWHT over the first width values (a multiple of n) of each
+// of heads rows of stride values, in blocks of n, the rest of each row
+// copied: value heads padded with zeros to the key heads' size (MiniCPM3's
+// 64 of 96), which llama.cpp turns as heads of width. dst may be src.
+func FWHTHeads(c *Context, dst, src []float32, heads, stride, width, n int) {
+	if n <= 0 || n&(n-1) != 0 || width%n != 0 || width > stride {
+		panic(fmt.Sprintf("nn: FWHT of %d of %d values in blocks of %d (a power of 2 dividing them)", width, stride, n))
 	}
-	check("FWHT input", len(src), rows*n)
-	check("FWHT output", len(dst), rows*n)
+	check("FWHT input", len(src), heads*stride)
+	check("FWHT output", len(dst), heads*stride)
 	// ggml's 1.0f/sqrtf(n) is float32(1/√n) for every power of 2.
 	scale := kvcache.HadamardScale(n)
-	c.Parallel(rows, func(_, lo, hi int) {
-		for r := lo; r < hi; r++ {
-			d := dst[r*n : (r+1)*n]
-			for j, v := range src[r*n : (r+1)*n] {
+	c.Parallel(heads, func(_, lo, hi int) {
+		for h := lo; h < hi; h++ {
+			d, s := dst[h*stride:(h+1)*stride], src[h*stride:(h+1)*stride]
+			for j, v := range s[:width] {
 				d[j] = v * scale
 			}
-			kvcache.Butterflies(d)
+			copy(d[width:], s[width:])
+			for b := 0; b < width; b += n {
+				kvcache.Butterflies(d[b : b+n])
+			}
 		}
 	})
 }

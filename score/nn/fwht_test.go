@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -70,6 +71,44 @@ func TestFWHT(t *testing.T) {
 		t.Logf("n %d: worst error %.3g of a row's norm", n, worst)
 		if bound := 4e-8; worst > bound {
 			t.Errorf("n %d: worst error %.3g of a row's norm, want at most %.3g", n, worst, bound)
+		}
+	}
+}
+
+// FWHTHeads on heads padded past their width (values of 64 and 128 in
+// heads of 96 and 192, a head the whole row) gives FWHT's bits on the
+// width's blocks and the rest of each row as it was, out of place and in
+// place.
+func TestFWHTHeads(t *testing.T) {
+	rng := rand.New(rand.NewPCG(82, 1))
+	c := NewContext(2)
+	for _, s := range []struct{ stride, width, n int }{{96, 64, 64}, {192, 128, 64}, {128, 128, 64}, {320, 256, 128}} {
+		const heads = 7
+		x := make([]float32, heads*s.stride)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		compact := make([]float32, heads*s.width)
+		for h := range heads {
+			copy(compact[h*s.width:(h+1)*s.width], x[h*s.stride:])
+		}
+		want := make([]float32, len(compact))
+		FWHT(c, want, compact, heads*s.width/s.n, s.n)
+		out, in := make([]float32, len(x)), slices.Clone(x)
+		FWHTHeads(c, out, x, heads, s.stride, s.width, s.n)
+		FWHTHeads(c, in, in, heads, s.stride, s.width, s.n)
+		for name, got := range map[string][]float32{"out of place": out, "in place": in} {
+			for h := range heads {
+				for j := range s.stride {
+					w := x[h*s.stride+j]
+					if j < s.width {
+						w = want[h*s.width+j]
+					}
+					if g := got[h*s.stride+j]; math.Float32bits(g) != math.Float32bits(w) {
+						t.Fatalf("%+v %s: head %d value %d %v, want %v", s, name, h, j, g, w)
+					}
+				}
+			}
 		}
 	}
 }
