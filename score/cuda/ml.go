@@ -1037,8 +1037,12 @@ func (b *gpuBackend) attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn, sh
 	mask := attnMask{window: a.Window, sinks: perHead("attention sinks", a.Sinks, a.Heads), slopes: perHead("ALiBi slopes", a.Slopes, a.Heads)}
 	t := b.prec.Weights // the output projection's input type
 	kr, vr := 0, 0      // llama.cpp's turns of q and k, and of v and the output, in the int8 mode
+	vd := a.Values()
 	if b.prec.Int8 {
-		kr, vr = b.kvHead0.KeyRotation(b.kvName, a.HeadDim), b.kvHead0.ValueRotation(b.kvName, a.Values())
+		kr, vr = b.kvHead0.KeyRotation(b.kvName, a.HeadDim), b.kvHead0.ValueRotation(b.kvName, vd)
+		if a.KeyValues { // v is k, turned with it: the output back by its turn
+			vr, vd = kr, a.HeadDim
+		}
 	}
 	b.do(fmt.Sprintf("layer %d attention", layer), func() error {
 		e := b.e
@@ -1061,8 +1065,8 @@ func (b *gpuBackend) attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn, sh
 			}
 		}
 		if vr != 0 {
-			if !shared {
-				if err := e.fwhtHeads(vv.p, vv.p, int64(n*a.KVHeads), a.HeadDim, a.Values(), vr); err != nil {
+			if !shared && !a.KeyValues {
+				if err := e.fwhtHeads(vv.p, vv.p, int64(n*a.KVHeads), a.HeadDim, vd, vr); err != nil {
 					return err
 				}
 			}
@@ -1096,7 +1100,7 @@ func (b *gpuBackend) attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn, sh
 			if err != nil || vr == 0 {
 				return err
 			}
-			return e.fwhtHeads(o.p, out, int64(n*a.Heads), a.HeadDim, a.Values(), vr)
+			return e.fwhtHeads(o.p, out, int64(n*a.Heads), a.HeadDim, vd, vr)
 		}
 		h, err := b.scratchBytes(halfBytes(o.count()))
 		if err != nil {

@@ -220,6 +220,10 @@ type Attn struct {
 	// MiMo-V2), which llama.cpp's quantized caches turn as heads of
 	// ValueDim (kvcache.LlamaHead0.ValueRotation); 0: HeadDim.
 	ValueDim int
+	// KeyValues: the values are the keys, one tensor read as both
+	// (DeepSeek-V4), which llama.cpp's quantized caches hold once and
+	// turn as keys, turning the output back by the keys' turn.
+	KeyValues bool
 }
 
 // Values is the size of a's value heads before their padding.

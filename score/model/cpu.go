@@ -291,10 +291,16 @@ func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *m
 	kv := n * a.KVHeads * a.HeadDim
 	qd, od := qq.d, o.d
 	// llama.cpp's rotation before a quantized cache: q and k by the
-	// Hadamard matrix of kr, v's heads by that of vr (the shared keys and
-	// values of layer < 0 rotated by their own layer), the output turned
-	// back, each as ggml-cpu's FWHT computes it.
+	// Hadamard matrix of kr, v's heads (their first vd values) by that of
+	// vr (the shared keys and values of layer < 0 rotated by their own
+	// layer), the output turned back, each as ggml-cpu's FWHT computes it.
+	// With a.KeyValues the values vals are k, turned with it, and the
+	// output turned back by kr.
 	kr, vr, vd := b.kvRotation(a.HeadDim), b.kvValueRotation(a.Values()), a.Values()
+	vals := vv.d
+	if a.KeyValues {
+		vr, vd, vals = kr, a.HeadDim, kk.d
+	}
 	if kr != 0 || vr != 0 {
 		mark := b.c.Mark()
 		defer b.c.Release(mark)
@@ -308,15 +314,15 @@ func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *m
 	}
 	if vr != 0 {
 		od = b.c.Alloc(n * a.Heads * a.HeadDim)
-		if layer >= 0 {
+		if layer >= 0 && !a.KeyValues {
 			nn.FWHTHeads(b.c, vv.d[:kv], vv.d[:kv], n*a.KVHeads, a.HeadDim, vd, vr)
 		}
 	}
 	at.KeyBlocks, at.KeyType = b.keyBlocks(kk.d[:kv], n, a)
 	if layer >= 0 {
-		b.c.StoreKV(layer, kk.d, vv.d, n, a.KVHeads, a.HeadDim)
+		b.c.StoreKV(layer, kk.d, vals, n, a.KVHeads, a.HeadDim)
 	}
-	at.Forward(b.c, od, qd, kk.d, vv.d, n)
+	at.Forward(b.c, od, qd, kk.d, vals, n)
 	if vr != 0 {
 		nn.FWHTHeads(b.c, o.d[:len(od)], od, n*a.Heads, a.HeadDim, vd, vr)
 	}

@@ -245,11 +245,24 @@ func (b *cpuBackend) CompressedAttention(dst, q, k, c ml.Tensor, ratio, layer in
 	defer b.c.Release(mark)
 	keys, qs, out := b.c.Alloc(l.N*D), b.c.Alloc(l.N*H*D), b.c.Alloc(l.N*H*D)
 	l.Place(qs, keys, qq.d, kk.d, cc.d, H, D, ratio)
+	// llama.cpp's turn before a quantized cache, the values being the
+	// keys (a.KeyValues): q and the keys by kr, the output back.
+	kr := b.kvRotation(D)
+	if kr != 0 {
+		nn.FWHT(b.c, qs, qs, len(qs)/kr, kr)
+		nn.FWHT(b.c, keys, keys, len(keys)/kr, kr)
+	}
+	at := b.nnAttention(a)
+	at.KeyBlocks, at.KeyType = b.keyBlocks(keys, l.N, a)
 	if layer >= 0 {
 		b.c.StoreKV(layer, keys, keys, l.N, 1, D)
 	}
-	at := b.nnAttention(a)
 	at.Window, at.Keys, at.Placeholders = 0, l.Keys, l.P
 	at.Forward(b.c, out, qs, keys, keys, l.N)
-	copy(o.d, out[l.P*H*D:])
+	got := out[l.P*H*D:]
+	if kr != 0 {
+		nn.FWHT(b.c, o.d[:len(got)], got, len(got)/kr, kr)
+		return
+	}
+	copy(o.d, got)
 }

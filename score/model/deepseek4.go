@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"ppl.dev/gguf"
-	"ppl.dev/score/kvcache"
 	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
 )
@@ -164,9 +163,6 @@ func newDeepSeek4(l *Loader) Network {
 		l.Failf("metadata %s.attention.indexer.key_length = %d: llama.cpp turns the indexer's keys by a Hadamard matrix of 64 or more dividing them (it crashes on narrower heads)", hp.Arch, idxDim)
 	case idxDim == D:
 		l.Failf("metadata %s.attention.key_length = attention.indexer.key_length = %d: llama.cpp then turns every cache of the layer by a Hadamard matrix, which ppl does not", hp.Arch, D)
-	}
-	if _, q := kvcache.LlamaType(l.Opts.KVDtype); q && (l.Opts.Activations == ActInt8 || l.Opts.Activations == ActInt8AVX2) {
-		l.Failf("%s in the int8 modes with a %s KV cache: llama.cpp turns DeepSeek-V4's keys, each its value, by Hadamard matrices before a quantized cache, which ppl does not", hp.Arch, l.Opts.KVDtype)
 	}
 	if l.Err() != nil {
 		return nil
@@ -393,7 +389,7 @@ func (v *deepseek4) attend(b ml.Backend, i int, a ml.Tensor) ml.Tensor {
 	b.RMSNorm(kv, kv, ly.kvNorm, eps)
 	ropeTail(b, kv, 1, D, v.rope[rp])
 	at := v.attn
-	at.Sinks = ly.sinks
+	at.Sinks, at.KeyValues = ly.sinks, true
 	heads := b.Alloc(n, H*D)
 	if ly.ratio == 0 {
 		b.Attention(heads, q, kv, kv, i, &at)

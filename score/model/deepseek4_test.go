@@ -1,8 +1,8 @@
 package model
 
 import (
+	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"ppl.dev/eval/mkmodel"
@@ -49,7 +49,7 @@ func TestDeepSeek4(t *testing.T) {
 		{ActInt8, []float64{-622.6883573, -2515.8052308, -7433.2528747, -4967.3321086}},
 		{ActInt8AVX2, []float64{-622.6883573, -2515.5718481, -7433.0780275, -4968.1104612}},
 	} {
-		t.Run(c.act, func(t *testing.T) { modeScores(t, src, c.act, tokens, long, c.sums, 1.2e-6) })
+		t.Run(c.act, func(t *testing.T) { modeScores(t, src, "f16", c.act, tokens, long, c.sums, 1.2e-6) })
 	}
 	const a = "deepseek4."
 	checkVariants(t, src, tokens, []fileVariant{
@@ -66,10 +66,34 @@ func TestDeepSeek4(t *testing.T) {
 	})
 	t.Run("every block, 600 tokens", func(t *testing.T) {
 		p := rewriteFile(t, src, map[string]any{a + "attention.indexer.top_k": uint32(512)}, nil)
-		modeScores(t, p, ActInt8, tokens, []window{{0, 600, 1}}, []float64{-7394.3459489}, 1e-6)
+		modeScores(t, p, "f16", ActInt8, tokens, []window{{0, 600, 1}}, []float64{-7394.3459489}, 1e-6)
 	})
-	if _, err := Load(src, Options{KVDtype: "q8_0", Activations: ActInt8}); err == nil || !strings.Contains(err.Error(), "deepseek4 in the int8 modes with a q8_0 KV cache") {
-		t.Errorf("int8 with a q8_0 cache: %v", err)
+	// llama.cpp's quantized caches (its flash attention over the blocks
+	// of the raw and compressed keys, one cache each, the values the
+	// keys): heads of 32 are not turned; heads of 128 are, q and the keys
+	// (raw and compressed) by 128, the output back (a.KeyValues). Before
+	// 2026-12-06 ppl refused these caches (attending in float32 over the
+	// decoded keys was 1.5 per window off with q8_0, 26 with the turns).
+	// 24 windows each and the long ones, both builds where named: every
+	// sum within 9.2e-7 of llama.cpp's printed sums.
+	wide := genModel(t, dir, "deepseek4", func(s *mkmodel.Shape) { dsv4Shape(s); s.HeadDim = 128 })
+	checkSHA(t, wide, "f834d36c80d31866d395daa4b8767a3468c8206439cb7cc2ec3651fd7fb41839")
+	for _, c := range []struct {
+		path, kv, act string
+		wins          []window
+		sums          []float64
+	}{
+		{src, "q8_0", ActInt8, slidingWindows(4), []float64{-1611.1881097, -807.1729604, -806.0550078, -728.2440572}},
+		{src, "q5_0", ActInt8AVX2, slidingWindows(4), []float64{-1609.4579309, -806.7793278, -805.9418556, -729.2133656}},
+		{src, "q8_0", ActInt8, long, []float64{-622.8509406, -2516.3122672, -7434.9969635, -4969.0153950}},
+		{wide, "q8_0", ActInt8AVX2, slidingWindows(4), []float64{-1589.2380720, -796.2214738, -804.5818421, -782.9299712}},
+		{wide, "q4_0", ActInt8, slidingWindows(4), []float64{-1594.0448671, -797.2255298, -805.2113345, -780.9544918}},
+		{wide, "iq4_nl", ActInt8, slidingWindows(4), []float64{-1588.7387404, -795.9414921, -805.7936636, -784.3802357}},
+		{wide, "q4_0", ActInt8, long, []float64{-607.7481175, -2482.9316720, -7462.6165667, -5031.9809931}},
+	} {
+		t.Run(fmt.Sprintf("%s heads of %d, %d windows", c.kv, map[string]int{src: 32, wide: 128}[c.path], len(c.wins)), func(t *testing.T) {
+			modeScores(t, c.path, c.kv, c.act, tokens, c.wins, c.sums, 1e-6)
+		})
 	}
 	checkRefusals(t, src, []refusal{
 		{"softmax routing", map[string]any{a + "expert_gating_func": uint32(1)}, nil,
@@ -91,19 +115,19 @@ func TestDeepSeek4(t *testing.T) {
 	})
 }
 
-// modeScores scores windows of tokens with the model at path in the
-// activations' mode (an f16 cache, a context of the longest window) and
+// modeScores scores windows of tokens with the model at path with a kv
+// cache in the activations' mode (a context of the longest window) and
 // checks each sum of log-probs against sums to bound (scoreSums).
-func modeScores(t *testing.T, path, act string, tokens []int32, wins []window, sums []float64, bound float64) {
+func modeScores(t *testing.T, path, kv, act string, tokens []int32, wins []window, sums []float64, bound float64) {
 	t.Helper()
 	n := 0
 	for _, w := range wins {
 		n = max(n, w.end-w.begin)
 	}
-	m, err := Load(path, Options{KVDtype: "f16", Activations: act, Context: n})
+	m, err := Load(path, Options{KVDtype: kv, Activations: act, Context: n})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	scoreSums(t, m, act, tokens, wins, sums, bound)
+	scoreSums(t, m, kv+" "+act, tokens, wins, sums, bound)
 }

@@ -36,7 +36,7 @@ func TestGLM5NextVariants(t *testing.T) {
 	src := genModel(t, dir, "glm5-next", glm5Shape)
 	// llama.cpp's AVX2 build (libggml-cpu-haswell.so loaded alone: beside
 	// the others ggml picks the AVX-512 one), 0.47 per window off it.
-	modeScores(t, src, ActInt8AVX2, tokens, []window{{0, 128, 1}, {64, 192, 128}, {128, 256, 192}, {192, 320, 256}},
+	modeScores(t, src, "f16", ActInt8AVX2, tokens, []window{{0, 128, 1}, {64, 192, 128}, {128, 256, 192}, {192, 320, 256}},
 		[]float64{-1618.1758807, -796.6269645, -789.1777319, -790.1758226}, 1e-6)
 	const a = "glm5-next."
 	checkVariants(t, src, tokens, []fileVariant{

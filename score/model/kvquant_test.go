@@ -68,7 +68,7 @@ func TestQuantCacheLlama(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			scoreCache(t, oracle.Model(dir, c.stem), c.kv, c.act, c.stem, golden.Header.Tokens, c.sums)
+			modeScores(t, oracle.Model(dir, c.stem), c.kv, c.act, golden.Header.Tokens, slidingWindows(len(c.sums)), c.sums, 1e-6)
 		})
 	}
 }
@@ -118,20 +118,7 @@ func TestQuantCacheHeads(t *testing.T) {
 	} {
 		name := c.f.arch + " " + c.kv + " " + c.act
 		t.Run(name, func(t *testing.T) {
-			scoreCache(t, paths[c.f.arch], c.kv, c.act, name, golden.Header.Tokens, c.sums)
+			modeScores(t, paths[c.f.arch], c.kv, c.act, golden.Header.Tokens, slidingWindows(len(c.sums)), c.sums, 1e-6)
 		})
 	}
-}
-
-// scoreCache loads path with a kv cache in the activation mode act and
-// checks the sums of the first len(sums) windows of 128 tokens (stride 64)
-// of tokens against llama.cpp's (sums) to 1e-6.
-func scoreCache(t *testing.T, path, kv, act, name string, tokens []int32, sums []float64) {
-	t.Helper()
-	m, err := Load(path, Options{KVDtype: kv, Activations: act, Context: 128})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	scoreSums(t, m, name, tokens, slidingWindows(len(sums)), sums, 1e-6)
 }
