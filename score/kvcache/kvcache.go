@@ -247,12 +247,13 @@ type LlamaHead0 struct{ K, V int }
 // KeyRotation is the size of the Hadamard matrix llama.cpp turns the
 // queries and keys of heads of headDim by before a cache of format name
 // (build_input_k_rot): where the first layer's key heads and headDim are
-// multiples of 64, the largest power of 2 dividing headDim; 0 otherwise.
+// positive multiples of 64, the largest power of 2 dividing headDim; 0
+// otherwise.
 // Latent attention (MLA), whose values are a prefix of its keys, is
 // never turned, whatever llama.cpp's log prints (probed: DeepSeek-V2's
 // graph with a latent of 192 has no turn).
 func (h LlamaHead0) KeyRotation(name string, headDim int) int {
-	if _, ok := LlamaType(name); !ok || h.K%64 != 0 || headDim%64 != 0 {
+	if _, ok := LlamaType(name); !ok || h.K <= 0 || h.K%64 != 0 || headDim <= 0 || headDim%64 != 0 {
 		return 0
 	}
 	r := 64
@@ -265,10 +266,11 @@ func (h LlamaHead0) KeyRotation(name string, headDim int) int {
 // ValueRotation is the size of the Hadamard matrix llama.cpp turns value
 // heads of valueDim by before a cache of format name, and the attention's
 // output back by: 64 where the first layer's value heads and valueDim are
-// multiples of 64, whatever the keys' (MiniCPM3's values of 64 are turned,
-// its keys of 96 not); 0 otherwise.
+// positive multiples of 64, whatever the keys' (MiniCPM3's values of 64
+// are turned, its keys of 96 not); 0 otherwise, as for a cache that holds
+// no values (llama.cpp's log prints n_rot_v = 0).
 func (h LlamaHead0) ValueRotation(name string, valueDim int) int {
-	if _, ok := LlamaType(name); !ok || h.V%64 != 0 || valueDim%64 != 0 {
+	if _, ok := LlamaType(name); !ok || h.V <= 0 || h.V%64 != 0 || valueDim <= 0 || valueDim%64 != 0 {
 		return 0
 	}
 	return 64

@@ -333,7 +333,8 @@ func TestPerToken(t *testing.T) {
 // other formats or head sizes, nor where the first layer's key heads are
 // not a multiple of 64 (a Gemma 4 whose first, sliding, layer has heads of
 // 32); of value heads, 64 where they and the first layer's are multiples
-// of 64, whatever the keys (MiniCPM3's keys of 96, values of 64).
+// of 64, whatever the keys (MiniCPM3's keys of 96, values of 64); none of
+// heads of 0 (a cache that holds no values).
 func TestLlamaRotation(t *testing.T) {
 	for _, c := range []struct {
 		name         string
@@ -349,6 +350,7 @@ func TestLlamaRotation(t *testing.T) {
 		{"q8_0", LlamaHead0{32, 32}, 64, 64, 0, 0}, {"q8_0", LlamaHead0{64, 64}, 32, 32, 0, 0},
 		{"f16", LlamaHead0{128, 128}, 128, 128, 0, 0}, {"int8", LlamaHead0{128, 128}, 128, 128, 0, 0},
 		{"rk4v4", LlamaHead0{128, 128}, 128, 128, 0, 0}, {"k8v4", LlamaHead0{128, 128}, 128, 128, 0, 0},
+		{"q8_0", LlamaHead0{0, 0}, 64, 64, 0, 0}, {"q8_0", LlamaHead0{64, 64}, 0, 0, 0, 0},
 	} {
 		if got := c.head0.KeyRotation(c.name, c.hd); got != c.wantK {
 			t.Errorf("%+v.KeyRotation(%q, %d) = %d, want %d", c.head0, c.name, c.hd, got, c.wantK)
