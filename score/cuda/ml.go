@@ -1005,7 +1005,7 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 // attention is Attention's, and with shared AttentionShared's: layer's
 // keys and values read again by a later layer. In the int8 mode before
 // one of llama.cpp's quantized caches it turns the heads as the CPU's
-// int8 mode does (kvcache.LlamaHead0, fwht_f32: ggml-cpu's arithmetic,
+// int8 mode does (ml.Attn.LlamaTurns, fwht_f32: ggml-cpu's arithmetic,
 // the same bits): q and k, v in place unless shared (which their own
 // layer turned), the output turned back.
 func (b *gpuBackend) attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn, shared bool) {
@@ -1035,14 +1035,10 @@ func (b *gpuBackend) attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn, sh
 		flash = strings.HasPrefix(why, "tensor-core")
 	}
 	mask := attnMask{window: a.Window, sinks: perHead("attention sinks", a.Sinks, a.Heads), slopes: perHead("ALiBi slopes", a.Slopes, a.Heads)}
-	t := b.prec.Weights // the output projection's input type
-	kr, vr := 0, 0      // llama.cpp's turns of q and k, and of v and the output, in the int8 mode
-	vd := a.Values()
+	t := b.prec.Weights            // the output projection's input type
+	kr, vr, vd := 0, 0, a.Values() // llama.cpp's turns of q and k, and of v and the output, in the int8 mode
 	if b.prec.Int8 {
-		kr, vr = b.kvHead0.KeyRotation(b.kvName, a.HeadDim), b.kvHead0.ValueRotation(b.kvName, vd)
-		if a.KeyValues { // v is k, turned with it: the output back by its turn
-			vr, vd = kr, a.HeadDim
-		}
+		kr, vr, vd = a.LlamaTurns(b.kvHead0, b.kvName)
 	}
 	b.do(fmt.Sprintf("layer %d attention", layer), func() error {
 		e := b.e

@@ -40,6 +40,7 @@ import (
 	"math"
 
 	"ppl.dev/gguf"
+	"ppl.dev/score/kvcache"
 	"ppl.dev/score/nn"
 )
 
@@ -228,6 +229,20 @@ type Attn struct {
 
 // Values is the size of a's value heads before their padding.
 func (a *Attn) Values() int { return cmp.Or(a.ValueDim, a.HeadDim) }
+
+// LlamaTurns are the sizes of the Hadamard matrices llama.cpp 0.7.0 turns
+// a's heads by before a cache of format name, for a model whose first
+// layer has heads h: q and k by kr, the first vd values of each value
+// head by vr and the attention's output back by vr; keys that are their
+// values (KeyValues) turned once, as keys, the output back by kr. 0: no
+// turn.
+func (a *Attn) LlamaTurns(h kvcache.LlamaHead0, name string) (kr, vr, vd int) {
+	kr = h.KeyRotation(name, a.HeadDim)
+	if a.KeyValues {
+		return kr, kr, a.HeadDim
+	}
+	return kr, h.ValueRotation(name, a.Values()), a.Values()
+}
 
 // Validate reports head counts that do not group.
 func (a *Attn) Validate() error {

@@ -277,7 +277,7 @@ func (b *cpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 // attend checks the shapes, stores k and v as layer's cache (none when
 // layer < 0: shared keys and values, stored by their own layer), then runs
 // nn.Attention with a's options; in the int8 modes before a quantized
-// cache, with llama.cpp's rotation of the heads (kvRotation), and over the
+// cache, with llama.cpp's rotation of the heads (kvTurns), and over the
 // cache's own key blocks where llama.cpp's flash attention reads them
 // (keyBlocks).
 func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
@@ -294,12 +294,11 @@ func (b *cpuBackend) attend(what string, dst, q, k, v ml.Tensor, layer int, a *m
 	// Hadamard matrix of kr, v's heads (their first vd values) by that of
 	// vr (the shared keys and values of layer < 0 rotated by their own
 	// layer), the output turned back, each as ggml-cpu's FWHT computes it.
-	// With a.KeyValues the values vals are k, turned with it, and the
-	// output turned back by kr.
-	kr, vr, vd := b.kvRotation(a.HeadDim), b.kvValueRotation(a.Values()), a.Values()
+	// With a.KeyValues the values vals are k, turned with it.
+	kr, vr, vd := b.kvTurns(a)
 	vals := vv.d
 	if a.KeyValues {
-		vr, vd, vals = kr, a.HeadDim, kk.d
+		vals = kk.d
 	}
 	if kr != 0 || vr != 0 {
 		mark := b.c.Mark()
@@ -362,28 +361,18 @@ func (b *cpuBackend) keyBlocks(k []float32, n int, a *ml.Attn) ([]byte, gguf.Typ
 	return b.keys[:n*row], t
 }
 
-// llamaKVRotation turns kvRotation on; a test turns it off to hold the
+// llamaKVRotation turns kvTurns on; a test turns it off to hold the
 // Q8_0 flash attention to llama.cpp's run with LLAMA_ATTN_ROT_DISABLE=1.
 var llamaKVRotation = true
 
-// kvRotation is kvcache.LlamaHead0's KeyRotation in the int8 modes
-// (llama.cpp's turns of the heads before one of its quantized caches); 0
-// otherwise.
-func (b *cpuBackend) kvRotation(headDim int) int {
+// kvTurns is a.LlamaTurns in the int8 modes (llama.cpp's turns of the
+// heads before one of its quantized caches); no turns otherwise.
+func (b *cpuBackend) kvTurns(a *ml.Attn) (kr, vr, vd int) {
 	s, ok := b.c.KV.(*kvStore)
 	if !b.c.LlamaCPP || !ok || !llamaKVRotation {
-		return 0
+		return 0, 0, a.Values()
 	}
-	return b.kvHead0.KeyRotation(s.format.Name, headDim)
-}
-
-// kvValueRotation is kvRotation's ValueRotation.
-func (b *cpuBackend) kvValueRotation(valueDim int) int {
-	s, ok := b.c.KV.(*kvStore)
-	if !b.c.LlamaCPP || !ok || !llamaKVRotation {
-		return 0
-	}
-	return b.kvHead0.ValueRotation(s.format.Name, valueDim)
+	return a.LlamaTurns(b.kvHead0, s.format.Name)
 }
 
 // nnAttention is a as nn computes it on this backend: in the int8 modes

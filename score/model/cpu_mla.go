@@ -246,8 +246,8 @@ func (b *cpuBackend) CompressedAttention(dst, q, k, c ml.Tensor, ratio, layer in
 	keys, qs, out := b.c.Alloc(l.N*D), b.c.Alloc(l.N*H*D), b.c.Alloc(l.N*H*D)
 	l.Place(qs, keys, qq.d, kk.d, cc.d, H, D, ratio)
 	// llama.cpp's turn before a quantized cache, the values being the
-	// keys (a.KeyValues): q and the keys by kr, the output back.
-	kr := b.kvRotation(D)
+	// keys: q and the keys by kr, the output back.
+	kr, _, _ := b.kvTurns(a)
 	if kr != 0 {
 		nn.FWHT(b.c, qs, qs, len(qs)/kr, kr)
 		nn.FWHT(b.c, keys, keys, len(keys)/kr, kr)
