@@ -1218,20 +1218,25 @@ func (l *Linear) panelLanes(buf []float32, r0, r1 int, a *qacts, out []float32) 
 	k, rows := l.In, r1-r0
 	ng := k / f.Group
 	rowsQ, panelQ, rs, rm, ps, _ := l.decodeInt8(buf, r0, r1, f)
-	kl := kern.lanes[0]
+	// IQ4_NL and MXFP4 (not repacked: panelRepackable) sum the even and the
+	// odd blocks of 32 in two sets of lanes, and an odd last block after
+	// them (lastBlock); Q2_0 its even and odd blocks of 64.
+	pairs := l.Type == gguf.TypeIQ4_NL || l.Type == gguf.TypeMXFP4
+	pairs64 := l.Type == gguf.TypeQ2_0
+	kl, nbk := kern.lanes[0], k/32
 	switch {
 	case f.Group == 16:
 		kl = kern.lanes[1]
-	case l.Type == gguf.TypeQ2_0:
+	case pairs64:
 		kl = kern.q2
+	case pairs:
+		kl, nbk = kern.pairs, k/32&^1
 	}
-	// IQ4_NL and MXFP4 (not repacked: panelRepackable) sum the even and the
-	// odd blocks of 32 in two sets of lanes, Q2_0 its even and odd blocks
-	// of 64.
-	pairs := l.Type == gguf.TypeIQ4_NL || l.Type == gguf.TypeMXFP4
-	pairs64 := l.Type == gguf.TypeQ2_0
-	if kl != nil && a.sums4 && !pairs {
-		l.panelKernel(kl, rowsQ, panelQ, rs, ps, r0, r1, a, f, out)
+	if kl != nil && a.sums4 {
+		l.panelKernel(kl, nbk, rowsQ, panelQ, rs, ps, r0, r1, a, f, out)
+		if pairs {
+			l.lastBlock(rowsQ, rs, r0, r1, a, f, out)
+		}
 		l.addMinSums(r0, r1, a, out, rm)
 		return
 	}
@@ -1265,29 +1270,49 @@ func (l *Linear) panelLanes(buf []float32, r0, r1 int, a *qacts, out []float32) 
 				lanes[0][s] += lanes[1][s]
 			}
 			o[r] = hsum8(&lanes[0])
-			if pairs && k/32%2 == 1 { // the last block, after the lanes (a scalar loop in ggml)
-				b := k/32 - 1
-				o[r] = fma32(d[b]*sc[b], float32(lanePair(q, rec, 32*b, 32, f.Offset)), o[r])
-			}
 		}
+	}
+	if pairs {
+		l.lastBlock(rowsQ, rs, r0, r1, a, f, out)
 	}
 	l.addMinSums(r0, r1, a, out, rm)
 }
 
+// lastBlock adds to outputs [r0, r1) of every activation row the last
+// block of 32 of rows of an odd count of them, as ggml's IQ4_NL and MXFP4
+// kernels do after summing their two sets of lanes (a scalar loop):
+// fma(dx·dw, float32(p), out) with p the block's exact integer dot product.
+func (l *Linear) lastBlock(rowsQ []byte, rs []float32, r0, r1 int, a *qacts, f quant.Int8Format, out []float32) {
+	k, ng := l.In, l.In/f.Group
+	if k/32%2 == 0 {
+		return
+	}
+	b := k/32 - 1
+	for t := 0; t < a.n; t++ {
+		rec := a.buf[t*a.rec : (t+1)*a.rec]
+		d := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.dOff])), k/32)
+		o := out[t*l.Out+r0 : t*l.Out+r1]
+		for r := range r1 - r0 {
+			o[r] = fma32(d[b]*rs[r*ng+b], float32(lanePair(rowsQ[r*k:(r+1)*k], rec, 32*b, 32, f.Offset)), o[r])
+		}
+	}
+}
+
 // panelKernel computes outputs [r0, r1) of every activation row with kl, a
-// kernel of lanesFunc's signature, from the rows decodeInt8 decoded
-// (rowsQ, their scales rs), packed into the panel's panelQ and ps.
-func (l *Linear) panelKernel(kl lanesFunc, rowsQ []byte, panelQ []uint32, rs, ps []float32, r0, r1 int, a *qacts, f quant.Int8Format, out []float32) {
+// kernel of lanesFunc's signature, over the first nb blocks of 32 of the
+// rows decodeInt8 decoded (rowsQ, their scales rs), packed into the
+// panel's panelQ and ps.
+func (l *Linear) panelKernel(kl lanesFunc, nb int, rowsQ []byte, panelQ []uint32, rs, ps []float32, r0, r1 int, a *qacts, f quant.Int8Format, out []float32) {
 	k, rows := l.In, r1-r0
 	pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
 	pack32(ps, rs, k/f.Group, rows)
 	var c [32]float32
 	for t := 0; t < a.n; t++ {
 		if rows == 32 { // a whole panel: straight into out
-			kl(&a.buf[t*a.rec], &panelQ[0], &ps[0], k/32, -f.Offset, &out[t*l.Out+r0], a.dOff, a.xs4Off)
+			kl(&a.buf[t*a.rec], &panelQ[0], &ps[0], nb, -f.Offset, &out[t*l.Out+r0], a.dOff, a.xs4Off)
 			continue
 		}
-		kl(&a.buf[t*a.rec], &panelQ[0], &ps[0], k/32, -f.Offset, &c[0], a.dOff, a.xs4Off)
+		kl(&a.buf[t*a.rec], &panelQ[0], &ps[0], nb, -f.Offset, &c[0], a.dOff, a.xs4Off)
 		copy(out[t*l.Out+r0:t*l.Out+r1], c[:rows])
 	}
 }
@@ -1305,7 +1330,7 @@ func (l *Linear) panelQ1_0(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	k, rows := l.In, r1-r0
 	rowsQ, panelQ, rs, _, ps, _ := l.decodeInt8(buf, r0, r1, f)
 	if kern.q1 != nil && a.sums4 {
-		l.panelKernel(kern.q1, rowsQ, panelQ, rs, ps, r0, r1, a, f, out)
+		l.panelKernel(kern.q1, k/32, rowsQ, panelQ, rs, ps, r0, r1, a, f, out)
 		return
 	}
 	for t := 0; t < a.n; t++ {

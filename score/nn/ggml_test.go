@@ -999,17 +999,26 @@ func TestTernaryKernels(t *testing.T) {
 }
 
 // TestLanesKernels checks the lanes kernels (kern.lanes: VNNI's, and
-// AVX2's on 8-row slices) against panelLanes's plain lanes, bit for bit,
-// at every level that has them, on a panel of 32 weight rows: for each
-// offset of the formats, weights over their whole range (0 and the
-// extremes included) and activations in [-127, 127], scales per 32 and 16.
+// AVX2's on 8-row slices; kern.q2 and kern.pairs, whose blocks alternate
+// between two sets of lanes in runs of 2 and 1) against panelLanes's plain
+// lanes, bit for bit, at every level that has them, on a panel of 32
+// weight rows: for each offset of the formats, weights over their whole
+// range (0 and the extremes included) and activations in [-127, 127],
+// scales per 32 and 16.
 func TestLanesKernels(t *testing.T) {
 	r := rand.New(rand.NewSource(11))
 	const nb = 24
 	k := 32 * nb
 	forEachLevel(t, func(t testing.TB, l Level) {
-		for gi, group := range []int{32, 16} {
-			kl := kern.lanes[gi]
+		for _, kc := range []struct {
+			name       string
+			kl         lanesFunc
+			group, run int // run: blocks of 32 per set of lanes, 0 for one set
+		}{
+			{"lanes", kern.lanes[0], 32, 0}, {"lanes", kern.lanes[1], 16, 0},
+			{"q2", kern.q2, 32, 2}, {"pairs", kern.pairs, 32, 1},
+		} {
+			kl, group := kc.kl, kc.group
 			if kl == nil {
 				continue
 			}
@@ -1054,13 +1063,22 @@ func TestLanesKernels(t *testing.T) {
 				var want [32]float32
 				per := 32 / group
 				for row := range 32 {
-					var lanes [8]float32
+					var lanes [2][8]float32
 					for b := range nb {
+						set := 0
+						if kc.run > 0 {
+							set = b / kc.run % 2
+						}
 						for s := range 8 {
-							lanes[s] = fma32(sc[row*ng+per*b+s*per/8]*d[b], float32(lanePair(q[row*k:], x, 32*b+4*s, 4, off)), lanes[s])
+							lanes[set][s] = fma32(sc[row*ng+per*b+s*per/8]*d[b], float32(lanePair(q[row*k:], x, 32*b+4*s, 4, off)), lanes[set][s])
 						}
 					}
-					want[row] = hsum8(&lanes)
+					if kc.run > 0 {
+						for s := range 8 {
+							lanes[0][s] += lanes[1][s]
+						}
+					}
+					want[row] = hsum8(&lanes[0])
 				}
 				panel := make([]uint32, 32*k/4)
 				pack32Words(panel, unsafe.Slice((*uint32)(unsafe.Pointer(&q[0])), 32*k/4), k/4, 32)
@@ -1070,7 +1088,7 @@ func TestLanesKernels(t *testing.T) {
 				kl(&rec[0], &panel[0], &ps[0], nb, -off, &got[0], doff, xs4off)
 				for row := range 32 {
 					if math.Float32bits(got[row]) != math.Float32bits(want[row]) {
-						t.Fatalf("level %v, scales per %d, offset %d: row %d %v, want %v", l, group, off, row, got[row], want[row])
+						t.Fatalf("level %v, %s kernel, scales per %d, offset %d: row %d %v, want %v", l, kc.name, group, off, row, got[row], want[row])
 					}
 				}
 			}

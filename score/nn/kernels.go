@@ -151,8 +151,10 @@ type kernels struct {
 	ternary lanesFunc
 	// q1 and q2, if set, are panelQ1_0's and panelLanes's Q2_0 kernels
 	// (lanesFunc's signature: see q1LanesVNNI, q2LanesVNNI, q1LanesAVX2
-	// and q2LanesAVX2 in gen).
-	q1, q2 lanesFunc
+	// and pairLanesAVX2 in gen); pairs is panelLanes's kernel for IQ4_NL
+	// and MXFP4 not repacked, their even and odd blocks of 32 in two sets
+	// of lanes (nb even: see pairLanesAVX2).
+	q1, q2, pairs lanesFunc
 	// minSums, if set, is addMinSums's chain for the 32 rows of a panel:
 	// c[r] = Σ m[b·32 + r]·s[b], one FMA per block b in order from 0.
 	minSums func(m, s *float32, nb int, c *float32)

@@ -705,4 +705,7 @@ func q1LanesAVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32
 func q2LanesAVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
 
 //go:noescape
+func pairLanesAVX2(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
+
+//go:noescape
 func minSumsAVX2(m, s *float32, nb int, c *float32)

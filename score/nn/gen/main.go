@@ -471,9 +471,10 @@ func lanesSliceEnd(reg string) {
 	p("\tRET")
 }
 
-// pairedBlocks writes the block loop of the Q2_0 kernels (CX blocks of 64):
-// block(0) for an even block, then block(1) for the odd one, leaving the
-// loop to the label pairs after either.
+// pairedBlocks writes the block loop of the kernels that sum alternate runs
+// of blocks in two sets of lanes (CX runs: Q2_0's blocks of 64, IQ4_NL's
+// and MXFP4's blocks of 32): block(0) for an even run, then block(1) for
+// the odd one, leaving the loop to the label pairs after either.
 func pairedBlocks(block func(set int)) {
 	for set := 0; set < 2; set++ {
 		block(set)
@@ -3051,7 +3052,8 @@ func miscAVX2() {
 	lanesAVX2(16)
 	ternaryAVX2()
 	q1LanesAVX2()
-	q2LanesAVX2()
+	pairLanesAVX2("q2LanesAVX2", 2)
+	pairLanesAVX2("pairLanesAVX2", 1)
 	minSumsAVX2()
 }
 
@@ -3125,7 +3127,9 @@ func lanesAVX2Setup(shift int) func() {
 		for st := 0; st < 8; st++ {
 			p("\tVMOVUPS Y9, %d(SP)", 32*st)
 		}
-		p("\tSHRQ $%d, CX", shift)
+		if shift > 0 {
+			p("\tSHRQ $%d, CX", shift)
+		}
 	}
 }
 
@@ -3156,13 +3160,18 @@ func q1LanesAVX2() {
 	lanesSliceEnd("Y")
 }
 
-// q2LanesAVX2 writes q2LanesAVX2, q2LanesVNNI's kernel for 8 weight rows
-// (run on each 8-row slice of the panel) in lanesAVX2's integer lanes: the
-// even blocks of 64 in Y0-Y7, the odd ones in the frame.
-func q2LanesAVX2() {
-	lanesHeadFrame("q2LanesAVX2", 256, false, lanesAVX2Setup(1), "Y", 8)
+// pairLanesAVX2 writes name, panelLanes's kernel for 8 weight rows (run on
+// each 8-row slice of the panel) whose ggml kernel sums alternate runs of
+// per blocks of 32 in two sets of lanes, in lanesAVX2's integer lanes:
+// Q2_0 (q2LanesAVX2, q2LanesVNNI's: runs of 2, its blocks of 64) and
+// IQ4_NL and MXFP4 (pairLanesAVX2: runs of 1, ggml's even and odd blocks;
+// nb even, panelLanes adding an odd last block after the lanes as ggml
+// does). The even runs in Y0-Y7, the odd ones in the frame; at the end the
+// sets added lane by lane and summed as hsum8.
+func pairLanesAVX2(name string, per int) {
+	lanesHeadFrame(name, 256, false, lanesAVX2Setup(per-1), "Y", 8)
 	pairedBlocks(func(set int) {
-		for h := 0; h < 2; h++ {
+		for h := 0; h < per; h++ {
 			p("\tVBROADCASTSS (DI), Y15")
 			p("\tVMULPS (R14), Y15, Y8")
 			lanesAVX2Step(func(st int) {
