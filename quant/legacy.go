@@ -15,6 +15,12 @@ import (
 
 func absf(v float32) float32 { return math.Float32frombits(math.Float32bits(v) &^ (1 << 31)) }
 
+// roundf is C's roundf (halves away from zero) for |v| < 2^31: v ± 0.5 is
+// exact in float64, and the conversion truncates toward zero.
+func roundf(v float32) int32 {
+	return int32(float64(v) + math.Copysign(0.5, float64(v)))
+}
+
 // absMax returns the largest magnitude in x and the value that has it (the
 // first one on ties), as the reference's `if (amax < fabsf(v))` loop does.
 func absMax(x []float32) (amax, v float32) {
@@ -302,7 +308,9 @@ func quantQ8_0(src []float32, dst []byte) {
 		x, b := src[:32], dst[:34]
 		var amax float32
 		for _, v := range x {
-			amax = max(amax, absf(v))
+			if a := absf(v); a > amax { // finite (Quantize), so no NaN for max to keep
+				amax = a
+			}
 		}
 		d := amax / 127
 		var id float32
@@ -311,9 +319,17 @@ func quantQ8_0(src []float32, dst []byte) {
 		}
 		putF16(b, d)
 		for j, v := range x {
-			// roundf: halves away from zero.
-			q := math.Round(float64(float32(v * id)))
-			b[2+j] = uint8(int8(min(127, max(-127, q))))
+			// A subnormal d has an infinite id: ±∞ clamped, 0·∞ (NaN) 0.
+			var q int32
+			switch y := v * id; {
+			case y >= 127:
+				q = 127
+			case y <= -127:
+				q = -127
+			case y == y:
+				q = roundf(y)
+			}
+			b[2+j] = uint8(int8(q))
 		}
 		src, dst = src[32:], dst[34:]
 	}

@@ -144,7 +144,7 @@ func Quantize(t gguf.Type, src []float32, dst []byte) error {
 	}
 	if f.bs > 1 {
 		for i, v := range src {
-			if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+			if math.Float32bits(v)&0x7f800000 == 0x7f800000 { // NaN or ±Inf
 				return fmt.Errorf("quant: quantize %v: src[%d] is %v", t, i, v)
 			}
 		}

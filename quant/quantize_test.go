@@ -290,3 +290,45 @@ func TestQuantizeExtremes(t *testing.T) {
 		}
 	}
 }
+
+// TestRoundf checks roundf against math.Round (halves away from zero) on
+// every float32 a prime stride apart below 2^31 in magnitude, and on the
+// halves 0.5 to 127.5 of both signs and their neighbours an ulp away.
+func TestRoundf(t *testing.T) {
+	check := func(v float32) {
+		if got, want := roundf(v), int32(math.Round(float64(v))); got != want {
+			t.Fatalf("roundf(%v [%#08x]) = %d, want %d", v, math.Float32bits(v), got, want)
+		}
+	}
+	for u := uint64(0); u < 1<<32; u += 7919 {
+		if v := math.Float32frombits(uint32(u)); math.Abs(float64(v)) < 1<<31 {
+			check(v)
+		}
+	}
+	for h := 0.5; h < 128; h++ {
+		for _, s := range []float32{1, -1} {
+			v := s * float32(h)
+			check(v)
+			check(math.Nextafter32(v, 0))
+			check(math.Nextafter32(v, 2*v))
+		}
+	}
+}
+
+// TestQ8SubnormalScale: a Q8_0 block whose scale is subnormal, so that its
+// inverse overflows to infinity (amax 1e-40), quantizes its values as the
+// reference's loop did before roundf: ±∞ clamped to ±127, 0·∞ (NaN) to 0.
+func TestQ8SubnormalScale(t *testing.T) {
+	x := make([]float32, 32)
+	copy(x, []float32{1e-40, -1e-40, 0, 5e-41, -1e-45})
+	b := make([]byte, 34)
+	if err := Quantize(gguf.TypeQ8_0, x, b); err != nil {
+		t.Fatal(err)
+	}
+	want := []int8{127, -127, 0, 127, -127}
+	for i, w := range want {
+		if got := int8(b[2+i]); got != w {
+			t.Errorf("value %d (%v): quant %d, want %d", i, x[i], got, w)
+		}
+	}
+}

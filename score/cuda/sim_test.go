@@ -1003,36 +1003,61 @@ func (s *simDevice) gemm(ta, tb cublas.Op, m, n, k int, alpha float32, a ptr, at
 	}
 	rowsOfA := decode(A, ta, lda, m, true)  // op(A)(i, l): A[l + i*lda] when transposed
 	colsOfB := decode(B, tb, ldb, n, false) // op(B)(l, j): B[l + j*ldb] when not transposed
+	store := func(i, j int, acc float64) {
+		idx := i + j*ldc
+		if ct == cublas.R32F {
+			cf := f32s(C)
+			old := float64(0)
+			if beta != 0 {
+				old = float64(beta) * float64(cf[idx])
+			}
+			cf[idx] = float32(float64(alpha)*acc + old)
+			return
+		}
+		cb := u16s(C)
+		old := float64(0)
+		if beta != 0 {
+			old = float64(beta) * float64(halfToF32(cb[idx], f16))
+		}
+		cb[idx] = f32ToHalf(float32(float64(alpha)*acc+old), f16)
+	}
+	// Four columns of C at a time: four independent chains, each summing
+	// its products in order from l = 0 (the same bits as one at a time).
+	const cols = 4
 	var wg sync.WaitGroup
 	workers := 8
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for j := w; j < n; j += workers {
-				bj := colsOfB[j]
+			for j0 := w * cols; j0 < n; j0 += workers * cols {
+				if j0+cols > n {
+					for j := j0; j < n; j++ {
+						bj := colsOfB[j]
+						for i := range m {
+							var acc float64
+							for l, av := range rowsOfA[i] {
+								acc += av * bj[l]
+							}
+							store(i, j, acc)
+						}
+					}
+					continue
+				}
+				b0, b1, b2, b3 := colsOfB[j0][:k], colsOfB[j0+1][:k], colsOfB[j0+2][:k], colsOfB[j0+3][:k]
 				for i := range m {
-					ai := rowsOfA[i]
-					var acc float64
+					ai := rowsOfA[i][:k]
+					var a0, a1, a2, a3 float64
 					for l, av := range ai {
-						acc += av * bj[l]
+						a0 += av * b0[l]
+						a1 += av * b1[l]
+						a2 += av * b2[l]
+						a3 += av * b3[l]
 					}
-					idx := i + j*ldc
-					if ct == cublas.R32F {
-						cf := f32s(C)
-						old := float64(0)
-						if beta != 0 {
-							old = float64(beta) * float64(cf[idx])
-						}
-						cf[idx] = float32(float64(alpha)*acc + old)
-					} else {
-						cb := u16s(C)
-						old := float64(0)
-						if beta != 0 {
-							old = float64(beta) * float64(halfToF32(cb[idx], f16))
-						}
-						cb[idx] = f32ToHalf(float32(float64(alpha)*acc+old), f16)
-					}
+					store(i, j0, a0)
+					store(i, j0+1, a1)
+					store(i, j0+2, a2)
+					store(i, j0+3, a3)
 				}
 			}
 		}()
