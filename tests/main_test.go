@@ -93,6 +93,7 @@ func TestScripts(t *testing.T) {
 			"cmp-records":   cmpRecords,
 			"report-num":    reportNum,
 			"sha256":        fileSHA256,
+			"rwkv-vocab":    rwkvVocab,
 		},
 		RequireExplicitExec: true,
 		UpdateScripts:       *update,
@@ -168,6 +169,19 @@ func fileSHA256(ts *testscript.TestScript, neg bool, args []string) {
 	if got := hex.EncodeToString(h.Sum(nil)); got != args[1] {
 		ts.Fatalf("%s: sha256 %s, want %s", args[0], got, args[1])
 	}
+}
+
+// rwkvVocab writes a tokenizer-only RWKV World vocabulary of the 256
+// bytes (testmodel.WriteRWKVBytes), for ppl-mkmodel's --vocab-from:
+//
+//	rwkv-vocab FILE ADD_BOS
+func rwkvVocab(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: rwkv-vocab FILE ADD_BOS")
+	}
+	add, err := strconv.ParseBool(args[1])
+	ts.Check(err)
+	ts.Check(testmodel.WriteRWKVBytes(ts.MkAbs(args[0]), add))
 }
 
 // corruptCache flips a byte in the middle of every cache entry under DIR:

@@ -64,10 +64,10 @@ type scorer struct {
 // loaded is a model, on the device --device chose, with its identity.
 type loaded struct {
 	backend.Model
-	info   pipe.Model
-	tok    tokenizer.Tokenizer
-	bos    int32
-	addBOS bool
+	info     pipe.Model
+	tok      tokenizer.Tokenizer
+	bos      int32
+	chunkBOS bool // llama-perplexity's BOS first in each chunk (Window.BOS)
 }
 
 func newScorer(f flags, stderr io.Writer) (*scorer, error) {
@@ -373,7 +373,7 @@ func (s *scorer) open(ctx context.Context, path string, opts model.Options, on f
 			s.log.Warnf("%v", err)
 		}
 	}
-	return &loaded{Model: m, tok: tok, bos: tok.BOS(), addBOS: tok.AddBOS(), info: meta}, nil
+	return &loaded{Model: m, tok: tok, bos: tok.BOS(), chunkBOS: tok.ChunkBOS(), info: meta}, nil
 }
 
 // metadata reads the model's name and dimensions from its GGUF metadata,
@@ -784,7 +784,7 @@ func (s *scorer) window(r *pipe.Reader, win *pipe.Window, streams *pipe.Streams)
 		return nil, r.Errorf("window %d of stream %q comes after the next stream began: windows must follow their stream's tokens, as ppl-window writes them", win.Index, win.Stream)
 	}
 	tokens := append([]int32(nil), st.IDs[win.Begin:win.End]...)
-	if win.BOS && s.m.addBOS {
+	if win.BOS && s.m.chunkBOS {
 		tokens[0] = s.m.bos
 	}
 	from := win.ScoreFrom - win.Begin

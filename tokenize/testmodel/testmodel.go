@@ -40,3 +40,38 @@ func WriteTinySPM(path string) error {
 	w.Add("tokenizer.ggml.add_eos_token", false)
 	return w.WriteFile(path)
 }
+
+// WriteRWKVBytes writes a tokenizer-only RWKV World vocabulary to path:
+// "<s>" (id 0, BOS and EOS), then the 256 bytes in order, printable ASCII
+// as itself and the others escaped as World vocabularies write them (\n,
+// \t, \r, \\, \xNN), with tokenizer.ggml.add_bos_token = addBOS.
+func WriteRWKVBytes(path string, addBOS bool) error {
+	tokens, types := []string{"<s>"}, []int32{3}
+	for b := 0; b < 256; b++ {
+		var s string
+		switch {
+		case b == '\\':
+			s = `\\`
+		case b == '\n':
+			s = `\n`
+		case b == '\t':
+			s = `\t`
+		case b == '\r':
+			s = `\r`
+		case b >= 0x20 && b < 0x7f:
+			s = string(rune(b))
+		default:
+			s = fmt.Sprintf(`\x%02x`, b)
+		}
+		tokens, types = append(tokens, s), append(types, 1)
+	}
+	w := gguf.NewWriter()
+	w.Add("general.architecture", "rwkv6")
+	w.Add("tokenizer.ggml.model", "rwkv")
+	w.Add("tokenizer.ggml.tokens", tokens)
+	w.Add("tokenizer.ggml.token_type", types)
+	w.Add("tokenizer.ggml.bos_token_id", uint32(0))
+	w.Add("tokenizer.ggml.eos_token_id", uint32(0))
+	w.Add("tokenizer.ggml.add_bos_token", addBOS)
+	return w.WriteFile(path)
+}

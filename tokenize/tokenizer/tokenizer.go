@@ -66,6 +66,11 @@ type Tokenizer interface {
 	// AddBOS and AddEOS say whether Encode adds them.
 	AddBOS() bool
 	AddEOS() bool
+	// ChunkBOS says whether llama-perplexity puts BOS in the first place of
+	// each chunk (llama_vocab_get_add_bos): AddBOS, but for RWKV the file's
+	// tokenizer.ggml.add_bos_token (false when absent), which its Encode
+	// ignores.
+	ChunkBOS() bool
 	// Model and Pre are tokenizer.ggml.model and the effective pre-tokenizer.
 	Model() string
 	Pre() string
@@ -215,6 +220,7 @@ type tok struct {
 	bos, eos int32
 	addBOS   bool
 	addEOS   bool
+	chunkBOS bool
 	prefix   bool
 	escape   bool // BPE: spaces to U+2581 first (Gemma 4)
 	forceBOS bool
@@ -354,13 +360,16 @@ func New(cfg Config) (Tokenizer, error) {
 	if t.forceBOS {
 		t.addBOS = true // llama.cpp overrides the file for Gemma 4
 	}
+	t.chunkBOS = t.addBOS
 	if cfg.Model == "rwkv" {
-		// llama.cpp's RWKV path adds neither, whatever the file says.
+		// llama.cpp's RWKV path adds neither, whatever the file says; but
+		// its vocabulary keeps the file's add_bos_token, by which
+		// llama-perplexity still replaces each chunk's first token.
 		t.addBOS, t.addEOS = false, false
 		unk := specialID(-1, cfg.UNK, n)
 		t.rwkv = newRWKV(t.voc, unk)
 	}
-	if t.addBOS && t.bos < 0 {
+	if t.chunkBOS && t.bos < 0 {
 		return nil, fmt.Errorf("tokenizer: tokenizer.ggml.add_bos_token is true, but tokenizer.ggml.bos_token_id is not set")
 	}
 	if t.addEOS && t.eos < 0 {
@@ -534,6 +543,7 @@ func (t *tok) BOS() int32       { return t.bos }
 func (t *tok) EOS() int32       { return t.eos }
 func (t *tok) AddBOS() bool     { return t.addBOS }
 func (t *tok) AddEOS() bool     { return t.addEOS }
+func (t *tok) ChunkBOS() bool   { return t.chunkBOS }
 func (t *tok) Model() string    { return t.cfg.Model }
 func (t *tok) Pre() string      { return t.pre }
 func (t *tok) Identity() string { return t.identity }

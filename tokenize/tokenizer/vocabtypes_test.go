@@ -24,6 +24,19 @@ func TestRWKV(t *testing.T) {
 	if tk.AddBOS() || tk.AddEOS() {
 		t.Error("RWKV adds no BOS or EOS")
 	}
+	// llama-perplexity's chunks still start with BOS by the file's flag
+	// (false when absent); a flag without a BOS id is refused.
+	if !tk.ChunkBOS() {
+		t.Error("RWKV with add_bos_token: ChunkBOS false, want true")
+	}
+	c.AddBOS = nil
+	if mustNew(t, c).ChunkBOS() {
+		t.Error("RWKV without add_bos_token: ChunkBOS true, want false")
+	}
+	c.AddBOS, c.BOS = bptr(true), nil
+	if _, err := New(c); err == nil || !strings.Contains(err.Error(), "bos_token_id is not set") {
+		t.Errorf("RWKV with add_bos_token and no BOS id: error %v", err)
+	}
 	for in, want := range map[string][]int32{
 		"abcab":    {4, 3}, // longest match at each byte
 		"abd":      {3, 0}, // 'd' starts no token: unknown

@@ -68,8 +68,9 @@ type Protocol = pipe.Protocol
 
 // Span is one window of a stream: read x[Begin..End) from an empty state,
 // score the targets x[i] for i in [ScoreFrom, End). BOS asks the scorer
-// to replace x[Begin] by the model's BOS token when its tokenizer adds
-// one. Always 0 <= Begin < ScoreFrom < End <= n.
+// to replace x[Begin] by the model's BOS token when llama-perplexity would
+// (its vocabulary's add_bos: tokenizer.Tokenizer's ChunkBOS). Always 0 <=
+// Begin < ScoreFrom < End <= n.
 type Span struct {
 	Begin, End, ScoreFrom int
 	BOS                   bool
