@@ -59,8 +59,10 @@ import (
 //     are not run.
 //
 // The attention reads [raw keys, compressed keys] in llama.cpp's order and
-// tiles (ml.Compressed); in the int8 modes a quantized KV cache is
-// refused, llama.cpp turning the keys by Hadamard matrices before one.
+// tiles (ml.Compressed); in the int8 modes a quantized KV cache holds both
+// as its blocks, each key its own value, turned as llama.cpp turns them
+// before one (ml.Attn.KeyValues: q and the keys by the keys' Hadamard
+// matrix, the output back, for heads of a multiple of 64).
 type deepseek4 struct {
 	hp         HParams
 	tokenEmbd  *ml.Matrix
