@@ -306,12 +306,7 @@ func dotQ8_0(w []byte, x []float32) float32 {
 func quantQ8_0(src []float32, dst []byte) {
 	for len(src) >= 32 {
 		x, b := src[:32], dst[:34]
-		var amax float32
-		for _, v := range x {
-			if a := absf(v); a > amax { // finite (Quantize), so no NaN for max to keep
-				amax = a
-			}
-		}
+		amax, _ := absMax(x)
 		d := amax / 127
 		var id float32
 		if d != 0 {

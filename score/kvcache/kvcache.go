@@ -253,7 +253,7 @@ type LlamaHead0 struct{ K, V int }
 // never turned, whatever llama.cpp's log prints (probed: DeepSeek-V2's
 // graph with a latent of 192 has no turn).
 func (h LlamaHead0) KeyRotation(name string, headDim int) int {
-	if _, ok := LlamaType(name); !ok || h.K <= 0 || h.K%64 != 0 || headDim <= 0 || headDim%64 != 0 {
+	if !llamaTurns(name, h.K, headDim) {
 		return 0
 	}
 	r := 64
@@ -270,8 +270,16 @@ func (h LlamaHead0) KeyRotation(name string, headDim int) int {
 // are turned, its keys of 96 not); 0 otherwise, as for a cache that holds
 // no values (llama.cpp's log prints n_rot_v = 0).
 func (h LlamaHead0) ValueRotation(name string, valueDim int) int {
-	if _, ok := LlamaType(name); !ok || h.V <= 0 || h.V%64 != 0 || valueDim <= 0 || valueDim%64 != 0 {
+	if !llamaTurns(name, h.V, valueDim) {
 		return 0
 	}
 	return 64
+}
+
+// llamaTurns reports whether llama.cpp turns heads of dim before a cache
+// of format name where the first layer's heads of that kind are head0:
+// one of its quantized types, both sizes positive multiples of 64.
+func llamaTurns(name string, head0, dim int) bool {
+	_, ok := LlamaType(name)
+	return ok && head0 > 0 && head0%64 == 0 && dim > 0 && dim%64 == 0
 }

@@ -5,6 +5,8 @@ package testmodel
 
 import (
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"ppl.dev/gguf"
 )
@@ -42,28 +44,12 @@ func WriteTinySPM(path string) error {
 }
 
 // WriteRWKVBytes writes a tokenizer-only RWKV World vocabulary to path:
-// "<s>" (id 0, BOS and EOS), then the 256 bytes in order, printable ASCII
-// as itself and the others escaped as World vocabularies write them (\n,
-// \t, \r, \\, \xNN), with tokenizer.ggml.add_bos_token = addBOS.
+// "<s>" (id 0, BOS and EOS), then the 256 bytes in order (RWKVEscape),
+// with tokenizer.ggml.add_bos_token = addBOS.
 func WriteRWKVBytes(path string, addBOS bool) error {
 	tokens, types := []string{"<s>"}, []int32{3}
-	for b := 0; b < 256; b++ {
-		var s string
-		switch {
-		case b == '\\':
-			s = `\\`
-		case b == '\n':
-			s = `\n`
-		case b == '\t':
-			s = `\t`
-		case b == '\r':
-			s = `\r`
-		case b >= 0x20 && b < 0x7f:
-			s = string(rune(b))
-		default:
-			s = fmt.Sprintf(`\x%02x`, b)
-		}
-		tokens, types = append(tokens, s), append(types, 1)
+	for b := range 256 {
+		tokens, types = append(tokens, RWKVEscape([]byte{byte(b)})), append(types, 1)
 	}
 	w := gguf.NewWriter()
 	w.Add("general.architecture", "rwkv6")
@@ -74,4 +60,28 @@ func WriteRWKVBytes(path string, addBOS bool) error {
 	w.Add("tokenizer.ggml.eos_token_id", uint32(0))
 	w.Add("tokenizer.ggml.add_bos_token", addBOS)
 	return w.WriteFile(path)
+}
+
+// RWKVEscape writes bytes as an RWKV World token: \t \n \r and \\
+// escaped, other control bytes and the bytes of invalid UTF-8 as \xNN.
+func RWKVEscape(b []byte) string {
+	var sb strings.Builder
+	valid := utf8.Valid(b)
+	for _, c := range b {
+		switch {
+		case c == '\t':
+			sb.WriteString(`\t`)
+		case c == '\n':
+			sb.WriteString(`\n`)
+		case c == '\r':
+			sb.WriteString(`\r`)
+		case c == '\\':
+			sb.WriteString(`\\`)
+		case c < 0x20 || c == 0x7f || (c >= 0x80 && !valid):
+			fmt.Fprintf(&sb, `\x%02x`, c)
+		default:
+			sb.WriteByte(c)
+		}
+	}
+	return sb.String()
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"ppl.dev/gguf"
 	"ppl.dev/oracle"
 	"ppl.dev/tokenize/bpe"
+	"ppl.dev/tokenize/testmodel"
 	"ppl.dev/tokenize/tokenizer"
 )
 
@@ -187,9 +187,9 @@ func syntheticConfig(t testing.TB, kind string, c tokenizer.Config) tokenizer.Co
 		toks := make([]string, len(c.Tokens))
 		for i, s := range c.Tokens {
 			if raw, ok := bpe.DecodeToken(s); ok {
-				toks[i] = rwkvEscape(raw)
+				toks[i] = testmodel.RWKVEscape(raw)
 			} else {
-				toks[i] = rwkvEscape([]byte(s))
+				toks[i] = testmodel.RWKVEscape([]byte(s))
 			}
 		}
 		c.Tokens = toks
@@ -317,30 +317,6 @@ func deriveMerges(tokens []string, types []int32) []string {
 		out[i] = m.l + " " + m.r
 	}
 	return out
-}
-
-// rwkvEscape writes bytes as an RWKV World token: \t \n \r and \\
-// escaped, other control bytes and the bytes of invalid UTF-8 as \xNN.
-func rwkvEscape(b []byte) string {
-	var sb strings.Builder
-	valid := utf8.Valid(b)
-	for _, c := range b {
-		switch {
-		case c == '\t':
-			sb.WriteString(`\t`)
-		case c == '\n':
-			sb.WriteString(`\n`)
-		case c == '\r':
-			sb.WriteString(`\r`)
-		case c == '\\':
-			sb.WriteString(`\\`)
-		case c < 0x20 || c == 0x7f || (c >= 0x80 && !valid):
-			fmt.Fprintf(&sb, `\x%02x`, c)
-		default:
-			sb.WriteByte(c)
-		}
-	}
-	return sb.String()
 }
 
 // TestWriteSynthetic writes the synthetic GGUF files of syntheticConfig
