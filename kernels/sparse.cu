@@ -1,13 +1,17 @@
-// DeepSeek's sparse attention (DSA, package ml's Sparse extension): the
-// lightning indexer's scores, from the products of its heads' queries with
-// its keys (one GEMM per block of query rows), and each row's top_k keys
-// as the row's bitmap of the key set where the choice is one whatever the
-// order of the comparisons; the rows where it is not (equal scores past
-// the last place, or a NaN) are chosen on the host (score/cuda/sparse.go).
+// Sparse attention's choice of keys on the device (package ml's Sparse,
+// BlockSparse and PooledSparse extensions): DeepSeek's lightning indexer's
+// scores (DSA), MiniMax-M3's block scores (MSA), Qwen3.8's pooled-key
+// block scores and pools (QSA), each from the products of the indexer's
+// queries with its keys (one GEMM per block of query rows); then each
+// row's top_k keys or blocks where the choice is one whatever the order of
+// the comparisons (top_keys), the rows where it is not (equal scores past
+// the last place, or a NaN) chosen on the host (score/cuda/sparse.go); and
+// the blocks' bitmaps spread over their keys (block_keys).
 //
-// CPU reference: nn.LightningTopK (score/nn/indexer.go): score(i, j) =
-// Σ_h relu(q[i,h]·k[j])·w[i,h], float32, heads in order; the top_k by
-// nn.AddTopKeys (ggml's TOP_K: libstdc++'s heap selection).
+// CPU references (score/nn): nn.LightningTopK (indexer.go): score(i, j) =
+// Σ_h relu(q[i,h]·k[j])·w[i,h], float32, heads in order; nn.MSABlocks
+// (msa.go); nn.QSAPool and nn.QSABlocks (qsa.go); the top_k by
+// nn.TopKeys (ggml's TOP_K: libstdc++'s heap selection).
 #include "common.cuh"
 
 // lid_scores: for the rows rows of a window from row r0, out[r·ld + j] =
@@ -39,25 +43,28 @@ __device__ __forceinline__ u32 order_key(float f) {
 	return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 
-// lid_topk: row r of the rows from row r0 of a window (scores sc, rows of
-// ld; its keys j <= r0 + r, more than topk of them) gets in words (rows of
-// nwords 64-bit words, key j bit j mod 64 of word j/64: nn.KeySet's row)
-// its topk highest-scoring keys where every order of comparisons chooses
-// the same ones: the keys above t, the topk-th highest score, and those
-// equal to t when all of them fit. Where they do not (which of the equal
-// scores TOP_K keeps is its heap's order) or a score is NaN, the row's
-// words are 0 and ambiguous[r] is 1 (else 0): the host chooses. One block
-// per row (grid.x = rows): a radix select of four 8-bit digits over
-// order_key, counts by shared atomics (the same in any order).
-extern "C" __global__ void lid_topk(u64* __restrict__ words, int* __restrict__ ambiguous, const float* __restrict__ sc,
-                                    int rows, int ld, int nwords, int r0, int topk) {
+// top_keys: score row R of rows (sc, rows of ld), of window row i = r0 +
+// R/groups (groups score rows a window row: one per indexer head of MSA,
+// else 1), has (i + 1 + add)/div candidates (DSA's keys j <= i: add 0, div
+// 1; MSA's blocks up to i's own: block - 1, block; QSA's whole blocks: 0,
+// block), more than topk of them; it gets in words (rows of nwords 64-bit
+// words, candidate j bit j mod 64 of word j/64: nn.KeySet's row) its topk
+// highest-scoring candidates where every order of comparisons chooses the
+// same ones: those above t, the topk-th highest score, and those equal to
+// t when all of them fit. Where they do not (which of the equal scores
+// TOP_K keeps is its heap's order) or a score is NaN, the row's words are
+// 0 and ambiguous[R] is 1 (else 0): the host chooses. One block per row
+// (grid.x = rows): a radix select of four 8-bit digits over order_key,
+// counts by shared atomics (the same in any order).
+extern "C" __global__ void top_keys(u64* __restrict__ words, int* __restrict__ ambiguous, const float* __restrict__ sc,
+                                    int rows, int ld, int nwords, int r0, int topk, int groups, int add, int div) {
 	__shared__ int hist[256];
 	__shared__ u32 prefix_sh;
 	__shared__ int need_sh, nan_sh, tie_sh;
 	const int r = blockIdx.x;
 	if (r >= rows) return;
 	const float* s = sc + (i64)r * ld;
-	const int keys = r0 + r + 1;
+	const int keys = (r0 + r / groups + 1 + add) / div;
 	if (threadIdx.x == 0) nan_sh = 0;
 	u32 prefix = 0, mask = 0;
 	int need = topk;
@@ -96,4 +103,110 @@ extern "C" __global__ void lid_topk(u64* __restrict__ words, int* __restrict__ a
 		words[(i64)r * nwords + w] = bits;
 	}
 	if (threadIdx.x == 0) ambiguous[r] = amb;
+}
+
+// msa_scores: MSA's block scores. For the rows rows from window row r0,
+// each of groups indexer heads (score row R = r·groups + g, i = r0 + r):
+// out[R·ldo + b] = the highest of qk[R·ld + j] over the keys j of block b
+// (of block keys) up to i, plus 1e30 in float32 for the local blocks up
+// to i's own (b > i/block - local: they rank first), -inf after i's own;
+// a NaN among them is the score (Go's max). qk holds the products
+// q[i, g]·k[j].
+extern "C" __global__ void msa_scores(float* __restrict__ out, const float* __restrict__ qk, int rows, int groups,
+                                      int ld, int ldo, int r0, int block, int local) {
+	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < (i64)rows * groups * ldo;
+	     idx += (i64)gridDim.x * blockDim.x) {
+		const i64 R = idx / ldo;
+		const int b = (int)(idx % ldo), i = r0 + (int)(R / groups), last = i / block;
+		if (b > last) {
+			out[idx] = -INFINITY;
+			continue;
+		}
+		const float* c = qk + R * ld;
+		float m = -INFINITY;
+		for (int j = b * block; j < min((b + 1) * block, i + 1); j++) m = (c[j] != c[j] || m != m) ? NAN : fmaxf(m, c[j]);
+		if (b > last - local) m = __fadd_rn(m, 1e30f);
+		out[idx] = m;
+	}
+}
+
+// relu is max(x, 0) as Go's: a NaN stays one (fmaxf would give 0).
+__device__ __forceinline__ float relu(float x) { return x != x ? x : fmaxf(x, 0.0f); }
+
+// qsa_scores: QSA's block scores. For the rows rows from window row r0 (i
+// = r0 + r): out[r·ldo + b] = Σ_h max(qk[(r·heads + h)·ldo + b], 0)·w_h
+// over the whole blocks b < (i + 1)/block, -inf after; w_h = w[i·heads +
+// h], or scale where w is null. fused: ggml's sum, each term fused into
+// the float32 sum in head order (fmaf); else a double sum rounded once,
+// divided by sqrt(dim) where w is null (scale unused). qk holds the
+// products q[i, h]·p[b·block] with the pooled keys p.
+extern "C" __global__ void qsa_scores(float* __restrict__ out, const float* __restrict__ qk, const float* __restrict__ w,
+                                      int rows, int heads, int ldo, int r0, int block, float scale, int dim, int fused) {
+	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < (i64)rows * ldo; idx += (i64)gridDim.x * blockDim.x) {
+		const int r = (int)(idx / ldo), b = (int)(idx % ldo), i = r0 + r;
+		if (b >= (i + 1) / block) {
+			out[idx] = -INFINITY;
+			continue;
+		}
+		const float* c = qk + (i64)r * heads * ldo + b;
+		const float* wr = w ? w + (i64)i * heads : nullptr;
+		if (fused) {
+			float s = 0.0f;
+			for (int h = 0; h < heads; h++) s = __fmaf_rn(relu(c[(i64)h * ldo]), wr ? wr[h] : scale, s);
+			out[idx] = s;
+			continue;
+		}
+		double s = 0.0;
+		for (int h = 0; h < heads; h++) {
+			const double v = (double)relu(c[(i64)h * ldo]);
+			s = __dadd_rn(s, wr ? __dmul_rn(v, (double)wr[h]) : v);
+		}
+		if (!wr) s = __ddiv_rn(s, sqrt((double)dim));
+		out[idx] = (float)s;
+	}
+}
+
+// block_keys: the key set (nn.KeySet's words: row i of group g at (g·n +
+// i)·nwords, key j bit j mod 64 of word j/64) of a window of n rows from
+// the chosen blocks' bitmaps bw (score row R = (i - r0)·groups + g of
+// nbw words, block b bit b mod 64 of word b/64) of the rows from r0: row
+// i >= r0 reads the keys j <= i of its chosen blocks (of block keys) and,
+// with tail, those after its last whole block (QSA's); a row before r0
+// reads every key j <= i.
+extern "C" __global__ void block_keys(u64* __restrict__ set, const u64* __restrict__ bw, int n, int groups, int nwords,
+                                      int nbw, int r0, int block, int tail) {
+	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < (i64)groups * n * nwords;
+	     idx += (i64)gridDim.x * blockDim.x) {
+		const i64 gi = idx / nwords;
+		const int w = (int)(idx % nwords), g = (int)(gi / n), i = (int)(gi % n);
+		u64 bits = 0;
+		for (int t = 0; t < 64; t++) {
+			const int j = w * 64 + t;
+			if (j > i) break;
+			bool in = i < r0 || (tail && j >= (i + 1) / block * block);
+			if (!in) {
+				const int b = j / block;
+				in = (bw[((i64)(i - r0) * groups + g) * nbw + b / 64] >> (b % 64)) & 1;
+			}
+			if (in) bits |= 1ull << t;
+		}
+		set[idx] = bits;
+	}
+}
+
+// qsa_pool: QSA's pooled keys, row r of dst (n rows of dim) the mean of
+// k's rows [r, r + block) as nn.QSAPool: summed in float32 in row order,
+// then times 1/block in float32; rows past n - block zero.
+extern "C" __global__ void qsa_pool(float* __restrict__ dst, const float* __restrict__ k, int n, int dim, int block) {
+	const float inv = __frcp_rn((float)block);
+	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < (i64)n * dim; idx += (i64)gridDim.x * blockDim.x) {
+		const int r = (int)(idx / dim), d = (int)(idx % dim);
+		if (r + block > n) {
+			dst[idx] = 0.0f;
+			continue;
+		}
+		float s = k[idx];
+		for (int m = r + 1; m < r + block; m++) s = __fadd_rn(s, k[(i64)m * dim + d]);
+		dst[idx] = __fmul_rn(s, inv);
+	}
 }

@@ -5,14 +5,15 @@ import (
 	"ppl.dev/score/nn"
 )
 
-// The GPU's ml.Compressed (DeepSeek-V4): the compressed keys and the
-// indexer's choice of blocks on the host, by the CPU's own functions
-// (nn.GatedPool, nn.OverlapPool, nn.QSABlocks) over the device's
-// projections read back, in the int8 mode with the CPU int8 mode's
-// arithmetic; the attention on the device, its queries and keys laid out
-// on the host as nn.CompressedLayout and the flash kernel reading its key
-// set. Three round trips a compressed layer: a first version, for a device
-// kernel of the pools and of the layout to replace.
+// The GPU's ml.Compressed (DeepSeek-V4): the compressed keys on the host,
+// by the CPU's own functions (nn.GatedPool, nn.OverlapPool) over the
+// device's projections read back, in the int8 mode with the CPU int8
+// mode's arithmetic; the indexer's choice of blocks on the device
+// (pooledChoice, QSA's); the attention on the device, its queries and
+// keys laid out there as nn.CompressedLayout and the flash kernel reading
+// the layout's key set, built on the host. One round trip a compressed
+// layer (the pools: their softmax's exponentials are glibc's and ggml's,
+// which a device kernel would have to reproduce).
 
 var _ ml.Compressed = (*gpuBackend)(nil)
 
@@ -35,45 +36,54 @@ func (b *gpuBackend) CompressKeys(dst, k, gate ml.Tensor, ape *ml.Vector, ratio 
 	b.Write(dst, out)
 }
 
-// IndexBlocks is ml.Compressed's: q and p turned by the Hadamard matrix of
-// their heads' size on the host, p rounded through the key format on the
-// device, then nn.QSABlocks.
+// IndexBlocks is ml.Compressed's, on the device: QSA's choice over the
+// compressed keys, q and p turned by the Hadamard matrix of their heads'
+// size (pooledChoice).
 func (b *gpuBackend) IndexBlocks(q, p, w ml.Tensor, heads, ratio, topK int) *nn.KeySet {
 	pp := g(p)
 	n, dim := pp.rows, pp.cols
 	gshape("indexer queries", g(q), n, heads*dim)
 	gshape("indexer head weights", g(w), n, heads)
-	c := b.hostContext()
-	h := nn.HadamardMatrix(dim)
-	qr, pr := make([]float32, n*heads*dim), make([]float32, n*dim)
-	h.Forward(c, qr, b.Read(q), n*heads)
-	h.Forward(c, pr, b.Read(p), n)
-	mark := b.Mark()
-	defer b.Release(mark)
-	pt := b.Alloc(n, dim)
-	b.Write(pt, pr)
-	return nn.QSABlocks(c, qr, b.cachedKeys(g(pt)), b.Read(w), n, heads, dim, ratio, topK*ratio, b.prec.Int8)
+	return b.pooledChoice("compressed keys' indexer", g(q).p, pp.p, g(w).p, n, heads, dim, ratio, topK*ratio, true)
 }
 
 // CompressedAttention is ml.Compressed's: Attention over the window laid
-// out as nn.CompressedLayout (the placeholders' rows computed and left).
+// out as nn.CompressedLayout on the device (zeros, then the raw keys, the
+// blocks' compressed keys and the queries copied to their rows: copy_cols),
+// the placeholders' rows computed and left; the key set is the layout's,
+// built on the host.
 func (b *gpuBackend) CompressedAttention(dst, q, k, c ml.Tensor, ratio, layer int, a *ml.Attn, vis *nn.KeySet) {
-	o := g(dst)
+	o, qq, kk, cc := g(dst), g(q), g(k), g(c)
 	n, D, H := o.rows, a.HeadDim, a.Heads
-	gshape("compressed attention q", g(q), n, H*D)
-	gshape("compressed attention keys", g(k), n, D)
-	gshape("compressed keys", g(c), n, D)
+	gshape("compressed attention q", qq, n, H*D)
+	gshape("compressed attention keys", kk, n, D)
+	gshape("compressed keys", cc, n, D)
 	gshape("compressed attention output", o, n, H*D)
 	l := nn.NewCompressedLayout(n, ratio, a.Window, vis)
-	qs, keys := make([]float32, l.N*H*D), make([]float32, l.N*D)
-	l.Place(qs, keys, b.Read(q), b.Read(k), b.Read(c), H, D, ratio)
 	mark := b.Mark()
 	defer b.Release(mark)
-	qt, kt, out := b.Alloc(l.N, H*D), b.Alloc(l.N, D), b.Alloc(l.N, H*D)
-	b.Write(qt, qs)
-	b.Write(kt, keys)
+	qt, kt, out := g(b.Alloc(l.N, H*D)), g(b.Alloc(l.N, D)), g(b.Alloc(l.N, H*D))
+	b.do("compressed attention's layout", func() error {
+		e := b.e
+		err := e.dev.memsetD32(kt.p, 0, kt.count())
+		if err == nil {
+			err = e.dev.memsetD32(qt.p, 0, int64(l.P)*int64(H*D))
+		}
+		if err == nil {
+			err = e.copyCols(kt.p, D, 0, kk.p, D, 0, D, n)
+		}
+		if err == nil && l.M > 0 { // block b's key at c's row b·ratio
+			err = e.copyCols(kt.p+ptr(4*int64(l.R)*int64(D)), D, 0, cc.p, ratio*D, 0, D, l.M)
+		}
+		if err == nil {
+			err = e.copyCols(qt.p+ptr(4*int64(l.P)*int64(H*D)), H*D, 0, qq.p, H*D, 0, H*D, n)
+		}
+		return err
+	})
 	at := *a
 	at.Window, at.Keys = 0, l.Keys
 	b.Attention(out, qt, kt, kt, layer, &at)
-	b.Write(dst, b.Read(out)[l.P*H*D:])
+	b.do("compressed attention's output", func() error {
+		return b.e.copyCols(o.p, H*D, 0, out.p+ptr(4*int64(l.P)*int64(H*D)), H*D, 0, H*D, n)
+	})
 }

@@ -335,10 +335,17 @@ var block256 = dim3{256, 1, 1}
 // op(A)=Aᵀ with A = Wᵀ stored (k × nOut, lda k), times B = xᵀ stored
 // (k × rows, ldb ldx).
 func (e *Engine) gemm(y ptr, yt cublas.DataType, ldy int, x ptr, ldx int, w ptr, in cublas.DataType, rows, k, nOut int, beta float32) error {
+	return e.gemmRows(y, yt, ldy, x, ldx, w, k, in, rows, k, nOut, beta)
+}
+
+// gemmRows is gemm with W's rows ldw elements apart (ldw >= k): a product
+// with every (ldw/k)-th row of a matrix of rows of k, as QSA's pooled keys
+// are read.
+func (e *Engine) gemmRows(y ptr, yt cublas.DataType, ldy int, x ptr, ldx int, w ptr, ldw int, in cublas.DataType, rows, k, nOut int, beta float32) error {
 	if rows == 0 {
 		return nil
 	}
-	err := e.dev.gemm(cublas.OpT, cublas.OpN, nOut, rows, k, 1, w, in, k, x, in, ldx, beta, y, yt, ldy)
+	err := e.dev.gemm(cublas.OpT, cublas.OpN, nOut, rows, k, 1, w, in, ldw, x, in, ldx, beta, y, yt, ldy)
 	if err != nil {
 		return fmt.Errorf("cuda: product (%d×%d)·(%d×%d)ᵀ: %w", rows, k, nOut, k, err)
 	}

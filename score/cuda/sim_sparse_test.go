@@ -5,33 +5,145 @@ import (
 	"errors"
 	"math"
 	"slices"
+
+	"ppl.dev/score/nn"
 )
 
 // The emulation of kernels/sparse.cu: lid_scores in the CPU's float32
 // arithmetic (nn.LightningTopK's sums), each product and sum rounded;
-// lid_topk by its definition (topKeysSettled), not the kernel's radix
-// select.
+// top_keys by its definition (topKeysSettled), not the kernel's radix
+// select; msa_scores and qsa_scores as nn.MSABlocks and nn.QSABlocks sum
+// the products they are given; block_keys by the key set's definition;
+// qsa_pool by nn.QSAPool.
 func init() {
-	simKernels["lid_topk"] = simKernel{8, func(s *simDevice, a *simArgs, grid dim3) error {
+	simKernels["top_keys"] = simKernel{11, func(s *simDevice, a *simArgs, grid dim3) error {
 		words, flags, sc := u64s(a.ptr(0)), i32s(a.ptr(1)), f32s(a.ptr(2))
 		rows, ld, nwords, r0, topK := a.int(3), a.int(4), a.int(5), a.int(6), a.int(7)
+		c := candidates{a.int(8), a.int(9), a.int(10)}
 		if err := covers(grid[0], rows, "rows"); err != nil || a.err != nil {
 			return errors.Join(err, a.err)
 		}
-		if len(words) < rows*nwords || len(flags) < rows || len(sc) < rows*ld || r0+rows > ld || nwords < (ld+63)/64 {
-			return errors.New("lid_topk: buffers shorter than the rows")
+		if c.groups < 1 || c.div < 1 || len(words) < rows*nwords || len(flags) < rows || len(sc) < rows*ld ||
+			c.of(r0+(rows-1)/c.groups) > ld || nwords < (ld+63)/64 {
+			return errors.New("top_keys: buffers shorter than the rows")
 		}
 		for r := range rows {
 			row := words[r*nwords : (r+1)*nwords]
 			clear(row)
-			t, ok := topKeysSettled(sc[r*ld:r*ld+r0+r+1], topK)
+			keys := sc[r*ld : r*ld+c.of(r0+r/c.groups)]
+			t, ok := topKeysSettled(keys, topK)
 			flags[r] = int32(b2i(!ok))
-			for j, v := range sc[r*ld : r*ld+r0+r+1] {
+			for j, v := range keys {
 				if ok && v >= t {
 					row[j/64] |= 1 << (j % 64)
 				}
 			}
 		}
+		return nil
+	}}
+	simKernels["msa_scores"] = simKernel{9, func(s *simDevice, a *simArgs, grid dim3) error {
+		out, qk := f32s(a.ptr(0)), f32s(a.ptr(1))
+		rows, groups, ld, ldo, r0, block, local := a.int(2), a.int(3), a.int(4), a.int(5), a.int(6), a.int(7), a.int(8)
+		if a.err != nil {
+			return a.err
+		}
+		if len(out) < rows*groups*ldo || len(qk) < rows*groups*ld || (r0+rows-1)/block >= ldo || r0+rows > ld {
+			return errors.New("msa_scores: buffers shorter than the rows")
+		}
+		for R := range rows * groups {
+			i := r0 + R/groups
+			last := i / block
+			for b := range ldo {
+				m := float32(math.Inf(-1))
+				if b <= last {
+					for _, v := range qk[R*ld+b*block : R*ld+min((b+1)*block, i+1)] {
+						m = max(m, v)
+					}
+					if b > last-local {
+						m += 1e30
+					}
+				}
+				out[R*ldo+b] = m
+			}
+		}
+		return nil
+	}}
+	simKernels["qsa_scores"] = simKernel{11, func(s *simDevice, a *simArgs, grid dim3) error {
+		out, qk, w := f32s(a.ptr(0)), f32s(a.ptr(1)), a.ptr(2)
+		rows, heads, ldo, r0, block, scale, dim, fused := a.int(3), a.int(4), a.int(5), a.int(6), a.int(7), a.f32(8), a.int(9), a.int(10)
+		if a.err != nil {
+			return a.err
+		}
+		if len(out) < rows*ldo || len(qk) < rows*heads*ldo || (w != nil && len(f32s(w)) < (r0+rows)*heads) {
+			return errors.New("qsa_scores: buffers shorter than the rows")
+		}
+		for r := range rows {
+			i := r0 + r
+			for b := range ldo {
+				if b >= (i+1)/block {
+					out[r*ldo+b] = float32(math.Inf(-1))
+					continue
+				}
+				var s32 float32
+				var s64 float64
+				for h := range heads {
+					v := max(qk[(r*heads+h)*ldo+b], 0)
+					wt := scale
+					if w != nil {
+						wt = f32s(w)[i*heads+h]
+					}
+					if fused != 0 {
+						s32 = float32(math.FMA(float64(v), float64(wt), float64(s32)))
+					} else if w != nil {
+						s64 += float64(v) * float64(wt)
+					} else {
+						s64 += float64(v)
+					}
+				}
+				if fused == 0 {
+					if w == nil {
+						s64 /= math.Sqrt(float64(dim))
+					}
+					s32 = float32(s64)
+				}
+				out[r*ldo+b] = s32
+			}
+		}
+		return nil
+	}}
+	simKernels["block_keys"] = simKernel{9, func(s *simDevice, a *simArgs, grid dim3) error {
+		set, bw := u64s(a.ptr(0)), u64s(a.ptr(1))
+		n, groups, nwords, nbw, r0, block, tail := a.int(2), a.int(3), a.int(4), a.int(5), a.int(6), a.int(7), a.int(8)
+		if a.err != nil {
+			return a.err
+		}
+		if len(set) < groups*n*nwords || nwords < (n+63)/64 || (n > r0 && len(bw) < (n-r0)*groups*nbw) {
+			return errors.New("block_keys: buffers shorter than the rows")
+		}
+		for g := range groups {
+			for i := range n {
+				row := set[(g*n+i)*nwords : (g*n+i+1)*nwords]
+				clear(row)
+				for j := 0; j <= i; j++ {
+					b := j / block
+					if i < r0 || (tail != 0 && j >= (i+1)/block*block) || bw[((i-r0)*groups+g)*nbw+b/64]>>(b%64)&1 != 0 {
+						row[j/64] |= 1 << (j % 64)
+					}
+				}
+			}
+		}
+		return nil
+	}}
+	simKernels["qsa_pool"] = simKernel{5, func(s *simDevice, a *simArgs, grid dim3) error {
+		dst, k := f32s(a.ptr(0)), f32s(a.ptr(1))
+		n, dim, block := a.int(2), a.int(3), a.int(4)
+		if a.err != nil {
+			return a.err
+		}
+		if len(dst) < n*dim || len(k) < n*dim {
+			return errors.New("qsa_pool: buffers shorter than the rows")
+		}
+		nn.QSAPool(dst[:n*dim], k[:n*dim], n, dim, block)
 		return nil
 	}}
 	simKernels["lid_scores"] = simKernel{7, func(s *simDevice, a *simArgs, grid dim3) error {

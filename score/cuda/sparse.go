@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"math"
 
 	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
@@ -9,23 +10,23 @@ import (
 
 // The GPU's sparse attention (ml.Sparse: DeepSeek-V3.2's and GLM-5's DSA;
 // ml.BlockSparse: MiniMax-M3's MSA; ml.PooledSparse: Qwen3.8's QSA and
-// GLM5-Next's k-pool indexer) and
-// n-gram gate (ml.PLE). The attention runs on the device: every attention
-// kernel reads a copy of the chosen keys' set (nn.KeySet.Words) and masks
-// the keys a query row leaves out, skipping whole the key tiles (flash) or
-// chunks (plain, latent) no row of it reads. DSA's scores are the device's too (IndexKeys:
-// kernels/sparse.cu), and so is each row's top_k where equal scores leave
-// no choice (lid_topk), read back as the rows' bitmaps (n/8 bytes a row,
-// not the 4n of its scores); the rows where they do are chosen on the host
-// from their scores read back, ties broken as ggml's TOP_K. The
-// blocks of MSA and QSA are chosen on the host by the CPU's own functions
-// (nn.MSABlocks, nn.QSAPool, nn.GatedPool, nn.QSABlocks) over the device's indexer
-// outputs read back, n/block scores per row. The keys are rounded through
-// the KV cache's key format, as llama.cpp stores them; in the int8 mode the
-// host computes with the CPU int8 mode's arithmetic (ggml's float32
-// products, the AVX-512 build's order), so a row's keys are the CPU's for
-// the same inputs, ties broken as ggml's TOP_K. So is PLEGate, one value
-// per token and stream.
+// GLM5-Next's k-pool indexer) and n-gram gate (ml.PLE). The attention
+// runs on the device: every attention kernel reads a copy of the chosen
+// keys' set (nn.KeySet.Words) and masks the keys a query row leaves out,
+// skipping whole the key tiles (flash) or chunks (plain, latent) no row of
+// it reads. The indexers' scores are the device's too (kernels/sparse.cu:
+// a GEMM of the indexer's queries with its keys per chunk of rows, then
+// DSA's relu-weighted sums over the heads, MSA's block maxima, QSA's
+// weighted sums over pooled keys), and so is each row's choice where
+// equal scores leave none (top_keys), read back as the set's bitmaps (n/8
+// bytes a row, not the 4n of its scores); the rows where they do leave
+// one are chosen on the host from their scores read back, ties broken as
+// ggml's TOP_K (nn.TopKeys). The products are cuBLAS's float32 ones, so
+// near ties may go another way than the CPU's (ggml's products in the
+// int8 mode); every sum after them is the CPU's. The keys are rounded
+// through the KV cache's key format, as llama.cpp stores them. GLM5-Next's
+// gated pools (nn.GatedPool) and PLEGate, one value per token and stream,
+// are the host's, in the int8 mode with the CPU int8 mode's arithmetic.
 
 var (
 	_ ml.Sparse       = (*gpuBackend)(nil)
@@ -35,7 +36,7 @@ var (
 )
 
 func init() {
-	kernelModules["sparse"] = []string{"lid_scores", "lid_topk"}
+	kernelModules["sparse"] = []string{"lid_scores", "top_keys", "msa_scores", "qsa_scores", "block_keys", "qsa_pool"}
 }
 
 // hostContext is the nn.Context of the host's share, in the int8 mode
@@ -84,148 +85,278 @@ func (b *gpuBackend) cachedKeys(k *gt) []float32 {
 	return out
 }
 
-// lidProducts bounds the indexer's products a block of query rows holds
-// at once: rows·heads·n float32s (256 MiB). A variable for the tests.
+// lidProducts bounds the products a chunk of a sparse indexer's query
+// rows holds at once (rows·heads·n float32s for DSA and MSA, rows·heads·
+// n/block for QSA): 256 MiB. A variable for the tests.
 var lidProducts = 64 << 20
 
-// IndexKeys is ml.Sparse's: the scores on the device, q and k
-// Hadamard-rotated with rotate (a product with nn.HadamardMatrix), k
-// rounded through the cache's key format (roundKeys), then per
-// block of query rows one GEMM of every head's q·k, lid_scores'
-// relu-weighted sums over the heads and lid_topk's choice of each row's
-// top_k, read back into the set's bitmap; a row lid_topk leaves to the
-// host (equal scores at the last place, a NaN) is chosen there from its
-// scores read back (nn.AddTopKeys: ggml's TOP_K's ties). Rows below top_k
-// read every key.
+// IndexKeys is ml.Sparse's, on the device: q and k Hadamard-rotated with
+// rotate (a product with nn.HadamardMatrix), k rounded through the
+// cache's key format (roundKeys), then per chunk of query rows one GEMM
+// of every head's q·k and lid_scores' relu-weighted sums over the heads,
+// then chooseBlocks with blocks of one key. Rows below top_k read every
+// key.
 func (b *gpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) *nn.KeySet {
 	if err := ml.IndexShapes(q, k, w, heads); err != nil {
 		panic("cuda backend: " + err.Error())
 	}
 	qq, kk, ww := g(q), g(k), g(w)
 	n, dim := qq.rows, kk.cols
-	set := nn.NewKeySet(n)
-	for i := range min(n, topK) {
-		for j := 0; j <= i; j++ {
-			set.Add(i, j)
+	ch := blockChoice{n: n, block: 1, top: topK, first: min(n, topK), ld: n, c: candidates{1, 0, 1}}
+	ch.rows = chunkRows(n-ch.first, heads*n)
+	qp, kp := qq.p, kk.p
+	var kd, qk ptr
+	return b.chooseBlocks("lightning indexer", ch, func(r0, r1 int, out ptr) (err error) {
+		e := b.e
+		if kd == 0 { // the first chunk
+			if rotate {
+				qp, kp, err = b.rotated(qp, kp, n, heads, dim)
+			}
+			if err == nil {
+				kd, err = b.roundKeys(kp, n, dim)
+			}
+			if err == nil {
+				qk, err = b.scratchBytes(4 * int64(ch.rows) * int64(heads) * int64(n))
+			}
+			if err != nil {
+				return err
+			}
 		}
-	}
-	if n <= topK {
-		return set
-	}
-	b.do("lightning indexer", func() (err error) {
+		m := r1 - r0
+		err = e.gemm(qk, f32, n, qp+ptr(4*int64(r0)*int64(heads*dim)), dim, kd, f32, m*heads, dim, r1, 0)
+		if err == nil {
+			err = e.launch("lid_scores", gridFor(int64(m)*int64(n)), block256, out, qk, ww.p, m, heads, n, r0)
+		}
+		return err
+	})
+}
+
+// candidates says how many of a score row's entries top_keys chooses
+// from: (i + 1 + add)/div for window row i (DSA's keys j <= i; MSA's
+// blocks up to i's own; QSA's whole blocks), groups score rows a window
+// row (MSA's indexer heads, else 1).
+type candidates struct{ groups, add, div int }
+
+func (c candidates) of(i int) int { return (i + 1 + c.add) / c.div }
+
+// topKeys launches top_keys: the bitmaps (rows of nwords words at words)
+// of the topK best candidates (c) of the rows score rows at sc (rows of
+// ld) from window row r0, and each row's flag (int32s at flags) of a
+// choice left to the host.
+func (e *Engine) topKeys(words, flags, sc ptr, rows, ld, nwords, r0, topK int, c candidates) error {
+	return e.launch("top_keys", dim3{uint32(rows), 1, 1}, block256, words, flags, sc, rows, ld, nwords, r0, topK, c.groups, c.add, c.div)
+}
+
+// blockChoice is a block-sparse indexer's choice of keys on the device
+// (MSA's, QSA's) for a window of n rows: from row first, the top best
+// of each row's candidate blocks (of block keys; c), scored in chunks of
+// rows window rows, ld scores a score row; with tail a row also reads the
+// keys after its last whole block; a row before first reads every key.
+type blockChoice struct {
+	n, block, top, first, rows, ld int
+	c                              candidates
+	tail                           bool
+}
+
+// chooseBlocks runs ch: per chunk of rows, scores writes the block
+// scores of window rows [r0, r1) at out (score rows of ch.ld, ch.c.groups a
+// window row), top_keys chooses their blocks (a row it leaves to the host
+// chosen there from its scores read back: nn.TopKeys, ggml's TOP_K's
+// ties, and its bitmap copied back), and block_keys spreads the chosen
+// blocks over their keys into the set, read back (n/8 bytes a row and
+// group).
+func (b *gpuBackend) chooseBlocks(what string, ch blockChoice, scores func(r0, r1 int, out ptr) error) *nn.KeySet {
+	g := ch.c.groups
+	set := nn.NewKeySets(ch.n, g)
+	b.do(what, func() (err error) {
 		e := b.e
 		mark := b.Mark()
 		defer b.Release(mark)
-		f32s := func(count int) (p ptr) { // scratch, once err is nil
+		alloc := func(bytes int) (p ptr) { // scratch, once err is nil
 			if err == nil {
-				p, err = b.scratchBytes(4 * int64(count))
+				p, err = b.scratchBytes(int64(max(bytes, 8)))
 			}
 			return p
 		}
-		qp, kp := qq.p, kk.p
-		if rotate {
-			var h ptr
-			if h, err = scratchCopy(b, nn.HadamardMatrix(dim).Data); err != nil {
-				return err
-			}
-			qr, kr := f32s(n*heads*dim), f32s(n*dim)
+		nw, nbw, sparse := (ch.n+63)/64, (ch.ld+63)/64, max(0, ch.n-ch.first)
+		bw, sc, fl, sd := alloc(8*sparse*g*nbw), alloc(4*ch.rows*g*ch.ld), alloc(4*ch.rows*g), alloc(8*g*ch.n*nw)
+		flags, row, order, bits := make([]int32, ch.rows*g), make([]float32, ch.ld), make([]int32, ch.ld), make([]uint64, nbw)
+		for r0 := ch.first; r0 < ch.n && err == nil; r0 += ch.rows {
+			r1 := min(ch.n, r0+ch.rows)
+			m, wr := (r1-r0)*g, bw+ptr(8*(r0-ch.first)*g*nbw)
+			err = scores(r0, r1, sc)
 			if err == nil {
-				err = e.gemm(qr, f32, dim, qp, dim, h, f32, n*heads, dim, dim, 0)
-			}
-			if err == nil {
-				err = e.gemm(kr, f32, dim, kp, dim, h, f32, n, dim, dim, 0)
-			}
-			qp, kp = qr, kr
-		}
-		rows := min(n-topK, max(1, lidProducts/(heads*n)))
-		words := (n + 63) / 64
-		qk, sc, wd, fl := f32s(rows*heads*n), f32s(rows*n), f32s(2*rows*words), f32s(rows) // wd: uint64 words
-		var kd ptr
-		if err == nil {
-			kd, err = b.roundKeys(kp, n, dim)
-		}
-		if err != nil {
-			return err
-		}
-		bits, flags, scores, order := set.Words(), make([]int32, rows), make([]float32, n), make([]int32, n)
-		for r0 := topK; r0 < n; r0 += rows {
-			r1 := min(n, r0+rows)
-			m := r1 - r0
-			err := e.gemm(qk, f32, r1, qp+ptr(4*int64(r0)*int64(heads*dim)), dim, kd, f32, m*heads, dim, r1, 0)
-			if err == nil {
-				err = e.launch("lid_scores", gridFor(int64(m)*int64(r1)), block256, sc, qk, ww.p, m, heads, r1, r0)
-			}
-			if err == nil {
-				err = e.topKeys(wd, fl, sc, m, r1, words, r0, topK)
-			}
-			if err == nil {
-				err = download(e, bits[r0*words:r1*words], wd)
+				err = e.topKeys(wr, fl, sc, m, ch.ld, nbw, r0, ch.top, ch.c)
 			}
 			if err == nil {
 				err = download(e, flags[:m], fl)
 			}
 			for r := 0; r < m && err == nil; r++ {
-				if flags[r] != 0 {
-					if err = download(e, scores[:r1], sc+ptr(4*int64(r)*int64(r1))); err == nil {
-						nn.AddTopKeys(set, r0+r, scores[:r1], order, topK)
+				if flags[r] == 0 {
+					continue
+				}
+				k := ch.c.of(r0 + r/g)
+				if err = download(e, row[:k], sc+ptr(4*r*ch.ld)); err == nil {
+					clear(bits)
+					for _, j := range nn.TopKeys(row[:k], order[:k], ch.top) {
+						bits[j/64] |= 1 << (j % 64)
 					}
+					err = upload(e, wr+ptr(8*r*nbw), bits)
 				}
 			}
 			if err != nil {
-				return fmt.Errorf("indexer rows %d to %d: %w", r0, r1-1, err)
+				err = fmt.Errorf("rows %d to %d: %w", r0, r1-1, err)
 			}
 		}
-		return nil
+		if err == nil {
+			err = e.launch("block_keys", gridFor(int64(g)*int64(ch.n)*int64(nw)), block256, sd, bw, ch.n, g, nw, nbw, ch.first, ch.block, b2i(ch.tail))
+		}
+		if err == nil {
+			err = download(e, set.Words(), sd)
+		}
+		return err
 	})
 	return set
 }
 
-// topKeys launches lid_topk: the bitmaps (rows of nwords words at words)
-// of the top_k keys of the rows rows of scores at sc (rows of ld) from
-// window row r0, and each row's flag (int32s at flags) of a choice left
-// to the host.
-func (e *Engine) topKeys(words, flags, sc ptr, rows, ld, nwords, r0, topK int) error {
-	return e.launch("lid_topk", dim3{uint32(rows), 1, 1}, block256, words, flags, sc, rows, ld, nwords, r0, topK)
-}
+// chunkRows is how many window rows of a window of n a chunk of sparse
+// indexer products holds: rows·perRow float32s at most lidProducts, at
+// least 1, at most n.
+func chunkRows(n, perRow int) int { return max(1, min(n, lidProducts/max(1, perRow))) }
 
-// BlockKeys is ml.BlockSparse's: nn.MSABlocks over the keys rounded
-// through the key format.
+// BlockKeys is ml.BlockSparse's, on the device: k rounded through the key
+// format (roundKeys), per chunk of query rows one GEMM of every indexer
+// head's q·k and msa_scores' block maxima (the local blocks first), then
+// chooseBlocks. The products are cuBLAS's, float32: near ties may go
+// another way than the CPU's (nn.MSABlocks).
 func (b *gpuBackend) BlockKeys(q, k ml.Tensor, heads, block, topK, local int) *nn.KeySet {
 	qq, kk := g(q), g(k)
 	n, dim := qq.rows, kk.cols
 	gshape("MSA indexer keys", kk, n, dim)
 	gshape("MSA indexer queries", qq, n, heads*dim)
-	return nn.MSABlocks(b.hostContext(), b.Read(q), b.cachedKeys(kk), n, heads, dim, block, topK, local, b.prec.Int8)
+	if block <= 0 || topK <= 0 || local < 0 {
+		panic(fmt.Sprintf("cuda backend: MSA blocks of %d, top %d, local %d", block, topK, local))
+	}
+	var kd, qk ptr
+	ch := blockChoice{n: n, block: block, top: topK, first: min(n, topK*block), ld: (n + block - 1) / block,
+		c: candidates{heads, block - 1, block}}
+	ch.rows = chunkRows(n-ch.first, heads*n)
+	return b.chooseBlocks("MSA indexer", ch, func(r0, r1 int, out ptr) (err error) {
+		if kd == 0 {
+			if kd, err = b.roundKeys(kk.p, n, dim); err == nil {
+				qk, err = b.scratchBytes(4 * int64(ch.rows) * int64(heads) * int64(n))
+			}
+		}
+		m := r1 - r0
+		if err == nil {
+			err = b.e.gemm(qk, f32, r1, qq.p+ptr(4*int64(r0)*int64(heads*dim)), dim, kd, f32, m*heads, dim, r1, 0)
+		}
+		if err == nil {
+			err = b.e.launch("msa_scores", gridFor(int64(m)*int64(heads)*int64(ch.ld)), block256, out, qk, m, heads, r1, ch.ld, r0, block, local)
+		}
+		return err
+	})
 }
 
-// PoolKeys is ml.PooledSparse's: nn.QSAPool (with gates nn.GatedPool) of
-// the keys rounded through the key format, on the host.
+// PoolKeys is ml.PooledSparse's: k rounded through the key format, then
+// pooled on the device (qsa_pool: nn.QSAPool's float32 sums); with gates,
+// nn.GatedPool of both on the host.
 func (b *gpuBackend) PoolKeys(dst, k, gt ml.Tensor, ape *ml.Vector, block int) {
 	d, kk := g(dst), g(k)
 	gshape("pooled keys", d, kk.rows, kk.cols)
-	out := make([]float32, d.count())
 	if gt == nil {
-		nn.QSAPool(out, b.cachedKeys(kk), kk.rows, kk.cols, block)
-	} else {
-		gg := g(gt)
-		gshape("pool gates", gg, kk.rows, kk.cols)
-		nn.GatedPool(out, b.cachedKeys(kk), b.cachedKeys(gg), ape.V, kk.rows, kk.cols, block, b.prec.Int8, b.hostContext().GGMLAVX2)
+		b.do("QSA pooled keys", func() error {
+			mark := b.Mark()
+			defer b.Release(mark)
+			kd, err := b.roundKeys(kk.p, kk.rows, kk.cols)
+			if err == nil {
+				err = b.e.launch("qsa_pool", gridFor(int64(d.count())), block256, d.p, kd, kk.rows, kk.cols, block)
+			}
+			return err
+		})
+		return
 	}
+	out := make([]float32, d.count())
+	gg := g(gt)
+	gshape("pool gates", gg, kk.rows, kk.cols)
+	nn.GatedPool(out, b.cachedKeys(kk), b.cachedKeys(gg), ape.V, kk.rows, kk.cols, block, b.prec.Int8, b.hostContext().GGMLAVX2)
 	b.Write(dst, out)
 }
 
-// PooledKeys is ml.PooledSparse's: nn.QSABlocks over the pooled keys
-// rounded through the key format.
+// PooledKeys is ml.PooledSparse's, on the device (pooledChoice).
 func (b *gpuBackend) PooledKeys(q, p, w ml.Tensor, heads, block, topK int) *nn.KeySet {
 	qq, pp := g(q), g(p)
 	n, dim := pp.rows, pp.cols
 	gshape("pooled keys' queries", qq, n, heads*dim)
-	var wv []float32
+	var wp ptr
 	if w != nil {
 		gshape("pooled keys' head weights", g(w), n, heads)
-		wv = b.Read(w)
+		wp = g(w).p
 	}
-	return nn.QSABlocks(b.hostContext(), b.Read(q), b.cachedKeys(pp), wv, n, heads, dim, block, topK, b.prec.Int8)
+	return b.pooledChoice("QSA indexer", qq.p, pp.p, wp, n, heads, dim, block, topK, false)
+}
+
+// pooledChoice chooses QSA's blocks (nn.QSABlocks) on the device: q (n,
+// heads·dim) and the pooled keys p (n, dim) Hadamard-rotated with rotate
+// (DeepSeek-V4's indexer), p rounded through the key format (roundKeys),
+// per chunk of query rows one GEMM of every head's q with the blocks'
+// pooled keys (gemmRows: p's rows b·block) and qsa_scores' weighted sums
+// (w's, or 1/sqrt(dim) where wp is 0; the int8 mode's fused in float32 as
+// llama.cpp's, else in float64 as nn.QSABlocks'), then chooseBlocks. The
+// products are cuBLAS's, float32: near ties may go another way than the
+// CPU's.
+func (b *gpuBackend) pooledChoice(what string, qp, pp, wp ptr, n, heads, dim, block, topK int, rotate bool) *nn.KeySet {
+	if block <= 1 || topK < block || topK%block != 0 {
+		panic(fmt.Sprintf("cuda backend: %s: blocks of %d for a budget of %d keys", what, block, topK))
+	}
+	nb := n / block
+	var pd, qk ptr
+	ch := blockChoice{n: n, block: block, top: topK / block, first: min(n, topK+block-1), ld: max(1, nb),
+		c: candidates{1, 0, block}, tail: true}
+	ch.rows = chunkRows(n-ch.first, heads*nb)
+	scale := 1 / float32(math.Sqrt(float64(dim)))
+	return b.chooseBlocks(what, ch, func(r0, r1 int, out ptr) (err error) {
+		if pd == 0 { // the first chunk
+			if rotate {
+				qp, pp, err = b.rotated(qp, pp, n, heads, dim)
+			}
+			if err == nil {
+				pd, err = b.roundKeys(pp, n, dim)
+			}
+			if err == nil {
+				qk, err = b.scratchBytes(4 * int64(ch.rows) * int64(heads) * int64(ch.ld))
+			}
+			if err != nil {
+				return err
+			}
+		}
+		m := r1 - r0
+		err = b.e.gemmRows(qk, f32, nb, qp+ptr(4*int64(r0)*int64(heads*dim)), dim, pd, block*dim, f32, m*heads, dim, nb, 0)
+		if err == nil {
+			err = b.e.launch("qsa_scores", gridFor(int64(m)*int64(nb)), block256, out, qk, wp, m, heads, nb, r0, block, scale, dim, b2i(b.prec.Int8))
+		}
+		return err
+	})
+}
+
+// rotated returns q (n, heads·dim) and k (n, dim) times the Hadamard
+// matrix of dim (nn.HadamardMatrix, one GEMM each) in scratch memory, as
+// llama.cpp turns the lightning indexers' queries and keys.
+func (b *gpuBackend) rotated(q, k ptr, n, heads, dim int) (qr, kr ptr, err error) {
+	h, err := scratchCopy(b, nn.HadamardMatrix(dim).Data)
+	if err == nil {
+		qr, err = b.scratchBytes(4 * int64(n) * int64(heads*dim))
+	}
+	if err == nil {
+		kr, err = b.scratchBytes(4 * int64(n) * int64(dim))
+	}
+	if err == nil {
+		err = b.e.gemm(qr, f32, dim, q, dim, h, f32, n*heads, dim, dim, 0)
+	}
+	if err == nil {
+		err = b.e.gemm(kr, f32, dim, k, dim, h, f32, n, dim, dim, 0)
+	}
+	return qr, kr, err
 }
 
 // PLEGate is ml.PLE's, on the host: nn.PLEGate, in the int8 mode

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"ppl.dev/score/kvcache"
+	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
 )
 
@@ -69,7 +70,7 @@ func TestIndexKeysParity(t *testing.T) {
 	})
 }
 
-// lid_topk against nn.AddTopKeys (ggml's TOP_K) on 40 rows of 640 to 679
+// top_keys against nn.TopKeys (ggml's TOP_K) on 40 rows of 640 to 679
 // keys, top_k 37, each row's flag against the definition
 // (topKeysSettled): normal scores; small integers (equal scores at the
 // last place: the host's); exactly as many zeros, -0 among them, or +Inf
@@ -136,7 +137,7 @@ func TestTopKeysParity(t *testing.T) {
 		}
 		wd, fl := devAlloc(t, e, 8*rows*words), devAlloc(t, e, 4*rows)
 		scp := devPut(t, e, sc)
-		do(t, e, func() error { return e.topKeys(wd, fl, scp, rows, ld, words, r0, topK) })
+		do(t, e, func() error { return e.topKeys(wd, fl, scp, rows, ld, words, r0, topK, candidates{1, 0, 1}) })
 		got, flags := devGet[uint64](t, e, wd, rows*words), devGet[int32](t, e, fl, rows)
 		order := make([]int32, ld)
 		settled := 0
@@ -150,7 +151,9 @@ func TestTopKeysParity(t *testing.T) {
 			want := nn.NewKeySet(ld)
 			if ok {
 				settled++
-				nn.AddTopKeys(want, i, sc[r*ld:(r+1)*ld], order, topK)
+				for _, j := range nn.TopKeys(sc[r*ld:r*ld+i+1], order[:i+1], topK) {
+					want.Add(i, int(j))
+				}
 			}
 			if w := want.Words()[i*words : (i+1)*words]; !slices.Equal(got[r*words:(r+1)*words], w) {
 				t.Errorf("row %d (case %d, settled %v): bitmap %x, want %x", r, r%10, ok, got[r*words:(r+1)*words], w)
@@ -158,6 +161,148 @@ func TestTopKeysParity(t *testing.T) {
 		}
 		if settled != 24 {
 			t.Errorf("%d of %d rows settled on the device, want 24 (cases 1, 3, 5, 7 the host's)", settled, rows)
+		}
+	})
+}
+
+// sparseInputs returns m values: small integers in [lo, hi] (every
+// product and sum exact in any order) or, with normal, normal floats.
+func sparseInputs(rng *rand.Rand, m, lo, hi int, normal bool) []float32 {
+	v := make([]float32, m)
+	for i := range v {
+		if normal {
+			v[i] = float32(rng.NormFloat64())
+		} else {
+			v[i] = float32(lo + rng.IntN(hi-lo+1))
+		}
+	}
+	return v
+}
+
+// keysApart counts the keys j <= i of every row and group that a and b
+// do not both hold or leave out, and those b holds.
+func keysApart(a, b *nn.KeySet, n int) (apart, chosen int) {
+	for g := range b.Groups() {
+		for i := range n {
+			for j := 0; j <= i; j++ {
+				chosen += b2i(b.HasIn(g, i, j))
+				apart += b2i(a.HasIn(g, i, j) != b.HasIn(g, i, j))
+			}
+		}
+	}
+	return apart, chosen
+}
+
+// BlockKeys (sparse.go: MSA's block scores and choice on the device)
+// against nn.MSABlocks over the same inputs, k through the bf16 cache:
+// 200 rows, 3 indexer heads of 16, blocks of 8, top 6 with the 2 local,
+// chunks of 80 rows (lidProducts lowered). Small integers make every
+// product exact: the sets are the CPU's to the key (the many equal
+// scores chosen on the host, as ggml's TOP_K), the CPU's float and ggml
+// products alike. Normal floats: cuBLAS's products differ by roundings
+// from the CPU's, measured 0 of the 23,820 chosen keys apart.
+func TestBlockKeysParity(t *testing.T) {
+	defer func(v int) { lidProducts = v }(lidProducts)
+	const n, heads, dim, block, topK, local = 200, 3, 16, 8, 6, 2
+	lidProducts = 80 * heads * n
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		b := testBackend(e)
+		defer b.Close()
+		rng := rand.New(rand.NewPCG(77, 1))
+		for _, normal := range []bool{false, true} {
+			q, k := sparseInputs(rng, n*heads*dim, -2, 2, normal), sparseInputs(rng, n*dim, -2, 2, normal)
+			kr := slices.Clone(k)
+			var blk kvcache.Block
+			kvcache.RoundTrip(kvcache.BF16{}, &blk, kr, n, 1, dim)
+			got := b.BlockKeys(b.put(t, n, heads*dim, q), b.put(t, n, dim, k), heads, block, topK, local)
+			if err := b.Err(); err != nil {
+				t.Fatal(err)
+			}
+			for _, ggml := range []bool{false, true} {
+				want := nn.MSABlocks(nn.NewContext(0), q, kr, n, heads, dim, block, topK, local, ggml)
+				apart, chosen := keysApart(got, want, n)
+				t.Logf("normal %v, ggml %v: %d of %d chosen keys apart", normal, ggml, apart, chosen)
+				if apart > 0 {
+					t.Errorf("normal %v, ggml %v: %d of %d chosen keys apart, want 0", normal, ggml, apart, chosen)
+				}
+			}
+		}
+	})
+}
+
+// PoolKeys, PooledKeys and IndexBlocks (sparse.go, compressed.go: QSA's
+// pools, block scores and choice on the device) against nn.QSAPool and
+// nn.QSABlocks over the same inputs, keys through the bf16 cache: 120
+// rows, 4 heads of 16, blocks of 5, a budget of 30 keys (6 blocks), chunks
+// of 30 rows, with the heads' weights (GLM5-Next's) and without
+// (1/sqrt(dim)), in both activation modes (the int8 mode's sums fused as
+// llama.cpp's, the other's in float64); DeepSeek-V4's q and p turned by
+// the Hadamard matrix first. The pools are the CPU's to the bit; with small integers so
+// are the sets; with normal floats (the emulator only: the host runtime
+// launches a process a kernel) cuBLAS's products differ by roundings,
+// measured 0 of the 3,345 chosen keys apart.
+func TestPooledKeysParity(t *testing.T) {
+	defer func(v int) { lidProducts = v }(lidProducts)
+	const n, heads, dim, block, topK = 120, 4, 16, 5, 30
+	lidProducts = 30 * heads * (n / block)
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		b := testBackend(e)
+		defer b.Close()
+		rng := rand.New(rand.NewPCG(79, 1))
+		k := sparseInputs(rng, n*dim, 0, 0, true)
+		kr := slices.Clone(k)
+		var blk kvcache.Block
+		kvcache.RoundTrip(kvcache.BF16{}, &blk, kr, n, 1, dim)
+		want := make([]float32, n*dim)
+		nn.QSAPool(want, kr, n, dim, block)
+		p := b.Alloc(n, dim)
+		b.PoolKeys(p, b.put(t, n, dim, k), nil, nil, block)
+		if got := b.Read(p); !slices.EqualFunc(got, want, func(x, y float32) bool { return math.Float32bits(x) == math.Float32bits(y) }) {
+			t.Errorf("pooled keys differ from nn.QSAPool's")
+		}
+		_, host := e.dev.(*hostDevice)
+		for _, normal := range []bool{false, true} {
+			for _, c := range []struct{ weighted, int8, rotate bool }{
+				{false, false, false}, {false, true, false}, {true, false, false}, {true, true, false}, {true, false, true}, {true, true, true},
+			} {
+				if normal && host {
+					continue
+				}
+				q, pk := sparseInputs(rng, n*heads*dim, -2, 2, normal), sparseInputs(rng, n*dim, -2, 2, normal)
+				var w []float32
+				var wt ml.Tensor
+				if c.weighted {
+					w = sparseInputs(rng, n*heads, -1, 2, false)
+					wt = b.put(t, n, heads, w)
+				}
+				qt, pt := b.put(t, n, heads*dim, q), b.put(t, n, dim, pk)
+				if c.rotate {
+					rot, cc := nn.HadamardMatrix(dim), nn.NewContext(0)
+					qr, pr := make([]float32, len(q)), make([]float32, len(pk))
+					rot.Forward(cc, qr, q, n*heads)
+					rot.Forward(cc, pr, pk, n)
+					q, pk = qr, pr
+				}
+				pr := slices.Clone(pk)
+				kvcache.RoundTrip(kvcache.BF16{}, &blk, pr, n, 1, dim)
+				b.prec.Int8 = c.int8
+				var got *nn.KeySet
+				if c.rotate {
+					got = b.IndexBlocks(qt, pt, wt, heads, block, topK/block)
+				} else {
+					got = b.PooledKeys(qt, pt, wt, heads, block, topK)
+				}
+				b.prec.Int8 = false
+				if err := b.Err(); err != nil {
+					t.Fatal(err)
+				}
+				want := nn.QSABlocks(nn.NewContext(0), q, pr, w, n, heads, dim, block, topK, c.int8)
+				apart, chosen := keysApart(got, want, n)
+				t.Logf("normal %v, %+v: %d of %d chosen keys apart", normal, c, apart, chosen)
+				if apart > 0 {
+					t.Errorf("normal %v, %+v: %d of %d chosen keys apart, want 0", normal, c, apart, chosen)
+				}
+			}
 		}
 	})
 }

@@ -19,7 +19,7 @@ import (
 // weights, scale included), and row i keeps the topK keys j <= i of the
 // highest scores: every key j <= i while i < topK. Scores are float32 dot
 // products (Gemm) summed over heads in order; among equal scores at the
-// boundary (relu's zeros make many) the keys ggml's TOP_K keeps (topKeys).
+// boundary (relu's zeros make many) the keys ggml's TOP_K keeps (TopKeys).
 func LightningTopK(c *Context, q, k, w []float32, n, heads, dim, topK int) *KeySet {
 	check("indexer q", len(q), n*heads*dim)
 	check("indexer k", len(k), n*dim)
@@ -57,28 +57,28 @@ func LightningTopK(c *Context, q, k, w []float32, n, heads, dim, topK int) *KeyS
 				}
 				score[j] = s
 			}
-			AddTopKeys(set, i, score, order, topK)
+			addTopKeys(set, i, score, order, topK)
 		}
 	})
 	return set
 }
 
-// AddTopKeys puts in row i of set the topK keys j <= i of the highest
+// addTopKeys puts in row i of set the topK keys j <= i of the highest
 // score[j] (score holds at least i+1), choosing among equal scores as
-// ggml's TOP_K does (topKeys); order is scratch of at least i+1.
-func AddTopKeys(set *KeySet, i int, score []float32, order []int32, topK int) {
-	for _, j := range topKeys(score[:i+1], order[:i+1], topK) {
+// ggml's TOP_K does (TopKeys); order is scratch of at least i+1.
+func addTopKeys(set *KeySet, i int, score []float32, order []int32, topK int) {
+	for _, j := range TopKeys(score[:i+1], order[:i+1], topK) {
 		set.Add(i, int(j))
 	}
 }
 
-// topKeys returns the indices of the k highest of score, choosing among
+// TopKeys returns the indices of the k highest of score, choosing among
 // equal scores as ggml's TOP_K does on the CPU: libstdc++'s
 // std::partial_sort of the indices 0..n-1 by score[a] > score[b], whose
 // heap selection keeps the first k indices in a heap (its root the lowest
 // score) and lets a later index in only when its score is higher than the
 // root's. order is scratch of len(score).
-func topKeys(score []float32, order []int32, k int) []int32 {
+func TopKeys(score []float32, order []int32, k int) []int32 {
 	for j := range order {
 		order[j] = int32(j)
 	}
@@ -125,7 +125,7 @@ func adjustHeap(h []int32, hole int, v int32, less func(a, b int32) bool) {
 	h[hole] = v
 }
 
-// topKeysRef is topKeys by sorting, for scores without ties: the
+// topKeysRef is TopKeys by sorting, for scores without ties: the
 // reference it is tested against.
 func topKeysRef(score []float32, k int) []int32 {
 	order := make([]int32, len(score))

@@ -17,7 +17,7 @@ func TestTopKeys(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for _, c := range []struct{ n, k int }{{1, 1}, {10, 3}, {100, 64}, {100, 99}, {100, 100}, {1000, 500}} {
 		score := randVec(r, c.n)
-		got := slices.Clone(topKeys(score, make([]int32, c.n), c.k))
+		got := slices.Clone(TopKeys(score, make([]int32, c.n), c.k))
 		slices.Sort(got)
 		want := slices.Clone(topKeysRef(score, c.k))
 		slices.Sort(want)
@@ -34,7 +34,7 @@ func TestTopKeys(t *testing.T) {
 		{[]float32{1, 0, 0, 0, 0, 2, 0, 0, 0, 0}, 4, []int32{0, 1, 3, 5}},
 		{make([]float32, 300), 64, nil}, // 0..63
 	} {
-		got := slices.Clone(topKeys(c.score, make([]int32, len(c.score)), c.k))
+		got := slices.Clone(TopKeys(c.score, make([]int32, len(c.score)), c.k))
 		slices.Sort(got)
 		want := c.want
 		if want == nil {
@@ -50,7 +50,7 @@ func TestTopKeys(t *testing.T) {
 	x := tieScores(rows, n)
 	var keys []float32
 	for row := range rows {
-		got := slices.Clone(topKeys(x[row*n:(row+1)*n], make([]int32, n), k))
+		got := slices.Clone(TopKeys(x[row*n:(row+1)*n], make([]int32, n), k))
 		slices.Sort(got)
 		for _, j := range got {
 			keys = append(keys, float32(j))
@@ -77,7 +77,7 @@ func tieScores(rows, n int) []float32 {
 }
 
 // TestLightningTopK against its definition: the scores in float64 (then
-// float32) and topKeys' choice among them; every row keeps its topK keys
+// float32) and TopKeys' choice among them; every row keeps its topK keys
 // (all of them below topK), on random queries, keys and weights of both
 // signs, whose many scores of exactly 0 (every head's relu 0) tie.
 func TestLightningTopK(t *testing.T) {
@@ -103,7 +103,7 @@ func TestLightningTopK(t *testing.T) {
 			}
 		}
 		want := map[int32]bool{}
-		for _, j := range topKeys(score, make([]int32, i+1), min(topK, i+1)) {
+		for _, j := range TopKeys(score, make([]int32, i+1), min(topK, i+1)) {
 			want[j] = true
 		}
 		for j := range n {

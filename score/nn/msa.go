@@ -14,7 +14,7 @@ import "math"
 // is highest, the last local blocks up to i's own always among them (they
 // rank first: llama.cpp adds 1e30 to their scores, in float32). A row of
 // at most topK blocks reads all of its keys. Among equal scores the blocks
-// ggml's TOP_K keeps (topKeys).
+// ggml's TOP_K keeps (TopKeys).
 //
 // With ggml the products are ggml's float32 MUL_MAT (ggml_vec_dot_f32, in
 // the AVX2 build's order with c.GGMLAVX2), as llama.cpp computes them;
@@ -78,7 +78,7 @@ func MSABlocks(c *Context, q, k []float32, n, heads, dim, block, topK, local int
 					}
 					score[b] = m
 				}
-				for _, b := range topKeys(score[:last+1], order[:last+1], topK) {
+				for _, b := range TopKeys(score[:last+1], order[:last+1], topK) {
 					for j := int(b) * block; j < min((int(b)+1)*block, i+1); j++ {
 						set.AddIn(g, i, j)
 					}

@@ -14,7 +14,7 @@ import "math"
 //
 // (q (n, heads·dim); w (n, heads) the heads' weights, or nil for
 // 1/sqrt(dim) each) and reads the keys of the topK/block blocks that score
-// highest, among equal scores those ggml's TOP_K keeps (topKeys), and the
+// highest, among equal scores those ggml's TOP_K keeps (TopKeys), and the
 // keys of its own unfinished block, [block·((i+1)/block), i]. A row of at
 // most topK/block whole blocks reads every key j <= i.
 //
@@ -80,7 +80,7 @@ func QSABlocks(c *Context, q, p, w []float32, n, heads, dim, block, topK int, gg
 				}
 				score[b] = float32(s)
 			}
-			for _, b := range topKeys(score[:whole], order[:whole], top) {
+			for _, b := range TopKeys(score[:whole], order[:whole], top) {
 				for j := int(b) * block; j < (int(b)+1)*block; j++ {
 					set.Add(i, j)
 				}
