@@ -210,3 +210,176 @@ extern "C" __global__ void qsa_pool(float* __restrict__ dst, const float* __rest
 		dst[idx] = __fmul_rn(s, inv);
 	}
 }
+
+// glibc's expf (ARM's optimized routines, FMA build) as nn.LibcExpf:
+// exp2f_tab is __exp2f_data.tab (N = 32), the bits of 2^(i/32) minus i <<
+// 47.
+__constant__ u64 exp2f_tab[32] = {
+    0x3ff0000000000000ull, 0x3fefd9b0d3158574ull, 0x3fefb5586cf9890full, 0x3fef9301d0125b51ull,
+    0x3fef72b83c7d517bull, 0x3fef54873168b9aaull, 0x3fef387a6e756238ull, 0x3fef1e9df51fdee1ull,
+    0x3fef06fe0a31b715ull, 0x3feef1a7373aa9cbull, 0x3feedea64c123422ull, 0x3feece086061892dull,
+    0x3feebfdad5362a27ull, 0x3feeb42b569d4f82ull, 0x3feeab07dd485429ull, 0x3feea47eb03a5585ull,
+    0x3feea09e667f3bcdull, 0x3fee9f75e8ec5f74ull, 0x3feea11473eb0187ull, 0x3feea589994cce13ull,
+    0x3feeace5422aa0dbull, 0x3feeb737b0cdc5e5ull, 0x3feec49182a3f090ull, 0x3feed503b23e255dull,
+    0x3feee89f995ad3adull, 0x3feeff76f2fb5e47ull, 0x3fef199bdd85529cull, 0x3fef3720dcef9069ull,
+    0x3fef5818dcfba487ull, 0x3fef7c97337b9b5full, 0x3fefa4afa2a490daull, 0x3fefd0765b6e4540ull,
+};
+
+__device__ __forceinline__ u32 abstop12(float x) { return (__float_as_uint(x) >> 20) & 0x7ff; }
+
+__device__ float libc_expf(float x) {
+	if (abstop12(x) >= abstop12(88.0f)) {
+		if (x == -INFINITY) return 0.0f;
+		if (abstop12(x) >= abstop12(INFINITY)) return x + x;
+		if (x > 0x1.62e42ep6f) return INFINITY;
+		if (x < -0x1.9fe368p6f) return 0.0f;
+	}
+	const double inv_ln2n = 0x1.71547652b82fep+0 * 32, shift = 0x1.8p+52;
+	const double c0 = 0x1.c6af84b912394p-5 / 32 / 32 / 32, c1 = 0x1.ebfce50fac4f3p-3 / 32 / 32,
+	             c2 = 0x1.62e42ff0c52d6p-1 / 32;
+	const double xd = (double)x;
+	double kd = __fma_rn(inv_ln2n, xd, shift);
+	const u64 ki = (u64)__double_as_longlong(kd);
+	kd = __dsub_rn(kd, shift);
+	const double r = __fma_rn(inv_ln2n, xd, -kd);
+	const double s = __longlong_as_double((long long)(exp2f_tab[ki % 32] + (ki << 47)));
+	const double zz = __fma_rn(c0, r, c1);
+	double y = __fma_rn(c2, r, 1.0);
+	y = __fma_rn(zz, __dmul_rn(r, r), y);
+	return (float)__dmul_rn(y, s);
+}
+
+// ggml_expf is ggml_v_expf of ggml-cpu's AVX-512 build (avx2 0: its
+// scalef) or its AVX2 build (avx2 1: k + k·j, |n| > 126 by two factors),
+// one lane, as nn.ggmlExpf and nn.ggmlExpfAVX2.
+__device__ float ggml_expf(float x, int avx2) {
+	const float r = 0x1.8p23f;
+	const float z = __fmaf_rn(x, 0x1.715476p+0f, r);
+	const float n = __fsub_rn(z, r);
+	const float b = __fmaf_rn(-n, 0x1.7f7d1cp-20f, __fmaf_rn(-n, 0x1.62e4p-1f, x));
+	const float u = __fmul_rn(b, b);
+	const float hi = __fmaf_rn(__fmaf_rn(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, __fmaf_rn(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
+	if (!avx2) {
+		const float j = __fmaf_rn(hi, u, __fmaf_rn(0x1.ffffecp-1f, b, 1.0f));
+		if (n != n || x != x) return NAN;
+		if (fabsf(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
+		return (float)__dmul_rn((double)j, ldexp(1.0, (int)n));
+	}
+	const u32 e = __float_as_uint(z) << 23;
+	const float k = __uint_as_float(e + 0x3f800000u);
+	const float j = __fmaf_rn(hi, u, __fmul_rn(0x1.ffffecp-1f, b));
+	const float an = fabsf(n);
+	if (!(an > 126.0f)) return __fmaf_rn(j, k, k);
+	const u32 g = n <= 0.0f ? 0x82000000u : 0u;
+	const float s1 = __uint_as_float(g + 0x7f000000u), s2 = __uint_as_float(e - g);
+	if (an > 192.0f) return __fmul_rn(s1, s1);
+	return __fmul_rn(__fmaf_rn(s2, j, s2), s1);
+}
+
+// pool_entry gives entry j of output row r's channel d of a gated pool:
+// its gate, bias and value (see gated_pool).
+__device__ __forceinline__ void pool_entry(const float* k, const float* g, const float* ape, int dim, int block, int overlap,
+                                           int r, int d, int j, float* gv, float* av, float* kv) {
+	if (!overlap) {
+		*gv = g[(i64)(r + j) * dim + d], *av = ape[(i64)j * dim + d], *kv = k[(i64)(r + j) * dim + d];
+		return;
+	}
+	const int w = 2 * dim;
+	if (j < block) {
+		if (r == 0) {
+			*gv = -INFINITY, *av = 0.0f, *kv = 0.0f;
+			return;
+		}
+		*gv = g[(i64)(r - block + j) * w + d], *av = ape[(i64)j * w + d], *kv = k[(i64)(r - block + j) * w + d];
+		return;
+	}
+	j -= block;
+	*gv = g[(i64)(r + j) * w + dim + d], *av = ape[(i64)j * w + dim + d], *kv = k[(i64)(r + j) * w + dim + d];
+}
+
+// pool_exp is entry j's e^(logit - m) of ggml's SOFT_MAX over m entries:
+// ggml_v_expf in the whole lanes (16, AVX2's 8), glibc's expf after.
+__device__ __forceinline__ float pool_exp(float x, int j, int whole, int avx2) {
+	return j < whole ? ggml_expf(x, avx2) : libc_expf(x);
+}
+
+// gated_pool: DeepSeek-V4's and GLM5-Next's compressed keys, dst (n, dim)
+// row b·block channel d for every whole block b: Σ_j softmax_j(g_j + a_j)·k_j
+// over its entries, the rows [b·block, (b+1)·block) of k and g (n, dim)
+// and the bias ape (block, dim) (nn.GatedPool); with overlap (k, g, ape of
+// 2·dim columns) first the previous block's rows in the first dim columns
+// (-inf gates before the window), then the block's own in the last dim
+// (nn.OverlapPool); every other row 0. With ggml as llama.cpp computes it
+// (the logits' sums in float32, ggml's SOFT_MAX in the AVX2 build's lanes
+// with avx2, else the AVX-512 build's: ggml_v_expf, each lane group's sum
+// in its reduction's order added in double; the products rounded to
+// float32 and summed in double, rounded once); otherwise in double,
+// rounded once. A thread per value, the logits read thrice rather than
+// held.
+extern "C" __global__ void gated_pool(float* __restrict__ dst, const float* __restrict__ k, const float* __restrict__ g,
+                                      const float* __restrict__ ape, int n, int dim, int block, int overlap, int ggml,
+                                      int avx2) {
+	const int m = overlap ? 2 * block : block, lanes = avx2 ? 8 : 16, whole = m / lanes * lanes;
+	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < (i64)n * dim; idx += (i64)gridDim.x * blockDim.x) {
+		const int r = (int)(idx / dim), d = (int)(idx % dim);
+		if (r % block != 0 || r + block > n) {
+			dst[idx] = 0.0f;
+			continue;
+		}
+		float gv, av, kv;
+		if (!ggml) {
+			double mx = -INFINITY;
+			for (int j = 0; j < m; j++) {
+				pool_entry(k, g, ape, dim, block, overlap, r, d, j, &gv, &av, &kv);
+				const double e = __dadd_rn((double)gv, (double)av);
+				mx = (e != e || mx != mx) ? NAN : fmax(mx, e);
+			}
+			double z = 0.0, s = 0.0;
+			for (int j = 0; j < m; j++) {
+				pool_entry(k, g, ape, dim, block, overlap, r, d, j, &gv, &av, &kv);
+				const double e = exp(__dsub_rn(__dadd_rn((double)gv, (double)av), mx));
+				z = __dadd_rn(z, e);
+				s = __dadd_rn(s, __dmul_rn(e, (double)kv));
+			}
+			dst[idx] = (float)__ddiv_rn(s, z);
+			continue;
+		}
+		float mx = -INFINITY;
+		for (int j = 0; j < m; j++) {
+			pool_entry(k, g, ape, dim, block, overlap, r, d, j, &gv, &av, &kv);
+			const float x = __fadd_rn(gv, av);
+			if (!(mx > x)) mx = x; // ggml's MAX
+		}
+		double sum = 0.0;
+		float lane[16];
+		for (int j = 0; j < m; j++) {
+			pool_entry(k, g, ape, dim, block, overlap, r, d, j, &gv, &av, &kv);
+			const float e = pool_exp(__fsub_rn(__fadd_rn(gv, av), mx), j, whole, avx2);
+			if (j >= whole) {
+				sum = __dadd_rn(sum, (double)e);
+				continue;
+			}
+			lane[j % lanes] = e;
+			if (j % lanes != lanes - 1) continue;
+			float t;
+			if (avx2) { // hsum8
+				t = __fadd_rn(__fadd_rn(__fadd_rn(lane[0], lane[4]), __fadd_rn(lane[2], lane[6])),
+				              __fadd_rn(__fadd_rn(lane[1], lane[5]), __fadd_rn(lane[3], lane[7])));
+			} else { // _mm512_reduce_add_ps
+				float a[8];
+				for (int i = 0; i < 8; i++) a[i] = __fadd_rn(lane[i], lane[i + 8]);
+				for (int i = 0; i < 4; i++) a[i] = __fadd_rn(a[i], a[i + 4]);
+				t = __fadd_rn(__fadd_rn(a[0], a[2]), __fadd_rn(a[1], a[3]));
+			}
+			sum = __dadd_rn(sum, (double)t);
+		}
+		const float inv = (float)__ddiv_rn(1.0, sum);
+		double s = 0.0;
+		for (int j = 0; j < m; j++) {
+			pool_entry(k, g, ape, dim, block, overlap, r, d, j, &gv, &av, &kv);
+			const float p = __fmul_rn(pool_exp(__fsub_rn(__fadd_rn(gv, av), mx), j, whole, avx2), inv);
+			s = __dadd_rn(s, (double)__fmul_rn(p, kv));
+		}
+		dst[idx] = (float)s;
+	}
+}

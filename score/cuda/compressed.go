@@ -5,19 +5,16 @@ import (
 	"ppl.dev/score/nn"
 )
 
-// The GPU's ml.Compressed (DeepSeek-V4): the compressed keys on the host,
-// by the CPU's own functions (nn.GatedPool, nn.OverlapPool) over the
-// device's projections read back, in the int8 mode with the CPU int8
-// mode's arithmetic; the indexer's choice of blocks on the device
-// (pooledChoice, QSA's); the attention on the device, its queries and
-// keys laid out there as nn.CompressedLayout and the flash kernel reading
-// the layout's key set, built on the host. One round trip a compressed
-// layer (the pools: their softmax's exponentials are glibc's and ggml's,
-// which a device kernel would have to reproduce).
+// The GPU's ml.Compressed (DeepSeek-V4), on the device: the compressed
+// keys (gated_pool, nn.GatedPool's and nn.OverlapPool's arithmetic, in the
+// int8 mode llama.cpp's as the CPU int8 mode's), the indexer's choice of
+// blocks (pooledChoice, QSA's) and the attention, its queries and keys
+// laid out as nn.CompressedLayout and the flash kernel reading the
+// layout's key set, built on the host.
 
 var _ ml.Compressed = (*gpuBackend)(nil)
 
-// CompressKeys is ml.Compressed's, on the host.
+// CompressKeys is ml.Compressed's, on the device (gatedPool).
 func (b *gpuBackend) CompressKeys(dst, k, gate ml.Tensor, ape *ml.Vector, ratio int, overlap bool) {
 	d := g(dst)
 	n, dim := d.rows, d.cols
@@ -27,13 +24,7 @@ func (b *gpuBackend) CompressKeys(dst, k, gate ml.Tensor, ape *ml.Vector, ratio 
 	}
 	gshape("compressor values", g(k), n, w)
 	gshape("compressor gates", g(gate), n, w)
-	out, kh, gh := make([]float32, n*dim), b.Read(k), b.Read(gate)
-	if overlap {
-		nn.OverlapPool(out, kh, gh, ape.V, n, dim, ratio, b.prec.Int8, b.hostContext().GGMLAVX2)
-	} else {
-		nn.GatedPool(out, kh, gh, ape.V, n, dim, ratio, b.prec.Int8, b.hostContext().GGMLAVX2)
-	}
-	b.Write(dst, out)
+	b.do("compressed keys", func() error { return b.gatedPool(d.p, g(k).p, g(gate).p, gv(ape), n, dim, ratio, overlap) })
 }
 
 // IndexBlocks is ml.Compressed's, on the device: QSA's choice over the
@@ -59,7 +50,7 @@ func (b *gpuBackend) CompressedAttention(dst, q, k, c ml.Tensor, ratio, layer in
 	gshape("compressed attention keys", kk, n, D)
 	gshape("compressed keys", cc, n, D)
 	gshape("compressed attention output", o, n, H*D)
-	l := nn.NewCompressedLayout(n, ratio, a.Window, vis)
+	l := nn.NewCompressedLayout(b.hostContext(), n, ratio, a.Window, vis)
 	mark := b.Mark()
 	defer b.Release(mark)
 	qt, kt, out := g(b.Alloc(l.N, H*D)), g(b.Alloc(l.N, D)), g(b.Alloc(l.N, H*D))

@@ -127,13 +127,13 @@ func TestEndToEndQwen4Exp(t *testing.T) {
 // TestEndToEndGLM5Next: GLM-5.3-Flash (glm5-next) on the GPU against the
 // CPU, bf16 cache: Kimi Delta Attention in layers 0 to 2, latent attention
 // without RoPE in layer 3 whose k-pool indexer chooses past 4 blocks of 4
-// keys (ml.PooledSparse: the gated pools on the host, the choice of
-// blocks on the device, the latent kernel over the key set), all inside 4 streams mixed by
+// keys (ml.PooledSparse: the gated pools and the choice of blocks on the
+// device, the latent kernel over the key set), all inside 4 streams mixed by
 // mHC (the Sinkhorn matrix on the host, the rest the backend's
 // operations), experts and a shared expert, every expert used, every
 // SwiGLU clamped. Windows of 48 read sparsely from row 19. Emulation, 95
 // targets: max 0.0106, mean 0.00187, PPL ratio 0.999785; in the int8 mode
-// (the host's pools and the device's sums as the CPU int8 mode's; the clamps at 0.5
+// (the pools and the indexer's sums as the CPU int8 mode's; the clamps at 0.5
 // and the routing amplify bf16's roundings, 2 argmaxes of 95 apart) max
 // 0.0685, mean 0.00798, PPL ratio 1.000330.
 func TestEndToEndGLM5Next(t *testing.T) {
@@ -150,9 +150,9 @@ func TestEndToEndGLM5Next(t *testing.T) {
 // TestEndToEndDeepSeek4: DeepSeek-V4 (deepseek4) on the GPU against the
 // CPU, bf16 cache: a first layer of raw keys in a window of 16 (its
 // experts by token id), then keys compressed by 4 (a lightning indexer
-// choosing 8 blocks from row 35), 128 and 4 (ml.Compressed: the pools on
-// the host, the indexer's choice and the attention's layout on the device,
-// the flash kernel over the key set), the heads turned back, grouped output, 4
+// choosing 8 blocks from row 35), 128 and 4 (ml.Compressed: the pools,
+// the indexer's choice and the attention's layout on the device, the
+// flash kernel over the key set), the heads turned back, grouped output, 4
 // streams mixed by mHC, experts routed by sqrt(softplus) and a shared
 // expert, every expert used, every SwiGLU clamped. Emulation: windows of
 // 48, 95 targets: max 0.0093, mean 0.00236, PPL ratio 1.000572; of 160,

@@ -14,7 +14,7 @@ import (
 // top_keys by its definition (topKeysSettled), not the kernel's radix
 // select; msa_scores and qsa_scores as nn.MSABlocks and nn.QSABlocks sum
 // the products they are given; block_keys by the key set's definition;
-// qsa_pool by nn.QSAPool.
+// qsa_pool by nn.QSAPool; gated_pool by nn.GatedPool and nn.OverlapPool.
 func init() {
 	simKernels["top_keys"] = simKernel{11, func(s *simDevice, a *simArgs, grid dim3) error {
 		words, flags, sc := u64s(a.ptr(0)), i32s(a.ptr(1)), f32s(a.ptr(2))
@@ -131,6 +131,26 @@ func init() {
 					}
 				}
 			}
+		}
+		return nil
+	}}
+	simKernels["gated_pool"] = simKernel{10, func(s *simDevice, a *simArgs, grid dim3) error {
+		dst, k, g, ape := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2)), f32s(a.ptr(3))
+		n, dim, block, overlap, ggml, avx2 := a.int(4), a.int(5), a.int(6), a.int(7) != 0, a.int(8) != 0, a.int(9) != 0
+		if a.err != nil {
+			return a.err
+		}
+		w := dim
+		if overlap {
+			w = 2 * dim
+		}
+		if len(dst) < n*dim || len(k) < n*w || len(g) < n*w || len(ape) < block*w {
+			return errors.New("gated_pool: buffers shorter than the rows")
+		}
+		if overlap {
+			nn.OverlapPool(dst[:n*dim], k[:n*w], g[:n*w], ape[:block*w], n, dim, block, ggml, avx2)
+		} else {
+			nn.GatedPool(dst[:n*dim], k[:n*w], g[:n*w], ape[:block*w], n, dim, block, ggml, avx2)
 		}
 		return nil
 	}}

@@ -24,9 +24,12 @@ import (
 // ggml's TOP_K (nn.TopKeys). The products are cuBLAS's float32 ones, so
 // near ties may go another way than the CPU's (ggml's products in the
 // int8 mode); every sum after them is the CPU's. The keys are rounded
-// through the KV cache's key format, as llama.cpp stores them. GLM5-Next's
-// gated pools (nn.GatedPool) and PLEGate, one value per token and stream,
-// are the host's, in the int8 mode with the CPU int8 mode's arithmetic.
+// through the KV cache's key format, as llama.cpp stores them. The pools
+// are the device's (qsa_pool; gated_pool, GLM5-Next's and DeepSeek-V4's,
+// in the int8 mode with llama.cpp's softmax: ggml_v_expf in the CPU int8
+// mode's build's lanes, glibc's expf past them). PLEGate, one value per
+// token and stream, is the host's, in the int8 mode with the CPU int8
+// mode's arithmetic.
 
 var (
 	_ ml.Sparse       = (*gpuBackend)(nil)
@@ -36,7 +39,7 @@ var (
 )
 
 func init() {
-	kernelModules["sparse"] = []string{"lid_scores", "top_keys", "msa_scores", "qsa_scores", "block_keys", "qsa_pool"}
+	kernelModules["sparse"] = []string{"lid_scores", "top_keys", "msa_scores", "qsa_scores", "block_keys", "qsa_pool", "gated_pool"}
 }
 
 // hostContext is the nn.Context of the host's share, in the int8 mode
@@ -67,22 +70,6 @@ func (b *gpuBackend) roundKeys(x ptr, n, dim int) (ptr, error) {
 		err = b.e.kvDecode(kd, kt, n, 1)
 	}
 	return kd, err
-}
-
-// cachedKeys reads k (one head a row) from the device, rounded through the
-// KV cache's key format (roundKeys).
-func (b *gpuBackend) cachedKeys(k *gt) []float32 {
-	out := make([]float32, k.count())
-	b.do("indexer keys", func() error {
-		mark := b.Mark()
-		defer b.Release(mark)
-		kd, err := b.roundKeys(k.p, k.rows, k.cols)
-		if err == nil {
-			err = download(b.e, out, kd)
-		}
-		return err
-	})
-	return out
 }
 
 // lidProducts bounds the products a chunk of a sparse indexer's query
@@ -258,29 +245,40 @@ func (b *gpuBackend) BlockKeys(q, k ml.Tensor, heads, block, topK, local int) *n
 	})
 }
 
-// PoolKeys is ml.PooledSparse's: k rounded through the key format, then
-// pooled on the device (qsa_pool: nn.QSAPool's float32 sums); with gates,
-// nn.GatedPool of both on the host.
+// PoolKeys is ml.PooledSparse's, on the device: k (and the gates)
+// rounded through the key format, then qsa_pool (nn.QSAPool's float32
+// sums) or, with gates, gatedPool.
 func (b *gpuBackend) PoolKeys(dst, k, gt ml.Tensor, ape *ml.Vector, block int) {
 	d, kk := g(dst), g(k)
 	gshape("pooled keys", d, kk.rows, kk.cols)
-	if gt == nil {
-		b.do("QSA pooled keys", func() error {
-			mark := b.Mark()
-			defer b.Release(mark)
-			kd, err := b.roundKeys(kk.p, kk.rows, kk.cols)
+	if gt != nil {
+		gshape("pool gates", g(gt), kk.rows, kk.cols)
+	}
+	b.do("pooled keys", func() error {
+		mark := b.Mark()
+		defer b.Release(mark)
+		kd, err := b.roundKeys(kk.p, kk.rows, kk.cols)
+		if err != nil || gt == nil {
 			if err == nil {
 				err = b.e.launch("qsa_pool", gridFor(int64(d.count())), block256, d.p, kd, kk.rows, kk.cols, block)
 			}
 			return err
-		})
-		return
-	}
-	out := make([]float32, d.count())
-	gg := g(gt)
-	gshape("pool gates", gg, kk.rows, kk.cols)
-	nn.GatedPool(out, b.cachedKeys(kk), b.cachedKeys(gg), ape.V, kk.rows, kk.cols, block, b.prec.Int8, b.hostContext().GGMLAVX2)
-	b.Write(dst, out)
+		}
+		gd, err := b.roundKeys(g(gt).p, kk.rows, kk.cols)
+		if err == nil {
+			err = b.gatedPool(d.p, kd, gd, gv(ape), kk.rows, kk.cols, block, false)
+		}
+		return err
+	})
+}
+
+// gatedPool launches gated_pool: dst (n, dim) the gated pools of k and g
+// (n, dim; with overlap 2·dim) with the bias ape by blocks of block, in
+// the int8 mode as llama.cpp's (the CPU int8 mode's build: GGMLAVX2); on
+// the engine's thread.
+func (b *gpuBackend) gatedPool(dst, k, g, ape ptr, n, dim, block int, overlap bool) error {
+	return b.e.launch("gated_pool", gridFor(int64(n)*int64(dim)), block256, dst, k, g, ape, n, dim, block,
+		b2i(overlap), b2i(b.prec.Int8), b2i(b.hostContext().GGMLAVX2))
 }
 
 // PooledKeys is ml.PooledSparse's, on the device (pooledChoice).

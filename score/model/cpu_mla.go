@@ -240,7 +240,7 @@ func (b *cpuBackend) CompressedAttention(dst, q, k, c ml.Tensor, ratio, layer in
 	shape("compressed attention keys", kk, n, D)
 	shape("compressed keys", cc, n, D)
 	shape("compressed attention output", o, n, H*D)
-	l := nn.NewCompressedLayout(n, ratio, a.Window, vis)
+	l := nn.NewCompressedLayout(b.c, n, ratio, a.Window, vis)
 	mark := b.c.Mark()
 	defer b.c.Release(mark)
 	keys, qs, out := b.c.Alloc(l.N*D), b.c.Alloc(l.N*H*D), b.c.Alloc(l.N*H*D)

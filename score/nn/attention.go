@@ -104,6 +104,17 @@ func (s *KeySet) Has(i, j int) bool { return s.HasIn(0, i, j) }
 // AddIn puts key j in row i's set of group g.
 func (s *KeySet) AddIn(g, i, j int) { s.bits[(g*s.rows+i)*s.words+j/64] |= 1 << (j % 64) }
 
+// AddKeys puts keys [lo, hi) in row i's set of group g, a word at a time.
+func (s *KeySet) AddKeys(g, i, lo, hi int) {
+	row := s.bits[(g*s.rows+i)*s.words:]
+	for lo < hi {
+		b := lo % 64
+		m := min(64-b, hi-lo)
+		row[lo/64] |= (^uint64(0) >> (64 - m)) << b
+		lo += m
+	}
+}
+
 // HasIn reports whether key j is in row i's set of group g (of the one
 // group of a set shared by every KV head).
 func (s *KeySet) HasIn(g, i, j int) bool { return s.row(g, i)[j/64]>>(j%64)&1 != 0 }

@@ -1,5 +1,7 @@
 package nn
 
+import "math/bits"
+
 // CompressedLayout is how one window of DeepSeek-V4's attention is laid
 // out for a causal attention over a key set (Attention.Keys), its keys in
 // llama.cpp's order and tiles: rows [0, R) the n raw keys (R is n rounded
@@ -15,24 +17,46 @@ type CompressedLayout struct {
 	Keys       *KeySet
 }
 
-// NewCompressedLayout lays out a window of n queries.
-func NewCompressedLayout(n, ratio, window int, vis *KeySet) *CompressedLayout {
+// NewCompressedLayout lays out a window of n queries, its rows on c's
+// workers, a word at a time: where ratio divides 64, the chosen blocks'
+// first keys found among vis's set bits (bits.TrailingZeros64), not
+// block by block.
+func NewCompressedLayout(c *Context, n, ratio, window int, vis *KeySet) *CompressedLayout {
 	R, M := (n+ggmlTileKV-1)/ggmlTileKV*ggmlTileKV, n/ratio
 	l := &CompressedLayout{N: R + M + n, P: R + M, R: R, M: M}
 	l.Keys = NewKeySet(l.N)
 	for r := range l.P {
 		l.Keys.Add(r, r)
 	}
-	for i := range n {
-		for j := max(0, i-window+1); j <= i; j++ {
-			l.Keys.Add(l.P+i, j)
-		}
-		for b := range (i + 1) / ratio {
-			if vis == nil || vis.Has(i, b*ratio) {
-				l.Keys.Add(l.P+i, R+b)
+	var firsts uint64 // bits 0, ratio, 2·ratio, ... of a word
+	for j := 0; 64%ratio == 0 && j < 64; j += ratio {
+		firsts |= 1 << j
+	}
+	c.Parallel(n, func(_, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			l.Keys.AddKeys(0, l.P+i, max(0, i-window+1), i+1)
+			nb := (i + 1) / ratio
+			switch {
+			case vis == nil:
+				l.Keys.AddKeys(0, l.P+i, R, R+nb)
+			case firsts != 0:
+				row := vis.row(0, i)
+				for w := 0; w*64 < nb*ratio; w++ {
+					for x := row[w] & firsts; x != 0; x &= x - 1 {
+						if b := (w*64 + bits.TrailingZeros64(x)) / ratio; b < nb {
+							l.Keys.Add(l.P+i, R+b)
+						}
+					}
+				}
+			default:
+				for b := range nb {
+					if vis.Has(i, b*ratio) {
+						l.Keys.Add(l.P+i, R+b)
+					}
+				}
 			}
 		}
-	}
+	})
 	return l
 }
 

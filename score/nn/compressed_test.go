@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -83,7 +84,7 @@ func TestCompressedLayout(t *testing.T) {
 		}
 	}
 	vis.Add(9, 4) // block 1's first key
-	l := NewCompressedLayout(10, 4, 3, vis)
+	l := NewCompressedLayout(NewContext(0), 10, 4, 3, vis)
 	if l.N != 76 || l.P != 66 || l.R != 64 || l.M != 2 {
 		t.Fatalf("layout %+v, want N 76, P 66, R 64, M 2", *l)
 	}
@@ -115,5 +116,85 @@ func TestCompressedLayout(t *testing.T) {
 	if keys[0] != 100 || keys[9] != 109 || keys[10] != 0 || keys[64] != 200 || keys[65] != 204 || keys[66] != 0 ||
 		qs[2*65] != 0 || qs[2*66] != 0 || qs[2*75] != 9 || qs[2*75+1] != -9 {
 		t.Errorf("placed keys %v, queries %v", keys, qs)
+	}
+}
+
+// compressedKeysRef is NewCompressedLayout's key set key by key.
+func compressedKeysRef(n, ratio, window int, vis *KeySet) *KeySet {
+	R, M := (n+63)/64*64, n/ratio
+	P := R + M
+	set := NewKeySet(P + n)
+	for r := range P {
+		set.Add(r, r)
+	}
+	for i := range n {
+		for j := max(0, i-window+1); j <= i; j++ {
+			set.Add(P+i, j)
+		}
+		for b := range (i + 1) / ratio {
+			if vis == nil || vis.Has(i, b*ratio) {
+				set.Add(P+i, R+b)
+			}
+		}
+	}
+	return set
+}
+
+// blocksChosen is an indexer's choice over n keys in blocks of block:
+// each row reads every key of each block with probability 1/every.
+func blocksChosen(r *rand.Rand, n, block, every int) *KeySet {
+	vis := NewKeySet(n)
+	for i := range n {
+		for b := 0; b <= i; b += block {
+			if r.IntN(every) == 0 {
+				vis.AddKeys(0, i, b, min(b+block, i+1))
+			}
+		}
+	}
+	return vis
+}
+
+// NewCompressedLayout's key set (on 2 workers) against compressedKeysRef's
+// over 300 queries, blocks of 4, 5 and 128, windows of 1, 64 and 200, with
+// the indexer's choice (blocks of the ratio chosen, and single keys: the
+// bits past a block's first read by neither) and without.
+func TestCompressedLayoutKeys(t *testing.T) {
+	r := rand.New(rand.NewPCG(33, 34))
+	c := NewContext(2)
+	for _, ratio := range []int{4, 5, 128} {
+		choices := map[string]*KeySet{"none": nil, "blocks": blocksChosen(r, 300, ratio, 3), "keys": blocksChosen(r, 300, 1, 2)}
+		for _, window := range []int{1, 64, 200} {
+			for name, v := range choices {
+				got := NewCompressedLayout(c, 300, ratio, window, v).Keys.Words()
+				if !slices.Equal(got, compressedKeysRef(300, ratio, window, v).Words()) {
+					t.Errorf("ratio %d, window %d, choice %s: the key set differs from the reference's", ratio, window, name)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkCompressedLayout: the key set of a window of 8192 queries on
+// one worker, a window of 128 raw keys, blocks of 4 (a quarter chosen,
+// DeepSeek-V4's indexer's 512 of 2048 at the end) and of 128 (all); ref is
+// compressedKeysRef, key by key.
+func BenchmarkCompressedLayout(b *testing.B) {
+	const n, window = 8192, 128
+	vis := blocksChosen(rand.New(rand.NewPCG(35, 36)), n, 4, 4)
+	c := NewContext(1)
+	for _, x := range []struct {
+		ratio int
+		vis   *KeySet
+	}{{4, vis}, {128, nil}} {
+		b.Run(fmt.Sprintf("ratio%d/words", x.ratio), func(b *testing.B) {
+			for b.Loop() {
+				NewCompressedLayout(c, n, x.ratio, window, x.vis)
+			}
+		})
+		b.Run(fmt.Sprintf("ratio%d/ref", x.ratio), func(b *testing.B) {
+			for b.Loop() {
+				compressedKeysRef(n, x.ratio, window, x.vis)
+			}
+		})
 	}
 }

@@ -40,9 +40,7 @@ func LightningTopK(c *Context, q, k, w []float32, n, heads, dim, topK int) *KeyS
 		order := make([]int32, np)
 		for i := lo; i < hi; i++ {
 			if i < topK {
-				for j := range i + 1 {
-					set.Add(i, j)
-				}
+				set.AddKeys(0, i, 0, i+1)
 				continue
 			}
 			m := (i + 32) / 32 * 32 // keys [0, i] in panels of 32

@@ -237,3 +237,24 @@ func TestAttentionChunk(t *testing.T) {
 		}
 	}
 }
+
+// AddKeys against Add key by key: ranges empty, within a word, ending and
+// starting at word edges, across several words, in either group.
+func TestAddKeys(t *testing.T) {
+	const n = 200
+	for _, c := range []struct{ g, i, lo, hi int }{
+		{0, 0, 0, 0}, {0, 5, 3, 3}, {0, 7, 0, 1}, {1, 9, 63, 65}, {0, 199, 0, 64}, {1, 100, 64, 128},
+		{0, 150, 5, 200}, {1, 199, 127, 128}, {0, 3, 1, 63}, {1, 0, 0, 200}, {0, 64, 130, 192},
+	} {
+		got, want := NewKeySets(n, 2), NewKeySets(n, 2)
+		got.AddIn(c.g, c.i, 64) // a key already in
+		want.AddIn(c.g, c.i, 64)
+		got.AddKeys(c.g, c.i, c.lo, c.hi)
+		for j := c.lo; j < c.hi; j++ {
+			want.AddIn(c.g, c.i, j)
+		}
+		if !slices.Equal(got.Words(), want.Words()) {
+			t.Errorf("AddKeys(%d, %d, %d, %d): the set differs from Add's", c.g, c.i, c.lo, c.hi)
+		}
+	}
+}

@@ -48,9 +48,7 @@ func MSABlocks(c *Context, q, k []float32, n, heads, dim, block, topK, local int
 			last := i / block // the row's own block
 			if last < topK {  // every block
 				for g := range heads {
-					for j := range i + 1 {
-						set.AddIn(g, i, j)
-					}
+					set.AddKeys(g, i, 0, i+1)
 				}
 				continue
 			}
@@ -79,9 +77,7 @@ func MSABlocks(c *Context, q, k []float32, n, heads, dim, block, topK, local int
 					score[b] = m
 				}
 				for _, b := range TopKeys(score[:last+1], order[:last+1], topK) {
-					for j := int(b) * block; j < min((int(b)+1)*block, i+1); j++ {
-						set.AddIn(g, i, j)
-					}
+					set.AddKeys(g, i, int(b)*block, min((int(b)+1)*block, i+1))
 				}
 			}
 		}

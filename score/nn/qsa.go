@@ -47,9 +47,7 @@ func QSABlocks(c *Context, q, p, w []float32, n, heads, dim, block, topK int, gg
 		for i := lo; i < hi; i++ {
 			whole := (i + 1) / block
 			if whole <= top {
-				for j := range i + 1 {
-					set.Add(i, j)
-				}
+				set.AddKeys(0, i, 0, i+1)
 				continue
 			}
 			for b := range whole {
@@ -81,13 +79,9 @@ func QSABlocks(c *Context, q, p, w []float32, n, heads, dim, block, topK int, gg
 				score[b] = float32(s)
 			}
 			for _, b := range TopKeys(score[:whole], order[:whole], top) {
-				for j := int(b) * block; j < (int(b)+1)*block; j++ {
-					set.Add(i, j)
-				}
+				set.AddKeys(0, i, int(b)*block, (int(b)+1)*block)
 			}
-			for j := whole * block; j <= i; j++ {
-				set.Add(i, j)
-			}
+			set.AddKeys(0, i, whole*block, i+1)
 		}
 	})
 	return set

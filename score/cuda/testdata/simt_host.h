@@ -120,6 +120,7 @@ static inline double __dadd_rn(double a, double b) { volatile double r = a + b; 
 static inline double __dsub_rn(double a, double b) { volatile double r = a - b; return r; }
 static inline double __dmul_rn(double a, double b) { volatile double r = a * b; return r; }
 static inline double __ddiv_rn(double a, double b) { volatile double r = a / b; return r; }
+static inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
 static inline float __frcp_rn(float x) { volatile float r = 1.0f / x; return gpu_nan(r); }
 static inline float __double2float_rn(double x) { volatile float r = (float)x; return gpu_nan(r); }
 static inline double __longlong_as_double(long long u) { double f; memcpy(&f, &u, 8); return f; }
