@@ -16,7 +16,7 @@ help:
 	@echo "make fuzz        run each fuzz target for FUZZTIME (default $(FUZZTIME))"
 	@echo "make demo        run the pipeline on the bundled model and corpus"
 	@echo "make bench-cpu   CPU throughput on generated 100M models (bench/bench.mk)"
-	@echo "make kernels     regenerate kernels/*.ptx from kernels/*.cu (needs nvcc)"
+	@echo "make kernels     regenerate kernels/*.ptx.gz from kernels/*.cu (needs nvcc)"
 	@echo "make gpu-bundle  build bin/gpu-bundle for tests/gpu/check.sh on a GPU machine"
 	@echo "make gpu-bundle-archs  the same for qwen35, qwen35moe, qwen3next, deepseek2, gemma4, mistral3"
 	@echo "make gpu-bundle-core-archs  the same for gemma3, gpt-oss, glm4moe"
@@ -87,14 +87,14 @@ clean:
 # demo, demo-model, corpus: the bundled model and corpora (eval/).
 include eval/eval.mk
 
-# CUDA kernels: kernels/*.cu -> kernels/*.ptx (committed, embedded by
+# CUDA kernels: kernels/*.cu -> kernels/*.ptx.gz (committed, embedded by
 # ppl.dev/score/cuda). Needs nvcc (Debian non-free: nvidia-cuda-toolkit);
 # kernels/gen.sh heads each file with the command, nvcc's version and the
 # sources' sha256, which kernels_test.go checks.
 .PHONY: kernels gpu-bundle gpu-bundle-archs gpu-bundle-core-archs
 KERNEL_SRC := $(wildcard kernels/*.cu)
-kernels: $(KERNEL_SRC:.cu=.ptx)
-kernels/%.ptx: kernels/%.cu $(wildcard kernels/*.cuh) kernels/kvids.cuh kernels/gen.sh
+kernels: $(KERNEL_SRC:.cu=.ptx.gz)
+kernels/%.ptx.gz: kernels/%.cu $(wildcard kernels/*.cuh) kernels/kvids.cuh kernels/gen.sh
 	kernels/gen.sh $*
 # The KV format ids' header, generated from the Go table (kernels/kvformat.go).
 kernels/kvids.cuh: kernels/kvformat.go

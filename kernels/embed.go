@@ -14,8 +14,11 @@
 // targeting compute_80 runs on Ampere, Ada and Hopper (the driver compiles
 // it at module load and caches the result). `make kernels` regenerates the
 // PTX with nvcc (Debian non-free's nvidia-cuda-toolkit 11.8 is enough); each
-// .ptx file starts with the command, the nvcc version and the sha256 of its
-// sources, and a test fails when a source changed without `make kernels`.
+// module's PTX starts with the command, the nvcc version and the sha256 of
+// its sources, and a test fails when a source changed without `make
+// kernels`. The PTX is committed gzipped (NAME.ptx.gz, a tenth of its
+// text): the repository's files travel with every GPU check's bundle,
+// whose room they would otherwise take.
 //
 // Each kernel's comment names its CPU reference in package ppl.dev/score
 // (nn, kvcache, model); the parity tests in ppl.dev/score/cuda compare them
@@ -23,26 +26,28 @@
 package kernels
 
 import (
+	"compress/gzip"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"io/fs"
 	"sort"
 	"strings"
 	"sync"
 )
 
-//go:embed *.ptx
+//go:embed *.ptx.gz
 var ptx embed.FS
 
 // Modules returns the names of the embedded PTX modules ("attention" for
-// attention.ptx), sorted.
+// attention.ptx.gz), sorted.
 func Modules() []string {
 	ents, _ := fs.ReadDir(ptx, ".")
 	var out []string
 	for _, e := range ents {
-		if n, ok := strings.CutSuffix(e.Name(), ".ptx"); ok {
+		if n, ok := strings.CutSuffix(e.Name(), ".ptx.gz"); ok {
 			out = append(out, n)
 		}
 	}
@@ -53,11 +58,29 @@ func Modules() []string {
 // PTX returns the PTX text of module name, NUL-terminated as
 // cuModuleLoadData wants it.
 func PTX(name string) ([]byte, error) {
-	b, err := ptx.ReadFile(name + ".ptx")
+	b, err := text(name)
+	if err != nil {
+		return nil, err
+	}
+	return append(b, 0), nil
+}
+
+// text returns module name's PTX, unzipped.
+func text(name string) ([]byte, error) {
+	f, err := ptx.Open(name + ".ptx.gz")
 	if err != nil {
 		return nil, fmt.Errorf("kernels: no module %q (have %s)", name, strings.Join(Modules(), ", "))
 	}
-	return append(b, 0), nil
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		return nil, fmt.Errorf("kernels: %s.ptx.gz: %w", name, err)
+	}
+	b, err := io.ReadAll(z)
+	if err != nil {
+		return nil, fmt.Errorf("kernels: %s.ptx.gz: %w", name, err)
+	}
+	return b, nil
 }
 
 // Digest identifies the embedded kernels: the first 16 hex digits of the
@@ -67,7 +90,7 @@ func PTX(name string) ([]byte, error) {
 var Digest = sync.OnceValue(func() string {
 	h := sha256.New()
 	for _, m := range Modules() {
-		b, _ := ptx.ReadFile(m + ".ptx")
+		b, _ := text(m)
 		fmt.Fprintf(h, "%s %d\n", m, len(b))
 		h.Write(b)
 	}

@@ -329,12 +329,14 @@ extern "C" __global__ void gated_pool(float* __restrict__ dst, const float* __re
 		float gv, av, kv;
 		if (!ggml) {
 			double mx = -INFINITY;
+			#pragma unroll 1
 			for (int j = 0; j < m; j++) {
 				pool_entry(k, g, ape, dim, block, overlap, r, d, j, &gv, &av, &kv);
 				const double e = __dadd_rn((double)gv, (double)av);
 				mx = (e != e || mx != mx) ? NAN : fmax(mx, e);
 			}
 			double z = 0.0, s = 0.0;
+			#pragma unroll 1
 			for (int j = 0; j < m; j++) {
 				pool_entry(k, g, ape, dim, block, overlap, r, d, j, &gv, &av, &kv);
 				const double e = exp(__dsub_rn(__dadd_rn((double)gv, (double)av), mx));
@@ -345,6 +347,7 @@ extern "C" __global__ void gated_pool(float* __restrict__ dst, const float* __re
 			continue;
 		}
 		float mx = -INFINITY;
+		#pragma unroll 1
 		for (int j = 0; j < m; j++) {
 			pool_entry(k, g, ape, dim, block, overlap, r, d, j, &gv, &av, &kv);
 			const float x = __fadd_rn(gv, av);
@@ -352,6 +355,7 @@ extern "C" __global__ void gated_pool(float* __restrict__ dst, const float* __re
 		}
 		double sum = 0.0;
 		float lane[16];
+		#pragma unroll 1
 		for (int j = 0; j < m; j++) {
 			pool_entry(k, g, ape, dim, block, overlap, r, d, j, &gv, &av, &kv);
 			const float e = pool_exp(__fsub_rn(__fadd_rn(gv, av), mx), j, whole, avx2);
@@ -375,6 +379,7 @@ extern "C" __global__ void gated_pool(float* __restrict__ dst, const float* __re
 		}
 		const float inv = (float)__ddiv_rn(1.0, sum);
 		double s = 0.0;
+		#pragma unroll 1
 		for (int j = 0; j < m; j++) {
 			pool_entry(k, g, ape, dim, block, overlap, r, d, j, &gv, &av, &kv);
 			const float p = __fmul_rn(pool_exp(__fsub_rn(__fadd_rn(gv, av), mx), j, whole, avx2), inv);
