@@ -72,10 +72,10 @@ func (b *gpuBackend) roundKeys(x ptr, n, dim int) (ptr, error) {
 	return kd, err
 }
 
-// lidProducts bounds the products a chunk of a sparse indexer's query
+// indexerProducts bounds the products a chunk of a sparse indexer's query
 // rows holds at once (rows·heads·n float32s for DSA and MSA, rows·heads·
 // n/block for QSA): 256 MiB. A variable for the tests.
-var lidProducts = 64 << 20
+var indexerProducts = 64 << 20
 
 // IndexKeys is ml.Sparse's, on the device: q and k Hadamard-rotated with
 // rotate (a product with nn.HadamardMatrix), k rounded through the
@@ -207,9 +207,9 @@ func (b *gpuBackend) chooseBlocks(what string, ch blockChoice, scores func(r0, r
 }
 
 // chunkRows is how many window rows of a window of n a chunk of sparse
-// indexer products holds: rows·perRow float32s at most lidProducts, at
+// indexer products holds: rows·perRow float32s at most indexerProducts, at
 // least 1, at most n.
-func chunkRows(n, perRow int) int { return max(1, min(n, lidProducts/max(1, perRow))) }
+func chunkRows(n, perRow int) int { return max(1, min(n, indexerProducts/max(1, perRow))) }
 
 // BlockKeys is ml.BlockSparse's, on the device: k rounded through the key
 // format (roundKeys), per chunk of query rows one GEMM of every indexer

@@ -11,18 +11,18 @@ import (
 	"ppl.dev/score/nn"
 )
 
-// IndexKeys (sparse.go, kernels/sparse.cu: DSA's scores on the device, the
-// top_k on the host) against nn.LightningTopK over the same inputs, as the
-// CPU backend computes it (q and k rotated, k through the bf16 cache):
-// 300 rows, 4 heads of 32, top_k 40, the rows in blocks of 24 (lidProducts
-// lowered). Queries, keys and weights of small integers make every
+// IndexKeys (sparse.go, kernels/sparse.cu: DSA's scores and top_k on the
+// device, ties past the last place on the host) against nn.LightningTopK
+// over the same inputs, as the CPU backend computes it (q and k rotated,
+// k through the bf16 cache): 300 rows, 4 heads of 32, top_k 40, the rows
+// in blocks of 24 (indexerProducts lowered). Queries, keys and weights of small integers make every
 // product and sum exact in any order: the scores are the CPU's to the bit
 // and so are the sets, ties (the many equal integer scores, relu's zeros)
 // broken as ggml's TOP_K. Rotated, the scores differ by roundings and
 // near ties go either way: measured 6 of the 11,220 chosen keys apart.
 func TestIndexKeysParity(t *testing.T) {
-	defer func(v int) { lidProducts = v }(lidProducts)
-	lidProducts = 24 * 4 * 300
+	defer func(v int) { indexerProducts = v }(indexerProducts)
+	indexerProducts = 24 * 4 * 300
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		b := testBackend(e)
 		defer b.Close()
@@ -196,15 +196,15 @@ func keysApart(a, b *nn.KeySet, n int) (apart, chosen int) {
 // BlockKeys (sparse.go: MSA's block scores and choice on the device)
 // against nn.MSABlocks over the same inputs, k through the bf16 cache:
 // 200 rows, 3 indexer heads of 16, blocks of 8, top 6 with the 2 local,
-// chunks of 80 rows (lidProducts lowered). Small integers make every
+// chunks of 80 rows (indexerProducts lowered). Small integers make every
 // product exact: the sets are the CPU's to the key (the many equal
 // scores chosen on the host, as ggml's TOP_K), the CPU's float and ggml
 // products alike. Normal floats: cuBLAS's products differ by roundings
 // from the CPU's, measured 0 of the 23,820 chosen keys apart.
 func TestBlockKeysParity(t *testing.T) {
-	defer func(v int) { lidProducts = v }(lidProducts)
+	defer func(v int) { indexerProducts = v }(indexerProducts)
 	const n, heads, dim, block, topK, local = 200, 3, 16, 8, 6, 2
-	lidProducts = 80 * heads * n
+	indexerProducts = 80 * heads * n
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		b := testBackend(e)
 		defer b.Close()
@@ -242,9 +242,9 @@ func TestBlockKeysParity(t *testing.T) {
 // launches a process a kernel) cuBLAS's products differ by roundings,
 // measured 0 of the 3,345 chosen keys apart.
 func TestPooledKeysParity(t *testing.T) {
-	defer func(v int) { lidProducts = v }(lidProducts)
+	defer func(v int) { indexerProducts = v }(indexerProducts)
 	const n, heads, dim, block, topK = 120, 4, 16, 5, 30
-	lidProducts = 30 * heads * (n / block)
+	indexerProducts = 30 * heads * (n / block)
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		b := testBackend(e)
 		defer b.Close()
