@@ -16,12 +16,7 @@ import (
 func TestLazyWeights(t *testing.T) {
 	dir := oracle.Require(t)
 	e := simEngine()
-	dev := e.dev.(*simDevice)
-	copied := func() int64 {
-		dev.mu.Lock()
-		defer dev.mu.Unlock()
-		return dev.copied
-	}
+	copied := e.dev.(*simDevice).copiedBytes
 	for _, storage := range []string{WeightsQuantized, WeightsBF16} {
 		t.Run(storage, func(t *testing.T) {
 			p := Mixed

@@ -93,6 +93,8 @@ type gpuBackend struct {
 	cols    map[colsKey]*colsTable // column tables on the device (recurrent.go)
 	qw      qweights               // weight storage (qweights.go)
 	prof    *opProfile             // PPL_CUDA_PROFILE=1's account (profile.go), or nil
+	keys    buf                    // the key set chooseBlocks made last (sparse.go: keysBuf)
+	keysOf  *nn.KeySet             // the set keys holds, or nil
 	err     error
 	closed  bool
 }
@@ -527,6 +529,8 @@ func (b *gpuBackend) Close() error {
 		}
 		b.caches = nil
 		e.release(&b.qw.operand)
+		e.release(&b.keys)
+		b.keysOf = nil
 		for _, r := range b.ropes {
 			e.release(&r.cos)
 			e.release(&r.sin)

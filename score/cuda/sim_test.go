@@ -166,6 +166,13 @@ func (s *simDevice) htod(dst ptr, src unsafe.Pointer, n int64) error {
 	return nil
 }
 
+// copiedBytes is how many bytes have been copied to the device.
+func (s *simDevice) copiedBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.copied
+}
+
 func (s *simDevice) dtoh(dst unsafe.Pointer, src ptr, n int64) error {
 	d, err := s.ownView(src, n, "copy from the device")
 	if err != nil {

@@ -151,7 +151,7 @@ type blockChoice struct {
 // chosen there from its scores read back: nn.TopKeys, ggml's TOP_K's
 // ties, and its bitmap copied back), and block_keys spreads the chosen
 // blocks over their keys into the set, read back (n/8 bytes a row and
-// group).
+// group) and kept on the device for the attention (keysBuf).
 func (b *gpuBackend) chooseBlocks(what string, ch blockChoice, scores func(r0, r1 int, out ptr) error) *nn.KeySet {
 	g := ch.c.groups
 	set := nn.NewKeySets(ch.n, g)
@@ -166,7 +166,11 @@ func (b *gpuBackend) chooseBlocks(what string, ch blockChoice, scores func(r0, r
 			return p
 		}
 		nw, nbw, sparse := (ch.n+63)/64, (ch.ld+63)/64, max(0, ch.n-ch.first)
-		bw, sc, fl, sd := alloc(8*sparse*g*nbw), alloc(4*ch.rows*g*ch.ld), alloc(4*ch.rows*g), alloc(8*g*ch.n*nw)
+		bw, sc, fl := alloc(8*sparse*g*nbw), alloc(4*ch.rows*g*ch.ld), alloc(4*ch.rows*g)
+		var sd ptr
+		if err == nil {
+			sd, err = b.keysBuf(8 * int64(g) * int64(ch.n) * int64(nw))
+		}
 		flags, row, order, bits := make([]int32, ch.rows*g), make([]float32, ch.ld), make([]int32, ch.ld), make([]uint64, nbw)
 		for r0 := ch.first; r0 < ch.n && err == nil; r0 += ch.rows {
 			r1 := min(ch.n, r0+ch.rows)
@@ -200,6 +204,9 @@ func (b *gpuBackend) chooseBlocks(what string, ch blockChoice, scores func(r0, r
 		}
 		if err == nil {
 			err = download(e, set.Words(), sd)
+		}
+		if err == nil {
+			b.keysOf = set
 		}
 		return err
 	})
@@ -379,9 +386,10 @@ func (b *gpuBackend) PLEGate(dst, key, query ml.Tensor, scale float64) {
 	b.Write(dst, out)
 }
 
-// keySet copies a.Keys's bitmap, of a window of n rows, into scratch
-// memory and returns it with its group count: 1 (every KV head's) or one
-// per KV head.
+// keySet returns a.Keys's bitmap, of a window of n rows, on the device,
+// with its group count: 1 (every KV head's) or one per KV head. The set
+// chooseBlocks made last is there already (keysBuf); another is copied
+// into scratch memory.
 func (b *gpuBackend) keySet(a *ml.Attn, n int) (ptr, int, error) {
 	gr, w := a.Keys.Groups(), a.Keys.Words()
 	if gr != 1 && gr != a.KVHeads {
@@ -390,6 +398,31 @@ func (b *gpuBackend) keySet(a *ml.Attn, n int) (ptr, int, error) {
 	if want := gr * n * ((n + 63) / 64); len(w) != want {
 		return 0, 0, fmt.Errorf("cuda: a key set of %d words for %d rows, want %d", len(w), n, want)
 	}
+	if a.Keys == b.keysOf {
+		return b.keys.p, gr, nil
+	}
 	p, err := scratchCopy(b, w)
 	return p, gr, err
+}
+
+// keysBuf returns the device buffer of the key set chooseBlocks writes,
+// grown to bytes, and forgets the set it held; on the engine's thread.
+// The buffer outlives the call, so that the attention that reads the set
+// next finds it there rather than copied back (keySet): n²/8 bytes a
+// group, 1 GiB for MiniMax-M3's 8 groups at 32,768 tokens.
+func (b *gpuBackend) keysBuf(bytes int64) (ptr, error) {
+	b.keysOf = nil
+	if b.keys.bytes < bytes {
+		if b.keys.p != 0 {
+			if err := b.e.sync("before growing the key set's buffer"); err != nil { // queued attention may still read it
+				return 0, err
+			}
+			b.e.release(&b.keys)
+		}
+		var err error
+		if b.keys, err = b.e.alloc(bytes); err != nil {
+			return 0, err
+		}
+	}
+	return b.keys.p, nil
 }

@@ -368,3 +368,38 @@ func TestGatedPoolParity(t *testing.T) {
 		}
 	})
 }
+
+// The key set chooseBlocks made last stays on the device for the
+// attention: keySet hands out its buffer, copying nothing, and copies any
+// other set (the same bits, another set) in full. Emulator: MSA's set of
+// 200 rows and 3 groups.
+func TestKeySetStays(t *testing.T) {
+	e := simEngine()
+	copied := e.dev.(*simDevice).copiedBytes
+	b := testBackend(e)
+	defer b.Close()
+	const n, heads, dim = 200, 3, 16
+	rng := rand.New(rand.NewPCG(83, 1))
+	set := b.BlockKeys(b.put(t, n, heads*dim, sparseInputs(rng, n*heads*dim, -2, 2, false)),
+		b.put(t, n, dim, sparseInputs(rng, n*dim, -2, 2, false)), heads, 8, 6, 2)
+	other := nn.NewKeySets(n, heads)
+	copy(other.Words(), set.Words())
+	for _, c := range []struct {
+		name  string
+		keys  *nn.KeySet
+		bytes int64
+	}{{"chosen", set, 0}, {"other", other, 8 * int64(len(set.Words()))}} {
+		before := copied()
+		var p ptr
+		do(t, e, func() (err error) {
+			p, _, err = b.keySet(&ml.Attn{Keys: c.keys, KVHeads: heads}, n)
+			return err
+		})
+		if got := copied() - before; got != c.bytes || (p == b.keys.p) != (c.bytes == 0) {
+			t.Errorf("%s set: %d bytes copied, the chosen set's buffer %v; want %d bytes", c.name, got, p == b.keys.p, c.bytes)
+		}
+		if got := devGet[uint64](t, e, p, len(set.Words())); !slices.Equal(got, set.Words()) {
+			t.Errorf("%s set: the device's bits differ from the set's", c.name)
+		}
+	}
+}
