@@ -77,42 +77,23 @@ func (b *gpuBackend) roundKeys(x ptr, n, dim int) (ptr, error) {
 // n/block for QSA): 256 MiB. A variable for the tests.
 var indexerProducts = 64 << 20
 
-// IndexKeys is ml.Sparse's, on the device: q and k Hadamard-rotated with
-// rotate (a product with nn.HadamardMatrix), k rounded through the
-// cache's key format (roundKeys), then per chunk of query rows one GEMM
-// of every head's q·k and lid_scores' relu-weighted sums over the heads,
-// then chooseBlocks with blocks of one key. Rows below top_k read every
-// key.
+// IndexKeys is ml.Sparse's, on the device: chooseBlocks with blocks of
+// one key, q and k Hadamard-rotated with rotate, a chunk's scores one GEMM
+// of every head's q·k and lid_scores' relu-weighted sums over the heads.
+// Rows below top_k read every key.
 func (b *gpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) *nn.KeySet {
 	if err := ml.IndexShapes(q, k, w, heads); err != nil {
 		panic("cuda backend: " + err.Error())
 	}
 	qq, kk, ww := g(q), g(k), g(w)
 	n, dim := qq.rows, kk.cols
-	ch := blockChoice{n: n, block: 1, top: topK, first: min(n, topK), ld: n, c: candidates{1, 0, 1}}
-	ch.rows = chunkRows(n-ch.first, heads*n)
-	qp, kp := qq.p, kk.p
-	var kd, qk ptr
-	return b.chooseBlocks("lightning indexer", ch, func(r0, r1 int, out ptr) (err error) {
-		e := b.e
-		if kd == 0 { // the first chunk
-			if rotate {
-				qp, kp, err = b.rotated(qp, kp, n, heads, dim)
-			}
-			if err == nil {
-				kd, err = b.roundKeys(kp, n, dim)
-			}
-			if err == nil {
-				qk, err = b.scratchBytes(4 * int64(ch.rows) * int64(heads) * int64(n))
-			}
-			if err != nil {
-				return err
-			}
-		}
+	ch := blockChoice{n: n, block: 1, top: topK, first: min(n, topK), ld: n, c: candidates{1, 0, 1},
+		q: qq.p, k: kk.p, heads: heads, dim: dim, cols: n, rotate: rotate}
+	return b.chooseBlocks("lightning indexer", ch, func(r0, r1 int, q, k, qk, out ptr) error {
 		m := r1 - r0
-		err = e.gemm(qk, f32, n, qp+ptr(4*int64(r0)*int64(heads*dim)), dim, kd, f32, m*heads, dim, r1, 0)
+		err := b.e.gemm(qk, f32, n, q, dim, k, f32, m*heads, dim, r1, 0)
 		if err == nil {
-			err = e.launch("lid_scores", gridFor(int64(m)*int64(n)), block256, out, qk, ww.p, m, heads, n, r0)
+			err = b.e.launch("lid_scores", gridFor(int64(m)*int64(n)), block256, out, qk, ww.p, m, heads, n, r0)
 		}
 		return err
 	})
@@ -134,25 +115,33 @@ func (e *Engine) topKeys(words, flags, sc ptr, rows, ld, nwords, r0, topK int, c
 	return e.launch("top_keys", dim3{uint32(rows), 1, 1}, block256, words, flags, sc, rows, ld, nwords, r0, topK, c.groups, c.add, c.div)
 }
 
-// blockChoice is a block-sparse indexer's choice of keys on the device
-// (MSA's, QSA's) for a window of n rows: from row first, the top best
-// of each row's candidate blocks (of block keys; c), scored in chunks of
-// rows window rows, ld scores a score row; with tail a row also reads the
-// keys after its last whole block; a row before first reads every key.
+// blockChoice is a sparse indexer's choice of keys on the device (DSA's,
+// MSA's, QSA's) for a window of n rows: from row first, the top best of
+// each row's candidate blocks (of block keys; c), ld scores a score row;
+// with tail a row also reads the keys after its last whole block; a row
+// before first reads every key. Its queries q (n, heads·dim) and keys k
+// (n, dim) are turned by the Hadamard matrix with rotate; a window row's
+// products are heads·cols float32s.
 type blockChoice struct {
-	n, block, top, first, rows, ld int
-	c                              candidates
-	tail                           bool
+	n, block, top, first, ld int
+	c                        candidates
+	tail                     bool
+	q, k                     ptr
+	heads, dim, cols         int
+	rotate                   bool
 }
 
-// chooseBlocks runs ch: per chunk of rows, scores writes the block
-// scores of window rows [r0, r1) at out (score rows of ch.ld, ch.c.groups a
-// window row), top_keys chooses their blocks (a row it leaves to the host
-// chosen there from its scores read back: nn.TopKeys, ggml's TOP_K's
-// ties, and its bitmap copied back), and block_keys spreads the chosen
-// blocks over their keys into the set, read back (n/8 bytes a row and
-// group) and kept on the device for the attention (keysBuf).
-func (b *gpuBackend) chooseBlocks(what string, ch blockChoice, scores func(r0, r1 int, out ptr) error) *nn.KeySet {
+// chooseBlocks runs ch: the keys (rotated with ch.rotate, as the queries)
+// rounded through the KV cache's key format (roundKeys), then per chunk
+// of window rows [r0, r1) (chunkRows) scores writes the block scores at
+// out (score rows of ch.ld, ch.c.groups a window row) from the chunk's
+// queries q, the keys k and room qk for the chunk's products; top_keys
+// chooses their blocks (a row it leaves to the host chosen there from its
+// scores read back: nn.TopKeys, ggml's TOP_K's ties, and its bitmap
+// copied back), and block_keys spreads the chosen blocks over their keys
+// into the set, read back (n/8 bytes a row and group) and kept on the
+// device for the attention (keysBuf).
+func (b *gpuBackend) chooseBlocks(what string, ch blockChoice, scores func(r0, r1 int, q, k, qk, out ptr) error) *nn.KeySet {
 	g := ch.c.groups
 	set := nn.NewKeySets(ch.n, g)
 	b.do(what, func() (err error) {
@@ -166,16 +155,27 @@ func (b *gpuBackend) chooseBlocks(what string, ch blockChoice, scores func(r0, r
 			return p
 		}
 		nw, nbw, sparse := (ch.n+63)/64, (ch.ld+63)/64, max(0, ch.n-ch.first)
-		bw, sc, fl := alloc(8*sparse*g*nbw), alloc(4*ch.rows*g*ch.ld), alloc(4*ch.rows*g)
-		var sd ptr
+		rows := chunkRows(sparse, ch.heads*ch.cols)
+		bw, sc, fl := alloc(8*sparse*g*nbw), alloc(4*rows*g*ch.ld), alloc(4*rows*g)
+		var sd, q, k, qk ptr
 		if err == nil {
 			sd, err = b.keysBuf(8 * int64(g) * int64(ch.n) * int64(nw))
 		}
-		flags, row, order, bits := make([]int32, ch.rows*g), make([]float32, ch.ld), make([]int32, ch.ld), make([]uint64, nbw)
-		for r0 := ch.first; r0 < ch.n && err == nil; r0 += ch.rows {
-			r1 := min(ch.n, r0+ch.rows)
+		if err == nil && sparse > 0 {
+			q, k = ch.q, ch.k
+			if ch.rotate {
+				q, k, err = b.rotated(q, k, ch.n, ch.heads, ch.dim)
+			}
+			if err == nil {
+				k, err = b.roundKeys(k, ch.n, ch.dim)
+			}
+			qk = alloc(4 * rows * ch.heads * ch.cols)
+		}
+		flags, row, order, bits := make([]int32, rows*g), make([]float32, ch.ld), make([]int32, ch.ld), make([]uint64, nbw)
+		for r0 := ch.first; r0 < ch.n && err == nil; r0 += rows {
+			r1 := min(ch.n, r0+rows)
 			m, wr := (r1-r0)*g, bw+ptr(8*(r0-ch.first)*g*nbw)
-			err = scores(r0, r1, sc)
+			err = scores(r0, r1, q+ptr(4*int64(r0)*int64(ch.heads*ch.dim)), k, qk, sc)
 			if err == nil {
 				err = e.topKeys(wr, fl, sc, m, ch.ld, nbw, r0, ch.top, ch.c)
 			}
@@ -186,10 +186,10 @@ func (b *gpuBackend) chooseBlocks(what string, ch blockChoice, scores func(r0, r
 				if flags[r] == 0 {
 					continue
 				}
-				k := ch.c.of(r0 + r/g)
-				if err = download(e, row[:k], sc+ptr(4*r*ch.ld)); err == nil {
+				cands := ch.c.of(r0 + r/g)
+				if err = download(e, row[:cands], sc+ptr(4*r*ch.ld)); err == nil {
 					clear(bits)
-					for _, j := range nn.TopKeys(row[:k], order[:k], ch.top) {
+					for _, j := range nn.TopKeys(row[:cands], order[:cands], ch.top) {
 						bits[j/64] |= 1 << (j % 64)
 					}
 					err = upload(e, wr+ptr(8*r*nbw), bits)
@@ -218,11 +218,10 @@ func (b *gpuBackend) chooseBlocks(what string, ch blockChoice, scores func(r0, r
 // least 1, at most n.
 func chunkRows(n, perRow int) int { return max(1, min(n, indexerProducts/max(1, perRow))) }
 
-// BlockKeys is ml.BlockSparse's, on the device: k rounded through the key
-// format (roundKeys), per chunk of query rows one GEMM of every indexer
-// head's q·k and msa_scores' block maxima (the local blocks first), then
-// chooseBlocks. The products are cuBLAS's, float32: near ties may go
-// another way than the CPU's (nn.MSABlocks).
+// BlockKeys is ml.BlockSparse's, on the device: chooseBlocks, a chunk's
+// scores one GEMM of every indexer head's q·k and msa_scores' block
+// maxima (the local blocks first). The products are cuBLAS's, float32:
+// near ties may go another way than the CPU's (nn.MSABlocks).
 func (b *gpuBackend) BlockKeys(q, k ml.Tensor, heads, block, topK, local int) *nn.KeySet {
 	qq, kk := g(q), g(k)
 	n, dim := qq.rows, kk.cols
@@ -231,20 +230,11 @@ func (b *gpuBackend) BlockKeys(q, k ml.Tensor, heads, block, topK, local int) *n
 	if block <= 0 || topK <= 0 || local < 0 {
 		panic(fmt.Sprintf("cuda backend: MSA blocks of %d, top %d, local %d", block, topK, local))
 	}
-	var kd, qk ptr
 	ch := blockChoice{n: n, block: block, top: topK, first: min(n, topK*block), ld: (n + block - 1) / block,
-		c: candidates{heads, block - 1, block}}
-	ch.rows = chunkRows(n-ch.first, heads*n)
-	return b.chooseBlocks("MSA indexer", ch, func(r0, r1 int, out ptr) (err error) {
-		if kd == 0 {
-			if kd, err = b.roundKeys(kk.p, n, dim); err == nil {
-				qk, err = b.scratchBytes(4 * int64(ch.rows) * int64(heads) * int64(n))
-			}
-		}
+		c: candidates{heads, block - 1, block}, q: qq.p, k: kk.p, heads: heads, dim: dim, cols: n}
+	return b.chooseBlocks("MSA indexer", ch, func(r0, r1 int, q, k, qk, out ptr) error {
 		m := r1 - r0
-		if err == nil {
-			err = b.e.gemm(qk, f32, r1, qq.p+ptr(4*int64(r0)*int64(heads*dim)), dim, kd, f32, m*heads, dim, r1, 0)
-		}
+		err := b.e.gemm(qk, f32, r1, q, dim, k, f32, m*heads, dim, r1, 0)
 		if err == nil {
 			err = b.e.launch("msa_scores", gridFor(int64(m)*int64(heads)*int64(ch.ld)), block256, out, qk, m, heads, r1, ch.ld, r0, block, local)
 		}
@@ -265,17 +255,17 @@ func (b *gpuBackend) PoolKeys(dst, k, gt ml.Tensor, ape *ml.Vector, block int) {
 		mark := b.Mark()
 		defer b.Release(mark)
 		kd, err := b.roundKeys(kk.p, kk.rows, kk.cols)
-		if err != nil || gt == nil {
-			if err == nil {
-				err = b.e.launch("qsa_pool", gridFor(int64(d.count())), block256, d.p, kd, kk.rows, kk.cols, block)
-			}
+		if err != nil {
 			return err
 		}
-		gd, err := b.roundKeys(g(gt).p, kk.rows, kk.cols)
-		if err == nil {
-			err = b.gatedPool(d.p, kd, gd, gv(ape), kk.rows, kk.cols, block, false)
+		if gt == nil {
+			return b.e.launch("qsa_pool", gridFor(int64(d.count())), block256, d.p, kd, kk.rows, kk.cols, block)
 		}
-		return err
+		gd, err := b.roundKeys(g(gt).p, kk.rows, kk.cols)
+		if err != nil {
+			return err
+		}
+		return b.gatedPool(d.p, kd, gd, gv(ape), kk.rows, kk.cols, block, false)
 	})
 }
 
@@ -301,11 +291,11 @@ func (b *gpuBackend) PooledKeys(q, p, w ml.Tensor, heads, block, topK int) *nn.K
 	return b.pooledChoice("QSA indexer", qq.p, pp.p, wp, n, heads, dim, block, topK, false)
 }
 
-// pooledChoice chooses QSA's blocks (nn.QSABlocks) on the device: q (n,
-// heads·dim) and the pooled keys p (n, dim) Hadamard-rotated with rotate
-// (DeepSeek-V4's indexer), p rounded through the key format (roundKeys),
-// per chunk of query rows one GEMM of every head's q with the blocks'
-// pooled keys (gemmRows: p's rows b·block) and qsa_scores' weighted sums
+// pooledChoice chooses QSA's blocks (nn.QSABlocks) on the device:
+// chooseBlocks over q (n, heads·dim) and the pooled keys p (n, dim),
+// Hadamard-rotated with rotate (DeepSeek-V4's indexer), a chunk's scores
+// one GEMM of every head's q with the blocks' pooled keys (gemmRows: p's
+// rows b·block) and qsa_scores' weighted sums
 // (w's, or 1/sqrt(dim) where wp is 0; the int8 mode's fused in float32 as
 // llama.cpp's, else in float64 as nn.QSABlocks'), then chooseBlocks. The
 // products are cuBLAS's, float32: near ties may go another way than the
@@ -315,28 +305,12 @@ func (b *gpuBackend) pooledChoice(what string, qp, pp, wp ptr, n, heads, dim, bl
 		panic(fmt.Sprintf("cuda backend: %s: blocks of %d for a budget of %d keys", what, block, topK))
 	}
 	nb := n / block
-	var pd, qk ptr
 	ch := blockChoice{n: n, block: block, top: topK / block, first: min(n, topK+block-1), ld: max(1, nb),
-		c: candidates{1, 0, block}, tail: true}
-	ch.rows = chunkRows(n-ch.first, heads*nb)
+		c: candidates{1, 0, block}, tail: true, q: qp, k: pp, heads: heads, dim: dim, cols: max(1, nb), rotate: rotate}
 	scale := 1 / float32(math.Sqrt(float64(dim)))
-	return b.chooseBlocks(what, ch, func(r0, r1 int, out ptr) (err error) {
-		if pd == 0 { // the first chunk
-			if rotate {
-				qp, pp, err = b.rotated(qp, pp, n, heads, dim)
-			}
-			if err == nil {
-				pd, err = b.roundKeys(pp, n, dim)
-			}
-			if err == nil {
-				qk, err = b.scratchBytes(4 * int64(ch.rows) * int64(heads) * int64(ch.ld))
-			}
-			if err != nil {
-				return err
-			}
-		}
+	return b.chooseBlocks(what, ch, func(r0, r1 int, q, p, qk, out ptr) error {
 		m := r1 - r0
-		err = b.e.gemmRows(qk, f32, nb, qp+ptr(4*int64(r0)*int64(heads*dim)), dim, pd, block*dim, f32, m*heads, dim, nb, 0)
+		err := b.e.gemmRows(qk, f32, nb, q, dim, p, block*dim, f32, m*heads, dim, nb, 0)
 		if err == nil {
 			err = b.e.launch("qsa_scores", gridFor(int64(m)*int64(nb)), block256, out, qk, wp, m, heads, nb, r0, block, scale, dim, b2i(b.prec.Int8))
 		}
