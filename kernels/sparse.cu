@@ -13,13 +13,18 @@
 // (msa.go); nn.QSAPool and nn.QSABlocks (qsa.go); the top_k by
 // nn.TopKeys (ggml's TOP_K: libstdc++'s heap selection).
 #include "common.cuh"
+#include "libm.cuh"
+
+// relu is max(x, 0) as Go's: a NaN stays one (fmaxf would give 0).
+__device__ __forceinline__ float relu(float x) { return x != x ? x : fmaxf(x, 0.0f); }
 
 // lid_scores: for the rows rows of a window from row r0, out[r·ld + j] =
 // Σ_h max(qk[(r·heads + h)·ld + j], 0)·w[(r0 + r)·heads + h] for keys j <=
 // r0 + r (heads in order, each product and sum rounded apart, as the CPU
-// computes them from the same products), -inf for the keys after it; qk
-// holds the products q[r0 + r, h]·k[j] (rows·heads rows of ld), w the
-// heads' weights (n, heads).
+// computes them from the same products; a NaN product stays one, as the
+// CPU's max keeps it, and its row goes to the host), -inf for the keys
+// after it; qk holds the products q[r0 + r, h]·k[j] (rows·heads rows of
+// ld), w the heads' weights (n, heads).
 extern "C" __global__ void lid_scores(float* __restrict__ out, const float* __restrict__ qk, const float* __restrict__ w,
                                       int rows, int heads, int ld, int r0) {
 	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < (i64)rows * ld; idx += (i64)gridDim.x * blockDim.x) {
@@ -31,7 +36,7 @@ extern "C" __global__ void lid_scores(float* __restrict__ out, const float* __re
 		const float* c = qk + (i64)r * heads * ld + j;
 		const float* wr = w + (i64)(r0 + r) * heads;
 		float s = 0.0f;
-		for (int h = 0; h < heads; h++) s = __fadd_rn(s, __fmul_rn(fmaxf(c[(i64)h * ld], 0.0f), wr[h]));
+		for (int h = 0; h < heads; h++) s = __fadd_rn(s, __fmul_rn(relu(c[(i64)h * ld]), wr[h]));
 		out[idx] = s;
 	}
 }
@@ -130,9 +135,6 @@ extern "C" __global__ void msa_scores(float* __restrict__ out, const float* __re
 	}
 }
 
-// relu is max(x, 0) as Go's: a NaN stays one (fmaxf would give 0).
-__device__ __forceinline__ float relu(float x) { return x != x ? x : fmaxf(x, 0.0f); }
-
 // qsa_scores: QSA's block scores. For the rows rows from window row r0 (i
 // = r0 + r): out[r·ldo + b] = Σ_h max(qk[(r·heads + h)·ldo + b], 0)·w_h
 // over the whole blocks b < (i + 1)/block, -inf after; w_h = w[i·heads +
@@ -209,44 +211,6 @@ extern "C" __global__ void qsa_pool(float* __restrict__ dst, const float* __rest
 		for (int m = r + 1; m < r + block; m++) s = __fadd_rn(s, k[(i64)m * dim + d]);
 		dst[idx] = __fmul_rn(s, inv);
 	}
-}
-
-// glibc's expf (ARM's optimized routines, FMA build) as nn.LibcExpf:
-// exp2f_tab is __exp2f_data.tab (N = 32), the bits of 2^(i/32) minus i <<
-// 47.
-__constant__ u64 exp2f_tab[32] = {
-    0x3ff0000000000000ull, 0x3fefd9b0d3158574ull, 0x3fefb5586cf9890full, 0x3fef9301d0125b51ull,
-    0x3fef72b83c7d517bull, 0x3fef54873168b9aaull, 0x3fef387a6e756238ull, 0x3fef1e9df51fdee1ull,
-    0x3fef06fe0a31b715ull, 0x3feef1a7373aa9cbull, 0x3feedea64c123422ull, 0x3feece086061892dull,
-    0x3feebfdad5362a27ull, 0x3feeb42b569d4f82ull, 0x3feeab07dd485429ull, 0x3feea47eb03a5585ull,
-    0x3feea09e667f3bcdull, 0x3fee9f75e8ec5f74ull, 0x3feea11473eb0187ull, 0x3feea589994cce13ull,
-    0x3feeace5422aa0dbull, 0x3feeb737b0cdc5e5ull, 0x3feec49182a3f090ull, 0x3feed503b23e255dull,
-    0x3feee89f995ad3adull, 0x3feeff76f2fb5e47ull, 0x3fef199bdd85529cull, 0x3fef3720dcef9069ull,
-    0x3fef5818dcfba487ull, 0x3fef7c97337b9b5full, 0x3fefa4afa2a490daull, 0x3fefd0765b6e4540ull,
-};
-
-__device__ __forceinline__ u32 abstop12(float x) { return (__float_as_uint(x) >> 20) & 0x7ff; }
-
-__device__ float libc_expf(float x) {
-	if (abstop12(x) >= abstop12(88.0f)) {
-		if (x == -INFINITY) return 0.0f;
-		if (abstop12(x) >= abstop12(INFINITY)) return x + x;
-		if (x > 0x1.62e42ep6f) return INFINITY;
-		if (x < -0x1.9fe368p6f) return 0.0f;
-	}
-	const double inv_ln2n = 0x1.71547652b82fep+0 * 32, shift = 0x1.8p+52;
-	const double c0 = 0x1.c6af84b912394p-5 / 32 / 32 / 32, c1 = 0x1.ebfce50fac4f3p-3 / 32 / 32,
-	             c2 = 0x1.62e42ff0c52d6p-1 / 32;
-	const double xd = (double)x;
-	double kd = __fma_rn(inv_ln2n, xd, shift);
-	const u64 ki = (u64)__double_as_longlong(kd);
-	kd = __dsub_rn(kd, shift);
-	const double r = __fma_rn(inv_ln2n, xd, -kd);
-	const double s = __longlong_as_double((long long)(exp2f_tab[ki % 32] + (ki << 47)));
-	const double zz = __fma_rn(c0, r, c1);
-	double y = __fma_rn(c2, r, 1.0);
-	y = __fma_rn(zz, __dmul_rn(r, r), y);
-	return (float)__dmul_rn(y, s);
 }
 
 // ggml_expf is ggml_v_expf of ggml-cpu's AVX-512 build (avx2 0: its
@@ -386,5 +350,36 @@ extern "C" __global__ void gated_pool(float* __restrict__ dst, const float* __re
 			s = __dadd_rn(s, (double)__fmul_rn(p, kv));
 		}
 		dst[idx] = (float)s;
+	}
+}
+
+// ple_gate: Qwen3.8's n-gram embeddings' gate, a thread per token t and
+// group s of S: with d = Σ_e key[t, s·E + e]·query[t, s·E + e]·scale over
+// the group's E values, dst[t·S + s] = sigmoid(sign(d)·sqrt(max(|d|,
+// 1e-6))), a NaN d giving a NaN. ggml: llama.cpp's graph's roundings
+// (nn.GGMLPLEGate: float32 products summed in double, rounded, times the
+// float32 scale; sqrtf, glibc's expf), else nn.PLEGate's (float64 in
+// order, rounded once; the device's exp, not Go's, may move its last
+// bit).
+extern "C" __global__ void ple_gate(float* __restrict__ dst, const float* __restrict__ key,
+                                    const float* __restrict__ query, int n, int S, int E, double scale, int ggml) {
+	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < (i64)n * S; idx += (i64)gridDim.x * blockDim.x) {
+		const float* k = key + idx * E;
+		const float* q = query + idx * E;
+		double sum = 0;
+		if (ggml) {
+			for (int e = 0; e < E; e++) sum = __dadd_rn(sum, (double)__fmul_rn(k[e], q[e]));
+			const float d = __fmul_rn((float)sum, (float)scale), a = fabsf(d);
+			const float mag = __fsqrt_rn(a != a ? a : fmaxf(a, 1e-6f));
+			const float sg = d > 0.0f ? 1.0f : d < 0.0f ? -1.0f : 0.0f;
+			dst[idx] = __fdiv_rn(1.0f, __fadd_rn(1.0f, libc_expf(-__fmul_rn(sg, mag))));
+			continue;
+		}
+		for (int e = 0; e < E; e++) sum = __dadd_rn(sum, __dmul_rn((double)k[e], (double)q[e]));
+		const double d = __dmul_rn(sum, scale), a = fabs(d);
+		double gv = __dsqrt_rn(a != a ? a : fmax(a, 1e-6));
+		if (d < 0) gv = -gv;
+		else if (d == 0) gv = 0;
+		dst[idx] = (float)__ddiv_rn(1.0, __dadd_rn(1.0, exp(-gv)));
 	}
 }

@@ -105,7 +105,7 @@ func e2eSparse(t *testing.T, e *Engine, path string, toks []int32, n int, act st
 // TestEndToEndQwen4Exp: Qwen3.8-Flash-Next (qwen4exp) on the GPU against
 // the CPU, bf16 cache: 4 residual streams mixed at rank 16 around every
 // block, Gated DeltaNet in layers 0 to 2 with the n-gram embeddings' gate
-// in layer 1 (sparse.go: ml.PLE on the host), gated attention in layer 3
+// in layer 1 (sparse.go: ml.PLE, ple_gate), gated attention in layer 3
 // with QSA past 4 blocks of 4 keys (ml.PooledSparse: the pooled keys and
 // the choice of blocks on the device, the flash kernel over the key set), experts
 // and a shared expert, every expert used. Windows of 48 read sparsely from
@@ -129,7 +129,7 @@ func TestEndToEndQwen4Exp(t *testing.T) {
 // without RoPE in layer 3 whose k-pool indexer chooses past 4 blocks of 4
 // keys (ml.PooledSparse: the gated pools and the choice of blocks on the
 // device, the latent kernel over the key set), all inside 4 streams mixed by
-// mHC (the Sinkhorn matrix on the host, the rest the backend's
+// mHC (the Sinkhorn matrix sinkhorn_mix's, the rest the backend's
 // operations), experts and a shared expert, every expert used, every
 // SwiGLU clamped. Windows of 48 read sparsely from row 19. Emulation, 95
 // targets: max 0.0106, mean 0.00187, PPL ratio 0.999785; in the int8 mode

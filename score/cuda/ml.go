@@ -62,7 +62,9 @@ import (
 // no gate product). Package ml's extension interfaces
 // live in their own files: recurrent.go (ml.Recurrent), latent.go
 // (ml.Latent), gemma4.go (ml.Gemma4), altup.go (ml.AltUp, and MLP's
-// TopK), sparse.go (ml.Sparse, ml.BlockSparse, ml.PooledSparse, ml.PLE).
+// TopK), rwkv.go (ml.RWKV), attnres.go (ml.AttnRes), mhc.go (ml.MHC),
+// lightning.go (ml.Lightning), sparse.go (ml.Sparse, ml.BlockSparse,
+// ml.PooledSparse, ml.PLE), compressed.go (ml.Compressed).
 //
 // Scratch memory is an arena of device chunks (Alloc, Mark, Release,
 // Reset); it grows to the largest window seen, is made one chunk again at

@@ -14,7 +14,8 @@ import (
 // top_keys by its definition (topKeysSettled), not the kernel's radix
 // select; msa_scores and qsa_scores as nn.MSABlocks and nn.QSABlocks sum
 // the products they are given; block_keys by the key set's definition;
-// qsa_pool by nn.QSAPool; gated_pool by nn.GatedPool and nn.OverlapPool.
+// qsa_pool by nn.QSAPool; gated_pool by nn.GatedPool and nn.OverlapPool;
+// ple_gate by nn.PLEGate and nn.GGMLPLEGate.
 func init() {
 	simKernels["top_keys"] = simKernel{11, func(s *simDevice, a *simArgs, grid dim3) error {
 		words, flags, sc := u64s(a.ptr(0)), i32s(a.ptr(1)), f32s(a.ptr(2))
@@ -151,6 +152,25 @@ func init() {
 			nn.OverlapPool(dst[:n*dim], k[:n*w], g[:n*w], ape[:block*w], n, dim, block, ggml, avx2)
 		} else {
 			nn.GatedPool(dst[:n*dim], k[:n*w], g[:n*w], ape[:block*w], n, dim, block, ggml, avx2)
+		}
+		return nil
+	}}
+	simKernels["ple_gate"] = simKernel{8, func(s *simDevice, a *simArgs, grid dim3) error {
+		dst, key, query := f32s(a.ptr(0)), f32s(a.ptr(1)), f32s(a.ptr(2))
+		n, S, E, scale, ggml := a.int(3), a.int(4), a.int(5), a.f64(6), a.int(7) != 0
+		if a.err != nil {
+			return a.err
+		}
+		if len(dst) < n*S || len(key) < n*S*E || len(query) < n*S*E {
+			return errors.New("ple_gate: buffers shorter than the rows")
+		}
+		for t := range n {
+			o, k, q := dst[t*S:(t+1)*S], key[t*S*E:(t+1)*S*E], query[t*S*E:(t+1)*S*E]
+			if ggml {
+				nn.GGMLPLEGate(o, k, q, float32(scale))
+			} else {
+				nn.PLEGate(o, k, q, scale)
+			}
 		}
 		return nil
 	}}

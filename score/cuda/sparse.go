@@ -27,9 +27,8 @@ import (
 // through the KV cache's key format, as llama.cpp stores them. The pools
 // are the device's (qsa_pool; gated_pool, GLM5-Next's and DeepSeek-V4's,
 // in the int8 mode with llama.cpp's softmax: ggml_v_expf in the CPU int8
-// mode's build's lanes, glibc's expf past them). PLEGate, one value per
-// token and stream, is the host's, in the int8 mode with the CPU int8
-// mode's arithmetic.
+// mode's build's lanes, glibc's expf past them), and so is PLEGate's gate
+// (ple_gate), in the int8 mode with the CPU int8 mode's arithmetic.
 
 var (
 	_ ml.Sparse       = (*gpuBackend)(nil)
@@ -39,7 +38,7 @@ var (
 )
 
 func init() {
-	kernelModules["sparse"] = []string{"lid_scores", "top_keys", "msa_scores", "qsa_scores", "block_keys", "qsa_pool", "gated_pool"}
+	kernelModules["sparse"] = []string{"lid_scores", "top_keys", "msa_scores", "qsa_scores", "block_keys", "qsa_pool", "gated_pool", "ple_gate"}
 }
 
 // hostContext is the nn.Context of the host's share, in the int8 mode
@@ -338,26 +337,17 @@ func (b *gpuBackend) rotated(q, k ptr, n, heads, dim int) (qr, kr ptr, err error
 	return qr, kr, err
 }
 
-// PLEGate is ml.PLE's, on the host: nn.PLEGate, in the int8 mode
-// nn.GGMLPLEGate (llama.cpp's roundings, as the CPU's int8 mode).
+// PLEGate is ml.PLE's, on the device (ple_gate): nn.PLEGate, in the int8
+// mode nn.GGMLPLEGate (llama.cpp's roundings, as the CPU's int8 mode).
 func (b *gpuBackend) PLEGate(dst, key, query ml.Tensor, scale float64) {
 	d, k, q := g(dst), g(key), g(query)
 	gshape("n-gram embeddings' query", q, k.rows, k.cols)
 	if d.rows != k.rows || d.cols == 0 || k.cols%d.cols != 0 {
 		panic(fmt.Sprintf("cuda backend: n-gram gate of %d×%d from %d×%d keys", d.rows, d.cols, k.rows, k.cols))
 	}
-	kh, qh, out := b.Read(key), b.Read(query), make([]float32, d.count())
-	b.hostContext().Parallel(d.rows, func(_, lo, hi int) {
-		for t := lo; t < hi; t++ {
-			o, kr, qr := out[t*d.cols:(t+1)*d.cols], kh[t*k.cols:(t+1)*k.cols], qh[t*k.cols:(t+1)*k.cols]
-			if b.prec.Int8 {
-				nn.GGMLPLEGate(o, kr, qr, float32(scale))
-			} else {
-				nn.PLEGate(o, kr, qr, scale)
-			}
-		}
+	b.do("n-gram gate", func() error {
+		return b.e.launch("ple_gate", gridFor(d.count()), block256, d.p, k.p, q.p, d.rows, d.cols, k.cols/d.cols, scale, b2i(b.prec.Int8))
 	})
-	b.Write(dst, out)
 }
 
 // keySet returns a.Keys's bitmap, of a window of n rows, on the device,

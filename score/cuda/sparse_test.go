@@ -18,8 +18,11 @@ import (
 // in blocks of 24 (indexerProducts lowered). Queries, keys and weights of small integers make every
 // product and sum exact in any order: the scores are the CPU's to the bit
 // and so are the sets, ties (the many equal integer scores, relu's zeros)
-// broken as ggml's TOP_K. Rotated, the scores differ by roundings and
-// near ties go either way: measured 6 of the 11,220 chosen keys apart.
+// broken as ggml's TOP_K. A NaN in one head's query of row 150 makes
+// every score of that row NaN, as the CPU's relu keeps it (with fmaxf's
+// zero the row's choice was the other heads': 56 keys apart). Rotated,
+// the scores differ by roundings and near ties go either way: measured 6
+// of the 11,220 chosen keys apart.
 func TestIndexKeysParity(t *testing.T) {
 	defer func(v int) { indexerProducts = v }(indexerProducts)
 	indexerProducts = 24 * 4 * 300
@@ -27,7 +30,7 @@ func TestIndexKeysParity(t *testing.T) {
 		b := testBackend(e)
 		defer b.Close()
 		rng := rand.New(rand.NewPCG(73, 1))
-		const n, heads, dim, topK = 300, 4, 32, 40
+		const n, heads, dim, topK, nanRow = 300, 4, 32, 40, 150
 		ints := func(m, lo, hi int) []float32 {
 			v := make([]float32, m)
 			for i := range v {
@@ -36,6 +39,7 @@ func TestIndexKeysParity(t *testing.T) {
 			return v
 		}
 		q, k, w := ints(n*heads*dim, -2, 2), ints(n*dim, -2, 2), ints(n*heads, -1, 2)
+		q[(nanRow*heads+1)*dim+3] = float32(math.NaN()) // one head's products of a row
 		for _, rotate := range []bool{false, true} {
 			qr, kr := append([]float32(nil), q...), append([]float32(nil), k...)
 			c := nn.NewContext(0)
@@ -364,6 +368,65 @@ func TestGatedPoolParity(t *testing.T) {
 						t.Errorf("block %d, overlap %v, %+v: %d of %d values 1 ulp apart, measured 0", block, overlap, c, apart, n*dim)
 					}
 				}
+			}
+		}
+	})
+}
+
+// PLEGate (ple_gate) against nn.GGMLPLEGate in the int8 mode and
+// nn.PLEGate otherwise: 30 tokens of 4 groups of 37 values, normal, then
+// a token of zeros (d = 0: 1/2), one whose products nearly cancel (|d|
+// under the clamp of 1e-6), one of 10⁴ (sigmoid's 0 and 1), an infinite
+// key, a NaN. llama.cpp's to the bit; the float64 definition within 1
+// ulp (the device's exp is not Go's), measured equal.
+func TestPLEGateParity(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		b := testBackend(e)
+		defer b.Close()
+		rng := rand.New(rand.NewPCG(97, 1))
+		const n, S, E = 30, 4, 37
+		const scale = 0.1643989873053573 // 1/sqrt(37)
+		w := S * E
+		k, q := randF32(rng, n*w, 1), randF32(rng, n*w, 1)
+		clear(k[:w])
+		for e := range w {
+			q[w+e] = k[w+e] // token 1: d a sum of squares, sign flipped below
+			k[2*w+e] *= 1e4
+		}
+		for e := range E {
+			k[w+e], q[w+e] = 1e-4, 1e-4*float32(2*(e%2)-1) // group 0: ±1e-8 products
+		}
+		k[3*w+5] = float32(math.Inf(1))
+		q[4*w+E+1] = float32(math.NaN())
+		kt, qt := b.put(t, n, w, k), b.put(t, n, w, q)
+		for _, int8 := range []bool{false, true} {
+			want := make([]float32, n*S)
+			for tk := range n {
+				o, kr, qr := want[tk*S:(tk+1)*S], k[tk*w:(tk+1)*w], q[tk*w:(tk+1)*w]
+				if int8 {
+					nn.GGMLPLEGate(o, kr, qr, float32(scale))
+				} else {
+					nn.PLEGate(o, kr, qr, scale)
+				}
+			}
+			dst := b.Alloc(n, S)
+			b.prec.Int8 = int8
+			b.PLEGate(dst, kt, qt, scale)
+			b.prec.Int8 = false
+			got := b.Read(dst)
+			if err := b.Err(); err != nil {
+				t.Fatal(err)
+			}
+			apart := 0
+			for i := range want {
+				if u := ulps(got[i], want[i]); u > 1 || (u == 1 && int8) {
+					t.Errorf("int8 %v: token %d group %d: %g, want %g", int8, i/S, i%S, got[i], want[i])
+				} else if u != 0 {
+					apart++
+				}
+			}
+			if apart > 0 {
+				t.Errorf("int8 %v: %d of %d gates 1 ulp apart, measured 0", int8, apart, n*S)
 			}
 		}
 	})

@@ -27,7 +27,8 @@
 // causal convolution, L2 norms, the chunked delta rule, the selective
 // scan), Latent (multi-head latent attention), Gemma4 (shared-KV
 // attention, column gathers), AltUp (Gemma 3n's streams), RWKV
-// (RWKV-7's token shift and recurrence), and PLE and PooledSparse
+// (RWKV-7's token shift and recurrence), MHC (DeepSeek-V4's Sinkhorn
+// mixing of the residual streams), and PLE and PooledSparse
 // (Qwen3.8's n-gram embeddings and sparse attention). An
 // architecture that needs one says so at load (model.Checker), so a
 // backend without it refuses the model naming the operations, rather than

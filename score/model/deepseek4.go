@@ -329,8 +329,9 @@ func (v *deepseek4) Check(b ml.Backend) error {
 	_, lt := b.(ml.Latent)
 	_, rc := b.(ml.Recurrent)
 	_, rw := b.(ml.RWKV)
-	if !c || !lt || !rc || !rw {
-		return fmt.Errorf("deepseek4 needs ml.Compressed (compressed keys, their indexer and attention), ml.Latent's Columns, ml.Recurrent's GatherCols and Mul and ml.RWKV's Sigmoid, which backend %T lacks", b)
+	_, hc := b.(ml.MHC)
+	if !c || !lt || !rc || !rw || !hc {
+		return fmt.Errorf("deepseek4 needs ml.Compressed (compressed keys, their indexer and attention), ml.Latent's Columns, ml.Recurrent's GatherCols and Mul, ml.RWKV's Sigmoid and ml.MHC's SinkhornMix, which backend %T lacks", b)
 	}
 	return nil
 }

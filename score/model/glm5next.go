@@ -113,8 +113,10 @@ func (v glm5Next) Check(b ml.Backend) error {
 	if err := v.kimiLinear.Check(b); err != nil {
 		return err
 	}
-	if _, ok := b.(ml.RWKV); !ok {
-		return fmt.Errorf("glm5-next's hyper-connections need ml.RWKV's Sigmoid, which backend %T lacks", b)
+	_, rw := b.(ml.RWKV)
+	_, hc := b.(ml.MHC)
+	if !rw || !hc {
+		return fmt.Errorf("glm5-next's hyper-connections need ml.RWKV's Sigmoid and ml.MHC's SinkhornMix, which backend %T lacks", b)
 	}
 	return nil
 }

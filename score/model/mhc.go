@@ -4,7 +4,6 @@ import (
 	"slices"
 
 	"ppl.dev/score/ml"
-	"ppl.dev/score/nn"
 )
 
 // mhc is manifold-constrained hyper-connections (mHC, DeepSeek-V4's: the
@@ -27,7 +26,7 @@ type mhcLayer struct{ attn, ffn mhcMix }
 type mhcMix struct {
 	hcMix
 	combScale float32
-	combBase  []float32
+	combBase  *ml.Vector // streams² values
 }
 
 // mhcParams reads the streams of mHC (hyper_connection.count,
@@ -74,7 +73,7 @@ func (l *Loader) mhcMix(p string, S int, epsV *ml.Vector) mhcMix {
 	}
 	x.pre = hcGate{scale: float64(scale.V[0]), base: l.constVector(p+"_base (pre)", base.V[:S]), eps: epsV}
 	x.post = hcGate{col: S, scale: float64(scale.V[1]), mag: 2, base: l.constVector(p+"_base (post)", base.V[S:2*S])}
-	x.combScale, x.combBase = scale.V[2], base.V[2*S:]
+	x.combScale, x.combBase = scale.V[2], l.constVector(p+"_base (comb)", base.V[2*S:])
 	return x
 }
 
@@ -85,9 +84,7 @@ func (v mhc) read(b ml.Backend, x ml.Tensor, mx *mhcMix, post, comb ml.Tensor) m
 	n, S := x.Rows(), v.streams
 	m := v.mixes(b, x, mx.fn)
 	v.gate(b, post, m, &mx.post)
-	c := make([]float32, n*S*S) // on the host: 16 values a row
-	nn.SinkhornMix(c, b.Read(m), n, mx.fn.Out, 2*S, S, mx.combScale, mx.combBase, v.hcEps, v.iters)
-	b.Write(comb, c)
+	b.(ml.MHC).SinkhornMix(comb, m, S, 2*S, mx.combScale, mx.combBase, v.hcEps, v.iters)
 	pre := b.Alloc(n, S)
 	v.gate(b, pre, m, &mx.pre)
 	return v.weigh(b, x, pre)

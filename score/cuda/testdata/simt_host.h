@@ -121,6 +121,8 @@ static inline double __dsub_rn(double a, double b) { volatile double r = a - b; 
 static inline double __dmul_rn(double a, double b) { volatile double r = a * b; return r; }
 static inline double __ddiv_rn(double a, double b) { volatile double r = a / b; return r; }
 static inline double __fma_rn(double a, double b, double c) { return fma(a, b, c); }
+static inline float __fsqrt_rn(float x) { return gpu_nan(sqrtf(x)); }
+static inline double __dsqrt_rn(double x) { return sqrt(x); }
 static inline float __frcp_rn(float x) { volatile float r = 1.0f / x; return gpu_nan(r); }
 static inline float __double2float_rn(double x) { volatile float r = (float)x; return gpu_nan(r); }
 static inline double __longlong_as_double(long long u) { double f; memcpy(&f, &u, 8); return f; }
