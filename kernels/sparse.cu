@@ -383,3 +383,43 @@ extern "C" __global__ void ple_gate(float* __restrict__ dst, const float* __rest
 		dst[idx] = (float)__ddiv_rn(1.0, __dadd_rn(1.0, exp(-gv)));
 	}
 }
+
+// range_bits is the bits of word w (keys [64·w, 64·w + 64)) that keys [lo,
+// hi) set.
+__device__ __forceinline__ u64 range_bits(int w, int lo, int hi) {
+	lo = max(lo - 64 * w, 0);
+	hi = min(hi - 64 * w, 64);
+	if (lo >= hi) return 0;
+	const u64 upto = hi == 64 ? ~0ull : (1ull << hi) - 1;
+	return upto & ~((1ull << lo) - 1);
+}
+
+// layout_keys: the key set of DeepSeek-V4's compressed layout
+// (nn.NewCompressedLayout), a thread per word of set (N rows of nwords =
+// (N+63)/64): a placeholder row r < P reads its own key; query row P + i
+// its raw keys (i - window, i] and the compressed key R + b of each whole
+// block b < (i+1)/ratio that vis (n rows of nvis words) holds at bit
+// b·ratio of row i, every one where vis is null.
+extern "C" __global__ void layout_keys(u64* __restrict__ set, const u64* __restrict__ vis, int N, int P, int R,
+                                       int window, int ratio, int nvis) {
+	const int nwords = (N + 63) / 64;
+	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < (i64)N * nwords; idx += (i64)gridDim.x * blockDim.x) {
+		const int r = (int)(idx / nwords), w = (int)(idx % nwords);
+		if (r < P) {
+			set[idx] = r / 64 == w ? 1ull << (r % 64) : 0;
+			continue;
+		}
+		const int i = r - P, nb = (i + 1) / ratio;
+		u64 bits = range_bits(w, max(0, i - window + 1), i + 1);
+		if (!vis) {
+			bits |= range_bits(w, R, R + nb);
+		} else {
+			const u64* row = vis + (i64)i * nvis;
+			for (int j = max(64 * w, R); j < min(64 * w + 64, R + nb); j++) {
+				const i64 k = (i64)(j - R) * ratio;
+				if ((row[k / 64] >> (k % 64)) & 1) bits |= 1ull << (j - 64 * w);
+			}
+		}
+		set[idx] = bits;
+	}
+}

@@ -1,6 +1,8 @@
 package cuda
 
 import (
+	"fmt"
+
 	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
 )
@@ -10,7 +12,7 @@ import (
 // int8 mode llama.cpp's as the CPU int8 mode's), the indexer's choice of
 // blocks (pooledChoice, QSA's) and the attention, its queries and keys
 // laid out as nn.CompressedLayout and the flash kernel reading the
-// layout's key set, built on the host.
+// layout's key set, built on the device.
 
 var _ ml.Compressed = (*gpuBackend)(nil)
 
@@ -41,8 +43,10 @@ func (b *gpuBackend) IndexBlocks(q, p, w ml.Tensor, heads, ratio, topK int) *nn.
 // CompressedAttention is ml.Compressed's: Attention over the window laid
 // out as nn.CompressedLayout on the device (zeros, then the raw keys, the
 // blocks' compressed keys and the queries copied to their rows: copy_cols),
-// the placeholders' rows computed and left; the key set is the layout's,
-// built on the host.
+// the placeholders' rows computed and left; the layout's key set built on
+// the device too (layout_keys, from the indexer's set where it left it),
+// N²/8 bytes for N ≈ 2.25·n rows: 680 MB a layer at 32,768 tokens, which
+// the host built and copied until 2026-12-07.
 func (b *gpuBackend) CompressedAttention(dst, q, k, c ml.Tensor, ratio, layer int, a *ml.Attn, vis *nn.KeySet) {
 	o, qq, kk, cc := g(dst), g(q), g(k), g(c)
 	n, D, H := o.rows, a.HeadDim, a.Heads
@@ -50,10 +54,14 @@ func (b *gpuBackend) CompressedAttention(dst, q, k, c ml.Tensor, ratio, layer in
 	gshape("compressed attention keys", kk, n, D)
 	gshape("compressed keys", cc, n, D)
 	gshape("compressed attention output", o, n, H*D)
-	l := nn.NewCompressedLayout(b.hostContext(), n, ratio, a.Window, vis)
+	if vis != nil && (vis.Groups() != 1 || len(vis.Words()) != n*((n+63)/64)) {
+		panic(fmt.Sprintf("cuda backend: compressed attention of %d rows over a key set of %d groups and %d words", n, vis.Groups(), len(vis.Words())))
+	}
+	l := nn.CompressedRows(n, ratio)
 	mark := b.Mark()
 	defer b.Release(mark)
 	qt, kt, out := g(b.Alloc(l.N, H*D)), g(b.Alloc(l.N, D)), g(b.Alloc(l.N, H*D))
+	var set ptr
 	b.do("compressed attention's layout", func() error {
 		e := b.e
 		err := e.dev.memsetD32(kt.p, 0, kt.count())
@@ -69,12 +77,35 @@ func (b *gpuBackend) CompressedAttention(dst, q, k, c ml.Tensor, ratio, layer in
 		if err == nil {
 			err = e.copyCols(qt.p+ptr(4*int64(l.P)*int64(H*D)), H*D, 0, qq.p, H*D, 0, H*D, n)
 		}
+		if err == nil {
+			set, err = b.layoutKeys(l, n, ratio, a.Window, vis)
+		}
 		return err
 	})
 	at := *a
-	at.Window, at.Keys = 0, l.Keys
-	b.Attention(out, qt, kt, kt, layer, &at)
+	at.Window, at.Keys = 0, nil
+	b.attention(out, qt, kt, kt, layer, &at, false, set)
 	b.do("compressed attention's output", func() error {
 		return b.e.copyCols(o.p, H*D, 0, out.p+ptr(4*int64(l.P)*int64(H*D)), H*D, 0, H*D, n)
 	})
+}
+
+// layoutKeys returns scratch memory holding l's key set (layout_keys) for
+// a window of n queries: the raw keys of each query's window and the
+// compressed keys of its whole blocks that vis holds (all where vis is
+// nil); on the engine's thread.
+func (b *gpuBackend) layoutKeys(l *nn.CompressedLayout, n, ratio, window int, vis *nn.KeySet) (ptr, error) {
+	var vp ptr
+	if vis != nil {
+		var err error
+		if vp, err = b.deviceSet(vis); err != nil {
+			return 0, err
+		}
+	}
+	words := int64(l.N) * int64((l.N+63)/64)
+	set, err := b.scratchBytes(8 * words)
+	if err != nil {
+		return 0, err
+	}
+	return set, b.e.launch("layout_keys", gridFor(words), block256, set, vp, l.N, l.P, l.R, window, ratio, (n+63)/64)
 }

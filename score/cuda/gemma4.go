@@ -49,5 +49,5 @@ func (e *Engine) gluF32(out, gate, up ptr, count int64, act ml.Act, limit, limit
 }
 
 func (b *gpuBackend) AttentionShared(dst, q, k, v ml.Tensor, src int, a *ml.Attn) {
-	b.attention(dst, q, k, v, src, a, true)
+	b.attention(dst, q, k, v, src, a, true, 0)
 }

@@ -79,7 +79,6 @@ type gpuBackend struct {
 	kvV     int
 	kvName  string             // the KV cache format's --kv-dtype name
 	kvHead0 kvcache.LlamaHead0 // model.Info.KVHead0
-	host    *nn.Context        // the host's share of sparse attention and PLE (sparse.go), made at first use
 	synth   uint64             // when not 0, Prepare fills weights from this seed (benchmarks)
 
 	set     *weightSet // the model's weights (weights.go)
@@ -519,9 +518,6 @@ func (b *gpuBackend) Close() error {
 		return nil
 	}
 	b.closed = true
-	if b.host != nil {
-		b.host.Free()
-	}
 	err := b.e.Do(func() error {
 		e := b.e
 		b.scratch.free(e)
@@ -1005,7 +1001,7 @@ func (b *gpuBackend) kvFor(hd int, groups int64, values bool) (*kvPair, error) {
 }
 
 func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
-	b.attention(dst, q, k, v, layer, a, false)
+	b.attention(dst, q, k, v, layer, a, false, 0)
 }
 
 // attention is Attention's, and with shared AttentionShared's: layer's
@@ -1013,8 +1009,10 @@ func (b *gpuBackend) Attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn) {
 // one of llama.cpp's quantized caches it turns the heads as the CPU's
 // int8 mode does (ml.Attn.LlamaTurns, fwht_f32: ggml-cpu's arithmetic,
 // the same bits): q and k, v in place unless shared (which their own
-// layer turned), the output turned back.
-func (b *gpuBackend) attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn, shared bool) {
+// layer turned), the output turned back. keys, unless 0, is a key set of
+// one group on the device already (the compressed layout's), read in
+// place of a.Keys.
+func (b *gpuBackend) attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn, shared bool, keys ptr) {
 	o, qq, kk, vv := g(dst), g(q), g(k), g(v)
 	n := qq.rows
 	gshape("attention q", qq, n, a.Heads*a.HeadDim)
@@ -1088,7 +1086,10 @@ func (b *gpuBackend) attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn, sh
 		if err := e.kvStore(c.v, vv.p, n, a.KVHeads, a.HeadDim); err != nil {
 			return err
 		}
-		if a.Keys != nil { // chosen keys (sparse.go)
+		switch {
+		case keys != 0:
+			mask.keys, mask.kgroups = keys, 1
+		case a.Keys != nil: // chosen keys (sparse.go)
 			if mask.keys, mask.kgroups, err = b.keySet(a, n); err != nil {
 				return err
 			}

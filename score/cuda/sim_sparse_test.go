@@ -15,7 +15,8 @@ import (
 // select; msa_scores and qsa_scores as nn.MSABlocks and nn.QSABlocks sum
 // the products they are given; block_keys by the key set's definition;
 // qsa_pool by nn.QSAPool; gated_pool by nn.GatedPool and nn.OverlapPool;
-// ple_gate by nn.PLEGate and nn.GGMLPLEGate.
+// ple_gate by nn.PLEGate and nn.GGMLPLEGate; layout_keys by
+// nn.NewCompressedLayout.
 func init() {
 	simKernels["top_keys"] = simKernel{11, func(s *simDevice, a *simArgs, grid dim3) error {
 		words, flags, sc := u64s(a.ptr(0)), i32s(a.ptr(1)), f32s(a.ptr(2))
@@ -172,6 +173,25 @@ func init() {
 				nn.PLEGate(o, k, q, scale)
 			}
 		}
+		return nil
+	}}
+	simKernels["layout_keys"] = simKernel{8, func(s *simDevice, a *simArgs, grid dim3) error {
+		set, vb := u64s(a.ptr(0)), a.ptr(1)
+		N, P, R, window, ratio, nvis := a.int(2), a.int(3), a.int(4), a.int(5), a.int(6), a.int(7)
+		if a.err != nil {
+			return a.err
+		}
+		n := N - P
+		l := nn.CompressedRows(n, ratio)
+		if l.N != N || l.P != P || l.R != R || len(set) < N*((N+63)/64) || nvis != (n+63)/64 || vb != nil && len(vb) < 8*n*nvis {
+			return errors.New("layout_keys: a layout not nn.CompressedRows's, or buffers shorter than its rows")
+		}
+		var vs *nn.KeySet
+		if vb != nil {
+			vs = nn.NewKeySet(n)
+			copy(vs.Words(), u64s(vb))
+		}
+		copy(set, nn.NewCompressedLayout(nn.NewContext(0), n, ratio, window, vs).Keys.Words())
 		return nil
 	}}
 	simKernels["qsa_pool"] = simKernel{5, func(s *simDevice, a *simArgs, grid dim3) error {

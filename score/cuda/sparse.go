@@ -38,17 +38,7 @@ var (
 )
 
 func init() {
-	kernelModules["sparse"] = []string{"lid_scores", "top_keys", "msa_scores", "qsa_scores", "block_keys", "qsa_pool", "gated_pool", "ple_gate"}
-}
-
-// hostContext is the nn.Context of the host's share, in the int8 mode
-// computing as the CPU's int8 mode does.
-func (b *gpuBackend) hostContext() *nn.Context {
-	if b.host == nil {
-		b.host = nn.NewContext(b.threads)
-		b.host.Int8, b.host.LlamaCPP = b.prec.Int8, b.prec.Int8
-	}
-	return b.host
+	kernelModules["sparse"] = []string{"lid_scores", "top_keys", "msa_scores", "qsa_scores", "block_keys", "qsa_pool", "gated_pool", "ple_gate", "layout_keys"}
 }
 
 // roundKeys returns scratch memory holding the n keys of dim values at x
@@ -270,11 +260,11 @@ func (b *gpuBackend) PoolKeys(dst, k, gt ml.Tensor, ape *ml.Vector, block int) {
 
 // gatedPool launches gated_pool: dst (n, dim) the gated pools of k and g
 // (n, dim; with overlap 2·dim) with the bias ape by blocks of block, in
-// the int8 mode as llama.cpp's (the CPU int8 mode's build: GGMLAVX2); on
-// the engine's thread.
+// the int8 mode as llama.cpp's AVX-512 build (the CPU int8 mode's; the GPU
+// refuses int8-avx2); on the engine's thread.
 func (b *gpuBackend) gatedPool(dst, k, g, ape ptr, n, dim, block int, overlap bool) error {
 	return b.e.launch("gated_pool", gridFor(int64(n)*int64(dim)), block256, dst, k, g, ape, n, dim, block,
-		b2i(overlap), b2i(b.prec.Int8), b2i(b.hostContext().GGMLAVX2))
+		b2i(overlap), b2i(b.prec.Int8), 0)
 }
 
 // PooledKeys is ml.PooledSparse's, on the device (pooledChoice).
@@ -350,10 +340,9 @@ func (b *gpuBackend) PLEGate(dst, key, query ml.Tensor, scale float64) {
 	})
 }
 
-// keySet returns a.Keys's bitmap, of a window of n rows, on the device,
-// with its group count: 1 (every KV head's) or one per KV head. The set
-// chooseBlocks made last is there already (keysBuf); another is copied
-// into scratch memory.
+// keySet returns a.Keys's bitmap, of a window of n rows, on the device
+// (deviceSet), with its group count: 1 (every KV head's) or one per KV
+// head.
 func (b *gpuBackend) keySet(a *ml.Attn, n int) (ptr, int, error) {
 	gr, w := a.Keys.Groups(), a.Keys.Words()
 	if gr != 1 && gr != a.KVHeads {
@@ -362,11 +351,18 @@ func (b *gpuBackend) keySet(a *ml.Attn, n int) (ptr, int, error) {
 	if want := gr * n * ((n + 63) / 64); len(w) != want {
 		return 0, 0, fmt.Errorf("cuda: a key set of %d words for %d rows, want %d", len(w), n, want)
 	}
-	if a.Keys == b.keysOf {
-		return b.keys.p, gr, nil
-	}
-	p, err := scratchCopy(b, w)
+	p, err := b.deviceSet(a.Keys)
 	return p, gr, err
+}
+
+// deviceSet returns s's bitmap on the device: the set chooseBlocks made
+// last is there already (keysBuf); another is copied into scratch memory.
+// On the engine's thread.
+func (b *gpuBackend) deviceSet(s *nn.KeySet) (ptr, error) {
+	if s == b.keysOf {
+		return b.keys.p, nil
+	}
+	return scratchCopy(b, s.Words())
 }
 
 // keysBuf returns the device buffer of the key set chooseBlocks writes,

@@ -432,6 +432,43 @@ func TestPLEGateParity(t *testing.T) {
 	})
 }
 
+// layout_keys (DeepSeek-V4's compressed layout's key set, built on the
+// device) against nn.NewCompressedLayout's: 300 and 70 queries, ratios 4,
+// 5 and 128 (a layout without a whole block), windows 1, 64 and 200,
+// every block read, a random choice of every block's first keys (with
+// other keys set beside them, which the layout ignores) and a choice of
+// none. To the bit.
+func TestLayoutKeysParity(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		b := testBackend(e)
+		defer b.Close()
+		rng := rand.New(rand.NewPCG(101, 1))
+		for _, n := range []int{300, 70} {
+			random, none := nn.NewKeySet(n), nn.NewKeySet(n)
+			for i := range random.Words() {
+				random.Words()[i] = rng.Uint64()
+			}
+			for _, ratio := range []int{4, 5, 128} {
+				for _, window := range []int{1, 64, 200} {
+					for _, vis := range []*nn.KeySet{nil, random, none} {
+						want := nn.NewCompressedLayout(nn.NewContext(0), n, ratio, window, vis)
+						l := nn.CompressedRows(n, ratio)
+						var set ptr
+						do(t, e, func() (err error) {
+							set, err = b.layoutKeys(l, n, ratio, window, vis)
+							return err
+						})
+						got := devGet[uint64](t, e, set, len(want.Keys.Words()))
+						if !slices.Equal(got, want.Keys.Words()) {
+							t.Errorf("%d queries, ratio %d, window %d, choice %v: the key set differs from nn.NewCompressedLayout's", n, ratio, window, vis != nil)
+						}
+					}
+				}
+			}
+		}
+	})
+}
+
 // The key set chooseBlocks made last stays on the device for the
 // attention: keySet hands out its buffer, copying nothing, and copies any
 // other set (the same bits, another set) in full. Emulator: MSA's set of

@@ -17,13 +17,20 @@ type CompressedLayout struct {
 	Keys       *KeySet
 }
 
+// CompressedRows is the layout of a window of n queries without its key
+// set, for a device that builds the set itself.
+func CompressedRows(n, ratio int) *CompressedLayout {
+	R, M := (n+ggmlTileKV-1)/ggmlTileKV*ggmlTileKV, n/ratio
+	return &CompressedLayout{N: R + M + n, P: R + M, R: R, M: M}
+}
+
 // NewCompressedLayout lays out a window of n queries, its rows on c's
 // workers, a word at a time: where ratio divides 64, the chosen blocks'
 // first keys found among vis's set bits (bits.TrailingZeros64), not
 // block by block.
 func NewCompressedLayout(c *Context, n, ratio, window int, vis *KeySet) *CompressedLayout {
-	R, M := (n+ggmlTileKV-1)/ggmlTileKV*ggmlTileKV, n/ratio
-	l := &CompressedLayout{N: R + M + n, P: R + M, R: R, M: M}
+	l := CompressedRows(n, ratio)
+	R := l.R
 	l.Keys = NewKeySet(l.N)
 	for r := range l.P {
 		l.Keys.Add(r, r)
