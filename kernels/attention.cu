@@ -28,6 +28,9 @@
 //                m16n8k16 fp16, float32 accumulation) with an
 //                online softmax in registers. Memory is O(tokens × heads ×
 //                head size); the tokens × tokens matrix never exists.
+//   attn_fl576   the same body for DeepSeek's latent attention (keys of
+//                576, values their first 512, read from the one key
+//                cache); latent.cu's attn_latent is its plain kernel.
 //
 // Precision: q, the decoded keys and values and the probabilities are
 // rounded to fp16 for the tensor cores (exact for keys and values of a bf16
@@ -231,12 +234,12 @@ __device__ __forceinline__ void q_frag(const float* __restrict__ q, int r0, int 
 // registers (its two halves for heads of 256, q alone for 512) they are
 // read again (from L1 and L2) for each key tile, kc by kc, which gives each
 // score the same products in the same order.
-template <int HD, bool X>
+template <int HD, int VD, bool X>
 __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float* __restrict__ q, int n, int heads,
                                              int kvheads, float scale_log2, int window, const float* __restrict__ sinks,
                                              const float* __restrict__ slopes, const KVPlanes& K, const KVPlanes& V,
                                              int out_f16, const u64* __restrict__ keys, int kgroups) {
-	constexpr int BR = 64, BC = attn_fa_bc(HD), DV = attn_fa_dv(HD), KSTR = HD + 8, VSTR = BC + 8;
+	constexpr int BR = 64, BC = attn_fa_bc(HD), DV = attn_fa_dv(VD), KSTR = HD + 8, VSTR = BC + 8;
 	__shared__ __align__(16) u16 ks[BC * KSTR];
 	__shared__ __align__(16) u16 vt[DV * VSTR];
 	const int dv0 = blockIdx.z * DV; // the block's first output dim
@@ -245,7 +248,7 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 	const int h = blockIdx.y, g = h / (heads / kvheads);
 	const float slope_log2 = slopes ? __fmul_rn(slopes[h], 1.44269504088896341f) : 0.0f; // ALiBi's, in log2 units
 	const int r0 = qtile * BR + warp * 16 + gid, r1 = r0 + 8;
-	const i64 qstride = (i64)heads * HD;
+	const i64 qstride = (i64)heads * HD, ostride = (i64)heads * VD;
 	// With a key set, rows r0 and r1's (null past the window: rows never written).
 	const u64* kr0 = r0 < n ? key_row(keys, kgroups, g, n, r0) : nullptr;
 	const u64* kr1 = r1 < n ? key_row(keys, kgroups, g, n, r1) : nullptr;
@@ -421,13 +424,13 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 		const int c = dv0 + nd * 8 + tig * 2;
 		if (X) {
 			float* of = (float*)out;
-			if (r0 < n) *(float2*)(of + r0 * qstride + h * HD + c) = make_float2(o[nd][0] * inv0, o[nd][1] * inv0);
-			if (r1 < n) *(float2*)(of + r1 * qstride + h * HD + c) = make_float2(o[nd][2] * inv1, o[nd][3] * inv1);
+			if (r0 < n) *(float2*)(of + r0 * ostride + h * VD + c) = make_float2(o[nd][0] * inv0, o[nd][1] * inv0);
+			if (r1 < n) *(float2*)(of + r1 * ostride + h * VD + c) = make_float2(o[nd][2] * inv1, o[nd][3] * inv1);
 			continue;
 		}
 		u16* oh = (u16*)out;
-		if (r0 < n) *(u32*)(oh + r0 * qstride + h * HD + c) = pack_out(o[nd][0] * inv0, o[nd][1] * inv0, out_f16);
-		if (r1 < n) *(u32*)(oh + r1 * qstride + h * HD + c) = pack_out(o[nd][2] * inv1, o[nd][3] * inv1, out_f16);
+		if (r0 < n) *(u32*)(oh + r0 * ostride + h * VD + c) = pack_out(o[nd][0] * inv0, o[nd][1] * inv0, out_f16);
+		if (r1 < n) *(u32*)(oh + r1 * ostride + h * VD + c) = pack_out(o[nd][2] * inv1, o[nd][3] * inv1, out_f16);
 	}
 }
 
@@ -444,8 +447,8 @@ __device__ __forceinline__ void attn_fa_body(void* __restrict__ out, const float
 	                int kgroups) {                                                                                     \
 		KVPlanes K = {kfmt, kdata, kscales, ktscale, kvheads, HD};                                                   \
 		KVPlanes V = {vfmt, vdata, vscales, vtscale, kvheads, HD};                                                   \
-		attn_fa_body<HD, false>(out, q, n, heads, kvheads, scale_log2, window, sinks, slopes, K, V, out_f16, keys,   \
-		                        kgroups);                                                                            \
+		attn_fa_body<HD, HD, false>(out, q, n, heads, kvheads, scale_log2, window, sinks, slopes, K, V, out_f16,     \
+		                            keys, kgroups);                                                                  \
 	}
 ATTN_FA(16)
 ATTN_FA(32)
@@ -464,7 +467,8 @@ ATTN_FA(512)
 	                const void* vdata, const void* vscales, const float* vtscale, const u64* keys, int kgroups) {      \
 		KVPlanes K = {kfmt, kdata, kscales, ktscale, kvheads, HD};                                                   \
 		KVPlanes V = {vfmt, vdata, vscales, vtscale, kvheads, HD};                                                   \
-		attn_fa_body<HD, true>(out, q, n, heads, kvheads, scale_log2, window, sinks, slopes, K, V, 0, keys, kgroups); \
+		attn_fa_body<HD, HD, true>(out, q, n, heads, kvheads, scale_log2, window, sinks, slopes, K, V, 0, keys,       \
+		                           kgroups);                                                                         \
 	}
 ATTN_FX(16)
 ATTN_FX(32)
@@ -472,3 +476,20 @@ ATTN_FX(64)
 ATTN_FX(128)
 ATTN_FX(256)
 ATTN_FX(512)
+
+// attn_flHD: multi-head latent attention (package ml's Latent: DeepSeek's
+// MLA over a latent of HD, its values the keys' first VD elements) on
+// attn_fa_body: keys and values read from the one key cache (kvheads
+// latent heads, one for MLA), output (n, heads·VD) of the half type,
+// grid (ceil(n/64), heads, VD/256); window, sinks and a key set (DSA's
+// chosen keys) as attn_latent's, which it computes with fp16 products.
+#define ATTN_FL(HD, VD)                                                                                              \
+	extern "C" __global__ void __launch_bounds__(128)                                                                \
+	    attn_fl##HD(u16* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads,                 \
+	                float scale_log2, int window, const float* __restrict__ sinks, int kfmt, const void* kdata,       \
+	                const void* kscales, const float* ktscale, int out_f16, const u64* keys, int kgroups) {           \
+		KVPlanes K = {kfmt, kdata, kscales, ktscale, kvheads, HD};                                                   \
+		attn_fa_body<HD, VD, false>(out, q, n, heads, kvheads, scale_log2, window, sinks, nullptr, K, K, out_f16,    \
+		                            keys, kgroups);                                                                  \
+	}
+ATTN_FL(576, 512)

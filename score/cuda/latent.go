@@ -2,8 +2,11 @@ package cuda
 
 import (
 	"fmt"
+	"math"
+	"strings"
 
 	"ppl.dev/kernels"
+	"ppl.dev/score/cuda/cublas"
 	"ppl.dev/score/ml"
 )
 
@@ -12,12 +15,15 @@ import (
 // product of every head over strided views of the input and output (the
 // input converted to the matrix's half type once; a stack kept quantized
 // dequantized into the operand first, stackWeights); LatentAttention
-// stores the keys once in the key cache's format and runs attn_latent,
-// whose values are the first valueDim elements of the keys as read back,
-// as the CPU backend (cpu_mla.go) does: keys of up to 640 (DeepSeek-V3's
-// are 576, kv_lora 512 + rope 64; the oracle model's 40), on the CUDA
-// cores, one block per (query, head): plainly right, slow at long windows.
-// With a.Keys (DSA past its top_k) attn_latent reads only the chosen keys
+// stores the keys once in the key cache's format, whose values are the
+// first valueDim elements of the keys as read back, as the CPU backend
+// (cpu_mla.go) does. DeepSeek's shape (keys of 576, kv_lora 512 + rope
+// 64; values 512) runs on the tensor cores (attn_fl576 of
+// kernels/attention.cu, checked against attn_latent at its first use as
+// the other flash kernels are); other shapes, up to 640 (the oracle
+// model's 40), and the int8 mode run attn_latent, on the CUDA cores, one
+// block per (query, head): plainly right, slow at long windows. With
+// a.Keys (DSA past its top_k) either reads only the chosen keys
 // (sparse.go).
 
 var _ ml.Latent = (*gpuBackend)(nil)
@@ -107,6 +113,11 @@ func (b *gpuBackend) HeadLinear(dst, x ml.Tensor, w *ml.Matrix) {
 // latentMaxDim is the widest key attn_latent takes (LAT_MAXD).
 const latentMaxDim = 640
 
+// latentFlash are the latent attention shapes, {key size, value size},
+// with a tensor-core kernel (attn_flHD): DeepSeek's MLA, a latent of 512
+// and a RoPE part of 64.
+var latentFlash = map[[2]int]bool{{576, 512}: true}
+
 func (b *gpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn, valueDim int) {
 	o, qq, kk := g(dst), g(q), g(k)
 	n, hd, vd := qq.rows, a.HeadDim, valueDim
@@ -131,7 +142,17 @@ func (b *gpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 		b.Fail(fmt.Errorf("cuda: latent attention cannot read a rotated key cache (%s); use another --kv-dtype", kernels.KVFormats[b.kvK]))
 		return
 	}
-	sinks := perHead("attention sinks", a.Sinks, a.Heads)
+	// The int8 mode keeps attn_latent's float32 products.
+	flash := false
+	if !b.prec.Int8 {
+		why, err := b.attnKernel(attnShape{a.Heads, a.KVHeads, hd, vd})
+		if err != nil {
+			b.Fail(err)
+			return
+		}
+		flash = strings.HasPrefix(why, "tensor-core")
+	}
+	mask := attnMask{window: a.Window, sinks: perHead("attention sinks", a.Sinks, a.Heads)}
 	t := b.prec.Weights // the value product's input type
 	b.do(fmt.Sprintf("layer %d latent attention", layer), func() error {
 		e := b.e
@@ -149,20 +170,32 @@ func (b *gpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 		if err != nil {
 			return err
 		}
-		var keys ptr
-		var kgroups int
 		if a.Keys != nil {
-			if keys, kgroups, err = b.keySet(a, n); err != nil {
+			if mask.keys, mask.kgroups, err = b.keySet(a, n); err != nil {
 				return err
 			}
 		}
-		kt := c.k
-		err = e.launch("attn_latent", dim3{uint32(n), uint32(a.Heads), 1}, dim3{128, 1, 1},
-			h, qq.p, n, a.Heads, a.KVHeads, hd, vd, float32(a.Scale), a.Window, sinks,
-			kt.format, kt.data.p, kt.scales.p, kt.tscale(), isF16(t), keys, kgroups)
-		if err != nil {
+		if err := e.latentAttention(h, qq.p, n, a.Heads, a.KVHeads, hd, vd, a.Scale, mask, c.k, flash, t); err != nil {
 			return err
 		}
 		return e.widenHalf(o.p, h, o.count(), t)
 	})
+}
+
+// latentAttention: out (n, heads·vd) of half type ot <- attention of q
+// (n, heads, hd) f32 over the keys of the cache tensor k (n, kvheads, hd),
+// each key's first vd elements its value, with m: attn_flHD (flash, a
+// shape of latentFlash) or attn_latent.
+func (e *Engine) latentAttention(out, q ptr, n, heads, kvheads, hd, vd int, scale float64, m attnMask, k *kvTensor, flash bool, ot cublas.DataType) error {
+	if m.slopes != 0 {
+		return fmt.Errorf("cuda: latent attention with ALiBi slopes not supported")
+	}
+	if flash && latentFlash[[2]int{hd, vd}] {
+		return e.launch(fmt.Sprintf("attn_fl%d", hd), flashGrid(n, heads, vd), dim3{128, 1, 1},
+			out, q, n, heads, kvheads, float32(scale*math.Log2E), m.window, m.sinks,
+			k.format, k.data.p, k.scales.p, k.tscale(), isF16(ot), m.keys, m.kgroups)
+	}
+	return e.launch("attn_latent", dim3{uint32(n), uint32(heads), 1}, dim3{128, 1, 1},
+		out, q, n, heads, kvheads, hd, vd, float32(scale), m.window, m.sinks,
+		k.format, k.data.p, k.scales.p, k.tscale(), isF16(ot), m.keys, m.kgroups)
 }

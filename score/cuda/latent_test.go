@@ -97,9 +97,10 @@ func TestLatentOpsParity(t *testing.T) {
 		}
 
 		// LatentAttention: the oracle model's shape (4 heads over one latent
-		// head of 40, 32 values), DeepSeek-V3's (576, 512) over more keys
-		// than a 128-key chunk, a window with sinks, and DSA's chosen keys
-		// (sparseKeys).
+		// head of 40, 32 values: attn_latent), DeepSeek-V3's (576, 512: the
+		// tensor-core attn_fl576, checked against attn_latent at its first
+		// use) over more keys than a 128-key chunk, a window with sinks, and
+		// DSA's chosen keys (sparseKeys).
 		for _, c := range []struct {
 			heads, hd, vd, m, window int
 			sinks                    []float32
@@ -126,10 +127,14 @@ func TestLatentOpsParity(t *testing.T) {
 			at.Forward(nn.NewContext(0), full, q, kr, kr, c.m)
 			qt, kt := b.put(t, c.m, c.heads*c.hd, q), b.put(t, c.m, c.hd, k)
 			ot := b.Alloc(c.m, c.heads*c.vd)
+			flashed := launched(e, "attn_fl576")
 			b.LatentAttention(ot, qt, kt, 0, a, c.vd)
 			got = b.Read(ot)
 			if err := b.Err(); err != nil {
 				t.Fatal(err)
+			}
+			if ran, want := launched(e, "attn_fl576") > flashed, c.hd == 576; e.Ordinal < 0 && ran != want {
+				t.Errorf("LatentAttention keys %d, values %d: the tensor-core kernel ran %v, want %v", c.hd, c.vd, ran, want)
 			}
 			// float32 softmax and sums, fp16 output (2^-11 relative).
 			const rel, abs = 0x1p-8, 1e-3
@@ -265,4 +270,64 @@ func convertTensor(t *testing.T, from, to gguf.Type, data []byte) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// attn_fl576 (latent attention on the tensor cores, DeepSeek's MLA: keys
+// of 576, values their first 512) against attn_latent over the same bf16
+// cache, fp16 outputs both, as TestFlashVsPlain holds the other flash
+// kernels: 150 queries (three query tiles, the last partial) of one
+// latent head; random and nearly one-hot scores; a sliding window, sinks
+// and a key set (DSA's chosen keys).
+func TestLatentFlashParity(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		kid, _, err := kvFormat("bf16")
+		if err != nil {
+			t.Fatal(err)
+		}
+		const n, hd, vd = 150, 576, 512
+		for ci, c := range []struct {
+			name   string
+			heads  int
+			gen    func(rng *rand.Rand, n, heads, kvheads, hd int) (q, k, v []float32)
+			window int
+			sinks  []float32
+			keys   bool
+			bound  float64
+		}{
+			{"random", 4, flashRandom, 0, nil, false, 1e-3},
+			{"peaked", 2, flashPeaked, 0, nil, false, 1e-3},
+			{"window-sinks", 2, flashRandom, 40, []float32{-3, 2}, false, 1e-3},
+			{"keys", 3, flashRandom, 0, nil, true, 1e-3},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(ci), 103))
+				q, k, _ := c.gen(rng, n, c.heads, 1, hd)
+				kt, _ := storeKV(t, e, kid, kid, k, k, n, 1, hd)
+				qp := devPut(t, e, q)
+				outs := n * c.heads * vd
+				plain, flash := devAlloc(t, e, int64(2*outs)), devAlloc(t, e, int64(2*outs))
+				scale := 1 / math.Sqrt(192)
+				mask := attnMask{window: c.window}
+				if c.sinks != nil {
+					mask.sinks = devPut(t, e, c.sinks)
+				}
+				if c.keys {
+					mask.keys, mask.kgroups = devPut(t, e, sparseKeys(rng, n, 1).Words()), 1
+				}
+				do(t, e, func() error {
+					if err := e.latentAttention(plain, qp, n, c.heads, 1, hd, vd, scale, mask, kt, false, f16); err != nil {
+						return err
+					}
+					return e.latentAttention(flash, qp, n, c.heads, 1, hd, vd, scale, mask, kt, true, f16)
+				})
+				a := fromHalf(devGet[uint16](t, e, plain, outs), f16)
+				b := fromHalf(devGet[uint16](t, e, flash, outs), f16)
+				worst, at := worstError(b, a, 1, 0)
+				t.Logf("max |flash - plain| %.3g (element %d: %v vs %v), bound %.3g", worst, at, b[at], a[at], c.bound)
+				if worst > c.bound {
+					t.Errorf("latent flash attention: element %d (row %d) is %v, attn_latent's %v: |Δ| %.3g > %.3g", at, at/(c.heads*vd), b[at], a[at], worst, c.bound)
+				}
+			})
+		}
+	})
 }

@@ -101,7 +101,10 @@ type gpuBackend struct {
 }
 
 // attnShape is what the attention kernels' check depends on.
-type attnShape struct{ heads, kvheads, hd int }
+// attnShape is an attention's shape: heads over kvheads of hd; vd, when
+// not 0, the value size of latent attention (values the keys' first vd
+// elements).
+type attnShape struct{ heads, kvheads, hd, vd int }
 
 // gmat is a prepared matrix: rows (out × experts) of in values of type t
 // (a half type, or float32 for a router), and an optional float32 bias
@@ -179,7 +182,7 @@ func newBackend(e *Engine, info model.Info, opts model.Options, p Precision) (*g
 		}
 		return b, nil
 	}
-	why, err := b.attnKernel(attnShape{hp.Heads, hp.KVHeads, hp.HeadDim})
+	why, err := b.attnKernel(attnShape{hp.Heads, hp.KVHeads, hp.HeadDim, 0})
 	if err != nil {
 		return nil, err
 	}
@@ -195,9 +198,12 @@ func (b *gpuBackend) attnKernel(s attnShape) (string, error) {
 		return why, nil
 	}
 	var why string
-	if !flashHeadDims[s.hd] {
+	switch {
+	case s.vd != 0 && !latentFlash[[2]int{s.hd, s.vd}]:
+		why = fmt.Sprintf("plain kernel (no tensor-core kernel for latent keys of %d, values of %d)", s.hd, s.vd)
+	case s.vd == 0 && !flashHeadDims[s.hd]:
 		why = fmt.Sprintf("plain kernel (no tensor-core kernel for head size %d)", s.hd)
-	} else {
+	default:
 		diff, err := checkFlash(b.e, s, b.kvK, b.kvV)
 		switch {
 		case err != nil:
@@ -1031,7 +1037,7 @@ func (b *gpuBackend) attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn, sh
 	plain := plainOpts{a.SoftCap, chunk} // soft-capped or chunked scores take the plain kernel
 	flash := false
 	if !b.prec.Int8 && plain == (plainOpts{}) {
-		why, err := b.attnKernel(attnShape{a.Heads, a.KVHeads, a.HeadDim})
+		why, err := b.attnKernel(attnShape{a.Heads, a.KVHeads, a.HeadDim, 0})
 		if err != nil {
 			b.Fail(err)
 			return

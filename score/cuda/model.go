@@ -485,7 +485,8 @@ func (m *Model) Report() string {
 const flashTolerance = 0.03
 
 // checkFlash runs both attention kernels on random input of an attention
-// shape and cache format and returns their largest difference.
+// shape and cache format and returns their largest difference; for latent
+// attention (s.vd not 0) attn_latent and attn_flHD over one key cache.
 func checkFlash(e *Engine, s attnShape, kvK, kvV int) (float64, error) {
 	const n = 150 // three query tiles, the last partial
 	H, KVH, HD := s.heads, s.kvheads, s.hd
@@ -499,6 +500,10 @@ func checkFlash(e *Engine, s attnShape, kvK, kvV int) (float64, error) {
 		return v
 	}
 	q, k, v := rnd(n*H*HD), rnd(n*KVH*HD), rnd(n*KVH*HD)
+	outs := len(q)
+	if s.vd != 0 {
+		outs = n * H * s.vd
+	}
 	var diff float64
 	err := e.Do(func() error {
 		var bufs []buf
@@ -515,8 +520,8 @@ func checkFlash(e *Engine, s attnShape, kvK, kvV int) (float64, error) {
 		qp, err1 := get(int64(4 * len(q)))
 		kp, err2 := get(int64(4 * len(k)))
 		vp, err3 := get(int64(4 * len(v)))
-		o1, err4 := get(int64(2 * len(q)))
-		o2, err5 := get(int64(2 * len(q)))
+		o1, err4 := get(int64(2 * outs))
+		o2, err5 := get(int64(2 * outs))
 		if err := errors.Join(err1, err2, err3, err4, err5); err != nil {
 			return err
 		}
@@ -530,6 +535,12 @@ func checkFlash(e *Engine, s attnShape, kvK, kvV int) (float64, error) {
 			return err
 		}
 		defer e.freeKV(vt)
+		run := func(out ptr, flash bool) error {
+			if s.vd != 0 {
+				return e.latentAttention(out, qp, n, H, KVH, HD, s.vd, scale, attnMask{}, kt, flash, f16)
+			}
+			return e.attention(out, qp, n, H, KVH, HD, scale, kt, vt, flash, f16)
+		}
 		// One step at a time, stopping at the first error (a slice of
 		// results would run every step, kernels after a failed copy too).
 		for _, step := range []func() error{
@@ -538,15 +549,15 @@ func checkFlash(e *Engine, s attnShape, kvK, kvV int) (float64, error) {
 			func() error { return upload(e, vp, v) },
 			func() error { return e.kvStore(kt, kp, n, KVH, HD) },
 			func() error { return e.kvStore(vt, vp, n, KVH, HD) },
-			func() error { return e.attention(o1, qp, n, H, KVH, HD, scale, kt, vt, false, f16) },
-			func() error { return e.attention(o2, qp, n, H, KVH, HD, scale, kt, vt, true, f16) },
+			func() error { return run(o1, false) },
+			func() error { return run(o2, true) },
 			func() error { return e.sync("checking the attention kernels") },
 		} {
 			if err := step(); err != nil {
 				return fmt.Errorf("cuda: checking the attention kernels: %w", err)
 			}
 		}
-		a, b := make([]uint16, len(q)), make([]uint16, len(q))
+		a, b := make([]uint16, outs), make([]uint16, outs)
 		if err := errors.Join(download(e, a, o1), download(e, b, o2)); err != nil {
 			return err
 		}

@@ -3,46 +3,28 @@ package cuda
 import (
 	"errors"
 	"fmt"
+	"math"
 
 	"ppl.dev/score/nn"
 )
 
 // The emulation of kernels/latent.cu: cpuBackend.Columns (a copy) and
 // cpuBackend.LatentAttention (nn.Attention over the decoded keys, the keys
-// as values).
+// as values), also for attention.cu's attn_fl576.
 func init() {
 	simKernels["attn_latent"] = simKernel{17, func(s *simDevice, a *simArgs, grid dim3) error {
-		out, q, n, heads, kvheads, hd, vd := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4), a.int(5), a.int(6)
-		scale, window := a.f32(7), a.int(8)
-		K := simPlanes{format: a.int(10), data: a.ptr(11), scales: a.ptr(12), tscale: a.ptr(13), heads: kvheads, hd: hd}
-		f16 := a.int(14)
-		var sinks []float32
-		if p := a.ptr(9); p != nil {
-			sinks = f32s(p)[:heads]
+		if err := errors.Join(covers(grid[0], a.int(2), "queries"), covers(grid[1], a.int(3), "heads")); err != nil {
+			return err
 		}
-		if err := errors.Join(covers(grid[0], n, "queries"), covers(grid[1], heads, "heads")); err != nil || a.err != nil {
-			return errors.Join(err, a.err)
+		return simLatent(a, a.int(5), a.int(6), a.f32(7), 8)
+	}}
+	// attn_fl576, the tensor-core kernel, by the same definition.
+	simKernels["attn_fl576"] = simKernel{15, func(s *simDevice, a *simArgs, grid dim3) error {
+		n, heads := a.int(2), a.int(3)
+		if err := errors.Join(covers(grid[0], (n+63)/64, "query tiles"), covers(grid[1], heads, "heads"), covers(grid[2], 2, "output dims")); err != nil {
+			return err
 		}
-		if hd > latentMaxDim || vd > hd {
-			return fmt.Errorf("attn_latent: keys of %d, values of %d", hd, vd)
-		}
-		ks := make([]float32, n*kvheads*hd)
-		for t := range n {
-			for h := range kvheads {
-				for i := range hd {
-					ks[(t*kvheads+h)*hd+i] = K.decode(t, h, i)
-				}
-			}
-		}
-		full := make([]float32, n*heads*hd)
-		att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: float64(scale), Window: window, Sinks: sinks, Keys: simKeys(a, 15, n)}
-		att.Forward(nn.NewContext(0), full, q[:n*heads*hd], ks, ks, n)
-		for r := range n * heads {
-			for i := range vd {
-				out[r*vd+i] = f32ToHalf(full[r*hd+i], f16)
-			}
-		}
-		return nil
+		return simLatent(a, 576, 512, float32(float64(a.f32(5))/math.Log2E), 6)
 	}}
 	simKernels["copy_cols"] = simKernel{8, func(s *simDevice, a *simArgs, grid dim3) error {
 		dst, dcols, dc, x, xcols, xc, width, rows := f32s(a.ptr(0)), a.int(1), a.int(2), f32s(a.ptr(3)), a.int(4), a.int(5), a.int(6), a.int(7)
@@ -57,4 +39,40 @@ func init() {
 		}
 		return nil
 	}}
+}
+
+// simLatent is latent attention by its definition (nn.Attention over the
+// decoded keys, the keys as values, the first vd elements of each head's
+// output rounded to the half type) for the arguments of attn_latent and
+// attn_flHD: out, q, n, heads, kvheads, then from argument w the window,
+// the sinks, the key planes (4), the half type and the key set (2).
+func simLatent(a *simArgs, hd, vd int, scale float32, w int) error {
+	out, q, n, heads, kvheads := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
+	window, sinks := a.int(w), simPerHead(a, w+1, heads)
+	K := simPlanes{format: a.int(w + 2), data: a.ptr(w + 3), scales: a.ptr(w + 4), tscale: a.ptr(w + 5), heads: kvheads, hd: hd}
+	f16 := a.int(w + 6)
+	keys := simKeys(a, w+7, n)
+	if a.err != nil {
+		return a.err
+	}
+	if hd > latentMaxDim || vd > hd {
+		return fmt.Errorf("latent attention: keys of %d, values of %d", hd, vd)
+	}
+	ks := make([]float32, n*kvheads*hd)
+	for t := range n {
+		for h := range kvheads {
+			for i := range hd {
+				ks[(t*kvheads+h)*hd+i] = K.decode(t, h, i)
+			}
+		}
+	}
+	full := make([]float32, n*heads*hd)
+	att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: float64(scale), Window: window, Sinks: sinks, Keys: keys}
+	att.Forward(nn.NewContext(0), full, q[:n*heads*hd], ks, ks, n)
+	for r := range n * heads {
+		for i := range vd {
+			out[r*vd+i] = f32ToHalf(full[r*hd+i], f16)
+		}
+	}
+	return nil
 }
