@@ -30,7 +30,8 @@
 //                head size); the tokens × tokens matrix never exists.
 //   attn_fl576   the same body for DeepSeek's latent attention (keys of
 //                576, values their first 512, read from the one key
-//                cache); latent.cu's attn_latent is its plain kernel.
+//                cache), attn_flx576 attn_fx's; latent.cu's attn_latent is
+//                their plain kernel.
 //
 // Precision: q, the decoded keys and values and the probabilities are
 // rounded to fp16 for the tensor cores (exact for keys and values of a bf16
@@ -493,3 +494,17 @@ ATTN_FX(512)
 		                            keys, kgroups);                                                                  \
 	}
 ATTN_FL(576, 512)
+
+// attn_flxHD: attn_flHD with q and the probabilities split in two fp16
+// halves (attn_fa_body's X) and float32 output (n, heads·VD): the int8
+// mode's, as attn_fxHD is for the other heads.
+#define ATTN_FLX(HD, VD)                                                                                             \
+	extern "C" __global__ void __launch_bounds__(128)                                                                \
+	    attn_flx##HD(float* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads,              \
+	                 float scale_log2, int window, const float* __restrict__ sinks, int kfmt, const void* kdata,      \
+	                 const void* kscales, const float* ktscale, const u64* keys, int kgroups) {                       \
+		KVPlanes K = {kfmt, kdata, kscales, ktscale, kvheads, HD};                                                   \
+		attn_fa_body<HD, VD, true>(out, q, n, heads, kvheads, scale_log2, window, sinks, nullptr, K, K, 0, keys,      \
+		                           kgroups);                                                                         \
+	}
+ATTN_FLX(576, 512)

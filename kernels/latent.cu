@@ -32,11 +32,12 @@ extern "C" __global__ void copy_cols(float* __restrict__ dst, int dcols, int dc,
 // long windows (it rereads the cache for every query). grid (n, heads).
 // keys, when not null, is a key set of kgroups groups, as attn_simple's
 // (DeepSeek's sparse attention: the keys its lightning indexer chose).
-// Output: fp16 (out_f16 != 0) or bf16, (n, heads·vd).
+// Output (n, heads·vd): bf16 (otype 0), fp16 (1) or float32 (2, the int8
+// mode's, whose next product quantizes it), as attn_simple's.
 extern "C" __global__ void __launch_bounds__(128)
-    attn_latent(u16* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads, int hd, int vd, float scale,
+    attn_latent(void* __restrict__ out, const float* __restrict__ q, int n, int heads, int kvheads, int hd, int vd, float scale,
                 int window, const float* __restrict__ sinks, int kfmt, const void* kdata, const void* kscales,
-                const float* ktscale, int out_f16, const u64* __restrict__ keys, int kgroups) {
+                const float* ktscale, int otype, const u64* __restrict__ keys, int kgroups) {
 	__shared__ float qs[LAT_MAXD];
 	__shared__ float ps[128];
 	__shared__ float red[4];
@@ -86,10 +87,15 @@ extern "C" __global__ void __launch_bounds__(128)
 		m = mnew;
 		__syncthreads();
 	}
-	u16* o = out + ((i64)i * heads + h) * vd;
+	const i64 at = ((i64)i * heads + h) * vd;
 #pragma unroll
 	for (int c = 0; c < LAT_ACC; c++) {
 		const int d = tid + 128 * c;
-		if (d < vd) o[d] = out_f16 ? f32_to_f16(acc[c] / l) : f32_to_bf16(acc[c] / l);
+		if (d >= vd) break;
+		if (otype == 2) {
+			((float*)out)[at + d] = acc[c] / l;
+		} else {
+			((u16*)out)[at + d] = otype ? f32_to_f16(acc[c] / l) : f32_to_bf16(acc[c] / l);
+		}
 	}
 }

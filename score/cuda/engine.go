@@ -399,7 +399,7 @@ var kernelModules = map[string][]string{
 	"logsoftmax":  {"logsoftmax_target", "logsoftmax_kld"},
 	"kvstore":     {"kv_store_plain", "kv_store_scaled", "kv_store_q4", "kv_amax", "kv_store_nvfp4", "kv_decode", "kv_store_ggml", "kv_rotate", "kv_store_rot"},
 	"fwht":        {"fwht_f32"},
-	"attention":   {"attn_simple", "attn_fa16", "attn_fa32", "attn_fa64", "attn_fa128", "attn_fa256", "attn_fa512", "attn_fx16", "attn_fx32", "attn_fx64", "attn_fx128", "attn_fx256", "attn_fx512", "attn_fl576"},
+	"attention":   {"attn_simple", "attn_fa16", "attn_fa32", "attn_fa64", "attn_fa128", "attn_fa256", "attn_fa512", "attn_fx16", "attn_fx32", "attn_fx64", "attn_fx128", "attn_fx256", "attn_fx512", "attn_fl576", "attn_flx576"},
 	"random":      {"fill_uniform_half", "fill_f32"},
 }
 

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"ppl.dev/kernels"
-	"ppl.dev/score/cuda/cublas"
 	"ppl.dev/score/ml"
 )
 
@@ -20,11 +19,11 @@ import (
 // (cpu_mla.go) does. DeepSeek's shape (keys of 576, kv_lora 512 + rope
 // 64; values 512) runs on the tensor cores (attn_fl576 of
 // kernels/attention.cu, checked against attn_latent at its first use as
-// the other flash kernels are); other shapes, up to 640 (the oracle
-// model's 40), and the int8 mode run attn_latent, on the CUDA cores, one
-// block per (query, head): plainly right, slow at long windows. With
-// a.Keys (DSA past its top_k) either reads only the chosen keys
-// (sparse.go).
+// the other flash kernels are; in the int8 mode attn_flx576, float32
+// output); other shapes, up to 640 (the oracle model's 40), run
+// attn_latent, on the CUDA cores, one block per (query, head): plainly
+// right, slow at long windows. With a.Keys (DSA past its top_k) each
+// reads only the chosen keys (sparse.go).
 
 var _ ml.Latent = (*gpuBackend)(nil)
 
@@ -142,9 +141,15 @@ func (b *gpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 		b.Fail(fmt.Errorf("cuda: latent attention cannot read a rotated key cache (%s); use another --kv-dtype", kernels.KVFormats[b.kvK]))
 		return
 	}
-	// The int8 mode keeps attn_latent's float32 products.
+	// The fp32 mode takes the tensor-core kernel where its check passed
+	// (fp16 operands, half output); the int8 mode float32 output (the next
+	// product quantizes it, as the CPU's int8 mode does ggml's float32
+	// attention), on attn_flx576 where fp16 halves hold the cache's keys
+	// exactly, else attn_latent.
 	flash := false
-	if !b.prec.Int8 {
+	if b.prec.Int8 {
+		flash = halvesExact(b.kvK)
+	} else {
 		why, err := b.attnKernel(attnShape{a.Heads, a.KVHeads, hd, vd})
 		if err != nil {
 			b.Fail(err)
@@ -166,36 +171,45 @@ func (b *gpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 		}
 		mark := b.Mark()
 		defer b.Release(mark)
-		h, err := b.scratchBytes(halfBytes(o.count()))
-		if err != nil {
-			return err
-		}
 		if a.Keys != nil {
 			if mask.keys, mask.kgroups, err = b.keySet(a, n); err != nil {
 				return err
 			}
 		}
-		if err := e.latentAttention(h, qq.p, n, a.Heads, a.KVHeads, hd, vd, a.Scale, mask, c.k, flash, t); err != nil {
+		if b.prec.Int8 {
+			return e.latentAttention(o.p, qq.p, n, a.Heads, a.KVHeads, hd, vd, a.Scale, mask, c.k, flash, otypeF32)
+		}
+		h, err := b.scratchBytes(halfBytes(o.count()))
+		if err != nil {
+			return err
+		}
+		if err := e.latentAttention(h, qq.p, n, a.Heads, a.KVHeads, hd, vd, a.Scale, mask, c.k, flash, isF16(t)); err != nil {
 			return err
 		}
 		return e.widenHalf(o.p, h, o.count(), t)
 	})
 }
 
-// latentAttention: out (n, heads·vd) of half type ot <- attention of q
-// (n, heads, hd) f32 over the keys of the cache tensor k (n, kvheads, hd),
-// each key's first vd elements its value, with m: attn_flHD (flash, a
-// shape of latentFlash) or attn_latent.
-func (e *Engine) latentAttention(out, q ptr, n, heads, kvheads, hd, vd int, scale float64, m attnMask, k *kvTensor, flash bool, ot cublas.DataType) error {
+// latentAttention: out (n, heads·vd) of otype <- attention of q (n,
+// heads, hd) f32 over the keys of the cache tensor k (n, kvheads, hd), each
+// key's first vd elements its value, with m: with flash, for a shape of
+// latentFlash, attn_flHD (a half type) or attn_flxHD (float32), else
+// attn_latent.
+func (e *Engine) latentAttention(out, q ptr, n, heads, kvheads, hd, vd int, scale float64, m attnMask, k *kvTensor, flash bool, otype int) error {
 	if m.slopes != 0 {
 		return fmt.Errorf("cuda: latent attention with ALiBi slopes not supported")
 	}
 	if flash && latentFlash[[2]int{hd, vd}] {
-		return e.launch(fmt.Sprintf("attn_fl%d", hd), flashGrid(n, heads, vd), dim3{128, 1, 1},
-			out, q, n, heads, kvheads, float32(scale*math.Log2E), m.window, m.sinks,
-			k.format, k.data.p, k.scales.p, k.tscale(), isF16(ot), m.keys, m.kgroups)
+		name, args := fmt.Sprintf("attn_fl%d", hd), []any{out, q, n, heads, kvheads, float32(scale * math.Log2E), m.window, m.sinks,
+			k.format, k.data.p, k.scales.p, k.tscale()}
+		if otype == otypeF32 {
+			name = fmt.Sprintf("attn_flx%d", hd)
+		} else {
+			args = append(args, otype)
+		}
+		return e.launch(name, flashGrid(n, heads, vd), dim3{128, 1, 1}, append(args, m.keys, m.kgroups)...)
 	}
 	return e.launch("attn_latent", dim3{uint32(n), uint32(heads), 1}, dim3{128, 1, 1},
 		out, q, n, heads, kvheads, hd, vd, float32(scale), m.window, m.sinks,
-		k.format, k.data.p, k.scales.p, k.tscale(), isF16(ot), m.keys, m.kgroups)
+		k.format, k.data.p, k.scales.p, k.tscale(), otype, m.keys, m.kgroups)
 }

@@ -537,7 +537,7 @@ func checkFlash(e *Engine, s attnShape, kvK, kvV int) (float64, error) {
 		defer e.freeKV(vt)
 		run := func(out ptr, flash bool) error {
 			if s.vd != 0 {
-				return e.latentAttention(out, qp, n, H, KVH, HD, s.vd, scale, attnMask{}, kt, flash, f16)
+				return e.latentAttention(out, qp, n, H, KVH, HD, s.vd, scale, attnMask{}, kt, flash, isF16(f16))
 			}
 			return e.attention(out, qp, n, H, KVH, HD, scale, kt, vt, flash, f16)
 		}

@@ -518,9 +518,13 @@ func (e *Engine) attentionMasked(out, q ptr, n, heads, kvheads, hd int, scale fl
 // formats kf and vf to float32's level: fp16 must hold the keys and values
 // (f16, or bf16 within fp16's normal range).
 func splitExact(kf, vf, hd int) bool {
-	exact := func(f int) bool { return f == kvF16 || f == kvBF16 }
-	return flashHeadDims[hd] && exact(kf) && exact(vf)
+	return flashHeadDims[hd] && halvesExact(kf) && halvesExact(vf)
 }
+
+// halvesExact reports whether two fp16 halves hold every value of cache
+// format f exactly (f16, or bf16 within fp16's normal range): attn_fx's
+// and attn_flx's condition for float32's level.
+func halvesExact(f int) bool { return f == kvF16 || f == kvBF16 }
 
 // attentionSplit is attentionMasked on attn_fxHD: out (n, heads·hd)
 // float32.

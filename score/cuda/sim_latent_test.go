@@ -16,15 +16,21 @@ func init() {
 		if err := errors.Join(covers(grid[0], a.int(2), "queries"), covers(grid[1], a.int(3), "heads")); err != nil {
 			return err
 		}
-		return simLatent(a, a.int(5), a.int(6), a.f32(7), 8)
+		return simLatent(a, a.int(5), a.int(6), a.f32(7), 8, a.int(14), 15)
 	}}
-	// attn_fl576, the tensor-core kernel, by the same definition.
+	// attn_fl576 and attn_flx576, the tensor-core kernels, by the same
+	// definition.
 	simKernels["attn_fl576"] = simKernel{15, func(s *simDevice, a *simArgs, grid dim3) error {
-		n, heads := a.int(2), a.int(3)
-		if err := errors.Join(covers(grid[0], (n+63)/64, "query tiles"), covers(grid[1], heads, "heads"), covers(grid[2], 2, "output dims")); err != nil {
+		if err := simLatentGrid(a, grid); err != nil {
 			return err
 		}
-		return simLatent(a, 576, 512, float32(float64(a.f32(5))/math.Log2E), 6)
+		return simLatent(a, 576, 512, float32(float64(a.f32(5))/math.Log2E), 6, a.int(12), 13)
+	}}
+	simKernels["attn_flx576"] = simKernel{14, func(s *simDevice, a *simArgs, grid dim3) error {
+		if err := simLatentGrid(a, grid); err != nil {
+			return err
+		}
+		return simLatent(a, 576, 512, float32(float64(a.f32(5))/math.Log2E), 6, otypeF32, 12)
 	}}
 	simKernels["copy_cols"] = simKernel{8, func(s *simDevice, a *simArgs, grid dim3) error {
 		dst, dcols, dc, x, xcols, xc, width, rows := f32s(a.ptr(0)), a.int(1), a.int(2), f32s(a.ptr(3)), a.int(4), a.int(5), a.int(6), a.int(7)
@@ -41,17 +47,23 @@ func init() {
 	}}
 }
 
+// simLatentGrid checks the grid of attn_flHD and attn_flxHD: a block per
+// 64 queries, head and 256 of the 512 output dims.
+func simLatentGrid(a *simArgs, grid dim3) error {
+	n, heads := a.int(2), a.int(3)
+	return errors.Join(covers(grid[0], (n+63)/64, "query tiles"), covers(grid[1], heads, "heads"), covers(grid[2], 2, "output dims"))
+}
+
 // simLatent is latent attention by its definition (nn.Attention over the
 // decoded keys, the keys as values, the first vd elements of each head's
-// output rounded to the half type) for the arguments of attn_latent and
-// attn_flHD: out, q, n, heads, kvheads, then from argument w the window,
-// the sinks, the key planes (4), the half type and the key set (2).
-func simLatent(a *simArgs, hd, vd int, scale float32, w int) error {
-	out, q, n, heads, kvheads := u16s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
+// output in otype) for the arguments of attn_latent, attn_flHD and
+// attn_flxHD: out, q, n, heads, kvheads, then from argument w the window,
+// the sinks and the key planes (4), the key set (2) from argument keysAt.
+func simLatent(a *simArgs, hd, vd int, scale float32, w, otype, keysAt int) error {
+	q, n, heads, kvheads := f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
 	window, sinks := a.int(w), simPerHead(a, w+1, heads)
 	K := simPlanes{format: a.int(w + 2), data: a.ptr(w + 3), scales: a.ptr(w + 4), tscale: a.ptr(w + 5), heads: kvheads, hd: hd}
-	f16 := a.int(w + 6)
-	keys := simKeys(a, w+7, n)
+	keys := simKeys(a, keysAt, n)
 	if a.err != nil {
 		return a.err
 	}
@@ -69,9 +81,14 @@ func simLatent(a *simArgs, hd, vd int, scale float32, w int) error {
 	full := make([]float32, n*heads*hd)
 	att := nn.Attention{Heads: heads, KVHeads: kvheads, HeadDim: hd, Scale: float64(scale), Window: window, Sinks: sinks, Keys: keys}
 	att.Forward(nn.NewContext(0), full, q[:n*heads*hd], ks, ks, n)
+	out := a.ptr(0)
 	for r := range n * heads {
 		for i := range vd {
-			out[r*vd+i] = f32ToHalf(full[r*hd+i], f16)
+			if v := full[r*hd+i]; otype == otypeF32 {
+				f32s(out)[r*vd+i] = v
+			} else {
+				u16s(out)[r*vd+i] = f32ToHalf(v, otype)
+			}
 		}
 	}
 	return nil
