@@ -160,14 +160,7 @@ func TestBenchmarkGemma4Sim(t *testing.T) {
 	e := simEngine()
 	s := benchShape{"tiny-gemma4-wide", model.HParams{Arch: "gemma4", Embd: 64, Layers: 3, FFN: 128, Heads: 2, KVHeads: 2,
 		HeadDim: 512, ValueDim: 512, Vocab: 1000, CtxTrain: 131072, Eps: 1e-6}, true, nil, 0}
-	gemma4Bench[s.name] = gemma4Dims{swaHead: 64, globalKV: 1, window: 16, period: 3}
-	benchShapes = append(benchShapes, s)
-	defer func() { benchShapes = benchShapes[:len(benchShapes)-1]; delete(gemma4Bench, s.name) }()
-	m, err := syntheticModel(e, s, Mixed, "bf16", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := simBenchModel(t, e, s, gemma4Bench, gemma4Dims{swaHead: 64, globalKV: 1, window: 16, period: 3})
 	if m.HP.Arch != "gemma4" || m.HP.HeadDim != 512 || m.HP.Layers != 3 {
 		t.Fatalf("loaded %+v", m.HP)
 	}

@@ -129,9 +129,7 @@ func writeSkeletonQwen35(path string, s benchShape, d qwen35Dims) error {
 			add(b+"ssm_norm.weight", gguf.TypeF32, S)
 			add(b+"ssm_out.weight", gguf.TypeF16, Hv*S, E)
 		}
-		add(b+"ffn_gate.weight", gguf.TypeF16, E, F)
-		add(b+"ffn_up.weight", gguf.TypeF16, E, F)
-		add(b+"ffn_down.weight", gguf.TypeF16, F, E)
+		sk.ffn(b, E, F)
 	}
 	return sk.write(path)
 }
@@ -142,14 +140,7 @@ func TestBenchmarkQwen35Sim(t *testing.T) {
 	e := simEngine()
 	s := benchShape{"tiny-qwen35", model.HParams{Arch: "qwen35", Embd: 128, Layers: 4, FFN: 256, Heads: 4, KVHeads: 2, HeadDim: 32,
 		ValueDim: 32, Vocab: 1000, Eps: 1e-6}, false, nil, 0}
-	qwen35Bench[s.name] = qwen35Dims{S: 32, Hk: 2, Hv: 4, conv: 4, interval: 2}
-	benchShapes = append(benchShapes, s)
-	defer func() { benchShapes = benchShapes[:len(benchShapes)-1]; delete(qwen35Bench, s.name) }()
-	m, err := syntheticModel(e, s, Mixed, "bf16", 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
+	m := simBenchModel(t, e, s, qwen35Bench, qwen35Dims{S: 32, Hk: 2, Hv: 4, conv: 4, interval: 2})
 	checkSynthetic(t, e, m, 200)
 	var big model.HParams
 	for _, s := range benchShapes {

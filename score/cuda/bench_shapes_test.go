@@ -2,6 +2,7 @@ package cuda
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"ppl.dev/gguf"
@@ -188,9 +189,7 @@ func writeSkeletonSliding(path string, s benchShape, d slidingDims, typ func(nam
 func (sk *skeleton) gemmaFFN(b string, E, F uint64) {
 	sk.add(b+"post_attention_norm.weight", gguf.TypeF32, E)
 	sk.add(b+"ffn_norm.weight", gguf.TypeF32, E)
-	sk.add(b+"ffn_gate.weight", gguf.TypeF16, E, F)
-	sk.add(b+"ffn_up.weight", gguf.TypeF16, E, F)
-	sk.add(b+"ffn_down.weight", gguf.TypeF16, F, E)
+	sk.ffn(b, E, F)
 	sk.add(b+"post_ffw_norm.weight", gguf.TypeF32, E)
 }
 
@@ -219,6 +218,25 @@ func checkSynthetic(t *testing.T, e *Engine, m *Model, n int) benchResult {
 	return r
 }
 
+// simBenchModel registers the small shape s with its family's dims d (in
+// dims) for the test's duration and loads it on e as a synthetic model,
+// closed at the test's end.
+func simBenchModel[D any](t *testing.T, e *Engine, s benchShape, dims map[string]D, d D) *Model {
+	t.Helper()
+	dims[s.name] = d
+	benchShapes = append(benchShapes, s)
+	t.Cleanup(func() {
+		benchShapes = slices.DeleteFunc(benchShapes, func(b benchShape) bool { return b.name == s.name })
+		delete(dims, s.name)
+	})
+	m, err := syntheticModel(e, s, Mixed, "bf16", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	return m
+}
+
 // Small gpt-oss and gemma3 synthetic models load, run on the emulation and
 // score in the scale of the others (the benchmark's path without a GPU),
 // with windows shorter than the scored window so that both kinds of layer
@@ -237,14 +255,7 @@ func TestBenchmarkShapesSim(t *testing.T) {
 			slidingDims{window: 16, period: 3}},
 	} {
 		t.Run(c.s.hp.Arch, func(t *testing.T) {
-			slidingBench[c.s.name] = c.d
-			benchShapes = append(benchShapes, c.s)
-			defer func() { benchShapes = benchShapes[:len(benchShapes)-1]; delete(slidingBench, c.s.name) }()
-			m, err := syntheticModel(e, c.s, Mixed, "bf16", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer m.Close()
+			m := simBenchModel(t, e, c.s, slidingBench, c.d)
 			if m.HP.Arch != c.s.hp.Arch || m.HP.Layers != c.s.hp.Layers || (c.s.moe != nil) != (m.HP.MoE != nil) {
 				t.Fatalf("loaded %+v", m.HP)
 			}

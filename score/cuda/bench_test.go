@@ -37,7 +37,7 @@ import (
 // device memory.
 //
 // Environment: PPL_GPU_BENCH_MODELS (default
-// "1b,8b,qwen3moe-30b-a3b,qwen35-27b,gpt-oss-20b,gemma3-27b,gemma4-31b"),
+// "1b,8b,qwen3moe-30b-a3b,qwen35-27b,gpt-oss-20b,gemma3-27b,gemma4-31b,deepseek-v2-lite"),
 // PPL_GPU_BENCH_CONTEXTS (default "4096/2048,32768/16384": context/stride;
 // the mixtures of experts, gpt-oss and Gemma 3 run the first only, and so
 // do models whose attention takes the plain kernel; Qwen3.5-27B's default is
@@ -167,6 +167,9 @@ func writeSkeletonTyped(path string, s benchShape, typ func(name string) gguf.Ty
 	if d, ok := gemma4Bench[s.name]; ok { // bench_gemma4_test.go
 		return writeSkeletonGemma4(path, s, d, typ)
 	}
+	if d, ok := mlaBench[s.name]; ok { // bench_deepseek2_test.go
+		return writeSkeletonDeepSeek2(path, s, d, typ)
+	}
 	hp, arch := s.hp, s.hp.Arch
 	w := gguf.NewWriter()
 	w.Add("general.architecture", arch)
@@ -214,9 +217,7 @@ func writeSkeletonTyped(path string, s benchShape, typ func(name string) gguf.Ty
 			add(b+"ffn_down_exps.weight", gguf.TypeF16, F, E, N)
 		} else {
 			F := uint64(hp.FFN)
-			add(b+"ffn_gate.weight", gguf.TypeF16, E, F)
-			add(b+"ffn_up.weight", gguf.TypeF16, E, F)
-			add(b+"ffn_down.weight", gguf.TypeF16, F, E)
+			sk.ffn(b, E, F)
 		}
 	}
 	return sk.write(path)
@@ -344,7 +345,7 @@ func TestBenchmark(t *testing.T) {
 		loads["Q8_0"]/1e9, loads["F16"]/1e9, 8e9/loads["Q8_0"], 8e9/loads["F16"])
 	out["host_load_gweights_per_s"] = loads
 
-	wantModels := strings.Split(envOr("PPL_GPU_BENCH_MODELS", "1b,8b,qwen3moe-30b-a3b,qwen35-27b,gpt-oss-20b,gemma3-27b,gemma4-31b"), ",")
+	wantModels := strings.Split(envOr("PPL_GPU_BENCH_MODELS", "1b,8b,qwen3moe-30b-a3b,qwen35-27b,gpt-oss-20b,gemma3-27b,gemma4-31b,deepseek-v2-lite"), ",")
 	long := os.Getenv("PPL_GPU_BENCH_LONG") == "1"
 	ctxEnv := os.Getenv("PPL_GPU_BENCH_CONTEXTS")
 	var ctxs [][2]int
@@ -801,6 +802,13 @@ func (sk *skeleton) add(name string, t gguf.Type, shape ...uint64) {
 		}
 		return nil
 	})
+}
+
+// ffn adds layer b's gated FFN of width F over E.
+func (sk *skeleton) ffn(b string, E, F uint64) {
+	sk.add(b+"ffn_gate.weight", gguf.TypeF16, E, F)
+	sk.add(b+"ffn_up.weight", gguf.TypeF16, E, F)
+	sk.add(b+"ffn_down.weight", gguf.TypeF16, F, E)
 }
 
 // write writes the file at path, the zeros as holes.

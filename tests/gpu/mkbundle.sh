@@ -60,7 +60,7 @@ case ${PPL_GPU_BUNDLE:-} in
 archs)
 	ARCHS=1
 	MODELS="tiny-qwen35 tiny-qwen35moe tiny-qwen3next tiny-deepseek2 tiny-gemma4 tiny-mistral3"
-	BENCH_MODELS=qwen35-27b
+	BENCH_MODELS=qwen35-27b,deepseek-v2-lite
 	BENCH_WEIGHTS=0
 	;;
 core-archs)
