@@ -100,10 +100,9 @@ type gpuBackend struct {
 	closed  bool
 }
 
-// attnShape is what the attention kernels' check depends on.
-// attnShape is an attention's shape: heads over kvheads of hd; vd, when
-// not 0, the value size of latent attention (values the keys' first vd
-// elements).
+// attnShape is what the attention kernels' check depends on: heads over
+// kvheads of hd; vd, when not 0, the value size of latent attention (the
+// values the keys' first vd elements).
 type attnShape struct{ heads, kvheads, hd, vd int }
 
 // gmat is a prepared matrix: rows (out × experts) of in values of type t
