@@ -241,6 +241,24 @@ func (e *Engine) alloc(bytes int64) (buf, error) {
 	return buf{p, bytes}, nil
 }
 
+// grow makes b at least bytes long, its contents lost. A buffer it
+// replaces is freed after a sync (kernels queued before may still read
+// it; what names it in that error). On the engine's thread.
+func (e *Engine) grow(b *buf, bytes int64, what string) error {
+	if b.bytes >= bytes {
+		return nil
+	}
+	if b.p != 0 {
+		if err := e.sync("before growing the " + what); err != nil {
+			return err
+		}
+		e.release(b)
+	}
+	var err error
+	*b, err = e.alloc(bytes)
+	return err
+}
+
 // release frees b and zeroes it; on the engine's thread.
 func (e *Engine) release(b *buf) error {
 	if b.p == 0 {

@@ -3,7 +3,6 @@ package cuda
 import (
 	"fmt"
 	"math"
-	"strings"
 
 	"ppl.dev/kernels"
 	"ppl.dev/score/ml"
@@ -146,16 +145,9 @@ func (b *gpuBackend) LatentAttention(dst, q, k ml.Tensor, layer int, a *ml.Attn,
 	// product quantizes it, as the CPU's int8 mode does ggml's float32
 	// attention), on attn_flx576 where fp16 halves hold the cache's keys
 	// exactly, else attn_latent.
-	flash := false
-	if b.prec.Int8 {
-		flash = halvesExact(b.kvK)
-	} else {
-		why, err := b.attnKernel(attnShape{a.Heads, a.KVHeads, hd, vd})
-		if err != nil {
-			b.Fail(err)
-			return
-		}
-		flash = strings.HasPrefix(why, "tensor-core")
+	flash := halvesExact(b.kvK)
+	if !b.prec.Int8 {
+		flash = b.flashChecked(attnShape{a.Heads, a.KVHeads, hd, vd})
 	}
 	mask := attnMask{window: a.Window, sinks: perHead("attention sinks", a.Sinks, a.Heads)}
 	t := b.prec.Weights // the value product's input type

@@ -217,6 +217,18 @@ func (b *gpuBackend) attnKernel(s attnShape) (string, error) {
 	return why, nil
 }
 
+// flashChecked reports whether attention of shape s takes the tensor-core
+// kernel (attnKernel); where the check cannot run it fails the backend
+// (the pass's later operations do nothing) and reports false.
+func (b *gpuBackend) flashChecked(s attnShape) bool {
+	why, err := b.attnKernel(s)
+	if err != nil {
+		b.Fail(err)
+		return false
+	}
+	return strings.HasPrefix(why, "tensor-core")
+}
+
 // do runs f on the engine unless the pass already failed, and records its
 // error. The first operation copies the weights (lazy.go).
 func (b *gpuBackend) do(what string, f func() error) {
@@ -1034,15 +1046,7 @@ func (b *gpuBackend) attention(dst, q, k, v ml.Tensor, layer int, a *ml.Attn, sh
 	// The int8 mode takes attn_fx or the plain kernel: their float32 output
 	// is what the output projection quantizes (int8.go).
 	plain := plainOpts{a.SoftCap, chunk} // soft-capped or chunked scores take the plain kernel
-	flash := false
-	if !b.prec.Int8 && plain == (plainOpts{}) {
-		why, err := b.attnKernel(attnShape{a.Heads, a.KVHeads, a.HeadDim, 0})
-		if err != nil {
-			b.Fail(err)
-			return
-		}
-		flash = strings.HasPrefix(why, "tensor-core")
-	}
+	flash := !b.prec.Int8 && plain == (plainOpts{}) && b.flashChecked(attnShape{a.Heads, a.KVHeads, a.HeadDim, 0})
 	mask := attnMask{window: a.Window, sinks: perHead("attention sinks", a.Sinks, a.Heads), slopes: perHead("ALiBi slopes", a.Slopes, a.Heads)}
 	t := b.prec.Weights            // the output projection's input type
 	kr, vr, vd := 0, 0, a.Values() // llama.cpp's turns of q and k, and of v and the output, in the int8 mode

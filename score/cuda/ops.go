@@ -447,16 +447,8 @@ func (e *Engine) attnQuery(q ptr, n, heads, hd int, k *kvTensor) (ptr, error) {
 	if !kernels.KVRotated(k.format) {
 		return q, nil
 	}
-	need := 4 * int64(n) * int64(heads) * int64(hd)
-	if k.qrot.bytes < need {
-		if err := e.sync("before growing the rotated query buffer"); err != nil { // earlier kernels may still read it
-			return 0, err
-		}
-		e.release(&k.qrot)
-		var err error
-		if k.qrot, err = e.alloc(need); err != nil {
-			return 0, err
-		}
+	if err := e.grow(&k.qrot, 4*int64(n)*int64(heads)*int64(hd), "rotated query buffer"); err != nil {
+		return 0, err
 	}
 	return k.qrot.p, e.rotate(k.qrot.p, q, int64(n)*int64(heads), hd)
 }

@@ -296,17 +296,10 @@ func slabRows(out, in int) int {
 func (b *gpuBackend) operandBuf(bytes int64) (ptr, error) {
 	q := &b.qw
 	if q.operand.bytes < bytes {
-		if q.operand.p != 0 {
-			if err := b.e.sync("before growing the weight operand"); err != nil { // queued products may still read it
-				return 0, err
-			}
-			b.e.release(&q.operand)
-		}
 		q.held = operandKey{}
-		var err error
-		if q.operand, err = b.e.alloc(bytes); err != nil {
-			return 0, err
-		}
+	}
+	if err := b.e.grow(&q.operand, bytes, "weight operand"); err != nil {
+		return 0, err
 	}
 	return q.operand.p, nil
 }

@@ -286,7 +286,7 @@ func (b *gpuBackend) PooledKeys(q, p, w ml.Tensor, heads, block, topK int) *nn.K
 // one GEMM of every head's q with the blocks' pooled keys (gemmRows: p's
 // rows b·block) and qsa_scores' weighted sums
 // (w's, or 1/sqrt(dim) where wp is 0; the int8 mode's fused in float32 as
-// llama.cpp's, else in float64 as nn.QSABlocks'), then chooseBlocks. The
+// llama.cpp's, else in float64 as nn.QSABlocks'). The
 // products are cuBLAS's, float32: near ties may go another way than the
 // CPU's.
 func (b *gpuBackend) pooledChoice(what string, qp, pp, wp ptr, n, heads, dim, block, topK int, rotate bool) *nn.KeySet {
@@ -372,17 +372,8 @@ func (b *gpuBackend) deviceSet(s *nn.KeySet) (ptr, error) {
 // group, 1 GiB for MiniMax-M3's 8 groups at 32,768 tokens.
 func (b *gpuBackend) keysBuf(bytes int64) (ptr, error) {
 	b.keysOf = nil
-	if b.keys.bytes < bytes {
-		if b.keys.p != 0 {
-			if err := b.e.sync("before growing the key set's buffer"); err != nil { // queued attention may still read it
-				return 0, err
-			}
-			b.e.release(&b.keys)
-		}
-		var err error
-		if b.keys, err = b.e.alloc(bytes); err != nil {
-			return 0, err
-		}
+	if err := b.e.grow(&b.keys, bytes, "key set's buffer"); err != nil {
+		return 0, err
 	}
 	return b.keys.p, nil
 }
