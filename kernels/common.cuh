@@ -216,14 +216,20 @@ __device__ __forceinline__ const u64* key_row(const u64* keys, int groups, int g
 // key_in reports whether row holds key j.
 __device__ __forceinline__ bool key_in(const u64* row, int j) { return (row[j >> 6] >> (j & 63)) & 1; }
 
+// range_bits is the bits of word w (keys [64·w, 64·w + 64)) of the keys
+// [lo, hi).
+__device__ __forceinline__ u64 range_bits(int w, int lo, int hi) {
+	lo = max(lo - 64 * w, 0);
+	hi = min(hi - 64 * w, 64);
+	if (lo >= hi) return 0;
+	const u64 upto = hi == 64 ? ~0ull : (1ull << hi) - 1;
+	return upto & ~((1ull << lo) - 1);
+}
+
 // keys_any reports whether row holds one of the keys lo..hi (lo <= hi).
 __device__ __forceinline__ bool keys_any(const u64* row, int lo, int hi) {
-	for (int w = lo >> 6; w <= (hi >> 6); w++) {
-		u64 m = row[w];
-		if (w == (lo >> 6)) m &= ~0ull << (lo & 63);
-		if (w == (hi >> 6)) m &= ~0ull >> (63 - (hi & 63));
-		if (m) return true;
-	}
+	for (int w = lo >> 6; w <= (hi >> 6); w++)
+		if (row[w] & range_bits(w, lo, hi + 1)) return true;
 	return false;
 }
 

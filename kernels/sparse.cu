@@ -384,16 +384,6 @@ extern "C" __global__ void ple_gate(float* __restrict__ dst, const float* __rest
 	}
 }
 
-// range_bits is the bits of word w (keys [64·w, 64·w + 64)) that keys [lo,
-// hi) set.
-__device__ __forceinline__ u64 range_bits(int w, int lo, int hi) {
-	lo = max(lo - 64 * w, 0);
-	hi = min(hi - 64 * w, 64);
-	if (lo >= hi) return 0;
-	const u64 upto = hi == 64 ? ~0ull : (1ull << hi) - 1;
-	return upto & ~((1ull << lo) - 1);
-}
-
 // layout_keys: the key set of DeepSeek-V4's compressed layout
 // (nn.NewCompressedLayout), a thread per word of set (N rows of nwords =
 // (N+63)/64): a placeholder row r < P reads its own key; query row P + i
@@ -415,10 +405,8 @@ extern "C" __global__ void layout_keys(u64* __restrict__ set, const u64* __restr
 			bits |= range_bits(w, R, R + nb);
 		} else {
 			const u64* row = vis + (i64)i * nvis;
-			for (int j = max(64 * w, R); j < min(64 * w + 64, R + nb); j++) {
-				const i64 k = (i64)(j - R) * ratio;
-				if ((row[k / 64] >> (k % 64)) & 1) bits |= 1ull << (j - 64 * w);
-			}
+			for (int j = max(64 * w, R); j < min(64 * w + 64, R + nb); j++)
+				if (key_in(row, (j - R) * ratio)) bits |= 1ull << (j - 64 * w);
 		}
 		set[idx] = bits;
 	}
