@@ -32,7 +32,7 @@ func (b *gpuBackend) CompressKeys(dst, k, gate ml.Tensor, ape *ml.Vector, ratio 
 // IndexBlocks is ml.Compressed's, on the device: QSA's choice over the
 // compressed keys, q and p turned by the Hadamard matrix of their heads'
 // size (pooledChoice).
-func (b *gpuBackend) IndexBlocks(q, p, w ml.Tensor, heads, ratio, topK int) *nn.KeySet {
+func (b *gpuBackend) IndexBlocks(q, p, w ml.Tensor, heads, ratio, topK int) ml.KeySet {
 	pp := g(p)
 	n, dim := pp.rows, pp.cols
 	gshape("indexer queries", g(q), n, heads*dim)
@@ -47,15 +47,15 @@ func (b *gpuBackend) IndexBlocks(q, p, w ml.Tensor, heads, ratio, topK int) *nn.
 // the device too (layout_keys, from the indexer's set where it left it),
 // N²/8 bytes for N ≈ 2.25·n rows: 680 MB a layer at 32,768 tokens, which
 // the host built and copied until 2026-12-07.
-func (b *gpuBackend) CompressedAttention(dst, q, k, c ml.Tensor, ratio, layer int, a *ml.Attn, vis *nn.KeySet) {
+func (b *gpuBackend) CompressedAttention(dst, q, k, c ml.Tensor, ratio, layer int, a *ml.Attn, vis ml.KeySet) {
 	o, qq, kk, cc := g(dst), g(q), g(k), g(c)
 	n, D, H := o.rows, a.HeadDim, a.Heads
 	gshape("compressed attention q", qq, n, H*D)
 	gshape("compressed attention keys", kk, n, D)
 	gshape("compressed keys", cc, n, D)
 	gshape("compressed attention output", o, n, H*D)
-	if vis != nil && (vis.Groups() != 1 || len(vis.Words()) != n*((n+63)/64)) {
-		panic(fmt.Sprintf("cuda backend: compressed attention of %d rows over a key set of %d groups and %d words", n, vis.Groups(), len(vis.Words())))
+	if vis != nil && vis.Groups() != 1 {
+		panic(fmt.Sprintf("cuda backend: compressed attention over a key set of %d groups", vis.Groups()))
 	}
 	l := nn.CompressedRows(n, ratio)
 	mark := b.Mark()
@@ -94,11 +94,11 @@ func (b *gpuBackend) CompressedAttention(dst, q, k, c ml.Tensor, ratio, layer in
 // a window of n queries: the raw keys of each query's window and the
 // compressed keys of its whole blocks that vis holds (all where vis is
 // nil); on the engine's thread.
-func (b *gpuBackend) layoutKeys(l *nn.CompressedLayout, n, ratio, window int, vis *nn.KeySet) (ptr, error) {
+func (b *gpuBackend) layoutKeys(l *nn.CompressedLayout, n, ratio, window int, vis ml.KeySet) (ptr, error) {
 	var vp ptr
 	if vis != nil {
 		var err error
-		if vp, err = b.deviceSet(vis); err != nil {
+		if vp, err = b.deviceSet(vis, n); err != nil {
 			return 0, err
 		}
 	}

@@ -124,8 +124,8 @@ func TestLatentOpsParity(t *testing.T) {
 			full := make([]float32, c.m*c.heads*c.hd)
 			at := nn.Attention{Heads: c.heads, KVHeads: 1, HeadDim: c.hd, Scale: a.Scale, Window: c.window, Sinks: c.sinks}
 			if c.sparse {
-				a.Keys = sparseKeys(rng, c.m, 1)
-				at.Keys = a.Keys
+				at.Keys = sparseKeys(rng, c.m, 1)
+				a.Keys = at.Keys
 			}
 			at.Forward(nn.NewContext(0), full, q, kr, kr, c.m)
 			qt, kt := b.put(t, c.m, c.heads*c.hd, q), b.put(t, c.m, c.hd, k)

@@ -95,7 +95,7 @@ type gpuBackend struct {
 	qw      qweights               // weight storage (qweights.go)
 	prof    *opProfile             // PPL_CUDA_PROFILE=1's account (profile.go), or nil
 	keys    buf                    // the key set chooseBlocks made last (sparse.go: keysBuf)
-	keysOf  *nn.KeySet             // the set keys holds, or nil
+	keysOf  *deviceKeys            // the set keys holds, or nil
 	err     error
 	closed  bool
 }

@@ -478,7 +478,7 @@ func (e *Engine) attention(out, q ptr, n, heads, kvheads, hd int, scale float64,
 
 // attnMask is what every attention kernel adds to causality: a sliding
 // window, sinks (one float32 logit per head), ALiBi's slopes (one float32
-// per head) and a key set (keys: a device copy of nn.KeySet.Words, of
+// per head) and a key set (keys: a bitmap in nn.KeySet.Words' layout, of
 // kgroups groups), each 0 for none.
 type attnMask struct {
 	window        int

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -11,17 +12,17 @@ import (
 // The GPU's sparse attention (ml.Sparse: DeepSeek-V3.2's and GLM-5's DSA;
 // ml.BlockSparse: MiniMax-M3's MSA; ml.PooledSparse: Qwen3.8's QSA and
 // GLM5-Next's k-pool indexer) and n-gram gate (ml.PLE). The attention
-// runs on the device: every attention kernel reads a copy of the chosen
-// keys' set (nn.KeySet.Words) and masks the keys a query row leaves out,
-// skipping whole the key tiles (flash) or chunks (plain, latent) no row of
-// it reads. The indexers' scores are the device's too (kernels/sparse.cu:
-// a GEMM of the indexer's queries with its keys per chunk of rows, then
-// DSA's relu-weighted sums over the heads, MSA's block maxima, QSA's
-// weighted sums over pooled keys), and so is each row's choice where
-// equal scores leave none (top_keys), read back as the set's bitmaps (n/8
-// bytes a row, not the 4n of its scores); the rows where they do leave
-// one are chosen on the host from their scores read back, ties broken as
-// ggml's TOP_K (nn.TopKeys). The products are cuBLAS's float32 ones, so
+// runs on the device: every attention kernel reads the chosen keys' set
+// where the indexer left it (deviceKeys, in nn.KeySet.Words' layout) and
+// masks the keys a query row leaves out, skipping whole the key tiles
+// (flash) or chunks (plain, latent) no row of it reads. The indexers'
+// scores are the device's too (kernels/sparse.cu: a GEMM of the
+// indexer's queries with its keys per chunk of rows, then DSA's
+// relu-weighted sums over the heads, MSA's block maxima, QSA's weighted
+// sums over pooled keys), and so is each row's choice (top_keys) but for
+// the rows whose last place more equal scores contend for than it holds:
+// the host reads back a flag a row and chooses those rows from their
+// scores read back, ties broken as ggml's TOP_K (nn.TopKeys). The products are cuBLAS's float32 ones, so
 // near ties may go another way than the CPU's (ggml's products in the
 // int8 mode); every sum after them is the CPU's. The keys are rounded
 // through the KV cache's key format, as llama.cpp stores them. The pools
@@ -70,7 +71,7 @@ var indexerProducts = 64 << 20
 // one key, q and k Hadamard-rotated with rotate, a chunk's scores one GEMM
 // of every head's q·k and lid_scores' relu-weighted sums over the heads.
 // Rows below top_k read every key.
-func (b *gpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) *nn.KeySet {
+func (b *gpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) ml.KeySet {
 	if err := ml.IndexShapes(q, k, w, heads); err != nil {
 		panic("cuda backend: " + err.Error())
 	}
@@ -128,11 +129,10 @@ type blockChoice struct {
 // chooses their blocks (a row it leaves to the host chosen there from its
 // scores read back: nn.TopKeys, ggml's TOP_K's ties, and its bitmap
 // copied back), and block_keys spreads the chosen blocks over their keys
-// into the set, read back (n/8 bytes a row and group) and kept on the
-// device for the attention (keysBuf).
-func (b *gpuBackend) chooseBlocks(what string, ch blockChoice, scores func(r0, r1 int, q, k, qk, out ptr) error) *nn.KeySet {
+// into the set, which stays on the device (keysBuf, deviceKeys).
+func (b *gpuBackend) chooseBlocks(what string, ch blockChoice, scores func(r0, r1 int, q, k, qk, out ptr) error) ml.KeySet {
 	g := ch.c.groups
-	set := nn.NewKeySets(ch.n, g)
+	set := &deviceKeys{ch.n, g}
 	b.do(what, func() (err error) {
 		e := b.e
 		mark := b.Mark()
@@ -192,9 +192,6 @@ func (b *gpuBackend) chooseBlocks(what string, ch blockChoice, scores func(r0, r
 			err = e.launch("block_keys", gridFor(int64(g)*int64(ch.n)*int64(nw)), block256, sd, bw, ch.n, g, nw, nbw, ch.first, ch.block, b2i(ch.tail))
 		}
 		if err == nil {
-			err = download(e, set.Words(), sd)
-		}
-		if err == nil {
 			b.keysOf = set
 		}
 		return err
@@ -211,7 +208,7 @@ func chunkRows(n, perRow int) int { return max(1, min(n, indexerProducts/max(1, 
 // scores one GEMM of every indexer head's q·k and msa_scores' block
 // maxima (the local blocks first). The products are cuBLAS's, float32:
 // near ties may go another way than the CPU's (nn.MSABlocks).
-func (b *gpuBackend) BlockKeys(q, k ml.Tensor, heads, block, topK, local int) *nn.KeySet {
+func (b *gpuBackend) BlockKeys(q, k ml.Tensor, heads, block, topK, local int) ml.KeySet {
 	qq, kk := g(q), g(k)
 	n, dim := qq.rows, kk.cols
 	gshape("MSA indexer keys", kk, n, dim)
@@ -268,7 +265,7 @@ func (b *gpuBackend) gatedPool(dst, k, g, ape ptr, n, dim, block int, overlap bo
 }
 
 // PooledKeys is ml.PooledSparse's, on the device (pooledChoice).
-func (b *gpuBackend) PooledKeys(q, p, w ml.Tensor, heads, block, topK int) *nn.KeySet {
+func (b *gpuBackend) PooledKeys(q, p, w ml.Tensor, heads, block, topK int) ml.KeySet {
 	qq, pp := g(q), g(p)
 	n, dim := pp.rows, pp.cols
 	gshape("pooled keys' queries", qq, n, heads*dim)
@@ -289,7 +286,7 @@ func (b *gpuBackend) PooledKeys(q, p, w ml.Tensor, heads, block, topK int) *nn.K
 // llama.cpp's, else in float64 as nn.QSABlocks'). The
 // products are cuBLAS's, float32: near ties may go another way than the
 // CPU's.
-func (b *gpuBackend) pooledChoice(what string, qp, pp, wp ptr, n, heads, dim, block, topK int, rotate bool) *nn.KeySet {
+func (b *gpuBackend) pooledChoice(what string, qp, pp, wp ptr, n, heads, dim, block, topK int, rotate bool) ml.KeySet {
 	if block <= 1 || topK < block || topK%block != 0 {
 		panic(fmt.Sprintf("cuda backend: %s: blocks of %d for a budget of %d keys", what, block, topK))
 	}
@@ -344,32 +341,50 @@ func (b *gpuBackend) PLEGate(dst, key, query ml.Tensor, scale float64) {
 // (deviceSet), with its group count: 1 (every KV head's) or one per KV
 // head.
 func (b *gpuBackend) keySet(a *ml.Attn, n int) (ptr, int, error) {
-	gr, w := a.Keys.Groups(), a.Keys.Words()
+	gr := a.Keys.Groups()
 	if gr != 1 && gr != a.KVHeads {
 		return 0, 0, fmt.Errorf("cuda: a key set of %d groups for %d KV heads", gr, a.KVHeads)
 	}
-	if want := gr * n * ((n + 63) / 64); len(w) != want {
-		return 0, 0, fmt.Errorf("cuda: a key set of %d words for %d rows, want %d", len(w), n, want)
-	}
-	p, err := b.deviceSet(a.Keys)
+	p, err := b.deviceSet(a.Keys, n)
 	return p, gr, err
 }
 
-// deviceSet returns s's bitmap on the device: the set chooseBlocks made
-// last is there already (keysBuf); another is copied into scratch memory.
-// On the engine's thread.
-func (b *gpuBackend) deviceSet(s *nn.KeySet) (ptr, error) {
-	if s == b.keysOf {
+// deviceKeys is a key set chooseBlocks left on the device, in keysBuf: n
+// rows in groups, valid while it is the set there (keysOf).
+type deviceKeys struct{ n, groups int }
+
+func (s *deviceKeys) Groups() int { return s.groups }
+
+// deviceSet returns the bitmap of s, a set of n rows, on the device: the
+// set chooseBlocks made last where it left it (keysBuf), a host's
+// *nn.KeySet copied into scratch memory. An older set of this backend's
+// is gone (ml.KeySet's lifetime): an error, not another set's keys. On the
+// engine's thread.
+func (b *gpuBackend) deviceSet(s ml.KeySet, n int) (ptr, error) {
+	switch s := s.(type) {
+	case *deviceKeys:
+		if s != b.keysOf {
+			return 0, errors.New("cuda: a key set chosen before the last one, whose buffer holds another now")
+		}
+		if s.n != n {
+			return 0, fmt.Errorf("cuda: a key set of %d rows for %d", s.n, n)
+		}
 		return b.keys.p, nil
+	case *nn.KeySet:
+		if want := s.Groups() * n * ((n + 63) / 64); len(s.Words()) != want {
+			return 0, fmt.Errorf("cuda: a key set of %d words for %d rows in %d groups, want %d", len(s.Words()), n, s.Groups(), want)
+		}
+		return scratchCopy(b, s.Words())
 	}
-	return scratchCopy(b, s.Words())
+	return 0, fmt.Errorf("cuda: a key set of another backend (%T)", s)
 }
 
 // keysBuf returns the device buffer of the key set chooseBlocks writes,
 // grown to bytes, and forgets the set it held; on the engine's thread.
-// The buffer outlives the call, so that the attention that reads the set
-// next finds it there rather than copied back (keySet): n²/8 bytes a
-// group, 1 GiB for MiniMax-M3's 8 groups at 32,768 tokens.
+// The buffer outlives the call: the set stays there for the attentions
+// that read it (deviceSet) until the next is chosen, never copied to the
+// host: n²/8 bytes a group, 1 GiB for MiniMax-M3's 8 groups at 32,768
+// tokens.
 func (b *gpuBackend) keysBuf(bytes int64) (ptr, error) {
 	b.keysOf = nil
 	if err := b.e.grow(&b.keys, bytes, "key set's buffer"); err != nil {

@@ -51,10 +51,7 @@ func TestIndexKeysParity(t *testing.T) {
 			var blk kvcache.Block
 			kvcache.RoundTrip(kvcache.BF16{}, &blk, kr, n, 1, dim)
 			want := nn.LightningTopK(c, qr, kr, w, n, heads, dim, topK)
-			got := b.IndexKeys(b.put(t, n, heads*dim, q), b.put(t, n, dim, k), b.put(t, n, heads, w), heads, topK, rotate)
-			if err := b.Err(); err != nil {
-				t.Fatal(err)
-			}
+			got := hostKeys(t, b, b.IndexKeys(b.put(t, n, heads*dim, q), b.put(t, n, dim, k), b.put(t, n, heads, w), heads, topK, rotate))
 			apart, chosen := 0, 0
 			for i := range n {
 				for j := 0; j <= i; j++ {
@@ -183,6 +180,22 @@ func sparseInputs(rng *rand.Rand, m, lo, hi int, normal bool) []float32 {
 	return v
 }
 
+// hostKeys reads s, the set b chose last, back from the device, failing t
+// where b failed or s is not that set.
+func hostKeys(t *testing.T, b *gpuBackend, s ml.KeySet) *nn.KeySet {
+	t.Helper()
+	if err := b.Err(); err != nil {
+		t.Fatal(err)
+	}
+	d, ok := s.(*deviceKeys)
+	if !ok || d != b.keysOf {
+		t.Fatalf("a key set (%T) other than the one the backend chose last", s)
+	}
+	h := nn.NewKeySets(d.n, d.groups)
+	copy(h.Words(), devGet[uint64](t, b.e, b.keys.p, len(h.Words())))
+	return h
+}
+
 // keysApart counts the keys j <= i of every row and group that a and b
 // do not both hold or leave out, and those b holds.
 func keysApart(a, b *nn.KeySet, n int) (apart, chosen int) {
@@ -218,10 +231,7 @@ func TestBlockKeysParity(t *testing.T) {
 			kr := slices.Clone(k)
 			var blk kvcache.Block
 			kvcache.RoundTrip(kvcache.BF16{}, &blk, kr, n, 1, dim)
-			got := b.BlockKeys(b.put(t, n, heads*dim, q), b.put(t, n, dim, k), heads, block, topK, local)
-			if err := b.Err(); err != nil {
-				t.Fatal(err)
-			}
+			got := hostKeys(t, b, b.BlockKeys(b.put(t, n, heads*dim, q), b.put(t, n, dim, k), heads, block, topK, local))
 			for _, ggml := range []bool{false, true} {
 				want := nn.MSABlocks(nn.NewContext(0), q, kr, n, heads, dim, block, topK, local, ggml)
 				apart, chosen := keysApart(got, want, n)
@@ -290,16 +300,14 @@ func TestPooledKeysParity(t *testing.T) {
 				pr := slices.Clone(pk)
 				kvcache.RoundTrip(kvcache.BF16{}, &blk, pr, n, 1, dim)
 				b.prec.Int8 = c.int8
-				var got *nn.KeySet
+				var set ml.KeySet
 				if c.rotate {
-					got = b.IndexBlocks(qt, pt, wt, heads, block, topK/block)
+					set = b.IndexBlocks(qt, pt, wt, heads, block, topK/block)
 				} else {
-					got = b.PooledKeys(qt, pt, wt, heads, block, topK)
+					set = b.PooledKeys(qt, pt, wt, heads, block, topK)
 				}
 				b.prec.Int8 = false
-				if err := b.Err(); err != nil {
-					t.Fatal(err)
-				}
+				got := hostKeys(t, b, set)
 				want := nn.QSABlocks(nn.NewContext(0), q, pr, w, n, heads, dim, block, topK, c.int8)
 				apart, chosen := keysApart(got, want, n)
 				t.Logf("normal %v, %+v: %d of %d chosen keys apart", normal, c, apart, chosen)
@@ -453,9 +461,13 @@ func TestLayoutKeysParity(t *testing.T) {
 					for _, vis := range []*nn.KeySet{nil, random, none} {
 						want := nn.NewCompressedLayout(nn.NewContext(0), n, ratio, window, vis)
 						l := nn.CompressedRows(n, ratio)
+						var chosen ml.KeySet // nil, not a nil *nn.KeySet
+						if vis != nil {
+							chosen = vis
+						}
 						var set ptr
 						do(t, e, func() (err error) {
-							set, err = b.layoutKeys(l, n, ratio, window, vis)
+							set, err = b.layoutKeys(l, n, ratio, window, chosen)
 							return err
 						})
 						got := devGet[uint64](t, e, set, len(want.Keys.Words()))
@@ -470,9 +482,10 @@ func TestLayoutKeysParity(t *testing.T) {
 }
 
 // The key set chooseBlocks made last stays on the device for the
-// attention: keySet hands out its buffer, copying nothing, and copies any
-// other set (the same bits, another set) in full. Emulator: MSA's set of
-// 200 rows and 3 groups.
+// attention: keySet hands out its buffer, copying nothing; a host's set
+// (the same bits) is copied in full; a set chosen before the last is
+// refused, as is one of the wrong size. Emulator: MSA's set of 200 rows
+// and 3 groups.
 func TestKeySetStays(t *testing.T) {
 	e := simEngine()
 	copied := e.dev.(*simDevice).copiedBytes
@@ -480,15 +493,17 @@ func TestKeySetStays(t *testing.T) {
 	defer b.Close()
 	const n, heads, dim = 200, 3, 16
 	rng := rand.New(rand.NewPCG(83, 1))
-	set := b.BlockKeys(b.put(t, n, heads*dim, sparseInputs(rng, n*heads*dim, -2, 2, false)),
-		b.put(t, n, dim, sparseInputs(rng, n*dim, -2, 2, false)), heads, 8, 6, 2)
-	other := nn.NewKeySets(n, heads)
-	copy(other.Words(), set.Words())
+	choose := func() ml.KeySet {
+		return b.BlockKeys(b.put(t, n, heads*dim, sparseInputs(rng, n*heads*dim, -2, 2, false)),
+			b.put(t, n, dim, sparseInputs(rng, n*dim, -2, 2, false)), heads, 8, 6, 2)
+	}
+	set := choose()
+	host := hostKeys(t, b, set)
 	for _, c := range []struct {
 		name  string
-		keys  *nn.KeySet
+		keys  ml.KeySet
 		bytes int64
-	}{{"chosen", set, 0}, {"other", other, 8 * int64(len(set.Words()))}} {
+	}{{"chosen", set, 0}, {"host's", host, 8 * int64(len(host.Words()))}} {
 		before := copied()
 		var p ptr
 		do(t, e, func() (err error) {
@@ -498,8 +513,28 @@ func TestKeySetStays(t *testing.T) {
 		if got := copied() - before; got != c.bytes || (p == b.keys.p) != (c.bytes == 0) {
 			t.Errorf("%s set: %d bytes copied, the chosen set's buffer %v; want %d bytes", c.name, got, p == b.keys.p, c.bytes)
 		}
-		if got := devGet[uint64](t, e, p, len(set.Words())); !slices.Equal(got, set.Words()) {
+		if got := devGet[uint64](t, e, p, len(host.Words())); !slices.Equal(got, host.Words()) {
 			t.Errorf("%s set: the device's bits differ from the set's", c.name)
+		}
+	}
+	choose()
+	for _, c := range []struct {
+		name string
+		keys ml.KeySet
+		rows int
+		want string
+	}{
+		{"older", set, n, "cuda: a key set chosen before the last one, whose buffer holds another now"},
+		{"shorter", b.keysOf, n + 1, "cuda: a key set of 200 rows for 201"},
+		{"host's shorter", host, n + 1, "cuda: a key set of 2400 words for 201 rows in 3 groups, want 2412"},
+	} {
+		var err error
+		do(t, e, func() error {
+			_, _, err = b.keySet(&ml.Attn{Keys: c.keys, KVHeads: heads}, c.rows)
+			return nil
+		})
+		if err == nil || err.Error() != c.want {
+			t.Errorf("%s set: error %v, want %q", c.name, err, c.want)
 		}
 	}
 }

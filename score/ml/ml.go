@@ -205,13 +205,13 @@ type Scores struct {
 // Attn is the shape and options of one attention layer.
 type Attn struct {
 	Heads, KVHeads, HeadDim int
-	Scale                   float64    // score scale
-	Window                  int        // sliding window (keys i-Window < j <= i); 0: none
-	Sinks                   *Vector    // nil, or one logit per head added to each softmax's denominator (exp(sink))
-	SoftCap                 float64    // > 0: each scaled score s becomes SoftCap·tanh(s/SoftCap) (Gemma 2); 0: none
-	Slopes                  *Vector    // nil, or ALiBi's slope per head: query i's score of key j gets Slopes[h]·(j−i) (nn.Attention.Slopes; Bloom, MPT)
-	Keys                    *nn.KeySet // nil, or the keys each query row reads besides causality (Sparse.IndexKeys); a backend that cannot fails
-	Chunk                   int        // > 0: query i reads keys j >= floor(i/Chunk)·Chunk only (Llama 4)
+	Scale                   float64 // score scale
+	Window                  int     // sliding window (keys i-Window < j <= i); 0: none
+	Sinks                   *Vector // nil, or one logit per head added to each softmax's denominator (exp(sink))
+	SoftCap                 float64 // > 0: each scaled score s becomes SoftCap·tanh(s/SoftCap) (Gemma 2); 0: none
+	Slopes                  *Vector // nil, or ALiBi's slope per head: query i's score of key j gets Slopes[h]·(j−i) (nn.Attention.Slopes; Bloom, MPT)
+	Keys                    KeySet  // nil, or the keys each query row reads besides causality (Sparse.IndexKeys); a backend that cannot fails
+	Chunk                   int     // > 0: query i reads keys j >= floor(i/Chunk)·Chunk only (Llama 4)
 	// MatMul: llama.cpp computes this attention without flash attention
 	// (Grok, whatever its flash-attention setting); the CPU's int8 modes
 	// over an f16 cache compute that path (nn.Attention.MatMul), other

@@ -1,10 +1,22 @@
 package ml
 
-import (
-	"fmt"
+import "fmt"
 
-	"ppl.dev/score/nn"
-)
+// KeySet is the keys a sparse indexer chose for each query row
+// (Sparse.IndexKeys, BlockSparse.BlockKeys, PooledSparse.PooledKeys,
+// Compressed.IndexBlocks), in one group or one per KV head, kept where the
+// backend that chose it keeps it: model code hands it on, to Attn.Keys or
+// Compressed.CompressedAttention, and never reads it. A set of n rows
+// is n²/8 bytes a group (1 GiB for MiniMax-M3's 8 groups at 32,768
+// tokens), which a device therefore never copies back.
+//
+// A set is valid until its backend chooses the next one; a backend
+// refuses a set it no longer holds. Every backend also takes a host's
+// *nn.KeySet.
+type KeySet interface {
+	// Groups is 1 (one set for every KV head) or the KV heads' count.
+	Groups() int
+}
 
 // Latent is what multi-head latent attention (DeepSeek-V2/V3's MLA, in
 // the absorbed form llama.cpp runs) needs beyond Backend: a per-head
@@ -42,7 +54,7 @@ type Sparse interface {
 	// dim) weighted by w (n, heads); with rotate q and k Hadamard-rotated
 	// first, as llama.cpp stores DeepSeek-V3.2's indexer keys (the scores
 	// the same but for roundings).
-	IndexKeys(q, k, w Tensor, heads, topK int, rotate bool) *nn.KeySet
+	IndexKeys(q, k, w Tensor, heads, topK int, rotate bool) KeySet
 }
 
 // IndexShapes checks the operands of IndexKeys: as many rows of q, k and
@@ -63,7 +75,7 @@ type BlockSparse interface {
 	// BlockKeys is nn.MSABlocks over q (n, heads·dim) and k (n, dim), k
 	// passed through the KV cache's key format first, as llama.cpp stores
 	// the indexer's keys (which changes the scores by rounding only).
-	BlockKeys(q, k Tensor, heads, block, topK, local int) *nn.KeySet
+	BlockKeys(q, k Tensor, heads, block, topK, local int) KeySet
 }
 
 // PooledSparse is what sparse attention over pooled key blocks needs
@@ -81,7 +93,7 @@ type PooledSparse interface {
 	// p (n, dim), the heads weighted by w (n, heads; nil: 1/sqrt(dim)), p
 	// passed through the KV cache's key format first, as llama.cpp stores
 	// them.
-	PooledKeys(q, p, w Tensor, heads, block, topK int) *nn.KeySet
+	PooledKeys(q, p, w Tensor, heads, block, topK int) KeySet
 }
 
 // Compressed is what DeepSeek-V4's attention needs beyond Backend: keys
@@ -102,7 +114,7 @@ type Compressed interface {
 	// matrix of dim and p passed through the KV cache's key format first,
 	// as llama.cpp stores DeepSeek-V4's indexer keys. Row i's set holds
 	// key b·ratio for each block b it reads.
-	IndexBlocks(q, p, w Tensor, heads, ratio, topK int) *nn.KeySet
+	IndexBlocks(q, p, w Tensor, heads, ratio, topK int) KeySet
 	// CompressedAttention stores k and c in layer's KV cache (in its
 	// format; each key is also its value), then computes attention as
 	// Attention does of q (n, Heads·HeadDim) over one KV head: row i reads
@@ -110,5 +122,5 @@ type Compressed interface {
 	// compressed keys c[b·ratio] (c (n, HeadDim)) of its whole blocks,
 	// (b+1)·ratio <= i+1, that vis holds (vis.Has(i, b·ratio); every one
 	// when vis is nil); dst (n, Heads·HeadDim).
-	CompressedAttention(dst, q, k, c Tensor, ratio, layer int, a *Attn, vis *nn.KeySet)
+	CompressedAttention(dst, q, k, c Tensor, ratio, layer int, a *Attn, vis KeySet)
 }

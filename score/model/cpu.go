@@ -375,12 +375,25 @@ func (b *cpuBackend) kvTurns(a *ml.Attn) (kr, vr, vd int) {
 	return a.LlamaTurns(b.kvHead0, s.format.Name)
 }
 
+// hostKeys is s, a set this backend chose (ml.KeySet): a host's
+// *nn.KeySet, or nil.
+func hostKeys(s ml.KeySet) *nn.KeySet {
+	if s == nil {
+		return nil
+	}
+	h, ok := s.(*nn.KeySet)
+	if !ok {
+		panic(fmt.Sprintf("cpu backend: a key set of another backend (%T)", s))
+	}
+	return h
+}
+
 // nnAttention is a as nn computes it on this backend: in the int8 modes
 // with an f16 cache, llama.cpp's flash attention (ggmlF16; over a
 // quantized cache's blocks, keyBlocks).
 func (b *cpuBackend) nnAttention(a *ml.Attn) *nn.Attention {
 	at := &nn.Attention{Heads: a.Heads, KVHeads: a.KVHeads, HeadDim: a.HeadDim, Scale: a.Scale, Window: a.Window,
-		SoftCap: a.SoftCap, Keys: a.Keys, Chunk: a.Chunk, GGMLF16: b.ggmlF16(), MatMul: a.MatMul}
+		SoftCap: a.SoftCap, Keys: hostKeys(a.Keys), Chunk: a.Chunk, GGMLF16: b.ggmlF16(), MatMul: a.MatMul}
 	if a.Sinks != nil {
 		at.Sinks = a.Sinks.V
 	}

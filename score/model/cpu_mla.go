@@ -114,7 +114,7 @@ func (b *cpuBackend) LayerNorm(dst, x ml.Tensor, w, bias *ml.Vector, eps float64
 // passes k through the KV cache's key format, as llama.cpp stores the
 // indexer's keys: neither changes the scores but by rounding, which decides
 // near ties.
-func (b *cpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) *nn.KeySet {
+func (b *cpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) ml.KeySet {
 	if err := ml.IndexShapes(q, k, w, heads); err != nil {
 		panic("cpu backend: " + err.Error())
 	}
@@ -138,7 +138,7 @@ func (b *cpuBackend) IndexKeys(q, k, w ml.Tensor, heads, topK int, rotate bool) 
 // BlockKeys passes k through the KV cache's key format, as llama.cpp
 // stores MSA's indexer keys, and scores them as llama.cpp does in the int8
 // modes (ggml's float32 products), by Gemm otherwise.
-func (b *cpuBackend) BlockKeys(q, k ml.Tensor, heads, block, topK, local int) *nn.KeySet {
+func (b *cpuBackend) BlockKeys(q, k ml.Tensor, heads, block, topK, local int) ml.KeySet {
 	qq, kk := ct(q), ct(k)
 	n, dim := qq.rows, kk.cols
 	shape("MSA indexer keys", kk, n, dim)
@@ -178,7 +178,7 @@ func (b *cpuBackend) PoolKeys(dst, k, g ml.Tensor, ape *ml.Vector, block int) {
 
 // PooledKeys is ml.PooledSparse's: the pooled keys rounded through the KV
 // cache's format, then nn.QSABlocks (ggml's products in the int8 modes).
-func (b *cpuBackend) PooledKeys(q, p, w ml.Tensor, heads, block, topK int) *nn.KeySet {
+func (b *cpuBackend) PooledKeys(q, p, w ml.Tensor, heads, block, topK int) ml.KeySet {
 	qq, pp := ct(q), ct(p)
 	n, dim := pp.rows, pp.cols
 	shape("pooled keys' queries", qq, n, heads*dim)
@@ -217,7 +217,7 @@ func (b *cpuBackend) CompressKeys(dst, k, g ml.Tensor, ape *ml.Vector, ratio int
 // DeepSeek-V4's rotation, not DSA's), p rounded through the KV cache's
 // format, then
 // nn.QSABlocks (ggml's products in the int8 modes).
-func (b *cpuBackend) IndexBlocks(q, p, w ml.Tensor, heads, ratio, topK int) *nn.KeySet {
+func (b *cpuBackend) IndexBlocks(q, p, w ml.Tensor, heads, ratio, topK int) ml.KeySet {
 	qq, pp, ww := ct(q), ct(p), ct(w)
 	n, dim := pp.rows, pp.cols
 	shape("indexer queries", qq, n, heads*dim)
@@ -233,14 +233,14 @@ func (b *cpuBackend) IndexBlocks(q, p, w ml.Tensor, heads, ratio, topK int) *nn.
 
 // CompressedAttention is ml.Compressed's: one attention over the window
 // laid out as nn.CompressedLayout, the keys in llama.cpp's order and tiles.
-func (b *cpuBackend) CompressedAttention(dst, q, k, c ml.Tensor, ratio, layer int, a *ml.Attn, vis *nn.KeySet) {
+func (b *cpuBackend) CompressedAttention(dst, q, k, c ml.Tensor, ratio, layer int, a *ml.Attn, vis ml.KeySet) {
 	o, qq, kk, cc := ct(dst), ct(q), ct(k), ct(c)
 	n, D, H := qq.rows, a.HeadDim, a.Heads
 	shape("compressed attention q", qq, n, H*D)
 	shape("compressed attention keys", kk, n, D)
 	shape("compressed keys", cc, n, D)
 	shape("compressed attention output", o, n, H*D)
-	l := nn.NewCompressedLayout(b.c, n, ratio, a.Window, vis)
+	l := nn.NewCompressedLayout(b.c, n, ratio, a.Window, hostKeys(vis))
 	mark := b.c.Mark()
 	defer b.c.Release(mark)
 	keys, qs, out := b.c.Alloc(l.N*D), b.c.Alloc(l.N*H*D), b.c.Alloc(l.N*H*D)

@@ -518,7 +518,7 @@ func (d *deepseek2) sparseBackend(b ml.Backend, n int) (ml.Sparse, error) {
 
 // indexKeys runs a layer's lightning indexer over the layer's input h and
 // normed q_lora qa: the keys each query row reads.
-func (d *deepseek2) indexKeys(b ml.Backend, sb ml.Sparse, x *indexer, h, qa ml.Tensor) *nn.KeySet {
+func (d *deepseek2) indexKeys(b ml.Backend, sb ml.Sparse, x *indexer, h, qa ml.Tensor) ml.KeySet {
 	n, IH, ID := h.Rows(), d.idxHeads, d.idxDim
 	q := b.Alloc(n, IH*ID)
 	b.Linear(q, qa, x.qb)
@@ -622,7 +622,7 @@ func (d *deepseek2) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 		b.Fail(err)
 		return b.Alloc(n, hp.Embd)
 	}
-	var keys *nn.KeySet      // the keys the last indexer chose
+	var keys ml.KeySet       // the keys the last indexer chose
 	x := b.Alloc(n, hp.Embd) // the residual stream
 	b.Embed(x, d.tokenEmbd, tokens)
 	for i := range d.layers {
@@ -665,7 +665,7 @@ func (d *deepseek2) sparse(b ml.Backend, n int) (ml.Sparse, error) {
 // attend runs layer i's latent attention over its normed input h (n,
 // embd) and returns attn_output's rows; past top_k (sb not nil) a layer
 // with an indexer chooses *keys, which the layers without one reuse.
-func (d *deepseek2) attend(b ml.Backend, sb ml.Sparse, keys **nn.KeySet, i int, h ml.Tensor) ml.Tensor {
+func (d *deepseek2) attend(b ml.Backend, sb ml.Sparse, keys *ml.KeySet, i int, h ml.Tensor) ml.Tensor {
 	lb := b.(ml.Latent)
 	ly := &d.layers[i]
 	g := ly.g

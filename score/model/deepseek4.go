@@ -398,7 +398,7 @@ func (v *deepseek4) attend(b ml.Backend, i int, a ml.Tensor) ml.Tensor {
 		b.Attention(heads, q, kv, kv, i, &at)
 	} else {
 		c := v.compress(b, a, ly.comp, D, ly.ratio)
-		var vis *nn.KeySet
+		var vis ml.KeySet
 		if ly.idx != nil {
 			vis = v.index(b, a, qr, ly.idx)
 		}
@@ -435,7 +435,7 @@ func (v *deepseek4) compress(b ml.Backend, a ml.Tensor, c *dsv4Compressor, d, ra
 // index returns the blocks the lightning indexer gives each query row
 // (ml.Compressed.IndexBlocks) from the layer's input a and q's compressed
 // input qr.
-func (v *deepseek4) index(b ml.Backend, a, qr ml.Tensor, x *dsv4Indexer) *nn.KeySet {
+func (v *deepseek4) index(b ml.Backend, a, qr ml.Tensor, x *dsv4Indexer) ml.KeySet {
 	n, IH, dim := a.Rows(), v.idxHeads, v.idxDim
 	p := v.compress(b, a, x.comp, dim, 4)
 	q := b.Alloc(n, IH*dim)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"ppl.dev/score/ml"
-	"ppl.dev/score/nn"
 )
 
 // glm5-next: GLM-5.3-Flash, as llama.cpp 0.7.0 runs it: kimi-linear's
@@ -127,7 +126,7 @@ func (v glm5Next) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	if !ok {
 		return h
 	}
-	var keys *nn.KeySet
+	var keys ml.KeySet
 	for i := range v.layers {
 		ly, hc := &v.layers[i], &v.hc[i]
 		mark := b.Mark()

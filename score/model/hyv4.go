@@ -5,7 +5,6 @@ import (
 	"slices"
 
 	"ppl.dev/score/ml"
-	"ppl.dev/score/nn"
 )
 
 // hy_v4: Tencent's Hunyuan 4, as llama.cpp 0.7.0 runs it: deepseek2's
@@ -151,7 +150,7 @@ func (v hyV4) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	if !ok {
 		return h
 	}
-	var keys *nn.KeySet
+	var keys ml.KeySet
 	for i := range v.layers {
 		ly, hc := &v.layers[i], &v.hc[i]
 		mark := b.Mark()

@@ -145,7 +145,7 @@ func (m kimiK3) Forward(b ml.Backend, tokens []int32) ml.Tensor {
 	}
 	x := b.Alloc(n, E) // the residual stream
 	b.Embed(x, d.tokenEmbd, tokens)
-	var keys *nn.KeySet
+	var keys ml.KeySet
 	for i := range d.layers {
 		ly := &d.layers[i]
 		bank := m.block > 0 && i%m.block == 0

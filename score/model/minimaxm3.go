@@ -114,7 +114,7 @@ func (x *msaParams) reach() int { return x.topK * x.block }
 
 // keys runs the indexer over the layer's normed rows h: the keys each KV
 // head's query rows read.
-func (x *msaParams) keys(b ml.Backend, bs ml.BlockSparse, h ml.Tensor, eps float64) *nn.KeySet {
+func (x *msaParams) keys(b ml.Backend, bs ml.BlockSparse, h ml.Tensor, eps float64) ml.KeySet {
 	n := h.Rows()
 	q, k := b.Alloc(n, x.heads*x.dim), b.Alloc(n, x.dim)
 	b.Linears([]ml.Tensor{q, k}, h, []*ml.Matrix{x.q, x.k})

@@ -85,7 +85,7 @@ func (x *q4Indexer) reach() int { return x.topK + x.block - 1 }
 
 // keys runs the indexer over the layer's mix h: the keys each query row
 // reads.
-func (x *q4Indexer) keys(b ml.Backend, ps ml.PooledSparse, h ml.Tensor, eps float64) *nn.KeySet {
+func (x *q4Indexer) keys(b ml.Backend, ps ml.PooledSparse, h ml.Tensor, eps float64) ml.KeySet {
 	n := h.Rows()
 	mark := b.Mark()
 	defer b.Release(mark)
