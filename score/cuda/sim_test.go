@@ -29,6 +29,7 @@ type simDevice struct {
 	mu     sync.Mutex
 	mem    map[uint64][]byte
 	copied int64 // bytes copied to the device
+	back   int64 // bytes copied from it
 	// peers are the devices whose memory this one's kernels read (peer
 	// access); noPeers refuses it, as a driver does between devices that
 	// cannot reach each other.
@@ -179,7 +180,17 @@ func (s *simDevice) dtoh(dst unsafe.Pointer, src ptr, n int64) error {
 		return err
 	}
 	copy(unsafe.Slice((*byte)(dst), n), d[:n])
+	s.mu.Lock()
+	s.back += n
+	s.mu.Unlock()
 	return nil
+}
+
+// backBytes is how many bytes have been copied from the device.
+func (s *simDevice) backBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.back
 }
 
 func (s *simDevice) memsetD32(p ptr, v uint32, n int64) error {

@@ -481,21 +481,29 @@ func TestLayoutKeysParity(t *testing.T) {
 	})
 }
 
-// The key set chooseBlocks made last stays on the device for the
-// attention: keySet hands out its buffer, copying nothing; a host's set
-// (the same bits) is copied in full; a set chosen before the last is
-// refused, as is one of the wrong size. Emulator: MSA's set of 200 rows
-// and 3 groups.
+// The key set chooseBlocks makes stays on the device: choosing it reads
+// back only top_keys' flags, 4 bytes a sparse row and group (normal
+// floats: no row left to the host), not the set's 19,200 bytes; keySet
+// hands out its buffer, copying nothing; a host's set (the same bits) is
+// copied in full; a set chosen before the last is refused, as is one of
+// the wrong size. Emulator: MSA's set of 200 rows (152 past the 6 blocks
+// of 8 keys) and 3 groups.
 func TestKeySetStays(t *testing.T) {
 	e := simEngine()
-	copied := e.dev.(*simDevice).copiedBytes
+	dev := e.dev.(*simDevice)
+	copied := dev.copiedBytes
 	b := testBackend(e)
 	defer b.Close()
 	const n, heads, dim = 200, 3, 16
 	rng := rand.New(rand.NewPCG(83, 1))
 	choose := func() ml.KeySet {
-		return b.BlockKeys(b.put(t, n, heads*dim, sparseInputs(rng, n*heads*dim, -2, 2, false)),
-			b.put(t, n, dim, sparseInputs(rng, n*dim, -2, 2, false)), heads, 8, 6, 2)
+		q, k := b.put(t, n, heads*dim, sparseInputs(rng, n*heads*dim, -2, 2, true)), b.put(t, n, dim, sparseInputs(rng, n*dim, -2, 2, true))
+		before := dev.backBytes()
+		set := b.BlockKeys(q, k, heads, 8, 6, 2)
+		if got, want := dev.backBytes()-before, int64(4*heads*(n-6*8)); got != want {
+			t.Errorf("choosing the set read back %d bytes, want %d (the flags)", got, want)
+		}
+		return set
 	}
 	set := choose()
 	host := hostKeys(t, b, set)
