@@ -22,9 +22,10 @@ import (
 // sums over pooled keys), and so is each row's choice (top_keys) but for
 // the rows whose last place more equal scores contend for than it holds:
 // the host reads back a flag a row and chooses those rows from their
-// scores read back, ties broken as ggml's TOP_K (nn.TopKeys). The products are cuBLAS's float32 ones, so
-// near ties may go another way than the CPU's (ggml's products in the
-// int8 mode); every sum after them is the CPU's. The keys are rounded
+// scores read back, ties broken as ggml's TOP_K (nn.TopKeys). The
+// products are cuBLAS's float32 ones, so near ties may go another way
+// than the CPU's (ggml's products in the int8 mode); every sum after them
+// is the CPU's. The keys are rounded
 // through the KV cache's key format, as llama.cpp stores them. The pools
 // are the device's (qsa_pool; gated_pool, GLM5-Next's and DeepSeek-V4's,
 // in the int8 mode with llama.cpp's softmax: ggml_v_expf in the CPU int8
@@ -132,7 +133,7 @@ type blockChoice struct {
 // into the set, which stays on the device (keysBuf, deviceKeys).
 func (b *gpuBackend) chooseBlocks(what string, ch blockChoice, scores func(r0, r1 int, q, k, qk, out ptr) error) ml.KeySet {
 	g := ch.c.groups
-	set := &deviceKeys{ch.n, g}
+	set := &deviceKeys{b, ch.n, g}
 	b.do(what, func() (err error) {
 		e := b.e
 		mark := b.Mark()
@@ -349,9 +350,13 @@ func (b *gpuBackend) keySet(a *ml.Attn, n int) (ptr, int, error) {
 	return p, gr, err
 }
 
-// deviceKeys is a key set chooseBlocks left on the device, in keysBuf: n
-// rows in groups, valid while it is the set there (keysOf).
-type deviceKeys struct{ n, groups int }
+// deviceKeys is a key set chooseBlocks left on the device, in the keysBuf
+// of the backend of: n rows in groups, valid while it is the set there
+// (keysOf).
+type deviceKeys struct {
+	of        *gpuBackend
+	n, groups int
+}
 
 func (s *deviceKeys) Groups() int { return s.groups }
 
@@ -363,6 +368,9 @@ func (s *deviceKeys) Groups() int { return s.groups }
 func (b *gpuBackend) deviceSet(s ml.KeySet, n int) (ptr, error) {
 	switch s := s.(type) {
 	case *deviceKeys:
+		if s.of != b {
+			return 0, errors.New("cuda: a key set another engine chose")
+		}
 		if s != b.keysOf {
 			return 0, errors.New("cuda: a key set chosen before the last one, whose buffer holds another now")
 		}

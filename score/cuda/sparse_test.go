@@ -485,8 +485,8 @@ func TestLayoutKeysParity(t *testing.T) {
 // back only top_keys' flags, 4 bytes a sparse row and group (normal
 // floats: no row left to the host), not the set's 19,200 bytes; keySet
 // hands out its buffer, copying nothing; a host's set (the same bits) is
-// copied in full; a set chosen before the last is refused, as is one of
-// the wrong size. Emulator: MSA's set of 200 rows (152 past the 6 blocks
+// copied in full; a set chosen before the last is refused, as are
+// another engine's and one of the wrong size. Emulator: MSA's set of 200 rows (152 past the 6 blocks
 // of 8 keys) and 3 groups.
 func TestKeySetStays(t *testing.T) {
 	e := simEngine()
@@ -526,6 +526,8 @@ func TestKeySetStays(t *testing.T) {
 		}
 	}
 	choose()
+	other := testBackend(e)
+	defer other.Close()
 	for _, c := range []struct {
 		name string
 		keys ml.KeySet
@@ -533,6 +535,7 @@ func TestKeySetStays(t *testing.T) {
 		want string
 	}{
 		{"older", set, n, "cuda: a key set chosen before the last one, whose buffer holds another now"},
+		{"another engine's", &deviceKeys{other, n, heads}, n, "cuda: a key set another engine chose"},
 		{"shorter", b.keysOf, n + 1, "cuda: a key set of 200 rows for 201"},
 		{"host's shorter", host, n + 1, "cuda: a key set of 2400 words for 201 rows in 3 groups, want 2412"},
 	} {

@@ -120,7 +120,7 @@ type Compressed interface {
 	// Attention does of q (n, Heads·HeadDim) over one KV head: row i reads
 	// the raw keys k[j] (n, HeadDim) with i−a.Window < j <= i and the
 	// compressed keys c[b·ratio] (c (n, HeadDim)) of its whole blocks,
-	// (b+1)·ratio <= i+1, that vis holds (vis.Has(i, b·ratio); every one
-	// when vis is nil); dst (n, Heads·HeadDim).
+	// (b+1)·ratio <= i+1, that vis holds (key b·ratio in row i's set;
+	// every one when vis is nil); dst (n, Heads·HeadDim).
 	CompressedAttention(dst, q, k, c Tensor, ratio, layer int, a *Attn, vis KeySet)
 }

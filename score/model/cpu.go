@@ -375,8 +375,8 @@ func (b *cpuBackend) kvTurns(a *ml.Attn) (kr, vr, vd int) {
 	return a.LlamaTurns(b.kvHead0, s.format.Name)
 }
 
-// hostKeys is s, a set this backend chose (ml.KeySet): a host's
-// *nn.KeySet, or nil.
+// hostKeys is s as this backend reads it: a host's *nn.KeySet, which
+// its indexers choose, or nil.
 func hostKeys(s ml.KeySet) *nn.KeySet {
 	if s == nil {
 		return nil
