@@ -109,7 +109,8 @@ __device__ __forceinline__ bool route_left(bool nan, int* flag) {
 // moe_route: token t's K experts (experts[t·K + j], best first) and their
 // weights (weights[t·K + j]) from its n_exp router logits, as
 // ml.Router.routeRows computes them in float64 (gating 1 softmax, 2
-// sigmoid, 3 softmax of the chosen logits; bias: the selection bias or
+// sigmoid, 3 softmax of the chosen logits, 4 sqrt(softplus); bias: the
+// selection bias or
 // null; groups, groups_used; chunk; opts bit 0 Norm, bit 1 SelectSigmoid;
 // scale 0 for none): every step the same operation in the same order, the
 // sums sequential. One warp a token (block = 32 threads, grid = tokens).
@@ -148,6 +149,8 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, const flo
 		for (int i = lane; i < n_exp; i += 32) p[i] = __ddiv_rn(p[i], sum);
 	} else if (gating == 2) {
 		for (int i = lane; i < n_exp; i += 32) p[i] = __ddiv_rn(1.0, __dadd_rn(1.0, exp(-p[i])));
+	} else if (gating == 4) {
+		for (int i = lane; i < n_exp; i += 32) p[i] = __dsqrt_rn(p[i] <= 20 ? log1p(exp(p[i])) : p[i]);
 	}
 	for (int i = lane; i < n_exp; i += 32) {
 		double x = p[i];

@@ -1485,14 +1485,15 @@ const routeMaxExperts = 512
 // arithmetic, one warp a token) and copies back the choices and weights, 8
 // bytes a choice against 4 bytes a logit of every expert, with the host's
 // cores free. The int8 modes' ggml routing, a router of more experts than
-// moe_route takes, and a block with a row the kernel leaves to the host (a
-// NaN logit, the host's error, or a NaN score, whose order the host's sort
+// moe_route takes, experts given by token (Chosen: DeepSeek-V4's hash
+// layers), and a block with a row the kernel leaves to the host (a NaN
+// logit, the host's error, or a NaN score, whose order the host's sort
 // decides) route on the host from the logits.
 func (b *gpuBackend) Route(logits ml.Tensor, r *ml.Router) (*ml.Routing, error) {
 	l := g(logits)
 	n, E, K := l.rows, r.Experts, r.K
 	gshape("router logits", l, n, E)
-	if r.GGML || E > routeMaxExperts || hostRouting || n == 0 || r.Chosen != nil || r.Gating == ml.GateSqrtSoftplus { // moe_route knows neither
+	if r.GGML || E > routeMaxExperts || hostRouting || n == 0 || r.Chosen != nil {
 		return r.Route(b.Read(logits))
 	}
 	// One buffer: the selection bias and the flag (uploaded together, the

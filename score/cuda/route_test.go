@@ -65,6 +65,8 @@ func TestRouteParity(t *testing.T) {
 			{"sigmoid/bias/groups/scale (deepseek3)", ml.Router{Experts: 256, K: 8, Gating: ml.GateSigmoid,
 				SelBias: randF32(rng, 256, 0.5), Groups: 8, GroupsUsed: 4, Norm: true, Scale: 2.5}, true},
 			{"softmax-selected (gpt-oss)", ml.Router{Experts: 32, K: 4, Gating: ml.GateSoftmaxSelected}, true},
+			{"sqrt-softplus/bias/scale (deepseek4)", ml.Router{Experts: 256, K: 6, Gating: ml.GateSqrtSoftplus,
+				SelBias: randF32(rng, 256, 0.5), Norm: true, Scale: 1.5}, true},
 			{"sigmoid/before (llama4)", ml.Router{Experts: 16, K: 1, Gating: ml.GateSigmoid, Before: true}, true},
 			{"select-sigmoid/chunks (grovemoe)", ml.Router{Experts: 128, K: 8, Gating: ml.GateSoftmax, SelectSigmoid: true,
 				Chunk: 16, Norm: true, Scale: 0.7}, true},

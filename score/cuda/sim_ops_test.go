@@ -226,6 +226,10 @@ func simRouteLeft(r *ml.Router, row []float32) bool {
 			return true
 		case r.Gating == ml.GateSoftmax, r.Gating == ml.GateSigmoid, r.SelectSigmoid:
 			x = 0.5 // a probability: finite
+		case r.Gating == ml.GateSqrtSoftplus && x <= 20:
+			x = math.Sqrt(math.Log1p(math.Exp(x)))
+		case r.Gating == ml.GateSqrtSoftplus:
+			x = math.Sqrt(x)
 		}
 		if r.SelBias != nil {
 			x += float64(r.SelBias[i])
