@@ -3,8 +3,10 @@
 //
 // CPU reference: ml.Router.Route (score/ml/route.go) and
 // cpuBackend.Experts (score/model/cpu.go). moe_route chooses each token's
-// experts and weights on the device in the router's float64 arithmetic
-// (the int8 modes' float32 ggml routing stays on the host); the host orders
+// experts and weights on the device in the router's float64 arithmetic,
+// moe_route_ggml in the int8 modes' float32 ggml arithmetic (llama.cpp's
+// CPU graph, to the bit; ties, whose order is std::sort's, go to the
+// host); the host orders
 // a block of rows' choices by expert; gather_rows copies the tokens' rows
 // into the products' input, expert after expert, cuBLAS runs the experts'
 // gate, up and down products (batched, score/cuda/ml.go's Experts), and
@@ -13,6 +15,7 @@
 // choices, as the CPU does (float32 products and adds), so the grouping
 // does not change a bit of the result.
 #include "common.cuh"
+#include "libm.cuh"
 
 #define GRID_STRIDE(idx, total) \
 	for (i64 idx = (i64)blockIdx.x * blockDim.x + threadIdx.x; idx < (total); idx += (i64)gridDim.x * blockDim.x)
@@ -218,4 +221,145 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, const flo
 		for (int j = 0; j < k; j++) s[j] = __ddiv_rn(s[j], sum);
 	}
 	for (int j = 0; j < k; j++) wt[j] = __double2float_rn(scale != 0 ? __dmul_rn(s[j], scale) : s[j]);
+}
+
+// ---- Routing as llama.cpp's CPU graph computes it (ml.Router's GGML path,
+// routeGGML), float32 ggml operations to the bit.
+
+// ggml_soft_max sets y to ggml's SOFT_MAX of x (n values; y may be x), as
+// nn.GGMLSoftMax: the maximum as ggml's MAX, e^(x - max) by ggml_v_expf in
+// whole registers of 16 lanes (avx2: 8) and glibc's expf past them, each
+// register's sum (ggml_lane_sum) and each value past them added in double,
+// then every value times float32(1/sum).
+__device__ void ggml_soft_max(float* y, const float* x, int n, int avx2) {
+	float m = -INFINITY;
+	for (int i = 0; i < n; i++)
+		if (!(m > x[i])) m = x[i];
+	const int lanes = avx2 ? 8 : 16, whole = n / lanes * lanes;
+	double sum = 0.0;
+	for (int i = 0; i < whole; i += lanes) {
+		for (int l = 0; l < lanes; l++) y[i + l] = ggml_expf(__fsub_rn(x[i + l], m), avx2);
+		sum = __dadd_rn(sum, (double)ggml_lane_sum(y + i, avx2));
+	}
+	for (int i = whole; i < n; i++) {
+		y[i] = libc_expf(__fsub_rn(x[i], m));
+		sum = __dadd_rn(sum, (double)y[i]);
+	}
+	const float inv = (float)__ddiv_rn(1.0, sum);
+	for (int i = 0; i < n; i++) y[i] = __fmul_rn(y[i], inv);
+}
+
+// ggml_best puts in idx[0..min(k, n)) the k largest of v[0..n), largest
+// first, and returns 1 where ggml's ARGSORT (std::sort) must put them first
+// in that order: v holds no NaN and each of them is the only one of its
+// value, so that its min(k + 1, n) largest are distinct (ml's ggmlBest).
+// Otherwise 0: equal values come out in std::sort's order, which the host
+// follows.
+__device__ int ggml_best(int* idx, const float* v, int n, int k) {
+	for (int i = 0; i < n; i++)
+		if (v[i] != v[i]) return 0;
+	const int m = min(k, n);
+	float prev = INFINITY;
+	for (int j = 0; j < m; j++) {
+		int bi = -1, same = 0;
+		for (int i = 0; i < n; i++) {
+			const float x = v[i];
+			if (j > 0 && !(x < prev)) continue;
+			if (bi < 0 || x > v[bi]) {
+				bi = i, same = 0;
+			} else if (x == v[bi]) {
+				same = 1;
+			}
+		}
+		if (bi < 0 || same) return 0;
+		idx[j] = bi;
+		prev = v[bi];
+	}
+	return 1;
+}
+
+// moe_route_ggml: moe_route's outputs for n tokens as ml.Router's GGML
+// path computes them (routeGGML, chooseGGML; gating 1 softmax, 2 sigmoid,
+// 3 softmax of the chosen logits; opts bit 0 Norm, bit 1 SelectSigmoid;
+// scale 0 or 1 for none), one thread a token: p by ggml's SOFT_MAX or
+// SIGMOID (glibc's expf), the selection scores p (or the sigmoid of the
+// logits) plus the bias in float32, each group scored by the double sum of
+// its two best rounded to float32 and all but the groups_used best groups'
+// experts -inf, the k best (each mapped to its chunk: float32(e)·
+// float32(1/chunk), truncated), their p (ggml's SOFT_MAX of them for
+// gating 3), divided by max(their double sum rounded, 2^-14) with Norm and
+// times float32(scale). A row with a NaN logit (the host's error) or whose
+// choice meets equal values (groups or experts: std::sort's order) is left
+// to the host: experts[t·k] is -1 and *flag 1.
+extern "C" __global__ void moe_route_ggml(const float* __restrict__ logits, const float* __restrict__ bias,
+                                          int* __restrict__ experts, float* __restrict__ weights, int* __restrict__ flag,
+                                          int n, int n_exp, int k, int gating, int groups, int groups_used, int chunk,
+                                          int opts, double scale, int avx2) {
+	const int t = blockIdx.x * blockDim.x + threadIdx.x;
+	if (t >= n) return;
+	float p[ROUTE_MAXE], s[ROUTE_MAXE], gs[ROUTE_MAXE / 2];
+	int idx[ROUTE_MAXE];
+	const float* row = logits + (i64)t * n_exp;
+	int* ex = experts + (i64)t * k;
+	float* wt = weights + (i64)t * k;
+	for (int i = 0; i < n_exp; i++) {
+		const float x = row[i];
+		if (x != x) {
+			ex[0] = -1;
+			atomicMax(flag, 1);
+			return;
+		}
+		p[i] = gating == 2 ? __fdiv_rn(1.0f, __fadd_rn(1.0f, libc_expf(-x))) : x;
+	}
+	if (gating == 1) ggml_soft_max(p, p, n_exp, avx2);
+	for (int i = 0; i < n_exp; i++) {
+		float x = (opts & 2) ? __fdiv_rn(1.0f, __fadd_rn(1.0f, libc_expf(-row[i]))) : p[i];
+		s[i] = bias ? __fadd_rn(x, bias[i]) : x;
+	}
+	int ok = 1;
+	if (groups > 1) {
+		const int per = n_exp / groups;
+		ok = per >= 2;
+		for (int g = 0; g < groups && ok; g++) {
+			// The sum of the group's two best values, whichever of equal
+			// values ARGSORT puts first.
+			float a = -INFINITY, b = -INFINITY;
+			for (int i = g * per; i < (g + 1) * per; i++) {
+				const float v = s[i];
+				ok &= v == v;
+				if (v > a) b = a, a = v;
+				else if (v > b) b = v;
+			}
+			gs[g] = (float)__dadd_rn((double)a, (double)b);
+		}
+		ok = ok && ggml_best(idx, gs, groups, groups_used);
+		for (int g = 0; g < groups && ok; g++) {
+			int used = 0;
+			for (int j = 0; j < groups_used; j++) used |= idx[j] == g;
+			if (!used)
+				for (int i = g * per; i < (g + 1) * per; i++) s[i] = -INFINITY;
+		}
+	}
+	if (!ok || !ggml_best(idx, s, n_exp, k)) {
+		ex[0] = -1;
+		atomicMax(flag, 1);
+		return;
+	}
+	float w[ROUTE_MAXE];
+	for (int j = 0; j < k; j++) {
+		int e = idx[j];
+		if (chunk > 0) e = (int)__fmul_rn((float)e, __fdiv_rn(1.0f, (float)chunk));
+		ex[j] = e;
+		w[j] = p[e];
+	}
+	if (gating == 3) ggml_soft_max(w, w, k, avx2);
+	if (opts & 1) {
+		double sum = 0.0;
+		for (int j = 0; j < k; j++) sum = __dadd_rn(sum, (double)w[j]);
+		float d = (float)sum;
+		if (d == d && d < 0x1p-14f) d = 0x1p-14f;
+		for (int j = 0; j < k; j++) w[j] = __fdiv_rn(w[j], d);
+	}
+	const float sc = (float)scale;
+	for (int j = 0; j < k; j++) wt[j] = (scale != 0.0 && scale != 1.0) ? __fmul_rn(w[j], sc) : w[j];
 }

@@ -1,6 +1,7 @@
 // glibc's libm functions the CPU's llama.cpp arithmetic calls, ported so
 // that a kernel gives its bits (ggml calls expf for SOFT_MAX's tail and
-// its fused hyper-connection ops). Included by the modules that need it.
+// its fused hyper-connection ops), and ggml-cpu's own vector e^x and
+// register sums. Included by the modules that need it.
 #pragma once
 #include "common.cuh"
 
@@ -40,4 +41,44 @@ __device__ float libc_expf(float x) {
 	double y = __fma_rn(c2, r, 1.0);
 	y = __fma_rn(zz, __dmul_rn(r, r), y);
 	return (float)__dmul_rn(y, s);
+}
+
+// ggml_expf is ggml_v_expf of ggml-cpu's AVX-512 build (avx2 0: its
+// scalef) or its AVX2 build (avx2 1: k + k·j, |n| > 126 by two factors),
+// one lane, as nn.ggmlExpf and nn.ggmlExpfAVX2.
+__device__ float ggml_expf(float x, int avx2) {
+	const float r = 0x1.8p23f;
+	const float z = __fmaf_rn(x, 0x1.715476p+0f, r);
+	const float n = __fsub_rn(z, r);
+	const float b = __fmaf_rn(-n, 0x1.7f7d1cp-20f, __fmaf_rn(-n, 0x1.62e4p-1f, x));
+	const float u = __fmul_rn(b, b);
+	const float hi = __fmaf_rn(__fmaf_rn(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), u, __fmaf_rn(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
+	if (!avx2) {
+		const float j = __fmaf_rn(hi, u, __fmaf_rn(0x1.ffffecp-1f, b, 1.0f));
+		if (n != n || x != x) return NAN;
+		if (fabsf(n) > 192.0f) return n <= 0.0f ? 0.0f : INFINITY;
+		return (float)__dmul_rn((double)j, ldexp(1.0, (int)n));
+	}
+	const u32 e = __float_as_uint(z) << 23;
+	const float k = __uint_as_float(e + 0x3f800000u);
+	const float j = __fmaf_rn(hi, u, __fmul_rn(0x1.ffffecp-1f, b));
+	const float an = fabsf(n);
+	if (!(an > 126.0f)) return __fmaf_rn(j, k, k);
+	const u32 g = n <= 0.0f ? 0x82000000u : 0u;
+	const float s1 = __uint_as_float(g + 0x7f000000u), s2 = __uint_as_float(e - g);
+	if (an > 192.0f) return __fmul_rn(s1, s1);
+	return __fmul_rn(__fmaf_rn(s2, j, s2), s1);
+}
+
+// ggml_lane_sum is the sum of one register of ggml's vector code: 16
+// lanes reduced as _mm512_reduce_add_ps (the AVX-512 build), or with avx2
+// 8 as hsum8 (nn.reduce16, nn.hsum8).
+__device__ __forceinline__ float ggml_lane_sum(const float* lane, int avx2) {
+	if (avx2)
+		return __fadd_rn(__fadd_rn(__fadd_rn(lane[0], lane[4]), __fadd_rn(lane[2], lane[6])),
+		                 __fadd_rn(__fadd_rn(lane[1], lane[5]), __fadd_rn(lane[3], lane[7])));
+	float a[8];
+	for (int i = 0; i < 8; i++) a[i] = __fadd_rn(lane[i], lane[i + 8]);
+	for (int i = 0; i < 4; i++) a[i] = __fadd_rn(a[i], a[i + 4]);
+	return __fadd_rn(__fadd_rn(a[0], a[2]), __fadd_rn(a[1], a[3]));
 }

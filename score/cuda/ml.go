@@ -1482,18 +1482,20 @@ var hostRouting = false
 const routeMaxExperts = 512
 
 // Route chooses the experts on the device (moe_route: the router's float64
-// arithmetic, one warp a token) and copies back the choices and weights, 8
-// bytes a choice against 4 bytes a logit of every expert, with the host's
-// cores free. The int8 modes' ggml routing, a router of more experts than
-// moe_route takes, experts given by token (Chosen: DeepSeek-V4's hash
-// layers), and a block with a row the kernel leaves to the host (a NaN
-// logit, the host's error, or a NaN score, whose order the host's sort
-// decides) route on the host from the logits.
+// arithmetic, one warp a token; moe_route_ggml: the int8 modes' ggml
+// arithmetic, one thread a token) and copies back the choices and
+// weights, 8 bytes a choice against 4 bytes a logit of every expert, with
+// the host's cores free. A router of more experts than the kernels take,
+// experts given by token (Chosen: DeepSeek-V4's hash layers), the ggml
+// arithmetic of sqrt(softplus), and a block with a row a kernel leaves to
+// the host (a NaN logit, the host's error; a NaN score, or in the ggml
+// arithmetic equal scores, whose order the host's sort decides) route on
+// the host from the logits.
 func (b *gpuBackend) Route(logits ml.Tensor, r *ml.Router) (*ml.Routing, error) {
 	l := g(logits)
 	n, E, K := l.rows, r.Experts, r.K
 	gshape("router logits", l, n, E)
-	if r.GGML || E > routeMaxExperts || hostRouting || n == 0 || r.Chosen != nil {
+	if E > routeMaxExperts || hostRouting || n == 0 || r.Chosen != nil || r.GGML && r.Gating == ml.GateSqrtSoftplus {
 		return r.Route(b.Read(logits))
 	}
 	// One buffer: the selection bias and the flag (uploaded together, the

@@ -190,8 +190,10 @@ func (e *Engine) sumChoices(dst, res ptr, rows, k, cols int) error {
 }
 
 // moeRoute: each of n tokens' K experts and weights from its router
-// logits, by r's float64 arithmetic (ml.Router.Route); bias is r.SelBias
-// on the device (0 without); *flag is set when a row is left to the host.
+// logits, by r's float64 arithmetic (ml.Router.Route; moe_route) or with
+// r.GGML its ggml arithmetic (moe_route_ggml, which knows no
+// sqrt(softplus)); bias is r.SelBias on the device (0 without); *flag is
+// set when a row is left to the host.
 func (e *Engine) moeRoute(logits, bias, experts, weights, flag ptr, n int, r *ml.Router) error {
 	opts := 0
 	if r.Norm {
@@ -199,6 +201,10 @@ func (e *Engine) moeRoute(logits, bias, experts, weights, flag ptr, n int, r *ml
 	}
 	if r.SelectSigmoid {
 		opts |= 2
+	}
+	if r.GGML {
+		return e.launch("moe_route_ggml", dim3{uint32((n + 31) / 32), 1, 1}, dim3{32, 1, 1}, logits, bias, experts, weights, flag,
+			n, r.Experts, r.K, int(r.Gating), r.Groups, r.GroupsUsed, r.Chunk, opts, r.Scale, b2i(r.GGMLAVX2))
 	}
 	return e.launch("moe_route", dim3{uint32(n), 1, 1}, dim3{32, 1, 1}, logits, bias, experts, weights, flag,
 		n, r.Experts, r.K, int(r.Gating), r.Groups, r.GroupsUsed, r.Chunk, opts, r.Scale)

@@ -1,6 +1,7 @@
 package cuda
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -32,14 +33,57 @@ func routeLogits(rng *rand.Rand, n, E int) []float32 {
 	return v
 }
 
-// TestRouteParity: the device's routing (moe_route) against
-// ml.Router.Route on the host, for the routers of llama.cpp's mixtures
-// (expert counts from 8 to 512, 60 not a multiple of a warp):
+// routers are llama.cpp's mixtures' routers (expert counts from 8 to 512,
+// 60 not a multiple of a warp).
+func routers(rng *rand.Rand) []struct {
+	name string
+	r    ml.Router
+} {
+	return []struct {
+		name string
+		r    ml.Router
+	}{
+		{"softmax/norm (qwen3moe)", ml.Router{Experts: 128, K: 8, Gating: ml.GateSoftmax, Norm: true}},
+		{"softmax/512 (qwen3next)", ml.Router{Experts: 512, K: 10, Gating: ml.GateSoftmax, Norm: true}},
+		{"softmax (mixtral)", ml.Router{Experts: 8, K: 2, Gating: ml.GateSoftmax}},
+		{"softmax/every expert", ml.Router{Experts: 8, K: 8, Gating: ml.GateSoftmax, Norm: true}},
+		{"softmax/60 (qwen2moe)", ml.Router{Experts: 60, K: 4, Gating: ml.GateSoftmax}},
+		{"sigmoid/bias/groups/scale (deepseek3)", ml.Router{Experts: 256, K: 8, Gating: ml.GateSigmoid,
+			SelBias: randF32(rng, 256, 0.5), Groups: 8, GroupsUsed: 4, Norm: true, Scale: 2.5}},
+		{"softmax-selected (gpt-oss)", ml.Router{Experts: 32, K: 4, Gating: ml.GateSoftmaxSelected}},
+		{"sqrt-softplus/bias/scale (deepseek4)", ml.Router{Experts: 256, K: 6, Gating: ml.GateSqrtSoftplus,
+			SelBias: randF32(rng, 256, 0.5), Norm: true, Scale: 1.5}},
+		{"sigmoid/before (llama4)", ml.Router{Experts: 16, K: 1, Gating: ml.GateSigmoid, Before: true}},
+		{"select-sigmoid/chunks (grovemoe)", ml.Router{Experts: 128, K: 8, Gating: ml.GateSoftmax, SelectSigmoid: true,
+			Chunk: 16, Norm: true, Scale: 0.7}},
+		{"600 experts", ml.Router{Experts: 600, K: 6, Gating: ml.GateSoftmax, Norm: true}},
+	}
+}
+
+// routeKernel is the kernel Route runs r with: moe_route, moe_route_ggml
+// (r.GGML), or none ("": the host routes).
+func routeKernel(r ml.Router) string {
+	switch {
+	case r.Experts > routeMaxExperts, r.GGML && r.Gating == ml.GateSqrtSoftplus:
+		return ""
+	case r.GGML:
+		return "moe_route_ggml"
+	}
+	return "moe_route"
+}
+
+// TestRouteParity: the device's routing (moe_route, and moe_route_ggml
+// in the int8 modes) against ml.Router.Route on the host, for the routers
+// of llama.cpp's mixtures (routers), both ways:
 // the same experts, and the same weights but for one float32 ulp where
-// the device's e^x differs from Go's in its last place. A block with an infinite logit goes to
-// the host's routing (bit for bit), a NaN logit fails with the host's
-// error, and the int8 modes' ggml routing and a router of more than
-// routeMaxExperts experts route on the host.
+// the device's e^x differs from Go's in its last place (moe_route's; the
+// ggml arithmetic's, glibc's and ggml's expf, to the bit). Rows of equal
+// logits send their block to the host in the ggml arithmetic (std::sort's
+// order; TestRouteGGMLRows checks the kernel's rows one by one). A block
+// with an infinite logit goes to the host's routing (bit for bit), a NaN
+// logit fails with the host's error, and a router of more than
+// routeMaxExperts experts, and the ggml arithmetic of sqrt(softplus),
+// route on the host.
 func TestRouteParity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(31, 7))
@@ -48,86 +92,150 @@ func TestRouteParity(t *testing.T) {
 		// float64 place may move a weight by one float32 ulp (none did on
 		// the host device).
 		n, ulps := 300, 1
-		if _, host := e.dev.(*hostDevice); host {
+		_, host := e.dev.(*hostDevice)
+		if host {
 			n = 40
 		} else if e.Ordinal < 0 {
 			ulps = 0
 		}
-		for _, c := range []struct {
-			name   string
-			r      ml.Router
-			device bool // moe_route, not the host
-		}{
-			{"softmax/norm (qwen3moe)", ml.Router{Experts: 128, K: 8, Gating: ml.GateSoftmax, Norm: true}, true},
-			{"softmax/512 (qwen3next)", ml.Router{Experts: 512, K: 10, Gating: ml.GateSoftmax, Norm: true}, true},
-			{"softmax (mixtral)", ml.Router{Experts: 8, K: 2, Gating: ml.GateSoftmax}, true},
-			{"softmax/60 (qwen2moe)", ml.Router{Experts: 60, K: 4, Gating: ml.GateSoftmax}, true},
-			{"sigmoid/bias/groups/scale (deepseek3)", ml.Router{Experts: 256, K: 8, Gating: ml.GateSigmoid,
-				SelBias: randF32(rng, 256, 0.5), Groups: 8, GroupsUsed: 4, Norm: true, Scale: 2.5}, true},
-			{"softmax-selected (gpt-oss)", ml.Router{Experts: 32, K: 4, Gating: ml.GateSoftmaxSelected}, true},
-			{"sqrt-softplus/bias/scale (deepseek4)", ml.Router{Experts: 256, K: 6, Gating: ml.GateSqrtSoftplus,
-				SelBias: randF32(rng, 256, 0.5), Norm: true, Scale: 1.5}, true},
-			{"sigmoid/before (llama4)", ml.Router{Experts: 16, K: 1, Gating: ml.GateSigmoid, Before: true}, true},
-			{"select-sigmoid/chunks (grovemoe)", ml.Router{Experts: 128, K: 8, Gating: ml.GateSoftmax, SelectSigmoid: true,
-				Chunk: 16, Norm: true, Scale: 0.7}, true},
-			{"ggml (int8 mode)", ml.Router{Experts: 128, K: 8, Gating: ml.GateSoftmax, Norm: true, GGML: true}, false},
-			{"600 experts", ml.Router{Experts: 600, K: 6, Gating: ml.GateSoftmax, Norm: true}, false},
-		} {
-			t.Run(c.name, func(t *testing.T) {
-				if err := c.r.Validate(); err != nil {
-					t.Fatal(err)
+		for _, c := range routers(rng) {
+			for _, ggml := range []bool{false, true} {
+				if ggml && host { // TestRouteGGMLRows runs moe_route_ggml there, a process a launch
+					continue
 				}
-				b := testBackend(e)
-				defer b.Close()
-				E := c.r.Experts
-				logits := routeLogits(rng, n, E)
-				route := func(v []float32) (*ml.Routing, error) {
-					b.Reset()
-					runs := launched(e, "moe_route")
-					got, err := b.Route(b.put(t, n, E, v), &c.r)
-					if ran := launched(e, "moe_route") > runs; ran != c.device {
-						t.Errorf("moe_route ran: %v, want %v", ran, c.device)
+				c.r.GGML = ggml
+				kernel := routeKernel(c.r)
+				t.Run(fmt.Sprintf("%s/ggml=%v", c.name, ggml), func(t *testing.T) {
+					if err := c.r.Validate(); err != nil {
+						t.Fatal(err)
 					}
-					if berr := b.Err(); berr != nil {
-						t.Fatal(berr)
+					b := testBackend(e)
+					defer b.Close()
+					E := c.r.Experts
+					logits := routeLogits(rng, n, E)
+					route := func(v []float32) (*ml.Routing, error) {
+						b.Reset()
+						runs := launched(e, kernel)
+						got, err := b.Route(b.put(t, n, E, v), &c.r)
+						if ran := launched(e, kernel) > runs; kernel != "" && !ran {
+							t.Errorf("%s did not run", kernel)
+						}
+						if berr := b.Err(); berr != nil {
+							t.Fatal(berr)
+						}
+						return got, err
 					}
-					return got, err
-				}
-				got, err := route(logits)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want, err := c.r.Route(logits)
-				if err != nil {
-					t.Fatal(err)
-				}
-				compareRouting(t, "", got, want, ulps)
+					got, err := route(logits)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, err := c.r.Route(logits)
+					if err != nil {
+						t.Fatal(err)
+					}
+					compareRouting(t, "", got, want, map[bool]int{false: ulps, true: 0}[ggml])
 
-				// An infinite logit: the block routes on the host.
-				logits[3*E+5] = float32(math.Inf(1))
-				got, err = route(logits)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if want, err = c.r.Route(logits); err != nil {
-					t.Fatal(err)
-				}
-				compareRouting(t, "with +Inf: ", got, want, 0)
+					// An infinite logit: the block routes on the host.
+					logits[3*E+5] = float32(math.Inf(1))
+					got, err = route(logits)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if want, err = c.r.Route(logits); err != nil {
+						t.Fatal(err)
+					}
+					compareRouting(t, "with +Inf: ", got, want, 0)
 
-				// A NaN logit: the host's error.
-				logits[7*E+2] = float32(math.NaN())
-				_, werr := c.r.Route(logits)
-				if _, err = route(logits); err == nil || werr == nil || err.Error() != werr.Error() {
-					t.Errorf("with a NaN logit: error %v, want %v", err, werr)
-				}
-			})
+					// A NaN logit: the host's error.
+					logits[7*E+2] = float32(math.NaN())
+					_, werr := c.r.Route(logits)
+					if _, err = route(logits); err == nil || werr == nil || err.Error() != werr.Error() {
+						t.Errorf("with a NaN logit: error %v, want %v", err, werr)
+					}
+				})
+			}
 		}
 	})
 }
 
-// compareRouting fails unless got has want's experts and its weights
-// within ulps float32 ulps of want's (a NaN where want has one: an
-// infinite logit's weights); it logs the weights that differ.
+// TestRouteGGMLRows: moe_route_ggml row by row, against ml.Router.Route's
+// ggml arithmetic (both builds' softmax), for the routers moe_route_ggml
+// takes: rows of distinct logits (normal, and spread by 30 so that most
+// probabilities underflow) routed on the device to the bit; rows whose
+// choice meets equal scores (every logit equal; two equal best; a NaN)
+// left to the host, experts[t·K] -1 and the flag set, and only those.
+func TestRouteGGMLRows(t *testing.T) {
+	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
+		rng := rand.New(rand.NewPCG(37, 3))
+		n := 64
+		if _, host := e.dev.(*hostDevice); host {
+			n = 24
+		}
+		for _, c := range routers(rng) {
+			for _, avx2 := range []bool{false, true} {
+				r := c.r
+				r.GGML, r.GGMLAVX2 = true, avx2
+				if routeKernel(r) == "" {
+					continue
+				}
+				E, K := r.Experts, r.K
+				logits := make([]float32, n*E)
+				left := map[int]bool{}
+				for tok := range n {
+					row := logits[tok*E : (tok+1)*E]
+					scale := []float64{1, 30}[tok%2]
+					for i := range row {
+						row[i] = float32(rng.NormFloat64() * scale)
+					}
+					switch tok % 8 {
+					case 3: // every logit equal
+						for i := range row {
+							row[i] = 0.75
+						}
+					case 5: // two equal best logits
+						i, j := rng.IntN(E), rng.IntN(E-1)
+						if j >= i {
+							j++
+						}
+						row[i], row[j] = 40, 40
+					case 7:
+						row[rng.IntN(E)] = float32(math.NaN())
+					}
+					left[tok] = simRouteGGMLLeft(&r, row)
+				}
+				var bias ptr
+				if r.SelBias != nil {
+					bias = devPut(t, e, r.SelBias)
+				}
+				lp, ex, wt, fl := devPut(t, e, logits), devAlloc(t, e, int64(4*n*K)), devAlloc(t, e, int64(4*n*K)), devPut(t, e, []int32{0})
+				do(t, e, func() error { return e.moeRoute(lp, bias, ex, wt, fl, n, &r) })
+				experts, weights, flag := devGet[int32](t, e, ex, n*K), devGet[float32](t, e, wt, n*K), devGet[int32](t, e, fl, 1)
+				device, flagged := 0, 0
+				for t0 := range n {
+					if (experts[t0*K] < 0) != left[t0] {
+						t.Fatalf("%s, avx2 %v: row %d left to the host: %v, want %v", c.name, avx2, t0, experts[t0*K] < 0, left[t0])
+					}
+					if left[t0] {
+						flagged++
+						continue
+					}
+					device++
+					want, err := r.Route(logits[t0*E : (t0+1)*E])
+					if err != nil {
+						t.Fatal(err)
+					}
+					compareRouting(t, fmt.Sprintf("%s, avx2 %v, row %d: ", c.name, avx2, t0),
+						&ml.Routing{K: K, Expert: experts[t0*K : (t0+1)*K], Weight: weights[t0*K : (t0+1)*K], Before: r.Before}, want, 0)
+				}
+				t.Logf("%s, avx2 %v: %d rows on the device, %d left", c.name, avx2, device, flagged)
+				if (flag[0] != 0) != (flagged > 0) || device < n/2 || flagged < n/8 {
+					t.Errorf("%s, avx2 %v: %d rows on the device, %d left, flag %d", c.name, avx2, device, flagged, flag[0])
+				}
+			}
+		}
+	})
+}
+
 func compareRouting(t *testing.T, what string, got, want *ml.Routing, ulps int) {
 	t.Helper()
 	if got.K != want.K || got.Before != want.Before || len(got.Expert) != len(want.Expert) || len(got.Weight) != len(want.Weight) {

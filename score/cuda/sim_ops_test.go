@@ -1,8 +1,10 @@
 package cuda
 
 import (
+	"cmp"
 	"errors"
 	"math"
+	"slices"
 
 	"ppl.dev/score/ml"
 	"ppl.dev/score/nn"
@@ -187,6 +189,33 @@ func init() {
 			}
 			return nil
 		}},
+		"moe_route_ggml": {15, func(s *simDevice, a *simArgs, grid dim3) error {
+			logits, experts, weights, flag := f32s(a.ptr(0)), i32s(a.ptr(2)), f32s(a.ptr(3)), i32s(a.ptr(4))
+			n, opts := a.int(5), a.int(12)
+			r := ml.Router{Experts: a.int(6), K: a.int(7), Gating: ml.Gating(a.int(8)), Groups: a.int(9), GroupsUsed: a.int(10),
+				Chunk: a.int(11), Norm: opts&1 != 0, SelectSigmoid: opts&2 != 0, Scale: a.f64(13), GGML: true, GGMLAVX2: a.int(14) != 0}
+			if b := a.ptr(1); b != nil {
+				r.SelBias = f32s(b)[:r.Experts]
+			}
+			if err := covers(32*grid[0], n, "tokens"); err != nil || a.err != nil {
+				return errors.Join(err, a.err)
+			}
+			E, K := r.Experts, r.K
+			for t := range n {
+				row := logits[t*E : (t+1)*E]
+				if simRouteGGMLLeft(&r, row) {
+					experts[t*K], flag[0] = -1, 1
+					continue
+				}
+				rt, err := r.Route(row)
+				if err != nil {
+					return err
+				}
+				copy(experts[t*K:(t+1)*K], rt.Expert)
+				copy(weights[t*K:(t+1)*K], rt.Weight)
+			}
+			return nil
+		}},
 		"sum_choices": {5, func(s *simDevice, a *simArgs, grid dim3) error {
 			dst, res, rows, k, cols := f32s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
 			if a.err != nil {
@@ -256,4 +285,73 @@ func simRouteLeft(r *ml.Router, row []float32) bool {
 		}
 	}
 	return false
+}
+
+// simRouteGGMLLeft reports whether moe_route_ggml leaves row to the host:
+// a NaN logit, or a choice (of groups, of experts) among equal or NaN
+// selection scores, whose order is std::sort's.
+func simRouteGGMLLeft(r *ml.Router, row []float32) bool {
+	if slices.ContainsFunc(row, func(v float32) bool { return v != v }) {
+		return true
+	}
+	E := len(row)
+	p, s := make([]float32, E), make([]float32, E)
+	switch r.Gating {
+	case ml.GateSoftmax:
+		nn.GGMLSoftMax(p, row, r.GGMLAVX2)
+	case ml.GateSigmoid:
+		nn.GGMLSigmoid(p, row)
+	default:
+		copy(p, row)
+	}
+	copy(s, p)
+	if r.SelectSigmoid {
+		nn.GGMLSigmoid(s, row)
+	}
+	for i, b := range r.SelBias {
+		s[i] += b
+	}
+	if r.Groups > 1 {
+		per := E / r.Groups
+		if per < 2 || slices.ContainsFunc(s, func(v float32) bool { return v != v }) {
+			return true
+		}
+		gs := make([]float32, r.Groups)
+		for g := range gs {
+			top := slices.Sorted(slices.Values(s[g*per : (g+1)*per]))
+			gs[g] = float32(float64(top[per-1]) + float64(top[per-2]))
+		}
+		used, ok := simGGMLBest(gs, r.GroupsUsed)
+		if !ok {
+			return true
+		}
+		for g := range gs {
+			if !slices.Contains(used, g) {
+				for i := g * per; i < (g+1)*per; i++ {
+					s[i] = float32(math.Inf(-1))
+				}
+			}
+		}
+	}
+	_, ok := simGGMLBest(s, r.K)
+	return !ok
+}
+
+// simGGMLBest is ggml_best: the indexes of the k largest of v, and whether
+// each of them is the only one of its value in v (and v holds no NaN).
+func simGGMLBest(v []float32, k int) ([]int, bool) {
+	if slices.ContainsFunc(v, func(x float32) bool { return x != x }) {
+		return nil, false
+	}
+	order := make([]int, len(v))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(v[b], v[a]) })
+	for j := range min(k, len(v)) {
+		if j+1 < len(v) && v[order[j]] == v[order[j+1]] || j > 0 && v[order[j]] == v[order[j-1]] {
+			return nil, false
+		}
+	}
+	return order[:min(k, len(v))], true
 }

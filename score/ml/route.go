@@ -66,8 +66,11 @@ func (g Gating) String() string {
 // route through Backend.Route: the CUDA backend computes the float64 path
 // on the device (kernels/experts.cu's moe_route: the same operations in
 // the same order, its e^x the device's), so that routing takes neither the
-// host's cores nor a copy of every logit; the GGML path runs on the host for every
-// backend, so that every device chooses llama.cpp's experts.
+// host's cores nor a copy of every logit, and the GGML path too
+// (moe_route_ggml: ggml's float32 operations to the bit, glibc's and
+// ggml's expf ported), leaving to the host the rows whose choice meets
+// equal scores, whose order is std::sort's: every device chooses
+// llama.cpp's experts.
 type Router struct {
 	Experts, K         int
 	Gating             Gating
