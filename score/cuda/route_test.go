@@ -33,16 +33,16 @@ func routeLogits(rng *rand.Rand, n, E int) []float32 {
 	return v
 }
 
-// routers are llama.cpp's mixtures' routers (expert counts from 8 to 512,
-// 60 not a multiple of a warp).
-func routers(rng *rand.Rand) []struct {
+// routerCase is a router of the tests, by name.
+type routerCase struct {
 	name string
 	r    ml.Router
-} {
-	return []struct {
-		name string
-		r    ml.Router
-	}{
+}
+
+// routers are llama.cpp's mixtures' routers (expert counts from 8 to 512,
+// 60 not a multiple of a warp, and 600, past the kernels).
+func routers(rng *rand.Rand) []routerCase {
+	return []routerCase{
 		{"softmax/norm (qwen3moe)", ml.Router{Experts: 128, K: 8, Gating: ml.GateSoftmax, Norm: true}},
 		{"softmax/512 (qwen3next)", ml.Router{Experts: 512, K: 10, Gating: ml.GateSoftmax, Norm: true}},
 		{"softmax (mixtral)", ml.Router{Experts: 8, K: 2, Gating: ml.GateSoftmax}},
