@@ -162,60 +162,8 @@ func init() {
 			}
 			return nil
 		}},
-		"moe_route": {14, func(s *simDevice, a *simArgs, grid dim3) error {
-			logits, experts, weights, flag := f32s(a.ptr(0)), i32s(a.ptr(2)), f32s(a.ptr(3)), i32s(a.ptr(4))
-			n, opts := a.int(5), a.int(12)
-			r := ml.Router{Experts: a.int(6), K: a.int(7), Gating: ml.Gating(a.int(8)), Groups: a.int(9), GroupsUsed: a.int(10),
-				Chunk: a.int(11), Norm: opts&1 != 0, SelectSigmoid: opts&2 != 0, Scale: a.f64(13)}
-			if b := a.ptr(1); b != nil {
-				r.SelBias = f32s(b)[:r.Experts]
-			}
-			if err := covers(grid[0], n, "tokens"); err != nil || a.err != nil {
-				return errors.Join(err, a.err)
-			}
-			E, K := r.Experts, r.K
-			for t := range n {
-				row := logits[t*E : (t+1)*E]
-				if simRouteLeft(&r, row) {
-					flag[0] = 1
-					continue
-				}
-				rt, err := r.Route(row)
-				if err != nil {
-					return err
-				}
-				copy(experts[t*K:(t+1)*K], rt.Expert)
-				copy(weights[t*K:(t+1)*K], rt.Weight)
-			}
-			return nil
-		}},
-		"moe_route_ggml": {15, func(s *simDevice, a *simArgs, grid dim3) error {
-			logits, experts, weights, flag := f32s(a.ptr(0)), i32s(a.ptr(2)), f32s(a.ptr(3)), i32s(a.ptr(4))
-			n, opts := a.int(5), a.int(12)
-			r := ml.Router{Experts: a.int(6), K: a.int(7), Gating: ml.Gating(a.int(8)), Groups: a.int(9), GroupsUsed: a.int(10),
-				Chunk: a.int(11), Norm: opts&1 != 0, SelectSigmoid: opts&2 != 0, Scale: a.f64(13), GGML: true, GGMLAVX2: a.int(14) != 0}
-			if b := a.ptr(1); b != nil {
-				r.SelBias = f32s(b)[:r.Experts]
-			}
-			if err := covers(32*grid[0], n, "tokens"); err != nil || a.err != nil {
-				return errors.Join(err, a.err)
-			}
-			E, K := r.Experts, r.K
-			for t := range n {
-				row := logits[t*E : (t+1)*E]
-				if simRouteGGMLLeft(&r, row) {
-					experts[t*K], flag[0] = -1, 1
-					continue
-				}
-				rt, err := r.Route(row)
-				if err != nil {
-					return err
-				}
-				copy(experts[t*K:(t+1)*K], rt.Expert)
-				copy(weights[t*K:(t+1)*K], rt.Weight)
-			}
-			return nil
-		}},
+		"moe_route":      {14, func(s *simDevice, a *simArgs, grid dim3) error { return simRoute(a, grid[0], false) }},
+		"moe_route_ggml": {15, func(s *simDevice, a *simArgs, grid dim3) error { return simRoute(a, 32*grid[0], true) }},
 		"sum_choices": {5, func(s *simDevice, a *simArgs, grid dim3) error {
 			dst, res, rows, k, cols := f32s(a.ptr(0)), f32s(a.ptr(1)), a.int(2), a.int(3), a.int(4)
 			if a.err != nil {
@@ -235,6 +183,44 @@ func init() {
 	} {
 		simKernels[name] = k
 	}
+}
+
+// simRoute is moe_route (ggml: moe_route_ggml, which marks the rows it
+// leaves with expert -1) over a's arguments, its grid covering covered
+// tokens: Route's own code for each row the kernel routes.
+func simRoute(a *simArgs, covered uint32, ggml bool) error {
+	logits, experts, weights, flag := f32s(a.ptr(0)), i32s(a.ptr(2)), f32s(a.ptr(3)), i32s(a.ptr(4))
+	n, opts := a.int(5), a.int(12)
+	r := ml.Router{Experts: a.int(6), K: a.int(7), Gating: ml.Gating(a.int(8)), Groups: a.int(9), GroupsUsed: a.int(10),
+		Chunk: a.int(11), Norm: opts&1 != 0, SelectSigmoid: opts&2 != 0, Scale: a.f64(13), GGML: ggml}
+	left := simRouteLeft
+	if ggml {
+		r.GGMLAVX2, left = a.int(14) != 0, simRouteGGMLLeft
+	}
+	if b := a.ptr(1); b != nil {
+		r.SelBias = f32s(b)[:r.Experts]
+	}
+	if err := covers(covered, n, "tokens"); err != nil || a.err != nil {
+		return errors.Join(err, a.err)
+	}
+	E, K := r.Experts, r.K
+	for t := range n {
+		row := logits[t*E : (t+1)*E]
+		if left(&r, row) {
+			flag[0] = 1
+			if ggml {
+				experts[t*K] = -1
+			}
+			continue
+		}
+		rt, err := r.Route(row)
+		if err != nil {
+			return err
+		}
+		copy(experts[t*K:(t+1)*K], rt.Expert)
+		copy(weights[t*K:(t+1)*K], rt.Weight)
+	}
+	return nil
 }
 
 // simRouteLeft reports whether moe_route leaves row to the host: a NaN
