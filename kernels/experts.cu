@@ -102,10 +102,14 @@ __device__ int route_best(const double* v, int n) {
 }
 
 // route_left reports, on every lane, whether a lane saw a NaN; then the
-// row is left to the host and lane 0 sets *flag.
-__device__ __forceinline__ bool route_left(bool nan, int* flag) {
+// row is left to the host: lane 0 marks its first expert (ex) -1 and sets
+// *flag.
+__device__ __forceinline__ bool route_left(bool nan, int* flag, int* ex) {
 	if (!__any_sync(0xffffffffu, nan)) return false;
-	if ((threadIdx.x & 31) == 0) atomicMax(flag, 1);
+	if ((threadIdx.x & 31) == 0) {
+		ex[0] = -1;
+		atomicMax(flag, 1);
+	}
 	return true;
 }
 
@@ -113,13 +117,12 @@ __device__ __forceinline__ bool route_left(bool nan, int* flag) {
 // weights (weights[t·K + j]) from its n_exp router logits, as
 // ml.Router.routeRows computes them in float64 (gating 1 softmax, 2
 // sigmoid, 3 softmax of the chosen logits, 4 sqrt(softplus); bias: the
-// selection bias or
-// null; groups, groups_used; chunk; opts bit 0 Norm, bit 1 SelectSigmoid;
-// scale 0 for none): every step the same operation in the same order, the
-// sums sequential. One warp a token (block = 32 threads, grid = tokens).
+// selection bias or null; groups, groups_used; chunk; opts bit 0 Norm, bit
+// 1 SelectSigmoid; scale 0 for none): every step the same operation in the
+// same order, the sums sequential. One warp a token (block = 32 threads, grid = tokens).
 // A row with a NaN logit or a NaN selection score (an infinite logit),
-// whose order the host's stable sort decides, sets *flag and the host
-// routes the block itself.
+// whose order the host's stable sort decides, is left to the host: its
+// experts[t·K] is -1 and *flag 1.
 extern "C" __global__ void moe_route(const float* __restrict__ logits, const float* __restrict__ bias, int* __restrict__ experts,
                                      float* __restrict__ weights, int* __restrict__ flag, int n, int n_exp, int k, int gating,
                                      int groups, int groups_used, int chunk, int opts, double scale) {
@@ -135,7 +138,7 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, const flo
 		nan |= v != v;
 		p[i] = (double)v;
 	}
-	if (route_left(nan, flag)) return;
+	if (route_left(nan, flag, experts + (i64)t * k)) return;
 	__syncwarp();
 	if (gating == 1) {
 		if (lane == 0) {
@@ -162,7 +165,7 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, const flo
 		s[i] = x;
 		nan |= x != x;
 	}
-	if (route_left(nan, flag)) return;
+	if (route_left(nan, flag, experts + (i64)t * k)) return;
 	__syncwarp();
 	if (groups > 1) {
 		// A group's score is the sum of its two best; the groups_used best
@@ -179,7 +182,7 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, const flo
 			gs[g] = __dadd_rn(a, b);
 			nan |= gs[g] != gs[g];
 		}
-		if (route_left(nan, flag)) return;
+		if (route_left(nan, flag, experts + (i64)t * k)) return;
 		__syncwarp();
 		for (int j = 0; j < groups_used; j++) {
 			int g = route_best(gs, groups);

@@ -1487,10 +1487,10 @@ const routeMaxExperts = 512
 // weights, 8 bytes a choice against 4 bytes a logit of every expert, with
 // the host's cores free. A router of more experts than the kernels take,
 // experts given by token (Chosen: DeepSeek-V4's hash layers), the ggml
-// arithmetic of sqrt(softplus), and a block with a row a kernel leaves to
-// the host (a NaN logit, the host's error; a NaN score, or in the ggml
-// arithmetic equal scores, whose order the host's sort decides) route on
-// the host from the logits.
+// arithmetic of sqrt(softplus) route on the host from the logits, and so
+// do the rows a kernel leaves to the host (a NaN score, or in the ggml
+// arithmetic equal scores, whose order the host's sort decides); a NaN
+// logit gives the host's error.
 func (b *gpuBackend) Route(logits ml.Tensor, r *ml.Router) (*ml.Routing, error) {
 	l := g(logits)
 	n, E, K := l.rows, r.Experts, r.K
@@ -1525,13 +1525,24 @@ func (b *gpuBackend) Route(logits ml.Tensor, r *ml.Router) (*ml.Routing, error) 
 		}
 		return download(b.e, io[bias:], flag)
 	})
-	if b.err == nil && io[bias] != 0 {
-		return r.Route(b.Read(logits))
-	}
 	out := &ml.Routing{K: K, Expert: make([]int32, n*K), Weight: make([]float32, n*K), Before: r.Before}
 	for i := range n * K {
 		out.Expert[i] = int32(io[bias+1+i])
 		out.Weight[i] = math.Float32frombits(io[bias+1+n*K+i])
+	}
+	if b.err == nil && io[bias] != 0 { // the rows the kernel left (expert -1), from the logits
+		v := b.Read(logits)
+		for t := range n {
+			if out.Expert[t*K] >= 0 {
+				continue
+			}
+			rt, err := r.Route(v[t*E : (t+1)*E])
+			if err != nil {
+				return r.Route(v) // the error naming the row in the block
+			}
+			copy(out.Expert[t*K:(t+1)*K], rt.Expert)
+			copy(out.Weight[t*K:(t+1)*K], rt.Weight)
+		}
 	}
 	return out, nil
 }

@@ -185,9 +185,9 @@ func init() {
 	}
 }
 
-// simRoute is moe_route (ggml: moe_route_ggml, which marks the rows it
-// leaves with expert -1) over a's arguments, its grid covering covered
-// tokens: Route's own code for each row the kernel routes.
+// simRoute is moe_route (ggml: moe_route_ggml) over a's arguments, its
+// grid covering covered tokens: Route's own code for each row the kernel
+// routes, expert -1 for each it leaves to the host.
 func simRoute(a *simArgs, covered uint32, ggml bool) error {
 	logits, experts, weights, flag := f32s(a.ptr(0)), i32s(a.ptr(2)), f32s(a.ptr(3)), i32s(a.ptr(4))
 	n, opts := a.int(5), a.int(12)
@@ -207,10 +207,7 @@ func simRoute(a *simArgs, covered uint32, ggml bool) error {
 	for t := range n {
 		row := logits[t*E : (t+1)*E]
 		if left(&r, row) {
-			flag[0] = 1
-			if ggml {
-				experts[t*K] = -1
-			}
+			experts[t*K], flag[0] = -1, 1
 			continue
 		}
 		rt, err := r.Route(row)
