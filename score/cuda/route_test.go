@@ -78,9 +78,9 @@ func routeKernel(r ml.Router) string {
 // the same experts, and the same weights but for one float32 ulp where
 // the device's e^x differs from Go's in its last place (moe_route's; the
 // ggml arithmetic's, glibc's and ggml's expf, to the bit). Rows of equal
-// logits send their block to the host in the ggml arithmetic (std::sort's
-// order; TestRouteGGMLRows checks the kernel's rows one by one). A block
-// with an infinite logit goes to the host's routing (bit for bit), a NaN
+// logits route on the host in the ggml arithmetic (std::sort's order;
+// TestRouteGGMLRows checks the kernel's rows one by one), as does a row
+// with an infinite logit where it makes a NaN score (bit for bit); a NaN
 // logit fails with the host's error, and a router of more than
 // routeMaxExperts experts, and the ggml arithmetic of sqrt(softplus),
 // route on the host.
@@ -135,7 +135,8 @@ func TestRouteParity(t *testing.T) {
 					}
 					compareRouting(t, "", got, want, map[bool]int{false: ulps, true: 0}[ggml])
 
-					// An infinite logit: the block routes on the host.
+					// An infinite logit: where it makes a NaN score, the row
+					// routes on the host.
 					logits[3*E+5] = float32(math.Inf(1))
 					got, err = route(logits)
 					if err != nil {
