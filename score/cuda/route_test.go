@@ -79,7 +79,7 @@ func routeKernel(r ml.Router) string {
 // the device's e^x differs from Go's in its last place (moe_route's; the
 // ggml arithmetic's, glibc's and ggml's expf, to the bit). Rows of equal
 // logits route on the host in the ggml arithmetic (std::sort's order;
-// TestRouteGGMLRows checks the kernel's rows one by one), as does a row
+// TestRouteGGMLParity checks the kernel's rows one by one), as does a row
 // with an infinite logit where it makes a NaN score (bit for bit); a NaN
 // logit fails with the host's error, and a router of more than
 // routeMaxExperts experts, and the ggml arithmetic of sqrt(softplus),
@@ -100,7 +100,7 @@ func TestRouteParity(t *testing.T) {
 		}
 		for _, c := range routers(rng) {
 			for _, ggml := range []bool{false, true} {
-				if ggml && host { // TestRouteGGMLRows runs moe_route_ggml there, a process a launch
+				if ggml && host { // TestRouteGGMLParity runs moe_route_ggml there, a process a launch
 					continue
 				}
 				c.r.GGML = ggml
@@ -159,13 +159,13 @@ func TestRouteParity(t *testing.T) {
 	})
 }
 
-// TestRouteGGMLRows: moe_route_ggml row by row, against ml.Router.Route's
+// TestRouteGGMLParity: moe_route_ggml row by row, against ml.Router.Route's
 // ggml arithmetic (both builds' softmax), for the routers moe_route_ggml
 // takes: rows of distinct logits (normal, and spread by 30 so that most
 // probabilities underflow) routed on the device to the bit; rows whose
 // choice meets equal scores (every logit equal; two equal best; a NaN)
 // left to the host, experts[t·K] -1 and the flag set, and only those.
-func TestRouteGGMLRows(t *testing.T) {
+func TestRouteGGMLParity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(37, 3))
 		n := 64
