@@ -115,10 +115,12 @@ func TestRouteParity(t *testing.T) {
 					logits := routeLogits(rng, n, E)
 					route := func(v []float32) (*ml.Routing, error) {
 						b.Reset()
-						runs := launched(e, kernel)
+						runs := map[string]int{"moe_route": launched(e, "moe_route"), "moe_route_ggml": launched(e, "moe_route_ggml")}
 						got, err := b.Route(b.put(t, n, E, v), &c.r)
-						if ran := launched(e, kernel) > runs; kernel != "" && !ran {
-							t.Errorf("%s did not run", kernel)
+						for k, before := range runs {
+							if ran := launched(e, k) > before; ran != (k == kernel) {
+								t.Errorf("%s ran: %v, want %v", k, ran, k == kernel)
+							}
 						}
 						if berr := b.Err(); berr != nil {
 							t.Fatal(berr)
