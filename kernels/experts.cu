@@ -101,15 +101,17 @@ __device__ int route_best(const double* v, int n) {
 	return bi;
 }
 
-// route_left reports, on every lane, whether a lane saw a NaN; then the
-// row is left to the host: lane 0 marks its first expert (ex) -1 and sets
-// *flag.
+// route_leave leaves a row to the host: its first expert (ex) -1, *flag 1.
+__device__ __forceinline__ void route_leave(int* flag, int* ex) {
+	ex[0] = -1;
+	atomicMax(flag, 1);
+}
+
+// route_left reports, on every lane, whether a lane saw a NaN; then lane 0
+// leaves the row to the host (route_leave).
 __device__ __forceinline__ bool route_left(bool nan, int* flag, int* ex) {
 	if (!__any_sync(0xffffffffu, nan)) return false;
-	if ((threadIdx.x & 31) == 0) {
-		ex[0] = -1;
-		atomicMax(flag, 1);
-	}
+	if ((threadIdx.x & 31) == 0) route_leave(flag, ex);
 	return true;
 }
 
@@ -119,7 +121,8 @@ __device__ __forceinline__ bool route_left(bool nan, int* flag, int* ex) {
 // sigmoid, 3 softmax of the chosen logits, 4 sqrt(softplus); bias: the
 // selection bias or null; groups, groups_used; chunk; opts bit 0 Norm, bit
 // 1 SelectSigmoid; scale 0 for none): every step the same operation in the
-// same order, the sums sequential. One warp a token (block = 32 threads, grid = tokens).
+// same order, the sums sequential. One warp a token (block = 32 threads,
+// grid = tokens).
 // A row with a NaN logit or a NaN selection score (an infinite logit),
 // whose order the host's stable sort decides, is left to the host: its
 // experts[t·K] is -1 and *flag 1.
@@ -252,6 +255,10 @@ __device__ void ggml_soft_max(float* y, const float* x, int n, int avx2) {
 	for (int i = 0; i < n; i++) y[i] = __fmul_rn(y[i], inv);
 }
 
+// ggml_sigmoid is ggml's SIGMOID of x: 1/(1 + expf(-x)) in float32,
+// glibc's expf (nn.GGMLSigmoid).
+__device__ __forceinline__ float ggml_sigmoid(float x) { return __fdiv_rn(1.0f, __fadd_rn(1.0f, libc_expf(-x))); }
+
 // ggml_best puts in idx[0..min(k, n)) the k largest of v[0..n), largest
 // first, and returns 1 where ggml's ARGSORT (std::sort) must put them first
 // in that order: v holds no NaN and each of them is the only one of its
@@ -308,15 +315,14 @@ extern "C" __global__ void moe_route_ggml(const float* __restrict__ logits, cons
 	for (int i = 0; i < n_exp; i++) {
 		const float x = row[i];
 		if (x != x) {
-			ex[0] = -1;
-			atomicMax(flag, 1);
+			route_leave(flag, ex);
 			return;
 		}
-		p[i] = gating == 2 ? __fdiv_rn(1.0f, __fadd_rn(1.0f, libc_expf(-x))) : x;
+		p[i] = gating == 2 ? ggml_sigmoid(x) : x;
 	}
 	if (gating == 1) ggml_soft_max(p, p, n_exp, avx2);
 	for (int i = 0; i < n_exp; i++) {
-		float x = (opts & 2) ? __fdiv_rn(1.0f, __fadd_rn(1.0f, libc_expf(-row[i]))) : p[i];
+		const float x = (opts & 2) ? ggml_sigmoid(row[i]) : p[i];
 		s[i] = bias ? __fadd_rn(x, bias[i]) : x;
 	}
 	int ok = 1;
@@ -344,8 +350,7 @@ extern "C" __global__ void moe_route_ggml(const float* __restrict__ logits, cons
 		}
 	}
 	if (!ok || !ggml_best(idx, s, n_exp, k)) {
-		ex[0] = -1;
-		atomicMax(flag, 1);
+		route_leave(flag, ex);
 		return;
 	}
 	float w[ROUTE_MAXE];

@@ -202,12 +202,12 @@ func (e *Engine) moeRoute(logits, bias, experts, weights, flag ptr, n int, r *ml
 	if r.SelectSigmoid {
 		opts |= 2
 	}
-	if r.GGML {
-		return e.launch("moe_route_ggml", dim3{uint32((n + 31) / 32), 1, 1}, dim3{32, 1, 1}, logits, bias, experts, weights, flag,
-			n, r.Experts, r.K, int(r.Gating), r.Groups, r.GroupsUsed, r.Chunk, opts, r.Scale, b2i(r.GGMLAVX2))
+	name, grid := "moe_route", dim3{uint32(n), 1, 1} // a warp a token
+	args := []any{logits, bias, experts, weights, flag, n, r.Experts, r.K, int(r.Gating), r.Groups, r.GroupsUsed, r.Chunk, opts, r.Scale}
+	if r.GGML { // a thread a token
+		name, grid, args = "moe_route_ggml", dim3{uint32((n + 31) / 32), 1, 1}, append(args, b2i(r.GGMLAVX2))
 	}
-	return e.launch("moe_route", dim3{uint32(n), 1, 1}, dim3{32, 1, 1}, logits, bias, experts, weights, flag,
-		n, r.Experts, r.K, int(r.Gating), r.Groups, r.GroupsUsed, r.Chunk, opts, r.Scale)
+	return e.launch(name, grid, dim3{32, 1, 1}, args...)
 }
 
 // fillUniform: out (count) of half type t <- uniform(-a, a) from seed,
