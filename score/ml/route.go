@@ -142,8 +142,8 @@ func (r *Router) Route(logits []float32) (*Routing, error) {
 		panic(fmt.Sprintf("moe: %d router logits for %d experts", len(logits), E))
 	}
 	n := len(logits) / E
-	if r.Chosen != nil && len(r.Chosen) != n*K {
-		return nil, fmt.Errorf("moe: %d chosen experts for %d tokens of %d", len(r.Chosen), n, K)
+	if err := r.CheckChosen(n); err != nil {
+		return nil, err
 	}
 	out := &Routing{K: K, Expert: make([]int32, n*K), Weight: make([]float32, n*K), Before: r.Before}
 	route := r.routeRows
@@ -159,6 +159,23 @@ func (r *Router) Route(logits []float32) (*Routing, error) {
 		}
 	}
 	return out, nil
+}
+
+// CheckChosen checks Chosen, when set, for n tokens: n·K experts, each
+// one of the router's.
+func (r *Router) CheckChosen(n int) error {
+	if r.Chosen == nil {
+		return nil
+	}
+	if len(r.Chosen) != n*r.K {
+		return fmt.Errorf("moe: %d chosen experts for %d tokens of %d", len(r.Chosen), n, r.K)
+	}
+	for i, e := range r.Chosen {
+		if e < 0 || int(e) >= r.Experts {
+			return fmt.Errorf("moe: token %d's chosen expert %d is not one of %d", i/r.K, e, r.Experts)
+		}
+	}
+	return nil
 }
 
 // routeRows routes rows [t0, t1) of logits into out in float64.
@@ -379,8 +396,8 @@ func checkRow(row []float32, t int) error {
 // routeGGML is Route as llama.cpp's build_moe_ffn computes it on the CPU,
 // each step a float32 ggml operation:
 //
-//   - p = SOFT_MAX(logits) (nn.GGMLSoftMax) or SIGMOID (nn.GGMLSigmoid);
-//     the logits themselves for GateSoftmaxSelected;
+//   - p = SOFT_MAX(logits), SIGMOID or SQRT(SOFTPLUS) (GGMLProbs); the
+//     logits themselves for GateSoftmaxSelected;
 //   - s = p + exp_probs_b (ADD), or SIGMOID of the logits (SelectSigmoid);
 //   - groups: ARGSORT of each group's s, the group's score the SUM_ROWS of
 //     its two best (a float64 sum rounded to float32), ARGSORT of the
@@ -404,21 +421,7 @@ func (r *Router) routeGGML(out *Routing, logits []float32, t0, t1 int) error {
 		if err := checkRow(row, t); err != nil {
 			return err
 		}
-		switch r.Gating {
-		case GateSoftmax:
-			nn.GGMLSoftMax(p, row, r.GGMLAVX2)
-		case GateSigmoid:
-			nn.GGMLSigmoid(p, row)
-		case GateSoftmaxSelected:
-			copy(p, row)
-		case GateSqrtSoftplus:
-			for i, x := range row {
-				if x <= 20 { // ggml_compute_softplus_f32: logf(1 + expf(x))
-					x = float32(math.Log(float64(1 + float32(math.Exp(float64(x))))))
-				}
-				p[i] = float32(math.Sqrt(float64(x)))
-			}
-		}
+		r.GGMLProbs(p, row)
 		e, w := out.Expert[t*K:(t+1)*K], out.Weight[t*K:(t+1)*K]
 		if r.Chosen != nil {
 			copy(e, r.Chosen[t*K:(t+1)*K])
@@ -449,6 +452,26 @@ func (r *Router) routeGGML(out *Routing, logits []float32, t0, t1 int) error {
 		}
 	}
 	return nil
+}
+
+// GGMLProbs sets p to the gating function of one row of logits as ggml-cpu
+// computes it in float32: SOFT_MAX (nn.GGMLSoftMax, the build's lanes),
+// SIGMOID (nn.GGMLSigmoid), SQRT of SOFTPLUS (nn.GGMLSoftplus: glibc's logf
+// and expf; sqrtf), or the logits themselves (GateSoftmaxSelected).
+func (r *Router) GGMLProbs(p, row []float32) {
+	switch r.Gating {
+	case GateSoftmax:
+		nn.GGMLSoftMax(p, row, r.GGMLAVX2)
+	case GateSigmoid:
+		nn.GGMLSigmoid(p, row)
+	case GateSoftmaxSelected:
+		copy(p, row)
+	case GateSqrtSoftplus:
+		nn.GGMLSoftplus(p, row)
+		for i, x := range p {
+			p[i] = float32(math.Sqrt(float64(x)))
+		}
+	}
 }
 
 // chooseGGML puts in e the K experts llama.cpp's CPU graph chooses for

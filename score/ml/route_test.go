@@ -205,12 +205,37 @@ func BenchmarkRoute(b *testing.B) {
 	}
 }
 
-// TestRouteChosenRows: a router's Chosen must hold K experts for every
-// token.
-func TestRouteChosenRows(t *testing.T) {
-	r := Router{Experts: 4, K: 2, Gating: GateSqrtSoftplus, Chosen: []int32{1, 2, 3}}
-	_, err := r.Route(make([]float32, 8))
-	if err == nil || !strings.Contains(err.Error(), "3 chosen experts for 2 tokens of 2") {
-		t.Errorf("error %v", err)
+// TestRouteChosen: a router's Chosen must hold K experts of its own for
+// every token, or Route names what is wrong.
+func TestRouteChosen(t *testing.T) {
+	for _, c := range []struct {
+		chosen []int32
+		want   string
+	}{
+		{[]int32{1, 2, 3}, "3 chosen experts for 2 tokens of 2"},
+		{[]int32{1, 2, 3, 4}, "token 1's chosen expert 4 is not one of 4"},
+		{[]int32{-1, 2, 3, 0}, "token 0's chosen expert -1 is not one of 4"},
+	} {
+		r := Router{Experts: 4, K: 2, Gating: GateSqrtSoftplus, Chosen: c.chosen}
+		if _, err := r.Route(make([]float32, 8)); err == nil || err.Error() != "moe: "+c.want {
+			t.Errorf("chosen %v: error %v, want %q", c.chosen, err, c.want)
+		}
+	}
+}
+
+// TestRouteGGMLSqrtSoftplus: in the ggml arithmetic, sqrt(softplus) is
+// SOFTPLUS with glibc's logf and expf, then sqrtf: at the logit
+// 0xc100727b (-8.027949) glibc's logf(1 + expf(x)) is 0x39ab08dc, whose
+// root is 0x3c93f5fe, one ulp above the root of the correctly rounded
+// logarithm (0x3c93f5fd; 3.4e-4 of the float32 logits in [-20, 20] differ
+// so).
+func TestRouteGGMLSqrtSoftplus(t *testing.T) {
+	r := Router{Experts: 2, K: 1, Gating: GateSqrtSoftplus, GGML: true}
+	got, err := r.Route([]float32{math.Float32frombits(0xc100727b), -30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Expert[0] != 0 || math.Float32bits(got.Weight[0]) != 0x3c93f5fe {
+		t.Errorf("expert %d weight %#x, want 0 0x3c93f5fe", got.Expert[0], math.Float32bits(got.Weight[0]))
 	}
 }
