@@ -94,11 +94,14 @@ include eval/eval.mk
 .PHONY: kernels gpu-bundle gpu-bundle-archs gpu-bundle-core-archs
 KERNEL_SRC := $(wildcard kernels/*.cu)
 kernels: $(KERNEL_SRC:.cu=.ptx.gz)
-kernels/%.ptx.gz: kernels/%.cu $(wildcard kernels/*.cuh) kernels/kvids.cuh kernels/gen.sh
+kernels/%.ptx.gz: kernels/%.cu $(wildcard kernels/*.cuh) kernels/kvids.cuh kernels/libmdata.cuh kernels/gen.sh
 	kernels/gen.sh $*
 # The KV format ids' header, generated from the Go table (kernels/kvformat.go).
 kernels/kvids.cuh: kernels/kvformat.go
 	cd kernels && $(GO) generate .
+# glibc's expf and logf tables, generated from nn's (score/nn/libm.go).
+kernels/libmdata.cuh: score/nn/libm.go
+	cd score/cuda && $(GO) generate .
 
 # The GPU check's bundle: binaries (CGO_ENABLED=0), the Q8_0 oracle models,
 # pipeline inputs and the CPU reference's outputs (under 60 MiB). Run it on

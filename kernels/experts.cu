@@ -120,9 +120,10 @@ __device__ __forceinline__ bool route_left(bool nan, int* flag, int* ex) {
 // ml.Router.routeRows computes them in float64 (gating 1 softmax, 2
 // sigmoid, 3 softmax of the chosen logits, 4 sqrt(softplus); bias: the
 // selection bias or null; groups, groups_used; chunk; opts bit 0 Norm, bit
-// 1 SelectSigmoid; scale 0 for none): every step the same operation in the
-// same order, the sums sequential. One warp a token (block = 32 threads,
-// grid = tokens).
+// 1 SelectSigmoid, bit 2 the experts given in experts, as ml.Router's
+// Chosen: the weights alone; scale 0 for none): every step the same
+// operation in the same order, the sums sequential. One warp a token
+// (block = 32 threads, grid = tokens).
 // A row with a NaN logit or a NaN selection score (an infinite logit),
 // whose order the host's stable sort decides, is left to the host: its
 // experts[t·K] is -1 and *flag 1.
@@ -134,6 +135,8 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, const flo
 	int t = blockIdx.x, lane = threadIdx.x & 31;
 	if (t >= n) return;
 	const float* row = logits + (i64)t * n_exp;
+	int* ex = experts + (i64)t * k;
+	float* wt = weights + (i64)t * k;
 	bool nan = false;
 	double mx = -INFINITY;
 	for (int i = lane; i < n_exp; i += 32) {
@@ -141,7 +144,7 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, const flo
 		nan |= v != v;
 		p[i] = (double)v;
 	}
-	if (route_left(nan, flag, experts + (i64)t * k)) return;
+	if (route_left(nan, flag, ex)) return;
 	__syncwarp();
 	if (gating == 1) {
 		if (lane == 0) {
@@ -161,52 +164,54 @@ extern "C" __global__ void moe_route(const float* __restrict__ logits, const flo
 	} else if (gating == 4) {
 		for (int i = lane; i < n_exp; i += 32) p[i] = __dsqrt_rn(p[i] <= 20 ? log1p(exp(p[i])) : p[i]);
 	}
-	for (int i = lane; i < n_exp; i += 32) {
-		double x = p[i];
-		if (opts & 2) x = __ddiv_rn(1.0, __dadd_rn(1.0, exp(-(double)row[i])));
-		if (bias) x = __dadd_rn(x, (double)bias[i]);
-		s[i] = x;
-		nan |= x != x;
-	}
-	if (route_left(nan, flag, experts + (i64)t * k)) return;
-	__syncwarp();
-	if (groups > 1) {
-		// A group's score is the sum of its two best; the groups_used best
-		// stay eligible (marked by a NaN score), the others' experts -Inf.
-		__shared__ double gs[ROUTE_MAXE / 2];
-		int per = n_exp / groups;
-		for (int g = lane; g < groups; g += 32) {
-			double a = -INFINITY, b = -INFINITY;
-			for (int i = g * per; i < (g + 1) * per; i++) {
-				double v = s[i];
-				if (v > a) b = a, a = v;
-				else if (v > b) b = v;
-			}
-			gs[g] = __dadd_rn(a, b);
-			nan |= gs[g] != gs[g];
+	if (!(opts & 4)) { // the choice, unless given
+		for (int i = lane; i < n_exp; i += 32) {
+			double x = p[i];
+			if (opts & 2) x = __ddiv_rn(1.0, __dadd_rn(1.0, exp(-(double)row[i])));
+			if (bias) x = __dadd_rn(x, (double)bias[i]);
+			s[i] = x;
+			nan |= x != x;
 		}
-		if (route_left(nan, flag, experts + (i64)t * k)) return;
+		if (route_left(nan, flag, ex)) return;
 		__syncwarp();
-		for (int j = 0; j < groups_used; j++) {
-			int g = route_best(gs, groups);
-			if (lane == 0) gs[g] = NAN;
+		if (groups > 1) {
+			// A group's score is the sum of its two best; the groups_used
+			// best stay eligible (marked by a NaN score), the others'
+			// experts -Inf.
+			__shared__ double gs[ROUTE_MAXE / 2];
+			int per = n_exp / groups;
+			for (int g = lane; g < groups; g += 32) {
+				double a = -INFINITY, b = -INFINITY;
+				for (int i = g * per; i < (g + 1) * per; i++) {
+					double v = s[i];
+					if (v > a) b = a, a = v;
+					else if (v > b) b = v;
+				}
+				gs[g] = __dadd_rn(a, b);
+				nan |= gs[g] != gs[g];
+			}
+			if (route_left(nan, flag, ex)) return;
+			__syncwarp();
+			for (int j = 0; j < groups_used; j++) {
+				int g = route_best(gs, groups);
+				if (lane == 0) gs[g] = NAN;
+				__syncwarp();
+			}
+			for (int i = lane; i < n_exp; i += 32)
+				if (gs[i / per] == gs[i / per]) s[i] = -INFINITY;
 			__syncwarp();
 		}
-		for (int i = lane; i < n_exp; i += 32)
-			if (gs[i / per] == gs[i / per]) s[i] = -INFINITY;
-		__syncwarp();
-	}
-	int* ex = experts + (i64)t * k;
-	float* wt = weights + (i64)t * k;
-	for (int j = 0; j < k; j++) {
-		int e = route_best(s, n_exp);
-		if (lane == 0) {
-			s[e] = NAN;
-			if (chunk > 0) e = (int)__fmul_rn((float)e, __frcp_rn((float)chunk));
-			ex[j] = e;
+		for (int j = 0; j < k; j++) {
+			int e = route_best(s, n_exp);
+			if (lane == 0) {
+				s[e] = NAN;
+				if (chunk > 0) e = (int)__fmul_rn((float)e, __frcp_rn((float)chunk));
+				ex[j] = e;
+			}
+			__syncwarp();
 		}
-		__syncwarp();
 	}
+	__syncwarp();
 	if (lane != 0) return;
 	// The weights, lane 0 alone (K values, in order); s[0..k) holds them.
 	if (gating == 3) {
@@ -259,6 +264,12 @@ __device__ void ggml_soft_max(float* y, const float* x, int n, int avx2) {
 // glibc's expf (nn.GGMLSigmoid).
 __device__ __forceinline__ float ggml_sigmoid(float x) { return __fdiv_rn(1.0f, __fadd_rn(1.0f, libc_expf(-x))); }
 
+// ggml_sqrt_softplus is ggml's SQRT of SOFTPLUS: sqrtf of x past 20, else
+// of logf(1 + expf(x)), glibc's logf and expf (nn.GGMLSoftplus).
+__device__ __forceinline__ float ggml_sqrt_softplus(float x) {
+	return __fsqrt_rn(x > 20.0f ? x : libc_logf(__fadd_rn(1.0f, libc_expf(x))));
+}
+
 // ggml_best puts in idx[0..min(k, n)) the k largest of v[0..n), largest
 // first, and returns 1 where ggml's ARGSORT (std::sort) must put them first
 // in that order: v holds no NaN and each of them is the only one of its
@@ -290,13 +301,14 @@ __device__ int ggml_best(int* idx, const float* v, int n, int k) {
 
 // moe_route_ggml: moe_route's outputs for n tokens as ml.Router's GGML
 // path computes them (routeGGML, chooseGGML; gating 1 softmax, 2 sigmoid,
-// 3 softmax of the chosen logits; opts bit 0 Norm, bit 1 SelectSigmoid;
-// scale 0 or 1 for none), one thread a token: p by ggml's SOFT_MAX or
-// SIGMOID (glibc's expf), the selection scores p (or the sigmoid of the
-// logits) plus the bias in float32, each group scored by the double sum of
-// its two best rounded to float32 and all but the groups_used best groups'
-// experts -inf, the k best (each mapped to its chunk: float32(e)·
-// float32(1/chunk), truncated), their p (ggml's SOFT_MAX of them for
+// 3 softmax of the chosen logits, 4 sqrt(softplus); opts as moe_route's;
+// scale 0 or 1 for none), one thread a token: p by ggml's SOFT_MAX,
+// SIGMOID (glibc's expf) or SQRT of SOFTPLUS (glibc's logf and expf);
+// unless the experts are given, the selection scores p (or the sigmoid of
+// the logits) plus the bias in float32, each group scored by the double
+// sum of its two best rounded to float32 and all but the groups_used best
+// groups' experts -inf, the k best (each mapped to its chunk: float32(e)·
+// float32(1/chunk), truncated); their p (ggml's SOFT_MAX of them for
 // gating 3), divided by max(their double sum rounded, 2^-14) with Norm and
 // times float32(scale). A row with a NaN logit (the host's error) or whose
 // choice meets equal values (groups or experts: std::sort's order) is left
@@ -321,45 +333,49 @@ extern "C" __global__ void moe_route_ggml(const float* __restrict__ logits, cons
 		p[i] = gating == 2 ? ggml_sigmoid(x) : x;
 	}
 	if (gating == 1) ggml_soft_max(p, p, n_exp, avx2);
-	for (int i = 0; i < n_exp; i++) {
-		const float x = (opts & 2) ? ggml_sigmoid(row[i]) : p[i];
-		s[i] = bias ? __fadd_rn(x, bias[i]) : x;
-	}
-	int ok = 1;
-	if (groups > 1) {
-		const int per = n_exp / groups;
-		ok = per >= 2;
-		for (int g = 0; g < groups && ok; g++) {
-			// The sum of the group's two best values, whichever of equal
-			// values ARGSORT puts first.
-			float a = -INFINITY, b = -INFINITY;
-			for (int i = g * per; i < (g + 1) * per; i++) {
-				const float v = s[i];
-				ok &= v == v;
-				if (v > a) b = a, a = v;
-				else if (v > b) b = v;
+	if (gating == 4)
+		for (int i = 0; i < n_exp; i++) p[i] = ggml_sqrt_softplus(p[i]);
+	if (!(opts & 4)) { // the choice, unless given
+		for (int i = 0; i < n_exp; i++) {
+			const float x = (opts & 2) ? ggml_sigmoid(row[i]) : p[i];
+			s[i] = bias ? __fadd_rn(x, bias[i]) : x;
+		}
+		int ok = 1;
+		if (groups > 1) {
+			const int per = n_exp / groups;
+			ok = per >= 2;
+			for (int g = 0; g < groups && ok; g++) {
+				// The sum of the group's two best values, whichever of
+				// equal values ARGSORT puts first.
+				float a = -INFINITY, b = -INFINITY;
+				for (int i = g * per; i < (g + 1) * per; i++) {
+					const float v = s[i];
+					ok &= v == v;
+					if (v > a) b = a, a = v;
+					else if (v > b) b = v;
+				}
+				gs[g] = (float)__dadd_rn((double)a, (double)b);
 			}
-			gs[g] = (float)__dadd_rn((double)a, (double)b);
+			ok = ok && ggml_best(idx, gs, groups, groups_used);
+			for (int g = 0; g < groups && ok; g++) {
+				int used = 0;
+				for (int j = 0; j < groups_used; j++) used |= idx[j] == g;
+				if (!used)
+					for (int i = g * per; i < (g + 1) * per; i++) s[i] = -INFINITY;
+			}
 		}
-		ok = ok && ggml_best(idx, gs, groups, groups_used);
-		for (int g = 0; g < groups && ok; g++) {
-			int used = 0;
-			for (int j = 0; j < groups_used; j++) used |= idx[j] == g;
-			if (!used)
-				for (int i = g * per; i < (g + 1) * per; i++) s[i] = -INFINITY;
+		if (!ok || !ggml_best(idx, s, n_exp, k)) {
+			route_leave(flag, ex);
+			return;
 		}
-	}
-	if (!ok || !ggml_best(idx, s, n_exp, k)) {
-		route_leave(flag, ex);
-		return;
+		for (int j = 0; j < k; j++) {
+			int e = idx[j];
+			if (chunk > 0) e = (int)__fmul_rn((float)e, __fdiv_rn(1.0f, (float)chunk));
+			ex[j] = e;
+		}
 	}
 	float w[ROUTE_MAXE];
-	for (int j = 0; j < k; j++) {
-		int e = idx[j];
-		if (chunk > 0) e = (int)__fmul_rn((float)e, __fdiv_rn(1.0f, (float)chunk));
-		ex[j] = e;
-		w[j] = p[e];
-	}
+	for (int j = 0; j < k; j++) w[j] = p[ex[j]];
 	if (gating == 3) ggml_soft_max(w, w, k, avx2);
 	if (opts & 1) {
 		double sum = 0.0;

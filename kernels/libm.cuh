@@ -1,26 +1,16 @@
 // glibc's libm functions the CPU's llama.cpp arithmetic calls, ported so
 // that a kernel gives its bits (ggml calls expf for SOFT_MAX's tail and
-// its fused hyper-connection ops), and ggml-cpu's own vector e^x and
-// register sums. Included by the modules that need it.
+// its fused hyper-connection ops, logf and expf for SOFTPLUS), and
+// ggml-cpu's own vector e^x and register sums. Included by the modules
+// that need it.
 #pragma once
 #include "common.cuh"
+#include "libmdata.cuh" // glibc's tables, generated from nn's (nn.LibmData)
 
-// glibc's expf (ARM's optimized routines, FMA build) as nn.LibcExpf:
-// exp2f_tab is __exp2f_data.tab (N = 32), the bits of 2^(i/32) minus i <<
-// 47.
-__constant__ u64 exp2f_tab[32] = {
-    0x3ff0000000000000ull, 0x3fefd9b0d3158574ull, 0x3fefb5586cf9890full, 0x3fef9301d0125b51ull,
-    0x3fef72b83c7d517bull, 0x3fef54873168b9aaull, 0x3fef387a6e756238ull, 0x3fef1e9df51fdee1ull,
-    0x3fef06fe0a31b715ull, 0x3feef1a7373aa9cbull, 0x3feedea64c123422ull, 0x3feece086061892dull,
-    0x3feebfdad5362a27ull, 0x3feeb42b569d4f82ull, 0x3feeab07dd485429ull, 0x3feea47eb03a5585ull,
-    0x3feea09e667f3bcdull, 0x3fee9f75e8ec5f74ull, 0x3feea11473eb0187ull, 0x3feea589994cce13ull,
-    0x3feeace5422aa0dbull, 0x3feeb737b0cdc5e5ull, 0x3feec49182a3f090ull, 0x3feed503b23e255dull,
-    0x3feee89f995ad3adull, 0x3feeff76f2fb5e47ull, 0x3fef199bdd85529cull, 0x3fef3720dcef9069ull,
-    0x3fef5818dcfba487ull, 0x3fef7c97337b9b5full, 0x3fefa4afa2a490daull, 0x3fefd0765b6e4540ull,
-};
-
+// abstop12 is the top 12 bits of x's exponent and sign, as glibc's.
 __device__ __forceinline__ u32 abstop12(float x) { return (__float_as_uint(x) >> 20) & 0x7ff; }
 
+// glibc's expf (ARM's optimized routines, FMA build) as nn.LibcExpf.
 __device__ float libc_expf(float x) {
 	if (abstop12(x) >= abstop12(88.0f)) {
 		if (x == -INFINITY) return 0.0f;
@@ -41,6 +31,29 @@ __device__ float libc_expf(float x) {
 	double y = __fma_rn(c2, r, 1.0);
 	y = __fma_rn(zz, __dmul_rn(r, r), y);
 	return (float)__dmul_rn(y, s);
+}
+
+// glibc's logf (ARM's optimized routines) as nn.LibcLogf, its products and
+// sums rounded as that port rounds them.
+__device__ float libc_logf(float x) {
+	const double ln2 = 0x1.62e42fefa39efp-1;
+	u32 ix = __float_as_uint(x);
+	if (ix == 0x3f800000u) return 0.0f;
+	if (ix - 0x00800000u >= 0x7f800000u - 0x00800000u) {
+		if (ix * 2 == 0) return -INFINITY;
+		if (ix == 0x7f800000u) return x;
+		if ((ix & 0x80000000u) || ix * 2 >= 0xff000000u) return NAN;
+		ix = __float_as_uint(__fmul_rn(x, 0x1p23f)) - (23u << 23); // subnormal: normalize
+	}
+	const u32 tmp = ix - 0x3f330000u;
+	const int i = (tmp >> (23 - 4)) % 16, k = (int)tmp >> 23;
+	const double z = (double)__uint_as_float(ix - (tmp & 0xff800000u));
+	const double r = __fma_rn(z, logf_tab[i][0], -1.0);
+	const double y0 = __dadd_rn(logf_tab[i][1], __dmul_rn((double)k, ln2));
+	const double r2 = __dmul_rn(r, r);
+	double y = __fma_rn(logf_poly[1], r, logf_poly[2]);
+	y = __fma_rn(logf_poly[0], r2, y);
+	return (float)__fma_rn(y, r2, __dadd_rn(y0, r));
 }
 
 // ggml_expf is ggml_v_expf of ggml-cpu's AVX-512 build (avx2 0: its

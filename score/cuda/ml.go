@@ -1485,25 +1485,36 @@ const routeMaxExperts = 512
 // arithmetic, one warp a token; moe_route_ggml: the int8 modes' ggml
 // arithmetic, one thread a token) and copies back the choices and
 // weights, 8 bytes a choice against 4 bytes a logit of every expert, with
-// the host's cores free. A router of more experts than the kernels take,
-// experts given by token (Chosen: DeepSeek-V4's hash layers), the ggml
-// arithmetic of sqrt(softplus) route on the host from the logits, and so
-// do the rows a kernel leaves to the host (a NaN score, or in the ggml
-// arithmetic equal scores, whose order the host's sort decides); a NaN
-// logit gives the host's error.
+// the host's cores free; experts given by token (Chosen: DeepSeek-V4's
+// hash layers) are copied in and weighted there. A router of more experts
+// than the kernels take routes on the host from the logits, and so do the
+// rows a kernel leaves to the host (a NaN score, or in the ggml arithmetic
+// equal scores, whose order the host's sort decides); a NaN logit gives
+// the host's error.
 func (b *gpuBackend) Route(logits ml.Tensor, r *ml.Router) (*ml.Routing, error) {
 	l := g(logits)
 	n, E, K := l.rows, r.Experts, r.K
 	gshape("router logits", l, n, E)
-	if E > routeMaxExperts || hostRouting || n == 0 || r.Chosen != nil || r.GGML && r.Gating == ml.GateSqrtSoftplus {
+	if E > routeMaxExperts || hostRouting || n == 0 {
 		return r.Route(b.Read(logits))
 	}
+	if err := r.CheckChosen(n); err != nil {
+		return nil, err
+	}
 	// One buffer: the selection bias and the flag (uploaded together, the
-	// flag 0), then the experts and the weights (downloaded with the flag).
+	// flag 0), then the experts (uploaded too when given) and the weights
+	// (downloaded with the flag).
 	bias := len(r.SelBias)
 	io := make([]uint32, bias+1+2*n*K)
 	for i, v := range r.SelBias {
 		io[i] = math.Float32bits(v)
+	}
+	in := io[:bias+1]
+	if r.Chosen != nil {
+		in = io[:bias+1+n*K]
+		for i, e := range r.Chosen {
+			in[bias+1+i] = uint32(e)
+		}
 	}
 	b.do("routing", func() error {
 		mark := b.Mark()
@@ -1512,7 +1523,7 @@ func (b *gpuBackend) Route(logits ml.Tensor, r *ml.Router) (*ml.Routing, error) 
 		if err != nil {
 			return err
 		}
-		if err := upload(b.e, d, io[:bias+1]); err != nil {
+		if err := upload(b.e, d, in); err != nil {
 			return err
 		}
 		var bp ptr
@@ -1532,11 +1543,15 @@ func (b *gpuBackend) Route(logits ml.Tensor, r *ml.Router) (*ml.Routing, error) 
 	}
 	if b.err == nil && io[bias] != 0 { // the rows the kernel left (expert -1), from the logits
 		v := b.Read(logits)
+		row := *r
 		for t := range n {
 			if out.Expert[t*K] >= 0 {
 				continue
 			}
-			rt, err := r.Route(v[t*E : (t+1)*E])
+			if r.Chosen != nil {
+				row.Chosen = r.Chosen[t*K : (t+1)*K]
+			}
+			rt, err := row.Route(v[t*E : (t+1)*E])
 			if err != nil {
 				return r.Route(v) // the error naming the row in the block
 			}

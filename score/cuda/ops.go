@@ -191,9 +191,9 @@ func (e *Engine) sumChoices(dst, res ptr, rows, k, cols int) error {
 
 // moeRoute: each of n tokens' K experts and weights from its router
 // logits, by r's float64 arithmetic (ml.Router.Route; moe_route) or with
-// r.GGML its ggml arithmetic (moe_route_ggml, which knows no
-// sqrt(softplus)); bias is r.SelBias on the device (0 without); *flag is
-// set when a row is left to the host.
+// r.GGML its ggml arithmetic (moe_route_ggml); with r.Chosen, experts
+// holds r.Chosen already and the kernel weighs them; bias is r.SelBias on
+// the device (0 without); *flag is set when a row is left to the host.
 func (e *Engine) moeRoute(logits, bias, experts, weights, flag ptr, n int, r *ml.Router) error {
 	opts := 0
 	if r.Norm {
@@ -201,6 +201,9 @@ func (e *Engine) moeRoute(logits, bias, experts, weights, flag ptr, n int, r *ml
 	}
 	if r.SelectSigmoid {
 		opts |= 2
+	}
+	if r.Chosen != nil {
+		opts |= 4
 	}
 	name, grid := "moe_route", dim3{uint32(n), 1, 1} // a warp a token
 	args := []any{logits, bias, experts, weights, flag, n, r.Experts, r.K, int(r.Gating), r.Groups, r.GroupsUsed, r.Chunk, opts, r.Scale}

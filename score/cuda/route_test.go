@@ -33,30 +33,54 @@ func routeLogits(rng *rand.Rand, n, E int) []float32 {
 	return v
 }
 
-// routerCase is a router of the tests, by name.
+// routerCase is a router of the tests, by name; given: its experts are
+// given per token (Chosen), drawn at random by choose.
 type routerCase struct {
-	name string
-	r    ml.Router
+	name  string
+	r     ml.Router
+	given bool
+}
+
+// choose sets c.r.Chosen to n tokens' experts drawn from rng when c.given.
+func (c *routerCase) choose(rng *rand.Rand, n int) {
+	if !c.given {
+		return
+	}
+	c.r.Chosen = make([]int32, n*c.r.K)
+	for i := range c.r.Chosen {
+		c.r.Chosen[i] = int32(rng.IntN(c.r.Experts))
+	}
+}
+
+// rowRouter is r for token t alone: its Chosen, if any, t's.
+func rowRouter(r ml.Router, t int) *ml.Router {
+	if r.Chosen != nil {
+		r.Chosen = r.Chosen[t*r.K : (t+1)*r.K]
+	}
+	return &r
 }
 
 // routers are llama.cpp's mixtures' routers (expert counts from 8 to 512,
 // 60 not a multiple of a warp, and 600, past the kernels).
 func routers(rng *rand.Rand) []routerCase {
 	return []routerCase{
-		{"softmax/norm (qwen3moe)", ml.Router{Experts: 128, K: 8, Gating: ml.GateSoftmax, Norm: true}},
-		{"softmax/512 (qwen3next)", ml.Router{Experts: 512, K: 10, Gating: ml.GateSoftmax, Norm: true}},
-		{"softmax (mixtral)", ml.Router{Experts: 8, K: 2, Gating: ml.GateSoftmax}},
-		{"softmax/every expert", ml.Router{Experts: 8, K: 8, Gating: ml.GateSoftmax, Norm: true}},
-		{"softmax/60 (qwen2moe)", ml.Router{Experts: 60, K: 4, Gating: ml.GateSoftmax}},
+		{"softmax/norm (qwen3moe)", ml.Router{Experts: 128, K: 8, Gating: ml.GateSoftmax, Norm: true}, false},
+		{"softmax/512 (qwen3next)", ml.Router{Experts: 512, K: 10, Gating: ml.GateSoftmax, Norm: true}, false},
+		{"softmax (mixtral)", ml.Router{Experts: 8, K: 2, Gating: ml.GateSoftmax}, false},
+		{"softmax/every expert", ml.Router{Experts: 8, K: 8, Gating: ml.GateSoftmax, Norm: true}, false},
+		{"softmax/60 (qwen2moe)", ml.Router{Experts: 60, K: 4, Gating: ml.GateSoftmax}, false},
 		{"sigmoid/bias/groups/scale (deepseek3)", ml.Router{Experts: 256, K: 8, Gating: ml.GateSigmoid,
-			SelBias: randF32(rng, 256, 0.5), Groups: 8, GroupsUsed: 4, Norm: true, Scale: 2.5}},
-		{"softmax-selected (gpt-oss)", ml.Router{Experts: 32, K: 4, Gating: ml.GateSoftmaxSelected}},
+			SelBias: randF32(rng, 256, 0.5), Groups: 8, GroupsUsed: 4, Norm: true, Scale: 2.5}, false},
+		{"softmax-selected (gpt-oss)", ml.Router{Experts: 32, K: 4, Gating: ml.GateSoftmaxSelected}, false},
 		{"sqrt-softplus/bias/scale (deepseek4)", ml.Router{Experts: 256, K: 6, Gating: ml.GateSqrtSoftplus,
-			SelBias: randF32(rng, 256, 0.5), Norm: true, Scale: 1.5}},
-		{"sigmoid/before (llama4)", ml.Router{Experts: 16, K: 1, Gating: ml.GateSigmoid, Before: true}},
+			SelBias: randF32(rng, 256, 0.5), Norm: true, Scale: 1.5}, false},
+		{"sqrt-softplus/given (deepseek4's hash layers)", ml.Router{Experts: 256, K: 6, Gating: ml.GateSqrtSoftplus,
+			Norm: true, Scale: 1.5}, true},
+		{"softmax-selected/given", ml.Router{Experts: 32, K: 4, Gating: ml.GateSoftmaxSelected}, true},
+		{"sigmoid/before (llama4)", ml.Router{Experts: 16, K: 1, Gating: ml.GateSigmoid, Before: true}, false},
 		{"select-sigmoid/chunks (grovemoe)", ml.Router{Experts: 128, K: 8, Gating: ml.GateSoftmax, SelectSigmoid: true,
-			Chunk: 16, Norm: true, Scale: 0.7}},
-		{"600 experts", ml.Router{Experts: 600, K: 6, Gating: ml.GateSoftmax, Norm: true}},
+			Chunk: 16, Norm: true, Scale: 0.7}, false},
+		{"600 experts", ml.Router{Experts: 600, K: 6, Gating: ml.GateSoftmax, Norm: true}, false},
 	}
 }
 
@@ -64,7 +88,7 @@ func routers(rng *rand.Rand) []routerCase {
 // (r.GGML), or none ("": the host routes).
 func routeKernel(r ml.Router) string {
 	switch {
-	case r.Experts > routeMaxExperts, r.GGML && r.Gating == ml.GateSqrtSoftplus:
+	case r.Experts > routeMaxExperts:
 		return ""
 	case r.GGML:
 		return "moe_route_ggml"
@@ -82,8 +106,8 @@ func routeKernel(r ml.Router) string {
 // TestRouteGGMLParity checks the kernel's rows one by one), as does a row
 // with an infinite logit where it makes a NaN score (bit for bit); a NaN
 // logit fails with the host's error, and a router of more than
-// routeMaxExperts experts, and the ggml arithmetic of sqrt(softplus),
-// route on the host.
+// routeMaxExperts experts routes on the host. Experts given per token
+// (Chosen) are weighed on the device.
 func TestRouteParity(t *testing.T) {
 	onDevicesAndHost(t, func(t *testing.T, e *Engine) {
 		rng := rand.New(rand.NewPCG(31, 7))
@@ -104,6 +128,7 @@ func TestRouteParity(t *testing.T) {
 					continue
 				}
 				c.r.GGML = ggml
+				c.choose(rng, n)
 				kernel := routeKernel(c.r)
 				t.Run(fmt.Sprintf("%s/ggml=%v", c.name, ggml), func(t *testing.T) {
 					if err := c.r.Validate(); err != nil {
@@ -163,8 +188,10 @@ func TestRouteParity(t *testing.T) {
 
 // TestRouteGGMLParity: moe_route_ggml row by row, against ml.Router.Route's
 // ggml arithmetic (both builds' softmax), for the routers moe_route_ggml
-// takes: rows of distinct logits (normal, and spread by 30 so that most
-// probabilities underflow) routed on the device to the bit; rows whose
+// takes: rows of distinct logits (normal, spread by 30 so that most
+// probabilities underflow, and for sqrt(softplus) the logits below
+// 0xc100727b, where glibc's logf is not correctly rounded:
+// TestRouteGGMLSqrtSoftplus) routed on the device to the bit; rows whose
 // choice meets equal scores (every logit equal; two equal best; a NaN)
 // left to the host, experts[t·K] -1 and the flag set, and only those.
 func TestRouteGGMLParity(t *testing.T) {
@@ -176,6 +203,7 @@ func TestRouteGGMLParity(t *testing.T) {
 		}
 		for _, c := range routers(rng) {
 			for _, avx2 := range []bool{false, true} {
+				c.choose(rng, n)
 				r := c.r
 				r.GGML, r.GGMLAVX2 = true, avx2
 				if routeKernel(r) == "" {
@@ -191,6 +219,12 @@ func TestRouteGGMLParity(t *testing.T) {
 						row[i] = float32(rng.NormFloat64() * scale)
 					}
 					switch tok % 8 {
+					case 1: // where glibc's logf(1 + expf(x)) is not the correctly rounded one
+						if r.Gating == ml.GateSqrtSoftplus {
+							for i, j := range rng.Perm(E) {
+								row[i] = math.Float32frombits(0xc100727b - uint32(j))
+							}
+						}
 					case 3: // every logit equal
 						for i := range row {
 							row[i] = 0.75
@@ -204,13 +238,17 @@ func TestRouteGGMLParity(t *testing.T) {
 					case 7:
 						row[rng.IntN(E)] = float32(math.NaN())
 					}
-					left[tok] = simRouteGGMLLeft(&r, row)
+					left[tok] = simRouteGGMLLeft(rowRouter(r, tok), row)
 				}
 				var bias ptr
 				if r.SelBias != nil {
 					bias = devPut(t, e, r.SelBias)
 				}
-				lp, ex, wt, fl := devPut(t, e, logits), devAlloc(t, e, int64(4*n*K)), devAlloc(t, e, int64(4*n*K)), devPut(t, e, []int32{0})
+				ex := devAlloc(t, e, int64(4*n*K))
+				if r.Chosen != nil {
+					ex = devPut(t, e, r.Chosen)
+				}
+				lp, wt, fl := devPut(t, e, logits), devAlloc(t, e, int64(4*n*K)), devPut(t, e, []int32{0})
 				do(t, e, func() error { return e.moeRoute(lp, bias, ex, wt, fl, n, &r) })
 				experts, weights, flag := devGet[int32](t, e, ex, n*K), devGet[float32](t, e, wt, n*K), devGet[int32](t, e, fl, 1)
 				device, flagged := 0, 0
@@ -223,7 +261,7 @@ func TestRouteGGMLParity(t *testing.T) {
 						continue
 					}
 					device++
-					want, err := r.Route(logits[t0*E : (t0+1)*E])
+					want, err := rowRouter(r, t0).Route(logits[t0*E : (t0+1)*E])
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -231,7 +269,7 @@ func TestRouteGGMLParity(t *testing.T) {
 						&ml.Routing{K: K, Expert: experts[t0*K : (t0+1)*K], Weight: weights[t0*K : (t0+1)*K], Before: r.Before}, want, 0)
 				}
 				t.Logf("%s, avx2 %v: %d rows on the device, %d left", c.name, avx2, device, flagged)
-				if (flag[0] != 0) != (flagged > 0) || device < n/2 || flagged < n/8 {
+				if (flag[0] != 0) != (flagged > 0) || device < n/2 || flagged < n/8 || r.Chosen != nil && flagged != n/8 {
 					t.Errorf("%s, avx2 %v: %d rows on the device, %d left, flag %d", c.name, avx2, device, flagged, flag[0])
 				}
 			}

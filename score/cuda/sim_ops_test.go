@@ -204,8 +204,12 @@ func simRoute(a *simArgs, covered uint32, ggml bool) error {
 		return errors.Join(err, a.err)
 	}
 	E, K := r.Experts, r.K
+	given := opts&4 != 0
 	for t := range n {
 		row := logits[t*E : (t+1)*E]
+		if given { // the row's experts, as the kernel reads them
+			r.Chosen = slices.Clone(experts[t*K : (t+1)*K])
+		}
 		if left(&r, row) {
 			experts[t*K], flag[0] = -1, 1
 			continue
@@ -221,7 +225,8 @@ func simRoute(a *simArgs, covered uint32, ggml bool) error {
 }
 
 // simRouteLeft reports whether moe_route leaves row to the host: a NaN
-// logit, selection score or group score.
+// logit, or with the experts chosen there, a NaN selection score or group
+// score.
 func simRouteLeft(r *ml.Router, row []float32) bool {
 	mx := math.Inf(-1)
 	for _, v := range row {
@@ -229,6 +234,9 @@ func simRouteLeft(r *ml.Router, row []float32) bool {
 			return true
 		}
 		mx = math.Max(mx, float64(v))
+	}
+	if r.Chosen != nil {
+		return false
 	}
 	s := make([]float64, len(row))
 	for i, v := range row {
@@ -271,22 +279,19 @@ func simRouteLeft(r *ml.Router, row []float32) bool {
 }
 
 // simRouteGGMLLeft reports whether moe_route_ggml leaves row to the host:
-// a NaN logit, or a choice (of groups, of experts) among equal or NaN
-// selection scores, whose order is std::sort's.
+// a NaN logit, or unless the experts are given, a choice (of groups, of
+// experts) among equal or NaN selection scores, whose order is
+// std::sort's.
 func simRouteGGMLLeft(r *ml.Router, row []float32) bool {
 	if slices.ContainsFunc(row, func(v float32) bool { return v != v }) {
 		return true
 	}
+	if r.Chosen != nil {
+		return false
+	}
 	E := len(row)
 	p, s := make([]float32, E), make([]float32, E)
-	switch r.Gating {
-	case ml.GateSoftmax:
-		nn.GGMLSoftMax(p, row, r.GGMLAVX2)
-	case ml.GateSigmoid:
-		nn.GGMLSigmoid(p, row)
-	default:
-		copy(p, row)
-	}
+	r.GGMLProbs(p, row)
 	copy(s, p)
 	if r.SelectSigmoid {
 		nn.GGMLSigmoid(s, row)

@@ -116,6 +116,13 @@ func libcSinCos(y float32, cos bool) float32 {
 	return float32(math.NaN())
 }
 
+// LibmData is the data of glibc's expf and logf that LibcExpf and LibcLogf
+// use (exp2fTab, logfTab, logfPoly), for the device's ports: the CUDA
+// backend generates kernels/libmdata.cuh from it.
+func LibmData() (exp2f [32]uint64, logf [16][2]float64, logfP [3]float64) {
+	return exp2fTab, logfTab, logfPoly
+}
+
 // exp2fTab is glibc's __exp2f_data.tab (N = 32): the bits of 2^(i/32)
 // minus i << 47.
 var exp2fTab = func() (t [32]uint64) {
