@@ -281,7 +281,7 @@ func (r *RoPE) ggmlRoPE(c *Context, x []float32, n, heads int) {
 					// ramp_mix) + theta_extrap·ramp_mix into one
 					// fused multiply-add on the first product.
 					th = fma32(th, 1-ramp, te*ramp)
-					ms *= 1 + 0.1*float32(math.Log(float64(1/fs)))
+					ms *= 1 + 0.1*LibcLogf(1/fs) // glibc's logf, as rope_yarn calls it
 				}
 				cs[2*i] = libcCosf(th) * ms
 				cs[2*i+1] = libcSinf(th) * ms
