@@ -3,11 +3,11 @@ package cuda
 import (
 	"flag"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
+	"ppl.dev/kernels"
 	"ppl.dev/score/nn"
 )
 
@@ -44,18 +44,7 @@ func libmHeader() string {
 
 // The committed kernels/libmdata.cuh is the one nn.LibmData generates.
 func TestLibmHeader(t *testing.T) {
-	const path = "../../kernels/libmdata.cuh"
-	want := libmHeader()
-	got, err := os.ReadFile(path)
-	if *update && string(got) != want { // unchanged, it keeps its time for make
-		if err = os.WriteFile(path, []byte(want), 0o644); err == nil {
-			got = []byte(want)
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != want {
-		t.Errorf("%s differs from what nn.LibmData generates: run go generate ./score/cuda (then make kernels)\ngot:\n%s\nwant:\n%s", path, got, want)
+	if err := kernels.CheckGenerated("../../kernels/libmdata.cuh", libmHeader(), *update, "go generate ./score/cuda"); err != nil {
+		t.Error(err)
 	}
 }
