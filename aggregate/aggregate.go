@@ -349,11 +349,12 @@ func perplexity(nll, winNLL, winN []float64, bytes, words int64, key string, opt
 	if len(nll) < 2 {
 		p.NLLStddev = 0
 	} else {
+		h := float64(z * se) // the interval's half-width, rounded: never fused into mean ± h
 		p.Naive = &report.Naive{
 			SE:        report.F(se),
 			PPLSE:     report.F(math.Exp(mean) * se),
-			MeanNLLCI: [2]report.F{report.F(mean - z*se), report.F(mean + z*se)},
-			PPLCI:     [2]report.F{report.F(math.Exp(mean - z*se)), report.F(math.Exp(mean + z*se))},
+			MeanNLLCI: [2]report.F{report.F(mean - h), report.F(mean + h)},
+			PPLCI:     [2]report.F{report.F(math.Exp(mean - h)), report.F(math.Exp(mean + h))},
 		}
 	}
 	if reps := stats.Replicates(winNLL, winN, opt.Resamples, stats.NewRand(stats.Seed(opt.Seed, key))); reps != nil {
@@ -434,7 +435,7 @@ func reference(nll, ref []float64) *report.Reference {
 	cov := stats.CovMean(nll, ref)
 	ppl, pplr := math.Exp(m), math.Exp(mr)
 	lnr := m - mr
-	lnrSE := math.Sqrt(math.Max(0, se*se+ser*ser-2*cov))
+	lnrSE := math.Sqrt(math.Max(0, float64(se*se)+float64(ser*ser)-float64(2*cov)))
 	out := &report.Reference{
 		MeanNLL:      report.F(mr),
 		PPL:          report.F(pplr),
@@ -445,7 +446,7 @@ func reference(nll, ref []float64) *report.Reference {
 		PPLRatioSE:   report.F(math.Exp(lnr) * lnrSE),
 		PPLDiff:      report.F(ppl - pplr),
 		PPLDiffSE: report.F(math.Sqrt(math.Max(0,
-			(ppl*se)*(ppl*se)+(pplr*ser)*(pplr*ser)-2*ppl*pplr*cov))),
+			float64((ppl*se)*(ppl*se))+float64((pplr*ser)*(pplr*ser))-float64(2*ppl*pplr*cov)))),
 	}
 	if se > 0 && ser > 0 {
 		out.Correlation = report.F(cov / (se * ser))

@@ -464,7 +464,7 @@ func delta(base, cand Input, name string, overall bool, idx int, opt Options) *D
 				kc := float64(cgroup.ScoredTokens) / (float64(cb) * math.Ln2)
 				reps := make([]float64, len(rb))
 				for i := range reps {
-					reps[i] = kc*rc[i] - kb*rb[i]
+					reps[i] = float64(kc*rc[i]) - float64(kb*rb[i])
 				}
 				iv := stats.Summarize(reps)
 				d.CI, d.HasCI = [2]report.F{report.F(iv.Lo), report.F(iv.Hi)}, true

@@ -20,13 +20,13 @@ func dotF32(w []byte, x []float32) float32 {
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
 		b := w[4*i : 4*i+16]
-		s0 += math.Float32frombits(binary.LittleEndian.Uint32(b[0:])) * x[i]
-		s1 += math.Float32frombits(binary.LittleEndian.Uint32(b[4:])) * x[i+1]
-		s2 += math.Float32frombits(binary.LittleEndian.Uint32(b[8:])) * x[i+2]
-		s3 += math.Float32frombits(binary.LittleEndian.Uint32(b[12:])) * x[i+3]
+		s0 += float32(math.Float32frombits(binary.LittleEndian.Uint32(b[0:])) * x[i])
+		s1 += float32(math.Float32frombits(binary.LittleEndian.Uint32(b[4:])) * x[i+1])
+		s2 += float32(math.Float32frombits(binary.LittleEndian.Uint32(b[8:])) * x[i+2])
+		s3 += float32(math.Float32frombits(binary.LittleEndian.Uint32(b[12:])) * x[i+3])
 	}
 	for ; i < len(x); i++ {
-		s0 += math.Float32frombits(binary.LittleEndian.Uint32(w[4*i:])) * x[i]
+		s0 += float32(math.Float32frombits(binary.LittleEndian.Uint32(w[4*i:])) * x[i])
 	}
 	return (s0 + s1) + (s2 + s3)
 }
@@ -51,13 +51,13 @@ func dotF16(w []byte, x []float32) float32 {
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
 		b := w[2*i : 2*i+8]
-		s0 += F16ToF32(binary.LittleEndian.Uint16(b[0:])) * x[i]
-		s1 += F16ToF32(binary.LittleEndian.Uint16(b[2:])) * x[i+1]
-		s2 += F16ToF32(binary.LittleEndian.Uint16(b[4:])) * x[i+2]
-		s3 += F16ToF32(binary.LittleEndian.Uint16(b[6:])) * x[i+3]
+		s0 += float32(F16ToF32(binary.LittleEndian.Uint16(b[0:])) * x[i])
+		s1 += float32(F16ToF32(binary.LittleEndian.Uint16(b[2:])) * x[i+1])
+		s2 += float32(F16ToF32(binary.LittleEndian.Uint16(b[4:])) * x[i+2])
+		s3 += float32(F16ToF32(binary.LittleEndian.Uint16(b[6:])) * x[i+3])
 	}
 	for ; i < len(x); i++ {
-		s0 += F16ToF32(binary.LittleEndian.Uint16(w[2*i:])) * x[i]
+		s0 += float32(F16ToF32(binary.LittleEndian.Uint16(w[2*i:])) * x[i])
 	}
 	return (s0 + s1) + (s2 + s3)
 }
@@ -82,13 +82,13 @@ func dotBF16(w []byte, x []float32) float32 {
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
 		b := w[2*i : 2*i+8]
-		s0 += BF16ToF32(binary.LittleEndian.Uint16(b[0:])) * x[i]
-		s1 += BF16ToF32(binary.LittleEndian.Uint16(b[2:])) * x[i+1]
-		s2 += BF16ToF32(binary.LittleEndian.Uint16(b[4:])) * x[i+2]
-		s3 += BF16ToF32(binary.LittleEndian.Uint16(b[6:])) * x[i+3]
+		s0 += float32(BF16ToF32(binary.LittleEndian.Uint16(b[0:])) * x[i])
+		s1 += float32(BF16ToF32(binary.LittleEndian.Uint16(b[2:])) * x[i+1])
+		s2 += float32(BF16ToF32(binary.LittleEndian.Uint16(b[4:])) * x[i+2])
+		s3 += float32(BF16ToF32(binary.LittleEndian.Uint16(b[6:])) * x[i+3])
 	}
 	for ; i < len(x); i++ {
-		s0 += BF16ToF32(binary.LittleEndian.Uint16(w[2*i:])) * x[i]
+		s0 += float32(BF16ToF32(binary.LittleEndian.Uint16(w[2*i:])) * x[i])
 	}
 	return (s0 + s1) + (s2 + s3)
 }

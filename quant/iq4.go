@@ -25,10 +25,10 @@ func dotIQ4_NL(w []byte, x []float32) float32 {
 		b, xs := w[:18], x[:32]
 		var s0, s1 float32
 		for j, q := range b[2:18] {
-			s0 += iq4Table[q&15] * xs[j]
-			s1 += iq4Table[q>>4] * xs[j+16]
+			s0 += float32(iq4Table[q&15] * xs[j])
+			s1 += float32(iq4Table[q>>4] * xs[j+16])
 		}
-		sum += f16(b) * (s0 + s1)
+		sum += float32(f16(b) * (s0 + s1))
 		w, x = w[18:], x[32:]
 	}
 	return sum
@@ -72,12 +72,12 @@ func dotIQ4_XS(w []byte, x []float32) float32 {
 			xs := xb[32*k:][:32]
 			var s0, s1 float32
 			for j, v := range q {
-				s0 += iq4Table[v&15] * xs[j]
-				s1 += iq4Table[v>>4] * xs[j+16]
+				s0 += float32(iq4Table[v&15] * xs[j])
+				s1 += float32(iq4Table[v>>4] * xs[j+16])
 			}
-			sd += float32(iq4xsScale(sh, sl, k)) * (s0 + s1)
+			sd += float32(float32(iq4xsScale(sh, sl, k)) * (s0 + s1))
 		}
-		sum += f16(b) * sd
+		sum += float32(f16(b) * sd)
 		w, x = w[136:], x[256:]
 	}
 	return sum

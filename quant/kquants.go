@@ -19,12 +19,12 @@ func deqQ2_K(src []byte, dst []float32) {
 		for k := range 16 {
 			// Sub-block k holds weights 16k..16k+15 = 128h + 32s + 16e + l.
 			h, s, e := k/8, k/2%4, k%2
-			dl, ml := d*float32(sc[k]&15), dmin*float32(sc[k]>>4)
+			dl, ml := d*float32(sc[k]&15), float32(dmin*float32(sc[k]>>4))
 			q := qs[32*h+16*e:][:16]
 			yy := y[16*k:][:16]
 			shift := uint(2 * s)
 			for l, v := range q {
-				yy[l] = dl*float32(v>>shift&3) - ml
+				yy[l] = float32(dl*float32(v>>shift&3)) - ml
 			}
 		}
 		src, dst = src[84:], dst[256:]
@@ -44,13 +44,13 @@ func dotQ2_K(w []byte, x []float32) float32 {
 			shift := uint(2 * s)
 			var sq, sx float32
 			for l, v := range q {
-				sq += float32(v>>shift&3) * xs[l]
+				sq += float32(float32(v>>shift&3) * xs[l])
 				sx += xs[l]
 			}
-			sd += float32(sc[k]&15) * sq
-			sm += float32(sc[k]>>4) * sx
+			sd += float32(float32(sc[k]&15) * sq)
+			sm += float32(float32(sc[k]>>4) * sx)
 		}
-		sum += f16(b[80:])*sd - f16(b[82:])*sm
+		sum += float32(f16(b[80:])*sd) - float32(f16(b[82:])*sm)
 		w, x = w[84:], x[256:]
 	}
 	return sum
@@ -112,11 +112,11 @@ func dotQ3_K(w []byte, x []float32) float32 {
 			var sq float32
 			for l, v := range q {
 				qi := int32(v>>shift&3) - 4 + 4*int32(hh[l]>>hbit&1)
-				sq += float32(qi) * xs[l]
+				sq += float32(float32(qi) * xs[l])
 			}
-			sd += float32(sc[k]) * sq
+			sd += float32(float32(sc[k]) * sq)
 		}
-		sum += f16(b[108:]) * sd
+		sum += float32(f16(b[108:]) * sd)
 		w, x = w[110:], x[256:]
 	}
 	return sum
@@ -142,13 +142,13 @@ func deqQ4_K(src []byte, dst []float32) {
 		for c := range 4 {
 			sc1, m1 := scaleMinK4(2*c, scales)
 			sc2, m2 := scaleMinK4(2*c+1, scales)
-			d1, dm1 := d*float32(sc1), dmin*float32(m1)
-			d2, dm2 := d*float32(sc2), dmin*float32(m2)
+			d1, dm1 := d*float32(sc1), float32(dmin*float32(m1))
+			d2, dm2 := d*float32(sc2), float32(dmin*float32(m2))
 			q := qs[32*c:][:32]
 			y1, y2 := y[64*c:][:32], y[64*c+32:][:32]
 			for l, v := range q {
-				y1[l] = d1*float32(v&15) - dm1
-				y2[l] = d2*float32(v>>4) - dm2
+				y1[l] = float32(d1*float32(v&15)) - dm1
+				y2[l] = float32(d2*float32(v>>4)) - dm2
 			}
 		}
 		src, dst = src[144:], dst[256:]
@@ -168,15 +168,15 @@ func dotQ4_K(w []byte, x []float32) float32 {
 			x1, x2 := xb[64*c:][:32], xb[64*c+32:][:32]
 			var q1, q2, s1, s2 float32
 			for l, v := range q {
-				q1 += float32(v&15) * x1[l]
-				q2 += float32(v>>4) * x2[l]
+				q1 += float32(float32(v&15) * x1[l])
+				q2 += float32(float32(v>>4) * x2[l])
 				s1 += x1[l]
 				s2 += x2[l]
 			}
-			sd += float32(sc1)*q1 + float32(sc2)*q2
-			sm += float32(m1)*s1 + float32(m2)*s2
+			sd += float32(float32(sc1)*q1) + float32(float32(sc2)*q2)
+			sm += float32(float32(m1)*s1) + float32(float32(m2)*s2)
 		}
-		sum += f16(b)*sd - f16(b[2:])*sm
+		sum += float32(f16(b)*sd) - float32(f16(b[2:])*sm)
 		w, x = w[144:], x[256:]
 	}
 	return sum
@@ -190,15 +190,15 @@ func deqQ5_K(src []byte, dst []float32) {
 		for c := range 4 {
 			sc1, m1 := scaleMinK4(2*c, scales)
 			sc2, m2 := scaleMinK4(2*c+1, scales)
-			d1, dm1 := d*float32(sc1), dmin*float32(m1)
-			d2, dm2 := d*float32(sc2), dmin*float32(m2)
+			d1, dm1 := d*float32(sc1), float32(dmin*float32(m1))
+			d2, dm2 := d*float32(sc2), float32(dmin*float32(m2))
 			q := qs[32*c:][:32]
 			hh := qh[:32]
 			y1, y2 := y[64*c:][:32], y[64*c+32:][:32]
 			s1, s2 := uint(2*c), uint(2*c+1)
 			for l, v := range q {
-				y1[l] = d1*float32(v&15|(hh[l]>>s1&1)<<4) - dm1
-				y2[l] = d2*float32(v>>4|(hh[l]>>s2&1)<<4) - dm2
+				y1[l] = float32(d1*float32(v&15|(hh[l]>>s1&1)<<4)) - dm1
+				y2[l] = float32(d2*float32(v>>4|(hh[l]>>s2&1)<<4)) - dm2
 			}
 		}
 		src, dst = src[176:], dst[256:]
@@ -220,15 +220,15 @@ func dotQ5_K(w []byte, x []float32) float32 {
 			sh1, sh2 := uint(2*c), uint(2*c+1)
 			var q1, q2, s1, s2 float32
 			for l, v := range q {
-				q1 += float32(v&15|(hh[l]>>sh1&1)<<4) * x1[l]
-				q2 += float32(v>>4|(hh[l]>>sh2&1)<<4) * x2[l]
+				q1 += float32(float32(v&15|(hh[l]>>sh1&1)<<4) * x1[l])
+				q2 += float32(float32(v>>4|(hh[l]>>sh2&1)<<4) * x2[l])
 				s1 += x1[l]
 				s2 += x2[l]
 			}
-			sd += float32(sc1)*q1 + float32(sc2)*q2
-			sm += float32(m1)*s1 + float32(m2)*s2
+			sd += float32(float32(sc1)*q1) + float32(float32(sc2)*q2)
+			sm += float32(float32(m1)*s1) + float32(float32(m2)*s2)
 		}
-		sum += f16(b)*sd - f16(b[2:])*sm
+		sum += float32(f16(b)*sd) - float32(f16(b[2:])*sm)
 		w, x = w[176:], x[256:]
 	}
 	return sum
@@ -285,16 +285,16 @@ func dotQ6_K(w []byte, x []float32) float32 {
 			for l := range 32 {
 				q1, q2, q3, q4 := q6(ql, qh, l)
 				is := l / 16
-				acc[is] += float32(q1) * xs[l]
-				acc[is+2] += float32(q2) * xs[l+32]
-				acc[is+4] += float32(q3) * xs[l+64]
-				acc[is+6] += float32(q4) * xs[l+96]
+				acc[is] += float32(float32(q1) * xs[l])
+				acc[is+2] += float32(float32(q2) * xs[l+32])
+				acc[is+4] += float32(float32(q3) * xs[l+64])
+				acc[is+6] += float32(float32(q4) * xs[l+96])
 			}
 			for k, a := range acc {
-				sd += float32(int8(s[k])) * a
+				sd += float32(float32(int8(s[k])) * a)
 			}
 		}
-		sum += f16(b[208:]) * sd
+		sum += float32(f16(b[208:]) * sd)
 		w, x = w[210:], x[256:]
 	}
 	return sum
@@ -319,9 +319,9 @@ func dotQ8_K(w []byte, x []float32) float32 {
 		b, xs := w[:292], x[:256]
 		var s float32
 		for j, q := range b[4:260] {
-			s += float32(int8(q)) * xs[j]
+			s += float32(float32(int8(q)) * xs[j])
 		}
-		sum += math.Float32frombits(binary.LittleEndian.Uint32(b)) * s
+		sum += float32(math.Float32frombits(binary.LittleEndian.Uint32(b)) * s)
 		w, x = w[292:], x[256:]
 	}
 	return sum

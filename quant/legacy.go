@@ -54,10 +54,10 @@ func dotQ4_0(w []byte, x []float32) float32 {
 		qs := b[2:18]
 		var s0, s1 float32
 		for j, q := range qs {
-			s0 += float32(int32(q&15)-8) * xs[j]
-			s1 += float32(int32(q>>4)-8) * xs[j+16]
+			s0 += float32(float32(int32(q&15)-8) * xs[j])
+			s1 += float32(float32(int32(q>>4)-8) * xs[j+16])
 		}
-		sum += f16(b) * (s0 + s1)
+		sum += float32(f16(b) * (s0 + s1))
 		w, x = w[18:], x[32:]
 	}
 	return sum
@@ -105,10 +105,10 @@ func dotQ4_1(w []byte, x []float32) float32 {
 		qs := b[4:20]
 		var sq, sx float32
 		for j, q := range qs {
-			sq += float32(q&15)*xs[j] + float32(q>>4)*xs[j+16]
+			sq += float32(float32(q&15)*xs[j]) + float32(float32(q>>4)*xs[j+16])
 			sx += xs[j] + xs[j+16]
 		}
-		sum += f16(b)*sq + f16(b[2:])*sx
+		sum += float32(f16(b)*sq) + float32(f16(b[2:])*sx)
 		w, x = w[20:], x[32:]
 	}
 	return sum
@@ -177,10 +177,10 @@ func dotQ5_0(w []byte, x []float32) float32 {
 		for j, q := range qs {
 			q0 := int32(q&15) | int32(qh>>j&1)<<4
 			q1 := int32(q>>4) | int32(qh>>(j+16)&1)<<4
-			s0 += float32(q0-16) * xs[j]
-			s1 += float32(q1-16) * xs[j+16]
+			s0 += float32(float32(q0-16) * xs[j])
+			s1 += float32(float32(q1-16) * xs[j+16])
 		}
-		sum += f16(b) * (s0 + s1)
+		sum += float32(f16(b) * (s0 + s1))
 		w, x = w[22:], x[32:]
 	}
 	return sum
@@ -237,10 +237,10 @@ func dotQ5_1(w []byte, x []float32) float32 {
 		for j, q := range qs {
 			q0 := uint32(q&15) | (qh>>j&1)<<4
 			q1 := uint32(q>>4) | (qh>>(j+16)&1)<<4
-			sq += float32(q0)*xs[j] + float32(q1)*xs[j+16]
+			sq += float32(float32(q0)*xs[j]) + float32(float32(q1)*xs[j+16])
 			sx += xs[j] + xs[j+16]
 		}
-		sum += f16(b)*sq + f16(b[2:])*sx
+		sum += float32(f16(b)*sq) + float32(f16(b[2:])*sx)
 		w, x = w[24:], x[32:]
 	}
 	return sum
@@ -292,12 +292,12 @@ func dotQ8_0(w []byte, x []float32) float32 {
 		qs := b[2:34]
 		var s0, s1, s2, s3 float32
 		for j := 0; j < 32; j += 4 {
-			s0 += float32(int8(qs[j])) * xs[j]
-			s1 += float32(int8(qs[j+1])) * xs[j+1]
-			s2 += float32(int8(qs[j+2])) * xs[j+2]
-			s3 += float32(int8(qs[j+3])) * xs[j+3]
+			s0 += float32(float32(int8(qs[j])) * xs[j])
+			s1 += float32(float32(int8(qs[j+1])) * xs[j+1])
+			s2 += float32(float32(int8(qs[j+2])) * xs[j+2])
+			s3 += float32(float32(int8(qs[j+3])) * xs[j+3])
 		}
-		sum += f16(b) * ((s0 + s1) + (s2 + s3))
+		sum += float32(f16(b) * ((s0 + s1) + (s2 + s3)))
 		w, x = w[34:], x[32:]
 	}
 	return sum

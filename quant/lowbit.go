@@ -80,9 +80,9 @@ func (lb *lowbit) dot(w []byte, x []float32) float32 {
 			var a float32
 			xs := x[j*lb.group : (j+1)*lb.group]
 			for i, v := range q[j*lb.group : (j+1)*lb.group] {
-				a += float32(int(v)-lb.off) * xs[i]
+				a += float32(float32(int(v)-lb.off) * xs[i])
 			}
-			sb += s[j] * a
+			sb += float32(s[j] * a)
 		}
 		sum += sb
 		w, x = w[lb.ts:], x[lb.bs:]
@@ -410,7 +410,7 @@ func ue4m3Half(x byte) float32 {
 	if e == 0 {
 		return float32(math.Ldexp(m, -10))
 	}
-	return float32(math.Ldexp(1+m/8, e-8))
+	return float32(math.Ldexp(8+m, e-11))
 }
 
 // MXFP4 (32 weights, 17 bytes): E8M0 e; qs[16], weight j the low nibble of

@@ -51,7 +51,7 @@ func (l *lattice) init() {
 			for e, row := range l.rows {
 				var d float32
 				for i, g := range row {
-					d += (g - v[i]) * (g - v[i])
+					d += float32((g - v[i]) * (g - v[i]))
 				}
 				if d < bestD {
 					best, bestD = e, d
@@ -79,7 +79,7 @@ func (l *lattice) nearest(t []float32) (int, float32) {
 	e := int(l.table[code])
 	var d float32
 	for i, g := range l.rows[e] {
-		d += (g - t[i]) * (g - t[i])
+		d += float32((g - t[i]) * (g - t[i]))
 	}
 	return e, d
 }
@@ -164,7 +164,7 @@ func superScale(want []float32, maxLS int, mult func(ls int) float32) (d float32
 	for g, w := range want {
 		best, bestE := 0, float32(math.Inf(1))
 		for l := range maxLS + 1 {
-			if e := float32(math.Abs(float64(d*mult(l) - w))); e < bestE {
+			if e := float32(math.Abs(float64(float32(d*mult(l)) - w))); e < bestE {
 				best, bestE = l, e
 			}
 		}
@@ -336,7 +336,7 @@ func quantIQ1(x []float32, dl float32, fixed int) (idx int, neg bool, err float3
 		}
 		var t [8]float32
 		for j, v := range x {
-			t[j] = v/dl - float32(sh)*0.125
+			t[j] = v/dl - float32(float32(sh)*0.125)
 		}
 		if i, e := latIQ1S.nearest(t[:]); e < err {
 			idx, neg, err = i, sh < 0, e
@@ -536,7 +536,7 @@ func quantQ2_0(src []float32, dst []byte) {
 func fp4Index(x, d float32) byte {
 	best, bestE := 0, float32(math.Inf(1))
 	for i, v := range fp4Values {
-		if e := float32(math.Abs(float64(float32(v)*d - x))); e < bestE {
+		if e := float32(math.Abs(float64(float32(float32(v)*d) - x))); e < bestE {
 			best, bestE = i, e
 		}
 	}
@@ -575,7 +575,7 @@ func toUE4M3(x float32) byte {
 	bits := math.Float32bits(x)
 	e := int(bits>>23&0xff) - 127 + 7
 	if e <= 0 {
-		m := min(7, int(x*512+0.5))
+		m := min(7, int(float32(x*512)+0.5))
 		return byte(max(m, 0))
 	}
 	if e >= 15 {

@@ -2,6 +2,10 @@
 // against the real tools, linked into the test binary: `exec ppl-window`
 // in a script runs ppl-window's Main in a child process.
 //
+// TestNoImplicitFMA (fma_test.go) checks a property of the whole
+// repository instead: no float product fused into a sum unless the code
+// says so.
+//
 // Scripts are named after their topic (window_sliding.txt, score_bad_model.txt).
 // The environment variable ORACLE points at ../shared/oracle when it exists;
 // scripts that need it start with `[!exec:oracle] skip` ... see condition

@@ -25,6 +25,7 @@ type Sum struct {
 
 // Add adds x.
 func (k *Sum) Add(x float64) {
+	x = float64(x) // rounded: a caller's x = a*b is never fused into the sum (the same bits on arm64)
 	t := k.s + x
 	if math.Abs(k.s) >= math.Abs(x) {
 		k.c += (k.s - t) + x

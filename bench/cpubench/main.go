@@ -645,7 +645,7 @@ func (c *config) longWindow(model string) error {
 	if err := os.WriteFile(wp, kept, 0o644); err != nil {
 		return err
 	}
-	size := float64(fileSize(model)) / (1 << 20)
+	size := float64(float64(fileSize(model)) / (1 << 20)) // rounded: never fused into size+2048
 	fmt.Printf("\nOne window of %d tokens (%d targets), all threads: model file %.0f MB, bound %.0f MB (model + 2 GB)\n\n",
 		c.long, c.long-1, size, size+2048)
 	fmt.Printf("| mode | wall s | user s | peak RSS MB | within bound |\n| --- | --- | --- | --- | --- |\n")

@@ -118,16 +118,16 @@ func bars(d compare.Domain, class string) template.HTML {
 	}
 	base := 0.0
 	if finite(lo) && lo > 0 && lo > 0.5*hi {
-		base = math.Max(0, lo-0.25*(hi-lo))
+		base = math.Max(0, lo-float64(0.25*(hi-lo)))
 	}
 	plot := width - left - right
 	x := func(v float64) float64 { return left + plot*(math.Min(math.Max(v, base), hi)-base)/(hi-base) }
-	height := top*2 + rowH*float64(len(d.Rows)) + 20
+	height := top*2 + float64(rowH*float64(len(d.Rows))) + 20
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg class="%s" data-domain="%s" xmlns="http://www.w3.org/2000/svg" width="%s" height="%s" viewBox="0 0 %s %s" role="img" aria-label="PPL by report, %s">`,
 		class, esc(d.Name), num(width), num(height), num(width), num(height), esc(compare.Title(d)))
 	for i, r := range d.Rows {
-		y := top + rowH*float64(i)
+		y := top + float64(rowH*float64(i))
 		fmt.Fprintf(&b, `<text x="%s" y="%s" text-anchor="end" class="label"><title>%s</title>%s</text>`, num(left-8), num(y+rowH/2+4), esc(r.Report), esc(cut(r.Report, 22)))
 		if !r.Present {
 			fmt.Fprintf(&b, `<text x="%s" y="%s" class="value">absent</text>`, num(left+4), num(y+rowH/2+4))
@@ -148,7 +148,7 @@ func bars(d compare.Domain, class string) template.HTML {
 		}
 		fmt.Fprintf(&b, `<text x="%s" y="%s" class="value">%s</text>`, num(x(hi)+6), num(y+rowH/2+4), esc(label))
 	}
-	axisY := top + rowH*float64(len(d.Rows)) + 4
+	axisY := top + float64(rowH*float64(len(d.Rows))) + 4
 	from := "0"
 	if base > 0 {
 		from = fmt.Sprintf("%.6g (axis not from 0)", base)
@@ -288,17 +288,17 @@ func kldHistogram(inputs []compare.Input) template.HTML {
 			w := bw / float64(len(with))
 			hgt := ph * f / maxF
 			fmt.Fprintf(&b, `<rect x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s, %s: %.3g%% of tokens</title></rect>`,
-				num(left+bw*float64(j)+w*float64(k)), num(top+ph-hgt), num(math.Max(w-0.5, 0.5)), num(hgt), colour(i),
+				num(left+float64(bw*float64(j))+float64(w*float64(k))), num(top+ph-hgt), num(math.Max(w-0.5, 0.5)), num(hgt), colour(i),
 				esc(inputs[i].Label), esc(binName(h0.Edges, j)), 100*f)
 		}
 	}
 	// Decade ticks: edges are 10^(k/5), so every fifth edge is a power of ten.
 	for j, e := range h0.Edges {
-		lg := math.Log10(float64(e))
+		lg := float64(math.Log10(float64(e))) // rounded: Log10 multiplies, never fused into lg-Round(lg)
 		if math.Abs(lg-math.Round(lg)) > 1e-9 {
 			continue
 		}
-		xx := left + bw*float64(j+1)
+		xx := left + float64(bw*float64(j+1))
 		fmt.Fprintf(&b, `<path d="M%s %sv4" class="axis"/><text x="%s" y="%s" text-anchor="middle" class="tick">1e%d</text>`,
 			num(xx), num(top+ph), num(xx), num(top+ph+16), int(math.Round(lg)))
 	}

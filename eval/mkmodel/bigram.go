@@ -61,7 +61,7 @@ func (g *Bigram) LogProbs() *Dense {
 		n += x
 	}
 	for j := range uni {
-		uni[j] = (uni[j] + g.Beta) / (n + g.Beta*float64(v))
+		uni[j] = (uni[j] + g.Beta) / (n + float64(g.Beta*float64(v)))
 	}
 	l := newDense(v, v)
 	for i := 0; i < v; i++ {
@@ -72,7 +72,7 @@ func (g *Bigram) LogProbs() *Dense {
 		}
 		lr := l.row(i)
 		for j, x := range row {
-			lr[j] = math.Log((x + g.Alpha*uni[j]) / (ci + g.Alpha))
+			lr[j] = math.Log((x + float64(g.Alpha*uni[j])) / (ci + g.Alpha))
 		}
 	}
 	return l
@@ -107,7 +107,7 @@ func (g *Bigram) Factor(seed uint64) error {
 	col := make([]float64, v)
 	for i := 0; i < v; i++ {
 		for j, x := range l.row(i) {
-			col[j] += w[i] * x
+			col[j] += float64(w[i] * x)
 		}
 	}
 	for j := range col {
@@ -164,7 +164,7 @@ func (g *Bigram) Embeddings(d int) (embd, out []float32, err error) {
 		for c, x := range g.A.row(i) {
 			e[c] = float32(x * scale)
 		}
-		e[k] = float32(math.Sqrt(max(rmax*rmax-norms[i]*norms[i], 0)) * scale)
+		e[k] = float32(math.Sqrt(max(float64(rmax*rmax)-float64(norms[i]*norms[i]), 0)) * scale)
 		o := out[i*d : (i+1)*d]
 		for c, x := range g.B.row(i) {
 			o[c] = float32(x / scale)

@@ -46,7 +46,7 @@ func mul(a, b *Dense) *Dense {
 					continue
 				}
 				for j, y := range b.row(k) {
-					o[j] += x * y
+					o[j] += float64(x * y)
 				}
 			}
 		}
@@ -80,7 +80,7 @@ func orthonormalize(a *Dense) {
 				u := t.row(k)
 				d := dot(u, v)
 				for i := range v {
-					v[i] -= d * u[i]
+					v[i] -= float64(d * u[i])
 				}
 			}
 			n := math.Sqrt(dot(v, v))
@@ -98,7 +98,7 @@ func orthonormalize(a *Dense) {
 func dot(a, b []float64) float64 {
 	var s float64
 	for i := range a {
-		s += a[i] * b[i]
+		s += float64(a[i] * b[i])
 	}
 	return s
 }
@@ -116,7 +116,7 @@ func jacobiEigen(s *Dense) ([]float64, *Dense) {
 		var off float64
 		for p := 0; p < n; p++ {
 			for q := p + 1; q < n; q++ {
-				off += a.D[p*n+q] * a.D[p*n+q]
+				off += float64(a.D[p*n+q] * a.D[p*n+q])
 			}
 		}
 		if off < 1e-30 {
@@ -130,23 +130,23 @@ func jacobiEigen(s *Dense) ([]float64, *Dense) {
 				}
 				app, aqq := a.D[p*n+p], a.D[q*n+q]
 				theta := (aqq - app) / (2 * apq)
-				t := math.Copysign(1, theta) / (math.Abs(theta) + math.Sqrt(theta*theta+1))
-				c := 1 / math.Sqrt(t*t+1)
+				t := math.Copysign(1, theta) / (math.Abs(theta) + math.Sqrt(float64(theta*theta)+1))
+				c := 1 / math.Sqrt(float64(t*t)+1)
 				sn := t * c
 				for k := 0; k < n; k++ {
 					akp, akq := a.D[k*n+p], a.D[k*n+q]
-					a.D[k*n+p] = c*akp - sn*akq
-					a.D[k*n+q] = sn*akp + c*akq
+					a.D[k*n+p] = float64(c*akp) - float64(sn*akq)
+					a.D[k*n+q] = float64(sn*akp) + float64(c*akq)
 				}
 				for k := 0; k < n; k++ {
 					apk, aqk := a.D[p*n+k], a.D[q*n+k]
-					a.D[p*n+k] = c*apk - sn*aqk
-					a.D[q*n+k] = sn*apk + c*aqk
+					a.D[p*n+k] = float64(c*apk) - float64(sn*aqk)
+					a.D[q*n+k] = float64(sn*apk) + float64(c*aqk)
 				}
 				for k := 0; k < n; k++ {
 					vkp, vkq := v.D[k*n+p], v.D[k*n+q]
-					v.D[k*n+p] = c*vkp - sn*vkq
-					v.D[k*n+q] = sn*vkp + c*vkq
+					v.D[k*n+p] = float64(c*vkp) - float64(sn*vkq)
+					v.D[k*n+q] = float64(sn*vkp) + float64(c*vkq)
 				}
 			}
 		}

@@ -108,7 +108,7 @@ func (c *Config) mamba1Mixer(add func(name string, shape []uint64, layer int, fi
 	add(p+"ssm_a", []uint64{n, d}, i, func(row int, dst []float32) {
 		rg := c.rng(p+"ssm_a", row)
 		for k := range dst {
-			dst[k] = -float32(k+1) * float32(0.5+rg.Float64())
+			dst[k] = -float32(k+1) * float32(0.5+float64(rg.Float64()))
 		}
 	})
 	add(p+"ssm_d", []uint64{d}, i, c.gain(p+"ssm_d", 1, 0.1))

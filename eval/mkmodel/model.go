@@ -94,7 +94,7 @@ func (c *Config) gain(name string, base, jitter float64) RowFunc {
 	return func(r int, dst []float32) {
 		g := c.rng(name, r)
 		for i := range dst {
-			dst[i] = float32(base + g.NormFloat64()*jitter)
+			dst[i] = float32(base + float64(g.NormFloat64()*jitter))
 		}
 	}
 }
@@ -596,7 +596,7 @@ func Write(path string, c *Config) error {
 	if c.YaRN != 0 {
 		w.Add(a+".rope.scaling.type", "yarn")
 		w.Add(a+".rope.scaling.factor", float32(c.YaRN))
-		w.Add(a+".rope.scaling.attn_factor", float32(1+0.1*math.Log(c.YaRN)))
+		w.Add(a+".rope.scaling.attn_factor", float32(1+float64(0.1*math.Log(c.YaRN))))
 		w.Add(a+".rope.scaling.original_context_length", uint32(c.Context/int(c.YaRN)))
 	}
 	if a == "gemma2" { // Gemma 2's window and soft-caps
@@ -616,7 +616,7 @@ func Write(path string, c *Config) error {
 	if a == "apertus" { // xIELU's parameters per layer, near Apertus-8B's
 		an, ap, beta, eps := make([]float32, c.Layers), make([]float32, c.Layers), make([]float32, c.Layers), make([]float32, c.Layers)
 		for i := range c.Layers {
-			an[i], ap[i], beta[i], eps[i] = 0.8+0.1*float32(i), 0.8-0.05*float32(i), 0.5, -1e-6
+			an[i], ap[i], beta[i], eps[i] = 0.8+float32(0.1*float32(i)), 0.8-float32(0.05*float32(i)), 0.5, -1e-6
 		}
 		w.Add("xielu.alpha_n", an)
 		w.Add("xielu.alpha_p", ap)

@@ -134,7 +134,7 @@ func (c *Config) uniform(name string, lo, hi float64) RowFunc {
 	return func(r int, dst []float32) {
 		g := c.rng(name, r)
 		for i := range dst {
-			dst[i] = float32(lo + (hi-lo)*g.Float64())
+			dst[i] = float32(lo + float64((hi-lo)*g.Float64()))
 		}
 	}
 }

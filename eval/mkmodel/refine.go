@@ -65,7 +65,7 @@ func (g *Bigram) refine(iters int, lr float64) float64 {
 					cnt := g.Counts[i*v : (i+1)*v]
 					for j, c := range cnt {
 						if c > 0 {
-							a.loss -= c * (z[j] - mx)
+							a.loss -= float64(c * (z[j] - mx))
 						}
 					}
 					var se float64
@@ -73,7 +73,7 @@ func (g *Bigram) refine(iters int, lr float64) float64 {
 						z[j] = math.Exp(z[j] - mx)
 						se += z[j]
 					}
-					a.loss += rows[i] * math.Log(se)
+					a.loss += float64(rows[i] * math.Log(se))
 					da := dA[i*k : (i+1)*k]
 					clear(da)
 					for j := 0; j < v; j++ {
@@ -106,11 +106,11 @@ func (g *Bigram) refine(iters int, lr float64) float64 {
 			if x%k == 0 {
 				ga = 0 // A[i][0] stays the constant 1
 			}
-			mA[x] = b1*mA[x] + (1-b1)*ga
-			vA[x] = b2*vA[x] + (1-b2)*ga*ga
+			mA[x] = float64(b1*mA[x]) + float64((1-b1)*ga)
+			vA[x] = float64(b2*vA[x]) + float64((1-b2)*ga*ga)
 			g.A.D[x] -= lr * (mA[x] / c1) / (math.Sqrt(vA[x]/c2) + eps)
-			mB[x] = b1*mB[x] + (1-b1)*gb
-			vB[x] = b2*vB[x] + (1-b2)*gb*gb
+			mB[x] = float64(b1*mB[x]) + float64((1-b1)*gb)
+			vB[x] = float64(b2*vB[x]) + float64((1-b2)*gb*gb)
 			g.B.D[x] -= lr * (mB[x] / c1) / (math.Sqrt(vB[x]/c2) + eps)
 		}
 	}
@@ -123,13 +123,13 @@ func dot4(a, b []float64) float64 {
 	var s0, s1, s2, s3 float64
 	i := 0
 	for ; i+4 <= len(a); i += 4 {
-		s0 += a[i] * b[i]
-		s1 += a[i+1] * b[i+1]
-		s2 += a[i+2] * b[i+2]
-		s3 += a[i+3] * b[i+3]
+		s0 += float64(a[i] * b[i])
+		s1 += float64(a[i+1] * b[i+1])
+		s2 += float64(a[i+2] * b[i+2])
+		s3 += float64(a[i+3] * b[i+3])
 	}
 	for ; i < len(a); i++ {
-		s0 += a[i] * b[i]
+		s0 += float64(a[i] * b[i])
 	}
 	return (s0 + s1) + (s2 + s3)
 }
@@ -138,7 +138,7 @@ func dot4(a, b []float64) float64 {
 func axpy2(x, y []float64, g float64, bx, by []float64) {
 	y, bx, by = y[:len(x)], bx[:len(x)], by[:len(x)]
 	for c := range x {
-		x[c] += g * bx[c]
-		y[c] += g * by[c]
+		x[c] += float64(g * bx[c])
+		y[c] += float64(g * by[c])
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"runtime"
 
 	"ppl.dev/score/model"
+	"ppl.dev/score/nn"
 )
 
 // The CPU reference (package model) as a backend: float32 activations and
@@ -44,12 +45,13 @@ func (m *CPU) ScoreWith(tokens []int32, scoreFrom int, ref Model) (*model.Result
 	return m.Model.ScoreWith(tokens, scoreFrom, r.Model)
 }
 
-// Device reports the CPU, its threads and the activation mode, and for the
-// int8 modes the ggml whose arithmetic they copy.
+// Device reports the CPU, its threads and the activation mode, the digest
+// of Go's math library on this machine (nn.GoMath), and for the int8 modes
+// the ggml whose arithmetic they copy.
 func (m *CPU) Device() Device {
-	d := Device{Name: "cpu", Activations: m.Info().Activations, Threads: m.threads}
+	d := Device{Name: "cpu", Activations: m.Info().Activations, Threads: m.threads, Extra: map[string]any{"math": nn.GoMath()}}
 	if d.Activations != model.ActFP32 {
-		d.Extra = map[string]any{"arithmetic": model.Int8Arithmetic}
+		d.Extra["arithmetic"] = model.Int8Arithmetic
 	}
 	return d
 }

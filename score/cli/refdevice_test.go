@@ -100,17 +100,19 @@ func TestReferenceDeviceKey(t *testing.T) {
 	}
 }
 
-// A GPU's windows replay only under the same kernels: their digest is part
-// of the cache key.
-func TestCacheKeyKernels(t *testing.T) {
-	key := func(digest string) string {
-		m := gpu("cuda:0", "H200")
-		m.dev.Extra["kernels"] = digest
-		s := &scorer{f: flags{Model: "m.gguf"}, m: &loaded{Model: m}, tokHeader: &pipe.Tokenizer{}}
-		return s.cacheSettings()
-	}
-	a, b := key("0123456789abcdef"), key("fedcba9876543210")
-	if a == b || !strings.Contains(a, `"kernels":"0123456789abcdef"`) {
-		t.Errorf("cache keys with other kernels:\n%s\n%s", a, b)
+// A window replays only under the same numerics: the kernels' digest and
+// Go's math library's (nn.GoMath) are part of the cache key.
+func TestCacheKeyNumerics(t *testing.T) {
+	for _, k := range []string{"kernels", "math"} {
+		key := func(digest string) string {
+			m := gpu("cuda:0", "H200")
+			m.dev.Extra[k] = digest
+			s := &scorer{f: flags{Model: "m.gguf"}, m: &loaded{Model: m}, tokHeader: &pipe.Tokenizer{}}
+			return s.cacheSettings()
+		}
+		a, b := key("0123456789ab"), key("ba9876543210")
+		if a == b || !strings.Contains(a, `"`+k+`":"0123456789ab"`) {
+			t.Errorf("cache keys with other %s:\n%s\n%s", k, a, b)
+		}
 	}
 }

@@ -609,10 +609,12 @@ func (s *scorer) headerFlags() map[string]any {
 // window's numbers besides the settings: on an accelerator the device, its
 // driver and libraries, the kernels (their digest) and the attention
 // kernel chosen, and the weight storage (--gpu-weights), in the CPU's int8
-// modes the ggml whose arithmetic they copy. A window replays from the
+// modes the ggml whose arithmetic they copy, and everywhere the digest of
+// Go's math library on the machine (nn.GoMath: arm64 and amd64 round
+// math.Exp's last bit differently). A window replays from the
 // cache only under the same ones, and the engines of --devices must all
 // have the same (loadEngines).
-var numerics = []string{"gpu", "compute_capability", "driver", "cublas", "kernels", "attention", "weights", "arithmetic"}
+var numerics = []string{"gpu", "compute_capability", "driver", "cublas", "kernels", "attention", "weights", "arithmetic", "math"}
 
 // differs names the first of a device's Activations and numerics in which b
 // differs from a ("gpu NVIDIA A100-SXM4-80GB, not NVIDIA H200"), or "".

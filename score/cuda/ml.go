@@ -344,7 +344,7 @@ func uploadF32(h *Engine, p ptr, w *ml.Matrix, rows int, seed uint64) error {
 		rng := rand.New(rand.NewPCG(seed, 1))
 		a := math.Sqrt(3 / float64(w.In))
 		for i := range vals {
-			vals[i] = float32((2*rng.Float64() - 1) * a)
+			vals[i] = float32((2*float64(rng.Float64()) - 1) * a) // rounded: Float64 multiplies
 		}
 	} else if err := quant.Dequantize(w.Type, w.Data, vals); err != nil {
 		return err

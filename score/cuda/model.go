@@ -430,6 +430,7 @@ func (m *Model) Device() backend.Device {
 		"kernels":            kernels.Digest(),
 		"weights":            m.prec.storage(),
 		"weight_storage":     m.b.qw.describe(),
+		"math":               nn.GoMath(), // the host's share: tables, routing in float64, log-sums
 	}
 	if p := m.placement(); p != "" {
 		extra["weight_placement"] = p
@@ -495,7 +496,7 @@ func checkFlash(e *Engine, s attnShape, kvK, kvV int) (float64, error) {
 	rnd := func(k int) []float32 {
 		v := make([]float32, k)
 		for i := range v {
-			v[i] = float32(rng.Float64()*2 - 1)
+			v[i] = float32(float64(rng.Float64())*2 - 1) // rounded: Float64 multiplies
 		}
 		return v
 	}

@@ -245,7 +245,7 @@ func (b *gpuBackend) synthBlocks(h *Engine, p ptr, w *ml.Matrix, rb, rows int) e
 		rng := rand.New(rand.NewPCG(b.synth, 2))
 		a := math.Sqrt(3 / float64(w.In))
 		for i := range vals {
-			vals[i] = float32((2*rng.Float64() - 1) * a)
+			vals[i] = float32((2*float64(rng.Float64()) - 1) * a) // rounded: Float64 multiplies
 		}
 		slab = make([]byte, per*rb)
 		if err := quant.Quantize(w.Type, vals, slab); err != nil {

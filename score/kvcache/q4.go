@@ -67,7 +67,7 @@ func nibble(v []float32, j int, id float32) uint8 {
 	if j < len(v) {
 		x = v[j]
 	}
-	return uint8(min(15, int8(x*id+8.5)))
+	return uint8(min(15, int8(float32(x*id)+8.5)))
 }
 
 func (Q4) Decode(b *Block, x []float32) {

@@ -359,7 +359,7 @@ func Quantize(row Row, logits []float32, tok int) float64 {
 // nearestInt is llama-perplexity's nearest_int: v rounded to an integer by
 // adding 1.5·2^23 in float32 (ties to even), for |v| < 2^22.
 func nearestInt(v float32) int32 {
-	b := math.Float32bits(v + 12582912)
+	b := math.Float32bits(float32(v) + 12582912) // v rounded: a caller's product is never fused
 	return int32(b&0x007fffff) - 0x00400000
 }
 

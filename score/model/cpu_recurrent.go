@@ -163,7 +163,7 @@ func (b *cpuBackend) L2Norm(dst, x ml.Tensor, eps float64) {
 			src, out := s.d[r*s.cols:(r+1)*s.cols], d.d[r*s.cols:(r+1)*s.cols]
 			var ss float64
 			for _, v := range src {
-				ss += float64(v) * float64(v)
+				ss += float64(float64(v) * float64(v))
 			}
 			inv := 1 / math.Max(math.Sqrt(ss), eps)
 			for i, v := range src {
@@ -399,7 +399,7 @@ func (h *deltaHead) step(st []float64, t int) {
 	for i := range D {
 		row := st[i*D : (i+1)*D]
 		for j, s := range row {
-			d[j] -= s * k[i]
+			d[j] -= float64(s * k[i])
 		}
 	}
 	for j := range d {
@@ -411,10 +411,10 @@ func (h *deltaHead) step(st []float64, t int) {
 	for i := range D {
 		row := st[i*D : (i+1)*D]
 		for j := range row {
-			row[j] += k[i] * d[j]
+			row[j] += float64(k[i] * d[j])
 		}
 		for j, s := range row {
-			out[j] += s * q[i]
+			out[j] += float64(s * q[i])
 		}
 	}
 }
@@ -465,7 +465,7 @@ func (h *deltaHead) chunk(st []float64, T int) {
 		gt := math.Exp(h.G[t])
 		vt, ks := h.v[t*D:(t+1)*D], h.kS[t*D:(t+1)*D]
 		for j := range u {
-			u[j] = vt[j] - gt*ks[j]
+			u[j] = vt[j] - float64(gt*ks[j])
 		}
 		for s := range t {
 			axpy(-h.kk[t*T+s], h.u[s*D:(s+1)*D], u)
@@ -502,13 +502,13 @@ func axpy(a float64, x, y []float64) {
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
 		x4, y4 := x[i:i+4:i+4], y[i:i+4:i+4]
-		y4[0] += a * x4[0]
-		y4[1] += a * x4[1]
-		y4[2] += a * x4[2]
-		y4[3] += a * x4[3]
+		y4[0] += float64(a * x4[0])
+		y4[1] += float64(a * x4[1])
+		y4[2] += float64(a * x4[2])
+		y4[3] += float64(a * x4[3])
 	}
 	for ; i < len(x); i++ {
-		y[i] += a * x[i]
+		y[i] += float64(a * x[i])
 	}
 }
 
@@ -518,18 +518,18 @@ func axpy2(a, c float64, x, y1, y2 []float64) {
 	i := 0
 	for ; i+4 <= len(x); i += 4 {
 		x4, p, q := x[i:i+4:i+4], y1[i:i+4:i+4], y2[i:i+4:i+4]
-		p[0] += a * x4[0]
-		p[1] += a * x4[1]
-		p[2] += a * x4[2]
-		p[3] += a * x4[3]
-		q[0] += c * x4[0]
-		q[1] += c * x4[1]
-		q[2] += c * x4[2]
-		q[3] += c * x4[3]
+		p[0] += float64(a * x4[0])
+		p[1] += float64(a * x4[1])
+		p[2] += float64(a * x4[2])
+		p[3] += float64(a * x4[3])
+		q[0] += float64(c * x4[0])
+		q[1] += float64(c * x4[1])
+		q[2] += float64(c * x4[2])
+		q[3] += float64(c * x4[3])
 	}
 	for ; i < len(x); i++ {
-		y1[i] += a * x[i]
-		y2[i] += c * x[i]
+		y1[i] += float64(a * x[i])
+		y2[i] += float64(c * x[i])
 	}
 }
 
@@ -537,8 +537,8 @@ func axpy2(a, c float64, x, y1, y2 []float64) {
 func dot2(x, y1, y2 []float64) (a, c float64) {
 	y1, y2 = y1[:len(x)], y2[:len(x)]
 	for i, v := range x {
-		a += y1[i] * v
-		c += y2[i] * v
+		a += float64(y1[i] * v)
+		c += float64(y2[i] * v)
 	}
 	return a, c
 }

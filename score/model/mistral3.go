@@ -45,7 +45,7 @@ func newMistral3(l *Loader) Network {
 	}
 	if d.rope.ExtFactor != 0 && lm != 0 {
 		// nn.RoPE multiplies AttnFactor by m(1) under YaRN.
-		mlm := 1 + 0.1*lm*math.Log(1/d.rope.FreqScale)
+		mlm := 1 + float64(0.1*lm*math.Log(1/d.rope.FreqScale))
 		if !(mlm > 0) {
 			l.Failf("metadata %s.rope.scaling.yarn_log_multiplier = %v: YaRN factor 1 + 0.1·%v·ln(%v) is not positive", hp.Arch, lm, lm, 1/d.rope.FreqScale)
 			return nil
@@ -98,6 +98,6 @@ func (t attnTemp) apply(b ml.Backend, q ml.Tensor) {
 	}
 	n := q.Rows()
 	for k := 1; k*t.floor-t.offset < n; k++ { // s = 1 for the first run
-		b.Scale(b.Slice(q, k*t.floor-t.offset, min(n, (k+1)*t.floor-t.offset)), 1+t.beta*math.Log(float64(1+k)))
+		b.Scale(b.Slice(q, k*t.floor-t.offset, min(n, (k+1)*t.floor-t.offset)), 1+float64(t.beta*math.Log(float64(1+k))))
 	}
 }

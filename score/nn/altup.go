@@ -21,9 +21,9 @@ func GaussianTopK(g []float32, k float64) {
 	var ss float64
 	for _, v := range g {
 		d := float64(v) - mean
-		ss += d * d
+		ss += float64(d * d)
 	}
-	cut := mean + k*math.Sqrt(ss/(n-1))
+	cut := mean + float64(k*math.Sqrt(ss/(n-1)))
 	for i, v := range g {
 		g[i] = float32(math.Max(float64(v)-cut, 0))
 	}
@@ -46,7 +46,7 @@ func GGMLGaussianTopK(g []float32, k float32) {
 		ss += float64(d * d)
 	}
 	sd := float32(math.Sqrt(float64(float32(ss) * (1 / float32(n-1)))))
-	cut := mean + sd*k
+	cut := mean + float32(sd*k)
 	for i, v := range g {
 		g[i] = max(v-cut, 0)
 	}
@@ -57,10 +57,10 @@ func GGMLGaussianTopK(g []float32, k float32) {
 func MatchNorm(x, ref []float32) {
 	var sx, sr float64
 	for _, v := range x {
-		sx += float64(v) * float64(v)
+		sx += float64(float64(v) * float64(v))
 	}
 	for _, v := range ref {
-		sr += float64(v) * float64(v)
+		sr += float64(float64(v) * float64(v))
 	}
 	f := math.Sqrt(sr) / math.Sqrt(sx)
 	for i, v := range x {
@@ -94,7 +94,7 @@ func AltUpPredict(dst, x [][]float32, coef []float32) {
 		for e := range dst[j] {
 			s := float64(x[j][e])
 			for k := range A {
-				s += float64(coef[j*A+k]) * float64(x[k][e])
+				s += float64(float64(coef[j*A+k]) * float64(x[k][e]))
 			}
 			dst[j][e] = float32(s)
 		}
@@ -110,7 +110,7 @@ func GGMLAltUpPredict(dst, x [][]float32, coef []float32) {
 		for e := range dst[j] {
 			var s float32
 			for k := range A {
-				p := x[k][e] * coef[j*A+k]
+				p := float32(x[k][e] * coef[j*A+k])
 				s += p
 			}
 			dst[j][e] = s + x[j][e]
@@ -125,7 +125,7 @@ func AltUpCorrect(dst, pred [][]float32, act, coef []float32, active int) {
 	for e := range act {
 		inn := float64(act[e]) - float64(pred[active][e])
 		for j := range pred {
-			dst[j][e] = float32(float64(pred[j][e]) + inn*(float64(coef[j])+1))
+			dst[j][e] = float32(float64(pred[j][e]) + float64(inn*(float64(coef[j])+1)))
 		}
 	}
 }
@@ -137,7 +137,7 @@ func GGMLAltUpCorrect(dst, pred [][]float32, act, coef []float32, active int) {
 	for e := range act {
 		inn := act[e] - pred[active][e]
 		for j := range pred {
-			p := inn * (coef[j] + 1)
+			p := float32(inn * (coef[j] + 1))
 			dst[j][e] = p + pred[j][e]
 		}
 	}

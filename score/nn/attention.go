@@ -480,7 +480,7 @@ func (a *Attention) attentionRef(c *Context, out, q, k, v []float32, n int) {
 				}
 				s[j] = a.capped(float64(dot(qi, k[(j0+j)*ks+g*hd:(j0+j)*ks+(g+1)*hd])) * a.Scale)
 				if a.Slopes != nil {
-					s[j] += float64(a.Slopes[h]) * float64(j0+j-i)
+					s[j] += float64(float64(a.Slopes[h]) * float64(j0+j-i))
 				}
 				m = math.Max(m, s[j])
 			}
@@ -500,7 +500,7 @@ func (a *Attention) attentionRef(c *Context, out, q, k, v []float32, n int) {
 			for j, p := range s {
 				vj := v[(j0+j)*ks+g*hd : (j0+j)*ks+(g+1)*hd]
 				for d := range acc {
-					acc[d] += p * float64(vj[d])
+					acc[d] += float64(p * float64(vj[d]))
 				}
 			}
 			o := out[i*qs+h*hd : i*qs+(h+1)*hd]
@@ -564,7 +564,7 @@ func dot(a, b []float32) float32 {
 	b = b[:len(a)]
 	var s float32
 	for i, v := range a {
-		s += v * b[i]
+		s += float32(v * b[i])
 	}
 	return s
 }
@@ -596,11 +596,11 @@ func (a *Attention) Exact(q, k, v []float32, n int) []float64 {
 				}
 				var d float64
 				for x := range hd {
-					d += float64(q[(i*heads+h)*hd+x]) * float64(k[(j*kvheads+g)*hd+x])
+					d += float64(float64(q[(i*heads+h)*hd+x]) * float64(k[(j*kvheads+g)*hd+x]))
 				}
 				s[j] = a.capped(d * a.Scale)
 				if a.Slopes != nil {
-					s[j] += float64(a.Slopes[h]) * float64(j-i)
+					s[j] += float64(float64(a.Slopes[h]) * float64(j-i))
 				}
 				m = max(m, s[j])
 			}
@@ -616,7 +616,7 @@ func (a *Attention) Exact(q, k, v []float32, n int) []float64 {
 				p := math.Exp(s[j] - m)
 				l += p
 				for x := range o {
-					o[x] += p * float64(v[(j*kvheads+g)*hd+x])
+					o[x] += float64(p * float64(v[(j*kvheads+g)*hd+x]))
 				}
 			}
 			for x := range o {

@@ -19,11 +19,11 @@ func ResMix(out []float32, ckpts [][]float32, cur, w []float32, eps float64) {
 		check("ResMix checkpoint", len(x), len(w))
 		var ss, d float64
 		for _, v := range x {
-			ss += float64(v) * float64(v)
+			ss += float64(float64(v) * float64(v))
 		}
 		scale := 1 / math.Sqrt(ss/float64(len(x))+eps)
 		for i, v := range x {
-			d += float64(v) * scale * float64(w[i])
+			d += float64(float64(v) * scale * float64(w[i]))
 		}
 		return d
 	}
@@ -43,7 +43,7 @@ func ResMix(out []float32, ckpts [][]float32, cur, w []float32, eps float64) {
 	for e := range out {
 		acc := s[len(ckpts)] * float64(cur[e])
 		for c, x := range ckpts {
-			acc += s[c] * float64(x[e])
+			acc += float64(s[c] * float64(x[e]))
 		}
 		out[e] = float32(acc / sum)
 	}

@@ -42,7 +42,7 @@ func ConvSiLU(c *Context, out, x, hist, w, bias []float32, n, C, K int) {
 			for j := range K {
 				xr, wr := in(t - K + 1 + j)[:C], wt[j*C:(j+1)*C]
 				for ch, v := range xr {
-					acc[ch] += wr[ch] * float64(v)
+					acc[ch] += float64(wr[ch] * float64(v))
 				}
 			}
 			o := out[t*C : (t+1)*C]
@@ -124,7 +124,7 @@ func ConvSiLURef(out, x, hist, w, bias []float32, n, C, K int) {
 				} else {
 					v = x[tt*C+ch]
 				}
-				acc += float64(w[ch*K+j]) * float64(v)
+				acc += float64(float64(w[ch*K+j]) * float64(v))
 			}
 			if bias != nil {
 				acc += float64(bias[ch])
@@ -215,7 +215,7 @@ func GatedRMSNormRef(out, x, z, w []float32, rows int, eps float64) {
 		src, zz, o := x[r*d:(r+1)*d], z[r*d:(r+1)*d], out[r*d:(r+1)*d]
 		var ss float64
 		for _, v := range src {
-			ss += float64(v) * float64(v)
+			ss += float64(float64(v) * float64(v))
 		}
 		scale := 1 / math.Sqrt(ss/float64(d)+eps)
 		for i, v := range src {

@@ -156,7 +156,7 @@ func (s *DeltaScan) chunk(out []float32, ldo int, q, k []float32, ldq int, v []f
 			}
 			ws := w[j*T : j*T+j+1]
 			for i, x := range ws {
-				wt[i] -= c * x
+				wt[i] -= float64(c * x)
 			}
 		}
 	}
@@ -172,7 +172,7 @@ func (s *DeltaScan) chunk(out []float32, ldo int, q, k []float32, ldq int, v []f
 		bt, gt := float64(beta[t*ldg]), gam[t]
 		vr, ks, xr := v[t*ldv:t*ldv+D], s.ksqs[t*dp:t*dp+D], x[t*dp:(t+1)*dp]
 		for j, vv := range vr {
-			xr[j] = float32(bt * (float64(vv) - gt*float64(ks[j])))
+			xr[j] = float32(bt * (float64(vv) - float64(gt*float64(ks[j]))))
 		}
 		clear(xr[D:])
 	}
@@ -246,19 +246,19 @@ func DeltaRuleRef(D int, out []float32, ldo int, q, k []float32, ldq int, v []fl
 		for j := range D {
 			var sk float64
 			for i := range D {
-				sk += st[i*D+j] * float64(kr[i])
+				sk += float64(st[i*D+j] * float64(kr[i]))
 			}
 			d[j] = b * (float64(vr[j]) - sk)
 		}
 		for i := range D {
 			for j := range D {
-				st[i*D+j] += float64(kr[i]) * d[j]
+				st[i*D+j] += float64(float64(kr[i]) * d[j])
 			}
 		}
 		for j := range D {
 			var o float64
 			for i := range D {
-				o += st[i*D+j] * float64(qr[i])
+				o += float64(st[i*D+j] * float64(qr[i]))
 			}
 			out[t*ldo+j] = float32(o * sc)
 		}

@@ -281,7 +281,7 @@ func (r *RoPE) ggmlRoPE(c *Context, x []float32, n, heads int) {
 					// ramp_mix) + theta_extrap·ramp_mix into one
 					// fused multiply-add on the first product.
 					th = fma32(th, 1-ramp, te*ramp)
-					ms *= 1 + 0.1*LibcLogf(1/fs) // glibc's logf, as rope_yarn calls it
+					ms *= 1 + float32(0.1*LibcLogf(1/fs)) // glibc's logf, as rope_yarn calls it
 				}
 				cs[2*i] = libcCosf(th) * ms
 				cs[2*i+1] = libcSinf(th) * ms
@@ -539,7 +539,7 @@ func (a *Attention) ggmlFinish(o, acc []float32, h int, M, S float32, fused bool
 		if fused {
 			S = fma32(S, ms, vs)
 		} else {
-			S = S*ms + vs
+			S = float32(S*ms) + vs
 		}
 	}
 	var inv float32
@@ -800,7 +800,7 @@ func (a *Attention) alibiMax(x []float32, lo, hi, g, h, i, t0 int) float32 {
 				continue
 			}
 		}
-		x[j] += slope * d
+		x[j] += float32(slope * d)
 		m = max(m, x[j])
 	}
 	return m
@@ -826,7 +826,7 @@ func dotF16(x, y []float32, avx2 bool) float32 {
 func dotF32(x, y []float32, avx2 bool) float32 {
 	sum, np := dotLanes(x, y, avx2)
 	for e := np; e < len(x); e++ {
-		sum += x[e] * y[e]
+		sum += float32(x[e] * y[e])
 	}
 	return sum
 }

@@ -156,10 +156,10 @@ func (p XIELU) Ref(out, x []float32) {
 	for i, v := range x {
 		f := float64(v)
 		if f > 0 {
-			out[i] = float32(ap*f*f + b*f)
+			out[i] = float32(float64(ap*f*f) + float64(b*f))
 			continue
 		}
-		out[i] = float32((math.Expm1(min(f, eps))-f)*an + b*f)
+		out[i] = float32(float64((math.Expm1(min(f, eps))-f)*an) + float64(b*f))
 	}
 }
 
@@ -179,7 +179,7 @@ func ScalarAttention(out, k, v []float32) {
 		}
 		w := math.Exp(kt - m)
 		s += w
-		a += w * float64(v[t])
+		a += float64(w * float64(v[t]))
 		out[t] = float32(a / s)
 	}
 }

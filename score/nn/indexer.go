@@ -51,7 +51,7 @@ func LightningTopK(c *Context, q, k, w []float32, n, heads, dim, topK int) *KeyS
 			for j := range i + 1 {
 				var s float32
 				for h, wh := range wi {
-					s += max(sc[h*np+j], 0) * wh
+					s += float32(max(sc[h*np+j], 0) * wh)
 				}
 				score[j] = s
 			}
@@ -204,11 +204,11 @@ func LayerNorm(out, x, w, b []float32, eps float64, rows, cols int) {
 		}
 		mean /= float64(cols)
 		for _, e := range xr {
-			v += (float64(e) - mean) * (float64(e) - mean)
+			v += float64((float64(e) - mean) * (float64(e) - mean))
 		}
 		inv := 1 / math.Sqrt(v/float64(cols)+eps)
 		for c, e := range xr {
-			y := (float64(e) - mean) * inv * float64(w[c])
+			y := float64((float64(e) - mean) * inv * float64(w[c]))
 			if b != nil {
 				y += float64(b[c])
 			}
@@ -257,7 +257,7 @@ func GGMLLayerNorm(out, x, w, b []float32, eps float32, rows, cols int, avx2 boo
 		}
 		scale := 1 / float32(math.Sqrt(float64(float32(sq/float64(cols))+eps)))
 		for c := range y {
-			y[c] = y[c] * scale * w[c]
+			y[c] = float32(y[c] * scale * w[c])
 			if b != nil {
 				y[c] += b[c]
 			}

@@ -264,7 +264,7 @@ func initGeneric() {
 // outside float32's normal range (where the float32 rounding drops more
 // than 29 bits), take fma32Slow.
 func fma32(a, b, c float32) float32 {
-	p := float64(a) * float64(b)
+	p := float64(float64(a) * float64(b)) // exact
 	s := p + float64(c)
 	bits := math.Float64bits(s)
 	if e := bits >> 52 & 0x7ff; bits&(1<<29-1) != 1<<28 && e >= 1023-126 && e <= 1023+127 {

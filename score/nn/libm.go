@@ -270,7 +270,7 @@ func LibcLogf(x float32) float32 {
 	k := int32(tmp) >> 23
 	z := float64(math.Float32frombits(ix - tmp&0xff800000))
 	r := math.FMA(z, logfTab[i][0], -1)
-	y0 := logfTab[i][1] + float64(k)*ln2
+	y0 := logfTab[i][1] + float64(float64(k)*ln2)
 	r2 := r * r
 	y := math.FMA(logfPoly[1], r, logfPoly[2])
 	y = math.FMA(logfPoly[0], r2, y)
@@ -319,7 +319,7 @@ func libcPowf(x, y float32) float32 {
 	r4 := r2 * r2
 	q := math.FMA(a[4], r, y0)
 	q = math.FMA(p, r2, q)
-	ylogx := float64(y) * math.FMA(p0, r4, q)
+	ylogx := float64(float64(y) * math.FMA(p0, r4, q)) // rounded, as in glibc (its other uses keep it so)
 	switch {
 	case ylogx > 0x1.fffffffd1d571p+6:
 		return float32(math.Inf(1))
@@ -327,7 +327,7 @@ func libcPowf(x, y float32) float32 {
 		return 0
 	}
 	const shift = 0x1.8p+52 / 32 // steps of 1/N
-	kd := ylogx + shift          // ylogx's other uses (the tests above) keep it rounded
+	kd := ylogx + shift
 	ki := math.Float64bits(kd)
 	kd -= shift
 	return exp2Tail(ki, ylogx-kd, [3]float64{0x1.c6af84b912394p-5, 0x1.ebfce50fac4f3p-3, 0x1.62e42ff0c52d6p-1})

@@ -117,11 +117,11 @@ func LightningRef(out, qkv []float32, n, heads, d int, slopes []float32, scale f
 			for i := 0; i <= j; i++ {
 				qk := 0.0
 				for e := range d {
-					qk += at(j, h, 0, e) * at(i, h, 1, e)
+					qk += float64(at(j, h, 0, e) * at(i, h, 1, e))
 				}
 				qk *= math.Exp(-c * float64(j-i))
 				for e := range d {
-					acc[e] += qk * at(i, h, 2, e)
+					acc[e] += float64(qk * at(i, h, 2, e))
 				}
 			}
 			for e, a := range acc {

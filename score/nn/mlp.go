@@ -129,7 +129,7 @@ func GELU(out, x, _ []float32) {
 // gelu64 is the tanh form of GELU in float64.
 func gelu64(g float64) float64 {
 	const c = 0.7978845608028654 // sqrt(2/π)
-	return 0.5 * g * (1 + math.Tanh(c*(g+0.044715*g*g*g)))
+	return 0.5 * g * (1 + math.Tanh(c*(g+float64(0.044715*g*g*g))))
 }
 
 // OAISwiGLU is gpt-oss's clamped SwiGLU: with g = min(gate, 7) and u =

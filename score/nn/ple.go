@@ -13,7 +13,7 @@ func PLEGate(dst, key, query []float32, scale float64) {
 	for s := range dst {
 		var d float64
 		for e := s * E; e < (s+1)*E; e++ {
-			d += float64(key[e]) * float64(query[e])
+			d += float64(float64(key[e]) * float64(query[e]))
 		}
 		d *= scale
 		g := math.Sqrt(max(math.Abs(d), 1e-6))

@@ -65,12 +65,12 @@ func QSABlocks(c *Context, q, p, w []float32, n, heads, dim, block, topK int, gg
 				for h := range heads {
 					var qk float64
 					for d, x := range q[(i*heads+h)*dim : (i*heads+h+1)*dim] {
-						qk += float64(x) * float64(k[d])
+						qk += float64(float64(x) * float64(k[d]))
 					}
 					if w == nil {
 						s += max(qk, 0)
 					} else {
-						s += max(qk, 0) * float64(w[i*heads+h])
+						s += float64(max(qk, 0) * float64(w[i*heads+h]))
 					}
 				}
 				if w == nil {
@@ -201,7 +201,7 @@ func (p *poolScratch) sum(ggml, avx2 bool) float32 {
 	for j := range p.e {
 		p.e[j] = math.Exp(p.e[j] - m)
 		z += p.e[j]
-		s += p.e[j] * float64(p.k[j])
+		s += float64(p.e[j] * float64(p.k[j]))
 	}
 	return float32(s / z)
 }

@@ -58,7 +58,7 @@ func rmsRow(out, x, w []float32, eps float64) {
 		for i := 0; i < n16; i += 16 {
 			for j := range 16 {
 				v := float64(x[i+j])
-				acc[j] += v * v // exact square: the same as a fused multiply-add
+				acc[j] += float64(v * v) // exact square: the same as a fused multiply-add
 			}
 		}
 		for j := range 8 {
@@ -72,7 +72,7 @@ func rmsRow(out, x, w []float32, eps float64) {
 		ss = acc[0] + acc[1]
 	}
 	for _, v := range x[n16:d] {
-		ss += float64(v) * float64(v)
+		ss += float64(float64(v) * float64(v))
 	}
 	scale := 1 / math.Sqrt(ss/float64(d)+eps)
 	i := 0

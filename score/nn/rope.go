@@ -134,9 +134,9 @@ func (r *RoPE) Angle(pos, i int) (cos, sin float64) {
 	if r.ExtFactor != 0 {
 		low, high := r.CorrDims()
 		y := (float64(i) - low) / math.Max(0.001, high-low)
-		ramp := (1 - math.Min(1, math.Max(0, y))) * r.ExtFactor
-		theta = interp*(1-ramp) + theta*ramp
-		mscale *= 1 + 0.1*math.Log(1/r.FreqScale)
+		ramp := float64((1 - math.Min(1, math.Max(0, y))) * r.ExtFactor)
+		theta = float64(interp*(1-ramp)) + float64(theta*ramp)
+		mscale *= 1 + float64(0.1*math.Log(1/r.FreqScale))
 	} else {
 		theta = interp
 	}
@@ -194,7 +194,7 @@ func (r *RoPE) rotate(v []float32, cos, sin []float64) {
 			ia, ib = i, i+h
 		}
 		a, b := float64(v[ia]), float64(v[ib])
-		v[ia] = float32(a*cos[i] - b*sin[i])
-		v[ib] = float32(a*sin[i] + b*cos[i])
+		v[ia] = float32(float64(a*cos[i]) - float64(b*sin[i]))
+		v[ib] = float32(float64(a*sin[i]) + float64(b*cos[i]))
 	}
 }

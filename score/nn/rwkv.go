@@ -60,12 +60,12 @@ func WKV7Ref(h *WKV7Head) {
 			row := s[i*D : (i+1)*D]
 			var sa float64
 			for j, x := range row {
-				sa += float64(a[j]) * x
+				sa += float64(float64(a[j]) * x)
 			}
 			var y float64
 			for j := range row {
-				row[j] = row[j]*float64(w[j]) + float64(v[i])*float64(k[j]) + sa*float64(b[j])
-				y += row[j] * float64(r[j])
+				row[j] = float64(row[j]*float64(w[j])) + float64(float64(v[i])*float64(k[j])) + float64(sa*float64(b[j]))
+				y += float64(row[j] * float64(r[j]))
 			}
 			h.Out[o+i] = float32(y)
 		}
@@ -183,10 +183,10 @@ func RWKVBonus(dst, r, k, v, u []float32, d int) {
 	for h0 := 0; h0 < len(dst); h0 += d {
 		var s float64
 		for i := h0; i < h0+d; i++ {
-			s += float64(r[i]) * float64(k[i]) * float64(u[i])
+			s += float64(float64(r[i]) * float64(k[i]) * float64(u[i]))
 		}
 		for i := h0; i < h0+d; i++ {
-			dst[i] = float32(float64(dst[i]) + float64(v[i])*s)
+			dst[i] = float32(float64(dst[i]) + float64(float64(v[i])*s))
 		}
 	}
 }
@@ -242,13 +242,13 @@ func WKV6Ref(h *WKV6Head) {
 		for i := range D {
 			row := s[i*D : (i+1)*D]
 			for j := range row {
-				kv := float64(k[i]) * float64(v[j])
+				kv := float64(float64(k[i]) * float64(v[j]))
 				if h.U != nil {
-					y[j] += float64(r[i]) * (row[j] + float64(h.U[i])*kv)
+					y[j] += float64(float64(r[i]) * (row[j] + float64(float64(h.U[i])*kv)))
 				}
-				row[j] = row[j]*float64(w[i]) + kv
+				row[j] = float64(row[j]*float64(w[i])) + kv
 				if h.U == nil {
-					y[j] += float64(r[i]) * row[j]
+					y[j] += float64(float64(r[i]) * row[j])
 				}
 			}
 		}

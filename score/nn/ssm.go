@@ -402,10 +402,10 @@ func SSMScanRef(h *SSMHead, round func([]float32)) {
 				if h.AS != nil {
 					dA = math.Exp(d * float64(h.AS[k]))
 				}
-				row[k] = row[k]*dA + float64(bv)*xd
-				y += row[k] * float64(c[k])
+				row[k] = float64(row[k]*dA) + float64(float64(bv)*xd)
+				y += float64(row[k] * float64(c[k]))
 			}
-			out[i] = float32(y + float64(h.D)*float64(xv))
+			out[i] = float32(y + float64(float64(h.D)*float64(xv)))
 		}
 		if round != nil {
 			sync()
@@ -460,7 +460,7 @@ func GatedGroupNormRef(out, x, z, w []float32, rows, group int, eps float64) {
 				c := r*d + g + i
 				zz := float64(z[c])
 				u[i] = float64(float32(zz / (1 + math.Exp(-zz)) * float64(x[c])))
-				ss += u[i] * u[i]
+				ss += float64(u[i] * u[i])
 			}
 			if w == nil {
 				for i := range group {

@@ -62,7 +62,7 @@ func Pipeline(t testing.TB, s Spec) []byte {
 		}
 	}
 	r, jr := stats.NewRand(s.Seed), stats.NewRand(s.Seed^0x5eed)
-	u := func(r *stats.Rand) float64 { return float64(r.Uint64()>>11) / (1 << 53) }
+	u := func(r *stats.Rand) float64 { return float64(float64(r.Uint64()>>11) / (1 << 53)) } // rounded: never fused into a sum
 	var buf bytes.Buffer
 	model := &pipe.Model{Name: s.Model, SHA256: s.SHA256}
 	tw := pipe.NewWriter(&buf, pipe.StageTokenize)
@@ -90,11 +90,11 @@ func Pipeline(t testing.TB, s Spec) []byte {
 			must(ww.Window(&pipe.Window{Stream: st.ID, Index: i, Begin: sp.Begin, End: sp.End, ScoreFrom: sp.ScoreFrom, BOS: sp.BOS}))
 			w := &pipe.Scores{Stream: st.ID, Index: i, Begin: sp.Begin, End: sp.End, ScoreFrom: sp.ScoreFrom, BOS: sp.BOS}
 			for k := sp.ScoreFrom; k < sp.End; k++ {
-				nll := 1 + 4*u(r) + s.Shift + s.Jitter*(2*u(jr)-1)
+				nll := 1 + float64(4*u(r)) + s.Shift + float64(s.Jitter*(2*u(jr)-1))
 				w.Logprobs = append(w.Logprobs, -math.Max(nll, 0))
 				if s.KLD {
 					w.KLD = append(w.KLD, 0.05*u(r)*u(r))
-					w.RefLogprobs = append(w.RefLogprobs, -(1 + 4*u(r)))
+					w.RefLogprobs = append(w.RefLogprobs, -(1 + float64(4*u(r))))
 					w.Top1Agree = append(w.Top1Agree, u(r) < 0.8)
 				}
 			}
