@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"ppl.dev/aggregate/report"
@@ -179,8 +180,10 @@ func addDistinct(list []json.RawMessage, raw []byte) []json.RawMessage {
 }
 
 // warnings names the streams that got no window (a stream shorter than
-// the context is left out of the measurement without an error) and
-// collects ppl-score's warnings from the score headers.
+// the context is left out of the measurement without an error), the
+// machines' shares in the numbers where the inputs were scored on
+// different machines (machineWarnings), and collects ppl-score's warnings
+// from the score headers.
 func (c *corpus) warnings(w report.Workload) []string {
 	var out []string
 	for _, s := range w.Streams {
@@ -189,6 +192,7 @@ func (c *corpus) warnings(w report.Workload) []string {
 				s.ID, s.Tokens, w.Protocol.Mode, w.Protocol.Context))
 		}
 	}
+	out = append(out, c.machineWarnings()...)
 	seen := map[string]bool{}
 	for _, in := range c.inputs {
 		if sc := in.headers[pipe.StageScore]; sc != nil && sc.Score != nil {
@@ -198,6 +202,37 @@ func (c *corpus) warnings(w report.Workload) []string {
 					out = append(out, "ppl-score: "+m)
 				}
 			}
+		}
+	}
+	return out
+}
+
+// machineWarnings names each of the score headers' pipe.ExtraMachine
+// entries that differs between the inputs (shards scored on an H100 and on
+// an H200, or on amd64 and arm64), with the first input of each value:
+// the report is right, but a rerun on one machine gives log-probs that
+// differ in their last digits. The arithmetic itself must agree
+// (provenance).
+func (c *corpus) machineWarnings() []string {
+	var out []string
+	for _, k := range pipe.ExtraMachine {
+		var vals []string // "value (first input with it)"
+		seen := map[string]bool{}
+		for _, in := range c.inputs {
+			sc := in.headers[pipe.StageScore]
+			if sc == nil || sc.Score == nil {
+				continue
+			}
+			if v := extraString(sc.Score.Extra, k); !seen[v] {
+				seen[v] = true
+				if v == "" {
+					v = "none"
+				}
+				vals = append(vals, fmt.Sprintf("%s (%s)", v, in.name))
+			}
+		}
+		if len(vals) > 1 {
+			out = append(out, fmt.Sprintf("inputs scored on different machines: %s %s: a rerun on one machine gives log-probs that differ in their last digits", k, strings.Join(vals, ", ")))
 		}
 	}
 	return out

@@ -144,6 +144,18 @@ func TestProvenanceMismatch(t *testing.T) {
 		{"kv", func(r *testRun) { r.kv = "q8_0" }, `kv dtype "q8_0" differs from "f16"`},
 		{"reference", func(r *testRun) { r.ref = &pipe.Model{SHA256: "77"} }, `reference model sha256 "77" differs from "2222`},
 		{"no reference", func(r *testRun) { r.ref = nil }, `reference model sha256 "" differs from "2222`},
+		{"activations", func(r *testRun) { r.device = func(s *pipe.Score) { s.Activations = "int8" } }, `activations "int8" differs from "fp32"`},
+		{"device", func(r *testRun) {
+			r.device = func(s *pipe.Score) { s.Device, s.Extra = "cuda:1", map[string]any{"gpu": "NVIDIA H200", "weights": "quantized"} }
+		}, `device "cuda" differs from "cpu"`},
+		{"gpu weights", func(r *testRun) {
+			r.device = func(s *pipe.Score) { s.Extra = map[string]any{"weights": "bf16"} }
+		}, `weights "bf16" differs from ""`},
+		{"int8 arithmetic", func(r *testRun) {
+			r.device = func(s *pipe.Score) { s.Extra = map[string]any{"arithmetic": "ggml 0.27.0 (llama.cpp 0.7.0), revision 5"} }
+		}, `arithmetic "ggml 0.27.0 (llama.cpp 0.7.0), revision 5" differs from ""`},
+		{"rope", func(r *testRun) { r.device = func(s *pipe.Score) { s.RoPE = map[string]any{"freq_base": 1e6} } }, `rope "{\"freq_base\":1000000}" differs from "null"`},
+		{"ssm state", func(r *testRun) { r.device = func(s *pipe.Score) { s.SSMStateDtype = "bf16" } }, `ssm state dtype "bf16" differs from ""`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			other := base
@@ -157,6 +169,37 @@ func TestProvenanceMismatch(t *testing.T) {
 				t.Errorf("err = %v, want it to contain %q", err, c.want)
 			}
 		})
+	}
+}
+
+// Shards scored on different machines make one report, which names each
+// machine's share that differs (here Go's math library on amd64 and on
+// arm64, and the GPU absent from one) with the first shard of each value.
+func TestMachineWarnings(t *testing.T) {
+	base := synthRun(t, sliding, true, 50, 30)
+	other := base
+	other.device = func(s *pipe.Score) { s.Extra = map[string]any{"math": "01b65ec418a6", "gpu": "NVIDIA H200"} }
+	files := map[string][]byte{
+		"shard1/3": base.pipeline(t, protocol.Shard{K: 1, N: 3}),
+		"shard2/3": other.pipeline(t, protocol.Shard{K: 2, N: 3}),
+		"shard3/3": base.pipeline(t, protocol.Shard{K: 3, N: 3}),
+	}
+	r, err := Aggregate(sources(files, "shard1/3", "shard2/3", "shard3/3"), testOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"inputs scored on different machines: gpu none (shard1/3), NVIDIA H200 (shard2/3): a rerun on one machine gives log-probs that differ in their last digits",
+		"inputs scored on different machines: math fe94f7a0b307 (shard1/3), 01b65ec418a6 (shard2/3): a rerun on one machine gives log-probs that differ in their last digits",
+	}
+	var got []string
+	for _, w := range r.Warnings {
+		if strings.HasPrefix(w, "inputs scored on different machines") {
+			got = append(got, w)
+		}
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

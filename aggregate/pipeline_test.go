@@ -28,6 +28,17 @@ type testRun struct {
 	ref         *pipe.Model
 	proto       pipe.Protocol
 	streams     []testStream
+	device      func(*pipe.Score) // sets the score header's device fields; nil: the CPU in fp32
+}
+
+// scoreHeader is the score header's Score as ppl-score writes it.
+func (tr testRun) scoreHeader() *pipe.Score {
+	sc := &pipe.Score{Tokenizer: cmp.Or(tr.scoreTokID, tr.tokenizerID), Device: "cpu", Activations: "fp32", KVDtype: tr.kv, Reference: tr.ref,
+		Extra: map[string]any{"math": "fe94f7a0b307"}}
+	if tr.device != nil {
+		tr.device(sc)
+	}
+	return sc
 }
 
 // pipeline writes the run as ppl-tokenize | ppl-window [--shard] |
@@ -84,7 +95,7 @@ func (tr testRun) pipeline(t testing.TB, shard protocol.Shard) []byte {
 	must(ww.Flush())
 	sw := pipe.NewWriter(&buf, pipe.StageScore)
 	must(sw.Header(pipe.Header{Tool: "ppl-score", Version: "test", Model: &model,
-		Score: &pipe.Score{Tokenizer: cmp.Or(tr.scoreTokID, tr.tokenizerID), Device: "cpu", KVDtype: tr.kv, Reference: tr.ref}}))
+		Score: tr.scoreHeader()}))
 	for _, o := range mine {
 		must(sw.Scores(o.s))
 	}

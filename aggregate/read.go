@@ -308,7 +308,7 @@ func provenance(in *input) []struct{ field, value string } {
 		shards = strconv.Itoa(in.shard.N)
 	}
 	p := win.Protocol
-	return []struct{ field, value string }{
+	out := []struct{ field, value string }{
 		{"model sha256", model},
 		{"tokenizer id", tokID},
 		{"corpus", corpus},
@@ -322,6 +322,31 @@ func provenance(in *input) []struct{ field, value string } {
 		{"reference model sha256", ref},
 		{"reference kv dtype", refKV},
 	}
+	// The arithmetic: shards scored in another mode measure something else.
+	if s := sc.Score; s != nil {
+		kind, _, _ := strings.Cut(s.Device, ":") // cuda:0 and cuda:1 compute alike
+		rope, _ := json.Marshal(s.RoPE)          // keys sorted
+		out = append(out, []struct{ field, value string }{
+			{"device", kind},
+			{"activations", s.Activations},
+			{"ssm state dtype", s.SSMStateDtype},
+			{"rope", string(rope)},
+			{"alibi max bias", strconv.FormatFloat(s.ALiBi, 'g', -1, 64)},
+		}...)
+		for _, k := range pipe.ExtraArithmetic {
+			out = append(out, struct{ field, value string }{k, extraString(s.Extra, k)})
+		}
+	}
+	return out
+}
+
+// extraString is a Score.Extra entry as text, "" when absent.
+func extraString(extra map[string]any, k string) string {
+	v, ok := extra[k]
+	if !ok {
+		return ""
+	}
+	return fmt.Sprint(v)
 }
 
 func sameProvenance(first, in *input) error {

@@ -191,6 +191,20 @@ type Score struct {
 	Warnings []string `json:"warnings,omitempty"`
 }
 
+// The entries of Score.Extra that decide a window's numbers besides the
+// header's other fields, in the cache key and compared between the
+// engines of --devices and the shards of one report. ExtraArithmetic
+// choose the arithmetic (the GPU's products and weight storage, the ggml
+// that the CPU's int8 modes copy): windows scored under other values
+// measure something else, and no report mixes them. ExtraMachine name the
+// machine's share (the GPU, its driver and libraries, the kernels and the
+// attention kernel chosen, the digest of Go's math library): the same run
+// elsewhere gives log-probs that differ in their last digits.
+var (
+	ExtraArithmetic = []string{"precision", "weights", "arithmetic"}
+	ExtraMachine    = []string{"gpu", "compute_capability", "driver", "cublas", "kernels", "attention", "math"}
+)
+
 // Stream describes one text of the corpus.
 type Stream struct {
 	Type    string `json:"type"`

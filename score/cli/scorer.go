@@ -606,15 +606,14 @@ func (s *scorer) headerFlags() map[string]any {
 }
 
 // numerics are the properties of a device (its Extra) that decide a
-// window's numbers besides the settings: on an accelerator the device, its
-// driver and libraries, the kernels (their digest) and the attention
-// kernel chosen, and the weight storage (--gpu-weights), in the CPU's int8
-// modes the ggml whose arithmetic they copy, and everywhere the digest of
-// Go's math library on the machine (nn.GoMath: arm64 and amd64 round
-// math.Exp's last bit differently). A window replays from the
-// cache only under the same ones, and the engines of --devices must all
-// have the same (loadEngines).
-var numerics = []string{"gpu", "compute_capability", "driver", "cublas", "kernels", "attention", "weights", "arithmetic", "math"}
+// window's numbers besides the settings (pipe.ExtraArithmetic and
+// pipe.ExtraMachine: on an accelerator the products' precision, the weight
+// storage, the device, its driver and libraries, the kernels' digest and
+// the attention kernel chosen; in the CPU's int8 modes the ggml whose
+// arithmetic they copy; everywhere the digest of Go's math library,
+// nn.GoMath). A window replays from the cache only under the same ones,
+// and the engines of --devices must all have the same (loadEngines).
+var numerics = append(append([]string(nil), pipe.ExtraArithmetic...), pipe.ExtraMachine...)
 
 // differs names the first of a device's Activations and numerics in which b
 // differs from a ("gpu NVIDIA A100-SXM4-80GB, not NVIDIA H200"), or "".
