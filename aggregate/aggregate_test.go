@@ -146,13 +146,17 @@ func TestProvenanceMismatch(t *testing.T) {
 		{"no reference", func(r *testRun) { r.ref = nil }, `reference model sha256 "" differs from "2222`},
 		{"activations", func(r *testRun) { r.device = func(s *pipe.Score) { s.Activations = "int8" } }, `activations "int8" differs from "fp32"`},
 		{"device", func(r *testRun) {
-			r.device = func(s *pipe.Score) { s.Device, s.Extra = "cuda:1", map[string]any{"gpu": "NVIDIA H200", "weights": "quantized"} }
+			r.device = func(s *pipe.Score) {
+				s.Device, s.Extra = "cuda:1", map[string]any{"gpu": "NVIDIA H200", "weights": "quantized"}
+			}
 		}, `device "cuda" differs from "cpu"`},
 		{"gpu weights", func(r *testRun) {
 			r.device = func(s *pipe.Score) { s.Extra = map[string]any{"weights": "bf16"} }
 		}, `weights "bf16" differs from ""`},
 		{"int8 arithmetic", func(r *testRun) {
-			r.device = func(s *pipe.Score) { s.Extra = map[string]any{"arithmetic": "ggml 0.27.0 (llama.cpp 0.7.0), revision 5"} }
+			r.device = func(s *pipe.Score) {
+				s.Extra = map[string]any{"arithmetic": "ggml 0.27.0 (llama.cpp 0.7.0), revision 5"}
+			}
 		}, `arithmetic "ggml 0.27.0 (llama.cpp 0.7.0), revision 5" differs from ""`},
 		{"rope", func(r *testRun) { r.device = func(s *pipe.Score) { s.RoPE = map[string]any{"freq_base": 1e6} } }, `rope "{\"freq_base\":1000000}" differs from "null"`},
 		{"ssm state", func(r *testRun) { r.device = func(s *pipe.Score) { s.SSMStateDtype = "bf16" } }, `ssm state dtype "bf16" differs from ""`},
