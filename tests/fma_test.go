@@ -27,9 +27,9 @@ var fusedInsn = regexp.MustCompile(`^\s+0x[0-9a-f]+ \d+ \(([^)]+):(\d+)\)\s+(V?F
 // and windows score differently on a laptop and on a server. So ppl fuses
 // only where it says so: every fused instruction the compiler makes for
 // arm64 and for amd64 v3 from ppl's packages must come from a line that
-// calls math.FMA (or a helper named fma). A product that ggml rounds before adding is written
-// float32(a*b) or float64(a*b), also where it reaches the sum through a
-// variable or an inlined call.
+// calls math.FMA (or a helper named fma). A product rounded before it is
+// added is written float32(a*b) or float64(a*b), also where it reaches the
+// sum through a variable or an inlined call.
 func TestNoImplicitFMA(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cross-compiles every package for arm64 and amd64 v3")

@@ -23,8 +23,9 @@ import (
 var GoMath = sync.OnceValue(func() string { return mathDigest(goMathFuncs) })
 
 // goMathFuncs are the math functions ppl's float64 arithmetic calls, each
-// with the range the probe draws its arguments from: [lo, hi], or with
-// lo > 0 and exp the arguments 2^e·(1+f) for e in [lo, hi).
+// with the range the probe draws its arguments from: [lo, hi], or with exp
+// the arguments 2^e·(1+f), e an integer in [lo, hi) (a positive range over
+// many decades).
 var goMathFuncs = []probe{
 	{"Exp", math.Exp, -80, 80, false},
 	{"Log", math.Log, -100, 100, true},
