@@ -775,15 +775,15 @@ func (d *deepseek2) ffn(b ml.Backend, x, h ml.Tensor, ly *mlaLayer) {
 // float64 would put the score scale an ulp away, which the int8 modes'
 // attention carries into the log-probs.
 func latentYaRN(r *nn.RoPE, lm float64, deepseek2 bool) (attn float64, mscale float32) {
-	lnf := nn.LibcLogf(1 / float32(r.FreqScale))
+	lnf, mag := nn.LibcLogf(1/float32(r.FreqScale)), nn.YaRNMagnitude(float32(r.FreqScale))
 	switch {
 	case lm != 0 && r.ExtFactor != 0 && deepseek2:
 		return r.AttnFactor / (1 + float64(0.1*math.Log(1/r.FreqScale))), float32(r.AttnFactor) * (1 + float32(float32(lm)*lnf))
 	case lm != 0 && r.ExtFactor != 0:
 		attn := yarnAttnFactor(r.FreqScale, 10*lm, r.AttnFactor)
-		return float64(attn), attn * (1 + float32(0.1*lnf)) * (1 + float32(float32(lm)*lnf))
+		return float64(attn), attn * mag * (1 + float32(float32(lm)*lnf))
 	case lm != 0:
-		return r.AttnFactor, float32(r.AttnFactor) * (1 + float32(0.1*lnf)) * (1 + float32(float32(lm)*lnf))
+		return r.AttnFactor, float32(r.AttnFactor) * mag * (1 + float32(float32(lm)*lnf))
 	}
-	return r.AttnFactor, float32(r.AttnFactor) * (1 + float32(0.1*lnf))
+	return r.AttnFactor, float32(r.AttnFactor) * mag
 }

@@ -188,7 +188,7 @@ func newDeepSeek4(l *Loader) Network {
 	v.rope[0] = &nn.RoPE{HeadDim: rot, Dims: rot, Base: r.Base, FreqScale: 1, AttnFactor: 1}
 	af := 1.0
 	if r.ExtFactor != 0 {
-		af = float64(1 / (1 + float32(0.1*nn.LibcLogf(1/float32(r.FreqScale))))) // glibc's logf, as llama.cpp
+		af = float64(1 / nn.YaRNMagnitude(float32(r.FreqScale)))
 	}
 	v.rope[1] = &nn.RoPE{HeadDim: rot, Dims: rot, Base: cbase, FreqScale: r.FreqScale, ExtFactor: r.ExtFactor, AttnFactor: af,
 		BetaFast: r.BetaFast, BetaSlow: r.BetaSlow, OrigCtx: r.OrigCtx}

@@ -212,6 +212,6 @@ func yarnAttnFactor(freqScale, lm, attn float64) float32 {
 	lnf := nn.LibcLogf(f)
 	mscale := func(a float32) float32 { return float32(float32(float32(0.1)*a)*lnf) + 1 }
 	a := mscale(1) / mscale(float32(lm))
-	a *= 1 / float32(1+float32(float32(0.1)*lnf))
+	a *= 1 / nn.YaRNMagnitude(float32(freqScale))
 	return a * float32(attn)
 }

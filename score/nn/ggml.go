@@ -244,6 +244,11 @@ func ggmlRMSRow(out, x, w []float32, eps float32) {
 	}
 }
 
+// YaRNMagnitude is the magnitude YaRN multiplies cos and sin by at
+// frequency scale fs, 1 + 0.1·ln(1/fs), as ggml's rope_yarn computes it: in
+// float32, with glibc's logf.
+func YaRNMagnitude(fs float32) float32 { return 1 + float32(0.1*LibcLogf(1/fs)) }
+
 // ggmlRoPE is Forward with llama.cpp's float32 cache and rotation.
 func (r *RoPE) ggmlRoPE(c *Context, x []float32, n, heads int) {
 	check("RoPE input", len(x), n*heads*r.HeadDim)
@@ -252,9 +257,9 @@ func (r *RoPE) ggmlRoPE(c *Context, x []float32, n, heads int) {
 	if fs == 0 {
 		fs = 1
 	}
-	mscale0 := float32(r.AttnFactor)
-	if mscale0 == 0 {
-		mscale0 = 1
+	ms := float32(r.AttnFactor)
+	if ms == 0 {
+		ms = 1
 	}
 	thetaScale := libcPowf(base, float32(-2)/float32(r.Dims))
 	ext := float32(r.ExtFactor)
@@ -262,6 +267,7 @@ func (r *RoPE) ggmlRoPE(c *Context, x []float32, n, heads int) {
 	if ext != 0 {
 		l, hh := r.CorrDims()
 		low, high = float32(l), float32(hh)
+		ms *= YaRNMagnitude(fs)
 	}
 	c.Parallel(n, func(_, lo, hi int) {
 		cs := make([]float32, 2*h)
@@ -273,7 +279,6 @@ func (r *RoPE) ggmlRoPE(c *Context, x []float32, n, heads int) {
 					te = theta / r.FreqFactors[i]
 				}
 				th := fs * te
-				ms := mscale0
 				if ext != 0 {
 					y := (float32(i) - low) / max(0.001, high-low)
 					ramp := (1 - min(1, max(0, y))) * ext
@@ -281,7 +286,6 @@ func (r *RoPE) ggmlRoPE(c *Context, x []float32, n, heads int) {
 					// ramp_mix) + theta_extrap·ramp_mix into one
 					// fused multiply-add on the first product.
 					th = fma32(th, 1-ramp, te*ramp)
-					ms *= 1 + float32(0.1*LibcLogf(1/fs)) // glibc's logf, as rope_yarn calls it
 				}
 				cs[2*i] = libcCosf(th) * ms
 				cs[2*i+1] = libcSinf(th) * ms
