@@ -3,17 +3,19 @@ package model
 import (
 	"math"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"ppl.dev/oracle"
+	"ppl.dev/score/internal/qemutest"
 	"ppl.dev/score/nn"
 )
 
 // TestLevels scores two short windows (of 40 and 130 tokens, a few targets
 // each: the plain Go kernels are slow) of every oracle model, in both
 // activation modes, at every kernel level this CPU has (generic Go, AVX2,
-// AVX-512, AVX-512 VNNI), and requires the same log-probs to the bit:
+// AVX-512, AVX-512 VNNI; NEON on arm64), and requires the same log-probs to the bit:
 // every level computes the same operations in the same order, so the
 // golden checks, made at the best level, hold at all of them.
 func TestLevels(t *testing.T) {
@@ -25,11 +27,14 @@ func TestLevels(t *testing.T) {
 	prev := nn.CurrentLevel()
 	defer nn.SetLevel(prev)
 	// Say which levels this run checks: a machine without AVX-512 checks
-	// generic and AVX2 only, and the others are then untested here.
+	// generic and AVX2 only, an arm64 one generic and NEON, and the
+	// others are then untested here.
 	ran := nn.Levels()
 	var missing []nn.Level
-	for l := ran[len(ran)-1] + 1; l <= nn.AVX512VNNI; l++ {
-		missing = append(missing, l)
+	for l := nn.Generic; l <= nn.NEON; l++ {
+		if !slices.Contains(ran, l) {
+			missing = append(missing, l)
+		}
 	}
 	t.Logf("kernel levels checked: %v; not available on this CPU (not checked): %v", ran, missing)
 	for _, p := range paths {
@@ -65,4 +70,11 @@ func TestLevels(t *testing.T) {
 			m.Close()
 		}
 	}
+}
+
+// TestLevelsUnderQEMU runs TestLevels on an emulated arm64 CPU: the plain
+// Go kernels against the NEON level, on every oracle model in both modes.
+func TestLevelsUnderQEMU(t *testing.T) {
+	oracle.Require(t)
+	qemutest.Run(t, "TestLevels")
 }

@@ -233,16 +233,24 @@ func BenchmarkMSABlocks(b *testing.B) {
 	}
 }
 
-// BenchmarkGemmTile is the fp32 tile kernel alone: 12 rows × 32 columns
-// over 768 inputs, the panel in L2.
+// BenchmarkGemmTile is the fp32 tile kernels alone at every level: 120
+// rows × 16 and 32 columns over 768 inputs, the panel in L2.
 func BenchmarkGemmTile(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
 	k := 768
 	a, p, c := randVec(r, 120*k), randVec(r, 32*k), make([]float32, 120*32)
-	for b.Loop() {
-		Gemm(120, 32, a, k, p, 32, k, c, 32, nil)
+	for _, l := range Levels() {
+		prev := SetLevel(l)
+		for _, nr := range []int{16, 32} {
+			b.Run(fmt.Sprintf("%d/%v", nr, l), func(b *testing.B) {
+				for b.Loop() {
+					Gemm(120, nr, a, k, p, nr, k, c, nr, nil)
+				}
+				b.ReportMetric(float64(120*nr*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
+			})
+		}
+		SetLevel(prev)
 	}
-	b.ReportMetric(float64(120*32*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GMAC/s")
 }
 
 // BenchmarkMiscKernels times the exp-based kernels at every level.

@@ -33,6 +33,20 @@ func exp32(x float32) float32 {
 	return float32(float64(e) * math.Ldexp(1, int(n)))
 }
 
+// exps sets dst[i] = exp32(x[i] - m), on the level's kernel where it has
+// one.
+func exps(dst, x []float32, m float32) {
+	n := 0
+	if f := kern.exps; f != nil && len(x) >= 16 {
+		n = len(x) &^ 15
+		check("exps dst", len(dst), n)
+		f(&dst[0], &x[0], n, m)
+	}
+	for i := n; i < len(x); i++ {
+		dst[i] = exp32(x[i] - m)
+	}
+}
+
 // The constants of exp32 (Cephes expf).
 const (
 	expHi = float32(89) // e^89 overflows: the clamp keeps n within range, 2ⁿ⁺¹ gives +Inf

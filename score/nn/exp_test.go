@@ -144,3 +144,30 @@ func TestMaxArg(t *testing.T) {
 		})
 	}
 }
+
+// TestExps holds exps at every level to exp32(x - m) bit for bit, on every
+// 4099th float32 bit pattern (NaNs, infinities, subnormals among them) and
+// lengths around the kernels' blocks of 16.
+func TestExps(t *testing.T) {
+	var x []float32
+	for b := uint64(0); b < 1<<32; b += 4099 {
+		x = append(x, math.Float32frombits(uint32(b)))
+	}
+	for _, m := range []float32{0, 1.5, -3, 88.5} {
+		want := make([]float32, len(x))
+		for i, v := range x {
+			want[i] = exp32(v - m)
+		}
+		forEachLevel(t, func(t testing.TB, l Level) {
+			for _, n := range []int{len(x), 15, 16, 17, 47} {
+				got := make([]float32, n)
+				exps(got, x[:n], m)
+				for i, v := range got {
+					if math.Float32bits(v) != math.Float32bits(want[i]) {
+						t.Fatalf("%v: exps of %v (%#08x) - %v = %v (%#08x), want %v (%#08x)", l, x[i], math.Float32bits(x[i]), m, v, math.Float32bits(v), want[i], math.Float32bits(want[i]))
+					}
+				}
+			}
+		})
+	}
+}

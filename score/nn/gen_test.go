@@ -21,6 +21,8 @@ func TestGeneratedUpToDate(t *testing.T) {
 	}{
 		{"kernels_amd64.s", []string{"run", "./gen"}},
 		{"kernels_decl_amd64.go", []string{"run", "./gen", "-decl"}},
+		{"kernels_arm64.s", []string{"run", "./gen", "-arm64"}},
+		{"kernels_decl_arm64.go", []string{"run", "./gen", "-arm64", "-decl"}},
 	} {
 		want, err := exec.Command("go", c.args...).Output()
 		if err != nil {

@@ -10,9 +10,13 @@ import (
 	"ppl.dev/quant"
 )
 
+//go:generate sh -c "go run ./gen > kernels_amd64.s && go run ./gen -decl > kernels_decl_amd64.go && go run ./gen -arm64 > kernels_arm64.s && go run ./gen -arm64 -decl > kernels_decl_arm64.go"
+
 // Level names a set of kernels, one per class of CPU. Every level computes
 // the same operations in the same order as the plain Go kernels (Generic),
-// so all levels give the same bits; the tests hold them to that.
+// so all levels give the same bits; the tests hold them to that. The amd64
+// levels are ordered, each running on the CPUs of the ones above it; NEON
+// is arm64's only level.
 type Level int
 
 const (
@@ -20,9 +24,10 @@ const (
 	AVX2                    // AVX2 and FMA (Haswell, Zen 1-3)
 	AVX512                  // AVX-512 F, BW, DQ, VL (Skylake-X)
 	AVX512VNNI              // AVX-512 with VNNI integer dot products (Ice Lake, Zen 4 and 5), and VDPBF16PS where the CPU has AVX512-BF16 (Zen 4 and 5, Sapphire Rapids)
+	NEON                    // arm64's Advanced SIMD: the fp32 mode's matrix tiles (every arm64 CPU)
 )
 
-var levelNames = [...]string{"generic", "avx2", "avx512", "avx512vnni"}
+var levelNames = [...]string{"generic", "avx2", "avx512", "avx512vnni", "neon"}
 
 func (l Level) String() string {
 	if l >= 0 && int(l) < len(levelNames) {
@@ -54,9 +59,11 @@ var kern = &generic
 
 // Levels returns the levels this CPU can run, slowest first.
 func Levels() []Level {
-	var out []Level
-	for l := Generic; l <= maxLevel; l++ {
-		out = append(out, l)
+	out := []Level{Generic}
+	for l := Generic + 1; l <= maxLevel; l++ {
+		if levelKernels[l] != nil {
+			out = append(out, l)
+		}
 	}
 	return out
 }
@@ -78,10 +85,10 @@ func SetLevel(l Level) Level {
 		kern = levelKernels[l]
 	}
 	// quant's vector decoders have an AVX-512 and an AVX2 level of their own.
-	switch {
-	case l >= AVX512:
+	switch l {
+	case AVX512, AVX512VNNI:
 		quant.SetLevel(quant.AVX512)
-	case l >= AVX2:
+	case AVX2:
 		quant.SetLevel(quant.AVX2)
 	default:
 		quant.SetLevel(quant.Generic)
@@ -90,7 +97,7 @@ func SetLevel(l Level) Level {
 }
 
 // levelKernels holds the architecture's kernel sets by level.
-var levelKernels [AVX512VNNI + 1]*kernels
+var levelKernels [NEON + 1]*kernels
 
 // initLevel picks the best level, capped by $PPL_CPU_KERNELS.
 func initLevel() {
@@ -119,6 +126,9 @@ type kernels struct {
 	// n a multiple of 16.
 	swiglu func(out, gate, up *float32, n int)
 	expSum func(x *float32, n int, m float32) float64
+	// exps, if set, is exps's loop for n a multiple of 16, for the levels
+	// whose softmax and expSum are the plain Go ones.
+	exps func(dst, x *float32, n int, m float32)
 	// sumSquares and scaleRow, if set, are the loops of rmsRow for n a
 	// multiple of 16 and 8.
 	sumSquares func(x *float32, n int) float64
@@ -230,7 +240,7 @@ type lanesFunc func(x *byte, w *uint32, dw *float32, nb int, negoff int, c *floa
 // over k in order, starting from zero.
 type gemmFunc func(a *float32, lda int, b *float32, ldb int, k int, c *float32, ldc int, alpha *float32)
 
-var generic = kernels{level: Generic, softmax: softmaxTileGeneric}
+var generic = kernels{level: Generic}
 
 func init() {
 	initGeneric()
@@ -239,6 +249,7 @@ func init() {
 }
 
 func initGeneric() {
+	generic.softmax = softmaxTileGeneric // here, not in generic's literal: it reads kern
 	initGenericInt8()
 	initGenericTiled()
 	initGenericKRepacked()

@@ -6,8 +6,6 @@ import (
 	"golang.org/x/sys/cpu"
 )
 
-//go:generate sh -c "go run ./gen > kernels_amd64.s && go run ./gen -decl > kernels_decl_amd64.go"
-
 func archInit() {
 	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
 		return

@@ -25,18 +25,7 @@ func TestFMA32(t *testing.T) {
 	// arithmetic done by hand: a·b + c exactly, then rounded once.
 	r := rand.New(rand.NewPCG(11, 12))
 	for i := range 200000 {
-		a, b, c := float32(r.NormFloat64()), float32(r.NormFloat64()), float32(r.NormFloat64())
-		if i%3 == 0 { // make a·b and -c nearly cancel
-			c = -a * b * (1 + float32(r.NormFloat64())*0x1p-20)
-		}
-		if i%7 == 0 { // ties after a product of short mantissas
-			a = float32(1 + r.IntN(1<<12))
-			b = float32(1+r.IntN(1<<12)) * 0x1p-10
-			c = float32(r.IntN(1<<24)) * 0x1p-30
-		}
-		if i%11 == 0 { // any finite bits: subnormal, huge and overflowing results
-			a, b, c = randBits(r), randBits(r), randBits(r)
-		}
+		a, b, c := fmaCase(r, i)
 		got := fma32(a, b, c)
 		want := fmaExact(a, b, c)
 		if math.Float32bits(got) != math.Float32bits(want) {
@@ -48,6 +37,57 @@ func TestFMA32(t *testing.T) {
 	}
 	if v := fma32(3e38, 10, 0); !math.IsInf(float64(v), 1) {
 		t.Errorf("overflow: %v", v)
+	}
+}
+
+// fmaCase returns the i-th of a sequence of a, b, c that try a fused
+// multiply-add: ordinary values, a·b and -c nearly cancelling, ties that a
+// second rounding would break, and any finite bits (subnormal, huge and
+// overflowing results).
+func fmaCase(r *rand.Rand, i int) (a, b, c float32) {
+	a, b, c = float32(r.NormFloat64()), float32(r.NormFloat64()), float32(r.NormFloat64())
+	if i%3 == 0 { // make a·b and -c nearly cancel
+		c = -a * b * (1 + float32(r.NormFloat64())*0x1p-20)
+	}
+	if i%7 == 0 { // ties after a product of short mantissas
+		a = float32(1 + r.IntN(1<<12))
+		b = float32(1+r.IntN(1<<12)) * 0x1p-10
+		c = float32(r.IntN(1<<24)) * 0x1p-30
+	}
+	if i%11 == 0 {
+		a, b, c = randBits(r), randBits(r), randBits(r)
+	}
+	return a, b, c
+}
+
+// TestGemmFMA holds every level's tiles to a single rounding on fmaCase's
+// operands, one case per call (every element of an m × nr tile the same):
+// GemmAcc's chain step C + a·b, and Gemm's last step alpha·C + s (k = 1
+// and B's row of ones make the chain's s = c·1 + 0).
+func TestGemmFMA(t *testing.T) {
+	r := rand.New(rand.NewPCG(13, 14))
+	for i := range 20000 {
+		a, b, c := fmaCase(r, i)
+		m, nr := 1+i%12, 16*(1+i/12%2)
+		rows := func(v float32) []float32 { return slices.Repeat([]float32{v}, m) }
+		tile := func(v float32) []float32 { return slices.Repeat([]float32{v}, m*nr) }
+		step, last := fmaExact(a, b, c), fmaExact(a, b, fmaExact(c, 1, 0))
+		forEachLevel(t, func(t testing.TB, l Level) {
+			got := tile(c)
+			GemmAcc(m, nr, rows(a), 1, tile(b)[:nr], nr, 1, got, nr)
+			for e, v := range got {
+				if math.Float32bits(v) != math.Float32bits(step) {
+					t.Fatalf("GemmAcc m=%d nr=%d at %v: %v + %v·%v = %v at %d, want %v", m, nr, l, c, a, b, v, e, step)
+				}
+			}
+			got = tile(a)
+			Gemm(m, nr, rows(c), 1, tile(1)[:nr], nr, 1, got, nr, rows(b))
+			for e, v := range got {
+				if math.Float32bits(v) != math.Float32bits(last) {
+					t.Fatalf("Gemm m=%d nr=%d at %v: %v·%v + %v = %v at %d, want %v", m, nr, l, b, a, c, v, e, last)
+				}
+			}
+		})
 	}
 }
 

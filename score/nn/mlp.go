@@ -221,9 +221,14 @@ func ExpSum(x []float32, m float32) float64 {
 // expSumGeneric is the vector kernels' sum for len(x) a multiple of 16.
 func expSumGeneric(x []float32, m float32) float64 {
 	var acc [16]float64
-	for i := 0; i+16 <= len(x); i += 16 {
-		for j := range 16 {
-			acc[j] += float64(exp32(x[i+j] - m))
+	var e [256]float32
+	for i := 0; i+16 <= len(x); i += len(e) {
+		c := e[:min(len(e), len(x)-i)]
+		exps(c, x[i:i+len(c)], m)
+		for b := 0; b < len(c); b += 16 {
+			for j := range 16 {
+				acc[j] += float64(c[b+j])
+			}
 		}
 	}
 	for j := range 8 {

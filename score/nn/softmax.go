@@ -48,13 +48,8 @@ func softmaxTileGeneric(sp *float32, rows int, limp *int32, scale float32, mp *f
 		corr := exp32(m[r] - mn)
 		m[r] = mn
 		var t [16]float32
-		for j := range keyBlock {
-			if j < valid {
-				row[j] = exp32(v[j] - mn)
-			} else {
-				row[j] = 0
-			}
-		}
+		exps(row[:valid], v[:valid], mn)
+		clear(row[valid:])
 		for j := range 16 {
 			t[j] = (row[j] + row[j+16]) + (row[j+32] + row[j+48])
 		}

@@ -1,0 +1,21 @@
+package nn
+
+// archInit adds the NEON level, on Advanced SIMD (which every arm64 CPU
+// has): gemmGeneric's tiles and exp32 four lanes at a time, for the fp32
+// mode's products, attention and log-softmax; every other kernel is the
+// plain Go one.
+func archInit() {
+	neon := generic
+	neon.level = NEON
+	neon.exps = exp32sNEON
+	neon.gemm = [2][]gemmFunc{
+		{gemmF32x16m1NEON, gemmF32x16m2NEON, gemmF32x16m3NEON, gemmF32x16m4NEON},
+		{gemmF32x32m1NEON, gemmF32x32m2NEON},
+	}
+	neon.gemmAcc = [2][]gemmFunc{
+		{gemmAccF32x16m1NEON, gemmAccF32x16m2NEON, gemmAccF32x16m3NEON, gemmAccF32x16m4NEON},
+		{gemmAccF32x32m1NEON, gemmAccF32x32m2NEON},
+	}
+	levelKernels[NEON] = &neon
+	maxLevel = NEON
+}
