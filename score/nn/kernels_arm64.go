@@ -1,13 +1,14 @@
 package nn
 
 // archInit adds the NEON level, on Advanced SIMD (which every arm64 CPU
-// has): gemmGeneric's tiles and exp32 four lanes at a time, for the fp32
-// mode's products, attention and log-softmax; every other kernel is the
-// plain Go one.
+// has): gemmGeneric's tiles, exp32 four lanes at a time and the Mamba-2
+// scan's rows, for the fp32 mode's products, attention, log-softmax and
+// selective scan; every other kernel is the plain Go one.
 func archInit() {
 	neon := generic
 	neon.level = NEON
 	neon.exps = exp32sNEON
+	neon.ssmF32 = ssmF32NEON
 	neon.gemm = [2][]gemmFunc{
 		{gemmF32x16m1NEON, gemmF32x16m2NEON, gemmF32x16m3NEON, gemmF32x16m4NEON},
 		{gemmF32x32m1NEON, gemmF32x32m2NEON},

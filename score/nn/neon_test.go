@@ -24,5 +24,6 @@ func TestLevelsOfArch(t *testing.T) {
 // every level) on an emulated arm64 CPU.
 func TestNEONUnderQEMU(t *testing.T) {
 	qemutest.Run(t, "TestLevelsOfArch", "TestFMA32", "TestGemm", "TestGemmAcc", "TestGemmFMA", "FuzzGemm",
-		"TestExps", "TestExpSum", "TestExpEdgesLevels", "TestSoftmaxTile", "TestSoftmaxTileAdversarial")
+		"TestExps", "TestExpSum", "TestExpEdgesLevels", "TestSoftmaxTile", "TestSoftmaxTileAdversarial",
+		"TestSSMRowsF32", "TestSSMScanLevels")
 }

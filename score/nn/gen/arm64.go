@@ -22,6 +22,7 @@ func kernelsARM64() {
 		}
 	}
 	expsNEON()
+	ssmNEON()
 }
 
 // gemmNEON prints the m-row tile of 4·nv columns (gemmFunc; with accMode,
@@ -254,6 +255,68 @@ func expsNEON() {
 	p("\tVST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)")
 	p("\tSUBS $1, R2, R2")
 	p("\tBNE loop")
+	p("done:")
+	p("\tRET")
+}
+
+// ssmNEON prints ssmF32NEON, ssmRowsF32Generic for p a multiple of 16:
+// 16 of the head's rows a pass (their y and x·d in registers), the state's
+// rows k in order, each product and sum rounded on its own as there.
+func ssmNEON() {
+	const dA, bk, ck = 22, 20, 21
+	p("")
+	p("// func ssmF32NEON(s *float32, p int, b *float32, c *float32, n int, xd *float32, dA float32, y *float32)")
+	p("TEXT ·ssmF32NEON(SB), NOSPLIT, $0-64")
+	p("\tMOVD s+0(FP), R0")
+	p("\tMOVD p+8(FP), R1")
+	p("\tLSR $4, R1, R7") // passes of 16 rows
+	p("\tLSL $2, R1, R1")
+	p("\tMOVD b+16(FP), R2")
+	p("\tMOVD c+24(FP), R3")
+	p("\tMOVD n+32(FP), R4")
+	p("\tMOVD xd+40(FP), R5")
+	p("\tMOVWU dA+48(FP), R15")
+	p("\tVDUP R15, V%d.S4", dA)
+	p("\tMOVD y+56(FP), R6")
+	p("\tCBZ R7, done")
+	p("pass:")
+	for i := range 4 {
+		p("\tVEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
+	}
+	p("\tVLD1.P 64(R5), [V4.S4, V5.S4, V6.S4, V7.S4]")
+	p("\tMOVD R0, R8")
+	p("\tMOVD R2, R9")
+	p("\tMOVD R3, R10")
+	p("\tMOVD R4, R11")
+	p("\tCBZ R11, store")
+	p("row:")
+	p("\tVLD1 (R8), [V8.S4, V9.S4, V10.S4, V11.S4]")
+	p("\tVLD1R.P 4(R9), [V%d.S4]", bk)
+	p("\tVLD1R.P 4(R10), [V%d.S4]", ck)
+	for i := range 4 {
+		neon(fmul, 8+i, 8+i, dA)
+	}
+	for i := range 4 {
+		neon(fmul, 12+i, 4+i, bk)
+	}
+	for i := range 4 {
+		neon(fadd, 8+i, 8+i, 12+i)
+	}
+	p("\tVST1 [V8.S4, V9.S4, V10.S4, V11.S4], (R8)")
+	for i := range 4 {
+		neon(fmul, 12+i, 8+i, ck)
+	}
+	for i := range 4 {
+		neon(fadd, i, i, 12+i)
+	}
+	p("\tADD R1, R8, R8")
+	p("\tSUBS $1, R11, R11")
+	p("\tBNE row")
+	p("store:")
+	p("\tVST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R6)")
+	p("\tADD $64, R0, R0")
+	p("\tSUBS $1, R7, R7")
+	p("\tBNE pass")
 	p("done:")
 	p("\tRET")
 }
