@@ -2,8 +2,8 @@ package nn
 
 // archInit adds the NEON level, on Advanced SIMD (which every arm64 CPU
 // has): gemmGeneric's tiles, exp32 four lanes at a time and the Mamba-2
-// scan's rows, for the fp32 mode's products, attention, log-softmax and
-// selective scan; every other kernel is the plain Go one.
+// scan's rows, for the fp32 mode's products, attention, SwiGLU,
+// log-softmax and selective scan; every other kernel is the plain Go one.
 func archInit() {
 	neon := generic
 	neon.level = NEON

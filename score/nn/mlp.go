@@ -192,9 +192,21 @@ func swiglu32(out, gate, up []float32) {
 	swiglu32Generic(out[i:], gate[i:n], up[i:n])
 }
 
+// swiglu32Generic is g / (1 + exp32(-g)) · up, its exponentials by exps
+// (the NEON level's kernel, where it has one) a block at a time: -g - 0 is
+// -g, NaNs aside, which come out as NaNs of g's.
 func swiglu32Generic(out, gate, up []float32) {
-	for i, g := range gate {
-		out[i] = g / (1 + exp32(-g)) * up[i]
+	var e [256]float32
+	for i := 0; i < len(gate); i += len(e) {
+		g := gate[i:min(i+len(e), len(gate))]
+		c := e[:len(g)]
+		for j, v := range g {
+			c[j] = -v
+		}
+		exps(c, c, 0)
+		for j, v := range g {
+			out[i+j] = v / (1 + c[j]) * up[i+j]
+		}
 	}
 }
 
