@@ -62,7 +62,7 @@ func New(w io.Writer, tool string, level int) *Log {
 	l := &Log{w: w, tool: tool, level: level, interval: 10 * time.Second}
 	if f, ok := w.(*os.File); ok {
 		fd := int(f.Fd())
-		_, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+		_, err := unix.IoctlGetTermios(fd, ioctlReadTermios)
 		l.terminal = err == nil
 		l.width = func() int {
 			ws, err := unix.IoctlGetWinsize(fd, unix.TIOCGWINSZ)
