@@ -508,7 +508,11 @@ func (s *scorer) openGroup(role, flag, path string, opts model.Options, indices 
 func (s *scorer) deviceLine() string {
 	d := s.m.Device()
 	if d.Threads > 0 {
-		return fmt.Sprintf("%d threads, %v kernels, %s activations", d.Threads, nn.CurrentLevel(), d.Activations)
+		line := fmt.Sprintf("%d threads, %v kernels, %s activations", d.Threads, nn.CurrentLevel(), d.Activations)
+		if d.Activations != model.ActFP32 && !nn.CurrentLevel().IntegerVectors() {
+			line += " (their integer products in plain Go on this CPU: far slower than fp32)"
+		}
+		return line
 	}
 	if g, ok := d.Extra["gpu"]; ok {
 		line := fmt.Sprintf("%s (%v), %s activations", d.Name, g, d.Activations)

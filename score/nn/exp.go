@@ -39,7 +39,7 @@ func exps(dst, x []float32, m float32) {
 	n := 0
 	if f := kern.exps; f != nil && len(x) >= 16 {
 		n = len(x) &^ 15
-		check("exps dst", len(dst), n)
+		check("exps dst", len(dst), len(x))
 		f(&dst[0], &x[0], n, m)
 	}
 	for i := n; i < len(x); i++ {

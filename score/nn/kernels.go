@@ -24,7 +24,7 @@ const (
 	AVX2                    // AVX2 and FMA (Haswell, Zen 1-3)
 	AVX512                  // AVX-512 F, BW, DQ, VL (Skylake-X)
 	AVX512VNNI              // AVX-512 with VNNI integer dot products (Ice Lake, Zen 4 and 5), and VDPBF16PS where the CPU has AVX512-BF16 (Zen 4 and 5, Sapphire Rapids)
-	NEON                    // arm64's Advanced SIMD: the fp32 mode's matrix tiles (every arm64 CPU)
+	NEON                    // arm64's Advanced SIMD (every arm64 CPU): the fp32 mode's matrix tiles, exponentials and Mamba-2 scan
 )
 
 var levelNames = [...]string{"generic", "avx2", "avx512", "avx512vnni", "neon"}
@@ -67,6 +67,11 @@ func Levels() []Level {
 	}
 	return out
 }
+
+// IntegerVectors says whether level l has vector kernels for the int8
+// modes' integer products (the amd64 levels); at the others (generic,
+// NEON) they run in plain Go, far slower than the fp32 mode's products.
+func (l Level) IntegerVectors() bool { return l == AVX2 || l == AVX512 || l == AVX512VNNI }
 
 // CurrentLevel returns the level in use.
 func CurrentLevel() Level { return kern.level }
@@ -127,7 +132,7 @@ type kernels struct {
 	swiglu func(out, gate, up *float32, n int)
 	expSum func(x *float32, n int, m float32) float64
 	// exps, if set, is exps's loop for n a multiple of 16, for the levels
-	// whose softmax and expSum are the plain Go ones.
+	// whose softmax, swiglu and expSum are the plain Go ones.
 	exps func(dst, x *float32, n int, m float32)
 	// sumSquares and scaleRow, if set, are the loops of rmsRow for n a
 	// multiple of 16 and 8.

@@ -193,8 +193,8 @@ func swiglu32(out, gate, up []float32) {
 }
 
 // swiglu32Generic is g / (1 + exp32(-g)) · up, its exponentials by exps
-// (the NEON level's kernel, where it has one) a block at a time: -g - 0 is
-// -g, NaNs aside, which come out as NaNs of g's.
+// (the NEON level's kernel, where it has one) a block at a time: (-g) - 0
+// is -g, and a NaN g gives the same NaN either way.
 func swiglu32Generic(out, gate, up []float32) {
 	var e [256]float32
 	for i := 0; i < len(gate); i += len(e) {
