@@ -264,6 +264,7 @@ func BenchmarkMiscKernels(b *testing.B) {
 	}
 	g, u := randVec(r, 4096), randVec(r, 4096)
 	out := make([]float32, 4096)
+	pz, qz := randVec(r, 151669), randVec(r, 151669)
 	for _, l := range Levels() {
 		prev := SetLevel(l)
 		b.Run("softmax/"+l.String(), func(b *testing.B) {
@@ -282,6 +283,11 @@ func BenchmarkMiscKernels(b *testing.B) {
 		b.Run("expsum/"+l.String(), func(b *testing.B) {
 			for range b.N {
 				ExpSum(g, 3)
+			}
+		})
+		b.Run("kld/"+l.String(), func(b *testing.B) { // a token's KLD over Qwen's 151,669 logits
+			for range b.N {
+				KLD(pz, 7.5, qz, 7.25)
 			}
 		})
 		SetLevel(prev)

@@ -2,13 +2,15 @@ package nn
 
 // archInit adds the NEON level, on Advanced SIMD (which every arm64 CPU
 // has): gemmGeneric's tiles, exp32 four lanes at a time and the Mamba-2
-// scan's rows, for the fp32 mode's products, attention, SwiGLU,
-// log-softmax and selective scan; every other kernel is the plain Go one.
+// scan's rows and KLD's sums, for the fp32 mode's products, attention,
+// SwiGLU, log-softmax and selective scan and the KL divergence of every
+// mode; every other kernel is the plain Go one.
 func archInit() {
 	neon := generic
 	neon.level = NEON
 	neon.exps = exp32sNEON
 	neon.ssmF32 = ssmF32NEON
+	neon.kld = kldNEON
 	neon.gemm = [2][]gemmFunc{
 		{gemmF32x16m1NEON, gemmF32x16m2NEON, gemmF32x16m3NEON, gemmF32x16m4NEON},
 		{gemmF32x32m1NEON, gemmF32x32m2NEON},

@@ -43,3 +43,6 @@ func exp32sNEON(dst *float32, x *float32, n int, m float32)
 
 //go:noescape
 func ssmF32NEON(s *float32, p int, b *float32, c *float32, n int, xd *float32, dA float32, y *float32)
+
+//go:noescape
+func kldNEON(p *float32, q *float32, n int, plse float64, qlse float64, k *[19][4]float64, lanes *[8]float64)

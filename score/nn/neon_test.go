@@ -25,5 +25,5 @@ func TestLevelsOfArch(t *testing.T) {
 func TestNEONUnderQEMU(t *testing.T) {
 	qemutest.Run(t, "TestLevelsOfArch", "TestFMA32", "TestGemm", "TestGemmAcc", "TestGemmFMA", "FuzzGemm",
 		"TestExps", "TestExpSum", "TestExpEdgesLevels", "TestSoftmaxTile", "TestSoftmaxTileAdversarial",
-		"TestSwiGLU32", "TestSSMRowsF32", "TestSSMScanLevels")
+		"TestSwiGLU32", "TestSSMRowsF32", "TestSSMScanLevels", "TestKLD")
 }

@@ -23,6 +23,7 @@ func kernelsARM64() {
 	}
 	expsNEON()
 	ssmNEON()
+	kldNEON()
 }
 
 // gemmNEON prints the m-row tile of 4·nv columns (gemmFunc; with accMode,
@@ -142,18 +143,37 @@ const (
 	frintn = 0x4e218800 // FRINTN Vd.4S, Vn.4S (round to nearest, ties to even)
 	fcvtzs = 0x4ea1b800 // FCVTZS Vd.4S, Vn.4S
 	sshr1  = 0x4f3f0400 // SSHR Vd.4S, Vn.4S, #1
+
+	// Two lanes of 64 bits.
+	fadd2   = 0x4e60d400 // FADD Vd.2D, Vn.2D, Vm.2D
+	fsub2   = 0x4ee0d400 // FSUB
+	fmul2   = 0x6e60dc00 // FMUL
+	fmax2   = 0x4e60f400 // FMAX
+	frintn2 = 0x4e618800 // FRINTN Vd.2D, Vn.2D
+	fcvtl   = 0x0e617800 // FCVTL Vd.2D, Vn.2S (lanes 0 and 1)
+	fcvtl2  = 0x4e617800 // FCVTL2 Vd.2D, Vn.4S (lanes 2 and 3)
 )
 
-var neonNames = map[uint32]string{fadd: "FADD", fsub: "FSUB", fmul: "FMUL", fmax: "FMAX", fmin: "FMIN", frintn: "FRINTN", fcvtzs: "FCVTZS", sshr1: "SSHR"}
+var neonNames = map[uint32]string{fadd: "FADD", fsub: "FSUB", fmul: "FMUL", fmax: "FMAX", fmin: "FMIN", frintn: "FRINTN", fcvtzs: "FCVTZS", sshr1: "SSHR",
+	fadd2: "FADD", fsub2: "FSUB", fmul2: "FMUL", fmax2: "FMAX", frintn2: "FRINTN", fcvtl: "FCVTL", fcvtl2: "FCVTL2"}
 
 // neon prints the instruction op with registers d, n (and m, for the
 // three-register ones) as a WORD, its mnemonic in the comment.
 func neon(op uint32, d, n int, m ...int) {
 	word := op | uint32(n)<<5 | uint32(d)
-	regs := fmt.Sprintf("V%d.4S, V%d.4S", d, n)
+	dt, nt := "4S", "4S"
+	switch op {
+	case fadd2, fsub2, fmul2, fmax2, frintn2:
+		dt, nt = "2D", "2D"
+	case fcvtl:
+		dt, nt = "2D", "2S"
+	case fcvtl2:
+		dt = "2D"
+	}
+	regs := fmt.Sprintf("V%d.%s, V%d.%s", d, dt, n, nt)
 	if len(m) > 0 {
 		word |= uint32(m[0]) << 16
-		regs += fmt.Sprintf(", V%d.4S", m[0])
+		regs += fmt.Sprintf(", V%d.%s", m[0], nt)
 	}
 	if op == sshr1 {
 		regs += ", #1"
@@ -318,5 +338,96 @@ func ssmNEON() {
 	p("\tSUBS $1, R7, R7")
 	p("\tBNE pass")
 	p("done:")
+	p("\tRET")
+}
+
+// kldNEON prints kldNEON, KLD's loop for n a multiple of 8 (kldTerms and
+// the lanes' FMAs): its 8 float64 lanes in V0-V3, the elements taken four
+// at a time (two registers of two lanes), the constants from kldK4's rows
+// (32 bytes each: the floor, log2 e, ln 2 high and low, the 12
+// coefficients, 1, tanhMagic, tanhMagicBias), every operation the plain
+// loop's with one rounding.
+func kldNEON() {
+	const (
+		plse, qlse, floor, log2e, ln2Hi, ln2Lo, one, magic, bias = 16, 17, 18, 19, 20, 21, 22, 23, 24
+		pf, qf                                                   = 14, 15 // four float32s of p and q
+	)
+	row := map[int]int{floor: 0, log2e: 1, ln2Hi: 2, ln2Lo: 3, one: 16, magic: 17, bias: 18}
+	p("")
+	p("// func kldNEON(p *float32, q *float32, n int, plse float64, qlse float64, k *[19][4]float64, lanes *[8]float64)")
+	p("TEXT ·kldNEON(SB), NOSPLIT, $0-56")
+	p("\tMOVD p+0(FP), R0")
+	p("\tMOVD q+8(FP), R1")
+	p("\tMOVD n+16(FP), R4")
+	p("\tMOVD plse+24(FP), R2")
+	p("\tVDUP R2, V%d.D2", plse)
+	p("\tMOVD qlse+32(FP), R2")
+	p("\tVDUP R2, V%d.D2", qlse)
+	p("\tMOVD k+40(FP), R3")
+	for _, reg := range []int{floor, log2e, ln2Hi, ln2Lo, one, magic, bias} {
+		p("\tADD $%d, R3, R15", 32*row[reg])
+		p("\tVLD1 (R15), [V%d.D2]", reg)
+	}
+	p("\tADD $128, R3, R11") // the coefficients' rows
+	p("\tMOVD $32, R13")
+	p("\tMOVD lanes+48(FP), R5")
+	p("\tVLD1 (R5), [V0.D2, V1.D2, V2.D2, V3.D2]")
+	p("\tLSR $3, R4, R4")
+	p("\tCBZ R4, done")
+	p("loop:")
+	for h := range 2 {
+		// lp in V4-5 (then x, r), d in V6-7, k in V8-9, e and its partner
+		// in V10-11 and V12-13.
+		p("\tVLD1.P 16(R0), [V%d.S4]", pf)
+		p("\tVLD1.P 16(R1), [V%d.S4]", qf)
+		neon(fcvtl, 4, pf)
+		neon(fcvtl2, 5, pf)
+		neon(fcvtl, 6, qf)
+		neon(fcvtl2, 7, qf)
+		for i := range 2 {
+			neon(fsub2, 4+i, 4+i, plse)
+			neon(fsub2, 6+i, 6+i, qlse)
+			neon(fsub2, 6+i, 4+i, 6+i)
+			neon(fmax2, 4+i, 4+i, floor)
+			neon(fmul2, 8+i, 4+i, log2e)
+			neon(frintn2, 8+i, 8+i)
+		}
+		for _, c := range []int{ln2Hi, ln2Lo} {
+			for i := range 2 {
+				p("\tVFMLS V%d.D2, V%d.D2, V%d.D2", c, 8+i, 4+i)
+			}
+		}
+		p("\tMOVD R11, R12")
+		p("\tVLD1.P (R12)(R13), [V10.D2]")
+		p("\tVMOV V10.B16, V11.B16")
+		e, t := 10, 12
+		for range 11 {
+			p("\tVLD1.P (R12)(R13), [V%d.D2]", t)
+			p("\tVMOV V%d.B16, V%d.B16", t, t+1)
+			for i := range 2 {
+				p("\tVFMLA V%d.D2, V%d.D2, V%d.D2", e+i, 4+i, t+i)
+			}
+			e, t = t, e
+		}
+		// q = (e·r + 1)·r + 1, times 2^k built in k's exponent bits.
+		for range 2 {
+			for i := range 2 {
+				p("\tVMOV V%d.B16, V%d.B16", one, t+i)
+				p("\tVFMLA V%d.D2, V%d.D2, V%d.D2", e+i, 4+i, t+i)
+			}
+			e, t = t, e
+		}
+		for i := range 2 {
+			neon(fadd2, 8+i, 8+i, magic)
+			p("\tVSUB V%d.D2, V%d.D2, V%d.D2", bias, 8+i, 8+i)
+			p("\tVSHL $52, V%d.D2, V%d.D2", 8+i, 8+i)
+			neon(fmul2, e+i, e+i, 8+i)
+			p("\tVFMLA V%d.D2, V%d.D2, V%d.D2", e+i, 6+i, 2*h+i)
+		}
+	}
+	p("\tSUBS $1, R4, R4")
+	p("\tBNE loop")
+	p("done:")
+	p("\tVST1 [V0.D2, V1.D2, V2.D2, V3.D2], (R5)")
 	p("\tRET")
 }
