@@ -39,9 +39,11 @@ func TestNoImplicitFMA(t *testing.T) {
 	}
 }
 
-// checkFusion builds ppl's packages for the target env names and fails on
-// each fused instruction from a line that does not name an FMA.
-func checkFusion(t *testing.T, env []string) {
+// pplPackages returns the repository's root and the patterns of all its
+// modules' packages (ppl.dev/score/..., ...), for cross-builds of
+// everything.
+func pplPackages(t *testing.T) (root string, pkgs []string) {
+	t.Helper()
 	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
@@ -52,7 +54,14 @@ func checkFusion(t *testing.T, env []string) {
 	if err != nil {
 		t.Fatalf("go list -m: %v", err)
 	}
-	args := append([]string{"build", "-o", os.DevNull, "-gcflags=ppl.dev/...=-S"}, strings.Fields(string(mods))...)
+	return root, strings.Fields(string(mods))
+}
+
+// checkFusion builds ppl's packages for the target env names and fails on
+// each fused instruction from a line that does not name an FMA.
+func checkFusion(t *testing.T, env []string) {
+	root, pkgs := pplPackages(t)
+	args := append([]string{"build", "-o", os.DevNull, "-gcflags=ppl.dev/...=-S"}, pkgs...)
 	build := exec.Command("go", args...)
 	build.Dir = root
 	build.Env = append(append(os.Environ(), "CGO_ENABLED=0"), env...)

@@ -17,14 +17,11 @@ func TestOtherPlatforms(t *testing.T) {
 	if testing.Short() {
 		t.Skip("cross-compiles every package")
 	}
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Path}}/...").Output()
-	if err != nil {
-		t.Fatalf("go list -m: %v", err)
-	}
-	pkgs := strings.Fields(string(out))
+	root, pkgs := pplPackages(t)
 	for _, p := range [][]string{{"GOOS=darwin", "GOARCH=arm64"}, {"GOOS=linux", "GOARCH=arm64"}} {
 		t.Run(strings.Join(p, ","), func(t *testing.T) {
 			vet := exec.Command("go", append([]string{"vet"}, pkgs...)...)
+			vet.Dir = root
 			vet.Env = append(append(os.Environ(), "CGO_ENABLED=0"), p...)
 			if out, err := vet.CombinedOutput(); err != nil {
 				t.Fatalf("go vet for %s: %v\n%s", strings.Join(p, " "), err, out)
