@@ -24,7 +24,7 @@ const (
 	AVX2                    // AVX2 and FMA (Haswell, Zen 1-3)
 	AVX512                  // AVX-512 F, BW, DQ, VL (Skylake-X)
 	AVX512VNNI              // AVX-512 with VNNI integer dot products (Ice Lake, Zen 4 and 5), and VDPBF16PS where the CPU has AVX512-BF16 (Zen 4 and 5, Sapphire Rapids)
-	NEON                    // arm64's Advanced SIMD (every arm64 CPU): the fp32 mode's matrix tiles, exponentials and Mamba-2 scan
+	NEON                    // arm64's Advanced SIMD (every arm64 CPU): the fp32 mode's matrix tiles, exponentials and Mamba-2 scan; with the dot-product extension (FEAT_DotProd) the int8 modes' integer products
 )
 
 var levelNames = [...]string{"generic", "avx2", "avx512", "avx512vnni", "neon"}
@@ -69,9 +69,12 @@ func Levels() []Level {
 }
 
 // IntegerVectors says whether level l has vector kernels for the int8
-// modes' integer products (the amd64 levels); at the others (generic,
-// NEON) they run in plain Go, far slower than the fp32 mode's products.
-func (l Level) IntegerVectors() bool { return l == AVX2 || l == AVX512 || l == AVX512VNNI }
+// modes' integer products on this CPU (the amd64 levels; NEON where the
+// CPU has the dot-product extension); elsewhere (generic, NEON without
+// it) they run in plain Go, far slower than the fp32 mode's products.
+func (l Level) IntegerVectors() bool {
+	return l >= 0 && int(l) < len(levelKernels) && levelKernels[l] != nil && levelKernels[l].lanes[0] != nil
+}
 
 // CurrentLevel returns the level in use.
 func CurrentLevel() Level { return kern.level }
@@ -316,3 +319,66 @@ func fma32Slow(p, cc float64) float32 {
 
 // unsafeSlice is unsafe.Slice for the kernels' pointer arguments.
 func unsafeSlice[T any](p *T, n int) []T { return unsafe.Slice(p, n) }
+
+// lanesSlices, tiledSlices, kRepackedSlices and int8Slices run a kernel of 8 weight
+// rows (AVX2's, NEON's) on each 8-row slice of a 32-row panel: the panel's rows are 32 elements apart in
+// every array it has (weights, scales, minima, d), so slice s starts 8s
+// elements in, and so does its tile of c.
+func lanesSlices(k lanesFunc) lanesFunc {
+	return func(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int) {
+		for s := range 4 {
+			k(x, slice8(w, s), slice8(dw, s), nb, negoff, slice8(c, s), doff, xs4off)
+		}
+	}
+}
+
+// lanesHalves runs a kernel of 16 weight rows on each half of a 32-row
+// panel, as lanesSlices does with 8.
+func lanesHalves(k lanesFunc) lanesFunc {
+	return func(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int) {
+		for s := range 2 {
+			k(x, slice8(w, 2*s), slice8(dw, 2*s), nb, negoff, slice8(c, 2*s), doff, xs4off)
+		}
+	}
+}
+
+func tiledSlices(k tiledFunc) tiledFunc {
+	return func(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int) {
+		for s := range 4 {
+			k(x, ldx, slice8(w, s), slice8(ls, s), slice8(mins, s), slice8(d0, s), slice8(dm, s), nb, negoff, slice8(c, s), ldc, doff, xsoff)
+		}
+	}
+}
+
+func kRepackedSlices(k kRepackedFunc) kRepackedFunc {
+	return func(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int) {
+		for s := range 4 {
+			k(x, ldx, slice8(w, s), slice8(ls, s), slice8(mins, s), slice8(dw, s), slice8(dm, s), nb, slice8(c, s), ldc, doff, xsoff)
+		}
+	}
+}
+
+func int8Slices(k int8Func) int8Func {
+	return func(x *byte, ldx int, w *uint32, sp *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff, dsoff int) {
+		for s := range 4 {
+			k(x, ldx, slice8(w, s), slice8(sp, s), slice8(mp, s), nb, negoff, slice8(c, s), ldc, doff, xsoff, dsoff)
+		}
+	}
+}
+
+// kRepackedRows runs a kernel of one activation row on each of m rows.
+func kRepackedRows(m int, k kRepackedFunc) kRepackedFunc {
+	return func(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int) {
+		for t := range m {
+			k((*byte)(unsafe.Add(unsafe.Pointer(x), t*ldx)), ldx, w, ls, mins, dw, dm, nb, (*float32)(unsafe.Add(unsafe.Pointer(c), 4*t*ldc)), ldc, doff, xsoff)
+		}
+	}
+}
+
+// slice8 is p advanced by 8s elements of 4 bytes (nil for nil).
+func slice8[T uint32 | int32 | float32](p *T, s int) *T {
+	if p == nil {
+		return nil
+	}
+	return (*T)(unsafe.Add(unsafe.Pointer(p), 32*s))
+}

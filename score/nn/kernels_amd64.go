@@ -1,10 +1,6 @@
 package nn
 
-import (
-	"unsafe"
-
-	"golang.org/x/sys/cpu"
-)
+import "golang.org/x/sys/cpu"
 
 func archInit() {
 	if !cpu.X86.HasAVX2 || !cpu.X86.HasFMA {
@@ -148,50 +144,4 @@ func archInit() {
 		levelKernels[AVX512VNNI] = &vnni
 		maxLevel = AVX512VNNI
 	}
-}
-
-// lanesSlices, tiledSlices and kRepackedSlices run an AVX2 kernel of 8 weight rows on each
-// 8-row slice of a 32-row panel: the panel's rows are 32 elements apart in
-// every array it has (weights, scales, minima, d), so slice s starts 8s
-// elements in, and so does its tile of c.
-func lanesSlices(k lanesFunc) lanesFunc {
-	return func(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int) {
-		for s := range 4 {
-			k(x, slice8(w, s), slice8(dw, s), nb, negoff, slice8(c, s), doff, xs4off)
-		}
-	}
-}
-
-// lanesHalves runs a kernel of 16 weight rows on each half of a 32-row
-// panel, as lanesSlices does with 8.
-func lanesHalves(k lanesFunc) lanesFunc {
-	return func(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int) {
-		for s := range 2 {
-			k(x, slice8(w, 2*s), slice8(dw, 2*s), nb, negoff, slice8(c, 2*s), doff, xs4off)
-		}
-	}
-}
-
-func tiledSlices(k tiledFunc) tiledFunc {
-	return func(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int) {
-		for s := range 4 {
-			k(x, ldx, slice8(w, s), slice8(ls, s), slice8(mins, s), slice8(d0, s), slice8(dm, s), nb, negoff, slice8(c, s), ldc, doff, xsoff)
-		}
-	}
-}
-
-func kRepackedSlices(k kRepackedFunc) kRepackedFunc {
-	return func(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int) {
-		for s := range 4 {
-			k(x, ldx, slice8(w, s), slice8(ls, s), slice8(mins, s), slice8(dw, s), slice8(dm, s), nb, slice8(c, s), ldc, doff, xsoff)
-		}
-	}
-}
-
-// slice8 is p advanced by 8s elements of 4 bytes (nil for nil).
-func slice8[T uint32 | int32 | float32](p *T, s int) *T {
-	if p == nil {
-		return nil
-	}
-	return (*T)(unsafe.Add(unsafe.Pointer(p), 32*s))
 }

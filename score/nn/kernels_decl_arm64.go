@@ -46,3 +46,48 @@ func ssmF32NEON(s *float32, p int, b *float32, c *float32, n int, xd *float32, d
 
 //go:noescape
 func kldNEON(p *float32, q *float32, n int, plse float64, qlse float64, k *[19][4]float64, lanes *[8]float64)
+
+//go:noescape
+func lanes32NEON(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
+
+//go:noescape
+func lanes16NEON(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
+
+//go:noescape
+func tiled32m1NEON(x *byte, ldx int, w *uint32, ls *int32, mins *int32, d0 *float32, dm *float32, nb int, negoff int, c *float32, ldc int, doff int, xsoff int)
+
+//go:noescape
+func int8g32m1NEON(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff int, xsoff int, dsoff int)
+
+//go:noescape
+func tiled32minm1NEON(x *byte, ldx int, w *uint32, ls *int32, mins *int32, d0 *float32, dm *float32, nb int, negoff int, c *float32, ldc int, doff int, xsoff int)
+
+//go:noescape
+func int8g32minm1NEON(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff int, xsoff int, dsoff int)
+
+//go:noescape
+func tiled16m1NEON(x *byte, ldx int, w *uint32, ls *int32, mins *int32, d0 *float32, dm *float32, nb int, negoff int, c *float32, ldc int, doff int, xsoff int)
+
+//go:noescape
+func int8g16m1NEON(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff int, xsoff int, dsoff int)
+
+//go:noescape
+func tiled16minm1NEON(x *byte, ldx int, w *uint32, ls *int32, mins *int32, d0 *float32, dm *float32, nb int, negoff int, c *float32, ldc int, doff int, xsoff int)
+
+//go:noescape
+func int8g16minm1NEON(x *byte, ldx int, w *uint32, s *float32, mp *float32, nb int, negoff int, c *float32, ldc int, doff int, xsoff int, dsoff int)
+
+//go:noescape
+func q4k2m1NEON(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff int, xsoff int)
+
+//go:noescape
+func q4k8m1NEON(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff int, xsoff int)
+
+//go:noescape
+func q2k8m1NEON(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff int, xsoff int)
+
+//go:noescape
+func q2k16m1NEON(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff int, xsoff int)
+
+//go:noescape
+func minSumsNEON(m *float32, s *float32, nb int, c *float32)

@@ -14,6 +14,11 @@ import (
 	"testing"
 )
 
+// Env is set to 1 in the emulated tests' environment: qemu-aarch64's CPU
+// has every extension the kernels use (FEAT_DotProd among them), so a test
+// can require them there.
+const Env = "PPL_UNDER_QEMU"
+
 // Run builds the package in the current directory (a test's) for arm64
 // and runs the tests named under qemu-aarch64, failing unless each of them
 // passes. It skips on arm64 (the tests run natively), under -short, and
@@ -40,7 +45,9 @@ func Run(t *testing.T, tests ...string) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go test -c for arm64: %v\n%s", err, out)
 	}
-	out, err := exec.Command(qemu, bin, "-test.v", "-test.run", "^("+strings.Join(tests, "|")+")$").CombinedOutput()
+	run := exec.Command(qemu, bin, "-test.v", "-test.run", "^("+strings.Join(tests, "|")+")$")
+	run.Env = append(os.Environ(), Env+"=1")
+	out, err := run.CombinedOutput()
 	if err != nil {
 		t.Fatalf("the arm64 tests under qemu-aarch64: %v\n%s", err, out)
 	}
