@@ -3,6 +3,7 @@ package quant
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"ppl.dev/gguf"
@@ -13,10 +14,11 @@ import (
 // BF16, Q8_0, Q4_0, Q4_K, Q6_K (and the integer decoders of Q8_0, Q4_0,
 // Q4_K, Q6_K); at levels AVX2 and AVX512: the low-bit types of the files
 // users quantize hardest, IQ2_XXS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_M, MXFP4 and
-// NVFP4 (dequantization and integer decoding). They compute each weight
-// with the same exact products as the reference functions, so they give the
-// same bits; the only difference is that an F16 signaling NaN comes out as
-// a quiet NaN, as the F16C instruction makes it. Dequantize, DequantizeRow
+// NVFP4 (dequantization and integer decoding); at level NEON (arm64): the
+// dequantization of F16, BF16, Q8_0, Q4_K and Q6_K. They compute each
+// weight with the same exact products as the reference functions, so they
+// give the same bits; the only difference is that an F16 signaling NaN
+// comes out as a quiet NaN, as the F16C and FCVTL instructions make it. Dequantize, DequantizeRow
 // and DecodeInt8 use them when they are on; the tests compare every level
 // with the reference on random and adversarial blocks.
 
@@ -28,9 +30,10 @@ const (
 	Generic Level = iota // plain Go, any CPU
 	AVX2                 // AVX2, FMA and F16C (Haswell, Zen 1-3)
 	AVX512               // AVX-512 F, BW, DQ and VL (Skylake-X, Zen 4)
+	NEON                 // arm64's Advanced SIMD (every arm64 CPU)
 )
 
-var levelNames = [...]string{"generic", "avx2", "avx512"}
+var levelNames = [...]string{"generic", "avx2", "avx512", "neon"}
 
 func (l Level) String() string {
 	if l >= 0 && int(l) < len(levelNames) {
@@ -42,8 +45,8 @@ func (l Level) String() string {
 // levelDeq and levelInt8 hold each level's vector dequantizers and integer
 // decoders (by type, taking whole blocks); the Generic rows stay empty.
 var (
-	levelDeq  [AVX512 + 1][len(formats)]func(src []byte, dst []float32)
-	levelInt8 [AVX512 + 1][len(formats)]func(w, q []byte, s, m []float32)
+	levelDeq  [NEON + 1][len(formats)]func(src []byte, dst []float32)
+	levelInt8 [NEON + 1][len(formats)]func(w, q []byte, s, m []float32)
 )
 
 // fastDeq and fastInt8 (int8.go) are the rows of the level in use.
@@ -57,11 +60,14 @@ var (
 	simdOn   bool
 )
 
-// Levels returns the levels this CPU runs, slowest first.
+// Levels returns the levels this CPU runs that have kernels, slowest
+// first.
 func Levels() []Level {
-	var out []Level
-	for l := Generic; l <= maxLevel; l++ {
-		out = append(out, l)
+	out := []Level{Generic}
+	for l := Generic + 1; l <= maxLevel; l++ {
+		if slices.ContainsFunc(levelDeq[l][:], func(f func([]byte, []float32)) bool { return f != nil }) {
+			out = append(out, l)
+		}
 	}
 	return out
 }
@@ -98,6 +104,32 @@ func init() {
 		l = AVX2
 	}
 	SetLevel(l)
+}
+
+// blocks makes a fastDeq entry of a kernel over n whole blocks of bs
+// weights (ts bytes).
+func blocks(bs, ts int, k func(src *byte, dst *float32, n int)) func([]byte, []float32) {
+	return func(src []byte, dst []float32) {
+		n := len(dst) / bs
+		if n == 0 {
+			return
+		}
+		_ = src[n*ts-1]
+		k(&src[0], &dst[0], n)
+	}
+}
+
+// halves makes a fastDeq entry of a kernel over n groups of 16 16-bit
+// values (F16, BF16), the rest by tail (the plain Go one).
+func halves(k func(src *byte, dst *float32, n int), tail func([]byte, []float32)) func([]byte, []float32) {
+	return func(src []byte, dst []float32) {
+		n := len(dst) / 16
+		if n > 0 {
+			_ = src[32*n-1]
+			k(&src[0], &dst[0], n)
+		}
+		tail(src[32*n:], dst[16*n:])
+	}
 }
 
 // deqFunc returns the dequantizer of t to use: the fast path when on.

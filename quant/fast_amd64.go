@@ -6,19 +6,6 @@ import (
 	"ppl.dev/gguf"
 )
 
-// blocks makes a fastDeq entry of a kernel over n whole blocks of bs
-// weights (ts bytes).
-func blocks(bs, ts int, k func(src *byte, dst *float32, n int)) func([]byte, []float32) {
-	return func(src []byte, dst []float32) {
-		n := len(dst) / bs
-		if n == 0 {
-			return
-		}
-		_ = src[n*ts-1]
-		k(&src[0], &dst[0], n)
-	}
-}
-
 // int8Blocks makes a fastInt8 entry of a low-bit type's integer decoder,
 // n whole blocks to q and one scale per group.
 func int8Blocks(lb *lowbit, k func(w, q *byte, s *float32, n int)) func(w, q []byte, s, _ []float32) {
@@ -44,22 +31,8 @@ func archInit() {
 	maxLevel = AVX512
 	lowbitKernels(AVX512)
 	deq, i8 := &levelDeq[AVX512], &levelInt8[AVX512]
-	deq[gguf.TypeF16] = func(src []byte, dst []float32) {
-		n := len(dst) / 16
-		if n > 0 {
-			_ = src[32*n-1]
-			deqF16AVX512(&src[0], &dst[0], n)
-		}
-		deqF16(src[32*n:], dst[16*n:])
-	}
-	deq[gguf.TypeBF16] = func(src []byte, dst []float32) {
-		n := len(dst) / 16
-		if n > 0 {
-			_ = src[32*n-1]
-			deqBF16AVX512(&src[0], &dst[0], n)
-		}
-		deqBF16(src[32*n:], dst[16*n:])
-	}
+	deq[gguf.TypeF16] = halves(deqF16AVX512, deqF16)
+	deq[gguf.TypeBF16] = halves(deqBF16AVX512, deqBF16)
 	deq[gguf.TypeQ8_0] = blocks(32, 34, deqQ8_0AVX512)
 	deq[gguf.TypeQ4_0] = blocks(32, 18, deqQ4_0AVX512)
 	deq[gguf.TypeQ4_K] = blocks(256, 144, deqQ4_KAVX512)

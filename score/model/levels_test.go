@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"ppl.dev/oracle"
-	"ppl.dev/score/internal/qemutest"
+	"ppl.dev/qemutest"
 	"ppl.dev/score/nn"
 )
 

@@ -92,12 +92,14 @@ func SetLevel(l Level) Level {
 	} else {
 		kern = levelKernels[l]
 	}
-	// quant's vector decoders have an AVX-512 and an AVX2 level of their own.
+	// quant's vector decoders have levels of their own.
 	switch l {
 	case AVX512, AVX512VNNI:
 		quant.SetLevel(quant.AVX512)
 	case AVX2:
 		quant.SetLevel(quant.AVX2)
+	case NEON:
+		quant.SetLevel(quant.NEON)
 	default:
 		quant.SetLevel(quant.Generic)
 	}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"testing"
 
-	"ppl.dev/score/internal/qemutest"
+	"ppl.dev/qemutest"
 )
 
 // TestLevelsOfArch checks that an arm64 CPU runs the NEON level, so that

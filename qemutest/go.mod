@@ -1,0 +1,3 @@
+module ppl.dev/qemutest
+
+go 1.26.8

@@ -1,0 +1,67 @@
+package quant
+
+import "ppl.dev/gguf"
+
+// archInit adds the NEON level (Advanced SIMD, which every arm64 CPU has):
+// the dequantizers of F16, BF16, Q8_0, Q4_K and Q6_K, the types the fp32
+// mode decodes most of a dense model from. Q4_K's and Q6_K's scales are
+// the reference's scalar products (d·sc, dmin·m), their weights the
+// vector kernels' (fast_arm64.s).
+func archInit() {
+	maxLevel = NEON
+	deq := &levelDeq[NEON]
+	deq[gguf.TypeF16] = halves(deqF16NEON, deqF16)
+	deq[gguf.TypeBF16] = halves(deqBF16NEON, deqBF16)
+	deq[gguf.TypeQ8_0] = blocks(32, 34, deqQ8_0NEON)
+	deq[gguf.TypeQ4_K] = deqQ4_KNEON
+	deq[gguf.TypeQ6_K] = deqQ6_KNEON
+}
+
+// deqQ4_KNEON is deqQ4_K: per super-block the scales d·sc and minima
+// dmin·m of its 8 groups, then q4kNEON's 256 weights.
+func deqQ4_KNEON(src []byte, dst []float32) {
+	var dm [16]float32
+	for len(dst) >= 256 {
+		b := src[:144]
+		d, dmin := f16(b), f16(b[2:])
+		for j := range 8 {
+			sc, m := scaleMinK4(j, b[4:16])
+			dm[2*j], dm[2*j+1] = d*float32(sc), float32(dmin*float32(m))
+		}
+		q4kNEON(&b[16], &dm, &dst[0])
+		src, dst = src[144:], dst[256:]
+	}
+}
+
+// deqQ6_KNEON is deqQ6_K: per super-block the scales d·sc of its 16
+// groups, then q6kNEON's 256 weights.
+func deqQ6_KNEON(src []byte, dst []float32) {
+	var ds [16]float32
+	for len(dst) >= 256 {
+		b := src[:210]
+		d := f16(b[208:])
+		for i, s := range b[192:208] {
+			ds[i] = d * float32(int8(s))
+		}
+		q6kNEON(&b[0], &ds, &dst[0])
+		src, dst = src[210:], dst[256:]
+	}
+}
+
+// The kernels of fast_arm64.s; n is a count of blocks (of 16 values for F16
+// and BF16).
+
+//go:noescape
+func deqF16NEON(src *byte, dst *float32, n int)
+
+//go:noescape
+func deqBF16NEON(src *byte, dst *float32, n int)
+
+//go:noescape
+func deqQ8_0NEON(src *byte, dst *float32, n int)
+
+//go:noescape
+func q4kNEON(qs *byte, dm *[16]float32, dst *float32)
+
+//go:noescape
+func q6kNEON(b *byte, ds *[16]float32, dst *float32)

@@ -1,0 +1,232 @@
+#include "textflag.h"
+
+// NEON dequantizers (fast_arm64.go): each weight is the reference's
+// product(s), one rounding each (FMUL, FSUB), from integers widened
+// exactly (UXTL/SXTL, then UCVTF/SCVTF of values below 2^24).
+//
+// The instructions Go's assembler does not name, as their encodings:
+// d, n (and m) are register numbers.
+#define SXTL8H(d, n) WORD $(0x0f08a400 | ((n)<<5) | (d))   // SXTL Vd.8H, Vn.8B
+#define SXTL28H(d, n) WORD $(0x4f08a400 | ((n)<<5) | (d))  // SXTL2 Vd.8H, Vn.16B
+#define SXTL4S(d, n) WORD $(0x0f10a400 | ((n)<<5) | (d))   // SXTL Vd.4S, Vn.4H
+#define SXTL24S(d, n) WORD $(0x4f10a400 | ((n)<<5) | (d))  // SXTL2 Vd.4S, Vn.8H
+#define UXTL8H(d, n) WORD $(0x2f08a400 | ((n)<<5) | (d))   // UXTL Vd.8H, Vn.8B
+#define UXTL28H(d, n) WORD $(0x6f08a400 | ((n)<<5) | (d))  // UXTL2 Vd.8H, Vn.16B
+#define UXTL4S(d, n) WORD $(0x2f10a400 | ((n)<<5) | (d))   // UXTL Vd.4S, Vn.4H
+#define UXTL24S(d, n) WORD $(0x6f10a400 | ((n)<<5) | (d))  // UXTL2 Vd.4S, Vn.8H
+#define SCVTF4S(d, n) WORD $(0x4e21d800 | ((n)<<5) | (d))  // SCVTF Vd.4S, Vn.4S
+#define UCVTF4S(d, n) WORD $(0x6e21d800 | ((n)<<5) | (d))  // UCVTF Vd.4S, Vn.4S
+#define FCVTL4S(d, n) WORD $(0x0e217800 | ((n)<<5) | (d))  // FCVTL Vd.4S, Vn.4H
+#define FCVTL24S(d, n) WORD $(0x4e217800 | ((n)<<5) | (d)) // FCVTL2 Vd.4S, Vn.8H
+#define ZIP18H(d, n, m) WORD $(0x4e403800 | ((m)<<16) | ((n)<<5) | (d)) // ZIP1 Vd.8H, Vn.8H, Vm.8H
+#define ZIP28H(d, n, m) WORD $(0x4e407800 | ((m)<<16) | ((n)<<5) | (d)) // ZIP2 Vd.8H, Vn.8H, Vm.8H
+#define FMUL4S(d, n, m) WORD $(0x6e20dc00 | ((m)<<16) | ((n)<<5) | (d)) // FMUL Vd.4S, Vn.4S, Vm.4S
+#define FSUB4S(d, n, m) WORD $(0x4ea0d400 | ((m)<<16) | ((n)<<5) | (d)) // FSUB Vd.4S, Vn.4S, Vm.4S
+
+// WIDEN16S widens the 16 signed bytes of Vb into the 16 int32 lanes of
+// Vd..Vd+3, through Vt and Vt+1, converted to float32.
+#define WIDEN16S(b, t, d0, d1, d2, d3) \
+	SXTL8H(t, b); SXTL28H(t+1, b); \
+	SXTL4S(d0, t); SXTL24S(d1, t); SXTL4S(d2, t+1); SXTL24S(d3, t+1); \
+	SCVTF4S(d0, d0); SCVTF4S(d1, d1); SCVTF4S(d2, d2); SCVTF4S(d3, d3)
+
+// WIDEN16U is WIDEN16S for unsigned bytes.
+#define WIDEN16U(b, t, d0, d1, d2, d3) \
+	UXTL8H(t, b); UXTL28H(t+1, b); \
+	UXTL4S(d0, t); UXTL24S(d1, t); UXTL4S(d2, t+1); UXTL24S(d3, t+1); \
+	UCVTF4S(d0, d0); UCVTF4S(d1, d1); UCVTF4S(d2, d2); UCVTF4S(d3, d3)
+
+// MUL4 multiplies V(d)..V(d+3) by Vs.
+#define MUL4(d, s) FMUL4S(d, d, s); FMUL4S(d+1, d+1, s); FMUL4S(d+2, d+2, s); FMUL4S(d+3, d+3, s)
+
+// SUB4 subtracts Vs from V(d)..V(d+3).
+#define SUB4(d, s) FSUB4S(d, d, s); FSUB4S(d+1, d+1, s); FSUB4S(d+2, d+2, s); FSUB4S(d+3, d+3, s)
+
+// func deqF16NEON(src *byte, dst *float32, n int)
+// n groups of 16 halves; FCVTL converts each exactly (a signaling NaN
+// comes out quiet, as with F16C).
+TEXT ·deqF16NEON(SB), NOSPLIT, $0-24
+	MOVD src+0(FP), R0
+	MOVD dst+8(FP), R1
+	MOVD n+16(FP), R2
+	CBZ R2, done
+loop:
+	VLD1.P 32(R0), [V0.H8, V1.H8]
+	FCVTL4S(2, 0)
+	FCVTL24S(3, 0)
+	FCVTL4S(4, 1)
+	FCVTL24S(5, 1)
+	VST1.P [V2.S4, V3.S4, V4.S4, V5.S4], 64(R1)
+	SUBS $1, R2, R2
+	BNE loop
+done:
+	RET
+
+// func deqBF16NEON(src *byte, dst *float32, n int)
+// n groups of 16 bf16 values: each the high half of its float32 (ZIP with
+// zeros).
+TEXT ·deqBF16NEON(SB), NOSPLIT, $0-24
+	MOVD src+0(FP), R0
+	MOVD dst+8(FP), R1
+	MOVD n+16(FP), R2
+	VEOR V6.B16, V6.B16, V6.B16
+	CBZ R2, done
+loop:
+	VLD1.P 32(R0), [V0.H8, V1.H8]
+	ZIP18H(2, 6, 0)
+	ZIP28H(3, 6, 0)
+	ZIP18H(4, 6, 1)
+	ZIP28H(5, 6, 1)
+	VST1.P [V2.S4, V3.S4, V4.S4, V5.S4], 64(R1)
+	SUBS $1, R2, R2
+	BNE loop
+done:
+	RET
+
+// func deqQ8_0NEON(src *byte, dst *float32, n int)
+// n blocks of 34 bytes: y = float32(q)·d.
+TEXT ·deqQ8_0NEON(SB), NOSPLIT, $0-24
+	MOVD src+0(FP), R0
+	MOVD dst+8(FP), R1
+	MOVD n+16(FP), R2
+	CBZ R2, done
+loop:
+	VLD1R.P 2(R0), [V0.H8]
+	FCVTL4S(1, 0)
+	VLD1.P 32(R0), [V2.B16, V3.B16]
+	WIDEN16S(2, 4, 8, 9, 10, 11)
+	WIDEN16S(3, 4, 12, 13, 14, 15)
+	MUL4(8, 1)
+	MUL4(12, 1)
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R1)
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R1)
+	SUBS $1, R2, R2
+	BNE loop
+done:
+	RET
+
+// Q4GROUP stores at R2 (post-incremented) one group's 32 weights from the
+// nibbles in Va, Vb: float32(q)·Vd - Vm.
+#define Q4GROUP(a, b, d, m) \
+	WIDEN16U(a, 16, 8, 9, 10, 11); \
+	WIDEN16U(b, 16, 12, 13, 14, 15); \
+	MUL4(8, d); \
+	MUL4(12, d); \
+	SUB4(8, m); \
+	SUB4(12, m); \
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R2); \
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R2)
+
+// func q4kNEON(qs *byte, dm *[16]float32, dst *float32)
+// One Q4_K super-block's 128 bytes of nibbles, dm holding each group j's
+// d·sc and dmin·m at 2j, 2j+1: group 2c the low nibbles of bytes 32c on,
+// group 2c+1 their high ones; y = float32(d·sc·q) - dmin·m.
+TEXT ·q4kNEON(SB), NOSPLIT, $0-24
+	MOVD qs+0(FP), R0
+	MOVD dm+8(FP), R1
+	MOVD dst+16(FP), R2
+	VMOVI $15, V31.B16
+	MOVD $4, R3
+chunk:
+	VLD1.P 32(R0), [V0.B16, V1.B16]
+	VLD1R.P 4(R1), [V2.S4]
+	VLD1R.P 4(R1), [V3.S4]
+	VLD1R.P 4(R1), [V4.S4]
+	VLD1R.P 4(R1), [V5.S4]
+	VAND V31.B16, V0.B16, V6.B16
+	VAND V31.B16, V1.B16, V7.B16
+	VUSHR $4, V0.B16, V0.B16
+	VUSHR $4, V1.B16, V1.B16
+	Q4GROUP(6, 7, 2, 3)
+	Q4GROUP(0, 1, 4, 5)
+	SUBS $1, R3, R3
+	BNE chunk
+	RET
+
+// Q6STORE multiplies the 16 signed 6-bit values of Vq (minus 32 already)
+// by Vs and stores them at R2 + off.
+#define Q6STORE(q, s, off) \
+	WIDEN16S(q, 16, 8, 9, 10, 11); \
+	MUL4(8, s); \
+	ADD $off, R2, R4; \
+	VST1 [V8.S4, V9.S4, V10.S4, V11.S4], (R4)
+
+// Q6HIGH puts qh's (V4, V5) bits shift and shift+1 at bits 4 and 5 of
+// V6, V7.
+#define Q6HIGH(shift) \
+	VUSHR $shift, V4.B16, V6.B16; \
+	VUSHR $shift, V5.B16, V7.B16; \
+	VAND V30.B16, V6.B16, V6.B16; \
+	VAND V30.B16, V7.B16, V7.B16; \
+	VSHL $4, V6.B16, V6.B16; \
+	VSHL $4, V7.B16, V7.B16
+
+// Q6OUT joins those high bits with the nibbles in V17, V18, takes 32 and
+// stores the weights of l < 16 (V6, scale Vs0) at R2 + off0 and of l >= 16
+// (V7, Vs1) at R2 + off1.
+#define Q6OUT(s0, s1, off0, off1) \
+	VORR V17.B16, V6.B16, V6.B16; \
+	VORR V18.B16, V7.B16, V7.B16; \
+	VSUB V29.B16, V6.B16, V6.B16; \
+	VSUB V29.B16, V7.B16, V7.B16; \
+	Q6STORE(6, s0, off0); \
+	Q6STORE(7, s1, off1)
+
+// func q6kNEON(b *byte, ds *[16]float32, dst *float32)
+// One Q6_K super-block (210 bytes at b), ds holding d·sc of its 16
+// groups: per half h, with ql its 64 bytes at 64h and qh its 32 at
+// 128 + 32h, y[128h + 32k + l] = ds[8h + 2k + l/16]·q, q = (ql[l + 32(k&1)]
+// nibble k/2 | qh[l] bits 2k, 2k+1 << 4) - 32.
+TEXT ·q6kNEON(SB), NOSPLIT, $0-24
+	MOVD b+0(FP), R0
+	MOVD ds+8(FP), R1
+	MOVD dst+16(FP), R2
+	ADD $128, R0, R5
+	VMOVI $15, V31.B16
+	VMOVI $3, V30.B16
+	VMOVI $32, V29.B16
+	MOVD $2, R3
+half:
+	VLD1.P 32(R0), [V0.B16, V1.B16]  // ql[0:32]
+	VLD1.P 32(R0), [V2.B16, V3.B16]  // ql[32:64]
+	VLD1.P 32(R5), [V4.B16, V5.B16]  // qh
+	VLD1 (R1), [V20.S4, V21.S4]      // ds[8h:8h+8]
+	ADD $32, R1, R1
+	VDUP V20.S[0], V22.S4
+	VDUP V20.S[1], V23.S4
+	VDUP V20.S[2], V24.S4
+	VDUP V20.S[3], V25.S4
+	VDUP V21.S[0], V26.S4
+	VDUP V21.S[1], V27.S4
+	VDUP V21.S[2], V28.S4
+	VDUP V21.S[3], V19.S4
+	// k = 0: low nibbles of ql[0:32], qh bits 0-1.
+	VAND V30.B16, V4.B16, V6.B16
+	VAND V30.B16, V5.B16, V7.B16
+	VSHL $4, V6.B16, V6.B16
+	VSHL $4, V7.B16, V7.B16
+	VAND V31.B16, V0.B16, V17.B16
+	VAND V31.B16, V1.B16, V18.B16
+	Q6OUT(22, 23, 0, 64)
+	// k = 1: low nibbles of ql[32:64], qh bits 2-3.
+	Q6HIGH(2)
+	VAND V31.B16, V2.B16, V17.B16
+	VAND V31.B16, V3.B16, V18.B16
+	Q6OUT(24, 25, 128, 192)
+	// k = 2: high nibbles of ql[0:32], qh bits 4-5.
+	Q6HIGH(4)
+	VUSHR $4, V0.B16, V17.B16
+	VUSHR $4, V1.B16, V18.B16
+	Q6OUT(26, 27, 256, 320)
+	// k = 3: high nibbles of ql[32:64], qh bits 6-7.
+	VUSHR $6, V4.B16, V6.B16
+	VUSHR $6, V5.B16, V7.B16
+	VSHL $4, V6.B16, V6.B16
+	VSHL $4, V7.B16, V7.B16
+	VUSHR $4, V2.B16, V17.B16
+	VUSHR $4, V3.B16, V18.B16
+	Q6OUT(28, 19, 384, 448)
+	ADD $512, R2, R2
+	SUBS $1, R3, R3
+	BNE half
+	RET
