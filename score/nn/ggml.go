@@ -1308,7 +1308,7 @@ func (l *Linear) lastBlock(rowsQ []byte, rs []float32, r0, r1 int, a *qacts, f q
 // panel's panelQ and ps.
 func (l *Linear) panelKernel(kl lanesFunc, nb int, rowsQ []byte, panelQ []uint32, rs, ps []float32, r0, r1 int, a *qacts, f quant.Int8Format, out []float32) {
 	k, rows := l.In, r1-r0
-	pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
+	packCodes(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows, kern.flipBias)
 	pack32(ps, rs, k/f.Group, rows)
 	var c [32]float32
 	for t := 0; t < a.n; t++ {

@@ -673,7 +673,8 @@ func TestTiledKernels(t *testing.T) {
 							return // this level has no such kernels, or takes fewer rows at a time
 						}
 						got := make([]float32, 4*32)
-						kerns[m-1](&a.buf[0], a.rec, &w[0], &ls[0], pm, &d0[0], pdm, k/32, negoff, &got[0], 32, a.dOff, xsOff)
+						lw := levelCodes(w)
+						kerns[m-1](&a.buf[0], a.rec, &lw[0], &ls[0], pm, &d0[0], pdm, k/32, negoff, &got[0], 32, a.dOff, xsOff)
 						for i := range got[:m*32] {
 							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 								t.Fatalf("g=%d min %v narrow %v m=%d level %v: out[%d] = %v, generic %v", g, hasMin, narrow, m, l, i, got[i], want[i])
@@ -684,6 +685,17 @@ func TestTiledKernels(t *testing.T) {
 			}
 		}
 	}
+}
+
+// levelCodes returns a panel of biased codes as the level in use takes
+// them: flipped where kernels.flipBias says so (a copy), else w.
+func levelCodes(w []uint32) []uint32 {
+	if !kern.flipBias {
+		return w
+	}
+	f := slices.Clone(w)
+	flipCodes(f)
+	return f
 }
 
 // TestKRepackedKernels checks every level's repacked Q4_K and Q2_K
@@ -1081,7 +1093,7 @@ func TestLanesKernels(t *testing.T) {
 					want[row] = hsum8(&lanes[0])
 				}
 				panel := make([]uint32, 32*k/4)
-				pack32Words(panel, unsafe.Slice((*uint32)(unsafe.Pointer(&q[0])), 32*k/4), k/4, 32)
+				packCodes(panel, unsafe.Slice((*uint32)(unsafe.Pointer(&q[0])), 32*k/4), k/4, 32, kern.flipBias)
 				ps := make([]float32, 32*ng)
 				pack32(ps, sc, ng, 32)
 				var got [32]float32

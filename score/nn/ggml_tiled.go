@@ -116,6 +116,14 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 	k, rows := l.In, r1-r0
 	ng, nsb := k/f.Group, k/256
 	rowsQ, panelQ, _, _, _, _ := l.decodeInt8(buf, r0, r1, f)
+	i := tiledKernels(f.Group, f.HasMin)
+	kerns, flip := kern.tiled[i], kern.flipBias
+	if f.Max < 64 && len(kern.tiledNarrow[i]) > 0 {
+		kerns = kern.tiledNarrow[i]
+	}
+	if len(kerns) == 0 {
+		kerns, flip = generic.tiled[i], false
+	}
 	rest := buf[int8Scratch(k, f):]
 	d0, pd0 := rest[:32*nsb], rest[32*nsb:64*nsb]
 	pls := unsafe.Slice((*uint32)(unsafe.Pointer(&rest[64*nsb])), 32*ng)
@@ -133,7 +141,7 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 			scales(row, ls[r*ng:(r+1)*ng], d0[r*nsb:(r+1)*nsb], nil, nil)
 		}
 	}
-	pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
+	packCodes(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows, flip)
 	pack32Words(pls, unsafe.Slice((*uint32)(unsafe.Pointer(&ls[0])), rows*ng), ng, rows)
 	pack32(pd0, d0, nsb, rows)
 	var pmin *int32
@@ -147,14 +155,6 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 	xsOff := a.xs32Off
 	if f.Group == 16 {
 		xsOff = a.xs16Off
-	}
-	i := tiledKernels(f.Group, f.HasMin)
-	kerns := kern.tiled[i]
-	if f.Max < 64 && len(kern.tiledNarrow[i]) > 0 {
-		kerns = kern.tiledNarrow[i]
-	}
-	if len(kerns) == 0 {
-		kerns = generic.tiled[i]
 	}
 	var ctile [4 * panelRows]float32
 	po := panelOut{out, ctile[:], l.Out, r0, rows}

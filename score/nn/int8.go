@@ -359,7 +359,7 @@ func (l *Linear) panelInt8(buf []float32, r0, r1 int, a *qacts, f quant.Int8Form
 		pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&row16[0])), rows*k/2), k/2, rows)
 		x0, negoff = a.q16Off, 0
 	} else {
-		pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
+		packCodes(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows, kern.flipBias)
 	}
 	pack32(ps, rs, ng, rows)
 	var mp *float32

@@ -151,6 +151,10 @@ type kernels struct {
 	// int8 holds the int8 tile kernels by group (32, 16) and minimum
 	// (without, with): see int8Kernels.
 	int8 [4][]int8Func
+	// flipBias says the lanes, tiled and int8 kernels take their panels'
+	// bytes with the bias flipped, q ^ 0x80 (packCodes), for instructions
+	// that multiply signed bytes only (NEON's SDOT).
+	flipBias bool
 	// int8Wide says the int8 kernels take int16: the panel holds the
 	// weights' signed integers (q - Offset) as int16 pairs, and the
 	// activations are read as int16 (the record's q16), for CPUs without

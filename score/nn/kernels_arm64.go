@@ -26,6 +26,7 @@ func archInit() {
 		{gemmAccF32x32m1NEON, gemmAccF32x32m2NEON},
 	}
 	if cpu.ARM64.HasASIMDDP {
+		neon.flipBias = true
 		neon.lanes = [2]lanesFunc{lanesSlices(lanes32NEON), lanesSlices(lanes16NEON)}
 		neon.tiled = [4][]tiledFunc{
 			{tiledSlices(tiled32m1NEON)}, {tiledSlices(tiled32minm1NEON)},

@@ -274,6 +274,24 @@ func pack32(dst, src []float32, k, rows int) {
 	pack32Words(unsafe.Slice((*uint32)(unsafe.Pointer(&dst[0])), len(dst)), unsafe.Slice((*uint32)(unsafe.Pointer(&src[0])), len(src)), k, rows)
 }
 
+// packCodes is pack32Words for a panel of biased weight codes (the lanes,
+// tiled and int8 kernels'): with flip (the kernels of a level with
+// kernels.flipBias), each byte q becomes q ^ 0x80, SDOT's signed q - 128,
+// once for all the activation rows.
+func packCodes(dst, src []uint32, k, rows int, flip bool) {
+	pack32Words(dst, src, k, rows)
+	if flip {
+		flipCodes(dst[:32*k])
+	}
+}
+
+// flipCodes flips the bias of every byte of p: q ^ 0x80.
+func flipCodes(p []uint32) {
+	for i := range p {
+		p[i] ^= 0x80808080
+	}
+}
+
 // pack32Words is pack32 for any 32-bit elements.
 func pack32Words(dst, src []uint32, k, rows int) {
 	p0 := 0

@@ -10,9 +10,10 @@ import "fmt"
 // (pack32Words: word (i/4)·32 + r holds elements i..i+3 of row r).
 //
 // SDOT takes signed bytes where VPDPBUSD takes the weights unsigned: a
-// biased weight q in [0, 255] goes in as q ^ 0x80 = q - 128, and the
-// group's sum of activations times 128 - off is added back, so every
-// integer sum is the plain Go kernels' exact one. The float32 operations
+// biased weight q in [0, 255] goes in as q ^ 0x80 = q - 128 (the panels
+// come flipped: kernels.flipBias), and the group's sum of activations
+// times 128 - off is added back, so every integer sum is the plain Go
+// kernels' exact one. The float32 operations
 // are theirs in their order (SCVTF, FMUL, FMLA, FMLS: one rounding each),
 // so each kernel gives its plain Go twin's bits. Each kernel takes 8 weight
 // rows of a 32-row panel (kernels.go's slices8 runs it on the four); the
@@ -32,30 +33,21 @@ func sdot(d, n, m, idx int) {
 	p("\tWORD $0x%08x // SDOT V%d.4S, V%d.16B, V%d.4B[%d]", word, d, n, m, idx)
 }
 
-// Registers the integer kernels share.
-const (
-	intK80  = 28 // 0x80 in every byte: the weights' bias flip
-	intBias = 29 // 128 + negoff in every 32-bit lane
-)
+// intBias is the register holding 128 + negoff in every 32-bit lane.
+const intBias = 29
 
-// intBiasSetup loads intK80 and intBias (negoff from the argument at off).
+// intBiasSetup loads intBias (negoff from the argument at off).
 func intBiasSetup(off int) {
 	p("\tMOVD negoff+%d(FP), R15", off)
 	p("\tADD $128, R15, R15")
 	p("\tVDUP R15, V%d.S4", intBias)
-	p("\tVMOVI $128, V%d.B16", intK80)
 }
 
 // intChunk adds to the 8 rows' sums in t, t+1 the products of their next
 // word of weights (loaded into w, w+1 from R3, post-incremented by R9, the
-// panel's 128 bytes a word) with word idx of the activations in x: with
-// flip, the weights' bias flipped first.
-func intChunk(t, w, x, idx int, flip bool) {
+// panel's 128 bytes a word) with word idx of the activations in x.
+func intChunk(t, w, x, idx int) {
 	p("\tVLD1.P (R3)(R9), [V%d.B16, V%d.B16]", w, w+1)
-	if flip {
-		p("\tVEOR V%d.B16, V%d.B16, V%d.B16", intK80, w, w)
-		p("\tVEOR V%d.B16, V%d.B16, V%d.B16", intK80, w+1, w+1)
-	}
 	sdot(t, w, x, idx)
 	sdot(t+1, w+1, x, idx)
 }
@@ -102,7 +94,7 @@ func lanesNEON(g int) {
 	for st := range 8 {
 		p("\tVDUP V%d.S[%d], V26.S4", 22+st/4, st%4)
 		p("\tVMOV V26.B16, V27.B16")
-		intChunk(26, 24, 20+st/4, st%4, true)
+		intChunk(26, 24, 20+st/4, st%4)
 		neon(scvtf, 26, 26)
 		neon(scvtf, 27, 27)
 		d := 16
@@ -205,9 +197,8 @@ func intPointers(doff, xsoff int) {
 // intGroup computes a group's integers T for 8 rows in V6-V7: its g
 // activation codes loaded from R0 (into V10-V11), its Σqx broadcast from R1
 // (into V16), and T the sum of the products over the group's words; with
-// biased, the weights' bias flipped and T started from Σqx times 128 +
-// negoff, else (the unsigned weights below 128 of the repacked K-quants)
-// from 0.
+// biased (flipped weights), T started from Σqx times 128 + negoff, else
+// (the unsigned weights below 128 of the repacked K-quants) from 0.
 func intGroup(g int, biased bool) {
 	if g == 32 {
 		p("\tVLD1.P 32(R0), [V10.B16, V11.B16]")
@@ -223,7 +214,7 @@ func intGroup(g int, biased bool) {
 		p("\tVEOR V7.B16, V7.B16, V7.B16")
 	}
 	for c := range g / 4 {
-		intChunk(6, 8, 10+c/4, c%4, biased)
+		intChunk(6, 8, 10+c/4, c%4)
 	}
 }
 
