@@ -201,7 +201,7 @@ func TestSoftmaxTileAdversarial(t *testing.T) {
 				ref = st
 				return
 			}
-			if lv >= AVX512 && trial%3 != 0 {
+			if (lv == AVX512 || lv == AVX512VNNI) && trial%3 != 0 {
 				return // the AVX-512 kernel's block maximum does not skip NaN scores as max32 does
 			}
 			for _, c := range []struct {
@@ -267,7 +267,7 @@ func TestMaxArgZeros(t *testing.T) {
 				ref = g
 				return
 			}
-			if lv >= AVX512 {
+			if lv == AVX512 || lv == AVX512VNNI {
 				return // VMAXPS keeps the second of two zeros there: -0 may come out
 			}
 			if math.Float32bits(g.m) != math.Float32bits(ref.m) || g.arg != ref.arg || g.ok != ref.ok {

@@ -6,10 +6,10 @@ import "golang.org/x/sys/cpu"
 // has): gemmGeneric's tiles, exp32 four lanes at a time and the Mamba-2
 // scan's rows and KLD's sums, for the fp32 mode's products, attention,
 // SwiGLU, log-softmax and selective scan and the KL divergence of every
-// mode, and addMinSums's chains; on a CPU with the dot-product extension
-// (FEAT_DotProd), the int8 modes' integer products of the lane-order,
-// tiled and repacked K-quant panels too (gen/arm64int.go). Every other
-// kernel is the plain Go one.
+// mode, addMinSums's chains and MaxArg's maximum; on a CPU with the
+// dot-product extension (FEAT_DotProd), the int8 modes' integer products
+// of the lane-order, tiled, int8 and repacked K-quant panels too
+// (gen/arm64int.go). Every other kernel is the plain Go one.
 func archInit() {
 	neon := generic
 	neon.level = NEON
@@ -17,6 +17,7 @@ func archInit() {
 	neon.ssmF32 = ssmF32NEON
 	neon.kld = kldNEON
 	neon.minSums = minSumsNEON
+	neon.maxFinite = maxFiniteNEON
 	neon.gemm = [2][]gemmFunc{
 		{gemmF32x16m1NEON, gemmF32x16m2NEON, gemmF32x16m3NEON, gemmF32x16m4NEON},
 		{gemmF32x32m1NEON, gemmF32x32m2NEON},

@@ -1136,6 +1136,48 @@ done:
 	VST1 [V0.D2, V1.D2, V2.D2, V3.D2], (R5)
 	RET
 
+// func maxFiniteNEON(x *float32, n int) (m float32, finite bool)
+TEXT ·maxFiniteNEON(SB), NOSPLIT, $0-21
+	MOVD x+0(FP), R0
+	MOVD n+8(FP), R1
+	LSR $4, R1, R1
+	MOVW $0xff800000, R2
+	VDUP R2, V0.S4
+	VDUP R2, V1.S4
+	VDUP R2, V2.S4
+	VDUP R2, V3.S4
+	VEOR V8.B16, V8.B16, V8.B16
+	CBZ R1, fold
+loop:
+	VLD1.P 64(R0), [V4.S4, V5.S4, V6.S4, V7.S4]
+	WORD $0x4e24f400 // FMAX V0.4S, V0.4S, V4.4S
+	WORD $0x4ea4d484 // FSUB V4.4S, V4.4S, V4.4S
+	VORR V4.B16, V8.B16, V8.B16
+	WORD $0x4e25f421 // FMAX V1.4S, V1.4S, V5.4S
+	WORD $0x4ea5d4a5 // FSUB V5.4S, V5.4S, V5.4S
+	VORR V5.B16, V8.B16, V8.B16
+	WORD $0x4e26f442 // FMAX V2.4S, V2.4S, V6.4S
+	WORD $0x4ea6d4c6 // FSUB V6.4S, V6.4S, V6.4S
+	VORR V6.B16, V8.B16, V8.B16
+	WORD $0x4e27f463 // FMAX V3.4S, V3.4S, V7.4S
+	WORD $0x4ea7d4e7 // FSUB V7.4S, V7.4S, V7.4S
+	VORR V7.B16, V8.B16, V8.B16
+	SUBS $1, R1, R1
+	BNE loop
+fold:
+	WORD $0x4e21f400 // FMAX V0.4S, V0.4S, V1.4S
+	WORD $0x4e23f442 // FMAX V2.4S, V2.4S, V3.4S
+	WORD $0x4e22f400 // FMAX V0.4S, V0.4S, V2.4S
+	WORD $0x6e30f800 // FMAXV S0, V0.4S
+	FMOVS F0, m+16(FP)
+	VMOV V8.D[0], R3
+	VMOV V8.D[1], R4
+	ORR R3, R4, R4
+	CMP $0, R4
+	CSET EQ, R5
+	MOVB R5, finite+20(FP)
+	RET
+
 // func lanes32NEON(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
 TEXT ·lanes32NEON(SB), NOSPLIT, $0-64
 	MOVD x+0(FP), R0

@@ -48,6 +48,9 @@ func ssmF32NEON(s *float32, p int, b *float32, c *float32, n int, xd *float32, d
 func kldNEON(p *float32, q *float32, n int, plse float64, qlse float64, k *[19][4]float64, lanes *[8]float64)
 
 //go:noescape
+func maxFiniteNEON(x *float32, n int) (m float32, finite bool)
+
+//go:noescape
 func lanes32NEON(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
 
 //go:noescape

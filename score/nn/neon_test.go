@@ -33,5 +33,6 @@ func TestNEONUnderQEMU(t *testing.T) {
 		"TestExps", "TestExpSum", "TestExpEdgesLevels", "TestSoftmaxTile", "TestSoftmaxTileAdversarial",
 		"TestSwiGLU32", "TestSSMRowsF32", "TestSSMScanLevels", "TestKLD",
 		"TestLanesKernels", "TestTiledKernels", "TestKRepackedKernels", "TestMinSumsKernel",
-		"TestLinearInt8", "TestInt8Tiles", "TestLinearInt8Lowbit", "TestGGMLProducts", "TestGGMLProductsQ1Q2")
+		"TestLinearInt8", "TestInt8Tiles", "TestLinearInt8Lowbit", "TestGGMLProducts", "TestGGMLProductsQ1Q2",
+		"TestMaxArg", "TestMaxArgZeros")
 }

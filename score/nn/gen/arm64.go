@@ -27,6 +27,7 @@ func kernelsARM64() {
 	expsNEON()
 	ssmNEON()
 	kldNEON()
+	maxFiniteNEON()
 	lanesNEON(32)
 	lanesNEON(16)
 	for _, g := range []int{32, 16} {
@@ -158,6 +159,7 @@ const (
 	frintn = 0x4e218800 // FRINTN Vd.4S, Vn.4S (round to nearest, ties to even)
 	fcvtzs = 0x4ea1b800 // FCVTZS Vd.4S, Vn.4S
 	sshr1  = 0x4f3f0400 // SSHR Vd.4S, Vn.4S, #1
+	fmaxv  = 0x6e30f800 // FMAXV Sd, Vn.4S (the largest of the four lanes)
 
 	// Two lanes of 64 bits.
 	fadd2   = 0x4e60d400 // FADD Vd.2D, Vn.2D, Vm.2D
@@ -171,7 +173,7 @@ const (
 
 var neonNames = map[uint32]string{fadd: "FADD", fsub: "FSUB", fmul: "FMUL", fmax: "FMAX", fmin: "FMIN", frintn: "FRINTN", fcvtzs: "FCVTZS", sshr1: "SSHR",
 	fadd2: "FADD", fsub2: "FSUB", fmul2: "FMUL", fmax2: "FMAX", frintn2: "FRINTN", fcvtl: "FCVTL", fcvtl2: "FCVTL2",
-	scvtf: "SCVTF", mla: "MLA", mul: "MUL"}
+	scvtf: "SCVTF", mla: "MLA", mul: "MUL", fmaxv: "FMAXV"}
 
 // neon prints the instruction op with registers d, n (and m, for the
 // three-register ones) as a WORD, its mnemonic in the comment.
@@ -185,8 +187,13 @@ func neon(op uint32, d, n int, m ...int) {
 		dt, nt = "2D", "2S"
 	case fcvtl2:
 		dt = "2D"
+	case fmaxv:
+		dt = "S"
 	}
 	regs := fmt.Sprintf("V%d.%s, V%d.%s", d, dt, n, nt)
+	if dt == "S" {
+		regs = fmt.Sprintf("S%d, V%d.%s", d, n, nt)
+	}
 	if len(m) > 0 {
 		word |= uint32(m[0]) << 16
 		regs += fmt.Sprintf(", V%d.%s", m[0], nt)
@@ -445,5 +452,47 @@ func kldNEON() {
 	p("\tBNE loop")
 	p("done:")
 	p("\tVST1 [V0.D2, V1.D2, V2.D2, V3.D2], (R5)")
+	p("\tRET")
+}
+
+// maxFiniteNEON prints maxFiniteNEON, the vector part of MaxArg: the
+// largest of n floats (n a multiple of 16) and whether all are finite.
+// FMAX orders +0 above -0 as Go's max does, so on finite values the
+// result is max's whatever the order; x - x is +0 for a finite x and a
+// NaN otherwise, and the OR of those bits is zero only if all are finite.
+func maxFiniteNEON() {
+	p("")
+	p("// func maxFiniteNEON(x *float32, n int) (m float32, finite bool)")
+	p("TEXT ·maxFiniteNEON(SB), NOSPLIT, $0-21")
+	p("\tMOVD x+0(FP), R0")
+	p("\tMOVD n+8(FP), R1")
+	p("\tLSR $4, R1, R1")
+	p("\tMOVW $0xff800000, R2")
+	for i := range 4 {
+		p("\tVDUP R2, V%d.S4", i)
+	}
+	p("\tVEOR V8.B16, V8.B16, V8.B16")
+	p("\tCBZ R1, fold")
+	p("loop:")
+	p("\tVLD1.P 64(R0), [V4.S4, V5.S4, V6.S4, V7.S4]")
+	for i := range 4 {
+		neon(fmax, i, i, 4+i)
+		neon(fsub, 4+i, 4+i, 4+i)
+		p("\tVORR V%d.B16, V8.B16, V8.B16", 4+i)
+	}
+	p("\tSUBS $1, R1, R1")
+	p("\tBNE loop")
+	p("fold:")
+	neon(fmax, 0, 0, 1)
+	neon(fmax, 2, 2, 3)
+	neon(fmax, 0, 0, 2)
+	neon(fmaxv, 0, 0)
+	p("\tFMOVS F0, m+16(FP)")
+	p("\tVMOV V8.D[0], R3")
+	p("\tVMOV V8.D[1], R4")
+	p("\tORR R3, R4, R4")
+	p("\tCMP $0, R4")
+	p("\tCSET EQ, R5")
+	p("\tMOVB R5, finite+20(FP)")
 	p("\tRET")
 }
