@@ -18,9 +18,10 @@ import (
 // dequantization of F16, BF16, Q8_0, Q4_K and Q6_K. They compute each
 // weight with the same exact products as the reference functions, so they
 // give the same bits; the only difference is that an F16 signaling NaN
-// comes out as a quiet NaN, as the F16C and FCVTL instructions make it. Dequantize, DequantizeRow
-// and DecodeInt8 use them when they are on; the tests compare every level
-// with the reference on random and adversarial blocks.
+// comes out as a quiet NaN, as the F16C and FCVTL instructions make it.
+// Dequantize, DequantizeRow and DecodeInt8 use them when they are on; the
+// tests compare every level with the reference on random and adversarial
+// blocks.
 
 // Level names a set of fast paths, one per class of CPU, named as
 // package score/nn's kernel levels.

@@ -24,7 +24,7 @@ const (
 	AVX2                    // AVX2 and FMA (Haswell, Zen 1-3)
 	AVX512                  // AVX-512 F, BW, DQ, VL (Skylake-X)
 	AVX512VNNI              // AVX-512 with VNNI integer dot products (Ice Lake, Zen 4 and 5), and VDPBF16PS where the CPU has AVX512-BF16 (Zen 4 and 5, Sapphire Rapids)
-	NEON                    // arm64's Advanced SIMD (every arm64 CPU): the fp32 mode's matrix tiles, exponentials and Mamba-2 scan; with the dot-product extension (FEAT_DotProd) the int8 modes' integer products
+	NEON                    // arm64's Advanced SIMD (every arm64 CPU): the fp32 mode's matrix tiles, exponentials and Mamba-2 scan, and with the dot-product extension (FEAT_DotProd) the int8 modes' integer products
 )
 
 var levelNames = [...]string{"generic", "avx2", "avx512", "avx512vnni", "neon"}
@@ -326,10 +326,11 @@ func fma32Slow(p, cc float64) float32 {
 // unsafeSlice is unsafe.Slice for the kernels' pointer arguments.
 func unsafeSlice[T any](p *T, n int) []T { return unsafe.Slice(p, n) }
 
-// lanesSlices, tiledSlices, kRepackedSlices and int8Slices run a kernel of 8 weight
-// rows (AVX2's, NEON's) on each 8-row slice of a 32-row panel: the panel's rows are 32 elements apart in
-// every array it has (weights, scales, minima, d), so slice s starts 8s
-// elements in, and so does its tile of c.
+// lanesSlices, tiledSlices, kRepackedSlices and int8Slices run a kernel
+// of 8 weight rows (AVX2's, NEON's) on each 8-row slice of a 32-row panel:
+// the panel's rows are 32 elements apart in every array it has (weights,
+// scales, minima, d), so slice s starts 8s elements in, and so does its
+// tile of c.
 func lanesSlices(k lanesFunc) lanesFunc {
 	return func(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int) {
 		for s := range 4 {
