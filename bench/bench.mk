@@ -6,6 +6,8 @@
 #                                       and against llama.cpp, back to back, best of 3
 #   make bench-cpu LONG=65536           and the peak RSS of one 64k-token window
 #   make bench-cpu BASELINE=DIR         and this build against the ppl-score in DIR, round by round
+#   make bench-cpu BENCH_FLAGS="--levels generic,neon"
+#                                       and each CPU kernel level against the first, round by round
 #   make bench-quant                    package quant's decode kernels per CPU level against plain Go
 BENCH_FLAGS ?=
 LLAMA ?=

@@ -43,9 +43,16 @@
 // ratio of their tokens/s per model and mode, and whether both gave the same
 // perplexity to the bit.
 //
+// --levels L0,L1,... compares this build's CPU kernel levels
+// (PPL_CPU_KERNELS: generic, avx2, avx512, avx512vnni, neon) the same way:
+// each level's tokens/s and its ratio to L0's, and whether all gave the
+// same perplexity to the bit (they must: every level computes the plain Go
+// kernels' bits). On arm64, --levels generic,neon measures the NEON
+// kernels against plain Go.
+//
 // Flags: --arch (llama, qwen3moe, qwen35, rwkv7, minimax-m3 or qwen4exp), --bin DIR (the ppl tools, built by make build; default bin),
 // --dir DIR (models and scratch; default profiles/bench-cpu), --types
-// (default F16,Q8_0,Q4_K_M), --modes (default fp32,int8), --threads
+// (default F16,Q8_0,Q4_K_M), --modes (default fp32,int8), --levels, --threads
 // (comma-separated; default 1 up to the number of CPUs), --context (512),
 // --chunks (8), --text FILE (default: the shared oracle's all-texts.txt, or
 // the held-out corpus's English files), --vocab-from FILE.gguf (the
@@ -79,6 +86,7 @@ type config struct {
 	context, chunks, reps     int
 	llama, llamaRoot          string
 	baseline                  string
+	levels                    []string
 	arch                      string
 	long                      int
 }
@@ -92,7 +100,7 @@ func main() {
 
 func run() error {
 	var c config
-	var types, modes, threads string
+	var types, modes, threads, levels string
 	flag.StringVar(&c.bin, "bin", "bin", "directory of the ppl tools")
 	flag.StringVar(&c.dir, "dir", "profiles/bench-cpu", "directory for models and scratch files")
 	flag.StringVar(&types, "types", "F16,Q8_0,Q4_K_M", "model weight types")
@@ -108,8 +116,15 @@ func run() error {
 	flag.IntVar(&c.long, "long", 0, "also score one window of this many tokens and report its peak RSS")
 	flag.StringVar(&c.arch, "arch", "llama", "architecture of the generated models: llama (100M), qwen3moe (Qwen3-30B-A3B's layout at 1B), qwen35 (Qwen3.5-0.8B), rwkv7 (RWKV-7 G1 0.1B), minimax-m3 (MiniMax-M3's layout at 48M) or qwen4exp (Qwen3.8-Flash-Next's layout at 72M)")
 	flag.StringVar(&c.baseline, "baseline", "", "directory of another build's ppl-score (the previous commit's) to compare with, round by round")
+	flag.StringVar(&levels, "levels", "", "CPU kernel levels (PPL_CPU_KERNELS) to compare, round by round, each against the first: e.g. generic,neon")
 	flag.Parse()
 	c.types, c.modes = strings.Split(types, ","), strings.Split(modes, ",")
+	if levels != "" {
+		c.levels = strings.Split(levels, ",")
+		if len(c.levels) < 2 {
+			return fmt.Errorf("--levels %q: name two levels or more", levels)
+		}
+	}
 	if threads == "" {
 		for t := 1; t <= runtime.NumCPU(); t *= 2 {
 			c.threads = append(c.threads, t)
@@ -170,7 +185,17 @@ func run() error {
 			}
 		}
 		if c.baseline != "" {
-			if err := c.againstBaseline(model, win); err != nil {
+			vs := []variant{{name: "baseline", bin: c.baseline}, {name: "this build", bin: c.bin}}
+			if err := c.compareVariants(model, win, "the baseline build in "+c.baseline, vs); err != nil {
+				return err
+			}
+		}
+		if c.levels != nil {
+			var vs []variant
+			for _, l := range c.levels {
+				vs = append(vs, variant{name: l, bin: c.bin, env: []string{"PPL_CPU_KERNELS=" + l}, level: l})
+			}
+			if err := c.compareVariants(model, win, "kernel levels", vs); err != nil {
 				return err
 			}
 		}
@@ -367,8 +392,11 @@ type result struct {
 }
 
 // timed runs a command and returns its wall time, user time and peak RSS.
-func timed(name string, args []string, stdout io.Writer) (result, error) {
+func timed(name string, env, args []string, stdout io.Writer) (result, error) {
 	cmd := exec.Command(name, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = stdout, &errb
 	t0 := time.Now()
@@ -394,47 +422,72 @@ func tail(s string, n int) string {
 // score runs ppl-score on the windows; r.ppl is the perplexity of its
 // scores.
 func (c *config) score(model, win, mode string, threads int) (result, error) {
-	return c.scoreWith(c.bin, model, win, mode, threads)
+	return c.scoreWith(c.bin, nil, model, win, mode, threads)
 }
 
-// againstBaseline runs this build's ppl-score and the baseline's in
-// alternating rounds with all threads, and prints the best of each and
-// their ratio per mode: the no-slowdown check of a change.
-func (c *config) againstBaseline(model, win string) error {
+// variant is one ppl-score of compareVariants: a build's tools (bin) run
+// with env added to the environment, at the kernel level named (when not
+// empty: checked in ppl-score's log).
+type variant struct {
+	name, bin string
+	env       []string
+	level     string
+}
+
+// compareVariants runs the variants' ppl-score in alternating rounds with
+// all threads, and prints the best of each per mode, its ratio to the
+// first's tokens/s (wall clock, and user CPU time, less disturbed by other
+// load) and whether all gave the same perplexity to the bit: a change's
+// no-slowdown check (the baseline build, then this one), or the kernel
+// levels' speed-ups.
+func (c *config) compareVariants(model, win, title string, vs []variant) error {
 	th := c.threads[len(c.threads)-1]
-	fmt.Printf("\nAgainst the baseline build in %s: %d threads, best of %d alternating rounds\n\n", c.baseline, th, c.reps)
-	fmt.Printf("| mode | this build tokens/s | baseline tokens/s | ratio | user s (this / baseline) | user-time ratio | same PPL |\n| --- | --- | --- | --- | --- | --- | --- |\n")
+	fmt.Printf("\nAgainst %s: %d threads, best of %d alternating rounds\n\n| mode |", title, th, c.reps)
+	for _, v := range vs {
+		fmt.Printf(" %s tokens/s |", v.name)
+	}
+	for _, v := range vs[1:] {
+		fmt.Printf(" %s / %s | user-time ratio |", v.name, vs[0].name)
+	}
+	fmt.Printf(" same PPL |\n|%s\n", strings.Repeat(" --- |", 2+len(vs)+2*(len(vs)-1)))
 	for _, mode := range c.modes {
-		var cur, base result // the best of each, by wall time; user CPU time is kept too, since it is less disturbed by other load
+		best := make([]result, len(vs))
 		for range c.reps {
-			r, err := c.scoreWith(c.bin, model, win, mode, th)
-			if err != nil {
-				return err
-			}
-			if cur.wall == 0 || r.wall < cur.wall {
-				cur = r
-			}
-			if r, err = c.scoreWith(c.baseline, model, win, mode, th); err != nil {
-				return err
-			}
-			if base.wall == 0 || r.wall < base.wall {
-				base = r
+			for i, v := range vs {
+				r, err := c.scoreWith(v.bin, v.env, model, win, mode, th)
+				if err != nil {
+					return fmt.Errorf("%s: %w", v.name, err)
+				}
+				if v.level != "" && !strings.Contains(r.stderr, ", "+v.level+" kernels,") {
+					return fmt.Errorf("--levels %s: ppl-score did not run those kernels (this CPU lacks them, or the name is wrong):\n%s", v.level, tail(r.stderr, 2000))
+				}
+				if best[i].wall == 0 || r.wall < best[i].wall {
+					best[i] = r
+				}
 			}
 		}
 		tok := float64(c.chunks * c.context)
-		fmt.Printf("| %s | %.0f | %.0f | %.3f | %.2f / %.2f | %.3f | %v |\n", mode, tok/cur.wall.Seconds(), tok/base.wall.Seconds(),
-			base.wall.Seconds()/cur.wall.Seconds(), cur.user.Seconds(), base.user.Seconds(), base.user.Seconds()/cur.user.Seconds(), cur.ppl == base.ppl)
+		same := true
+		fmt.Printf("| %s |", mode)
+		for _, r := range best {
+			fmt.Printf(" %.0f |", tok/r.wall.Seconds())
+			same = same && r.ppl == best[0].ppl
+		}
+		for _, r := range best[1:] {
+			fmt.Printf(" %.3f | %.3f |", best[0].wall.Seconds()/r.wall.Seconds(), best[0].user.Seconds()/r.user.Seconds())
+		}
+		fmt.Printf(" %v |\n", same)
 	}
 	return nil
 }
 
-// scoreWith runs the ppl-score of the tools in bin, with an f16 KV cache
-// as llama-perplexity's default (with it, the int8 modes compute what
-// llama.cpp computes).
-func (c *config) scoreWith(bin, model, win, mode string, threads int) (result, error) {
+// scoreWith runs the ppl-score of the tools in bin (env added to its
+// environment), with an f16 KV cache as llama-perplexity's default (with
+// it, the int8 modes compute what llama.cpp computes).
+func (c *config) scoreWith(bin string, env []string, model, win, mode string, threads int) (result, error) {
 	var out bytes.Buffer
-	r, err := timed(filepath.Join(bin, "ppl-score"), []string{"--model", model, "--device", "cpu", "--no-cache",
-		"--kv-dtype", "f16", "--activations", mode, "--threads", strconv.Itoa(threads), "--log-level", "warn", win}, &out)
+	r, err := timed(filepath.Join(bin, "ppl-score"), env, []string{"--model", model, "--device", "cpu", "--no-cache",
+		"--kv-dtype", "f16", "--activations", mode, "--threads", strconv.Itoa(threads), "--log-level", "info", win}, &out)
 	if err != nil {
 		return r, err
 	}
@@ -516,7 +569,7 @@ func (c *config) compare(typ, model, win string) (comparison, error) {
 			}
 		}
 		var lout bytes.Buffer
-		r, err := timed(fields[0], largs, &lout)
+		r, err := timed(fields[0], nil, largs, &lout)
 		if err != nil {
 			return x, err
 		}
