@@ -1112,11 +1112,17 @@ func (l *Linear) panelBF16Raw(r0, r1 int, x []uint16, n int, out []float32) {
 // the AVX2 build's with its kernel (kern.dotBF16x8), else
 // dotBF16Generic.
 func dotBF16(w, x []float32, avx2 bool) float32 {
+	var sum float64
 	np := len(w) &^ 31
-	if !avx2 || kern.dotBF16x8 == nil || np == 0 {
+	switch {
+	case avx2 && kern.dotBF16x8 != nil && np > 0:
+		sum = float64(kern.dotBF16x8(&w[0], &x[0], np))
+	case !avx2 && kern.dotBF16Seq != nil && len(w) >= 64:
+		np = len(w) &^ 63
+		sum = kern.dotBF16Seq(&w[0], &x[0], np)
+	default:
 		return dotBF16Generic(w, x, avx2)
 	}
-	sum := float64(kern.dotBF16x8(&w[0], &x[0], np))
 	for e := np; e < len(w); e++ {
 		sum += float64(w[e] * x[e])
 	}

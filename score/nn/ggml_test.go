@@ -879,6 +879,11 @@ func TestDotBF16Kernels(t *testing.T) {
 				if got := dotBF16(w, row[1][:k], true); math.Float32bits(got) != math.Float32bits(want) {
 					t.Fatalf("level %v row %d, %d elements, the AVX2 build's: dotBF16 %v, dotBF16Generic %v", l, ri, k, got, want)
 				}
+				// The AVX-512 build's on rows in order (kern.dotBF16Seq).
+				want = dotBF16Generic(w, row[1][:k], false)
+				if got := dotBF16(w, row[1][:k], false); math.Float32bits(got) != math.Float32bits(want) {
+					t.Fatalf("level %v row %d, %d elements, the AVX-512 build's in order: dotBF16 %v, dotBF16Generic %v", l, ri, k, got, want)
+				}
 				if kern.dotBF16[0] == nil {
 					continue
 				}

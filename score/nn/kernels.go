@@ -206,6 +206,10 @@ type kernels struct {
 	// 32, in order.
 	dotBF16   [4]func(w, x *float32, ldx, n int, out *float64)
 	dotBF16x8 func(w, x *float32, n int) float32
+	// dotBF16Seq, if set, is dotBF16Generic's AVX-512 part for n a
+	// multiple of 64 on rows in order (not bf16Pairs's), for levels without
+	// dotBF16: the two accumulators' reduce16s summed in float64.
+	dotBF16Seq func(w, x *float32, n int) float64
 	// dotBF16Raw, if set, is dotBF16's sums by the instruction itself
 	// (VDPBF16PS, AVX512-BF16) on the bf16 values in order.
 	dotBF16Raw [4]func(w, x *uint16, ldx, n int, out *float64)

@@ -51,6 +51,18 @@ func kldNEON(p *float32, q *float32, n int, plse float64, qlse float64, k *[19][
 func maxFiniteNEON(x *float32, n int) (m float32, finite bool)
 
 //go:noescape
+func dotF32NEON(x *float32, y *float32, n int) float32
+
+//go:noescape
+func dotF32x8NEON(x *float32, y *float32, n int) float32
+
+//go:noescape
+func dotBF16SeqNEON(w *float32, x *float32, n int) float64
+
+//go:noescape
+func dotBF16x8NEON(w *float32, x *float32, n int) float32
+
+//go:noescape
 func lanes32NEON(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
 
 //go:noescape

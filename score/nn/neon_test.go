@@ -34,5 +34,5 @@ func TestNEONUnderQEMU(t *testing.T) {
 		"TestSwiGLU32", "TestSSMRowsF32", "TestSSMScanLevels", "TestKLD",
 		"TestLanesKernels", "TestTiledKernels", "TestKRepackedKernels", "TestMinSumsKernel",
 		"TestLinearInt8", "TestInt8Tiles", "TestLinearInt8Lowbit", "TestGGMLProducts", "TestGGMLProductsQ1Q2",
-		"TestMaxArg", "TestMaxArgZeros")
+		"TestMaxArg", "TestMaxArgZeros", "TestDotKernels", "TestDotBF16Kernels", "TestBF16Panels")
 }

@@ -3,13 +3,15 @@ package main
 import (
 	"fmt"
 	"math"
+	"strings"
 )
 
 // kernelsARM64 prints kernels_arm64.s, package nn's kernels for arm64's
 // Advanced SIMD (NEON, which every arm64 CPU has): the fp32 register
-// tiles, exp32's lanes, the Mamba-2 scan's rows, KLD's lanes and
-// addMinSums's chains, and for CPUs with the dot-product extension the
-// int8 modes' integer kernels (arm64int.go). FMLA and FMLS round a·b + c
+// tiles, exp32's lanes, the Mamba-2 scan's rows, KLD's lanes, MaxArg's
+// maximum, ggml's float dot products and addMinSums's chains, and for CPUs
+// with the dot-product extension the int8 modes' integer kernels
+// (arm64int.go). FMLA and FMLS round a·b + c
 // once, as the plain Go kernels' fma32 and math.FMA do, and every other
 // operation is theirs, so each kernel gives its plain Go twin's bits.
 func kernelsARM64() {
@@ -28,6 +30,10 @@ func kernelsARM64() {
 	ssmNEON()
 	kldNEON()
 	maxFiniteNEON()
+	dotF32NEON(16)
+	dotF32NEON(8)
+	dotBF16NEON()
+	dotBF16x8NEON()
 	lanesNEON(32)
 	lanesNEON(16)
 	for _, g := range []int{32, 16} {
@@ -160,6 +166,9 @@ const (
 	fcvtzs = 0x4ea1b800 // FCVTZS Vd.4S, Vn.4S
 	sshr1  = 0x4f3f0400 // SSHR Vd.4S, Vn.4S, #1
 	fmaxv  = 0x6e30f800 // FMAXV Sd, Vn.4S (the largest of the four lanes)
+	faddp  = 0x6e20d400 // FADDP Vd.4S, Vn.4S, Vm.4S (sums of adjacent lanes, n's then m's)
+	faddps = 0x7e30d800 // FADDP Sd, Vn.2S (lane 0 + lane 1)
+	ext8   = 0x6e004000 // EXT Vd.16B, Vn.16B, Vm.16B, #8 (n's high half, then m's low half)
 
 	// Two lanes of 64 bits.
 	fadd2   = 0x4e60d400 // FADD Vd.2D, Vn.2D, Vm.2D
@@ -173,7 +182,8 @@ const (
 
 var neonNames = map[uint32]string{fadd: "FADD", fsub: "FSUB", fmul: "FMUL", fmax: "FMAX", fmin: "FMIN", frintn: "FRINTN", fcvtzs: "FCVTZS", sshr1: "SSHR",
 	fadd2: "FADD", fsub2: "FSUB", fmul2: "FMUL", fmax2: "FMAX", frintn2: "FRINTN", fcvtl: "FCVTL", fcvtl2: "FCVTL2",
-	scvtf: "SCVTF", mla: "MLA", mul: "MUL", fmaxv: "FMAXV"}
+	scvtf: "SCVTF", mla: "MLA", mul: "MUL", fmaxv: "FMAXV",
+	faddp: "FADDP", faddps: "FADDP", ext8: "EXT"}
 
 // neon prints the instruction op with registers d, n (and m, for the
 // three-register ones) as a WORD, its mnemonic in the comment.
@@ -189,6 +199,10 @@ func neon(op uint32, d, n int, m ...int) {
 		dt = "2D"
 	case fmaxv:
 		dt = "S"
+	case faddps:
+		dt, nt = "S", "2S"
+	case ext8:
+		dt, nt = "16B", "16B"
 	}
 	regs := fmt.Sprintf("V%d.%s, V%d.%s", d, dt, n, nt)
 	if dt == "S" {
@@ -198,8 +212,11 @@ func neon(op uint32, d, n int, m ...int) {
 		word |= uint32(m[0]) << 16
 		regs += fmt.Sprintf(", V%d.%s", m[0], nt)
 	}
-	if op == sshr1 {
+	switch op {
+	case sshr1:
 		regs += ", #1"
+	case ext8:
+		regs += ", #8"
 	}
 	p("\tWORD $0x%08x // %s %s", word, neonNames[op], regs)
 }
@@ -494,5 +511,168 @@ func maxFiniteNEON() {
 	p("\tCMP $0, R4")
 	p("\tCSET EQ, R5")
 	p("\tMOVB R5, finite+20(FP)")
+	p("\tRET")
+}
+
+// dotF32NEON prints dotLanesGeneric's loop for lanes of w floats (16: the
+// AVX-512 build's, dotF32NEON; 8: the AVX2 build's, dotF32x8NEON): four
+// accumulators of w lanes (w/4 registers each) over each 4w elements, one
+// FMLA per lane, folded (0+2, 1+3, then 0+1) and reduced as reduce16 (16:
+// lanes i + (i+8), then i + (i+4), then (0+2) + (1+3)) or hsum's order (8:
+// i + (i+4), then (0+1) + (2+3)).
+func dotF32NEON(w int) {
+	name, nv := "dotF32NEON", w/4 // registers per accumulator
+	if w == 8 {
+		name = "dotF32x8NEON"
+	}
+	p("")
+	p("// func %s(x *float32, y *float32, n int) float32", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-28", name)
+	p("\tMOVD x+0(FP), R0")
+	p("\tMOVD y+8(FP), R1")
+	p("\tMOVD n+16(FP), R2")
+	p("\tLSR $%d, R2, R2", map[int]int{16: 6, 8: 5}[w])
+	for i := range 4 * nv {
+		p("\tVEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
+	}
+	p("\tCBZ R2, fold")
+	p("loop:")
+	regs := func(first int) string {
+		var r []string
+		for l := range nv {
+			r = append(r, fmt.Sprintf("V%d.S4", first+l))
+		}
+		return "[" + strings.Join(r, ", ") + "]"
+	}
+	for j := range 4 {
+		p("\tVLD1.P %d(R0), %s", 4*w, regs(16))
+		p("\tVLD1.P %d(R1), %s", 4*w, regs(20))
+		for l := range nv {
+			p("\tVFMLA V%d.S4, V%d.S4, V%d.S4", 16+l, 20+l, j*nv+l)
+		}
+	}
+	p("\tSUBS $1, R2, R2")
+	p("\tBNE loop")
+	p("fold:")
+	for l := range nv {
+		neon(fadd, l, l, 2*nv+l)
+		neon(fadd, nv+l, nv+l, 3*nv+l)
+	}
+	for l := range nv {
+		neon(fadd, l, l, nv+l)
+	}
+	if w == 16 {
+		reduce16NEON(0)
+	} else {
+		neon(fadd, 0, 0, 1)
+		neon(faddp, 0, 0, 0)
+		neon(faddps, 0, 0)
+	}
+	p("\tFMOVS F0, ret+24(FP)")
+	p("\tRET")
+}
+
+// reduce16NEON sums 16 lanes in registers r..r+3 as reduce16 does into
+// S(r): lanes i + (i+8), then i + (i+4), then (0+2) + (1+3); r+1 is
+// scratch.
+func reduce16NEON(r int) {
+	neon(fadd, r, r, r+2)
+	neon(fadd, r+1, r+1, r+3)
+	neon(fadd, r, r, r+1)
+	neon(ext8, r+1, r, r)
+	neon(fadd, r, r, r+1)
+	neon(faddps, r, r)
+}
+
+// dotBF16NEON prints dotBF16SeqNEON, dotBF16Generic's AVX-512 part for n
+// a multiple of 64 (the elements in order, not bf16Pairs's): per 64, two
+// accumulators of 16 lanes (V0-V3, V4-V7), lane m of accumulator h adding
+// the product of elements 32h + 2m + 1 and then of 32h + 2m (LD2 splits
+// the pairs), each operand and each result flushed to a zero of its sign
+// when subnormal (flushTiny: CMTST on the exponent, then the sign kept);
+// the two reduced as reduce16 and summed in float64.
+func dotBF16NEON() {
+	const exp, sign, tmp = 28, 29, 12
+	flush := func(v int) {
+		p("\tWORD $0x%08x // CMTST V%d.4S, V%d.4S, V%d.4S", 0x4ea08c00|uint32(exp)<<16|uint32(v)<<5|uint32(tmp), tmp, v, exp)
+		p("\tVORR V%d.B16, V%d.B16, V%d.B16", sign, tmp, tmp)
+		p("\tVAND V%d.B16, V%d.B16, V%d.B16", tmp, v, v)
+	}
+	p("")
+	p("// func dotBF16SeqNEON(w *float32, x *float32, n int) float64")
+	p("TEXT ·dotBF16SeqNEON(SB), NOSPLIT, $0-32")
+	p("\tMOVD w+0(FP), R0")
+	p("\tMOVD x+8(FP), R1")
+	p("\tMOVD n+16(FP), R2")
+	p("\tLSR $6, R2, R2")
+	p("\tMOVW $0x7f800000, R3")
+	p("\tVDUP R3, V%d.S4", exp)
+	p("\tMOVW $0x80000000, R3")
+	p("\tVDUP R3, V%d.S4", sign)
+	for i := range 8 {
+		p("\tVEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
+	}
+	p("\tCBZ R2, fold")
+	p("loop:")
+	for c := range 8 { // accumulator register c: lanes 4(c%4).. of accumulator c/4
+		p("\tVLD2.P 32(R0), [V8.S4, V9.S4]")
+		p("\tVLD2.P 32(R1), [V10.S4, V11.S4]")
+		for _, v := range []int{8, 9, 10, 11} {
+			flush(v)
+		}
+		p("\tVFMLA V9.S4, V11.S4, V%d.S4", c)
+		flush(c)
+		p("\tVFMLA V8.S4, V10.S4, V%d.S4", c)
+		flush(c)
+	}
+	p("\tSUBS $1, R2, R2")
+	p("\tBNE loop")
+	p("fold:")
+	reduce16NEON(0)
+	reduce16NEON(4)
+	p("\tFCVTSD F0, F0")
+	p("\tFCVTSD F4, F4")
+	p("\tFADDD F4, F0, F0")
+	p("\tFMOVD F0, ret+24(FP)")
+	p("\tRET")
+}
+
+// dotBF16x8NEON prints dotBF16x8NEON, dotBF16Generic's AVX2 part for n a
+// multiple of 32: dotF32x8NEON's loop, then the lanes summed as that
+// build does, g[m] = ((c0 + c2) + (c1 + c3))[m+4] + ((c0 + c2) + (c1 +
+// c3))[m] in that order of the folds, and (g0 + g2) + (g1 + g3).
+func dotBF16x8NEON() {
+	p("")
+	p("// func dotBF16x8NEON(w *float32, x *float32, n int) float32")
+	p("TEXT ·dotBF16x8NEON(SB), NOSPLIT, $0-28")
+	p("\tMOVD w+0(FP), R0")
+	p("\tMOVD x+8(FP), R1")
+	p("\tMOVD n+16(FP), R2")
+	p("\tLSR $5, R2, R2")
+	for i := range 8 {
+		p("\tVEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
+	}
+	p("\tCBZ R2, fold")
+	p("loop:")
+	for j := range 4 {
+		p("\tVLD1.P 32(R0), [V16.S4, V17.S4]")
+		p("\tVLD1.P 32(R1), [V20.S4, V21.S4]")
+		p("\tVFMLA V16.S4, V20.S4, V%d.S4", 2*j)
+		p("\tVFMLA V17.S4, V21.S4, V%d.S4", 2*j+1)
+	}
+	p("\tSUBS $1, R2, R2")
+	p("\tBNE loop")
+	p("fold:")
+	// c_j's lanes 0-3 in V(2j), 4-7 in V(2j+1): (c0 + c2) + (c1 + c3) per half.
+	for h := range 2 {
+		neon(fadd, h, h, 4+h)
+		neon(fadd, 2+h, 2+h, 6+h)
+		neon(fadd, h, h, 2+h)
+	}
+	neon(fadd, 0, 1, 0) // g = high half + low half
+	neon(ext8, 1, 0, 0)
+	neon(fadd, 0, 0, 1)
+	neon(faddps, 0, 0)
+	p("\tFMOVS F0, ret+24(FP)")
 	p("\tRET")
 }
