@@ -14,7 +14,8 @@ import (
 
 // TestLevels scores two short windows (of 40 and 130 tokens, a few targets
 // each: the plain Go kernels are slow) of every oracle model, in both
-// activation modes, at every kernel level this CPU has (generic Go, AVX2,
+// activation modes (and the Q8_0 Llama in the int8 mode over q8_0 and
+// q4_1 caches too), at every kernel level this CPU has (generic Go, AVX2,
 // AVX-512, AVX-512 VNNI; NEON on arm64), and requires the same log-probs to the bit:
 // every level computes the same operations in the same order, so the
 // golden checks, made at the best level, hold at all of them.
@@ -43,8 +44,14 @@ func TestLevels(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, act := range []string{ActFP32, ActInt8} {
-			m, err := Load(oracle.Model(dir, stem), Options{Activations: act})
+		type run struct{ act, kv string }
+		runs := []run{{ActFP32, ""}, {ActInt8, ""}}
+		if stem == "tiny-llama-spm-q8_0" { // llama.cpp's quantized caches: keys read in their blocks' lanes
+			runs = append(runs, run{ActInt8, "q8_0"}, run{ActInt8, "q4_1"})
+		}
+		for _, rn := range runs {
+			act := rn.act
+			m, err := Load(oracle.Model(dir, stem), Options{Activations: act, KVDtype: rn.kv})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +69,7 @@ func TestLevels(t *testing.T) {
 					}
 					for i, lp := range r.Logprobs {
 						if math.Float64bits(lp) != math.Float64bits(ref[wi][i]) {
-							t.Fatalf("%s %s level %v: window %d target %d: %v, generic %v", stem, act, lv, wi, i, lp, ref[wi][i])
+							t.Fatalf("%s %s (KV %q) level %v: window %d target %d: %v, generic %v", stem, act, rn.kv, lv, wi, i, lp, ref[wi][i])
 						}
 					}
 				}
