@@ -35,6 +35,8 @@ func archInit() {
 	deq[gguf.TypeBF16] = halves(deqBF16AVX512, deqBF16)
 	deq[gguf.TypeQ8_0] = blocks(32, 34, deqQ8_0AVX512)
 	deq[gguf.TypeQ4_0] = blocks(32, 18, deqQ4_0AVX512)
+	deq[gguf.TypeQ5_0] = blocks(32, 22, deqQ5_0AVX512)
+	deq[gguf.TypeQ5_1] = blocks(32, 24, deqQ5_1AVX512)
 	deq[gguf.TypeQ4_K] = blocks(256, 144, deqQ4_KAVX512)
 	deq[gguf.TypeQ6_K] = blocks(256, 210, deqQ6_KAVX512)
 
@@ -48,6 +50,18 @@ func archInit() {
 		if n := len(q) / 32; n > 0 {
 			_, _ = w[18*n-1], s[n-1]
 			i8Q4_0AVX512(&w[0], &q[0], &s[0], n)
+		}
+	}
+	i8[gguf.TypeQ5_0] = func(w, q []byte, s, _ []float32) {
+		if n := len(q) / 32; n > 0 {
+			_, _ = w[22*n-1], s[n-1]
+			i8Q5_0AVX512(&w[0], &q[0], &s[0], n)
+		}
+	}
+	i8[gguf.TypeQ5_1] = func(w, q []byte, s, m []float32) {
+		if n := len(q) / 32; n > 0 {
+			_, _, _ = w[24*n-1], s[n-1], m[n-1]
+			i8Q5_1AVX512(&w[0], &q[0], &s[0], &m[0], n)
 		}
 	}
 	i8[gguf.TypeQ4_K] = func(w, q []byte, s, m []float32) {
@@ -71,6 +85,12 @@ func i8Q8_0AVX512(w *byte, q *byte, s *float32, n int)
 func i8Q4_0AVX512(w *byte, q *byte, s *float32, n int)
 
 //go:noescape
+func i8Q5_0AVX512(w *byte, q *byte, s *float32, n int)
+
+//go:noescape
+func i8Q5_1AVX512(w *byte, q *byte, s *float32, m *float32, n int)
+
+//go:noescape
 func i8Q4_KAVX512(w *byte, q *byte, s *float32, m *float32, n int)
 
 //go:noescape
@@ -90,6 +110,12 @@ func deqQ8_0AVX512(src *byte, dst *float32, n int)
 
 //go:noescape
 func deqQ4_0AVX512(src *byte, dst *float32, n int)
+
+//go:noescape
+func deqQ5_0AVX512(src *byte, dst *float32, n int)
+
+//go:noescape
+func deqQ5_1AVX512(src *byte, dst *float32, n int)
 
 //go:noescape
 func deqQ4_KAVX512(src *byte, dst *float32, n int)

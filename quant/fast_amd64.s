@@ -582,6 +582,135 @@ loop:
 	VZEROUPPER
 	RET
 
+// Q5CODES leaves a Q5_0 or Q5_1 block's 32 codes (nibbles | high bit <<
+// 4: the low nibbles of its 16 bytes at qs, then the high ones; bit i of
+// the 32 at qh for code i) in Y2: X15 holds 0x0f bytes, Y14 0x10.
+#define Q5CODES(qh, qs) \
+	KMOVD qh(SI), K1; \
+	VMOVDQU qs(SI), X1; \
+	VPAND X15, X1, X2; \
+	VPSRLW $4, X1, X3; \
+	VPAND X15, X3, X3; \
+	VINSERTI128 $1, X3, Y2, Y2; \
+	VMOVDQU8.Z Y14, K1, Y4; \
+	VPOR Y4, Y2, Y2
+
+// Q5CONSTS sets Q5CODES's constants.
+#define Q5CONSTS \
+	MOVL $0x0f0f0f0f, AX; \
+	VPBROADCASTD AX, X15; \
+	MOVL $0x10101010, AX; \
+	VPBROADCASTD AX, Y14
+
+// Q5WIDEN widens Q5CODES's 32 codes to float32 in Z5 and Z6, minus Z31
+// (as int32) first.
+#define Q5WIDEN \
+	VPMOVZXBD X2, Z5; \
+	VEXTRACTI128 $1, Y2, X6; \
+	VPMOVZXBD X6, Z6; \
+	VPSUBD Z31, Z5, Z5; \
+	VPSUBD Z31, Z6, Z6; \
+	VCVTDQ2PS Z5, Z5; \
+	VCVTDQ2PS Z6, Z6
+
+// func deqQ5_0AVX512(src *byte, dst *float32, n int)  y = (q-16)·d
+TEXT ·deqQ5_0AVX512(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ n+16(FP), CX
+	Q5CONSTS
+	MOVL $16, AX
+	VPBROADCASTD AX, Z31
+loop:
+	VPBROADCASTW (SI), Y0
+	VCVTPH2PS Y0, Z0
+	Q5CODES(2, 6)
+	Q5WIDEN
+	VMULPS Z0, Z5, Z5
+	VMULPS Z0, Z6, Z6
+	VMOVUPS Z5, (DI)
+	VMOVUPS Z6, 64(DI)
+	ADDQ $22, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ loop
+	VZEROUPPER
+	RET
+
+// func deqQ5_1AVX512(src *byte, dst *float32, n int)  y = q·d + m
+TEXT ·deqQ5_1AVX512(SB), NOSPLIT, $0-24
+	MOVQ src+0(FP), SI
+	MOVQ dst+8(FP), DI
+	MOVQ n+16(FP), CX
+	Q5CONSTS
+	VPXORD Z31, Z31, Z31
+loop:
+	VPBROADCASTW (SI), Y0
+	VCVTPH2PS Y0, Z0
+	VPBROADCASTW 2(SI), Y1
+	VCVTPH2PS Y1, Z7
+	Q5CODES(4, 8)
+	Q5WIDEN
+	VMULPS Z0, Z5, Z5
+	VMULPS Z0, Z6, Z6
+	VADDPS Z7, Z5, Z5
+	VADDPS Z7, Z6, Z6
+	VMOVUPS Z5, (DI)
+	VMOVUPS Z6, 64(DI)
+	ADDQ $24, SI
+	ADDQ $128, DI
+	DECQ CX
+	JNZ loop
+	VZEROUPPER
+	RET
+
+// func i8Q5_0AVX512(w *byte, q *byte, s *float32, n int)  n blocks
+TEXT ·i8Q5_0AVX512(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ s+16(FP), DX
+	MOVQ n+24(FP), CX
+	Q5CONSTS
+loop:
+	VPBROADCASTW (SI), X0
+	VCVTPH2PS X0, X0
+	VMOVSS X0, (DX)
+	Q5CODES(2, 6)
+	VMOVDQU Y2, (DI)
+	ADDQ $22, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	DECQ CX
+	JNZ loop
+	VZEROUPPER
+	RET
+
+// func i8Q5_1AVX512(w *byte, q *byte, s *float32, m *float32, n int)  n blocks
+TEXT ·i8Q5_1AVX512(SB), NOSPLIT, $0-40
+	MOVQ w+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ s+16(FP), DX
+	MOVQ m+24(FP), R8
+	MOVQ n+32(FP), CX
+	Q5CONSTS
+loop:
+	VPBROADCASTW (SI), X0
+	VCVTPH2PS X0, X0
+	VMOVSS X0, (DX)
+	VPBROADCASTW 2(SI), X0
+	VCVTPH2PS X0, X0
+	VMOVSS X0, (R8)
+	Q5CODES(4, 8)
+	VMOVDQU Y2, (DI)
+	ADDQ $24, SI
+	ADDQ $32, DI
+	ADDQ $4, DX
+	ADDQ $4, R8
+	DECQ CX
+	JNZ loop
+	VZEROUPPER
+	RET
+
 // func i8Q4_KAVX512(w *byte, q *byte, s *float32, m *float32, n int)  n super-blocks
 TEXT ·i8Q4_KAVX512(SB), NOSPLIT, $0-40
 	MOVQ w+0(FP), SI
