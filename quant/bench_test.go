@@ -15,7 +15,7 @@ import (
 // (on Linux), which a busy machine disturbs less.
 
 var benchTypes = []gguf.Type{
-	gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ4_K,
+	gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ4_K,
 	gguf.TypeIQ2_XXS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S, gguf.TypeIQ1_M, gguf.TypeMXFP4, gguf.TypeNVFP4,
 }
 
