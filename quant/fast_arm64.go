@@ -4,7 +4,9 @@ import "ppl.dev/gguf"
 
 // archInit adds the NEON level (Advanced SIMD, which every arm64 CPU has):
 // the dequantizers of F16, BF16, Q8_0, Q4_K and Q6_K, the types the fp32
-// mode decodes most of a dense model from. Q4_K's and Q6_K's scales are
+// mode decodes most of a dense model from, and of Q5_0 and Q5_1 (a
+// mixture's experts where a K-quant does not fit their width), and the
+// integer decoders of Q8_0, Q4_0, Q5_0 and Q5_1 (the int8 modes'). Q4_K's and Q6_K's scales are
 // the reference's scalar products (d·sc, dmin·m), their weights the
 // vector kernels' (fast_arm64.s).
 func archInit() {
@@ -15,6 +17,29 @@ func archInit() {
 	deq[gguf.TypeQ8_0] = blocks(32, 34, deqQ8_0NEON)
 	deq[gguf.TypeQ4_K] = deqQ4_KNEON
 	deq[gguf.TypeQ6_K] = deqQ6_KNEON
+	deq[gguf.TypeQ5_0] = blocks(32, 22, deqQ5_0NEON)
+	deq[gguf.TypeQ5_1] = blocks(32, 24, deqQ5_1NEON)
+	i8 := &levelInt8[NEON]
+	i8[gguf.TypeQ8_0] = legacyInt8(34, i8Q8_0NEON)
+	i8[gguf.TypeQ4_0] = legacyInt8(18, i8Q4_0NEON)
+	i8[gguf.TypeQ5_0] = legacyInt8(22, i8Q5_0NEON)
+	i8[gguf.TypeQ5_1] = func(w, q []byte, s, m []float32) {
+		if n := len(q) / 32; n > 0 {
+			_, _, _ = w[24*n-1], s[n-1], m[n-1]
+			i8Q5_1NEON(&w[0], &q[0], &s[0], &m[0], n)
+		}
+	}
+}
+
+// legacyInt8 makes a fastInt8 entry of an integer decoder of blocks of 32
+// (ts bytes) with one scale each.
+func legacyInt8(ts int, k func(w, q *byte, s *float32, n int)) func(w, q []byte, s, _ []float32) {
+	return func(w, q []byte, s, _ []float32) {
+		if n := len(q) / 32; n > 0 {
+			_, _ = w[ts*n-1], s[n-1]
+			k(&w[0], &q[0], &s[0], n)
+		}
+	}
 }
 
 // deqQ4_KNEON is deqQ4_K: per super-block the scales d·sc and minima
@@ -65,3 +90,21 @@ func q4kNEON(qs *byte, dm *[16]float32, dst *float32)
 
 //go:noescape
 func q6kNEON(b *byte, ds *[16]float32, dst *float32)
+
+//go:noescape
+func i8Q8_0NEON(w *byte, q *byte, s *float32, n int)
+
+//go:noescape
+func i8Q4_0NEON(w *byte, q *byte, s *float32, n int)
+
+//go:noescape
+func i8Q5_0NEON(w *byte, q *byte, s *float32, n int)
+
+//go:noescape
+func i8Q5_1NEON(w *byte, q *byte, s *float32, m *float32, n int)
+
+//go:noescape
+func deqQ5_0NEON(src *byte, dst *float32, n int)
+
+//go:noescape
+func deqQ5_1NEON(src *byte, dst *float32, n int)

@@ -230,3 +230,178 @@ half:
 	SUBS $1, R3, R3
 	BNE half
 	RET
+
+#define CMTST16B(d, n, m) WORD $(0x4e208c00 | ((m)<<16) | ((n)<<5) | (d)) // CMTST Vd.16B, Vn.16B, Vm.16B
+
+// SCALE stores the f16 at R0 + off as a float32 at R2, post-incremented.
+#define SCALE(off, R2) \
+	ADD $off, R0, R4; \
+	VLD1R (R4), [V0.H8]; \
+	FCVTL4S(0, 0); \
+	FMOVS F0, (R2); \
+	ADD $4, R2, R2
+
+// NIBBLES leaves the low nibbles of the 16 bytes at R0 + off in V2 and
+// the high ones in V3 (V31: 0x0f bytes).
+#define NIBBLES(off) \
+	ADD $off, R0, R4; \
+	VLD1 (R4), [V1.B16]; \
+	VAND V31.B16, V1.B16, V2.B16; \
+	VUSHR $4, V1.B16, V3.B16
+
+// Q5HIGH ORs bit 4 into the codes in V2 (bits 0-15 of the 32-bit qh at
+// R0 + off) and V3 (bits 16-31): each qh byte spread over 8 code bytes
+// (TBL by V28, V29), tested against V30's single bits, masked to 0x10
+// (V27).
+#define Q5HIGH(off) \
+	ADD $off, R0, R4; \
+	VLD1 (R4), [V4.S2]; \
+	VTBL V28.B16, [V4.B16], V5.B16; \
+	VTBL V29.B16, [V4.B16], V6.B16; \
+	CMTST16B(5, 5, 30); \
+	CMTST16B(6, 6, 30); \
+	VAND V27.B16, V5.B16, V5.B16; \
+	VAND V27.B16, V6.B16, V6.B16; \
+	VORR V5.B16, V2.B16, V2.B16; \
+	VORR V6.B16, V3.B16, V3.B16
+
+// Q5SETUP sets Q5HIGH's and NIBBLES's constants.
+#define Q5SETUP \
+	VMOVI $15, V31.B16; \
+	VMOVI $16, V27.B16; \
+	MOVD $0x8040201008040201, R4; \
+	VMOV R4, V30.D[0]; \
+	VMOV R4, V30.D[1]; \
+	MOVD $0x0101010101010101, R4; \
+	VEOR V28.B16, V28.B16, V28.B16; \
+	VMOV R4, V28.D[1]; \
+	MOVD $0x0202020202020202, R4; \
+	VMOV R4, V29.D[0]; \
+	MOVD $0x0303030303030303, R4; \
+	VMOV R4, V29.D[1]
+
+// func i8Q8_0NEON(w *byte, q *byte, s *float32, n int)  n blocks: q = v ^ 0x80
+TEXT ·i8Q8_0NEON(SB), NOSPLIT, $0-32
+	MOVD w+0(FP), R0
+	MOVD q+8(FP), R1
+	MOVD s+16(FP), R2
+	MOVD n+24(FP), R3
+	VMOVI $128, V31.B16
+loop:
+	SCALE(0, R2)
+	ADD $2, R0, R4
+	VLD1 (R4), [V1.B16, V2.B16]
+	VEOR V31.B16, V1.B16, V1.B16
+	VEOR V31.B16, V2.B16, V2.B16
+	VST1.P [V1.B16, V2.B16], 32(R1)
+	ADD $34, R0, R0
+	SUBS $1, R3, R3
+	BNE loop
+	RET
+
+// func i8Q4_0NEON(w *byte, q *byte, s *float32, n int)  n blocks
+TEXT ·i8Q4_0NEON(SB), NOSPLIT, $0-32
+	MOVD w+0(FP), R0
+	MOVD q+8(FP), R1
+	MOVD s+16(FP), R2
+	MOVD n+24(FP), R3
+	VMOVI $15, V31.B16
+loop:
+	SCALE(0, R2)
+	NIBBLES(2)
+	VST1.P [V2.B16, V3.B16], 32(R1)
+	ADD $18, R0, R0
+	SUBS $1, R3, R3
+	BNE loop
+	RET
+
+// func i8Q5_0NEON(w *byte, q *byte, s *float32, n int)  n blocks
+TEXT ·i8Q5_0NEON(SB), NOSPLIT, $0-32
+	MOVD w+0(FP), R0
+	MOVD q+8(FP), R1
+	MOVD s+16(FP), R2
+	MOVD n+24(FP), R3
+	Q5SETUP
+loop:
+	SCALE(0, R2)
+	NIBBLES(6)
+	Q5HIGH(2)
+	VST1.P [V2.B16, V3.B16], 32(R1)
+	ADD $22, R0, R0
+	SUBS $1, R3, R3
+	BNE loop
+	RET
+
+// func i8Q5_1NEON(w *byte, q *byte, s *float32, m *float32, n int)  n blocks
+TEXT ·i8Q5_1NEON(SB), NOSPLIT, $0-40
+	MOVD w+0(FP), R0
+	MOVD q+8(FP), R1
+	MOVD s+16(FP), R2
+	MOVD m+24(FP), R5
+	MOVD n+32(FP), R3
+	Q5SETUP
+loop:
+	SCALE(0, R2)
+	SCALE(2, R5)
+	NIBBLES(8)
+	Q5HIGH(4)
+	VST1.P [V2.B16, V3.B16], 32(R1)
+	ADD $24, R0, R0
+	SUBS $1, R3, R3
+	BNE loop
+	RET
+
+#define FADD4S(d, n, m) WORD $(0x4e20d400 | ((m)<<16) | ((n)<<5) | (d)) // FADD Vd.4S, Vn.4S, Vm.4S
+
+// HALF4S broadcasts the f16 at R0 + off into the four float32 lanes of Vd.
+#define HALF4S(off, d) \
+	ADD $off, R0, R4; \
+	VLD1R (R4), [V(d).H8]; \
+	FCVTL4S(d, d)
+
+// func deqQ5_0NEON(src *byte, dst *float32, n int)  n blocks: y = (q-16)·d
+TEXT ·deqQ5_0NEON(SB), NOSPLIT, $0-24
+	MOVD src+0(FP), R0
+	MOVD dst+8(FP), R1
+	MOVD n+16(FP), R3
+	Q5SETUP
+loop:
+	HALF4S(0, 0)
+	NIBBLES(6)
+	Q5HIGH(2)
+	VSUB V27.B16, V2.B16, V2.B16
+	VSUB V27.B16, V3.B16, V3.B16
+	WIDEN16S(2, 16, 8, 9, 10, 11)
+	WIDEN16S(3, 16, 12, 13, 14, 15)
+	MUL4(8, 0)
+	MUL4(12, 0)
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R1)
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R1)
+	ADD $22, R0, R0
+	SUBS $1, R3, R3
+	BNE loop
+	RET
+
+// func deqQ5_1NEON(src *byte, dst *float32, n int)  n blocks: y = q·d + m
+TEXT ·deqQ5_1NEON(SB), NOSPLIT, $0-24
+	MOVD src+0(FP), R0
+	MOVD dst+8(FP), R1
+	MOVD n+16(FP), R3
+	Q5SETUP
+loop:
+	HALF4S(0, 0)
+	HALF4S(2, 7)
+	NIBBLES(8)
+	Q5HIGH(4)
+	WIDEN16U(2, 16, 8, 9, 10, 11)
+	WIDEN16U(3, 16, 12, 13, 14, 15)
+	MUL4(8, 0)
+	MUL4(12, 0)
+	FADD4S(8, 8, 7); FADD4S(9, 9, 7); FADD4S(10, 10, 7); FADD4S(11, 11, 7)
+	FADD4S(12, 12, 7); FADD4S(13, 13, 7); FADD4S(14, 14, 7); FADD4S(15, 15, 7)
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R1)
+	VST1.P [V12.S4, V13.S4, V14.S4, V15.S4], 64(R1)
+	ADD $24, R0, R0
+	SUBS $1, R3, R3
+	BNE loop
+	RET
