@@ -280,6 +280,14 @@ half:
 	MOVD $0x0303030303030303, R4; \
 	VMOV R4, V29.D[1]
 
+// I8NEXT stores a block's 32 codes (V2, V3) and steps to the next block
+// of ts bytes.
+#define I8NEXT(ts) \
+	VST1.P [V2.B16, V3.B16], 32(R1); \
+	ADD $ts, R0, R0; \
+	SUBS $1, R3, R3; \
+	BNE loop
+
 // func i8Q8_0NEON(w *byte, q *byte, s *float32, n int)  n blocks: q = v ^ 0x80
 TEXT ·i8Q8_0NEON(SB), NOSPLIT, $0-32
 	MOVD w+0(FP), R0
@@ -290,13 +298,10 @@ TEXT ·i8Q8_0NEON(SB), NOSPLIT, $0-32
 loop:
 	SCALE(0, R2)
 	ADD $2, R0, R4
-	VLD1 (R4), [V1.B16, V2.B16]
-	VEOR V31.B16, V1.B16, V1.B16
+	VLD1 (R4), [V2.B16, V3.B16]
 	VEOR V31.B16, V2.B16, V2.B16
-	VST1.P [V1.B16, V2.B16], 32(R1)
-	ADD $34, R0, R0
-	SUBS $1, R3, R3
-	BNE loop
+	VEOR V31.B16, V3.B16, V3.B16
+	I8NEXT(34)
 	RET
 
 // func i8Q4_0NEON(w *byte, q *byte, s *float32, n int)  n blocks
@@ -309,10 +314,7 @@ TEXT ·i8Q4_0NEON(SB), NOSPLIT, $0-32
 loop:
 	SCALE(0, R2)
 	NIBBLES(2)
-	VST1.P [V2.B16, V3.B16], 32(R1)
-	ADD $18, R0, R0
-	SUBS $1, R3, R3
-	BNE loop
+	I8NEXT(18)
 	RET
 
 // func i8Q5_0NEON(w *byte, q *byte, s *float32, n int)  n blocks
@@ -326,10 +328,7 @@ loop:
 	SCALE(0, R2)
 	NIBBLES(6)
 	Q5HIGH(2)
-	VST1.P [V2.B16, V3.B16], 32(R1)
-	ADD $22, R0, R0
-	SUBS $1, R3, R3
-	BNE loop
+	I8NEXT(22)
 	RET
 
 // func i8Q5_1NEON(w *byte, q *byte, s *float32, m *float32, n int)  n blocks
@@ -345,10 +344,7 @@ loop:
 	SCALE(2, R5)
 	NIBBLES(8)
 	Q5HIGH(4)
-	VST1.P [V2.B16, V3.B16], 32(R1)
-	ADD $24, R0, R0
-	SUBS $1, R3, R3
-	BNE loop
+	I8NEXT(24)
 	RET
 
 #define FADD4S(d, n, m) WORD $(0x4e20d400 | ((m)<<16) | ((n)<<5) | (d)) // FADD Vd.4S, Vn.4S, Vm.4S
