@@ -13,11 +13,12 @@ import "fmt"
 // biased weight q in [0, 255] goes in as q ^ 0x80 = q - 128 (the panels
 // come flipped: kernels.flipBias), and the group's sum of activations
 // times 128 - off is added back, so every integer sum is the plain Go
-// kernels' exact one. The float32 operations
-// are theirs in their order (SCVTF, FMUL, FMLA, FMLS: one rounding each),
-// so each kernel gives its plain Go twin's bits. Each kernel takes 8 weight
-// rows of a 32-row panel (kernels.go's slices8 runs it on the four); the
-// accumulators of 8 rows' 8 lanes fill half the register file.
+// kernels' exact one. The float32 operations are theirs in their order
+// (SCVTF, FMUL, FMLA, FMLS: one rounding each), so each kernel gives its
+// plain Go twin's bits. Each kernel takes 8 weight rows of a 32-row panel
+// (package nn's lanesSlices, tiledSlices, kRepackedSlices and int8Slices
+// run it on the four); the accumulators of 8 rows' 8 lanes fill half the
+// register file.
 
 // The integer instructions Go's assembler does not name (neon's table).
 const (
