@@ -253,6 +253,23 @@ func BenchmarkGemmTile(b *testing.B) {
 	}
 }
 
+// BenchmarkPack32Words is a panel's packing (kernels.transpose16 where the
+// level has it) at every level: 32 rows of 4096 words.
+func BenchmarkPack32Words(b *testing.B) {
+	const k = 4096
+	src, dst := make([]uint32, 32*k), make([]uint32, 32*k)
+	for _, l := range Levels() {
+		prev := SetLevel(l)
+		b.Run(l.String(), func(b *testing.B) {
+			for b.Loop() {
+				pack32Words(dst, src, k, 32)
+			}
+			b.ReportMetric(float64(32*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gwords/s")
+		})
+		SetLevel(prev)
+	}
+}
+
 // BenchmarkMiscKernels times the exp-based kernels at every level.
 func BenchmarkMiscKernels(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))

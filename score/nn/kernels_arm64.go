@@ -6,11 +6,12 @@ import "golang.org/x/sys/cpu"
 // has): gemmGeneric's tiles, exp32 four lanes at a time and the Mamba-2
 // scan's rows and KLD's sums, for the fp32 mode's products, attention,
 // SwiGLU, log-softmax and selective scan and the KL divergence of every
-// mode, addMinSums's chains, MaxArg's maximum and the int8 modes' float
-// dot products (ggml's lanes, for F32, F16 and BF16 weights); on a CPU
-// with the dot-product extension (FEAT_DotProd), the int8 modes' integer
-// products of the lane-order, tiled, int8 and repacked K-quant panels too
-// (gen/arm64int.go). Every other kernel is the plain Go one.
+// mode, addMinSums's chains, MaxArg's maximum, the int8 modes' float dot
+// products (ggml's lanes, for F32, F16 and BF16 weights) and the panels'
+// 16 × 16 transposes; on a CPU with the dot-product extension
+// (FEAT_DotProd), the int8 modes' integer products of the lane-order,
+// tiled, int8 and repacked K-quant panels too (gen/arm64int.go). Every
+// other kernel is the plain Go one.
 func archInit() {
 	neon := generic
 	neon.level = NEON
@@ -21,6 +22,7 @@ func archInit() {
 	neon.maxFinite = maxFiniteNEON
 	neon.dotF32, neon.dotF32x8 = dotF32NEON, dotF32x8NEON
 	neon.dotBF16Seq, neon.dotBF16x8 = dotBF16SeqNEON, dotBF16x8NEON
+	neon.transpose16 = transpose16NEON
 	neon.gemm = [2][]gemmFunc{
 		{gemmF32x16m1NEON, gemmF32x16m2NEON, gemmF32x16m3NEON, gemmF32x16m4NEON},
 		{gemmF32x32m1NEON, gemmF32x32m2NEON},

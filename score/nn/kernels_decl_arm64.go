@@ -63,6 +63,9 @@ func dotBF16SeqNEON(w *float32, x *float32, n int) float64
 func dotBF16x8NEON(w *float32, x *float32, n int) float32
 
 //go:noescape
+func transpose16NEON(dst *uint32, dstStride int, src *uint32, srcStride int, tiles int)
+
+//go:noescape
 func lanes32NEON(x *byte, w *uint32, dw *float32, nb int, negoff int, c *float32, doff, xs4off int)
 
 //go:noescape

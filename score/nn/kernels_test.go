@@ -275,3 +275,30 @@ func TestPack32(t *testing.T) {
 		}
 	}
 }
+
+// TestPack32Words holds pack32Words (kernels.transpose16's tiles where the
+// level has them, plain Go past them) to its definition at every level:
+// dst[p·32 + r] = src[r·k + p] for panels of 16 and 32 rows (the tiles)
+// and of other counts, k with and without a partial tile.
+func TestPack32Words(t *testing.T) {
+	r := rand.New(rand.NewPCG(31, 32))
+	for _, k := range []int{1, 15, 16, 17, 48, 100} {
+		for _, rows := range []int{1, 7, 16, 20, 31, 32} {
+			src := make([]uint32, rows*k)
+			for i := range src {
+				src[i] = r.Uint32()
+			}
+			forEachLevel(t, func(t testing.TB, l Level) {
+				dst := make([]uint32, 32*k)
+				pack32Words(dst, src, k, rows)
+				for p := range k {
+					for row := range rows {
+						if got, want := dst[p*32+row], src[row*k+p]; got != want {
+							t.Fatalf("level %v, k=%d rows=%d: dst[%d·32 + %d] = %#x, want %#x", l, k, rows, p, row, got, want)
+						}
+					}
+				}
+			})
+		}
+	}
+}

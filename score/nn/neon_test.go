@@ -34,5 +34,6 @@ func TestNEONUnderQEMU(t *testing.T) {
 		"TestSwiGLU32", "TestSSMRowsF32", "TestSSMScanLevels", "TestKLD",
 		"TestLanesKernels", "TestTiledKernels", "TestKRepackedKernels", "TestMinSumsKernel",
 		"TestLinearInt8", "TestInt8Tiles", "TestLinearInt8Lowbit", "TestGGMLProducts", "TestGGMLProductsQ1Q2",
-		"TestMaxArg", "TestMaxArgZeros", "TestDotKernels", "TestDotBF16Kernels", "TestBF16Panels")
+		"TestMaxArg", "TestMaxArgZeros", "TestDotKernels", "TestDotBF16Kernels", "TestBF16Panels",
+		"TestPack32Words")
 }

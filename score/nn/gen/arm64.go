@@ -34,6 +34,7 @@ func kernelsARM64() {
 	dotF32NEON(8)
 	dotBF16NEON()
 	dotBF16x8NEON()
+	transpose16NEON()
 	lanesNEON(32)
 	lanesNEON(16)
 	for _, g := range []int{32, 16} {
@@ -169,6 +170,10 @@ const (
 	faddp  = 0x6e20d400 // FADDP Vd.4S, Vn.4S, Vm.4S (sums of adjacent lanes, n's then m's)
 	faddps = 0x7e30d800 // FADDP Sd, Vn.2S (lane 0 + lane 1)
 	ext8   = 0x6e004000 // EXT Vd.16B, Vn.16B, Vm.16B, #8 (n's high half, then m's low half)
+	trn1   = 0x4e802800 // TRN1 Vd.4S, Vn.4S, Vm.4S (n0 m0 n2 m2)
+	trn2   = 0x4e806800 // TRN2 Vd.4S, Vn.4S, Vm.4S (n1 m1 n3 m3)
+	trn1d  = 0x4ec02800 // TRN1 Vd.2D, Vn.2D, Vm.2D (n0 m0)
+	trn2d  = 0x4ec06800 // TRN2 Vd.2D, Vn.2D, Vm.2D (n1 m1)
 
 	// Two lanes of 64 bits.
 	fadd2   = 0x4e60d400 // FADD Vd.2D, Vn.2D, Vm.2D
@@ -183,7 +188,7 @@ const (
 var neonNames = map[uint32]string{fadd: "FADD", fsub: "FSUB", fmul: "FMUL", fmax: "FMAX", fmin: "FMIN", frintn: "FRINTN", fcvtzs: "FCVTZS", sshr1: "SSHR",
 	fadd2: "FADD", fsub2: "FSUB", fmul2: "FMUL", fmax2: "FMAX", frintn2: "FRINTN", fcvtl: "FCVTL", fcvtl2: "FCVTL2",
 	scvtf: "SCVTF", mla: "MLA", mul: "MUL", fmaxv: "FMAXV",
-	faddp: "FADDP", faddps: "FADDP", ext8: "EXT"}
+	faddp: "FADDP", faddps: "FADDP", ext8: "EXT", trn1: "TRN1", trn2: "TRN2", trn1d: "TRN1", trn2d: "TRN2"}
 
 // neon prints the instruction op with registers d, n (and m, for the
 // three-register ones) as a WORD, its mnemonic in the comment.
@@ -191,7 +196,7 @@ func neon(op uint32, d, n int, m ...int) {
 	word := op | uint32(n)<<5 | uint32(d)
 	dt, nt := "4S", "4S"
 	switch op {
-	case fadd2, fsub2, fmul2, fmax2, frintn2:
+	case fadd2, fsub2, fmul2, fmax2, frintn2, trn1d, trn2d:
 		dt, nt = "2D", "2D"
 	case fcvtl:
 		dt, nt = "2D", "2S"
@@ -674,5 +679,61 @@ func dotBF16x8NEON() {
 	neon(fadd, 0, 0, 1)
 	neon(faddps, 0, 0)
 	p("\tFMOVS F0, ret+24(FP)")
+	p("\tRET")
+}
+
+// transpose16NEON prints transpose16NEON (kernels.transpose16):
+// dst[c·dstStride + r] = src[r·srcStride + c] for r < 16, c < 16·tiles,
+// each 16 × 16 tile as sixteen 4 × 4 blocks: four rows loaded, TRN1 and
+// TRN2 of their 32-bit pairs, then of their 64-bit halves, four columns
+// stored.
+func transpose16NEON() {
+	p("")
+	p("// func transpose16NEON(dst *uint32, dstStride int, src *uint32, srcStride int, tiles int)")
+	p("TEXT ·transpose16NEON(SB), NOSPLIT, $0-40")
+	p("\tMOVD dst+0(FP), R0")
+	p("\tMOVD dstStride+8(FP), R1")
+	p("\tLSL $2, R1, R1")
+	p("\tMOVD src+16(FP), R2")
+	p("\tMOVD srcStride+24(FP), R3")
+	p("\tLSL $2, R3, R3")
+	p("\tMOVD tiles+32(FP), R4")
+	p("\tCBZ R4, done")
+	p("tile:")
+	for bi := range 4 { // rows 4bi..4bi+3 of the tile
+		// R5-R8: the four rows, from column 0 of the tile; R9: their
+		// block's first output, row 0 (column 4bi) of the tile's output.
+		p("\tMOVD R2, R5")
+		for range 4 * bi {
+			p("\tADD R3, R5, R5")
+		}
+		for r := 6; r <= 8; r++ {
+			p("\tADD R3, R%d, R%d", r-1, r)
+		}
+		p("\tADD $%d, R0, R9", 16*bi)
+		for range 4 { // column blocks 4bj..4bj+3, in order
+			for r := range 4 {
+				p("\tVLD1.P 16(R%d), [V%d.S4]", 5+r, r)
+			}
+			neon(trn1, 4, 0, 1)
+			neon(trn2, 5, 0, 1)
+			neon(trn1, 6, 2, 3)
+			neon(trn2, 7, 2, 3)
+			neon(trn1d, 0, 4, 6)
+			neon(trn1d, 1, 5, 7)
+			neon(trn2d, 2, 4, 6)
+			neon(trn2d, 3, 5, 7)
+			for c := range 4 {
+				p("\tVST1 [V%d.S4], (R9)", c)
+				p("\tADD R1, R9, R9")
+			}
+		}
+	}
+	p("\tADD $64, R2, R2") // the next tile: 16 columns on
+	p("\tLSL $4, R1, R10")
+	p("\tADD R10, R0, R0") // and 16 output rows on
+	p("\tSUBS $1, R4, R4")
+	p("\tBNE tile")
+	p("done:")
 	p("\tRET")
 }
