@@ -401,3 +401,71 @@ loop:
 	SUBS $1, R3, R3
 	BNE loop
 	RET
+
+// func q4kCodesNEON(qs *byte, q *byte)
+// One Q4_K super-block's 128 bytes of nibbles as its 256 codes: per 32
+// bytes, their low nibbles, then their high ones.
+TEXT ·q4kCodesNEON(SB), NOSPLIT, $0-16
+	MOVD qs+0(FP), R0
+	MOVD q+8(FP), R1
+	VMOVI $15, V31.B16
+	MOVD $4, R3
+chunk:
+	VLD1.P 32(R0), [V0.B16, V1.B16]
+	VAND V31.B16, V0.B16, V2.B16
+	VAND V31.B16, V1.B16, V3.B16
+	VUSHR $4, V0.B16, V4.B16
+	VUSHR $4, V1.B16, V5.B16
+	VST1.P [V2.B16, V3.B16, V4.B16, V5.B16], 64(R1)
+	SUBS $1, R3, R3
+	BNE chunk
+	RET
+
+// Q6CODES joins Q6HIGH's high bits with the nibbles in V17, V18 (as
+// Q6OUT, without its -32) and stores the 32 codes at R2 + off.
+#define Q6CODES(off) \
+	VORR V17.B16, V6.B16, V6.B16; \
+	VORR V18.B16, V7.B16, V7.B16; \
+	ADD $off, R2, R4; \
+	VST1 [V6.B16, V7.B16], (R4)
+
+// func q6kCodesNEON(b *byte, q *byte)
+// One Q6_K super-block's 256 codes (0..63, i8Q6_K's order): per half h,
+// q[128h + 32k + l] from ql's nibble and qh's bits 2k, 2k+1, as q6kNEON.
+TEXT ·q6kCodesNEON(SB), NOSPLIT, $0-16
+	MOVD b+0(FP), R0
+	MOVD q+8(FP), R2
+	ADD $128, R0, R5
+	VMOVI $15, V31.B16
+	VMOVI $3, V30.B16
+	MOVD $2, R3
+half:
+	VLD1.P 32(R0), [V0.B16, V1.B16]
+	VLD1.P 32(R0), [V2.B16, V3.B16]
+	VLD1.P 32(R5), [V4.B16, V5.B16]
+	VAND V30.B16, V4.B16, V6.B16
+	VAND V30.B16, V5.B16, V7.B16
+	VSHL $4, V6.B16, V6.B16
+	VSHL $4, V7.B16, V7.B16
+	VAND V31.B16, V0.B16, V17.B16
+	VAND V31.B16, V1.B16, V18.B16
+	Q6CODES(0)
+	Q6HIGH(2)
+	VAND V31.B16, V2.B16, V17.B16
+	VAND V31.B16, V3.B16, V18.B16
+	Q6CODES(32)
+	Q6HIGH(4)
+	VUSHR $4, V0.B16, V17.B16
+	VUSHR $4, V1.B16, V18.B16
+	Q6CODES(64)
+	VUSHR $6, V4.B16, V6.B16
+	VUSHR $6, V5.B16, V7.B16
+	VSHL $4, V6.B16, V6.B16
+	VSHL $4, V7.B16, V7.B16
+	VUSHR $4, V2.B16, V17.B16
+	VUSHR $4, V3.B16, V18.B16
+	Q6CODES(96)
+	ADD $128, R2, R2
+	SUBS $1, R3, R3
+	BNE half
+	RET
