@@ -12,16 +12,17 @@ import (
 // Fast paths: vector versions of the dequantizers of the types models are
 // mostly made of, chosen at run time by CPU feature. At level AVX512: F16,
 // BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q6_K (and the integer decoders of
-// Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q6_K); at levels AVX2 and AVX512: the low-bit types of the files
-// users quantize hardest, IQ2_XXS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_M, MXFP4 and
-// NVFP4 (dequantization and integer decoding); at level NEON (arm64): the
-// dequantization of F16, BF16, Q8_0, Q4_K and Q6_K. They compute each
-// weight with the same exact products as the reference functions, so they
-// give the same bits; the only difference is that an F16 signaling NaN
-// comes out as a quiet NaN, as the F16C and FCVTL instructions make it.
-// Dequantize, DequantizeRow and DecodeInt8 use them when they are on; the
-// tests compare every level with the reference on random and adversarial
-// blocks.
+// Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q6_K); at levels AVX2 and AVX512: the
+// low-bit types of the files users quantize hardest, IQ2_XXS, IQ2_S,
+// IQ3_XXS, IQ3_S, IQ1_M, MXFP4 and NVFP4 (dequantization and integer
+// decoding); at level NEON (arm64): F16, BF16, Q8_0, Q5_0, Q5_1, Q4_K and
+// Q6_K (and the integer decoders of Q8_0, Q4_0, Q5_0, Q5_1, Q4_K and
+// Q6_K). They compute each weight with the same exact products as the
+// reference functions, so they give the same bits; the only difference is
+// that an F16 signaling NaN comes out as a quiet NaN, as the F16C and
+// FCVTL instructions make it. Dequantize, DequantizeRow and DecodeInt8 use
+// them when they are on; the tests compare every level with the reference
+// on random and adversarial blocks.
 
 // Level names a set of fast paths, one per class of CPU, named as
 // package score/nn's kernel levels.
@@ -117,6 +118,27 @@ func blocks(bs, ts int, k func(src *byte, dst *float32, n int)) func([]byte, []f
 		}
 		_ = src[n*ts-1]
 		k(&src[0], &dst[0], n)
+	}
+}
+
+// legacyInt8 makes a fastInt8 entry of an integer decoder of blocks of 32
+// weights (ts bytes) with one scale each; legacyInt8Min, with a minimum
+// each too.
+func legacyInt8(ts int, k func(w, q *byte, s *float32, n int)) func(w, q []byte, s, _ []float32) {
+	return func(w, q []byte, s, _ []float32) {
+		if n := len(q) / 32; n > 0 {
+			_, _ = w[ts*n-1], s[n-1]
+			k(&w[0], &q[0], &s[0], n)
+		}
+	}
+}
+
+func legacyInt8Min(ts int, k func(w, q *byte, s, m *float32, n int)) func(w, q []byte, s, m []float32) {
+	return func(w, q []byte, s, m []float32) {
+		if n := len(q) / 32; n > 0 {
+			_, _, _ = w[ts*n-1], s[n-1], m[n-1]
+			k(&w[0], &q[0], &s[0], &m[0], n)
+		}
 	}
 }
 

@@ -40,30 +40,10 @@ func archInit() {
 	deq[gguf.TypeQ4_K] = blocks(256, 144, deqQ4_KAVX512)
 	deq[gguf.TypeQ6_K] = blocks(256, 210, deqQ6_KAVX512)
 
-	i8[gguf.TypeQ8_0] = func(w, q []byte, s, _ []float32) {
-		if n := len(q) / 32; n > 0 {
-			_, _ = w[34*n-1], s[n-1]
-			i8Q8_0AVX512(&w[0], &q[0], &s[0], n)
-		}
-	}
-	i8[gguf.TypeQ4_0] = func(w, q []byte, s, _ []float32) {
-		if n := len(q) / 32; n > 0 {
-			_, _ = w[18*n-1], s[n-1]
-			i8Q4_0AVX512(&w[0], &q[0], &s[0], n)
-		}
-	}
-	i8[gguf.TypeQ5_0] = func(w, q []byte, s, _ []float32) {
-		if n := len(q) / 32; n > 0 {
-			_, _ = w[22*n-1], s[n-1]
-			i8Q5_0AVX512(&w[0], &q[0], &s[0], n)
-		}
-	}
-	i8[gguf.TypeQ5_1] = func(w, q []byte, s, m []float32) {
-		if n := len(q) / 32; n > 0 {
-			_, _, _ = w[24*n-1], s[n-1], m[n-1]
-			i8Q5_1AVX512(&w[0], &q[0], &s[0], &m[0], n)
-		}
-	}
+	i8[gguf.TypeQ8_0] = legacyInt8(34, i8Q8_0AVX512)
+	i8[gguf.TypeQ4_0] = legacyInt8(18, i8Q4_0AVX512)
+	i8[gguf.TypeQ5_0] = legacyInt8(22, i8Q5_0AVX512)
+	i8[gguf.TypeQ5_1] = legacyInt8Min(24, i8Q5_1AVX512)
 	i8[gguf.TypeQ4_K] = func(w, q []byte, s, m []float32) {
 		if n := len(q) / 256; n > 0 {
 			_, _, _ = w[144*n-1], s[8*n-1], m[8*n-1]

@@ -7,9 +7,9 @@ import "ppl.dev/gguf"
 // mode decodes most of a dense model from, and of Q5_0 and Q5_1 (a
 // mixture's experts where a K-quant does not fit their width), and the
 // integer decoders of Q8_0, Q4_0, Q5_0, Q5_1, Q4_K and Q6_K (the int8
-// modes'). Q4_K's and Q6_K's scales are
-// the reference's scalar products (d·sc, dmin·m), their weights the
-// vector kernels' (fast_arm64.s).
+// modes'). Q4_K's and Q6_K's scales are the reference's scalar products
+// (d·sc, dmin·m), their weights and codes the vector kernels'
+// (fast_arm64.s).
 func archInit() {
 	maxLevel = NEON
 	deq := &levelDeq[NEON]
@@ -26,23 +26,7 @@ func archInit() {
 	i8[gguf.TypeQ5_0] = legacyInt8(22, i8Q5_0NEON)
 	i8[gguf.TypeQ4_K] = i8Q4_KNEON
 	i8[gguf.TypeQ6_K] = i8Q6_KNEON
-	i8[gguf.TypeQ5_1] = func(w, q []byte, s, m []float32) {
-		if n := len(q) / 32; n > 0 {
-			_, _, _ = w[24*n-1], s[n-1], m[n-1]
-			i8Q5_1NEON(&w[0], &q[0], &s[0], &m[0], n)
-		}
-	}
-}
-
-// legacyInt8 makes a fastInt8 entry of an integer decoder of blocks of 32
-// (ts bytes) with one scale each.
-func legacyInt8(ts int, k func(w, q *byte, s *float32, n int)) func(w, q []byte, s, _ []float32) {
-	return func(w, q []byte, s, _ []float32) {
-		if n := len(q) / 32; n > 0 {
-			_, _ = w[ts*n-1], s[n-1]
-			k(&w[0], &q[0], &s[0], n)
-		}
-	}
+	i8[gguf.TypeQ5_1] = legacyInt8Min(24, i8Q5_1NEON)
 }
 
 // deqQ4_KNEON is deqQ4_K: per super-block the scales d·sc and minima
