@@ -91,9 +91,7 @@ func gemmNEON(m, nv int, accMode bool) {
 			}
 		}
 	} else {
-		for i := range m * nv {
-			p("\tVEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
-		}
+		zeroNEON(0, m*nv)
 	}
 	p("\tCBZ R4, done")
 	p("loop:")
@@ -134,6 +132,13 @@ func gemmNEON(m, nv int, accMode bool) {
 		}
 	}
 	p("\tRET")
+}
+
+// zeroNEON zeroes the n registers from first on.
+func zeroNEON(first, n int) {
+	for i := first; i < first+n; i++ {
+		p("\tVEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
+	}
 }
 
 // rowNEON loads (VLD1) or stores (VST1) the nv registers from first on at
@@ -345,9 +350,7 @@ func ssmNEON() {
 	p("\tMOVD y+56(FP), R6")
 	p("\tCBZ R7, done")
 	p("pass:")
-	for i := range 4 {
-		p("\tVEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
-	}
+	zeroNEON(0, 4)
 	p("\tVLD1.P 64(R5), [V4.S4, V5.S4, V6.S4, V7.S4]")
 	p("\tMOVD R0, R8")
 	p("\tMOVD R2, R9")
@@ -493,7 +496,7 @@ func maxFiniteNEON() {
 	for i := range 4 {
 		p("\tVDUP R2, V%d.S4", i)
 	}
-	p("\tVEOR V8.B16, V8.B16, V8.B16")
+	zeroNEON(8, 1)
 	p("\tCBZ R1, fold")
 	p("loop:")
 	p("\tVLD1.P 64(R0), [V4.S4, V5.S4, V6.S4, V7.S4]")
@@ -537,9 +540,7 @@ func dotF32NEON(w int) {
 	p("\tMOVD y+8(FP), R1")
 	p("\tMOVD n+16(FP), R2")
 	p("\tLSR $%d, R2, R2", map[int]int{16: 6, 8: 5}[w])
-	for i := range 4 * nv {
-		p("\tVEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
-	}
+	zeroNEON(0, 4*nv)
 	p("\tCBZ R2, fold")
 	p("loop:")
 	regs := func(first int) string {
@@ -614,9 +615,7 @@ func dotBF16NEON() {
 	p("\tVDUP R3, V%d.S4", exp)
 	p("\tMOVW $0x80000000, R3")
 	p("\tVDUP R3, V%d.S4", sign)
-	for i := range 8 {
-		p("\tVEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
-	}
+	zeroNEON(0, 8)
 	p("\tCBZ R2, fold")
 	p("loop:")
 	for c := range 8 { // accumulator register c: lanes 4(c%4).. of accumulator c/4
@@ -654,9 +653,7 @@ func dotBF16x8NEON() {
 	p("\tMOVD x+8(FP), R1")
 	p("\tMOVD n+16(FP), R2")
 	p("\tLSR $5, R2, R2")
-	for i := range 8 {
-		p("\tVEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
-	}
+	zeroNEON(0, 8)
 	p("\tCBZ R2, fold")
 	p("loop:")
 	for j := range 4 {

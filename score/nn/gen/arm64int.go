@@ -73,9 +73,7 @@ func lanesNEON(g int) {
 	p("\tMOVD nb+24(FP), R5")
 	p("\tMOVD $128, R9")
 	intBiasSetup(32)
-	for i := range 16 {
-		p("\tVEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
-	}
+	zeroNEON(0, 16)
 	p("\tCBZ R5, sum")
 	p("block:")
 	p("\tVLD1R.P 4(R1), [V30.S4]")
@@ -141,13 +139,10 @@ func tiledNEON(g int, hasMin bool) {
 	p("\tMOVD nb+56(FP), R8")
 	p("\tLSR $3, R8, R8")
 	intBiasSetup(64)
-	p("\tVEOR V0.B16, V0.B16, V0.B16")
-	p("\tVEOR V1.B16, V1.B16, V1.B16")
+	zeroNEON(0, 2)
 	p("\tCBZ R8, store")
 	p("super:")
-	for i := 2; i < 6; i++ {
-		p("\tVEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
-	}
+	zeroNEON(2, 4)
 	for range 256 / g {
 		intGroup(g, true)
 		intScaleSum(2, 12, 6, "R4")
@@ -211,8 +206,7 @@ func intGroup(g int, biased bool) {
 		neon(mul, 6, 16, intBias)
 		p("\tVMOV V6.B16, V7.B16")
 	} else {
-		p("\tVEOR V6.B16, V6.B16, V6.B16")
-		p("\tVEOR V7.B16, V7.B16, V7.B16")
+		zeroNEON(6, 2)
 	}
 	for c := range g / 4 {
 		intChunk(6, 8, 10+c/4, c%4)
@@ -252,9 +246,8 @@ func kRepackedNEON(g, pair int) {
 	p("\tMOVD dm+48(FP), R7")
 	p("\tMOVD nb+56(FP), R8")
 	p("\tLSR $3, R8, R8")
-	for _, v := range []int{0, 1, 24, 25} {
-		p("\tVEOR V%d.B16, V%d.B16, V%d.B16", v, v, v)
-	}
+	zeroNEON(0, 2)
+	zeroNEON(24, 2)
 	p("\tCBZ R8, store")
 	p("super:")
 	p("\tVLD1R (R2), [V22.S4]")
@@ -265,9 +258,7 @@ func kRepackedNEON(g, pair int) {
 		neon(fmul, 18+i, 18+i, 22)
 	}
 	for range 256 / g / pair {
-		for i := 2; i < 6; i++ {
-			p("\tVEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
-		}
+		zeroNEON(2, 4)
 		for range pair {
 			intGroup(g, false)
 			intScaleSum(2, 12, 6, "R4")
@@ -300,9 +291,7 @@ func minSumsNEON() {
 	p("\tMOVD m+0(FP), R0")
 	p("\tMOVD s+8(FP), R1")
 	p("\tMOVD nb+16(FP), R2")
-	for i := range 8 {
-		p("\tVEOR V%d.B16, V%d.B16, V%d.B16", i, i, i)
-	}
+	zeroNEON(0, 8)
 	p("\tCBZ R2, store")
 	p("loop:")
 	p("\tVLD1.P 64(R0), [V8.S4, V9.S4, V10.S4, V11.S4]")
@@ -346,8 +335,7 @@ func int8NEON(g int, hasMin bool) {
 	p("\tMOVD nb+40(FP), R8")
 	p("\tMOVD $128, R9")
 	intBiasSetup(48)
-	p("\tVEOR V0.B16, V0.B16, V0.B16")
-	p("\tVEOR V1.B16, V1.B16, V1.B16")
+	zeroNEON(0, 2)
 	p("\tCBZ R8, store")
 	p("block:")
 	p("\tVLD1R.P 4(R2), [V22.S4]")
