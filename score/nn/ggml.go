@@ -1109,8 +1109,9 @@ func (l *Linear) panelBF16Raw(r0, r1 int, x []uint16, n int, out []float32) {
 }
 
 // dotBF16 is ggml_vec_dot_bf16 of bf16 values held as float32 in order:
-// the AVX2 build's with its kernel (kern.dotBF16x8), else
-// dotBF16Generic.
+// the AVX2 build's with its kernel (kern.dotBF16x8), the AVX-512 build's
+// with kern.dotBF16Seq, else dotBF16Generic; the elements past the
+// kernel's steps added in float64 as there.
 func dotBF16(w, x []float32, avx2 bool) float32 {
 	var sum float64
 	np := len(w) &^ 31

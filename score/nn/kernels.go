@@ -24,7 +24,7 @@ const (
 	AVX2                    // AVX2 and FMA (Haswell, Zen 1-3)
 	AVX512                  // AVX-512 F, BW, DQ, VL (Skylake-X)
 	AVX512VNNI              // AVX-512 with VNNI integer dot products (Ice Lake, Zen 4 and 5), and VDPBF16PS where the CPU has AVX512-BF16 (Zen 4 and 5, Sapphire Rapids)
-	NEON                    // arm64's Advanced SIMD (every arm64 CPU): the fp32 mode's matrix tiles, exponentials and Mamba-2 scan, and with the dot-product extension (FEAT_DotProd) the int8 modes' integer products
+	NEON                    // arm64's Advanced SIMD (every arm64 CPU), and the int8 modes' integer products where it has the dot-product extension (FEAT_DotProd): see kernels_arm64.go
 )
 
 var levelNames = [...]string{"generic", "avx2", "avx512", "avx512vnni", "neon"}
