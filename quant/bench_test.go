@@ -1,6 +1,7 @@
 package quant
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"ppl.dev/gguf"
@@ -15,7 +16,8 @@ import (
 // (on Linux), which a busy machine disturbs less.
 
 var benchTypes = []gguf.Type{
-	gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ4_K,
+	gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ4_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K,
+	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS,
 	gguf.TypeIQ2_XXS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S, gguf.TypeIQ1_M, gguf.TypeMXFP4, gguf.TypeNVFP4,
 }
 
@@ -23,6 +25,16 @@ const benchN = 4096
 
 func benchRow(b *testing.B, typ gguf.Type) []byte {
 	q := make([]byte, benchN/typ.BlockSize()*typ.TypeSize())
+	if !CanQuantize(typ) { // IQ4_NL, IQ4_XS: random blocks, each scale 1
+		r := rand.New(rand.NewPCG(1, 2))
+		for i := range q {
+			q[i] = byte(r.Uint32())
+		}
+		for i := 0; i < len(q); i += typ.TypeSize() {
+			q[i], q[i+1] = 0x00, 0x3c
+		}
+		return q
+	}
 	if err := Quantize(typ, testWeights(benchN), q); err != nil {
 		b.Fatal(err)
 	}

@@ -14,15 +14,17 @@ import (
 // BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q6_K (and the integer decoders of
 // Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q6_K); at levels AVX2 and AVX512: the
 // low-bit types of the files users quantize hardest, IQ2_XXS, IQ2_S,
-// IQ3_XXS, IQ3_S, IQ1_M, MXFP4 and NVFP4 (dequantization and integer
-// decoding); at level NEON (arm64): F16, BF16, Q8_0, Q5_0, Q5_1, Q4_K and
-// Q6_K (and the integer decoders of Q8_0, Q4_0, Q5_0, Q5_1, Q4_K and
-// Q6_K). They compute each weight with the same exact products as the
-// reference functions, so they give the same bits; the only difference is
-// that an F16 signaling NaN comes out as a quiet NaN, as the F16C and
-// FCVTL instructions make it. Dequantize, DequantizeRow and DecodeInt8 use
-// them when they are on; the tests compare every level with the reference
-// on random and adversarial blocks.
+// IQ3_XXS, IQ3_S, IQ1_M, MXFP4 and NVFP4, and through codes
+// (fast_codes.go) Q4_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS
+// (dequantization and integer decoding); at level NEON (arm64): F16, BF16,
+// Q8_0, Q5_0, Q5_1, Q4_K and Q6_K (and the integer decoders of Q8_0, Q4_0,
+// Q5_0, Q5_1, Q4_K and Q6_K), and the types through codes. They compute
+// each weight with the same exact products as the reference functions, so
+// they give the same bits; the only difference is that an F16 signaling
+// NaN comes out as a quiet NaN, as the F16C and FCVTL instructions make
+// it. Dequantize, DequantizeRow and DecodeInt8 use them when they are on;
+// the tests compare every level with the reference on random and
+// adversarial blocks.
 
 // Level names a set of fast paths, one per class of CPU, named as
 // package score/nn's kernel levels.

@@ -25,11 +25,13 @@ func archInit() {
 	}
 	maxLevel = AVX2
 	lowbitKernels(AVX2)
+	codeKernels(AVX2)
 	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512DQ && cpu.X86.HasBMI2) {
 		return
 	}
 	maxLevel = AVX512
 	lowbitKernels(AVX512)
+	codeKernels(AVX512)
 	deq, i8 := &levelDeq[AVX512], &levelInt8[AVX512]
 	deq[gguf.TypeF16] = halves(deqF16AVX512, deqF16)
 	deq[gguf.TypeBF16] = halves(deqBF16AVX512, deqBF16)

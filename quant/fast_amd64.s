@@ -1020,3 +1020,245 @@ loop:
 	JNZ loop
 	VZEROUPPER
 	RET
+
+// The code kernels and affine of fast_codes.go, in AVX2 (VEX) so that the
+// AVX2 and AVX-512 levels share them. Byte fields are cut from word
+// shifts (VPSRLW, VPSLLW) and a byte mask: each bit the mask keeps comes
+// from the same byte, the shifts being at most 6 places in the direction
+// that stays inside it.
+
+// func codesNibbles(w, q *byte, tab *[16]byte, n, ts, units int)
+TEXT ·codesNibbles(SB), NOSPLIT, $0-48
+	MOVQ w+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ tab+16(FP), AX
+	MOVQ n+24(FP), CX
+	MOVQ ts+32(FP), R8
+	MOVQ units+40(FP), R9
+	VMOVDQU (AX), X15
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, X14
+	MOVQ R9, R11
+	SHLQ $4, R11
+	NEGQ R11
+	ADDQ R8, R11 // the runs' offset: ts − 16·units
+block:
+	LEAQ (SI)(R11*1), BX
+	MOVQ R9, DX
+unit:
+	VMOVDQU (BX), X0
+	VPAND X14, X0, X1
+	VPSRLW $4, X0, X2
+	VPAND X14, X2, X2
+	VPSHUFB X1, X15, X1
+	VPSHUFB X2, X15, X2
+	VMOVDQU X1, (DI)
+	VMOVDQU X2, 16(DI)
+	ADDQ $16, BX
+	ADDQ $32, DI
+	DECQ DX
+	JNZ unit
+	ADDQ R8, SI
+	DECQ CX
+	JNZ block
+	RET
+
+// FIELD2(sh, off) stores the 2-bit fields at bit sh of the 32 bytes of Y0
+// at off(DI) (Y15: 0x03 bytes).
+#define FIELD2(sh, off) \
+	VPSRLW $sh, Y0, Y1; VPAND Y15, Y1, Y1; VMOVDQU Y1, off(DI)
+
+// func codesQ2_K(w, q *byte, n int)  qs at 16
+TEXT ·codesQ2_K(SB), NOSPLIT, $0-24
+	MOVQ w+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ n+16(FP), CX
+	MOVL $0x03030303, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+loop:
+	VMOVDQU 16(SI), Y0
+	FIELD2(0, 0)
+	FIELD2(2, 32)
+	FIELD2(4, 64)
+	FIELD2(6, 96)
+	VMOVDQU 48(SI), Y0
+	FIELD2(0, 128)
+	FIELD2(2, 160)
+	FIELD2(4, 192)
+	FIELD2(6, 224)
+	ADDQ $84, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ loop
+	VZEROUPPER
+	RET
+
+// FIELD3(sh, off) stores Q3_K's codes at off(DI): the 2-bit fields at bit
+// sh of Y0's bytes (Y15: 0x03 bytes) and, as bit 2, that of Y2 (hm shifted
+// by the caller; Y14: 0x04 bytes).
+#define FIELD3(sh, off) \
+	VPSRLW $sh, Y0, Y1; VPAND Y15, Y1, Y1; VPAND Y14, Y2, Y2; VPOR Y2, Y1, Y1; VMOVDQU Y1, off(DI)
+
+// func codesQ3_K(w, q *byte, n int)  hm (Y8) at 0, qs at 32
+TEXT ·codesQ3_K(SB), NOSPLIT, $0-24
+	MOVQ w+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ n+16(FP), CX
+	MOVL $0x03030303, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x04040404, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+loop:
+	VMOVDQU (SI), Y8
+	VMOVDQU 32(SI), Y0
+	VPSLLW $2, Y8, Y2
+	FIELD3(0, 0)
+	VPSLLW $1, Y8, Y2
+	FIELD3(2, 32)
+	VMOVDQU Y8, Y2
+	FIELD3(4, 64)
+	VPSRLW $1, Y8, Y2
+	FIELD3(6, 96)
+	VMOVDQU 64(SI), Y0
+	VPSRLW $2, Y8, Y2
+	FIELD3(0, 128)
+	VPSRLW $3, Y8, Y2
+	FIELD3(2, 160)
+	VPSRLW $4, Y8, Y2
+	FIELD3(4, 192)
+	VPSRLW $5, Y8, Y2
+	FIELD3(6, 224)
+	ADDQ $110, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ loop
+	VZEROUPPER
+	RET
+
+// FIELD5(off) stores 32 of Q5_K's codes at off(DI): the nibbles of Y1
+// (masked here; Y15: 0x0f bytes) and, as bit 4, that of Y2 (qh shifted by
+// the caller; Y14: 0x10 bytes).
+#define FIELD5(off) \
+	VPAND Y15, Y1, Y1; VPAND Y14, Y2, Y2; VPOR Y2, Y1, Y1; VMOVDQU Y1, off(DI)
+
+// func codesQ5_K(w, q *byte, n int)  qh (Y8) at 16, qs at 48
+TEXT ·codesQ5_K(SB), NOSPLIT, $0-24
+	MOVQ w+0(FP), SI
+	MOVQ q+8(FP), DI
+	MOVQ n+16(FP), CX
+	MOVL $0x0f0f0f0f, AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL $0x10101010, AX
+	VMOVD AX, X14
+	VPBROADCASTD X14, Y14
+loop:
+	VMOVDQU 16(SI), Y8
+	VMOVDQU 48(SI), Y0
+	VMOVDQU Y0, Y1
+	VPSLLW $4, Y8, Y2
+	FIELD5(0)
+	VPSRLW $4, Y0, Y1
+	VPSLLW $3, Y8, Y2
+	FIELD5(32)
+	VMOVDQU 80(SI), Y0
+	VMOVDQU Y0, Y1
+	VPSLLW $2, Y8, Y2
+	FIELD5(64)
+	VPSRLW $4, Y0, Y1
+	VPSLLW $1, Y8, Y2
+	FIELD5(96)
+	VMOVDQU 112(SI), Y0
+	VMOVDQU Y0, Y1
+	VMOVDQU Y8, Y2
+	FIELD5(128)
+	VPSRLW $4, Y0, Y1
+	VPSRLW $1, Y8, Y2
+	FIELD5(160)
+	VMOVDQU 144(SI), Y0
+	VMOVDQU Y0, Y1
+	VPSRLW $2, Y8, Y2
+	FIELD5(192)
+	VPSRLW $4, Y0, Y1
+	VPSRLW $3, Y8, Y2
+	FIELD5(224)
+	ADDQ $176, SI
+	ADDQ $256, DI
+	DECQ CX
+	JNZ loop
+	VZEROUPPER
+	RET
+
+// func affine(q *byte, s, m *float32, y *float32, groups, glen, off int)
+TEXT ·affine(SB), NOSPLIT, $0-56
+	MOVQ q+0(FP), SI
+	MOVQ s+8(FP), R8
+	MOVQ m+16(FP), R9
+	MOVQ y+24(FP), DI
+	MOVQ groups+32(FP), CX
+	MOVQ glen+40(FP), R10
+	SHRQ $3, R10
+	MOVQ off+48(FP), AX
+	VMOVD AX, X15
+	VPBROADCASTD X15, Y15
+	TESTQ R9, R9
+	JZ nomin
+withmin:
+	VBROADCASTSS (R8), Y1
+	VBROADCASTSS (R9), Y2
+	MOVQ R10, DX
+minstep:
+	VPMOVZXBD (SI), Y0
+	VPSUBD Y15, Y0, Y0
+	VCVTDQ2PS Y0, Y0
+	VFMADD213PS Y2, Y1, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $8, SI
+	ADDQ $32, DI
+	DECQ DX
+	JNZ minstep
+	ADDQ $4, R8
+	ADDQ $4, R9
+	DECQ CX
+	JNZ withmin
+	VZEROUPPER
+	RET
+nomin:
+	VBROADCASTSS (R8), Y1
+	MOVQ R10, DX
+step:
+	VPMOVZXBD (SI), Y0
+	VPSUBD Y15, Y0, Y0
+	VCVTDQ2PS Y0, Y0
+	VMULPS Y1, Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ $8, SI
+	ADDQ $32, DI
+	DECQ DX
+	JNZ step
+	ADDQ $4, R8
+	DECQ CX
+	JNZ nomin
+	VZEROUPPER
+	RET
+
+// func halfScales(w *byte, s *float32, n, ts int)
+TEXT ·halfScales(SB), NOSPLIT, $0-32
+	MOVQ w+0(FP), SI
+	MOVQ s+8(FP), DI
+	MOVQ n+16(FP), CX
+	MOVQ ts+24(FP), R8
+loop:
+	MOVWLZX (SI), AX
+	VMOVD AX, X0
+	VCVTPH2PS X0, X0
+	VMOVSS X0, (DI)
+	ADDQ R8, SI
+	ADDQ $4, DI
+	DECQ CX
+	JNZ loop
+	RET

@@ -469,3 +469,264 @@ half:
 	SUBS $1, R3, R3
 	BNE half
 	RET
+
+// The code kernels, halfScales and affine of fast_codes.go.
+
+#define FMLA4S(d, n, m) WORD $(0x4e20cc00 | ((m)<<16) | ((n)<<5) | (d)) // FMLA Vd.4S, Vn.4S, Vm.4S
+
+// func codesNibbles(w, q *byte, tab *[16]byte, n, ts, units int)
+TEXT ·codesNibbles(SB), NOSPLIT, $0-48
+	MOVD w+0(FP), R0
+	MOVD q+8(FP), R1
+	MOVD tab+16(FP), R2
+	MOVD n+24(FP), R3
+	MOVD ts+32(FP), R4
+	MOVD units+40(FP), R5
+	VLD1 (R2), [V30.B16]
+	VMOVI $15, V31.B16
+	SUB R5<<4, R4, R6 // the runs' offset: ts − 16·units
+block:
+	ADD R6, R0, R7
+	MOVD R5, R8
+unit:
+	VLD1.P 16(R7), [V0.B16]
+	VAND V31.B16, V0.B16, V1.B16
+	VUSHR $4, V0.B16, V2.B16
+	VTBL V1.B16, [V30.B16], V1.B16
+	VTBL V2.B16, [V30.B16], V2.B16
+	VST1.P [V1.B16, V2.B16], 32(R1)
+	SUBS $1, R8, R8
+	BNE unit
+	ADD R4, R0, R0
+	SUBS $1, R3, R3
+	BNE block
+	RET
+
+// FIELD2(sh, off) stores the 2-bit fields at bit sh (2 to 6) of the 32
+// bytes of V0, V1 at R1 + off (V31: 3 in each byte).
+#define FIELD2(sh, off) \
+	VUSHR $sh, V0.B16, V2.B16; VUSHR $sh, V1.B16, V3.B16; \
+	VAND V31.B16, V2.B16, V2.B16; VAND V31.B16, V3.B16, V3.B16; \
+	ADD $off, R1, R4; VST1 [V2.B16, V3.B16], (R4)
+
+// FIELD2LOW(off) is FIELD2 at bit 0.
+#define FIELD2LOW(off) \
+	VAND V31.B16, V0.B16, V2.B16; VAND V31.B16, V1.B16, V3.B16; \
+	ADD $off, R1, R4; VST1 [V2.B16, V3.B16], (R4)
+
+// func codesQ2_K(w, q *byte, n int)  qs at 16
+TEXT ·codesQ2_K(SB), NOSPLIT, $0-24
+	MOVD w+0(FP), R0
+	MOVD q+8(FP), R1
+	MOVD n+16(FP), R3
+	VMOVI $3, V31.B16
+loop:
+	ADD $16, R0, R5
+	VLD1.P 32(R5), [V0.B16, V1.B16]
+	FIELD2LOW(0)
+	FIELD2(2, 32)
+	FIELD2(4, 64)
+	FIELD2(6, 96)
+	VLD1 (R5), [V0.B16, V1.B16]
+	FIELD2LOW(128)
+	FIELD2(2, 160)
+	FIELD2(4, 192)
+	FIELD2(6, 224)
+	ADD $84, R0, R0
+	ADD $256, R1, R1
+	SUBS $1, R3, R3
+	BNE loop
+	RET
+
+// HIGH3(off) ORs bit 2 of V4, V5 (hm moved by the caller; V30: 4 in each
+// byte) into V2, V3 and stores them at R1 + off.
+#define HIGH3(off) \
+	VAND V30.B16, V4.B16, V4.B16; VAND V30.B16, V5.B16, V5.B16; \
+	VORR V4.B16, V2.B16, V2.B16; VORR V5.B16, V3.B16, V3.B16; \
+	ADD $off, R1, R4; VST1 [V2.B16, V3.B16], (R4)
+
+// LOW3(sh) sets V2, V3 to the 2-bit fields at bit sh (2 to 6) of V0, V1.
+#define LOW3(sh) \
+	VUSHR $sh, V0.B16, V2.B16; VUSHR $sh, V1.B16, V3.B16; \
+	VAND V31.B16, V2.B16, V2.B16; VAND V31.B16, V3.B16, V3.B16
+
+// HM3R(r) sets V4, V5 to hm (V16, V17) shifted right by r (1 to 5).
+#define HM3R(r) VUSHR $r, V16.B16, V4.B16; VUSHR $r, V17.B16, V5.B16
+
+// func codesQ3_K(w, q *byte, n int)  hm (V16, V17) at 0, qs at 32
+TEXT ·codesQ3_K(SB), NOSPLIT, $0-24
+	MOVD w+0(FP), R0
+	MOVD q+8(FP), R1
+	MOVD n+16(FP), R3
+	VMOVI $3, V31.B16
+	VMOVI $4, V30.B16
+loop:
+	MOVD R0, R5
+	VLD1.P 32(R5), [V16.B16, V17.B16]
+	VLD1.P 32(R5), [V0.B16, V1.B16]
+	VAND V31.B16, V0.B16, V2.B16
+	VAND V31.B16, V1.B16, V3.B16
+	VSHL $2, V16.B16, V4.B16
+	VSHL $2, V17.B16, V5.B16
+	HIGH3(0)
+	LOW3(2)
+	VSHL $1, V16.B16, V4.B16
+	VSHL $1, V17.B16, V5.B16
+	HIGH3(32)
+	LOW3(4)
+	VORR V16.B16, V16.B16, V4.B16
+	VORR V17.B16, V17.B16, V5.B16
+	HIGH3(64)
+	LOW3(6)
+	HM3R(1)
+	HIGH3(96)
+	VLD1 (R5), [V0.B16, V1.B16]
+	VAND V31.B16, V0.B16, V2.B16
+	VAND V31.B16, V1.B16, V3.B16
+	HM3R(2)
+	HIGH3(128)
+	LOW3(2)
+	HM3R(3)
+	HIGH3(160)
+	LOW3(4)
+	HM3R(4)
+	HIGH3(192)
+	LOW3(6)
+	HM3R(5)
+	HIGH3(224)
+	ADD $110, R0, R0
+	ADD $256, R1, R1
+	SUBS $1, R3, R3
+	BNE loop
+	RET
+
+// FIELD5(off) ORs bit 4 of V4, V5 (qh moved by the caller; V30: 16 in
+// each byte) into V2, V3 and stores them at R1 + off.
+#define FIELD5(off) \
+	VAND V30.B16, V4.B16, V4.B16; VAND V30.B16, V5.B16, V5.B16; \
+	VORR V4.B16, V2.B16, V2.B16; VORR V5.B16, V3.B16, V3.B16; \
+	ADD $off, R1, R4; VST1 [V2.B16, V3.B16], (R4)
+
+// LOW5 and HIGH5 set V2, V3 to the low and high nibbles of V0, V1.
+#define LOW5 VAND V31.B16, V0.B16, V2.B16; VAND V31.B16, V1.B16, V3.B16
+#define HIGH5 VUSHR $4, V0.B16, V2.B16; VUSHR $4, V1.B16, V3.B16
+
+// QH5L(s) and QH5R(s) set V4, V5 to qh (V16, V17) shifted left or right.
+#define QH5L(s) VSHL $s, V16.B16, V4.B16; VSHL $s, V17.B16, V5.B16
+#define QH5R(s) VUSHR $s, V16.B16, V4.B16; VUSHR $s, V17.B16, V5.B16
+
+// func codesQ5_K(w, q *byte, n int)  qh (V16, V17) at 16, qs at 48
+TEXT ·codesQ5_K(SB), NOSPLIT, $0-24
+	MOVD w+0(FP), R0
+	MOVD q+8(FP), R1
+	MOVD n+16(FP), R3
+	VMOVI $15, V31.B16
+	VMOVI $16, V30.B16
+loop:
+	ADD $16, R0, R5
+	VLD1.P 32(R5), [V16.B16, V17.B16]
+	VLD1.P 32(R5), [V0.B16, V1.B16]
+	LOW5
+	QH5L(4)
+	FIELD5(0)
+	HIGH5
+	QH5L(3)
+	FIELD5(32)
+	VLD1.P 32(R5), [V0.B16, V1.B16]
+	LOW5
+	QH5L(2)
+	FIELD5(64)
+	HIGH5
+	QH5L(1)
+	FIELD5(96)
+	VLD1.P 32(R5), [V0.B16, V1.B16]
+	LOW5
+	VORR V16.B16, V16.B16, V4.B16
+	VORR V17.B16, V17.B16, V5.B16
+	FIELD5(128)
+	HIGH5
+	QH5R(1)
+	FIELD5(160)
+	VLD1 (R5), [V0.B16, V1.B16]
+	LOW5
+	QH5R(2)
+	FIELD5(192)
+	HIGH5
+	QH5R(3)
+	FIELD5(224)
+	ADD $176, R0, R0
+	ADD $256, R1, R1
+	SUBS $1, R3, R3
+	BNE loop
+	RET
+
+// func halfScales(w *byte, s *float32, n, ts int)
+TEXT ·halfScales(SB), NOSPLIT, $0-32
+	MOVD w+0(FP), R0
+	MOVD s+8(FP), R1
+	MOVD n+16(FP), R3
+	MOVD ts+24(FP), R4
+loop:
+	VLD1R (R0), [V0.H8]
+	FCVTL4S(0, 0)
+	FMOVS F0, (R1)
+	ADD R4, R0, R0
+	ADD $4, R1, R1
+	SUBS $1, R3, R3
+	BNE loop
+	RET
+
+// CODES16 sets V2..V5 to the 16 codes at R0 (advanced) minus the offset
+// (V31), as float32.
+#define CODES16 \
+	VLD1.P 16(R0), [V0.B16]; \
+	UXTL8H(6, 0); UXTL28H(7, 0); \
+	UXTL4S(2, 6); UXTL24S(3, 6); UXTL4S(4, 7); UXTL24S(5, 7); \
+	VSUB V31.S4, V2.S4, V2.S4; VSUB V31.S4, V3.S4, V3.S4; \
+	VSUB V31.S4, V4.S4, V4.S4; VSUB V31.S4, V5.S4, V5.S4; \
+	SCVTF4S(2, 2); SCVTF4S(3, 3); SCVTF4S(4, 4); SCVTF4S(5, 5)
+
+// func affine(q *byte, s, m *float32, y *float32, groups, glen, off int)
+TEXT ·affine(SB), NOSPLIT, $0-56
+	MOVD q+0(FP), R0
+	MOVD s+8(FP), R1
+	MOVD m+16(FP), R2
+	MOVD y+24(FP), R3
+	MOVD groups+32(FP), R4
+	MOVD glen+40(FP), R5
+	LSR $4, R5, R5
+	MOVD off+48(FP), R6
+	VDUP R6, V31.S4
+	CBZ R2, nomin
+withmin:
+	VLD1R.P 4(R1), [V16.S4]
+	VLD1R.P 4(R2), [V17.S4]
+	MOVD R5, R7
+minstep:
+	CODES16
+	VORR V17.B16, V17.B16, V8.B16
+	VORR V17.B16, V17.B16, V9.B16
+	VORR V17.B16, V17.B16, V10.B16
+	VORR V17.B16, V17.B16, V11.B16
+	FMLA4S(8, 2, 16)
+	FMLA4S(9, 3, 16)
+	FMLA4S(10, 4, 16)
+	FMLA4S(11, 5, 16)
+	VST1.P [V8.S4, V9.S4, V10.S4, V11.S4], 64(R3)
+	SUBS $1, R7, R7
+	BNE minstep
+	SUBS $1, R4, R4
+	BNE withmin
+	RET
+nomin:
+	VLD1R.P 4(R1), [V16.S4]
+	MOVD R5, R7
+step:
+	CODES16
+	MUL4(2, 16)
+	VST1.P [V2.S4, V3.S4, V4.S4, V5.S4], 64(R3)
+	SUBS $1, R7, R7
+	BNE step
+	SUBS $1, R4, R4
+	BNE nomin
+	RET

@@ -214,12 +214,10 @@ func i8Q8_K(w, q []byte, s, _ []float32) {
 func i8Q2_K(w, q []byte, s, m []float32) {
 	for j := 0; len(q) >= 256; j += 16 {
 		b := w[:84]
-		sc, qs := b[0:16], b[16:80]
-		d, dmin := f16(b[80:]), f16(b[82:])
+		scalesQ2_K(b, s[j:], m[j:])
+		qs := b[16:80]
 		for k := range 16 {
 			h, sh, e := k/8, k/2%4, k%2
-			s[j+k] = d * float32(sc[k]&15)
-			m[j+k] = -(dmin * float32(sc[k]>>4))
 			src := qs[32*h+16*e:][:16]
 			dst := q[16*k:][:16]
 			for l, v := range src {
@@ -234,12 +232,10 @@ func i8Q2_K(w, q []byte, s, m []float32) {
 func i8Q3_K(w, q []byte, s, _ []float32) {
 	for j := 0; len(q) >= 256; j += 16 {
 		b := w[:110]
+		scalesQ3_K(b, s[j:], nil)
 		hm, qs := b[0:32], b[32:96]
-		sc := q3Scales(b[96:108])
-		d := f16(b[108:])
 		for k := range 16 {
 			h, sh, e := k/8, k/2%4, k%2
-			s[j+k] = d * float32(sc[k])
 			src := qs[32*h+16*e:][:16]
 			hh := hm[16*e:][:16]
 			dst := q[16*k:][:16]
@@ -277,13 +273,9 @@ func i8Q4_K(w, q []byte, s, m []float32) {
 func i8Q5_K(w, q []byte, s, m []float32) {
 	for j := 0; len(q) >= 256; j += 8 {
 		b := w[:176]
-		d, dmin := f16(b), f16(b[2:])
-		scales, qh, qs := b[4:16], b[16:48], b[48:176]
+		scalesQ5_K(b, s[j:], m[j:])
+		qh, qs := b[16:48], b[48:176]
 		for c := range 4 {
-			sc1, m1 := scaleMinK4(2*c, scales)
-			sc2, m2 := scaleMinK4(2*c+1, scales)
-			s[j+2*c], m[j+2*c] = d*float32(sc1), -(dmin * float32(m1))
-			s[j+2*c+1], m[j+2*c+1] = d*float32(sc2), -(dmin * float32(m2))
 			src := qs[32*c:][:32]
 			lo, hi := q[64*c:][:32], q[64*c+32:][:32]
 			s1, s2 := uint(2*c), uint(2*c+1)
@@ -342,11 +334,9 @@ func i8IQ4_NL(w, q []byte, s, _ []float32) {
 func i8IQ4_XS(w, q []byte, s, _ []float32) {
 	for j := 0; len(q) >= 256; j += 8 {
 		b := w[:136]
-		d := f16(b)
-		sh := binary.LittleEndian.Uint16(b[2:])
-		sl, qs := b[4:8], b[8:136]
+		scalesIQ4_XS(b, s[j:], nil)
+		qs := b[8:136]
 		for k := range 8 {
-			s[j+k] = d * float32(iq4xsScale(sh, sl, k))
 			src := qs[16*k:][:16]
 			dst := q[32*k:][:32]
 			for i, v := range src {
@@ -354,5 +344,46 @@ func i8IQ4_XS(w, q []byte, s, _ []float32) {
 			}
 		}
 		w, q = w[136:], q[256:]
+	}
+}
+
+// The scales S and minima M (see the section comment) of one block of the
+// K-quants and IQ4_XS, for the decoders above and for the vector kernels'
+// (fast_codes.go); m is not written for the types without minima.
+
+func scalesQ2_K(b []byte, s, m []float32) {
+	sc := b[:16]
+	d, dmin := f16(b[80:]), f16(b[82:])
+	_, _ = s[15], m[15]
+	for k, v := range sc {
+		s[k] = d * float32(v&15)
+		m[k] = -(dmin * float32(v>>4))
+	}
+}
+
+func scalesQ3_K(b []byte, s, _ []float32) {
+	sc := q3Scales(b[96:108])
+	d := f16(b[108:])
+	_ = s[15]
+	for k, v := range sc {
+		s[k] = d * float32(v)
+	}
+}
+
+func scalesQ5_K(b []byte, s, m []float32) {
+	d, dmin := f16(b), f16(b[2:])
+	_, _ = s[7], m[7]
+	for k := range 8 {
+		sc, mn := scaleMinK4(k, b[4:16])
+		s[k], m[k] = d*float32(sc), -(dmin * float32(mn))
+	}
+}
+
+func scalesIQ4_XS(b []byte, s, _ []float32) {
+	d := f16(b)
+	sh := binary.LittleEndian.Uint16(b[2:])
+	_ = s[7]
+	for k := range 8 {
+		s[k] = d * float32(iq4xsScale(sh, b[4:8], k))
 	}
 }
