@@ -18,7 +18,7 @@ import (
 var benchTypes = []gguf.Type{
 	gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ4_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K,
 	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS,
-	gguf.TypeIQ2_XXS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S, gguf.TypeIQ1_M, gguf.TypeMXFP4, gguf.TypeNVFP4,
+	gguf.TypeIQ2_XXS, gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S, gguf.TypeIQ1_S, gguf.TypeIQ1_M, gguf.TypeMXFP4, gguf.TypeNVFP4, gguf.TypeTQ2_0,
 }
 
 const benchN = 4096

@@ -13,8 +13,8 @@ import (
 // mostly made of, chosen at run time by CPU feature. At level AVX512: F16,
 // BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q6_K (and the integer decoders of
 // Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q6_K); at levels AVX2 and AVX512: the
-// low-bit types of the files users quantize hardest, IQ2_XXS, IQ2_S,
-// IQ3_XXS, IQ3_S, IQ1_M, MXFP4 and NVFP4, and through codes
+// low-bit types of the files users quantize hardest, IQ2_XXS, IQ2_XS,
+// IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, MXFP4 and NVFP4, and through codes
 // (fast_codes.go) Q4_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS
 // (dequantization and integer decoding); at level NEON (arm64): F16, BF16,
 // Q8_0, Q5_0, Q5_1, Q4_K and Q6_K (and the integer decoders of Q8_0, Q4_0,

@@ -1069,26 +1069,29 @@ unit:
 #define FIELD2(sh, off) \
 	VPSRLW $sh, Y0, Y1; VPAND Y15, Y1, Y1; VMOVDQU Y1, off(DI)
 
-// func codesQ2_K(w, q *byte, n int)  qs at 16
-TEXT ·codesQ2_K(SB), NOSPLIT, $0-24
+// func codes2Bit(w, q *byte, n, ts, off int)
+TEXT ·codes2Bit(SB), NOSPLIT, $0-40
 	MOVQ w+0(FP), SI
 	MOVQ q+8(FP), DI
 	MOVQ n+16(FP), CX
+	MOVQ ts+24(FP), R8
+	MOVQ off+32(FP), AX
+	ADDQ AX, SI
 	MOVL $0x03030303, AX
 	VMOVD AX, X15
 	VPBROADCASTD X15, Y15
 loop:
-	VMOVDQU 16(SI), Y0
+	VMOVDQU (SI), Y0
 	FIELD2(0, 0)
 	FIELD2(2, 32)
 	FIELD2(4, 64)
 	FIELD2(6, 96)
-	VMOVDQU 48(SI), Y0
+	VMOVDQU 32(SI), Y0
 	FIELD2(0, 128)
 	FIELD2(2, 160)
 	FIELD2(4, 192)
 	FIELD2(6, 224)
-	ADDQ $84, SI
+	ADDQ R8, SI
 	ADDQ $256, DI
 	DECQ CX
 	JNZ loop

@@ -9,8 +9,8 @@ import "ppl.dev/gguf"
 // integer decoders of Q8_0, Q4_0, Q5_0, Q5_1, Q4_K and Q6_K (the int8
 // modes'). Q4_K's and Q6_K's scales are the reference's scalar products
 // (d·sc, dmin·m), their weights and codes the vector kernels'
-// (fast_arm64.s). Q4_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS go through
-// codes (fast_codes.go).
+// (fast_arm64.s). Q4_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS, TQ2_0 and
+// MXFP4 go through codes (fast_codes.go).
 func archInit() {
 	maxLevel = NEON
 	deq := &levelDeq[NEON]
@@ -28,7 +28,7 @@ func archInit() {
 	i8[gguf.TypeQ4_K] = i8Q4_KNEON
 	i8[gguf.TypeQ6_K] = i8Q6_KNEON
 	i8[gguf.TypeQ5_1] = legacyInt8Min(24, i8Q5_1NEON)
-	codeKernels(NEON)
+	codeKernels(NEON, gguf.TypeMXFP4)
 }
 
 // deqQ4_KNEON is deqQ4_K: per super-block the scales d·sc and minima

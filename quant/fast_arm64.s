@@ -514,14 +514,17 @@ unit:
 	VAND V31.B16, V0.B16, V2.B16; VAND V31.B16, V1.B16, V3.B16; \
 	ADD $off, R1, R4; VST1 [V2.B16, V3.B16], (R4)
 
-// func codesQ2_K(w, q *byte, n int)  qs at 16
-TEXT ·codesQ2_K(SB), NOSPLIT, $0-24
+// func codes2Bit(w, q *byte, n, ts, off int)
+TEXT ·codes2Bit(SB), NOSPLIT, $0-40
 	MOVD w+0(FP), R0
 	MOVD q+8(FP), R1
 	MOVD n+16(FP), R3
+	MOVD ts+24(FP), R6
+	MOVD off+32(FP), R7
+	ADD R7, R0, R0
 	VMOVI $3, V31.B16
 loop:
-	ADD $16, R0, R5
+	MOVD R0, R5
 	VLD1.P 32(R5), [V0.B16, V1.B16]
 	FIELD2LOW(0)
 	FIELD2(2, 32)
@@ -532,7 +535,7 @@ loop:
 	FIELD2(2, 160)
 	FIELD2(4, 192)
 	FIELD2(6, 224)
-	ADD $84, R0, R0
+	ADD R6, R0, R0
 	ADD $256, R1, R1
 	SUBS $1, R3, R3
 	BNE loop

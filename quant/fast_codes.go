@@ -6,7 +6,8 @@ import "ppl.dev/gguf"
 
 // Dequantization and integer decoding in two steps, for the types whose
 // weights are S·(q − Offset) + M of a code q gathered from bit fields (the
-// section comment of int8.go): Q4_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS.
+// section comment of int8.go): Q4_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS and
+// TQ2_0.
 // A vector kernel per type writes a block's codes (codes<Type>, in
 // fast_amd64.s and fast_arm64.s), the scalar functions of the reference
 // decoders their scales and minima (scales<Type>), and to dequantize one
@@ -20,13 +21,15 @@ import "ppl.dev/gguf"
 
 // codeTypes are the types of this scheme, in the order of codeKernels.
 var codeTypes = [...]gguf.Type{
-	gguf.TypeQ4_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ5_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS,
+	gguf.TypeQ4_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ5_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0,
 }
 
 // codeKernels adds the scheme's dequantizers and integer decoders to
-// level l (one implementation per architecture serves each of its levels).
-func codeKernels(l Level) {
-	for _, t := range codeTypes {
+// level l (one implementation per architecture serves each of its levels),
+// and those of the extra types (MXFP4 on arm64, which has no kernel of its
+// own there).
+func codeKernels(l Level, extra ...gguf.Type) {
+	for _, t := range append(codeTypes[:], extra...) {
 		levelDeq[l][t] = func(src []byte, dst []float32) { deqViaCodes(t, src, dst) }
 		levelInt8[l][t] = func(w, q []byte, s, m []float32) { decodeViaCodes(t, w, q, s, m) }
 	}
@@ -49,6 +52,11 @@ func decodeViaCodes(t gguf.Type, w, q []byte, s, m []float32) {
 		return
 	case gguf.TypeIQ4_NL: // s the f16 at 0
 		halfScales(&w[0], &s[0], n, f.ts)
+		return
+	case gguf.TypeMXFP4: // s the E8M0 byte at 0
+		for i := range n {
+			s[i] = e8m0Half(w[i*f.ts])
+		}
 		return
 	}
 	per := f.bs / g
@@ -96,6 +104,11 @@ func blockScales(t gguf.Type, b []byte, s, m []float32) {
 		scalesQ5_K(b, s, m)
 	case gguf.TypeIQ4_XS:
 		scalesIQ4_XS(b, s, m)
+	case gguf.TypeTQ2_0: // d for every group
+		d := f16(b[64:])
+		for j := range 8 {
+			s[j] = d
+		}
 	}
 }
 
@@ -105,7 +118,7 @@ func blockCodes(t gguf.Type, w, q *byte, n int) {
 	case gguf.TypeQ4_1:
 		codesNibbles(w, q, &nibbleBytes, n, 20, 1)
 	case gguf.TypeQ2_K:
-		codesQ2_K(w, q, n)
+		codes2Bit(w, q, n, 84, 16)
 	case gguf.TypeQ3_K:
 		codesQ3_K(w, q, n)
 	case gguf.TypeQ5_K:
@@ -114,8 +127,20 @@ func blockCodes(t gguf.Type, w, q *byte, n int) {
 		codesNibbles(w, q, &iq4Bytes, n, 18, 1)
 	case gguf.TypeIQ4_XS:
 		codesNibbles(w, q, &iq4Bytes, n, 136, 8)
+	case gguf.TypeTQ2_0:
+		codes2Bit(w, q, n, 66, 0)
+	case gguf.TypeMXFP4:
+		codesNibbles(w, q, &fp4Bytes, n, 17, 1)
 	}
 }
+
+// fp4Bytes are MXFP4's codes: fp4Values plus 128.
+var fp4Bytes = func() (t [16]byte) {
+	for i, v := range fp4Values {
+		t[i] = byte(128 + int(v))
+	}
+	return t
+}()
 
 // nibbleBytes maps each nibble to itself: Q4_1's codes are its nibbles.
 var nibbleBytes = [16]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
@@ -129,11 +154,15 @@ var nibbleBytes = [16]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
 //go:noescape
 func codesNibbles(w, q *byte, tab *[16]byte, n, ts, units int)
 
-// codesQ2_K, codesQ3_K and codesQ5_K write the codes of n blocks.
+// codes2Bit writes the codes of n blocks of ts bytes with 64 bytes of
+// 2-bit fields at off (Q2_K's, TQ2_0's): code 128h + 32l + m is bits 2l,
+// 2l+1 of byte 32h + m.
 //
 //go:noescape
-func codesQ2_K(w, q *byte, n int)
+func codes2Bit(w, q *byte, n, ts, off int)
 
+// codesQ3_K and codesQ5_K write the codes of n blocks.
+//
 //go:noescape
 func codesQ3_K(w, q *byte, n int)
 

@@ -21,7 +21,9 @@ func lowbitKernels(l Level) {
 	}
 	for _, k := range []kernels{
 		{gguf.TypeIQ2_XXS, lbIQ2_XXS, deqIQ2_XXSAVX2, deqIQ2_XXSAVX512, i8IQ2_XXSAVX2},
+		{gguf.TypeIQ2_XS, lbIQ2_XS, deqIQ2_XSAVX2, deqIQ2_XSAVX512, i8IQ2_XSAVX2},
 		{gguf.TypeIQ2_S, lbIQ2_S, deqIQ2_SAVX2, deqIQ2_SAVX512, i8IQ2_SAVX2},
+		{gguf.TypeIQ1_S, lbIQ1_S, deqIQ1_SAVX2, deqIQ1_SAVX512, i8IQ1_SAVX2},
 		{gguf.TypeIQ3_XXS, lbIQ3_XXS, deqIQ3_XXSAVX2, deqIQ3_XXSAVX512, i8IQ3_XXSAVX2},
 		{gguf.TypeIQ3_S, lbIQ3_S, deqIQ3_SAVX2, deqIQ3_SAVX512, i8IQ3_SAVX2},
 		{gguf.TypeIQ1_M, lbIQ1_M, deqIQ1_MAVX2, deqIQ1_MAVX512, i8IQ1_MAVX2},
@@ -84,6 +86,24 @@ func deqIQ2_XXSAVX512(src *byte, dst *float32, n int)
 
 //go:noescape
 func i8IQ2_XXSAVX2(w, q *byte, s *float32, n int)
+
+//go:noescape
+func deqIQ2_XSAVX2(src *byte, dst *float32, n int)
+
+//go:noescape
+func deqIQ2_XSAVX512(src *byte, dst *float32, n int)
+
+//go:noescape
+func i8IQ2_XSAVX2(w, q *byte, s *float32, n int)
+
+//go:noescape
+func deqIQ1_SAVX2(src *byte, dst *float32, n int)
+
+//go:noescape
+func deqIQ1_SAVX512(src *byte, dst *float32, n int)
+
+//go:noescape
+func i8IQ1_SAVX2(w, q *byte, s *float32, n int)
 
 //go:noescape
 func deqIQ2_SAVX2(src *byte, dst *float32, n int)

@@ -368,6 +368,106 @@ grp: \
 	JNZ blk; \
 	VZEROUPPER
 
+// IQ2_XS (74 bytes): d; 32 uint16 at 2, one per 8 weights: bits 0-8 the
+// grid index, 9-15 the ksigns index; scales[8] at 66, a nibble per 16
+// weights. s = d·(0.5+ls)·0.25. GRID_XS(i, lane) loads index i's grid
+// entry into Xg and its sign masks into Xm at their lane (VMOVQ for lane
+// 0, VPINSRQ for 1); uses AX, BX.
+#define GRID_XS(i, xg, xm, LOAD) \
+	MOVWLZX (2*i)(R9), AX; \
+	MOVL AX, BX; \
+	ANDL $511, AX; \
+	SHRL $9, BX; \
+	LOAD((R11)(AX*8), xg); \
+	LOAD((R12)(BX*8), xm)
+
+#define LANE0(mem, x) VMOVQ mem, x
+#define LANE1(mem, x) VPINSRQ $1, mem, x, x
+
+#define IQ2_XS(EMIT) \
+	LEAQ ·iq2xsGrid(SB), R11; \
+	LEAQ ·ksignMask(SB), R12; \
+	LEAQ ·halfPlus(SB), R13; \
+	VMOVSS kQuarter<>(SB), X14; \
+blk: \
+	LOAD_D((SI)); \
+	LEAQ 2(SI), R9; \
+	LEAQ 66(SI), R8; \
+	MOVQ $8, R10; \
+grp: \
+	GRID_XS(0, X1, X7, LANE0); \
+	GRID_XS(1, X1, X7, LANE1); \
+	GRID_XS(2, X5, X6, LANE0); \
+	GRID_XS(3, X5, X6, LANE1); \
+	VINSERTI128 $1, X5, Y1, Y1; \
+	VINSERTI128 $1, X6, Y7, Y7; \
+	APPLY_SIGNS; \
+	MOVBLZX (R8), AX; \
+	MOVL AX, BX; \
+	ANDL $15, AX; \
+	SHRL $4, BX; \
+	VMOVSS (R13)(AX*4), X8; \
+	VMULSS X4, X8, X8; \
+	VMULSS X14, X8, X8; \
+	VMOVSS (R13)(BX*4), X9; \
+	VMULSS X4, X9, X9; \
+	VMULSS X14, X9, X9; \
+	EMIT; \
+	ADDQ $8, R9; \
+	INCQ R8; \
+	DECQ R10; \
+	JNZ grp; \
+	ADDQ $74, SI; \
+	DECQ CX; \
+	JNZ blk; \
+	VZEROUPPER
+
+// IQ1_S (50 bytes): d; qs[32] at 2; 8 uint16 qh at 34, one per 32
+// weights: bits 3l..3l+2 index l's bits 8-10, 12-14 the scale ls, 15 the
+// sign of the shift. v = 8·grid ± 1, s = d·(2·ls+1)·0.125.
+#define IQ1_S(EMIT) \
+	LEAQ ·iq1sGrid8(SB), R11; \
+	LEAQ ·oddTab(SB), R13; \
+	VMOVDQU kShiftIQ1S<>(SB), X12; \
+	VPBROADCASTD k700<>(SB), X13; \
+blk: \
+	LOAD_D((SI)); \
+	LEAQ 2(SI), R9; \
+	LEAQ 34(SI), R12; \
+	MOVQ $8, R10; \
+grp: \
+	VPMOVZXBD (R9), X5; \
+	MOVWLZX (R12), AX; \
+	VMOVD AX, X6; \
+	VPBROADCASTD X6, X6; \
+	VPSLLD $8, X6, X6; \
+	VPSRLVD X12, X6, X6; \
+	VPAND X13, X6, X6; \
+	VPOR X6, X5, X5; \
+	GRID8_X5(R11); \
+	MOVWLZX (R12), AX; \
+	MOVL AX, BX; \
+	SHRL $15, AX; \
+	NEGL AX; \
+	ORL $1, AX; \
+	VMOVD AX, X7; \
+	VPBROADCASTB X7, Y7; \
+	VPADDB Y7, Y1, Y1; \
+	SHRL $12, BX; \
+	ANDL $7, BX; \
+	VMOVSS (R13)(BX*4), X8; \
+	VMULSS X4, X8, X8; \
+	VMULSS kEighth<>(SB), X8, X8; \
+	EMIT; \
+	ADDQ $4, R9; \
+	ADDQ $2, R12; \
+	DECQ R10; \
+	JNZ grp; \
+	ADDQ $50, SI; \
+	DECQ CX; \
+	JNZ blk; \
+	VZEROUPPER
+
 // IQ1_M (56 bytes): qs[32]; qh[16] at 32, a nibble per 8 weights (index
 // bits 8-10, sign of the shift); 4 uint16 at 48: 3-bit scales in bits
 // 0-11, d in the top nibbles. v = 8·grid ± 1, s = d·(2·ls+1)·0.125.
@@ -509,6 +609,36 @@ blk: \
 	JNZ blk; \
 	VZEROUPPER
 
+TEXT ·deqIQ2_XSAVX2(SB), NOSPLIT, $0-24
+	ARGS_DEQ
+	IQ2_XS(EMIT16_AVX2)
+	RET
+
+TEXT ·deqIQ2_XSAVX512(SB), NOSPLIT, $0-24
+	ARGS_DEQ
+	IQ2_XS(EMIT16_AVX512)
+	RET
+
+TEXT ·i8IQ2_XSAVX2(SB), NOSPLIT, $0-32
+	ARGS_I8
+	IQ2_XS(EMIT16_I8)
+	RET
+
+TEXT ·deqIQ1_SAVX2(SB), NOSPLIT, $0-24
+	ARGS_DEQ
+	IQ1_S(EMIT32_AVX2)
+	RET
+
+TEXT ·deqIQ1_SAVX512(SB), NOSPLIT, $0-24
+	ARGS_DEQ
+	IQ1_S(EMIT32_AVX512)
+	RET
+
+TEXT ·i8IQ1_SAVX2(SB), NOSPLIT, $0-32
+	ARGS_I8
+	IQ1_S(EMIT32_I8)
+	RET
+
 TEXT ·deqIQ2_XXSAVX2(SB), NOSPLIT, $0-24
 	ARGS_DEQ
 	IQ2_XXS(EMIT32_AVX2)
@@ -642,6 +772,12 @@ DATA kShiftIQ2S<>+12(SB)/4, $2
 GLOBL kShiftIQ2S<>(SB), RODATA|NOPTR, $16
 
 // kShiftIQ1M: nibble l of the 16-bit qh (shifted up by 8) to bits 8-10.
+DATA kShiftIQ1S<>+0(SB)/4, $0
+DATA kShiftIQ1S<>+4(SB)/4, $3
+DATA kShiftIQ1S<>+8(SB)/4, $6
+DATA kShiftIQ1S<>+12(SB)/4, $9
+GLOBL kShiftIQ1S<>(SB), RODATA|NOPTR, $16
+
 DATA kShiftIQ1M<>+0(SB)/4, $0
 DATA kShiftIQ1M<>+4(SB)/4, $4
 DATA kShiftIQ1M<>+8(SB)/4, $8
