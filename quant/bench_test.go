@@ -16,7 +16,8 @@ import (
 // (on Linux), which a busy machine disturbs less.
 
 var benchTypes = []gguf.Type{
-	gguf.TypeF16, gguf.TypeQ8_0, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ4_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K,
+	gguf.TypeF16, gguf.TypeBF16, gguf.TypeQ8_0, gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ4_1,
+	gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
 	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS,
 	gguf.TypeIQ2_XXS, gguf.TypeIQ2_XS, gguf.TypeIQ2_S, gguf.TypeIQ3_XXS, gguf.TypeIQ3_S, gguf.TypeIQ1_S, gguf.TypeIQ1_M, gguf.TypeMXFP4, gguf.TypeNVFP4, gguf.TypeTQ2_0,
 }

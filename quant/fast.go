@@ -9,22 +9,21 @@ import (
 	"ppl.dev/gguf"
 )
 
-// Fast paths: vector versions of the dequantizers of the types models are
-// mostly made of, chosen at run time by CPU feature. At level AVX512: F16,
-// BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q6_K (and the integer decoders of
-// Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q6_K); at levels AVX2 and AVX512: the
-// low-bit types of the files users quantize hardest, IQ2_XXS, IQ2_XS,
-// IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, MXFP4 and NVFP4, and through codes
-// (fast_codes.go) Q4_1, Q2_K, Q3_K, Q5_K, IQ4_NL and IQ4_XS
-// (dequantization and integer decoding); at level NEON (arm64): F16, BF16,
-// Q8_0, Q5_0, Q5_1, Q4_K and Q6_K (and the integer decoders of Q8_0, Q4_0,
-// Q5_0, Q5_1, Q4_K and Q6_K), and the types through codes. They compute
-// each weight with the same exact products as the reference functions, so
-// they give the same bits; the only difference is that an F16 signaling
-// NaN comes out as a quiet NaN, as the F16C and FCVTL instructions make
-// it. Dequantize, DequantizeRow and DecodeInt8 use them when they are on;
-// the tests compare every level with the reference on random and
-// adversarial blocks.
+// Fast paths: vector versions of the dequantizers and integer decoders,
+// chosen at run time by CPU feature. Every level has the types that decode
+// through codes (fast_codes.go: the legacy types, the K-quants, IQ4_NL,
+// IQ4_XS, TQ2_0 and MXFP4); level AVX2 adds F16 and BF16 and the low-bit
+// kernels of IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M, MXFP4
+// and NVFP4 (fast_lowbit_amd64.go); level AVX512 adds fused dequantizers
+// of F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K and Q6_K and integer decoders
+// of Q8_0, Q4_0, Q5_0 and Q5_1; level NEON (arm64) fused dequantizers of
+// F16, BF16, Q8_0, Q5_0, Q5_1, Q4_K and Q6_K. They compute each weight
+// with the same exact products as the reference functions, so they give
+// the same bits; the only difference is that an F16 signaling NaN comes
+// out as a quiet NaN, as the F16C and FCVTL instructions make it.
+// Dequantize, DequantizeRow and DecodeInt8 use them when they are on; the
+// tests compare every level with the reference on random and adversarial
+// blocks.
 
 // Level names a set of fast paths, one per class of CPU, named as
 // package score/nn's kernel levels.

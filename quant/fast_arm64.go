@@ -3,16 +3,16 @@ package quant
 import "ppl.dev/gguf"
 
 // archInit adds the NEON level (Advanced SIMD, which every arm64 CPU has):
-// the dequantizers of F16, BF16, Q8_0, Q4_K and Q6_K, the types the fp32
-// mode decodes most of a dense model from, and of Q5_0 and Q5_1 (a
-// mixture's experts where a K-quant does not fit their width), and the
-// integer decoders of Q8_0, Q4_0, Q5_0, Q5_1, Q4_K and Q6_K (the int8
-// modes'). Q4_K's and Q6_K's scales are the reference's scalar products
-// (d·sc, dmin·m), their weights and codes the vector kernels'
-// (fast_arm64.s). Q4_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS, TQ2_0 and
-// MXFP4 go through codes (fast_codes.go).
+// every type of codeTypes through codes (fast_codes.go: their integer
+// decoders, the int8 modes', and their dequantizers), then the fused
+// dequantizers of F16, BF16, Q8_0, Q4_K and Q6_K, the types the fp32 mode
+// decodes most of a dense model from, and of Q5_0 and Q5_1 (a mixture's
+// experts where a K-quant does not fit their width) in their place. Q4_K's
+// and Q6_K's scales are the reference's scalar products (d·sc, dmin·m),
+// their weights the vector kernels' (fast_arm64.s).
 func archInit() {
 	maxLevel = NEON
+	codeKernels(NEON)
 	deq := &levelDeq[NEON]
 	deq[gguf.TypeF16] = halves(deqF16NEON, deqF16)
 	deq[gguf.TypeBF16] = halves(deqBF16NEON, deqBF16)
@@ -21,14 +21,6 @@ func archInit() {
 	deq[gguf.TypeQ6_K] = deqQ6_KNEON
 	deq[gguf.TypeQ5_0] = blocks(32, 22, deqQ5_0NEON)
 	deq[gguf.TypeQ5_1] = blocks(32, 24, deqQ5_1NEON)
-	i8 := &levelInt8[NEON]
-	i8[gguf.TypeQ8_0] = legacyInt8(34, i8Q8_0NEON)
-	i8[gguf.TypeQ4_0] = legacyInt8(18, i8Q4_0NEON)
-	i8[gguf.TypeQ5_0] = legacyInt8(22, i8Q5_0NEON)
-	i8[gguf.TypeQ4_K] = i8Q4_KNEON
-	i8[gguf.TypeQ6_K] = i8Q6_KNEON
-	i8[gguf.TypeQ5_1] = legacyInt8Min(24, i8Q5_1NEON)
-	codeKernels(NEON, gguf.TypeMXFP4)
 }
 
 // deqQ4_KNEON is deqQ4_K: per super-block the scales d·sc and minima
@@ -62,37 +54,6 @@ func deqQ6_KNEON(src []byte, dst []float32) {
 	}
 }
 
-// i8Q4_KNEON is i8Q4_K: per super-block the scales d·sc and negated
-// minima -(dmin·m) of its 8 groups, then q4kCodesNEON's 256 codes.
-func i8Q4_KNEON(w, q []byte, s, m []float32) {
-	for j := 0; len(q) >= 256; j += 8 {
-		b := w[:144]
-		_, _, _ = q[255], s[j+7], m[j+7]
-		d, dmin := f16(b), f16(b[2:])
-		for k := range 8 {
-			sc, mn := scaleMinK4(k, b[4:16])
-			s[j+k], m[j+k] = d*float32(sc), -(dmin * float32(mn))
-		}
-		q4kCodesNEON(&b[16], &q[0])
-		w, q = w[144:], q[256:]
-	}
-}
-
-// i8Q6_KNEON is i8Q6_K: per super-block the scales d·sc of its 16
-// groups, then q6kCodesNEON's 256 codes.
-func i8Q6_KNEON(w, q []byte, s, _ []float32) {
-	for j := 0; len(q) >= 256; j += 16 {
-		b := w[:210]
-		_, _ = q[255], s[j+15]
-		d := f16(b[208:])
-		for k, v := range b[192:208] {
-			s[j+k] = d * float32(int8(v))
-		}
-		q6kCodesNEON(&b[0], &q[0])
-		w, q = w[210:], q[256:]
-	}
-}
-
 // The kernels of fast_arm64.s; n is a count of blocks (of 16 values for F16
 // and BF16).
 
@@ -112,25 +73,7 @@ func q4kNEON(qs *byte, dm *[16]float32, dst *float32)
 func q6kNEON(b *byte, ds *[16]float32, dst *float32)
 
 //go:noescape
-func i8Q8_0NEON(w *byte, q *byte, s *float32, n int)
-
-//go:noescape
-func i8Q4_0NEON(w *byte, q *byte, s *float32, n int)
-
-//go:noescape
-func i8Q5_0NEON(w *byte, q *byte, s *float32, n int)
-
-//go:noescape
-func i8Q5_1NEON(w *byte, q *byte, s *float32, m *float32, n int)
-
-//go:noescape
 func deqQ5_0NEON(src *byte, dst *float32, n int)
 
 //go:noescape
 func deqQ5_1NEON(src *byte, dst *float32, n int)
-
-//go:noescape
-func q4kCodesNEON(qs *byte, q *byte)
-
-//go:noescape
-func q6kCodesNEON(b *byte, q *byte)

@@ -233,14 +233,6 @@ half:
 
 #define CMTST16B(d, n, m) WORD $(0x4e208c00 | ((m)<<16) | ((n)<<5) | (d)) // CMTST Vd.16B, Vn.16B, Vm.16B
 
-// SCALE stores the f16 at R0 + off as a float32 at R2, post-incremented.
-#define SCALE(off, R2) \
-	ADD $off, R0, R4; \
-	VLD1R (R4), [V0.H8]; \
-	FCVTL4S(0, 0); \
-	FMOVS F0, (R2); \
-	ADD $4, R2, R2
-
 // NIBBLES leaves the low nibbles of the 16 bytes at R0 + off in V2 and
 // the high ones in V3 (V31: 0x0f bytes).
 #define NIBBLES(off) \
@@ -280,71 +272,39 @@ half:
 	MOVD $0x0303030303030303, R4; \
 	VMOV R4, V29.D[1]
 
-// I8NEXT stores a block's 32 codes (V2, V3) and steps to the next block
-// of ts bytes.
-#define I8NEXT(ts) \
-	VST1.P [V2.B16, V3.B16], 32(R1); \
-	ADD $ts, R0, R0; \
-	SUBS $1, R3, R3; \
-	BNE loop
-
-// func i8Q8_0NEON(w *byte, q *byte, s *float32, n int)  n blocks: q = v ^ 0x80
-TEXT ·i8Q8_0NEON(SB), NOSPLIT, $0-32
+// func codesQ8_0(w, q *byte, n int)  n blocks: q = v ^ 0x80
+TEXT ·codesQ8_0(SB), NOSPLIT, $0-24
 	MOVD w+0(FP), R0
 	MOVD q+8(FP), R1
-	MOVD s+16(FP), R2
-	MOVD n+24(FP), R3
+	MOVD n+16(FP), R3
 	VMOVI $128, V31.B16
 loop:
-	SCALE(0, R2)
 	ADD $2, R0, R4
 	VLD1 (R4), [V2.B16, V3.B16]
 	VEOR V31.B16, V2.B16, V2.B16
 	VEOR V31.B16, V3.B16, V3.B16
-	I8NEXT(34)
+	VST1.P [V2.B16, V3.B16], 32(R1)
+	ADD $34, R0, R0
+	SUBS $1, R3, R3
+	BNE loop
 	RET
 
-// func i8Q4_0NEON(w *byte, q *byte, s *float32, n int)  n blocks
-TEXT ·i8Q4_0NEON(SB), NOSPLIT, $0-32
+// func codesQ5(w, q *byte, n, ts int)  qh at ts − 20, qs at ts − 16
+TEXT ·codesQ5(SB), NOSPLIT, $0-32
 	MOVD w+0(FP), R0
 	MOVD q+8(FP), R1
-	MOVD s+16(FP), R2
-	MOVD n+24(FP), R3
-	VMOVI $15, V31.B16
-loop:
-	SCALE(0, R2)
-	NIBBLES(2)
-	I8NEXT(18)
-	RET
-
-// func i8Q5_0NEON(w *byte, q *byte, s *float32, n int)  n blocks
-TEXT ·i8Q5_0NEON(SB), NOSPLIT, $0-32
-	MOVD w+0(FP), R0
-	MOVD q+8(FP), R1
-	MOVD s+16(FP), R2
-	MOVD n+24(FP), R3
+	MOVD n+16(FP), R3
+	MOVD ts+24(FP), R6
 	Q5SETUP
+	SUB $20, R6, R7
+	ADD R7, R0, R0
 loop:
-	SCALE(0, R2)
-	NIBBLES(6)
-	Q5HIGH(2)
-	I8NEXT(22)
-	RET
-
-// func i8Q5_1NEON(w *byte, q *byte, s *float32, m *float32, n int)  n blocks
-TEXT ·i8Q5_1NEON(SB), NOSPLIT, $0-40
-	MOVD w+0(FP), R0
-	MOVD q+8(FP), R1
-	MOVD s+16(FP), R2
-	MOVD m+24(FP), R5
-	MOVD n+32(FP), R3
-	Q5SETUP
-loop:
-	SCALE(0, R2)
-	SCALE(2, R5)
-	NIBBLES(8)
-	Q5HIGH(4)
-	I8NEXT(24)
+	NIBBLES(4)
+	Q5HIGH(0)
+	VST1.P [V2.B16, V3.B16], 32(R1)
+	ADD R6, R0, R0
+	SUBS $1, R3, R3
+	BNE loop
 	RET
 
 #define FADD4S(d, n, m) WORD $(0x4e20d400 | ((m)<<16) | ((n)<<5) | (d)) // FADD Vd.4S, Vn.4S, Vm.4S
@@ -402,16 +362,19 @@ loop:
 	BNE loop
 	RET
 
-// func q4kCodesNEON(qs *byte, q *byte)
-// One Q4_K super-block's 128 bytes of nibbles as its 256 codes: per 32
-// bytes, their low nibbles, then their high ones.
-TEXT ·q4kCodesNEON(SB), NOSPLIT, $0-16
-	MOVD qs+0(FP), R0
+// func codesQ4_K(w, q *byte, n int)
+// Per 32 bytes of a super-block's 128 bytes of nibbles (at 16): their low
+// nibbles, then their high ones.
+TEXT ·codesQ4_K(SB), NOSPLIT, $0-24
+	MOVD w+0(FP), R0
 	MOVD q+8(FP), R1
+	MOVD n+16(FP), R2
 	VMOVI $15, V31.B16
+block:
+	ADD $16, R0, R5
 	MOVD $4, R3
 chunk:
-	VLD1.P 32(R0), [V0.B16, V1.B16]
+	VLD1.P 32(R5), [V0.B16, V1.B16]
 	VAND V31.B16, V0.B16, V2.B16
 	VAND V31.B16, V1.B16, V3.B16
 	VUSHR $4, V0.B16, V4.B16
@@ -419,6 +382,9 @@ chunk:
 	VST1.P [V2.B16, V3.B16, V4.B16, V5.B16], 64(R1)
 	SUBS $1, R3, R3
 	BNE chunk
+	ADD $144, R0, R0
+	SUBS $1, R2, R2
+	BNE block
 	RET
 
 // Q6CODES joins Q6HIGH's high bits with the nibbles in V17, V18 (as
@@ -429,15 +395,18 @@ chunk:
 	ADD $off, R2, R4; \
 	VST1 [V6.B16, V7.B16], (R4)
 
-// func q6kCodesNEON(b *byte, q *byte)
-// One Q6_K super-block's 256 codes (0..63, i8Q6_K's order): per half h,
+// func codesQ6_K(w, q *byte, n int)
+// A Q6_K super-block's 256 codes (0..63, i8Q6_K's order): per half h,
 // q[128h + 32k + l] from ql's nibble and qh's bits 2k, 2k+1, as q6kNEON.
-TEXT ·q6kCodesNEON(SB), NOSPLIT, $0-16
-	MOVD b+0(FP), R0
+TEXT ·codesQ6_K(SB), NOSPLIT, $0-24
+	MOVD w+0(FP), R7
 	MOVD q+8(FP), R2
-	ADD $128, R0, R5
+	MOVD n+16(FP), R6
 	VMOVI $15, V31.B16
 	VMOVI $3, V30.B16
+block:
+	MOVD R7, R0
+	ADD $128, R7, R5
 	MOVD $2, R3
 half:
 	VLD1.P 32(R0), [V0.B16, V1.B16]
@@ -468,6 +437,9 @@ half:
 	ADD $128, R2, R2
 	SUBS $1, R3, R3
 	BNE half
+	ADD $210, R7, R7
+	SUBS $1, R6, R6
+	BNE block
 	RET
 
 // The code kernels, halfScales and affine of fast_codes.go.

@@ -6,30 +6,34 @@ import "ppl.dev/gguf"
 
 // Dequantization and integer decoding in two steps, for the types whose
 // weights are S·(q − Offset) + M of a code q gathered from bit fields (the
-// section comment of int8.go): Q4_1, Q2_K, Q3_K, Q5_K, IQ4_NL, IQ4_XS and
-// TQ2_0.
-// A vector kernel per type writes a block's codes (codes<Type>, in
-// fast_amd64.s and fast_arm64.s), the scalar functions of the reference
-// decoders their scales and minima (scales<Type>), and to dequantize one
-// kernel for every type (affine) turns each group's codes into
-// S·(q − Offset), plus M where the type has minima. That is the reference
-// dequantizer's arithmetic: S·(q − Offset) is exact in float32 for every
-// type here (S is an f16, or an f16 times an integer of at most 6 bits, q −
-// Offset an integer of at most 7), so the fused multiply-add rounds once
-// where the reference rounds the sum of the same exact product, and x + M
-// with M = −(dmin·m) is x − dmin·m to the bit.
+// section comment of int8.go): the legacy types, the K-quants, IQ4_NL,
+// IQ4_XS, TQ2_0 and MXFP4. A vector kernel per layout writes a block's
+// codes (codes*, in fast_amd64.s and fast_arm64.s), the scalar functions
+// of the reference decoders or halfScales their scales and minima, and to
+// dequantize one kernel for every type (affine) turns each group's codes
+// into S·(q − Offset), plus M where the type has minima. That is the
+// reference dequantizer's arithmetic: without minima, the same one
+// product; with them (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K), S·q is exact in
+// float32 (S an f16, or an f16 times an integer of at most 6 bits, q at
+// most 5 bits), so the fused multiply-add rounds once where the reference
+// rounds the sum of the same exact product, and x + M with M = −(dmin·m)
+// is x − dmin·m to the bit.
+//
+// Every level gets these; the kernels a level has of its own for a type,
+// set after them, take its place (AVX-512's fused dequantizers and
+// decoders, the low-bit kernels' MXFP4 on amd64, NEON's dequantizers).
 
-// codeTypes are the types of this scheme, in the order of codeKernels.
+// codeTypes are the types of this scheme.
 var codeTypes = [...]gguf.Type{
-	gguf.TypeQ4_1, gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ5_K, gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0,
+	gguf.TypeQ4_0, gguf.TypeQ4_1, gguf.TypeQ5_0, gguf.TypeQ5_1, gguf.TypeQ8_0,
+	gguf.TypeQ2_K, gguf.TypeQ3_K, gguf.TypeQ4_K, gguf.TypeQ5_K, gguf.TypeQ6_K,
+	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0, gguf.TypeMXFP4,
 }
 
 // codeKernels adds the scheme's dequantizers and integer decoders to
-// level l (one implementation per architecture serves each of its levels),
-// and those of the extra types (MXFP4 on arm64, which has no kernel of its
-// own there).
-func codeKernels(l Level, extra ...gguf.Type) {
-	for _, t := range append(codeTypes[:], extra...) {
+// level l (one implementation per architecture serves each of its levels).
+func codeKernels(l Level) {
+	for _, t := range codeTypes {
 		levelDeq[l][t] = func(src []byte, dst []float32) { deqViaCodes(t, src, dst) }
 		levelInt8[l][t] = func(w, q []byte, s, m []float32) { decodeViaCodes(t, w, q, s, m) }
 	}
@@ -46,11 +50,11 @@ func decodeViaCodes(t gguf.Type, w, q []byte, s, m []float32) {
 	_ = w[n*f.ts-1]
 	blockCodes(t, &w[0], &q[0], n)
 	switch t {
-	case gguf.TypeQ4_1: // s and m the f16s at 0 and 2
+	case gguf.TypeQ4_1, gguf.TypeQ5_1: // s and m the f16s at 0 and 2
 		halfScales(&w[0], &s[0], n, f.ts)
 		halfScales(&w[2], &m[0], n, f.ts)
 		return
-	case gguf.TypeIQ4_NL: // s the f16 at 0
+	case gguf.TypeQ4_0, gguf.TypeQ5_0, gguf.TypeQ8_0, gguf.TypeIQ4_NL: // s the f16 at 0
 		halfScales(&w[0], &s[0], n, f.ts)
 		return
 	case gguf.TypeMXFP4: // s the E8M0 byte at 0
@@ -100,8 +104,10 @@ func blockScales(t gguf.Type, b []byte, s, m []float32) {
 		scalesQ2_K(b, s, m)
 	case gguf.TypeQ3_K:
 		scalesQ3_K(b, s, m)
-	case gguf.TypeQ5_K:
-		scalesQ5_K(b, s, m)
+	case gguf.TypeQ4_K, gguf.TypeQ5_K:
+		scalesK4(b, s, m)
+	case gguf.TypeQ6_K:
+		scalesQ6_K(b, s, m)
 	case gguf.TypeIQ4_XS:
 		scalesIQ4_XS(b, s, m)
 	case gguf.TypeTQ2_0: // d for every group
@@ -115,8 +121,20 @@ func blockScales(t gguf.Type, b []byte, s, m []float32) {
 // blockCodes runs t's code kernel over n blocks from w to q.
 func blockCodes(t gguf.Type, w, q *byte, n int) {
 	switch t {
+	case gguf.TypeQ4_0:
+		codesNibbles(w, q, &nibbleBytes, n, 18, 1)
 	case gguf.TypeQ4_1:
 		codesNibbles(w, q, &nibbleBytes, n, 20, 1)
+	case gguf.TypeQ5_0:
+		codesQ5(w, q, n, 22)
+	case gguf.TypeQ5_1:
+		codesQ5(w, q, n, 24)
+	case gguf.TypeQ8_0:
+		codesQ8_0(w, q, n)
+	case gguf.TypeQ4_K:
+		codesQ4_K(w, q, n)
+	case gguf.TypeQ6_K:
+		codesQ6_K(w, q, n)
 	case gguf.TypeQ2_K:
 		codes2Bit(w, q, n, 84, 16)
 	case gguf.TypeQ3_K:
@@ -142,7 +160,8 @@ var fp4Bytes = func() (t [16]byte) {
 	return t
 }()
 
-// nibbleBytes maps each nibble to itself: Q4_1's codes are its nibbles.
+// nibbleBytes maps each nibble to itself: Q4_0's and Q4_1's codes are
+// their nibbles.
 var nibbleBytes = [16]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
 
 // The kernels of fast_amd64.s and fast_arm64.s.
@@ -161,8 +180,24 @@ func codesNibbles(w, q *byte, tab *[16]byte, n, ts, units int)
 //go:noescape
 func codes2Bit(w, q *byte, n, ts, off int)
 
-// codesQ3_K and codesQ5_K write the codes of n blocks.
+// codesQ5 writes the codes of n blocks of Q5_0 (ts 22) or Q5_1 (ts 24):
+// the 32 high bits at ts − 20, the 16 bytes of nibbles at ts − 16.
 //
+//go:noescape
+func codesQ5(w, q *byte, n, ts int)
+
+// codesQ8_0, codesQ3_K, codesQ4_K, codesQ5_K and codesQ6_K write the codes
+// of n blocks.
+//
+//go:noescape
+func codesQ8_0(w, q *byte, n int)
+
+//go:noescape
+func codesQ4_K(w, q *byte, n int)
+
+//go:noescape
+func codesQ6_K(w, q *byte, n int)
+
 //go:noescape
 func codesQ3_K(w, q *byte, n int)
 
@@ -170,7 +205,8 @@ func codesQ3_K(w, q *byte, n int)
 func codesQ5_K(w, q *byte, n int)
 
 // halfScales converts the f16 at the start of each of n blocks of ts bytes
-// from w to s: Q4_1's and IQ4_NL's scales (and Q4_1's minima, from w+2).
+// from w to s: the legacy types' and IQ4_NL's scales (and Q4_1's and
+// Q5_1's minima, from w+2).
 // It quiets a signaling NaN, as the other kernels' conversions do.
 //
 //go:noescape

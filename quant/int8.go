@@ -252,13 +252,9 @@ func i8Q3_K(w, q []byte, s, _ []float32) {
 func i8Q4_K(w, q []byte, s, m []float32) {
 	for j := 0; len(q) >= 256; j += 8 {
 		b := w[:144]
-		d, dmin := f16(b), f16(b[2:])
-		scales, qs := b[4:16], b[16:144]
+		scalesK4(b, s[j:], m[j:])
+		qs := b[16:144]
 		for c := range 4 {
-			sc1, m1 := scaleMinK4(2*c, scales)
-			sc2, m2 := scaleMinK4(2*c+1, scales)
-			s[j+2*c], m[j+2*c] = d*float32(sc1), -(dmin * float32(m1))
-			s[j+2*c+1], m[j+2*c+1] = d*float32(sc2), -(dmin * float32(m2))
 			src := qs[32*c:][:32]
 			lo, hi := q[64*c:][:32], q[64*c+32:][:32]
 			for l, v := range src {
@@ -273,7 +269,7 @@ func i8Q4_K(w, q []byte, s, m []float32) {
 func i8Q5_K(w, q []byte, s, m []float32) {
 	for j := 0; len(q) >= 256; j += 8 {
 		b := w[:176]
-		scalesQ5_K(b, s[j:], m[j:])
+		scalesK4(b, s[j:], m[j:])
 		qh, qs := b[16:48], b[48:176]
 		for c := range 4 {
 			src := qs[32*c:][:32]
@@ -292,11 +288,7 @@ func i8Q5_K(w, q []byte, s, m []float32) {
 func i8Q6_K(w, q []byte, s, _ []float32) {
 	for j := 0; len(q) >= 256; j += 16 {
 		b := w[:210]
-		d := f16(b[208:])
-		sc := b[192:208]
-		for k := range 16 {
-			s[j+k] = d * float32(int8(sc[k]))
-		}
+		scalesQ6_K(b, s[j:], nil)
 		for h := range 2 {
 			ql, qh := b[64*h:][:64], b[128+32*h:][:32]
 			qq := q[128*h:][:128]
@@ -370,12 +362,21 @@ func scalesQ3_K(b []byte, s, _ []float32) {
 	}
 }
 
-func scalesQ5_K(b []byte, s, m []float32) {
+// scalesK4 is Q4_K's and Q5_K's: 8 groups, d·sc and −(dmin·m).
+func scalesK4(b []byte, s, m []float32) {
 	d, dmin := f16(b), f16(b[2:])
 	_, _ = s[7], m[7]
 	for k := range 8 {
 		sc, mn := scaleMinK4(k, b[4:16])
 		s[k], m[k] = d*float32(sc), -(dmin * float32(mn))
+	}
+}
+
+func scalesQ6_K(b []byte, s, _ []float32) {
+	d := f16(b[208:])
+	_ = s[15]
+	for k, v := range b[192:208] {
+		s[k] = d * float32(int8(v))
 	}
 }
 
