@@ -21,6 +21,29 @@ func archInit() {
 	deq[gguf.TypeQ6_K] = deqQ6_KNEON
 	deq[gguf.TypeQ5_0] = blocks(32, 22, deqQ5_0NEON)
 	deq[gguf.TypeQ5_1] = blocks(32, 24, deqQ5_1NEON)
+	for t, lb := range map[gguf.Type]*lowbit{
+		gguf.TypeIQ2_XXS: lbIQ2_XXS, gguf.TypeIQ2_XS: lbIQ2_XS, gguf.TypeIQ2_S: lbIQ2_S,
+		gguf.TypeIQ3_XXS: lbIQ3_XXS, gguf.TypeIQ3_S: lbIQ3_S, gguf.TypeIQ1_S: lbIQ1_S,
+		gguf.TypeIQ1_M: lbIQ1_M, gguf.TypeTQ1_0: lbTQ1_0, gguf.TypeNVFP4: lbNVFP4,
+		gguf.TypeQ1_0: lbQ1_0, gguf.TypeQ2_0: lbQ2_0,
+	} {
+		deq[t] = lowbitDeq(lb)
+	}
+}
+
+// lowbitDeq is the NEON dequantizer of a low-bit type without a code
+// kernel: its reference decoder (lowbit.go) to codes and scales, then
+// affine's S·(q − Offset), the reference's one product.
+func lowbitDeq(lb *lowbit) func([]byte, []float32) {
+	return func(src []byte, dst []float32) {
+		var q [256]byte
+		var s [16]float32
+		for len(dst) >= lb.bs {
+			lb.dec(src[:lb.ts], q[:lb.bs], s[:lb.bs/lb.group])
+			affine(&q[0], &s[0], nil, &dst[0], lb.bs/lb.group, lb.group, lb.off)
+			src, dst = src[lb.ts:], dst[lb.bs:]
+		}
+	}
 }
 
 // deqQ4_KNEON is deqQ4_K: per super-block the scales d·sc and minima

@@ -159,14 +159,12 @@ func signs8(i uint32) uint8 {
 }
 
 // putSigned writes grid values g, negated where their bit of sign is set,
-// plus 128.
+// plus 128: with m all ones there, v ^ m − m is −v in two's complement
+// (and v where m is 0), without a branch on the random sign bits.
 func putSigned(q []byte, g []uint8, sign uint8) {
 	for j, v := range g {
-		if sign>>j&1 != 0 {
-			q[j] = 128 - v
-		} else {
-			q[j] = 128 + v
-		}
+		m := -(sign >> j & 1)
+		q[j] = 128 + (v ^ m - m)
 	}
 }
 
