@@ -81,7 +81,8 @@ import (
 // (TestGGMLArithmetic, TestGGMLProducts). The attention, the lanes'
 // products and those of ggml's repacked and tiled kernels have vector
 // kernels on AVX-512 VNNI and on AVX2 (GemmAcc, ggmlExpfAVX512 and
-// ggmlExpf8AVX2; the lanes, ternary, tiled, q4k and q2k kernels in VNNI
+// ggmlExpf8AVX2, and the AVX-512 build's e^x on AVX2 and NEON too,
+// ggmlExpfW16AVX2 and ggmlExpfNEON; the lanes, ternary, tiled, q4k and q2k kernels in VNNI
 // and AVX2 forms; the F16 and BF16 dot products); the vec_dot orders of
 // the other types (for fewer than ggmlTiledRows rows) are plain Go.
 

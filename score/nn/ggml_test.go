@@ -575,9 +575,14 @@ func TestGGMLBF16Edges(t *testing.T) {
 // overflow and underflow, infinities, NaN, zeros, subnormals.
 func TestGGMLExpfs(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
-	x := make([]float32, 4096+7)
+	x := make([]float32, 4096+7, 4096+7+8192)
 	for i := range x {
 		x[i] = float32(r.NormFloat64() * 40)
+	}
+	// A sweep of [-135, 135): subnormal results below -87.3, overflow
+	// above 88.7, and |n| crossing 192 near ±133.1.
+	for i := range 8192 {
+		x = append(x, -135+270*float32(i)/8192)
 	}
 	edge := []float32{0, float32(math.Copysign(0, -1)), 1e-45, -1e-45, 88.7, 88.73, 89, -87.3, -103.9, -104, 133.1, 133.2, -133.1, -133.2,
 		200, -200, float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), 3.4e38, -3.4e38}

@@ -21,7 +21,7 @@ func archInit() {
 	}
 	avx2.dotF32, avx2.dotF32x8 = dotF32W16AVX2, dotF32W8AVX2
 	avx2.dotBF16x8 = dotBF16W8AVX2
-	avx2.ggmlExpf8 = ggmlExpf8AVX2
+	avx2.ggmlExpf, avx2.ggmlExpf8 = ggmlExpfW16AVX2, ggmlExpf8AVX2
 	avx2.ggmlSoftMax8 = ggmlSoftMax8AVX2
 	avx2.libcExpf = libcExpfAVX2
 	avx2.tanhCap, avx2.kld = tanhCapAVX2, kldAVX2

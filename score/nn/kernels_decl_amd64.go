@@ -600,6 +600,9 @@ func ggmlExpf8AVX2(dst, x *float32, n int)
 func ggmlSoftMax8AVX2(y, x *float32, n int, m float32) float64
 
 //go:noescape
+func ggmlExpfW16AVX2(dst, x *float32, n int)
+
+//go:noescape
 func dotF32AVX512(x, w *float32, n int) float32
 
 //go:noescape

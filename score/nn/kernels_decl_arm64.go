@@ -42,6 +42,9 @@ func gemmAccF32x16m4NEON(a *float32, lda int, b *float32, ldb int, k int, c *flo
 func exp32sNEON(dst *float32, x *float32, n int, m float32)
 
 //go:noescape
+func ggmlExpfNEON(dst, x *float32, n int)
+
+//go:noescape
 func ssmF32NEON(s *float32, p int, b *float32, c *float32, n int, xd *float32, dA float32, y *float32)
 
 //go:noescape

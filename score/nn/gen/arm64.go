@@ -27,6 +27,7 @@ func kernelsARM64() {
 		}
 	}
 	expsNEON()
+	ggmlExpfNEON()
 	ssmNEON()
 	kldNEON()
 	maxFiniteNEON()
@@ -188,12 +189,17 @@ const (
 	frintn2 = 0x4e618800 // FRINTN Vd.2D, Vn.2D
 	fcvtl   = 0x0e617800 // FCVTL Vd.2D, Vn.2S (lanes 0 and 1)
 	fcvtl2  = 0x4e617800 // FCVTL2 Vd.2D, Vn.4S (lanes 2 and 3)
+
+	fabs   = 0x4ea0f800 // FABS Vd.4S, Vn.4S
+	fcmgt  = 0x6ea0e400 // FCMGT Vd.4S, Vn.4S, Vm.4S (all ones where n > m)
+	fcmle0 = 0x6ea0d800 // FCMLE Vd.4S, Vn.4S, #0.0 (all ones where n <= 0)
 )
 
 var neonNames = map[uint32]string{fadd: "FADD", fsub: "FSUB", fmul: "FMUL", fmax: "FMAX", fmin: "FMIN", frintn: "FRINTN", fcvtzs: "FCVTZS", sshr1: "SSHR",
 	fadd2: "FADD", fsub2: "FSUB", fmul2: "FMUL", fmax2: "FMAX", frintn2: "FRINTN", fcvtl: "FCVTL", fcvtl2: "FCVTL2",
 	scvtf: "SCVTF", mla: "MLA", mul: "MUL", fmaxv: "FMAXV",
-	faddp: "FADDP", faddps: "FADDP", ext8: "EXT", trn1: "TRN1", trn2: "TRN2", trn1d: "TRN1", trn2d: "TRN2"}
+	faddp: "FADDP", faddps: "FADDP", ext8: "EXT", trn1: "TRN1", trn2: "TRN2", trn1d: "TRN1", trn2d: "TRN2",
+	fabs: "FABS", fcmgt: "FCMGT", fcmle0: "FCMLE"}
 
 // neon prints the instruction op with registers d, n (and m, for the
 // three-register ones) as a WORD, its mnemonic in the comment.
@@ -225,6 +231,8 @@ func neon(op uint32, d, n int, m ...int) {
 	switch op {
 	case sshr1:
 		regs += ", #1"
+	case fcmle0:
+		regs += ", #0.0"
 	case ext8:
 		regs += ", #8"
 	}
@@ -323,6 +331,83 @@ func expsNEON() {
 	each(func(x, n, a, b int) { neon(fmul, x, x, b) })
 	each(func(x, n, a, b int) { neon(fmul, x, x, n) })
 	p("\tVST1.P [V0.S4, V1.S4, V2.S4, V3.S4], 64(R0)")
+	p("\tSUBS $1, R2, R2")
+	p("\tBNE loop")
+	p("done:")
+	p("\tRET")
+}
+
+// ggmlExpfNEON prints ggmlExpfNEON(dst, x *float32, n int): dst[i] =
+// ggmlExpf(x[i]) for n a multiple of 16, the AVX-512 build's ggml_v_expf
+// (the int8 mode computes as that build) four lanes a step: its fmas as
+// FMLA and FMLS (fused, one rounding each), and VSCALEFPS's j·2^n, rounded
+// once, as j·2^(n>>1), exact, times 2^(n − n>>1) (as ggmlExpfW16AVX2);
+// lanes with |n| > 192 are 0 or +Inf as there, and a NaN stays one
+// through j.
+func ggmlExpfNEON() {
+	const (
+		r, log2e, ln2hi, ln2lo = 16, 17, 18, 19
+		c5, c4, c3, c2, c1     = 20, 21, 22, 23, 24
+		one, k192, inf, zero   = 25, 26, 27, 28
+		x, z, b, u, t1, t2, j  = 0, 1, 2, 3, 4, 5, 6
+		n1, m1, m2, sp         = 7, 8, 9, 10
+	)
+	consts := []struct {
+		reg  int
+		bits uint32
+	}{
+		{r, 0x4b400000}, {log2e, 0x3fb8aa3b}, {ln2hi, 0x3f317200}, {ln2lo, 0x35bfbe8e},
+		{c5, 0x3c072010}, {c4, 0x3d2b9f17}, {c3, 0x3e2aaf33}, {c2, 0x3efffedb}, {c1, 0x3f7ffff6},
+		{one, 0x3f800000}, {k192, 0x43400000}, {inf, 0x7f800000}, {zero, 0},
+	}
+	p("")
+	p("// func ggmlExpfNEON(dst, x *float32, n int)")
+	p("TEXT ·ggmlExpfNEON(SB), NOSPLIT, $0-24")
+	p("\tMOVD dst+0(FP), R0")
+	p("\tMOVD x+8(FP), R1")
+	p("\tMOVD n+16(FP), R2")
+	for _, c := range consts {
+		p("\tMOVW $0x%08x, R3", c.bits)
+		p("\tVDUP R3, V%d.S4", c.reg)
+	}
+	p("\tLSR $2, R2, R2")
+	p("\tCBZ R2, done")
+	p("loop:")
+	p("\tVLD1.P 16(R1), [V%d.S4]", x)
+	fmla := func(d, a, c int) { p("\tVFMLA V%d.S4, V%d.S4, V%d.S4", c, a, d) } // d += a·c
+	mov := func(d, a int) { p("\tVMOV V%d.B16, V%d.B16", a, d) }
+	mov(z, r)
+	fmla(z, x, log2e)   // z = x·log2e + r
+	neon(fsub, z, z, r) // n = z - r (in z)
+	mov(b, x)
+	p("\tVFMLS V%d.S4, V%d.S4, V%d.S4", ln2hi, z, b) // x - n·ln2hi
+	p("\tVFMLS V%d.S4, V%d.S4, V%d.S4", ln2lo, z, b) // b
+	neon(fmul, u, b, b)
+	mov(t1, c4)
+	fmla(t1, b, c5) // c5·b + c4
+	mov(t2, c2)
+	fmla(t2, b, c3) // c3·b + c2
+	fmla(t2, t1, u) // (c5·b + c4)·u + (c3·b + c2)
+	mov(j, one)
+	fmla(j, b, c1) // c1·b + 1
+	fmla(j, t2, u) // j
+	// The special lanes' masks and values, before z is turned to integers.
+	neon(fabs, m1, z)
+	neon(fcmgt, m1, m1, k192) // |n| > 192
+	neon(fcmle0, m2, z)       // n <= 0
+	mov(sp, inf)
+	p("\tVBIT V%d.B16, V%d.B16, V%d.B16", m2, zero, sp) // n <= 0 ? 0 : +Inf
+	neon(fcvtzs, z, z)
+	neon(sshr1, n1, z)
+	p("\tVSUB V%d.S4, V%d.S4, V%d.S4", n1, z, z) // n2 = n - n1
+	for _, v := range []int{n1, z} {
+		p("\tVSHL $23, V%d.S4, V%d.S4", v, v)
+		p("\tVADD V%d.S4, V%d.S4, V%d.S4", one, v, v) // 2^v
+	}
+	neon(fmul, j, j, n1)
+	neon(fmul, j, j, z)                              // j·2^n
+	p("\tVBIT V%d.B16, V%d.B16, V%d.B16", m1, sp, j) // |n| > 192: sp
+	p("\tVST1.P [V%d.S4], 16(R0)", j)
 	p("\tSUBS $1, R2, R2")
 	p("\tBNE loop")
 	p("done:")

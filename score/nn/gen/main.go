@@ -1703,6 +1703,7 @@ func misc() {
 	kldAVX512()
 	ggmlExpfAVX512()
 	ggmlExpfAVX2()
+	ggmlExpfW16AVX2()
 	dotF32AVX512()
 	for m := 1; m <= 4; m++ {
 		for _, k := range []dotKind{dotF16, dotBF16Pairs, dotBF16Raw} {
@@ -2139,6 +2140,63 @@ func ggmlExpfY(label string) {
 	p("\tVMULPS Y3, Y3, Y7")
 	p("\tVBLENDVPS Y12, Y7, Y10, Y10")
 	p("%s:", label)
+}
+
+// ggmlExpfW16AVX2 writes ggmlExpfW16AVX2(dst, x *float32, n int): dst[i]
+// = ggmlExpf(x[i]) for n a multiple of 8 with AVX2 instructions, the
+// AVX-512 build's ggml_v_expf for CPUs without AVX-512 (the int8 mode
+// computes as that build). Its operations are ggmlExpfZ's but for
+// VSCALEFPS, j·2^n rounded once: here j·2^n1 (exact: j is near 1 and n1 =
+// n>>1 at most 96 in size) times 2^(n − n1), one rounding; lanes with
+// |n| > 192 are blended to 0 or +Inf as there, and a NaN stays one
+// through j.
+func ggmlExpfW16AVX2() {
+	c := cEY
+	p("")
+	p("// func ggmlExpfW16AVX2(dst, x *float32, n int)")
+	p("TEXT ·ggmlExpfW16AVX2(SB), NOSPLIT, $0-24")
+	p("\tMOVQ dst+0(FP), DI")
+	p("\tMOVQ x+8(FP), SI")
+	p("\tMOVQ n+16(FP), CX")
+	p("\tSHRQ $3, CX")
+	p("\tJZ done")
+	p("loop:")
+	p("\tVMOVUPS (SI), Y0")
+	p("\tVMOVUPS %s, Y1", c("r"))
+	p("\tVFMADD231PS %s, Y0, Y1", c("log2e")) // z = x·log2e + r
+	p("\tVSUBPS %s, Y1, Y2", c("r"))          // n = z - r
+	p("\tVMOVAPS Y0, Y3")
+	p("\tVFNMADD231PS %s, Y2, Y3", c("ln2hi")) // x - n·ln2hi
+	p("\tVFNMADD231PS %s, Y2, Y3", c("ln2lo")) // b
+	p("\tVMULPS Y3, Y3, Y6")                   // u = b·b
+	p("\tVMOVUPS %s, Y7", c("c4"))
+	p("\tVFMADD231PS %s, Y3, Y7", c("c5")) // c5·b + c4
+	p("\tVMOVUPS %s, Y8", c("c2"))
+	p("\tVFMADD231PS %s, Y3, Y8", c("c3")) // c3·b + c2
+	p("\tVFMADD231PS Y7, Y6, Y8")          // (c5·b + c4)·u + (c3·b + c2)
+	p("\tVMOVUPS %s, Y9", c("one"))
+	p("\tVFMADD231PS %s, Y3, Y9", c("c1")) // c1·b + 1
+	p("\tVFMADD231PS Y8, Y6, Y9")          // j
+	p("\tVCVTTPS2DQ Y2, Y4")               // n
+	p("\tVPSRAD $1, Y4, Y5")               // n1
+	p("\tVPSUBD Y5, Y4, Y4")               // n2 = n - n1
+	p("\tVPSLLD $23, Y5, Y5")
+	p("\tVPADDD %s, Y5, Y5", c("one")) // 2^n1
+	p("\tVPSLLD $23, Y4, Y4")
+	p("\tVPADDD %s, Y4, Y4", c("one")) // 2^n2
+	p("\tVMULPS Y5, Y9, Y10")
+	p("\tVMULPS Y4, Y10, Y10") // j·2^n
+	p("\tVANDPS %s, Y2, Y11", c("abs"))
+	p("\tVCMPPS $0x1e, %s, Y11, Y12", c("192")) // |n| > 192
+	p("\tVXORPS Y0, Y0, Y0")
+	p("\tVCMPPS $0x12, Y0, Y2, Y1") // n <= 0
+	p("\tVANDNPS %s, Y1, Y1", c("inf"))
+	p("\tVBLENDVPS Y12, Y1, Y10, Y10")
+	p("\tVMOVUPS Y10, (DI)")
+	next("loop", 32, "SI", "DI")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
 }
 
 // maxFiniteAVX512 writes maxFiniteAVX512, the vector part of MaxArg: the
