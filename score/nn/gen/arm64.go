@@ -250,10 +250,7 @@ func expsNEON() {
 		vm, lo, hi, log2e, ln2Hi, ln2Lo = 16, 17, 18, 19, 20, 21
 		c0, one, bias                   = 22, 28, 29 // c0..c5 in 22..27
 	)
-	consts := []struct {
-		reg  int
-		bits uint32
-	}{
+	consts := []neonConst{
 		{lo, math.Float32bits(-87.33654)},
 		{hi, math.Float32bits(89)},
 		{log2e, math.Float32bits(1.44269504088896341)},
@@ -276,10 +273,7 @@ func expsNEON() {
 	p("\tMOVD n+16(FP), R2")
 	p("\tMOVWU m+24(FP), R3")
 	p("\tVDUP R3, V%d.S4", vm)
-	for _, c := range consts {
-		p("\tMOVW $0x%08x, R3", c.bits)
-		p("\tVDUP R3, V%d.S4", c.reg)
-	}
+	dupConsts(consts)
 	p("\tLSR $4, R2, R2")
 	p("\tCBZ R2, done")
 	p("loop:")
@@ -337,6 +331,20 @@ func expsNEON() {
 	p("\tRET")
 }
 
+// neonConst is a float32 constant's bits, for the four lanes of V(reg).
+type neonConst struct {
+	reg  int
+	bits uint32
+}
+
+// dupConsts puts each constant in its register's four lanes (through R3).
+func dupConsts(consts []neonConst) {
+	for _, c := range consts {
+		p("\tMOVW $0x%08x, R3", c.bits)
+		p("\tVDUP R3, V%d.S4", c.reg)
+	}
+}
+
 // ggmlExpfNEON prints ggmlExpfNEON(dst, x *float32, n int): dst[i] =
 // ggmlExpf(x[i]) for n a multiple of 16, the AVX-512 build's ggml_v_expf
 // (the int8 mode computes as that build) four lanes a step: its fmas as
@@ -352,10 +360,7 @@ func ggmlExpfNEON() {
 		x, z, b, u, t1, t2, j  = 0, 1, 2, 3, 4, 5, 6
 		n1, m1, m2, sp         = 7, 8, 9, 10
 	)
-	consts := []struct {
-		reg  int
-		bits uint32
-	}{
+	consts := []neonConst{
 		{r, 0x4b400000}, {log2e, 0x3fb8aa3b}, {ln2hi, 0x3f317200}, {ln2lo, 0x35bfbe8e},
 		{c5, 0x3c072010}, {c4, 0x3d2b9f17}, {c3, 0x3e2aaf33}, {c2, 0x3efffedb}, {c1, 0x3f7ffff6},
 		{one, 0x3f800000}, {k192, 0x43400000}, {inf, 0x7f800000}, {zero, 0},
@@ -366,10 +371,7 @@ func ggmlExpfNEON() {
 	p("\tMOVD dst+0(FP), R0")
 	p("\tMOVD x+8(FP), R1")
 	p("\tMOVD n+16(FP), R2")
-	for _, c := range consts {
-		p("\tMOVW $0x%08x, R3", c.bits)
-		p("\tVDUP R3, V%d.S4", c.reg)
-	}
+	dupConsts(consts)
 	p("\tLSR $2, R2, R2")
 	p("\tCBZ R2, done")
 	p("loop:")

@@ -2033,22 +2033,7 @@ func ggmlExpfAVX2() {
 		}
 	}
 	p("GLOBL ggmlExpY<>(SB), RODATA|NOPTR, $%d", 32*len(ggmlExpYConsts))
-	p("")
-	p("// func ggmlExpf8AVX2(dst, x *float32, n int)")
-	p("TEXT ·ggmlExpf8AVX2(SB), NOSPLIT, $0-24")
-	p("\tMOVQ dst+0(FP), DI")
-	p("\tMOVQ x+8(FP), SI")
-	p("\tMOVQ n+16(FP), CX")
-	p("\tSHRQ $3, CX")
-	p("\tJZ done")
-	p("loop:")
-	p("\tVMOVUPS (SI), Y0")
-	ggmlExpfY("store")
-	p("\tVMOVUPS Y10, (DI)")
-	next("loop", 32, "SI", "DI")
-	p("done:")
-	p("\tVZEROUPPER")
-	p("\tRET")
+	expLoopY("ggmlExpf8AVX2", func() { ggmlExpfY("store") })
 	p("")
 	p("// func ggmlSoftMax8AVX2(y, x *float32, n int, m float32) float64")
 	p("TEXT ·ggmlSoftMax8AVX2(SB), NOSPLIT, $0-40")
@@ -2097,11 +2082,31 @@ func cEY(name string) string {
 	panic("no constant " + name)
 }
 
-// ggmlExpfY writes ggml_v_expf's instructions of the AVX2 build on Y0
-// into Y10 (k + k·j, and where some lane has |n| > 126 the two factors
-// s1, s2 blended in for those lanes, s1·s1 past 192), skipping to label
-// when no lane needs the blend; clobbers Y0..Y12.
-func ggmlExpfY(label string) {
+// expLoopY writes name(dst, x *float32, n int): body's e^x of Y0 into
+// Y10 for each 8 floats of x (n a multiple of 8).
+func expLoopY(name string, body func()) {
+	p("")
+	p("// func %s(dst, x *float32, n int)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-24", name)
+	p("\tMOVQ dst+0(FP), DI")
+	p("\tMOVQ x+8(FP), SI")
+	p("\tMOVQ n+16(FP), CX")
+	p("\tSHRQ $3, CX")
+	p("\tJZ done")
+	p("loop:")
+	p("\tVMOVUPS (SI), Y0")
+	body()
+	p("\tVMOVUPS Y10, (DI)")
+	next("loop", 32, "SI", "DI")
+	p("done:")
+	p("\tVZEROUPPER")
+	p("\tRET")
+}
+
+// ggmlExpfHeadY writes the steps both builds' ggml_v_expf share, on Y0: z
+// = x·log2e + r in Y1, n in Y2, b in Y3, u = b·b in Y6, c5·b + c4 in Y7
+// and (c5·b + c4)·u + (c3·b + c2) in Y8.
+func ggmlExpfHeadY() {
 	c := cEY
 	p("\tVMOVUPS %s, Y1", c("r"))
 	p("\tVFMADD231PS %s, Y0, Y1", c("log2e")) // z = x·log2e + r
@@ -2109,16 +2114,25 @@ func ggmlExpfY(label string) {
 	p("\tVMOVAPS Y0, Y3")
 	p("\tVFNMADD231PS %s, Y2, Y3", c("ln2hi")) // x - n·ln2hi
 	p("\tVFNMADD231PS %s, Y2, Y3", c("ln2lo")) // b
-	p("\tVPSLLD $23, Y1, Y4")                  // e
-	p("\tVPADDD %s, Y4, Y5", c("one"))         // k = 2^n
 	p("\tVMULPS Y3, Y3, Y6")                   // u = b·b
 	p("\tVMOVUPS %s, Y7", c("c4"))
 	p("\tVFMADD231PS %s, Y3, Y7", c("c5")) // c5·b + c4
 	p("\tVMOVUPS %s, Y8", c("c2"))
 	p("\tVFMADD231PS %s, Y3, Y8", c("c3")) // c3·b + c2
 	p("\tVFMADD231PS Y7, Y6, Y8")          // (c5·b + c4)·u + (c3·b + c2)
-	p("\tVMULPS %s, Y3, Y9", c("c1"))      // c1·b
-	p("\tVFMADD231PS Y8, Y6, Y9")          // j
+}
+
+// ggmlExpfY writes ggml_v_expf's instructions of the AVX2 build on Y0
+// into Y10 (k + k·j, and where some lane has |n| > 126 the two factors
+// s1, s2 blended in for those lanes, s1·s1 past 192), skipping to label
+// when no lane needs the blend; clobbers Y0..Y12.
+func ggmlExpfY(label string) {
+	c := cEY
+	ggmlExpfHeadY()
+	p("\tVPSLLD $23, Y1, Y4")          // e
+	p("\tVPADDD %s, Y4, Y5", c("one")) // k = 2^n
+	p("\tVMULPS %s, Y3, Y9", c("c1"))  // c1·b
+	p("\tVFMADD231PS Y8, Y6, Y9")      // j
 	p("\tVMOVAPS Y5, Y10")
 	p("\tVFMADD231PS Y9, Y5, Y10") // k + k·j
 	p("\tVANDPS %s, Y2, Y11", c("abs"))
@@ -2152,51 +2166,27 @@ func ggmlExpfY(label string) {
 // through j.
 func ggmlExpfW16AVX2() {
 	c := cEY
-	p("")
-	p("// func ggmlExpfW16AVX2(dst, x *float32, n int)")
-	p("TEXT ·ggmlExpfW16AVX2(SB), NOSPLIT, $0-24")
-	p("\tMOVQ dst+0(FP), DI")
-	p("\tMOVQ x+8(FP), SI")
-	p("\tMOVQ n+16(FP), CX")
-	p("\tSHRQ $3, CX")
-	p("\tJZ done")
-	p("loop:")
-	p("\tVMOVUPS (SI), Y0")
-	p("\tVMOVUPS %s, Y1", c("r"))
-	p("\tVFMADD231PS %s, Y0, Y1", c("log2e")) // z = x·log2e + r
-	p("\tVSUBPS %s, Y1, Y2", c("r"))          // n = z - r
-	p("\tVMOVAPS Y0, Y3")
-	p("\tVFNMADD231PS %s, Y2, Y3", c("ln2hi")) // x - n·ln2hi
-	p("\tVFNMADD231PS %s, Y2, Y3", c("ln2lo")) // b
-	p("\tVMULPS Y3, Y3, Y6")                   // u = b·b
-	p("\tVMOVUPS %s, Y7", c("c4"))
-	p("\tVFMADD231PS %s, Y3, Y7", c("c5")) // c5·b + c4
-	p("\tVMOVUPS %s, Y8", c("c2"))
-	p("\tVFMADD231PS %s, Y3, Y8", c("c3")) // c3·b + c2
-	p("\tVFMADD231PS Y7, Y6, Y8")          // (c5·b + c4)·u + (c3·b + c2)
-	p("\tVMOVUPS %s, Y9", c("one"))
-	p("\tVFMADD231PS %s, Y3, Y9", c("c1")) // c1·b + 1
-	p("\tVFMADD231PS Y8, Y6, Y9")          // j
-	p("\tVCVTTPS2DQ Y2, Y4")               // n
-	p("\tVPSRAD $1, Y4, Y5")               // n1
-	p("\tVPSUBD Y5, Y4, Y4")               // n2 = n - n1
-	p("\tVPSLLD $23, Y5, Y5")
-	p("\tVPADDD %s, Y5, Y5", c("one")) // 2^n1
-	p("\tVPSLLD $23, Y4, Y4")
-	p("\tVPADDD %s, Y4, Y4", c("one")) // 2^n2
-	p("\tVMULPS Y5, Y9, Y10")
-	p("\tVMULPS Y4, Y10, Y10") // j·2^n
-	p("\tVANDPS %s, Y2, Y11", c("abs"))
-	p("\tVCMPPS $0x1e, %s, Y11, Y12", c("192")) // |n| > 192
-	p("\tVXORPS Y0, Y0, Y0")
-	p("\tVCMPPS $0x12, Y0, Y2, Y1") // n <= 0
-	p("\tVANDNPS %s, Y1, Y1", c("inf"))
-	p("\tVBLENDVPS Y12, Y1, Y10, Y10")
-	p("\tVMOVUPS Y10, (DI)")
-	next("loop", 32, "SI", "DI")
-	p("done:")
-	p("\tVZEROUPPER")
-	p("\tRET")
+	expLoopY("ggmlExpfW16AVX2", func() {
+		ggmlExpfHeadY()
+		p("\tVMOVUPS %s, Y9", c("one"))
+		p("\tVFMADD231PS %s, Y3, Y9", c("c1")) // c1·b + 1
+		p("\tVFMADD231PS Y8, Y6, Y9")          // j
+		p("\tVCVTTPS2DQ Y2, Y4")               // n
+		p("\tVPSRAD $1, Y4, Y5")               // n1
+		p("\tVPSUBD Y5, Y4, Y4")               // n2 = n - n1
+		p("\tVPSLLD $23, Y5, Y5")
+		p("\tVPADDD %s, Y5, Y5", c("one")) // 2^n1
+		p("\tVPSLLD $23, Y4, Y4")
+		p("\tVPADDD %s, Y4, Y4", c("one")) // 2^n2
+		p("\tVMULPS Y5, Y9, Y10")
+		p("\tVMULPS Y4, Y10, Y10") // j·2^n
+		p("\tVANDPS %s, Y2, Y11", c("abs"))
+		p("\tVCMPPS $0x1e, %s, Y11, Y12", c("192")) // |n| > 192
+		p("\tVXORPS Y0, Y0, Y0")
+		p("\tVCMPPS $0x12, Y0, Y2, Y1") // n <= 0
+		p("\tVANDNPS %s, Y1, Y1", c("inf"))
+		p("\tVBLENDVPS Y12, Y1, Y10, Y10")
+	})
 }
 
 // maxFiniteAVX512 writes maxFiniteAVX512, the vector part of MaxArg: the
