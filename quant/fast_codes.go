@@ -96,8 +96,9 @@ func deqViaCodes(t gguf.Type, src []byte, dst []float32) {
 	}
 }
 
-// blockScales writes the scales (and minima) of one block of t, a K-quant
-// or IQ4_XS (the blocks of 32 weights have halfScales).
+// blockScales writes the scales (and minima) of one block of t, a K-quant,
+// IQ4_XS or TQ2_0 (the blocks of 32 weights have halfScales, MXFP4 its
+// E8M0 bytes).
 func blockScales(t gguf.Type, b []byte, s, m []float32) {
 	switch t {
 	case gguf.TypeQ2_K:

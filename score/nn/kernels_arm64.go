@@ -8,8 +8,9 @@ import "golang.org/x/sys/cpu"
 // SwiGLU, log-softmax and selective scan and the KL divergence of every
 // mode, addMinSums's chains, MaxArg's maximum, the int8 modes' float dot
 // products (ggml's lanes, for F32, F16 and BF16 weights) and e^x (the
-// AVX-512 build's ggml_v_expf, for their SwiGLU and routers' softmax),
-// and the panels' 16 × 16 transposes; on a CPU with the dot-product extension
+// AVX-512 build's ggml_v_expf, for their SwiGLU and routers' softmax)
+// and activation quantizers (Q8_0's and Q8_K's blocks), and the panels'
+// 16 × 16 transposes; on a CPU with the dot-product extension
 // (FEAT_DotProd), the int8 modes' integer products of the lane-order,
 // tiled, int8 and repacked K-quant panels too (gen/arm64int.go). Every
 // other kernel is the plain Go one.
@@ -18,6 +19,7 @@ func archInit() {
 	neon.level = NEON
 	neon.exps = exp32sNEON
 	neon.ggmlExpf = ggmlExpfNEON
+	neon.quantQ80, neon.quantQ8K = quantQ80NEON, quantQ8KNEON
 	neon.ssmF32 = ssmF32NEON
 	neon.kld = kldNEON
 	neon.minSums = minSumsNEON

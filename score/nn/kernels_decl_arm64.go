@@ -45,6 +45,12 @@ func exp32sNEON(dst *float32, x *float32, n int, m float32)
 func ggmlExpfNEON(dst, x *float32, n int)
 
 //go:noescape
+func quantQ80NEON(x *float32, nb int, rec *byte, dOff, xs16Off int)
+
+//go:noescape
+func quantQ8KNEON(x *float32, nb int, rec *byte, dOff, xs16Off int)
+
+//go:noescape
 func ssmF32NEON(s *float32, p int, b *float32, c *float32, n int, xd *float32, dA float32, y *float32)
 
 //go:noescape

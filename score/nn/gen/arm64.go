@@ -28,6 +28,7 @@ func kernelsARM64() {
 	}
 	expsNEON()
 	ggmlExpfNEON()
+	quantActsNEON()
 	ssmNEON()
 	kldNEON()
 	maxFiniteNEON()
@@ -193,13 +194,24 @@ const (
 	fabs   = 0x4ea0f800 // FABS Vd.4S, Vn.4S
 	fcmgt  = 0x6ea0e400 // FCMGT Vd.4S, Vn.4S, Vm.4S (all ones where n > m)
 	fcmle0 = 0x6ea0d800 // FCMLE Vd.4S, Vn.4S, #0.0 (all ones where n <= 0)
+	fcmeq  = 0x4e20e400 // FCMEQ Vd.4S, Vn.4S, Vm.4S (all ones where n == m)
+	fcvtns = 0x4e21a800 // FCVTNS Vd.4S, Vn.4S (to nearest, ties to even; NaN to 0)
+	smax   = 0x4ea06400 // SMAX Vd.4S, Vn.4S, Vm.4S
+	smin   = 0x4ea06c00 // SMIN Vd.4S, Vn.4S, Vm.4S
+	addv   = 0x4eb1b800 // ADDV Sd, Vn.4S
+	umaxv  = 0x6eb0a800 // UMAXV Sd, Vn.4S
+	xtn4h  = 0x0e612800 // XTN Vd.4H, Vn.4S
+	xtn8h  = 0x4e612800 // XTN2 Vd.8H, Vn.4S
+	xtn8b  = 0x0e212800 // XTN Vd.8B, Vn.8H
+	xtn16b = 0x4e212800 // XTN2 Vd.16B, Vn.8H
 )
 
 var neonNames = map[uint32]string{fadd: "FADD", fsub: "FSUB", fmul: "FMUL", fmax: "FMAX", fmin: "FMIN", frintn: "FRINTN", fcvtzs: "FCVTZS", sshr1: "SSHR",
 	fadd2: "FADD", fsub2: "FSUB", fmul2: "FMUL", fmax2: "FMAX", frintn2: "FRINTN", fcvtl: "FCVTL", fcvtl2: "FCVTL2",
 	scvtf: "SCVTF", mla: "MLA", mul: "MUL", fmaxv: "FMAXV",
 	faddp: "FADDP", faddps: "FADDP", ext8: "EXT", trn1: "TRN1", trn2: "TRN2", trn1d: "TRN1", trn2d: "TRN2",
-	fabs: "FABS", fcmgt: "FCMGT", fcmle0: "FCMLE"}
+	fabs: "FABS", fcmgt: "FCMGT", fcmle0: "FCMLE", fcmeq: "FCMEQ", fcvtns: "FCVTNS", smax: "SMAX", smin: "SMIN",
+	addv: "ADDV", umaxv: "UMAXV", xtn4h: "XTN", xtn8h: "XTN2", xtn8b: "XTN", xtn16b: "XTN2"}
 
 // neon prints the instruction op with registers d, n (and m, for the
 // three-register ones) as a WORD, its mnemonic in the comment.
@@ -213,8 +225,16 @@ func neon(op uint32, d, n int, m ...int) {
 		dt, nt = "2D", "2S"
 	case fcvtl2:
 		dt = "2D"
-	case fmaxv:
+	case fmaxv, addv, umaxv:
 		dt = "S"
+	case xtn4h:
+		dt = "4H"
+	case xtn8h:
+		dt = "8H"
+	case xtn8b:
+		dt, nt = "8B", "8H"
+	case xtn16b:
+		dt, nt = "16B", "8H"
 	case faddps:
 		dt, nt = "S", "2S"
 	case ext8:
@@ -415,6 +435,191 @@ func ggmlExpfNEON() {
 	p("done:")
 	p("\tRET")
 }
+
+// quantActsNEON prints quantQ80NEON and quantQ8KNEON, the NEON twins of
+// quantQ80Generic and quantQ8KGeneric (the records' bytes, scales and sums
+// of 16): the block's largest magnitude by FMAX (a NaN among the values
+// makes it NaN), scales by FDIV and Q8_0's f16 rounding by FCVT, each
+// value's product rounded by FCVTNS (ties to even) and clamped to ±127, a
+// NaN product (an infinite value times a zero scale) −127 as rne32 gives.
+func quantActsNEON() {
+	const (
+		nanR, oneR, m127F, m127I, p127I, infR, p127F, tinyR = 22, 23, 24, 25, 26, 27, 28, 29
+	)
+	consts := []neonConst{
+		{nanR, nanBitsARM}, {oneR, 0x3f800000}, {m127F, 0xc2fe0000}, {m127I, 0xffffff81},
+		{p127I, 127}, {infR, 0x7f800000}, {p127F, 0x42fe0000}, {tinyR, 0x0da24260},
+	}
+	prologue := func(name string) {
+		p("")
+		p("// func %s(x *float32, nb int, rec *byte, dOff, xs16Off int)", name)
+		p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
+		dupConsts(consts) // through R3, before the arguments
+		p("\tMOVD x+0(FP), R0")
+		p("\tMOVD nb+8(FP), R1")
+		p("\tMOVD rec+16(FP), R2") // the codes
+		p("\tMOVD dOff+24(FP), R3")
+		p("\tADD R2, R3, R3") // the scales
+		p("\tMOVD xs16Off+32(FP), R4")
+		p("\tADD R2, R4, R4") // the sums of 16
+		p("\tCBZ R1, done")
+	}
+	// quantize16 writes the 16 codes of V(v)..V(v+3) times V(s) at R2 +
+	// off and their sum at R4 + soff (clobbers V16..V21).
+	quantize16 := func(v, s, off, soff int) {
+		for i := range 4 {
+			neon(fmul, v+i, v+i, s)
+		}
+		for i := range 4 {
+			neon(fcmeq, 16+i, v+i, v+i) // not NaN
+		}
+		for i := range 4 {
+			neon(fcvtns, v+i, v+i)
+			neon(smax, v+i, v+i, m127I)
+			neon(smin, v+i, v+i, p127I)
+			p("\tVBIF V%d.B16, V%d.B16, V%d.B16", 16+i, m127I, v+i) // NaN: -127
+		}
+		p("\tVADD V%d.S4, V%d.S4, V20.S4", v, v+1)
+		p("\tVADD V%d.S4, V%d.S4, V21.S4", v+2, v+3)
+		p("\tVADD V20.S4, V21.S4, V20.S4")
+		neon(addv, 20, 20)
+		p("\tADD $%d, R4, R7", soff)
+		p("\tFMOVS F20, (R7)")
+		neon(xtn4h, 20, v)
+		neon(xtn8h, 20, v+1)
+		neon(xtn4h, 21, v+2)
+		neon(xtn8h, 21, v+3)
+		neon(xtn8b, 20, 20)
+		neon(xtn16b, 20, 21)
+		p("\tADD $%d, R2, R7", off)
+		p("\tVST1 [V20.B16], (R7)")
+	}
+	// special leaves the zero or NaN path: F10 the scale when amax (F8)
+	// is NaN or below actTiny, else on to big.
+	special := func() {
+		p("\tFCMPS F8, F8")
+		p("\tBVS nan")
+		p("\tFCMPS F%d, F8", tinyR)
+		p("\tBGE big")
+		p("\tVEOR V10.B16, V10.B16, V10.B16")
+		p("\tB zero")
+		p("nan:")
+		p("\tVORR V%d.B16, V%d.B16, V10.B16", nanR, nanR)
+		p("zero:")
+		p("\tVEOR V11.B16, V11.B16, V11.B16")
+		p("\tVEOR V12.B16, V12.B16, V12.B16")
+	}
+
+	prologue("quantQ80NEON")
+	p("block:")
+	p("\tVLD1.P 64(R0), [V0.S4, V1.S4, V2.S4, V3.S4]")
+	p("\tVLD1.P 64(R0), [V4.S4, V5.S4, V6.S4, V7.S4]")
+	for i := range 8 {
+		neon(fabs, 8+i, i)
+	}
+	for _, m := range [][3]int{{8, 8, 9}, {10, 10, 11}, {12, 12, 13}, {14, 14, 15}, {8, 8, 10}, {12, 12, 14}, {8, 8, 12}} {
+		neon(fmax, m[0], m[1], m[2])
+	}
+	neon(fmaxv, 8, 8)
+	special()
+	p("\tFMOVS F10, (R3)")
+	p("\tVST1 [V11.B16, V12.B16], (R2)")
+	p("\tMOVD ZR, (R4)")
+	p("\tB next")
+	p("big:")
+	p("\tFDIVS F%d, F8, F10", p127F) // df = amax/127
+	p("\tFCVTSH F10, F11")
+	p("\tFCVTHS F11, F11")
+	p("\tFCMPS F%d, F11", infR)
+	p("\tBEQ keep") // f16 overflowed: keep df
+	p("\tFMOVS F11, F10")
+	p("keep:")
+	p("\tFMOVS F10, (R3)")
+	p("\tFDIVS F8, F%d, F12", p127F) // id = 127/amax
+	p("\tVDUP V12.S[0], V12.S4")
+	quantize16(0, 12, 0, 0)
+	quantize16(4, 12, 16, 4)
+	p("next:")
+	p("\tADD $32, R2, R2")
+	p("\tADD $4, R3, R3")
+	p("\tADD $8, R4, R4")
+	p("\tSUBS $1, R1, R1")
+	p("\tBNE block")
+	p("done:")
+	p("\tRET")
+
+	prologue("quantQ8KNEON")
+	p("sblock:")
+	p("\tVEOR V8.B16, V8.B16, V8.B16")
+	p("\tMOVD R0, R5")
+	p("\tMOVD $16, R6")
+	p("amax:")
+	p("\tVLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]")
+	for i := range 4 {
+		neon(fabs, i, i)
+		neon(fmax, 8, 8, i)
+	}
+	p("\tSUBS $1, R6, R6")
+	p("\tBNE amax")
+	neon(fmaxv, 8, 8)
+	special()
+	p("\tVDUP V10.S[0], V10.S4")
+	p("\tVORR V10.B16, V10.B16, V9.B16")
+	p("\tVST1 [V9.S4, V10.S4], (R3)")
+	p("\tVEOR V13.B16, V13.B16, V13.B16")
+	p("\tVEOR V14.B16, V14.B16, V14.B16")
+	p("\tMOVD R2, R5")
+	for range 4 {
+		p("\tVST1.P [V11.B16, V12.B16, V13.B16, V14.B16], 64(R5)")
+	}
+	p("\tVST1 [V11.B16, V12.B16, V13.B16, V14.B16], (R4)")
+	p("\tB next")
+	p("big:")
+	// The first value of largest magnitude: its four lanes' vector, then
+	// its lane.
+	p("\tVDUP V8.S[0], V9.S4")
+	p("\tMOVD R0, R5")
+	p("find:")
+	p("\tVLD1 (R5), [V0.S4]")
+	neon(fabs, 1, 0)
+	neon(fcmeq, 1, 1, 9)
+	neon(umaxv, 1, 1)
+	p("\tVMOV V1.S[0], R7")
+	p("\tCBNZ R7, lane")
+	p("\tADD $16, R5, R5")
+	p("\tB find")
+	p("lane:")
+	p("\tFMOVS (R5), F10")
+	p("\tFABSS F10, F11")
+	p("\tFCMPS F8, F11")
+	p("\tBEQ found")
+	p("\tADD $4, R5, R5")
+	p("\tB lane")
+	p("found:")
+	p("\tFDIVS F10, F%d, F11", m127F) // iscale = -127/xm
+	p("\tFDIVS F11, F%d, F12", oneR)  // d = 1/iscale
+	p("\tVDUP V12.S[0], V13.S4")
+	p("\tVDUP V12.S[0], V14.S4")
+	p("\tVST1 [V13.S4, V14.S4], (R3)")
+	p("\tVDUP V11.S[0], V11.S4")
+	p("\tMOVD R0, R5")
+	for g := range 16 {
+		p("\tVLD1.P 64(R5), [V0.S4, V1.S4, V2.S4, V3.S4]")
+		quantize16(0, 11, 16*g, 4*g)
+	}
+	p("next:")
+	p("\tADD $1024, R0, R0")
+	p("\tADD $256, R2, R2")
+	p("\tADD $32, R3, R3")
+	p("\tADD $64, R4, R4")
+	p("\tSUBS $1, R1, R1")
+	p("\tBNE sblock")
+	p("done:")
+	p("\tRET")
+}
+
+// nanBitsARM is nn's nanBits, the scale of a block with a NaN.
+const nanBitsARM = 0x7fc00000
 
 // ssmNEON prints ssmF32NEON, ssmRowsF32Generic for p a multiple of 16:
 // 16 of the head's rows a pass (their y and x·d in registers), the state's
