@@ -215,6 +215,25 @@
 	VMOVD AX, X4; \
 	VCVTPH2PS X4, X4
 
+// HALF_SCALE sets Xx to the scale d·(0.5+ls)·c of the i-quants with
+// halfPlus (R13), d in X4 and c in X14, ls in register r: the reference's
+// products in its order.
+#define HALF_SCALE(r, x) \
+	VMOVSS (R13)(r*4), x; \
+	VMULSS X4, x, x; \
+	VMULSS X14, x, x
+
+// NIBBLE_SCALES sets X8 and X9 to HALF_SCALE of the low and high nibble of
+// the byte at mem, the scales of 16 weights each (IQ2_XS, IQ2_S); uses AX,
+// BX.
+#define NIBBLE_SCALES(mem) \
+	MOVBLZX mem, AX; \
+	MOVL AX, BX; \
+	ANDL $15, AX; \
+	SHRL $4, BX; \
+	HALF_SCALE(AX, X8); \
+	HALF_SCALE(BX, X9)
+
 // IQ2_XXS (66 bytes): d; 8 groups of 8 bytes (4 grid indices, uint32 of
 // signs and scale). s = d·(0.5+ls)·0.25.
 #define IQ2_XXS(EMIT) \
@@ -232,9 +251,7 @@ grp: \
 	APPLY_SIGNS; \
 	MOVL 4(R9), AX; \
 	SHRL $28, AX; \
-	VMOVSS (R13)(AX*4), X8; \
-	VMULSS X4, X8, X8; \
-	VMULSS X14, X8, X8; \
+	HALF_SCALE(AX, X8); \
 	EMIT; \
 	ADDQ $8, R9; \
 	DECQ R10; \
@@ -262,9 +279,7 @@ grp: \
 	APPLY_SIGNS; \
 	MOVL (R8), AX; \
 	SHRL $28, AX; \
-	VMOVSS (R13)(AX*4), X8; \
-	VMULSS X4, X8, X8; \
-	VMULSS X14, X8, X8; \
+	HALF_SCALE(AX, X8); \
 	EMIT; \
 	ADDQ $8, R9; \
 	ADDQ $4, R8; \
@@ -348,16 +363,7 @@ grp: \
 	GRID8_X5(R11); \
 	SIGN_BITS(32(R9)); \
 	APPLY_SIGNS; \
-	MOVBLZX 8(R8), AX; \
-	MOVL AX, BX; \
-	ANDL $15, AX; \
-	SHRL $4, BX; \
-	VMOVSS (R13)(AX*4), X8; \
-	VMULSS X4, X8, X8; \
-	VMULSS X14, X8, X8; \
-	VMOVSS (R13)(BX*4), X9; \
-	VMULSS X4, X9, X9; \
-	VMULSS X14, X9, X9; \
+	NIBBLE_SCALES(8(R8)); \
 	EMIT; \
 	ADDQ $4, R9; \
 	INCQ R8; \
@@ -402,16 +408,7 @@ grp: \
 	VINSERTI128 $1, X5, Y1, Y1; \
 	VINSERTI128 $1, X6, Y7, Y7; \
 	APPLY_SIGNS; \
-	MOVBLZX (R8), AX; \
-	MOVL AX, BX; \
-	ANDL $15, AX; \
-	SHRL $4, BX; \
-	VMOVSS (R13)(AX*4), X8; \
-	VMULSS X4, X8, X8; \
-	VMULSS X14, X8, X8; \
-	VMOVSS (R13)(BX*4), X9; \
-	VMULSS X4, X9, X9; \
-	VMULSS X14, X9, X9; \
+	NIBBLE_SCALES((R8)); \
 	EMIT; \
 	ADDQ $8, R9; \
 	INCQ R8; \
