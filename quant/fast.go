@@ -50,10 +50,16 @@ func (l Level) String() string {
 var (
 	levelDeq  [NEON + 1][len(formats)]func(src []byte, dst []float32)
 	levelInt8 [NEON + 1][len(formats)]func(w, q []byte, s, m []float32)
+	// levelCodes: DecodeCodes's kernels, the codes alone.
+	levelCodes [NEON + 1][len(formats)]func(w, q []byte)
 )
 
-// fastDeq and fastInt8 (int8.go) are the rows of the level in use.
-var fastDeq [len(formats)]func(src []byte, dst []float32)
+// fastDeq, fastInt8 (int8.go) and fastCodes are the rows of the level in
+// use.
+var (
+	fastDeq   [len(formats)]func(src []byte, dst []float32)
+	fastCodes [len(formats)]func(w, q []byte)
+)
 
 // maxLevel is the best level this CPU runs (set by the architecture), and
 // level the one in use; simdOn is level > Generic.
@@ -86,7 +92,7 @@ func CurrentLevel() Level { return level }
 func SetLevel(l Level) Level {
 	prev := level
 	level = max(Generic, min(l, maxLevel))
-	fastDeq, fastInt8 = levelDeq[level], levelInt8[level]
+	fastDeq, fastInt8, fastCodes = levelDeq[level], levelInt8[level], levelCodes[level]
 	simdOn = level > Generic
 	return prev
 }

@@ -30,12 +30,21 @@ var codeTypes = [...]gguf.Type{
 	gguf.TypeIQ4_NL, gguf.TypeIQ4_XS, gguf.TypeTQ2_0, gguf.TypeMXFP4,
 }
 
-// codeKernels adds the scheme's dequantizers and integer decoders to
-// level l (one implementation per architecture serves each of its levels).
+// codeKernels adds the scheme's dequantizers, integer decoders and code
+// kernels to level l (one implementation per architecture serves each of
+// its levels). The code kernels stay DecodeCodes's at a level whose own
+// integer decoders replace decodeViaCodes: the codes are the same bytes.
 func codeKernels(l Level) {
 	for _, t := range codeTypes {
 		levelDeq[l][t] = func(src []byte, dst []float32) { deqViaCodes(t, src, dst) }
 		levelInt8[l][t] = func(w, q []byte, s, m []float32) { decodeViaCodes(t, w, q, s, m) }
+		levelCodes[l][t] = func(w, q []byte) {
+			f := lookup(t)
+			if n := len(q) / f.bs; n > 0 {
+				_ = w[n*f.ts-1]
+				blockCodes(t, &w[0], &q[0], n)
+			}
+		}
 	}
 }
 

@@ -148,6 +148,37 @@ func TestFastDecodeInt8(t *testing.T) {
 	}
 }
 
+// TestDecodeCodes checks DecodeCodes against the reference decoders' codes
+// for every type with an integer decoding at every level: the code kernels
+// and, where a level has none, the fallback through DecodeInt8 (rows of 1,
+// 2, 3 and 17 blocks: a legacy type's tail past 256 weights).
+func TestDecodeCodes(t *testing.T) {
+	defer SetLevel(SetLevel(Generic))
+	for _, l := range Levels() {
+		SetLevel(l)
+		for typ := range formats {
+			typ := gguf.Type(typ)
+			i8, ok := Int8FormatOf(typ)
+			if !ok || lookup(typ) == nil {
+				continue
+			}
+			r := newRand(23)
+			f := lookup(typ)
+			for k, src := range fastInputs(typ, r, false) {
+				n := len(src) / f.ts * f.bs
+				q, q2 := make([]byte, n), make([]byte, n)
+				int8Decoders[typ](src, q, make([]float32, n/i8.Group), make([]float32, n/i8.Group))
+				DecodeCodes(typ, src, q2)
+				for i := range q {
+					if q[i] != q2[i] {
+						t.Fatalf("%v %v row %d: q[%d] = %d, reference %d", l, typ, k, i, q2[i], q[i])
+					}
+				}
+			}
+		}
+	}
+}
+
 // TestSetLevel checks that the switch reaches DequantizeRow and DecodeInt8
 // and is capped by the CPU.
 func TestSetLevel(t *testing.T) {

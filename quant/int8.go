@@ -95,6 +95,11 @@ func DecodeInt8(t gguf.Type, w []byte, q []byte, s, m []float32) {
 	if len(s) < groups || (f.HasMin && len(m) < groups) {
 		panic(fmt.Sprintf("quant: DecodeInt8 %v: %d weights need %d scales and minima, got %d and %d", t, len(q), groups, len(s), len(m)))
 	}
+	decodeInt8(t, w, q, s, m)
+}
+
+// decodeInt8 is DecodeInt8 past its checks.
+func decodeInt8(t gguf.Type, w, q []byte, s, m []float32) {
 	if simdOn {
 		if d := fastInt8[t]; d != nil {
 			d(w, q, s, m)
@@ -102,6 +107,33 @@ func DecodeInt8(t gguf.Type, w []byte, q []byte, s, m []float32) {
 		}
 	}
 	int8Decoders[t](w, q, s, m)
+}
+
+// DecodeCodes is DecodeInt8 without the scales and minima: the codes q of
+// the row w alone, for callers that read each block's scales in their own
+// form (score/nn's integer scales of the K-quants and i-quants). It
+// panics as DecodeInt8 does.
+func DecodeCodes(t gguf.Type, w, q []byte) {
+	f, ok := Int8FormatOf(t)
+	if !ok {
+		panic(fmt.Sprintf("quant: %v has no integer decoding", t))
+	}
+	b := mustLookup(t, len(q), len(w))
+	if simdOn {
+		if d := fastCodes[t]; d != nil {
+			d(w, q)
+			return
+		}
+	}
+	// 256 weights at a time (every block size divides it or is it), their
+	// scales on the stack: groups are 16 weights or more.
+	var s, m [16]float32
+	for step := max(b.bs, 256); len(q) > 0; {
+		n := min(step, len(q))
+		nw := n / b.bs * b.ts
+		decodeInt8(t, w[:nw], q[:n], s[:n/f.Group], m[:n/f.Group])
+		w, q = w[nw:], q[n:]
+	}
 }
 
 // int8Decoders are the reference decoders; each takes whole blocks.

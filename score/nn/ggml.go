@@ -1207,6 +1207,26 @@ func laneSums256[W uint8 | int8 | int16 | int32, X int8 | int16 | int32](w []W, 
 	return s
 }
 
+// laneSums writes laneSums256 of each block of 256 of the weights w and the
+// activations x to s (len(s) blocks): the integer lanes of the vec_dot
+// orders, whose weights (a group's integer scale times the code) fit 16
+// bits. By kern.laneSums16 where the level has it (every int16·int8 sum is
+// exact in its int32 lanes: at most 32·2¹⁵·2⁷ a lane).
+func laneSums(s [][8]int32, w []int16, x []int8) {
+	n := len(s)
+	if n == 0 {
+		return
+	}
+	_, _ = w[256*n-1], x[256*n-1]
+	if k := kern.laneSums16; k != nil {
+		k(&w[0], &x[0], n, &s[0])
+		return
+	}
+	for b := range s {
+		s[b] = laneSums256(w[256*b:], x[256*b:])
+	}
+}
+
 // panelLanes is panelInt8 for the types ggml multiplies in the 8 float
 // lanes of its AVX2 vec_dot kernels with Q8_0 activations, unrepacked:
 // Q8_0 and Q5_0 (ggml_vec_dot_q8_0_q8_0, _q5_0_q8_0, one scale per block
@@ -1229,7 +1249,7 @@ func (l *Linear) panelLanes(buf []float32, r0, r1 int, a *qacts, out []float32) 
 	f, _ := l.int8Able()
 	k, rows := l.In, r1-r0
 	ng := k / f.Group
-	rowsQ, panelQ, rs, rm, ps, _ := l.decodeInt8(buf, r0, r1, f)
+	rowsQ, panelQ, rs, rm, ps, pm := l.decodeInt8(buf, r0, r1, f)
 	// IQ4_NL and MXFP4 (not repacked: panelRepackable) sum the even and the
 	// odd blocks of 32 in two sets of lanes, and an odd last block after
 	// them (lastBlock); Q2_0 its even and odd blocks of 64.
@@ -1249,7 +1269,7 @@ func (l *Linear) panelLanes(buf []float32, r0, r1 int, a *qacts, out []float32) 
 		if pairs {
 			l.lastBlock(rowsQ, rs, r0, r1, a, f, out)
 		}
-		l.addMinSums(r0, r1, a, out, rm)
+		l.addMinSums(r0, r1, a, out, rm, pm)
 		return
 	}
 	per := 32 / f.Group // groups per block of 32
@@ -1287,7 +1307,7 @@ func (l *Linear) panelLanes(buf []float32, r0, r1 int, a *qacts, out []float32) 
 	if pairs {
 		l.lastBlock(rowsQ, rs, r0, r1, a, f, out)
 	}
-	l.addMinSums(r0, r1, a, out, rm)
+	l.addMinSums(r0, r1, a, out, rm, pm)
 }
 
 // lastBlock adds to outputs [r0, r1) of every activation row the last
@@ -1409,16 +1429,17 @@ func lanePair(q, rec []byte, e0, n, off int) (p int32) {
 // addMinSums adds, for the types with a minimum per block (Q4_1, Q5_1:
 // ggml_vec_dot_q4_1_q8_1 and _q5_1_q8_1), summs = Σ m·s over the blocks
 // in order to each output of panelLanes (m the block's f16 minimum, s the
-// Q8_1 activations' f16 d·Σq): output = hsum8(lanes) + summs.
-func (l *Linear) addMinSums(r0, r1 int, a *qacts, out, rm []float32) {
+// Q8_1 activations' f16 d·Σq): output = hsum8(lanes) + summs. pm is
+// scratch for the panel of rm (32·nb floats).
+func (l *Linear) addMinSums(r0, r1 int, a *qacts, out, rm, pm []float32) {
 	if f, _ := l.int8Able(); !f.HasMin {
 		return
 	}
 	nb, rows := l.In/32, r1-r0
-	var pm []float32
 	if kern.minSums != nil {
-		pm = make([]float32, 32*nb)
 		pack32(pm, rm[:rows*nb], nb, rows)
+	} else {
+		pm = nil
 	}
 	var c [32]float32
 	for t := 0; t < a.n; t++ {

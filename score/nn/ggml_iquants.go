@@ -111,20 +111,19 @@ func (l *Linear) ggmlIQPanel(buf []float32, r0, r1 int, a *qacts, out []float32,
 	k := l.In
 	nb := k / 256
 	rows := r1 - r0
-	f, _ := quant.Int8FormatOf(l.Type)
-	q := make([]byte, k)
-	sc := make([]float32, k/f.Group)
-	v := make([]int8, k)
-	d := make([]float32, rows*nb)
-	w1 := make([]int16, rows*k)
+	c := carver(buf)
+	q := l.decodeCodes(&c, r0, r1)
+	v := carve[int8](&c, k)
+	d := carve[float32](&c, rows*nb)
+	w1 := carve[int16](&c, rows*k)
 	var w2 []int16
 	if kind.delta {
-		w2 = make([]int16, rows*k)
+		w2 = carve[int16](&c, rows*k)
 	}
+	s1, s2 := carve[[8]int32](&c, nb), carve[[8]int32](&c, nb)
 	for r := range rows {
 		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
-		quant.DecodeInt8(l.Type, row, q, sc, nil)
-		for i, b := range q {
+		for i, b := range q[r*k : (r+1)*k] {
 			v[i] = int8(int(b) - 128)
 		}
 		for b := range nb {
@@ -142,24 +141,24 @@ func (l *Linear) ggmlIQPanel(buf []float32, r0, r1 int, a *qacts, out []float32,
 		dx := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.dOff])), k/32)
 		o := out[t*l.Out+r0 : t*l.Out+r1]
 		for r := range rows {
+			laneSums(s1, w1[r*k:(r+1)*k], qx)
+			if kind.delta {
+				laneSums(s2, w2[r*k:(r+1)*k], qx)
+			}
 			var l1, l2 [8]float32
 			var acc float32
 			for b := range nb {
-				x := qx[256*b : 256*b+256]
-				wo := r*k + 256*b
-				s1 := laneSums256(w1[wo:], x)
 				dd := d[r*nb+b] * dx[8*b]
-				ggmlIQLanes(&l1, dd, &s1)
+				ggmlIQLanes(&l1, dd, &s1[b])
 				if !kind.delta {
 					continue
 				}
-				s2 := laneSums256(w2[wo:], x)
 				if !kind.deltaScalar {
-					ggmlIQLanes(&l2, dd, &s2)
+					ggmlIQLanes(&l2, dd, &s2[b])
 					continue
 				}
 				var t int32
-				for _, u := range s2 {
+				for _, u := range s2[b] {
 					t += u
 				}
 				acc = fma32(dd, float32(t), acc)

@@ -187,7 +187,7 @@ func (l *Linear) panelTernary(buf []float32, r0, r1 int, a *qacts, out []float32
 		}
 		return
 	}
-	l.recordPanel(r0, r1, a, out, 32, func(_ int, qx, xs32 []int32, d []float32, r int) float32 {
+	l.recordPanel(r0, r1, a, out, 32, func(_ int, qx []int8, xs32 []int32, d []float32, r int) float32 {
 		var acc [8]float32
 		for b := range nsb {
 			dd := d[8*b] * dw[r*nsb+b]

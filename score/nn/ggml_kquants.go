@@ -88,20 +88,16 @@ func (l *Linear) panelQ4K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 // kMinFormat is what the K-quants with minima (Q2_K, Q4_K, Q5_K) differ in
 // for panelKMin.
 type kMinFormat struct {
-	bytes   int // a super-block's
-	header  func(blk []byte, sc, m []int32) (d, dmin float32)
-	repacks func(a *qacts) bool // whether llama.cpp repacks a matrix of Out a multiple of 8 (nil: never)
-	variant int                 // panelKRepacked's
-	tiled   tiledScales
-	vec     func(p *kMinRows, r int, qx, xs []int32, d []float32) float32 // ggml_vec_dot's order
+	scales  tiledScales                                                          // a row's integer scales and minima, d and dmin
+	repacks func(a *qacts) bool                                                  // whether llama.cpp repacks a matrix of Out a multiple of 8 (nil: never)
+	variant int                                                                  // panelKRepacked's
+	vec     func(p *kMinRows, r int, qx []int8, xs []int32, d []float32) float32 // ggml_vec_dot's order
 }
 
 var (
-	q4kFormat = kMinFormat{bytes: 144, header: q5kHeader, repacks: func(*qacts) bool { return true },
-		tiled: kMinScales(144, q5kHeader), vec: (*kMinRows).vecQ4K}
-	q5kFormat = kMinFormat{bytes: 176, header: q5kHeader, tiled: kMinScales(176, q5kHeader), vec: (*kMinRows).vecQ5K}
-	q2kFormat = kMinFormat{bytes: 84, header: q2kHeader, repacks: func(a *qacts) bool { return !a.avx2 }, variant: 2,
-		tiled: kMinScales(84, q2kHeader), vec: (*kMinRows).vecQ2K}
+	q4kFormat = kMinFormat{scales: k4RowScales(144), repacks: func(*qacts) bool { return true }, vec: (*kMinRows).vecQ4K}
+	q5kFormat = kMinFormat{scales: k4RowScales(176), vec: (*kMinRows).vecQ5K}
+	q2kFormat = kMinFormat{scales: q2kScales, repacks: func(a *qacts) bool { return !a.avx2 }, variant: 2, vec: (*kMinRows).vecQ2K}
 )
 
 // panelKMin is panelInt8 for a K-quant with minima in llama.cpp's order
@@ -111,20 +107,21 @@ var (
 func (l *Linear) panelKMin(buf []float32, r0, r1 int, a *qacts, out []float32, f *kMinFormat) {
 	switch {
 	case l.Out%8 == 0 && f.repacks != nil && f.repacks(a):
-		l.panelKRepacked(buf, r0, r1, a, out, f.bytes, f.header, f.variant)
+		l.panelKRepacked(buf, r0, r1, a, out, f.scales, f.variant)
 	case a.n >= ggmlTiledRows:
-		l.panelTiled(buf, r0, r1, a, out, f.tiled)
+		l.panelTiled(buf, r0, r1, a, out, f.scales)
 	default:
-		p := l.decodeKMin(r0, r1, f.bytes, f.header)
-		l.kMinPanel(r0, r1, a, out, p, func(t int, qx, xs []int32, d []float32, r int) float32 {
+		c := carver(buf)
+		p := l.decodeKMin(&c, r0, r1, f.scales)
+		l.recordPanel(r0, r1, a, out, p.g, func(_ int, qx []int8, xs []int32, d []float32, r int) float32 {
 			return f.vec(p, r, qx, xs, d)
 		})
 	}
 }
 
 // vecQ4K is ggml_vec_dot_q4_K_q8_K's output for row r (see panelQ4K).
-func (p *kMinRows) vecQ4K(r int, qx, xs []int32, d []float32) float32 {
-	w := p.w[r*p.k : (r+1)*p.k]
+func (p *kMinRows) vecQ4K(r int, qx []int8, xs []int32, d []float32) float32 {
+	ls := p.rowLanes(r, qx)
 	var acc [8]float32
 	var accm [4]float32
 	for b := range p.nsb {
@@ -133,9 +130,8 @@ func (p *kMinRows) vecQ4K(r int, qx, xs []int32, d []float32) float32 {
 		for i := range 4 {
 			accm[i] = fma32(sm, float32(p.minSum(r, xs, 8*b+2*i, 8*b+2*i+2)), accm[i])
 		}
-		lanes := laneSums256(w[256*b:256*b+256], qx[256*b:256*b+256])
 		for m := range 8 {
-			acc[m] = fma32(sd, float32(lanes[m]), acc[m])
+			acc[m] = fma32(sd, float32(ls[b][m]), acc[m])
 		}
 	}
 	return hsum8(&acc) + ((accm[0] + accm[2]) + (accm[1] + accm[3]))
@@ -165,29 +161,29 @@ func (l *Linear) panelQ6K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	}
 	f, _ := l.int8Able()
 	k, nsb, rows := l.In, l.In/256, r1-r0
-	q := make([]byte, k)
-	s := make([]float32, k/16)
-	scs := make([]int32, rows*k/16)
-	dw := make([]float32, rows*nsb)
-	wq := make([]int32, rows*k) // sc_e·q_e, q_e the unsigned 6-bit value
+	c := carver(buf)
+	q := l.decodeCodes(&c, r0, r1)
+	scs := carve[int32](&c, rows*k/16)
+	dw := carve[float32](&c, rows*nsb)
+	wq := carve[int16](&c, rows*k) // sc_e·q_e, q_e the unsigned 6-bit value (at most 128·63)
+	lanes := carve[[8]int32](&c, nsb)
 	for r := range rows {
 		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
-		quant.DecodeInt8(l.Type, row, q, s, nil)
 		sc := scs[r*k/16 : (r+1)*k/16]
 		q6kScales(row, sc, dw[r*nsb:(r+1)*nsb], nil, nil)
-		for e, v := range q {
-			wq[r*k+e] = sc[e/16] * int32(v)
+		for e, v := range q[r*k : (r+1)*k] {
+			wq[r*k+e] = int16(sc[e/16]) * int16(v)
 		}
 	}
-	l.recordPanel(r0, r1, a, out, f.Group, func(_ int, qx, xs16 []int32, d []float32, r int) float32 {
-		w, sc := wq[r*k:(r+1)*k], scs[r*k/16:(r+1)*k/16]
+	l.recordPanel(r0, r1, a, out, f.Group, func(_ int, qx []int8, xs16 []int32, d []float32, r int) float32 {
+		sc := scs[r*k/16 : (r+1)*k/16]
+		laneSums(lanes, wq[r*k:(r+1)*k], qx)
 		var acc [8]float32
 		for b := range nsb {
 			sd := d[8*b] * dw[r*nsb+b]
-			lanes := laneSums256(w[256*b:256*b+256], qx[256*b:256*b+256])
 			for m := range 8 {
 				j := 16*b + 2*m
-				v := lanes[m] - 32*(sc[j]*xs16[j]+sc[j+1]*xs16[j+1])
+				v := lanes[b][m] - 32*(sc[j]*xs16[j]+sc[j+1]*xs16[j+1])
 				acc[m] = fma32(sd, float32(v), acc[m])
 			}
 		}
@@ -267,29 +263,26 @@ func initGenericKRepacked() {
 
 // panelKRepacked is panelQ4K and panelQ2K for a matrix llama.cpp repacks
 // (Out a multiple of 8): the activation rows [0, n - n%4) in the GEMM's
-// order, the others in the GEMV's; super-blocks of the given bytes decode
-// by header (decodeKMin's), variant is the GEMM's in kRepackedVariants.
-func (l *Linear) panelKRepacked(buf []float32, r0, r1 int, a *qacts, out []float32, bytes int, header func(blk []byte, sc, m []int32) (d, dmin float32), variant int) {
+// order, the others in the GEMV's; scales gives a row's (as decodeKMin's),
+// variant is the GEMM's in kRepackedVariants.
+func (l *Linear) panelKRepacked(buf []float32, r0, r1 int, a *qacts, out []float32, scales tiledScales, variant int) {
 	f, _ := l.int8Able()
 	k, rows := l.In, r1-r0
 	nb, nsb, ng := k/32, k/256, k/f.Group
-	gps := ng / nsb
-	rowsQ, panelQ, _, _, _, _ := l.decodeInt8(buf, r0, r1, f)
+	c := carver(buf)
+	rowsQ := l.decodeCodes(&c, r0, r1)
+	panelQ := carve[uint32](&c, 32*k/4)
 	pack32Words(panelQ, unsafe.Slice((*uint32)(unsafe.Pointer(&rowsQ[0])), rows*k/4), k/4, rows)
-	ls, mins := make([]int32, rows*ng), make([]int32, rows*ng)
-	dw, dm := make([]float32, rows*nsb), make([]float32, rows*nsb)
+	ls, mins := carve[int32](&c, rows*ng), carve[int32](&c, rows*ng)
+	dw, dm := carve[float32](&c, rows*nsb), carve[float32](&c, rows*nsb)
 	for r := range rows {
 		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
-		for b := range nsb {
-			j := r*ng + gps*b
-			dw[r*nsb+b], dm[r*nsb+b] = header(row[bytes*b:bytes*(b+1)], ls[j:j+gps], mins[j:j+gps])
-		}
+		scales(row, ls[r*ng:(r+1)*ng], dw[r*nsb:(r+1)*nsb], mins[r*ng:(r+1)*ng], dm[r*nsb:(r+1)*nsb])
 	}
-	pls, pmins := make([]uint32, 32*ng), make([]uint32, 32*ng)
+	pls, pmins := carve[uint32](&c, 32*ng), carve[uint32](&c, 32*ng)
 	pack32Words(pls, unsafe.Slice((*uint32)(unsafe.Pointer(&ls[0])), rows*ng), ng, rows)
 	pack32Words(pmins, unsafe.Slice((*uint32)(unsafe.Pointer(&mins[0])), rows*ng), ng, rows)
-	s0 := int8Scratch(k, f)
-	pdw, pdm := buf[s0:s0+32*nsb], buf[s0+32*nsb:s0+64*nsb]
+	pdw, pdm := carve[float32](&c, 32*nsb), carve[float32](&c, 32*nsb)
 	pack32(pdw, dw, nsb, rows)
 	pack32(pdm, dm, nsb, rows)
 	xsOff := a.xs32Off

@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"encoding/binary"
 	"unsafe"
 
 	"ppl.dev/quant"
@@ -21,35 +22,39 @@ import (
 // panelKRepacked).
 type kMinRows struct {
 	k, g, nsb, ng int       // inputs, group size, super-blocks, groups per row
-	w             []int32   // w_e = sc_e·q_e, row after row
+	w             []int16   // w_e = sc_e·q_e (at most 63·31), row after row
 	mins          []int32   // m_j, row after row
 	dw, dm        []float32 // per super-block
+	lanes         [][8]int32
 }
 
-// decodeKMin decodes rows [r0, r1) of l: header gives a super-block's
-// scales and minima (one per group) and its d and dmin.
-func (l *Linear) decodeKMin(r0, r1, bytes int, header func(blk []byte, sc, m []int32) (d, dmin float32)) *kMinRows {
+// decodeKMin decodes rows [r0, r1) of l into pieces of c: scales gives a
+// row's scales and minima (one per group) and the d and dmin of its
+// super-blocks.
+func (l *Linear) decodeKMin(c *carver, r0, r1 int, scales tiledScales) *kMinRows {
 	f, _ := quant.Int8FormatOf(l.Type)
 	k, rows := l.In, r1-r0
 	p := &kMinRows{k: k, g: f.Group, nsb: k / 256, ng: k / f.Group}
-	p.w, p.mins = make([]int32, rows*k), make([]int32, rows*p.ng)
-	p.dw, p.dm = make([]float32, rows*p.nsb), make([]float32, rows*p.nsb)
-	q := make([]byte, k)
-	s, m := make([]float32, p.ng), make([]float32, p.ng)
-	sc := make([]int32, p.ng)
-	per := 256 / p.g
+	q := l.decodeCodes(c, r0, r1)
+	p.w, p.mins = carve[int16](c, rows*k), carve[int32](c, rows*p.ng)
+	p.dw, p.dm = carve[float32](c, rows*p.nsb), carve[float32](c, rows*p.nsb)
+	p.lanes = carve[[8]int32](c, p.nsb)
+	sc := carve[int32](c, p.ng)
 	for r := range rows {
 		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
-		quant.DecodeInt8(l.Type, row, q, s, m)
-		for b := range p.nsb {
-			p.dw[r*p.nsb+b], p.dm[r*p.nsb+b] = header(row[bytes*b:bytes*(b+1)], sc[per*b:per*(b+1)], p.mins[r*p.ng+per*b:r*p.ng+per*(b+1)])
-		}
+		scales(row, sc, p.dw[r*p.nsb:(r+1)*p.nsb], p.mins[r*p.ng:(r+1)*p.ng], p.dm[r*p.nsb:(r+1)*p.nsb])
 		w := p.w[r*k : (r+1)*k]
-		for e, v := range q {
-			w[e] = sc[e/p.g] * int32(v)
+		for e, v := range q[r*k : (r+1)*k] {
+			w[e] = int16(sc[e/p.g]) * int16(v)
 		}
 	}
 	return p
+}
+
+// rowLanes is laneSums of row r with the activations qx, into p.lanes.
+func (p *kMinRows) rowLanes(r int, qx []int8) [][8]int32 {
+	laneSums(p.lanes, p.w[r*p.k:(r+1)*p.k], qx)
+	return p.lanes
 }
 
 // minSum is Σ m_j·B_j over the groups [j0, j1) of row r.
@@ -61,22 +66,14 @@ func (p *kMinRows) minSum(r int, xs []int32, j0, j1 int) (sm int32) {
 	return sm
 }
 
-// kMinPanel is recordPanel with p's group size.
-func (l *Linear) kMinPanel(r0, r1 int, a *qacts, out []float32, p *kMinRows, value func(t int, qx, xs []int32, d []float32, r int) float32) {
-	l.recordPanel(r0, r1, a, out, p.g, value)
-}
-
 // recordPanel sets out for the weight rows [r0, r1) and each activation
 // row t to value(t, qx, xs, d, r): the record's integers, its Σqx per
 // group of g (16 or 32) and its scales per block of 32.
-func (l *Linear) recordPanel(r0, r1 int, a *qacts, out []float32, g int, value func(t int, qx, xs []int32, d []float32, r int) float32) {
+func (l *Linear) recordPanel(r0, r1 int, a *qacts, out []float32, g int, value func(t int, qx []int8, xs []int32, d []float32, r int) float32) {
 	k, nb := l.In, l.In/32
-	qx := make([]int32, k)
 	for t := 0; t < a.n; t++ {
 		rec := a.buf[t*a.rec : (t+1)*a.rec]
-		for e, v := range rec[:k] {
-			qx[e] = int32(int8(v))
-		}
+		qx := unsafe.Slice((*int8)(unsafe.Pointer(&rec[0])), k)
 		d := unsafe.Slice((*float32)(unsafe.Pointer(&rec[a.dOff])), nb)
 		var xs []int32
 		if g == 16 {
@@ -91,22 +88,41 @@ func (l *Linear) recordPanel(r0, r1 int, a *qacts, out []float32, g int, value f
 	}
 }
 
-// q2kHeader is decodeKMin's header for Q2_K: the low and high nibbles of
-// its 16 scale bytes, d and dmin after them.
-func q2kHeader(blk []byte, sc, m []int32) (d, dmin float32) {
-	for j := range 16 {
-		sc[j], m[j] = int32(blk[j]&15), int32(blk[j]>>4)
+// q2kScales is the row scales (tiledScales) of Q2_K: per super-block of
+// 84 bytes the low and high nibbles of its 16 scale bytes, d and dmin
+// after them.
+func q2kScales(row []byte, ls []int32, d0 []float32, m []int32, dm []float32) {
+	for b := range d0 {
+		blk := row[84*b : 84*b+84]
+		for j := range 16 {
+			ls[16*b+j], m[16*b+j] = int32(blk[j]&15), int32(blk[j]>>4)
+		}
+		d0[b] = quant.F16ToF32(uint16(blk[80]) | uint16(blk[81])<<8)
+		dm[b] = quant.F16ToF32(uint16(blk[82]) | uint16(blk[83])<<8)
 	}
-	return quant.F16ToF32(uint16(blk[80]) | uint16(blk[81])<<8), quant.F16ToF32(uint16(blk[82]) | uint16(blk[83])<<8)
 }
 
-// q5kHeader is decodeKMin's header for Q5_K and Q4_K: d and dmin (f16, as
-// float32) and the eight scales and minima.
-func q5kHeader(blk []byte, sc, m []int32) (d, dmin float32) {
-	s8, m8 := k4Scales(blk[4:16])
-	copy(sc, s8[:])
-	copy(m, m8[:])
-	return quant.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8), quant.F16ToF32(uint16(blk[2]) | uint16(blk[3])<<8)
+// k4RowScales is the row scales (tiledScales) of Q4_K (super-blocks of
+// 144 bytes) and Q5_K (176): d and dmin (f16, as float32) and the eight
+// 6-bit scales and minima of each, k4Scales's fields taken four bytes at
+// a time.
+func k4RowScales(bytes int) tiledScales {
+	return func(row []byte, ls []int32, d0 []float32, m []int32, dm []float32) {
+		for b := range d0 {
+			blk := row[bytes*b : bytes*b+16]
+			lo, hi, top := binary.LittleEndian.Uint32(blk[4:]), binary.LittleEndian.Uint32(blk[8:]), binary.LittleEndian.Uint32(blk[12:])
+			sc03, m03 := lo&0x3f3f3f3f, hi&0x3f3f3f3f
+			sc47 := top&0x0f0f0f0f | lo>>2&0x30303030
+			m47 := top>>4&0x0f0f0f0f | hi>>2&0x30303030
+			sc, mn := ls[8*b:8*b+8], m[8*b:8*b+8]
+			for j := range 4 {
+				sc[j], sc[j+4] = int32(uint8(sc03>>(8*j))), int32(uint8(sc47>>(8*j)))
+				mn[j], mn[j+4] = int32(uint8(m03>>(8*j))), int32(uint8(m47>>(8*j)))
+			}
+			d0[b] = quant.F16ToF32(binary.LittleEndian.Uint16(blk))
+			dm[b] = quant.F16ToF32(binary.LittleEndian.Uint16(blk[2:]))
+		}
+	}
 }
 
 // panelQ2K is panelInt8 for Q2_K weights in llama.cpp's order.
@@ -165,26 +181,26 @@ func (l *Linear) panelQ3K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	}
 	k, nsb := l.In, l.In/256
 	rows := r1 - r0
-	q := make([]byte, k)
-	s := make([]float32, k/16)
-	ls := make([]int32, k/16)
-	dw := make([]float32, rows*nsb)
-	w := make([]int32, rows*k) // sc_e·(q_e - 4)
+	c := carver(buf)
+	q := l.decodeCodes(&c, r0, r1)
+	ls := carve[int32](&c, k/16)
+	dw := carve[float32](&c, rows*nsb)
+	w := carve[int16](&c, rows*k) // sc_e·(q_e - 4)
+	lanes := carve[[8]int32](&c, nsb)
 	for r := range rows {
 		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
-		quant.DecodeInt8(l.Type, row, q, s, nil)
 		q3kScales(row, ls, dw[r*nsb:(r+1)*nsb], nil, nil)
-		for e, v := range q {
-			w[r*k+e] = ls[e/16] * (int32(v) - 4)
+		for e, v := range q[r*k : (r+1)*k] {
+			w[r*k+e] = int16(ls[e/16]) * (int16(v) - 4)
 		}
 	}
-	l.recordPanel(r0, r1, a, out, 16, func(_ int, qx, _ []int32, d []float32, r int) float32 {
+	l.recordPanel(r0, r1, a, out, 16, func(_ int, qx []int8, _ []int32, d []float32, r int) float32 {
+		laneSums(lanes, w[r*k:(r+1)*k], qx)
 		var acc [8]float32
 		for b := range nsb {
 			sd := d[8*b] * dw[r*nsb+b]
-			lanes := laneSums256(w[r*k+256*b:r*k+256*b+256], qx[256*b:256*b+256])
 			for m := range 8 {
-				acc[m] = fma32(sd, float32(lanes[m]), acc[m])
+				acc[m] = fma32(sd, float32(lanes[b][m]), acc[m])
 			}
 		}
 		return hsum8(&acc)
@@ -226,8 +242,9 @@ func (l *Linear) panelQ5K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 }
 
 // vecQ2K is ggml_vec_dot_q2_K_q8_K's output for row r (see panelQ2K).
-func (p *kMinRows) vecQ2K(r int, qx, xs []int32, d []float32) float32 {
-	w, mr := p.w[r*p.k:(r+1)*p.k], p.mins[r*p.ng:(r+1)*p.ng]
+func (p *kMinRows) vecQ2K(r int, qx []int8, xs []int32, d []float32) float32 {
+	mr := p.mins[r*p.ng : (r+1)*p.ng]
+	ls := p.rowLanes(r, qx)
 	var acc [8]float32
 	for b := range p.nsb {
 		dx := d[8*b]
@@ -236,26 +253,24 @@ func (p *kMinRows) vecQ2K(r int, qx, xs []int32, d []float32) float32 {
 			j := 16*b + 2*m
 			acc[m] = fma32(smn, float32(mr[j]*xs[j]+mr[j+1]*xs[j+1]), acc[m])
 		}
-		lanes := laneSums256(w[256*b:256*b+256], qx[256*b:256*b+256])
 		for m := range 8 {
-			acc[m] = fma32(sd, float32(lanes[m]), acc[m])
+			acc[m] = fma32(sd, float32(ls[b][m]), acc[m])
 		}
 	}
 	return hsum8(&acc)
 }
 
 // vecQ5K is ggml_vec_dot_q5_K_q8_K's output for row r (see panelQ5K).
-func (p *kMinRows) vecQ5K(r int, qx, xs []int32, d []float32) float32 {
-	w := p.w[r*p.k : (r+1)*p.k]
+func (p *kMinRows) vecQ5K(r int, qx []int8, xs []int32, d []float32) float32 {
+	ls := p.rowLanes(r, qx)
 	var acc [8]float32
 	var summs float32
 	for b := range p.nsb {
 		dx := d[8*b]
 		sd, smn := dx*p.dw[r*p.nsb+b], -dx*p.dm[r*p.nsb+b]
 		summs = fma32(float32(p.minSum(r, xs, 8*b, 8*b+8)), smn, summs)
-		lanes := laneSums256(w[256*b:256*b+256], qx[256*b:256*b+256])
 		for m := range 8 {
-			acc[m] = fma32(sd, float32(lanes[m]), acc[m])
+			acc[m] = fma32(sd, float32(ls[b][m]), acc[m])
 		}
 	}
 	return hsum8(&acc) + summs

@@ -1118,6 +1118,67 @@ func TestLanesKernels(t *testing.T) {
 	})
 }
 
+// TestLaneSums checks laneSums at every level against laneSums256 on
+// random weights and activations over their whole ranges, and on the
+// extremes (every product 2¹⁵·2⁷ of one sign, the int32 lanes' largest
+// sums; alternating signs), for 1 to 5 blocks.
+func TestLaneSums(t *testing.T) {
+	r := rand.New(rand.NewSource(56))
+	type input struct {
+		name string
+		w    func(i int) int16
+		x    func(i int) int8
+	}
+	inputs := []input{
+		{"random", func(int) int16 { return int16(r.Uint32()) }, func(int) int8 { return int8(r.Uint32()) }},
+		{"K-quant range", func(int) int16 { return int16(r.Intn(2*8064+1) - 8064) }, func(int) int8 { return int8(r.Intn(255) - 127) }},
+		{"max positive", func(int) int16 { return -32768 }, func(int) int8 { return -128 }},
+		{"max negative", func(int) int16 { return -32768 }, func(int) int8 { return 127 }},
+		{"alternating", func(i int) int16 { return int16(32767 - 65535*(i%2)) }, func(i int) int8 { return int8(127 - 255*(i/3%2)) }},
+	}
+	forEachLevel(t, func(t testing.TB, l Level) {
+		for _, in := range inputs {
+			for n := 1; n <= 5; n++ {
+				w, x := make([]int16, 256*n), make([]int8, 256*n)
+				for i := range w {
+					w[i], x[i] = in.w(i), in.x(i)
+				}
+				got := make([][8]int32, n)
+				laneSums(got, w, x)
+				for b := range n {
+					if want := laneSums256(w[256*b:], x[256*b:]); got[b] != want {
+						t.Fatalf("%v %s, %d blocks: block %d lanes %v, reference %v", l, in.name, n, b, got[b], want)
+					}
+				}
+			}
+		}
+	})
+}
+
+// TestK4RowScales checks the Q4_K and Q5_K row scales, four bytes at a
+// time, against k4Scales's per-field decoding on random super-blocks.
+func TestK4RowScales(t *testing.T) {
+	r := rand.New(rand.NewSource(44))
+	for _, bytes := range []int{144, 176} {
+		row := make([]byte, 5*bytes)
+		for trial := range 200 {
+			r.Read(row)
+			ls, m := make([]int32, 40), make([]int32, 40)
+			d0, dm := make([]float32, 5), make([]float32, 5)
+			k4RowScales(bytes)(row, ls, d0, m, dm)
+			for b := range 5 {
+				blk := row[bytes*b:]
+				sc, mn := k4Scales(blk[4:16])
+				d := quant.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
+				dmin := quant.F16ToF32(uint16(blk[2]) | uint16(blk[3])<<8)
+				if [8]int32(ls[8*b:]) != sc || [8]int32(m[8*b:]) != mn || !sameBits(d0[b], d) || !sameBits(dm[b], dmin) {
+					t.Fatalf("%d-byte blocks, trial %d, block %d: %v %v %v %v, k4Scales %v %v %v %v", bytes, trial, b, ls[8*b:8*b+8], m[8*b:8*b+8], d0[b], dm[b], sc, mn, d, dmin)
+				}
+			}
+		}
+	}
+}
+
 // TestMinSumsKernel checks kern.minSums (addMinSums's chain of FMAs per
 // row) against fma32's chain, bit for bit, at every level that has it: 32
 // rows of random minima and sums, and rows whose terms cancel (1e-30 to

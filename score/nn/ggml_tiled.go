@@ -115,7 +115,9 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 	f, _ := l.int8Able()
 	k, rows := l.In, r1-r0
 	ng, nsb := k/f.Group, k/256
-	rowsQ, panelQ, _, _, _, _ := l.decodeInt8(buf, r0, r1, f)
+	c := carver(buf)
+	rowsQ := l.decodeCodes(&c, r0, r1)
+	panelQ := carve[uint32](&c, 32*k/4)
 	i := tiledKernels(f.Group, f.HasMin)
 	kerns, flip := kern.tiled[i], kern.flipBias
 	if f.Max < 64 && len(kern.tiledNarrow[i]) > 0 {
@@ -124,14 +126,12 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 	if len(kerns) == 0 {
 		kerns, flip = generic.tiled[i], false
 	}
-	rest := buf[int8Scratch(k, f):]
-	d0, pd0 := rest[:32*nsb], rest[32*nsb:64*nsb]
-	pls := unsafe.Slice((*uint32)(unsafe.Pointer(&rest[64*nsb])), 32*ng)
-	ls := make([]int32, 32*ng)
+	d0, pd0 := carve[float32](&c, 32*nsb), carve[float32](&c, 32*nsb)
+	ls, pls := carve[int32](&c, 32*ng), carve[uint32](&c, 32*ng)
 	var m []int32
 	var dm []float32
 	if f.HasMin {
-		m, dm = make([]int32, 32*ng), make([]float32, 32*nsb)
+		m, dm = carve[int32](&c, 32*ng), carve[float32](&c, 32*nsb)
 	}
 	for r := range rows {
 		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
@@ -147,7 +147,7 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 	var pmin *int32
 	var pdm *float32
 	if f.HasMin {
-		pm, pd := make([]uint32, 32*ng), make([]float32, 32*nsb)
+		pm, pd := carve[uint32](&c, 32*ng), carve[float32](&c, 32*nsb)
 		pack32Words(pm, unsafe.Slice((*uint32)(unsafe.Pointer(&m[0])), rows*ng), ng, rows)
 		pack32(pd, dm, nsb, rows)
 		pmin, pdm = (*int32)(unsafe.Pointer(&pm[0])), &pd[0]
@@ -163,16 +163,5 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 		c, ldc := po.at(t0)
 		kerns[m-1](&a.buf[t0*a.rec], a.rec, &panelQ[0], (*int32)(unsafe.Pointer(&pls[0])), pmin, &pd0[0], pdm, k/32, -f.Offset, c, ldc, a.dOff, xsOff)
 		po.flush(t0, m)
-	}
-}
-
-// kMinScales is panelTiled's scales for a type with a minimum whose
-// super-blocks of the given bytes decode by header (as decodeKMin's).
-func kMinScales(bytes int, header func(blk []byte, sc, m []int32) (d, dmin float32)) tiledScales {
-	return func(row []byte, ls []int32, d0 []float32, m []int32, dm []float32) {
-		per := len(ls) / len(d0)
-		for b := range d0 {
-			d0[b], dm[b] = header(row[bytes*b:bytes*(b+1)], ls[per*b:per*(b+1)], m[per*b:per*(b+1)])
-		}
 	}
 }

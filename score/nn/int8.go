@@ -431,6 +431,30 @@ func (l *Linear) decodeInt8(buf []float32, r0, r1 int, f quant.Int8Format) (rows
 	return
 }
 
+// decodeCodes decodes the codes of rows [r0, r1) of l (quant.DecodeCodes:
+// no float scales) row after row into a piece of c, in one call: the rows
+// are whole blocks one after another.
+func (l *Linear) decodeCodes(c *carver, r0, r1 int) []byte {
+	q := carve[byte](c, (r1-r0)*l.In)
+	quant.DecodeCodes(l.Type, l.Data[r0*l.RowBytes:r1*l.RowBytes], q)
+	return q
+}
+
+// carver hands out consecutive pieces of a panel's scratch (a worker's
+// floats, int8Scratch or ggmlScratch of them), so that a panel allocates
+// nothing per call; a piece holds whatever the worker's last panel left
+// there.
+type carver []float32
+
+// carve takes n elements of type T from c, from a float's boundary on.
+func carve[T int8 | uint8 | int16 | int32 | uint32 | float32 | [8]int32](c *carver, n int) []T {
+	var z T
+	w := (n*int(unsafe.Sizeof(z)) + 3) / 4
+	p := (*c)[:w:w]
+	*c = (*c)[w:]
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(p))), n)
+}
+
 // int8Able reports whether l runs in the int8 mode: a type with an integer
 // decoding and rows of whole activation blocks.
 func (l *Linear) int8Able() (quant.Int8Format, bool) {

@@ -179,6 +179,8 @@ type kernels struct {
 	// and MXFP4 not repacked, their even and odd blocks of 32 in two sets
 	// of lanes (nb even: see pairLanesAVX2).
 	q1, q2, pairs lanesFunc
+	// laneSums16, if set, is laneSums over n blocks of 256.
+	laneSums16 func(w *int16, x *int8, n int, s *[8]int32)
 	// minSums, if set, is addMinSums's chain for the 32 rows of a panel:
 	// c[r] = Σ m[b·32 + r]·s[b], one FMA per block b in order from 0.
 	minSums func(m, s *float32, nb int, c *float32)

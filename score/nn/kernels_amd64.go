@@ -30,6 +30,7 @@ func archInit() {
 	avx2.q1, avx2.q2 = lanesSlices(q1LanesAVX2), lanesSlices(q2LanesAVX2)
 	avx2.pairs = lanesSlices(pairLanesAVX2)
 	avx2.minSums = minSumsAVX2
+	avx2.laneSums16 = laneSums16AVX2
 	avx2.ssmGGML8, avx2.ssmF32 = ssmGGMLAVX2, ssmF32AVX2
 	avx2.deltaGGML8 = deltaGGMLAVX2
 	avx2.wkv7GGML8 = wkv7AVX2
@@ -107,6 +108,7 @@ func archInit() {
 	avx512.dotBF16 = [4]func(w, x *float32, ldx, n int, out *float64){dotBF16m1AVX512, dotBF16m2AVX512, dotBF16m3AVX512, dotBF16m4AVX512}
 	avx512.dotBF16x8 = avx2.dotBF16x8
 	avx512.lanes, avx512.minSums, avx512.ternary = avx2.lanes, avx2.minSums, avx2.ternary
+	avx512.laneSums16 = laneSums16AVX512
 	avx512.q1, avx512.q2, avx512.pairs = avx2.q1, avx2.q2, avx2.pairs
 	avx512.tiled, avx512.tiledNarrow, avx512.kRepacked = avx2.tiled, avx2.tiledNarrow, avx2.kRepacked
 	avx512.ssmGGML, avx512.ssmGGML8, avx512.ssmF32 = ssmGGMLAVX512, ssmGGMLAVX2, ssmF32AVX512
