@@ -171,9 +171,7 @@ func (l *Linear) panelQ6K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
 		sc := scs[r*k/16 : (r+1)*k/16]
 		q6kScales(row, sc, dw[r*nsb:(r+1)*nsb], nil, nil)
-		for e, v := range q[r*k : (r+1)*k] {
-			wq[r*k+e] = int16(sc[e/16]) * int16(v)
-		}
+		scaleCodes(wq[r*k:(r+1)*k], q[r*k:(r+1)*k], sc, 16, 0)
 	}
 	l.recordPanel(r0, r1, a, out, f.Group, func(_ int, qx []int8, xs16 []int32, d []float32, r int) float32 {
 		sc := scs[r*k/16 : (r+1)*k/16]

@@ -43,12 +43,20 @@ func (l *Linear) decodeKMin(c *carver, r0, r1 int, scales tiledScales) *kMinRows
 	for r := range rows {
 		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
 		scales(row, sc, p.dw[r*p.nsb:(r+1)*p.nsb], p.mins[r*p.ng:(r+1)*p.ng], p.dm[r*p.nsb:(r+1)*p.nsb])
-		w := p.w[r*k : (r+1)*k]
-		for e, v := range q[r*k : (r+1)*k] {
-			w[e] = int16(sc[e/p.g]) * int16(v)
-		}
+		scaleCodes(p.w[r*k:(r+1)*k], q[r*k:(r+1)*k], sc, p.g, 0)
 	}
 	return p
+}
+
+// scaleCodes writes the vec_dot orders' weights w_e = sc_j·(q_e − off)
+// of a row's codes q, sc_j the integer scale of group j (of g codes).
+func scaleCodes(w []int16, q []byte, sc []int32, g int, off int16) {
+	for j, s := range sc[:len(q)/g] {
+		wj, qj := w[g*j:g*j+g], q[g*j:g*j+g]
+		for e, v := range qj {
+			wj[e] = int16(s) * (int16(v) - off)
+		}
+	}
 }
 
 // rowLanes is laneSums of row r with the activations qx, into p.lanes.
@@ -190,9 +198,7 @@ func (l *Linear) panelQ3K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	for r := range rows {
 		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
 		q3kScales(row, ls, dw[r*nsb:(r+1)*nsb], nil, nil)
-		for e, v := range q[r*k : (r+1)*k] {
-			w[r*k+e] = int16(ls[e/16]) * (int16(v) - 4)
-		}
+		scaleCodes(w[r*k:(r+1)*k], q[r*k:(r+1)*k], ls, 16, 4)
 	}
 	l.recordPanel(r0, r1, a, out, 16, func(_ int, qx []int8, _ []int32, d []float32, r int) float32 {
 		laneSums(lanes, w[r*k:(r+1)*k], qx)
