@@ -118,3 +118,6 @@ func q2k16m1NEON(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float3
 
 //go:noescape
 func minSumsNEON(m *float32, s *float32, nb int, c *float32)
+
+//go:noescape
+func laneSums16NEON(w *int16, x *int8, n int, s *[8]int32)

@@ -49,6 +49,7 @@ func kernelsARM64() {
 		kRepackedNEON(v[0], v[1])
 	}
 	minSumsNEON()
+	laneSums16NEON()
 }
 
 // gemmNEON prints the m-row tile of 4·nv columns (gemmFunc; with accMode,

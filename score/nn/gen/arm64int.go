@@ -361,3 +361,68 @@ func int8NEON(g int, hasMin bool) {
 	p("\tVST1 [V0.S4, V1.S4], (R15)")
 	p("\tRET")
 }
+
+// laneSums16NEON prints laneSums16NEON, laneSums's kernel: per block of
+// 256, eight accumulators of four int32 lanes (V16-V23), accumulator m
+// adding the products of elements 4m..4m+3 of each chunk of 32 (SMLAL of
+// the weights' int16 with the activations sign-extended by SXTL), then
+// each accumulator's four lanes summed by two rounds of ADDP: exact
+// integer sums in any order.
+func laneSums16NEON() {
+	p("")
+	p("// func laneSums16NEON(w *int16, x *int8, n int, s *[8]int32)")
+	p("TEXT ·laneSums16NEON(SB), NOSPLIT, $0-32")
+	p("\tMOVD w+0(FP), R0")
+	p("\tMOVD x+8(FP), R1")
+	p("\tMOVD n+16(FP), R2")
+	p("\tMOVD s+24(FP), R3")
+	p("block:")
+	zeroNEON(16, 8)
+	p("\tMOVD $8, R4")
+	p("chunk:")
+	p("\tVLD1.P 32(R1), [V0.B16, V1.B16]")
+	p("\tVLD1.P 64(R0), [V6.H8, V7.H8, V8.H8, V9.H8]")
+	for i := range 4 {
+		sxtl(2+i, i/2, i%2 == 1)
+	}
+	for m := range 8 {
+		smlal(16+m, 6+m/2, 2+m/2, m%2 == 1)
+	}
+	p("\tSUBS $1, R4, R4")
+	p("\tBNE chunk")
+	for h := range 2 {
+		addp(24, 16+4*h, 17+4*h)
+		addp(25, 18+4*h, 19+4*h)
+		addp(26+h, 24, 25)
+	}
+	p("\tVST1.P [V26.S4, V27.S4], 32(R3)")
+	p("\tSUBS $1, R2, R2")
+	p("\tBNE block")
+	p("\tRET")
+}
+
+// sxtl prints SXTL Vd.8H, Vn.8B (or with high, SXTL2 from Vn.16B's upper
+// half): eight int8 lanes sign-extended to int16 (SSHLL #0).
+func sxtl(d, n int, high bool) {
+	word, name, from := uint32(0x0f08a400), "SXTL", "8B"
+	if high {
+		word, name, from = 0x4f08a400, "SXTL2", "16B"
+	}
+	p("\tWORD $0x%08x // %s V%d.8H, V%d.%s", word|uint32(n)<<5|uint32(d), name, d, n, from)
+}
+
+// smlal prints SMLAL Vd.4S, Vn.4H, Vm.4H (or with high, SMLAL2 of the
+// upper four int16 lanes): d's int32 lanes add the products lane by lane.
+func smlal(d, n, m int, high bool) {
+	word, name, from := uint32(0x0e608000), "SMLAL", "4H"
+	if high {
+		word, name, from = 0x4e608000, "SMLAL2", "8H"
+	}
+	p("\tWORD $0x%08x // %s V%d.4S, V%d.%s, V%d.%s", word|uint32(m)<<16|uint32(n)<<5|uint32(d), name, d, n, from, m, from)
+}
+
+// addp prints ADDP Vd.4S, Vn.4S, Vm.4S: the sums of adjacent int32 lanes,
+// n's then m's.
+func addp(d, n, m int) {
+	p("\tWORD $0x%08x // ADDP V%d.4S, V%d.4S, V%d.4S", 0x4ea0bc00|uint32(m)<<16|uint32(n)<<5|uint32(d), d, n, m)
+}
