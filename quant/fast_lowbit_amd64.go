@@ -55,12 +55,7 @@ var (
 
 func init() {
 	for i := range ksignMask {
-		s := signs8(uint32(i))
-		for j := range 8 {
-			if s>>j&1 != 0 {
-				ksignMask[i] |= 0xff << (8 * j)
-			}
-		}
+		ksignMask[i] = signMasks[signs8(uint32(i))]
 	}
 	for e, c := range iq1sCodes {
 		for i := range 8 {

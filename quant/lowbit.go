@@ -116,6 +116,7 @@ var (
 	iq3xxsGrid [256][4]uint8
 	iq3sGrid   [512][4]uint8
 	iq1sGrid   [2048][8]int8 // -1, 0, 1
+	iq1Codes   [2048]uint64  // 128 + 8·iq1sGrid, byte j weight j's
 )
 
 func init() {
@@ -144,6 +145,7 @@ func init() {
 	for e, c := range iq1sCodes {
 		for i := range 8 {
 			iq1sGrid[e][i] = int8(c>>(2*i)&3) - 1
+			iq1Codes[e] |= uint64(128+8*int(iq1sGrid[e][i])) << (8 * i)
 		}
 	}
 }
@@ -158,14 +160,37 @@ func signs8(i uint32) uint8 {
 	return uint8(i | (p&1)<<7)
 }
 
-// putSigned writes grid values g, negated where their bit of sign is set,
-// plus 128: with m all ones there, v ^ m − m is −v in two's complement
-// (and v where m is 0), without a branch on the random sign bits.
-func putSigned(q []byte, g []uint8, sign uint8) {
-	for j, v := range g {
-		m := -(sign >> j & 1)
-		q[j] = 128 + (v ^ m - m)
+// signMasks[s] is the sign byte s as eight byte masks: 0xff in byte j
+// where bit j of s is set (the weight negated), 0 elsewhere. (Initialized
+// with the package's variables, before any init: the kernels' tables are
+// made from it.)
+var signMasks = func() (m [256]uint64) {
+	for s := range m {
+		for j := range 8 {
+			if s>>j&1 != 0 {
+				m[s] |= 0xff << (8 * j)
+			}
+		}
 	}
+	return m
+}()
+
+// putSigned writes eight grid values g, negated where their bit of sign is
+// set, plus 128, as one 64-bit word: with m a byte's mask (all ones where
+// negated), (v ^ m) + (m & 1) is −v in two's complement, and v where m is
+// 0, and no byte carries into the next (every grid value is above 0);
+// + 128 is ^ 0x80 in every byte.
+func putSigned(q []byte, g *[8]uint8, sign uint8) {
+	m := signMasks[sign]
+	v := binary.LittleEndian.Uint64(g[:])
+	binary.LittleEndian.PutUint64(q, ((v^m)+(m&0x0101010101010101))^0x8080808080808080)
+}
+
+// putSigned4 is putSigned of four grid values (bits 0-3 of sign).
+func putSigned4(q []byte, g *[4]uint8, sign uint8) {
+	m := uint32(signMasks[sign&15])
+	v := binary.LittleEndian.Uint32(g[:])
+	binary.LittleEndian.PutUint32(q, ((v^m)+(m&0x01010101))^0x80808080)
 }
 
 // IQ2_XXS (66 bytes): f16 d; 8 groups of 32 weights, each 8 bytes: four
@@ -179,7 +204,7 @@ func decIQ2_XXS(b, q []byte, s []float32) {
 		aux := binary.LittleEndian.Uint32(g[4:])
 		s[ib] = d * (0.5 + float32(aux>>28)) * 0.25
 		for l := range 4 {
-			putSigned(q[32*ib+8*l:][:8], iq2xxsGrid[g[l]][:], signs8(aux>>(7*l)))
+			putSigned(q[32*ib+8*l:], &iq2xxsGrid[g[l]], signs8(aux>>(7*l)))
 		}
 	}
 }
@@ -196,7 +221,7 @@ func decIQ2_XS(b, q []byte, s []float32) {
 		s[2*ib+1] = d * (0.5 + float32(sc[ib]>>4)) * 0.25
 		for l := range 4 {
 			v := binary.LittleEndian.Uint16(b[2+8*ib+2*l:])
-			putSigned(q[32*ib+8*l:][:8], iq2xsGrid[v&511][:], signs8(uint32(v>>9)))
+			putSigned(q[32*ib+8*l:], &iq2xsGrid[v&511], signs8(uint32(v>>9)))
 		}
 	}
 }
@@ -213,7 +238,7 @@ func decIQ2_S(b, q []byte, s []float32) {
 		s[2*ib+1] = d * (0.5 + float32(sc[ib]>>4)) * 0.25
 		for l := range 4 {
 			idx := int(qs[4*ib+l]) | int(qh[ib])<<(8-2*l)&0x300
-			putSigned(q[32*ib+8*l:][:8], iq2sGrid[idx][:], sg[4*ib+l])
+			putSigned(q[32*ib+8*l:], &iq2sGrid[idx], sg[4*ib+l])
 		}
 	}
 }
@@ -230,8 +255,8 @@ func decIQ3_XXS(b, q []byte, s []float32) {
 		for l := range 4 {
 			sign := signs8(aux >> (7 * l))
 			o := 32*ib + 8*l
-			putSigned(q[o:][:4], iq3xxsGrid[qs[8*ib+2*l]][:], sign)
-			putSigned(q[o+4:][:4], iq3xxsGrid[qs[8*ib+2*l+1]][:], sign>>4)
+			putSigned4(q[o:], &iq3xxsGrid[qs[8*ib+2*l]], sign)
+			putSigned4(q[o+4:], &iq3xxsGrid[qs[8*ib+2*l+1]], sign>>4)
 		}
 	}
 }
@@ -250,21 +275,22 @@ func decIQ3_S(b, q []byte, s []float32) {
 			i1 := int(qs[8*ib+2*l]) | int(qh[ib])<<(8-2*l)&256
 			i2 := int(qs[8*ib+2*l+1]) | int(qh[ib])<<(7-2*l)&256
 			o := 32*ib + 8*l
-			putSigned(q[o:][:4], iq3sGrid[i1][:], sg[4*ib+l])
-			putSigned(q[o+4:][:4], iq3sGrid[i2][:], sg[4*ib+l]>>4)
+			putSigned4(q[o:], &iq3sGrid[i1], sg[4*ib+l])
+			putSigned4(q[o+4:], &iq3sGrid[i2], sg[4*ib+l]>>4)
 		}
 	}
 }
 
-// iq1Put writes the IQ1 weights of one grid entry: 8·grid ± 1, + 128.
+// iq1Put writes the IQ1 weights of one grid entry, 8·grid ± 1 + 128, as
+// one 64-bit word: iq1Codes' bytes (120, 128, 136) plus or minus 1 in
+// every byte, without carries or borrows between them.
 func iq1Put(q []byte, idx int, neg bool) {
-	delta := 1
+	const ones = 0x0101010101010101
+	var m uint64
 	if neg {
-		delta = -1
+		m = 2 * ones
 	}
-	for j, g := range iq1sGrid[idx] {
-		q[j] = byte(128 + 8*int(g) + delta)
-	}
+	binary.LittleEndian.PutUint64(q, iq1Codes[idx]+ones-m)
 }
 
 // IQ1_S (50 bytes): f16 d; qs[32] at 2, the low 8 bits of an iq1s_grid

@@ -352,3 +352,59 @@ func TestQ1Q2AsLibggml(t *testing.T) {
 		}
 	}
 }
+
+// TestPutSigned checks the word-at-a-time putSigned, putSigned4 and
+// iq1Put against the weights' definitions (128 + the grid value, negated
+// where its sign bit is set; 128 + 8·grid ± 1) for every grid entry and
+// every sign byte.
+func TestPutSigned(t *testing.T) {
+	q := make([]byte, 8)
+	want := func(g uint8, s, j int) byte {
+		if s>>j&1 == 1 {
+			return byte(128 - int(g))
+		}
+		return byte(128 + int(g))
+	}
+	for name, grid := range map[string][][8]uint8{"iq2xxs": iq2xxsGrid[:], "iq2xs": iq2xsGrid[:], "iq2s": iq2sGrid[:]} {
+		for e := range grid {
+			for s := range 256 {
+				putSigned(q, &grid[e], uint8(s))
+				for j := range 8 {
+					if w := want(grid[e][j], s, j); q[j] != w {
+						t.Fatalf("%s entry %d, signs %#x: weight %d = %d, want %d", name, e, s, j, q[j], w)
+					}
+				}
+			}
+		}
+	}
+	for name, grid := range map[string][][4]uint8{"iq3xxs": iq3xxsGrid[:], "iq3s": iq3sGrid[:]} {
+		for e := range grid {
+			for s := range 256 {
+				clear(q)
+				putSigned4(q, &grid[e], uint8(s))
+				for j := range 4 {
+					if w := want(grid[e][j], s, j); q[j] != w {
+						t.Fatalf("%s entry %d, signs %#x: weight %d = %d, want %d", name, e, s, j, q[j], w)
+					}
+				}
+				if q[4]|q[5]|q[6]|q[7] != 0 {
+					t.Fatalf("%s entry %d: putSigned4 wrote past its four weights", name, e)
+				}
+			}
+		}
+	}
+	for idx := range iq1sGrid {
+		for _, neg := range []bool{false, true} {
+			iq1Put(q, idx, neg)
+			delta := 1
+			if neg {
+				delta = -1
+			}
+			for j, g := range iq1sGrid[idx] {
+				if w := byte(128 + 8*int(g) + delta); q[j] != w {
+					t.Fatalf("iq1s entry %d, negative %v: weight %d = %d, want %d", idx, neg, j, q[j], w)
+				}
+			}
+		}
+	}
+}
