@@ -125,10 +125,10 @@ func DecodeCodes(t gguf.Type, w, q []byte) {
 			return
 		}
 	}
-	// 256 weights at a time (every block size divides it or is it), their
-	// scales on the stack: groups are 16 weights or more.
-	var s, m [16]float32
-	for step := max(b.bs, 256); len(q) > 0; {
+	// 128 groups at a time, their scales on the stack: a multiple of every
+	// block (at most 16 groups, a power of 2).
+	var s, m [128]float32
+	for step := len(s) * f.Group; len(q) > 0; {
 		n := min(step, len(q))
 		nw := n / b.bs * b.ts
 		decodeInt8(t, w[:nw], q[:n], s[:n/f.Group], m[:n/f.Group])
