@@ -288,8 +288,7 @@ func (l *Linear) panelKRepacked(buf []float32, r0, r1 int, a *qacts, out []float
 		xsOff = a.xs16Off
 	}
 	nGemm := l.ggmlGemmRows(a)
-	var ctile [2 * panelRows]float32
-	po := panelOut{out, ctile[:], l.Out, r0, rows}
+	po := panelOut{out, carve[float32](&c, 2*panelRows), l.Out, r0, rows}
 	for t0 := 0; t0 < a.n; {
 		i, m := variant, min(2, nGemm-t0)
 		if t0 >= nGemm {

@@ -156,8 +156,7 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 	if f.Group == 16 {
 		xsOff = a.xs16Off
 	}
-	var ctile [4 * panelRows]float32
-	po := panelOut{out, ctile[:], l.Out, r0, rows}
+	po := panelOut{out, carve[float32](&c, 4*panelRows), l.Out, r0, rows}
 	for t0 := 0; t0 < a.n; t0 += len(kerns) {
 		m := min(len(kerns), a.n-t0)
 		c, ldc := po.at(t0)
