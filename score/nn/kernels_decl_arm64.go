@@ -121,3 +121,9 @@ func minSumsNEON(m *float32, s *float32, nb int, c *float32)
 
 //go:noescape
 func laneSums16NEON(w *int16, x *int8, n int, s *[8]int32)
+
+//go:noescape
+func deltaGGMLNEON(m *float32, d int, k *float32, q *float32, v *float32, e float32, b float32, scale float32, out *float32)
+
+//go:noescape
+func deltaGGML8NEON(m *float32, d int, k *float32, q *float32, v *float32, e float32, b float32, scale float32, out *float32)

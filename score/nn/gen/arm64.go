@@ -50,6 +50,8 @@ func kernelsARM64() {
 	}
 	minSumsNEON()
 	laneSums16NEON()
+	deltaNEON(16)
+	deltaNEON(8)
 }
 
 // gemmNEON prints the m-row tile of 4·nv columns (gemmFunc; with accMode,
@@ -1024,6 +1026,113 @@ func transpose16NEON() {
 	p("\tADD R10, R0, R0") // and 16 output rows on
 	p("\tSUBS $1, R4, R4")
 	p("\tBNE tile")
+	p("done:")
+	p("\tRET")
+}
+
+// deltaNEON prints deltaGGMLNEON (w 16: the AVX-512 build's lanes) or
+// deltaGGML8NEON (w 8: the AVX2 build's), deltaRowsGGMLGeneric for head
+// sizes of whole steps of 4·w: per state row, each step's four vectors of
+// w lanes (w/4 registers each) scaled by e, stored and FMA-accumulated
+// times k into their accumulator (V0-V15), folded as dotF32NEON's (ggml's
+// dot product); δ = (v − dot)·b; then the row's vectors += k·δ (FMLA),
+// stored and accumulated times q, folded, times scale.
+func deltaNEON(w int) {
+	name, nv := "deltaGGMLNEON", w/4
+	if w == 8 {
+		name = "deltaGGML8NEON"
+	}
+	const row, kr, qr, e, b, dl, sc = 16, 20, 24, 28, 29, 30, 31
+	regs := func(first int) string {
+		var r []string
+		for l := range nv {
+			r = append(r, fmt.Sprintf("V%d.S4", first+l))
+		}
+		return "[" + strings.Join(r, ", ") + "]"
+	}
+	fold := func() {
+		for l := range nv {
+			neon(fadd, l, l, 2*nv+l)
+			neon(fadd, nv+l, nv+l, 3*nv+l)
+		}
+		for l := range nv {
+			neon(fadd, l, l, nv+l)
+		}
+		if w == 16 {
+			reduce16NEON(0)
+		} else {
+			neon(fadd, 0, 0, 1)
+			neon(faddp, 0, 0, 0)
+			neon(faddps, 0, 0)
+		}
+	}
+	p("")
+	p("// func %s(m *float32, d int, k *float32, q *float32, v *float32, e float32, b float32, scale float32, out *float32)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
+	p("\tMOVD m+0(FP), R0")
+	p("\tMOVD d+8(FP), R1")
+	p("\tLSR $%d, R1, R11", map[int]int{16: 6, 8: 5}[w]) // steps per row
+	p("\tMOVD k+16(FP), R9")
+	p("\tMOVD q+24(FP), R10")
+	p("\tMOVD v+32(FP), R3")
+	p("\tFMOVS e+40(FP), F%d", e)
+	p("\tVDUP V%d.S[0], V%d.S4", e, e)
+	p("\tFMOVS b+44(FP), F%d", b)
+	p("\tFMOVS scale+48(FP), F%d", sc)
+	p("\tMOVD out+56(FP), R4")
+	p("\tCBZ R11, done")
+	p("row:")
+	zeroNEON(0, 4*nv)
+	p("\tMOVD R0, R5")
+	p("\tMOVD R9, R6")
+	p("\tMOVD R11, R7")
+	p("decay:")
+	for a := range 4 {
+		p("\tVLD1 (R5), %s", regs(row))
+		p("\tVLD1.P %d(R6), %s", 4*w, regs(kr))
+		for l := range nv {
+			neon(fmul, row+l, row+l, e)
+		}
+		p("\tVST1.P %s, %d(R5)", regs(row), 4*w)
+		for l := range nv {
+			p("\tVFMLA V%d.S4, V%d.S4, V%d.S4", kr+l, row+l, a*nv+l)
+		}
+	}
+	p("\tSUBS $1, R7, R7")
+	p("\tBNE decay")
+	fold()
+	p("\tFMOVS (R3), F1")
+	p("\tFSUBS F0, F1, F1")
+	p("\tFMULS F%d, F1, F1", b)
+	p("\tVDUP V1.S[0], V%d.S4", dl)
+	zeroNEON(0, 4*nv)
+	p("\tMOVD R0, R5")
+	p("\tMOVD R9, R6")
+	p("\tMOVD R10, R12")
+	p("\tMOVD R11, R7")
+	p("mad:")
+	for a := range 4 {
+		p("\tVLD1 (R5), %s", regs(row))
+		p("\tVLD1.P %d(R6), %s", 4*w, regs(kr))
+		for l := range nv {
+			p("\tVFMLA V%d.S4, V%d.S4, V%d.S4", dl, kr+l, row+l)
+		}
+		p("\tVST1.P %s, %d(R5)", regs(row), 4*w)
+		p("\tVLD1.P %d(R12), %s", 4*w, regs(qr))
+		for l := range nv {
+			p("\tVFMLA V%d.S4, V%d.S4, V%d.S4", qr+l, row+l, a*nv+l)
+		}
+	}
+	p("\tSUBS $1, R7, R7")
+	p("\tBNE mad")
+	fold()
+	p("\tFMULS F%d, F0, F0", sc)
+	p("\tFMOVS F0, (R4)")
+	p("\tADD $4, R4, R4")
+	p("\tADD $4, R3, R3")
+	p("\tMOVD R5, R0")
+	p("\tSUBS $1, R1, R1")
+	p("\tBNE row")
 	p("done:")
 	p("\tRET")
 }
