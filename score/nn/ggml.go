@@ -925,12 +925,6 @@ var ggmlPanels = map[gguf.Type]ggmlPanel{
 	gguf.TypeQ2_0:    (*Linear).panelLanes,
 }
 
-// ggmlScratch is the scratch floats of a ggmlPanel for rows of k inputs:
-// int8Scratch's, and the tiled and Q4_K kernels' scales and their panels.
-func ggmlScratch(k int, f quant.Int8Format) int {
-	return int8Scratch(k, f) + 64*(k/256) + 32*(k/16)
-}
-
 // ggmlTiledRows is the number of activation rows from which ggml-cpu's
 // MUL_MAT hands the K-quants and the i-quants it does not repack to its
 // tiled kernel (ggml_compute_forward_mul_mat_tiled, ggml_tiled_min_batch;
@@ -950,7 +944,7 @@ func (l *Linear) ggmlGemmRows(a *qacts) int {
 }
 
 // ggmlPanel computes out[t·l.Out + r] for weight rows r in [r0, r1) and the
-// activation rows t in [0, a.n), with buf, ggmlScratch floats, as scratch.
+// activation rows t in [0, a.n), with buf, int8Scratch floats, as scratch.
 type ggmlPanel func(l *Linear, buf []float32, r0, r1 int, a *qacts, out []float32)
 
 // panelF32 computes columns [r0, r1) of out for F32 weights as ggml-cpu's

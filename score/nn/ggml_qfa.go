@@ -58,7 +58,7 @@ func (a *Attention) ggmlBlockAttention(c *Context, out, q, v []float32, n int) {
 	workers := c.Workers(a.Heads * blocks)
 	bufs, scores, accs, vss := make([][]float32, workers), make([][]float32, workers), make([][]float32, workers), make([][]float32, workers)
 	for w := range workers {
-		bufs[w], scores[w], accs[w], vss[w] = make([]float32, ggmlScratch(hd, f)), make([]float32, rows*n), make([]float32, hd), make([]float32, n)
+		bufs[w], scores[w], accs[w], vss[w] = make([]float32, int8Scratch(hd, f)), make([]float32, rows*n), make([]float32, hd), make([]float32, n)
 	}
 	c.ParallelDynamic(a.Heads*blocks, 1, func(w, lo, hi int) {
 		for it := lo; it < hi; it++ {

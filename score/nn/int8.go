@@ -331,7 +331,12 @@ func initGenericInt8() {
 
 // int8Scratch is the float32s panelInt8 needs for rows of k inputs:
 // decoded rows (32·k bytes), the panel (32·k bytes), row scales and minima
-// and their panels, a C tile.
+// and their panels, a C tile, the wide kernels' int16 panel (2·32·k
+// bytes): at least 48·k. It holds every ggmlPanel's pieces too (carver),
+// the largest the i-quants' vec_dot order with a δ part, about 40.4·k:
+// the panel's codes (8·k), two int16 copies of its weights (32·k), then
+// scales, a row's signed codes and lanes; the tiled order about 24.5·k
+// (codes, their panel, the scales' panels and a C tile).
 func int8Scratch(k int, f quant.Int8Format) int {
 	return 2*(32*k/4) + 4*32*(k/f.Group) + gemmTileRows*32 + 2*(32*k/2)
 }
@@ -441,7 +446,7 @@ func (l *Linear) decodeCodes(c *carver, r0, r1 int) []byte {
 }
 
 // carver hands out consecutive pieces of a panel's scratch (a worker's
-// floats, int8Scratch or ggmlScratch of them), so that a panel allocates
+// floats, int8Scratch of them), so that a panel allocates
 // nothing per call; a piece holds whatever the worker's last panel left
 // there.
 type carver []float32

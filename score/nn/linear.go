@@ -103,9 +103,6 @@ func ForwardShared(c *Context, x []float32, n int, ls []*Linear, outs [][]float3
 		panels[i+1] = panels[i] + (l.Out+panelRows-1)/panelRows
 		if f, ok := l.int8Able(); ok && c.Int8 {
 			per = max(per, int8Scratch(k, f))
-			if c.LlamaCPP {
-				per = max(per, ggmlScratch(k, f))
-			}
 			if acts[f.ActBlock/256] == nil {
 				acts[f.ActBlock/256] = &qacts{actBlock: f.ActBlock, sums4: c.LlamaCPP, avx2: c.GGMLAVX2}
 			}
