@@ -29,6 +29,7 @@ func archInit() {
 	neon.transpose16 = transpose16NEON
 	neon.laneSums16 = laneSums16NEON // SMLAL: every arm64 CPU
 	neon.deltaGGML, neon.deltaGGML8 = deltaGGMLNEON, deltaGGML8NEON
+	neon.ssmGGML, neon.ssmGGML8 = ssmGGMLNEON, ssmGGML8NEON
 	neon.gemm = [2][]gemmFunc{
 		{gemmF32x16m1NEON, gemmF32x16m2NEON, gemmF32x16m3NEON, gemmF32x16m4NEON},
 		{gemmF32x32m1NEON, gemmF32x32m2NEON},

@@ -127,3 +127,9 @@ func deltaGGMLNEON(m *float32, d int, k *float32, q *float32, v *float32, e floa
 
 //go:noescape
 func deltaGGML8NEON(m *float32, d int, k *float32, q *float32, v *float32, e float32, b float32, scale float32, out *float32)
+
+//go:noescape
+func ssmGGMLNEON(s *float32, n int, b *float32, c *float32, x *float32, rows int, np int, dA float32, d float32, y *float32)
+
+//go:noescape
+func ssmGGML8NEON(s *float32, n int, b *float32, c *float32, x *float32, rows int, np int, dA float32, d float32, y *float32)

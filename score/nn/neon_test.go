@@ -35,5 +35,6 @@ func TestNEONUnderQEMU(t *testing.T) {
 		"TestLanesKernels", "TestTiledKernels", "TestKRepackedKernels", "TestMinSumsKernel",
 		"TestLinearInt8", "TestInt8Tiles", "TestLinearInt8Lowbit", "TestGGMLProducts", "TestGGMLProductsQ1Q2",
 		"TestMaxArg", "TestMaxArgZeros", "TestDotKernels", "TestDotBF16Kernels", "TestBF16Panels",
-		"TestPack32Words", "TestGGMLExpfs", "TestQuantActs", "TestLaneSums", "TestGGMLDeltaNet", "TestDeltaRuleGGML")
+		"TestPack32Words", "TestGGMLExpfs", "TestQuantActs", "TestLaneSums", "TestGGMLDeltaNet", "TestDeltaRuleGGML",
+		"TestSSMRowsGGML", "TestSSMScanGGMLLevels", "TestGGMLMamba2")
 }

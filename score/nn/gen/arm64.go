@@ -52,6 +52,8 @@ func kernelsARM64() {
 	laneSums16NEON()
 	deltaNEON(16)
 	deltaNEON(8)
+	ssmGGMLNEON(16)
+	ssmGGMLNEON(8)
 }
 
 // gemmNEON prints the m-row tile of 4·nv columns (gemmFunc; with accMode,
@@ -855,20 +857,7 @@ func dotF32NEON(w int) {
 	p("\tSUBS $1, R2, R2")
 	p("\tBNE loop")
 	p("fold:")
-	for l := range nv {
-		neon(fadd, l, l, 2*nv+l)
-		neon(fadd, nv+l, nv+l, 3*nv+l)
-	}
-	for l := range nv {
-		neon(fadd, l, l, nv+l)
-	}
-	if w == 16 {
-		reduce16NEON(0)
-	} else {
-		neon(fadd, 0, 0, 1)
-		neon(faddp, 0, 0, 0)
-		neon(faddps, 0, 0)
-	}
+	foldDotNEON(w)
 	p("\tFMOVS F0, ret+24(FP)")
 	p("\tRET")
 }
@@ -1050,22 +1039,6 @@ func deltaNEON(w int) {
 		}
 		return "[" + strings.Join(r, ", ") + "]"
 	}
-	fold := func() {
-		for l := range nv {
-			neon(fadd, l, l, 2*nv+l)
-			neon(fadd, nv+l, nv+l, 3*nv+l)
-		}
-		for l := range nv {
-			neon(fadd, l, l, nv+l)
-		}
-		if w == 16 {
-			reduce16NEON(0)
-		} else {
-			neon(fadd, 0, 0, 1)
-			neon(faddp, 0, 0, 0)
-			neon(faddps, 0, 0)
-		}
-	}
 	p("")
 	p("// func %s(m *float32, d int, k *float32, q *float32, v *float32, e float32, b float32, scale float32, out *float32)", name)
 	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
@@ -1100,7 +1073,7 @@ func deltaNEON(w int) {
 	}
 	p("\tSUBS $1, R7, R7")
 	p("\tBNE decay")
-	fold()
+	foldDotNEON(w)
 	p("\tFMOVS (R3), F1")
 	p("\tFSUBS F0, F1, F1")
 	p("\tFMULS F%d, F1, F1", b)
@@ -1125,7 +1098,7 @@ func deltaNEON(w int) {
 	}
 	p("\tSUBS $1, R7, R7")
 	p("\tBNE mad")
-	fold()
+	foldDotNEON(w)
 	p("\tFMULS F%d, F0, F0", sc)
 	p("\tFMOVS F0, (R4)")
 	p("\tADD $4, R4, R4")
@@ -1135,4 +1108,101 @@ func deltaNEON(w int) {
 	p("\tBNE row")
 	p("done:")
 	p("\tRET")
+}
+
+// ssmGGMLNEON prints ssmGGMLNEON (w 16: the AVX-512 build's lanes) or
+// ssmGGML8NEON (w 8: the AVX2 build's), ssmRowsGGMLGeneric for np whole
+// steps of 4·w: per state row, xd = x·d; each step's four vectors of w
+// lanes (w/4 registers each) become v = fma(s, dA, b·xd) (FMUL, then FMLA
+// onto the rounded product), stored, and FMA-accumulated times c into
+// their accumulator (V0-V15), folded as dotF32NEON's (ggmlReduce).
+func ssmGGMLNEON(w int) {
+	name, nv := "ssmGGMLNEON", w/4
+	if w == 8 {
+		name = "ssmGGML8NEON"
+	}
+	const st, br, cr, dA, d, xd = 16, 20, 24, 28, 29, 30
+	regs := func(first int) string {
+		var r []string
+		for l := range nv {
+			r = append(r, fmt.Sprintf("V%d.S4", first+l))
+		}
+		return "[" + strings.Join(r, ", ") + "]"
+	}
+	p("")
+	p("// func %s(s *float32, n int, b *float32, c *float32, x *float32, rows int, np int, dA float32, d float32, y *float32)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-72", name)
+	p("\tMOVD s+0(FP), R0")
+	p("\tMOVD n+8(FP), R1")
+	p("\tLSL $2, R1, R1") // a state row's bytes
+	p("\tMOVD b+16(FP), R2")
+	p("\tMOVD c+24(FP), R3")
+	p("\tMOVD x+32(FP), R4")
+	p("\tMOVD rows+40(FP), R5")
+	p("\tMOVD np+48(FP), R6")
+	p("\tLSR $%d, R6, R6", map[int]int{16: 6, 8: 5}[w]) // steps per row
+	p("\tFMOVS dA+56(FP), F%d", dA)
+	p("\tVDUP V%d.S[0], V%d.S4", dA, dA)
+	p("\tFMOVS d+60(FP), F%d", d)
+	p("\tMOVD y+64(FP), R7")
+	p("\tCBZ R5, done")
+	p("\tCBZ R6, done")
+	p("row:")
+	p("\tFMOVS (R4), F1")
+	p("\tFMULS F%d, F1, F1", d)
+	p("\tVDUP V1.S[0], V%d.S4", xd)
+	zeroNEON(0, 4*nv)
+	p("\tMOVD R0, R8")
+	p("\tMOVD R2, R9")
+	p("\tMOVD R3, R10")
+	p("\tMOVD R6, R11")
+	p("step:")
+	for a := range 4 {
+		p("\tVLD1.P %d(R9), %s", 4*w, regs(br))
+		for l := range nv {
+			neon(fmul, br+l, br+l, xd)
+		}
+		p("\tVLD1 (R8), %s", regs(st))
+		for l := range nv {
+			p("\tVFMLA V%d.S4, V%d.S4, V%d.S4", dA, st+l, br+l)
+		}
+		p("\tVST1.P %s, %d(R8)", regs(br), 4*w)
+		p("\tVLD1.P %d(R10), %s", 4*w, regs(cr))
+		for l := range nv {
+			p("\tVFMLA V%d.S4, V%d.S4, V%d.S4", cr+l, br+l, a*nv+l)
+		}
+	}
+	p("\tSUBS $1, R11, R11")
+	p("\tBNE step")
+	foldDotNEON(w)
+	p("\tFMOVS F0, (R7)")
+	p("\tADD $4, R7, R7")
+	p("\tADD $4, R4, R4")
+	p("\tADD R1, R0, R0")
+	p("\tSUBS $1, R5, R5")
+	p("\tBNE row")
+	p("done:")
+	p("\tRET")
+}
+
+// foldDotNEON folds the four accumulators of w lanes in V0-V15 (w/4
+// registers each) into S0 as ggml's dot products and ggmlReduce do: 0+2
+// and 1+3, then the two, then the lanes (reduce16NEON; on 8 lanes the
+// halves, then (0+1) + (2+3)).
+func foldDotNEON(w int) {
+	nv := w / 4
+	for l := range nv {
+		neon(fadd, l, l, 2*nv+l)
+		neon(fadd, nv+l, nv+l, 3*nv+l)
+	}
+	for l := range nv {
+		neon(fadd, l, l, nv+l)
+	}
+	if w == 16 {
+		reduce16NEON(0)
+		return
+	}
+	neon(fadd, 0, 0, 1)
+	neon(faddp, 0, 0, 0)
+	neon(faddps, 0, 0)
 }
