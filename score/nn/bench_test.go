@@ -270,6 +270,29 @@ func BenchmarkPack32Words(b *testing.B) {
 	}
 }
 
+// BenchmarkLaneSums is the vec_dot orders' integer lanes (kernels.laneSums16
+// where the level has it) at every level: one weight row of 4096 int16
+// weights times int8 activations.
+func BenchmarkLaneSums(b *testing.B) {
+	const k = 4096
+	r := rand.New(rand.NewPCG(3, 4))
+	w, x := make([]int16, k), make([]int8, k)
+	for i := range w {
+		w[i], x[i] = int16(r.IntN(2*8064+1)-8064), int8(r.IntN(255)-127)
+	}
+	s := make([][8]int32, k/256)
+	for _, l := range Levels() {
+		prev := SetLevel(l)
+		b.Run(l.String(), func(b *testing.B) {
+			for b.Loop() {
+				laneSums(s, w, x)
+			}
+			b.ReportMetric(float64(k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "Gweights/s")
+		})
+		SetLevel(prev)
+	}
+}
+
 // BenchmarkMiscKernels times the exp-based kernels at every level.
 func BenchmarkMiscKernels(b *testing.B) {
 	r := rand.New(rand.NewPCG(1, 1))
