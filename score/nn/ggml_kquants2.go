@@ -21,11 +21,11 @@ import (
 // rows; the tiled and repacked orders have kernels: panelTiled,
 // panelKRepacked).
 type kMinRows struct {
-	k, g, nsb, ng int       // inputs, group size, super-blocks, groups per row
-	w             []int16   // w_e = sc_e·q_e (at most 63·31), row after row
-	mins          []int32   // m_j, row after row
-	dw, dm        []float32 // per super-block
-	lanes         [][8]int32
+	k, g, nsb, ng int        // inputs, group size, super-blocks, groups per row
+	w             []int16    // w_e = sc_e·q_e (at most 63·31), row after row
+	mins          []int32    // m_j, row after row
+	dw, dm        []float32  // per super-block
+	lanes         [][8]int32 // rowLanes's, one row's at a time
 }
 
 // decodeKMin decodes rows [r0, r1) of l into pieces of c: scales gives a
