@@ -88,16 +88,16 @@ func (l *Linear) panelQ4K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 // kMinFormat is what the K-quants with minima (Q2_K, Q4_K, Q5_K) differ in
 // for panelKMin.
 type kMinFormat struct {
-	scales  tiledScales                                                          // a row's integer scales and minima, d and dmin
-	repacks func(a *qacts) bool                                                  // whether llama.cpp repacks a matrix of Out a multiple of 8 (nil: never)
-	variant int                                                                  // panelKRepacked's
-	vec     func(p *kMinRows, r int, qx []int8, xs []int32, d []float32) float32 // ggml_vec_dot's order
+	scales  tiledScales                                                         // a row's integer scales and minima, d and dmin
+	repacks func(a *qacts) bool                                                 // whether llama.cpp repacks a matrix of Out a multiple of 8 (nil: never)
+	variant int                                                                 // panelKRepacked's
+	vec     func(p *vecRows, r int, qx []int8, xs []int32, d []float32) float32 // ggml_vec_dot's order
 }
 
 var (
-	q4kFormat = kMinFormat{scales: k4RowScales(144), repacks: func(*qacts) bool { return true }, vec: (*kMinRows).vecQ4K}
-	q5kFormat = kMinFormat{scales: k4RowScales(176), vec: (*kMinRows).vecQ5K}
-	q2kFormat = kMinFormat{scales: q2kScales, repacks: func(a *qacts) bool { return !a.avx2 }, variant: 2, vec: (*kMinRows).vecQ2K}
+	q4kFormat = kMinFormat{scales: k4RowScales(144), repacks: func(*qacts) bool { return true }, vec: (*vecRows).vecQ4K}
+	q5kFormat = kMinFormat{scales: k4RowScales(176), vec: (*vecRows).vecQ5K}
+	q2kFormat = kMinFormat{scales: q2kScales, repacks: func(a *qacts) bool { return !a.avx2 }, variant: 2, vec: (*vecRows).vecQ2K}
 )
 
 // panelKMin is panelInt8 for a K-quant with minima in llama.cpp's order
@@ -112,7 +112,7 @@ func (l *Linear) panelKMin(buf []float32, r0, r1 int, a *qacts, out []float32, f
 		l.panelTiled(buf, r0, r1, a, out, f.scales)
 	default:
 		c := carver(buf)
-		p := l.decodeKMin(&c, r0, r1, f.scales)
+		p := l.decodeVec(&c, r0, r1, f.scales, 0)
 		l.recordPanel(r0, r1, a, out, p.g, func(_ int, qx []int8, xs []int32, d []float32, r int) float32 {
 			return f.vec(p, r, qx, xs, d)
 		})
@@ -120,7 +120,7 @@ func (l *Linear) panelKMin(buf []float32, r0, r1 int, a *qacts, out []float32, f
 }
 
 // vecQ4K is ggml_vec_dot_q4_K_q8_K's output for row r (see panelQ4K).
-func (p *kMinRows) vecQ4K(r int, qx []int8, xs []int32, d []float32) float32 {
+func (p *vecRows) vecQ4K(r int, qx []int8, xs []int32, d []float32) float32 {
 	ls := p.rowLanes(r, qx)
 	var acc [8]float32
 	var accm [4]float32
@@ -159,29 +159,16 @@ func (l *Linear) panelQ6K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 		l.panelTiled(buf, r0, r1, a, out, q6kScales)
 		return
 	}
-	f, _ := l.int8Able()
-	k, nsb, rows := l.In, l.In/256, r1-r0
 	c := carver(buf)
-	q := l.decodeCodes(&c, r0, r1)
-	scs := carve[int32](&c, rows*k/16)
-	dw := carve[float32](&c, rows*nsb)
-	wq := carve[int16](&c, rows*k) // sc_e·q_e, q_e the unsigned 6-bit value (at most 128·63)
-	lanes := carve[[8]int32](&c, nsb)
-	for r := range rows {
-		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
-		sc := scs[r*k/16 : (r+1)*k/16]
-		q6kScales(row, sc, dw[r*nsb:(r+1)*nsb], nil, nil)
-		scaleCodes(wq[r*k:(r+1)*k], q[r*k:(r+1)*k], sc, 16, 0)
-	}
-	l.recordPanel(r0, r1, a, out, f.Group, func(_ int, qx []int8, xs16 []int32, d []float32, r int) float32 {
-		sc := scs[r*k/16 : (r+1)*k/16]
-		laneSums(lanes, wq[r*k:(r+1)*k], qx)
+	p := l.decodeVec(&c, r0, r1, q6kScales, 0) // w_e = sc_e·q_e, q_e the unsigned 6-bit value
+	l.recordPanel(r0, r1, a, out, 16, func(_ int, qx []int8, xs16 []int32, d []float32, r int) float32 {
+		ls, sc := p.rowLanes(r, qx), p.ls[r*p.ng:(r+1)*p.ng]
 		var acc [8]float32
-		for b := range nsb {
-			sd := d[8*b] * dw[r*nsb+b]
+		for b := range p.nsb {
+			sd := d[8*b] * p.dw[r*p.nsb+b]
 			for m := range 8 {
 				j := 16*b + 2*m
-				v := lanes[b][m] - 32*(sc[j]*xs16[j]+sc[j+1]*xs16[j+1])
+				v := ls[b][m] - 32*(sc[j]*xs16[j]+sc[j+1]*xs16[j+1])
 				acc[m] = fma32(sd, float32(v), acc[m])
 			}
 		}
@@ -261,7 +248,7 @@ func initGenericKRepacked() {
 
 // panelKRepacked is panelQ4K and panelQ2K for a matrix llama.cpp repacks
 // (Out a multiple of 8): the activation rows [0, n - n%4) in the GEMM's
-// order, the others in the GEMV's; scales gives a row's (as decodeKMin's),
+// order, the others in the GEMV's; scales gives a row's (as decodeVec's),
 // variant is the GEMM's in kRepackedVariants.
 func (l *Linear) panelKRepacked(buf []float32, r0, r1 int, a *qacts, out []float32, scales tiledScales, variant int) {
 	f, _ := l.int8Able()

@@ -16,34 +16,42 @@ import (
 // super-block's f16 scales as float32. All integer sums are exact; only
 // the float32 operations listed round.
 
-// kMinRows is a panel of rows of a K-quant with minima (Q2_K, Q4_K, Q5_K),
-// decoded for their vec_dot orders (fewer than ggmlTiledRows activation
-// rows; the tiled and repacked orders have kernels: panelTiled,
-// panelKRepacked).
-type kMinRows struct {
+// vecRows is a panel of rows of a K-quant decoded for its vec_dot order
+// (fewer than ggmlTiledRows activation rows; the tiled and repacked
+// orders have kernels: panelTiled, panelKRepacked).
+type vecRows struct {
 	k, g, nsb, ng int        // inputs, group size, super-blocks, groups per row
-	w             []int16    // w_e = sc_e·q_e (at most 63·31), row after row
-	mins          []int32    // m_j, row after row
-	dw, dm        []float32  // per super-block
+	w             []int16    // w_e = sc_e·(q_e − off) (at most 128·63 in magnitude), row after row
+	ls            []int32    // sc_j, row after row
+	mins          []int32    // m_j, row after row (the types with minima)
+	dw, dm        []float32  // d and dmin per super-block (dm: with minima)
 	lanes         [][8]int32 // rowLanes's, one row's at a time
 }
 
-// decodeKMin decodes rows [r0, r1) of l into pieces of c: scales gives a
-// row's scales and minima (one per group) and the d and dmin of its
-// super-blocks.
-func (l *Linear) decodeKMin(c *carver, r0, r1 int, scales tiledScales) *kMinRows {
+// decodeVec decodes rows [r0, r1) of l into pieces of c: scales gives a
+// row's integer scales (and minima, for a type with them) per group and
+// the d (and dmin) of its super-blocks, the weights are sc_e·(q_e − off).
+func (l *Linear) decodeVec(c *carver, r0, r1 int, scales tiledScales, off int16) *vecRows {
 	f, _ := quant.Int8FormatOf(l.Type)
 	k, rows := l.In, r1-r0
-	p := &kMinRows{k: k, g: f.Group, nsb: k / 256, ng: k / f.Group}
+	p := &vecRows{k: k, g: f.Group, nsb: k / 256, ng: k / f.Group}
 	q := l.decodeCodes(c, r0, r1)
-	p.w, p.mins = carve[int16](c, rows*k), carve[int32](c, rows*p.ng)
-	p.dw, p.dm = carve[float32](c, rows*p.nsb), carve[float32](c, rows*p.nsb)
+	p.w, p.ls = carve[int16](c, rows*k), carve[int32](c, rows*p.ng)
+	p.dw = carve[float32](c, rows*p.nsb)
+	if f.HasMin {
+		p.mins, p.dm = carve[int32](c, rows*p.ng), carve[float32](c, rows*p.nsb)
+	}
 	p.lanes = carve[[8]int32](c, p.nsb)
-	sc := carve[int32](c, p.ng)
 	for r := range rows {
 		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
-		scales(row, sc, p.dw[r*p.nsb:(r+1)*p.nsb], p.mins[r*p.ng:(r+1)*p.ng], p.dm[r*p.nsb:(r+1)*p.nsb])
-		scaleCodes(p.w[r*k:(r+1)*k], q[r*k:(r+1)*k], sc, p.g, 0)
+		ls := p.ls[r*p.ng : (r+1)*p.ng]
+		var m []int32
+		var dm []float32
+		if f.HasMin {
+			m, dm = p.mins[r*p.ng:(r+1)*p.ng], p.dm[r*p.nsb:(r+1)*p.nsb]
+		}
+		scales(row, ls, p.dw[r*p.nsb:(r+1)*p.nsb], m, dm)
+		scaleCodes(p.w[r*k:(r+1)*k], q[r*k:(r+1)*k], ls, p.g, off)
 	}
 	return p
 }
@@ -60,13 +68,13 @@ func scaleCodes(w []int16, q []byte, sc []int32, g int, off int16) {
 }
 
 // rowLanes is laneSums of row r with the activations qx, into p.lanes.
-func (p *kMinRows) rowLanes(r int, qx []int8) [][8]int32 {
+func (p *vecRows) rowLanes(r int, qx []int8) [][8]int32 {
 	laneSums(p.lanes, p.w[r*p.k:(r+1)*p.k], qx)
 	return p.lanes
 }
 
 // minSum is Σ m_j·B_j over the groups [j0, j1) of row r.
-func (p *kMinRows) minSum(r int, xs []int32, j0, j1 int) (sm int32) {
+func (p *vecRows) minSum(r int, xs []int32, j0, j1 int) (sm int32) {
 	mr := p.mins[r*p.ng : (r+1)*p.ng]
 	for j := j0; j < j1; j++ {
 		sm += mr[j] * xs[j]
@@ -187,26 +195,15 @@ func (l *Linear) panelQ3K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 		l.panelTiled(buf, r0, r1, a, out, q3kScales)
 		return
 	}
-	k, nsb := l.In, l.In/256
-	rows := r1 - r0
 	c := carver(buf)
-	q := l.decodeCodes(&c, r0, r1)
-	ls := carve[int32](&c, k/16)
-	dw := carve[float32](&c, rows*nsb)
-	w := carve[int16](&c, rows*k) // sc_e·(q_e - 4)
-	lanes := carve[[8]int32](&c, nsb)
-	for r := range rows {
-		row := l.Data[(r0+r)*l.RowBytes : (r0+r+1)*l.RowBytes]
-		q3kScales(row, ls, dw[r*nsb:(r+1)*nsb], nil, nil)
-		scaleCodes(w[r*k:(r+1)*k], q[r*k:(r+1)*k], ls, 16, 4)
-	}
+	p := l.decodeVec(&c, r0, r1, q3kScales, 4) // w_e = sc_e·(q_e − 4)
 	l.recordPanel(r0, r1, a, out, 16, func(_ int, qx []int8, _ []int32, d []float32, r int) float32 {
-		laneSums(lanes, w[r*k:(r+1)*k], qx)
+		ls := p.rowLanes(r, qx)
 		var acc [8]float32
-		for b := range nsb {
-			sd := d[8*b] * dw[r*nsb+b]
+		for b := range p.nsb {
+			sd := d[8*b] * p.dw[r*p.nsb+b]
 			for m := range 8 {
-				acc[m] = fma32(sd, float32(lanes[b][m]), acc[m])
+				acc[m] = fma32(sd, float32(ls[b][m]), acc[m])
 			}
 		}
 		return hsum8(&acc)
@@ -248,7 +245,7 @@ func (l *Linear) panelQ5K(buf []float32, r0, r1 int, a *qacts, out []float32) {
 }
 
 // vecQ2K is ggml_vec_dot_q2_K_q8_K's output for row r (see panelQ2K).
-func (p *kMinRows) vecQ2K(r int, qx []int8, xs []int32, d []float32) float32 {
+func (p *vecRows) vecQ2K(r int, qx []int8, xs []int32, d []float32) float32 {
 	mr := p.mins[r*p.ng : (r+1)*p.ng]
 	ls := p.rowLanes(r, qx)
 	var acc [8]float32
@@ -267,7 +264,7 @@ func (p *kMinRows) vecQ2K(r int, qx []int8, xs []int32, d []float32) float32 {
 }
 
 // vecQ5K is ggml_vec_dot_q5_K_q8_K's output for row r (see panelQ5K).
-func (p *kMinRows) vecQ5K(r int, qx []int8, xs []int32, d []float32) float32 {
+func (p *vecRows) vecQ5K(r int, qx []int8, xs []int32, d []float32) float32 {
 	ls := p.rowLanes(r, qx)
 	var acc [8]float32
 	var summs float32

@@ -157,13 +157,23 @@ func rowNEON(op, ptr string, first, nv int) {
 			p("\tADD $%d, %s, R15", 16*z, ptr)
 			at = "R15"
 		}
-		regs := fmt.Sprintf("[V%d.S4, V%d.S4, V%d.S4, V%d.S4]", first+z, first+z+1, first+z+2, first+z+3)
+		regs := regList(first+z, 4)
 		if op == "VST1" {
 			p("\tVST1 %s, (%s)", regs, at)
 		} else {
 			p("\t%s (%s), %s", op, at, regs)
 		}
 	}
+}
+
+// regList is the list of n consecutive registers from V(first) in four
+// lanes of 32 bits, for VLD1 and VST1.
+func regList(first, n int) string {
+	var r []string
+	for l := range n {
+		r = append(r, fmt.Sprintf("V%d.S4", first+l))
+	}
+	return "[" + strings.Join(r, ", ") + "]"
 }
 
 // The NEON float32 instructions Go's assembler does not name, as their
@@ -840,16 +850,9 @@ func dotF32NEON(w int) {
 	zeroNEON(0, 4*nv)
 	p("\tCBZ R2, fold")
 	p("loop:")
-	regs := func(first int) string {
-		var r []string
-		for l := range nv {
-			r = append(r, fmt.Sprintf("V%d.S4", first+l))
-		}
-		return "[" + strings.Join(r, ", ") + "]"
-	}
 	for j := range 4 {
-		p("\tVLD1.P %d(R0), %s", 4*w, regs(16))
-		p("\tVLD1.P %d(R1), %s", 4*w, regs(20))
+		p("\tVLD1.P %d(R0), %s", 4*w, regList(16, nv))
+		p("\tVLD1.P %d(R1), %s", 4*w, regList(20, nv))
 		for l := range nv {
 			p("\tVFMLA V%d.S4, V%d.S4, V%d.S4", 16+l, 20+l, j*nv+l)
 		}
@@ -1032,13 +1035,6 @@ func deltaNEON(w int) {
 		name = "deltaGGML8NEON"
 	}
 	const row, kr, qr, e, b, dl, sc = 16, 20, 24, 28, 29, 30, 31
-	regs := func(first int) string {
-		var r []string
-		for l := range nv {
-			r = append(r, fmt.Sprintf("V%d.S4", first+l))
-		}
-		return "[" + strings.Join(r, ", ") + "]"
-	}
 	p("")
 	p("// func %s(m *float32, d int, k *float32, q *float32, v *float32, e float32, b float32, scale float32, out *float32)", name)
 	p("TEXT ·%s(SB), NOSPLIT, $0-64", name)
@@ -1061,12 +1057,12 @@ func deltaNEON(w int) {
 	p("\tMOVD R11, R7")
 	p("decay:")
 	for a := range 4 {
-		p("\tVLD1 (R5), %s", regs(row))
-		p("\tVLD1.P %d(R6), %s", 4*w, regs(kr))
+		p("\tVLD1 (R5), %s", regList(row, nv))
+		p("\tVLD1.P %d(R6), %s", 4*w, regList(kr, nv))
 		for l := range nv {
 			neon(fmul, row+l, row+l, e)
 		}
-		p("\tVST1.P %s, %d(R5)", regs(row), 4*w)
+		p("\tVST1.P %s, %d(R5)", regList(row, nv), 4*w)
 		for l := range nv {
 			p("\tVFMLA V%d.S4, V%d.S4, V%d.S4", kr+l, row+l, a*nv+l)
 		}
@@ -1085,13 +1081,13 @@ func deltaNEON(w int) {
 	p("\tMOVD R11, R7")
 	p("mad:")
 	for a := range 4 {
-		p("\tVLD1 (R5), %s", regs(row))
-		p("\tVLD1.P %d(R6), %s", 4*w, regs(kr))
+		p("\tVLD1 (R5), %s", regList(row, nv))
+		p("\tVLD1.P %d(R6), %s", 4*w, regList(kr, nv))
 		for l := range nv {
 			p("\tVFMLA V%d.S4, V%d.S4, V%d.S4", dl, kr+l, row+l)
 		}
-		p("\tVST1.P %s, %d(R5)", regs(row), 4*w)
-		p("\tVLD1.P %d(R12), %s", 4*w, regs(qr))
+		p("\tVST1.P %s, %d(R5)", regList(row, nv), 4*w)
+		p("\tVLD1.P %d(R12), %s", 4*w, regList(qr, nv))
 		for l := range nv {
 			p("\tVFMLA V%d.S4, V%d.S4, V%d.S4", qr+l, row+l, a*nv+l)
 		}
@@ -1122,13 +1118,6 @@ func ssmGGMLNEON(w int) {
 		name = "ssmGGML8NEON"
 	}
 	const st, br, cr, dA, d, xd = 16, 20, 24, 28, 29, 30
-	regs := func(first int) string {
-		var r []string
-		for l := range nv {
-			r = append(r, fmt.Sprintf("V%d.S4", first+l))
-		}
-		return "[" + strings.Join(r, ", ") + "]"
-	}
 	p("")
 	p("// func %s(s *float32, n int, b *float32, c *float32, x *float32, rows int, np int, dA float32, d float32, y *float32)", name)
 	p("TEXT ·%s(SB), NOSPLIT, $0-72", name)
@@ -1158,16 +1147,16 @@ func ssmGGMLNEON(w int) {
 	p("\tMOVD R6, R11")
 	p("step:")
 	for a := range 4 {
-		p("\tVLD1.P %d(R9), %s", 4*w, regs(br))
+		p("\tVLD1.P %d(R9), %s", 4*w, regList(br, nv))
 		for l := range nv {
 			neon(fmul, br+l, br+l, xd)
 		}
-		p("\tVLD1 (R8), %s", regs(st))
+		p("\tVLD1 (R8), %s", regList(st, nv))
 		for l := range nv {
 			p("\tVFMLA V%d.S4, V%d.S4, V%d.S4", dA, st+l, br+l)
 		}
-		p("\tVST1.P %s, %d(R8)", regs(br), 4*w)
-		p("\tVLD1.P %d(R10), %s", 4*w, regs(cr))
+		p("\tVST1.P %s, %d(R8)", regList(br, nv), 4*w)
+		p("\tVLD1.P %d(R10), %s", 4*w, regList(cr, nv))
 		for l := range nv {
 			p("\tVFMLA V%d.S4, V%d.S4, V%d.S4", cr+l, br+l, a*nv+l)
 		}
