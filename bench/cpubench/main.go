@@ -28,7 +28,8 @@
 // Comparison with llama.cpp (--llama "chroot /tmp/sid llama-perplexity",
 // --llama-root /tmp/sid to copy the files where a chroot sees them): for
 // each model, rounds of ppl-score fp32, ppl-score int8 (or the first int8
-// mode of --modes: int8-avx2 against llama.cpp's AVX2 build) and
+// mode of --modes: int8-avx2 against llama.cpp's AVX2 build, int8-amx
+// against its build for CPUs with AMX-INT8) and
 // llama-perplexity -c CONTEXT -b CONTEXT -t THREADS --chunks CHUNKS run
 // one after another, --reps rounds; the best wall time of each is kept (the
 // machine is shared, so the best is the least disturbed) and the ratios of
@@ -528,7 +529,8 @@ type comparison struct {
 }
 
 // int8Mode is the int8 mode compared with llama.cpp: the first of --modes
-// (int8-avx2 for llama.cpp's AVX2 build), int8 if none is.
+// (int8-avx2 for llama.cpp's AVX2 build, int8-amx for its AMX build), int8
+// if none is.
 func (c *config) int8Mode() string {
 	for _, m := range c.modes {
 		if strings.HasPrefix(m, "int8") {

@@ -72,7 +72,7 @@ type runFlags struct {
 	WriteBase string   `name:"write-kld-base" placeholder:"FILE" help:"Also write the model's log-probs as a llama-perplexity --kl-divergence-base file (ppl-score; --protocol llama.cpp, one text)." type:"path"`
 	KVDtype   string   `name:"kv-dtype" help:"KV cache format (ppl-score)."`
 	RefKV     string   `name:"reference-kv-dtype" help:"The reference's KV cache format (ppl-score)."`
-	Act       string   `name:"activations" help:"Arithmetic: fp32, int8 or int8-avx2 (ppl-score)."`
+	Act       string   `name:"activations" help:"Arithmetic: fp32, int8, int8-avx2 or int8-amx (ppl-score)."`
 	Device    string   `help:"Where to score: auto, cpu, cuda, cuda:N (ppl-score)."`
 	Devices   string   `placeholder:"N,N,..." help:"Score on several devices at once, one engine each: 0,1,2,3 (ppl-score)."`
 	RefDev    string   `name:"reference-device" placeholder:"DEV" help:"Where the reference runs, cuda:N (default: the model's device; ppl-score)."`

@@ -74,11 +74,16 @@
 // every weight type), which gives llama-perplexity's log-probs to the bit with
 // --kv-dtype f16 as its build for AVX-512 machines computes them;
 // int8-avx2 as its build for AVX2 machines does (the two builds' digits
-// differ). On a GPU, fp32 is its half-precision products and int8 the same
+// differ); int8-amx as its build for CPUs with AMX-INT8 does (Debian's
+// sapphirerapids backend, loaded on Intel Xeons from Sapphire Rapids on:
+// the AVX-512 build, but the matrices of Q4_0, Q4_1, Q8_0, Q4_K, Q5_K,
+// Q6_K, IQ4_XS and F16 it places in its AMX buffer multiplied in its AMX
+// kernels' order; on such a CPU ppl-score says so in int8 and int8-avx2).
+// On a GPU, fp32 is its half-precision products and int8 the same
 // 8-bit activations and integer products (on the integer tensor cores,
 // with the float32 operations between products its own, not ggml-cpu's);
-// int8-avx2 is the CPU's only. The header and the cache keys record the
-// mode.
+// int8-avx2 and int8-amx are the CPU's only. The header and the cache keys
+// record the mode.
 //
 // --ssm-state-dtype f32|f16|bf16 chooses the dtype the recurrent state of
 // Gated DeltaNet and Kimi Delta Attention layers (qwen35, qwen35moe,
@@ -168,7 +173,7 @@ type flags struct {
 	WriteKLDBase    string           `name:"write-kld-base" placeholder:"FILE" help:"Also write the model's log-probs as a llama-perplexity --kl-divergence-base file, for ppl-score --kld-base or llama-perplexity --kl-divergence (the llama.cpp protocol over one text, every window; written whole or not at all)."`
 	RefKVDtype      string           `name:"reference-kv-dtype" enum:",f32,f16,bf16,int8,fp8,k8v4,nvfp4,q8_0,q4_0,q4_1,q5_0,q5_1,iq4_nl,rk8v4,rk4v4,rk2v4" default:"" help:"KV cache storage of the reference model (default: --kv-dtype)."`
 	Threads         int              `default:"0" help:"Worker threads (default: all cores)."`
-	Activations     string           `default:"fp32" enum:"fp32,int8,int8-avx2" help:"Arithmetic of products: fp32; int8 (llama.cpp's: 8-bit activations, integer products; on the CPU also ggml-cpu's float operations in its order, as its build for AVX-512 machines computes; on a GPU the integer tensor cores); int8-avx2 (the CPU only: as llama.cpp's build for AVX2 machines computes) (default ${default})."`
+	Activations     string           `default:"fp32" enum:"fp32,int8,int8-avx2,int8-amx" help:"Arithmetic of products: fp32; int8 (llama.cpp's: 8-bit activations, integer products; on the CPU also ggml-cpu's float operations in its order, as its build for AVX-512 machines computes; on a GPU the integer tensor cores); int8-avx2 (the CPU only: as llama.cpp's build for AVX2 machines computes); int8-amx (the CPU only: as its build for CPUs with AMX-INT8 computes) (default ${default})."`
 	SSMStateDtype   string           `name:"ssm-state-dtype" default:"f32" enum:"f32,f16,bf16" help:"Recurrent state of Gated DeltaNet, Kimi Delta Attention and Mamba layers (qwen35, qwen35moe, qwen3next, kimi-linear, mamba, mamba2, jamba, granitehybrid, ...): f32, f16 or bf16 (default ${default})."`
 	Device          string           `default:"auto" placeholder:"DEV" help:"Where to score: auto (a CUDA GPU when one is usable, else the CPU), cpu, cuda or cuda:N (default ${default})."`
 	Devices         string           `placeholder:"N,N,..." help:"Score on several devices of --device's kind at once, one engine each (GPUs 0,1,2,3); an index may repeat. The output is the same as one device's."`

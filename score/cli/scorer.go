@@ -134,6 +134,14 @@ func (s *scorer) run(ctx context.Context, r *pipe.Reader, out io.Writer) error {
 	for _, m := range s.warnings {
 		s.log.Warnf("warning: %s", m)
 	}
+	// Of this machine, not of the scores: logged, not in the header.
+	for _, m := range []*loaded{s.m, s.ref} {
+		if m != nil {
+			if n := amxNotice(m.info.Name, m.Info(), m.Device().Activations, hostAMX()); n != "" {
+				s.log.Warnf("warning: %s", n)
+			}
+		}
+	}
 	for _, h := range headers {
 		if err := w.Pass(h); err != nil {
 			return err

@@ -160,19 +160,25 @@ func (l *Loader) tensorOf(name string, typeErr func(*gguf.Tensor) error, shape .
 	return t, data
 }
 
-// noteRole records the type bound for the tensor's role: its name without
-// "blk.N." and ".weight" ("attn_q", "output").
+// noteRole records the type bound for the tensor's role (Role).
 func (l *Loader) noteRole(name string, typ gguf.Type) {
+	role := Role(name)
+	if l.roles[role] == nil {
+		l.roles[role] = map[gguf.Type]bool{}
+	}
+	l.roles[role][typ] = true
+}
+
+// Role is a tensor's role: its name without "blk.N." and ".weight"
+// ("attn_q", "output").
+func Role(name string) string {
 	role := strings.TrimSuffix(name, ".weight")
 	if rest, ok := strings.CutPrefix(role, "blk."); ok {
 		if i := strings.IndexByte(rest, '.'); i >= 0 {
 			role = rest[i+1:]
 		}
 	}
-	if l.roles[role] == nil {
-		l.roles[role] = map[gguf.Type]bool{}
-	}
-	l.roles[role][typ] = true
+	return role
 }
 
 func sameShape(got []uint64, want []int) bool {

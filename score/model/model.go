@@ -118,6 +118,19 @@ type Info struct {
 	// vision expert): tensors llama.cpp may compute with, or that it
 	// refuses the file for; ppl-score warns of them.
 	Unread []string `json:"unread,omitempty"`
+	// Matrices are the weight matrices the architecture multiplies by,
+	// each once (a tied head is the token embedding's), in the order
+	// bound: for what depends on their types and shapes (ppl-score's
+	// notice of llama.cpp's AMX kernels).
+	Matrices []MatrixShape `json:"-"`
+}
+
+// MatrixShape is a weight matrix's tensor, type and shape.
+type MatrixShape struct {
+	Name    string // the tensor's ("blk.0.attn_q.weight")
+	Type    gguf.Type
+	In, Out int
+	Experts int // 0: one matrix
 }
 
 // Activation modes (Options.Activations): fp32, float32 activations and
@@ -127,11 +140,14 @@ type Info struct {
 // ggml-cpu's order (nn/ggml.go), as its build for AVX-512 machines computes
 // (its log-probs to the bit with an f16 KV cache, for the weight types
 // whose products are in its order); int8-avx2, int8 as its build for AVX2
-// machines computes.
+// machines computes; int8-amx, int8 as its build for CPUs with AMX-INT8
+// computes (the matrices its AMX buffer takes in its AMX kernels' order:
+// nn.AMXTaken).
 const (
 	ActFP32     = "fp32"
 	ActInt8     = "int8"
 	ActInt8AVX2 = "int8-avx2"
+	ActInt8AMX  = "int8-amx"
 )
 
 // Int8Arithmetic names the ggml whose CPU arithmetic the int8 modes copy,
@@ -196,9 +212,9 @@ func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 	switch act {
 	case "":
 		act = ActFP32
-	case ActFP32, ActInt8, ActInt8AVX2:
+	case ActFP32, ActInt8, ActInt8AVX2, ActInt8AMX:
 	default:
-		return nil, fmt.Errorf("activations %q: want %s, %s or %s", opts.Activations, ActFP32, ActInt8, ActInt8AVX2)
+		return nil, fmt.Errorf("activations %q: want %s, %s, %s or %s", opts.Activations, ActFP32, ActInt8, ActInt8AVX2, ActInt8AMX)
 	}
 	arch, err := f.String("general.architecture")
 	if err != nil {
@@ -233,6 +249,9 @@ func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 	info := Info{Arch: arch, Name: name, HParams: hp, WeightTypes: roleTypes(l.roles),
 		Shared: l.alt, Rope: l.rinfo, ALiBi: l.alibiBias, KVDtype: format.Name, Activations: act, Unread: l.unread(),
 		KVHead0: kvcache.LlamaHead0{K: cmp.Or(l.kvHead0, hp.HeadDim), V: cmp.Or(l.kvHead0, hp.ValueDim)}}
+	for _, w := range l.mats {
+		info.Matrices = append(info.Matrices, MatrixShape{Name: w.Name, Type: w.Type, In: w.In, Out: w.Out, Experts: w.Experts})
+	}
 	if r, ok := net.(recurrentNetwork); ok {
 		info.SSMStateDtype = r.ssmStateDtype()
 	}
@@ -246,6 +265,7 @@ func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 		c.Int8 = act != ActFP32
 		c.LlamaCPP = c.Int8
 		c.GGMLAVX2 = act == ActInt8AVX2
+		c.GGMLAMX = act == ActInt8AMX
 		cb := newCPU(c)
 		cb.kvHead0 = info.KVHead0
 		b = cb

@@ -260,7 +260,7 @@ func (l *Loader) MoE(prefix string, p *moeParams) *MoE {
 // its experts and the weights are its bits.
 func (l *Loader) router(r ml.Router) ml.Router {
 	a := l.Opts.Activations
-	r.GGML = a == ActInt8 || a == ActInt8AVX2
+	r.GGML = a == ActInt8 || a == ActInt8AVX2 || a == ActInt8AMX
 	r.GGMLAVX2 = a == ActInt8AVX2
 	return r
 }

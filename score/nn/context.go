@@ -28,6 +28,12 @@ type Context struct {
 	// for AVX-512 machines (libggml-cpu-zen4, the default): the two sum in
 	// lanes of 8 and 16 and have different e^x and matrix kernels.
 	GGMLAVX2 bool
+	// GGMLAMX, with LlamaCPP (and not GGMLAVX2), computes as llama.cpp's
+	// CPU build for CPUs with AMX-INT8 does (Debian's
+	// libggml-cpu-sapphirerapids): its AVX-512 build but for the matrices
+	// its AMX buffer takes (AMXTaken), which it multiplies in its AMX
+	// kernels' order (ggml_amx.go).
+	GGMLAMX bool
 
 	mem *arenas // created on first use; its chunks go back to the system on Free
 }

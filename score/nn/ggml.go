@@ -1392,7 +1392,7 @@ func (l *Linear) panelQ1_0(buf []float32, r0, r1 int, a *qacts, out []float32) {
 func (l *Linear) panelRepackable(buf []float32, r0, r1 int, a *qacts, out []float32) {
 	f, _ := l.int8Able()
 	if l.Out%8 == 0 {
-		l.panelInt8(buf, r0, r1, a, f, out)
+		l.panelInt8(buf, r0, r1, a, f, false, out)
 		return
 	}
 	l.panelLanes(buf, r0, r1, a, out)

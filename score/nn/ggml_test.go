@@ -613,7 +613,8 @@ func TestGGMLExpfs(t *testing.T) {
 // minima (6-bit, as Q2_K's to Q5_K's, 63 among them); and the narrow
 // kernels (weights below 64) on such weights, with the largest int16 sums
 // they form: a super-block of weights 63 against activations all -127 in
-// one row and +127 in another.
+// one row and +127 in another; and the kernels in llama.cpp's AMX order
+// against tiledGeneric's.
 func TestTiledKernels(t *testing.T) {
 	r := rand.New(rand.NewSource(5))
 	const k = 768 // three super-blocks
@@ -661,18 +662,26 @@ func TestTiledKernels(t *testing.T) {
 			if !hasMin {
 				pm, pdm = nil, nil
 			}
-			for _, narrow := range []bool{false, true} {
+			for _, v := range []struct{ narrow, amx bool }{{false, false}, {true, false}, {false, true}} {
+				narrow := v.narrow
 				w, negoff := w, -128
 				if narrow {
 					w, negoff = narrowW, -32
 				}
 				for m := 1; m <= 4; m++ {
 					want := make([]float32, 4*32)
-					generic.tiled[ki][m-1](&a.buf[0], a.rec, &w[0], &ls[0], pm, &d0[0], pdm, k/32, negoff, &want[0], 32, a.dOff, xsOff)
+					ref := generic.tiled[ki]
+					if v.amx {
+						ref = generic.tiledAMX[ki]
+					}
+					ref[m-1](&a.buf[0], a.rec, &w[0], &ls[0], pm, &d0[0], pdm, k/32, negoff, &want[0], 32, a.dOff, xsOff)
 					forEachLevel(t, func(t testing.TB, l Level) {
 						kerns := kern.tiled[ki]
 						if narrow {
 							kerns = kern.tiledNarrow[ki]
+						}
+						if v.amx {
+							kerns = kern.tiledAMX[ki]
 						}
 						if len(kerns) < m {
 							return // this level has no such kernels, or takes fewer rows at a time
@@ -682,7 +691,7 @@ func TestTiledKernels(t *testing.T) {
 						kerns[m-1](&a.buf[0], a.rec, &lw[0], &ls[0], pm, &d0[0], pdm, k/32, negoff, &got[0], 32, a.dOff, xsOff)
 						for i := range got[:m*32] {
 							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-								t.Fatalf("g=%d min %v narrow %v m=%d level %v: out[%d] = %v, generic %v", g, hasMin, narrow, m, l, i, got[i], want[i])
+								t.Fatalf("g=%d min %v narrow %v AMX %v m=%d level %v: out[%d] = %v, generic %v", g, hasMin, narrow, v.amx, m, l, i, got[i], want[i])
 							}
 						}
 					})

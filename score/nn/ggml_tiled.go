@@ -22,6 +22,15 @@ import "unsafe"
 // (B_j the activations' Σqx over group j; VFNMADD, then VFMADD).
 // tiledGeneric is the reference kernel; the VNNI and AVX2 kernels (tiledVNNI,
 // tiledAVX2 in gen) give its bits.
+//
+// llama.cpp's AMX kernels (ggml-cpu/amx/mmq.cpp: tinygemm_kernel_amx and,
+// for one activation row, tinygemm_kernel_vnni, in the same order) sum the
+// same integers S and M per super-block, and then (tiledGeneric with amx)
+//
+//	acc = fma(float32(S), d0·dx, acc)
+//	acc = fma(float32(M), -(dmin·dx), acc)   (types with a minimum)
+//
+// the scale products rounded to float32, from acc = 0.
 
 // tiledFunc computes an m-row tile of 32 columns (one panel) from a record
 // pointer x (row t at x + t·ldx) over nb blocks of 32 values (a multiple
@@ -32,8 +41,9 @@ import "unsafe"
 // the record's d and Σqx-per-group fields.
 type tiledFunc func(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
-// tiledGeneric is the reference tiled kernel for m rows and groups of g.
-func tiledGeneric(m, g int, x *byte, ldx int, w *uint32, lsp, minp *int32, d0p, dmp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int) {
+// tiledGeneric is the reference tiled kernel for m rows and groups of g, in
+// the AMX kernels' order with amx.
+func tiledGeneric(m, g int, amx bool, x *byte, ldx int, w *uint32, lsp, minp *int32, d0p, dmp *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int) {
 	X := unsafe.Slice(x, (m-1)*ldx+max(doff+4*nb, xsoff+4*(32/g)*nb))
 	W := unsafe.Slice(w, nb*8*32)
 	ng := nb * 32 / g
@@ -65,6 +75,13 @@ func tiledGeneric(m, g int, x *byte, ldx int, w *uint32, lsp, minp *int32, d0p, 
 					}
 				}
 				dx := *(*float32)(unsafe.Pointer(&rec[doff+4*8*sb]))
+				if amx {
+					acc = fma32(float32(s), D0[sb*32+r]*dx, acc)
+					if MN != nil {
+						acc = fma32(float32(sm), -(DM[sb*32+r] * dx), acc)
+					}
+					continue
+				}
 				v := float32(s) * D0[sb*32+r]
 				if MN != nil {
 					v = fma32(-DM[sb*32+r], float32(sm), v)
@@ -95,7 +112,10 @@ func initGenericTiled() {
 			i := tiledKernels(g, hasMin)
 			for m := 1; m <= 4; m++ {
 				generic.tiled[i] = append(generic.tiled[i], func(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int) {
-					tiledGeneric(m, g, x, ldx, w, ls, mins, d0, dm, nb, negoff, c, ldc, doff, xsoff)
+					tiledGeneric(m, g, false, x, ldx, w, ls, mins, d0, dm, nb, negoff, c, ldc, doff, xsoff)
+				})
+				generic.tiledAMX[i] = append(generic.tiledAMX[i], func(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int) {
+					tiledGeneric(m, g, true, x, ldx, w, ls, mins, d0, dm, nb, negoff, c, ldc, doff, xsoff)
 				})
 			}
 		}
@@ -112,6 +132,11 @@ type tiledScales func(row []byte, ls []int32, d0 []float32, m []int32, dm []floa
 // (see above) for a type of Int8Format f, whose rows' scales scales
 // writes.
 func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, scales tiledScales) {
+	l.panelTiledOrder(buf, r0, r1, a, out, scales, false)
+}
+
+// panelTiledOrder is panelTiled, in the AMX kernels' order with amx.
+func (l *Linear) panelTiledOrder(buf []float32, r0, r1 int, a *qacts, out []float32, scales tiledScales, amx bool) {
 	f, _ := l.int8Able()
 	k, rows := l.In, r1-r0
 	ng, nsb := k/f.Group, k/256
@@ -123,8 +148,14 @@ func (l *Linear) panelTiled(buf []float32, r0, r1 int, a *qacts, out []float32, 
 	if f.Max < 64 && len(kern.tiledNarrow[i]) > 0 {
 		kerns = kern.tiledNarrow[i]
 	}
+	if amx {
+		kerns = kern.tiledAMX[i]
+	}
 	if len(kerns) == 0 {
 		kerns, flip = generic.tiled[i], false
+		if amx {
+			kerns = generic.tiledAMX[i]
+		}
 	}
 	d0, pd0 := carve[float32](&c, 32*nsb), carve[float32](&c, 32*nsb)
 	ls, pls := carve[int32](&c, 32*ng), carve[uint32](&c, 32*ng)

@@ -342,8 +342,9 @@ func int8Scratch(k int, f quant.Int8Format) int {
 }
 
 // panelInt8 computes columns [r0, r1) of out = x·Wᵀ in the int8 mode from
-// the quantized activations a.
-func (l *Linear) panelInt8(buf []float32, r0, r1 int, a *qacts, f quant.Int8Format, out []float32) {
+// the quantized activations a; with s81 the minima's activation term is
+// ggml's Q8_1 s (f16 of Σqx·amax/127) rather than d·Σqx.
+func (l *Linear) panelInt8(buf []float32, r0, r1 int, a *qacts, f quant.Int8Format, s81 bool, out []float32) {
 	n, k := a.n, l.In
 	ng := k / f.Group
 	qw := 32 * k / 4
@@ -375,6 +376,9 @@ func (l *Linear) panelInt8(buf []float32, r0, r1 int, a *qacts, f quant.Int8Form
 	xsOff, dsOff := a.xs32Off, a.ds32Off
 	if f.Group == 16 {
 		xsOff, dsOff = a.xs16Off, a.ds16Off
+	}
+	if s81 {
+		dsOff = a.s81Off
 	}
 	kerns := kern.int8Kernels(f.Group, f.HasMin)
 	tile := len(kerns)

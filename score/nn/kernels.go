@@ -187,6 +187,9 @@ type kernels struct {
 	// tiled holds the tiled kernels (ggml_tiled.go) by group (32, 16) and
 	// minimum (without, with): see tiledKernels. Index m-1 computes m rows.
 	tiled [4][]tiledFunc
+	// tiledAMX holds tiled's kernels in llama.cpp's AMX kernels' order
+	// (tiledGeneric with amx).
+	tiledAMX [4][]tiledFunc
 	// tiledNarrow, if set, is tiled's kernels for weights below 64
 	// (Int8Format.Max), which multiply them without widening (AVX2).
 	tiledNarrow [4][]tiledFunc
@@ -197,6 +200,9 @@ type kernels struct {
 	// dotF32, if set, is dotLanes in the AVX-512 build's lanes for n a
 	// multiple of 64, dotF32x8 in the AVX2 build's for n a multiple of 32.
 	dotF32, dotF32x8 func(x, w *float32, n int) float32
+	// dotLanes16, if set, is dotLanes16Generic for n a multiple of 16:
+	// entry m-1 multiplies one row w with m rows of x (ldx apart).
+	dotLanes16 [4]func(w, x *float32, ldx, n int, out *float32)
 	// dotF16, if set, is dotF32's order (ggml_vec_dot_f16's in the
 	// AVX-512 build) for n a multiple of 64: entry m-1 multiplies one row w
 	// with m rows of x (ldx apart), into out[0:m] as float64.

@@ -103,6 +103,7 @@ func archInit() {
 	avx512.tanhCap, avx512.kld = tanhCapAVX512, kldAVX512
 	avx512.ggmlExpf8 = ggmlExpf8AVX2
 	avx512.dotF32 = dotF32AVX512
+	avx512.dotLanes16 = [4]func(w, x *float32, ldx, n int, out *float32){dotLanes16m1AVX512, dotLanes16m2AVX512, dotLanes16m3AVX512, dotLanes16m4AVX512}
 	avx512.dotF32x8 = avx2.dotF32x8
 	avx512.dotF16 = [4]func(w, x *float32, ldx, n int, out *float64){dotF16m1AVX512, dotF16m2AVX512, dotF16m3AVX512, dotF16m4AVX512}
 	avx512.dotBF16 = [4]func(w, x *float32, ldx, n int, out *float64){dotBF16m1AVX512, dotBF16m2AVX512, dotBF16m3AVX512, dotBF16m4AVX512}
@@ -129,6 +130,12 @@ func archInit() {
 			{tiled32minm1VNNI, tiled32minm2VNNI},
 			{tiled16m1VNNI, tiled16m2VNNI, tiled16m3VNNI, tiled16m4VNNI},
 			{tiled16minm1VNNI, tiled16minm2VNNI},
+		}
+		vnni.tiledAMX = [4][]tiledFunc{
+			{tiled32m1AMXVNNI, tiled32m2AMXVNNI, tiled32m3AMXVNNI, tiled32m4AMXVNNI},
+			{tiled32minm1AMXVNNI, tiled32minm2AMXVNNI},
+			{tiled16m1AMXVNNI, tiled16m2AMXVNNI, tiled16m3AMXVNNI, tiled16m4AMXVNNI},
+			{tiled16minm1AMXVNNI, tiled16minm2AMXVNNI},
 		}
 		vnni.kRepacked = [4][]kRepackedFunc{
 			{q4k2m1VNNI, q4k2m2VNNI}, {q4k8m1VNNI, q4k8m2VNNI},

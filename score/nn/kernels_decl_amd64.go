@@ -432,6 +432,24 @@ func tiled32minm1VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *floa
 func tiled32minm2VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
+func tiled32m1AMXVNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled32m2AMXVNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled32m3AMXVNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled32m4AMXVNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled32minm1AMXVNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled32minm2AMXVNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
 func tiled16m1VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
@@ -448,6 +466,24 @@ func tiled16minm1VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *floa
 
 //go:noescape
 func tiled16minm2VNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16m1AMXVNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16m2AMXVNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16m3AMXVNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16m4AMXVNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16minm1AMXVNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
+
+//go:noescape
+func tiled16minm2AMXVNNI(x *byte, ldx int, w *uint32, ls, mins *int32, d0, dm *float32, nb int, negoff int, c *float32, ldc int, doff, xsoff int)
 
 //go:noescape
 func q4k2m1VNNI(x *byte, ldx int, w *uint32, ls *int32, mins *int32, dw *float32, dm *float32, nb int, c *float32, ldc int, doff, xsoff int)
@@ -604,6 +640,18 @@ func ggmlExpfW16AVX2(dst, x *float32, n int)
 
 //go:noescape
 func dotF32AVX512(x, w *float32, n int) float32
+
+//go:noescape
+func dotLanes16m1AVX512(w, x *float32, ldx, n int, out *float32)
+
+//go:noescape
+func dotLanes16m2AVX512(w, x *float32, ldx, n int, out *float32)
+
+//go:noescape
+func dotLanes16m3AVX512(w, x *float32, ldx, n int, out *float32)
+
+//go:noescape
+func dotLanes16m4AVX512(w, x *float32, ldx, n int, out *float32)
 
 //go:noescape
 func dotF16m1AVX512(w, x *float32, ldx, n int, out *float64)

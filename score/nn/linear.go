@@ -165,10 +165,15 @@ func ForwardShared(c *Context, x []float32, n int, ls []*Linear, outs [][]float3
 			r0 := pi * panelRows
 			r1 := min(r0+panelRows, l.Out)
 			f, ok := l.int8Able()
-			if p := ggmlPanels[l.Type]; ok && c.LlamaCPP && p != nil {
+			amx := c.GGMLAMX && c.LlamaCPP && l.amxTaken()
+			if amx && ok {
+				l.panelAMX(buf, r0, r1, acts[f.ActBlock/256], f, out)
+			} else if amx && l.Type == gguf.TypeF16 {
+				l.panelF16AMX(buf, r0, r1, x, n, out)
+			} else if p := ggmlPanels[l.Type]; ok && c.LlamaCPP && p != nil {
 				p(l, buf, r0, r1, acts[f.ActBlock/256], out)
 			} else if ok && c.Int8 {
-				l.panelInt8(buf, r0, r1, acts[f.ActBlock/256], f, out)
+				l.panelInt8(buf, r0, r1, acts[f.ActBlock/256], f, false, out)
 			} else if raw != nil && l.Type == gguf.TypeBF16 {
 				l.panelBF16Raw(r0, r1, raw, n, out)
 			} else if r := halfRounding(l.Type); r >= 0 && c.LlamaCPP {

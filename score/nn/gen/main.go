@@ -562,10 +562,17 @@ func q2LanesVNNI() {
 // biased weights, from negoff·Σx) times the group's integer scale is added
 // to the super-block's integer sum S (and the group's minimum times Σx to
 // M); per super-block of 256, v = float32(S)·d0 (then v = fma(-dmin,
-// float32(M), v)) and acc = fma(v, dx, acc). Registers: T in Z0-Z7 (Z0-Z3
-// with hasMin, M in Z4-Z7), S in Z8-Z15, acc in Z16-Z23 (two per row).
-func tiledVNNI(m, g int, hasMin bool) {
-	tiledHeader(g, m, hasMin, "VNNI")
+// float32(M), v)) and acc = fma(v, dx, acc); with amx (tiled{g}m{m}AMXVNNI,
+// tiled{g}minm{m}AMXVNNI) in llama.cpp's AMX order, acc = fma(float32(S),
+// d0·dx, acc) (then acc = fma(float32(M), -(dmin·dx), acc)). Registers: T
+// in Z0-Z7 (Z0-Z3 with hasMin, M in Z4-Z7), S in Z8-Z15, acc in Z16-Z23
+// (two per row).
+func tiledVNNI(m, g int, hasMin, amx bool) {
+	isa := "VNNI"
+	if amx {
+		isa = "AMXVNNI"
+	}
+	tiledHeader(g, m, hasMin, isa)
 	p("\tMOVQ negoff+64(FP), AX")
 	p("\tVPBROADCASTD AX, Z31")
 	for t := 0; t < m; t++ {
@@ -630,7 +637,24 @@ func tiledVNNI(m, g int, hasMin bool) {
 		p("\tVMOVUPS (BX), Z26")
 		p("\tVMOVUPS 64(BX), Z27")
 	}
-	for t := 0; t < m; t++ {
+	for t := 0; t < m && amx; t++ {
+		// Z28, Z29: d0·dx, then dmin·dx (the loop's weights are done).
+		p("\tVCVTDQ2PS Z%d, Z%d", 8+2*t, 2*t)
+		p("\tVCVTDQ2PS Z%d, Z%d", 9+2*t, 2*t+1)
+		p("\tVMULPS.BCST %s, Z24, Z28", rowAddr(0, "DI", t))
+		p("\tVMULPS.BCST %s, Z25, Z29", rowAddr(0, "DI", t))
+		p("\tVFMADD231PS Z28, Z%d, Z%d", 2*t, 16+2*t)
+		p("\tVFMADD231PS Z29, Z%d, Z%d", 2*t+1, 17+2*t)
+		if hasMin {
+			p("\tVCVTDQ2PS Z%d, Z%d", 4+2*t, 4+2*t)
+			p("\tVCVTDQ2PS Z%d, Z%d", 5+2*t, 5+2*t)
+			p("\tVMULPS.BCST %s, Z26, Z28", rowAddr(0, "DI", t))
+			p("\tVMULPS.BCST %s, Z27, Z29", rowAddr(0, "DI", t))
+			p("\tVFNMADD231PS Z28, Z%d, Z%d", 4+2*t, 16+2*t)
+			p("\tVFNMADD231PS Z29, Z%d, Z%d", 5+2*t, 17+2*t)
+		}
+	}
+	for t := 0; t < m && !amx; t++ {
 		p("\tVCVTDQ2PS Z%d, Z%d", 8+2*t, 2*t)
 		p("\tVCVTDQ2PS Z%d, Z%d", 9+2*t, 2*t+1)
 		p("\tVMULPS Z24, Z%d, Z%d", 2*t, 2*t)
@@ -1072,11 +1096,13 @@ func int8Kernels() {
 	q1LanesVNNI()
 	q2LanesVNNI()
 	for _, g := range []int{32, 16} {
-		for m := 1; m <= 4; m++ {
-			tiledVNNI(m, g, false)
-		}
-		for m := 1; m <= 2; m++ {
-			tiledVNNI(m, g, true)
+		for _, amx := range []bool{false, true} {
+			for m := 1; m <= 4; m++ {
+				tiledVNNI(m, g, false, amx)
+			}
+			for m := 1; m <= 2; m++ {
+				tiledVNNI(m, g, true, amx)
+			}
 		}
 	}
 	for _, v := range []struct{ g, pair int }{{32, 2}, {32, 8}, {16, 8}, {16, 16}} {
@@ -1706,6 +1732,9 @@ func misc() {
 	ggmlExpfW16AVX2()
 	dotF32AVX512()
 	for m := 1; m <= 4; m++ {
+		dotLanes16AVX512(m)
+	}
+	for m := 1; m <= 4; m++ {
 		for _, k := range []dotKind{dotF16, dotBF16Pairs, dotBF16Raw} {
 			dotRowsAVX512(m, k)
 		}
@@ -1749,6 +1778,45 @@ func dotF32AVX512() {
 	p("\tVADDSS X1, X0, X0")
 	p("\tVZEROUPPER")
 	p("\tMOVSS X0, ret+24(FP)")
+	p("\tRET")
+}
+
+// dotLanes16AVX512 writes dotLanes16m{m}AVX512(w, x *float32, ldx, n
+// int, out *float32), dotLanes16's kernel for m rows of x (row i ldx
+// elements after row i-1) and n a multiple of 16: per row one accumulator
+// of 16 lanes adding w·x by FMA, 16 values a step, reduced as
+// _mm512_reduce_add_ps (reduce16PS) into out[i]. w's step in Z16, row i's
+// accumulator in Zi.
+func dotLanes16AVX512(m int) {
+	name := fmt.Sprintf("dotLanes16m%dAVX512", m)
+	p("")
+	p("// func %s(w, x *float32, ldx, n int, out *float32)", name)
+	p("TEXT ·%s(SB), NOSPLIT, $0-40", name)
+	p("\tMOVQ w+0(FP), DI")
+	p("\tMOVQ x+8(FP), SI")
+	p("\tMOVQ ldx+16(FP), R8")
+	p("\tSHLQ $2, R8")
+	p("\tLEAQ (R8)(R8*2), R9")
+	p("\tMOVQ n+24(FP), CX")
+	p("\tSHRQ $4, CX")
+	for i := 0; i < m; i++ {
+		p("\tVPXORD Z%d, Z%d, Z%d", i, i, i)
+	}
+	p("\tTESTQ CX, CX")
+	p("\tJZ reduce")
+	p("loop:")
+	p("\tVMOVUPS (DI), Z16")
+	for i := 0; i < m; i++ {
+		p("\tVFMADD231PS %s, Z16, Z%d", rowAddr(0, "SI", i), i)
+	}
+	next("loop", 64, "SI", "DI")
+	p("reduce:")
+	p("\tMOVQ out+32(FP), AX")
+	for i := 0; i < m; i++ {
+		reduce16PS(i, 8)
+		p("\tVMOVSS X%d, %d(AX)", i, 4*i)
+	}
+	p("\tVZEROUPPER")
 	p("\tRET")
 }
 
