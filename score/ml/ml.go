@@ -68,6 +68,10 @@ type Matrix struct {
 	Scale   []float32 // nil, or one value (one per expert for a stack): the file's "<name>.scale"
 	Bias    []float32 // Out values, or Experts × Out for a stack
 	Impl    any       // the backend's prepared form
+	// Fused, where the matrix is consecutive rows of a larger tensor (a
+	// fused projection's part: Loader.LinearRows), is that tensor's row
+	// count; 0 otherwise.
+	Fused int
 }
 
 // Vector is a 1-D weight (a norm's scale), decoded to float32 at load.

@@ -16,9 +16,13 @@ func amxShape(s *mkmodel.Shape) { s.Embd, s.Heads, s.KVHeads, s.HeadDim, s.FFN =
 // TestGeneratedAMX holds --activations int8-amx to llama.cpp 0.7.0's CPU
 // build for CPUs with AMX-INT8 (Debian's libggml-cpu-sapphirerapids, on an
 // Intel Xeon with AMX-INT8): genModel's llama in each type the AMX buffer
-// takes, scored in the first windows of 128 tokens (stride 64) of en-gpl3
-// with an f16 cache, against llama.cpp's sums of log-probs per window on
-// the same bytes; and int8 (the AVX-512 build's order) is not those sums.
+// takes, a mixture (its experts not in the AMX buffer), a tied head and a
+// phi3 whose fused attn_qkv the buffer takes though its k and v parts
+// alone would not be, scored in the first windows of 128 tokens (stride
+// 64) of en-gpl3 with an f16 cache, against llama.cpp's sums of log-probs
+// per window on the same bytes. int8 (the AVX-512 build's order) was
+// 0.012 (F16) to 0.74 (Q4_K_M) off those sums; the phi3's parts taken by
+// their own rows, 0.16.
 func TestGeneratedAMX(t *testing.T) {
 	dir := oracle.Require(t)
 	golden, err := oracle.Read(filepath.Join(dir, "golden", "tiny-llama-spm-q8_0__en-gpl3__sliding.ndjson"))
@@ -28,7 +32,7 @@ func TestGeneratedAMX(t *testing.T) {
 	tokens := golden.Header.Tokens
 	for _, c := range []struct {
 		typ, sha256 string
-		variant     string    // "moe": 4 experts, 2 used, theirs not in the AMX buffer; "tied": the head the token embedding, 32000 rows
+		variant     string    // "moe": 4 experts, 2 used, theirs not in the AMX buffer; "tied": the head the token embedding, 32000 rows; "phi3": attn_qkv of 64+16+16 rows (parts not multiples of 32, the tensor one)
 		sums        []float64 // llama.cpp's with AMX
 	}{
 		{"Q8_0", "a67da97f3fe0c94e335959bb544bff4d89e38266183307614a19191a815fcf46", "",
@@ -47,17 +51,25 @@ func TestGeneratedAMX(t *testing.T) {
 			[]float64{-1615.1246615, -797.7797717, -804.8453095, -759.4801597, -795.5063847, -782.5853588}},
 		{"Q8_0", "e98b32518d205c0a25ca48cd6c9e590681234b52fa0630880da293e9deecdf2f", "tied",
 			[]float64{-1537.0348172, -776.8841872, -794.2213800, -805.3829919, -790.6316155, -806.2276618}},
+		{"Q8_0", "b96738924cd0521ce01f96d4c21c94138ae55d4b7740486668b6c8d7db0f81ab", "phi3",
+			[]float64{-1585.5698649, -815.4715545, -808.5850187, -796.5387736, -786.2860268, -792.9755260}},
 		{"F16", "f4164da2636d30e2992fb00197eea4c67fbe9c21787343ac225aa2e491519c67", "",
 			[]float64{-1622.5665574, -785.5218764, -791.5230842, -769.8716618, -788.2342144, -781.1831908}},
 	} {
 		t.Run(c.typ+c.variant, func(t *testing.T) {
-			path := genModelType(t, dir, "llama", c.typ, func(s *mkmodel.Shape) {
+			arch := "llama"
+			if c.variant == "phi3" {
+				arch = "phi3"
+			}
+			path := genModelType(t, dir, arch, c.typ, func(s *mkmodel.Shape) {
 				amxShape(s)
 				switch c.variant {
 				case "moe":
 					s.Experts, s.ExpertsUsed, s.ExpertFFN = 4, 2, s.FFN
 				case "tied":
 					s.Tied, s.Vocab = true, 32000
+				case "phi3":
+					s.Embd, s.Heads, s.KVHeads, s.HeadDim = 64, 4, 1, 16
 				}
 			})
 			checkSHA(t, path, c.sha256)

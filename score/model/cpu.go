@@ -70,6 +70,7 @@ func (b *cpuBackend) Prepare(w *ml.Matrix) error {
 			l.Bias = w.Bias[e*w.Out : (e+1)*w.Out]
 		}
 		l.Routed = w.Experts > 0
+		l.TensorRows = w.Fused
 		ls[e] = l
 	}
 	w.Impl = ls

@@ -313,6 +313,7 @@ func (l *Loader) splitRows(name string, w *ml.Matrix, out ...int) []*ml.Matrix {
 		p := *w
 		p.Name = fmt.Sprintf("%s[%d:%d]", w.Name, r, r+o)
 		p.Out, p.Experts, p.Data = o, 0, w.Data[r*rowBytes:(r+o)*rowBytes:(r+o)*rowBytes]
+		p.Fused = w.Out
 		if w.Bias != nil {
 			p.Bias = w.Bias[r : r+o]
 		}

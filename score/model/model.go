@@ -250,6 +250,13 @@ func load(f *gguf.File, opts Options, dev Device) (*Model, error) {
 		Shared: l.alt, Rope: l.rinfo, ALiBi: l.alibiBias, KVDtype: format.Name, Activations: act, Unread: l.unread(),
 		KVHead0: kvcache.LlamaHead0{K: cmp.Or(l.kvHead0, hp.HeadDim), V: cmp.Or(l.kvHead0, hp.ValueDim)}}
 	for _, w := range l.mats {
+		if w.Fused > 0 { // a fused tensor's part: the tensor once
+			name, _, _ := strings.Cut(w.Name, "[")
+			if n := len(info.Matrices); n == 0 || info.Matrices[n-1].Name != name {
+				info.Matrices = append(info.Matrices, MatrixShape{Name: name, Type: w.Type, In: w.In, Out: w.Fused})
+			}
+			continue
+		}
 		info.Matrices = append(info.Matrices, MatrixShape{Name: w.Name, Type: w.Type, In: w.In, Out: w.Out, Experts: w.Experts})
 	}
 	if r, ok := net.(recurrentNetwork); ok {

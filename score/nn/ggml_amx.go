@@ -1,6 +1,8 @@
 package nn
 
 import (
+	"cmp"
+
 	"ppl.dev/gguf"
 	"ppl.dev/quant"
 )
@@ -36,8 +38,10 @@ func AMXTaken(t gguf.Type, in, out int, routed bool) bool {
 	return a > 0 && !routed && out%32 == 0 && in%a == 0
 }
 
-// amxTaken is AMXTaken of l.
-func (l *Linear) amxTaken() bool { return AMXTaken(l.Type, l.In, l.Out, l.Routed) }
+// amxTaken is AMXTaken of l's tensor.
+func (l *Linear) amxTaken() bool {
+	return AMXTaken(l.Type, l.In, cmp.Or(l.TensorRows, l.Out), l.Routed)
+}
 
 // panelAMX computes columns [r0, r1) of out for a matrix of a quantized
 // type AMXTaken takes, in the AMX kernels' order: per output, over the

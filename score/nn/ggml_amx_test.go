@@ -90,4 +90,15 @@ func TestAMXTaken(t *testing.T) {
 			t.Errorf("AMXTaken(%v, %d, %d, %v) = %v, want %v", c.t, c.in, c.out, c.routed, got, c.want)
 		}
 	}
+	// A fused projection's part is taken as its tensor is: q of 64 rows
+	// and k and v of 16, one tensor of 96.
+	for _, out := range []int{64, 16} {
+		l := &Linear{Type: gguf.TypeQ8_0, In: 64, Out: out, TensorRows: 96}
+		if !l.amxTaken() {
+			t.Errorf("a part of %d rows of a tensor of 96: not taken", out)
+		}
+	}
+	if l := (&Linear{Type: gguf.TypeQ8_0, In: 64, Out: 16}); l.amxTaken() {
+		t.Error("a matrix of 16 rows: taken")
+	}
 }

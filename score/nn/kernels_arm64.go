@@ -40,6 +40,7 @@ func archInit() {
 	}
 	if cpu.ARM64.HasASIMDDP {
 		neon.flipBias = true
+		neon.tiledAMX = [4][]tiledFunc{} // generic's take the codes unflipped: panelTiledOrder's fallback
 		neon.lanes = [2]lanesFunc{lanesSlices(lanes32NEON), lanesSlices(lanes16NEON)}
 		neon.tiled = [4][]tiledFunc{
 			{tiledSlices(tiled32m1NEON)}, {tiledSlices(tiled32minm1NEON)},

@@ -27,6 +27,10 @@ type Linear struct {
 	// Q2_K in the AVX-512 build) take their GEMV's order for every row,
 	// never their GEMM's.
 	Routed bool
+	// TensorRows, where the matrix is consecutive rows of a larger weight
+	// tensor (a fused projection's part), is that tensor's row count: what
+	// llama.cpp's AMX buffer decides on (AMXTaken); 0 otherwise.
+	TensorRows int
 }
 
 // NewLinear checks a weight tensor's data and returns it as a Linear.
