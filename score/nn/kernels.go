@@ -188,7 +188,9 @@ type kernels struct {
 	// minimum (without, with): see tiledKernels. Index m-1 computes m rows.
 	tiled [4][]tiledFunc
 	// tiledAMX holds tiled's kernels in llama.cpp's AMX kernels' order
-	// (tiledGeneric with amx).
+	// (tiledGeneric with amx): the level's own, which take the codes as
+	// flipBias says, or none (panelTiledOrder then takes generic's, on
+	// the codes unflipped).
 	tiledAMX [4][]tiledFunc
 	// tiledNarrow, if set, is tiled's kernels for weights below 64
 	// (Int8Format.Max), which multiply them without widening (AVX2).
